@@ -1,0 +1,200 @@
+//! The interpreter's public contract: budgets, costs, trace steps, Delta-DAG graphs, run errors, and
+//! the builtin table through which stages add their runtime (eval, resolve, maps, ...).
+
+use crate::diag::Span;
+use crate::interp::Machine;
+use crate::ir::Scheme;
+use crate::value::Value;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Limits checked while a program runs. Exceeding one stops the run with `RunError::Budget`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Budget {
+    /// Interpreter steps plus the work units builtins report through `Machine::tick`.
+    pub steps: u64,
+    /// Allocated values (tuples, closures, sums, ext values).
+    pub allocs: u64,
+    /// Depth of the interpreted program's call stack (kept on the heap, never on the native stack).
+    pub depth: u64,
+    /// Trace steps recorded; further steps are counted but not stored.
+    pub trace_steps: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000 }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetKind {
+    Steps,
+    Allocs,
+    Depth,
+}
+
+impl BudgetKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetKind::Steps => "steps",
+            BudgetKind::Allocs => "allocs",
+            BudgetKind::Depth => "depth",
+        }
+    }
+}
+
+/// Cost counters of a run. `counters` holds the ones stages add (`eval_visits`, `delta_nodes`,
+/// `backprop_calls`, `ids_allocated`, `vector_elem_ops`, ...).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Cost {
+    pub steps: u64,
+    pub real_ops: u64,
+    pub allocs: u64,
+    pub max_depth: u64,
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl Cost {
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum RunError {
+    /// A budget ran out; `cost` holds the counts reached.
+    Budget { budget: BudgetKind, limit: u64, cost: Cost },
+    /// A runtime error of the program (integer overflow, division by zero on Z, ...), located.
+    Runtime { message: String, span: Span },
+}
+
+impl RunError {
+    pub fn runtime(span: Span, message: impl Into<String>) -> RunError {
+        RunError::Runtime { message: message.into(), span }
+    }
+    pub fn message(&self) -> String {
+        match self {
+            RunError::Budget { budget, limit, cost } => format!(
+                "stopped: the {} budget ({limit}) ran out after {} steps, {} real ops, {} allocations, depth {}{}",
+                budget.name(),
+                cost.steps,
+                cost.real_ops,
+                cost.allocs,
+                cost.max_depth,
+                cost.counters.iter().map(|(k, v)| format!(", {k} {v}")).collect::<String>()
+            ),
+            RunError::Runtime { message, .. } => message.clone(),
+        }
+    }
+    pub fn span(&self) -> Span {
+        match self {
+            RunError::Runtime { span, .. } => *span,
+            RunError::Budget { .. } => Span::NONE,
+        }
+    }
+}
+
+/// One step of a stage's runtime (eval, addDelta, resolve, ...), for replaying a backward pass.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TraceStep {
+    /// What happened: `eval`, `addDelta`, `skip`, `resolve`, `call`, ...
+    pub kind: String,
+    /// The graph node this step is at (`GraphNode::id`), if any.
+    pub node: Option<u64>,
+    /// The source span this step is about, if known.
+    pub span: Option<Span>,
+    /// The incoming scale factor or cotangent.
+    pub factor: Option<f64>,
+    /// A one-line human description.
+    pub note: String,
+    /// The cotangent map or array after the step, as `key -> value` rows.
+    pub state: Vec<(String, f64)>,
+}
+
+/// The graph a stage's forward pass builds (the Delta DAG, backpropagators, Contribs), every node once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Graph {
+    pub nodes: Vec<GraphNode>,
+    pub edges: Vec<GraphEdge>,
+    /// Node groups (jobs of a parallel run), with the edges between groups.
+    pub groups: Vec<GraphGroup>,
+    /// Nodes left out because the graph was larger than the drawing limit.
+    pub omitted: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GraphNode {
+    pub id: u64,
+    /// Constructor or kind: `Var`, `Add`, `Scale`, `Let`, `Zero`, `OneHot`, `Contrib`, `input`, ...
+    pub ctor: String,
+    /// What to draw inside the node.
+    pub label: String,
+    /// The DeltaId (or staging ID) where the node has one.
+    pub delta_id: Option<i64>,
+    /// The scale factor or primal value the node carries.
+    pub value: Option<f64>,
+    /// Referenced from more than one place.
+    pub shared: bool,
+    /// How many times the backward pass visited it (eval2's unfolding shows here).
+    pub visits: Option<u64>,
+    pub group: Option<String>,
+    pub span: Option<Span>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GraphEdge {
+    pub from: u64,
+    pub to: u64,
+    pub label: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GraphGroup {
+    pub name: String,
+    pub label: String,
+    /// Groups that must finish before this one (the job graph).
+    pub after: Vec<String>,
+}
+
+/// A builtin's implementation. It receives all its arguments at once (builtins are curried in the IR
+/// and run when saturated) and the span of the application. It may call back into the interpreter
+/// with `Machine::apply`.
+pub type BuiltinFn = fn(&mut Machine<'_>, Vec<Value>, Span) -> Result<Value, RunError>;
+
+/// A target-language builtin: a typed constant of the IR with a Rust implementation.
+#[derive(Clone)]
+pub struct Builtin {
+    pub name: &'static str,
+    pub scheme: Scheme,
+    pub arity: usize,
+    /// The last argument is passed unevaluated, as a function of `()` the builtin forces with
+    /// `Machine::apply(thunk, Value::Unit)`. For runners of the monad (`runDelta n m`), which must set
+    /// up the state before `m` runs. Such a builtin must be applied to all its arguments syntactically.
+    pub lazy_last: bool,
+    pub run: BuiltinFn,
+}
+
+/// The builtins a program may use, by name.
+#[derive(Clone, Default)]
+pub struct Builtins {
+    table: HashMap<&'static str, Rc<Builtin>>,
+}
+
+impl Builtins {
+    pub fn new() -> Builtins {
+        Builtins::default()
+    }
+    pub fn add(&mut self, b: Builtin) {
+        self.table.insert(b.name, Rc::new(b));
+    }
+    pub fn extend(&mut self, bs: impl IntoIterator<Item = Builtin>) {
+        bs.into_iter().for_each(|b| self.add(b));
+    }
+    pub fn get(&self, name: &str) -> Option<&Rc<Builtin>> {
+        self.table.get(name)
+    }
+}

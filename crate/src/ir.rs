@@ -1,0 +1,351 @@
+//! The one typed IR. Source programs and the output of every stage are values of `Program`.
+//!
+//! Conventions every pass relies on:
+//! - Lambdas take one pattern and applications one argument; the printer shows `\x y -> e` and `f a b`
+//!   for the nested forms, and the parser builds the nested forms from them.
+//! - Names are resolved: every binder has a `Name` whose `id` is unique in its program (ids are never
+//!   reused; `Name::global` has id 0 and is used for top-level definitions, which are looked up by text).
+//! - Primitive operations are saturated (`Prim(op, args)`); an unapplied primitive is eta-expanded.
+//! - Every `Expr` carries its `ty`; `Type::Unknown` until the type checker fills it in.
+//! - Target constructs (Delta terms, maps, IDs, ...) are `Builtin`s: a name whose type scheme and
+//!   runtime implementation a stage registers beside its transform, so the IR grows without new variants.
+//! - Arrays will join as `Type::Con("Array", [a])` with builtins, so no pass needs a rewrite for them.
+
+use crate::diag::Span;
+use std::rc::Rc;
+
+/// A resolved name: `text` is what the printer shows, `id` what makes it unique.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Name {
+    pub text: Rc<str>,
+    pub id: u32,
+}
+
+impl Name {
+    pub fn new(text: &str, id: u32) -> Name {
+        Name { text: Rc::from(text), id }
+    }
+    /// A top-level definition's name (id 0): resolved by its text in `Program::defs`.
+    pub fn global(text: &str) -> Name {
+        Name { text: Rc::from(text), id: 0 }
+    }
+    pub fn is_global(&self) -> bool {
+        self.id == 0
+    }
+}
+
+/// Types. `Bool` is a leaf isomorphic to `() + ()`; no transform looks inside it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    Real,
+    Int,
+    Bool,
+    Unit,
+    /// `(A1, ..., An)`, n >= 2. A 1-tuple is never built; `()` is `Unit`.
+    Tuple(Vec<Type>),
+    /// `A + B`
+    Sum(Box<Type>, Box<Type>),
+    /// `A -> B`
+    Fun(Box<Type>, Box<Type>),
+    /// `A ⊸ B`: a synonym of `A -> B` whose argument is used once (the papers' linear functions).
+    /// It unifies with `Fun`; it is kept apart only so that printed types say what the paper says.
+    Lin(Box<Type>, Box<Type>),
+    /// A named target type with arguments: `Delta`, `DeltaId`, `M a`, `DeltaMap`, `Array a`, ...
+    Con(Rc<str>, Vec<Type>),
+    /// An inference variable (or, inside a `Scheme`, a quantified one).
+    Var(u32),
+    /// Not yet inferred.
+    Unknown,
+}
+
+impl Type {
+    pub fn fun(a: Type, b: Type) -> Type {
+        Type::Fun(Box::new(a), Box::new(b))
+    }
+    pub fn lin(a: Type, b: Type) -> Type {
+        Type::Lin(Box::new(a), Box::new(b))
+    }
+    pub fn sum(a: Type, b: Type) -> Type {
+        Type::Sum(Box::new(a), Box::new(b))
+    }
+    pub fn con(name: &str, args: Vec<Type>) -> Type {
+        Type::Con(Rc::from(name), args)
+    }
+    /// `()` for zero types, the type itself for one, a tuple otherwise.
+    pub fn tuple(mut ts: Vec<Type>) -> Type {
+        match ts.len() {
+            0 => Type::Unit,
+            1 => ts.pop().unwrap(),
+            _ => Type::Tuple(ts),
+        }
+    }
+    /// First-order: no function types anywhere inside (the types `main` may take and return).
+    pub fn is_first_order(&self) -> bool {
+        match self {
+            Type::Real | Type::Int | Type::Bool | Type::Unit => true,
+            Type::Tuple(ts) => ts.iter().all(Type::is_first_order),
+            Type::Sum(a, b) => a.is_first_order() && b.is_first_order(),
+            Type::Fun(..) | Type::Lin(..) => false,
+            Type::Con(_, ts) => ts.iter().all(Type::is_first_order),
+            Type::Var(_) | Type::Unknown => true,
+        }
+    }
+}
+
+/// A type scheme `∀ vars. ty`, for top-level definitions and builtins.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheme {
+    pub vars: Vec<u32>,
+    pub ty: Type,
+}
+
+impl Scheme {
+    pub fn mono(ty: Type) -> Scheme {
+        Scheme { vars: vec![], ty }
+    }
+}
+
+/// Binding patterns: `x`, `_`, `()`, `(p1, ..., pn)`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pat {
+    Var(Name, Span),
+    Wild(Span),
+    Unit(Span),
+    Tuple(Vec<Pat>, Span),
+}
+
+impl Pat {
+    pub fn span(&self) -> Span {
+        match self {
+            Pat::Var(_, s) | Pat::Wild(s) | Pat::Unit(s) | Pat::Tuple(_, s) => *s,
+        }
+    }
+    /// The names this pattern binds, left to right.
+    pub fn names(&self) -> Vec<&Name> {
+        let mut out = vec![];
+        fn go<'a>(p: &'a Pat, out: &mut Vec<&'a Name>) {
+            match p {
+                Pat::Var(n, _) => out.push(n),
+                Pat::Wild(_) | Pat::Unit(_) => {}
+                Pat::Tuple(ps, _) => ps.iter().for_each(|p| go(p, out)),
+            }
+        }
+        go(self, &mut out);
+        out
+    }
+}
+
+/// Saturated primitive operations of the source language (the papers' `op`s).
+/// Arithmetic and comparisons work on R and on Z: which one is read off the arguments' `ty`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Prim {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// Integer remainder (`mod`); Z only.
+    Mod,
+    Neg,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    /// `&&` and `||` evaluate their right operand only when needed.
+    And,
+    Or,
+    Not,
+    Sin,
+    Cos,
+    Tan,
+    Exp,
+    Log,
+    Sqrt,
+    Tanh,
+    Atan2,
+    Abs,
+    /// `real : Z -> R`
+    ToReal,
+}
+
+impl Prim {
+    /// The builtin functions that are written as applications (`sin x`, `atan2 y x`), with their arity.
+    pub const NAMED: &'static [(&'static str, Prim, usize)] = &[
+        ("sin", Prim::Sin, 1),
+        ("cos", Prim::Cos, 1),
+        ("tan", Prim::Tan, 1),
+        ("exp", Prim::Exp, 1),
+        ("log", Prim::Log, 1),
+        ("sqrt", Prim::Sqrt, 1),
+        ("tanh", Prim::Tanh, 1),
+        ("atan2", Prim::Atan2, 2),
+        ("abs", Prim::Abs, 1),
+        ("real", Prim::ToReal, 1),
+        ("not", Prim::Not, 1),
+    ];
+
+    pub fn arity(self) -> usize {
+        match self {
+            Prim::Neg | Prim::Not => 1,
+            p => Prim::NAMED.iter().find(|(_, q, _)| *q == p).map_or(2, |(_, _, a)| *a),
+        }
+    }
+
+    /// The surface name of a named primitive (`sin`), or the operator symbol (`+`).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Prim::Add => "+",
+            Prim::Sub => "-",
+            Prim::Mul => "*",
+            Prim::Div => "/",
+            Prim::Mod => "mod",
+            Prim::Neg => "-",
+            Prim::Lt => "<",
+            Prim::Le => "<=",
+            Prim::Gt => ">",
+            Prim::Ge => ">=",
+            Prim::Eq => "==",
+            Prim::Ne => "!=",
+            Prim::And => "&&",
+            Prim::Or => "||",
+            p => Prim::NAMED.iter().find(|(_, q, _)| *q == p).map(|(n, _, _)| *n).unwrap_or("?"),
+        }
+    }
+
+    /// Whether this primitive is written as a function application rather than an operator.
+    pub fn is_named(self) -> bool {
+        Prim::NAMED.iter().any(|(_, q, _)| *q == self)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+    pub ty: Type,
+}
+
+/// A local recursive function: `let f x y = e in ...` binds `f` to `\x -> \y -> e` (a `Lam`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunDef {
+    pub name: Name,
+    pub body: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LamKind {
+    /// `\x -> e` (λ)
+    Plain,
+    /// `linλx. e`: a linear function (Smeding–Vákár's backpropagators); runs like a plain one.
+    Linear,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Var(Name),
+    Real(f64),
+    Int(i64),
+    Bool(bool),
+    Unit,
+    Lam(LamKind, Pat, Box<Expr>),
+    App(Box<Expr>, Box<Expr>),
+    Let(Pat, Box<Expr>, Box<Expr>),
+    /// A group of local, mutually recursive functions, visible in each other and in the body.
+    LetRec(Vec<FunDef>, Box<Expr>),
+    /// n >= 2 components.
+    Tuple(Vec<Expr>),
+    Fst(Box<Expr>),
+    Snd(Box<Expr>),
+    Inl(Box<Expr>),
+    Inr(Box<Expr>),
+    /// `case e of inl p1 -> e1 | inr p2 -> e2`
+    Case(Box<Expr>, Pat, Box<Expr>, Pat, Box<Expr>),
+    If(Box<Expr>, Box<Expr>, Box<Expr>),
+    Prim(Prim, Vec<Expr>),
+    /// `(e : A)`
+    Ann(Box<Expr>, Type),
+    /// A target-language builtin by name (`Add`, `deltaLet`, `eval`, ...), typed and run from the
+    /// builtin table that the stage registers.
+    Builtin(Rc<str>),
+    /// `do { p ← m; k }`: bind in the monad `M` (state monads in Krawiec et al. and Smeding–Vákár).
+    /// The interpreter runs `M` in direct style (effects happen when the bind runs), which is sound
+    /// because the translations bind every monadic value exactly once, as it is produced
+    /// (Krawiec et al. §7.3 implement `M` with mutable state for the same reason).
+    Bind(Pat, Box<Expr>, Box<Expr>),
+    /// `pure e` (return of the monad).
+    Pure(Box<Expr>),
+}
+
+impl Expr {
+    pub fn new(kind: ExprKind, span: Span) -> Expr {
+        Expr { kind, span, ty: Type::Unknown }
+    }
+    /// Generated code: no source span.
+    pub fn gen(kind: ExprKind) -> Expr {
+        Expr { kind, span: Span::NONE, ty: Type::Unknown }
+    }
+    pub fn with_ty(mut self, ty: Type) -> Expr {
+        self.ty = ty;
+        self
+    }
+}
+
+/// `param n = 10`: an integer size parameter, bound as a global `Z` in every definition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: Name,
+    pub value: i64,
+    pub span: Span,
+}
+
+/// `expect grad (37.0, 12.0)` and friends: checked by `cotangent check` and the tests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expect {
+    pub what: ExpectKind,
+    pub value: Expr,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpectKind {
+    /// `expect grad V`: the gradient, in the shape of the input (integer leaves as they are).
+    Grad,
+    /// `expect primal V`: the value of `main` at the input.
+    Primal,
+}
+
+/// A top-level definition: `def f p1 p2 = e` is stored as `f = \p1 -> \p2 -> e`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Def {
+    pub name: Name,
+    pub body: Expr,
+    pub span: Span,
+    /// Filled in by the type checker.
+    pub scheme: Option<Scheme>,
+}
+
+/// A whole program: its parameters, default input, definitions (mutually recursive), and expectations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub params: Vec<Param>,
+    /// `input V`: the default input point of `main`, a closed constant expression.
+    pub input: Option<Expr>,
+    pub defs: Vec<Def>,
+    pub expects: Vec<Expect>,
+    /// Names starting from `next_id` are fresh: passes that introduce binders take ids from here.
+    pub next_id: u32,
+}
+
+impl Program {
+    pub fn def(&self, name: &str) -> Option<&Def> {
+        self.defs.iter().find(|d| &*d.name.text == name)
+    }
+    /// A fresh binder named `text` (the printer disambiguates texts that would be captured).
+    pub fn fresh(&mut self, text: &str) -> Name {
+        let id = self.next_id.max(1);
+        self.next_id = id + 1;
+        Name::new(text, id)
+    }
+}

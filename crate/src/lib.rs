@@ -1,0 +1,9 @@
+//! Cotangent: the program transforms of reverse-mode AD from five papers, as source-to-source stages
+//! over one typed IR, with one interpreter that runs the source and every stage's output.
+//! See ARCHITECTURE.md for the data flow and where each part lives.
+
+pub mod diag;
+pub mod interp;
+pub mod ir;
+pub mod limits;
+pub mod value;

@@ -1,0 +1,202 @@
+//! Runtime values of the one interpreter, for source programs and every stage's output alike.
+
+use std::any::Any;
+use std::fmt;
+use std::rc::Rc;
+
+/// A value a stage's runtime defines (a Delta term, a DeltaMap, a Staged object, an array, ...).
+/// The stage's builtins downcast it with `as_any`.
+pub trait ExtValue: fmt::Debug {
+    /// The type name shown in messages (`Delta`).
+    fn type_name(&self) -> &'static str;
+    /// A short rendering for values, traces and hover text.
+    fn show(&self) -> String;
+    fn as_any(&self) -> &dyn Any;
+}
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    Real(f64),
+    Int(i64),
+    Bool(bool),
+    Unit,
+    Tuple(Rc<[Value]>),
+    Inl(Rc<Value>),
+    Inr(Rc<Value>),
+    /// A function value; its representation belongs to the interpreter.
+    Fun(Rc<dyn Any>),
+    Ext(Rc<dyn ExtValue>),
+}
+
+impl Value {
+    pub fn tuple(vs: Vec<Value>) -> Value {
+        match vs.len() {
+            0 => Value::Unit,
+            _ => Value::Tuple(vs.into()),
+        }
+    }
+    pub fn pair(a: Value, b: Value) -> Value {
+        Value::Tuple(Rc::from(vec![a, b]))
+    }
+    pub fn as_real(&self) -> Option<f64> {
+        match self {
+            Value::Real(r) => Some(*r),
+            _ => None,
+        }
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+    pub fn ext<T: 'static>(&self) -> Option<&T> {
+        match self {
+            Value::Ext(e) => e.as_any().downcast_ref::<T>(),
+            _ => None,
+        }
+    }
+
+    /// The real leaves, left to right (the coordinates a gradient is indexed by).
+    pub fn real_leaves(&self) -> Vec<f64> {
+        let mut out = vec![];
+        self.for_each_leaf(&mut |v| {
+            if let Value::Real(r) = v {
+                out.push(*r)
+            }
+        });
+        out
+    }
+
+    /// Visits the first-order leaves left to right (reals, integers, booleans, units, functions, ext).
+    pub fn for_each_leaf(&self, f: &mut dyn FnMut(&Value)) {
+        // Explicit stack: values can be deep (long sums), and wasm's native stack is small.
+        let mut stack = vec![self];
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Tuple(vs) => stack.extend(vs.iter().rev()),
+                Value::Inl(v) | Value::Inr(v) => stack.push(v),
+                v => f(v),
+            }
+        }
+    }
+
+    /// Rebuilds this first-order value with its real leaves replaced, left to right, from `reals`.
+    /// Integer and boolean leaves and sum tags are kept: this is how gradients take the input's shape.
+    pub fn with_reals(&self, reals: &mut dyn Iterator<Item = f64>) -> Value {
+        match self {
+            Value::Real(_) => Value::Real(reals.next().unwrap_or(0.0)),
+            Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| v.with_reals(reals)).collect()),
+            Value::Inl(v) => Value::Inl(Rc::new(v.with_reals(reals))),
+            Value::Inr(v) => Value::Inr(Rc::new(v.with_reals(reals))),
+            v => v.clone(),
+        }
+    }
+
+    /// Structural equality on first-order values; reals compare bitwise-equal or both NaN.
+    pub fn same(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Real(a), Value::Real(b)) => a == b || (a.is_nan() && b.is_nan()),
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Unit, Value::Unit) => true,
+            (Value::Tuple(a), Value::Tuple(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)),
+            (Value::Inl(a), Value::Inl(b)) | (Value::Inr(a), Value::Inr(b)) => a.same(b),
+            _ => false,
+        }
+    }
+}
+
+/// Reals print so that they read back as reals: always with a `.` or an exponent; NaN and infinities
+/// print as `nan`, `inf` and `-inf`.
+pub fn show_real(r: f64) -> String {
+    if r.is_nan() {
+        "nan".into()
+    } else if r.is_infinite() {
+        if r > 0.0 { "inf".into() } else { "-inf".into() }
+    } else {
+        let s = format!("{r:?}");
+        if s.contains('.') || s.contains('e') || s.contains("inf") || s.contains("NaN") {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Real(r) => write!(f, "{}", show_real(*r)),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Unit => write!(f, "()"),
+            Value::Tuple(vs) => {
+                write!(f, "(")?;
+                for (i, v) in vs.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                write!(f, ")")
+            }
+            Value::Inl(v) => write!(f, "inl {}", Paren(v)),
+            Value::Inr(v) => write!(f, "inr {}", Paren(v)),
+            Value::Fun(_) => write!(f, "<function>"),
+            Value::Ext(e) => write!(f, "{}", e.show()),
+        }
+    }
+}
+
+struct Paren<'a>(&'a Value);
+impl fmt::Display for Paren<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Value::Inl(_) | Value::Inr(_) => write!(f, "({})", self.0),
+            Value::Real(r) if *r < 0.0 => write!(f, "({})", self.0),
+            Value::Int(i) if *i < 0 => write!(f, "({})", self.0),
+            v => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A value as JSON: reals and integers as numbers (non-finite reals as the strings "nan", "inf",
+/// "-inf"), tuples as arrays, `inl v` as `{"inl": v}`, unit as `[]`, booleans as booleans.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Value::Real(r) if r.is_finite() => serde_json::Number::from_f64(*r).map_or(J::Null, J::Number),
+        Value::Real(r) => J::String(show_real(*r)),
+        Value::Int(i) => J::from(*i),
+        Value::Bool(b) => J::Bool(*b),
+        Value::Unit => J::Array(vec![]),
+        Value::Tuple(vs) => J::Array(vs.iter().map(to_json).collect()),
+        Value::Inl(v) => serde_json::json!({ "inl": to_json(v) }),
+        Value::Inr(v) => serde_json::json!({ "inr": to_json(v) }),
+        Value::Fun(_) => J::String("<function>".into()),
+        Value::Ext(e) => J::String(e.show()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reals_print_as_reals() {
+        assert_eq!(show_real(2.0), "2.0");
+        assert_eq!(show_real(0.1), "0.1");
+        assert_eq!(show_real(1e-30), "1e-30");
+        assert_eq!(show_real(f64::NAN), "nan");
+        assert_eq!(show_real(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn with_reals_keeps_shape_and_integers() {
+        let v = Value::pair(Value::Inl(Rc::new(Value::Real(1.0))), Value::pair(Value::Int(3), Value::Real(2.0)));
+        let g = v.with_reals(&mut [10.0, 20.0].into_iter());
+        assert_eq!(g.to_string(), "(inl 10.0, (3, 20.0))");
+        assert_eq!(v.real_leaves(), vec![1.0, 2.0]);
+    }
+}
