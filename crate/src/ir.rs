@@ -349,3 +349,47 @@ impl Program {
         Name::new(text, id)
     }
 }
+
+/// Calls `f` on each direct sub-expression, left to right.
+pub fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    match &e.kind {
+        ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
+        ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
+        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) => {
+            f(a);
+            f(b)
+        }
+        ExprKind::LetRec(fs, b) => {
+            fs.iter().for_each(|d| f(&d.body));
+            f(b)
+        }
+        ExprKind::Tuple(es) | ExprKind::Prim(_, es) => es.iter().for_each(f),
+        ExprKind::Case(s, _, a, _, b) | ExprKind::If(s, a, b) => {
+            f(s);
+            f(a);
+            f(b)
+        }
+    }
+}
+
+/// Calls `f` on each direct sub-expression, mutably.
+pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    match &mut e.kind {
+        ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
+        ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
+        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) => {
+            f(a);
+            f(b)
+        }
+        ExprKind::LetRec(fs, b) => {
+            fs.iter_mut().for_each(|d| f(&mut d.body));
+            f(b)
+        }
+        ExprKind::Tuple(es) | ExprKind::Prim(_, es) => es.iter_mut().for_each(f),
+        ExprKind::Case(s, _, a, _, b) | ExprKind::If(s, a, b) => {
+            f(s);
+            f(a);
+            f(b)
+        }
+    }
+}

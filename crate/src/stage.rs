@@ -1,0 +1,78 @@
+//! What a stage is: its paper, section and figure, its explanation, the constructs it accepts, its
+//! transform (IR → IR, with its wrapper) and its run. The registry of stages is `stages::all()`.
+
+use crate::diag::Diagnostic;
+use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::ir::{Program, Type};
+use crate::value::Value;
+
+/// Static description of a stage, shown by the CLI and the page.
+#[derive(Debug)]
+pub struct StageInfo {
+    /// `paper/stage`, e.g. `krawiec/monadic`.
+    pub id: &'static str,
+    /// Short citation of the paper, e.g. `Krawiec et al. 2022`.
+    pub paper: &'static str,
+    /// Section and figures it implements, e.g. `§7.1–7.2, Figs. 9–11`.
+    pub section: &'static str,
+    pub title: &'static str,
+    /// One paragraph: what changes from the previous stage, and why.
+    pub explanation: &'static str,
+    /// Its complexity claim.
+    pub complexity: &'static str,
+    /// The constructs it accepts, in words.
+    pub accepts: &'static str,
+}
+
+/// The typed source a stage transforms, with `main : S → T`.
+pub struct Source<'a> {
+    pub program: &'a Program,
+    pub input_type: &'a Type,
+    pub output_type: &'a Type,
+}
+
+/// Name of the definition every stage's wrapper is called by: it takes `(input, seed)` — the input
+/// point and the output cotangent — and returns `(primal, gradient)`, the gradient in the input's shape.
+/// (The papers' wrappers return only the gradient; ours also hands back the primal they compute.)
+pub const WRAPPER: &str = "grad";
+
+pub trait Stage: Sync {
+    fn info(&self) -> &'static StageInfo;
+
+    /// The runtime this stage's output uses (Delta constructors, eval, maps, ...).
+    fn builtins(&self) -> Vec<Builtin> {
+        vec![]
+    }
+
+    /// Refuses, with a located message saying why, what the paper's method cannot handle.
+    fn accepts(&self, _src: &Source) -> Result<(), Diagnostic> {
+        Ok(())
+    }
+
+    /// The transformed program: the translated definitions plus the wrapper `WRAPPER`.
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic>;
+
+    /// The types the paper states for definitions of the output, given `main : S → T`
+    /// (e.g. `main : Drev{S} → M Drev{T}`); the pipeline checks the output has them.
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)>;
+
+    /// Runs the output: by default, the wrapper once on `(input, seed)`.
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        split_pair(out)
+    }
+
+    /// The graph the forward pass built (the Delta DAG, backpropagators, Contribs), read from the
+    /// runtime's state after the run.
+    fn graph(&self, _m: &mut Machine) -> Option<Graph> {
+        None
+    }
+}
+
+/// Splits the wrapper's `(primal, gradient)` result.
+pub fn split_pair(v: Value) -> Result<(Value, Value), RunError> {
+    match v {
+        Value::Tuple(vs) if vs.len() == 2 => Ok((vs[0].clone(), vs[1].clone())),
+        other => Err(RunError::runtime(crate::diag::Span::NONE, format!("the wrapper returned {other}, not a pair (primal, gradient)"))),
+    }
+}

@@ -1,0 +1,253 @@
+//! `forward`: forward-mode dual numbers, Krawiec et al. §4, Figs. 3–4 (and Fig. 15's general
+//! wrapper). Every real becomes a pair (primal, tangent); only real literals and real primitives
+//! change, everything else is translated homomorphically. Run once per real input (the Forward
+//! Plan), it gives the reference gradient that every other stage is checked against.
+
+use crate::build::*;
+use crate::deriv;
+use crate::diag::Diagnostic;
+use crate::interp::{Machine, RunError};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo};
+use crate::value::Value;
+
+pub struct Forward;
+
+static INFO: StageInfo = StageInfo {
+    id: "forward",
+    paper: "Krawiec et al. 2022",
+    section: "§4, Figs. 3–4 (wrapper: Fig. 15)",
+    title: "Forward mode with dual numbers",
+    explanation: "Each real r is paired with a tangent dr: literals become (r, 0), and each real primitive computes \
+its result together with the derivative of that result in the direction of the input tangent (the chain rule, one \
+operation at a time). Lets, lambdas, applications, tuples and sums are translated homomorphically, so closures, \
+recursion and higher-order code come for free. The wrapper F{e} zips the input with a tangent direction ds and reads \
+the output's tangents; one run gives one column of the Jacobian, so the Forward Plan runs it once per real input, \
+and dots each column with the output cotangent to give that input's gradient entry.",
+    complexity: "O(T) per run, and one run per real input: O(a·T) for a gradient of a reals.",
+    accepts: "the whole scalar language",
+};
+
+/// `Dfwd{A}` (Fig. 3): R ↦ R × δR, homomorphic elsewhere.
+pub fn dual_type(t: &Type) -> Type {
+    match t {
+        Type::Real => Type::Tuple(vec![Type::Real, Type::Real]),
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(dual_type).collect()),
+        Type::Sum(a, b) => Type::sum(dual_type(a), dual_type(b)),
+        Type::Fun(a, b) => Type::fun(dual_type(a), dual_type(b)),
+        Type::Lin(a, b) => Type::lin(dual_type(a), dual_type(b)),
+        Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(dual_type).collect()),
+        t => t.clone(),
+    }
+}
+
+/// `Dfwd{e}` (Fig. 3), rule for rule.
+fn dfwd(e: &Expr, fr: &mut Fresh) -> Expr {
+    use ExprKind::*;
+    let b = |x: &Expr, fr: &mut Fresh| Box::new(dfwd(x, fr));
+    let kind = match &e.kind {
+        // Dfwd{x} = x ; Dfwd{k} = k
+        Var(_) | Int(_) | Bool(_) | Unit | Builtin(_) => e.kind.clone(),
+        // Dfwd{r} = (r, 0)
+        Real(r) => return at(pair(real(*r), real(0.0)), e.span),
+        // Dfwd{λx. e} = λx. Dfwd{e}
+        Lam(k, p, body) => Lam(*k, p.clone(), b(body, fr)),
+        // Dfwd{e1 e2} = Dfwd{e1} Dfwd{e2}
+        App(f, a) => App(b(f, fr), b(a, fr)),
+        // Dfwd{let x = e1 in e2} = let x = Dfwd{e1} in Dfwd{e2}
+        Let(p, rhs, body) => Let(p.clone(), b(rhs, fr), b(body, fr)),
+        LetRec(fs, body) => LetRec(
+            fs.iter().map(|f| FunDef { name: f.name.clone(), body: dfwd(&f.body, fr), span: f.span }).collect(),
+            b(body, fr),
+        ),
+        // pairs, projections, injections and case: homomorphic
+        Tuple(es) => Tuple(es.iter().map(|x| dfwd(x, fr)).collect()),
+        Fst(x) => Fst(b(x, fr)),
+        Snd(x) => Snd(b(x, fr)),
+        Inl(x) => Inl(b(x, fr)),
+        Inr(x) => Inr(b(x, fr)),
+        Case(s, p1, e1, p2, e2) => Case(b(s, fr), p1.clone(), b(e1, fr), p2.clone(), b(e2, fr)),
+        If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
+        Ann(x, t) => Ann(b(x, fr), dual_type(t)),
+        Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),
+        Pure(x) => Pure(b(x, fr)),
+        Prim(op, args) => return at(dfwd_prim(*op, args, fr), e.span),
+    };
+    Expr { kind, span: e.span, ty: Type::Unknown }
+}
+
+/// Dfwd{op}: Fig. 3's `+R` and `×R` rules, and Fig. 14's general rule for the other primitives.
+fn dfwd_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
+    let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
+    let translated: Vec<Expr> = args.iter().map(|a| dfwd(a, fr)).collect();
+    if op == Prim::ToReal {
+        // real k depends on no real input: a constant, like a literal.
+        return pair(prim(op, translated), real(0.0));
+    }
+    if !real_args {
+        // integer and boolean operations are untouched: Dfwd{+Z} = +Z
+        return prim(op, translated);
+    }
+    let texts: &[(&str, &str)] = if args.len() == 1 { &[("x", "dx")] } else { &[("x", "dx"), ("y", "dy")] };
+    let names: Vec<(Name, Name)> = texts.iter().map(|(x, d)| (fr.name(x), fr.name(d))).collect();
+    let xs: Vec<Expr> = names.iter().map(|(x, _)| var(x)).collect();
+    let ds: Vec<Expr> = names.iter().map(|(_, d)| var(d)).collect();
+    let result = fr.name(if args.len() == 1 { "y" } else { "r" });
+    let body = match deriv::rule(op, &xs, &var(&result)) {
+        // comparisons look at primals only
+        None => prim(op, xs.clone()),
+        Some(rule) => {
+            let tangent = deriv::linear_combination(&rule.partials, &ds);
+            if rule.uses_result {
+                let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), tangent))
+            } else {
+                pair(prim(op, xs.clone()), tangent)
+            }
+        }
+    };
+    // let (x, dx) = Dfwd{e1} in let (y, dy) = Dfwd{e2} in ...
+    names.iter().zip(translated).rev().fold(body, |acc, ((x, d), a)| let_(ppair(pvar(x), pvar(d)), a, acc))
+}
+
+/// Structural code over a first-order type: destructures tuples and sums of `x : ty` and applies
+/// `leaf` at each leaf (used for primal_T and tangent_T).
+fn map_type(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr) -> Expr) -> Expr {
+    match ty {
+        Type::Tuple(ts) => {
+            let ns: Vec<Name> = ts.iter().map(|_| fr.name("v")).collect();
+            let parts = ts.iter().zip(&ns).map(|(t, n)| map_type(t, var(n), fr, leaf)).collect();
+            let_(ptuple(ns.iter().map(pvar).collect()), x, tuple(parts))
+        }
+        Type::Sum(a, b) => {
+            let (na, nb) = (fr.name("l"), fr.name("r"));
+            let ea = inl(map_type(a, var(&na), fr, leaf));
+            let eb = inr(map_type(b, var(&nb), fr, leaf));
+            case(x, pvar(&na), ea, pvar(&nb), eb)
+        }
+        t => leaf(t, x),
+    }
+}
+
+/// `zip_S : S × δS → Dfwd{S}` (Fig. 15): pairs each real of s with its tangent in ds.
+fn zip_type(ty: &Type, s: Expr, ds: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        Type::Real => pair(s, ds),
+        Type::Tuple(ts) => {
+            let ns: Vec<Name> = ts.iter().map(|_| fr.name("s")).collect();
+            let ds_ns: Vec<Name> = ts.iter().map(|_| fr.name("ds")).collect();
+            let parts = ts.iter().zip(ns.iter().zip(&ds_ns)).map(|(t, (n, d))| zip_type(t, var(n), var(d), fr)).collect();
+            let_(ptuple(ns.iter().map(pvar).collect()), s, let_(ptuple(ds_ns.iter().map(pvar).collect()), ds, tuple(parts)))
+        }
+        Type::Sum(a, b) => {
+            let (sa, sb, da, db) = (fr.name("s"), fr.name("s"), fr.name("ds"), fr.name("ds"));
+            // The tangent has the input's tags (it is made from the input); on a mismatch, zero tangents.
+            let zero = |t: &Type, x: Expr, fr: &mut Fresh| zip_type(t, x.clone(), map_type(t, x, fr, &|t, v| if *t == Type::Real { real(0.0) } else { v }), fr);
+            let left = case(ds.clone(), pvar(&da), inl(zip_type(a, var(&sa), var(&da), fr)), pwild(), inl(zero(a, var(&sa), fr)));
+            let right = case(ds, pwild(), inr(zero(b, var(&sb), fr)), pvar(&db), inr(zip_type(b, var(&sb), var(&db), fr)));
+            case(s, pvar(&sa), left, pvar(&sb), right)
+        }
+        _ => s,
+    }
+}
+
+/// `dt ⊙_T d` (§11.2): the dot product of the real components, 0 where sum tags differ.
+fn dot_type(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        Type::Real => mul(a, b),
+        Type::Tuple(ts) => {
+            let na: Vec<Name> = ts.iter().map(|_| fr.name("a")).collect();
+            let nb: Vec<Name> = ts.iter().map(|_| fr.name("b")).collect();
+            let terms: Vec<Expr> = ts
+                .iter()
+                .zip(na.iter().zip(&nb))
+                .filter(|(t, _)| has_real(t))
+                .map(|(t, (x, y))| dot_type(t, var(x), var(y), fr))
+                .collect();
+            let sum = terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0));
+            let_(ptuple(na.iter().map(pvar).collect()), a, let_(ptuple(nb.iter().map(pvar).collect()), b, sum))
+        }
+        Type::Sum(l, r) => {
+            let (xa, xb, ya, yb) = (fr.name("a"), fr.name("a"), fr.name("b"), fr.name("b"));
+            let left = case(b.clone(), pvar(&ya), dot_type(l, var(&xa), var(&ya), fr), pwild(), real(0.0));
+            let right = case(b, pwild(), real(0.0), pvar(&yb), dot_type(r, var(&xb), var(&yb), fr));
+            case(a, pvar(&xa), left, pvar(&xb), right)
+        }
+        _ => real(0.0),
+    }
+}
+
+pub fn has_real(t: &Type) -> bool {
+    match t {
+        Type::Real => true,
+        Type::Tuple(ts) => ts.iter().any(has_real),
+        Type::Sum(a, b) => has_real(a) || has_real(b),
+        _ => false,
+    }
+}
+
+impl Stage for Forward {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut fr = Fresh::new(src.program);
+        let mut out = src.program.clone();
+        for d in &mut out.defs {
+            d.body = dfwd(&d.body, &mut fr);
+            d.scheme = None;
+        }
+        let (s, t) = (src.input_type, src.output_type);
+        // F{e} = λ(s, ds, dt). let out = Dfwd{main} (zip_S (s, ds)) in (primal_T out, dt ⊙_T delta_T out)
+        let (ns, nds, ndt, nout) = (fr.name("s"), fr.name("ds"), fr.name("dt"), fr.name("out"));
+        let run = app(global("main"), app(global("zip_S"), pair(var(&ns), var(&nds))));
+        let body = let_(
+            pvar(&nout),
+            run,
+            pair(app(global("primal_T"), var(&nout)), app(global("dot_T"), pair(var(&ndt), app(global("tangent_T"), var(&nout))))),
+        );
+        let (x, y, z) = (fr.name("x"), fr.name("v"), fr.name("dv"));
+        let zip = lam(ppair(pvar(&x), pvar(&z)), zip_type(s, var(&x), var(&z), &mut fr));
+        let primal = lam(pvar(&y), map_type(t, var(&y), &mut fr, &|t, v| if *t == Type::Real { fst(v) } else { v }));
+        let (y2, a, bb) = (fr.name("v"), fr.name("a"), fr.name("b"));
+        let tangent = lam(pvar(&y2), map_type(t, var(&y2), &mut fr, &|t, v| if *t == Type::Real { snd(v) } else { v }));
+        let dot = lam(ppair(pvar(&a), pvar(&bb)), dot_type(t, var(&a), var(&bb), &mut fr));
+        out.defs.push(def("zip_S", zip));
+        out.defs.push(def("primal_T", primal));
+        out.defs.push(def("tangent_T", tangent));
+        out.defs.push(def("dot_T", dot));
+        out.defs.push(def("fwd", lam(ptuple(vec![pvar(&ns), pvar(&nds), pvar(&ndt)]), body)));
+        out.expects.clear();
+        out.input = None;
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        let (s, t) = (src.input_type, src.output_type);
+        vec![
+            ("main".into(), Type::fun(dual_type(s), dual_type(t))),
+            ("fwd".into(), Type::fun(Type::Tuple(vec![s.clone(), s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), Type::Real]))),
+        ]
+    }
+
+    /// The Forward Plan (§3.2): F{e} once per real input, in the direction of that input.
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        let n = input.real_leaves().len();
+        let mut grads = Vec::with_capacity(n);
+        let mut primal = None;
+        for j in 0..n {
+            let dir = input.with_reals(&mut (0..n).map(|i| if i == j { 1.0 } else { 0.0 }));
+            let out = m.call("fwd", vec![Value::tuple(vec![input.clone(), dir, seed.clone()])])?;
+            let (p, g) = split_pair(out)?;
+            grads.push(g.as_real().unwrap_or(f64::NAN));
+            primal = Some(p);
+        }
+        let primal = match primal {
+            Some(p) => p,
+            // No real inputs: run once with the input as its own (real-free) direction, for the primal.
+            None => split_pair(m.call("fwd", vec![Value::tuple(vec![input.clone(), input.clone(), seed.clone()])])?)?.0,
+        };
+        Ok((primal, input.with_reals(&mut grads.into_iter())))
+    }
+}

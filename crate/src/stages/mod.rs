@@ -1,0 +1,16 @@
+//! The registry: every paper's stages, in order. Adding a stage is one file and one line here.
+
+use crate::stage::Stage;
+
+pub mod forward;
+
+/// All stages, papers in order, each paper's stages in the paper's order.
+pub fn all() -> Vec<&'static dyn Stage> {
+    vec![
+        &forward::Forward,
+    ]
+}
+
+pub fn find(id: &str) -> Option<&'static dyn Stage> {
+    all().into_iter().find(|s| s.info().id == id)
+}

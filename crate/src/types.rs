@@ -1,0 +1,500 @@
+//! Hindley–Milner type inference over the IR, with let-polymorphism for top-level definitions
+//! (inferred one strongly connected group at a time) and arithmetic overloaded on R and Z.
+//!
+//! It fills in `Expr::ty` everywhere and `Def::scheme`, and is run on the source and, with the
+//! stage's builtins, on every stage's output: that is how a stage's type translation is checked.
+
+use crate::diag::{Diagnostic, Span};
+use crate::interp::Builtins;
+use crate::ir::*;
+use std::collections::{BTreeSet, HashMap};
+
+/// Infers and annotates the types of a whole program.
+pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnostic> {
+    let mut cx = Cx { subst: vec![], numeric: vec![], builtins, globals: HashMap::new(), locals: HashMap::new() };
+    for param in &p.params {
+        cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
+    }
+    for group in def_groups(p) {
+        // Monomorphic within a group; generalised after it.
+        let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
+        for (&i, t) in group.iter().zip(&tys) {
+            cx.globals.insert(p.defs[i].name.text.to_string(), Scheme::mono(t.clone()));
+        }
+        for (&i, t) in group.iter().zip(&tys) {
+            let span = p.defs[i].span;
+            let found = cx.infer(&mut p.defs[i].body)?;
+            cx.unify(t, &found, span)?;
+        }
+        cx.resolve_numeric()?;
+        for (&i, t) in group.iter().zip(&tys) {
+            let ty = cx.zonk(t);
+            let mut vars = BTreeSet::new();
+            free_vars(&ty, &mut vars);
+            let scheme = Scheme { vars: vars.into_iter().collect(), ty };
+            cx.globals.insert(p.defs[i].name.text.to_string(), scheme.clone());
+            p.defs[i].scheme = Some(scheme);
+        }
+    }
+    for d in &mut p.defs {
+        cx.zonk_expr(&mut d.body);
+    }
+    if let Some(input) = &mut p.input {
+        cx.infer(input)?;
+        cx.resolve_numeric()?;
+        cx.zonk_expr(input);
+    }
+    Ok(())
+}
+
+/// Unifies `a` and `b` as types (variables on either side); used to compare a stage's output
+/// type with the type the paper states.
+pub fn unifiable(a: &Type, b: &Type) -> bool {
+    let builtins = Builtins::new();
+    let mut cx = Cx { subst: vec![], numeric: vec![], builtins: &builtins, globals: HashMap::new(), locals: HashMap::new() };
+    let shift = |t: &Type, off: u32| rename(t, &mut |v| Type::Var(v + off));
+    let max = max_var(a).max(max_var(b)) + 1;
+    cx.subst = vec![None; 2 * max as usize];
+    let a2 = shift(a, 0);
+    let b2 = shift(b, max);
+    cx.unify(&a2, &b2, Span::NONE).is_ok()
+}
+
+struct Cx<'b> {
+    subst: Vec<Option<Type>>,
+    /// Type variables of arithmetic operands, which must end up R or Z (defaulting to R).
+    numeric: Vec<(Type, Span, Prim)>,
+    builtins: &'b Builtins,
+    globals: HashMap<String, Scheme>,
+    locals: HashMap<u32, Type>,
+}
+
+impl Cx<'_> {
+    fn fresh(&mut self) -> Type {
+        self.subst.push(None);
+        Type::Var(self.subst.len() as u32 - 1)
+    }
+
+    fn instantiate(&mut self, s: &Scheme) -> Type {
+        let map: HashMap<u32, Type> = s.vars.iter().map(|&v| (v, self.fresh())).collect();
+        rename(&s.ty, &mut |v| map.get(&v).cloned().unwrap_or(Type::Var(v)))
+    }
+
+    fn shallow(&self, t: &Type) -> Type {
+        let mut t = t.clone();
+        while let Type::Var(v) = t {
+            match self.subst.get(v as usize).and_then(|s| s.clone()) {
+                Some(u) => t = u,
+                None => break,
+            }
+        }
+        t
+    }
+
+    fn zonk(&self, t: &Type) -> Type {
+        match self.shallow(t) {
+            Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| self.zonk(t)).collect()),
+            Type::Sum(a, b) => Type::sum(self.zonk(&a), self.zonk(&b)),
+            Type::Fun(a, b) => Type::fun(self.zonk(&a), self.zonk(&b)),
+            Type::Lin(a, b) => Type::lin(self.zonk(&a), self.zonk(&b)),
+            Type::Con(n, ts) => Type::Con(n, ts.iter().map(|t| self.zonk(t)).collect()),
+            t => t,
+        }
+    }
+
+    fn zonk_expr(&self, e: &mut Expr) {
+        e.ty = self.zonk(&e.ty);
+        each_child_mut(e, &mut |c| self.zonk_expr(c));
+    }
+
+    fn occurs(&self, v: u32, t: &Type) -> bool {
+        match self.shallow(t) {
+            Type::Var(w) => v == w,
+            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().any(|t| self.occurs(v, t)),
+            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => self.occurs(v, &a) || self.occurs(v, &b),
+            _ => false,
+        }
+    }
+
+    fn unify(&mut self, expected: &Type, found: &Type, span: Span) -> Result<(), Diagnostic> {
+        let (a, b) = (self.shallow(expected), self.shallow(found));
+        let ok = match (&a, &b) {
+            (Type::Var(v), Type::Var(w)) if v == w => true,
+            (Type::Var(v), t) | (t, Type::Var(v)) => {
+                if self.occurs(*v, t) {
+                    return Err(Diagnostic::error(span, format!("infinite type: {} occurs in {}", show(&a), show(&b))));
+                }
+                self.subst[*v as usize] = Some(t.clone());
+                true
+            }
+            (Type::Real, Type::Real) | (Type::Int, Type::Int) | (Type::Bool, Type::Bool) | (Type::Unit, Type::Unit) => true,
+            (Type::Tuple(xs), Type::Tuple(ys)) if xs.len() == ys.len() => {
+                for (x, y) in xs.iter().zip(ys) {
+                    self.unify_in(x, y, span, &a, &b)?;
+                }
+                true
+            }
+            (Type::Sum(a1, b1), Type::Sum(a2, b2))
+            | (Type::Fun(a1, b1) | Type::Lin(a1, b1), Type::Fun(a2, b2) | Type::Lin(a2, b2)) => {
+                self.unify_in(a1, a2, span, &a, &b)?;
+                self.unify_in(b1, b2, span, &a, &b)?;
+                true
+            }
+            (Type::Con(n, xs), Type::Con(m, ys)) if n == m && xs.len() == ys.len() => {
+                for (x, y) in xs.iter().zip(ys) {
+                    self.unify_in(x, y, span, &a, &b)?;
+                }
+                true
+            }
+            _ => false,
+        };
+        if ok {
+            Ok(())
+        } else {
+            let mut msg = format!("type mismatch: expected {}, found {}", show(&self.zonk(&a)), show(&self.zonk(&b)));
+            if (a, b) == (Type::Real, Type::Int) {
+                msg.push_str(" (write a real literal with a point, e.g. `2.0`, or convert with `real`)");
+            }
+            Err(Diagnostic::error(span, msg))
+        }
+    }
+
+    /// Unifies components, reporting the whole types when a part disagrees.
+    fn unify_in(&mut self, x: &Type, y: &Type, span: Span, whole_a: &Type, whole_b: &Type) -> Result<(), Diagnostic> {
+        self.unify(x, y, span).map_err(|mut d| {
+            if !d.message.starts_with("infinite") {
+                d.message = format!(
+                    "type mismatch: expected {}, found {} ({})",
+                    show(&self.zonk(whole_a)),
+                    show(&self.zonk(whole_b)),
+                    d.message.trim_start_matches("type mismatch: ")
+                );
+            }
+            d
+        })
+    }
+
+    fn resolve_numeric(&mut self) -> Result<(), Diagnostic> {
+        for (t, span, op) in std::mem::take(&mut self.numeric) {
+            match self.shallow(&t) {
+                Type::Var(v) => self.subst[v as usize] = Some(Type::Real), // defaulting
+                Type::Real | Type::Int => {}
+                Type::Bool if matches!(op, Prim::Eq | Prim::Ne) => {}
+                other => {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("`{}` works on R and Z, not on {}", op.symbol(), show(&self.zonk(&other))),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn bind_pat(&mut self, p: &Pat) -> Type {
+        match p {
+            Pat::Var(n, _) => {
+                let t = self.fresh();
+                self.locals.insert(n.id, t.clone());
+                t
+            }
+            Pat::Wild(_) => self.fresh(),
+            Pat::Unit(_) => Type::Unit,
+            Pat::Tuple(ps, _) => Type::Tuple(ps.iter().map(|p| self.bind_pat(p)).collect()),
+        }
+    }
+
+    fn infer(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
+        let span = e.span;
+        let t = match &mut e.kind {
+            ExprKind::Var(n) if n.is_global() => match self.globals.get(&*n.text).cloned() {
+                Some(s) => self.instantiate(&s),
+                None => return Err(Diagnostic::error(span, format!("unknown name `{}`", n.text))),
+            },
+            ExprKind::Var(n) => match self.locals.get(&n.id) {
+                Some(t) => t.clone(),
+                None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
+            },
+            ExprKind::Real(_) => Type::Real,
+            ExprKind::Int(_) => Type::Int,
+            ExprKind::Bool(_) => Type::Bool,
+            ExprKind::Unit => Type::Unit,
+            ExprKind::Lam(kind, p, body) => {
+                let a = self.bind_pat(p);
+                let b = self.infer(body)?;
+                match kind {
+                    LamKind::Plain => Type::fun(a, b),
+                    LamKind::Linear => Type::lin(a, b),
+                }
+            }
+            ExprKind::App(f, a) => {
+                let tf = self.infer(f)?;
+                let ta = self.infer(a)?;
+                let r = self.fresh();
+                match self.shallow(&tf) {
+                    Type::Fun(x, y) | Type::Lin(x, y) => {
+                        self.unify(&x, &ta, a.span)?;
+                        self.unify(&r, &y, span)?;
+                    }
+                    Type::Var(_) => self.unify(&tf, &Type::fun(ta, r.clone()), f.span)?,
+                    other => {
+                        return Err(Diagnostic::error(
+                            f.span,
+                            format!("this is applied to an argument but has type {}, not a function type", show(&self.zonk(&other))),
+                        ))
+                    }
+                }
+                r
+            }
+            ExprKind::Let(p, rhs, body) => {
+                let t1 = self.infer(rhs)?;
+                let tp = self.bind_pat(p);
+                self.unify(&tp, &t1, p.span())?;
+                self.infer(body)?
+            }
+            ExprKind::LetRec(fs, body) => {
+                let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
+                for (f, t) in fs.iter().zip(&tys) {
+                    self.locals.insert(f.name.id, t.clone());
+                }
+                for (f, t) in fs.iter_mut().zip(&tys) {
+                    let found = self.infer(&mut f.body)?;
+                    self.unify(t, &found, f.span)?;
+                }
+                self.infer(body)?
+            }
+            ExprKind::Tuple(es) => {
+                let mut ts = vec![];
+                for e in es.iter_mut() {
+                    ts.push(self.infer(e)?);
+                }
+                Type::Tuple(ts)
+            }
+            ExprKind::Fst(x) => {
+                let (a, b) = (self.fresh(), self.fresh());
+                let tx = self.infer(x)?;
+                self.unify(&Type::Tuple(vec![a.clone(), b]), &tx, x.span)?;
+                a
+            }
+            ExprKind::Snd(x) => {
+                let (a, b) = (self.fresh(), self.fresh());
+                let tx = self.infer(x)?;
+                self.unify(&Type::Tuple(vec![a, b.clone()]), &tx, x.span)?;
+                b
+            }
+            ExprKind::Inl(x) => {
+                let (ta, tb) = (self.infer(x)?, self.fresh());
+                Type::sum(ta, tb)
+            }
+            ExprKind::Inr(x) => {
+                let (ta, tb) = (self.fresh(), self.infer(x)?);
+                Type::sum(ta, tb)
+            }
+            ExprKind::Case(s, p1, e1, p2, e2) => {
+                let ts = self.infer(s)?;
+                let a = self.bind_pat(p1);
+                let b = self.bind_pat(p2);
+                self.unify(&Type::sum(a, b), &ts, s.span)?;
+                let t1 = self.infer(e1)?;
+                let t2 = self.infer(e2)?;
+                self.unify(&t1, &t2, e2.span)?;
+                t1
+            }
+            ExprKind::If(c, a, b) => {
+                let tc = self.infer(c)?;
+                self.unify(&Type::Bool, &tc, c.span)?;
+                let ta = self.infer(a)?;
+                let tb = self.infer(b)?;
+                self.unify(&ta, &tb, b.span)?;
+                ta
+            }
+            ExprKind::Prim(op, args) => {
+                let op = *op;
+                let mut ts = vec![];
+                for a in args.iter_mut() {
+                    ts.push((self.infer(a)?, a.span));
+                }
+                self.prim(op, &ts, span)?
+            }
+            ExprKind::Ann(x, t) => {
+                let t = t.clone();
+                let tx = self.infer(x)?;
+                self.unify(&t, &tx, x.span)?;
+                t
+            }
+            ExprKind::Builtin(name) => match self.builtins.get(name) {
+                Some(b) => {
+                    let s = b.scheme.clone();
+                    self.instantiate(&s)
+                }
+                None => return Err(Diagnostic::error(span, format!("unknown builtin `{name}`"))),
+            },
+            ExprKind::Bind(p, m, k) => {
+                let tm = self.infer(m)?;
+                let tp = self.bind_pat(p);
+                self.unify(&Type::con("M", vec![tp]), &tm, m.span)?;
+                let tk = self.infer(k)?;
+                let b = self.fresh();
+                self.unify(&Type::con("M", vec![b]), &tk, k.span)?;
+                tk
+            }
+            ExprKind::Pure(x) => Type::con("M", vec![self.infer(x)?]),
+        };
+        e.ty = t.clone();
+        Ok(t)
+    }
+
+    fn prim(&mut self, op: Prim, args: &[(Type, Span)], span: Span) -> Result<Type, Diagnostic> {
+        use Prim::*;
+        let want = |cx: &mut Cx, i: usize, t: &Type| cx.unify(t, &args[i].0, args[i].1);
+        Ok(match op {
+            Add | Sub | Mul | Div | Neg | Abs | Lt | Le | Gt | Ge | Eq | Ne => {
+                let t = self.fresh();
+                for i in 0..args.len() {
+                    want(self, i, &t)?;
+                }
+                self.numeric.push((t.clone(), span, op));
+                if matches!(op, Lt | Le | Gt | Ge | Eq | Ne) { Type::Bool } else { t }
+            }
+            Mod => {
+                want(self, 0, &Type::Int)?;
+                want(self, 1, &Type::Int)?;
+                Type::Int
+            }
+            And | Or | Not => {
+                for i in 0..args.len() {
+                    want(self, i, &Type::Bool)?;
+                }
+                Type::Bool
+            }
+            Sin | Cos | Tan | Exp | Log | Sqrt | Tanh | Atan2 => {
+                for i in 0..args.len() {
+                    want(self, i, &Type::Real)?;
+                }
+                Type::Real
+            }
+            ToReal => {
+                want(self, 0, &Type::Int)?;
+                Type::Real
+            }
+        })
+    }
+}
+
+/// The top-level definitions in dependency order, grouped into strongly connected components.
+fn def_groups(p: &Program) -> Vec<Vec<usize>> {
+    let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
+    let deps: Vec<Vec<usize>> = p
+        .defs
+        .iter()
+        .map(|d| {
+            let mut out = BTreeSet::new();
+            globals_used(&d.body, &mut |n| {
+                if let Some(&j) = index.get(n) {
+                    out.insert(j);
+                }
+            });
+            out.into_iter().collect()
+        })
+        .collect();
+    tarjan(&deps)
+}
+
+fn globals_used(e: &Expr, f: &mut dyn FnMut(&str)) {
+    if let ExprKind::Var(n) = &e.kind {
+        if n.is_global() {
+            f(&n.text);
+        }
+    }
+    each_child(e, &mut |c| globals_used(c, f));
+}
+
+/// Tarjan's SCC algorithm; components come out in reverse topological order of the edges
+/// (dependencies first), which is the order inference needs.
+fn tarjan(deps: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    struct T<'a> {
+        deps: &'a [Vec<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        out: Vec<Vec<usize>>,
+    }
+    fn go(t: &mut T, v: usize) {
+        t.index[v] = Some(t.next);
+        t.low[v] = t.next;
+        t.next += 1;
+        t.stack.push(v);
+        t.on[v] = true;
+        for &w in &t.deps[v] {
+            match t.index[w] {
+                None => {
+                    go(t, w);
+                    t.low[v] = t.low[v].min(t.low[w]);
+                }
+                Some(iw) if t.on[w] => t.low[v] = t.low[v].min(iw),
+                _ => {}
+            }
+        }
+        if Some(t.low[v]) == t.index[v] {
+            let mut comp = vec![];
+            while let Some(w) = t.stack.pop() {
+                t.on[w] = false;
+                comp.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            comp.sort();
+            t.out.push(comp);
+        }
+    }
+    let n = deps.len();
+    let mut t = T { deps, index: vec![None; n], low: vec![0; n], on: vec![false; n], stack: vec![], next: 0, out: vec![] };
+    for v in 0..n {
+        if t.index[v].is_none() {
+            go(&mut t, v);
+        }
+    }
+    t.out
+}
+
+pub fn free_vars(t: &Type, out: &mut BTreeSet<u32>) {
+    match t {
+        Type::Var(v) => {
+            out.insert(*v);
+        }
+        Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().for_each(|t| free_vars(t, out)),
+        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
+            free_vars(a, out);
+            free_vars(b, out);
+        }
+        _ => {}
+    }
+}
+
+fn max_var(t: &Type) -> u32 {
+    let mut vs = BTreeSet::new();
+    free_vars(t, &mut vs);
+    vs.into_iter().max().unwrap_or(0)
+}
+
+/// Replaces every type variable through `f`.
+pub fn rename(t: &Type, f: &mut dyn FnMut(u32) -> Type) -> Type {
+    match t {
+        Type::Var(v) => f(*v),
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| rename(t, f)).collect()),
+        Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(|t| rename(t, f)).collect()),
+        Type::Sum(a, b) => Type::sum(rename(a, f), rename(b, f)),
+        Type::Fun(a, b) => Type::fun(rename(a, f), rename(b, f)),
+        Type::Lin(a, b) => Type::lin(rename(a, f), rename(b, f)),
+        t => t.clone(),
+    }
+}
+
+/// A plain rendering for messages (the printer renders types for program views).
+pub fn show(t: &Type) -> String {
+    crate::print::print_type(t, &crate::print::PrintOptions::unicode())
+}
+
