@@ -1,0 +1,354 @@
+//! Draws a stage's graph (the Delta DAG, backpropagators, Contribs) as SVG. The layout (ranks,
+//! crossing reduction, placement, edge routes) comes from the `layout-rs` crate; the drawing is ours,
+//! so that every node is an element the page can find: `<g class="node" id="dag-n{id}" data-node="{id}">`.
+//! Graphs larger than the drawing limit are cut to their first nodes, and the SVG says how many were left out.
+
+use layout::core::base::Orientation;
+use layout::core::format::{ClipHandle, RenderBackend};
+use layout::core::geometry::Point;
+use layout::core::style::StyleAttr;
+use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
+use layout::topo::layout::VisualGraph;
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+
+/// Default number of nodes drawn; the rest are counted in the caption.
+pub const DRAW_LIMIT: usize = 300;
+
+/// The page's view of `cotangent::interp::Graph` (the core's type is Serialize only; the page sends
+/// a graph back to be drawn when another stage is selected).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct G {
+    #[serde(default)]
+    pub nodes: Vec<N>,
+    #[serde(default)]
+    pub edges: Vec<E>,
+    #[serde(default)]
+    pub omitted: u64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct N {
+    pub id: u64,
+    #[serde(default)]
+    pub ctor: String,
+    #[serde(default)]
+    pub label: String,
+    #[serde(default)]
+    pub delta_id: Option<i64>,
+    #[serde(default)]
+    pub value: Option<f64>,
+    #[serde(default)]
+    pub shared: bool,
+    #[serde(default)]
+    pub visits: Option<u64>,
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct E {
+    pub from: u64,
+    pub to: u64,
+    #[serde(default)]
+    pub label: String,
+}
+
+impl From<&cotangent::interp::Graph> for G {
+    fn from(g: &cotangent::interp::Graph) -> G {
+        G {
+            nodes: g
+                .nodes
+                .iter()
+                .map(|n| N {
+                    id: n.id,
+                    ctor: n.ctor.clone(),
+                    label: n.label.clone(),
+                    delta_id: n.delta_id,
+                    value: n.value,
+                    shared: n.shared,
+                    visits: n.visits,
+                    group: n.group.clone(),
+                })
+                .collect(),
+            edges: g.edges.iter().map(|e| E { from: e.from, to: e.to, label: e.label.clone() }).collect(),
+            omitted: g.omitted,
+        }
+    }
+}
+
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A short rendering of a real for labels.
+pub fn num(r: f64) -> String {
+    if r.is_nan() {
+        "nan".into()
+    } else if r.is_infinite() {
+        (if r > 0.0 { "inf" } else { "-inf" }).into()
+    } else if r == r.trunc() && r.abs() < 1e15 {
+        format!("{}", r as i64)
+    } else if r.abs() >= 1e-3 && r.abs() < 1e6 {
+        let s = format!("{r:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{r:.3e}")
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Records where layout-rs would draw: node boxes (tagged with our id through `properties`) and edge paths.
+#[derive(Default)]
+struct Collect {
+    boxes: HashMap<u64, (Point, Point)>,
+    paths: Vec<(String, Vec<(Point, Point)>)>,
+}
+
+impl RenderBackend for Collect {
+    fn draw_rect(&mut self, xy: Point, size: Point, _look: &StyleAttr, properties: Option<String>, _clip: Option<ClipHandle>) {
+        if let Some(id) = properties.and_then(|p| p.parse::<u64>().ok()) {
+            self.boxes.insert(id, (xy, size));
+        }
+    }
+    fn draw_line(&mut self, _: Point, _: Point, _: &StyleAttr, _: Option<String>) {}
+    fn draw_circle(&mut self, _: Point, _: Point, _: &StyleAttr, _: Option<String>) {}
+    fn draw_text(&mut self, _: Point, _: &str, _: &StyleAttr) {}
+    fn draw_arrow(&mut self, path: &[(Point, Point)], _: bool, _: (bool, bool), _: &StyleAttr, properties: Option<String>, _: &str) {
+        self.paths.push((properties.unwrap_or_default(), path.to_vec()));
+    }
+    fn create_clip(&mut self, _: Point, _: Point, _: usize) -> ClipHandle {
+        0
+    }
+}
+
+const CHAR_W: f64 = 7.2;
+const LINE_H: f64 = 15.0;
+
+fn node_lines(n: &N) -> (String, String) {
+    let top = if n.label.is_empty() { n.ctor.clone() } else { n.label.clone() };
+    let mut sub = vec![];
+    if let Some(d) = n.delta_id {
+        sub.push(format!("#{d}"));
+    }
+    if let Some(v) = n.value {
+        sub.push(num(v));
+    }
+    if let Some(k) = n.visits {
+        if k > 1 {
+            sub.push(format!("×{k}"));
+        }
+    }
+    (clip(&top, 28), clip(&sub.join("  "), 28))
+}
+
+/// The SVG of a graph, at most `limit` nodes; `None` for an empty graph.
+pub fn draw(g: &G, limit: usize) -> Option<String> {
+    if g.nodes.is_empty() {
+        return None;
+    }
+    let limit = limit.max(1);
+    let drawn: Vec<&N> = g.nodes.iter().take(limit).collect();
+    let omitted = g.omitted + (g.nodes.len() - drawn.len()) as u64;
+    let ids: HashSet<u64> = drawn.iter().map(|n| n.id).collect();
+
+    let mut vg = VisualGraph::new(Orientation::TopToBottom);
+    let mut handles = HashMap::new();
+    let mut sizes = HashMap::new();
+    for n in &drawn {
+        if handles.contains_key(&n.id) {
+            continue;
+        }
+        let (top, sub) = node_lines(n);
+        let w = (top.chars().count().max(sub.chars().count()) as f64 * CHAR_W + 18.0).max(34.0);
+        let h = if sub.is_empty() { LINE_H + 12.0 } else { 2.0 * LINE_H + 10.0 };
+        let size = Point::new(w, h);
+        sizes.insert(n.id, size);
+        let el = Element::create_with_properties(ShapeKind::new_box(""), StyleAttr::simple(), Orientation::TopToBottom, size, n.id.to_string());
+        handles.insert(n.id, vg.add_node(el));
+    }
+    let mut edges = vec![];
+    let mut seen = HashSet::new();
+    for e in &g.edges {
+        if e.from == e.to || !ids.contains(&e.from) || !ids.contains(&e.to) || !seen.insert((e.from, e.to)) {
+            continue;
+        }
+        let mut a = Arrow::simple("");
+        a.properties = Some(format!("{} {}", e.from, e.to));
+        vg.add_edge(a, handles[&e.from], handles[&e.to]);
+        edges.push(e);
+    }
+    let mut c = Collect::default();
+    vg.do_it(false, false, false, &mut c);
+
+    // Bounds.
+    let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
+    let mut grow = |p: Point| {
+        x0 = x0.min(p.x);
+        y0 = y0.min(p.y);
+        x1 = x1.max(p.x);
+        y1 = y1.max(p.y);
+    };
+    for (xy, sz) in c.boxes.values() {
+        grow(*xy);
+        grow(xy.add(*sz));
+    }
+    for (_, path) in &c.paths {
+        for (a, b) in path {
+            grow(*a);
+            grow(*b);
+        }
+    }
+    let pad = 12.0;
+    let caption_h = if omitted > 0 { 24.0 } else { 0.0 };
+    let (w, h) = (x1 - x0 + 2.0 * pad, y1 - y0 + 2.0 * pad + caption_h);
+    let (dx, dy) = (pad - x0, pad - y0 + caption_h);
+
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="dag" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" data-nodes="{}" data-omitted="{omitted}">"#,
+        drawn.len()
+    );
+    s.push_str(r#"<defs><marker id="dag-arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto" markerUnits="userSpaceOnUse"><path d="M0,0 L8,4 L0,8 z" class="dag-arrowhead"/></marker></defs>"#);
+    if omitted > 0 {
+        let _ = write!(
+            s,
+            r#"<text class="dag-omitted" x="{pad}" y="16">Showing the first {} nodes; {omitted} more were left out.</text>"#,
+            drawn.len()
+        );
+    }
+    let _ = write!(s, r#"<g transform="translate({dx:.1},{dy:.1})">"#);
+    s.push_str(r#"<g class="edges">"#);
+    for (props, path) in &c.paths {
+        if path.len() < 2 {
+            continue;
+        }
+        let mut d = format!(
+            "M{:.1} {:.1} C{:.1} {:.1},{:.1} {:.1},{:.1} {:.1}",
+            path[0].0.x, path[0].0.y, path[0].1.x, path[0].1.y, path[1].0.x, path[1].0.y, path[1].1.x, path[1].1.y
+        );
+        for p in path.iter().skip(2) {
+            let _ = write!(d, " S{:.1} {:.1},{:.1} {:.1}", p.0.x, p.0.y, p.1.x, p.1.y);
+        }
+        let mut it = props.split(' ');
+        let (from, to) = (it.next().unwrap_or(""), it.next().unwrap_or(""));
+        let label = edges.iter().find(|e| e.from.to_string() == from && e.to.to_string() == to).map(|e| e.label.as_str()).unwrap_or("");
+        let _ = write!(s, r#"<path class="edge" d="{d}" data-from="{from}" data-to="{to}" marker-end="url(#dag-arrow)">"#);
+        if !label.is_empty() {
+            let _ = write!(s, "<title>{}</title>", esc(label));
+        }
+        s.push_str("</path>");
+    }
+    s.push_str("</g><g class=\"nodes\">");
+    for n in &drawn {
+        let Some((xy, sz)) = c.boxes.get(&n.id) else { continue };
+        let (top, sub) = node_lines(n);
+        let ctor_class: String = n.ctor.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        let _ = write!(
+            s,
+            r#"<g class="node ctor-{}{}" id="dag-n{}" data-node="{}" data-ctor="{}" data-label="{}""#,
+            ctor_class.to_ascii_lowercase(),
+            if n.shared { " shared" } else { "" },
+            n.id,
+            n.id,
+            esc(&n.ctor),
+            esc(&n.label)
+        );
+        if let Some(d) = n.delta_id {
+            let _ = write!(s, r#" data-delta-id="{d}""#);
+        }
+        if let Some(v) = n.value {
+            let _ = write!(s, r#" data-value="{}""#, esc(&num(v)));
+        }
+        if let Some(k) = n.visits {
+            let _ = write!(s, r#" data-visits="{k}""#);
+        }
+        if let Some(gr) = &n.group {
+            let _ = write!(s, r#" data-group="{}""#, esc(gr));
+        }
+        s.push('>');
+        let _ = write!(s, r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="6"/>"#, xy.x, xy.y, sz.x, sz.y);
+        if n.shared {
+            let _ = write!(s, r#"<circle class="shared-mark" cx="{:.1}" cy="{:.1}" r="4"/>"#, xy.x + sz.x - 1.0, xy.y + 1.0);
+        }
+        let cx = xy.x + sz.x / 2.0;
+        if sub.is_empty() {
+            let _ = write!(s, r#"<text x="{cx:.1}" y="{:.1}" class="lbl">{}</text>"#, xy.y + sz.y / 2.0 + 4.5, esc(&top));
+        } else {
+            let _ = write!(s, r#"<text x="{cx:.1}" y="{:.1}" class="lbl">{}</text>"#, xy.y + 5.0 + LINE_H - 2.0, esc(&top));
+            let _ = write!(s, r#"<text x="{cx:.1}" y="{:.1}" class="sub">{}</text>"#, xy.y + 5.0 + 2.0 * LINE_H - 3.0, esc(&sub));
+        }
+        s.push_str("</g>");
+    }
+    s.push_str("</g></g></svg>");
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diamond() -> G {
+        let n = |id, ctor: &str, shared| N { id, ctor: ctor.into(), label: ctor.into(), value: Some(1.5), shared, ..N::default() };
+        G {
+            nodes: vec![n(1, "Add", false), n(2, "Scale", false), n(3, "Scale", false), n(4, "Var", true)],
+            edges: vec![
+                E { from: 1, to: 2, label: String::new() },
+                E { from: 1, to: 3, label: String::new() },
+                E { from: 2, to: 4, label: String::new() },
+                E { from: 3, to: 4, label: "<b>".into() },
+            ],
+            omitted: 0,
+        }
+    }
+
+    #[test]
+    fn draws_every_node_with_its_id() {
+        let svg = draw(&diamond(), DRAW_LIMIT).unwrap();
+        for id in 1..=4 {
+            assert!(svg.contains(&format!("id=\"dag-n{id}\"")), "{svg}");
+        }
+        assert!(svg.contains("class=\"node ctor-var shared\""));
+        assert_eq!(svg.matches("class=\"edge\"").count(), 4);
+        assert!(svg.contains("&lt;b&gt;") && !svg.contains("<b>"));
+    }
+
+    #[test]
+    fn large_graphs_are_cut() {
+        let nodes = (0..2000).map(|i| N { id: i, ctor: "Add".into(), label: format!("n{i}"), ..N::default() }).collect();
+        let edges = (1..2000).map(|i| E { from: i / 2, to: i, label: String::new() }).collect();
+        let svg = draw(&G { nodes, edges, omitted: 5 }, 100).unwrap();
+        assert!(svg.contains("1905 more were left out"), "{}", &svg[..400]);
+        assert_eq!(svg.matches("class=\"node ").count(), 100);
+    }
+
+    #[test]
+    fn hostile_labels_are_escaped() {
+        let g = G { nodes: vec![N { id: 7, ctor: "<script>".into(), label: "\"x\" & <img>".into(), ..N::default() }], ..G::default() };
+        let svg = draw(&g, 10).unwrap();
+        assert!(!svg.contains("<script>") && !svg.contains("<img>"));
+    }
+}

@@ -1,0 +1,448 @@
+//! The Cotangent core exposed to the playground page (through wasm-bindgen, in a Web Worker).
+//!
+//! - `analyse(source, options)` runs the pipeline and returns everything the page shows: located
+//!   diagnostics, the input and primal, the reference gradient (forward mode and finite differences),
+//!   and for every stage its description, program, gradient, agreement, cost counters, trace and
+//!   Delta DAG (as data and as SVG).
+//! - `stages()` lists the registered stages; `examples()` the embedded `examples/*.cot`.
+//! - `draw_graph(graph, limit)` draws a graph the page already holds (for the stage selected later).
+//!
+//! Offsets handed to the page (`from`, `to`) are UTF-16 code-unit offsets into the source, i.e. JS
+//! string indices; `start`/`end` are the core's byte offsets.
+
+pub mod dag;
+
+use cotangent::diag::{line_col, render, Diagnostic, Span};
+use cotangent::interp::{Budget, Cost, Graph};
+use cotangent::pipeline::{self, Options, Reference};
+use cotangent::stages;
+use cotangent::value::to_json;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use wasm_bindgen::prelude::*;
+
+mod examples_data {
+    include!(concat!(env!("OUT_DIR"), "/examples.rs"));
+}
+
+/// Options from the page; every field is optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WebOptions {
+    /// Overrides the program's `input` (a value in the surface syntax).
+    pub at: Option<String>,
+    /// The output cotangent (a value in the surface syntax).
+    pub seed: Option<String>,
+    /// `param` overrides, `{name: int}`.
+    pub params: BTreeMap<String, i64>,
+    /// Stage ids to run; empty: every stage.
+    pub stages: Vec<String>,
+    pub budget: Option<WebBudget>,
+    /// Record backward-pass traces (default true).
+    pub trace: Option<bool>,
+    /// Which stages get `graph_svg`: absent = all; a list = those ids only.
+    pub svg: Option<Vec<String>>,
+    /// Nodes drawn per graph (default `dag::DRAW_LIMIT`).
+    pub graph_limit: Option<usize>,
+    /// Printed program width (default 80).
+    pub width: Option<usize>,
+    /// Print programs in ASCII.
+    pub ascii: bool,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct WebBudget {
+    pub steps: Option<u64>,
+    pub allocs: Option<u64>,
+    pub depth: Option<u64>,
+    pub trace_steps: Option<usize>,
+}
+
+/// A located message. `from`/`to` are UTF-16 offsets (null for messages about no particular place).
+#[derive(Clone, Debug, Serialize)]
+pub struct WebDiag {
+    pub message: String,
+    pub severity: String,
+    pub stage: Option<String>,
+    pub line: Option<usize>,
+    pub col: Option<usize>,
+    pub start: Option<u32>,
+    pub end: Option<u32>,
+    pub from: Option<usize>,
+    pub to: Option<usize>,
+    pub rendered: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WebSpan {
+    pub start: u32,
+    pub end: u32,
+    pub from: usize,
+    pub to: usize,
+    pub line: usize,
+    pub col: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WebStep {
+    pub kind: String,
+    pub node: Option<u64>,
+    pub span: Option<WebSpan>,
+    pub factor: Option<f64>,
+    pub note: String,
+    pub state: Vec<(String, f64)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StageDesc {
+    pub id: &'static str,
+    /// The part of the id before `/` (the paper's chain); `forward` for the reference.
+    pub group: &'static str,
+    pub paper: &'static str,
+    pub section: &'static str,
+    pub title: &'static str,
+    pub explanation: &'static str,
+    pub complexity: &'static str,
+    pub accepts: &'static str,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WebStage {
+    #[serde(flatten)]
+    pub desc: StageDesc,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub error_span: Option<WebSpan>,
+    pub program: String,
+    pub primal: Option<serde_json::Value>,
+    pub gradient: Vec<f64>,
+    pub gradient_value: Option<serde_json::Value>,
+    pub agrees: Option<bool>,
+    pub cost: Cost,
+    pub trace: Vec<WebStep>,
+    pub trace_dropped: u64,
+    pub graph: Option<Graph>,
+    pub graph_svg: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct WebParam {
+    pub name: String,
+    pub value: i64,
+}
+
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct WebAnalysis {
+    /// Non-empty when the program could not be analysed (then the fields below are empty).
+    pub diagnostics: Vec<WebDiag>,
+    pub input: Option<serde_json::Value>,
+    pub input_text: Option<String>,
+    pub seed: Option<serde_json::Value>,
+    pub primal: Option<serde_json::Value>,
+    pub primal_text: Option<String>,
+    pub input_type: Option<String>,
+    pub output_type: Option<String>,
+    pub params: Vec<WebParam>,
+    pub reference: Option<Reference>,
+    pub stages: Vec<WebStage>,
+    /// Milliseconds the analysis took inside wasm (0 natively).
+    pub elapsed_ms: f64,
+}
+
+/// Byte offset → UTF-16 offset, for one source text.
+struct Offsets {
+    table: Vec<u32>,
+}
+
+impl Offsets {
+    fn new(text: &str) -> Offsets {
+        let mut table = vec![0u32; text.len() + 1];
+        let mut u = 0u32;
+        for (i, c) in text.char_indices() {
+            for k in 0..c.len_utf8() {
+                table[i + k] = u;
+            }
+            u += c.len_utf16() as u32;
+        }
+        table[text.len()] = u;
+        Offsets { table }
+    }
+    fn at(&self, byte: u32) -> usize {
+        let i = (byte as usize).min(self.table.len() - 1);
+        self.table[i] as usize
+    }
+}
+
+fn web_span(text: &str, off: &Offsets, s: Span) -> Option<WebSpan> {
+    if s.is_none() {
+        return None;
+    }
+    let lc = line_col(text, s.start as usize);
+    Some(WebSpan { start: s.start, end: s.end, from: off.at(s.start), to: off.at(s.end.max(s.start)), line: lc.line, col: lc.col })
+}
+
+fn web_diag(text: &str, off: &Offsets, d: &Diagnostic) -> WebDiag {
+    let sp = web_span(text, off, d.span);
+    WebDiag {
+        message: d.message.clone(),
+        severity: match d.severity {
+            cotangent::diag::Severity::Error => "error".into(),
+            cotangent::diag::Severity::Warning => "warning".into(),
+        },
+        stage: d.stage.clone(),
+        line: sp.as_ref().map(|s| s.line),
+        col: sp.as_ref().map(|s| s.col),
+        start: sp.as_ref().map(|s| s.start),
+        end: sp.as_ref().map(|s| s.end),
+        from: sp.as_ref().map(|s| s.from),
+        to: sp.as_ref().map(|s| s.to),
+        rendered: render("program.cot", text, d),
+    }
+}
+
+pub fn stage_descs() -> Vec<StageDesc> {
+    stages::all()
+        .into_iter()
+        .map(|s| {
+            let i = s.info();
+            StageDesc {
+                id: i.id,
+                group: i.id.split('/').next().unwrap_or(i.id),
+                paper: i.paper,
+                section: i.section,
+                title: i.title,
+                explanation: i.explanation,
+                complexity: i.complexity,
+                accepts: i.accepts,
+            }
+        })
+        .collect()
+}
+
+fn desc_of(id: &str) -> StageDesc {
+    stage_descs().into_iter().find(|d| d.id == id).unwrap_or(StageDesc {
+        id: "?",
+        group: "?",
+        paper: "",
+        section: "",
+        title: "",
+        explanation: "",
+        complexity: "",
+        accepts: "",
+    })
+}
+
+fn now_ms() -> f64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        js_sys_now()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0.0
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_namespace = Date, js_name = now)]
+    fn js_sys_now() -> f64;
+}
+
+/// The whole analysis, as plain Rust data (used natively by the tests, and by `analyse`).
+pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
+    let t0 = now_ms();
+    let off = Offsets::new(text);
+    let mut opts = Options {
+        at: o.at.clone().filter(|s| !s.trim().is_empty()),
+        seed: o.seed.clone().filter(|s| !s.trim().is_empty()),
+        params: o.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        stages: o.stages.clone(),
+        ..Options::default()
+    };
+    opts.trace = o.trace.unwrap_or(true);
+    if let Some(b) = &o.budget {
+        let d = Budget::default();
+        opts.budget = Budget {
+            steps: b.steps.unwrap_or(d.steps),
+            allocs: b.allocs.unwrap_or(d.allocs),
+            depth: b.depth.unwrap_or(d.depth),
+            trace_steps: b.trace_steps.unwrap_or(d.trace_steps),
+        };
+    }
+    if let Some(w) = o.width {
+        opts.print.width = w.clamp(20, 400);
+    }
+    opts.print.unicode = !o.ascii;
+    let limit = o.graph_limit.unwrap_or(dag::DRAW_LIMIT);
+    let mut out = WebAnalysis::default();
+    match pipeline::analyse(text, &opts) {
+        Err(ds) => {
+            out.diagnostics = ds.iter().map(|d| web_diag(text, &off, d)).collect();
+            if out.diagnostics.is_empty() {
+                out.diagnostics.push(web_diag(text, &off, &Diagnostic::error(Span::NONE, "the program could not be analysed")));
+            }
+        }
+        Ok(a) => {
+            out.input = Some(to_json(&a.input));
+            out.input_text = Some(a.input.to_string());
+            out.seed = Some(to_json(&a.seed));
+            out.primal = Some(to_json(&a.primal));
+            out.primal_text = Some(a.primal.to_string());
+            out.input_type = Some(cotangent::types::show(&a.input_type));
+            out.output_type = Some(cotangent::types::show(&a.output_type));
+            out.params = a.program.params.iter().map(|p| WebParam { name: p.name.text.to_string(), value: p.value }).collect();
+            out.reference = a.reference.clone();
+            for r in a.stages {
+                let want_svg = o.svg.as_ref().map_or(true, |ids| ids.iter().any(|i| *i == r.id));
+                let graph_svg = if want_svg { r.graph.as_ref().and_then(|g| dag::draw(&dag::G::from(g), limit)) } else { None };
+                out.stages.push(WebStage {
+                    desc: desc_of(&r.id),
+                    ok: r.ok,
+                    error: r.error.clone(),
+                    error_span: r.error_span.and_then(|s| web_span(text, &off, s)),
+                    program: r.program,
+                    primal: r.primal.as_ref().map(to_json),
+                    gradient: r.gradient,
+                    gradient_value: r.gradient_value.as_ref().map(to_json),
+                    agrees: r.agrees,
+                    cost: r.cost,
+                    trace: r
+                        .trace
+                        .into_iter()
+                        .map(|s| WebStep {
+                            kind: s.kind,
+                            node: s.node,
+                            span: s.span.and_then(|sp| web_span(text, &off, sp)),
+                            factor: s.factor,
+                            note: s.note,
+                            state: s.state,
+                        })
+                        .collect(),
+                    trace_dropped: r.trace_dropped,
+                    graph: r.graph,
+                    graph_svg,
+                });
+            }
+        }
+    }
+    out.elapsed_ms = now_ms() - t0;
+    out
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Example {
+    /// File name without `.cot`.
+    pub name: String,
+    /// The file-name prefix before the first `-` or `_` (the paper), e.g. `krawiec`.
+    pub paper: String,
+    /// The first comment line, without `--`.
+    pub title: String,
+    pub source: String,
+}
+
+pub fn example_list() -> Vec<Example> {
+    examples_data::EXAMPLES
+        .iter()
+        .map(|(name, src)| {
+            let paper = name.split(['-', '_']).next().unwrap_or(name).to_string();
+            let title = src
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("--"))
+                .map(|l| l.trim_start_matches('-').trim().to_string())
+                .unwrap_or_else(|| name.to_string());
+            Example { name: name.to_string(), paper, title, source: src.to_string() }
+        })
+        .collect()
+}
+
+fn to_js<T: Serialize>(v: &T) -> JsValue {
+    let ser = serde_wasm_bindgen::Serializer::json_compatible();
+    v.serialize(&ser).unwrap_or_else(|e| JsValue::from_str(&format!("serialisation failed: {e}")))
+}
+
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// Runs the pipeline on `source`; see `WebOptions` for `options` and `WebAnalysis` for the result.
+#[wasm_bindgen]
+pub fn analyse(source: &str, options: JsValue) -> JsValue {
+    let opts: WebOptions = if options.is_undefined() || options.is_null() {
+        WebOptions::default()
+    } else {
+        match serde_wasm_bindgen::from_value(options) {
+            Ok(o) => o,
+            Err(e) => {
+                let d = Diagnostic::error(Span::NONE, format!("bad options: {e}"));
+                let off = Offsets::new(source);
+                return to_js(&WebAnalysis { diagnostics: vec![web_diag(source, &off, &d)], ..WebAnalysis::default() });
+            }
+        }
+    };
+    to_js(&analyse_text(source, &opts))
+}
+
+/// Every registered stage, in order.
+#[wasm_bindgen]
+pub fn stages() -> JsValue {
+    to_js(&stage_descs())
+}
+
+/// The embedded examples (`examples/*.cot`), sorted by file name.
+#[wasm_bindgen]
+pub fn examples() -> JsValue {
+    to_js(&example_list())
+}
+
+/// Draws a graph (as returned in `stages[i].graph`) as SVG; `null` for an empty or malformed graph.
+#[wasm_bindgen]
+pub fn draw_graph(graph: JsValue, limit: Option<usize>) -> Option<String> {
+    let g: dag::G = serde_wasm_bindgen::from_value(graph).ok()?;
+    dag::draw(&g, limit.unwrap_or(dag::DRAW_LIMIT))
+}
+
+/// The crate version, for the page's footer.
+#[wasm_bindgen]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_offsets() {
+        let o = Offsets::new("aé𝑥b");
+        assert_eq!((o.at(0), o.at(1), o.at(3), o.at(7), o.at(8)), (0, 1, 2, 4, 5));
+    }
+
+    #[test]
+    fn stages_are_listed_with_groups() {
+        let d = stage_descs();
+        assert!(d.iter().any(|s| s.id == "forward" && s.group == "forward"));
+        for s in &d {
+            assert_eq!(s.group, s.id.split('/').next().unwrap());
+        }
+    }
+
+    #[test]
+    fn syntax_error_is_located() {
+        let a = analyse_text("def main x = (x +", &WebOptions::default());
+        assert!(!a.diagnostics.is_empty());
+        assert!(a.stages.is_empty());
+        assert!(a.diagnostics[0].rendered.contains("error"));
+    }
+
+    #[test]
+    fn examples_have_papers() {
+        for e in example_list() {
+            assert!(!e.paper.is_empty() && !e.source.is_empty());
+        }
+    }
+}
