@@ -1,0 +1,21 @@
+// Runs the Cotangent core (wasm) off the main thread. Protocol: {id, kind, ...} in; {id, ok, result|error} out.
+// The page terminates and restarts this worker when a run exceeds its wall-time limit or the wasm traps.
+import init, * as core from '../cotangent-web.js';
+
+const ready = init({ module_or_path: new URL('../cotangent-web_bg.wasm', import.meta.url) });
+
+self.onmessage = async (ev) => {
+  const msg = ev.data;
+  try {
+    await ready;
+    let result;
+    if (msg.kind === 'hello') result = { stages: core.stages(), examples: core.examples(), version: core.version() };
+    else if (msg.kind === 'analyse') result = core.analyse(msg.source, msg.options || {});
+    else if (msg.kind === 'draw') result = core.draw_graph(msg.graph, msg.limit ?? undefined) ?? null;
+    else throw new Error('unknown request ' + msg.kind);
+    self.postMessage({ id: msg.id, ok: true, result });
+  } catch (e) {
+    // A Rust panic surfaces as a WebAssembly RuntimeError ("unreachable"); the instance is then unusable.
+    self.postMessage({ id: msg.id, ok: false, fatal: e instanceof WebAssembly.RuntimeError, error: String(e && e.message || e) });
+  }
+};
