@@ -27,7 +27,7 @@ fn agrees(src: &str) -> Result<(), String> {
     for r in &a.stages {
         if let Some(e) = &r.error {
             // A stage may refuse what its method cannot handle (a located refusal before running).
-            if r.program.is_empty() {
+            if r.refused {
                 continue;
             }
             return Err(format!("{}: {e}\n{src}", r.id));
