@@ -113,12 +113,14 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
     Ok((p, s, t))
 }
 
-/// Parses a constant value (an `--at` or `--seed` argument) and checks it has type `ty`.
+/// Parses a constant value given outside the program (`--at`, `--seed`, the page's input box) and
+/// checks it has type `ty`. Its messages quote the text, since their spans are not in the program.
 pub fn parse_value(text: &str, ty: &Type, what: &str) -> Result<Value, Vec<Diagnostic>> {
-    let e = syntax::parse_expr(text)?;
-    let v = syntax::value_of(&e).map_err(|d| vec![d])?;
+    let outside = |m: String| vec![Diagnostic::error(Span::NONE, format!("the {what} `{}`: {m}", text.trim()))];
+    let e = syntax::parse_expr(text).map_err(|ds| outside(ds.first().map(|d| d.message.clone()).unwrap_or_default()))?;
+    let v = syntax::value_of(&e).map_err(|d| outside(d.message))?;
     if !fits(&v, ty) {
-        return Err(vec![Diagnostic::error(e.span, format!("the {what} {v} does not have type {}", types::show(ty)))]);
+        return Err(outside(format!("does not have type {}", types::show(ty))));
     }
     Ok(v)
 }
@@ -139,7 +141,7 @@ pub fn fits(v: &Value, t: &Type) -> bool {
 pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> {
     let (program, s, t) = front_end(text, &opts.params)?;
     let input = match (&opts.at, &program.input) {
-        (Some(at), _) => parse_value(at, &s, "input point")?,
+        (Some(at), _) => parse_value(at, &s, "input point (--at)")?,
         (None, Some(e)) => {
             let v = syntax::value_of(e).map_err(|d| vec![d])?;
             if !fits(&v, &s) {
@@ -154,7 +156,7 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
     let primal = run_source(&program, &input, &opts.budget).map_err(|e| vec![run_diag(&e)])?;
     let seed = match &opts.seed {
         Some(text) => {
-            let v = parse_value(text, &t, "output cotangent (seed)")?;
+            let v = parse_value(text, &t, "output cotangent (--seed)")?;
             v
         }
         None => primal.with_reals(&mut std::iter::repeat(1.0)),
