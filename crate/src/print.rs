@@ -149,9 +149,11 @@ struct Occ {
     /// Expression (by address) -> the half-open interval of occurrence numbers inside it.
     span: HashMap<usize, (u32, u32)>,
     locals: HashMap<u32, Vec<u32>>,
-    /// Globals (id 0), builtins and named primitives, by text.
+    /// Globals (id 0), free locals, builtins and named primitives, by text.
     globals: HashMap<Rc<str>, Vec<u32>>,
     next: u32,
+    /// Local ids bound by an enclosing binder (with multiplicity), while walking.
+    bound: HashMap<u32, u32>,
 }
 
 fn addr(e: &Expr) -> usize {
@@ -179,33 +181,36 @@ impl Occ {
         use ExprKind::*;
         let start = self.next;
         match &e.kind {
+            // A local that no enclosing binder binds (an open term) prints by its text, like a global.
+            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(n.text.clone()),
             Var(n) => {
-                if n.is_global() {
-                    self.global(n.text.clone());
-                } else {
-                    let i = self.next;
-                    self.next += 1;
-                    self.locals.entry(n.id).or_default().push(i);
-                }
+                let i = self.next;
+                self.next += 1;
+                self.locals.entry(n.id).or_default().push(i);
             }
             Builtin(b) => self.global(b.clone()),
             Real(_) | Int(_) | Bool(_) | Unit => {}
-            Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
-            App(a, b) | Let(_, a, b) | Bind(_, a, b) => {
+            Lam(_, p, b) => self.scoped(p.names(), |s| s.expr(b)),
+            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
+            App(a, b) => {
                 self.expr(a);
                 self.expr(b);
             }
-            LetRec(fs, b) => {
+            Let(p, a, b) | Bind(p, a, b) => {
+                self.expr(a);
+                self.scoped(p.names(), |s| s.expr(b));
+            }
+            LetRec(fs, b) => self.scoped(fs.iter().map(|f| &f.name).collect(), |s| {
                 for f in fs {
-                    self.expr(&f.body);
+                    s.expr(&f.body);
                 }
-                self.expr(b);
-            }
+                s.expr(b);
+            }),
             Tuple(es) => es.iter().for_each(|x| self.expr(x)),
-            Case(s, _, a, _, b) => {
+            Case(s, p1, a, p2, b) => {
                 self.expr(s);
-                self.expr(a);
-                self.expr(b);
+                self.scoped(p1.names(), |s| s.expr(a));
+                self.scoped(p2.names(), |s| s.expr(b));
             }
             If(c, a, b) => {
                 self.expr(c);
@@ -220,6 +225,21 @@ impl Occ {
             }
         }
         self.span.insert(addr(e), (start, self.next));
+    }
+
+    fn scoped(&mut self, names: Vec<&Name>, f: impl FnOnce(&mut Self)) {
+        for n in &names {
+            *self.bound.entry(n.id).or_default() += 1;
+        }
+        f(self);
+        for n in &names {
+            if let Some(c) = self.bound.get_mut(&n.id) {
+                *c -= 1;
+                if *c == 0 {
+                    self.bound.remove(&n.id);
+                }
+            }
+        }
     }
 
     fn span_of(&self, e: &Expr) -> (u32, u32) {

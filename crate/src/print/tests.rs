@@ -560,6 +560,9 @@ fn renames_binder_that_captures_a_used_outer_binder() {
     insta::assert_snapshot!(print_expr(&global, &ascii()), @r#"\f1 -> f f1"#);
     let global_unused = lam(pv("f", 3), v("f", 3));
     insta::assert_snapshot!(print_expr(&global_unused, &ascii()), @r#"\f -> f"#);
+    // In an open term, a free local prints by its text, and a binder that would capture it is renamed.
+    let open = lam(pv("x", 2), add(v("x", 1), v("x", 2)));
+    insta::assert_snapshot!(print_expr(&open, &ascii()), @r#"\x1 -> x + x1"#);
     // Capturing a builtin or a named primitive counts too; keywords are never binders.
     let b = lam(pv("sin", 3), lam(pv("eval", 4), lam(pv("in", 7), app(builtin("eval"), vec![prim(Prim::Sin, vec![v("sin", 3)]), v("eval", 4), v("in", 7)]))));
     insta::assert_snapshot!(print_expr(&b, &ascii()), @r#"\sin1 eval1 in1 -> eval (sin sin1) eval1 in1"#);
