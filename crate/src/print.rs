@@ -264,11 +264,16 @@ struct Renamer<'o> {
     names: HashMap<u32, Rc<str>>,
     /// Texts of globals (definitions, params, referenced globals, builtins, named primitives).
     reserved: HashSet<Rc<str>>,
+    /// Base text -> the smallest suffix that may be free.
+    hint: HashMap<Rc<str>, u64>,
 }
+
+/// A binder's printed text, and the base and suffix it was renamed with.
+type Bound = (Rc<str>, Option<(Rc<str>, u64)>);
 
 impl<'o> Renamer<'o> {
     fn new(occ: &'o Occ, reserved: HashSet<Rc<str>>) -> Self {
-        Renamer { occ, env: HashMap::new(), names: HashMap::new(), reserved }
+        Renamer { occ, env: HashMap::new(), names: HashMap::new(), reserved, hint: HashMap::new() }
     }
 
     /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
@@ -281,16 +286,19 @@ impl<'o> Renamer<'o> {
         used_in(self.occ.globals.get(cand), scope)
     }
 
-    fn bind(&mut self, n: &Name, scope: (u32, u32), bound: &mut Vec<Rc<str>>) {
-        let text = if !KEYWORDS.contains(&&*n.text) && !self.captures(&n.text, n.id, scope) {
-            n.text.clone()
+    fn bind(&mut self, n: &Name, scope: (u32, u32), bound: &mut Vec<Bound>) {
+        let (text, suffix) = if !KEYWORDS.contains(&&*n.text) && !self.captures(&n.text, n.id, scope) {
+            (n.text.clone(), None)
         } else {
-            let mut k = 1u64;
+            // Every suffix below the hint is in scope or a global name, so the search starts there
+            // (this keeps deep towers of renamed binders linear).
+            let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
             loop {
                 let cand = format!("{}{}", n.text, k);
                 let in_scope = self.env.get(cand.as_str()).is_some_and(|s| !s.is_empty());
                 if !in_scope && !self.reserved.contains(cand.as_str()) && !self.captures(&cand, n.id, scope) {
-                    break Rc::from(cand);
+                    self.hint.insert(n.text.clone(), k + 1);
+                    break (Rc::from(cand), Some((n.text.clone(), k)));
                 }
                 k += 1;
             }
@@ -299,19 +307,23 @@ impl<'o> Renamer<'o> {
             self.names.insert(n.id, text.clone());
         }
         self.env.entry(text.clone()).or_default().push(n.id);
-        bound.push(text);
+        bound.push((text, suffix));
     }
 
-    fn bind_pat(&mut self, p: &Pat, scope: (u32, u32), bound: &mut Vec<Rc<str>>) {
+    fn bind_pat(&mut self, p: &Pat, scope: (u32, u32), bound: &mut Vec<Bound>) {
         for n in p.names() {
             self.bind(n, scope, bound);
         }
     }
 
-    fn unbind(&mut self, bound: Vec<Rc<str>>) {
-        for t in bound.into_iter().rev() {
+    fn unbind(&mut self, bound: Vec<Bound>) {
+        for (t, suffix) in bound.into_iter().rev() {
             if let Some(s) = self.env.get_mut(&t) {
                 s.pop();
+            }
+            if let Some((base, k)) = suffix {
+                let h = self.hint.entry(base).or_insert(k);
+                *h = (*h).min(k);
             }
         }
     }

@@ -268,6 +268,48 @@ fn long_let_chain_is_fast() {
 }
 
 #[test]
+fn long_do_blocks_and_operator_chains_are_fast() {
+    let (d, s, took) = crate::limits::run_with_stack(|| {
+        let n = 100_000u32;
+        let mut e = mk(ExprKind::Pure(Box::new(v("x", n))));
+        for i in (1..=n).rev() {
+            e = bind(pv("x", i), app(builtin("step"), vec![v("x", i - 1)]), e);
+        }
+        let e = lam(pv("x", 0), e);
+        let sum = (1..=n).map(|i| v("y", i)).reduce(add).unwrap();
+        let t = std::time::Instant::now();
+        let d = print_expr(&e, &ascii());
+        let s = print_expr(&sum, &width(60, false));
+        (d, s, t.elapsed())
+    });
+    // Each x shadows one that is not used in its scope: no renaming.
+    assert_eq!(d.lines().count(), 100_004);
+    assert!(d.starts_with("\\x ->\n  do {\n    x <- step x;\n    x <- step x;\n"), "{}", &d[..80]);
+    assert!(d.ends_with("    x <- step x;\n    pure x\n  }"), "{}", &d[d.len() - 80..]);
+    assert_eq!(s.lines().count(), 100_000);
+    assert!(took.as_secs() < 20, "took {took:?}");
+}
+
+/// `\x#1 -> ... -> \x#n -> x#1 + ... + x#n`: every binder captures all the outer ones.
+fn capture_tower(n: u32) -> Expr {
+    let body = (1..=n).map(|i| v("x", i)).reduce(add).unwrap();
+    (1..=n).rev().fold(body, |b, i| lam(pv("x", i), b))
+}
+
+#[test]
+fn capture_towers_rename_in_linear_time() {
+    insta::assert_snapshot!(print_expr(&capture_tower(4), &ascii()), @r#"\x x1 x2 x3 -> x + x1 + x2 + x3"#);
+    let (s, took) = crate::limits::run_with_stack(|| {
+        let e = capture_tower(50_000);
+        let t = std::time::Instant::now();
+        (print_expr(&e, &PrintOptions { width: 1 << 30, ..ascii() }), t.elapsed())
+    });
+    assert!(s.starts_with("\\x x1 x2 x3 "));
+    assert!(s.ends_with(" + x49998 + x49999"));
+    assert!(took.as_secs() < 20, "took {took:?}");
+}
+
+#[test]
 fn precedence_and_minimal_parens() {
     let (a, b, c) = (g("a"), g("b"), g("c"));
     let cases = vec![
