@@ -6,6 +6,7 @@ pub mod diag;
 pub mod interp;
 pub mod ir;
 pub mod limits;
+pub mod print;
 pub mod value;
 pub mod build;
 pub mod deriv;
