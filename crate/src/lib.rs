@@ -14,5 +14,4 @@ pub mod pipeline;
 pub mod stage;
 pub mod stages;
 pub mod types;
-pub mod print;
 pub mod syntax;
