@@ -67,6 +67,8 @@ pub struct Machine<'p> {
     bp: usize,
     env: Rc<[Value]>,
     group: Option<Rc<GroupVal>>,
+    /// The value being returned (see `run::Next::Ret`).
+    acc: Value,
 }
 
 impl<'p> Machine<'p> {
@@ -104,6 +106,7 @@ impl<'p> Machine<'p> {
             bp: 0,
             env: empty,
             group: None,
+            acc: Value::Unit,
         })
     }
     /// Applies top-level definition `name` to `args`, one at a time.
@@ -196,6 +199,8 @@ impl<'p> Machine<'p> {
         self.span
     }
 
+    #[cold]
+    #[inline(never)]
     fn budget_error(&self, budget: BudgetKind, limit: u64) -> RunError {
         RunError::Budget { budget, limit, cost: self.cost() }
     }

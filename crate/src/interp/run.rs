@@ -17,6 +17,9 @@ use crate::diag::Span;
 use crate::value::Value;
 use std::rc::Rc;
 
+/// Internal results box the (large) error so the hot path moves small values.
+pub(super) type Res<T> = Result<T, Box<RunError>>;
+
 pub(super) enum Kont {
     /// Bottom of one (possibly nested) run: its value is the run's result.
     Stop,
@@ -44,9 +47,11 @@ pub(super) enum Kont {
     SetGlobal(u32),
 }
 
+/// What the loop does next: evaluate a node, or return the value in `Machine::acc` to the top
+/// frame. (The value is kept out of this enum: moving it through nested enums was the hot spot.)
 pub(super) enum Next {
     Eval(*const Code),
-    Ret(Value),
+    Ret,
 }
 
 /// A code node behind a frame's pointer (see the module comment for why this is valid).
@@ -73,7 +78,7 @@ impl Machine<'_> {
     /// On error the stacks and the current frame are restored to what they were on entry.
     pub(super) fn run_with(
         &mut self,
-        start: impl FnOnce(&mut Self) -> Result<Next, RunError>,
+        start: impl FnOnce(&mut Self) -> Res<Next>,
     ) -> Result<Value, RunError> {
         if self.nesting >= MAX_NESTING {
             return Err(self.budget_error(BudgetKind::Depth, MAX_NESTING));
@@ -86,7 +91,8 @@ impl Machine<'_> {
         let r = match start(self) {
             Ok(next) => self.run_loop(next),
             Err(e) => Err(e),
-        };
+        }
+        .map_err(|e| *e);
         self.nesting -= 1;
         if r.is_err() {
             let mut unfinished = vec![];
@@ -104,21 +110,31 @@ impl Machine<'_> {
             self.depth = depth;
             self.env = env;
             self.group = group;
+            self.acc = Value::Unit;
         }
         self.span = span;
         r
     }
 
-    fn run_loop(&mut self, mut next: Next) -> Result<Value, RunError> {
+    fn run_loop(&mut self, mut next: Next) -> Res<Value> {
         loop {
             next = match next {
                 Next::Eval(c) => self.eval(c)?,
-                Next::Ret(v) => match self.kont.pop() {
-                    Some(Kont::Stop) | None => return Ok(v),
-                    Some(k) => self.cont(k, v)?,
-                },
+                Next::Ret => {
+                    let v = std::mem::replace(&mut self.acc, Value::Unit);
+                    match self.kont.pop() {
+                        Some(Kont::Stop) | None => return Ok(v),
+                        Some(k) => self.cont(k, v)?,
+                    }
+                }
             }
         }
+    }
+
+    #[inline(always)]
+    fn ret(&mut self, v: Value) -> Next {
+        self.acc = v;
+        Next::Ret
     }
 
     #[inline]
@@ -143,14 +159,14 @@ impl Machine<'_> {
         group: Option<Rc<GroupVal>>,
         nslots: u32,
         tail_ok: bool,
-    ) -> Result<(), RunError> {
+    ) -> Res<()> {
         if tail_ok && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
             self.locals.truncate(self.bp);
             self.env = env;
             self.group = group;
         } else {
             if self.depth >= self.budget.depth {
-                return Err(self.budget_error(BudgetKind::Depth, self.budget.depth));
+                return Err(Box::new(self.budget_error(BudgetKind::Depth, self.budget.depth)));
             }
             self.depth += 1;
             if self.depth > self.max_depth {
@@ -165,7 +181,7 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn enter(&mut self, lam: *const LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Result<Next, RunError> {
+    fn enter(&mut self, lam: *const LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
         // Valid: `lam` belongs to this machine's lowering (checked by the caller).
         let lam: &LamCode = unsafe { &*lam };
         self.push_frame(env, group, lam.nslots, true)?;
@@ -173,13 +189,13 @@ impl Machine<'_> {
         Ok(Next::Eval(&lam.body))
     }
 
-    pub(super) fn enter_global(&mut self, i: u32) -> Result<Next, RunError> {
+    pub(super) fn enter_global(&mut self, i: u32) -> Res<Next> {
         match &self.globals[i as usize] {
-            Global::Done(v) => Ok(Next::Ret(v.clone())),
-            Global::InProgress => Err(RunError::runtime(
+            Global::Done(v) => Ok(self.ret(v.clone())),
+            Global::InProgress => Err(Box::new(RunError::runtime(
                 self.span,
                 format!("definition `{}` needs its own value", self.code.defs[i as usize].name),
-            )),
+            ))),
             Global::Unevaluated => {
                 self.globals[i as usize] = Global::InProgress;
                 self.kont.push(Kont::SetGlobal(i));
@@ -196,18 +212,18 @@ impl Machine<'_> {
         RunError::runtime(Span::NONE, "a function value from another program or machine cannot be applied here")
     }
 
-    pub(super) fn apply_fun(&mut self, f: Value, arg: Value, span: Span) -> Result<Next, RunError> {
+    pub(super) fn apply_fun(&mut self, f: Value, arg: Value, span: Span) -> Res<Next> {
         let fv = match &f {
             Value::Fun(rc) => rc.downcast_ref::<FunVal>(),
             _ => None,
         };
         let Some(fv) = fv else {
-            return Err(RunError::runtime(span, format!("cannot apply {} (`{f}`): it is not a function", kind(&f))));
+            return Err(Box::new(RunError::runtime(span, format!("cannot apply {} (`{f}`): it is not a function", kind(&f)))));
         };
         match fv {
             FunVal::Clo { code, env } => {
                 if code.prog != self.code.prog {
-                    return Err(Self::foreign());
+                    return Err(Box::new(Self::foreign()));
                 }
                 let lam: *const LamCode = &**code;
                 self.enter(lam, env.clone(), None, arg)
@@ -215,7 +231,7 @@ impl Machine<'_> {
             FunVal::Rec { group, idx } => {
                 let lam = &group.code.members[*idx as usize];
                 if lam.prog != self.code.prog {
-                    return Err(Self::foreign());
+                    return Err(Box::new(Self::foreign()));
                 }
                 let lam: *const LamCode = &**lam;
                 self.enter(lam, group.env.clone(), Some(group.clone()), arg)
@@ -229,27 +245,27 @@ impl Machine<'_> {
                     self.call_builtin(&b, args, span)
                 } else {
                     self.alloc(1)?;
-                    Ok(Next::Ret(Value::Fun(Rc::new(FunVal::Partial { b, args }))))
+                    Ok(self.ret(Value::Fun(Rc::new(FunVal::Partial { b, args }))))
                 }
             }
         }
     }
 
-    fn call_builtin(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Result<Next, RunError> {
+    fn call_builtin(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Res<Next> {
         let old = std::mem::replace(&mut self.span, span);
         let r = (b.run)(self, args, span);
         self.span = old;
-        Ok(Next::Ret(r?))
+        Ok(self.ret(r?))
     }
 
-    fn call_lazy(&mut self, b: &Builtin, mut args: Vec<Value>, thunk: &Rc<LamCode>, span: Span) -> Result<Next, RunError> {
+    fn call_lazy(&mut self, b: &Builtin, mut args: Vec<Value>, thunk: &Rc<LamCode>, span: Span) -> Res<Next> {
         self.alloc(1)?;
         let env: Rc<[Value]> = thunk.captures.iter().map(|&l| self.load(l)).collect();
         args.push(Value::Fun(Rc::new(FunVal::Clo { code: thunk.clone(), env })));
         self.call_builtin(b, args, span)
     }
 
-    fn bind(&mut self, p: &LPat, v: Value) -> Result<(), RunError> {
+    fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
         match p {
             LPat::Slot(s) => {
                 self.locals[self.bp + *s as usize] = v;
@@ -258,7 +274,7 @@ impl Machine<'_> {
             LPat::Wild => Ok(()),
             LPat::Unit(span) => match v {
                 Value::Unit => Ok(()),
-                v => Err(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(&v)))),
+                v => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(&v))))),
             },
             LPat::Tuple(ps, span) => match &v {
                 Value::Tuple(vs) if vs.len() == ps.len() => {
@@ -267,32 +283,32 @@ impl Machine<'_> {
                     }
                     Ok(())
                 }
-                v => Err(RunError::runtime(
+                v => Err(Box::new(RunError::runtime(
                     *span,
                     format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(v)),
-                )),
+                ))),
             },
         }
     }
 
-    fn eval(&mut self, c: *const Code) -> Result<Next, RunError> {
+    fn eval(&mut self, c: *const Code) -> Res<Next> {
         self.steps += 1;
         if self.steps > self.budget.steps {
-            return Err(self.budget_error(BudgetKind::Steps, self.budget.steps));
+            return Err(Box::new(self.budget_error(BudgetKind::Steps, self.budget.steps)));
         }
         Ok(match node(c) {
-            Code::Local(s) => Next::Ret(self.locals[self.bp + *s as usize].clone()),
-            Code::Capture(i) => Next::Ret(self.env[*i as usize].clone()),
-            Code::Sibling(k) => Next::Ret(self.sibling(*k)),
+            Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),
+            Code::Capture(i) => self.ret(self.env[*i as usize].clone()),
+            Code::Sibling(k) => self.ret(self.sibling(*k)),
             Code::Global(i, span) => {
                 self.span = *span;
                 return self.enter_global(*i);
             }
-            Code::Const(v) => Next::Ret(v.clone()),
+            Code::Const(v) => self.ret(v.clone()),
             Code::Lam(l) => {
                 self.alloc(1)?;
                 let env: Rc<[Value]> = l.captures.iter().map(|&x| self.load(x)).collect();
-                Next::Ret(Value::Fun(Rc::new(FunVal::Clo { code: l.clone(), env })))
+                self.ret(Value::Fun(Rc::new(FunVal::Clo { code: l.clone(), env })))
             }
             Code::App(f, a, span) => {
                 self.kont.push(Kont::AppFun(&**a, *span));
@@ -316,7 +332,7 @@ impl Machine<'_> {
                 self.kont.push(Kont::Collect(c, 0));
                 Next::Eval(&items[0])
             }
-            Code::Tuple(_) => Next::Ret(Value::Unit),
+            Code::Tuple(_) => self.ret(Value::Unit),
             Code::CallB(b, _, span) => return self.call_builtin(b, vec![], *span),
             Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vec![], thunk, *span),
             Code::Fst(a, span) => {
@@ -358,7 +374,7 @@ impl Machine<'_> {
         })
     }
 
-    fn cont(&mut self, k: Kont, v: Value) -> Result<Next, RunError> {
+    fn cont(&mut self, k: Kont, v: Value) -> Res<Next> {
         Ok(match k {
             Kont::Stop => unreachable!("handled by run_loop"),
             Kont::Ret { bp, env, group } => {
@@ -367,7 +383,7 @@ impl Machine<'_> {
                 self.env = env;
                 self.group = group;
                 self.depth -= 1;
-                Next::Ret(v)
+                self.ret(v)
             }
             Kont::AppFun(a, span) => {
                 self.kont.push(Kont::AppArg(v, span));
@@ -394,7 +410,7 @@ impl Machine<'_> {
                 match code {
                     Code::Tuple(_) => {
                         self.alloc(1)?;
-                        Next::Ret(Value::Tuple(vs.into()))
+                        self.ret(Value::Tuple(vs.into()))
                     }
                     Code::CallB(b, _, span) => return self.call_builtin(b, vs, *span),
                     Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vs, thunk, *span),
@@ -404,20 +420,20 @@ impl Machine<'_> {
             Kont::Fst(span) | Kont::Snd(span) => {
                 let i = usize::from(matches!(k, Kont::Snd(_)));
                 match &v {
-                    Value::Tuple(vs) if vs.len() > i => Next::Ret(vs[i].clone()),
+                    Value::Tuple(vs) if vs.len() > i => self.ret(vs[i].clone()),
                     _ => {
                         let what = if i == 0 { "fst" } else { "snd" };
-                        return Err(RunError::runtime(span, format!("`{what}` of {} (`{v}`)", kind(&v))));
+                        return Err(Box::new(RunError::runtime(span, format!("`{what}` of {} (`{v}`)", kind(&v)))));
                     }
                 }
             }
             Kont::Inl => {
                 self.alloc(1)?;
-                Next::Ret(Value::Inl(Rc::new(v)))
+                self.ret(Value::Inl(Rc::new(v)))
             }
             Kont::Inr => {
                 self.alloc(1)?;
-                Next::Ret(Value::Inr(Rc::new(v)))
+                self.ret(Value::Inr(Rc::new(v)))
             }
             Kont::Case(c) => {
                 let Code::Case(_, p1, e1, p2, e2, span) = node(c) else { unreachable!() };
@@ -425,7 +441,7 @@ impl Machine<'_> {
                     Value::Inl(x) => (p1, e1, x),
                     Value::Inr(x) => (p2, e2, x),
                     v => {
-                        return Err(RunError::runtime(*span, format!("`case` on {} (`{v}`), not a sum", kind(&v))))
+                        return Err(Box::new(RunError::runtime(*span, format!("`case` on {} (`{v}`), not a sum", kind(&v)))))
                     }
                 };
                 let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
@@ -438,15 +454,18 @@ impl Machine<'_> {
                     Value::Bool(true) => Next::Eval(&**t),
                     Value::Bool(false) => Next::Eval(&**f),
                     v => {
-                        return Err(RunError::runtime(
+                        return Err(Box::new(RunError::runtime(
                             *span,
                             format!("`if` condition is {} (`{v}`), not a boolean", kind(&v)),
-                        ))
+                        )))
                     }
                 }
             }
             Kont::PrimL(c) => match node(c) {
-                Code::Prim1(op, _, span) => Next::Ret(prim1(*op, v, *span, &mut self.real_ops)?),
+                Code::Prim1(op, _, span) => {
+                    let r = prim1(*op, v, *span, &mut self.real_ops)?;
+                    self.ret(r)
+                }
                 Code::Prim2(_, _, b, _) => {
                     self.kont.push(Kont::PrimR(c, v));
                     Next::Eval(&**b)
@@ -455,23 +474,24 @@ impl Machine<'_> {
             },
             Kont::PrimR(c, a) => {
                 let Code::Prim2(op, _, _, span) = node(c) else { unreachable!() };
-                Next::Ret(prim2(*op, a, v, *span, &mut self.real_ops)?)
+                let r = prim2(*op, a, v, *span, &mut self.real_ops)?;
+                self.ret(r)
             }
             Kont::And(c) | Kont::Or(c) => {
                 let (Code::And(_, b, span) | Code::Or(_, b, span)) = node(c) else { unreachable!() };
                 let is_and = matches!(k, Kont::And(_));
                 match v {
                     Value::Bool(x) if x == is_and => Next::Eval(&**b),
-                    Value::Bool(x) => Next::Ret(Value::Bool(x)),
+                    Value::Bool(x) => self.ret(Value::Bool(x)),
                     v => {
                         let op = if is_and { "&&" } else { "||" };
-                        return Err(RunError::runtime(*span, format!("`{op}` on {} (`{v}`)", kind(&v))));
+                        return Err(Box::new(RunError::runtime(*span, format!("`{op}` on {} (`{v}`)", kind(&v)))));
                     }
                 }
             }
             Kont::SetGlobal(i) => {
                 self.globals[i as usize] = Global::Done(v.clone());
-                Next::Ret(v)
+                self.ret(v)
             }
         })
     }
