@@ -34,8 +34,11 @@ use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
-/// How deeply builtins may re-enter the machine through `apply` (each level uses some native stack).
-const MAX_NESTING: u64 = if cfg!(target_arch = "wasm32") { 1_000 } else { 10_000 };
+/// How deeply builtins may re-enter the machine through `apply`. Each level uses native stack
+/// (measured natively: ~1.3 KB per level in release, ~8 KB in debug, plus the builtin's own frame;
+/// see the ignored test `measure_nesting_stack`), so natively this relies on the pipeline's big
+/// stack (`limits::run_with_stack`); wasm's stack is about 1 MB.
+const MAX_NESTING: u64 = if cfg!(target_arch = "wasm32") { 300 } else { 10_000 };
 
 enum Global {
     Unevaluated,

@@ -798,3 +798,29 @@ fn primal_speed() {
     let dt = t.elapsed().as_secs_f64();
     println!("deep f {n}: {:.3} s, {:.1} M steps/s", dt, m.cost().steps as f64 / dt / 1e6);
 }
+
+#[test]
+#[ignore]
+fn measure_nesting_stack() {
+    #[derive(Default)]
+    struct Addrs(Vec<usize>);
+    fn cb(m: &mut Machine<'_>, args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+        let x = 0u8;
+        let a = &x as *const u8 as usize;
+        let st = m.state::<Addrs>();
+        st.0.push(a);
+        if st.0.len() > 5 {
+            return Ok(Value::Unit);
+        }
+        let mut args = args.into_iter();
+        let f = args.next().unwrap();
+        m.apply(f, args.next().unwrap())
+    }
+    let mut bs = Builtins::new();
+    bs.add(Builtin { name: "callback", scheme: Scheme::mono(Type::Unknown), arity: 2, lazy_last: false, run: cb });
+    let p = prog(vec![def("main", lamv("x", 1, apps(bi("callback"), vec![g("main"), v("x", 1)])))]);
+    let mut m = Machine::new(&p, &bs, Budget::default()).unwrap();
+    m.call("main", vec![Value::Unit]).unwrap();
+    let a = &m.state::<Addrs>().0;
+    println!("stack per nesting level: {:?}", a.windows(2).map(|w| w[0] as i64 - w[1] as i64).collect::<Vec<_>>());
+}
