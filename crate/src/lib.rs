@@ -6,4 +6,5 @@ pub mod diag;
 pub mod interp;
 pub mod ir;
 pub mod limits;
+pub mod syntax;
 pub mod value;

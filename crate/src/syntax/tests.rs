@@ -1,0 +1,2 @@
+//! Tests of the parser and resolver.
+use super::*;
