@@ -242,7 +242,7 @@ impl<'b> Resolver<'b> {
             let mut lets = vec![];
             let mut full = vec![];
             for (a, _) in args {
-                if matches!(a.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit) {
+                if matches!(a.kind, ExprKind::Var(_) | ExprKind::Builtin(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit) {
                     full.push(a);
                 } else {
                     let x = self.fresh("a");
@@ -300,7 +300,7 @@ impl<'b> Resolver<'b> {
         cands.sort();
         cands.dedup();
         let limit = match text.chars().count() {
-            0..=2 => 1,
+            0..=2 => 0,
             3..=5 => 1,
             _ => 2,
         };
@@ -308,7 +308,7 @@ impl<'b> Resolver<'b> {
             .into_iter()
             .filter(|c| *c != text)
             .map(|c| (edit_distance(text, c), c))
-            .filter(|(d, _)| *d <= limit)
+            .filter(|(d, _)| *d <= limit && *d > 0)
             .min_by_key(|(d, _)| *d)
             .map(|(_, c)| c.to_string())
     }
