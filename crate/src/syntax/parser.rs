@@ -194,6 +194,13 @@ impl<'s> Parser<'s> {
     fn expect(&mut self, t: &Tok, what: &str) -> PResult<Span> {
         self.eat(t).ok_or_else(|| self.expected(what))
     }
+    /// Like `expect`, with a message built only when needed (line numbers cost a scan of the source).
+    fn expect_lazy(&mut self, t: &Tok, what: impl FnOnce(&Self) -> String) -> PResult<Span> {
+        match self.eat(t) {
+            Some(s) => Ok(s),
+            None => Err(self.expected(&what(self))),
+        }
+    }
     fn is_lin_lambda(&self) -> bool {
         matches!(self.peek(), Tok::Ident(s) if s == "lin") && self.peek_at(1) == &Tok::Lambda
     }
@@ -385,8 +392,7 @@ impl<'s> Parser<'s> {
     }
 
     fn close_paren(&mut self, open: Span) -> PResult<Span> {
-        let line = self.line(open);
-        self.expect(&Tok::RParen, &format!("`)` to close the `(` opened at line {line}"))
+        self.expect_lazy(&Tok::RParen, |p| format!("`)` to close the `(` opened at line {}", p.line(open)))
     }
 
     // ---- expressions ----
@@ -418,7 +424,6 @@ impl<'s> Parser<'s> {
             match self.peek() {
                 Tok::Let => {
                     let start = self.bump().span;
-                    let line = self.line(start);
                     if let (Tok::Ident(name), true) = (self.peek().clone(), starts_pat(self.peek_at(1))) {
                         // `let f x y = e in b`: a local recursive function.
                         let name_span = self.bump().span;
@@ -429,7 +434,7 @@ impl<'s> Parser<'s> {
                         self.expect(&Tok::Eq, &format!("`=` after the parameters of `{name}`"))?;
                         let rhs = self.parse_expr("after `=`")?;
                         let def_span = Span { start: name_span.start, end: self.prev_end };
-                        self.expect(&Tok::In, &format!("`in` to finish the `let` at line {line}"))?;
+                        self.expect_lazy(&Tok::In, |p| format!("`in` to finish the `let` at line {}", p.line(start)))?;
                         frames.push(Frame::LetRec {
                             name: Name::global(&name),
                             params,
@@ -441,7 +446,7 @@ impl<'s> Parser<'s> {
                         let pat = self.parse_pat("after `let`")?;
                         self.expect(&Tok::Eq, "`=` after the pattern of `let`")?;
                         let rhs = self.parse_expr("after `=`")?;
-                        self.expect(&Tok::In, &format!("`in` to finish the `let` at line {line}"))?;
+                        self.expect_lazy(&Tok::In, |p| format!("`in` to finish the `let` at line {}", p.line(start)))?;
                         frames.push(Frame::Let { pat, rhs, start: start.start });
                     }
                     ctx = "after `in`".into();
@@ -473,27 +478,28 @@ impl<'s> Parser<'s> {
                 }
                 Tok::If => {
                     let start = self.bump().span;
-                    let line = self.line(start);
                     let cond = self.parse_expr("after `if`")?;
-                    self.expect(&Tok::Then, &format!("`then` after the condition of the `if` at line {line}"))?;
+                    self.expect_lazy(&Tok::Then, |p| {
+                        format!("`then` after the condition of the `if` at line {}", p.line(start))
+                    })?;
                     let then = self.parse_expr("after `then`")?;
-                    self.expect(&Tok::Else, &format!("`else` to go with the `if` at line {line}"))?;
+                    self.expect_lazy(&Tok::Else, |p| format!("`else` to go with the `if` at line {}", p.line(start)))?;
                     frames.push(Frame::If { cond, then, start: start.start });
                     ctx = "after `else`".into();
                 }
                 Tok::Case => {
                     let start = self.bump().span;
-                    let line = self.line(start);
                     let scrut = self.parse_expr("after `case`")?;
-                    self.expect(&Tok::Of, &format!("`of` after the scrutinee of the `case` at line {line}"))?;
+                    self.expect_lazy(&Tok::Of, |p| {
+                        format!("`of` after the scrutinee of the `case` at line {}", p.line(start))
+                    })?;
                     self.eat(&Tok::Bar);
                     let (inl_first, p1) = self.arm_head(None)?;
                     let e1 = self.parse_expr("after `->`")?;
                     let other = if inl_first { "inr" } else { "inl" };
-                    self.expect(
-                        &Tok::Bar,
-                        &format!("`|` and the `{other}` arm of the `case` at line {line}"),
-                    )?;
+                    self.expect_lazy(&Tok::Bar, |p| {
+                        format!("`|` and the `{other}` arm of the `case` at line {}", p.line(start))
+                    })?;
                     let (_, p2) = self.arm_head(Some(!inl_first))?;
                     frames.push(Frame::Case { scrut, inl_first, p1, e1, p2, start: start.start });
                     ctx = "after `->`".into();
@@ -709,7 +715,6 @@ impl<'s> Parser<'s> {
     fn parse_do(&mut self) -> PResult<Expr> {
         let start = self.bump().span;
         let open = self.expect(&Tok::LBrace, "`{` after `do`")?;
-        let line = self.line(open);
         let saved = self.depth;
         self.enter(open)?;
         let mut stmts: Vec<(Option<Pat>, Expr, u32)> = vec![];
@@ -745,6 +750,7 @@ impl<'s> Parser<'s> {
                 continue;
             }
             if self.peek() != &Tok::RBrace {
+                let line = self.line(open);
                 return Err(self.expected(&format!("`;` or `}}` in the `do` block opened at line {line}")));
             }
         }

@@ -418,3 +418,125 @@ fn broken_programs() {
     }
 }
 
+
+// ---- nesting limits ----
+
+fn let_chain(n: usize) -> String {
+    let mut s = String::from("def main x0 = ");
+    for i in 1..=n {
+        s += &format!("let x{i} = x{} + x{} in ", i - 1, i - 1);
+    }
+    s += &format!("x{n}");
+    s
+}
+
+#[test]
+fn deep_let_chain_parses_on_the_big_stack() {
+    let ok = crate::limits::run_with_stack(|| {
+        let src = let_chain(100_000);
+        let p = parse_program(&src).map_err(|ds| ds[0].message.clone())?;
+        let next = p.next_id;
+        drop(p);
+        Ok::<u32, String>(next)
+    });
+    assert_eq!(ok, Ok(100_002));
+}
+
+#[test]
+fn deep_right_nested_chains_parse_on_the_big_stack() {
+    let ok = crate::limits::run_with_stack(|| {
+        let n = 50_000;
+        let lams: String = (0..n).map(|i| format!("\\y{i} -> ")).collect::<String>() + "1.0";
+        let ifs: String = (0..n).map(|i| format!("if x == {i} then {i}.0 else ")).collect::<String>() + "0.0";
+        let ors: String = (0..n).map(|_| "x || ").collect::<String>() + "x";
+        let sums: String = (0..n).map(|_| "x + ").collect::<String>() + "x";
+        let apps: String = "f".to_string() + &" x".repeat(n);
+        let negs: String = "- ".repeat(n) + "x";
+        let mut out = vec![];
+        for body in [lams, ifs, ors, sums, apps, negs] {
+            out.push(parse_program_with(&format!("def main x = {body}"), &|n| n == "f").is_ok());
+        }
+        out
+    });
+    assert_eq!(ok, vec![true; 6]);
+}
+
+fn nesting_message() -> String {
+    format!("program nested too deeply (more than {} levels; the `nesting` budget)", crate::limits::max_nesting())
+}
+
+#[test]
+fn too_deep_parentheses_are_refused_without_recursing() {
+    // On the ordinary (small) test-thread stack: the bracket check runs before any recursion.
+    let n = 300_000;
+    let src = format!("def main x = {}x{}", "(".repeat(n), ")".repeat(n));
+    let ds = parse_program(&src).unwrap_err();
+    assert_eq!(ds[0].message, nesting_message());
+    assert_eq!(ds[0].span.start as usize, 13 + crate::limits::max_nesting());
+    let ds = parse_expr(&format!("{}1", "(".repeat(n))).unwrap_err();
+    assert_eq!(ds[0].message, nesting_message());
+    let ds = parse_type(&format!("{}R", "(".repeat(n))).unwrap_err();
+    assert_eq!(ds[0].message, nesting_message());
+}
+
+#[test]
+fn too_deep_chains_are_refused() {
+    let msgs = crate::limits::run_with_stack(|| {
+        let n = 300_000;
+        let srcs = [
+            let_chain(n),
+            format!("def main x = {}1.0", "\\y -> ".repeat(n)),
+            format!("def main x = {}x", "- ".repeat(n)),
+            format!("def main x = {}x", "x + ".repeat(n)),
+            format!("def main x = x{}", " x".repeat(n)),
+            format!("def main x = {}x", "if x then x else ".repeat(n)),
+            format!("def main x = {}x", "x + let y = x in ".repeat(n)),
+        ];
+        srcs.iter().map(|s| parse_program(s).map(|_| ()).map_err(|ds| ds[0].message.clone())).collect::<Vec<_>>()
+    });
+    for m in msgs {
+        assert_eq!(m, Err(nesting_message()));
+    }
+}
+
+// ---- no panics on any input ----
+
+mod fuzz {
+    use super::super::*;
+    use proptest::prelude::*;
+
+    const WORDS: &[&str] = &[
+        "def", "param", "input", "expect", "grad", "primal", "let", "in", "if", "then", "else", "case", "of",
+        "inl", "inr", "fst", "snd", "not", "pure", "do", "{", "}", ";", "<-", "←", "lin", "\\", "λ", "->", "→",
+        ".", "(", ")", ",", ":", "|", "=", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "mod", "&&",
+        "||", "_", "x", "y", "f", "main", "sin", "atan2", "real", "1", "2.5", "1e-3", "9223372036854775808",
+        "true", "false", "()", "R", "Z", "Bool", "M", "⊸", "inf", "nan", "--", "\n",
+    ];
+
+    fn check(src: &str) {
+        for r in [parse_program(src).err(), parse_expr(src).err(), parse_type(src).err()] {
+            for d in r.unwrap_or_default() {
+                let _ = crate::diag::render("f", src, &d);
+                assert!(d.span.start <= d.span.end && d.span.end as usize <= src.len(), "{d:?}");
+            }
+        }
+        if let Ok(e) = parse_expr(src) {
+            let _ = value_of(&e);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+        #[test]
+        fn random_strings_do_not_panic(s in "[ -~λ→←⊸\\n\\t]{0,60}") {
+            check(&s);
+        }
+
+        #[test]
+        fn token_soups_do_not_panic(ws in prop::collection::vec(0..WORDS.len(), 0..40)) {
+            let src = ws.iter().map(|&i| WORDS[i]).collect::<Vec<_>>().join(" ");
+            check(&src);
+            check(&format!("def main x = {src}"));
+        }
+    }
+}
