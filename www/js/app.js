@@ -133,7 +133,7 @@ const state = {
   zoom: { k: 1, x: 0, y: 0 },
   complexity: { param: null, counter: 'steps', runs: [] },
 };
-window.__cot = { state, perf: [] };
+window.__cot = { state, perf: [] };   // test and debugging hooks
 
 const core = new Core(msg => {
   showBanner(msg);
@@ -694,12 +694,12 @@ function goStep(i) {
   renderStep();
 }
 function stopPlay() {
-  if (state.playing) { clearInterval(state.playing); state.playing = null; $('step-play').textContent = '▶'; }
+  if (state.playing) { clearInterval(state.playing); state.playing = null; $('step-play').textContent = '▶ play'; }
 }
 function togglePlay() {
   if (state.playing) return stopPlay();
   if (state.step >= trace().length - 1) state.step = 0;
-  $('step-play').textContent = '⏸';
+  $('step-play').textContent = '❚❚ pause';
   state.playing = setInterval(() => {
     if (state.step >= trace().length - 1) return stopPlay();
     goStep(state.step + 1);
@@ -1005,6 +1005,7 @@ async function main() {
   renderStageList();
   await run();
   if (!stageOrder().includes(state.selected)) select('forward');
+  Object.assign(window.__cot, { renderAll, select, goStep, source, setSource });
   window.__cot.ready = true;
   document.body.dataset.ready = '1';
 }
