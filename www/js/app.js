@@ -901,7 +901,7 @@ async function copyLink() {
   const hash = await encodeView(view);
   const url = location.href.replace(/#.*$/, '') + hash;
   ignoreHash = hash;
-  history.replaceState(null, '', hash);
+  window.history.replaceState(null, '', hash);
   const out = $('link-out');
   out.value = url;
   try {
@@ -1005,7 +1005,7 @@ async function main() {
   renderStageList();
   await run();
   if (!stageOrder().includes(state.selected)) select('forward');
-  Object.assign(window.__cot, { renderAll, select, goStep, source, setSource });
+  Object.assign(window.__cot, { renderAll, select, goStep, source, setSource, core });
   window.__cot.ready = true;
   document.body.dataset.ready = '1';
 }

@@ -1,0 +1,102 @@
+//! The web crate's API under wasm-bindgen-test in Node (`cargo test --target wasm32-unknown-unknown -p cotangent-web`).
+//! Natively these compile to nothing; the native tests live in src/.
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::*;
+
+fn get(v: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(v, &JsValue::from_str(key)).unwrap()
+}
+
+fn options(json: &str) -> JsValue {
+    js_sys::JSON::parse(json).unwrap()
+}
+
+const RUNNING: &str = "input (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\n";
+
+#[wasm_bindgen_test]
+fn analyse_running_example() {
+    let out = cotangent_web::analyse(RUNNING, JsValue::UNDEFINED);
+    assert_eq!(js_sys::Array::from(&get(&out, "diagnostics")).length(), 0);
+    let stages = js_sys::Array::from(&get(&out, "stages"));
+    assert!(stages.length() >= 1);
+    let forward = stages.iter().find(|s| get(s, "id").as_string().as_deref() == Some("forward")).unwrap();
+    let grad: Vec<f64> = js_sys::Array::from(&get(&forward, "gradient")).iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(grad, vec![37.0, 12.0]);
+    assert_eq!(get(&forward, "ok").as_bool(), Some(true));
+    assert!(get(&forward, "program").as_string().unwrap().contains("main"));
+    let fd = js_sys::Array::from(&get(&get(&out, "reference"), "fd"));
+    assert!((fd.get(0).as_f64().unwrap() - 37.0).abs() < 1e-4);
+}
+
+#[wasm_bindgen_test]
+fn every_stage_agrees_on_the_running_example() {
+    let out = cotangent_web::analyse(RUNNING, options(r#"{"svg": []}"#));
+    for s in js_sys::Array::from(&get(&out, "stages")).iter() {
+        let id = get(&s, "id").as_string().unwrap();
+        if get(&s, "ok").as_bool() == Some(true) && id != "forward" {
+            assert_eq!(get(&s, "agrees").as_bool(), Some(true), "{id}");
+        }
+        // svg: [] draws no graph.
+        assert!(get(&s, "graph_svg").is_null() || get(&s, "graph_svg").is_undefined(), "{id}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn options_override_input_and_params() {
+    let src = "param n = 3\ninput 2.0\ndef pow k x = if k == 0 then 1.0 else x * pow (k - 1) x\ndef main x = pow n x\n";
+    let out = cotangent_web::analyse(src, options(r#"{"at": "3.0", "params": {"n": 2}, "stages": ["forward"]}"#));
+    assert_eq!(js_sys::Array::from(&get(&out, "diagnostics")).length(), 0);
+    let s = js_sys::Array::from(&get(&out, "stages")).get(0);
+    assert_eq!(js_sys::Array::from(&get(&s, "gradient")).get(0).as_f64(), Some(6.0));
+    let p = js_sys::Array::from(&get(&out, "params")).get(0);
+    assert_eq!(get(&p, "value").as_f64(), Some(2.0));
+}
+
+#[wasm_bindgen_test]
+fn syntax_error_is_located_in_utf16() {
+    let src = "-- é\ndef main x = (x +\n";
+    let out = cotangent_web::analyse(src, JsValue::UNDEFINED);
+    let ds = js_sys::Array::from(&get(&out, "diagnostics"));
+    assert!(ds.length() >= 1);
+    let d = ds.get(0);
+    assert!(get(&d, "line").as_f64().unwrap() >= 2.0);
+    let from = get(&d, "from").as_f64().unwrap() as usize;
+    assert!(from <= src.encode_utf16().count());
+    assert!(get(&d, "rendered").as_string().unwrap().contains("error"));
+}
+
+#[wasm_bindgen_test]
+fn runaway_recursion_is_stopped_by_a_budget() {
+    let src = "input 1.0\ndef f x = f x\ndef main x = f x\n";
+    let out = cotangent_web::analyse(src, options(r#"{"budget": {"steps": 100000}}"#));
+    let ds = js_sys::Array::from(&get(&out, "diagnostics"));
+    assert!(ds.length() >= 1);
+    assert!(get(&ds.get(0), "message").as_string().unwrap().contains("budget"));
+}
+
+#[wasm_bindgen_test]
+fn bad_options_are_a_diagnostic() {
+    let out = cotangent_web::analyse(RUNNING, options(r#"{"params": 5}"#));
+    let ds = js_sys::Array::from(&get(&out, "diagnostics"));
+    assert!(get(&ds.get(0), "message").as_string().unwrap().contains("bad options"));
+}
+
+#[wasm_bindgen_test]
+fn stages_and_examples_are_listed() {
+    let st = js_sys::Array::from(&cotangent_web::stages());
+    assert!(st.iter().any(|s| get(&s, "id").as_string().as_deref() == Some("forward")));
+    let ex = js_sys::Array::from(&cotangent_web::examples());
+    for e in ex.iter() {
+        assert!(!get(&e, "source").as_string().unwrap().is_empty());
+        assert!(!get(&e, "paper").as_string().unwrap().is_empty());
+    }
+}
+
+#[wasm_bindgen_test]
+fn draw_graph_from_page_data() {
+    let g = options(r#"{"nodes": [{"id": 1, "ctor": "Add", "label": "Add"}, {"id": 2, "ctor": "Var", "label": "x", "shared": true}],
+                        "edges": [{"from": 1, "to": 2, "label": ""}], "omitted": 0}"#);
+    let svg = cotangent_web::draw_graph(g, None).unwrap();
+    assert!(svg.contains("id=\"dag-n1\"") && svg.contains("id=\"dag-n2\"") && svg.contains("shared"));
+    assert!(cotangent_web::draw_graph(JsValue::from_str("nonsense"), None).is_none());
+}
