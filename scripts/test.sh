@@ -17,3 +17,6 @@ cargo build --release -p cotangent
 echo "== against an independent AD tool (autograd)"
 python3 -c "import autograd" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check autograd
 python3 tests/independent/check.py ./target/release/cotangent
+
+echo "== the playground: wasm-bindgen tests (Node, headless Chromium), release trunk build, browser e2e"
+./scripts/test-web.sh
