@@ -19,7 +19,7 @@ const FALLBACK_EXAMPLE = {
   source: '-- The running example (Krawiec et al. 2022, §2): gradient (37, 12) at (12, 13)\n' +
           'input (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\nexpect grad (37.0, 12.0)\n',
 };
-const PAPERS = { forward: 'Reference', krawiec: 'Krawiec et al. 2022', dualrev: 'Smeding & Vákár (dual numbers)',
+const PAPERS = { general: 'Language and shared examples', forward: 'Reference', krawiec: 'Krawiec et al. 2022', dualrev: 'Smeding & Vákár (dual numbers)',
   huot: 'Huot & Shaikhha', chad: 'Smeding & Vákár (CHAD)', arrays: 'Smeding et al. (arrays)' };
 
 const $ = id => document.getElementById(id);
@@ -554,6 +554,14 @@ function renderDag(r) {
   const g = r.graph;
   const shared = g.nodes.filter(n => n.shared).length;
   info.textContent = `${g.nodes.length + (g.omitted || 0)} nodes · ${g.edges.length} edges · ${shared} shared`;
+  const legend = el('div', 'dag-legend');
+  for (const [cls, text] of [['shared', 'shared (referenced twice or more)'], ['current', 'current step'], ['done', 'visited']]) {
+    const item = el('span', 'lg');
+    item.append(el('i', 'lg-' + cls));
+    item.append(document.createTextNode(text));
+    legend.append(item);
+  }
+  box.append(legend);
   if (!r.graph_svg) { box.append(el('p', 'muted', 'drawing…')); return; }
   const svg = safeSvg(r.graph_svg);
   if (!svg) { box.append(el('p', 'muted', 'The graph could not be drawn.')); return; }
@@ -872,11 +880,15 @@ function renderExamples() {
   const sel = $('examples');
   sel.replaceChildren();
   const none = el('option', null, '— choose —'); none.value = ''; sel.append(none);
-  const groups = new Map();
+  // Grouped by the file-name prefix when it names a paper's chain (krawiec-*.cot, dualrev-*.cot, ...).
+  const known = new Set([...Object.keys(PAPERS), ...state.stages.map(s => groupOf(s.id))]);
+  const groups = new Map([['general', []]]);
   for (const [i, e] of state.examples.entries()) {
-    if (!groups.has(e.paper)) groups.set(e.paper, []);
-    groups.get(e.paper).push([i, e]);
+    const g = known.has(e.paper) && e.paper !== 'forward' ? e.paper : 'general';
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g).push([i, e]);
   }
+  if (!groups.get('general').length) groups.delete('general');
   for (const [paper, list] of groups) {
     const og = document.createElement('optgroup');
     og.label = PAPERS[paper] || paper;
