@@ -3,11 +3,17 @@
 use crate::stage::Stage;
 
 pub mod forward;
+pub mod dualrev_common;
+pub mod dualrev_naive;
+pub mod dualrev_staged;
 
 /// All stages, papers in order, each paper's stages in the paper's order.
 pub fn all() -> Vec<&'static dyn Stage> {
     vec![
         &forward::Forward,
+        // Smeding & Vákár 2025 (dualrev/*)
+        &dualrev_naive::Naive,
+        &dualrev_staged::Staged,
     ]
 }
 
