@@ -13,6 +13,12 @@ use cotangent::value::Value;
 const DUALREV: &[&str] = &[
     "dualrev/naive",
     "dualrev/staged",
+    "dualrev/cayley",
+    "dualrev/sparse",
+    "dualrev/mutable",
+    "dualrev/no-collector",
+    "dualrev/contrib",
+    "dualrev/tape",
 ];
 
 /// A tiny name supply for building source programs by hand.

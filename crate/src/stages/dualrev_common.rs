@@ -724,3 +724,111 @@ pub fn interleave_down(ty: &Type, x: Expr, d: Expr, fr: &mut Fresh, mode: Down) 
         _ => ret(x),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Arrays (§9): the frozen collector `IArray dR` and its `@`; `runIO` (unsafePerformIO)
+
+/// A frozen array of cotangents (`IArray dR`).
+#[derive(Debug)]
+pub struct IArr(pub Vec<f64>);
+
+impl crate::value::ExtValue for IArr {
+    fn type_name(&self) -> &'static str {
+        "IArray"
+    }
+    fn show(&self) -> String {
+        let xs: Vec<String> = self.0.iter().take(32).map(|x| crate::value::show_real(*x)).collect();
+        format!("[{}{}]", xs.join(", "), if self.0.len() > 32 { ", …" } else { "" })
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+pub fn iarray_ty() -> Type {
+    Type::con("IArray", vec![Type::Real])
+}
+
+/// `at : IArray dR → Z → dR` (the paper's `a @ i`) and `runIO : M a → a` (unsafePerformIO).
+pub fn array_builtins() -> Vec<Builtin> {
+    vec![
+        Builtin { name: "at", scheme: Scheme::mono(Type::fun(iarray_ty(), Type::fun(Type::Int, Type::Real))), arity: 2, lazy_last: false, run: b_at },
+        Builtin { name: "runIO", scheme: scheme(&[1], Type::fun(m_ty(tv(1)), tv(1))), arity: 1, lazy_last: false, run: b_run_io },
+    ]
+}
+
+fn b_at(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.tick(1)?;
+    let a = args[0].ext::<IArr>().ok_or_else(|| err(span, format!("@: expected an array, got {}", args[0])))?;
+    let i = want_int(&args[1], span, "@")?;
+    a.0.get(i as usize).map(|x| Value::Real(*x)).ok_or_else(|| err(span, format!("@: index {i} out of bounds")))
+}
+
+fn b_run_io(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    Ok(args.pop().unwrap_or(Value::Unit))
+}
+
+pub fn iarr(v: Vec<f64>) -> Value {
+    Value::Ext(std::rc::Rc::new(IArr(v)))
+}
+
+/// `λs. do _ ← p1 s; …; pn s` (the monoid on `Staged c → M ()`: `f + g = λs. f s >> g s`,
+/// `0 = λs. return ()`; Fig. 10).
+pub fn combine_io(parts: Vec<Expr>, fr: &mut Fresh) -> Expr {
+    let s = fr.name("s");
+    let mut it = parts.into_iter().rev();
+    let body = match it.next() {
+        None => pure(unit()),
+        Some(last) => it.fold(app(last, var(&s)), |acc, p| bind(pwild(), app(p, var(&s)), acc)),
+    };
+    lam(pvar(&s), body)
+}
+
+/// `λs. p1 (p2 (… (pn s)))` (the Cayley monoid on `Staged c → Staged c`: `+ = ∘`, `0 = id`; Fig. 9).
+pub fn combine_cayley(parts: Vec<Expr>, fr: &mut Fresh) -> Expr {
+    let s = fr.name("s");
+    let body = parts.into_iter().rev().fold(var(&s), |acc, p| app(p, acc));
+    lam(pvar(&s), body)
+}
+
+/// The Fig. 10 wrapper, shared by §§9–10:
+/// `grad (x, dy) = let (y, d, rebuild, ninp, nout) = runIDs (do (x', rebuild) ← interleave x; ninp ← getID;
+///                     y' ← main x'; nout ← getID; let (y, d) = deinterleave y' in pure (…))
+///                 in (y, rebuild (runIO (do s ← SAlloc …; _ ← d dy s; SResolve nout s)))`
+pub fn wrapper_fig10(fr: &mut Fresh, alloc_takes_inputs: bool) -> Expr {
+    let (x, dy, y, d, rb, ni, no, x2, y2, s) = (
+        fr.name("x"),
+        fr.name("dy"),
+        fr.name("y"),
+        fr.name("d"),
+        fr.name("rebuild"),
+        fr.name("ninp"),
+        fr.name("nout"),
+        fr.name("x'"),
+        fr.name("y'"),
+        fr.name("s"),
+    );
+    let res = pure(tuple(vec![var(&y), var(&d), var(&rb), var(&ni), var(&no)]));
+    let fwd = bind(
+        ppair(pvar(&x2), pvar(&rb)),
+        app(global("interleave"), var(&x)),
+        bind(
+            pvar(&ni),
+            builtin("getID"),
+            bind(
+                pvar(&y2),
+                app(global("main"), var(&x2)),
+                bind(pvar(&no), builtin("getID"), let_(ppair(pvar(&y), pvar(&d)), app(global("deinterleave"), var(&y2)), res)),
+            ),
+        ),
+    );
+    let alloc = if alloc_takes_inputs { apps(builtin("SAlloc"), [var(&ni), var(&no)]) } else { app(builtin("SAlloc"), var(&no)) };
+    let io = bind(
+        pvar(&s),
+        alloc,
+        bind(pwild(), apps(var(&d), [var(&dy), var(&s)]), apps(builtin("SResolve"), [var(&no), var(&s)])),
+    );
+    let pat = ptuple(vec![pvar(&y), pvar(&d), pvar(&rb), if alloc_takes_inputs { pvar(&ni) } else { pwild() }, pvar(&no)]);
+    let body = let_(pat, app(builtin("runIDs"), fwd), pair(var(&y), app(var(&rb), app(builtin("runIO"), io))));
+    lam(ppair(pvar(&x), pvar(&dy)), body)
+}
