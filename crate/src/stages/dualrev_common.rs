@@ -570,34 +570,48 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
     for &(_, to) in r.edges.keys() {
         *indeg.entry(to).or_insert(0) += 1;
     }
+    // The wrapper calls the output's backpropagators directly (§6.1): when exactly one
+    // non-input ID was never resolved and nothing points to it, that is the output, and the direct
+    // call's edges start there; otherwise they start at a node standing for the wrapper.
+    let direct: Vec<i64> = r.edges.keys().filter(|(f, _)| *f < 0).map(|(_, t)| *t).collect();
+    let sources: Vec<i64> =
+        (r.n_inputs..n).filter(|i| !r.resolved.contains_key(i) && !indeg.contains_key(i) && !direct.contains(i)).collect();
+    let out_id: Option<i64> = if !direct.is_empty() && sources.len() == 1 { Some(sources[0]) } else { None };
     let mut nodes: Vec<GraphNode> = (0..shown)
         .map(|i| {
             let input = i < r.n_inputs;
             let (cot, visits) = r.resolved.get(&i).copied().map_or((None, None), |(a, v)| (Some(a), Some(v)));
             let kind = r.kinds.get(&i).cloned().unwrap_or_else(|| if input { "input".into() } else { ctor.to_string() });
+            let label = if input {
+                format!("input {i}")
+            } else if Some(i) == out_id {
+                format!("{kind} (output, called directly)")
+            } else {
+                kind.clone()
+            };
             GraphNode {
                 id: i as u64,
-                ctor: kind.clone(),
-                label: if input { format!("#{i} input {i}") } else { format!("#{i} {kind}") },
+                ctor: kind,
+                label,
                 delta_id: Some(i),
                 value: cot,
                 shared: indeg.get(&i).copied().unwrap_or(0) > 1,
-                visits,
+                visits: visits.or(if Some(i) == out_id { Some(1) } else { None }),
                 group: None,
                 span: None,
             }
         })
         .collect();
-    let out_id = n as u64;
-    let has_out = r.edges.keys().any(|(f, _)| *f < 0);
-    if has_out {
-        nodes.push(GraphNode { id: out_id, ctor: "output".into(), label: "output (called directly)".into(), ..GraphNode::default() });
+    let wrapper_node = n as u64;
+    if !direct.is_empty() && out_id.is_none() {
+        nodes.push(GraphNode { id: wrapper_node, ctor: "output".into(), label: "output cotangent".into(), ..GraphNode::default() });
     }
+    let from_of = |f: i64| if f >= 0 { f as u64 } else { out_id.map_or(wrapper_node, |o| o as u64) };
     let edges = r
         .edges
         .iter()
         .filter(|((f, t), _)| *f < shown && *t < shown)
-        .map(|(&(f, t), w)| GraphEdge { from: if f < 0 { out_id } else { f as u64 }, to: t as u64, label: crate::value::show_real(*w) })
+        .map(|(&(f, t), w)| GraphEdge { from: from_of(f), to: t as u64, label: crate::value::show_real(*w) })
         .collect();
     Some(Graph { nodes, edges, groups: vec![], omitted: (n - shown) as u64 })
 }
