@@ -3,7 +3,7 @@
 //! keep only the staging array, make the input backpropagators no-ops, and rebuild from m.
 
 use super::dualrev_common::*;
-use super::dualrev_mutable::{self as mutable, leaf_ignore_id, real_ty, Rule};
+use super::dualrev_mutable::{self as mutable, real_ty, Rule};
 use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::interp::{Builtin, Graph, Machine, RunError};
@@ -22,7 +22,9 @@ static INFO: StageInfo = StageInfo {
 cell c[i], and it is called exactly once, by SResolve, with everything staged for ID i. So when SResolve ends, c[i] \
 equals the cotangent accumulated in the staging cell m[i]: the collector is redundant. Staged c becomes just the \
 staging array, the input backpropagators become no-ops (linλz. λ_. return ()), and the rebuild function reads the \
-gradient out of the frozen cotangents of the staging array's first I cells.",
+gradient out of the frozen cotangents of the staging array's first I cells. (Deinterleave now stages the output's \
+backpropagator calls instead of making them directly: an output that is itself an input would otherwise lose its \
+cotangent to the no-op.)",
     complexity: "O(T + I), with one array fewer.",
     accepts: ACCEPTS,
 };
@@ -59,8 +61,17 @@ impl Stage for NoCollector {
         };
         let il = interleave_up(s, var(&x), &mut fr, &leaf);
         out.defs.push(def("interleave", lam(pvar(&x), il)));
+        // Deinterleave_R (x, d) = (x, SCall d). Decision: the output's backpropagators are *staged*
+        // here, not called directly as in Deinterleave⁴ (§6.1). With the collector gone, an input's
+        // backpropagator is a no-op and its cotangent is read from its staging cell, so an output
+        // that *is* an input (`main (x, y) = (x, …)`) would lose the direct call's contribution.
+        // Staging the output calls, as the reference implementation does, keeps c[i] = snd m[i].
         let y = fr.name("y");
-        let dl = deinterleave(t, var(&y), &mut fr, &leaf_ignore_id, &combine_io);
+        let dleaf = |e: Expr, fr: &mut Fresh| {
+            let (p, d) = (fr.name("x"), fr.name("d"));
+            let_(ppair(pvar(&p), pvar(&d)), e, pair(var(&p), app(builtin("SCall"), var(&d))))
+        };
+        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         out.defs.push(def(WRAPPER, wrapper_fig10(&mut fr, false)));
         out.next_id = fr.next_id;
