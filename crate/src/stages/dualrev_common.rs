@@ -143,6 +143,9 @@ pub struct Monadic<'a> {
     pub rule: &'a dyn RealRule,
     /// Top-level definitions that are functions (values); the others are `M` computations.
     pub lam_globals: HashSet<String>,
+    /// §12: translate `s ||| t` to `fork (λ(). D[s]) (λ(). D[t])` (the monad's ⋆'); otherwise the
+    /// sequential stages evaluate it as the pair it denotes: `do x ← D[s]; y ← D[t]; pure (x, y)`.
+    pub fork: bool,
 }
 
 impl<'a> Monadic<'a> {
@@ -154,7 +157,7 @@ impl<'a> Monadic<'a> {
             .map(|d| d.name.text.to_string())
             .chain(p.params.iter().map(|q| q.name.text.to_string()))
             .collect();
-        Monadic { fr: Fresh::new(p), rule, lam_globals }
+        Monadic { fr: Fresh::new(p), rule, lam_globals, fork: false }
     }
 
     /// Translates every definition: a function `def f = λp. e` becomes the value `λp. D[e]`; any
@@ -243,6 +246,12 @@ impl<'a> Monadic<'a> {
             }
             // D[(s, t)] = do x ← D[s]; y ← D[t]; pure (x, y)  (Fig. 8)
             Tuple(es) => self.with_values(es, vec![], &mut |_, vs| pure(tuple(vs))),
+            // D⁵[t ⋆ s] = D⁵[t] ⋆' D⁵[s]  (§12.3: the only use of ⋆')
+            Par(a, b) if self.fork => {
+                let (ta, tb) = (self.tr(a), self.tr(b));
+                apps(builtin("fork"), [lam(Pat::Unit(Span::NONE), ta), lam(Pat::Unit(Span::NONE), tb)])
+            }
+            Par(a, b) => self.with_values(&[(**a).clone(), (**b).clone()], vec![], &mut |_, vs| pure(tuple(vs))),
             Fst(x) => self.with_value(x, &mut |_, v| pure(fst(v))),
             Snd(x) => self.with_value(x, &mut |_, v| pure(snd(v))),
             Inl(x) => self.with_value(x, &mut |_, v| pure(inl(v))),

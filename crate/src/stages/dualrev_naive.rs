@@ -66,6 +66,8 @@ fn d1(e: &Expr, fr: &mut Fresh) -> Expr {
         }
         // D¹[(s, t)] = (D¹[s], D¹[t]) ; D¹[fst t] = fst D¹[t] ; D¹[snd t] = snd D¹[t]
         Tuple(es) => Tuple(es.iter().map(|x| d1(x, fr)).collect()),
+        // §12: D[s ⋆ t] = D[s] ⋆ D[t] (the naive stage has no IDs to fork)
+        Par(x, y) => Par(b(x, fr), b(y, fr)),
         Fst(x) => Fst(b(x, fr)),
         Snd(x) => Snd(b(x, fr)),
         // Sec. 11: D¹[inl t] = inl D¹[t], D¹[case s of …] = case D¹[s] of …
