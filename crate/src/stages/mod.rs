@@ -12,6 +12,7 @@ pub mod dualrev_mutable;
 pub mod dualrev_nocollector;
 pub mod dualrev_contrib;
 pub mod dualrev_tape;
+pub mod dualrev_parallel;
 
 /// All stages, papers in order, each paper's stages in the paper's order.
 pub fn all() -> Vec<&'static dyn Stage> {
@@ -26,6 +27,7 @@ pub fn all() -> Vec<&'static dyn Stage> {
         &dualrev_nocollector::NoCollector,
         &dualrev_contrib::ContribStage,
         &dualrev_tape::Tape,
+        &dualrev_parallel::Parallel,
     ]
 }
 
