@@ -22,6 +22,7 @@ const DUALREV: &[&str] = &[
     "dualrev/no-collector",
     "dualrev/contrib",
     "dualrev/tape",
+    "dualrev/parallel",
 ];
 
 const RUNNING: &str = "-- Fig. 1\ninput (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\n";
@@ -120,7 +121,7 @@ fn running_example_array_traces() {
     assert_eq!((row(last, "c[0]"), row(last, "c[1]")), (Some(37.0), Some(12.0)));
     // From §10.1 on the output is staged too (at ID 3, with the seed), then swept 3, 2, 1, 0 (Fig. 11)
     assert_eq!(resolves(ok(&a, "dualrev/no-collector")), vec![(3, 1.0), (2, 12.0), (1, 12.0), (0, 37.0)]);
-    for st in ["dualrev/contrib", "dualrev/tape"] {
+    for st in ["dualrev/contrib", "dualrev/tape", "dualrev/parallel"] {
         let r = ok(&a, st);
         assert_eq!(resolves(r), vec![(3, 1.0), (2, 12.0), (1, 12.0), (0, 37.0)], "{st}");
         let g = r.graph.as_ref().unwrap();
@@ -293,6 +294,7 @@ enum Op {
     Const(usize, i32),
     IfPos(usize, usize, usize),
     Apply(usize, usize),
+    Par(usize, usize, usize),
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {
@@ -305,10 +307,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         (any::<usize>(), -3i32..4).prop_map(|(a, k)| Op::Const(a, k)),
         (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(a, b, c)| Op::IfPos(a, b, c)),
         (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Apply(a, b)),
+        (any::<usize>(), any::<usize>(), any::<usize>()).prop_map(|(a, b, c)| Op::Par(a, b, c)),
     ]
 }
 
-/// A random straight-line program over (x, y) with sharing, conditionals and a closure.
+/// A random straight-line program over (x, y) with sharing, conditionals, a closure and `|||`.
 fn random_program(ops: &[Op]) -> String {
     let mut lines = vec!["input (0.7, -1.3)".to_string(), "def main (x, y) =".to_string(), "  let f = \\t -> t * x + sin y in".to_string()];
     let mut vars = vec!["x".to_string(), "y".to_string()];
@@ -323,6 +326,7 @@ fn random_program(ops: &[Op]) -> String {
             Op::Const(a, c) => format!("{} * {}.5", v(a), c),
             Op::IfPos(a, b, c) => format!("if {} > 0.0 then {} else {} * {}", v(a), v(b), v(c), v(a)),
             Op::Apply(a, b) => format!("f ({} - {})", v(a), v(b)),
+            Op::Par(a, b, c) => format!("let (p, q) = ({} * {}) ||| f (sin {}) in p + q", v(a), v(b), v(c)),
         };
         lines.push(format!("  let v{k} = {rhs} in"));
         vars.push(format!("v{k}"));
@@ -365,4 +369,51 @@ fn sources_with_target_constructs_are_refused() {
         let e = stages::find(st).unwrap().accepts(&src).unwrap_err();
         assert!(e.message.contains("target construct"), "{st}: {}", e.message);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// §12: the parallel stage
+
+const PAR: &str = "-- note §4.6\ninput (2.0, 3.0)\n\
+def main (x, y) =\n  let (a, b) = (x * y) ||| (x + y) in\n  let (c, d) = (a * a) ||| sin b in\n  c + d\n";
+
+/// Note §4.6: the job graph (Fork (Fork (Start,0,2) (Start,1,1) (Start,2,1), 3, 0) (Start,4,1) (Start,5,1), 6, 1),
+/// resolved as job 6, then jobs 4 and 5 (independent), job 3, jobs 1 and 2, job 0; f = 36 + sin 5.
+#[test]
+fn parallel_job_graph_and_resolve() {
+    let a = analyse(PAR);
+    for st in DUALREV {
+        let r = ok(&a, st);
+        assert_eq!(r.agrees, Some(true), "{st}");
+        assert_eq!(r.primal.as_ref().unwrap().to_string(), "35.04107572533686", "{st}");
+    }
+    let r = ok(&a, "dualrev/parallel");
+    assert_eq!(r.cost.counter("forks"), 2);
+    let jobs: Vec<String> = r.trace.iter().filter(|t| t.kind == "job").map(|t| t.note.split(':').next().unwrap().to_string()).collect();
+    assert_eq!(jobs, vec!["job 6", "job 4", "job 5", "job 3", "job 1", "job 2", "job 0"]);
+    let g = r.graph.as_ref().unwrap();
+    let after = |j: u32| g.groups.iter().find(|x| x.name == format!("job {j}")).map(|x| x.after.clone()).unwrap();
+    assert_eq!(g.groups.len(), 7);
+    assert_eq!(after(6), vec!["job 4", "job 5"]);
+    assert_eq!(after(3), vec!["job 1", "job 2"]);
+    assert_eq!((after(4), after(5)), (vec!["job 3".to_string()], vec!["job 3".to_string()]));
+    assert_eq!((after(1), after(2)), (vec!["job 0".to_string()], vec!["job 0".to_string()]));
+    assert!(after(0).is_empty());
+    // jobs 1 and 2 both add into the inputs' cells (0,0) and (0,1): the concurrent writes of §4.6
+    let into_inputs: Vec<(u64, u64)> = g.edges.iter().filter(|e| e.to < 2).map(|e| (e.from, e.to)).collect();
+    assert_eq!(into_inputs.len(), 4);
+}
+
+/// The threaded resolve gives the sequential one's gradient (up to rounding).
+#[test]
+fn parallel_threads_agree() {
+    use cotangent::stages::dualrev_parallel::THREADS;
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
+    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), 9)], ..Options::default() };
+    THREADS.store(2, std::sync::atomic::Ordering::Relaxed);
+    let a = pipeline::analyse(&text, &opts).unwrap();
+    THREADS.store(0, std::sync::atomic::Ordering::Relaxed);
+    let r = ok(&a, "dualrev/parallel");
+    assert_eq!(r.agrees, Some(true));
+    assert_eq!(r.cost.counter("forks"), (1 << 9) - 1);
 }

@@ -600,12 +600,20 @@ fn resolve_par(jd: &Arc<Job>, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, t
     w
 }
 
-/// How many threads the native resolve may use: `COTANGENT_THREADS` (default 1: deterministic).
+/// Overrides `COTANGENT_THREADS` when nonzero (for tests and benchmarks).
+pub static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many threads the native resolve may use: `THREADS`, else `COTANGENT_THREADS`, else 1. With
+/// one thread, or while a trace is recorded, the resolve is sequential and deterministic (the left
+/// subtask first), as in wasm.
 pub fn threads() -> usize {
     if cfg!(target_arch = "wasm32") {
         return 1;
     }
-    std::env::var("COTANGENT_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1)
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::env::var("COTANGENT_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1),
+        n => n,
+    }
 }
 
 /// SResolve jd (c, m) = resolveTask jd >> freeze (m @ 0): the gradient is job 0's adjoints.
