@@ -417,3 +417,22 @@ fn parallel_threads_agree() {
     assert_eq!(r.agrees, Some(true));
     assert_eq!(r.cost.counter("forks"), (1 << 9) - 1);
 }
+
+/// `|||` parses at the lowest precedence, does not associate, and prints back to itself.
+#[test]
+fn parallel_pair_syntax() {
+    use cotangent::print::print_program;
+    let p = cotangent::syntax::parse_program("def main (x, y) = x * y ||| x + y").unwrap();
+    match &p.defs[0].body.kind {
+        ExprKind::Lam(_, _, b) => assert!(matches!(b.kind, ExprKind::Par(..)), "{:?}", b.kind),
+        k => panic!("{k:?}"),
+    }
+    let e = cotangent::syntax::parse_program("def main x = x ||| x ||| x").unwrap_err();
+    assert!(e[0].message.contains("does not associate"), "{}", e[0].message);
+    let text = "def main (x, y) = let (a, b) = (x ||| y) ||| (x || y) in a\n";
+    let p = cotangent::syntax::parse_program(text).unwrap();
+    let printed = print_program(&p, &PrintOptions::unicode());
+    let again = print_program(&cotangent::syntax::parse_program(&printed).unwrap(), &PrintOptions::unicode());
+    assert_eq!(printed, again);
+    assert!(printed.contains("(x ||| y) ||| (x || y)"), "{printed}");
+}
