@@ -144,6 +144,11 @@ fn fig2_doubling_counts() {
         let want = if *st == "dualrev/naive" { 15 } else { 4 };
         assert_eq!(r.cost.counter("backprop_calls"), want, "{st}");
     }
+    // the naive stage's DAG shows how often each backpropagator runs: 8, 4, 2, 1 (Fig. 2)
+    let g = ok(&a, "dualrev/naive").graph.as_ref().unwrap();
+    let visits: Vec<Option<u64>> = g.nodes.iter().map(|n| n.visits).collect();
+    assert_eq!(visits, vec![Some(8), Some(4), Some(2), Some(1)]);
+    assert!(g.edges.iter().all(|e| e.label == "calls ×2"), "{:?}", g.edges);
 }
 
 const CHAIN: &str = "input 1.5\ndef double k x = if k == 0 then x else double (k - 1) (x + x)\nparam n = 2\ndef main x = double n x\n";

@@ -440,6 +440,8 @@ pub struct Rt {
     /// The ID whose backpropagator the resolve is running (None: the wrapper's direct calls).
     pub current: Option<i64>,
     pub edges: BTreeMap<(i64, i64), f64>,
+    /// How many staged calls each edge stands for (`x + x` stages two calls of x's backpropagator).
+    pub edge_calls: BTreeMap<(i64, i64), u64>,
     /// Per ID: the cotangent it was resolved with, and how often it was called by the resolve.
     pub resolved: BTreeMap<i64, (f64, u64)>,
     /// Kind of node per ID where the stage knows it (Contribs).
@@ -554,6 +556,7 @@ pub fn record_edge(m: &mut Machine, target: i64, weight: f64) {
     let r = rt(m);
     let from = r.current.unwrap_or(-1);
     *r.edges.entry((from, target)).or_insert(0.0) += weight;
+    *r.edge_calls.entry((from, target)).or_insert(0) += 1;
 }
 
 pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {

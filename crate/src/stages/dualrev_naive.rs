@@ -7,7 +7,7 @@ use super::dualrev_common::*;
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Machine, RunError};
+use crate::interp::{Budget, Builtin, Builtins, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
@@ -183,11 +183,73 @@ impl Stage for Naive {
         ]
     }
 
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+    fn run(&self, m: &mut Machine, src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
         prepare(m, input);
         let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
-        split_pair(out)
+        let res = split_pair(out)?;
+        m.state::<NaiveGraph>().0 = display_graph(src, input, seed);
+        Ok(res)
     }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        m.state::<NaiveGraph>().0.take()
+    }
+}
+
+#[derive(Default)]
+struct NaiveGraph(Option<Graph>);
+
+/// The backpropagator DAG for display. Naive backpropagators have no IDs, and closures cannot be
+/// inspected, so the DAG is the one `dualrev/staged` builds on the same program and input (its IDs
+/// are the creation order of the backpropagators, the same closures the naive program creates), run
+/// separately so that it counts nothing here. Each node's `visits` is the number of times the naive
+/// program calls that backpropagator: the number of call paths from the output to it, counting an
+/// argument used twice (`x + x`) as two calls.
+fn display_graph(src: &Source, input: &Value, seed: &Value) -> Option<Graph> {
+    let st = super::dualrev_staged::Staged;
+    let mut out = st.transform(src).ok()?;
+    let mut builtins = Builtins::new();
+    builtins.extend(st.builtins());
+    crate::types::check_program(&mut out, &builtins).ok()?;
+    let mut m2 = Machine::new(&out, &builtins, Budget { trace_steps: 0, ..Budget::default() }).ok()?;
+    m2.set_tracing(false);
+    st.run(&mut m2, src, input, seed).ok()?;
+    let mut g = graph(&mut m2, "backprop")?;
+    let r = rt(&mut m2);
+    // calls along paths, in descending ID order (a reverse topological order)
+    let mut calls: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    let outputs: Vec<i64> = g.nodes.iter().filter(|n| n.label.contains("output")).filter_map(|n| n.delta_id).collect();
+    for o in &outputs {
+        calls.insert(*o, 1);
+    }
+    for (&(f, t), &c) in r.edge_calls.iter().filter(|((f, _), _)| *f < 0) {
+        let _ = f;
+        let e = calls.entry(t).or_insert(0);
+        *e = e.saturating_add(c);
+    }
+    let mut by_from: std::collections::BTreeMap<i64, Vec<(i64, u64)>> = std::collections::BTreeMap::new();
+    for (&(f, t), &c) in r.edge_calls.iter().filter(|((f, _), _)| *f >= 0) {
+        by_from.entry(f).or_default().push((t, c));
+    }
+    for (f, ts) in by_from.iter().rev() {
+        let k = calls.get(f).copied().unwrap_or(0);
+        for (t, c) in ts {
+            let e = calls.entry(*t).or_insert(0);
+            *e = e.saturating_add(k.saturating_mul(*c));
+        }
+    }
+    for n in &mut g.nodes {
+        n.visits = n.delta_id.and_then(|i| calls.get(&i).copied());
+        n.value = None;
+    }
+    // edges labelled with the number of calls one call of their source makes
+    for e in &mut g.edges {
+        let c = r.edge_calls.get(&(e.from as i64, e.to as i64)).or_else(|| r.edge_calls.get(&(-1, e.to as i64)));
+        if let Some(c) = c {
+            e.label = if *c == 1 { "calls".into() } else { format!("calls ×{c}") };
+        }
+    }
+    Some(g)
 }
 
 fn b_zero_c(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
