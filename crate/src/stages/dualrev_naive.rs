@@ -187,17 +187,20 @@ impl Stage for Naive {
         prepare(m, input);
         let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
         let res = split_pair(out)?;
-        m.state::<NaiveGraph>().0 = display_graph(src, input, seed);
+        // what the display graph needs, computed only if asked for (not in benchmarks)
+        m.state::<NaiveGraph>().0 =
+            Some((src.program.clone(), src.input_type.clone(), src.output_type.clone(), input.clone(), seed.clone()));
         Ok(res)
     }
 
     fn graph(&self, m: &mut Machine) -> Option<Graph> {
-        m.state::<NaiveGraph>().0.take()
+        let (p, s, t, input, seed) = m.state::<NaiveGraph>().0.take()?;
+        display_graph(&Source { program: &p, input_type: &s, output_type: &t }, &input, &seed)
     }
 }
 
 #[derive(Default)]
-struct NaiveGraph(Option<Graph>);
+struct NaiveGraph(Option<(Program, Type, Type, Value, Value)>);
 
 /// The backpropagator DAG for display. Naive backpropagators have no IDs, and closures cannot be
 /// inspected, so the DAG is the one `dualrev/staged` builds on the same program and input (its IDs
