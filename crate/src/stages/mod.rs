@@ -3,11 +3,21 @@
 use crate::stage::Stage;
 
 pub mod forward;
+pub mod dense;
+pub mod delta;
+pub mod monadic;
+pub mod array;
+pub mod general;
 
 /// All stages, papers in order, each paper's stages in the paper's order.
 pub fn all() -> Vec<&'static dyn Stage> {
     vec![
         &forward::Forward,
+        &dense::Dense,
+        &delta::Delta,
+        &monadic::Monadic,
+        &array::Array,
+        &general::General,
     ]
 }
 
