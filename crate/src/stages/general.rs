@@ -156,14 +156,13 @@ impl Stage for General {
         //   let u = runDelta (dv + 1) (Drev{λ(s, dt). e s ⊙_T dt} (s0, dt0)) in
         //   let finalMap = eval 1 u emptyMap in
         //   lookup_S (finalMap, s0)
-        let (gs, gdt, gs0, dv, dt0, t0, yv, u, fm) = (
+        let (gs, gdt, gs0, dv, dt0, t0, u, fm) = (
             fr.name("s"),
             fr.name("dt"),
             fr.name("s0"),
             fr.name("dv"),
             fr.name("dt0"),
             fr.name("t0"),
-            fr.name("y"),
             fr.name("u"),
             fr.name("finalMap"),
         );
@@ -185,7 +184,6 @@ impl Stage for General {
                 ),
             ),
         );
-        let _ = yv;
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&gs), pvar(&gdt)), body)));
         out.next_id = fr.next_id;
         Ok(out)

@@ -41,7 +41,7 @@ the program and wraps its bindings around the result as nested Lets. eval then w
 Let id rhs body it looks up the cotangent accumulated for id (skipping the binding if id is absent: dead code), \
 deletes it, and evaluates rhs once, scaled by it, so every node is visited once (eval_visits is linear on the \
 doubling chain). The map is persistent (rpds red-black tree), so each lookup, addDelta and delete is O(log n). The \
-program is printed after the monad laws' administrative simplification (do { x ← pure v; m } as m[v/x] or a let), \
+program is printed after the monad laws' administrative simplification (do { x ← pure v; m } becomes m[v/x] for a variable or literal v, and nested do blocks are flattened), \
 which is not in the paper.",
     complexity: "forward pass O(T) (one binding per real operation); eval O(T log T) with the persistent map.",
     accepts: "the whole scalar language inside main; main itself must have type R^a → R (Fig. 11)",
@@ -219,10 +219,11 @@ impl Drev<'_> {
                 let id = self.fr.name(if args.len() == 1 { "u2" } else { "u3" });
                 let delta = combine(&rule.partials, &us, &DeltaExprs);
                 let body = if rule.uses_result {
-                    // Fig. 14: let (y1, ..., ym) = f xs in do { dy ← deltaLet (...); pure (y, Var dy) }
-                    let_(
+                    // Fig. 14: let (y1, ..., ym) = f xs in do { dy ← deltaLet (...); pure (y, Var dy) },
+                    // with the let as the statement y ← pure (f xs), so that do blocks stay flat.
+                    bind(
                         pvar(&result),
-                        prim(op, xs.clone()),
+                        pure(prim(op, xs.clone())),
                         bind(pvar(&id), app(builtin("deltaLet"), delta), pure(pair(var(&result), app(builtin("Var"), var(&id))))),
                     )
                 } else {
@@ -247,7 +248,7 @@ pub(crate) fn drev_program(p: &Program, fr: &mut Fresh) -> Result<Program, Diagn
     let mut dr = Drev { fr, cafs };
     for d in &mut out.defs {
         let body = if matches!(d.body.kind, ExprKind::Lam(..)) { dr.function(&d.body)? } else { dr.expr(&d.body)? };
-        d.body = simplify(&body);
+        d.body = simplify_owned(body);
         d.scheme = None;
     }
     out.expects.clear();
@@ -257,12 +258,12 @@ pub(crate) fn drev_program(p: &Program, fr: &mut Fresh) -> Result<Program, Diagn
 
 /// Administrative simplification by the monad laws (not in the paper; note §8.13), so that the
 /// printed program reads like the figures rather than a thicket of `do { x ← pure x; ... }`:
-/// - `do { x ← pure v; m }` = `m[v/x]` for a variable or literal v; `do { p ← pure e; m }` = `let p = e in m`;
+/// - `do { x ← pure v; m }` = `m[v/x]` for a variable or literal v;
 /// - `do { p ← do { q ← m1; m2 }; m }` = `do { q ← m1; p ← m2; m }`, and likewise through a `let`;
 /// - `do { x ← m; pure x }` = `m`.
 /// Names are unique in a program, so substitution and re-association never capture. One pass, with
 /// the substitution carried in an environment.
-pub(crate) fn simplify(e: &Expr) -> Expr {
+pub(crate) fn simplify_owned(e: Expr) -> Expr {
     let mut env: HashMap<u32, Expr> = HashMap::new();
     simp(e, &mut env)
 }
@@ -271,47 +272,53 @@ fn is_atom(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Var(_) | ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Bool(_) | ExprKind::Unit)
 }
 
-fn simp(e: &Expr, env: &mut HashMap<u32, Expr>) -> Expr {
-    match &e.kind {
-        ExprKind::Var(n) if !n.is_global() => match env.get(&n.id) {
+/// Takes the expression by value, so that the pass is linear (no subtree is copied).
+fn simp(mut e: Expr, env: &mut HashMap<u32, Expr>) -> Expr {
+    match e.kind {
+        ExprKind::Var(ref n) if !n.is_global() => match env.get(&n.id) {
             Some(v) => at(v.clone(), e.span),
-            None => e.clone(),
+            None => e,
         },
         ExprKind::Bind(p, m, k) => {
-            let m2 = simp(m, env);
-            bind_with(p, m2, k, e.span, env)
+            let m2 = simp(*m, env);
+            bind_with(p, m2, *k, e.span, env)
         }
         _ => {
-            let mut out = e.clone();
-            each_child_mut(&mut out, &mut |c| *c = simp(c, env));
-            out
+            each_child_mut(&mut e, &mut |c| {
+                let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
+                *c = simp(taken, env);
+            });
+            e
         }
     }
 }
 
 /// `do { p ← m; k }` with m already simplified and k not yet.
-fn bind_with(p: &Pat, m: Expr, k: &Expr, span: Span, env: &mut HashMap<u32, Expr>) -> Expr {
+fn bind_with(p: Pat, m: Expr, k: Expr, span: Span, env: &mut HashMap<u32, Expr>) -> Expr {
     match m.kind {
         ExprKind::Pure(v) => match p {
             Pat::Var(x, _) if is_atom(&v) => {
                 env.insert(x.id, *v);
                 simp(k, env)
             }
-            _ => at(let_(p.clone(), *v, simp(k, env)), span),
+            // Kept as a statement `p ← pure e` rather than `let p = e in ...`: a let inside a do
+            // would nest the rest of the block one level deeper each time, and the printed program
+            // of a long run would grow quadratically.
+            p => at(bind(p, pure(*v), simp(k, env)), span),
         },
         ExprKind::Bind(q, m1, rest) => at(bind(q, *m1, bind_with(p, *rest, k, span, env)), m.span),
         ExprKind::Let(q, e1, rest) => at(let_(q, *e1, bind_with(p, *rest, k, span, env)), m.span),
         kind => {
             let m = Expr { kind, span: m.span, ty: m.ty };
             let k2 = simp(k, env);
-            if let (Pat::Var(x, _), ExprKind::Pure(v)) = (p, &k2.kind) {
+            if let (Pat::Var(x, _), ExprKind::Pure(v)) = (&p, &k2.kind) {
                 if let ExprKind::Var(y) = &v.kind {
                     if y == x {
                         return m;
                     }
                 }
             }
-            at(bind(p.clone(), m, k2), span)
+            at(bind(p, m, k2), span)
         }
     }
 }
