@@ -2,16 +2,16 @@
 //! over one typed IR, with one interpreter that runs the source and every stage's output.
 //! See ARCHITECTURE.md for the data flow and where each part lives.
 
+pub mod build;
+pub mod deriv;
 pub mod diag;
 pub mod interp;
 pub mod ir;
 pub mod limits;
-pub mod value;
-pub mod build;
-pub mod deriv;
 pub mod pipeline;
+pub mod print;
 pub mod stage;
 pub mod stages;
-pub mod types;
-pub mod print;
 pub mod syntax;
+pub mod types;
+pub mod value;

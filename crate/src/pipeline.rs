@@ -50,6 +50,8 @@ pub struct StageResult {
     pub id: String,
     /// Transformed and ran without error.
     pub ok: bool,
+    /// The stage refused the program (a construct its method cannot handle), with a located message.
+    pub refused: bool,
     pub error: Option<String>,
     pub error_span: Option<Span>,
     pub program: String,
@@ -111,12 +113,14 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
     Ok((p, s, t))
 }
 
-/// Parses a constant value (an `--at` or `--seed` argument) and checks it has type `ty`.
+/// Parses a constant value given outside the program (`--at`, `--seed`, the page's input box) and
+/// checks it has type `ty`. Its messages quote the text, since their spans are not in the program.
 pub fn parse_value(text: &str, ty: &Type, what: &str) -> Result<Value, Vec<Diagnostic>> {
-    let e = syntax::parse_expr(text)?;
-    let v = syntax::value_of(&e).map_err(|d| vec![d])?;
+    let outside = |m: String| vec![Diagnostic::error(Span::NONE, format!("the {what} `{}`: {m}", text.trim()))];
+    let e = syntax::parse_expr(text).map_err(|ds| outside(ds.first().map(|d| d.message.clone()).unwrap_or_default()))?;
+    let v = syntax::value_of(&e).map_err(|d| outside(d.message))?;
     if !fits(&v, ty) {
-        return Err(vec![Diagnostic::error(e.span, format!("the {what} {v} does not have type {}", types::show(ty)))]);
+        return Err(outside(format!("does not have type {}", types::show(ty))));
     }
     Ok(v)
 }
@@ -137,7 +141,7 @@ pub fn fits(v: &Value, t: &Type) -> bool {
 pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> {
     let (program, s, t) = front_end(text, &opts.params)?;
     let input = match (&opts.at, &program.input) {
-        (Some(at), _) => parse_value(at, &s, "input point")?,
+        (Some(at), _) => parse_value(at, &s, "input point (--at)")?,
         (None, Some(e)) => {
             let v = syntax::value_of(e).map_err(|d| vec![d])?;
             if !fits(&v, &s) {
@@ -152,7 +156,7 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
     let primal = run_source(&program, &input, &opts.budget).map_err(|e| vec![run_diag(&e)])?;
     let seed = match &opts.seed {
         Some(text) => {
-            let v = parse_value(text, &t, "output cotangent (seed)")?;
+            let v = parse_value(text, &t, "output cotangent (--seed)")?;
             v
         }
         None => primal.with_reals(&mut std::iter::repeat(1.0)),
@@ -195,6 +199,7 @@ fn clone_result(r: &StageResult) -> StageResult {
     StageResult {
         id: r.id.clone(),
         ok: r.ok,
+        refused: r.refused,
         error: r.error.clone(),
         error_span: r.error_span,
         program: r.program.clone(),
@@ -247,12 +252,41 @@ pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Bud
         .collect()
 }
 
+/// A stage's output, ready to run: accepted, transformed, printed into `printed`, type-checked with
+/// the stage's builtins and checked against the types the paper states.
+pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options, printed: &mut String) -> Result<(Program, Builtins), Diagnostic> {
+    let id = st.info().id;
+    st.accepts(src).map_err(|d| d.in_stage(id))?;
+    let mut out = st.transform(src).map_err(|d| d.in_stage(id))?;
+    let mut builtins = Builtins::new();
+    builtins.extend(st.builtins());
+    // Printed before the type check, so that an ill-typed output can still be inspected.
+    *printed = print_program(&out, &opts.print);
+    let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id);
+    types::check_program(&mut out, &builtins).map_err(|d| internal(format!("the output does not type-check: {}", d.message)))?;
+    for (name, stated) in st.stated_types(src) {
+        match out.def(&name).and_then(|d| d.scheme.clone()) {
+            Some(s) if types::unifiable(&s.ty, &stated) => {}
+            Some(s) => {
+                return Err(internal(format!("`{name}` has type {}, but the paper states {}", types::show(&s.ty), types::show(&stated))))
+            }
+            None => return Err(internal(format!("the output has no `{name}`"))),
+        }
+    }
+    if opts.print.types {
+        // now with the inferred types of the output's definitions
+        *printed = print_program(&out, &opts.print);
+    }
+    Ok((out, builtins))
+}
+
 /// One stage: accept, transform, type-check the output at the paper's stated types, print, run.
 pub fn run_stage(st: &dyn Stage, src: &Source, input: &Value, seed: &Value, opts: &Options) -> StageResult {
     let id = st.info().id.to_string();
     let mut r = StageResult {
         id: id.clone(),
         ok: false,
+        refused: false,
         error: None,
         error_span: None,
         program: String::new(),
@@ -271,36 +305,13 @@ pub fn run_stage(st: &dyn Stage, src: &Source, input: &Value, seed: &Value, opts
         r
     };
     if let Err(d) = st.accepts(src) {
+        r.refused = true;
         return fail(r, d.in_stage(&id));
     }
-    let mut out = match st.transform(src) {
-        Ok(p) => p,
-        Err(d) => return fail(r, d.in_stage(&id)),
+    let (out, builtins) = match prepare(st, src, opts, &mut r.program) {
+        Ok(x) => x,
+        Err(d) => return fail(r, d),
     };
-    let mut builtins = Builtins::new();
-    builtins.extend(st.builtins());
-    // Printed before the type check, so that an ill-typed output can still be inspected.
-    r.program = print_program(&out, &opts.print);
-    if let Err(d) = types::check_program(&mut out, &builtins) {
-        return fail(r, Diagnostic::error(Span::NONE, format!("internal error: the output does not type-check: {}", d.message)));
-    }
-    for (name, stated) in st.stated_types(src) {
-        let found = out.def(&name).and_then(|d| d.scheme.clone());
-        match found {
-            Some(s) if types::unifiable(&s.ty, &stated) => {}
-            Some(s) => {
-                return fail(
-                    r,
-                    Diagnostic::error(
-                        Span::NONE,
-                        format!("internal error: `{name}` has type {}, but the paper states {}", types::show(&s.ty), types::show(&stated)),
-                    ),
-                )
-            }
-            None => return fail(r, Diagnostic::error(Span::NONE, format!("internal error: the output has no `{name}`"))),
-        }
-    }
-    r.program = print_program(&out, &opts.print);
     let mut m = match Machine::new(&out, &builtins, opts.budget.clone()) {
         Ok(m) => m,
         Err(e) => return fail(r, run_diag(&e)),

@@ -1,0 +1,195 @@
+//! `cotangent bench`: each stage's counters and run time on program families at growing sizes, with the
+//! ratio of gradient time to primal time measured in the same run (machines are shared and noisy, so
+//! ratios, not absolute times, are the figures to compare). Not a test: nothing here asserts speed.
+
+use cotangent::interp::{Budget, Builtins, Machine};
+use cotangent::pipeline::{self, Options};
+use cotangent::stage::{Source, Stage};
+use cotangent::stages;
+use cotangent::value::Value;
+use std::fmt::Write;
+use std::time::Instant;
+
+/// A benchmark program family: source text at size n.
+pub struct Family {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub make: fn(usize) -> String,
+}
+
+pub fn families() -> Vec<Family> {
+    vec![
+        Family {
+            name: "doubling",
+            what: "the straight-line doubling chain `let x1 = x + x in … in xn + xn` (Krawiec et al. §6, Smeding–Vákár Fig. 2)",
+            make: doubling,
+        },
+        Family {
+            name: "straight",
+            what: "a long straight-line program over two inputs mixing + * sin (each value used once or twice)",
+            make: straight,
+        },
+        Family {
+            name: "wide",
+            what: "n independent products summed in a tree (a wide program for the parallel resolve)",
+            make: wide,
+        },
+    ]
+}
+
+fn doubling(n: usize) -> String {
+    let mut s = String::from("-- the doubling chain\ninput 1.0\ndef main x0 =\n");
+    for i in 1..=n {
+        let _ = writeln!(s, "  let x{i} = x{} + x{} in", i - 1, i - 1);
+    }
+    let _ = writeln!(s, "  x{n}");
+    s
+}
+
+fn straight(n: usize) -> String {
+    let mut s = String::from("-- a long straight-line program\ninput (0.3, 0.7)\ndef main (x, y) =\n  let a0 = x in\n");
+    for i in 1..=n {
+        let p = i - 1;
+        let line = match i % 4 {
+            0 => format!("  let a{i} = a{p} * 0.999 + y in"),
+            1 => format!("  let a{i} = sin a{p} + a{p} * 0.5 in"),
+            2 => format!("  let a{i} = a{p} * y * 0.9 in"),
+            _ => format!("  let a{i} = a{p} + x * 0.001 in"),
+        };
+        let _ = writeln!(s, "{line}");
+    }
+    let _ = writeln!(s, "  a{n}");
+    s
+}
+
+fn wide(n: usize) -> String {
+    // A balanced sum of n products: `sum lo hi` recursion keeps the program small.
+    format!(
+        "-- n independent products, summed as a balanced tree\nparam n = {n}\ninput (1.5, 0.5)\n\
+def sum lo hi x y = if hi - lo == 1 then sin (x * real lo) * y else let mid = (lo + hi) / 2 in sum lo mid x y + sum mid hi x y\n\
+def main (x, y) = sum 0 n x y\n"
+    )
+}
+
+pub struct Row {
+    pub family: String,
+    pub n: usize,
+    pub stage: String,
+    pub outcome: String,
+    pub counters: Vec<(String, u64)>,
+    pub primal_secs: f64,
+    pub grad_secs: f64,
+}
+
+/// Runs `stage_ids` (all when empty) on each family at each size.
+pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budget: &Budget) -> Vec<Row> {
+    let mut rows = vec![];
+    let chosen: Vec<&dyn Stage> = stages::all().into_iter().filter(|s| stage_ids.is_empty() || stage_ids.iter().any(|id| id == s.info().id)).collect();
+    for fam in families().into_iter().filter(|f| family_names.is_empty() || family_names.iter().any(|n| n == f.name)) {
+        for &n in sizes {
+            let text = (fam.make)(n);
+            let (program, s, t) = match pipeline::front_end(&text, &[]) {
+                Ok(x) => x,
+                Err(ds) => {
+                    eprintln!("{} n={n}: {}", fam.name, ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "));
+                    continue;
+                }
+            };
+            let input = program.input.as_ref().and_then(|e| cotangent::syntax::value_of(e).ok()).unwrap_or(Value::Unit);
+            // primal time, measured in the same run as the stages below
+            let t0 = Instant::now();
+            let primal = pipeline::run_source(&program, &input, budget);
+            let primal_secs = t0.elapsed().as_secs_f64();
+            let primal = match primal {
+                Ok(v) => v,
+                Err(e) => {
+                    eprintln!("{} n={n}: the primal stopped: {}", fam.name, e.message());
+                    continue;
+                }
+            };
+            let seed = primal.with_reals(&mut std::iter::repeat(1.0));
+            let src = Source { program: &program, input_type: &s, output_type: &t };
+            let opts = Options { trace: false, budget: budget.clone(), ..Options::default() };
+            for st in &chosen {
+                let mut printed = String::new();
+                let row = |outcome: String, counters, grad_secs| Row {
+                    family: fam.name.into(),
+                    n,
+                    stage: st.info().id.into(),
+                    outcome,
+                    counters,
+                    primal_secs,
+                    grad_secs,
+                };
+                let (out, builtins): (_, Builtins) = match pipeline::prepare(*st, &src, &opts, &mut printed) {
+                    Ok(x) => x,
+                    Err(d) => {
+                        rows.push(row(format!("refused: {}", d.message), vec![], f64::NAN));
+                        continue;
+                    }
+                };
+                let mut m = match Machine::new(&out, &builtins, budget.clone()) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        rows.push(row(e.message(), vec![], f64::NAN));
+                        continue;
+                    }
+                };
+                m.set_tracing(false);
+                let t1 = Instant::now();
+                let res = st.run(&mut m, &src, &input, &seed);
+                let grad_secs = t1.elapsed().as_secs_f64();
+                let c = m.cost();
+                let mut counters = vec![("steps".to_string(), c.steps), ("real_ops".to_string(), c.real_ops)];
+                counters.extend(c.counters.iter().map(|(k, v)| (k.clone(), *v)));
+                let outcome = match res {
+                    Ok(_) => "ok".to_string(),
+                    Err(e) => match e {
+                        cotangent::interp::RunError::Budget { budget, .. } => format!("stopped by the {} budget", budget.name()),
+                        other => format!("error: {}", other.message()),
+                    },
+                };
+                rows.push(row(outcome, counters, grad_secs));
+            }
+        }
+    }
+    rows
+}
+
+pub fn table(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<9} {:>7} {:<22} {:>10} {:>10} {:>9}  {:<28} counters", "family", "n", "stage", "primal s", "grad s", "ratio", "outcome");
+    for r in rows {
+        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            s,
+            "{:<9} {:>7} {:<22} {:>10.6} {:>10.6} {:>9.2}  {:<28} {}",
+            r.family,
+            r.n,
+            r.stage,
+            r.primal_secs,
+            r.grad_secs,
+            r.grad_secs / r.primal_secs,
+            r.outcome,
+            counters.join(" ")
+        );
+    }
+    s
+}
+
+pub fn json(rows: &[Row]) -> serde_json::Value {
+    serde_json::Value::Array(
+        rows.iter()
+            .map(|r| {
+                let mut o = serde_json::json!({
+                    "family": r.family, "n": r.n, "stage": r.stage, "outcome": r.outcome,
+                    "primal_secs": r.primal_secs, "grad_secs": r.grad_secs, "ratio": r.grad_secs / r.primal_secs,
+                });
+                for (k, v) in &r.counters {
+                    o[k] = serde_json::json!(v);
+                }
+                o
+            })
+            .collect(),
+    )
+}

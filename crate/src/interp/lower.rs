@@ -1,0 +1,365 @@
+//! Lowering of resolved IR to slot-resolved code (`Code`), done once in `Machine::new`.
+//!
+//! - Every function body (a `Lam`, a LetRec member, a lazy builtin's thunk, a top-level def's body)
+//!   gets a frame of `nslots` local slots; every binder inside the body (lambda parameter, let, case
+//!   arm, LetRec name) gets its own slot (slots are never reused; ids are unique anyway).
+//! - Free variables of a lambda are copied into the closure when it is created (flat closures):
+//!   `LamCode::captures` says where to read each one in the creating frame.
+//! - A LetRec group is one shared object holding the captures of all members; a member refers to a
+//!   sibling as `Sibling(j)`, which builds the closure `(group, j)` on use: no Rc cycles.
+//! - Top-level defs are `Global(i)`; params are constants.
+//! - Saturated builtin spines become `CallB` (no partial applications allocated); lazy builtins become
+//!   `CallLazy` whose last argument is a thunk `\() -> e`.
+//!
+//! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
+
+use super::{Builtin, Builtins, RunError};
+use crate::diag::Span;
+use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program};
+use crate::value::Value;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static NEXT_PROG: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) enum LPat {
+    Slot(u32),
+    Wild,
+    Unit(Span),
+    Tuple(Box<[LPat]>, Span),
+}
+
+/// Where a captured variable is read from in the frame that creates the closure.
+#[derive(Clone, Copy)]
+pub(crate) enum Loc {
+    Local(u32),
+    Capture(u32),
+    Sibling(u32),
+}
+
+pub(crate) struct LamCode {
+    /// The lowering (program) this code belongs to: function values only run in their own machine.
+    pub prog: u64,
+    pub pat: LPat,
+    pub nslots: u32,
+    pub body: Code,
+    /// Empty for LetRec members (their group holds the captures).
+    pub captures: Box<[Loc]>,
+}
+
+pub(crate) struct GroupCode {
+    pub members: Box<[Rc<LamCode>]>,
+    pub captures: Box<[Loc]>,
+}
+
+pub(crate) enum Code {
+    Local(u32),
+    Capture(u32),
+    Sibling(u32),
+    Global(u32, Span),
+    Const(Value),
+    Lam(Rc<LamCode>),
+    App(Box<Code>, Box<Code>, Span),
+    Let(LPat, Box<Code>, Box<Code>),
+    /// The group, the slots its members are bound to in the current frame, the body.
+    LetRec(Rc<GroupCode>, Box<[u32]>, Box<Code>),
+    Tuple(Box<[Code]>),
+    Fst(Box<Code>, Span),
+    Snd(Box<Code>, Span),
+    Inl(Box<Code>),
+    Inr(Box<Code>),
+    Case(Box<Code>, LPat, Box<Code>, LPat, Box<Code>, Span),
+    If(Box<Code>, Box<Code>, Box<Code>, Span),
+    Prim1(Prim, Box<Code>, Span),
+    Prim2(Prim, Box<Code>, Box<Code>, Span),
+    And(Box<Code>, Box<Code>, Span),
+    Or(Box<Code>, Box<Code>, Span),
+    /// A saturated (non-lazy) builtin application; the span is the saturating application's.
+    CallB(Rc<Builtin>, Box<[Code]>, Span),
+    /// A lazy builtin applied to its first `arity - 1` arguments and the thunk of its last.
+    CallLazy(Rc<Builtin>, Box<[Code]>, Rc<LamCode>, Span),
+}
+
+pub(crate) struct DefCode {
+    pub name: Rc<str>,
+    pub nslots: u32,
+    pub body: Code,
+    /// The def's body is a lambda: its value is that closure (no captures), made up front.
+    pub lam: Option<Rc<LamCode>>,
+}
+
+pub(crate) struct Lowered {
+    pub prog: u64,
+    pub defs: Vec<DefCode>,
+    pub index: HashMap<Rc<str>, u32>,
+}
+
+/// A function value (the payload of `Value::Fun`).
+pub(crate) enum FunVal {
+    Clo { code: Rc<LamCode>, env: Rc<[Value]> },
+    Rec { group: Rc<GroupVal>, idx: u32 },
+    /// A builtin applied to fewer than `arity` arguments.
+    Partial { b: Rc<Builtin>, args: Vec<Value> },
+}
+
+pub(crate) struct GroupVal {
+    pub code: Rc<GroupCode>,
+    pub env: Rc<[Value]>,
+}
+
+#[derive(Default)]
+struct FunCtx {
+    locals: HashMap<u32, u32>,
+    nslots: u32,
+    siblings: HashMap<u32, u32>,
+    captures: Vec<Loc>,
+    cap_index: HashMap<u32, u32>,
+}
+
+struct Lowerer<'a> {
+    prog: u64,
+    builtins: &'a Builtins,
+    globals: &'a HashMap<Rc<str>, u32>,
+    params: HashMap<Rc<str>, i64>,
+    ctxs: Vec<FunCtx>,
+}
+
+fn strip_ann(e: &Expr) -> &Expr {
+    let mut e = e;
+    while let ExprKind::Ann(inner, _) = &e.kind {
+        e = inner;
+    }
+    e
+}
+
+pub(crate) fn lower(program: &Program, builtins: &Builtins) -> Result<Lowered, RunError> {
+    let prog = NEXT_PROG.fetch_add(1, Ordering::Relaxed);
+    let mut index = HashMap::new();
+    for (i, d) in program.defs.iter().enumerate() {
+        index.entry(d.name.text.clone()).or_insert(i as u32);
+    }
+    let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![] };
+    let mut defs = Vec::with_capacity(program.defs.len());
+    for d in &program.defs {
+        lw.ctxs.push(FunCtx::default());
+        let body = lw.expr(&d.body)?;
+        let ctx = lw.ctxs.pop().unwrap();
+        let lam = match &body {
+            Code::Lam(l) if l.captures.is_empty() => Some(l.clone()),
+            _ => None,
+        };
+        defs.push(DefCode { name: d.name.text.clone(), nslots: ctx.nslots, body, lam });
+    }
+    Ok(Lowered { prog, defs, index })
+}
+
+impl Lowerer<'_> {
+    fn top(&mut self) -> &mut FunCtx {
+        self.ctxs.last_mut().unwrap()
+    }
+
+    fn new_slot(&mut self, id: u32) -> u32 {
+        let c = self.top();
+        let s = c.nslots;
+        c.nslots += 1;
+        c.locals.insert(id, s);
+        s
+    }
+
+    fn pat(&mut self, p: &Pat) -> LPat {
+        match p {
+            Pat::Var(n, _) => LPat::Slot(self.new_slot(n.id)),
+            Pat::Wild(_) => LPat::Wild,
+            Pat::Unit(s) => LPat::Unit(*s),
+            Pat::Tuple(ps, s) => LPat::Tuple(ps.iter().map(|p| self.pat(p)).collect(), *s),
+        }
+    }
+
+    fn lookup(&mut self, level: usize, id: u32) -> Option<Loc> {
+        let c = &self.ctxs[level];
+        if let Some(&s) = c.locals.get(&id) {
+            return Some(Loc::Local(s));
+        }
+        if let Some(&k) = c.siblings.get(&id) {
+            return Some(Loc::Sibling(k));
+        }
+        if let Some(&i) = c.cap_index.get(&id) {
+            return Some(Loc::Capture(i));
+        }
+        if level == 0 {
+            return None;
+        }
+        let outer = self.lookup(level - 1, id)?;
+        let c = &mut self.ctxs[level];
+        let i = c.captures.len() as u32;
+        c.captures.push(outer);
+        c.cap_index.insert(id, i);
+        Some(Loc::Capture(i))
+    }
+
+    fn lam(&mut self, p: &Pat, body: &Expr) -> Result<Rc<LamCode>, RunError> {
+        self.ctxs.push(FunCtx::default());
+        let pat = self.pat(p);
+        let body = self.expr(body);
+        let c = self.ctxs.pop().unwrap();
+        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: body?, captures: c.captures.into() }))
+    }
+
+    fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
+        self.ctxs.push(FunCtx::default());
+        let body = self.expr(body);
+        let c = self.ctxs.pop().unwrap();
+        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body: body?, captures: c.captures.into() }))
+    }
+
+    fn letrec(&mut self, fs: &[FunDef], body: &Expr) -> Result<Code, RunError> {
+        let slots: Box<[u32]> = fs.iter().map(|f| self.new_slot(f.name.id)).collect();
+        let siblings: HashMap<u32, u32> = fs.iter().enumerate().map(|(k, f)| (f.name.id, k as u32)).collect();
+        let mut captures = vec![];
+        let mut cap_index = HashMap::new();
+        let mut members = Vec::with_capacity(fs.len());
+        for f in fs {
+            let ExprKind::Lam(_, p, b) = &strip_ann(&f.body).kind else {
+                return Err(RunError::runtime(f.span, format!("local recursive definition `{}` is not a function", f.name.text)));
+            };
+            self.ctxs.push(FunCtx { siblings: siblings.clone(), captures, cap_index, ..FunCtx::default() });
+            let pat = self.pat(p);
+            let b = self.expr(b);
+            let c = self.ctxs.pop().unwrap();
+            captures = c.captures;
+            cap_index = c.cap_index;
+            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: b?, captures: Box::new([]) }));
+        }
+        let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
+        Ok(Code::LetRec(group, slots, Box::new(self.expr(body)?)))
+    }
+
+    fn builtin(&self, name: &str, span: Span) -> Result<Rc<Builtin>, RunError> {
+        self.builtins.get(name).cloned().ok_or_else(|| RunError::runtime(span, format!("unknown builtin `{name}`")))
+    }
+
+    fn app(&mut self, e: &Expr) -> Result<Code, RunError> {
+        // The spine f a1 ... an, with the span of each application.
+        let mut args: Vec<(&Expr, Span)> = vec![];
+        let mut head = e;
+        while let ExprKind::App(f, a) = &head.kind {
+            args.push((a, head.span));
+            head = strip_ann(f);
+        }
+        args.reverse();
+        let mut rest = &args[..];
+        let mut code = match &head.kind {
+            ExprKind::Builtin(name) => {
+                let b = self.builtin(name, head.span)?;
+                if b.lazy_last && (b.arity == 0 || args.len() < b.arity) {
+                    return Err(RunError::runtime(
+                        e.span,
+                        format!("builtin `{name}` must be applied to all its {} arguments", b.arity),
+                    ));
+                }
+                if args.len() >= b.arity {
+                    let n = b.arity;
+                    let span = if n == 0 { head.span } else { args[n - 1].1 };
+                    rest = &args[n..];
+                    if b.lazy_last {
+                        let first = args[..n - 1].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
+                        let thunk = self.thunk(args[n - 1].0)?;
+                        Code::CallLazy(b, first, thunk, span)
+                    } else {
+                        let all = args[..n].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
+                        Code::CallB(b, all, span)
+                    }
+                } else {
+                    Code::Const(Value::Fun(Rc::new(FunVal::Partial { b, args: vec![] })))
+                }
+            }
+            _ => self.expr(head)?,
+        };
+        for (a, span) in rest {
+            code = Code::App(Box::new(code), Box::new(self.expr(a)?), *span);
+        }
+        Ok(code)
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<Code, RunError> {
+        let bx = |c| Box::new(c);
+        Ok(match &e.kind {
+            ExprKind::Var(n) if n.is_global() => {
+                if let Some(&v) = self.params.get(&n.text) {
+                    Code::Const(Value::Int(v))
+                } else if let Some(&i) = self.globals.get(&n.text) {
+                    Code::Global(i, e.span)
+                } else {
+                    return Err(RunError::runtime(e.span, format!("unknown definition `{}`", n.text)));
+                }
+            }
+            ExprKind::Var(n) => {
+                let level = self.ctxs.len() - 1;
+                match self.lookup(level, n.id) {
+                    Some(Loc::Local(s)) => Code::Local(s),
+                    Some(Loc::Capture(i)) => Code::Capture(i),
+                    Some(Loc::Sibling(k)) => Code::Sibling(k),
+                    None => return Err(RunError::runtime(e.span, format!("unbound variable `{}`", n.text))),
+                }
+            }
+            ExprKind::Real(r) => Code::Const(Value::Real(*r)),
+            ExprKind::Int(i) => Code::Const(Value::Int(*i)),
+            ExprKind::Bool(b) => Code::Const(Value::Bool(*b)),
+            ExprKind::Unit => Code::Const(Value::Unit),
+            ExprKind::Lam(_, p, body) => Code::Lam(self.lam(p, body)?),
+            ExprKind::App(..) => self.app(e)?,
+            ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
+                let rhs = self.expr(rhs)?;
+                let p = self.pat(p);
+                Code::Let(p, bx(rhs), bx(self.expr(body)?))
+            }
+            ExprKind::LetRec(fs, body) => self.letrec(fs, body)?,
+            ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
+            ExprKind::Fst(a) => Code::Fst(bx(self.expr(a)?), e.span),
+            ExprKind::Snd(a) => Code::Snd(bx(self.expr(a)?), e.span),
+            ExprKind::Inl(a) => Code::Inl(bx(self.expr(a)?)),
+            ExprKind::Inr(a) => Code::Inr(bx(self.expr(a)?)),
+            ExprKind::Case(s, p1, e1, p2, e2) => {
+                let s = self.expr(s)?;
+                let p1 = self.pat(p1);
+                let e1 = self.expr(e1)?;
+                let p2 = self.pat(p2);
+                let e2 = self.expr(e2)?;
+                Code::Case(bx(s), p1, bx(e1), p2, bx(e2), e.span)
+            }
+            ExprKind::If(c, t, f) => Code::If(bx(self.expr(c)?), bx(self.expr(t)?), bx(self.expr(f)?), e.span),
+            ExprKind::Prim(op, args) => {
+                if args.len() != op.arity() {
+                    return Err(RunError::runtime(
+                        e.span,
+                        format!("primitive `{}` expects {} arguments, got {}", op.symbol(), op.arity(), args.len()),
+                    ));
+                }
+                match (op, &args[..]) {
+                    (Prim::And, [a, b]) => Code::And(bx(self.expr(a)?), bx(self.expr(b)?), e.span),
+                    (Prim::Or, [a, b]) => Code::Or(bx(self.expr(a)?), bx(self.expr(b)?), e.span),
+                    (_, [a]) => Code::Prim1(*op, bx(self.expr(a)?), e.span),
+                    (_, [a, b]) => Code::Prim2(*op, bx(self.expr(a)?), bx(self.expr(b)?), e.span),
+                    _ => unreachable!(),
+                }
+            }
+            ExprKind::Ann(a, _) | ExprKind::Pure(a) => self.expr(a)?,
+            ExprKind::Builtin(name) => {
+                let b = self.builtin(name, e.span)?;
+                if b.lazy_last {
+                    return Err(RunError::runtime(
+                        e.span,
+                        format!("builtin `{name}` must be applied to all its {} arguments", b.arity),
+                    ));
+                }
+                if b.arity == 0 {
+                    Code::CallB(b, Box::new([]), e.span)
+                } else {
+                    Code::Const(Value::Fun(Rc::new(FunVal::Partial { b, args: vec![] })))
+                }
+            }
+        })
+    }
+}

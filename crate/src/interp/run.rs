@@ -1,0 +1,498 @@
+//! The run loop: a CEK-style machine over lowered code with its continuation stack on the heap.
+//!
+//! State: `kont` (continuation frames), `locals` (all call frames' slots; the current frame starts
+//! at `bp`), `vals` (evaluated items of a tuple or builtin call in progress), `env` (the running
+//! closure's captures) and `group` (the running LetRec member's group, for sibling references).
+//! A call pushes `Kont::Ret` with the caller's `bp`/`env`/`group` unless the top frame already is a
+//! `Ret` (a tail call), in which case the callee reuses the frame. `depth` counts `Ret` frames.
+//!
+//! Code pointers in frames (`*const Code`) point into the machine's `Lowered` tree, which is
+//! immutable and owned by the machine for its whole life; function values are checked to come from
+//! this lowering before their code is entered, so every pointer stays valid while it is used.
+
+use super::lower::{Code, FunVal, GroupVal, LPat, LamCode, Loc};
+use super::prim::{prim1, prim2};
+use super::{BudgetKind, Builtin, Global, Machine, RunError, MAX_NESTING};
+use crate::diag::Span;
+use crate::value::Value;
+use std::rc::Rc;
+
+/// Internal results box the (large) error so the hot path moves small values.
+pub(super) type Res<T> = Result<T, Box<RunError>>;
+
+pub(super) enum Kont {
+    /// Bottom of one (possibly nested) run: its value is the run's result.
+    Stop,
+    /// Return from a call: restore the caller's frame.
+    Ret { bp: usize, env: Rc<[Value]>, group: Option<Rc<GroupVal>> },
+    /// The function of an application was being evaluated; the argument comes next.
+    AppFun(*const Code, Span),
+    /// The argument was being evaluated; then apply the function.
+    AppArg(Value, Span),
+    Let(*const LPat, *const Code),
+    /// Item `i` of a `Tuple`, `CallB` or `CallLazy` node was being evaluated (earlier ones on `vals`).
+    Collect(*const Code, u32),
+    Fst(Span),
+    Snd(Span),
+    Inl,
+    Inr,
+    Case(*const Code),
+    If(*const Code),
+    /// The first operand of a `Prim1`/`Prim2` node was being evaluated.
+    PrimL(*const Code),
+    /// The second operand of a `Prim2` node was being evaluated.
+    PrimR(*const Code, Value),
+    And(*const Code),
+    Or(*const Code),
+    SetGlobal(u32),
+}
+
+/// What the loop does next: evaluate a node, or return the value in `Machine::acc` to the top
+/// frame. (The value is kept out of this enum: moving it through nested enums was the hot spot.)
+pub(super) enum Next {
+    Eval(*const Code),
+    Ret,
+}
+
+/// A code node behind a frame's pointer (see the module comment for why this is valid).
+#[inline(always)]
+fn node<'a>(c: *const Code) -> &'a Code {
+    unsafe { &*c }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Real(_) => "a real",
+        Value::Int(_) => "an integer",
+        Value::Bool(_) => "a boolean",
+        Value::Unit => "()",
+        Value::Tuple(_) => "a tuple",
+        Value::Inl(_) | Value::Inr(_) => "a sum",
+        Value::Fun(_) => "a function",
+        Value::Ext(e) => e.type_name(),
+    }
+}
+
+impl Machine<'_> {
+    /// Runs to completion from the state `start` sets up; re-entrant (nested runs share the stacks).
+    /// On error the stacks and the current frame are restored to what they were on entry.
+    pub(super) fn run_with(
+        &mut self,
+        start: impl FnOnce(&mut Self) -> Res<Next>,
+    ) -> Result<Value, RunError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.budget_error(BudgetKind::Depth, MAX_NESTING));
+        }
+        let (kbase, lbase, vbase, bp, depth, span) =
+            (self.kont.len(), self.locals.len(), self.vals.len(), self.bp, self.depth, self.span);
+        let (env, group) = (self.env.clone(), self.group.clone());
+        self.nesting += 1;
+        self.kont.push(Kont::Stop);
+        let r = match start(self) {
+            Ok(next) => self.run_loop(next),
+            Err(e) => Err(e),
+        }
+        .map_err(|e| *e);
+        self.nesting -= 1;
+        if r.is_err() {
+            let mut unfinished = vec![];
+            for k in self.kont.drain(kbase..) {
+                if let Kont::SetGlobal(i) = k {
+                    unfinished.push(i);
+                }
+            }
+            for i in unfinished {
+                self.globals[i as usize] = Global::Unevaluated;
+            }
+            self.locals.truncate(lbase);
+            self.vals.truncate(vbase);
+            self.bp = bp;
+            self.depth = depth;
+            self.env = env;
+            self.group = group;
+            self.acc = Value::Unit;
+        }
+        self.span = span;
+        r
+    }
+
+    fn run_loop(&mut self, mut next: Next) -> Res<Value> {
+        loop {
+            next = match next {
+                Next::Eval(c) => self.eval(c)?,
+                Next::Ret => {
+                    let v = std::mem::replace(&mut self.acc, Value::Unit);
+                    match self.kont.pop() {
+                        Some(Kont::Stop) | None => return Ok(v),
+                        Some(k) => self.cont(k, v)?,
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn ret(&mut self, v: Value) -> Next {
+        self.acc = v;
+        Next::Ret
+    }
+
+    #[inline]
+    fn load(&self, l: Loc) -> Value {
+        match l {
+            Loc::Local(s) => self.locals[self.bp + s as usize].clone(),
+            Loc::Capture(i) => self.env[i as usize].clone(),
+            Loc::Sibling(k) => self.sibling(k),
+        }
+    }
+
+    fn sibling(&self, k: u32) -> Value {
+        let group = self.group.clone().expect("a sibling reference runs inside its group");
+        Value::Fun(Rc::new(FunVal::Rec { group, idx: k }))
+    }
+
+    /// Pushes a call frame for a function with `nslots` locals (reusing the current one in tail
+    /// position when `tail_ok`).
+    fn push_frame(
+        &mut self,
+        env: Rc<[Value]>,
+        group: Option<Rc<GroupVal>>,
+        nslots: u32,
+        tail_ok: bool,
+    ) -> Res<()> {
+        if tail_ok && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
+            self.locals.truncate(self.bp);
+            self.env = env;
+            self.group = group;
+        } else {
+            if self.depth >= self.budget.depth {
+                return Err(Box::new(self.budget_error(BudgetKind::Depth, self.budget.depth)));
+            }
+            self.depth += 1;
+            if self.depth > self.max_depth {
+                self.max_depth = self.depth;
+            }
+            let env = std::mem::replace(&mut self.env, env);
+            let group = std::mem::replace(&mut self.group, group);
+            self.kont.push(Kont::Ret { bp: self.bp, env, group });
+            self.bp = self.locals.len();
+        }
+        self.locals.resize(self.bp + nslots as usize, Value::Unit);
+        Ok(())
+    }
+
+    fn enter(&mut self, lam: *const LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
+        // Valid: `lam` belongs to this machine's lowering (checked by the caller).
+        let lam: &LamCode = unsafe { &*lam };
+        self.push_frame(env, group, lam.nslots, true)?;
+        self.bind(&lam.pat, arg)?;
+        Ok(Next::Eval(&lam.body))
+    }
+
+    pub(super) fn enter_global(&mut self, i: u32) -> Res<Next> {
+        match &self.globals[i as usize] {
+            Global::Done(v) => Ok(self.ret(v.clone())),
+            Global::InProgress => Err(Box::new(RunError::runtime(
+                self.span,
+                format!("definition `{}` needs its own value", self.code.defs[i as usize].name),
+            ))),
+            Global::Unevaluated => {
+                self.globals[i as usize] = Global::InProgress;
+                self.kont.push(Kont::SetGlobal(i));
+                let d = &self.code.defs[i as usize];
+                let (body, nslots): (*const Code, u32) = (&d.body, d.nslots);
+                let empty: Rc<[Value]> = Rc::new([]);
+                self.push_frame(empty, None, nslots, false)?;
+                Ok(Next::Eval(body))
+            }
+        }
+    }
+
+    fn foreign() -> RunError {
+        RunError::runtime(Span::NONE, "a function value from another program or machine cannot be applied here")
+    }
+
+    pub(super) fn apply_fun(&mut self, f: Value, arg: Value, span: Span) -> Res<Next> {
+        let fv = match &f {
+            Value::Fun(rc) => rc.downcast_ref::<FunVal>(),
+            _ => None,
+        };
+        let Some(fv) = fv else {
+            return Err(Box::new(RunError::runtime(span, format!("cannot apply {} (`{f}`): it is not a function", kind(&f)))));
+        };
+        match fv {
+            FunVal::Clo { code, env } => {
+                if code.prog != self.code.prog {
+                    return Err(Box::new(Self::foreign()));
+                }
+                let lam: *const LamCode = &**code;
+                self.enter(lam, env.clone(), None, arg)
+            }
+            FunVal::Rec { group, idx } => {
+                let lam = &group.code.members[*idx as usize];
+                if lam.prog != self.code.prog {
+                    return Err(Box::new(Self::foreign()));
+                }
+                let lam: *const LamCode = &**lam;
+                self.enter(lam, group.env.clone(), Some(group.clone()), arg)
+            }
+            FunVal::Partial { b, args } => {
+                let mut args = args.clone();
+                args.push(arg);
+                let b = b.clone();
+                drop(f);
+                if args.len() >= b.arity {
+                    self.call_builtin(&b, args, span)
+                } else {
+                    self.alloc(1)?;
+                    Ok(self.ret(Value::Fun(Rc::new(FunVal::Partial { b, args }))))
+                }
+            }
+        }
+    }
+
+    fn call_builtin(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Res<Next> {
+        let old = std::mem::replace(&mut self.span, span);
+        let r = (b.run)(self, args, span);
+        self.span = old;
+        Ok(self.ret(r?))
+    }
+
+    fn call_lazy(&mut self, b: &Builtin, mut args: Vec<Value>, thunk: &Rc<LamCode>, span: Span) -> Res<Next> {
+        self.alloc(1)?;
+        let env: Rc<[Value]> = thunk.captures.iter().map(|&l| self.load(l)).collect();
+        args.push(Value::Fun(Rc::new(FunVal::Clo { code: thunk.clone(), env })));
+        self.call_builtin(b, args, span)
+    }
+
+    fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
+        match p {
+            LPat::Slot(s) => {
+                self.locals[self.bp + *s as usize] = v;
+                Ok(())
+            }
+            LPat::Wild => Ok(()),
+            LPat::Unit(span) => match v {
+                Value::Unit => Ok(()),
+                v => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(&v))))),
+            },
+            LPat::Tuple(ps, span) => match &v {
+                Value::Tuple(vs) if vs.len() == ps.len() => {
+                    for (p, v) in ps.iter().zip(vs.iter()) {
+                        self.bind(p, v.clone())?;
+                    }
+                    Ok(())
+                }
+                v => Err(Box::new(RunError::runtime(
+                    *span,
+                    format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(v)),
+                ))),
+            },
+        }
+    }
+
+    fn eval(&mut self, c: *const Code) -> Res<Next> {
+        self.steps += 1;
+        if self.steps > self.budget.steps {
+            return Err(Box::new(self.budget_error(BudgetKind::Steps, self.budget.steps)));
+        }
+        Ok(match node(c) {
+            Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),
+            Code::Capture(i) => self.ret(self.env[*i as usize].clone()),
+            Code::Sibling(k) => self.ret(self.sibling(*k)),
+            Code::Global(i, span) => {
+                self.span = *span;
+                return self.enter_global(*i);
+            }
+            Code::Const(v) => self.ret(v.clone()),
+            Code::Lam(l) => {
+                self.alloc(1)?;
+                let env: Rc<[Value]> = l.captures.iter().map(|&x| self.load(x)).collect();
+                self.ret(Value::Fun(Rc::new(FunVal::Clo { code: l.clone(), env })))
+            }
+            Code::App(f, a, span) => {
+                self.kont.push(Kont::AppFun(&**a, *span));
+                Next::Eval(&**f)
+            }
+            Code::Let(p, rhs, body) => {
+                self.kont.push(Kont::Let(p, &**body));
+                Next::Eval(&**rhs)
+            }
+            Code::LetRec(g, slots, body) => {
+                self.alloc(slots.len() as u64)?;
+                let env: Rc<[Value]> = g.captures.iter().map(|&x| self.load(x)).collect();
+                let gv = Rc::new(GroupVal { code: g.clone(), env });
+                for (k, s) in slots.iter().enumerate() {
+                    self.locals[self.bp + *s as usize] =
+                        Value::Fun(Rc::new(FunVal::Rec { group: gv.clone(), idx: k as u32 }));
+                }
+                Next::Eval(&**body)
+            }
+            Code::Tuple(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _) if !items.is_empty() => {
+                self.kont.push(Kont::Collect(c, 0));
+                Next::Eval(&items[0])
+            }
+            Code::Tuple(_) => self.ret(Value::Unit),
+            Code::CallB(b, _, span) => return self.call_builtin(b, vec![], *span),
+            Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vec![], thunk, *span),
+            Code::Fst(a, span) => {
+                self.kont.push(Kont::Fst(*span));
+                Next::Eval(&**a)
+            }
+            Code::Snd(a, span) => {
+                self.kont.push(Kont::Snd(*span));
+                Next::Eval(&**a)
+            }
+            Code::Inl(a) => {
+                self.kont.push(Kont::Inl);
+                Next::Eval(&**a)
+            }
+            Code::Inr(a) => {
+                self.kont.push(Kont::Inr);
+                Next::Eval(&**a)
+            }
+            Code::Case(s, ..) => {
+                self.kont.push(Kont::Case(c));
+                Next::Eval(&**s)
+            }
+            Code::If(cond, ..) => {
+                self.kont.push(Kont::If(c));
+                Next::Eval(&**cond)
+            }
+            Code::Prim1(_, a, _) | Code::Prim2(_, a, _, _) => {
+                self.kont.push(Kont::PrimL(c));
+                Next::Eval(&**a)
+            }
+            Code::And(a, ..) => {
+                self.kont.push(Kont::And(c));
+                Next::Eval(&**a)
+            }
+            Code::Or(a, ..) => {
+                self.kont.push(Kont::Or(c));
+                Next::Eval(&**a)
+            }
+        })
+    }
+
+    fn cont(&mut self, k: Kont, v: Value) -> Res<Next> {
+        Ok(match k {
+            Kont::Stop => unreachable!("handled by run_loop"),
+            Kont::Ret { bp, env, group } => {
+                self.locals.truncate(self.bp);
+                self.bp = bp;
+                self.env = env;
+                self.group = group;
+                self.depth -= 1;
+                self.ret(v)
+            }
+            Kont::AppFun(a, span) => {
+                self.kont.push(Kont::AppArg(v, span));
+                Next::Eval(a)
+            }
+            Kont::AppArg(f, span) => return self.apply_fun(f, v, span),
+            Kont::Let(p, body) => {
+                self.bind(unsafe { &*p }, v)?;
+                Next::Eval(body)
+            }
+            Kont::Collect(c, i) => {
+                self.vals.push(v);
+                let code = node(c);
+                let items = match code {
+                    Code::Tuple(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _) => items,
+                    _ => unreachable!("Collect frames are only pushed for tuples and builtin calls"),
+                };
+                let i = i as usize + 1;
+                if i < items.len() {
+                    self.kont.push(Kont::Collect(c, i as u32));
+                    return Ok(Next::Eval(&items[i]));
+                }
+                let vs: Vec<Value> = self.vals.drain(self.vals.len() - items.len()..).collect();
+                match code {
+                    Code::Tuple(_) => {
+                        self.alloc(1)?;
+                        self.ret(Value::Tuple(vs.into()))
+                    }
+                    Code::CallB(b, _, span) => return self.call_builtin(b, vs, *span),
+                    Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vs, thunk, *span),
+                    _ => unreachable!(),
+                }
+            }
+            Kont::Fst(span) | Kont::Snd(span) => {
+                let i = usize::from(matches!(k, Kont::Snd(_)));
+                match &v {
+                    Value::Tuple(vs) if vs.len() > i => self.ret(vs[i].clone()),
+                    _ => {
+                        let what = if i == 0 { "fst" } else { "snd" };
+                        return Err(Box::new(RunError::runtime(span, format!("`{what}` of {} (`{v}`)", kind(&v)))));
+                    }
+                }
+            }
+            Kont::Inl => {
+                self.alloc(1)?;
+                self.ret(Value::Inl(Rc::new(v)))
+            }
+            Kont::Inr => {
+                self.alloc(1)?;
+                self.ret(Value::Inr(Rc::new(v)))
+            }
+            Kont::Case(c) => {
+                let Code::Case(_, p1, e1, p2, e2, span) = node(c) else { unreachable!() };
+                let (p, e, x) = match v {
+                    Value::Inl(x) => (p1, e1, x),
+                    Value::Inr(x) => (p2, e2, x),
+                    v => {
+                        return Err(Box::new(RunError::runtime(*span, format!("`case` on {} (`{v}`), not a sum", kind(&v)))))
+                    }
+                };
+                let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
+                self.bind(p, x)?;
+                Next::Eval(&**e)
+            }
+            Kont::If(c) => {
+                let Code::If(_, t, f, span) = node(c) else { unreachable!() };
+                match v {
+                    Value::Bool(true) => Next::Eval(&**t),
+                    Value::Bool(false) => Next::Eval(&**f),
+                    v => {
+                        return Err(Box::new(RunError::runtime(
+                            *span,
+                            format!("`if` condition is {} (`{v}`), not a boolean", kind(&v)),
+                        )))
+                    }
+                }
+            }
+            Kont::PrimL(c) => match node(c) {
+                Code::Prim1(op, _, span) => {
+                    let r = prim1(*op, v, *span, &mut self.real_ops)?;
+                    self.ret(r)
+                }
+                Code::Prim2(_, _, b, _) => {
+                    self.kont.push(Kont::PrimR(c, v));
+                    Next::Eval(&**b)
+                }
+                _ => unreachable!(),
+            },
+            Kont::PrimR(c, a) => {
+                let Code::Prim2(op, _, _, span) = node(c) else { unreachable!() };
+                let r = prim2(*op, a, v, *span, &mut self.real_ops)?;
+                self.ret(r)
+            }
+            Kont::And(c) | Kont::Or(c) => {
+                let (Code::And(_, b, span) | Code::Or(_, b, span)) = node(c) else { unreachable!() };
+                let is_and = matches!(k, Kont::And(_));
+                match v {
+                    Value::Bool(x) if x == is_and => Next::Eval(&**b),
+                    Value::Bool(x) => self.ret(Value::Bool(x)),
+                    v => {
+                        let op = if is_and { "&&" } else { "||" };
+                        return Err(Box::new(RunError::runtime(*span, format!("`{op}` on {} (`{v}`)", kind(&v)))));
+                    }
+                }
+            }
+            Kont::SetGlobal(i) => {
+                self.globals[i as usize] = Global::Done(v.clone());
+                self.ret(v)
+            }
+        })
+    }
+}

@@ -1,0 +1,806 @@
+//! The pretty printer: programs, expressions, types and patterns in the surface syntax the parser
+//! reads back, laid out to a width with the `pretty` crate (Wadler-style groups).
+//!
+//! Printing runs in three passes over the tree:
+//! 1. `Occ` numbers every variable occurrence in pre-order and records, for every expression, the
+//!    interval of occurrence numbers it spans, and for every name (local id, or global text) the
+//!    sorted list of its occurrences; "is `x#1` used inside this scope" is then a binary search.
+//! 2. `Renamer` walks the binders in scope order and decides the printed text of every local binder:
+//!    a binder keeps its text unless that would capture a use of an outer binding (a different id,
+//!    or a global / builtin / named primitive of the same text) inside its scope; then it prints as
+//!    `text1`, `text2`, ... (the first suffix that is neither in scope nor a global name nor captures).
+//! 3. `Printer` builds the document in an arena and renders it.
+//!
+//! Every pass is linear (up to a log factor) in the size of the tree; the document renderer is
+//! iterative. Passes 1–3 recurse on the tree, which the pipeline's big-stack thread allows.
+
+use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Type};
+use crate::value::show_real;
+use pretty::{Arena, DocAllocator, DocBuilder};
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// How to print: the line width to fit, Unicode (`λ → ← ⊸`) or ASCII (`\ -> <- -o`) symbols, and
+/// whether to print each definition's type scheme as a comment line above it.
+#[derive(Clone, Copy, Debug)]
+pub struct PrintOptions {
+    pub width: usize,
+    pub unicode: bool,
+    pub types: bool,
+}
+
+impl Default for PrintOptions {
+    fn default() -> Self {
+        PrintOptions { width: 80, unicode: true, types: false }
+    }
+}
+
+impl PrintOptions {
+    pub fn ascii() -> Self {
+        PrintOptions { unicode: false, ..Self::default() }
+    }
+    pub fn unicode() -> Self {
+        PrintOptions { unicode: true, ..Self::default() }
+    }
+}
+
+/// A whole program: params, `input`, defs, expects; one item per line, or separated by blank lines
+/// when some definition needs more than one line. Ends with a newline (empty program: empty string).
+pub fn print_program(p: &Program, o: &PrintOptions) -> String {
+    let mut occ = Occ::default();
+    if let Some(i) = &p.input {
+        occ.expr(i);
+    }
+    for d in &p.defs {
+        occ.expr(&d.body);
+    }
+    for x in &p.expects {
+        occ.expr(&x.value);
+    }
+    let mut reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
+    reserved.extend(p.params.iter().map(|q| q.name.text.clone()));
+    reserved.extend(p.defs.iter().map(|d| d.name.text.clone()));
+    let mut ren = Renamer::new(&occ, reserved);
+    if let Some(i) = &p.input {
+        ren.expr(i);
+    }
+    for d in &p.defs {
+        ren.expr(&d.body);
+    }
+    for x in &p.expects {
+        ren.expr(&x.value);
+    }
+    let names = ren.names;
+
+    let arena = Arena::new();
+    let pr = Printer { a: &arena, o: *o, names: &names };
+
+    let mut header = String::new();
+    for q in &p.params {
+        header.push_str(&format!("param {} = {}\n", q.name.text, q.value));
+    }
+    if let Some(i) = &p.input {
+        header.push_str(&pr.render(pr.keyword_item("input", i), o.width));
+        header.push('\n');
+    }
+    let mut multi = false;
+    let defs: Vec<String> = p
+        .defs
+        .iter()
+        .map(|d| {
+            let text = pr.render(pr.def(d), o.width);
+            multi |= text.contains('\n');
+            let mut out = String::new();
+            if o.types {
+                if let Some(s) = &d.scheme {
+                    out.push_str(&format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
+                }
+            }
+            out.push_str(&text);
+            out.push('\n');
+            out
+        })
+        .collect();
+    let mut expects = String::new();
+    for x in &p.expects {
+        expects.push_str(&pr.render(pr.expect(x), o.width));
+        expects.push('\n');
+    }
+    let items: Vec<String> = std::iter::once(header)
+        .chain(defs)
+        .chain(std::iter::once(expects))
+        .filter(|s| !s.is_empty())
+        .collect();
+    items.join(if multi { "\n" } else { "" })
+}
+
+/// An expression on its own (its free variables print by their text). No trailing newline.
+pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
+    let mut occ = Occ::default();
+    occ.expr(e);
+    let reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
+    let mut ren = Renamer::new(&occ, reserved);
+    ren.expr(e);
+    let names = ren.names;
+    let arena = Arena::new();
+    let pr = Printer { a: &arena, o: *o, names: &names };
+    pr.render(pr.expr(e, 0), o.width)
+}
+
+pub fn print_type(t: &Type, o: &PrintOptions) -> String {
+    let names = HashMap::new();
+    let arena = Arena::new();
+    let pr = Printer { a: &arena, o: *o, names: &names };
+    pr.render(pr.ty(t, 0), o.width)
+}
+
+pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {
+    let names = HashMap::new();
+    let arena = Arena::new();
+    let pr = Printer { a: &arena, o: *o, names: &names };
+    pr.render(pr.pat(p), o.width)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 1: occurrences.
+
+#[derive(Default)]
+struct Occ {
+    /// Expression (by address) -> the half-open interval of occurrence numbers inside it.
+    span: HashMap<usize, (u32, u32)>,
+    locals: HashMap<u32, Vec<u32>>,
+    /// Globals (id 0), free locals, builtins and named primitives, by text.
+    globals: HashMap<Rc<str>, Vec<u32>>,
+    next: u32,
+    /// Local ids bound by an enclosing binder (with multiplicity), while walking.
+    bound: HashMap<u32, u32>,
+}
+
+fn addr(e: &Expr) -> usize {
+    e as *const Expr as usize
+}
+
+fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
+    match v {
+        None => false,
+        Some(v) => {
+            let i = v.partition_point(|&x| x < lo);
+            i < v.len() && v[i] < hi
+        }
+    }
+}
+
+impl Occ {
+    fn global(&mut self, text: Rc<str>) {
+        let i = self.next;
+        self.next += 1;
+        self.globals.entry(text).or_default().push(i);
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        use ExprKind::*;
+        let start = self.next;
+        match &e.kind {
+            // A local that no enclosing binder binds (an open term) prints by its text, like a global.
+            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(n.text.clone()),
+            Var(n) => {
+                let i = self.next;
+                self.next += 1;
+                self.locals.entry(n.id).or_default().push(i);
+            }
+            Builtin(b) => self.global(b.clone()),
+            Real(_) | Int(_) | Bool(_) | Unit => {}
+            Lam(_, p, b) => self.scoped(p.names(), |s| s.expr(b)),
+            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
+            App(a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
+            Let(p, a, b) | Bind(p, a, b) => {
+                self.expr(a);
+                self.scoped(p.names(), |s| s.expr(b));
+            }
+            LetRec(fs, b) => self.scoped(fs.iter().map(|f| &f.name).collect(), |s| {
+                for f in fs {
+                    s.expr(&f.body);
+                }
+                s.expr(b);
+            }),
+            Tuple(es) => es.iter().for_each(|x| self.expr(x)),
+            Case(s, p1, a, p2, b) => {
+                self.expr(s);
+                self.scoped(p1.names(), |s| s.expr(a));
+                self.scoped(p2.names(), |s| s.expr(b));
+            }
+            If(c, a, b) => {
+                self.expr(c);
+                self.expr(a);
+                self.expr(b);
+            }
+            Prim(p, args) => {
+                if p.is_named() {
+                    self.global(Rc::from(p.symbol()));
+                }
+                args.iter().for_each(|x| self.expr(x));
+            }
+        }
+        self.span.insert(addr(e), (start, self.next));
+    }
+
+    fn scoped(&mut self, names: Vec<&Name>, f: impl FnOnce(&mut Self)) {
+        for n in &names {
+            *self.bound.entry(n.id).or_default() += 1;
+        }
+        f(self);
+        for n in &names {
+            if let Some(c) = self.bound.get_mut(&n.id) {
+                *c -= 1;
+                if *c == 0 {
+                    self.bound.remove(&n.id);
+                }
+            }
+        }
+    }
+
+    fn span_of(&self, e: &Expr) -> (u32, u32) {
+        self.span.get(&addr(e)).copied().unwrap_or((0, 0))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 2: renaming.
+
+/// Words of the surface syntax: a binder with one of these texts is always renamed.
+const KEYWORDS: &[&str] = &[
+    "let", "in", "and", "def", "param", "input", "expect", "grad", "primal", "if", "then", "else", "case", "of",
+    "inl", "inr", "fst", "snd", "lin", "do", "pure", "true", "false", "mod",
+];
+
+struct Renamer<'o> {
+    occ: &'o Occ,
+    /// Printed text -> stack of the local ids bound to it (innermost last).
+    env: HashMap<Rc<str>, Vec<u32>>,
+    /// Printed text of every renamed local binder.
+    names: HashMap<u32, Rc<str>>,
+    /// Texts of globals (definitions, params, referenced globals, builtins, named primitives).
+    reserved: HashSet<Rc<str>>,
+    /// Base text -> the smallest suffix that may be free.
+    hint: HashMap<Rc<str>, u64>,
+}
+
+/// A binder's printed text, and the base and suffix it was renamed with.
+type Bound = (Rc<str>, Option<(Rc<str>, u64)>);
+
+impl<'o> Renamer<'o> {
+    fn new(occ: &'o Occ, reserved: HashSet<Rc<str>>) -> Self {
+        Renamer { occ, env: HashMap::new(), names: HashMap::new(), reserved, hint: HashMap::new() }
+    }
+
+    /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
+    fn captures(&self, cand: &str, id: u32, scope: (u32, u32)) -> bool {
+        if let Some(&top) = self.env.get(cand).and_then(|s| s.last()) {
+            if top != id && used_in(self.occ.locals.get(&top), scope) {
+                return true;
+            }
+        }
+        used_in(self.occ.globals.get(cand), scope)
+    }
+
+    fn bind(&mut self, n: &Name, scope: (u32, u32), bound: &mut Vec<Bound>) {
+        let (text, suffix) = if !KEYWORDS.contains(&&*n.text) && !self.captures(&n.text, n.id, scope) {
+            (n.text.clone(), None)
+        } else {
+            // Every suffix below the hint is in scope or a global name, so the search starts there
+            // (this keeps deep towers of renamed binders linear).
+            let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
+            loop {
+                let cand = format!("{}{}", n.text, k);
+                let in_scope = self.env.get(cand.as_str()).is_some_and(|s| !s.is_empty());
+                if !in_scope && !self.reserved.contains(cand.as_str()) && !self.captures(&cand, n.id, scope) {
+                    self.hint.insert(n.text.clone(), k + 1);
+                    break (Rc::from(cand), Some((n.text.clone(), k)));
+                }
+                k += 1;
+            }
+        };
+        if text != n.text {
+            self.names.insert(n.id, text.clone());
+        }
+        self.env.entry(text.clone()).or_default().push(n.id);
+        bound.push((text, suffix));
+    }
+
+    fn bind_pat(&mut self, p: &Pat, scope: (u32, u32), bound: &mut Vec<Bound>) {
+        for n in p.names() {
+            self.bind(n, scope, bound);
+        }
+    }
+
+    fn unbind(&mut self, bound: Vec<Bound>) {
+        for (t, suffix) in bound.into_iter().rev() {
+            if let Some(s) = self.env.get_mut(&t) {
+                s.pop();
+            }
+            if let Some((base, k)) = suffix {
+                let h = self.hint.entry(base).or_insert(k);
+                *h = (*h).min(k);
+            }
+        }
+    }
+
+    fn scoped(&mut self, p: &Pat, body: &Expr) {
+        let mut bound = vec![];
+        self.bind_pat(p, self.occ.span_of(body), &mut bound);
+        self.expr(body);
+        self.unbind(bound);
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        use ExprKind::*;
+        match &e.kind {
+            Var(_) | Builtin(_) | Real(_) | Int(_) | Bool(_) | Unit => {}
+            Lam(_, p, b) => self.scoped(p, b),
+            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
+            App(a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
+            Let(p, a, b) | Bind(p, a, b) => {
+                self.expr(a);
+                self.scoped(p, b);
+            }
+            LetRec(fs, b) => {
+                let lo = fs.first().map_or(self.occ.span_of(b).0, |f| self.occ.span_of(&f.body).0);
+                let scope = (lo, self.occ.span_of(b).1);
+                let mut bound = vec![];
+                for f in fs {
+                    self.bind(&f.name, scope, &mut bound);
+                }
+                for f in fs {
+                    self.expr(&f.body);
+                }
+                self.expr(b);
+                self.unbind(bound);
+            }
+            Tuple(es) => es.iter().for_each(|x| self.expr(x)),
+            Case(s, p1, a, p2, b) => {
+                self.expr(s);
+                self.scoped(p1, a);
+                self.scoped(p2, b);
+            }
+            If(c, a, b) => {
+                self.expr(c);
+                self.expr(a);
+                self.expr(b);
+            }
+            Prim(_, args) => args.iter().for_each(|x| self.expr(x)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass 3: layout.
+
+type D<'a> = DocBuilder<'a, Arena<'a>, ()>;
+
+/// Precedence levels of expressions: an expression of level `l` printed where level `c` is
+/// required gets parentheses when `l < c`.
+const OPEN: u8 = 0; // let, \, if, case, do: extend as far right as possible
+const NEG: u8 = 6; // unary minus and negative literals
+const APP: u8 = 7; // f a b, fst e, inl e, pure e, sin x
+const ATOM: u8 = 8;
+
+fn bin_level(p: Prim) -> Option<u8> {
+    use Prim::*;
+    Some(match p {
+        Or => 1,
+        And => 2,
+        Lt | Le | Gt | Ge | Eq | Ne => 3,
+        Add | Sub => 4,
+        Mul | Div | Mod => 5,
+        _ => return None,
+    })
+}
+
+/// The operator of a binary-operator application, with its level.
+fn as_binop(e: &Expr) -> Option<(Prim, u8, &Expr, &Expr)> {
+    match &e.kind {
+        ExprKind::Prim(p, args) if args.len() == 2 => bin_level(*p).map(|l| (*p, l, &args[0], &args[1])),
+        _ => None,
+    }
+}
+
+/// Comparisons do not associate: both operands are printed one level up.
+fn left_ctx(l: u8) -> u8 {
+    if l == 3 {
+        4
+    } else {
+        l
+    }
+}
+
+fn is_negative_lit(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Real(r) => show_real(*r).starts_with('-'),
+        ExprKind::Int(i) => *i < 0,
+        _ => false,
+    }
+}
+
+fn level(e: &Expr) -> u8 {
+    use ExprKind::*;
+    match &e.kind {
+        _ if is_negative_lit(e) => NEG,
+        Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) | Tuple(_) | Ann(..) => ATOM,
+        App(..) | Fst(_) | Snd(_) | Inl(_) | Inr(_) | Pure(_) => APP,
+        Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => NEG,
+        Prim(..) => as_binop(e).map_or(APP, |(_, l, _, _)| l),
+        Lam(..) | Let(..) | LetRec(..) | If(..) | Case(..) | Bind(..) => OPEN,
+    }
+}
+
+/// Whether `e`, printed without parentheses, starts with a `-` (then it needs parentheses as the
+/// right operand of an infix operator: `a - (-b)`, never `a - -b`).
+fn starts_with_minus(e: &Expr) -> bool {
+    if is_negative_lit(e) {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => true,
+        _ => match as_binop(e) {
+            Some((_, l, lhs, _)) => level(lhs) >= left_ctx(l) && starts_with_minus(lhs),
+            None => false,
+        },
+    }
+}
+
+/// Whether `e`, printed without parentheses, ends with a `case` whose `| inr` arm would swallow
+/// text that follows it (so `e` needs parentheses as the `inl` arm of another case).
+fn ends_with_case(e: &Expr) -> bool {
+    use ExprKind::*;
+    match &e.kind {
+        Case(..) => true,
+        Lam(_, _, b) | Let(_, _, b) | LetRec(_, b) | If(_, _, b) => ends_with_case(b),
+        _ => false,
+    }
+}
+
+struct Printer<'a, 'n> {
+    a: &'a Arena<'a>,
+    o: PrintOptions,
+    names: &'n HashMap<u32, Rc<str>>,
+}
+
+impl<'a, 'n> Printer<'a, 'n> {
+    fn render(&self, d: D<'a>, width: usize) -> String {
+        let mut out = String::new();
+        d.into_doc().render_fmt(width, &mut out).expect("rendering to a String cannot fail");
+        // Drop trailing spaces a break before an empty line might leave.
+        if out.lines().any(|l| l.ends_with(' ')) {
+            out = out.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
+        }
+        out
+    }
+
+    fn t(&self, s: &'static str) -> D<'a> {
+        self.a.text(s)
+    }
+
+    fn sym(&self, ascii: &'static str, unicode: &'static str) -> D<'a> {
+        self.a.text(if self.o.unicode { unicode } else { ascii })
+    }
+
+    fn arrow(&self) -> D<'a> {
+        self.sym("->", "→")
+    }
+
+    fn name(&self, n: &Name) -> D<'a> {
+        let text = if n.is_global() { &n.text } else { self.names.get(&n.id).unwrap_or(&n.text) };
+        self.a.text(text.to_string())
+    }
+
+    fn parens(&self, d: D<'a>) -> D<'a> {
+        self.t("(").append(d).append(self.t(")"))
+    }
+
+    // ----- patterns -----
+
+    fn pat(&self, p: &Pat) -> D<'a> {
+        match p {
+            Pat::Var(n, _) => self.name(n),
+            Pat::Wild(_) => self.t("_"),
+            Pat::Unit(_) => self.t("()"),
+            Pat::Tuple(ps, _) => {
+                let a = self.a;
+                self.parens(a.intersperse(ps.iter().map(|p| self.pat(p)), self.t(", ")))
+            }
+        }
+    }
+
+    // ----- types -----
+
+    /// Levels: 0 arrows (right-associative), 1 sums (operands parenthesised unless atoms or
+    /// constructor applications), 2 constructor applications, 3 atoms.
+    fn ty(&self, t: &Type, ctx: u8) -> D<'a> {
+        let a = self.a;
+        let (lvl, d) = match t {
+            Type::Real => (3, self.t("R")),
+            Type::Int => (3, self.t("Z")),
+            Type::Bool => (3, self.t("Bool")),
+            Type::Unit => (3, self.t("()")),
+            Type::Unknown => (3, self.t("?")),
+            Type::Var(n) => {
+                let s = if *n < 26 { ((b'a' + *n as u8) as char).to_string() } else { format!("t{n}") };
+                (3, a.text(s))
+            }
+            Type::Tuple(ts) if ts.len() == 1 => return self.ty(&ts[0], ctx),
+            Type::Tuple(ts) => (3, self.tuple(ts.iter().map(|t| self.ty(t, 0)))),
+            Type::Sum(x, y) => (1, self.ty(x, 2).append(self.t(" +")).append(a.line()).append(self.ty(y, 2)).group()),
+            Type::Fun(..) | Type::Lin(..) => {
+                // A whole arrow chain is one group: on one line, or one argument per line.
+                let mut parts = vec![];
+                let mut cur = t;
+                loop {
+                    let (x, y, arr) = match cur {
+                        Type::Fun(x, y) => (x, y, self.arrow()),
+                        Type::Lin(x, y) => (x, y, self.sym("-o", "⊸")),
+                        _ => break,
+                    };
+                    parts.push(self.ty(x, 1).append(a.space()).append(arr).append(a.line()));
+                    cur = y;
+                }
+                (0, a.concat(parts).append(self.ty(cur, 0)).group())
+            }
+            Type::Con(n, args) if args.is_empty() => (3, a.text(n.to_string())),
+            Type::Con(n, args) => {
+                let args = a.concat(args.iter().map(|t| a.line().append(self.ty(t, 3))));
+                (2, a.text(n.to_string()).append(args.nest(2)).group())
+            }
+        };
+        if lvl < ctx {
+            self.parens(d)
+        } else {
+            d
+        }
+    }
+
+    /// `(a, b, c)`, breaking one component per line when it does not fit.
+    fn tuple(&self, items: impl Iterator<Item = D<'a>>) -> D<'a> {
+        let a = self.a;
+        let body = a.line_().append(a.intersperse(items, self.t(",").append(a.line()))).nest(2);
+        self.t("(").append(body).append(a.line_()).append(self.t(")")).group()
+    }
+
+    // ----- expressions -----
+
+    fn expr(&self, e: &Expr, ctx: u8) -> D<'a> {
+        let d = self.expr_inner(e);
+        if level(e) < ctx {
+            self.parens(d)
+        } else {
+            d
+        }
+    }
+
+    /// The right operand of an infix operator: also parenthesised when it would start with `-`.
+    fn operand(&self, e: &Expr, ctx: u8) -> D<'a> {
+        if level(e) >= ctx && starts_with_minus(e) {
+            self.parens(self.expr_inner(e))
+        } else {
+            self.expr(e, ctx)
+        }
+    }
+
+    /// `head arg1 arg2 ...`, arguments on indented lines when it does not fit.
+    fn apply(&self, head: D<'a>, args: impl Iterator<Item = D<'a>>) -> D<'a> {
+        let a = self.a;
+        head.append(a.concat(args.map(|x| a.line().append(x))).nest(2)).group()
+    }
+
+    fn expr_inner(&self, e: &Expr) -> D<'a> {
+        use ExprKind::*;
+        let a = self.a;
+        match &e.kind {
+            Var(n) => self.name(n),
+            Real(r) => a.text(show_real(*r)),
+            Int(i) => a.text(i.to_string()),
+            Bool(b) => self.t(if *b { "true" } else { "false" }),
+            Unit => self.t("()"),
+            Builtin(b) => a.text(b.to_string()),
+            Tuple(es) => self.tuple(es.iter().map(|x| self.expr(x, 0))),
+            Fst(x) => self.apply(self.t("fst"), std::iter::once(self.expr(x, ATOM))),
+            Snd(x) => self.apply(self.t("snd"), std::iter::once(self.expr(x, ATOM))),
+            Inl(x) => self.apply(self.t("inl"), std::iter::once(self.expr(x, ATOM))),
+            Inr(x) => self.apply(self.t("inr"), std::iter::once(self.expr(x, ATOM))),
+            Pure(x) => self.apply(self.t("pure"), std::iter::once(self.expr(x, ATOM))),
+            Ann(x, t) => {
+                let inner = self.expr(x, 0).append(self.t(" :")).append(a.line()).append(self.ty(t, 0));
+                self.parens(inner.nest(1).group())
+            }
+            App(..) => {
+                let mut args = vec![];
+                let mut f = e;
+                while let App(g, x) = &f.kind {
+                    args.push(&**x);
+                    f = g;
+                }
+                self.apply(self.expr(f, ATOM), args.into_iter().rev().map(|x| self.expr(x, ATOM)))
+            }
+            Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => self.t("-").append(self.expr(&args[0], APP)),
+            Prim(..) if as_binop(e).is_some() => self.binop(e),
+            Prim(p, args) => self.apply(a.text(p.symbol()), args.iter().map(|x| self.expr(x, ATOM))),
+            Lam(..) => self.lambda(e),
+            Let(..) | LetRec(..) => self.let_chain(e),
+            If(c, x, y) => {
+                let else_part = if matches!(y.kind, If(..)) {
+                    a.space().append(self.expr(y, 0))
+                } else {
+                    a.line().append(self.expr(y, 0)).nest(2)
+                };
+                self.t("if ")
+                    .append(self.expr(c, 0))
+                    .append(self.t(" then"))
+                    .append(a.line().append(self.expr(x, 0)).nest(2))
+                    .append(a.line())
+                    .append(self.t("else"))
+                    .append(else_part)
+                    .group()
+            }
+            Case(s, p1, x, p2, y) => {
+                let x_doc = if ends_with_case(x) { self.parens(self.expr_inner(x)) } else { self.expr(x, 0) };
+                let arm1 = self
+                    .t("inl ")
+                    .append(self.pat(p1))
+                    .append(a.space())
+                    .append(self.arrow())
+                    .append(a.line().append(x_doc).nest(2))
+                    .group();
+                let arm2 = self
+                    .t("| inr ")
+                    .append(self.pat(p2))
+                    .append(a.space())
+                    .append(self.arrow())
+                    .append(a.line().append(self.expr(y, 0)).nest(2))
+                    .group();
+                self.t("case ")
+                    .append(self.expr(s, 0))
+                    .append(self.t(" of"))
+                    .append(a.line().append(arm1).append(a.line()).append(arm2).nest(2))
+                    .group()
+            }
+            Bind(..) => self.do_block(e),
+        }
+    }
+
+    /// A chain of one infix operator level: `a + b - c`, breaking before the operators.
+    fn binop(&self, e: &Expr) -> D<'a> {
+        let a = self.a;
+        let (_, l, _, _) = as_binop(e).unwrap();
+        let mut rights = vec![];
+        let mut cur = e;
+        loop {
+            match as_binop(cur) {
+                Some((op, l2, lhs, rhs)) if l2 == l && (rights.is_empty() || l != 3) => {
+                    rights.push((op, rhs));
+                    cur = lhs;
+                }
+                _ => break,
+            }
+        }
+        let first = self.expr(cur, left_ctx(l));
+        let rest = a.concat(rights.into_iter().rev().map(|(op, r)| {
+            a.line().append(a.text(op.symbol())).append(a.space()).append(self.operand(r, l + 1))
+        }));
+        first.append(rest.nest(2)).group()
+    }
+
+    /// Plain lambdas group: `\x y -> e`; a linear lambda takes one parameter: `lin\x -> e`.
+    fn lambda(&self, e: &Expr) -> D<'a> {
+        let a = self.a;
+        let (head, body) = match &e.kind {
+            ExprKind::Lam(LamKind::Linear, p, b) => (self.sym("lin\\", "linλ").append(self.pat(p)), &**b),
+            _ => {
+                let (ps, body) = peel(e);
+                (self.sym("\\", "λ").append(a.intersperse(ps.into_iter().map(|p| self.pat(p)), a.space())), body)
+            }
+        };
+        head.append(a.space()).append(self.arrow()).append(a.line().append(self.expr(body, 0)).nest(2)).group()
+    }
+
+    /// `name p1 p2 = body` (the body's plain lambdas become parameters).
+    fn equation(&self, name: &Name, body: &Expr) -> D<'a> {
+        let a = self.a;
+        let (ps, body) = peel(body);
+        let params = a.concat(ps.into_iter().map(|p| a.space().append(self.pat(p))));
+        self.name(name).append(params).append(self.t(" =")).append(a.line().append(self.expr(body, 0)).nest(2)).group()
+    }
+
+    /// Consecutive lets (and let-rec groups) as one group: on one line if it fits, else one
+    /// binding per line, each ending in `in`, all at the same indentation.
+    fn let_chain(&self, e: &Expr) -> D<'a> {
+        let a = self.a;
+        let mut parts = vec![];
+        let mut cur = e;
+        loop {
+            match &cur.kind {
+                ExprKind::Let(p, x, b) => {
+                    let d = self
+                        .t("let ")
+                        .append(self.pat(p))
+                        .append(self.t(" ="))
+                        .append(a.line().append(self.expr(x, 0)).nest(2))
+                        .group();
+                    parts.push(d.append(self.t(" in")).append(a.line()));
+                    cur = b;
+                }
+                ExprKind::LetRec(fs, b) if !fs.is_empty() => {
+                    let mut d = a.nil();
+                    for (i, f) in fs.iter().enumerate() {
+                        if i > 0 {
+                            d = d.append(a.line());
+                        }
+                        d = d.append(self.t(if i == 0 { "let " } else { "and " })).append(self.fundef(f));
+                    }
+                    parts.push(d.append(self.t(" in")).append(a.line()));
+                    cur = b;
+                }
+                _ => break,
+            }
+        }
+        a.concat(parts).append(self.expr(cur, 0)).group()
+    }
+
+    fn fundef(&self, f: &FunDef) -> D<'a> {
+        self.equation(&f.name, &f.body)
+    }
+
+    /// `do { p <- m; ...; e }`, one statement per line inside the braces when it does not fit.
+    fn do_block(&self, e: &Expr) -> D<'a> {
+        let a = self.a;
+        let mut stmts = vec![];
+        let mut cur = e;
+        while let ExprKind::Bind(p, m, k) = &cur.kind {
+            let d = self
+                .pat(p)
+                .append(a.space())
+                .append(self.sym("<-", "←"))
+                .append(a.line().append(self.expr(m, 0)).nest(2))
+                .group();
+            stmts.push(d);
+            cur = k;
+        }
+        stmts.push(self.expr(cur, 0));
+        let body = a.line().append(a.intersperse(stmts, self.t(";").append(a.line()))).nest(2);
+        self.t("do {").append(body).append(a.line()).append(self.t("}")).group()
+    }
+
+    fn def(&self, d: &Def) -> D<'a> {
+        self.t("def ").append(self.equation(&d.name, &d.body))
+    }
+
+    fn keyword_item(&self, kw: &'static str, e: &Expr) -> D<'a> {
+        let a = self.a;
+        self.t(kw).append(a.line().append(self.expr(e, 0)).nest(2)).group()
+    }
+
+    fn expect(&self, x: &Expect) -> D<'a> {
+        let kw = match x.what {
+            ExpectKind::Grad => "expect grad",
+            ExpectKind::Primal => "expect primal",
+        };
+        self.keyword_item(kw, &x.value)
+    }
+}
+
+/// The parameters of nested plain lambdas, and the body under them.
+fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
+    let mut ps = vec![];
+    while let ExprKind::Lam(LamKind::Plain, p, b) = &e.kind {
+        ps.push(p);
+        e = b;
+    }
+    (ps, e)
+}
+
+#[cfg(test)]
+mod tests;

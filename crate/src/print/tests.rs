@@ -1,0 +1,683 @@
+use super::*;
+use crate::diag::Span;
+use crate::ir::{Param, Scheme};
+
+// ----- IR construction helpers -----
+
+fn mk(k: ExprKind) -> Expr {
+    Expr::gen(k)
+}
+fn v(t: &str, id: u32) -> Expr {
+    mk(ExprKind::Var(Name::new(t, id)))
+}
+fn g(t: &str) -> Expr {
+    mk(ExprKind::Var(Name::global(t)))
+}
+fn r(x: f64) -> Expr {
+    mk(ExprKind::Real(x))
+}
+fn int(x: i64) -> Expr {
+    mk(ExprKind::Int(x))
+}
+fn pv(t: &str, id: u32) -> Pat {
+    Pat::Var(Name::new(t, id), Span::NONE)
+}
+fn pt(ps: Vec<Pat>) -> Pat {
+    Pat::Tuple(ps, Span::NONE)
+}
+fn lam(p: Pat, b: Expr) -> Expr {
+    mk(ExprKind::Lam(LamKind::Plain, p, Box::new(b)))
+}
+fn lin(p: Pat, b: Expr) -> Expr {
+    mk(ExprKind::Lam(LamKind::Linear, p, Box::new(b)))
+}
+fn app(f: Expr, args: Vec<Expr>) -> Expr {
+    args.into_iter().fold(f, |f, a| mk(ExprKind::App(Box::new(f), Box::new(a))))
+}
+fn let_(p: Pat, e: Expr, b: Expr) -> Expr {
+    mk(ExprKind::Let(p, Box::new(e), Box::new(b)))
+}
+fn bind(p: Pat, e: Expr, b: Expr) -> Expr {
+    mk(ExprKind::Bind(p, Box::new(e), Box::new(b)))
+}
+fn tup(es: Vec<Expr>) -> Expr {
+    mk(ExprKind::Tuple(es))
+}
+fn prim(p: Prim, args: Vec<Expr>) -> Expr {
+    mk(ExprKind::Prim(p, args))
+}
+fn bin(p: Prim, a: Expr, b: Expr) -> Expr {
+    prim(p, vec![a, b])
+}
+fn add(a: Expr, b: Expr) -> Expr {
+    bin(Prim::Add, a, b)
+}
+fn sub(a: Expr, b: Expr) -> Expr {
+    bin(Prim::Sub, a, b)
+}
+fn mul(a: Expr, b: Expr) -> Expr {
+    bin(Prim::Mul, a, b)
+}
+fn neg(a: Expr) -> Expr {
+    prim(Prim::Neg, vec![a])
+}
+fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
+    mk(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
+}
+fn case(s: Expr, p1: Pat, a: Expr, p2: Pat, b: Expr) -> Expr {
+    mk(ExprKind::Case(Box::new(s), p1, Box::new(a), p2, Box::new(b)))
+}
+fn builtin(n: &str) -> Expr {
+    mk(ExprKind::Builtin(Rc::from(n)))
+}
+fn def(name: &str, body: Expr) -> Def {
+    Def { name: Name::global(name), body, span: Span::NONE, scheme: None }
+}
+fn fundef(name: &str, id: u32, body: Expr) -> FunDef {
+    FunDef { name: Name::new(name, id), body, span: Span::NONE }
+}
+
+fn ascii() -> PrintOptions {
+    PrintOptions::ascii()
+}
+fn uni() -> PrintOptions {
+    PrintOptions::unicode()
+}
+fn width(w: usize, unicode: bool) -> PrintOptions {
+    PrintOptions { width: w, unicode, types: false }
+}
+
+/// The sample program of the surface-syntax description.
+fn sample() -> Program {
+    let dot = def(
+        "dot",
+        lam(
+            pt(vec![pv("a1", 1), pv("a2", 2)]),
+            lam(
+                pt(vec![pv("b1", 3), pv("b2", 4)]),
+                add(mul(v("a1", 1), v("b1", 3)), mul(v("a2", 2), v("b2", 4))),
+            ),
+        ),
+    );
+    let pow = def(
+        "pow",
+        lam(
+            pv("k", 5),
+            lam(
+                pv("x", 6),
+                if_(
+                    bin(Prim::Eq, v("k", 5), int(0)),
+                    r(1.0),
+                    mul(v("x", 6), app(g("pow"), vec![sub(v("k", 5), int(1)), v("x", 6)])),
+                ),
+            ),
+        ),
+    );
+    let main = def(
+        "main",
+        lam(
+            pt(vec![pv("p", 7), pv("y", 8)]),
+            let_(
+                pt(vec![pv("a", 9), pv("b", 10)]),
+                v("p", 7),
+                app(
+                    g("pow"),
+                    vec![g("n"), app(g("dot"), vec![tup(vec![v("a", 9), v("b", 10)]), tup(vec![v("y", 8), v("y", 8)])])],
+                ),
+            ),
+        ),
+    );
+    Program {
+        params: vec![Param { name: Name::global("n"), value: 10, span: Span::NONE }],
+        input: Some(tup(vec![tup(vec![r(1.1), r(2.2)]), r(3.0)])),
+        defs: vec![dot, pow, main],
+        expects: vec![Expect {
+            what: ExpectKind::Grad,
+            value: tup(vec![tup(vec![r(2.0), r(3.0)]), r(4.0)]),
+            span: Span::NONE,
+        }],
+        next_id: 11,
+    }
+}
+
+#[test]
+fn sample_program_ascii() {
+    insta::assert_snapshot!(print_program(&sample(), &ascii()), @r"
+    param n = 10
+    input ((1.1, 2.2), 3.0)
+    def dot (a1, a2) (b1, b2) = a1 * b1 + a2 * b2
+    def pow k x = if k == 0 then 1.0 else x * pow (k - 1) x
+    def main (p, y) = let (a, b) = p in pow n (dot (a, b) (y, y))
+    expect grad ((2.0, 3.0), 4.0)
+    ");
+}
+
+#[test]
+fn sample_program_narrow_gets_blank_lines() {
+    insta::assert_snapshot!(print_program(&sample(), &width(40, true)), @r#"
+        param n = 10
+        input ((1.1, 2.2), 3.0)
+
+        def dot (a1, a2) (b1, b2) =
+          a1 * b1 + a2 * b2
+
+        def pow k x =
+          if k == 0 then
+            1.0
+          else
+            x * pow (k - 1) x
+
+        def main (p, y) =
+          let (a, b) = p in
+          pow n (dot (a, b) (y, y))
+
+        expect grad ((2.0, 3.0), 4.0)
+        "#);
+}
+
+#[test]
+fn sample_program_with_types() {
+    let mut p = sample();
+    p.defs[1].scheme = Some(Scheme::mono(Type::fun(Type::Int, Type::fun(Type::Real, Type::Real))));
+    p.defs[2].scheme = Some(Scheme { vars: vec![0], ty: Type::fun(Type::Var(0), Type::Var(27)) });
+    let o = PrintOptions { types: true, ..PrintOptions::unicode() };
+    insta::assert_snapshot!(print_program(&p, &o), @r#"
+        param n = 10
+        input ((1.1, 2.2), 3.0)
+        def dot (a1, a2) (b1, b2) = a1 * b1 + a2 * b2
+        -- pow : Z → R → R
+        def pow k x = if k == 0 then 1.0 else x * pow (k - 1) x
+        -- main : a → t27
+        def main (p, y) = let (a, b) = p in pow n (dot (a, b) (y, y))
+        expect grad ((2.0, 3.0), 4.0)
+        "#);
+}
+
+fn running_example() -> Program {
+    Program {
+        params: vec![],
+        input: None,
+        defs: vec![def(
+            "main",
+            lam(
+                pt(vec![pv("x", 1), pv("y", 2)]),
+                let_(pv("z", 3), add(v("x", 1), v("y", 2)), mul(v("x", 1), v("z", 3))),
+            ),
+        )],
+        expects: vec![],
+        next_id: 4,
+    }
+}
+
+#[test]
+fn running_example_prints() {
+    insta::assert_snapshot!(print_program(&running_example(), &ascii()), @r#"def main (x, y) = let z = x + y in x * z"#);
+    insta::assert_snapshot!(print_program(&running_example(), &width(20, false)), @r#"
+        def main (x, y) =
+          let z = x + y in
+          x * z
+        "#);
+}
+
+/// `let x1 = x0 + 1 in let x2 = x1 * x1 in ... in xn`
+fn let_chain(n: u32) -> Expr {
+    let mut body = v(&format!("x{n}"), n + 1);
+    for i in (1..=n).rev() {
+        let prev = v(&format!("x{}", i - 1), i);
+        let rhs = if i % 2 == 1 { add(prev, r(1.0)) } else { mul(prev.clone(), prev) };
+        body = let_(pv(&format!("x{i}"), i + 1), rhs, body);
+    }
+    body
+}
+
+#[test]
+fn let_chain_one_binding_per_line() {
+    let e = let_(pv("z", 3), add(v("x", 1), v("y", 2)), let_(pv("w", 4), mul(v("z", 3), v("z", 3)), mul(v("x", 1), v("w", 4))));
+    insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"let z = x + y in let w = z * z in x * w"#);
+    insta::assert_snapshot!(print_expr(&e, &width(30, false)), @r#"
+        let z = x + y in
+        let w = z * z in
+        x * w
+        "#);
+    insta::assert_snapshot!(print_expr(&lam(pv("x0", 1), let_chain(5)), &width(40, false)), @r#"
+        \x0 ->
+          let x1 = x0 + 1.0 in
+          let x2 = x1 * x1 in
+          let x3 = x2 + 1.0 in
+          let x4 = x3 * x3 in
+          let x5 = x4 + 1.0 in
+          x5
+        "#);
+}
+
+#[test]
+fn long_let_chain_is_fast() {
+    let out = crate::limits::run_with_stack(|| {
+        let e = let_chain(100_000);
+        let t = std::time::Instant::now();
+        let s = print_expr(&e, &ascii());
+        let took = t.elapsed();
+        drop(e);
+        (s, took)
+    });
+    let (s, took) = out;
+    assert_eq!(s.lines().count(), 100_001);
+    assert!(s.starts_with("let x1 = x0 + 1.0 in\nlet x2 = x1 * x1 in\n"));
+    assert!(s.ends_with("\nx100000"));
+    assert!(took.as_secs() < 10, "took {took:?}");
+}
+
+#[test]
+fn long_do_blocks_and_operator_chains_are_fast() {
+    let (d, s, took) = crate::limits::run_with_stack(|| {
+        let n = 100_000u32;
+        let mut e = mk(ExprKind::Pure(Box::new(v("x", n))));
+        for i in (1..=n).rev() {
+            e = bind(pv("x", i), app(builtin("step"), vec![v("x", i - 1)]), e);
+        }
+        let e = lam(pv("x", 0), e);
+        let sum = (1..=n).map(|i| v("y", i)).reduce(add).unwrap();
+        let t = std::time::Instant::now();
+        let d = print_expr(&e, &ascii());
+        let s = print_expr(&sum, &width(60, false));
+        (d, s, t.elapsed())
+    });
+    // Each x shadows one that is not used in its scope: no renaming.
+    assert_eq!(d.lines().count(), 100_004);
+    assert!(d.starts_with("\\x ->\n  do {\n    x <- step x;\n    x <- step x;\n"), "{}", &d[..80]);
+    assert!(d.ends_with("    x <- step x;\n    pure x\n  }"), "{}", &d[d.len() - 80..]);
+    assert_eq!(s.lines().count(), 100_000);
+    assert!(took.as_secs() < 20, "took {took:?}");
+}
+
+/// `\x#1 -> ... -> \x#n -> x#1 + ... + x#n`: every binder captures all the outer ones.
+fn capture_tower(n: u32) -> Expr {
+    let body = (1..=n).map(|i| v("x", i)).reduce(add).unwrap();
+    (1..=n).rev().fold(body, |b, i| lam(pv("x", i), b))
+}
+
+#[test]
+fn capture_towers_rename_in_linear_time() {
+    insta::assert_snapshot!(print_expr(&capture_tower(4), &ascii()), @r#"\x x1 x2 x3 -> x + x1 + x2 + x3"#);
+    let (s, took) = crate::limits::run_with_stack(|| {
+        let e = capture_tower(50_000);
+        let t = std::time::Instant::now();
+        (print_expr(&e, &PrintOptions { width: 1 << 30, ..ascii() }), t.elapsed())
+    });
+    assert!(s.starts_with("\\x x1 x2 x3 "));
+    assert!(s.ends_with(" + x49998 + x49999"));
+    assert!(took.as_secs() < 20, "took {took:?}");
+}
+
+#[test]
+fn precedence_and_minimal_parens() {
+    let (a, b, c) = (g("a"), g("b"), g("c"));
+    let cases = vec![
+        mul(add(a.clone(), b.clone()), c.clone()),
+        add(a.clone(), mul(b.clone(), c.clone())),
+        sub(a.clone(), sub(b.clone(), c.clone())),
+        sub(sub(a.clone(), b.clone()), c.clone()),
+        neg(mul(a.clone(), b.clone())),
+        mul(neg(a.clone()), b.clone()),
+        sub(a.clone(), neg(b.clone())),
+        add(a.clone(), r(-1.0)),
+        neg(neg(a.clone())),
+        neg(r(-2.0)),
+        app(g("f"), vec![r(-1.0), int(-3), neg(a.clone())]),
+        neg(app(g("f"), vec![a.clone()])),
+        bin(Prim::Div, a.clone(), mul(b.clone(), c.clone())),
+        bin(Prim::Mod, add(a.clone(), b.clone()), int(2)),
+        bin(Prim::Lt, add(a.clone(), b.clone()), c.clone()),
+        bin(Prim::Eq, bin(Prim::Lt, a.clone(), b.clone()), mk(ExprKind::Bool(true))),
+        bin(Prim::Or, bin(Prim::And, a.clone(), b.clone()), c.clone()),
+        bin(Prim::And, bin(Prim::Or, a.clone(), b.clone()), c.clone()),
+        prim(Prim::Atan2, vec![a.clone(), add(b.clone(), c.clone())]),
+        prim(Prim::Not, vec![bin(Prim::Ne, a.clone(), b.clone())]),
+        add(prim(Prim::Sin, vec![a.clone()]), prim(Prim::ToReal, vec![g("k")])),
+        app(g("f"), vec![mk(ExprKind::Fst(Box::new(a.clone()))), mk(ExprKind::Snd(Box::new(app(g("g"), vec![b.clone()]))))]),
+        app(mk(ExprKind::Fst(Box::new(a.clone()))), vec![b.clone()]),
+        add(lam(pv("x", 1), v("x", 1)), a.clone()),
+        app(lam(pv("x", 1), v("x", 1)), vec![a.clone()]),
+        mul(a.clone(), let_(pv("y", 2), b.clone(), v("y", 2))),
+        mk(ExprKind::Ann(Box::new(add(a.clone(), b.clone())), Type::Real)),
+        mk(ExprKind::Inl(Box::new(tup(vec![a.clone(), mk(ExprKind::Unit)])))),
+        mk(ExprKind::Inr(Box::new(mk(ExprKind::Inl(Box::new(a.clone())))))),
+        app(builtin("deltaLet"), vec![a.clone(), builtin("Zero")]),
+        mk(ExprKind::Pure(Box::new(tup(vec![a.clone(), b.clone()])))),
+        sub(a.clone(), add(neg(b.clone()), c.clone())),
+    ];
+    let out: Vec<String> = cases.iter().map(|e| print_expr(e, &ascii())).collect();
+    insta::assert_snapshot!(out.join("\n"), @r#"
+        (a + b) * c
+        a + b * c
+        a - (b - c)
+        a - b - c
+        -(a * b)
+        -a * b
+        a - (-b)
+        a + (-1.0)
+        -(-a)
+        -(-2.0)
+        f (-1.0) (-3) (-a)
+        -f a
+        a / (b * c)
+        (a + b) mod 2
+        a + b < c
+        (a < b) == true
+        a && b || c
+        (a || b) && c
+        atan2 a (b + c)
+        not (a != b)
+        sin a + real k
+        f (fst a) (snd (g b))
+        (fst a) b
+        (\x -> x) + a
+        (\x -> x) a
+        a * (let y = b in y)
+        (a + b : R)
+        inl (a, ())
+        inr (inl a)
+        deltaLet a Zero
+        pure (a, b)
+        a - (-b + c)
+        "#);
+}
+
+#[test]
+fn if_and_case_break() {
+    let long = |s: &str| app(g(s), vec![g("argument_one"), g("argument_two"), g("argument_three")]);
+    let e = if_(bin(Prim::Gt, g("x"), r(0.0)), long("positive"), if_(g("b"), long("negative"), long("other")));
+    insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"
+        if x > 0.0 then
+          positive argument_one argument_two argument_three
+        else if b then
+          negative argument_one argument_two argument_three
+        else
+          other argument_one argument_two argument_three
+        "#);
+    insta::assert_snapshot!(print_expr(&e, &width(50, false)), @r#"
+        if x > 0.0 then
+          positive
+            argument_one
+            argument_two
+            argument_three
+        else if b then
+          negative
+            argument_one
+            argument_two
+            argument_three
+        else
+          other argument_one argument_two argument_three
+        "#);
+    let c = case(g("s"), pv("x", 1), long("left"), pv("y", 2), long("right"));
+    insta::assert_snapshot!(print_expr(&c, &width(100, false)), @r#"
+        case s of
+          inl x -> left argument_one argument_two argument_three
+          | inr y -> right argument_one argument_two argument_three
+        "#);
+    insta::assert_snapshot!(print_expr(&c, &width(50, true)), @r#"
+        case s of
+          inl x →
+            left argument_one argument_two argument_three
+          | inr y →
+            right argument_one argument_two argument_three
+        "#);
+    // A case in the inl arm of another case is parenthesised; in the inr arm it is not.
+    let inner = case(v("x", 1), pv("u", 3), v("u", 3), pv("w", 4), v("w", 4));
+    let nested = case(g("s"), pv("x", 1), inner.clone(), pv("y", 2), case(v("y", 2), pv("u", 5), v("u", 5), pv("w", 6), v("w", 6)));
+    insta::assert_snapshot!(print_expr(&nested, &ascii()), @r#"
+        case s of
+          inl x -> (case x of inl u -> u | inr w -> w)
+          | inr y -> case y of inl u -> u | inr w -> w
+        "#);
+    let nested2 = case(g("s"), pv("x", 1), let_(pv("q", 7), g("a"), inner), pv("y", 2), v("y", 2));
+    insta::assert_snapshot!(print_expr(&nested2, &ascii()), @r#"case s of inl x -> (let q = a in case x of inl u -> u | inr w -> w) | inr y -> y"#);
+}
+
+fn do_block() -> Expr {
+    bind(
+        pv("x", 1),
+        app(builtin("newId"), vec![mk(ExprKind::Unit)]),
+        bind(
+            pv("y", 2),
+            app(builtin("addDelta"), vec![v("x", 1), r(2.0)]),
+            mk(ExprKind::Pure(Box::new(tup(vec![v("x", 1), v("y", 2)])))),
+        ),
+    )
+}
+
+#[test]
+fn do_blocks() {
+    insta::assert_snapshot!(print_expr(&do_block(), &ascii()), @r#"do { x <- newId (); y <- addDelta x 2.0; pure (x, y) }"#);
+    insta::assert_snapshot!(print_expr(&do_block(), &uni()), @r#"do { x ← newId (); y ← addDelta x 2.0; pure (x, y) }"#);
+    insta::assert_snapshot!(print_expr(&do_block(), &width(30, false)), @r#"
+        do {
+          x <- newId ();
+          y <- addDelta x 2.0;
+          pure (x, y)
+        }
+        "#);
+    insta::assert_snapshot!(print_expr(&do_block(), &width(30, true)), @r#"
+        do {
+          x ← newId ();
+          y ← addDelta x 2.0;
+          pure (x, y)
+        }
+        "#);
+}
+
+#[test]
+fn lambdas_plain_and_linear() {
+    let e = lam(pv("x", 1), lam(pt(vec![pv("a", 2), mk_wild()]), lin(pv("d", 3), lin(pv("e", 4), lam(mk_unit(), mul(v("d", 3), v("x", 1)))))));
+    insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"\x (a, _) -> lin\d -> lin\e -> \() -> d * x"#);
+    insta::assert_snapshot!(print_expr(&e, &uni()), @r#"λx (a, _) → linλd → linλe → λ() → d * x"#);
+    insta::assert_snapshot!(print_expr(&e, &width(20, true)), @r#"
+        λx (a, _) →
+          linλd →
+            linλe →
+              λ() → d * x
+        "#);
+    let applied = app(g("f"), vec![lin(pv("d", 3), mul(v("d", 3), r(2.0))), g("y")]);
+    insta::assert_snapshot!(print_expr(&applied, &ascii()), @r#"f (lin\d -> d * 2.0) y"#);
+}
+
+fn mk_wild() -> Pat {
+    Pat::Wild(Span::NONE)
+}
+fn mk_unit() -> Pat {
+    Pat::Unit(Span::NONE)
+}
+
+#[test]
+fn letrec_groups() {
+    // let even n = if n == 0 then true else odd (n - 1) and odd n = ... in even 10
+    let even = fundef(
+        "even",
+        1,
+        lam(pv("n", 3), if_(bin(Prim::Eq, v("n", 3), int(0)), mk(ExprKind::Bool(true)), app(v("odd", 2), vec![sub(v("n", 3), int(1))]))),
+    );
+    let odd = fundef(
+        "odd",
+        2,
+        lam(pv("n", 4), if_(bin(Prim::Eq, v("n", 4), int(0)), mk(ExprKind::Bool(false)), app(v("even", 1), vec![sub(v("n", 4), int(1))]))),
+    );
+    let e = mk(ExprKind::LetRec(vec![even.clone(), odd], Box::new(app(v("even", 1), vec![int(10)]))));
+    insta::assert_snapshot!(print_expr(&e, &width(200, false)), @r#"let even n = if n == 0 then true else odd (n - 1) and odd n = if n == 0 then false else even (n - 1) in even 10"#);
+    insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"
+        let even n = if n == 0 then true else odd (n - 1)
+        and odd n = if n == 0 then false else even (n - 1) in
+        even 10
+        "#);
+    let single = mk(ExprKind::LetRec(vec![fundef("f", 5, lam(pv("x", 6), app(v("f", 5), vec![v("x", 6)])))], Box::new(v("f", 5))));
+    insta::assert_snapshot!(print_expr(&single, &ascii()), @r#"let f x = f x in f"#);
+}
+
+#[test]
+fn types_all_forms() {
+    let ts = vec![
+        Type::Real,
+        Type::Int,
+        Type::Bool,
+        Type::Unit,
+        Type::Unknown,
+        Type::Tuple(vec![Type::Real, Type::Int, Type::Unit]),
+        Type::sum(Type::Real, Type::Unit),
+        Type::sum(Type::sum(Type::Real, Type::Int), Type::Bool),
+        Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)),
+        Type::fun(Type::fun(Type::Real, Type::Real), Type::Real),
+        Type::fun(Type::sum(Type::Real, Type::Int), Type::Tuple(vec![Type::Real, Type::Real])),
+        Type::lin(Type::Real, Type::con("Delta", vec![])),
+        Type::fun(Type::Real, Type::lin(Type::Real, Type::Real)),
+        Type::fun(Type::lin(Type::Real, Type::Real), Type::Real),
+        Type::con("M", vec![Type::Tuple(vec![Type::Real, Type::con("Delta", vec![])])]),
+        Type::con("Map", vec![Type::Int, Type::Real]),
+        Type::con("Array", vec![Type::con("Array", vec![Type::Real])]),
+        Type::sum(Type::fun(Type::Real, Type::Real), Type::con("M", vec![Type::Unit])),
+        Type::fun(Type::Var(0), Type::fun(Type::Var(1), Type::Var(25))),
+        Type::Var(26),
+    ];
+    let a: Vec<String> = ts.iter().map(|t| print_type(t, &ascii())).collect();
+    insta::assert_snapshot!(a.join("\n"), @r#"
+        R
+        Z
+        Bool
+        ()
+        ?
+        (R, Z, ())
+        R + ()
+        (R + Z) + Bool
+        R -> R -> R
+        (R -> R) -> R
+        R + Z -> (R, R)
+        R -o Delta
+        R -> R -o R
+        (R -o R) -> R
+        M (R, Delta)
+        Map Z R
+        Array (Array R)
+        (R -> R) + M ()
+        a -> b -> z
+        t26
+        "#);
+    let u: Vec<String> = ts[8..14].iter().map(|t| print_type(t, &uni())).collect();
+    insta::assert_snapshot!(u.join("\n"), @r#"
+        R → R → R
+        (R → R) → R
+        R + Z → (R, R)
+        R ⊸ Delta
+        R → R ⊸ R
+        (R ⊸ R) → R
+        "#);
+    let big = (0..6).fold(Type::Real, |t, _| Type::fun(Type::Tuple(vec![Type::Real, Type::con("Delta", vec![])]), t));
+    insta::assert_snapshot!(print_type(&big, &width(40, false)), @r#"
+        (R, Delta) ->
+        (R, Delta) ->
+        (R, Delta) ->
+        (R, Delta) ->
+        (R, Delta) ->
+        (R, Delta) ->
+        R
+        "#);
+}
+
+#[test]
+fn patterns() {
+    let p = pt(vec![pv("a", 1), mk_wild(), mk_unit(), pt(vec![pv("b", 2), pv("c", 3)])]);
+    insta::assert_snapshot!(print_pat(&p, &ascii()), @r#"(a, _, (), (b, c))"#);
+}
+
+#[test]
+fn renames_binder_that_captures_a_used_outer_binder() {
+    // \x#1 -> let x#2 = x#1 + 1 in x#2 * x#1: the inner x is used alongside the outer one.
+    let used = lam(pv("x", 1), let_(pv("x", 2), add(v("x", 1), r(1.0)), mul(v("x", 2), v("x", 1))));
+    insta::assert_snapshot!(print_expr(&used, &ascii()), @r#"\x -> let x1 = x + 1.0 in x1 * x"#);
+    // The outer x is not used inside the inner scope: ordinary shadowing, no renaming.
+    let unused = lam(pv("x", 1), let_(pv("x", 2), add(v("x", 1), r(1.0)), mul(v("x", 2), v("x", 2))));
+    insta::assert_snapshot!(print_expr(&unused, &ascii()), @r#"\x -> let x = x + 1.0 in x * x"#);
+    // The first suffix that is not in scope: x1 is taken by an outer binder.
+    let taken = lam(pv("x1", 5), lam(pv("x", 1), lam(pv("x", 2), add(add(v("x", 1), v("x", 2)), v("x1", 5)))));
+    insta::assert_snapshot!(print_expr(&taken, &ascii()), @r#"\x1 x x2 -> x + x2 + x1"#);
+    // A local binder that would capture a used global is renamed; one that would not is kept.
+    let global = lam(pv("f", 3), app(g("f"), vec![v("f", 3)]));
+    insta::assert_snapshot!(print_expr(&global, &ascii()), @r#"\f1 -> f f1"#);
+    let global_unused = lam(pv("f", 3), v("f", 3));
+    insta::assert_snapshot!(print_expr(&global_unused, &ascii()), @r#"\f -> f"#);
+    // In an open term, a free local prints by its text, and a binder that would capture it is renamed.
+    let open = lam(pv("x", 2), add(v("x", 1), v("x", 2)));
+    insta::assert_snapshot!(print_expr(&open, &ascii()), @r#"\x1 -> x + x1"#);
+    // Capturing a builtin or a named primitive counts too; keywords are never binders.
+    let b = lam(pv("sin", 3), lam(pv("eval", 4), lam(pv("in", 7), app(builtin("eval"), vec![prim(Prim::Sin, vec![v("sin", 3)]), v("eval", 4), v("in", 7)]))));
+    insta::assert_snapshot!(print_expr(&b, &ascii()), @r#"\sin1 eval1 in1 -> eval (sin sin1) eval1 in1"#);
+}
+
+#[test]
+fn renaming_in_programs_and_patterns() {
+    // def f x = g x, and a def using a local named g that shadows the global g (used inside).
+    let p = Program {
+        params: vec![],
+        input: None,
+        defs: vec![
+            def("g", lam(pv("x", 1), v("x", 1))),
+            def("main", lam(pt(vec![pv("g", 2), pv("g", 3)]), add(app(g("g"), vec![v("g", 2)]), v("g", 3)))),
+        ],
+        expects: vec![],
+        next_id: 4,
+    };
+    insta::assert_snapshot!(print_program(&p, &ascii()), @r#"
+        def g x = x
+        def main (g1, g2) = g g1 + g2
+        "#);
+    // Case arms and do binders are scopes too.
+    let e = lam(
+        pv("s", 1),
+        case(v("s", 1), pv("s", 2), add(v("s", 2), r(1.0)), pv("y", 3), bind(pv("y", 4), app(builtin("m"), vec![v("y", 3)]), add(v("y", 4), v("y", 3)))),
+    );
+    insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"\s -> case s of inl s -> s + 1.0 | inr y -> do { y1 <- m y; y1 + y }"#);
+}
+
+#[test]
+fn long_applications_and_tuples_break() {
+    let args: Vec<Expr> = (0..8).map(|i| g(&format!("argument_number_{i}"))).collect();
+    let e = app(g("function"), args.clone());
+    insta::assert_snapshot!(print_expr(&e, &width(60, false)), @r#"
+        function
+          argument_number_0
+          argument_number_1
+          argument_number_2
+          argument_number_3
+          argument_number_4
+          argument_number_5
+          argument_number_6
+          argument_number_7
+        "#);
+    insta::assert_snapshot!(print_expr(&tup(args.clone()), &width(60, false)), @r#"
+        (
+          argument_number_0,
+          argument_number_1,
+          argument_number_2,
+          argument_number_3,
+          argument_number_4,
+          argument_number_5,
+          argument_number_6,
+          argument_number_7
+        )
+        "#);
+    let sum = args.into_iter().reduce(add).unwrap();
+    insta::assert_snapshot!(print_expr(&sum, &width(60, false)), @r#"
+        argument_number_0
+          + argument_number_1
+          + argument_number_2
+          + argument_number_3
+          + argument_number_4
+          + argument_number_5
+          + argument_number_6
+          + argument_number_7
+        "#);
+}
+
+#[test]
+fn literals() {
+    let es = vec![r(2.0), r(0.1), r(1e-30), r(f64::NAN), r(f64::INFINITY), r(-0.0), int(-4), int(7), mk(ExprKind::Bool(false)), mk(ExprKind::Unit)];
+    let out: Vec<String> = es.iter().map(|e| print_expr(e, &ascii())).collect();
+    insta::assert_snapshot!(out.join(" | "), @r#"2.0 | 0.1 | 1e-30 | nan | inf | -0.0 | -4 | 7 | false | ()"#);
+}

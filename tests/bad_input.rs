@@ -1,0 +1,83 @@
+//! Broken programs and their located messages. None may panic; each message names the place
+//! (`file:line:col`), shows the line, and puts a caret under the culprit.
+
+use cotangent::diag::render;
+use cotangent::limits::run_with_stack;
+use cotangent::pipeline::{analyse, Options};
+
+/// (what, program, `--at` override, expected `line:col`, expected message fragment)
+const CASES: &[(&str, &str, Option<&str>, &str, &str)] = &[
+    ("unbalanced parenthesis", "input 1.0\ndef main x =\n  (x + 1.0\n", None, "", "`)`"),
+    ("unknown name", "input 1.0\ndef main x = x + y\n", None, "2:18", "unknown name `y`"),
+    ("type mismatch R and Z", "input 1.0\ndef main x = sin x * 2\n", None, "2:22", "expected R, found Z"),
+    ("if branches disagree", "input 1.0\ndef main x = if x > 0.0 then x else (x, x)\n", None, "2:37", "type mismatch: expected R, found (R, R)"),
+    ("condition not Bool", "input 1.0\ndef main x = if sin x then x else x\n", None, "2:17", "expected Bool, found R"),
+    ("applying a non-function", "input 1.0\ndef main x = let y = 2.0 in y x\n", None, "2:29", "not a function"),
+    ("main takes a function", "input 1.0\ndef main x = x 3.0\n", None, "2:1", "first-order"),
+    ("main not first-order", "input 1.0\ndef main x = \\y -> x * y\n", None, "2:1", "first-order"),
+    ("main missing", "input 1.0\ndef f x = x\n", None, "", "no `def main`"),
+    ("no input point", "def main x = x * x\n", None, "", "no input point"),
+    ("input of the wrong type", "input (1.0, 2.0)\ndef main x = x * x\n", None, "1:7", "does not have main's input type"),
+    ("--at of the wrong type", "input 1.0\ndef main x = x * x\n", Some("(1.0, 2.0)"), "", "`(1.0, 2.0)`: does not have type R"),
+    ("integer division by zero", "input 1.0\ndef main x = real (1 / (2 - 2)) * x\n", None, "2:19", "division by zero"),
+    ("integer overflow", "input 1.0\ndef main x = real (9223372036854775807 + 1) * x\n", None, "2:19", "integer overflow"),
+    ("runaway recursion", "input 1.0\ndef f x = f x\ndef main x = f x\n", None, "", "budget"),
+    ("deep runaway recursion", "input 1.0\ndef f x = 1.0 + f x\ndef main x = f x\n", None, "", "depth budget"),
+    ("empty file", "", None, "1:1", "the program is empty"),
+    ("no main", "input 1.0\ndef f x = x\n", None, "", "no `def main`"),
+    ("junk after a definition", "input 1.0\ndef main x = x )\n", None, "2:16", ""),
+    ("chained comparison", "input 1.0\ndef main x = if 0.0 < x < 1.0 then x else x\n", None, "2:", ""),
+    ("missing in", "input 1.0\ndef main x = let y = x\n", None, "", "in"),
+    ("fst of a non-pair", "input 1.0\ndef main x = fst (sin x)\n", None, "2:18", "type mismatch"),
+    ("case on a non-sum", "input 1.0\ndef main x = case sin x of inl a -> a | inr b -> b\n", None, "2:19", "type mismatch"),
+    ("mod on reals", "input 1.0\ndef main x = x mod 2.0\n", None, "2:20", "expected Z, found R"),
+    ("duplicate definition", "input 1.0\ndef main x = x\ndef main x = x\n", None, "3:", "twice"),
+    ("bad number", "input 1.0\ndef main x = x * 1.0e\n", None, "2:", ""),
+    ("stray character", "input 1.0\ndef main x = x $ x\n", None, "2:16", ""),
+];
+
+#[test]
+fn broken_programs_get_located_messages_and_never_panic() {
+    let mut failures = vec![];
+    for &(what, src, at, line_col, fragment) in CASES {
+        let out = run_with_stack(move || {
+            let opts = Options { at: at.map(str::to_string), trace: false, ..Options::default() };
+            match analyse(src, &opts) {
+                Ok(_) => None,
+                Err(ds) => Some(ds.iter().map(|d| render("bad.cot", src, d)).collect::<String>()),
+            }
+        });
+        let Some(rendered) = out else {
+            failures.push(format!("{what}: accepted, expected an error"));
+            continue;
+        };
+        let first = rendered.lines().next().unwrap_or("");
+        let located = line_col.is_empty() || first.starts_with(&format!("bad.cot:{line_col}"));
+        if !located || !rendered.contains(fragment) || !first.contains("error:") {
+            failures.push(format!("{what}: expected bad.cot:{line_col} … {fragment:?}, got:\n{rendered}"));
+        }
+        if !line_col.is_empty() && !rendered.contains('^') {
+            failures.push(format!("{what}: no caret in:\n{rendered}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn deep_programs_are_run_or_stopped_by_a_budget() {
+    // A 10^5-deep let chain runs (natively the pipeline has a big stack; the interpreter none).
+    let mut src = String::from("input 1.0\ndef main x0 =\n");
+    for i in 1..=100_000 {
+        src.push_str(&format!("  let x{i} = x{} * 1.0000001 in\n", i - 1));
+    }
+    src.push_str("  x100000\n");
+    let r = run_with_stack(move || analyse(&src, &Options { trace: false, stages: vec!["forward".into()], ..Options::default() }).map(|a| a.stages[0].agrees));
+    assert_eq!(r.map_err(|d| format!("{d:?}")), Ok(Some(true)));
+    // Recursion 10^6 deep in the interpreted program: run within, or stopped by, the depth budget.
+    let src = "input 1.0\ndef f n x = if n == 0 then x else x + f (n - 1) x\ndef main x = f 1000000 x\n";
+    let r = run_with_stack(move || analyse(src, &Options { trace: false, stages: vec!["forward".into()], ..Options::default() }).map(|a| a.primal.as_real()));
+    match r {
+        Ok(v) => assert_eq!(v, Some(1000001.0)),
+        Err(ds) => assert!(ds[0].message.contains("budget"), "{:?}", ds),
+    }
+}

@@ -1,0 +1,159 @@
+//! A generator of random well-typed Cotangent programs, as source text, for property tests.
+//! `main` takes a tuple of reals and returns a real; its body mixes lets (sharing), closures,
+//! local recursion, tuples, sums with case, conditionals, integers and every real primitive,
+//! with arguments kept in the primitives' smooth domains.
+
+pub struct Gen {
+    state: u64,
+    next_var: usize,
+}
+
+impl Gen {
+    pub fn new(seed: u64) -> Gen {
+        Gen { state: seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1, next_var: 0 }
+    }
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545F4914F6CDD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.next_var += 1;
+        format!("{prefix}{}", self.next_var)
+    }
+    fn literal(&mut self) -> String {
+        let v = (self.below(400) as f64 - 200.0) / 100.0;
+        if v < 0.0 {
+            format!("({v:?})")
+        } else {
+            format!("{v:?}")
+        }
+    }
+
+    /// A real-valued expression over the real variables `env` and integer variables `ienv`.
+    pub fn real(&mut self, env: &[String], ienv: &[String], depth: usize) -> String {
+        if depth == 0 || self.below(10) < 2 {
+            return if self.below(4) == 0 || env.is_empty() { self.literal() } else { self.pick(env).clone() };
+        }
+        let d = depth - 1;
+        match self.below(17) {
+            0 | 1 => format!("({} + {})", self.real(env, ienv, d), self.real(env, ienv, d)),
+            2 => format!("({} - {})", self.real(env, ienv, d), self.real(env, ienv, d)),
+            3 | 4 => format!("({} * {})", self.real(env, ienv, d), self.real(env, ienv, d)),
+            5 => format!("({} / (2.0 + sin {}))", self.real(env, ienv, d), self.real(env, ienv, d)),
+            6 => {
+                let f = *self.pick(&["sin", "cos", "tanh", "-"]);
+                format!("({f} {})", self.real(env, ienv, d))
+            }
+            7 => {
+                let e = self.real(env, ienv, d);
+                match self.below(4) {
+                    0 => format!("(exp (sin {e}))"),
+                    1 => format!("(log (1.0 + {e} * {e}))"),
+                    2 => format!("(sqrt (1.0 + {e} * {e}))"),
+                    _ => format!("(atan2 {e} (3.0 + cos {e}))"),
+                }
+            }
+            8 | 9 => {
+                // let: sharing
+                let x = self.fresh("x");
+                let rhs = self.real(env, ienv, d);
+                let mut env2 = env.to_vec();
+                env2.push(x.clone());
+                format!("(let {x} = {rhs} in {})", self.real(&env2, ienv, d))
+            }
+            10 => {
+                let c = self.cond(env, ienv, d);
+                format!("(if {c} then {} else {})", self.real(env, ienv, d), self.real(env, ienv, d))
+            }
+            11 => {
+                // a closure capturing the environment, applied twice
+                let (f, x) = (self.fresh("f"), self.fresh("x"));
+                let mut env2 = env.to_vec();
+                env2.push(x.clone());
+                let body = self.real(&env2, ienv, d);
+                format!("(let {f} = \\{x} -> {body} in {f} ({}) + {f} ({}))", self.real(env, ienv, d), self.real(env, ienv, d))
+            }
+            12 => {
+                // sums and case
+                let (a, b) = (self.fresh("a"), self.fresh("b"));
+                let c = self.cond(env, ienv, d);
+                let mut ea = env.to_vec();
+                ea.push(a.clone());
+                let k = self.fresh("k");
+                let mut ib = ienv.to_vec();
+                ib.push(k.clone());
+                format!(
+                    "(case (if {c} then inl {} else inr ({}, 2)) of inl {a} -> {} | inr ({b}, {k}) -> {b} * real {k} + {})",
+                    self.real(env, ienv, d),
+                    self.real(env, ienv, d),
+                    self.real(&ea, ienv, d),
+                    self.real(env, &ib, d)
+                )
+            }
+            13 => {
+                // tuples and projections
+                let (p, q) = (self.fresh("p"), self.fresh("q"));
+                let mut env2 = env.to_vec();
+                env2.push(p.clone());
+                env2.push(q.clone());
+                format!(
+                    "(let ({p}, {q}) = ({}, {}) in {} + fst ({p}, {q}) * snd ({q}, {p}))",
+                    self.real(env, ienv, d),
+                    self.real(env, ienv, d),
+                    self.real(&env2, ienv, d)
+                )
+            }
+            14 => {
+                // local recursion over an integer counter
+                let (f, k, acc) = (self.fresh("loop"), self.fresh("k"), self.fresh("acc"));
+                let mut env2 = env.to_vec();
+                env2.push(acc.clone());
+                let step = self.real(&env2, ienv, d.min(2));
+                let n = self.below(4);
+                format!(
+                    "(let {f} {k} {acc} = if {k} == 0 then {acc} else {f} ({k} - 1) (0.5 * {acc} + 0.25 * tanh ({step})) in {f} {n} ({}))",
+                    self.real(env, ienv, d)
+                )
+            }
+            15 if !ienv.is_empty() => format!("(real {} * {})", self.pick(ienv).clone(), self.real(env, ienv, d)),
+            _ => format!("(abs (3.0 + sin {}) * {})", self.real(env, ienv, d), self.real(env, ienv, d)),
+        }
+    }
+
+    fn cond(&mut self, env: &[String], ienv: &[String], depth: usize) -> String {
+        let op = *self.pick(&["<", "<=", ">", ">="]);
+        let c = format!("{} {op} {}", self.real(env, ienv, depth), self.real(env, ienv, depth));
+        match self.below(4) {
+            0 => format!("({c} && not ({} == 0.123))", self.real(env, ienv, depth)),
+            1 => format!("({c} || 1 > 2)"),
+            _ => c,
+        }
+    }
+
+    /// A whole program: `main` over `arity` real inputs, an input point, and a helper definition.
+    pub fn program(&mut self, arity: usize, depth: usize) -> String {
+        let xs: Vec<String> = (0..arity).map(|i| format!("x{i}")).collect();
+        let helper_arg = vec!["u".to_string()];
+        let helper = self.real(&helper_arg, &[], 2);
+        let mut env = xs.clone();
+        env.push("h".into());
+        let body = self.real(&env, &[], depth);
+        let input: Vec<String> = (0..arity).map(|_| format!("{:?}", (self.below(300) as f64 - 150.0) / 100.0 + 0.005)).collect();
+        let tuple = |v: &[String]| if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) };
+        format!(
+            "input {}\n\ndef helper u = {helper}\n\ndef main {} =\n  let h = helper {} in\n  {body}\n",
+            tuple(&input),
+            tuple(&xs),
+            xs[0]
+        )
+    }
+}
