@@ -78,7 +78,7 @@ fn a_syntax_error_is_located_with_line_and_caret_and_exits_2() {
 
 #[test]
 fn a_type_error_is_located() {
-    let (code, _, err) = cot(&["run", "-", "--at", "1.0"], Some("def main x = x * 2\n"));
+    let (code, _, err) = cot(&["run", "-", "--at", "1.0"], Some("def main x = sin x * 2\n"));
     assert_eq!(code, 2);
     assert!(err.starts_with("<stdin>:1:"), "{err}");
     assert!(err.contains("R") && err.contains("Z"), "{err}");

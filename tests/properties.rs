@@ -40,7 +40,7 @@ fn agrees(src: &str) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn printer_round_trips(seed in any::<u64>(), arity in 1usize..4, depth in 1usize..6) {
@@ -72,4 +72,14 @@ fn forward_agrees_with_finite_differences_on_random_programs() {
         }
     }
     assert!(disagreements <= 4, "{disagreements} of 40 random programs disagree with finite differences");
+}
+
+#[test]
+fn generated_programs_are_varied_and_nontrivial() {
+    // Guards the generator itself: programs use the constructs the properties are meant to cover.
+    let all: String = (0..60u64).map(|s| gen::Gen::new(s).program(2, 5)).collect();
+    for construct in ["let ", "case ", "if ", "\\", "fst ", "real ", "sin ", "exp ", "log ", "atan2 ", "abs "] {
+        assert!(all.contains(construct), "no `{construct}` in 60 generated programs");
+    }
+    assert!(all.matches("let loop").count() > 0, "no local recursion generated");
 }

@@ -56,10 +56,10 @@ impl Gen {
             7 => {
                 let e = self.real(env, ienv, d);
                 match self.below(4) {
-                    0 => format!("exp (sin {e})"),
-                    1 => format!("log (1.0 + {e} * {e})"),
-                    2 => format!("sqrt (1.0 + {e} * {e})"),
-                    _ => format!("atan2 {e} (3.0 + cos {e})"),
+                    0 => format!("(exp (sin {e}))"),
+                    1 => format!("(log (1.0 + {e} * {e}))"),
+                    2 => format!("(sqrt (1.0 + {e} * {e}))"),
+                    _ => format!("(atan2 {e} (3.0 + cos {e}))"),
                 }
             }
             8 | 9 => {

@@ -107,7 +107,7 @@ def main():
         ran = sum(1 for st in doc["stages"] if st["ok"] is True)
         if ok and ran > 0:
             passed += 1
-            print(f"ok   {name}: {ran} stages agree with autograd {[round(w, 6) for w in want]}")
+            print(f"ok   {name}: {ran} stages agree with autograd {[round(float(w), 6) for w in want]}")
         else:
             failed += 1
             if ran == 0:

@@ -62,6 +62,7 @@ fn dfwd(e: &Expr, fr: &mut Fresh) -> Expr {
         ),
         // pairs, projections, injections and case: homomorphic
         Tuple(es) => Tuple(es.iter().map(|x| dfwd(x, fr)).collect()),
+        Par(x, y) => Par(b(x, fr), b(y, fr)),
         Fst(x) => Fst(b(x, fr)),
         Snd(x) => Snd(b(x, fr)),
         Inl(x) => Inl(b(x, fr)),
@@ -105,8 +106,12 @@ fn dfwd_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
             }
         }
     };
-    // let (x, dx) = Dfwd{e1} in let (y, dy) = Dfwd{e2} in ...
-    names.iter().zip(translated).rev().fold(body, |acc, ((x, d), a)| let_(ppair(pvar(x), pvar(d)), a, acc))
+    // let (x, dx) = Dfwd{e1} in let (y, dy) = Dfwd{e2} in ...; comparisons need no tangents: (x, _)
+    let tangents_used = deriv::rule(op, &xs, &var(&result)).is_some();
+    names.iter().zip(translated).rev().fold(body, |acc, ((x, d), a)| {
+        let dp = if tangents_used { pvar(d) } else { pwild() };
+        let_(ppair(pvar(x), dp), a, acc)
+    })
 }
 
 /// Structural code over a first-order type: destructures tuples and sums of `x : ty` and applies
