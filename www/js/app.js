@@ -361,7 +361,7 @@ function renderStageList() {
     if (g !== group) {
       group = g;
       const li = el('li', 'group');
-      li.append(el('div', 'group-name', PAPERS[g] || d.paper || g));
+      li.append(el('div', 'group-name', g === 'forward' ? 'Reference' : (d.paper || PAPERS[g] || g)));
       ol = el('ol', 'group-stages');
       li.append(ol);
       list.append(li);
@@ -458,6 +458,15 @@ function renderGradient(r) {
   if (!r.ok) {
     head.append(el('span', 'verdict refused', 'did not run'));
     head.append(el('span', 'grad-error', r.error || ''));
+    if (r.error_span) {
+      const at = el('button', 'link', `line ${r.error_span.line}:${r.error_span.col}`);
+      at.addEventListener('click', () => {
+        const len = editor.state.doc.length;
+        editor.dispatch({ selection: { anchor: Math.min(r.error_span.from, len), head: Math.min(r.error_span.to, len) }, scrollIntoView: true });
+        editor.focus();
+      });
+      head.append(at);
+    }
     box.append(head);
     return;
   }
@@ -580,7 +589,7 @@ function applyZoom(fit = false) {
   if (fit) {
     const w = +svg.getAttribute('width'), h = +svg.getAttribute('height');
     const bw = box.clientWidth || 400, bh = box.clientHeight || 300;
-    const k = Math.min(1.4, Math.max(0.1, Math.min(bw / w, bh / h) * 0.95));
+    const k = Math.min(1.4, Math.max(0.6, Math.min(bw / w, bh / h) * 0.95));
     state.zoom = { k, x: (bw - w * k) / 2, y: Math.max(4, (bh - h * k) / 2) };
   }
   const z = state.zoom;
@@ -730,24 +739,30 @@ function renderCosts() {
   if (!stages.length) { box.append(el('p', 'muted', 'No stage ran.')); return; }
   const W = 520, labelW = 150, rowH = 15, gap = 10;
   const names = counterNames();
-  const height = names.reduce((h, name) => h + 18 + stages.length * rowH + gap, 0);
+  // Per counter, the stages with a non-zero count (the others are named in one line).
+  const blocks = names.map(name => ({ name, rows: stages.filter(s => counterOf(s.cost, name) > 0), zero: stages.filter(s => counterOf(s.cost, name) === 0).length }));
+  const height = blocks.reduce((h, b) => h + 18 + b.rows.length * rowH + (b.zero && b.rows.length ? 14 : 0) + gap, 0);
   const svg = svgEl('svg', { viewBox: `0 0 ${W} ${height}`, class: 'bars', role: 'img', 'aria-label': 'cost counters per stage' });
   let y = 0;
-  for (const name of names) {
-    svg.append(svgEl('text', { x: 0, y: y + 12, class: 'bar-counter' }, name));
+  for (const { name, rows, zero } of blocks) {
+    svg.append(svgEl('text', { x: 0, y: y + 12, class: 'bar-counter' }, name + (rows.length ? '' : ' — 0 in every stage')));
     y += 18;
-    const max = Math.max(1, ...stages.map(s => counterOf(s.cost, name)));
-    for (const s of stages) {
+    const max = Math.max(1, ...rows.map(s => counterOf(s.cost, name)));
+    for (const s of rows) {
       const v = counterOf(s.cost, name);
       const w = (W - labelW - 60) * v / max;
       const g = svgEl('g', { class: 'bar' + (s.id === state.selected ? ' selected' : '') });
       g.append(svgEl('text', { x: labelW - 6, y: y + 11, 'text-anchor': 'end', class: 'bar-label' }, s.id));
-      g.append(svgEl('rect', { x: labelW, y: y + 2, width: Math.max(v ? 1 : 0, w), height: rowH - 4, rx: 2 }));
+      g.append(svgEl('rect', { x: labelW, y: y + 2, width: Math.max(1, w), height: rowH - 4, rx: 2 }));
       g.append(svgEl('text', { x: labelW + w + 4, y: y + 11, class: 'bar-value' }, fmtCount(v)));
       g.append(svgEl('title', {}, `${s.id}: ${name} = ${v}`));
       g.addEventListener('click', () => select(s.id));
       svg.append(g);
       y += rowH;
+    }
+    if (zero && rows.length) {
+      svg.append(svgEl('text', { x: labelW, y: y + 10, class: 'bar-zero' }, `0 in the other ${zero} stage${zero === 1 ? '' : 's'}`));
+      y += 14;
     }
     y += gap;
   }
@@ -846,13 +861,19 @@ function drawComplexity() {
   const sx = x => L + (lx(x) - x0) / (x1 - x0) * (W - L - R), sy = y => T + (1 - (lx(y) - y0) / (y1 - y0)) * (H - T - B);
   const svg = svgEl('svg', { viewBox: `0 0 ${W} ${H}`, class: 'cx-svg', role: 'img', 'aria-label': `${counter} against ${param}` });
   svg.append(svgEl('rect', { x: L, y: T, width: W - L - R, height: H - T - B, class: 'cx-frame' }));
-  for (let e = Math.ceil(x0); e <= Math.floor(x1); e++) {
-    svg.append(svgEl('line', { x1: sx(10 ** e), x2: sx(10 ** e), y1: T, y2: H - B, class: 'cx-grid' }));
-    svg.append(svgEl('text', { x: sx(10 ** e), y: H - B + 14, 'text-anchor': 'middle', class: 'cx-tick' }, fmtCount(10 ** e)));
+  const ticks = (a, b) => {
+    // Decades, plus 2 and 5 within them when the axis spans few decades.
+    const out = [], mult = b - a < 2.5 ? [1, 2, 5] : [1];
+    for (let e = Math.floor(a); e <= Math.ceil(b); e++) for (const m of mult) { const v = m * 10 ** e; if (lx(v) >= a - 1e-9 && lx(v) <= b + 1e-9) out.push(v); }
+    return out;
+  };
+  for (const v of ticks(x0, x1)) {
+    svg.append(svgEl('line', { x1: sx(v), x2: sx(v), y1: T, y2: H - B, class: 'cx-grid' }));
+    svg.append(svgEl('text', { x: sx(v), y: H - B + 14, 'text-anchor': 'middle', class: 'cx-tick' }, fmtCount(v)));
   }
-  for (let e = Math.ceil(y0); e <= Math.floor(y1); e++) {
-    svg.append(svgEl('line', { x1: L, x2: W - R, y1: sy(10 ** e), y2: sy(10 ** e), class: 'cx-grid' }));
-    svg.append(svgEl('text', { x: L - 4, y: sy(10 ** e) + 4, 'text-anchor': 'end', class: 'cx-tick' }, fmtCount(10 ** e)));
+  for (const v of ticks(y0, y1)) {
+    svg.append(svgEl('line', { x1: L, x2: W - R, y1: sy(v), y2: sy(v), class: 'cx-grid' }));
+    svg.append(svgEl('text', { x: L - 4, y: sy(v) + 4, 'text-anchor': 'end', class: 'cx-tick' }, fmtCount(v)));
   }
   svg.append(svgEl('text', { x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle', class: 'cx-axis' }, `param ${param} (log)`));
   svg.append(svgEl('text', { x: 12, y: (T + H - B) / 2, transform: `rotate(-90 12 ${(T + H - B) / 2})`, 'text-anchor': 'middle', class: 'cx-axis' }, `${counter} (log)`));
@@ -866,7 +887,7 @@ function drawComplexity() {
       c.append(svgEl('title', {}, `${id}: ${param} = ${x}, ${counter} = ${y}`));
       svg.append(c);
     }
-    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, fill: color, class: 'cx-legend' }, id));
+    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, style: `fill: ${color}`, class: 'cx-legend' }, id));
   });
   plot.append(svg);
   const failed = runs.find(r => r.error);
