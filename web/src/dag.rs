@@ -275,8 +275,35 @@ fn layered(order: &[u64], sizes: &HashMap<u64, Point>, pairs: &[(u64, u64)], ran
 const CHAR_W: f64 = 7.2;
 const LINE_H: f64 = 15.0;
 
+/// Shortens long decimal numbers inside a label (`45.980000000000004` → `45.98`).
+pub fn tidy_numbers(label: &str) -> String {
+    let mut out = String::with_capacity(label.len());
+    let mut tok = String::new();
+    let flush = |tok: &mut String, out: &mut String| {
+        if tok.len() > 8 && tok.contains('.') {
+            if let Ok(r) = tok.parse::<f64>() {
+                out.push_str(&num(r));
+                tok.clear();
+                return;
+            }
+        }
+        out.push_str(tok);
+        tok.clear();
+    };
+    for c in label.chars() {
+        if c.is_ascii_digit() || c == '.' || ((c == 'e' || c == '-') && !tok.is_empty()) {
+            tok.push(c);
+        } else {
+            flush(&mut tok, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut tok, &mut out);
+    out
+}
+
 fn node_lines(n: &N) -> (String, String) {
-    let top = if n.label.is_empty() { n.ctor.clone() } else { n.label.clone() };
+    let top = tidy_numbers(if n.label.is_empty() { &n.ctor } else { &n.label });
     let mut sub = vec![];
     if let Some(d) = n.delta_id {
         sub.push(format!("#{d}"));
@@ -470,6 +497,13 @@ mod tests {
         let svg = draw(&G { nodes, edges, omitted: 5 }, 100).unwrap();
         assert!(svg.contains("1905 more were left out"), "{}", &svg[..400]);
         assert_eq!(svg.matches("class=\"node ").count(), 100);
+    }
+
+    #[test]
+    fn long_numbers_in_labels_are_shortened() {
+        assert_eq!(tidy_numbers("Scale 45.980000000000004"), "Scale 45.98");
+        assert_eq!(tidy_numbers("Var x1 #12 2.5"), "Var x1 #12 2.5");
+        assert_eq!(tidy_numbers("Scale -0.30000000000000004 x"), "Scale -0.3 x");
     }
 
     #[test]

@@ -699,7 +699,17 @@ function highlightStep() {
   const cur = steps[state.step]?.node;
   if (cur != null) {
     const e = box.querySelector(`#dag-n${cur}`);
-    if (e) { e.classList.remove('done'); e.classList.add('current'); }
+    if (e) {
+      e.classList.remove('done');
+      e.classList.add('current');
+      // Keep the current node in view: pan (not zoom) when it is outside the visible area.
+      const b = box.getBoundingClientRect(), r = e.getBoundingClientRect();
+      if (b.width && (r.right < b.left + 10 || r.left > b.right - 10 || r.bottom < b.top + 10 || r.top > b.bottom - 10)) {
+        state.zoom.x += (b.left + b.width / 2) - (r.left + r.width / 2);
+        state.zoom.y += (b.top + b.height / 2) - (r.top + r.height / 2);
+        applyZoom();
+      }
+    }
   }
   box.dataset.currentNode = cur ?? '';
 }
