@@ -113,6 +113,43 @@ try {
     return `${found}: highlight visited ${seen.size} nodes; ${pos}`;
   });
 
+  await check('hovering a DAG node shows its constructor, id and value; the program diff toggles', async () => {
+    const node = await page.$('[data-testid="delta-dag"] svg .node');
+    if (!node) return 'SKIPPED: no graph on this stage';
+    await node.hover();
+    await page.waitForSelector('#dag-tip:not([hidden])', { timeout: 3000 });
+    const tip = await page.textContent('#dag-tip');
+    assert(/constructor/.test(tip) && /node/.test(tip), 'tooltip: ' + tip);
+    await page.check('#diff-toggle');
+    const marks = await page.$$eval('[data-testid="stage-program"] .line.add, [data-testid="stage-program"] .line.del', els => els.length);
+    assert(marks > 0, 'the diff shows no changed lines');
+    await page.uncheck('#diff-toggle');
+    return `tooltip "${tip.replace(/\s+/g, ' ').slice(0, 60)}", ${marks} changed lines`;
+  });
+
+  await check('the examples menu is grouped by paper and loads an example', async () => {
+    const groups = await page.$$eval('#examples optgroup', els => els.map(e => `${e.label} (${e.children.length})`));
+    assert(groups.length >= 1, 'no groups');
+    const value = await page.$eval('#examples optgroup:last-of-type option', o => o.value);
+    const before = await lastSeq(page);
+    await page.selectOption('#examples', value);
+    await waitUpdate(page, before);
+    const want = await page.evaluate(v => window.__cot.state.examples[+v].source, value);
+    assert((await src(page)) === want, 'example not loaded');
+    return groups.join(', ');
+  });
+
+  await check('the complexity view plots counters against a param', async () => {
+    await setSource(page, 'param n = 4\ninput 1.5\ndef double k x = if k == 0 then x else double (k - 1) (x + x)\ndef main x = double n x\n');
+    await page.waitForSelector('#cx-run');
+    await page.fill('#cx-from', '1');
+    await page.fill('#cx-to', '8');
+    await page.click('#cx-run');
+    await page.waitForFunction(() => document.querySelectorAll('#cx-plot polyline').length >= 2 && window.__cot.state.complexity.runs.length >= 4, null, { timeout: 20000 });
+    const lines = await page.$$eval('#cx-plot polyline', els => els.length);
+    return `${lines} stages plotted`;
+  });
+
   await check('a syntax error shows a located marker', async () => {
     await setSource(page, 'input 1.0\ndef main x = (x +\n');
     await page.waitForSelector('[data-testid="diagnostics"] .diag', { timeout: 10000 });
@@ -213,7 +250,7 @@ try {
   });
 
   // ---- Figures: keystroke → every stage updated, per example (performance marks in the page).
-  console.log('\nkeystroke → all stages updated (median of 5 keystrokes; core = time inside wasm):');
+  console.log(`\nkeystroke → all stages updated (median of 5 keystrokes; core = time inside wasm; selected stage ${await page.evaluate(() => window.__cot.state.selected)}; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}):`);
   const examples = await page.evaluate(() => window.__cot.state.examples.map(e => ({ name: e.name, source: e.source })));
   const rows = [];
   for (const ex of [{ name: '(running, inline)', source: RUNNING }, ...examples]) {

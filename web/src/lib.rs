@@ -446,3 +446,31 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn time_quaternion() {
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/krawiec-fig12-quaternion.cot")).unwrap();
+        for svg in [vec![], vec!["krawiec/monadic".to_string()]] {
+            for trace in [false, true] {
+                let o = WebOptions { svg: Some(svg.clone()), trace: Some(trace), ..WebOptions::default() };
+                let t = std::time::Instant::now();
+                let a = analyse_text(&src, &o);
+                eprintln!("svg {svg:?} trace {trace}: {:?} ({} stages)", t.elapsed(), a.stages.len());
+            }
+        }
+        let t = std::time::Instant::now();
+        let a = pipeline::analyse(&src, &Options::default()).ok().unwrap();
+        eprintln!("pipeline only: {:?}", t.elapsed());
+        for r in &a.stages {
+            let t = std::time::Instant::now();
+            let mut o = Options::default();
+            o.stages = vec![r.id.clone()];
+            let _ = pipeline::analyse(&src, &o);
+            eprintln!("  {}: {:?}", r.id, t.elapsed());
+        }
+    }
+}

@@ -203,6 +203,7 @@ let lastRun = 0;
 function onEdit() {
   const seq = ++state.seq;
   performance.mark('cot-edit-' + seq);
+  lastSpanKey = 'stale';   // the step's span decoration moved with the edit
   persist();
   run(seq);
 }
@@ -268,6 +269,7 @@ function renderAll() {
   renderComplexityControls();
 }
 
+let lastLintKey = '[]';
 function renderDiagnostics() {
   const box = $('diagnostics');
   box.replaceChildren();
@@ -294,7 +296,8 @@ function renderDiagnostics() {
     box.append(item);
   }
   box.hidden = !ds.length;
-  editor.dispatch(setDiagnostics(editor.state, cm));
+  const key = JSON.stringify(cm);
+  if (key !== lastLintKey) { lastLintKey = key; editor.dispatch(setDiagnostics(editor.state, cm)); }
 }
 
 function syncParamsFromText(text) {
@@ -397,6 +400,7 @@ function select(id, step = 0) {
   state.selected = id;
   state.step = step;
   state.zoom = { k: 1, x: 0, y: 0 };
+  state.fitPending = true;
   persist();
   for (const li of document.querySelectorAll('.stage-item')) li.classList.toggle('selected', li.dataset.stage === id);
   document.querySelector(`.stage-item[data-stage="${CSS.escape(id)}"]`)?.scrollIntoView({ block: 'nearest' });
@@ -515,10 +519,14 @@ function previousStage(id) {
   return same.length ? same[same.length - 1] : ids.includes('forward') && id !== 'forward' ? 'forward' : ids[i - 1];
 }
 
+let programKey = null;
 function renderProgram(r) {
   const pre = $('stage-program');
-  pre.replaceChildren();
   const prev = previousStage(state.selected);
+  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && prev ? stageResult(prev).program : null]);
+  if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
+  programKey = key;
+  pre.replaceChildren();
   $('diff-base').textContent = prev ? prev : 'previous stage';
   $('diff-toggle').disabled = !prev;
   if (!r || !r.program) { pre.append(el('span', 'muted', r?.error ? 'No program: ' + r.error : 'No program.')); return; }
@@ -549,8 +557,12 @@ function safeSvg(text) {
   return document.importNode(svg, true);
 }
 
+let dagKey = null;
 function renderDag(r) {
   const box = $('dag');
+  const key = JSON.stringify([state.selected, r?.ok, r?.graph_svg ?? null, r?.graph?.nodes?.length ?? 0]);
+  if (key === dagKey && box.querySelector('svg')) { highlightStep(); return; }
+  dagKey = key;
   box.replaceChildren();
   const info = $('dag-info');
   info.textContent = '';
@@ -577,7 +589,9 @@ function renderDag(r) {
   const stage = el('div', 'dag-stage');
   stage.append(svg);
   box.append(stage);
-  applyZoom(true);
+  // Fit when a stage is opened; after an edit keep the user's pan and zoom.
+  applyZoom(state.fitPending !== false);
+  state.fitPending = false;
   highlightStep();
 }
 
@@ -653,6 +667,14 @@ function setupDagInteractions() {
 
 function trace() { return stageResult(state.selected)?.trace || []; }
 
+let lastSpanKey = 'null';
+function setSpan(span) {
+  const key = JSON.stringify(span);
+  if (key === lastSpanKey) return;
+  lastSpanKey = key;
+  editor.dispatch({ effects: spanEffect.of(span) });
+}
+
 function renderStep() {
   const steps = trace();
   const r = stageResult(state.selected);
@@ -665,7 +687,7 @@ function renderStep() {
   if (!n) {
     pos.textContent = '';
     note.textContent = r?.ok ? 'This stage records no backward-pass steps.' : '';
-    editor.dispatch({ effects: spanEffect.of(null) });
+    setSpan(null);
     highlightStep();
     return;
   }
@@ -686,16 +708,18 @@ function renderStep() {
     table.append(tr);
   }
   const len = editor.state.doc.length;
-  editor.dispatch({ effects: spanEffect.of(s.span && s.span.to <= len ? { from: s.span.from, to: s.span.to } : null) });
+  setSpan(s.span && s.span.to <= len ? { from: s.span.from, to: s.span.to } : null);
   highlightStep();
 }
 
-function highlightStep() {
+function highlightStep(pan = false) {
   const box = $('dag');
   for (const e of box.querySelectorAll('.node.current, .node.done')) e.classList.remove('current', 'done');
   const steps = trace();
   if (!steps.length) return;
-  for (let i = 0; i < state.step; i++) if (steps[i].node != null) box.querySelector(`#dag-n${steps[i].node}`)?.classList.add('done');
+  const done = new Set();
+  for (let i = 0; i < state.step; i++) if (steps[i].node != null) done.add(steps[i].node);
+  for (const id of done) box.querySelector(`#dag-n${id}`)?.classList.add('done');
   const cur = steps[state.step]?.node;
   if (cur != null) {
     const e = box.querySelector(`#dag-n${cur}`);
@@ -703,8 +727,8 @@ function highlightStep() {
       e.classList.remove('done');
       e.classList.add('current');
       // Keep the current node in view: pan (not zoom) when it is outside the visible area.
-      const b = box.getBoundingClientRect(), r = e.getBoundingClientRect();
-      if (b.width && (r.right < b.left + 10 || r.left > b.right - 10 || r.bottom < b.top + 10 || r.top > b.bottom - 10)) {
+      const b = pan && box.getBoundingClientRect(), r = pan && e.getBoundingClientRect();
+      if (pan && b.width && (r.right < b.left + 10 || r.left > b.right - 10 || r.bottom < b.top + 10 || r.top > b.bottom - 10)) {
         state.zoom.x += (b.left + b.width / 2) - (r.left + r.width / 2);
         state.zoom.y += (b.top + b.height / 2) - (r.top + r.height / 2);
         applyZoom();
@@ -719,6 +743,7 @@ function goStep(i) {
   if (!n) return;
   state.step = Math.max(0, Math.min(n - 1, i));
   renderStep();
+  highlightStep(true);
 }
 function stopPlay() {
   if (state.playing) { clearInterval(state.playing); state.playing = null; $('step-play').textContent = '▶ play'; }
@@ -914,6 +939,7 @@ function renderExamples() {
   // Grouped by the file-name prefix when it names a paper's chain (krawiec-*.cot, dualrev-*.cot, ...).
   const known = new Set([...Object.keys(PAPERS), ...state.stages.map(s => groupOf(s.id))]);
   const groups = new Map([['general', []]]);
+  for (const st of state.stages) if (groupOf(st.id) !== 'forward' && !groups.has(groupOf(st.id))) groups.set(groupOf(st.id), []);
   for (const [i, e] of state.examples.entries()) {
     const g = known.has(e.paper) && e.paper !== 'forward' ? e.paper : 'general';
     if (!groups.has(g)) groups.set(g, []);
@@ -922,7 +948,9 @@ function renderExamples() {
   if (!groups.get('general').length) groups.delete('general');
   for (const [paper, list] of groups) {
     const og = document.createElement('optgroup');
-    og.label = PAPERS[paper] || paper;
+    if (!list.length) continue;
+    const first = state.stages.find(s => groupOf(s.id) === paper);
+    og.label = first?.paper ? `${first.paper} (${paper}/*)` : (PAPERS[paper] || paper);
     for (const [i, e] of list) { const o = el('option', null, e.title || e.name); o.value = String(i); o.title = e.name; og.append(o); }
     sel.append(og);
   }
