@@ -160,22 +160,28 @@ fn rank(order: &[u64], pairs: &[(u64, u64)]) -> HashMap<u64, usize> {
     }
     let mut r = vec![0usize; n];
     let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|i| indeg[*i] == 0).collect();
-    let mut done = vec![false; n];
+    let mut queued = vec![false; n];
+    for &i in &queue {
+        queued[i] = true;
+    }
     loop {
         while let Some(i) = queue.pop_front() {
-            done[i] = true;
             for &j in &succ[i] {
+                if queued[j] {
+                    continue; // a back edge of a cycle
+                }
                 r[j] = r[j].max(r[i] + 1);
-                indeg[j] -= 1;
+                indeg[j] = indeg[j].saturating_sub(1);
                 if indeg[j] == 0 {
+                    queued[j] = true;
                     queue.push_back(j);
                 }
             }
         }
-        // A cycle: release its first unfinished node.
-        match (0..n).find(|i| !done[*i] && indeg[*i] > 0) {
+        // A cycle: release its first node not yet placed.
+        match (0..n).find(|i| !queued[*i]) {
             Some(i) => {
-                indeg[i] = 0;
+                queued[i] = true;
                 queue.push_back(i);
             }
             None => break,
@@ -497,6 +503,18 @@ mod tests {
         let svg = draw(&G { nodes, edges, omitted: 5 }, 100).unwrap();
         assert!(svg.contains("1905 more were left out"), "{}", &svg[..400]);
         assert_eq!(svg.matches("class=\"node ").count(), 100);
+    }
+
+    #[test]
+    fn cycles_and_self_loops_do_not_panic() {
+        let n = |id| N { id, ctor: "Add".into(), ..N::default() };
+        let e = |from, to| E { from, to, label: String::new() };
+        let g = G { nodes: vec![n(1), n(2), n(3)], edges: vec![e(1, 2), e(2, 3), e(3, 1), e(2, 2), e(1, 2)], omitted: 0 };
+        assert!(draw(&g, DRAW_LIMIT).unwrap().contains("dag-n3"));
+        // The same past the layout-rs limit.
+        let nodes = (0..100).map(n).collect();
+        let edges = (0..100).map(|i| e(i, (i + 1) % 100)).collect();
+        assert!(draw(&G { nodes, edges, omitted: 0 }, DRAW_LIMIT).unwrap().contains("dag-n99"));
     }
 
     #[test]

@@ -440,6 +440,19 @@ mod tests {
     }
 
     #[test]
+    fn every_example_analyses_and_every_graph_is_drawn() {
+        for e in example_list() {
+            let a = analyse_text(&e.source, &WebOptions::default());
+            assert!(a.diagnostics.is_empty(), "{}: {:?}", e.name, a.diagnostics.first().map(|d| &d.message));
+            for s in &a.stages {
+                if let Some(g) = &s.graph {
+                    assert_eq!(s.graph_svg.is_some(), !g.nodes.is_empty(), "{} {}", e.name, s.desc.id);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn examples_have_papers() {
         for e in example_list() {
             assert!(!e.paper.is_empty() && !e.source.is_empty());
