@@ -297,6 +297,13 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             out.reference = a.reference.clone();
             for r in a.stages {
                 let want_svg = o.svg.as_ref().map_or(true, |ids| ids.iter().any(|i| *i == r.id));
+                // A step without a span of its own points at its node's span, where the node has one.
+                let node_span: std::collections::HashMap<u64, Span> = r
+                    .graph
+                    .iter()
+                    .flat_map(|g| g.nodes.iter())
+                    .filter_map(|n| n.span.filter(|s| !s.is_none()).map(|s| (n.id, s)))
+                    .collect();
                 let graph_svg = if want_svg { r.graph.as_ref().and_then(|g| dag::draw(&dag::G::from(g), limit)) } else { None };
                 out.stages.push(WebStage {
                     desc: desc_of(&r.id),
@@ -315,7 +322,11 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                         .map(|s| WebStep {
                             kind: s.kind,
                             node: s.node,
-                            span: s.span.and_then(|sp| web_span(text, &off, sp)),
+                            span: s
+                                .span
+                                .filter(|sp| !sp.is_none())
+                                .or_else(|| s.node.and_then(|n| node_span.get(&n).copied()))
+                                .and_then(|sp| web_span(text, &off, sp)),
                             factor: s.factor,
                             note: s.note,
                             state: s.state,
