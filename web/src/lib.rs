@@ -398,6 +398,38 @@ pub fn analyse(source: &str, options: JsValue) -> JsValue {
     to_js(&analyse_text(source, &opts))
 }
 
+/// `analyse` as a JSON string (one `JSON.parse` in the page is much cheaper than building the objects
+/// from wasm). Returns an empty string when a number in the result is NaN or infinite, which JSON cannot
+/// hold; the caller then uses `analyse`.
+#[wasm_bindgen]
+pub fn analyse_json(source: &str, options: JsValue) -> String {
+    let opts: WebOptions = if options.is_undefined() || options.is_null() {
+        WebOptions::default()
+    } else {
+        match serde_wasm_bindgen::from_value(options) {
+            Ok(o) => o,
+            Err(_) => return String::new(),
+        }
+    };
+    let a = analyse_text(source, &opts);
+    if !all_finite(&a) {
+        return String::new();
+    }
+    serde_json::to_string(&a).unwrap_or_default()
+}
+
+/// Whether every f64 outside the JSON values (which encode non-finite reals as strings) is finite.
+pub fn all_finite(a: &WebAnalysis) -> bool {
+    let f = |x: &f64| x.is_finite();
+    let reference = a.reference.as_ref().map_or(true, |r| r.gradient.iter().all(f) && r.fd.iter().all(f));
+    reference
+        && a.stages.iter().all(|s| {
+            s.gradient.iter().all(f)
+                && s.trace.iter().all(|t| t.factor.as_ref().map_or(true, f) && t.state.iter().all(|(_, v)| v.is_finite()))
+                && s.graph.as_ref().map_or(true, |g| g.nodes.iter().all(|n| n.value.as_ref().map_or(true, f)))
+        })
+}
+
 /// Every registered stage, in order.
 #[wasm_bindgen]
 pub fn stages() -> JsValue {
@@ -461,6 +493,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn json_result_matches_and_refuses_non_finite_numbers() {
+        let a = analyse_text("input (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\n", &WebOptions::default());
+        assert!(all_finite(&a));
+        let j: serde_json::Value = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(j["stages"][0]["gradient"], serde_json::json!([37.0, 12.0]));
+        let b = analyse_text("input 0.0\ndef main x = log x\n", &WebOptions::default());
+        assert!(!all_finite(&b));
     }
 
     #[test]

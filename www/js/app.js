@@ -88,7 +88,7 @@ class Core {
     if (!job || msg.id !== job.id) return;
     clearTimeout(job.timer);
     this.current = null;
-    if (msg.ok) job.resolve(msg.result);
+    if (msg.ok) job.resolve(msg.result && typeof msg.result.json === 'string' ? JSON.parse(msg.result.json) : msg.result);
     else {
       job.reject(new Error(msg.error));
       if (msg.fatal) { this.worker.terminate(); this.spawn(); this.onRestart?.('the core crashed (' + msg.error + ') and was restarted'); }

@@ -10,7 +10,11 @@ self.onmessage = async (ev) => {
     await ready;
     let result;
     if (msg.kind === 'hello') result = { stages: core.stages(), examples: core.examples(), version: core.version() };
-    else if (msg.kind === 'analyse') result = core.analyse(msg.source, msg.options || {});
+    else if (msg.kind === 'analyse') {
+      // The JSON route is several times cheaper for big results; NaN and infinities need the object route.
+      const json = core.analyse_json(msg.source, msg.options || {});
+      result = json ? { json } : core.analyse(msg.source, msg.options || {});
+    }
     else if (msg.kind === 'draw') result = core.draw_graph(msg.graph, msg.limit ?? undefined) ?? null;
     else throw new Error('unknown request ' + msg.kind);
     self.postMessage({ id: msg.id, ok: true, result });
