@@ -198,6 +198,14 @@ try {
     return 'banner: ' + banner.trim().slice(0, 70);
   });
 
+  await check('NaN and infinities reach the page', async () => {
+    await setSource(page, 'input 0.0\ndef main x = log x\n');
+    await page.click('[data-stage="forward"]');
+    const g = await page.textContent('[data-testid="gradient"]');
+    assert(/inf/.test(g), 'gradient: ' + g);
+    return g.replace(/\s+/g, ' ').slice(0, 90);
+  });
+
   await check('a reload keeps the program', async () => {
     const marker = '-- reload check ' + Date.now() + '\n';
     await setSource(page, RUNNING + marker);

@@ -100,3 +100,14 @@ fn draw_graph_from_page_data() {
     assert!(svg.contains("id=\"dag-n1\"") && svg.contains("id=\"dag-n2\"") && svg.contains("shared"));
     assert!(cotangent_web::draw_graph(JsValue::from_str("nonsense"), None).is_none());
 }
+
+#[wasm_bindgen_test]
+fn json_route_defers_non_finite_results_to_the_object_route() {
+    assert!(cotangent_web::analyse_json(RUNNING, JsValue::UNDEFINED).starts_with('{'));
+    let src = "input 0.0\ndef main x = log x\n";
+    assert_eq!(cotangent_web::analyse_json(src, JsValue::UNDEFINED), "");
+    let out = cotangent_web::analyse(src, JsValue::UNDEFINED);
+    let s = js_sys::Array::from(&get(&out, "stages")).get(0);
+    let g = js_sys::Array::from(&get(&s, "gradient")).get(0).as_f64().unwrap();
+    assert!(g.is_infinite());
+}
