@@ -827,7 +827,7 @@ function renderComplexityControls() {
     const lab = (t, e) => { const l = el('label', null, t + ' '); l.append(e); return l; };
     form.append(lab('param', sel), lab('from', from), lab('to', to), lab('counter', ctr), go);
     box.append(form);
-    box.append(el('div', 'cx-note muted', 'Runs every stage at about 8 values of the parameter (each run under the 3 s limit).'));
+    box.append(el('div', 'cx-note muted', 'Runs every stage at about 8 values of the parameter; a stage that runs out of a 5M-step budget leaves the plot.'));
     const plot = el('div', 'cx-plot'); plot.id = 'cx-plot';
     box.append(plot);
     go.addEventListener('click', runComplexity);
@@ -858,13 +858,19 @@ async function runComplexity() {
   const plot = $('cx-plot');
   plot.replaceChildren(el('p', 'muted', 'running…'));
   const text = source();
+  // Each value runs the stages still in the race, under a smaller step budget, so that an exponential
+  // stage drops out (its line ends) instead of stopping the whole sweep at the 3 s limit.
+  let alive = null;
   for (const v of values) {
     try {
-      const res = await core.request('analyse', { source: text, options: options({ params: { ...state.params, [param]: v }, svg: [], trace: false }) });
+      const res = await core.request('analyse', { source: text, options: options({
+        params: { ...state.params, [param]: v }, svg: [], trace: false, stages: alive || [], budget: { steps: 5_000_000 } }) });
       if (res.diagnostics?.length) { state.complexity.runs.push({ value: v, error: res.diagnostics[0].message, costs: {} }); break; }
-      const costs = {};
-      for (const s of res.stages) if (s.ok) costs[s.id] = s.cost;
-      state.complexity.runs.push({ value: v, costs });
+      const costs = {}, dropped = [];
+      for (const s of res.stages) if (s.ok) costs[s.id] = s.cost; else dropped.push(s.id);
+      state.complexity.runs.push({ value: v, costs, dropped });
+      alive = res.stages.filter(s => s.ok).map(s => s.id);
+      if (!alive.length) break;
     } catch (e) {
       state.complexity.runs.push({ value: v, error: String(e.message || e), costs: {} });
       break;   // larger values will not be faster
@@ -875,7 +881,8 @@ async function runComplexity() {
   drawComplexity();
 }
 
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
+  '#393b79', '#ad494a', '#637939', '#843c39', '#7b4173', '#3182bd', '#e6550d', '#31a354'];
 
 function drawComplexity() {
   const plot = $('cx-plot');
@@ -927,6 +934,7 @@ function drawComplexity() {
   plot.append(svg);
   const failed = runs.find(r => r.error);
   if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${failed.error}`));
+  for (const r of runs) if (r.dropped?.length) plot.append(el('p', 'muted', `At ${param} = ${r.value}, ${r.dropped.join(', ')} ran out of the 5M-step budget (or did not run) and left the plot.`));
 }
 
 // ---------------------------------------------------------------------------------------------
