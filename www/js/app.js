@@ -219,7 +219,7 @@ async function run(seq = ++state.seq) {
   } catch (e) {
     if (e instanceof Superseded) return;
     if (seq !== state.seq) return;
-    state.result = null;
+    state.stale = !!state.result;   // keep showing the last result that ran, marked as stale
     state.diagnostics = [{ message: String(e.message || e), from: null, line: null }];
     renderAll();
     setStatus(e instanceof Stopped ? 'stopped after 3 s' : 'error', 'bad');
@@ -228,8 +228,8 @@ async function run(seq = ++state.seq) {
   if (seq !== state.seq) return;   // a newer edit is on its way
   lastRun = seq;
   state.diagnostics = res.diagnostics || [];
-  state.result = state.diagnostics.length ? null : res;
-  if (state.result) state.paramDefaults = res.params || state.paramDefaults;
+  if (!state.diagnostics.length) { state.result = res; state.stale = false; state.paramDefaults = res.params || state.paramDefaults; }
+  else state.stale = !!state.result;   // while the program has errors, the last result that ran stays, dimmed
   renderAll();
   if (state.pendingStep != null && state.result) {
     const p = state.pendingStep;
@@ -242,8 +242,8 @@ async function run(seq = ++state.seq) {
   window.__cot.perf.push({ seq, ms: m.duration, core_ms: res.elapsed_ms });
   window.__cot.lastSeq = seq;
   const nStages = state.result ? state.result.stages.length : 0;
-  setStatus(state.result ? `${nStages} stage${nStages === 1 ? '' : 's'} updated in ${m.duration.toFixed(0)} ms` :
-    `${state.diagnostics.length} error${state.diagnostics.length === 1 ? '' : 's'}`, state.result ? 'ok' : 'bad');
+  setStatus(!state.stale && state.result ? `${nStages} stage${nStages === 1 ? '' : 's'} updated in ${m.duration.toFixed(0)} ms` :
+    `${state.diagnostics.length} error${state.diagnostics.length === 1 ? '' : 's'}`, !state.stale && state.result ? 'ok' : 'bad');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -260,6 +260,8 @@ function showBanner(text) {
 }
 
 function renderAll() {
+  $('stage').classList.toggle('stale', !!state.stale);
+  $('overview').classList.toggle('stale', !!state.stale);
   renderDiagnostics();
   renderParams();
   renderStageList();
@@ -457,6 +459,7 @@ function renderGradient(r) {
   box.replaceChildren();
   const res = state.result;
   if (!res) { box.append(el('p', 'muted', state.diagnostics.length ? 'Fix the errors in the program to see gradients.' : 'No result yet.')); return; }
+  if (state.stale) box.append(el('p', 'stale-note', 'The program has errors (see under the editor): this is the last version that ran.'));
   if (!r) { box.append(el('p', 'muted', 'This stage did not run.')); return; }
   const head = el('div', 'grad-head');
   if (!r.ok) {
