@@ -13,6 +13,7 @@ import { diffLines } from './diff.js';
 import { encodeView, decodeHash } from './share.js';
 
 const WALL_LIMIT_MS = 3000;
+const STEP_BUDGET = 2_000_000;   // krawiec/delta's eval2 runs ~2M budget steps per second in wasm
 const STORE_KEY = 'cotangent.playground.v1';
 const FALLBACK_EXAMPLE = {
   name: 'running-example', paper: 'krawiec', title: 'The running example (Krawiec et al. 2022, §2)',
@@ -188,7 +189,9 @@ function setSource(text) {
 
 function options(extra = {}) {
   const at = $('in-at').value.trim(), seed = $('in-seed').value.trim();
-  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: [state.selected], ...extra };
+  // A step budget per run (each stage runs separately): an exponential stage then fails on its own,
+  // with the budget named, while the others still show, well inside the 3 s wall-time limit.
+  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: [state.selected], budget: { steps: STEP_BUDGET }, ...extra };
 }
 
 function persist() {
@@ -830,7 +833,7 @@ function renderComplexityControls() {
     const lab = (t, e) => { const l = el('label', null, t + ' '); l.append(e); return l; };
     form.append(lab('param', sel), lab('from', from), lab('to', to), lab('counter', ctr), go);
     box.append(form);
-    box.append(el('div', 'cx-note muted', 'Runs every stage at about 8 values of the parameter; a stage that runs out of a 5M-step budget leaves the plot.'));
+    box.append(el('div', 'cx-note muted', 'Runs every stage at about 8 values of the parameter; a stage that runs out of the 2M-step budget leaves the plot.'));
     const plot = el('div', 'cx-plot'); plot.id = 'cx-plot';
     box.append(plot);
     go.addEventListener('click', runComplexity);
@@ -867,7 +870,7 @@ async function runComplexity() {
   for (const v of values) {
     try {
       const res = await core.request('analyse', { source: text, options: options({
-        params: { ...state.params, [param]: v }, svg: [], trace: false, stages: alive || [], budget: { steps: 5_000_000 } }) });
+        params: { ...state.params, [param]: v }, svg: [], trace: false, stages: alive || [], budget: { steps: STEP_BUDGET } }) });
       if (res.diagnostics?.length) { state.complexity.runs.push({ value: v, error: res.diagnostics[0].message, costs: {} }); break; }
       const costs = {}, dropped = [];
       for (const s of res.stages) if (s.ok) costs[s.id] = s.cost; else dropped.push(s.id);
@@ -937,7 +940,7 @@ function drawComplexity() {
   plot.append(svg);
   const failed = runs.find(r => r.error);
   if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${failed.error}`));
-  for (const r of runs) if (r.dropped?.length) plot.append(el('p', 'muted', `At ${param} = ${r.value}, ${r.dropped.join(', ')} ran out of the 5M-step budget (or did not run) and left the plot.`));
+  for (const r of runs) if (r.dropped?.length) plot.append(el('p', 'muted', `At ${param} = ${r.value}, ${r.dropped.join(', ')} ran out of the 2M-step budget (or did not run) and left the plot.`));
 }
 
 // ---------------------------------------------------------------------------------------------
