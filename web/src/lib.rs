@@ -296,7 +296,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             out.params = a.program.params.iter().map(|p| WebParam { name: p.name.text.to_string(), value: p.value }).collect();
             out.reference = a.reference.clone();
             for r in a.stages {
-                let want_svg = o.svg.as_ref().map_or(true, |ids| ids.iter().any(|i| *i == r.id));
+                let want_svg = o.svg.as_ref().is_none_or(|ids| ids.contains(&r.id));
                 // A step without a span of its own points at its node's span, where the node has one.
                 let node_span: std::collections::HashMap<u64, Span> = r
                     .graph
@@ -421,12 +421,12 @@ pub fn analyse_json(source: &str, options: JsValue) -> String {
 /// Whether every f64 outside the JSON values (which encode non-finite reals as strings) is finite.
 pub fn all_finite(a: &WebAnalysis) -> bool {
     let f = |x: &f64| x.is_finite();
-    let reference = a.reference.as_ref().map_or(true, |r| r.gradient.iter().all(f) && r.fd.iter().all(f));
+    let reference = a.reference.as_ref().is_none_or(|r| r.gradient.iter().all(f) && r.fd.iter().all(f));
     reference
         && a.stages.iter().all(|s| {
             s.gradient.iter().all(f)
-                && s.trace.iter().all(|t| t.factor.as_ref().map_or(true, f) && t.state.iter().all(|(_, v)| v.is_finite()))
-                && s.graph.as_ref().map_or(true, |g| g.nodes.iter().all(|n| n.value.as_ref().map_or(true, f)))
+                && s.trace.iter().all(|t| t.factor.as_ref().is_none_or(f) && t.state.iter().all(|(_, v)| v.is_finite()))
+                && s.graph.as_ref().is_none_or(|g| g.nodes.iter().all(|n| n.value.as_ref().is_none_or(f)))
         })
 }
 
