@@ -204,6 +204,8 @@ function persist() {
 
 let lastRun = 0;
 function onEdit() {
+  const sel = $('examples');
+  if (sel.value && state.examples[+sel.value]?.source !== source()) sel.value = '';
   const seq = ++state.seq;
   performance.mark('cot-edit-' + seq);
   lastSpanKey = 'stale';   // the step's span decoration moved with the edit
@@ -701,18 +703,22 @@ function renderStep() {
   pos.textContent = `step ${state.step + 1} / ${n}${r.trace_dropped ? ` (+${r.trace_dropped} not recorded)` : ''}`;
   note.replaceChildren();
   note.append(el('span', 'step-kind', s.kind));
+  const node = s.node != null ? r.graph?.nodes.find(n => n.id === s.node) : null;
+  if (node) note.append(el('span', 'step-node', `at ${node.label || node.ctor}`));
   if (s.factor != null) note.append(el('span', 'step-factor', '× ' + fmt(s.factor)));
   note.append(el('span', 'step-text', s.note || ''));
   if (s.span) note.append(el('span', 'muted', ` (line ${s.span.line}:${s.span.col})`));
   const caption = el('caption', null, r.graph ? 'cotangents after this step' : 'state after this step');
   table.append(caption);
   if (!s.state?.length) { const tr = el('tr'); tr.append(el('td', 'muted', '(empty)')); table.append(tr); }
-  for (const [k, v] of s.state || []) {
+  const rows = s.state || [];
+  for (const [k, v] of rows.slice(0, 200)) {
     const tr = el('tr');
     tr.append(el('td', 'key', k));
     tr.append(el('td', 'num', fmt(v)));
     table.append(tr);
   }
+  if (rows.length > 200) { const tr = el('tr'); tr.append(el('td', 'muted', `… ${rows.length - 200} more entries`)); table.append(tr); }
   const len = editor.state.doc.length;
   setSpan(s.span && s.span.to <= len ? { from: s.span.from, to: s.span.to } : null);
   highlightStep();
@@ -973,7 +979,7 @@ function renderExamples() {
     if (!e) return;
     $('in-at').value = ''; $('in-seed').value = ''; state.params = {};
     setSource(e.source);
-    sel.value = '';
+    sel.value = String(state.examples.indexOf(e));
   });
 }
 
