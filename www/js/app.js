@@ -1019,7 +1019,7 @@ async function applyView(view) {
 }
 
 function defaultExample() {
-  return state.examples.find(e => /running/.test(e.name)) || state.examples[0] || FALLBACK_EXAMPLE;
+  return state.examples.find(e => e.name === 'running-example') || state.examples.find(e => /running/.test(e.name)) || state.examples[0] || FALLBACK_EXAMPLE;
 }
 
 async function loadFromHash(initial) {
@@ -1079,6 +1079,14 @@ async function main() {
   setupDagInteractions();
   setupKeys();
   $('copy-link').addEventListener('click', copyLink);
+  $('help-btn').addEventListener('click', () => {
+    const h = $('help');
+    h.hidden = !h.hidden;
+    $('help-btn').setAttribute('aria-expanded', String(!h.hidden));
+    try { localStorage.setItem(STORE_KEY + '.helpSeen', '1'); } catch { /* ignore */ }
+  });
+  // The help shows on the first visit only (the ? button brings it back).
+  try { if (!localStorage.getItem(STORE_KEY + '.helpSeen')) { $('help').hidden = false; localStorage.setItem(STORE_KEY + '.helpSeen', '1'); } } catch { /* ignore */ }
   $('banner-close').addEventListener('click', () => { $('banner').hidden = true; });
   $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; renderProgram(stageResult(state.selected)); });
   $('step-first').onclick = () => { stopPlay(); goStep(0); };
