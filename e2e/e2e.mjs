@@ -88,17 +88,18 @@ try {
     for (const text of [RUNNING, ...examples]) {
       await setSource(page, text);
       found = await page.evaluate(() => {
-        const s = window.__cot.state.result?.stages.find(s => s.ok && s.trace?.length > 1 && s.graph?.nodes?.length && s.trace.some(t => t.node != null));
+        const s = window.__cot.state.result?.stages.find(s => s.ok && s.trace_len > 1 && s.graph_nodes > 0);
         return s ? s.id : null;
       });
       if (found) break;
     }
     if (!found) return 'SKIPPED: no stage records a trace over a graph yet (krawiec/* and dualrev/* have not landed)';
     await page.click(`[data-stage="${found}"]`);
+    await page.waitForSelector(`body[data-detail="${found}"]`, { timeout: 10000 });
     await page.waitForSelector('[data-testid="delta-dag"] svg .node', { timeout: 10000 });
     await page.click('#step-first');
     const seen = new Set();
-    const n = await page.evaluate(() => window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected).trace.length);
+    const n = await page.evaluate(() => window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected).trace_len);
     for (let i = 0; i < Math.min(n, 40); i++) {
       const cur = await page.$eval('[data-testid="delta-dag"]', e => e.dataset.currentNode);
       if (cur) {
@@ -166,7 +167,8 @@ try {
     const ids = await page.$$eval('[data-stage]', els => els.map(e => e.dataset.stage));
     const stage = ids[ids.length - 1];
     await page.click(`[data-stage="${stage}"]`);
-    const steps = await page.evaluate(() => window.__cot.state.result?.stages.find(s => s.id === window.__cot.state.selected)?.trace.length || 0);
+    await page.waitForSelector(`body[data-detail="${stage}"]`, { timeout: 10000 });
+    const steps = await page.evaluate(() => window.__cot.state.result?.stages.find(s => s.id === window.__cot.state.selected)?.trace_len || 0);
     if (steps > 2) { await page.click('[data-testid="step-next"]'); await page.click('[data-testid="step-next"]'); }
     await page.fill('#in-seed', '');
     await page.click('#copy-link');

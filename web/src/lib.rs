@@ -48,6 +48,11 @@ pub struct WebOptions {
     pub width: Option<usize>,
     /// Print programs in ASCII.
     pub ascii: bool,
+    /// Stages whose trace and graph are included: absent = all. The others carry only their sizes
+    /// (`trace_len`, `graph_nodes`, ...); `stage_detail` fetches the rest from the kept analysis.
+    pub detail: Option<Vec<String>>,
+    /// Keep this analysis for `stage_detail` (the page's main runs; not its complexity sweeps).
+    pub keep: bool,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -124,6 +129,13 @@ pub struct WebStage {
     pub trace_dropped: u64,
     pub graph: Option<Graph>,
     pub graph_svg: Option<String>,
+    /// Whether `trace`, `graph` and `graph_svg` are included (see `WebOptions::detail`).
+    pub detail: bool,
+    pub trace_len: usize,
+    pub graph_nodes: usize,
+    pub graph_edges: usize,
+    pub graph_shared: usize,
+    pub graph_omitted: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Default)]
@@ -148,6 +160,37 @@ pub struct WebAnalysis {
     pub stages: Vec<WebStage>,
     /// Milliseconds the analysis took inside wasm (0 natively).
     pub elapsed_ms: f64,
+    /// Identifies a kept analysis for `stage_detail`.
+    pub run_id: u64,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Option<WebAnalysis>> = const { std::cell::RefCell::new(None) };
+    static RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// The trace and graph of one stage of a kept analysis.
+#[derive(Clone, Debug, Serialize)]
+pub struct StageDetail {
+    pub id: String,
+    pub detail: bool,
+    pub trace: Vec<WebStep>,
+    pub trace_dropped: u64,
+    pub graph: Option<Graph>,
+    pub graph_svg: Option<String>,
+}
+
+/// The detail of stage `id` from the analysis kept under `run_id`, drawing its graph if needed.
+pub fn detail_of(run_id: u64, id: &str, limit: Option<usize>) -> Option<StageDetail> {
+    KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        let a = k.as_mut().filter(|a| a.run_id == run_id)?;
+        let s = a.stages.iter_mut().find(|s| s.desc.id == id)?;
+        if s.graph_svg.is_none() {
+            s.graph_svg = s.graph.as_ref().and_then(|g| dag::draw(&dag::G::from(g), limit.unwrap_or(dag::DRAW_LIMIT)));
+        }
+        Some(StageDetail { id: id.to_string(), detail: true, trace: s.trace.clone(), trace_dropped: s.trace_dropped, graph: s.graph.clone(), graph_svg: s.graph_svg.clone() })
+    })
 }
 
 /// Byte offset → UTF-16 offset, for one source text.
@@ -333,10 +376,34 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                         })
                         .collect(),
                     trace_dropped: r.trace_dropped,
+                    detail: true,
+                    trace_len: 0,
+                    graph_nodes: r.graph.as_ref().map_or(0, |g| g.nodes.len()),
+                    graph_edges: r.graph.as_ref().map_or(0, |g| g.edges.len()),
+                    graph_shared: r.graph.as_ref().map_or(0, |g| g.nodes.iter().filter(|n| n.shared).count()),
+                    graph_omitted: r.graph.as_ref().map_or(0, |g| g.omitted),
                     graph: r.graph,
                     graph_svg,
                 });
             }
+        }
+    }
+    for st in &mut out.stages {
+        st.trace_len = st.trace.len();
+    }
+    out.run_id = RUNS.with(|r| {
+        r.set(r.get() + 1);
+        r.get()
+    });
+    if o.keep {
+        KEPT.with(|k| *k.borrow_mut() = Some(out.clone()));
+    }
+    if let Some(ids) = &o.detail {
+        for st in out.stages.iter_mut().filter(|st| !ids.iter().any(|i| i == st.desc.id)) {
+            st.detail = false;
+            st.trace = vec![];
+            st.graph = None;
+            st.graph_svg = None;
         }
     }
     out.elapsed_ms = now_ms() - t0;
@@ -430,6 +497,16 @@ pub fn all_finite(a: &WebAnalysis) -> bool {
         })
 }
 
+/// The trace and graph of stage `id` of the analysis kept under `run_id` (an `analyse` with
+/// `keep: true`); `null` when that analysis is no longer kept.
+#[wasm_bindgen]
+pub fn stage_detail(run_id: f64, id: &str, limit: Option<usize>) -> JsValue {
+    match detail_of(run_id as u64, id, limit) {
+        Some(d) => to_js(&d),
+        None => JsValue::NULL,
+    }
+}
+
 /// Every registered stage, in order.
 #[wasm_bindgen]
 pub fn stages() -> JsValue {
@@ -503,6 +580,29 @@ mod tests {
         assert_eq!(j["stages"][0]["gradient"], serde_json::json!([37.0, 12.0]));
         let b = analyse_text("input 0.0\ndef main x = log x\n", &WebOptions::default());
         assert!(!all_finite(&b));
+    }
+
+    #[test]
+    fn detail_only_for_chosen_stages_and_on_demand() {
+        let src = "input (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\n";
+        let o = WebOptions { detail: Some(vec!["krawiec/delta".into()]), keep: true, svg: Some(vec![]), ..WebOptions::default() };
+        let a = analyse_text(src, &o);
+        let full = analyse_text(src, &WebOptions::default());
+        for (s, f) in a.stages.iter().zip(&full.stages) {
+            assert_eq!(s.trace_len, f.trace.len(), "{}", s.desc.id);
+            if s.desc.id == "krawiec/delta" {
+                assert!(s.detail && s.trace.len() == s.trace_len);
+            } else {
+                assert!(!s.detail && s.trace.is_empty() && s.graph.is_none());
+            }
+        }
+        // The second analysis was not kept, so the first one answers.
+        let d = detail_of(a.run_id, "krawiec/monadic", None).unwrap();
+        let f = full.stages.iter().find(|s| s.desc.id == "krawiec/monadic").unwrap();
+        assert_eq!(d.trace.len(), f.trace.len());
+        assert_eq!(d.graph.as_ref().map(|g| g.nodes.len()), f.graph.as_ref().map(|g| g.nodes.len()));
+        assert!(d.graph_svg.is_some());
+        assert!(detail_of(a.run_id + 1, "krawiec/monadic", None).is_none());
     }
 
     #[test]

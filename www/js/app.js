@@ -82,7 +82,7 @@ class Core {
     job.timer = setTimeout(() => {
       this.restart(`stopped: the run took longer than ${WALL_LIMIT_MS / 1000} s, so the core was stopped and restarted`);
     }, WALL_LIMIT_MS);
-    this.worker.postMessage({ id: job.id, kind: job.kind, ...job.payload });
+    this.worker.postMessage({ ...job.payload, id: job.id, kind: job.kind });
   }
   settle(msg) {
     const job = this.current;
@@ -191,7 +191,9 @@ function options(extra = {}) {
   const at = $('in-at').value.trim(), seed = $('in-seed').value.trim();
   // A step budget per run (each stage runs separately): an exponential stage then fails on its own,
   // with the budget named, while the others still show, well inside the 3 s wall-time limit.
-  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: [state.selected], budget: { steps: STEP_BUDGET }, ...extra };
+  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: [state.selected], budget: { steps: STEP_BUDGET },
+    // Only the selected stage's trace and graph travel with each run; the others come on demand.
+    detail: [state.selected], keep: true, ...extra };
 }
 
 function persist() {
@@ -242,6 +244,7 @@ async function run(seq = ++state.seq) {
     select(stageOrder().includes(state.selected) ? state.selected : 'forward', 0);
     if (p) goStep(p);
   }
+  document.body.dataset.detail = stageResult(state.selected)?.detail ? state.selected : '';
   performance.mark('cot-done-' + seq);
   const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
   window.__cot.perf.push({ seq, ms: m.duration, core_ms: res.elapsed_ms });
@@ -414,12 +417,20 @@ function select(id, step = 0) {
   renderStage();
   renderCosts();
   renderComplexityControls();
+  loadDetail(id);
+}
+
+// The trace and graph of a stage other than the one a run was made for come from the worker's kept analysis.
+function loadDetail(id) {
   const r = stageResult(id);
-  if (r && r.graph && !r.graph_svg) {
-    core.request('draw', { graph: r.graph }, 'draw').then(svg => {
-      if (stageResult(id) === r) { r.graph_svg = svg; if (state.selected === id) renderDag(r); }
-    }).catch(() => {});
-  }
+  if (!r || r.detail) { document.body.dataset.detail = id; return; }
+  const runId = state.result.run_id;
+  core.request('detail', { run_id: runId, stage: id }, 'detail').then(d => {
+    if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
+    if (!d) { r.detail_missing = true; }
+    else Object.assign(r, d);
+    if (state.selected === id) { renderDag(r); renderStep(); document.body.dataset.detail = id; }
+  }).catch(() => {});
 }
 
 function moveStage(delta) {
@@ -568,12 +579,17 @@ function safeSvg(text) {
 let dagKey = null;
 function renderDag(r) {
   const box = $('dag');
-  const key = JSON.stringify([state.selected, r?.ok, r?.graph_svg ?? null, r?.graph?.nodes?.length ?? 0]);
+  const key = JSON.stringify([state.selected, r?.ok, r?.detail, r?.graph_svg ?? null, r?.graph?.nodes?.length ?? 0]);
   if (key === dagKey && box.querySelector('svg')) { highlightStep(); return; }
   dagKey = key;
   box.replaceChildren();
   const info = $('dag-info');
   info.textContent = '';
+  if (r && !r.detail && r.graph_nodes) {
+    box.append(el('p', 'muted empty', r.detail_missing ? 'The graph is no longer in the worker (it was restarted); edit the program to run again.' : 'loading the graph…'));
+    box.classList.add('empty');
+    return;
+  }
   if (!r || !r.graph || !r.graph.nodes?.length) {
     box.append(el('p', 'muted empty', r?.ok ? 'This stage builds no graph: its backward pass needs no Delta DAG.' : 'No graph.'));
     box.classList.add('empty');
@@ -876,7 +892,7 @@ async function runComplexity() {
   for (const v of values) {
     try {
       const res = await core.request('analyse', { source: text, options: options({
-        params: { ...state.params, [param]: v }, svg: [], trace: false, stages: alive || [], budget: { steps: STEP_BUDGET } }) });
+        params: { ...state.params, [param]: v }, svg: [], trace: false, detail: [], keep: false, stages: alive || [], budget: { steps: STEP_BUDGET } }) });
       if (res.diagnostics?.length) { state.complexity.runs.push({ value: v, error: res.diagnostics[0].message, costs: {} }); break; }
       const costs = {}, dropped = [];
       for (const s of res.stages) if (s.ok) costs[s.id] = s.cost; else dropped.push(s.id);

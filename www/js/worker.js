@@ -15,6 +15,7 @@ self.onmessage = async (ev) => {
       const json = core.analyse_json(msg.source, msg.options || {});
       result = json ? { json } : core.analyse(msg.source, msg.options || {});
     }
+    else if (msg.kind === 'detail') result = core.stage_detail(msg.run_id, msg.stage, undefined) ?? null;
     else if (msg.kind === 'draw') result = core.draw_graph(msg.graph, msg.limit ?? undefined) ?? null;
     else throw new Error('unknown request ' + msg.kind);
     self.postMessage({ id: msg.id, ok: true, result });
