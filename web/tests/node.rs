@@ -111,3 +111,18 @@ fn json_route_defers_non_finite_results_to_the_object_route() {
     let g = js_sys::Array::from(&get(&s, "gradient")).get(0).as_f64().unwrap();
     assert!(g.is_infinite());
 }
+
+#[wasm_bindgen_test]
+fn stage_detail_comes_from_the_kept_analysis() {
+    let out = cotangent_web::analyse(RUNNING, options(r#"{"detail": ["forward"], "keep": true}"#));
+    let run_id = get(&out, "run_id").as_f64().unwrap();
+    let delta = js_sys::Array::from(&get(&out, "stages")).iter().find(|s| get(s, "id").as_string().as_deref() == Some("krawiec/delta"));
+    if let Some(delta) = delta {
+        assert_eq!(get(&delta, "detail").as_bool(), Some(false));
+        let n = get(&delta, "trace_len").as_f64().unwrap();
+        let d = cotangent_web::stage_detail(run_id, "krawiec/delta", None);
+        assert_eq!(js_sys::Array::from(&get(&d, "trace")).length() as f64, n);
+        assert!(get(&d, "graph_svg").as_string().unwrap().contains("dag-n"));
+    }
+    assert!(cotangent_web::stage_detail(run_id + 1.0, "forward", None).is_null());
+}
