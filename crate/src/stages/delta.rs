@@ -294,9 +294,11 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
     // Var references: to the Let binding that id, or to an input node.
     let let_of: HashMap<i64, u64> = order.iter().filter_map(|n| if let Kind::Let(i, ..) = n.kind { Some((i, n.serial)) } else { None }).collect();
     let mut var_refs: HashMap<i64, u64> = HashMap::new();
+    // How often each id is referred to: by each Var node with that id, once per parent (the
+    // same Var node is shared when a dual number is used twice).
     for n in &order {
         if let Kind::Var(i) = n.kind {
-            *var_refs.entry(i).or_default() += 1;
+            *var_refs.entry(i).or_default() += indeg.get(&n.serial).copied().unwrap_or(0).max(1);
         }
     }
     let max_serial = order.iter().map(|n| n.serial).max().unwrap_or(0);
