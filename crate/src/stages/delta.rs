@@ -62,6 +62,8 @@ pub enum Kind {
 pub struct Node {
     pub serial: u64,
     pub kind: Kind,
+    /// The source operation that built it (the span of the builtin's application), if known.
+    pub span: Span,
 }
 
 impl Drop for Node {
@@ -214,11 +216,25 @@ pub(crate) fn mk(m: &mut Machine, kind: Kind) -> Result<Value, RunError> {
 }
 
 pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError> {
+    let span = m.current_span();
+    mk_node_at(m, kind, span)
+}
+
+pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<Node>, RunError> {
     m.count("delta_nodes", 1);
     m.alloc(1)?;
     let s = m.state::<Serials>();
     s.next += 1;
-    Ok(Rc::new(Node { serial: s.next, kind }))
+    Ok(Rc::new(Node { serial: s.next, kind, span }))
+}
+
+/// Gives generated code without a span the span of the source operation it comes from, so that
+/// the Delta nodes it builds (and the trace steps at them) point back at that operation.
+pub(crate) fn stamp(e: &mut Expr, span: Span) {
+    if e.span.is_none() {
+        e.span = span;
+    }
+    each_child_mut(e, &mut |c| stamp(c, span));
 }
 
 pub(crate) fn b_zero(m: &mut Machine, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
@@ -322,6 +338,7 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
             label.push_str(" (skipped)");
         }
         g.nodes.push(GraphNode {
+            span: (!n.span.is_none()).then_some(n.span),
             id: n.serial,
             ctor: n.ctor().to_string(),
             label,
@@ -332,7 +349,10 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
             ..GraphNode::default()
         });
         for (c, label) in n.children() {
-            if keep.contains(&c.serial) {
+            // The Let spine's `body` edges are left out: with them, each `Var id` → `Let id` edge
+            // would close a cycle. What remains is the DAG of §7: each binding points at its
+            // right-hand side, whose Vars point at the bindings (or inputs) they use.
+            if label != "body" && keep.contains(&c.serial) {
                 g.edges.push(GraphEdge { from: n.serial, to: c.serial, label: label.to_string() });
             }
         }
@@ -425,7 +445,8 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
         };
         if m.tracing() {
             let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), *v)).collect();
-            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span: None, factor: Some(x), note, state });
+            let span = (!n.span.is_none()).then_some(n.span);
+            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x), note, state });
         }
     }
     Ok(())

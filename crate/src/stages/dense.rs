@@ -202,7 +202,7 @@ pub(crate) fn dual(e: &Expr, fr: &mut Fresh, c: &dyn Companion) -> Expr {
         Ann(x, t) => Ann(Box::new(dual(x, fr, c)), dual_type(t, c)),
         Bind(p, m, k) => Bind(p.clone(), Box::new(dual(m, fr, c)), Box::new(dual(k, fr, c))),
         Pure(x) => Pure(Box::new(dual(x, fr, c))),
-        Prim(op, args) => return at(dual_prim(*op, args, fr, c), e.span),
+        Prim(op, args) => return at(dual_prim(*op, args, e.span, fr, c), e.span),
     };
     Expr { kind, span: e.span, ty: Type::Unknown }
 }
@@ -210,7 +210,7 @@ pub(crate) fn dual(e: &Expr, fr: &mut Fresh, c: &dyn Companion) -> Expr {
 /// Fig. 5 / Fig. 7 for +R and ×R, and Fig. 14's general rule for the other real primitives, with the
 /// partial derivatives from the shared table (deriv.rs). The primitive's λ((x, dx), (y, dy)). ... is
 /// shown applied to its (saturated) arguments: `let (x, dx) = D{e1} in let (y, dy) = D{e2} in ...`.
-fn dual_prim(op: Prim, args: &[Expr], fr: &mut Fresh, c: &dyn Companion) -> Expr {
+fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, c: &dyn Companion) -> Expr {
     let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
     let translated: Vec<Expr> = args.iter().map(|a| dual(a, fr, c)).collect();
     if op == Prim::ToReal {
@@ -231,7 +231,8 @@ fn dual_prim(op: Prim, args: &[Expr], fr: &mut Fresh, c: &dyn Companion) -> Expr
         // comparisons look at primals only
         None => prim(op, xs.clone()),
         Some(rule) => {
-            let companion = combine(&rule.partials, &ds, c);
+            let mut companion = combine(&rule.partials, &ds, c);
+            super::delta::stamp(&mut companion, span);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), companion))
             } else {

@@ -10,7 +10,7 @@
 //! Var) and the iterative eval.
 
 use super::delta::{
-    delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node, real_arg, Kind, Node, STATE_ROWS,
+    delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node_at, real_arg, Kind, Node, STATE_ROWS,
 };
 use super::dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, Companion};
 use crate::build::*;
@@ -160,7 +160,7 @@ impl Drev<'_> {
             Bind(..) | Pure(_) => {
                 return Err(Diagnostic::error(e.span, "do and pure appear only in the output of AD (Fig. 1): the source cannot use them"))
             }
-            Prim(op, args) => self.prim(*op, args)?,
+            Prim(op, args) => self.prim(*op, args, e.span)?,
         };
         Ok(at(out, e.span))
     }
@@ -184,7 +184,7 @@ impl Drev<'_> {
     /// the rule for any primitive from its partial derivatives (deriv.rs, shared by all stages). Our
     /// primitives are saturated, so Drev{op (e1, e2)} = do { f ← pure Drev{op}...; f (x, y) } is shown
     /// β-reduced: do { (x, u1) ← Drev{e1}; (y, u2) ← Drev{e2}; u3 ← deltaLet ...; pure (x op y, Var u3) }.
-    fn prim(&mut self, op: Prim, args: &[Expr]) -> Result<Expr, Diagnostic> {
+    fn prim(&mut self, op: Prim, args: &[Expr], span: Span) -> Result<Expr, Diagnostic> {
         let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
         if matches!(op, Prim::And | Prim::Or) {
             // && and || evaluate their right operand only when needed, so its effects (deltaLets)
@@ -217,17 +217,20 @@ impl Drev<'_> {
             None => (pure(prim(op, xs.clone())), false),
             Some(rule) => {
                 let id = self.fr.name(if args.len() == 1 { "u2" } else { "u3" });
-                let delta = combine(&rule.partials, &us, &DeltaExprs);
+                // deltaLet and the Delta it binds carry the operation's span (for the graph and trace).
+                let mut delta = combine(&rule.partials, &us, &DeltaExprs);
+                super::delta::stamp(&mut delta, span);
+                let delta_let = |d: Expr| at(app(builtin("deltaLet"), d), span);
                 let body = if rule.uses_result {
                     // Fig. 14: let (y1, ..., ym) = f xs in do { dy ← deltaLet (...); pure (y, Var dy) },
                     // with the let as the statement y ← pure (f xs), so that do blocks stay flat.
                     bind(
                         pvar(&result),
                         pure(prim(op, xs.clone())),
-                        bind(pvar(&id), app(builtin("deltaLet"), delta), pure(pair(var(&result), app(builtin("Var"), var(&id))))),
+                        bind(pvar(&id), delta_let(delta), pure(pair(var(&result), at(app(builtin("Var"), var(&id)), span)))),
                     )
                 } else {
-                    bind(pvar(&id), app(builtin("deltaLet"), delta), pure(pair(prim(op, xs.clone()), app(builtin("Var"), var(&id)))))
+                    bind(pvar(&id), delta_let(delta), pure(pair(prim(op, xs.clone()), at(app(builtin("Var"), var(&id)), span))))
                 };
                 (body, true)
             }
@@ -336,7 +339,7 @@ pub struct DeltaState {
     pub next_id: i64,
     /// The bindings so far, oldest first (Fig. 10 keeps them newest first; runDelta's foldl wraps
     /// the newest innermost either way).
-    pub binds: Vec<(i64, Rc<Node>)>,
+    pub binds: Vec<(i64, Rc<Node>, Span)>,
     /// The Let-wrapped Delta runDelta returned (the graph's root).
     pub root: Option<Rc<Node>>,
     /// eval's visits per node, and the Lets it skipped.
@@ -355,7 +358,7 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: Vec<Value>, span: Span) -> Resu
     }
     let id = st.next_id;
     st.next_id += 1;
-    st.binds.push((id, d));
+    st.binds.push((id, d, span));
     Ok(Value::Int(id))
 }
 
@@ -387,8 +390,8 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
     let v = r?;
     let wrap = |m: &mut Machine, d: Rc<Node>| -> Result<Rc<Node>, RunError> {
         let mut acc = d;
-        for (id, rhs) in binds.into_iter().rev() {
-            acc = mk_node(m, Kind::Let(id, rhs, acc))?;
+        for (id, rhs, at) in binds.into_iter().rev() {
+            acc = mk_node_at(m, Kind::Let(id, rhs, acc), at)?;
         }
         Ok(acc)
     };
@@ -532,7 +535,8 @@ pub(crate) fn eval_loop(
         if rows {
             if m.tracing() {
                 let state = um.rows();
-                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span: None, factor: Some(factor), note, state });
+                let span = (!node.span.is_none()).then_some(node.span);
+                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor), note, state });
             } else {
                 rows = false;
                 um.stop_rows();
