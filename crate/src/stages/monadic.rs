@@ -5,6 +5,14 @@
 //! that Let spine body-first over a persistent map from DeltaIds to cotangents, and evaluates each
 //! binding's right-hand side once, scaled by the cotangent accumulated for its id: backpropagation.
 //!
+//! Decisions where the paper leaves room (note §8): evaluation is left to right, as Fig. 9 makes it
+//! explicit (function before argument, components in order, let-rhs before body), and a literal makes
+//! no binding (Drev{r} = pure (r, Zero)). Fig. 12's Delta was produced by an OCaml implementation that
+//! evaluates right to left and binds `from_float` literals to Zero: 40 bindings there, 38 here, with
+//! the same gradient (tests/krawiec.rs checks both numbers). Fig. 14's reverse rule, as printed, lacks
+//! the `pure` around its λ that the sin and cos rules have and returns the DeltaId dy where `Var dy`
+//! is meant; we follow the sin/cos rules. Its n-ary Add is folded into binary Adds, left to right.
+//!
 //! This file also holds what `krawiec/array` and `krawiec/general` share with it: the translation
 //! Drev (Fig. 9) with its administrative simplification, the monad's runtime (deltaLet, runDelta,
 //! Var) and the iterative eval.
