@@ -269,24 +269,47 @@ pub(crate) fn drev_program(p: &Program, fr: &mut Fresh) -> Result<Program, Diagn
 
 /// Administrative simplification by the monad laws (not in the paper; note §8.13), so that the
 /// printed program reads like the figures rather than a thicket of `do { x ← pure x; ... }`:
-/// - `do { x ← pure v; m }` = `m[v/x]` for a variable or literal v;
+/// - `do { x ← pure v; m }` = `m[v/x]` for a variable or literal v, or a tuple of them if x is used once;
 /// - `do { p ← do { q ← m1; m2 }; m }` = `do { q ← m1; p ← m2; m }`, and likewise through a `let`;
 /// - `do { x ← m; pure x }` = `m`.
 /// Names are unique in a program, so substitution and re-association never capture. One pass, with
 /// the substitution carried in an environment.
 pub(crate) fn simplify_owned(e: Expr) -> Expr {
-    let mut env: HashMap<u32, Expr> = HashMap::new();
-    simp(e, &mut env)
+    let mut cx = Simp { env: HashMap::new(), uses: HashMap::new() };
+    count_uses(&e, &mut cx.uses);
+    simp(e, &mut cx)
+}
+
+struct Simp {
+    /// Substitutions: local id ↦ the atom (or tuple of atoms) it stands for.
+    env: HashMap<u32, Expr>,
+    /// How often each local id occurs.
+    uses: HashMap<u32, u32>,
+}
+
+fn count_uses(e: &Expr, uses: &mut HashMap<u32, u32>) {
+    if let ExprKind::Var(n) = &e.kind {
+        if !n.is_global() {
+            *uses.entry(n.id).or_default() += 1;
+        }
+    }
+    each_child(e, &mut |c| count_uses(c, uses));
 }
 
 fn is_atom(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Var(_) | ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Bool(_) | ExprKind::Unit)
 }
 
+/// `(a, b)` of atoms: substituted for a variable used once (it only allocates, so moving it under a
+/// λ repeats no real work and no effect).
+fn is_atom_tuple(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Tuple(es) if es.iter().all(is_atom))
+}
+
 /// Takes the expression by value, so that the pass is linear (no subtree is copied).
-fn simp(mut e: Expr, env: &mut HashMap<u32, Expr>) -> Expr {
+fn simp(mut e: Expr, env: &mut Simp) -> Expr {
     match e.kind {
-        ExprKind::Var(ref n) if !n.is_global() => match env.get(&n.id) {
+        ExprKind::Var(ref n) if !n.is_global() => match env.env.get(&n.id) {
             Some(v) => at(v.clone(), e.span),
             None => e,
         },
@@ -304,12 +327,27 @@ fn simp(mut e: Expr, env: &mut HashMap<u32, Expr>) -> Expr {
     }
 }
 
+fn each_atom_var(e: &Expr, out: &mut Vec<u32>) {
+    match &e.kind {
+        ExprKind::Var(n) if !n.is_global() => out.push(n.id),
+        ExprKind::Tuple(es) => es.iter().for_each(|x| each_atom_var(x, out)),
+        _ => {}
+    }
+}
+
 /// `do { p ← m; k }` with m already simplified and k not yet.
-fn bind_with(p: Pat, m: Expr, k: Expr, span: Span, env: &mut HashMap<u32, Expr>) -> Expr {
+fn bind_with(p: Pat, m: Expr, k: Expr, span: Span, env: &mut Simp) -> Expr {
     match m.kind {
         ExprKind::Pure(v) => match p {
-            Pat::Var(x, _) if is_atom(&v) => {
-                env.insert(x.id, *v);
+            Pat::Var(x, _) if is_atom(&v) || (is_atom_tuple(&v) && env.uses.get(&x.id).copied().unwrap_or(0) <= 1) => {
+                // Each atom now also occurs wherever x did.
+                let n = env.uses.get(&x.id).copied().unwrap_or(0);
+                let mut atoms = vec![];
+                each_atom_var(&v, &mut atoms);
+                for a in atoms {
+                    *env.uses.entry(a).or_default() += n.saturating_sub(1);
+                }
+                env.env.insert(x.id, *v);
                 simp(k, env)
             }
             // Kept as a statement `p ← pure e` rather than `let p = e in ...`: a let inside a do
