@@ -281,6 +281,45 @@ pub(crate) fn delta_ctor_builtins() -> Vec<Builtin> {
     ]
 }
 
+/// Visits of an eval: per node (indexed by serial, dense), and a count not yet added to the
+/// machine's `eval_visits` counter (added in one go: the counter is a map by name).
+#[derive(Default)]
+pub struct Visits {
+    per_node: Vec<u64>,
+    pending: u64,
+}
+
+impl Visits {
+    #[inline]
+    pub fn visit(&mut self, serial: u64) {
+        let i = serial as usize;
+        if i >= self.per_node.len() {
+            self.per_node.resize((i + 1).max(2 * self.per_node.len()), 0);
+        }
+        self.per_node[i] += 1;
+        self.pending += 1;
+    }
+    pub fn get(&self, serial: u64) -> u64 {
+        self.per_node.get(serial as usize).copied().unwrap_or(0)
+    }
+    /// Adds the pending visits to `eval_visits`, and to the counts a budget error reports.
+    pub fn flush(&mut self, m: &mut Machine, res: &mut Result<(), RunError>) {
+        m.count("eval_visits", self.pending);
+        if let Err(RunError::Budget { cost, .. }) = res {
+            *cost.counters.entry("eval_visits".to_string()).or_default() += self.pending;
+        }
+        self.pending = 0;
+    }
+    pub fn merge(&mut self, other: Visits) {
+        if other.per_node.len() > self.per_node.len() {
+            self.per_node.resize(other.per_node.len(), 0);
+        }
+        for (a, b) in self.per_node.iter_mut().zip(other.per_node) {
+            *a += b;
+        }
+    }
+}
+
 /// Most nodes a graph carries; the rest are counted in `Graph::omitted`.
 pub const GRAPH_LIMIT: usize = 2_000;
 
@@ -291,7 +330,7 @@ pub const STATE_ROWS: usize = 200;
 /// (in-degree > 1), visit counts, and — for the monadic stages — an edge from each `Var id` to the
 /// binding (`Let id`) it refers to, and a node `input i` for each input id, so that the explicit
 /// sharing shows as well as the physical one.
-pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::collections::HashSet<u64>) -> Graph {
+pub fn delta_graph(root: &Rc<Node>, visits: &Visits, skipped: &std::collections::HashSet<u64>) -> Graph {
     use std::collections::HashSet;
     let mut order: Vec<&Node> = vec![];
     let mut seen: HashSet<u64> = HashSet::new();
@@ -345,7 +384,7 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
             delta_id: n.delta_id(),
             value: if let Kind::Scale(r, _) = n.kind { Some(r) } else { None },
             shared: indeg.get(&n.serial).copied().unwrap_or(0) > 1 || refs > 1,
-            visits: Some(visits.get(&n.serial).copied().unwrap_or(0)),
+            visits: Some(visits.get(n.serial)),
             ..GraphNode::default()
         });
         for (c, label) in n.children() {
@@ -387,7 +426,7 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
 #[derive(Default)]
 pub struct Eval2State {
     pub root: Option<Rc<Node>>,
-    pub visits: HashMap<u64, u64>,
+    pub visits: Visits,
 }
 
 /// `eval2 : R → Delta → R^a ⊸ R^a` (Fig. 8). The vector is any value; its reals, left to right, are
@@ -398,26 +437,24 @@ fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
     let dt = real_arg(&args[0], span, "eval2")?;
     let root = delta_arg(&args[1], span, "eval2")?;
     let mut acc = args[2].real_leaves();
-    let mut visits: HashMap<u64, u64> = HashMap::new();
-    let res = eval2_loop(m, dt, &root, &mut acc, &mut visits, span);
+    let mut visits = Visits::default();
+    let mut res = eval2_loop(m, dt, &root, &mut acc, &mut visits, span);
+    visits.flush(m, &mut res);
     let st = m.state::<Eval2State>();
     st.root = Some(root);
-    for (k, v) in visits {
-        *st.visits.entry(k).or_default() += v;
-    }
+    st.visits.merge(visits);
     res?;
     Ok(args[2].with_reals(&mut acc.into_iter()))
 }
 
-fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits: &mut HashMap<u64, u64>, span: Span) -> Result<(), RunError> {
+fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits: &mut Visits, span: Span) -> Result<(), RunError> {
     let mut stack: Vec<(f64, &Node)> = vec![(dt, root)];
     while let Some((x, n)) = stack.pop() {
-        m.count("eval_visits", 1);
-        *visits.entry(n.serial).or_default() += 1;
+        visits.visit(n.serial);
         m.tick(1)?;
-        let note = match &n.kind {
+        match &n.kind {
             // eval2 x Zero xs = xs
-            Kind::Zero => "Zero: nothing to add".to_string(),
+            Kind::Zero => {}
             // eval2 x (OneHot i) xs = updateAt i x xs
             Kind::OneHot(i) => {
                 if *i < 1 || *i as usize > acc.len() {
@@ -425,25 +462,28 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
                 }
                 acc[*i as usize - 1] += x;
                 m.real_op();
-                format!("updateAt {i} ({})", show_real(x))
             }
             // eval2 x (Scale y u) xs = eval2 (x × y) u xs
             Kind::Scale(y, u) => {
                 m.real_op();
                 stack.push((x * y, u));
-                format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y))
             }
             // eval2 x (Add u1 u2) xs = eval2 x u2 (eval2 x u1 xs): u1 first
             Kind::Add(a, b) => {
                 stack.push((x, b));
                 stack.push((x, a));
-                "Add: u1, then u2".to_string()
             }
             Kind::Var(_) | Kind::Let(..) => {
                 return Err(RunError::runtime(span, "eval2: Var and Let are not in Fig. 7's Delta (they come with §7)"))
             }
-        };
+        }
         if m.tracing() {
+            let note = match &n.kind {
+                Kind::OneHot(i) => format!("updateAt {i} ({})", show_real(x)),
+                Kind::Scale(y, _) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+                Kind::Add(..) => "Add: u1, then u2".to_string(),
+                _ => "Zero: nothing to add".to_string(),
+            };
             let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), *v)).collect();
             let span = (!n.span.is_none()).then_some(n.span);
             m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x), note, state });

@@ -18,7 +18,7 @@
 //! Var) and the iterative eval.
 
 use super::delta::{
-    delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node_at, real_arg, Kind, Node, STATE_ROWS,
+    delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node_at, real_arg, Visits, Kind, Node, STATE_ROWS,
 };
 use super::dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, Companion};
 use crate::build::*;
@@ -389,7 +389,7 @@ pub struct DeltaState {
     /// The Let-wrapped Delta runDelta returned (the graph's root).
     pub root: Option<Rc<Node>>,
     /// eval's visits per node, and the Lets it skipped.
-    pub visits: HashMap<u64, u64>,
+    pub visits: Visits,
     pub skipped: HashSet<u64>,
 }
 
@@ -524,7 +524,7 @@ pub(crate) fn eval_loop(
     x: f64,
     root: &Node,
     um: &mut dyn Adjoints,
-    visits: &mut HashMap<u64, u64>,
+    visits: &mut Visits,
     skipped: &mut HashSet<u64>,
     span: Span,
 ) -> Result<(), RunError> {
@@ -532,36 +532,31 @@ pub(crate) fn eval_loop(
     let mut rows = true;
     let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
     while let Some(f) = stack.pop() {
-        let (kind, node, factor, note) = match f {
+        let (kind, node, factor) = match f {
             Frame::Visit(x, n) => {
-                m.count("eval_visits", 1);
-                *visits.entry(n.serial).or_default() += 1;
+                visits.visit(n.serial);
                 m.tick(1)?;
-                let note = match &n.kind {
-                    Kind::Zero => "Zero: nothing to add".to_string(),
+                match &n.kind {
+                    Kind::Zero => {}
                     Kind::Scale(y, u) => {
                         m.real_op();
                         stack.push(Frame::Visit(x * y, u));
-                        format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y))
                     }
                     Kind::Add(a, b) => {
                         stack.push(Frame::Visit(x, b));
                         stack.push(Frame::Visit(x, a));
-                        "Add: u1, then u2".to_string()
                     }
                     Kind::Var(id) => {
                         m.real_op();
                         um.add(*id, x).map_err(err)?;
-                        format!("addDelta {id} ({})", show_real(x))
                     }
-                    Kind::Let(id, _, body) => {
+                    Kind::Let(_, _, body) => {
                         stack.push(Frame::AfterLet(n));
                         stack.push(Frame::Visit(x, body));
-                        format!("Let {id}: the body first")
                     }
                     Kind::OneHot(_) => return Err(err("OneHot is not in Fig. 10's Delta (inputs are Var i)".into())),
-                };
-                ("eval", n, x, note)
+                }
+                ("eval", n, x)
             }
             Frame::AfterLet(n) => {
                 m.tick(1)?;
@@ -569,11 +564,11 @@ pub(crate) fn eval_loop(
                 match um.take(*id).map_err(err)? {
                     None => {
                         skipped.insert(n.serial);
-                        ("skip", n, 0.0, format!("lookup {id} = Nothing: the binding is dead, skip its right-hand side"))
+                        ("skip", n, 0.0)
                     }
                     Some(v) => {
                         stack.push(Frame::Visit(v, rhs));
-                        ("let", n, v, format!("lookup {id} = Just {}; delete {id}; eval its right-hand side scaled by it", show_real(v)))
+                        ("let", n, v)
                     }
                 }
             }
@@ -582,6 +577,7 @@ pub(crate) fn eval_loop(
             if m.tracing() {
                 let state = um.rows();
                 let span = (!node.span.is_none()).then_some(node.span);
+                let note = eval_note(kind, node, factor);
                 m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor), note, state });
             } else {
                 rows = false;
@@ -590,6 +586,19 @@ pub(crate) fn eval_loop(
         }
     }
     Ok(())
+}
+
+/// What an eval step did, in words (built only for traced steps).
+fn eval_note(kind: &str, n: &Node, x: f64) -> String {
+    match (kind, &n.kind) {
+        ("skip", Kind::Let(id, ..)) => format!("lookup {id} = Nothing: the binding is dead, skip its right-hand side"),
+        ("let", Kind::Let(id, ..)) => format!("lookup {id} = Just {}; delete {id}; eval its right-hand side scaled by it", show_real(x)),
+        (_, Kind::Let(id, ..)) => format!("Let {id}: the body first"),
+        (_, Kind::Scale(y, _)) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+        (_, Kind::Add(..)) => "Add: u1, then u2".to_string(),
+        (_, Kind::Var(id)) => format!("addDelta {id} ({})", show_real(x)),
+        _ => "Zero: nothing to add".to_string(),
+    }
 }
 
 /// The persistent map (Fig. 10's `Map DeltaId dR`): an rpds red-black tree, O(log n) per operation.
@@ -639,14 +648,13 @@ fn map_arg(v: &Value, span: Span, what: &str) -> Result<RedBlackTreeMap<i64, f64
 }
 
 /// Keeps what eval did for the graph.
-pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, visits: HashMap<u64, u64>, skipped: HashSet<u64>) {
+pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, mut visits: Visits, skipped: HashSet<u64>, res: &mut Result<(), RunError>) {
+    visits.flush(m, res);
     let st = m.state::<DeltaState>();
     if st.root.is_none() {
         st.root = Some(root.clone());
     }
-    for (k, v) in visits {
-        *st.visits.entry(k).or_default() += v;
-    }
+    st.visits.merge(visits);
     st.skipped.extend(skipped);
 }
 
@@ -654,9 +662,9 @@ fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let mut um = map_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (HashMap::new(), HashSet::new());
-    let res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
-    record_eval(m, &root, visits, skipped);
+    let (mut visits, mut skipped) = (Visits::default(), HashSet::new());
+    let mut res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
+    record_eval(m, &root, visits, skipped, &mut res);
     res?;
     m.alloc(1)?;
     Ok(Value::Ext(Rc::new(DeltaMapVal(um))))
