@@ -276,6 +276,9 @@ pub enum ExprKind {
     Bind(Pat, Box<Expr>, Box<Expr>),
     /// `pure e` (return of the monad).
     Pure(Box<Expr>),
+    /// `e1 ||| e2 : (A, B)`: a parallel pair (Smeding & Vákár §12's fork-join `s ⋆ t`). It means the
+    /// pair `(e1, e2)`; the two sides may run in parallel. The interpreter runs them left to right.
+    Par(Box<Expr>, Box<Expr>),
 }
 
 impl Expr {
@@ -355,7 +358,7 @@ pub fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     match &e.kind {
         ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
         ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
-        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) => {
+        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) | ExprKind::Par(a, b) => {
             f(a);
             f(b)
         }
@@ -377,7 +380,7 @@ pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match &mut e.kind {
         ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
         ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
-        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) => {
+        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) | ExprKind::Par(a, b) => {
             f(a);
             f(b)
         }

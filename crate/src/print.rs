@@ -207,6 +207,10 @@ impl Occ {
                 s.expr(b);
             }),
             Tuple(es) => es.iter().for_each(|x| self.expr(x)),
+            Par(a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
             Case(s, p1, a, p2, b) => {
                 self.expr(s);
                 self.scoped(p1.names(), |s| s.expr(a));
@@ -363,6 +367,10 @@ impl<'o> Renamer<'o> {
                 self.unbind(bound);
             }
             Tuple(es) => es.iter().for_each(|x| self.expr(x)),
+            Par(a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
             Case(s, p1, a, p2, b) => {
                 self.expr(s);
                 self.scoped(p1, a);
@@ -436,6 +444,8 @@ fn level(e: &Expr) -> u8 {
         Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => NEG,
         Prim(..) => as_binop(e).map_or(APP, |(_, l, _, _)| l),
         Lam(..) | Let(..) | LetRec(..) | If(..) | Case(..) | Bind(..) => OPEN,
+        // `e1 ||| e2` binds more loosely than every other infix operator, and does not associate
+        Par(..) => 1,
     }
 }
 
@@ -608,6 +618,7 @@ impl<'a, 'n> Printer<'a, 'n> {
             Unit => self.t("()"),
             Builtin(b) => a.text(b.to_string()),
             Tuple(es) => self.tuple(es.iter().map(|x| self.expr(x, 0))),
+            Par(x, y) => self.expr(x, 2).append(a.line()).append(self.t("||| ")).append(self.operand(y, 2)).group(),
             Fst(x) => self.apply(self.t("fst"), std::iter::once(self.expr(x, ATOM))),
             Snd(x) => self.apply(self.t("snd"), std::iter::once(self.expr(x, ATOM))),
             Inl(x) => self.apply(self.t("inl"), std::iter::once(self.expr(x, ATOM))),

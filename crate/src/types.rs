@@ -263,6 +263,11 @@ impl Cx<'_> {
                 }
                 self.infer(body)?
             }
+            ExprKind::Par(a, b) => {
+                let ta = self.infer(a)?;
+                let tb = self.infer(b)?;
+                Type::Tuple(vec![ta, tb])
+            }
             ExprKind::Tuple(es) => {
                 let mut ts = vec![];
                 for e in es.iter_mut() {

@@ -317,6 +317,8 @@ impl Lowerer<'_> {
             }
             ExprKind::LetRec(fs, body) => self.letrec(fs, body)?,
             ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
+            // `e1 ||| e2` runs as the pair (e1, e2), left to right
+            ExprKind::Par(a, b) => Code::Tuple(vec![self.expr(a)?, self.expr(b)?].into()),
             ExprKind::Fst(a) => Code::Fst(bx(self.expr(a)?), e.span),
             ExprKind::Snd(a) => Code::Snd(bx(self.expr(a)?), e.span),
             ExprKind::Inl(a) => Code::Inl(bx(self.expr(a)?)),

@@ -187,6 +187,8 @@ pub(crate) fn dual(e: &Expr, fr: &mut Fresh, c: &dyn Companion) -> Expr {
         ),
         // pairs, projections, injections, case and if: homomorphic
         Tuple(es) => Tuple(es.iter().map(|x| dual(x, fr, c)).collect()),
+        // the fork-join pair (Smeding–Vákár §12) is a pair here, translated homomorphically
+        Par(x, y) => Par(Box::new(dual(x, fr, c)), Box::new(dual(y, fr, c))),
         Fst(x) => Fst(Box::new(dual(x, fr, c))),
         Snd(x) => Snd(Box::new(dual(x, fr, c))),
         Inl(x) => Inl(Box::new(dual(x, fr, c))),

@@ -62,6 +62,7 @@ fn dfwd(e: &Expr, fr: &mut Fresh) -> Expr {
         ),
         // pairs, projections, injections and case: homomorphic
         Tuple(es) => Tuple(es.iter().map(|x| dfwd(x, fr)).collect()),
+        Par(x, y) => Par(b(x, fr), b(y, fr)),
         Fst(x) => Fst(b(x, fr)),
         Snd(x) => Snd(b(x, fr)),
         Inl(x) => Inl(b(x, fr)),

@@ -8,16 +8,37 @@ pub mod delta;
 pub mod monadic;
 pub mod array;
 pub mod general;
+pub mod dualrev_common;
+pub mod dualrev_naive;
+pub mod dualrev_staged;
+pub mod dualrev_cayley;
+pub mod dualrev_sparse;
+pub mod dualrev_mutable;
+pub mod dualrev_nocollector;
+pub mod dualrev_contrib;
+pub mod dualrev_tape;
+pub mod dualrev_parallel;
 
 /// All stages, papers in order, each paper's stages in the paper's order.
 pub fn all() -> Vec<&'static dyn Stage> {
     vec![
         &forward::Forward,
+        // Krawiec et al. 2022 (krawiec/*)
         &dense::Dense,
         &delta::Delta,
         &monadic::Monadic,
         &array::Array,
         &general::General,
+        // Smeding & Vákár 2025 (dualrev/*)
+        &dualrev_naive::Naive,
+        &dualrev_staged::Staged,
+        &dualrev_cayley::Cayley,
+        &dualrev_sparse::Sparse,
+        &dualrev_mutable::Mutable,
+        &dualrev_nocollector::NoCollector,
+        &dualrev_contrib::ContribStage,
+        &dualrev_tape::Tape,
+        &dualrev_parallel::Parallel,
     ]
 }
 

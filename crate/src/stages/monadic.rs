@@ -137,6 +137,8 @@ impl Drev<'_> {
                 Expr::gen(LetRec(out, Box::new(self.expr(body)?)))
             }
             // Drev{(e1, e2)} = do { x ← Drev{e1}; y ← Drev{e2}; pure (x, y) }
+            // Smeding–Vákár's fork-join pair `e1 ||| e2` is, for this sequential method, the pair (e1, e2).
+            Par(a, b) => return self.expr(&Expr { kind: Tuple(vec![(**a).clone(), (**b).clone()]), span: e.span, ty: e.ty.clone() }),
             Tuple(es) => {
                 let ns: Vec<Name> = es.iter().map(|_| self.fr.name("x")).collect();
                 let mut acc = pure(tuple(ns.iter().map(var).collect()));

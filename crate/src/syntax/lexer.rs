@@ -56,6 +56,8 @@ pub enum Tok {
     Slash,
     AndAnd,
     OrOr,
+    /// `|||`, the parallel pair (Smeding & Vákár §12)
+    Par3,
     Underscore,
     Eof,
 }
@@ -116,6 +118,7 @@ impl Tok {
             Tok::Slash => "/",
             Tok::AndAnd => "&&",
             Tok::OrOr => "||",
+            Tok::Par3 => "|||",
             Tok::Underscore => "_",
             Tok::Ident(_) | Tok::Int(_) | Tok::Real(_) | Tok::Eof => "",
         }
@@ -195,6 +198,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
             let (tok, len) = lex_number(src, i)?;
             push(&mut out, tok, len);
             i += len;
+            continue;
+        }
+        if src.get(i..i + 3) == Some("|||") {
+            push(&mut out, Tok::Par3, 3);
+            i += 3;
             continue;
         }
         let two = src.get(i..i + 2).unwrap_or("");

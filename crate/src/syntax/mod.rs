@@ -96,7 +96,7 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
     match &e.kind {
         Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => {}
         Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => f(b),
-        App(a, b) | Let(_, a, b) | Bind(_, a, b) => {
+        App(a, b) | Let(_, a, b) | Bind(_, a, b) | Par(a, b) => {
             f(a);
             f(b)
         }
@@ -138,7 +138,7 @@ pub(crate) fn drop_deep(e: Expr) {
     while let Some(mut e) = stack.pop() {
         match &mut e.kind {
             Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => stack.push(take(b)),
-            App(a, b) | Let(_, a, b) | Bind(_, a, b) => {
+            App(a, b) | Let(_, a, b) | Bind(_, a, b) | Par(a, b) => {
                 stack.push(take(a));
                 stack.push(take(b));
             }

@@ -82,7 +82,16 @@ enum Assoc {
     None,
 }
 
-fn binop(t: &Tok) -> Option<(Prim, u8, Assoc)> {
+/// Binary operators: `None` is `|||`, the parallel pair, loosest of all and not associative.
+fn binop(t: &Tok) -> Option<(Option<Prim>, u8, Assoc)> {
+    if *t == Tok::Par3 {
+        return Some((None, 0, Assoc::None));
+    }
+    let (p, l, a) = binop_prim(t)?;
+    Some((Some(p), l, a))
+}
+
+fn binop_prim(t: &Tok) -> Option<(Prim, u8, Assoc)> {
     Some(match t {
         Tok::OrOr => (Prim::Or, 1, Assoc::Right),
         Tok::AndAnd => (Prim::And, 2, Assoc::Right),
@@ -567,22 +576,28 @@ impl<'s> Parser<'s> {
     /// Binary operators by precedence climbing with explicit stacks.
     fn parse_binary(&mut self, ctx: &str) -> PResult<Expr> {
         let mut operands = vec![self.parse_operand(ctx)?];
-        let mut ops: Vec<(Prim, u8, Assoc, Span)> = vec![];
-        fn reduce(operands: &mut Vec<Expr>, ops: &mut Vec<(Prim, u8, Assoc, Span)>) {
+        let mut ops: Vec<(Option<Prim>, u8, Assoc, Span)> = vec![];
+        fn reduce(operands: &mut Vec<Expr>, ops: &mut Vec<(Option<Prim>, u8, Assoc, Span)>) {
             let (op, ..) = ops.pop().expect("operator");
             let rhs = operands.pop().expect("rhs");
             let lhs = operands.pop().expect("lhs");
             let span = lhs.span.to(rhs.span);
-            operands.push(Expr::new(ExprKind::Prim(op, vec![lhs, rhs]), span));
+            let kind = match op {
+                Some(op) => ExprKind::Prim(op, vec![lhs, rhs]),
+                None => ExprKind::Par(Box::new(lhs), Box::new(rhs)),
+            };
+            operands.push(Expr::new(kind, span));
         }
         while let Some((op, prec, assoc)) = binop(self.peek()) {
             let op_span = self.bump().span;
             while let Some(&(_, tprec, _, tspan)) = ops.last() {
                 if tprec > prec || (tprec == prec && assoc == Assoc::Left) {
                     reduce(&mut operands, &mut ops);
+                } else if tprec == prec && assoc == Assoc::None && op.is_none() {
+                    return Err(Diagnostic::error(op_span, "`|||` does not associate: write `(a ||| b) ||| c` or `a ||| (b ||| c)`"));
                 } else if tprec == prec && assoc == Assoc::None {
                     let first = &self.src[tspan.start as usize..tspan.end as usize];
-                    let second = op.symbol();
+                    let second = op.map_or("|||", |p| p.symbol());
                     return Err(Diagnostic::error(
                         op_span,
                         format!(
@@ -595,7 +610,7 @@ impl<'s> Parser<'s> {
                 }
             }
             ops.push((op, prec, assoc, op_span));
-            operands.push(self.parse_operand(&format!("after `{}`", op.symbol()))?);
+            operands.push(self.parse_operand(&format!("after `{}`", op.map_or("|||", |p| p.symbol())))?);
         }
         while !ops.is_empty() {
             reduce(&mut operands, &mut ops);

@@ -59,6 +59,7 @@ pub(super) fn sx(e: &Expr) -> String {
         Builtin(n) => format!("${n}"),
         Bind(p, m, k) => format!("(bind {} {} {})", pat(p), sx(m), sx(k)),
         Pure(b) => format!("(pure {})", sx(b)),
+        Par(a, b) => format!("(||| {} {})", sx(a), sx(b)),
     }
 }
 

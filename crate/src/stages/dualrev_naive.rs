@@ -1,0 +1,270 @@
+//! `dualrev/naive`: naive dual-numbers reverse AD, Smeding & Vákár §5, Figs. 5–7.
+//! Every real is paired with a backpropagator `dR ⊸ c` into the cotangent of the whole input; the
+//! translation D¹_c is homomorphic except on constants and primitive operations (Fig. 6, rebuilt
+//! from the §5.2 prose since the extracted figure is garbled — see the note §3 Stage 1).
+
+use super::dualrev_common::*;
+use crate::build::*;
+use crate::deriv;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Budget, Builtin, Builtins, Graph, Machine, RunError};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::value::Value;
+
+pub struct Naive;
+
+static INFO: StageInfo = StageInfo {
+    id: "dualrev/naive",
+    paper: PAPER,
+    section: "§5, Figs. 5–7",
+    title: "Naive dual-numbers reverse AD: reals paired with backpropagators",
+    explanation: "Where forward mode pairs each real with a tangent, reverse mode pairs it with a backpropagator: a \
+linear function dR ⊸ c that takes a cotangent for this real and returns its contribution to the cotangent c of the \
+whole input. Constants get the zero backpropagator; an operation's backpropagator calls each argument's \
+backpropagator with the cotangent scaled by the partial derivative, and adds the results in c. Everything else is \
+translated homomorphically, so closures, recursion and sums need no work. The wrapper Interleave hands each input \
+real a one-hot backpropagator, and Deinterleave sums the output's. Correct, but calling the output's backpropagator \
+walks the DAG of backpropagators as a tree: a backpropagator shared by k paths runs k times (exponential on \
+sharing, Fig. 2), and every call builds and adds dense values of c.",
+    complexity: "forward O(T); reverse up to exponential in T (once per path through the sharing DAG), times O(I) per + and 0 on c.",
+    accepts: ACCEPTS,
+};
+
+/// D¹_c[R] = (R, dR ⊸ c)  (Fig. 6)
+pub fn real_ty(c: &Type) -> Type {
+    Type::Tuple(vec![Type::Real, Type::lin(Type::Real, c.clone())])
+}
+
+/// The zero backpropagator `linλz. 0`.
+fn zero_bp(fr: &mut Fresh) -> Expr {
+    let z = fr.name("z");
+    linlam(pvar(&z), app(builtin("counted"), builtin("zeroC")))
+}
+
+/// D¹_c[t], rule for rule (Fig. 6; Sec. 11 for sums, letrec, conditionals).
+fn d1(e: &Expr, fr: &mut Fresh) -> Expr {
+    use ExprKind::*;
+    let b = |x: &Expr, fr: &mut Fresh| Box::new(d1(x, fr));
+    let kind = match &e.kind {
+        // D¹[x] = x ; integer and boolean literals, () unchanged
+        Var(_) | Int(_) | Bool(_) | Unit | Builtin(_) => e.kind.clone(),
+        // D¹[r] = (r, linλz. 0)
+        Real(r) => {
+            let bp = zero_bp(fr);
+            return at(pair(real(*r), bp), e.span);
+        }
+        // D¹[λx. t] = λx. D¹[t]
+        Lam(k, p, body) => Lam(*k, p.clone(), b(body, fr)),
+        // D¹[s t] = D¹[s] D¹[t]
+        App(f, a) => App(b(f, fr), b(a, fr)),
+        // D¹[let x = s in t] = let x = D¹[s] in D¹[t]
+        Let(p, rhs, body) => Let(p.clone(), b(rhs, fr), b(body, fr)),
+        // letrec is treated like let (Sec. 11)
+        LetRec(fs, body) => {
+            LetRec(fs.iter().map(|f| FunDef { name: f.name.clone(), body: d1(&f.body, fr), span: f.span }).collect(), b(body, fr))
+        }
+        // D¹[(s, t)] = (D¹[s], D¹[t]) ; D¹[fst t] = fst D¹[t] ; D¹[snd t] = snd D¹[t]
+        Tuple(es) => Tuple(es.iter().map(|x| d1(x, fr)).collect()),
+        // §12: D[s ⋆ t] = D[s] ⋆ D[t] (the naive stage has no IDs to fork)
+        Par(x, y) => Par(b(x, fr), b(y, fr)),
+        Fst(x) => Fst(b(x, fr)),
+        Snd(x) => Snd(b(x, fr)),
+        // Sec. 11: D¹[inl t] = inl D¹[t], D¹[case s of …] = case D¹[s] of …
+        Inl(x) => Inl(b(x, fr)),
+        Inr(x) => Inr(b(x, fr)),
+        Case(s, p1, e1, p2, e2) => Case(b(s, fr), p1.clone(), b(e1, fr), p2.clone(), b(e2, fr)),
+        If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
+        Ann(x, t) => Ann(b(x, fr), dtype(t, &real_ty(&Type::Var(0)), false)),
+        Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),
+        Pure(x) => Pure(b(x, fr)),
+        Prim(op, args) => return at(d1_prim(*op, args, fr), e.span),
+    };
+    Expr { kind, span: e.span, ty: Type::Unknown }
+}
+
+/// D¹[op(t1, …, tn)] = let (x1, d1) = D¹[t1] in … let (xn, dn) = D¹[tn]
+///                     in (op(x1, …, xn), linλz. d1 (∂1 op(x…)(z)) + … + dn (∂n op(x…)(z)))   (Fig. 6)
+fn d1_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
+    let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
+    let translated: Vec<Expr> = args.iter().map(|a| d1(a, fr)).collect();
+    if op == Prim::ToReal {
+        // real k is a constant: (real k, linλz. 0)
+        return pair(prim(op, translated), zero_bp(fr));
+    }
+    if !real_args {
+        // integer and boolean operations are untouched
+        return prim(op, translated);
+    }
+    let texts: &[(&str, &str)] = if args.len() == 1 { &[("x", "d")] } else { &[("x1", "d1"), ("x2", "d2")] };
+    let names: Vec<(Name, Name)> = texts.iter().map(|(x, d)| (fr.name(x), fr.name(d))).collect();
+    let xs: Vec<Expr> = names.iter().map(|(x, _)| var(x)).collect();
+    let y = fr.name("y");
+    let body = match deriv::rule(op, &xs, &var(&y)) {
+        // comparisons look at the primals only
+        None => prim(op, xs.clone()),
+        Some(rule) => {
+            let z = fr.name("z");
+            let parts: Vec<Expr> =
+                rule.partials.iter().zip(&names).map(|(p, (_, d))| app(var(d), scale(p, var(&z)))).collect();
+            let sum = parts.into_iter().reduce(|a, b| apps(builtin("plusC"), [a, b])).expect("an operation has arguments");
+            let bp = linlam(pvar(&z), app(builtin("counted"), sum));
+            if rule.uses_result {
+                let_(pvar(&y), prim(op, xs.clone()), pair(var(&y), bp))
+            } else {
+                pair(prim(op, xs.clone()), bp)
+            }
+        }
+    };
+    names.iter().zip(translated).rev().fold(body, |acc, ((x, d), a)| let_(ppair(pvar(x), pvar(d)), a, acc))
+}
+
+/// `+` on c for Deinterleave (Fig. 7), and its zero.
+fn combine(parts: Vec<Expr>, _: &mut Fresh) -> Expr {
+    parts.into_iter().reduce(|a, b| apps(builtin("plusC"), [a, b])).unwrap_or_else(|| builtin("zeroC"))
+}
+
+impl Stage for Naive {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        vec![
+            counted_builtin(),
+            zero_of_builtin(),
+            // 0 : c (the input's shape, reals zeroed) and + : c → c → c, both O(size of the input)
+            Builtin { name: "zeroC", scheme: scheme(&[1], tv(1)), arity: 0, lazy_last: false, run: b_zero_c },
+            Builtin { name: "plusC", scheme: scheme(&[1], Type::fun(tv(1), Type::fun(tv(1), tv(1)))), arity: 2, lazy_last: false, run: b_plus_c },
+        ]
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        accepts_source(src)
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut fr = Fresh::new(src.program);
+        let mut out = src.program.clone();
+        for d in &mut out.defs {
+            d.body = d1(&d.body, &mut fr);
+            d.scheme = None;
+        }
+        out.expects.clear();
+        out.input = None;
+        let (s, t) = (src.input_type, src.output_type);
+        // Interleave¹_σ : (σ, dσ ⊸ c) → D¹_c[σ]
+        let (x, d) = (fr.name("x"), fr.name("d"));
+        let il = interleave_down(s, var(&x), var(&d), &mut fr, Down::Naive);
+        out.defs.push(def("interleave", lam(ppair(pvar(&x), pvar(&d)), il)));
+        // Deinterleave¹_τ : D¹_c[τ] → (τ, dτ ⊸ c)
+        let y = fr.name("y");
+        let dl = deinterleave(t, var(&y), &mut fr, &|e, _| e, &combine);
+        out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
+        // Wrap¹[λx. t] = λx. let x = Interleave¹_σ (x, linλz. z) in Deinterleave¹_τ (D¹_σ[t])
+        // (ours takes the output cotangent too and calls the backpropagator with it)
+        let (x, dy, yv, dv, z) = (fr.name("x"), fr.name("dy"), fr.name("y"), fr.name("d"), fr.name("z"));
+        let id = linlam(pvar(&z), if *s == Type::Real { app(builtin("counted"), var(&z)) } else { var(&z) });
+        let run = app(global("deinterleave"), app(global("main"), app(global("interleave"), pair(var(&x), id))));
+        let body = let_(ppair(pvar(&yv), pvar(&dv)), run, pair(var(&yv), app(var(&dv), var(&dy))));
+        out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        let c = cvar();
+        let (s, t) = (src.input_type, src.output_type);
+        vec![
+            main_type(src, &real_ty(&c), false),
+            ("interleave".into(), Type::fun(Type::Tuple(vec![s.clone(), Type::lin(s.clone(), c.clone())]), dtype(s, &real_ty(&c), false))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), false), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), c.clone())]))),
+            grad_type(src),
+        ]
+    }
+
+    fn run(&self, m: &mut Machine, src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        prepare(m, input);
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        let res = split_pair(out)?;
+        // what the display graph needs, computed only if asked for (not in benchmarks)
+        m.state::<NaiveGraph>().0 =
+            Some((src.program.clone(), src.input_type.clone(), src.output_type.clone(), input.clone(), seed.clone()));
+        Ok(res)
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        let (p, s, t, input, seed) = m.state::<NaiveGraph>().0.take()?;
+        display_graph(&Source { program: &p, input_type: &s, output_type: &t }, &input, &seed)
+    }
+}
+
+#[derive(Default)]
+struct NaiveGraph(Option<(Program, Type, Type, Value, Value)>);
+
+/// The backpropagator DAG for display. Naive backpropagators have no IDs, and closures cannot be
+/// inspected, so the DAG is the one `dualrev/staged` builds on the same program and input (its IDs
+/// are the creation order of the backpropagators, the same closures the naive program creates), run
+/// separately so that it counts nothing here. Each node's `visits` is the number of times the naive
+/// program calls that backpropagator: the number of call paths from the output to it, counting an
+/// argument used twice (`x + x`) as two calls.
+fn display_graph(src: &Source, input: &Value, seed: &Value) -> Option<Graph> {
+    let st = super::dualrev_staged::Staged;
+    let mut out = st.transform(src).ok()?;
+    let mut builtins = Builtins::new();
+    builtins.extend(st.builtins());
+    crate::types::check_program(&mut out, &builtins).ok()?;
+    let mut m2 = Machine::new(&out, &builtins, Budget { trace_steps: 0, ..Budget::default() }).ok()?;
+    m2.set_tracing(false);
+    st.run(&mut m2, src, input, seed).ok()?;
+    let mut g = graph(&mut m2, "backprop")?;
+    let r = rt(&mut m2);
+    // calls along paths, in descending ID order (a reverse topological order)
+    let mut calls: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    let outputs: Vec<i64> = g.nodes.iter().filter(|n| n.label.contains("output")).filter_map(|n| n.delta_id).collect();
+    for o in &outputs {
+        calls.insert(*o, 1);
+    }
+    for (&(f, t), &c) in r.edge_calls.iter().filter(|((f, _), _)| *f < 0) {
+        let _ = f;
+        let e = calls.entry(t).or_insert(0);
+        *e = e.saturating_add(c);
+    }
+    let mut by_from: std::collections::BTreeMap<i64, Vec<(i64, u64)>> = std::collections::BTreeMap::new();
+    for (&(f, t), &c) in r.edge_calls.iter().filter(|((f, _), _)| *f >= 0) {
+        by_from.entry(f).or_default().push((t, c));
+    }
+    for (f, ts) in by_from.iter().rev() {
+        let k = calls.get(f).copied().unwrap_or(0);
+        for (t, c) in ts {
+            let e = calls.entry(*t).or_insert(0);
+            *e = e.saturating_add(k.saturating_mul(*c));
+        }
+    }
+    for n in &mut g.nodes {
+        n.visits = n.delta_id.and_then(|i| calls.get(&i).copied());
+        n.value = None;
+    }
+    // edges labelled with the number of calls one call of their source makes
+    for e in &mut g.edges {
+        let c = r.edge_calls.get(&(e.from as i64, e.to as i64)).or_else(|| r.edge_calls.get(&(-1, e.to as i64)));
+        if let Some(c) = c {
+            e.label = if *c == 1 { "calls".into() } else { format!("calls ×{c}") };
+        }
+    }
+    Some(g)
+}
+
+fn b_zero_c(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let z = rt(m).zero.clone().ok_or_else(|| err(span, "zeroC: no input zero (run through the stage)"))?;
+    m.tick(size(&z))?;
+    m.count("zero_leaves", size(&z));
+    Ok(z)
+}
+
+fn b_plus_c(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let n = size(&args[0]);
+    m.tick(n)?;
+    m.count("plus_leaves", n);
+    Ok(cot_add(&args[0], &args[1]))
+}

@@ -1,0 +1,94 @@
+//! `dualrev/no-collector`: the cotangent collection array dropped. Smeding & Vákár §10.1.
+//! Input backpropagators only added their argument into c[i], so after SResolve c[i] = snd m[i]:
+//! keep only the staging array, make the input backpropagators no-ops, and rebuild from m.
+
+use super::dualrev_common::*;
+use super::dualrev_mutable::{self as mutable, real_ty, Rule};
+use crate::build::*;
+use crate::diag::Diagnostic;
+use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::value::Value;
+
+pub struct NoCollector;
+
+static INFO: StageInfo = StageInfo {
+    id: "dualrev/no-collector",
+    paper: PAPER,
+    section: "§10.1",
+    title: "Dropping the cotangent collection array",
+    explanation: "In the mutable stage an input's backpropagator SOneHot i only adds its argument into the collector \
+cell c[i], and it is called exactly once, by SResolve, with everything staged for ID i. So when SResolve ends, c[i] \
+equals the cotangent accumulated in the staging cell m[i]: the collector is redundant. Staged c becomes just the \
+staging array, the input backpropagators become no-ops (linλz. λ_. return ()), and the rebuild function reads the \
+gradient out of the frozen cotangents of the staging array's first I cells. (Deinterleave now stages the output's \
+backpropagator calls instead of making them directly: an output that is itself an input would otherwise lose its \
+cotangent to the no-op.)",
+    complexity: "O(T + I), with one array fewer.",
+    accepts: ACCEPTS,
+};
+
+fn io(c: &Type) -> Type {
+    Type::fun(staged_ty(c.clone()), m_ty(Type::Unit))
+}
+
+impl Stage for NoCollector {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        mutable::builtins(false)
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        accepts_source(src)
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut mo = Monadic::new(src.program, &Rule);
+        let mut out = mo.program(src.program);
+        let mut fr = mo.fr;
+        let (s, t) = (src.input_type, src.output_type);
+        // Interleave_R = λx. genID >>= λi. pure ((x, (i, linλz. λ_. return ())), λa. a @ i)
+        let x = fr.name("x");
+        let leaf = |x: Expr, fr: &mut Fresh| {
+            let (i, a, z) = (fr.name("i"), fr.name("a"), fr.name("z"));
+            let bp = linlam(pvar(&z), app(builtin("counted"), combine_io(vec![], fr)));
+            let d = pair(x, pair(var(&i), bp));
+            bind(pvar(&i), builtin("genID"), pure(pair(d, lam(pvar(&a), apps(builtin("at"), [var(&a), var(&i)])))))
+        };
+        let il = interleave_up(s, var(&x), &mut fr, &leaf);
+        out.defs.push(def("interleave", lam(pvar(&x), il)));
+        // Deinterleave_R (x, d) = (x, SCall d). Decision: the output's backpropagators are *staged*
+        // here, not called directly as in Deinterleave⁴ (§6.1). With the collector gone, an input's
+        // backpropagator is a no-op and its cotangent is read from its staging cell, so an output
+        // that *is* an input (`main (x, y) = (x, …)`) would lose the direct call's contribution.
+        // Staging the output calls, as the reference implementation does, keeps c[i] = snd m[i].
+        let y = fr.name("y");
+        let dleaf = |e: Expr, fr: &mut Fresh| {
+            let (p, d) = (fr.name("x"), fr.name("d"));
+            let_(ppair(pvar(&p), pvar(&d)), e, pair(var(&p), app(builtin("SCall"), var(&d))))
+        };
+        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
+        out.defs.push(def(WRAPPER, wrapper_fig10(&mut fr, false)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        mutable::stated(src, &real_ty(&cvar()), &io(&cvar()))
+    }
+
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        prepare(m, input);
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        split_pair(out)
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        graph(m, "backprop")
+    }
+}

@@ -1,0 +1,658 @@
+//! `dualrev/parallel`: fork-join parallelism. Smeding & Vákár §12, Figs. 12–15.
+//! `s ||| t` (the paper's `s ⋆ t`) forks the running job α into jobs β and γ, which join into a new
+//! job δ. IDs become compound `(job, seq)`; the ID monad records the job graph (`History = Start |
+//! Fork jd0 jd1 jd2`, with the number of IDs of each job), and the resolve walks it backwards:
+//! within a job from its highest ID down, and "forks in the primal become joins in the dual" — the
+//! two subtasks of a fork are resolved independently (on two threads natively), then the history
+//! before the fork.
+//!
+//! Decisions: the implementation the paper describes is §12 + §10.1 + §10.2; so that the resolve can
+//! run on real threads, the Contribs are written during the forward pass into per-job tapes
+//! (§10.3) — plain data, unlike closures. Inputs are numbered in the main job 0, whose IDs also hold
+//! the gradient (as in the reference implementation); the job counter starts at 1 and each fork
+//! takes three job IDs (j, j+1, j+2). Fig. 15's missing `resolveTask jd0` after the parallel children
+//! and the final `freeze` are restored.
+
+use super::dualrev_common::*;
+use crate::build::*;
+use crate::deriv::Partial;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::value::{ExtValue, Value};
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub struct Parallel;
+
+static INFO: StageInfo = StageInfo {
+    id: "dualrev/parallel",
+    paper: PAPER,
+    section: "§12, Figs. 12–15",
+    title: "Fork-join parallelism: compound IDs, the job graph, parallel resolve",
+    explanation: "A parallel pair s ||| t forks the running job into two jobs that run s and t, and joins them into a \
+new job that continues with the pair. Sequential IDs would order the two sides arbitrarily, so IDs become compound \
+(job, seq): a job ID plus a counter within the job. The ID monad now carries a job descriptor — its history (Start, or \
+Fork of the history before the fork and the two subtasks' final descriptors), its job ID, and how many IDs it made — \
+and ⋆' is the only place the translation changes. The staging arrays become one array per job, sized from the \
+history, and the resolve walks the job graph backwards: a job from its highest ID down, then the two subtasks of the \
+fork that created it, independently (forks in the primal become joins in the dual), then the history before the \
+fork. Two subtasks can add into the same earlier cell (an input, or a value shared across the fork), so those \
+additions are atomic.",
+    complexity: "O(T + I) work; the span follows the job graph (not analysed in the paper).",
+    accepts: ACCEPTS,
+};
+
+fn cid() -> Type {
+    Type::Tuple(vec![Type::Int, Type::Int])
+}
+fn contrib_ty() -> Type {
+    Type::con("Contrib", vec![])
+}
+fn jobdescr() -> Type {
+    Type::con("JobDescr", vec![])
+}
+
+/// D⁵_c[R] = (R, CID), the Contrib of the CID on the job's tape
+pub fn real_ty(_c: &Type) -> Type {
+    Type::Tuple(vec![Type::Real, cid()])
+}
+
+struct Rule;
+
+impl RealRule for Rule {
+    fn real_ty(&self, c: &Type) -> Type {
+        real_ty(c)
+    }
+    fn constant(&self, fr: &mut Fresh, r: Expr) -> Expr {
+        let i = fr.name("i");
+        bind(pvar(&i), app(builtin("record"), builtin("C0")), pure(pair(r, var(&i))))
+    }
+    fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr {
+        let i = fr.name("i");
+        let name = if ds.len() == 1 { "C1" } else { "C2" };
+        let args: Vec<Expr> = partials.iter().zip(ds).flat_map(|(p, d)| [at_one(p), d.clone()]).collect();
+        bind(pvar(&i), app(builtin("record"), apps(builtin(name), args)), pure(pair(y, var(&i))))
+    }
+}
+
+impl Stage for Parallel {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        let c = tv(1);
+        let st = staged_ty(c.clone());
+        let r = Type::Real;
+        let (a, b) = (tv(2), tv(3));
+        let thunk = |t: Type| Type::fun(Type::Unit, m_ty(t));
+        let mut v = vec![counted_builtin()];
+        v.extend(array_builtins());
+        v.extend([
+            Builtin { name: "C0", scheme: Scheme::mono(contrib_ty()), arity: 0, lazy_last: false, run: b_c },
+            Builtin { name: "C1", scheme: Scheme::mono(Type::fun(r.clone(), Type::fun(cid(), contrib_ty()))), arity: 2, lazy_last: false, run: b_c },
+            Builtin {
+                name: "C2",
+                scheme: Scheme::mono(Type::fun(r.clone(), Type::fun(cid(), Type::fun(r.clone(), Type::fun(cid(), contrib_ty()))))),
+                arity: 4,
+                lazy_last: false,
+                run: b_c,
+            },
+            // record : Contrib → M CID (genID, with the Contrib written at the new ID)
+            Builtin { name: "record", scheme: Scheme::mono(Type::fun(contrib_ty(), m_ty(cid()))), arity: 1, lazy_last: false, run: b_record },
+            // (⋆') : M a → M b → M (a, b), the sides as thunks
+            Builtin {
+                name: "fork",
+                scheme: scheme(&[2, 3], Type::fun(thunk(a.clone()), Type::fun(thunk(b.clone()), m_ty(Type::Tuple(vec![a.clone(), b]))))),
+                arity: 2,
+                lazy_last: false,
+                run: b_fork,
+            },
+            Builtin { name: "runJobs", scheme: scheme(&[2], Type::fun(m_ty(a.clone()), a)), arity: 1, lazy_last: true, run: b_run_jobs },
+            Builtin { name: "getJob", scheme: Scheme::mono(m_ty(jobdescr())), arity: 0, lazy_last: false, run: b_get_job },
+            Builtin { name: "SAlloc", scheme: scheme(&[1], Type::fun(jobdescr(), m_ty(st.clone()))), arity: 1, lazy_last: false, run: b_salloc },
+            Builtin {
+                name: "SCall",
+                scheme: scheme(&[1], Type::fun(cid(), Type::lin(r, Type::fun(st.clone(), m_ty(Type::Unit))))),
+                arity: 3,
+                lazy_last: false,
+                run: b_scall,
+            },
+            Builtin { name: "SResolve", scheme: scheme(&[1], Type::fun(jobdescr(), Type::fun(st, m_ty(iarray_ty())))), arity: 2, lazy_last: false, run: b_sresolve },
+        ]);
+        v
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        accepts_source(src)
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut mo = Monadic::new(src.program, &Rule);
+        mo.fork = true;
+        let mut out = mo.program(src.program);
+        let mut fr = mo.fr;
+        let (s, t) = (src.input_type, src.output_type);
+        // Interleave_R = λx. record [] >>= λi. pure ((x, i), λa. a @ snd i)   (inputs live in job 0)
+        let x = fr.name("x");
+        let leaf = |x: Expr, fr: &mut Fresh| {
+            let (i, a) = (fr.name("i"), fr.name("a"));
+            bind(
+                pvar(&i),
+                app(builtin("record"), builtin("C0")),
+                pure(pair(pair(x, var(&i)), lam(pvar(&a), apps(builtin("at"), [var(&a), snd(var(&i))])))),
+            )
+        };
+        let il = interleave_up(s, var(&x), &mut fr, &leaf);
+        out.defs.push(def("interleave", lam(pvar(&x), il)));
+        // Deinterleave_R (x, i) = (x, SCall i)
+        let y = fr.name("y");
+        let dleaf = |e: Expr, fr: &mut Fresh| {
+            let (p, i) = (fr.name("x"), fr.name("i"));
+            let_(ppair(pvar(&p), pvar(&i)), e, pair(var(&p), app(builtin("SCall"), var(&i))))
+        };
+        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
+        // grad (x, dy) = let (y, d, rebuild, jd) = runJobs (do (x', rebuild) ← interleave x; y' ← main x';
+        //                    jd ← getJob; let (y, d) = deinterleave y' in pure (y, d, rebuild, jd))
+        //                in (y, rebuild (runIO (do s ← SAlloc jd; _ ← d dy s; SResolve jd s)))
+        let (x, dy, yv, d, rb, jd, x2, y2, sn) =
+            (fr.name("x"), fr.name("dy"), fr.name("y"), fr.name("d"), fr.name("rebuild"), fr.name("jd"), fr.name("x'"), fr.name("y'"), fr.name("s"));
+        let res = pure(tuple(vec![var(&yv), var(&d), var(&rb), var(&jd)]));
+        let fwd = bind(
+            ppair(pvar(&x2), pvar(&rb)),
+            app(global("interleave"), var(&x)),
+            bind(
+                pvar(&y2),
+                app(global("main"), var(&x2)),
+                bind(pvar(&jd), builtin("getJob"), let_(ppair(pvar(&yv), pvar(&d)), app(global("deinterleave"), var(&y2)), res)),
+            ),
+        );
+        let io = bind(
+            pvar(&sn),
+            app(builtin("SAlloc"), var(&jd)),
+            bind(pwild(), apps(var(&d), [var(&dy), var(&sn)]), apps(builtin("SResolve"), [var(&jd), var(&sn)])),
+        );
+        let body = let_(
+            ptuple(vec![pvar(&yv), pvar(&d), pvar(&rb), pvar(&jd)]),
+            app(builtin("runJobs"), fwd),
+            pair(var(&yv), app(var(&rb), app(builtin("runIO"), io))),
+        );
+        out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        super::dualrev_mutable::stated_io(src, &real_ty(&cvar()))
+    }
+
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        prepare(m, input);
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        split_pair(out)
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        let st = m.state::<ParSt>();
+        let jd = st.last.clone()?;
+        let n_inputs = rt(m).n_inputs;
+        let st = m.state::<ParSt>();
+        let mut offsets = vec![0u64; st.tapes.len() + 1];
+        for (j, t) in st.tapes.iter().enumerate() {
+            offsets[j + 1] = offsets[j] + t.len() as u64;
+        }
+        let total = offsets[st.tapes.len()];
+        let limit = GRAPH_LIMIT as u64;
+        let mut nodes = vec![];
+        let mut edges = vec![];
+        for (j, t) in st.tapes.iter().enumerate() {
+            for (s, entry) in t.iter().enumerate() {
+                let id = offsets[j] + s as u64;
+                if id >= limit {
+                    continue;
+                }
+                let input = j == 0 && (s as i64) < n_inputs;
+                let adj = st.adjoints.get(j).and_then(|a| a.get(s)).copied().flatten();
+                nodes.push(GraphNode {
+                    id,
+                    ctor: if input { "input".into() } else { "Contrib".into() },
+                    label: if input { format!("({j},{s}) input {s}") } else { format!("({j},{s})") },
+                    delta_id: Some(id as i64),
+                    value: adj,
+                    shared: false,
+                    visits: adj.map(|_| 1),
+                    group: Some(format!("job {j}")),
+                    span: None,
+                });
+                for (a, jj, ss) in entry {
+                    let to = offsets[*jj as usize] + *ss as u64;
+                    if to < limit {
+                        edges.push(GraphEdge { from: id, to, label: crate::value::show_real(*a) });
+                    }
+                }
+            }
+        }
+        // The job graph: a job after a join comes after the two subtasks' last jobs; a subtask's
+        // first job comes after the job that forked.
+        let mut after: std::collections::BTreeMap<u32, (u32, Vec<u32>)> = std::collections::BTreeMap::new();
+        let mut stack = vec![jd];
+        while let Some(job) = stack.pop() {
+            after.entry(job.jid).or_default().0 = job.n;
+            if let Hist::Fork(a, b, c) = &job.hist {
+                after.entry(job.jid).or_default().1.extend([b.jid, c.jid]);
+                for t in [b, c] {
+                    after.entry(first_of(t)).or_default().1.push(a.jid);
+                }
+                stack.extend([a.clone(), b.clone(), c.clone()]);
+            }
+        }
+        let groups = after
+            .into_iter()
+            .map(|(j, (n, aft))| {
+                let label = match aft.len() {
+                    0 => format!("job {j}: {n} IDs"),
+                    1 => format!("job {j}: {n} IDs, forked from job {}", aft[0]),
+                    _ => format!("job {j}: {n} IDs, after the join of jobs {} and {} (which can run at the same time)", aft[0], aft[1]),
+                };
+                GraphGroup { name: format!("job {j}"), label, after: aft.iter().map(|a| format!("job {a}")).collect() }
+            })
+            .collect();
+        Some(Graph { nodes, edges, groups, omitted: total.saturating_sub(limit) })
+    }
+}
+
+/// The first job of the task whose last job is `jd` (follow the histories back to a Start).
+fn first_of(jd: &Arc<Job>) -> u32 {
+    let mut cur = jd.clone();
+    loop {
+        let next = match &cur.hist {
+            Hist::Start => return cur.jid,
+            Hist::Fork(a, _, _) => a.clone(),
+        };
+        cur = next;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+
+/// `JobDescr = (History, JID, Z)`
+#[derive(Debug)]
+pub struct Job {
+    pub hist: Hist,
+    pub jid: u32,
+    pub n: u32,
+}
+
+#[derive(Debug)]
+pub enum Hist {
+    Start,
+    /// (A) the history up to the fork in this task, (B), (C) the two subtasks' final descriptors
+    Fork(Arc<Job>, Arc<Job>, Arc<Job>),
+}
+
+impl ExtValue for JobV {
+    fn type_name(&self) -> &'static str {
+        "JobDescr"
+    }
+    fn show(&self) -> String {
+        show_job(&self.0)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+#[derive(Debug)]
+pub struct JobV(pub Arc<Job>);
+
+fn show_job(j: &Job) -> String {
+    match &j.hist {
+        Hist::Start => format!("(Start, {}, {})", j.jid, j.n),
+        Hist::Fork(a, b, c) => format!("(Fork {} {} {}, {}, {})", show_job(a), show_job(b), show_job(c), j.jid, j.n),
+    }
+}
+
+/// Per-run state: the running job (its history, ID and count), the job counter, the per-job tapes.
+#[derive(Default)]
+pub struct ParSt {
+    pub hist: Option<Hist>,
+    pub jid: u32,
+    pub n: u32,
+    pub next_job: u32,
+    /// tapes[job][seq] = the Contrib of (job, seq): (partial, argument job, argument seq)
+    pub tapes: Vec<Vec<Vec<(f64, u32, u32)>>>,
+    /// After the resolve: the adjoints, for the graph.
+    pub adjoints: Vec<Vec<Option<f64>>>,
+    pub last: Option<Arc<Job>>,
+}
+
+impl ParSt {
+    fn current(&mut self) -> Arc<Job> {
+        Arc::new(Job { hist: self.hist.take().unwrap_or(Hist::Start), jid: self.jid, n: self.n })
+    }
+}
+
+#[derive(Debug)]
+pub struct PContrib(pub Vec<(f64, u32, u32)>);
+
+impl ExtValue for PContrib {
+    fn type_name(&self) -> &'static str {
+        "Contrib"
+    }
+    fn show(&self) -> String {
+        let es: Vec<String> = self.0.iter().map(|(a, j, s)| format!("({}, ({j}, {s}))", crate::value::show_real(*a))).collect();
+        format!("[{}]", es.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn want_cid(v: &Value, span: Span) -> Result<(u32, u32), RunError> {
+    let (j, s) = want_pair(v, span, "CID")?;
+    let (j, s) = (want_int(&j, span, "CID")?, want_int(&s, span, "CID")?);
+    Ok((j as u32, s as u32))
+}
+
+fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    let mut edges = vec![];
+    for pair in args.chunks(2) {
+        let a = want_real(&pair[0], span, "Contrib")?;
+        let (j, s) = want_cid(&pair[1], span)?;
+        edges.push((a, j, s));
+    }
+    Ok(Value::Ext(std::rc::Rc::new(PContrib(edges))))
+}
+
+/// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.
+fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let c = args[0].ext::<PContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
+    m.tick(1)?;
+    m.count("ids_allocated", 1);
+    let st = m.state::<ParSt>();
+    let (j, s) = (st.jid, st.n);
+    st.n += 1;
+    let tape = &mut st.tapes[j as usize];
+    debug_assert_eq!(tape.len(), s as usize);
+    tape.push(c);
+    Ok(Value::pair(Value::Int(j as i64), Value::Int(s as i64)))
+}
+
+/// f ⋆' g = λref jd0. do (j1, j2, j3) ← atomicModifyIORef' ref (λj. (j + 3, (j, j + 1, j + 2)))
+///                       ((jd1, x), (jd2, y)) ← inParallel (f ref (Start, j1, 0)) (g ref (Start, j2, 0))
+///                       return ((Fork jd0 jd1 jd2, j3, 0), (x, y))          (Fig. 14)
+/// The interpreter is sequential: f runs, then g.
+fn b_fork(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    m.tick(1)?;
+    m.count("forks", 1);
+    let (f, g) = (args[0].clone(), args[1].clone());
+    let st = m.state::<ParSt>();
+    let (j1, j2, j3) = (st.next_job, st.next_job + 1, st.next_job + 2);
+    st.next_job += 3;
+    st.tapes.resize(j3 as usize + 1, vec![]);
+    let jd0 = st.current();
+    st.jid = j1;
+    st.n = 0;
+    let x = m.apply(f, Value::Unit)?;
+    let st = m.state::<ParSt>();
+    let jd1 = st.current();
+    st.jid = j2;
+    st.n = 0;
+    let y = m.apply(g, Value::Unit)?;
+    let st = m.state::<ParSt>();
+    let jd2 = st.current();
+    st.hist = Some(Hist::Fork(jd0, jd1, jd2));
+    st.jid = j3;
+    st.n = 0;
+    Ok(Value::pair(x, y))
+}
+
+fn b_run_jobs(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    {
+        let st = m.state::<ParSt>();
+        *st = ParSt { next_job: 1, tapes: vec![vec![]], ..ParSt::default() };
+    }
+    let thunk = args.pop().unwrap_or(Value::Unit);
+    m.apply(thunk, Value::Unit)
+}
+
+fn b_get_job(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let st = m.state::<ParSt>();
+    let jd = st.current();
+    // the job goes on: keep its history for later IDs
+    st.hist = match &jd.hist {
+        Hist::Start => None,
+        Hist::Fork(a, b, c) => Some(Hist::Fork(a.clone(), b.clone(), c.clone())),
+    };
+    Ok(Value::Ext(std::rc::Rc::new(JobV(jd))))
+}
+
+/// `Staged c = Array (Array dR)`: one adjoint array per job (a flag per cell for "received a cotangent")
+#[derive(Debug)]
+pub struct PArr(pub Vec<Vec<AtomicU64>>);
+
+const UNSET: u64 = u64::MAX; // a NaN pattern no addition produces
+
+impl ExtValue for PArr {
+    fn type_name(&self) -> &'static str {
+        "Staged"
+    }
+    fn show(&self) -> String {
+        let jobs: Vec<String> = self.0.iter().take(16).map(|a| super::dualrev_mutable::arr_cells(a.iter().map(load))).collect();
+        format!("[{}]", jobs.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn load(c: &AtomicU64) -> Option<f64> {
+    let b = c.load(Ordering::Relaxed);
+    (b != UNSET).then(|| f64::from_bits(b))
+}
+
+/// Atomic `cell += x` (compare-and-swap on the bits).
+fn atomic_add(c: &AtomicU64, x: f64) {
+    let mut cur = c.load(Ordering::Relaxed);
+    loop {
+        let old = if cur == UNSET { 0.0 } else { f64::from_bits(cur) };
+        match c.compare_exchange_weak(cur, (old + x).to_bits(), Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => cur = now,
+        }
+    }
+}
+
+fn jobv(v: &Value, span: Span) -> Result<Arc<Job>, RunError> {
+    v.ext::<JobV>().map(|j| j.0.clone()).ok_or_else(|| err(span, format!("expected a job descriptor, got {v}")))
+}
+
+fn parr<'v>(v: &'v Value, span: Span) -> Result<&'v PArr, RunError> {
+    v.ext::<PArr>().ok_or_else(|| err(span, format!("expected the per-job staging arrays, got {v}")))
+}
+
+/// SAlloc jd: one array per job, of its n_α cells (read off the history).
+fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let jd = jobv(&args[0], span)?;
+    let njobs = m.state::<ParSt>().tapes.len();
+    let mut sizes = vec![0usize; njobs];
+    let mut stack = vec![jd];
+    while let Some(j) = stack.pop() {
+        sizes[j.jid as usize] = j.n as usize;
+        if let Hist::Fork(a, b, c) = &j.hist {
+            stack.extend([a.clone(), b.clone(), c.clone()]);
+        }
+    }
+    m.tick(sizes.iter().sum::<usize>() as u64 + njobs as u64)?;
+    m.alloc(njobs as u64)?;
+    let arrs = sizes.into_iter().map(|n| (0..n).map(|_| AtomicU64::new(UNSET)).collect()).collect();
+    Ok(Value::Ext(std::rc::Rc::new(PArr(arrs))))
+}
+
+fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let s = parr(&args[2], span)?;
+    let z = want_real(&args[1], span, "SCall")?;
+    let (j, i) = want_cid(&args[0], span)?;
+    let cell = s.0.get(j as usize).and_then(|a| a.get(i as usize)).ok_or_else(|| err(span, format!("SCall: ({j}, {i}) outside the staging arrays")))?;
+    atomic_add(cell, z);
+    m.tick(1)?;
+    Ok(Value::Unit)
+}
+
+/// Work done by a resolve: cells resolved (backpropagator calls) and tape entries visited.
+#[derive(Default, Clone, Copy)]
+struct Work {
+    calls: u64,
+    entries: u64,
+}
+
+/// resolveJob (i − 1) arr: the job's cells from the highest seq down.
+fn resolve_job(job: u32, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, w: &mut Work, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) {
+    let Some(tape) = tapes.get(job as usize) else { return };
+    for s in (0..tape.len()).rev() {
+        let Some(d) = load(&adj.0[job as usize][s]) else { continue };
+        w.calls += 1;
+        for (a, jj, ss) in &tape[s] {
+            w.entries += 1;
+            atomic_add(&adj.0[*jj as usize][*ss as usize], a * d);
+        }
+        if let Some(t) = trace.as_deref_mut() {
+            t.push(TraceStep {
+                kind: "resolve".into(),
+                node: offsets.get(job as usize).map(|o| o + s as u64),
+                span: None,
+                factor: Some(d),
+                note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), PContrib(tape[s].clone()).show()),
+                state: vec![(format!("({job},{s})"), d)],
+            });
+        }
+    }
+}
+
+/// resolveTask (history, jid, i) = resolveJob (i − 1) (m @ jid) >> case history of
+///   Start → return () ; Fork jd0 jd1 jd2 → inParallel (resolveTask jd1) (resolveTask jd2) >> resolveTask jd0   (Fig. 15)
+/// Sequential and deterministic (left subtask first), with an explicit stack.
+fn resolve_seq(jd: &Arc<Job>, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) -> Work {
+    let mut w = Work::default();
+    let mut stack = vec![jd.clone()];
+    while let Some(j) = stack.pop() {
+        if let Some(t) = trace.as_deref_mut() {
+            let note = match &j.hist {
+                Hist::Fork(_, b, c) => format!("job {}: {} IDs; then jobs {} and {} can run at the same time, then job {}", j.jid, j.n, b.jid, c.jid, hist_last(&j.hist)),
+                Hist::Start => format!("job {}: {} IDs (the start of its task)", j.jid, j.n),
+            };
+            t.push(TraceStep { kind: "job".into(), note, ..TraceStep::default() });
+        }
+        resolve_job(j.jid, tapes, adj, &mut w, trace, offsets);
+        if let Hist::Fork(a, b, c) = &j.hist {
+            stack.push(a.clone());
+            stack.push(c.clone());
+            stack.push(b.clone());
+        }
+    }
+    w
+}
+
+fn hist_last(h: &Hist) -> u32 {
+    match h {
+        Hist::Fork(a, _, _) => a.jid,
+        Hist::Start => 0,
+    }
+}
+
+/// The same walk with the two subtasks of a fork on two threads, while threads remain.
+#[cfg(not(target_arch = "wasm32"))]
+fn resolve_par(jd: &Arc<Job>, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, threads: usize) -> Work {
+    let mut w = Work::default();
+    let mut cur = jd.clone();
+    loop {
+        resolve_job(cur.jid, tapes, adj, &mut w, &mut None, &[]);
+        let next = match &cur.hist {
+            Hist::Start => break,
+            Hist::Fork(a, b, c) => {
+                if threads > 1 {
+                    let (wb, wc) = std::thread::scope(|sc| {
+                        let h = std::thread::Builder::new()
+                            .stack_size(64 << 20)
+                            .spawn_scoped(sc, || resolve_par(b, tapes, adj, threads / 2))
+                            .expect("spawn a resolve thread");
+                        let wc = resolve_par(c, tapes, adj, threads - threads / 2);
+                        (h.join().unwrap_or_default(), wc)
+                    });
+                    w.calls += wb.calls + wc.calls;
+                    w.entries += wb.entries + wc.entries;
+                } else {
+                    let (wb, wc) = (resolve_seq(b, tapes, adj, &mut None, &[]), resolve_seq(c, tapes, adj, &mut None, &[]));
+                    w.calls += wb.calls + wc.calls;
+                    w.entries += wb.entries + wc.entries;
+                }
+                a.clone()
+            }
+        };
+        cur = next;
+    }
+    w
+}
+
+/// Overrides `COTANGENT_THREADS` when nonzero (for tests and benchmarks).
+pub static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many threads the native resolve may use: `THREADS`, else `COTANGENT_THREADS`, else 1. With
+/// one thread, or while a trace is recorded, the resolve is sequential and deterministic (the left
+/// subtask first), as in wasm.
+pub fn threads() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        return 1;
+    }
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::env::var("COTANGENT_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(1).max(1),
+        n => n,
+    }
+}
+
+/// SResolve jd (c, m) = resolveTask jd >> freeze (m @ 0): the gradient is job 0's adjoints.
+fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let jd = jobv(&args[0], span)?;
+    let s = parr(&args[1], span)?;
+    let tapes = std::mem::take(&mut m.state::<ParSt>().tapes);
+    let n_threads = threads();
+    let tracing = m.tracing();
+    let mut steps = vec![];
+    let w = if n_threads > 1 && !tracing {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            resolve_par(&jd, &tapes, s, n_threads)
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            resolve_seq(&jd, &tapes, s, &mut None, &[])
+        }
+    } else {
+        let mut offsets = vec![0u64; tapes.len() + 1];
+        for (j, t) in tapes.iter().enumerate() {
+            offsets[j + 1] = offsets[j] + t.len() as u64;
+        }
+        resolve_seq(&jd, &tapes, s, &mut if tracing { Some(&mut steps) } else { None }, &offsets)
+    };
+    for t in steps {
+        m.trace(t);
+    }
+    m.count("backprop_calls", w.calls);
+    for _ in 0..w.entries.min(1 << 20) {
+        m.real_op();
+    }
+    m.tick(w.calls + w.entries + 1)?;
+    let adjoints: Vec<Vec<Option<f64>>> = s.0.iter().map(|a| a.iter().map(load).collect()).collect();
+    let frozen: Vec<f64> = adjoints.first().map(|a| a.iter().map(|x| x.unwrap_or(0.0)).collect()).unwrap_or_default();
+    let st = m.state::<ParSt>();
+    st.tapes = tapes;
+    st.adjoints = adjoints;
+    st.last = Some(jd);
+    Ok(iarr(frozen))
+}

@@ -1,0 +1,240 @@
+//! `dualrev/sparse`: keep just the scalars of the gradient, in a sparse `Map Z dR`. Smeding &
+//! Vákár §8 (no figure: the wrapper follows Fig. 10's shape, as in the note's reconstruction).
+//! The term translation is Fig. 9's; the collector becomes a persistent map (rpds) from input IDs
+//! to cotangents, and Interleave returns a rebuild function instead of passing setters down.
+
+use super::dualrev_cayley::{leaf_ignore_id, real_ty, Rule};
+use super::dualrev_common::*;
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::value::{ExtValue, Value};
+use rpds::RedBlackTreeMap;
+use std::any::Any;
+use std::rc::Rc;
+
+pub struct Sparse;
+
+static INFO: StageInfo = StageInfo {
+    id: "dualrev/sparse",
+    paper: PAPER,
+    section: "§8",
+    title: "Sparse gradient collector: Map Z dR",
+    explanation: "After the Cayley transform the one-hot updaters still walk the input structure, O(I) each for a \
+right-nested input (problem B). But the collector only ever receives scalars for input reals, so keep just those: \
+Staged c becomes (Map Z dR, Map Z (backpropagator, dR)). Interleave numbers each input real with an ID and its \
+backpropagator SOneHot i adds its argument under key i in O(log I); Interleave also returns a rebuild function that \
+puts the gradient back into the input's shape (integers and sum tags from the input) once the resolve is done.",
+    complexity: "O(T · max(log T, log I) + I log I) (footnote 31): the remaining log factors are the persistent maps'.",
+    accepts: ACCEPTS,
+};
+
+fn upd(c: &Type) -> Type {
+    Type::fun(staged_ty(c.clone()), staged_ty(c.clone()))
+}
+fn gmap() -> Type {
+    Type::con("Map", vec![Type::Int, Type::Real])
+}
+
+impl Stage for Sparse {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        let c = tv(1);
+        let bp = Type::lin(Type::Real, upd(&c));
+        let mut v = common_builtins();
+        v.extend([
+            // SOneHot : Z → dR ⊸ (Staged c → Staged c): insertWith (+) i z into the collector
+            Builtin { name: "SOneHot", scheme: scheme(&[1], Type::fun(Type::Int, bp.clone())), arity: 3, lazy_last: false, run: b_onehot },
+            Builtin {
+                name: "SCall",
+                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp]), Type::lin(Type::Real, upd(&c)))),
+                arity: 3,
+                lazy_last: false,
+                run: b_scall,
+            },
+            // SResolve : (Staged c → Staged c) ⊸ Map Z dR
+            Builtin { name: "SResolve", scheme: scheme(&[1], Type::lin(upd(&c), gmap())), arity: 1, lazy_last: false, run: b_sresolve },
+            // findWithDefault 0 i g
+            Builtin { name: "lookup", scheme: Scheme::mono(Type::fun(gmap(), Type::fun(Type::Int, Type::Real))), arity: 2, lazy_last: false, run: b_lookup },
+        ]);
+        v
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        accepts_source(src)
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut mo = Monadic::new(src.program, &Rule);
+        let mut out = mo.program(src.program);
+        let mut fr = mo.fr;
+        let (s, t) = (src.input_type, src.output_type);
+        // Interleave_R = λx. genID >>= λi. pure ((x, (i, SOneHot i)), λg. lookup g i)
+        let x = fr.name("x");
+        let leaf = |x: Expr, fr: &mut Fresh| {
+            let (i, g) = (fr.name("i"), fr.name("g"));
+            let d = pair(x, pair(var(&i), app(builtin("SOneHot"), var(&i))));
+            bind(pvar(&i), builtin("genID"), pure(pair(d, lam(pvar(&g), apps(builtin("lookup"), [var(&g), var(&i)])))))
+        };
+        let il = interleave_up(s, var(&x), &mut fr, &leaf);
+        out.defs.push(def("interleave", lam(pvar(&x), il)));
+        let y = fr.name("y");
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf_ignore_id, &combine_cayley);
+        out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
+        // grad (x, dy) = let (y, d, rebuild) = runIDs (do (x', rebuild) ← interleave x; y' ← main x';
+        //                    let (y, d) = deinterleave y' in pure (y, d, rebuild))
+        //                in (y, rebuild (SResolve (d dy)))
+        let (x, dy, yv, dv, rb, x2, y2) = (fr.name("x"), fr.name("dy"), fr.name("y"), fr.name("d"), fr.name("rebuild"), fr.name("x'"), fr.name("y'"));
+        let m = bind(
+            ppair(pvar(&x2), pvar(&rb)),
+            app(global("interleave"), var(&x)),
+            bind(
+                pvar(&y2),
+                app(global("main"), var(&x2)),
+                let_(ppair(pvar(&yv), pvar(&dv)), app(global("deinterleave"), var(&y2)), pure(tuple(vec![var(&yv), var(&dv), var(&rb)]))),
+            ),
+        );
+        let body = let_(
+            ptuple(vec![pvar(&yv), pvar(&dv), pvar(&rb)]),
+            app(builtin("runIDs"), m),
+            pair(var(&yv), app(var(&rb), app(builtin("SResolve"), app(var(&dv), var(&dy))))),
+        );
+        out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        let c = cvar();
+        let (s, t) = (src.input_type, src.output_type);
+        vec![
+            main_type(src, &real_ty(&c), true),
+            ("interleave".into(), Type::fun(s.clone(), m_ty(Type::Tuple(vec![dtype(s, &real_ty(&c), true), Type::fun(gmap(), s.clone())])))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), upd(&c))]))),
+            grad_type(src),
+        ]
+    }
+
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        prepare(m, input);
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        split_pair(out)
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        graph(m, "backprop")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+
+/// `Staged c = (Map Z dR, Map Z (dR ⊸ (Staged c → Staged c), dR))`
+#[derive(Clone, Debug)]
+pub struct SparseStaged {
+    pub g: RedBlackTreeMap<i64, f64>,
+    pub m: RedBlackTreeMap<i64, (Value, f64)>,
+}
+
+impl ExtValue for SparseStaged {
+    fn type_name(&self) -> &'static str {
+        "Staged"
+    }
+    fn show(&self) -> String {
+        let g: Vec<String> = self.g.iter().map(|(k, a)| format!("{k} ↦ {}", crate::value::show_real(*a))).collect();
+        let m: Vec<String> = self.m.iter().map(|(k, (_, a))| format!("{k} ↦ {}", crate::value::show_real(*a))).collect();
+        format!("({{{}}}, {{{}}})", g.join(", "), m.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The frozen collector `Map Z dR`.
+#[derive(Debug)]
+pub struct GMap(pub RedBlackTreeMap<i64, f64>);
+
+impl ExtValue for GMap {
+    fn type_name(&self) -> &'static str {
+        "Map"
+    }
+    fn show(&self) -> String {
+        let g: Vec<String> = self.0.iter().map(|(k, a)| format!("{k} ↦ {}", crate::value::show_real(*a))).collect();
+        format!("{{{}}}", g.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn st(v: &Value, span: Span) -> Result<SparseStaged, RunError> {
+    v.ext::<SparseStaged>().cloned().ok_or_else(|| err(span, format!("expected a Staged value, got {v}")))
+}
+
+fn mk(s: SparseStaged) -> Value {
+    Value::Ext(Rc::new(s))
+}
+
+/// SOneHot i z (g, m) = (insertWith (+) i z g, m): the input's backpropagator.
+fn b_onehot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.count("backprop_calls", 1);
+    let s = st(&args.pop().unwrap_or(Value::Unit), span)?;
+    let z = want_real(&args[1], span, "SOneHot")?;
+    let i = want_int(&args[0], span, "SOneHot")?;
+    m.tick(1)?;
+    m.count("map_ops", 1);
+    m.alloc(1)?;
+    let prev = s.g.get(&i).copied().unwrap_or(0.0);
+    Ok(mk(SparseStaged { g: s.g.insert(i, prev + z), m: s.m }))
+}
+
+fn b_scall(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let s = st(&args.pop().unwrap_or(Value::Unit), span)?;
+    let x = want_real(&args[1], span, "SCall")?;
+    let (i, f) = want_pair(&args[0], span, "SCall")?;
+    let i = want_int(&i, span, "SCall")?;
+    record_edge(m, i, x);
+    m.tick(1)?;
+    m.count("map_ops", 1);
+    m.alloc(1)?;
+    let prev = s.m.get(&i).map_or(0.0, |(_, a)| *a);
+    Ok(mk(SparseStaged { g: s.g, m: s.m.insert(i, (f, x + prev)) }))
+}
+
+fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let u = args.pop().unwrap_or(Value::Unit);
+    let r = m.apply(u, mk(SparseStaged { g: RedBlackTreeMap::new(), m: RedBlackTreeMap::new() }))?;
+    let mut s = st(&r, span)?;
+    loop {
+        m.tick(1)?;
+        let Some((&i, (f, a))) = s.m.last() else { break };
+        let (f, a) = (f.clone(), *a);
+        m.count("map_ops", 2);
+        let rest = s.m.remove(&i);
+        record_resolved(m, i, a);
+        rt(m).current = Some(i);
+        let upd = m.apply(f, Value::Real(a))?;
+        let r = m.apply(upd, mk(SparseStaged { g: s.g, m: rest }))?;
+        rt(m).current = None;
+        s = st(&r, span)?;
+        if m.tracing() {
+            let mut rows: Vec<(String, f64)> = s.g.iter().take(64).map(|(k, x)| (format!("g[{k}]"), *x)).collect();
+            rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
+            let note = format!("resolve ID {i}: apply its backpropagator at {} to the staged state", crate::value::show_real(a));
+            trace_resolve(m, i, a, note, rows);
+        }
+    }
+    Ok(Value::Ext(Rc::new(GMap(s.g))))
+}
+
+fn b_lookup(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.tick(1)?;
+    let g = args[0].ext::<GMap>().ok_or_else(|| err(span, format!("lookup: expected a map, got {}", args[0])))?;
+    let i = want_int(&args[1], span, "lookup")?;
+    Ok(Value::Real(g.0.get(&i).copied().unwrap_or(0.0)))
+}

@@ -1,0 +1,278 @@
+//! `dualrev/staged`: linear factoring by staging backpropagator calls, with IDs. Smeding & Vákár
+//! §6, Fig. 8. Backpropagators return `Staged c = (c, Map Z (dR ⊸ Staged c, dR))`: instead of
+//! calling their arguments' backpropagators they stage the calls under the callee's ID, and SResolve
+//! runs them from the highest ID down, so each backpropagator runs at most once.
+
+use super::dualrev_common::*;
+use crate::build::*;
+use crate::deriv::Partial;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::value::{ExtValue, Value};
+use rpds::RedBlackTreeMap;
+use std::any::Any;
+use std::rc::Rc;
+
+pub struct Staged;
+
+static INFO: StageInfo = StageInfo {
+    id: "dualrev/staged",
+    paper: PAPER,
+    section: "§6, Fig. 8",
+    title: "Linear factoring: staged backpropagator calls with IDs",
+    explanation: "The naive stage calls a shared backpropagator once per path. Linear factoring (f x + f y = \
+f (x + y)) fixes that, if the calls can be delayed and merged. So a backpropagator no longer calls its arguments' \
+backpropagators: it returns a Staged object, a cotangent plus a map from backpropagator IDs to (backpropagator, \
+accumulated argument), and SCall stages a call by adding its argument to the entry under the callee's ID. IDs come \
+from a state monad (genID), in creation order, so an operation's backpropagator has a higher ID than its arguments'. \
+The wrapper's SResolve repeatedly pops the highest ID and runs its backpropagator on the sum of everything staged for \
+it: when an ID is resolved, nobody can still stage a call to it, so every backpropagator runs at most once — a \
+reverse topological sweep of the computation graph. The output's backpropagators are still called directly by \
+Deinterleave (§6.1).",
+    complexity: "forward O(T); reverse: each backpropagator at most once, but each call costs O(I) (dense 0 and + on c, one-hots) plus O(log T) map operations: O(T·(I + log T)).",
+    accepts: ACCEPTS,
+};
+
+/// D²_c[R] = (R, (Z, dR ⊸ Staged c))  (Fig. 8)
+pub fn real_ty(c: &Type) -> Type {
+    Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Int, Type::lin(Type::Real, staged_ty(c.clone()))])])
+}
+
+struct Rule;
+
+impl RealRule for Rule {
+    fn real_ty(&self, c: &Type) -> Type {
+        real_ty(c)
+    }
+    // D²[r] = λi. ((r, (i, linλz. 0_Staged)), i + 1)
+    fn constant(&self, fr: &mut Fresh, r: Expr) -> Expr {
+        let (i, z) = (fr.name("i"), fr.name("z"));
+        let bp = linlam(pvar(&z), app(builtin("counted"), builtin("zeroStaged")));
+        bind(pvar(&i), builtin("genID"), pure(pair(r, pair(var(&i), bp))))
+    }
+    // D²[op(t1..tn)] = … ((op(x1..xn), (in, linλz. SCall d1 (∂1 op(x)(z)) +_Staged … +_Staged SCall dn (∂n op(x)(z)))), in + 1)
+    fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr {
+        let (i, z) = (fr.name("i"), fr.name("z"));
+        let parts: Vec<Expr> = partials.iter().zip(ds).map(|(p, d)| apps(builtin("SCall"), [d.clone(), scale(p, var(&z))])).collect();
+        let bp = linlam(pvar(&z), app(builtin("counted"), combine(parts, fr)));
+        bind(pvar(&i), builtin("genID"), pure(pair(y, pair(var(&i), bp))))
+    }
+}
+
+/// `+_Staged` and `0_Staged`.
+fn combine(parts: Vec<Expr>, _: &mut Fresh) -> Expr {
+    parts.into_iter().reduce(|a, b| apps(builtin("plusStaged"), [a, b])).unwrap_or_else(|| builtin("zeroStaged"))
+}
+
+impl Stage for Staged {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        let c = tv(1);
+        let st = staged_ty(c.clone());
+        let bp = Type::lin(Type::Real, st.clone());
+        let mut v = common_builtins();
+        v.push(zero_of_builtin());
+        v.extend([
+            Builtin { name: "zeroStaged", scheme: scheme(&[1], st.clone()), arity: 0, lazy_last: false, run: b_zero },
+            Builtin { name: "plusStaged", scheme: scheme(&[1], Type::fun(st.clone(), Type::fun(st.clone(), st.clone()))), arity: 2, lazy_last: false, run: b_plus },
+            Builtin { name: "SCotan", scheme: scheme(&[1], Type::lin(c.clone(), st.clone())), arity: 1, lazy_last: false, run: b_scotan },
+            Builtin {
+                name: "SCall",
+                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp.clone()]), Type::lin(Type::Real, st.clone()))),
+                arity: 2,
+                lazy_last: false,
+                run: b_scall,
+            },
+            Builtin { name: "SResolve", scheme: scheme(&[1], Type::fun(st, c)), arity: 1, lazy_last: false, run: b_sresolve },
+        ]);
+        v
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        accepts_source(src)
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut mo = Monadic::new(src.program, &Rule);
+        let mut out = mo.program(src.program);
+        let mut fr = mo.fr;
+        let (s, t) = (src.input_type, src.output_type);
+        // Interleave²_σ : (σ, dσ ⊸ Staged c) → M D²_c[σ]
+        let (x, d) = (fr.name("x"), fr.name("d"));
+        let il = interleave_down(s, var(&x), var(&d), &mut fr, Down::Staged);
+        out.defs.push(def("interleave", lam(ppair(pvar(&x), pvar(&d)), il)));
+        // Deinterleave²_τ : D²_c[τ] → (τ, dτ ⊸ Staged c): ignores the IDs, uses 0_Staged and +_Staged
+        let y = fr.name("y");
+        let leaf = |e: Expr, fr: &mut Fresh| {
+            let (p, i, bp) = (fr.name("x"), fr.name("i"), fr.name("d"));
+            let_(ppair(pvar(&p), ppair(pvar(&i), pvar(&bp))), e, pair(var(&p), var(&bp)))
+        };
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf, &combine);
+        out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
+        // Wrap²[λx. t] = λx. let (x, i) = Interleave²_σ (x, SCotan) 0
+        //                    in let (y, d) = Deinterleave²_τ (fst (D²_σ[t] i)) in (y, linλz. SResolve (d z))
+        let (x, dy, yv, dv, x2, z) = (fr.name("x"), fr.name("dy"), fr.name("y"), fr.name("d"), fr.name("x'"), fr.name("z"));
+        let cot = if *s == Type::Real { linlam(pvar(&z), app(builtin("counted"), app(builtin("SCotan"), var(&z)))) } else { builtin("SCotan") };
+        let m = bind(
+            pvar(&x2),
+            app(global("interleave"), pair(var(&x), cot)),
+            bind(pvar(&yv), app(global("main"), var(&x2)), pure(app(global("deinterleave"), var(&yv)))),
+        );
+        let body = let_(
+            ppair(pvar(&yv), pvar(&dv)),
+            app(builtin("runIDs"), m),
+            pair(var(&yv), app(builtin("SResolve"), app(var(&dv), var(&dy)))),
+        );
+        out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        let c = cvar();
+        let (s, t) = (src.input_type, src.output_type);
+        let st = staged_ty(c.clone());
+        vec![
+            main_type(src, &real_ty(&c), true),
+            (
+                "interleave".into(),
+                Type::fun(Type::Tuple(vec![s.clone(), Type::lin(s.clone(), st.clone())]), m_ty(dtype(s, &real_ty(&c), true))),
+            ),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), st)]))),
+            grad_type(src),
+        ]
+    }
+
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        prepare(m, input);
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        split_pair(out)
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        graph(m, "backprop")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime: the Staged interface of Fig. 8
+
+/// `Staged c = (c, Map Z (dR ⊸ Staged c, dR))`, the map persistent (rpds).
+#[derive(Clone, Debug)]
+pub struct StagedV {
+    pub c: Value,
+    pub m: RedBlackTreeMap<i64, (Value, f64)>,
+}
+
+impl ExtValue for StagedV {
+    fn type_name(&self) -> &'static str {
+        "Staged"
+    }
+    fn show(&self) -> String {
+        let entries: Vec<String> = self.m.iter().map(|(k, (_, a))| format!("{k} ↦ {}", crate::value::show_real(*a))).collect();
+        format!("({}, {{{}}})", self.c, entries.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+pub fn staged_of(v: &Value, span: Span) -> Result<&StagedV, RunError> {
+    v.ext::<StagedV>().ok_or_else(|| err(span, format!("expected a Staged value, got {v}")))
+}
+
+fn zero_c(m: &mut Machine, span: Span) -> Result<Value, RunError> {
+    let z = rt(m).zero.clone().ok_or_else(|| err(span, "no input zero (run through the stage)"))?;
+    m.tick(size(&z))?;
+    m.count("zero_leaves", size(&z));
+    Ok(z)
+}
+
+fn mk(c: Value, m: RedBlackTreeMap<i64, (Value, f64)>) -> Value {
+    Value::Ext(Rc::new(StagedV { c, m }))
+}
+
+fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    let c = zero_c(m, span)?;
+    Ok(mk(c, RedBlackTreeMap::new()))
+}
+
+/// `m ∪ m'` with linear factoring: entries under the same ID add their arguments.
+pub fn union(
+    m: &mut Machine,
+    a: &RedBlackTreeMap<i64, (Value, f64)>,
+    b: &RedBlackTreeMap<i64, (Value, f64)>,
+) -> Result<RedBlackTreeMap<i64, (Value, f64)>, RunError> {
+    let (mut big, small) = if a.size() >= b.size() { (a.clone(), b) } else { (b.clone(), a) };
+    for (k, (f, x)) in small.iter() {
+        m.tick(1)?;
+        m.count("map_ops", 1);
+        let merged = match big.get(k) {
+            Some((_, y)) => (f.clone(), x + y),
+            None => (f.clone(), *x),
+        };
+        big.insert_mut(*k, merged);
+    }
+    Ok(big)
+}
+
+fn b_plus(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let a = staged_of(&args[0], span)?.clone();
+    let b = staged_of(&args[1], span)?.clone();
+    m.tick(size(&a.c))?;
+    m.count("plus_leaves", size(&a.c));
+    m.alloc(1)?;
+    let map = union(m, &a.m, &b.m)?;
+    Ok(mk(cot_add(&a.c, &b.c), map))
+}
+
+fn b_scotan(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    Ok(mk(args.pop().unwrap_or(Value::Unit), RedBlackTreeMap::new()))
+}
+
+/// `SCall (i, f) x = (0, {i ↦ (f, x)})`
+fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (i, f) = want_pair(&args[0], span, "SCall")?;
+    let i = want_int(&i, span, "SCall")?;
+    let x = want_real(&args[1], span, "SCall")?;
+    record_edge(m, i, x);
+    m.alloc(1)?;
+    let c = zero_c(m, span)?;
+    Ok(mk(c, RedBlackTreeMap::new().insert(i, (f, x))))
+}
+
+/// SResolve (grad, m) = if m is empty then grad else let i = highest key in m, (f, a) = m[i]
+///                      in SResolve (f a +_Staged (grad, m \ i))      (§6; "(c', m')" read as (grad, m'))
+fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let mut s = staged_of(&args.pop().unwrap_or(Value::Unit), span)?.clone();
+    loop {
+        m.tick(1)?;
+        let Some((&i, (f, a))) = s.m.last() else { break };
+        let (f, a) = (f.clone(), *a);
+        m.count("map_ops", 2);
+        let rest = s.m.remove(&i);
+        record_resolved(m, i, a);
+        rt(m).current = Some(i);
+        let r = m.apply(f, Value::Real(a))?;
+        rt(m).current = None;
+        let r = staged_of(&r, span)?.clone();
+        m.tick(size(&s.c))?;
+        m.count("plus_leaves", size(&s.c));
+        let map = union(m, &r.m, &rest)?;
+        s = StagedV { c: cot_add(&r.c, &s.c), m: map };
+        if m.tracing() {
+            let mut rows = collector_rows(&s.c);
+            rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
+            let note = format!("resolve ID {i}: call its backpropagator with {}", crate::value::show_real(a));
+            trace_resolve(m, i, a, note, rows);
+        }
+    }
+    Ok(s.c)
+}

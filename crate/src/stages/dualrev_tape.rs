@@ -1,0 +1,289 @@
+//! `dualrev/tape`: "Was it taping all along?" Smeding & Vákár §10.3. The Contrib of an ID is known
+//! in the forward pass, so the ID-generating state monad also carries the staging array and writes
+//! each Contrib at its ID as the ID is generated (growing the array as needed). A real is then just
+//! its primal and its ID, and SResolve is one descending sweep over the tape: classical taping,
+//! with already-differentiated operations (partials and argument IDs) on the tape.
+
+use super::dualrev_common::*;
+use super::dualrev_mutable::{arr_cells, stated_io};
+use crate::build::*;
+use crate::deriv::Partial;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::ir::*;
+use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::value::{ExtValue, Value};
+use std::any::Any;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+pub struct Tape;
+
+static INFO: StageInfo = StageInfo {
+    id: "dualrev/tape",
+    paper: PAPER,
+    section: "§10.3",
+    title: "Taping: Contribs written during the forward pass",
+    explanation: "In the Contrib stage the mapping from an ID to its Contrib is already known in the forward pass — \
+the partials ∂ᵢop(x)(1) are computed there — but it only reaches the staging array when SCall stores it during the \
+reverse pass. So extend the ID-generating state monad to carry the array and write each Contrib at its ID as the ID \
+is generated: record c returns a fresh ID with c on the tape. Contribs now refer to their arguments by ID only, a real \
+is (R, Z), and the reverse pass is a single sweep down the tape adding each adjoint times each partial into the \
+arguments' adjoints. This is exactly classical taping, where the tape holds already-differentiated operations.",
+    complexity: "O(T + I): one tape entry per ID, one sweep.",
+    accepts: ACCEPTS,
+};
+
+fn tcontrib() -> Type {
+    Type::con("Contrib", vec![])
+}
+
+/// D[R] = (R, Z)
+pub fn real_ty(_c: &Type) -> Type {
+    Type::Tuple(vec![Type::Real, Type::Int])
+}
+
+struct Rule;
+
+impl RealRule for Rule {
+    fn real_ty(&self, c: &Type) -> Type {
+        real_ty(c)
+    }
+    fn constant(&self, fr: &mut Fresh, r: Expr) -> Expr {
+        let i = fr.name("i");
+        bind(pvar(&i), app(builtin("record"), builtin("C0")), pure(pair(r, var(&i))))
+    }
+    fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr {
+        let i = fr.name("i");
+        let name = if ds.len() == 1 { "C1" } else { "C2" };
+        let args: Vec<Expr> = partials.iter().zip(ds).flat_map(|(p, d)| [at_one(p), d.clone()]).collect();
+        bind(pvar(&i), app(builtin("record"), apps(builtin(name), args)), pure(pair(y, var(&i))))
+    }
+}
+
+impl Stage for Tape {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        let c = tv(1);
+        let st = staged_ty(c.clone());
+        let (r, z) = (Type::Real, Type::Int);
+        let mut v = common_builtins();
+        v.extend(array_builtins());
+        v.extend([
+            Builtin { name: "C0", scheme: Scheme::mono(tcontrib()), arity: 0, lazy_last: false, run: b_c },
+            Builtin { name: "C1", scheme: Scheme::mono(Type::fun(r.clone(), Type::fun(z.clone(), tcontrib()))), arity: 2, lazy_last: false, run: b_c },
+            Builtin {
+                name: "C2",
+                scheme: Scheme::mono(Type::fun(r.clone(), Type::fun(z.clone(), Type::fun(r.clone(), Type::fun(z.clone(), tcontrib()))))),
+                arity: 4,
+                lazy_last: false,
+                run: b_c,
+            },
+            // record : Contrib → M Z: the next ID, with its Contrib written on the tape
+            Builtin { name: "record", scheme: Scheme::mono(Type::fun(tcontrib(), m_ty(z.clone()))), arity: 1, lazy_last: false, run: b_record },
+            Builtin { name: "SAlloc", scheme: scheme(&[1], Type::fun(z.clone(), m_ty(st.clone()))), arity: 1, lazy_last: false, run: b_salloc },
+            // SCall : Z → dR ⊸ (Staged c → IO ())
+            Builtin {
+                name: "SCall",
+                scheme: scheme(&[1], Type::fun(z.clone(), Type::lin(r, Type::fun(st.clone(), m_ty(Type::Unit))))),
+                arity: 3,
+                lazy_last: false,
+                run: b_scall,
+            },
+            Builtin { name: "SResolve", scheme: scheme(&[1], Type::fun(z, Type::fun(st, m_ty(iarray_ty())))), arity: 2, lazy_last: false, run: b_sresolve },
+        ]);
+        v
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        accepts_source(src)
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let mut mo = Monadic::new(src.program, &Rule);
+        let mut out = mo.program(src.program);
+        let mut fr = mo.fr;
+        let (s, t) = (src.input_type, src.output_type);
+        // Interleave_R = λx. record [] >>= λi. pure ((x, i), λa. a @ i)
+        let x = fr.name("x");
+        let leaf = |x: Expr, fr: &mut Fresh| {
+            let (i, a) = (fr.name("i"), fr.name("a"));
+            bind(
+                pvar(&i),
+                app(builtin("record"), builtin("C0")),
+                pure(pair(pair(x, var(&i)), lam(pvar(&a), apps(builtin("at"), [var(&a), var(&i)])))),
+            )
+        };
+        let il = interleave_up(s, var(&x), &mut fr, &leaf);
+        out.defs.push(def("interleave", lam(pvar(&x), il)));
+        // Deinterleave_R (x, i) = (x, SCall i)
+        let y = fr.name("y");
+        let dleaf = |e: Expr, fr: &mut Fresh| {
+            let (p, i) = (fr.name("x"), fr.name("i"));
+            let_(ppair(pvar(&p), pvar(&i)), e, pair(var(&p), app(builtin("SCall"), var(&i))))
+        };
+        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
+        out.defs.push(def(WRAPPER, wrapper_fig10(&mut fr, false)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        stated_io(src, &real_ty(&cvar()))
+    }
+
+    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+        prepare(m, input);
+        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
+        split_pair(out)
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        let tape = std::mem::take(&mut m.state::<TapeSt>().tape);
+        {
+            let r = rt(m);
+            for (i, entry) in tape.iter().enumerate() {
+                for (a, j) in entry {
+                    r.edges.insert((i as i64, *j), *a);
+                }
+            }
+        }
+        m.state::<TapeSt>().tape = tape;
+        graph(m, "tape")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+
+/// The tape: the Contrib (partials and argument IDs) of each ID, written in the forward pass.
+#[derive(Default)]
+pub struct TapeSt {
+    pub tape: Vec<Vec<(f64, i64)>>,
+}
+
+#[derive(Debug)]
+pub struct TContrib(pub Vec<(f64, i64)>);
+
+impl ExtValue for TContrib {
+    fn type_name(&self) -> &'static str {
+        "Contrib"
+    }
+    fn show(&self) -> String {
+        let es: Vec<String> = self.0.iter().map(|(a, j)| format!("({}, {j})", crate::value::show_real(*a))).collect();
+        format!("[{}]", es.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    let mut edges = vec![];
+    for pair in args.chunks(2) {
+        edges.push((want_real(&pair[0], span, "Contrib")?, want_int(&pair[1], span, "Contrib")?));
+    }
+    Ok(Value::Ext(Rc::new(TContrib(edges))))
+}
+
+fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
+    m.tick(1)?;
+    m.count("ids_allocated", 1);
+    let r = rt(m);
+    let i = r.next_id;
+    r.next_id += 1;
+    let t = &mut m.state::<TapeSt>().tape;
+    if t.len() <= i as usize {
+        t.resize(i as usize + 1, vec![]);
+    }
+    t[i as usize] = c;
+    Ok(Value::Int(i))
+}
+
+/// `Staged c = Array dR`: the adjoints, with a flag per cell for "received a cotangent".
+#[derive(Debug, Default)]
+pub struct Adjoints(pub RefCell<Vec<Option<f64>>>);
+
+impl ExtValue for Adjoints {
+    fn type_name(&self) -> &'static str {
+        "Staged"
+    }
+    fn show(&self) -> String {
+        arr_cells(self.0.borrow().iter().copied())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn adj<'v>(v: &'v Value, span: Span) -> Result<&'v Adjoints, RunError> {
+    v.ext::<Adjoints>().ok_or_else(|| err(span, format!("expected an adjoint array, got {v}")))
+}
+
+fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let n = want_int(&args[0], span, "SAlloc")?.max(0) as usize;
+    m.tick(n as u64 + 1)?;
+    m.alloc(1)?;
+    Ok(Value::Ext(Rc::new(Adjoints(RefCell::new(vec![None; n])))))
+}
+
+fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let s = adj(&args[2], span)?;
+    let z = want_real(&args[1], span, "SCall")?;
+    let i = want_int(&args[0], span, "SCall")?;
+    {
+        let mut cells = s.0.borrow_mut();
+        let cell = cells.get_mut(i as usize).ok_or_else(|| err(span, format!("SCall: ID {i} outside the adjoint array")))?;
+        *cell = Some(cell.unwrap_or(0.0) + z);
+    }
+    m.tick(1)?;
+    record_edge(m, i, z);
+    Ok(Value::Unit)
+}
+
+/// One sweep down the tape: for i descending with adjoint d: for each (a, j) on the tape at i: adj[j] += a · d
+fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let s = adj(&args[1], span)?;
+    let n = want_int(&args[0], span, "SResolve")?;
+    let tape = std::mem::take(&mut m.state::<TapeSt>().tape);
+    let mut i = n - 1;
+    let mut res = Ok(());
+    while i >= 0 {
+        if let Err(e) = m.tick(1) {
+            res = Err(e);
+            break;
+        }
+        let d = s.0.borrow().get(i as usize).copied().flatten();
+        if let Some(d) = d {
+            m.count("backprop_calls", 1);
+            record_resolved(m, i, d);
+            let entry = tape.get(i as usize).map(|e| e.as_slice()).unwrap_or(&[]);
+            {
+                let mut cells = s.0.borrow_mut();
+                for (a, j) in entry {
+                    m.real_op();
+                    if let Some(cell) = cells.get_mut(*j as usize) {
+                        *cell = Some(cell.unwrap_or(0.0) + a * d);
+                    }
+                }
+            }
+            if m.tracing() {
+                let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect();
+                let note = format!("resolve ID {i}: adjoint {} through tape entry {}", crate::value::show_real(d), TContrib(entry.to_vec()).show());
+                trace_resolve(m, i, d, note, rows);
+            }
+        }
+        i -= 1;
+    }
+    m.state::<TapeSt>().tape = tape;
+    res?;
+    let frozen: Vec<f64> = s.0.borrow().iter().map(|c| c.unwrap_or(0.0)).collect();
+    m.tick(frozen.len() as u64)?;
+    Ok(iarr(frozen))
+}
