@@ -138,15 +138,8 @@ impl Drev<'_> {
             }
             // Drev{(e1, e2)} = do { x ← Drev{e1}; y ← Drev{e2}; pure (x, y) }
             // Smeding–Vákár's fork-join pair `e1 ||| e2` is, for this sequential method, the pair (e1, e2).
-            Par(a, b) => return self.expr(&Expr { kind: Tuple(vec![(**a).clone(), (**b).clone()]), span: e.span, ty: e.ty.clone() }),
-            Tuple(es) => {
-                let ns: Vec<Name> = es.iter().map(|_| self.fr.name("x")).collect();
-                let mut acc = pure(tuple(ns.iter().map(var).collect()));
-                for (n, x) in ns.iter().zip(es).rev() {
-                    acc = bind(pvar(n), self.expr(x)?, acc);
-                }
-                acc
-            }
+            Par(a, b) => self.tuple(&[&**a, &**b])?,
+            Tuple(es) => self.tuple(&es.iter().collect::<Vec<_>>())?,
             // Drev{fst e} = do { x ← Drev{e}; pure (fst x) }, and likewise snd, inl, inr
             Fst(x) => self.unary(x, fst)?,
             Snd(x) => self.unary(x, snd)?,
@@ -173,6 +166,20 @@ impl Drev<'_> {
             Prim(op, args) => self.prim(*op, args, e.span)?,
         };
         Ok(at(out, e.span))
+    }
+
+    /// Drev{(e1, e2)} = do { x ← Drev{e1}; y ← Drev{e2}; pure (x, y) }, for any number of components.
+    fn tuple(&mut self, es: &[&Expr]) -> Result<Expr, Diagnostic> {
+        let ns: Vec<Name> = es.iter().map(|_| self.fr.name("x")).collect();
+        let mut translated = vec![];
+        for x in es {
+            translated.push(self.expr(x)?);
+        }
+        let mut acc = pure(tuple(ns.iter().map(var).collect()));
+        for (n, t) in ns.iter().zip(translated).rev() {
+            acc = bind(pvar(n), t, acc);
+        }
+        Ok(acc)
     }
 
     fn unary(&mut self, x: &Expr, f: fn(Expr) -> Expr) -> Result<Expr, Diagnostic> {
