@@ -2,6 +2,10 @@
 //! and krawiec/general agree with forward mode, eval2's exponential walk and eval's linear one are
 //! counted exactly, budgets stop runs cleanly, and the printed programs are pinned by snapshots.
 
+#[path = "../../tests/gen/mod.rs"]
+#[allow(dead_code)]
+mod gen;
+
 use cotangent::build::*;
 use cotangent::interp::{Budget, BudgetKind, Builtins, Machine, RunError};
 use cotangent::ir::*;
@@ -312,5 +316,37 @@ fn r_a_stages_refuse_other_types_with_a_located_message() {
         }
         let g = a.stages.iter().find(|r| r.id == "krawiec/general").unwrap();
         assert_eq!(g.gradient_value.as_ref().unwrap().to_string(), "(4.0, (7, 3.0))");
+    });
+}
+
+/// Random bodies (tests/gen) inside a main with an integer leaf and a sum in its input and its
+/// output, S = R × (Z × (R + R)) and T = R × (R + Z): krawiec/general agrees with forward, keeps
+/// the input's tag and integer in the gradient, and the R^a → R stages refuse.
+#[test]
+fn general_agrees_with_forward_on_random_programs_with_sums_and_integers() {
+    limits::run_with_stack(|| {
+        for seed in 0..40u64 {
+            let mut g = gen::Gen::new(seed);
+            let (env, ienv) = (vec!["x0".to_string(), "x1".to_string()], vec!["k".to_string()]);
+            let (e1, e2, e3) = (g.real(&env, &ienv, 3), g.real(&env, &ienv, 3), g.real(&env, &ienv, 3));
+            let tag = if seed % 2 == 0 { "inl" } else { "inr" };
+            let x0 = 0.3 + seed as f64 * 0.07;
+            let src = format!(
+                "input ({x0:?}, (3, {tag} 0.45))\n\
+                 def main (x0, (k, s)) =\n  case s of\n    inl x1 -> ({e1}, inl {e2})\n    | inr x1 -> ({e3}, inr (k + 1))\n"
+            );
+            let a = analyse(&src, &quiet()).unwrap_or_else(|d| panic!("{d:?}\n{src}"));
+            for r in &a.stages {
+                if RA_ONLY.contains(&r.id.as_str()) {
+                    assert!(r.refused, "{}: should refuse\n{src}", r.id);
+                } else {
+                    assert!(r.ok, "{}: {:?}\n{src}", r.id, r.error);
+                    assert_eq!(r.agrees, Some(true), "{}: {:?} vs {:?}\n{src}", r.id, r.gradient, a.reference.as_ref().map(|f| &f.gradient));
+                }
+            }
+            let g = a.stages.iter().find(|r| r.id == "krawiec/general").unwrap();
+            let shown = g.gradient_value.as_ref().unwrap().to_string();
+            assert!(shown.contains(&format!("(3, {tag} ")), "{shown}");
+        }
     });
 }
