@@ -350,3 +350,19 @@ fn general_agrees_with_forward_on_random_programs_with_sums_and_integers() {
         }
     });
 }
+
+/// A source definition named like one the stage generates (`grad`, `dot_T`, `zero_S`, ...) is
+/// renamed in the output (`grad_1`), with its uses, rather than clashing.
+#[test]
+fn source_definitions_named_like_generated_ones_are_renamed() {
+    limits::run_with_stack(|| {
+        let src = "input 2.0\ndef grad x = x * x\ndef dot_T x = x\ndef zero_S x = x\ndef main x = grad x + dot_T x + zero_S 1.0\n";
+        let a = analyse(src, &quiet()).unwrap();
+        for id in KRAWIEC {
+            let r = a.stages.iter().find(|r| r.id == id).unwrap();
+            assert!(r.ok, "{id}: {:?}", r.error);
+            assert_eq!(r.gradient, vec![5.0], "{id}");
+            assert!(r.program.contains("def grad_1 x"), "{id}:\n{}", r.program);
+        }
+    });
+}

@@ -4,7 +4,7 @@
 //! (The monad's state was already a growable array of bindings: M runs in direct style.)
 
 use super::delta::{delta_arg, delta_type, int_arg, real_arg, Visits, STATE_ROWS};
-use super::dense::require_ra_to_r;
+use super::dense::{require_ra_to_r, without_reserved};
 use super::monadic::{drev_program, eval_loop, graph_of_state, m_type, map_type, monad_builtins, ra_stated_types, ra_wrapper, record_eval, Adjoints, b_run_delta_last};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -192,7 +192,7 @@ impl Stage for Array {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = drev_program(src.program, &mut fr)?;
+        let mut out = drev_program(&without_reserved(src.program, &[crate::stage::WRAPPER]), &mut fr)?;
         out.defs.push(ra_wrapper(src, &mut fr, true));
         out.next_id = fr.next_id;
         Ok(out)

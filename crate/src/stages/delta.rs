@@ -8,7 +8,7 @@
 //! This file also holds the Delta node type that every Krawiec stage's runtime uses (with `Var` and
 //! `Let` for the monadic stages), its iterative Drop, and the Delta DAG as a `Graph`.
 
-use super::dense::{count_reals, dual, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
+use super::dense::{count_reals, dual_program, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};
@@ -544,13 +544,7 @@ impl Stage for Delta {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = src.program.clone();
-        for d in &mut out.defs {
-            d.body = dual(&d.body, &mut fr, &DeltaCompanion);
-            d.scheme = None;
-        }
-        out.expects.clear();
-        out.input = None;
+        let mut out = dual_program(src, &[WRAPPER], &mut fr, &DeltaCompanion);
         let s = src.input_type;
         let a = count_reals(s);
         // R2{e} = λ((..., s_i, ...), dt).

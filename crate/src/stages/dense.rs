@@ -118,6 +118,44 @@ pub(crate) fn map_shape(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type,
     }
 }
 
+/// The source program with any top-level definition or parameter whose name a stage generates
+/// (`grad`, `zero_S`, ...) renamed, with every use: `grad` becomes `grad_1` (the first free suffix).
+pub(crate) fn without_reserved(p: &Program, reserved: &[&str]) -> Program {
+    use std::collections::{HashMap, HashSet};
+    let taken: HashSet<String> = p.defs.iter().map(|d| d.name.text.to_string()).chain(p.params.iter().map(|q| q.name.text.to_string())).collect();
+    let mut map: HashMap<String, Rc<str>> = HashMap::new();
+    for r in reserved.iter().filter(|r| taken.contains(**r)) {
+        let fresh = (1..).map(|k| format!("{r}_{k}")).find(|c| !taken.contains(c) && !reserved.contains(&c.as_str())).expect("a free name");
+        map.insert(r.to_string(), Rc::from(fresh.as_str()));
+    }
+    let mut out = p.clone();
+    if map.is_empty() {
+        return out;
+    }
+    fn go(e: &mut Expr, map: &HashMap<String, Rc<str>>) {
+        if let ExprKind::Var(n) = &mut e.kind {
+            if n.is_global() {
+                if let Some(t) = map.get(&*n.text) {
+                    n.text = t.clone();
+                }
+            }
+        }
+        each_child_mut(e, &mut |c| go(c, map));
+    }
+    for d in &mut out.defs {
+        if let Some(t) = map.get(&*d.name.text) {
+            d.name.text = t.clone();
+        }
+        go(&mut d.body, &map);
+    }
+    for q in &mut out.params {
+        if let Some(t) = map.get(&*q.name.text) {
+            q.name.text = t.clone();
+        }
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shared: the homomorphic dual-number translation (Fig. 3's shape), for Figs. 5 and 7
 // ---------------------------------------------------------------------------------------------
@@ -246,8 +284,8 @@ fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, c: &dyn Compan
 }
 
 /// Translates every definition of the source with `dual`.
-pub(crate) fn dual_program(src: &Source, fr: &mut Fresh, c: &dyn Companion) -> Program {
-    let mut out = src.program.clone();
+pub(crate) fn dual_program(src: &Source, reserved: &[&str], fr: &mut Fresh, c: &dyn Companion) -> Program {
+    let mut out = without_reserved(src.program, reserved);
     for d in &mut out.defs {
         d.body = dual(&d.body, fr, c);
         d.scheme = None;
@@ -421,7 +459,7 @@ impl Stage for Dense {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = dual_program(src, &mut fr, &DenseCompanion);
+        let mut out = dual_program(src, &[WRAPPER, "zero_S", "onehot_S"], &mut fr, &DenseCompanion);
         let s = src.input_type;
         let a = count_reals(s) as i64;
         // zero_S and onehot_S for S = R^a (Fig. 5's zero_S, Fig. 6's onehot_{R^a}); indices are 1-based.

@@ -20,7 +20,7 @@
 use super::delta::{
     delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node_at, real_arg, Visits, Kind, Node, STATE_ROWS,
 };
-use super::dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, Companion};
+use super::dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, without_reserved, Companion};
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
@@ -811,7 +811,7 @@ impl Stage for Monadic {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = drev_program(src.program, &mut fr)?;
+        let mut out = drev_program(&without_reserved(src.program, &[WRAPPER]), &mut fr)?;
         out.defs.push(ra_wrapper(src, &mut fr, false));
         out.next_id = fr.next_id;
         Ok(out)
