@@ -120,7 +120,20 @@ impl Drev<'_> {
             // Drev{λx. e} = pure λx. Drev{e}
             Lam(..) => pure(self.function(e)?),
             // Drev{let x = e1 in e2} = do { x ← Drev{e1}; Drev{e2} }
-            Let(p, e1, e2) => bind(p.clone(), self.expr(e1)?, self.expr(e2)?),
+            // (iteratively along a chain of lets: a long straight-line program is one deep chain)
+            Let(..) => {
+                let mut stmts = vec![];
+                let mut cur = e;
+                while let Let(p, e1, e2) = &cur.kind {
+                    stmts.push((p.clone(), self.expr(e1)?, cur.span));
+                    cur = e2;
+                }
+                let mut acc = self.expr(cur)?;
+                for (p, m, span) in stmts.into_iter().rev() {
+                    acc = at(bind(p, m, acc), span);
+                }
+                acc
+            }
             // Drev{e1 e2} = do { f ← Drev{e1}; x ← Drev{e2}; f x }
             App(f, a) => {
                 let (nf, nx) = (self.fr.name("f"), self.fr.name("x"));
@@ -296,13 +309,39 @@ struct Simp {
     uses: HashMap<u32, u32>,
 }
 
+/// Counts the occurrences of each local, iteratively (a long run is one deep do block).
 fn count_uses(e: &Expr, uses: &mut HashMap<u32, u32>) {
-    if let ExprKind::Var(n) = &e.kind {
-        if !n.is_global() {
-            *uses.entry(n.id).or_default() += 1;
+    let mut stack: Vec<&Expr> = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if !n.is_global() {
+                *uses.entry(n.id).or_default() += 1;
+            }
+        }
+        push_children(e, &mut stack);
+    }
+}
+
+fn push_children<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    use ExprKind::*;
+    match &e.kind {
+        Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => {}
+        Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => out.push(b),
+        App(a, b) | Let(_, a, b) | Bind(_, a, b) | Par(a, b) => {
+            out.push(a);
+            out.push(b)
+        }
+        LetRec(fs, b) => {
+            out.extend(fs.iter().map(|d| &d.body));
+            out.push(b)
+        }
+        Tuple(es) | Prim(_, es) => out.extend(es.iter()),
+        Case(s, _, a, _, b) | If(s, a, b) => {
+            out.push(s);
+            out.push(a);
+            out.push(b)
         }
     }
-    each_child(e, &mut |c| count_uses(c, uses));
 }
 
 fn is_atom(e: &Expr) -> bool {
@@ -322,10 +361,7 @@ fn simp(mut e: Expr, env: &mut Simp) -> Expr {
             Some(v) => at(v.clone(), e.span),
             None => e,
         },
-        ExprKind::Bind(p, m, k) => {
-            let m2 = simp(*m, env);
-            bind_with(p, m2, *k, e.span, env)
-        }
+        ExprKind::Bind(..) => simp_do(e, env),
         _ => {
             each_child_mut(&mut e, &mut |c| {
                 let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
@@ -336,19 +372,43 @@ fn simp(mut e: Expr, env: &mut Simp) -> Expr {
     }
 }
 
-fn each_atom_var(e: &Expr, out: &mut Vec<u32>) {
-    match &e.kind {
-        ExprKind::Var(n) if !n.is_global() => out.push(n.id),
-        ExprKind::Tuple(es) => es.iter().for_each(|x| each_atom_var(x, out)),
-        _ => {}
-    }
+/// A statement of a flattened do block.
+enum Stmt {
+    Bind(Pat, Expr, Span),
+    Let(Pat, Expr, Span),
 }
 
-/// `do { p ← m; k }` with m already simplified and k not yet.
-fn bind_with(p: Pat, m: Expr, k: Expr, span: Span, env: &mut Simp) -> Expr {
-    match m.kind {
-        ExprKind::Pure(v) => match p {
-            Pat::Var(x, _) if is_atom(&v) || (is_atom_tuple(&v) && env.uses.get(&x.id).copied().unwrap_or(0) <= 1) => {
+/// A do block, statement by statement without recursion along it (the block of a long run is as
+/// long as the run): each statement's action is simplified, its own statements are spliced in
+/// (associativity), `x ← pure v` is substituted away, and the block is rebuilt from the end, where
+/// `do { x ← m; pure x }` becomes `m` (right identity).
+fn simp_do(e: Expr, env: &mut Simp) -> Expr {
+    let mut stmts: Vec<Stmt> = vec![];
+    let mut cur = e;
+    let tail = loop {
+        let (p, m, k, span) = match cur.kind {
+            ExprKind::Bind(p, m, k) => (p, m, k, cur.span),
+            kind => break simp(Expr { kind, span: cur.span, ty: cur.ty }, env),
+        };
+        let mut m = simp(*m, env);
+        loop {
+            match m.kind {
+                ExprKind::Bind(q, m1, rest) => {
+                    stmts.push(Stmt::Bind(q, *m1, m.span));
+                    m = *rest;
+                }
+                ExprKind::Let(q, e1, rest) => {
+                    stmts.push(Stmt::Let(q, *e1, m.span));
+                    m = *rest;
+                }
+                kind => {
+                    m = Expr { kind, span: m.span, ty: m.ty };
+                    break;
+                }
+            }
+        }
+        match (p, m.kind) {
+            (Pat::Var(x, _), ExprKind::Pure(v)) if is_atom(&v) || (is_atom_tuple(&v) && env.uses.get(&x.id).copied().unwrap_or(0) <= 1) => {
                 // Each atom now also occurs wherever x did.
                 let n = env.uses.get(&x.id).copied().unwrap_or(0);
                 let mut atoms = vec![];
@@ -357,27 +417,37 @@ fn bind_with(p: Pat, m: Expr, k: Expr, span: Span, env: &mut Simp) -> Expr {
                     *env.uses.entry(a).or_default() += n.saturating_sub(1);
                 }
                 env.env.insert(x.id, *v);
-                simp(k, env)
             }
             // Kept as a statement `p ← pure e` rather than `let p = e in ...`: a let inside a do
             // would nest the rest of the block one level deeper each time, and the printed program
             // of a long run would grow quadratically.
-            p => at(bind(p, pure(*v), simp(k, env)), span),
-        },
-        ExprKind::Bind(q, m1, rest) => at(bind(q, *m1, bind_with(p, *rest, k, span, env)), m.span),
-        ExprKind::Let(q, e1, rest) => at(let_(q, *e1, bind_with(p, *rest, k, span, env)), m.span),
-        kind => {
-            let m = Expr { kind, span: m.span, ty: m.ty };
-            let k2 = simp(k, env);
-            if let (Pat::Var(x, _), ExprKind::Pure(v)) = (&p, &k2.kind) {
-                if let ExprKind::Var(y) = &v.kind {
-                    if y == x {
-                        return m;
-                    }
+            (p, ExprKind::Pure(v)) => stmts.push(Stmt::Bind(p, pure(*v), span)),
+            (p, kind) => stmts.push(Stmt::Bind(p, Expr { kind, span: m.span, ty: m.ty }, span)),
+        }
+        cur = *k;
+    };
+    let mut acc = tail;
+    for st in stmts.into_iter().rev() {
+        acc = match st {
+            Stmt::Bind(p, m, sp) => {
+                let identity = matches!((&p, &acc.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x));
+                if identity {
+                    m
+                } else {
+                    at(bind(p, m, acc), sp)
                 }
             }
-            at(bind(p, m, k2), span)
-        }
+            Stmt::Let(p, e1, sp) => at(let_(p, e1, acc), sp),
+        };
+    }
+    acc
+}
+
+fn each_atom_var(e: &Expr, out: &mut Vec<u32>) {
+    match &e.kind {
+        ExprKind::Var(n) if !n.is_global() => out.push(n.id),
+        ExprKind::Tuple(es) => es.iter().for_each(|x| each_atom_var(x, out)),
+        _ => {}
     }
 }
 
