@@ -366,3 +366,19 @@ fn source_definitions_named_like_generated_ones_are_renamed() {
         }
     });
 }
+
+/// A `main` that is not a λ (Drev{main} : M (Drev{S} → M Drev{T})): the wrappers run the outer
+/// monad first (note §8.2), and the homomorphic stages need nothing special.
+#[test]
+fn a_main_that_is_not_a_lambda() {
+    limits::run_with_stack(|| {
+        let src = "input 1.5\ndef sq x = x * x\ndef compose f g x = f (g x)\ndef main = compose sq sq\n";
+        let a = analyse(src, &quiet()).unwrap();
+        for id in KRAWIEC {
+            let r = a.stages.iter().find(|r| r.id == id).unwrap();
+            assert!(r.ok, "{id}: {:?}", r.error);
+            assert_eq!(r.agrees, Some(true), "{id}");
+            assert!((r.gradient[0] - 13.5).abs() < 1e-12, "{id}: {:?}", r.gradient);
+        }
+    });
+}
