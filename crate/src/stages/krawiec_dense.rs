@@ -118,43 +118,7 @@ pub(crate) fn map_shape(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type,
     }
 }
 
-/// The source program with any top-level definition or parameter whose name a stage generates
-/// (`grad`, `zero_S`, ...) renamed, with every use: `grad` becomes `grad_1` (the first free suffix).
-pub(crate) fn without_reserved(p: &Program, reserved: &[&str]) -> Program {
-    use std::collections::{HashMap, HashSet};
-    let taken: HashSet<String> = p.defs.iter().map(|d| d.name.text.to_string()).chain(p.params.iter().map(|q| q.name.text.to_string())).collect();
-    let mut map: HashMap<String, Rc<str>> = HashMap::new();
-    for r in reserved.iter().filter(|r| taken.contains(**r)) {
-        let fresh = (1..).map(|k| format!("{r}_{k}")).find(|c| !taken.contains(c) && !reserved.contains(&c.as_str())).expect("a free name");
-        map.insert(r.to_string(), Rc::from(fresh.as_str()));
-    }
-    let mut out = p.clone();
-    if map.is_empty() {
-        return out;
-    }
-    fn go(e: &mut Expr, map: &HashMap<String, Rc<str>>) {
-        if let ExprKind::Var(n) = &mut e.kind {
-            if n.is_global() {
-                if let Some(t) = map.get(&*n.text) {
-                    n.text = t.clone();
-                }
-            }
-        }
-        each_child_mut(e, &mut |c| go(c, map));
-    }
-    for d in &mut out.defs {
-        if let Some(t) = map.get(&*d.name.text) {
-            d.name.text = t.clone();
-        }
-        go(&mut d.body, &map);
-    }
-    for q in &mut out.params {
-        if let Some(t) = map.get(&*q.name.text) {
-            q.name.text = t.clone();
-        }
-    }
-    out
-}
+pub(crate) use crate::stage::without_reserved;
 
 // ---------------------------------------------------------------------------------------------
 // Shared: the homomorphic dual-number translation (Fig. 3's shape), for Figs. 5 and 7
