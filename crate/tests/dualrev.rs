@@ -441,3 +441,26 @@ fn parallel_pair_syntax() {
     assert_eq!(printed, again);
     assert!(printed.contains("(x ||| y) ||| (x || y)"), "{printed}");
 }
+
+/// Measures the native speed-up of the parallel resolve on a wide fork-join program (a tree of
+/// `|||` of depth 16), with 1 and 2 threads. Not a test of speed: run it with
+/// `cargo test --release --test dualrev parallel_resolve_speedup -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parallel_resolve_speedup() {
+    use cotangent::stages::dualrev_parallel::{LAST_RESOLVE_NANOS, THREADS};
+    use std::sync::atomic::Ordering;
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
+    let budget = Budget { steps: u64::MAX / 4, allocs: u64::MAX / 4, trace_steps: 0, ..Budget::default() };
+    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), 16)], budget, ..Options::default() };
+    for threads in [1usize, 2, 1, 2] {
+        THREADS.store(threads, Ordering::Relaxed);
+        let a = cotangent::limits::run_with_stack({
+            let (t, o) = (text.clone(), opts.clone());
+            move || pipeline::analyse(&t, &o).map(|a| (a.stages[0].ok, a.stages[0].cost.counter("backprop_calls"))).unwrap()
+        });
+        let ns = LAST_RESOLVE_NANOS.load(Ordering::Relaxed);
+        println!("threads {threads}: resolve {:.3} ms ({} backpropagator cells, ok {})", ns as f64 / 1e6, a.1, a.0);
+    }
+    THREADS.store(0, Ordering::Relaxed);
+}
