@@ -273,7 +273,10 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options, printed: &mut Strin
             None => return Err(internal(format!("the output has no `{name}`"))),
         }
     }
-    *printed = print_program(&out, &opts.print);
+    if opts.print.types {
+        // now with the inferred types of the output's definitions
+        *printed = print_program(&out, &opts.print);
+    }
     Ok((out, builtins))
 }
 

@@ -3,6 +3,11 @@
 use crate::stage::Stage;
 
 pub mod forward;
+pub mod dense;
+pub mod delta;
+pub mod monadic;
+pub mod array;
+pub mod general;
 pub mod dualrev_common;
 pub mod dualrev_naive;
 pub mod dualrev_staged;
@@ -18,6 +23,12 @@ pub mod dualrev_parallel;
 pub fn all() -> Vec<&'static dyn Stage> {
     vec![
         &forward::Forward,
+        // Krawiec et al. 2022 (krawiec/*)
+        &dense::Dense,
+        &delta::Delta,
+        &monadic::Monadic,
+        &array::Array,
+        &general::General,
         // Smeding & Vákár 2025 (dualrev/*)
         &dualrev_naive::Naive,
         &dualrev_staged::Staged,

@@ -1,0 +1,212 @@
+//! `krawiec/general`: arbitrary first-order S and T, Krawiec et al. §11, Fig. 15. The translation,
+//! Delta and eval are those of `krawiec/monadic` unchanged; only the wrapper changes. Its polytypic
+//! helpers — initVars_S, initZeros_T, the dot product ⊙_T (inside the differentiated program),
+//! lookup_S — are generated per type as IR, so they print.
+
+use super::delta::delta_type;
+use super::dense::map_shape;
+use super::monadic::{b_run_delta, drev_type, drev_program, graph_of_state, m_type, map_builtins, map_type, monad_builtins};
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Builtin, Builtins, Graph, Machine};
+use crate::ir::*;
+use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::types;
+
+pub struct General;
+
+static INFO: StageInfo = StageInfo {
+    id: "krawiec/general",
+    paper: "Krawiec et al. 2022",
+    section: "§11, Fig. 15",
+    title: "Arbitrary first-order S and T: sums and integer leaves in the input and output",
+    explanation: "The translation Drev, the Delta type and eval are unchanged from krawiec/monadic; only the wrapper \
+generalises from R^a → R to any first-order S → T, with polytypic helpers generated per type. initVars_S walks the \
+input left to right pairing each real with Var of a fresh DeltaId (integer leaves and sum tags are untouched) and \
+returns the last id used; initZeros_T pairs each real of the output cotangent dt with Zero. The dot product is put \
+inside the differentiated program: Drev is applied to λ(s, dt). e s ⊙_T dt, with ⊙_T expanded into + and × (so it \
+makes bindings of its own), which returns one real, so runDelta applies and eval is seeded with 1 rather than dt. \
+lookup_S walks the dualised input and replaces each (s_i, Var id) by lookupOrZero id finalMap, so the gradient has \
+the input's shape, tags and integer leaves. (Ours also returns e s, to hand back the primal.)",
+    complexity: "as krawiec/monadic: O(T + |S| + |T|) forward, eval O((T + |T|) log T) with the persistent map.",
+    accepts: "the whole scalar language; main : S → T for any first-order S and T",
+};
+
+/// `a ⊙_T b` (§11.2) as source code: × on reals, + over components, 0 at integer leaves and where
+/// sum tags differ (the paper leaves mismatched tags undefined; ours contributes nothing).
+fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        Type::Real => mul(a, b),
+        Type::Tuple(ts) => {
+            let na: Vec<Name> = ts.iter().map(|_| fr.name("a")).collect();
+            let nb: Vec<Name> = ts.iter().map(|_| fr.name("b")).collect();
+            let terms: Vec<Expr> = ts
+                .iter()
+                .zip(na.iter().zip(&nb))
+                .filter(|(t, _)| super::forward::has_real(t))
+                .map(|(t, (x, y))| dot(t, var(x), var(y), fr))
+                .collect();
+            let sum = terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0));
+            let pa = ptuple(na.iter().map(|n| pvar(n)).collect());
+            let pb = ptuple(nb.iter().map(|n| pvar(n)).collect());
+            let_(pa, a, let_(pb, b, sum))
+        }
+        Type::Sum(l, r) => {
+            let (xa, xb, ya, yb) = (fr.name("a"), fr.name("a"), fr.name("b"), fr.name("b"));
+            let left = case(b.clone(), pvar(&ya), dot(l, var(&xa), var(&ya), fr), pwild(), real(0.0));
+            let right = case(b, pwild(), real(0.0), pvar(&yb), dot(r, var(&xb), var(&yb), fr));
+            case(a, pvar(&xa), left, pvar(&xb), right)
+        }
+        _ => real(0.0),
+    }
+}
+
+/// `initVars_A (x, n) : Drev{A} × DeltaId`: each real r ↦ (r, Var (n + 1)), numbering left to right.
+fn init_vars(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        // initVars_R (r, n) = ((r, Var (n + 1)), n + 1)
+        Type::Real => pair(pair(x, app(builtin("Var"), add(n.clone(), int(1)))), add(n, int(1))),
+        // initVars_{A×B} ((a, b), n) = let (a', n1) = initVars_A (a, n) in let (b', n2) = initVars_B (b, n1) in ((a', b'), n2)
+        Type::Tuple(ts) => {
+            let xs: Vec<Name> = ts.iter().map(|_| fr.name("x")).collect();
+            let ys: Vec<Name> = ts.iter().map(|_| fr.name("y")).collect();
+            let ns: Vec<Name> = ts.iter().map(|_| fr.name("n")).collect();
+            let mut body = pair(tuple(ys.iter().map(var).collect()), var(ns.last().expect("n >= 2")));
+            for i in (0..ts.len()).rev() {
+                let prev = if i == 0 { n.clone() } else { var(&ns[i - 1]) };
+                body = let_(ppair(pvar(&ys[i]), pvar(&ns[i])), init_vars(&ts[i], var(&xs[i]), prev, fr), body);
+            }
+            let_(ptuple(xs.iter().map(pvar).collect()), x, body)
+        }
+        // initVars_{A+B} (inl a, n) = let (a', n1) = initVars_A (a, n) in (inl a', n1), and likewise inr
+        Type::Sum(a, b) => {
+            let (xa, xb, ya, yb, na, nb) = (fr.name("x"), fr.name("x"), fr.name("y"), fr.name("y"), fr.name("n"), fr.name("n"));
+            let left = let_(ppair(pvar(&ya), pvar(&na)), init_vars(a, var(&xa), n.clone(), fr), pair(inl(var(&ya)), var(&na)));
+            let right = let_(ppair(pvar(&yb), pvar(&nb)), init_vars(b, var(&xb), n, fr), pair(inr(var(&yb)), var(&nb)));
+            case(x, pvar(&xa), left, pvar(&xb), right)
+        }
+        // initVars_L (k, n) = (k, n)
+        _ => pair(x, n),
+    }
+}
+
+impl Stage for General {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        // runDelta : DeltaId → M (a × (R × Delta)) → a × (R × Delta): the differentiated program
+        // returns (e s, e s ⊙ dt); the Delta of the dot product is wrapped in the bindings.
+        let a = Type::Var(0);
+        let res = Type::Tuple(vec![a, Type::Tuple(vec![Type::Real, delta_type()])]);
+        let scheme = Scheme { vars: vec![0], ty: Type::fun(Type::Int, Type::fun(m_type(res.clone()), res)) };
+        let mut bs = monad_builtins(scheme, b_run_delta);
+        bs.extend(map_builtins());
+        bs
+    }
+
+    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+        let (s, t) = (src.input_type, src.output_type);
+        let mut p = src.program.clone();
+        let mut fr = Fresh::new(&p);
+        // The program Fig. 15 differentiates, λ(s, dt). e s ⊙_T dt, with ⊙_T expanded (note §7.4), as
+        // source definitions (ours also returns e s, for the primal):
+        //   dot_T (a, b) = a ⊙_T b
+        //   mainDot (s, dt) = let t = main s in (t, dot_T (t, dt))
+        let (na, nb) = (fr.name("a"), fr.name("b"));
+        let dot_body = dot(t, var(&na), var(&nb), &mut fr);
+        p.defs.push(def("dot_T", lam(ppair(pvar(&na), pvar(&nb)), dot_body)));
+        let (ns, ndt, nt) = (fr.name("s"), fr.name("dt"), fr.name("t"));
+        let md = let_(pvar(&nt), app(global("main"), var(&ns)), pair(var(&nt), app(global("dot_T"), pair(var(&nt), var(&ndt)))));
+        p.defs.push(def("mainDot", lam(ppair(pvar(&ns), pvar(&ndt)), md)));
+        p.next_id = fr.next_id;
+        types::check_program(&mut p, &Builtins::new())
+            .map_err(|d| Diagnostic::error(Span::NONE, format!("internal error: λ(s, dt). e s ⊙_T dt does not type-check: {}", d.message)))?;
+        let mut out = drev_program(&p, &mut fr)?;
+
+        // initVars_S : S × DeltaId → Drev{S} × DeltaId
+        let (x, n) = (fr.name("s"), fr.name("n"));
+        let iv = init_vars(s, var(&x), var(&n), &mut fr);
+        out.defs.push(def("initVars_S", lam(ppair(pvar(&x), pvar(&n)), iv)));
+        // initZeros_T : δT → Drev{δT}: each real r ↦ (r, Zero)
+        let y = fr.name("dt");
+        let iz = map_shape(t, var(&y), &mut fr, &|t, v, _| if *t == Type::Real { pair(v, builtin("Zero")) } else { v });
+        out.defs.push(def("initZeros_T", lam(pvar(&y), iz)));
+        // lookup_S : DeltaMap × Drev{S} → δS: (s_i, Var uid) ↦ lookupOrZero uid finalMap
+        let (um, s0) = (fr.name("m"), fr.name("s0"));
+        let um2 = um.clone();
+        let lk = map_shape(s, var(&s0), &mut fr, &move |t, v, fr| {
+            if *t == Type::Real {
+                let u = fr.name("u");
+                let_(ppair(pwild(), pvar(&u)), v, apps(builtin("lookupDelta"), [var(&u), var(&um2)]))
+            } else {
+                v
+            }
+        });
+        out.defs.push(def("lookup_S", lam(ppair(pvar(&um), pvar(&s0)), lk)));
+        // primal_T : Drev{T} → T (to hand back the primal)
+        let v = fr.name("v");
+        let pr = map_shape(t, var(&v), &mut fr, &|t, v, _| if *t == Type::Real { fst(v) } else { v });
+        out.defs.push(def("primal_T", lam(pvar(&v), pr)));
+
+        // R{e} = λ(s, dt).
+        //   let (s0, dv) = initVars_S (s, 0) in
+        //   let dt0 = initZeros_T dt in            (Fig. 15 writes `let t0 = ...` and uses dt0: one variable)
+        //   let u = runDelta (dv + 1) (Drev{λ(s, dt). e s ⊙_T dt} (s0, dt0)) in
+        //   let finalMap = eval 1 u emptyMap in
+        //   lookup_S (finalMap, s0)
+        let (gs, gdt, gs0, dv, dt0, t0, u, fm) = (
+            fr.name("s"),
+            fr.name("dt"),
+            fr.name("s0"),
+            fr.name("dv"),
+            fr.name("dt0"),
+            fr.name("t0"),
+            fr.name("u"),
+            fr.name("finalMap"),
+        );
+        let run = apps(builtin("runDelta"), [add(var(&dv), int(1)), app(global("mainDot"), pair(var(&gs0), var(&dt0)))]);
+        let body = let_(
+            ppair(pvar(&gs0), pvar(&dv)),
+            app(global("initVars_S"), pair(var(&gs), int(0))),
+            let_(
+                pvar(&dt0),
+                app(global("initZeros_T"), var(&gdt)),
+                let_(
+                    ppair(pvar(&t0), ppair(pwild(), pvar(&u))),
+                    run,
+                    let_(
+                        pvar(&fm),
+                        apps(builtin("eval"), [real(1.0), var(&u), builtin("emptyMap")]),
+                        pair(app(global("primal_T"), var(&t0)), app(global("lookup_S"), pair(var(&fm), var(&gs0)))),
+                    ),
+                ),
+            ),
+        );
+        out.defs.push(def(WRAPPER, lam(ppair(pvar(&gs), pvar(&gdt)), body)));
+        out.next_id = fr.next_id;
+        Ok(out)
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        let (s, t) = (src.input_type, src.output_type);
+        let (ds, dtt) = (drev_type(s), drev_type(t));
+        let delta_pair = Type::Tuple(vec![Type::Real, delta_type()]);
+        let mut v = vec![
+            ("mainDot".to_string(), Type::fun(Type::Tuple(vec![ds.clone(), dtt.clone()]), m_type(Type::Tuple(vec![dtt.clone(), delta_pair])))),
+            ("initVars_S".into(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
+            ("initZeros_T".into(), Type::fun(t.clone(), dtt.clone())),
+            ("lookup_S".into(), Type::fun(Type::Tuple(vec![map_type(), ds.clone()]), s.clone())),
+            (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))),
+        ];
+        if src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..))) {
+            v.push(("main".into(), Type::fun(ds, m_type(dtt))));
+        }
+        v
+    }
+
+    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+        graph_of_state(m)
+    }
+}
