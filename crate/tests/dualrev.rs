@@ -464,3 +464,41 @@ fn parallel_resolve_speedup() {
     }
     THREADS.store(0, Ordering::Relaxed);
 }
+
+/// Times the phases of preparing a stage on a long straight-line program (to find superlinear ones).
+#[test]
+#[ignore]
+fn prepare_phases_timing() {
+    use std::time::Instant;
+    for n in [1000usize, 2000] {
+        let mut s = String::from("input (0.3, 0.7)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            let p = i - 1;
+            s.push_str(&match i % 4 {
+                0 => format!("  let a{i} = a{p} * 0.999 + y in\n"),
+                1 => format!("  let a{i} = sin a{p} + a{p} * 0.5 in\n"),
+                2 => format!("  let a{i} = a{p} * y * 0.9 in\n"),
+                _ => format!("  let a{i} = a{p} + x * 0.001 in\n"),
+            });
+        }
+        s.push_str(&format!("  a{n}\n"));
+        let s2 = s.clone();
+        cotangent::limits::run_with_stack(move || {
+            let (p, it, ot) = pipeline::front_end(&s2, &[]).unwrap();
+            let src = Source { program: &p, input_type: &it, output_type: &ot };
+            let st = stages::find("dualrev/staged").unwrap();
+            let t = Instant::now();
+            let mut out = st.transform(&src).unwrap();
+            let t_tr = t.elapsed();
+            let t = Instant::now();
+            let printed = cotangent::print::print_program(&out, &PrintOptions::unicode());
+            let t_pr = t.elapsed();
+            let mut b = Builtins::new();
+            b.extend(st.builtins());
+            let t = Instant::now();
+            types::check_program(&mut out, &b).unwrap();
+            let t_ty = t.elapsed();
+            println!("n={n}: transform {t_tr:?} print {t_pr:?} ({} bytes) types {t_ty:?}", printed.len());
+        });
+    }
+}
