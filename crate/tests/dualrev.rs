@@ -502,3 +502,17 @@ fn prepare_phases_timing() {
         });
     }
 }
+
+/// Top-level definitions that are not lambdas (a constant, a point-free function) are computations
+/// in the monadic stages, run where they are used.
+#[test]
+fn globals_that_are_not_functions() {
+    let text = "input 1.5\ndef k = 2.0 * 3.0\ndef twice f x = f (f x)\ndef sq x = x * x\ndef f = twice sq\ndef main x = f (k * x) + k\n";
+    let a = analyse(text);
+    for st in DUALREV {
+        let r = ok(&a, st);
+        assert_eq!(r.agrees, Some(true), "{st}");
+        assert_eq!(r.gradient, vec![17496.0], "{st}");
+        assert_eq!(r.primal.as_ref().unwrap().to_string(), "6567.0", "{st}");
+    }
+}
