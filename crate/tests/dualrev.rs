@@ -89,7 +89,11 @@ fn running_example_staged_resolve_trace() {
     let a = analyse(RUNNING);
     let r = ok(&a, "dualrev/staged");
     assert_eq!(resolves(r), vec![(2, 12.0), (1, 12.0), (0, 37.0)]);
-    let t = &r.trace;
+    // the Staged object passed to SResolve: (0 + 0, {0 ↦ (d_in,0, 25), 2 ↦ (bp_z, 12)})
+    let start = &r.trace[0];
+    assert_eq!(start.kind, "staged");
+    assert_eq!(start.state, vec![("c[0]".to_string(), 0.0), ("c[1]".to_string(), 0.0), ("m[0]".to_string(), 25.0), ("m[2]".to_string(), 12.0)]);
+    let t = &r.trace[1..];
     // after step 1: (0, {0 ↦ 37, 1 ↦ 12})
     assert_eq!((row(&t[0], "c[0]"), row(&t[0], "c[1]")), (Some(0.0), Some(0.0)));
     assert_eq!((row(&t[0], "m[0]"), row(&t[0], "m[1]"), row(&t[0], "m[2]")), (Some(37.0), Some(12.0), None));
@@ -216,6 +220,9 @@ def grad u =
     let (v, calls, trace) = run_target("dualrev/staged", staged, zero.clone());
     assert_eq!(v.to_string(), "(0.0, (55.0, 0.0))");
     assert_eq!(calls, 4);
+    // f4 1 = (0, {f2 ↦ 1, f3 ↦ 2})
+    assert_eq!(trace[0].state.iter().filter(|(k, _)| k.starts_with('m')).cloned().collect::<Vec<_>>(), vec![("m[1]".to_string(), 1.0), ("m[2]".to_string(), 2.0)]);
+    let trace: Vec<TraceStep> = trace.into_iter().filter(|t| t.kind == "resolve").collect();
     let order: Vec<(u64, f64)> = trace.iter().map(|t| (t.node.unwrap(), t.factor.unwrap())).collect();
     assert_eq!(order, vec![(2, 2.0), (1, 9.0), (0, 55.0)]);
     assert_eq!((row(&trace[0], "m[1]"), row(&trace[0], "m[0]")), (Some(9.0), Some(10.0)));
