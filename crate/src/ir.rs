@@ -396,3 +396,21 @@ pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         }
     }
 }
+
+/// The span of the first parallel pair `e1 ||| e2` in a program, if any: stages that cannot take
+/// the construct refuse it with a located message.
+pub fn first_par(p: &Program) -> Option<crate::diag::Span> {
+    fn go(e: &Expr) -> Option<crate::diag::Span> {
+        if let ExprKind::Par(..) = e.kind {
+            return Some(e.span);
+        }
+        let mut found = None;
+        each_child(e, &mut |c| {
+            if found.is_none() {
+                found = go(c)
+            }
+        });
+        found
+    }
+    p.defs.iter().find_map(|d| go(&d.body))
+}

@@ -120,6 +120,14 @@ impl Cx<'_> {
         let (a, b) = (self.shallow(expected), self.shallow(found));
         let ok = match (&a, &b) {
             (Type::Var(v), Type::Var(w)) if v == w => true,
+            // Two unbound variables: bind the newer to the older, so that an old variable stays a
+            // root and chains of variables stay short (else `shallow` walks chains as long as the
+            // program, and inference turns quadratic on long programs).
+            (Type::Var(v), Type::Var(w)) => {
+                let (young, old) = if v > w { (*v, *w) } else { (*w, *v) };
+                self.subst[young as usize] = Some(Type::Var(old));
+                true
+            }
             (Type::Var(v), t) | (t, Type::Var(v)) => {
                 if self.occurs(*v, t) {
                     return Err(Diagnostic::error(span, format!("infinite type: {} occurs in {}", show(&a), show(&b))));

@@ -89,7 +89,11 @@ fn running_example_staged_resolve_trace() {
     let a = analyse(RUNNING);
     let r = ok(&a, "dualrev/staged");
     assert_eq!(resolves(r), vec![(2, 12.0), (1, 12.0), (0, 37.0)]);
-    let t = &r.trace;
+    // the Staged object passed to SResolve: (0 + 0, {0 ↦ (d_in,0, 25), 2 ↦ (bp_z, 12)})
+    let start = &r.trace[0];
+    assert_eq!(start.kind, "staged");
+    assert_eq!(start.state, vec![("c[0]".to_string(), 0.0), ("c[1]".to_string(), 0.0), ("m[0]".to_string(), 25.0), ("m[2]".to_string(), 12.0)]);
+    let t = &r.trace[1..];
     // after step 1: (0, {0 ↦ 37, 1 ↦ 12})
     assert_eq!((row(&t[0], "c[0]"), row(&t[0], "c[1]")), (Some(0.0), Some(0.0)));
     assert_eq!((row(&t[0], "m[0]"), row(&t[0], "m[1]"), row(&t[0], "m[2]")), (Some(37.0), Some(12.0), None));
@@ -216,6 +220,9 @@ def grad u =
     let (v, calls, trace) = run_target("dualrev/staged", staged, zero.clone());
     assert_eq!(v.to_string(), "(0.0, (55.0, 0.0))");
     assert_eq!(calls, 4);
+    // f4 1 = (0, {f2 ↦ 1, f3 ↦ 2})
+    assert_eq!(trace[0].state.iter().filter(|(k, _)| k.starts_with('m')).cloned().collect::<Vec<_>>(), vec![("m[1]".to_string(), 1.0), ("m[2]".to_string(), 2.0)]);
+    let trace: Vec<TraceStep> = trace.into_iter().filter(|t| t.kind == "resolve").collect();
     let order: Vec<(u64, f64)> = trace.iter().map(|t| (t.node.unwrap(), t.factor.unwrap())).collect();
     assert_eq!(order, vec![(2, 2.0), (1, 9.0), (0, 55.0)]);
     assert_eq!((row(&trace[0], "m[1]"), row(&trace[0], "m[0]")), (Some(9.0), Some(10.0)));
@@ -440,4 +447,79 @@ fn parallel_pair_syntax() {
     let again = print_program(&cotangent::syntax::parse_program(&printed).unwrap(), &PrintOptions::unicode());
     assert_eq!(printed, again);
     assert!(printed.contains("(x ||| y) ||| (x || y)"), "{printed}");
+}
+
+/// Measures the native speed-up of the parallel resolve on a wide fork-join program (a tree of
+/// `|||` of depth 16), with 1 and 2 threads. Not a test of speed: run it with
+/// `cargo test --release --test dualrev parallel_resolve_speedup -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn parallel_resolve_speedup() {
+    use cotangent::stages::dualrev_parallel::{LAST_RESOLVE_NANOS, THREADS};
+    use std::sync::atomic::Ordering;
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
+    let budget = Budget { steps: u64::MAX / 4, allocs: u64::MAX / 4, trace_steps: 0, ..Budget::default() };
+    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), 16)], budget, ..Options::default() };
+    for threads in [1usize, 2, 1, 2] {
+        THREADS.store(threads, Ordering::Relaxed);
+        let a = cotangent::limits::run_with_stack({
+            let (t, o) = (text.clone(), opts.clone());
+            move || pipeline::analyse(&t, &o).map(|a| (a.stages[0].ok, a.stages[0].cost.counter("backprop_calls"))).unwrap()
+        });
+        let ns = LAST_RESOLVE_NANOS.load(Ordering::Relaxed);
+        println!("threads {threads}: resolve {:.3} ms ({} backpropagator cells, ok {})", ns as f64 / 1e6, a.1, a.0);
+    }
+    THREADS.store(0, Ordering::Relaxed);
+}
+
+/// Times the phases of preparing a stage on a long straight-line program (to find superlinear ones).
+#[test]
+#[ignore]
+fn prepare_phases_timing() {
+    use std::time::Instant;
+    for n in [1000usize, 2000] {
+        let mut s = String::from("input (0.3, 0.7)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            let p = i - 1;
+            s.push_str(&match i % 4 {
+                0 => format!("  let a{i} = a{p} * 0.999 + y in\n"),
+                1 => format!("  let a{i} = sin a{p} + a{p} * 0.5 in\n"),
+                2 => format!("  let a{i} = a{p} * y * 0.9 in\n"),
+                _ => format!("  let a{i} = a{p} + x * 0.001 in\n"),
+            });
+        }
+        s.push_str(&format!("  a{n}\n"));
+        let s2 = s.clone();
+        cotangent::limits::run_with_stack(move || {
+            let (p, it, ot) = pipeline::front_end(&s2, &[]).unwrap();
+            let src = Source { program: &p, input_type: &it, output_type: &ot };
+            let st = stages::find("dualrev/staged").unwrap();
+            let t = Instant::now();
+            let mut out = st.transform(&src).unwrap();
+            let t_tr = t.elapsed();
+            let t = Instant::now();
+            let printed = cotangent::print::print_program(&out, &PrintOptions::unicode());
+            let t_pr = t.elapsed();
+            let mut b = Builtins::new();
+            b.extend(st.builtins());
+            let t = Instant::now();
+            types::check_program(&mut out, &b).unwrap();
+            let t_ty = t.elapsed();
+            println!("n={n}: transform {t_tr:?} print {t_pr:?} ({} bytes) types {t_ty:?}", printed.len());
+        });
+    }
+}
+
+/// Top-level definitions that are not lambdas (a constant, a point-free function) are computations
+/// in the monadic stages, run where they are used.
+#[test]
+fn globals_that_are_not_functions() {
+    let text = "input 1.5\ndef k = 2.0 * 3.0\ndef twice f x = f (f x)\ndef sq x = x * x\ndef f = twice sq\ndef main x = f (k * x) + k\n";
+    let a = analyse(text);
+    for st in DUALREV {
+        let r = ok(&a, st);
+        assert_eq!(r.agrees, Some(true), "{st}");
+        assert_eq!(r.gradient, vec![17496.0], "{st}");
+        assert_eq!(r.primal.as_ref().unwrap().to_string(), "6567.0", "{st}");
+    }
 }

@@ -201,6 +201,11 @@ fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value
     m.count("zero_leaves", size(&z));
     let r = m.apply(u, mk(z, RedBlackTreeMap::new()))?;
     let mut s = staged_arg(&r, span)?;
+    if m.tracing() {
+        let mut rows = collector_rows(&s.c);
+        rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
+        trace_start(m, rows);
+    }
     loop {
         m.tick(1)?;
         let Some((&i, (f, a))) = s.m.last() else { break };

@@ -635,6 +635,13 @@ pub fn trace_resolve(m: &mut Machine, id: i64, a: f64, note: String, state: Vec<
     }
 }
 
+/// The Staged object (or arrays) handed to SResolve, before its first step.
+pub fn trace_start(m: &mut Machine, state: Vec<(String, f64)>) {
+    if m.tracing() {
+        m.trace(TraceStep { kind: "staged".into(), note: "the staged state handed to SResolve".into(), state, ..TraceStep::default() });
+    }
+}
+
 /// Rows `c[k] -> v` for the real leaves of a dense collector.
 pub fn collector_rows(c: &Value) -> Vec<(String, f64)> {
     c.real_leaves().into_iter().enumerate().map(|(k, v)| (format!("c[{k}]"), v)).collect()

@@ -251,6 +251,10 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = carr(&args[1], span)?;
     let n = want_int(&args[0], span, "SResolve")?;
+    if m.tracing() {
+        let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.as_ref().map(|(_, x)| (format!("m[{k}]"), *x))).collect();
+        trace_start(m, rows);
+    }
     let mut i = n - 1;
     while i >= 0 {
         m.tick(1)?;

@@ -255,6 +255,11 @@ fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
     let sv = args[1].clone();
     let s = arr(&sv, span)?;
     let n = want_int(&args[0], span, "SResolve")?;
+    if m.tracing() {
+        let mut rows: Vec<(String, f64)> = s.c.borrow().iter().take(64).enumerate().map(|(k, x)| (format!("c[{k}]"), *x)).collect();
+        rows.extend(s.m.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.as_ref().map(|(_, x)| (format!("m[{k}]"), *x))));
+        trace_start(m, rows);
+    }
     let mut i = n - 1;
     while i >= 0 {
         m.tick(1)?;

@@ -600,6 +600,9 @@ fn resolve_par(jd: &Arc<Job>, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, t
     w
 }
 
+/// Wall-clock time of the last resolve, natively (for measuring the parallel speed-up).
+pub static LAST_RESOLVE_NANOS: AtomicU64 = AtomicU64::new(0);
+
 /// Overrides `COTANGENT_THREADS` when nonzero (for tests and benchmarks).
 pub static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -624,6 +627,8 @@ fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
     let n_threads = threads();
     let tracing = m.tracing();
     let mut steps = vec![];
+    #[cfg(not(target_arch = "wasm32"))]
+    let t0 = std::time::Instant::now();
     let w = if n_threads > 1 && !tracing {
         #[cfg(not(target_arch = "wasm32"))]
         {
@@ -640,6 +645,8 @@ fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
         }
         resolve_seq(&jd, &tapes, s, &mut if tracing { Some(&mut steps) } else { None }, &offsets)
     };
+    #[cfg(not(target_arch = "wasm32"))]
+    LAST_RESOLVE_NANOS.store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     for t in steps {
         m.trace(t);
     }

@@ -210,6 +210,11 @@ fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value
     let u = args.pop().unwrap_or(Value::Unit);
     let r = m.apply(u, mk(SparseStaged { g: RedBlackTreeMap::new(), m: RedBlackTreeMap::new() }))?;
     let mut s = st(&r, span)?;
+    if m.tracing() {
+        let mut rows: Vec<(String, f64)> = s.g.iter().take(64).map(|(k, x)| (format!("g[{k}]"), *x)).collect();
+        rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
+        trace_start(m, rows);
+    }
     loop {
         m.tick(1)?;
         let Some((&i, (f, a))) = s.m.last() else { break };

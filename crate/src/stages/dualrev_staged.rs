@@ -252,6 +252,11 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 ///                      in SResolve (f a +_Staged (grad, m \ i))      (§6; "(c', m')" read as (grad, m'))
 fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let mut s = staged_of(&args.pop().unwrap_or(Value::Unit), span)?.clone();
+    if m.tracing() {
+        let mut rows = collector_rows(&s.c);
+        rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
+        trace_start(m, rows);
+    }
     loop {
         m.tick(1)?;
         let Some((&i, (f, a))) = s.m.last() else { break };

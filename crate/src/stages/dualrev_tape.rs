@@ -252,6 +252,10 @@ fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
     let s = adj(&args[1], span)?;
     let n = want_int(&args[0], span, "SResolve")?;
     let tape = std::mem::take(&mut m.state::<TapeSt>().tape);
+    if m.tracing() {
+        let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect();
+        trace_start(m, rows);
+    }
     let mut i = n - 1;
     let mut res = Ok(());
     while i >= 0 {
