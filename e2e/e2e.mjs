@@ -259,7 +259,11 @@ try {
     assert(errors.length === 0, errors.join('\n'));
   });
 
-  // ---- Figures: keystroke → every stage updated, per example (performance marks in the page).
+  // ---- Figures: keystroke → every stage updated, per example (performance marks in the page), with a
+  // stage that draws a Delta DAG selected (its graph is laid out and drawn on every keystroke).
+  await setSource(page, RUNNING);
+  const graphStage = await page.evaluate(() => (window.__cot.state.result.stages.find(s => s.id === 'krawiec/monadic') || window.__cot.state.result.stages.find(s => s.graph_nodes > 0) || { id: 'forward' }).id);
+  await page.click(`[data-stage="${graphStage}"]`);
   console.log(`\nkeystroke → all stages updated (median of 5 keystrokes; core = time inside wasm; selected stage ${await page.evaluate(() => window.__cot.state.selected)}; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}):`);
   const examples = await page.evaluate(() => window.__cot.state.examples.map(e => ({ name: e.name, source: e.source })));
   const rows = [];
