@@ -462,12 +462,18 @@ function renderStage() {
   $('st-title').textContent = d.title || id;
   $('st-id').textContent = id;
   $('st-complexity').textContent = d.complexity ? 'Complexity: ' + d.complexity : '';
-  $('st-explanation').textContent = d.explanation || '';
-  $('st-accepts').textContent = d.accepts ? 'Accepts: ' + d.accepts : '';
+  richText($('st-explanation'), d.explanation || '');
+  richText($('st-accepts'), d.accepts ? 'Accepts: ' + d.accepts : '');
   renderGradient(r);
   renderProgram(r);
   renderDag(r);
   renderStep();
+}
+
+/** Text with `code` spans: backticked parts become <code> elements (built with textContent, never HTML). */
+function richText(node, text) {
+  node.replaceChildren();
+  text.split('`').forEach((part, i) => node.append(i % 2 ? el('code', null, part) : document.createTextNode(part)));
 }
 
 function renderGradient(r) {
