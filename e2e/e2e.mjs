@@ -98,7 +98,7 @@ try {
     await page.waitForSelector(`body[data-detail="${found}"]`, { timeout: 10000 });
     await page.waitForSelector('[data-testid="delta-dag"] svg .node', { timeout: 10000 });
     await page.click('#step-first');
-    const seen = new Set();
+    const seen = new Set(), spans = new Set();
     const n = await page.evaluate(() => window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected).trace_len);
     for (let i = 0; i < Math.min(n, 40); i++) {
       const cur = await page.$eval('[data-testid="delta-dag"]', e => e.dataset.currentNode);
@@ -107,11 +107,15 @@ try {
         assert(hl.length === 1 && hl[0] === cur, `highlight ${hl} does not match step node ${cur}`);
         seen.add(cur);
       }
+      const span = await page.evaluate(() => document.querySelector('.cm-editor .cm-step-span')?.textContent ?? null);
+      if (span) spans.add(span);
       await page.click('[data-testid="step-next"]');
     }
     assert(seen.size >= 2, 'the highlight never moved: ' + [...seen]);
+    const withSpan = await page.evaluate(() => window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected).trace.filter(t => t.span).length);
+    assert(!withSpan || spans.size >= 1, 'steps have source spans but the editor never highlighted one');
     const pos = await page.textContent('#step-pos');
-    return `${found}: highlight visited ${seen.size} nodes; ${pos}`;
+    return `${found}: highlight visited ${seen.size} nodes; ${pos}; program spans highlighted: ${[...spans].map(x => JSON.stringify(x)).join(', ') || 'none (the steps carry no spans)'}`;
   });
 
   await check('hovering a DAG node shows its constructor, id and value; the program diff toggles', async () => {
