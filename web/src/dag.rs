@@ -423,15 +423,25 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
         s.push_str("</path>");
     }
     s.push_str("</g><g class=\"nodes\">");
+    // Groups (the jobs of a parallel run) get one of six tints, in order of first appearance.
+    let mut groups: Vec<&str> = vec![];
+    for n in &drawn {
+        if let Some(g) = n.group.as_deref() {
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+    }
     for n in &drawn {
         let Some((xy, sz)) = c.boxes.get(&n.id) else { continue };
         let (top, sub) = node_lines(n);
         let ctor_class: String = n.ctor.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
         let _ = write!(
             s,
-            r#"<g class="node ctor-{}{}" id="dag-n{}" data-node="{}" data-ctor="{}" data-label="{}""#,
+            r#"<g class="node ctor-{}{}{}" id="dag-n{}" data-node="{}" data-ctor="{}" data-label="{}""#,
             ctor_class.to_ascii_lowercase(),
             if n.shared { " shared" } else { "" },
+            n.group.as_deref().and_then(|g| groups.iter().position(|x| *x == g)).map(|i| format!(" grp grp-{}", i % 6)).unwrap_or_default(),
             n.id,
             n.id,
             esc(&n.ctor),
