@@ -149,6 +149,8 @@ pub struct WebAnalysis {
     /// Non-empty when the program could not be analysed (then the fields below are empty).
     pub diagnostics: Vec<WebDiag>,
     pub input: Option<serde_json::Value>,
+    /// The real leaves of the input, left to right (the coordinates of every gradient).
+    pub input_reals: Vec<f64>,
     pub input_text: Option<String>,
     pub seed: Option<serde_json::Value>,
     pub primal: Option<serde_json::Value>,
@@ -331,6 +333,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
         Ok(a) => {
             out.input = Some(to_json(&a.input));
             out.input_text = Some(a.input.to_string());
+            out.input_reals = a.input.real_leaves();
             out.seed = Some(to_json(&a.seed));
             out.primal = Some(to_json(&a.primal));
             out.primal_text = Some(a.primal.to_string());
@@ -488,7 +491,7 @@ pub fn analyse_json(source: &str, options: JsValue) -> String {
 /// Whether every f64 outside the JSON values (which encode non-finite reals as strings) is finite.
 pub fn all_finite(a: &WebAnalysis) -> bool {
     let f = |x: &f64| x.is_finite();
-    let reference = a.reference.as_ref().is_none_or(|r| r.gradient.iter().all(f) && r.fd.iter().all(f));
+    let reference = a.input_reals.iter().all(f) && a.reference.as_ref().is_none_or(|r| r.gradient.iter().all(f) && r.fd.iter().all(f));
     reference
         && a.stages.iter().all(|s| {
             s.gradient.iter().all(f)

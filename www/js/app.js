@@ -511,7 +511,7 @@ function renderGradient(r) {
   const tr0 = el('tr');
   for (const h of ['input', 'x', 'this stage', 'forward', 'finite differences']) tr0.append(el('th', null, h));
   table.append(tr0);
-  const xs = realLeaves(res.input);
+  const xs = res.input_reals || [];
   const n = Math.max(r.gradient.length, ref?.gradient.length || 0);
   for (let i = 0; i < n; i++) {
     const tr = el('tr');
@@ -529,12 +529,6 @@ function renderGradient(r) {
   box.append(table);
 }
 function close(a, b) { return a === b || Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b)) || (Number.isNaN(a) && Number.isNaN(b)); }
-function realLeaves(v, out = []) {
-  if (typeof v === 'number') { if (!Number.isInteger(v) || true) out.push(v); }
-  else if (Array.isArray(v)) v.forEach(x => realLeaves(x, out));
-  else if (v && typeof v === 'object') Object.values(v).forEach(x => realLeaves(x, out));
-  return out;
-}
 
 function previousStage(id) {
   const ids = stageOrder().filter(x => stageResult(x)?.program);
