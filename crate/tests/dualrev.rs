@@ -523,3 +523,37 @@ fn globals_that_are_not_functions() {
         assert_eq!(r.primal.as_ref().unwrap().to_string(), "6567.0", "{st}");
     }
 }
+
+/// Steps of the primal program per unit of size, to compare with the stages' step counts.
+#[test]
+#[ignore]
+fn primal_steps() {
+    for n in [1000usize, 10000] {
+        let mut d = String::from("input 1.0\ndef main x0 =\n");
+        for i in 1..=n {
+            d.push_str(&format!("  let x{i} = x{} + x{} in\n", i - 1, i - 1));
+        }
+        d.push_str(&format!("  x{n} + x{n}\n"));
+        let mut s = String::from("input (0.3, 0.7)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            let p = i - 1;
+            s.push_str(&match i % 4 {
+                0 => format!("  let a{i} = a{p} * 0.999 + y in\n"),
+                1 => format!("  let a{i} = sin a{p} + a{p} * 0.5 in\n"),
+                2 => format!("  let a{i} = a{p} * y * 0.9 in\n"),
+                _ => format!("  let a{i} = a{p} + x * 0.001 in\n"),
+            });
+        }
+        s.push_str(&format!("  a{n}\n"));
+        for (name, text) in [("doubling", d), ("straight", s)] {
+            let steps = cotangent::limits::run_with_stack(move || {
+                let (p, _, _) = pipeline::front_end(&text, &[]).unwrap();
+                let input = cotangent::syntax::value_of(p.input.as_ref().unwrap()).unwrap();
+                let mut m = Machine::new(&p, &Builtins::new(), Budget::default()).unwrap();
+                m.call("main", vec![input]).unwrap();
+                m.cost().steps
+            });
+            println!("{name} n={n}: primal steps {steps} ({:.2} per unit)", steps as f64 / n as f64);
+        }
+    }
+}
