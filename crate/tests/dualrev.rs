@@ -459,7 +459,7 @@ fn parallel_resolve_speedup() {
     use std::sync::atomic::Ordering;
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
     let budget = Budget { steps: u64::MAX / 4, allocs: u64::MAX / 4, trace_steps: 0, ..Budget::default() };
-    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), 16)], budget, ..Options::default() };
+    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), std::env::var("TREE_N").ok().and_then(|s| s.parse().ok()).unwrap_or(16))], budget, ..Options::default() };
     for threads in [1usize, 2, 1, 2] {
         THREADS.store(threads, Ordering::Relaxed);
         let a = cotangent::limits::run_with_stack({
