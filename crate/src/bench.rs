@@ -30,6 +30,11 @@ pub fn families() -> Vec<Family> {
             make: straight,
         },
         Family {
+            name: "inputs",
+            what: "a straight line over n inputs, each used once (the input grows with n: krawiec/dense pays O(n) per operation, Krawiec et al. §5.2)",
+            make: inputs,
+        },
+        Family {
             name: "wide",
             what: "n independent products summed in a tree (a wide program for the parallel resolve)",
             make: wide,
@@ -57,6 +62,18 @@ fn straight(n: usize) -> String {
             _ => format!("  let a{i} = a{p} + x * 0.001 in"),
         };
         let _ = writeln!(s, "{line}");
+    }
+    let _ = writeln!(s, "  a{n}");
+    s
+}
+
+fn inputs(n: usize) -> String {
+    let n = n.max(2);
+    let xs: Vec<String> = (1..=n).map(|i| format!("x{i}")).collect();
+    let point: Vec<String> = (1..=n).map(|i| format!("{:?}", 0.5 + (i % 7) as f64 * 0.125)).collect();
+    let mut s = format!("-- a straight line over n inputs\ninput ({})\ndef main ({}) =\n  let a1 = x1 in\n", point.join(", "), xs.join(", "));
+    for i in 2..=n {
+        let _ = writeln!(s, "  let a{i} = a{} * 0.999 + x{i} in", i - 1);
     }
     let _ = writeln!(s, "  a{n}");
     s

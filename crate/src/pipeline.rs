@@ -87,6 +87,7 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
             None => return Err(vec![Diagnostic::error(Span::NONE, format!("the program has no `param {name}`"))]),
         }
     }
+    let mut p = crate::stage::without_reserved(&p, crate::stage::RESERVED);
     types::check_program(&mut p, &Builtins::new()).map_err(|d| vec![d])?;
     let main = p.def("main").ok_or_else(|| vec![Diagnostic::error(Span::NONE, "the program has no `def main`")])?;
     let scheme = main.scheme.clone().unwrap_or_else(|| crate::ir::Scheme::mono(Type::Unknown));

@@ -2,6 +2,8 @@
 //! transform (IR → IR, with its wrapper) and its run. The registry of stages is `stages::all()`.
 
 use crate::diag::Diagnostic;
+use crate::ir::{each_child_mut, Expr, ExprKind};
+use std::rc::Rc;
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::{Program, Type};
 use crate::value::Value;
@@ -76,3 +78,63 @@ pub fn split_pair(v: Value) -> Result<(Value, Value), RunError> {
         other => Err(RunError::runtime(crate::diag::Span::NONE, format!("the wrapper returned {other}, not a pair (primal, gradient)"))),
     }
 }
+
+/// Every top-level name some stage's output defines besides the source's own definitions. The
+/// pipeline renames user definitions with these names (`grad` → `grad_1`) before any stage runs, so
+/// generated code never captures or clashes with them. A stage that generates a new top-level name
+/// adds it here.
+pub const RESERVED: &[&str] = &[
+    WRAPPER,
+    "fwd",
+    "zip_S",
+    "primal_T",
+    "tangent_T",
+    "dot_T",
+    "zero_S",
+    "onehot_S",
+    "initVars_S",
+    "initZeros_T",
+    "lookup_S",
+    "mainDot",
+    "interleave",
+    "deinterleave",
+];
+
+/// The source program with any top-level definition or parameter whose name a stage generates
+/// (`grad`, `zero_S`, ...) renamed, with every use: `grad` becomes `grad_1` (the first free suffix).
+pub fn without_reserved(p: &Program, reserved: &[&str]) -> Program {
+    use std::collections::{HashMap, HashSet};
+    let taken: HashSet<String> = p.defs.iter().map(|d| d.name.text.to_string()).chain(p.params.iter().map(|q| q.name.text.to_string())).collect();
+    let mut map: HashMap<String, Rc<str>> = HashMap::new();
+    for r in reserved.iter().filter(|r| taken.contains(**r)) {
+        let fresh = (1..).map(|k| format!("{r}_{k}")).find(|c| !taken.contains(c) && !reserved.contains(&c.as_str())).expect("a free name");
+        map.insert(r.to_string(), Rc::from(fresh.as_str()));
+    }
+    let mut out = p.clone();
+    if map.is_empty() {
+        return out;
+    }
+    fn go(e: &mut Expr, map: &HashMap<String, Rc<str>>) {
+        if let ExprKind::Var(n) = &mut e.kind {
+            if n.is_global() {
+                if let Some(t) = map.get(&*n.text) {
+                    n.text = t.clone();
+                }
+            }
+        }
+        each_child_mut(e, &mut |c| go(c, map));
+    }
+    for d in &mut out.defs {
+        if let Some(t) = map.get(&*d.name.text) {
+            d.name.text = t.clone();
+        }
+        go(&mut d.body, &map);
+    }
+    for q in &mut out.params {
+        if let Some(t) = map.get(&*q.name.text) {
+            q.name.text = t.clone();
+        }
+    }
+    out
+}
+

@@ -3,11 +3,11 @@
 use crate::stage::Stage;
 
 pub mod forward;
-pub mod dense;
-pub mod delta;
-pub mod monadic;
-pub mod array;
-pub mod general;
+pub mod krawiec_dense;
+pub mod krawiec_delta;
+pub mod krawiec_monadic;
+pub mod krawiec_array;
+pub mod krawiec_general;
 pub mod dualrev_common;
 pub mod dualrev_naive;
 pub mod dualrev_staged;
@@ -24,11 +24,11 @@ pub fn all() -> Vec<&'static dyn Stage> {
     vec![
         &forward::Forward,
         // Krawiec et al. 2022 (krawiec/*)
-        &dense::Dense,
-        &delta::Delta,
-        &monadic::Monadic,
-        &array::Array,
-        &general::General,
+        &krawiec_dense::Dense,
+        &krawiec_delta::Delta,
+        &krawiec_monadic::Monadic,
+        &krawiec_array::Array,
+        &krawiec_general::General,
         // Smeding & Vákár 2025 (dualrev/*)
         &dualrev_naive::Naive,
         &dualrev_staged::Staged,

@@ -3,9 +3,9 @@
 //! helpers — initVars_S, initZeros_T, the dot product ⊙_T (inside the differentiated program),
 //! lookup_S — are generated per type as IR, so they print.
 
-use super::delta::delta_type;
-use super::dense::map_shape;
-use super::monadic::{b_run_delta, drev_type, drev_program, graph_of_state, m_type, map_builtins, map_type, monad_builtins};
+use super::krawiec_delta::delta_type;
+use super::krawiec_dense::map_shape;
+use super::krawiec_monadic::{b_run_delta, drev_type, drev_program, graph_of_state, m_type, map_builtins, map_type, monad_builtins};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Builtins, Graph, Machine};
@@ -90,6 +90,13 @@ fn init_vars(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh) -> Expr {
     }
 }
 
+/// The definitions this stage generates; a source definition of the same name is renamed.
+const GENERATED: [&str; 7] = [WRAPPER, "dot_T", "mainDot", "initVars_S", "initZeros_T", "lookup_S", "primal_T"];
+
+fn map_names(p: &Program) -> Program {
+    super::krawiec_dense::without_reserved(p, &GENERATED)
+}
+
 impl Stage for General {
     fn info(&self) -> &'static StageInfo {
         &INFO
@@ -108,7 +115,7 @@ impl Stage for General {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let (s, t) = (src.input_type, src.output_type);
-        let mut p = src.program.clone();
+        let mut p = map_names(src.program);
         let mut fr = Fresh::new(&p);
         // The program Fig. 15 differentiates, λ(s, dt). e s ⊙_T dt, with ⊙_T expanded (note §7.4), as
         // source definitions (ours also returns e s, for the primal):

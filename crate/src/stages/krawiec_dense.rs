@@ -118,6 +118,8 @@ pub(crate) fn map_shape(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type,
     }
 }
 
+pub(crate) use crate::stage::without_reserved;
+
 // ---------------------------------------------------------------------------------------------
 // Shared: the homomorphic dual-number translation (Fig. 3's shape), for Figs. 5 and 7
 // ---------------------------------------------------------------------------------------------
@@ -204,7 +206,7 @@ pub(crate) fn dual(e: &Expr, fr: &mut Fresh, c: &dyn Companion) -> Expr {
         Ann(x, t) => Ann(Box::new(dual(x, fr, c)), dual_type(t, c)),
         Bind(p, m, k) => Bind(p.clone(), Box::new(dual(m, fr, c)), Box::new(dual(k, fr, c))),
         Pure(x) => Pure(Box::new(dual(x, fr, c))),
-        Prim(op, args) => return at(dual_prim(*op, args, fr, c), e.span),
+        Prim(op, args) => return at(dual_prim(*op, args, e.span, fr, c), e.span),
     };
     Expr { kind, span: e.span, ty: Type::Unknown }
 }
@@ -212,7 +214,7 @@ pub(crate) fn dual(e: &Expr, fr: &mut Fresh, c: &dyn Companion) -> Expr {
 /// Fig. 5 / Fig. 7 for +R and ×R, and Fig. 14's general rule for the other real primitives, with the
 /// partial derivatives from the shared table (deriv.rs). The primitive's λ((x, dx), (y, dy)). ... is
 /// shown applied to its (saturated) arguments: `let (x, dx) = D{e1} in let (y, dy) = D{e2} in ...`.
-fn dual_prim(op: Prim, args: &[Expr], fr: &mut Fresh, c: &dyn Companion) -> Expr {
+fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, c: &dyn Companion) -> Expr {
     let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
     let translated: Vec<Expr> = args.iter().map(|a| dual(a, fr, c)).collect();
     if op == Prim::ToReal {
@@ -233,7 +235,8 @@ fn dual_prim(op: Prim, args: &[Expr], fr: &mut Fresh, c: &dyn Companion) -> Expr
         // comparisons look at primals only
         None => prim(op, xs.clone()),
         Some(rule) => {
-            let companion = combine(&rule.partials, &ds, c);
+            let mut companion = combine(&rule.partials, &ds, c);
+            super::krawiec_delta::stamp(&mut companion, span);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), companion))
             } else {
@@ -245,8 +248,8 @@ fn dual_prim(op: Prim, args: &[Expr], fr: &mut Fresh, c: &dyn Companion) -> Expr
 }
 
 /// Translates every definition of the source with `dual`.
-pub(crate) fn dual_program(src: &Source, fr: &mut Fresh, c: &dyn Companion) -> Program {
-    let mut out = src.program.clone();
+pub(crate) fn dual_program(src: &Source, reserved: &[&str], fr: &mut Fresh, c: &dyn Companion) -> Program {
+    let mut out = without_reserved(src.program, reserved);
     for d in &mut out.defs {
         d.body = dual(&d.body, fr, c);
         d.scheme = None;
@@ -420,7 +423,7 @@ impl Stage for Dense {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = dual_program(src, &mut fr, &DenseCompanion);
+        let mut out = dual_program(src, &[WRAPPER, "zero_S", "onehot_S"], &mut fr, &DenseCompanion);
         let s = src.input_type;
         let a = count_reals(s) as i64;
         // zero_S and onehot_S for S = R^a (Fig. 5's zero_S, Fig. 6's onehot_{R^a}); indices are 1-based.

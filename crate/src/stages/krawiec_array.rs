@@ -3,9 +3,9 @@
 //! indexed by DeltaId, sized by the last id runDelta allocated: addDelta, lookup and delete are O(1).
 //! (The monad's state was already a growable array of bindings: M runs in direct style.)
 
-use super::delta::{delta_arg, delta_type, int_arg, real_arg, STATE_ROWS};
-use super::dense::require_ra_to_r;
-use super::monadic::{drev_program, eval_loop, graph_of_state, m_type, map_type, monad_builtins, ra_stated_types, ra_wrapper, record_eval, Adjoints, b_run_delta_last};
+use super::krawiec_delta::{delta_arg, delta_type, int_arg, real_arg, Visits, STATE_ROWS};
+use super::krawiec_dense::{require_ra_to_r, without_reserved};
+use super::krawiec_monadic::{drev_program, eval_loop, graph_of_state, m_type, map_type, monad_builtins, ra_stated_types, ra_wrapper, record_eval, Adjoints, b_run_delta_last};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
@@ -14,7 +14,7 @@ use crate::stage::{Source, Stage, StageInfo};
 use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::rc::Rc;
 
 pub struct Array;
@@ -136,12 +136,12 @@ fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let arr = array_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (HashMap::new(), HashSet::new());
-    let res = {
+    let (mut visits, mut skipped) = (Visits::default(), HashSet::new());
+    let mut res = {
         let mut um = inner(&arr).borrow_mut();
         eval_loop(m, x, &root, &mut *um, &mut visits, &mut skipped, span)
     };
-    record_eval(m, &root, visits, skipped);
+    record_eval(m, &root, visits, skipped, &mut res);
     res?;
     Ok(Value::Ext(arr))
 }
@@ -192,7 +192,7 @@ impl Stage for Array {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = drev_program(src.program, &mut fr)?;
+        let mut out = drev_program(&without_reserved(src.program, &[crate::stage::WRAPPER]), &mut fr)?;
         out.defs.push(ra_wrapper(src, &mut fr, true));
         out.next_id = fr.next_id;
         Ok(out)

@@ -5,14 +5,22 @@
 //! that Let spine body-first over a persistent map from DeltaIds to cotangents, and evaluates each
 //! binding's right-hand side once, scaled by the cotangent accumulated for its id: backpropagation.
 //!
+//! Decisions where the paper leaves room (note §8): evaluation is left to right, as Fig. 9 makes it
+//! explicit (function before argument, components in order, let-rhs before body), and a literal makes
+//! no binding (Drev{r} = pure (r, Zero)). Fig. 12's Delta was produced by an OCaml implementation that
+//! evaluates right to left and binds `from_float` literals to Zero: 40 bindings there, 38 here, with
+//! the same gradient (tests/krawiec.rs checks both numbers). Fig. 14's reverse rule, as printed, lacks
+//! the `pure` around its λ that the sin and cos rules have and returns the DeltaId dy where `Var dy`
+//! is meant; we follow the sin/cos rules. Its n-ary Add is folded into binary Adds, left to right.
+//!
 //! This file also holds what `krawiec/array` and `krawiec/general` share with it: the translation
 //! Drev (Fig. 9) with its administrative simplification, the monad's runtime (deltaLet, runDelta,
 //! Var) and the iterative eval.
 
-use super::delta::{
-    delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node, real_arg, Kind, Node, STATE_ROWS,
+use super::krawiec_delta::{
+    delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node_at, real_arg, Visits, Kind, Node, STATE_ROWS,
 };
-use super::dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, Companion};
+use super::krawiec_dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, without_reserved, Companion};
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
@@ -112,7 +120,20 @@ impl Drev<'_> {
             // Drev{λx. e} = pure λx. Drev{e}
             Lam(..) => pure(self.function(e)?),
             // Drev{let x = e1 in e2} = do { x ← Drev{e1}; Drev{e2} }
-            Let(p, e1, e2) => bind(p.clone(), self.expr(e1)?, self.expr(e2)?),
+            // (iteratively along a chain of lets: a long straight-line program is one deep chain)
+            Let(..) => {
+                let mut stmts = vec![];
+                let mut cur = e;
+                while let Let(p, e1, e2) = &cur.kind {
+                    stmts.push((p.clone(), self.expr(e1)?, cur.span));
+                    cur = e2;
+                }
+                let mut acc = self.expr(cur)?;
+                for (p, m, span) in stmts.into_iter().rev() {
+                    acc = at(bind(p, m, acc), span);
+                }
+                acc
+            }
             // Drev{e1 e2} = do { f ← Drev{e1}; x ← Drev{e2}; f x }
             App(f, a) => {
                 let (nf, nx) = (self.fr.name("f"), self.fr.name("x"));
@@ -130,15 +151,8 @@ impl Drev<'_> {
             }
             // Drev{(e1, e2)} = do { x ← Drev{e1}; y ← Drev{e2}; pure (x, y) }
             // Smeding–Vákár's fork-join pair `e1 ||| e2` is, for this sequential method, the pair (e1, e2).
-            Par(a, b) => return self.expr(&Expr { kind: Tuple(vec![(**a).clone(), (**b).clone()]), span: e.span, ty: e.ty.clone() }),
-            Tuple(es) => {
-                let ns: Vec<Name> = es.iter().map(|_| self.fr.name("x")).collect();
-                let mut acc = pure(tuple(ns.iter().map(var).collect()));
-                for (n, x) in ns.iter().zip(es).rev() {
-                    acc = bind(pvar(n), self.expr(x)?, acc);
-                }
-                acc
-            }
+            Par(a, b) => self.tuple(&[&**a, &**b])?,
+            Tuple(es) => self.tuple(&es.iter().collect::<Vec<_>>())?,
             // Drev{fst e} = do { x ← Drev{e}; pure (fst x) }, and likewise snd, inl, inr
             Fst(x) => self.unary(x, fst)?,
             Snd(x) => self.unary(x, snd)?,
@@ -162,9 +176,23 @@ impl Drev<'_> {
             Bind(..) | Pure(_) => {
                 return Err(Diagnostic::error(e.span, "do and pure appear only in the output of AD (Fig. 1): the source cannot use them"))
             }
-            Prim(op, args) => self.prim(*op, args)?,
+            Prim(op, args) => self.prim(*op, args, e.span)?,
         };
         Ok(at(out, e.span))
+    }
+
+    /// Drev{(e1, e2)} = do { x ← Drev{e1}; y ← Drev{e2}; pure (x, y) }, for any number of components.
+    fn tuple(&mut self, es: &[&Expr]) -> Result<Expr, Diagnostic> {
+        let ns: Vec<Name> = es.iter().map(|_| self.fr.name("x")).collect();
+        let mut translated = vec![];
+        for x in es {
+            translated.push(self.expr(x)?);
+        }
+        let mut acc = pure(tuple(ns.iter().map(var).collect()));
+        for (n, t) in ns.iter().zip(translated).rev() {
+            acc = bind(pvar(n), t, acc);
+        }
+        Ok(acc)
     }
 
     fn unary(&mut self, x: &Expr, f: fn(Expr) -> Expr) -> Result<Expr, Diagnostic> {
@@ -186,7 +214,7 @@ impl Drev<'_> {
     /// the rule for any primitive from its partial derivatives (deriv.rs, shared by all stages). Our
     /// primitives are saturated, so Drev{op (e1, e2)} = do { f ← pure Drev{op}...; f (x, y) } is shown
     /// β-reduced: do { (x, u1) ← Drev{e1}; (y, u2) ← Drev{e2}; u3 ← deltaLet ...; pure (x op y, Var u3) }.
-    fn prim(&mut self, op: Prim, args: &[Expr]) -> Result<Expr, Diagnostic> {
+    fn prim(&mut self, op: Prim, args: &[Expr], span: Span) -> Result<Expr, Diagnostic> {
         let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
         if matches!(op, Prim::And | Prim::Or) {
             // && and || evaluate their right operand only when needed, so its effects (deltaLets)
@@ -219,17 +247,20 @@ impl Drev<'_> {
             None => (pure(prim(op, xs.clone())), false),
             Some(rule) => {
                 let id = self.fr.name(if args.len() == 1 { "u2" } else { "u3" });
-                let delta = combine(&rule.partials, &us, &DeltaExprs);
+                // deltaLet and the Delta it binds carry the operation's span (for the graph and trace).
+                let mut delta = combine(&rule.partials, &us, &DeltaExprs);
+                super::krawiec_delta::stamp(&mut delta, span);
+                let delta_let = |d: Expr| at(app(builtin("deltaLet"), d), span);
                 let body = if rule.uses_result {
                     // Fig. 14: let (y1, ..., ym) = f xs in do { dy ← deltaLet (...); pure (y, Var dy) },
                     // with the let as the statement y ← pure (f xs), so that do blocks stay flat.
                     bind(
                         pvar(&result),
                         pure(prim(op, xs.clone())),
-                        bind(pvar(&id), app(builtin("deltaLet"), delta), pure(pair(var(&result), app(builtin("Var"), var(&id))))),
+                        bind(pvar(&id), delta_let(delta), pure(pair(var(&result), at(app(builtin("Var"), var(&id)), span)))),
                     )
                 } else {
-                    bind(pvar(&id), app(builtin("deltaLet"), delta), pure(pair(prim(op, xs.clone()), app(builtin("Var"), var(&id)))))
+                    bind(pvar(&id), delta_let(delta), pure(pair(prim(op, xs.clone()), at(app(builtin("Var"), var(&id)), span))))
                 };
                 (body, true)
             }
@@ -260,31 +291,77 @@ pub(crate) fn drev_program(p: &Program, fr: &mut Fresh) -> Result<Program, Diagn
 
 /// Administrative simplification by the monad laws (not in the paper; note §8.13), so that the
 /// printed program reads like the figures rather than a thicket of `do { x ← pure x; ... }`:
-/// - `do { x ← pure v; m }` = `m[v/x]` for a variable or literal v;
+/// - `do { x ← pure v; m }` = `m[v/x]` for a variable or literal v, or a tuple of them if x is used once;
 /// - `do { p ← do { q ← m1; m2 }; m }` = `do { q ← m1; p ← m2; m }`, and likewise through a `let`;
 /// - `do { x ← m; pure x }` = `m`.
 /// Names are unique in a program, so substitution and re-association never capture. One pass, with
 /// the substitution carried in an environment.
 pub(crate) fn simplify_owned(e: Expr) -> Expr {
-    let mut env: HashMap<u32, Expr> = HashMap::new();
-    simp(e, &mut env)
+    let mut cx = Simp { env: HashMap::new(), uses: HashMap::new() };
+    count_uses(&e, &mut cx.uses);
+    simp(e, &mut cx)
+}
+
+struct Simp {
+    /// Substitutions: local id ↦ the atom (or tuple of atoms) it stands for.
+    env: HashMap<u32, Expr>,
+    /// How often each local id occurs.
+    uses: HashMap<u32, u32>,
+}
+
+/// Counts the occurrences of each local, iteratively (a long run is one deep do block).
+fn count_uses(e: &Expr, uses: &mut HashMap<u32, u32>) {
+    let mut stack: Vec<&Expr> = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if !n.is_global() {
+                *uses.entry(n.id).or_default() += 1;
+            }
+        }
+        push_children(e, &mut stack);
+    }
+}
+
+fn push_children<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+    use ExprKind::*;
+    match &e.kind {
+        Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => {}
+        Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => out.push(b),
+        App(a, b) | Let(_, a, b) | Bind(_, a, b) | Par(a, b) => {
+            out.push(a);
+            out.push(b)
+        }
+        LetRec(fs, b) => {
+            out.extend(fs.iter().map(|d| &d.body));
+            out.push(b)
+        }
+        Tuple(es) | Prim(_, es) => out.extend(es.iter()),
+        Case(s, _, a, _, b) | If(s, a, b) => {
+            out.push(s);
+            out.push(a);
+            out.push(b)
+        }
+    }
 }
 
 fn is_atom(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Var(_) | ExprKind::Int(_) | ExprKind::Real(_) | ExprKind::Bool(_) | ExprKind::Unit)
 }
 
+/// `(a, b)` of atoms: substituted for a variable used once (it only allocates, so moving it under a
+/// λ repeats no real work and no effect).
+fn is_atom_tuple(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Tuple(es) if es.iter().all(is_atom))
+}
+
 /// Takes the expression by value, so that the pass is linear (no subtree is copied).
-fn simp(mut e: Expr, env: &mut HashMap<u32, Expr>) -> Expr {
+fn simp(mut e: Expr, env: &mut Simp) -> Expr {
     match e.kind {
-        ExprKind::Var(ref n) if !n.is_global() => match env.get(&n.id) {
+        ExprKind::Var(ref n) if !n.is_global() => match env.env.get(&n.id) {
             Some(v) => at(v.clone(), e.span),
             None => e,
         },
-        ExprKind::Bind(p, m, k) => {
-            let m2 = simp(*m, env);
-            bind_with(p, m2, *k, e.span, env)
-        }
+        ExprKind::Bind(..) => simp_do(e, env),
         _ => {
             each_child_mut(&mut e, &mut |c| {
                 let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
@@ -295,33 +372,82 @@ fn simp(mut e: Expr, env: &mut HashMap<u32, Expr>) -> Expr {
     }
 }
 
-/// `do { p ← m; k }` with m already simplified and k not yet.
-fn bind_with(p: Pat, m: Expr, k: Expr, span: Span, env: &mut HashMap<u32, Expr>) -> Expr {
-    match m.kind {
-        ExprKind::Pure(v) => match p {
-            Pat::Var(x, _) if is_atom(&v) => {
-                env.insert(x.id, *v);
-                simp(k, env)
+/// A statement of a flattened do block.
+enum Stmt {
+    Bind(Pat, Expr, Span),
+    Let(Pat, Expr, Span),
+}
+
+/// A do block, statement by statement without recursion along it (the block of a long run is as
+/// long as the run): each statement's action is simplified, its own statements are spliced in
+/// (associativity), `x ← pure v` is substituted away, and the block is rebuilt from the end, where
+/// `do { x ← m; pure x }` becomes `m` (right identity).
+fn simp_do(e: Expr, env: &mut Simp) -> Expr {
+    let mut stmts: Vec<Stmt> = vec![];
+    let mut cur = e;
+    let tail = loop {
+        let (p, m, k, span) = match cur.kind {
+            ExprKind::Bind(p, m, k) => (p, m, k, cur.span),
+            kind => break simp(Expr { kind, span: cur.span, ty: cur.ty }, env),
+        };
+        let mut m = simp(*m, env);
+        loop {
+            match m.kind {
+                ExprKind::Bind(q, m1, rest) => {
+                    stmts.push(Stmt::Bind(q, *m1, m.span));
+                    m = *rest;
+                }
+                ExprKind::Let(q, e1, rest) => {
+                    stmts.push(Stmt::Let(q, *e1, m.span));
+                    m = *rest;
+                }
+                kind => {
+                    m = Expr { kind, span: m.span, ty: m.ty };
+                    break;
+                }
+            }
+        }
+        match (p, m.kind) {
+            (Pat::Var(x, _), ExprKind::Pure(v)) if is_atom(&v) || (is_atom_tuple(&v) && env.uses.get(&x.id).copied().unwrap_or(0) <= 1) => {
+                // Each atom now also occurs wherever x did.
+                let n = env.uses.get(&x.id).copied().unwrap_or(0);
+                let mut atoms = vec![];
+                each_atom_var(&v, &mut atoms);
+                for a in atoms {
+                    *env.uses.entry(a).or_default() += n.saturating_sub(1);
+                }
+                env.env.insert(x.id, *v);
             }
             // Kept as a statement `p ← pure e` rather than `let p = e in ...`: a let inside a do
             // would nest the rest of the block one level deeper each time, and the printed program
             // of a long run would grow quadratically.
-            p => at(bind(p, pure(*v), simp(k, env)), span),
-        },
-        ExprKind::Bind(q, m1, rest) => at(bind(q, *m1, bind_with(p, *rest, k, span, env)), m.span),
-        ExprKind::Let(q, e1, rest) => at(let_(q, *e1, bind_with(p, *rest, k, span, env)), m.span),
-        kind => {
-            let m = Expr { kind, span: m.span, ty: m.ty };
-            let k2 = simp(k, env);
-            if let (Pat::Var(x, _), ExprKind::Pure(v)) = (&p, &k2.kind) {
-                if let ExprKind::Var(y) = &v.kind {
-                    if y == x {
-                        return m;
-                    }
+            (p, ExprKind::Pure(v)) => stmts.push(Stmt::Bind(p, pure(*v), span)),
+            (p, kind) => stmts.push(Stmt::Bind(p, Expr { kind, span: m.span, ty: m.ty }, span)),
+        }
+        cur = *k;
+    };
+    let mut acc = tail;
+    for st in stmts.into_iter().rev() {
+        acc = match st {
+            Stmt::Bind(p, m, sp) => {
+                let identity = matches!((&p, &acc.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x));
+                if identity {
+                    m
+                } else {
+                    at(bind(p, m, acc), sp)
                 }
             }
-            at(bind(p, m, k2), span)
-        }
+            Stmt::Let(p, e1, sp) => at(let_(p, e1, acc), sp),
+        };
+    }
+    acc
+}
+
+fn each_atom_var(e: &Expr, out: &mut Vec<u32>) {
+    match &e.kind {
+        ExprKind::Var(n) if !n.is_global() => out.push(n.id),
+        ExprKind::Tuple(es) => es.iter().for_each(|x| each_atom_var(x, out)),
+        _ => {}
     }
 }
 
@@ -338,11 +464,11 @@ pub struct DeltaState {
     pub next_id: i64,
     /// The bindings so far, oldest first (Fig. 10 keeps them newest first; runDelta's foldl wraps
     /// the newest innermost either way).
-    pub binds: Vec<(i64, Rc<Node>)>,
+    pub binds: Vec<(i64, Rc<Node>, Span)>,
     /// The Let-wrapped Delta runDelta returned (the graph's root).
     pub root: Option<Rc<Node>>,
     /// eval's visits per node, and the Lets it skipped.
-    pub visits: HashMap<u64, u64>,
+    pub visits: Visits,
     pub skipped: HashSet<u64>,
 }
 
@@ -357,7 +483,7 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: Vec<Value>, span: Span) -> Resu
     }
     let id = st.next_id;
     st.next_id += 1;
-    st.binds.push((id, d));
+    st.binds.push((id, d, span));
     Ok(Value::Int(id))
 }
 
@@ -389,8 +515,8 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
     let v = r?;
     let wrap = |m: &mut Machine, d: Rc<Node>| -> Result<Rc<Node>, RunError> {
         let mut acc = d;
-        for (id, rhs) in binds.into_iter().rev() {
-            acc = mk_node(m, Kind::Let(id, rhs, acc))?;
+        for (id, rhs, at) in binds.into_iter().rev() {
+            acc = mk_node_at(m, Kind::Let(id, rhs, acc), at)?;
         }
         Ok(acc)
     };
@@ -399,15 +525,15 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
     if vs.len() != 2 {
         return Err(bad());
     }
-    let out = if let Some(d) = vs[1].ext::<super::delta::DeltaVal>() {
+    let out = if let Some(d) = vs[1].ext::<super::krawiec_delta::DeltaVal>() {
         let w = wrap(m, d.0.clone())?;
         m.state::<DeltaState>().root = Some(w.clone());
-        Value::pair(vs[0].clone(), Value::Ext(Rc::new(super::delta::DeltaVal(w))))
+        Value::pair(vs[0].clone(), Value::Ext(Rc::new(super::krawiec_delta::DeltaVal(w))))
     } else if let Value::Tuple(inner) = &vs[1] {
-        let d = inner.get(1).and_then(|d| d.ext::<super::delta::DeltaVal>()).ok_or_else(bad)?;
+        let d = inner.get(1).and_then(|d| d.ext::<super::krawiec_delta::DeltaVal>()).ok_or_else(bad)?;
         let w = wrap(m, d.0.clone())?;
         m.state::<DeltaState>().root = Some(w.clone());
-        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), Value::Ext(Rc::new(super::delta::DeltaVal(w)))))
+        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), Value::Ext(Rc::new(super::krawiec_delta::DeltaVal(w)))))
     } else {
         return Err(bad());
     };
@@ -477,7 +603,7 @@ pub(crate) fn eval_loop(
     x: f64,
     root: &Node,
     um: &mut dyn Adjoints,
-    visits: &mut HashMap<u64, u64>,
+    visits: &mut Visits,
     skipped: &mut HashSet<u64>,
     span: Span,
 ) -> Result<(), RunError> {
@@ -485,36 +611,31 @@ pub(crate) fn eval_loop(
     let mut rows = true;
     let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
     while let Some(f) = stack.pop() {
-        let (kind, node, factor, note) = match f {
+        let (kind, node, factor) = match f {
             Frame::Visit(x, n) => {
-                m.count("eval_visits", 1);
-                *visits.entry(n.serial).or_default() += 1;
+                visits.visit(n.serial);
                 m.tick(1)?;
-                let note = match &n.kind {
-                    Kind::Zero => "Zero: nothing to add".to_string(),
+                match &n.kind {
+                    Kind::Zero => {}
                     Kind::Scale(y, u) => {
                         m.real_op();
                         stack.push(Frame::Visit(x * y, u));
-                        format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y))
                     }
                     Kind::Add(a, b) => {
                         stack.push(Frame::Visit(x, b));
                         stack.push(Frame::Visit(x, a));
-                        "Add: u1, then u2".to_string()
                     }
                     Kind::Var(id) => {
                         m.real_op();
                         um.add(*id, x).map_err(err)?;
-                        format!("addDelta {id} ({})", show_real(x))
                     }
-                    Kind::Let(id, _, body) => {
+                    Kind::Let(_, _, body) => {
                         stack.push(Frame::AfterLet(n));
                         stack.push(Frame::Visit(x, body));
-                        format!("Let {id}: the body first")
                     }
                     Kind::OneHot(_) => return Err(err("OneHot is not in Fig. 10's Delta (inputs are Var i)".into())),
-                };
-                ("eval", n, x, note)
+                }
+                ("eval", n, x)
             }
             Frame::AfterLet(n) => {
                 m.tick(1)?;
@@ -522,11 +643,11 @@ pub(crate) fn eval_loop(
                 match um.take(*id).map_err(err)? {
                     None => {
                         skipped.insert(n.serial);
-                        ("skip", n, 0.0, format!("lookup {id} = Nothing: the binding is dead, skip its right-hand side"))
+                        ("skip", n, 0.0)
                     }
                     Some(v) => {
                         stack.push(Frame::Visit(v, rhs));
-                        ("let", n, v, format!("lookup {id} = Just {}; delete {id}; eval its right-hand side scaled by it", show_real(v)))
+                        ("let", n, v)
                     }
                 }
             }
@@ -534,7 +655,9 @@ pub(crate) fn eval_loop(
         if rows {
             if m.tracing() {
                 let state = um.rows();
-                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span: None, factor: Some(factor), note, state });
+                let span = (!node.span.is_none()).then_some(node.span);
+                let note = eval_note(kind, node, factor);
+                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor), note, state });
             } else {
                 rows = false;
                 um.stop_rows();
@@ -542,6 +665,19 @@ pub(crate) fn eval_loop(
         }
     }
     Ok(())
+}
+
+/// What an eval step did, in words (built only for traced steps).
+fn eval_note(kind: &str, n: &Node, x: f64) -> String {
+    match (kind, &n.kind) {
+        ("skip", Kind::Let(id, ..)) => format!("lookup {id} = Nothing: the binding is dead, skip its right-hand side"),
+        ("let", Kind::Let(id, ..)) => format!("lookup {id} = Just {}; delete {id}; eval its right-hand side scaled by it", show_real(x)),
+        (_, Kind::Let(id, ..)) => format!("Let {id}: the body first"),
+        (_, Kind::Scale(y, _)) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+        (_, Kind::Add(..)) => "Add: u1, then u2".to_string(),
+        (_, Kind::Var(id)) => format!("addDelta {id} ({})", show_real(x)),
+        _ => "Zero: nothing to add".to_string(),
+    }
 }
 
 /// The persistent map (Fig. 10's `Map DeltaId dR`): an rpds red-black tree, O(log n) per operation.
@@ -591,14 +727,13 @@ fn map_arg(v: &Value, span: Span, what: &str) -> Result<RedBlackTreeMap<i64, f64
 }
 
 /// Keeps what eval did for the graph.
-pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, visits: HashMap<u64, u64>, skipped: HashSet<u64>) {
+pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, mut visits: Visits, skipped: HashSet<u64>, res: &mut Result<(), RunError>) {
+    visits.flush(m, res);
     let st = m.state::<DeltaState>();
     if st.root.is_none() {
         st.root = Some(root.clone());
     }
-    for (k, v) in visits {
-        *st.visits.entry(k).or_default() += v;
-    }
+    st.visits.merge(visits);
     st.skipped.extend(skipped);
 }
 
@@ -606,9 +741,9 @@ fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let mut um = map_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (HashMap::new(), HashSet::new());
-    let res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
-    record_eval(m, &root, visits, skipped);
+    let (mut visits, mut skipped) = (Visits::default(), HashSet::new());
+    let mut res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
+    record_eval(m, &root, visits, skipped, &mut res);
     res?;
     m.alloc(1)?;
     Ok(Value::Ext(Rc::new(DeltaMapVal(um))))
@@ -746,7 +881,7 @@ impl Stage for Monadic {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = drev_program(src.program, &mut fr)?;
+        let mut out = drev_program(&without_reserved(src.program, &[WRAPPER]), &mut fr)?;
         out.defs.push(ra_wrapper(src, &mut fr, false));
         out.next_id = fr.next_id;
         Ok(out)

@@ -8,7 +8,7 @@
 //! This file also holds the Delta node type that every Krawiec stage's runtime uses (with `Var` and
 //! `Let` for the monadic stages), its iterative Drop, and the Delta DAG as a `Graph`.
 
-use super::dense::{count_reals, dual, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
+use super::krawiec_dense::{count_reals, dual_program, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};
@@ -62,6 +62,8 @@ pub enum Kind {
 pub struct Node {
     pub serial: u64,
     pub kind: Kind,
+    /// The source operation that built it (the span of the builtin's application), if known.
+    pub span: Span,
 }
 
 impl Drop for Node {
@@ -214,11 +216,25 @@ pub(crate) fn mk(m: &mut Machine, kind: Kind) -> Result<Value, RunError> {
 }
 
 pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError> {
+    let span = m.current_span();
+    mk_node_at(m, kind, span)
+}
+
+pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<Node>, RunError> {
     m.count("delta_nodes", 1);
     m.alloc(1)?;
     let s = m.state::<Serials>();
     s.next += 1;
-    Ok(Rc::new(Node { serial: s.next, kind }))
+    Ok(Rc::new(Node { serial: s.next, kind, span }))
+}
+
+/// Gives generated code without a span the span of the source operation it comes from, so that
+/// the Delta nodes it builds (and the trace steps at them) point back at that operation.
+pub(crate) fn stamp(e: &mut Expr, span: Span) {
+    if e.span.is_none() {
+        e.span = span;
+    }
+    each_child_mut(e, &mut |c| stamp(c, span));
 }
 
 pub(crate) fn b_zero(m: &mut Machine, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
@@ -265,6 +281,45 @@ pub(crate) fn delta_ctor_builtins() -> Vec<Builtin> {
     ]
 }
 
+/// Visits of an eval: per node (indexed by serial, dense), and a count not yet added to the
+/// machine's `eval_visits` counter (added in one go: the counter is a map by name).
+#[derive(Default)]
+pub struct Visits {
+    per_node: Vec<u64>,
+    pending: u64,
+}
+
+impl Visits {
+    #[inline]
+    pub fn visit(&mut self, serial: u64) {
+        let i = serial as usize;
+        if i >= self.per_node.len() {
+            self.per_node.resize((i + 1).max(2 * self.per_node.len()), 0);
+        }
+        self.per_node[i] += 1;
+        self.pending += 1;
+    }
+    pub fn get(&self, serial: u64) -> u64 {
+        self.per_node.get(serial as usize).copied().unwrap_or(0)
+    }
+    /// Adds the pending visits to `eval_visits`, and to the counts a budget error reports.
+    pub fn flush(&mut self, m: &mut Machine, res: &mut Result<(), RunError>) {
+        m.count("eval_visits", self.pending);
+        if let Err(RunError::Budget { cost, .. }) = res {
+            *cost.counters.entry("eval_visits".to_string()).or_default() += self.pending;
+        }
+        self.pending = 0;
+    }
+    pub fn merge(&mut self, other: Visits) {
+        if other.per_node.len() > self.per_node.len() {
+            self.per_node.resize(other.per_node.len(), 0);
+        }
+        for (a, b) in self.per_node.iter_mut().zip(other.per_node) {
+            *a += b;
+        }
+    }
+}
+
 /// Most nodes a graph carries; the rest are counted in `Graph::omitted`.
 pub const GRAPH_LIMIT: usize = 2_000;
 
@@ -275,7 +330,7 @@ pub const STATE_ROWS: usize = 200;
 /// (in-degree > 1), visit counts, and — for the monadic stages — an edge from each `Var id` to the
 /// binding (`Let id`) it refers to, and a node `input i` for each input id, so that the explicit
 /// sharing shows as well as the physical one.
-pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::collections::HashSet<u64>) -> Graph {
+pub fn delta_graph(root: &Rc<Node>, visits: &Visits, skipped: &std::collections::HashSet<u64>) -> Graph {
     use std::collections::HashSet;
     let mut order: Vec<&Node> = vec![];
     let mut seen: HashSet<u64> = HashSet::new();
@@ -294,9 +349,11 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
     // Var references: to the Let binding that id, or to an input node.
     let let_of: HashMap<i64, u64> = order.iter().filter_map(|n| if let Kind::Let(i, ..) = n.kind { Some((i, n.serial)) } else { None }).collect();
     let mut var_refs: HashMap<i64, u64> = HashMap::new();
+    // How often each id is referred to: by each Var node with that id, once per parent (the
+    // same Var node is shared when a dual number is used twice).
     for n in &order {
         if let Kind::Var(i) = n.kind {
-            *var_refs.entry(i).or_default() += 1;
+            *var_refs.entry(i).or_default() += indeg.get(&n.serial).copied().unwrap_or(0).max(1);
         }
     }
     let max_serial = order.iter().map(|n| n.serial).max().unwrap_or(0);
@@ -320,17 +377,21 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
             label.push_str(" (skipped)");
         }
         g.nodes.push(GraphNode {
+            span: (!n.span.is_none()).then_some(n.span),
             id: n.serial,
             ctor: n.ctor().to_string(),
             label,
             delta_id: n.delta_id(),
             value: if let Kind::Scale(r, _) = n.kind { Some(r) } else { None },
             shared: indeg.get(&n.serial).copied().unwrap_or(0) > 1 || refs > 1,
-            visits: Some(visits.get(&n.serial).copied().unwrap_or(0)),
+            visits: Some(visits.get(n.serial)),
             ..GraphNode::default()
         });
         for (c, label) in n.children() {
-            if keep.contains(&c.serial) {
+            // The Let spine's `body` edges are left out: with them, each `Var id` → `Let id` edge
+            // would close a cycle. What remains is the DAG of §7: each binding points at its
+            // right-hand side, whose Vars point at the bindings (or inputs) they use.
+            if label != "body" && keep.contains(&c.serial) {
                 g.edges.push(GraphEdge { from: n.serial, to: c.serial, label: label.to_string() });
             }
         }
@@ -365,7 +426,7 @@ pub fn delta_graph(root: &Rc<Node>, visits: &HashMap<u64, u64>, skipped: &std::c
 #[derive(Default)]
 pub struct Eval2State {
     pub root: Option<Rc<Node>>,
-    pub visits: HashMap<u64, u64>,
+    pub visits: Visits,
 }
 
 /// `eval2 : R → Delta → R^a ⊸ R^a` (Fig. 8). The vector is any value; its reals, left to right, are
@@ -376,26 +437,24 @@ fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
     let dt = real_arg(&args[0], span, "eval2")?;
     let root = delta_arg(&args[1], span, "eval2")?;
     let mut acc = args[2].real_leaves();
-    let mut visits: HashMap<u64, u64> = HashMap::new();
-    let res = eval2_loop(m, dt, &root, &mut acc, &mut visits, span);
+    let mut visits = Visits::default();
+    let mut res = eval2_loop(m, dt, &root, &mut acc, &mut visits, span);
+    visits.flush(m, &mut res);
     let st = m.state::<Eval2State>();
     st.root = Some(root);
-    for (k, v) in visits {
-        *st.visits.entry(k).or_default() += v;
-    }
+    st.visits.merge(visits);
     res?;
     Ok(args[2].with_reals(&mut acc.into_iter()))
 }
 
-fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits: &mut HashMap<u64, u64>, span: Span) -> Result<(), RunError> {
+fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits: &mut Visits, span: Span) -> Result<(), RunError> {
     let mut stack: Vec<(f64, &Node)> = vec![(dt, root)];
     while let Some((x, n)) = stack.pop() {
-        m.count("eval_visits", 1);
-        *visits.entry(n.serial).or_default() += 1;
+        visits.visit(n.serial);
         m.tick(1)?;
-        let note = match &n.kind {
+        match &n.kind {
             // eval2 x Zero xs = xs
-            Kind::Zero => "Zero: nothing to add".to_string(),
+            Kind::Zero => {}
             // eval2 x (OneHot i) xs = updateAt i x xs
             Kind::OneHot(i) => {
                 if *i < 1 || *i as usize > acc.len() {
@@ -403,27 +462,31 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
                 }
                 acc[*i as usize - 1] += x;
                 m.real_op();
-                format!("updateAt {i} ({})", show_real(x))
             }
             // eval2 x (Scale y u) xs = eval2 (x × y) u xs
             Kind::Scale(y, u) => {
                 m.real_op();
                 stack.push((x * y, u));
-                format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y))
             }
             // eval2 x (Add u1 u2) xs = eval2 x u2 (eval2 x u1 xs): u1 first
             Kind::Add(a, b) => {
                 stack.push((x, b));
                 stack.push((x, a));
-                "Add: u1, then u2".to_string()
             }
             Kind::Var(_) | Kind::Let(..) => {
                 return Err(RunError::runtime(span, "eval2: Var and Let are not in Fig. 7's Delta (they come with §7)"))
             }
-        };
+        }
         if m.tracing() {
+            let note = match &n.kind {
+                Kind::OneHot(i) => format!("updateAt {i} ({})", show_real(x)),
+                Kind::Scale(y, _) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+                Kind::Add(..) => "Add: u1, then u2".to_string(),
+                _ => "Zero: nothing to add".to_string(),
+            };
             let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), *v)).collect();
-            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span: None, factor: Some(x), note, state });
+            let span = (!n.span.is_none()).then_some(n.span);
+            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x), note, state });
         }
     }
     Ok(())
@@ -481,13 +544,7 @@ impl Stage for Delta {
 
     fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = src.program.clone();
-        for d in &mut out.defs {
-            d.body = dual(&d.body, &mut fr, &DeltaCompanion);
-            d.scheme = None;
-        }
-        out.expects.clear();
-        out.input = None;
+        let mut out = dual_program(src, &[WRAPPER], &mut fr, &DeltaCompanion);
         let s = src.input_type;
         let a = count_reals(s);
         // R2{e} = λ((..., s_i, ...), dt).
