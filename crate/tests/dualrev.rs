@@ -459,7 +459,7 @@ fn parallel_resolve_speedup() {
     use std::sync::atomic::Ordering;
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
     let budget = Budget { steps: u64::MAX / 4, allocs: u64::MAX / 4, trace_steps: 0, ..Budget::default() };
-    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), 16)], budget, ..Options::default() };
+    let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), std::env::var("TREE_N").ok().and_then(|s| s.parse().ok()).unwrap_or(16))], budget, ..Options::default() };
     for threads in [1usize, 2, 1, 2] {
         THREADS.store(threads, Ordering::Relaxed);
         let a = cotangent::limits::run_with_stack({
@@ -521,5 +521,39 @@ fn globals_that_are_not_functions() {
         assert_eq!(r.agrees, Some(true), "{st}");
         assert_eq!(r.gradient, vec![17496.0], "{st}");
         assert_eq!(r.primal.as_ref().unwrap().to_string(), "6567.0", "{st}");
+    }
+}
+
+/// Steps of the primal program per unit of size, to compare with the stages' step counts.
+#[test]
+#[ignore]
+fn primal_steps() {
+    for n in [1000usize, 10000] {
+        let mut d = String::from("input 1.0\ndef main x0 =\n");
+        for i in 1..=n {
+            d.push_str(&format!("  let x{i} = x{} + x{} in\n", i - 1, i - 1));
+        }
+        d.push_str(&format!("  x{n} + x{n}\n"));
+        let mut s = String::from("input (0.3, 0.7)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            let p = i - 1;
+            s.push_str(&match i % 4 {
+                0 => format!("  let a{i} = a{p} * 0.999 + y in\n"),
+                1 => format!("  let a{i} = sin a{p} + a{p} * 0.5 in\n"),
+                2 => format!("  let a{i} = a{p} * y * 0.9 in\n"),
+                _ => format!("  let a{i} = a{p} + x * 0.001 in\n"),
+            });
+        }
+        s.push_str(&format!("  a{n}\n"));
+        for (name, text) in [("doubling", d), ("straight", s)] {
+            let steps = cotangent::limits::run_with_stack(move || {
+                let (p, _, _) = pipeline::front_end(&text, &[]).unwrap();
+                let input = cotangent::syntax::value_of(p.input.as_ref().unwrap()).unwrap();
+                let mut m = Machine::new(&p, &Builtins::new(), Budget::default()).unwrap();
+                m.call("main", vec![input]).unwrap();
+                m.cost().steps
+            });
+            println!("{name} n={n}: primal steps {steps} ({:.2} per unit)", steps as f64 / n as f64);
+        }
     }
 }

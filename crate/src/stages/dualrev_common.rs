@@ -656,7 +656,22 @@ pub fn grad_type(src: &Source) -> (String, Type) {
 pub fn main_type(src: &Source, real: &Type, monadic: bool) -> (String, Type) {
     let (s, t) = (src.input_type, src.output_type);
     let r = dtype(t, real, monadic);
-    ("main".into(), Type::fun(dtype(s, real, monadic), if monadic { m_ty(r) } else { r }))
+    let f = Type::fun(dtype(s, real, monadic), if monadic { m_ty(r) } else { r });
+    // a `main` that is not a lambda (`def main = compose f g`) is a computation of the function
+    let is_lam = src.program.def("main").is_some_and(|d| matches!(strip_ann(&d.body).kind, ExprKind::Lam(..)));
+    ("main".into(), if monadic && !is_lam { m_ty(f) } else { f })
+}
+
+/// `main x` in the monad: `main x` when `main` is a function, `do f ← main; f x` when it is a
+/// computation of one (`def main = compose f g`).
+pub fn run_main(out: &Program, x: Expr, fr: &mut Fresh) -> Expr {
+    let is_lam = out.def("main").is_some_and(|d| matches!(strip_ann(&d.body).kind, ExprKind::Lam(..)));
+    if is_lam {
+        app(global("main"), x)
+    } else {
+        let f = fr.name("f");
+        bind(pvar(&f), global("main"), app(var(&f), x))
+    }
 }
 
 
@@ -828,7 +843,7 @@ pub fn combine_cayley(parts: Vec<Expr>, fr: &mut Fresh) -> Expr {
 /// `grad (x, dy) = let (y, d, rebuild, ninp, nout) = runIDs (do (x', rebuild) ← interleave x; ninp ← getID;
 ///                     y' ← main x'; nout ← getID; let (y, d) = deinterleave y' in pure (…))
 ///                 in (y, rebuild (runIO (do s ← SAlloc …; _ ← d dy s; SResolve nout s)))`
-pub fn wrapper_fig10(fr: &mut Fresh, alloc_takes_inputs: bool) -> Expr {
+pub fn wrapper_fig10(out: &Program, fr: &mut Fresh, alloc_takes_inputs: bool) -> Expr {
     let (x, dy, y, d, rb, ni, no, x2, y2, s) = (
         fr.name("x"),
         fr.name("dy"),
@@ -842,6 +857,7 @@ pub fn wrapper_fig10(fr: &mut Fresh, alloc_takes_inputs: bool) -> Expr {
         fr.name("s"),
     );
     let res = pure(tuple(vec![var(&y), var(&d), var(&rb), var(&ni), var(&no)]));
+    let call_main = run_main(out, var(&x2), fr);
     let fwd = bind(
         ppair(pvar(&x2), pvar(&rb)),
         app(global("interleave"), var(&x)),
@@ -850,7 +866,7 @@ pub fn wrapper_fig10(fr: &mut Fresh, alloc_takes_inputs: bool) -> Expr {
             builtin("getID"),
             bind(
                 pvar(&y2),
-                app(global("main"), var(&x2)),
+                call_main,
                 bind(pvar(&no), builtin("getID"), let_(ppair(pvar(&y), pvar(&d)), app(global("deinterleave"), var(&y2)), res)),
             ),
         ),

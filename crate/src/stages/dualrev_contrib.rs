@@ -127,7 +127,7 @@ impl Stage for ContribStage {
         };
         let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
-        out.defs.push(def(WRAPPER, wrapper_fig10(&mut fr, false)));
+        out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, false)));
         out.next_id = fr.next_id;
         Ok(out)
     }

@@ -125,7 +125,7 @@ impl Stage for Mutable {
         let dl = deinterleave(t, var(&y), &mut fr, &leaf_ignore_id, &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         // Wrap⁴ (Fig. 10)
-        out.defs.push(def(WRAPPER, wrapper_fig10(&mut fr, true)));
+        out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, true)));
         out.next_id = fr.next_id;
         Ok(out)
     }

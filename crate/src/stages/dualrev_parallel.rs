@@ -167,7 +167,7 @@ impl Stage for Parallel {
             app(global("interleave"), var(&x)),
             bind(
                 pvar(&y2),
-                app(global("main"), var(&x2)),
+                run_main(&out, var(&x2), &mut fr),
                 bind(pvar(&jd), builtin("getJob"), let_(ppair(pvar(&yv), pvar(&d)), app(global("deinterleave"), var(&y2)), res)),
             ),
         );

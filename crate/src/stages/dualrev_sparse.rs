@@ -95,7 +95,7 @@ impl Stage for Sparse {
             app(global("interleave"), var(&x)),
             bind(
                 pvar(&y2),
-                app(global("main"), var(&x2)),
+                run_main(&out, var(&x2), &mut fr),
                 let_(ppair(pvar(&yv), pvar(&dv)), app(global("deinterleave"), var(&y2)), pure(tuple(vec![var(&yv), var(&dv), var(&rb)]))),
             ),
         );

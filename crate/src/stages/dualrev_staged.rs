@@ -121,7 +121,7 @@ impl Stage for Staged {
         let m = bind(
             pvar(&x2),
             app(global("interleave"), pair(var(&x), cot)),
-            bind(pvar(&yv), app(global("main"), var(&x2)), pure(app(global("deinterleave"), var(&yv)))),
+            bind(pvar(&yv), run_main(&out, var(&x2), &mut fr), pure(app(global("deinterleave"), var(&yv)))),
         );
         let body = let_(
             ppair(pvar(&yv), pvar(&dv)),
