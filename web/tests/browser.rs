@@ -26,3 +26,23 @@ fn every_example_analyses_without_diagnostics() {
         assert_eq!(ds.length(), 0, "{name}: {:?}", get(&ds.get(0), "message"));
     }
 }
+
+/// The deepest program the parser lets through in wasm runs on every stage in real Chromium
+/// (whose stack, not the shadow stack, is the limit: see crate/src/limits.rs).
+#[wasm_bindgen_test]
+fn deep_programs_run_in_the_browser() {
+    let depth = cotangent::limits::max_nesting() - 10;
+    let mut s = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
+    for i in 1..=depth {
+        s.push_str(&format!("  let a{i} = a{} * 0.999 + y in\n", i - 1));
+    }
+    s.push_str(&format!("  a{depth}\n"));
+    let out = cotangent_web::analyse(&s, js_sys::JSON::parse(r#"{"svg": []}"#).unwrap());
+    for st in js_sys::Array::from(&get(&out, "stages")).iter() {
+        let id = get(&st, "id").as_string().unwrap();
+        match get(&st, "error").as_string() {
+            Some(e) => assert!(e.contains("budget"), "{id}: {e}"),
+            None => assert_eq!(get(&st, "agrees").as_bool(), Some(true), "{id}"),
+        }
+    }
+}

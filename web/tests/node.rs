@@ -126,3 +126,34 @@ fn stage_detail_comes_from_the_kept_analysis() {
     }
     assert!(cotangent_web::stage_detail(run_id + 1.0, "forward", None).is_null());
 }
+
+/// A let chain `depth` deep, as straight-line code.
+fn chain(depth: usize) -> String {
+    let mut s = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
+    for i in 1..=depth {
+        s.push_str(&format!("  let a{i} = a{} * 0.999 + y in\n", i - 1));
+    }
+    s.push_str(&format!("  a{depth}\n"));
+    s
+}
+
+#[wasm_bindgen_test]
+fn deep_programs_run_or_stop_at_a_budget_in_wasm() {
+    // wasm's stack is small: every stage must take a program as deep as the parser lets through
+    // (or refuse it with a message naming a budget), never trap.
+    let depth = cotangent::limits::max_nesting() - 10;
+    let out = cotangent_web::analyse(&chain(depth), options(r#"{"svg": []}"#));
+    assert_eq!(js_sys::Array::from(&get(&out, "diagnostics")).length(), 0);
+    for s in js_sys::Array::from(&get(&out, "stages")).iter() {
+        let id = get(&s, "id").as_string().unwrap();
+        match get(&s, "error").as_string() {
+            Some(e) => assert!(e.contains("budget"), "{id}: {e}"),
+            None => assert_eq!(get(&s, "agrees").as_bool(), Some(true), "{id}"),
+        }
+    }
+    // Past the limit, the parser refuses with the nesting budget.
+    let out = cotangent_web::analyse(&chain(cotangent::limits::max_nesting() + 10), JsValue::UNDEFINED);
+    let d = js_sys::Array::from(&get(&out, "diagnostics"));
+    assert!(d.length() > 0);
+    assert!(get(&d.get(0), "message").as_string().unwrap().contains("nesting"));
+}
