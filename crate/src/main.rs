@@ -185,6 +185,7 @@ fn run(cli: Cli) -> u8 {
                         let failures = pipeline::check_expects(&a);
                         for r in &a.stages {
                             let verdict = match (&r.error, r.agrees) {
+                                (Some(e), _) if r.refused => format!("refused: {e}"),
                                 (Some(e), _) => format!("error: {e}"),
                                 (None, Some(true)) => "agrees".into(),
                                 (None, Some(false)) => "DISAGREES".into(),
