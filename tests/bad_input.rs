@@ -81,3 +81,22 @@ fn deep_programs_are_run_or_stopped_by_a_budget() {
         Err(ds) => assert!(ds[0].message.contains("budget"), "{:?}", ds),
     }
 }
+
+#[test]
+fn a_construct_a_stage_refuses_gets_a_located_reason() {
+    // krawiec/monadic's wrapper (Fig. 11) is given for R^a → R only; a sum in the input is refused,
+    // at `main`, pointing to the stage that handles it, while the other stages still run.
+    let src = "input (inl 2.0, 3.0)\ndef main (s, y) = case s of inl x -> x * y | inr z -> z\n";
+    let (refused, span, error, general_agrees) = run_with_stack(move || {
+        let a = analyse(src, &Options { trace: false, ..Options::default() }).expect("analyses");
+        let r = a.stages.iter().find(|r| r.id == "krawiec/monadic").expect("registered");
+        let general = a.stages.iter().find(|r| r.id == "krawiec/general").expect("registered");
+        (r.refused, r.error_span, r.error.clone(), general.agrees)
+    });
+    assert!(refused, "{error:?}");
+    assert_eq!(general_agrees, Some(true));
+    let d = cotangent::diag::Diagnostic::error(span.expect("located"), error.unwrap()).in_stage("krawiec/monadic");
+    let text = render("bad.cot", src, &d);
+    assert!(text.starts_with("bad.cot:2:1: error: [krawiec/monadic] "), "{text}");
+    assert!(text.contains("krawiec/general") && text.contains('^'), "{text}");
+}
