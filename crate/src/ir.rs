@@ -354,7 +354,7 @@ impl Program {
 }
 
 /// Calls `f` on each direct sub-expression, left to right.
-pub fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+pub fn each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     match &e.kind {
         ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
         ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
@@ -376,7 +376,7 @@ pub fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// Calls `f` on each direct sub-expression, mutably.
-pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+pub fn each_child_mut<'a>(e: &'a mut Expr, f: &mut dyn FnMut(&'a mut Expr)) {
     match &mut e.kind {
         ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
         ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
@@ -413,4 +413,19 @@ pub fn first_par(p: &Program) -> Option<crate::diag::Span> {
         found
     }
     p.defs.iter().find_map(|d| go(&d.body))
+}
+
+/// The direct sub-expressions, mutably, for passes that keep their own stack (deep programs must
+/// not recurse natively: see limits.rs).
+pub fn children_mut(e: &mut Expr) -> Vec<&mut Expr> {
+    let mut out = vec![];
+    each_child_mut(e, &mut |c| out.push(c));
+    out
+}
+
+/// The direct sub-expressions, for passes that keep their own stack.
+pub fn children(e: &Expr) -> Vec<&Expr> {
+    let mut out = vec![];
+    each_child(e, &mut |c| out.push(c));
+    out
 }

@@ -103,8 +103,11 @@ impl Cx<'_> {
     }
 
     fn zonk_expr(&self, e: &mut Expr) {
-        e.ty = self.zonk(&e.ty);
-        each_child_mut(e, &mut |c| self.zonk_expr(c));
+        let mut stack = vec![e];
+        while let Some(e) = stack.pop() {
+            e.ty = self.zonk(&e.ty);
+            stack.extend(children_mut(e));
+        }
     }
 
     fn occurs(&self, v: u32, t: &Type) -> bool {
@@ -212,7 +215,58 @@ impl Cx<'_> {
         }
     }
 
+    /// Infers `e`'s type. Chains of `let`, local `let f … in` and `do` binds (long straight-line
+    /// programs and their translations) are walked in a loop rather than by recursion on the body,
+    /// so deep programs do not exhaust the stack (wasm's is small).
     fn infer(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
+        // (the node's type slot, for a bind: the span of its continuation, which must be `M _`)
+        let mut spine: Vec<(&mut Type, Option<Span>)> = vec![];
+        let mut cur = e;
+        while matches!(cur.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
+            let Expr { kind, ty, .. } = cur;
+            cur = match kind {
+                ExprKind::Let(p, rhs, body) => {
+                    let t1 = self.infer(rhs)?;
+                    let tp = self.bind_pat(p);
+                    self.unify(&tp, &t1, p.span())?;
+                    spine.push((ty, None));
+                    body
+                }
+                ExprKind::LetRec(fs, body) => {
+                    let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
+                    for (f, t) in fs.iter().zip(&tys) {
+                        self.locals.insert(f.name.id, t.clone());
+                    }
+                    for (f, t) in fs.iter_mut().zip(&tys) {
+                        let found = self.infer(&mut f.body)?;
+                        self.unify(t, &found, f.span)?;
+                    }
+                    spine.push((ty, None));
+                    body
+                }
+                ExprKind::Bind(p, m, k) => {
+                    let tm = self.infer(m)?;
+                    let tp = self.bind_pat(p);
+                    self.unify(&Type::con("M", vec![tp]), &tm, m.span)?;
+                    spine.push((ty, Some(k.span)));
+                    k
+                }
+                _ => unreachable!("checked by the loop condition"),
+            };
+        }
+        let t = self.infer_node(cur)?;
+        for (slot, bind) in spine.into_iter().rev() {
+            if let Some(span) = bind {
+                let b = self.fresh();
+                self.unify(&Type::con("M", vec![b]), &t, span)?;
+            }
+            *slot = t.clone();
+        }
+        Ok(t)
+    }
+
+    /// One node that is not on a let/bind spine.
+    fn infer_node(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
         let span = e.span;
         let t = match &mut e.kind {
             ExprKind::Var(n) if n.is_global() => match self.globals.get(&*n.text).cloned() {
@@ -253,28 +307,6 @@ impl Cx<'_> {
                     }
                 }
                 r
-            }
-            ExprKind::Let(p, rhs, body) => {
-                let t1 = self.infer(rhs)?;
-                let tp = self.bind_pat(p);
-                self.unify(&tp, &t1, p.span())?;
-                self.infer(body)?
-            }
-            ExprKind::LetRec(fs, body) => {
-                let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
-                for (f, t) in fs.iter().zip(&tys) {
-                    self.locals.insert(f.name.id, t.clone());
-                }
-                for (f, t) in fs.iter_mut().zip(&tys) {
-                    let found = self.infer(&mut f.body)?;
-                    self.unify(t, &found, f.span)?;
-                }
-                self.infer(body)?
-            }
-            ExprKind::Par(a, b) => {
-                let ta = self.infer(a)?;
-                let tb = self.infer(b)?;
-                Type::Tuple(vec![ta, tb])
             }
             ExprKind::Tuple(es) => {
                 let mut ts = vec![];
@@ -342,15 +374,12 @@ impl Cx<'_> {
                 }
                 None => return Err(Diagnostic::error(span, format!("unknown builtin `{name}`"))),
             },
-            ExprKind::Bind(p, m, k) => {
-                let tm = self.infer(m)?;
-                let tp = self.bind_pat(p);
-                self.unify(&Type::con("M", vec![tp]), &tm, m.span)?;
-                let tk = self.infer(k)?;
-                let b = self.fresh();
-                self.unify(&Type::con("M", vec![b]), &tk, k.span)?;
-                tk
+            ExprKind::Par(a, b) => {
+                let ta = self.infer(a)?;
+                let tb = self.infer(b)?;
+                Type::Tuple(vec![ta, tb])
             }
+            ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..) => return self.infer(e),
             ExprKind::Pure(x) => Type::con("M", vec![self.infer(x)?]),
         };
         e.ty = t.clone();
@@ -414,12 +443,15 @@ fn def_groups(p: &Program) -> Vec<Vec<usize>> {
 }
 
 fn globals_used(e: &Expr, f: &mut dyn FnMut(&str)) {
-    if let ExprKind::Var(n) = &e.kind {
-        if n.is_global() {
-            f(&n.text);
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if n.is_global() {
+                f(&n.text);
+            }
         }
+        stack.extend(children(e));
     }
-    each_child(e, &mut |c| globals_used(c, f));
 }
 
 /// Tarjan's SCC algorithm; components come out in reverse topological order of the edges

@@ -214,7 +214,42 @@ impl Lowerer<'_> {
         Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body: body?, captures: c.captures.into() }))
     }
 
-    fn letrec(&mut self, fs: &[FunDef], body: &Expr) -> Result<Code, RunError> {
+    /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
+    /// on the body, so that long straight-line programs do not exhaust the stack (wasm's is small).
+    fn spine(&mut self, e: &Expr) -> Result<Code, RunError> {
+        enum Link {
+            Let(LPat, Code),
+            Rec(Rc<GroupCode>, Box<[u32]>),
+        }
+        let mut links = vec![];
+        let mut cur = e;
+        loop {
+            match &cur.kind {
+                ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
+                    let rhs = self.expr(rhs)?;
+                    links.push(Link::Let(self.pat(p), rhs));
+                    cur = body;
+                }
+                ExprKind::LetRec(fs, body) => {
+                    let (group, slots) = self.letrec(fs)?;
+                    links.push(Link::Rec(group, slots));
+                    cur = body;
+                }
+                _ => break,
+            }
+        }
+        let mut code = self.expr(cur)?;
+        for link in links.into_iter().rev() {
+            code = match link {
+                Link::Let(p, rhs) => Code::Let(p, Box::new(rhs), Box::new(code)),
+                Link::Rec(group, slots) => Code::LetRec(group, slots, Box::new(code)),
+            };
+        }
+        Ok(code)
+    }
+
+    /// A local recursive group: the shared group object and the slots its members are bound to.
+    fn letrec(&mut self, fs: &[FunDef]) -> Result<(Rc<GroupCode>, Box<[u32]>), RunError> {
         let slots: Box<[u32]> = fs.iter().map(|f| self.new_slot(f.name.id)).collect();
         let siblings: HashMap<u32, u32> = fs.iter().enumerate().map(|(k, f)| (f.name.id, k as u32)).collect();
         let mut captures = vec![];
@@ -233,7 +268,7 @@ impl Lowerer<'_> {
             members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: b?, captures: Box::new([]) }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
-        Ok(Code::LetRec(group, slots, Box::new(self.expr(body)?)))
+        Ok((group, slots))
     }
 
     fn builtin(&self, name: &str, span: Span) -> Result<Rc<Builtin>, RunError> {
@@ -310,12 +345,7 @@ impl Lowerer<'_> {
             ExprKind::Unit => Code::Const(Value::Unit),
             ExprKind::Lam(_, p, body) => Code::Lam(self.lam(p, body)?),
             ExprKind::App(..) => self.app(e)?,
-            ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
-                let rhs = self.expr(rhs)?;
-                let p = self.pat(p);
-                Code::Let(p, bx(rhs), bx(self.expr(body)?))
-            }
-            ExprKind::LetRec(fs, body) => self.letrec(fs, body)?,
+            ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => self.spine(e)?,
             ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
             // `e1 ||| e2` runs as the pair (e1, e2), left to right
             ExprKind::Par(a, b) => Code::Tuple(vec![self.expr(a)?, self.expr(b)?].into()),
