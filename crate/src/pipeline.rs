@@ -45,7 +45,7 @@ pub struct Reference {
     pub fd_agrees: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct StageResult {
     pub id: String,
     /// Transformed and ran without error.
@@ -156,10 +156,7 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
     };
     let primal = run_source(&program, &input, &opts.budget).map_err(|e| vec![run_diag(&e)])?;
     let seed = match &opts.seed {
-        Some(text) => {
-            let v = parse_value(text, &t, "output cotangent (--seed)")?;
-            v
-        }
+        Some(text) => parse_value(text, &t, "output cotangent (--seed)")?,
         None => primal.with_reals(&mut std::iter::repeat(1.0)),
     };
     let src = Source { program: &program, input_type: &s, output_type: &t };
@@ -187,32 +184,13 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         Reference { gradient: g, fd, fd_agrees }
     });
     for st in chosen {
-        let mut r = if st.info().id == "forward" { clone_result(&reference_run) } else { run_stage(st, &src, &input, &seed, opts) };
+        let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &src, &input, &seed, opts) };
         if let (Some(rf), true) = (&reference, r.ok) {
             r.agrees = Some(r.gradient.len() == rf.gradient.len() && r.gradient.iter().zip(&rf.gradient).all(|(a, b)| close(*a, *b, AGREE_TOL)));
         }
         results.push(r);
     }
     Ok(Analysis { input_type: s.clone(), output_type: t.clone(), program, input, seed, primal, reference, stages: results })
-}
-
-fn clone_result(r: &StageResult) -> StageResult {
-    StageResult {
-        id: r.id.clone(),
-        ok: r.ok,
-        refused: r.refused,
-        error: r.error.clone(),
-        error_span: r.error_span,
-        program: r.program.clone(),
-        primal: r.primal.clone(),
-        gradient_value: r.gradient_value.clone(),
-        gradient: r.gradient.clone(),
-        agrees: r.agrees,
-        cost: r.cost.clone(),
-        trace: r.trace.clone(),
-        trace_dropped: r.trace_dropped,
-        graph: r.graph.clone(),
-    }
 }
 
 /// `|a - b| <= tol · max(1, |a|, |b|)`; NaNs agree with NaNs.

@@ -60,8 +60,7 @@ pub trait Stage: Sync {
 
     /// Runs the output: by default, the wrapper once on `(input, seed)`.
     fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
-        split_pair(out)
+        run_wrapper(m, input, seed)
     }
 
     /// The graph the forward pass built (the Delta DAG, backpropagators, Contribs), read from the
@@ -69,6 +68,11 @@ pub trait Stage: Sync {
     fn graph(&self, _m: &mut Machine) -> Option<Graph> {
         None
     }
+}
+
+/// Calls the wrapper `WRAPPER` on `(input, seed)` and splits its `(primal, gradient)`.
+pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+    split_pair(m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?)
 }
 
 /// Splits the wrapper's `(primal, gradient)` result.

@@ -10,7 +10,7 @@ use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
 use rpds::RedBlackTreeMap;
 use std::rc::Rc;
@@ -151,9 +151,7 @@ impl Stage for Cayley {
     }
 
     fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        prepare(m, input);
-        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
-        split_pair(out)
+        run_wrapper(m, input, seed)
     }
 
     fn graph(&self, m: &mut Machine) -> Option<Graph> {

@@ -551,6 +551,12 @@ pub fn prepare(m: &mut Machine, input: &Value) {
     r.n_inputs = input.real_leaves().len() as i64;
 }
 
+/// Runs the wrapper after `prepare`: every dualrev stage's `Stage::run`.
+pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+    prepare(m, input);
+    crate::stage::run_wrapper(m, input, seed)
+}
+
 /// Records an edge `current → target` (the resolve of `current` staged a call of `target`).
 pub fn record_edge(m: &mut Machine, target: i64, weight: f64) {
     let r = rt(m);

@@ -9,7 +9,7 @@ use crate::deriv;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtin, Builtins, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
 
 pub struct Naive;
@@ -184,9 +184,7 @@ impl Stage for Naive {
     }
 
     fn run(&self, m: &mut Machine, src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        prepare(m, input);
-        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
-        let res = split_pair(out)?;
+        let res = run_wrapper(m, input, seed)?;
         // what the display graph needs, computed only if asked for (not in benchmarks)
         m.state::<NaiveGraph>().0 =
             Some((src.program.clone(), src.input_type.clone(), src.output_type.clone(), input.clone(), seed.clone()));

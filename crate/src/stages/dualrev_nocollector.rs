@@ -8,7 +8,7 @@ use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
 
 pub struct NoCollector;
@@ -83,9 +83,7 @@ impl Stage for NoCollector {
     }
 
     fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        prepare(m, input);
-        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
-        split_pair(out)
+        run_wrapper(m, input, seed)
     }
 
     fn graph(&self, m: &mut Machine) -> Option<Graph> {

@@ -19,7 +19,7 @@ use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep};
 use crate::ir::*;
-use crate::stage::{split_pair, Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -191,9 +191,7 @@ impl Stage for Parallel {
     }
 
     fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        prepare(m, input);
-        let out = m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?;
-        split_pair(out)
+        run_wrapper(m, input, seed)
     }
 
     fn graph(&self, m: &mut Machine) -> Option<Graph> {
