@@ -26,6 +26,22 @@ pub struct StageInfo {
     pub accepts: &'static str,
 }
 
+/// A paper's chain of stages: its own folder `stages/<id>/`, whose `mod.rs` exports `CHAIN`.
+pub struct Chain {
+    /// The folder and the prefix of its stages' ids, e.g. `krawiec`.
+    pub id: &'static str,
+    /// What the page's stage list shows above the chain.
+    pub title: &'static str,
+    /// Short citation, e.g. `Krawiec et al. 2022`.
+    pub paper: &'static str,
+    /// Full citation.
+    pub citation: &'static str,
+    /// Where the paper is (DOI or arXiv).
+    pub url: &'static str,
+    /// The stages in the paper's order.
+    pub stages: &'static [&'static dyn Stage],
+}
+
 /// The typed source a stage transforms, with `main : S → T`.
 pub struct Source<'a> {
     pub program: &'a Program,

@@ -8,7 +8,7 @@ use cotangent::ir::*;
 use cotangent::pipeline::{self, Analysis, Options, StageResult};
 use cotangent::print::PrintOptions;
 use cotangent::stage::Source;
-use cotangent::stages::{self, dualrev_common};
+use cotangent::stages::{self, dualrev::common as dualrev_common};
 use cotangent::types;
 use cotangent::value::Value;
 use proptest::prelude::*;
@@ -419,7 +419,7 @@ fn parallel_job_graph_and_resolve() {
 /// The threaded resolve gives the sequential one's gradient (up to rounding).
 #[test]
 fn parallel_threads_agree() {
-    use cotangent::stages::dualrev_parallel::THREADS;
+    use cotangent::stages::dualrev::parallel::THREADS;
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
     let opts = Options { stages: vec!["dualrev/parallel".into()], trace: false, params: vec![("n".into(), 9)], ..Options::default() };
     THREADS.store(2, std::sync::atomic::Ordering::Relaxed);
@@ -455,7 +455,7 @@ fn parallel_pair_syntax() {
 #[test]
 #[ignore]
 fn parallel_resolve_speedup() {
-    use cotangent::stages::dualrev_parallel::{LAST_RESOLVE_NANOS, THREADS};
+    use cotangent::stages::dualrev::parallel::{LAST_RESOLVE_NANOS, THREADS};
     use std::sync::atomic::Ordering;
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/dualrev-parallel-tree.cot")).unwrap();
     let budget = Budget { steps: u64::MAX / 4, allocs: u64::MAX / 4, trace_steps: 0, ..Budget::default() };

@@ -13,7 +13,7 @@
 //! takes three job IDs (j, j+1, j+2). Fig. 15's missing `resolveTask jd0` after the parallel children
 //! and the final `freeze` are restored.
 
-use super::dualrev_common::*;
+use super::common::*;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
@@ -187,7 +187,7 @@ impl Stage for Parallel {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        super::dualrev_mutable::stated_io(src, &real_ty(&cvar()))
+        super::mutable::stated_io(src, &real_ty(&cvar()))
     }
 
     fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
@@ -442,7 +442,7 @@ impl ExtValue for PArr {
         "Staged"
     }
     fn show(&self) -> String {
-        let jobs: Vec<String> = self.0.iter().take(16).map(|a| super::dualrev_mutable::arr_cells(a.iter().map(load))).collect();
+        let jobs: Vec<String> = self.0.iter().take(16).map(|a| super::mutable::arr_cells(a.iter().map(load))).collect();
         format!("[{}]", jobs.join(", "))
     }
     fn as_any(&self) -> &dyn Any {

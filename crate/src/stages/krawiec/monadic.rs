@@ -17,10 +17,10 @@
 //! Drev (Fig. 9) with its administrative simplification, the monad's runtime (deltaLet, runDelta,
 //! Var) and the iterative eval.
 
-use super::krawiec_delta::{
+use super::delta::{
     delta_arg, delta_ctor_builtins, delta_graph, delta_type, int_arg, mk, mk_node_at, real_arg, Visits, Kind, Node, STATE_ROWS,
 };
-use super::krawiec_dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, without_reserved, Companion};
+use super::dense::{combine, count_reals, ra_expr, ra_pat, require_ra_to_r, without_reserved, Companion};
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
@@ -249,7 +249,7 @@ impl Drev<'_> {
                 let id = self.fr.name(if args.len() == 1 { "u2" } else { "u3" });
                 // deltaLet and the Delta it binds carry the operation's span (for the graph and trace).
                 let mut delta = combine(&rule.partials, &us, &DeltaExprs);
-                super::krawiec_delta::stamp(&mut delta, span);
+                super::delta::stamp(&mut delta, span);
                 let delta_let = |d: Expr| at(app(builtin("deltaLet"), d), span);
                 let body = if rule.uses_result {
                     // Fig. 14: let (y1, ..., ym) = f xs in do { dy ← deltaLet (...); pure (y, Var dy) },
@@ -525,15 +525,15 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
     if vs.len() != 2 {
         return Err(bad());
     }
-    let out = if let Some(d) = vs[1].ext::<super::krawiec_delta::DeltaVal>() {
+    let out = if let Some(d) = vs[1].ext::<super::delta::DeltaVal>() {
         let w = wrap(m, d.0.clone())?;
         m.state::<DeltaState>().root = Some(w.clone());
-        Value::pair(vs[0].clone(), Value::Ext(Rc::new(super::krawiec_delta::DeltaVal(w))))
+        Value::pair(vs[0].clone(), Value::Ext(Rc::new(super::delta::DeltaVal(w))))
     } else if let Value::Tuple(inner) = &vs[1] {
-        let d = inner.get(1).and_then(|d| d.ext::<super::krawiec_delta::DeltaVal>()).ok_or_else(bad)?;
+        let d = inner.get(1).and_then(|d| d.ext::<super::delta::DeltaVal>()).ok_or_else(bad)?;
         let w = wrap(m, d.0.clone())?;
         m.state::<DeltaState>().root = Some(w.clone());
-        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), Value::Ext(Rc::new(super::krawiec_delta::DeltaVal(w)))))
+        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), Value::Ext(Rc::new(super::delta::DeltaVal(w)))))
     } else {
         return Err(bad());
     };

@@ -3,9 +3,9 @@
 //! indexed by DeltaId, sized by the last id runDelta allocated: addDelta, lookup and delete are O(1).
 //! (The monad's state was already a growable array of bindings: M runs in direct style.)
 
-use super::krawiec_delta::{delta_arg, delta_type, int_arg, real_arg, Visits, STATE_ROWS};
-use super::krawiec_dense::{require_ra_to_r, without_reserved};
-use super::krawiec_monadic::{drev_program, eval_loop, graph_of_state, m_type, map_type, monad_builtins, ra_stated_types, ra_wrapper, record_eval, Adjoints, b_run_delta_last};
+use super::delta::{delta_arg, delta_type, int_arg, real_arg, Visits, STATE_ROWS};
+use super::dense::{require_ra_to_r, without_reserved};
+use super::monadic::{drev_program, eval_loop, graph_of_state, m_type, map_type, monad_builtins, ra_stated_types, ra_wrapper, record_eval, Adjoints, b_run_delta_last};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};

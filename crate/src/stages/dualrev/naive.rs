@@ -3,7 +3,7 @@
 //! translation D¹_c is homomorphic except on constants and primitive operations (Fig. 6, rebuilt
 //! from the §5.2 prose since the extracted figure is garbled — see the note §3 Stage 1).
 
-use super::dualrev_common::*;
+use super::common::*;
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
@@ -207,7 +207,7 @@ struct NaiveGraph(Option<(Program, Type, Type, Value, Value)>);
 /// program calls that backpropagator: the number of call paths from the output to it, counting an
 /// argument used twice (`x + x`) as two calls.
 fn display_graph(src: &Source, input: &Value, seed: &Value) -> Option<Graph> {
-    let st = super::dualrev_staged::Staged;
+    let st = super::staged::Staged;
     let mut out = st.transform(src).ok()?;
     let mut builtins = Builtins::new();
     builtins.extend(st.builtins());

@@ -3,8 +3,8 @@
 //! `∘` (written out as `λs. SCall … (SCall … s)`), and the one-hot input backpropagators become
 //! setters that update only the path to their leaf.
 
-use super::dualrev_common::*;
-use super::dualrev_staged::StagedV;
+use super::common::*;
+use super::staged::StagedV;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
@@ -160,7 +160,7 @@ impl Stage for Cayley {
 }
 
 fn staged_arg(v: &Value, span: Span) -> Result<StagedV, RunError> {
-    super::dualrev_staged::staged_of(v, span).cloned()
+    super::staged::staged_of(v, span).cloned()
 }
 
 fn mk(c: Value, m: RedBlackTreeMap<i64, (Value, f64)>) -> Value {

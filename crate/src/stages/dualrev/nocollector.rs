@@ -2,8 +2,8 @@
 //! Input backpropagators only added their argument into c[i], so after SResolve c[i] = snd m[i]:
 //! keep only the staging array, make the input backpropagators no-ops, and rebuild from m.
 
-use super::dualrev_common::*;
-use super::dualrev_mutable::{self as mutable, real_ty, Rule};
+use super::common::*;
+use super::mutable::{self as mutable, real_ty, Rule};
 use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::interp::{Builtin, Graph, Machine, RunError};

@@ -3,8 +3,8 @@
 //! (inputs, constants) or `linλz. SCall d1 (z · ∂1 op(x)(1)) ∘ … ∘ SCall dn (z · ∂n op(x)(1))`, so it is
 //! described by data: `Contrib = [(R, (Z, Contrib))]`, the partials with the arguments' IDs and Contribs.
 
-use super::dualrev_common::*;
-use super::dualrev_mutable::{arr_cells, stated_io};
+use super::common::*;
+use super::mutable::{arr_cells, stated_io};
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};

@@ -4,8 +4,8 @@
 //! its primal and its ID, and SResolve is one descending sweep over the tape: classical taping,
 //! with already-differentiated operations (partials and argument IDs) on the tape.
 
-use super::dualrev_common::*;
-use super::dualrev_mutable::{arr_cells, stated_io};
+use super::common::*;
+use super::mutable::{arr_cells, stated_io};
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};

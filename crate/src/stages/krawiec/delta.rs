@@ -8,7 +8,7 @@
 //! This file also holds the Delta node type that every Krawiec stage's runtime uses (with `Var` and
 //! `Let` for the monadic stages), its iterative Drop, and the Delta DAG as a `Graph`.
 
-use super::krawiec_dense::{count_reals, dual_program, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
+use super::dense::{count_reals, dual_program, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};

@@ -236,7 +236,7 @@ fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, c: &dyn Compan
         None => prim(op, xs.clone()),
         Some(rule) => {
             let mut companion = combine(&rule.partials, &ds, c);
-            super::krawiec_delta::stamp(&mut companion, span);
+            super::delta::stamp(&mut companion, span);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), companion))
             } else {

@@ -3,9 +3,9 @@
 //! helpers — initVars_S, initZeros_T, the dot product ⊙_T (inside the differentiated program),
 //! lookup_S — are generated per type as IR, so they print.
 
-use super::krawiec_delta::delta_type;
-use super::krawiec_dense::map_shape;
-use super::krawiec_monadic::{b_run_delta, drev_type, drev_program, graph_of_state, m_type, map_builtins, map_type, monad_builtins};
+use super::delta::delta_type;
+use super::dense::map_shape;
+use super::monadic::{b_run_delta, drev_type, drev_program, graph_of_state, m_type, map_builtins, map_type, monad_builtins};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Builtins, Graph, Machine};
@@ -43,7 +43,7 @@ fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
             let terms: Vec<Expr> = ts
                 .iter()
                 .zip(na.iter().zip(&nb))
-                .filter(|(t, _)| super::forward::has_real(t))
+                .filter(|(t, _)| crate::stages::forward::has_real(t))
                 .map(|(t, (x, y))| dot(t, var(x), var(y), fr))
                 .collect();
             let sum = terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0));
@@ -94,7 +94,7 @@ fn init_vars(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh) -> Expr {
 const GENERATED: [&str; 7] = [WRAPPER, "dot_T", "mainDot", "initVars_S", "initZeros_T", "lookup_S", "primal_T"];
 
 fn map_names(p: &Program) -> Program {
-    super::krawiec_dense::without_reserved(p, &GENERATED)
+    super::dense::without_reserved(p, &GENERATED)
 }
 
 impl Stage for General {

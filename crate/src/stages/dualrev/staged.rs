@@ -3,7 +3,7 @@
 //! calling their arguments' backpropagators they stage the calls under the callee's ID, and SResolve
 //! runs them from the highest ID down, so each backpropagator runs at most once.
 
-use super::dualrev_common::*;
+use super::common::*;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};

@@ -3,7 +3,7 @@
 //! arrays (sizes known when the reverse pass starts), updated in place in IO (here: the monad `M`,
 //! run in direct style, with `runIO` for unsafePerformIO).
 
-use super::dualrev_common::*;
+use super::common::*;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
@@ -63,7 +63,7 @@ impl RealRule for Rule {
 }
 
 pub fn leaf_ignore_id(e: Expr, fr: &mut Fresh) -> Expr {
-    super::dualrev_cayley::leaf_ignore_id(e, fr)
+    super::cayley::leaf_ignore_id(e, fr)
 }
 
 /// The builtins of §9 (`with_collector`) and §10.1 (without).

@@ -3,8 +3,8 @@
 //! The term translation is Fig. 9's; the collector becomes a persistent map (rpds) from input IDs
 //! to cotangents, and Interleave returns a rebuild function instead of passing setters down.
 
-use super::dualrev_cayley::{leaf_ignore_id, real_ty, Rule};
-use super::dualrev_common::*;
+use super::cayley::{leaf_ignore_id, real_ty, Rule};
+use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};

@@ -1,0 +1,33 @@
+//! Smeding & Vákár: "Parallel Dual-Numbers Reverse AD" (JFP 2025), §§5–12.
+
+use crate::stage::Chain;
+
+pub mod common;
+pub mod cayley;
+pub mod contrib;
+pub mod mutable;
+pub mod naive;
+pub mod nocollector;
+pub mod parallel;
+pub mod sparse;
+pub mod staged;
+pub mod tape;
+
+pub static CHAIN: Chain = Chain {
+    id: "dualrev",
+    title: "Parallel dual-numbers reverse AD (Smeding & Vákár)",
+    paper: "Smeding & Vákár 2025",
+    citation: "Tom J. Smeding, Matthijs I. L. Vákár. Parallel Dual-Numbers Reverse AD. Journal of Functional Programming, 2025.",
+    url: "https://arxiv.org/abs/2207.03418",
+    stages: &[
+        &naive::Naive,
+        &staged::Staged,
+        &cayley::Cayley,
+        &sparse::Sparse,
+        &mutable::Mutable,
+        &nocollector::NoCollector,
+        &contrib::ContribStage,
+        &tape::Tape,
+        &parallel::Parallel,
+    ],
+};

@@ -1,0 +1,15 @@
+//! Forward mode (Krawiec et al. §4, Figs. 3–4): the reference every other stage is checked against.
+
+use crate::stage::Chain;
+
+mod forward;
+pub use forward::{has_real, Forward};
+
+pub static CHAIN: Chain = Chain {
+    id: "forward",
+    title: "Forward mode (the reference)",
+    paper: "Krawiec et al. 2022",
+    citation: "Faustyna Krawiec, Simon Peyton Jones, Neel Krishnaswami, Tom Ellis, Richard A. Eisenberg, Andrew Fitzgibbon. Provably correct, asymptotically efficient, higher-order reverse-mode automatic differentiation. POPL 2022.",
+    url: "https://doi.org/10.1145/3498710",
+    stages: &[&forward::Forward],
+};
