@@ -44,14 +44,29 @@ pub struct Diagnostic {
     pub span: Span,
     pub message: String,
     pub stage: Option<String>,
+    /// Declined by design (the paper's method does not handle the construct), not a failure.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
+    /// The printed program the error is about, when it is a stage's output that failed its checks.
+    #[serde(skip)]
+    pub program: Option<String>,
 }
 
 impl Diagnostic {
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Error, span, message: message.into(), stage: None }
+        Diagnostic { severity: Severity::Error, span, message: message.into(), stage: None, refused: false, program: None }
     }
     pub fn in_stage(mut self, stage: &str) -> Diagnostic {
         self.stage = Some(stage.to_string());
+        self
+    }
+    /// Marks a stage's located refusal (declined by design).
+    pub fn refused(mut self) -> Diagnostic {
+        self.refused = true;
+        self
+    }
+    pub fn with_program(mut self, printed: String) -> Diagnostic {
+        self.program = Some(printed);
         self
     }
 }

@@ -5,7 +5,9 @@
 pub mod build;
 pub mod deriv;
 pub mod diag;
+pub mod features;
 pub mod interp;
+pub mod kit;
 pub mod ir;
 pub mod limits;
 pub mod pipeline;

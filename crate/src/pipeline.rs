@@ -5,7 +5,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtins, Cost, Graph, Machine, RunError, TraceStep};
 use crate::ir::{ExpectKind, Program, Type};
 use crate::print::{print_program, PrintOptions};
-use crate::stage::{Source, Stage};
+use crate::stage::{Contract, Input, Output, Prepared, RunCtx, Source, Stage};
 use crate::value::Value;
 use crate::{stages, syntax, types};
 use serde::Serialize;
@@ -45,9 +45,33 @@ pub struct Reference {
     pub fd_agrees: bool,
 }
 
+/// How a stage's run ended, for `run --json` and the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Ran, and its gradient (and primal) agree with the reference.
+    Agrees,
+    /// Ran, and disagrees with the reference.
+    Disagrees,
+    /// Ran, but there is no reference to compare with (forward mode itself failed).
+    Unchecked,
+    /// Declined by design, with the located reason.
+    Refused,
+    /// Stopped at a named budget, with the counts reached.
+    Budget,
+    /// Failed otherwise (a runtime error of the program, or an internal error).
+    Error,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct StageResult {
     pub id: String,
+    pub status: Status,
+    /// `gradient` (its wrapper's gradient is compared) or `same-function` (its primal is compared,
+    /// and `forward` run over its output gives the gradient).
+    pub contract: &'static str,
+    /// Extra renderings of its output in the paper's notation.
+    pub views: Vec<crate::stage::View>,
     /// Transformed and ran without error.
     pub ok: bool,
     /// The stage refused the program (a construct its method cannot handle), with a located message.
@@ -159,9 +183,9 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         Some(text) => parse_value(text, &t, "output cotangent (--seed)")?,
         None => primal.with_reals(&mut std::iter::repeat(1.0)),
     };
-    let src = Source { program: &program, input_type: &s, output_type: &t };
+    let no_builtins = Builtins::new();
+    let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
 
-    let mut results: Vec<StageResult> = vec![];
     let chosen: Vec<&'static dyn Stage> = if opts.stages.is_empty() {
         stages::all()
     } else {
@@ -174,23 +198,77 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         }
         v
     };
+    let outputs = Outputs::new(&src, opts);
     // forward is the reference: run it even when it was not asked for.
     let forward = stages::find("forward").expect("forward is registered");
-    let reference_run = run_stage(forward, &src, &input, &seed, opts);
+    let reference_run = run_stage(forward, &outputs, &input, &seed, opts);
     let reference = reference_run.ok.then(|| {
         let fd = finite_differences(&program, &input, &seed, &opts.budget);
         let g = reference_run.gradient.clone();
         let fd_agrees = fd.len() == g.len() && fd.iter().zip(&g).all(|(a, b)| close(*a, *b, 1e-5));
         Reference { gradient: g, fd, fd_agrees }
     });
+    let mut results: Vec<StageResult> = vec![];
     for st in chosen {
-        let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &src, &input, &seed, opts) };
-        if let (Some(rf), true) = (&reference, r.ok) {
-            r.agrees = Some(r.gradient.len() == rf.gradient.len() && r.gradient.iter().zip(&rf.gradient).all(|(a, b)| close(*a, *b, AGREE_TOL)));
+        let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &outputs, &input, &seed, opts) };
+        if r.ok {
+            let same_primal = r.primal.as_ref().is_none_or(|p| approx_same(p, &primal));
+            r.agrees = reference.as_ref().map(|rf| {
+                same_primal && r.gradient.len() == rf.gradient.len() && r.gradient.iter().zip(&rf.gradient).all(|(a, b)| close(*a, *b, AGREE_TOL))
+            });
+            r.status = match r.agrees {
+                Some(true) => Status::Agrees,
+                Some(false) => Status::Disagrees,
+                None => Status::Unchecked,
+            };
         }
         results.push(r);
     }
     Ok(Analysis { input_type: s.clone(), output_type: t.clone(), program, input, seed, primal, reference, stages: results })
+}
+
+/// Every stage's typed output, prepared once and kept: a stage whose input is another stage's output
+/// (`Input::After`) gets it from here, and so does a run that wants to look at another stage's output.
+/// Only the pipeline knows stage order; it follows `Stage::input` here.
+pub struct Outputs<'a> {
+    src: &'a Source<'a>,
+    opts: &'a Options,
+    kept: std::cell::RefCell<std::collections::HashMap<&'static str, Result<std::rc::Rc<Prepared>, Diagnostic>>>,
+}
+
+impl<'a> Outputs<'a> {
+    pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
+        Outputs { src, opts, kept: Default::default() }
+    }
+
+    /// The stage's prepared output (transformed from its input, type-checked, printed), or why not.
+    pub fn get(&self, st: &'static dyn Stage) -> Result<std::rc::Rc<Prepared>, Diagnostic> {
+        let id = st.info().id;
+        if let Some(r) = self.kept.borrow().get(id) {
+            return r.clone();
+        }
+        let r = self.with_input(st, |src| prepare(st, src, self.opts)).and_then(|r| r).map(std::rc::Rc::new);
+        self.kept.borrow_mut().insert(id, r.clone());
+        r
+    }
+
+    /// Calls `f` with the program `st` transforms: the source, or the output of the stage it follows.
+    pub fn with_input<R>(&self, st: &'static dyn Stage, f: impl FnOnce(&Source) -> R) -> Result<R, Diagnostic> {
+        match st.input() {
+            Input::Source => Ok(f(self.src)),
+            Input::After(before) => {
+                let prev = stages::find(before).ok_or_else(|| {
+                    Diagnostic::error(Span::NONE, format!("internal error: {} follows `{before}`, which is not registered", st.info().id))
+                })?;
+                let p = self.get(prev).map_err(|d| {
+                    let why = d.message.clone();
+                    Diagnostic::error(d.span, format!("its input, the output of {before}, is not available: {why}"))
+                })?;
+                let src = Source { program: &p.program, input_type: &p.input_type, output_type: &p.output_type, builtins: &p.builtins };
+                Ok(f(&src))
+            }
+        }
+    }
 }
 
 /// `|a - b| <= tol · max(1, |a|, |b|)`; NaNs agree with NaNs.
@@ -231,17 +309,19 @@ pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Bud
         .collect()
 }
 
-/// A stage's output, ready to run: accepted, transformed, printed into `printed`, type-checked with
-/// the stage's builtins and checked against the types the paper states.
-pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options, printed: &mut String) -> Result<(Program, Builtins), Diagnostic> {
+/// A stage's output, ready to run: refused by its supported features or `accepts`, or transformed,
+/// printed, type-checked with its builtins and checked against the types the paper states.
+pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared, Diagnostic> {
     let id = st.info().id;
-    st.accepts(src).map_err(|d| d.in_stage(id))?;
-    let mut out = st.transform(src).map_err(|d| d.in_stage(id))?;
-    let mut builtins = Builtins::new();
+    refusal(st, src)?;
+    let out = st.transform(src).map_err(|d| d.in_stage(id))?;
+    let Output { program: mut out, builtins: extra, views } = out;
+    let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
+    builtins.extend(extra);
     // Printed before the type check, so that an ill-typed output can still be inspected.
-    *printed = print_program(&out, &opts.print);
-    let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id);
+    let mut printed = print_program(&out, &opts.print);
+    let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(printed.clone());
     types::check_program(&mut out, &builtins).map_err(|d| internal(format!("the output does not type-check: {}", d.message)))?;
     for (name, stated) in st.stated_types(src) {
         match out.def(&name).and_then(|d| d.scheme.clone()) {
@@ -254,16 +334,33 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options, printed: &mut Strin
     }
     if opts.print.types {
         // now with the inferred types of the output's definitions
-        *printed = print_program(&out, &opts.print);
+        printed = print_program(&out, &opts.print);
     }
-    Ok((out, builtins))
+    Ok(Prepared { program: out, builtins, printed, views, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
 }
 
-/// One stage: accept, transform, type-check the output at the paper's stated types, print, run.
-pub fn run_stage(st: &dyn Stage, src: &Source, input: &Value, seed: &Value, opts: &Options) -> StageResult {
+/// The located refusal of a program the stage's method does not handle, if any: first by the features
+/// it supports (one scan of the program), then by its own `accepts`.
+pub fn refusal(st: &dyn Stage, src: &Source) -> Result<(), Diagnostic> {
+    let id = st.info().id;
+    let restriction = st.info().accepts;
+    crate::features::scan(src.program).refuse(st.supports(), restriction).map_err(|d| d.in_stage(id).refused())?;
+    st.accepts(src).map_err(|d| d.in_stage(id).refused())
+}
+
+/// One stage: its prepared output, run on `(input, seed)`; a `SameFunction` stage's `main` is run and
+/// `forward` over its output gives the gradient.
+pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed: &Value, opts: &Options) -> StageResult {
     let id = st.info().id.to_string();
+    let contract = st.contract();
     let mut r = StageResult {
         id: id.clone(),
+        status: Status::Error,
+        contract: match contract {
+            Contract::Gradient => "gradient",
+            Contract::SameFunction => "same-function",
+        },
+        views: vec![],
         ok: false,
         refused: false,
         error: None,
@@ -279,37 +376,81 @@ pub fn run_stage(st: &dyn Stage, src: &Source, input: &Value, seed: &Value, opts
         graph: None,
     };
     let fail = |mut r: StageResult, d: Diagnostic| {
+        r.refused = d.refused;
+        r.status = if d.refused { Status::Refused } else { Status::Error };
+        if r.program.is_empty() {
+            r.program = d.program.clone().unwrap_or_default();
+        }
         r.error_span = (!d.span.is_none()).then_some(d.span);
         r.error = Some(d.message);
         r
     };
-    if let Err(d) = st.accepts(src) {
-        r.refused = true;
-        return fail(r, d.in_stage(&id));
-    }
-    let (out, builtins) = match prepare(st, src, opts, &mut r.program) {
-        Ok(x) => x,
+    let out = match outputs.get(st) {
+        Ok(p) => p,
         Err(d) => return fail(r, d),
     };
-    let mut m = match Machine::new(&out, &builtins, opts.budget.clone()) {
+    r.program = out.printed.clone();
+    r.views = out.views.clone();
+    let run_err = |mut r: StageResult, e: RunError| {
+        if matches!(e, RunError::Budget { .. }) {
+            r.error = Some(e.message());
+            r.status = Status::Budget;
+            return r;
+        }
+        fail(r, run_diag(&e))
+    };
+    let mut m = match Machine::new(&out.program, &out.builtins, opts.budget.clone()) {
         Ok(m) => m,
-        Err(e) => return fail(r, run_diag(&e)),
+        Err(e) => return run_err(r, e),
     };
     m.set_tracing(opts.trace);
-    let res = st.run(&mut m, src, input, seed);
-    r.cost = m.cost();
-    (r.trace, r.trace_dropped) = m.take_trace();
-    r.graph = st.graph(&mut m);
+    let lookup = |id: &str| stages::find(id).and_then(|s| outputs.get(s).ok());
+    let res = outputs.with_input(st, |src| {
+        let cx = RunCtx { src, input, seed, outputs: &lookup };
+        let res = match contract {
+            Contract::Gradient => st.run(&mut m, &cx),
+            Contract::SameFunction => m.call("main", vec![input.clone()]).map(|p| (p, Value::Unit)),
+        };
+        r.cost = m.cost();
+        (r.trace, r.trace_dropped) = m.take_trace();
+        r.graph = st.graph(&mut m, &cx);
+        res
+    });
+    let res = match res {
+        Ok(res) => res,
+        Err(d) => return fail(r, d),
+    };
     match res {
         Ok((primal, grad)) => {
+            let grad = if contract == Contract::SameFunction {
+                // the gradient of a same-function stage: forward mode over its output
+                match same_function_gradient(&out, input, seed, opts) {
+                    Ok(g) => g,
+                    Err(d) => return fail(r, d),
+                }
+            } else {
+                grad
+            };
             r.ok = true;
             r.gradient = grad.real_leaves();
             r.primal = Some(primal);
             r.gradient_value = Some(grad);
         }
-        Err(e) => return fail(r, run_diag(&e)),
+        Err(e) => return run_err(r, e),
     }
     r
+}
+
+/// `forward` (Krawiec et al. §4) over a same-function stage's output, run on `(input, seed)`.
+fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Value, Diagnostic> {
+    let forward = stages::find("forward").expect("forward is registered");
+    let src = Source { program: &out.program, input_type: &out.input_type, output_type: &out.output_type, builtins: &out.builtins };
+    let fw = prepare(forward, &src, opts).map_err(|d| Diagnostic::error(d.span, format!("forward mode over this output: {}", d.message)))?;
+    let mut m = Machine::new(&fw.program, &fw.builtins, opts.budget.clone()).map_err(|e| run_diag(&e))?;
+    m.set_tracing(false);
+    let no = |_: &str| None;
+    let cx = RunCtx { src: &src, input, seed, outputs: &no };
+    forward.run(&mut m, &cx).map(|(_, g)| g).map_err(|e| run_diag(&e))
 }
 
 /// Checks `expect` directives against every stage that ran; returns one line per failure.

@@ -4,7 +4,8 @@
 use crate::diag::Diagnostic;
 use crate::ir::{each_child_mut, Expr, ExprKind};
 use std::rc::Rc;
-use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::features::Features;
+use crate::interp::{Builtin, Builtins, Graph, Machine, RunError};
 use crate::ir::{Program, Type};
 use crate::value::Value;
 
@@ -42,49 +43,150 @@ pub struct Chain {
     pub stages: &'static [&'static dyn Stage],
 }
 
-/// The typed source a stage transforms, with `main : S → T`.
+/// The typed program a stage transforms, with `main : S → T`: the source, or the output of the stage
+/// it names as its input (`Input::After`), with the builtins that program uses.
 pub struct Source<'a> {
     pub program: &'a Program,
     pub input_type: &'a Type,
     pub output_type: &'a Type,
+    /// The builtins `program` uses (none for the source itself).
+    pub builtins: &'a Builtins,
 }
 
-/// Name of the definition every stage's wrapper is called by: it takes `(input, seed)` — the input
-/// point and the output cotangent — and returns `(primal, gradient)`, the gradient in the input's shape.
-/// (The papers' wrappers return only the gradient; ours also hands back the primal they compute.)
-pub const WRAPPER: &str = "grad";
+/// What a stage transforms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The user's program.
+    Source,
+    /// The typed output of another stage (the pipeline runs that one first and keeps its output).
+    After(&'static str),
+}
+
+/// What a stage's output promises, and so how the pipeline checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contract {
+    /// It defines the wrapper `grad : (S, δT) → (T, δS)`; its gradient is compared with forward mode
+    /// and finite differences.
+    Gradient,
+    /// It computes the same function as its input (UNF, bot, closure conversion, inlining): its `main`
+    /// is run and compared with the source's primal, and `forward` run over it gives its gradient.
+    SameFunction,
+}
+
+/// An extra rendering of a stage's output in the paper's notation (a UNF stack diagram, a rewrite
+/// trace, a symbolic Delta term), shown beside the printed program.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct View {
+    pub name: String,
+    pub text: String,
+}
+
+/// What `transform` produces: the program, the builtins it needs beyond `Stage::builtins` (they may
+/// depend on the program and on types: `0_τ`, `one_x`, `EV Γ`), and extra views.
+pub struct Output {
+    pub program: Program,
+    pub builtins: Vec<Builtin>,
+    pub views: Vec<View>,
+}
+
+impl From<Program> for Output {
+    fn from(program: Program) -> Output {
+        Output { program, builtins: vec![], views: vec![] }
+    }
+}
+
+/// What a stage's run can see besides its machine: the program it transformed, the point and seed,
+/// and the typed output of any other stage (prepared once by the pipeline and kept).
+pub struct RunCtx<'a> {
+    pub src: &'a Source<'a>,
+    pub input: &'a Value,
+    pub seed: &'a Value,
+    pub outputs: &'a dyn Fn(&str) -> Option<std::rc::Rc<Prepared>>,
+}
+
+impl RunCtx<'_> {
+    /// The typed output of stage `id`, transformed and checked by the pipeline (never by hand).
+    pub fn output_of(&self, id: &str) -> Option<std::rc::Rc<Prepared>> {
+        (self.outputs)(id)
+    }
+}
+
+/// A stage's output ready to run: type-checked with its builtins at the paper's stated types.
+pub struct Prepared {
+    pub program: Program,
+    pub builtins: Builtins,
+    pub printed: String,
+    pub views: Vec<View>,
+    pub input_type: Type,
+    pub output_type: Type,
+}
+
+/// A counter a stage reports, with what it counts (the page labels counters from these).
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct CounterInfo {
+    pub name: &'static str,
+    pub about: &'static str,
+}
 
 pub trait Stage: Sync {
     fn info(&self) -> &'static StageInfo;
 
-    /// The runtime this stage's output uses (Delta constructors, eval, maps, ...).
+    /// What it transforms: the source (default) or another stage's output.
+    fn input(&self) -> Input {
+        Input::Source
+    }
+
+    /// How its output is checked (default: it is a gradient program).
+    fn contract(&self) -> Contract {
+        Contract::Gradient
+    }
+
+    /// The language features its paper's method handles; the pipeline refuses the rest with a located
+    /// message naming the construct (default: everything).
+    fn supports(&self) -> Features {
+        Features::ALL
+    }
+
+    /// The runtime every output of this stage uses (Delta constructors, eval, maps, ...).
     fn builtins(&self) -> Vec<Builtin> {
         vec![]
     }
 
-    /// Refuses, with a located message saying why, what the paper's method cannot handle.
+    /// Refuses, with a located message saying why, what the paper's method cannot handle beyond
+    /// what `supports` says (e.g. a wrapper that needs `main : R^a → R`).
     fn accepts(&self, _src: &Source) -> Result<(), Diagnostic> {
         Ok(())
     }
 
     /// The transformed program: the translated definitions plus the wrapper `WRAPPER`.
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic>;
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic>;
 
     /// The types the paper states for definitions of the output, given `main : S → T`
     /// (e.g. `main : Drev{S} → M Drev{T}`); the pipeline checks the output has them.
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)>;
 
-    /// Runs the output: by default, the wrapper once on `(input, seed)`.
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        run_wrapper(m, input, seed)
+    /// The counters its runtime adds to `Cost::counters`, each with what it counts.
+    fn counters(&self) -> &'static [CounterInfo] {
+        &[]
+    }
+
+    /// Runs the output: by default, the wrapper once on `(input, seed)` (a `SameFunction` stage's
+    /// `main` is run by the pipeline instead).
+    fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+        run_wrapper(m, cx.input, cx.seed)
     }
 
     /// The graph the forward pass built (the Delta DAG, backpropagators, Contribs), read from the
     /// runtime's state after the run.
-    fn graph(&self, _m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, _m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         None
     }
 }
+
+/// Name of the definition every gradient stage's wrapper is called by: it takes `(input, seed)` — the
+/// input point and the output cotangent — and returns `(primal, gradient)`, the gradient in the input's
+/// shape. (The papers' wrappers return only the gradient; ours also hands back the primal they compute.)
+pub const WRAPPER: &str = "grad";
 
 /// Calls the wrapper `WRAPPER` on `(input, seed)` and splits its `(primal, gradient)`.
 pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {

@@ -376,7 +376,8 @@ fn sources_with_target_constructs_are_refused() {
     let mut p = Program { params: vec![], input: None, defs: vec![def("main", lam(pvar(&x), body))], expects: vec![], next_id: 10 };
     p.defs[0].body.ty = Type::Unknown;
     let (s, t) = (Type::Real, Type::Real);
-    let src = Source { program: &p, input_type: &s, output_type: &t };
+    let b = Builtins::new();
+    let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
     for st in DUALREV {
         let e = stages::find(st).unwrap().accepts(&src).unwrap_err();
         assert!(e.message.contains("target construct"), "{st}: {}", e.message);
@@ -492,10 +493,11 @@ fn prepare_phases_timing() {
         let s2 = s.clone();
         cotangent::limits::run_with_stack(move || {
             let (p, it, ot) = pipeline::front_end(&s2, &[]).unwrap();
-            let src = Source { program: &p, input_type: &it, output_type: &ot };
+            let b0 = Builtins::new();
+            let src = Source { program: &p, input_type: &it, output_type: &ot, builtins: &b0 };
             let st = stages::find("dualrev/staged").unwrap();
             let t = Instant::now();
-            let mut out = st.transform(&src).unwrap();
+            let mut out = st.transform(&src).unwrap().program;
             let t_tr = t.elapsed();
             let t = Instant::now();
             let printed = cotangent::print::print_program(&out, &PrintOptions::unicode());

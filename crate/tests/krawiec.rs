@@ -9,8 +9,8 @@ mod gen;
 use cotangent::build::*;
 use cotangent::interp::{Budget, BudgetKind, Builtins, Machine, RunError};
 use cotangent::ir::*;
-use cotangent::pipeline::{analyse, check_expects, run_stage, Options, StageResult};
-use cotangent::stage::{Source, Stage};
+use cotangent::pipeline::{self, analyse, check_expects, run_stage, Options, StageResult};
+use cotangent::stage::{RunCtx, Source, Stage};
 use cotangent::value::Value;
 use cotangent::{limits, stages, types};
 
@@ -62,9 +62,11 @@ fn typed(mut p: Program) -> Typed {
 }
 
 fn run_one(tp: &Typed, id: &str, input: &Value, opts: &Options) -> StageResult {
-    let src = Source { program: &tp.p, input_type: &tp.s, output_type: &tp.t };
+    let b = Builtins::new();
+    let src = Source { program: &tp.p, input_type: &tp.s, output_type: &tp.t, builtins: &b };
     let seed = Value::Real(1.0);
-    run_stage(stage(id), &src, input, &seed, opts)
+    let outputs = pipeline::Outputs::new(&src, opts);
+    run_stage(stage(id), &outputs, input, &seed, opts)
 }
 
 fn quiet() -> Options {
@@ -115,15 +117,18 @@ fn eval2_is_stopped_by_the_steps_budget_with_the_counts_reached() {
     limits::run_with_stack(|| {
         let tp = typed(doubling_chain(40));
         let st = stage("krawiec/delta");
-        let src = Source { program: &tp.p, input_type: &tp.s, output_type: &tp.t };
-        let mut out = st.transform(&src).unwrap();
+        let b0 = Builtins::new();
+        let src = Source { program: &tp.p, input_type: &tp.s, output_type: &tp.t, builtins: &b0 };
+        let mut out = st.transform(&src).unwrap().program;
         let mut bs = Builtins::new();
         bs.extend(st.builtins());
         types::check_program(&mut out, &bs).unwrap();
         let budget = Budget { steps: 100_000, ..Budget::default() };
         let mut m = Machine::new(&out, &bs, budget).unwrap();
         m.set_tracing(false);
-        match st.run(&mut m, &src, &Value::Real(1.0), &Value::Real(1.0)) {
+        let none = |_: &str| None;
+        let cx = RunCtx { src: &src, input: &Value::Real(1.0), seed: &Value::Real(1.0), outputs: &none };
+        match st.run(&mut m, &cx) {
             Err(RunError::Budget { budget: BudgetKind::Steps, limit, cost }) => {
                 assert_eq!(limit, 100_000);
                 let visits = cost.counter("eval_visits");

@@ -10,7 +10,7 @@ use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
 use rpds::RedBlackTreeMap;
 use std::rc::Rc;
@@ -102,7 +102,7 @@ impl Stage for Cayley {
         accepts_source(src)
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut mo = Monadic::new(src.program, &Rule);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
@@ -130,7 +130,7 @@ impl Stage for Cayley {
         );
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -150,11 +150,8 @@ impl Stage for Cayley {
         ]
     }
 
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        run_wrapper(m, input, seed)
-    }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         graph(m, "backprop")
     }
 }

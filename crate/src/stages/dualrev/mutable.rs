@@ -9,7 +9,7 @@ use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use std::any::Any;
 use std::cell::RefCell;
@@ -106,7 +106,7 @@ impl Stage for Mutable {
         accepts_source(src)
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut mo = Monadic::new(src.program, &Rule);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
@@ -127,18 +127,15 @@ impl Stage for Mutable {
         // Wrap⁴ (Fig. 10)
         out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, true)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         stated(src, &real_ty(&cvar()), &io(&cvar()))
     }
 
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        run_wrapper(m, input, seed)
-    }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         graph(m, "backprop")
     }
 }

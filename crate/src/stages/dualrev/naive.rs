@@ -7,9 +7,9 @@ use super::common::*;
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Budget, Builtin, Builtins, Graph, Machine, RunError};
+use crate::interp::{Budget, Builtin, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
 
 pub struct Naive;
@@ -143,7 +143,7 @@ impl Stage for Naive {
         accepts_source(src)
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = src.program.clone();
         for d in &mut out.defs {
@@ -169,7 +169,7 @@ impl Stage for Naive {
         let body = let_(ppair(pvar(&yv), pvar(&dv)), run, pair(var(&yv), app(var(&dv), var(&dy))));
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -183,22 +183,10 @@ impl Stage for Naive {
         ]
     }
 
-    fn run(&self, m: &mut Machine, src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        let res = run_wrapper(m, input, seed)?;
-        // what the display graph needs, computed only if asked for (not in benchmarks)
-        m.state::<NaiveGraph>().0 =
-            Some((src.program.clone(), src.input_type.clone(), src.output_type.clone(), input.clone(), seed.clone()));
-        Ok(res)
-    }
-
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
-        let (p, s, t, input, seed) = m.state::<NaiveGraph>().0.take()?;
-        display_graph(&Source { program: &p, input_type: &s, output_type: &t }, &input, &seed)
+    fn graph(&self, _m: &mut Machine, cx: &RunCtx) -> Option<Graph> {
+        display_graph(cx)
     }
 }
-
-#[derive(Default)]
-struct NaiveGraph(Option<(Program, Type, Type, Value, Value)>);
 
 /// The backpropagator DAG for display. Naive backpropagators have no IDs, and closures cannot be
 /// inspected, so the DAG is the one `dualrev/staged` builds on the same program and input (its IDs
@@ -206,15 +194,12 @@ struct NaiveGraph(Option<(Program, Type, Type, Value, Value)>);
 /// separately so that it counts nothing here. Each node's `visits` is the number of times the naive
 /// program calls that backpropagator: the number of call paths from the output to it, counting an
 /// argument used twice (`x + x`) as two calls.
-fn display_graph(src: &Source, input: &Value, seed: &Value) -> Option<Graph> {
-    let st = super::staged::Staged;
-    let mut out = st.transform(src).ok()?;
-    let mut builtins = Builtins::new();
-    builtins.extend(st.builtins());
-    crate::types::check_program(&mut out, &builtins).ok()?;
-    let mut m2 = Machine::new(&out, &builtins, Budget { trace_steps: 0, ..Budget::default() }).ok()?;
+fn display_graph(cx: &RunCtx) -> Option<Graph> {
+    // The pipeline's prepared output of dualrev/staged on the same source (never re-derived here).
+    let staged = cx.output_of("dualrev/staged")?;
+    let mut m2 = Machine::new(&staged.program, &staged.builtins, Budget { trace_steps: 0, ..Budget::default() }).ok()?;
     m2.set_tracing(false);
-    st.run(&mut m2, src, input, seed).ok()?;
+    crate::stage::run_wrapper(&mut m2, cx.input, cx.seed).ok()?;
     let mut g = graph(&mut m2, "backprop")?;
     let r = rt(&mut m2);
     // calls along paths, in descending ID order (a reverse topological order)

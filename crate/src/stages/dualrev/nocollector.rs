@@ -6,10 +6,9 @@ use super::common::*;
 use super::mutable::{self as mutable, real_ty, Rule};
 use crate::build::*;
 use crate::diag::Diagnostic;
-use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::interp::{Builtin, Graph, Machine};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
-use crate::value::Value;
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 
 pub struct NoCollector;
 
@@ -46,7 +45,7 @@ impl Stage for NoCollector {
         accepts_source(src)
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut mo = Monadic::new(src.program, &Rule);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
@@ -75,18 +74,15 @@ impl Stage for NoCollector {
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, false)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         mutable::stated(src, &real_ty(&cvar()), &io(&cvar()))
     }
 
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        run_wrapper(m, input, seed)
-    }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         graph(m, "backprop")
     }
 }

@@ -19,7 +19,7 @@ use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -130,7 +130,7 @@ impl Stage for Parallel {
         accepts_source(src)
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut mo = Monadic::new(src.program, &Rule);
         mo.fork = true;
         let mut out = mo.program(src.program);
@@ -183,18 +183,15 @@ impl Stage for Parallel {
         );
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         super::mutable::stated_io(src, &real_ty(&cvar()))
     }
 
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        run_wrapper(m, input, seed)
-    }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         let st = m.state::<ParSt>();
         let jd = st.last.clone()?;
         let n_inputs = rt(m).n_inputs;

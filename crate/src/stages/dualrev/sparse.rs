@@ -9,7 +9,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use rpds::RedBlackTreeMap;
 use std::any::Any;
@@ -69,7 +69,7 @@ impl Stage for Sparse {
         accepts_source(src)
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut mo = Monadic::new(src.program, &Rule);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
@@ -106,7 +106,7 @@ impl Stage for Sparse {
         );
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -120,11 +120,8 @@ impl Stage for Sparse {
         ]
     }
 
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-        run_wrapper(m, input, seed)
-    }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         graph(m, "backprop")
     }
 }

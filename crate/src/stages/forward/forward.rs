@@ -8,7 +8,7 @@ use crate::deriv;
 use crate::diag::Diagnostic;
 use crate::interp::{Machine, RunError};
 use crate::ir::*;
-use crate::stage::{split_pair, Source, Stage, StageInfo};
+use crate::stage::{split_pair, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct Forward;
@@ -195,7 +195,7 @@ impl Stage for Forward {
         &INFO
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = src.program.clone();
         for d in &mut out.defs {
@@ -225,7 +225,7 @@ impl Stage for Forward {
         out.expects.clear();
         out.input = None;
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -237,7 +237,8 @@ impl Stage for Forward {
     }
 
     /// The Forward Plan (§3.2): F{e} once per real input, in the direction of that input.
-    fn run(&self, m: &mut Machine, _src: &Source, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+    fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+        let (input, seed) = (cx.input, cx.seed);
         let n = input.real_leaves().len();
         let mut grads = Vec::with_capacity(n);
         let mut primal = None;

@@ -13,7 +13,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
 use std::collections::HashMap;
@@ -542,7 +542,7 @@ impl Stage for Delta {
         require_ra_to_r(src, "krawiec/delta", "Fig. 8 (R2{e}; OneHot works only for S = R^a)")
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = dual_program(src, &[WRAPPER], &mut fr, &DeltaCompanion);
         let s = src.input_type;
@@ -570,7 +570,7 @@ impl Stage for Delta {
         let param = ppair(ra_pat(s, &mut names.iter().cloned()), pvar(&dt));
         out.defs.push(def(WRAPPER, lam(param, body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -584,7 +584,7 @@ impl Stage for Delta {
         ]
     }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         let st = m.state::<Eval2State>();
         let root = st.root.clone()?;
         Some(delta_graph(&root, &st.visits, &Default::default()))

@@ -12,7 +12,7 @@ use crate::deriv::{self, Partial};
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
 use std::rc::Rc;
@@ -421,7 +421,7 @@ impl Stage for Dense {
         require_ra_to_r(src, "krawiec/dense", "Fig. 6 (R1{e})")
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = dual_program(src, &[WRAPPER, "zero_S", "onehot_S"], &mut fr, &DenseCompanion);
         let s = src.input_type;
@@ -445,7 +445,7 @@ impl Stage for Dense {
         let param = ppair(ra_pat(s, &mut names.iter().cloned()), pvar(&dt));
         out.defs.push(def(WRAPPER, lam(param, body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

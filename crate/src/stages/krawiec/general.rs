@@ -10,7 +10,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Builtins, Graph, Machine};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::types;
 
 pub struct General;
@@ -113,7 +113,7 @@ impl Stage for General {
         bs
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (s, t) = (src.input_type, src.output_type);
         let mut p = map_names(src.program);
         let mut fr = Fresh::new(&p);
@@ -193,7 +193,7 @@ impl Stage for General {
         );
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&gs), pvar(&gdt)), body)));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -213,7 +213,7 @@ impl Stage for General {
         v
     }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         graph_of_state(m)
     }
 }

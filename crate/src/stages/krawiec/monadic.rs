@@ -26,7 +26,7 @@ use crate::deriv;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep};
 use crate::ir::*;
-use crate::stage::{Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{show_real, ExtValue, Value};
 use rpds::RedBlackTreeMap;
 use std::any::Any;
@@ -879,19 +879,19 @@ impl Stage for Monadic {
         require_ra_to_r(src, "krawiec/monadic", "Fig. 11 (R{e})")
     }
 
-    fn transform(&self, src: &Source) -> Result<Program, Diagnostic> {
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = drev_program(&without_reserved(src.program, &[WRAPPER]), &mut fr)?;
         out.defs.push(ra_wrapper(src, &mut fr, false));
         out.next_id = fr.next_id;
-        Ok(out)
+        Ok(Output::from(out))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         ra_stated_types(src)
     }
 
-    fn graph(&self, m: &mut Machine) -> Option<Graph> {
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         graph_of_state(m)
     }
 }

@@ -1,0 +1,4 @@
+//! The shared transformation kit: what several chains' stages need and no one stage owns. A stage file
+//! imports its chain's `common` and this kit, never another stage file.
+
+pub mod polytypic;
