@@ -165,7 +165,7 @@ pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budge
                 let res = outputs.with_input(*st, |src| {
                     let cx = RunCtx { src, input: &input, seed: &seed, outputs: &lookup };
                     match st.contract() {
-                        Contract::Gradient => st.run(&mut m, &cx).map(|_| ()),
+                        Contract::Gradient => pipeline::run_output(*st, &mut m, &cx).map(|_| ()),
                         Contract::SameFunction => m.call("main", vec![input.clone()]).map(|_| ()),
                     }
                 });

@@ -137,5 +137,6 @@ impl Fresh {
 
 /// A top-level definition from generated code.
 pub fn def(name: &str, body: Expr) -> Def {
-    Def { name: Name::global(name), body, span: Span::NONE, scheme: None }
+    let role = if name == crate::stage::WRAPPER { Role::Wrapper } else { Role::Helper };
+    Def { name: Name::global(name), body, span: Span::NONE, scheme: None, role }
 }

@@ -327,6 +327,19 @@ pub struct Def {
     pub span: Span,
     /// Filled in by the type checker.
     pub scheme: Option<Scheme>,
+    /// Who wrote it: the user, or a stage (its wrapper, or a helper it generates).
+    pub role: Role,
+}
+
+/// Who wrote a top-level definition. The pipeline finds a stage's wrapper by role, and renames user
+/// definitions whose names a stage's generated definitions take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    /// The stage's wrapper `grad : (S, δT) → (T, δS)`.
+    Wrapper,
+    /// Any other generated definition (`fwd`, `zip_S`, `interleave`, ...).
+    Helper,
 }
 
 /// A whole program: its parameters, default input, definitions (mutually recursive), and expectations.

@@ -3,7 +3,7 @@
 
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtins, Cost, Graph, Machine, RunError, TraceStep};
-use crate::ir::{ExpectKind, Program, Type};
+use crate::ir::{ExpectKind, Program, Role, Type};
 use crate::print::{print_program, PrintOptions};
 use crate::stage::{Contract, Input, Output, Prepared, RunCtx, Source, Stage};
 use crate::value::Value;
@@ -111,7 +111,6 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
             None => return Err(vec![Diagnostic::error(Span::NONE, format!("the program has no `param {name}`"))]),
         }
     }
-    let mut p = crate::stage::without_reserved(&p, crate::stage::RESERVED);
     types::check_program(&mut p, &Builtins::new()).map_err(|d| vec![d])?;
     let main = p.def("main").ok_or_else(|| vec![Diagnostic::error(Span::NONE, "the program has no `def main`")])?;
     let scheme = main.scheme.clone().unwrap_or_else(|| crate::ir::Scheme::mono(Type::Unknown));
@@ -315,6 +314,18 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     let id = st.info().id;
     refusal(st, src)?;
     let out = st.transform(src).map_err(|d| d.in_stage(id))?;
+    // A generated definition (by role) whose name a user definition has: rename the user's, then
+    // transform again, so that generated code never captures or clashes with user code.
+    let generated: Vec<&str> = out.program.defs.iter().filter(|d| d.role != Role::User).map(|d| &*d.name.text).collect();
+    let clash = src.program.defs.iter().any(|d| d.role == Role::User && generated.contains(&&*d.name.text))
+        || src.program.params.iter().any(|q| generated.contains(&&*q.name.text));
+    let out = if clash {
+        let renamed = crate::stage::without_reserved(src.program, &generated);
+        let src2 = Source { program: &renamed, ..*src };
+        st.transform(&src2).map_err(|d| d.in_stage(id))?
+    } else {
+        out
+    };
     let Output { program: mut out, builtins: extra, views } = out;
     let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
@@ -408,7 +419,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     let res = outputs.with_input(st, |src| {
         let cx = RunCtx { src, input, seed, outputs: &lookup };
         let res = match contract {
-            Contract::Gradient => st.run(&mut m, &cx),
+            Contract::Gradient => run_output(st, &mut m, &cx),
             Contract::SameFunction => m.call("main", vec![input.clone()]).map(|p| (p, Value::Unit)),
         };
         r.cost = m.cost();
@@ -441,6 +452,14 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     r
 }
 
+/// Runs a gradient stage's prepared output in `m`: its chain's set-up, then `Stage::run`.
+pub fn run_output(st: &dyn Stage, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+    if let Some(chain) = stages::chain_of(st.info().id) {
+        (chain.before_run)(m, cx);
+    }
+    st.run(m, cx)
+}
+
 /// `forward` (Krawiec et al. §4) over a same-function stage's output, run on `(input, seed)`.
 fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Value, Diagnostic> {
     let forward = stages::find("forward").expect("forward is registered");
@@ -450,7 +469,7 @@ fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Op
     m.set_tracing(false);
     let no = |_: &str| None;
     let cx = RunCtx { src: &src, input, seed, outputs: &no };
-    forward.run(&mut m, &cx).map(|(_, g)| g).map_err(|e| run_diag(&e))
+    run_output(forward, &mut m, &cx).map(|(_, g)| g).map_err(|e| run_diag(&e))
 }
 
 /// Checks `expect` directives against every stage that ran; returns one line per failure.

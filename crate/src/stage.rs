@@ -41,7 +41,14 @@ pub struct Chain {
     pub url: &'static str,
     /// The stages in the paper's order.
     pub stages: &'static [&'static dyn Stage],
+    /// Set-up every stage of the chain needs before its output runs (a runtime's zero, input count).
+    pub before_run: fn(&mut Machine, &RunCtx),
+    /// The counters the chain's runtimes add, each with what it counts (the page's labels).
+    pub counters: &'static [CounterInfo],
 }
+
+/// A chain's `before_run` that does nothing.
+pub fn nothing_before_run(_: &mut Machine, _: &RunCtx) {}
 
 /// The typed program a stage transforms, with `main : S → T`: the source, or the output of the stage
 /// it names as its input (`Input::After`), with the builtins that program uses.
@@ -190,7 +197,9 @@ pub const WRAPPER: &str = "grad";
 
 /// Calls the wrapper `WRAPPER` on `(input, seed)` and splits its `(primal, gradient)`.
 pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
-    split_pair(m.call(WRAPPER, vec![Value::pair(input.clone(), seed.clone())])?)
+    // found by role, not by name
+    let name = m.wrapper_name().ok_or_else(|| RunError::runtime(crate::diag::Span::NONE, "the output has no wrapper definition"))?;
+    split_pair(m.call(&name, vec![Value::pair(input.clone(), seed.clone())])?)
 }
 
 /// Splits the wrapper's `(primal, gradient)` result.
@@ -201,29 +210,10 @@ pub fn split_pair(v: Value) -> Result<(Value, Value), RunError> {
     }
 }
 
-/// Every top-level name some stage's output defines besides the source's own definitions. The
-/// pipeline renames user definitions with these names (`grad` → `grad_1`) before any stage runs, so
-/// generated code never captures or clashes with them. A stage that generates a new top-level name
-/// adds it here.
-pub const RESERVED: &[&str] = &[
-    WRAPPER,
-    "fwd",
-    "zip_S",
-    "primal_T",
-    "tangent_T",
-    "dot_T",
-    "zero_S",
-    "onehot_S",
-    "initVars_S",
-    "initZeros_T",
-    "lookup_S",
-    "mainDot",
-    "interleave",
-    "deinterleave",
-];
-
-/// The source program with any top-level definition or parameter whose name a stage generates
-/// (`grad`, `zero_S`, ...) renamed, with every use: `grad` becomes `grad_1` (the first free suffix).
+/// The program with any top-level definition or parameter named in `reserved` (names a stage's
+/// generated definitions take: `grad`, `zero_S`, ...) renamed, with every use: `grad` becomes `grad_1`
+/// (the first free suffix). The pipeline calls it when a stage's output has a generated definition
+/// (by `Role`) whose name a user definition has.
 pub fn without_reserved(p: &Program, reserved: &[&str]) -> Program {
     use std::collections::{HashMap, HashSet};
     let taken: HashSet<String> = p.defs.iter().map(|d| d.name.text.to_string()).chain(p.params.iter().map(|q| q.name.text.to_string())).collect();

@@ -47,7 +47,7 @@ enum Global {
 }
 
 pub struct Machine<'p> {
-    _program: &'p Program,
+    program: &'p Program,
     code: Lowered,
     globals: Vec<Global>,
     budget: Budget,
@@ -87,7 +87,7 @@ impl<'p> Machine<'p> {
             })
             .collect();
         Ok(Machine {
-            _program: program,
+            program,
             code,
             globals,
             budget,
@@ -113,6 +113,11 @@ impl<'p> Machine<'p> {
         })
     }
     /// Applies top-level definition `name` to `args`, one at a time.
+    /// The name of the program's wrapper (the definition whose role is `Role::Wrapper`), if it has one.
+    pub fn wrapper_name(&self) -> Option<String> {
+        self.program.defs.iter().find(|d| d.role == crate::ir::Role::Wrapper).map(|d| d.name.text.to_string())
+    }
+
     pub fn call(&mut self, name: &str, args: Vec<Value>) -> Result<Value, RunError> {
         let Some(&i) = self.code.index.get(name) else {
             return Err(RunError::runtime(Span::NONE, format!("no definition named `{name}`")));

@@ -1,7 +1,7 @@
 //! Interpreter tests over hand-built IR (the parser is written elsewhere).
 
 use super::*;
-use crate::ir::{Def, Expr, ExprKind, FunDef, LamKind, Name, Param, Pat, Prim, Program, Scheme, Type};
+use crate::ir::{Def, Expr, ExprKind, FunDef, LamKind, Name, Param, Pat, Prim, Program, Role, Scheme, Type};
 use std::rc::Rc;
 
 // ---------- IR builders ----------
@@ -92,7 +92,7 @@ fn bi(n: &str) -> Expr {
     ex(ExprKind::Builtin(Rc::from(n)))
 }
 fn def(n: &str, body: Expr) -> Def {
-    Def { name: Name::global(n), body, span: Span::NONE, scheme: None }
+    Def { name: Name::global(n), body, span: Span::NONE, scheme: None, role: Role::User }
 }
 fn prog(defs: Vec<Def>) -> Program {
     Program { params: vec![], input: None, defs, expects: vec![], next_id: 1000 }

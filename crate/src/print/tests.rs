@@ -1,6 +1,6 @@
 use super::*;
 use crate::diag::Span;
-use crate::ir::{Param, Scheme};
+use crate::ir::{Param, Role, Scheme};
 
 // ----- IR construction helpers -----
 
@@ -71,7 +71,7 @@ fn builtin(n: &str) -> Expr {
     mk(ExprKind::Builtin(Rc::from(n)))
 }
 fn def(name: &str, body: Expr) -> Def {
-    Def { name: Name::global(name), body, span: Span::NONE, scheme: None }
+    Def { name: Name::global(name), body, span: Span::NONE, scheme: None, role: Role::User }
 }
 fn fundef(name: &str, id: u32, body: Expr) -> FunDef {
     FunDef { name: Name::new(name, id), body, span: Span::NONE }

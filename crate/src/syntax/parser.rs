@@ -10,7 +10,7 @@ use super::lexer::{lex, Tok, Token};
 use super::nesting_error;
 use crate::diag::{line_col, Diagnostic, Span};
 use std::collections::HashMap;
-use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Param, Pat, Prim, Program, Type};
+use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Param, Pat, Prim, Program, Role, Type};
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -329,7 +329,7 @@ impl<'s> Parser<'s> {
         self.expect(&Tok::Eq, &what)?;
         let body = self.parse_expr("after `=`")?;
         let body = lams(LamKind::Plain, params, body, self.prev_end);
-        Ok((Def { name: Name::global(&name), body, span: self.since(start), scheme: None }, name_span))
+        Ok((Def { name: Name::global(&name), body, span: self.since(start), scheme: None, role: Role::User }, name_span))
     }
 
     fn param(&mut self) -> PResult<(Param, Span)> {

@@ -551,7 +551,12 @@ pub fn prepare(m: &mut Machine, input: &Value) {
     r.n_inputs = input.real_leaves().len() as i64;
 }
 
-/// Runs the wrapper after `prepare`: every dualrev stage's `Stage::run`.
+/// The chain's `before_run`: `prepare` for the run's input.
+pub fn before_run(m: &mut Machine, cx: &crate::stage::RunCtx) {
+    prepare(m, cx.input);
+}
+
+/// Runs the wrapper after `prepare` (for runs outside the pipeline).
 pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
     prepare(m, input);
     crate::stage::run_wrapper(m, input, seed)

@@ -1,6 +1,6 @@
 //! Smeding & Vákár: "Parallel Dual-Numbers Reverse AD" (JFP 2025), §§5–12.
 
-use crate::stage::Chain;
+use crate::stage::{Chain, CounterInfo};
 
 pub mod common;
 pub mod cayley;
@@ -30,4 +30,16 @@ pub static CHAIN: Chain = Chain {
         &tape::Tape,
         &parallel::Parallel,
     ],
+    before_run: common::before_run,
+    counters: COUNTERS,
 };
+
+/// The counters this chain's runtimes add to a run's cost.
+static COUNTERS: &[CounterInfo] = &[
+    CounterInfo { name: "backprop_calls", about: "calls of backpropagators (or resolve steps) during the backward pass" },
+    CounterInfo { name: "ids_allocated", about: "IDs handed out by the forward pass (one per backpropagator, Contrib or tape entry)" },
+    CounterInfo { name: "zero_leaves", about: "real leaves of the zero cotangent built (zeroC)" },
+    CounterInfo { name: "plus_leaves", about: "real leaves added by cotangent addition (plusC)" },
+    CounterInfo { name: "map_ops", about: "operations on the staged or sparse maps" },
+    CounterInfo { name: "forks", about: "parallel jobs forked by |||" },
+];

@@ -1,6 +1,6 @@
 //! Forward mode (Krawiec et al. §4, Figs. 3–4): the reference every other stage is checked against.
 
-use crate::stage::Chain;
+use crate::stage::{Chain, CounterInfo};
 
 mod forward;
 pub use forward::{has_real, Forward};
@@ -12,4 +12,10 @@ pub static CHAIN: Chain = Chain {
     citation: "Faustyna Krawiec, Simon Peyton Jones, Neel Krishnaswami, Tom Ellis, Richard A. Eisenberg, Andrew Fitzgibbon. Provably correct, asymptotically efficient, higher-order reverse-mode automatic differentiation. POPL 2022.",
     url: "https://doi.org/10.1145/3498710",
     stages: &[&forward::Forward],
+    before_run: crate::stage::nothing_before_run,
+    counters: COUNTERS,
 };
+
+/// The counters this chain's runtimes add to a run's cost.
+static COUNTERS: &[CounterInfo] = &[
+];
