@@ -9,6 +9,7 @@ pub mod interp;
 pub mod ir;
 pub mod limits;
 pub mod pipeline;
+pub mod prims;
 pub mod print;
 pub mod stage;
 pub mod stages;
