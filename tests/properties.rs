@@ -78,7 +78,10 @@ fn forward_agrees_with_finite_differences_on_random_programs() {
 fn generated_programs_are_varied_and_nontrivial() {
     // Guards the generator itself: programs use the constructs the properties are meant to cover.
     let all: String = (0..60u64).map(|s| gen::Gen::new(s).program(2, 5)).collect();
-    for construct in ["let ", "case ", "if ", "\\", "fst ", "real ", "sin ", "exp ", "log ", "atan2 ", "abs "] {
+    for construct in [
+        "let ", "case ", "if ", "\\", "fst ", "real ", "sin ", "exp ", "log ", "atan2 ", "abs ", " ** ", "atan ", "min ", "max ",
+        "floor ", "sinh ", "cosh ", "erf ", "log1p ", "expm1 ", "sigmoid ",
+    ] {
         assert!(all.contains(construct), "no `{construct}` in 60 generated programs");
     }
     assert!(all.matches("let loop").count() > 0, "no local recursion generated");

@@ -11,6 +11,7 @@ pub mod kit;
 pub mod ir;
 pub mod limits;
 pub mod pipeline;
+pub mod prims;
 pub mod print;
 pub mod stage;
 pub mod stages;

@@ -15,6 +15,7 @@
 //! iterative. Passes 1–3 recurse on the tree, which the pipeline's big-stack thread allows.
 
 use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Type};
+use crate::prims::{Assoc, Syntax};
 use crate::value::show_real;
 use pretty::{Arena, DocAllocator, DocBuilder};
 use std::collections::{HashMap, HashSet};
@@ -394,36 +395,29 @@ type D<'a> = DocBuilder<'a, Arena<'a>, ()>;
 /// Precedence levels of expressions: an expression of level `l` printed where level `c` is
 /// required gets parentheses when `l < c`.
 const OPEN: u8 = 0; // let, \, if, case, do: extend as far right as possible
-const NEG: u8 = 6; // unary minus and negative literals
-const APP: u8 = 7; // f a b, fst e, inl e, pure e, sin x
-const ATOM: u8 = 8;
+const NEG: u8 = crate::prims::NEG_PREC; // unary minus and negative literals
+// (the infix operators take their levels from the table of primitives: 1 `||` up to 7 `**`)
+const APP: u8 = crate::prims::MAX_PREC + 1; // f a b, fst e, inl e, pure e, sin x
+const ATOM: u8 = APP + 1;
 
-fn bin_level(p: Prim) -> Option<u8> {
-    use Prim::*;
-    Some(match p {
-        Or => 1,
-        And => 2,
-        Lt | Le | Gt | Ge | Eq | Ne => 3,
-        Add | Sub => 4,
-        Mul | Div | Mod => 5,
-        _ => return None,
-    })
-}
-
-/// The operator of a binary-operator application, with its level.
-fn as_binop(e: &Expr) -> Option<(Prim, u8, &Expr, &Expr)> {
+/// The operator of a binary-operator application, with its level and associativity.
+fn as_binop(e: &Expr) -> Option<(Prim, u8, Assoc, &Expr, &Expr)> {
     match &e.kind {
-        ExprKind::Prim(p, args) if args.len() == 2 => bin_level(*p).map(|l| (*p, l, &args[0], &args[1])),
+        ExprKind::Prim(p, args) if args.len() == 2 => match p.info().syntax {
+            Syntax::Infix(l, assoc) => Some((*p, l, assoc, &args[0], &args[1])),
+            _ => None,
+        },
         _ => None,
     }
 }
 
-/// Comparisons do not associate: both operands are printed one level up.
-fn left_ctx(l: u8) -> u8 {
-    if l == 3 {
-        4
-    } else {
-        l
+/// The levels the left and right operands of an operator are printed at: the side an operator
+/// associates to may hold the same level without parentheses; comparisons do not associate.
+fn operand_ctx(l: u8, assoc: Assoc) -> (u8, u8) {
+    match assoc {
+        Assoc::Left => (l, l + 1),
+        Assoc::Right => (l + 1, l),
+        Assoc::None => (l + 1, l + 1),
     }
 }
 
@@ -442,7 +436,7 @@ fn level(e: &Expr) -> u8 {
         Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) | Tuple(_) | Ann(..) => ATOM,
         App(..) | Fst(_) | Snd(_) | Inl(_) | Inr(_) | Pure(_) => APP,
         Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => NEG,
-        Prim(..) => as_binop(e).map_or(APP, |(_, l, _, _)| l),
+        Prim(..) => as_binop(e).map_or(APP, |(_, l, ..)| l),
         Lam(..) | Let(..) | LetRec(..) | If(..) | Case(..) | Bind(..) => OPEN,
         // `e1 ||| e2` binds more loosely than every other infix operator, and does not associate
         Par(..) => 1,
@@ -458,7 +452,7 @@ fn starts_with_minus(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => true,
         _ => match as_binop(e) {
-            Some((_, l, lhs, _)) => level(lhs) >= left_ctx(l) && starts_with_minus(lhs),
+            Some((_, l, assoc, lhs, _)) => level(lhs) >= operand_ctx(l, assoc).0 && starts_with_minus(lhs),
             None => false,
         },
     }
@@ -683,24 +677,46 @@ impl<'a, 'n> Printer<'a, 'n> {
         }
     }
 
-    /// A chain of one infix operator level: `a + b - c`, breaking before the operators.
+    /// A chain of one infix operator level: `a + b - c` (left-nested), `a ** b ** c`
+    /// (right-nested), breaking before the operators.
     fn binop(&self, e: &Expr) -> D<'a> {
         let a = self.a;
-        let (_, l, _, _) = as_binop(e).unwrap();
-        let mut rights = vec![];
-        let mut cur = e;
-        loop {
-            match as_binop(cur) {
-                Some((op, l2, lhs, rhs)) if l2 == l && (rights.is_empty() || l != 3) => {
-                    rights.push((op, rhs));
+        let (_, l, assoc, _, _) = as_binop(e).unwrap();
+        let (lctx, rctx) = operand_ctx(l, assoc);
+        // The operands in order, each with the operator before it (None for the first).
+        let mut items: Vec<(Option<Prim>, &Expr, u8)> = vec![];
+        match assoc {
+            Assoc::Left => {
+                let mut cur = e;
+                while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
+                    items.push((Some(op), rhs, rctx));
                     cur = lhs;
                 }
-                _ => break,
+                items.push((None, cur, lctx));
+                items.reverse();
+            }
+            Assoc::Right => {
+                let mut cur = e;
+                let mut op_before = None;
+                while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
+                    items.push((op_before, lhs, lctx));
+                    op_before = Some(op);
+                    cur = rhs;
+                }
+                items.push((op_before, cur, rctx));
+            }
+            Assoc::None => {
+                let (op, _, _, lhs, rhs) = as_binop(e).unwrap();
+                items.push((None, lhs, lctx));
+                items.push((Some(op), rhs, rctx));
             }
         }
-        let first = self.expr(cur, left_ctx(l));
-        let rest = a.concat(rights.into_iter().rev().map(|(op, r)| {
-            a.line().append(a.text(op.symbol())).append(a.space()).append(self.operand(r, l + 1))
+        let mut it = items.into_iter();
+        let (_, first, ctx) = it.next().expect("an operand");
+        let first = self.expr(first, ctx);
+        let rest = a.concat(it.map(|(op, r, ctx)| {
+            let sym = op.map_or("?", |p| p.symbol());
+            a.line().append(a.text(sym)).append(a.space()).append(self.operand(r, ctx))
         }));
         first.append(rest.nest(2)).group()
     }

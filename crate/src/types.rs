@@ -7,6 +7,7 @@
 use crate::diag::{Diagnostic, Span};
 use crate::interp::Builtins;
 use crate::ir::*;
+use crate::prims::{Base, Typing};
 use std::collections::{BTreeSet, HashMap};
 
 /// Infers and annotates the types of a whole program.
@@ -190,7 +191,7 @@ impl Cx<'_> {
             match self.shallow(&t) {
                 Type::Var(v) => self.subst[v as usize] = Some(Type::Real), // defaulting
                 Type::Real | Type::Int => {}
-                Type::Bool if matches!(op, Prim::Eq | Prim::Ne) => {}
+                Type::Bool if op.info().typing == Typing::Equality => {}
                 other => {
                     return Err(Diagnostic::error(
                         span,
@@ -386,40 +387,27 @@ impl Cx<'_> {
         Ok(t)
     }
 
+    /// A primitive's type, from the typing class in its row (prims.rs).
     fn prim(&mut self, op: Prim, args: &[(Type, Span)], span: Span) -> Result<Type, Diagnostic> {
-        use Prim::*;
-        let want = |cx: &mut Cx, i: usize, t: &Type| cx.unify(t, &args[i].0, args[i].1);
-        Ok(match op {
-            Add | Sub | Mul | Div | Neg | Abs | Lt | Le | Gt | Ge | Eq | Ne => {
-                let t = self.fresh();
-                for i in 0..args.len() {
-                    want(self, i, &t)?;
-                }
-                self.numeric.push((t.clone(), span, op));
-                if matches!(op, Lt | Le | Gt | Ge | Eq | Ne) { Type::Bool } else { t }
+        let base = |b: Base| match b {
+            Base::R => Type::Real,
+            Base::Z => Type::Int,
+            Base::Bool => Type::Bool,
+        };
+        let typing = op.info().typing;
+        if let Typing::Mono(params, result) = typing {
+            for ((t, s), &b) in args.iter().zip(params) {
+                self.unify(&base(b), t, *s)?;
             }
-            Mod => {
-                want(self, 0, &Type::Int)?;
-                want(self, 1, &Type::Int)?;
-                Type::Int
-            }
-            And | Or | Not => {
-                for i in 0..args.len() {
-                    want(self, i, &Type::Bool)?;
-                }
-                Type::Bool
-            }
-            Sin | Cos | Tan | Exp | Log | Sqrt | Tanh | Atan2 => {
-                for i in 0..args.len() {
-                    want(self, i, &Type::Real)?;
-                }
-                Type::Real
-            }
-            ToReal => {
-                want(self, 0, &Type::Int)?;
-                Type::Real
-            }
-        })
+            return Ok(base(result));
+        }
+        // Overloaded: one type for every argument, R or Z (or Bool for equality), decided later.
+        let t = self.fresh();
+        for (a, s) in args {
+            self.unify(&t, a, *s)?;
+        }
+        self.numeric.push((t.clone(), span, op));
+        Ok(if typing == Typing::Numeric { t } else { Type::Bool })
     }
 }
 

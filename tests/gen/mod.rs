@@ -44,7 +44,7 @@ impl Gen {
             return if self.below(4) == 0 || env.is_empty() { self.literal() } else { self.pick(env).clone() };
         }
         let d = depth - 1;
-        match self.below(17) {
+        match self.below(18) {
             0 | 1 => format!("({} + {})", self.real(env, ienv, d), self.real(env, ienv, d)),
             2 => format!("({} - {})", self.real(env, ienv, d), self.real(env, ienv, d)),
             3 | 4 => format!("({} * {})", self.real(env, ienv, d), self.real(env, ienv, d)),
@@ -125,6 +125,23 @@ impl Gen {
                 )
             }
             15 if !ienv.is_empty() => format!("(real {} * {})", self.pick(ienv).clone(), self.real(env, ienv, d)),
+            16 => {
+                // the primitives of the table's later rows, each in a domain where it is smooth
+                // and finite (** with a base in [0.5, 2.5], or an integer exponent on any base)
+                let e = self.real(env, ienv, d);
+                match self.below(10) {
+                    0 => format!("((1.5 + sin {e}) ** cos {})", self.real(env, ienv, d)),
+                    1 => format!("({e} ** 2.0)"),
+                    2 => format!("(atan {e})"),
+                    3 => format!("(min {e} {})", self.real(env, ienv, d)),
+                    4 => format!("(max {e} {})", self.real(env, ienv, d)),
+                    5 => format!("(floor {e} * {})", self.real(env, ienv, d)),
+                    6 => format!("(sinh (sin {e}) + cosh (cos {e}))"),
+                    7 => format!("(erf {e} - expm1 (sin {e}))"),
+                    8 => format!("(log1p ({e} * {e}))"),
+                    _ => format!("(sigmoid {e})"),
+                }
+            }
             _ => format!("(abs (3.0 + sin {}) * {})", self.real(env, ienv, d), self.real(env, ienv, d)),
         }
     }

@@ -63,6 +63,12 @@ CASES = [
     ("atan2-angle", "(0.3, -1.1)", None,
      "def main (x, y) = atan2 y x * sqrt (x * x + y * y) + abs (x - y)",
      lambda v: np.arctan2(v[1], v[0]) * np.sqrt(v[0] ** 2 + v[1] ** 2) + np.abs(v[0] - v[1])),
+    ("power-and-friends", "(1.3, 0.6)", None,
+     "def main (x, y) = x ** y + atan (x * y) * sinh y - cosh (x - y) + min x y * max (x * y) 1.0"
+     " + floor (2.0 * x) * y + log1p (x * x) - expm1 (-y) + sigmoid (x - 3.0 * y)",
+     lambda v: v[0] ** v[1] + np.arctan(v[0] * v[1]) * np.sinh(v[1]) - np.cosh(v[0] - v[1])
+     + np.minimum(v[0], v[1]) * np.maximum(v[0] * v[1], 1.0) + np.floor(2 * v[0]) * v[1]
+     + np.log1p(v[0] ** 2) - np.expm1(-v[1]) + 1 / (1 + np.exp(-(v[0] - 3 * v[1])))),
 ]
 
 

@@ -6,7 +6,9 @@ const KEYWORDS = new Set(['def', 'let', 'in', 'if', 'then', 'else', 'case', 'of'
   'grad', 'primal', 'do', 'return', 'where', 'rec', 'λ', 'fun', 'for', 'with']);
 const CONSTRUCTORS = new Set(['inl', 'inr', 'true', 'false', 'fst', 'snd', 'not', 'mod', 'Zero', 'Var', 'Add',
   'Scale', 'Let', 'OneHot', 'Contrib', 'Sum', 'Pair']);
-const BUILTINS = new Set(['sin', 'cos', 'tan', 'exp', 'log', 'sqrt', 'tanh', 'atan2', 'abs', 'real']);
+// The named primitives (crate/src/prims.rs).
+const BUILTINS = new Set(['sin', 'cos', 'tan', 'exp', 'log', 'sqrt', 'tanh', 'atan2', 'abs', 'real', 'atan', 'min',
+  'max', 'floor', 'sinh', 'cosh', 'erf', 'log1p', 'expm1', 'sigmoid']);
 const TYPES = new Set(['R', 'Z', 'Bool', 'Delta', 'M', 'Map', 'Array', 'Staged', 'ID']);
 
 /** One token of `stream`; returns a CodeMirror token name or null. */
@@ -25,7 +27,7 @@ export function token(stream) {
     if (stream.string.slice(0, stream.start).match(/^\s*def\s+$/)) return 'def';
     return 'variableName';
   }
-  if (stream.match(/^(->|<-|=>|<=|>=|==|!=|&&|\|\||[λ\\⊸⊕⊗←→∘·⊢])/)) return 'operator';
+  if (stream.match(/^(->|<-|=>|<=|>=|==|!=|&&|\|\||\*\*|[λ\\⊸⊕⊗←→∘·⊢])/)) return 'operator';
   if (stream.match(/^[+\-*/<>=|:]/)) return 'operator';
   if (stream.match(/^[()[\]{},;]/)) return 'punctuation';
   stream.next();

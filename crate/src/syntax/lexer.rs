@@ -24,7 +24,6 @@ pub enum Tok {
     Do,
     True,
     False,
-    Mod,
     // punctuation
     LParen,
     RParen,
@@ -44,18 +43,9 @@ pub enum Tok {
     Lollipop,
     Bar,
     Eq,
-    EqEq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    Plus,
-    Minus,
-    Star,
-    Slash,
-    AndAnd,
-    OrOr,
+    /// An operator primitive's symbol (`+`, `-`, `**`, `<=`, `&&`, `mod`, ...): the table of
+    /// primitives (prims.rs) lists them, with their precedence.
+    Op(&'static str),
     /// `|||`, the parallel pair (Smeding & Vákár §12)
     Par3,
     Underscore,
@@ -91,7 +81,6 @@ impl Tok {
             Tok::Do => "do",
             Tok::True => "true",
             Tok::False => "false",
-            Tok::Mod => "mod",
             Tok::LParen => "(",
             Tok::RParen => ")",
             Tok::LBrace => "{",
@@ -106,18 +95,7 @@ impl Tok {
             Tok::Lollipop => "⊸",
             Tok::Bar => "|",
             Tok::Eq => "=",
-            Tok::EqEq => "==",
-            Tok::Ne => "!=",
-            Tok::Lt => "<",
-            Tok::Le => "<=",
-            Tok::Gt => ">",
-            Tok::Ge => ">=",
-            Tok::Plus => "+",
-            Tok::Minus => "-",
-            Tok::Star => "*",
-            Tok::Slash => "/",
-            Tok::AndAnd => "&&",
-            Tok::OrOr => "||",
+            Tok::Op(s) => s,
             Tok::Par3 => "|||",
             Tok::Underscore => "_",
             Tok::Ident(_) | Tok::Int(_) | Tok::Real(_) | Tok::Eof => "",
@@ -147,12 +125,11 @@ fn keyword(s: &str) -> Option<Tok> {
         "do" => Tok::Do,
         "true" => Tok::True,
         "false" => Tok::False,
-        "mod" => Tok::Mod,
         "_" => Tok::Underscore,
         // Printed reals read back: `nan`, `inf` (and `-inf` as a negated `inf`).
         "inf" => Tok::Real(f64::INFINITY),
         "nan" => Tok::Real(f64::NAN),
-        _ => return None,
+        _ => return crate::prims::operator(s).map(Tok::Op),
     })
 }
 
@@ -206,15 +183,11 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
             continue;
         }
         let two = src.get(i..i + 2).unwrap_or("");
-        let (tok, len) = match two {
-            "->" => (Tok::Arrow, 2),
-            "<-" => (Tok::LArrow, 2),
-            "==" => (Tok::EqEq, 2),
-            "!=" => (Tok::Ne, 2),
-            "<=" => (Tok::Le, 2),
-            ">=" => (Tok::Ge, 2),
-            "&&" => (Tok::AndAnd, 2),
-            "||" => (Tok::OrOr, 2),
+        let op = crate::prims::operator_prefix_of(&src[i..]);
+        let (tok, len) = match (two, op) {
+            ("->", _) => (Tok::Arrow, 2),
+            ("<-", _) => (Tok::LArrow, 2),
+            (_, Some(op)) => (Tok::Op(op), op.len()),
             _ => {
                 let tok = match c {
                     '(' => Tok::LParen,
@@ -231,12 +204,6 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
                     '⊸' => Tok::Lollipop,
                     '|' => Tok::Bar,
                     '=' => Tok::Eq,
-                    '<' => Tok::Lt,
-                    '>' => Tok::Gt,
-                    '+' => Tok::Plus,
-                    '-' => Tok::Minus,
-                    '*' => Tok::Star,
-                    '/' => Tok::Slash,
                     '&' => {
                         return Err(Diagnostic::error(
                             Span::new(i, i + 1),

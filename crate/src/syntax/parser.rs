@@ -11,6 +11,7 @@ use super::nesting_error;
 use crate::diag::{line_col, Diagnostic, Span};
 use std::collections::HashMap;
 use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Param, Pat, Prim, Program, Role, Type};
+use crate::prims::{self, Assoc};
 
 type PResult<T> = Result<T, Diagnostic>;
 
@@ -75,39 +76,22 @@ pub fn parse_type_raw(src: &str) -> Result<Type, Diagnostic> {
     Ok(t)
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Assoc {
-    Left,
-    Right,
-    None,
-}
-
-/// Binary operators: `None` is `|||`, the parallel pair, loosest of all and not associative.
+/// Binary operators: `None` is `|||`, the parallel pair, loosest of all and not associative; the
+/// others are the infix primitives of the table (prims.rs).
 fn binop(t: &Tok) -> Option<(Option<Prim>, u8, Assoc)> {
-    if *t == Tok::Par3 {
-        return Some((None, 0, Assoc::None));
+    match t {
+        Tok::Par3 => Some((None, 0, Assoc::None)),
+        Tok::Op(s) => prims::infix_op(s).map(|(p, prec, assoc)| (Some(p), prec, assoc)),
+        _ => None,
     }
-    let (p, l, a) = binop_prim(t)?;
-    Some((Some(p), l, a))
 }
 
-fn binop_prim(t: &Tok) -> Option<(Prim, u8, Assoc)> {
-    Some(match t {
-        Tok::OrOr => (Prim::Or, 1, Assoc::Right),
-        Tok::AndAnd => (Prim::And, 2, Assoc::Right),
-        Tok::EqEq => (Prim::Eq, 3, Assoc::None),
-        Tok::Ne => (Prim::Ne, 3, Assoc::None),
-        Tok::Lt => (Prim::Lt, 3, Assoc::None),
-        Tok::Le => (Prim::Le, 3, Assoc::None),
-        Tok::Gt => (Prim::Gt, 3, Assoc::None),
-        Tok::Ge => (Prim::Ge, 3, Assoc::None),
-        Tok::Plus => (Prim::Add, 4, Assoc::Left),
-        Tok::Minus => (Prim::Sub, 4, Assoc::Left),
-        Tok::Star => (Prim::Mul, 5, Assoc::Left),
-        Tok::Slash => (Prim::Div, 5, Assoc::Left),
-        Tok::Mod => (Prim::Mod, 5, Assoc::Left),
-        _ => return None,
-    })
+/// A prefix operator (`-`), with its precedence.
+fn prefix(t: &Tok) -> Option<(Prim, u8)> {
+    match t {
+        Tok::Op(s) => prims::prefix_op(s),
+        _ => None,
+    }
 }
 
 fn starts_atom(t: &Tok) -> bool {
@@ -116,6 +100,14 @@ fn starts_atom(t: &Tok) -> bool {
 
 fn starts_pat(t: &Tok) -> bool {
     matches!(t, Tok::Ident(_) | Tok::Underscore | Tok::LParen)
+}
+
+/// An operator waiting for its right operand: `op` None is `|||`.
+struct Pending {
+    op: Option<Prim>,
+    prec: u8,
+    span: Span,
+    prefix: bool,
 }
 
 /// A construct whose last part extends as far right as possible, waiting for that part.
@@ -215,7 +207,8 @@ impl<'s> Parser<'s> {
     }
     fn starts_expr(&self) -> bool {
         starts_atom(self.peek())
-            || matches!(self.peek(), Tok::Lambda | Tok::Let | Tok::If | Tok::Case | Tok::Minus)
+            || matches!(self.peek(), Tok::Lambda | Tok::Let | Tok::If | Tok::Case)
+            || prefix(self.peek()).is_some()
     }
     /// The message for a token that cannot continue what came before it.
     fn junk(&self, what: &str) -> Diagnostic {
@@ -336,7 +329,7 @@ impl<'s> Parser<'s> {
         let start = self.bump().span.start;
         let (name, name_span) = self.ident("a name after `param`")?;
         self.expect(&Tok::Eq, &format!("`=` after `param {name}`"))?;
-        let neg = self.eat(&Tok::Minus).is_some();
+        let neg = self.eat(&Tok::Op("-")).is_some();
         let value = match *self.peek() {
             Tok::Int(n) => {
                 let span = self.bump().span;
@@ -573,25 +566,44 @@ impl<'s> Parser<'s> {
         Ok((is_inl, pat))
     }
 
-    /// Binary operators by precedence climbing with explicit stacks.
+    /// Operators by precedence climbing with explicit stacks: the infix primitives and `|||`, and
+    /// prefix `-`, which takes in a tighter infix operator on its right (`-x ** 2` is `-(x ** 2)`,
+    /// as in Haskell and Python) and stops at a looser one (`-x * y` is `(-x) * y`).
     fn parse_binary(&mut self, ctx: &str) -> PResult<Expr> {
-        let mut operands = vec![self.parse_operand(ctx)?];
-        let mut ops: Vec<(Option<Prim>, u8, Assoc, Span)> = vec![];
-        fn reduce(operands: &mut Vec<Expr>, ops: &mut Vec<(Option<Prim>, u8, Assoc, Span)>) {
-            let (op, ..) = ops.pop().expect("operator");
+        let mut operands: Vec<Expr> = vec![];
+        let mut ops: Vec<Pending> = vec![];
+        fn reduce(operands: &mut Vec<Expr>, ops: &mut Vec<Pending>) {
+            let p = ops.pop().expect("operator");
             let rhs = operands.pop().expect("rhs");
+            if p.prefix {
+                let span = p.span.to(rhs.span);
+                let op = p.op.expect("a prefix operator is a primitive");
+                operands.push(Expr::new(ExprKind::Prim(op, vec![rhs]), span));
+                return;
+            }
             let lhs = operands.pop().expect("lhs");
             let span = lhs.span.to(rhs.span);
-            let kind = match op {
+            let kind = match p.op {
                 Some(op) => ExprKind::Prim(op, vec![lhs, rhs]),
                 None => ExprKind::Par(Box::new(lhs), Box::new(rhs)),
             };
             operands.push(Expr::new(kind, span));
         }
-        while let Some((op, prec, assoc)) = binop(self.peek()) {
+        let mut ctx = ctx.to_string();
+        loop {
+            let mut prefixes = 0;
+            while let Some((op, prec)) = prefix(self.peek()) {
+                let span = self.bump().span;
+                ops.push(Pending { op: Some(op), prec, span, prefix: true });
+                prefixes += 1;
+                ctx = format!("after `{}`", op.symbol());
+            }
+            let e = self.parse_operand(&ctx, &mut ops, prefixes)?;
+            operands.push(e);
+            let Some((op, prec, assoc)) = binop(self.peek()) else { break };
             let op_span = self.bump().span;
-            while let Some(&(_, tprec, _, tspan)) = ops.last() {
-                if tprec > prec || (tprec == prec && assoc == Assoc::Left) {
+            while let Some(&Pending { prec: tprec, span: tspan, prefix, .. }) = ops.last() {
+                if tprec > prec || (tprec == prec && (assoc == Assoc::Left || prefix)) {
                     reduce(&mut operands, &mut ops);
                 } else if tprec == prec && assoc == Assoc::None && op.is_none() {
                     return Err(Diagnostic::error(op_span, "`|||` does not associate: write `(a ||| b) ||| c` or `a ||| (b ||| c)`"));
@@ -609,8 +621,8 @@ impl<'s> Parser<'s> {
                     break;
                 }
             }
-            ops.push((op, prec, assoc, op_span));
-            operands.push(self.parse_operand(&format!("after `{}`", op.map_or("|||", |p| p.symbol())))?);
+            ops.push(Pending { op, prec, span: op_span, prefix: false });
+            ctx = format!("after `{}`", op.map_or("|||", |p| p.symbol()));
         }
         while !ops.is_empty() {
             reduce(&mut operands, &mut ops);
@@ -618,36 +630,28 @@ impl<'s> Parser<'s> {
         Ok(operands.pop().expect("operand"))
     }
 
-    /// Unary minus (any number of them), then an application or a block (`\`, `let`, `if`, `case`).
-    fn parse_operand(&mut self, ctx: &str) -> PResult<Expr> {
-        let mut minus = vec![];
-        while let Some(s) = self.eat(&Tok::Minus) {
-            minus.push(s);
-        }
-        let ctx = if minus.is_empty() { ctx.to_string() } else { "after `-`".to_string() };
+    /// An application or a block (`\`, `let`, `if`, `case`), after `prefixes` prefix operators
+    /// (the last ones on `ops`).
+    fn parse_operand(&mut self, ctx: &str, ops: &mut Vec<Pending>, prefixes: usize) -> PResult<Expr> {
         if !self.starts_expr() {
-            return Err(self.expected_expr(&ctx));
+            return Err(self.expected_expr(ctx));
         }
-        let mut e = if matches!(self.peek(), Tok::Lambda | Tok::Let | Tok::If | Tok::Case) || self.is_lin_lambda() {
-            self.parse_expr(&ctx)?
-        } else if let (Tok::Int(n), Some(m)) = (self.peek().clone(), minus.last().copied()) {
+        if matches!(self.peek(), Tok::Lambda | Tok::Let | Tok::If | Tok::Case) || self.is_lin_lambda() {
+            return self.parse_expr(ctx);
+        }
+        let minus = ops.last().filter(|p| prefixes > 0 && p.op == Some(Prim::Neg)).map(|p| p.span);
+        if let (Tok::Int(n), Some(m)) = (self.peek().clone(), minus) {
             // `-9223372036854775808` is in range although its digits are not.
             let span = self.bump().span;
             let v = if n > i64::MAX as u128 {
-                minus.pop();
+                ops.pop();
                 Expr::new(ExprKind::Int(i64::MIN), m.to(span))
             } else {
                 Expr::new(ExprKind::Int(n as i64), span)
             };
-            self.parse_app(Some(v))?
-        } else {
-            self.parse_app(None)?
-        };
-        while let Some(m) = minus.pop() {
-            let span = m.to(e.span);
-            e = Expr::new(ExprKind::Prim(Prim::Neg, vec![e]), span);
+            return self.parse_app(Some(v));
         }
-        Ok(e)
+        self.parse_app(None)
     }
 
     /// `f a b c`: left-nested applications of atoms.
@@ -820,7 +824,7 @@ impl<'s> Parser<'s> {
 
     fn parse_sum_type(&mut self) -> PResult<(Type, Span)> {
         let mut items = vec![self.parse_app_type()?];
-        while self.eat(&Tok::Plus).is_some() {
+        while self.eat(&Tok::Op("+")).is_some() {
             if !starts_type(self.peek()) {
                 return Err(self.expected("a type after `+`"));
             }

@@ -21,8 +21,8 @@ enum Head {
 }
 
 fn head_of(text: &str) -> Option<Head> {
-    if let Some((_, p, n)) = Prim::NAMED.iter().find(|(s, _, _)| *s == text) {
-        return Some(Head::Prim(*p, *n));
+    if let Some(p) = crate::prims::named_prim(text) {
+        return Some(Head::Prim(p, p.arity()));
     }
     FORMS.iter().find(|s| **s == text).map(|s| Head::Form(s))
 }
@@ -296,7 +296,7 @@ impl<'b> Resolver<'b> {
     fn suggest(&self, text: &str) -> Option<String> {
         let mut cands: Vec<&str> = self.scope.iter().filter(|(_, v)| !v.is_empty()).map(|(k, _)| &**k).collect();
         cands.extend(self.globals.iter().map(|k| &**k));
-        cands.extend(Prim::NAMED.iter().map(|(s, _, _)| *s));
+        cands.extend(crate::prims::PRIMS.iter().filter(|r| r.prim.is_named()).map(|r| r.name));
         cands.extend(FORMS.iter().copied());
         cands.sort();
         cands.dedup();

@@ -114,6 +114,30 @@ fn arithmetic_precedence() {
 }
 
 #[test]
+fn power_binds_tighter_than_minus_and_times_and_associates_right() {
+    // as in Haskell and Python: -x ** 2 = -(x ** 2)
+    assert_eq!(e("-x ** 2.0"), "(neg (** x 2.0))");
+    assert_eq!(e("(-x) ** 2.0"), "(** (neg x) 2.0)");
+    assert_eq!(e("a ** b ** c"), "(** a (** b c))");
+    assert_eq!(e("2.0 * x ** 3.0"), "(* 2.0 (** x 3.0))");
+    assert_eq!(e("x ** 2.0 * y"), "(* (** x 2.0) y)");
+    assert_eq!(e("x ** -y"), "(** x (neg y))");
+    assert_eq!(e("x ** -y * z"), "(* (** x (neg y)) z)");
+    assert_eq!(e("a * -b ** c"), "(* a (neg (** b c)))");
+    assert_eq!(e("f x ** g y"), "(** (f x) (g y))");
+    assert_eq!(e("x**2.0"), "(** x 2.0)");
+    assert!(errs("def main x = x * * x").contains("1:18: error: expected an expression after `*`, found `*`"));
+}
+
+#[test]
+fn new_named_primitives_are_saturated_or_eta_expanded() {
+    assert_eq!(e("min a b + max c d"), "(+ (min a b) (max c d))");
+    assert_eq!(e("floor (atan x)"), "(floor (atan x))");
+    assert_eq!(e("sigmoid (log1p x) - expm1 (erf (sinh (cosh x)))"), "(- (sigmoid (log1p x)) (expm1 (erf (sinh (cosh x)))))");
+    assert_eq!(e("min a"), "(\\x#1 (min a x#1))");
+}
+
+#[test]
 fn logic_and_comparison_precedence() {
     assert_eq!(e("a || b || c"), "(|| a (|| b c))");
     assert_eq!(e("a && b && c"), "(&& a (&& b c))");
