@@ -6,6 +6,7 @@ pub mod build;
 pub mod deriv;
 pub mod diag;
 pub mod interp;
+pub mod kit;
 pub mod ir;
 pub mod limits;
 pub mod pipeline;

@@ -1,0 +1,426 @@
+//! The kit's program passes (issue 8, item 3): each preserves the meaning of `main` (the source and
+//! the output run in the interpreter agree, on every example the pass accepts and on random
+//! well-typed programs), its output type-checks, and it has its structural property:
+//! monomorphise — no type variables; inline_all — no calls left; closure_convert — every lambda
+//! closed; defunctionalise — no lambdas but top-level parameters.
+
+#[path = "../../tests/gen/mod.rs"]
+#[allow(dead_code)]
+mod gen;
+
+use cotangent::diag::Diagnostic;
+use cotangent::interp::{Budget, Builtins};
+use cotangent::ir::*;
+use cotangent::kit::passes::closure_convert::closure_convert;
+use cotangent::kit::passes::defunctionalise::defunctionalise;
+use cotangent::kit::passes::inline::inline_all;
+use cotangent::kit::passes::monomorphise::monomorphise;
+use cotangent::kit::passes::{all_exprs, free_locals, has_type_vars};
+use cotangent::pipeline::{approx_same, front_end, run_source};
+use cotangent::print::{print_program, PrintOptions};
+use cotangent::value::Value;
+use cotangent::{limits, syntax, types};
+use proptest::prelude::*;
+
+const BUDGET: usize = 200_000;
+
+#[derive(Clone, Copy, Debug)]
+enum Pass {
+    Mono,
+    Inline,
+    Cc,
+    Defun,
+}
+
+const PASSES: [Pass; 4] = [Pass::Mono, Pass::Inline, Pass::Cc, Pass::Defun];
+
+fn apply(pass: Pass, p: &Program) -> Result<Program, Diagnostic> {
+    match pass {
+        Pass::Mono => monomorphise(p),
+        Pass::Inline => inline_all(p, BUDGET),
+        Pass::Cc => closure_convert(p),
+        Pass::Defun => defunctionalise(p),
+    }
+}
+
+fn front(src: &str) -> (Program, Value) {
+    let (p, s, _) = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}\n{src}"));
+    let input = syntax::value_of(p.input.as_ref().expect("an input")).expect("a value");
+    assert!(cotangent::pipeline::fits(&input, &s));
+    (p, input)
+}
+
+fn show(p: &Program) -> String {
+    print_program(p, &PrintOptions::ascii())
+}
+
+/// Every lambda of the output and whether it sits at the top of a definition.
+fn lambdas(p: &Program) -> Vec<(&Expr, bool)> {
+    let tops: Vec<*const Expr> = p.defs.iter().map(|d| &d.body as *const Expr).collect();
+    all_exprs(p).into_iter().filter(|e| matches!(e.kind, ExprKind::Lam(..))).map(|e| (e, tops.contains(&(e as *const Expr)))).collect()
+}
+
+/// Whether the function-typed values of `p` are all known statically (no `if`/`case` yields a
+/// function): then inline_all leaves no application and no lambda but `main`'s.
+fn statically_known(p: &Program) -> bool {
+    all_exprs(p).iter().all(|e| !matches!(e.kind, ExprKind::If(..) | ExprKind::Case(..)) || e.ty.is_first_order())
+}
+
+/// The structural property of each pass; `Err` says what is wrong.
+fn structure(pass: Pass, src: &Program, out: &Program) -> Result<(), String> {
+    match pass {
+        Pass::Mono => {
+            for d in &out.defs {
+                let s = d.scheme.as_ref().ok_or("untyped output")?;
+                if !s.vars.is_empty() || has_type_vars(&s.ty) {
+                    return Err(format!("`{}` is still polymorphic", d.name.text));
+                }
+            }
+            if let Some(e) = all_exprs(out).into_iter().find(|e| has_type_vars(&e.ty)) {
+                return Err(format!("a type variable remains at {:?}", e.kind));
+            }
+        }
+        Pass::Inline => {
+            if out.defs.len() != 1 {
+                return Err("more than `main` remains".into());
+            }
+            for e in all_exprs(out) {
+                if let ExprKind::App(f, _) = &e.kind {
+                    if matches!(f.kind, ExprKind::Lam(..)) || matches!(&f.kind, ExprKind::Var(n) if n.is_global()) {
+                        return Err("a call of a known function remains".into());
+                    }
+                    if statically_known(src) {
+                        return Err("an application remains although every function is known".into());
+                    }
+                }
+            }
+            if statically_known(src) && lambdas(out).len() != 1 {
+                return Err("a lambda besides main's remains".into());
+            }
+        }
+        Pass::Cc => {
+            for (l, _) in lambdas(out) {
+                let fv = free_locals(l);
+                if !fv.is_empty() {
+                    return Err(format!("a lambda is not closed: it captures {:?}", fv.iter().map(|n| n.text.to_string()).collect::<Vec<_>>()));
+                }
+            }
+        }
+        Pass::Defun => {
+            if let Some((l, _)) = lambdas(out).into_iter().find(|(_, top)| !top) {
+                return Err(format!("a lambda remains inside a definition at {:?}", l.span));
+            }
+            for d in &out.defs {
+                let is_fn = matches!(d.scheme.as_ref().map(|s| &s.ty), Some(Type::Fun(..)));
+                if is_fn != matches!(d.body.kind, ExprKind::Lam(..)) {
+                    return Err(format!("`{}` is a function value that is not a definition's parameter", d.name.text));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `pass`; `Ok(None)` when it refused with a located message.
+fn check(pass: Pass, src_text: &str) -> Result<Option<Program>, String> {
+    let (p, input) = front(src_text);
+    let want = run_source(&p, &input, &Budget::default()).map_err(|e| format!("source fails: {}", e.message()))?;
+    let out = match apply(pass, &p) {
+        Ok(out) => out,
+        Err(d) if d.message.contains("internal error") => return Err(format!("{pass:?}: {}\n{src_text}", d.message)),
+        Err(d) if d.span.is_none() => return Err(format!("{pass:?}: unlocated refusal: {}", d.message)),
+        Err(_) => return Ok(None),
+    };
+    let mut again = out.clone();
+    types::check_program(&mut again, &Builtins::new()).map_err(|d| format!("{pass:?}: output does not type-check: {}\n{}", d.message, show(&out)))?;
+    structure(pass, &p, &out).map_err(|m| format!("{pass:?}: {m}\n{}", show(&out)))?;
+    // Printed programs parse back.
+    syntax::parse_program(&show(&out)).map_err(|d| format!("{pass:?}: printed output does not parse: {d:?}\n{}", show(&out)))?;
+    let got = run_source(&out, &input, &Budget::default()).map_err(|e| format!("{pass:?}: output fails: {}\n{}", e.message(), show(&out)))?;
+    if !approx_same(&got, &want) {
+        return Err(format!("{pass:?}: {got} but the source gives {want}\n{}", show(&out)));
+    }
+    Ok(Some(out))
+}
+
+fn examples() -> Vec<(String, String)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "cot"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().to_string(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn every_pass_preserves_every_example_it_accepts() {
+    let r = limits::run_with_stack(|| {
+        let mut report = vec![];
+        for pass in PASSES {
+            let mut refused = vec![];
+            for (name, src) in examples() {
+                match check(pass, &src) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => refused.push(name),
+                    Err(e) => return Err(format!("{name}: {e}")),
+                }
+            }
+            report.push((pass, refused));
+        }
+        Ok(report)
+    });
+    let report = r.unwrap_or_else(|e| panic!("{e}"));
+    let refused = |p: usize| report[p].1.clone();
+    assert!(refused(0).is_empty(), "monomorphise refused {:?}", refused(0));
+    // inline_all refuses exactly the recursive examples.
+    for name in refused(1) {
+        let src = examples().into_iter().find(|(n, _)| *n == name).unwrap().1;
+        assert!(src.contains(" k ") || src.contains(" n ") || src.contains("let go") || src.contains("tree"), "{name} refused by inline_all");
+    }
+    assert_eq!(refused(1).len(), 8, "inline_all refused {:?}", refused(1));
+    // Closures that hold closures of their own lambda need recursive types: `twice (twice double)`.
+    assert_eq!(refused(2), vec!["dualrev-shared-closure".to_string()]);
+    assert_eq!(refused(3), vec!["dualrev-shared-closure".to_string()]);
+}
+
+#[test]
+fn inline_all_makes_shared_closure_example_first_order_and_then_it_converts() {
+    let src = examples().into_iter().find(|(n, _)| n == "dualrev-shared-closure").unwrap().1;
+    let (p, input) = front(&src);
+    let inl = inline_all(&p, BUDGET).unwrap();
+    assert!(structure(Pass::Inline, &p, &inl).is_ok());
+    let want = run_source(&p, &input, &Budget::default()).unwrap();
+    for out in [closure_convert(&inl).unwrap(), defunctionalise(&inl).unwrap()] {
+        assert!(approx_same(&run_source(&out, &input, &Budget::default()).unwrap(), &want));
+    }
+}
+
+fn random_check(pass: Pass, seed: u64, arity: usize, depth: usize) -> Result<bool, String> {
+    let src = gen::Gen::new(seed).program(arity, depth);
+    limits::run_with_stack(move || check(pass, &src).map(|o| o.is_some()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn monomorphise_preserves_random_programs(seed in any::<u64>(), arity in 1usize..4, depth in 1usize..6) {
+        let r = random_check(Pass::Mono, seed, arity, depth);
+        prop_assert_eq!(r, Ok(true));
+    }
+
+    #[test]
+    fn inline_all_preserves_random_programs(seed in any::<u64>(), arity in 1usize..4, depth in 1usize..6) {
+        // Refused only for local recursion (`let loop k acc = …`), with a located message.
+        let r = random_check(Pass::Inline, seed, arity, depth);
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+        if r == Ok(false) {
+            prop_assert!(gen::Gen::new(seed).program(arity, depth).contains("let loop"));
+        }
+    }
+
+    #[test]
+    fn closure_convert_preserves_random_programs(seed in any::<u64>(), arity in 1usize..4, depth in 1usize..6) {
+        let r = random_check(Pass::Cc, seed, arity, depth);
+        prop_assert_eq!(r, Ok(true));
+    }
+
+    #[test]
+    fn defunctionalise_preserves_random_programs(seed in any::<u64>(), arity in 1usize..4, depth in 1usize..6) {
+        let r = random_check(Pass::Defun, seed, arity, depth);
+        prop_assert_eq!(r, Ok(true));
+    }
+}
+
+#[test]
+fn random_programs_without_recursion_are_inlined() {
+    // Guards the property above: enough random programs are accepted by inline_all.
+    let accepted = (0..40u64).filter(|&s| random_check(Pass::Inline, s, 2, 4) == Ok(true)).count();
+    assert!(accepted >= 10, "inline_all accepted only {accepted} of 40 random programs");
+}
+
+// ----- specific programs -----
+
+/// Runs every pass on `src`, which every pass must accept, and returns the outputs.
+fn all_accept(src: &str) -> Vec<Program> {
+    // Small programs: the test thread's stack is enough.
+    PASSES.iter().map(|&pass| check(pass, src).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("{pass:?} refused\n{src}"))).collect()
+}
+
+fn primal(p: &Program, input: &str) -> Value {
+    run_source(p, &syntax::value_of(&syntax::parse_expr(input).unwrap()).unwrap(), &Budget::default()).unwrap()
+}
+
+#[test]
+fn e12_closure_applied_to_its_own_result() {
+    // Efficient CHAD notes, E12: x³ at x = 2 through a closure capturing x.
+    let outs = all_accept("input 2.0\ndef main x = let f = \\z -> z * x in f (f x)\n");
+    for p in &outs {
+        assert!(approx_same(&primal(p, "2.0"), &Value::Real(8.0)));
+    }
+    // closure conversion: f is the pair (x, code); the code takes ⟨x', z⟩ (App. C's `pack_R ⟨x, λ⟨x', z⟩. z * x'⟩`).
+    let cc = show(&outs[2]);
+    assert!(cc.contains("def main_lam (x, z) = z * x"), "{cc}");
+    assert!(cc.contains("let f = (x, main_lam) in"), "{cc}");
+    // inlined: no function left, the multiplication twice.
+    let inl = show(&outs[1]);
+    assert_eq!(inl.matches('*').count(), 2, "{inl}");
+    assert!(!inl.contains("\\z"), "{inl}");
+    // defunctionalised: one lambda, so its tag is its environment, and apply calls its code.
+    let df = show(&outs[3]);
+    assert!(df.contains("def apply_R_R (clo, arg) = main_lam (clo, arg)"), "{df}");
+}
+
+#[test]
+fn polymorphic_compose_and_twice_at_two_types() {
+    let src = "input (0.5, 3)\n\
+               def compose f g x = f (g x)\n\
+               def twice f = compose f f\n\
+               def main (a, k) =\n\
+                 let r = twice (\\x -> x * a) 2.0 in\n\
+                 let n = twice (\\m -> m + k) 1 in\n\
+                 r + real n\n";
+    let outs = all_accept(src);
+    for p in &outs {
+        assert!(approx_same(&primal(p, "(0.5, 3)"), &Value::Real(0.5 + 7.0)));
+    }
+    let mono = &outs[0];
+    let names: Vec<&str> = mono.defs.iter().map(|d| &*d.name.text).collect();
+    assert!(names.contains(&"compose_R_R_R") && names.contains(&"compose_Z_Z_Z"), "{names:?}");
+    assert!(names.contains(&"twice_R") && names.contains(&"twice_Z"), "{names:?}");
+    assert_eq!(names.len(), 5, "{names:?}");
+    // Two function types, two dispatchers (plus the ones of the curried definitions' types).
+    let df = show(&outs[3]);
+    assert!(df.contains("def apply_R_R ") && df.contains("def apply_Z_Z "), "{df}");
+}
+
+#[test]
+fn polymorphic_identity_gets_readable_copies() {
+    let src = "input 1.5\ndef id x = x\ndef unused y = y\ndef main x = (id x, id (id (x, 2)))\n";
+    let (p, _) = front(src);
+    let mono = monomorphise(&p).unwrap();
+    let names: Vec<&str> = mono.defs.iter().map(|d| &*d.name.text).collect();
+    assert_eq!(names, vec!["main", "id_R", "id_t2_R_Z"]);
+}
+
+#[test]
+fn closure_capturing_two_variables() {
+    let src = "input (2.0, 3.0)\ndef main (a, b) = let f = \\z -> a * z + b in f 1.0 + f a\n";
+    let outs = all_accept(src);
+    for p in &outs {
+        assert!(approx_same(&primal(p, "(2.0, 3.0)"), &Value::Real(5.0 + 7.0)));
+    }
+    let cc = show(&outs[2]);
+    assert!(cc.contains("def main_lam ((a, b), z) = a * z + b"), "{cc}");
+    assert!(cc.contains("let f = ((a, b), main_lam) in"), "{cc}");
+}
+
+#[test]
+fn curried_definitions_partially_applied() {
+    let src = "input (1.0, 2.0)\n\
+               def dot (a1, a2) (b1, b2) = a1 * b1 + a2 * b2\n\
+               def main (x, y) = let d = dot (x, y) in d (y, x) + d (x, x)\n";
+    let outs = all_accept(src);
+    for p in &outs {
+        assert!(approx_same(&primal(p, "(1.0, 2.0)"), &Value::Real(4.0 + 3.0)));
+    }
+    // The inner lambda `\(b1, b2) -> …` captures the first argument's components.
+    let cc = show(&outs[2]);
+    assert!(cc.contains("def dot_lam ((a1, a2), (b1, b2)) ="), "{cc}");
+}
+
+#[test]
+fn a_choice_between_closures_is_a_tagged_sum() {
+    let src = "input 2.0\n\
+               def main x = let f = if x > 1.0 then (\\z -> z * x) else (\\z -> z + 1.0) in f 3.0 + f x\n";
+    let outs = all_accept(src);
+    for p in &outs {
+        assert!(approx_same(&primal(p, "2.0"), &Value::Real(10.0)));
+        assert!(approx_same(&primal(p, "0.5"), &Value::Real(4.0 + 1.5)));
+    }
+    let df = show(&outs[3]);
+    assert!(df.contains("inl x") && df.contains("inr ()"), "{df}");
+    assert!(df.contains("case clo of inl c -> main_lam (c, arg) | inr c -> main_lam_2 (c, arg)"), "{df}");
+}
+
+#[test]
+fn local_recursion_converts_and_inline_refuses_it_located() {
+    let src = "input 1.1\ndef main x =\n  let go k acc = if k == 0 then acc else go (k - 1) (acc * x + 1.0) in\n  go 4 0.0\n";
+    let (p, _) = front(src);
+    let d = inline_all(&p, BUDGET).unwrap_err();
+    assert!(d.message.contains("`go` is recursive"), "{}", d.message);
+    assert_eq!(&src[d.span.start as usize..d.span.start as usize + 6], "go k a");
+    for pass in [Pass::Cc, Pass::Defun] {
+        let out = check(pass, src).unwrap().unwrap();
+        assert!(approx_same(&primal(&out, "1.1"), &Value::Real(4.641)), "{}", show(&out));
+    }
+}
+
+#[test]
+fn inline_all_refuses_recursive_definitions_located() {
+    let src = "input 1.5\ndef pow n x = if n == 0 then 1.0 else x * pow (n - 1) x\ndef main x = pow 5 x\n";
+    let (p, _) = front(src);
+    let d = inline_all(&p, BUDGET).unwrap_err();
+    assert!(d.message.contains("`pow` is recursive"), "{}", d.message);
+    assert!(src[d.span.start as usize..].starts_with("def pow"), "{:?}", d.span);
+}
+
+#[test]
+fn inline_all_stops_at_its_budget_with_a_located_message() {
+    // Each `twice` doubles the calls: 2^12 copies of the body.
+    let src = "input 1.0\ndef twice f x = f (f x)\ndef main x = let g = \\y -> y * 1.5 in \
+               twice (twice (twice (twice (twice (twice (twice (twice (twice (twice (twice (twice g))))))))))) x\n";
+    let (p, _) = front(src);
+    let d = inline_all(&p, 2_000).unwrap_err();
+    assert!(d.message.contains("size budget (2000 nodes)"), "{}", d.message);
+    assert!(!d.span.is_none());
+    // With room it goes through, and computes 1.5^4096... as the source does (inf).
+    let out = inline_all(&p, 1_000_000).unwrap();
+    assert_eq!(out.defs.len(), 1);
+}
+
+#[test]
+fn inline_all_keeps_sharing_of_arguments() {
+    // The argument `x * y` is computed once, not once per use of `z`.
+    let src = "input (2.0, 3.0)\ndef sq z = z * z\ndef main (x, y) = sq (x * y)\n";
+    let (p, _) = front(src);
+    let out = inline_all(&p, BUDGET).unwrap();
+    let text = show(&out);
+    assert_eq!(text.matches('*').count(), 2, "{text}");
+    assert!(approx_same(&primal(&out, "(2.0, 3.0)"), &Value::Real(36.0)));
+}
+
+#[test]
+fn output_binders_are_unique() {
+    let src = "input (0.5, 2.0)\ndef compose f g x = f (g x)\ndef twice f = compose f f\n\
+               def main (a, b) = let scale = \\x -> a * x in twice scale b + twice (\\y -> y + a) b\n";
+    for out in all_accept(src) {
+        let mut ids = vec![];
+        for e in all_exprs(&out) {
+            let mut pats = vec![];
+            match &e.kind {
+                ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => pats.push(p),
+                ExprKind::Case(_, p1, _, p2, _) => pats.extend([p1, p2]),
+                ExprKind::LetRec(fs, _) => ids.extend(fs.iter().map(|f| f.name.id)),
+                _ => {}
+            }
+            ids.extend(pats.iter().flat_map(|p| p.names()).map(|n| n.id));
+        }
+        let n = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "{}", show(&out));
+    }
+}
+
+#[test]
+fn dead_polymorphic_code_is_grounded() {
+    let src = "input 1.0\ndef main x = let k = \\y -> y in let s = inl x in x\n";
+    let (p, _) = front(src);
+    let out = monomorphise(&p).unwrap();
+    assert!(structure(Pass::Mono, &p, &out).is_ok(), "{}", show(&out));
+}
+
