@@ -424,3 +424,64 @@ fn dead_polymorphic_code_is_grounded() {
     assert!(structure(Pass::Mono, &p, &out).is_ok(), "{}", show(&out));
 }
 
+
+#[test]
+fn a_closure_passed_a_closure_that_captures_it_drops_its_code_pointer() {
+    // f's code takes h, and h may be g, whose environment holds f: with (env, code) pairs f's
+    // representation would contain itself, so f's closures keep only their tag.
+    let src = "input 2.0\ndef main x = let f = \\h -> h 1.0 in let g = \\y -> f (\\z -> z * x) + y in f g\n";
+    let outs = all_accept(src);
+    for p in &outs {
+        assert!(approx_same(&primal(p, "2.0"), &Value::Real(3.0)));
+    }
+    let cc = show(&outs[2]);
+    assert!(cc.contains("let f = () in"), "{cc}");
+    assert!(cc.contains("inr (x, main_lam_3)"), "{cc}");
+}
+
+#[test]
+fn local_lets_are_not_generalised() {
+    // So monomorphise has no local polymorphism to specialise: the checker rejects this program.
+    let p = syntax::parse_program("def main x = let id = \\y -> y in (id 1.0, id 2)\n").unwrap();
+    let mut p = p;
+    assert!(types::check_program(&mut p, &Builtins::new()).is_err());
+}
+
+/// `main x0 = let f = \y -> y + y in let x1 = f x0 in … in xn`, built as IR (the parser recurses).
+fn long_chain(n: u32) -> Program {
+    use cotangent::build::*;
+    let xs: Vec<Name> = (0..=n).map(|i| Name::new(&format!("x{i}"), i + 1)).collect();
+    let (f, y) = (Name::new("f", n + 2), Name::new("y", n + 3));
+    let mut body = var(&xs[n as usize]);
+    for i in (1..=n as usize).rev() {
+        body = let_(pvar(&xs[i]), app(var(&f), var(&xs[i - 1])), body);
+    }
+    let body = let_(pvar(&f), lam(pvar(&y), add(var(&y), var(&y))), body);
+    Program { params: vec![], input: None, defs: vec![def("main", lam(pvar(&xs[0]), body))], expects: vec![], next_id: n + 4 }
+}
+
+#[test]
+fn long_let_chains_are_walked_in_loops() {
+    // 10,000 lets on a 16 MiB stack, where cloning and dropping the IR (derived, recursive) just
+    // fit in a debug build: the passes add no recursion per let of their own.
+    let r = std::thread::Builder::new()
+        .stack_size(16 << 20)
+        .spawn(|| -> Result<(), String> {
+            let mut p = long_chain(10_000);
+            types::check_program(&mut p, &Builtins::new()).map_err(|d| d.message)?;
+            let input = Value::Real(1e-300);
+            let want = run_source(&p, &input, &Budget::default()).map_err(|e| e.message())?;
+            for pass in PASSES {
+                let out = apply(pass, &p).map_err(|d| format!("{pass:?}: {}", d.message))?;
+                let got = run_source(&out, &input, &Budget::default()).map_err(|e| e.message())?;
+                if !approx_same(&got, &want) {
+                    return Err(format!("{pass:?}: {got} vs {want}"));
+                }
+            }
+            Ok(())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r, Ok(()));
+}

@@ -362,7 +362,8 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
             let body2 = tr.tr(body)?;
             defs.push(Def { name: d.name.clone(), body: build::at(Expr::gen(ExprKind::Lam(*kind, pat2, Box::new(body2))), d.body.span), span: d.span, scheme: None });
         } else {
-            let body = tr.tr(&d.body)?;
+            // Under monomorphise's annotation: the closure's type follows from its code's.
+            let body = tr.tr(peel(&d.body))?;
             defs.push(Def { name: d.name.clone(), body, span: d.span, scheme: None });
         }
     }
@@ -598,6 +599,9 @@ impl<'a> Tr<'a> {
                 let v = some_value(&rt).ok_or_else(|| refuse(e.span, self.pass(), "internal error: no value of the result type"))?;
                 build::let_(build::pwild(), f2, build::let_(build::pwild(), a2, v))
             }
+            Mode::ClosureConvert if !with_code && labels.len() == 1 => {
+                build::app(build::global(&self.an.lams[labels[0]].code), build::pair(f2, a2))
+            }
             Mode::ClosureConvert if !with_code => {
                 // Tags only: each arm calls its lambda's code by name.
                 let (c, x) = (self.fresh.name("clo"), self.fresh.name("arg"));
@@ -715,7 +719,8 @@ impl<'a> Tr<'a> {
                 // A lifted code is typed on its own, where `+` on unconstrained operands defaults
                 // to R: pin operands of other types to what they were in place.
                 let overloaded = matches!(op, Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Neg | Prim::Abs | Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne);
-                if let (true, Some(first), Some(x)) = (overloaded, es.first(), xs.first_mut()) {
+                let literal = es.iter().any(|x| matches!(x.kind, ExprKind::Int(_) | ExprKind::Bool(_)));
+                if let (true, false, Some(first), Some(x)) = (overloaded, literal, es.first(), xs.first_mut()) {
                     if first.ty != Type::Real {
                         let inner = std::mem::replace(x, build::unit());
                         *x = build::at(build::ann(inner, first.ty.clone()), first.span);
