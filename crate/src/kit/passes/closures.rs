@@ -236,7 +236,7 @@ impl<'a> Analysis<'a> {
             ExprKind::Var(n) => self.binders.get(&n.id).cloned().ok_or_else(|| refuse(e.span, self.pass, format!("internal error: unbound `{}`", n.text)))?,
             ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit => At::Base(e.ty.clone()),
             ExprKind::Lam(..) => {
-                let hint = if self.top_lam == e as *const Expr { format!("{}_code", self.current_def) } else { format!("{}_lam", self.current_def) };
+                let hint = if std::ptr::eq(self.top_lam, e) { format!("{}_code", self.current_def) } else { format!("{}_lam", self.current_def) };
                 self.lambda(e, free_locals(e), None, &hint)?
             }
             ExprKind::App(f, a) => {
