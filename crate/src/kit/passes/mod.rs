@@ -16,6 +16,7 @@ pub mod closure_convert;
 mod closures;
 pub mod defunctionalise;
 pub mod inline;
+mod lambda_sets;
 pub mod monomorphise;
 
 use crate::build::Fresh;
