@@ -19,6 +19,11 @@ pub mod inline;
 mod lambda_sets;
 pub mod monomorphise;
 
+pub use closure_convert::closure_convert;
+pub use defunctionalise::defunctionalise;
+pub use inline::inline_all;
+pub use monomorphise::monomorphise;
+
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::Builtins;
