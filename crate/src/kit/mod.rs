@@ -1,4 +1,5 @@
 //! The shared transformation kit: what several chains' stages need and no one stage owns. A stage file
 //! imports its chain's `common` and this kit, never another stage file.
 
+pub mod passes;
 pub mod polytypic;

@@ -1,0 +1,350 @@
+//! Inline-all: every call of a top-level or local function is inlined and every application of a
+//! lambda beta-reduced, so that a program whose function values are all known statically becomes one
+//! first-order `main` (Huot & Shaikhha §8 inline higher-order code to first-order form before UNF; the
+//! array pipeline of Smeding et al. works on one expression).
+//!
+//! How: a partial evaluator over partially static values (Jones, Gomard & Sestoft, *Partial
+//! Evaluation*, ch. 10). A function value is a static closure (lambda + environment) and never
+//! residual code; tuples and injections of static parts stay static so `fst`, `let (a, b)` and
+//! `case` on them reduce; everything first-order is residual code.
+//!
+//! - Beta reduction is `(\p -> e) a  ⟶  let p = a in e`: the argument is computed once, where the
+//!   call was (call by value), and shared, never duplicated. The language is pure (its only effects
+//!   are runtime errors), so moving a `let` outward to the enclosing block changes at most which of
+//!   two runtime errors is reported; no error appears or disappears (unused arguments and tuple
+//!   components are still bound).
+//! - Recursion is refused, located at the recursive definition: inlining a recursive call does not
+//!   terminate (the chains that take recursion keep their own calls).
+//! - `budget` bounds the work (nodes visited plus bindings emitted): inlining copies a function body
+//!   per call, so nested calls can multiply the output; past the budget the pass stops with a
+//!   located message naming it.
+//! - Where a function value is not static (chosen by `if`/`case` on a run-time value, or stored in a
+//!   sum that is matched at run time) it stays a residual lambda and its calls stay applications.
+//! - Binders stay unique: every binder in the output is fresh (`build::Fresh`).
+
+use super::{globals_used, refuse, retype};
+use crate::build::{self, Fresh};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use rpds::HashTrieMap;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+const PASS: &str = "inline_all";
+
+/// Inlines every call in `p` (type-checked) into one `main`; see the module doc.
+pub fn inline_all(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
+    let main = p.def("main").ok_or_else(|| refuse(Span::NONE, PASS, "the program has no `def main`"))?;
+    let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
+    check_no_recursive_defs(p, &index)?;
+    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![] };
+    let v = cx.eval(&main.body, &Env::new())?;
+    let body = cx.reify(v)?;
+    let block = std::mem::take(&mut cx.block);
+    let body = cx.wrap(block, body);
+    let def = Def { name: Name::global("main"), body, span: main.span, scheme: None, role: main.role };
+    let mut out = Program { params: p.params.clone(), input: p.input.clone(), defs: vec![def], expects: p.expects.clone(), next_id: cx.fresh.next_id };
+    retype(&mut out, PASS)?;
+    Ok(out)
+}
+
+/// The definitions `main` reaches must not call themselves (directly or through others).
+fn check_no_recursive_defs(p: &Program, index: &HashMap<&str, usize>) -> Result<(), Diagnostic> {
+    let deps: Vec<Vec<usize>> = p.defs.iter().map(|d| globals_used(&d.body).iter().filter_map(|g| index.get(&**g).copied()).collect()).collect();
+    // Iterative depth-first search; a grey successor closes a cycle.
+    let (white, grey, black) = (0u8, 1u8, 2u8);
+    let mut colour = vec![white; p.defs.len()];
+    let start = index["main"];
+    let mut stack = vec![(start, 0usize)];
+    colour[start] = grey;
+    while let Some((v, k)) = stack.pop() {
+        if let Some(&w) = deps[v].get(k) {
+            stack.push((v, k + 1));
+            if colour[w] == grey {
+                let d = &p.defs[w];
+                return Err(refuse(
+                    d.span,
+                    PASS,
+                    format!("`{}` is recursive: inlining every call needs a program without recursion (a recursive call would be inlined forever)", d.name.text),
+                ));
+            }
+            if colour[w] == white {
+                colour[w] = grey;
+                stack.push((w, 0));
+            }
+        } else {
+            colour[v] = black;
+        }
+    }
+    Ok(())
+}
+
+type Env<'a> = HashTrieMap<u32, Val<'a>>;
+
+/// A partially static value.
+#[derive(Clone)]
+enum Val<'a> {
+    /// Residual code (an atom once bound to a variable, so that it is never duplicated).
+    Dyn(Expr),
+    Clo(Rc<Clo<'a>>),
+    Tup(Vec<Val<'a>>),
+    Inl(Box<Val<'a>>),
+    Inr(Box<Val<'a>>),
+}
+
+struct Clo<'a> {
+    lam: &'a Expr,
+    env: Env<'a>,
+}
+
+struct Cx<'a> {
+    p: &'a Program,
+    index: HashMap<&'a str, usize>,
+    fresh: Fresh,
+    work: usize,
+    budget: usize,
+    /// The bindings emitted so far in the current block (a lambda body, a branch, the whole `main`).
+    block: Vec<(Pat, Expr)>,
+}
+
+fn is_atom(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_))
+}
+
+impl<'a> Cx<'a> {
+    fn tick(&mut self, span: Span) -> Result<(), Diagnostic> {
+        self.work += 1;
+        if self.work > self.budget {
+            return Err(refuse(
+                span,
+                PASS,
+                format!("stopped at the size budget ({} nodes): inlining copies a function body at every call, and the calls here multiply", self.budget),
+            ));
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, p: Pat, rhs: Expr) -> Result<(), Diagnostic> {
+        self.tick(rhs.span)?;
+        self.block.push((p, rhs));
+        Ok(())
+    }
+
+    fn wrap(&self, block: Vec<(Pat, Expr)>, body: Expr) -> Expr {
+        block.into_iter().rev().fold(body, |acc, (p, rhs)| build::let_(p, rhs, acc))
+    }
+
+    /// Runs `f` in a block of its own and returns its residual code with the block's bindings.
+    fn in_block(&mut self, f: impl FnOnce(&mut Self) -> Result<Val<'a>, Diagnostic>) -> Result<Expr, Diagnostic> {
+        let saved = std::mem::take(&mut self.block);
+        let r = f(self).and_then(|v| self.reify(v));
+        let block = std::mem::replace(&mut self.block, saved);
+        Ok(self.wrap(block, r?))
+    }
+
+    /// Names every non-atomic residual part of `v`, so that `v` can be copied freely.
+    fn atomize(&mut self, v: Val<'a>, hint: &str) -> Result<Val<'a>, Diagnostic> {
+        Ok(match v {
+            Val::Dyn(e) if !is_atom(&e) => {
+                let x = self.fresh.name(hint);
+                self.emit(build::pvar(&x), e)?;
+                Val::Dyn(build::var(&x))
+            }
+            Val::Tup(vs) => Val::Tup(vs.into_iter().map(|v| self.atomize(v, hint)).collect::<Result<_, _>>()?),
+            Val::Inl(v) => Val::Inl(Box::new(self.atomize(*v, hint)?)),
+            Val::Inr(v) => Val::Inr(Box::new(self.atomize(*v, hint)?)),
+            v => v,
+        })
+    }
+
+    /// A copy of `p` with fresh binders, each bound in `env` to its residual variable.
+    fn fresh_pat(&mut self, p: &Pat, env: &mut Env<'a>) -> Pat {
+        match p {
+            Pat::Var(n, s) => {
+                let x = self.fresh.name(&n.text);
+                env.insert_mut(n.id, Val::Dyn(build::var(&x)));
+                Pat::Var(x, *s)
+            }
+            Pat::Tuple(ps, s) => Pat::Tuple(ps.iter().map(|p| self.fresh_pat(p, env)).collect(), *s),
+            p => p.clone(),
+        }
+    }
+
+    fn bind(&mut self, p: &Pat, v: Val<'a>, env: &mut Env<'a>) -> Result<(), Diagnostic> {
+        match (p, v) {
+            (Pat::Var(n, _), v) => {
+                let v = self.atomize(v, &n.text)?;
+                env.insert_mut(n.id, v);
+            }
+            (Pat::Tuple(ps, _), Val::Tup(vs)) if ps.len() == vs.len() => {
+                for (p, v) in ps.iter().zip(vs) {
+                    self.bind(p, v, env)?;
+                }
+            }
+            (p, Val::Dyn(e)) => {
+                if !matches!(p, Pat::Wild(_) | Pat::Unit(_)) || !is_atom(&e) {
+                    let p2 = self.fresh_pat(p, env);
+                    self.emit(p2, e)?;
+                }
+            }
+            (Pat::Wild(_), v) => {
+                self.atomize(v, "_")?;
+            }
+            (p, _) => return Err(refuse(p.span(), PASS, "internal error: a pattern does not fit its value")),
+        }
+        Ok(())
+    }
+
+    fn reify(&mut self, v: Val<'a>) -> Result<Expr, Diagnostic> {
+        Ok(match v {
+            Val::Dyn(e) => e,
+            Val::Tup(vs) => build::tuple(vs.into_iter().map(|v| self.reify(v)).collect::<Result<_, _>>()?),
+            Val::Inl(v) => build::inl(self.reify(*v)?),
+            Val::Inr(v) => build::inr(self.reify(*v)?),
+            Val::Clo(c) => {
+                let ExprKind::Lam(kind, p, body) = &c.lam.kind else { unreachable!("closures are lambdas") };
+                let mut env = c.env.clone();
+                let p2 = self.fresh_pat(p, &mut env);
+                let body = self.in_block(|cx| cx.eval(body, &env))?;
+                build::at(Expr::gen(ExprKind::Lam(*kind, p2, Box::new(body))), c.lam.span)
+            }
+        })
+    }
+
+    fn apply(&mut self, f: Val<'a>, a: Val<'a>, span: Span) -> Result<Val<'a>, Diagnostic> {
+        self.tick(span)?;
+        match f {
+            Val::Clo(c) => {
+                let ExprKind::Lam(_, p, body) = &c.lam.kind else { unreachable!("closures are lambdas") };
+                let mut env = c.env.clone();
+                self.bind(p, a, &mut env)?;
+                self.eval(body, &env)
+            }
+            Val::Dyn(fe) => {
+                let a = self.reify(a)?;
+                Ok(Val::Dyn(build::at(build::app(fe, a), span)))
+            }
+            _ => Err(refuse(span, PASS, "internal error: applying a value that is not a function")),
+        }
+    }
+
+    /// Evaluates `e`; let chains are walked in a loop, other nodes recurse on nesting only.
+    fn eval(&mut self, e: &'a Expr, env: &Env<'a>) -> Result<Val<'a>, Diagnostic> {
+        let mut env = env.clone();
+        let mut cur = e;
+        loop {
+            match &cur.kind {
+                ExprKind::Let(p, rhs, body) => {
+                    self.tick(cur.span)?;
+                    let v = self.eval(rhs, &env)?;
+                    self.bind(p, v, &mut env)?;
+                    cur = body;
+                }
+                ExprKind::LetRec(fs, body) => {
+                    let ids: Vec<u32> = fs.iter().map(|f| f.name.id).collect();
+                    if let Some(f) = fs.iter().find(|f| super::free_locals(&f.body).iter().any(|n| ids.contains(&n.id))) {
+                        return Err(refuse(
+                            f.span,
+                            PASS,
+                            format!("`{}` is recursive: inlining every call needs a program without recursion (a recursive call would be inlined forever)", f.name.text),
+                        ));
+                    }
+                    let outer = env.clone();
+                    for f in fs {
+                        let v = self.eval(&f.body, &outer)?;
+                        env.insert_mut(f.name.id, v);
+                    }
+                    cur = body;
+                }
+                _ => return self.node(cur, &env),
+            }
+        }
+    }
+
+    fn node(&mut self, e: &'a Expr, env: &Env<'a>) -> Result<Val<'a>, Diagnostic> {
+        self.tick(e.span)?;
+        let dynamic = |k: ExprKind| Ok(Val::Dyn(build::at(Expr::gen(k), e.span)));
+        match &e.kind {
+            ExprKind::Var(n) if n.is_global() => match self.index.get(&*n.text) {
+                Some(&i) => {
+                    let p = self.p;
+                    self.eval(&p.defs[i].body, &Env::new())
+                }
+                None => dynamic(e.kind.clone()), // a param
+            },
+            ExprKind::Var(n) => env.get(&n.id).cloned().ok_or_else(|| refuse(e.span, PASS, format!("internal error: unbound `{}`", n.text))),
+            ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => dynamic(e.kind.clone()),
+            ExprKind::Lam(..) => Ok(Val::Clo(Rc::new(Clo { lam: e, env: env.clone() }))),
+            ExprKind::App(f, a) => {
+                let f = self.eval(f, env)?;
+                let a = self.eval(a, env)?;
+                self.apply(f, a, e.span)
+            }
+            ExprKind::Tuple(es) => Ok(Val::Tup(es.iter().map(|x| self.eval(x, env)).collect::<Result<_, _>>()?)),
+            ExprKind::Fst(x) | ExprKind::Snd(x) => {
+                let first = matches!(e.kind, ExprKind::Fst(_));
+                match self.eval(x, env)? {
+                    // The other component is still computed (bound), as the source computed it.
+                    Val::Tup(vs) => match self.atomize(Val::Tup(vs), "p")? {
+                        Val::Tup(mut vs) if vs.len() == 2 => Ok(if first { vs.swap_remove(0) } else { vs.swap_remove(1) }),
+                        _ => Err(refuse(e.span, PASS, "internal error: projection from a value that is not a pair")),
+                    },
+                    v => {
+                        let x = self.reify(v)?;
+                        dynamic(if first { ExprKind::Fst(Box::new(x)) } else { ExprKind::Snd(Box::new(x)) })
+                    }
+                }
+            }
+            ExprKind::Inl(x) => Ok(Val::Inl(Box::new(self.eval(x, env)?))),
+            ExprKind::Inr(x) => Ok(Val::Inr(Box::new(self.eval(x, env)?))),
+            ExprKind::Case(s, p1, e1, p2, e2) => match self.eval(s, env)? {
+                Val::Inl(v) => {
+                    let mut env2 = env.clone();
+                    self.bind(p1, *v, &mut env2)?;
+                    self.eval(e1, &env2)
+                }
+                Val::Inr(v) => {
+                    let mut env2 = env.clone();
+                    self.bind(p2, *v, &mut env2)?;
+                    self.eval(e2, &env2)
+                }
+                v => {
+                    let s = self.reify(v)?;
+                    let (mut env1, mut env2) = (env.clone(), env.clone());
+                    let q1 = self.fresh_pat(p1, &mut env1);
+                    let q2 = self.fresh_pat(p2, &mut env2);
+                    let a1 = self.in_block(|cx| cx.eval(e1, &env1))?;
+                    let a2 = self.in_block(|cx| cx.eval(e2, &env2))?;
+                    dynamic(ExprKind::Case(Box::new(s), q1, Box::new(a1), q2, Box::new(a2)))
+                }
+            },
+            ExprKind::If(c, a, b) => {
+                let c = self.eval(c, env)?;
+                let c = self.reify(c)?;
+                let a = self.in_block(|cx| cx.eval(a, env))?;
+                let b = self.in_block(|cx| cx.eval(b, env))?;
+                dynamic(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
+            }
+            ExprKind::Prim(op, args) => {
+                let mut xs = vec![];
+                for a in args {
+                    let v = self.eval(a, env)?;
+                    xs.push(self.reify(v)?);
+                }
+                dynamic(ExprKind::Prim(*op, xs))
+            }
+            ExprKind::Ann(x, t) => match self.eval(x, env)? {
+                Val::Dyn(x) => dynamic(ExprKind::Ann(Box::new(x), t.clone())),
+                v => Ok(v),
+            },
+            // Each side of a parallel pair keeps its own work (a block each), so it stays parallel.
+            ExprKind::Par(a, b) => {
+                let a = self.in_block(|cx| cx.eval(a, env))?;
+                let b = self.in_block(|cx| cx.eval(b, env))?;
+                dynamic(ExprKind::Par(Box::new(a), Box::new(b)))
+            }
+            ExprKind::Let(..) | ExprKind::LetRec(..) => self.eval(e, env),
+            ExprKind::Bind(..) | ExprKind::Pure(_) => Err(refuse(e.span, PASS, "monadic code (`do`, `pure`) is not a source construct")),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Monomorphisation: every polymorphic top-level definition (Hindley–Milner let-polymorphism, see
+//! types.rs) is copied once per ground type it is used at, starting from `main` at its ground type,
+//! the way whole-program compilers specialise ML (MLton) before closure conversion; Smeding & Vákár
+//! ("Efficient CHAD", App. C) state the closure-converted CHAD rules for types without free type
+//! variables, which is what this pass produces.
+//!
+//! - A copy of `f` at type arguments `τ1 … τn` is named `f_τ1_…_τn` with the types mangled
+//!   (`id_R`, `compose_R_R_R`, `fst_t2_R_Z`); monomorphic definitions keep their names; `main` stays
+//!   `main` (at its type with unconstrained parts defaulted to R, as the pipeline runs it).
+//! - Definitions `main` does not reach are dropped.
+//! - Type variables that a definition's type does not mention (dead code such as `let _ = \x -> x`)
+//!   are grounded to `()`, and the lambda or injection that introduced them is annotated, so the
+//!   re-inferred output has no type variables either.
+//! - Local lets are not generalised by the type checker (only top-level definitions are: types.rs
+//!   `infer` binds let patterns monomorphically), so there is nothing local to specialise.
+
+use super::{freshen, has_type_vars, mangle, refuse, retype, unique_global};
+use crate::build::Fresh;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use crate::types::rename;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+const PASS: &str = "monomorphise";
+/// Copies beyond this many mean a type grows with every use (it cannot in HM, but a bound is cheap).
+const MAX_INSTANCES: usize = 10_000;
+
+/// Specialises `p` (type-checked) from `main`. The output is type-checked and has no type variables.
+pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
+    let main = p.def("main").ok_or_else(|| refuse(Span::NONE, PASS, "the program has no `def main`"))?;
+    let scheme_of = |d: &Def| d.scheme.clone().ok_or_else(|| refuse(d.span, PASS, "the program is not type-checked"));
+    let main_ty = rename(&scheme_of(main)?.ty, &mut |_| Type::Real);
+    let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
+    let mut taken: HashSet<String> = p.params.iter().map(|q| q.name.text.to_string()).collect();
+    taken.insert("main".into());
+    for d in &p.defs {
+        if d.scheme.as_ref().is_some_and(|s| s.vars.is_empty()) {
+            taken.insert(d.name.text.to_string());
+        }
+    }
+    let mut fresh = Fresh::new(p);
+    let mut instances: HashMap<(usize, Type), String> = HashMap::new();
+    let mut queue: VecDeque<(usize, Type, String)> = VecDeque::new();
+    let main_i = index["main"];
+    instances.insert((main_i, main_ty.clone()), "main".into());
+    queue.push_back((main_i, main_ty, "main".into()));
+    let mut copied: HashSet<usize> = HashSet::new();
+    let mut defs = vec![];
+    while let Some((i, ty, name)) = queue.pop_front() {
+        let d = &p.defs[i];
+        let scheme = scheme_of(d)?;
+        let mut subst = HashMap::new();
+        if !matches(&scheme.ty, &ty, &mut subst) {
+            return Err(refuse(d.span, PASS, format!("internal error: `{}` used at a type that is not an instance of its scheme", d.name.text)));
+        }
+        let mut body = d.body.clone();
+        if !copied.insert(i) {
+            freshen(&mut body, &mut fresh);
+        }
+        let mut stack = vec![&mut body];
+        while let Some(e) = stack.pop() {
+            let leftover = has_leftover(&e.ty, &subst);
+            e.ty = ground(&e.ty, &subst);
+            if let ExprKind::Ann(_, t) = &mut e.kind {
+                *t = ground(t, &subst);
+            }
+            if let ExprKind::Var(n) = &mut e.kind {
+                if let Some(&j) = n.is_global().then(|| index.get(&*n.text)).flatten() {
+                    let key = (j, e.ty.clone());
+                    let target = match instances.get(&key) {
+                        Some(t) => t.clone(),
+                        None => {
+                            if instances.len() >= MAX_INSTANCES {
+                                return Err(refuse(e.span, PASS, format!("more than {MAX_INSTANCES} specialised copies")));
+                            }
+                            let s = p.defs[j].scheme.as_ref();
+                            let t = match s.filter(|s| !s.vars.is_empty()) {
+                                None => p.defs[j].name.text.to_string(),
+                                Some(s) => {
+                                    let mut sub = HashMap::new();
+                                    matches(&s.ty, &e.ty, &mut sub);
+                                    let args: Vec<String> = s.vars.iter().map(|v| mangle(sub.get(v).unwrap_or(&Type::Unit))).collect();
+                                    unique_global(&format!("{}_{}", p.defs[j].name.text, args.join("_")), &mut taken)
+                                }
+                            };
+                            instances.insert(key, t.clone());
+                            queue.push_back((j, e.ty.clone(), t.clone()));
+                            t
+                        }
+                    };
+                    n.text = target.as_str().into();
+                }
+            }
+            // Dead code's unconstrained types: pin the node that introduced them (see the module doc).
+            if leftover && matches!(e.kind, ExprKind::Lam(..) | ExprKind::Inl(_) | ExprKind::Inr(_)) {
+                let ty = e.ty.clone();
+                let inner = std::mem::replace(e, Expr::gen(ExprKind::Unit));
+                let span = inner.span;
+                *e = Expr { kind: ExprKind::Ann(Box::new(inner), ty.clone()), span, ty };
+            }
+            let mut cs = children_mut(e);
+            cs.reverse(); // left to right, so copies are numbered in reading order
+            stack.extend(cs);
+        }
+        defs.push((Def { name: Name::global(&name), body, span: d.span, scheme: None, role: d.role }, ty));
+    }
+    let types: Vec<Type> = defs.iter().map(|(_, t)| t.clone()).collect();
+    let mut out = Program { params: p.params.clone(), input: p.input.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };
+    retype(&mut out, PASS)?;
+    // A copy whose body does not pin its type (`id x = x`) would be generalised again: annotate it.
+    let mut again = false;
+    for (d, ty) in out.defs.iter_mut().zip(types) {
+        if d.scheme.as_ref().is_some_and(|s| !s.vars.is_empty()) {
+            let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
+            let span = body.span;
+            d.body = Expr { kind: ExprKind::Ann(Box::new(body), ty), span, ty: Type::Unknown };
+            again = true;
+        }
+    }
+    if again {
+        retype(&mut out, PASS)?;
+    }
+    Ok(out)
+}
+
+/// One-way matching of a scheme's type against a ground instance.
+fn matches(pat: &Type, t: &Type, subst: &mut HashMap<u32, Type>) -> bool {
+    match (pat, t) {
+        (Type::Var(v), _) => match subst.get(v) {
+            Some(u) => u == t,
+            None => {
+                subst.insert(*v, t.clone());
+                true
+            }
+        },
+        (Type::Tuple(xs), Type::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| matches(x, y, subst)),
+        (Type::Con(n, xs), Type::Con(m, ys)) => n == m && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| matches(x, y, subst)),
+        (Type::Sum(a, b), Type::Sum(c, d)) | (Type::Fun(a, b) | Type::Lin(a, b), Type::Fun(c, d) | Type::Lin(c, d)) => {
+            matches(a, c, subst) && matches(b, d, subst)
+        }
+        (a, b) => a == b,
+    }
+}
+
+fn ground(t: &Type, subst: &HashMap<u32, Type>) -> Type {
+    if !has_type_vars(t) {
+        return t.clone();
+    }
+    let t = rename(t, &mut |v| subst.get(&v).cloned().unwrap_or(Type::Unit));
+    if t == Type::Unknown {
+        Type::Unit
+    } else {
+        t
+    }
+}
+
+fn has_leftover(t: &Type, subst: &HashMap<u32, Type>) -> bool {
+    let mut vs = std::collections::BTreeSet::new();
+    crate::types::free_vars(t, &mut vs);
+    vs.iter().any(|v| !subst.contains_key(v))
+}
