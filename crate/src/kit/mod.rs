@@ -3,3 +3,4 @@
 
 pub mod passes;
 pub mod polytypic;
+pub mod rewrite;

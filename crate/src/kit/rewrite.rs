@@ -1,0 +1,335 @@
+//! A rewrite engine: named rules, applied innermost-first until none applies, under a step budget,
+//! with a trace of every step (rule, position, redex before and after) that the page steps through
+//! like a backward pass. Huot & Shaikhha's partial evaluation and Fig. 12 optimisations, the arrays
+//! paper's bot (Figs. 9–11) and shareToLet, and CHAD's clean-ups are rule sets over this engine.
+//!
+//! Strategy: `innermost` — the children of a node are normalised first, then the rules are tried at
+//! the node in order; when one fires, its result is normalised again. Let/bind chains are walked in a
+//! loop (a long straight-line program is one deep chain); other nesting recurses, as the parser
+//! bounds it (see limits.rs).
+
+use crate::build::Fresh;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{each_child_mut, Expr, ExprKind, Pat, Program, Type};
+use crate::print::{print_expr, PrintOptions};
+
+/// One named rule. `apply` returns the rewritten node, or None where the rule does not match.
+pub struct Rule {
+    pub name: &'static str,
+    /// The rule can change floating-point results (reassociation, `0 * e → 0` when e is NaN or ∞):
+    /// steps by it are marked in the trace.
+    pub inexact: bool,
+    pub apply: fn(&Expr, &mut RewriteCx) -> Option<Expr>,
+}
+
+/// What a rule may use besides the redex: fresh names for what it introduces.
+pub struct RewriteCx<'a> {
+    pub fresh: &'a mut Fresh,
+}
+
+/// One step of a rewrite: which rule fired where, and the redex before and after.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Step {
+    pub rule: &'static str,
+    pub inexact: bool,
+    /// The definition it happened in.
+    pub def: String,
+    /// The child indices from the definition's body to the redex (`ir::each_child` order).
+    pub path: Vec<u32>,
+    /// The redex's source span, where it has one.
+    pub span: Option<Span>,
+    pub before: String,
+    pub after: String,
+}
+
+/// Limits of a rewrite.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    /// Rule applications.
+    pub steps: u64,
+    /// Node visits (each re-normalisation walks its result again).
+    pub visits: u64,
+    /// Steps kept with their text; later steps are counted only.
+    pub trace_steps: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget { steps: 1_000_000, visits: 50_000_000, trace_steps: 2_000 }
+    }
+}
+
+/// What a rewrite did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Trace {
+    pub steps: Vec<Step>,
+    /// Steps taken in all (the trace keeps the first `Budget::trace_steps`).
+    pub taken: u64,
+    /// Steps per rule, in rule order.
+    pub per_rule: Vec<(&'static str, u64)>,
+}
+
+struct Engine<'r, 'f> {
+    rules: &'r [Rule],
+    cx: RewriteCx<'f>,
+    budget: Budget,
+    visits: u64,
+    trace: Trace,
+    def: String,
+    path: Vec<u32>,
+    stopped: Option<&'static str>,
+    print: PrintOptions,
+}
+
+/// Rewrites every definition of `p` to normal form under `rules`. Stops with a located message naming
+/// the budget that ran out.
+pub fn normalise_program(mut p: Program, rules: &[Rule], budget: Budget) -> Result<(Program, Trace), Diagnostic> {
+    let mut fresh = Fresh::new(&p);
+    let mut en = Engine::new(rules, &mut fresh, budget);
+    for d in &mut p.defs {
+        en.def = d.name.text.to_string();
+        let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
+        d.body = en.normalise(body);
+        if let Some(which) = en.stopped {
+            return Err(en.budget_error(which, d.span));
+        }
+    }
+    let trace = en.trace;
+    p.next_id = fresh.next_id;
+    Ok((p, trace))
+}
+
+/// Rewrites one expression to normal form.
+pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> Result<(Expr, Trace), Diagnostic> {
+    let span = e.span;
+    let mut en = Engine::new(rules, fresh, budget);
+    let out = en.normalise(e);
+    match en.stopped {
+        Some(which) => Err(en.budget_error(which, span)),
+        None => Ok((out, en.trace)),
+    }
+}
+
+impl<'r, 'f> Engine<'r, 'f> {
+    fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
+        let per_rule = rules.iter().map(|r| (r.name, 0)).collect();
+        Engine {
+            rules,
+            cx: RewriteCx { fresh },
+            budget,
+            visits: 0,
+            trace: Trace { steps: vec![], taken: 0, per_rule },
+            def: String::new(),
+            path: vec![],
+            stopped: None,
+            print: PrintOptions::unicode(),
+        }
+    }
+
+    fn budget_error(&self, which: &str, span: Span) -> Diagnostic {
+        let limit = if which == "steps" { self.budget.steps } else { self.budget.visits };
+        Diagnostic::error(
+            span,
+            format!(
+                "stopped: the rewrite {which} budget ({limit}) ran out after {} rule applications and {} node visits",
+                self.trace.taken, self.visits
+            ),
+        )
+    }
+
+    /// Innermost normal form. Along a let/bind chain, the right-hand sides and the chain's tail are
+    /// normalised first, then the chain is rebuilt from its end with the rules tried at each link (no
+    /// recursion along it).
+    fn normalise(&mut self, e: Expr) -> Expr {
+        if self.stopped.is_some() {
+            return e;
+        }
+        let depth = self.path.len();
+        // (is a bind, pattern, right-hand side, span, type) of each link, outermost first
+        let mut links: Vec<(bool, Pat, Expr, Span, Type)> = vec![];
+        let mut cur = e;
+        let tail = loop {
+            match cur.kind {
+                ExprKind::Let(p, rhs, body) => {
+                    links.push((false, p, *rhs, cur.span, cur.ty));
+                    cur = *body;
+                }
+                ExprKind::Bind(p, rhs, body) => {
+                    links.push((true, p, *rhs, cur.span, cur.ty));
+                    cur = *body;
+                }
+                kind => break Expr { kind, span: cur.span, ty: cur.ty },
+            }
+        };
+        // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n]
+        for (i, link) in links.iter_mut().enumerate() {
+            self.path.extend(std::iter::repeat_n(1, i));
+            self.path.push(0);
+            let rhs = std::mem::replace(&mut link.2, Expr::gen(ExprKind::Unit));
+            link.2 = self.normalise(rhs);
+            self.path.truncate(depth);
+        }
+        self.path.extend(std::iter::repeat_n(1, links.len()));
+        let mut acc = self.node(tail);
+        while let Some((is_bind, p, rhs, span, ty)) = links.pop() {
+            self.path.pop();
+            let kind = if is_bind { ExprKind::Bind(p, Box::new(rhs), Box::new(acc)) } else { ExprKind::Let(p, Box::new(rhs), Box::new(acc)) };
+            acc = self.at_root(Expr { kind, span, ty });
+        }
+        self.path.truncate(depth);
+        acc
+    }
+
+    /// A node that is not a let or bind: its children normalised, then the rules tried at it.
+    fn node(&mut self, mut e: Expr) -> Expr {
+        self.visits += 1;
+        if self.visits > self.budget.visits {
+            self.stopped = Some("visits");
+            return e;
+        }
+        let mut i = 0u32;
+        each_child_mut(&mut e, &mut |c| {
+            self.path.push(i);
+            let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
+            *c = self.normalise(taken);
+            self.path.pop();
+            i += 1;
+        });
+        self.at_root(e)
+    }
+
+    /// Tries the rules at the root of `e` (whose children are normal), in order; the first that fires
+    /// is recorded and its result normalised again.
+    fn at_root(&mut self, e: Expr) -> Expr {
+        if self.stopped.is_some() {
+            return e;
+        }
+        for (k, rule) in self.rules.iter().enumerate() {
+            let Some(new) = (rule.apply)(&e, &mut self.cx) else { continue };
+            self.trace.taken += 1;
+            self.trace.per_rule[k].1 += 1;
+            if self.trace.taken > self.budget.steps {
+                self.stopped = Some("steps");
+                return e;
+            }
+            if self.trace.steps.len() < self.budget.trace_steps {
+                self.trace.steps.push(Step {
+                    rule: rule.name,
+                    inexact: rule.inexact,
+                    def: self.def.clone(),
+                    path: self.path.clone(),
+                    span: (!e.span.is_none()).then_some(e.span),
+                    before: print_expr(&e, &self.print),
+                    after: print_expr(&new, &self.print),
+                });
+            }
+            return self.normalise(new);
+        }
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::*;
+    use crate::ir::{Name, Prim};
+
+    fn is_real(e: &Expr, v: f64) -> bool {
+        matches!(e.kind, ExprKind::Real(r) if r == v)
+    }
+
+    /// `e + 0.0 → e` and `0.0 * e → 0.0` (inexact: e may be NaN or ∞), and folding `r1 + r2`.
+    fn rules() -> Vec<Rule> {
+        vec![
+            Rule {
+                name: "add-zero",
+                inexact: false,
+                apply: |e, _| match &e.kind {
+                    ExprKind::Prim(Prim::Add, xs) if is_real(&xs[1], 0.0) => Some(xs[0].clone()),
+                    _ => None,
+                },
+            },
+            Rule {
+                name: "zero-mul",
+                inexact: true,
+                apply: |e, _| match &e.kind {
+                    ExprKind::Prim(Prim::Mul, xs) if is_real(&xs[0], 0.0) => Some(real(0.0)),
+                    _ => None,
+                },
+            },
+            Rule {
+                name: "fold-add",
+                inexact: false,
+                apply: |e, _| match &e.kind {
+                    ExprKind::Prim(Prim::Add, xs) => match (&xs[0].kind, &xs[1].kind) {
+                        (ExprKind::Real(a), ExprKind::Real(b)) => Some(real(a + b)),
+                        _ => None,
+                    },
+                    _ => None,
+                },
+            },
+        ]
+    }
+
+    fn x() -> Name {
+        Name::new("x", 1)
+    }
+
+    #[test]
+    fn innermost_until_no_rule_applies_with_a_trace() {
+        // (x + (0.0 * x)) + (1.0 + 2.0)  →  x + 3.0
+        let e = add(add(var(&x()), mul(real(0.0), var(&x()))), add(real(1.0), real(2.0)));
+        let mut fr = Fresh { next_id: 10 };
+        let (out, tr) = normalise(e, &rules(), &mut fr, Budget::default()).unwrap();
+        assert_eq!(print_expr(&out, &PrintOptions::ascii()), "x + 3.0");
+        let names: Vec<&str> = tr.steps.iter().map(|s| s.rule).collect();
+        assert_eq!(names, ["zero-mul", "add-zero", "fold-add"]);
+        assert_eq!(tr.steps[0].path, vec![0, 1], "0.0 * x is the right child of the left child");
+        assert!(tr.steps[0].inexact && !tr.steps[1].inexact);
+        assert_eq!(tr.steps[2].before, "1.0 + 2.0");
+        assert_eq!(tr.steps[2].after, "3.0");
+        assert_eq!(tr.per_rule, vec![("add-zero", 1), ("zero-mul", 1), ("fold-add", 1)]);
+    }
+
+    #[test]
+    fn a_result_is_normalised_again() {
+        // ((x + 0.0) + 0.0) + 0.0 takes three steps, each on the result of the one before
+        let e = add(add(add(var(&x()), real(0.0)), real(0.0)), real(0.0));
+        let mut fr = Fresh { next_id: 10 };
+        let (out, tr) = normalise(e, &rules(), &mut fr, Budget::default()).unwrap();
+        assert_eq!(print_expr(&out, &PrintOptions::ascii()), "x");
+        assert_eq!(tr.taken, 3);
+    }
+
+    #[test]
+    fn long_let_chains_do_not_recurse_and_budgets_stop_with_a_message() {
+        // the IR's derived Clone and Drop recurse along the chain (not the engine): a big stack for those
+        crate::limits::run_with_stack(long_let_chain);
+    }
+
+    fn long_let_chain() {
+        // let a1 = x + 0.0 in let a2 = a1 + 0.0 in ... 100,000 links
+        let n = 100_000;
+        let names: Vec<Name> = (0..=n).map(|i| Name::new("a", i as u32 + 2)).collect();
+        let mut e = var(&names[n]);
+        for i in (1..=n).rev() {
+            e = let_(pvar(&names[i]), add(var(&names[i - 1]), real(0.0)), e);
+        }
+        let mut fr = Fresh { next_id: n as u32 + 10 };
+        let (out, tr) = normalise(e.clone(), &rules(), &mut fr, Budget::default()).unwrap();
+        assert_eq!(tr.taken, n as u64);
+        assert_eq!(tr.steps.len(), 2_000, "the trace keeps the first steps only");
+        assert_eq!(tr.steps[1].path, vec![1, 0], "the second link's right-hand side");
+        let mut links = 0;
+        let mut cur = &out;
+        while let ExprKind::Let(_, rhs, body) = &cur.kind {
+            assert!(matches!(rhs.kind, ExprKind::Var(_)));
+            links += 1;
+            cur = body;
+        }
+        assert_eq!(links, n);
+        let err = normalise(e, &rules(), &mut fr, Budget { steps: 1000, ..Budget::default() }).unwrap_err();
+        assert!(err.message.contains("rewrite steps budget (1000)"), "{}", err.message);
+    }
+}
