@@ -1,6 +1,7 @@
 //! Smeding & Vákár: "Parallel Dual-Numbers Reverse AD" (JFP 2025), §§5–12.
 
 use crate::stage::Chain;
+use common::ChainStage;
 
 pub mod common;
 pub mod cayley;
@@ -19,15 +20,16 @@ pub static CHAIN: Chain = Chain {
     paper: "Smeding & Vákár 2025",
     citation: "Tom J. Smeding, Matthijs I. L. Vákár. Parallel Dual-Numbers Reverse AD. Journal of Functional Programming, 2025.",
     url: "https://arxiv.org/abs/2207.03418",
+    // each wrapped with the chain's check of the source and its run set-up (`common::ChainStage`)
     stages: &[
-        &naive::Naive,
-        &staged::Staged,
-        &cayley::Cayley,
-        &sparse::Sparse,
-        &mutable::Mutable,
-        &nocollector::NoCollector,
-        &contrib::ContribStage,
-        &tape::Tape,
-        &parallel::Parallel,
+        &ChainStage(naive::Naive),
+        &ChainStage(staged::Staged),
+        &ChainStage(cayley::Cayley),
+        &ChainStage(sparse::Sparse),
+        &ChainStage(mutable::Mutable),
+        &ChainStage(nocollector::NoCollector),
+        &ChainStage(contrib::ContribStage),
+        &ChainStage(tape::Tape),
+        &ChainStage(parallel::Parallel),
     ],
 };

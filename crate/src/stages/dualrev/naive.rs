@@ -139,10 +139,6 @@ impl Stage for Naive {
         ]
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = src.program.clone();
@@ -199,7 +195,7 @@ fn display_graph(cx: &RunCtx) -> Option<Graph> {
     let staged = cx.output_of("dualrev/staged")?;
     let mut m2 = Machine::new(&staged.program, &staged.builtins, Budget { trace_steps: 0, ..Budget::default() }).ok()?;
     m2.set_tracing(false);
-    crate::stage::run_wrapper(&mut m2, cx.input, cx.seed).ok()?;
+    run_wrapper(&mut m2, cx.input, cx.seed).ok()?;
     let mut g = graph(&mut m2, "backprop")?;
     let r = rt(&mut m2);
     // calls along paths, in descending ID order (a reverse topological order)
