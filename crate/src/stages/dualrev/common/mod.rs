@@ -5,7 +5,8 @@
 //!   with that check and the runtime's set-up before a run;
 //! - `translate`: the monadic term translation of Fig. 8 (only the rule for reals changes from
 //!   stage to stage), `rules`: the rules for reals that several stages share;
-//! - `wrapper`: Interleave, Deinterleave, the monoids, the Fig. 10 wrapper, stated types;
+//! - `types`: D_c[τ] (the shared kit's type walker) and the types the paper states;
+//! - `wrapper`: Interleave, Deinterleave, the monoids, the wrappers of Figs. 8–10;
 //! - `runtime`: the state every stage's builtins share (ID counter, counters, graph edges, resolve
 //!   trace), the frozen collector; `staged`: the Staged values several stages share.
 //!
@@ -30,6 +31,7 @@ mod rules;
 mod runtime;
 mod staged;
 mod translate;
+mod types;
 mod wrapper;
 
 pub use accepts::*;
@@ -38,28 +40,8 @@ pub use rules::*;
 pub use runtime::*;
 pub use staged::*;
 pub use translate::*;
+pub use types::*;
 pub use wrapper::*;
-
-use crate::ir::Type;
-use crate::kit::polytypic::{map_reals, TypeRule};
 
 pub const PAPER: &str = "Smeding & Vákár 2025";
 pub const ACCEPTS: &str = "the whole scalar language: closures, recursion, tuples, sums, if, integers";
-
-pub fn m_ty(t: Type) -> Type {
-    Type::con("M", vec![t])
-}
-pub fn staged_ty(c: Type) -> Type {
-    Type::con("Staged", vec![c])
-}
-/// The type variable standing for the cotangent monoid `c` in stated types.
-pub fn cvar() -> Type {
-    Type::Var(0)
-}
-
-/// D_c[τ]: R ↦ `real`, functions ↦ D[σ] → D[τ] (naive, Fig. 6) or D[σ] → M D[τ] (Figs. 8–10),
-/// homomorphic elsewhere; Z, Bool, () unchanged.
-pub fn dtype(t: &Type, real: &Type, monadic: bool) -> Type {
-    let result = |r: Type| if monadic { m_ty(r) } else { r };
-    map_reals(t, &TypeRule { real: &|| real.clone(), result: &result })
-}
