@@ -88,7 +88,7 @@ impl Stage for Staged {
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         // Wrap²[λx. t] = λx. let (x, i) = Interleave²_σ (x, SCotan) 0
         //                    in let (y, d) = Deinterleave²_τ (fst (D²_σ[t] i)) in (y, linλz. SResolve (d z))
-        // (a real input's one-hot is SCotan itself: its call is counted here)
+        // (a real input's one-hot is SCotan itself, so its call is counted here; z is named either way)
         let cot = |fr: &mut Fresh| {
             let z = fr.name("z");
             if *s == Type::Real { linlam(pvar(&z), app(builtin("counted"), app(builtin("SCotan"), var(&z)))) } else { builtin("SCotan") }
