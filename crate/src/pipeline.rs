@@ -356,6 +356,9 @@ pub fn refusal(st: &dyn Stage, src: &Source) -> Result<(), Diagnostic> {
     let id = st.info().id;
     let restriction = st.info().accepts;
     crate::features::scan(src.program).refuse(st.supports(), restriction).map_err(|d| d.in_stage(id).refused())?;
+    if let Some(chain) = stages::chain_of(id) {
+        (chain.accepts)(src).map_err(|d| d.in_stage(id).refused())?;
+    }
     st.accepts(src).map_err(|d| d.in_stage(id).refused())
 }
 

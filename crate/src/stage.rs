@@ -41,10 +41,17 @@ pub struct Chain {
     pub url: &'static str,
     /// The stages in the paper's order.
     pub stages: &'static [&'static dyn Stage],
+    /// A check every stage of the chain makes of its input, before the stage's own `accepts`.
+    pub accepts: fn(&Source) -> Result<(), Diagnostic>,
     /// Set-up every stage of the chain needs before its output runs (a runtime's zero, input count).
     pub before_run: fn(&mut Machine, &RunCtx),
     /// The counters the chain's runtimes add, each with what it counts (the page's labels).
     pub counters: &'static [CounterInfo],
+}
+
+/// A chain's `accepts` that accepts every program.
+pub fn accept_all(_: &Source) -> Result<(), Diagnostic> {
+    Ok(())
 }
 
 /// A chain's `before_run` that does nothing.

@@ -4,7 +4,6 @@
 //! described by data: `Contrib = [(R, (Z, Contrib))]`, the partials with the arguments' IDs and Contribs.
 
 use super::common::*;
-use super::mutable::{arr_cells, stated_io};
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
@@ -101,10 +100,6 @@ impl Stage for ContribStage {
         v
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut mo = Monadic::new(src.program, &Rule);
         let mut out = mo.program(src.program);
@@ -112,20 +107,12 @@ impl Stage for ContribStage {
         let (s, t) = (src.input_type, src.output_type);
         // Interleave_R = λx. genID >>= λi. pure ((x, (i, [])), λa. a @ i)
         let x = fr.name("x");
-        let leaf = |x: Expr, fr: &mut Fresh| {
-            let (i, a) = (fr.name("i"), fr.name("a"));
-            let d = pair(x, pair(var(&i), builtin("C0")));
-            bind(pvar(&i), builtin("genID"), pure(pair(d, lam(pvar(&a), apps(builtin("at"), [var(&a), var(&i)])))))
-        };
+        let leaf = |x: Expr, fr: &mut Fresh| leaf_at(x, fr, &|_, _| builtin("C0"));
         let il = interleave_up(s, var(&x), &mut fr, &leaf);
         out.defs.push(def("interleave", lam(pvar(&x), il)));
         // Deinterleave_R (x, d) = (x, SCall d): the output's Contrib is staged with the output cotangent
         let y = fr.name("y");
-        let dleaf = |e: Expr, fr: &mut Fresh| {
-            let (p, d) = (fr.name("x"), fr.name("d"));
-            let_(ppair(pvar(&p), pvar(&d)), e, pair(var(&p), app(builtin("SCall"), var(&d))))
-        };
-        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf_scall("d"), &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, false)));
         out.next_id = fr.next_id;

@@ -30,6 +30,7 @@ pub static CHAIN: Chain = Chain {
         &tape::Tape,
         &parallel::Parallel,
     ],
+    accepts: common::accepts_source,
     before_run: common::before_run,
     counters: COUNTERS,
 };

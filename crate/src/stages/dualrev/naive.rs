@@ -139,10 +139,6 @@ impl Stage for Naive {
         ]
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
         let mut out = src.program.clone();

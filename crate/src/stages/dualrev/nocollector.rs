@@ -3,7 +3,6 @@
 //! keep only the staging array, make the input backpropagators no-ops, and rebuild from m.
 
 use super::common::*;
-use super::mutable::{self as mutable, real_ty, Rule};
 use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::interp::{Builtin, Graph, Machine};
@@ -28,35 +27,27 @@ cotangent to the no-op.)",
     accepts: ACCEPTS,
 };
 
-fn io(c: &Type) -> Type {
-    Type::fun(staged_ty(c.clone()), m_ty(Type::Unit))
-}
-
 impl Stage for NoCollector {
     fn info(&self) -> &'static StageInfo {
         &INFO
     }
 
     fn builtins(&self) -> Vec<Builtin> {
-        mutable::builtins(false)
-    }
-
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
+        array_staged_builtins(false)
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let mut mo = Monadic::new(src.program, &Rule);
+        let mut mo = Monadic::new(src.program, &IO_RULE);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
         let (s, t) = (src.input_type, src.output_type);
         // Interleave_R = λx. genID >>= λi. pure ((x, (i, linλz. λ_. return ())), λa. a @ i)
         let x = fr.name("x");
         let leaf = |x: Expr, fr: &mut Fresh| {
-            let (i, a, z) = (fr.name("i"), fr.name("a"), fr.name("z"));
-            let bp = linlam(pvar(&z), app(builtin("counted"), combine_io(vec![], fr)));
-            let d = pair(x, pair(var(&i), bp));
-            bind(pvar(&i), builtin("genID"), pure(pair(d, lam(pvar(&a), apps(builtin("at"), [var(&a), var(&i)])))))
+            leaf_at(x, fr, &|_, fr| {
+                let z = fr.name("z");
+                linlam(pvar(&z), app(builtin("counted"), combine_io(vec![], fr)))
+            })
         };
         let il = interleave_up(s, var(&x), &mut fr, &leaf);
         out.defs.push(def("interleave", lam(pvar(&x), il)));
@@ -66,11 +57,7 @@ impl Stage for NoCollector {
         // that *is* an input (`main (x, y) = (x, …)`) would lose the direct call's contribution.
         // Staging the output calls, as the reference implementation does, keeps c[i] = snd m[i].
         let y = fr.name("y");
-        let dleaf = |e: Expr, fr: &mut Fresh| {
-            let (p, d) = (fr.name("x"), fr.name("d"));
-            let_(ppair(pvar(&p), pvar(&d)), e, pair(var(&p), app(builtin("SCall"), var(&d))))
-        };
-        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf_scall("d"), &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, false)));
         out.next_id = fr.next_id;
@@ -78,7 +65,7 @@ impl Stage for NoCollector {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        mutable::stated(src, &real_ty(&cvar()), &io(&cvar()))
+        stated_io(src, &real_ty_io(&cvar()))
     }
 
 

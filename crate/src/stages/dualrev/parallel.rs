@@ -15,7 +15,6 @@
 
 use super::common::*;
 use crate::build::*;
-use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep};
 use crate::ir::*;
@@ -60,23 +59,8 @@ pub fn real_ty(_c: &Type) -> Type {
     Type::Tuple(vec![Type::Real, cid()])
 }
 
-struct Rule;
-
-impl RealRule for Rule {
-    fn real_ty(&self, c: &Type) -> Type {
-        real_ty(c)
-    }
-    fn constant(&self, fr: &mut Fresh, r: Expr) -> Expr {
-        let i = fr.name("i");
-        bind(pvar(&i), app(builtin("record"), builtin("C0")), pure(pair(r, var(&i))))
-    }
-    fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr {
-        let i = fr.name("i");
-        let name = if ds.len() == 1 { "C1" } else { "C2" };
-        let args: Vec<Expr> = partials.iter().zip(ds).flat_map(|(p, d)| [at_one(p), d.clone()]).collect();
-        bind(pvar(&i), app(builtin("record"), apps(builtin(name), args)), pure(pair(y, var(&i))))
-    }
-}
+/// As §10.3's (`RecordRule`), with compound IDs.
+const RULE: RecordRule = RecordRule { real: real_ty };
 
 impl Stage for Parallel {
     fn info(&self) -> &'static StageInfo {
@@ -126,12 +110,8 @@ impl Stage for Parallel {
         v
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let mut mo = Monadic::new(src.program, &Rule);
+        let mut mo = Monadic::new(src.program, &RULE);
         mo.fork = true;
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
@@ -150,11 +130,7 @@ impl Stage for Parallel {
         out.defs.push(def("interleave", lam(pvar(&x), il)));
         // Deinterleave_R (x, i) = (x, SCall i)
         let y = fr.name("y");
-        let dleaf = |e: Expr, fr: &mut Fresh| {
-            let (p, i) = (fr.name("x"), fr.name("i"));
-            let_(ppair(pvar(&p), pvar(&i)), e, pair(var(&p), app(builtin("SCall"), var(&i))))
-        };
-        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf_scall("i"), &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         // grad (x, dy) = let (y, d, rebuild, jd) = runJobs (do (x', rebuild) ← interleave x; y' ← main x';
         //                    jd ← getJob; let (y, d) = deinterleave y' in pure (y, d, rebuild, jd))
@@ -187,7 +163,7 @@ impl Stage for Parallel {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        super::mutable::stated_io(src, &real_ty(&cvar()))
+        stated_io(src, &real_ty(&cvar()))
     }
 
 
@@ -439,7 +415,7 @@ impl ExtValue for PArr {
         "Staged"
     }
     fn show(&self) -> String {
-        let jobs: Vec<String> = self.0.iter().take(16).map(|a| super::mutable::arr_cells(a.iter().map(load))).collect();
+        let jobs: Vec<String> = self.0.iter().take(16).map(|a| arr_cells(a.iter().map(load))).collect();
         format!("[{}]", jobs.join(", "))
     }
     fn as_any(&self) -> &dyn Any {

@@ -3,7 +3,6 @@
 //! The term translation is Fig. 9's; the collector becomes a persistent map (rpds) from input IDs
 //! to cotangents, and Interleave returns a rebuild function instead of passing setters down.
 
-use super::cayley::{leaf_ignore_id, real_ty, Rule};
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -31,12 +30,11 @@ puts the gradient back into the input's shape (integers and sum tags from the in
     accepts: ACCEPTS,
 };
 
-fn upd(c: &Type) -> Type {
-    Type::fun(staged_ty(c.clone()), staged_ty(c.clone()))
-}
 fn gmap() -> Type {
     Type::con("Map", vec![Type::Int, Type::Real])
 }
+
+// The term translation is Fig. 9's (`CAYLEY_RULE`, common).
 
 impl Stage for Sparse {
     fn info(&self) -> &'static StageInfo {
@@ -45,32 +43,28 @@ impl Stage for Sparse {
 
     fn builtins(&self) -> Vec<Builtin> {
         let c = tv(1);
-        let bp = Type::lin(Type::Real, upd(&c));
+        let bp = Type::lin(Type::Real, upd_ty(&c));
         let mut v = common_builtins();
         v.extend([
             // SOneHot : Z → dR ⊸ (Staged c → Staged c): insertWith (+) i z into the collector
             Builtin { name: "SOneHot", scheme: scheme(&[1], Type::fun(Type::Int, bp.clone())), arity: 3, lazy_last: false, run: b_onehot },
             Builtin {
                 name: "SCall",
-                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp]), Type::lin(Type::Real, upd(&c)))),
+                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp]), Type::lin(Type::Real, upd_ty(&c)))),
                 arity: 3,
                 lazy_last: false,
                 run: b_scall,
             },
             // SResolve : (Staged c → Staged c) ⊸ Map Z dR
-            Builtin { name: "SResolve", scheme: scheme(&[1], Type::lin(upd(&c), gmap())), arity: 1, lazy_last: false, run: b_sresolve },
+            Builtin { name: "SResolve", scheme: scheme(&[1], Type::lin(upd_ty(&c), gmap())), arity: 1, lazy_last: false, run: b_sresolve },
             // findWithDefault 0 i g
             Builtin { name: "lookup", scheme: Scheme::mono(Type::fun(gmap(), Type::fun(Type::Int, Type::Real))), arity: 2, lazy_last: false, run: b_lookup },
         ]);
         v
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let mut mo = Monadic::new(src.program, &Rule);
+        let mut mo = Monadic::new(src.program, &CAYLEY_RULE);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
         let (s, t) = (src.input_type, src.output_type);
@@ -113,9 +107,9 @@ impl Stage for Sparse {
         let c = cvar();
         let (s, t) = (src.input_type, src.output_type);
         vec![
-            main_type(src, &real_ty(&c), true),
-            ("interleave".into(), Type::fun(s.clone(), m_ty(Type::Tuple(vec![dtype(s, &real_ty(&c), true), Type::fun(gmap(), s.clone())])))),
-            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), upd(&c))]))),
+            main_type(src, &real_ty_cayley(&c), true),
+            ("interleave".into(), Type::fun(s.clone(), m_ty(Type::Tuple(vec![dtype(s, &real_ty_cayley(&c), true), Type::fun(gmap(), s.clone())])))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty_cayley(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), upd_ty(&c))]))),
             grad_type(src),
         ]
     }

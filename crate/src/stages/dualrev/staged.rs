@@ -5,15 +5,12 @@
 
 use super::common::*;
 use crate::build::*;
-use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
-use crate::value::{ExtValue, Value};
+use crate::value::Value;
 use rpds::RedBlackTreeMap;
-use std::any::Any;
-use std::rc::Rc;
 
 pub struct Staged;
 
@@ -40,26 +37,9 @@ pub fn real_ty(c: &Type) -> Type {
     Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Int, Type::lin(Type::Real, staged_ty(c.clone()))])])
 }
 
-struct Rule;
-
-impl RealRule for Rule {
-    fn real_ty(&self, c: &Type) -> Type {
-        real_ty(c)
-    }
-    // D²[r] = λi. ((r, (i, linλz. 0_Staged)), i + 1)
-    fn constant(&self, fr: &mut Fresh, r: Expr) -> Expr {
-        let (i, z) = (fr.name("i"), fr.name("z"));
-        let bp = linlam(pvar(&z), app(builtin("counted"), builtin("zeroStaged")));
-        bind(pvar(&i), builtin("genID"), pure(pair(r, pair(var(&i), bp))))
-    }
-    // D²[op(t1..tn)] = … ((op(x1..xn), (in, linλz. SCall d1 (∂1 op(x)(z)) +_Staged … +_Staged SCall dn (∂n op(x)(z)))), in + 1)
-    fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr {
-        let (i, z) = (fr.name("i"), fr.name("z"));
-        let parts: Vec<Expr> = partials.iter().zip(ds).map(|(p, d)| apps(builtin("SCall"), [d.clone(), scale(p, var(&z))])).collect();
-        let bp = linlam(pvar(&z), app(builtin("counted"), combine(parts, fr)));
-        bind(pvar(&i), builtin("genID"), pure(pair(y, pair(var(&i), bp))))
-    }
-}
+/// D²[r] = λi. ((r, (i, linλz. 0_Staged)), i + 1)
+/// D²[op(t1..tn)] = … ((op(x1..xn), (in, linλz. SCall d1 (∂1 op(x)(z)) +_Staged … +_Staged SCall dn (∂n op(x)(z)))), in + 1)
+const RULE: SCallRule = SCallRule { real: real_ty, combine };
 
 /// `+_Staged` and `0_Staged`.
 fn combine(parts: Vec<Expr>, _: &mut Fresh) -> Expr {
@@ -93,12 +73,8 @@ impl Stage for Staged {
         v
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let mut mo = Monadic::new(src.program, &Rule);
+        let mut mo = Monadic::new(src.program, &RULE);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
         let (s, t) = (src.input_type, src.output_type);
@@ -108,27 +84,16 @@ impl Stage for Staged {
         out.defs.push(def("interleave", lam(ppair(pvar(&x), pvar(&d)), il)));
         // Deinterleave²_τ : D²_c[τ] → (τ, dτ ⊸ Staged c): ignores the IDs, uses 0_Staged and +_Staged
         let y = fr.name("y");
-        let leaf = |e: Expr, fr: &mut Fresh| {
-            let (p, i, bp) = (fr.name("x"), fr.name("i"), fr.name("d"));
-            let_(ppair(pvar(&p), ppair(pvar(&i), pvar(&bp))), e, pair(var(&p), var(&bp)))
-        };
-        let dl = deinterleave(t, var(&y), &mut fr, &leaf, &combine);
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf_ignore_id, &combine);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         // Wrap²[λx. t] = λx. let (x, i) = Interleave²_σ (x, SCotan) 0
         //                    in let (y, d) = Deinterleave²_τ (fst (D²_σ[t] i)) in (y, linλz. SResolve (d z))
-        let (x, dy, yv, dv, x2, z) = (fr.name("x"), fr.name("dy"), fr.name("y"), fr.name("d"), fr.name("x'"), fr.name("z"));
-        let cot = if *s == Type::Real { linlam(pvar(&z), app(builtin("counted"), app(builtin("SCotan"), var(&z)))) } else { builtin("SCotan") };
-        let m = bind(
-            pvar(&x2),
-            app(global("interleave"), pair(var(&x), cot)),
-            bind(pvar(&yv), run_main(&out, var(&x2), &mut fr), pure(app(global("deinterleave"), var(&yv)))),
-        );
-        let body = let_(
-            ppair(pvar(&yv), pvar(&dv)),
-            app(builtin("runIDs"), m),
-            pair(var(&yv), app(builtin("SResolve"), app(var(&dv), var(&dy)))),
-        );
-        out.defs.push(def(WRAPPER, lam(ppair(pvar(&x), pvar(&dy)), body)));
+        // (a real input's one-hot is SCotan itself, so its call is counted here; z is named either way)
+        let cot = |fr: &mut Fresh| {
+            let z = fr.name("z");
+            if *s == Type::Real { linlam(pvar(&z), app(builtin("counted"), app(builtin("SCotan"), var(&z)))) } else { builtin("SCotan") }
+        };
+        out.defs.push(def(WRAPPER, wrapper_fig8(&out, &mut fr, &cot)));
         out.next_id = fr.next_id;
         Ok(Output::from(out))
     }
@@ -157,45 +122,10 @@ impl Stage for Staged {
 // ---------------------------------------------------------------------------------------------
 // Runtime: the Staged interface of Fig. 8
 
-/// `Staged c = (c, Map Z (dR ⊸ Staged c, dR))`, the map persistent (rpds).
-#[derive(Clone, Debug)]
-pub struct StagedV {
-    pub c: Value,
-    pub m: RedBlackTreeMap<i64, (Value, f64)>,
-}
-
-impl ExtValue for StagedV {
-    fn type_name(&self) -> &'static str {
-        "Staged"
-    }
-    fn show(&self) -> String {
-        let entries: Vec<String> = self.m.iter().map(|(k, (_, a))| format!("{k} ↦ {}", crate::value::show_real(*a))).collect();
-        format!("({}, {{{}}})", self.c, entries.join(", "))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-pub fn staged_of(v: &Value, span: Span) -> Result<&StagedV, RunError> {
-    v.ext::<StagedV>().ok_or_else(|| err(span, format!("expected a Staged value, got {v}")))
-}
-
-fn zero_c(m: &mut Machine, span: Span) -> Result<Value, RunError> {
-    let z = rt(m).zero.clone().ok_or_else(|| err(span, "no input zero (run through the stage)"))?;
-    m.tick(size(&z))?;
-    m.count("zero_leaves", size(&z));
-    Ok(z)
-}
-
-fn mk(c: Value, m: RedBlackTreeMap<i64, (Value, f64)>) -> Value {
-    Value::Ext(Rc::new(StagedV { c, m }))
-}
-
 fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     let c = zero_c(m, span)?;
-    Ok(mk(c, RedBlackTreeMap::new()))
+    Ok(staged_value(c, RedBlackTreeMap::new()))
 }
 
 /// `m ∪ m'` with linear factoring: entries under the same ID add their arguments.
@@ -224,12 +154,12 @@ fn b_plus(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     m.count("plus_leaves", size(&a.c));
     m.alloc(1)?;
     let map = union(m, &a.m, &b.m)?;
-    Ok(mk(cot_add(&a.c, &b.c), map))
+    Ok(staged_value(cot_add(&a.c, &b.c), map))
 }
 
 fn b_scotan(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
-    Ok(mk(args.pop().unwrap_or(Value::Unit), RedBlackTreeMap::new()))
+    Ok(staged_value(args.pop().unwrap_or(Value::Unit), RedBlackTreeMap::new()))
 }
 
 /// `SCall (i, f) x = (0, {i ↦ (f, x)})`
@@ -240,7 +170,7 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
     record_edge(m, i, x);
     m.alloc(1)?;
     let c = zero_c(m, span)?;
-    Ok(mk(c, RedBlackTreeMap::new().insert(i, (f, x))))
+    Ok(staged_value(c, RedBlackTreeMap::new().insert(i, (f, x))))
 }
 
 /// SResolve (grad, m) = if m is empty then grad else let i = highest key in m, (f, a) = m[i]
@@ -248,9 +178,7 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let mut s = staged_of(&args.pop().unwrap_or(Value::Unit), span)?.clone();
     if m.tracing() {
-        let mut rows = collector_rows(&s.c);
-        rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
-        trace_start(m, rows);
+        trace_start(m, staged_rows(&s));
     }
     loop {
         m.tick(1)?;
@@ -268,10 +196,8 @@ fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value
         let map = union(m, &r.m, &rest)?;
         s = StagedV { c: cot_add(&r.c, &s.c), m: map };
         if m.tracing() {
-            let mut rows = collector_rows(&s.c);
-            rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
             let note = format!("resolve ID {i}: call its backpropagator with {}", crate::value::show_real(a));
-            trace_resolve(m, i, a, note, rows);
+            trace_resolve(m, i, a, note, staged_rows(&s));
         }
     }
     Ok(s.c)

@@ -5,9 +5,7 @@
 //! with already-differentiated operations (partials and argument IDs) on the tape.
 
 use super::common::*;
-use super::mutable::{arr_cells, stated_io};
 use crate::build::*;
-use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
@@ -43,23 +41,8 @@ pub fn real_ty(_c: &Type) -> Type {
     Type::Tuple(vec![Type::Real, Type::Int])
 }
 
-struct Rule;
-
-impl RealRule for Rule {
-    fn real_ty(&self, c: &Type) -> Type {
-        real_ty(c)
-    }
-    fn constant(&self, fr: &mut Fresh, r: Expr) -> Expr {
-        let i = fr.name("i");
-        bind(pvar(&i), app(builtin("record"), builtin("C0")), pure(pair(r, var(&i))))
-    }
-    fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr {
-        let i = fr.name("i");
-        let name = if ds.len() == 1 { "C1" } else { "C2" };
-        let args: Vec<Expr> = partials.iter().zip(ds).flat_map(|(p, d)| [at_one(p), d.clone()]).collect();
-        bind(pvar(&i), app(builtin("record"), apps(builtin(name), args)), pure(pair(y, var(&i))))
-    }
-}
+/// §10.3: `record c` returns a fresh ID with `c` on the tape (`RecordRule`, shared with §12).
+const RULE: RecordRule = RecordRule { real: real_ty };
 
 impl Stage for Tape {
     fn info(&self) -> &'static StageInfo {
@@ -85,7 +68,9 @@ impl Stage for Tape {
             // record : Contrib → M Z: the next ID, with its Contrib written on the tape
             Builtin { name: "record", scheme: Scheme::mono(Type::fun(tcontrib(), m_ty(z.clone()))), arity: 1, lazy_last: false, run: b_record },
             Builtin { name: "SAlloc", scheme: scheme(&[1], Type::fun(z.clone(), m_ty(st.clone()))), arity: 1, lazy_last: false, run: b_salloc },
-            // SCall : Z → dR ⊸ (Staged c → IO ())
+            // SCall : Z → dR ⊸ (Staged c → IO ()). Here SCall i z means "adj[i] += z": §10.2 notes that
+            // with backpropagators as data SCall, as a call, disappears; the name is kept so the printed
+            // program (and its snapshot) reads as in the earlier stages.
             Builtin {
                 name: "SCall",
                 scheme: scheme(&[1], Type::fun(z.clone(), Type::lin(r, Type::fun(st.clone(), m_ty(Type::Unit))))),
@@ -98,12 +83,8 @@ impl Stage for Tape {
         v
     }
 
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        accepts_source(src)
-    }
-
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let mut mo = Monadic::new(src.program, &Rule);
+        let mut mo = Monadic::new(src.program, &RULE);
         let mut out = mo.program(src.program);
         let mut fr = mo.fr;
         let (s, t) = (src.input_type, src.output_type);
@@ -121,11 +102,7 @@ impl Stage for Tape {
         out.defs.push(def("interleave", lam(pvar(&x), il)));
         // Deinterleave_R (x, i) = (x, SCall i)
         let y = fr.name("y");
-        let dleaf = |e: Expr, fr: &mut Fresh| {
-            let (p, i) = (fr.name("x"), fr.name("i"));
-            let_(ppair(pvar(&p), pvar(&i)), e, pair(var(&p), app(builtin("SCall"), var(&i))))
-        };
-        let dl = deinterleave(t, var(&y), &mut fr, &dleaf, &combine_io);
+        let dl = deinterleave(t, var(&y), &mut fr, &leaf_scall("i"), &combine_io);
         out.defs.push(def("deinterleave", lam(pvar(&y), dl)));
         out.defs.push(def(WRAPPER, wrapper_fig10(&out, &mut fr, false)));
         out.next_id = fr.next_id;
@@ -228,6 +205,7 @@ fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
     Ok(Value::Ext(Rc::new(Adjoints(RefCell::new(vec![None; n])))))
 }
 
+/// `SCall i z`: adj[i] += z (§10.2: no backpropagator is called any more; see `builtins`).
 fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = adj(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;

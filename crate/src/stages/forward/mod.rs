@@ -12,6 +12,7 @@ pub static CHAIN: Chain = Chain {
     citation: "Faustyna Krawiec, Simon Peyton Jones, Neel Krishnaswami, Tom Ellis, Richard A. Eisenberg, Andrew Fitzgibbon. Provably correct, asymptotically efficient, higher-order reverse-mode automatic differentiation. POPL 2022.",
     url: "https://doi.org/10.1145/3498710",
     stages: &[&forward::Forward],
+    accepts: crate::stage::accept_all,
     before_run: crate::stage::nothing_before_run,
     counters: COUNTERS,
 };

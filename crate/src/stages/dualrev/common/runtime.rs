@@ -1,0 +1,293 @@
+//! The runtime every stage's builtins share: the per-run state (ID counter, counters, graph edges,
+//! resolve trace), the builtins of the ID monad, dense cotangent operations on values, the frozen
+//! collector of §9 (`IArray dR`), and the backpropagator graph drawn after a run.
+
+use super::*;
+use crate::diag::Span;
+use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};
+use crate::ir::*;
+use crate::value::Value;
+use std::collections::BTreeMap;
+
+/// Per-run state of the chain's runtimes.
+#[derive(Default)]
+pub struct Rt {
+    /// The next ID (`genID`).
+    pub next_id: i64,
+    /// `0 : c`: the input with its reals zeroed.
+    pub zero: Option<Value>,
+    pub n_inputs: i64,
+    /// The ID whose backpropagator the resolve is running (None: the wrapper's direct calls).
+    pub current: Option<i64>,
+    pub edges: BTreeMap<(i64, i64), f64>,
+    /// How many staged calls each edge stands for (`x + x` stages two calls of x's backpropagator).
+    pub edge_calls: BTreeMap<(i64, i64), u64>,
+    /// Per ID: the cotangent it was resolved with, and how often it was called by the resolve.
+    pub resolved: BTreeMap<i64, (f64, u64)>,
+    /// Kind of node per ID where the stage knows it (Contribs).
+    pub kinds: BTreeMap<i64, String>,
+}
+
+pub fn rt<'a>(m: &'a mut Machine<'_>) -> &'a mut Rt {
+    m.state::<Rt>()
+}
+
+pub fn scheme(vars: &[u32], ty: Type) -> Scheme {
+    Scheme { vars: vars.to_vec(), ty }
+}
+pub fn tv(i: u32) -> Type {
+    Type::Var(i)
+}
+
+pub fn err(span: Span, msg: impl Into<String>) -> RunError {
+    RunError::runtime(span, msg)
+}
+
+pub fn want_real(v: &Value, span: Span, what: &str) -> Result<f64, RunError> {
+    v.as_real().ok_or_else(|| err(span, format!("{what}: expected a real, got {v}")))
+}
+pub fn want_int(v: &Value, span: Span, what: &str) -> Result<i64, RunError> {
+    v.as_int().ok_or_else(|| err(span, format!("{what}: expected an integer, got {v}")))
+}
+pub fn want_pair(v: &Value, span: Span, what: &str) -> Result<(Value, Value), RunError> {
+    match v {
+        Value::Tuple(vs) if vs.len() == 2 => Ok((vs[0].clone(), vs[1].clone())),
+        _ => Err(err(span, format!("{what}: expected a pair, got {v}"))),
+    }
+}
+
+/// Number of leaves (the cost of a dense cotangent operation).
+pub fn size(v: &Value) -> u64 {
+    let mut n = 0;
+    v.for_each_leaf(&mut |_| n += 1);
+    n.max(1)
+}
+
+/// `a + b` on cotangents of the same input (reals added; integers, booleans and tags from `a`).
+pub fn cot_add(a: &Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
+        (Value::Tuple(xs), Value::Tuple(ys)) if xs.len() == ys.len() => {
+            Value::Tuple(xs.iter().zip(ys.iter()).map(|(x, y)| cot_add(x, y)).collect())
+        }
+        (Value::Inl(x), Value::Inl(y)) => Value::Inl(std::rc::Rc::new(cot_add(x, y))),
+        (Value::Inr(x), Value::Inr(y)) => Value::Inr(std::rc::Rc::new(cot_add(x, y))),
+        (a, _) => a.clone(),
+    }
+}
+
+pub fn zero_of(v: &Value) -> Value {
+    v.with_reals(&mut std::iter::repeat(0.0))
+}
+
+/// The builtins every monadic stage uses: `genID`, `getID`, `runIDs`, `counted`.
+pub fn common_builtins() -> Vec<Builtin> {
+    vec![
+        Builtin { name: "genID", scheme: Scheme::mono(m_ty(Type::Int)), arity: 0, lazy_last: false, run: b_gen_id },
+        Builtin { name: "getID", scheme: Scheme::mono(m_ty(Type::Int)), arity: 0, lazy_last: false, run: b_get_id },
+        Builtin { name: "runIDs", scheme: scheme(&[1], Type::fun(m_ty(tv(1)), tv(1))), arity: 1, lazy_last: true, run: b_run_ids },
+        counted_builtin(),
+    ]
+}
+
+pub fn counted_builtin() -> Builtin {
+    Builtin { name: "counted", scheme: scheme(&[1], Type::fun(tv(1), tv(1))), arity: 1, lazy_last: false, run: b_counted }
+}
+
+/// `zeroOf : a → a`: the cotangent zero shaped like a value (O(size)).
+pub fn zero_of_builtin() -> Builtin {
+    Builtin { name: "zeroOf", scheme: scheme(&[1], Type::fun(tv(1), tv(1))), arity: 1, lazy_last: false, run: b_zero_of }
+}
+
+fn b_gen_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    m.tick(1)?;
+    m.count("ids_allocated", 1);
+    let r = rt(m);
+    let i = r.next_id;
+    r.next_id += 1;
+    Ok(Value::Int(i))
+}
+fn b_get_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    Ok(Value::Int(rt(m).next_id))
+}
+fn b_run_ids(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    rt(m).next_id = 0;
+    let thunk = args.pop().unwrap_or(Value::Unit);
+    m.apply(thunk, Value::Unit)
+}
+fn b_counted(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    m.count("backprop_calls", 1);
+    Ok(args.pop().unwrap_or(Value::Unit))
+}
+fn b_zero_of(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    m.tick(size(&args[0]))?;
+    Ok(zero_of(&args[0]))
+}
+
+/// Before a run: the zero of c and the number of input scalars.
+pub fn prepare(m: &mut Machine, input: &Value) {
+    let r = rt(m);
+    r.zero = Some(zero_of(input));
+    r.n_inputs = input.real_leaves().len() as i64;
+}
+
+/// The chain's `before_run`: `prepare` for the run's input.
+pub fn before_run(m: &mut Machine, cx: &crate::stage::RunCtx) {
+    prepare(m, cx.input);
+}
+
+/// Runs the wrapper after `prepare` (for a machine of its own, as the naive stage's display graph uses).
+pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
+    prepare(m, input);
+    crate::stage::run_wrapper(m, input, seed)
+}
+
+/// Records an edge `current → target` (the resolve of `current` staged a call of `target`).
+pub fn record_edge(m: &mut Machine, target: i64, weight: f64) {
+    let r = rt(m);
+    let from = r.current.unwrap_or(-1);
+    *r.edges.entry((from, target)).or_insert(0.0) += weight;
+    *r.edge_calls.entry((from, target)).or_insert(0) += 1;
+}
+
+pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {
+    let e = rt(m).resolved.entry(id).or_insert((0.0, 0));
+    e.0 += a;
+    e.1 += 1;
+}
+
+/// Drawing limit for graphs.
+pub const GRAPH_LIMIT: i64 = 2_000;
+
+/// The backpropagator graph: one node per ID, edges from a backpropagator to the ones it staged
+/// calls of (weighted by the cotangent passed where known), and a node for the wrapper's direct
+/// call of the output backpropagator(s).
+pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
+    let r = rt(m);
+    let n = r.next_id;
+    if n == 0 {
+        return None;
+    }
+    let shown = n.min(GRAPH_LIMIT);
+    let mut indeg: BTreeMap<i64, u32> = BTreeMap::new();
+    for &(_, to) in r.edges.keys() {
+        *indeg.entry(to).or_insert(0) += 1;
+    }
+    // The wrapper calls the output's backpropagators directly (§6.1): when exactly one
+    // non-input ID was never resolved and nothing points to it, that is the output, and the direct
+    // call's edges start there; otherwise they start at a node standing for the wrapper.
+    let direct: Vec<i64> = r.edges.keys().filter(|(f, _)| *f < 0).map(|(_, t)| *t).collect();
+    let sources: Vec<i64> =
+        (r.n_inputs..n).filter(|i| !r.resolved.contains_key(i) && !indeg.contains_key(i) && !direct.contains(i)).collect();
+    let out_id: Option<i64> = if !direct.is_empty() && sources.len() == 1 { Some(sources[0]) } else { None };
+    let mut nodes: Vec<GraphNode> = (0..shown)
+        .map(|i| {
+            let input = i < r.n_inputs;
+            let (cot, visits) = r.resolved.get(&i).copied().map_or((None, None), |(a, v)| (Some(a), Some(v)));
+            let kind = r.kinds.get(&i).cloned().unwrap_or_else(|| if input { "input".into() } else { ctor.to_string() });
+            let label = if input {
+                format!("input {i}")
+            } else if Some(i) == out_id {
+                format!("{kind} (output, called directly)")
+            } else {
+                kind.clone()
+            };
+            GraphNode {
+                id: i as u64,
+                ctor: kind,
+                label,
+                delta_id: Some(i),
+                value: cot,
+                shared: indeg.get(&i).copied().unwrap_or(0) > 1,
+                visits: visits.or(if Some(i) == out_id { Some(1) } else { None }),
+                group: None,
+                span: None,
+            }
+        })
+        .collect();
+    let wrapper_node = n as u64;
+    if !direct.is_empty() && out_id.is_none() {
+        nodes.push(GraphNode { id: wrapper_node, ctor: "output".into(), label: "output cotangent".into(), ..GraphNode::default() });
+    }
+    let from_of = |f: i64| if f >= 0 { f as u64 } else { out_id.map_or(wrapper_node, |o| o as u64) };
+    let edges = r
+        .edges
+        .iter()
+        .filter(|((f, t), _)| *f < shown && *t < shown)
+        .map(|(&(f, t), w)| GraphEdge { from: from_of(f), to: t as u64, label: crate::value::show_real(*w) })
+        .collect();
+    Some(Graph { nodes, edges, groups: vec![], omitted: (n - shown) as u64 })
+}
+
+/// A resolve trace step.
+pub fn trace_resolve(m: &mut Machine, id: i64, a: f64, note: String, state: Vec<(String, f64)>) {
+    if m.tracing() {
+        m.trace(TraceStep { kind: "resolve".into(), node: Some(id as u64), span: None, factor: Some(a), note, state });
+    }
+}
+
+/// The Staged object (or arrays) handed to SResolve, before its first step.
+pub fn trace_start(m: &mut Machine, state: Vec<(String, f64)>) {
+    if m.tracing() {
+        m.trace(TraceStep { kind: "staged".into(), note: "the staged state handed to SResolve".into(), state, ..TraceStep::default() });
+    }
+}
+
+/// Rows `c[k] -> v` for the real leaves of a dense collector.
+pub fn collector_rows(c: &Value) -> Vec<(String, f64)> {
+    c.real_leaves().into_iter().enumerate().map(|(k, v)| (format!("c[{k}]"), v)).collect()
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Arrays (§9): the frozen collector `IArray dR` and its `@`; `runIO` (unsafePerformIO)
+
+/// A frozen array of cotangents (`IArray dR`).
+#[derive(Debug)]
+pub struct IArr(pub Vec<f64>);
+
+impl crate::value::ExtValue for IArr {
+    fn type_name(&self) -> &'static str {
+        "IArray"
+    }
+    fn show(&self) -> String {
+        let xs: Vec<String> = self.0.iter().take(32).map(|x| crate::value::show_real(*x)).collect();
+        format!("[{}{}]", xs.join(", "), if self.0.len() > 32 { ", …" } else { "" })
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+pub fn iarray_ty() -> Type {
+    Type::con("IArray", vec![Type::Real])
+}
+
+/// `at : IArray dR → Z → dR` (the paper's `a @ i`) and `runIO : M a → a` (unsafePerformIO).
+pub fn array_builtins() -> Vec<Builtin> {
+    vec![
+        Builtin { name: "at", scheme: Scheme::mono(Type::fun(iarray_ty(), Type::fun(Type::Int, Type::Real))), arity: 2, lazy_last: false, run: b_at },
+        Builtin { name: "runIO", scheme: scheme(&[1], Type::fun(m_ty(tv(1)), tv(1))), arity: 1, lazy_last: false, run: b_run_io },
+    ]
+}
+
+fn b_at(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    m.tick(1)?;
+    let a = args[0].ext::<IArr>().ok_or_else(|| err(span, format!("@: expected an array, got {}", args[0])))?;
+    let i = want_int(&args[1], span, "@")?;
+    a.0.get(i as usize).map(|x| Value::Real(*x)).ok_or_else(|| err(span, format!("@: index {i} out of bounds")))
+}
+
+fn b_run_io(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    Ok(args.pop().unwrap_or(Value::Unit))
+}
+
+pub fn iarr(v: Vec<f64>) -> Value {
+    Value::Ext(std::rc::Rc::new(IArr(v)))
+}
+
+/// Renders staging-array cells (`·` for an untouched cell).
+pub fn arr_cells(cells: impl Iterator<Item = Option<f64>>) -> String {
+    let v: Vec<String> = cells.take(32).map(|c| c.map_or("·".to_string(), crate::value::show_real)).collect();
+    format!("[{}]", v.join(", "))
+}

@@ -1,0 +1,56 @@
+//! Types: the monad `M`, `Staged c`, the type translation D_c[τ], and the types the paper states for
+//! a stage's output.
+
+use super::*;
+use crate::ir::*;
+use crate::kit::polytypic::{map_reals, TypeRule};
+use crate::stage::{Source, WRAPPER};
+
+pub fn m_ty(t: Type) -> Type {
+    Type::con("M", vec![t])
+}
+pub fn staged_ty(c: Type) -> Type {
+    Type::con("Staged", vec![c])
+}
+/// The type variable standing for the cotangent monoid `c` in stated types.
+pub fn cvar() -> Type {
+    Type::Var(0)
+}
+
+/// D_c[τ]: R ↦ `real`, functions ↦ D[σ] → D[τ] (naive, Fig. 6) or D[σ] → M D[τ] (Figs. 8–10),
+/// homomorphic elsewhere; Z, Bool, () unchanged.
+pub fn dtype(t: &Type, real: &Type, monadic: bool) -> Type {
+    let result = |r: Type| if monadic { m_ty(r) } else { r };
+    map_reals(t, &TypeRule { real: &|| real.clone(), result: &result })
+}
+
+/// The wrapper's stated type: `grad : (σ, τ) → (τ, σ)` (gradients in the input's shape).
+pub fn grad_type(src: &Source) -> (String, Type) {
+    let (s, t) = (src.input_type.clone(), src.output_type.clone());
+    (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))
+}
+
+/// `main`'s stated type: `D[σ → τ]` (`main : D[σ] → M D[τ]` in the monadic stages).
+pub fn main_type(src: &Source, real: &Type, monadic: bool) -> (String, Type) {
+    // D[σ → τ]
+    let f = dtype(&Type::fun(src.input_type.clone(), src.output_type.clone()), real, monadic);
+    // a `main` that is not a lambda (`def main = compose f g`) is a computation of the function
+    let is_lam = src.program.def("main").is_some_and(|d| matches!(strip_ann(&d.body).kind, ExprKind::Lam(..)));
+    ("main".into(), if monadic && !is_lam { m_ty(f) } else { f })
+}
+
+/// Stated types of the Fig. 10-shaped stages (`bp` is what an output cotangent maps to).
+pub fn stated_fig10(src: &Source, real: &Type, bp: &Type) -> Vec<(String, Type)> {
+    let (s, t) = (src.input_type, src.output_type);
+    vec![
+        main_type(src, real, true),
+        ("interleave".into(), Type::fun(s.clone(), m_ty(Type::Tuple(vec![dtype(s, real, true), Type::fun(iarray_ty(), s.clone())])))),
+        ("deinterleave".into(), Type::fun(dtype(t, real, true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), bp.clone())]))),
+        grad_type(src),
+    ]
+}
+
+/// Stated types of the stages whose output backpropagators map into `Staged c → IO ()`.
+pub fn stated_io(src: &Source, real: &Type) -> Vec<(String, Type)> {
+    stated_fig10(src, real, &io_ty(&cvar()))
+}
