@@ -73,3 +73,20 @@ fn a_long_straight_line_program_runs_on_every_stage() {
     let ran = all_agree(src);
     assert!(ran.iter().any(|s| s == "krawiec/monadic") && ran.iter().any(|s| s == "dualrev/tape"), "{ran:?}");
 }
+
+/// Issue 14, wrong results 1 and 2: type annotations survive every transform (dualrev/naive read the
+/// cotangent type variable of its annotations as the checker's own; the monadic stages dropped the
+/// annotation that makes `-k` an integer).
+#[test]
+fn type_annotations_are_kept_and_typed_in_every_stage() {
+    for src in [
+        "input 3.5\ndef main x = let _ = (x : R) in 3.0\n",
+        "input (3.5, 1)\ndef main (x, k) = (inr (-k) : R + Z)\n",
+        "input 2.0\ndef main x = let f = ((\\y -> y * 2.0) : R -> R) in f x\n",
+        "input 2.0\ndef main x = let y = (x * x : R) in (sin y : R) + (2.0 : R)\n",
+        "input (1.5, 2)\ndef main (x, k) = case (if x < 0.0 then inl (-k) else inr x : Z + R) of inl j -> real j | inr y -> y * x\n",
+    ] {
+        let ran = all_agree(src.to_string());
+        assert!(ran.iter().filter(|s| s.starts_with("dualrev/")).count() == 9, "every dualrev stage ran: {ran:?}\n{src}");
+    }
+}

@@ -363,7 +363,10 @@ impl Cx<'_> {
                 self.prim(op, &ts, span)?
             }
             ExprKind::Ann(x, t) => {
-                let t = t.clone();
+                // Type variables in an annotation (generated code's `c`) are unknowns of this
+                // annotation, fresh ones, so that they never clash with the checker's own.
+                let mut fresh: std::collections::HashMap<u32, Type> = Default::default();
+                let t = rename(t, &mut |v| fresh.entry(v).or_insert_with(|| self.fresh()).clone());
                 let tx = self.infer(x)?;
                 self.unify(&t, &tx, x.span)?;
                 t

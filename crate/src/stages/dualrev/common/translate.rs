@@ -48,6 +48,12 @@ pub struct Monadic<'a> {
 }
 
 impl<'a> Monadic<'a> {
+    /// `D[τ]` of an annotation's type. The cotangent type c is a type variable there: the type
+    /// checker reads each annotation's variables as fresh unknowns.
+    fn dtype(&self, t: &Type) -> Type {
+        dtype(t, &self.rule.real_ty(&cvar()), true)
+    }
+
     pub fn new(p: &Program, rule: &'a dyn RealRule) -> Monadic<'a> {
         let lam_globals = p
             .defs
@@ -83,7 +89,8 @@ impl<'a> Monadic<'a> {
             Var(_) | Int(_) | Bool(_) | Unit => e.kind.clone(),
             // D[λx. t] = pure (λx. D[t])
             Lam(k, p, b) => Lam(*k, p.clone(), Box::new(self.tr(b))),
-            Ann(x, _) => return self.value(x),
+            // an annotation keeps its type, translated (it may be what makes `-k` an integer)
+            Ann(x, t) => Ann(Box::new(self.value(x)?), self.dtype(t)),
             _ => return None,
         };
         Some(Expr { kind, span: e.span, ty: Type::Unknown })
@@ -166,7 +173,7 @@ impl<'a> Monadic<'a> {
                 if_(v, x, y)
             }),
             Prim(op, args) => self.prim(*op, args),
-            Ann(x, _) => self.tr(x),
+            Ann(x, t) => Expr::gen(Ann(Box::new(self.tr(x)), m_ty(self.dtype(t)))),
             Builtin(_) | Bind(..) | Pure(_) => e.clone(), // refused by accepts_source
             Int(_) | Bool(_) | Unit | Lam(..) => unreachable!("values are handled above"),
         };
