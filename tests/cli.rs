@@ -19,11 +19,16 @@ fn cot(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
 fn stages_lists_id_paper_title_with_forward_first() {
     let (code, out, _) = cot(&["stages"], None);
     assert_eq!(code, 0);
-    let first = out.lines().next().unwrap();
-    let cols: Vec<&str> = first.split('\t').collect();
-    assert_eq!(cols.len(), 3, "{first}");
+    let stage_lines: Vec<&str> = out.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let cols: Vec<&str> = stage_lines[0].split('\t').collect();
+    assert_eq!(cols.len(), 3, "{}", stage_lines[0]);
     assert_eq!(cols[0], "forward");
-    assert!(out.lines().all(|l| l.split('\t').count() == 3));
+    assert!(stage_lines.iter().all(|l| l.split('\t').count() == 3));
+    // grouped by chain, each under its `# id: title` line, in the registry's order
+    let chains: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("# ")).map(|l| l.split(':').next().unwrap()).collect();
+    assert_eq!(chains, cotangent::stages::CHAINS.iter().map(|c| c.id).collect::<Vec<_>>());
+    let n: usize = cotangent::stages::CHAINS.iter().map(|c| c.stages.len()).sum();
+    assert_eq!(stage_lines.len(), n);
 }
 
 #[test]
@@ -41,7 +46,11 @@ fn run_json_gives_the_running_example_gradient() {
         if s["ok"] == true {
             assert_eq!(s["gradient"], serde_json::json!([37.0, 12.0]), "{}", s["id"]);
             assert_eq!(s["agrees"], true);
+            assert_eq!(s["status"], "agrees", "{}", s["id"]);
+        } else {
+            assert!(["refused", "budget", "error"].contains(&s["status"].as_str().unwrap()), "{}", s["status"]);
         }
+        assert_eq!(s["contract"], "gradient");
     }
 }
 

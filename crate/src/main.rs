@@ -4,7 +4,7 @@ mod bench;
 
 use clap::{Parser, Subcommand};
 use cotangent::diag::{render, Diagnostic};
-use cotangent::pipeline::{self, Analysis, Options};
+use cotangent::pipeline::{self, Analysis, Options, Status};
 use cotangent::print::PrintOptions;
 use cotangent::value::{to_json, Value};
 use cotangent::{limits, stages};
@@ -117,9 +117,16 @@ fn report(file: &str, text: &str, ds: &[Diagnostic]) {
 fn run(cli: Cli) -> u8 {
     match cli.cmd {
         Cmd::Stages => {
-            for s in stages::all() {
-                let i = s.info();
-                println!("{}\t{}\t{}", i.id, i.paper, i.title);
+            // grouped by chain: a `# chain` line, then one `id<TAB>paper<TAB>title` line per stage
+            for (k, c) in stages::CHAINS.iter().enumerate() {
+                if k > 0 {
+                    println!();
+                }
+                println!("# {}: {} ({}, {})", c.id, c.title, c.paper, c.url);
+                for s in c.stages {
+                    let i = s.info();
+                    println!("{}\t{}\t{}", i.id, i.paper, i.title);
+                }
             }
             0
         }
@@ -184,12 +191,14 @@ fn run(cli: Cli) -> u8 {
                     Ok(a) => {
                         let failures = pipeline::check_expects(&a);
                         for r in &a.stages {
-                            let verdict = match (&r.error, r.agrees) {
-                                (Some(e), _) if r.refused => format!("refused: {e}"),
-                                (Some(e), _) => format!("error: {e}"),
-                                (None, Some(true)) => "agrees".into(),
-                                (None, Some(false)) => "DISAGREES".into(),
-                                (None, None) => "no reference".into(),
+                            let e = r.error.as_deref().unwrap_or("");
+                            let verdict = match r.status {
+                                Status::Refused => format!("refused: {e}"),
+                                Status::Budget => format!("budget: {e}"),
+                                Status::Error => format!("error: {e}"),
+                                Status::Agrees => "agrees".into(),
+                                Status::Disagrees => "DISAGREES".into(),
+                                Status::Unchecked => "no reference".into(),
                             };
                             println!("{file}\t{}\t{verdict}", r.id);
                         }
@@ -295,6 +304,8 @@ fn to_json_doc(a: &Analysis, show: &[String]) -> serde_json::Value {
             }
             let mut o = json!({
                 "id": r.id,
+                "status": r.status,
+                "contract": r.contract,
                 "ok": r.ok,
                 "error": r.error,
                 "primal": r.primal.as_ref().map(to_json),
@@ -303,6 +314,9 @@ fn to_json_doc(a: &Analysis, show: &[String]) -> serde_json::Value {
                 "cost": cost,
                 "program": r.program,
             });
+            if !r.views.is_empty() {
+                o["views"] = serde_json::to_value(&r.views).unwrap_or_default();
+            }
             if has("delta") {
                 o["graph"] = serde_json::to_value(&r.graph).unwrap_or_default();
             }
