@@ -6,7 +6,7 @@
 //! chain its visits grow as 2^n.
 
 use super::common::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node, STATE_ROWS};
-use super::common::dual::{dual_program, dual_type, DeltaCompanion};
+use super::common::dual::{dual_program, dual_stated_types, DeltaCompanion};
 use super::common::graph::{delta_graph, Visits};
 use super::common::wrapper::require_ra_to_r;
 use crate::build::*;
@@ -180,14 +180,7 @@ impl Stage for Delta {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        let (s, t) = (src.input_type, src.output_type);
-        let c = DeltaCompanion;
-        vec![
-            // Drev2{e} : (R × Delta)^a → (R × Delta)
-            ("main".into(), Type::fun(dual_type(s, &c), dual_type(t, &c))),
-            // R2{e} : (R^a × δR) → δR^a, plus the primal
-            (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))),
-        ]
+        dual_stated_types(src, &DeltaCompanion)
     }
 
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {

@@ -4,7 +4,7 @@
 //! translated homomorphically; `+R` and `×R` combine the vectors with ⊕S and ⊗S, each O(|S|).
 
 use super::common::delta::int_arg;
-use super::common::dual::{dual_program, dual_type, Companion};
+use super::common::dual::{dual_program, dual_stated_types, Companion};
 use super::common::wrapper::require_ra_to_r;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -222,13 +222,6 @@ impl Stage for Dense {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        let (s, t) = (src.input_type, src.output_type);
-        let c = DenseCompanion;
-        vec![
-            // Drev1_S{e} : Drev1_S{S} → Drev1_S{T}
-            ("main".into(), Type::fun(dual_type(s, &c), dual_type(t, &c))),
-            // R1{e} : (R^a × δR) → δR^a, plus the primal
-            (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))),
-        ]
+        dual_stated_types(src, &DenseCompanion)
     }
 }

@@ -7,6 +7,7 @@ use super::common::delta::delta_type;
 use super::common::drev::{drev_program, drev_type, m_type};
 use super::common::eval::{graph_of_state, map_builtins, map_type};
 use super::common::monad::{b_run_delta, monad_builtins};
+use super::common::wrapper::wrapper_type;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Builtins, Graph, Machine};
@@ -154,7 +155,7 @@ impl Stage for General {
             ("initVars_S".into(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
             ("initZeros_T".into(), Type::fun(t.clone(), dtt.clone())),
             ("lookup_S".into(), Type::fun(Type::Tuple(vec![map_type(), ds.clone()]), s.clone())),
-            (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))),
+            (WRAPPER.into(), wrapper_type(s, t)),
         ];
         if src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..))) {
             v.push(("main".into(), Type::fun(ds, m_type(dtt))));

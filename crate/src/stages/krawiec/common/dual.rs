@@ -8,7 +8,8 @@ use crate::deriv::{self, Partial};
 use crate::diag::Span;
 use crate::ir::*;
 use crate::kit::polytypic::with_real;
-use crate::stage::Source;
+use super::wrapper::wrapper_type;
+use crate::stage::{Source, WRAPPER};
 
 /// What a real is paired with, and how the primitives combine those companions.
 pub(crate) trait Companion {
@@ -136,6 +137,12 @@ pub(crate) fn dual_program(src: &Source, fr: &mut Fresh, c: &dyn Companion) -> P
     out.expects.clear();
     out.input = None;
     out
+}
+
+/// The types Figs. 5–6 and 7–8 state: `main : D{S} → D{T}` and the wrapper `R^a × δR → δR^a`.
+pub(crate) fn dual_stated_types(src: &Source, c: &dyn Companion) -> Vec<(String, Type)> {
+    let (s, t) = (src.input_type, src.output_type);
+    vec![("main".into(), Type::fun(dual_type(s, c), dual_type(t, c))), (WRAPPER.into(), wrapper_type(s, t))]
 }
 
 /// Fig. 7's companion, the Delta term (and, for `combine`, the Delta of Fig. 10's right-hand sides,

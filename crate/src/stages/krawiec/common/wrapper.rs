@@ -9,6 +9,11 @@ use crate::ir::*;
 use crate::kit::polytypic::{count_reals, is_real_tuple, ra_expr, ra_pat};
 use crate::stage::{Output, Source, WRAPPER};
 
+/// The wrappers' type `S × δT → T × δS`: the gradient, and (ours) the primal too.
+pub(crate) fn wrapper_type(s: &Type, t: &Type) -> Type {
+    Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))
+}
+
 /// Refuses a `main` that is not `R^a → R`, for the wrappers the paper gives only for that case.
 pub(crate) fn require_ra_to_r(src: &Source, stage: &str, figure: &str) -> Result<(), Diagnostic> {
     let (s, t) = (src.input_type, src.output_type);
@@ -75,7 +80,7 @@ pub(crate) fn ra_wrapper(src: &Source, fr: &mut Fresh, array: bool) -> Def {
 /// The types Fig. 11 states: `main : Drev{S} → M (R × Delta)` (when main is a λ) and the wrapper.
 pub(crate) fn ra_stated_types(src: &Source) -> Vec<(String, Type)> {
     let (s, t) = (src.input_type, src.output_type);
-    let mut v = vec![(WRAPPER.to_string(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()])))];
+    let mut v = vec![(WRAPPER.to_string(), wrapper_type(s, t))];
     if src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..))) {
         v.push(("main".into(), Type::fun(drev_type(s), m_type(drev_type(t)))));
     }
