@@ -35,6 +35,74 @@ pub fn with_real(t: &Type, real: &Type) -> Type {
     map_reals(t, &TypeRule { real: &|| real.clone(), result: &|t| t })
 }
 
+/// Code that walks `x : ty` left to right threading an accumulator `n` (an expression): `leaf(t, x, n)`
+/// gives the pair `(x', n')` at each leaf, and tuples and sums are rebuilt around the `x'`s; the whole
+/// gives `(x', n_last)`. Fig. 15's `initVars_S`, which numbers the reals of the input, is one.
+pub fn map_shape_acc(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr, Expr) -> Expr) -> Expr {
+    match ty {
+        // ((a, b), n) = let (a', n1) = go_A (a, n) in let (b', n2) = go_B (b, n1) in ((a', b'), n2)
+        Type::Tuple(ts) if !ts.is_empty() => {
+            let xs: Vec<Name> = ts.iter().map(|_| fr.name("x")).collect();
+            let ys: Vec<Name> = ts.iter().map(|_| fr.name("y")).collect();
+            let ns: Vec<Name> = ts.iter().map(|_| fr.name("n")).collect();
+            let mut body = pair(tuple(ys.iter().map(var).collect()), var(&ns[ns.len() - 1]));
+            for i in (0..ts.len()).rev() {
+                let prev = if i == 0 { n.clone() } else { var(&ns[i - 1]) };
+                body = let_(ppair(pvar(&ys[i]), pvar(&ns[i])), map_shape_acc(&ts[i], var(&xs[i]), prev, fr, leaf), body);
+            }
+            let_(ptuple(xs.iter().map(pvar).collect()), x, body)
+        }
+        // (inl a, n) = let (a', n1) = go_A (a, n) in (inl a', n1), and likewise inr
+        Type::Sum(a, b) => {
+            let (xa, xb, ya, yb, na, nb) = (fr.name("x"), fr.name("x"), fr.name("y"), fr.name("y"), fr.name("n"), fr.name("n"));
+            let left = let_(ppair(pvar(&ya), pvar(&na)), map_shape_acc(a, var(&xa), n.clone(), fr, leaf), pair(inl(var(&ya)), var(&na)));
+            let right = let_(ppair(pvar(&yb), pvar(&nb)), map_shape_acc(b, var(&xb), n, fr, leaf), pair(inr(var(&yb)), var(&nb)));
+            case(x, pvar(&xa), left, pvar(&xb), right)
+        }
+        t => leaf(t, x, n),
+    }
+}
+
+/// How `zip_shape` walks two values of one first-order type in step.
+pub struct Zip<'a> {
+    /// The prefixes of the names given to the two values' components.
+    pub names: [&'a str; 2],
+    /// Which components of a tuple are walked; the others are dropped.
+    pub keep: &'a dyn Fn(&Type) -> bool,
+    /// At a leaf (reals, integers, booleans, units, named types), from its two values.
+    pub leaf: &'a dyn Fn(&Type, Expr, Expr) -> Expr,
+    /// A tuple's result from its kept components' results.
+    pub tuple: &'a dyn Fn(Vec<Expr>) -> Expr,
+    /// A sum's result from its side's result (`right` false: inl).
+    pub inject: &'a dyn Fn(bool, Expr) -> Expr,
+    /// Where the two values' tags differ, from the first value at its side's type.
+    pub mismatch: &'a dyn Fn(&Type, Expr, &mut Fresh) -> Expr,
+}
+
+/// Code that destructures `a : ty` and `b : ty` together and combines them leaf by leaf:
+/// Fig. 15's `zip_S (s, ds)` and §11.2's dot product `a ⊙_T b` are two of these.
+pub fn zip_shape(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh, z: &Zip) -> Expr {
+    let [ma, mb] = z.names;
+    match ty {
+        Type::Tuple(ts) => {
+            let na: Vec<Name> = ts.iter().map(|_| fr.name(ma)).collect();
+            let nb: Vec<Name> = ts.iter().map(|_| fr.name(mb)).collect();
+            let parts: Vec<Expr> =
+                ts.iter().zip(na.iter().zip(&nb)).filter(|(t, _)| (z.keep)(t)).map(|(t, (x, y))| zip_shape(t, var(x), var(y), fr, z)).collect();
+            let_(ptuple(na.iter().map(pvar).collect()), a, let_(ptuple(nb.iter().map(pvar).collect()), b, (z.tuple)(parts)))
+        }
+        Type::Sum(l, r) => {
+            let (xa, xb, ya, yb) = (fr.name(ma), fr.name(ma), fr.name(mb), fr.name(mb));
+            let both = (z.inject)(false, zip_shape(l, var(&xa), var(&ya), fr, z));
+            let left = case(b.clone(), pvar(&ya), both, pwild(), (z.inject)(false, (z.mismatch)(l, var(&xa), fr)));
+            let differ = (z.inject)(true, (z.mismatch)(r, var(&xb), fr));
+            let right = case(b, pwild(), differ, pvar(&yb), (z.inject)(true, zip_shape(r, var(&xb), var(&yb), fr, z)));
+            case(a, pvar(&xa), left, pvar(&xb), right)
+        }
+        t => (z.leaf)(t, a, b),
+    }
+}
+
 /// The number of real leaves of a first-order type (both sides of a sum).
 pub fn count_reals(t: &Type) -> usize {
     match t {
@@ -82,24 +150,15 @@ pub fn map_shape(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr, 
 /// leaves and where sum tags differ (the paper leaves mismatched tags undefined; ours contributes
 /// nothing).
 pub fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
-    match ty {
-        Type::Real => mul(a, b),
-        Type::Tuple(ts) => {
-            let na: Vec<Name> = ts.iter().map(|_| fr.name("a")).collect();
-            let nb: Vec<Name> = ts.iter().map(|_| fr.name("b")).collect();
-            let terms: Vec<Expr> =
-                ts.iter().zip(na.iter().zip(&nb)).filter(|(t, _)| has_real(t)).map(|(t, (x, y))| dot(t, var(x), var(y), fr)).collect();
-            let sum = terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0));
-            let_(ptuple(na.iter().map(pvar).collect()), a, let_(ptuple(nb.iter().map(pvar).collect()), b, sum))
-        }
-        Type::Sum(l, r) => {
-            let (xa, xb, ya, yb) = (fr.name("a"), fr.name("a"), fr.name("b"), fr.name("b"));
-            let left = case(b.clone(), pvar(&ya), dot(l, var(&xa), var(&ya), fr), pwild(), real(0.0));
-            let right = case(b, pwild(), real(0.0), pvar(&yb), dot(r, var(&xb), var(&yb), fr));
-            case(a, pvar(&xa), left, pvar(&xb), right)
-        }
-        _ => real(0.0),
-    }
+    let z = Zip {
+        names: ["a", "b"],
+        keep: &has_real,
+        leaf: &|t, a, b| if *t == Type::Real { mul(a, b) } else { real(0.0) },
+        tuple: &|terms| terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0)),
+        inject: &|_, e| e,
+        mismatch: &|_, _, _| real(0.0),
+    };
+    zip_shape(ty, a, b, fr, &z)
 }
 
 /// The pattern `((s1, s2), s3)` of an `R^a` type, naming its reals left to right.

@@ -8,6 +8,7 @@ use crate::deriv;
 use crate::diag::Diagnostic;
 use crate::interp::{Machine, RunError};
 use crate::ir::*;
+use crate::kit::polytypic::{dot, map_shape, with_real, zip_shape, Zip};
 use crate::stage::{split_pair, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
@@ -30,15 +31,7 @@ and dots each column with the output cotangent to give that input's gradient ent
 
 /// `Dfwd{A}` (Fig. 3): R ↦ R × δR, homomorphic elsewhere.
 pub fn dual_type(t: &Type) -> Type {
-    match t {
-        Type::Real => Type::Tuple(vec![Type::Real, Type::Real]),
-        Type::Tuple(ts) => Type::Tuple(ts.iter().map(dual_type).collect()),
-        Type::Sum(a, b) => Type::sum(dual_type(a), dual_type(b)),
-        Type::Fun(a, b) => Type::fun(dual_type(a), dual_type(b)),
-        Type::Lin(a, b) => Type::lin(dual_type(a), dual_type(b)),
-        Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(dual_type).collect()),
-        t => t.clone(),
-    }
+    with_real(t, &Type::Tuple(vec![Type::Real, Type::Real]))
 }
 
 /// `Dfwd{e}` (Fig. 3), rule for rule.
@@ -114,80 +107,22 @@ fn dfwd_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
     })
 }
 
-/// Structural code over a first-order type: destructures tuples and sums of `x : ty` and applies
-/// `leaf` at each leaf (used for primal_T and tangent_T).
-fn map_type(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr) -> Expr) -> Expr {
-    match ty {
-        Type::Tuple(ts) => {
-            let ns: Vec<Name> = ts.iter().map(|_| fr.name("v")).collect();
-            let parts = ts.iter().zip(&ns).map(|(t, n)| map_type(t, var(n), fr, leaf)).collect();
-            let_(ptuple(ns.iter().map(pvar).collect()), x, tuple(parts))
-        }
-        Type::Sum(a, b) => {
-            let (na, nb) = (fr.name("l"), fr.name("r"));
-            let ea = inl(map_type(a, var(&na), fr, leaf));
-            let eb = inr(map_type(b, var(&nb), fr, leaf));
-            case(x, pvar(&na), ea, pvar(&nb), eb)
-        }
-        t => leaf(t, x),
-    }
-}
-
-/// `zip_S : S × δS → Dfwd{S}` (Fig. 15): pairs each real of s with its tangent in ds.
-fn zip_type(ty: &Type, s: Expr, ds: Expr, fr: &mut Fresh) -> Expr {
-    match ty {
-        Type::Real => pair(s, ds),
-        Type::Tuple(ts) => {
-            let ns: Vec<Name> = ts.iter().map(|_| fr.name("s")).collect();
-            let ds_ns: Vec<Name> = ts.iter().map(|_| fr.name("ds")).collect();
-            let parts = ts.iter().zip(ns.iter().zip(&ds_ns)).map(|(t, (n, d))| zip_type(t, var(n), var(d), fr)).collect();
-            let_(ptuple(ns.iter().map(pvar).collect()), s, let_(ptuple(ds_ns.iter().map(pvar).collect()), ds, tuple(parts)))
-        }
-        Type::Sum(a, b) => {
-            let (sa, sb, da, db) = (fr.name("s"), fr.name("s"), fr.name("ds"), fr.name("ds"));
-            // The tangent has the input's tags (it is made from the input); on a mismatch, zero tangents.
-            let zero = |t: &Type, x: Expr, fr: &mut Fresh| zip_type(t, x.clone(), map_type(t, x, fr, &|t, v| if *t == Type::Real { real(0.0) } else { v }), fr);
-            let left = case(ds.clone(), pvar(&da), inl(zip_type(a, var(&sa), var(&da), fr)), pwild(), inl(zero(a, var(&sa), fr)));
-            let right = case(ds, pwild(), inr(zero(b, var(&sb), fr)), pvar(&db), inr(zip_type(b, var(&sb), var(&db), fr)));
-            case(s, pvar(&sa), left, pvar(&sb), right)
-        }
-        _ => s,
-    }
-}
-
-/// `dt ⊙_T d` (§11.2): the dot product of the real components, 0 where sum tags differ.
-fn dot_type(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
-    match ty {
-        Type::Real => mul(a, b),
-        Type::Tuple(ts) => {
-            let na: Vec<Name> = ts.iter().map(|_| fr.name("a")).collect();
-            let nb: Vec<Name> = ts.iter().map(|_| fr.name("b")).collect();
-            let terms: Vec<Expr> = ts
-                .iter()
-                .zip(na.iter().zip(&nb))
-                .filter(|(t, _)| has_real(t))
-                .map(|(t, (x, y))| dot_type(t, var(x), var(y), fr))
-                .collect();
-            let sum = terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0));
-            let_(ptuple(na.iter().map(pvar).collect()), a, let_(ptuple(nb.iter().map(pvar).collect()), b, sum))
-        }
-        Type::Sum(l, r) => {
-            let (xa, xb, ya, yb) = (fr.name("a"), fr.name("a"), fr.name("b"), fr.name("b"));
-            let left = case(b.clone(), pvar(&ya), dot_type(l, var(&xa), var(&ya), fr), pwild(), real(0.0));
-            let right = case(b, pwild(), real(0.0), pvar(&yb), dot_type(r, var(&xb), var(&yb), fr));
-            case(a, pvar(&xa), left, pvar(&xb), right)
-        }
-        _ => real(0.0),
-    }
-}
-
-pub fn has_real(t: &Type) -> bool {
-    match t {
-        Type::Real => true,
-        Type::Tuple(ts) => ts.iter().any(has_real),
-        Type::Sum(a, b) => has_real(a) || has_real(b),
-        _ => false,
-    }
+/// `zip_S : S × δS → Dfwd{S}` (Fig. 15): pairs each real of s with its tangent in ds. The tangent has
+/// the input's tags (it is made from the input); where they differ, the tangents are zero.
+fn zip_s(ty: &Type, s: Expr, ds: Expr, fr: &mut Fresh) -> Expr {
+    let zero = |t: &Type, x: Expr, fr: &mut Fresh| {
+        let zeros = map_shape(t, x.clone(), fr, &|t, v, _| if *t == Type::Real { real(0.0) } else { v });
+        zip_s(t, x, zeros, fr)
+    };
+    let z = Zip {
+        names: ["s", "ds"],
+        keep: &|_| true,
+        leaf: &|t, s, ds| if *t == Type::Real { pair(s, ds) } else { s },
+        tuple: &tuple,
+        inject: &|right, e| if right { inr(e) } else { inl(e) },
+        mismatch: &zero,
+    };
+    zip_shape(ty, s, ds, fr, &z)
 }
 
 impl Stage for Forward {
@@ -212,11 +147,11 @@ impl Stage for Forward {
             pair(app(global("primal_T"), var(&nout)), app(global("dot_T"), pair(var(&ndt), app(global("tangent_T"), var(&nout))))),
         );
         let (x, y, z) = (fr.name("x"), fr.name("v"), fr.name("dv"));
-        let zip = lam(ppair(pvar(&x), pvar(&z)), zip_type(s, var(&x), var(&z), &mut fr));
-        let primal = lam(pvar(&y), map_type(t, var(&y), &mut fr, &|t, v| if *t == Type::Real { fst(v) } else { v }));
+        let zip = lam(ppair(pvar(&x), pvar(&z)), zip_s(s, var(&x), var(&z), &mut fr));
+        let primal = lam(pvar(&y), map_shape(t, var(&y), &mut fr, &|t, v, _| if *t == Type::Real { fst(v) } else { v }));
         let (y2, a, bb) = (fr.name("v"), fr.name("a"), fr.name("b"));
-        let tangent = lam(pvar(&y2), map_type(t, var(&y2), &mut fr, &|t, v| if *t == Type::Real { snd(v) } else { v }));
-        let dot = lam(ppair(pvar(&a), pvar(&bb)), dot_type(t, var(&a), var(&bb), &mut fr));
+        let tangent = lam(pvar(&y2), map_shape(t, var(&y2), &mut fr, &|t, v, _| if *t == Type::Real { snd(v) } else { v }));
+        let dot = lam(ppair(pvar(&a), pvar(&bb)), dot(t, var(&a), var(&bb), &mut fr));
         out.defs.push(def("zip_S", zip));
         out.defs.push(def("primal_T", primal));
         out.defs.push(def("tangent_T", tangent));

@@ -3,7 +3,9 @@
 use crate::stage::{Chain, CounterInfo};
 
 mod forward;
-pub use forward::{has_real, Forward};
+pub use forward::Forward;
+/// Kept for callers that name it here (dualrev): the walker is the kit's.
+pub use crate::kit::polytypic::has_real;
 
 pub static CHAIN: Chain = Chain {
     id: "forward",

@@ -3,10 +3,12 @@
 //! indexed by DeltaId, sized by the last id runDelta allocated: addDelta, lookup and delete are O(1).
 //! (The monad's state was already a growable array of bindings: M runs in direct style.)
 
-use super::delta::{delta_arg, delta_type, int_arg, real_arg, Visits, STATE_ROWS};
-use super::dense::{require_ra_to_r, without_reserved};
-use super::monadic::{drev_program, eval_loop, graph_of_state, m_type, map_type, monad_builtins, ra_stated_types, ra_wrapper, record_eval, Adjoints, b_run_delta_last};
-use crate::build::*;
+use super::common::delta::{delta_arg, delta_type, int_arg, real_arg, STATE_ROWS};
+use super::common::drev::m_type;
+use super::common::eval::{eval_loop, graph_of_state, map_type, record_eval, Adjoints};
+use super::common::graph::Visits;
+use super::common::monad::{b_run_delta_last, monad_builtins};
+use super::common::wrapper::{ra_stated_types, ra_transform, require_ra_to_r};
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
@@ -191,11 +193,7 @@ impl Stage for Array {
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let mut fr = Fresh::new(src.program);
-        let mut out = drev_program(&without_reserved(src.program, &[crate::stage::WRAPPER]), &mut fr)?;
-        out.defs.push(ra_wrapper(src, &mut fr, true));
-        out.next_id = fr.next_id;
-        Ok(Output::from(out))
+        ra_transform(src, true)
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

@@ -4,19 +4,18 @@
 //! is updated in place (`updateAt`). Deltas share physically (Rc), so the forward pass stays linear,
 //! but eval2 walks the DAG as a tree: on `let y = e in y + y` it walks e twice, and on the doubling
 //! chain its visits grow as 2^n.
-//!
-//! This file also holds the Delta node type that every Krawiec stage's runtime uses (with `Var` and
-//! `Let` for the monadic stages), its iterative Drop, and the Delta DAG as a `Graph`.
 
-use super::dense::{count_reals, dual_program, dual_type, ra_expr, ra_pat, require_ra_to_r, Companion};
+use super::common::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node, STATE_ROWS};
+use super::common::dual::{dual_program, dual_stated_types, DeltaCompanion};
+use super::common::graph::{delta_graph, Visits};
+use super::common::wrapper::require_ra_to_r;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};
+use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep};
 use crate::ir::*;
+use crate::kit::polytypic::{count_reals, ra_expr, ra_pat};
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
-use crate::value::{show_real, ExtValue, Value};
-use std::any::Any;
-use std::collections::HashMap;
+use crate::value::{show_real, Value};
 use std::rc::Rc;
 
 pub struct Delta;
@@ -40,387 +39,14 @@ graph shows how often each shared node was visited).",
 };
 
 // ---------------------------------------------------------------------------------------------
-// Shared: Delta nodes
+// eval2 (Fig. 8)
 // ---------------------------------------------------------------------------------------------
 
-/// The constructors of every Delta type of the paper: Fig. 7's (Zero, OneHot, Scale, Add) and
-/// Fig. 10's (Zero, Scale, Add, Var, Let). Each stage's builtins make only its own.
-#[derive(Debug, Default)]
-pub enum Kind {
-    #[default]
-    Zero,
-    OneHot(i64),
-    Scale(f64, Rc<Node>),
-    Add(Rc<Node>, Rc<Node>),
-    Var(i64),
-    /// `Let id rhs body`
-    Let(i64, Rc<Node>, Rc<Node>),
-}
-
-/// A Delta node, with a serial number that names it in the graph and the trace.
-#[derive(Debug)]
-pub struct Node {
-    pub serial: u64,
-    pub kind: Kind,
-    /// The source operation that built it (the span of the builtin's application), if known.
-    pub span: Span,
-}
-
-impl Drop for Node {
-    /// Iterative, so that dropping a long chain (10^5 nested Lets, the doubling chain) cannot
-    /// overflow the native stack: children whose last reference this is are taken apart on a heap stack.
-    fn drop(&mut self) {
-        let mut stack: Vec<Rc<Node>> = vec![];
-        take_children(&mut self.kind, &mut stack);
-        while let Some(rc) = stack.pop() {
-            if let Ok(mut node) = Rc::try_unwrap(rc) {
-                take_children(&mut node.kind, &mut stack);
-            }
-        }
-    }
-}
-
-fn take_children(k: &mut Kind, out: &mut Vec<Rc<Node>>) {
-    match std::mem::take(k) {
-        Kind::Scale(_, u) => out.push(u),
-        Kind::Add(a, b) | Kind::Let(_, a, b) => {
-            out.push(a);
-            out.push(b);
-        }
-        _ => {}
-    }
-}
-
-impl Node {
-    pub fn children(&self) -> Vec<(&Rc<Node>, &'static str)> {
-        match &self.kind {
-            Kind::Scale(_, u) => vec![(u, "u")],
-            Kind::Add(a, b) => vec![(a, "u1"), (b, "u2")],
-            Kind::Let(_, r, b) => vec![(r, "rhs"), (b, "body")],
-            _ => vec![],
-        }
-    }
-    pub fn ctor(&self) -> &'static str {
-        match self.kind {
-            Kind::Zero => "Zero",
-            Kind::OneHot(_) => "OneHot",
-            Kind::Scale(..) => "Scale",
-            Kind::Add(..) => "Add",
-            Kind::Var(_) => "Var",
-            Kind::Let(..) => "Let",
-        }
-    }
-    pub fn label(&self) -> String {
-        match &self.kind {
-            Kind::OneHot(i) => format!("OneHot {i}"),
-            Kind::Scale(r, _) => format!("Scale {}", show_real(*r)),
-            Kind::Var(i) => format!("Var {i}"),
-            Kind::Let(i, ..) => format!("Let {i}"),
-            _ => self.ctor().to_string(),
-        }
-    }
-    pub fn delta_id(&self) -> Option<i64> {
-        match self.kind {
-            Kind::OneHot(i) | Kind::Var(i) | Kind::Let(i, ..) => Some(i),
-            _ => None,
-        }
-    }
-}
-
-/// A Delta as a value of the interpreter.
-#[derive(Debug)]
-pub struct DeltaVal(pub Rc<Node>);
-
-impl ExtValue for DeltaVal {
-    fn type_name(&self) -> &'static str {
-        "Delta"
-    }
-    fn show(&self) -> String {
-        show_delta(&self.0, 40)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
-/// A rendering of a Delta, cut after about `budget` constructors (Deltas can be huge).
-pub fn show_delta(n: &Node, budget: usize) -> String {
-    fn go(n: &Node, out: &mut String, left: &mut usize) {
-        if *left == 0 {
-            out.push('…');
-            return;
-        }
-        *left -= 1;
-        let paren = |out: &mut String, n: &Node, left: &mut usize| {
-            if matches!(n.kind, Kind::Zero) {
-                out.push_str("Zero");
-            } else {
-                out.push('(');
-                go(n, out, left);
-                out.push(')');
-            }
-        };
-        match &n.kind {
-            Kind::Zero | Kind::OneHot(_) | Kind::Var(_) => out.push_str(&n.label()),
-            Kind::Scale(r, u) => {
-                out.push_str(&format!("Scale {} ", if *r < 0.0 { format!("({})", show_real(*r)) } else { show_real(*r) }));
-                paren(out, u, left);
-            }
-            Kind::Add(a, b) => {
-                out.push_str("Add ");
-                paren(out, a, left);
-                out.push(' ');
-                paren(out, b, left);
-            }
-            Kind::Let(i, r, b) => {
-                out.push_str(&format!("Let {i} "));
-                paren(out, r, left);
-                out.push(' ');
-                paren(out, b, left);
-            }
-        }
-    }
-    let mut s = String::new();
-    go(n, &mut s, &mut budget.max(1));
-    s
-}
-
-pub fn delta_type() -> Type {
-    Type::con("Delta", vec![])
-}
-
-pub(crate) fn delta_arg(v: &Value, span: Span, what: &str) -> Result<Rc<Node>, RunError> {
-    match v.ext::<DeltaVal>() {
-        Some(d) => Ok(d.0.clone()),
-        None => Err(RunError::runtime(span, format!("{what} expects a Delta, got {v}"))),
-    }
-}
-
-pub(crate) fn real_arg(v: &Value, span: Span, what: &str) -> Result<f64, RunError> {
-    v.as_real().ok_or_else(|| RunError::runtime(span, format!("{what} expects a real, got {v}")))
-}
-
-pub(crate) fn int_arg(v: &Value, span: Span, what: &str) -> Result<i64, RunError> {
-    v.as_int().ok_or_else(|| RunError::runtime(span, format!("{what} expects an integer, got {v}")))
-}
-
-/// The serial numbers of Delta nodes, per run (a machine runs one program).
-#[derive(Default)]
-pub struct Serials {
-    next: u64,
-}
-
-/// Makes a Delta node: counts it (`delta_nodes`, one allocation) and gives it a serial.
-pub(crate) fn mk(m: &mut Machine, kind: Kind) -> Result<Value, RunError> {
-    Ok(Value::Ext(Rc::new(DeltaVal(mk_node(m, kind)?))))
-}
-
-pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError> {
-    let span = m.current_span();
-    mk_node_at(m, kind, span)
-}
-
-pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<Node>, RunError> {
-    m.count("delta_nodes", 1);
-    m.alloc(1)?;
-    let s = m.state::<Serials>();
-    s.next += 1;
-    Ok(Rc::new(Node { serial: s.next, kind, span }))
-}
-
-/// Gives generated code without a span the span of the source operation it comes from, so that
-/// the Delta nodes it builds (and the trace steps at them) point back at that operation.
-pub(crate) fn stamp(e: &mut Expr, span: Span) {
-    if e.span.is_none() {
-        e.span = span;
-    }
-    each_child_mut(e, &mut |c| stamp(c, span));
-}
-
-pub(crate) fn b_zero(m: &mut Machine, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
-    mk(m, Kind::Zero)
-}
-
-pub(crate) fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let r = real_arg(&args[0], span, "Scale")?;
-    let u = delta_arg(&args[1], span, "Scale")?;
-    mk(m, Kind::Scale(r, u))
-}
-
-pub(crate) fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let a = delta_arg(&args[0], span, "Add")?;
-    let b = delta_arg(&args[1], span, "Add")?;
-    mk(m, Kind::Add(a, b))
-}
-
+/// `OneHot i` (Fig. 7): only this stage seeds inputs with it (S = R^a).
 fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let i = int_arg(&args[0], span, "OneHot")?;
     mk(m, Kind::OneHot(i))
 }
-
-/// The common Delta constructor builtins: `Zero : Delta`, `Scale : R → Delta → Delta`,
-/// `Add : Delta → Delta → Delta`.
-pub(crate) fn delta_ctor_builtins() -> Vec<Builtin> {
-    let d = delta_type();
-    vec![
-        Builtin { name: "Zero", scheme: Scheme::mono(d.clone()), arity: 0, lazy_last: false, run: b_zero },
-        Builtin {
-            name: "Scale",
-            scheme: Scheme::mono(Type::fun(Type::Real, Type::fun(d.clone(), d.clone()))),
-            arity: 2,
-            lazy_last: false,
-            run: b_scale,
-        },
-        Builtin {
-            name: "Add",
-            scheme: Scheme::mono(Type::fun(d.clone(), Type::fun(d.clone(), d.clone()))),
-            arity: 2,
-            lazy_last: false,
-            run: b_add,
-        },
-    ]
-}
-
-/// Visits of an eval: per node (indexed by serial, dense), and a count not yet added to the
-/// machine's `eval_visits` counter (added in one go: the counter is a map by name).
-#[derive(Default)]
-pub struct Visits {
-    per_node: Vec<u64>,
-    pending: u64,
-}
-
-impl Visits {
-    #[inline]
-    pub fn visit(&mut self, serial: u64) {
-        let i = serial as usize;
-        if i >= self.per_node.len() {
-            self.per_node.resize((i + 1).max(2 * self.per_node.len()), 0);
-        }
-        self.per_node[i] += 1;
-        self.pending += 1;
-    }
-    pub fn get(&self, serial: u64) -> u64 {
-        self.per_node.get(serial as usize).copied().unwrap_or(0)
-    }
-    /// Adds the pending visits to `eval_visits`, and to the counts a budget error reports.
-    pub fn flush(&mut self, m: &mut Machine, res: &mut Result<(), RunError>) {
-        m.count("eval_visits", self.pending);
-        if let Err(RunError::Budget { cost, .. }) = res {
-            *cost.counters.entry("eval_visits".to_string()).or_default() += self.pending;
-        }
-        self.pending = 0;
-    }
-    pub fn merge(&mut self, other: Visits) {
-        if other.per_node.len() > self.per_node.len() {
-            self.per_node.resize(other.per_node.len(), 0);
-        }
-        for (a, b) in self.per_node.iter_mut().zip(other.per_node) {
-            *a += b;
-        }
-    }
-}
-
-/// Most nodes a graph carries; the rest are counted in `Graph::omitted`.
-pub const GRAPH_LIMIT: usize = 2_000;
-
-/// Most rows of a map or vector shown in one trace step.
-pub const STATE_ROWS: usize = 200;
-
-/// The Delta DAG reachable from `root`, every physical node once (iteratively), with sharing
-/// (in-degree > 1), visit counts, and — for the monadic stages — an edge from each `Var id` to the
-/// binding (`Let id`) it refers to, and a node `input i` for each input id, so that the explicit
-/// sharing shows as well as the physical one.
-pub fn delta_graph(root: &Rc<Node>, visits: &Visits, skipped: &std::collections::HashSet<u64>) -> Graph {
-    use std::collections::HashSet;
-    let mut order: Vec<&Node> = vec![];
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut indeg: HashMap<u64, u64> = HashMap::new();
-    let mut stack: Vec<&Node> = vec![root];
-    seen.insert(root.serial);
-    while let Some(n) = stack.pop() {
-        order.push(n);
-        for (c, _) in n.children().into_iter().rev() {
-            *indeg.entry(c.serial).or_default() += 1;
-            if seen.insert(c.serial) {
-                stack.push(c);
-            }
-        }
-    }
-    // Var references: to the Let binding that id, or to an input node.
-    let let_of: HashMap<i64, u64> = order.iter().filter_map(|n| if let Kind::Let(i, ..) = n.kind { Some((i, n.serial)) } else { None }).collect();
-    let mut var_refs: HashMap<i64, u64> = HashMap::new();
-    // How often each id is referred to: by each Var node with that id, once per parent (the
-    // same Var node is shared when a dual number is used twice).
-    for n in &order {
-        if let Kind::Var(i) = n.kind {
-            *var_refs.entry(i).or_default() += indeg.get(&n.serial).copied().unwrap_or(0).max(1);
-        }
-    }
-    let max_serial = order.iter().map(|n| n.serial).max().unwrap_or(0);
-    let mut inputs: Vec<i64> = var_refs.keys().filter(|i| !let_of.contains_key(i)).copied().collect();
-    inputs.sort();
-    let input_node = |i: i64| max_serial + i.max(0) as u64 + 1;
-    let mut g = Graph::default();
-    let total = order.len() + inputs.len();
-    let draw_inputs = total <= GRAPH_LIMIT;
-    let mut keep: HashSet<u64> = order.iter().take(GRAPH_LIMIT).map(|n| n.serial).collect();
-    if draw_inputs {
-        keep.extend(inputs.iter().map(|&i| input_node(i)));
-    }
-    for n in order.iter().take(GRAPH_LIMIT) {
-        let refs = match n.kind {
-            Kind::Let(i, ..) => var_refs.get(&i).copied().unwrap_or(0),
-            _ => 0,
-        };
-        let mut label = n.label();
-        if skipped.contains(&n.serial) {
-            label.push_str(" (skipped)");
-        }
-        g.nodes.push(GraphNode {
-            span: (!n.span.is_none()).then_some(n.span),
-            id: n.serial,
-            ctor: n.ctor().to_string(),
-            label,
-            delta_id: n.delta_id(),
-            value: if let Kind::Scale(r, _) = n.kind { Some(r) } else { None },
-            shared: indeg.get(&n.serial).copied().unwrap_or(0) > 1 || refs > 1,
-            visits: Some(visits.get(n.serial)),
-            ..GraphNode::default()
-        });
-        for (c, label) in n.children() {
-            // The Let spine's `body` edges are left out: with them, each `Var id` → `Let id` edge
-            // would close a cycle. What remains is the DAG of §7: each binding points at its
-            // right-hand side, whose Vars point at the bindings (or inputs) they use.
-            if label != "body" && keep.contains(&c.serial) {
-                g.edges.push(GraphEdge { from: n.serial, to: c.serial, label: label.to_string() });
-            }
-        }
-        if let Kind::Var(i) = n.kind {
-            let to = let_of.get(&i).copied().unwrap_or_else(|| input_node(i));
-            if keep.contains(&to) {
-                g.edges.push(GraphEdge { from: n.serial, to, label: "refers to".into() });
-            }
-        }
-    }
-    if draw_inputs {
-        for i in inputs {
-            g.nodes.push(GraphNode {
-                id: input_node(i),
-                ctor: "input".into(),
-                label: format!("input {i}"),
-                delta_id: Some(i),
-                shared: var_refs.get(&i).copied().unwrap_or(0) > 1,
-                ..GraphNode::default()
-            });
-        }
-    }
-    g.omitted = (total - g.nodes.len()) as u64;
-    g
-}
-
-// ---------------------------------------------------------------------------------------------
-// eval2 (Fig. 8)
-// ---------------------------------------------------------------------------------------------
 
 /// The runtime state of `krawiec/delta`: the Delta eval2 was given, and its visits per node.
 #[derive(Default)]
@@ -492,26 +118,6 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
     Ok(())
 }
 
-struct DeltaCompanion;
-
-impl Companion for DeltaCompanion {
-    fn ty(&self) -> Type {
-        delta_type()
-    }
-    fn zero(&self) -> Expr {
-        builtin("Zero")
-    }
-    fn add(&self, a: Expr, b: Expr) -> Expr {
-        apps(builtin("Add"), [a, b])
-    }
-    fn scale(&self, c: Expr, d: Expr) -> Expr {
-        apps(builtin("Scale"), [c, d])
-    }
-    fn names(&self) -> [&'static str; 2] {
-        ["u1", "u2"]
-    }
-}
-
 impl Stage for Delta {
     fn info(&self) -> &'static StageInfo {
         &INFO
@@ -544,7 +150,7 @@ impl Stage for Delta {
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let mut fr = Fresh::new(src.program);
-        let mut out = dual_program(src, &[WRAPPER], &mut fr, &DeltaCompanion);
+        let mut out = dual_program(src, &mut fr, &DeltaCompanion);
         let s = src.input_type;
         let a = count_reals(s);
         // R2{e} = λ((..., s_i, ...), dt).
@@ -574,14 +180,7 @@ impl Stage for Delta {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        let (s, t) = (src.input_type, src.output_type);
-        let c = DeltaCompanion;
-        vec![
-            // Drev2{e} : (R × Delta)^a → (R × Delta)
-            ("main".into(), Type::fun(dual_type(s, &c), dual_type(t, &c))),
-            // R2{e} : (R^a × δR) → δR^a, plus the primal
-            (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))),
-        ]
+        dual_stated_types(src, &DeltaCompanion)
     }
 
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {

@@ -3,13 +3,16 @@
 //! helpers — initVars_S, initZeros_T, the dot product ⊙_T (inside the differentiated program),
 //! lookup_S — are generated per type as IR, so they print.
 
-use super::delta::delta_type;
-use super::dense::map_shape;
-use super::monadic::{b_run_delta, drev_type, drev_program, graph_of_state, m_type, map_builtins, map_type, monad_builtins};
+use super::common::delta::delta_type;
+use super::common::drev::{drev_program, drev_type, m_type};
+use super::common::eval::{graph_of_state, map_builtins, map_type};
+use super::common::monad::{b_run_delta, monad_builtins};
+use super::common::wrapper::wrapper_type;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Builtins, Graph, Machine};
 use crate::ir::*;
+use crate::kit::polytypic::{dot, map_shape, map_shape_acc};
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::types;
 
@@ -32,69 +35,14 @@ the input's shape, tags and integer leaves. (Ours also returns e s, to hand back
     accepts: "the whole scalar language; main : S → T for any first-order S and T",
 };
 
-/// `a ⊙_T b` (§11.2) as source code: × on reals, + over components, 0 at integer leaves and where
-/// sum tags differ (the paper leaves mismatched tags undefined; ours contributes nothing).
-fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
-    match ty {
-        Type::Real => mul(a, b),
-        Type::Tuple(ts) => {
-            let na: Vec<Name> = ts.iter().map(|_| fr.name("a")).collect();
-            let nb: Vec<Name> = ts.iter().map(|_| fr.name("b")).collect();
-            let terms: Vec<Expr> = ts
-                .iter()
-                .zip(na.iter().zip(&nb))
-                .filter(|(t, _)| crate::stages::forward::has_real(t))
-                .map(|(t, (x, y))| dot(t, var(x), var(y), fr))
-                .collect();
-            let sum = terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0));
-            let pa = ptuple(na.iter().map(|n| pvar(n)).collect());
-            let pb = ptuple(nb.iter().map(|n| pvar(n)).collect());
-            let_(pa, a, let_(pb, b, sum))
-        }
-        Type::Sum(l, r) => {
-            let (xa, xb, ya, yb) = (fr.name("a"), fr.name("a"), fr.name("b"), fr.name("b"));
-            let left = case(b.clone(), pvar(&ya), dot(l, var(&xa), var(&ya), fr), pwild(), real(0.0));
-            let right = case(b, pwild(), real(0.0), pvar(&yb), dot(r, var(&xb), var(&yb), fr));
-            case(a, pvar(&xa), left, pvar(&xb), right)
-        }
-        _ => real(0.0),
+/// `initVars_A (x, n) : Drev{A} × DeltaId` at a leaf: `initVars_R (r, n) = ((r, Var (n + 1)), n + 1)`,
+/// `initVars_L (k, n) = (k, n)`; tuples and sums thread n left to right (kit::polytypic::map_shape_acc).
+fn init_var(ty: &Type, x: Expr, n: Expr) -> Expr {
+    if *ty == Type::Real {
+        pair(pair(x, app(builtin("Var"), add(n.clone(), int(1)))), add(n, int(1)))
+    } else {
+        pair(x, n)
     }
-}
-
-/// `initVars_A (x, n) : Drev{A} × DeltaId`: each real r ↦ (r, Var (n + 1)), numbering left to right.
-fn init_vars(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh) -> Expr {
-    match ty {
-        // initVars_R (r, n) = ((r, Var (n + 1)), n + 1)
-        Type::Real => pair(pair(x, app(builtin("Var"), add(n.clone(), int(1)))), add(n, int(1))),
-        // initVars_{A×B} ((a, b), n) = let (a', n1) = initVars_A (a, n) in let (b', n2) = initVars_B (b, n1) in ((a', b'), n2)
-        Type::Tuple(ts) => {
-            let xs: Vec<Name> = ts.iter().map(|_| fr.name("x")).collect();
-            let ys: Vec<Name> = ts.iter().map(|_| fr.name("y")).collect();
-            let ns: Vec<Name> = ts.iter().map(|_| fr.name("n")).collect();
-            let mut body = pair(tuple(ys.iter().map(var).collect()), var(ns.last().expect("n >= 2")));
-            for i in (0..ts.len()).rev() {
-                let prev = if i == 0 { n.clone() } else { var(&ns[i - 1]) };
-                body = let_(ppair(pvar(&ys[i]), pvar(&ns[i])), init_vars(&ts[i], var(&xs[i]), prev, fr), body);
-            }
-            let_(ptuple(xs.iter().map(pvar).collect()), x, body)
-        }
-        // initVars_{A+B} (inl a, n) = let (a', n1) = initVars_A (a, n) in (inl a', n1), and likewise inr
-        Type::Sum(a, b) => {
-            let (xa, xb, ya, yb, na, nb) = (fr.name("x"), fr.name("x"), fr.name("y"), fr.name("y"), fr.name("n"), fr.name("n"));
-            let left = let_(ppair(pvar(&ya), pvar(&na)), init_vars(a, var(&xa), n.clone(), fr), pair(inl(var(&ya)), var(&na)));
-            let right = let_(ppair(pvar(&yb), pvar(&nb)), init_vars(b, var(&xb), n, fr), pair(inr(var(&yb)), var(&nb)));
-            case(x, pvar(&xa), left, pvar(&xb), right)
-        }
-        // initVars_L (k, n) = (k, n)
-        _ => pair(x, n),
-    }
-}
-
-/// The definitions this stage generates; a source definition of the same name is renamed.
-const GENERATED: [&str; 7] = [WRAPPER, "dot_T", "mainDot", "initVars_S", "initZeros_T", "lookup_S", "primal_T"];
-
-fn map_names(p: &Program) -> Program {
-    super::dense::without_reserved(p, &GENERATED)
 }
 
 impl Stage for General {
@@ -115,7 +63,9 @@ impl Stage for General {
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (s, t) = (src.input_type, src.output_type);
-        let mut p = map_names(src.program);
+        // The names this stage generates (dot_T, mainDot, initVars_S, ...) are in stage::RESERVED: the
+        // pipeline has already renamed any source definition that had one.
+        let mut p = src.program.clone();
         let mut fr = Fresh::new(&p);
         // The program Fig. 15 differentiates, λ(s, dt). e s ⊙_T dt, with ⊙_T expanded (note §7.4), as
         // source definitions (ours also returns e s, for the primal):
@@ -134,7 +84,7 @@ impl Stage for General {
 
         // initVars_S : S × DeltaId → Drev{S} × DeltaId
         let (x, n) = (fr.name("s"), fr.name("n"));
-        let iv = init_vars(s, var(&x), var(&n), &mut fr);
+        let iv = map_shape_acc(s, var(&x), var(&n), &mut fr, &init_var);
         out.defs.push(def("initVars_S", lam(ppair(pvar(&x), pvar(&n)), iv)));
         // initZeros_T : δT → Drev{δT}: each real r ↦ (r, Zero)
         let y = fr.name("dt");
@@ -205,7 +155,7 @@ impl Stage for General {
             ("initVars_S".into(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
             ("initZeros_T".into(), Type::fun(t.clone(), dtt.clone())),
             ("lookup_S".into(), Type::fun(Type::Tuple(vec![map_type(), ds.clone()]), s.clone())),
-            (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))),
+            (WRAPPER.into(), wrapper_type(s, t)),
         ];
         if src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..))) {
             v.push(("main".into(), Type::fun(ds, m_type(dtt))));

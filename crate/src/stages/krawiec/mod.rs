@@ -4,6 +4,7 @@
 use crate::stage::{Chain, CounterInfo};
 
 pub mod array;
+mod common;
 pub mod delta;
 pub mod dense;
 pub mod general;

@@ -1,0 +1,251 @@
+//! eval (Krawiec et al. §7.2, Fig. 10): the backward pass over a Let-wrapped Delta, body first, with
+//! any DeltaMap (the persistent map here, §7.3's mutable array in `krawiec/array`), and the map's
+//! builtins (Fig. 10's API, and Fig. 15's lookup at a dual number's Delta).
+
+use super::delta::{delta_arg, delta_type, int_arg, real_arg, Kind, Node, STATE_ROWS};
+use super::graph::{delta_graph, Visits};
+use super::monad::DeltaState;
+use crate::diag::Span;
+use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep};
+use crate::ir::*;
+use crate::value::{show_real, ExtValue, Value};
+use rpds::RedBlackTreeMap;
+use std::any::Any;
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// A DeltaMap: cotangents by DeltaId.
+pub(crate) trait Adjoints {
+    /// `addDelta id x`
+    fn add(&mut self, id: i64, x: f64) -> Result<(), String>;
+    /// `lookup id`, then `delete id` when present.
+    fn take(&mut self, id: i64) -> Result<Option<f64>, String>;
+    /// The entries, for a trace step.
+    fn rows(&self) -> Vec<(String, f64)>;
+    /// Called once tracing has stopped: no more rows will be asked for.
+    fn stop_rows(&mut self) {}
+}
+
+enum Frame<'a> {
+    Visit(f64, &'a Node),
+    AfterLet(&'a Node),
+}
+
+/// `eval x u um` (Fig. 10), iteratively over an explicit stack (the Let spine is as long as the run):
+/// ```text
+/// eval x Zero um            = um
+/// eval x (Scale y u) um     = eval (x × y) u um
+/// eval x (Add u1 u2) um     = eval x u2 (eval x u1 um)
+/// eval x (Var uid) um       = addDelta uid x um
+/// eval x (Let uid u1 u2) um = let um2 = eval x u2 um in
+///                             case lookup uid um2 of Nothing → um2
+///                                                    Just x  → eval x u1 (delete uid um2)
+/// ```
+pub(crate) fn eval_loop(
+    m: &mut Machine,
+    x: f64,
+    root: &Node,
+    um: &mut dyn Adjoints,
+    visits: &mut Visits,
+    skipped: &mut HashSet<u64>,
+    span: Span,
+) -> Result<(), RunError> {
+    let mut stack: Vec<Frame> = vec![Frame::Visit(x, root)];
+    let mut rows = true;
+    let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
+    while let Some(f) = stack.pop() {
+        let (kind, node, factor) = match f {
+            Frame::Visit(x, n) => {
+                visits.visit(n.serial);
+                m.tick(1)?;
+                match &n.kind {
+                    Kind::Zero => {}
+                    Kind::Scale(y, u) => {
+                        m.real_op();
+                        stack.push(Frame::Visit(x * y, u));
+                    }
+                    Kind::Add(a, b) => {
+                        stack.push(Frame::Visit(x, b));
+                        stack.push(Frame::Visit(x, a));
+                    }
+                    Kind::Var(id) => {
+                        m.real_op();
+                        um.add(*id, x).map_err(err)?;
+                    }
+                    Kind::Let(_, _, body) => {
+                        stack.push(Frame::AfterLet(n));
+                        stack.push(Frame::Visit(x, body));
+                    }
+                    Kind::OneHot(_) => return Err(err("OneHot is not in Fig. 10's Delta (inputs are Var i)".into())),
+                }
+                ("eval", n, x)
+            }
+            Frame::AfterLet(n) => {
+                m.tick(1)?;
+                let Kind::Let(id, rhs, _) = &n.kind else { unreachable!("AfterLet holds a Let") };
+                match um.take(*id).map_err(err)? {
+                    None => {
+                        skipped.insert(n.serial);
+                        ("skip", n, 0.0)
+                    }
+                    Some(v) => {
+                        stack.push(Frame::Visit(v, rhs));
+                        ("let", n, v)
+                    }
+                }
+            }
+        };
+        if rows {
+            if m.tracing() {
+                let state = um.rows();
+                let span = (!node.span.is_none()).then_some(node.span);
+                let note = eval_note(kind, node, factor);
+                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor), note, state });
+            } else {
+                rows = false;
+                um.stop_rows();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What an eval step did, in words (built only for traced steps).
+fn eval_note(kind: &str, n: &Node, x: f64) -> String {
+    match (kind, &n.kind) {
+        ("skip", Kind::Let(id, ..)) => format!("lookup {id} = Nothing: the binding is dead, skip its right-hand side"),
+        ("let", Kind::Let(id, ..)) => format!("lookup {id} = Just {}; delete {id}; eval its right-hand side scaled by it", show_real(x)),
+        (_, Kind::Let(id, ..)) => format!("Let {id}: the body first"),
+        (_, Kind::Scale(y, _)) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+        (_, Kind::Add(..)) => "Add: u1, then u2".to_string(),
+        (_, Kind::Var(id)) => format!("addDelta {id} ({})", show_real(x)),
+        _ => "Zero: nothing to add".to_string(),
+    }
+}
+
+/// The persistent map (Fig. 10's `Map DeltaId dR`): an rpds red-black tree, O(log n) per operation.
+#[derive(Debug, Clone, Default)]
+pub struct DeltaMapVal(pub RedBlackTreeMap<i64, f64>);
+
+impl ExtValue for DeltaMapVal {
+    fn type_name(&self) -> &'static str {
+        "DeltaMap"
+    }
+    fn show(&self) -> String {
+        let mut items: Vec<String> = self.0.iter().take(12).map(|(k, v)| format!("{k} ↦ {}", show_real(*v))).collect();
+        if self.0.size() > 12 {
+            items.push(format!("… ({} entries)", self.0.size()));
+        }
+        format!("{{{}}}", items.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Adjoints for RedBlackTreeMap<i64, f64> {
+    fn add(&mut self, id: i64, x: f64) -> Result<(), String> {
+        let v = self.get(&id).copied().unwrap_or(0.0) + x;
+        self.insert_mut(id, v);
+        Ok(())
+    }
+    fn take(&mut self, id: i64) -> Result<Option<f64>, String> {
+        let v = self.get(&id).copied();
+        if v.is_some() {
+            self.remove_mut(&id);
+        }
+        Ok(v)
+    }
+    fn rows(&self) -> Vec<(String, f64)> {
+        self.iter().take(STATE_ROWS).map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+}
+
+pub fn map_type() -> Type {
+    Type::con("DeltaMap", vec![])
+}
+
+fn map_arg(v: &Value, span: Span, what: &str) -> Result<RedBlackTreeMap<i64, f64>, RunError> {
+    v.ext::<DeltaMapVal>().map(|m| m.0.clone()).ok_or_else(|| RunError::runtime(span, format!("{what} expects a DeltaMap, got {v}")))
+}
+
+/// Keeps what eval did for the graph.
+pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, mut visits: Visits, skipped: HashSet<u64>, res: &mut Result<(), RunError>) {
+    visits.flush(m, res);
+    let st = m.state::<DeltaState>();
+    if st.root.is_none() {
+        st.root = Some(root.clone());
+    }
+    st.visits.merge(visits);
+    st.skipped.extend(skipped);
+}
+
+fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let x = real_arg(&args[0], span, "eval")?;
+    let root = delta_arg(&args[1], span, "eval")?;
+    let mut um = map_arg(&args[2], span, "eval")?;
+    let (mut visits, mut skipped) = (Visits::default(), HashSet::new());
+    let mut res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
+    record_eval(m, &root, visits, skipped, &mut res);
+    res?;
+    m.alloc(1)?;
+    Ok(Value::Ext(Rc::new(DeltaMapVal(um))))
+}
+
+fn b_empty_map(m: &mut Machine, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    Ok(Value::Ext(Rc::new(DeltaMapVal::default())))
+}
+
+fn b_lookup_or_zero(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let id = int_arg(&args[0], span, "lookupOrZero")?;
+    let um = map_arg(&args[1], span, "lookupOrZero")?;
+    Ok(Value::Real(um.get(&id).copied().unwrap_or(0.0)))
+}
+
+/// `lookupDelta u um`: Fig. 15's lookup_R at a dual number's Delta: `lookupOrZero uid um` for
+/// `Var uid`, 0 for `Zero` (the pattern match on Delta that lookup_S does).
+fn b_lookup_delta(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let d = delta_arg(&args[0], span, "lookupDelta")?;
+    let um = map_arg(&args[1], span, "lookupDelta")?;
+    match d.kind {
+        Kind::Var(id) => Ok(Value::Real(um.get(&id).copied().unwrap_or(0.0))),
+        Kind::Zero => Ok(Value::Real(0.0)),
+        _ => Err(RunError::runtime(span, "lookupDelta: an input's Delta is Var id or Zero")),
+    }
+}
+
+/// The map API of Fig. 10 (eval, emptyMap, lookupOrZero), and lookupDelta for Fig. 15.
+pub(crate) fn map_builtins() -> Vec<Builtin> {
+    let (d, um, r, z) = (delta_type(), map_type(), Type::Real, Type::Int);
+    vec![
+        Builtin {
+            name: "eval",
+            scheme: Scheme::mono(Type::fun(r.clone(), Type::fun(d.clone(), Type::lin(um.clone(), um.clone())))),
+            arity: 3,
+            lazy_last: false,
+            run: b_eval,
+        },
+        Builtin { name: "emptyMap", scheme: Scheme::mono(um.clone()), arity: 0, lazy_last: false, run: b_empty_map },
+        Builtin {
+            name: "lookupOrZero",
+            scheme: Scheme::mono(Type::fun(z, Type::fun(um.clone(), r.clone()))),
+            arity: 2,
+            lazy_last: false,
+            run: b_lookup_or_zero,
+        },
+        Builtin {
+            name: "lookupDelta",
+            scheme: Scheme::mono(Type::fun(d, Type::fun(um, r))),
+            arity: 2,
+            lazy_last: false,
+            run: b_lookup_delta,
+        },
+    ]
+}
+
+pub(crate) fn graph_of_state(m: &mut Machine) -> Option<Graph> {
+    let st = m.state::<DeltaState>();
+    let root = st.root.clone()?;
+    Some(delta_graph(&root, &st.visits, &st.skipped))
+}

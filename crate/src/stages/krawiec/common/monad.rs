@@ -1,0 +1,125 @@
+//! The state monad M of Krawiec et al. §7.2, Fig. 10, at run time: M runs in direct style, its state
+//! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
+//! bindings a run made around its result's Delta as nested `Let`s.
+
+use super::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, mk_node_at, DeltaVal, Kind, Node};
+use super::drev::m_type;
+use super::graph::Visits;
+use crate::diag::Span;
+use crate::interp::{Builtin, Machine, RunError};
+use crate::ir::*;
+use crate::value::Value;
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// DeltaState (Fig. 10) and what the backward pass leaves for the graph.
+#[derive(Default)]
+pub struct DeltaState {
+    /// Inside runDelta.
+    pub active: bool,
+    /// The next fresh DeltaId.
+    pub next_id: i64,
+    /// The bindings so far, oldest first (Fig. 10 keeps them newest first; runDelta's foldl wraps
+    /// the newest innermost either way).
+    pub binds: Vec<(i64, Rc<Node>, Span)>,
+    /// The Let-wrapped Delta runDelta returned (the graph's root).
+    pub root: Option<Rc<Node>>,
+    /// eval's visits per node, and the Lets it skipped.
+    pub visits: Visits,
+    pub skipped: HashSet<u64>,
+}
+
+/// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
+pub(crate) fn b_delta_let(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let d = delta_arg(&args[0], span, "deltaLet")?;
+    m.count("ids_allocated", 1);
+    m.tick(1)?;
+    let st = m.state::<DeltaState>();
+    if !st.active {
+        return Err(RunError::runtime(span, "deltaLet outside runDelta: there is no DeltaState to bind in"));
+    }
+    let id = st.next_id;
+    st.next_id += 1;
+    st.binds.push((id, d, span));
+    Ok(Value::Int(id))
+}
+
+pub(crate) fn b_var(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let i = int_arg(&args[0], span, "Var")?;
+    mk(m, Kind::Var(i))
+}
+
+/// Runs `runDelta start m`: the computation, then `foldl wrap delta binds` (the newest binding
+/// innermost). The result is the computation's value with its Delta wrapped — `(x, δ)` or
+/// `(a, (x, δ))` — and the last DeltaId allocated.
+fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64), RunError> {
+    let start = int_arg(&args[0], span, "runDelta")?;
+    {
+        let st = m.state::<DeltaState>();
+        if st.active {
+            return Err(RunError::runtime(span, "runDelta inside runDelta"));
+        }
+        st.active = true;
+        st.next_id = start;
+        st.binds.clear();
+    }
+    let r = m.apply(args[1].clone(), Value::Unit);
+    let (binds, last) = {
+        let st = m.state::<DeltaState>();
+        st.active = false;
+        (std::mem::take(&mut st.binds), st.next_id - 1)
+    };
+    let v = r?;
+    let wrap = |m: &mut Machine, d: Rc<Node>| -> Result<Rc<Node>, RunError> {
+        let mut acc = d;
+        for (id, rhs, at) in binds.into_iter().rev() {
+            acc = mk_node_at(m, Kind::Let(id, rhs, acc), at)?;
+        }
+        Ok(acc)
+    };
+    let bad = || RunError::runtime(span, "runDelta: the computation did not return a pair ending in a Delta");
+    let Value::Tuple(vs) = &v else { return Err(bad()) };
+    if vs.len() != 2 {
+        return Err(bad());
+    }
+    let out = if let Some(d) = vs[1].ext::<DeltaVal>() {
+        let w = wrap(m, d.0.clone())?;
+        m.state::<DeltaState>().root = Some(w.clone());
+        Value::pair(vs[0].clone(), Value::Ext(Rc::new(DeltaVal(w))))
+    } else if let Value::Tuple(inner) = &vs[1] {
+        let d = inner.get(1).and_then(|d| d.ext::<DeltaVal>()).ok_or_else(bad)?;
+        let w = wrap(m, d.0.clone())?;
+        m.state::<DeltaState>().root = Some(w.clone());
+        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), Value::Ext(Rc::new(DeltaVal(w)))))
+    } else {
+        return Err(bad());
+    };
+    Ok((out, last))
+}
+
+pub(crate) fn b_run_delta(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    Ok(run_delta(m, &args, span)?.0)
+}
+
+/// §7.3's runDelta, which also returns the last DeltaId allocated (the array's size, the little
+/// point whose code the paper omits): `(x, δ, last)`.
+pub(crate) fn b_run_delta_last(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (v, last) = run_delta(m, &args, span)?;
+    let Value::Tuple(vs) = v else { unreachable!("run_delta returns a pair") };
+    Ok(Value::tuple(vec![vs[0].clone(), vs[1].clone(), Value::Int(last)]))
+}
+
+/// The builtins of the monad: Delta's constructors, Var, deltaLet and runDelta at the given type.
+pub(crate) fn monad_builtins(run_delta_scheme: Scheme, run: crate::interp::BuiltinFn) -> Vec<Builtin> {
+    let mut bs = delta_ctor_builtins();
+    bs.push(Builtin { name: "Var", scheme: Scheme::mono(Type::fun(Type::Int, delta_type())), arity: 1, lazy_last: false, run: b_var });
+    bs.push(Builtin {
+        name: "deltaLet",
+        scheme: Scheme::mono(Type::fun(delta_type(), m_type(Type::Int))),
+        arity: 1,
+        lazy_last: false,
+        run: b_delta_let,
+    });
+    bs.push(Builtin { name: "runDelta", scheme: run_delta_scheme, arity: 2, lazy_last: true, run });
+    bs
+}
