@@ -63,8 +63,8 @@ impl Stage for General {
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (s, t) = (src.input_type, src.output_type);
-        // The names this stage generates (dot_T, mainDot, initVars_S, ...) are in stage::RESERVED: the
-        // pipeline has already renamed any source definition that had one.
+        // The definitions this stage generates (dot_T, mainDot, initVars_S, ...) carry a helper role:
+        // the pipeline renames any source definition with one of their names and transforms again.
         let mut p = src.program.clone();
         let mut fr = Fresh::new(&p);
         // The program Fig. 15 differentiates, λ(s, dt). e s ⊙_T dt, with ⊙_T expanded (note §7.4), as
