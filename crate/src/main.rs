@@ -282,7 +282,7 @@ fn print_human(file: &str, text: &str, a: &Analysis, show: &[String]) {
         }
         if has("trace") {
             for (i, s) in r.trace.iter().enumerate() {
-                let state: Vec<String> = s.state.iter().map(|(k, v)| format!("{k}↦{}", cotangent::value::show_real(*v))).collect();
+                let state: Vec<String> = s.state.iter().map(|(k, v)| format!("{k}↦{v}")).collect();
                 println!("  {:>4} {:<9} {}  {{{}}}", i + 1, s.kind, s.note, state.join(", "));
             }
             if r.trace_dropped > 0 {

@@ -278,8 +278,8 @@ fn running_example_traces_and_graphs() {
         let m = a.stages.iter().find(|r| r.id == "krawiec/monadic").unwrap();
         // eval's steps: every node once, Lets looked up; the map after the last step holds the gradient.
         let last = m.trace.last().unwrap();
-        assert_eq!(last.state, vec![("1".to_string(), 37.0), ("2".to_string(), 12.0)]);
-        let lets: Vec<f64> = m.trace.iter().filter(|s| s.kind == "let").map(|s| s.factor.unwrap()).collect();
+        assert_eq!(last.state, vec![("1".to_string(), 37.0.into()), ("2".to_string(), 12.0.into())]);
+        let lets: Vec<f64> = m.trace.iter().filter(|s| s.kind == "let").map(|s| s.factor.as_ref().and_then(|f| f.num).unwrap()).collect();
         assert_eq!(lets, vec![1.0, 12.0], "Let 4 is found with cotangent 1, Let 3 (z) with 12");
         let g = m.graph.as_ref().unwrap();
         let ids: Vec<Option<i64>> = g.nodes.iter().filter(|n| n.ctor == "Let").map(|n| n.delta_id).collect();

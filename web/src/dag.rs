@@ -69,7 +69,8 @@ impl From<&cotangent::interp::Graph> for G {
                     ctor: n.ctor.clone(),
                     label: n.label.clone(),
                     delta_id: n.delta_id,
-                    value: n.value,
+                    // drawn as a number where the value is one real (a value that is not is in the label)
+                    value: n.value.as_ref().and_then(|v| v.num),
                     shared: n.shared,
                     visits: n.visits,
                     group: n.group.clone(),

@@ -94,9 +94,9 @@ pub struct WebStep {
     pub kind: String,
     pub node: Option<u64>,
     pub span: Option<WebSpan>,
-    pub factor: Option<f64>,
+    pub factor: Option<cotangent::interp::Shown>,
     pub note: String,
-    pub state: Vec<(String, f64)>,
+    pub state: Vec<(String, cotangent::interp::Shown)>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -495,8 +495,8 @@ pub fn all_finite(a: &WebAnalysis) -> bool {
     reference
         && a.stages.iter().all(|s| {
             s.gradient.iter().all(f)
-                && s.trace.iter().all(|t| t.factor.as_ref().is_none_or(f) && t.state.iter().all(|(_, v)| v.is_finite()))
-                && s.graph.as_ref().is_none_or(|g| g.nodes.iter().all(|n| n.value.as_ref().is_none_or(f)))
+                && s.trace.iter().all(|t| t.factor.as_ref().and_then(|v| v.num).is_none_or(|x| x.is_finite()) && t.state.iter().all(|(_, v)| v.num.is_none_or(f64::is_finite)))
+                && s.graph.as_ref().is_none_or(|g| g.nodes.iter().all(|n| n.value.as_ref().and_then(|v| v.num).is_none_or(f64::is_finite)))
         })
 }
 

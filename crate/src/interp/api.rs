@@ -108,11 +108,52 @@ pub struct TraceStep {
     /// The source span this step is about, if known.
     pub span: Option<Span>,
     /// The incoming scale factor or cotangent.
-    pub factor: Option<f64>,
+    pub factor: Option<Shown>,
     /// A one-line human description.
     pub note: String,
     /// The cotangent map or array after the step, as `key -> value` rows.
-    pub state: Vec<(String, f64)>,
+    pub state: Vec<(String, Shown)>,
+}
+
+/// A value as a trace step or graph node shows it: its text, and the number when it is one real. Any
+/// value fits (an array cotangent, a sparse map, a rewrite step); a real serialises as a JSON number,
+/// anything else as its text.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Shown {
+    pub text: String,
+    pub num: Option<f64>,
+}
+
+impl Shown {
+    /// A value that is not one real, by its text.
+    pub fn text(text: impl Into<String>) -> Shown {
+        Shown { text: text.into(), num: None }
+    }
+    /// Rows of reals as rows of shown values.
+    pub fn rows(rows: Vec<(String, f64)>) -> Vec<(String, Shown)> {
+        rows.into_iter().map(|(k, v)| (k, v.into())).collect()
+    }
+}
+
+impl From<f64> for Shown {
+    fn from(x: f64) -> Shown {
+        Shown { text: crate::value::show_real(x), num: Some(x) }
+    }
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for Shown {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.num {
+            Some(x) => s.serialize_f64(x),
+            None => s.serialize_str(&self.text),
+        }
+    }
 }
 
 /// The graph a stage's forward pass builds (the Delta DAG, backpropagators, Contribs), every node once.
@@ -136,7 +177,7 @@ pub struct GraphNode {
     /// The DeltaId (or staging ID) where the node has one.
     pub delta_id: Option<i64>,
     /// The scale factor or primal value the node carries.
-    pub value: Option<f64>,
+    pub value: Option<Shown>,
     /// Referenced from more than one place.
     pub shared: bool,
     /// How many times the backward pass visited it (eval2's unfolding shows here).

@@ -494,7 +494,7 @@ fn test_builtins() -> Builtins {
     // note : R -> R records a trace step
     fn note(m: &mut Machine<'_>, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
         if m.tracing() {
-            m.trace(TraceStep { kind: "note".into(), span: Some(span), factor: args[0].as_real(), ..TraceStep::default() });
+            m.trace(TraceStep { kind: "note".into(), span: Some(span), factor: args[0].as_real().map(Shown::from), ..TraceStep::default() });
         } else {
             m.trace(TraceStep::default());
         }
@@ -598,7 +598,7 @@ fn trace_is_capped_and_counts_dropped() {
     assert!(!m.tracing());
     let (steps, dropped) = m.take_trace();
     assert_eq!(steps.len(), 2);
-    assert_eq!(steps[1].factor, Some(2.0));
+    assert_eq!(steps[1].factor, Some(Shown::from(2.0)));
     assert_eq!(dropped, 2);
     m.set_tracing(false);
     m.call("main", vec![Value::Unit]).unwrap();

@@ -16,7 +16,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep};
+use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -193,7 +193,7 @@ impl Stage for Parallel {
                     ctor: if input { "input".into() } else { "Contrib".into() },
                     label: if input { format!("({j},{s}) input {s}") } else { format!("({j},{s})") },
                     delta_id: Some(id as i64),
-                    value: adj,
+                    value: adj.map(Shown::from),
                     shared: false,
                     visits: adj.map(|_| 1),
                     group: Some(format!("job {j}")),
@@ -498,9 +498,9 @@ fn resolve_job(job: u32, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, w: &mu
                 kind: "resolve".into(),
                 node: offsets.get(job as usize).map(|o| o + s as u64),
                 span: None,
-                factor: Some(d),
+                factor: Some(d.into()),
                 note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), PContrib(tape[s].clone()).show()),
-                state: vec![(format!("({job},{s})"), d)],
+                state: vec![(format!("({job},{s})"), d.into())],
             });
         }
     }

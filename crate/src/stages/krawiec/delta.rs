@@ -11,7 +11,7 @@ use super::common::graph::{delta_graph, Visits};
 use super::common::wrapper::require_ra_to_r;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep};
+use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::kit::polytypic::{count_reals, ra_expr, ra_pat};
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
@@ -110,9 +110,9 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
                 Kind::Add(..) => "Add: u1, then u2".to_string(),
                 _ => "Zero: nothing to add".to_string(),
             };
-            let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), *v)).collect();
+            let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), Shown::from(*v))).collect();
             let span = (!n.span.is_none()).then_some(n.span);
-            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x), note, state });
+            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x.into()), note, state });
         }
     }
     Ok(())

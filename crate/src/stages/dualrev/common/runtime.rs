@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::diag::Span;
-use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep};
+use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::value::Value;
 use std::collections::BTreeMap;
@@ -197,7 +197,7 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
                 ctor: kind,
                 label,
                 delta_id: Some(i),
-                value: cot,
+                value: cot.map(Shown::from),
                 shared: indeg.get(&i).copied().unwrap_or(0) > 1,
                 visits: visits.or(if Some(i) == out_id { Some(1) } else { None }),
                 group: None,
@@ -222,14 +222,14 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
 /// A resolve trace step.
 pub fn trace_resolve(m: &mut Machine, id: i64, a: f64, note: String, state: Vec<(String, f64)>) {
     if m.tracing() {
-        m.trace(TraceStep { kind: "resolve".into(), node: Some(id as u64), span: None, factor: Some(a), note, state });
+        m.trace(TraceStep { kind: "resolve".into(), node: Some(id as u64), span: None, factor: Some(a.into()), note, state: Shown::rows(state) });
     }
 }
 
 /// The Staged object (or arrays) handed to SResolve, before its first step.
 pub fn trace_start(m: &mut Machine, state: Vec<(String, f64)>) {
     if m.tracing() {
-        m.trace(TraceStep { kind: "staged".into(), note: "the staged state handed to SResolve".into(), state, ..TraceStep::default() });
+        m.trace(TraceStep { kind: "staged".into(), note: "the staged state handed to SResolve".into(), state: Shown::rows(state), ..TraceStep::default() });
     }
 }
 

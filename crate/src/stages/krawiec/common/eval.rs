@@ -6,7 +6,7 @@ use super::delta::{delta_arg, delta_type, int_arg, real_arg, Kind, Node, STATE_R
 use super::graph::{delta_graph, Visits};
 use super::monad::DeltaState;
 use crate::diag::Span;
-use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep};
+use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::value::{show_real, ExtValue, Value};
 use rpds::RedBlackTreeMap;
@@ -100,7 +100,7 @@ pub(crate) fn eval_loop(
                 let state = um.rows();
                 let span = (!node.span.is_none()).then_some(node.span);
                 let note = eval_note(kind, node, factor);
-                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor), note, state });
+                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor.into()), note, state: Shown::rows(state) });
             } else {
                 rows = false;
                 um.stop_rows();

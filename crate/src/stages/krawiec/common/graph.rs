@@ -2,7 +2,7 @@
 //! sharing (physical, and — for Fig. 10's Deltas — through `Var id` and `Let id`).
 
 use super::delta::{Kind, Node};
-use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError};
+use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError, Shown};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
@@ -103,7 +103,7 @@ pub fn delta_graph(root: &Rc<Node>, visits: &Visits, skipped: &HashSet<u64>) -> 
             ctor: n.ctor().to_string(),
             label,
             delta_id: n.delta_id(),
-            value: if let Kind::Scale(r, _) = n.kind { Some(r) } else { None },
+            value: if let Kind::Scale(r, _) = n.kind { Some(r.into()) } else { None },
             shared: indeg.get(&n.serial).copied().unwrap_or(0) > 1 || refs > 1,
             visits: Some(visits.get(n.serial)),
             ..GraphNode::default()
