@@ -4,3 +4,4 @@
 pub mod passes;
 pub mod polytypic;
 pub mod rewrite;
+pub mod translate;

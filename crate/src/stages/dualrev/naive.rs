@@ -5,10 +5,11 @@
 
 use super::common::*;
 use crate::build::*;
-use crate::deriv;
+use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtin, Graph, Machine, RunError};
 use crate::ir::*;
+use crate::kit::translate::{dual, DualRule};
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
 
@@ -42,81 +43,33 @@ fn zero_bp(fr: &mut Fresh) -> Expr {
     linlam(pvar(&z), app(builtin("counted"), builtin("zeroC")))
 }
 
-/// D¹_c[t], rule for rule (Fig. 6; Sec. 11 for sums, letrec, conditionals).
-fn d1(e: &Expr, fr: &mut Fresh) -> Expr {
-    use ExprKind::*;
-    let b = |x: &Expr, fr: &mut Fresh| Box::new(d1(x, fr));
-    let kind = match &e.kind {
-        // D¹[x] = x ; integer and boolean literals, () unchanged
-        Var(_) | Int(_) | Bool(_) | Unit | Builtin(_) => e.kind.clone(),
-        // D¹[r] = (r, linλz. 0)
-        Real(r) => {
-            let bp = zero_bp(fr);
-            return at(pair(real(*r), bp), e.span);
-        }
-        // D¹[λx. t] = λx. D¹[t]
-        Lam(k, p, body) => Lam(*k, p.clone(), b(body, fr)),
-        // D¹[s t] = D¹[s] D¹[t]
-        App(f, a) => App(b(f, fr), b(a, fr)),
-        // D¹[let x = s in t] = let x = D¹[s] in D¹[t]
-        Let(p, rhs, body) => Let(p.clone(), b(rhs, fr), b(body, fr)),
-        // letrec is treated like let (Sec. 11)
-        LetRec(fs, body) => {
-            LetRec(fs.iter().map(|f| FunDef { name: f.name.clone(), body: d1(&f.body, fr), span: f.span }).collect(), b(body, fr))
-        }
-        // D¹[(s, t)] = (D¹[s], D¹[t]) ; D¹[fst t] = fst D¹[t] ; D¹[snd t] = snd D¹[t]
-        Tuple(es) => Tuple(es.iter().map(|x| d1(x, fr)).collect()),
-        // §12: D[s ⋆ t] = D[s] ⋆ D[t] (the naive stage has no IDs to fork)
-        Par(x, y) => Par(b(x, fr), b(y, fr)),
-        Fst(x) => Fst(b(x, fr)),
-        Snd(x) => Snd(b(x, fr)),
-        // Sec. 11: D¹[inl t] = inl D¹[t], D¹[case s of …] = case D¹[s] of …
-        Inl(x) => Inl(b(x, fr)),
-        Inr(x) => Inr(b(x, fr)),
-        Case(s, p1, e1, p2, e2) => Case(b(s, fr), p1.clone(), b(e1, fr), p2.clone(), b(e2, fr)),
-        If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
-        Ann(x, t) => Ann(b(x, fr), dtype(t, &real_ty(&Type::Var(0)), false)),
-        Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),
-        Pure(x) => Pure(b(x, fr)),
-        Prim(op, args) => return at(d1_prim(*op, args, fr), e.span),
-    };
-    Expr { kind, span: e.span, ty: Type::Unknown }
-}
+/// D¹_c[t] (Fig. 6; Sec. 11 for sums, letrec, conditionals): the kit's homomorphic translation
+/// with Fig. 6's rules for constants and primitive operations.
+struct D1;
 
-/// D¹[op(t1, …, tn)] = let (x1, d1) = D¹[t1] in … let (xn, dn) = D¹[tn]
-///                     in (op(x1, …, xn), linλz. d1 (∂1 op(x…)(z)) + … + dn (∂n op(x…)(z)))   (Fig. 6)
-fn d1_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
-    let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
-    let translated: Vec<Expr> = args.iter().map(|a| d1(a, fr)).collect();
-    if op == Prim::ToReal {
-        // real k is a constant: (real k, linλz. 0)
-        return pair(prim(op, translated), zero_bp(fr));
+impl DualRule for D1 {
+    fn ty(&self, t: &Type) -> Type {
+        dtype(t, &real_ty(&Type::Var(0)), false)
     }
-    if !real_args {
-        // integer and boolean operations are untouched
-        return prim(op, translated);
+    /// D¹[r] = (r, linλz. 0), and likewise for real k
+    fn constant(&self, fr: &mut Fresh, c: Expr) -> Expr {
+        pair(c, zero_bp(fr))
     }
-    let texts: &[(&str, &str)] = if args.len() == 1 { &[("x", "d")] } else { &[("x1", "d1"), ("x2", "d2")] };
-    let names: Vec<(Name, Name)> = texts.iter().map(|(x, d)| (fr.name(x), fr.name(d))).collect();
-    let xs: Vec<Expr> = names.iter().map(|(x, _)| var(x)).collect();
-    let y = fr.name("y");
-    let body = match deriv::rule(op, &xs, &var(&y)) {
-        // comparisons look at the primals only
-        None => prim(op, xs.clone()),
-        Some(rule) => {
-            let z = fr.name("z");
-            let parts: Vec<Expr> =
-                rule.partials.iter().zip(&names).map(|(p, (_, d))| app(var(d), scale(p, var(&z)))).collect();
-            let sum = parts.into_iter().reduce(|a, b| apps(builtin("plusC"), [a, b])).expect("an operation has arguments");
-            let bp = linlam(pvar(&z), app(builtin("counted"), sum));
-            if rule.uses_result {
-                let_(pvar(&y), prim(op, xs.clone()), pair(var(&y), bp))
-            } else {
-                pair(prim(op, xs.clone()), bp)
-            }
+    fn names(&self, arity: usize) -> (&'static [(&'static str, &'static str)], &'static str) {
+        if arity == 1 {
+            (&[("x", "d")], "y")
+        } else {
+            (&[("x1", "d1"), ("x2", "d2")], "y")
         }
-    };
-    names.iter().zip(translated).rev().fold(body, |acc, ((x, d), a)| let_(ppair(pvar(x), pvar(d)), a, acc))
+    }
+    /// D¹[op(t1, …, tn)] = let (x1, d1) = D¹[t1] in … let (xn, dn) = D¹[tn]
+    ///                     in (op(x1, …, xn), linλz. d1 (∂1 op(x…)(z)) + … + dn (∂n op(x…)(z)))   (Fig. 6)
+    fn companion(&self, fr: &mut Fresh, partials: &[Partial], ds: &[Expr], _: Span) -> Expr {
+        let z = fr.name("z");
+        let parts: Vec<Expr> = partials.iter().zip(ds).map(|(p, d)| app(d.clone(), scale(p, var(&z)))).collect();
+        let sum = parts.into_iter().reduce(|a, b| apps(builtin("plusC"), [a, b])).unwrap_or_else(|| builtin("zeroC"));
+        linlam(pvar(&z), app(builtin("counted"), sum))
+    }
 }
 
 /// `+` on c for Deinterleave (Fig. 7), and its zero.
@@ -143,7 +96,7 @@ impl Stage for Naive {
         let mut fr = Fresh::new(src.program);
         let mut out = src.program.clone();
         for d in &mut out.defs {
-            d.body = d1(&d.body, &mut fr);
+            d.body = dual(&d.body, &mut fr, &D1);
             d.scheme = None;
         }
         out.expects.clear();

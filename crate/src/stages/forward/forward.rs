@@ -4,11 +4,12 @@
 //! Plan), it gives the reference gradient that every other stage is checked against.
 
 use crate::build::*;
-use crate::deriv;
-use crate::diag::Diagnostic;
+use crate::deriv::{self, Partial};
+use crate::diag::{Diagnostic, Span};
 use crate::interp::{Machine, RunError};
 use crate::ir::*;
 use crate::kit::polytypic::{dot, map_shape, with_real, zip_shape, Zip};
+use crate::kit::translate::{dual, DualRule};
 use crate::stage::{split_pair, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
@@ -34,77 +35,32 @@ pub fn dual_type(t: &Type) -> Type {
     with_real(t, &Type::Tuple(vec![Type::Real, Type::Real]))
 }
 
-/// `Dfwd{e}` (Fig. 3), rule for rule.
-fn dfwd(e: &Expr, fr: &mut Fresh) -> Expr {
-    use ExprKind::*;
-    let b = |x: &Expr, fr: &mut Fresh| Box::new(dfwd(x, fr));
-    let kind = match &e.kind {
-        // Dfwd{x} = x ; Dfwd{k} = k
-        Var(_) | Int(_) | Bool(_) | Unit | Builtin(_) => e.kind.clone(),
-        // Dfwd{r} = (r, 0)
-        Real(r) => return at(pair(real(*r), real(0.0)), e.span),
-        // Dfwd{λx. e} = λx. Dfwd{e}
-        Lam(k, p, body) => Lam(*k, p.clone(), b(body, fr)),
-        // Dfwd{e1 e2} = Dfwd{e1} Dfwd{e2}
-        App(f, a) => App(b(f, fr), b(a, fr)),
-        // Dfwd{let x = e1 in e2} = let x = Dfwd{e1} in Dfwd{e2}
-        Let(p, rhs, body) => Let(p.clone(), b(rhs, fr), b(body, fr)),
-        LetRec(fs, body) => LetRec(
-            fs.iter().map(|f| FunDef { name: f.name.clone(), body: dfwd(&f.body, fr), span: f.span }).collect(),
-            b(body, fr),
-        ),
-        // pairs, projections, injections and case: homomorphic
-        Tuple(es) => Tuple(es.iter().map(|x| dfwd(x, fr)).collect()),
-        Par(x, y) => Par(b(x, fr), b(y, fr)),
-        Fst(x) => Fst(b(x, fr)),
-        Snd(x) => Snd(b(x, fr)),
-        Inl(x) => Inl(b(x, fr)),
-        Inr(x) => Inr(b(x, fr)),
-        Case(s, p1, e1, p2, e2) => Case(b(s, fr), p1.clone(), b(e1, fr), p2.clone(), b(e2, fr)),
-        If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
-        Ann(x, t) => Ann(b(x, fr), dual_type(t)),
-        Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),
-        Pure(x) => Pure(b(x, fr)),
-        Prim(op, args) => return at(dfwd_prim(*op, args, fr), e.span),
-    };
-    Expr { kind, span: e.span, ty: Type::Unknown }
-}
+/// `Dfwd{e}` (Fig. 3): the kit's homomorphic translation with Fig. 3's rules for reals.
+struct Dfwd;
 
-/// Dfwd{op}: Fig. 3's `+R` and `×R` rules, and Fig. 14's general rule for the other primitives.
-fn dfwd_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
-    let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
-    let translated: Vec<Expr> = args.iter().map(|a| dfwd(a, fr)).collect();
-    if op == Prim::ToReal {
-        // real k depends on no real input: a constant, like a literal.
-        return pair(prim(op, translated), real(0.0));
+impl DualRule for Dfwd {
+    fn ty(&self, t: &Type) -> Type {
+        dual_type(t)
     }
-    if !real_args {
-        // integer and boolean operations are untouched: Dfwd{+Z} = +Z
-        return prim(op, translated);
+    /// Dfwd{r} = (r, 0)
+    fn constant(&self, _: &mut Fresh, c: Expr) -> Expr {
+        pair(c, real(0.0))
     }
-    let texts: &[(&str, &str)] = if args.len() == 1 { &[("x", "dx")] } else { &[("x", "dx"), ("y", "dy")] };
-    let names: Vec<(Name, Name)> = texts.iter().map(|(x, d)| (fr.name(x), fr.name(d))).collect();
-    let xs: Vec<Expr> = names.iter().map(|(x, _)| var(x)).collect();
-    let ds: Vec<Expr> = names.iter().map(|(_, d)| var(d)).collect();
-    let result = fr.name(if args.len() == 1 { "y" } else { "r" });
-    let body = match deriv::rule(op, &xs, &var(&result)) {
-        // comparisons look at primals only
-        None => prim(op, xs.clone()),
-        Some(rule) => {
-            let tangent = deriv::linear_combination(&rule.partials, &ds);
-            if rule.uses_result {
-                let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), tangent))
-            } else {
-                pair(prim(op, xs.clone()), tangent)
-            }
+    fn names(&self, arity: usize) -> (&'static [(&'static str, &'static str)], &'static str) {
+        if arity == 1 {
+            (&[("x", "dx")], "y")
+        } else {
+            (&[("x", "dx"), ("y", "dy")], "r")
         }
-    };
-    // let (x, dx) = Dfwd{e1} in let (y, dy) = Dfwd{e2} in ...; comparisons need no tangents: (x, _)
-    let tangents_used = deriv::rule(op, &xs, &var(&result)).is_some();
-    names.iter().zip(translated).rev().fold(body, |acc, ((x, d), a)| {
-        let dp = if tangents_used { pvar(d) } else { pwild() };
-        let_(ppair(pvar(x), dp), a, acc)
-    })
+    }
+    /// Fig. 3's `+R` and `×R`, and Fig. 14's general rule: the tangent is Σ ∂ᵢop · dxᵢ.
+    fn companion(&self, _: &mut Fresh, partials: &[Partial], ds: &[Expr], _: Span) -> Expr {
+        deriv::linear_combination(partials, ds)
+    }
+    /// comparisons need no tangents: let (x, _) = Dfwd{e1} in ...
+    fn wild_unused(&self) -> bool {
+        true
+    }
 }
 
 /// `zip_S : S × δS → Dfwd{S}` (Fig. 15): pairs each real of s with its tangent in ds. The tangent has
@@ -134,7 +90,7 @@ impl Stage for Forward {
         let mut fr = Fresh::new(src.program);
         let mut out = src.program.clone();
         for d in &mut out.defs {
-            d.body = dfwd(&d.body, &mut fr);
+            d.body = dual(&d.body, &mut fr, &Dfwd);
             d.scheme = None;
         }
         let (s, t) = (src.input_type, src.output_type);

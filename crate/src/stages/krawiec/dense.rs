@@ -150,8 +150,8 @@ impl Companion for DenseCompanion {
     fn scale(&self, c: Expr, d: Expr) -> Expr {
         apps(builtin("scaleS"), [c, d])
     }
-    fn names(&self) -> [&'static str; 2] {
-        ["dx", "dy"]
+    fn names(&self) -> &'static [(&'static str, &'static str)] {
+        &[("x", "dx"), ("y", "dy")]
     }
 }
 
