@@ -384,7 +384,7 @@ fn sources_with_target_constructs_are_refused() {
     let b = Builtins::new();
     let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
     for st in DUALREV {
-        let e = stages::find(st).unwrap().accepts(&src).unwrap_err();
+        let e = pipeline::refusal(stages::find(st).unwrap(), &src).unwrap_err();
         assert!(e.message.contains("target construct"), "{st}: {}", e.message);
     }
 }
