@@ -4,7 +4,8 @@
 //!   diagnostics, the input and primal, the reference gradient (forward mode and finite differences),
 //!   and for every stage its description, program, gradient, agreement, cost counters, trace and
 //!   Delta DAG (as data and as SVG).
-//! - `stages()` lists the registered stages; `examples()` the embedded `examples/*.cot`.
+//! - `stages()` lists the registered stages, `chains()` the papers' chains of them; `examples()` the
+//!   embedded `examples/*.cot`.
 //! - `draw_graph(graph, limit)` draws a graph the page already holds (for the stage selected later).
 //!
 //! Offsets handed to the page (`from`, `to`) are UTF-16 code-unit offsets into the source, i.e. JS
@@ -514,6 +515,61 @@ pub fn stage_detail(run_id: f64, id: &str, limit: Option<usize>) -> JsValue {
 #[wasm_bindgen]
 pub fn stages() -> JsValue {
     to_js(&stage_descs())
+}
+
+// ---- Chains: the page's stage groups and headings. Built from today's stage descriptors (a chain = the
+// stages sharing a `group`); to be re-pointed at the registry's chains, which this mirrors field for field.
+
+/// A paper's chain of stages, in the paper's order.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainDesc {
+    pub id: &'static str,
+    /// Short citation of the paper, e.g. `Krawiec et al. 2022`.
+    pub paper: &'static str,
+    /// The citation (for now the short one: the stage descriptors carry no other).
+    pub citation: &'static str,
+    /// The heading the page shows for the chain.
+    pub title: &'static str,
+    pub stages: Vec<&'static str>,
+}
+
+pub fn chain_descs() -> Vec<ChainDesc> {
+    let mut out: Vec<ChainDesc> = Vec::new();
+    for d in stage_descs() {
+        match out.iter_mut().find(|c| c.id == d.group) {
+            Some(c) => c.stages.push(d.id),
+            // The `forward` chain is the reference the pipeline compares every other stage with.
+            None => out.push(ChainDesc {
+                id: d.group,
+                paper: d.paper,
+                citation: d.paper,
+                title: if d.group == "forward" { "Reference" } else { d.paper },
+                stages: vec![d.id],
+            }),
+        }
+    }
+    out
+}
+
+/// Every chain, in registry order: `[{id, paper, citation, title, stages: [stage id]}]`.
+#[wasm_bindgen]
+pub fn chains() -> JsValue {
+    to_js(&chain_descs())
+}
+
+#[cfg(test)]
+mod chain_tests {
+    #[test]
+    fn chains_cover_every_stage_once_in_registry_order() {
+        let chains = super::chain_descs();
+        let flat: Vec<&str> = chains.iter().flat_map(|c| c.stages.iter().copied()).collect();
+        let ids: Vec<&str> = super::stage_descs().iter().map(|d| d.id).collect();
+        assert_eq!(flat, ids);
+        assert_eq!(chains[0].title, "Reference");
+        let k = chains.iter().find(|c| c.id == "krawiec").unwrap();
+        assert_eq!((k.paper, k.title), ("Krawiec et al. 2022", "Krawiec et al. 2022"));
+        assert!(k.stages.contains(&"krawiec/monadic"));
+    }
 }
 
 /// The embedded examples (`examples/*.cot`), sorted by file name.

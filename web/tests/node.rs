@@ -93,6 +93,19 @@ fn stages_and_examples_are_listed() {
 }
 
 #[wasm_bindgen_test]
+fn chains_list_every_stage_once_in_order() {
+    let st: Vec<String> = js_sys::Array::from(&cotangent_web::stages()).iter().map(|s| get(&s, "id").as_string().unwrap()).collect();
+    let mut flat = Vec::new();
+    for c in js_sys::Array::from(&cotangent_web::chains()).iter() {
+        for k in ["id", "paper", "citation", "title"] {
+            assert!(!get(&c, k).as_string().unwrap().is_empty(), "{k}");
+        }
+        flat.extend(js_sys::Array::from(&get(&c, "stages")).iter().map(|s| s.as_string().unwrap()));
+    }
+    assert_eq!(flat, st);
+}
+
+#[wasm_bindgen_test]
 fn draw_graph_from_page_data() {
     let g = options(r#"{"nodes": [{"id": 1, "ctor": "Add", "label": "Add"}, {"id": 2, "ctor": "Var", "label": "x", "shared": true}],
                         "edges": [{"from": 1, "to": 2, "label": ""}], "omitted": 0}"#);
