@@ -103,7 +103,7 @@ pub struct WebStep {
 #[derive(Clone, Debug, Serialize)]
 pub struct StageDesc {
     pub id: &'static str,
-    /// The part of the id before `/` (the paper's chain); `forward` for the reference.
+    /// The id of its chain (from the registry).
     pub group: &'static str,
     pub paper: &'static str,
     pub section: &'static str,
@@ -254,7 +254,7 @@ pub fn stage_descs() -> Vec<StageDesc> {
             let i = s.info();
             StageDesc {
                 id: i.id,
-                group: i.id.split('/').next().unwrap_or(i.id),
+                group: stages::chain_of(i.id).map_or("", |c| c.id),
                 paper: i.paper,
                 section: i.section,
                 title: i.title,
@@ -517,41 +517,39 @@ pub fn stages() -> JsValue {
     to_js(&stage_descs())
 }
 
-// ---- Chains: the page's stage groups and headings. Built from today's stage descriptors (a chain = the
-// stages sharing a `group`); to be re-pointed at the registry's chains, which this mirrors field for field.
+// ---- Chains: the page's stage groups and headings, from the registry (`stages::CHAINS`).
 
-/// A paper's chain of stages, in the paper's order.
+/// A paper's chain of stages, in the paper's order, with the counters its runtimes report.
 #[derive(Clone, Debug, Serialize)]
 pub struct ChainDesc {
     pub id: &'static str,
     /// Short citation of the paper, e.g. `Krawiec et al. 2022`.
     pub paper: &'static str,
-    /// The citation (for now the short one: the stage descriptors carry no other).
     pub citation: &'static str,
+    pub url: &'static str,
     /// The heading the page shows for the chain.
     pub title: &'static str,
     pub stages: Vec<&'static str>,
+    /// `[{name, about}]`: what each of the chain's counters counts (the page's labels).
+    pub counters: &'static [cotangent::stage::CounterInfo],
 }
 
 pub fn chain_descs() -> Vec<ChainDesc> {
-    let mut out: Vec<ChainDesc> = Vec::new();
-    for d in stage_descs() {
-        match out.iter_mut().find(|c| c.id == d.group) {
-            Some(c) => c.stages.push(d.id),
-            // The `forward` chain is the reference the pipeline compares every other stage with.
-            None => out.push(ChainDesc {
-                id: d.group,
-                paper: d.paper,
-                citation: d.paper,
-                title: if d.group == "forward" { "Reference" } else { d.paper },
-                stages: vec![d.id],
-            }),
-        }
-    }
-    out
+    stages::CHAINS
+        .iter()
+        .map(|c| ChainDesc {
+            id: c.id,
+            paper: c.paper,
+            citation: c.citation,
+            url: c.url,
+            title: c.title,
+            stages: c.stages.iter().map(|s| s.info().id).collect(),
+            counters: c.counters,
+        })
+        .collect()
 }
 
-/// Every chain, in registry order: `[{id, paper, citation, title, stages: [stage id]}]`.
+/// Every chain, in registry order: `[{id, paper, citation, url, title, stages: [stage id], counters}]`.
 #[wasm_bindgen]
 pub fn chains() -> JsValue {
     to_js(&chain_descs())
@@ -565,10 +563,11 @@ mod chain_tests {
         let flat: Vec<&str> = chains.iter().flat_map(|c| c.stages.iter().copied()).collect();
         let ids: Vec<&str> = super::stage_descs().iter().map(|d| d.id).collect();
         assert_eq!(flat, ids);
-        assert_eq!(chains[0].title, "Reference");
+        assert_eq!(chains[0].id, "forward");
         let k = chains.iter().find(|c| c.id == "krawiec").unwrap();
-        assert_eq!((k.paper, k.title), ("Krawiec et al. 2022", "Krawiec et al. 2022"));
+        assert_eq!(k.paper, "Krawiec et al. 2022");
         assert!(k.stages.contains(&"krawiec/monadic"));
+        assert!(k.counters.iter().any(|c| c.name == "eval_visits"));
     }
 }
 

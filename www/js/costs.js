@@ -7,6 +7,17 @@ export function counterNames(state) {
   for (const s of state.result?.stages || []) for (const k of Object.keys(s.cost?.counters || {})) names.add(k);
   return [...names];
 }
+/** What a counter counts, from the chains' declarations (the core's own three are described here). */
+const CORE = {
+  steps: 'interpreter steps, plus the work units builtins report',
+  real_ops: 'arithmetic operations on reals',
+  allocs: 'values allocated (tuples, closures, sums, runtime data)',
+};
+export function counterAbout(state, name) {
+  if (CORE[name]) return CORE[name];
+  for (const c of state.chains || []) for (const k of c.counters || []) if (k.name === name) return k.about;
+  return '';
+}
 export const counterOf = (cost, name) => name in (cost || {}) && name !== 'counters' ? cost[name] : (cost?.counters?.[name] ?? 0);
 
 /** `select(id)` runs when a stage's bar is clicked (one listener on the view). */
@@ -30,7 +41,10 @@ export function render(state) {
   const svg = svgEl('svg', { viewBox: `0 0 ${W} ${height}`, class: 'bars', role: 'img', 'aria-label': 'cost counters per stage' });
   let y = 0;
   for (const { name, rows, zero } of blocks) {
-    svg.append(svgEl('text', { x: 0, y: y + 12, class: 'bar-counter' }, name + (rows.length ? '' : ' — 0 in every stage')));
+    const head = svgEl('text', { x: 0, y: y + 12, class: 'bar-counter' }, name + (rows.length ? '' : ' — 0 in every stage'));
+    const about = counterAbout(state, name);
+    if (about) head.append(svgEl('title', {}, `${name}: ${about}`));
+    svg.append(head);
     y += 18;
     const max = Math.max(1, ...rows.map(s => counterOf(s.cost, name)));
     for (const s of rows) {
