@@ -233,11 +233,24 @@ pub struct Outputs<'a> {
     src: &'a Source<'a>,
     opts: &'a Options,
     kept: std::cell::RefCell<std::collections::HashMap<&'static str, Result<std::rc::Rc<Prepared>, Diagnostic>>>,
+    /// Stages known besides the registry's (tests compose stages of their own).
+    extra: Vec<&'static dyn Stage>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default() }
+        Outputs { src, opts, kept: Default::default(), extra: vec![] }
+    }
+
+    /// Also knows `stages` by id (for tests of stage composition).
+    pub fn with_stages(mut self, stages: &[&'static dyn Stage]) -> Outputs<'a> {
+        self.extra.extend_from_slice(stages);
+        self
+    }
+
+    /// A stage by id: the registry's, or one given to `with_stages`.
+    pub fn find(&self, id: &str) -> Option<&'static dyn Stage> {
+        self.extra.iter().copied().find(|s| s.info().id == id).or_else(|| stages::find(id))
     }
 
     /// The stage's prepared output (transformed from its input, type-checked, printed), or why not.
@@ -256,12 +269,15 @@ impl<'a> Outputs<'a> {
         match st.input() {
             Input::Source => Ok(f(self.src)),
             Input::After(before) => {
-                let prev = stages::find(before).ok_or_else(|| {
+                let prev = self.find(before).ok_or_else(|| {
                     Diagnostic::error(Span::NONE, format!("internal error: {} follows `{before}`, which is not registered", st.info().id))
                 })?;
                 let p = self.get(prev).map_err(|d| {
                     let why = d.message.clone();
-                    Diagnostic::error(d.span, format!("its input, the output of {before}, is not available: {why}"))
+                    let mut nd = Diagnostic::error(d.span, format!("its input, the output of {before}, is not available: {why}"));
+                    // a stage after a refusal is refused with it, for the same reason
+                    nd.refused = d.refused;
+                    nd
                 })?;
                 let src = Source { program: &p.program, input_type: &p.input_type, output_type: &p.output_type, builtins: &p.builtins };
                 Ok(f(&src))
@@ -418,7 +434,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Err(e) => return run_err(r, e),
     };
     m.set_tracing(opts.trace);
-    let lookup = |id: &str| stages::find(id).and_then(|s| outputs.get(s).ok());
+    let lookup = |id: &str| outputs.find(id).and_then(|s| outputs.get(s).ok());
     let res = outputs.with_input(st, |src| {
         let cx = RunCtx { src, input, seed, outputs: &lookup };
         let res = match contract {
