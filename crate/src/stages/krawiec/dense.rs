@@ -235,7 +235,9 @@ fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, c: &dyn Compan
         // comparisons look at primals only
         None => prim(op, xs.clone()),
         Some(rule) => {
-            let mut companion = combine(&rule.partials, &ds, c);
+            // a constant's zero companion adds no term (deriv::is_constant)
+            let (partials, ds) = deriv::without_constants(&rule.partials, &ds, args);
+            let mut companion = combine(&partials, &ds, c);
             super::delta::stamp(&mut companion, span);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), companion))
@@ -265,7 +267,9 @@ pub(crate) fn dual_program(src: &Source, reserved: &[&str], fr: &mut Fresh, c: &
 
 /// A value of δS for S = R^a: the a reals of a small change to the input, left to right.
 #[derive(Debug)]
-pub struct DenseVec(pub Vec<f64>);
+/// The entries, and the index when made by `onehot` (so that `dt ⊗ onehot i` is dt at i and exactly
+/// 0 elsewhere even for dt = ∞: the other inputs' entries are structural zeros, README "Non-finite values").
+pub struct DenseVec(pub Vec<f64>, pub Option<usize>);
 
 impl ExtValue for DenseVec {
     fn type_name(&self) -> &'static str {
@@ -319,7 +323,7 @@ fn int_arg(v: &Value, span: Span, what: &str) -> Result<i64, RunError> {
 fn b_zeros(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = int_arg(&args[0], span, "zeros")?.max(0) as usize;
     pay(m, n, false)?;
-    Ok(Value::Ext(Rc::new(DenseVec(vec![0.0; n]))))
+    Ok(Value::Ext(Rc::new(DenseVec(vec![0.0; n], None))))
 }
 
 fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
@@ -331,7 +335,7 @@ fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
     pay(m, n, false)?;
     let mut v = vec![0.0; n];
     v[i as usize - 1] = 1.0;
-    Ok(Value::Ext(Rc::new(DenseVec(v))))
+    Ok(Value::Ext(Rc::new(DenseVec(v, Some(i as usize - 1)))))
 }
 
 fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
@@ -341,15 +345,20 @@ fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErro
         return Err(RunError::runtime(span, format!("addS (⊕S): vectors of lengths {} and {} differ in shape", a.len(), b.len())));
     }
     pay(m, a.len(), true)?;
-    Ok(Value::Ext(Rc::new(DenseVec(a.iter().zip(b).map(|(x, y)| x + y).collect()))))
+    Ok(Value::Ext(Rc::new(DenseVec(a.iter().zip(b).map(|(x, y)| x + y).collect(), None))))
 }
 
 fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let k = args[0].as_real().ok_or_else(|| RunError::runtime(span, "scaleS (⊗S) expects a real factor"))?;
     let v = vec_arg(&args[1], span, "scaleS (⊗S)")?;
+    let onehot = v.as_any().downcast_ref::<DenseVec>().and_then(|d| d.1);
     let v = dense(&v);
     pay(m, v.len(), true)?;
-    Ok(Value::Ext(Rc::new(DenseVec(v.iter().map(|x| k * x).collect()))))
+    let scaled = match onehot {
+        Some(i) => (0..v.len()).map(|j| if j == i { k } else { 0.0 }).collect(),
+        None => v.iter().map(|x| k * x).collect(),
+    };
+    Ok(Value::Ext(Rc::new(DenseVec(scaled, None))))
 }
 
 fn b_component(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
