@@ -232,7 +232,7 @@ fn non_finite_values_follow_one_rule_in_every_stage_and_are_named_in_json() {
 #[test]
 fn bench_rejects_huge_sizes_and_stops_at_its_wall_clock_limit() {
     for size in ["1000000000", "18446744073709551615", "0", "-1"] {
-        let (code, out, err) = cot(&["bench", "--family", "doubling", "--sizes", size], None);
+        let (code, out, err) = cot(&["bench", "--family", "doubling", &format!("--sizes={size}")], None);
         assert_eq!(code, 2, "{size}: {out}{err}");
         assert!(err.contains("1..=100000") || err.contains("not a size"), "{err}");
     }

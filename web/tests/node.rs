@@ -157,3 +157,27 @@ fn deep_programs_run_or_stop_at_a_budget_in_wasm() {
     assert!(d.length() > 0);
     assert!(get(&d.get(0), "message").as_string().unwrap().contains("nesting"));
 }
+
+/// `depth` nested parentheses, each around a sum: `(y * 0.999 + (y * 0.999 + (… x …)))`.
+fn parens(depth: usize) -> String {
+    format!("input (0.5, 0.25)\ndef main (x, y) = {}x{}\n", "(y * 0.999 + ".repeat(depth), ")".repeat(depth))
+}
+
+#[wasm_bindgen_test]
+fn deep_parentheses_run_or_stop_at_a_budget_in_wasm() {
+    // One nesting level per parenthesis (issue 14): the deepest bracketed program the parser lets
+    // through runs on every stage in wasm too.
+    let depth = cotangent::limits::max_nesting() - 10;
+    let out = cotangent_web::analyse(&parens(depth), options(r#"{"svg": []}"#));
+    assert_eq!(js_sys::Array::from(&get(&out, "diagnostics")).length(), 0);
+    for s in js_sys::Array::from(&get(&out, "stages")).iter() {
+        let id = get(&s, "id").as_string().unwrap();
+        match get(&s, "error").as_string() {
+            Some(e) => assert!(e.contains("budget"), "{id}: {e}"),
+            None => assert_eq!(get(&s, "agrees").as_bool(), Some(true), "{id}"),
+        }
+    }
+    let out = cotangent_web::analyse(&parens(cotangent::limits::max_nesting() + 10), JsValue::UNDEFINED);
+    let d = js_sys::Array::from(&get(&out, "diagnostics"));
+    assert!(get(&d.get(0), "message").as_string().unwrap().contains("nesting"));
+}
