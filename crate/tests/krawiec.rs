@@ -132,7 +132,7 @@ fn eval2_is_stopped_by_the_steps_budget_with_the_counts_reached() {
         let none = |_: &str| None;
         let cx = RunCtx { src: &src, input: &Value::Real(1.0), seed: &Value::Real(1.0), outputs: &none };
         match st.run(&mut m, &cx) {
-            Err(RunError::Budget { budget: BudgetKind::Steps, limit, cost }) => {
+            Err(RunError::Budget { budget: BudgetKind::Steps, limit, cost, .. }) => {
                 assert_eq!(limit, 100_000);
                 let visits = cost.counter("eval_visits");
                 assert!(visits > 50_000 && visits <= 100_000, "eval_visits reached: {visits}");

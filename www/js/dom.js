@@ -25,7 +25,7 @@ export function richText(node, text) {
 
 export const fmt = x => {
   if (x == null) return '—';
-  if (typeof x === 'string') return x;
+  if (typeof x === 'string') return { NaN: 'nan', Infinity: 'inf', '-Infinity': '-inf' }[x] ?? x; // JSON's names for non-finite reals
   if (Number.isNaN(x)) return 'nan';
   if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
   if (Number.isInteger(x) && Math.abs(x) < 1e15) return x.toFixed(1);

@@ -91,7 +91,9 @@ fn dfwd_prim(op: Prim, args: &[Expr], fr: &mut Fresh) -> Expr {
         // comparisons look at primals only
         None => prim(op, xs.clone()),
         Some(rule) => {
-            let tangent = deriv::linear_combination(&rule.partials, &ds);
+            // a constant's tangent is a structural zero: its term is left out (deriv::is_constant)
+            let (partials, ds) = deriv::without_constants(&rule.partials, &ds, args);
+            let tangent = deriv::linear_combination(&partials, &ds);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), tangent))
             } else {

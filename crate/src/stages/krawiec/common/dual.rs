@@ -23,6 +23,12 @@ pub(crate) trait Companion {
     fn scale(&self, c: Expr, d: Expr) -> Expr;
     /// Names of the companions of the first and second argument in printed rules (dx/dy, u1/u2).
     fn names(&self) -> [&'static str; 2];
+    /// Whether a constant argument's term is left out (deriv::is_constant): needed where the
+    /// companion is a number vector that ∞ · 0 would poison (δS); a `Zero` Delta term is harmless
+    /// (eval never multiplies it), so Fig. 7's rules stay as printed.
+    fn skips_constants(&self) -> bool {
+        false
+    }
 }
 
 /// `D{A}`: R ↦ R × companion, homomorphic elsewhere (Fig. 5's Drev1_S{R} = R × δS, Fig. 7's
@@ -115,7 +121,10 @@ fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, c: &dyn Compan
         // comparisons look at primals only
         None => prim(op, xs.clone()),
         Some(rule) => {
-            let mut companion = combine(&rule.partials, &ds, c);
+            // a constant's zero companion adds no term (deriv::is_constant)
+            let (partials, ds) =
+                if c.skips_constants() { deriv::without_constants(&rule.partials, &ds, args) } else { (rule.partials, ds) };
+            let mut companion = combine(&partials, &ds, c);
             stamp(&mut companion, span);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), companion))
