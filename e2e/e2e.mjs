@@ -82,6 +82,50 @@ try {
     return `${ids.length} stages (${results.join(', ')})`;
   });
 
+  await check('after several runs a click on the stage list selects once; its headings are the core\'s chains()', async () => {
+    for (let i = 0; i < 3; i++) await setSource(page, RUNNING + `-- run ${i}\n`);
+    const ids = await page.$$eval('[data-testid="stage-list"] [data-stage]', els => els.map(e => e.dataset.stage));
+    const sel = await page.evaluate(() => window.__cot.state.selected);
+    const target = ids.filter(id => id !== sel).pop();
+    assert(target, 'no other stage to click: ' + ids);
+    const selects = () => page.evaluate(() => window.__cot.selects);
+    let before = await selects();
+    await page.click(`[data-testid="stage-list"] [data-stage="${target}"]`);
+    assert((await selects()) - before === 1, `a click selected ${(await selects()) - before} times`);
+    assert((await page.textContent('#st-id')) === target, 'not selected: ' + target);
+    const marked = await page.$$eval('[data-testid="stage-list"] .stage-item.selected', els => els.map(e => e.dataset.stage));
+    assert(marked.length === 1 && marked[0] === target, 'marked as selected: ' + marked);
+    // Enter on a focused item, once more after another run.
+    await setSource(page, RUNNING);
+    before = await selects();
+    await page.focus(`[data-testid="stage-list"] [data-stage="${ids[0]}"]`);
+    await page.keyboard.press('Enter');
+    assert((await selects()) - before === 1 && (await page.textContent('#st-id')) === ids[0], 'Enter did not select once');
+    // One click and one keydown listener on the list (event delegation), none on its items.
+    const cdp = await page.context().newCDPSession(page);
+    const { result } = await cdp.send('Runtime.evaluate', { includeCommandLineAPI: true, returnByValue: true, expression: `(() => {
+      const list = document.querySelector('[data-testid="stage-list"]');
+      const onList = getEventListeners(list);
+      const onItems = [...list.querySelectorAll('*')].reduce((n, e) => n + Object.values(getEventListeners(e)).flat().length, 0);
+      return { click: (onList.click || []).length, keydown: (onList.keydown || []).length, onItems };
+    })()` });
+    await cdp.detach();
+    const l = result.value;
+    assert(l.click === 1 && l.keydown === 1 && l.onItems === 0, 'listeners: ' + JSON.stringify(l));
+    // The groups and their headings are exactly the core's chains, in order.
+    const chains = await page.evaluate(() => window.__cot.core.request('hello').then(h => h.chains));
+    const groups = await page.$$eval('[data-testid="stage-list"] > li.group', els => els.map(e => ({
+      id: e.dataset.chain, title: e.querySelector('.group-name').textContent, stages: [...e.querySelectorAll('[data-stage]')].map(s => s.dataset.stage) })));
+    const want = chains.map(c => ({ id: c.id, title: c.title, stages: c.stages }));
+    assert(chains.length >= 2 && JSON.stringify(groups) === JSON.stringify(want), `groups ${JSON.stringify(groups)} != chains ${JSON.stringify(want)}`);
+    const labels = await page.$$eval('#examples optgroup', els => els.map(e => e.label));
+    for (const c of chains) {
+      const n = await page.evaluate(id => window.__cot.state.examples.filter(e => e.paper === id).length, c.id);
+      assert(!n || labels.includes(`${c.title} (${c.id}/*)`), `no examples group for ${c.id}: ${labels}`);
+    }
+    return `${chains.length} chains (${chains.map(c => `${c.title}: ${c.stages.length}`).join(', ')}); listeners ${JSON.stringify(l)}`;
+  });
+
   await check('stepping a backward pass moves the DAG highlight', async () => {
     const examples = await page.evaluate(() => window.__cot.state.examples.map(e => e.source));
     let found = null;

@@ -5,7 +5,8 @@ use cotangent::diag::render;
 use cotangent::limits::run_with_stack;
 use cotangent::pipeline::{analyse, Options};
 
-/// (what, program, `--at` override, expected `line:col`, expected message fragment)
+/// (what, program, `--at` override, expected `line:col` (or `--at:line:col` for a place in the
+/// `--at` text), expected message fragment)
 const CASES: &[(&str, &str, Option<&str>, &str, &str)] = &[
     ("unbalanced parenthesis", "input 1.0\ndef main x =\n  (x + 1.0\n", None, "", "`)`"),
     ("unknown name", "input 1.0\ndef main x = x + y\n", None, "2:18", "unknown name `y`"),
@@ -15,16 +16,22 @@ const CASES: &[(&str, &str, Option<&str>, &str, &str)] = &[
     ("applying a non-function", "input 1.0\ndef main x = let y = 2.0 in y x\n", None, "2:29", "not a function"),
     ("main takes a function", "input 1.0\ndef main x = x 3.0\n", None, "2:1", "first-order"),
     ("main not first-order", "input 1.0\ndef main x = \\y -> x * y\n", None, "2:1", "first-order"),
-    ("main missing", "input 1.0\ndef f x = x\n", None, "", "no `def main`"),
-    ("no input point", "def main x = x * x\n", None, "", "no input point"),
+    // located at the end of the last line, where a `def main` would go
+    ("main missing", "input 1.0\ndef f x = x\n", None, "2:12", "no `def main`"),
+    // located at `def main`, whose input it is
+    ("no input point", "\ndef main x = x * x\n", None, "2:1", "no input point"),
     ("input of the wrong type", "input (1.0, 2.0)\ndef main x = x * x\n", None, "1:7", "does not have main's input type"),
-    ("--at of the wrong type", "input 1.0\ndef main x = x * x\n", Some("(1.0, 2.0)"), "", "`(1.0, 2.0)`: does not have type R"),
+    ("--at of the wrong type", "input 1.0\ndef main x = x * x\n", Some("(1.0, 2.0)"), "--at:1:1", "`(1.0, 2.0)`: does not have type R"),
+    ("--at with an unknown name", "input 1.0\ndef main x = x * x\n", Some("(1.0,  y)"), "--at:1:8", "unknown name `y`"),
+    ("--at that does not parse", "input 1.0\ndef main x = x * x\n", Some("  1.0 +"), "--at:1:8", ""),
+    ("--at not a constant", "input 1.0\ndef main x = x * x\n", Some("sin 1.0"), "--at:1:1", ""),
     ("integer division by zero", "input 1.0\ndef main x = real (1 / (2 - 2)) * x\n", None, "2:19", "division by zero"),
     ("integer overflow", "input 1.0\ndef main x = real (9223372036854775807 + 1) * x\n", None, "2:19", "integer overflow"),
-    ("runaway recursion", "input 1.0\ndef f x = f x\ndef main x = f x\n", None, "", "budget"),
-    ("deep runaway recursion", "input 1.0\ndef f x = 1.0 + f x\ndef main x = f x\n", None, "", "depth budget"),
+    // the program's own budget stops are located at the application that was running
+    ("runaway recursion", "input 1.0\ndef f x = f x\ndef main x = f x\n", None, "2:11", "running the program: stopped: the steps budget"),
+    ("deep runaway recursion", "input 1.0\ndef f x = 1.0 + f x\ndef main x = f x\n", None, "2:", "depth budget"),
     ("empty file", "", None, "1:1", "the program is empty"),
-    ("no main", "input 1.0\ndef f x = x\n", None, "", "no `def main`"),
+    ("no main", "input 1.0\ndef f x = x\n\n\n", None, "2:12", "no `def main`"),
     ("junk after a definition", "input 1.0\ndef main x = x )\n", None, "2:16", ""),
     ("chained comparison", "input 1.0\ndef main x = if 0.0 < x < 1.0 then x else x\n", None, "2:", ""),
     ("missing in", "input 1.0\ndef main x = let y = x\n", None, "", "in"),
@@ -49,7 +56,14 @@ fn broken_programs_get_located_messages_and_never_panic() {
             let opts = Options { at: at.map(str::to_string), trace: false, ..Options::default() };
             match analyse(src, &opts) {
                 Ok(_) => None,
-                Err(ds) => Some(ds.iter().map(|d| render("bad.cot", src, d)).collect::<String>()),
+                Err(ds) => Some(
+                    ds.iter()
+                        .map(|d| match &d.origin {
+                            Some((name, text)) => render(name, text, d),
+                            None => render("bad.cot", src, d),
+                        })
+                        .collect::<String>(),
+                ),
             }
         });
         let Some(rendered) = out else {
@@ -57,7 +71,8 @@ fn broken_programs_get_located_messages_and_never_panic() {
             continue;
         };
         let first = rendered.lines().next().unwrap_or("");
-        let located = line_col.is_empty() || first.starts_with(&format!("bad.cot:{line_col}"));
+        let place = if line_col.starts_with("--") { line_col.to_string() } else { format!("bad.cot:{line_col}") };
+        let located = line_col.is_empty() || first.starts_with(&place);
         if !located || !rendered.contains(fragment) || !first.contains("error:") {
             failures.push(format!("{what}: expected bad.cot:{line_col} … {fragment:?}, got:\n{rendered}"));
         }
@@ -104,4 +119,20 @@ fn a_construct_a_stage_refuses_gets_a_located_reason() {
     let text = render("bad.cot", src, &d);
     assert!(text.starts_with("bad.cot:2:1: error: [krawiec/monadic] "), "{text}");
     assert!(text.contains("krawiec/general") && text.contains('^'), "{text}");
+}
+
+// 250,000 nested parentheses need the release build's stack frames (a debug build's are ~45 kB each).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "needs release-sized stack frames")]
+fn each_parenthesis_is_one_nesting_level() {
+    // The `nesting` budget counts brackets: max_nesting() parentheses parse, one more does not.
+    let max = cotangent::limits::max_nesting();
+    let parens = |n: usize| format!("input 1.0\ndef main x = {}x{}\n", "(".repeat(n), ")".repeat(n));
+    let (ok, too_deep) = run_with_stack(move || {
+        let ok = cotangent::syntax::parse_program(&parens(max - 1)).map(|_| ()).map_err(|d| d[0].message.clone());
+        let too_deep = cotangent::syntax::parse_program(&parens(max + 1)).map(|_| ()).map_err(|d| d[0].message.clone());
+        (ok, too_deep)
+    });
+    assert_eq!(ok, Ok(()));
+    assert!(too_deep.is_err_and(|m| m.contains("nesting")));
 }

@@ -123,3 +123,130 @@ fn check_fails_on_a_wrong_expectation() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("FAILED"), "{out}");
 }
+
+/// Writes `bytes` to a fresh temporary file and returns its path.
+fn temp_file(name: &str, bytes: &[u8]) -> String {
+    let dir = std::env::temp_dir().join(format!("cot-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join(name);
+    std::fs::write(&f, bytes).unwrap();
+    f.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_closed_stdout_ends_the_output_quietly() {
+    // `cotangent run f.cot --json | head -c 10`: the output (80 kB) is larger than a pipe holds.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cotangent"))
+        .args(["run", "examples/running-example.cot", "--json", "--show", "trace,delta"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(&first[..1], b"{");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+#[test]
+fn unknown_show_values_are_rejected_with_the_valid_ones() {
+    let (code, _, err) = cot(&["run", "examples/running-example.cot", "--show", "program,bogus"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bogus") && err.contains("program, delta, trace, cost"), "{err}");
+}
+
+#[test]
+fn invalid_utf8_is_located_at_its_byte() {
+    let f = temp_file("latin1.cot", b"input 1.0\n-- caf\xe9\ndef main x = x\n");
+    let (code, _, err) = cot(&["run", &f], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("latin1.cot:2:7: error: the file is not valid UTF-8 (byte offset 16)"), "{err}");
+    assert!(err.contains("      |       ^"), "{err}");
+}
+
+#[test]
+fn at_and_seed_errors_point_into_the_argument() {
+    let (code, _, err) = cot(&["run", "examples/running-example.cot", "--at", "(1.0, x)"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("--at:1:7: error: the input point `(1.0, x)`: unknown name `x`\n    1 | (1.0, x)\n      |       ^\n"), "{err}");
+    let (code, _, err) = cot(&["run", "examples/running-example.cot", "--seed", "(1.0, 2.0)"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("--seed:1:1: error: the output cotangent `(1.0, 2.0)`: does not have type R"), "{err}");
+}
+
+#[test]
+fn no_reference_has_its_own_status_and_exit_code() {
+    // The source runs in 10 steps, forward mode does not: nothing can be checked (exit 3, not 1).
+    let (code, out, err) = cot(&["run", "examples/running-example.cot", "--max-steps", "10", "--json"], None);
+    assert_eq!(code, 3, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(doc["reference"].is_null());
+    for s in doc["stages"].as_array().unwrap() {
+        assert!(["budget", "unchecked", "refused"].contains(&s["status"].as_str().unwrap()), "{s}");
+    }
+    let (code, out, _) = cot(&["run", "examples/running-example.cot", "--max-steps", "10"], None);
+    assert_eq!(code, 3);
+    assert!(out.contains("reference none: forward mode failed: stopped: the steps budget (10)"), "{out}");
+    let (code, out, _) = cot(&["check", "examples/running-example.cot"], None);
+    assert_eq!(code, 0);
+    assert!(out.contains("\tforward\tagrees"), "{out}");
+}
+
+/// `run --json` on `src`: the exit code and the document.
+fn run_json(src: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut args = vec!["run", "-", "--json"];
+    args.extend_from_slice(extra);
+    let (code, out, err) = cot(&args, Some(src));
+    (code, serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}")))
+}
+
+/// Every stage that ran agrees, with this gradient.
+fn all_agree(doc: &serde_json::Value, gradient: serde_json::Value) {
+    assert_eq!(doc["reference"]["gradient"], gradient);
+    for s in doc["stages"].as_array().unwrap() {
+        if s["status"] != "refused" {
+            assert_eq!((&s["status"], &s["gradient"]), (&serde_json::json!("agrees"), &gradient), "{}", s["id"]);
+        }
+    }
+}
+
+#[test]
+fn non_finite_values_follow_one_rule_in_every_stage_and_are_named_in_json() {
+    // A constant's zero tangent is not multiplied by ∞: forward mode agrees with the reverse stages.
+    let (code, doc) = run_json("input 1e300\ndef main a = (a * a) * 1.0\n", &[]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["primal"], "Infinity");
+    all_agree(&doc, serde_json::json!([2e300]));
+    // 1/x at 0: −(1/0²)·dx = −∞ everywhere (d(a/b) = da/b − (a/b²) db with da a structural zero).
+    let (code, doc) = run_json("input 0.0\ndef main x = 1.0 / x\n", &[]);
+    assert_eq!(code, 0);
+    all_agree(&doc, serde_json::json!(["-Infinity"]));
+    // An infinite seed scales the gradient; no stage turns a one-hot's zeros into NaN.
+    let (code, out, err) = cot(&["run", "examples/running-example.cot", "--seed", "inf", "--json"], None);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    all_agree(&doc, serde_json::json!(["Infinity", "Infinity"]));
+    assert_eq!(doc["reference"]["fd"], serde_json::json!(["Infinity", "Infinity"]));
+    // NaN where the derivative is 0 · ∞ (|x| at 0 through sqrt): every stage alike, and named.
+    let (code, doc) = run_json("input 0.0\ndef main x = sqrt (x * x)\n", &[]);
+    assert_eq!(code, 0);
+    all_agree(&doc, serde_json::json!(["NaN"]));
+}
+
+#[test]
+fn bench_rejects_huge_sizes_and_stops_at_its_wall_clock_limit() {
+    for size in ["1000000000", "18446744073709551615", "0", "-1"] {
+        let (code, out, err) = cot(&["bench", "--family", "doubling", &format!("--sizes={size}")], None);
+        assert_eq!(code, 2, "{size}: {out}{err}");
+        assert!(err.contains("1..=100000") || err.contains("not a size"), "{err}");
+    }
+    // A wall-clock limit far below the run time stops the case and says which budget.
+    let (code, out, err) = cot(&["bench", "--family", "doubling", "--sizes", "20000", "--stage", "forward", "--max-seconds", "0.000001"], None);
+    assert_eq!(code, 0, "{err}");
+    assert!(format!("{out}{err}").contains("wall-clock seconds budget"), "{out}\n{err}");
+}

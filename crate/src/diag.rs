@@ -50,11 +50,15 @@ pub struct Diagnostic {
     /// The printed program the error is about, when it is a stage's output that failed its checks.
     #[serde(skip)]
     pub program: Option<String>,
+    /// When the span is not into the program but into a text given beside it: its name (`--at`,
+    /// `--seed`) and the text, for `render`.
+    #[serde(skip)]
+    pub origin: Option<(String, String)>,
 }
 
 impl Diagnostic {
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Error, span, message: message.into(), stage: None, refused: false, program: None }
+        Diagnostic { severity: Severity::Error, span, message: message.into(), stage: None, refused: false, program: None, origin: None }
     }
     pub fn in_stage(mut self, stage: &str) -> Diagnostic {
         self.stage = Some(stage.to_string());
@@ -63,6 +67,11 @@ impl Diagnostic {
     /// Marks a stage's located refusal (declined by design).
     pub fn refused(mut self) -> Diagnostic {
         self.refused = true;
+        self
+    }
+    /// Says the span is into `text` (named `name`, e.g. `--at`), not into the program.
+    pub fn in_text(mut self, name: &str, text: &str) -> Diagnostic {
+        self.origin = Some((name.to_string(), text.to_string()));
         self
     }
     pub fn with_program(mut self, printed: String) -> Diagnostic {

@@ -6,11 +6,23 @@ use clap::{Parser, Subcommand};
 use cotangent::diag::{render, Diagnostic};
 use cotangent::pipeline::{self, Analysis, Options, Status};
 use cotangent::print::PrintOptions;
-use cotangent::value::{to_json, Value};
+use cotangent::value::{json_real, to_json, Value};
 use cotangent::{limits, stages};
 use serde_json::json;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::ExitCode;
+
+/// `writeln!` to the output, returning from the printing function when it fails: a closed pipe
+/// (`cotangent run f.cot | head`) ends the printing quietly instead of panicking like `println!`.
+macro_rules! out {
+    ($o:expr) => { writeln!($o)? };
+    ($o:expr, $($t:tt)*) => { writeln!($o, $($t)*)? };
+}
+
+/// Exit statuses (README, "The command line").
+const EXIT_DISAGREES: u8 = 1;
+const EXIT_USER_ERROR: u8 = 2;
+const EXIT_NO_REFERENCE: u8 = 3;
 
 #[derive(Parser)]
 #[command(name = "cotangent", version, about = "Reverse-mode AD program transforms from five papers, stage by stage")]
@@ -43,7 +55,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
         /// What to show for each stage: program, delta, trace, cost (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "program")]
+        #[arg(long, value_delimiter = ',', default_value = "program", value_parser = ["program", "delta", "trace", "cost"])]
         show: Vec<String>,
         /// Print programs in ASCII instead of Unicode.
         #[arg(long)]
@@ -64,8 +76,8 @@ enum Cmd {
         /// Families: doubling, straight, wide (repeatable; default all).
         #[arg(long = "family")]
         families: Vec<String>,
-        /// Sizes (comma-separated).
-        #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,100000")]
+        /// Sizes (comma-separated), each from 1 to 100000 (bench::MAX_SIZE).
+        #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,100000", value_parser = bench::parse_size)]
         sizes: Vec<usize>,
         /// Stage ids (repeatable; default all).
         #[arg(long = "stage")]
@@ -73,6 +85,9 @@ enum Cmd {
         /// Step budget per run.
         #[arg(long, default_value_t = 200_000_000)]
         max_steps: u64,
+        /// Wall-clock limit per case (one stage at one size), in seconds.
+        #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
+        max_seconds: f64,
         #[arg(long)]
         json: bool,
     },
@@ -84,20 +99,34 @@ fn parse_param(s: &str) -> Result<(String, i64), String> {
     Ok((name.trim().to_string(), value))
 }
 
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The pipeline recurses on syntax; a big native stack lets deep programs through (see limits.rs).
     ExitCode::from(limits::run_with_stack(move || run(cli)))
 }
 
+/// The program text, or the rendered error: unreadable, or not UTF-8 (located at the first bad byte).
 fn read_source(file: &str) -> Result<String, String> {
+    let mut bytes = vec![];
     if file == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| format!("<stdin>: error: {e}"))?;
-        Ok(s)
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("<stdin>: error: {e}"))?;
     } else {
-        std::fs::read_to_string(file).map_err(|e| format!("{file}: error: cannot read: {e}"))
+        bytes = std::fs::read(file).map_err(|e| format!("{file}: error: cannot read: {e}"))?;
     }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        // The text up to the bad byte is valid, so offsets there are the file's own.
+        let text = String::from_utf8_lossy(e.as_bytes());
+        let d = Diagnostic::error(cotangent::diag::Span::new(at, at + 1), format!("the file is not valid UTF-8 (byte offset {at})"));
+        render(display_name(file), &text, &d).trim_end().to_string()
+    })
 }
 
 fn display_name(file: &str) -> &str {
@@ -110,32 +139,44 @@ fn display_name(file: &str) -> &str {
 
 fn report(file: &str, text: &str, ds: &[Diagnostic]) {
     for d in ds {
-        eprint!("{}", render(display_name(file), text, d));
+        // `--at` and `--seed` errors point into the argument, not the file.
+        match &d.origin {
+            Some((name, arg)) => eprint!("{}", render(name, arg, d)),
+            None => eprint!("{}", render(display_name(file), text, d)),
+        }
     }
 }
 
 fn run(cli: Cli) -> u8 {
+    let mut o = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut code = 0;
+    // A write error (stdout closed early) only stops the printing; the status stays the command's.
+    let _ = run_to(cli, &mut o, &mut code).and_then(|()| o.flush());
+    code
+}
+
+fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
     match cli.cmd {
         Cmd::Stages => {
             // grouped by chain: a `# chain` line, then one `id<TAB>paper<TAB>title` line per stage
             for (k, c) in stages::CHAINS.iter().enumerate() {
                 if k > 0 {
-                    println!();
+                    out!(o);
                 }
-                println!("# {}: {} ({}, {})", c.id, c.title, c.paper, c.url);
+                out!(o, "# {}: {} ({}, {})", c.id, c.title, c.paper, c.url);
                 for s in c.stages {
                     let i = s.info();
-                    println!("{}\t{}\t{}", i.id, i.paper, i.title);
+                    out!(o, "{}\t{}\t{}", i.id, i.paper, i.title);
                 }
             }
-            0
         }
         Cmd::Run { file, stages, at, seed, params, json, show, ascii, width, max_steps } => {
             let text = match read_source(&file) {
                 Ok(t) => t,
                 Err(e) => {
                     eprintln!("{e}");
-                    return 2;
+                    *code = EXIT_USER_ERROR;
+                    return Ok(());
                 }
             };
             let mut opts = Options { at, seed, params, stages, ..Options::default() };
@@ -148,37 +189,38 @@ fn run(cli: Cli) -> u8 {
                 Ok(a) => a,
                 Err(ds) => {
                     report(&file, &text, &ds);
-                    return 2;
+                    *code = EXIT_USER_ERROR;
+                    return Ok(());
                 }
             };
+            *code = exit_code(&a);
             if json {
-                println!("{}", serde_json::to_string_pretty(&to_json_doc(&a, &show)).unwrap_or_default());
+                out!(o, "{}", serde_json::to_string_pretty(&to_json_doc(&a, &show)).unwrap_or_default());
             } else {
-                print_human(&file, &text, &a, &show);
+                print_human(o, &file, &text, &a, &show)?;
             }
-            exit_code(&a)
         }
-        Cmd::Bench { families, sizes, stages, max_steps, json } => {
-            let budget = cotangent::interp::Budget { steps: max_steps, allocs: max_steps, depth: 10_000_000, trace_steps: 0 };
+        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, json } => {
+            let budget =
+                cotangent::interp::Budget { steps: max_steps, allocs: max_steps, depth: 10_000_000, trace_steps: 0, seconds: Some(max_seconds) };
             for f in bench::families().iter().filter(|f| families.is_empty() || families.iter().any(|n| n == f.name)) {
                 eprintln!("{}: {}", f.name, f.what);
             }
             let rows = bench::run(&families, &sizes, &stages, &budget);
             if json {
-                println!("{}", serde_json::to_string_pretty(&bench::json(&rows)).unwrap_or_default());
+                out!(o, "{}", serde_json::to_string_pretty(&bench::json(&rows)).unwrap_or_default());
             } else {
-                print!("{}", bench::table(&rows));
+                write!(o, "{}", bench::table(&rows))?;
             }
-            0
         }
         Cmd::Check { files } => {
-            let mut status = 0;
+            let status = code;
             for file in &files {
                 let text = match read_source(file) {
                     Ok(t) => t,
                     Err(e) => {
                         eprintln!("{e}");
-                        status = status.max(2);
+                        *status = (*status).max(EXIT_USER_ERROR);
                         continue;
                     }
                 };
@@ -186,44 +228,51 @@ fn run(cli: Cli) -> u8 {
                 match pipeline::analyse(&text, &opts) {
                     Err(ds) => {
                         report(file, &text, &ds);
-                        status = status.max(2);
+                        *status = (*status).max(EXIT_USER_ERROR);
                     }
                     Ok(a) => {
                         let failures = pipeline::check_expects(&a);
+                        let c = exit_code(&a).max(if failures.is_empty() { 0 } else { EXIT_DISAGREES });
+                        *status = (*status).max(c);
                         for r in &a.stages {
                             let e = r.error.as_deref().unwrap_or("");
                             let verdict = match r.status {
                                 Status::Refused => format!("refused: {e}"),
-                                Status::Budget => format!("budget: {e}"),
                                 Status::Error => format!("error: {e}"),
+                                Status::Budget => format!("budget: {e}"),
                                 Status::Agrees => "agrees".into(),
                                 Status::Disagrees => "DISAGREES".into(),
-                                Status::Unchecked => "no reference".into(),
+                                Status::Unchecked => "unchecked (no reference: forward mode failed)".into(),
                             };
-                            println!("{file}\t{}\t{verdict}", r.id);
+                            out!(o, "{file}\t{}\t{verdict}", r.id);
                         }
                         for f in &failures {
-                            println!("{file}\texpect\tFAILED {f}");
+                            out!(o, "{file}\texpect\tFAILED {f}");
                         }
                         if a.program.expects.is_empty() {
-                            println!("{file}\texpect\tnone");
+                            out!(o, "{file}\texpect\tnone");
                         }
-                        let code = exit_code(&a).max(if failures.is_empty() { 0 } else { 1 });
-                        status = status.max(code);
                     }
                 }
             }
-            status
         }
     }
+    Ok(())
 }
 
-/// 0 when every stage that ran agrees with the reference, 1 otherwise. A stage that refused the
-/// program (a located refusal, not a run) does not count against it.
+/// 3 when there is no reference (forward mode itself failed, e.g. at its budget), so no stage could
+/// be checked; else 1 when a stage disagrees with it or failed (an error, a budget stop); else 0. A
+/// stage that refused the program (a located refusal by design, not a run) does not count.
 fn exit_code(a: &Analysis) -> u8 {
-    let bad = a.reference.is_none()
-        || a.stages.iter().any(|r| r.agrees == Some(false) || (r.error.is_some() && !r.refused));
-    u8::from(bad)
+    if a.reference.is_none() {
+        return EXIT_NO_REFERENCE;
+    }
+    let bad = a.stages.iter().any(|r| matches!(r.status, Status::Disagrees | Status::Error | Status::Budget));
+    if bad {
+        EXIT_DISAGREES
+    } else {
+        0
+    }
 }
 
 fn gradient_text(g: &[f64]) -> String {
@@ -231,27 +280,32 @@ fn gradient_text(g: &[f64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
-fn print_human(file: &str, text: &str, a: &Analysis, show: &[String]) {
+fn print_human(o: &mut impl Write, file: &str, text: &str, a: &Analysis, show: &[String]) -> std::io::Result<()> {
     let has = |s: &str| show.iter().any(|x| x == s);
-    println!("input    {}", a.input);
-    println!("primal   {}", a.primal);
+    out!(o, "input    {}", a.input);
+    out!(o, "primal   {}", a.primal);
+    if a.reference.is_none() {
+        let why = a.stages.iter().find(|r| r.id == "forward").and_then(|r| r.error.clone());
+        let why = why.map(|e| format!(": forward mode failed: {e}")).unwrap_or_default();
+        out!(o, "reference none{why}; no stage could be checked (exit status {EXIT_NO_REFERENCE})");
+    }
     if let Some(r) = &a.reference {
-        println!("reference gradient {}   finite differences {}{}", gradient_text(&r.gradient), gradient_text(&r.fd), if r.fd_agrees { "" } else { "  (differ)" });
+        out!(o, "reference gradient {}   finite differences {}{}", gradient_text(&r.gradient), gradient_text(&r.fd), if r.fd_agrees { "" } else { "  (differ)" });
     }
     for r in &a.stages {
         let info = stages::find(&r.id).map(|s| s.info());
-        println!();
+        out!(o);
         match info {
-            Some(i) => println!("== {} — {} ({} {})", r.id, i.title, i.paper, i.section),
-            None => println!("== {}", r.id),
+            Some(i) => out!(o, "== {} — {} ({} {})", r.id, i.title, i.paper, i.section),
+            None => out!(o, "== {}", r.id),
         }
         if has("program") && !r.program.is_empty() {
-            println!("{}", r.program.trim_end());
-            println!("--");
+            out!(o, "{}", r.program.trim_end());
+            out!(o, "--");
         }
         if let Some(e) = &r.error {
             let d = Diagnostic::error(r.error_span.unwrap_or(cotangent::diag::Span::NONE), e.clone()).in_stage(&r.id);
-            print!("{}", render(display_name(file), text, &d));
+            write!(o, "{}", render(display_name(file), text, &d))?;
             continue;
         }
         let primal = r.primal.as_ref().map(Value::to_string).unwrap_or_default();
@@ -261,35 +315,36 @@ fn print_human(file: &str, text: &str, a: &Analysis, show: &[String]) {
             Some(false) => "DISAGREES with forward",
             None => "",
         };
-        println!("primal {primal}   gradient {grad}   {verdict}");
+        out!(o, "primal {primal}   gradient {grad}   {verdict}");
         if has("cost") {
             let c = &r.cost;
             let extra: String = c.counters.iter().map(|(k, v)| format!("  {k} {v}")).collect();
-            println!("cost: steps {}  real_ops {}  allocs {}  max_depth {}{extra}", c.steps, c.real_ops, c.allocs, c.max_depth);
+            out!(o, "cost: steps {}  real_ops {}  allocs {}  max_depth {}{extra}", c.steps, c.real_ops, c.allocs, c.max_depth);
         }
         if has("delta") {
             if let Some(g) = &r.graph {
-                println!("graph: {} nodes, {} edges", g.nodes.len(), g.edges.len());
+                out!(o, "graph: {} nodes, {} edges", g.nodes.len(), g.edges.len());
                 for n in &g.nodes {
                     let shared = if n.shared { " (shared)" } else { "" };
                     let visits = n.visits.map(|v| format!(" visits {v}")).unwrap_or_default();
-                    println!("  #{} {}{}{}", n.id, n.label, shared, visits);
+                    out!(o, "  #{} {}{}{}", n.id, n.label, shared, visits);
                 }
                 for e in &g.edges {
-                    println!("  #{} -> #{} {}", e.from, e.to, e.label);
+                    out!(o, "  #{} -> #{} {}", e.from, e.to, e.label);
                 }
             }
         }
         if has("trace") {
             for (i, s) in r.trace.iter().enumerate() {
                 let state: Vec<String> = s.state.iter().map(|(k, v)| format!("{k}↦{v}")).collect();
-                println!("  {:>4} {:<9} {}  {{{}}}", i + 1, s.kind, s.note, state.join(", "));
+                out!(o, "  {:>4} {:<9} {}  {{{}}}", i + 1, s.kind, s.note, state.join(", "));
             }
             if r.trace_dropped > 0 {
-                println!("  … {} more steps not recorded (trace budget)", r.trace_dropped);
+                out!(o, "  … {} more steps not recorded (trace budget)", r.trace_dropped);
             }
         }
     }
+    Ok(())
 }
 
 fn to_json_doc(a: &Analysis, show: &[String]) -> serde_json::Value {
@@ -309,7 +364,7 @@ fn to_json_doc(a: &Analysis, show: &[String]) -> serde_json::Value {
                 "ok": r.ok,
                 "error": r.error,
                 "primal": r.primal.as_ref().map(to_json),
-                "gradient": r.gradient,
+                "gradient": json_real::values(&r.gradient),
                 "agrees": r.agrees,
                 "cost": cost,
                 "program": r.program,
@@ -329,7 +384,7 @@ fn to_json_doc(a: &Analysis, show: &[String]) -> serde_json::Value {
     json!({
         "input": to_json(&a.input),
         "primal": to_json(&a.primal),
-        "reference": a.reference.as_ref().map(|r| json!({ "gradient": r.gradient, "fd": r.fd, "fd_agrees": r.fd_agrees })),
+        "reference": a.reference.as_ref().map(|r| json!({ "gradient": json_real::values(&r.gradient), "fd": json_real::values(&r.fd), "fd_agrees": r.fd_agrees })),
         "stages": stages,
     })
 }

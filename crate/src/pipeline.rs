@@ -38,8 +38,10 @@ pub const AGREE_TOL: f64 = 1e-9;
 #[derive(Clone, Debug, Serialize)]
 pub struct Reference {
     /// `forward`'s gradient: the cotangent of every real leaf of the input, left to right.
+    #[serde(serialize_with = "crate::value::json_real::vec")]
     pub gradient: Vec<f64>,
     /// Central finite differences, an independent check.
+    #[serde(serialize_with = "crate::value::json_real::vec")]
     pub fd: Vec<f64>,
     /// Whether forward and finite differences agree (to 1e-5 relative; kinks and cancellation can differ).
     pub fd_agrees: bool,
@@ -83,6 +85,7 @@ pub struct StageResult {
     pub primal: Option<Value>,
     #[serde(skip)]
     pub gradient_value: Option<Value>,
+    #[serde(serialize_with = "crate::value::json_real::vec")]
     pub gradient: Vec<f64>,
     pub agrees: Option<bool>,
     pub cost: Cost,
@@ -112,7 +115,9 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
         }
     }
     types::check_program(&mut p, &Builtins::new()).map_err(|d| vec![d])?;
-    let main = p.def("main").ok_or_else(|| vec![Diagnostic::error(Span::NONE, "the program has no `def main`")])?;
+    // Located at the end of the file's last line, where a `def main` would go.
+    let end = Span::new(text.trim_end().len(), text.trim_end().len());
+    let main = p.def("main").ok_or_else(|| vec![Diagnostic::error(end, "the program has no `def main` (add one, e.g. `def main x = x * x`)")])?;
     let scheme = main.scheme.clone().unwrap_or_else(|| crate::ir::Scheme::mono(Type::Unknown));
     // Unconstrained parts of main's type default to R.
     let ty = types::rename(&scheme.ty, &mut |_| Type::Real);
@@ -138,13 +143,17 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
 }
 
 /// Parses a constant value given outside the program (`--at`, `--seed`, the page's input box) and
-/// checks it has type `ty`. Its messages quote the text, since their spans are not in the program.
-pub fn parse_value(text: &str, ty: &Type, what: &str) -> Result<Value, Vec<Diagnostic>> {
-    let outside = |m: String| vec![Diagnostic::error(Span::NONE, format!("the {what} `{}`: {m}", text.trim()))];
-    let e = syntax::parse_expr(text).map_err(|ds| outside(ds.first().map(|d| d.message.clone()).unwrap_or_default()))?;
-    let v = syntax::value_of(&e).map_err(|d| outside(d.message))?;
+/// checks it has type `ty`. Its messages quote the text, and their spans are into the text, named
+/// `arg` (`Diagnostic::in_text`), so the CLI renders `--at:1:5: error: ...` with a caret.
+pub fn parse_value(text: &str, ty: &Type, what: &str, arg: &str) -> Result<Value, Vec<Diagnostic>> {
+    let outside = |span: Span, m: String| vec![Diagnostic::error(span, format!("the {what} `{}`: {m}", text.trim())).in_text(arg, text)];
+    let e = syntax::parse_expr(text).map_err(|ds| match ds.into_iter().next() {
+        Some(d) => outside(d.span, d.message),
+        None => outside(Span::new(0, text.len()), "cannot be read".into()),
+    })?;
+    let v = syntax::value_of(&e).map_err(|d| outside(d.span, d.message))?;
     if !fits(&v, ty) {
-        return Err(outside(format!("does not have type {}", types::show(ty))));
+        return Err(outside(e.span, format!("does not have type {}", types::show(ty))));
     }
     Ok(v)
 }
@@ -165,7 +174,7 @@ pub fn fits(v: &Value, t: &Type) -> bool {
 pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> {
     let (program, s, t) = front_end(text, &opts.params)?;
     let input = match (&opts.at, &program.input) {
-        (Some(at), _) => parse_value(at, &s, "input point (--at)")?,
+        (Some(at), _) => parse_value(at, &s, "input point", "--at")?,
         (None, Some(e)) => {
             let v = syntax::value_of(e).map_err(|d| vec![d])?;
             if !fits(&v, &s) {
@@ -174,12 +183,24 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
             v
         }
         (None, None) => {
-            return Err(vec![Diagnostic::error(Span::NONE, "no input point: add a line `input ...` to the program, or pass one with --at")])
+            // Located at `def main`, whose argument it is.
+            let at = program.def("main").map_or(Span::NONE, |d| Span::new(d.span.start as usize, d.span.start as usize + 3));
+            return Err(vec![Diagnostic::error(at, "no input point for `main`: add a line `input ...` to the program, or pass one with --at")]);
         }
     };
-    let primal = run_source(&program, &input, &opts.budget).map_err(|e| vec![run_diag(&e)])?;
+    let primal = run_source(&program, &input, &opts.budget).map_err(|e| {
+        // A budget stop is located at the application that was running, else at `def main`.
+        let mut d = run_diag(&e);
+        if d.span.is_none() {
+            d.span = program.def("main").map_or(Span::NONE, |m| Span::new(m.span.start as usize, m.span.start as usize + 3));
+        }
+        if matches!(e, RunError::Budget { .. }) {
+            d.message = format!("running the program: {}", d.message);
+        }
+        vec![d]
+    })?;
     let seed = match &opts.seed {
-        Some(text) => parse_value(text, &t, "output cotangent (--seed)")?,
+        Some(text) => parse_value(text, &t, "output cotangent", "--seed")?,
         None => primal.with_reals(&mut std::iter::repeat(1.0)),
     };
     let no_builtins = Builtins::new();
@@ -233,11 +254,24 @@ pub struct Outputs<'a> {
     src: &'a Source<'a>,
     opts: &'a Options,
     kept: std::cell::RefCell<std::collections::HashMap<&'static str, Result<std::rc::Rc<Prepared>, Diagnostic>>>,
+    /// Stages known besides the registry's (tests compose stages of their own).
+    extra: Vec<&'static dyn Stage>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default() }
+        Outputs { src, opts, kept: Default::default(), extra: vec![] }
+    }
+
+    /// Also knows `stages` by id (for tests of stage composition).
+    pub fn with_stages(mut self, stages: &[&'static dyn Stage]) -> Outputs<'a> {
+        self.extra.extend_from_slice(stages);
+        self
+    }
+
+    /// A stage by id: the registry's, or one given to `with_stages`.
+    pub fn find(&self, id: &str) -> Option<&'static dyn Stage> {
+        self.extra.iter().copied().find(|s| s.info().id == id).or_else(|| stages::find(id))
     }
 
     /// The stage's prepared output (transformed from its input, type-checked, printed), or why not.
@@ -256,12 +290,15 @@ impl<'a> Outputs<'a> {
         match st.input() {
             Input::Source => Ok(f(self.src)),
             Input::After(before) => {
-                let prev = stages::find(before).ok_or_else(|| {
+                let prev = self.find(before).ok_or_else(|| {
                     Diagnostic::error(Span::NONE, format!("internal error: {} follows `{before}`, which is not registered", st.info().id))
                 })?;
                 let p = self.get(prev).map_err(|d| {
                     let why = d.message.clone();
-                    Diagnostic::error(d.span, format!("its input, the output of {before}, is not available: {why}"))
+                    let mut nd = Diagnostic::error(d.span, format!("its input, the output of {before}, is not available: {why}"));
+                    // a stage after a refusal is refused with it, for the same reason
+                    nd.refused = d.refused;
+                    nd
                 })?;
                 let src = Source { program: &p.program, input_type: &p.input_type, output_type: &p.output_type, builtins: &p.builtins };
                 Ok(f(&src))
@@ -286,16 +323,15 @@ pub fn run_source(p: &Program, input: &Value, budget: &Budget) -> Result<Value, 
     m.call("main", vec![input.clone()])
 }
 
-/// Central differences of `seed ⊙ main(x)` in each real input, with step 1e-6·max(1, |x_j|).
+/// Central differences of `seed ⊙ main(x)` in each real input, with step 1e-6·max(1, |x_j|). Each
+/// output leaf is differenced before it is weighted by its seed, so an infinite seed scales a slope
+/// (∞ · slope) instead of subtracting ∞ from ∞.
 pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Budget) -> Vec<f64> {
     let xs = input.real_leaves();
     let seed = seed.real_leaves();
-    let f = |x: &[f64]| -> f64 {
+    let f = |x: &[f64]| -> Option<Vec<f64>> {
         let v = input.with_reals(&mut x.iter().copied());
-        match run_source(p, &v, budget) {
-            Ok(out) if out.real_leaves().len() == seed.len() => out.real_leaves().iter().zip(&seed).map(|(a, b)| a * b).sum(),
-            _ => f64::NAN,
-        }
+        run_source(p, &v, budget).ok().map(|out| out.real_leaves()).filter(|out| out.len() == seed.len())
     };
     (0..xs.len())
         .map(|j| {
@@ -303,7 +339,10 @@ pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Bud
             let (mut lo, mut hi) = (xs.clone(), xs.clone());
             lo[j] -= h;
             hi[j] += h;
-            (f(&hi) - f(&lo)) / (2.0 * h)
+            match (f(&hi), f(&lo)) {
+                (Some(hi), Some(lo)) => hi.iter().zip(&lo).zip(&seed).map(|((a, b), s)| s * ((a - b) / (2.0 * h))).sum(),
+                _ => f64::NAN,
+            }
         })
         .collect()
 }
@@ -418,7 +457,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Err(e) => return run_err(r, e),
     };
     m.set_tracing(opts.trace);
-    let lookup = |id: &str| stages::find(id).and_then(|s| outputs.get(s).ok());
+    let lookup = |id: &str| outputs.find(id).and_then(|s| outputs.get(s).ok());
     let res = outputs.with_input(st, |src| {
         let cx = RunCtx { src, input, seed, outputs: &lookup };
         let res = match contract {

@@ -161,13 +161,12 @@ impl fmt::Display for Paren<'_> {
     }
 }
 
-/// A value as JSON: reals and integers as numbers (non-finite reals as the strings "nan", "inf",
-/// "-inf"), tuples as arrays, `inl v` as `{"inl": v}`, unit as `[]`, booleans as booleans.
+/// A value as JSON: reals and integers as numbers (non-finite reals as the strings "NaN", "Infinity",
+/// "-Infinity", see `json_real`), tuples as arrays, `inl v` as `{"inl": v}`, unit as `[]`, booleans as booleans.
 pub fn to_json(v: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
-        Value::Real(r) if r.is_finite() => serde_json::Number::from_f64(*r).map_or(J::Null, J::Number),
-        Value::Real(r) => J::String(show_real(*r)),
+        Value::Real(r) => json_real::value(*r),
         Value::Int(i) => J::from(*i),
         Value::Bool(b) => J::Bool(*b),
         Value::Unit => J::Array(vec![]),
@@ -176,6 +175,66 @@ pub fn to_json(v: &Value) -> serde_json::Value {
         Value::Inr(v) => serde_json::json!({ "inr": to_json(v) }),
         Value::Fun(_) => J::String("<function>".into()),
         Value::Ext(e) => J::String(e.show()),
+    }
+}
+
+/// Reals in JSON. JSON has no NaN or infinities (serde_json writes all three as `null`), so they are
+/// written as the strings "NaN", "Infinity" and "-Infinity" (JavaScript's names: `Number(s)` reads
+/// them back). Use with `#[serde(serialize_with = "json_real::…")]` on f64 fields.
+pub mod json_real {
+    use serde::{Serialize, Serializer};
+
+    /// One real, written as a number or one of the three strings.
+    pub struct Real(pub f64);
+
+    impl Serialize for Real {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match name(self.0) {
+                Some(n) => s.serialize_str(n),
+                None => s.serialize_f64(self.0),
+            }
+        }
+    }
+
+    /// "NaN", "Infinity" or "-Infinity" for a non-finite real.
+    pub fn name(r: f64) -> Option<&'static str> {
+        if r.is_nan() {
+            Some("NaN")
+        } else if r == f64::INFINITY {
+            Some("Infinity")
+        } else if r == f64::NEG_INFINITY {
+            Some("-Infinity")
+        } else {
+            None
+        }
+    }
+
+    pub fn value(r: f64) -> serde_json::Value {
+        match name(r) {
+            Some(n) => serde_json::Value::String(n.into()),
+            None => serde_json::Number::from_f64(r).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        }
+    }
+
+    pub fn values(rs: &[f64]) -> serde_json::Value {
+        serde_json::Value::Array(rs.iter().map(|r| value(*r)).collect())
+    }
+
+    pub fn one<S: Serializer>(r: &f64, s: S) -> Result<S::Ok, S::Error> {
+        Real(*r).serialize(s)
+    }
+
+    pub fn opt<S: Serializer>(r: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        r.map(Real).serialize(s)
+    }
+
+    pub fn vec<S: Serializer>(rs: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(rs.iter().map(|r| Real(*r)))
+    }
+
+    /// `[(name, real)]`, as a trace step's cotangent map.
+    pub fn named<S: Serializer>(rs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(rs.iter().map(|(k, r)| (k, Real(*r))))
     }
 }
 
@@ -190,6 +249,21 @@ mod tests {
         assert_eq!(show_real(1e-30), "1e-30");
         assert_eq!(show_real(f64::NAN), "nan");
         assert_eq!(show_real(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn non_finite_reals_are_named_in_json() {
+        let v = Value::tuple(vec![Value::Real(f64::NAN), Value::Real(f64::INFINITY), Value::Real(f64::NEG_INFINITY), Value::Real(1.5)]);
+        assert_eq!(to_json(&v), serde_json::json!(["NaN", "Infinity", "-Infinity", 1.5]));
+        #[derive(serde::Serialize)]
+        struct G {
+            #[serde(serialize_with = "json_real::vec")]
+            g: Vec<f64>,
+            #[serde(serialize_with = "json_real::opt")]
+            f: Option<f64>,
+        }
+        let j = serde_json::to_string(&G { g: vec![f64::NAN, -0.5], f: Some(f64::NEG_INFINITY) }).unwrap();
+        assert_eq!(j, r#"{"g":["NaN",-0.5],"f":"-Infinity"}"#);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!   diagnostics, the input and primal, the reference gradient (forward mode and finite differences),
 //!   and for every stage its description, program, gradient, agreement, cost counters, trace and
 //!   Delta DAG (as data and as SVG).
-//! - `stages()` lists the registered stages; `examples()` the embedded `examples/*.cot`.
+//! - `stages()` lists the registered stages, `chains()` the papers' chains of them; `examples()` the
+//!   embedded `examples/*.cot`.
 //! - `draw_graph(graph, limit)` draws a graph the page already holds (for the stage selected later).
 //!
 //! Offsets handed to the page (`from`, `to`) are UTF-16 code-unit offsets into the source, i.e. JS
@@ -16,7 +17,7 @@ use cotangent::diag::{line_col, render, Diagnostic, Span};
 use cotangent::interp::{Budget, Cost, Graph};
 use cotangent::pipeline::{self, Options, Reference};
 use cotangent::stages;
-use cotangent::value::to_json;
+use cotangent::value::{json_real, to_json};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use wasm_bindgen::prelude::*;
@@ -102,7 +103,7 @@ pub struct WebStep {
 #[derive(Clone, Debug, Serialize)]
 pub struct StageDesc {
     pub id: &'static str,
-    /// The part of the id before `/` (the paper's chain); `forward` for the reference.
+    /// The id of its chain (from the registry).
     pub group: &'static str,
     pub paper: &'static str,
     pub section: &'static str,
@@ -121,6 +122,7 @@ pub struct WebStage {
     pub error_span: Option<WebSpan>,
     pub program: String,
     pub primal: Option<serde_json::Value>,
+    #[serde(serialize_with = "json_real::vec")]
     pub gradient: Vec<f64>,
     pub gradient_value: Option<serde_json::Value>,
     pub agrees: Option<bool>,
@@ -150,6 +152,7 @@ pub struct WebAnalysis {
     pub diagnostics: Vec<WebDiag>,
     pub input: Option<serde_json::Value>,
     /// The real leaves of the input, left to right (the coordinates of every gradient).
+    #[serde(serialize_with = "json_real::vec")]
     pub input_reals: Vec<f64>,
     pub input_text: Option<String>,
     pub seed: Option<serde_json::Value>,
@@ -228,7 +231,8 @@ fn web_span(text: &str, off: &Offsets, s: Span) -> Option<WebSpan> {
 }
 
 fn web_diag(text: &str, off: &Offsets, d: &Diagnostic) -> WebDiag {
-    let sp = web_span(text, off, d.span);
+    // A span into the input point or seed box, not the program: nothing to mark in the editor.
+    let sp = if d.origin.is_some() { None } else { web_span(text, off, d.span) };
     WebDiag {
         message: d.message.clone(),
         severity: match d.severity {
@@ -242,7 +246,10 @@ fn web_diag(text: &str, off: &Offsets, d: &Diagnostic) -> WebDiag {
         end: sp.as_ref().map(|s| s.end),
         from: sp.as_ref().map(|s| s.from),
         to: sp.as_ref().map(|s| s.to),
-        rendered: render("program.cot", text, d),
+        rendered: match &d.origin {
+            Some((name, arg)) => render(name, arg, d),
+            None => render("program.cot", text, d),
+        },
     }
 }
 
@@ -253,7 +260,7 @@ pub fn stage_descs() -> Vec<StageDesc> {
             let i = s.info();
             StageDesc {
                 id: i.id,
-                group: i.id.split('/').next().unwrap_or(i.id),
+                group: stages::chain_of(i.id).map_or("", |c| c.id),
                 paper: i.paper,
                 section: i.section,
                 title: i.title,
@@ -315,6 +322,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             allocs: b.allocs.unwrap_or(d.allocs),
             depth: b.depth.unwrap_or(d.depth),
             trace_steps: b.trace_steps.unwrap_or(d.trace_steps),
+            seconds: None,
         };
     }
     if let Some(w) = o.width {
@@ -469,8 +477,8 @@ pub fn analyse(source: &str, options: JsValue) -> JsValue {
 }
 
 /// `analyse` as a JSON string (one `JSON.parse` in the page is much cheaper than building the objects
-/// from wasm). Returns an empty string when a number in the result is NaN or infinite, which JSON cannot
-/// hold; the caller then uses `analyse`.
+/// from wasm). NaN and infinities are the strings "NaN", "Infinity", "-Infinity" (`json_real`), as in
+/// `analyse`; an empty string only if serialization fails (the caller then uses `analyse`).
 #[wasm_bindgen]
 pub fn analyse_json(source: &str, options: JsValue) -> String {
     let opts: WebOptions = if options.is_undefined() || options.is_null() {
@@ -481,23 +489,7 @@ pub fn analyse_json(source: &str, options: JsValue) -> String {
             Err(_) => return String::new(),
         }
     };
-    let a = analyse_text(source, &opts);
-    if !all_finite(&a) {
-        return String::new();
-    }
-    serde_json::to_string(&a).unwrap_or_default()
-}
-
-/// Whether every f64 outside the JSON values (which encode non-finite reals as strings) is finite.
-pub fn all_finite(a: &WebAnalysis) -> bool {
-    let f = |x: &f64| x.is_finite();
-    let reference = a.input_reals.iter().all(f) && a.reference.as_ref().is_none_or(|r| r.gradient.iter().all(f) && r.fd.iter().all(f));
-    reference
-        && a.stages.iter().all(|s| {
-            s.gradient.iter().all(f)
-                && s.trace.iter().all(|t| t.factor.as_ref().and_then(|v| v.num).is_none_or(|x| x.is_finite()) && t.state.iter().all(|(_, v)| v.num.is_none_or(f64::is_finite)))
-                && s.graph.as_ref().is_none_or(|g| g.nodes.iter().all(|n| n.value.as_ref().and_then(|v| v.num).is_none_or(f64::is_finite)))
-        })
+    serde_json::to_string(&analyse_text(source, &opts)).unwrap_or_default()
 }
 
 /// The trace and graph of stage `id` of the analysis kept under `run_id` (an `analyse` with
@@ -514,6 +506,60 @@ pub fn stage_detail(run_id: f64, id: &str, limit: Option<usize>) -> JsValue {
 #[wasm_bindgen]
 pub fn stages() -> JsValue {
     to_js(&stage_descs())
+}
+
+// ---- Chains: the page's stage groups and headings, from the registry (`stages::CHAINS`).
+
+/// A paper's chain of stages, in the paper's order, with the counters its runtimes report.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainDesc {
+    pub id: &'static str,
+    /// Short citation of the paper, e.g. `Krawiec et al. 2022`.
+    pub paper: &'static str,
+    pub citation: &'static str,
+    pub url: &'static str,
+    /// The heading the page shows for the chain.
+    pub title: &'static str,
+    pub stages: Vec<&'static str>,
+    /// `[{name, about}]`: what each of the chain's counters counts (the page's labels).
+    pub counters: &'static [cotangent::stage::CounterInfo],
+}
+
+pub fn chain_descs() -> Vec<ChainDesc> {
+    stages::CHAINS
+        .iter()
+        .map(|c| ChainDesc {
+            id: c.id,
+            paper: c.paper,
+            citation: c.citation,
+            url: c.url,
+            title: c.title,
+            stages: c.stages.iter().map(|s| s.info().id).collect(),
+            counters: c.counters,
+        })
+        .collect()
+}
+
+/// Every chain, in registry order: `[{id, paper, citation, url, title, stages: [stage id], counters}]`.
+#[wasm_bindgen]
+pub fn chains() -> JsValue {
+    to_js(&chain_descs())
+}
+
+#[cfg(test)]
+mod chain_tests {
+    #[test]
+    fn chains_cover_every_stage_once_in_registry_order() {
+        let chains = super::chain_descs();
+        let flat: Vec<&str> = chains.iter().flat_map(|c| c.stages.iter().copied()).collect();
+        let ids: Vec<&str> = super::stage_descs().iter().map(|d| d.id).collect();
+        assert_eq!(flat, ids);
+        assert_eq!(chains[0].id, "forward");
+        let k = chains.iter().find(|c| c.id == "krawiec").unwrap();
+        assert_eq!(k.paper, "Krawiec et al. 2022");
+        assert!(k.stages.contains(&"krawiec/monadic"));
+        assert!(k.counters.iter().any(|c| c.name == "eval_visits"));
+    }
 }
 
 /// The embedded examples (`examples/*.cot`), sorted by file name.
@@ -576,13 +622,16 @@ mod tests {
     }
 
     #[test]
-    fn json_result_matches_and_refuses_non_finite_numbers() {
+    fn json_result_matches_and_names_non_finite_numbers() {
         let a = analyse_text("input (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\n", &WebOptions::default());
-        assert!(all_finite(&a));
         let j: serde_json::Value = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
         assert_eq!(j["stages"][0]["gradient"], serde_json::json!([37.0, 12.0]));
+        // log at 0: primal −∞, gradient 1/0 = ∞ (JSON has no infinities: named strings, not null)
         let b = analyse_text("input 0.0\ndef main x = log x\n", &WebOptions::default());
-        assert!(!all_finite(&b));
+        let j: serde_json::Value = serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap();
+        assert_eq!(j["primal"], serde_json::json!("-Infinity"));
+        assert_eq!(j["reference"]["gradient"], serde_json::json!(["Infinity"]));
+        assert_eq!(j["stages"][0]["gradient"], serde_json::json!(["Infinity"]));
     }
 
     #[test]

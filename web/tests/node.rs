@@ -93,6 +93,19 @@ fn stages_and_examples_are_listed() {
 }
 
 #[wasm_bindgen_test]
+fn chains_list_every_stage_once_in_order() {
+    let st: Vec<String> = js_sys::Array::from(&cotangent_web::stages()).iter().map(|s| get(&s, "id").as_string().unwrap()).collect();
+    let mut flat = Vec::new();
+    for c in js_sys::Array::from(&cotangent_web::chains()).iter() {
+        for k in ["id", "paper", "citation", "title"] {
+            assert!(!get(&c, k).as_string().unwrap().is_empty(), "{k}");
+        }
+        flat.extend(js_sys::Array::from(&get(&c, "stages")).iter().map(|s| s.as_string().unwrap()));
+    }
+    assert_eq!(flat, st);
+}
+
+#[wasm_bindgen_test]
 fn draw_graph_from_page_data() {
     let g = options(r#"{"nodes": [{"id": 1, "ctor": "Add", "label": "Add"}, {"id": 2, "ctor": "Var", "label": "x", "shared": true}],
                         "edges": [{"from": 1, "to": 2, "label": ""}], "omitted": 0}"#);
@@ -102,14 +115,17 @@ fn draw_graph_from_page_data() {
 }
 
 #[wasm_bindgen_test]
-fn json_route_defers_non_finite_results_to_the_object_route() {
+fn both_routes_name_non_finite_results() {
     assert!(cotangent_web::analyse_json(RUNNING, JsValue::UNDEFINED).starts_with('{'));
+    // JSON has no infinities: both routes give the strings "NaN", "Infinity", "-Infinity".
     let src = "input 0.0\ndef main x = log x\n";
-    assert_eq!(cotangent_web::analyse_json(src, JsValue::UNDEFINED), "");
+    let j: serde_json::Value = serde_json::from_str(&cotangent_web::analyse_json(src, JsValue::UNDEFINED)).unwrap();
+    assert_eq!(j["stages"][0]["gradient"], serde_json::json!(["Infinity"]));
+    assert_eq!(j["primal"], serde_json::json!("-Infinity"));
     let out = cotangent_web::analyse(src, JsValue::UNDEFINED);
     let s = js_sys::Array::from(&get(&out, "stages")).get(0);
-    let g = js_sys::Array::from(&get(&s, "gradient")).get(0).as_f64().unwrap();
-    assert!(g.is_infinite());
+    let g = js_sys::Array::from(&get(&s, "gradient")).get(0).as_string();
+    assert_eq!(g.as_deref(), Some("Infinity"));
 }
 
 #[wasm_bindgen_test]
@@ -155,5 +171,33 @@ fn deep_programs_run_or_stop_at_a_budget_in_wasm() {
     let out = cotangent_web::analyse(&chain(cotangent::limits::max_nesting() + 10), JsValue::UNDEFINED);
     let d = js_sys::Array::from(&get(&out, "diagnostics"));
     assert!(d.length() > 0);
+    assert!(get(&d.get(0), "message").as_string().unwrap().contains("nesting"));
+}
+
+/// `depth` nested parentheses, each around a sum: `(y * 0.999 + (y * 0.999 + (… x …)))`.
+fn parens(depth: usize) -> String {
+    format!("input (0.5, 0.25)\ndef main (x, y) = {}x{}\n", "(y * 0.999 + ".repeat(depth), ")".repeat(depth))
+}
+
+// Fails today (debug wasm in Node): 390 nested parentheses exceed V8's call stack in the parser
+// (about nine frames per parenthesis), so the wasm `nesting` limit of 400 holds for let chains but not
+// for brackets, now that a bracket counts one level. Kept as the check for the fix (issue 14, item 8).
+#[wasm_bindgen_test]
+#[ignore]
+fn deep_parentheses_run_or_stop_at_a_budget_in_wasm() {
+    // One nesting level per parenthesis (issue 14): the deepest bracketed program the parser lets
+    // through runs on every stage in wasm too.
+    let depth = cotangent::limits::max_nesting() - 10;
+    let out = cotangent_web::analyse(&parens(depth), options(r#"{"svg": []}"#));
+    assert_eq!(js_sys::Array::from(&get(&out, "diagnostics")).length(), 0);
+    for s in js_sys::Array::from(&get(&out, "stages")).iter() {
+        let id = get(&s, "id").as_string().unwrap();
+        match get(&s, "error").as_string() {
+            Some(e) => assert!(e.contains("budget"), "{id}: {e}"),
+            None => assert_eq!(get(&s, "agrees").as_bool(), Some(true), "{id}"),
+        }
+    }
+    let out = cotangent_web::analyse(&parens(cotangent::limits::max_nesting() + 10), JsValue::UNDEFINED);
+    let d = js_sys::Array::from(&get(&out, "diagnostics"));
     assert!(get(&d.get(0), "message").as_string().unwrap().contains("nesting"));
 }

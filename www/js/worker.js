@@ -9,9 +9,10 @@ self.onmessage = async (ev) => {
   try {
     await ready;
     let result;
-    if (msg.kind === 'hello') result = { stages: core.stages(), examples: core.examples(), version: core.version() };
+    if (msg.kind === 'hello') result = { stages: core.stages(), chains: core.chains(), examples: core.examples(), version: core.version() };
     else if (msg.kind === 'analyse') {
-      // The JSON route is several times cheaper for big results; NaN and infinities need the object route.
+      // The JSON route is several times cheaper for big results (NaN and ±∞ arrive as "NaN", "Infinity",
+      // "-Infinity" on both routes); the object route is the fallback if serialization fails.
       const json = core.analyse_json(msg.source, msg.options || {});
       result = json ? { json } : core.analyse(msg.source, msg.options || {});
     }

@@ -21,11 +21,15 @@ pub struct Budget {
     pub depth: u64,
     /// Trace steps recorded; further steps are counted but not stored.
     pub trace_steps: usize,
+    /// Wall-clock seconds per run (`Machine`), checked every few thousand steps; natively only (the
+    /// CLI's `bench --max-seconds`): wasm has no clock here, and the page stops its worker instead.
+    #[serde(skip)]
+    pub seconds: Option<f64>,
 }
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000 }
+        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000, seconds: None }
     }
 }
 
@@ -35,6 +39,8 @@ pub enum BudgetKind {
     Steps,
     Allocs,
     Depth,
+    /// Wall-clock seconds (`Budget::seconds`).
+    Seconds,
 }
 
 impl BudgetKind {
@@ -43,6 +49,7 @@ impl BudgetKind {
             BudgetKind::Steps => "steps",
             BudgetKind::Allocs => "allocs",
             BudgetKind::Depth => "depth",
+            BudgetKind::Seconds => "wall-clock seconds",
         }
     }
 }
@@ -66,8 +73,8 @@ impl Cost {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum RunError {
-    /// A budget ran out; `cost` holds the counts reached.
-    Budget { budget: BudgetKind, limit: u64, cost: Cost },
+    /// A budget ran out; `cost` holds the counts reached, `span` the application that was running.
+    Budget { budget: BudgetKind, limit: u64, cost: Cost, span: Span },
     /// A runtime error of the program (integer overflow, division by zero on Z, ...), located.
     Runtime { message: String, span: Span },
 }
@@ -78,7 +85,7 @@ impl RunError {
     }
     pub fn message(&self) -> String {
         match self {
-            RunError::Budget { budget, limit, cost } => format!(
+            RunError::Budget { budget, limit, cost, .. } => format!(
                 "stopped: the {} budget ({limit}) ran out after {} steps, {} real ops, {} allocations, depth {}{}",
                 budget.name(),
                 cost.steps,
@@ -92,8 +99,7 @@ impl RunError {
     }
     pub fn span(&self) -> Span {
         match self {
-            RunError::Runtime { span, .. } => *span,
-            RunError::Budget { .. } => Span::NONE,
+            RunError::Runtime { span, .. } | RunError::Budget { span, .. } => *span,
         }
     }
 }
@@ -150,7 +156,8 @@ impl std::fmt::Display for Shown {
 impl Serialize for Shown {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.num {
-            Some(x) => s.serialize_f64(x),
+            // NaN, ∞ and −∞ as "NaN", "Infinity", "-Infinity", as every real the CLI writes
+            Some(x) => crate::value::json_real::Real(x).serialize(s),
             None => s.serialize_str(&self.text),
         }
     }

@@ -62,6 +62,8 @@ pub struct Machine<'p> {
     trace_on: bool,
     states: HashMap<TypeId, Box<dyn Any>>,
     span: Span,
+    /// When the `seconds` budget runs out (natively, when set).
+    deadline: Option<std::time::Instant>,
     nesting: u64,
     // The running state: continuation stack, local slots, current frame.
     kont: Vec<Kont>,
@@ -90,7 +92,6 @@ impl<'p> Machine<'p> {
             program,
             code,
             globals,
-            budget,
             steps: 0,
             real_ops: 0,
             allocs: 0,
@@ -102,6 +103,11 @@ impl<'p> Machine<'p> {
             trace_on: true,
             states: HashMap::new(),
             span: Span::NONE,
+            deadline: budget
+                .seconds
+                .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+                .and_then(|d| std::time::Instant::now().checked_add(d)),
+            budget,
             nesting: 0,
             kont: vec![],
             locals: vec![],
@@ -139,7 +145,7 @@ impl<'p> Machine<'p> {
         if self.steps > self.budget.steps {
             return Err(self.budget_error(BudgetKind::Steps, self.budget.steps));
         }
-        Ok(())
+        self.check_clock()
     }
     /// Counts `n` allocations against the allocs budget.
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {
@@ -207,9 +213,20 @@ impl<'p> Machine<'p> {
         self.span
     }
 
+    /// The `seconds` budget: reads the clock only when one is set.
+    #[inline]
+    pub(crate) fn check_clock(&self) -> Result<(), RunError> {
+        match self.deadline {
+            Some(d) if std::time::Instant::now() >= d => {
+                Err(self.budget_error(BudgetKind::Seconds, self.budget.seconds.unwrap_or(0.0).ceil() as u64))
+            }
+            _ => Ok(()),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn budget_error(&self, budget: BudgetKind, limit: u64) -> RunError {
-        RunError::Budget { budget, limit, cost: self.cost() }
+        RunError::Budget { budget, limit, cost: self.cost(), span: self.span }
     }
 }

@@ -296,6 +296,9 @@ impl Machine<'_> {
         if self.steps > self.budget.steps {
             return Err(Box::new(self.budget_error(BudgetKind::Steps, self.budget.steps)));
         }
+        if self.steps & 0xFFF == 0 {
+            self.check_clock().map_err(Box::new)?;
+        }
         Ok(match node(c) {
             Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),
             Code::Capture(i) => self.ret(self.env[*i as usize].clone()),

@@ -664,7 +664,7 @@ fn depth_budget_stops_recursion() {
     let budget = Budget { depth: 1000, ..Budget::default() };
     let mut m = Machine::new(&p, &Builtins::new(), budget).unwrap();
     match m.call("f", vec![Value::Int(1_000_000)]) {
-        Err(RunError::Budget { budget: BudgetKind::Depth, limit: 1000, cost }) => {
+        Err(RunError::Budget { budget: BudgetKind::Depth, limit: 1000, cost, .. }) => {
             assert_eq!(cost.max_depth, 1000);
         }
         r => panic!("{r:?}"),
@@ -704,7 +704,7 @@ fn step_budget_stops_an_infinite_loop() {
     let p = prog(vec![def("spin", lamv("n", 10, app(g("spin"), v("n", 10))))]);
     let mut m = Machine::new(&p, &Builtins::new(), Budget { steps: 100_000, ..Budget::default() }).unwrap();
     match m.call("spin", vec![Value::Int(0)]) {
-        Err(RunError::Budget { budget: BudgetKind::Steps, limit: 100_000, cost }) => assert_eq!(cost.steps, 100_001),
+        Err(RunError::Budget { budget: BudgetKind::Steps, limit: 100_000, cost, .. }) => assert_eq!(cost.steps, 100_001),
         r => panic!("{r:?}"),
     }
     // an infinite loop allocating closures is stopped by the allocs budget

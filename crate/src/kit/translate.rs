@@ -29,6 +29,11 @@ pub trait DualRule {
     fn wild_unused(&self) -> bool {
         false
     }
+    /// Whether a constant argument's term is left out of the companion (`deriv::is_constant`: its
+    /// tangent is a structural zero, so an infinite partial cannot turn it into NaN).
+    fn skips_constants(&self) -> bool {
+        false
+    }
 }
 
 /// `D{e}`, rule for rule. Fresh names are taken left to right, subterm by subterm, so a stage's
@@ -110,7 +115,8 @@ fn dual_prim(op: Prim, args: &[Expr], span: Span, fr: &mut Fresh, r: &dyn DualRu
         // comparisons look at primals only
         None => prim(op, xs.clone()),
         Some(rule) => {
-            let companion = r.companion(fr, &rule.partials, &ds, span);
+            let (partials, ds) = if r.skips_constants() { deriv::without_constants(&rule.partials, &ds, args) } else { (rule.partials, ds) };
+            let companion = r.companion(fr, &partials, &ds, span);
             if rule.uses_result {
                 let_(pvar(&result), prim(op, xs.clone()), pair(var(&result), companion))
             } else {

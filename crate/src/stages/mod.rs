@@ -4,6 +4,16 @@
 
 use crate::stage::{Chain, Stage};
 
+/// In a chain's `mod.rs`: declares its stage modules and lists their stages in the paper's order, one
+/// line per stage (`dense::Dense,`), as `STAGES`.
+macro_rules! chain_stages {
+    ($($m:ident :: $s:ident),* $(,)?) => {
+        $(pub mod $m;)*
+        /// The chain's stages, in the paper's order.
+        pub static STAGES: &[&dyn crate::stage::Stage] = &[$(&$m::$s),*];
+    };
+}
+
 pub mod dualrev;
 pub mod forward;
 pub mod krawiec;

@@ -704,7 +704,11 @@ impl<'s> Parser<'s> {
         let mut items = vec![];
         let mut ctx = "after `(`";
         loop {
-            let mut e = self.parse_expr(ctx)?;
+            // The `(` already counted one nesting level for what it holds: one level per bracket.
+            let saved = self.depth;
+            let e = self.parse_expr_inner(ctx);
+            self.depth = saved;
+            let mut e = e?;
             if self.eat(&Tok::Colon).is_some() {
                 if !starts_type(self.peek()) {
                     return Err(self.expected("a type after `:`"));

@@ -3,15 +3,18 @@
 use crate::stage::{Chain, CounterInfo};
 
 pub mod common;
-pub mod cayley;
-pub mod contrib;
-pub mod mutable;
-pub mod naive;
-pub mod nocollector;
-pub mod parallel;
-pub mod sparse;
-pub mod staged;
-pub mod tape;
+
+chain_stages! {
+    naive::Naive,
+    staged::Staged,
+    cayley::Cayley,
+    sparse::Sparse,
+    mutable::Mutable,
+    nocollector::NoCollector,
+    contrib::ContribStage,
+    tape::Tape,
+    parallel::Parallel,
+}
 
 pub static CHAIN: Chain = Chain {
     id: "dualrev",
@@ -19,17 +22,7 @@ pub static CHAIN: Chain = Chain {
     paper: "Smeding & Vákár 2025",
     citation: "Tom J. Smeding, Matthijs I. L. Vákár. Parallel Dual-Numbers Reverse AD. Journal of Functional Programming, 2025.",
     url: "https://arxiv.org/abs/2207.03418",
-    stages: &[
-        &naive::Naive,
-        &staged::Staged,
-        &cayley::Cayley,
-        &sparse::Sparse,
-        &mutable::Mutable,
-        &nocollector::NoCollector,
-        &contrib::ContribStage,
-        &tape::Tape,
-        &parallel::Parallel,
-    ],
+    stages: STAGES,
     accepts: common::accepts_source,
     before_run: common::before_run,
     counters: COUNTERS,

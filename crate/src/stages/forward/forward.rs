@@ -61,6 +61,10 @@ impl DualRule for Dfwd {
     fn wild_unused(&self) -> bool {
         true
     }
+    /// a constant's tangent is a structural zero: its term is left out (deriv::is_constant)
+    fn skips_constants(&self) -> bool {
+        true
+    }
 }
 
 /// `zip_S : S × δS → Dfwd{S}` (Fig. 15): pairs each real of s with its tangent in ds. The tangent has

@@ -2,10 +2,9 @@
 
 use crate::stage::{Chain, CounterInfo};
 
-mod forward;
-pub use forward::Forward;
-/// Kept for callers that name it here (dualrev): the walker is the kit's.
-pub use crate::kit::polytypic::has_real;
+chain_stages! {
+    forward::Forward,
+}
 
 pub static CHAIN: Chain = Chain {
     id: "forward",
@@ -13,7 +12,7 @@ pub static CHAIN: Chain = Chain {
     paper: "Krawiec et al. 2022",
     citation: "Faustyna Krawiec, Simon Peyton Jones, Neel Krishnaswami, Tom Ellis, Richard A. Eisenberg, Andrew Fitzgibbon. Provably correct, asymptotically efficient, higher-order reverse-mode automatic differentiation. POPL 2022.",
     url: "https://doi.org/10.1145/3498710",
-    stages: &[&forward::Forward],
+    stages: STAGES,
     accepts: crate::stage::accept_all,
     before_run: crate::stage::nothing_before_run,
     counters: COUNTERS,

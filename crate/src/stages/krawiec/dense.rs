@@ -42,7 +42,9 @@ input value, §6, which is why this stage, like the paper's Fig. 6, takes main :
 
 /// A value of δS for S = R^a: the a reals of a small change to the input, left to right.
 #[derive(Debug)]
-pub struct DenseVec(pub Vec<f64>);
+/// The entries, and the index when made by `onehot` (so that `dt ⊗ onehot i` is dt at i and exactly
+/// 0 elsewhere even for dt = ∞: the other inputs' entries are structural zeros, README "Non-finite values").
+pub struct DenseVec(pub Vec<f64>, pub Option<usize>);
 
 impl ExtValue for DenseVec {
     fn type_name(&self) -> &'static str {
@@ -92,7 +94,7 @@ fn pay(m: &mut Machine, n: usize, arithmetic: bool) -> Result<(), RunError> {
 fn b_zeros(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = int_arg(&args[0], span, "zeros")?.max(0) as usize;
     pay(m, n, false)?;
-    Ok(Value::Ext(Rc::new(DenseVec(vec![0.0; n]))))
+    Ok(Value::Ext(Rc::new(DenseVec(vec![0.0; n], None))))
 }
 
 fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
@@ -104,7 +106,7 @@ fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
     pay(m, n, false)?;
     let mut v = vec![0.0; n];
     v[i as usize - 1] = 1.0;
-    Ok(Value::Ext(Rc::new(DenseVec(v))))
+    Ok(Value::Ext(Rc::new(DenseVec(v, Some(i as usize - 1)))))
 }
 
 fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
@@ -114,15 +116,20 @@ fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErro
         return Err(RunError::runtime(span, format!("addS (⊕S): vectors of lengths {} and {} differ in shape", a.len(), b.len())));
     }
     pay(m, a.len(), true)?;
-    Ok(Value::Ext(Rc::new(DenseVec(a.iter().zip(b).map(|(x, y)| x + y).collect()))))
+    Ok(Value::Ext(Rc::new(DenseVec(a.iter().zip(b).map(|(x, y)| x + y).collect(), None))))
 }
 
 fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let k = args[0].as_real().ok_or_else(|| RunError::runtime(span, "scaleS (⊗S) expects a real factor"))?;
     let v = vec_arg(&args[1], span, "scaleS (⊗S)")?;
+    let onehot = v.as_any().downcast_ref::<DenseVec>().and_then(|d| d.1);
     let v = dense(&v);
     pay(m, v.len(), true)?;
-    Ok(Value::Ext(Rc::new(DenseVec(v.iter().map(|x| k * x).collect()))))
+    let scaled = match onehot {
+        Some(i) => (0..v.len()).map(|j| if j == i { k } else { 0.0 }).collect(),
+        None => v.iter().map(|x| k * x).collect(),
+    };
+    Ok(Value::Ext(Rc::new(DenseVec(scaled, None))))
 }
 
 fn b_component(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
@@ -152,6 +159,9 @@ impl Companion for DenseCompanion {
     }
     fn names(&self) -> &'static [(&'static str, &'static str)] {
         &[("x", "dx"), ("y", "dy")]
+    }
+    fn skips_constants(&self) -> bool {
+        true
     }
 }
 

@@ -45,6 +45,9 @@ fn init_var(ty: &Type, x: Expr, n: Expr) -> Expr {
     }
 }
 
+/// The definitions this stage adds to the source before transforming it.
+const GENERATED: [&str; 7] = [crate::stage::WRAPPER, "dot_T", "mainDot", "initVars_S", "initZeros_T", "lookup_S", "primal_T"];
+
 impl Stage for General {
     fn info(&self) -> &'static StageInfo {
         &INFO
@@ -63,9 +66,10 @@ impl Stage for General {
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (s, t) = (src.input_type, src.output_type);
-        // The definitions this stage generates (dot_T, mainDot, initVars_S, ...) carry a helper role:
-        // the pipeline renames any source definition with one of their names and transforms again.
-        let mut p = src.program.clone();
+        // This stage type-checks the program it builds before it returns (Fig. 15's λ(s, dt) is itself
+        // transformed), so it renames source definitions named like the ones it adds first; the
+        // pipeline's renaming by role comes only after a transform.
+        let mut p = crate::stage::without_reserved(src.program, &GENERATED);
         let mut fr = Fresh::new(&p);
         // The program Fig. 15 differentiates, λ(s, dt). e s ⊙_T dt, with ⊙_T expanded (note §7.4), as
         // source definitions (ours also returns e s, for the primal):

@@ -3,12 +3,15 @@
 
 use crate::stage::{Chain, CounterInfo};
 
-pub mod array;
 mod common;
-pub mod delta;
-pub mod dense;
-pub mod general;
-pub mod monadic;
+
+chain_stages! {
+    dense::Dense,
+    delta::Delta,
+    monadic::Monadic,
+    array::Array,
+    general::General,
+}
 
 pub static CHAIN: Chain = Chain {
     id: "krawiec",
@@ -16,7 +19,7 @@ pub static CHAIN: Chain = Chain {
     paper: "Krawiec et al. 2022",
     citation: "Faustyna Krawiec, Simon Peyton Jones, Neel Krishnaswami, Tom Ellis, Richard A. Eisenberg, Andrew Fitzgibbon. Provably correct, asymptotically efficient, higher-order reverse-mode automatic differentiation. POPL 2022.",
     url: "https://doi.org/10.1145/3498710",
-    stages: &[&dense::Dense, &delta::Delta, &monadic::Monadic, &array::Array, &general::General],
+    stages: STAGES,
     accepts: crate::stage::accept_all,
     before_run: crate::stage::nothing_before_run,
     counters: COUNTERS,

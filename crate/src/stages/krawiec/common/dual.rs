@@ -24,6 +24,12 @@ pub(crate) trait Companion {
     fn scale(&self, c: Expr, d: Expr) -> Expr;
     /// Names of the first and second argument's (primal, companion) in printed rules ((x, dx), (x, u1), ...).
     fn names(&self) -> &'static [(&'static str, &'static str)];
+    /// Whether a constant argument's term is left out (deriv::is_constant): needed where the
+    /// companion is a number vector that ∞ · 0 would poison (δS); a `Zero` Delta term is harmless
+    /// (eval never multiplies it), so Fig. 7's rules stay as printed.
+    fn skips_constants(&self) -> bool {
+        false
+    }
 }
 
 /// `D{A}`: R ↦ R × companion, homomorphic elsewhere (Fig. 5's Drev1_S{R} = R × δS, Fig. 7's
@@ -70,6 +76,9 @@ impl DualRule for WithCompanion<'_> {
         let mut companion = combine(partials, ds, self.0);
         stamp(&mut companion, span);
         companion
+    }
+    fn skips_constants(&self) -> bool {
+        self.0.skips_constants()
     }
 }
 

@@ -2,7 +2,7 @@
 //! sharing (physical, and — for Fig. 10's Deltas — through `Var id` and `Let id`).
 
 use super::delta::{Kind, Node};
-use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError, Shown};
+use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 

@@ -1,0 +1,68 @@
+// Every stage's cost counters as bars, one block per counter (each scaled to its largest value).
+import { $, el, svgEl, fmtCount } from './dom.js';
+
+/** The counters the last run reports: the three every stage has, then each stage's own. */
+export function counterNames(state) {
+  const names = new Set(['steps', 'real_ops', 'allocs']);
+  for (const s of state.result?.stages || []) for (const k of Object.keys(s.cost?.counters || {})) names.add(k);
+  return [...names];
+}
+/** What a counter counts, from the chains' declarations (the core's own three are described here). */
+const CORE = {
+  steps: 'interpreter steps, plus the work units builtins report',
+  real_ops: 'arithmetic operations on reals',
+  allocs: 'values allocated (tuples, closures, sums, runtime data)',
+};
+export function counterAbout(state, name) {
+  if (CORE[name]) return CORE[name];
+  for (const c of state.chains || []) for (const k of c.counters || []) if (k.name === name) return k.about;
+  return '';
+}
+export const counterOf = (cost, name) => name in (cost || {}) && name !== 'counters' ? cost[name] : (cost?.counters?.[name] ?? 0);
+
+/** `select(id)` runs when a stage's bar is clicked (one listener on the view). */
+export function init(select) {
+  $('costs').addEventListener('click', e => {
+    const bar = e.target.closest?.('.bar');
+    if (bar) select(bar.dataset.bar);
+  });
+}
+
+export function render(state) {
+  const box = $('costs');
+  box.replaceChildren();
+  const stages = (state.result?.stages || []).filter(s => s.ok);
+  if (!stages.length) { box.append(el('p', 'muted', 'No stage ran.')); return; }
+  const W = 520, labelW = 150, rowH = 15, gap = 10;
+  const names = counterNames(state);
+  // Per counter, the stages with a non-zero count (the others are named in one line).
+  const blocks = names.map(name => ({ name, rows: stages.filter(s => counterOf(s.cost, name) > 0), zero: stages.filter(s => counterOf(s.cost, name) === 0).length }));
+  const height = blocks.reduce((h, b) => h + 18 + b.rows.length * rowH + (b.zero && b.rows.length ? 14 : 0) + gap, 0);
+  const svg = svgEl('svg', { viewBox: `0 0 ${W} ${height}`, class: 'bars', role: 'img', 'aria-label': 'cost counters per stage' });
+  let y = 0;
+  for (const { name, rows, zero } of blocks) {
+    const head = svgEl('text', { x: 0, y: y + 12, class: 'bar-counter' }, name + (rows.length ? '' : ' — 0 in every stage'));
+    const about = counterAbout(state, name);
+    if (about) head.append(svgEl('title', {}, `${name}: ${about}`));
+    svg.append(head);
+    y += 18;
+    const max = Math.max(1, ...rows.map(s => counterOf(s.cost, name)));
+    for (const s of rows) {
+      const v = counterOf(s.cost, name);
+      const w = (W - labelW - 60) * v / max;
+      const g = svgEl('g', { class: 'bar' + (s.id === state.selected ? ' selected' : ''), 'data-bar': s.id });
+      g.append(svgEl('text', { x: labelW - 6, y: y + 11, 'text-anchor': 'end', class: 'bar-label' }, s.id));
+      g.append(svgEl('rect', { x: labelW, y: y + 2, width: Math.max(1, w), height: rowH - 4, rx: 2 }));
+      g.append(svgEl('text', { x: labelW + w + 4, y: y + 11, class: 'bar-value' }, fmtCount(v)));
+      g.append(svgEl('title', {}, `${s.id}: ${name} = ${v}`));
+      svg.append(g);
+      y += rowH;
+    }
+    if (zero && rows.length) {
+      svg.append(svgEl('text', { x: labelW, y: y + 10, class: 'bar-zero' }, `0 in the other ${zero} stage${zero === 1 ? '' : 's'}`));
+      y += 14;
+    }
+    y += gap;
+  }
+  box.append(svg);
+}

@@ -1,0 +1,103 @@
+// The program editor (CodeMirror 6): the source text, the current step's span, and the diagnostics,
+// listed under the editor and marked in it.
+import {
+  EditorView, EditorState, StateField, StateEffect, Decoration, keymap, lineNumbers, highlightActiveLine,
+  highlightActiveLineGutter, drawSelection, highlightSpecialChars, history, defaultKeymap, historyKeymap,
+  indentWithTab, bracketMatching, closeBrackets, closeBracketsKeymap, searchKeymap, highlightSelectionMatches,
+  lintGutter, lintKeymap, setDiagnostics,
+} from '../codemirror.bundle.js';
+import { cotangentLanguage, cotangentHighlight } from './lang.js';
+import { $, el } from './dom.js';
+
+const spanEffect = StateEffect.define();
+const spanField = StateField.define({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    deco = deco.map(tr.changes);
+    for (const e of tr.effects) if (e.is(spanEffect)) {
+      const { from, to } = e.value || {};
+      const len = tr.state.doc.length;
+      deco = (e.value && from < to && to <= len)
+        ? Decoration.set([Decoration.mark({ class: 'cm-step-span' }).range(from, to)])
+        : Decoration.none;
+    }
+    return deco;
+  },
+  provide: f => EditorView.decorations.from(f),
+});
+
+let view;
+let lastSpanKey = 'null';   // the span last shown, so an unchanged step dispatches nothing
+let lastLintKey = '[]';     // the lint markers last set, likewise
+
+/** Creates the editor holding `doc`; `onEdit()` runs after every change to the text. */
+export function init(doc, onEdit) {
+  view = new EditorView({
+    parent: $('editor'),
+    state: EditorState.create({
+      doc,
+      extensions: [
+        lineNumbers(), highlightActiveLineGutter(), highlightSpecialChars(), history(), drawSelection(),
+        bracketMatching(), closeBrackets(), highlightActiveLine(), highlightSelectionMatches(), lintGutter(),
+        cotangentLanguage, cotangentHighlight, spanField,
+        keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap, ...lintKeymap, indentWithTab]),
+        EditorView.updateListener.of(u => {
+          if (!u.docChanged) return;
+          lastSpanKey = 'stale';   // the step's span decoration moved with the edit
+          onEdit();
+        }),
+        EditorView.contentAttributes.of({ 'aria-label': 'Cotangent program', spellcheck: 'false' }),
+      ],
+    }),
+  });
+}
+
+export const source = () => view.state.doc.toString();
+export const docLength = () => view.state.doc.length;
+
+export function setSource(text) {
+  view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+}
+
+/** Selects [from, to) (clamped to the text), scrolls it into view and focuses the editor. */
+export function reveal(from, to = from) {
+  const len = view.state.doc.length;
+  view.dispatch({ selection: { anchor: Math.min(from, len), head: Math.min(to, len) }, scrollIntoView: true });
+  view.focus();
+}
+
+/** Marks the current step's span ({from, to} or null). */
+export function setSpan(span) {
+  const key = JSON.stringify(span);
+  if (key === lastSpanKey) return;
+  lastSpanKey = key;
+  view.dispatch({ effects: spanEffect.of(span) });
+}
+
+/** The diagnostics: listed under the editor (a located one is clickable) and marked in the text. */
+export function render(state) {
+  const box = $('diagnostics');
+  box.replaceChildren();
+  const ds = state.diagnostics;
+  const cm = [];
+  const len = view.state.doc.length;
+  for (const d of ds) {
+    const item = el('div', 'diag');
+    const where = d.line != null ? `${d.line}:${d.col}` : '';
+    item.append(el('span', 'diag-sev', d.severity === 'warning' ? 'warning' : 'error'));
+    if (where) item.append(el('span', 'diag-pos', where));
+    if (d.stage) item.append(el('span', 'diag-stage', d.stage));
+    item.append(el('span', 'diag-msg', d.message));
+    if (d.from != null) {
+      item.classList.add('clickable');
+      item.title = 'Show in the editor';
+      item.addEventListener('click', () => reveal(d.from));
+      const from = Math.min(d.from, len), to = Math.min(Math.max(d.to ?? d.from, from), len);
+      cm.push({ from, to: to > from ? to : Math.min(from + 1, len), severity: d.severity === 'warning' ? 'warning' : 'error', message: d.message });
+    }
+    box.append(item);
+  }
+  box.hidden = !ds.length;
+  const key = JSON.stringify(cm);
+  if (key !== lastLintKey) { lastLintKey = key; view.dispatch(setDiagnostics(view.state, cm)); }
+}

@@ -1,0 +1,88 @@
+// Under the editor: the run's inputs (input point, output seed, `param` overrides), the options a run
+// is made with, and the overview of the last run (main's type, the input, the primal).
+import { $, el } from './dom.js';
+import { STEP_BUDGET } from './state.js';
+
+let onChange = () => {};
+
+/** `changed()` runs when the user changes an input (the page then saves and runs again). */
+export function init(changed) {
+  onChange = changed;
+  for (const id of ['in-at', 'in-seed']) $(id).addEventListener('input', () => onChange());
+}
+
+/** The analyse options of a run of the page's state; `extra` overrides. */
+export function options(state, extra = {}) {
+  const at = $('in-at').value.trim(), seed = $('in-seed').value.trim();
+  // A step budget per run (each stage runs separately): an exponential stage then fails on its own,
+  // with the budget named, while the others still show, well inside the 3 s wall-time limit.
+  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: [state.selected], budget: { steps: STEP_BUDGET },
+    // Only the selected stage's trace and graph travel with each run; the others come on demand.
+    detail: [state.selected], keep: true, ...extra };
+}
+
+/** The input and seed fields, as typed. */
+export const fields = () => ({ at: $('in-at').value, seed: $('in-seed').value });
+export function setFields(at, seed) { $('in-at').value = at; $('in-seed').value = seed; }
+
+/** Params are shown as soon as they are typed, before the core has checked the program. */
+export function syncParamsFromText(state, text) {
+  const found = [];
+  for (const m of text.matchAll(/^\s*param\s+([A-Za-z_][A-Za-z0-9_']*)\s*=\s*(-?\d+)/gm)) found.push({ name: m[1], value: Number(m[2]) });
+  const names = found.map(p => p.name).join(',');
+  if (names !== state.paramDefaults.map(p => p.name).join(',')) {
+    state.paramDefaults = found;
+    for (const k of Object.keys(state.params)) if (!found.some(p => p.name === k)) delete state.params[k];
+  } else state.paramDefaults = found;
+}
+
+export function render(state) {
+  renderParams(state);
+  renderOverview(state);
+}
+
+function renderParams(state) {
+  const box = $('params');
+  const have = [...box.querySelectorAll('input')].map(i => i.dataset.param).join(',');
+  const want = state.paramDefaults.map(p => p.name).join(',');
+  if (have === want) {
+    for (const i of box.querySelectorAll('input')) {
+      const p = state.paramDefaults.find(p => p.name === i.dataset.param);
+      i.placeholder = String(p.value);
+    }
+    return;
+  }
+  box.replaceChildren();
+  for (const p of state.paramDefaults) {
+    const label = el('label', 'param');
+    label.append(el('span', null, 'param ' + p.name));
+    const input = el('input');
+    input.type = 'number';
+    input.step = '1';
+    input.dataset.param = p.name;
+    input.placeholder = String(p.value);
+    if (state.params[p.name] != null) input.value = String(state.params[p.name]);
+    input.addEventListener('input', () => {
+      const v = input.value.trim();
+      if (v === '') delete state.params[p.name];
+      else if (/^-?\d+$/.test(v)) state.params[p.name] = Number(v);
+      else return;
+      onChange();
+    });
+    label.append(input);
+    box.append(label);
+  }
+}
+
+function renderOverview(state) {
+  const box = $('overview');
+  box.replaceChildren();
+  const r = state.result;
+  if (!r) return;
+  const t = el('dl', 'facts');
+  const add = (k, v) => { t.append(el('dt', null, k)); t.append(el('dd', null, v)); };
+  add('main :', `${r.input_type} → ${r.output_type}`);
+  add('input', r.input_text ?? JSON.stringify(r.input));
+  add('primal', r.primal_text ?? JSON.stringify(r.primal));
+  box.append(t);
+}

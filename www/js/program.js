@@ -1,0 +1,50 @@
+// The selected stage's transformed program, optionally as a line diff against the stage before it
+// (the previous stage of the same chain, else the reference).
+import { $, el } from './dom.js';
+import { REFERENCE, stageOrder, stageResult, chainOf } from './state.js';
+import { diffLines } from './diff.js';
+import { highlightLine } from './lang.js';
+
+let programKey = null;   // what the view shows, so an unchanged program keeps its DOM
+
+export function init(state) {
+  $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; render(state); });
+}
+
+/** The stage `id` is compared with in the diff, or null. */
+function previousStage(id) {
+  const ids = stageOrder().filter(x => stageResult(x)?.program);
+  const i = ids.indexOf(id);
+  if (i <= 0) return null;
+  const chain = chainOf(id);
+  const same = chain ? ids.slice(0, i).filter(x => chain.stages.includes(x)) : [];
+  return same.length ? same[same.length - 1] : ids.includes(REFERENCE) && id !== REFERENCE ? REFERENCE : ids[i - 1];
+}
+
+export function render(state) {
+  const r = stageResult(state.selected);
+  const pre = $('stage-program');
+  const prev = previousStage(state.selected);
+  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && prev ? stageResult(prev).program : null]);
+  if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
+  programKey = key;
+  pre.replaceChildren();
+  $('diff-base').textContent = prev ? prev : 'previous stage';
+  $('diff-toggle').disabled = !prev;
+  if (!r || !r.program) { pre.append(el('span', 'muted', r?.error ? 'No program: ' + r.error : 'No program.')); return; }
+  if (state.diff && prev) {
+    for (const { op, text } of diffLines(stageResult(prev).program, r.program)) {
+      const line = el('div', 'line ' + (op === '+' ? 'add' : op === '-' ? 'del' : 'same'));
+      line.append(el('span', 'gutter', op));
+      highlightLine(line, text);
+      pre.append(line);
+    }
+  } else {
+    r.program.split('\n').forEach((text, i) => {
+      const line = el('div', 'line');
+      line.append(el('span', 'gutter', i + 1));
+      highlightLine(line, text);
+      pre.append(line);
+    });
+  }
+}
