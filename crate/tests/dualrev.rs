@@ -70,7 +70,7 @@ fn running_example_every_stage() {
         assert_eq!(r.agrees, Some(true), "{st}");
         // x is used twice: the naive stage calls its backpropagator twice, the others once
         let calls = r.cost.counter("backprop_calls");
-        if *st == "dualrev/naive" {
+        if st == "dualrev/naive" {
             // out(1): d_x 25 + dz 12; dz 12: d_x 12 + d_y 12  →  out, d_x, dz, d_x, d_y
             assert_eq!(calls, 5);
         } else {
@@ -143,7 +143,7 @@ fn fig2_doubling_counts() {
     for st in dualrev() {
         let r = ok(&a, st);
         assert_eq!(r.gradient, vec![8.0], "{st}");
-        let want = if *st == "dualrev/naive" { 15 } else { 4 };
+        let want = if st == "dualrev/naive" { 15 } else { 4 };
         assert_eq!(r.cost.counter("backprop_calls"), want, "{st}");
     }
     // the naive stage's DAG shows how often each backpropagator runs: 8, 4, 2, 1 (Fig. 2)
@@ -163,7 +163,7 @@ fn doubling_chain_growth() {
         for st in dualrev() {
             let r = ok(&a, st);
             assert_eq!(r.gradient, vec![2f64.powi(n as i32)], "{st} n={n}");
-            let want = if *st == "dualrev/naive" { (1u64 << (n + 1)) - 1 } else { n as u64 + 1 };
+            let want = if st == "dualrev/naive" { (1u64 << (n + 1)) - 1 } else { n as u64 + 1 };
             assert_eq!(r.cost.counter("backprop_calls"), want, "{st} n={n}");
         }
     }
