@@ -44,6 +44,10 @@ impl Gen {
             return if self.below(4) == 0 || env.is_empty() { self.literal() } else { self.pick(env).clone() };
         }
         let d = depth - 1;
+        if self.below(12) == 0 {
+            // a type annotation (issue 14: annotations once broke the dualrev translations)
+            return format!("({} : R)", self.real(env, ienv, d));
+        }
         match self.below(18) {
             0 | 1 => format!("({} + {})", self.real(env, ienv, d), self.real(env, ienv, d)),
             2 => format!("({} - {})", self.real(env, ienv, d), self.real(env, ienv, d)),
@@ -91,8 +95,10 @@ impl Gen {
                 let k = self.fresh("k");
                 let mut ib = ienv.to_vec();
                 ib.push(k.clone());
+                // an integer negated inside the sum, whose annotation makes it an integer (issue 14)
+                let neg = if ienv.is_empty() { "-2".to_string() } else { format!("-{}", self.pick(ienv)) };
                 format!(
-                    "(case (if {c} then inl {} else inr ({}, 2)) of inl {a} -> {} | inr ({b}, {k}) -> {b} * real {k} + {})",
+                    "(case (if {c} then inl {} else inr ({}, {neg}) : R + (R, Z)) of inl {a} -> {} | inr ({b}, {k}) -> {b} * real {k} + {})",
                     self.real(env, ienv, d),
                     self.real(env, ienv, d),
                     self.real(&ea, ienv, d),
