@@ -14,6 +14,8 @@ cargo test -p cotangent-web
 
 echo "== web crate: wasm-bindgen tests (Node, headless Chromium)"
 cargo test --target wasm32-unknown-unknown -p cotangent-web
+echo "== web crate: the release wasm the page ships, at its nesting limit (Node)"
+cargo test --release --target wasm32-unknown-unknown -p cotangent-web --test node
 
 echo "== trunk build --release"
 trunk build --release

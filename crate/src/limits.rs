@@ -21,6 +21,19 @@ pub fn max_nesting() -> usize {
     }
 }
 
+/// The deepest bracket nesting the parser accepts: brackets cost more native stack per level than
+/// lets (the parser and every transform recurse on the nested expression, where let chains are
+/// walked in loops). In wasm 290 nested parentheses overflowed V8's stack in Node (release build),
+/// so the page allows 200, the bracket depth it ran before a bracket counted one level (issue 14,
+/// item 8); natively it is the `nesting` budget itself.
+pub fn max_brackets() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        200
+    } else {
+        max_nesting()
+    }
+}
+
 /// Runs `f` on a thread with a `NATIVE_STACK` stack natively; in wasm, runs it directly.
 pub fn run_with_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     if cfg!(target_arch = "wasm32") {

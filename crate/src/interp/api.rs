@@ -121,11 +121,13 @@ pub struct TraceStep {
     pub state: Vec<(String, Shown)>,
 }
 
-/// A value as a trace step or graph node shows it: its text, and the number when it is one real. Any
-/// value fits (an array cotangent, a sparse map, a rewrite step); a real serialises as a JSON number,
-/// anything else as its text.
+/// A value as a trace step or graph node shows it: the number when it is one real, its text otherwise.
+/// Any value fits (an array cotangent, a sparse map, a rewrite step); a real serialises as a JSON
+/// number, anything else as its text. A real's text is made only when it is displayed (traces hold
+/// many rows, and formatting every real made the page's runs measurably slower).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Shown {
+    /// The text of a value that is not one real (empty for a real).
     pub text: String,
     pub num: Option<f64>,
 }
@@ -143,13 +145,16 @@ impl Shown {
 
 impl From<f64> for Shown {
     fn from(x: f64) -> Shown {
-        Shown { text: crate::value::show_real(x), num: Some(x) }
+        Shown { text: String::new(), num: Some(x) }
     }
 }
 
 impl std::fmt::Display for Shown {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(&self.text)
+        match self.num {
+            Some(x) => f.write_str(&crate::value::show_real(x)),
+            None => f.write_str(&self.text),
+        }
     }
 }
 

@@ -90,6 +90,16 @@ pub(crate) fn nesting_error(span: Span) -> Diagnostic {
     )
 }
 
+pub(crate) fn bracket_error(span: Span) -> Diagnostic {
+    if crate::limits::max_brackets() == crate::limits::max_nesting() {
+        return nesting_error(span);
+    }
+    Diagnostic::error(
+        span,
+        format!("brackets nested too deeply (more than {}; the `nesting` budget for brackets)", crate::limits::max_brackets()),
+    )
+}
+
 /// Calls `f` on each direct subexpression of `e`.
 pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
     use ExprKind::*;

@@ -135,13 +135,14 @@ impl<'s> Parser<'s> {
         let toks = lex(src)?;
         let max = crate::limits::max_nesting();
         // Brackets are where nesting costs native stack: refuse deep ones before recursing at all.
+        let max_brackets = crate::limits::max_brackets();
         let mut depth = 0usize;
         for t in &toks {
             match t.tok {
                 Tok::LParen | Tok::LBrace => {
                     depth += 1;
-                    if depth > max {
-                        return Err(nesting_error(t.span));
+                    if depth > max_brackets {
+                        return Err(super::bracket_error(t.span));
                     }
                 }
                 Tok::RParen | Tok::RBrace => depth = depth.saturating_sub(1),
