@@ -97,9 +97,9 @@ fn is_fun(t: &Type) -> bool {
 /// Scans a type-checked program. Walks with an explicit stack (programs may be deep).
 pub fn scan(p: &Program) -> Found {
     let mut first: HashMap<Feature, Span> = HashMap::new();
-    let note = |f: Feature, s: Span, first: &mut HashMap<Feature, Span>| {
+    fn note(f: Feature, s: Span, first: &mut HashMap<Feature, Span>) {
         first.entry(f).or_insert(s);
-    };
+    }
     let globals: HashSet<&str> = p.defs.iter().map(|d| &*d.name.text).collect();
     // calls between definitions, for recursion through several of them
     let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
