@@ -9,7 +9,8 @@
 //! - Every `Expr` carries its `ty`; `Type::Unknown` until the type checker fills it in.
 //! - Target constructs (Delta terms, maps, IDs, ...) are `Builtin`s: a name whose type scheme and
 //!   runtime implementation a stage registers beside its transform, so the IR grows without new variants.
-//! - Arrays will join as `Type::Con("Array", [a])` with builtins, so no pass needs a rewrite for them.
+//! - Arrays are `Type::Con("Array", [a])` (`Type::array`): passes that walk types see a named
+//!   constructor; literals are `ExprKind::Array`, and every array operation is a `Prim` (prims.rs).
 
 use crate::diag::Span;
 use std::rc::Rc;
@@ -70,6 +71,17 @@ impl Type {
     }
     pub fn con(name: &str, args: Vec<Type>) -> Type {
         Type::Con(Rc::from(name), args)
+    }
+    /// `Array a`
+    pub fn array(elem: Type) -> Type {
+        Type::con("Array", vec![elem])
+    }
+    /// The element type of `Array a`.
+    pub fn as_array(&self) -> Option<&Type> {
+        match self {
+            Type::Con(n, ts) if &**n == "Array" && ts.len() == 1 => Some(&ts[0]),
+            _ => None,
+        }
     }
     /// `()` for zero types, the type itself for one, a tuple otherwise.
     pub fn tuple(mut ts: Vec<Type>) -> Type {
@@ -175,6 +187,8 @@ pub enum ExprKind {
     LetRec(Vec<FunDef>, Box<Expr>),
     /// n >= 2 components.
     Tuple(Vec<Expr>),
+    /// `[e1, ..., en]`, n >= 0: an array literal.
+    Array(Vec<Expr>),
     Fst(Box<Expr>),
     Snd(Box<Expr>),
     Inl(Box<Expr>),
@@ -298,7 +312,7 @@ pub fn each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
             fs.iter().for_each(|d| f(&d.body));
             f(b)
         }
-        ExprKind::Tuple(es) | ExprKind::Prim(_, es) => es.iter().for_each(f),
+        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter().for_each(f),
         ExprKind::Case(s, _, a, _, b) | ExprKind::If(s, a, b) => {
             f(s);
             f(a);
@@ -320,7 +334,7 @@ pub fn each_child_mut<'a>(e: &'a mut Expr, f: &mut dyn FnMut(&'a mut Expr)) {
             fs.iter_mut().for_each(|d| f(&mut d.body));
             f(b)
         }
-        ExprKind::Tuple(es) | ExprKind::Prim(_, es) => es.iter_mut().for_each(f),
+        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter_mut().for_each(f),
         ExprKind::Case(s, _, a, _, b) | ExprKind::If(s, a, b) => {
             f(s);
             f(a);

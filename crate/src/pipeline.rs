@@ -159,11 +159,25 @@ pub fn parse_value(text: &str, ty: &Type, what: &str, arg: &str) -> Result<Value
 }
 
 /// Whether a first-order value has the given type.
+/// Whether an array of arrays has rows of different lengths (inputs are regular, as the papers'
+/// arrays are: a matrix is `Array (Array R)` with rows of one length).
+pub fn is_ragged(rows: &[Value]) -> bool {
+    let len = |v: &Value| match v {
+        Value::Array(xs) => Some(xs.len()),
+        _ => None,
+    };
+    rows.first().and_then(len).is_some_and(|n| rows.iter().any(|r| len(r) != Some(n)))
+}
+
 pub fn fits(v: &Value, t: &Type) -> bool {
     match (v, t) {
         (Value::Real(_), Type::Real) | (Value::Int(_), Type::Int) | (Value::Bool(_), Type::Bool) | (Value::Unit, Type::Unit) => true,
         (Value::Int(_), Type::Real) => false,
         (Value::Tuple(vs), Type::Tuple(ts)) => vs.len() == ts.len() && vs.iter().zip(ts).all(|(v, t)| fits(v, t)),
+        (Value::Array(vs), t) if t.as_array().is_some() => {
+            let e = t.as_array().expect("checked");
+            vs.iter().all(|v| fits(v, e)) && !is_ragged(vs)
+        }
         (Value::Inl(v), Type::Sum(a, _)) => fits(v, a),
         (Value::Inr(v), Type::Sum(_, b)) => fits(v, b),
         _ => false,
@@ -369,6 +383,9 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
     builtins.extend(extra);
+    // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
+    // and `pure` do: every monadic translation may use them.
+    builtins.extend(crate::kit::arrays::monadic_builtins());
     // Printed before the type check, so that an ill-typed output can still be inspected.
     let mut printed = print_program(&out, &opts.print);
     let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(printed.clone());
@@ -546,7 +563,9 @@ pub fn approx_same(got: &Value, want: &Value) -> bool {
     match (got, want) {
         (Value::Real(a), Value::Real(b)) => close(*a, *b, 1e-9),
         (Value::Real(a), Value::Int(b)) => close(*a, *b as f64, 1e-9),
-        (Value::Tuple(xs), Value::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| approx_same(x, y)),
+        (Value::Tuple(xs), Value::Tuple(ys)) | (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| approx_same(x, y))
+        }
         (Value::Inl(x), Value::Inl(y)) | (Value::Inr(x), Value::Inr(y)) => approx_same(x, y),
         (a, b) => a.same(b),
     }

@@ -10,7 +10,7 @@
 
 use crate::build::*;
 use crate::deriv::Partial::{self, *};
-use crate::ir::Expr;
+use crate::ir::{Expr, Type};
 
 /// Saturated primitive operations of the source language (the papers' `op`s).
 /// Arithmetic and comparisons work on R and on Z: which one is read off the arguments' `ty`.
@@ -56,6 +56,24 @@ pub enum Prim {
     Log1p,
     Expm1,
     Sigmoid,
+    // Arrays (the language; Huot & Shaikhha's map2/reduce, Efficient CHAD §7's build/index/fold,
+    // and the array paper's operations). Their implementations run in the machine (interp/arrays.rs),
+    // where the functional ones call back into it.
+    /// `a ! i`
+    Index,
+    Length,
+    /// `sum : Array R -> R`
+    Sum,
+    Replicate,
+    Build,
+    Map,
+    Map2,
+    Fold,
+    Reduce,
+    Scanl,
+    Scanr,
+    Shift1L,
+    Shift1R,
 }
 
 /// How an operator groups with others of its precedence.
@@ -87,8 +105,11 @@ pub enum Base {
     Bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Typing {
+    /// A polymorphic signature: given a supply of fresh type variables, the argument types and the
+    /// result type (the array operations).
+    Poly(fn(&mut dyn FnMut() -> Type) -> (Vec<Type>, Type)),
     /// Every argument and the result are R, or every one is Z (R when nothing decides).
     Numeric,
     /// The arguments are both R or both Z; the result is Bool.
@@ -168,10 +189,13 @@ pub struct Row {
     /// None when the result on reals is not a differentiable real (comparisons, Z and Bool
     /// operations, `real`): stages pass those through on primals.
     pub jvp: Option<Jvp>,
+    /// The implementation of an array operation, run by the machine like a builtin (its functional
+    /// arguments are called back through `Machine::apply`).
+    pub on_array: Option<crate::interp::BuiltinFn>,
 }
 
 const fn row(prim: Prim, name: &'static str, syntax: Syntax, arity: usize, typing: Typing) -> Row {
-    Row { prim, name, syntax, arity, typing, on_real: None, on_int: None, on_bool: None, jvp: None }
+    Row { prim, name, syntax, arity, typing, on_real: None, on_int: None, on_bool: None, jvp: None, on_array: None }
 }
 const fn named(prim: Prim, name: &'static str, arity: usize, typing: Typing) -> Row {
     row(prim, name, Syntax::Named, arity, typing)
@@ -197,6 +221,10 @@ impl Row {
         self.jvp = Some(Jvp { uses_result, partials });
         self
     }
+    const fn array(mut self, f: crate::interp::BuiltinFn) -> Row {
+        self.on_array = Some(f);
+        self
+    }
 }
 
 const R_R: Typing = Typing::Mono(&[Base::R], Base::R);
@@ -209,12 +237,16 @@ use OnBool::*;
 use OnInt::*;
 use OnReal::*;
 use Typing::*;
+use crate::interp::arrays;
 
 /// Precedence of unary minus: tighter than `*`, looser than `**` (`-x ** 2` is `-(x ** 2)`, as in
 /// Haskell and Python).
 pub const NEG_PREC: u8 = 6;
-/// The tightest operator precedence (`**`); application binds tighter still.
-pub const MAX_PREC: u8 = 7;
+/// The tightest operator precedence (`!`, indexing, as Haskell's infixl 9 `!`); application binds
+/// tighter still.
+pub const MAX_PREC: u8 = 8;
+/// `**`: looser than `!` (`a ! i ** 2` is `(a ! i) ** 2`).
+const POW_PREC: u8 = 7;
 
 fn z_div(a: i64, b: i64) -> Result<i64, IntError> {
     if b == 0 {
@@ -320,7 +352,7 @@ pub const PRIMS: &[Row] = &[
     // d/dy = log x · x^y for x > 0, and 0 for x <= 0: at x = 0, 0^y = 0 for all y > 0; for x < 0,
     // x^y is real only at integer y, so it has no derivative in y and we take the one of a
     // constant exponent (as JAX does at x = 0). Thus d/dx x**2 at 0 is 0, at -3 is -6.
-    infix(Prim::Pow, "**", MAX_PREC, Right, RR_R).real(R2(f64::powf)).jvp(true, |a| {
+    infix(Prim::Pow, "**", POW_PREC, Right, RR_R).real(R2(f64::powf)).jvp(true, |a| {
         let (x, y) = (a.x(0), a.x(1));
         let dx = if_(p2(Prim::Eq, y.clone(), real(0.0)), real(0.0), mul(y.clone(), p2(Prim::Pow, x.clone(), sub(y, real(1.0)))));
         let dy = if_(p2(Prim::Gt, x.clone(), real(0.0)), mul(p1(Prim::Log, x), a.y()), real(0.0));
@@ -351,6 +383,67 @@ pub const PRIMS: &[Row] = &[
         .jvp(false, |a| vec![Times(div(real(1.0), add(real(1.0), a.x(0))))]),
     named(Prim::Expm1, "expm1", 1, R_R).real(R1(f64::exp_m1)).jvp(false, |a| vec![Times(p1(Prim::Exp, a.x(0)))]),
     named(Prim::Sigmoid, "sigmoid", 1, R_R).real(R1(sigmoid)).jvp(true, |a| vec![Times(mul(a.y(), sub(real(1.0), a.y())))]),
+    // Arrays. No partials: every stage translates them structurally, as containers of its dual
+    // numbers (the array paper's §4.1), except `sum`, which is `fold (+) 0.0` (`kit::arrays`).
+    infix(Prim::Index, "!", MAX_PREC, Left, Poly(|v| {
+        let a = v();
+        (vec![Type::array(a.clone()), Type::Int], a)
+    }))
+    .array(arrays::index),
+    named(Prim::Length, "length", 1, Poly(|v| (vec![Type::array(v())], Type::Int))).array(arrays::length),
+    named(Prim::Sum, "sum", 1, Poly(|_| (vec![Type::array(Type::Real)], Type::Real))).array(arrays::sum),
+    named(Prim::Replicate, "replicate", 2, Poly(|v| {
+        let a = v();
+        (vec![Type::Int, a.clone()], Type::array(a))
+    }))
+    .array(arrays::replicate),
+    named(Prim::Build, "build", 2, Poly(|v| {
+        let a = v();
+        (vec![Type::Int, Type::fun(Type::Int, a.clone())], Type::array(a))
+    }))
+    .array(arrays::build),
+    named(Prim::Map, "map", 2, Poly(|v| {
+        let (a, b) = (v(), v());
+        (vec![Type::fun(a.clone(), b.clone()), Type::array(a)], Type::array(b))
+    }))
+    .array(arrays::map),
+    named(Prim::Map2, "map2", 3, Poly(|v| {
+        let (a, b, c) = (v(), v(), v());
+        (vec![Type::fun(a.clone(), Type::fun(b.clone(), c.clone())), Type::array(a), Type::array(b)], Type::array(c))
+    }))
+    .array(arrays::map2),
+    // fold f z a = f (... (f z a0) ...) a_{n-1}
+    named(Prim::Fold, "fold", 3, Poly(|v| {
+        let (a, b) = (v(), v());
+        (vec![Type::fun(b.clone(), Type::fun(a.clone(), b.clone())), b.clone(), Type::array(a)], b)
+    }))
+    .array(arrays::fold),
+    // Huot & Shaikhha's reduce: f associative with unit z; run as a left fold.
+    named(Prim::Reduce, "reduce", 3, Poly(|v| {
+        let a = v();
+        (vec![Type::fun(a.clone(), Type::fun(a.clone(), a.clone())), a.clone(), Type::array(a.clone())], a)
+    }))
+    .array(arrays::fold),
+    named(Prim::Scanl, "scanl", 3, Poly(|v| {
+        let (a, b) = (v(), v());
+        (vec![Type::fun(b.clone(), Type::fun(a.clone(), b.clone())), b.clone(), Type::array(a)], Type::array(b))
+    }))
+    .array(arrays::scanl),
+    named(Prim::Scanr, "scanr", 3, Poly(|v| {
+        let (a, b) = (v(), v());
+        (vec![Type::fun(a.clone(), Type::fun(b.clone(), b.clone())), b.clone(), Type::array(a)], Type::array(b))
+    }))
+    .array(arrays::scanr),
+    named(Prim::Shift1L, "shift1L", 1, Poly(|v| {
+        let a = Type::array(v());
+        (vec![a.clone()], a)
+    }))
+    .array(arrays::shift1l),
+    named(Prim::Shift1R, "shift1R", 1, Poly(|v| {
+        let a = Type::array(v());
+        (vec![a.clone()], a)
+    }))
+    .array(arrays::shift1r),
 ];
 
 // The table is indexed by `Prim`: row i describes variant i.
@@ -360,7 +453,7 @@ const _: () = {
         assert!(PRIMS[i].prim as usize == i, "PRIMS must list the rows in the order of Prim's variants");
         i += 1;
     }
-    assert!(PRIMS.len() == Prim::Sigmoid as usize + 1, "every Prim has a row");
+    assert!(PRIMS.len() == Prim::Shift1R as usize + 1, "every Prim has a row");
 };
 
 impl Prim {
@@ -376,6 +469,11 @@ impl Prim {
     /// The surface name of a named primitive (`sin`), or the operator symbol (`+`).
     pub fn symbol(self) -> &'static str {
         self.info().name
+    }
+
+    /// Whether this is an array operation (run by the machine, translated structurally).
+    pub fn is_array_op(self) -> bool {
+        self.info().on_array.is_some()
     }
 
     /// Whether this primitive is written as a function application rather than an operator.

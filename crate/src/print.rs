@@ -207,7 +207,7 @@ impl Occ {
                 }
                 s.expr(b);
             }),
-            Tuple(es) => es.iter().for_each(|x| self.expr(x)),
+            Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
             Par(a, b) => {
                 self.expr(a);
                 self.expr(b);
@@ -367,7 +367,7 @@ impl<'o> Renamer<'o> {
                 self.expr(b);
                 self.unbind(bound);
             }
-            Tuple(es) => es.iter().for_each(|x| self.expr(x)),
+            Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
             Par(a, b) => {
                 self.expr(a);
                 self.expr(b);
@@ -433,7 +433,7 @@ fn level(e: &Expr) -> u8 {
     use ExprKind::*;
     match &e.kind {
         _ if is_negative_lit(e) => NEG,
-        Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) | Tuple(_) | Ann(..) => ATOM,
+        Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) | Tuple(_) | Array(_) | Ann(..) => ATOM,
         App(..) | Fst(_) | Snd(_) | Inl(_) | Inr(_) | Pure(_) => APP,
         Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => NEG,
         Prim(..) => as_binop(e).map_or(APP, |(_, l, ..)| l),
@@ -575,6 +575,12 @@ impl<'a, 'n> Printer<'a, 'n> {
         self.t("(").append(body).append(a.line_()).append(self.t(")")).group()
     }
 
+    fn array(&self, items: impl Iterator<Item = D<'a>>) -> D<'a> {
+        let a = self.a;
+        let body = a.line_().append(a.intersperse(items, self.t(",").append(a.line()))).nest(2);
+        self.t("[").append(body).append(a.line_()).append(self.t("]")).group()
+    }
+
     // ----- expressions -----
 
     fn expr(&self, e: &Expr, ctx: u8) -> D<'a> {
@@ -612,6 +618,7 @@ impl<'a, 'n> Printer<'a, 'n> {
             Unit => self.t("()"),
             Builtin(b) => a.text(b.to_string()),
             Tuple(es) => self.tuple(es.iter().map(|x| self.expr(x, 0))),
+            Array(es) => self.array(es.iter().map(|x| self.expr(x, 0))),
             Par(x, y) => self.expr(x, 2).append(a.line()).append(self.t("||| ")).append(self.operand(y, 2)).group(),
             Fst(x) => self.apply(self.t("fst"), std::iter::once(self.expr(x, ATOM))),
             Snd(x) => self.apply(self.t("snd"), std::iter::once(self.expr(x, ATOM))),

@@ -191,7 +191,7 @@ impl Cx<'_> {
             match self.shallow(&t) {
                 Type::Var(v) => self.subst[v as usize] = Some(Type::Real), // defaulting
                 Type::Real | Type::Int => {}
-                Type::Bool if op.info().typing == Typing::Equality => {}
+                Type::Bool if matches!(op.info().typing, Typing::Equality) => {}
                 other => {
                     return Err(Diagnostic::error(
                         span,
@@ -316,6 +316,14 @@ impl Cx<'_> {
                 }
                 Type::Tuple(ts)
             }
+            ExprKind::Array(es) => {
+                let a = self.fresh();
+                for e in es.iter_mut() {
+                    let t = self.infer(e)?;
+                    self.unify(&a, &t, e.span)?;
+                }
+                Type::array(a)
+            }
             ExprKind::Fst(x) => {
                 let (a, b) = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
@@ -398,6 +406,13 @@ impl Cx<'_> {
             Base::Bool => Type::Bool,
         };
         let typing = op.info().typing;
+        if let Typing::Poly(sig) = typing {
+            let (params, result) = sig(&mut || self.fresh());
+            for ((t, s), p) in args.iter().zip(&params) {
+                self.unify(p, t, *s)?;
+            }
+            return Ok(result);
+        }
         if let Typing::Mono(params, result) = typing {
             for ((t, s), &b) in args.iter().zip(params) {
                 self.unify(&base(b), t, *s)?;
@@ -410,7 +425,7 @@ impl Cx<'_> {
             self.unify(&t, a, *s)?;
         }
         self.numeric.push((t.clone(), span, op));
-        Ok(if typing == Typing::Numeric { t } else { Type::Bool })
+        Ok(if matches!(typing, Typing::Numeric) { t } else { Type::Bool })
     }
 }
 

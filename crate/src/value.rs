@@ -21,6 +21,8 @@ pub enum Value {
     Bool(bool),
     Unit,
     Tuple(Rc<[Value]>),
+    /// An array (any length, elements of one type).
+    Array(Rc<[Value]>),
     Inl(Rc<Value>),
     Inr(Rc<Value>),
     /// A function value; its representation belongs to the interpreter.
@@ -74,7 +76,7 @@ impl Value {
         let mut stack = vec![self];
         while let Some(v) = stack.pop() {
             match v {
-                Value::Tuple(vs) => stack.extend(vs.iter().rev()),
+                Value::Tuple(vs) | Value::Array(vs) => stack.extend(vs.iter().rev()),
                 Value::Inl(v) | Value::Inr(v) => stack.push(v),
                 v => f(v),
             }
@@ -87,6 +89,7 @@ impl Value {
         match self {
             Value::Real(_) => Value::Real(reals.next().unwrap_or(0.0)),
             Value::Tuple(vs) => Value::Tuple(vs.iter().map(|v| v.with_reals(reals)).collect()),
+            Value::Array(vs) => Value::Array(vs.iter().map(|v| v.with_reals(reals)).collect()),
             Value::Inl(v) => Value::Inl(Rc::new(v.with_reals(reals))),
             Value::Inr(v) => Value::Inr(Rc::new(v.with_reals(reals))),
             v => v.clone(),
@@ -100,7 +103,9 @@ impl Value {
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Unit, Value::Unit) => true,
-            (Value::Tuple(a), Value::Tuple(b)) => a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y)),
+            (Value::Tuple(a), Value::Tuple(b)) | (Value::Array(a), Value::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))
+            }
             (Value::Inl(a), Value::Inl(b)) | (Value::Inr(a), Value::Inr(b)) => a.same(b),
             _ => false,
         }
@@ -141,6 +146,16 @@ impl fmt::Display for Value {
                 }
                 write!(f, ")")
             }
+            Value::Array(vs) => {
+                write!(f, "[")?;
+                for (i, v) in vs.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                write!(f, "]")
+            }
             Value::Inl(v) => write!(f, "inl {}", Paren(v)),
             Value::Inr(v) => write!(f, "inr {}", Paren(v)),
             Value::Fun(_) => write!(f, "<function>"),
@@ -162,7 +177,7 @@ impl fmt::Display for Paren<'_> {
 }
 
 /// A value as JSON: reals and integers as numbers (non-finite reals as the strings "NaN", "Infinity",
-/// "-Infinity", see `json_real`), tuples as arrays, `inl v` as `{"inl": v}`, unit as `[]`, booleans as booleans.
+/// "-Infinity", see `json_real`), tuples and arrays as arrays, `inl v` as `{"inl": v}`, unit as `[]`, booleans as booleans.
 pub fn to_json(v: &Value) -> serde_json::Value {
     use serde_json::Value as J;
     match v {
@@ -170,7 +185,7 @@ pub fn to_json(v: &Value) -> serde_json::Value {
         Value::Int(i) => J::from(*i),
         Value::Bool(b) => J::Bool(*b),
         Value::Unit => J::Array(vec![]),
-        Value::Tuple(vs) => J::Array(vs.iter().map(to_json).collect()),
+        Value::Tuple(vs) | Value::Array(vs) => J::Array(vs.iter().map(to_json).collect()),
         Value::Inl(v) => serde_json::json!({ "inl": to_json(v) }),
         Value::Inr(v) => serde_json::json!({ "inr": to_json(v) }),
         Value::Fun(_) => J::String("<function>".into()),

@@ -15,7 +15,7 @@
 
 use super::{Builtin, Builtins, RunError};
 use crate::diag::Span;
-use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program};
+use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program, Scheme, Type};
 use crate::value::Value;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -65,6 +65,8 @@ pub(crate) enum Code {
     /// The group, the slots its members are bound to in the current frame, the body.
     LetRec(Rc<GroupCode>, Box<[u32]>, Box<Code>),
     Tuple(Box<[Code]>),
+    /// `[e1, ..., en]`
+    ArrayLit(Box<[Code]>),
     Fst(Box<Code>, Span),
     Snd(Box<Code>, Span),
     Inl(Box<Code>),
@@ -347,6 +349,7 @@ impl Lowerer<'_> {
             ExprKind::App(..) => self.app(e)?,
             ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => self.spine(e)?,
             ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
+            ExprKind::Array(es) => Code::ArrayLit(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
             // `e1 ||| e2` runs as the pair (e1, e2), left to right
             ExprKind::Par(a, b) => Code::Tuple(vec![self.expr(a)?, self.expr(b)?].into()),
             ExprKind::Fst(a) => Code::Fst(bx(self.expr(a)?), e.span),
@@ -368,6 +371,12 @@ impl Lowerer<'_> {
                         e.span,
                         format!("primitive `{}` expects {} arguments, got {}", op.symbol(), op.arity(), args.len()),
                     ));
+                }
+                if let Some(run) = op.info().on_array {
+                    // an array operation runs like a builtin (its functions are called back)
+                    let b = Rc::new(Builtin { name: op.symbol(), scheme: Scheme::mono(Type::Unknown), arity: args.len(), lazy_last: false, run });
+                    let all = args.iter().map(|a| self.expr(a)).collect::<Result<_, _>>()?;
+                    return Ok(Code::CallB(b, all, e.span));
                 }
                 match (op, &args[..]) {
                     (Prim::And, [a, b]) => Code::And(bx(self.expr(a)?), bx(self.expr(b)?), e.span),

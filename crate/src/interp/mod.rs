@@ -17,6 +17,7 @@
 //! that created them.
 
 pub mod api;
+pub(crate) mod arrays;
 mod lower;
 mod prim;
 mod run;

@@ -67,6 +67,7 @@ fn kind(v: &Value) -> &'static str {
         Value::Bool(_) => "a boolean",
         Value::Unit => "()",
         Value::Tuple(_) => "a tuple",
+        Value::Array(_) => "an array",
         Value::Inl(_) | Value::Inr(_) => "a sum",
         Value::Fun(_) => "a function",
         Value::Ext(e) => e.type_name(),
@@ -331,11 +332,14 @@ impl Machine<'_> {
                 }
                 Next::Eval(&**body)
             }
-            Code::Tuple(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _) if !items.is_empty() => {
+            Code::Tuple(items) | Code::ArrayLit(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _)
+                if !items.is_empty() =>
+            {
                 self.kont.push(Kont::Collect(c, 0));
                 Next::Eval(&items[0])
             }
             Code::Tuple(_) => self.ret(Value::Unit),
+            Code::ArrayLit(_) => self.ret(Value::Array(Rc::from(vec![]))),
             Code::CallB(b, _, span) => return self.call_builtin(b, vec![], *span),
             Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vec![], thunk, *span),
             Code::Fst(a, span) => {
@@ -401,8 +405,8 @@ impl Machine<'_> {
                 self.vals.push(v);
                 let code = node(c);
                 let items = match code {
-                    Code::Tuple(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _) => items,
-                    _ => unreachable!("Collect frames are only pushed for tuples and builtin calls"),
+                    Code::Tuple(items) | Code::ArrayLit(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _) => items,
+                    _ => unreachable!("Collect frames are only pushed for tuples, arrays and builtin calls"),
                 };
                 let i = i as usize + 1;
                 if i < items.len() {
@@ -414,6 +418,10 @@ impl Machine<'_> {
                     Code::Tuple(_) => {
                         self.alloc(1)?;
                         self.ret(Value::Tuple(vs.into()))
+                    }
+                    Code::ArrayLit(_) => {
+                        self.alloc(vs.len() as u64)?;
+                        self.ret(Value::Array(vs.into()))
                     }
                     Code::CallB(b, _, span) => return self.call_builtin(b, vs, *span),
                     Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vs, thunk, *span),

@@ -2,6 +2,7 @@
 //! imports its chain's `common` and this kit, never another stage file.
 
 pub mod passes;
+pub mod arrays;
 pub mod polytypic;
 pub mod rewrite;
 pub mod translate;

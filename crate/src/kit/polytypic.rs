@@ -5,7 +5,7 @@
 //! constructor (arrays) means adding its case here.
 
 use crate::build::*;
-use crate::ir::{Expr, Name, Pat, Type};
+use crate::ir::{Expr, Name, Pat, Prim, Type};
 
 /// What the type translation does at the two places the papers' `D[τ]` differ.
 pub struct TypeRule<'a> {
@@ -59,6 +59,25 @@ pub fn map_shape_acc(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, leaf: &dyn Fn(
             let right = let_(ppair(pvar(&yb), pvar(&nb)), map_shape_acc(b, var(&xb), n, fr, leaf), pair(inr(var(&yb)), var(&nb)));
             case(x, pvar(&xa), left, pvar(&xb), right)
         }
+        // arrays thread n through their elements: the accumulators before each element are a scanl,
+        // then each element is walked from its own:
+        // let ns = scanl (λn v. snd (go (v, n))) n xs in (build (length xs) (λi. fst (go (xs ! i, ns ! i))), ns ! length xs)
+        t if t.as_array().is_some() => {
+            let elem = t.as_array().expect("checked");
+            let (xs, ns, go, v, m, i) = (fr.name("xs"), fr.name("ns"), fr.name("go"), fr.name("v"), fr.name("n"), fr.name("i"));
+            let walk = lam(ppair(pvar(&v), pvar(&m)), map_shape_acc(elem, var(&v), var(&m), fr, leaf));
+            let (v2, m2) = (fr.name("v"), fr.name("n"));
+            let step = lam(pvar(&m2), lam(pvar(&v2), snd(app(var(&go), pair(var(&v2), var(&m2))))));
+            let len = prim(Prim::Length, vec![var(&xs)]);
+            let at_i = |a: &Name| prim(Prim::Index, vec![var(a), var(&i)]);
+            let each = lam(pvar(&i), fst(app(var(&go), pair(at_i(&xs), at_i(&ns)))));
+            let body = pair(prim(Prim::Build, vec![len.clone(), each]), prim(Prim::Index, vec![var(&ns), len]));
+            let_(
+                pvar(&xs),
+                x,
+                let_(pvar(&go), walk, let_(pvar(&ns), prim(Prim::Scanl, vec![step, n, var(&xs)]), body)),
+            )
+        }
         t => leaf(t, x, n),
     }
 }
@@ -77,6 +96,8 @@ pub struct Zip<'a> {
     pub inject: &'a dyn Fn(bool, Expr) -> Expr,
     /// Where the two values' tags differ, from the first value at its side's type.
     pub mismatch: &'a dyn Fn(&Type, Expr, &mut Fresh) -> Expr,
+    /// An array's result from the array of its elements' results (`map2` over the two arrays).
+    pub array: &'a dyn Fn(Expr) -> Expr,
 }
 
 /// Code that destructures `a : ty` and `b : ty` together and combines them leaf by leaf:
@@ -99,11 +120,19 @@ pub fn zip_shape(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh, z: &Zip) -> Expr {
             let right = case(b, pwild(), differ, pvar(&yb), (z.inject)(true, zip_shape(r, var(&xb), var(&yb), fr, z)));
             case(a, pvar(&xa), left, pvar(&xb), right)
         }
+        // map2 (λa b. zip_elem (a, b)) a b, then the array's combination (`sum` for a dot product)
+        t if t.as_array().is_some() => {
+            let elem = t.as_array().expect("checked");
+            let (x, y) = (fr.name(ma), fr.name(mb));
+            let each = lam(pvar(&x), lam(pvar(&y), zip_shape(elem, var(&x), var(&y), fr, z)));
+            (z.array)(prim(Prim::Map2, vec![each, a, b]))
+        }
         t => (z.leaf)(t, a, b),
     }
 }
 
-/// The number of real leaves of a first-order type (both sides of a sum).
+/// The number of real leaves of a first-order type (both sides of a sum); an array's elements,
+/// whose number is known only at run time, are not counted (the `R^a` stages refuse arrays).
 pub fn count_reals(t: &Type) -> usize {
     match t {
         Type::Real => 1,
@@ -113,9 +142,14 @@ pub fn count_reals(t: &Type) -> usize {
     }
 }
 
-/// Whether a first-order type has a real leaf anywhere.
+/// Whether a first-order type has a real leaf anywhere (also inside arrays).
 pub fn has_real(t: &Type) -> bool {
-    count_reals(t) > 0
+    match t {
+        Type::Real => true,
+        Type::Tuple(ts) => ts.iter().any(has_real),
+        Type::Sum(a, b) => has_real(a) || has_real(b),
+        t => t.as_array().is_some_and(has_real),
+    }
 }
 
 /// `R^a`: a real, or a (nested) tuple of them.
@@ -142,6 +176,13 @@ pub fn map_shape(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr, 
             let eb = inr(map_shape(b, var(&nb), fr, leaf));
             case(x, pvar(&na), ea, pvar(&nb), eb)
         }
+        // map (λv. go v) x
+        t if t.as_array().is_some() => {
+            let elem = t.as_array().expect("checked");
+            let v = fr.name("v");
+            let each = lam(pvar(&v), map_shape(elem, var(&v), fr, leaf));
+            prim(Prim::Map, vec![each, x])
+        }
         t => leaf(t, x, fr),
     }
 }
@@ -157,6 +198,7 @@ pub fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
         tuple: &|terms| terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0)),
         inject: &|_, e| e,
         mismatch: &|_, _, _| real(0.0),
+        array: &|elems| prim(Prim::Sum, vec![elems]),
     };
     zip_shape(ty, a, b, fr, &z)
 }

@@ -118,6 +118,17 @@ fn typing_and_implementations_agree() {
             Typing::Numeric | Typing::Compare => (true, true, false),
             Typing::Equality => (true, true, true),
             Typing::Mono(args, _) => (args[0] == Base::R, args[0] == Base::Z, args[0] == Base::Bool),
+            // the array operations run in the machine, on any element type
+            Typing::Poly(sig) => {
+                let mut n = 0;
+                let (params, _) = sig(&mut || {
+                    n += 1;
+                    crate::ir::Type::Var(n)
+                });
+                assert_eq!(params.len(), row.arity, "{}: typing arity", row.name);
+                assert!(row.on_array.is_some(), "{}: an array operation has its implementation", row.name);
+                (false, false, false)
+            }
         };
         assert_eq!((r, z, b), expected, "{}: implemented on exactly the types its typing admits", row.name);
         if let Typing::Mono(args, _) = row.typing {
@@ -135,11 +146,11 @@ fn typing_and_implementations_agree() {
 fn every_primitive_parses_from_its_spelling_and_prints_back() {
     for row in PRIMS {
         let call = match row.syntax {
-            Syntax::Named => format!("{} {}", row.name, if row.arity == 1 { "a" } else { "a b" }),
+            Syntax::Named => format!("{} {}", row.name, ["a", "a b", "a b c"][row.arity - 1]),
             Syntax::Prefix(_) => format!("{}a", row.name),
             Syntax::Infix(..) => format!("a {} b", row.name),
         };
-        let src = format!("def main (a, b) = {call}\n");
+        let src = format!("def main (a, b, c) = {call}\n");
         let p = crate::syntax::parse_program(&src).unwrap_or_else(|d| panic!("{src}: {d:?}"));
         let body = &p.defs[0].body;
         let ExprKind::Lam(_, _, body) = &body.kind else { panic!("{src}") };
@@ -211,6 +222,9 @@ fn operators_lex_longest_first() {
     assert_eq!(operator_prefix_of("<= b"), Some("<="));
     assert_eq!(operator_prefix_of("mod"), None);
     assert_eq!(operator("mod"), Some("mod"));
-    assert_eq!(infix_op("**"), Some((Prim::Pow, MAX_PREC, Assoc::Right)));
+    assert_eq!(infix_op("**"), Some((Prim::Pow, MAX_PREC - 1, Assoc::Right)));
+    assert_eq!(infix_op("!"), Some((Prim::Index, MAX_PREC, Assoc::Left)));
+    assert_eq!(operator_prefix_of("!= b"), Some("!="));
+    assert_eq!(operator_prefix_of("! i"), Some("!"));
     assert_eq!(prefix_op("-"), Some((Prim::Neg, NEG_PREC)));
 }

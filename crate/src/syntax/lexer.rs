@@ -29,6 +29,8 @@ pub enum Tok {
     RParen,
     LBrace,
     RBrace,
+    LBracket,
+    RBracket,
     Comma,
     Semi,
     Colon,
@@ -85,6 +87,8 @@ impl Tok {
             Tok::RParen => ")",
             Tok::LBrace => "{",
             Tok::RBrace => "}",
+            Tok::LBracket => "[",
+            Tok::RBracket => "]",
             Tok::Comma => ",",
             Tok::Semi => ";",
             Tok::Colon => ":",
@@ -194,6 +198,8 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
                     ')' => Tok::RParen,
                     '{' => Tok::LBrace,
                     '}' => Tok::RBrace,
+                    '[' => Tok::LBracket,
+                    ']' => Tok::RBracket,
                     ',' => Tok::Comma,
                     ';' => Tok::Semi,
                     ':' => Tok::Colon,
@@ -208,12 +214,6 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Diagnostic> {
                         return Err(Diagnostic::error(
                             Span::new(i, i + 1),
                             "unexpected character `&`: logical and is written `&&`",
-                        ))
-                    }
-                    '!' => {
-                        return Err(Diagnostic::error(
-                            Span::new(i, i + 1),
-                            "unexpected character `!`: write `not e` for negation and `!=` for inequality",
                         ))
                     }
                     _ => {

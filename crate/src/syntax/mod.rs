@@ -55,7 +55,7 @@ pub fn value_of(e: &Expr) -> Result<Value, Diagnostic> {
     let not_const = |e: &Expr| {
         Diagnostic::error(
             e.span,
-            "not a constant value: expected a number, `true`, `false`, `()`, a tuple, or `inl`/`inr` of a constant",
+            "not a constant value: expected a number, `true`, `false`, `()`, a tuple, an array `[...]`, or `inl`/`inr` of a constant",
         )
     };
     Ok(match &e.kind {
@@ -64,6 +64,7 @@ pub fn value_of(e: &Expr) -> Result<Value, Diagnostic> {
         ExprKind::Bool(b) => Value::Bool(*b),
         ExprKind::Unit => Value::Unit,
         ExprKind::Tuple(es) => Value::tuple(es.iter().map(value_of).collect::<Result<_, _>>()?),
+        ExprKind::Array(es) => Value::Array(es.iter().map(value_of).collect::<Result<_, _>>()?),
         ExprKind::Inl(x) => Value::Inl(Rc::new(value_of(x)?)),
         ExprKind::Inr(x) => Value::Inr(Rc::new(value_of(x)?)),
         ExprKind::Ann(x, _) => value_of(x)?,
@@ -114,7 +115,7 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
             defs.iter().for_each(|d| f(&d.body));
             f(b)
         }
-        Tuple(es) | Prim(_, es) => es.iter().for_each(f),
+        Tuple(es) | Array(es) | Prim(_, es) => es.iter().for_each(f),
         Case(s, _, a, _, b) => {
             f(s);
             f(a);
@@ -158,7 +159,7 @@ pub(crate) fn drop_deep(e: Expr) {
                 }
                 stack.push(take(b));
             }
-            Tuple(es) | Prim(_, es) => stack.append(es),
+            Tuple(es) | Array(es) | Prim(_, es) => stack.append(es),
             Case(s, _, a, _, b) | If(s, a, b) => {
                 stack.push(take(s));
                 stack.push(take(a));

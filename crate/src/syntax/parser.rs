@@ -95,7 +95,7 @@ fn prefix(t: &Tok) -> Option<(Prim, u8)> {
 }
 
 fn starts_atom(t: &Tok) -> bool {
-    matches!(t, Tok::Ident(_) | Tok::Int(_) | Tok::Real(_) | Tok::True | Tok::False | Tok::LParen | Tok::Do)
+    matches!(t, Tok::Ident(_) | Tok::Int(_) | Tok::Real(_) | Tok::True | Tok::False | Tok::LParen | Tok::LBracket | Tok::Do)
 }
 
 fn starts_pat(t: &Tok) -> bool {
@@ -216,6 +216,7 @@ impl<'s> Parser<'s> {
         let msg = match self.peek() {
             Tok::RParen => "unmatched `)`: no `(` is open here".to_string(),
             Tok::RBrace => "unmatched `}`: no `{` is open here".to_string(),
+            Tok::RBracket => "unmatched `]`: no `[` is open here".to_string(),
             Tok::In => "unexpected `in` without a matching `let`".to_string(),
             Tok::Then | Tok::Else => format!("unexpected `{}` without a matching `if`", self.peek().text()),
             Tok::Of => "unexpected `of` without a matching `case`".to_string(),
@@ -682,11 +683,38 @@ impl<'s> Parser<'s> {
             Tok::True => ExprKind::Bool(true),
             Tok::False => ExprKind::Bool(false),
             Tok::LParen => return self.parse_paren(),
+            Tok::LBracket => return self.parse_array(),
             Tok::Do => return self.parse_do(),
             _ => return Err(self.expected("an expression")),
         };
         self.bump();
         Ok(Expr::new(kind, span))
+    }
+
+    /// `[]`, `[e1, ..., en]`: an array literal (one nesting level, like a parenthesis).
+    fn parse_array(&mut self) -> PResult<Expr> {
+        let open = self.bump().span;
+        let saved = self.depth;
+        let r = self.enter(open).and_then(|()| {
+            let mut items = vec![];
+            if self.peek() != &Tok::RBracket {
+                let mut ctx = "after `[`";
+                loop {
+                    let saved = self.depth;
+                    let e = self.parse_expr_inner(ctx);
+                    self.depth = saved;
+                    items.push(e?);
+                    if self.eat(&Tok::Comma).is_none() {
+                        break;
+                    }
+                    ctx = "after `,`";
+                }
+            }
+            self.expect_lazy(&Tok::RBracket, |p| format!("`]` to close the `[` opened at line {}", p.line(open)))?;
+            Ok(items)
+        });
+        self.depth = saved;
+        Ok(Expr::new(ExprKind::Array(r?), self.since(open.start)))
     }
 
     /// `()`, `(e)`, `(e : T)`, `(e1, ..., en)`.

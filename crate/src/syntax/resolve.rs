@@ -205,6 +205,7 @@ impl<'b> Resolver<'b> {
             ExprKind::Tuple(es) => ExprKind::Tuple(es.into_iter().map(|e| self.expr(e)).collect()),
             ExprKind::Par(a, b) => ExprKind::Par(Box::new(self.expr(*a)), Box::new(self.expr(*b))),
             ExprKind::Prim(op, es) => ExprKind::Prim(op, es.into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Array(es) => ExprKind::Array(es.into_iter().map(|e| self.expr(e)).collect()),
             ExprKind::Fst(b) => ExprKind::Fst(Box::new(self.expr(*b))),
             ExprKind::Snd(b) => ExprKind::Snd(Box::new(self.expr(*b))),
             ExprKind::Inl(b) => ExprKind::Inl(Box::new(self.expr(*b))),

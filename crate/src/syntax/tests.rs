@@ -45,6 +45,7 @@ pub(super) fn sx(e: &Expr) -> String {
             sx(b)
         ),
         Tuple(es) => format!("(tuple {})", all(es)),
+        Array(es) => format!("(array {})", all(es)),
         Fst(b) => format!("(fst {})", sx(b)),
         Snd(b) => format!("(snd {})", sx(b)),
         Inl(b) => format!("(inl {})", sx(b)),
@@ -202,11 +203,15 @@ fn primitives_are_saturated_or_eta_expanded() {
     assert_eq!(e("sin x + cos (tan x)"), "(+ (sin x) (cos (tan x)))");
     assert_eq!(e("atan2 y x"), "(atan2 y x)");
     assert_eq!(e("atan2 y x z"), "((atan2 y x) z)");
-    assert_eq!(e("map sin xs"), "((map (\\x#1 (sin x#1))) xs)");
+    assert_eq!(e("map sin xs"), "(map (\\x#1 (sin x#1)) xs)");
     assert_eq!(e("atan2 y"), "(\\x#1 (atan2 y x#1))");
     assert_eq!(e("atan2 (f y)"), "(let a#1 (f y) (\\x#2 (atan2 a#1 x#2)))");
     assert_eq!(e("atan2"), "(\\x#1 (\\x#2 (atan2 x#1 x#2)))");
-    assert_eq!(e("map fst ps"), "((map (\\x#1 (fst x#1))) ps)");
+    assert_eq!(e("map fst ps"), "(map (\\x#1 (fst x#1)) ps)");
+    assert_eq!(e("xs ! 2 + 1.0"), "(+ (! xs 2) 1.0)");
+    assert_eq!(e("f a ! i ** 2.0"), "(** (! (f a) i) 2.0)");
+    assert_eq!(e("[1.0, x ! 0]"), "(array 1.0 (! x 0))");
+    assert_eq!(e("[]"), "(array )");
     assert_eq!(e("(inl, not)"), "(tuple (\\x#1 (inl x#1)) (\\x#2 (not x#2)))");
     assert_eq!(e("real n + exp (log (sqrt (abs (tanh x))))"), "(+ (real n) (exp (log (sqrt (abs (tanh x))))))");
     assert_eq!(e("let fst = 1 in fst"), "(let fst#1 1 fst#1)");
@@ -264,7 +269,7 @@ fn closed_expressions_and_values() {
     assert_eq!(v("-9223372036854775808").unwrap(), "-9223372036854775808");
     assert_eq!(
         v("(1.0, 2.0 + 1.0)").unwrap_err(),
-        "cli:1:7: error: not a constant value: expected a number, `true`, `false`, `()`, a tuple, or `inl`/`inr` of a constant\n    1 | (1.0, 2.0 + 1.0)\n      |       ^^^^^^^^^\n"
+        "cli:1:7: error: not a constant value: expected a number, `true`, `false`, `()`, a tuple, an array `[...]`, or `inl`/`inr` of a constant\n    1 | (1.0, 2.0 + 1.0)\n      |       ^^^^^^^^^\n"
     );
     assert!(v("\\x -> x").is_err());
     let d = parse_expr("(1.0, y)").unwrap_err();
@@ -348,7 +353,9 @@ fn broken_programs() {
         ("def main x = (x + 1",
          "t.cot:1:20: error: unexpected end of input: expected `)` to close the `(` opened at line 1\n    1 | def main x = (x + 1\n      |                    ^\n"),
         ("def main x =\n  (x +\n   1 ]",
-         "t.cot:3:6: error: unexpected character `]`\n    3 |    1 ]\n      |      ^\n"),
+         "t.cot:3:6: error: expected `)` to close the `(` opened at line 2, found `]`\n    3 |    1 ]\n      |      ^\n"),
+        ("def main x =\n  [x,\n   1.0 )",
+         "t.cot:3:8: error: expected `]` to close the `[` opened at line 2, found `)`\n    3 |    1.0 )\n      |        ^\n"),
         ("def main x =\n  f (x, (1, 2)\ndef g = 1",
          "t.cot:3:1: error: expected `)` to close the `(` opened at line 2, found `def`\n    3 | def g = 1\n      | ^^^\n"),
         ("def main x = x + y",

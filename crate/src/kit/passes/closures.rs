@@ -430,6 +430,7 @@ impl<'a> Tr<'a> {
             }
             ExprKind::App(f, a) => return self.app(e, f, a),
             ExprKind::Tuple(es) => ExprKind::Tuple(es.iter().map(|x| self.tr(x)).collect::<Result<_, _>>()?),
+            ExprKind::Array(es) => ExprKind::Array(es.iter().map(|x| self.tr(x)).collect::<Result<_, _>>()?),
             ExprKind::Prim(op, es) => {
                 let mut xs: Vec<Expr> = es.iter().map(|x| self.tr(x)).collect::<Result<_, _>>()?;
                 // A lifted code is typed on its own, where `+` on unconstrained operands defaults

@@ -333,6 +333,14 @@ impl<'a> Cx<'a> {
                 }
                 dynamic(ExprKind::Prim(*op, xs))
             }
+            ExprKind::Array(es) => {
+                let mut xs = vec![];
+                for a in es {
+                    let v = self.eval(a, env)?;
+                    xs.push(self.reify(v)?);
+                }
+                dynamic(ExprKind::Array(xs))
+            }
             ExprKind::Ann(x, t) => match self.eval(x, env)? {
                 Val::Dyn(x) => dynamic(ExprKind::Ann(Box::new(x), t.clone())),
                 v => Ok(v),

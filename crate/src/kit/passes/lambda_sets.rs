@@ -248,7 +248,7 @@ impl<'a> Analysis<'a> {
                 self.at_of.insert(e as *const Expr, tf);
                 r
             }
-            ExprKind::Tuple(es) | ExprKind::Prim(_, es) => {
+            ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => {
                 let ts = es.iter().map(|x| self.infer(x)).collect::<Result<Vec<_>, _>>()?;
                 if let ExprKind::Tuple(_) = e.kind {
                     At::Tup(ts)

@@ -81,6 +81,7 @@ fn zip_s(ty: &Type, s: Expr, ds: Expr, fr: &mut Fresh) -> Expr {
         tuple: &tuple,
         inject: &|right, e| if right { inr(e) } else { inl(e) },
         mismatch: &zero,
+        array: &|elems| elems,
     };
     zip_shape(ty, s, ds, fr, &z)
 }

@@ -70,6 +70,9 @@ pub fn cot_add(a: &Value, b: &Value) -> Value {
         (Value::Tuple(xs), Value::Tuple(ys)) if xs.len() == ys.len() => {
             Value::Tuple(xs.iter().zip(ys.iter()).map(|(x, y)| cot_add(x, y)).collect())
         }
+        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => {
+            Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| cot_add(x, y)).collect())
+        }
         (Value::Inl(x), Value::Inl(y)) => Value::Inl(std::rc::Rc::new(cot_add(x, y))),
         (Value::Inr(x), Value::Inr(y)) => Value::Inr(std::rc::Rc::new(cot_add(x, y))),
         (a, _) => a.clone(),

@@ -152,6 +152,8 @@ impl<'a> Monadic<'a> {
             }
             // D[(s, t)] = do x ← D[s]; y ← D[t]; pure (x, y)  (Fig. 8)
             Tuple(es) => self.with_values(es, vec![], &mut |_, vs| pure(tuple(vs))),
+            // arrays of dual numbers (the array paper §4.1), lifted like tuples
+            Array(es) => self.with_values(es, vec![], &mut |_, vs| pure(Expr::gen(Array(vs)))),
             // D⁵[t ⋆ s] = D⁵[t] ⋆' D⁵[s]  (§12.3: the only use of ⋆')
             Par(a, b) if self.fork => {
                 let (ta, tb) = (self.tr(a), self.tr(b));
@@ -181,6 +183,19 @@ impl<'a> Monadic<'a> {
     }
 
     fn prim(&mut self, op: Prim, args: &[Expr]) -> Expr {
+        if op == Prim::Sum {
+            // D[sum a] = D[fold (λacc x. acc + x) 0.0 a]
+            let folded = crate::kit::arrays::sum_as_fold(&args[0], &mut self.fr);
+            return self.tr(&folded);
+        }
+        if op.is_array_op() {
+            // D[map f a] = do f' ← D[f]; a' ← D[a]; mapM f' a' (the monadic form: f' returns M),
+            // and the operations without functions on values: D[a ! i] = do …; pure (a' ! i')
+            return self.with_values(args, vec![], &mut |_, vs| match crate::kit::arrays::monadic(op) {
+                Some(name) => apps(builtin(name), vs),
+                None => pure(prim(op, vs)),
+            });
+        }
         let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
         if op == Prim::ToReal {
             // real k depends on no real input: a constant

@@ -104,6 +104,35 @@ pub fn interleave_down(ty: &Type, x: Expr, d: Expr, fr: &mut Fresh, mode: Down) 
             let (yb, eb) = side(r, false, fr);
             case(x, pvar(&ya), ea, pvar(&yb), eb)
         }
+        // Arrays (not in the paper, whose language has none; the array paper §4.1's arrays of dual
+        // numbers): element k gets the backpropagator that puts its cotangent at k of an array of zeros
+        // (Figs. 7–8), or updates element k (Fig. 9). As with tuples, summing these one-hot arrays
+        // costs O(n) each: the §8–9 collectors are what make that cheap.
+        t if t.as_array().is_some() => {
+            let elem = t.as_array().expect("checked");
+            let (xs, k) = (fr.name("xs"), fr.name("k"));
+            let len = || prim(Prim::Length, vec![var(&xs)]);
+            let at = |a: &Name, i: &Name| prim(Prim::Index, vec![var(a), var(i)]);
+            let dk = match mode {
+                // linλz. d (build (length xs) (λj. if j == k then z else zeroOf (xs ! j)))
+                Down::Naive | Down::Staged => {
+                    let (z, j) = (fr.name("z"), fr.name("j"));
+                    let pick = if_(prim(Prim::Eq, vec![var(&j), var(&k)]), var(&z), app(builtin("zeroOf"), at(&xs, &j)));
+                    let body = app(d.clone(), prim(Prim::Build, vec![len(), lam(pvar(&j), pick)]));
+                    linlam(pvar(&z), if *elem == Type::Real { app(builtin("counted"), body) } else { body })
+                }
+                // λf. d (λv. build (length v) (λj. if j == k then f (v ! j) else v ! j))
+                Down::Cayley => {
+                    let (f, v, j) = (fr.name("f"), fr.name("v"), fr.name("j"));
+                    let pick = if_(prim(Prim::Eq, vec![var(&j), var(&k)]), app(var(&f), at(&v, &j)), at(&v, &j));
+                    let upd = lam(pvar(&v), prim(Prim::Build, vec![prim(Prim::Length, vec![var(&v)]), lam(pvar(&j), pick)]));
+                    lam(pvar(&f), app(d.clone(), upd))
+                }
+            };
+            let each = lam(pvar(&k), interleave_down(elem, at(&xs, &k), dk, fr, mode));
+            let all = if mode == Down::Naive { prim(Prim::Build, vec![len(), each]) } else { apps(builtin("buildM"), [len(), each]) };
+            let_(pvar(&xs), x, all)
+        }
         // Interleave_Z = λ(n, d). n
         _ => ret(x),
     }
@@ -138,6 +167,16 @@ pub fn interleave_up(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(Expr, &mu
             let (ya, ea) = side(l, true, fr);
             let (yb, eb) = side(r, false, fr);
             case(x, pvar(&ya), ea, pvar(&yb), eb)
+        }
+        // Arrays: do ps ← buildM (length xs) (λk. Interleave (xs ! k)); pure (map fst ps, λa. map (λp. snd p a) ps)
+        t if t.as_array().is_some() => {
+            let elem = t.as_array().expect("checked");
+            let (xs, k, ps, p1, p2, a) = (fr.name("xs"), fr.name("k"), fr.name("ps"), fr.name("p"), fr.name("p"), fr.name("a"));
+            let each = lam(pvar(&k), interleave_up(elem, prim(Prim::Index, vec![var(&xs), var(&k)]), fr, leaf));
+            let made = apps(builtin("buildM"), [prim(Prim::Length, vec![var(&xs)]), each]);
+            let primals = prim(Prim::Map, vec![lam(pvar(&p1), fst(var(&p1))), var(&ps)]);
+            let getter = lam(pvar(&a), prim(Prim::Map, vec![lam(pvar(&p2), app(snd(var(&p2)), var(&a))), var(&ps)]));
+            let_(pvar(&xs), x, mbind(pvar(&ps), made, pure(pair(primals, getter))))
         }
         // Interleave_Z = λn. pure (n, λa. n)
         _ => {
@@ -202,6 +241,20 @@ pub fn deinterleave(
             let (ya, ea) = side(a, true, fr);
             let (yb, eb) = side(b, false, fr);
             case(e, pvar(&ya), ea, pvar(&yb), eb)
+        }
+        // Arrays: let ps = map (λy. Deinterleave y) ys in (map fst ps, linλz. the parts (snd (ps ! k)) (z ! k)
+        // summed left to right: fold (λacc k. acc + snd (ps ! k) (z ! k)) 0 (build (length ps) (λi. i)))
+        t if t.as_array().is_some() => {
+            let elem = t.as_array().expect("checked");
+            let (ys, ps, y, p, z, acc, k, i) =
+                (fr.name("ys"), fr.name("ps"), fr.name("y"), fr.name("p"), fr.name("z"), fr.name("acc"), fr.name("k"), fr.name("i"));
+            let each = lam(pvar(&y), deinterleave(elem, var(&y), fr, leaf, combine));
+            let primals = prim(Prim::Map, vec![lam(pvar(&p), fst(var(&p))), var(&ps)]);
+            let part = app(snd(prim(Prim::Index, vec![var(&ps), var(&k)])), prim(Prim::Index, vec![var(&z), var(&k)]));
+            let step = lam(pvar(&acc), lam(pvar(&k), combine(vec![var(&acc), part], fr)));
+            let indices = prim(Prim::Build, vec![prim(Prim::Length, vec![var(&ps)]), lam(pvar(&i), var(&i))]);
+            let bp = linlam(pvar(&z), prim(Prim::Fold, vec![step, combine(vec![], fr), indices]));
+            let_(pvar(&ys), e, let_(pvar(&ps), prim(Prim::Map, vec![each, var(&ys)]), pair(primals, bp)))
         }
         // Deinterleave_Z = λn. (n, linλz. 0) ; Deinterleave_() likewise
         _ => {

@@ -79,6 +79,15 @@ impl Drev<'_> {
             // Smeding–Vákár's fork-join pair `e1 ||| e2` is, for this sequential method, the pair (e1, e2).
             Par(a, b) => self.tuple(&[&**a, &**b])?,
             Tuple(es) => self.tuple(&es.iter().collect::<Vec<_>>())?,
+            // arrays of dual numbers (the array paper §4.1): Drev{[e1, …, en]} = do { x1 ← Drev{e1}; …; pure [x1, …, xn] }
+            Array(es) => {
+                let ns: Vec<Name> = es.iter().map(|_| self.fr.name("x")).collect();
+                let mut acc = pure(Expr::gen(Array(ns.iter().map(var).collect())));
+                for (n, x) in ns.iter().zip(es).rev() {
+                    acc = bind(pvar(n), self.expr(x)?, acc);
+                }
+                acc
+            }
             // Drev{fst e} = do { x ← Drev{e}; pure (fst x) }, and likewise snd, inl, inr
             Fst(x) => self.unary(x, fst)?,
             Snd(x) => self.unary(x, snd)?,
@@ -142,6 +151,26 @@ impl Drev<'_> {
     /// β-reduced: do { (x, u1) ← Drev{e1}; (y, u2) ← Drev{e2}; u3 ← deltaLet ...; pure (x op y, Var u3) }.
     fn prim(&mut self, op: Prim, args: &[Expr], span: Span) -> Result<Expr, Diagnostic> {
         let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
+        if op == Prim::Sum {
+            // Drev{sum a} = Drev{fold (λacc x. acc + x) 0.0 a}
+            let folded = crate::kit::arrays::sum_as_fold(&args[0], self.fr);
+            return self.expr(&folded);
+        }
+        if op.is_array_op() {
+            // Drev{map f a} = do { f' ← Drev{f}; a' ← Drev{a}; mapM f' a' } (the monadic form), and
+            // Drev{a ! i} = do { a' ← Drev{a}; i' ← Drev{i}; pure (a' ! i') }
+            let ns: Vec<Name> = args.iter().map(|_| self.fr.name("x")).collect();
+            let vs: Vec<Expr> = ns.iter().map(var).collect();
+            let body = match crate::kit::arrays::monadic(op) {
+                Some(name) => apps(builtin(name), vs),
+                None => pure(prim(op, vs)),
+            };
+            let mut acc = body;
+            for (n, a) in ns.iter().zip(args).rev() {
+                acc = bind(pvar(n), self.expr(a)?, acc);
+            }
+            return Ok(acc);
+        }
         if matches!(op, Prim::And | Prim::Or) {
             // && and || evaluate their right operand only when needed, so its effects (deltaLets)
             // happen only then: do { x ← Drev{a}; if x then Drev{b} else pure false } (and dually).

@@ -1,0 +1,191 @@
+//! The array operations of prims.rs, run by the machine like builtins. The functional ones call back
+//! into the machine through `Machine::apply` (re-entrant; one nesting level per level of nested
+//! array operations, never per element). Every element made counts against the allocation budget
+//! and a step; errors (index out of range, lengths that differ, a negative size) are located at the
+//! operation's span.
+
+use super::{Machine, RunError};
+use crate::diag::Span;
+use crate::value::Value;
+use std::rc::Rc;
+
+type Res = Result<Value, RunError>;
+
+fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
+    match v {
+        Value::Array(xs) => Ok(xs.clone()),
+        _ => Err(RunError::runtime(span, format!("{what} expects an array"))),
+    }
+}
+
+fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
+    v.as_int().ok_or_else(|| RunError::runtime(span, format!("{what} expects an integer")))
+}
+
+/// Counts `n` new elements: one step and one allocation each.
+fn made(m: &mut Machine, n: usize) -> Result<(), RunError> {
+    m.tick(n as u64)?;
+    m.alloc(n as u64)
+}
+
+/// A size for `build`/`replicate`: not negative (elements are then counted as they are made, so
+/// `replicate 1000000000000 x` stops at the allocation budget before anything is made).
+fn size(v: &Value, what: &str, span: Span) -> Result<usize, RunError> {
+    let n = int(v, what, span)?;
+    if n < 0 {
+        return Err(RunError::runtime(span, format!("{what}: negative size {n}")));
+    }
+    let n = usize::try_from(n).map_err(|_| RunError::runtime(span, format!("{what}: size {n} is too large")))?;
+    Ok(n)
+}
+
+fn two(mut args: Vec<Value>) -> (Value, Value) {
+    let b = args.pop().unwrap_or(Value::Unit);
+    let a = args.pop().unwrap_or(Value::Unit);
+    (a, b)
+}
+
+fn three(mut args: Vec<Value>) -> (Value, Value, Value) {
+    let c = args.pop().unwrap_or(Value::Unit);
+    let (a, b) = two(args);
+    (a, b, c)
+}
+
+fn apply2(m: &mut Machine, f: &Value, a: Value, b: Value) -> Res {
+    let g = m.apply(f.clone(), a)?;
+    m.apply(g, b)
+}
+
+/// `a ! i`
+pub fn index(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (a, i) = two(args);
+    let xs = arr(&a, "`!`", span)?;
+    let i = int(&i, "`!`", span)?;
+    m.tick(1)?;
+    match usize::try_from(i).ok().and_then(|k| xs.get(k)) {
+        Some(v) => Ok(v.clone()),
+        None => Err(RunError::runtime(span, format!("index {i} is out of range for an array of length {}", xs.len()))),
+    }
+}
+
+pub fn length(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let xs = arr(&args[0], "`length`", span)?;
+    m.tick(1)?;
+    Ok(Value::Int(xs.len() as i64))
+}
+
+/// `sum a`, left to right (as `fold (+) 0.0 a`, which is how the stages translate it).
+pub fn sum(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let xs = arr(&args[0], "`sum`", span)?;
+    m.tick(xs.len() as u64)?;
+    let mut s = 0.0;
+    for x in xs.iter() {
+        m.real_op();
+        s += x.as_real().ok_or_else(|| RunError::runtime(span, "`sum` expects an array of reals"))?;
+    }
+    Ok(Value::Real(s))
+}
+
+pub fn replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (n, x) = two(args);
+    let n = size(&n, "`replicate`", span)?;
+    made(m, n)?;
+    Ok(Value::Array(vec![x; n].into()))
+}
+
+pub fn build(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (n, f) = two(args);
+    let n = size(&n, "`build`", span)?;
+    let mut out = Vec::new();
+    for i in 0..n {
+        made(m, 1)?;
+        out.push(m.apply(f.clone(), Value::Int(i as i64))?);
+    }
+    Ok(Value::Array(out.into()))
+}
+
+pub fn map(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (f, a) = two(args);
+    let xs = arr(&a, "`map`", span)?;
+    let mut out = Vec::with_capacity(xs.len());
+    for x in xs.iter() {
+        made(m, 1)?;
+        out.push(m.apply(f.clone(), x.clone())?);
+    }
+    Ok(Value::Array(out.into()))
+}
+
+pub fn map2(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (f, a, b) = three(args);
+    let (xs, ys) = (arr(&a, "`map2`", span)?, arr(&b, "`map2`", span)?);
+    if xs.len() != ys.len() {
+        return Err(RunError::runtime(span, format!("`map2` on arrays of different lengths ({} and {})", xs.len(), ys.len())));
+    }
+    let mut out = Vec::with_capacity(xs.len());
+    for (x, y) in xs.iter().zip(ys.iter()) {
+        made(m, 1)?;
+        out.push(apply2(m, &f, x.clone(), y.clone())?);
+    }
+    Ok(Value::Array(out.into()))
+}
+
+/// `fold f z a` (and `reduce`, which is a fold whose `f` is associative with unit `z`).
+pub fn fold(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (f, z, a) = three(args);
+    let xs = arr(&a, "`fold`", span)?;
+    let mut acc = z;
+    for x in xs.iter() {
+        m.tick(1)?;
+        acc = apply2(m, &f, acc, x.clone())?;
+    }
+    Ok(acc)
+}
+
+/// `scanl f z a = [z, f z a0, f (f z a0) a1, ...]` (length n + 1).
+pub fn scanl(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (f, z, a) = three(args);
+    let xs = arr(&a, "`scanl`", span)?;
+    made(m, 1)?;
+    let mut out = Vec::with_capacity(xs.len() + 1);
+    out.push(z.clone());
+    let mut acc = z;
+    for x in xs.iter() {
+        made(m, 1)?;
+        acc = apply2(m, &f, acc, x.clone())?;
+        out.push(acc.clone());
+    }
+    Ok(Value::Array(out.into()))
+}
+
+/// `scanr f z a = [..., f a_{n-2} (f a_{n-1} z), f a_{n-1} z, z]` (length n + 1).
+pub fn scanr(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (f, z, a) = three(args);
+    let xs = arr(&a, "`scanr`", span)?;
+    made(m, 1)?;
+    let mut out = Vec::with_capacity(xs.len() + 1);
+    out.push(z.clone());
+    let mut acc = z;
+    for x in xs.iter().rev() {
+        made(m, 1)?;
+        acc = apply2(m, &f, x.clone(), acc)?;
+        out.push(acc.clone());
+    }
+    out.reverse();
+    Ok(Value::Array(out.into()))
+}
+
+/// Drops the first element (the empty array stays empty).
+pub fn shift1l(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let xs = arr(&args[0], "`shift1L`", span)?;
+    let rest: Vec<Value> = xs.iter().skip(1).cloned().collect();
+    made(m, rest.len())?;
+    Ok(Value::Array(rest.into()))
+}
+
+/// Drops the last element (the empty array stays empty).
+pub fn shift1r(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let xs = arr(&args[0], "`shift1R`", span)?;
+    let rest: Vec<Value> = xs.iter().take(xs.len().saturating_sub(1)).cloned().collect();
+    made(m, rest.len())?;
+    Ok(Value::Array(rest.into()))
+}
