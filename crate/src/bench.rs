@@ -11,9 +11,11 @@ use std::fmt::Write;
 use cotangent::value::json_real;
 use std::time::Instant;
 
-/// The largest size `bench --sizes` accepts: the families' programs have about n lines, and the
-/// transforms are not all linear yet (issue 14), so larger sizes would take minutes and gigabytes.
-pub const MAX_SIZE: u64 = 100_000;
+/// The largest size `bench --sizes` accepts: the array families' inputs have n elements.
+pub const MAX_SIZE: u64 = 1_000_000;
+/// The largest size of the families whose programs have about n lines: the transforms are not all
+/// linear yet (issue 14), so larger programs would take minutes and gigabytes.
+pub const MAX_PROGRAM_SIZE: usize = 100_000;
 
 /// Parses one `--sizes` entry: an integer in 1..=MAX_SIZE.
 pub fn parse_size(s: &str) -> Result<usize, String> {
@@ -29,6 +31,8 @@ pub struct Family {
     pub name: &'static str,
     pub what: &'static str,
     pub make: fn(usize) -> String,
+    /// The largest n this family is run at.
+    pub max: usize,
 }
 
 pub fn families() -> Vec<Family> {
@@ -37,23 +41,71 @@ pub fn families() -> Vec<Family> {
             name: "doubling",
             what: "the straight-line doubling chain `let x1 = x + x in … in xn + xn` (Krawiec et al. §6, Smeding–Vákár Fig. 2)",
             make: doubling,
+            max: MAX_PROGRAM_SIZE,
         },
         Family {
             name: "straight",
             what: "a long straight-line program over two inputs mixing + * sin (each value used once or twice)",
             make: straight,
+            max: MAX_PROGRAM_SIZE,
         },
         Family {
             name: "inputs",
             what: "a straight line over n inputs, each used once (the input grows with n: krawiec/dense pays O(n) per operation, Krawiec et al. §5.2)",
             make: inputs,
+            max: MAX_PROGRAM_SIZE,
         },
         Family {
             name: "wide",
             what: "n independent products summed in a tree (a wide program for the parallel resolve)",
             make: wide,
+            max: MAX_PROGRAM_SIZE,
+        },
+        Family {
+            name: "dot",
+            what: "the dot product of two input arrays of n reals, `sum (map2 (*) a b)` (the array paper's §4.1 example: arrays of dual numbers cost one Delta node per scalar operation)",
+            make: dot,
+            max: MAX_SIZE as usize,
+        },
+        Family {
+            name: "matvec",
+            what: "a k×k matrix (nested arrays, n = k² elements) times a vector of k, `map (λrow. sum (map2 (*) row v)) m`",
+            make: matvec,
+            max: MAX_SIZE as usize,
         },
     ]
+}
+
+/// `[r1, ..., rn]`, reals in [0.5, 1.25].
+fn reals(n: usize, salt: usize) -> String {
+    let mut s = String::with_capacity(n * 6 + 2);
+    s.push('[');
+    for i in 0..n {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{:?}", 0.5 + ((i + salt) % 7) as f64 * 0.125);
+    }
+    s.push(']');
+    s
+}
+
+fn dot(n: usize) -> String {
+    format!(
+        "-- the dot product of two arrays of {n} reals\ninput ({}, {})\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n",
+        reals(n, 0),
+        reals(n, 3)
+    )
+}
+
+fn matvec(n: usize) -> String {
+    let k = ((n as f64).sqrt() as usize).max(1);
+    let rows: Vec<String> = (0..k).map(|i| reals(k, i)).collect();
+    format!(
+        "-- a {k}×{k} matrix times a vector\ninput ([{}], {})\ndef main (m, v) = map (\\row -> sum (map2 (\\x y -> x * y) row v)) m\n",
+        rows.join(", "),
+        reals(k, 5)
+    )
 }
 
 fn doubling(n: usize) -> String {
@@ -118,6 +170,10 @@ pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budge
     let chosen: Vec<&dyn Stage> = stages::all().into_iter().filter(|s| stage_ids.is_empty() || stage_ids.iter().any(|id| id == s.info().id)).collect();
     for fam in families().into_iter().filter(|f| family_names.is_empty() || family_names.iter().any(|n| n == f.name)) {
         for &n in sizes {
+            if n > fam.max {
+                eprintln!("{} n={n}: skipped (this family runs up to n = {})", fam.name, fam.max);
+                continue;
+            }
             let text = (fam.make)(n);
             let (program, s, t) = match pipeline::front_end(&text, &[]) {
                 Ok(x) => x,

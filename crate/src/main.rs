@@ -76,7 +76,7 @@ enum Cmd {
         /// Families: doubling, straight, wide (repeatable; default all).
         #[arg(long = "family")]
         families: Vec<String>,
-        /// Sizes (comma-separated), each from 1 to 100000 (bench::MAX_SIZE).
+        /// Sizes (comma-separated), each from 1 to 1000000 (bench::MAX_SIZE; the program-size families stop at 100000).
         #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,100000", value_parser = bench::parse_size)]
         sizes: Vec<usize>,
         /// Stage ids (repeatable; default all).

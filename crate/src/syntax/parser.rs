@@ -410,6 +410,9 @@ impl<'s> Parser<'s> {
     }
 
     fn expected_expr(&self, ctx: &str) -> Diagnostic {
+        if self.peek() == &Tok::Op("!") {
+            return Diagnostic::error(self.span(), "`!` indexes an array (`a ! i`): write `not e` for negation and `!=` for inequality");
+        }
         if ctx.is_empty() {
             self.expected("an expression")
         } else {
