@@ -1,0 +1,151 @@
+//! What the chain's stages share: the paper's source language (Fig. 2) as a check of the inlined
+//! program, and the ground-type monoid `(G, +^, 0_G)` of Notation 1 as code.
+
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use crate::ir::Prim as P;
+use crate::kit::passes::inline_all;
+use crate::kit::polytypic::{map_shape, zip_shape, Zip};
+use crate::stage::Source;
+
+pub const PAPER: &str = "Huot & Shaikhha 2024";
+
+/// How much work inlining may do before it stops (program nodes visited plus bindings emitted).
+const INLINE_BUDGET: usize = 200_000;
+
+pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples and arrays of reals, let, real \
+primitives, map2 and reduce with a closed function (and map and sum, which Fig. 4 and Ex. 1.2 define by them), after \
+every function call is inlined (§8); no recursion, conditionals, sums or integers";
+
+/// Why a construct is outside Fig. 2's language.
+fn outside(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("{what} is outside the source language of Huot & Shaikhha (Fig. 2: reals, tuples, arrays of reals, let, real primitives, map2, reduce)"))
+}
+
+/// A ground type of the paper (`G ::= R | G × … × G | A[R]^n`), and `()`.
+pub fn is_ground(t: &Type) -> bool {
+    match t {
+        Type::Real | Type::Unit => true,
+        Type::Tuple(ts) => ts.iter().all(is_ground),
+        t => t.as_array() == Some(&Type::Real),
+    }
+}
+
+/// The source as the paper's language: every call inlined into one `main = λp. e` (§8: higher-order
+/// code without recursion is first partially evaluated to first order), then checked construct by
+/// construct, each refusal located.
+pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
+    let mut p = inline_all(src.program, INLINE_BUDGET)?;
+    // Unconstrained types are R, as main's are (pipeline::front_end): `def main (x, y) = x` has x : R.
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(children_mut(e));
+        }
+    }
+    let main = p.def("main").expect("inline_all keeps main");
+    let ExprKind::Lam(_, _, body) = &main.body.kind else {
+        return Err(outside(main.span, "`main` that is not a function"));
+    };
+    let mut stack = vec![&**body];
+    while let Some(e) = stack.pop() {
+        use ExprKind::*;
+        if !is_ground(&e.ty) && !matches!(e.kind, Lam(..)) {
+            let span = if e.span == Span::NONE { main.span } else { e.span };
+            return Err(outside(span, &format!("a value of type {}", crate::types::show(&e.ty))));
+        }
+        match &e.kind {
+            Var(_) | Real(_) | Unit | Let(..) | Tuple(_) | Fst(_) | Snd(_) | Ann(..) => {}
+            Prim(op, args) if op.info().jvp.is_some() => {}
+            Prim(P::Map2 | P::Reduce | P::Map, args) => {
+                let arity = if matches!(e.kind, Prim(P::Map, _)) { 1 } else { 2 };
+                let f = &args[0];
+                if lambda_params(f, arity).is_none() {
+                    return Err(outside(f.span, "a function argument that is not a lambda `\\x y -> e`"));
+                }
+                if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(f).is_empty() {
+                    return Err(Diagnostic::error(
+                        f.span,
+                        "reduce's function must be closed (§3.1: \"the bound function in reduce is restricted to having no free variables\"; Fig. 13 lifts this, not implemented here)",
+                    ));
+                }
+                // the lambda's own parameters are binders, not values
+                stack.push(lambda_body(f, arity));
+                stack.extend(args[1..].iter());
+                continue;
+            }
+            Prim(P::Sum, _) => {}
+            Prim(op, _) => return Err(outside(e.span, &format!("`{}`", op.symbol()))),
+            Lam(..) | App(..) => return Err(outside(e.span, "a function value left after inlining (chosen at run time)")),
+            _ => return Err(outside(e.span, "this construct")),
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    Ok(p)
+}
+
+/// The parameters of `\x -> \y -> e` (`arity` of them, each a variable).
+pub fn lambda_params(f: &Expr, arity: usize) -> Option<Vec<Name>> {
+    let mut out = vec![];
+    let mut e = f;
+    for _ in 0..arity {
+        match &e.kind {
+            ExprKind::Lam(_, Pat::Var(n, _), b) => {
+                out.push(n.clone());
+                e = b;
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// The body of `\x -> \y -> e`.
+pub fn lambda_body(f: &Expr, arity: usize) -> &Expr {
+    let mut e = f;
+    for _ in 0..arity {
+        if let ExprKind::Lam(_, _, b) = &e.kind {
+            e = b;
+        }
+    }
+    e
+}
+
+/// `0_G`, shaped like `witness : G` (an array's zero needs its length: ZerosLike, Fig. 4).
+pub fn zero(ty: &Type, witness: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        Type::Real => real(0.0),
+        Type::Unit => unit(),
+        _ => map_shape(ty, witness, fr, &|t, v, _| if *t == Type::Real { real(0.0) } else { v }),
+    }
+}
+
+/// `a +^_G b` (Notation 1: componentwise on tuples, `map2 +` on arrays).
+pub fn plus(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        Type::Real => add(a, b),
+        Type::Unit => unit(),
+        _ => {
+            let z = Zip {
+                names: ["a", "b"],
+                keep: &|_| true,
+                leaf: &|t, a, b| if *t == Type::Real { add(a, b) } else { a },
+                tuple: &tuple,
+                inject: &|right, e| if right { inr(e) } else { inl(e) },
+                mismatch: &|_, a, _| a,
+                array: &|elems| elems,
+            };
+            zip_shape(ty, a, b, fr, &z)
+        }
+    }
+}
+
+/// `s * g` for a real `s` and `g : G` (the map2 rule's `map2 *` scaling context tuples).
+pub fn scale(ty: &Type, s: Expr, g: Expr, fr: &mut Fresh) -> Expr {
+    match ty {
+        Type::Real => mul(s, g),
+        _ => map_shape(ty, g, fr, &|t, v, _| if *t == Type::Real { mul(s.clone(), v) } else { v }),
+    }
+}

@@ -1,0 +1,469 @@
+//! `unf/direct`: the direct reverse-mode macro `D←^ρ_{Γ;Y}` of Huot & Shaikhha §3.3, Fig. 5, with the
+//! gradient wrapper `∇_Γ` of Fig. 4. A term in context Γ becomes a pair of its value and a
+//! continuation `Y' : Γ̲ × A → ρ`, which adds the result's cotangent `z` into the cotangents of the
+//! context (a purely functional "stack" of one cotangent slot per variable in scope) and calls the
+//! continuation before it. Arguments of non-unary constructs push a dummy slot for their value
+//! (`D_{Γ,x1;Y1}(e2)`), so each continuation takes one more argument than the one it calls.
+//!
+//! Decisions (the figure is damaged in the extraction; see the note §3.2):
+//! - the `(†)` fixes of the note: π, op1 and tuples call `Y1`/`Y2`, not `Y`; the reduce rule passes `0`
+//!   for the initial value's slot (as Ex. 3.1 and Fig. 16 do).
+//! - let binds a pattern: `let (a, b) = e1 in e2` extends Γ with a and b, whose continuation rebuilds
+//!   the pair's cotangent `(a', b')` for `Y1` (Fig. 5's let, one slot per bound variable).
+//! - tuples of any arity generalise the pair rule (one dummy slot per component but the last).
+//! - the nested gradients `∇_Γ e1`, `∇_x e1`, `∇_y e1` of the map2 and reduce rules are this macro
+//!   applied to the body in context Γ, x, y (Fig. 4), each a copy with fresh binders.
+//! - `map (x.e) A = map2 (x y. e) A A` (Fig. 4) and `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2).
+
+use super::common::*;
+use crate::build::*;
+use crate::deriv::{self, Partial};
+use crate::diag::Diagnostic;
+use crate::features::{Feature, Features};
+use crate::ir::*;
+use crate::ir::Prim as P;
+use crate::kit::passes::freshen;
+use crate::stage::{Output, Source, Stage, StageInfo, WRAPPER};
+
+pub struct Direct;
+
+static INFO: StageInfo = StageInfo {
+    id: "unf/direct",
+    paper: PAPER,
+    section: "§3.3, Figs. 4–5",
+    title: "The direct reverse-mode macro: continuations over a stack of cotangents",
+    explanation: "Each subterm in context Γ becomes its value paired with a continuation Y' : Γ̲ × A → ρ. The \
+continuation receives the cotangents of every variable in scope and the cotangent z of the subterm's result, adds \
+z's contributions into the slots of the variables it used (Insight 2: identity except at most two slots), and calls \
+the continuation before it; a let starts its variable's slot at 0 and drops it when leaving its scope. So the chain \
+of continuations Y, Y1, Y2, … is a purely functional gradient store, run backwards from ∇_Γ(e) = π2 D(e) (0_Γ, 1). \
+map2 and reduce are differentiated with nested gradients of their bodies and, for reduce, scans (§3.3). As printed, \
+every continuation is a closure and every call copies the whole stack: partial evaluation (§5.1) is what makes it \
+efficient.",
+    complexity: "O(T · |Γ|): every continuation copies the stack of cotangents of all variables in scope (§5: the bound 4·3^p·Cost(e) holds only after partial evaluation).",
+    accepts: ACCEPTS,
+};
+
+/// A slot of the context Γ: a variable (or the dummy slot of an argument's value), its ground type,
+/// and an expression of that type in scope, from which its zero takes its shape.
+#[derive(Clone)]
+struct Slot {
+    var: Option<u32>,
+    ty: Type,
+    witness: Expr,
+}
+
+struct Cx {
+    fr: Fresh,
+    /// Continuations are numbered Y1, Y2, … in the order they are made (the paper's Y1, Y11, Y12, …).
+    conts: u32,
+}
+
+impl Cx {
+    /// A fresh continuation variable `Yk`.
+    fn y_name(&mut self) -> Name {
+        self.conts += 1;
+        self.fr.name(&format!("Y{}", self.conts))
+    }
+
+    /// `fun (y1, …, yn, z) → body(ys, z)`: a continuation for context `g` (the paper's bold x).
+    fn cont(&mut self, g: &[Slot], with_z: bool, body: impl FnOnce(&mut Self, Vec<Expr>, Expr) -> Expr) -> Expr {
+        let ys: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("y{}", i + 1))).collect();
+        let z = self.fr.name("z");
+        let mut pats: Vec<Pat> = ys.iter().map(pvar).collect();
+        if with_z {
+            pats.push(pvar(&z));
+        }
+        let b = body(self, ys.iter().map(var).collect(), var(&z));
+        lam(ptuple(pats), b)
+    }
+
+    /// `let (x, Y1) = rhs in k(x, Y1)`
+    fn bind_pair(&mut self, x: &str, rhs: Expr, k: impl FnOnce(&mut Self, Name, Name) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
+        let (xv, yv) = (self.fr.name(x), self.y_name());
+        let rest = k(self, xv.clone(), yv.clone())?;
+        Ok(let_(ppair(pvar(&xv), pvar(&yv)), rhs, rest))
+    }
+
+    /// `D←_{Γ;Y}(e) : A × (Γ̲ × A → ρ)`, rule for rule (Fig. 5).
+    fn d(&mut self, g: &[Slot], y: &Name, e: &Expr) -> Result<Expr, Diagnostic> {
+        use ExprKind::*;
+        let out = match &e.kind {
+            // D(c) = < c, fun (x, z) → Y(x) >
+            Real(_) | Unit => {
+                let k = self.cont(g, true, |_, ys, _| app(var(y), tuple(ys)));
+                pair(e.clone(), k)
+            }
+            // D(x) = < x, fun (x, z) → Y(x +^ [pos(x)] z) >
+            Var(n) => {
+                let Some(i) = g.iter().rposition(|s| s.var == Some(n.id)) else {
+                    return Err(Diagnostic::error(e.span, format!("`{}` is not a variable of the context", n.text)));
+                };
+                let ty = g[i].ty.clone();
+                let k = self.cont(g, true, |cx, mut ys, z| {
+                    ys[i] = plus(&ty, ys[i].clone(), z, &mut cx.fr);
+                    app(var(y), tuple(ys))
+                });
+                pair(e.clone(), k)
+            }
+            Ann(x, _) => return self.d(g, y, x),
+            // D(let x = e1 in e2) = let x, Y1 = D_{Γ;Y}(e1) in let y, Y2 = D_{Γ,x;Y1}(e2) in < y, fun (x, z) → Y2(x, 0_A, z) >
+            Let(p, e1, e2) => {
+                let d1 = self.d(g, y, e1)?;
+                let (p, vars) = self.pattern(p, &e1.ty);
+                let y1 = self.y_name();
+                let mut g2 = g.to_vec();
+                g2.extend(vars.iter().map(|(n, t)| Slot { var: Some(n.id), ty: t.clone(), witness: var(n) }));
+                // a pattern's slots rebuild the value's cotangent for Y1: fun (x, a', b') → Y1(x, (a', b'))
+                let (y1p, adapter) = match &p {
+                    Pat::Var(..) => (y1.clone(), None),
+                    _ => {
+                        let y1p = self.y_name();
+                        let k = self.cont(&g2, false, |_, ys, _| {
+                            let (outer, inner) = ys.split_at(g.len());
+                            let mut args = outer.to_vec();
+                            args.push(rebuild(&p, &mut inner.iter().cloned()));
+                            app(var(&y1), tuple(args))
+                        });
+                        (y1p.clone(), Some((y1p, k)))
+                    }
+                };
+                let d2 = self.d(&g2, &y1p, e2)?;
+                let rest = self.bind_pair("y", d2, |cx, r, y2| {
+                    let k = cx.cont(g, true, |cx, mut ys, z| {
+                        for (n, t) in &vars {
+                            ys.push(zero(t, var(n), &mut cx.fr));
+                        }
+                        ys.push(z);
+                        app(var(&y2), tuple(ys))
+                    });
+                    Ok(pair(var(&r), k))
+                })?;
+                let rest = match adapter {
+                    Some((n, k)) => let_(pvar(&n), k, rest),
+                    None => rest,
+                };
+                let_(ppair(p, pvar(&y1)), d1, rest)
+            }
+            // D(<e1, e2>) = let y1, Y1 = D_{Γ;Y}(e1) in let y2, Y2 = D_{Γ,x1;Y1}(e2) in < <y1, y2>, fun (x, z) → Y2(x, π1 z, π2 z) >
+            Tuple(es) => return self.args(g, y, es, &mut |cx, ys_vals, yn| {
+                let zs: Vec<Name> = es.iter().map(|_| cx.fr.name("z")).collect();
+                let k = cx.cont(g, true, |_, mut ys, z| {
+                    ys.extend(zs.iter().map(var));
+                    let_(ptuple(zs.iter().map(pvar).collect()), z, app(var(&yn), tuple(ys)))
+                });
+                pair(tuple(ys_vals), k)
+            }),
+            // D(π1(e : A × B)) = let x, Y1 = D(e) in < π1 x, fun (x, z) → Y1(x, (z, 0_B)) >, and π2 likewise
+            Fst(x) | Snd(x) => {
+                let first = matches!(e.kind, Fst(_));
+                let Type::Tuple(ts) = &x.ty else { return Err(Diagnostic::error(x.span, "a projection from a value that is not a pair")) };
+                let other_ty = ts[usize::from(first)].clone();
+                let dx = self.d(g, y, x)?;
+                self.bind_pair("x", dx, |cx, xv, y1| {
+                    let k = cx.cont(g, true, |cx, mut ys, z| {
+                        let other = zero(&other_ty, if first { snd(var(&xv)) } else { fst(var(&xv)) }, &mut cx.fr);
+                        ys.push(if first { pair(z, other) } else { pair(other, z) });
+                        app(var(&y1), tuple(ys))
+                    });
+                    Ok(pair(if first { fst(var(&xv)) } else { snd(var(&xv)) }, k))
+                })?
+            }
+            Prim(P::Map, args) => {
+                let m2 = map_as_map2(e, &args[0], &args[1], &mut self.fr);
+                return self.d(g, y, &m2);
+            }
+            Prim(P::Sum, args) => {
+                let r = sum_as_reduce(e, &args[0], &mut self.fr);
+                return self.d(g, y, &r);
+            }
+            Prim(P::Map2, args) => self.map2(g, y, e, args)?,
+            Prim(P::Reduce, args) => self.reduce(g, y, e, args)?,
+            // D(op1 e) = let x, Y1 = D(e) in < op1 x, fun (x, z) → Y1(x, ∂op1(x) * z) >
+            // D(e1 op2 e2) = let x1, Y1 = D_{Γ;Y}(e1) in let x2, Y2 = D_{Γ,x1;Y1}(e2)
+            //                in < x1 op2 x2, fun (x, z) → Y2(x, ∂1op2(x1,x2) * z, ∂2op2(x1,x2) * z) >
+            Prim(op, es) => {
+                let op = *op;
+                return self.args(g, y, es, &mut |cx, xs, yn| {
+                    let r = cx.fr.name("r");
+                    let rule = deriv::rule(op, &xs, &var(&r)).expect("accepts: real primitives have partials");
+                    let k = cx.cont(g, true, |_, mut ys, z| {
+                        ys.extend(rule.partials.iter().map(|p| match p {
+                            Partial::One => z.clone(),
+                            Partial::MinusOne => neg(z.clone()),
+                            Partial::Times(c) => mul(c.clone(), z.clone()),
+                        }));
+                        app(var(&yn), tuple(ys))
+                    });
+                    if rule.uses_result {
+                        let_(pvar(&r), prim(op, xs), pair(var(&r), k))
+                    } else {
+                        pair(prim(op, xs), k)
+                    }
+                });
+            }
+            _ => return Err(Diagnostic::error(e.span, "this construct is outside Fig. 5")),
+        };
+        Ok(at(out, e.span))
+    }
+
+    /// The arguments of a non-unary construct, left to right, each after a dummy slot for the ones
+    /// before: `let y1, Y1 = D_{Γ;Y}(e1) in let y2, Y2 = D_{Γ,x1;Y1}(e2) in … k(y1 … yn, Yn)`.
+    fn args(&mut self, g: &[Slot], y: &Name, es: &[Expr], k: &mut dyn FnMut(&mut Self, Vec<Expr>, Name) -> Expr) -> Result<Expr, Diagnostic> {
+        let mut g2 = g.to_vec();
+        let mut cur = y.clone();
+        let mut binds = vec![];
+        let mut vals = vec![];
+        for (i, a) in es.iter().enumerate() {
+            let da = self.d(&g2, &cur, a)?;
+            let (v, yn) = (self.fr.name(&format!("x{}", i + 1)), self.y_name());
+            g2.push(Slot { var: None, ty: a.ty.clone(), witness: var(&v) });
+            binds.push((ppair(pvar(&v), pvar(&yn)), da));
+            vals.push(var(&v));
+            cur = yn;
+        }
+        let body = k(self, vals, cur);
+        Ok(binds.into_iter().rev().fold(body, |acc, (p, rhs)| let_(p, rhs, acc)))
+    }
+
+    /// `∇_{Γ,x,y}(e1)` as code, in scope of the slots `g` (Fig. 4: `π2 D_{Γ;Id}(e1) (0_Γ, 1)`): the flat
+    /// tuple of the body's cotangents for every slot of `g`.
+    fn gradient(&mut self, g: &[Slot], body: &Expr) -> Result<Expr, Diagnostic> {
+        let id = self.fr.name("Id");
+        let ident = self.cont(g, false, |_, ys, _| tuple(ys));
+        let d = self.d(g, &id, body)?;
+        let k = self.y_name();
+        let mut args: Vec<Expr> = g.iter().map(|s| zero(&s.ty, s.witness.clone(), &mut self.fr)).collect();
+        args.push(real(1.0));
+        Ok(let_(pvar(&id), ident, let_(ppair(pwild(), pvar(&k)), d, app(var(&k), tuple(args)))))
+    }
+
+    /// `map2 (a, b. P((∇ e1)[a/x, b/y])) A B`, where P projects the body's gradient (a copy with fresh
+    /// binders, so that it can sit beside the others in one program).
+    fn grads_of_body(&mut self, outer: &[Slot], params: &[Name], body: &Expr, arrays: [&Name; 2], pick: impl Fn(&[Expr]) -> Expr) -> Result<Expr, Diagnostic> {
+        let mut g = outer.to_vec();
+        for p in params {
+            g.push(Slot { var: Some(p.id), ty: Type::Real, witness: var(p) });
+        }
+        let grad = self.gradient(&g, body)?;
+        let gs: Vec<Name> = g.iter().map(|_| self.fr.name("g")).collect();
+        let picked = let_(ptuple(gs.iter().map(pvar).collect()), grad, pick(&gs.iter().map(var).collect::<Vec<_>>()));
+        let mut f = lam(pvar(&params[0]), lam(pvar(&params[1]), picked));
+        freshen(&mut f, &mut self.fr);
+        Ok(prim(Prim::Map2, vec![f, var(arrays[0]), var(arrays[1])]))
+    }
+
+    /// D(map2 (x,y.e1) e2 e3) = let A, Y1 = D_{Γ;Y}(e2) in let B, Y2 = D_{Γ,A;Y1}(e3) in
+    ///   < map2 (x,y.e1) A B, fun (x, Z) → let G = map2 * Z (map2 (a,b. (∇_Γ e1)[a/x,b/y]) A B) in
+    ///       Y2(x +^ (reduce +^ 0^ G), map2 * (map2 (a,b. (∇_x e1)[a/x,b/y]) A B) Z, map2 * (map2 (a,b. (∇_y e1)[a/x,b/y]) A B) Z) >
+    fn map2(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr]) -> Result<Expr, Diagnostic> {
+        let params = lambda_params(&args[0], 2).expect("accepts: map2's function is a lambda");
+        let body = lambda_body(&args[0], 2).clone();
+        let n = g.len();
+        let mut primal_f = args[0].clone();
+        freshen(&mut primal_f, &mut self.fr);
+        let gamma: Vec<(Type, Expr)> = g.iter().map(|s| (s.ty.clone(), s.witness.clone())).collect();
+        let mut err = None;
+        let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
+            let (a, b) = match (&vals[0].kind, &vals[1].kind) {
+                (ExprKind::Var(a), ExprKind::Var(b)) => (a.clone(), b.clone()),
+                _ => unreachable!("args binds variables"),
+            };
+            let result = (|| -> Result<Expr, Diagnostic> {
+                let grad_gamma = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| tuple(gs[..n].to_vec()))?;
+                let grad_x = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n].clone())?;
+                let grad_y = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n + 1].clone())?;
+                let gamma_ty = Type::tuple(gamma.iter().map(|(t, _)| t.clone()).collect());
+                let times = |cx: &mut Cx, arr: Expr, zarr: Expr, ty: &Type| {
+                    let (s, v) = (cx.fr.name("a"), cx.fr.name("b"));
+                    let scaled = scale(ty, var(&s), var(&v), &mut cx.fr);
+                    prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&v), scaled)), zarr, arr])
+                };
+                let k = cx.cont(g, true, |cx, ys, z| {
+                    let mut call: Vec<Expr> = vec![];
+                    if n > 0 {
+                        // G = map2 * Z (…); the context's share: reduce +^ 0^ G, added slot by slot
+                        let gname = cx.fr.name("G");
+                        let gv = times(cx, grad_gamma.clone(), z.clone(), &gamma_ty);
+                        let (p, q) = (cx.fr.name("p"), cx.fr.name("q"));
+                        let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma_ty, var(&p), var(&q), &mut cx.fr)));
+                        let zero_g = tuple(gamma.iter().map(|(t, w)| zero(t, w.clone(), &mut cx.fr)).collect());
+                        let ss: Vec<Name> = (0..n).map(|_| cx.fr.name("s")).collect();
+                        for (i, yv) in ys.iter().enumerate() {
+                            call.push(plus(&gamma[i].0, yv.clone(), var(&ss[i]), &mut cx.fr));
+                        }
+                        call.push(times(cx, grad_x.clone(), z.clone(), &Type::Real));
+                        call.push(times(cx, grad_y.clone(), z.clone(), &Type::Real));
+                        let total = prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)]);
+                        return let_(pvar(&gname), gv, let_(ptuple(ss.iter().map(pvar).collect()), total, app(var(&y2), tuple(call))));
+                    }
+                    call.push(times(cx, grad_x.clone(), z.clone(), &Type::Real));
+                    call.push(times(cx, grad_y.clone(), z.clone(), &Type::Real));
+                    app(var(&y2), tuple(call))
+                });
+                Ok(pair(prim(Prim::Map2, vec![primal_f.clone(), var(&a), var(&b)]), k))
+            })();
+            result.unwrap_or_else(|d| {
+                err = Some(d);
+                unit()
+            })
+        })?;
+        match err {
+            Some(d) => Err(d),
+            None => Ok(at(out, e.span)),
+        }
+    }
+
+    /// D(reduce (x,y.e1) e2 e3) = let y1, Y1 = D_{Γ;Y}(e2) in let A, Y2 = D_{Γ,y1;Y1}(e3) in
+    ///   let A0 = shift1R (scanl (x,y.e1) y1 A) in let A1 = shift1L (map2 (a,b. (∇_x e1)[a/x,b/y]) A0 A) in
+    ///   let A2 = map2 (a,b. (∇_y e1)[a/x,b/y]) A0 A in let A3 = scanr * 1 A1 in
+    ///   < reduce (x,y.e1) y1 A, fun (x, z) → Y2(x, 0, map2 (x,y. x*y*z) A2 A3) >
+    /// One decision: `shift1L` is taken after the scan, `A1 = map2 (∇_x e1) A0 A`, `A3 = shift1L (scanr * 1 A1)`.
+    /// For n ≥ 1 both give A3 = [Π_{j>k} ∂x f(v_{j-1}, a_j)]_{k=1..n}; for the empty array the paper's order
+    /// gives `scanr * 1 (shift1L []) = [1]`, one longer than A2 = [] (our map2 wants equal lengths), and
+    /// ours gives [] — the gradient [] that the paper's prod example needs.
+    fn reduce(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr]) -> Result<Expr, Diagnostic> {
+        let params = lambda_params(&args[0], 2).expect("accepts: reduce's function is a lambda");
+        let body = lambda_body(&args[0], 2).clone();
+        let mut primal_f = args[0].clone();
+        freshen(&mut primal_f, &mut self.fr);
+        let mut scan_f = args[0].clone();
+        freshen(&mut scan_f, &mut self.fr);
+        let mut err = None;
+        let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
+            let (y1, a) = match (&vals[0].kind, &vals[1].kind) {
+                (ExprKind::Var(y1), ExprKind::Var(a)) => (y1.clone(), a.clone()),
+                _ => unreachable!("args binds variables"),
+            };
+            let (a0, a1, a2, a3) = (cx.fr.name("A0"), cx.fr.name("A1"), cx.fr.name("A2"), cx.fr.name("A3"));
+            // the body is closed: its gradient is taken in the context x, y only
+            let grads = (|| -> Result<(Expr, Expr), Diagnostic> {
+                Ok((cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[0].clone())?, cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[1].clone())?))
+            })();
+            let (gx, gy) = match grads {
+                Ok(x) => x,
+                Err(d) => {
+                    err = Some(d);
+                    return unit();
+                }
+            };
+            let (p, q, s, t) = (cx.fr.name("x"), cx.fr.name("y"), cx.fr.name("x"), cx.fr.name("y"));
+            let times = lam(pvar(&p), lam(pvar(&q), mul(var(&p), var(&q))));
+            let k = cx.cont(g, true, |_, mut ys, z| {
+                ys.push(real(0.0));
+                ys.push(prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z))), var(&a2), var(&a3)]));
+                app(var(&y2), tuple(ys))
+            });
+            let result = pair(prim(Prim::Reduce, vec![primal_f.clone(), var(&y1), var(&a)]), k);
+            let_(
+                pvar(&a0),
+                prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f.clone(), var(&y1), var(&a)])]),
+                let_(
+                    pvar(&a1),
+                    gx,
+                    let_(pvar(&a2), gy, let_(pvar(&a3), prim(Prim::Shift1L, vec![prim(Prim::Scanr, vec![times, real(1.0), var(&a1)])]), result)),
+                ),
+            )
+        })?;
+        match err {
+            Some(d) => Err(d),
+            None => Ok(at(out, e.span)),
+        }
+    }
+
+    /// A let pattern with every `_` named (each bound value gets its slot), and its variables with types.
+    fn pattern(&mut self, p: &Pat, ty: &Type) -> (Pat, Vec<(Name, Type)>) {
+        let mut vars = vec![];
+        let p = self.name_wilds(p, ty, &mut vars);
+        (p, vars)
+    }
+
+    fn name_wilds(&mut self, p: &Pat, ty: &Type, vars: &mut Vec<(Name, Type)>) -> Pat {
+        match (p, ty) {
+            (Pat::Var(n, _), t) => {
+                vars.push((n.clone(), t.clone()));
+                p.clone()
+            }
+            (Pat::Wild(s), t) => {
+                let n = self.fr.name("w");
+                vars.push((n.clone(), t.clone()));
+                Pat::Var(n, *s)
+            }
+            (Pat::Tuple(ps, s), Type::Tuple(ts)) => Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| self.name_wilds(p, t, vars)).collect(), *s),
+            _ => p.clone(),
+        }
+    }
+}
+
+/// The value of a pattern's shape built from the given expressions, one per variable.
+fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
+    match p {
+        Pat::Var(..) | Pat::Wild(_) => vals.next().unwrap_or_else(unit),
+        Pat::Unit(_) => unit(),
+        Pat::Tuple(ps, _) => tuple(ps.iter().map(|p| rebuild(p, vals)).collect()),
+    }
+}
+
+/// `map (x.e) A = map2 (x y. e) A A` (Fig. 4), typed.
+fn map_as_map2(e: &Expr, f: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
+    let ExprKind::Lam(k, p, body) = &f.kind else { return e.clone() };
+    let y = fr.name("y");
+    let inner = Expr { kind: ExprKind::Lam(*k, pvar(&y), body.clone()), span: f.span, ty: Type::fun(Type::Real, body.ty.clone()) };
+    let outer = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(inner)), span: f.span, ty: Type::fun(Type::Real, Type::fun(Type::Real, body.ty.clone())) };
+    Expr { kind: ExprKind::Prim(P::Map2, vec![outer, a.clone(), a.clone()]), span: e.span, ty: e.ty.clone() }
+}
+
+/// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
+fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
+    let (x, y) = (fr.name("x"), fr.name("y"));
+    let r = |e: Expr| e.with_ty(Type::Real);
+    let body = r(prim(Prim::Add, vec![r(var(&x)), r(var(&y))]));
+    let f = lam(pvar(&x), lam(pvar(&y), body).with_ty(Type::fun(Type::Real, Type::Real))).with_ty(Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)));
+    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, r(real(0.0)), a.clone()]), span: e.span, ty: Type::Real }
+}
+
+impl Stage for Direct {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    /// Higher-order code is inlined away first (§8); the rest of Fig. 2's restrictions stand.
+    fn supports(&self) -> Features {
+        Features::of(&[Feature::HigherOrder])
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        first_order(src).map(|_| ())
+    }
+
+    /// `grad (s, dt) = let p = s in let (r, Y') = D←_{Γ;Id_Γ}(e) in (r, Y'(0_Γ, dt))` (Fig. 4's ∇_Γ, with
+    /// the output cotangent dt for the paper's 1), the context's cotangents rebuilt in main's input shape.
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
+        let p = first_order(src)?;
+        let main = p.def("main").expect("first_order keeps main");
+        let ExprKind::Lam(_, pat, body) = &main.body.kind else { unreachable!("first_order: main is a lambda") };
+        let mut cx = Cx { fr: Fresh::new(&p), conts: 0 };
+        let (pat, vars) = cx.pattern(pat, src.input_type);
+        let g: Vec<Slot> = vars.iter().map(|(n, t)| Slot { var: Some(n.id), ty: t.clone(), witness: var(n) }).collect();
+        let id = cx.fr.name("Id");
+        let ident = cx.cont(&g, false, |_, ys, _| tuple(ys));
+        let d = cx.d(&g, &id, body)?;
+        let (s, dt, r, k) = (cx.fr.name("s"), cx.fr.name("dt"), cx.fr.name("r"), cx.y_name());
+        let gs: Vec<Name> = g.iter().map(|_| cx.fr.name("g")).collect();
+        let mut args: Vec<Expr> = g.iter().map(|sl| zero(&sl.ty, sl.witness.clone(), &mut cx.fr)).collect();
+        args.push(var(&dt));
+        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&k), tuple(args)), pair(var(&r), rebuild(&pat, &mut gs.iter().map(var))));
+        let body = let_(pat, var(&s), let_(pvar(&id), ident, let_(ppair(pvar(&r), pvar(&k)), d, grads)));
+        let mut out = p.clone();
+        out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))];
+        out.expects.clear();
+        out.input = None;
+        out.next_id = cx.fr.next_id;
+        Ok(Output::from(out))
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        let (s, t) = (src.input_type.clone(), src.output_type.clone());
+        vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
+    }
+}
