@@ -90,3 +90,30 @@ fn type_annotations_are_kept_and_typed_in_every_stage() {
         assert!(ran.iter().filter(|s| s.starts_with("dualrev/")).count() == 9, "every dualrev stage ran: {ran:?}\n{src}");
     }
 }
+
+/// Huot & Shaikhha's direct macro (Fig. 5) on the constructs of its language, with the edge cases of
+/// Ex. 1.2 (prod of [] is 1 with gradient [], of [5] is 5 with gradient [1]), and its refusals.
+#[test]
+fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
+    let prog = "def prod a = reduce (\\x y -> x * y) 1.0 a\n\
+                def main (a, p) = let (u, _) = p in let w = (u * snd p, map (\\x -> x * u) a) in prod (snd w) + fst w + sum a\n";
+    for at in ["([], (2.0, 3.0))", "([5.0], (2.0, 3.0))", "([2.0, 3.0, 4.0], (0.5, -1.5))"] {
+        let ran = all_agree(format!("input {at}\n{prog}"));
+        assert!(ran.iter().any(|s| s == "unf/direct"), "unf/direct ran at {at}: {ran:?}");
+    }
+    let refusal = |src: &str| {
+        let src = src.to_string();
+        run_with_stack(move || {
+            let a = analyse(&src, &Options { trace: false, ..Options::default() }).unwrap();
+            let r = a.stages.iter().find(|r| r.id == "unf/direct").expect("unf/direct is registered");
+            assert!(r.refused, "refused: {src}");
+            r.error.clone().expect("a refusal says why")
+        })
+    };
+    let free = refusal("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y * c) 1.0 a\n");
+    assert!(free.contains("closed") && free.contains("§3.1"), "{free}");
+    let cond = refusal("input 1.0\ndef main x = if x < 0.0 then -x else x\n");
+    assert!(cond.contains("conditional") && cond.contains("Fig. 2"), "{cond}");
+    let index = refusal("input [1.0, 2.0]\ndef main a = a ! 0\n");
+    assert!(index.contains("integer") || index.contains("`!`"), "{index}");
+}

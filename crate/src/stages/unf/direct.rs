@@ -147,7 +147,7 @@ impl Cx {
             }
             // D(<e1, e2>) = let y1, Y1 = D_{Γ;Y}(e1) in let y2, Y2 = D_{Γ,x1;Y1}(e2) in < <y1, y2>, fun (x, z) → Y2(x, π1 z, π2 z) >
             Tuple(es) => return self.args(g, y, es, &mut |cx, ys_vals, yn| {
-                let zs: Vec<Name> = es.iter().map(|_| cx.fr.name("z")).collect();
+                let zs: Vec<Name> = (0..es.len()).map(|i| cx.fr.name(&format!("z{}", i + 1))).collect();
                 let k = cx.cont(g, true, |_, mut ys, z| {
                     ys.extend(zs.iter().map(var));
                     let_(ptuple(zs.iter().map(pvar).collect()), z, app(var(&yn), tuple(ys)))
@@ -246,7 +246,7 @@ impl Cx {
             g.push(Slot { var: Some(p.id), ty: Type::Real, witness: var(p) });
         }
         let grad = self.gradient(&g, body)?;
-        let gs: Vec<Name> = g.iter().map(|_| self.fr.name("g")).collect();
+        let gs: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("g{}", i + 1))).collect();
         let picked = let_(ptuple(gs.iter().map(pvar).collect()), grad, pick(&gs.iter().map(var).collect::<Vec<_>>()));
         let mut f = lam(pvar(&params[0]), lam(pvar(&params[1]), picked));
         freshen(&mut f, &mut self.fr);
@@ -288,7 +288,7 @@ impl Cx {
                         let (p, q) = (cx.fr.name("p"), cx.fr.name("q"));
                         let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma_ty, var(&p), var(&q), &mut cx.fr)));
                         let zero_g = tuple(gamma.iter().map(|(t, w)| zero(t, w.clone(), &mut cx.fr)).collect());
-                        let ss: Vec<Name> = (0..n).map(|_| cx.fr.name("s")).collect();
+                        let ss: Vec<Name> = (0..n).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
                         for (i, yv) in ys.iter().enumerate() {
                             call.push(plus(&gamma[i].0, yv.clone(), var(&ss[i]), &mut cx.fr));
                         }
@@ -449,7 +449,7 @@ impl Stage for Direct {
         let ident = cx.cont(&g, false, |_, ys, _| tuple(ys));
         let d = cx.d(&g, &id, body)?;
         let (s, dt, r, k) = (cx.fr.name("s"), cx.fr.name("dt"), cx.fr.name("r"), cx.y_name());
-        let gs: Vec<Name> = g.iter().map(|_| cx.fr.name("g")).collect();
+        let gs: Vec<Name> = (0..g.len()).map(|i| cx.fr.name(&format!("g{}", i + 1))).collect();
         let mut args: Vec<Expr> = g.iter().map(|sl| zero(&sl.ty, sl.witness.clone(), &mut cx.fr)).collect();
         args.push(var(&dt));
         let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&k), tuple(args)), pair(var(&r), rebuild(&pat, &mut gs.iter().map(var))));

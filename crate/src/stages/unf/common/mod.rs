@@ -49,6 +49,20 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
+    // Fig. 5's let rule puts each let's body inside the binding of the next continuation, so the
+    // output nests as deep as the let chain is long, and every pass over it recurses on that depth.
+    let limit = crate::limits::max_brackets();
+    let mut stack = vec![(&**body, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        if depth > limit {
+            let span = if e.span == Span::NONE { main.span } else { e.span };
+            return Err(Diagnostic::error(
+                span,
+                format!("this program nests more than {limit} levels (counting each let), the most a stage of this chain takes: its let rule (Fig. 5) nests each let's body one level deeper in the output"),
+            ));
+        }
+        each_child(e, &mut |c| stack.push((c, depth + 1)));
+    }
     let mut stack = vec![&**body];
     while let Some(e) = stack.pop() {
         use ExprKind::*;
@@ -83,7 +97,66 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         }
         each_child(e, &mut |c| stack.push(c));
     }
+    let copies = stack_copies(body, main_inputs(&main.body));
+    if copies > MAX_STACK_COPIES {
+        return Err(Diagnostic::error(
+            main.span,
+            format!(
+                "this program's continuations would copy about {copies} cotangent slots, more than the {MAX_STACK_COPIES} this chain allows                  (the `stack copies` budget): in Fig. 5 every continuation takes the cotangents of every variable in scope, so a                  program with n lets prints O(n²) of them (§5.1's partial evaluation is what removes them)"
+            ),
+        ));
+    }
     Ok(p)
+}
+
+/// The most cotangent slots the printed continuations may hold in all (a transform budget: past it
+/// the output would take gigabytes).
+pub const MAX_STACK_COPIES: usize = 400_000;
+
+/// How many variables main's parameter binds (the first context).
+fn main_inputs(main: &Expr) -> usize {
+    match &main.kind {
+        ExprKind::Lam(_, p, _) => p.names().len().max(1),
+        _ => 1,
+    }
+}
+
+/// The number of cotangent slots Fig. 5's continuations take in all: each construct's continuation
+/// takes the whole context Γ (plus its result), a let extends Γ for its body, the arguments of a
+/// non-unary construct each one slot more than the last, and map2 and reduce differentiate their
+/// bodies again (three and two nested gradients). Walked with an explicit stack.
+pub fn stack_copies(body: &Expr, inputs: usize) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![(body, inputs, 1usize)];
+    while let Some((e, n, times)) = stack.pop() {
+        total = total.saturating_add(n.saturating_add(1).saturating_mul(times));
+        if total > MAX_STACK_COPIES {
+            return total;
+        }
+        match &e.kind {
+            ExprKind::Let(p, e1, e2) => {
+                stack.push((e1, n, times));
+                stack.push((e2, n + p.names().len().max(1), times));
+            }
+            ExprKind::Prim(P::Map2 | P::Map | P::Reduce, args) => {
+                let nested = if matches!(e.kind, ExprKind::Prim(P::Reduce, _)) { 2 } else { 3 };
+                let arity = if matches!(e.kind, ExprKind::Prim(P::Map, _)) { 1 } else { 2 };
+                let inner = if matches!(e.kind, ExprKind::Prim(P::Reduce, _)) { 2 } else { n + 4 };
+                stack.push((lambda_body(&args[0], arity), inner, times.saturating_mul(nested)));
+                for (i, a) in args[1..].iter().enumerate() {
+                    stack.push((a, n + i, times));
+                }
+            }
+            _ => {
+                let mut i = 0;
+                each_child(e, &mut |c| {
+                    stack.push((c, n + i, times));
+                    i += 1;
+                });
+            }
+        }
+    }
+    total
 }
 
 /// The parameters of `\x -> \y -> e` (`arity` of them, each a variable).
