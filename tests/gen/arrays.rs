@@ -36,11 +36,18 @@ enum Shape {
     Real,
     Vec(usize),
     Mat(usize, usize),
+    /// `Array (R, R)`: its cotangent interleaves the two components, element by element.
+    Pairs(usize),
 }
 
 impl Gen {
+    /// A length: empty one time in ten (empty arrays are an edge case, not the common one).
     fn len(&mut self) -> usize {
-        self.below(MAX_LEN + 1)
+        if self.below(10) == 0 {
+            0
+        } else {
+            1 + self.below(MAX_LEN)
+        }
     }
 
     /// A length for a new array: often one of the arrays in scope, so that they meet (`map2`, a
@@ -186,6 +193,12 @@ impl Gen {
                 let n = s.ahelper.unwrap_or(0);
                 format!("(ahelper {})", self.vec(s, n, d))
             }
+            10 if self.below(2) == 0 => {
+                // the polymorphic top-level `twice`, here at type R
+                let x = self.fresh("x");
+                let f = self.real_in(&s.with_real(&x), d.min(2));
+                format!("(twice (\\{x} -> {f}) {})", self.real_in(s, d))
+            }
             _ => {
                 let n = self.len_in(s);
                 format!("(sum (map (\\y -> y * y) {}))", self.vec(s, n, d))
@@ -207,7 +220,7 @@ impl Gen {
             return format!("[{}]", xs.join(", "));
         }
         let d = depth - 1;
-        match self.below(21) {
+        match self.below(22) {
             0 => {
                 let xs: Vec<String> = (0..n).map(|_| self.real_in(s, d)).collect();
                 format!("[{}]", xs.join(", "))
@@ -304,6 +317,12 @@ impl Gen {
                 let f = self.real_in(&s.with_int(&k), d);
                 format!("(map (\\{k} -> real {k} * {f}) (build {n} (\\{i} -> {i} * {i} - 1)))")
             }
+            21 => {
+                // the polymorphic top-level `twice`, here at type Array R
+                let v = self.fresh("v");
+                let f = self.vec(&s.with_vec(&v, n), n, d.min(2));
+                format!("(twice (\\{v} -> {f}) {})", self.vec(s, n, d))
+            }
             20 => {
                 // the parallel pair of Smeding & Vákár §12, over two arrays
                 let (p, q, x, y) = (self.fresh("p"), self.fresh("q"), self.fresh("x"), self.fresh("y"));
@@ -393,14 +412,16 @@ impl Gen {
             Shape::Real => self.input_value(),
             Shape::Vec(n) => format!("[{}]", (0..n).map(|_| self.input_value()).collect::<Vec<_>>().join(", ")),
             Shape::Mat(r, c) => format!("[{}]", (0..r).map(|_| self.input_of(Shape::Vec(c))).collect::<Vec<_>>().join(", ")),
+            Shape::Pairs(n) => format!("[{}]", (0..n).map(|_| format!("({}, {})", self.input_value(), self.input_value())).collect::<Vec<_>>().join(", ")),
         }
     }
 
     fn shape(&mut self) -> Shape {
-        match self.below(3) {
-            0 => Shape::Real,
-            1 => Shape::Vec(self.len()),
-            _ => Shape::Mat(self.below(MAX_LEN), self.below(MAX_LEN)),
+        match self.below(7) {
+            0 | 1 => Shape::Real,
+            2 | 3 => Shape::Vec(self.len()),
+            4 | 5 => Shape::Mat(self.len(), self.len()),
+            _ => Shape::Pairs(self.len()),
         }
     }
 
@@ -409,13 +430,22 @@ impl Gen {
             Shape::Real => self.real_in(s, depth),
             Shape::Vec(n) => self.vec(s, n, depth),
             Shape::Mat(r, c) => self.mat(s, r, c, depth),
+            Shape::Pairs(n) => {
+                let (x, y) = (self.fresh("x"), self.fresh("y"));
+                let sxy = s.with_real(&x).with_real(&y);
+                let (e1, e2) = (self.real_in(&sxy, depth.saturating_sub(1)), self.real_in(&sxy, depth.saturating_sub(1)));
+                let (a, b) = (self.vec(s, n, depth.saturating_sub(1)), self.vec(s, n, depth.saturating_sub(1)));
+                format!("(map2 (\\{x} {y} -> ({e1}, {e2})) {a} {b})")
+            }
         }
     }
 
     /// A whole program over arrays: `main`'s input is a tuple of 1–3 components (reals, `Array R`,
-    /// rectangular `Array (Array R)`; at least one array), its output one or two such components
+    /// rectangular `Array (Array R)`, `Array (R, R)`; at least one array), its output one or two
+    /// such components
     /// (or, one program in four, reals in and a real out, with arrays only inside);
-    /// beside it `helper : R -> R` and, sometimes, `ahelper : Array R -> R`.
+    /// beside it `helper : R -> R`, sometimes `ahelper : Array R -> R`, and the polymorphic
+    /// `twice`, which `main` may use at `R` and at `Array R`.
     pub fn array_program(&mut self, depth: usize) -> String {
         let arity = 1 + self.below(3);
         // One program in four keeps arrays inside: reals in, a real out (main : R^a → R), the
@@ -426,24 +456,32 @@ impl Gen {
             shapes[0] = Shape::Vec(self.len());
         }
         let mut s = Scope { arrays: true, ..Scope::default() };
-        let (mut names, mut uses) = (vec![], vec![]);
+        let (mut names, mut uses, mut unzips) = (vec![], vec![], String::new());
         for (k, shape) in shapes.iter().enumerate() {
             // Not prefixes `fresh` makes, so an input is never shadowed at another type.
             let name = match *shape {
                 Shape::Real => format!("x{k}"),
                 Shape::Vec(_) => format!("vec{k}"),
                 Shape::Mat(..) => format!("mat{k}"),
+                Shape::Pairs(_) => format!("prs{k}"),
             };
             // Every input is used, so its type is fixed by the program (an unused one would default to R).
             uses.push(match *shape {
                 Shape::Real => name.clone(),
                 Shape::Vec(_) => format!("sum {name}"),
                 Shape::Mat(..) => format!("sum (map (\\r -> sum r) {name})"),
+                Shape::Pairs(_) => format!("sum (map (\\p -> fst p * snd p) {name})"),
             });
             match *shape {
                 Shape::Real => s.reals.push(name.clone()),
                 Shape::Vec(n) => s.vecs.push((name.clone(), n)),
                 Shape::Mat(r, c) => s.mats.push((name.clone(), r, c)),
+                Shape::Pairs(n) => {
+                    // taken apart into two arrays by `map`
+                    unzips.push_str(&format!("let (left{k}, right{k}) = (map (\\p -> fst p) {name}, map (\\p -> snd p) {name}) in\n  "));
+                    s.vecs.push((format!("left{k}"), n));
+                    s.vecs.push((format!("right{k}"), n));
+                }
             }
             names.push(name);
         }
@@ -463,7 +501,7 @@ impl Gen {
         let input: Vec<String> = shapes.iter().map(|sh| self.input_of(*sh)).collect();
         let tuple = |v: &[String]| if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) };
         format!(
-            "input {}\n\ndef helper u = {helper}\n\n{ahelper}def main {} =\n  let h = helper ({}) in\n  {}\n",
+            "input {}\n\ndef helper u = {helper}\n\n{ahelper}def twice f z = f (f z)\n\ndef main {} =\n  let h = helper ({}) in\n  {unzips}{}\n",
             tuple(&input),
             tuple(&names),
             uses.join(" + "),
