@@ -1,15 +1,27 @@
-//! Property tests on random well-typed programs (tests/gen): the printer round-trips, and every
-//! stage agrees with `forward` at random points.
+//! Property tests on random well-typed programs (tests/gen), scalar and with arrays: the printer
+//! round-trips (and the reprinted program computes the same value), every stage agrees with
+//! `forward`, and `forward` agrees with finite differences.
 
 mod gen;
 
-use cotangent::pipeline::{analyse, Options};
+use cotangent::interp::Budget;
+use cotangent::pipeline::{analyse, front_end, run_source, Options};
 use cotangent::print::{print_program, PrintOptions};
+use cotangent::value::Value;
 use cotangent::{limits, syntax};
 use proptest::prelude::*;
 
+/// Type-checks `src` and runs `main` at the program's input.
+fn primal(src: &str) -> Result<Value, String> {
+    let (p, _, _) = front_end(src, &[]).map_err(|d| format!("does not type-check: {d:?}\n{src}"))?;
+    let e = p.input.as_ref().ok_or("no input")?;
+    let input = syntax::value_of(e).map_err(|d| format!("{d:?}"))?;
+    run_source(&p, &input, &Budget::default()).map_err(|e| format!("does not run: {}\n{src}", e.message()))
+}
+
 fn roundtrip(src: &str) -> Result<(), String> {
     let p = syntax::parse_program(src).map_err(|d| format!("{d:?}"))?;
+    let value = primal(src)?;
     for opts in [PrintOptions::unicode(), PrintOptions::ascii(), PrintOptions { width: 30, ..PrintOptions::ascii() }] {
         let once = print_program(&p, &opts);
         let again = syntax::parse_program(&once).map_err(|d| format!("printed program does not parse: {d:?}\n{once}"))?;
@@ -17,12 +29,24 @@ fn roundtrip(src: &str) -> Result<(), String> {
         if once != twice {
             return Err(format!("print(parse(print(p))) != print(p)\n--- once\n{once}\n--- twice\n{twice}"));
         }
+        // The printed program means what the source means: same type, same value, bit for bit.
+        let v = primal(&once)?;
+        if !v.same(&value) {
+            return Err(format!("the printed program computes {v}, the source {value}\n--- source\n{src}\n--- printed\n{once}"));
+        }
     }
     Ok(())
 }
 
-fn agrees(src: &str) -> Result<(), String> {
-    let a = analyse(src, &Options { trace: false, ..Options::default() }).map_err(|d| format!("{d:?}\n{src}"))?;
+/// An output cotangent shaped like the primal whose reals differ from each other, so that a stage
+/// that mixes up two output positions cannot hide behind the default seed of all ones.
+fn varied_seed(src: &str) -> Result<String, String> {
+    let weights = [1.0, -0.5, 2.0, 0.25, -1.5, 0.75];
+    Ok(primal(src)?.with_reals(&mut weights.iter().copied().cycle()).to_string())
+}
+
+fn agrees(src: &str, seed: Option<String>) -> Result<(), String> {
+    let a = analyse(src, &Options { trace: false, seed, ..Options::default() }).map_err(|d| format!("{d:?}\n{src}"))?;
     let reference = a.reference.as_ref().ok_or_else(|| format!("no reference\n{src}"))?;
     for r in &a.stages {
         if let Some(e) = &r.error {
@@ -52,7 +76,26 @@ proptest! {
     #[test]
     fn every_stage_agrees_with_forward(seed in any::<u64>(), arity in 1usize..4, depth in 1usize..6) {
         let src = gen::Gen::new(seed).program(arity, depth);
-        let r = limits::run_with_stack(move || agrees(&src));
+        let r = limits::run_with_stack(move || agrees(&src, None));
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+}
+
+proptest! {
+    // Array programs (tests/gen/arrays.rs): more cases, since they have more constructs to combine.
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn printer_round_trips_on_array_programs(seed in any::<u64>(), depth in 1usize..5) {
+        let src = gen::Gen::new(seed).array_program(depth);
+        let r = limits::run_with_stack(move || roundtrip(&src));
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+
+    #[test]
+    fn every_stage_agrees_with_forward_on_array_programs(seed in any::<u64>(), depth in 1usize..5) {
+        let src = gen::Gen::new(seed).array_program(depth);
+        let r = limits::run_with_stack(move || varied_seed(&src).and_then(|s| agrees(&src, Some(s))));
         prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
 }
@@ -85,4 +128,55 @@ fn generated_programs_are_varied_and_nontrivial() {
         assert!(all.contains(construct), "no `{construct}` in 60 generated programs");
     }
     assert!(all.matches("let loop").count() > 0, "no local recursion generated");
+}
+
+#[test]
+fn forward_agrees_with_finite_differences_on_random_array_programs() {
+    // As above, with arrays in the input and the output, under a varied output seed.
+    let mut disagreements = 0;
+    for seed in 0..60u64 {
+        let src = gen::Gen::new(seed).array_program(3);
+        let a = limits::run_with_stack(move || {
+            let seed = varied_seed(&src).unwrap_or_else(|e| panic!("{e}"));
+            let opts = Options { trace: false, seed: Some(seed), stages: vec!["forward".into()], ..Options::default() };
+            analyse(&src, &opts).map(|a| a.reference.map(|r| r.fd_agrees))
+        });
+        match a {
+            Ok(Some(true)) => {}
+            Ok(_) => disagreements += 1,
+            Err(d) => panic!("seed {seed}: {d:?}"),
+        }
+    }
+    assert!(disagreements <= 4, "{disagreements} of 60 random array programs disagree with finite differences");
+}
+
+#[test]
+fn generated_array_programs_are_varied_and_nontrivial() {
+    // Guards the array generator: programs use every array operation, arrays in main's input and
+    // output, nested arrays, and in-range indexing by each of its methods.
+    let all: String = (0..60u64).map(|s| gen::Gen::new(s).array_program(4)).collect();
+    for construct in [
+        "build ", "replicate ", "map ", "map2 ", "fold ", "reduce ", "scanl ", "scanr ", "shift1L ", "shift1R ", "sum ", "length ",
+        " ! ", " mod length ", "(length ", "(min ", "[[", " : Array R)", " : Array R + R)", "ahelper ", "def main (vec0", "mat",
+        "let ", "case ", "if ", "\\", "fst ", "real ", "sin ", " ||| ", "let loop", "(\\(", " in map ", "let (left", "(twice ",
+    ] {
+        assert!(all.contains(construct), "no `{construct}` in 60 generated array programs");
+    }
+    // Every output shape: a real, an array, a matrix, a tuple of them.
+    let outputs: Vec<String> = (0..60u64)
+        .filter_map(|s| {
+            let src = gen::Gen::new(s).array_program(3);
+            limits::run_with_stack(move || primal(&src).ok().map(|v| v.to_string()))
+        })
+        .collect();
+    assert_eq!(outputs.len(), 60, "every generated array program runs");
+    for (what, seen) in [
+        ("a real", outputs.iter().any(|o| !o.starts_with('[') && !o.starts_with('('))),
+        ("an array", outputs.iter().any(|o| o.starts_with('[') && !o.starts_with("[["))),
+        ("a matrix", outputs.iter().any(|o| o.starts_with("[["))),
+        ("a tuple", outputs.iter().any(|o| o.starts_with('(') && o.contains('['))),
+        ("an array of pairs", outputs.iter().any(|o| o.contains("[("))),
+    ] {
+        assert!(seen, "no output that is {what} in 60 generated array programs");
+    }
 }

@@ -233,6 +233,15 @@ proptest! {
         let r = random_check(Pass::Defun, seed, arity, depth);
         prop_assert_eq!(r, Ok(true));
     }
+
+    #[test]
+    fn monomorphise_preserves_random_array_programs(seed in any::<u64>(), depth in 1usize..5) {
+        // Only monomorphise: the other passes do not yet handle the function argument of an
+        // array operation (`map (\x -> x) a`): their output does not type-check.
+        let src = gen::Gen::new(seed).array_program(depth);
+        let r = limits::run_with_stack(move || check(Pass::Mono, &src).map(|o| o.is_some()));
+        prop_assert_eq!(r, Ok(true));
+    }
 }
 
 #[test]

@@ -1,7 +1,41 @@
 //! A generator of random well-typed Cotangent programs, as source text, for property tests.
-//! `main` takes a tuple of reals and returns a real; its body mixes lets (sharing), closures,
-//! local recursion, tuples, sums with case, conditionals, integers and every real primitive,
-//! with arguments kept in the primitives' smooth domains.
+//! `program`: `main` takes a tuple of reals and returns a real; its body mixes lets (sharing),
+//! closures, local recursion, tuples, sums with case, conditionals, integers and every real
+//! primitive, with arguments kept in the primitives' smooth domains. `array_program` (arrays.rs)
+//! adds arrays in the input, the output and the body.
+
+mod arrays;
+
+/// What an expression may mention: real and integer variables and, when `arrays` is on, array
+/// variables with their (statically known) lengths and integer variables with a known bound, which
+/// index arrays in range.
+#[derive(Clone, Default)]
+pub struct Scope {
+    pub reals: Vec<String>,
+    pub ints: Vec<String>,
+    pub arrays: bool,
+    /// `Array R` variables and their lengths.
+    pub vecs: Vec<(String, usize)>,
+    /// Rectangular `Array (Array R)` variables: rows, columns.
+    pub mats: Vec<(String, usize, usize)>,
+    /// Integer variables `i` with 0 <= i < bound (a `build` index).
+    pub idx: Vec<(String, usize)>,
+    /// A top-level `ahelper : Array R -> R` over arrays of this length, when there is one.
+    pub ahelper: Option<usize>,
+}
+
+impl Scope {
+    fn with_real(&self, x: &str) -> Scope {
+        let mut s = self.clone();
+        s.reals.push(x.to_string());
+        s
+    }
+    fn with_int(&self, k: &str) -> Scope {
+        let mut s = self.clone();
+        s.ints.push(k.to_string());
+        s
+    }
+}
 
 pub struct Gen {
     state: u64,
@@ -40,25 +74,41 @@ impl Gen {
 
     /// A real-valued expression over the real variables `env` and integer variables `ienv`.
     pub fn real(&mut self, env: &[String], ienv: &[String], depth: usize) -> String {
+        let s = Scope { reals: env.to_vec(), ints: ienv.to_vec(), ..Scope::default() };
+        self.real_in(&s, depth)
+    }
+
+    /// A real-valued expression over `s`.
+    pub fn real_in(&mut self, s: &Scope, depth: usize) -> String {
+        let (env, ienv) = (&s.reals, &s.ints);
         if depth == 0 || self.below(10) < 2 {
+            // Drawn only with arrays on, so scalar programs stay what they were for every seed.
+            if s.arrays && self.below(2) == 0 {
+                if let Some(e) = self.array_leaf(s) {
+                    return e;
+                }
+            }
             return if self.below(4) == 0 || env.is_empty() { self.literal() } else { self.pick(env).clone() };
         }
         let d = depth - 1;
+        if s.arrays && self.below(3) == 0 {
+            return self.array_real(s, d);
+        }
         if self.below(12) == 0 {
             // a type annotation (issue 14: annotations once broke the dualrev translations)
-            return format!("({} : R)", self.real(env, ienv, d));
+            return format!("({} : R)", self.real_in(s, d));
         }
         match self.below(18) {
-            0 | 1 => format!("({} + {})", self.real(env, ienv, d), self.real(env, ienv, d)),
-            2 => format!("({} - {})", self.real(env, ienv, d), self.real(env, ienv, d)),
-            3 | 4 => format!("({} * {})", self.real(env, ienv, d), self.real(env, ienv, d)),
-            5 => format!("({} / (2.0 + sin {}))", self.real(env, ienv, d), self.real(env, ienv, d)),
+            0 | 1 => format!("({} + {})", self.real_in(s, d), self.real_in(s, d)),
+            2 => format!("({} - {})", self.real_in(s, d), self.real_in(s, d)),
+            3 | 4 => format!("({} * {})", self.real_in(s, d), self.real_in(s, d)),
+            5 => format!("({} / (2.0 + sin {}))", self.real_in(s, d), self.real_in(s, d)),
             6 => {
                 let f = *self.pick(&["sin", "cos", "tanh", "-"]);
-                format!("({f} {})", self.real(env, ienv, d))
+                format!("({f} {})", self.real_in(s, d))
             }
             7 => {
-                let e = self.real(env, ienv, d);
+                let e = self.real_in(s, d);
                 match self.below(4) {
                     0 => format!("(exp (sin {e}))"),
                     1 => format!("(log (1.0 + {e} * {e}))"),
@@ -69,94 +119,82 @@ impl Gen {
             8 | 9 => {
                 // let: sharing
                 let x = self.fresh("x");
-                let rhs = self.real(env, ienv, d);
-                let mut env2 = env.to_vec();
-                env2.push(x.clone());
-                format!("(let {x} = {rhs} in {})", self.real(&env2, ienv, d))
+                let rhs = self.real_in(s, d);
+                format!("(let {x} = {rhs} in {})", self.real_in(&s.with_real(&x), d))
             }
             10 => {
-                let c = self.cond(env, ienv, d);
-                format!("(if {c} then {} else {})", self.real(env, ienv, d), self.real(env, ienv, d))
+                let c = self.cond(s, d);
+                format!("(if {c} then {} else {})", self.real_in(s, d), self.real_in(s, d))
             }
             11 => {
                 // a closure capturing the environment, applied twice
                 let (f, x) = (self.fresh("f"), self.fresh("x"));
-                let mut env2 = env.to_vec();
-                env2.push(x.clone());
-                let body = self.real(&env2, ienv, d);
-                format!("(let {f} = \\{x} -> {body} in {f} ({}) + {f} ({}))", self.real(env, ienv, d), self.real(env, ienv, d))
+                let body = self.real_in(&s.with_real(&x), d);
+                format!("(let {f} = \\{x} -> {body} in {f} ({}) + {f} ({}))", self.real_in(s, d), self.real_in(s, d))
             }
             12 => {
                 // sums and case
                 let (a, b) = (self.fresh("a"), self.fresh("b"));
-                let c = self.cond(env, ienv, d);
-                let mut ea = env.to_vec();
-                ea.push(a.clone());
+                let c = self.cond(s, d);
                 let k = self.fresh("k");
-                let mut ib = ienv.to_vec();
-                ib.push(k.clone());
                 // an integer negated inside the sum, whose annotation makes it an integer (issue 14)
                 let neg = if ienv.is_empty() { "-2".to_string() } else { format!("-{}", self.pick(ienv)) };
                 format!(
                     "(case (if {c} then inl {} else inr ({}, {neg}) : R + (R, Z)) of inl {a} -> {} | inr ({b}, {k}) -> {b} * real {k} + {})",
-                    self.real(env, ienv, d),
-                    self.real(env, ienv, d),
-                    self.real(&ea, ienv, d),
-                    self.real(env, &ib, d)
+                    self.real_in(s, d),
+                    self.real_in(s, d),
+                    self.real_in(&s.with_real(&a), d),
+                    self.real_in(&s.with_int(&k), d)
                 )
             }
             13 => {
                 // tuples and projections
                 let (p, q) = (self.fresh("p"), self.fresh("q"));
-                let mut env2 = env.to_vec();
-                env2.push(p.clone());
-                env2.push(q.clone());
+                let env2 = s.with_real(&p).with_real(&q);
                 format!(
                     "(let ({p}, {q}) = ({}, {}) in {} + fst ({p}, {q}) * snd ({q}, {p}))",
-                    self.real(env, ienv, d),
-                    self.real(env, ienv, d),
-                    self.real(&env2, ienv, d)
+                    self.real_in(s, d),
+                    self.real_in(s, d),
+                    self.real_in(&env2, d)
                 )
             }
             14 => {
                 // local recursion over an integer counter
                 let (f, k, acc) = (self.fresh("loop"), self.fresh("k"), self.fresh("acc"));
-                let mut env2 = env.to_vec();
-                env2.push(acc.clone());
-                let step = self.real(&env2, ienv, d.min(2));
+                let step = self.real_in(&s.with_real(&acc), d.min(2));
                 let n = self.below(4);
                 format!(
                     "(let {f} {k} {acc} = if {k} == 0 then {acc} else {f} ({k} - 1) (0.5 * {acc} + 0.25 * tanh ({step})) in {f} {n} ({}))",
-                    self.real(env, ienv, d)
+                    self.real_in(s, d)
                 )
             }
-            15 if !ienv.is_empty() => format!("(real {} * {})", self.pick(ienv).clone(), self.real(env, ienv, d)),
+            15 if !ienv.is_empty() => format!("(real {} * {})", self.pick(ienv).clone(), self.real_in(s, d)),
             16 => {
                 // the primitives of the table's later rows, each in a domain where it is smooth
                 // and finite (** with a base in [0.5, 2.5], or an integer exponent on any base)
-                let e = self.real(env, ienv, d);
+                let e = self.real_in(s, d);
                 match self.below(10) {
-                    0 => format!("((1.5 + sin {e}) ** cos {})", self.real(env, ienv, d)),
+                    0 => format!("((1.5 + sin {e}) ** cos {})", self.real_in(s, d)),
                     1 => format!("({e} ** 2.0)"),
                     2 => format!("(atan {e})"),
-                    3 => format!("(min {e} {})", self.real(env, ienv, d)),
-                    4 => format!("(max {e} {})", self.real(env, ienv, d)),
-                    5 => format!("(floor {e} * {})", self.real(env, ienv, d)),
+                    3 => format!("(min {e} {})", self.real_in(s, d)),
+                    4 => format!("(max {e} {})", self.real_in(s, d)),
+                    5 => format!("(floor {e} * {})", self.real_in(s, d)),
                     6 => format!("(sinh (sin {e}) + cosh (cos {e}))"),
                     7 => format!("(erf {e} - expm1 (sin {e}))"),
                     8 => format!("(log1p ({e} * {e}))"),
                     _ => format!("(sigmoid {e})"),
                 }
             }
-            _ => format!("(abs (3.0 + sin {}) * {})", self.real(env, ienv, d), self.real(env, ienv, d)),
+            _ => format!("(abs (3.0 + sin {}) * {})", self.real_in(s, d), self.real_in(s, d)),
         }
     }
 
-    fn cond(&mut self, env: &[String], ienv: &[String], depth: usize) -> String {
+    fn cond(&mut self, s: &Scope, depth: usize) -> String {
         let op = *self.pick(&["<", "<=", ">", ">="]);
-        let c = format!("{} {op} {}", self.real(env, ienv, depth), self.real(env, ienv, depth));
+        let c = format!("{} {op} {}", self.real_in(s, depth), self.real_in(s, depth));
         match self.below(4) {
-            0 => format!("({c} && not ({} == 0.123))", self.real(env, ienv, depth)),
+            0 => format!("({c} && not ({} == 0.123))", self.real_in(s, depth)),
             1 => format!("({c} || 1 > 2)"),
             _ => c,
         }

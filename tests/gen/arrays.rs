@@ -1,0 +1,511 @@
+//! Random array programs (issue 9): `main` takes and returns arrays (`Array R`, rectangular
+//! `Array (Array R)`, tuples of them and reals). Every array expression is made at a length the
+//! generator knows (inputs, literals and `build`/`replicate` sizes are literals; `map`, `map2`,
+//! `scanl`, `shift1L`, ... change lengths by known amounts), so `map2` only meets equal lengths and
+//! every `a ! i` is in range: a literal below the length, a `build` index whose bound fits,
+//! `i mod length a` or `length a - 1` (an out-of-range index is a runtime error, not what the
+//! properties test). Sizes stay at 0–4 so that every stage runs fast.
+
+use super::{Gen, Scope};
+
+/// Most elements an array gets (lengths are 0..=MAX_LEN).
+const MAX_LEN: usize = 4;
+
+impl Scope {
+    fn with_vec(&self, v: &str, n: usize) -> Scope {
+        let mut s = self.clone();
+        s.vecs.push((v.to_string(), n));
+        s
+    }
+    fn with_mat(&self, m: &str, r: usize, c: usize) -> Scope {
+        let mut s = self.clone();
+        s.mats.push((m.to_string(), r, c));
+        s
+    }
+    fn with_index(&self, i: &str, bound: usize) -> Scope {
+        let mut s = self.clone();
+        s.ints.push(i.to_string());
+        s.idx.push((i.to_string(), bound));
+        s
+    }
+}
+
+/// The shape of a component of `main`'s input or output.
+#[derive(Clone, Copy)]
+enum Shape {
+    Real,
+    Vec(usize),
+    Mat(usize, usize),
+    /// `Array (R, R)`: its cotangent interleaves the two components, element by element.
+    Pairs(usize),
+}
+
+impl Gen {
+    /// A length: empty one time in ten (empty arrays are an edge case, not the common one).
+    fn len(&mut self) -> usize {
+        if self.below(10) == 0 {
+            0
+        } else {
+            1 + self.below(MAX_LEN)
+        }
+    }
+
+    /// A length for a new array: often one of the arrays in scope, so that they meet (`map2`, a
+    /// shared index, a variable used whole).
+    fn len_in(&mut self, s: &Scope) -> usize {
+        let mut known: Vec<usize> = s.vecs.iter().map(|(_, n)| *n).collect();
+        known.extend(s.mats.iter().flat_map(|(_, r, c)| [*r, *c]));
+        known.extend(s.idx.iter().map(|(_, b)| *b));
+        if !known.is_empty() && self.below(2) == 0 {
+            *self.pick(&known)
+        } else {
+            self.len()
+        }
+    }
+
+    /// A real read from an array variable in scope (an element, or a sum), if there is one.
+    pub(super) fn array_leaf(&mut self, s: &Scope) -> Option<String> {
+        let mut options = vec![];
+        for (v, n) in s.vecs.clone() {
+            if n > 0 {
+                let i = self.index(s, &v, n);
+                options.push(format!("({v} ! {i})"));
+            } else {
+                options.push(format!("(sum {v})"));
+            }
+        }
+        for (m, r, c) in s.mats.clone() {
+            if r > 0 && c > 0 {
+                let i = self.index(s, &m, r);
+                let j = self.index(s, &format!("({m} ! {i})"), c);
+                options.push(format!("({m} ! {i} ! {j})"));
+            }
+        }
+        if options.is_empty() {
+            None
+        } else {
+            Some(self.pick(&options).clone())
+        }
+    }
+
+    /// An integer expression in range for the array variable `a` of length `n` > 0.
+    fn index(&mut self, s: &Scope, a: &str, n: usize) -> String {
+        let mut options = vec![format!("{}", self.below(n)), format!("(length {a} - 1)")];
+        for (i, bound) in &s.idx {
+            options.push(format!("({i} mod length {a})"));
+            options.push(format!("(min {i} (length {a} - 1))"));
+            if *bound <= n {
+                options.push(i.clone());
+                options.push(format!("(length {a} - 1 - {i})"));
+            }
+        }
+        self.pick(&options).clone()
+    }
+
+    /// Names `e` (an array of length `n`) if it is not a variable already, for indexing it.
+    fn named_vec(&mut self, s: &Scope, n: usize, d: usize) -> (String, String) {
+        let here: Vec<String> = s.vecs.iter().filter(|(_, k)| *k == n).map(|(v, _)| v.clone()).collect();
+        if !here.is_empty() && self.below(3) > 0 {
+            return (self.pick(&here).clone(), String::new());
+        }
+        let v = self.fresh("v");
+        let e = self.vec(s, n, d);
+        (v.clone(), format!("let {v} = {e} in "))
+    }
+
+    /// A real-valued expression that consumes arrays.
+    pub(super) fn array_real(&mut self, s: &Scope, d: usize) -> String {
+        match self.below(11) {
+            0 | 1 => {
+                let n = self.len_in(s);
+                format!("(sum {})", self.vec(s, n, d))
+            }
+            2 | 3 => {
+                let n = self.len_in(s).max(1);
+                let (v, bind) = self.named_vec(s, n, d);
+                let sv = s.with_vec(&v, n);
+                let i = self.index(&sv, &v, n);
+                format!("({bind}{v} ! {i})")
+            }
+            4 => {
+                let (acc, x) = (self.fresh("acc"), self.fresh("x"));
+                let f = self.real_in(&s.with_real(&acc).with_real(&x), d);
+                let n = self.len_in(s);
+                format!("(fold (\\{acc} {x} -> {f}) {} {})", self.real_in(s, d), self.vec(s, n, d))
+            }
+            5 => {
+                // Huot & Shaikhha's reduce: an associative f with its unit
+                let n = self.len_in(s);
+                let a = self.vec(s, n, d);
+                match self.below(3) {
+                    0 => format!("(reduce (\\p q -> p + q) 0.0 {a})"),
+                    1 => format!("(reduce (\\p q -> p * q) 1.0 {a})"),
+                    _ => {
+                        // over an array of pairs: componentwise sum and product
+                        let x = self.fresh("x");
+                        let sx = s.with_real(&x);
+                        let (e1, e2) = (self.real_in(&sx, d), self.real_in(&sx, d));
+                        let proj = self.pick(&["fst", "snd"]);
+                        format!("({proj} (reduce (\\p q -> (fst p + fst q, snd p * snd q)) (0.0, 1.0) (map (\\{x} -> ({e1}, {e2})) {a})))")
+                    }
+                }
+            }
+            6 => {
+                let n = self.len_in(s);
+                format!("(real (length {}) * {})", self.vec(s, n, d), self.real_in(s, d))
+            }
+            7 => {
+                // an element of a matrix: m ! i ! j
+                let (r, c) = (self.len_in(s).max(1), self.len_in(s).max(1));
+                let here: Vec<String> = s.mats.iter().filter(|(_, a, b)| (*a, *b) == (r, c)).map(|(m, _, _)| m.clone()).collect();
+                let (m, bind) = if here.is_empty() {
+                    let m = self.fresh("m");
+                    let e = self.mat(s, r, c, d);
+                    (m.clone(), format!("let {m} = {e} in "))
+                } else {
+                    (self.pick(&here).clone(), String::new())
+                };
+                let sm = s.with_mat(&m, r, c);
+                let i = self.index(&sm, &m, r);
+                let row = format!("({m} ! {i})");
+                let j = match self.below(3) {
+                    0 => format!("{}", self.below(c)),
+                    _ => self.index(&sm, &row, c),
+                };
+                format!("({bind}{m} ! {i} ! {j})")
+            }
+            8 => {
+                // a fold over a matrix's rows
+                let (r, c) = (self.len_in(s), self.len_in(s));
+                let (acc, row) = (self.fresh("acc"), self.fresh("row"));
+                let f = self.real_in(&s.with_real(&acc).with_vec(&row, c), d);
+                format!("(fold (\\{acc} {row} -> {acc} * 0.5 + {f}) {} {})", self.real_in(s, d), self.mat(s, r, c, d))
+            }
+            9 if self.below(2) == 0 => {
+                // a fold whose accumulator is a pair, taken apart by a lambda's tuple pattern
+                let (p, q, x) = (self.fresh("p"), self.fresh("q"), self.fresh("x"));
+                let f = self.real_in(&s.with_real(&p).with_real(&q).with_real(&x), d);
+                let n = self.len_in(s);
+                let proj = self.pick(&["fst", "snd"]);
+                format!("({proj} (fold (\\({p}, {q}) {x} -> ({q} * 0.5 + {x}, {f})) ({}, {}) {}))", self.real_in(s, d), self.real_in(s, d), self.vec(s, n, d))
+            }
+            9 if s.ahelper.is_some() => {
+                let n = s.ahelper.unwrap_or(0);
+                format!("(ahelper {})", self.vec(s, n, d))
+            }
+            10 if self.below(2) == 0 => {
+                // the polymorphic top-level `twice`, here at type R
+                let x = self.fresh("x");
+                let f = self.real_in(&s.with_real(&x), d.min(2));
+                format!("(twice (\\{x} -> {f}) {})", self.real_in(s, d))
+            }
+            _ => {
+                let n = self.len_in(s);
+                format!("(sum (map (\\y -> y * y) {}))", self.vec(s, n, d))
+            }
+        }
+    }
+
+    /// An expression of type `Array R` and length `n`.
+    pub fn vec(&mut self, s: &Scope, n: usize, depth: usize) -> String {
+        let here: Vec<String> = s.vecs.iter().filter(|(_, k)| *k == n).map(|(v, _)| v.clone()).collect();
+        if depth == 0 || self.below(8) == 0 {
+            if !here.is_empty() && self.below(4) > 0 {
+                return self.pick(&here).clone();
+            }
+            if self.below(3) == 0 {
+                return format!("(replicate {n} {})", self.real_in(s, 0));
+            }
+            let xs: Vec<String> = (0..n).map(|_| self.real_in(s, 0)).collect();
+            return format!("[{}]", xs.join(", "));
+        }
+        let d = depth - 1;
+        match self.below(22) {
+            0 => {
+                let xs: Vec<String> = (0..n).map(|_| self.real_in(s, d)).collect();
+                format!("[{}]", xs.join(", "))
+            }
+            1 | 2 => {
+                let i = self.fresh("i");
+                format!("(build {n} (\\{i} -> {}))", self.real_in(&s.with_index(&i, n), d))
+            }
+            3 => format!("(replicate {n} {})", self.real_in(s, d)),
+            4 | 5 => {
+                let x = self.fresh("x");
+                let f = self.real_in(&s.with_real(&x), d);
+                format!("(map (\\{x} -> {f}) {})", self.vec(s, n, d))
+            }
+            6 => {
+                let (x, y) = (self.fresh("x"), self.fresh("y"));
+                let f = self.real_in(&s.with_real(&x).with_real(&y), d);
+                format!("(map2 (\\{x} {y} -> {f}) {} {})", self.vec(s, n, d), self.vec(s, n, d))
+            }
+            7 if n >= 1 => {
+                let (acc, x) = (self.fresh("acc"), self.fresh("x"));
+                let f = self.real_in(&s.with_real(&acc).with_real(&x), d);
+                let (z, a) = (self.real_in(s, d), self.vec(s, n - 1, d));
+                if self.below(2) == 0 {
+                    format!("(scanl (\\{acc} {x} -> {f}) {z} {a})")
+                } else {
+                    format!("(scanr (\\{x} {acc} -> {f}) {z} {a})")
+                }
+            }
+            8 if n < MAX_LEN => {
+                let op = self.pick(&["shift1L", "shift1R"]);
+                format!("({op} {})", self.vec(s, n + 1, d))
+            }
+            9 => {
+                // a row of a matrix
+                let r = self.len_in(s).max(1);
+                let here: Vec<String> = s.mats.iter().filter(|(_, a, b)| (*a, *b) == (r, n)).map(|(m, _, _)| m.clone()).collect();
+                let (m, bind) = if here.is_empty() {
+                    let m = self.fresh("m");
+                    let e = self.mat(s, r, n, d);
+                    (m.clone(), format!("let {m} = {e} in "))
+                } else {
+                    (self.pick(&here).clone(), String::new())
+                };
+                let i = self.index(&s.with_mat(&m, r, n), &m, r);
+                format!("({bind}{m} ! {i})")
+            }
+            10 => {
+                // a fold with an array accumulator
+                let (acc, x) = (self.fresh("acc"), self.fresh("x"));
+                let f = self.vec(&s.with_vec(&acc, n).with_real(&x), n, d);
+                let m = self.len_in(s);
+                format!("(fold (\\{acc} {x} -> {f}) {} {})", self.vec(s, n, d), self.vec(s, m, d))
+            }
+            11 => {
+                // sharing an array
+                let (v, m) = (self.fresh("v"), self.len_in(s));
+                let e = self.vec(s, m, d);
+                format!("(let {v} = {e} in {})", self.vec(&s.with_vec(&v, m), n, d))
+            }
+            12 => {
+                let c = self.cond(s, d);
+                format!("(if {c} then {} else {})", self.vec(s, n, d), self.vec(s, n, d))
+            }
+            13 => {
+                // an array inside a sum, and an annotation naming the array type
+                let (a, y) = (self.fresh("a"), self.fresh("y"));
+                let c = self.cond(s, d);
+                format!(
+                    "(case (if {c} then inl {} else inr {} : Array R + R) of inl {a} -> {} | inr {y} -> {})",
+                    self.vec(s, n, d),
+                    self.real_in(s, d),
+                    self.vec(&s.with_vec(&a, n), n, d),
+                    self.vec(&s.with_real(&y), n, d)
+                )
+            }
+            14 => format!("({} : Array R)", self.vec(s, n, d)),
+            17 => {
+                // a function value named by let, then mapped
+                let (f, x) = (self.fresh("f"), self.fresh("x"));
+                let body = self.real_in(&s.with_real(&x), d);
+                format!("(let {f} = \\{x} -> {body} in map {f} {})", self.vec(s, n, d))
+            }
+            18 => {
+                // local recursion over an array accumulator
+                let (f, k, acc) = (self.fresh("loop"), self.fresh("k"), self.fresh("acc"));
+                let step = self.vec(&s.with_vec(&acc, n), n, d.min(2));
+                let times = self.below(3);
+                format!("(let {f} {k} {acc} = if {k} == 0 then {acc} else {f} ({k} - 1) ({step}) in {f} {times} {})", self.vec(s, n, d))
+            }
+            19 => {
+                // an array of integers, made real elementwise (its elements have no cotangent)
+                let (i, k) = (self.fresh("i"), self.fresh("k"));
+                let f = self.real_in(&s.with_int(&k), d);
+                format!("(map (\\{k} -> real {k} * {f}) (build {n} (\\{i} -> {i} * {i} - 1)))")
+            }
+            21 => {
+                // the polymorphic top-level `twice`, here at type Array R
+                let v = self.fresh("v");
+                let f = self.vec(&s.with_vec(&v, n), n, d.min(2));
+                format!("(twice (\\{v} -> {f}) {})", self.vec(s, n, d))
+            }
+            20 => {
+                // the parallel pair of Smeding & Vákár §12, over two arrays
+                let (p, q, x, y) = (self.fresh("p"), self.fresh("q"), self.fresh("x"), self.fresh("y"));
+                let f = self.real_in(&s.with_real(&x).with_real(&y), d);
+                format!("(let ({p}, {q}) = ({} ||| {}) in map2 (\\{x} {y} -> {f}) {p} {q})", self.vec(s, n, d), self.vec(s, n, d))
+            }
+            15 => {
+                // one real per row of a matrix
+                let (row, c) = (self.fresh("row"), self.len_in(s));
+                let f = self.real_in(&s.with_vec(&row, c), d);
+                format!("(map (\\{row} -> {f}) {})", self.mat(s, n, c, d))
+            }
+            _ => {
+                // the sum of a matrix's rows, by reduce with the zero row as unit
+                let r = self.len_in(s);
+                format!("(reduce (\\u w -> map2 (\\p q -> p + q) u w) (replicate {n} 0.0) {})", self.mat(s, r, n, d))
+            }
+        }
+    }
+
+    /// An expression of type `Array (Array R)` with `r` rows of length `c`.
+    pub fn mat(&mut self, s: &Scope, r: usize, c: usize, depth: usize) -> String {
+        let here: Vec<String> = s.mats.iter().filter(|(_, a, b)| (*a, *b) == (r, c)).map(|(m, _, _)| m.clone()).collect();
+        if depth == 0 || self.below(8) == 0 {
+            if !here.is_empty() && self.below(4) > 0 {
+                return self.pick(&here).clone();
+            }
+            let rows: Vec<String> = (0..r).map(|_| self.vec(s, c, 0)).collect();
+            return format!("[{}]", rows.join(", "));
+        }
+        let d = depth - 1;
+        match self.below(10) {
+            0 => {
+                let rows: Vec<String> = (0..r).map(|_| self.vec(s, c, d)).collect();
+                format!("[{}]", rows.join(", "))
+            }
+            1 => {
+                let i = self.fresh("i");
+                format!("(build {r} (\\{i} -> {}))", self.vec(&s.with_index(&i, r), c, d))
+            }
+            2 => {
+                // build over both indices, e.g. a transpose or an outer product
+                let (i, j) = (self.fresh("i"), self.fresh("j"));
+                let f = self.real_in(&s.with_index(&i, r).with_index(&j, c), d);
+                format!("(build {r} (\\{i} -> build {c} (\\{j} -> {f})))")
+            }
+            3 => format!("(replicate {r} {})", self.vec(s, c, d)),
+            4 => {
+                let x = self.fresh("x");
+                let f = self.vec(&s.with_real(&x), c, d);
+                format!("(map (\\{x} -> {f}) {})", self.vec(s, r, d))
+            }
+            5 => {
+                let (row, c2) = (self.fresh("row"), self.len_in(s));
+                let f = self.vec(&s.with_vec(&row, c2), c, d);
+                format!("(map (\\{row} -> {f}) {})", self.mat(s, r, c2, d))
+            }
+            6 if r >= 1 => {
+                // scanl with an array accumulator: a matrix of its states
+                let (acc, x) = (self.fresh("acc"), self.fresh("x"));
+                let f = self.vec(&s.with_vec(&acc, c).with_real(&x), c, d);
+                format!("(scanl (\\{acc} {x} -> {f}) {} {})", self.vec(s, c, d), self.vec(s, r - 1, d))
+            }
+            7 if r < MAX_LEN => {
+                let op = self.pick(&["shift1L", "shift1R"]);
+                format!("({op} {})", self.mat(s, r + 1, c, d))
+            }
+            8 => {
+                let (u, w) = (self.fresh("u"), self.fresh("w"));
+                let (p, q) = (self.fresh("p"), self.fresh("q"));
+                let f = self.real_in(&s.with_real(&p).with_real(&q), d);
+                format!("(map2 (\\{u} {w} -> map2 (\\{p} {q} -> {f}) {u} {w}) {} {})", self.mat(s, r, c, d), self.mat(s, r, c, d))
+            }
+            _ => {
+                let c2 = self.cond(s, d);
+                format!("(if {c2} then {} else {})", self.mat(s, r, c, d), self.mat(s, r, c, d))
+            }
+        }
+    }
+
+    fn input_value(&mut self) -> String {
+        format!("{:?}", (self.below(300) as f64 - 150.0) / 100.0 + 0.005)
+    }
+
+    fn input_of(&mut self, shape: Shape) -> String {
+        match shape {
+            Shape::Real => self.input_value(),
+            Shape::Vec(n) => format!("[{}]", (0..n).map(|_| self.input_value()).collect::<Vec<_>>().join(", ")),
+            Shape::Mat(r, c) => format!("[{}]", (0..r).map(|_| self.input_of(Shape::Vec(c))).collect::<Vec<_>>().join(", ")),
+            Shape::Pairs(n) => format!("[{}]", (0..n).map(|_| format!("({}, {})", self.input_value(), self.input_value())).collect::<Vec<_>>().join(", ")),
+        }
+    }
+
+    fn shape(&mut self) -> Shape {
+        match self.below(7) {
+            0 | 1 => Shape::Real,
+            2 | 3 => Shape::Vec(self.len()),
+            4 | 5 => Shape::Mat(self.len(), self.len()),
+            _ => Shape::Pairs(self.len()),
+        }
+    }
+
+    fn output_of(&mut self, s: &Scope, shape: Shape, depth: usize) -> String {
+        match shape {
+            Shape::Real => self.real_in(s, depth),
+            Shape::Vec(n) => self.vec(s, n, depth),
+            Shape::Mat(r, c) => self.mat(s, r, c, depth),
+            Shape::Pairs(n) => {
+                let (x, y) = (self.fresh("x"), self.fresh("y"));
+                let sxy = s.with_real(&x).with_real(&y);
+                let (e1, e2) = (self.real_in(&sxy, depth.saturating_sub(1)), self.real_in(&sxy, depth.saturating_sub(1)));
+                let (a, b) = (self.vec(s, n, depth.saturating_sub(1)), self.vec(s, n, depth.saturating_sub(1)));
+                format!("(map2 (\\{x} {y} -> ({e1}, {e2})) {a} {b})")
+            }
+        }
+    }
+
+    /// A whole program over arrays: `main`'s input is a tuple of 1–3 components (reals, `Array R`,
+    /// rectangular `Array (Array R)`, `Array (R, R)`; at least one array), its output one or two
+    /// such components
+    /// (or, one program in four, reals in and a real out, with arrays only inside);
+    /// beside it `helper : R -> R`, sometimes `ahelper : Array R -> R`, and the polymorphic
+    /// `twice`, which `main` may use at `R` and at `Array R`.
+    pub fn array_program(&mut self, depth: usize) -> String {
+        let arity = 1 + self.below(3);
+        // One program in four keeps arrays inside: reals in, a real out (main : R^a → R), the
+        // interface that the Krawiec stages' R^a → R wrappers accept.
+        let inside = self.below(4) == 0;
+        let mut shapes: Vec<Shape> = (0..arity).map(|_| if inside { Shape::Real } else { self.shape() }).collect();
+        if !inside && shapes.iter().all(|s| matches!(s, Shape::Real)) {
+            shapes[0] = Shape::Vec(self.len());
+        }
+        let mut s = Scope { arrays: true, ..Scope::default() };
+        let (mut names, mut uses, mut unzips) = (vec![], vec![], String::new());
+        for (k, shape) in shapes.iter().enumerate() {
+            // Not prefixes `fresh` makes, so an input is never shadowed at another type.
+            let name = match *shape {
+                Shape::Real => format!("x{k}"),
+                Shape::Vec(_) => format!("vec{k}"),
+                Shape::Mat(..) => format!("mat{k}"),
+                Shape::Pairs(_) => format!("prs{k}"),
+            };
+            // Every input is used, so its type is fixed by the program (an unused one would default to R).
+            uses.push(match *shape {
+                Shape::Real => name.clone(),
+                Shape::Vec(_) => format!("sum {name}"),
+                Shape::Mat(..) => format!("sum (map (\\r -> sum r) {name})"),
+                Shape::Pairs(_) => format!("sum (map (\\p -> fst p * snd p) {name})"),
+            });
+            match *shape {
+                Shape::Real => s.reals.push(name.clone()),
+                Shape::Vec(n) => s.vecs.push((name.clone(), n)),
+                Shape::Mat(r, c) => s.mats.push((name.clone(), r, c)),
+                Shape::Pairs(n) => {
+                    // taken apart into two arrays by `map`
+                    unzips.push_str(&format!("let (left{k}, right{k}) = (map (\\p -> fst p) {name}, map (\\p -> snd p) {name}) in\n  "));
+                    s.vecs.push((format!("left{k}"), n));
+                    s.vecs.push((format!("right{k}"), n));
+                }
+            }
+            names.push(name);
+        }
+        let helper = self.real(&["u".to_string()], &[], 2);
+        let ahelper = if self.below(2) == 0 {
+            let n = self.len();
+            let hs = Scope { arrays: true, vecs: vec![("w".into(), n)], ..Scope::default() };
+            let body = self.real_in(&hs, 2);
+            s.ahelper = Some(n);
+            format!("def ahelper w = {body} + sum w\n\n")
+        } else {
+            String::new()
+        };
+        s.reals.push("h".into());
+        let outs: Vec<Shape> = if inside { vec![Shape::Real] } else { (0..1 + self.below(2)).map(|_| self.shape()).collect() };
+        let body: Vec<String> = outs.iter().map(|o| if inside { self.array_real(&s, depth) } else { self.output_of(&s, *o, depth) }).collect();
+        let input: Vec<String> = shapes.iter().map(|sh| self.input_of(*sh)).collect();
+        let tuple = |v: &[String]| if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) };
+        format!(
+            "input {}\n\ndef helper u = {helper}\n\n{ahelper}def twice f z = f (f z)\n\ndef main {} =\n  let h = helper ({}) in\n  {unzips}{}\n",
+            tuple(&input),
+            tuple(&names),
+            uses.join(" + "),
+            tuple(&body)
+        )
+    }
+}
