@@ -48,25 +48,124 @@ const CASES: &[(&str, &str, Option<&str>, &str, &str)] = &[
     ("stray character", "input 1.0\ndef main x = x $ x\n", None, "2:16", ""),
 ];
 
+/// Array errors (issue 9): (what, program, `--at` override, the whole rendered message: place,
+/// message, the line and the caret under the culprit).
+const ARRAY_CASES: &[(&str, &str, Option<&str>, &str)] = &[
+    (
+        "index out of range",
+        "input [1.0, 2.0]\ndef main a = a ! 2 * 3.0\n",
+        None,
+        "bad.cot:2:14: error: index 2 is out of range for an array of length 2\n    2 | def main a = a ! 2 * 3.0\n      |              ^^^^^\n",
+    ),
+    (
+        "negative index",
+        "input [1.0, 2.0]\ndef main a = a ! (0 - 1) * 3.0\n",
+        None,
+        "bad.cot:2:14: error: index -1 is out of range for an array of length 2\n    2 | def main a = a ! (0 - 1) * 3.0\n      |              ^^^^^^^^^^^\n",
+    ),
+    (
+        "map2 on arrays of different lengths",
+        "input [1.0, 2.0]\ndef main a = sum (map2 (\\x y -> x * y) a (shift1L a))\n",
+        None,
+        "bad.cot:2:18: error: `map2` on arrays of different lengths (2 and 1)\n    2 | def main a = sum (map2 (\\x y -> x * y) a (shift1L a))\n      |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n",
+    ),
+    (
+        "negative build size",
+        "input 1.0\ndef main x = sum (build 3 (\\i -> x)) + sum (build (0 - 2) (\\i -> x))\n",
+        None,
+        "bad.cot:2:44: error: `build`: negative size -2\n    2 | def main x = sum (build 3 (\\i -> x)) + sum (build (0 - 2) (\\i -> x))\n      |                                            ^^^^^^^^^^^^^^^^^^^^^^^^^\n",
+    ),
+    (
+        "literal with elements of different types",
+        "input 1.0\ndef main x = sum [1.0, 2] * x\n",
+        None,
+        "bad.cot:2:24: error: type mismatch: expected R, found Z (write a real literal with a point, e.g. `2.0`, or convert with `real`)\n    2 | def main x = sum [1.0, 2] * x\n      |                        ^\n",
+    ),
+    (
+        "ragged input",
+        "input [[1.0, 2.0], [3.0]]\ndef main m = sum (map sum m)\n",
+        None,
+        "bad.cot:1:20: error: the input [[1.0, 2.0], [3.0]]: ragged array: row 1 has length 1, but row 0 has length 2 (the rows of an array of arrays all have one length)\n    1 | input [[1.0, 2.0], [3.0]]\n      |                    ^^^^^\n",
+    ),
+    (
+        "ragged inner array of an input",
+        "input ([[[1.0], [2.0]], [[3.0], [4.0, 5.0]]], 2.0)\ndef main (m, x) = x\n",
+        None,
+        "bad.cot:1:33: error: the input ([[[1.0], [2.0]], [[3.0], [4.0, 5.0]]], 2.0): ragged array: row 1 has length 2, but row 0 has length 1 (the rows of an array of arrays all have one length)\n    1 | input ([[[1.0], [2.0]], [[3.0], [4.0, 5.0]]], 2.0)\n      |                                 ^^^^^^^^^^\n",
+    ),
+    (
+        "ragged --at",
+        "input [[1.0, 2.0], [3.0, 4.0]]\ndef main m = sum (map sum m)\n",
+        Some("[[1.0], [2.0, 3.0, 4.0]]"),
+        "--at:1:9: error: the input point `[[1.0], [2.0, 3.0, 4.0]]`: ragged array: row 1 has length 3, but row 0 has length 1 (the rows of an array of arrays all have one length)\n    1 | [[1.0], [2.0, 3.0, 4.0]]\n      |         ^^^^^^^^^^^^^^^\n",
+    ),
+    (
+        "huge build",
+        "input 1.0\ndef main x = sum (build 1000000000000 (\\i -> 1.0)) * x\n",
+        None,
+        "bad.cot:2:18: error: running the program: stopped: the allocs budget (50000000) ran out after 5 steps, 0 real ops, 1000000000001 allocations, depth 1\n    2 | def main x = sum (build 1000000000000 (\\i -> 1.0)) * x\n      |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n",
+    ),
+    (
+        "huge replicate",
+        "input 1.0\ndef main x = sum (replicate 1000000000000 x)\n",
+        None,
+        "bad.cot:2:18: error: running the program: stopped: the allocs budget (50000000) ran out after 4 steps, 0 real ops, 1000000000000 allocations, depth 1\n    2 | def main x = sum (replicate 1000000000000 x)\n      |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^\n",
+    ),
+    (
+        "unmatched [",
+        "input [1.0\ndef main x = sum x\n",
+        None,
+        "bad.cot:2:1: error: expected `]` to close the `[` opened at line 1, found `def`\n    2 | def main x = sum x\n      | ^^^\n",
+    ),
+    (
+        "unmatched [ at the end",
+        "input 1.0\ndef main x = sum [1.0, x\n",
+        None,
+        "bad.cot:3:1: error: unexpected end of input: expected `]` to close the `[` opened at line 2\n    3 | \n      | ^\n",
+    ),
+    (
+        "unmatched ]",
+        "input 1.0\ndef main x = sum [1.0, x] ]\n",
+        None,
+        "bad.cot:2:27: error: unmatched `]`: no `[` is open here\n    2 | def main x = sum [1.0, x] ]\n      |                           ^\n",
+    ),
+];
+
+/// The rendered diagnostics of a program that fails before any stage runs, or None if it runs.
+fn rendered(src: &'static str, at: Option<&'static str>) -> Option<String> {
+    run_with_stack(move || {
+        let opts = Options { at: at.map(str::to_string), trace: false, ..Options::default() };
+        match analyse(src, &opts) {
+            Ok(_) => None,
+            Err(ds) => Some(
+                ds.iter()
+                    .map(|d| match &d.origin {
+                        Some((name, text)) => render(name, text, d),
+                        None => render("bad.cot", src, d),
+                    })
+                    .collect::<String>(),
+            ),
+        }
+    })
+}
+
+#[test]
+fn array_errors_get_exact_located_messages() {
+    let mut failures = vec![];
+    for &(what, src, at, want) in ARRAY_CASES {
+        match rendered(src, at) {
+            Some(got) if got == want => {}
+            got => failures.push(format!("{what}: expected\n{want}got\n{}", got.unwrap_or_else(|| "(accepted)\n".into()))),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn broken_programs_get_located_messages_and_never_panic() {
     let mut failures = vec![];
     for &(what, src, at, line_col, fragment) in CASES {
-        let out = run_with_stack(move || {
-            let opts = Options { at: at.map(str::to_string), trace: false, ..Options::default() };
-            match analyse(src, &opts) {
-                Ok(_) => None,
-                Err(ds) => Some(
-                    ds.iter()
-                        .map(|d| match &d.origin {
-                            Some((name, text)) => render(name, text, d),
-                            None => render("bad.cot", src, d),
-                        })
-                        .collect::<String>(),
-                ),
-            }
-        });
-        let Some(rendered) = out else {
+        let Some(rendered) = rendered(src, at) else {
             failures.push(format!("{what}: accepted, expected an error"));
             continue;
         };

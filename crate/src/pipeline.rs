@@ -3,7 +3,7 @@
 
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtins, Cost, Graph, Machine, RunError, TraceStep};
-use crate::ir::{ExpectKind, Program, Role, Type};
+use crate::ir::{ExpectKind, Expr, ExprKind, Program, Role, Type};
 use crate::print::{print_program, PrintOptions};
 use crate::stage::{Contract, Input, Output, Prepared, RunCtx, Source, Stage};
 use crate::value::Value;
@@ -153,6 +153,9 @@ pub fn parse_value(text: &str, ty: &Type, what: &str, arg: &str) -> Result<Value
     })?;
     let v = syntax::value_of(&e).map_err(|d| outside(d.span, d.message))?;
     if !fits(&v, ty) {
+        if let Some((span, why)) = ragged_row(&e) {
+            return Err(outside(span, why));
+        }
         return Err(outside(e.span, format!("does not have type {}", types::show(ty))));
     }
     Ok(v)
@@ -167,6 +170,32 @@ pub fn is_ragged(rows: &[Value]) -> bool {
         _ => None,
     };
     rows.first().and_then(len).is_some_and(|n| rows.iter().any(|r| len(r) != Some(n)))
+}
+
+/// The first row of a ragged array literal in a constant (an input point), with why it is refused:
+/// "row 1 has length 1, but row 0 has length 2". Walks the literal as `syntax::value_of` does.
+pub fn ragged_row(e: &Expr) -> Option<(Span, String)> {
+    fn len(e: &Expr) -> Option<usize> {
+        match &e.kind {
+            ExprKind::Array(es) => Some(es.len()),
+            ExprKind::Ann(x, _) => len(x),
+            _ => None,
+        }
+    }
+    match &e.kind {
+        ExprKind::Array(rows) => {
+            if let Some(n) = rows.first().and_then(len) {
+                let other = rows.iter().enumerate().find_map(|(k, r)| len(r).filter(|&m| m != n).map(|m| (k, r, m)));
+                if let Some((k, r, m)) = other {
+                    return Some((r.span, format!("ragged array: row {k} has length {m}, but row 0 has length {n} (the rows of an array of arrays all have one length)")));
+                }
+            }
+            rows.iter().find_map(ragged_row)
+        }
+        ExprKind::Tuple(es) => es.iter().find_map(ragged_row),
+        ExprKind::Inl(x) | ExprKind::Inr(x) | ExprKind::Ann(x, _) => ragged_row(x),
+        _ => None,
+    }
 }
 
 pub fn fits(v: &Value, t: &Type) -> bool {
@@ -192,6 +221,9 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         (None, Some(e)) => {
             let v = syntax::value_of(e).map_err(|d| vec![d])?;
             if !fits(&v, &s) {
+                if let Some((span, why)) = ragged_row(e) {
+                    return Err(vec![Diagnostic::error(span, format!("the input {v}: {why}"))]);
+                }
                 return Err(vec![Diagnostic::error(e.span, format!("the input {v} does not have main's input type {}", types::show(&s)))]);
             }
             v

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Cotangent against an independent AD tool (HIPS autograd, from PyPI) on standard test functions
 that were not written for Cotangent (optimisation benchmarks, a logistic loss, a small MLP, an ODE
-integrator). Each function is written once in Python for autograd and once in the Cotangent
-language; every stage's gradient (from `cotangent run --json`) must match autograd's to 1e-9.
+integrator, and array programs: dot and matrix products, logsumexp, softmax cross-entropy, a dense
+network). Each function is written once in Python for autograd (on numpy arrays) and once in the
+Cotangent language; every stage's gradient (from `cotangent run --json`) must match autograd's to 1e-9.
 
 Usage: check.py path/to/cotangent
 """
+import ast
 import json
 import math
 import subprocess
@@ -71,6 +73,83 @@ CASES = [
      + np.log1p(v[0] ** 2) - np.expm1(-v[1]) + 1 / (1 + np.exp(-(v[0] - 3 * v[1])))),
 ]
 
+# Array programs: `at` is a Cotangent input that is also a Python literal; the autograd function takes
+# it with every list of numbers as a numpy array (a list of rows as a matrix) and integers as they are.
+ARRAY_CASES = [
+    ("dot", "([0.3, -1.2, 2.0, 0.5, 1.5], [1.1, 0.4, -0.7, 2.2, -0.3])", None,
+     "def main (a, b) = sum (map2 (\\x y -> x * y) a b)",
+     lambda v: np.dot(v[0], v[1])),
+    ("matvec-norm", "([[0.5, -1.0, 2.0, 0.1], [1.5, 0.2, -0.3, 0.8], [-0.6, 0.9, 0.4, -1.1]], [1.0, -0.5, 0.25, 2.0])", None,
+     "def matvec m v = build (length m) (\\i -> sum (build (length v) (\\j -> m ! i ! j * v ! j)))\n"
+     "def main (m, v) = sum (map (\\y -> y * y) (matvec m v))",
+     lambda v: np.sum(np.dot(v[0], v[1]) ** 2)),
+    ("matmul-trace", "([[1.0, 0.5], [-2.0, 0.3], [0.7, 1.2]], [[0.4, -1.0, 2.0], [1.5, 0.6, -0.2]])", None,
+     "def col b j = map (\\row -> row ! j) b\n"
+     "def matmul a b = map (\\r -> build (length (b ! 0)) (\\j -> sum (map2 (\\x y -> x * y) r (col b j)))) a\n"
+     "def main (a, b) = let c = matmul a b in sum (build (length c) (\\i -> sin (c ! i ! i)))",
+     lambda v: np.sum(np.sin(np.diag(np.dot(v[0], v[1]))))),
+    ("logsumexp", "[0.2, -1.3, 2.1, 0.7, -0.4, 1.6]", None,
+     "def main xs = let m = reduce (\\a b -> max a b) (xs ! 0) xs in"
+     " m + log (sum (map (\\x -> exp (x - m)) xs))",
+     lambda v: np.log(np.sum(np.exp(v)))),
+    ("softmax-cross-entropy", "([0.5, -0.2, 1.7, 0.3], 2)", None,
+     "def logsumexp xs = let m = fold (\\a b -> max a b) (xs ! 0) xs in m + log (sum (map (\\x -> exp (x - m)) xs))\n"
+     "def main (z, y) = logsumexp z - z ! y",
+     lambda v: -np.log(np.exp(v[0][v[1]]) / np.sum(np.exp(v[0])))),
+    ("mlp-3-4-2-xent", "(([[0.2, -0.5, 0.1], [0.7, 0.3, -0.4], [-0.6, 0.8, 0.05], [0.1, 0.1, 0.9]], [0.0, 0.1, -0.1, 0.2]),"
+     " ([[0.3, -0.7, 0.5, 0.2], [-0.4, 0.6, 0.1, -0.8]], [0.05, -0.05]))", None,
+     "def dense (w, b) x = map2 (\\row bi -> sum (map2 (\\p q -> p * q) row x) + bi) w b\n"
+     "def lse xs = log (sum (map exp xs))\n"
+     "def main (l1, l2) = let z = dense l2 (map tanh (dense l1 [0.9, -1.4, 0.6])) in lse z - z ! 1",
+     lambda v: (lambda z: np.log(np.sum(np.exp(z))) - z[1])(
+         np.dot(v[1][0], np.tanh(np.dot(v[0][0], np.array([0.9, -1.4, 0.6])) + v[0][1])) + v[1][1])),
+    ("reduce-product", "[1.5, -0.8, 2.0, 0.6, -1.1]", None,
+     "def main xs = reduce (\\a b -> a * b) 1.0 xs",
+     lambda v: np.prod(v)),
+    ("prefix-sums", "[0.4, -1.0, 2.5, 0.3]", None,
+     "def main xs = sum (map (\\s -> s * s) (scanl (\\a b -> a + b) 0.0 xs))",
+     lambda v: np.sum(np.cumsum(v) ** 2)),
+    ("horner-fold", "([1.0, -2.0, 0.5, 3.0, -1.0], 0.7)", None,
+     "def main (cs, x) = fold (\\acc c -> acc * x + c) 0.0 cs",
+     lambda v: np.sum(v[0] * v[1] ** np.arange(len(v[0]) - 1, -1, -1.0))),
+    ("cosine-similarity", "([1.0, 2.0, -0.5], [0.3, -1.5, 2.2])", None,
+     "def dot a b = sum (map2 (\\x y -> x * y) a b)\n"
+     "def main (a, b) = dot a b / (sqrt (dot a a) * sqrt (dot b b))",
+     lambda v: np.dot(v[0], v[1]) / (np.linalg.norm(v[0]) * np.linalg.norm(v[1]))),
+]
+
+
+def numpy_input(x):
+    """A Cotangent input literal (parsed as Python) with its lists of numbers as numpy arrays."""
+    if isinstance(x, list):
+        return np.array(x, dtype=float)
+    if isinstance(x, tuple):
+        return tuple(numpy_input(y) for y in x)
+    return x
+
+
+def array_gradient(fn, at):
+    """autograd's gradient of fn at the input, flattened as Cotangent's `gradient` is: every real
+    leaf left to right, arrays row-major, integers skipped."""
+    point = numpy_input(ast.literal_eval(at))
+    slots = []  # the real parts (arrays and floats) of the input, in order
+
+    def collect(x):
+        if isinstance(x, tuple):
+            for y in x:
+                collect(y)
+        elif not isinstance(x, int):
+            slots.append(x)
+    collect(point)
+
+    def rebuild(x, reals):
+        if isinstance(x, tuple):
+            return tuple(rebuild(y, reals) for y in x)
+        return x if isinstance(x, int) else next(reals)
+
+    g = grad(lambda reals: fn(rebuild(point, iter(reals))))(tuple(slots))
+    return [float(w) for part in g for w in np.ravel(part)]
+
 
 def euler(v):
     x, vel = 1.0, 0.0
@@ -91,10 +170,10 @@ def close(a, b, tol=1e-9):
 def main():
     exe = sys.argv[1]
     passed = failed = 0
-    for name, at, seed, src, fn in CASES:
-        fn = fn or euler
-        point = np.array(leaves(at))
-        want = list(grad(fn)(point))
+    cases = [(name, at, seed, src, (fn or euler, False)) for name, at, seed, src, fn in CASES]
+    cases += [(name, at, seed, src, (fn, True)) for name, at, seed, src, fn in ARRAY_CASES]
+    for name, at, seed, src, (fn, arrays) in cases:
+        want = array_gradient(fn, at) if arrays else list(grad(fn)(np.array(leaves(at))))
         args = [exe, "run", "-", "--at", at, "--json"] + (["--seed", seed] if seed else [])
         out = subprocess.run(args, input=src + "\n", capture_output=True, text=True)
         if out.returncode not in (0, 1):

@@ -28,15 +28,16 @@ fn made(m: &mut Machine, n: usize) -> Result<(), RunError> {
     m.alloc(n as u64)
 }
 
-/// A size for `build`/`replicate`: not negative (elements are then counted as they are made, so
-/// `replicate 1000000000000 x` stops at the allocation budget before anything is made).
-fn size(v: &Value, what: &str, span: Span) -> Result<usize, RunError> {
+/// A size for `build`/`replicate`: not negative, and its elements are counted against the
+/// allocation budget before any is made, so `build 1000000000000 f` stops at once at that budget
+/// (not at the steps budget after running `f` for long, nor as "too large" where usize is 32 bits).
+fn size(m: &mut Machine, v: &Value, what: &str, span: Span) -> Result<usize, RunError> {
     let n = int(v, what, span)?;
     if n < 0 {
         return Err(RunError::runtime(span, format!("{what}: negative size {n}")));
     }
-    let n = usize::try_from(n).map_err(|_| RunError::runtime(span, format!("{what}: size {n} is too large")))?;
-    Ok(n)
+    m.alloc(n as u64)?;
+    usize::try_from(n).map_err(|_| RunError::runtime(span, format!("{what}: size {n} is too large")))
 }
 
 fn two(mut args: Vec<Value>) -> (Value, Value) {
@@ -88,17 +89,17 @@ pub fn sum(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 
 pub fn replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let (n, x) = two(args);
-    let n = size(&n, "`replicate`", span)?;
-    made(m, n)?;
+    let n = size(m, &n, "`replicate`", span)?;
+    m.tick(n as u64)?;
     Ok(Value::Array(vec![x; n].into()))
 }
 
 pub fn build(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let (n, f) = two(args);
-    let n = size(&n, "`build`", span)?;
+    let n = size(m, &n, "`build`", span)?;
     let mut out = Vec::new();
     for i in 0..n {
-        made(m, 1)?;
+        m.tick(1)?;
         out.push(m.apply(f.clone(), Value::Int(i as i64))?);
     }
     Ok(Value::Array(out.into()))

@@ -410,7 +410,8 @@ impl<'s> Parser<'s> {
     }
 
     fn expected_expr(&self, ctx: &str) -> Diagnostic {
-        if self.peek() == &Tok::Op("!") {
+        // `!x` as in C: `!` is the infix indexing operator here (issue 9), so say what to write.
+        if *self.peek() == Tok::Op("!") {
             return Diagnostic::error(self.span(), "`!` indexes an array (`a ! i`): write `not e` for negation and `!=` for inequality");
         }
         if ctx.is_empty() {

@@ -50,6 +50,15 @@ impl Mode {
 pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
     let pass = mode.pass();
     let p = super::monomorphise::monomorphise(p)?;
+    // An array operation (`build`, `map`, `fold`, ...) runs a function value, not a closure or a
+    // tag: converting its argument would need closure-taking array operations, which the IR lacks.
+    let higher_order_prim = super::all_exprs(&p).into_iter().find_map(|e| match &e.kind {
+        ExprKind::Prim(op, args) => args.iter().find(|a| matches!(a.ty, Type::Fun(..))).map(|a| (op, a.span)),
+        _ => None,
+    });
+    if let Some((op, at)) = higher_order_prim {
+        return Err(refuse(at, pass, format!("the function given to the array operation `{}` is not converted (array operations take functions, not closures)", op.symbol())));
+    }
     let an = Analysis::run(&p, pass)?;
     let main = p.def("main").ok_or_else(|| refuse(Span::NONE, pass, "the program has no `def main`"))?;
     if !matches!(peel(&main.body).kind, ExprKind::Lam(..)) {
