@@ -8,11 +8,19 @@ use crate::diag::{Diagnostic, Span};
 use crate::interp::Builtins;
 use crate::ir::*;
 use crate::prims::{Base, Typing};
+use crate::value::Value;
 use std::collections::{BTreeSet, HashMap};
 
 /// Infers and annotates the types of a whole program.
 pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnostic> {
-    let mut cx = Cx { subst: vec![], numeric: vec![], builtins, globals: HashMap::new(), locals: HashMap::new() };
+    check_program_at(p, builtins, None)
+}
+
+/// Like `check_program`; `main_input`, the value `main` will be run on (the program's `input` or
+/// `--at`), fixes the parts of main's argument type that main's body leaves open (an input component
+/// main never uses, a comparison operand), before they would default to R.
+pub fn check_program_at(p: &mut Program, builtins: &Builtins, main_input: Option<&Value>) -> Result<(), Diagnostic> {
+    let mut cx = Cx::new(builtins);
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
@@ -27,6 +35,11 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
             let found = cx.infer(&mut p.defs[i].body)?;
             cx.unify(t, &found, span)?;
         }
+        if let Some(v) = main_input {
+            if let Some((_, t)) = group.iter().zip(&tys).find(|(&i, _)| &*p.defs[i].name.text == "main") {
+                cx.fit_input(t, v);
+            }
+        }
         cx.resolve_numeric()?;
         for (&i, t) in group.iter().zip(&tys) {
             let ty = cx.zonk(t);
@@ -40,10 +53,10 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
     for d in &mut p.defs {
         cx.zonk_expr(&mut d.body);
     }
-    if let Some(input) = &mut p.input {
-        cx.infer(input)?;
+    for value in p.input.iter_mut().chain(p.seed.iter_mut()) {
+        cx.infer(value)?;
         cx.resolve_numeric()?;
-        cx.zonk_expr(input);
+        cx.zonk_expr(value);
     }
     Ok(())
 }
@@ -52,10 +65,11 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
 /// type with the type the paper states.
 pub fn unifiable(a: &Type, b: &Type) -> bool {
     let builtins = Builtins::new();
-    let mut cx = Cx { subst: vec![], numeric: vec![], builtins: &builtins, globals: HashMap::new(), locals: HashMap::new() };
+    let mut cx = Cx::new(&builtins);
     let shift = |t: &Type, off: u32| rename(t, &mut |v| Type::Var(v + off));
     let max = max_var(a).max(max_var(b)) + 1;
     cx.subst = vec![None; 2 * max as usize];
+    cx.levels = vec![0; 2 * max as usize];
     let a2 = shift(a, 0);
     let b2 = shift(b, max);
     cx.unify(&a2, &b2, Span::NONE).is_ok()
@@ -63,16 +77,39 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
 
 struct Cx<'b> {
     subst: Vec<Option<Type>>,
+    /// The let-nesting level each variable was made at, lowered when it is unified with an older
+    /// one: a variable deeper than the current level is free in no enclosing binding's type, so it
+    /// may be generalised (Rémy's levels; the efficient form of HM's "not free in the environment").
+    levels: Vec<u32>,
+    /// The current level: 0 for top-level definitions, one more inside each generalisable `let`'s
+    /// right-hand side.
+    level: u32,
     /// Type variables of arithmetic operands, which must end up R or Z (defaulting to R).
     numeric: Vec<(Type, Span, Prim)>,
     builtins: &'b Builtins,
     globals: HashMap<String, Scheme>,
     locals: HashMap<u32, Type>,
+    /// Local binders generalised like top-level definitions (`let comp f g x = f (g x) in ...`).
+    poly: HashMap<u32, Scheme>,
 }
 
-impl Cx<'_> {
+impl<'b> Cx<'b> {
+    fn new(builtins: &'b Builtins) -> Cx<'b> {
+        Cx {
+            subst: vec![],
+            levels: vec![],
+            level: 0,
+            numeric: vec![],
+            builtins,
+            globals: HashMap::new(),
+            locals: HashMap::new(),
+            poly: HashMap::new(),
+        }
+    }
+
     fn fresh(&mut self) -> Type {
         self.subst.push(None);
+        self.levels.push(self.level);
         Type::Var(self.subst.len() as u32 - 1)
     }
 
@@ -111,11 +148,19 @@ impl Cx<'_> {
         }
     }
 
-    fn occurs(&self, v: u32, t: &Type) -> bool {
+    /// Whether `v` occurs in `t`; also lowers the level of every variable of `t` to `v`'s, since
+    /// `t` is about to be what `v` is, and whatever mentions `v` now mentions them.
+    fn occurs(&mut self, v: u32, t: &Type) -> bool {
         match self.shallow(t) {
-            Type::Var(w) => v == w,
-            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().any(|t| self.occurs(v, t)),
-            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => self.occurs(v, &a) || self.occurs(v, &b),
+            Type::Var(w) => {
+                self.levels[w as usize] = self.levels[w as usize].min(self.levels[v as usize]);
+                v == w
+            }
+            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().fold(false, |found, t| self.occurs(v, t) || found),
+            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
+                let x = self.occurs(v, &a);
+                self.occurs(v, &b) || x
+            }
             _ => false,
         }
     }
@@ -130,6 +175,7 @@ impl Cx<'_> {
             (Type::Var(v), Type::Var(w)) => {
                 let (young, old) = if v > w { (*v, *w) } else { (*w, *v) };
                 self.subst[young as usize] = Some(Type::Var(old));
+                self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
                 true
             }
             (Type::Var(v), t) | (t, Type::Var(v)) => {
@@ -203,6 +249,78 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// Enters a generalisable right-hand side; returns where its arithmetic constraints start.
+    fn enter(&mut self) -> usize {
+        self.level += 1;
+        self.numeric.len()
+    }
+
+    fn leave<T>(&mut self, r: Result<T, Diagnostic>) -> Result<T, Diagnostic> {
+        self.level -= 1;
+        r
+    }
+
+    /// `∀ vars. t` over the variables made inside the right-hand side just left and not unified
+    /// with anything outside it (Damas & Milner's `gen`). A variable of an arithmetic operand stays
+    /// monomorphic, as in a top-level group: whether it is R or Z is decided once for the group
+    /// (there are no type classes), by its uses or by defaulting to R.
+    fn generalise(&mut self, t: &Type, mark: usize) -> Scheme {
+        let ty = self.zonk(t);
+        let mut vars = BTreeSet::new();
+        free_vars(&ty, &mut vars);
+        let mut pinned = BTreeSet::new();
+        for (n, _, _) in &self.numeric[mark..] {
+            free_vars(&self.zonk(n), &mut pinned);
+        }
+        let mut quantified = vec![];
+        for v in vars {
+            if self.levels[v as usize] > self.level {
+                if pinned.contains(&v) {
+                    self.levels[v as usize] = self.level;
+                } else {
+                    quantified.push(v);
+                }
+            }
+        }
+        Scheme { vars: quantified, ty }
+    }
+
+    /// Unifies main's type with `value → _` if they are unifiable, and leaves it alone if not (the
+    /// pipeline then reports that the input does not fit main's argument, at the input).
+    fn fit_input(&mut self, main: &Type, v: &Value) {
+        let saved = (self.subst.clone(), self.levels.clone());
+        let fitted = self.type_of_value(v).and_then(|arg| {
+            let res = self.fresh();
+            self.unify(main, &Type::fun(arg, res), Span::NONE)
+        });
+        if fitted.is_err() {
+            (self.subst, self.levels) = saved;
+        }
+    }
+
+    /// The type of a first-order value, with fresh variables where it does not say (an empty array's
+    /// elements, the other side of an injection).
+    fn type_of_value(&mut self, v: &Value) -> Result<Type, Diagnostic> {
+        Ok(match v {
+            Value::Real(_) => Type::Real,
+            Value::Int(_) => Type::Int,
+            Value::Bool(_) => Type::Bool,
+            Value::Unit => Type::Unit,
+            Value::Tuple(vs) => Type::tuple(vs.iter().map(|v| self.type_of_value(v)).collect::<Result<_, _>>()?),
+            Value::Array(vs) => {
+                let a = self.fresh();
+                for v in vs.iter() {
+                    let t = self.type_of_value(v)?;
+                    self.unify(&a, &t, Span::NONE)?;
+                }
+                Type::array(a)
+            }
+            Value::Inl(v) => Type::sum(self.type_of_value(v)?, self.fresh()),
+            Value::Inr(v) => Type::sum(self.fresh(), self.type_of_value(v)?),
+            Value::Fun(_) | Value::Ext(_) => self.fresh(),
+        })
+    }
+
     fn bind_pat(&mut self, p: &Pat) -> Type {
         match p {
             Pat::Var(n, _) => {
@@ -227,20 +345,53 @@ impl Cx<'_> {
             let Expr { kind, ty, .. } = cur;
             cur = match kind {
                 ExprKind::Let(p, rhs, body) => {
-                    let t1 = self.infer(rhs)?;
-                    let tp = self.bind_pat(p);
-                    self.unify(&tp, &t1, p.span())?;
+                    match p {
+                        Pat::Var(x, _) if is_value(rhs) => {
+                            // `let f = \x -> e in b`: generalised like a top-level definition.
+                            let mark = self.enter();
+                            let t1 = self.infer(rhs);
+                            let t1 = self.leave(t1)?;
+                            let scheme = self.generalise(&t1, mark);
+                            self.locals.insert(x.id, t1);
+                            if !scheme.vars.is_empty() {
+                                self.poly.insert(x.id, scheme);
+                            }
+                        }
+                        p => {
+                            let t1 = self.infer(rhs)?;
+                            let tp = self.bind_pat(p);
+                            self.unify(&tp, &t1, p.span())?;
+                        }
+                    }
                     spine.push((ty, None));
                     body
                 }
                 ExprKind::LetRec(fs, body) => {
+                    // Monomorphic inside the group, generalised for the body when every member
+                    // is a function (the value restriction), as top-level groups are.
+                    let values = fs.iter().all(|f| is_value(&f.body));
+                    let mark = values.then(|| self.enter());
                     let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
                     for (f, t) in fs.iter().zip(&tys) {
                         self.locals.insert(f.name.id, t.clone());
                     }
+                    let mut r = Ok(());
                     for (f, t) in fs.iter_mut().zip(&tys) {
-                        let found = self.infer(&mut f.body)?;
-                        self.unify(t, &found, f.span)?;
+                        r = self.infer(&mut f.body).and_then(|found| self.unify(t, &found, f.span));
+                        if r.is_err() {
+                            break;
+                        }
+                    }
+                    if let Some(mark) = mark {
+                        self.leave(r)?;
+                        for (f, t) in fs.iter().zip(&tys) {
+                            let scheme = self.generalise(t, mark);
+                            if !scheme.vars.is_empty() {
+                                self.poly.insert(f.name.id, scheme);
+                            }
+                        }
+                    } else {
+                        r?;
                     }
                     spine.push((ty, None));
                     body
@@ -274,9 +425,12 @@ impl Cx<'_> {
                 Some(s) => self.instantiate(&s),
                 None => return Err(Diagnostic::error(span, format!("unknown name `{}`", n.text))),
             },
-            ExprKind::Var(n) => match self.locals.get(&n.id) {
-                Some(t) => t.clone(),
-                None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
+            ExprKind::Var(n) => match self.poly.get(&n.id).cloned() {
+                Some(s) => self.instantiate(&s),
+                None => match self.locals.get(&n.id) {
+                    Some(t) => t.clone(),
+                    None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
+                },
             },
             ExprKind::Real(_) => Type::Real,
             ExprKind::Int(_) => Type::Int,
@@ -426,6 +580,15 @@ impl Cx<'_> {
         }
         self.numeric.push((t.clone(), span, op));
         Ok(if matches!(typing, Typing::Numeric) { t } else { Type::Bool })
+    }
+}
+
+/// A syntactic value whose binding may be generalised (the value restriction): a function.
+fn is_value(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lam(..) => true,
+        ExprKind::Ann(x, _) => is_value(x),
+        _ => false,
     }
 }
 

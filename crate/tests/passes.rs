@@ -457,7 +457,7 @@ fn long_chain(n: u32) -> Program {
         body = let_(pvar(&xs[i]), app(var(&f), var(&xs[i - 1])), body);
     }
     let body = let_(pvar(&f), lam(pvar(&y), add(var(&y), var(&y))), body);
-    Program { params: vec![], input: None, defs: vec![def("main", lam(pvar(&xs[0]), body))], expects: vec![], next_id: n + 4 }
+    Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pvar(&xs[0]), body))], expects: vec![], next_id: n + 4 }
 }
 
 #[test]

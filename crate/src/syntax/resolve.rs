@@ -38,17 +38,18 @@ pub fn resolve_program(prog: Program, builtins: &dyn Fn(&str) -> bool) -> Result
     for n in prog.params.iter().map(|p| &p.name).chain(prog.defs.iter().map(|d| &d.name)) {
         r.globals.insert(n.text.clone());
     }
-    let Program { params, input, defs, expects, .. } = prog;
+    let Program { params, input, seed, defs, expects, .. } = prog;
     let defs = defs
         .into_iter()
         .map(|d| Def { body: r.expr(d.body), ..d })
         .collect();
     let input = input.map(|e| r.expr(e));
+    let seed = seed.map(|e| r.expr(e));
     let expects = expects.into_iter().map(|x| crate::ir::Expect { value: r.expr(x.value), ..x }).collect();
     if !r.errors.is_empty() {
         return Err(r.errors);
     }
-    Ok(Program { params, input, defs, expects, next_id: r.next_id })
+    Ok(Program { params, input, seed, defs, expects, next_id: r.next_id })
 }
 
 pub fn resolve_closed_expr(e: Expr) -> Result<Expr, Vec<Diagnostic>> {

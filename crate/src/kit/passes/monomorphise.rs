@@ -105,7 +105,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         defs.push((Def { name: Name::global(&name), body, span: d.span, scheme: None, role: d.role }, ty));
     }
     let types: Vec<Type> = defs.iter().map(|(_, t)| t.clone()).collect();
-    let mut out = Program { params: p.params.clone(), input: p.input.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };
+    let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };
     retype(&mut out, PASS)?;
     // A copy whose body does not pin its type (`id x = x`) would be generalised again: annotate it.
     let mut again = false;
