@@ -424,11 +424,11 @@ impl<'s> Parser<'s> {
     }
 
     fn expected_expr(&self, ctx: &str) -> Diagnostic {
-        if ctx.is_empty() {
-            self.expected("an expression")
-        } else {
-            self.expected(&format!("an expression {ctx}"))
+        let mut d = if ctx.is_empty() { self.expected("an expression") } else { self.expected(&format!("an expression {ctx}")) };
+        if self.peek() == &Tok::Op("!") {
+            d.message.push_str(" (`a ! i` indexes an array; write `not e` for negation)");
         }
+        d
     }
 
     fn parse_expr_inner(&mut self, ctx: &str) -> PResult<Expr> {
@@ -441,36 +441,8 @@ impl<'s> Parser<'s> {
             let here = self.span();
             match self.peek() {
                 Tok::Let => {
-                    let start = self.bump().span;
-                    let in_msg = |p: &Self| format!("`in` to finish the `let` at line {}", p.line(start));
-                    if let (Tok::Ident(_), true) = (self.peek().clone(), starts_pat(self.peek_at(1))) {
-                        // `let f x y = e and g z = e' in b`: local (mutually) recursive functions.
-                        let mut fds = vec![self.fun_def()?];
-                        while self.eat(&Tok::And).is_some() {
-                            fds.push(self.fun_def()?);
-                        }
-                        self.expect_lazy(&Tok::In, in_msg)?;
-                        frames.push(Frame::LetRec { fds, start: start.start });
-                    } else {
-                        let pat = self.parse_pat("after `let`")?;
-                        self.expect(&Tok::Eq, "`=` after the pattern of `let`")?;
-                        let rhs = self.parse_expr("after `=`")?;
-                        match pat {
-                            // `let f = e and g x = ...`: a group whose first member has no parameters.
-                            Pat::Var(name, span) if self.peek() == &Tok::And => {
-                                let mut fds = vec![FunDef { name, span: span.to(rhs.span), body: rhs }];
-                                while self.eat(&Tok::And).is_some() {
-                                    fds.push(self.fun_def()?);
-                                }
-                                self.expect_lazy(&Tok::In, in_msg)?;
-                                frames.push(Frame::LetRec { fds, start: start.start });
-                            }
-                            pat => {
-                                self.expect_lazy(&Tok::In, in_msg)?;
-                                frames.push(Frame::Let { pat, rhs, start: start.start });
-                            }
-                        }
-                    }
+                    let f = self.let_frame()?;
+                    frames.push(f);
                     ctx = "after `in`".into();
                 }
                 Tok::Lambda | Tok::Ident(_) => {
@@ -558,6 +530,42 @@ impl<'s> Parser<'s> {
             e = kind;
         }
         Ok(e)
+    }
+
+    /// `let p = e in`, `let f x = e in`, `let f x = e and g y = e' in`: the frame waiting for the body.
+    /// Kept out of `parse_expr_inner`, whose frame is on the native stack once per nesting level.
+    #[inline(never)]
+    fn let_frame(&mut self) -> PResult<Frame> {
+        let start = self.bump().span;
+        let in_msg = |p: &Self| format!("`in` to finish the `let` at line {}", p.line(start));
+        if let (Tok::Ident(_), true) = (self.peek().clone(), starts_pat(self.peek_at(1))) {
+            // `let f x y = e and g z = e' in b`: local (mutually) recursive functions.
+            let mut fds = vec![self.fun_def()?];
+            while self.eat(&Tok::And).is_some() {
+                fds.push(self.fun_def()?);
+            }
+            self.expect_lazy(&Tok::In, in_msg)?;
+            Ok(Frame::LetRec { fds, start: start.start })
+        } else {
+            let pat = self.parse_pat("after `let`")?;
+            self.expect(&Tok::Eq, "`=` after the pattern of `let`")?;
+            let rhs = self.parse_expr("after `=`")?;
+            match pat {
+                // `let f = e and g x = ...`: a group whose first member has no parameters.
+                Pat::Var(name, span) if self.peek() == &Tok::And => {
+                    let mut fds = vec![FunDef { name, span: span.to(rhs.span), body: rhs }];
+                    while self.eat(&Tok::And).is_some() {
+                        fds.push(self.fun_def()?);
+                    }
+                    self.expect_lazy(&Tok::In, in_msg)?;
+                    Ok(Frame::LetRec { fds, start: start.start })
+                }
+                pat => {
+                    self.expect_lazy(&Tok::In, in_msg)?;
+                    Ok(Frame::Let { pat, rhs, start: start.start })
+                }
+            }
+        }
     }
 
     /// One equation of a local function group: `f p1 ... pn = e` (n may be 0 after `and`).

@@ -411,7 +411,7 @@ fn broken_programs() {
         ("def main x = x & y",
          "t.cot:1:16: error: unexpected character `&`: logical and is written `&&`\n    1 | def main x = x & y\n      |                ^\n"),
         ("def main x = !x",
-         "t.cot:1:14: error: unexpected character `!`: write `not e` for negation and `!=` for inequality\n    1 | def main x = !x\n      |              ^\n"),
+         "t.cot:1:14: error: expected an expression after `=`, found `!` (`a ! i` indexes an array; write `not e` for negation)\n    1 | def main x = !x\n      |              ^\n"),
         ("main x = x",
          "t.cot:1:1: error: expected a top-level item (`def`, `param`, `input`, `seed` or `expect`), found name `main`\n    1 | main x = x\n      | ^^^^\n"),
         ("def main x = x in 1",
