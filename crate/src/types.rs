@@ -285,15 +285,23 @@ impl<'b> Cx<'b> {
         Scheme { vars: quantified, ty }
     }
 
-    /// Unifies main's type with `value → _` if they are unifiable, and leaves it alone if not (the
-    /// pipeline then reports that the input does not fit main's argument, at the input).
+    /// Unifies main's type with `value → _` if they are unifiable and the arithmetic in main still
+    /// works on R or Z, and leaves it alone if not (the pipeline then reports that the input does
+    /// not fit main's argument, at the input).
     fn fit_input(&mut self, main: &Type, v: &Value) {
         let saved = (self.subst.clone(), self.levels.clone());
         let fitted = self.type_of_value(v).and_then(|arg| {
             let res = self.fresh();
             self.unify(main, &Type::fun(arg, res), Span::NONE)
         });
-        if fitted.is_err() {
+        let numeric_ok = || {
+            self.numeric.iter().all(|(t, _, op)| match self.shallow(t) {
+                Type::Var(_) | Type::Real | Type::Int => true,
+                Type::Bool => matches!(op.info().typing, Typing::Equality),
+                _ => false,
+            })
+        };
+        if fitted.is_err() || !numeric_ok() {
             (self.subst, self.levels) = saved;
         }
     }
