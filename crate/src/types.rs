@@ -20,7 +20,25 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
 /// `--at`), fixes the parts of main's argument type that main's body leaves open (an input component
 /// main never uses, a comparison operand), before they would default to R.
 pub fn check_program_at(p: &mut Program, builtins: &Builtins, main_input: Option<&Value>) -> Result<(), Diagnostic> {
+    check(p, builtins, main_input.map(Fit::Value), true)
+}
+
+/// Like `check_program` with local definitions monomorphic (as before local let-polymorphism) and
+/// main at (an instance of) `main`: for whole-program passes whose output must have no type
+/// variables (kit/passes): a local used at one type gets that type everywhere inside it.
+pub fn check_program_monomorphic(p: &mut Program, main: Option<&Type>) -> Result<(), Diagnostic> {
+    check(p, &Builtins::new(), main.map(Fit::Type), false)
+}
+
+/// What main's argument is fitted to: a value, or main's type from an earlier check.
+enum Fit<'a> {
+    Value(&'a Value),
+    Type(&'a Type),
+}
+
+fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_locals: bool) -> Result<(), Diagnostic> {
     let mut cx = Cx::new(builtins);
+    cx.generalise_locals = generalise_locals;
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
@@ -30,15 +48,20 @@ pub fn check_program_at(p: &mut Program, builtins: &Builtins, main_input: Option
         for (&i, t) in group.iter().zip(&tys) {
             cx.globals.insert(p.defs[i].name.text.to_string(), Scheme::mono(t.clone()));
         }
+        let main_at = group.iter().position(|&i| &*p.defs[i].name.text == "main");
+        if let (Some(k), Some(Fit::Type(main))) = (main_at, &fit) {
+            // before the body, so that a use that disagrees is where the error is
+            let mut fresh: HashMap<u32, Type> = HashMap::new();
+            let main = rename(main, &mut |v| fresh.entry(v).or_insert_with(|| cx.fresh()).clone());
+            cx.unify(&main, &tys[k], p.defs[group[k]].span)?;
+        }
         for (&i, t) in group.iter().zip(&tys) {
             let span = p.defs[i].span;
             let found = cx.infer(&mut p.defs[i].body)?;
             cx.unify(t, &found, span)?;
         }
-        if let Some(v) = main_input {
-            if let Some((_, t)) = group.iter().zip(&tys).find(|(&i, _)| &*p.defs[i].name.text == "main") {
-                cx.fit_input(t, v);
-            }
+        if let (Some(k), Some(Fit::Value(v))) = (main_at, &fit) {
+            cx.fit_input(&tys[k], v);
         }
         cx.resolve_numeric()?;
         for (&i, t) in group.iter().zip(&tys) {
@@ -91,6 +114,8 @@ struct Cx<'b> {
     locals: HashMap<u32, Type>,
     /// Local binders generalised like top-level definitions (`let comp f g x = f (g x) in ...`).
     poly: HashMap<u32, Scheme>,
+    /// Whether local `let`s of functions are generalised (always, but for `check_program_monomorphic`).
+    generalise_locals: bool,
 }
 
 impl<'b> Cx<'b> {
@@ -104,6 +129,7 @@ impl<'b> Cx<'b> {
             globals: HashMap::new(),
             locals: HashMap::new(),
             poly: HashMap::new(),
+            generalise_locals: true,
         }
     }
 
@@ -354,7 +380,7 @@ impl<'b> Cx<'b> {
             cur = match kind {
                 ExprKind::Let(p, rhs, body) => {
                     match p {
-                        Pat::Var(x, _) if is_value(rhs) => {
+                        Pat::Var(x, _) if self.generalise_locals && is_value(rhs) => {
                             // `let f = \x -> e in b`: generalised like a top-level definition.
                             let mark = self.enter();
                             let t1 = self.infer(rhs);
@@ -377,7 +403,7 @@ impl<'b> Cx<'b> {
                 ExprKind::LetRec(fs, body) => {
                     // Monomorphic inside the group, generalised for the body when every member
                     // is a function (the value restriction), as top-level groups are.
-                    let values = fs.iter().all(|f| is_value(&f.body));
+                    let values = self.generalise_locals && fs.iter().all(|f| is_value(&f.body));
                     let mark = values.then(|| self.enter());
                     let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
                     for (f, t) in fs.iter().zip(&tys) {
@@ -720,3 +746,54 @@ pub fn show(t: &Type) -> String {
     crate::print::print_type(t, &crate::print::PrintOptions::unicode())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `main`'s type after checking `src`, or the error message.
+    fn main_type(src: &str, input: Option<Value>) -> Result<String, String> {
+        let mut p = crate::syntax::parse_program(src).map_err(|ds| ds[0].message.clone())?;
+        check_program_at(&mut p, &Builtins::new(), input.as_ref()).map_err(|d| d.message)?;
+        Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
+    }
+
+    #[test]
+    fn local_functions_are_generalised_like_top_level_ones() {
+        let comp = "def main x = let comp f g y = f (g y) in comp (\\b -> if b then x else 0.0) (\\r -> r > 1.0) (comp sin cos x)";
+        assert_eq!(main_type(comp, None), Ok("R → R".into()));
+        let twice = "def main x = let twice f y = f (f y) in let id = \\z -> z in (twice (\\r -> r * x) x, twice not (id true), id 3)";
+        assert_eq!(main_type(twice, None), Ok("R → (R, Bool, Z)".into()));
+        // a group is generalised after it, monomorphic inside it
+        let group = "def main x = let twice f y = f (f y) and thrice f y = f (twice f y) in (thrice sin x, twice not true)";
+        assert_eq!(main_type(group, None), Ok("R → (R, Bool)".into()));
+    }
+
+    #[test]
+    fn only_values_are_generalised_and_only_over_what_the_environment_does_not_mention() {
+        // the value restriction: a pair is not a function, so `fst p` has one type
+        let pair = "def main x = let p = (\\y -> y, 1.0) in (fst p 1.0, fst p true)";
+        assert!(main_type(pair, None).unwrap_err().contains("type mismatch"));
+        // `y`'s type is the enclosing lambda's, not the local function's: not generalised
+        let env = "def main x = (\\y -> let g = \\z -> y in (not (g 1.0), g 2.0 + 1.0)) true";
+        assert!(main_type(env, None).unwrap_err().contains("type mismatch"));
+        // arithmetic is R or Z for the whole definition: `sq` stays monomorphic
+        assert!(main_type("def main x = let sq y = y * y in sq 2", None).unwrap().ends_with("→ Z"));
+        assert!(main_type("def main x = let sq y = y * y in (sq 2, sq 2.0)", None).is_err());
+    }
+
+    #[test]
+    fn the_input_point_types_what_main_leaves_open() {
+        let src = "def main (x, n) = x * 2.0";
+        let open = main_type(src, None).unwrap();
+        assert!(open.starts_with("(R, ") && !open.contains('Z'), "{open}");
+        let at = Value::pair(Value::Real(1.0), Value::Int(3));
+        assert_eq!(main_type(src, Some(at.clone())), Ok("(R, Z) → R".into()));
+        // before arithmetic defaults to R
+        assert_eq!(main_type("def main (x, k) = if k == k then x else x", Some(at)), Ok("(R, Z) → R".into()));
+        let arr = Value::pair(Value::Array(vec![Value::Real(1.0)].into()), Value::Int(3));
+        assert_eq!(main_type("def main (a, k) = sum a", Some(arr)), Ok("(Array R, Z) → R".into()));
+        // a point that does not fit changes nothing (the pipeline reports it at the point)
+        assert_eq!(main_type("def main x = x * x", Some(Value::pair(Value::Real(1.0), Value::Real(2.0)))), Ok("R → R".into()));
+    }
+}
