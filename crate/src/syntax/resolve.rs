@@ -168,13 +168,17 @@ impl<'b> Resolver<'b> {
             }
             ExprKind::LetRec(fds, body) => {
                 let mut bound = vec![];
-                let mut here = HashSet::new();
+                let mut seen = HashSet::new();
                 let names: Vec<Name> = fds
                     .iter()
                     .map(|fd| {
                         let span = fd.span;
-                        let p = Pat::Var(fd.name.clone(), Span { start: span.start, end: span.start + fd.name.text.len() as u32 });
-                        match self.bind_go(p, &mut bound, &mut here) {
+                        let name_span = Span { start: span.start, end: span.start + fd.name.text.len() as u32 };
+                        if !seen.insert(fd.name.text.clone()) {
+                            self.errors.push(Diagnostic::error(name_span, format!("`{}` is defined twice in this `let … and …` group", fd.name.text)));
+                        }
+                        let p = Pat::Var(fd.name.clone(), name_span);
+                        match self.bind_go(p, &mut bound, &mut HashSet::new()) {
                             Pat::Var(n, _) => n,
                             _ => unreachable!(),
                         }

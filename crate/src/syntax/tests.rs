@@ -486,6 +486,8 @@ fn broken_programs() {
          "t.cot:1:16: error: unexpected `and` without a matching `let f x = ...`\n    1 | def main x = x and x\n      |                ^^^\n"),
         ("def main x = let (a, b) = x and f y = y in a",
          "t.cot:1:29: error: expected `in` to finish the `let` at line 1, found `and`\n    1 | def main x = let (a, b) = x and f y = y in a\n      |                             ^^^\n"),
+        ("def main x = let f y = y and f z = z in f x",
+         "t.cot:1:30: error: `f` is defined twice in this `let … and …` group\n    1 | def main x = let f y = y and f z = z in f x\n      |                              ^\n"),
         ("seed 1.0\nseed 2.0\ndef main x = x",
          "t.cot:2:1: error: `seed` is given twice\n    2 | seed 2.0\n      | ^^^^\n"),
         ("seed\ndef main x = x",
