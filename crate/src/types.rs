@@ -379,54 +379,12 @@ impl<'b> Cx<'b> {
             let Expr { kind, ty, .. } = cur;
             cur = match kind {
                 ExprKind::Let(p, rhs, body) => {
-                    match p {
-                        Pat::Var(x, _) if self.generalise_locals && is_value(rhs) => {
-                            // `let f = \x -> e in b`: generalised like a top-level definition.
-                            let mark = self.enter();
-                            let t1 = self.infer(rhs);
-                            let t1 = self.leave(t1)?;
-                            let scheme = self.generalise(&t1, mark);
-                            self.locals.insert(x.id, t1);
-                            if !scheme.vars.is_empty() {
-                                self.poly.insert(x.id, scheme);
-                            }
-                        }
-                        p => {
-                            let t1 = self.infer(rhs)?;
-                            let tp = self.bind_pat(p);
-                            self.unify(&tp, &t1, p.span())?;
-                        }
-                    }
+                    self.let_binding(p, rhs)?;
                     spine.push((ty, None));
                     body
                 }
                 ExprKind::LetRec(fs, body) => {
-                    // Monomorphic inside the group, generalised for the body when every member
-                    // is a function (the value restriction), as top-level groups are.
-                    let values = self.generalise_locals && fs.iter().all(|f| is_value(&f.body));
-                    let mark = values.then(|| self.enter());
-                    let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
-                    for (f, t) in fs.iter().zip(&tys) {
-                        self.locals.insert(f.name.id, t.clone());
-                    }
-                    let mut r = Ok(());
-                    for (f, t) in fs.iter_mut().zip(&tys) {
-                        r = self.infer(&mut f.body).and_then(|found| self.unify(t, &found, f.span));
-                        if r.is_err() {
-                            break;
-                        }
-                    }
-                    if let Some(mark) = mark {
-                        self.leave(r)?;
-                        for (f, t) in fs.iter().zip(&tys) {
-                            let scheme = self.generalise(t, mark);
-                            if !scheme.vars.is_empty() {
-                                self.poly.insert(f.name.id, scheme);
-                            }
-                        }
-                    } else {
-                        r?;
-                    }
+                    self.let_rec(fs)?;
                     spine.push((ty, None));
                     body
                 }
@@ -449,6 +407,59 @@ impl<'b> Cx<'b> {
             *slot = t.clone();
         }
         Ok(t)
+    }
+
+    /// The binding of `let p = rhs in …` (its body is typed by `infer`'s loop). Kept out of `infer`,
+    /// whose frame is on the stack once per nesting level (wasm's stack is small).
+    #[inline(never)]
+    fn let_binding(&mut self, p: &Pat, rhs: &mut Expr) -> Result<(), Diagnostic> {
+        match p {
+            Pat::Var(x, _) if self.generalise_locals && is_value(rhs) => {
+                // `let f = \x -> e in b`: generalised like a top-level definition.
+                let mark = self.enter();
+                let t1 = self.infer(rhs);
+                let t1 = self.leave(t1)?;
+                let scheme = self.generalise(&t1, mark);
+                self.locals.insert(x.id, t1);
+                if !scheme.vars.is_empty() {
+                    self.poly.insert(x.id, scheme);
+                }
+            }
+            p => {
+                let t1 = self.infer(rhs)?;
+                let tp = self.bind_pat(p);
+                self.unify(&tp, &t1, p.span())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The group of `let f x = … and g y = … in …`: monomorphic inside the group, generalised for
+    /// the body when every member is a function (the value restriction), as top-level groups are.
+    #[inline(never)]
+    fn let_rec(&mut self, fs: &mut [FunDef]) -> Result<(), Diagnostic> {
+        let values = self.generalise_locals && fs.iter().all(|f| is_value(&f.body));
+        let mark = values.then(|| self.enter());
+        let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
+        for (f, t) in fs.iter().zip(&tys) {
+            self.locals.insert(f.name.id, t.clone());
+        }
+        let mut r = Ok(());
+        for (f, t) in fs.iter_mut().zip(&tys) {
+            r = self.infer(&mut f.body).and_then(|found| self.unify(t, &found, f.span));
+            if r.is_err() {
+                break;
+            }
+        }
+        let Some(mark) = mark else { return r };
+        self.leave(r)?;
+        for (f, t) in fs.iter().zip(&tys) {
+            let scheme = self.generalise(t, mark);
+            if !scheme.vars.is_empty() {
+                self.poly.insert(f.name.id, scheme);
+            }
+        }
+        Ok(())
     }
 
     /// One node that is not on a let/bind spine.
