@@ -46,6 +46,11 @@ const CASES: &[(&str, &str, Option<&str>, &str, &str)] = &[
     ("duplicate definition", "input 1.0\ndef main x = x\ndef main x = x\n", None, "3:", "twice"),
     ("bad number", "input 1.0\ndef main x = x * 1.0e\n", None, "2:", ""),
     ("stray character", "input 1.0\ndef main x = x $ x\n", None, "2:16", ""),
+    ("seed of the wrong type", "input 1.0\nseed (1.0, 2.0)\ndef main x = x * x\n", None, "2:6", "the seed (1.0, 2.0) does not have main's output type R"),
+    ("seed of the wrong length", "input [1.0]\nseed [1.0, 2.0]\ndef main a = map (\\x -> x) a\n", None, "2:6", "has 2 elements where main's output [1.0] has 1"),
+    ("seed twice", "input 1.0\nseed 1.0\nseed 2.0\ndef main x = x\n", None, "3:1", "`seed` is given twice"),
+    ("seed not a constant", "input 1.0\nseed sin 1.0\ndef main x = x\n", None, "2:6", ""),
+    ("and without let", "input 1.0\ndef main x = x and x\n", None, "2:16", "`and`"),
 ];
 
 /// Array errors (issue 9): (what, program, `--at` override, the whole rendered message: place,

@@ -250,3 +250,51 @@ fn bench_rejects_huge_sizes_and_stops_at_its_wall_clock_limit() {
     assert_eq!(code, 0, "{err}");
     assert!(format!("{out}{err}").contains("wall-clock seconds budget"), "{out}\n{err}");
 }
+
+#[test]
+fn negative_at_and_seed_values_are_values_not_options() {
+    let src = "def main x = x * x * x\n";
+    let (code, doc) = run_json(src, &["--at", "-0.5", "--seed", "-2.0"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["input"], serde_json::json!(-0.5));
+    // -2 · 3x² at x = -0.5
+    all_agree(&doc, serde_json::json!([-1.5]));
+    let (code, doc) = run_json("def main x = x * 3.0\n", &["--at=-1.0e0", "--seed", "-inf"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["input"], serde_json::json!(-1.0));
+    assert_eq!(doc["reference"]["gradient"], serde_json::json!(["-Infinity"]));
+}
+
+#[test]
+fn a_seed_line_weights_the_output_unless_seed_is_given() {
+    let src = "input (1.0, 2.0)\nseed (1.0, -2.0)\ndef main (x, y) = (x * y, x + y)\n";
+    // y - 2 and x - 2
+    all_agree(&run_json(src, &[]).1, serde_json::json!([0.0, -1.0]));
+    all_agree(&run_json(src, &["--seed", "(0.0, 1.0)"]).1, serde_json::json!([1.0, 1.0]));
+    // an array output: the seed picks the second element
+    let src = "input [1.0, 2.0, 3.0]\nseed [0.0, 1.0, 0.0]\ndef main a = map (\\x -> x * x) a\n";
+    all_agree(&run_json(src, &[]).1, serde_json::json!([0.0, 4.0, 0.0]));
+}
+
+#[test]
+fn a_seed_that_does_not_fit_the_output_is_located_in_the_file() {
+    let path = temp_file("bad-seed.cot", b"input (1.0, 2.0)\nseed 1.0\ndef main (x, y) = (x * y, x + y)\n");
+    let (code, _, err) = cot(&["run", &path], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("bad-seed.cot:2:6: error: the seed 1.0 does not have main's output type (R, R)\n    2 | seed 1.0\n      |      ^^^"), "{err}");
+    let path = temp_file("short-seed.cot", b"input [1.0, 2.0]\nseed [1.0]\ndef main a = map (\\x -> x * x) a\n");
+    let (code, _, err) = cot(&["run", &path], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("short-seed.cot:2:6: error: the seed [1.0] has 1 element where main's output [1.0, 4.0] has 2\n"), "{err}");
+    let (code, _, err) = cot(&["run", &path, "--seed", "[1.0, 2.0, 3.0]"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.starts_with("--seed:1:1: error: the output cotangent `[1.0, 2.0, 3.0]` has 3 elements where main's output"), "{err}");
+}
+
+#[test]
+fn at_types_an_input_component_main_never_uses() {
+    // `n` is not used: its type comes from the point, here from `--at` (the file has no input)
+    let (code, doc) = run_json("def main (x, n) = x * 2.0\n", &["--at", "(1.0, 3)"]);
+    assert_eq!(code, 0, "{doc}");
+    all_agree(&doc, serde_json::json!([2.0]));
+}

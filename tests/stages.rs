@@ -117,3 +117,49 @@ fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
     let index = refusal("input [1.0, 2.0]\ndef main a = a ! 0\n");
     assert!(index.contains("integer") || index.contains("`!`"), "{index}");
 }
+
+/// Runs `src` through every stage (all must agree with forward), and returns forward's gradient.
+fn gradient_on_every_stage(src: &str, at_least: usize) -> Vec<f64> {
+    let ran = all_agree(src.to_string());
+    assert!(ran.len() >= at_least, "only {ran:?} ran\n{src}");
+    let src = src.to_string();
+    run_with_stack(move || analyse(&src, &Options { trace: false, stages: vec!["forward".into()], ..Options::default() }).unwrap().reference.unwrap().gradient)
+}
+
+#[test]
+fn mutually_recursive_local_functions_run_on_every_stage() {
+    // ev and od alternate multiplying by x and adding x
+    let src = "input 1.5\n\
+               def main x =\n\
+                 let ev n y = if n == 0 then y else od (n - 1) (y * x)\n\
+                 and od n y = if n == 0 then -y else ev (n - 1) (y + x) in\n\
+                 ev 4 x\n";
+    // ev 4 x = od 3 (x²) = ev 2 (x² + x) = od 1 (x³ + x²) = ev 0 (x³ + x² + x) = x³ + x² + x
+    let g = gradient_on_every_stage(src, 15);
+    assert!((g[0] - (3.0 * 1.5 * 1.5 + 2.0 * 1.5 + 1.0)).abs() < 1e-12, "{g:?}");
+}
+
+#[test]
+fn local_definitions_used_at_two_types_run_on_every_stage() {
+    let src = "input (1.5, 2.0)\n\
+               def main (x, y) =\n\
+                 let comp f g z = f (g z) in\n\
+                 let twice f z = f (f z) in\n\
+                 let h = comp (\\p -> fst p * snd p) (\\a -> (a, y)) in\n\
+                 let k = comp (\\b -> if b then x else y) (\\z -> z > 1.0) in\n\
+                 twice h x + k x + twice (\\q -> q * y) x\n";
+    // x·y² + x + x·y² (x > 1): d/dx = 2y² + 1, d/dy = 4xy
+    let g = gradient_on_every_stage(src, 15);
+    assert_eq!(g, vec![9.0, 12.0]);
+}
+
+#[test]
+fn an_input_component_main_never_uses_is_typed_from_the_input() {
+    for (src, grad) in [
+        ("input (1.0, 3)\ndef main (x, n) = x * 2.0\n", vec![2.0]),
+        ("input ([1.0, 2.0], 3)\ndef main (a, k) = sum a\n", vec![1.0, 1.0]),
+        ("input (2.0, true)\ndef main (x, b) = x * x\n", vec![4.0]),
+    ] {
+        assert_eq!(gradient_on_every_stage(src, 10), grad, "{src}");
+    }
+}

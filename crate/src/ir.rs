@@ -281,6 +281,8 @@ pub struct Program {
     pub params: Vec<Param>,
     /// `input V`: the default input point of `main`, a closed constant expression.
     pub input: Option<Expr>,
+    /// `seed V`: the default output cotangent (`--seed` overrides it), a closed constant expression.
+    pub seed: Option<Expr>,
     pub defs: Vec<Def>,
     pub expects: Vec<Expect>,
     /// Names starting from `next_id` are fresh: passes that introduce binders take ids from here.

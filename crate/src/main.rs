@@ -42,11 +42,11 @@ enum Cmd {
         /// Stage ids to run (repeatable); default: every stage that accepts the program.
         #[arg(long = "stage")]
         stages: Vec<String>,
-        /// The input point (overrides the program's `input`), e.g. `(12.0, 13.0)`.
-        #[arg(long)]
+        /// The input point (overrides the program's `input`), e.g. `(12.0, 13.0)` or `-0.5`.
+        #[arg(long, allow_hyphen_values = true)]
         at: Option<String>,
-        /// The output cotangent; default 1.0 on every real leaf of the output.
-        #[arg(long)]
+        /// The output cotangent (overrides the program's `seed`); default 1.0 on every real leaf of the output.
+        #[arg(long, allow_hyphen_values = true)]
         seed: Option<String>,
         /// Override a `param`: NAME=INT (repeatable).
         #[arg(long = "param", value_parser = parse_param)]

@@ -107,6 +107,14 @@ pub struct Analysis {
 
 /// Parses and type-checks a source program, and finds `main : S → T` with S, T first-order.
 pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type, Type), Vec<Diagnostic>> {
+    front_end_at(text, params, None)
+}
+
+/// `front_end`, where the input point (`at`, the text of `--at`, else the program's `input`) fixes
+/// what main's body leaves open in its argument type: `def main (x, n) = x * 2.0` at `(1.0, 3)`
+/// takes `(R, Z)`. What neither fixes defaults to R. A point that cannot be read or does not fit
+/// is reported by `analyse`, with its location.
+pub fn front_end_at(text: &str, params: &[(String, i64)], at: Option<&str>) -> Result<(Program, Type, Type), Vec<Diagnostic>> {
     let mut p = syntax::parse_program(text)?;
     for (name, value) in params {
         match p.params.iter_mut().find(|q| &*q.name.text == name) {
@@ -114,7 +122,11 @@ pub fn front_end(text: &str, params: &[(String, i64)]) -> Result<(Program, Type,
             None => return Err(vec![Diagnostic::error(Span::NONE, format!("the program has no `param {name}`"))]),
         }
     }
-    types::check_program(&mut p, &Builtins::new()).map_err(|d| vec![d])?;
+    let point = match at {
+        Some(text) => syntax::parse_expr(text).ok().and_then(|e| syntax::value_of(&e).ok()),
+        None => p.input.as_ref().and_then(|e| syntax::value_of(e).ok()),
+    };
+    types::check_program_at(&mut p, &Builtins::new(), point.as_ref()).map_err(|d| vec![d])?;
     // Located at the end of the file's last line, where a `def main` would go.
     let end = Span::new(text.trim_end().len(), text.trim_end().len());
     let main = p.def("main").ok_or_else(|| vec![Diagnostic::error(end, "the program has no `def main` (add one, e.g. `def main x = x * x`)")])?;
@@ -198,6 +210,22 @@ pub fn ragged_row(e: &Expr) -> Option<(Span, String)> {
     }
 }
 
+/// Why a seed of main's output type still cannot weight the output: an array of another length
+/// than the output's (types do not say lengths).
+fn shape_mismatch(seed: &Value, primal: &Value) -> Option<String> {
+    match (seed, primal) {
+        (Value::Array(xs), Value::Array(ys)) if xs.len() != ys.len() => {
+            let n = |k: usize| if k == 1 { "1 element".to_string() } else { format!("{k} elements") };
+            Some(format!("has {} where main's output {primal} has {}", n(xs.len()), ys.len()))
+        }
+        (Value::Array(xs), Value::Array(ys)) | (Value::Tuple(xs), Value::Tuple(ys)) => {
+            xs.iter().zip(ys.iter()).find_map(|(x, y)| shape_mismatch(x, y))
+        }
+        (Value::Inl(x), Value::Inl(y)) | (Value::Inr(x), Value::Inr(y)) => shape_mismatch(x, y),
+        _ => None,
+    }
+}
+
 pub fn fits(v: &Value, t: &Type) -> bool {
     match (v, t) {
         (Value::Real(_), Type::Real) | (Value::Int(_), Type::Int) | (Value::Bool(_), Type::Bool) | (Value::Unit, Type::Unit) => true,
@@ -215,7 +243,7 @@ pub fn fits(v: &Value, t: &Type) -> bool {
 
 /// Runs the whole pipeline.
 pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> {
-    let (program, s, t) = front_end(text, &opts.params)?;
+    let (program, s, t) = front_end_at(text, &opts.params, opts.at.as_deref())?;
     let input = match (&opts.at, &program.input) {
         (Some(at), _) => parse_value(at, &s, "input point", "--at")?,
         (None, Some(e)) => {
@@ -245,9 +273,27 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         }
         vec![d]
     })?;
-    let seed = match &opts.seed {
-        Some(text) => parse_value(text, &t, "output cotangent", "--seed")?,
-        None => primal.with_reals(&mut std::iter::repeat(1.0)),
+    // `--seed` (or the page's seed box), else the program's `seed` line, else 1.0 on every real leaf.
+    let seed = match (&opts.seed, &program.seed) {
+        (Some(text), _) => {
+            let v = parse_value(text, &t, "output cotangent", "--seed")?;
+            if let Some(m) = shape_mismatch(&v, &primal) {
+                let whole = Span::new(0, text.len());
+                return Err(vec![Diagnostic::error(whole, format!("the output cotangent `{}` {m}", text.trim())).in_text("--seed", text)]);
+            }
+            v
+        }
+        (None, Some(e)) => {
+            let v = syntax::value_of(e).map_err(|d| vec![d])?;
+            if !fits(&v, &t) {
+                return Err(vec![Diagnostic::error(e.span, format!("the seed {v} does not have main's output type {}", types::show(&t)))]);
+            }
+            if let Some(m) = shape_mismatch(&v, &primal) {
+                return Err(vec![Diagnostic::error(e.span, format!("the seed {v} {m}"))]);
+            }
+            v
+        }
+        (None, None) => primal.with_reals(&mut std::iter::repeat(1.0)),
     };
     let no_builtins = Builtins::new();
     let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };

@@ -49,7 +49,7 @@ impl PrintOptions {
 /// when some definition needs more than one line. Ends with a newline (empty program: empty string).
 pub fn print_program(p: &Program, o: &PrintOptions) -> String {
     let mut occ = Occ::default();
-    if let Some(i) = &p.input {
+    for i in p.input.iter().chain(&p.seed) {
         occ.expr(i);
     }
     for d in &p.defs {
@@ -62,7 +62,7 @@ pub fn print_program(p: &Program, o: &PrintOptions) -> String {
     reserved.extend(p.params.iter().map(|q| q.name.text.clone()));
     reserved.extend(p.defs.iter().map(|d| d.name.text.clone()));
     let mut ren = Renamer::new(&occ, reserved);
-    if let Some(i) = &p.input {
+    for i in p.input.iter().chain(&p.seed) {
         ren.expr(i);
     }
     for d in &p.defs {
@@ -82,6 +82,10 @@ pub fn print_program(p: &Program, o: &PrintOptions) -> String {
     }
     if let Some(i) = &p.input {
         header.push_str(&pr.render(pr.keyword_item("input", i), o.width));
+        header.push('\n');
+    }
+    if let Some(s) = &p.seed {
+        header.push_str(&pr.render(pr.keyword_item("seed", s), o.width));
         header.push('\n');
     }
     let mut multi = false;
@@ -257,7 +261,7 @@ impl Occ {
 
 /// Words of the surface syntax: a binder with one of these texts is always renamed.
 const KEYWORDS: &[&str] = &[
-    "let", "in", "and", "def", "param", "input", "expect", "grad", "primal", "if", "then", "else", "case", "of",
+    "let", "in", "and", "def", "param", "input", "seed", "expect", "grad", "primal", "if", "then", "else", "case", "of",
     "inl", "inr", "fst", "snd", "lin", "do", "pure", "true", "false", "mod",
 ];
 

@@ -8,11 +8,37 @@ use crate::diag::{Diagnostic, Span};
 use crate::interp::Builtins;
 use crate::ir::*;
 use crate::prims::{Base, Typing};
+use crate::value::Value;
 use std::collections::{BTreeSet, HashMap};
 
 /// Infers and annotates the types of a whole program.
 pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnostic> {
-    let mut cx = Cx { subst: vec![], numeric: vec![], builtins, globals: HashMap::new(), locals: HashMap::new() };
+    check_program_at(p, builtins, None)
+}
+
+/// Like `check_program`; `main_input`, the value `main` will be run on (the program's `input` or
+/// `--at`), fixes the parts of main's argument type that main's body leaves open (an input component
+/// main never uses, a comparison operand), before they would default to R.
+pub fn check_program_at(p: &mut Program, builtins: &Builtins, main_input: Option<&Value>) -> Result<(), Diagnostic> {
+    check(p, builtins, main_input.map(Fit::Value), true)
+}
+
+/// Like `check_program` with local definitions monomorphic (as before local let-polymorphism) and
+/// main at (an instance of) `main`: for whole-program passes whose output must have no type
+/// variables (kit/passes): a local used at one type gets that type everywhere inside it.
+pub fn check_program_monomorphic(p: &mut Program, main: Option<&Type>) -> Result<(), Diagnostic> {
+    check(p, &Builtins::new(), main.map(Fit::Type), false)
+}
+
+/// What main's argument is fitted to: a value, or main's type from an earlier check.
+enum Fit<'a> {
+    Value(&'a Value),
+    Type(&'a Type),
+}
+
+fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_locals: bool) -> Result<(), Diagnostic> {
+    let mut cx = Cx::new(builtins);
+    cx.generalise_locals = generalise_locals;
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
@@ -22,10 +48,20 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
         for (&i, t) in group.iter().zip(&tys) {
             cx.globals.insert(p.defs[i].name.text.to_string(), Scheme::mono(t.clone()));
         }
+        let main_at = group.iter().position(|&i| &*p.defs[i].name.text == "main");
+        if let (Some(k), Some(Fit::Type(main))) = (main_at, &fit) {
+            // before the body, so that a use that disagrees is where the error is
+            let mut fresh: HashMap<u32, Type> = HashMap::new();
+            let main = rename(main, &mut |v| fresh.entry(v).or_insert_with(|| cx.fresh()).clone());
+            cx.unify(&main, &tys[k], p.defs[group[k]].span)?;
+        }
         for (&i, t) in group.iter().zip(&tys) {
             let span = p.defs[i].span;
             let found = cx.infer(&mut p.defs[i].body)?;
             cx.unify(t, &found, span)?;
+        }
+        if let (Some(k), Some(Fit::Value(v))) = (main_at, &fit) {
+            cx.fit_input(&tys[k], v);
         }
         cx.resolve_numeric()?;
         for (&i, t) in group.iter().zip(&tys) {
@@ -40,10 +76,10 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
     for d in &mut p.defs {
         cx.zonk_expr(&mut d.body);
     }
-    if let Some(input) = &mut p.input {
-        cx.infer(input)?;
+    for value in p.input.iter_mut().chain(p.seed.iter_mut()) {
+        cx.infer(value)?;
         cx.resolve_numeric()?;
-        cx.zonk_expr(input);
+        cx.zonk_expr(value);
     }
     Ok(())
 }
@@ -52,10 +88,11 @@ pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnos
 /// type with the type the paper states.
 pub fn unifiable(a: &Type, b: &Type) -> bool {
     let builtins = Builtins::new();
-    let mut cx = Cx { subst: vec![], numeric: vec![], builtins: &builtins, globals: HashMap::new(), locals: HashMap::new() };
+    let mut cx = Cx::new(&builtins);
     let shift = |t: &Type, off: u32| rename(t, &mut |v| Type::Var(v + off));
     let max = max_var(a).max(max_var(b)) + 1;
     cx.subst = vec![None; 2 * max as usize];
+    cx.levels = vec![0; 2 * max as usize];
     let a2 = shift(a, 0);
     let b2 = shift(b, max);
     cx.unify(&a2, &b2, Span::NONE).is_ok()
@@ -63,16 +100,42 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
 
 struct Cx<'b> {
     subst: Vec<Option<Type>>,
+    /// The let-nesting level each variable was made at, lowered when it is unified with an older
+    /// one: a variable deeper than the current level is free in no enclosing binding's type, so it
+    /// may be generalised (Rémy's levels; the efficient form of HM's "not free in the environment").
+    levels: Vec<u32>,
+    /// The current level: 0 for top-level definitions, one more inside each generalisable `let`'s
+    /// right-hand side.
+    level: u32,
     /// Type variables of arithmetic operands, which must end up R or Z (defaulting to R).
     numeric: Vec<(Type, Span, Prim)>,
     builtins: &'b Builtins,
     globals: HashMap<String, Scheme>,
     locals: HashMap<u32, Type>,
+    /// Local binders generalised like top-level definitions (`let comp f g x = f (g x) in ...`).
+    poly: HashMap<u32, Scheme>,
+    /// Whether local `let`s of functions are generalised (always, but for `check_program_monomorphic`).
+    generalise_locals: bool,
 }
 
-impl Cx<'_> {
+impl<'b> Cx<'b> {
+    fn new(builtins: &'b Builtins) -> Cx<'b> {
+        Cx {
+            subst: vec![],
+            levels: vec![],
+            level: 0,
+            numeric: vec![],
+            builtins,
+            globals: HashMap::new(),
+            locals: HashMap::new(),
+            poly: HashMap::new(),
+            generalise_locals: true,
+        }
+    }
+
     fn fresh(&mut self) -> Type {
         self.subst.push(None);
+        self.levels.push(self.level);
         Type::Var(self.subst.len() as u32 - 1)
     }
 
@@ -111,11 +174,19 @@ impl Cx<'_> {
         }
     }
 
-    fn occurs(&self, v: u32, t: &Type) -> bool {
+    /// Whether `v` occurs in `t`; also lowers the level of every variable of `t` to `v`'s, since
+    /// `t` is about to be what `v` is, and whatever mentions `v` now mentions them.
+    fn occurs(&mut self, v: u32, t: &Type) -> bool {
         match self.shallow(t) {
-            Type::Var(w) => v == w,
-            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().any(|t| self.occurs(v, t)),
-            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => self.occurs(v, &a) || self.occurs(v, &b),
+            Type::Var(w) => {
+                self.levels[w as usize] = self.levels[w as usize].min(self.levels[v as usize]);
+                v == w
+            }
+            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().fold(false, |found, t| self.occurs(v, t) || found),
+            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
+                let x = self.occurs(v, &a);
+                self.occurs(v, &b) || x
+            }
             _ => false,
         }
     }
@@ -130,6 +201,7 @@ impl Cx<'_> {
             (Type::Var(v), Type::Var(w)) => {
                 let (young, old) = if v > w { (*v, *w) } else { (*w, *v) };
                 self.subst[young as usize] = Some(Type::Var(old));
+                self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
                 true
             }
             (Type::Var(v), t) | (t, Type::Var(v)) => {
@@ -203,6 +275,86 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// Enters a generalisable right-hand side; returns where its arithmetic constraints start.
+    fn enter(&mut self) -> usize {
+        self.level += 1;
+        self.numeric.len()
+    }
+
+    fn leave<T>(&mut self, r: Result<T, Diagnostic>) -> Result<T, Diagnostic> {
+        self.level -= 1;
+        r
+    }
+
+    /// `∀ vars. t` over the variables made inside the right-hand side just left and not unified
+    /// with anything outside it (Damas & Milner's `gen`). A variable of an arithmetic operand stays
+    /// monomorphic, as in a top-level group: whether it is R or Z is decided once for the group
+    /// (there are no type classes), by its uses or by defaulting to R.
+    fn generalise(&mut self, t: &Type, mark: usize) -> Scheme {
+        let ty = self.zonk(t);
+        let mut vars = BTreeSet::new();
+        free_vars(&ty, &mut vars);
+        let mut pinned = BTreeSet::new();
+        for (n, _, _) in &self.numeric[mark..] {
+            free_vars(&self.zonk(n), &mut pinned);
+        }
+        let mut quantified = vec![];
+        for v in vars {
+            if self.levels[v as usize] > self.level {
+                if pinned.contains(&v) {
+                    self.levels[v as usize] = self.level;
+                } else {
+                    quantified.push(v);
+                }
+            }
+        }
+        Scheme { vars: quantified, ty }
+    }
+
+    /// Unifies main's type with `value → _` if they are unifiable and the arithmetic in main still
+    /// works on R or Z, and leaves it alone if not (the pipeline then reports that the input does
+    /// not fit main's argument, at the input).
+    fn fit_input(&mut self, main: &Type, v: &Value) {
+        let saved = (self.subst.clone(), self.levels.clone());
+        let fitted = self.type_of_value(v).and_then(|arg| {
+            let res = self.fresh();
+            self.unify(main, &Type::fun(arg, res), Span::NONE)
+        });
+        let numeric_ok = || {
+            self.numeric.iter().all(|(t, _, op)| match self.shallow(t) {
+                Type::Var(_) | Type::Real | Type::Int => true,
+                Type::Bool => matches!(op.info().typing, Typing::Equality),
+                _ => false,
+            })
+        };
+        if fitted.is_err() || !numeric_ok() {
+            (self.subst, self.levels) = saved;
+        }
+    }
+
+    /// The type of a first-order value, with fresh variables where it does not say (an empty array's
+    /// elements, the other side of an injection).
+    fn type_of_value(&mut self, v: &Value) -> Result<Type, Diagnostic> {
+        Ok(match v {
+            Value::Real(_) => Type::Real,
+            Value::Int(_) => Type::Int,
+            Value::Bool(_) => Type::Bool,
+            Value::Unit => Type::Unit,
+            Value::Tuple(vs) => Type::tuple(vs.iter().map(|v| self.type_of_value(v)).collect::<Result<_, _>>()?),
+            Value::Array(vs) => {
+                let a = self.fresh();
+                for v in vs.iter() {
+                    let t = self.type_of_value(v)?;
+                    self.unify(&a, &t, Span::NONE)?;
+                }
+                Type::array(a)
+            }
+            Value::Inl(v) => Type::sum(self.type_of_value(v)?, self.fresh()),
+            Value::Inr(v) => Type::sum(self.fresh(), self.type_of_value(v)?),
+            Value::Fun(_) | Value::Ext(_) => self.fresh(),
+        })
+    }
+
     fn bind_pat(&mut self, p: &Pat) -> Type {
         match p {
             Pat::Var(n, _) => {
@@ -227,21 +379,12 @@ impl Cx<'_> {
             let Expr { kind, ty, .. } = cur;
             cur = match kind {
                 ExprKind::Let(p, rhs, body) => {
-                    let t1 = self.infer(rhs)?;
-                    let tp = self.bind_pat(p);
-                    self.unify(&tp, &t1, p.span())?;
+                    self.let_binding(p, rhs)?;
                     spine.push((ty, None));
                     body
                 }
                 ExprKind::LetRec(fs, body) => {
-                    let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
-                    for (f, t) in fs.iter().zip(&tys) {
-                        self.locals.insert(f.name.id, t.clone());
-                    }
-                    for (f, t) in fs.iter_mut().zip(&tys) {
-                        let found = self.infer(&mut f.body)?;
-                        self.unify(t, &found, f.span)?;
-                    }
+                    self.let_rec(fs)?;
                     spine.push((ty, None));
                     body
                 }
@@ -266,6 +409,59 @@ impl Cx<'_> {
         Ok(t)
     }
 
+    /// The binding of `let p = rhs in …` (its body is typed by `infer`'s loop). Kept out of `infer`,
+    /// whose frame is on the stack once per nesting level (wasm's stack is small).
+    #[inline(never)]
+    fn let_binding(&mut self, p: &Pat, rhs: &mut Expr) -> Result<(), Diagnostic> {
+        match p {
+            Pat::Var(x, _) if self.generalise_locals && is_value(rhs) => {
+                // `let f = \x -> e in b`: generalised like a top-level definition.
+                let mark = self.enter();
+                let t1 = self.infer(rhs);
+                let t1 = self.leave(t1)?;
+                let scheme = self.generalise(&t1, mark);
+                self.locals.insert(x.id, t1);
+                if !scheme.vars.is_empty() {
+                    self.poly.insert(x.id, scheme);
+                }
+            }
+            p => {
+                let t1 = self.infer(rhs)?;
+                let tp = self.bind_pat(p);
+                self.unify(&tp, &t1, p.span())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The group of `let f x = … and g y = … in …`: monomorphic inside the group, generalised for
+    /// the body when every member is a function (the value restriction), as top-level groups are.
+    #[inline(never)]
+    fn let_rec(&mut self, fs: &mut [FunDef]) -> Result<(), Diagnostic> {
+        let values = self.generalise_locals && fs.iter().all(|f| is_value(&f.body));
+        let mark = values.then(|| self.enter());
+        let tys: Vec<Type> = fs.iter().map(|_| self.fresh()).collect();
+        for (f, t) in fs.iter().zip(&tys) {
+            self.locals.insert(f.name.id, t.clone());
+        }
+        let mut r = Ok(());
+        for (f, t) in fs.iter_mut().zip(&tys) {
+            r = self.infer(&mut f.body).and_then(|found| self.unify(t, &found, f.span));
+            if r.is_err() {
+                break;
+            }
+        }
+        let Some(mark) = mark else { return r };
+        self.leave(r)?;
+        for (f, t) in fs.iter().zip(&tys) {
+            let scheme = self.generalise(t, mark);
+            if !scheme.vars.is_empty() {
+                self.poly.insert(f.name.id, scheme);
+            }
+        }
+        Ok(())
+    }
+
     /// One node that is not on a let/bind spine.
     fn infer_node(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
         let span = e.span;
@@ -274,9 +470,12 @@ impl Cx<'_> {
                 Some(s) => self.instantiate(&s),
                 None => return Err(Diagnostic::error(span, format!("unknown name `{}`", n.text))),
             },
-            ExprKind::Var(n) => match self.locals.get(&n.id) {
-                Some(t) => t.clone(),
-                None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
+            ExprKind::Var(n) => match self.poly.get(&n.id).cloned() {
+                Some(s) => self.instantiate(&s),
+                None => match self.locals.get(&n.id) {
+                    Some(t) => t.clone(),
+                    None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
+                },
             },
             ExprKind::Real(_) => Type::Real,
             ExprKind::Int(_) => Type::Int,
@@ -429,6 +628,15 @@ impl Cx<'_> {
     }
 }
 
+/// A syntactic value whose binding may be generalised (the value restriction): a function.
+fn is_value(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lam(..) => true,
+        ExprKind::Ann(x, _) => is_value(x),
+        _ => false,
+    }
+}
+
 /// The top-level definitions in dependency order, grouped into strongly connected components.
 fn def_groups(p: &Program) -> Vec<Vec<usize>> {
     let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
@@ -549,3 +757,54 @@ pub fn show(t: &Type) -> String {
     crate::print::print_type(t, &crate::print::PrintOptions::unicode())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `main`'s type after checking `src`, or the error message.
+    fn main_type(src: &str, input: Option<Value>) -> Result<String, String> {
+        let mut p = crate::syntax::parse_program(src).map_err(|ds| ds[0].message.clone())?;
+        check_program_at(&mut p, &Builtins::new(), input.as_ref()).map_err(|d| d.message)?;
+        Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
+    }
+
+    #[test]
+    fn local_functions_are_generalised_like_top_level_ones() {
+        let comp = "def main x = let comp f g y = f (g y) in comp (\\b -> if b then x else 0.0) (\\r -> r > 1.0) (comp sin cos x)";
+        assert_eq!(main_type(comp, None), Ok("R → R".into()));
+        let twice = "def main x = let twice f y = f (f y) in let id = \\z -> z in (twice (\\r -> r * x) x, twice not (id true), id 3)";
+        assert_eq!(main_type(twice, None), Ok("R → (R, Bool, Z)".into()));
+        // a group is generalised after it, monomorphic inside it
+        let group = "def main x = let twice f y = f (f y) and thrice f y = f (twice f y) in (thrice sin x, twice not true)";
+        assert_eq!(main_type(group, None), Ok("R → (R, Bool)".into()));
+    }
+
+    #[test]
+    fn only_values_are_generalised_and_only_over_what_the_environment_does_not_mention() {
+        // the value restriction: a pair is not a function, so `fst p` has one type
+        let pair = "def main x = let p = (\\y -> y, 1.0) in (fst p 1.0, fst p true)";
+        assert!(main_type(pair, None).unwrap_err().contains("type mismatch"));
+        // `y`'s type is the enclosing lambda's, not the local function's: not generalised
+        let env = "def main x = (\\y -> let g = \\z -> y in (not (g 1.0), g 2.0 + 1.0)) true";
+        assert!(main_type(env, None).unwrap_err().contains("type mismatch"));
+        // arithmetic is R or Z for the whole definition: `sq` stays monomorphic
+        assert!(main_type("def main x = let sq y = y * y in sq 2", None).unwrap().ends_with("→ Z"));
+        assert!(main_type("def main x = let sq y = y * y in (sq 2, sq 2.0)", None).is_err());
+    }
+
+    #[test]
+    fn the_input_point_types_what_main_leaves_open() {
+        let src = "def main (x, n) = x * 2.0";
+        let open = main_type(src, None).unwrap();
+        assert!(open.starts_with("(R, ") && !open.contains('Z'), "{open}");
+        let at = Value::pair(Value::Real(1.0), Value::Int(3));
+        assert_eq!(main_type(src, Some(at.clone())), Ok("(R, Z) → R".into()));
+        // before arithmetic defaults to R
+        assert_eq!(main_type("def main (x, k) = if k == k then x else x", Some(at)), Ok("(R, Z) → R".into()));
+        let arr = Value::pair(Value::Array(vec![Value::Real(1.0)].into()), Value::Int(3));
+        assert_eq!(main_type("def main (a, k) = sum a", Some(arr)), Ok("(Array R, Z) → R".into()));
+        // a point that does not fit changes nothing (the pipeline reports it at the point)
+        assert_eq!(main_type("def main x = x * x", Some(Value::pair(Value::Real(1.0), Value::Real(2.0)))), Ok("R → R".into()));
+    }
+}

@@ -371,7 +371,7 @@ fn sources_with_target_constructs_are_refused() {
     };
     let x = name("x");
     let body = app(builtin("genID"), var(&x));
-    let mut p = Program { params: vec![], input: None, defs: vec![def("main", lam(pvar(&x), body))], expects: vec![], next_id: 10 };
+    let mut p = Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pvar(&x), body))], expects: vec![], next_id: 10 };
     p.defs[0].body.ty = Type::Unknown;
     let (s, t) = (Type::Real, Type::Real);
     let b = Builtins::new();

@@ -14,7 +14,7 @@ fn run(body: impl FnOnce(Expr, &mut Fresh) -> Expr, input: Value) -> Value {
     let x = Name::new("x", 1);
     let mut fr = Fresh { next_id: 2 };
     let e = body(var(&x), &mut fr);
-    let mut p = Program { params: vec![], input: None, defs: vec![def("main", lam(pvar(&x), e))], expects: vec![], next_id: fr.next_id };
+    let mut p = Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pvar(&x), e))], expects: vec![], next_id: fr.next_id };
     types::check_program(&mut p, &Builtins::new()).expect("the generated code type-checks");
     run_source(&p, &input, &Default::default()).expect("the generated code runs")
 }

@@ -28,7 +28,7 @@ fn stage(id: &str) -> &'static dyn Stage {
 // ----- programs built as IR (independent of the parser) -----
 
 fn program(body: Expr, next_id: u32) -> Program {
-    Program { params: vec![], input: None, defs: vec![def("main", body)], expects: vec![], next_id }
+    Program { params: vec![], input: None, seed: None, defs: vec![def("main", body)], expects: vec![], next_id }
 }
 
 /// `λx0. let x1 = x0 + x0 in ... in xn + xn` (note §4.3).

@@ -469,11 +469,21 @@ fn a_closure_passed_a_closure_that_captures_it_drops_its_code_pointer() {
 }
 
 #[test]
-fn local_lets_are_not_generalised() {
-    // So monomorphise has no local polymorphism to specialise: the checker rejects this program.
-    let p = syntax::parse_program("def main x = let id = \\y -> y in (id 1.0, id 2)\n").unwrap();
-    let mut p = p;
-    assert!(types::check_program(&mut p, &Builtins::new()).is_err());
+fn a_local_definition_used_at_two_types_is_inlined_or_refused_located() {
+    // The checker generalises local functions; monomorphise specialises only top-level ones, so it
+    // refuses a local used at two types, at its first use at another type than its own.
+    let src = "input 1.5\ndef main x = let id = \\y -> y in if id true then id x else x\n";
+    let (p, _) = front(src);
+    let d = monomorphise(&p).unwrap_err();
+    assert!(d.message.contains("`id` is used at more than one type, here at Bool → Bool") && d.message.contains("make it a `def`"), "{}", d.message);
+    assert_eq!(&src[d.span.start as usize..d.span.end as usize], "id", "{d:?}");
+    // inline_all has nothing left to specialise: every use is inlined
+    assert!(check(Pass::Inline, src).unwrap().is_some());
+    // a local used at one type is typed by that use: every pass takes it, as before
+    let outs = all_accept("input 1.5\ndef main x = let id = \\y -> y in let ap = \\h -> h x in ap id\n");
+    for p in &outs {
+        assert!(approx_same(&primal(p, "1.5"), &Value::Real(1.5)));
+    }
 }
 
 /// `main x0 = let f = \y -> y + y in let x1 = f x0 in … in xn`, built as IR (the parser recurses).
@@ -486,7 +496,7 @@ fn long_chain(n: u32) -> Program {
         body = let_(pvar(&xs[i]), app(var(&f), var(&xs[i - 1])), body);
     }
     let body = let_(pvar(&f), lam(pvar(&y), add(var(&y), var(&y))), body);
-    Program { params: vec![], input: None, defs: vec![def("main", lam(pvar(&xs[0]), body))], expects: vec![], next_id: n + 4 }
+    Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pvar(&xs[0]), body))], expects: vec![], next_id: n + 4 }
 }
 
 #[test]

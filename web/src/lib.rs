@@ -156,6 +156,8 @@ pub struct WebAnalysis {
     pub input_reals: Vec<f64>,
     pub input_text: Option<String>,
     pub seed: Option<serde_json::Value>,
+    /// The seed as the language writes it (the page's, else the program's `seed` line, else ones).
+    pub seed_text: Option<String>,
     pub primal: Option<serde_json::Value>,
     pub primal_text: Option<String>,
     pub input_type: Option<String>,
@@ -343,6 +345,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             out.input_text = Some(a.input.to_string());
             out.input_reals = a.input.real_leaves();
             out.seed = Some(to_json(&a.seed));
+            out.seed_text = Some(a.seed.to_string());
             out.primal = Some(to_json(&a.primal));
             out.primal_text = Some(a.primal.to_string());
             out.input_type = Some(cotangent::types::show(&a.input_type));
@@ -598,6 +601,20 @@ mod tests {
         for s in &d {
             assert_eq!(s.group, s.id.split('/').next().unwrap());
         }
+    }
+
+    #[test]
+    fn a_seed_line_in_the_program_is_used_when_the_page_gives_none() {
+        let src = "input (1.0, 2.0)\nseed (1.0, -2.0)\ndef main (x, y) = (x * y, x + y)\n";
+        for blank in [None, Some(String::new()), Some("  ".into())] {
+            let a = analyse_text(src, &WebOptions { seed: blank, ..WebOptions::default() });
+            assert!(a.diagnostics.is_empty(), "{:?}", a.diagnostics.first().map(|d| &d.message));
+            assert_eq!(a.seed_text.as_deref(), Some("(1.0, -2.0)"));
+            // d/dx (xy - 2(x + y)) = y - 2 = 0, d/dy = x - 2 = -1
+            assert_eq!(a.reference.as_ref().map(|r| r.gradient.clone()), Some(vec![0.0, -1.0]));
+        }
+        let a = analyse_text(src, &WebOptions { seed: Some("(0.0, 1.0)".into()), ..WebOptions::default() });
+        assert_eq!(a.reference.map(|r| r.gradient), Some(vec![1.0, 1.0]));
     }
 
     #[test]

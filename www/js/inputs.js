@@ -1,5 +1,5 @@
 // Under the editor: the run's inputs (input point, output seed, `param` overrides), the options a run
-// is made with, and the overview of the last run (main's type, the input, the primal).
+// is made with, and the overview of the last run (main's type, the input, the seed, the primal).
 import { $, el } from './dom.js';
 import { STEP_BUDGET } from './state.js';
 
@@ -83,6 +83,7 @@ function renderOverview(state) {
   const add = (k, v) => { t.append(el('dt', null, k)); t.append(el('dd', null, v)); };
   add('main :', `${r.input_type} → ${r.output_type}`);
   add('input', r.input_text ?? JSON.stringify(r.input));
+  add('seed', r.seed_text ?? JSON.stringify(r.seed));
   add('primal', r.primal_text ?? JSON.stringify(r.primal));
   box.append(t);
 }

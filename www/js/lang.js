@@ -2,7 +2,7 @@
 // read-only program views (stage programs, diffs). Static views build DOM with textContent only.
 import { StreamLanguage, StringStream, HighlightStyle, syntaxHighlighting, tags as t } from '../codemirror.bundle.js';
 
-const KEYWORDS = new Set(['def', 'let', 'in', 'if', 'then', 'else', 'case', 'of', 'param', 'input', 'expect',
+const KEYWORDS = new Set(['def', 'let', 'in', 'and', 'if', 'then', 'else', 'case', 'of', 'param', 'input', 'seed', 'expect',
   'grad', 'primal', 'do', 'return', 'where', 'rec', 'λ', 'fun', 'for', 'with']);
 const CONSTRUCTORS = new Set(['inl', 'inr', 'true', 'false', 'fst', 'snd', 'not', 'mod', 'Zero', 'Var', 'Add',
   'Scale', 'Let', 'OneHot', 'Contrib', 'Sum', 'Pair']);

@@ -95,7 +95,7 @@ fn def(n: &str, body: Expr) -> Def {
     Def { name: Name::global(n), body, span: Span::NONE, scheme: None, role: Role::User }
 }
 fn prog(defs: Vec<Def>) -> Program {
-    Program { params: vec![], input: None, defs, expects: vec![], next_id: 1000 }
+    Program { params: vec![], input: None, seed: None, defs, expects: vec![], next_id: 1000 }
 }
 /// `def main x = body` (x has id 1).
 fn main_of(body: Expr) -> Program {

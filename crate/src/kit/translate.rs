@@ -176,6 +176,7 @@ mod tests {
         p.next_id = fr.next_id;
         p.expects.clear();
         p.input = None;
+        p.seed = None;
         let main = p.defs.iter().find(|d| &*d.name.text == "main").expect("main").body.clone();
         let shown = print_expr(&main, &PrintOptions::ascii());
         crate::types::check_program(&mut p, &Builtins::new()).expect("the translation type-checks");

@@ -40,6 +40,7 @@ fn partials_at(op: Prim, xs: &[f64]) -> Vec<f64> {
     let mut p = Program {
         params: vec![],
         input: None,
+        seed: None,
         defs: vec![Def { name: Name::global("main"), body: main, span: crate::diag::Span::NONE, scheme: None, role: crate::ir::Role::User }],
         expects: vec![],
         next_id: 11,

@@ -130,6 +130,7 @@ fn sample() -> Program {
     Program {
         params: vec![Param { name: Name::global("n"), value: 10, span: Span::NONE }],
         input: Some(tup(vec![tup(vec![r(1.1), r(2.2)]), r(3.0)])),
+        seed: None,
         defs: vec![dot, pow, main],
         expects: vec![Expect {
             what: ExpectKind::Grad,
@@ -197,6 +198,7 @@ fn running_example() -> Program {
     Program {
         params: vec![],
         input: None,
+        seed: None,
         defs: vec![def(
             "main",
             lam(
@@ -649,6 +651,7 @@ fn renaming_in_programs_and_patterns() {
     let p = Program {
         params: vec![],
         input: None,
+        seed: None,
         defs: vec![
             def("g", lam(pv("x", 1), v("x", 1))),
             def("main", lam(pt(vec![pv("g", 2), pv("g", 3)]), add(app(g("g"), vec![v("g", 2)]), v("g", 3)))),

@@ -25,7 +25,7 @@ pub fn parse_program_raw(src: &str) -> Result<Program, Vec<Diagnostic>> {
     }
     let max = crate::limits::max_nesting();
     let mut errors = vec![];
-    let exprs = prog.defs.iter().map(|d| &d.body).chain(prog.input.iter()).chain(prog.expects.iter().map(|e| &e.value));
+    let exprs = prog.defs.iter().map(|d| &d.body).chain(prog.input.iter()).chain(prog.seed.iter()).chain(prog.expects.iter().map(|e| &e.value));
     for e in exprs {
         if let Err(d) = super::check_depth(e, max) {
             errors.push(d);
@@ -44,6 +44,7 @@ fn drop_program(prog: Program) {
         super::drop_deep(d.body);
     }
     prog.input.into_iter().for_each(super::drop_deep);
+    prog.seed.into_iter().for_each(super::drop_deep);
     prog.expects.into_iter().for_each(|e| super::drop_deep(e.value));
 }
 
@@ -113,7 +114,7 @@ struct Pending {
 /// A construct whose last part extends as far right as possible, waiting for that part.
 enum Frame {
     Let { pat: Pat, rhs: Expr, start: u32 },
-    LetRec { name: Name, params: Vec<Pat>, rhs: Expr, start: u32, def_span: Span },
+    LetRec { fds: Vec<FunDef>, start: u32 },
     Lam { kind: LamKind, pats: Vec<Pat>, start: u32 },
     If { cond: Expr, then: Expr, start: u32 },
     Case { scrut: Expr, inl_first: bool, p1: Pat, e1: Expr, p2: Pat, start: u32 },
@@ -218,6 +219,7 @@ impl<'s> Parser<'s> {
             Tok::RBrace => "unmatched `}`: no `{` is open here".to_string(),
             Tok::RBracket => "unmatched `]`: no `[` is open here".to_string(),
             Tok::In => "unexpected `in` without a matching `let`".to_string(),
+            Tok::And => "unexpected `and` without a matching `let f x = ...`".to_string(),
             Tok::Then | Tok::Else => format!("unexpected `{}` without a matching `if`", self.peek().text()),
             Tok::Of => "unexpected `of` without a matching `case`".to_string(),
             t => format!("unexpected {} after the end of the {what}", t.describe()),
@@ -236,7 +238,7 @@ impl<'s> Parser<'s> {
     // ---- programs ----
 
     fn program(&mut self) -> Program {
-        let mut prog = Program { params: vec![], input: None, defs: vec![], expects: vec![], next_id: 0 };
+        let mut prog = Program { params: vec![], input: None, seed: None, defs: vec![], expects: vec![], next_id: 0 };
         let mut seen: HashMap<String, Span> = HashMap::new();
         if self.peek() == &Tok::Eof {
             self.errors.push(Diagnostic::error(
@@ -267,17 +269,29 @@ impl<'s> Parser<'s> {
                         }
                     })
                 }
+                Tok::Seed => {
+                    let span = self.span();
+                    self.bump();
+                    self.parse_expr("after `seed`").and_then(|e| {
+                        if prog.seed.is_some() {
+                            Err(Diagnostic::error(span, "`seed` is given twice"))
+                        } else {
+                            prog.seed = Some(e);
+                            Ok(())
+                        }
+                    })
+                }
                 Tok::Expect => self.expect_item().map(|e| prog.expects.push(e)),
                 t => Err(Diagnostic::error(
                     self.span(),
                     format!(
-                        "expected a top-level item (`def`, `param`, `input` or `expect`), found {}",
+                        "expected a top-level item (`def`, `param`, `input`, `seed` or `expect`), found {}",
                         t.describe()
                     ),
                 )),
             };
             let r = r.and_then(|()| {
-                if matches!(self.peek(), Tok::Eof | Tok::Def | Tok::Param | Tok::Input | Tok::Expect) {
+                if matches!(self.peek(), Tok::Eof | Tok::Def | Tok::Param | Tok::Input | Tok::Seed | Tok::Expect) {
                     Ok(())
                 } else {
                     Err(self.junk("definition"))
@@ -287,7 +301,7 @@ impl<'s> Parser<'s> {
                 self.errors.push(d);
                 // Recover at the next top-level keyword.
                 self.bump();
-                while !matches!(self.peek(), Tok::Eof | Tok::Def | Tok::Param | Tok::Input | Tok::Expect) {
+                while !matches!(self.peek(), Tok::Eof | Tok::Def | Tok::Param | Tok::Input | Tok::Seed | Tok::Expect) {
                     self.bump();
                 }
             }
@@ -431,32 +445,8 @@ impl<'s> Parser<'s> {
             let here = self.span();
             match self.peek() {
                 Tok::Let => {
-                    let start = self.bump().span;
-                    if let (Tok::Ident(name), true) = (self.peek().clone(), starts_pat(self.peek_at(1))) {
-                        // `let f x y = e in b`: a local recursive function.
-                        let name_span = self.bump().span;
-                        let mut params = vec![];
-                        while starts_pat(self.peek()) {
-                            params.push(self.parse_pat("")?);
-                        }
-                        self.expect(&Tok::Eq, &format!("`=` after the parameters of `{name}`"))?;
-                        let rhs = self.parse_expr("after `=`")?;
-                        let def_span = Span { start: name_span.start, end: self.prev_end };
-                        self.expect_lazy(&Tok::In, |p| format!("`in` to finish the `let` at line {}", p.line(start)))?;
-                        frames.push(Frame::LetRec {
-                            name: Name::global(&name),
-                            params,
-                            rhs,
-                            start: start.start,
-                            def_span,
-                        });
-                    } else {
-                        let pat = self.parse_pat("after `let`")?;
-                        self.expect(&Tok::Eq, "`=` after the pattern of `let`")?;
-                        let rhs = self.parse_expr("after `=`")?;
-                        self.expect_lazy(&Tok::In, |p| format!("`in` to finish the `let` at line {}", p.line(start)))?;
-                        frames.push(Frame::Let { pat, rhs, start: start.start });
-                    }
+                    let f = self.let_frame()?;
+                    frames.push(f);
                     ctx = "after `in`".into();
                 }
                 Tok::Lambda | Tok::Ident(_) => {
@@ -524,11 +514,7 @@ impl<'s> Parser<'s> {
                 Frame::Let { pat, rhs, start } => {
                     Expr::new(ExprKind::Let(pat, Box::new(rhs), Box::new(e)), Span { start, end })
                 }
-                Frame::LetRec { name, params, rhs, start, def_span } => {
-                    let body = lams(LamKind::Plain, params, rhs, def_span.end);
-                    let fd = FunDef { name, body, span: def_span };
-                    Expr::new(ExprKind::LetRec(vec![fd], Box::new(e)), Span { start, end })
-                }
+                Frame::LetRec { fds, start } => Expr::new(ExprKind::LetRec(fds, Box::new(e)), Span { start, end }),
                 Frame::Lam { kind, pats, start } => {
                     let mut e = lams(kind, pats, e, end);
                     e.span.start = start;
@@ -548,6 +534,56 @@ impl<'s> Parser<'s> {
             e = kind;
         }
         Ok(e)
+    }
+
+    /// `let p = e in`, `let f x = e in`, `let f x = e and g y = e' in`: the frame waiting for the body.
+    /// Kept out of `parse_expr_inner`, whose frame is on the native stack once per nesting level.
+    #[inline(never)]
+    fn let_frame(&mut self) -> PResult<Frame> {
+        let start = self.bump().span;
+        let in_msg = |p: &Self| format!("`in` to finish the `let` at line {}", p.line(start));
+        if let (Tok::Ident(_), true) = (self.peek().clone(), starts_pat(self.peek_at(1))) {
+            // `let f x y = e and g z = e' in b`: local (mutually) recursive functions.
+            let mut fds = vec![self.fun_def()?];
+            while self.eat(&Tok::And).is_some() {
+                fds.push(self.fun_def()?);
+            }
+            self.expect_lazy(&Tok::In, in_msg)?;
+            Ok(Frame::LetRec { fds, start: start.start })
+        } else {
+            let pat = self.parse_pat("after `let`")?;
+            self.expect(&Tok::Eq, "`=` after the pattern of `let`")?;
+            let rhs = self.parse_expr("after `=`")?;
+            match pat {
+                // `let f = e and g x = ...`: a group whose first member has no parameters.
+                Pat::Var(name, span) if self.peek() == &Tok::And => {
+                    let mut fds = vec![FunDef { name, span: span.to(rhs.span), body: rhs }];
+                    while self.eat(&Tok::And).is_some() {
+                        fds.push(self.fun_def()?);
+                    }
+                    self.expect_lazy(&Tok::In, in_msg)?;
+                    Ok(Frame::LetRec { fds, start: start.start })
+                }
+                pat => {
+                    self.expect_lazy(&Tok::In, in_msg)?;
+                    Ok(Frame::Let { pat, rhs, start: start.start })
+                }
+            }
+        }
+    }
+
+    /// One equation of a local function group: `f p1 ... pn = e` (n may be 0 after `and`).
+    fn fun_def(&mut self) -> PResult<FunDef> {
+        let (name, name_span) = self.ident("the name of a local function")?;
+        let mut params = vec![];
+        while starts_pat(self.peek()) {
+            params.push(self.parse_pat("")?);
+        }
+        let what = if params.is_empty() { format!("`=` or a parameter after `{name}`") } else { format!("`=` after the parameters of `{name}`") };
+        self.expect(&Tok::Eq, &what)?;
+        let rhs = self.parse_expr("after `=`")?;
+        let span = Span { start: name_span.start, end: self.prev_end };
+        Ok(FunDef { name: Name::global(&name), body: lams(LamKind::Plain, params, rhs, span.end), span })
     }
 
     /// `inl p ->` or `inr p ->`; `want`: Some(true) for `inl` only, Some(false) for `inr` only.

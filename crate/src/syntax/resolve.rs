@@ -38,17 +38,18 @@ pub fn resolve_program(prog: Program, builtins: &dyn Fn(&str) -> bool) -> Result
     for n in prog.params.iter().map(|p| &p.name).chain(prog.defs.iter().map(|d| &d.name)) {
         r.globals.insert(n.text.clone());
     }
-    let Program { params, input, defs, expects, .. } = prog;
+    let Program { params, input, seed, defs, expects, .. } = prog;
     let defs = defs
         .into_iter()
         .map(|d| Def { body: r.expr(d.body), ..d })
         .collect();
     let input = input.map(|e| r.expr(e));
+    let seed = seed.map(|e| r.expr(e));
     let expects = expects.into_iter().map(|x| crate::ir::Expect { value: r.expr(x.value), ..x }).collect();
     if !r.errors.is_empty() {
         return Err(r.errors);
     }
-    Ok(Program { params, input, defs, expects, next_id: r.next_id })
+    Ok(Program { params, input, seed, defs, expects, next_id: r.next_id })
 }
 
 pub fn resolve_closed_expr(e: Expr) -> Result<Expr, Vec<Diagnostic>> {
@@ -167,13 +168,17 @@ impl<'b> Resolver<'b> {
             }
             ExprKind::LetRec(fds, body) => {
                 let mut bound = vec![];
-                let mut here = HashSet::new();
+                let mut seen = HashSet::new();
                 let names: Vec<Name> = fds
                     .iter()
                     .map(|fd| {
                         let span = fd.span;
-                        let p = Pat::Var(fd.name.clone(), Span { start: span.start, end: span.start + fd.name.text.len() as u32 });
-                        match self.bind_go(p, &mut bound, &mut here) {
+                        let name_span = Span { start: span.start, end: span.start + fd.name.text.len() as u32 };
+                        if !seen.insert(fd.name.text.clone()) {
+                            self.errors.push(Diagnostic::error(name_span, format!("`{}` is defined twice in this `let … and …` group", fd.name.text)));
+                        }
+                        let p = Pat::Var(fd.name.clone(), name_span);
+                        match self.bind_go(p, &mut bound, &mut HashSet::new()) {
                             Pat::Var(n, _) => n,
                             _ => unreachable!(),
                         }

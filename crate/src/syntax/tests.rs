@@ -72,6 +72,9 @@ fn program_sx(p: &Program) -> String {
     if let Some(i) = &p.input {
         out += &format!("input {}\n", sx(i));
     }
+    if let Some(i) = &p.seed {
+        out += &format!("seed {}\n", sx(i));
+    }
     for d in &p.defs {
         out += &format!("def {} = {}\n", name(&d.name), sx(&d.body));
     }
@@ -179,6 +182,37 @@ fn binders() {
     assert_eq!(e("let x = 1 in let x = x in x"), "(let x#1 1 (let x#2 x#1 x#2))");
     assert_eq!(e("a + \\x -> x + a"), "(+ a (\\x#1 (+ x#1 a)))");
     assert_eq!(e("a + let y = 1 in y * 2"), "(+ a (let y#1 1 (* y#1 2)))");
+}
+
+#[test]
+fn let_and_groups_see_every_member() {
+    // each member sees the whole group (ids 1 and 2 bound before either body), and so does the body
+    assert_eq!(
+        e("let ev n = if n == 0 then true else od (n - 1) and od n = if n == 0 then false else ev (n - 1) in ev 4"),
+        "(letrec (ev#1 (\\n#3 (if (== n#3 0) true (od#2 (- n#3 1)))); od#2 (\\n#4 (if (== n#4 0) false (ev#1 (- n#4 1))))) (ev#1 4))"
+    );
+    assert_eq!(e("let f x = g x and g = \\y -> f y and h = 1 in h"), "(letrec (f#1 (\\x#4 (g#2 x#4)); g#2 (\\y#5 (f#1 y#5)); h#3 1) h#3)");
+    // a first member without parameters makes a group too when `and` follows
+    assert_eq!(e("let f = \\x -> g x and g y = f y in f"), "(letrec (f#1 (\\x#3 (g#2 x#3)); g#2 (\\y#4 (f#1 y#4))) f#1)");
+    // `and` ends an application: it is a keyword
+    assert_eq!(e("let f x = a x and g y = y in g"), "(letrec (f#1 (\\x#3 (a x#3)); g#2 (\\y#4 y#4)) g#2)");
+}
+
+#[test]
+fn let_and_groups_and_seeds_print_and_read_back() {
+    let src = "input 1.5\nseed -2.0\n\
+               def main x = let ev n y = if n == 0 then y else od (n - 1) (y * x) \
+               and od n y = if n == 0 then -y else ev (n - 1) (y + x) in ev 3 x\n";
+    let p = parse_program(src).unwrap();
+    assert_eq!(value_of(p.seed.as_ref().unwrap()).unwrap().to_string(), "-2.0");
+    let o = crate::print::PrintOptions { width: 60, ..crate::print::PrintOptions::ascii() };
+    let printed = crate::print::print_program(&p, &o);
+    assert!(printed.starts_with("input 1.5\nseed -2.0\n"), "{printed}");
+    assert!(printed.contains("\n  and od n y ="), "one member per line:\n{printed}");
+    let again = parse_program(&printed).unwrap_or_else(|ds| panic!("{printed}\n{ds:?}"));
+    assert_eq!(program_sx(&again), program_sx(&p));
+    assert_eq!(crate::print::print_program(&again, &o), printed);
+    assert_eq!(again.seed.as_ref().map(sx), p.seed.as_ref().map(sx));
 }
 
 #[test]
@@ -413,7 +447,7 @@ fn broken_programs() {
         ("def main x = !x",
          "t.cot:1:14: error: `!` indexes an array (`a ! i`): write `not e` for negation and `!=` for inequality\n    1 | def main x = !x\n      |              ^\n"),
         ("main x = x",
-         "t.cot:1:1: error: expected a top-level item (`def`, `param`, `input` or `expect`), found name `main`\n    1 | main x = x\n      | ^^^^\n"),
+         "t.cot:1:1: error: expected a top-level item (`def`, `param`, `input`, `seed` or `expect`), found name `main`\n    1 | main x = x\n      | ^^^^\n"),
         ("def main x = x in 1",
          "t.cot:1:16: error: unexpected `in` without a matching `let`\n    1 | def main x = x in 1\n      |                ^^\n"),
         ("def main x = (x : r)",
@@ -444,6 +478,20 @@ fn broken_programs() {
          "t.cot:1:30: error: unexpected end of input: expected an expression after `in`\n    1 | def main x = let f x y = x in\n      |                              ^\n"),
         ("def main x = let (a, b) = x in",
          "t.cot:1:31: error: unexpected end of input: expected an expression after `in`\n    1 | def main x = let (a, b) = x in\n      |                               ^\n"),
+        ("def main x = let f y = y and in f x",
+         "t.cot:1:30: error: expected the name of a local function, found `in`\n    1 | def main x = let f y = y and in f x\n      |                              ^^\n"),
+        ("def main x = let f y = y and g y in f x",
+         "t.cot:1:34: error: expected `=` after the parameters of `g`, found `in`\n    1 | def main x = let f y = y and g y in f x\n      |                                  ^^\n"),
+        ("def main x = x and x",
+         "t.cot:1:16: error: unexpected `and` without a matching `let f x = ...`\n    1 | def main x = x and x\n      |                ^^^\n"),
+        ("def main x = let (a, b) = x and f y = y in a",
+         "t.cot:1:29: error: expected `in` to finish the `let` at line 1, found `and`\n    1 | def main x = let (a, b) = x and f y = y in a\n      |                             ^^^\n"),
+        ("def main x = let f y = y and f z = z in f x",
+         "t.cot:1:30: error: `f` is defined twice in this `let … and …` group\n    1 | def main x = let f y = y and f z = z in f x\n      |                              ^\n"),
+        ("seed 1.0\nseed 2.0\ndef main x = x",
+         "t.cot:2:1: error: `seed` is given twice\n    2 | seed 2.0\n      | ^^^^\n"),
+        ("seed\ndef main x = x",
+         "t.cot:2:1: error: expected an expression after `seed`, found `def`\n    2 | def main x = x\n      | ^^^\n"),
     ];
     for (src, want) in table {
         assert_eq!(&errs(src), want, "for {src:?}");
@@ -538,7 +586,7 @@ mod fuzz {
     use proptest::prelude::*;
 
     const WORDS: &[&str] = &[
-        "def", "param", "input", "expect", "grad", "primal", "let", "in", "if", "then", "else", "case", "of",
+        "def", "param", "input", "seed", "expect", "grad", "primal", "let", "in", "and", "if", "then", "else", "case", "of",
         "inl", "inr", "fst", "snd", "not", "pure", "do", "{", "}", ";", "<-", "←", "lin", "\\", "λ", "->", "→",
         ".", "(", ")", ",", ":", "|", "=", "==", "!=", "<", "<=", ">", ">=", "+", "-", "*", "/", "mod", "&&",
         "||", "_", "x", "y", "f", "main", "sin", "atan2", "real", "1", "2.5", "1e-3", "9223372036854775808",

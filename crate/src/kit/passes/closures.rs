@@ -93,7 +93,7 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
         }
     }
     defs.append(&mut tr.lifted);
-    let mut out = Program { params: p.params.clone(), input: p.input.clone(), defs, expects: p.expects.clone(), next_id: tr.fresh.next_id };
+    let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs, expects: p.expects.clone(), next_id: tr.fresh.next_id };
     retype(&mut out, pass)?;
     Ok(out)
 }

@@ -43,7 +43,7 @@ pub fn inline_all(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
     let block = std::mem::take(&mut cx.block);
     let body = cx.wrap(block, body);
     let def = Def { name: Name::global("main"), body, span: main.span, scheme: None, role: main.role };
-    let mut out = Program { params: p.params.clone(), input: p.input.clone(), defs: vec![def], expects: p.expects.clone(), next_id: cx.fresh.next_id };
+    let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs: vec![def], expects: p.expects.clone(), next_id: cx.fresh.next_id };
     retype(&mut out, PASS)?;
     Ok(out)
 }

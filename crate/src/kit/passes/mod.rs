@@ -26,13 +26,14 @@ pub use monomorphise::monomorphise;
 
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::Builtins;
 use crate::ir::*;
 use std::collections::{HashMap, HashSet};
 
-/// Re-infers the types of a pass's output; a failure is the pass's bug, reported as such.
+/// Re-infers the types of a pass's output, local definitions monomorphic (so that every node of a
+/// monomorphised program keeps a ground type); a failure is the pass's bug, reported as such.
 pub(crate) fn retype(p: &mut Program, pass: &str) -> Result<(), Diagnostic> {
-    crate::types::check_program(p, &Builtins::new()).map_err(|d| {
+    let main = p.def("main").and_then(|d| d.scheme.clone()).map(|s| s.ty);
+    crate::types::check_program_monomorphic(p, main.as_ref()).map_err(|d| {
         Diagnostic::error(d.span, format!("internal error in {pass}: the output does not type-check: {}", d.message))
     })
 }

@@ -11,8 +11,10 @@
 //! - Type variables that a definition's type does not mention (dead code such as `let _ = \x -> x`)
 //!   are grounded to `()`, and the lambda or injection that introduced them is annotated, so the
 //!   re-inferred output has no type variables either.
-//! - Local lets are not generalised by the type checker (only top-level definitions are: types.rs
-//!   `infer` binds let patterns monomorphically), so there is nothing local to specialise.
+//! - Local definitions are generalised by the type checker, but not specialised here: the program is
+//!   typed again with monomorphic locals first (`types::check_program_monomorphic`), which gives each
+//!   local the one type its uses need, and refuses, located at the conflicting use, a local used at
+//!   two types (make it a top-level `def` to have it specialised).
 
 use super::{freshen, has_type_vars, mangle, refuse, retype, unique_global};
 use crate::build::Fresh;
@@ -28,6 +30,24 @@ const MAX_INSTANCES: usize = 10_000;
 /// Specialises `p` (type-checked) from `main`. The output is type-checked and has no type variables.
 pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
     let main = p.def("main").ok_or_else(|| refuse(Span::NONE, PASS, "the program has no `def main`"))?;
+    // Local definitions are generalised by the checker, but only top-level ones are specialised
+    // here: type the program again with monomorphic locals, which pins every local's type, or
+    // refuses a local used at two types where the uses disagree.
+    let main_ty = main.scheme.as_ref().map(|s| s.ty.clone());
+    let original = p;
+    let mut p = p.clone();
+    if let Err(d) = crate::types::check_program_monomorphic(&mut p, main_ty.as_ref()) {
+        return Err(match polymorphic_use(original) {
+            Some((span, name, ty)) => refuse(
+                span,
+                PASS,
+                format!("the local definition `{name}` is used at more than one type, here at {} (only top-level definitions are specialised; make it a `def`)", crate::types::show(&ty)),
+            ),
+            None => refuse(d.span, PASS, format!("internal error: the program does not type-check with monomorphic local definitions: {}", d.message)),
+        });
+    }
+    let p = &p;
+    let main = p.def("main").expect("still there");
     let scheme_of = |d: &Def| d.scheme.clone().ok_or_else(|| refuse(d.span, PASS, "the program is not type-checked"));
     let main_ty = rename(&scheme_of(main)?.ty, &mut |_| Type::Real);
     let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
@@ -105,7 +125,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         defs.push((Def { name: Name::global(&name), body, span: d.span, scheme: None, role: d.role }, ty));
     }
     let types: Vec<Type> = defs.iter().map(|(_, t)| t.clone()).collect();
-    let mut out = Program { params: p.params.clone(), input: p.input.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };
+    let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };
     retype(&mut out, PASS)?;
     // A copy whose body does not pin its type (`id x = x`) would be generalised again: annotate it.
     let mut again = false;
@@ -121,6 +141,32 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         retype(&mut out, PASS)?;
     }
     Ok(out)
+}
+
+/// The first use, in reading order, of a generalised local definition at a type other than its own.
+fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
+    let mut own: HashMap<u32, &Type> = HashMap::new();
+    for e in super::all_exprs(p) {
+        match &e.kind {
+            ExprKind::Let(Pat::Var(x, _), rhs, _) if super::has_type_vars(&rhs.ty) => {
+                own.insert(x.id, &rhs.ty);
+            }
+            ExprKind::LetRec(fs, _) => own.extend(fs.iter().filter(|f| super::has_type_vars(&f.body.ty)).map(|f| (f.name.id, &f.body.ty))),
+            _ => {}
+        }
+    }
+    let mut stack: Vec<&Expr> = p.defs.iter().rev().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if own.get(&n.id).is_some_and(|t| **t != e.ty) {
+                return Some((e.span, n.text.clone(), e.ty.clone()));
+            }
+        }
+        let mut cs = children(e);
+        cs.reverse();
+        stack.extend(cs);
+    }
+    None
 }
 
 /// One-way matching of a scheme's type against a ground instance.

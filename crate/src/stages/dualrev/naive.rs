@@ -101,6 +101,7 @@ impl Stage for Naive {
         }
         out.expects.clear();
         out.input = None;
+        out.seed = None;
         let (s, t) = (src.input_type, src.output_type);
         // Interleave¹_σ : (σ, dσ ⊸ c) → D¹_c[σ]
         let (x, d) = (fr.name("x"), fr.name("d"));

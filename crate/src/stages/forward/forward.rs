@@ -120,6 +120,7 @@ impl Stage for Forward {
         out.defs.push(def("fwd", lam(ptuple(vec![pvar(&ns), pvar(&nds), pvar(&ndt)]), body)));
         out.expects.clear();
         out.input = None;
+        out.seed = None;
         out.next_id = fr.next_id;
         Ok(Output::from(out))
     }

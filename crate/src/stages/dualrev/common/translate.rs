@@ -78,6 +78,7 @@ impl<'a> Monadic<'a> {
         }
         out.expects.clear();
         out.input = None;
+        out.seed = None;
         out
     }
 

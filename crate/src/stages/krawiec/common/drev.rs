@@ -241,5 +241,6 @@ pub(crate) fn drev_program(p: &Program, fr: &mut Fresh) -> Result<Program, Diagn
     }
     out.expects.clear();
     out.input = None;
+    out.seed = None;
     Ok(out)
 }

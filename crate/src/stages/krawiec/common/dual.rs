@@ -91,6 +91,7 @@ pub(crate) fn dual_program(src: &Source, fr: &mut Fresh, c: &dyn Companion) -> P
     }
     out.expects.clear();
     out.input = None;
+    out.seed = None;
     out
 }
 
