@@ -48,6 +48,9 @@ export function render(state) {
   if (!r.graph_svg) { box.append(el('p', 'muted', 'drawing…')); return; }
   const svg = safeSvg(r.graph_svg);
   if (!svg) { box.append(el('p', 'muted', 'The graph could not be drawn.')); return; }
+  // The cap (dag.rs DRAW_LIMIT, and the core's own limit on what a graph carries) is said in the title too.
+  const notDrawn = +svg.getAttribute('data-omitted') || 0;
+  if (notDrawn) info.textContent += ` · ${notDrawn} not drawn`;
   const stage = el('div', 'dag-stage');
   stage.append(svg);
   box.append(stage);

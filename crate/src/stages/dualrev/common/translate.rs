@@ -174,7 +174,7 @@ impl<'a> Monadic<'a> {
                 let y = cx.tr(b);
                 if_(v, x, y)
             }),
-            Prim(op, args) => self.prim(*op, args),
+            Prim(op, args) => self.prim(*op, args, e.span),
             Ann(x, t) => Expr::gen(Ann(Box::new(self.tr(x)), m_ty(self.dtype(t)))),
             Builtin(_) | Bind(..) | Pure(_) => e.clone(), // refused by accepts_source
             Int(_) | Bool(_) | Unit | Lam(..) => unreachable!("values are handled above"),
@@ -182,10 +182,10 @@ impl<'a> Monadic<'a> {
         at(out, e.span)
     }
 
-    fn prim(&mut self, op: Prim, args: &[Expr]) -> Expr {
+    fn prim(&mut self, op: Prim, args: &[Expr], span: Span) -> Expr {
         if op == Prim::Sum {
             // D[sum a] = D[fold (λacc x. acc + x) 0.0 a]
-            let folded = crate::kit::arrays::sum_as_fold(&args[0], &mut self.fr);
+            let folded = crate::kit::arrays::sum_as_fold(&args[0], span, &mut self.fr);
             return self.tr(&folded);
         }
         if op.is_array_op() {
