@@ -733,6 +733,13 @@ mod tests {
         // One product per element inside the map2 (the scaled dual numbers of x * y) and one addition per element in the sum.
         assert!(map2 >= 50 && sum >= 50, "map2 {map2}, sum {sum}");
         assert_eq!(g.groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().len(), 2);
+        // The dualrev stages' backpropagator graphs are grouped the same way (each ID knows its operation's span).
+        for s in a.stages.iter().filter(|s| s.desc.id.starts_with("dualrev/") && s.desc.id != "dualrev/parallel") {
+            let g = s.graph.as_ref().unwrap();
+            let count = |name: &str| g.nodes.iter().filter(|n| n.group.as_deref() == Some(name)).count();
+            // 50 products in the map2 (one ID each), 50 additions in the sum
+            assert!(count("map2 @ 2:23") == 50 && count("sum @ 2:19") == 50, "{}: {} {}", s.desc.id, count("map2 @ 2:23"), count("sum @ 2:19"));
+        }
         // The drawing (capped at DRAW_LIMIT nodes) tints each group and names it in its legend, with
         // how many of its nodes were drawn, and says how many nodes it left out.
         let svg = s.graph_svg.as_ref().unwrap();
