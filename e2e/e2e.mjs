@@ -197,8 +197,9 @@ try {
     await page.keyboard.press('Control+A');
     await page.keyboard.insertText(DOT);
     await page.waitForFunction(t => window.__cot.source() === t, DOT);
-    await page.waitForFunction(() => /b\[2\]/.test(document.querySelector('[data-testid="gradient"]').textContent), null, { timeout: 10000 });
+    // forward: the stage selected before may refuse an array input (the Krawiec R^a stages do).
     await page.click('[data-stage="forward"]');
+    await page.waitForFunction(() => /b\[2\]/.test(document.querySelector('[data-testid="gradient"]').textContent), null, { timeout: 10000 });
     const rows = () => page.$$eval('[data-testid="gradient"] table tr', trs => trs.slice(1).map(tr => [...tr.children].map(td => td.textContent)));
     let r = await rows();
     const want = [['a[0]', '4.0'], ['a[1]', '5.0'], ['a[2]', '6.0'], ['b[0]', '1.0'], ['b[1]', '2.0'], ['b[2]', '3.0']];

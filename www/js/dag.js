@@ -137,7 +137,8 @@ export function highlightStep(state, pan = false) {
   const steps = trace();
   if (!steps.length) return;
   const done = new Set();
-  for (let i = 0; i < state.step; i++) if (steps[i].node != null) done.add(steps[i].node);
+  // After an edit the trace may be shorter than the step we were at (the stepper clamps it after this).
+  for (let i = 0; i < Math.min(state.step, steps.length); i++) if (steps[i].node != null) done.add(steps[i].node);
   for (const id of done) box.querySelector(`#dag-n${id}`)?.classList.add('done');
   const cur = steps[state.step]?.node;
   if (cur != null) {
