@@ -188,6 +188,76 @@ try {
     return groups.join(', ');
   });
 
+  await check('an array program: indexed gradient rows, an array input point, an array example, a link', async () => {
+    const DOT = 'input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n';
+    // Pasted into the editor (select all, insert), as a user would.
+    await page.fill('#in-at', ''); await page.fill('#in-seed', '');
+    let before = await lastSeq(page);
+    await page.click('.cm-content');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.insertText(DOT);
+    await page.waitForFunction(t => window.__cot.source() === t, DOT);
+    // forward: the stage selected before may refuse an array input (the Krawiec R^a stages do).
+    await page.click('[data-stage="forward"]');
+    await page.waitForFunction(() => /b\[2\]/.test(document.querySelector('[data-testid="gradient"]').textContent), null, { timeout: 10000 });
+    const rows = () => page.$$eval('[data-testid="gradient"] table tr', trs => trs.slice(1).map(tr => [...tr.children].map(td => td.textContent)));
+    let r = await rows();
+    const want = [['a[0]', '4.0'], ['a[1]', '5.0'], ['a[2]', '6.0'], ['b[0]', '1.0'], ['b[1]', '2.0'], ['b[2]', '3.0']];
+    assert(JSON.stringify(r.map(x => [x[0], x[2]])) === JSON.stringify(want), 'gradient rows: ' + JSON.stringify(r));
+    // Every stage that runs agrees (the Krawiec R^a stages may refuse an array input, with a reason).
+    const verdicts = await page.evaluate(() => window.__cot.state.result.stages.map(s => [s.id, s.ok, s.agrees, s.error]));
+    assert(verdicts.every(([, ok, agrees]) => !ok || agrees !== false), 'a stage disagrees: ' + JSON.stringify(verdicts));
+    // The input point edited to 4-element arrays.
+    before = await lastSeq(page);
+    await page.fill('#in-at', '([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0])');
+    await waitUpdate(page, before);
+    await page.waitForFunction(() => /a\[3\]/.test(document.querySelector('[data-testid="gradient"]').textContent), null, { timeout: 10000 });
+    r = await rows();
+    const labels = r.map(x => x[0]).join(' '), grads = r.map(x => x[2]).join(' ');
+    assert(labels === 'a[0] a[1] a[2] a[3] b[0] b[1] b[2] b[3]' && grads === '5.0 6.0 7.0 8.0 1.0 2.0 3.0 4.0', `after the edit: ${labels} / ${grads}`);
+    const overview = await page.textContent('#overview');
+    assert(overview.includes('[1.0, 2.0, 3.0, 4.0]') && overview.includes('70.0'), 'overview: ' + overview);
+    // A stage that draws the Delta DAG groups its nodes by the array operation that made them.
+    const dagStage = await page.evaluate(() => window.__cot.state.result.stages.find(s => s.ok && s.graph_nodes > 0 && s.id.startsWith('krawiec'))?.id
+      || window.__cot.state.result.stages.find(s => s.ok && s.graph_nodes > 0)?.id);
+    let dagNote = 'no stage draws a graph';
+    if (dagStage) {
+      await page.click(`[data-stage="${dagStage}"]`);
+      await page.waitForSelector(`body[data-detail="${dagStage}"]`, { timeout: 10000 });
+      await page.waitForSelector('[data-testid="delta-dag"] svg .node', { timeout: 10000 });
+      const keys = await page.$$eval('[data-testid="delta-dag"] svg .dag-group-key', els => els.map(e => e.textContent));
+      dagNote = `${dagStage} legend: ${keys.join('; ') || 'none'}`;
+      if (dagStage.startsWith('krawiec')) assert(keys.some(k => k.startsWith('map2')) && keys.some(k => k.startsWith('sum')), dagNote);
+      // The stepper's cotangent table stays compact: no cell over 120 characters.
+      if (!(await page.$eval('#step-last', b => b.disabled))) await page.click('#step-last');
+      const widest = await page.$$eval('#step-state td', tds => Math.max(0, ...tds.map(td => td.textContent.length)));
+      assert(widest <= 120, `a stepper cell of ${widest} characters`);
+    }
+    // A share link carries the array input point.
+    await page.evaluate(() => { window.__cot.lastLink = null; });
+    await page.click('#copy-link');
+    await page.waitForFunction(() => !!window.__cot.lastLink);
+    const link = await page.evaluate(() => window.__cot.lastLink);
+    const fresh = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const p2 = await open(link.slice(url.length), fresh);
+    await p2.waitForFunction(() => /b\[3\]/.test(document.querySelector('[data-testid="gradient"]').textContent), null, { timeout: 10000 });
+    const at2 = await p2.inputValue('#in-at');
+    await fresh.close();
+    assert(at2 === '([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0])', 'the link restored the input point ' + at2);
+    // An array example from its own group of the menu.
+    await page.fill('#in-at', '');
+    const opts = await page.$$eval('#examples optgroup[data-group="arrays"] option', os => os.map(o => ({ value: o.value, name: o.title })));
+    assert(opts.length >= 2, 'no "arrays" group in the examples menu: ' + JSON.stringify(await page.$$eval('#examples optgroup', e => e.map(g => g.label))));
+    before = await lastSeq(page);
+    await page.selectOption('#examples', opts[0].value);
+    await waitUpdate(page, before);
+    const ex = await page.evaluate(v => window.__cot.state.examples[+v], opts[0].value);
+    assert((await src(page)) === ex.source, 'example not loaded');
+    await page.waitForFunction(() => /\[0\]/.test(document.querySelector('[data-testid="gradient"] table').textContent), null, { timeout: 10000 });
+    const agree = await page.evaluate(() => window.__cot.state.result.stages.filter(s => s.ok && s.agrees !== false).length);
+    return `rows ${labels}; ${dagNote}; example ${ex.name} (${opts.length} in the arrays group, ${agree} stages agree)`;
+  });
+
   await check('the complexity view plots counters against a param', async () => {
     await setSource(page, 'param n = 4\ninput 1.5\ndef double k x = if k == 0 then x else double (k - 1) (x + x)\ndef main x = double n x\n');
     await page.waitForSelector('#cx-run');

@@ -70,6 +70,26 @@ impl Value {
         out
     }
 
+    /// The path of each real leaf, left to right (as `real_leaves`): a tuple component is `.k`, an
+    /// array element `[i]`, a sum's side `.inl`/`.inr`; a real on its own has the empty path.
+    /// E.g. `([1.0, 2.0], 3.0)` gives `.0[0]`, `.0[1]`, `.1`. The page labels gradient rows with them.
+    pub fn leaf_paths(&self) -> Vec<String> {
+        let mut out = vec![];
+        // Explicit stack of (value, its path), as `for_each_leaf`: values can be deep.
+        let mut stack = vec![(self, String::new())];
+        while let Some((v, path)) = stack.pop() {
+            match v {
+                Value::Real(_) => out.push(path),
+                Value::Tuple(vs) => stack.extend(vs.iter().enumerate().rev().map(|(i, v)| (v, format!("{path}.{i}")))),
+                Value::Array(vs) => stack.extend(vs.iter().enumerate().rev().map(|(i, v)| (v, format!("{path}[{i}]")))),
+                Value::Inl(v) => stack.push((v, format!("{path}.inl"))),
+                Value::Inr(v) => stack.push((v, format!("{path}.inr"))),
+                _ => {}
+            }
+        }
+        out
+    }
+
     /// Visits the first-order leaves left to right (reals, integers, booleans, units, functions, ext).
     pub fn for_each_leaf(&self, f: &mut dyn FnMut(&Value)) {
         // Explicit stack: values can be deep (long sums), and wasm's native stack is small.
@@ -279,6 +299,19 @@ mod tests {
         }
         let j = serde_json::to_string(&G { g: vec![f64::NAN, -0.5], f: Some(f64::NEG_INFINITY) }).unwrap();
         assert_eq!(j, r#"{"g":["NaN",-0.5],"f":"-Infinity"}"#);
+    }
+
+    #[test]
+    fn leaf_paths_name_tuple_components_and_array_indices() {
+        let arr = |xs: &[f64]| Value::Array(xs.iter().map(|x| Value::Real(*x)).collect());
+        let v = Value::pair(arr(&[1.0, 2.0]), Value::pair(Value::Int(3), Value::Real(4.0)));
+        assert_eq!(v.leaf_paths(), vec![".0[0]", ".0[1]", ".1.1"]);
+        let nested = Value::Array(vec![arr(&[1.0, 2.0]), arr(&[3.0])].into());
+        assert_eq!(nested.leaf_paths(), vec!["[0][0]", "[0][1]", "[1][0]"]);
+        assert_eq!(Value::Real(1.0).leaf_paths(), vec![""]);
+        assert_eq!(Value::Inr(Rc::new(Value::pair(Value::Real(1.0), arr(&[2.0])))).leaf_paths(), vec![".inr.0", ".inr.1[0]"]);
+        // One path per real leaf, in the order of `real_leaves`.
+        assert_eq!(Value::Array(vec![].into()).leaf_paths().len(), 0);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! crossing reduction, placement, edge routes) comes from the `layout-rs` crate; the drawing is ours,
 //! so that every node is an element the page can find: `<g class="node" id="dag-n{id}" data-node="{id}">`.
 //! Graphs larger than the drawing limit are cut to their first nodes, and the SVG says how many were left out.
+//! Nodes in a group (a parallel run's job, or the array operation that made them: `arraygroups`) share
+//! a tint, sit side by side in their rank, and the SVG's legend names each group.
 
 use layout::core::base::Orientation;
 use layout::core::format::{ClipHandle, RenderBackend};
@@ -15,6 +17,11 @@ use std::fmt::Write;
 
 /// Default number of nodes drawn; the rest are counted in the caption.
 pub const DRAW_LIMIT: usize = 300;
+
+/// Groups named in the legend; the rest are counted.
+const LEGEND_LIMIT: usize = 8;
+/// Tints for groups (`grp-0` … `grp-5` in style.css).
+const GROUP_TINTS: usize = 6;
 
 /// Nodes plus long-edge dummies up to which layout-rs lays the graph out (see `draw`).
 pub const LAYOUT_RS_LIMIT: usize = 30;
@@ -210,7 +217,7 @@ fn layout_rs(order: &[u64], sizes: &HashMap<u64, Point>, pairs: &[(u64, u64)]) -
 
 /// A linear-time layered layout for big graphs: longest-path ranks, a few barycentre sweeps to order
 /// each rank, nodes packed left to right, edges as curves between their ends.
-fn layered(order: &[u64], sizes: &HashMap<u64, Point>, pairs: &[(u64, u64)], ranks: &HashMap<u64, usize>) -> Collect {
+fn layered(order: &[u64], sizes: &HashMap<u64, Point>, pairs: &[(u64, u64)], ranks: &HashMap<u64, usize>, group_of: &HashMap<u64, usize>) -> Collect {
     const GAP_X: f64 = 18.0;
     const GAP_Y: f64 = 46.0;
     let depth = ranks.values().copied().max().unwrap_or(0) + 1;
@@ -251,6 +258,12 @@ fn layered(order: &[u64], sizes: &HashMap<u64, Point>, pairs: &[(u64, u64)], ran
             for (i, id) in rows[r].iter().enumerate() {
                 pos.insert(*id, i as f64);
             }
+        }
+    }
+    // A group's nodes side by side in each rank (stable: the barycentre order within a group stays).
+    if !group_of.is_empty() {
+        for row in &mut rows {
+            row.sort_by_key(|id| group_of.get(id).copied().unwrap_or(usize::MAX));
         }
     }
     let widths: Vec<f64> = rows.iter().map(|row| row.iter().map(|id| sizes[id].x + GAP_X).sum::<f64>()).collect();
@@ -332,7 +345,12 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
         return None;
     }
     let limit = limit.max(1);
-    let drawn: Vec<&N> = g.nodes.iter().take(limit).collect();
+    // Over the limit: the first half and the last half of the nodes (the core lists them from the
+    // output down, inputs last), so both ends of a long chain show, and with them every stage of an
+    // array program's pipeline (a dot product's products first, its sum's additions last).
+    let head = if g.nodes.len() > limit { limit.div_ceil(2) } else { limit };
+    let tail = (limit - head.min(limit)).min(g.nodes.len().saturating_sub(head));
+    let drawn: Vec<&N> = g.nodes.iter().take(head).chain(g.nodes[g.nodes.len() - tail..].iter()).collect();
     let omitted = g.omitted + (g.nodes.len() - drawn.len()) as u64;
     let ids: HashSet<u64> = drawn.iter().map(|n| n.id).collect();
 
@@ -362,7 +380,18 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
     // with the nodes plus the dummy nodes of long edges: 1 ms at 10, 120 ms at 40, 2 s at 80 (measured,
     // native). Past LAYOUT_RS_LIMIT we use a linear-time layered layout instead, so a graph never hangs.
     let dummies: usize = pairs.iter().map(|(a, b)| (ranks[b].abs_diff(ranks[a])).saturating_sub(1)).sum();
-    let c = if order.len() + dummies <= LAYOUT_RS_LIMIT { layout_rs(&order, &sizes, &pairs) } else { layered(&order, &sizes, &pairs, &ranks) };
+    // Groups (the jobs of a parallel run, the array operations) in order of first appearance.
+    let mut groups: Vec<&str> = vec![];
+    for n in &g.nodes {
+        if let Some(g) = n.group.as_deref() {
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+    }
+    let group_of: HashMap<u64, usize> =
+        drawn.iter().filter_map(|n| n.group.as_deref().and_then(|g| groups.iter().position(|x| *x == g)).map(|i| (n.id, i))).collect();
+    let c = if order.len() + dummies <= LAYOUT_RS_LIMIT { layout_rs(&order, &sizes, &pairs) } else { layered(&order, &sizes, &pairs, &ranks, &group_of) };
 
     // Bounds.
     let (mut x0, mut y0, mut x1, mut y1) = (f64::MAX, f64::MAX, f64::MIN, f64::MIN);
@@ -383,8 +412,14 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
         }
     }
     let pad = 12.0;
-    let caption_h = if omitted > 0 { 24.0 } else { 0.0 };
-    let (w, h) = (x1 - x0 + 2.0 * pad, y1 - y0 + 2.0 * pad + caption_h);
+    // Above the drawing: how many nodes were left out, then one legend line per group.
+    let legend: Vec<&str> = groups.iter().take(LEGEND_LIMIT).copied().collect();
+    let legend_more = groups.len() - legend.len();
+    let caption_lines = usize::from(omitted > 0) + legend.len() + usize::from(legend_more > 0);
+    let caption_h = if caption_lines > 0 { 18.0 * caption_lines as f64 + 6.0 } else { 0.0 };
+    let caption_w = groups.iter().take(LEGEND_LIMIT).map(|g| g.chars().count()).max().unwrap_or(0) as f64 * CHAR_W + 40.0;
+    let caption_w = caption_w.max(if omitted > 0 { 420.0 } else { 0.0 });
+    let (w, h) = ((x1 - x0).max(caption_w) + 2.0 * pad, y1 - y0 + 2.0 * pad + caption_h);
     let (dx, dy) = (pad - x0, pad - y0 + caption_h);
 
     let mut s = String::new();
@@ -394,12 +429,33 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
         drawn.len()
     );
     s.push_str(r#"<defs><marker id="dag-arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto" markerUnits="userSpaceOnUse"><path d="M0,0 L8,4 L0,8 z" class="dag-arrowhead"/></marker></defs>"#);
+    let g_nodes_in = |name: &str| g.nodes.iter().filter(|n| n.group.as_deref() == Some(name)).count();
+    let mut line_y = 16.0;
     if omitted > 0 {
         let _ = write!(
             s,
-            r#"<text class="dag-omitted" x="{pad}" y="16">Showing the first {} nodes; {omitted} more were left out.</text>"#,
-            drawn.len()
+            r#"<text class="dag-omitted" x="{pad}" y="{line_y}">{omitted} nodes not drawn (showing {}).</text>"#,
+            if tail > 0 { format!("the first {} and the last {tail}", drawn.len() - tail) } else { format!("the first {}", drawn.len()) }
         );
+        line_y += 18.0;
+    }
+    for (i, g) in legend.iter().enumerate() {
+        let count = drawn.iter().filter(|n| n.group.as_deref() == Some(*g)).count();
+        let all = g_nodes_in(g);
+        let count = if count == all { format!("{count} nodes") } else { format!("{count} of {all} nodes drawn") };
+        let _ = write!(
+            s,
+            r#"<g class="dag-group-key" data-group="{}"><rect class="swatch grp-{}" x="{pad}" y="{:.1}" width="14" height="11" rx="3"/><text class="dag-legend-text" x="{:.1}" y="{line_y:.1}">{} ({count})</text></g>"#,
+            esc(g),
+            i % GROUP_TINTS,
+            line_y - 10.0,
+            pad + 20.0,
+            esc(&clip(g, 60))
+        );
+        line_y += 18.0;
+    }
+    if legend_more > 0 {
+        let _ = write!(s, r#"<text class="dag-legend-text" x="{pad}" y="{line_y:.1}">… and {legend_more} more groups</text>"#);
     }
     let _ = write!(s, r#"<g transform="translate({dx:.1},{dy:.1})">"#);
     s.push_str(r#"<g class="edges">"#);
@@ -424,15 +480,6 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
         s.push_str("</path>");
     }
     s.push_str("</g><g class=\"nodes\">");
-    // Groups (the jobs of a parallel run) get one of six tints, in order of first appearance.
-    let mut groups: Vec<&str> = vec![];
-    for n in &drawn {
-        if let Some(g) = n.group.as_deref() {
-            if !groups.contains(&g) {
-                groups.push(g);
-            }
-        }
-    }
     for n in &drawn {
         let Some((xy, sz)) = c.boxes.get(&n.id) else { continue };
         let (top, sub) = node_lines(n);
@@ -442,7 +489,7 @@ pub fn draw(g: &G, limit: usize) -> Option<String> {
             r#"<g class="node ctor-{}{}{}" id="dag-n{}" data-node="{}" data-ctor="{}" data-label="{}""#,
             ctor_class.to_ascii_lowercase(),
             if n.shared { " shared" } else { "" },
-            n.group.as_deref().and_then(|g| groups.iter().position(|x| *x == g)).map(|i| format!(" grp grp-{}", i % 6)).unwrap_or_default(),
+            group_of.get(&n.id).map(|i| format!(" grp grp-{}", i % GROUP_TINTS)).unwrap_or_default(),
             n.id,
             n.id,
             esc(&n.ctor),
@@ -512,7 +559,7 @@ mod tests {
         let nodes = (0..2000).map(|i| N { id: i, ctor: "Add".into(), label: format!("n{i}"), ..N::default() }).collect();
         let edges = (1..2000).map(|i| E { from: i / 2, to: i, label: String::new() }).collect();
         let svg = draw(&G { nodes, edges, omitted: 5 }, 100).unwrap();
-        assert!(svg.contains("1905 more were left out"), "{}", &svg[..400]);
+        assert!(svg.contains("1905 nodes not drawn"), "{}", &svg[..400]);
         assert_eq!(svg.matches("class=\"node ").count(), 100);
     }
 

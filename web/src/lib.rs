@@ -11,6 +11,7 @@
 //! Offsets handed to the page (`from`, `to`) are UTF-16 code-unit offsets into the source, i.e. JS
 //! string indices; `start`/`end` are the core's byte offsets.
 
+pub mod arraygroups;
 pub mod dag;
 
 use cotangent::diag::{line_col, render, Diagnostic, Span};
@@ -154,6 +155,9 @@ pub struct WebAnalysis {
     /// The real leaves of the input, left to right (the coordinates of every gradient).
     #[serde(serialize_with = "json_real::vec")]
     pub input_reals: Vec<f64>,
+    /// A label per real leaf of the input, as the gradient table shows it (`a[0]`, `x.1[2]`): see
+    /// `input_labels`.
+    pub input_labels: Vec<String>,
     pub input_text: Option<String>,
     pub seed: Option<serde_json::Value>,
     /// The seed as the language writes it (the page's, else the program's `seed` line, else ones).
@@ -305,6 +309,41 @@ extern "C" {
     fn js_sys_now() -> f64;
 }
 
+/// A label per real leaf of `input` (left to right, as gradients are listed): main's parameter
+/// pattern names the leaves it binds, and the rest of the leaf's path follows (`Value::leaf_paths`):
+/// `def main (a, b)` at `([1.0, 2.0], 3.0)` gives `a[0]`, `a[1]`, `b`. Where the pattern binds no
+/// name, the whole path hangs off `x` (`x.1[2]`).
+pub fn input_labels(program: &cotangent::ir::Program, input: &cotangent::value::Value) -> Vec<String> {
+    use cotangent::ir::{ExprKind, Pat};
+    let pat = program.def("main").and_then(|d| match &d.body.kind {
+        ExprKind::Lam(_, p, _) => Some(p),
+        _ => None,
+    });
+    input
+        .leaf_paths()
+        .into_iter()
+        .map(|path| {
+            let mut rest = path.as_str();
+            let mut p = pat;
+            // Follow leading tuple components (`.k`) into the pattern while it is a tuple pattern.
+            while let Some(Pat::Tuple(ps, _)) = p {
+                let digits = rest.strip_prefix('.').map(|r| r.len() - r.trim_start_matches(|c: char| c.is_ascii_digit()).len()).unwrap_or(0);
+                match rest[1.min(rest.len())..][..digits].parse::<usize>().ok().and_then(|k| ps.get(k)) {
+                    Some(q) if digits > 0 => {
+                        p = Some(q);
+                        rest = &rest[1 + digits..];
+                    }
+                    _ => break,
+                }
+            }
+            match p {
+                Some(Pat::Var(n, _)) => format!("{}{rest}", n.text),
+                _ => format!("x{path}"),
+            }
+        })
+        .collect()
+}
+
 /// The whole analysis, as plain Rust data (used natively by the tests, and by `analyse`).
 pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
     let t0 = now_ms();
@@ -344,6 +383,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             out.input = Some(to_json(&a.input));
             out.input_text = Some(a.input.to_string());
             out.input_reals = a.input.real_leaves();
+            out.input_labels = input_labels(&a.program, &a.input);
             out.seed = Some(to_json(&a.seed));
             out.seed_text = Some(a.seed.to_string());
             out.primal = Some(to_json(&a.primal));
@@ -352,7 +392,11 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             out.output_type = Some(cotangent::types::show(&a.output_type));
             out.params = a.program.params.iter().map(|p| WebParam { name: p.name.text.to_string(), value: p.value }).collect();
             out.reference = a.reference.clone();
-            for r in a.stages {
+            let calls = arraygroups::array_calls(&a.program, text);
+            for mut r in a.stages {
+                if let Some(g) = r.graph.as_mut() {
+                    arraygroups::group_by_array_call(g, &calls);
+                }
                 let want_svg = o.svg.as_ref().is_none_or(|ids| ids.contains(&r.id));
                 // A step without a span of its own points at its node's span, where the node has one.
                 let node_span: std::collections::HashMap<u64, Span> = r
@@ -672,6 +716,61 @@ mod tests {
         assert_eq!(d.graph.as_ref().map(|g| g.nodes.len()), f.graph.as_ref().map(|g| g.nodes.len()));
         assert!(d.graph_svg.is_some());
         assert!(detail_of(a.run_id + 1, "krawiec/monadic", None).is_none());
+    }
+
+    #[test]
+    fn gradient_rows_are_labelled_by_main_pattern_and_array_index() {
+        let labels = |src: &str| analyse_text(src, &WebOptions { stages: vec!["forward".into()], ..WebOptions::default() }).input_labels;
+        let dot = "input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n";
+        assert_eq!(labels(dot), ["a[0]", "a[1]", "a[2]", "b[0]", "b[1]", "b[2]"]);
+        let a = analyse_text(dot, &WebOptions::default());
+        assert_eq!(a.stages[0].gradient, [4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+        // The input point from the page's field, nested arrays and a pattern that names a pair.
+        let o = WebOptions { at: Some("[[1.0, 2.0], [3.0, 4.0]]".into()), ..WebOptions::default() };
+        let m = analyse_text("input [[0.0]]\ndef main m = sum (map sum m)\n", &o);
+        assert!(m.diagnostics.is_empty(), "{:?}", m.diagnostics.first().map(|d| &d.message));
+        assert_eq!(m.input_labels, ["m[0][0]", "m[0][1]", "m[1][0]", "m[1][1]"]);
+        assert_eq!(labels("input (([1.0], 2), 3.0)\ndef main (p, y) = let (a, k) = p in y * a ! 0 * real k\n"), ["p.0[0]", "y"]);
+        assert_eq!(labels("input (1.0, 2.0)\ndef main (_, y) = y\n"), ["x.0", "y"]);
+        assert_eq!(labels("input 1.0\ndef main = \\t -> t\n"), ["t"]);
+        assert_eq!(labels("input 1.0\ndef main x = x\n"), ["x"]);
+    }
+
+    #[test]
+    fn dot_product_of_50_groups_its_dag_by_array_operation_and_counts_what_is_not_drawn() {
+        let xs: Vec<String> = (1..=50).map(|i| format!("{i}.0")).collect();
+        let src = format!("input ([{0}], [{0}])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n", xs.join(", "));
+        let a = analyse_text(&src, &WebOptions::default());
+        let s = a.stages.iter().find(|s| s.desc.id == "krawiec/general").unwrap();
+        assert!(s.ok && s.agrees == Some(true), "{:?}", s.error);
+        let g = s.graph.as_ref().unwrap();
+        let in_group = |name: &str| g.nodes.iter().filter(|n| n.group.as_deref() == Some(name)).count();
+        let (map2, sum) = (in_group("map2 @ 2:23"), in_group("sum @ 2:19"));
+        eprintln!("{} nodes: map2 {map2}, sum {sum}, groups {:?}", g.nodes.len(), g.groups);
+        // One product per element inside the map2 (the scaled dual numbers of x * y) and one addition per element in the sum.
+        assert!(map2 >= 50 && sum >= 50, "map2 {map2}, sum {sum}");
+        assert_eq!(g.groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>().len(), 2);
+        // The dualrev stages' backpropagator graphs are grouped the same way (each ID knows its operation's span).
+        for s in a.stages.iter().filter(|s| s.desc.id.starts_with("dualrev/") && s.desc.id != "dualrev/parallel") {
+            let g = s.graph.as_ref().unwrap();
+            let count = |name: &str| g.nodes.iter().filter(|n| n.group.as_deref() == Some(name)).count();
+            // 50 products in the map2 (one ID each), 50 additions in the sum
+            assert!(count("map2 @ 2:23") == 50 && count("sum @ 2:19") == 50, "{}: {} {}", s.desc.id, count("map2 @ 2:23"), count("sum @ 2:19"));
+        }
+        // The drawing (capped at DRAW_LIMIT nodes) tints each group and names it in its legend, with
+        // how many of its nodes were drawn, and says how many nodes it left out.
+        let svg = s.graph_svg.as_ref().unwrap();
+        for (name, total) in [("map2 @ 2:23", map2), ("sum @ 2:19", sum)] {
+            let drawn = svg.matches(&format!("data-group=\"{name}\"")).count() - 1; // less the legend's key
+            let key = if drawn == total { format!("{name} ({total} nodes)") } else { format!("{name} ({drawn} of {total} nodes drawn)") };
+            assert!(drawn > 0 && svg.contains(&key), "no legend {key}");
+        }
+        let not_drawn = g.nodes.len().saturating_sub(dag::DRAW_LIMIT) + g.omitted as usize;
+        assert!(not_drawn > 0 && svg.contains(&format!("{not_drawn} nodes not drawn")), "{}", &svg[..600]);
+        // The cap: drawn with a limit of 100 nodes, the SVG says how many were not drawn.
+        let small = dag::draw(&dag::G::from(g), 100).unwrap();
+        let left = g.nodes.len() - 100 + g.omitted as usize;
+        assert!(small.contains(&format!("{left} nodes not drawn (showing the first 50 and the last 50)")), "{}", &small[..600]);
     }
 
     #[test]

@@ -48,6 +48,9 @@ export function render(state) {
   if (!r.graph_svg) { box.append(el('p', 'muted', 'drawing…')); return; }
   const svg = safeSvg(r.graph_svg);
   if (!svg) { box.append(el('p', 'muted', 'The graph could not be drawn.')); return; }
+  // The cap (dag.rs DRAW_LIMIT, and the core's own limit on what a graph carries) is said in the title too.
+  const notDrawn = +svg.getAttribute('data-omitted') || 0;
+  if (notDrawn) info.textContent += ` · ${notDrawn} not drawn`;
   const stage = el('div', 'dag-stage');
   stage.append(svg);
   box.append(stage);
@@ -134,7 +137,8 @@ export function highlightStep(state, pan = false) {
   const steps = trace();
   if (!steps.length) return;
   const done = new Set();
-  for (let i = 0; i < state.step; i++) if (steps[i].node != null) done.add(steps[i].node);
+  // After an edit the trace may be shorter than the step we were at (the stepper clamps it after this).
+  for (let i = 0; i < Math.min(state.step, steps.length); i++) if (steps[i].node != null) done.add(steps[i].node);
   for (const id of done) box.querySelector(`#dag-n${id}`)?.classList.add('done');
   const cur = steps[state.step]?.node;
   if (cur != null) {

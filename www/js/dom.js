@@ -33,6 +33,33 @@ export const fmt = x => {
   return (a >= 1e-4 && a < 1e9) ? String(+x.toPrecision(12)) : x.toExponential(6);
 };
 
+/** The top-level elements of an array or tuple literal's text (`[1.0, [2.0, 3.0]]` → `1.0`, `[2.0, 3.0]`). */
+function elements(inner) {
+  const out = [];
+  let depth = 0, start = 0;
+  for (let i = 0; i < inner.length; i++) {
+    const c = inner[i];
+    if (c === '[' || c === '(') depth++;
+    else if (c === ']' || c === ')') depth--;
+    else if (c === ',' && depth === 0) { out.push(inner.slice(start, i).trim()); start = i + 1; }
+  }
+  if (inner.trim()) out.push(inner.slice(start).trim());
+  return out;
+}
+
+/** A value's text, compact for a table cell: an array of more than `keep` elements shows its first ones
+ *  and `… (n more)` (nested arrays likewise), and long reals inside are shortened as `fmt` does. */
+export function compactValue(text, keep = 6) {
+  const t = String(text).trim();
+  const open = t[0], close = t[t.length - 1];
+  if (!((open === '[' && close === ']') || (open === '(' && close === ')'))) return t;
+  const xs = elements(t.slice(1, -1));
+  const inner = x => /^-?\d/.test(x) && Number.isFinite(Number(x)) ? fmt(Number(x)) : compactValue(x, Math.max(2, keep >> 1));
+  const shown = xs.slice(0, keep).map(inner);
+  if (xs.length > keep) shown.push(`… (${xs.length - keep} more)`);
+  return open + shown.join(', ') + close;
+}
+
 export const fmtCount = n => n >= 1e6 ? (n / 1e6).toPrecision(3) + 'M' : n >= 1e4 ? (n / 1e3).toPrecision(3) + 'k' : String(n);
 
 export function setStatus(text, cls = '') {

@@ -4,6 +4,9 @@ import { $, el, fmt } from './dom.js';
 import { REFERENCE, stageResult } from './state.js';
 import { reveal } from './editor.js';
 
+/** Rows shown before the rest are counted (an array input may have thousands of reals). */
+const MAX_ROWS = 300;
+
 function close(a, b) { return a === b || Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b)) || (Number.isNaN(a) && Number.isNaN(b)); }
 
 export function render(state) {
@@ -36,13 +39,14 @@ export function render(state) {
   box.append(head);
   const table = el('table', 'grad-table');
   const tr0 = el('tr');
-  for (const h of ['input', 'x', 'this stage', 'forward', 'finite differences']) tr0.append(el('th', null, h));
+  for (const h of ['input', 'value', 'this stage', 'forward', 'finite differences']) tr0.append(el('th', null, h));
   table.append(tr0);
-  const xs = res.input_reals || [];
+  const xs = res.input_reals || [], labels = res.input_labels || [];
   const n = Math.max(r.gradient.length, ref?.gradient.length || 0);
-  for (let i = 0; i < n; i++) {
+  // Long arrays: the first MAX_ROWS rows, then a count (the whole gradient is in the JSON and the share link's run).
+  for (let i = 0; i < Math.min(n, MAX_ROWS); i++) {
     const tr = el('tr');
-    tr.append(el('td', 'muted', 'x' + (i + 1)));
+    tr.append(el('td', 'muted key', labels[i] ?? 'x' + (i + 1)));
     tr.append(el('td', 'num', fmt(xs[i])));
     const g = r.gradient[i], f = ref?.gradient[i];
     const c = el('td', 'num strong', fmt(g));
@@ -52,6 +56,7 @@ export function render(state) {
     tr.append(el('td', 'num muted', fmt(ref?.fd[i])));
     table.append(tr);
   }
+  if (n > MAX_ROWS) { const tr = el('tr', 'more'); const td = el('td', 'muted', `… (${n - MAX_ROWS} more)`); td.colSpan = 5; tr.append(td); table.append(tr); }
   if (!n) { const tr = el('tr'); const td = el('td', 'muted', 'The input has no real numbers, so the gradient is empty.'); td.colSpan = 5; tr.append(td); table.append(tr); }
   box.append(table);
 }

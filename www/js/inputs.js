@@ -1,6 +1,6 @@
 // Under the editor: the run's inputs (input point, output seed, `param` overrides), the options a run
 // is made with, and the overview of the last run (main's type, the input, the seed, the primal).
-import { $, el } from './dom.js';
+import { $, el, compactValue } from './dom.js';
 import { STEP_BUDGET } from './state.js';
 
 let onChange = () => {};
@@ -80,10 +80,13 @@ function renderOverview(state) {
   const r = state.result;
   if (!r) return;
   const t = el('dl', 'facts');
-  const add = (k, v) => { t.append(el('dt', null, k)); t.append(el('dd', null, v)); };
+  const add = (k, v, full) => { t.append(el('dt', null, k)); const d = el('dd', null, v); if (full && full !== v) d.title = full.slice(0, 4000); t.append(d); };
   add('main :', `${r.input_type} → ${r.output_type}`);
-  add('input', r.input_text ?? JSON.stringify(r.input));
-  add('seed', r.seed_text ?? JSON.stringify(r.seed));
-  add('primal', r.primal_text ?? JSON.stringify(r.primal));
+  // Long arrays are shown by their first elements and a count (the whole value is the tooltip).
+  const input = r.input_text ?? JSON.stringify(r.input), primal = r.primal_text ?? JSON.stringify(r.primal);
+  const seed = r.seed_text ?? JSON.stringify(r.seed);
+  add('input', compactValue(input, 12), input);
+  add('seed', compactValue(seed, 12), seed);
+  add('primal', compactValue(primal, 12), primal);
   box.append(t);
 }

@@ -24,19 +24,26 @@ export function persist(state) {
   } catch { /* storage full or disabled: not fatal */ }
 }
 
-/** The examples menu: one group per chain that has examples (a file `<chain id>-*.cot`), the rest first. */
+/** The examples menu: the general examples first; then a group per topic, a file-name prefix that is no
+ *  chain's but names two examples or more (`arrays-*.cot`: "Arrays (arrays-*)"); then one group per chain
+ *  that has examples (a file `<chain id>-*.cot`). */
 export function render(state) {
   const sel = $('examples');
   sel.replaceChildren();
   const none = el('option', null, '— choose —'); none.value = ''; sel.append(none);
+  const isChain = id => state.chains.some(c => c.id === id);
+  const count = new Map();
+  for (const e of state.examples) count.set(e.paper, (count.get(e.paper) || 0) + 1);
   const groups = new Map([[GENERAL, []]]);
+  for (const e of state.examples) if (!isChain(e.paper) && e.paper !== GENERAL && count.get(e.paper) >= 2) groups.set(e.paper, []);
   for (const c of state.chains) groups.set(c.id, []);
   for (const [i, e] of state.examples.entries()) groups.get(groups.has(e.paper) ? e.paper : GENERAL).push([i, e]);
   for (const [id, list] of groups) {
     if (!list.length) continue;
     const og = document.createElement('optgroup');
     const chain = state.chains.find(c => c.id === id);
-    og.label = chain ? `${chain.title} (${chain.id}/*)` : GENERAL_LABEL;
+    og.label = chain ? `${chain.title} (${chain.id}/*)` : id === GENERAL ? GENERAL_LABEL : `${id[0].toUpperCase()}${id.slice(1)} (${id}-*)`;
+    og.dataset.group = id;
     for (const [i, e] of list) { const o = el('option', null, e.title || e.name); o.value = String(i); o.title = e.name; og.append(o); }
     sel.append(og);
   }

@@ -1,6 +1,7 @@
 // Share links. `#z=<base64url(deflate-raw(JSON))>` holds the whole view (program, input, seed, params,
 // stage, step); hand-written links use `#src=<percent-encoded program>&stage=<id>` (also `at`, `seed`,
-// `step`, and `p.<name>=<int>` for params). Anything malformed is rejected with a message.
+// `step`, and `p.<name>=<int>` for params). `at` and `seed` are values as typed, arrays included
+// (`([1.0, 2.0], 0.5)`). Anything malformed is rejected with a message.
 
 const MAX_HASH = 400_000;      // characters of a hash we are willing to look at
 const MAX_JSON = 1_000_000;    // bytes a compressed link may expand to
@@ -56,7 +57,8 @@ function validate(v) {
   out.src = v.src;
   for (const k of ['at', 'seed']) {
     if (v[k] == null || v[k] === '') continue;
-    if (typeof v[k] !== 'string' || v[k].length > 10_000) throw new Error(`bad "${k}" in the link`);
+    // An array input point is as long as its elements: as much room as a program.
+    if (typeof v[k] !== 'string' || v[k].length > MAX_SRC) throw new Error(`bad "${k}" in the link`);
     out[k] = v[k];
   }
   if (v.stage != null) {

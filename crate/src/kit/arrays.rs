@@ -14,13 +14,15 @@ use crate::interp::{arrays, Builtin, BuiltinFn};
 use crate::ir::*;
 
 /// `sum a` as `fold (\acc x -> acc + x) 0.0 a`, typed, so that a translation can take it apart.
-pub fn sum_as_fold(a: &Expr, fr: &mut Fresh) -> Expr {
+/// The fold and its `+` carry `span`, the `sum` call's: the additions it makes (Delta nodes,
+/// backpropagators) are then located at the `sum`, as the page's DAG groups them.
+pub fn sum_as_fold(a: &Expr, span: crate::diag::Span, fr: &mut Fresh) -> Expr {
     let (acc, x) = (fr.name("acc"), fr.name("x"));
     let r = |e: Expr| e.with_ty(Type::Real);
-    let plus = r(prim(Prim::Add, vec![r(var(&acc)), r(var(&x))]));
+    let plus = at(r(prim(Prim::Add, vec![r(var(&acc)), r(var(&x))])), span);
     let inner = lam(pvar(&x), plus).with_ty(Type::fun(Type::Real, Type::Real));
     let f = lam(pvar(&acc), inner).with_ty(Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)));
-    at(r(prim(Prim::Fold, vec![f, r(real(0.0)), a.clone()])), a.span)
+    at(r(prim(Prim::Fold, vec![f, r(real(0.0)), a.clone()])), span)
 }
 
 /// The monadic form of an array operation that takes a function, by name.

@@ -75,7 +75,7 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
         // arrays of dual numbers (the array paper §4.1): D{[e1, …, en]} = [D{e1}, …, D{en}]
         Array(es) => Array(es.iter().map(|x| dual(x, fr, r)).collect()),
         // D{sum a} = D{fold (λacc x. acc + x) 0.0 a}
-        Prim(crate::ir::Prim::Sum, args) => return dual(&crate::kit::arrays::sum_as_fold(&args[0], fr), fr, r),
+        Prim(crate::ir::Prim::Sum, args) => return dual(&crate::kit::arrays::sum_as_fold(&args[0], e.span, fr), fr, r),
         // D{map f a} = map D{f} D{a}, and every other array operation likewise
         Prim(op, args) if op.is_array_op() => Prim(*op, args.iter().map(|x| dual(x, fr, r)).collect()),
         // S&V §12: D[s ⋆ t] = D[s] ⋆ D[t] (no IDs to fork here: the fork-join pair stays a pair)

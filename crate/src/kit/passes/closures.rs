@@ -50,14 +50,16 @@ impl Mode {
 pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
     let pass = mode.pass();
     let p = super::monomorphise::monomorphise(p)?;
-    // An array operation (`build`, `map`, `fold`, ...) runs a function value, not a closure or a
-    // tag: converting its argument would need closure-taking array operations, which the IR lacks.
-    let higher_order_prim = super::all_exprs(&p).into_iter().find_map(|e| match &e.kind {
-        ExprKind::Prim(op, args) => args.iter().find(|a| matches!(a.ty, Type::Fun(..))).map(|a| (op, a.span)),
-        _ => None,
-    });
-    if let Some((op, at)) = higher_order_prim {
-        return Err(refuse(at, pass, format!("the function given to the array operation `{}` is not converted (array operations take functions, not closures)", op.symbol())));
+    // An array operation (`map f a`) calls its function natively (interp/arrays.rs); a closure
+    // record or a dispatcher's tag is nothing it can call, so such programs are refused, located.
+    let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Prim(op, args) = &e.kind {
+            if op.is_array_op() && args.iter().any(|a| matches!(a.ty, Type::Fun(..)) || matches!(a.kind, ExprKind::Lam(..))) {
+                return Err(refuse(e.span, pass, format!("`{}` takes a function, which the array operation calls itself: not converted", op.symbol())));
+            }
+        }
+        stack.extend(children(e));
     }
     let an = Analysis::run(&p, pass)?;
     let main = p.def("main").ok_or_else(|| refuse(Span::NONE, pass, "the program has no `def main`"))?;

@@ -170,6 +170,9 @@ fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
     let r = rt(m);
     let i = r.next_id;
     r.next_id += 1;
+    if !span.is_none() {
+        r.spans.insert(i, span);
+    }
     let t = &mut m.state::<TapeSt>().tape;
     if t.len() <= i as usize {
         t.resize(i as usize + 1, vec![]);

@@ -26,6 +26,9 @@ pub struct Rt {
     pub resolved: BTreeMap<i64, (f64, u64)>,
     /// Kind of node per ID where the stage knows it (Contribs).
     pub kinds: BTreeMap<i64, String>,
+    /// Per ID: the source span of the operation that generated it (`genID` located by the
+    /// translation), for the graph's nodes and so the trace's steps.
+    pub spans: BTreeMap<i64, Span>,
 }
 
 pub fn rt<'a>(m: &'a mut Machine<'_>) -> &'a mut Rt {
@@ -102,12 +105,15 @@ pub fn zero_of_builtin() -> Builtin {
     Builtin { name: "zeroOf", scheme: scheme(&[1], Type::fun(tv(1), tv(1))), arity: 1, lazy_last: false, run: b_zero_of }
 }
 
-fn b_gen_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_gen_id(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.tick(1)?;
     m.count("ids_allocated", 1);
     let r = rt(m);
     let i = r.next_id;
     r.next_id += 1;
+    if !span.is_none() {
+        r.spans.insert(i, span);
+    }
     Ok(Value::Int(i))
 }
 fn b_get_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
@@ -204,7 +210,7 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
                 shared: indeg.get(&i).copied().unwrap_or(0) > 1,
                 visits: visits.or(if Some(i) == out_id { Some(1) } else { None }),
                 group: None,
-                span: None,
+                span: r.spans.get(&i).copied(),
             }
         })
         .collect();

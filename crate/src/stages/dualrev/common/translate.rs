@@ -175,7 +175,7 @@ impl<'a> Monadic<'a> {
                 let y = cx.tr(b);
                 if_(v, x, y)
             }),
-            Prim(op, args) => self.prim(*op, args),
+            Prim(op, args) => self.prim(*op, args, e.span),
             Ann(x, t) => Expr::gen(Ann(Box::new(self.tr(x)), m_ty(self.dtype(t)))),
             Builtin(_) | Bind(..) | Pure(_) => e.clone(), // refused by accepts_source
             Int(_) | Bool(_) | Unit | Lam(..) => unreachable!("values are handled above"),
@@ -183,10 +183,10 @@ impl<'a> Monadic<'a> {
         at(out, e.span)
     }
 
-    fn prim(&mut self, op: Prim, args: &[Expr]) -> Expr {
+    fn prim(&mut self, op: Prim, args: &[Expr], span: Span) -> Expr {
         if op == Prim::Sum {
             // D[sum a] = D[fold (λacc x. acc + x) 0.0 a]
-            let folded = crate::kit::arrays::sum_as_fold(&args[0], &mut self.fr);
+            let folded = crate::kit::arrays::sum_as_fold(&args[0], span, &mut self.fr);
             return self.tr(&folded);
         }
         if op.is_array_op() {
@@ -231,7 +231,7 @@ impl<'a> Monadic<'a> {
             }
             Some(rule) => self.rule.op(&mut self.fr, prim(op, xs.clone()), &ds, &rule.partials),
         };
-        let mut acc = body;
+        let mut acc = locate_gen_id(body, span);
         for ((x, d), a) in names.iter().zip(args).rev() {
             let p = ppair(pvar(x), pvar(d));
             acc = match self.value(a) {
@@ -252,4 +252,28 @@ pub fn mbind(p: Pat, m: Expr, k: Expr) -> Expr {
         ExprKind::Pure(v) => let_(p, *v, k),
         _ => bind(p, m, k),
     }
+}
+
+/// Gives the `genID` (or the tape's `record c`) that a rule's `op` binds first (under the
+/// `let y = op(x…)` of a rule that uses the result) the primitive's span, so the ID it makes knows
+/// where it came from (`Rt::spans`: the graph's nodes carry it, and the page groups them by array
+/// operation).
+fn locate_gen_id(mut e: Expr, span: Span) -> Expr {
+    fn at_bind(e: &mut Expr, span: Span) {
+        if let ExprKind::Bind(_, m, _) = &mut e.kind {
+            let makes_id = match &m.kind {
+                ExprKind::Builtin(n) => &**n == "genID",
+                ExprKind::App(f, _) => matches!(&f.kind, ExprKind::Builtin(n) if &**n == "record"),
+                _ => false,
+            };
+            if makes_id {
+                m.span = span;
+            }
+        }
+    }
+    match &mut e.kind {
+        ExprKind::Let(_, _, body) => at_bind(body, span),
+        _ => at_bind(&mut e, span),
+    }
+    e
 }

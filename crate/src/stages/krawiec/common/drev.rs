@@ -153,7 +153,7 @@ impl Drev<'_> {
         let real_args = args.first().is_some_and(|a| a.ty == Type::Real);
         if op == Prim::Sum {
             // Drev{sum a} = Drev{fold (λacc x. acc + x) 0.0 a}
-            let folded = crate::kit::arrays::sum_as_fold(&args[0], self.fr);
+            let folded = crate::kit::arrays::sum_as_fold(&args[0], span, self.fr);
             return self.expr(&folded);
         }
         if op.is_array_op() {
