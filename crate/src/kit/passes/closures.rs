@@ -55,8 +55,9 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
     let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
     while let Some(e) = stack.pop() {
         if let ExprKind::Prim(op, args) = &e.kind {
-            if op.is_array_op() && args.iter().any(|a| matches!(a.ty, Type::Fun(..)) || matches!(a.kind, ExprKind::Lam(..))) {
-                return Err(refuse(e.span, pass, format!("`{}` takes a function, which the array operation calls itself: not converted", op.symbol())));
+            let function = args.iter().find(|a| matches!(a.ty, Type::Fun(..)) || matches!(a.kind, ExprKind::Lam(..)));
+            if let (true, Some(f)) = (op.is_array_op(), function) {
+                return Err(refuse(f.span, pass, format!("the function given to the array operation `{}` is not converted: the operation calls it itself", op.symbol())));
             }
         }
         stack.extend(children(e));

@@ -140,6 +140,16 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
     if again {
         retype(&mut out, PASS)?;
     }
+    // What nothing constrains (an unused `[]`, `let v = [] in …`) is at R, as main's open parts are.
+    for d in &mut out.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            if has_type_vars(&e.ty) {
+                e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            }
+            stack.extend(children_mut(e));
+        }
+    }
     Ok(out)
 }
 
