@@ -50,15 +50,17 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         return Err(outside(main.span, "`main` that is not a function"));
     };
     // Fig. 5's let rule puts each let's body inside the binding of the next continuation, so the
-    // output nests as deep as the let chain is long, and every pass over it recurses on that depth.
-    let limit = crate::limits::max_brackets();
+    // output nests as deep as the let chain is long, and every pass over it recurses on that depth
+    // (a binding's right-hand side, unlike a let's body, is not walked in a loop): about two levels
+    // of the output per level of the source, hence half the bracket budget (100 in wasm).
+    let limit = crate::limits::max_brackets() / 2;
     let mut stack = vec![(&**body, 1usize)];
     while let Some((e, depth)) = stack.pop() {
         if depth > limit {
             let span = if e.span == Span::NONE { main.span } else { e.span };
             return Err(Diagnostic::error(
                 span,
-                format!("this program nests more than {limit} levels (counting each let), the most a stage of this chain takes: its let rule (Fig. 5) nests each let's body one level deeper in the output"),
+                format!("this program nests more than {limit} levels (counting each let), this chain's `nesting` budget: its let rule (Fig. 5) nests each let's body one level deeper in the output, and every pass over the output recurses on that depth"),
             ));
         }
         each_child(e, &mut |c| stack.push((c, depth + 1)));
