@@ -46,3 +46,19 @@ fn deep_programs_run_in_the_browser() {
         }
     }
 }
+
+/// The longest let chain the Huot–Shaikhha chain's nesting budget lets through runs on `unf/direct`
+/// in real Chromium (its output nests about two levels per let, on right-hand sides).
+#[wasm_bindgen_test]
+fn the_longest_let_chain_unf_direct_takes_runs_in_the_browser() {
+    let depth = cotangent::limits::max_brackets() / 2 - 6;
+    let mut s = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
+    for i in 1..=depth {
+        s.push_str(&format!("  let a{i} = a{} * 0.999 + y in\n", i - 1));
+    }
+    s.push_str(&format!("  a{depth}\n"));
+    let out = cotangent_web::analyse(&s, js_sys::JSON::parse(r#"{"svg": []}"#).unwrap());
+    let st = js_sys::Array::from(&get(&out, "stages")).iter().find(|s| get(s, "id").as_string().as_deref() == Some("unf/direct")).expect("unf/direct ran");
+    assert_eq!(get(&st, "error").as_string(), None);
+    assert_eq!(get(&st, "agrees").as_bool(), Some(true));
+}

@@ -202,3 +202,14 @@ fn deep_parentheses_run_or_stop_at_a_budget_in_wasm() {
     let d = js_sys::Array::from(&get(&out, "diagnostics"));
     assert!(get(&d.get(0), "message").as_string().unwrap().contains("nesting"));
 }
+
+/// The Huot–Shaikhha chain's output nests about two levels per source let on right-hand sides that
+/// every pass recurses on: the longest let chain its nesting budget lets through runs in wasm.
+#[wasm_bindgen_test]
+fn the_longest_let_chain_unf_direct_takes_runs_in_wasm() {
+    let depth = cotangent::limits::max_brackets() / 2 - 6;
+    let out = cotangent_web::analyse(&chain(depth), js_sys::JSON::parse(r#"{"svg": []}"#).unwrap());
+    let st = js_sys::Array::from(&get(&out, "stages")).iter().find(|s| get(s, "id").as_string().as_deref() == Some("unf/direct")).expect("unf/direct ran");
+    assert_eq!(get(&st, "error").as_string(), None);
+    assert_eq!(get(&st, "agrees").as_bool(), Some(true));
+}
