@@ -165,14 +165,7 @@ fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError>
 
 fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
-    m.tick(1)?;
-    m.count("ids_allocated", 1);
-    let r = rt(m);
-    let i = r.next_id;
-    r.next_id += 1;
-    if !span.is_none() {
-        r.spans.insert(i, span);
-    }
+    let i = new_id(m, span)?;
     let t = &mut m.state::<TapeSt>().tape;
     if t.len() <= i as usize {
         t.resize(i as usize + 1, vec![]);

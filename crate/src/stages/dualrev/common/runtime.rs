@@ -105,7 +105,8 @@ pub fn zero_of_builtin() -> Builtin {
     Builtin { name: "zeroOf", scheme: scheme(&[1], Type::fun(tv(1), tv(1))), arity: 1, lazy_last: false, run: b_zero_of }
 }
 
-fn b_gen_id(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+/// A fresh ID, remembering the span of the operation that made it (`genID`, the tape's `record`).
+pub fn new_id(m: &mut Machine, span: Span) -> Result<i64, RunError> {
     m.tick(1)?;
     m.count("ids_allocated", 1);
     let r = rt(m);
@@ -114,7 +115,11 @@ fn b_gen_id(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunErro
     if !span.is_none() {
         r.spans.insert(i, span);
     }
-    Ok(Value::Int(i))
+    Ok(i)
+}
+
+fn b_gen_id(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    Ok(Value::Int(new_id(m, span)?))
 }
 fn b_get_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(Value::Int(rt(m).next_id))
