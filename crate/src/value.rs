@@ -156,32 +156,26 @@ impl fmt::Display for Value {
             Value::Int(i) => write!(f, "{i}"),
             Value::Bool(b) => write!(f, "{b}"),
             Value::Unit => write!(f, "()"),
-            Value::Tuple(vs) => {
-                write!(f, "(")?;
-                for (i, v) in vs.iter().enumerate() {
-                    if i > 0 {
-                        write!(f, ", ")?;
-                    }
-                    write!(f, "{v}")?;
-                }
-                write!(f, ")")
-            }
-            Value::Array(vs) => {
-                write!(f, "[")?;
-                for (i, v) in vs.iter().enumerate() {
-                    if i > 0 {
-                        write!(f, ", ")?;
-                    }
-                    write!(f, "{v}")?;
-                }
-                write!(f, "]")
-            }
+            Value::Tuple(vs) => seq(f, "(", vs, ")"),
+            Value::Array(vs) => seq(f, "[", vs, "]"),
             Value::Inl(v) => write!(f, "inl {}", Paren(v)),
             Value::Inr(v) => write!(f, "inr {}", Paren(v)),
             Value::Fun(_) => write!(f, "<function>"),
             Value::Ext(e) => write!(f, "{}", e.show()),
         }
     }
+}
+
+/// `open v1, …, vn close`
+fn seq(f: &mut fmt::Formatter<'_>, open: &str, vs: &[Value], close: &str) -> fmt::Result {
+    write!(f, "{open}")?;
+    for (i, v) in vs.iter().enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write!(f, "{v}")?;
+    }
+    write!(f, "{close}")
 }
 
 struct Paren<'a>(&'a Value);

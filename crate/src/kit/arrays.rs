@@ -17,12 +17,17 @@ use crate::ir::*;
 /// The fold and its `+` carry `span`, the `sum` call's: the additions it makes (Delta nodes,
 /// backpropagators) are then located at the `sum`, as the page's DAG groups them.
 pub fn sum_as_fold(a: &Expr, span: crate::diag::Span, fr: &mut Fresh) -> Expr {
-    let (acc, x) = (fr.name("acc"), fr.name("x"));
+    let f = real_plus(["acc", "x"], span, fr);
+    at(prim(Prim::Fold, vec![f, real(0.0).with_ty(Type::Real), a.clone()]).with_ty(Type::Real), span)
+}
+
+/// `\a b -> a + b` on reals, typed, its `+` at `span` (the `+` that `sum` is a fold or reduce of).
+pub fn real_plus(names: [&str; 2], span: crate::diag::Span, fr: &mut Fresh) -> Expr {
+    let (a, b) = (fr.name(names[0]), fr.name(names[1]));
     let r = |e: Expr| e.with_ty(Type::Real);
-    let plus = at(r(prim(Prim::Add, vec![r(var(&acc)), r(var(&x))])), span);
-    let inner = lam(pvar(&x), plus).with_ty(Type::fun(Type::Real, Type::Real));
-    let f = lam(pvar(&acc), inner).with_ty(Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)));
-    at(r(prim(Prim::Fold, vec![f, r(real(0.0)), a.clone()])), span)
+    let plus = at(r(prim(Prim::Add, vec![r(var(&a)), r(var(&b))])), span);
+    let inner = lam(pvar(&b), plus).with_ty(Type::fun(Type::Real, Type::Real));
+    lam(pvar(&a), inner).with_ty(Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)))
 }
 
 /// The monadic form of an array operation that takes a function, by name.

@@ -152,7 +152,7 @@ impl Cx {
                     ys.extend(zs.iter().map(var));
                     let_(ptuple(zs.iter().map(pvar).collect()), z, app(var(&yn), tuple(ys)))
                 });
-                pair(tuple(ys_vals), k)
+                Ok(pair(tuple(ys_vals), k))
             }),
             // D(π1(e : A × B)) = let x, Y1 = D(e) in < π1 x, fun (x, z) → Y1(x, (z, 0_B)) >, and π2 likewise
             Fst(x) | Snd(x) => {
@@ -195,11 +195,7 @@ impl Cx {
                         }));
                         app(var(&yn), tuple(ys))
                     });
-                    if rule.uses_result {
-                        let_(pvar(&r), prim(op, xs), pair(var(&r), k))
-                    } else {
-                        pair(prim(op, xs), k)
-                    }
+                    Ok(if rule.uses_result { let_(pvar(&r), prim(op, xs), pair(var(&r), k)) } else { pair(prim(op, xs), k) })
                 });
             }
             _ => return Err(Diagnostic::error(e.span, "this construct is outside Fig. 5")),
@@ -209,7 +205,13 @@ impl Cx {
 
     /// The arguments of a non-unary construct, left to right, each after a dummy slot for the ones
     /// before: `let y1, Y1 = D_{Γ;Y}(e1) in let y2, Y2 = D_{Γ,x1;Y1}(e2) in … k(y1 … yn, Yn)`.
-    fn args(&mut self, g: &[Slot], y: &Name, es: &[Expr], k: &mut dyn FnMut(&mut Self, Vec<Expr>, Name) -> Expr) -> Result<Expr, Diagnostic> {
+    fn args(
+        &mut self,
+        g: &[Slot],
+        y: &Name,
+        es: &[Expr],
+        k: &mut dyn FnMut(&mut Self, Vec<Expr>, Name) -> Result<Expr, Diagnostic>,
+    ) -> Result<Expr, Diagnostic> {
         let mut g2 = g.to_vec();
         let mut cur = y.clone();
         let mut binds = vec![];
@@ -222,7 +224,7 @@ impl Cx {
             vals.push(var(&v));
             cur = yn;
         }
-        let body = k(self, vals, cur);
+        let body = k(self, vals, cur)?;
         Ok(binds.into_iter().rev().fold(body, |acc, (p, rhs)| let_(p, rhs, acc)))
     }
 
@@ -263,55 +265,49 @@ impl Cx {
         let mut primal_f = args[0].clone();
         freshen(&mut primal_f, &mut self.fr);
         let gamma: Vec<(Type, Expr)> = g.iter().map(|s| (s.ty.clone(), s.witness.clone())).collect();
-        let mut err = None;
         let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
             let (a, b) = match (&vals[0].kind, &vals[1].kind) {
                 (ExprKind::Var(a), ExprKind::Var(b)) => (a.clone(), b.clone()),
                 _ => unreachable!("args binds variables"),
             };
-            let result = (|| -> Result<Expr, Diagnostic> {
-                let grad_gamma = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| tuple(gs[..n].to_vec()))?;
-                let grad_x = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n].clone())?;
-                let grad_y = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n + 1].clone())?;
-                let gamma_ty = Type::tuple(gamma.iter().map(|(t, _)| t.clone()).collect());
-                let times = |cx: &mut Cx, arr: Expr, zarr: Expr, ty: &Type| {
-                    let (s, v) = (cx.fr.name("a"), cx.fr.name("b"));
-                    let scaled = scale(ty, var(&s), var(&v), &mut cx.fr);
-                    prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&v), scaled)), zarr, arr])
-                };
-                let k = cx.cont(g, true, |cx, ys, z| {
-                    let mut call: Vec<Expr> = vec![];
-                    if n > 0 {
-                        // G = map2 * Z (…); the context's share: reduce +^ 0^ G, added slot by slot
-                        let gname = cx.fr.name("G");
-                        let gv = times(cx, grad_gamma.clone(), z.clone(), &gamma_ty);
-                        let (p, q) = (cx.fr.name("p"), cx.fr.name("q"));
-                        let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma_ty, var(&p), var(&q), &mut cx.fr)));
-                        let zero_g = tuple(gamma.iter().map(|(t, w)| zero(t, w.clone(), &mut cx.fr)).collect());
-                        let ss: Vec<Name> = (0..n).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
-                        for (i, yv) in ys.iter().enumerate() {
-                            call.push(plus(&gamma[i].0, yv.clone(), var(&ss[i]), &mut cx.fr));
-                        }
-                        call.push(times(cx, grad_x.clone(), z.clone(), &Type::Real));
-                        call.push(times(cx, grad_y.clone(), z.clone(), &Type::Real));
-                        let total = prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)]);
-                        return let_(pvar(&gname), gv, let_(ptuple(ss.iter().map(pvar).collect()), total, app(var(&y2), tuple(call))));
+            let grad_gamma = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| tuple(gs[..n].to_vec()))?;
+            let grad_x = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n].clone())?;
+            let grad_y = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n + 1].clone())?;
+            let gamma_ty = Type::tuple(gamma.iter().map(|(t, _)| t.clone()).collect());
+            // map2 * Z arr: each element of arr scaled by Z's
+            let times = |cx: &mut Cx, arr: Expr, zarr: Expr, ty: &Type| {
+                let (s, v) = (cx.fr.name("a"), cx.fr.name("b"));
+                let scaled = scale(ty, var(&s), var(&v), &mut cx.fr);
+                prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&v), scaled)), zarr, arr])
+            };
+            let k = cx.cont(g, true, |cx, ys, z| {
+                let mut call: Vec<Expr> = ys.clone();
+                // the context's share, when there is a context: G = map2 * Z (…), reduce +^ 0^ G, added slot by slot
+                let mut share = None;
+                if n > 0 {
+                    let gname = cx.fr.name("G");
+                    let gv = times(cx, grad_gamma.clone(), z.clone(), &gamma_ty);
+                    let (p, q) = (cx.fr.name("p"), cx.fr.name("q"));
+                    let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma_ty, var(&p), var(&q), &mut cx.fr)));
+                    let zero_g = tuple(gamma.iter().map(|(t, w)| zero(t, w.clone(), &mut cx.fr)).collect());
+                    let ss: Vec<Name> = (0..n).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
+                    for (i, yv) in ys.iter().enumerate() {
+                        call[i] = plus(&gamma[i].0, yv.clone(), var(&ss[i]), &mut cx.fr);
                     }
-                    call.push(times(cx, grad_x.clone(), z.clone(), &Type::Real));
-                    call.push(times(cx, grad_y.clone(), z.clone(), &Type::Real));
-                    app(var(&y2), tuple(call))
-                });
-                Ok(pair(prim(Prim::Map2, vec![primal_f.clone(), var(&a), var(&b)]), k))
-            })();
-            result.unwrap_or_else(|d| {
-                err = Some(d);
-                unit()
-            })
+                    let total = prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)]);
+                    share = Some((gname, gv, ptuple(ss.iter().map(pvar).collect()), total));
+                }
+                call.push(times(cx, grad_x.clone(), z.clone(), &Type::Real));
+                call.push(times(cx, grad_y.clone(), z.clone(), &Type::Real));
+                let call = app(var(&y2), tuple(call));
+                match share {
+                    Some((gname, gv, ss, total)) => let_(pvar(&gname), gv, let_(ss, total, call)),
+                    None => call,
+                }
+            });
+            Ok(pair(prim(Prim::Map2, vec![primal_f.clone(), var(&a), var(&b)]), k))
         })?;
-        match err {
-            Some(d) => Err(d),
-            None => Ok(at(out, e.span)),
-        }
+        Ok(at(out, e.span))
     }
 
     /// D(reduce (x,y.e1) e2 e3) = let y1, Y1 = D_{Γ;Y}(e2) in let A, Y2 = D_{Γ,y1;Y1}(e3) in
@@ -329,7 +325,6 @@ impl Cx {
         freshen(&mut primal_f, &mut self.fr);
         let mut scan_f = args[0].clone();
         freshen(&mut scan_f, &mut self.fr);
-        let mut err = None;
         let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
             let (y1, a) = match (&vals[0].kind, &vals[1].kind) {
                 (ExprKind::Var(y1), ExprKind::Var(a)) => (y1.clone(), a.clone()),
@@ -337,16 +332,8 @@ impl Cx {
             };
             let (a0, a1, a2, a3) = (cx.fr.name("A0"), cx.fr.name("A1"), cx.fr.name("A2"), cx.fr.name("A3"));
             // the body is closed: its gradient is taken in the context x, y only
-            let grads = (|| -> Result<(Expr, Expr), Diagnostic> {
-                Ok((cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[0].clone())?, cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[1].clone())?))
-            })();
-            let (gx, gy) = match grads {
-                Ok(x) => x,
-                Err(d) => {
-                    err = Some(d);
-                    return unit();
-                }
-            };
+            let gx = cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[0].clone())?;
+            let gy = cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[1].clone())?;
             let (p, q, s, t) = (cx.fr.name("x"), cx.fr.name("y"), cx.fr.name("x"), cx.fr.name("y"));
             let times = lam(pvar(&p), lam(pvar(&q), mul(var(&p), var(&q))));
             let k = cx.cont(g, true, |_, mut ys, z| {
@@ -355,7 +342,7 @@ impl Cx {
                 app(var(&y2), tuple(ys))
             });
             let result = pair(prim(Prim::Reduce, vec![primal_f.clone(), var(&y1), var(&a)]), k);
-            let_(
+            Ok(let_(
                 pvar(&a0),
                 prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f.clone(), var(&y1), var(&a)])]),
                 let_(
@@ -363,12 +350,9 @@ impl Cx {
                     gx,
                     let_(pvar(&a2), gy, let_(pvar(&a3), prim(Prim::Shift1L, vec![prim(Prim::Scanr, vec![times, real(1.0), var(&a1)])]), result)),
                 ),
-            )
+            ))
         })?;
-        match err {
-            Some(d) => Err(d),
-            None => Ok(at(out, e.span)),
-        }
+        Ok(at(out, e.span))
     }
 
     /// A let pattern with every `_` named (each bound value gets its slot), and its variables with types.
@@ -415,11 +399,8 @@ fn map_as_map2(e: &Expr, f: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
 
 /// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
 fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
-    let (x, y) = (fr.name("x"), fr.name("y"));
-    let r = |e: Expr| e.with_ty(Type::Real);
-    let body = r(prim(Prim::Add, vec![r(var(&x)), r(var(&y))]));
-    let f = lam(pvar(&x), lam(pvar(&y), body).with_ty(Type::fun(Type::Real, Type::Real))).with_ty(Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)));
-    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, r(real(0.0)), a.clone()]), span: e.span, ty: Type::Real }
+    let f = crate::kit::arrays::real_plus(["x", "y"], crate::diag::Span::NONE, fr);
+    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, real(0.0).with_ty(Type::Real), a.clone()]), span: e.span, ty: Type::Real }
 }
 
 impl Stage for Direct {
