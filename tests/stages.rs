@@ -118,6 +118,32 @@ fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
     assert!(index.contains("integer") || index.contains("`!`"), "{index}");
 }
 
+#[test]
+fn unf_chain_charges_fig_11_and_checks_theorem_5_4() {
+    let counters = |src: &str| {
+        let src = src.to_string();
+        run_with_stack(move || {
+            let a = analyse(&src, &Options { trace: false, stages: vec!["unf/direct".into()], ..Options::default() }).unwrap();
+            let r = a.stages.iter().find(|r| r.id == "unf/direct").unwrap();
+            assert!(r.ok, "{:?}", r.error);
+            r.cost.counters.clone()
+        })
+    };
+    // Cost(x1 * x2) = Cost(*) + Cost(x1) + Cost(x2) = (3,0,1,0) + 2·(1,0,0,0): 6, no arrays (p = 0)
+    let c = counters("input (3.0, 5.0)\ndef main (x1, x2) = x1 * x2\n");
+    assert_eq!((c["primal_cost"], c["nesting_p"], c["thm54_bound"]), (6, 0, 24));
+    assert_eq!(c["cost"], c["moves"] + c["adds"] + c["mults"] + c["nlops"]);
+    // dot at n = 3: map2 moves 2n and runs its body (5,0,1,0) per element; sum = reduce + 0: n·(5,1,0,0);
+    // reading a and b: 2. Total 6 + 18 + 18 + 2 = 44, nesting 1, bound 4·3·44
+    let c = counters("input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n");
+    assert_eq!((c["primal_cost"], c["nesting_p"], c["thm54_bound"]), (44, 1, 528));
+    // before partial evaluation every continuation moves the whole stack: the bound fails (§5.3)
+    let chain = (1..=30).map(|i| format!("let w{i} = w{} * x in ", i - 1)).collect::<String>();
+    let c = counters(&format!("input 1.0\ndef main x = let w0 = x in {chain}w30\n"));
+    assert_eq!(c["thm54_holds"], 0, "{c:?}");
+    assert!(c["cost"] > c["thm54_bound"], "{c:?}");
+}
+
 /// Runs `src` through every stage (all must agree with forward), and returns forward's gradient.
 fn gradient_on_every_stage(src: &str, at_least: usize) -> Vec<f64> {
     let ran = all_agree(src.to_string());

@@ -233,15 +233,22 @@ pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budge
                 let t1 = Instant::now();
                 // the timed run: a same-function stage's output is timed as it runs main
                 let res = outputs.with_input(*st, |src| {
-                    let cx = RunCtx { src, input: &input, seed: &seed, outputs: &lookup };
-                    match st.contract() {
+                    let cx = RunCtx { src, origin: outputs.source(), input: &input, seed: &seed, outputs: &lookup };
+                    let r = match st.contract() {
                         Contract::Gradient => pipeline::run_output(*st, &mut m, &cx).map(|_| ()),
-                        Contract::SameFunction => m.call("main", vec![input.clone()]).map(|_| ()),
+                        Contract::SameFunction => pipeline::run_main(*st, &mut m, &cx).map(|_| ()),
+                    };
+                    let secs = t1.elapsed().as_secs_f64();
+                    // the chain's report (a cost model's bound) is not timed
+                    if r.is_ok() {
+                        if let Some(chain) = stages::chain_of(st.info().id) {
+                            (chain.after_run)(&mut m, &cx);
+                        }
                     }
+                    (r, secs)
                 });
-                let grad_secs = t1.elapsed().as_secs_f64();
-                let res = match res {
-                    Ok(r) => r,
+                let (res, grad_secs) = match res {
+                    Ok((r, secs)) => (r, secs),
                     Err(d) => {
                         rows.push(row(format!("refused: {}", d.message), vec![], f64::NAN));
                         continue;

@@ -361,6 +361,11 @@ impl<'a> Outputs<'a> {
         self
     }
 
+    /// The user's program.
+    pub fn source(&self) -> &'a Source<'a> {
+        self.src
+    }
+
     /// A stage by id: the registry's, or one given to `with_stages`.
     pub fn find(&self, id: &str) -> Option<&'static dyn Stage> {
         self.extra.iter().copied().find(|s| s.info().id == id).or_else(|| stages::find(id))
@@ -554,11 +559,16 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     m.set_tracing(opts.trace);
     let lookup = |id: &str| outputs.find(id).and_then(|s| outputs.get(s).ok());
     let res = outputs.with_input(st, |src| {
-        let cx = RunCtx { src, input, seed, outputs: &lookup };
+        let cx = RunCtx { src, origin: outputs.src, input, seed, outputs: &lookup };
         let res = match contract {
             Contract::Gradient => run_output(st, &mut m, &cx),
-            Contract::SameFunction => m.call("main", vec![input.clone()]).map(|p| (p, Value::Unit)),
+            Contract::SameFunction => run_main(st, &mut m, &cx),
         };
+        if res.is_ok() {
+            if let Some(chain) = stages::chain_of(st.info().id) {
+                (chain.after_run)(&mut m, &cx);
+            }
+        }
         r.cost = m.cost();
         (r.trace, r.trace_dropped) = m.take_trace();
         r.graph = st.graph(&mut m, &cx);
@@ -597,6 +607,14 @@ pub fn run_output(st: &dyn Stage, m: &mut Machine, cx: &RunCtx) -> Result<(Value
     st.run(m, cx)
 }
 
+/// Runs a same-function stage's `main` on the input in `m`, after its chain's set-up.
+pub fn run_main(st: &dyn Stage, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+    if let Some(chain) = stages::chain_of(st.info().id) {
+        (chain.before_run)(m, cx);
+    }
+    m.call("main", vec![cx.input.clone()]).map(|p| (p, Value::Unit))
+}
+
 /// `forward` (Krawiec et al. §4) over a same-function stage's output, run on `(input, seed)`.
 fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Value, Diagnostic> {
     let forward = stages::find("forward").expect("forward is registered");
@@ -605,7 +623,7 @@ fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Op
     let mut m = Machine::new(&fw.program, &fw.builtins, opts.budget.clone()).map_err(|e| run_diag(&e))?;
     m.set_tracing(false);
     let no = |_: &str| None;
-    let cx = RunCtx { src: &src, input, seed, outputs: &no };
+    let cx = RunCtx { src: &src, origin: &src, input, seed, outputs: &no };
     run_output(forward, &mut m, &cx).map(|(_, g)| g).map_err(|e| run_diag(&e))
 }
 

@@ -45,6 +45,9 @@ pub struct Chain {
     pub accepts: fn(&Source) -> Result<(), Diagnostic>,
     /// Set-up every stage of the chain needs before its output runs (a runtime's zero, input count).
     pub before_run: fn(&mut Machine, &RunCtx),
+    /// What the chain reports about a finished run, as counters added to its cost (a cost model's
+    /// bound beside what was measured); called after the run, outside any timing.
+    pub after_run: fn(&mut Machine, &RunCtx),
     /// The counters the chain's runtimes add, each with what it counts (the page's labels).
     pub counters: &'static [CounterInfo],
 }
@@ -54,7 +57,7 @@ pub fn accept_all(_: &Source) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// A chain's `before_run` that does nothing.
+/// A chain's `before_run` (or `after_run`) that does nothing.
 pub fn nothing_before_run(_: &mut Machine, _: &RunCtx) {}
 
 /// The typed program a stage transforms, with `main : S → T`: the source, or the output of the stage
@@ -113,6 +116,8 @@ impl From<Program> for Output {
 /// and the typed output of any other stage (prepared once by the pipeline and kept).
 pub struct RunCtx<'a> {
     pub src: &'a Source<'a>,
+    /// The user's program, whatever `src` is (a cost model compares a stage's run with it).
+    pub origin: &'a Source<'a>,
     pub input: &'a Value,
     pub seed: &'a Value,
     pub outputs: &'a dyn Fn(&str) -> Option<std::rc::Rc<Prepared>>,

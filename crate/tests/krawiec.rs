@@ -130,7 +130,7 @@ fn eval2_is_stopped_by_the_steps_budget_with_the_counts_reached() {
         let mut m = Machine::new(&out, &bs, budget).unwrap();
         m.set_tracing(false);
         let none = |_: &str| None;
-        let cx = RunCtx { src: &src, input: &Value::Real(1.0), seed: &Value::Real(1.0), outputs: &none };
+        let cx = RunCtx { src: &src, origin: &src, input: &Value::Real(1.0), seed: &Value::Real(1.0), outputs: &none };
         match st.run(&mut m, &cx) {
             Err(RunError::Budget { budget: BudgetKind::Steps, limit, cost, .. }) => {
                 assert_eq!(limit, 100_000);

@@ -54,6 +54,26 @@ impl BudgetKind {
     }
 }
 
+/// A paper's cost model, charged by the machine as it evaluates (Huot & Shaikhha's Fig. 11: MOVES,
+/// ADDS, MULTS, NLOPS). Each evaluated construct adds a vector; `counters` names its components, which
+/// the run reports beside the stage's own counters. Lambdas, applications and tuples cost nothing of
+/// their own: what they move is the variables they read (so a continuation called with the whole
+/// context tuple costs one move per slot, the O(|Γ|) of §5.3's proof).
+pub struct CostModel {
+    pub counters: [&'static str; 4],
+    /// Reading a variable or a constant.
+    pub var: [u64; 4],
+    /// Binding one variable of a `let` (a tuple pattern binds one per component).
+    pub bind: [u64; 4],
+    /// A projection `fst`/`snd`.
+    pub proj: [u64; 4],
+    pub prim1: fn(crate::prims::Prim) -> [u64; 4],
+    pub prim2: fn(crate::prims::Prim) -> [u64; 4],
+    /// What an array operation on `n` elements costs beyond its function's body (which is charged as
+    /// it runs).
+    pub array: fn(crate::prims::Prim, u64) -> [u64; 4],
+}
+
 /// Cost counters of a run. `counters` holds the ones stages add (`eval_visits`, `delta_nodes`,
 /// `backprop_calls`, `ids_allocated`, `vector_elem_ops`, ...).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

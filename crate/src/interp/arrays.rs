@@ -6,6 +6,7 @@
 
 use super::{Machine, RunError};
 use crate::diag::Span;
+use crate::prims::Prim;
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -63,6 +64,7 @@ pub fn index(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let xs = arr(&a, "`!`", span)?;
     let i = int(&i, "`!`", span)?;
     m.tick(1)?;
+    m.charge_array(Prim::Index, 1);
     match usize::try_from(i).ok().and_then(|k| xs.get(k)) {
         Some(v) => Ok(v.clone()),
         None => Err(RunError::runtime(span, format!("index {i} is out of range for an array of length {}", xs.len()))),
@@ -72,6 +74,7 @@ pub fn index(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 pub fn length(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`length`", span)?;
     m.tick(1)?;
+    m.charge_array(Prim::Length, xs.len());
     Ok(Value::Int(xs.len() as i64))
 }
 
@@ -84,6 +87,7 @@ pub fn sum(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         m.real_op();
         s += x.as_real().ok_or_else(|| RunError::runtime(span, "`sum` expects an array of reals"))?;
     }
+    m.charge_array(Prim::Sum, xs.len());
     Ok(Value::Real(s))
 }
 
@@ -91,6 +95,7 @@ pub fn replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let (n, x) = two(args);
     let n = size(m, &n, "`replicate`", span)?;
     m.tick(n as u64)?;
+    m.charge_array(Prim::Replicate, n);
     Ok(Value::Array(vec![x; n].into()))
 }
 
@@ -102,6 +107,7 @@ pub fn build(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         m.tick(1)?;
         out.push(m.apply(f.clone(), Value::Int(i as i64))?);
     }
+    m.charge_array(Prim::Build, n);
     Ok(Value::Array(out.into()))
 }
 
@@ -113,6 +119,7 @@ pub fn map(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         made(m, 1)?;
         out.push(m.apply(f.clone(), x.clone())?);
     }
+    m.charge_array(Prim::Map, xs.len());
     Ok(Value::Array(out.into()))
 }
 
@@ -127,6 +134,7 @@ pub fn map2(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         made(m, 1)?;
         out.push(apply2(m, &f, x.clone(), y.clone())?);
     }
+    m.charge_array(Prim::Map2, xs.len());
     Ok(Value::Array(out.into()))
 }
 
@@ -139,6 +147,7 @@ pub fn fold(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         m.tick(1)?;
         acc = apply2(m, &f, acc, x.clone())?;
     }
+    m.charge_array(Prim::Fold, xs.len());
     Ok(acc)
 }
 
@@ -155,6 +164,7 @@ pub fn scanl(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         acc = apply2(m, &f, acc, x.clone())?;
         out.push(acc.clone());
     }
+    m.charge_array(Prim::Scanl, xs.len());
     Ok(Value::Array(out.into()))
 }
 
@@ -172,6 +182,7 @@ pub fn scanr(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
         out.push(acc.clone());
     }
     out.reverse();
+    m.charge_array(Prim::Scanr, xs.len());
     Ok(Value::Array(out.into()))
 }
 
@@ -180,6 +191,7 @@ pub fn shift1l(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`shift1L`", span)?;
     let rest: Vec<Value> = xs.iter().skip(1).cloned().collect();
     made(m, rest.len())?;
+    m.charge_array(Prim::Shift1L, xs.len());
     Ok(Value::Array(rest.into()))
 }
 
@@ -188,5 +200,6 @@ pub fn shift1r(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`shift1R`", span)?;
     let rest: Vec<Value> = xs.iter().take(xs.len().saturating_sub(1)).cloned().collect();
     made(m, rest.len())?;
+    m.charge_array(Prim::Shift1R, xs.len());
     Ok(Value::Array(rest.into()))
 }

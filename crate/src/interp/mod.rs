@@ -58,6 +58,9 @@ pub struct Machine<'p> {
     depth: u64,
     max_depth: u64,
     counters: BTreeMap<String, u64>,
+    /// The paper's cost model being charged, and what it has counted (`set_cost_model`).
+    model: Option<&'static CostModel>,
+    model_cost: [u64; 4],
     trace_steps: Vec<TraceStep>,
     trace_dropped: u64,
     trace_on: bool,
@@ -99,6 +102,8 @@ impl<'p> Machine<'p> {
             depth: 0,
             max_depth: 0,
             counters: BTreeMap::new(),
+            model: None,
+            model_cost: [0; 4],
             trace_steps: vec![],
             trace_dropped: 0,
             trace_on: true,
@@ -197,12 +202,32 @@ impl<'p> Machine<'p> {
             .expect("state type map holds the type it is keyed by")
     }
     pub fn cost(&self) -> Cost {
-        Cost {
-            steps: self.steps,
-            real_ops: self.real_ops,
-            allocs: self.allocs,
-            max_depth: self.max_depth,
-            counters: self.counters.clone(),
+        let mut counters = self.counters.clone();
+        if let Some(model) = self.model {
+            for (name, n) in model.counters.iter().zip(self.model_cost) {
+                *counters.entry(name.to_string()).or_default() += n;
+            }
+        }
+        Cost { steps: self.steps, real_ops: self.real_ops, allocs: self.allocs, max_depth: self.max_depth, counters }
+    }
+    /// Charges `model` for everything this machine evaluates from now on; its counters join the run's.
+    pub fn set_cost_model(&mut self, model: &'static CostModel) {
+        self.model = Some(model);
+    }
+    /// What the cost model has counted so far (zeros without one).
+    pub fn model_cost(&self) -> [u64; 4] {
+        self.model_cost
+    }
+    /// Charges the cost model, if there is one, for an array operation on `n` elements.
+    pub(crate) fn charge_array(&mut self, op: crate::prims::Prim, n: usize) {
+        if let Some(model) = self.model {
+            self.charge((model.array)(op, n as u64));
+        }
+    }
+    #[inline]
+    fn charge(&mut self, c: [u64; 4]) {
+        for (k, x) in self.model_cost.iter_mut().zip(c) {
+            *k += x;
         }
     }
     /// The recorded trace, and how many steps were dropped past the trace budget.

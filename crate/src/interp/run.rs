@@ -12,7 +12,7 @@
 
 use super::lower::{Code, FunVal, GroupVal, LPat, LamCode, Loc};
 use super::prim::{prim1, prim2};
-use super::{BudgetKind, Builtin, Global, Machine, RunError, MAX_NESTING};
+use super::{BudgetKind, Builtin, CostModel, Global, Machine, RunError, MAX_NESTING};
 use crate::diag::Span;
 use crate::value::Value;
 use std::rc::Rc;
@@ -292,6 +292,26 @@ impl Machine<'_> {
         }
     }
 
+    /// The cost model's charge for evaluating `c` (its children are charged as they are evaluated).
+    fn charge_node(&mut self, model: &CostModel, c: &Code) {
+        fn binds(p: &LPat) -> u64 {
+            match p {
+                LPat::Tuple(ps, _) => ps.iter().map(binds).sum(),
+                _ => 1,
+            }
+        }
+        let times = |c: [u64; 4], k: u64| c.map(|x| x * k);
+        let charge = match c {
+            Code::Local(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) => model.var,
+            Code::Let(p, ..) => times(model.bind, binds(p)),
+            Code::Fst(..) | Code::Snd(..) => model.proj,
+            Code::Prim1(op, ..) => (model.prim1)(*op),
+            Code::Prim2(op, ..) => (model.prim2)(*op),
+            _ => return,
+        };
+        self.charge(charge);
+    }
+
     fn eval(&mut self, c: *const Code) -> Res<Next> {
         self.steps += 1;
         if self.steps > self.budget.steps {
@@ -299,6 +319,9 @@ impl Machine<'_> {
         }
         if self.steps & 0xFFF == 0 {
             self.check_clock().map_err(Box::new)?;
+        }
+        if let Some(model) = self.model {
+            self.charge_node(model, node(c));
         }
         Ok(match node(c) {
             Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),

@@ -25,6 +25,7 @@ pub static CHAIN: Chain = Chain {
     stages: STAGES,
     accepts: common::accepts_source,
     before_run: common::before_run,
+    after_run: crate::stage::nothing_before_run,
     counters: COUNTERS,
 };
 

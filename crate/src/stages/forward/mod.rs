@@ -15,6 +15,7 @@ pub static CHAIN: Chain = Chain {
     stages: STAGES,
     accepts: crate::stage::accept_all,
     before_run: crate::stage::nothing_before_run,
+    after_run: crate::stage::nothing_before_run,
     counters: COUNTERS,
 };
 

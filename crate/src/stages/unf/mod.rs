@@ -1,7 +1,7 @@
 //! Huot & Shaikhha: "Denotationally correct, purely functional, efficient reverse-mode automatic
 //! differentiation" (Unary Normal Form), §§3–5.
 
-use crate::stage::{Chain, CounterInfo};
+use crate::stage::Chain;
 
 mod common;
 
@@ -17,9 +17,7 @@ pub static CHAIN: Chain = Chain {
     url: "https://arxiv.org/abs/2212.09801",
     stages: STAGES,
     accepts: crate::stage::accept_all,
-    before_run: crate::stage::nothing_before_run,
-    counters: COUNTERS,
+    before_run: common::cost::before_run,
+    after_run: common::cost::after_run,
+    counters: common::cost::COUNTERS,
 };
-
-/// The counters this chain's runtimes add to a run's cost (Fig. 11's cost model comes with the later stages).
-static COUNTERS: &[CounterInfo] = &[];

@@ -9,6 +9,8 @@ use crate::kit::passes::inline_all;
 use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
+pub mod cost;
+
 pub const PAPER: &str = "Huot & Shaikhha 2024";
 
 /// How much work inlining may do before it stops (program nodes visited plus bindings emitted).
@@ -104,7 +106,9 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         return Err(Diagnostic::error(
             main.span,
             format!(
-                "this program's continuations would copy about {copies} cotangent slots, more than the {MAX_STACK_COPIES} this chain allows                  (the `stack copies` budget): in Fig. 5 every continuation takes the cotangents of every variable in scope, so a                  program with n lets prints O(n²) of them (§5.1's partial evaluation is what removes them)"
+                "this program's continuations would copy about {copies} cotangent slots, more than the {MAX_STACK_COPIES} this chain allows \
+                 (the `stack copies` budget): in Fig. 5 every continuation takes the cotangents of every variable in scope, so a \
+                 program with n lets prints O(n²) of them (§5.1's partial evaluation is what removes them)"
             ),
         ));
     }
