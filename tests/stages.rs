@@ -144,6 +144,31 @@ fn unf_chain_charges_fig_11_and_checks_theorem_5_4() {
     assert!(c["cost"] > c["thm54_bound"], "{c:?}");
 }
 
+#[test]
+fn unf_direct_draws_its_line_of_continuations_and_steps_through_the_stack() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/unf-ex1.1.cot")).unwrap();
+    let r = run_with_stack(move || {
+        let a = analyse(&src, &Options { stages: vec!["unf/direct".into()], ..Options::default() }).unwrap();
+        let r = a.stages.into_iter().find(|r| r.id == "unf/direct").unwrap();
+        (r.trace, r.graph)
+    });
+    let (trace, graph) = r;
+    // Ex. 3.1: the stack (x1, x2, x3) starts at 0 with the output's cotangent 1, and Id receives the gradient
+    let notes: Vec<&str> = trace.iter().map(|t| t.note.as_str()).collect();
+    assert_eq!(notes.first(), Some(&"Y9(0.0, 0.0, 0.0, 1.0)"), "{notes:?}");
+    assert_eq!(notes.last(), Some(&"Id(30.0, 9.0, 0.0)"), "{notes:?}");
+    // every continuation is called once (Lemma 5.1), from the last one made down to Id
+    assert_eq!(notes.len(), 10, "{notes:?}");
+    let g = graph.expect("a line of continuations");
+    assert_eq!(g.nodes.len(), 10);
+    assert_eq!(g.edges.len(), 9, "each continuation but Id calls the one before it");
+    for n in g.nodes.iter().filter(|n| n.id != 0) {
+        let changed = n.label.split(": ").nth(1).map_or(0, |rest| rest.split("; ").count());
+        assert!((1..=2).contains(&changed), "Insight 2: identity except at most two slots: {}", n.label);
+    }
+    assert!(g.nodes.iter().any(|n| n.label == "Y6 → Y5: 5: x2 * z; 6: x1 * z"), "{:?}", g.nodes.iter().map(|n| &n.label).collect::<Vec<_>>());
+}
+
 /// Runs `src` through every stage (all must agree with forward), and returns forward's gradient.
 fn gradient_on_every_stage(src: &str, at_least: usize) -> Vec<f64> {
     let ran = all_agree(src.to_string());

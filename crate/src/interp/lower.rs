@@ -46,6 +46,14 @@ pub(crate) struct LamCode {
     pub body: Code,
     /// Empty for LetRec members (their group holds the captures).
     pub captures: Box<[Loc]>,
+    /// The name a `let` binds this lambda to, and its parameters' names (a tracer may ask for the
+    /// calls of functions so named: `Machine::trace_calls`, a chain of continuations).
+    pub named: Option<Rc<Named>>,
+}
+
+pub(crate) struct Named {
+    pub name: Rc<str>,
+    pub params: Box<[Rc<str>]>,
 }
 
 pub(crate) struct GroupCode {
@@ -125,6 +133,8 @@ struct Lowerer<'a> {
     globals: &'a HashMap<Rc<str>, u32>,
     params: HashMap<Rc<str>, i64>,
     ctxs: Vec<FunCtx>,
+    /// The let-bound lambdas met and not yet lowered, with their names.
+    names: HashMap<*const Expr, Rc<Named>>,
 }
 
 fn strip_ann(e: &Expr) -> &Expr {
@@ -142,7 +152,7 @@ pub(crate) fn lower(program: &Program, builtins: &Builtins) -> Result<Lowered, R
         index.entry(d.name.text.clone()).or_insert(i as u32);
     }
     let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![] };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::new() };
     let mut defs = Vec::with_capacity(program.defs.len());
     for d in &program.defs {
         lw.ctxs.push(FunCtx::default());
@@ -168,6 +178,36 @@ impl Lowerer<'_> {
         c.nslots += 1;
         c.locals.insert(id, s);
         s
+    }
+
+    /// Records the lambdas `let p = rhs` binds to a name: `let Y = λ…` and, in a tuple,
+    /// `let (x, Y) = (e, λ…)`, also at the end of a let chain.
+    fn name_lambdas(&mut self, p: &Pat, rhs: &Expr) {
+        let mut rhs = strip_ann(rhs);
+        // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
+        while let ExprKind::Let(_, _, body) = &rhs.kind {
+            rhs = strip_ann(body);
+        }
+        match (p, &rhs.kind) {
+            (Pat::Var(n, _), ExprKind::Lam(_, params, _)) => {
+                let mut ps = vec![];
+                let mut stack = vec![params];
+                while let Some(q) = stack.pop() {
+                    match q {
+                        Pat::Var(v, _) => ps.push(v.text.clone()),
+                        Pat::Tuple(qs, _) => stack.extend(qs.iter().rev()),
+                        Pat::Wild(_) | Pat::Unit(_) => ps.push(Rc::from("_")),
+                    }
+                }
+                self.names.insert(rhs as *const Expr, Rc::new(Named { name: n.text.clone(), params: ps.into() }));
+            }
+            (Pat::Tuple(ps, _), ExprKind::Tuple(es)) if ps.len() == es.len() => {
+                for (q, e) in ps.iter().zip(es) {
+                    self.name_lambdas(q, e);
+                }
+            }
+            _ => {}
+        }
     }
 
     fn pat(&mut self, p: &Pat) -> LPat {
@@ -201,19 +241,19 @@ impl Lowerer<'_> {
         Some(Loc::Capture(i))
     }
 
-    fn lam(&mut self, p: &Pat, body: &Expr) -> Result<Rc<LamCode>, RunError> {
+    fn lam(&mut self, p: &Pat, body: &Expr, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
         let pat = self.pat(p);
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
-        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: body?, captures: c.captures.into() }))
+        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: body?, captures: c.captures.into(), named }))
     }
 
     fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
-        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body: body?, captures: c.captures.into() }))
+        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body: body?, captures: c.captures.into(), named: None }))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -228,6 +268,7 @@ impl Lowerer<'_> {
         loop {
             match &cur.kind {
                 ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
+                    self.name_lambdas(p, rhs);
                     let rhs = self.expr(rhs)?;
                     links.push(Link::Let(self.pat(p), rhs));
                     cur = body;
@@ -267,7 +308,7 @@ impl Lowerer<'_> {
             let c = self.ctxs.pop().unwrap();
             captures = c.captures;
             cap_index = c.cap_index;
-            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: b?, captures: Box::new([]) }));
+            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: b?, captures: Box::new([]), named: None }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
         Ok((group, slots))
@@ -345,7 +386,10 @@ impl Lowerer<'_> {
             ExprKind::Int(i) => Code::Const(Value::Int(*i)),
             ExprKind::Bool(b) => Code::Const(Value::Bool(*b)),
             ExprKind::Unit => Code::Const(Value::Unit),
-            ExprKind::Lam(_, p, body) => Code::Lam(self.lam(p, body)?),
+            ExprKind::Lam(_, p, body) => {
+                let named = self.names.remove(&(e as *const Expr));
+                Code::Lam(self.lam(p, body, named)?)
+            }
             ExprKind::App(..) => self.app(e)?,
             ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => self.spine(e)?,
             ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),

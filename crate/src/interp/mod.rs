@@ -61,6 +61,8 @@ pub struct Machine<'p> {
     /// The paper's cost model being charged, and what it has counted (`set_cost_model`).
     model: Option<&'static CostModel>,
     model_cost: [u64; 4],
+    /// Which named functions' calls to record as trace steps, and at which graph node.
+    call_tracer: Option<fn(&str) -> Option<u64>>,
     trace_steps: Vec<TraceStep>,
     trace_dropped: u64,
     trace_on: bool,
@@ -104,6 +106,7 @@ impl<'p> Machine<'p> {
             counters: BTreeMap::new(),
             model: None,
             model_cost: [0; 4],
+            call_tracer: None,
             trace_steps: vec![],
             trace_dropped: 0,
             trace_on: true,
@@ -209,6 +212,16 @@ impl<'p> Machine<'p> {
             }
         }
         Cost { steps: self.steps, real_ops: self.real_ops, allocs: self.allocs, max_depth: self.max_depth, counters }
+    }
+    /// Records every call of a let-bound function whose name `node` maps to a graph node, as a trace
+    /// step `call` with the argument's components by parameter name (a chain of continuations
+    /// `Y4(0, 0, 0, 0, 1) → Y3(…)`, where the argument is the cotangent stack).
+    pub fn trace_calls(&mut self, node: fn(&str) -> Option<u64>) {
+        self.call_tracer = Some(node);
+    }
+    /// The program this machine runs.
+    pub fn program(&self) -> &Program {
+        self.program
     }
     /// Charges `model` for everything this machine evaluates from now on; its counters join the run's.
     pub fn set_cost_model(&mut self, model: &'static CostModel) {

@@ -12,7 +12,7 @@
 
 use super::lower::{Code, FunVal, GroupVal, LPat, LamCode, Loc};
 use super::prim::{prim1, prim2};
-use super::{BudgetKind, Builtin, CostModel, Global, Machine, RunError, MAX_NESTING};
+use super::{BudgetKind, Builtin, CostModel, Global, Machine, RunError, Shown, TraceStep, MAX_NESTING};
 use crate::diag::Span;
 use crate::value::Value;
 use std::rc::Rc;
@@ -185,6 +185,11 @@ impl Machine<'_> {
     fn enter(&mut self, lam: *const LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
         // Valid: `lam` belongs to this machine's lowering (checked by the caller).
         let lam: &LamCode = unsafe { &*lam };
+        if let (Some(tracer), Some(named)) = (self.call_tracer, &lam.named) {
+            if let Some(node) = tracer(&named.name) {
+                self.trace_call(node, named, &arg);
+            }
+        }
         self.push_frame(env, group, lam.nslots, true)?;
         self.bind(&lam.pat, arg)?;
         Ok(Next::Eval(&lam.body))
@@ -310,6 +315,33 @@ impl Machine<'_> {
             _ => return,
         };
         self.charge(charge);
+    }
+
+    /// A `call` trace step: the function's name with its argument, one row per parameter.
+    fn trace_call(&mut self, node: u64, named: &super::lower::Named, arg: &Value) {
+        if !self.tracing() {
+            self.trace(TraceStep::default());
+            return;
+        }
+        let parts: Vec<Value> = match arg {
+            Value::Tuple(vs) if vs.len() == named.params.len() => vs.to_vec(),
+            v => vec![v.clone()],
+        };
+        let shown = |v: &Value| match v {
+            Value::Real(x) => Shown::from(*x),
+            v => Shown::text(v.to_string()),
+        };
+        let state: Vec<(String, Shown)> = named.params.iter().map(|p| p.to_string()).zip(parts.iter().map(shown)).collect();
+        let factor = parts.last().map(shown);
+        let args: Vec<String> = parts.iter().map(|v| v.to_string()).collect();
+        self.trace(TraceStep {
+            kind: "call".into(),
+            node: Some(node),
+            span: None,
+            factor,
+            note: format!("{}({})", named.name, args.join(", ")),
+            state,
+        });
     }
 
     fn eval(&mut self, c: *const Code) -> Res<Next> {

@@ -23,7 +23,9 @@ use crate::features::{Feature, Features};
 use crate::ir::*;
 use crate::ir::Prim as P;
 use crate::kit::passes::freshen;
-use crate::stage::{Output, Source, Stage, StageInfo, WRAPPER};
+use crate::interp::{Graph, Machine, RunError};
+use crate::stage::{run_wrapper, Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
+use crate::value::Value;
 
 pub struct Direct;
 
@@ -446,5 +448,17 @@ impl Stage for Direct {
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         let (s, t) = (src.input_type.clone(), src.output_type.clone());
         vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
+    }
+
+    /// The wrapper, with every continuation call recorded: the stepper follows the cotangent stack
+    /// from `Y<k>` to the continuation before it, down to `Id`.
+    fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+        m.trace_calls(line::continuation_node);
+        run_wrapper(m, cx.input, cx.seed)
+    }
+
+    /// The line of continuations (Insight 2: each changes at most two slots of the stack).
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
+        Some(line::continuation_line(m.program()))
     }
 }

@@ -10,6 +10,7 @@ use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
 pub mod cost;
+pub mod line;
 
 pub const PAPER: &str = "Huot & Shaikhha 2024";
 
