@@ -122,6 +122,8 @@ pub struct WebStage {
     pub error: Option<String>,
     pub error_span: Option<WebSpan>,
     pub program: String,
+    /// Other renderings of the output in the paper's notation (a UNF stack diagram, a rewrite trace).
+    pub views: Vec<cotangent::stage::View>,
     pub primal: Option<serde_json::Value>,
     #[serde(serialize_with = "json_real::vec")]
     pub gradient: Vec<f64>,
@@ -412,6 +414,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                     error: r.error.clone(),
                     error_span: r.error_span.and_then(|s| web_span(text, &off, s)),
                     program: r.program,
+                    views: r.views,
                     primal: r.primal.as_ref().map(to_json),
                     gradient: r.gradient,
                     gradient_value: r.gradient_value.as_ref().map(to_json),

@@ -21,14 +21,43 @@ function previousStage(id) {
   return same.length ? same[same.length - 1] : ids.includes(REFERENCE) && id !== REFERENCE ? REFERENCE : ids[i - 1];
 }
 
+/** The view tabs: the program, then the stage's other renderings (a stack diagram, a rewrite trace). */
+function renderTabs(state, r) {
+  const tabs = $('view-tabs');
+  const names = (r?.views || []).map(v => v.name);
+  if (!names.includes(state.view)) state.view = 'program';
+  tabs.replaceChildren();
+  if (!names.length) return;
+  for (const name of ['program', ...names]) {
+    const b = el('button', '', name);
+    b.type = 'button';
+    b.setAttribute('role', 'tab');
+    b.setAttribute('aria-selected', String(name === state.view));
+    b.addEventListener('click', () => { state.view = name; render(state); });
+    tabs.append(b);
+  }
+}
+
 export function render(state) {
   const r = stageResult(state.selected);
   const pre = $('stage-program');
   const prev = previousStage(state.selected);
-  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && prev ? stageResult(prev).program : null]);
+  renderTabs(state, r);
+  const view = (r?.views || []).find(v => v.name === state.view);
+  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && prev ? stageResult(prev).program : null, view?.text]);
   if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
   programKey = key;
   pre.replaceChildren();
+  $('diff-toggle').disabled = !!view;
+  if (view) {
+    view.text.split('\n').forEach((text, i) => {
+      const line = el('div', 'line');
+      line.append(el('span', 'gutter', i + 1));
+      line.append(document.createTextNode(text));
+      pre.append(line);
+    });
+    return;
+  }
   $('diff-base').textContent = prev ? prev : 'previous stage';
   $('diff-toggle').disabled = !prev;
   if (!r || !r.program) { pre.append(el('span', 'muted', r?.error ? 'No program: ' + r.error : 'No program.')); return; }

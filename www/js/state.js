@@ -17,6 +17,7 @@ export const state = {
   step: 0,
   playing: null,
   diff: false,
+  view: 'program',      // the program card's tab: 'program' or the name of one of the stage's views
   params: {},           // param overrides {name: int}
   paramDefaults: [],    // [{name, value}] from the program
   seq: 0,
