@@ -373,6 +373,130 @@ try {
     return `stopped after ${ms} ms; the restarted worker answers`;
   });
 
+  await check('edits made after opening a link survive a reload; the program a link replaces is kept among recent programs', async () => {
+    const fresh = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    const mine = 'input 2.0\ndef main x = x * x * x   -- my own work\n';
+    const p = await open('', fresh);
+    await setSource(p, mine);
+    // a link opened in the same browser replaces the editor's program, which stays restorable
+    const link = '#src=' + encodeURIComponent(RUNNING) + '&stage=forward';
+    await p.goto(url + link);
+    await p.reload();
+    await p.waitForSelector('body[data-ready="1"]');
+    assert((await src(p)) === RUNNING, 'the link did not open');
+    const recent = await p.$$eval('#examples optgroup[data-group="recent"] option', os => os.map(o => ({ value: o.value, text: o.textContent })));
+    assert(recent.some(o => /my own work|x \* x \* x/.test(o.text)), 'the replaced program is not among the recent ones: ' + JSON.stringify(recent));
+    // edit the linked program, reload the same link: the edit wins
+    const edited = RUNNING + '-- edited after opening the link\n';
+    await setSource(p, edited);
+    await p.reload();
+    await p.waitForSelector('body[data-ready="1"]');
+    assert((await src(p)) === edited, 'the edit made after opening the link was lost on reload');
+    // and the replaced program comes back from the menu
+    const v = recent.find(o => /x \* x \* x/.test(o.text)).value;
+    const before = await lastSeq(p);
+    await p.selectOption('#examples', v);
+    await waitUpdate(p, before);
+    assert((await src(p)) === mine, 'the recent program did not come back');
+    await fresh.close();
+    return `${recent.length} recent program(s) kept`;
+  });
+
+  await check('a link with one bad field keeps the rest and says what it ignored; an unknown stage is named', async () => {
+    const fresh = await browser.newContext();
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=forward&step=-3&p.n=2.5', fresh);
+    assert((await src(p)) === RUNNING, 'the linked program was thrown away');
+    const banner = await p.textContent('#banner');
+    assert(/ignored/.test(banner) && /step/.test(banner) && /p\.n/.test(banner), 'banner: ' + banner);
+    const p2 = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=nosuch/stage', fresh);
+    await p2.waitForFunction(() => /does not exist/.test(document.querySelector('#banner').textContent));
+    assert((await src(p2)) === RUNNING, 'the linked program was thrown away');
+    await fresh.close();
+    return banner.trim().slice(0, 90);
+  });
+
+  await check('the examples menu names the loaded example; titles are whole phrases', async () => {
+    const fresh = await browser.newContext();
+    const p = await open('', fresh);
+    const examples = await p.evaluate(() => window.__cot.state.examples.map(e => e.title));
+    assert(examples.every(t => t.length <= 80 && !/[:,]$|Ex\.$|Fig\.$|\bnote\b/.test(t)), 'cut titles: ' + examples.filter(t => /[:,]$|Ex\.$|Fig\.$/.test(t)));
+    const i = await p.evaluate(() => window.__cot.state.examples.findIndex(e => e.name === 'krawiec-sharing'));
+    const before = await lastSeq(p);
+    await p.selectOption('#examples', String(i));
+    await waitUpdate(p, before);
+    await p.reload();
+    await p.waitForSelector('body[data-ready="1"]');
+    const shown = await p.$eval('#examples', s => s.selectedOptions[0]?.textContent);
+    assert(/sharing/i.test(shown), 'menu shows: ' + shown);
+    await fresh.close();
+    return 'menu shows “' + shown + '” after a reload';
+  });
+
+  await check('a long line scrolls inside the editor; arrows move focus with the selection; a picked stage shows from the top', async () => {
+    const long = RUNNING + '-- ' + 'x'.repeat(600) + '\n';
+    await setSource(page, long);
+    const w = await page.evaluate(() => ({ editor: document.querySelector('.cm-editor').getBoundingClientRect().width, pane: document.querySelector('.source').getBoundingClientRect().width, gutterLeft: document.querySelector('.cm-gutters').getBoundingClientRect().left, paneLeft: document.querySelector('.source').getBoundingClientRect().left }));
+    assert(w.editor <= w.pane + 1, `editor ${w.editor}px wider than its pane ${w.pane}px`);
+    assert(w.gutterLeft >= w.paneLeft - 1, 'the gutter scrolled out of the pane');
+    await setSource(page, RUNNING);
+    await page.focus('[data-stage="forward"]');
+    await page.click('[data-stage="forward"]');
+    await page.keyboard.press('ArrowDown');
+    const focused = await page.evaluate(() => document.activeElement?.dataset?.stage);
+    const selected = await page.evaluate(() => window.__cot.state.selected);
+    assert(focused === selected && selected !== 'forward', `focus ${focused}, selection ${selected}`);
+    const current = await page.$$eval('[aria-current="true"]', els => els.map(e => e.dataset.stage));
+    assert(current.length === 1 && current[0] === selected, 'aria-current: ' + current);
+    await page.evaluate(() => { document.querySelector('#stage').scrollTop = 400; });
+    await page.click('[data-stage="forward"]');
+    assert((await page.evaluate(() => document.querySelector('#stage').scrollTop)) === 0, 'the right pane kept its scroll');
+    return `focus follows to ${focused}`;
+  });
+
+  await check('the DAG fit shows every node of the quaternion example, clear of the legend', async () => {
+    const ex = await page.evaluate(() => window.__cot.state.examples.find(e => e.name === 'krawiec-fig12-quaternion')?.source);
+    await setSource(page, ex);
+    await page.click('[data-stage="krawiec/general"]');
+    await page.waitForSelector('[data-testid="dag"] svg, #dag svg', { timeout: 15000 });
+    await page.click('#zoom-fit');
+    const r = await page.evaluate(() => {
+      const box = document.querySelector('#dag').getBoundingClientRect();
+      const legend = document.querySelector('.dag-legend')?.getBoundingClientRect();
+      const nodes = [...document.querySelectorAll('#dag .node')].map(n => n.getBoundingClientRect());
+      const out = nodes.filter(n => n.left < box.left - 1 || n.right > box.right + 1 || n.top < box.top - 1 || n.bottom > box.bottom + 1).length;
+      const under = legend ? nodes.filter(n => n.bottom > legend.top + 1 && n.right > legend.left && n.left < legend.right).length : 0;
+      return { n: nodes.length, out, under };
+    });
+    assert(r.n > 0 && r.out === 0, `${r.out} of ${r.n} nodes outside the view`);
+    assert(r.under === 0, `${r.under} nodes under the legend`);
+    return `${r.n} nodes in view`;
+  });
+
+  await check('on a 390 px phone the page is no wider than the screen and a tapped stage scrolls into view', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const p = await open('#src=' + encodeURIComponent(RUNNING), phone);
+    const wide = await p.evaluate(() => document.documentElement.scrollWidth);
+    assert(wide <= 390, `document is ${wide}px wide`);
+    await p.tap('[data-stage="krawiec/monadic"]');
+    await p.waitForFunction(() => { const r = document.querySelector('#stage').getBoundingClientRect(); return r.top < window.innerHeight / 2 && r.bottom > 0; }, null, { timeout: 5000 });
+    await phone.close();
+    return `document ${wide}px wide`;
+  });
+
+  await check('served under a sub-path, the page loads every asset', async () => {
+    const sub = await serve('/cotangent/');
+    const ctx = await browser.newContext();
+    const p = await ctx.newPage();
+    const bad = [];
+    p.on('response', r => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) bad.push(`${r.status()} ${r.url()}`); });
+    await p.goto(sub.url);
+    await p.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+    await ctx.close();
+    sub.server.close();
+    assert(bad.length === 0, bad.join(', '));
+    return sub.url;
+  });
+
   await check('the page logged no errors', async () => {
     assert(errors.length === 0, errors.join('\n'));
   });

@@ -10,9 +10,12 @@ export const dist = path.join(root, 'dist');
 const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm',
   '.css': 'text/css', '.svg': 'image/svg+xml', '.json': 'application/json', '.png': 'image/png' };
 
-export async function serve() {
+/** Serves dist/ at `prefix` (a sub-path such as `/cotangent/` checks that every asset URL is relative). */
+export async function serve(prefix = '/') {
   const server = http.createServer(async (req, res) => {
     let p = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (!p.startsWith(prefix)) { res.writeHead(404).end('not found'); return; }
+    p = '/' + p.slice(prefix.length);
     if (p.endsWith('/')) p += 'index.html';
     const file = path.join(dist, path.normalize(p));
     if (!file.startsWith(dist)) { res.writeHead(403).end(); return; }
@@ -22,7 +25,7 @@ export async function serve() {
     } catch { res.writeHead(404).end('not found'); }
   });
   await new Promise(r => server.listen(0, '127.0.0.1', r));
-  return { server, url: `http://127.0.0.1:${server.address().port}/` };
+  return { server, url: `http://127.0.0.1:${server.address().port}${prefix}` };
 }
 
 export async function launch() {

@@ -782,6 +782,19 @@ mod tests {
             assert!(!e.paper.is_empty() && !e.source.is_empty());
         }
     }
+
+    #[test]
+    fn example_titles_are_whole_phrases_for_the_menu() {
+        // the menu shows the first comment line: a title, not a sentence cut at the line's end
+        for e in example_list() {
+            let t = &e.title;
+            assert!(t.chars().count() <= 80, "{}: title longer than 80 characters: {t}", e.name);
+            let cut = [":", ",", ";", "Ex.", "Fig.", "et al.", "the", "of", "and"].iter().any(|w| t.ends_with(w));
+            assert!(!cut, "{}: title cut mid-sentence: {t}", e.name);
+            assert!(!t.contains("note"), "{}: title cites an internal note: {t}", e.name);
+            assert_eq!(t.matches('(').count(), t.matches(')').count(), "{}: unbalanced title: {t}", e.name);
+        }
+    }
 }
 
 #[cfg(test)]

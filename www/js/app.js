@@ -95,7 +95,9 @@ async function run(seq = ++state.seq) {
     `${state.diagnostics.length} error${state.diagnostics.length === 1 ? '' : 's'}`, !state.stale && state.result ? 'ok' : 'bad');
 }
 
-function select(id, step = 0) {
+/** Selects stage `id`; `reveal` (a click or key in the stage list) also brings its view to the top:
+ *  the right pane scrolls back up, and on a narrow screen the page scrolls to it. */
+function select(id, step = 0, reveal = false) {
   if (!stageOrder().includes(id)) return;
   window.__cot.selects++;
   stepper.stopPlay(state);
@@ -109,6 +111,10 @@ function select(id, step = 0) {
   costs.render(state);
   complexity.render(state);
   loadDetail(id);
+  if (reveal) {
+    $('stage').scrollTop = 0;
+    if (window.matchMedia('(max-width: 1100px)').matches) $('stage').scrollIntoView({ block: 'start', behavior: 'smooth' });
+  }
 }
 
 // The trace and graph of a stage other than the one a run was made for come from the worker's kept analysis.
@@ -128,7 +134,7 @@ function moveStage(delta) {
   const ids = stageOrder();
   const i = ids.indexOf(state.selected);
   const j = Math.max(0, Math.min(ids.length - 1, i + delta));
-  if (j !== i) select(ids[j]);
+  if (j !== i) { select(ids[j]); $('stage').scrollTop = 0; }
 }
 
 async function main() {
@@ -148,8 +154,9 @@ async function main() {
 
   const start = await session.initialView(state);
   editor.init(start.src, onEdit);
+  session.syncExample(state);
   inputs.init(onInput);
-  stageList.init(id => select(id));
+  stageList.init(id => select(id, 0, true));
   costs.init(id => select(id));
   program.init(state);
   dag.init(state);
@@ -159,6 +166,7 @@ async function main() {
 
   stageList.render(state);
   await run();
+  session.checkLinkedStage(state, stageOrder(), REFERENCE);
   if (!stageOrder().includes(state.selected)) select(REFERENCE);
   Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core });
   window.__cot.ready = true;

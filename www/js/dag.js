@@ -67,8 +67,9 @@ function applyZoom(state, fit = false) {
   if (!svg) return;
   if (fit) {
     const w = +svg.getAttribute('width'), h = +svg.getAttribute('height');
-    const bw = box.clientWidth || 400, bh = box.clientHeight || 300;
-    const k = Math.min(1.4, Math.max(0.6, Math.min(bw / w, bh / h) * 0.95));
+    // the legend takes the bottom strip; a large graph is shrunk as far as it needs to fit
+    const bw = box.clientWidth || 400, bh = Math.max(60, (box.clientHeight || 300) - 26);
+    const k = Math.min(1.4, Math.max(0.02, Math.min(bw / w, bh / h) * 0.95));
     state.zoom = { k, x: (bw - w * k) / 2, y: Math.max(4, (bh - h * k) / 2) };
   }
   const z = state.zoom;
@@ -79,7 +80,7 @@ function zoomBy(state, f, cx, cy) {
   const box = $('dag');
   if (cx == null) { cx = box.clientWidth / 2; cy = box.clientHeight / 2; }
   const z = state.zoom;
-  const k = Math.min(8, Math.max(0.05, z.k * f));
+  const k = Math.min(8, Math.max(0.02, z.k * f));
   state.zoom = { k, x: cx - (cx - z.x) * (k / z.k), y: cy - (cy - z.y) * (k / z.k) };
   applyZoom(state);
 }

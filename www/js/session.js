@@ -1,5 +1,8 @@
 // The page around the views: the examples menu (grouped by the core's chains), share links, the
 // program kept in localStorage across reloads, the help, and the keyboard.
+// Work is never lost: the saved program remembers the link it started from, so a reload of that link
+// brings back the edits made since (the latest edit wins); opening another link, or picking an
+// example, first keeps the program it replaces among the recent programs (in the examples menu).
 import { $, el, setStatus, showBanner } from './dom.js';
 import { encodeView, decodeHash } from './share.js';
 import { source, setSource } from './editor.js';
@@ -7,6 +10,8 @@ import { fields, setFields } from './inputs.js';
 import { goStep } from './stepper.js';
 
 const STORE_KEY = 'cotangent.playground.v1';
+const RECENT_KEY = STORE_KEY + '.recent';
+const MAX_RECENT = 6;
 const FALLBACK_EXAMPLE = {
   name: 'running-example', title: 'The running example (Krawiec et al. 2022, §2)',
   source: '-- The running example (Krawiec et al. 2022, §2): gradient (37, 12) at (12, 13)\n' +
@@ -20,8 +25,35 @@ let ignoreHash = null;   // the hash the page itself just set (Copy link), which
 export function persist(state) {
   try {
     const { at, seed } = fields();
-    localStorage.setItem(STORE_KEY, JSON.stringify({ src: source(), at, seed, params: state.params, stage: state.selected }));
+    localStorage.setItem(STORE_KEY, JSON.stringify({ src: source(), at, seed, params: state.params, stage: state.selected, link: state.link || null }));
   } catch { /* storage full or disabled: not fatal */ }
+}
+
+function loadJson(key) {
+  try { return JSON.parse(localStorage.getItem(key) || 'null'); } catch { return null; }
+}
+
+/** The recent programs, newest first (each a saved view: src, at, seed, params, stage, time). */
+export function recent() {
+  const r = loadJson(RECENT_KEY);
+  return Array.isArray(r) ? r.filter(v => v && typeof v.src === 'string') : [];
+}
+
+/** Keeps `view` among the recent programs before something replaces it (an example or a link): nothing
+ *  is kept twice, and an unedited example is not kept at all (the menu has it). */
+function remember(state, view) {
+  if (!view || typeof view.src !== 'string' || !view.src.trim()) return;
+  if (state.examples.some(e => e.source === view.src)) return;
+  const list = [{ src: view.src, at: view.at || '', seed: view.seed || '', params: view.params || {}, stage: view.stage, time: Date.now() },
+    ...recent().filter(v => v.src !== view.src)].slice(0, MAX_RECENT);
+  try { localStorage.setItem(RECENT_KEY, JSON.stringify(list)); } catch { /* ignore */ }
+  render(state);
+}
+
+/** The program in the editor now, as a view to remember. */
+function current(state) {
+  const { at, seed } = fields();
+  return { src: source(), at, seed, params: state.params, stage: state.selected };
 }
 
 /** The examples menu: the general examples first; then a group per topic, a file-name prefix that is no
@@ -47,12 +79,31 @@ export function render(state) {
     for (const [i, e] of list) { const o = el('option', null, e.title || e.name); o.value = String(i); o.title = e.name; og.append(o); }
     sel.append(og);
   }
+  const mine = recent();
+  if (mine.length) {
+    const og = document.createElement('optgroup');
+    og.label = 'Your recent programs (kept in this browser)';
+    og.dataset.group = 'recent';
+    for (const [i, v] of mine.entries()) {
+      const lines = v.src.split('\n');
+      const first = lines.find(l => /^\s*def\s+main\b/.test(l)) || lines.find(l => l.trim() && !l.trim().startsWith('--')) || lines[0];
+      const when = new Date(v.time || 0).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' });
+      const o = el('option', null, `${when} — ${first.trim().slice(0, 60)}`);
+      o.value = 'r' + i;
+      og.append(o);
+    }
+    sel.append(og);
+  }
+  syncExample(state);
 }
 
-/** After an edit: the menu shows an example only while the editor holds exactly it. */
+/** The menu shows the example the editor holds exactly, else "— choose —". */
 export function syncExample(state) {
   const sel = $('examples');
-  if (sel.value && state.examples[+sel.value]?.source !== source()) sel.value = '';
+  let src;
+  try { src = source(); } catch { return; }   // the editor is not made yet
+  const i = state.examples.findIndex(e => e.source === src);
+  sel.value = i >= 0 ? String(i) : '';
 }
 
 async function copyLink(state) {
@@ -65,6 +116,8 @@ async function copyLink(state) {
   const url = location.href.replace(/#.*$/, '') + hash;
   ignoreHash = hash;
   window.history.replaceState(null, '', hash);
+  state.link = hash;   // a reload of this link keeps the edits made after copying it
+  persist(state);
   const out = $('link-out');
   out.value = url;
   try {
@@ -83,23 +136,44 @@ function defaultExample(state) {
   return state.examples.find(e => e.name === 'running-example') || state.examples.find(e => /running/.test(e.name)) || state.examples[0] || FALLBACK_EXAMPLE;
 }
 
-/** The view a link (`location.hash`) holds: null for none, the default example for a bad one. */
+/** The view a link (`location.hash`) holds: null for none, the default example for a bad one. A bad
+ *  optional field is left out and named. */
 async function viewFromHash(state) {
-  const { view, error } = await decodeHash(location.hash);
+  const { view, error, ignored } = await decodeHash(location.hash);
   if (error) {
     showBanner('This link could not be opened: ' + error + '. Showing the default example instead.');
     return { src: defaultExample(state).source };
   }
+  if (ignored?.length) showBanner(`This link opened, but ignored ${ignored.join(', ')}.`);
+  if (view) state.linkedStage = view.stage || null;
   return view || null;
+}
+
+/** After the first run: a link's stage that does not exist is said so (the page shows forward mode). */
+export function checkLinkedStage(state, ids, fallback) {
+  const id = state.linkedStage;
+  state.linkedStage = null;
+  if (id && !ids.includes(id)) showBanner(`This link's stage "${id.slice(0, 80)}" does not exist here; showing ${fallback} instead.`);
 }
 
 /** The view the page opens with (a link, else the saved program, else the default example), applied to
  *  the state and the input fields; returns it (its `src` is for the editor). */
 export async function initialView(state) {
-  let start = await viewFromHash(state);
-  let saved = null;
-  try { saved = JSON.parse(localStorage.getItem(STORE_KEY) || 'null'); } catch { saved = null; }
-  if (!start && saved && typeof saved.src === 'string') start = saved;
+  const saved = loadJson(STORE_KEY);
+  const hasSaved = saved && typeof saved.src === 'string';
+  const hash = location.hash && location.hash !== '#' ? location.hash : null;
+  let start = null;
+  if (hash && hasSaved && saved.link === hash) {
+    start = saved;   // this link was opened here before: the edits made since win
+    state.link = hash;
+  } else if (hash) {
+    start = await viewFromHash(state);
+    if (hasSaved && saved.src !== start?.src) remember(state, saved);   // the link replaces it: keep it
+    state.link = hash;
+  } else if (hasSaved) {
+    start = saved;
+    state.link = saved.link || null;
+  }
   if (!start) start = { src: defaultExample(state).source };
   setFields(typeof start.at === 'string' ? start.at : '', typeof start.seed === 'string' ? start.seed : '');
   if (start.params && typeof start.params === 'object') for (const [k, v] of Object.entries(start.params)) if (Number.isSafeInteger(v)) state.params[k] = v;
@@ -113,11 +187,20 @@ export async function initialView(state) {
 export function init(state, { run, moveStage }) {
   const sel = $('examples');
   sel.addEventListener('change', () => {
+    if (sel.value.startsWith('r')) {
+      const v = recent()[+sel.value.slice(1)];
+      if (!v) return;
+      remember(state, current(state));
+      setFields(v.at || '', v.seed || ''); state.params = { ...(v.params || {}) };
+      setSource(v.src);
+      return;
+    }
     const e = state.examples[+sel.value];
-    if (!e) return;
+    if (!sel.value || !e) return;
+    remember(state, current(state));
     setFields('', ''); state.params = {};
     setSource(e.source);
-    sel.value = String(state.examples.indexOf(e));
+    syncExample(state);
   });
   $('copy-link').addEventListener('click', () => copyLink(state));
   $('help-btn').addEventListener('click', () => {
@@ -133,6 +216,8 @@ export function init(state, { run, moveStage }) {
     if (location.hash === ignoreHash) return;
     const view = await viewFromHash(state);
     if (!view) return;
+    if (view.src !== source()) remember(state, current(state));
+    state.link = location.hash;
     setFields(view.at || '', view.seed || '');
     state.params = { ...(view.params || {}) };
     state.selected = view.stage || state.selected;

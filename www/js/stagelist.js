@@ -38,8 +38,10 @@ export function render(state) {
     }
     const item = el('li', 'stage-item');
     item.dataset.stage = id;
-    item.tabIndex = 0;
+    // roving tabindex: Tab reaches the selected stage, arrows move from it
+    item.tabIndex = id === state.selected ? 0 : -1;
     item.setAttribute('role', 'button');
+    if (id === state.selected) item.setAttribute('aria-current', 'true');
     const r = stageResult(id);
     let badge = '·', cls = 'none', tip = 'not run';
     if (r) {
@@ -59,9 +61,18 @@ export function render(state) {
   }
 }
 
-/** Marks `id` as selected without rebuilding the list, and scrolls it into view. */
+/** Marks `id` as selected without rebuilding the list and scrolls it into view; the focus follows the
+ *  selection when it was in the list (arrow keys move both). */
 export function markSelected(id) {
   const list = $('stage-list');
-  for (const li of list.querySelectorAll('.stage-item')) li.classList.toggle('selected', li.dataset.stage === id);
-  list.querySelector(`.stage-item[data-stage="${CSS.escape(id)}"]`)?.scrollIntoView({ block: 'nearest' });
+  const hadFocus = list.contains(document.activeElement);
+  for (const li of list.querySelectorAll('.stage-item')) {
+    const on = li.dataset.stage === id;
+    li.classList.toggle('selected', on);
+    li.tabIndex = on ? 0 : -1;
+    if (on) li.setAttribute('aria-current', 'true'); else li.removeAttribute('aria-current');
+  }
+  const item = list.querySelector(`.stage-item[data-stage="${CSS.escape(id)}"]`);
+  item?.scrollIntoView({ block: 'nearest' });
+  if (hadFocus) item?.focus({ preventScroll: true });
 }
