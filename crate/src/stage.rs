@@ -96,6 +96,25 @@ pub enum Contract {
 pub struct View {
     pub name: String,
     pub text: String,
+    /// For a stack diagram, its rows, which the page draws (slots as columns, one row per primitive).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<StackRow>,
+}
+
+/// One primitive of a stack diagram (Huot & Shaikhha's Unary Normal Form, §4: every primitive takes
+/// the whole context and returns it, extended or shrunk).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct StackRow {
+    /// The primitive in the paper's notation, e.g. `cos_{R,R}`.
+    pub primitive: String,
+    /// `name:type` of each slot before and after it.
+    pub input: Vec<String>,
+    pub output: Vec<String>,
+    /// Positions, in the input, of the slots it reads and of those it forgets; in the output, of the
+    /// slot it pushes.
+    pub reads: Vec<usize>,
+    pub forgets: Vec<usize>,
+    pub pushes: Option<usize>,
 }
 
 /// What `transform` produces: the program, the builtins it needs beyond `Stage::builtins` (they may

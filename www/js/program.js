@@ -21,6 +21,36 @@ function previousStage(id) {
   return same.length ? same[same.length - 1] : ids.includes(REFERENCE) && id !== REFERENCE ? REFERENCE : ids[i - 1];
 }
 
+const MAX_STACK_ROWS = 300;
+
+/** A stack diagram (UNF, Huot & Shaikhha §4): one row per primitive, the context's slots as columns; the
+ *  slots a primitive reads, forgets and pushes are marked. Text goes in with textContent only. */
+function drawStack(pre, rows) {
+  const width = Math.max(...rows.map(r => Math.max(r.input.length, r.output.length)));
+  const table = el('table', 'stack-diagram');
+  table.setAttribute('data-testid', 'stack-diagram');
+  const head = el('tr');
+  head.append(el('th', null, '#'), el('th', null, 'primitive'));
+  for (let i = 0; i < width; i++) head.append(el('th', 'slot-col', String(i + 1)));
+  table.append(head);
+  rows.slice(0, MAX_STACK_ROWS).forEach((r, k) => {
+    const tr = el('tr');
+    tr.append(el('td', 'muted', String(k + 1)), el('td', 'prim', r.primitive));
+    for (let i = 0; i < width; i++) {
+      const forgets = r.forgets.includes(i), reads = r.reads.includes(i), pushes = r.pushes === i;
+      const text = i < r.output.length ? r.output[i] : forgets && i < r.input.length ? r.input[i] : '';
+      const cls = ['slot', reads && 'read', forgets && 'forget', pushes && 'push'].filter(Boolean).join(' ');
+      const td = el('td', cls, text);
+      if (reads || forgets || pushes) td.title = [reads && 'read', forgets && 'forgotten', pushes && 'pushed'].filter(Boolean).join(', ');
+      tr.append(td);
+    }
+    table.append(tr);
+  });
+  pre.append(table);
+  if (rows.length > MAX_STACK_ROWS) pre.append(el('div', 'muted', `… ${rows.length - MAX_STACK_ROWS} more primitives (the text view has them all)`));
+  pre.append(el('div', 'stack-legend muted', 'read · pushed · forgotten (struck through) — each row is the context after the primitive'));
+}
+
 /** The view tabs: the program, then the stage's other renderings (a stack diagram, a rewrite trace). */
 function renderTabs(state, r) {
   const tabs = $('view-tabs');
@@ -49,6 +79,7 @@ export function render(state) {
   programKey = key;
   pre.replaceChildren();
   $('diff-toggle').disabled = !!view;
+  if (view?.stack?.length) { drawStack(pre, view.stack); return; }
   if (view) {
     view.text.split('\n').forEach((text, i) => {
       const line = el('div', 'line');
