@@ -462,7 +462,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     } else {
         out
     };
-    let Output { program: mut out, builtins: extra, views } = out;
+    let Output { program: mut out, builtins: extra, views, steps } = out;
     let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
     builtins.extend(extra);
@@ -486,7 +486,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
         // now with the inferred types of the output's definitions
         printed = print_program(&out, &opts.print);
     }
-    Ok(Prepared { program: out, builtins, printed, views, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
+    Ok(Prepared { program: out, builtins, printed, views, steps, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
 }
 
 /// The located refusal of a program the stage's method does not handle, if any: first by the features
@@ -570,7 +570,11 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
             }
         }
         r.cost = m.cost();
-        (r.trace, r.trace_dropped) = m.take_trace();
+        let (run_steps, dropped) = m.take_trace();
+        // the transform's own steps (a rewrite) come first, then the run's, each within the trace budget
+        let shown = if opts.trace { out.steps.len().min(opts.budget.trace_steps) } else { 0 };
+        r.trace = out.steps[..shown].iter().cloned().chain(run_steps).collect();
+        r.trace_dropped = dropped + (out.steps.len() - shown) as u64;
         r.graph = st.graph(&mut m, &cx);
         res
     });

@@ -123,11 +123,14 @@ pub struct Output {
     pub program: Program,
     pub builtins: Vec<Builtin>,
     pub views: Vec<View>,
+    /// What the transform did, step by step (a rewrite's rule applications: `kit::rewrite::Trace::
+    /// stepper`): the stepper shows these before the run's own steps.
+    pub steps: Vec<crate::interp::TraceStep>,
 }
 
 impl From<Program> for Output {
     fn from(program: Program) -> Output {
-        Output { program, builtins: vec![], views: vec![] }
+        Output { program, builtins: vec![], views: vec![], steps: vec![] }
     }
 }
 
@@ -155,6 +158,8 @@ pub struct Prepared {
     pub builtins: Builtins,
     pub printed: String,
     pub views: Vec<View>,
+    /// The transform's own steps (`Output::steps`).
+    pub steps: Vec<crate::interp::TraceStep>,
     pub input_type: Type,
     pub output_type: Type,
 }

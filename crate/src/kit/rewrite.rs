@@ -69,6 +69,40 @@ pub struct Trace {
     pub per_rule: Vec<(&'static str, u64)>,
 }
 
+impl Trace {
+    /// The rewrite as stepper steps: one per rule application kept, named by its rule (an inexact rule
+    /// is marked `≈`), with the redex before and after and where it is.
+    pub fn stepper(&self) -> Vec<crate::interp::TraceStep> {
+        use crate::interp::{Shown, TraceStep};
+        self.steps
+            .iter()
+            .map(|s| TraceStep {
+                kind: if s.inexact { format!("{} ≈", s.rule) } else { s.rule.to_string() },
+                node: None,
+                span: s.span,
+                factor: None,
+                note: format!("{}  ⟶  {}", one_line(&s.before), one_line(&s.after)),
+                state: vec![
+                    ("rule".into(), Shown::text(s.rule)),
+                    ("in".into(), Shown::text(&s.def)),
+                    ("redex".into(), Shown::text(&s.before)),
+                    ("becomes".into(), Shown::text(&s.after)),
+                ],
+            })
+            .collect()
+    }
+}
+
+/// A printed expression on one line, cut at 160 characters.
+fn one_line(s: &str) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 160 {
+        flat.chars().take(159).collect::<String>() + "…"
+    } else {
+        flat
+    }
+}
+
 struct Engine<'r, 'f> {
     rules: &'r [Rule],
     cx: RewriteCx<'f>,
@@ -290,6 +324,10 @@ mod tests {
         assert_eq!(tr.steps[2].before, "1.0 + 2.0");
         assert_eq!(tr.steps[2].after, "3.0");
         assert_eq!(tr.per_rule, vec![("add-zero", 1), ("zero-mul", 1), ("fold-add", 1)]);
+        // as the page's stepper shows it: the rule (inexact ones marked), the redex and its result
+        let st = tr.stepper();
+        assert_eq!((st[0].kind.as_str(), st[1].kind.as_str()), ("zero-mul ≈", "add-zero"));
+        assert_eq!(st[2].note, "1.0 + 2.0  ⟶  3.0");
     }
 
     #[test]
