@@ -497,6 +497,22 @@ try {
     return sub.url;
   });
 
+  await check('a run streams: the selected stage\'s chain arrives first, each other chain after it', async () => {
+    const parts = await page.evaluate(async src => {
+      const st = window.__cot.state;
+      const phases = [['forward', ...st.chains.find(c => c.id === 'dualrev').stages], ...st.chains.filter(c => c.id !== 'dualrev' && c.id !== 'forward').map(c => c.stages)];
+      const got = [];
+      await window.__cot.core.request('analyse-stream', { source: src, options: {}, phases }, null, p => got.push({ ids: p.stages.map(s => s.id), run: p.run_id, ms: p.phase_ms }));
+      return { got, phases: phases.length, all: st.stages.length };
+    }, RUNNING);
+    assert(parts.got.length === parts.phases, `${parts.got.length} partial results for ${parts.phases} phases`);
+    assert(parts.got[0].ids.includes('forward') && parts.got[0].ids.includes('dualrev/tape') && !parts.got[0].ids.some(id => id.startsWith('krawiec/')), 'first phase: ' + parts.got[0].ids);
+    assert(new Set(parts.got.map(p => p.run)).size === 1, 'phases of one run have one run id');
+    const total = parts.got.reduce((n, p) => n + p.ids.length, 0);
+    assert(total === parts.all, `${total} stages streamed of ${parts.all}`);
+    return parts.got.map(p => `${p.ids.length} stages in ${p.ms.toFixed(0)} ms`).join(', ');
+  });
+
   await check('the page logged no errors', async () => {
     assert(errors.length === 0, errors.join('\n'));
   });
@@ -506,29 +522,29 @@ try {
   await setSource(page, RUNNING);
   const graphStage = await page.evaluate(() => (window.__cot.state.result.stages.find(s => s.id === 'krawiec/monadic') || window.__cot.state.result.stages.find(s => s.graph_nodes > 0) || { id: 'forward' }).id);
   await page.click(`[data-stage="${graphStage}"]`);
-  console.log(`\nkeystroke → all stages updated (median of 5 keystrokes; core = time inside wasm; selected stage ${await page.evaluate(() => window.__cot.state.selected)}; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}):`);
+  console.log(`\nkeystroke → the selected stage updated, and all stages updated (the selected stage's chain runs first, the other chains stream in after; median of 5 keystrokes; core = time inside wasm; selected stage ${await page.evaluate(() => window.__cot.state.selected)}; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}):`);
   const examples = await page.evaluate(() => window.__cot.state.examples.map(e => ({ name: e.name, source: e.source })));
   const rows = [];
   for (const ex of [{ name: '(running, inline)', source: RUNNING }, ...examples]) {
     await setSource(page, ex.source);
     await page.click('.cm-content');
     await page.keyboard.press('Control+End');
-    const ms = [], core = [];
+    const ms = [], core = [], sel = [];
     for (let i = 0; i < 5; i++) {
       const before = await lastSeq(page);
       if (i % 2) await page.keyboard.press('Backspace'); else await page.keyboard.type(' ');
       await waitUpdate(page, before);
       await page.waitForTimeout(30);
       const last = await page.evaluate(() => window.__cot.perf[window.__cot.perf.length - 1]);
-      ms.push(last.ms); core.push(last.core_ms);
+      ms.push(last.ms); core.push(last.core_ms); sel.push(last.selected_ms);
     }
     const med = a => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
     const stages = await page.evaluate(() => window.__cot.state.result?.stages.length ?? 0);
-    rows.push({ name: ex.name, ms: med(ms), core: med(core), stages });
-    console.log(`  ${ex.name.padEnd(24)} ${med(ms).toFixed(1).padStart(7)} ms   (core ${med(core).toFixed(1)} ms, ${stages} stages)`);
+    rows.push({ name: ex.name, ms: med(ms), sel: med(sel), core: med(core), stages });
+    console.log(`  ${ex.name.padEnd(24)} selected ${med(sel).toFixed(1).padStart(6)} ms   all ${med(ms).toFixed(1).padStart(7)} ms   (core ${med(core).toFixed(1)} ms, ${stages} stages)`);
   }
-  const worst = Math.max(...rows.map(r => r.ms));
-  console.log(`  worst ${worst.toFixed(1)} ms; goal < 100 ms: ${worst < 100 ? 'met' : 'NOT met'}`);
+  const worst = Math.max(...rows.map(r => r.ms)), worstSel = Math.max(...rows.map(r => r.sel));
+  console.log(`  worst: selected stage ${worstSel.toFixed(1)} ms (goal ≤ 50 ms: ${worstSel <= 50 ? 'met' : 'NOT met'}), all stages ${worst.toFixed(1)} ms (goal ≤ 150 ms: ${worst <= 150 ? 'met' : 'NOT met'})`);
 } finally {
   await browser.close();
   server.close();

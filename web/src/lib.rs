@@ -55,6 +55,10 @@ pub struct WebOptions {
     pub detail: Option<Vec<String>>,
     /// Keep this analysis for `stage_detail` (the page's main runs; not its complexity sweeps).
     pub keep: bool,
+    /// The run this analysis is a phase of (`analyse_stream`): it takes that run's id, and is kept
+    /// beside the run's earlier phases.
+    #[serde(skip)]
+    pub run: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -182,6 +186,13 @@ thread_local! {
     static RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+fn next_run() -> u64 {
+    RUNS.with(|r| {
+        r.set(r.get() + 1);
+        r.get()
+    })
+}
+
 /// The trace and graph of one stage of a kept analysis.
 #[derive(Clone, Debug, Serialize)]
 pub struct StageDetail {
@@ -293,10 +304,15 @@ fn desc_of(id: &str) -> StageDesc {
     })
 }
 
+/// Milliseconds, from the worker's `Performance` (web-sys) where there is one, else `Date.now()`.
 fn now_ms() -> f64 {
     #[cfg(target_arch = "wasm32")]
     {
-        js_sys_now()
+        use wasm_bindgen::JsCast;
+        match js_sys::global().dyn_into::<web_sys::WorkerGlobalScope>().ok().and_then(|w| w.performance()) {
+            Some(p) => p.now(),
+            None => js_sys_now(),
+        }
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
@@ -452,12 +468,16 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
     for st in &mut out.stages {
         st.trace_len = st.trace.len();
     }
-    out.run_id = RUNS.with(|r| {
-        r.set(r.get() + 1);
-        r.get()
-    });
+    out.run_id = o.run.unwrap_or_else(next_run);
     if o.keep {
-        KEPT.with(|k| *k.borrow_mut() = Some(out.clone()));
+        KEPT.with(|k| {
+            let mut k = k.borrow_mut();
+            match k.as_mut() {
+                // a later phase of the same run: its stages join the kept ones
+                Some(kept) if o.run.is_some() && kept.run_id == out.run_id => kept.stages.extend(out.stages.iter().cloned()),
+                _ => *k = Some(out.clone()),
+            }
+        });
     }
     if let Some(ids) = &o.detail {
         for st in out.stages.iter_mut().filter(|st| !ids.iter().any(|i| i == st.desc.id)) {
@@ -540,6 +560,45 @@ pub fn analyse_json(source: &str, options: JsValue) -> String {
         }
     };
     serde_json::to_string(&analyse_text(source, &opts)).unwrap_or_default()
+}
+
+/// Runs the analysis in phases, each a list of stage ids (the page puts the selected stage's chain
+/// first, then the other chains), and posts each phase's result to the page as soon as it is ready:
+/// `{id: request, ok: true, partial: true, result: {json, phase_ms}}` from this worker
+/// (`DedicatedWorkerGlobalScope::post_message`), so the selected stage shows before the other chains
+/// have run. All phases share one run id (and one kept analysis for `stage_detail`). A phase with
+/// diagnostics (the program does not analyse) is the last. Returns the number of phases run.
+#[wasm_bindgen]
+pub fn analyse_stream(request: f64, source: &str, options: JsValue, phases: JsValue) -> Result<u32, JsValue> {
+    use wasm_bindgen::JsCast;
+    let opts: WebOptions = if options.is_undefined() || options.is_null() {
+        WebOptions::default()
+    } else {
+        serde_wasm_bindgen::from_value(options).map_err(|e| JsValue::from_str(&format!("bad options: {e}")))?
+    };
+    let phases: Vec<Vec<String>> = serde_wasm_bindgen::from_value(phases).map_err(|e| JsValue::from_str(&format!("bad phases: {e}")))?;
+    let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().dyn_into().map_err(|_| JsValue::from_str("analyse_stream runs in a dedicated worker"))?;
+    let run = next_run();
+    let mut ran = 0;
+    for stages in phases {
+        let t0 = now_ms();
+        let a = analyse_text(source, &WebOptions { stages, run: Some(run), ..opts.clone() });
+        let json = serde_json::to_string(&a).map_err(|e| JsValue::from_str(&e.to_string()))?;
+        let result = js_sys::Object::new();
+        js_sys::Reflect::set(&result, &"json".into(), &json.into())?;
+        js_sys::Reflect::set(&result, &"phase_ms".into(), &(now_ms() - t0).into())?;
+        let msg = js_sys::Object::new();
+        js_sys::Reflect::set(&msg, &"id".into(), &request.into())?;
+        js_sys::Reflect::set(&msg, &"ok".into(), &true.into())?;
+        js_sys::Reflect::set(&msg, &"partial".into(), &true.into())?;
+        js_sys::Reflect::set(&msg, &"result".into(), &result)?;
+        scope.post_message(&msg)?;
+        ran += 1;
+        if !a.diagnostics.is_empty() {
+            break;
+        }
+    }
+    Ok(ran)
 }
 
 /// The trace and graph of stage `id` of the analysis kept under `run_id` (an `analyse` with

@@ -57,14 +57,40 @@ function onInput() {
   run();
 }
 
+/** The phases of a run: the selected stage's chain first (with forward, the reference), then each other
+ *  chain, so that the selected stage shows before the others have run. */
+function phases() {
+  const sel = state.chains.find(c => c.stages.includes(state.selected)) || state.chains[0];
+  const first = [...new Set([REFERENCE, ...(sel ? sel.stages : [])])];
+  const rest = state.chains.filter(c => c !== sel).map(c => c.stages.filter(id => !first.includes(id))).filter(p => p.length);
+  const known = new Set([first, ...rest].flat());
+  const others = stageOrder().filter(id => !known.has(id));
+  return [first, ...rest, ...(others.length ? [others] : [])];
+}
+
 async function run(seq = ++state.seq) {
   if (!performance.getEntriesByName('cot-edit-' + seq).length) performance.mark('cot-edit-' + seq);
   const text = editor.source();
   inputs.syncParamsFromText(state, text);
   setStatus('running…');
-  let res;
+  let merged = null, selectedMs = null;
+  const order = stageOrder();
+  const onPart = part => {
+    if (seq !== state.seq) return;
+    if (!merged || part.diagnostics?.length) merged = part;
+    else {
+      merged.stages.push(...part.stages);
+      merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+      merged.elapsed_ms += part.elapsed_ms;
+    }
+    apply(merged, seq);
+    if (selectedMs == null) {
+      performance.mark('cot-selected-' + seq);
+      selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
+    }
+  };
   try {
-    res = await core.request('analyse', { source: text, options: inputs.options(state) }, 'main');
+    await core.request('analyse-stream', { source: text, options: inputs.options(state), phases: phases() }, 'main', onPart);
   } catch (e) {
     if (e instanceof Superseded) return;
     if (seq !== state.seq) return;
@@ -74,25 +100,30 @@ async function run(seq = ++state.seq) {
     setStatus(e instanceof Stopped ? 'stopped after 3 s' : 'error', 'bad');
     return;
   }
-  if (seq !== state.seq) return;   // a newer edit is on its way
+  if (seq !== state.seq || !merged) return;   // a newer edit is on its way
+  performance.mark('cot-done-' + seq);
+  const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
+  window.__cot.perf.push({ seq, ms: m.duration, selected_ms: selectedMs ?? m.duration, core_ms: merged.elapsed_ms });
+  window.__cot.lastSeq = seq;
+  const nStages = state.result ? state.result.stages.length : 0;
+  setStatus(!state.stale && state.result ? `${nStages} stage${nStages === 1 ? '' : 's'} updated in ${m.duration.toFixed(0)} ms` :
+    `${state.diagnostics.length} error${state.diagnostics.length === 1 ? '' : 's'}`, !state.stale && state.result ? 'ok' : 'bad');
+}
+
+/** Shows a (possibly partial) analysis: the stages that have run so far. */
+function apply(res, seq) {
   state.diagnostics = res.diagnostics || [];
   if (!state.diagnostics.length) { state.result = res; state.stale = false; state.paramDefaults = res.params || state.paramDefaults; }
   else state.stale = !!state.result;   // while the program has errors, the last result that ran stays, dimmed
   renderAll();
-  if (state.pendingStep != null && state.result) {
+  if (state.pendingStep != null && state.result && state.result.stages.some(s => s.id === state.selected || s.id === REFERENCE)) {
     const p = state.pendingStep;
     state.pendingStep = null;
     select(stageOrder().includes(state.selected) ? state.selected : REFERENCE, 0);
     if (p) stepper.goStep(state, p);
   }
   document.body.dataset.detail = stageResult(state.selected)?.detail ? state.selected : '';
-  performance.mark('cot-done-' + seq);
-  const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
-  window.__cot.perf.push({ seq, ms: m.duration, core_ms: res.elapsed_ms });
-  window.__cot.lastSeq = seq;
-  const nStages = state.result ? state.result.stages.length : 0;
-  setStatus(!state.stale && state.result ? `${nStages} stage${nStages === 1 ? '' : 's'} updated in ${m.duration.toFixed(0)} ms` :
-    `${state.diagnostics.length} error${state.diagnostics.length === 1 ? '' : 's'}`, !state.stale && state.result ? 'ok' : 'bad');
+  void seq;
 }
 
 /** Selects stage `id`; `reveal` (a click or key in the stage list) also brings its view to the top:

@@ -16,10 +16,11 @@ export class Core {
     this.worker.onmessage = ev => this.settle(ev.data);
     this.worker.onerror = ev => { ev.preventDefault?.(); this.fail('the core failed to start: ' + (ev.message || 'worker error'), true); };
   }
-  /** kind: 'hello' | 'analyse' | 'draw'; a request with a `slot` replaces a queued one of the same slot. */
-  request(kind, payload = {}, slot = null) {
+  /** kind: 'hello' | 'analyse' | 'analyse-stream' | 'detail' | 'draw'; a request with a `slot` replaces a
+   *  queued one of the same slot; `onPartial` receives each phase of an 'analyse-stream' as it lands. */
+  request(kind, payload = {}, slot = null, onPartial = null) {
     return new Promise((resolve, reject) => {
-      const job = { id: ++this.seq, kind, payload, slot, resolve, reject };
+      const job = { id: ++this.seq, kind, payload, slot, resolve, reject, onPartial };
       if (slot) {
         const i = this.queue.findIndex(j => j.slot === slot);
         if (i >= 0) { this.queue[i].reject(new Superseded()); this.queue.splice(i, 1); }
@@ -32,14 +33,25 @@ export class Core {
     if (this.current || !this.queue.length) return;
     const job = this.current = this.queue.shift();
     job.started = performance.now();
+    this.arm(job);
+    this.worker.postMessage({ ...job.payload, id: job.id, kind: job.kind });
+  }
+  /** The wall-time watchdog: each phase of a streamed run gets the whole limit. */
+  arm(job) {
+    clearTimeout(job.timer);
     job.timer = setTimeout(() => {
       this.restart(`stopped: the run took longer than ${WALL_LIMIT_MS / 1000} s, so the core was stopped and restarted`);
     }, WALL_LIMIT_MS);
-    this.worker.postMessage({ ...job.payload, id: job.id, kind: job.kind });
   }
   settle(msg) {
     const job = this.current;
     if (!job || msg.id !== job.id) return;
+    if (msg.partial) {
+      this.arm(job);
+      const r = msg.result;
+      job.onPartial?.(Object.assign(JSON.parse(r.json), { phase_ms: r.phase_ms }));
+      return;
+    }
     clearTimeout(job.timer);
     this.current = null;
     if (msg.ok) job.resolve(msg.result && typeof msg.result.json === 'string' ? JSON.parse(msg.result.json) : msg.result);

@@ -1,4 +1,5 @@
-// Runs the Cotangent core (wasm) off the main thread. Protocol: {id, kind, ...} in; {id, ok, result|error} out.
+// Runs the Cotangent core (wasm) off the main thread. Protocol: {id, kind, ...} in; {id, ok, result|error} out,
+// preceded for 'analyse-stream' by one {id, ok, partial: true, result: {json, phase_ms}} per phase.
 // The page terminates and restarts this worker when a run exceeds its wall-time limit or the wasm traps.
 import init, * as core from '../cotangent-web.js';
 
@@ -15,6 +16,10 @@ self.onmessage = async (ev) => {
       // "-Infinity" on both routes); the object route is the fallback if serialization fails.
       const json = core.analyse_json(msg.source, msg.options || {});
       result = json ? { json } : core.analyse(msg.source, msg.options || {});
+    }
+    else if (msg.kind === 'analyse-stream') {
+      // Each phase (a list of stage ids) is posted by the core itself as it finishes: {id, partial, result}.
+      result = { phases: core.analyse_stream(msg.id, msg.source, msg.options || {}, msg.phases) };
     }
     else if (msg.kind === 'detail') result = core.stage_detail(msg.run_id, msg.stage, undefined) ?? null;
     else if (msg.kind === 'draw') result = core.draw_graph(msg.graph, msg.limit ?? undefined) ?? null;
