@@ -77,13 +77,15 @@ async function run(seq = ++state.seq) {
   const order = stageOrder();
   const onPart = part => {
     if (seq !== state.seq) return;
-    if (!merged || part.diagnostics?.length) merged = part;
+    if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); }
     else {
       merged.stages.push(...part.stages);
       merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
       merged.elapsed_ms += part.elapsed_ms;
+      // a later chain: only what lists every stage changes, unless it brought the selected stage
+      if (part.stages.some(s => s.id === state.selected)) apply(merged, seq);
+      else { stageList.render(state); costs.render(state); }
     }
-    apply(merged, seq);
     if (selectedMs == null) {
       performance.mark('cot-selected-' + seq);
       selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
