@@ -180,3 +180,44 @@ fn generated_array_programs_are_varied_and_nontrivial() {
         assert!(seen, "no output that is {what} in 60 generated array programs");
     }
 }
+
+/// `unf/back`'s gradient (UNF, D←_ρ, UNF⁻¹) against `unf/direct`'s (Fig. 5), Huot & Shaikhha's
+/// Prop. 6.14, on the random programs both accept; returns how many they both ran.
+fn unf_routes_agree(src: String) -> Result<bool, String> {
+    limits::run_with_stack(move || {
+        let seed = varied_seed(&src).ok();
+        let opts = Options { trace: false, seed, stages: vec!["unf/direct".into(), "unf/back".into()], ..Options::default() };
+        let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
+        let [d, b] = [&a.stages[0], &a.stages[1]];
+        if d.refused != b.refused {
+            return Err(format!("unf/direct refused: {}, unf/back refused: {}\n{src}", d.refused, b.refused));
+        }
+        if d.refused {
+            return Ok(false);
+        }
+        if !(d.ok && b.ok) {
+            return Err(format!("unf/direct: {:?}, unf/back: {:?}\n{src}", d.error, b.error));
+        }
+        let close = d.gradient.len() == b.gradient.len()
+            && d.gradient.iter().zip(&b.gradient).all(|(x, y)| x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0));
+        if !close {
+            return Err(format!("unf/direct {:?} but unf/back {:?}\n{src}", d.gradient, b.gradient));
+        }
+        Ok(true)
+    })
+}
+
+#[test]
+fn unf_back_computes_unf_directs_gradient_on_random_programs() {
+    let mut ran = 0;
+    for seed in 0..300u64 {
+        let src = if seed % 2 == 0 { gen::Gen::new(seed).program(1 + (seed as usize / 2) % 3, 4) } else { gen::Gen::new(seed).array_program(3) };
+        match unf_routes_agree(src) {
+            Ok(true) => ran += 1,
+            Ok(false) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    eprintln!("unf/back and unf/direct ran on {ran} of 300 random programs");
+    assert!(ran >= 25, "only {ran} of 300 random programs are first-order enough for the unf chain");
+}

@@ -203,7 +203,9 @@ pub fn unf(input: Vec<Slot>, e: &Expr, fr: &mut Fresh) -> Result<Unf, Diagnostic
 
 impl Builder<'_> {
     fn step(&mut self, op: Op, push: Option<(&str, Type)>, span: Span) -> Result<(), Diagnostic> {
-        let push = push.map(|(text, ty)| Slot { name: self.fr.name(text), ty });
+        // a temporary is named after the step that pushes it (`v3`), as the paper numbers slots
+        let k = self.steps.len() + 1;
+        let push = push.map(|(text, ty)| Slot { name: self.fr.name(&format!("{text}{k}")), ty });
         let st = Step { op, push, span };
         let pushed_before = st.push.is_some();
         match &st.op {
@@ -272,7 +274,7 @@ impl Builder<'_> {
                     return Err(Diagnostic::error(sp, format!("`{}` is not a variable of the context", n.text)));
                 };
                 let ty = self.stack[i].ty.clone();
-                self.step(Op::Var(i), Some((&n.text, ty)), sp)
+                self.step(Op::Var(i), Some(("v", ty)), sp)
             }
             Ann(x, _) => self.go(x),
             // UNF(Γ ⊢ let x = e1 in e2) = UNF(e1) ; UNF(e2) ; proj_{Γ;A;B}. A tuple pattern binds its
