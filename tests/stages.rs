@@ -230,24 +230,27 @@ fn unf_source_shows_ex_4_1_as_a_stack_diagram() {
     assert!(target.contains("; F(cos_{R,R,R,R}, Jᵀcos_{R,R,R,R})\n      : R, R, R, R, R, R, (R × R × R × R × R × R → ρ)"), "{target}");
 }
 
-/// UNF carries the whole context at every step (O(n·|Γ|)): a 2000-let chain stops at a named budget,
-/// located, on every stage of the route, rather than building gigabytes.
+/// UNF carries the whole context at every step (O(n·|Γ|)): long let chains stop at a named budget,
+/// located, on every stage of the route, rather than building gigabytes — a 2000-let chain already at
+/// the chain's `stack copies` budget, a 300-let chain (which unf/direct runs) at the `UNF context` one.
 #[test]
-fn unf_route_stops_a_long_let_chain_at_a_named_budget() {
-    let mut src = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
-    for i in 1..=2000 {
-        src.push_str(&format!("  let a{i} = a{} * 0.999 + y * 0.001 in\n", i - 1));
-    }
-    src.push_str("  a2000\n");
-    let rs = run_with_stack(move || {
-        let opts = Options { trace: false, stages: vec!["unf/source".into(), "unf/target".into(), "unf/back".into()], ..Options::default() };
-        analyse(&src, &opts).unwrap().stages.iter().map(|r| (r.id.clone(), r.refused, r.error.clone(), r.error_span)).collect::<Vec<_>>()
-    });
-    assert_eq!(rs.len(), 3);
-    for (id, refused, err, span) in rs {
-        let err = err.unwrap_or_default();
-        assert!(refused && err.contains("budget"), "{id}: {err}");
-        assert!(span.is_some(), "{id}: the refusal is located");
+fn unf_route_stops_long_let_chains_at_a_named_budget() {
+    for (n, budget) in [(2000, "budget"), (300, "`UNF context` budget")] {
+        let mut src = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            src.push_str(&format!("  let a{i} = a{} * 0.999 + y * 0.001 in\n", i - 1));
+        }
+        src.push_str(&format!("  a{n}\n"));
+        let rs = run_with_stack(move || {
+            let opts = Options { trace: false, stages: vec!["unf/source".into(), "unf/target".into(), "unf/back".into()], ..Options::default() };
+            analyse(&src, &opts).unwrap().stages.iter().map(|r| (r.id.clone(), r.refused, r.error.clone(), r.error_span)).collect::<Vec<_>>()
+        });
+        assert_eq!(rs.len(), 3);
+        for (id, refused, err, span) in rs {
+            let err = err.unwrap_or_default();
+            assert!(refused && err.contains(budget), "{id} on {n} lets: {err}");
+            assert!(span.is_some(), "{id}: the refusal is located");
+        }
     }
 }
 

@@ -60,12 +60,12 @@ impl Stage for UnfBack {
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (p, pat, u, mut fr) = source_unf(src)?;
         let (binds, result, y) = back_chain(&u, &mut fr)?;
-        let (s, dt, r) = (fr.name("s"), fr.name("dt"), fr.name("r"));
+        let (s, dt) = (fr.name("s"), fr.name("dt"));
         let gs: Vec<Name> = (0..u.input.len()).map(|i| fr.name(&format!("g{}", i + 1))).collect();
         let mut args: Vec<Expr> = u.input.iter().map(|sl| zero(&sl.ty, var(&sl.name), &mut fr)).collect();
         args.push(var(&dt));
-        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&y), tuple(args)), pair(var(&r), rebuild(&pat, &mut gs.iter().map(var))));
-        let body = let_(pvar(&r), result, grads);
+        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&y), tuple(args)), pair(result, rebuild(&pat, &mut gs.iter().map(var))));
+        let body = grads;
         let body = binds.into_iter().rev().fold(body, |acc, (p, e)| let_(p, e, acc));
         let mut out = p.clone();
         out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), let_(pat, var(&s), body)))];

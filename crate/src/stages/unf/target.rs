@@ -108,12 +108,11 @@ impl Stage for UnfTarget {
             atoms = next;
         }
         let result = atoms.pop().unwrap_or_else(unit);
-        let (s, dt, r) = (fr.name("s"), fr.name("dt"), fr.name("r"));
+        let (s, dt) = (fr.name("s"), fr.name("dt"));
         let gs = cotangents(u.input.len(), &mut fr);
         let mut args: Vec<Expr> = u.input.iter().map(|sl| zero(&sl.ty, var(&sl.name), &mut fr)).collect();
         args.push(var(&dt));
-        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&y), tuple(args)), pair(var(&r), rebuild(&pat, &mut gs.iter().map(var))));
-        binds.push((pvar(&r), result));
+        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&y), tuple(args)), pair(result, rebuild(&pat, &mut gs.iter().map(var))));
         let body = binds.into_iter().rev().fold(grads, |acc, (p, e)| let_(p, e, acc));
         let mut out = p.clone();
         out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), let_(pat, var(&s), body)))];

@@ -61,7 +61,7 @@ pub struct Unf {
 /// The most context slots a UNF term may carry over all its steps (the `UNF context` budget): each
 /// primitive takes and returns the whole context, so a program of n steps over a context of |Γ| slots
 /// is O(n·|Γ|) in size, printed once per step by the stages that show it.
-pub const MAX_UNF_SLOTS: usize = 400_000;
+pub const MAX_UNF_SLOTS: usize = 250_000;
 
 impl Step {
     /// The stack after this step, from the stack before it.
@@ -174,7 +174,8 @@ impl Unf {
     }
 }
 
-/// Why a UNF term would be too large to build.
+/// Why a UNF term would be too large to build: a refusal (declined by design, as the chain's other
+/// budgets in `first_order` are), found while building the term.
 fn too_large(span: Span, size: usize) -> Diagnostic {
     Diagnostic::error(
         span,
@@ -182,6 +183,7 @@ fn too_large(span: Span, size: usize) -> Diagnostic {
             "this program's UNF term would carry more than {MAX_UNF_SLOTS} context slots in all (about {size} so far), this chain's `UNF context` budget: every primitive of Source UNF takes and returns the whole context (§4.1), so the term is O(steps · |Γ|)"
         ),
     )
+    .refused()
 }
 
 struct Builder<'a> {
