@@ -147,8 +147,8 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
                 (0..*m).map(|j| if j == *i { z.clone() } else { zero(&ts[j], component(xs[n - 1].clone(), j, *m, fr), fr) }).collect();
             cs[n - 1] = plus(&before[n - 1].ty, cs[n - 1].clone(), tuple(parts), fr);
         }
-        Op::Map2 { f, free } => map2(step, before, xs, f, free, &mut cs, &mut body_lets, fr)?,
-        Op::Reduce { f, init, free } => reduce(step, before, xs, f, init, free, &mut cs, &mut pre, fr)?,
+        Op::Map2 { f, free } => map2(before, xs, f, free, &mut cs, &mut body_lets, fr)?,
+        Op::Reduce { f, init, free } => reduce(before, xs, f, init, free, &mut cs, &mut pre, fr)?,
     }
     let call = app(var(y), tuple(cs));
     Ok(Jt { pre, call: body_lets.into_iter().rev().fold(call, |acc, (p, e)| let_(p, e, acc)) })
@@ -174,9 +174,7 @@ fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick:
 ///   let G = map2 * Z (map2 (a,b. (∇_Γ e1)[a/x,b/y]) A B) in
 ///   (Γ̲ +^ reduce +^ 0^ G, cA + map2 * (map2 (∇_x e1) A B) Z, cB + map2 * (map2 (∇_y e1) A B) Z)
 /// Γ is only the body's free variables (the other slots' share is zero: the note's open point 6 (b)).
-#[allow(clippy::too_many_arguments)]
-fn map2(step: &Step, before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
-    let _ = step;
+fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
     let n = before.len();
     let k = free.len();
     let z = cs.pop().expect("map2 pushes");
@@ -218,8 +216,7 @@ fn map2(step: &Step, before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usiz
 /// and, as for map2, the array's cotangent is added to, not replaced (Fig. 10 drops it). The initial
 /// value's cotangent is zero (it is the unit of the reduction, §3.1), as in Fig. 5.
 #[allow(clippy::too_many_arguments)]
-fn reduce(step: &Step, before: &[Slot], xs: &[Expr], f: &Expr, init: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, pre: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
-    let _ = step;
+fn reduce(before: &[Slot], xs: &[Expr], f: &Expr, init: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, pre: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
     let n = before.len();
     let z = cs.pop().expect("reduce pushes");
     let a = xs[n - 1].clone();

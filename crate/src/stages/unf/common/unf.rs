@@ -112,8 +112,10 @@ pub struct Row {
     /// `name : type` of each slot before the step.
     pub input: Vec<String>,
     pub output: Vec<String>,
-    /// The positions of the slots it reads (from the input) and the position it pushes (in the output).
+    /// The positions of the slots it reads and of those it forgets (proj, and pair's components), in
+    /// the input, and the position it pushes, in the output.
     pub reads: Vec<usize>,
+    pub forgets: Vec<usize>,
     pub pushes: Option<usize>,
 }
 
@@ -143,17 +145,18 @@ impl Unf {
         for st in &self.steps {
             let before: Vec<String> = stack.iter().map(slot).collect();
             let n = stack.len();
-            let reads = match &st.op {
-                Op::Const(_) => vec![],
-                Op::Var(i) => vec![*i],
-                Op::Prim(_, k) | Op::Pair(k) => (n - k..n).collect(),
-                Op::Proj { keep, drop } => (*keep..keep + drop).collect(),
-                Op::Pi { .. } | Op::Reduce { .. } => vec![n - 1],
-                Op::Map2 { .. } => vec![n - 2, n - 1],
+            let (reads, forgets) = match &st.op {
+                Op::Const(_) => (vec![], vec![]),
+                Op::Var(i) => (vec![*i], vec![]),
+                Op::Prim(_, k) => ((n - k..n).collect(), vec![]),
+                Op::Pair(k) => ((n - k..n).collect(), (n - k..n).collect()),
+                Op::Proj { keep, drop } => (vec![], (*keep..keep + drop).collect()),
+                Op::Pi { .. } | Op::Reduce { .. } => (vec![n - 1], vec![]),
+                Op::Map2 { .. } => (vec![n - 2, n - 1], vec![]),
             };
             let primitive = st.paper(&stack);
             st.apply(&mut stack);
-            rows.push(Row { primitive, input: before, output: stack.iter().map(slot).collect(), reads, pushes: st.push.as_ref().map(|_| stack.len() - 1) });
+            rows.push(Row { primitive, input: before, output: stack.iter().map(slot).collect(), reads, forgets, pushes: st.push.as_ref().map(|_| stack.len() - 1) });
         }
         rows
     }
@@ -366,5 +369,36 @@ impl Builder<'_> {
                 Ok(())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ex. 4.1 as rows the page can draw: `cos` reads the top slot and pushes above it, `proj` forgets
+    /// cos's argument, `pair` reads and forgets the top two slots and pushes their pair.
+    #[test]
+    fn ex_4_1_stack_diagram_rows_mark_reads_forgets_and_pushes() {
+        let (p, s, t) = crate::pipeline::front_end("input (1.0, 2.0, 0.5)\ndef main (x1, x2, x3) = (x3, cos x3)\n", &[]).unwrap();
+        let b = crate::interp::Builtins::new();
+        let src = crate::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+        let (_, _, u, _) = super::super::source_unf(&src).unwrap();
+        let rows = u.rows();
+        let brief: Vec<(&str, Vec<usize>, Vec<usize>, Option<usize>)> =
+            rows.iter().map(|r| (r.primitive.as_str(), r.reads.clone(), r.forgets.clone(), r.pushes)).collect();
+        assert_eq!(
+            brief,
+            vec![
+                ("var_{R,R,R;3}", vec![2], vec![], Some(3)),
+                ("var_{R,R,R,R;3}", vec![2], vec![], Some(4)),
+                ("cos_{R,R,R,R}", vec![4], vec![], Some(5)),
+                ("proj_{R,R,R,R;R;R}", vec![], vec![4], None),
+                ("pair_{R,R,R;R×R}", vec![3, 4], vec![3, 4], Some(3)),
+            ]
+        );
+        assert_eq!(rows[4].output, ["x1:R", "x2:R", "x3:R", "p5:(R, R)"]);
+        let json = serde_json::to_string(&rows).unwrap();
+        assert!(json.contains("\"primitive\":\"cos_{R,R,R,R}\""), "{json}");
     }
 }
