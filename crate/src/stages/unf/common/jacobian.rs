@@ -299,5 +299,8 @@ pub fn context_step(st: &Step, xs: &[Expr], after: &[Slot], fr: &mut Fresh) -> (
     let pushed = st.primal(xs, fr).filter(|_| st.push.is_some());
     st.after(&mut vals, pushed.map(|e| at(e, st.span)));
     let names: Vec<Name> = after.iter().map(|s| fr.name(&s.name.text)).collect();
-    (ptuple(names.iter().map(pvar).collect()), tuple(vals), names.iter().map(var).collect())
+    // A constant's slot is still rebound, but read as the constant itself: forward mode (which checks
+    // a same-function stage) sees `x * 1.0`, not `x * c` with a zero tangent that ∞ would make NaN.
+    let atoms = names.iter().zip(&vals).map(|(n, v)| if matches!(v.kind, ExprKind::Real(_) | ExprKind::Unit) { v.clone() } else { var(n) }).collect();
+    (ptuple(names.iter().map(pvar).collect()), tuple(vals), atoms)
 }
