@@ -18,7 +18,7 @@
 //! - the input: the source, whose UNF term is re-derived by the shared `source_unf` (the same function
 //!   `unf/source` and `unf/target` use, so the term is `unf/target`'s), rather than a stage output.
 
-use super::common::jacobian::back_chain;
+use super::common::jacobian::{back_chain, BackChain};
 use super::common::*;
 use crate::build::*;
 use crate::diag::Diagnostic;
@@ -59,7 +59,7 @@ impl Stage for UnfBack {
     /// `grad (s, dt) = let p = s in let Id = … in <lets> in (r, Yn(0_Γ, dt))` (Fig. 4's ∇_Γ).
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (p, pat, u, mut fr) = source_unf(src)?;
-        let (binds, result, y) = back_chain(&u, &mut fr)?;
+        let BackChain { binds, result, y } = back_chain(&u, &mut fr)?;
         let (s, dt) = (fr.name("s"), fr.name("dt"));
         let gs: Vec<Name> = (0..u.input.len()).map(|i| fr.name(&format!("g{}", i + 1))).collect();
         let mut args: Vec<Expr> = u.input.iter().map(|sl| zero(&sl.ty, var(&sl.name), &mut fr)).collect();

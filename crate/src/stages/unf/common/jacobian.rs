@@ -245,8 +245,8 @@ pub fn cotangents(n: usize, fr: &mut Fresh) -> Vec<Name> {
 /// `UNF^-1(D←_ρ(UNF(e)))` by the note's §3.6 algorithm (symbolic stack of atoms): a flat list of
 /// lets — each primitive's pushed value, the lets its J^T needs at the primal context (computed in the
 /// forward pass, as Fig. 5 does), and its continuation `Y' = fun (y1, …, ym) → Y(J^T …)` — starting
-/// from `Id = fun (y1, …, yn) → (y1, …, yn)`. Returns the lets, the result's atom and the last `Y`.
-pub fn back_chain(u: &Unf, fr: &mut Fresh) -> Result<(Vec<(Pat, Expr)>, Expr, Name), Diagnostic> {
+/// from `Id = fun (y1, …, yn) → (y1, …, yn)`.
+pub fn back_chain(u: &Unf, fr: &mut Fresh) -> Result<BackChain, Diagnostic> {
     let mut binds = vec![];
     let id = fr.name("Id");
     let ys = cotangents(u.input.len(), fr);
@@ -278,14 +278,21 @@ pub fn back_chain(u: &Unf, fr: &mut Fresh) -> Result<(Vec<(Pat, Expr)>, Expr, Na
         y = y2;
     }
     let result = atoms.pop().unwrap_or_else(unit);
-    Ok((binds, result, y))
+    Ok(BackChain { binds, result, y })
+}
+
+/// `back_chain`'s lets, the result's atom, and the last continuation `Y`.
+pub struct BackChain {
+    pub binds: Vec<(Pat, Expr)>,
+    pub result: Expr,
+    pub y: Name,
 }
 
 /// `∇_Γ e` (Fig. 4: `π2 D(e) (0_Γ, 1)`) by the UNF route: the tuple of `e`'s cotangents for every
 /// slot of `ctx`.
 pub fn gradient(ctx: Vec<Slot>, e: &Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
     let u = unf(ctx.clone(), e, fr)?;
-    let (binds, _, y) = back_chain(&u, fr)?;
+    let BackChain { binds, y, .. } = back_chain(&u, fr)?;
     let mut args: Vec<Expr> = ctx.iter().map(|s| zero(&s.ty, var(&s.name), fr)).collect();
     args.push(real(1.0));
     Ok(binds.into_iter().rev().fold(app(var(&y), tuple(args)), |acc, (p, e)| let_(p, e, acc)))
