@@ -180,3 +180,179 @@ fn generated_array_programs_are_varied_and_nontrivial() {
         assert!(seen, "no output that is {what} in 60 generated array programs");
     }
 }
+
+/// `unf/back`'s gradient (UNF, D←_ρ, UNF⁻¹) against `unf/direct`'s (Fig. 5), Huot & Shaikhha's
+/// Prop. 6.14, on the random programs both accept; returns how many they both ran.
+fn unf_routes_agree(src: String) -> Result<bool, String> {
+    limits::run_with_stack(move || {
+        let seed = varied_seed(&src).ok();
+        let opts = Options { trace: false, seed, stages: vec!["unf/direct".into(), "unf/back".into()], ..Options::default() };
+        let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
+        let [d, b] = [&a.stages[0], &a.stages[1]];
+        if d.refused != b.refused {
+            return Err(format!("unf/direct refused: {}, unf/back refused: {}\n{src}", d.refused, b.refused));
+        }
+        if d.refused {
+            return Ok(false);
+        }
+        if !(d.ok && b.ok) {
+            return Err(format!("unf/direct: {:?}, unf/back: {:?}\n{src}", d.error, b.error));
+        }
+        let close = d.gradient.len() == b.gradient.len()
+            && d.gradient.iter().zip(&b.gradient).all(|(x, y)| x == y || (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0));
+        if !close {
+            return Err(format!("unf/direct {:?} but unf/back {:?}\n{src}", d.gradient, b.gradient));
+        }
+        Ok(true)
+    })
+}
+
+#[test]
+fn unf_back_computes_unf_directs_gradient_on_random_programs() {
+    let mut ran = 0;
+    for seed in 0..300u64 {
+        let src = if seed % 2 == 0 { gen::Gen::new(seed).program(1 + (seed as usize / 2) % 3, 4) } else { gen::Gen::new(seed).array_program(3) };
+        match unf_routes_agree(src) {
+            Ok(true) => ran += 1,
+            Ok(false) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    eprintln!("unf/back and unf/direct ran on {ran} of 300 random programs");
+    assert!(ran >= 25, "only {ran} of 300 random programs are first-order enough for the unf chain");
+}
+
+/// Random programs in Huot & Shaikhha's source language (Fig. 2): reals and arrays of reals, let
+/// (with tuple patterns), tuples and projections, real primitives, map, map2 (with free variables),
+/// reduce with a closed body, sum — the programs the unf chain accepts, to compare its two routes.
+struct Fig2 {
+    state: u64,
+}
+
+impl Fig2 {
+    fn below(&mut self, n: u64) -> u64 {
+        // splitmix64
+        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) % n
+    }
+
+    fn pick<'a>(&mut self, xs: &'a [String]) -> &'a str {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+
+    fn real(&mut self, rs: &mut Vec<String>, arrs: &mut Vec<String>, depth: usize) -> String {
+        if depth == 0 {
+            return match self.below(4) {
+                0 => format!("{}.5", self.below(3)),
+                _ => self.pick(rs).to_string(),
+            };
+        }
+        let d = depth - 1;
+        match self.below(11) {
+            0 | 1 => format!("({} {} {})", self.real(rs, arrs, d), ["+", "-", "*"][self.below(3) as usize], self.real(rs, arrs, d)),
+            2 => format!("{} ({})", ["sin", "cos", "tanh"][self.below(3) as usize], self.real(rs, arrs, d)),
+            3 => {
+                let x = format!("r{}", rs.len());
+                let e1 = self.real(rs, arrs, d);
+                rs.push(x.clone());
+                let e2 = self.real(rs, arrs, d);
+                rs.pop();
+                format!("(let {x} = {e1} in {e2})")
+            }
+            4 => {
+                let (p, q) = (format!("r{}", rs.len()), format!("r{}", rs.len() + 1));
+                let e1 = format!("({}, {})", self.real(rs, arrs, d), self.real(rs, arrs, d));
+                rs.push(p.clone());
+                rs.push(q.clone());
+                let e2 = self.real(rs, arrs, d);
+                rs.truncate(rs.len() - 2);
+                format!("(let ({p}, {q}) = {e1} in {e2})")
+            }
+            5 => format!("{} ({}, {})", ["fst", "snd"][self.below(2) as usize], self.real(rs, arrs, d), self.real(rs, arrs, d)),
+            6 | 7 => {
+                let (body, unit) = [("x * y", "1.0"), ("x + y", "0.0")][self.below(2) as usize];
+                format!("reduce (\\x y -> {body}) {unit} ({})", self.array(rs, arrs, d))
+            }
+            8 => format!("sum ({})", self.array(rs, arrs, d)),
+            _ => self.real(rs, arrs, 0),
+        }
+    }
+
+    fn array(&mut self, rs: &mut Vec<String>, arrs: &mut Vec<String>, depth: usize) -> String {
+        if depth == 0 {
+            return self.pick(arrs).to_string();
+        }
+        let d = depth - 1;
+        match self.below(5) {
+            0 => {
+                let x = format!("e{}", rs.len());
+                rs.push(x.clone());
+                let body = self.real(rs, &mut arrs.clone(), d.min(2));
+                rs.pop();
+                format!("map (\\{x} -> {body}) ({})", self.array(rs, arrs, d))
+            }
+            1 => {
+                let (x, y) = (format!("e{}", rs.len()), format!("e{}", rs.len() + 1));
+                rs.push(x.clone());
+                rs.push(y.clone());
+                let body = self.real(rs, &mut arrs.clone(), d.min(2));
+                rs.truncate(rs.len() - 2);
+                format!("map2 (\\{x} {y} -> {body}) ({}) ({})", self.array(rs, arrs, d), self.array(rs, arrs, d))
+            }
+            2 => {
+                let b = format!("b{}", arrs.len());
+                let e1 = self.array(rs, arrs, d);
+                arrs.push(b.clone());
+                let e2 = self.array(rs, arrs, d);
+                arrs.pop();
+                format!("(let {b} = {e1} in {e2})")
+            }
+            _ => self.pick(arrs).to_string(),
+        }
+    }
+
+    fn program(&mut self, depth: usize) -> String {
+        let n = self.below(4) as usize;
+        let arr = |g: &mut Fig2| format!("[{}]", (0..n).map(|_| format!("{:.2}", g.below(200) as f64 / 100.0 - 1.0 + 0.005)).collect::<Vec<_>>().join(", "));
+        let (a0, a1) = (arr(self), arr(self));
+        let (x0, x1) = (self.below(200) as f64 / 100.0 - 1.0 + 0.005, self.below(200) as f64 / 100.0 - 0.5);
+        let mut rs = vec!["x0".to_string(), "x1".to_string()];
+        let mut arrs = vec!["a0".to_string(), "a1".to_string()];
+        // every input is used, so its type is fixed by the program
+        let body = match self.below(3) {
+            0 => format!("({} + x0 * x1 + sum a0 + sum a1, {})", self.real(&mut rs, &mut arrs, depth), self.array(&mut rs, &mut arrs, depth)),
+            _ => format!("{} + x0 * x1 + sum a0 + sum a1", self.real(&mut rs, &mut arrs, depth)),
+        };
+        format!("input ({x0:?}, {x1:?}, {a0}, {a1})\ndef main (x0, x1, a0, a1) = {body}\n")
+    }
+}
+
+#[test]
+fn unf_back_computes_unf_directs_gradient_on_random_fig_2_programs() {
+    let mut ran = 0;
+    let mut all = String::new();
+    for seed in 0..200u64 {
+        let src = Fig2 { state: seed }.program(1 + (seed as usize) % 4);
+        all.push_str(&src);
+        // every stage that accepts it agrees with forward, the UNF route among them
+        if let Err(e) = limits::run_with_stack({
+            let src = src.clone();
+            move || agrees(&src, varied_seed(&src).ok())
+        }) {
+            panic!("seed {seed}: {e}");
+        }
+        match unf_routes_agree(src) {
+            Ok(true) => ran += 1,
+            Ok(false) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    for construct in ["map2 ", "map ", "reduce ", "sum ", "let (", "fst ", "snd ", "sin "] {
+        assert!(all.contains(construct), "no `{construct}` in 200 generated programs");
+    }
+    eprintln!("unf/back and unf/direct ran on {ran} of 200 Fig. 2 programs");
+    assert!(ran >= 190, "the unf chain took only {ran} of 200 programs of its own language");
+}

@@ -112,6 +112,8 @@ fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
     };
     let free = refusal("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y * c) 1.0 a\n");
     assert!(free.contains("closed") && free.contains("§3.1"), "{free}");
+    let init = refusal("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y) c a\n");
+    assert!(init.contains("initial value") && init.contains("§3.1"), "{init}");
     let cond = refusal("input 1.0\ndef main x = if x < 0.0 then -x else x\n");
     assert!(cond.contains("conditional") && cond.contains("Fig. 2"), "{cond}");
     let index = refusal("input [1.0, 2.0]\ndef main a = a ! 0\n");
@@ -213,4 +215,125 @@ fn an_input_component_main_never_uses_is_typed_from_the_input() {
     ] {
         assert_eq!(gradient_on_every_stage(src, 10), grad, "{src}");
     }
+}
+
+/// The UNF route of Huot & Shaikhha (`unf/source`, `unf/target`, `unf/back`) on Ex. 1.1 and the edge
+/// cases of Ex. 1.2, on the constructs of Fig. 2 (patterns, tuples, projections, map, sum, map2 with
+/// free variables), with unf/direct's refusals.
+#[test]
+fn unf_route_stages_compute_the_papers_values_and_gradients() {
+    const ROUTE: [&str; 3] = ["unf/source", "unf/target", "unf/back"];
+    let run = |src: &str| {
+        let src = src.to_string();
+        run_with_stack(move || {
+            let opts = Options { trace: false, stages: ROUTE.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+            let a = analyse(&src, &opts).unwrap();
+            a.stages.iter().map(|r| (r.id.clone(), r.ok, r.agrees, r.primal.as_ref().map(|v| v.to_string()), r.gradient.clone(), r.error.clone())).collect::<Vec<_>>()
+        })
+    };
+    let expect = |src: &str, primal: &str, grad: &[f64]| {
+        let rs = run(src);
+        assert_eq!(rs.len(), 3, "{rs:?}");
+        for (id, ok, agrees, p, g, err) in rs {
+            assert!(ok && agrees == Some(true), "{id}: {err:?}\n{src}");
+            assert_eq!(p.as_deref(), Some(primal), "{id}\n{src}");
+            assert_eq!(g, grad, "{id}\n{src}");
+        }
+    };
+    // Ex. 1.1 at (3, 5, 7): 45, (30, 9, 0)
+    expect("input (3.0, 5.0, 7.0)\ndef main (x1, x2, x3) = let w1 = x1 * x2 in let w2 = w1 * x1 in w2\n", "45.0", &[30.0, 9.0, 0.0]);
+    // Ex. 1.2: prod [2, 3, 4] = 24, [12, 8, 6]; prod [5] = 5, [1]; prod [] = 1, []
+    let prod = "def main a = reduce (\\x y -> x * y) 1.0 a\n";
+    expect(&format!("input [2.0, 3.0, 4.0]\n{prod}"), "24.0", &[12.0, 8.0, 6.0]);
+    expect(&format!("input [5.0]\n{prod}"), "5.0", &[1.0]);
+    expect(&format!("input []\n{prod}"), "1.0", &[]);
+    // the constructs of Fig. 2 and the sugar Fig. 4 and Ex. 1.2 define
+    let prog = "def prod a = reduce (\\x y -> x * y) 1.0 a\n\
+                def main (a, p) = let (u, _) = p in let w = (u * snd p, map (\\x -> x * u) a) in prod (snd w) + fst w + sum (map2 (\\x y -> x * y + u) a a)\n";
+    for at in ["([], (2.0, 3.0))", "([5.0], (2.0, 3.0))", "([2.0, 3.0, 4.0], (0.5, -1.5))"] {
+        let src = format!("input {at}\n{prog}");
+        for (id, ok, agrees, _, _, err) in run(&src) {
+            assert!(ok && agrees == Some(true), "{id} at {at}: {err:?}");
+        }
+    }
+    // the same refusals as unf/direct, with the paper's reason
+    for (src, why) in [
+        ("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y * c) 1.0 a\n", "§3.1"),
+        ("input 1.0\ndef main x = if x < 0.0 then -x else x\n", "Fig. 2"),
+    ] {
+        for (id, ok, _, _, _, err) in run(src) {
+            assert!(!ok && err.as_deref().is_some_and(|e| e.contains(why)), "{id}: {err:?}");
+        }
+    }
+}
+
+/// `unf/source`'s stack diagram is Ex. 4.1's: `cos` reads the top slot and pushes its result, `pair`
+/// joins the top two slots, each row with its input and output contexts.
+#[test]
+fn unf_source_shows_ex_4_1_as_a_stack_diagram() {
+    let views = run_with_stack(|| {
+        let opts = Options { trace: false, stages: vec!["unf/source".into(), "unf/target".into()], ..Options::default() };
+        let a = analyse("input (1.0, 2.0, 0.5)\ndef main (x1, x2, x3) = (x3, cos x3)\n", &opts).unwrap();
+        a.stages.iter().flat_map(|r| r.views.clone()).collect::<Vec<_>>()
+    });
+    let diagram = &views.iter().find(|v| v.name == "stack diagram").expect("a stack diagram").text;
+    assert!(diagram.contains("cos_{R,R,R,R}\n       x1:R, x2:R, x3:R, v1:R, v2:R  →  x1:R, x2:R, x3:R, v1:R, v2:R, v3:R"), "{diagram}");
+    assert!(diagram.contains("pair_{R,R,R;R×R}\n       x1:R, x2:R, x3:R, v1:R, v3:R  →  x1:R, x2:R, x3:R, p5:(R, R)"), "{diagram}");
+    let target = &views.iter().find(|v| v.name == "Target UNF").expect("the Target UNF term").text;
+    assert!(target.contains("; F(cos_{R,R,R,R}, Jᵀcos_{R,R,R,R})\n      : R, R, R, R, R, R, (R × R × R × R × R × R → ρ)"), "{target}");
+}
+
+/// UNF carries the whole context at every step (O(n·|Γ|)): long let chains stop at a named budget,
+/// located, on every stage of the route, rather than building gigabytes — a 2000-let chain already at
+/// the chain's `stack copies` budget, a 300-let chain (which unf/direct runs) at the `UNF context` one.
+#[test]
+fn unf_route_stops_long_let_chains_at_a_named_budget() {
+    for (n, budget) in [(2000, "budget"), (300, "`UNF context` budget")] {
+        let mut src = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            src.push_str(&format!("  let a{i} = a{} * 0.999 + y * 0.001 in\n", i - 1));
+        }
+        src.push_str(&format!("  a{n}\n"));
+        let rs = run_with_stack(move || {
+            let opts = Options { trace: false, stages: vec!["unf/source".into(), "unf/target".into(), "unf/back".into()], ..Options::default() };
+            analyse(&src, &opts).unwrap().stages.iter().map(|r| (r.id.clone(), r.refused, r.error.clone(), r.error_span)).collect::<Vec<_>>()
+        });
+        assert_eq!(rs.len(), 3);
+        for (id, refused, err, span) in rs {
+            let err = err.unwrap_or_default();
+            assert!(refused && err.contains(budget), "{id} on {n} lets: {err}");
+            assert!(span.is_some(), "{id}: the refusal is located");
+        }
+    }
+}
+
+/// Prop. 6.14: `unf/back` (UNF, D←_ρ, UNF⁻¹) computes `unf/direct`'s gradient on every example both accept.
+#[test]
+fn unf_back_computes_unf_directs_gradient_on_every_example() {
+    let mut both = 0;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "cot")).collect();
+    files.sort();
+    for f in files {
+        let src = std::fs::read_to_string(&f).unwrap();
+        let name = f.display().to_string();
+        let ran = run_with_stack(move || {
+            let opts = Options { trace: false, stages: vec!["unf/direct".into(), "unf/back".into()], ..Options::default() };
+            let Ok(a) = analyse(&src, &opts) else { return None };
+            let (d, b) = (&a.stages[0], &a.stages[1]);
+            assert_eq!(d.refused, b.refused, "{name}: {:?} / {:?}", d.error, b.error);
+            if d.refused {
+                return Some(false);
+            }
+            assert!(d.ok && b.ok, "{name}: {:?} / {:?}", d.error, b.error);
+            assert_eq!(d.primal.as_ref().map(|v| v.to_string()), b.primal.as_ref().map(|v| v.to_string()), "{name}");
+            for (x, y) in d.gradient.iter().zip(&b.gradient) {
+                assert!((x - y).abs() <= 1e-9 * x.abs().max(1.0), "{name}: {:?} vs {:?}", d.gradient, b.gradient);
+            }
+            assert_eq!(d.gradient.len(), b.gradient.len(), "{name}");
+            Some(true)
+        });
+        both += usize::from(ran == Some(true));
+    }
+    assert!(both >= 5, "only {both} examples ran on both");
 }

@@ -359,50 +359,8 @@ impl Cx {
 
     /// A let pattern with every `_` named (each bound value gets its slot), and its variables with types.
     fn pattern(&mut self, p: &Pat, ty: &Type) -> (Pat, Vec<(Name, Type)>) {
-        let mut vars = vec![];
-        let p = self.name_wilds(p, ty, &mut vars);
-        (p, vars)
+        name_pattern(p, ty, &mut self.fr)
     }
-
-    fn name_wilds(&mut self, p: &Pat, ty: &Type, vars: &mut Vec<(Name, Type)>) -> Pat {
-        match (p, ty) {
-            (Pat::Var(n, _), t) => {
-                vars.push((n.clone(), t.clone()));
-                p.clone()
-            }
-            (Pat::Wild(s), t) => {
-                let n = self.fr.name("w");
-                vars.push((n.clone(), t.clone()));
-                Pat::Var(n, *s)
-            }
-            (Pat::Tuple(ps, s), Type::Tuple(ts)) => Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| self.name_wilds(p, t, vars)).collect(), *s),
-            _ => p.clone(),
-        }
-    }
-}
-
-/// The value of a pattern's shape built from the given expressions, one per variable.
-fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
-    match p {
-        Pat::Var(..) | Pat::Wild(_) => vals.next().unwrap_or_else(unit),
-        Pat::Unit(_) => unit(),
-        Pat::Tuple(ps, _) => tuple(ps.iter().map(|p| rebuild(p, vals)).collect()),
-    }
-}
-
-/// `map (x.e) A = map2 (x y. e) A A` (Fig. 4), typed.
-fn map_as_map2(e: &Expr, f: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
-    let ExprKind::Lam(k, p, body) = &f.kind else { return e.clone() };
-    let y = fr.name("y");
-    let inner = Expr { kind: ExprKind::Lam(*k, pvar(&y), body.clone()), span: f.span, ty: Type::fun(Type::Real, body.ty.clone()) };
-    let outer = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(inner)), span: f.span, ty: Type::fun(Type::Real, Type::fun(Type::Real, body.ty.clone())) };
-    Expr { kind: ExprKind::Prim(P::Map2, vec![outer, a.clone(), a.clone()]), span: e.span, ty: e.ty.clone() }
-}
-
-/// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
-fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
-    let f = crate::kit::arrays::real_plus(["x", "y"], crate::diag::Span::NONE, fr);
-    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, real(0.0).with_ty(Type::Real), a.clone()]), span: e.span, ty: Type::Real }
 }
 
 impl Stage for Direct {

@@ -7,6 +7,9 @@ mod common;
 
 chain_stages! {
     direct::Direct,
+    source::UnfSource,
+    target::UnfTarget,
+    back::UnfBack,
 }
 
 pub static CHAIN: Chain = Chain {

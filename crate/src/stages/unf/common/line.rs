@@ -79,6 +79,11 @@ fn describe(name: &str, params: &Pat, body: &Expr) -> (String, Option<u64>) {
         Pat::Var(v, _) => vec![&*v.text],
         _ => vec![],
     };
+    // `λ(…, y4) → let (z1, z2) = y4 in Y4 (…)`: the call ends the let chain
+    let mut body = body;
+    while let ExprKind::Let(_, _, rest) = &body.kind {
+        body = rest;
+    }
     let ExprKind::App(f, arg) = &body.kind else {
         return (format!("{name}: returns the cotangents"), None);
     };

@@ -10,7 +10,9 @@ use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
 pub mod cost;
+pub mod jacobian;
 pub mod line;
+pub mod unf;
 
 pub const PAPER: &str = "Huot & Shaikhha 2024";
 
@@ -83,6 +85,15 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
                 let f = &args[0];
                 if lambda_params(f, arity).is_none() {
                     return Err(outside(f.span, "a function argument that is not a lambda `\\x y -> e`"));
+                }
+                // Fig. 5 passes 0 for the initial value's cotangent (the paper's reduce starts from its
+                // function's unit, Lemma A.2): an initial value computed from the input would lose its
+                // gradient, so it is refused rather than differentiated wrongly.
+                if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(&args[1]).is_empty() {
+                    return Err(Diagnostic::error(
+                        args[1].span,
+                        "reduce's initial value must not depend on the input (§3.1: reduce starts from its function's unit, whose cotangent Fig. 5 drops; use `fold` with another stage)",
+                    ));
                 }
                 if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(f).is_empty() {
                     return Err(Diagnostic::error(
@@ -229,3 +240,65 @@ pub fn scale(ty: &Type, s: Expr, g: Expr, fr: &mut Fresh) -> Expr {
         _ => map_shape(ty, g, fr, &|t, v, _| if *t == Type::Real { mul(s.clone(), v) } else { v }),
     }
 }
+
+/// A let pattern with every `_` named (each bound value gets its slot), and its variables with types.
+pub fn name_pattern(p: &Pat, ty: &Type, fr: &mut Fresh) -> (Pat, Vec<(Name, Type)>) {
+    let mut vars = vec![];
+    let p = name_wilds(p, ty, &mut vars, fr);
+    (p, vars)
+}
+
+fn name_wilds(p: &Pat, ty: &Type, vars: &mut Vec<(Name, Type)>, fr: &mut Fresh) -> Pat {
+    match (p, ty) {
+        (Pat::Var(n, _), t) => {
+            vars.push((n.clone(), t.clone()));
+            p.clone()
+        }
+        (Pat::Wild(s), t) => {
+            let n = fr.name("w");
+            vars.push((n.clone(), t.clone()));
+            Pat::Var(n, *s)
+        }
+        (Pat::Tuple(ps, s), Type::Tuple(ts)) => Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| name_wilds(p, t, vars, fr)).collect(), *s),
+        _ => p.clone(),
+    }
+}
+
+/// The value of a pattern's shape built from the given expressions, one per variable.
+pub fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
+    match p {
+        Pat::Var(..) | Pat::Wild(_) => vals.next().unwrap_or_else(unit),
+        Pat::Unit(_) => unit(),
+        Pat::Tuple(ps, _) => tuple(ps.iter().map(|p| rebuild(p, vals)).collect()),
+    }
+}
+
+/// `map (x.e) A = map2 (x y. e) A A` (Fig. 4), typed.
+pub fn map_as_map2(e: &Expr, f: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
+    let ExprKind::Lam(k, p, body) = &f.kind else { return e.clone() };
+    let y = fr.name("y");
+    let inner = Expr { kind: ExprKind::Lam(*k, pvar(&y), body.clone()), span: f.span, ty: Type::fun(Type::Real, body.ty.clone()) };
+    let outer = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(inner)), span: f.span, ty: Type::fun(Type::Real, Type::fun(Type::Real, body.ty.clone())) };
+    Expr { kind: ExprKind::Prim(P::Map2, vec![outer, a.clone(), a.clone()]), span: e.span, ty: e.ty.clone() }
+}
+
+/// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
+pub fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
+    let f = crate::kit::arrays::real_plus(["x", "y"], crate::diag::Span::NONE, fr);
+    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, real(0.0).with_ty(Type::Real), a.clone()]), span: e.span, ty: Type::Real }
+}
+
+
+/// The first-order main's parameter pattern (its `_` named) and its UNF term (Lemma 4.4: in
+/// context A1, …, An, the term returns A1, …, An, B).
+pub fn source_unf(src: &Source) -> Result<(Program, Pat, unf::Unf, Fresh), Diagnostic> {
+    let p = first_order(src)?;
+    let main = p.def("main").expect("first_order keeps main");
+    let ExprKind::Lam(_, pat, body) = &main.body.kind else { unreachable!("first_order: main is a lambda") };
+    let mut fr = Fresh::new(&p);
+    let (pat, vars) = name_pattern(pat, src.input_type, &mut fr);
+    let input: Vec<unf::Slot> = vars.into_iter().map(|(name, ty)| unf::Slot { name, ty }).collect();
+    let u = unf::unf(input, body, &mut fr)?;
+    Ok((p, pat, u, fr))
+}
+

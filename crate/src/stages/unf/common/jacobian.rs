@@ -1,0 +1,313 @@
+//! What the UNF route's stages share: each Source UNF primitive's primal as code (the value it
+//! pushes), its transposed Jacobian `J^T p` (Fig. 7) read as code (Fig. 10, with the note's §3.6
+//! corrections), and the nested gradients `∇ e1` of map2 and reduce bodies, taken by this same route.
+//!
+//! Atoms: the primal context is given as one expression per slot (a variable, or a constant that
+//! `c_{T;0}` pushed), so the same code serves the stages that rebind the whole context at each step
+//! (`unf/source`, `unf/target`) and `unf/back`, which binds only what a primitive pushes.
+
+use super::unf::{unf, Op, Slot, Step, Unf};
+use super::{lambda_body, lambda_params, plus, scale, zero};
+use crate::build::*;
+use crate::deriv::{self, Partial};
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use crate::kit::passes::freshen;
+use std::collections::HashMap;
+
+/// `e` with each variable of `map` replaced by its atom (atoms are closed: no capture), walked with
+/// an explicit stack.
+pub fn subst(e: &mut Expr, map: &HashMap<u32, Expr>) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if let Some(a) = map.get(&n.id) {
+                *e = a.clone();
+            }
+            continue;
+        }
+        stack.extend(children_mut(e));
+    }
+}
+
+/// A copy of `f` (a map2/reduce function or a reduce's initial value) with fresh binders, its context
+/// variables `free` replaced by their atoms in `xs`.
+pub fn instantiate(f: &Expr, free: &[(Name, usize)], xs: &[Expr], fr: &mut Fresh) -> Expr {
+    let mut f = f.clone();
+    freshen(&mut f, fr);
+    let map: HashMap<u32, Expr> = free.iter().map(|(n, i)| (n.id, xs[*i].clone())).collect();
+    subst(&mut f, &map);
+    f
+}
+
+/// Component `i` of the `n`-tuple `p`.
+pub fn component(p: Expr, i: usize, n: usize, fr: &mut Fresh) -> Expr {
+    match (n, i) {
+        (2, 0) => fst(p),
+        (2, _) => snd(p),
+        _ => {
+            let vs: Vec<Name> = (0..n).map(|_| fr.name("v")).collect();
+            let_(ptuple(vs.iter().map(pvar).collect()), p, var(&vs[i]))
+        }
+    }
+}
+
+impl Step {
+    /// The value this primitive pushes, from the atoms `xs` of the context before it (the paper's
+    /// `UNF^-1` of a primitive without J, Fig. 10: "additionally projects to the last element").
+    pub fn primal(&self, xs: &[Expr], fr: &mut Fresh) -> Option<Expr> {
+        let n = xs.len();
+        Some(match &self.op {
+            Op::Const(c) => c.clone(),
+            Op::Var(i) => xs[*i].clone(),
+            Op::Prim(p, k) => prim(*p, xs[n - k..].to_vec()),
+            Op::Pair(k) => tuple(xs[n - k..].to_vec()),
+            Op::Proj { .. } => return None,
+            Op::Pi { i, n: m } => component(xs[n - 1].clone(), *i, *m, fr),
+            Op::Map2 { f, free } => prim(Prim::Map2, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
+            Op::Reduce { f, init, free } => {
+                let f = instantiate(f, &[], xs, fr);
+                prim(Prim::Reduce, vec![f, instantiate(init, free, xs, fr), xs[n - 1].clone()])
+            }
+        })
+    }
+
+    /// The context's atoms after this step: `xs` shaped as the stack is (pair and proj remove slots),
+    /// then `pushed`.
+    pub fn after<T>(&self, xs: &mut Vec<T>, pushed: Option<T>) {
+        match &self.op {
+            Op::Pair(k) => xs.truncate(xs.len() - k),
+            Op::Proj { keep, drop } => {
+                xs.drain(*keep..keep + drop);
+            }
+            _ => {}
+        }
+        xs.extend(pushed);
+    }
+}
+
+/// `J^T p` as code: the lets it needs at the primal context (`pre`) and the call of the continuation
+/// `y` on the cotangents of the context before p, from the cotangents `cs` of the context after it.
+pub struct Jt {
+    pub pre: Vec<(Pat, Expr)>,
+    pub call: Expr,
+}
+
+/// `J^T p` at the primal context `xs` (atoms of the slots `before`), `pushed` the atom of p's result.
+pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &Name, mut cs: Vec<Expr>, fr: &mut Fresh) -> Result<Jt, Diagnostic> {
+    let n = before.len();
+    let mut pre = vec![];
+    let mut body_lets: Vec<(Pat, Expr)> = vec![];
+    match &step.op {
+        // J^T c_{T;0} = (x1, …, xn): the constant's cotangent is dropped
+        Op::Const(_) => {
+            cs.pop();
+        }
+        // J^T var_{Γ;i} = (x1, …, xi + x(n+1), …, xn)
+        Op::Var(i) => {
+            let z = cs.pop().expect("var pushes");
+            cs[*i] = plus(&before[*i].ty, cs[*i].clone(), z, fr);
+        }
+        // J^T op_{Γ;m} = (x1, …, xn, x(n+1) + ∂1op * x(n+m+1), …, x(n+m) + ∂m op * x(n+m+1)),
+        // the partials at the primal arguments (fix (†): the paper prints op_n(x_n, …, x_{n+m}))
+        Op::Prim(p, k) => {
+            let z = cs.pop().expect("op pushes");
+            let result = pushed.cloned().unwrap_or_else(unit);
+            let rule = deriv::rule(*p, &xs[n - k..], &result).ok_or_else(|| Diagnostic::error(step.span, "a primitive without partials"))?;
+            for (j, part) in rule.partials.iter().enumerate() {
+                let d = match part {
+                    Partial::One => z.clone(),
+                    Partial::MinusOne => neg(z.clone()),
+                    Partial::Times(c) => mul(c.clone(), z.clone()),
+                };
+                let at = n - k + j;
+                cs[at] = add(cs[at].clone(), d);
+            }
+        }
+        // J^T pair_{T;A×B} = (x1, …, x(n-1), π1 xn, π2 xn)
+        Op::Pair(k) => {
+            let cp = cs.pop().expect("pair pushes");
+            let zs: Vec<Name> = (0..*k).map(|i| fr.name(&format!("z{}", i + 1))).collect();
+            body_lets.push((ptuple(zs.iter().map(pvar).collect()), cp));
+            cs.extend(zs.iter().map(var));
+        }
+        // J^T proj_{T1;T2;T3} = (x1, …, xk, 0, …, 0, x(k+p), …, xn): zeros for the forgotten slots
+        // (this is where Fig. 5's `0_A` for a let's variable comes from)
+        Op::Proj { keep, drop } => {
+            let zeros: Vec<Expr> = (*keep..keep + drop).map(|j| zero(&before[j].ty, xs[j].clone(), fr)).collect();
+            let tail = cs.split_off(*keep);
+            cs.extend(zeros);
+            cs.extend(tail);
+        }
+        // J^T πi: the pair's cotangent gains z in component i (Fig. 5's (z, 0_B) and (0_A, z))
+        Op::Pi { i, n: m } => {
+            let z = cs.pop().expect("πi pushes");
+            let Type::Tuple(ts) = &before[n - 1].ty else { return Err(Diagnostic::error(step.span, "a projection from a value that is not a tuple")) };
+            let parts: Vec<Expr> =
+                (0..*m).map(|j| if j == *i { z.clone() } else { zero(&ts[j], component(xs[n - 1].clone(), j, *m, fr), fr) }).collect();
+            cs[n - 1] = plus(&before[n - 1].ty, cs[n - 1].clone(), tuple(parts), fr);
+        }
+        Op::Map2 { f, free } => map2(before, xs, f, free, &mut cs, &mut body_lets, fr)?,
+        Op::Reduce { f, init, free } => reduce(before, xs, f, init, free, &mut cs, &mut pre, fr)?,
+    }
+    let call = app(var(y), tuple(cs));
+    Ok(Jt { pre, call: body_lets.into_iter().rev().fold(call, |acc, (p, e)| let_(p, e, acc)) })
+}
+
+/// `\x y -> pick(∇_{free,x,y} e1)`: the body's gradient in the context of its free variables and
+/// parameters (Fig. 4's nested ∇, taken by this route: UNF, J^T, UNF⁻¹), a fresh copy with its free
+/// variables at their atoms.
+fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick: impl Fn(&[Expr]) -> Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let params = lambda_params(f, 2).ok_or_else(|| Diagnostic::error(f.span, "a function argument that is not a lambda `\\x y -> e`"))?;
+    let body = lambda_body(f, 2);
+    let mut ctx: Vec<Slot> = free.iter().map(|(n, i)| Slot { name: n.clone(), ty: before[*i].ty.clone() }).collect();
+    ctx.extend(params.iter().map(|p| Slot { name: p.clone(), ty: Type::Real }));
+    let g = gradient(ctx.clone(), body, fr)?;
+    let gs: Vec<Name> = (0..ctx.len()).map(|i| fr.name(&format!("g{}", i + 1))).collect();
+    let picked = let_(ptuple(gs.iter().map(pvar).collect()), g, pick(&gs.iter().map(var).collect::<Vec<_>>()));
+    let lam2 = lam(pvar(&params[0]), lam(pvar(&params[1]), picked));
+    Ok(instantiate(&lam2, free, xs, fr))
+}
+
+/// J^T map2_{Γ;x,y.e1} (Fig. 10, with the note's fix (‡): each array's cotangent is the Fig. 5 form,
+/// both primal elements bound, added to the cotangent already there):
+///   let G = map2 * Z (map2 (a,b. (∇_Γ e1)[a/x,b/y]) A B) in
+///   (Γ̲ +^ reduce +^ 0^ G, cA + map2 * (map2 (∇_x e1) A B) Z, cB + map2 * (map2 (∇_y e1) A B) Z)
+/// Γ is only the body's free variables (the other slots' share is zero: the note's open point 6 (b)).
+fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
+    let n = before.len();
+    let k = free.len();
+    let z = cs.pop().expect("map2 pushes");
+    let (a, b) = (xs[n - 2].clone(), xs[n - 1].clone());
+    let times = |arr: Expr, fr: &mut Fresh| {
+        let (s, t) = (fr.name("s"), fr.name("t"));
+        prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(var(&s), var(&t)))), arr, z.clone()])
+    };
+    let arr = Type::array(Type::Real);
+    for (slot, j) in [(n - 2, k), (n - 1, k + 1)] {
+        let g = grad_fn(f, free, before, xs, |gs| gs[j].clone(), fr)?;
+        let share = times(prim(Prim::Map2, vec![g, a.clone(), b.clone()]), fr);
+        cs[slot] = plus(&arr, cs[slot].clone(), share, fr);
+    }
+    if k > 0 {
+        let gamma = Type::tuple(free.iter().map(|(_, i)| before[*i].ty.clone()).collect());
+        let g = grad_fn(f, free, before, xs, |gs| tuple(gs[..k].to_vec()), fr)?;
+        let (s, v) = (fr.name("s"), fr.name("v"));
+        let scaled = lam(pvar(&s), lam(pvar(&v), scale(&gamma, var(&s), var(&v), fr)));
+        let gname = fr.name("G");
+        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, z.clone(), prim(Prim::Map2, vec![g, a, b])])));
+        let (p, q) = (fr.name("p"), fr.name("q"));
+        let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma, var(&p), var(&q), fr)));
+        let zero_g = tuple(free.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
+        let ss: Vec<Name> = (0..k).map(|i| fr.name(&format!("s{}", i + 1))).collect();
+        lets.push((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)])));
+        for ((_, i), sv) in free.iter().zip(&ss) {
+            cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+        }
+    }
+    Ok(())
+}
+
+/// J^T reduce_{Γ;x,y.e1;e2} (Fig. 10, fix (†): the unbound `y1` is the initial value e2):
+///   let A0 = shift1R (scanl (x,y.e1) e2 A) in let A1 = map2 (∇_x e1) A0 A in
+///   let A2 = map2 (∇_y e1) A0 A in let A3 = shift1L (scanr * 1 A1) in
+///   (x1, …, xn, cA + map2 (x,y. x*y*z) A2 A3)
+/// As unf/direct (see its reduce rule), shift1L is taken after the scan, so that [] has gradient [];
+/// and, as for map2, the array's cotangent is added to, not replaced (Fig. 10 drops it). The initial
+/// value's cotangent is zero (it is the unit of the reduction, §3.1), as in Fig. 5.
+#[allow(clippy::too_many_arguments)]
+fn reduce(before: &[Slot], xs: &[Expr], f: &Expr, init: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, pre: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
+    let n = before.len();
+    let z = cs.pop().expect("reduce pushes");
+    let a = xs[n - 1].clone();
+    let (a0, a1, a2, a3) = (fr.name("A0"), fr.name("A1"), fr.name("A2"), fr.name("A3"));
+    let scan_f = instantiate(f, &[], xs, fr);
+    let init = instantiate(init, free, xs, fr);
+    pre.push((pvar(&a0), prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f, init, a.clone()])])));
+    let gx = grad_fn(f, &[], before, xs, |gs| gs[0].clone(), fr)?;
+    pre.push((pvar(&a1), prim(Prim::Map2, vec![gx, var(&a0), a.clone()])));
+    let gy = grad_fn(f, &[], before, xs, |gs| gs[1].clone(), fr)?;
+    pre.push((pvar(&a2), prim(Prim::Map2, vec![gy, var(&a0), a])));
+    let (p, q) = (fr.name("x"), fr.name("y"));
+    let times = lam(pvar(&p), lam(pvar(&q), mul(var(&p), var(&q))));
+    pre.push((pvar(&a3), prim(Prim::Shift1L, vec![prim(Prim::Scanr, vec![times, real(1.0), var(&a1)])])));
+    let (s, t) = (fr.name("x"), fr.name("y"));
+    let share = prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z))), var(&a2), var(&a3)]);
+    cs[n - 1] = plus(&Type::array(Type::Real), cs[n - 1].clone(), share, fr);
+    Ok(())
+}
+
+/// Fresh cotangent parameters `(y1, …, yn)` for a context of `n` slots.
+pub fn cotangents(n: usize, fr: &mut Fresh) -> Vec<Name> {
+    (0..n).map(|i| fr.name(&format!("y{}", i + 1))).collect()
+}
+
+/// `UNF^-1(D←_ρ(UNF(e)))` by the note's §3.6 algorithm (symbolic stack of atoms): a flat list of
+/// lets — each primitive's pushed value, the lets its J^T needs at the primal context (computed in the
+/// forward pass, as Fig. 5 does), and its continuation `Y' = fun (y1, …, ym) → Y(J^T …)` — starting
+/// from `Id = fun (y1, …, yn) → (y1, …, yn)`.
+pub fn back_chain(u: &Unf, fr: &mut Fresh) -> Result<BackChain, Diagnostic> {
+    let mut binds = vec![];
+    let id = fr.name("Id");
+    let ys = cotangents(u.input.len(), fr);
+    binds.push((pvar(&id), lam(ptuple(ys.iter().map(pvar).collect()), tuple(ys.iter().map(var).collect()))));
+    let mut y = id;
+    let mut stack = u.input.clone();
+    let mut atoms: Vec<Expr> = u.input.iter().map(|s| var(&s.name)).collect();
+    let mut conts = 0;
+    for st in &u.steps {
+        let before = stack.clone();
+        let xs = atoms.clone();
+        // a constant and a copied variable push an atom; everything else is bound to the slot's name
+        let pushed = match (&st.op, st.primal(&xs, fr), &st.push) {
+            (Op::Const(_) | Op::Var(_), Some(e), _) => Some(e),
+            (_, Some(e), Some(s)) => {
+                binds.push((pvar(&s.name), at(e, st.span)));
+                Some(var(&s.name))
+            }
+            _ => None,
+        };
+        st.after(&mut atoms, pushed.clone());
+        st.apply(&mut stack);
+        let cs = cotangents(stack.len(), fr);
+        let j = jt(st, &before, &xs, pushed.as_ref(), &y, cs.iter().map(var).collect(), fr)?;
+        binds.extend(j.pre);
+        conts += 1;
+        let y2 = fr.name(&format!("Y{conts}"));
+        binds.push((pvar(&y2), lam(ptuple(cs.iter().map(pvar).collect()), j.call)));
+        y = y2;
+    }
+    let result = atoms.pop().unwrap_or_else(unit);
+    Ok(BackChain { binds, result, y })
+}
+
+/// `back_chain`'s lets, the result's atom, and the last continuation `Y`.
+pub struct BackChain {
+    pub binds: Vec<(Pat, Expr)>,
+    pub result: Expr,
+    pub y: Name,
+}
+
+/// `∇_Γ e` (Fig. 4: `π2 D(e) (0_Γ, 1)`) by the UNF route: the tuple of `e`'s cotangents for every
+/// slot of `ctx`.
+pub fn gradient(ctx: Vec<Slot>, e: &Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let u = unf(ctx.clone(), e, fr)?;
+    let BackChain { binds, y, .. } = back_chain(&u, fr)?;
+    let mut args: Vec<Expr> = ctx.iter().map(|s| zero(&s.ty, var(&s.name), fr)).collect();
+    args.push(real(1.0));
+    Ok(binds.into_iter().rev().fold(app(var(&y), tuple(args)), |acc, (p, e)| let_(p, e, acc)))
+}
+
+/// The semantic reading of one primitive (Ex. 4.1): the whole context, rebound.
+/// `let (x1', …, xm') = (…, p(x1, …, xn)) in`, with fresh binders named after the slots of the context
+/// after it (`after`); returns the pattern, the tuple, and the new atoms (the binders).
+pub fn context_step(st: &Step, xs: &[Expr], after: &[Slot], fr: &mut Fresh) -> (Pat, Expr, Vec<Expr>) {
+    let mut vals = xs.to_vec();
+    let pushed = st.primal(xs, fr).filter(|_| st.push.is_some());
+    st.after(&mut vals, pushed.map(|e| at(e, st.span)));
+    let names: Vec<Name> = after.iter().map(|s| fr.name(&s.name.text)).collect();
+    // A constant's slot is still rebound, but read as the constant itself: forward mode (which checks
+    // a same-function stage) sees `x * 1.0`, not `x * c` with a zero tangent that ∞ would make NaN.
+    let atoms = names.iter().zip(&vals).map(|(n, v)| if matches!(v.kind, ExprKind::Real(_) | ExprKind::Unit) { v.clone() } else { var(n) }).collect();
+    (ptuple(names.iter().map(pvar).collect()), tuple(vals), atoms)
+}
