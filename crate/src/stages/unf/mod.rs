@@ -7,6 +7,7 @@ mod common;
 
 chain_stages! {
     direct::Direct,
+    pe::Pe,
 }
 
 pub static CHAIN: Chain = Chain {
