@@ -8,6 +8,7 @@ mod common;
 chain_stages! {
     direct::Direct,
     pe::Pe,
+    opt::Opt,
 }
 
 pub static CHAIN: Chain = Chain {
