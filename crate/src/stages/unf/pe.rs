@@ -402,19 +402,42 @@ mod tests {
         n
     }
 
-    #[test]
-    fn profile_chain() {
-        for m in [10usize, 20, 40] {
-            let mut src = String::from("input 1.0\ndef main x = ");
-            for i in 1..=m {
-                let prev = if i == 1 { "x".to_string() } else { format!("w{}", i - 1) };
-                src.push_str(&format!("let w{i} = {prev} * 1.0001 in "));
-            }
-            src.push_str(&format!("w{m}\n"));
-            let (p, _, _) = direct_output(&src);
-            let t = std::time::Instant::now();
-            let (out, tr) = rewrite(&p, &pe_rules()).unwrap();
-            eprintln!("m={m} in={} out={} steps={} {:?} {:?}", size(&p.defs[0].body), size(&out.defs[0].body), tr.taken, t.elapsed(), tr.per_rule);
+    /// `let w1 = x * c in let w2 = w1 * c in …` (or `w_k = w_{k-1} * w_{k-1}`, every variable used twice:
+    /// the note's P3, where substituting non-variables would double the program at every let).
+    fn chain(m: usize, fan_out: bool) -> String {
+        let mut src = String::from("input 1.0\ndef main x = ");
+        for i in 1..=m {
+            let prev = if i == 1 { "x".to_string() } else { format!("w{}", i - 1) };
+            let rhs = if fan_out { format!("{prev} * {prev}") } else { format!("{prev} * 1.0001") };
+            src.push_str(&format!("let w{i} = {rhs} in "));
         }
+        src + &format!("w{m}\n")
+    }
+
+    /// The output of partial evaluation grows linearly with the program (its input, Fig. 5's program,
+    /// grows quadratically: every continuation takes the whole context), with and without fan-out,
+    /// and Lemma 5.3 holds on it.
+    #[test]
+    fn partial_evaluation_stays_linear_in_the_program() {
+        for fan_out in [false, true] {
+            let sizes: Vec<usize> = [20, 40, 80]
+                .iter()
+                .map(|&m| {
+                    let (p, _, _) = direct_output(&chain(m, fan_out));
+                    let (out, _) = rewrite(&p, &pe_rules()).unwrap();
+                    check_lemma_5_3(&out).unwrap();
+                    size(&out.defs[0].body)
+                })
+                .collect();
+            // doubling the program doubles the output (Fig. 5's own output grows four times)
+            assert!(sizes[2] <= 2 * sizes[1] + 20 && sizes[1] <= 2 * sizes[0] + 20, "{sizes:?}");
+            assert!(sizes[2] < 30 * 80, "about 22 nodes per let: {sizes:?}");
+        }
+    }
+
+    #[test]
+    fn lemma_5_3_refuses_a_continuation_left_behind() {
+        let (p, _, _) = direct_output(&chain(2, false));
+        assert!(check_lemma_5_3(&p).is_err(), "unf/direct's own output has lambdas");
     }
 }
