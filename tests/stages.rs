@@ -302,3 +302,28 @@ fn unf_opt_reaches_the_closed_forms_of_example_1_2() {
         assert!(ran.iter().any(|s| s == "unf/pe") && ran.iter().any(|s| s == "unf/opt"), "{at}: {ran:?}");
     }
 }
+
+/// Lemma 5.3 on every example `unf/pe` accepts: no lambda but the top one is left (the stage asserts
+/// it too; this checks the program the pipeline keeps).
+#[test]
+fn lemma_5_3_holds_on_unf_pe_for_every_example() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut checked = 0;
+    for f in std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "cot")) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let ok = run_with_stack(move || {
+            let (p, s, t) = cotangent::pipeline::front_end(&text, &[]).unwrap();
+            let b = cotangent::interp::Builtins::new();
+            let source = cotangent::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+            let opts = Options { trace: false, ..Options::default() };
+            let outs = cotangent::pipeline::Outputs::new(&source, &opts);
+            let out = outs.get(stages::find("unf/pe").unwrap()).ok()?;
+            Some(cotangent::stages::unf::pe::check_lemma_5_3(&out.program))
+        });
+        if let Some(r) = ok {
+            r.unwrap_or_else(|why| panic!("{}: {why}", f.display()));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} examples reach unf/pe");
+}

@@ -236,10 +236,10 @@ fn r7_map2_constant_array(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     };
     let f = &args[0];
     let (arr, body) = if let Some(c) = constant(&args[2]) {
-        let a = cx.fresh.name("a");
+        let a = cx.fresh.name("v");
         (args[1].clone(), (a.clone(), apply2(f, var(&a).with_ty(elem_ty(&args[1])), c)))
     } else if let Some(c) = constant(&args[1]) {
-        let b = cx.fresh.name("b");
+        let b = cx.fresh.name("v");
         (args[2].clone(), (b.clone(), apply2(f, c, var(&b).with_ty(elem_ty(&args[2])))))
     } else {
         return None;

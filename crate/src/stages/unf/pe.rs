@@ -312,7 +312,7 @@ pub(super) fn rewrite(p: &Program, rules: &[Rule]) -> Result<(Program, Trace), D
 
 /// Lemma 5.3: no lambda abstraction but the top one of each definition (and the functions of array
 /// operations, the paper's binders), and so no application and no variable of a function type.
-pub(super) fn check_lemma_5_3(p: &Program) -> Result<(), String> {
+pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {
     for d in &p.defs {
         let ExprKind::Lam(_, _, body) = &d.body.kind else { return Err(format!("`{}` is not a function", d.name.text)) };
         let mut stack = vec![&**body];
