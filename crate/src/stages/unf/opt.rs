@@ -25,6 +25,7 @@ use super::pe::{counts, grad_type, let_typed, pe_rules, rewrite, subst, trace_vi
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;
+use crate::features::{Feature, Features};
 use crate::ir::*;
 use crate::kit::rewrite::{RewriteCx, Rule};
 use crate::stage::{Input, Output, Source, Stage, StageInfo};
@@ -371,6 +372,11 @@ fn opt_rules() -> Vec<Rule> {
 impl Stage for Opt {
     fn info(&self) -> &'static StageInfo {
         &INFO
+    }
+
+    /// What `unf/direct` takes (its refusals are this stage's, with the same reason).
+    fn supports(&self) -> Features {
+        Features::of(&[Feature::HigherOrder])
     }
 
     fn input(&self) -> Input {

@@ -20,6 +20,7 @@ use super::common::PAPER;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;
+use crate::features::{Feature, Features};
 use crate::ir::*;
 use crate::kit::passes::freshen;
 use crate::kit::rewrite::{normalise_program, Budget, RewriteCx, Rule, Trace};
@@ -299,6 +300,9 @@ pub(super) fn pe_rules() -> Vec<Rule> {
 /// small redexes; later ones print whole continuations.
 const TRACE_STEPS: usize = 400;
 
+/// How much of each side of a step the views keep.
+const STEP_TEXT: usize = 4_000;
+
 /// The program's definitions with fresh binders, rewritten to normal form under `rules`.
 pub(super) fn rewrite(p: &Program, rules: &[Rule]) -> Result<(Program, Trace), Diagnostic> {
     let mut p = p.clone();
@@ -338,6 +342,17 @@ pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {
 /// The trace as the page's view: each step's rule, then the redex before and after it.
 pub(super) fn trace_views(tr: &Trace) -> Vec<View> {
     use std::fmt::Write;
+    // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
+    let mut tr = tr.clone();
+    for s in &mut tr.steps {
+        for side in [&mut s.before, &mut s.after] {
+            if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
+                side.truncate(i);
+                side.push_str(" …");
+            }
+        }
+    }
+    let tr = &tr;
     let mut text = String::new();
     let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
     let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
@@ -362,6 +377,11 @@ pub(super) fn grad_type(src: &Source) -> Vec<(String, Type)> {
 impl Stage for Pe {
     fn info(&self) -> &'static StageInfo {
         &INFO
+    }
+
+    /// What `unf/direct` takes (its refusals are this stage's, with the same reason).
+    fn supports(&self) -> Features {
+        Features::of(&[Feature::HigherOrder])
     }
 
     fn input(&self) -> Input {
