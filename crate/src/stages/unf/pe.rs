@@ -379,9 +379,10 @@ impl Stage for Pe {
         &INFO
     }
 
-    /// What `unf/direct` takes (its refusals are this stage's, with the same reason).
+    /// What `unf/direct`'s output may hold: its continuations, and the conditionals and integers of
+    /// the derivative table (`abs`, `max`); the source's own are refused by `unf/direct`, and so here.
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder])
+        Features::of(&[Feature::HigherOrder, Feature::Conditionals, Feature::Integers])
     }
 
     fn input(&self) -> Input {
