@@ -296,11 +296,18 @@ fn unf_opt_reaches_the_closed_forms_of_example_1_2() {
   )
 "
     );
-    // prod [] = 1 with gradient [], prod [5] = 5 with gradient [1], on every stage
+    // prod [] = 1 with gradient [], prod [5] = 5 with gradient [1], on every stage; sum and dot on []
     for at in ["[]", "[5.0]", "[2.0, 3.0, 4.0]"] {
-        let ran = all_agree(UNF_PROD.replace("[2.0, 3.0, 4.0]", at));
-        assert!(ran.iter().any(|s| s == "unf/pe") && ran.iter().any(|s| s == "unf/opt"), "{at}: {ran:?}");
+        for src in [UNF_PROD, UNF_SUM] {
+            let ran = all_agree(src.replace("[2.0, 3.0, 4.0]", at));
+            assert!(ran.iter().any(|s| s == "unf/pe") && ran.iter().any(|s| s == "unf/opt"), "{at}: {ran:?}");
+        }
     }
+    let ran = all_agree(UNF_DOT.replace("([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])", "([], [])"));
+    assert!(ran.iter().any(|s| s == "unf/opt"), "{ran:?}");
+    // the rules that may change floating-point results are marked in the trace (dot uses `0 * e ~> 0`)
+    let (_, views) = normalised(UNF_DOT, "unf/opt");
+    assert!(views[0].text.contains("R5 0 * e ~> 0  [inexact"), "{}", views[0].text);
 }
 
 /// Lemma 5.3 on every example `unf/pe` accepts: no lambda but the top one is left (the stage asserts
