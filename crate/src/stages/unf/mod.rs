@@ -10,6 +10,8 @@ chain_stages! {
     source::UnfSource,
     target::UnfTarget,
     back::UnfBack,
+    pe::Pe,
+    opt::Opt,
 }
 
 pub static CHAIN: Chain = Chain {

@@ -1,0 +1,396 @@
+//! `unf/opt`: the optimisations of Huot & Shaikhha §5.4, Fig. 12 (as the note §3.8 recovers it, R4–R15),
+//! with the extra rewrites Appendix A.6 uses to derive the closed forms of Ex. 1.2/5.5 (X1–X7), on
+//! `unf/pe`'s output. Each is a named rule of the rewrite engine; its trace is the derivation.
+//!
+//! Decisions:
+//! - Array lengths. Our `map2` stops with an error on arrays of different lengths. Every rule here
+//!   gives the same result as its redex whenever the redex runs without that error (`map2 (x,y. y) A B`
+//!   is B when |A| = |B|), and may give a value where the redex would stop (as R2 drops dead code);
+//!   no rule makes a program stop that ran. So no rule needs lengths but one, X5+R13 below, which
+//!   is exact for every length: `shift1L (scanr * 1 OnesLike(W)) ~> OnesLike(W)` (scanr gives n+1 ≥ 1
+//!   elements, shift1L drops one). The paper's `scanr * 1 (shift1L A)` is not produced: `unf/direct`
+//!   takes A3 = `shift1L (scanr * 1 A1)` (equal for n ≥ 1), because at n = 0 the paper's has length 1
+//!   beside a length-0 array and prod [] would stop instead of giving the gradient [] (note §8.8).
+//! - The seed: `grad (s, dt)` takes the output cotangent dt where the paper's ∇ takes 1, so the closed
+//!   forms carry it: ∇ prod = `map2 (λx y → x * y * dt) (shift1R (scanl * 1 A)) (shift1L (scanr * 1 A))`,
+//!   ∇ sum = `map (λv → dt) A`, ∇ dot = (`map (λ… → dt * …) B`, `… A`): the paper's at dt = 1.
+//! - R4 propagates the constants 0 and 1 only (the note's reading of Fig. 12); R5 `0 * e ~> 0` is
+//!   marked inexact (e may be NaN or ∞); constant folding computes what the program would.
+//! - X7 (single-use lets inlined, A.6's "forward substitution" and "η") keeps the program's nesting
+//!   bounded: it inlines an expression only while it stays at most `X7_DEPTH` deep, and never under a
+//!   binder (`map2 (x,y. e)`), where it would run once per element.
+
+use super::common::{lambda_body, lambda_params, PAPER};
+use super::pe::{counts, grad_type, let_typed, pe_rules, rewrite, subst, trace_views, check_lemma_5_3};
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::Prim as P;
+use crate::features::{Feature, Features};
+use crate::ir::*;
+use crate::kit::rewrite::{RewriteCx, Rule};
+use crate::stage::{Input, Output, Source, Stage, StageInfo};
+use std::collections::{HashMap, HashSet};
+
+pub struct Opt;
+
+static INFO: StageInfo = StageInfo {
+    id: "unf/opt",
+    paper: PAPER,
+    section: "§5.4, Fig. 12, Ex. 1.1, 1.2, 5.5, App. A.6",
+    title: "Optimisations: ring and array laws to closed forms",
+    explanation: "unf/pe's program is simplified with the optimisations of Fig. 12: constants 0 and 1 propagated, the \
+ring laws of the reals (0 * e = 0, 0 + e = e, 1 * e = e) lifted to arrays (a map2 with an array of ones or zeros, \
+reduce of ones or zeros), fusion of maps, and the rewrites Appendix A.6 uses (a map2 that projects one of its \
+arguments is that argument, single-use lets inlined). It only improves constants, never the complexity class, and \
+derives the paper's closed forms: ∇ prod A from two scans, ∇ sum = ones, ∇ dot (A, B) = (B, A). Each step is listed \
+with its rule; rules that can change floating-point results (0 * e = 0 when e is NaN or ∞) are marked.",
+    complexity: "O(T), as unf/pe, with smaller constants.",
+    accepts: super::common::ACCEPTS,
+};
+
+/// The deepest expression X7 builds by inlining (so that nesting does not grow with program size).
+const X7_DEPTH: usize = 8;
+
+fn real_lit(e: &Expr) -> Option<f64> {
+    match e.kind {
+        ExprKind::Real(r) => Some(r),
+        _ => None,
+    }
+}
+
+fn is_lit(e: &Expr, v: f64) -> bool {
+    real_lit(e) == Some(v)
+}
+
+/// A zero of a ground type: `0.0`, `map (λv → 0) A` (ZerosLike), or a tuple of zeros.
+fn is_zero(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Real(r) => *r == 0.0,
+        ExprKind::Unit => true,
+        ExprKind::Tuple(es) => es.iter().all(is_zero),
+        ExprKind::Prim(P::Map, args) => lambda_params(&args[0], 1).is_some() && is_zero(lambda_body(&args[0], 1)),
+        _ => false,
+    }
+}
+
+/// Whether `f` is `λp q → p +^ q` on a ground type: its body only sums components of p and q.
+fn is_plus_fn(f: &Expr) -> bool {
+    if lambda_params(f, 2).is_none() {
+        return false;
+    }
+    let mut stack = vec![lambda_body(f, 2)];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Var(_) => {}
+            ExprKind::Tuple(es) => stack.extend(es),
+            ExprKind::Let(_, rhs, b) if matches!(rhs.kind, ExprKind::Var(_)) => stack.push(b),
+            ExprKind::Prim(P::Add, xs) => stack.extend(xs),
+            ExprKind::Prim(P::Map2, xs) if is_plus_fn(&xs[0]) => stack.extend(&xs[1..]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether `f` is `λx y → x * y` (either order).
+fn is_times_fn(f: &Expr) -> bool {
+    let Some(ps) = lambda_params(f, 2) else { return false };
+    match &lambda_body(f, 2).kind {
+        ExprKind::Prim(P::Mul, xs) => {
+            let ids: Vec<Option<u32>> = xs.iter().map(|x| if let ExprKind::Var(n) = &x.kind { Some(n.id) } else { None }).collect();
+            ids == [Some(ps[0].id), Some(ps[1].id)] || ids == [Some(ps[1].id), Some(ps[0].id)]
+        }
+        _ => false,
+    }
+}
+
+/// `f a b` for a binder `f = λx y → e`: `let x = a in let y = b in e` (R1, the arguments let-bound).
+fn apply2(f: &Expr, a: Expr, b: Expr) -> Expr {
+    let ps = lambda_params(f, 2).expect("a binder");
+    let_typed(pvar(&ps[0]), a, let_typed(pvar(&ps[1]), b, lambda_body(f, 2).clone()))
+}
+
+/// `λv → body` typed from the pieces it is built of.
+fn lam1(v: &Name, arg_ty: Type, body: Expr) -> Expr {
+    let ty = Type::fun(arg_ty, body.ty.clone());
+    Expr { kind: ExprKind::Lam(LamKind::Plain, pvar(v), Box::new(body)), span: Span::NONE, ty }
+}
+
+fn elem_ty(arr: &Expr) -> Type {
+    arr.ty.as_array().cloned().unwrap_or(Type::Unknown)
+}
+
+fn typed_prim(op: Prim, args: Vec<Expr>, ty: Type) -> Expr {
+    Expr { kind: ExprKind::Prim(op, args), span: Span::NONE, ty }
+}
+
+/// R4 `let x = c in e ~> e[c/x]` for c = 0, 1.
+fn r4_constants(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
+    let c = real_lit(rhs)?;
+    if c != 0.0 && c != 1.0 {
+        return None;
+    }
+    Some(subst((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())])))
+}
+
+/// The constant element of `map (v. c) W` (OnesLike, ZerosLike), where c is a literal or a variable
+/// bound outside.
+fn constant_array(e: &Expr) -> Option<&Expr> {
+    let ExprKind::Prim(P::Map, m) = &e.kind else { return None };
+    let v = lambda_params(&m[0], 1)?;
+    let c = lambda_body(&m[0], 1);
+    let simple = matches!(&c.kind, ExprKind::Real(_)) || matches!(&c.kind, ExprKind::Var(n) if n.id != v[0].id);
+    simple.then_some(c)
+}
+
+/// R4 for OnesLike and ZerosLike (A.6's "forward substitution" of `OnesLike(A)`): `let Z = map (v. c) W
+/// in e ~> e[map (v. c) W / Z]` when every use of Z is an array argument of a map2, which R7 then
+/// turns into a map over the other array (so no pass over an array is repeated).
+fn r4_constant_arrays(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(z, _), rhs, b) = &e.kind else { return None };
+    constant_array(rhs)?;
+    let (mut all, mut in_map2) = (0, 0);
+    let mut stack = vec![&**b];
+    while let Some(x) = stack.pop() {
+        match &x.kind {
+            ExprKind::Var(n) if n.id == z.id => all += 1,
+            ExprKind::Prim(P::Map2, args) => {
+                in_map2 += args[1..].iter().filter(|a| matches!(&a.kind, ExprKind::Var(n) if n.id == z.id)).count();
+            }
+            _ => {}
+        }
+        stack.extend(children(x));
+    }
+    (all > 0 && all == in_map2).then(|| subst((**b).clone(), &HashMap::from([(z.id, (**rhs).clone())])))
+}
+
+/// R5 `0 * e ~> 0` and `e * 0 ~> 0` (inexact: not when e is NaN or ∞).
+fn r5_times_zero(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    match &e.kind {
+        ExprKind::Prim(P::Mul, xs) if is_lit(&xs[0], 0.0) || is_lit(&xs[1], 0.0) => Some(real(0.0).with_ty(Type::Real)),
+        _ => None,
+    }
+}
+
+/// R6 `0 + e ~> e`, `1 * e ~> e`, and their mirror images, `e - 0 ~> e`, `0 - e ~> -e`.
+fn r6_units(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(op, xs) = &e.kind else { return None };
+    match op {
+        P::Add if is_lit(&xs[0], 0.0) => Some(xs[1].clone()),
+        P::Add | P::Sub if is_lit(&xs[1], 0.0) => Some(xs[0].clone()),
+        P::Sub if is_lit(&xs[0], 0.0) => Some(typed_prim(P::Neg, vec![xs[1].clone()], Type::Real)),
+        P::Mul if is_lit(&xs[0], 1.0) => Some(xs[1].clone()),
+        P::Mul if is_lit(&xs[1], 1.0) => Some(xs[0].clone()),
+        _ => None,
+    }
+}
+
+/// Constant folding of real arithmetic on literals (the same operation the program would do).
+fn fold_constants(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(op, xs) = &e.kind else { return None };
+    let r = match (op, xs.as_slice()) {
+        (P::Neg, [a]) => -real_lit(a)?,
+        (P::Add | P::Sub | P::Mul, [a, b]) => {
+            let (a, b) = (real_lit(a)?, real_lit(b)?);
+            match op {
+                P::Add => a + b,
+                P::Sub => a - b,
+                _ => a * b,
+            }
+        }
+        _ => return None,
+    };
+    Some(real(r).with_ty(Type::Real))
+}
+
+/// X1 `map2 (x,y. y) A B ~> B`, X2 `map2 (x,y. x) A B ~> A`, X3 `map2 (x,y. c) A B ~> map (y. c) B`
+/// (c mentions neither x nor y).
+fn x123_map2_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Map2, args) = &e.kind else { return None };
+    let ps = lambda_params(&args[0], 2)?;
+    let body = lambda_body(&args[0], 2);
+    if let ExprKind::Var(n) = &body.kind {
+        if n.id == ps[0].id {
+            return Some(args[1].clone());
+        }
+        if n.id == ps[1].id {
+            return Some(args[2].clone());
+        }
+    }
+    let c = counts(body, &HashSet::from([ps[0].id, ps[1].id]));
+    if !c.is_empty() {
+        return None;
+    }
+    Some(typed_prim(P::Map, vec![lam1(&ps[1], elem_ty(&args[2]), body.clone()), args[2].clone()], e.ty.clone()))
+}
+
+/// R7, R8, R10 and their mirror images, for any function: `map2 f A (map (v. c) B) ~> map (a. f a c) A`
+/// (c a constant of the element: OnesLike, ZerosLike), and likewise with the constant array first.
+fn r7_map2_constant_array(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Map2, args) = &e.kind else { return None };
+    let constant = |x: &Expr| -> Option<Expr> {
+        let ExprKind::Prim(P::Map, m) = &x.kind else { return None };
+        let v = lambda_params(&m[0], 1)?;
+        let c = lambda_body(&m[0], 1);
+        (counts(c, &HashSet::from([v[0].id])).is_empty()).then(|| c.clone())
+    };
+    let f = &args[0];
+    let (arr, body) = if let Some(c) = constant(&args[2]) {
+        let a = cx.fresh.name("v");
+        (args[1].clone(), (a.clone(), apply2(f, var(&a).with_ty(elem_ty(&args[1])), c)))
+    } else if let Some(c) = constant(&args[1]) {
+        let b = cx.fresh.name("v");
+        (args[2].clone(), (b.clone(), apply2(f, c, var(&b).with_ty(elem_ty(&args[2])))))
+    } else {
+        return None;
+    };
+    let (v, body) = body;
+    Some(typed_prim(P::Map, vec![lam1(&v, elem_ty(&arr), body), arr], e.ty.clone()))
+}
+
+/// R9 `map (x. x) A ~> A`.
+fn r9_map_identity(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Map, args) = &e.kind else { return None };
+    let v = lambda_params(&args[0], 1)?;
+    matches!(&lambda_body(&args[0], 1).kind, ExprKind::Var(n) if n.id == v[0].id).then(|| args[1].clone())
+}
+
+/// R11 `reduce * 1 OnesLike(A) ~> 1`, R12 `reduce +^ 0 ZerosLike(A) ~> 0` (also on tuples of zeros: the
+/// map2 rule's context share `reduce +^ 0^ G` of a body that does not use the context, the note's P7).
+fn r11_r12_reduce_of_units(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Reduce, args) = &e.kind else { return None };
+    let ExprKind::Prim(P::Map, m) = &args[2].kind else { return None };
+    lambda_params(&m[0], 1)?;
+    let c = lambda_body(&m[0], 1);
+    let units = (is_zero(&args[1]) && is_zero(c) && is_plus_fn(&args[0])) || (is_lit(&args[1], 1.0) && is_lit(c, 1.0) && is_times_fn(&args[0]));
+    units.then(|| args[1].clone())
+}
+
+/// X5 with R13: `shift1L (scanr * 1 OnesLike(W)) ~> OnesLike(W)`, exact for every length (scanr * 1 of
+/// n ones is n + 1 ones, shift1L drops one).
+fn x5_scan_of_ones(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Shift1L, a) = &e.kind else { return None };
+    let ExprKind::Prim(P::Scanr, s) = &a[0].kind else { return None };
+    let ExprKind::Prim(P::Map, m) = &s[2].kind else { return None };
+    (is_times_fn(&s[0]) && is_lit(&s[1], 1.0) && lambda_params(&m[0], 1).is_some() && is_lit(lambda_body(&m[0], 1), 1.0)).then(|| s[2].clone())
+}
+
+/// R15 fusion: `map (x. e1) (map2 (y1,y2. e2) A B) ~> map2 (y1,y2. let x = e2 in e1) A B`, and
+/// `map (x. e1) (map (y. e2) A) ~> map (y. let x = e2 in e1) A`.
+fn r15_fusion(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Map, args) = &e.kind else { return None };
+    let x = lambda_params(&args[0], 1)?;
+    let e1 = lambda_body(&args[0], 1);
+    let ExprKind::Prim(inner @ (P::Map | P::Map2), inner_args) = &args[1].kind else { return None };
+    let arity = if *inner == P::Map { 1 } else { 2 };
+    let ys = lambda_params(&inner_args[0], arity)?;
+    let e2 = lambda_body(&inner_args[0], arity).clone();
+    let mut f = let_typed(pvar(&x[0]), e2, e1.clone());
+    for (y, arr) in ys.iter().zip(&inner_args[1..]).rev() {
+        f = lam1(y, elem_ty(arr), f);
+    }
+    let mut out = inner_args.clone();
+    out[0] = f;
+    Some(typed_prim(*inner, out, e.ty.clone()))
+}
+
+/// The nesting depth of `e`.
+fn depth(e: &Expr) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((x, d)) = stack.pop() {
+        max = max.max(d);
+        stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+    }
+    max
+}
+
+/// How often each variable occurs, and how often outside any binder (`λ`).
+fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
+    let mut out: HashMap<u32, (usize, usize)> = HashMap::new();
+    let mut stack = vec![(e, false)];
+    while let Some((x, under)) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            let u = out.entry(n.id).or_default();
+            u.0 += 1;
+            u.1 += usize::from(!under);
+        }
+        let under = under || matches!(x.kind, ExprKind::Lam(..));
+        stack.extend(children(x).into_iter().map(|c| (c, under)));
+    }
+    out
+}
+
+/// X7 over a lambda's body: each let of its chain whose variable occurs once, not under a binder, is
+/// inlined there, while the expression stays at most `X7_DEPTH` deep (one walk of the chain).
+fn x7_single_use_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Lam(k, p, body) = &e.kind else { return None };
+    let u = uses(body);
+    let mut map: HashMap<u32, Expr> = HashMap::new();
+    let mut kept = vec![];
+    let mut cur = &**body;
+    while let ExprKind::Let(q, rhs, b) = &cur.kind {
+        let rhs = subst((**rhs).clone(), &map);
+        match q {
+            Pat::Var(n, _) if u.get(&n.id) == Some(&(1, 1)) && depth(&rhs) <= X7_DEPTH => {
+                map.insert(n.id, rhs);
+            }
+            _ => kept.push((q.clone(), rhs, cur.span)),
+        }
+        cur = b;
+    }
+    if map.is_empty() {
+        return None;
+    }
+    let tail = subst(cur.clone(), &map);
+    let out = kept.into_iter().rev().fold(tail, |acc, (q, rhs, span)| at(let_typed(q, rhs, acc), span));
+    Some(Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() })
+}
+
+/// Fig. 12's optimisations and A.6's extra rewrites, after the partial-evaluation rules.
+fn opt_rules() -> Vec<Rule> {
+    let r = |name, apply| Rule { name, inexact: false, apply };
+    let mut rules = pe_rules();
+    rules.extend([
+        r("R4 constant propagation (0, 1)", r4_constants),
+        r("R4 OnesLike/ZerosLike into map2", r4_constant_arrays),
+        Rule { name: "R5 0 * e ~> 0", inexact: true, apply: r5_times_zero },
+        r("R6 0 + e ~> e, 1 * e ~> e", r6_units),
+        r("constant folding", fold_constants),
+        r("X1–X3 map2 projecting an argument", x123_map2_projection),
+        r("R7/R8/R10 map2 with OnesLike or ZerosLike", r7_map2_constant_array),
+        r("R9 map (x. x) A ~> A", r9_map_identity),
+        r("R11/R12 reduce of units", r11_r12_reduce_of_units),
+        r("X5+R13 shift1L (scanr * 1 OnesLike(A)) ~> OnesLike(A)", x5_scan_of_ones),
+        r("R15 fusion", r15_fusion),
+        r("X7 inline single-use lets", x7_single_use_lets),
+    ]);
+    rules
+}
+
+impl Stage for Opt {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    /// What `unf/direct`'s output may hold: its continuations, and the conditionals and integers of
+    /// the derivative table (`abs`, `max`); the source's own are refused by `unf/direct`, and so here.
+    fn supports(&self) -> Features {
+        Features::of(&[Feature::HigherOrder, Feature::Conditionals, Feature::Integers])
+    }
+
+    fn input(&self) -> Input {
+        Input::After("unf/pe")
+    }
+
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
+        let (program, trace) = rewrite(src.program, &opt_rules())?;
+        check_lemma_5_3(&program).map_err(|why| Diagnostic::error(Span::NONE, format!("internal error: Lemma 5.3 does not hold after the optimisations: {why}")))?;
+        Ok(Output { program, builtins: vec![], views: trace_views(&trace), steps: trace.stepper() })
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        grad_type(src)
+    }
+}
