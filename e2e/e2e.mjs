@@ -513,6 +513,37 @@ try {
     return parts.got.map(p => `${p.ids.length} stages in ${p.ms.toFixed(0)} ms`).join(', ');
   });
 
+  await check('the UNF chain: a drawn stack diagram, the line of continuations with its stepper, a steppable rewrite', async () => {
+    const ex = await page.evaluate(() => window.__cot.state.examples.find(e => e.name === 'unf-ex1.1')?.source);
+    await setSource(page, ex);
+    // unf/source: the stack diagram view is drawn as a table, slots as columns
+    await page.click('[data-stage="unf/source"]');
+    await page.click('[data-testid="view-tabs"] button:has-text("stack diagram")');
+    const diagram = await page.$$eval('[data-testid="stack-diagram"] tr', rows => rows.map(r => [...r.children].map(c => [c.textContent, c.className])));
+    assert(diagram.length > 5, 'stack diagram rows: ' + diagram.length);
+    const flat = diagram.flat();
+    assert(flat.some(([, c]) => /push/.test(c)) && flat.some(([, c]) => /read/.test(c)) && flat.some(([, c]) => /forget/.test(c)), 'no read/push/forget marks');
+    // unf/direct: the line of continuations; the stepper passes the cotangent stack from Y9 to Id
+    await page.click('[data-stage="unf/direct"]');
+    await page.waitForSelector('body[data-detail="unf/direct"]', { timeout: 10000 });
+    await page.waitForSelector('#dag svg');
+    const nodes = await page.$$eval('#dag .node', ns => ns.length);
+    assert(nodes === 10, 'continuation nodes: ' + nodes);
+    const first = await page.textContent('#step-note');
+    await page.click('#step-last');
+    const last = await page.textContent('#step-note');
+    assert(/Y9\(0\.0, 0\.0, 0\.0, 1\.0\)/.test(first) && /Id\(30\.0, 9\.0, 0\.0\)/.test(last), `steps: ${first} … ${last}`);
+    // unf/pe: the stepper goes through the rewrite, rule by rule
+    await page.click('[data-stage="unf/pe"]');
+    await page.waitForSelector('body[data-detail="unf/pe"]', { timeout: 10000 });
+    const rule = await page.textContent('#step-note .step-kind');
+    const pos = await page.textContent('#step-pos');
+    assert(/^R\d+|^X\d+|η|split/.test(rule) && /step 1 \/ \d+/.test(pos), `rewrite step: ${rule} (${pos})`);
+    const tabs = await page.$$eval('[data-testid="view-tabs"] button', bs => bs.map(b => b.textContent));
+    assert(tabs.includes('rewrite trace'), 'tabs: ' + tabs);
+    return `${diagram.length - 1} primitives drawn; ${nodes} continuations; first rewrite ${rule}, ${pos}`;
+  });
+
   await check('the page logged no errors', async () => {
     assert(errors.length === 0, errors.join('\n'));
   });

@@ -21,7 +21,9 @@ fn analyse_in_the_browser() {
 fn every_example_analyses_without_diagnostics() {
     for e in js_sys::Array::from(&cotangent_web::examples()).iter() {
         let name = get(&e, "name").as_string().unwrap();
-        let out = cotangent_web::analyse(&get(&e, "source").as_string().unwrap(), js_sys::JSON::parse(r#"{"svg": []}"#).unwrap());
+        // diagnostics come from the front end: forward alone keeps this test quick in debug wasm, where a
+        // test holding the page's thread for 20 s times out the webdriver
+        let out = cotangent_web::analyse(&get(&e, "source").as_string().unwrap(), js_sys::JSON::parse(r#"{"svg": [], "stages": ["forward"]}"#).unwrap());
         let ds = js_sys::Array::from(&get(&out, "diagnostics"));
         assert_eq!(ds.length(), 0, "{name}: {:?}", get(&ds.get(0), "message"));
     }
@@ -57,7 +59,8 @@ fn the_longest_let_chain_unf_direct_takes_runs_in_the_browser() {
         s.push_str(&format!("  let a{i} = a{} * 0.999 + y in\n", i - 1));
     }
     s.push_str(&format!("  a{depth}\n"));
-    let out = cotangent_web::analyse(&s, js_sys::JSON::parse(r#"{"svg": []}"#).unwrap());
+    // unf/direct and the UNF route's last stage (the release-wasm Node test runs every stage at this depth)
+    let out = cotangent_web::analyse(&s, js_sys::JSON::parse(r#"{"svg": [], "stages": ["unf/direct", "unf/back"]}"#).unwrap());
     let st = js_sys::Array::from(&get(&out, "stages")).iter().find(|s| get(s, "id").as_string().as_deref() == Some("unf/direct")).expect("unf/direct ran");
     assert_eq!(get(&st, "error").as_string(), None);
     assert_eq!(get(&st, "agrees").as_bool(), Some(true));
