@@ -76,6 +76,15 @@ fn log_steps(n: usize) -> u64 {
     (usize::BITS - n.leading_zeros()) as u64
 }
 
+/// A tuple as the IR builds one (`build::tuple`): `()` for none, the value itself for one.
+fn ir_tuple(mut vs: Vec<Value>) -> Value {
+    if vs.len() == 1 {
+        vs.pop().unwrap_or(Value::Unit)
+    } else {
+        Value::tuple(vs)
+    }
+}
+
 fn internal(span: Span, what: &str) -> RunError {
     RunError::runtime(span, format!("internal error in the CHAD runtime: {what}"))
 }
@@ -379,7 +388,7 @@ fn b_env_tuple(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Valu
             out.reverse();
         }
     }
-    Ok(Value::tuple(out))
+    Ok(ir_tuple(out))
 }
 
 /// The gradient in the input's shape: the input `s` as the witness of shape, and the cotangents
@@ -542,7 +551,7 @@ fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, Run
     }
     m.state::<Rt>().acc = acc;
     event(m, "result", format!("result ⟨{}, ⟨{}⟩⟩", show_ct(&r), out.iter().map(show_ct).collect::<Vec<_>>().join(", ")), span);
-    Ok(Value::pair(r, Value::tuple(out)))
+    Ok(Value::pair(r, ir_tuple(out)))
 }
 
 /// The implementation of each kind of type-indexed builtin: function, arity, lazy last argument.

@@ -125,6 +125,11 @@ pub struct FirstOrder {
 /// becomes first order), then desugared, each refusal located.
 pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
     let mut p = inline_all(src.program, INLINE_BUDGET)?;
+    // Re-typed with main at the type the pipeline fitted to the input, so that a part of the input
+    // that main leaves open (`fst x` of x : R × (R × R)) has the input's type in every subterm.
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the inlined program does not type-check: {}", d.message)))?;
     // Unconstrained types are R, as main's are.
     for d in &mut p.defs {
         let mut stack = vec![&mut d.body];
