@@ -18,12 +18,12 @@ pub type Ctx = Vec<(Name, CT)>;
 pub enum Op {
     /// `0_τ` (Fig. 3).
     Zero(CT),
-    /// `0_{EV Γ}`: the environment vector of zeros.
-    ZeroEnv(Vec<CT>),
+    /// `0_{EV Γ}`: the environment vector of zeros (with Γ's names, for traces).
+    ZeroEnv { ctx: Vec<CT>, names: Vec<String> },
     /// `one_{x:τ∈Γ} : τ → EV Γ` (Fig. 3), x at position `pos`.
-    OneHot { pos: usize, ctx: Vec<CT> },
+    OneHot { pos: usize, ctx: Vec<CT>, names: Vec<String> },
     /// `split_{Γ,τ} : EV (Γ, x:τ) → EV Γ × τ`.
-    Split { ctx: Vec<CT>, ct: CT },
+    Split { ctx: Vec<CT>, ct: CT, names: Vec<String> },
     /// `⟨⟨t1, …, tn⟩⟩` of the given product.
     LTuple(Vec<CT>),
     /// `lfst`, `lsnd` and their n-ary kin: component `i` of the given product.
@@ -53,6 +53,11 @@ fn show_var(ctx: &Ctx, pos: usize, n: &Name) -> String {
     } else {
         n.text.to_string()
     }
+}
+
+/// Γ's variables as traces show them.
+fn names(ctx: &Ctx) -> Vec<String> {
+    ctx.iter().enumerate().map(|(i, (n, _))| show_var(ctx, i, n)).collect()
 }
 
 fn cts(ctx: &Ctx) -> Vec<CT> {
@@ -87,13 +92,13 @@ pub fn zero(ct: &CT) -> &'static str {
     intern(format!("0_{}", ct.show()), Op::Zero(ct.clone()))
 }
 pub fn zero_env(ctx: &Ctx) -> &'static str {
-    intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv(cts(ctx)))
+    intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv { ctx: cts(ctx), names: names(ctx) })
 }
 pub fn one_hot(ctx: &Ctx, pos: usize) -> &'static str {
-    intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx) })
+    intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx), names: names(ctx) })
 }
 pub fn split(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
-    intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone() })
+    intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = names(ctx); ns.push(x.text.to_string()); ns } })
 }
 pub fn ltuple(ts: &[CT]) -> &'static str {
     intern(format!("lpair_{}", CT::Prod(ts.to_vec()).show()), Op::LTuple(ts.to_vec()))
@@ -152,9 +157,9 @@ pub fn scheme(op: &Op) -> Scheme {
     let mono = |t| Scheme::mono(t);
     match op {
         Op::Zero(t) => mono(t.ty()),
-        Op::ZeroEnv(g) => mono(ev(g)),
-        Op::OneHot { pos, ctx } => mono(f(ctx[*pos].ty(), ev(ctx))),
-        Op::Split { ctx, ct } => {
+        Op::ZeroEnv { ctx, .. } => mono(ev(ctx)),
+        Op::OneHot { pos, ctx, .. } => mono(f(ctx[*pos].ty(), ev(ctx))),
+        Op::Split { ctx, ct, .. } => {
             let mut whole = ctx.clone();
             whole.push(ct.clone());
             mono(f(ev(&whole), pair(ev(ctx), ct.ty())))

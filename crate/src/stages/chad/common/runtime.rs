@@ -55,15 +55,16 @@ pub fn set_up(m: &mut Machine, repr: Repr, mutable: bool) {
 }
 
 /// `EMap Γ` (Fig. 6): a persistent tree map from positions in Γ to cotangents; absent means 0.
+/// It carries Γ's names only to show itself.
 #[derive(Debug, Clone)]
-pub struct EMap(pub RedBlackTreeMap<usize, Value>);
+pub struct EMap(pub RedBlackTreeMap<usize, Value>, pub Rc<[String]>);
 
 impl ExtValue for EMap {
     fn type_name(&self) -> &'static str {
         "EMap"
     }
     fn show(&self) -> String {
-        let items: Vec<String> = self.0.iter().map(|(k, v)| format!("#{k}: {}", show_ct(v))).collect();
+        let items: Vec<String> = self.0.iter().map(|(k, v)| format!("{}: {}", self.1.get(*k).map_or(format!("#{k}"), |n| n.clone()), show_ct(v))).collect();
         format!("{{{}}}", items.join(", "))
     }
     fn as_any(&self) -> &dyn std::any::Any {
@@ -171,7 +172,8 @@ fn union(m: &mut Machine, p: &EMap, q: &EMap) -> Result<EMap, RunError> {
         out.insert_mut(*k, v);
     }
     m.alloc(sm as u64)?;
-    Ok(EMap(out))
+    let names = if p.1.len() >= q.1.len() { p.1.clone() } else { q.1.clone() };
+    Ok(EMap(out, names))
 }
 
 /// A cotangent as traces show it: zeros as `0`, linear pairs as `⟨⟨a, b⟩⟩`, sum cotangents with their tag.
@@ -220,14 +222,16 @@ fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError>
 
 /// `0_{EV Γ}`: a tuple of |Γ| zeros (Fig. 4) or the empty map (Fig. 6).
 fn b_zero_env(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::ZeroEnv(g) = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
-    Ok(match repr(m) {
-        Repr::Dense => dense_env(m, g, None),
+    let Op::ZeroEnv { ctx, names } = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
+    let v = match repr(m) {
+        Repr::Dense => dense_env(m, ctx, None),
         Repr::Sparse => {
             m.count("zero_nodes", 1);
-            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new())))
+            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), names.clone().into())))
         }
-    })
+    };
+    ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span);
+    Ok(v)
 }
 
 /// `EV Γ` as Fig. 4's left-nested tuple `(((), v1), v2)…`, zeros but for `hot`.
@@ -245,9 +249,10 @@ fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Value {
 
 /// `one_{x:τ∈Γ} v`: Fig. 4's one-hot tuple (|Γ| cells) or Fig. 6's `modify_x (v +) empty` (one).
 fn b_one_hot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::OneHot { pos, ctx } = &*this_op(m)? else { return Err(internal(span, "one")) };
+    let Op::OneHot { pos, ctx, names } = &*this_op(m)? else { return Err(internal(span, "one")) };
     let v = arg(&mut args);
-    Ok(match repr(m) {
+    let note = format!("one_{} {}", names[*pos], show_ct(&v));
+    let r = match repr(m) {
         Repr::Dense => {
             m.count("onehot_cells", ctx.len() as u64);
             dense_env(m, ctx, Some((*pos, v)))
@@ -255,15 +260,26 @@ fn b_one_hot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value,
         Repr::Sparse => {
             m.count("onehot_cells", 1);
             m.count("map_log_steps", 1);
-            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v))))
+            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), names.clone().into())))
         }
-    })
+    };
+    ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span);
+    Ok(r)
 }
 
 /// `split_{Γ,τ}`: the identity on Fig. 4's tuples, Fig. 6's `pop` on maps (⌈log2 n⌉ steps).
 fn b_split(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::Split { ctx, ct } = &*this_op(m)? else { return Err(internal(span, "split")) };
+    let Op::Split { ctx, ct, .. } = &*this_op(m)? else { return Err(internal(span, "split")) };
     let ev = arg(&mut args);
+    let before = show_ev(&ev);
+    let r = b_split_on(m, ev, ctx, ct, span)?;
+    if let Value::Tuple(vs) = &r {
+        ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span);
+    }
+    Ok(r)
+}
+
+fn b_split_on(m: &mut Machine, ev: Value, ctx: &[CT], ct: &CT, span: Span) -> Result<Value, RunError> {
     match ev {
         Value::Tuple(ref vs) if vs.len() == 2 => Ok(ev),
         Value::Ext(e) => {
@@ -274,16 +290,48 @@ fn b_split(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
                 Some(v) => v.clone(),
                 None => zero(m, ct, Repr::Sparse),
             };
-            Ok(Value::pair(Value::Ext(Rc::new(EMap(map.0.remove(&pos)))), v))
+            Ok(Value::pair(Value::Ext(Rc::new(EMap(map.0.remove(&pos), map.1.clone()))), v))
         }
         other => Err(internal(span, &format!("split of {other}"))),
     }
 }
 
-fn b_plus(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+/// `+_{EV Γ}`: in program text `plus` only ever adds environment vectors (Fig. 2); cotangents are
+/// added inside the runtime.
+fn b_plus(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let b = arg(&mut args);
     let a = arg(&mut args);
-    plus(m, a, b)
+    let note = if m.tracing() { format!("{} + {}", show_ev(&a), show_ev(&b)) } else { String::new() };
+    let r = plus(m, a, b)?;
+    ev_event(m, "plus", format!("{note} = {}", show_ev(&r)), span);
+    Ok(r)
+}
+
+/// An environment vector as the note writes it: Fig. 4's left-nested tuple flat, `⟨1, 0, 1⟩`; a
+/// map as `{x: 1, z: 1}`.
+pub fn show_ev(v: &Value) -> String {
+    let mut items = vec![];
+    let mut cur = v;
+    loop {
+        match cur {
+            Value::Unit => break,
+            Value::Tuple(vs) if vs.len() == 2 => {
+                items.push(show_ct(&vs[1]));
+                cur = &vs[0];
+            }
+            Value::Ext(e) => return e.show(),
+            other => return show_ct(other),
+        }
+    }
+    items.reverse();
+    format!("⟨{}⟩", items.join(", "))
+}
+
+/// A step of the environment-vector stages' trace (Fig. 2's one-hots, +, split).
+fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span) {
+    if m.tracing() {
+        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state: vec![] });
+    }
 }
 
 /// `⟨⟨t1, …, tn⟩⟩`: a tuple (Fig. 4) or `inr` of one (§4.1).
@@ -558,7 +606,7 @@ fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, Run
 pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
     match op {
         Op::Zero(_) => (b_zero, 0, false),
-        Op::ZeroEnv(_) => (b_zero_env, 0, false),
+        Op::ZeroEnv { .. } => (b_zero_env, 0, false),
         Op::OneHot { .. } => (b_one_hot, 1, false),
         Op::Split { .. } => (b_split, 1, false),
         Op::LTuple(_) => (b_ltuple, 1, false),
