@@ -111,6 +111,12 @@ fn outside(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("{what} is outside the language of Efficient CHAD (Fig. 1: reals, tuples, sums, let, primitives; no loops or recursion, §2)"))
 }
 
+/// A value of a type outside Fig. 1, naming the later stage for arrays.
+fn outside_type(span: Span, what: &str, t: &Type) -> Diagnostic {
+    let arrays = if crate::types::show(t).contains("Array") { " (arrays are §7, the later stage chad/arrays)" } else { "" };
+    outside(span, &format!("{what} of type {}{arrays}", crate::types::show(t)))
+}
+
 /// `main`'s parameter pattern (every `_` named, as each input gets a cell) and its body as a core term.
 pub struct FirstOrder {
     pub program: Program,
@@ -148,7 +154,7 @@ pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
     let pattern = name_wilds(pat, src.input_type, &mut fresh, &mut inputs);
     for (n, t) in &inputs {
         if CT::of(t).is_none() {
-            return Err(outside(pat.span(), &format!("the input `{}` of type {}", n.text, crate::types::show(t))));
+            return Err(outside_type(pat.span(), &format!("the input `{}`", n.text), t));
         }
     }
     let body = desugar(body, &mut fresh)?;
@@ -244,7 +250,7 @@ fn with_lets(binds: Vec<(Name, Term)>, body: Term) -> Term {
 fn desugar(e: &Expr, fr: &mut Fresh) -> Result<Term, Diagnostic> {
     use ExprKind as E;
     if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
-        return Err(outside(e.span, &format!("a value of type {}", crate::types::show(&e.ty))));
+        return Err(outside_type(e.span, "a value", &e.ty));
     }
     if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) {
         reject_inside(e)?;
