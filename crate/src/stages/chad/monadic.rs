@@ -29,8 +29,8 @@ static INFO: StageInfo = StageInfo {
     explanation: "Environment vectors are only ever added, additions commute, and old versions are never needed: so \
 one accumulator is threaded through the backward pass instead (state passing). Backpropagators return EVM Γ 1: \
 0_{EV Γ} becomes return ⟨⟩, + of environment vectors becomes sequencing (do a; b), one_x adds its cotangent into x's \
-entry in place, and split becomes scope, which opens the bound variable's entry, runs the body's backpropagator and \
-closes the entry, handing back its value. The wrapper runs the monad from zeros. On the persistent map of §4.1 every \
+entry in place, and split becomes scope, which opens the bound variable's entry (push0), runs the body's \
+backpropagator and closes the entry (pop), handing back its value; scope is printed as this definition (Table 2). The wrapper runs the monad from zeros. On the persistent map of §4.1 every \
 one and scope still costs a log factor; cotangent + is already fine by amortisation (§4.3).",
     complexity: "O(T log |Γ|): each one and scope costs ⌈log2 n⌉ map steps; + amortised against the size of the cotangent (§4.3).",
     accepts: ACCEPTS,
@@ -49,9 +49,13 @@ impl EnvApi for Fig7 {
     fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr {
         app(builtin(ops::one_m(g, pos)), d)
     }
+    /// `do ⟨⟨⟩, dx⟩ ← scope (y' d); k dx`, with `scope m` written out as Table 2 defines it
+    /// (`push0; m; pop`), so that the body's backpropagator runs in the interpreter's own loop and
+    /// nested scopes never nest native calls: `do push0_x; y' d; dx ← pop_x; k dx`.
     fn scoped(&self, _: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
         let dx = fr.name(&format!("d{}", x.text));
-        bind(ppair(pwild(), pvar(&dx)), app(builtin(ops::scope(x, ct)), call), app(k, var(&dx)))
+        let rest = bind(pvar(&dx), builtin(ops::pop(x, ct)), app(k, var(&dx)));
+        bind(pwild(), builtin(ops::push0(x, ct)), bind(pwild(), call, rest))
     }
     fn finish(&self, g: &Ctx, call: Expr) -> Expr {
         snd(app(builtin(ops::run(g)), call))

@@ -36,8 +36,10 @@ pub enum Op {
     EnvTuple(Vec<CT>),
     /// Monadic `one_{x:τ∈Γ} : τ → EVM Γ 1` (§4.2, Table 2), x at position `pos`.
     OneM { pos: usize, var: String, ct: CT },
-    /// `scope_{Γ,τ} : EVM (Γ, x:τ) σ → EVM Γ (σ × τ)`; Γ is the accumulator's depth when it runs.
-    Scope { var: String, ct: CT },
+    /// `push0 : EVM Γ 1` opening x's entry (the first half of `scope_{Γ,τ}`, Table 2).
+    Push { var: String, ct: CT },
+    /// `pop : EVM Γ τ` closing x's entry and returning its value (the second half of `scope`).
+    Pop { var: String, ct: CT },
     /// `run : EVM Γ τ → τ × Γ̄`, started from `⟨0_{τ1}, …, 0_{τn}⟩`.
     Run(Vec<(String, CT)>),
 }
@@ -126,8 +128,11 @@ pub fn one_m(ctx: &Ctx, pos: usize) -> &'static str {
     let var = show_var(ctx, pos, &ctx[pos].0);
     intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var, ct: ctx[pos].1.clone() })
 }
-pub fn scope(x: &Name, ct: &CT) -> &'static str {
-    intern(format!("scope_{{{}:{}}}", x.text, ct.show()), Op::Scope { var: x.text.to_string(), ct: ct.clone() })
+pub fn push0(x: &Name, ct: &CT) -> &'static str {
+    intern(format!("push0_{{{}:{}}}", x.text, ct.show()), Op::Push { var: x.text.to_string(), ct: ct.clone() })
+}
+pub fn pop(x: &Name, ct: &CT) -> &'static str {
+    intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: x.text.to_string(), ct: ct.clone() })
 }
 pub fn run(ctx: &Ctx) -> &'static str {
     let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
@@ -171,7 +176,8 @@ pub fn scheme(op: &Op) -> Scheme {
         Op::EnvTuple(g) => mono(f(ev(g), Type::tuple(g.iter().map(CT::ty).collect()))),
         Op::OneM { ct, .. } => mono(f(ct.ty(), m(Type::Unit))),
         // scope's argument is lazy (run after the push), typed as written: `M σ`, σ free
-        Op::Scope { ct, .. } => Scheme { vars: vec![0], ty: f(m(Type::Var(0)), m(pair(Type::Var(0), ct.ty()))) },
+        Op::Push { .. } => mono(m(Type::Unit)),
+        Op::Pop { ct, .. } => mono(m(ct.ty())),
         Op::Run(g) => {
             let gbar = Type::tuple(g.iter().map(|(_, c)| c.ty()).collect());
             Scheme { vars: vec![0], ty: f(m(Type::Var(0)), pair(Type::Var(0), gbar)) }

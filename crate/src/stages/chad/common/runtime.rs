@@ -524,28 +524,34 @@ fn b_one_m(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
     Ok(unit())
 }
 
-/// `scope_{Γ,τ} m`: push x's cell (`push0`), run m, pop the cell and return `⟨result, cell⟩`.
-fn b_scope(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::Scope { var, ct } = &*this_op(m)? else { return Err(internal(span, "scope")) };
-    let thunk = arg(&mut args);
+/// `push0`: opens x's entry (a zero cell on the stack; on a map only the type changes, the zero
+/// is elided, Fig. 6).
+fn b_push(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::Push { var, ct } = &*this_op(m)? else { return Err(internal(span, "push0")) };
     let z = zero(m, ct, Repr::Sparse);
-    let pos = {
-        let rt = m.state::<Rt>();
-        rt.names.push(var.clone());
-        match &mut rt.acc {
-            // push0 on a map only changes the type: the zero is elided (Fig. 6)
-            Acc::Map(_) => {}
-            Acc::Cells(cs) => cs.push(z.clone()),
-            Acc::None => return Err(internal(span, "scope outside run")),
+    let rt = m.state::<Rt>();
+    rt.names.push(var.clone());
+    let mutable = match &mut rt.acc {
+        Acc::Map(_) => false,
+        Acc::Cells(cs) => {
+            cs.push(z);
+            true
         }
-        rt.names.len() - 1
+        Acc::None => return Err(internal(span, "push0 outside run")),
     };
-    if m.state::<Rt>().mutable {
+    if mutable {
         m.count("cell_ops", 1);
     }
     event(m, "scope-push", format!("scope push {var}"), span);
-    let r = m.apply(thunk, unit())?;
+    Ok(unit())
+}
+
+/// `pop`: closes the innermost entry and returns its value (⌈log2 n⌉ map steps, or O(1)).
+fn b_pop(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::Pop { var, ct } = &*this_op(m)? else { return Err(internal(span, "pop")) };
+    let z = zero(m, ct, Repr::Sparse);
     let acc = std::mem::take(&mut m.state::<Rt>().acc);
+    let pos = m.state::<Rt>().names.len().checked_sub(1).ok_or_else(|| internal(span, "pop of no entry"))?;
     let (v, acc) = match acc {
         Acc::Map(mp) => {
             m.count("map_log_steps", log_steps(mp.size()));
@@ -556,7 +562,7 @@ fn b_scope(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
             m.count("cell_ops", 1);
             (cs.pop().unwrap_or(z), Acc::Cells(cs))
         }
-        Acc::None => return Err(internal(span, "scope outside run")),
+        Acc::None => return Err(internal(span, "pop outside run")),
     };
     {
         let rt = m.state::<Rt>();
@@ -564,7 +570,7 @@ fn b_scope(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
         rt.names.pop();
     }
     event(m, "scope-pop", format!("scope pop {var} → {}", show_ct(&v)), span);
-    Ok(Value::pair(r, v))
+    Ok(v)
 }
 
 /// `run m` from `⟨0_{τ1}, …, 0_{τn}⟩`: the handler (Table 2), returning `⟨result, Γ̄⟩`.
@@ -615,7 +621,8 @@ pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
         Op::LCast(..) => (b_lcast, 1, false),
         Op::EnvTuple(_) => (b_env_tuple, 1, false),
         Op::OneM { .. } => (b_one_m, 1, false),
-        Op::Scope { .. } => (b_scope, 1, true),
+        Op::Push { .. } => (b_push, 0, false),
+        Op::Pop { .. } => (b_pop, 0, false),
         Op::Run(_) => (b_run, 1, true),
     }
 }
