@@ -6,7 +6,7 @@
 use super::common::chad::{self, EnvApi};
 use super::common::ops::{self, Ctx};
 use super::common::runtime::{generic_builtins, implementation, set_up, Repr};
-use super::common::source::CT;
+use super::common::source::{self, CT};
 use super::common::*;
 use crate::build::*;
 use crate::diag::Diagnostic;
@@ -55,6 +55,10 @@ impl EnvApi for Fig2 {
     }
 }
 
+/// The most cells of dense environment vectors a program may build (a run budget, checked before
+/// the run: past it the quadratic cost would take minutes).
+pub const MAX_DENSE_CELLS: usize = 2_000_000;
+
 /// First-order code after inlining; sums, integers and conditionals as the paper's language allows.
 pub const SUPPORTS: Features = Features::of(&[Feature::HigherOrder, Feature::Sums, Feature::Integers, Feature::Conditionals]);
 
@@ -68,6 +72,21 @@ impl Stage for Basic {
     fn builtins(&self) -> Vec<Builtin> {
         generic_builtins()
     }
+    /// Fig. 4's dense vectors make the run O(|Γ|) per variable reference: past a budget of cells
+    /// the program is refused (with chad/sparse, which runs the same program text).
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        let fo = first_order(src)?;
+        let cells = source::dense_cells(&fo);
+        if cells > MAX_DENSE_CELLS {
+            let span = fo.program.def("main").map_or(crate::diag::Span::NONE, |d| d.span);
+            return Err(Diagnostic::error(
+                span,
+                format!("this program's dense environment vectors would hold about {cells} cells, more than the {MAX_DENSE_CELLS} this stage allows (the `dense cells` budget): with Fig. 4's naive linear types every variable reference builds a one-hot vector of |Γ| cells and every constant a zero vector (§3, Table 1); chad/monadic and chad/mutable have no such cost"),
+            ));
+        }
+        Ok(())
+    }
+
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let fo = first_order(src)?;
         let program = chad::program(&fo, &Fig2, src.output_type)?;

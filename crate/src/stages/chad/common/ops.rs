@@ -44,8 +44,25 @@ pub enum Op {
     Run(Vec<(String, CT)>),
 }
 
+/// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
+/// that a name stays short (a program with n variables mentions Γ O(n) times).
 fn show_ctx(ctx: &Ctx) -> String {
-    ctx.iter().enumerate().map(|(i, (n, t))| format!("{}:{}", show_var(ctx, i, n), t.show())).collect::<Vec<_>>().join(", ")
+    let full = ctx.iter().enumerate().map(|(i, (n, t))| format!("{}:{}", show_var(ctx, i, n), t.show())).collect::<Vec<_>>().join(", ");
+    if full.chars().count() <= LONG {
+        full
+    } else {
+        abbreviated(ctx.len(), &full)
+    }
+}
+
+/// Names and types of contexts longer than this (in characters) are abbreviated.
+const LONG: usize = 48;
+
+fn abbreviated(len: usize, full: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    full.hash(&mut h);
+    format!("Γ{len}#{:08x}", h.finish() as u32)
 }
 
 /// A variable as names show it: its text, with its position when the text is not unique in Γ.
@@ -146,8 +163,15 @@ pub const TO_LIN: &str = "toLin";
 /// The gradient in the input's shape, from the input and the cotangents rebuilt in its pattern.
 pub const FROM_LIN: &str = "fromLin";
 
+/// `EV Γ`: with Γ's cotangent types, or for a long Γ one opaque type named by its abbreviation (so
+/// that typing n uses of it does not cost O(n·|Γ|)).
 fn ev(ctx: &[CT]) -> Type {
-    Type::con("EV", ctx.iter().map(CT::ty).collect())
+    let full: String = ctx.iter().map(CT::show).collect::<Vec<_>>().join(",");
+    if full.chars().count() <= LONG {
+        Type::con("EV", ctx.iter().map(CT::ty).collect())
+    } else {
+        Type::con("EV", vec![Type::con(&abbreviated(ctx.len(), &full), vec![])])
+    }
 }
 
 fn m(t: Type) -> Type {

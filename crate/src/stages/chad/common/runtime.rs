@@ -224,7 +224,7 @@ fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError>
 fn b_zero_env(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::ZeroEnv { ctx, names } = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
     let v = match repr(m) {
-        Repr::Dense => dense_env(m, ctx, None),
+        Repr::Dense => dense_env(m, ctx, None)?,
         Repr::Sparse => {
             m.count("zero_nodes", 1);
             Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), names.clone().into())))
@@ -235,7 +235,10 @@ fn b_zero_env(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunEr
 }
 
 /// `EV Γ` as Fig. 4's left-nested tuple `(((), v1), v2)…`, zeros but for `hot`.
-fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Value {
+fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Result<Value, RunError> {
+    // O(|Γ|) work and allocation, against the run's budgets
+    m.tick(g.len() as u64)?;
+    m.alloc(g.len() as u64)?;
     let mut acc = unit();
     for (i, ct) in g.iter().enumerate() {
         let v = match &hot {
@@ -244,18 +247,18 @@ fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Value {
         };
         acc = Value::pair(acc, v);
     }
-    acc
+    Ok(acc)
 }
 
 /// `one_{x:τ∈Γ} v`: Fig. 4's one-hot tuple (|Γ| cells) or Fig. 6's `modify_x (v +) empty` (one).
 fn b_one_hot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::OneHot { pos, ctx, names } = &*this_op(m)? else { return Err(internal(span, "one")) };
     let v = arg(&mut args);
-    let note = format!("one_{} {}", names[*pos], show_ct(&v));
+    let note = format!("one_{} {}", names.get(*pos).map_or("?", |n| n.as_str()), show_ct(&v));
     let r = match repr(m) {
         Repr::Dense => {
             m.count("onehot_cells", ctx.len() as u64);
-            dense_env(m, ctx, Some((*pos, v)))
+            dense_env(m, ctx, Some((*pos, v)))?
         }
         Repr::Sparse => {
             m.count("onehot_cells", 1);
@@ -349,11 +352,12 @@ fn b_lproj(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
     let Op::LProj(i, ts) = &*this_op(m)? else { return Err(internal(span, "lproj")) };
     let d = arg(&mut args);
     let r = repr(m);
+    let component = |vs: &[Value]| vs.get(*i).cloned().ok_or_else(|| internal(span, "lproj past the end of a pair"));
     match &d {
-        v if is_zero_tag(v) => Ok(zero(m, &ts[*i], r)),
-        Value::Tuple(vs) => Ok(vs[*i].clone()),
+        v if is_zero_tag(v) => ts.get(*i).map(|t| zero(m, t, r)).ok_or_else(|| internal(span, "lproj past the end of a pair")),
+        Value::Tuple(vs) => component(vs),
         Value::Inr(x) => match &**x {
-            Value::Tuple(vs) => Ok(vs[*i].clone()),
+            Value::Tuple(vs) => component(vs),
             _ => Err(internal(span, "lproj of a non-pair")),
         },
         _ => Err(internal(span, "lproj of a non-pair")),
@@ -430,6 +434,9 @@ fn b_env_tuple(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Valu
             // the left-nested tuple, read from the right
             for _ in 0..g.len() {
                 let Value::Tuple(vs) = v else { return Err(internal(span, "evTuple of a non-tuple")) };
+                if vs.len() != 2 {
+                    return Err(internal(span, "evTuple of a tuple that is not an environment vector"));
+                }
                 out.push(vs[1].clone());
                 v = vs[0].clone();
             }

@@ -318,3 +318,35 @@ fn reject_inside(e: &Expr) -> Result<(), Diagnostic> {
     }
     Ok(())
 }
+
+/// The cells Fig. 4's dense environment vectors would hold in one run, at most: every variable
+/// reference builds a one-hot vector of |Γ| cells, every constant a zero vector (Table 1). Walked
+/// with an explicit stack.
+pub fn dense_cells(fo: &FirstOrder) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![(&fo.body, fo.inputs.len())];
+    while let Some((t, g)) = stack.pop() {
+        match &t.kind {
+            K::Var(_) | K::Lit(_) | K::Discrete(_) => total = total.saturating_add(g.max(1)),
+            K::Lets(chain, body) => {
+                for (i, (_, rhs)) in chain.iter().enumerate() {
+                    stack.push((rhs, g + i));
+                }
+                stack.push((body, g + chain.len()));
+            }
+            K::Tuple(ts) | K::Op(_, ts) => stack.extend(ts.iter().map(|t| (t, g))),
+            K::Proj(_, s) | K::Inl(s) | K::Inr(s) => stack.push((s, g)),
+            K::Case(s, _, a, _, b) => {
+                stack.push((s, g));
+                stack.push((a, g + 1));
+                stack.push((b, g + 1));
+            }
+            K::If(c, a, b) => {
+                stack.push((c, g));
+                stack.push((a, g));
+                stack.push((b, g));
+            }
+        }
+    }
+    total
+}
