@@ -58,11 +58,11 @@ fn show_ctx(ctx: &Ctx) -> String {
 /// Names and types of contexts longer than this (in characters) are abbreviated.
 const LONG: usize = 48;
 
+/// `Γn#h`: the length and a 32-bit FNV-1a hash of the full text (stable across toolchains, so
+/// printed programs and their snapshots are too).
 fn abbreviated(len: usize, full: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    full.hash(&mut h);
-    format!("Γ{len}#{:08x}", h.finish() as u32)
+    let h = full.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+    format!("Γ{len}#{h:08x}")
 }
 
 /// A variable as names show it: its text, with its position when the text is not unique in Γ.
