@@ -241,3 +241,26 @@ fn sums_in_the_input_and_output_take_their_shapes() {
         assert_eq!(r.gradient, [3.0, 2.0], "{id}");
     }
 }
+
+#[test]
+fn scopes_nest_in_the_interpreter_not_natively() {
+    // 10 500 nested lets: more than the builtins' native re-entry limit (10 000), so a `scope` that
+    // re-entered the machine per let would stop; push0/pop in the program's own `do` do not
+    let n = 10_500;
+    let mut s = String::from("def main x0 =\n");
+    for i in 1..=n {
+        s += &format!("  let x{i} = x{} * 1.0 in\n", i - 1);
+    }
+    s += &format!("  x{n}\ninput 2.0\n");
+    let opts = Options { stages: vec!["chad/monadic".into(), "chad/mutable".into()], trace: false, ..Options::default() };
+    let results = cotangent::limits::run_with_stack(move || {
+        let a = pipeline::analyse(&s, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+        a.stages.iter().map(|r| (r.id.clone(), r.error.clone(), r.gradient.clone(), r.agrees)).collect::<Vec<_>>()
+    });
+    assert_eq!(results.len(), 2);
+    for (id, error, gradient, agrees) in results {
+        assert_eq!(error, None, "{id}");
+        assert_eq!(gradient, [1.0], "{id}");
+        assert_eq!(agrees, Some(true), "{id}");
+    }
+}
