@@ -3,6 +3,7 @@
 //! builtins and their runtime in three representations.
 
 pub mod chad;
+pub mod monad;
 pub mod ops;
 pub mod runtime;
 pub mod source;

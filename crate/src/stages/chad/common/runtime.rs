@@ -2,7 +2,8 @@
 //! representations chosen per run (the program text does not change between them, §4.1, §5):
 //! - dense (Fig. 4): `τ ×_L σ = τ × σ`, `τ ⊔_L σ = 1 ⊔ (τ ⊔ σ)`, `EV Γ` a left-nested tuple;
 //! - sparse (§4.1, Fig. 6): `τ ×_L σ = 1 ⊔ (τ × σ)`, `EV Γ` a persistent tree map `EMap Γ`;
-//! - the accumulation monad over a persistent map (§4.2) or a mutable stack of cells (§5, Table 2).
+//! - the accumulation monad over a persistent map (§4.2) or a mutable stack of cells (§5, Table 2),
+//!   in `monad.rs`.
 //!
 //! Values: a linear pair is a `Tuple` (dense) or `Inl ()`/`Inr (tuple)` (sparse); a linear sum is
 //! `Inl ()` (zero), `Inr (Inl x)` (`linl x`) or `Inr (Inr y)`. At the top of a cotangent `Inl ()` is
@@ -30,7 +31,7 @@ pub enum Repr {
 
 /// The accumulator of the monadic stages.
 #[derive(Clone, Debug, Default)]
-enum Acc {
+pub(super) enum Acc {
     #[default]
     None,
     /// §4.2: `EVM Γ τ = EMap Γ → τ × EMap Γ`.
@@ -45,8 +46,8 @@ pub struct Rt {
     pub repr: Repr,
     /// Whether the accumulation monad uses mutable cells (§5) rather than a persistent map (§4.2).
     pub mutable: bool,
-    acc: Acc,
-    names: Vec<String>,
+    pub(super) acc: Acc,
+    pub(super) names: Vec<String>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -73,12 +74,12 @@ impl ExtValue for EMap {
 }
 
 /// ⌈log2(n + 1)⌉: the steps of one operation on a balanced tree of n entries.
-fn log_steps(n: usize) -> u64 {
+pub(super) fn log_steps(n: usize) -> u64 {
     (usize::BITS - n.leading_zeros()) as u64
 }
 
 /// A tuple as the IR builds one (`build::tuple`): `()` for none, the value itself for one.
-fn ir_tuple(mut vs: Vec<Value>) -> Value {
+pub(super) fn ir_tuple(mut vs: Vec<Value>) -> Value {
     if vs.len() == 1 {
         vs.pop().unwrap_or(Value::Unit)
     } else {
@@ -86,11 +87,11 @@ fn ir_tuple(mut vs: Vec<Value>) -> Value {
     }
 }
 
-fn internal(span: Span, what: &str) -> RunError {
+pub(super) fn internal(span: Span, what: &str) -> RunError {
     RunError::runtime(span, format!("internal error in the CHAD runtime: {what}"))
 }
 
-fn unit() -> Value {
+pub(super) fn unit() -> Value {
     Value::Unit
 }
 fn zero_tag() -> Value {
@@ -193,14 +194,14 @@ pub fn show_ct(v: &Value) -> String {
     }
 }
 
-fn shown(v: &Value) -> Shown {
+pub(super) fn shown(v: &Value) -> Shown {
     match v {
         Value::Real(x) => (*x).into(),
         v => Shown::text(show_ct(v)),
     }
 }
 
-fn this_op(m: &Machine) -> Result<std::sync::Arc<Op>, RunError> {
+pub(super) fn this_op(m: &Machine) -> Result<std::sync::Arc<Op>, RunError> {
     lookup(m.builtin_name()).ok_or_else(|| internal(m.current_span(), &format!("unknown builtin `{}`", m.builtin_name())))
 }
 
@@ -208,7 +209,7 @@ fn repr(m: &mut Machine) -> Repr {
     m.state::<Rt>().repr
 }
 
-fn arg(args: &mut Vec<Value>) -> Value {
+pub(super) fn arg(args: &mut Vec<Value>) -> Value {
     args.pop().unwrap_or(Value::Unit)
 }
 
@@ -475,146 +476,6 @@ fn from_lin(s: &Value, g: &Value) -> Option<Value> {
     })
 }
 
-// ---- §4.2 / §5: the local accumulation monad ---------------------------------------------------
-
-/// The accumulator's cells as trace rows (absent map entries shown as `·`, meaning 0).
-fn rows(rt: &Rt) -> Vec<(String, Shown)> {
-    rt.names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let v = match &rt.acc {
-                Acc::Map(mp) => mp.get(&i).map(shown).unwrap_or_else(|| Shown::text("·")),
-                Acc::Cells(cs) => cs.get(i).map(shown).unwrap_or_default(),
-                Acc::None => Shown::default(),
-            };
-            (n.clone(), v)
-        })
-        .collect()
-}
-
-fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
-    if m.tracing() {
-        let state = rows(m.state::<Rt>());
-        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
-    }
-}
-
-/// `one_{x:τ∈Γ} v`: `modify_x (v +)` on the map (⌈log2 n⌉ steps) or on x's cell (O(1)).
-fn b_one_m(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::OneM { pos, var, .. } = &*this_op(m)? else { return Err(internal(span, "one")) };
-    let v = arg(&mut args);
-    let acc = std::mem::take(&mut m.state::<Rt>().acc);
-    let (before, after, acc) = match acc {
-        Acc::Map(mut mp) => {
-            m.count("map_log_steps", log_steps(mp.size()));
-            let before = mp.get(pos).cloned();
-            let after = match &before {
-                Some(b) => plus(m, b.clone(), v.clone())?,
-                None => v.clone(),
-            };
-            mp.insert_mut(*pos, after.clone());
-            (before, after, Acc::Map(mp))
-        }
-        Acc::Cells(mut cs) => {
-            m.count("cell_ops", 1);
-            let Some(b) = cs.get(*pos).cloned() else { return Err(internal(span, "one on a cell not in scope")) };
-            let after = plus(m, b.clone(), v.clone())?;
-            cs[*pos] = after.clone();
-            (Some(b), after, Acc::Cells(cs))
-        }
-        Acc::None => return Err(internal(span, "one outside run")),
-    };
-    m.state::<Rt>().acc = acc;
-    let before = before.map(|b| show_ct(&b)).unwrap_or_else(|| "·".into());
-    event(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span);
-    Ok(unit())
-}
-
-/// `push0`: opens x's entry (a zero cell on the stack; on a map only the type changes, the zero
-/// is elided, Fig. 6).
-fn b_push(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::Push { var, ct } = &*this_op(m)? else { return Err(internal(span, "push0")) };
-    let z = zero(m, ct, Repr::Sparse);
-    let rt = m.state::<Rt>();
-    rt.names.push(var.clone());
-    let mutable = match &mut rt.acc {
-        Acc::Map(_) => false,
-        Acc::Cells(cs) => {
-            cs.push(z);
-            true
-        }
-        Acc::None => return Err(internal(span, "push0 outside run")),
-    };
-    if mutable {
-        m.count("cell_ops", 1);
-    }
-    event(m, "scope-push", format!("scope push {var}"), span);
-    Ok(unit())
-}
-
-/// `pop`: closes the innermost entry and returns its value (⌈log2 n⌉ map steps, or O(1)).
-fn b_pop(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::Pop { var, ct } = &*this_op(m)? else { return Err(internal(span, "pop")) };
-    let z = zero(m, ct, Repr::Sparse);
-    let acc = std::mem::take(&mut m.state::<Rt>().acc);
-    let pos = m.state::<Rt>().names.len().checked_sub(1).ok_or_else(|| internal(span, "pop of no entry"))?;
-    let (v, acc) = match acc {
-        Acc::Map(mp) => {
-            m.count("map_log_steps", log_steps(mp.size()));
-            let v = mp.get(&pos).cloned().unwrap_or(z);
-            (v, Acc::Map(mp.remove(&pos)))
-        }
-        Acc::Cells(mut cs) => {
-            m.count("cell_ops", 1);
-            (cs.pop().unwrap_or(z), Acc::Cells(cs))
-        }
-        Acc::None => return Err(internal(span, "pop outside run")),
-    };
-    {
-        let rt = m.state::<Rt>();
-        rt.acc = acc;
-        rt.names.pop();
-    }
-    event(m, "scope-pop", format!("scope pop {var} → {}", show_ct(&v)), span);
-    Ok(v)
-}
-
-/// `run m` from `⟨0_{τ1}, …, 0_{τn}⟩`: the handler (Table 2), returning `⟨result, Γ̄⟩`.
-fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::Run(g) = &*this_op(m)? else { return Err(internal(span, "run")) };
-    let thunk = arg(&mut args);
-    let mutable = m.state::<Rt>().mutable;
-    let acc = if mutable {
-        m.count("cell_ops", g.len() as u64);
-        Acc::Cells(g.iter().map(|(_, ct)| zero(m, ct, Repr::Sparse)).collect())
-    } else {
-        Acc::Map(RedBlackTreeMap::new())
-    };
-    {
-        let rt = m.state::<Rt>();
-        rt.acc = acc;
-        rt.names = g.iter().map(|(n, _)| n.clone()).collect();
-    }
-    event(m, "run", "run: the accumulator starts at zero".into(), span);
-    let r = m.apply(thunk, unit())?;
-    let acc = std::mem::take(&mut m.state::<Rt>().acc);
-    let mut out = vec![];
-    for (i, (_, ct)) in g.iter().enumerate() {
-        out.push(match &acc {
-            Acc::Map(mp) => match mp.get(&i) {
-                Some(v) => v.clone(),
-                None => zero(m, ct, Repr::Sparse),
-            },
-            Acc::Cells(cs) => cs.get(i).cloned().unwrap_or(Value::Unit),
-            Acc::None => Value::Unit,
-        });
-    }
-    m.state::<Rt>().acc = acc;
-    event(m, "result", format!("result ⟨{}, ⟨{}⟩⟩", show_ct(&r), out.iter().map(show_ct).collect::<Vec<_>>().join(", ")), span);
-    Ok(Value::pair(r, ir_tuple(out)))
-}
-
 /// The implementation of each kind of type-indexed builtin: function, arity, lazy last argument.
 pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
     match op {
@@ -627,10 +488,10 @@ pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
         Op::LInj(..) => (b_linj, 1, false),
         Op::LCast(..) => (b_lcast, 1, false),
         Op::EnvTuple(_) => (b_env_tuple, 1, false),
-        Op::OneM { .. } => (b_one_m, 1, false),
-        Op::Push { .. } => (b_push, 0, false),
-        Op::Pop { .. } => (b_pop, 0, false),
-        Op::Run(_) => (b_run, 1, true),
+        Op::OneM { .. } => (super::monad::b_one_m, 1, false),
+        Op::Push { .. } => (super::monad::b_push, 0, false),
+        Op::Pop { .. } => (super::monad::b_pop, 0, false),
+        Op::Run(_) => (super::monad::b_run, 1, true),
     }
 }
 
