@@ -73,7 +73,57 @@ pub fn families() -> Vec<Family> {
             make: matvec,
             max: MAX_SIZE as usize,
         },
+        Family {
+            name: "sum",
+            what: "P_sum(n) of Efficient CHAD §5: ((x1 + x2) + x3) + … + xn over n inputs (dense CHAD O(n²), sparse maps O(n log n), cells O(n))",
+            make: p_sum,
+            max: 5_000,
+        },
+        Family {
+            name: "magic",
+            what: "t_magic of Efficient CHAD App. A: a complete binary tree of + over n = 2^r distinct inputs (n rounded down to a power of two; any union of maps costs O(n log n) in all)",
+            make: p_magic,
+            max: 1 << 14,
+        },
+        Family {
+            name: "zero",
+            what: "P_zero(n, 8) of Efficient CHAD §4: fst x + … + fst x (n times) with x : R × τ_8, an 8-fold nested product (each dense zero of τ_8 costs 17 nodes)",
+            make: p_zero,
+            max: 5_000,
+        },
     ]
+}
+
+fn n_inputs(n: usize) -> (Vec<String>, String) {
+    let xs: Vec<String> = (1..=n).map(|i| format!("x{i}")).collect();
+    let point: Vec<String> = (1..=n).map(|i| format!("{:?}", 0.5 + (i % 7) as f64 * 0.125)).collect();
+    (xs, point.join(", "))
+}
+
+fn p_sum(n: usize) -> String {
+    let (xs, point) = n_inputs(n.max(2));
+    format!("-- P_sum(n)\ninput ({point})\ndef main ({}) = {}\n", xs.join(", "), xs.join(" + "))
+}
+
+fn p_magic(n: usize) -> String {
+    let n = 1usize << (usize::BITS - 1 - n.max(2).leading_zeros());
+    let (xs, point) = n_inputs(n);
+    let mut level = xs.clone();
+    while level.len() > 1 {
+        level = level.chunks(2).map(|p| format!("({} + {})", p[0], p[1])).collect();
+    }
+    format!("-- t_magic over n = 2^r inputs\ninput ({point})\ndef main ({}) = {}\n", xs.join(", "), level[0])
+}
+
+fn p_zero(n: usize) -> String {
+    let mut ty = String::from("R");
+    let mut val = String::from("0.5");
+    for _ in 0..8 {
+        ty = format!("(R, {ty})");
+        val = format!("(0.25, {val})");
+    }
+    let uses: Vec<&str> = (0..n.max(1)).map(|_| "fst y").collect();
+    format!("-- P_zero(n, 8)\ninput (1.5, {val})\ndef main x = let y = (x : (R, {ty})) in {}\n", uses.join(" + "))
 }
 
 /// `[r1, ..., rn]`, reals in [0.5, 1.25].

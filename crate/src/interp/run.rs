@@ -259,8 +259,10 @@ impl Machine<'_> {
 
     fn call_builtin(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Res<Next> {
         let old = std::mem::replace(&mut self.span, span);
+        let old_b = std::mem::replace(&mut self.builtin, b.name);
         let r = (b.run)(self, args, span);
         self.span = old;
+        self.builtin = old_b;
         Ok(self.ret(r?))
     }
 

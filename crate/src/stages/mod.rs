@@ -14,13 +14,14 @@ macro_rules! chain_stages {
     };
 }
 
+pub mod chad;
 pub mod dualrev;
 pub mod forward;
 pub mod krawiec;
 pub mod unf;
 
 /// Every chain, in the order the page and the CLI show them.
-pub static CHAINS: &[&Chain] = &[&forward::CHAIN, &krawiec::CHAIN, &dualrev::CHAIN, &unf::CHAIN];
+pub static CHAINS: &[&Chain] = &[&forward::CHAIN, &krawiec::CHAIN, &dualrev::CHAIN, &unf::CHAIN, &chad::CHAIN];
 
 /// All stages, chains in order, each chain's stages in the paper's order.
 pub fn all() -> Vec<&'static dyn Stage> {

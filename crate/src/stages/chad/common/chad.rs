@@ -1,0 +1,306 @@
+//! The CHAD transform `D_Γ[t] : D[τ]1 × (D[τ]2 → …)`, rule for rule. Figs. 2 and 7 are the same
+//! rules but for four operations on environment vectors (§4.2's correspondence: `0_{EV Γ}` becomes
+//! `return ⟨⟩`, `+_{EV Γ}` becomes `>>`, `one` becomes the monadic `one`, `split` becomes `scope`),
+//! so the rules are written once here and each stage gives its `EnvApi`.
+//!
+//! Output shape: each rule yields bindings and a final ⟨primal, backpropagator⟩; a parent binds a
+//! subterm's pair as `let ⟨x, x'⟩ = D_Γ[t]` by appending its bindings, so let chains stay one
+//! spine in the output (nothing recurses along them) and only case branches nest.
+
+use super::ops::{self, Ctx};
+use super::source::{FirstOrder, Term, CT, K};
+use crate::build::*;
+use crate::deriv::{self, Partial};
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use crate::stage::WRAPPER;
+
+/// The operations on environment vectors in which Fig. 2 (`EV Γ`) and Fig. 7 (`EVM Γ`) differ.
+pub trait EnvApi {
+    /// `0_{EV Γ}` (Fig. 2) / `return ⟨⟩` (Fig. 7): the backpropagator that adds nothing.
+    fn nothing(&self, g: &Ctx) -> Expr;
+    /// `a + b` (Fig. 2) / `do a; b` (Fig. 7).
+    fn both(&self, a: Expr, b: Expr) -> Expr;
+    /// `one_{x:τ∈Γ} d`.
+    fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr;
+    /// The let and case rules' tail, after the body's backpropagator `call` ran in Γ, x:τ:
+    /// `let ⟨d1, d2⟩ = split_{Γ,τ} call in d1 + k d2` (Fig. 2) /
+    /// `do ⟨⟨⟩, d2⟩ ← scope_{Γ,τ} call; k d2` (Fig. 7).
+    fn scoped(&self, g: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr;
+    /// The wrapper's final environment as the tuple of the inputs' cotangents, from `bp d`:
+    /// `EV Γ` read out (Fig. 2) / `snd (run (bp d))` (§4.2).
+    fn finish(&self, g: &Ctx, call: Expr) -> Expr;
+}
+
+/// A rule's result: bindings, then `⟨primal, backpropagator⟩`.
+pub struct Piece {
+    pub binds: Vec<(Pat, Expr)>,
+    pub primal: Expr,
+    pub bp: Expr,
+}
+
+impl Piece {
+    fn leaf(primal: Expr, bp: Expr) -> Piece {
+        Piece { binds: vec![], primal, bp }
+    }
+    /// `let b1 in … in ⟨primal, bp⟩`
+    fn expr(self) -> Expr {
+        let body = pair(self.primal, self.bp);
+        self.binds.into_iter().rev().fold(body, |acc, (p, rhs)| let_(p, rhs, acc))
+    }
+}
+
+pub struct Chad<'a> {
+    pub fr: Fresh,
+    pub api: &'a dyn EnvApi,
+}
+
+fn ct(t: &Type) -> CT {
+    CT::of(t).unwrap_or(CT::One)
+}
+
+impl Chad<'_> {
+    fn d_name(&mut self) -> Name {
+        self.fr.name("d")
+    }
+
+    /// `λd. body(d)`
+    fn lam_d(&mut self, body: impl FnOnce(&mut Self, Expr) -> Expr) -> Expr {
+        let d = self.d_name();
+        let b = body(self, var(&d));
+        lam(pvar(&d), b)
+    }
+
+    /// `let ⟨x, x'⟩ = D_Γ[t] in …`: appends the bindings, returns x and x'.
+    fn sub(&mut self, g: &Ctx, t: &Term, x: Option<&Name>, binds: &mut Vec<(Pat, Expr)>) -> Result<(Expr, Expr), Diagnostic> {
+        let p = self.d(g, t)?;
+        binds.extend(p.binds);
+        let x = x.cloned().unwrap_or_else(|| self.fr.name("v"));
+        let xb = self.fr.name(&format!("{}'", x.text));
+        binds.push((ppair(pvar(&x), pvar(&xb)), pair(p.primal, p.bp)));
+        Ok((var(&x), var(&xb)))
+    }
+
+    /// `D_Γ[t]` (Fig. 2 / Fig. 7).
+    pub fn d(&mut self, g: &Ctx, t: &Term) -> Result<Piece, Diagnostic> {
+        let api = self.api;
+        let piece = match &t.kind {
+            // D_Γ[x] := ⟨x, λd. one_{x:D[τ]2∈D[Γ]2} d⟩
+            K::Var(n) => {
+                let Some(pos) = g.iter().rposition(|(m, _)| m.id == n.id) else {
+                    return Err(Diagnostic::error(t.span, format!("`{}` is not a variable of the context", n.text)));
+                };
+                let bp = self.lam_d(|_, d| api.one(g, pos, d));
+                Piece::leaf(var(n), bp)
+            }
+            // D_Γ[let x = t in s] := let ⟨x, x'⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_{Γ,x}[s] in
+            //   ⟨y, λd. let ⟨d1, d2⟩ = split (y' d) in d1 + x' d2⟩        (Fig. 2)
+            //   ⟨y, λd. do ⟨⟨⟩, dx⟩ ← scope (y' d); x' dx⟩                 (Fig. 7)
+            // for a chain of lets, one binding after the other.
+            K::Lets(chain, body) => {
+                let mut binds = vec![];
+                let mut g2 = g.clone();
+                let mut scopes = vec![];
+                for (x, rhs) in chain {
+                    let (_, xb) = self.sub(&g2, rhs, Some(x), &mut binds)?;
+                    scopes.push((g2.clone(), x.clone(), ct(&rhs.ty), xb));
+                    g2.push((x.clone(), ct(&rhs.ty)));
+                }
+                let (y, mut cur) = self.sub(&g2, body, None, &mut binds)?;
+                let n = scopes.len();
+                for (i, (gi, x, cti, xb)) in scopes.into_iter().enumerate().rev() {
+                    let bp = self.lam_d(|cx, d| api.scoped(&gi, &x, &cti, app(cur.clone(), d), xb, &mut cx.fr));
+                    if i == 0 {
+                        return Ok(Piece { binds, primal: y, bp });
+                    }
+                    let b = self.fr.name(&format!("{}'", scopes_name(n, i)));
+                    binds.push((pvar(&b), bp));
+                    cur = var(&b);
+                }
+                Piece { binds, primal: y, bp: cur }
+            }
+            // D_Γ[⟨t, s⟩] := let ⟨x, x'⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in
+            //   ⟨⟨x, y⟩, λd. x' (lfst d) + y' (lsnd d)⟩, n-ary
+            K::Tuple(ts) => {
+                let mut binds = vec![];
+                let mut xs = vec![];
+                for t in ts {
+                    xs.push(self.sub(g, t, None, &mut binds)?);
+                }
+                let cts: Vec<CT> = ts.iter().map(|t| ct(&t.ty)).collect();
+                let bp = self.lam_d(|_, d| {
+                    let calls = xs.iter().enumerate().map(|(i, (_, xb))| app(xb.clone(), app(builtin(ops::lproj(i, &cts)), d.clone())));
+                    calls.reduce(|a, b| api.both(a, b)).expect("a tuple has two components")
+                });
+                Piece { binds, primal: tuple(xs.into_iter().map(|(x, _)| x).collect()), bp }
+            }
+            // D_Γ[fst t] := let ⟨x, x'⟩ = D_Γ[t] in ⟨fst x, λd. x' ⟨⟨d, 0⟩⟩⟩ (and snd, n-ary)
+            K::Proj(i, s) => {
+                let mut binds = vec![];
+                let (x, xb) = self.sub(g, s, None, &mut binds)?;
+                let Type::Tuple(tys) = &s.ty else { return Err(Diagnostic::error(t.span, "a projection of a non-tuple")) };
+                let cts: Vec<CT> = tys.iter().map(ct).collect();
+                let primal = match (tys.len(), i) {
+                    (2, 0) => fst(x),
+                    (2, _) => snd(x),
+                    (n, i) => {
+                        let v = self.fr.name("v");
+                        let ps = (0..n).map(|j| if j == *i { pvar(&v) } else { pwild() }).collect();
+                        binds.push((ptuple(ps), x));
+                        var(&v)
+                    }
+                };
+                let bp = self.lam_d(|_, d| {
+                    let parts = cts.iter().enumerate().map(|(j, c)| if j == *i { d.clone() } else { builtin(ops::zero(c)) }).collect();
+                    app(xb, app(builtin(ops::ltuple(&cts)), tuple(parts)))
+                });
+                Piece { binds, primal, bp }
+            }
+            // D_Γ[inl t] := let ⟨x, x'⟩ = D_Γ[t] in ⟨inl x, λd. x' (lcastl d)⟩ (and inr)
+            K::Inl(s) | K::Inr(s) => {
+                let right = matches!(t.kind, K::Inr(_));
+                let Type::Sum(a, b) = &t.ty else { return Err(Diagnostic::error(t.span, "an injection into a non-sum")) };
+                let (ca, cb) = (ct(a), ct(b));
+                let mut binds = vec![];
+                let (x, xb) = self.sub(g, s, None, &mut binds)?;
+                let primal = ann(if right { inr(x) } else { inl(x) }, t.ty.clone());
+                let bp = self.lam_d(|_, d| app(xb, app(builtin(ops::lcast(right, &ca, &cb)), d)));
+                Piece { binds, primal, bp }
+            }
+            // D_Γ[case t of {inl x → s | inr y → r}] := let ⟨z, z'⟩ = D_Γ[t] in case z of
+            //   inl x → let ⟨x1, x2⟩ = D_{Γ,x}[s] in ⟨x1, λd. let ⟨v1, v2⟩ = split (x2 d) in v1 + z' (linl v2)⟩
+            //   | inr y → … (Fig. 2; Fig. 7 with scope)
+            K::Case(s, x, b1, y, b2) => {
+                let Type::Sum(ta, tb) = &s.ty else { return Err(Diagnostic::error(t.span, "a case on a non-sum")) };
+                let (ca, cb) = (ct(ta), ct(tb));
+                let mut binds = vec![];
+                let (z, zb) = self.sub(g, s, None, &mut binds)?;
+                let branch = |cx: &mut Self, v: &Name, c: &CT, body: &Term, right: bool| -> Result<Expr, Diagnostic> {
+                    let mut g2 = g.clone();
+                    g2.push((v.clone(), c.clone()));
+                    let mut bb = vec![];
+                    let (x1, x2) = cx.sub(&g2, body, None, &mut bb)?;
+                    let k = {
+                        let w = cx.fr.name("w");
+                        lam(pvar(&w), app(zb.clone(), app(builtin(ops::linj(right, &ca, &cb)), var(&w))))
+                    };
+                    let bp = cx.lam_d(|cx, d| api.scoped(g, v, c, app(x2, d), k, &mut cx.fr));
+                    Ok(Piece { binds: bb, primal: x1, bp }.expr())
+                };
+                let e1 = branch(self, x, &ca, b1, false)?;
+                let e2 = branch(self, y, &cb, b2, true)?;
+                let (r, rb) = (self.fr.name("r"), self.fr.name("r'"));
+                binds.push((ppair(pvar(&r), pvar(&rb)), case(z, pvar(x), e1, pvar(y), e2)));
+                Piece { binds, primal: var(&r), bp: var(&rb) }
+            }
+            // if c then s else r: the case rule on B = 1 ⊔ 1 with no variable bound, so no split
+            // or scope: ⟨y, λd. y' d + z' ⟨⟩⟩ in each branch.
+            K::If(c, s, r) => {
+                let mut binds = vec![];
+                let (z, zb) = self.sub(g, c, None, &mut binds)?;
+                let branch = |cx: &mut Self, body: &Term| -> Result<Expr, Diagnostic> {
+                    let mut bb = vec![];
+                    let (x1, x2) = cx.sub(g, body, None, &mut bb)?;
+                    let bp = cx.lam_d(|_, d| api.both(app(x2, d), app(zb.clone(), unit())));
+                    Ok(Piece { binds: bb, primal: x1, bp }.expr())
+                };
+                let (e1, e2) = (branch(self, s)?, branch(self, r)?);
+                let (y, yb) = (self.fr.name("r"), self.fr.name("r'"));
+                binds.push((ppair(pvar(&y), pvar(&yb)), if_(z, e1, e2)));
+                Piece { binds, primal: var(&y), bp: var(&yb) }
+            }
+            // D_Γ[r] := ⟨r, λd. 0⟩
+            K::Lit(r) => {
+                let bp = self.lam_d(|_, _| api.nothing(g));
+                Piece::leaf(real(*r), bp)
+            }
+            // D_Γ[sign t] := ⟨sign t, λd. 0⟩: every discrete term, evaluated as it is
+            K::Discrete(e) => {
+                let bp = self.lam_d(|_, _| api.nothing(g));
+                Piece::leaf(e.clone(), bp)
+            }
+            // D_Γ[op(t1, …, tn)] := let ⟨x1, x1'⟩ = D_Γ[t1] in … ⟨op(x1, …, xn),
+            //   λd. let ⟨d1, …, dn⟩ = Dop^t(x1, …, xn; d) in x1' d1 + … + xn' dn⟩
+            // (Dop^t's components written out from the primitive's partials; discrete arguments
+            // get no cotangent)
+            K::Op(op, args) => {
+                let mut binds = vec![];
+                let mut xs = vec![];
+                for a in args {
+                    xs.push(self.sub(g, a, None, &mut binds)?);
+                }
+                let vals: Vec<Expr> = xs.iter().map(|(x, _)| x.clone()).collect();
+                let r = self.fr.name("r");
+                let rule = deriv::rule(*op, &vals, &var(&r));
+                let mut primal = prim(*op, vals);
+                if rule.as_ref().is_some_and(|r| r.uses_result) {
+                    binds.push((pvar(&r), primal));
+                    primal = var(&r);
+                }
+                let bp = self.lam_d(|_, d| {
+                    let mut calls = vec![];
+                    if let Some(rule) = &rule {
+                        for ((a, (_, xb)), p) in args.iter().zip(&xs).zip(&rule.partials) {
+                            if a.ty != Type::Real {
+                                continue;
+                            }
+                            let di = match p {
+                                Partial::One => d.clone(),
+                                Partial::MinusOne => neg(d.clone()),
+                                Partial::Times(c) => mul(c.clone(), d.clone()),
+                            };
+                            calls.push(app(xb.clone(), di));
+                        }
+                    }
+                    calls.into_iter().reduce(|a, b| api.both(a, b)).unwrap_or_else(|| api.nothing(g))
+                });
+                Piece { binds, primal, bp }
+            }
+        };
+        Ok(piece)
+    }
+}
+
+fn scopes_name(_n: usize, i: usize) -> String {
+    format!("bp{i}")
+}
+
+/// The program: `grad (s, dt) = let p = s in let ⟨y, y'⟩ = D_Γ[body] in ⟨y, the cotangents of Γ
+/// from y' dt, in the input's shape⟩` (the paper's wrapper: `snd D_Γ[t] d`, or `run` of it).
+pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<Program, Diagnostic> {
+    let mut cx = Chad { fr: Fresh { next_id: fo.fresh.next_id }, api };
+    let g: Ctx = fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+    let mut binds = vec![];
+    let (y, yb) = cx.sub(&g, &fo.body, None, &mut binds)?;
+    let (s, dt) = (cx.fr.name("s"), cx.fr.name("dt"));
+    let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+    // d = the output cotangent as a value of D[T]2
+    let d = ann(app(builtin(ops::TO_LIN), var(&dt)), ct(output_type).ty());
+    let call = app(yb, d);
+    let rebuilt = rebuild(&fo.pattern, &mut gs.iter().map(var));
+    let result = pair(y, apps(builtin(ops::FROM_LIN), [var(&s), rebuilt]));
+    let body = let_(ptuple(gs.iter().map(pvar).collect()), api.finish(&g, call), result);
+    let body = binds.into_iter().rev().fold(body, |acc, (p, rhs)| let_(p, rhs, acc));
+    let body = let_(fo.pattern.clone(), var(&s), body);
+    let mut out = fo.program.clone();
+    out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))];
+    out.expects.clear();
+    out.input = None;
+    out.next_id = cx.fr.next_id;
+    Ok(out)
+}
+
+/// The value of a pattern's shape built from the given expressions, one per variable.
+fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
+    match p {
+        Pat::Var(..) | Pat::Wild(_) => vals.next().unwrap_or_else(unit),
+        Pat::Unit(_) => unit(),
+        Pat::Tuple(ps, _) => tuple(ps.iter().map(|p| rebuild(p, vals)).collect()),
+    }
+}
+
+/// The wrapper's stated type: `grad : (S, T) → (T, S)`.
+pub fn stated(src: &crate::stage::Source) -> Vec<(String, Type)> {
+    let (s, t) = (src.input_type.clone(), src.output_type.clone());
+    vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
+}

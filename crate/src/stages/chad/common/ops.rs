@@ -1,0 +1,233 @@
+//! The type-indexed target operations of Figs. 3, 6 and Table 2 (`0_τ`, `one_{x:τ∈Γ}`,
+//! `split_{Γ,τ}`, `lfst`, `lcastl`, `scope`, `run`, ...). Each instance is a builtin whose name shows
+//! its index (`0_{(R ×L R)}`, `one_{x∈x:R, y:R}`); one implementation per kind serves every
+//! instance, looking up what its name stands for in a table filled when the transform names it.
+
+use super::source::CT;
+use crate::interp::Builtin;
+use crate::ir::{Name, Scheme, Type};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A context Γ: its variables with their cotangent types, outermost first (a variable's position
+/// is its key in the environment vector: a de Bruijn level).
+pub type Ctx = Vec<(Name, CT)>;
+
+/// What a type-indexed builtin stands for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// `0_τ` (Fig. 3).
+    Zero(CT),
+    /// `0_{EV Γ}`: the environment vector of zeros (with Γ's names, for traces).
+    ZeroEnv { ctx: Vec<CT>, names: Vec<String> },
+    /// `one_{x:τ∈Γ} : τ → EV Γ` (Fig. 3), x at position `pos`.
+    OneHot { pos: usize, ctx: Vec<CT>, names: Vec<String> },
+    /// `split_{Γ,τ} : EV (Γ, x:τ) → EV Γ × τ`.
+    Split { ctx: Vec<CT>, ct: CT, names: Vec<String> },
+    /// `⟨⟨t1, …, tn⟩⟩` of the given product.
+    LTuple(Vec<CT>),
+    /// `lfst`, `lsnd` and their n-ary kin: component `i` of the given product.
+    LProj(usize, Vec<CT>),
+    /// `linl`, `linr` into the given sum.
+    LInj(bool, CT, CT),
+    /// `lcastl`, `lcastr` out of the given sum.
+    LCast(bool, CT, CT),
+    /// The environment vector at the end as the tuple of each input's cotangent.
+    EnvTuple(Vec<CT>),
+    /// Monadic `one_{x:τ∈Γ} : τ → EVM Γ 1` (§4.2, Table 2), x at position `pos`.
+    OneM { pos: usize, var: String, ct: CT },
+    /// `push0 : EVM Γ 1` opening x's entry (the first half of `scope_{Γ,τ}`, Table 2).
+    Push { var: String, ct: CT },
+    /// `pop : EVM Γ τ` closing x's entry and returning its value (the second half of `scope`).
+    Pop { var: String, ct: CT },
+    /// `run : EVM Γ τ → τ × Γ̄`, started from `⟨0_{τ1}, …, 0_{τn}⟩`.
+    Run(Vec<(String, CT)>),
+}
+
+/// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
+/// that a name stays short (a program with n variables mentions Γ O(n) times).
+fn show_ctx(ctx: &Ctx) -> String {
+    let full = ctx.iter().enumerate().map(|(i, (n, t))| format!("{}:{}", show_var(ctx, i, n), t.show())).collect::<Vec<_>>().join(", ");
+    if full.chars().count() <= LONG {
+        full
+    } else {
+        abbreviated(ctx.len(), &full)
+    }
+}
+
+/// Names and types of contexts longer than this (in characters) are abbreviated.
+const LONG: usize = 48;
+
+/// `Γn#h`: the length and a 32-bit FNV-1a hash of the full text (stable across toolchains, so
+/// printed programs and their snapshots are too).
+fn abbreviated(len: usize, full: &str) -> String {
+    let h = full.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+    format!("Γ{len}#{h:08x}")
+}
+
+/// A variable as names show it: its text, with its position when the text is not unique in Γ.
+fn show_var(ctx: &Ctx, pos: usize, n: &Name) -> String {
+    if ctx.iter().filter(|(m, _)| m.text == n.text).count() > 1 {
+        format!("{}@{pos}", n.text)
+    } else {
+        n.text.to_string()
+    }
+}
+
+/// Γ's variables as traces show them.
+fn names(ctx: &Ctx) -> Vec<String> {
+    ctx.iter().enumerate().map(|(i, (n, _))| show_var(ctx, i, n)).collect()
+}
+
+fn cts(ctx: &Ctx) -> Vec<CT> {
+    ctx.iter().map(|(_, t)| t.clone()).collect()
+}
+
+/// The table of type-indexed builtins named so far: name → meaning. Names are interned, so each
+/// distinct instance is allocated once per process.
+fn table() -> &'static Mutex<HashMap<&'static str, Arc<Op>>> {
+    static T: OnceLock<Mutex<HashMap<&'static str, Arc<Op>>>> = OnceLock::new();
+    T.get_or_init(Default::default)
+}
+
+/// The builtin `name` stands for `op` (the same name always stands for the same op).
+fn intern(name: String, op: Op) -> &'static str {
+    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((k, _)) = t.get_key_value(name.as_str()) {
+        return k;
+    }
+    let k: &'static str = Box::leak(name.into_boxed_str());
+    t.insert(k, Arc::new(op));
+    k
+}
+
+/// What the running builtin (by name) stands for.
+pub fn lookup(name: &str) -> Option<Arc<Op>> {
+    table().lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+}
+
+/// The names of the instances, each interned with its meaning.
+pub fn zero(ct: &CT) -> &'static str {
+    intern(format!("0_{}", ct.show()), Op::Zero(ct.clone()))
+}
+pub fn zero_env(ctx: &Ctx) -> &'static str {
+    intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv { ctx: cts(ctx), names: names(ctx) })
+}
+pub fn one_hot(ctx: &Ctx, pos: usize) -> &'static str {
+    intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx), names: names(ctx) })
+}
+pub fn split(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
+    intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = names(ctx); ns.push(x.text.to_string()); ns } })
+}
+pub fn ltuple(ts: &[CT]) -> &'static str {
+    intern(format!("lpair_{}", CT::Prod(ts.to_vec()).show()), Op::LTuple(ts.to_vec()))
+}
+pub fn lproj(i: usize, ts: &[CT]) -> &'static str {
+    let what = match (ts.len(), i) {
+        (2, 0) => "lfst".to_string(),
+        (2, _) => "lsnd".to_string(),
+        _ => format!("lproj{}", i + 1),
+    };
+    intern(format!("{what}_{}", CT::Prod(ts.to_vec()).show()), Op::LProj(i, ts.to_vec()))
+}
+pub fn linj(right: bool, a: &CT, b: &CT) -> &'static str {
+    let what = if right { "linr" } else { "linl" };
+    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LInj(right, a.clone(), b.clone()))
+}
+pub fn lcast(right: bool, a: &CT, b: &CT) -> &'static str {
+    let what = if right { "lcastr" } else { "lcastl" };
+    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, a.clone(), b.clone()))
+}
+pub fn env_tuple(ctx: &Ctx) -> &'static str {
+    intern(format!("evTuple_{{[{}]}}", show_ctx(ctx)), Op::EnvTuple(cts(ctx)))
+}
+pub fn one_m(ctx: &Ctx, pos: usize) -> &'static str {
+    let var = show_var(ctx, pos, &ctx[pos].0);
+    intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var, ct: ctx[pos].1.clone() })
+}
+pub fn push0(x: &Name, ct: &CT) -> &'static str {
+    intern(format!("push0_{{{}:{}}}", x.text, ct.show()), Op::Push { var: x.text.to_string(), ct: ct.clone() })
+}
+pub fn pop(x: &Name, ct: &CT) -> &'static str {
+    intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: x.text.to_string(), ct: ct.clone() })
+}
+pub fn run(ctx: &Ctx) -> &'static str {
+    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    intern(format!("run_{{[{}]}}", show_ctx(ctx)), Op::Run(vars))
+}
+
+/// `+` on every linear type and on environment vectors (Fig. 4's `+_τ`, `+_{EV Γ}`; Fig. 6's union).
+pub const PLUS: &str = "plus";
+/// The output cotangent, given in the output's shape, as a value of `D[T]2` (the wrapper's `d`).
+pub const TO_LIN: &str = "toLin";
+/// The gradient in the input's shape, from the input and the cotangents rebuilt in its pattern.
+pub const FROM_LIN: &str = "fromLin";
+
+/// `EV Γ`: with Γ's cotangent types, or for a long Γ one opaque type named by its abbreviation (so
+/// that typing n uses of it does not cost O(n·|Γ|)).
+fn ev(ctx: &[CT]) -> Type {
+    let full: String = ctx.iter().map(CT::show).collect::<Vec<_>>().join(",");
+    if full.chars().count() <= LONG {
+        Type::con("EV", ctx.iter().map(CT::ty).collect())
+    } else {
+        Type::con("EV", vec![Type::con(&abbreviated(ctx.len(), &full), vec![])])
+    }
+}
+
+fn m(t: Type) -> Type {
+    Type::con("M", vec![t])
+}
+
+/// The scheme of an instance: the paper's typing (Fig. 3, Table 2) at its index.
+pub fn scheme(op: &Op) -> Scheme {
+    let f = Type::fun;
+    let pair = |a, b| Type::Tuple(vec![a, b]);
+    let sum = |a: &CT, b: &CT| CT::Sum(Box::new(a.clone()), Box::new(b.clone())).ty();
+    let mono = |t| Scheme::mono(t);
+    match op {
+        Op::Zero(t) => mono(t.ty()),
+        Op::ZeroEnv { ctx, .. } => mono(ev(ctx)),
+        Op::OneHot { pos, ctx, .. } => mono(f(ctx[*pos].ty(), ev(ctx))),
+        Op::Split { ctx, ct, .. } => {
+            let mut whole = ctx.clone();
+            whole.push(ct.clone());
+            mono(f(ev(&whole), pair(ev(ctx), ct.ty())))
+        }
+        Op::LTuple(ts) => mono(f(Type::tuple(ts.iter().map(CT::ty).collect()), CT::Prod(ts.clone()).ty())),
+        Op::LProj(i, ts) => mono(f(CT::Prod(ts.clone()).ty(), ts[*i].ty())),
+        Op::LInj(right, a, b) => mono(f(if *right { b.ty() } else { a.ty() }, sum(a, b))),
+        Op::LCast(right, a, b) => mono(f(sum(a, b), if *right { b.ty() } else { a.ty() })),
+        Op::EnvTuple(g) => mono(f(ev(g), Type::tuple(g.iter().map(CT::ty).collect()))),
+        Op::OneM { ct, .. } => mono(f(ct.ty(), m(Type::Unit))),
+        // scope's argument is lazy (run after the push), typed as written: `M σ`, σ free
+        Op::Push { .. } => mono(m(Type::Unit)),
+        Op::Pop { ct, .. } => mono(m(ct.ty())),
+        Op::Run(g) => {
+            let gbar = Type::tuple(g.iter().map(|(_, c)| c.ty()).collect());
+            Scheme { vars: vec![0], ty: f(m(Type::Var(0)), pair(Type::Var(0), gbar)) }
+        }
+    }
+}
+
+/// The builtins a program uses: each type-indexed name it mentions, with the implementation
+/// `imp` gives its kind (function, arity, whether its last argument is a thunk).
+pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Vec<Builtin> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = vec![];
+    for d in &p.defs {
+        let mut stack = vec![&d.body];
+        while let Some(e) = stack.pop() {
+            if let crate::ir::ExprKind::Builtin(n) = &e.kind {
+                if seen.insert(n.clone()) {
+                    let found = table().lock().unwrap_or_else(|e| e.into_inner()).get_key_value(&**n).map(|(k, v)| (*k, v.clone()));
+                    if let Some((name, op)) = found {
+                        let (run, arity, lazy_last) = imp(&op);
+                        out.push(Builtin { name, scheme: scheme(&op), arity, lazy_last, run });
+                    }
+                }
+            }
+            crate::ir::each_child(e, &mut |c| stack.push(c));
+        }
+    }
+    out
+}

@@ -1,0 +1,525 @@
+//! The runtime of the linear types and environment vectors. One set of builtins, three
+//! representations chosen per run (the program text does not change between them, §4.1, §5):
+//! - dense (Fig. 4): `τ ×_L σ = τ × σ`, `τ ⊔_L σ = 1 ⊔ (τ ⊔ σ)`, `EV Γ` a left-nested tuple;
+//! - sparse (§4.1, Fig. 6): `τ ×_L σ = 1 ⊔ (τ × σ)`, `EV Γ` a persistent tree map `EMap Γ`;
+//! - the accumulation monad over a persistent map (§4.2) or a mutable stack of cells (§5, Table 2),
+//!   in `monad.rs`.
+//!
+//! Values: a linear pair is a `Tuple` (dense) or `Inl ()`/`Inr (tuple)` (sparse); a linear sum is
+//! `Inl ()` (zero), `Inr (Inl x)` (`linl x`) or `Inr (Inr y)`. At the top of a cotangent `Inl ()` is
+//! the explicit zero; directly under a sum's `Inr` the `Inl`/`Inr` are its tags, and under a sparse
+//! pair's `Inr` there is a tuple, so `+` tells them apart by position. Functions on values recurse
+//! only in the depth of a type (bounded by the parser's nesting budget).
+
+use super::ops::{lookup, Op};
+use super::source::CT;
+use crate::diag::Span;
+use crate::interp::{BuiltinFn, Machine, RunError, Shown, TraceStep};
+use crate::value::{ExtValue, Value};
+use rpds::RedBlackTreeMap;
+use std::rc::Rc;
+
+/// How linear types and the environment are represented in this run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Repr {
+    /// Fig. 4: dense tuples.
+    #[default]
+    Dense,
+    /// §4.1: sparse pairs and `EMap`.
+    Sparse,
+}
+
+/// The accumulator of the monadic stages.
+#[derive(Clone, Debug, Default)]
+pub(super) enum Acc {
+    #[default]
+    None,
+    /// §4.2: `EVM Γ τ = EMap Γ → τ × EMap Γ`.
+    Map(RedBlackTreeMap<usize, Value>),
+    /// §5: `EArr Γ`, a stack of cells.
+    Cells(Vec<Value>),
+}
+
+/// The per-run state: the representation, and the accumulator with the names of its cells.
+#[derive(Debug, Default)]
+pub struct Rt {
+    pub repr: Repr,
+    /// Whether the accumulation monad uses mutable cells (§5) rather than a persistent map (§4.2).
+    pub mutable: bool,
+    pub(super) acc: Acc,
+    pub(super) names: Vec<String>,
+}
+
+/// Sets up a run: the representation and the accumulator's kind.
+pub fn set_up(m: &mut Machine, repr: Repr, mutable: bool) {
+    *m.state::<Rt>() = Rt { repr, mutable, ..Rt::default() };
+}
+
+/// `EMap Γ` (Fig. 6): a persistent tree map from positions in Γ to cotangents; absent means 0.
+/// It carries Γ's names only to show itself.
+#[derive(Debug, Clone)]
+pub struct EMap(pub RedBlackTreeMap<usize, Value>, pub Rc<[String]>);
+
+impl ExtValue for EMap {
+    fn type_name(&self) -> &'static str {
+        "EMap"
+    }
+    fn show(&self) -> String {
+        let items: Vec<String> = self.0.iter().map(|(k, v)| format!("{}: {}", self.1.get(*k).map_or(format!("#{k}"), |n| n.clone()), show_ct(v))).collect();
+        format!("{{{}}}", items.join(", "))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// ⌈log2(n + 1)⌉: the steps of one operation on a balanced tree of n entries.
+pub(super) fn log_steps(n: usize) -> u64 {
+    (usize::BITS - n.leading_zeros()) as u64
+}
+
+/// A tuple as the IR builds one (`build::tuple`): `()` for none, the value itself for one.
+pub(super) fn ir_tuple(mut vs: Vec<Value>) -> Value {
+    if vs.len() == 1 {
+        vs.pop().unwrap_or(Value::Unit)
+    } else {
+        Value::tuple(vs)
+    }
+}
+
+pub(super) fn internal(span: Span, what: &str) -> RunError {
+    RunError::runtime(span, format!("internal error in the CHAD runtime: {what}"))
+}
+
+pub(super) fn unit() -> Value {
+    Value::Unit
+}
+fn zero_tag() -> Value {
+    Value::Inl(Rc::new(Value::Unit))
+}
+fn is_zero_tag(v: &Value) -> bool {
+    matches!(v, Value::Inl(u) if matches!(**u, Value::Unit))
+}
+
+/// `0_τ`: dense builds the whole tree (Fig. 4); sparse is one node (§4.1).
+pub fn zero(m: &mut Machine, ct: &CT, repr: Repr) -> Value {
+    let (v, nodes) = zero_nodes(ct, repr);
+    m.count("zero_nodes", nodes);
+    v
+}
+
+fn zero_nodes(ct: &CT, repr: Repr) -> (Value, u64) {
+    match (ct, repr) {
+        (CT::R, _) => (Value::Real(0.0), 1),
+        (CT::One, _) => (unit(), 1),
+        (CT::Prod(ts), Repr::Dense) => {
+            let (vs, n): (Vec<Value>, Vec<u64>) = ts.iter().map(|t| zero_nodes(t, repr)).unzip();
+            (Value::tuple(vs), 1 + n.iter().sum::<u64>())
+        }
+        (CT::Prod(_) | CT::Sum(..), _) => (zero_tag(), 1),
+    }
+}
+
+/// `a + b` on every linear type and on environment vectors, visiting only where both are present
+/// (§4.3, Fig. 5); each visited node counts once.
+pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
+    m.count("plus_visits", 1);
+    m.tick(1)?;
+    let span = m.current_span();
+    Ok(match (a, b) {
+        (Value::Real(x), Value::Real(y)) => {
+            m.real_op();
+            Value::Real(x + y)
+        }
+        (Value::Unit, Value::Unit) => unit(),
+        (a, b) if is_zero_tag(&a) => b,
+        (a, b) if is_zero_tag(&b) => a,
+        (Value::Tuple(xs), Value::Tuple(ys)) if xs.len() == ys.len() => {
+            let mut out = Vec::with_capacity(xs.len());
+            for (x, y) in xs.iter().zip(ys.iter()) {
+                out.push(plus(m, x.clone(), y.clone())?);
+            }
+            Value::tuple(out)
+        }
+        (Value::Inr(x), Value::Inr(y)) => Value::Inr(Rc::new(match (&*x, &*y) {
+            (Value::Tuple(_), Value::Tuple(_)) => plus(m, (*x).clone(), (*y).clone())?,
+            // a sum's tags: Fig. 4's `+` on `τ ⊔_L σ` (the note's O3: re-wrapped in linl/linr)
+            (Value::Inl(p), Value::Inl(q)) => Value::Inl(Rc::new(plus(m, (**p).clone(), (**q).clone())?)),
+            (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, (**p).clone(), (**q).clone())?)),
+            _ => return Err(internal(span, "a sum tag mismatch in + (linl added to linr)")),
+        })),
+        (Value::Ext(x), Value::Ext(y)) => match (x.as_any().downcast_ref::<EMap>(), y.as_any().downcast_ref::<EMap>()) {
+            (Some(p), Some(q)) => Value::Ext(Rc::new(union(m, p, q)?)),
+            _ => return Err(internal(span, "+ on values that are not environment maps")),
+        },
+        (a, b) => return Err(internal(span, &format!("+ on {a} and {b}"))),
+    })
+}
+
+/// Fig. 6's `union`, with `+` on common keys: the smaller map inserted into the larger, costed
+/// m·⌈log2(n/m + 1)⌉ steps for sizes m ≤ n (Brown & Tarjan).
+fn union(m: &mut Machine, p: &EMap, q: &EMap) -> Result<EMap, RunError> {
+    let (small, large) = if p.0.size() <= q.0.size() { (p, q) } else { (q, p) };
+    let (sm, n) = (small.0.size(), large.0.size());
+    if sm > 0 {
+        m.count("map_log_steps", sm as u64 * log_steps(n / sm));
+    }
+    let mut out = large.0.clone();
+    for (k, v) in small.0.iter() {
+        let v = match out.get(k) {
+            Some(w) => plus(m, w.clone(), v.clone())?,
+            None => v.clone(),
+        };
+        out.insert_mut(*k, v);
+    }
+    m.alloc(sm as u64)?;
+    let names = if p.1.len() >= q.1.len() { p.1.clone() } else { q.1.clone() };
+    Ok(EMap(out, names))
+}
+
+/// A cotangent as traces show it: zeros as `0`, linear pairs as `⟨⟨a, b⟩⟩`, sum cotangents with their tag.
+pub fn show_ct(v: &Value) -> String {
+    match v {
+        Value::Real(x) => crate::value::show_real(*x),
+        Value::Unit => "⟨⟩".into(),
+        v if is_zero_tag(v) => "0".into(),
+        Value::Tuple(vs) => format!("⟨⟨{}⟩⟩", vs.iter().map(show_ct).collect::<Vec<_>>().join(", ")),
+        Value::Inr(x) => match &**x {
+            Value::Tuple(_) => show_ct(x),
+            Value::Inl(y) => format!("linl {}", show_ct(y)),
+            Value::Inr(y) => format!("linr {}", show_ct(y)),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+pub(super) fn shown(v: &Value) -> Shown {
+    match v {
+        Value::Real(x) => (*x).into(),
+        v => Shown::text(show_ct(v)),
+    }
+}
+
+pub(super) fn this_op(m: &Machine) -> Result<std::sync::Arc<Op>, RunError> {
+    lookup(m.builtin_name()).ok_or_else(|| internal(m.current_span(), &format!("unknown builtin `{}`", m.builtin_name())))
+}
+
+fn repr(m: &mut Machine) -> Repr {
+    m.state::<Rt>().repr
+}
+
+pub(super) fn arg(args: &mut Vec<Value>) -> Value {
+    args.pop().unwrap_or(Value::Unit)
+}
+
+// ---- Fig. 3's linear API -------------------------------------------------------------------
+
+fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::Zero(ct) = &*this_op(m)? else { return Err(internal(span, "0")) };
+    let r = repr(m);
+    Ok(zero(m, ct, r))
+}
+
+/// `0_{EV Γ}`: a tuple of |Γ| zeros (Fig. 4) or the empty map (Fig. 6).
+fn b_zero_env(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::ZeroEnv { ctx, names } = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
+    let v = match repr(m) {
+        Repr::Dense => dense_env(m, ctx, None)?,
+        Repr::Sparse => {
+            m.count("zero_nodes", 1);
+            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), names.clone().into())))
+        }
+    };
+    ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span);
+    Ok(v)
+}
+
+/// `EV Γ` as Fig. 4's left-nested tuple `(((), v1), v2)…`, zeros but for `hot`.
+fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Result<Value, RunError> {
+    // O(|Γ|) work and allocation, against the run's budgets
+    m.tick(g.len() as u64)?;
+    m.alloc(g.len() as u64)?;
+    let mut acc = unit();
+    for (i, ct) in g.iter().enumerate() {
+        let v = match &hot {
+            Some((j, v)) if *j == i => v.clone(),
+            _ => zero(m, ct, Repr::Dense),
+        };
+        acc = Value::pair(acc, v);
+    }
+    Ok(acc)
+}
+
+/// `one_{x:τ∈Γ} v`: Fig. 4's one-hot tuple (|Γ| cells) or Fig. 6's `modify_x (v +) empty` (one).
+fn b_one_hot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::OneHot { pos, ctx, names } = &*this_op(m)? else { return Err(internal(span, "one")) };
+    let v = arg(&mut args);
+    let note = format!("one_{} {}", names.get(*pos).map_or("?", |n| n.as_str()), show_ct(&v));
+    let r = match repr(m) {
+        Repr::Dense => {
+            m.count("onehot_cells", ctx.len() as u64);
+            dense_env(m, ctx, Some((*pos, v)))?
+        }
+        Repr::Sparse => {
+            m.count("onehot_cells", 1);
+            m.count("map_log_steps", 1);
+            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), names.clone().into())))
+        }
+    };
+    ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span);
+    Ok(r)
+}
+
+/// `split_{Γ,τ}`: the identity on Fig. 4's tuples, Fig. 6's `pop` on maps (⌈log2 n⌉ steps).
+fn b_split(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::Split { ctx, ct, .. } = &*this_op(m)? else { return Err(internal(span, "split")) };
+    let ev = arg(&mut args);
+    let before = show_ev(&ev);
+    let r = b_split_on(m, ev, ctx, ct, span)?;
+    if let Value::Tuple(vs) = &r {
+        ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span);
+    }
+    Ok(r)
+}
+
+fn b_split_on(m: &mut Machine, ev: Value, ctx: &[CT], ct: &CT, span: Span) -> Result<Value, RunError> {
+    match ev {
+        Value::Tuple(ref vs) if vs.len() == 2 => Ok(ev),
+        Value::Ext(e) => {
+            let Some(map) = e.as_any().downcast_ref::<EMap>() else { return Err(internal(span, "split of a non-map")) };
+            m.count("map_log_steps", log_steps(map.0.size()));
+            let pos = ctx.len();
+            let v = match map.0.get(&pos) {
+                Some(v) => v.clone(),
+                None => zero(m, ct, Repr::Sparse),
+            };
+            Ok(Value::pair(Value::Ext(Rc::new(EMap(map.0.remove(&pos), map.1.clone()))), v))
+        }
+        other => Err(internal(span, &format!("split of {other}"))),
+    }
+}
+
+/// `+_{EV Γ}`: in program text `plus` only ever adds environment vectors (Fig. 2); cotangents are
+/// added inside the runtime.
+fn b_plus(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let b = arg(&mut args);
+    let a = arg(&mut args);
+    let note = if m.tracing() { format!("{} + {}", show_ev(&a), show_ev(&b)) } else { String::new() };
+    let r = plus(m, a, b)?;
+    ev_event(m, "plus", format!("{note} = {}", show_ev(&r)), span);
+    Ok(r)
+}
+
+/// An environment vector as the note writes it: Fig. 4's left-nested tuple flat, `⟨1, 0, 1⟩`; a
+/// map as `{x: 1, z: 1}`.
+pub fn show_ev(v: &Value) -> String {
+    let mut items = vec![];
+    let mut cur = v;
+    loop {
+        match cur {
+            Value::Unit => break,
+            Value::Tuple(vs) if vs.len() == 2 => {
+                items.push(show_ct(&vs[1]));
+                cur = &vs[0];
+            }
+            Value::Ext(e) => return e.show(),
+            other => return show_ct(other),
+        }
+    }
+    items.reverse();
+    format!("⟨{}⟩", items.join(", "))
+}
+
+/// A step of the environment-vector stages' trace (Fig. 2's one-hots, +, split).
+fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span) {
+    if m.tracing() {
+        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state: vec![] });
+    }
+}
+
+/// `⟨⟨t1, …, tn⟩⟩`: a tuple (Fig. 4) or `inr` of one (§4.1).
+fn b_ltuple(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let t = arg(&mut args);
+    m.alloc(1)?;
+    Ok(match repr(m) {
+        Repr::Dense => t,
+        Repr::Sparse => Value::Inr(Rc::new(t)),
+    })
+}
+
+/// `lfst`, `lsnd`: a projection, or 0 of the component for the sparse zero (§4.1).
+fn b_lproj(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::LProj(i, ts) = &*this_op(m)? else { return Err(internal(span, "lproj")) };
+    let d = arg(&mut args);
+    let r = repr(m);
+    let component = |vs: &[Value]| vs.get(*i).cloned().ok_or_else(|| internal(span, "lproj past the end of a pair"));
+    match &d {
+        v if is_zero_tag(v) => ts.get(*i).map(|t| zero(m, t, r)).ok_or_else(|| internal(span, "lproj past the end of a pair")),
+        Value::Tuple(vs) => component(vs),
+        Value::Inr(x) => match &**x {
+            Value::Tuple(vs) => component(vs),
+            _ => Err(internal(span, "lproj of a non-pair")),
+        },
+        _ => Err(internal(span, "lproj of a non-pair")),
+    }
+}
+
+/// `linl x = inr (inl x)`, `linr y = inr (inr y)` (Fig. 4).
+fn b_linj(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::LInj(right, ..) = &*this_op(m)? else { return Err(internal(span, "linj")) };
+    let x = Rc::new(arg(&mut args));
+    m.alloc(2)?;
+    Ok(Value::Inr(Rc::new(if *right { Value::Inr(x) } else { Value::Inl(x) })))
+}
+
+/// `lcastl`, `lcastr` (Fig. 4): 0 from 0, the payload of the matching tag, an error on the other.
+fn b_lcast(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::LCast(right, a, b) = &*this_op(m)? else { return Err(internal(span, "lcast")) };
+    let d = arg(&mut args);
+    let r = repr(m);
+    match (&d, right) {
+        (v, _) if is_zero_tag(v) => Ok(zero(m, if *right { b } else { a }, r)),
+        (Value::Inr(x), false) => match &**x {
+            Value::Inl(p) => Ok((**p).clone()),
+            _ => Err(internal(span, "a sum tag mismatch in lcastl")),
+        },
+        (Value::Inr(x), true) => match &**x {
+            Value::Inr(p) => Ok((**p).clone()),
+            _ => Err(internal(span, "a sum tag mismatch in lcastr")),
+        },
+        _ => Err(internal(span, "lcast of a non-sum")),
+    }
+}
+
+/// The output cotangent given in the output's shape, as `D[T]2` (the wrapper's `d`).
+fn b_seed(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let v = arg(&mut args);
+    let r = repr(m);
+    Ok(to_lin(&v, r))
+}
+
+fn to_lin(v: &Value, r: Repr) -> Value {
+    match v {
+        Value::Real(x) => Value::Real(*x),
+        Value::Tuple(vs) => {
+            let t = Value::tuple(vs.iter().map(|v| to_lin(v, r)).collect());
+            if r == Repr::Sparse {
+                Value::Inr(Rc::new(t))
+            } else {
+                t
+            }
+        }
+        Value::Inl(x) => Value::Inr(Rc::new(Value::Inl(Rc::new(to_lin(x, r))))),
+        Value::Inr(x) => Value::Inr(Rc::new(Value::Inr(Rc::new(to_lin(x, r))))),
+        _ => unit(),
+    }
+}
+
+/// The final environment vector as the tuple of the inputs' cotangents (absent entries are 0).
+fn b_env_tuple(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::EnvTuple(g) = &*this_op(m)? else { return Err(internal(span, "evTuple")) };
+    let ev = arg(&mut args);
+    let mut out = vec![];
+    match ev {
+        Value::Ext(e) => {
+            let Some(map) = e.as_any().downcast_ref::<EMap>() else { return Err(internal(span, "not a map")) };
+            for (i, ct) in g.iter().enumerate() {
+                out.push(match map.0.get(&i) {
+                    Some(v) => v.clone(),
+                    None => zero(m, ct, Repr::Sparse),
+                });
+            }
+        }
+        mut v => {
+            // the left-nested tuple, read from the right
+            for _ in 0..g.len() {
+                let Value::Tuple(vs) = v else { return Err(internal(span, "evTuple of a non-tuple")) };
+                if vs.len() != 2 {
+                    return Err(internal(span, "evTuple of a tuple that is not an environment vector"));
+                }
+                out.push(vs[1].clone());
+                v = vs[0].clone();
+            }
+            out.reverse();
+        }
+    }
+    Ok(ir_tuple(out))
+}
+
+/// The gradient in the input's shape: the input `s` as the witness of shape, and the cotangents
+/// (rebuilt in the pattern of main's parameter) read into it; zeros become zeros of that shape.
+fn b_from_lin(_: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let g = arg(&mut args);
+    let s = arg(&mut args);
+    from_lin(&s, &g).ok_or_else(|| internal(span, &format!("the cotangent {} does not fit the input {s}", show_ct(&g))))
+}
+
+fn from_lin(s: &Value, g: &Value) -> Option<Value> {
+    Some(match (s, g) {
+        (Value::Real(_), Value::Real(x)) => Value::Real(*x),
+        (Value::Int(_) | Value::Bool(_) | Value::Unit, _) => s.clone(),
+        (_, g) if is_zero_tag(g) => s.with_reals(&mut std::iter::repeat(0.0)),
+        (Value::Tuple(ss), Value::Tuple(gs)) if ss.len() == gs.len() => {
+            Value::tuple(ss.iter().zip(gs.iter()).map(|(s, g)| from_lin(s, g)).collect::<Option<_>>()?)
+        }
+        (Value::Tuple(_), Value::Inr(x)) => from_lin(s, x)?,
+        (Value::Inl(a), Value::Inr(x)) => match &**x {
+            Value::Inl(c) => Value::Inl(Rc::new(from_lin(a, c)?)),
+            _ => return None,
+        },
+        (Value::Inr(a), Value::Inr(x)) => match &**x {
+            Value::Inr(c) => Value::Inr(Rc::new(from_lin(a, c)?)),
+            _ => return None,
+        },
+        _ => return None,
+    })
+}
+
+/// The implementation of each kind of type-indexed builtin: function, arity, lazy last argument.
+pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
+    match op {
+        Op::Zero(_) => (b_zero, 0, false),
+        Op::ZeroEnv { .. } => (b_zero_env, 0, false),
+        Op::OneHot { .. } => (b_one_hot, 1, false),
+        Op::Split { .. } => (b_split, 1, false),
+        Op::LTuple(_) => (b_ltuple, 1, false),
+        Op::LProj(..) => (b_lproj, 1, false),
+        Op::LInj(..) => (b_linj, 1, false),
+        Op::LCast(..) => (b_lcast, 1, false),
+        Op::EnvTuple(_) => (b_env_tuple, 1, false),
+        Op::OneM { .. } => (super::monad::b_one_m, 1, false),
+        Op::Push { .. } => (super::monad::b_push, 0, false),
+        Op::Pop { .. } => (super::monad::b_pop, 0, false),
+        Op::Run(_) => (super::monad::b_run, 1, true),
+    }
+}
+
+/// The generic builtins every stage of the chain has: `plus` and `fromLin`.
+pub fn generic_builtins() -> Vec<crate::interp::Builtin> {
+    use crate::ir::{Scheme, Type};
+    let (a, b) = (Type::Var(0), Type::Var(1));
+    vec![
+        crate::interp::Builtin {
+            name: super::ops::PLUS,
+            scheme: Scheme { vars: vec![0], ty: Type::fun(a.clone(), Type::fun(a.clone(), a.clone())) },
+            arity: 2,
+            lazy_last: false,
+            run: b_plus,
+        },
+        crate::interp::Builtin {
+            name: super::ops::FROM_LIN,
+            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(a.clone(), Type::fun(b, a)) },
+            arity: 2,
+            lazy_last: false,
+            run: b_from_lin,
+        },
+        crate::interp::Builtin {
+            name: super::ops::TO_LIN,
+            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(Type::Var(0), Type::Var(1)) },
+            arity: 1,
+            lazy_last: false,
+            run: b_seed,
+        },
+    ]
+}

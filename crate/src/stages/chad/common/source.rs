@@ -1,0 +1,352 @@
+//! The paper's source language (Fig. 1) as the chain sees it: the program with every call inlined,
+//! desugared to a small first-order core in which pattern lets are the paper's sugar
+//! (`let ⟨x, y⟩ = t in s := let z = t in let x = fst z in let y = snd z in s`, §2), tuples are n-ary
+//! and projections name their component. Terms of a discrete type (Z, B, 1 and tuples/sums of them)
+//! stay source expressions: like `sign t` (Fig. 2) they are evaluated as they are, and their
+//! backpropagator adds nothing.
+
+use crate::build::Fresh;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use crate::kit::passes::inline_all;
+use crate::stage::Source;
+
+pub const PAPER: &str = "Smeding & Vákár 2024";
+
+/// How much work inlining may do before it stops.
+const INLINE_BUDGET: usize = 200_000;
+
+pub const ACCEPTS: &str = "the paper's first-order language (Fig. 1): reals, tuples, sums with case, let, real \
+primitives, and (as discrete values whose cotangent is 1) integers, booleans, comparisons and if, after every \
+function call is inlined; no recursion or loops (§2), arrays come with §7";
+
+/// A first-order core term with its source type and span.
+#[derive(Clone, Debug)]
+pub struct Term {
+    pub kind: K,
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum K {
+    Var(Name),
+    /// `let x1 = t1 in … let xn = tn in s`, kept as one chain so that no pass recurses along it.
+    Lets(Vec<(Name, Term)>, Box<Term>),
+    /// `⟨t1, …, tn⟩`, n ≥ 2 (the paper's left-nested pairs, as one n-ary tuple).
+    Tuple(Vec<Term>),
+    /// Component `i` of an n-tuple (`fst`/`snd` when n = 2).
+    Proj(usize, Box<Term>),
+    Inl(Box<Term>),
+    Inr(Box<Term>),
+    Case(Box<Term>, Name, Box<Term>, Name, Box<Term>),
+    /// `if c then s else r`: a case on `B = 1 ⊔ 1` whose branches bind nothing.
+    If(Box<Term>, Box<Term>, Box<Term>),
+    /// A real literal `r`.
+    Lit(f64),
+    /// `op(t1, …, tn)` with a real result.
+    Op(Prim, Vec<Term>),
+    /// A term of a discrete type, evaluated as it is (Fig. 2's rule for `sign t`).
+    Discrete(Expr),
+}
+
+/// The cotangent type `D[τ]2` (Fig. 2), for a first-order source type.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CT {
+    /// `R_L`
+    R,
+    /// `1_L`, also the cotangent of the discrete types Z and B (§7: `D[Z]2 := 1`).
+    One,
+    /// `τ1 ×_L … ×_L τn`
+    Prod(Vec<CT>),
+    /// `τ ⊔_L σ`
+    Sum(Box<CT>, Box<CT>),
+}
+
+impl CT {
+    /// `D[τ]2`, or None for a type outside Fig. 1 (functions, arrays).
+    pub fn of(t: &Type) -> Option<CT> {
+        Some(match t {
+            Type::Real => CT::R,
+            Type::Unit | Type::Int | Type::Bool => CT::One,
+            Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::of).collect::<Option<_>>()?),
+            Type::Sum(a, b) => CT::Sum(Box::new(CT::of(a)?), Box::new(CT::of(b)?)),
+            _ => return None,
+        })
+    }
+
+    /// The IR type of its values: linear types are opaque constructors, so the same program text
+    /// runs with the dense (Fig. 4) and the sparse (§4.1) representation.
+    pub fn ty(&self) -> Type {
+        match self {
+            CT::R => Type::Real,
+            CT::One => Type::Unit,
+            CT::Prod(ts) => Type::con("LProd", ts.iter().map(CT::ty).collect()),
+            CT::Sum(a, b) => Type::con("LSum", vec![a.ty(), b.ty()]),
+        }
+    }
+
+    /// As builtin names show it: `R`, `1`, `(R ×L R)`, `(R ⊔L 1)`.
+    pub fn show(&self) -> String {
+        match self {
+            CT::R => "R".into(),
+            CT::One => "1".into(),
+            CT::Prod(ts) => format!("({})", ts.iter().map(CT::show).collect::<Vec<_>>().join(" ×L ")),
+            CT::Sum(a, b) => format!("({} ⊔L {})", a.show(), b.show()),
+        }
+    }
+}
+
+/// A type with no real in it: its cotangent carries nothing.
+pub fn discrete(t: &Type) -> bool {
+    match t {
+        Type::Unit | Type::Int | Type::Bool => true,
+        Type::Tuple(ts) => ts.iter().all(discrete),
+        Type::Sum(a, b) => discrete(a) && discrete(b),
+        _ => false,
+    }
+}
+
+fn outside(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("{what} is outside the language of Efficient CHAD (Fig. 1: reals, tuples, sums, let, primitives; no loops or recursion, §2)"))
+}
+
+/// A value of a type outside Fig. 1, naming the later stage for arrays.
+fn outside_type(span: Span, what: &str, t: &Type) -> Diagnostic {
+    let arrays = if crate::types::show(t).contains("Array") { " (arrays are §7, the later stage chad/arrays)" } else { "" };
+    outside(span, &format!("{what} of type {}{arrays}", crate::types::show(t)))
+}
+
+/// `main`'s parameter pattern (every `_` named, as each input gets a cell) and its body as a core term.
+pub struct FirstOrder {
+    pub program: Program,
+    pub pattern: Pat,
+    /// The input variables, in order: the initial context Γ.
+    pub inputs: Vec<(Name, Type)>,
+    pub body: Term,
+    pub fresh: Fresh,
+}
+
+/// The source as the paper's language: every call inlined (higher-order code without recursion
+/// becomes first order), then desugared, each refusal located.
+pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
+    let mut p = inline_all(src.program, INLINE_BUDGET)?;
+    // Re-typed with main at the type the pipeline fitted to the input, so that a part of the input
+    // that main leaves open (`fst x` of x : R × (R × R)) has the input's type in every subterm.
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the inlined program does not type-check: {}", d.message)))?;
+    // Unconstrained types are R, as main's are.
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(children_mut(e));
+        }
+    }
+    let main = p.def("main").expect("inline_all keeps main").clone();
+    let ExprKind::Lam(_, pat, body) = &main.body.kind else {
+        return Err(outside(main.span, "`main` that is not a function"));
+    };
+    check_depth(body, main.span)?;
+    let mut fresh = Fresh::new(&p);
+    let mut inputs = vec![];
+    let pattern = name_wilds(pat, src.input_type, &mut fresh, &mut inputs);
+    for (n, t) in &inputs {
+        if CT::of(t).is_none() {
+            return Err(outside_type(pat.span(), &format!("the input `{}`", n.text), t));
+        }
+    }
+    let body = desugar(body, &mut fresh)?;
+    Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
+}
+
+/// The transform recurses on every construct but a let's body (let chains are walked in loops):
+/// refuse programs nested deeper than the `nesting` budget allows, before anything recurses.
+fn check_depth(body: &Expr, span: Span) -> Result<(), Diagnostic> {
+    let limit = crate::limits::max_brackets() / 2;
+    let mut stack = vec![(body, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        if depth > limit {
+            let at = if e.span == Span::NONE { span } else { e.span };
+            return Err(Diagnostic::error(at, format!("this program nests more than {limit} levels (not counting let bodies), this chain's `nesting` budget: the CHAD transform recurses on subterms")));
+        }
+        match &e.kind {
+            ExprKind::Let(_, rhs, b) => {
+                stack.push((rhs, depth + 1));
+                stack.push((b, depth));
+            }
+            _ => each_child(e, &mut |c| stack.push((c, depth + 1))),
+        }
+    }
+    Ok(())
+}
+
+/// The pattern with each `_` named, and its variables with their types.
+fn name_wilds(p: &Pat, ty: &Type, fr: &mut Fresh, vars: &mut Vec<(Name, Type)>) -> Pat {
+    match (p, ty) {
+        (Pat::Var(n, _), t) => {
+            vars.push((n.clone(), t.clone()));
+            p.clone()
+        }
+        (Pat::Tuple(ps, s), Type::Tuple(ts)) if ps.len() == ts.len() => {
+            Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| name_wilds(p, t, fr, vars)).collect(), *s)
+        }
+        (Pat::Wild(s) | Pat::Unit(s) | Pat::Tuple(_, s), t) => {
+            let n = fr.name("w");
+            vars.push((n.clone(), t.clone()));
+            Pat::Var(n, *s)
+        }
+    }
+}
+
+fn term(kind: K, e: &Expr) -> Term {
+    Term { kind, ty: e.ty.clone(), span: e.span }
+}
+
+/// `let p = (z : ty) in …` as the paper's sugar: bindings of each pattern variable to a projection.
+fn destructure(p: &Pat, z: &Name, ty: &Type, span: Span, fr: &mut Fresh, out: &mut Vec<(Name, Term)>) {
+    let mut work = vec![(p.clone(), z.clone(), ty.clone())];
+    while let Some((p, z, ty)) = work.pop() {
+        let (Pat::Tuple(ps, _), Type::Tuple(ts)) = (&p, &ty) else { continue };
+        for (i, (q, t)) in ps.iter().zip(ts).enumerate() {
+            let zt = Term { kind: K::Var(z.clone()), ty: ty.clone(), span };
+            let proj = Term { kind: K::Proj(i, Box::new(zt)), ty: t.clone(), span };
+            match q {
+                Pat::Var(n, _) => out.push((n.clone(), proj)),
+                Pat::Tuple(..) => {
+                    let w = fr.name("w");
+                    out.push((w.clone(), proj));
+                    work.push((q.clone(), w, t.clone()));
+                }
+                Pat::Wild(_) | Pat::Unit(_) => {}
+            }
+        }
+    }
+}
+
+/// A pattern binder as one variable, and the bindings that take it apart.
+fn binder(p: &Pat, ty: &Type, span: Span, fr: &mut Fresh) -> (Name, Vec<(Name, Term)>) {
+    match p {
+        Pat::Var(n, _) => (n.clone(), vec![]),
+        _ => {
+            let z = fr.name("z");
+            let mut out = vec![];
+            destructure(p, &z, ty, span, fr, &mut out);
+            (z, out)
+        }
+    }
+}
+
+fn with_lets(binds: Vec<(Name, Term)>, body: Term) -> Term {
+    if binds.is_empty() {
+        return body;
+    }
+    let (ty, span) = (body.ty.clone(), body.span);
+    Term { kind: K::Lets(binds, Box::new(body)), ty, span }
+}
+
+/// The IR term as a core term. Recursion is bounded by `check_depth` (let bodies are a loop).
+fn desugar(e: &Expr, fr: &mut Fresh) -> Result<Term, Diagnostic> {
+    use ExprKind as E;
+    if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
+        return Err(outside_type(e.span, "a value", &e.ty));
+    }
+    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) {
+        reject_inside(e)?;
+        return Ok(term(K::Discrete(e.clone()), e));
+    }
+    Ok(match &e.kind {
+        E::Var(n) => term(K::Var(n.clone()), e),
+        E::Real(r) => term(K::Lit(*r), e),
+        E::Let(..) => {
+            let mut binds = vec![];
+            let mut cur = e;
+            while let E::Let(p, rhs, body) = &cur.kind {
+                let t = desugar(rhs, fr)?;
+                let (z, parts) = binder(p, &rhs.ty, rhs.span, fr);
+                binds.push((z, t));
+                binds.extend(parts);
+                cur = body;
+            }
+            let body = desugar(cur, fr)?;
+            with_lets(binds, body)
+        }
+        E::Tuple(es) => term(K::Tuple(es.iter().map(|x| desugar(x, fr)).collect::<Result<_, _>>()?), e),
+        E::Fst(x) => term(K::Proj(0, Box::new(desugar(x, fr)?)), e),
+        E::Snd(x) => term(K::Proj(1, Box::new(desugar(x, fr)?)), e),
+        E::Inl(x) => term(K::Inl(Box::new(desugar(x, fr)?)), e),
+        E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr)?)), e),
+        E::Case(s, p1, e1, p2, e2) => {
+            let Type::Sum(ta, tb) = &s.ty else { return Err(outside(s.span, "a case on a non-sum")) };
+            let st = desugar(s, fr)?;
+            let (x, bx) = binder(p1, ta, p1.span(), fr);
+            let (y, by) = binder(p2, tb, p2.span(), fr);
+            let b1 = with_lets(bx, desugar(e1, fr)?);
+            let b2 = with_lets(by, desugar(e2, fr)?);
+            term(K::Case(Box::new(st), x, Box::new(b1), y, Box::new(b2)), e)
+        }
+        E::If(c, a, b) => term(K::If(Box::new(desugar(c, fr)?), Box::new(desugar(a, fr)?), Box::new(desugar(b, fr)?)), e),
+        // a real primitive, or a real-valued function of discrete arguments only (`real k`)
+        E::Prim(op, args) if op.info().jvp.is_some() || args.iter().all(|a| discrete(&a.ty)) => {
+            term(K::Op(*op, args.iter().map(|x| desugar(x, fr)).collect::<Result<_, _>>()?), e)
+        }
+        E::Ann(x, _) => desugar(x, fr)?,
+        E::LetRec(..) => return Err(outside(e.span, "recursion (a local recursive function)")),
+        E::Array(_) => return Err(outside(e.span, "an array (arrays are §7, the later stage chad/arrays)")),
+        E::Prim(op, _) if op.info().jvp.is_none() && e.ty.as_array().is_some() => {
+            return Err(outside(e.span, "an array operation (arrays are §7, the later stage chad/arrays)"))
+        }
+        E::Prim(op, _) => return Err(outside(e.span, &format!("`{}` (no derivative)", op.symbol()))),
+        E::Lam(..) | E::App(..) => return Err(outside(e.span, "a function value left after inlining (chosen at run time)")),
+        _ => return Err(outside(e.span, "this construct")),
+    })
+}
+
+/// A discrete term is run as it is, so it must itself be first order with no arrays or recursion.
+fn reject_inside(e: &Expr) -> Result<(), Diagnostic> {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::LetRec(..) => return Err(outside(e.span, "recursion (a local recursive function)")),
+            ExprKind::Lam(..) => return Err(outside(e.span, "a function value left after inlining")),
+            ExprKind::Array(_) => return Err(outside(e.span, "an array (arrays are §7, the later stage chad/arrays)")),
+            _ if e.ty.as_array().is_some() => return Err(outside(e.span, "an array (arrays are §7, the later stage chad/arrays)")),
+            _ => {}
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    Ok(())
+}
+
+/// The cells Fig. 4's dense environment vectors would hold in one run, at most: every variable
+/// reference builds a one-hot vector of |Γ| cells, every constant a zero vector (Table 1). Walked
+/// with an explicit stack.
+pub fn dense_cells(fo: &FirstOrder) -> usize {
+    let mut total = 0usize;
+    let mut stack = vec![(&fo.body, fo.inputs.len())];
+    while let Some((t, g)) = stack.pop() {
+        match &t.kind {
+            K::Var(_) | K::Lit(_) | K::Discrete(_) => total = total.saturating_add(g.max(1)),
+            K::Lets(chain, body) => {
+                for (i, (_, rhs)) in chain.iter().enumerate() {
+                    stack.push((rhs, g + i));
+                }
+                stack.push((body, g + chain.len()));
+            }
+            K::Tuple(ts) | K::Op(_, ts) => stack.extend(ts.iter().map(|t| (t, g))),
+            K::Proj(_, s) | K::Inl(s) | K::Inr(s) => stack.push((s, g)),
+            K::Case(s, _, a, _, b) => {
+                stack.push((s, g));
+                stack.push((a, g + 1));
+                stack.push((b, g + 1));
+            }
+            K::If(c, a, b) => {
+                stack.push((c, g));
+                stack.push((a, g));
+                stack.push((b, g));
+            }
+        }
+    }
+    total
+}

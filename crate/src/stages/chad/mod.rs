@@ -1,0 +1,44 @@
+//! Smeding & Vákár: "Efficient CHAD" (POPL 2024): CHAD made efficient in steps — sparsity (§4.1),
+//! monadic lifting (§4.2), mutable accumulation (§5).
+
+use crate::diag::Diagnostic;
+use crate::stage::{Chain, CounterInfo, Source};
+
+pub mod common;
+
+chain_stages! {
+    basic::Basic,
+    sparse::Sparse,
+    monadic::Monadic,
+    mutable::Mutable,
+}
+
+pub static CHAIN: Chain = Chain {
+    id: "chad",
+    title: "Efficient CHAD (Smeding & Vákár)",
+    paper: common::PAPER,
+    citation: "Tom J. Smeding, Matthijs I. L. Vákár. Efficient CHAD. Proc. ACM Program. Lang. 8, POPL, 2024.",
+    url: "https://arxiv.org/abs/2307.05738",
+    stages: STAGES,
+    accepts,
+    before_run: crate::stage::nothing_before_run,
+    counters: COUNTERS,
+};
+
+/// Every stage takes the paper's first-order language (Fig. 1) after inlining; a stage that runs
+/// another's output (which has the chain's `plus`) takes it as already checked.
+fn accepts(src: &Source) -> Result<(), Diagnostic> {
+    if src.builtins.get(common::ops::PLUS).is_some() {
+        return Ok(());
+    }
+    common::first_order(src).map(|_| ())
+}
+
+/// The counters the chain's runtime adds to a run's cost.
+static COUNTERS: &[CounterInfo] = &[
+    CounterInfo { name: "zero_nodes", about: "nodes of zero values built (0_τ and 0_{EV Γ}, and the zeros inside one-hot vectors)" },
+    CounterInfo { name: "plus_visits", about: "nodes visited by + on cotangents and environment vectors" },
+    CounterInfo { name: "onehot_cells", about: "cells of one-hot environment vectors built (|Γ| each when dense, 1 when sparse)" },
+    CounterInfo { name: "map_log_steps", about: "steps in the persistent map EMap: ⌈log2(n+1)⌉ per get/modify/pop, m·⌈log2(n/m+1)⌉ per union" },
+    CounterInfo { name: "cell_ops", about: "O(1) operations on the mutable stack of cells (push0, pop, modify; |Γ| for run)" },
+];

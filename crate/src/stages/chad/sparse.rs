@@ -1,0 +1,59 @@
+//! `chad/sparse`: Step 1 (§4.1, Fig. 6). The program of `chad/basic`, unchanged; only the linear
+//! types' implementation changes: `τ ×_L σ = 1 ⊔ (τ × σ)`, so every zero is one node, and `EV Γ` is a
+//! persistent tree map `EMap Γ` (one-hots are singleton maps, + is union, split is pop).
+
+use super::basic::SUPPORTS;
+use super::common::chad;
+use super::common::ops;
+use super::common::runtime::{generic_builtins, implementation, set_up, Repr};
+use super::common::*;
+use crate::diag::Diagnostic;
+use crate::features::Features;
+use crate::interp::{Builtin, Machine, RunError};
+use crate::ir::*;
+use crate::stage::{run_wrapper, Input, Output, RunCtx, Source, Stage, StageInfo};
+use crate::value::Value;
+
+pub struct Sparse;
+
+static INFO: StageInfo = StageInfo {
+    id: "chad/sparse",
+    paper: PAPER,
+    section: "§4.1, Fig. 6",
+    title: "Sparsity: explicit zeros and environment vectors as persistent maps (program unchanged)",
+    explanation: "The program text is exactly chad/basic's; the runtime of the linear types changes. A linear pair \
+becomes 1 ⊔ (τ × σ), whose inl ⟨⟩ is a zero of any size in O(1), and EV Γ becomes EMap Γ, a persistent tree map \
+from variables to cotangents where absent means zero: 0 is the empty map, one_x v the singleton {x: v}, + the union \
+(adding on common keys), split the pop of the last variable. Zeros are now O(1), but union costs m·log(n/m + 1) and \
+pop log n: on a sum of n variables the unions still cost O(n log n) in all (App. A shows no union can do better).",
+    complexity: "O(T log T): zeros O(1); union and pop cost log factors, counted in map_log_steps (App. A: even a magical union leaves O(n log n)).",
+    accepts: ACCEPTS,
+};
+
+impl Stage for Sparse {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+    fn input(&self) -> Input {
+        Input::After("chad/basic")
+    }
+    fn supports(&self) -> Features {
+        SUPPORTS
+    }
+    fn builtins(&self) -> Vec<Builtin> {
+        generic_builtins()
+    }
+    /// The same program: §4.1 changes the representation, not the code.
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
+        let program = src.program.clone();
+        let builtins = ops::builtins_for(&program, &implementation);
+        Ok(Output { program, builtins, views: vec![] })
+    }
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        chad::stated(src)
+    }
+    fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+        set_up(m, Repr::Sparse, false);
+        run_wrapper(m, cx.input, cx.seed)
+    }
+}

@@ -1,0 +1,266 @@
+//! Tests of the Efficient CHAD chain (`chad/*`): the note's worked examples (E1–E6, E12, E13) with
+//! their numbers and tapes, the growth of the counters on P_sum, P_zero and P_let, refusals.
+
+use cotangent::pipeline::{self, Analysis, Options, StageResult};
+use cotangent::stages;
+
+fn chad() -> Vec<String> {
+    stages::chad::CHAIN.stages.iter().map(|s| s.info().id.to_string()).collect()
+}
+
+fn analyse(text: &str) -> Analysis {
+    let opts = Options { stages: chad(), ..Options::default() };
+    match pipeline::analyse(text, &opts) {
+        Ok(a) => a,
+        Err(ds) => panic!("{text}\n{ds:?}"),
+    }
+}
+
+fn stage<'a>(a: &'a Analysis, id: &str) -> &'a StageResult {
+    let r = a.stages.iter().find(|r| r.id == id).unwrap_or_else(|| panic!("no result for {id}"));
+    assert!(r.ok, "{id}: {:?}\n{}", r.error, r.program);
+    r
+}
+
+/// Every chad stage runs, agrees with forward, and has this primal and gradient.
+fn numbers(text: &str, primal: f64, grad: &[f64]) -> Analysis {
+    let a = analyse(text);
+    for id in chad() {
+        let r = stage(&a, &id);
+        assert_eq!(r.agrees, Some(true), "{id} disagrees: {:?}", r.gradient);
+        assert_eq!(r.primal.as_ref().and_then(|v| v.as_real()), Some(primal), "{id}");
+        assert_eq!(r.gradient, grad, "{id}");
+    }
+    a
+}
+
+fn notes(r: &StageResult) -> Vec<String> {
+    r.trace.iter().map(|t| t.note.clone()).collect()
+}
+
+fn counter(a: &Analysis, id: &str, name: &str) -> u64 {
+    stage(a, id).cost.counter(name)
+}
+
+const E1: &str = "def main (x, y) = let z = x * y in z + x\ninput (3.0, 5.0)\n";
+
+#[test]
+fn e1_primal_gradient_and_the_notes_tapes() {
+    let a = numbers(E1, 18.0, &[6.0, 3.0]);
+    // S1 (dense): w' 1 = one_z 1 + one_x 1, split, z' 1 = one_x 5 + one_y 3, then the sum
+    assert_eq!(
+        notes(stage(&a, "chad/basic")),
+        [
+            "one_z 1.0 = ⟨0.0, 0.0, 1.0⟩",
+            "one_x 1.0 = ⟨1.0, 0.0, 0.0⟩",
+            "⟨0.0, 0.0, 1.0⟩ + ⟨1.0, 0.0, 0.0⟩ = ⟨1.0, 0.0, 1.0⟩",
+            "split ⟨1.0, 0.0, 1.0⟩ = (⟨1.0, 0.0⟩, 1.0)",
+            "one_x 5.0 = ⟨5.0, 0.0⟩",
+            "one_y 3.0 = ⟨0.0, 3.0⟩",
+            "⟨5.0, 0.0⟩ + ⟨0.0, 3.0⟩ = ⟨5.0, 3.0⟩",
+            "⟨1.0, 0.0⟩ + ⟨5.0, 3.0⟩ = ⟨6.0, 3.0⟩",
+        ]
+    );
+    // S2 (sparse maps): {z:1} ∪ {x:1}, pop, {x:5} ∪ {y:3}, {x:1} ∪ {x:5, y:3}
+    assert_eq!(
+        notes(stage(&a, "chad/sparse")),
+        [
+            "one_z 1.0 = {z: 1.0}",
+            "one_x 1.0 = {x: 1.0}",
+            "{z: 1.0} + {x: 1.0} = {x: 1.0, z: 1.0}",
+            "split {x: 1.0, z: 1.0} = ({x: 1.0}, 1.0)",
+            "one_x 5.0 = {x: 5.0}",
+            "one_y 3.0 = {y: 3.0}",
+            "{x: 5.0} + {y: 3.0} = {x: 5.0, y: 3.0}",
+            "{x: 1.0} + {x: 5.0, y: 3.0} = {x: 6.0, y: 3.0}",
+        ]
+    );
+    // S5 (cells): the accumulation tape with the cells after each event
+    let r = stage(&a, "chad/mutable");
+    let tape: Vec<(String, String)> = r
+        .trace
+        .iter()
+        .map(|t| (t.note.clone(), t.state.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(", ")))
+        .collect();
+    let expect = [
+        ("run: the accumulator starts at zero", "x:0.0, y:0.0"),
+        ("scope push z", "x:0.0, y:0.0, z:0.0"),
+        ("one z += 1.0 (0.0 → 1.0)", "x:0.0, y:0.0, z:1.0"),
+        ("one x += 1.0 (0.0 → 1.0)", "x:1.0, y:0.0, z:1.0"),
+        ("scope pop z → 1.0", "x:1.0, y:0.0"),
+        ("one x += 5.0 (1.0 → 6.0)", "x:6.0, y:0.0"),
+        ("one y += 3.0 (0.0 → 3.0)", "x:6.0, y:3.0"),
+        ("result ⟨⟨⟩, ⟨6.0, 3.0⟩⟩", "x:6.0, y:3.0"),
+    ];
+    let expect: Vec<(String, String)> = expect.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+    assert_eq!(tape, expect);
+    // S3 (monadic over the persistent map): the same events; entries never written are absent
+    let kinds: Vec<&str> = stage(&a, "chad/monadic").trace.iter().map(|t| t.kind.as_str()).collect();
+    assert_eq!(kinds, ["run", "scope-push", "one", "one", "scope-pop", "one", "one", "result"]);
+}
+
+#[test]
+fn sparse_and_mutable_run_the_program_text_of_the_stage_before() {
+    let a = analyse(E1);
+    assert_eq!(stage(&a, "chad/sparse").program, stage(&a, "chad/basic").program);
+    assert_eq!(stage(&a, "chad/mutable").program, stage(&a, "chad/monadic").program);
+    assert_ne!(stage(&a, "chad/monadic").program, stage(&a, "chad/basic").program);
+}
+
+#[test]
+fn e2_a_sparse_pair_cell_accumulates() {
+    let a = numbers("def main p = (fst p * snd p) + fst p\ninput (3.0, 5.0)\n", 18.0, &[6.0, 3.0]);
+    let ones: Vec<String> = notes(stage(&a, "chad/mutable")).into_iter().filter(|n| n.starts_with("one")).collect();
+    assert_eq!(
+        ones,
+        [
+            "one p += ⟨⟨5.0, 0.0⟩⟩ (0 → ⟨⟨5.0, 0.0⟩⟩)",
+            "one p += ⟨⟨0.0, 3.0⟩⟩ (⟨⟨5.0, 0.0⟩⟩ → ⟨⟨5.0, 3.0⟩⟩)",
+            "one p += ⟨⟨1.0, 0.0⟩⟩ (⟨⟨5.0, 3.0⟩⟩ → ⟨⟨6.0, 3.0⟩⟩)",
+        ]
+    );
+}
+
+#[test]
+fn e3_dense_zeros_are_built_sparse_ones_are_one_node() {
+    let a = numbers("def main x = let y = (x : (R, (R, R))) in fst y * fst y\ninput (3.0, (4.0, 5.0))\n", 9.0, &[6.0, 0.0, 0.0]);
+    // chad/basic builds ⟨0, 0⟩ at each fst and dense environment vectors; sparse builds one node per zero
+    assert!(counter(&a, "chad/basic", "zero_nodes") > 4 * counter(&a, "chad/sparse", "zero_nodes"));
+}
+
+#[test]
+fn e4_case_scopes_the_bound_variable() {
+    let a = numbers("def main x = case (inl (x * x) : R + R) of inl a -> a * x | inr b -> b\ninput 2.0\n", 8.0, &[12.0]);
+    let tape = notes(stage(&a, "chad/mutable"));
+    assert_eq!(
+        tape[1..7],
+        [
+            "scope push a",
+            "one a += 2.0 (0.0 → 2.0)",
+            "one x += 4.0 (0.0 → 4.0)",
+            "scope pop a → 2.0",
+            "one x += 4.0 (4.0 → 8.0)",
+            "one x += 4.0 (8.0 → 12.0)",
+        ]
+    );
+}
+
+#[test]
+fn e5_sign_by_case_both_sides() {
+    let src = |x: f64| format!("def sign x = if x < 0.0 then inl () else inr ()\ndef main x = case sign x of inl u -> 0.0 - x | inr v -> x\ninput {x:?}\n");
+    numbers(&src(-3.0), 3.0, &[-1.0]);
+    numbers(&src(2.0), 2.0, &[1.0]);
+}
+
+#[test]
+fn e6_an_unused_let_still_backpropagates_zero() {
+    let a = numbers("def main x = let u = x * x in 7.0\ninput 3.0\n", 7.0, &[0.0]);
+    assert_eq!(notes(stage(&a, "chad/mutable"))[1..5], ["scope push u", "scope pop u → 0.0", "one x += 0.0 (0.0 → 0.0)", "one x += 0.0 (0.0 → 0.0)"]);
+}
+
+#[test]
+fn e12_higher_order_is_inlined_first() {
+    numbers("def main x = let f = \\z -> z * x in f (f x)\ninput 2.0\n", 8.0, &[12.0]);
+}
+
+#[test]
+fn e13_t_magic() {
+    numbers(
+        "def main (x1, x2, x3, x4, x5, x6, x7, x8) = ((x1 * x2) * (x3 * x4)) * ((x5 * x6) * (x7 * x8))\ninput (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)\n",
+        40320.0,
+        &[40320.0, 20160.0, 13440.0, 10080.0, 8064.0, 6720.0, 5760.0, 5040.0],
+    );
+}
+
+/// P_sum(n) = ((x1 + x2) + x3) + … + xn.
+fn p_sum(n: usize) -> String {
+    let xs: Vec<String> = (1..=n).map(|i| format!("x{i}")).collect();
+    let input: Vec<String> = (1..=n).map(|i| format!("{i}.0")).collect();
+    format!("def main ({}) = {}\ninput ({})\n", xs.join(", "), xs.join(" + "), input.join(", "))
+}
+
+#[test]
+fn p_sum_dense_is_quadratic_sparse_log_linear_cells_linear() {
+    let (a, b) = (analyse(&p_sum(16)), analyse(&p_sum(32)));
+    for r in b.stages.iter() {
+        assert_eq!(r.agrees, Some(true), "{}", r.id);
+        assert_eq!(r.gradient, vec![1.0; 32], "{}", r.id);
+    }
+    // n one-hot vectors of n cells: doubling n quadruples the cells
+    let ratio = |id: &str, c: &str| counter(&b, id, c) as f64 / counter(&a, id, c) as f64;
+    assert!(ratio("chad/basic", "onehot_cells") > 3.5, "{}", ratio("chad/basic", "onehot_cells"));
+    // sparse: one cell per one-hot, unions with log factors (more than linear, less than quadratic)
+    assert!((1.9..2.1).contains(&ratio("chad/sparse", "onehot_cells")));
+    let s = ratio("chad/sparse", "map_log_steps");
+    assert!(s > 2.05 && s < 3.0, "{s}");
+    // cells: O(1) per event, linear in n
+    assert!((1.9..2.1).contains(&ratio("chad/mutable", "cell_ops")), "{}", ratio("chad/mutable", "cell_ops"));
+    assert_eq!(counter(&b, "chad/mutable", "map_log_steps"), 0);
+}
+
+#[test]
+fn p_let_gradient_doubles_and_cells_stay_linear() {
+    // x0 : R ⊢ let x1 = x0 + x0 in … let xn = x(n−1) + x(n−1) in xn: value 2^n·x0, gradient 2^n
+    let chain = |n: usize| {
+        let mut s = String::from("def main x0 =\n");
+        for i in 1..=n {
+            s += &format!("  let x{i} = x{} + x{} in\n", i - 1, i - 1);
+        }
+        s + &format!("  x{n}\ninput 1.0\n")
+    };
+    let a = numbers(&chain(10), 1024.0, &[1024.0]);
+    let b = analyse(&chain(20));
+    assert_eq!(stage(&b, "chad/mutable").gradient, [1048576.0]);
+    let r = counter(&b, "chad/mutable", "cell_ops") as f64 / counter(&a, "chad/mutable", "cell_ops") as f64;
+    assert!((1.8..2.2).contains(&r), "{r}");
+}
+
+#[test]
+fn refusals_name_the_papers_restriction() {
+    let a = analyse("def main x = let f k acc = if k == 0 then acc else f (k - 1) (acc * x) in f 3 1.0\ninput 2.0\n");
+    for id in chad() {
+        let r = a.stages.iter().find(|r| r.id == id).unwrap();
+        assert!(r.refused, "{id}: {:?}", r.error);
+        assert!(r.error.as_deref().unwrap_or("").contains("recursion"), "{id}: {:?}", r.error);
+    }
+    let a = analyse("def main v = sum v\ninput [1.0, 2.0]\n");
+    for id in chad() {
+        let r = a.stages.iter().find(|r| r.id == id).unwrap();
+        assert!(r.refused, "{id}: {:?}", r.error);
+    }
+    let basic = a.stages.iter().find(|r| r.id == "chad/basic").unwrap();
+    assert!(basic.error.as_deref().unwrap_or("").contains("chad/arrays"), "{:?}", basic.error);
+}
+
+#[test]
+fn sums_in_the_input_and_output_take_their_shapes() {
+    let a = analyse("def main (s, y) = case s of inl a -> inl (a * y) | inr b -> inr (b + y)\ninput (inl 2.0 : R + R, 3.0)\n");
+    for id in chad() {
+        let r = stage(&a, &id);
+        assert_eq!(r.agrees, Some(true), "{id}");
+        assert_eq!(r.gradient, [3.0, 2.0], "{id}");
+    }
+}
+
+#[test]
+fn scopes_nest_in_the_interpreter_not_natively() {
+    // 10 500 nested lets: more than the builtins' native re-entry limit (10 000), so a `scope` that
+    // re-entered the machine per let would stop; push0/pop in the program's own `do` do not
+    let n = 10_500;
+    let mut s = String::from("def main x0 =\n");
+    for i in 1..=n {
+        s += &format!("  let x{i} = x{} * 1.0 in\n", i - 1);
+    }
+    s += &format!("  x{n}\ninput 2.0\n");
+    let opts = Options { stages: vec!["chad/monadic".into(), "chad/mutable".into()], trace: false, ..Options::default() };
+    let results = cotangent::limits::run_with_stack(move || {
+        let a = pipeline::analyse(&s, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+        a.stages.iter().map(|r| (r.id.clone(), r.error.clone(), r.gradient.clone(), r.agrees)).collect::<Vec<_>>()
+    });
+    assert_eq!(results.len(), 2);
+    for (id, error, gradient, agrees) in results {
+        assert_eq!(error, None, "{id}");
+        assert_eq!(gradient, [1.0], "{id}");
+        assert_eq!(agrees, Some(true), "{id}");
+    }
+}
