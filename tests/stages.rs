@@ -171,6 +171,16 @@ fn unf_direct_draws_its_line_of_continuations_and_steps_through_the_stack() {
     assert!(g.nodes.iter().any(|n| n.label == "Y6 → Y5: 5: x2 * z; 6: x1 * z"), "{:?}", g.nodes.iter().map(|n| &n.label).collect::<Vec<_>>());
 }
 
+#[test]
+fn a_part_of_the_input_main_leaves_open_runs_on_the_first_order_chains() {
+    // `fst x` leaves x's second component without a type of its own: the first-order chains take the
+    // type the pipeline fitted to the input (kit::passes::first_order_at)
+    let ran = all_agree("input (3.0, (4.0, 5.0))\ndef main x = fst x * fst x\n".to_string());
+    for id in stages::all().iter().map(|s| s.info().id).filter(|id| id.starts_with("unf/") || id.starts_with("chad/")) {
+        assert!(ran.iter().any(|r| r == id), "{id} did not run: {ran:?}");
+    }
+}
+
 /// Runs `src` through every stage (all must agree with forward), and returns forward's gradient.
 fn gradient_on_every_stage(src: &str, at_least: usize) -> Vec<f64> {
     let ran = all_agree(src.to_string());

@@ -32,6 +32,26 @@ use std::rc::Rc;
 
 const PASS: &str = "inline_all";
 
+/// The source as one first-order `main` at the type the pipeline fitted to the input: every call
+/// inlined, then re-typed with `main : S → T`, so that a part of the input that main leaves open
+/// (`fst x` of x : R × (R × R)) has the input's type in every subterm; what nothing constrains is R.
+/// (The papers' transforms that take first-order programs start from this: Huot & Shaikhha §8,
+/// Efficient CHAD.)
+pub fn first_order_at(src: &crate::stage::Source, budget: usize) -> Result<Program, Diagnostic> {
+    let mut p = inline_all(src.program, budget)?;
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the inlined program does not type-check: {}", d.message)))?;
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(crate::ir::children_mut(e));
+        }
+    }
+    Ok(p)
+}
+
 /// Inlines every call in `p` (type-checked) into one `main`; see the module doc.
 pub fn inline_all(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
     let main = p.def("main").ok_or_else(|| refuse(Span::NONE, PASS, "the program has no `def main`"))?;

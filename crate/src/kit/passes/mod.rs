@@ -21,7 +21,7 @@ pub mod monomorphise;
 
 pub use closure_convert::closure_convert;
 pub use defunctionalise::defunctionalise;
-pub use inline::inline_all;
+pub use inline::{first_order_at, inline_all};
 pub use monomorphise::monomorphise;
 
 use crate::build::Fresh;

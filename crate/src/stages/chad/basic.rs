@@ -91,7 +91,7 @@ impl Stage for Basic {
         let fo = first_order(src)?;
         let program = chad::program(&fo, &Fig2, src.output_type)?;
         let builtins = ops::builtins_for(&program, &implementation);
-        Ok(Output { program, builtins, views: vec![] })
+        Ok(Output { program, builtins, views: vec![], steps: vec![] })
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)

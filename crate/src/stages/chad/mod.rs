@@ -22,6 +22,7 @@ pub static CHAIN: Chain = Chain {
     stages: STAGES,
     accepts,
     before_run: crate::stage::nothing_before_run,
+    after_run: crate::stage::nothing_before_run,
     counters: COUNTERS,
 };
 

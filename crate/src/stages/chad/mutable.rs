@@ -47,7 +47,7 @@ impl Stage for Mutable {
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let program = src.program.clone();
         let builtins = ops::builtins_for(&program, &implementation);
-        Ok(Output { program, builtins, views: vec![] })
+        Ok(Output { program, builtins, views: vec![], steps: vec![] })
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)

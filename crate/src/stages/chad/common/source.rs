@@ -8,7 +8,7 @@
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use crate::kit::passes::inline_all;
+use crate::kit::passes::first_order_at;
 use crate::stage::Source;
 
 pub const PAPER: &str = "Smeding & Vákár 2024";
@@ -130,20 +130,7 @@ pub struct FirstOrder {
 /// The source as the paper's language: every call inlined (higher-order code without recursion
 /// becomes first order), then desugared, each refusal located.
 pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
-    let mut p = inline_all(src.program, INLINE_BUDGET)?;
-    // Re-typed with main at the type the pipeline fitted to the input, so that a part of the input
-    // that main leaves open (`fst x` of x : R × (R × R)) has the input's type in every subterm.
-    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
-    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
-        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the inlined program does not type-check: {}", d.message)))?;
-    // Unconstrained types are R, as main's are.
-    for d in &mut p.defs {
-        let mut stack = vec![&mut d.body];
-        while let Some(e) = stack.pop() {
-            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
-            stack.extend(children_mut(e));
-        }
-    }
+    let p = first_order_at(src, INLINE_BUDGET)?;
     let main = p.def("main").expect("inline_all keeps main").clone();
     let ExprKind::Lam(_, pat, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));

@@ -5,7 +5,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::ir::Prim as P;
-use crate::kit::passes::inline_all;
+use crate::kit::passes::first_order_at;
 use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
@@ -41,15 +41,7 @@ pub fn is_ground(t: &Type) -> bool {
 /// code without recursion is first partially evaluated to first order), then checked construct by
 /// construct, each refusal located.
 pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
-    let mut p = inline_all(src.program, INLINE_BUDGET)?;
-    // Unconstrained types are R, as main's are (pipeline::front_end): `def main (x, y) = x` has x : R.
-    for d in &mut p.defs {
-        let mut stack = vec![&mut d.body];
-        while let Some(e) = stack.pop() {
-            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
-            stack.extend(children_mut(e));
-        }
-    }
+    let p = first_order_at(src, INLINE_BUDGET)?;
     let main = p.def("main").expect("inline_all keeps main");
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
