@@ -231,6 +231,13 @@ pub trait Stage: Sync {
 /// shape. (The papers' wrappers return only the gradient; ours also hands back the primal they compute.)
 pub const WRAPPER: &str = "grad";
 
+/// The wrapper's type, `grad : (S, δT) → (T, δS)`, as every gradient stage states it (cotangent types
+/// in the input's and output's shapes).
+pub fn wrapper_type(src: &Source) -> (String, Type) {
+    let (s, t) = (src.input_type.clone(), src.output_type.clone());
+    (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))
+}
+
 /// Calls the wrapper `WRAPPER` on `(input, seed)` and splits its `(primal, gradient)`.
 pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
     // found by role, not by name

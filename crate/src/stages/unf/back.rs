@@ -26,7 +26,7 @@ use crate::features::{Feature, Features};
 use crate::interp::{Graph, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
-use crate::stage::{run_wrapper, Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo};
 
 pub struct UnfBack;
 
@@ -64,32 +64,23 @@ impl Stage for UnfBack {
         let BackChain { binds, result, y } = back_chain(&u, &mut fr)?;
         let (s, dt) = (fr.name("s"), fr.name("dt"));
         let gs: Vec<Name> = (0..u.input.len()).map(|i| fr.name(&format!("g{}", i + 1))).collect();
-        let mut args: Vec<Expr> = u.input.iter().map(|sl| zero(&sl.ty, var(&sl.name), &mut fr)).collect();
-        args.push(var(&dt));
-        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&y), tuple(args)), pair(result, rebuild(&pat, &mut gs.iter().map(var))));
-        let body = grads;
-        let body = binds.into_iter().rev().fold(body, |acc, (p, e)| let_(p, e, acc));
-        let mut out = p.clone();
-        out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), let_(pat, var(&s), body)))];
-        out.expects.clear();
-        out.input = None;
-        out.next_id = fr.next_id;
-        Ok(Output::from(out))
+        let zeros: Vec<Expr> = u.input.iter().map(|sl| zero(&sl.ty, var(&sl.name), &mut fr)).collect();
+        let grads = call_last(&y, zeros, &dt, &gs, result, &pat);
+        let body = binds.into_iter().rev().fold(grads, |acc, (p, e)| let_(p, e, acc));
+        Ok(Output::from(wrapper_program(&p, &s, &dt, let_(pat, var(&s), body), fr.next_id)))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        let (s, t) = (src.input_type.clone(), src.output_type.clone());
-        vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
+        grad_type(src)
     }
 
-    /// The wrapper, with every continuation call recorded (the stepper follows the cotangent stack).
+    /// The wrapper, with every continuation call recorded (`line::run`).
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        m.trace_calls(line::continuation_node);
-        run_wrapper(m, cx.input, cx.seed)
+        line::run(m, cx)
     }
 
     /// The line of continuations Y_k → … → Id.
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
-        Some(line::continuation_line(m.program()))
+        line::graph(m)
     }
 }

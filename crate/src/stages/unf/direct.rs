@@ -24,7 +24,7 @@ use crate::ir::*;
 use crate::ir::Prim as P;
 use crate::kit::passes::freshen;
 use crate::interp::{Graph, Machine, RunError};
-use crate::stage::{run_wrapper, Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct Direct;
@@ -391,32 +391,23 @@ impl Stage for Direct {
         let d = cx.d(&g, &id, body)?;
         let (s, dt, r, k) = (cx.fr.name("s"), cx.fr.name("dt"), cx.fr.name("r"), cx.y_name());
         let gs: Vec<Name> = (0..g.len()).map(|i| cx.fr.name(&format!("g{}", i + 1))).collect();
-        let mut args: Vec<Expr> = g.iter().map(|sl| zero(&sl.ty, sl.witness.clone(), &mut cx.fr)).collect();
-        args.push(var(&dt));
-        let grads = let_(ptuple(gs.iter().map(pvar).collect()), app(var(&k), tuple(args)), pair(var(&r), rebuild(&pat, &mut gs.iter().map(var))));
+        let zeros: Vec<Expr> = g.iter().map(|sl| zero(&sl.ty, sl.witness.clone(), &mut cx.fr)).collect();
+        let grads = call_last(&k, zeros, &dt, &gs, var(&r), &pat);
         let body = let_(pat, var(&s), let_(pvar(&id), ident, let_(ppair(pvar(&r), pvar(&k)), d, grads)));
-        let mut out = p.clone();
-        out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))];
-        out.expects.clear();
-        out.input = None;
-        out.next_id = cx.fr.next_id;
-        Ok(Output::from(out))
+        Ok(Output::from(wrapper_program(&p, &s, &dt, body, cx.fr.next_id)))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        let (s, t) = (src.input_type.clone(), src.output_type.clone());
-        vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
+        grad_type(src)
     }
 
-    /// The wrapper, with every continuation call recorded: the stepper follows the cotangent stack
-    /// from `Y<k>` to the continuation before it, down to `Id`.
+    /// The wrapper, with every continuation call recorded (`line::run`).
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        m.trace_calls(line::continuation_node);
-        run_wrapper(m, cx.input, cx.seed)
+        line::run(m, cx)
     }
 
     /// The line of continuations (Insight 2: each changes at most two slots of the stack).
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
-        Some(line::continuation_line(m.program()))
+        line::graph(m)
     }
 }

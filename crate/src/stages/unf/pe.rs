@@ -24,7 +24,7 @@ use crate::features::{Feature, Features};
 use crate::ir::*;
 use crate::kit::passes::freshen;
 use crate::kit::rewrite::{normalise_program, Budget, RewriteCx, Rule, Trace};
-use crate::stage::{Input, Output, Source, Stage, StageInfo, View, WRAPPER};
+use crate::stage::{Input, Output, Source, Stage, StageInfo, View};
 use std::collections::{HashMap, HashSet};
 
 pub struct Pe;
@@ -367,11 +367,6 @@ pub(super) fn trace_views(tr: &Trace) -> Vec<View> {
     vec![View { name: "rewrite trace".into(), text, ..View::default() }]
 }
 
-/// `grad : (S, T) → (T, S)`, as for `unf/direct`.
-pub(super) fn grad_type(src: &Source) -> Vec<(String, Type)> {
-    let (s, t) = (src.input_type.clone(), src.output_type.clone());
-    vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
-}
 
 impl Stage for Pe {
     fn info(&self) -> &'static StageInfo {
@@ -395,7 +390,7 @@ impl Stage for Pe {
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        grad_type(src)
+        super::common::grad_type(src)
     }
 }
 

@@ -63,13 +63,9 @@ impl Stage for UnfSource {
         }
         let result = atoms.pop().unwrap_or_else(unit);
         let body = binds.into_iter().rev().fold(result, |acc, (p, e)| let_(p, e, acc));
-        let mut out = p.clone();
         let mut main = def("main", lam(pat, body));
         main.role = Role::User;
-        out.defs = vec![main];
-        out.expects.clear();
-        out.input = None;
-        out.next_id = fr.next_id;
+        let out = with_defs(&p, vec![main], fr.next_id);
         let views = vec![
             View { name: "stack diagram".into(), text: u.table(), stack: u.rows() },
             View { name: "Source UNF term".into(), text: u.term(), ..View::default() },

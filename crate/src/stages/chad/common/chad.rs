@@ -301,6 +301,5 @@ fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
 
 /// The wrapper's stated type: `grad : (S, T) → (T, S)`.
 pub fn stated(src: &crate::stage::Source) -> Vec<(String, Type)> {
-    let (s, t) = (src.input_type.clone(), src.output_type.clone());
-    vec![(WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))]
+    vec![crate::stage::wrapper_type(src)]
 }

@@ -4,7 +4,7 @@
 use super::*;
 use crate::ir::*;
 use crate::kit::polytypic::{map_reals, TypeRule};
-use crate::stage::{Source, WRAPPER};
+use crate::stage::Source;
 
 pub fn m_ty(t: Type) -> Type {
     Type::con("M", vec![t])
@@ -26,8 +26,7 @@ pub fn dtype(t: &Type, real: &Type, monadic: bool) -> Type {
 
 /// The wrapper's stated type: `grad : (σ, τ) → (τ, σ)` (gradients in the input's shape).
 pub fn grad_type(src: &Source) -> (String, Type) {
-    let (s, t) = (src.input_type.clone(), src.output_type.clone());
-    (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))
+    crate::stage::wrapper_type(src)
 }
 
 /// `main`'s stated type: `D[σ → τ]` (`main : D[σ] → M D[τ]` in the monadic stages).

@@ -5,10 +5,23 @@
 //! `Y<k>`, Lemma 5.1: each is used once); the stepper is the machine's record of the calls
 //! (`Machine::trace_calls`), each with the stack it was given.
 
-use crate::interp::{Graph, GraphEdge, GraphNode};
+use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError};
 use crate::ir::*;
 use crate::print::{print_expr, PrintOptions};
-use crate::stage::WRAPPER;
+use crate::stage::{run_wrapper, RunCtx, WRAPPER};
+use crate::value::Value;
+
+/// A continuation-passing stage's run: the wrapper, with every continuation call recorded (the
+/// stepper follows the cotangent stack from `Y<k>` down to `Id`).
+pub fn run(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+    m.trace_calls(continuation_node);
+    run_wrapper(m, cx.input, cx.seed)
+}
+
+/// A continuation-passing stage's graph: its line of continuations, read off the program it ran.
+pub fn graph(m: &mut Machine) -> Option<Graph> {
+    Some(continuation_line(m.program()))
+}
 
 /// Nodes drawn at most; the rest are counted in `Graph::omitted`.
 const MAX_NODES: usize = 2_000;

@@ -294,3 +294,30 @@ pub fn source_unf(src: &Source) -> Result<(Program, Pat, unf::Unf, Fresh), Diagn
     Ok((p, pat, u, fr))
 }
 
+
+/// `grad : (S, δT) → (T, δS)`, the type every gradient stage of the chain states for its wrapper.
+pub fn grad_type(src: &Source) -> Vec<(String, Type)> {
+    vec![crate::stage::wrapper_type(src)]
+}
+
+/// Fig. 4's ∇_Γ, last step: the last continuation `y` called on Γ's zero cotangents and the output's
+/// cotangent `dt` (the paper's 1), `let (g1, …, gn) = y (0_Γ, dt) in (r, the gs in main's input shape)`.
+pub fn call_last(y: &Name, mut zeros: Vec<Expr>, dt: &Name, gs: &[Name], result: Expr, pat: &Pat) -> Expr {
+    zeros.push(var(dt));
+    let_(ptuple(gs.iter().map(pvar).collect()), app(var(y), tuple(zeros)), pair(result, rebuild(pat, &mut gs.iter().map(var))))
+}
+
+/// `p` with `defs` as its only definitions (a stage's output: no `input` or `expect` lines).
+pub fn with_defs(p: &Program, defs: Vec<Def>, next_id: u32) -> Program {
+    let mut out = p.clone();
+    out.defs = defs;
+    out.expects.clear();
+    out.input = None;
+    out.next_id = next_id;
+    out
+}
+
+/// The wrapper `grad (s, dt) = body` as the only definition of `p`.
+pub fn wrapper_program(p: &Program, s: &Name, dt: &Name, body: Expr, next_id: u32) -> Program {
+    with_defs(p, vec![def(crate::stage::WRAPPER, lam(ppair(pvar(s), pvar(dt)), body))], next_id)
+}
