@@ -544,6 +544,24 @@ try {
     return `${diagram.length - 1} primitives drawn; ${nodes} continuations; first rewrite ${rule}, ${pos}`;
   });
 
+  await check('a 1000-, 10^4- and 10^5-step loop runs in the page or stops at a named budget, never the wasm stack', async () => {
+    const notes = [];
+    for (const n of [1000, 10000, 100000]) {
+      const text = `param n = ${n}\ninput 0.7\ndef step x = sin x * x + 0.5\ndef loop k x = if k == 0 then x else loop (k - 1) (step x)\ndef main x = loop n x\n`;
+      const before = await lastSeq(page);
+      await page.evaluate(t => window.__cot.setSource(t), text);
+      await page.waitForFunction(s => (window.__cot.lastSeq || 0) > s || window.__cot.state.diagnostics.length, before, { timeout: 60000 });
+      const r = await page.evaluate(() => ({ diags: window.__cot.state.diagnostics.map(d => d.message), stages: (window.__cot.state.result?.stages || []).map(s => ({ id: s.id, ok: s.ok, error: s.error || '' })) }));
+      assert(!r.diags.some(d => /call stack|stack size/i.test(d)), `n = ${n}: ${r.diags}`);
+      const bad = r.stages.filter(s => !s.ok && !/budget|refus|does not handle|outside|nests more|longer than/i.test(s.error));
+      assert(bad.length === 0, `n = ${n}: ${bad.map(s => s.id + ': ' + s.error.slice(0, 80)).join('; ')}`);
+      const ran = r.stages.filter(s => s.ok).length;
+      notes.push(`n=${n}: ${ran} stages ran${r.diags.length ? ' (' + r.diags[0].slice(0, 40) + ')' : ''}`);
+    }
+    await setSource(page, RUNNING);
+    return notes.join('; ');
+  });
+
   await check('the page logged no errors', async () => {
     assert(errors.length === 0, errors.join('\n'));
   });

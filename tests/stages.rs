@@ -181,6 +181,24 @@ fn a_part_of_the_input_main_leaves_open_runs_on_the_first_order_chains() {
     }
 }
 
+#[test]
+fn a_chain_of_20000_backpropagators_is_dropped_on_a_small_stack() {
+    // each backpropagator of dual-numbers reverse AD captures the one before it: dropping the chain
+    // must not recurse once per link (wasm's stack is small; here 256 KB)
+    let src = "param n = 20000\ninput 0.7\ndef step x = sin x * x + 0.5\n\
+               def loop k x = if k == 0 then x else loop (k - 1) (step x)\ndef main x = loop n x\n";
+    let ran = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let a = analyse(src, &Options { trace: false, stages: vec!["dualrev/staged".into(), "krawiec/monadic".into()], ..Options::default() }).unwrap();
+            a.stages.iter().map(|r| (r.id.clone(), r.agrees)).collect::<Vec<_>>()
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    assert_eq!(ran, vec![("dualrev/staged".to_string(), Some(true)), ("krawiec/monadic".to_string(), Some(true))]);
+}
+
 /// Runs `src` through every stage (all must agree with forward), and returns forward's gradient.
 fn gradient_on_every_stage(src: &str, at_least: usize) -> Vec<f64> {
     let ran = all_agree(src.to_string());

@@ -113,6 +113,60 @@ pub(crate) enum FunVal {
     Partial { b: Rc<Builtin>, args: Vec<Value> },
 }
 
+/// Dropping a closure drops its captures, which may be closures capturing closures: a backpropagator
+/// of dual-numbers reverse AD holds the one before it, a chain as long as the run. Dropped by the
+/// compiler's glue that chain recurses once per link and overflows a small stack (wasm's), so what
+/// only this closure holds is moved out and taken apart on a work list instead.
+impl Drop for FunVal {
+    fn drop(&mut self) {
+        let mut work = match self {
+            FunVal::Clo { env, .. } => take_unique(env),
+            FunVal::Partial { args, .. } => std::mem::take(args),
+            FunVal::Rec { group, .. } => match Rc::get_mut(group) {
+                Some(g) => take_unique(&mut g.env),
+                None => vec![],
+            },
+        };
+        while let Some(v) = work.pop() {
+            dismantle(v, &mut work);
+        }
+    }
+}
+
+/// The values of a slice only this `Rc` holds, moved out (leaving `()`), so dropping it is shallow.
+fn take_unique(xs: &mut Rc<[Value]>) -> Vec<Value> {
+    match Rc::get_mut(xs) {
+        Some(xs) => xs.iter_mut().map(|x| std::mem::replace(x, Value::Unit)).collect(),
+        None => vec![],
+    }
+}
+
+/// Drops `v` without recursing: the values only it holds go to `work` first.
+fn dismantle(mut v: Value, work: &mut Vec<Value>) {
+    match &mut v {
+        Value::Tuple(xs) | Value::Array(xs) => work.extend(take_unique(xs)),
+        Value::Inl(x) | Value::Inr(x) => {
+            if let Some(x) = Rc::get_mut(x) {
+                work.push(std::mem::replace(x, Value::Unit));
+            }
+        }
+        Value::Fun(f) => {
+            if let Some(f) = Rc::get_mut(f).and_then(|f| f.downcast_mut::<FunVal>()) {
+                match f {
+                    FunVal::Clo { env, .. } => work.extend(take_unique(env)),
+                    FunVal::Partial { args, .. } => work.append(args),
+                    FunVal::Rec { group, .. } => {
+                        if let Some(g) = Rc::get_mut(group) {
+                            work.extend(take_unique(&mut g.env));
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 pub(crate) struct GroupVal {
     pub code: Rc<GroupCode>,
     pub env: Rc<[Value]>,
