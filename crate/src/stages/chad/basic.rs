@@ -5,15 +5,15 @@
 
 use super::common::chad::{self, EnvApi};
 use super::common::ops::{self, Ctx};
-use super::common::runtime::{generic_builtins, implementation, set_up, Repr};
+use super::common::runtime::{generic_builtins, Repr};
 use super::common::source::{self, CT};
 use super::common::*;
 use crate::build::*;
 use crate::diag::Diagnostic;
-use crate::features::{Feature, Features};
+use crate::features::Features;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{run_wrapper, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct Basic;
@@ -59,9 +59,6 @@ impl EnvApi for Fig2 {
 /// the run: past it the quadratic cost would take minutes).
 pub const MAX_DENSE_CELLS: usize = 2_000_000;
 
-/// First-order code after inlining; sums, integers and conditionals as the paper's language allows.
-pub const SUPPORTS: Features = Features::of(&[Feature::HigherOrder, Feature::Sums, Feature::Integers, Feature::Conditionals]);
-
 impl Stage for Basic {
     fn info(&self) -> &'static StageInfo {
         &INFO
@@ -90,14 +87,12 @@ impl Stage for Basic {
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let fo = first_order(src)?;
         let program = chad::program(&fo, &Fig2, src.output_type)?;
-        let builtins = ops::builtins_for(&program, &implementation);
-        Ok(Output { program, builtins, views: vec![], steps: vec![] })
+        output(program)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        set_up(m, Repr::Dense, false);
-        run_wrapper(m, cx.input, cx.seed)
+        run(m, cx, Repr::Dense, false)
     }
 }

@@ -5,10 +5,9 @@
 //! zeros. Here `EVM Γ τ = EMap Γ → τ × EMap Γ` on the persistent map of §4.1 (sparse cotangents).
 //! The accumulation tape (scope push, one += , scope pop) is the stage's trace.
 
-use super::basic::SUPPORTS;
 use super::common::chad::{self, EnvApi};
 use super::common::ops::{self, Ctx};
-use super::common::runtime::{generic_builtins, implementation, set_up, Repr};
+use super::common::runtime::{generic_builtins, Repr};
 use super::common::source::CT;
 use super::common::*;
 use crate::build::*;
@@ -16,7 +15,7 @@ use crate::diag::Diagnostic;
 use crate::features::Features;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{run_wrapper, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct Monadic;
@@ -75,14 +74,12 @@ impl Stage for Monadic {
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let fo = first_order(src)?;
         let program = chad::program(&fo, &Fig7, src.output_type)?;
-        let builtins = ops::builtins_for(&program, &implementation);
-        Ok(Output { program, builtins, views: vec![], steps: vec![] })
+        output(program)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        set_up(m, Repr::Sparse, false);
-        run_wrapper(m, cx.input, cx.seed)
+        run(m, cx, Repr::Sparse, false)
     }
 }

@@ -2,16 +2,14 @@
 //! runs over a mutable stack of cells (`EArr Γ`, one per variable in scope) instead of a persistent
 //! map: `scope` pushes a zero cell and pops it, `one` modifies a cell in place, all O(1).
 
-use super::basic::SUPPORTS;
 use super::common::chad;
-use super::common::ops;
-use super::common::runtime::{generic_builtins, implementation, set_up, Repr};
+use super::common::runtime::{generic_builtins, Repr};
 use super::common::*;
 use crate::diag::Diagnostic;
 use crate::features::Features;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{run_wrapper, Input, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{Input, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct Mutable;
@@ -46,14 +44,12 @@ impl Stage for Mutable {
     /// The same program: §5 changes the monad's implementation, not the code.
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let program = src.program.clone();
-        let builtins = ops::builtins_for(&program, &implementation);
-        Ok(Output { program, builtins, views: vec![], steps: vec![] })
+        output(program)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        set_up(m, Repr::Sparse, true);
-        run_wrapper(m, cx.input, cx.seed)
+        run(m, cx, Repr::Sparse, true)
     }
 }

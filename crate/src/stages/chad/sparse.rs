@@ -2,16 +2,14 @@
 //! types' implementation changes: `τ ×_L σ = 1 ⊔ (τ × σ)`, so every zero is one node, and `EV Γ` is a
 //! persistent tree map `EMap Γ` (one-hots are singleton maps, + is union, split is pop).
 
-use super::basic::SUPPORTS;
 use super::common::chad;
-use super::common::ops;
-use super::common::runtime::{generic_builtins, implementation, set_up, Repr};
+use super::common::runtime::{generic_builtins, Repr};
 use super::common::*;
 use crate::diag::Diagnostic;
 use crate::features::Features;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
-use crate::stage::{run_wrapper, Input, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{Input, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct Sparse;
@@ -46,14 +44,12 @@ impl Stage for Sparse {
     /// The same program: §4.1 changes the representation, not the code.
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let program = src.program.clone();
-        let builtins = ops::builtins_for(&program, &implementation);
-        Ok(Output { program, builtins, views: vec![], steps: vec![] })
+        output(program)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        set_up(m, Repr::Sparse, false);
-        run_wrapper(m, cx.input, cx.seed)
+        run(m, cx, Repr::Sparse, false)
     }
 }

@@ -22,7 +22,7 @@ use super::common::jacobian::{back_chain, BackChain};
 use super::common::*;
 use crate::build::*;
 use crate::diag::Diagnostic;
-use crate::features::{Feature, Features};
+use crate::features::Features;
 use crate::interp::{Graph, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
@@ -51,11 +51,11 @@ impl Stage for UnfBack {
     }
 
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder])
+        supports_source()
     }
 
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        first_order(src).map(|_| ())
+        accepts_source(src)
     }
 
     /// `grad (s, dt) = let p = s in let Id = … in <lets> in (r, Yn(0_Γ, dt))` (Fig. 4's ∇_Γ).

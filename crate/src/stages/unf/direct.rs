@@ -19,7 +19,7 @@ use super::common::*;
 use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Diagnostic;
-use crate::features::{Feature, Features};
+use crate::features::Features;
 use crate::ir::*;
 use crate::ir::Prim as P;
 use crate::kit::passes::freshen;
@@ -370,11 +370,11 @@ impl Stage for Direct {
 
     /// Higher-order code is inlined away first (§8); the rest of Fig. 2's restrictions stand.
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder])
+        supports_source()
     }
 
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        first_order(src).map(|_| ())
+        accepts_source(src)
     }
 
     /// `grad (s, dt) = let p = s in let (r, Y') = D←_{Γ;Id_Γ}(e) in (r, Y'(0_Γ, dt))` (Fig. 4's ∇_Γ, with

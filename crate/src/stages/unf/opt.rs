@@ -21,7 +21,7 @@
 //!   binder (`map2 (x,y. e)`), where it would run once per element.
 
 use super::common::{lambda_body, lambda_params, PAPER};
-use super::pe::{counts, let_typed, pe_rules, rewrite, subst, trace_views, check_lemma_5_3};
+use super::common::partial::{check_lemma_5_3, counts, let_typed, pe_rules, rewrite, subst, trace_views};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;

@@ -9,7 +9,7 @@ use super::common::jacobian::context_step;
 use super::common::*;
 use crate::build::*;
 use crate::diag::Diagnostic;
-use crate::features::{Feature, Features};
+use crate::features::Features;
 use crate::ir::*;
 use crate::stage::{Contract, Output, Source, Stage, StageInfo, View};
 
@@ -42,11 +42,11 @@ impl Stage for UnfSource {
     }
 
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder])
+        supports_source()
     }
 
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        first_order(src).map(|_| ())
+        accepts_source(src)
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {

@@ -16,7 +16,7 @@ use super::common::unf::Unf;
 use super::common::*;
 use crate::build::*;
 use crate::diag::Diagnostic;
-use crate::features::{Feature, Features};
+use crate::features::Features;
 use crate::interp::{Graph, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
@@ -75,11 +75,11 @@ impl Stage for UnfTarget {
     }
 
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder])
+        supports_source()
     }
 
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        first_order(src).map(|_| ())
+        accepts_source(src)
     }
 
     /// `grad (s, dt) = let p = s in` the steps from `Y0 = Id_Γ`, then `(r, Yn(0_Γ, dt))` (Fig. 4's ∇_Γ

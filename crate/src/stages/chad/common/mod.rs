@@ -9,3 +9,25 @@ pub mod runtime;
 pub mod source;
 
 pub use source::{first_order, ACCEPTS, PAPER};
+
+use crate::diag::Diagnostic;
+use crate::features::{Feature, Features};
+use crate::interp::{Machine, RunError};
+use crate::ir::Program;
+use crate::stage::{run_wrapper, Output, RunCtx};
+use crate::value::Value;
+
+/// First-order code after inlining; sums, integers and conditionals as the paper's language allows.
+pub const SUPPORTS: Features = Features::of(&[Feature::HigherOrder, Feature::Sums, Feature::Integers, Feature::Conditionals]);
+
+/// A stage's output: `program` with the type-indexed builtins it names (`0_τ`, `one_x`, `split`, …).
+pub fn output(program: Program) -> Result<Output, Diagnostic> {
+    let builtins = ops::builtins_for(&program, &runtime::implementation);
+    Ok(Output { program, builtins, views: vec![], steps: vec![] })
+}
+
+/// A stage's run: the wrapper, over the runtime in representation `repr` (cells when `mutable`).
+pub fn run(m: &mut Machine, cx: &RunCtx, repr: runtime::Repr, mutable: bool) -> Result<(Value, Value), RunError> {
+    runtime::set_up(m, repr, mutable);
+    run_wrapper(m, cx.input, cx.seed)
+}

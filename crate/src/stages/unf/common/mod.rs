@@ -12,6 +12,7 @@ use crate::stage::Source;
 pub mod cost;
 pub mod jacobian;
 pub mod line;
+pub mod partial;
 pub mod unf;
 
 pub const PAPER: &str = "Huot & Shaikhha 2024";
@@ -320,4 +321,15 @@ pub fn with_defs(p: &Program, defs: Vec<Def>, next_id: u32) -> Program {
 /// The wrapper `grad (s, dt) = body` as the only definition of `p`.
 pub fn wrapper_program(p: &Program, s: &Name, dt: &Name, body: Expr, next_id: u32) -> Program {
     with_defs(p, vec![def(crate::stage::WRAPPER, lam(ppair(pvar(s), pvar(dt)), body))], next_id)
+}
+
+/// What the stages that take the source support: higher-order code, which `first_order` inlines
+/// away (§8); the rest of Fig. 2's restrictions are `first_order`'s located refusals.
+pub fn supports_source() -> crate::features::Features {
+    crate::features::Features::of(&[crate::features::Feature::HigherOrder])
+}
+
+/// A source stage's `accepts`: the program is in Fig. 2's language once inlined.
+pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
+    first_order(src).map(|_| ())
 }

@@ -1,0 +1,335 @@
+//! Partial evaluation (Huot & Shaikhha §5.1) as named rules of the rewrite engine (kit/rewrite.rs),
+//! shared by `unf/pe`, which applies them to `unf/direct`'s output, and `unf/opt`, which adds Fig. 12's
+//! optimisations to them; the check of Lemma 5.3 and the rewrite trace's view. The decisions are
+//! listed in `unf/pe.rs`.
+
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::Prim as P;
+use crate::ir::*;
+use crate::kit::passes::freshen;
+use crate::kit::rewrite::{normalise_program, Budget, RewriteCx, Rule, Trace};
+use crate::stage::View;
+use std::collections::{HashMap, HashSet};
+
+/// How often each of `ids` occurs in `e`.
+pub fn counts(e: &Expr, ids: &HashSet<u32>) -> HashMap<u32, usize> {
+    let mut out = HashMap::new();
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            if ids.contains(&n.id) {
+                *out.entry(n.id).or_insert(0) += 1;
+            }
+        }
+        stack.extend(children(x));
+    }
+    out
+}
+
+/// How often the variable `id` occurs in `e` (binders are unique: every occurrence is of it).
+pub fn occurrences(e: &Expr, id: u32) -> usize {
+    counts(e, &HashSet::from([id])).get(&id).copied().unwrap_or(0)
+}
+
+/// The ids of the variables occurring in `e`.
+pub fn vars_in(e: &Expr, out: &mut HashSet<u32>) {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            out.insert(n.id);
+        }
+        stack.extend(children(x));
+    }
+}
+
+/// `e` with the variables of `map` replaced, simultaneously (binders are unique: nothing is captured).
+pub fn subst(mut e: Expr, map: &HashMap<u32, Expr>) -> Expr {
+    let mut stack = vec![&mut e];
+    while let Some(x) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            if let Some(r) = map.get(&n.id) {
+                *x = r.clone();
+                continue;
+            }
+        }
+        stack.extend(children_mut(x));
+    }
+    e
+}
+
+/// `let p = rhs in body`, typed as `body`.
+pub fn let_typed(p: Pat, rhs: Expr, body: Expr) -> Expr {
+    let ty = body.ty.clone();
+    Expr { kind: ExprKind::Let(p, Box::new(rhs), Box::new(body)), span: Span::NONE, ty }
+}
+
+fn is_var(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Var(_))
+}
+
+/// R16 `πi <e1, e2> ~> ei`.
+fn r16_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    match &e.kind {
+        ExprKind::Fst(t) | ExprKind::Snd(t) => match &t.kind {
+            ExprKind::Tuple(es) if es.len() == 2 => Some(es[usize::from(matches!(e.kind, ExprKind::Snd(_)))].clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// R1 `(fun p → e) a ~> let p = a in e` (n-ary: p is the tuple of parameters, split afterwards).
+fn r1_beta(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::App(f, a) = &e.kind else { return None };
+    let ExprKind::Lam(_, p, body) = &f.kind else { return None };
+    Some(let_typed(p.clone(), (**a).clone(), (**body).clone()))
+}
+
+/// R17 `let x = (let y = e1 in e2) in e3 ~> let y = e1 in let x = e2 in e3`, for a whole chain of lets
+/// on the right at once (one step instead of one per link, each of which would walk e3 again).
+fn r17_let_of_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(p, rhs, e3) = &e.kind else { return None };
+    let mut links = vec![];
+    let mut cur = &**rhs;
+    while let ExprKind::Let(q, e1, e2) = &cur.kind {
+        links.push((q, e1, cur.span));
+        cur = e2;
+    }
+    if links.is_empty() {
+        return None;
+    }
+    let inner = let_typed(p.clone(), cur.clone(), (**e3).clone());
+    Some(links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q.clone(), (**e1).clone(), acc), span)))
+}
+
+/// R18 `f(let x = e1 in e2) ~> let x = e1 in f(e2)`, for f an application, a tuple, a projection or a
+/// primitive (the language is pure, so evaluating e1 first changes nothing). Never out of a lambda.
+fn r18_let_out_of_argument(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let is_let = |x: &Expr| matches!(x.kind, ExprKind::Let(..));
+    let candidate = match &e.kind {
+        ExprKind::App(f, a) => is_let(f) || is_let(a),
+        ExprKind::Fst(x) | ExprKind::Snd(x) => is_let(x),
+        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter().any(is_let),
+        _ => false,
+    };
+    if !candidate {
+        return None;
+    }
+    let mut out = e.clone();
+    let slot: &mut Expr = match &mut out.kind {
+        ExprKind::App(f, a) => {
+            if matches!(f.kind, ExprKind::Let(..)) {
+                f
+            } else if matches!(a.kind, ExprKind::Let(..)) {
+                a
+            } else {
+                return None;
+            }
+        }
+        ExprKind::Fst(x) | ExprKind::Snd(x) if matches!(x.kind, ExprKind::Let(..)) => x,
+        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter_mut().find(|x| matches!(x.kind, ExprKind::Let(..)))?,
+        _ => return None,
+    };
+    let inner = std::mem::replace(slot, Expr::gen(ExprKind::Unit));
+    let ExprKind::Let(q, e1, e2) = inner.kind else { unreachable!("matched a let") };
+    *slot = *e2;
+    Some(let_typed(q, *e1, out))
+}
+
+/// R2 for one let: `let _ = e in b ~> b`, and a continuation no one calls.
+fn r2_dead_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(p, rhs, b) = &e.kind else { return None };
+    match p {
+        Pat::Wild(_) | Pat::Unit(_) => Some((**b).clone()),
+        Pat::Var(n, _) if matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0 => Some((**b).clone()),
+        _ => None,
+    }
+}
+
+/// R3 `let x1 = x2 in e ~> e[x2/x1]`.
+fn r3_forward_substitution(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
+    if !is_var(rhs) {
+        return None;
+    }
+    Some(subst((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())])))
+}
+
+/// `let Y = fun … in C[Y] ~> C[fun …]` when Y occurs once (Lemma 5.1: every continuation does).
+fn inline_continuation(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(y, _), rhs, b) = &e.kind else { return None };
+    if !matches!(rhs.kind, ExprKind::Lam(..)) || occurrences(b, y.id) != 1 {
+        return None;
+    }
+    Some(subst((**b).clone(), &HashMap::from([(y.id, (**rhs).clone())])))
+}
+
+/// `let (x1, …, xn) = e in C[(x1, …, xn)] ~> C[e]` when the xi occur only there, once, and not under a
+/// lambda (the wrapper's `let (g1, …, gn) = Y(0_Γ, 1) in (r, (g1, …, gn))`): no work moves or repeats.
+fn eta_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
+    let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
+    let set: HashSet<u32> = ids.iter().copied().collect();
+    if set.len() != ids.len() || counts(b, &set).values().sum::<usize>() != ids.len() {
+        return None;
+    }
+    let rebuilds = |x: &Expr| matches!(&x.kind, ExprKind::Tuple(es) if es.len() == ids.len() && es.iter().zip(&ids).all(|(c, id)| matches!(&c.kind, ExprKind::Var(n) if n.id == *id)));
+    let mut out = (**b).clone();
+    let mut stack = vec![&mut out];
+    while let Some(x) = stack.pop() {
+        if rebuilds(x) {
+            *x = (**rhs).clone();
+            return Some(out);
+        }
+        if !matches!(x.kind, ExprKind::Lam(..)) {
+            stack.extend(children_mut(x));
+        }
+    }
+    None
+}
+
+/// `let (p1, …, pn) = <e1, …, en> in b ~> let p1 = e1 in … let pn = en in b` (the note's destructuring
+/// of `let x, Y = <e1, e2>`), with R3 for the components that are variables and R2 for the dead ones.
+fn split_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
+    let ExprKind::Tuple(es) = &rhs.kind else { return None };
+    if ps.len() != es.len() {
+        return None;
+    }
+    let ids: HashSet<u32> = ps.iter().filter_map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect();
+    let used = counts(b, &ids);
+    let mut map = HashMap::new();
+    let mut lets = vec![];
+    for (p, c) in ps.iter().zip(es) {
+        match p {
+            Pat::Wild(_) | Pat::Unit(_) => {}
+            Pat::Var(n, _) if is_var(c) => {
+                map.insert(n.id, c.clone());
+            }
+            Pat::Var(n, _) if !used.contains_key(&n.id) => {}
+            _ => lets.push((p.clone(), c.clone())),
+        }
+    }
+    let body = subst((**b).clone(), &map);
+    Some(lets.into_iter().rev().fold(body, |acc, (p, c)| let_typed(p, c, acc)))
+}
+
+/// R2 over a lambda's body: every let of its chain whose variables are not used later is dropped, in
+/// one walk from the end (a rule per let would look at the rest of the chain once per let).
+fn r2_dead_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Lam(k, p, body) = &e.kind else { return None };
+    let mut links = vec![];
+    let mut cur = &**body;
+    while let ExprKind::Let(q, rhs, b) = &cur.kind {
+        links.push((q, rhs, cur.span));
+        cur = b;
+    }
+    let mut live = HashSet::new();
+    vars_in(cur, &mut live);
+    let mut keep = vec![false; links.len()];
+    for (i, (q, rhs, _)) in links.iter().enumerate().rev() {
+        if q.names().iter().any(|n| live.contains(&n.id)) {
+            keep[i] = true;
+            vars_in(rhs, &mut live);
+        }
+    }
+    if keep.iter().all(|k| *k) {
+        return None;
+    }
+    let mut out = cur.clone();
+    for (i, (q, rhs, span)) in links.into_iter().enumerate().rev() {
+        if keep[i] {
+            out = at(let_typed(q.clone(), (**rhs).clone(), out), span);
+        }
+    }
+    Some(Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() })
+}
+
+/// The partial-evaluation rules, in the order they are tried at a node.
+pub fn pe_rules() -> Vec<Rule> {
+    let r = |name, apply| Rule { name, inexact: false, apply };
+    vec![
+        r("R16 π of a tuple", r16_projection),
+        r("R1 inline (β)", r1_beta),
+        r("R17 let of a let", r17_let_of_let),
+        r("R18 let out of an argument", r18_let_out_of_argument),
+        r("R2 dead let", r2_dead_let),
+        r("R3 forward substitution", r3_forward_substitution),
+        r("X7 inline a single-use continuation", inline_continuation),
+        r("η a tuple let rebuilt once", eta_tuple_let),
+        r("split a tuple let (with R3, R2)", split_tuple_let),
+        r("R2 dead lets", r2_dead_lets),
+    ]
+}
+
+/// Steps the trace keeps with their text (the rest are counted): the first ones are the innermost,
+/// small redexes; later ones print whole continuations.
+const TRACE_STEPS: usize = 400;
+
+/// How much of each side of a step the views keep.
+const STEP_TEXT: usize = 4_000;
+
+/// The program's definitions with fresh binders, rewritten to normal form under `rules`.
+pub fn rewrite(p: &Program, rules: &[Rule]) -> Result<(Program, Trace), Diagnostic> {
+    let mut p = p.clone();
+    let mut fr = Fresh::new(&p);
+    for d in &mut p.defs {
+        freshen(&mut d.body, &mut fr);
+    }
+    p.next_id = fr.next_id;
+    normalise_program(p, rules, Budget { trace_steps: TRACE_STEPS, ..Budget::default() })
+}
+
+/// Lemma 5.3: no lambda abstraction but the top one of each definition (and the functions of array
+/// operations, the paper's binders), and so no application and no variable of a function type.
+pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {
+    for d in &p.defs {
+        let ExprKind::Lam(_, _, body) = &d.body.kind else { return Err(format!("`{}` is not a function", d.name.text)) };
+        let mut stack = vec![&**body];
+        while let Some(e) = stack.pop() {
+            match &e.kind {
+                ExprKind::Lam(..) => return Err("a lambda abstraction is left".into()),
+                ExprKind::App(..) => return Err("an application is left".into()),
+                ExprKind::Prim(P::Map | P::Map2 | P::Reduce | P::Scanl | P::Scanr | P::Fold, args) => {
+                    let arity = if matches!(e.kind, ExprKind::Prim(P::Map, _)) { 1 } else { 2 };
+                    if super::lambda_params(&args[0], arity).is_none() {
+                        return Err("an array operation's function is not a binder `\\x y -> e`".into());
+                    }
+                    stack.push(super::lambda_body(&args[0], arity));
+                    stack.extend(&args[1..]);
+                }
+                _ => stack.extend(children(e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The trace as the page's view: each step's rule, then the redex before and after it.
+pub fn trace_views(tr: &Trace) -> Vec<View> {
+    use std::fmt::Write;
+    // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
+    let mut tr = tr.clone();
+    for s in &mut tr.steps {
+        for side in [&mut s.before, &mut s.after] {
+            if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
+                side.truncate(i);
+                side.push_str(" …");
+            }
+        }
+    }
+    let tr = &tr;
+    let mut text = String::new();
+    let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+    let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
+    if (tr.steps.len() as u64) < tr.taken {
+        let _ = writeln!(text, "(the first {} are shown)", tr.steps.len());
+    }
+    let indent = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+    for (i, s) in tr.steps.iter().enumerate() {
+        let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
+        let _ = write!(text, "\n{}. {}{mark}\n{}\n  ⇝\n{}\n", i + 1, s.rule, indent(&s.before), indent(&s.after));
+    }
+    vec![View { name: "rewrite trace".into(), text, ..View::default() }]
+}
