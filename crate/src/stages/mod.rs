@@ -14,6 +14,7 @@ macro_rules! chain_stages {
     };
 }
 
+pub mod arrays;
 pub mod chad;
 pub mod dualrev;
 pub mod forward;
