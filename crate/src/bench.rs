@@ -74,6 +74,12 @@ pub fn families() -> Vec<Family> {
             max: MAX_SIZE as usize,
         },
         Family {
+            name: "program-size",
+            what: "the pipeline against program size: a straight let chain of n lines over one input; times the front end (parse, types) and each stage's preparation (transform, print, type check of its output) and reports each one's growth exponent",
+            make: size_chain,
+            max: MAX_PROGRAM_SIZE,
+        },
+        Family {
             name: "sum",
             what: "P_sum(n) of Efficient CHAD §5: ((x1 + x2) + x3) + … + xn over n inputs (dense CHAD O(n²), sparse maps O(n log n), cells O(n))",
             make: p_sum,
@@ -92,6 +98,17 @@ pub fn families() -> Vec<Family> {
             max: 5_000,
         },
     ]
+}
+
+/// `let v0 = x * 1.01 + 0.5 in let v1 = v0 * 1.01 + 0.5 in …`: n lines, each value used once.
+fn size_chain(n: usize) -> String {
+    let mut s = String::from("-- a straight let chain of n lines\ninput 1.5\ndef main x =\n");
+    for i in 0..n.max(1) {
+        let prev = if i == 0 { "x".to_string() } else { format!("v{}", i - 1) };
+        let _ = writeln!(s, "  let v{i} = {prev} * 1.01 + 0.5 in");
+    }
+    let _ = writeln!(s, "  v{}", n.max(1) - 1);
+    s
 }
 
 fn n_inputs(n: usize) -> (Vec<String>, String) {
@@ -225,6 +242,10 @@ pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budge
                 continue;
             }
             let text = (fam.make)(n);
+            if fam.name == "program-size" {
+                rows.extend(program_size(&text, n, &chosen, budget));
+                continue;
+            }
             let (program, s, t) = match pipeline::front_end(&text, &[]) {
                 Ok(x) => x,
                 Err(ds) => {
@@ -321,6 +342,75 @@ pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budge
     rows
 }
 
+/// One size of the `program-size` family: a row for the front end (its time as `grad s`), then one
+/// per stage with the time of its preparation (transform, print, type check of the output; a stage
+/// that follows another is timed on its own, the one before it being prepared first).
+fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget: &Budget) -> Vec<Row> {
+    let row = |stage: &str, outcome: String, counters: Vec<(String, u64)>, secs: f64| Row {
+        family: "program-size".into(),
+        n,
+        stage: stage.into(),
+        outcome,
+        counters,
+        primal_secs: f64::NAN,
+        grad_secs: secs,
+    };
+    let t0 = Instant::now();
+    let (program, s, t) = match pipeline::front_end(text, &[]) {
+        Ok(x) => x,
+        Err(ds) => return vec![row("(front end)", format!("refused: {}", ds[0].message), vec![], f64::NAN)],
+    };
+    let mut rows = vec![row("(front end)", "ok".into(), vec![("bytes".into(), text.len() as u64)], t0.elapsed().as_secs_f64())];
+    let no_builtins = Builtins::new();
+    let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
+    let opts = Options { trace: false, budget: budget.clone(), ..Options::default() };
+    let outputs = pipeline::Outputs::new(&src, &opts);
+    for st in chosen {
+        if let cotangent::stage::Input::After(before) = st.input() {
+            if let Some(prev) = stages::find(before) {
+                let _ = outputs.get(prev);
+            }
+        }
+        let t1 = Instant::now();
+        let got = outputs.get(*st);
+        let secs = t1.elapsed().as_secs_f64();
+        rows.push(match got {
+            Ok(p) => row(st.info().id, "ok".into(), vec![("printed_bytes".into(), p.printed.len() as u64)], secs),
+            Err(d) => row(st.info().id, format!("refused: {}", d.message.lines().next().unwrap_or("")), vec![], f64::NAN),
+        });
+    }
+    rows
+}
+
+/// The growth exponent of each (family, stage)'s time in n: the least-squares slope of log time
+/// against log n over the sizes it ran at (the program-size family's figure; time ∝ n^k).
+pub fn exponents(rows: &[Row]) -> Vec<(String, String, f64)> {
+    let mut keys: Vec<(String, String)> = vec![];
+    for r in rows.iter().filter(|r| r.family == "program-size") {
+        let k = (r.family.clone(), r.stage.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    keys.into_iter()
+        .filter_map(|(f, st)| {
+            let pts: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.family == f && r.stage == st && r.grad_secs.is_finite() && r.grad_secs > 0.0)
+                .map(|r| ((r.n as f64).ln(), r.grad_secs.ln()))
+                .collect();
+            if pts.len() < 2 {
+                return None;
+            }
+            let m = pts.len() as f64;
+            let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / m, pts.iter().map(|p| p.1).sum::<f64>() / m);
+            let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+            let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+            (sxx > 0.0).then(|| (f, st, sxy / sxx))
+        })
+        .collect()
+}
+
 pub fn table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{:<9} {:>7} {:<22} {:>10} {:>10} {:>9}  {:<28} counters", "family", "n", "stage", "primal s", "grad s", "ratio", "outcome");
@@ -339,10 +429,18 @@ pub fn table(rows: &[Row]) -> String {
             counters.join(" ")
         );
     }
+    let exps = exponents(rows);
+    if !exps.is_empty() {
+        let _ = writeln!(s, "\ngrowth exponents (time ∝ n^k, least squares over the sizes run):");
+        for (f, st, k) in exps {
+            let _ = writeln!(s, "  {f:<13} {st:<22} k = {k:.2}");
+        }
+    }
     s
 }
 
 pub fn json(rows: &[Row]) -> serde_json::Value {
+    let exps = exponents(rows);
     serde_json::Value::Array(
         rows.iter()
             .map(|r| {
@@ -353,6 +451,9 @@ pub fn json(rows: &[Row]) -> serde_json::Value {
                 });
                 for (k, v) in &r.counters {
                     o[k] = serde_json::json!(v);
+                }
+                if let Some((_, _, k)) = exps.iter().find(|(f, st, _)| *f == r.family && *st == r.stage) {
+                    o["exponent"] = json_real::value(*k);
                 }
                 o
             })

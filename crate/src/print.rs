@@ -473,6 +473,72 @@ fn ends_with_case(e: &Expr) -> bool {
     }
 }
 
+/// Deepest indentation printed, in columns. A program nested n deep would otherwise print O(n²)
+/// spaces (10^4 nested lets: 900 MB of text); past this column lines stay at it, so output is linear
+/// in the program. Layout decisions still see the real column, so such lines break eagerly.
+pub const MAX_INDENT: usize = 80;
+
+/// The renderer's sink: caps each line's indentation at `MAX_INDENT` and drops trailing spaces (a
+/// break before an empty line leaves some).
+struct CappedIndent {
+    out: String,
+    at_line_start: bool,
+    spaces: usize,
+}
+
+impl pretty::Render for CappedIndent {
+    type Error = ();
+
+    fn write_str(&mut self, s: &str) -> Result<usize, ()> {
+        // The renderer writes indentation in runs of up to a few hundred spaces: a run is compared
+        // at memcmp speed, as a program nested 10^4 deep has 10^9 of them.
+        const BLANK: &str = match str::from_utf8(&[b' '; 1024]) {
+            Ok(b) => b,
+            Err(_) => "",
+        };
+        if self.at_line_start && s.len() <= BLANK.len() && s == &BLANK[..s.len()] {
+            self.spaces += s.len();
+            return Ok(s.len());
+        }
+        let mut rest = s;
+        while !rest.is_empty() {
+            if self.at_line_start {
+                let n = rest.len() - rest.trim_start_matches(' ').len();
+                self.spaces += n;
+                rest = &rest[n..];
+                match rest.chars().next() {
+                    None => break,
+                    Some('\n') => {}
+                    Some(_) => self.out.extend(std::iter::repeat_n(' ', self.spaces.min(MAX_INDENT))),
+                }
+                self.at_line_start = false;
+                self.spaces = 0;
+            }
+            let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+            let (chunk, tail) = rest.split_at(line_end);
+            if chunk.ends_with('\n') {
+                self.out.truncate(self.out.trim_end_matches(' ').len());
+                self.at_line_start = true;
+            }
+            self.out.push_str(chunk);
+            rest = tail;
+        }
+        Ok(s.len())
+    }
+
+    fn fail_doc(&self) -> () {}
+}
+
+impl pretty::RenderAnnotated<'_, ()> for CappedIndent {
+    fn push_annotation(&mut self, _: &()) -> Result<(), ()> {
+        Ok(())
+    }
+
+    fn pop_annotation(&mut self) -> Result<(), ()> {
+        Ok(())
+    }
+}
+
 struct Printer<'a, 'n> {
     a: &'a Arena<'a>,
     o: PrintOptions,
@@ -481,13 +547,12 @@ struct Printer<'a, 'n> {
 
 impl<'a, 'n> Printer<'a, 'n> {
     fn render(&self, d: D<'a>, width: usize) -> String {
-        let mut out = String::new();
-        d.into_doc().render_fmt(width, &mut out).expect("rendering to a String cannot fail");
-        // Drop trailing spaces a break before an empty line might leave.
-        if out.lines().any(|l| l.ends_with(' ')) {
-            out = out.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
-        }
-        out
+        let mut out = CappedIndent { out: String::new(), at_line_start: true, spaces: 0 };
+        // Writing to a String cannot fail.
+        let _ = d.into_doc().render_raw(width, &mut out);
+        let end = out.out.trim_end_matches(' ').len();
+        out.out.truncate(end);
+        out.out
     }
 
     fn t(&self, s: &'static str) -> D<'a> {

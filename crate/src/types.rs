@@ -145,9 +145,15 @@ impl<'b> Cx<'b> {
     }
 
     fn shallow(&self, t: &Type) -> Type {
-        let mut t = t.clone();
+        self.resolve(t).clone()
+    }
+
+    /// `t` with its outermost bound variables followed, borrowed: following them by cloning made
+    /// `zonk` and `occurs` quadratic in a type's size (a function of 400 curried parameters took
+    /// minutes to check).
+    fn resolve<'a>(&'a self, mut t: &'a Type) -> &'a Type {
         while let Type::Var(v) = t {
-            match self.subst.get(v as usize).and_then(|s| s.clone()) {
+            match self.subst.get(*v as usize).and_then(|s| s.as_ref()) {
                 Some(u) => t = u,
                 None => break,
             }
@@ -156,13 +162,13 @@ impl<'b> Cx<'b> {
     }
 
     fn zonk(&self, t: &Type) -> Type {
-        match self.shallow(t) {
+        match self.resolve(t) {
             Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| self.zonk(t)).collect()),
-            Type::Sum(a, b) => Type::sum(self.zonk(&a), self.zonk(&b)),
-            Type::Fun(a, b) => Type::fun(self.zonk(&a), self.zonk(&b)),
-            Type::Lin(a, b) => Type::lin(self.zonk(&a), self.zonk(&b)),
-            Type::Con(n, ts) => Type::Con(n, ts.iter().map(|t| self.zonk(t)).collect()),
-            t => t,
+            Type::Sum(a, b) => Type::sum(self.zonk(a), self.zonk(b)),
+            Type::Fun(a, b) => Type::fun(self.zonk(a), self.zonk(b)),
+            Type::Lin(a, b) => Type::lin(self.zonk(a), self.zonk(b)),
+            Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(|t| self.zonk(t)).collect()),
+            t => t.clone(),
         }
     }
 
@@ -177,18 +183,21 @@ impl<'b> Cx<'b> {
     /// Whether `v` occurs in `t`; also lowers the level of every variable of `t` to `v`'s, since
     /// `t` is about to be what `v` is, and whatever mentions `v` now mentions them.
     fn occurs(&mut self, v: u32, t: &Type) -> bool {
-        match self.shallow(t) {
-            Type::Var(w) => {
-                self.levels[w as usize] = self.levels[w as usize].min(self.levels[v as usize]);
-                v == w
+        let mut vars = vec![];
+        let mut stack = vec![t];
+        while let Some(t) = stack.pop() {
+            match self.resolve(t) {
+                Type::Var(w) => vars.push(*w),
+                Type::Tuple(ts) | Type::Con(_, ts) => stack.extend(ts),
+                Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => stack.extend([&**a, &**b]),
+                _ => {}
             }
-            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().fold(false, |found, t| self.occurs(v, t) || found),
-            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
-                let x = self.occurs(v, &a);
-                self.occurs(v, &b) || x
-            }
-            _ => false,
         }
+        let level = self.levels[v as usize];
+        for &w in &vars {
+            self.levels[w as usize] = self.levels[w as usize].min(level);
+        }
+        vars.contains(&v)
     }
 
     fn unify(&mut self, expected: &Type, found: &Type, span: Span) -> Result<(), Diagnostic> {

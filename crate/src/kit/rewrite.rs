@@ -47,7 +47,8 @@ pub struct Step {
 pub struct Budget {
     /// Rule applications.
     pub steps: u64,
-    /// Node visits (each re-normalisation walks its result again).
+    /// Node visits (each re-normalisation walks its result again). 2·10^6 is about 4 s natively on
+    /// this project's machines; the largest example (the quaternion's partial evaluation) takes 1.3·10^5.
     pub visits: u64,
     /// Steps kept with their text; later steps are counted only.
     pub trace_steps: usize,
@@ -55,7 +56,7 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget { steps: 1_000_000, visits: 50_000_000, trace_steps: 2_000 }
+        Budget { steps: 1_000_000, visits: 2_000_000, trace_steps: 2_000 }
     }
 }
 

@@ -80,29 +80,35 @@ enum Stmt {
 /// `do { x ← m; pure x }` becomes `m` (right identity).
 fn simp_do(e: Expr, env: &mut Simp) -> Expr {
     let mut stmts: Vec<Stmt> = vec![];
-    let mut cur = e;
-    let tail = loop {
-        let (p, m, k, span) = match cur.kind {
-            ExprKind::Bind(p, m, k) => (p, m, k, cur.span),
-            kind => break simp(Expr { kind, span: cur.span, ty: cur.ty }, env),
-        };
-        let mut m = simp(*m, env);
-        loop {
-            match m.kind {
-                ExprKind::Bind(q, m1, rest) => {
-                    stmts.push(Stmt::Bind(q, *m1, m.span));
-                    m = *rest;
-                }
-                ExprKind::Let(q, e1, rest) => {
-                    stmts.push(Stmt::Let(q, *e1, m.span));
-                    m = *rest;
-                }
-                kind => {
-                    m = Expr { kind, span: m.span, ty: m.ty };
-                    break;
+    let tail = flatten(e, env, &mut stmts);
+    let mut acc = tail;
+    for st in stmts.into_iter().rev() {
+        acc = match st {
+            Stmt::Bind(p, m, sp) => {
+                let identity = matches!((&p, &acc.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x));
+                if identity {
+                    m
+                } else {
+                    at(bind(p, m, acc), sp)
                 }
             }
-        }
+            Stmt::Let(p, e1, sp) => at(let_(p, e1, acc), sp),
+        };
+    }
+    acc
+}
+
+/// Pushes the simplified statements of the do block `e` onto `stmts` and returns its final action.
+/// A block nested in a statement's action is flattened straight into the same list, not rebuilt and
+/// then taken apart again: rebuilding at every level made `x + x + … + x` quadratic.
+fn flatten(e: Expr, env: &mut Simp, stmts: &mut Vec<Stmt>) -> Expr {
+    let mut cur = e;
+    loop {
+        let (p, m, k, span) = match cur.kind {
+            ExprKind::Bind(p, m, k) => (p, m, k, cur.span),
+            kind => return simp(Expr { kind, span: cur.span, ty: cur.ty }, env),
+        };
+        let m = action(*m, env, stmts);
         match (p, m.kind) {
             (Pat::Var(x, _), ExprKind::Pure(v)) if is_atom(&v) || (is_atom_tuple(&v) && env.uses.get(&x.id).copied().unwrap_or(0) <= 1) => {
                 // Each atom now also occurs wherever x did.
@@ -121,22 +127,42 @@ fn simp_do(e: Expr, env: &mut Simp) -> Expr {
             (p, kind) => stmts.push(Stmt::Bind(p, Expr { kind, span: m.span, ty: m.ty }, span)),
         }
         cur = *k;
-    };
-    let mut acc = tail;
-    for st in stmts.into_iter().rev() {
-        acc = match st {
-            Stmt::Bind(p, m, sp) => {
-                let identity = matches!((&p, &acc.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x));
-                if identity {
-                    m
-                } else {
-                    at(bind(p, m, acc), sp)
-                }
-            }
-            Stmt::Let(p, e1, sp) => at(let_(p, e1, acc), sp),
-        };
     }
-    acc
+}
+
+/// A statement's action, simplified, with the statements of its own block (and of the lets and binds
+/// heading what remains) spliced onto `stmts` (associativity); returns what is left to bind.
+fn action(m: Expr, env: &mut Simp, stmts: &mut Vec<Stmt>) -> Expr {
+    let base = stmts.len();
+    let mut m = if matches!(m.kind, ExprKind::Bind(..)) {
+        let tail = flatten(m, env, stmts);
+        // The inner block's own right identity, as its rebuilding would have applied it.
+        let identity = stmts.len() > base
+            && matches!((stmts.last(), &tail.kind), (Some(Stmt::Bind(Pat::Var(x, _), _, _)), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x));
+        match stmts.pop() {
+            Some(Stmt::Bind(_, m, _)) if identity => m,
+            Some(st) => {
+                stmts.push(st);
+                tail
+            }
+            None => tail,
+        }
+    } else {
+        simp(m, env)
+    };
+    loop {
+        match m.kind {
+            ExprKind::Bind(q, m1, rest) => {
+                stmts.push(Stmt::Bind(q, *m1, m.span));
+                m = *rest;
+            }
+            ExprKind::Let(q, e1, rest) => {
+                stmts.push(Stmt::Let(q, *e1, m.span));
+                m = *rest;
+            }
+            kind => return Expr { kind, span: m.span, ty: m.ty },
+        }
+    }
 }
 
 fn each_atom_var(e: &Expr, out: &mut Vec<u32>) {
