@@ -173,3 +173,27 @@ fn dual_arrays_refuse_arrays_of_tuples_with_a_located_message() {
         assert!(r.has_span, "{}: unlocated", r.id);
     }
 }
+
+#[test]
+fn the_lowering_specialises_polymorphic_functions_and_keeps_main_s_fitted_type() {
+    // a top-level function used at two types (Array R and Array Z) is copied per type for dual arrays
+    let src = "input [1.0, 2.0]\n\
+               def m f xs = map f xs\n\
+               def main a = sum (m (\\x -> x * x) a) + real (length (m (\\i -> i + 1) (build 2 (\\i -> i))))\n";
+    for r in run(src, &STAGES, false) {
+        assert_eq!(r.agrees, Some(true), "{}: {:?}", r.id, r.error);
+        assert_eq!(r.gradient, vec![2.0, 4.0], "{}", r.id);
+    }
+    // a local used at two types cannot be: dual arrays refuse it, located; arrays of dual numbers run it
+    let src = "input [1.0, 2.0]\n\
+               def main a = let m f xs = map f xs in sum (m (\\x -> x * x) a) + real (length (m (\\i -> i + 1) (build 2 (\\i -> i))))\n";
+    let rs = run(src, &STAGES, false);
+    assert_eq!(rs[0].agrees, Some(true), "{:?}", rs[0].error);
+    for r in &rs[1..] {
+        assert!(r.refused && r.has_span, "{}: {:?}", r.id, r.error);
+    }
+    let src = "input ([1.0, 2.0], [3.0])\ndef main (a, b) = 2.0 * a ! 0\n";
+    for r in run(src, &STAGES, false) {
+        assert_eq!(r.agrees, Some(true), "{}: {:?}", r.id, r.error);
+    }
+}

@@ -10,7 +10,8 @@
 //! - `scanr f z a`    ⇒ element k is the right fold of the elements from k on (likewise)
 //! - `shift1L a`, `shift1R a` ⇒ a `build` of length n − 1 reading `xs ! (i + 1)`, `xs ! i`.
 //! (`map2` of arrays whose lengths differ is the one difference: the source stops with an error, the
-//! lowering reads as many elements as the first array has.) The result is re-typed at main's type.
+//! lowering reads as many elements as the first array has.) The result is re-typed at main's type
+//! and monomorphised.
 
 use crate::build::*;
 use crate::diag::Diagnostic;
@@ -27,9 +28,12 @@ pub fn lower(src: &Source) -> Result<Program, Diagnostic> {
     }
     p.next_id = fr.next_id;
     let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
-    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+    crate::types::check_program_fitted(&mut p, &main_ty)
         .map_err(|d| Diagnostic::error(d.span, format!("internal error: the lowered program does not type-check: {}", d.message)))?;
-    Ok(p)
+    // D[Array a] depends on a (a dual array when a holds reals), so the translation needs every
+    // definition at one type: polymorphic ones are copied per type (kit's monomorphise)
+    crate::kit::passes::monomorphise::monomorphise(&p)
+        .map_err(|d| Diagnostic::error(d.span, format!("dual arrays need every function at one type (D[Array a] depends on a): {}", d.message)).refused())
 }
 
 fn idx(a: &Name, i: Expr) -> Expr {
