@@ -23,7 +23,8 @@ pub fn lower(src: &Source) -> Result<Program, Diagnostic> {
     let mut p = src.program.clone();
     let mut fr = Fresh::new(&p);
     for d in &mut p.defs {
-        d.body = go(&d.body, &mut fr);
+        let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
+        d.body = go(body, &mut fr);
         d.scheme = None;
     }
     p.next_id = fr.next_id;
@@ -51,14 +52,37 @@ fn lam2(a: &Name, b: &Name, body: Expr) -> Expr {
     lam(pvar(a), lam(pvar(b), body))
 }
 
-/// Lowers `e` (recursing in the nesting depth the parser bounds, as every syntax pass).
-fn go(e: &Expr, fr: &mut Fresh) -> Expr {
-    let mut out = e.clone();
+/// Lowers `e` in place (recursing in the nesting depth the parser bounds, as every syntax pass, and
+/// along a chain of lets iteratively: a long straight-line program is one deep chain).
+fn go(mut e: Expr, fr: &mut Fresh) -> Expr {
+    if matches!(e.kind, ExprKind::Let(..)) {
+        let mut spine: Vec<Expr> = vec![];
+        while let ExprKind::Let(_, rhs, body) = &mut e.kind {
+            let r = std::mem::replace(&mut **rhs, Expr::gen(ExprKind::Unit));
+            **rhs = go(r, fr);
+            let next = std::mem::replace(&mut **body, Expr::gen(ExprKind::Unit));
+            e.ty = Type::Unknown;
+            spine.push(e);
+            e = next;
+        }
+        let mut acc = go(e, fr);
+        while let Some(mut link) = spine.pop() {
+            if let ExprKind::Let(_, _, body) = &mut link.kind {
+                **body = acc;
+            }
+            acc = link;
+        }
+        return acc;
+    }
+    let mut out = e;
     out.ty = Type::Unknown;
-    each_child_mut(&mut out, &mut |c| *c = go(c, fr));
+    each_child_mut(&mut out, &mut |c| {
+        let child = std::mem::replace(c, Expr::gen(ExprKind::Unit));
+        *c = go(child, fr);
+    });
     let ExprKind::Prim(op, args) = &out.kind else { return out };
     let args = args.clone();
-    let span = e.span;
+    let span = out.span;
     let lowered = match op {
         Prim::Map => {
             let (f, xs, i) = (fr.name("f"), fr.name("xs"), fr.name("i"));

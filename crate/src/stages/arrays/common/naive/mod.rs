@@ -33,23 +33,17 @@ pub fn accepts_dual_arrays(src: &Source) -> Result<(), Diagnostic> {
             _ => None,
         }
     }
-    fn go(e: &Expr) -> Result<(), Diagnostic> {
+    // an explicit stack: a long let chain is as deep as the program is long
+    let mut stack: Vec<&Expr> = src.program.defs.iter().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
         if let Some(t) = bad(&e.ty) {
             return Err(Diagnostic::error(
                 e.span,
                 format!("dual arrays (§4.2) pair an array of reals with one Delta; this expression has an array of another kind, {}", crate::print::print_type(t, &crate::print::PrintOptions::ascii())),
-            ));
+            )
+            .refused());
         }
-        let mut r = Ok(());
-        each_child(e, &mut |c| {
-            if r.is_ok() {
-                r = go(c)
-            }
-        });
-        r
-    }
-    for d in &src.program.defs {
-        go(&d.body)?;
+        each_child(e, &mut |c| stack.push(c));
     }
     if let Some(t) = bad(src.input_type).or_else(|| bad(src.output_type)) {
         let span = src.program.def("main").map(|d| d.span).unwrap_or(crate::diag::Span::NONE);
@@ -61,7 +55,8 @@ pub fn accepts_dual_arrays(src: &Source) -> Result<(), Diagnostic> {
 /// The source must be the surface language: no target constructs (`do`, `pure`, builtins), and a
 /// local recursive definition a function (the monadic translation makes functions values).
 pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
-    fn go(e: &Expr) -> Result<(), Diagnostic> {
+    let mut stack: Vec<&Expr> = src.program.defs.iter().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
         match &e.kind {
             ExprKind::Builtin(n) => return Err(Diagnostic::error(e.span, format!("`{n}` is a target construct, not source language"))),
             ExprKind::Bind(..) | ExprKind::Pure(_) => return Err(Diagnostic::error(e.span, "monadic `do`/`pure` are target constructs, not source language")),
@@ -72,15 +67,9 @@ pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
             }
             _ => {}
         }
-        let mut r = Ok(());
-        each_child(e, &mut |c| {
-            if r.is_ok() {
-                r = go(c)
-            }
-        });
-        r
+        each_child(e, &mut |c| stack.push(c));
     }
-    src.program.defs.iter().try_for_each(|d| go(&d.body))
+    Ok(())
 }
 
 /// The lowered source (lower.rs) as a view beside the printed program.
