@@ -68,6 +68,12 @@ pub fn families() -> Vec<Family> {
             max: MAX_SIZE as usize,
         },
         Family {
+            name: "t_dot",
+            what: "t_dot of the array paper (§4.1), `sum (build (length a) (λi. a ! i * b ! i))` over two arrays of n reals: arrays/dual-numbers builds 5n+1 scalar Delta constructors (delta_nodes), arrays/onehot writes 4n² + 5n + 1 cotangent cells (ct_cells, §4.4's one-hot problem)",
+            make: t_dot,
+            max: 10_000,
+        },
+        Family {
             name: "matvec",
             what: "a k×k matrix (nested arrays, n = k² elements) times a vector of k, `map (λrow. sum (map2 (*) row v)) m`",
             make: matvec,
@@ -160,6 +166,14 @@ fn reals(n: usize, salt: usize) -> String {
 fn dot(n: usize) -> String {
     format!(
         "-- the dot product of two arrays of {n} reals\ninput ({}, {})\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n",
+        reals(n, 0),
+        reals(n, 3)
+    )
+}
+
+fn t_dot(n: usize) -> String {
+    format!(
+        "-- t_dot over two arrays of {n} reals\ninput ({}, {})\ndef main (a, b) = sum (build (length a) (\\i -> a ! i * b ! i))\n",
         reals(n, 0),
         reals(n, 3)
     )

@@ -30,6 +30,12 @@ pub fn check_program_monomorphic(p: &mut Program, main: Option<&Type>) -> Result
     check(p, &Builtins::new(), main.map(Fit::Type), false)
 }
 
+/// Like `check_program` with main at (an instance of) `main`, from an earlier check: for a source-level
+/// rewrite of the user's program (the array chain's lowering), whose locals may stay polymorphic.
+pub fn check_program_fitted(p: &mut Program, main: &Type) -> Result<(), Diagnostic> {
+    check(p, &Builtins::new(), Some(Fit::Type(main)), true)
+}
+
 /// What main's argument is fitted to: a value, or main's type from an earlier check.
 enum Fit<'a> {
     Value(&'a Value),

@@ -11,6 +11,9 @@ chain_stages! {
     // Part A (§2): scalar background.
 
     // Part B (§4): naive array extensions.
+    dual_numbers::DualNumbers,
+    build1::Build1,
+    onehot::OneHot,
 
     // Part C (§5–7): the final pipeline.
 }
@@ -33,6 +36,9 @@ static COUNTERS: &[CounterInfo] = &[
     // Part A
 
     // Part B
+    CounterInfo { name: "delta_nodes", about: "Delta constructors the forward pass builds, but the leaves Zero and Input (footnote 18's count: 5n+1 on the dot product)" },
+    CounterInfo { name: "eval_visits", about: "Delta nodes the reverse pass visits (eval, Fig. 5)" },
+    CounterInfo { name: "ct_cells", about: "reals the reverse pass writes: one-hots, additions into accumulators, scales, replicates (O(n²) on the dot product with one-hot Index, §4.4)" },
 
     // Part C
 ];

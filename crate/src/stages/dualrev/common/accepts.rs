@@ -3,6 +3,7 @@
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::stage::Source;
+use crate::kit::monadic::strip_ann;
 
 /// The source must be the scalar language: no target constructs.
 pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
@@ -33,11 +34,4 @@ pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
         go(&d.body)?;
     }
     Ok(())
-}
-
-pub fn strip_ann(e: &Expr) -> &Expr {
-    match &e.kind {
-        ExprKind::Ann(x, _) => strip_ann(x),
-        _ => e,
-    }
 }

@@ -29,7 +29,6 @@ mod accepts;
 mod rules;
 mod runtime;
 mod staged;
-mod translate;
 mod types;
 mod wrapper;
 
@@ -37,7 +36,7 @@ pub use accepts::*;
 pub use rules::*;
 pub use runtime::*;
 pub use staged::*;
-pub use translate::*;
+pub use crate::kit::monadic::*;
 pub use types::*;
 pub use wrapper::*;
 

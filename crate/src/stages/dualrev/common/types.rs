@@ -3,25 +3,10 @@
 
 use super::*;
 use crate::ir::*;
-use crate::kit::polytypic::{map_reals, TypeRule};
 use crate::stage::Source;
 
-pub fn m_ty(t: Type) -> Type {
-    Type::con("M", vec![t])
-}
 pub fn staged_ty(c: Type) -> Type {
     Type::con("Staged", vec![c])
-}
-/// The type variable standing for the cotangent monoid `c` in stated types.
-pub fn cvar() -> Type {
-    Type::Var(0)
-}
-
-/// D_c[τ]: R ↦ `real`, functions ↦ D[σ] → D[τ] (naive, Fig. 6) or D[σ] → M D[τ] (Figs. 8–10),
-/// homomorphic elsewhere; Z, Bool, () unchanged.
-pub fn dtype(t: &Type, real: &Type, monadic: bool) -> Type {
-    let result = |r: Type| if monadic { m_ty(r) } else { r };
-    map_reals(t, &TypeRule { real: &|| real.clone(), result: &result })
 }
 
 /// The wrapper's stated type: `grad : (σ, τ) → (τ, σ)` (gradients in the input's shape).

@@ -1,7 +1,8 @@
-//! The monadic term translation of Fig. 8 ("etc." filled in with the standard left-to-right lifting),
-//! shared by every stage from §6 on: only the rule for reals (`RealRule`) changes from stage to stage.
+//! The monadic dual-numbers translation: Smeding & Vákár Fig. 8 ("etc." filled in with the standard
+//! left-to-right lifting), which is also the array paper's Fig. 3 (D with IdGen and Share, §2.5) and its
+//! §4 extensions to arrays. Only the rule for reals (`RealRule`) changes from stage to stage; a rule may
+//! also take over the array operations (the array paper's dual arrays, §4.2–4.4) and `D[τ]`.
 
-use super::*;
 use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Span;
@@ -35,6 +36,47 @@ pub trait RealRule {
     /// `D[op(t1..tn)]` once the arguments are bound: the primal `y`, each argument's derivative
     /// component `ds[k]` (the second half of its D[R]), the partials of deriv.rs.
     fn op(&self, fr: &mut Fresh, y: Expr, ds: &[Expr], partials: &[Partial]) -> Expr;
+    /// `D[τ]` of an annotation's type (the cotangent type c a type variable there: the type checker
+    /// reads each annotation's variables as fresh unknowns).
+    fn dtype(&self, t: &Type) -> Type {
+        dtype(t, &self.real_ty(&cvar()), true)
+    }
+    /// Whether the rule translates the array operation `op` itself (`array_op`); otherwise it is
+    /// structural: `mapM D[f] D[a]`, `pure (a' ! i')`, and `sum` as a fold.
+    fn takes(&self, _op: Prim) -> bool {
+        false
+    }
+    /// `D[op(v1..vn)]` for an array operation the rule `takes`, once its arguments' values `vs` are
+    /// bound (`args` are the source arguments, typed), as an `M D[τ]`.
+    fn array_op(&self, _fr: &mut Fresh, _op: Prim, _args: &[Expr], vs: Vec<Expr>, _span: Span) -> Expr {
+        pure(tuple(vs))
+    }
+    /// `D[[e1, …, en]]` once the elements' values are bound, as an `M D[τ]`; `None`: `pure [v1, …, vn]`.
+    fn array_lit(&self, _fr: &mut Fresh, _ty: &Type, _vs: Vec<Expr>) -> Option<Expr> {
+        None
+    }
+}
+
+pub fn m_ty(t: Type) -> Type {
+    Type::con("M", vec![t])
+}
+/// The type variable standing for the cotangent monoid `c` in stated types.
+pub fn cvar() -> Type {
+    Type::Var(0)
+}
+
+/// D_c[τ]: R ↦ `real`, functions ↦ D[σ] → D[τ] (naive, Fig. 6) or D[σ] → M D[τ] (Figs. 8–10),
+/// homomorphic elsewhere; Z, Bool, () unchanged.
+pub fn dtype(t: &Type, real: &Type, monadic: bool) -> Type {
+    let result = |r: Type| if monadic { m_ty(r) } else { r };
+    crate::kit::polytypic::map_reals(t, &crate::kit::polytypic::TypeRule { real: &|| real.clone(), result: &result })
+}
+
+pub fn strip_ann(e: &Expr) -> &Expr {
+    match &e.kind {
+        ExprKind::Ann(x, _) => strip_ann(x),
+        _ => e,
+    }
 }
 
 pub struct Monadic<'a> {
@@ -51,7 +93,7 @@ impl<'a> Monadic<'a> {
     /// `D[τ]` of an annotation's type. The cotangent type c is a type variable there: the type
     /// checker reads each annotation's variables as fresh unknowns.
     fn dtype(&self, t: &Type) -> Type {
-        dtype(t, &self.rule.real_ty(&cvar()), true)
+        self.rule.dtype(t)
     }
 
     pub fn new(p: &Program, rule: &'a dyn RealRule) -> Monadic<'a> {
@@ -154,7 +196,10 @@ impl<'a> Monadic<'a> {
             // D[(s, t)] = do x ← D[s]; y ← D[t]; pure (x, y)  (Fig. 8)
             Tuple(es) => self.with_values(es, vec![], &mut |_, vs| pure(tuple(vs))),
             // arrays of dual numbers (the array paper §4.1), lifted like tuples
-            Array(es) => self.with_values(es, vec![], &mut |_, vs| pure(Expr::gen(Array(vs)))),
+            Array(es) => self.with_values(es, vec![], &mut |cx, vs| match cx.rule.array_lit(&mut cx.fr, &e.ty, vs.clone()) {
+                Some(m) => m,
+                None => pure(Expr::gen(Array(vs))),
+            }),
             // D⁵[t ⋆ s] = D⁵[t] ⋆' D⁵[s]  (§12.3: the only use of ⋆')
             Par(a, b) if self.fork => {
                 let (ta, tb) = (self.tr(a), self.tr(b));
@@ -184,6 +229,9 @@ impl<'a> Monadic<'a> {
     }
 
     fn prim(&mut self, op: Prim, args: &[Expr], span: Span) -> Expr {
+        if op.is_array_op() && self.rule.takes(op) {
+            return self.with_values(args, vec![], &mut |cx, vs| cx.rule.array_op(&mut cx.fr, op, args, vs, span));
+        }
         if op == Prim::Sum {
             // D[sum a] = D[fold (λacc x. acc + x) 0.0 a]
             let folded = crate::kit::arrays::sum_as_fold(&args[0], span, &mut self.fr);

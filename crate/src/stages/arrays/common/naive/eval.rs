@@ -1,0 +1,406 @@
+//! The reverse pass of §2.6 (Fig. 5: eval, backprop, reversePass) lifted to array Deltas: cotangents
+//! are reals or (nested) arrays, `accum` holds one per Share ID and `grad` one per input. Two ways to
+//! transpose `Index d i` (§4.4):
+//! - `OneHot`: as the paper's pure eval must, into a dense one-hot array shaped like `d`'s value,
+//!   which is then added to `d`'s accumulator — O(size of d) per index, O(n²) on t_dot;
+//! - `InPlace`: the cotangent is added at position i of the accumulator it reaches (the in-place
+//!   update that §4.4 names as a way out, "mutable accumulators"), so the only cost left is the
+//!   number of Delta nodes (used by `arrays/build1`, whose point is the Delta explosion alone).
+//!
+//! `ct_cells` counts the reals the reverse pass writes: a one-hot's every cell, every cell of a
+//! cotangent added into (or first stored in) an accumulator, a scale, a replicate, a sum.
+
+use super::delta::*;
+use crate::diag::Span;
+use crate::interp::{Builtin, Graph, GraphEdge, GraphNode, Machine, RunError, Shown, TraceStep};
+use crate::ir::*;
+use crate::value::{show_real, ExtValue, Value};
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+
+/// A cotangent: a real, or an array of cotangents.
+#[derive(Clone, Debug)]
+pub enum Ct {
+    R(f64),
+    A(Vec<Ct>),
+}
+
+impl Ct {
+    fn of(v: &Value) -> Ct {
+        match v {
+            Value::Real(r) => Ct::R(*r),
+            Value::Array(vs) => Ct::A(vs.iter().map(Ct::of).collect()),
+            _ => Ct::R(0.0),
+        }
+    }
+    fn value(&self) -> Value {
+        match self {
+            Ct::R(r) => Value::Real(*r),
+            Ct::A(cs) => Value::Array(cs.iter().map(Ct::value).collect::<Vec<_>>().into()),
+        }
+    }
+    fn zeros(s: &Shape) -> Ct {
+        match s {
+            Shape::Scalar => Ct::R(0.0),
+            Shape::Arr(ss) => Ct::A(ss.iter().map(|s| Ct::zeros(s)).collect()),
+        }
+    }
+    fn size(&self) -> u64 {
+        match self {
+            Ct::R(_) => 1,
+            Ct::A(cs) => cs.iter().map(Ct::size).sum(),
+        }
+    }
+    fn scale(&self, r: f64) -> Ct {
+        match self {
+            Ct::R(x) => Ct::R(x * r),
+            Ct::A(cs) => Ct::A(cs.iter().map(|c| c.scale(r)).collect()),
+        }
+    }
+    /// `self += c`, elementwise (shapes that differ add what overlaps).
+    fn add(&mut self, c: &Ct) {
+        match (self, c) {
+            (Ct::R(x), Ct::R(y)) => *x += y,
+            (Ct::A(xs), Ct::A(ys)) => xs.iter_mut().zip(ys).for_each(|(x, y)| x.add(y)),
+            _ => {}
+        }
+    }
+    /// The sub-cotangent at `path` (outermost index first), if it is there.
+    fn at_mut(&mut self, path: &[usize]) -> Option<&mut Ct> {
+        let mut cur = self;
+        for &i in path {
+            cur = match cur {
+                Ct::A(cs) => cs.get_mut(i)?,
+                Ct::R(_) => return None,
+            };
+        }
+        Some(cur)
+    }
+    fn show(&self) -> String {
+        match self {
+            Ct::R(r) => show_real(*r),
+            Ct::A(cs) => {
+                let items: Vec<String> = cs.iter().take(8).map(Ct::show).collect();
+                format!("[{}{}]", items.join(", "), if cs.len() > 8 { ", …" } else { "" })
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    OneHot,
+    InPlace,
+}
+
+/// Fig. 5's `ES { grad, dfrag, accum }`.
+pub struct Es {
+    pub mode: Mode,
+    pub grad: BTreeMap<i64, Ct>,
+    pub dfrag: BTreeMap<i64, Rc<Node>>,
+    pub accum: BTreeMap<i64, Ct>,
+}
+
+pub struct EsVal(pub RefCell<Es>);
+
+impl std::fmt::Debug for EsVal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.show())
+    }
+}
+
+impl ExtValue for EsVal {
+    fn type_name(&self) -> &'static str {
+        "ES"
+    }
+    fn show(&self) -> String {
+        let es = self.0.borrow();
+        let acc: Vec<String> = es.accum.iter().take(8).map(|(i, c)| format!("{i} ↦ {}", c.show())).collect();
+        let grad: Vec<String> = es.grad.iter().take(8).map(|(i, c)| format!("{i} ↦ {}", c.show())).collect();
+        format!("ES {{ accum = {{{}}}, grad = {{{}}} }}", acc.join(", "), grad.join(", "))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+pub fn es_type() -> Type {
+    Type::con("ES", vec![])
+}
+
+fn es_arg(v: &Value, span: Span, what: &str) -> Result<Rc<dyn ExtValue>, RunError> {
+    match v {
+        Value::Ext(e) if e.as_any().is::<EsVal>() => Ok(e.clone()),
+        other => Err(RunError::runtime(span, format!("{what} expects the reverse pass's state ES, got {other}"))),
+    }
+}
+fn es_of(e: &Rc<dyn ExtValue>) -> &RefCell<Es> {
+    &e.as_any().downcast_ref::<EsVal>().expect("checked").0
+}
+
+/// `slot += c` at `path` within a value of shape `shape`; the cells it writes.
+fn add_at(slot: &mut Option<Ct>, shape: &Shape, path: &[usize], c: &Ct) -> u64 {
+    let mut cells = c.size();
+    if slot.is_none() {
+        if path.is_empty() {
+            *slot = Some(c.clone());
+            return cells;
+        }
+        cells += shape.size();
+        *slot = Some(Ct::zeros(shape));
+    }
+    if let Some(t) = slot.as_mut().and_then(|s| s.at_mut(path)) {
+        t.add(c);
+    }
+    cells
+}
+
+/// Fig. 5's eval4 (Fig. 17's rules for the array constructors), iteratively: `eval c d` at `path`
+/// (where within d's value c belongs; always empty in `OneHot` mode).
+fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunError> {
+    let mut stack: Vec<(Ct, Rc<Node>, Vec<usize>)> = vec![(c, root.clone(), vec![])];
+    let mut cells = 0u64;
+    let mut visits = 0u64;
+    let res = (|| {
+        while let Some((c, n, path)) = stack.pop() {
+            m.tick(1)?;
+            visits += 1;
+            *rt(m).visits.entry(n.serial).or_default() += 1;
+            match &n.kind {
+                Kind::Zero => {}
+                // grad[v] += c
+                Kind::Input(v) => {
+                    let mut slot = es.grad.remove(v);
+                    cells += add_at(&mut slot, &n.shape, &path, &c);
+                    es.grad.insert(*v, slot.expect("set"));
+                }
+                // eval c d2 ∘ eval c d1: d1 first
+                Kind::Add(a, b) => {
+                    stack.push((c.clone(), b.clone(), path.clone()));
+                    stack.push((c, a.clone(), path));
+                }
+                Kind::Scale(r, d) => {
+                    cells += c.size();
+                    stack.push((c.scale(*r), d.clone(), path));
+                }
+                // accum[i] += c; dfrag[i] = d: sharing in the primal is addition in the dual
+                Kind::Share(i, d) => {
+                    let mut slot = es.accum.remove(i);
+                    cells += add_at(&mut slot, &n.shape, &path, &c);
+                    es.accum.insert(*i, slot.expect("set"));
+                    es.dfrag.insert(*i, d.clone());
+                }
+                Kind::Index(d, i) => match es.mode {
+                    // §4.4: the transpose of Index is a one-hot array shaped like d's value
+                    Mode::OneHot => {
+                        let mut hot = Ct::zeros(&d.shape);
+                        cells += d.shape.size();
+                        if let Some(t) = hot.at_mut(&[*i]) {
+                            *t = c;
+                        }
+                        stack.push((hot, d.clone(), vec![]));
+                    }
+                    Mode::InPlace => {
+                        let mut p = vec![*i];
+                        p.extend(path);
+                        stack.push((c, d.clone(), p));
+                    }
+                },
+                // SumOuter ↔ replicate (its result is a scalar: `sum` is over reals)
+                Kind::SumOuter(d) => {
+                    let k = match &*d.shape {
+                        Shape::Arr(ss) => ss.len(),
+                        Shape::Scalar => 0,
+                    };
+                    cells += k as u64 * c.size();
+                    stack.push((Ct::A(vec![c; k]), d.clone(), vec![]));
+                }
+                Kind::Build1(ds) | Kind::LitArray(ds) => match path.split_first() {
+                    Some((j, rest)) => {
+                        if let Some(d) = ds.get(*j) {
+                            stack.push((c, d.clone(), rest.to_vec()));
+                        }
+                    }
+                    None => {
+                        if let Ct::A(cs) = c {
+                            for (cj, d) in cs.into_iter().zip(ds).rev() {
+                                stack.push((cj, d.clone(), vec![]));
+                            }
+                        }
+                    }
+                },
+                // Replicate ↔ sumOuter
+                Kind::Replicate(_, d) => match path.split_first() {
+                    Some((_, rest)) => stack.push((c, d.clone(), rest.to_vec())),
+                    None => {
+                        let mut total = Ct::zeros(&d.shape);
+                        if let Ct::A(cs) = &c {
+                            for x in cs {
+                                cells += x.size();
+                                total.add(x);
+                            }
+                        }
+                        stack.push((total, d.clone(), vec![]));
+                    }
+                },
+            }
+        }
+        Ok(())
+    })();
+    m.count("eval_visits", visits);
+    m.count("ct_cells", cells);
+    res
+}
+
+/// The rows a trace step shows: `accum` and `grad` after the step.
+fn rows(es: &Es) -> Vec<(String, Shown)> {
+    let mut out: Vec<(String, Shown)> = vec![];
+    for (i, c) in es.accum.iter().rev().take(10) {
+        out.push((format!("accum {i}"), shown(c)));
+    }
+    for (v, c) in es.grad.iter().take(10) {
+        out.push((format!("grad {v}"), shown(c)));
+    }
+    out
+}
+fn shown(c: &Ct) -> Shown {
+    match c {
+        Ct::R(r) => (*r).into(),
+        c => Shown::text(c.show()),
+    }
+}
+
+/// `emptyES`: the reverse pass's state, its mode fixed by the stage.
+fn empty(mode: Mode) -> Value {
+    Value::Ext(Rc::new(EsVal(RefCell::new(Es { mode, grad: BTreeMap::new(), dfrag: BTreeMap::new(), accum: BTreeMap::new() }))))
+}
+fn b_empty_one_hot(_: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    Ok(empty(Mode::OneHot))
+}
+fn b_empty_in_place(_: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    Ok(empty(Mode::InPlace))
+}
+
+/// `eval c d es`: the wrapper's first eval of an output's Delta with its cotangent (a root of the graph).
+fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let c = Ct::of(&args[0]);
+    let d = delta_arg(&args[1], span, "eval")?;
+    let e = es_arg(&args[2], span, "eval")?;
+    rt(m).roots.push(d.clone());
+    {
+        let mut es = es_of(&e).borrow_mut();
+        eval(m, &mut es, c.clone(), &d)?;
+        if m.tracing() {
+            let state = rows(&es);
+            m.trace(TraceStep {
+                kind: "eval".into(),
+                node: Some(d.serial),
+                span: (!d.span.is_none()).then_some(d.span),
+                factor: Some(shown(&c)),
+                note: format!("eval {} ({})", c.show(), show_delta(&d, 6)),
+                state,
+            });
+        }
+    }
+    Ok(Value::Ext(e))
+}
+
+/// Fig. 5's backprop: while accum has an entry, take the largest ID, evaluate its fragment with it.
+fn b_backprop(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let e = es_arg(&args[0], span, "backprop")?;
+    {
+        let mut es = es_of(&e).borrow_mut();
+        while let Some((i, c)) = es.accum.pop_last() {
+            let Some(d) = es.dfrag.remove(&i) else { continue };
+            eval(m, &mut es, c.clone(), &d)?;
+            if m.tracing() {
+                let state = rows(&es);
+                m.trace(TraceStep {
+                    kind: "backprop".into(),
+                    node: Some(d.serial),
+                    span: (!d.span.is_none()).then_some(d.span),
+                    factor: Some(shown(&c)),
+                    note: format!("pop ID {i} with {}: eval {}", c.show(), show_delta(&d, 6)),
+                    state,
+                });
+            }
+        }
+    }
+    Ok(Value::Ext(e))
+}
+
+/// `gradOf v x es`: grad ! v in the shape of the input's primal x (zeros where it never got one).
+fn b_grad_of(_: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let v = int_arg(&args[0], span, "gradOf")?;
+    let e = es_arg(&args[2], span, "gradOf")?;
+    let es = es_of(&e).borrow();
+    Ok(match es.grad.get(&v) {
+        Some(c) => c.value(),
+        None => Ct::zeros(&Shape::of(&args[1])).value(),
+    })
+}
+
+/// The reverse pass's builtins, `emptyES` making a state in `mode`.
+pub fn eval_builtins(mode: Mode) -> Vec<Builtin> {
+    let (d, es, a) = (delta_type(), es_type(), Type::Var(1));
+    let f = Type::fun;
+    let b = |name, vars: &[u32], ty, arity, run| Builtin { name, scheme: Scheme { vars: vars.to_vec(), ty }, arity, lazy_last: false, run };
+    vec![
+        b("emptyES", &[], es.clone(), 0, if mode == Mode::OneHot { b_empty_one_hot } else { b_empty_in_place }),
+        b("eval", &[1], f(a.clone(), f(d, f(es.clone(), es.clone()))), 3, b_eval),
+        b("backprop", &[], f(es.clone(), es.clone()), 1, b_backprop),
+        b("gradOf", &[1], f(Type::Int, f(a.clone(), f(es, a))), 3, b_grad_of),
+    ]
+}
+
+/// Most nodes a graph carries; the rest are counted in `Graph::omitted`.
+const GRAPH_LIMIT: usize = 2_000;
+
+/// The Delta DAG the forward pass built (reachable from the outputs' Deltas), every node once, with
+/// its sharing and the reverse pass's visits.
+pub fn graph(m: &mut Machine) -> Option<Graph> {
+    let r = rt(m);
+    if r.roots.is_empty() {
+        return None;
+    }
+    let mut order: Vec<Rc<Node>> = vec![];
+    let mut seen: HashSet<u64> = HashSet::new();
+    let mut indeg: std::collections::HashMap<u64, u64> = Default::default();
+    let mut stack: Vec<Rc<Node>> = r.roots.iter().rev().cloned().collect();
+    for n in &stack {
+        seen.insert(n.serial);
+    }
+    while let Some(n) = stack.pop() {
+        for (c, _) in n.children().into_iter().rev() {
+            *indeg.entry(c.serial).or_default() += 1;
+            if seen.insert(c.serial) {
+                stack.push(c.clone());
+            }
+        }
+        order.push(n);
+    }
+    let mut g = Graph::default();
+    let keep: HashSet<u64> = order.iter().take(GRAPH_LIMIT).map(|n| n.serial).collect();
+    for n in order.iter().take(GRAPH_LIMIT) {
+        g.nodes.push(GraphNode {
+            id: n.serial,
+            ctor: n.ctor().to_string(),
+            label: n.label(),
+            delta_id: n.id(),
+            value: if let Kind::Scale(x, _) = n.kind { Some(x.into()) } else { None },
+            shared: indeg.get(&n.serial).copied().unwrap_or(0) > 1,
+            visits: Some(r.visits.get(&n.serial).copied().unwrap_or(0)),
+            span: (!n.span.is_none()).then_some(n.span),
+            ..GraphNode::default()
+        });
+        for (c, label) in n.children() {
+            if keep.contains(&c.serial) {
+                g.edges.push(GraphEdge { from: n.serial, to: c.serial, label });
+            }
+        }
+    }
+    g.omitted = (order.len() - g.nodes.len()) as u64;
+    Some(g)
+}
