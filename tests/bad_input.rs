@@ -240,3 +240,22 @@ fn each_parenthesis_is_one_nesting_level() {
     assert_eq!(ok, Ok(()));
     assert!(too_deep.is_err_and(|m| m.contains("nesting")));
 }
+
+#[test]
+fn deeply_nested_programs_print_in_linear_space_and_rewrites_stop_at_their_budget() {
+    // `x + x + … + x` (3000 terms, left-nested): forward's output nests 3000 lets deep. Indentation
+    // is capped (print::MAX_INDENT), so the printed program grows linearly (uncapped: 81 MB here).
+    let src = format!("input 1.5\ndef main x = {}\n", vec!["x"; 3000].join(" + "));
+    let (printed, agrees, pe_error) = run_with_stack(move || {
+        let a = analyse(&src, &Options { trace: false, stages: vec!["forward".into(), "unf/pe".into()], ..Options::default() }).expect("analyses");
+        let fwd = a.stages.iter().find(|r| r.id == "forward").expect("ran");
+        let pe = a.stages.iter().find(|r| r.id == "unf/pe").expect("ran");
+        (fwd.program.len(), fwd.agrees, pe.error.clone())
+    });
+    assert_eq!(agrees, Some(true));
+    assert!(printed < 3000 * 1500, "{printed} bytes for 3000 terms");
+    assert!(printed > 3000 * 20, "the whole program is printed: {printed} bytes");
+    // unf/pe's rewrite is quadratic in visits on this program: it stops at the engine's budget.
+    let e = pe_error.expect("stopped");
+    assert!(e.contains("the rewrite visits budget"), "{e}");
+}
