@@ -1,7 +1,7 @@
 //! What an eval leaves for the graph: its visits per Delta node, and the Delta DAG drawn with its
 //! sharing (physical, and — for Fig. 10's Deltas — through `Var id` and `Let id`).
 
-use super::delta::{Kind, Node};
+use super::{Kind, Node};
 use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;

@@ -2,15 +2,19 @@
 //! (`kit::translate`, Fig. 3's shape): what a real is paired with (its companion: δS in
 //! `krawiec/dense`, a Delta term in `krawiec/delta`) is a parameter.
 
-use super::delta::{delta_type, stamp};
+use super::{delta_type, stamp};
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::Span;
 use crate::ir::*;
 use crate::kit::polytypic::with_real;
 use crate::kit::translate::{dual, DualRule};
-use super::wrapper::wrapper_type;
 use crate::stage::{Source, WRAPPER};
+
+/// The wrappers' type `S × δT → T × δS`: the gradient, and (ours) the primal too.
+pub(crate) fn wrapper_type(s: &Type, t: &Type) -> Type {
+    Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))
+}
 
 /// What a real is paired with, and how the primitives combine those companions.
 pub(crate) trait Companion {

@@ -1,6 +1,22 @@
-//! The Delta terms as runtime values: one node type for Fig. 7's Delta (Zero, OneHot, Scale, Add) and
-//! Fig. 10's (with Var and Let), its iterative Drop, and the constructor builtins every Krawiec stage
-//! from §6 on makes its Deltas with.
+//! Delta terms, the defunctionalised linear maps of dual-numbers reverse AD, as runtime values: one
+//! node type for the Delta of Krawiec et al. (Fig. 7: Zero, OneHot, Scale, Add; Fig. 10: with Var and
+//! Let) and of Smeding et al.'s array paper §2 (Fig. 1(b): Zero, Input, Scale, Add; §2.5: with Share),
+//! its iterative Drop, its rendering, and the constructor builtins both chains make their Deltas with.
+//! The two papers' Deltas differ in how inputs and sharing are named: Krawiec's `OneHot i` is the
+//! array paper's `Input i` (both are the one-hot linear map at input i; kept apart so that each
+//! prints its paper's name), and sharing is `Let id rhs body` with `Var id` (local, Krawiec Fig. 10)
+//! or `Share id d` (global, the array paper §2.5). Each stage's builtins make only its own.
+//!
+//! - `graph`: an evaluator's visits per node and the Delta DAG as a drawn `Graph`;
+//! - `dual`: the homomorphic dual-number translation with a Delta (or δS) companion (Krawiec Figs. 5,
+//!   7; the array paper's Figs. 1–2);
+//! - `drev`: the monadic translation (Krawiec Fig. 9 with deltaLet; the array paper's Fig. 3 with
+//!   genID and Share), with `simplify`, its administrative simplification.
+
+pub mod drev;
+pub mod dual;
+pub mod graph;
+pub mod simplify;
 
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
@@ -9,8 +25,9 @@ use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
 use std::rc::Rc;
 
-/// The constructors of every Delta type of the paper: Fig. 7's (Zero, OneHot, Scale, Add) and
-/// Fig. 10's (Zero, Scale, Add, Var, Let). Each stage's builtins make only its own.
+/// The constructors of every Delta type of the two papers: Krawiec Fig. 7's (Zero, OneHot, Scale,
+/// Add) and Fig. 10's (Zero, Scale, Add, Var, Let); the array paper's Fig. 1(b) (Zero, Input, Scale,
+/// Add) and §2.5's Share.
 #[derive(Debug, Default)]
 pub enum Kind {
     #[default]
@@ -21,6 +38,10 @@ pub enum Kind {
     Var(i64),
     /// `Let id rhs body`
     Let(i64, Rc<Node>, Rc<Node>),
+    /// `Input i` (the array paper, Fig. 1(b)): the input named i.
+    Input(i64),
+    /// `Share id d` (the array paper §2.5): d, globally named id.
+    Share(i64, Rc<Node>),
 }
 
 /// A Delta node, with a serial number that names it in the graph and the trace.
@@ -48,7 +69,7 @@ impl Drop for Node {
 
 fn take_children(k: &mut Kind, out: &mut Vec<Rc<Node>>) {
     match std::mem::take(k) {
-        Kind::Scale(_, u) => out.push(u),
+        Kind::Scale(_, u) | Kind::Share(_, u) => out.push(u),
         Kind::Add(a, b) | Kind::Let(_, a, b) => {
             out.push(a);
             out.push(b);
@@ -61,6 +82,7 @@ impl Node {
     pub fn children(&self) -> Vec<(&Rc<Node>, &'static str)> {
         match &self.kind {
             Kind::Scale(_, u) => vec![(u, "u")],
+            Kind::Share(_, d) => vec![(d, "d")],
             Kind::Add(a, b) => vec![(a, "u1"), (b, "u2")],
             Kind::Let(_, r, b) => vec![(r, "rhs"), (b, "body")],
             _ => vec![],
@@ -74,6 +96,8 @@ impl Node {
             Kind::Add(..) => "Add",
             Kind::Var(_) => "Var",
             Kind::Let(..) => "Let",
+            Kind::Input(_) => "Input",
+            Kind::Share(..) => "Share",
         }
     }
     pub fn label(&self) -> String {
@@ -82,12 +106,14 @@ impl Node {
             Kind::Scale(r, _) => format!("Scale {}", show_real(*r)),
             Kind::Var(i) => format!("Var {i}"),
             Kind::Let(i, ..) => format!("Let {i}"),
+            Kind::Input(i) => format!("Input {i}"),
+            Kind::Share(i, _) => format!("Share {i}"),
             _ => self.ctor().to_string(),
         }
     }
     pub fn delta_id(&self) -> Option<i64> {
         match self.kind {
-            Kind::OneHot(i) | Kind::Var(i) | Kind::Let(i, ..) => Some(i),
+            Kind::OneHot(i) | Kind::Var(i) | Kind::Let(i, ..) | Kind::Input(i) | Kind::Share(i, _) => Some(i),
             _ => None,
         }
     }
@@ -127,7 +153,11 @@ pub fn show_delta(n: &Node, budget: usize) -> String {
             }
         };
         match &n.kind {
-            Kind::Zero | Kind::OneHot(_) | Kind::Var(_) => out.push_str(&n.label()),
+            Kind::Zero | Kind::OneHot(_) | Kind::Var(_) | Kind::Input(_) => out.push_str(&n.label()),
+            Kind::Share(i, d) => {
+                out.push_str(&format!("Share {i} "));
+                paren(out, d, left);
+            }
             Kind::Scale(r, u) => {
                 out.push_str(&format!("Scale {} ", if *r < 0.0 { format!("({})", show_real(*r)) } else { show_real(*r) }));
                 paren(out, u, left);

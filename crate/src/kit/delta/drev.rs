@@ -1,8 +1,11 @@
 //! The monadic translation Drev (Krawiec et al. §7.1, Fig. 9; Fig. 14 for any primitive): a standard
 //! monadic translation into the state monad M, in which each primitive binds the Delta it builds with
-//! `deltaLet` and returns only `Var id`, so that Deltas are copied without losing sharing.
+//! `deltaLet` and returns only `Var id`, so that Deltas are copied without losing sharing. The array
+//! paper's D with IdGen (Smeding et al. §2.5, Fig. 3) is the same translation rule for rule except at
+//! primitives, where the Delta is named in place: `id ← genID; return (r, Share id d)` (`Naming`).
+//! The IR has one monad type constructor, `M`; for Fig. 3 it is the paper's `IdGen`.
 
-use super::delta::{delta_type, stamp};
+use super::{delta_type, stamp};
 use super::dual::{combine, DeltaCompanion};
 use super::simplify::simplify_owned;
 use crate::build::*;
@@ -23,11 +26,21 @@ pub fn drev_type(t: &Type) -> Type {
     map_reals(t, &TypeRule { real: &|| Type::Tuple(vec![Type::Real, delta_type()]), result: &m_type })
 }
 
+/// How a primitive names the Delta it builds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// Krawiec Fig. 9: `u ← deltaLet d; pure (r, Var u)` (a local binding).
+    DeltaLet,
+    /// The array paper's Fig. 3: `id ← genID; pure (r, Share id d)` (global sharing).
+    Share,
+}
+
 /// The translation's state: the name supply, and the top-level definitions that are not functions.
 pub(crate) struct Drev<'a> {
     pub fr: &'a mut Fresh,
     /// Top-level definitions that are not functions: their translation is already an `M A`.
     pub cafs: HashSet<Rc<str>>,
+    pub naming: Naming,
 }
 
 impl Drev<'_> {
@@ -201,21 +214,23 @@ impl Drev<'_> {
             // comparisons look at primals only: pure (x < y)
             None => (pure(prim(op, xs.clone())), false),
             Some(rule) => {
-                let id = self.fr.name(if args.len() == 1 { "u2" } else { "u3" });
+                let share = self.naming == Naming::Share;
+                let id = self.fr.name(if share { "id" } else if args.len() == 1 { "u2" } else { "u3" });
                 // deltaLet and the Delta it binds carry the operation's span (for the graph and trace).
                 let mut delta = combine(&rule.partials, &us, &DeltaCompanion);
                 stamp(&mut delta, span);
-                let delta_let = |d: Expr| at(app(builtin("deltaLet"), d), span);
+                // Krawiec: u ← deltaLet d ... Var u ; Fig. 3: id ← genID ... Share id d
+                let (gen, named) = if share {
+                    (at(builtin("genID"), span), at(apps(builtin("Share"), [var(&id), delta]), span))
+                } else {
+                    (at(app(builtin("deltaLet"), delta), span), at(app(builtin("Var"), var(&id)), span))
+                };
                 let body = if rule.uses_result {
                     // Fig. 14: let (y1, ..., ym) = f xs in do { dy ← deltaLet (...); pure (y, Var dy) },
                     // with the let as the statement y ← pure (f xs), so that do blocks stay flat.
-                    bind(
-                        pvar(&result),
-                        pure(prim(op, xs.clone())),
-                        bind(pvar(&id), delta_let(delta), pure(pair(var(&result), at(app(builtin("Var"), var(&id)), span)))),
-                    )
+                    bind(pvar(&result), pure(prim(op, xs.clone())), bind(pvar(&id), gen, pure(pair(var(&result), named))))
                 } else {
-                    bind(pvar(&id), delta_let(delta), pure(pair(prim(op, xs.clone()), at(app(builtin("Var"), var(&id)), span))))
+                    bind(pvar(&id), gen, pure(pair(prim(op, xs.clone()), named)))
                 };
                 (body, true)
             }
@@ -229,11 +244,11 @@ impl Drev<'_> {
 
 /// Translates every definition: a function `f = λx. e` becomes `f = λx. Drev{e}` (Drev{f} = pure f
 /// at its uses, as §7.5's separate compilation has it); any other `c = e` becomes `c = Drev{e}`.
-pub(crate) fn drev_program(p: &Program, fr: &mut Fresh) -> Result<Program, Diagnostic> {
+pub(crate) fn drev_program(p: &Program, fr: &mut Fresh, naming: Naming) -> Result<Program, Diagnostic> {
     let cafs: HashSet<Rc<str>> =
         p.defs.iter().filter(|d| !matches!(d.body.kind, ExprKind::Lam(..))).map(|d| d.name.text.clone()).collect();
     let mut out = p.clone();
-    let mut dr = Drev { fr, cafs };
+    let mut dr = Drev { fr, cafs, naming };
     for d in &mut out.defs {
         let body = if matches!(d.body.kind, ExprKind::Lam(..)) { dr.function(&d.body)? } else { dr.expr(&d.body)? };
         d.body = simplify_owned(body);
