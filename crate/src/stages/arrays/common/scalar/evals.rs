@@ -42,7 +42,7 @@ enum Frame<'a> {
 /// eval0 Zero ε = 0 ; eval0 (Input i) ε = ε_i ; eval0 (Add d1 d2) ε = eval0 d1 ε + eval0 d2 ε ;
 /// eval0 (Scale r d) ε = r · eval0 d ε
 /// ```
-fn eval0(m: &mut Machine, root: &Node, dir: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
+fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
     let mut stack = vec![Frame::Enter(root, false)];
     let mut vals: Vec<f64> = vec![];
     let pop = |vals: &mut Vec<f64>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
@@ -52,7 +52,7 @@ fn eval0(m: &mut Machine, root: &Node, dir: usize, visits: &mut Visits, ops: &mu
                 visit(m, visits, ops, n, part)?;
                 match &n.kind {
                     Kind::Zero => vals.push(0.0),
-                    Kind::Input(i) => vals.push(if *i >= 0 && *i as usize == dir { 1.0 } else { 0.0 }),
+                    Kind::Input(i) => vals.push(if input_slot(*i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 }),
                     Kind::Scale(_, d) => {
                         stack.push(Frame::Exit(n));
                         stack.push(Frame::Enter(d, false));
@@ -88,7 +88,7 @@ pub fn b_eval0(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
     let mut g = vec![0.0; n];
     let mut res = Ok(());
     for (i, gi) in g.iter_mut().enumerate() {
-        match eval0(m, &root, i, &mut visits, &mut ops, span) {
+        match eval0(m, &root, i, n, &mut visits, &mut ops, span) {
             Ok(v) => {
                 *gi = c * v;
                 step(m, "eval0", &root, c, format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
