@@ -93,8 +93,42 @@ fn named_and_reconstruct(s: &Type, fr: &mut Fresh) -> [Def; 2] {
             pair(x, n)
         }
     });
-    let reconstruct = def(RECONSTRUCT, lam(ppair(pvar(&g), pvar(&y)), fst(rc)));
+    let mut body = fst(rc);
+    wild_unused(&mut body);
+    let reconstruct = def(RECONSTRUCT, lam(ppair(pvar(&g), pvar(&y)), body));
     [named, reconstruct]
+}
+
+/// Binds the input's reals that reconstruct_S does not read to `_` (two unused names of the same text
+/// would otherwise print as one name bound twice, which does not parse back).
+fn wild_unused(e: &mut Expr) {
+    let mut used = std::collections::HashSet::new();
+    let mut stack: Vec<&Expr> = vec![e];
+    while let Some(x) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            used.insert(n.id);
+        }
+        each_child(x, &mut |c| stack.push(c));
+    }
+    fn pat(p: &mut Pat, used: &std::collections::HashSet<u32>) {
+        match p {
+            Pat::Var(n, s) if !used.contains(&n.id) => *p = Pat::Wild(*s),
+            Pat::Tuple(ps, _) => ps.iter_mut().for_each(|q| pat(q, used)),
+            _ => {}
+        }
+    }
+    let mut stack: Vec<&mut Expr> = vec![e];
+    while let Some(x) = stack.pop() {
+        match &mut x.kind {
+            ExprKind::Let(p, ..) | ExprKind::Lam(_, p, _) => pat(p, &used),
+            ExprKind::Case(_, p1, _, p2, _) => {
+                pat(p1, &used);
+                pat(p2, &used);
+            }
+            _ => {}
+        }
+        each_child_mut(x, &mut |c| stack.push(c));
+    }
 }
 
 /// The wrapper, for both transforms (Eq. 2's and Fig. 6's, with the evaluator `eval`):
