@@ -113,7 +113,7 @@ pub fn b_eval0(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
 pub fn b_eval1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval1")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, 0u64);
-    let mut res = (|| -> Result<Vec<f64>, RunError> {
+    let res = (|| -> Result<Vec<f64>, RunError> {
         let mut stack = vec![Frame::Enter(&root, false)];
         let mut vals: Vec<Vec<f64>> = vec![];
         let pop = |vals: &mut Vec<Vec<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval1: value stack underflow"));
@@ -162,13 +162,22 @@ pub fn b_eval1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
         elems += n as u64;
         Ok(pop(&mut vals)?.into_iter().map(|x| c * x).collect())
     })();
+    finish(m, &root, visits, ops, elems, res)
+}
+
+/// Adds eval1's or eval2's counts (to a budget error's too) and keeps its visits for the graph.
+fn finish(m: &mut Machine, root: &std::rc::Rc<Node>, visits: Visits, ops: u64, elems: u64, res: Result<Vec<f64>, RunError>) -> Result<Value, RunError> {
+    let (g, mut done) = match res {
+        Ok(g) => (g, Ok(())),
+        Err(e) => (vec![], Err(e)),
+    };
     m.count("vector_elem_ops", elems);
-    if let Err(RunError::Budget { cost, .. }) = &mut res {
+    if let Err(RunError::Budget { cost, .. }) = &mut done {
         *cost.counters.entry("vector_elem_ops".to_string()).or_default() += elems;
     }
-    let mut done = res.as_ref().map(|_| ()).map_err(|e| e.clone());
-    record(m, &root, visits, ops, &mut done);
-    Ok(vector_value(res?))
+    record(m, root, visits, ops, &mut done);
+    done?;
+    Ok(vector_value(g))
 }
 
 enum Cayley<'a> {
@@ -188,7 +197,7 @@ enum Cayley<'a> {
 pub fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval2")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, n as u64);
-    let mut res = (|| -> Result<Vec<f64>, RunError> {
+    let res = (|| -> Result<Vec<f64>, RunError> {
         let mut accs: Vec<Vec<f64>> = vec![vec![0.0; n]];
         let mut stack = vec![Cayley::Visit(&root, false)];
         let under = || RunError::runtime(span, "eval2: accumulator stack underflow");
@@ -232,13 +241,7 @@ pub fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
         elems += n as u64;
         Ok(accs.pop().ok_or_else(under)?.into_iter().map(|x| c * x).collect())
     })();
-    m.count("vector_elem_ops", elems);
-    if let Err(RunError::Budget { cost, .. }) = &mut res {
-        *cost.counters.entry("vector_elem_ops".to_string()).or_default() += elems;
-    }
-    let mut done = res.as_ref().map(|_| ()).map_err(|e| e.clone());
-    record(m, &root, visits, ops, &mut done);
-    Ok(vector_value(res?))
+    finish(m, &root, visits, ops, elems, res)
 }
 
 /// eval3 c d tg (§2.4): the scale factors pushed inwards as an accumulating cotangent, O(1) per visit,
