@@ -197,3 +197,13 @@ fn eval3_on_a_long_chain_stops_at_the_budget_with_its_counts() {
     ok(&rs["arrays/share"]);
     assert_eq!(counter(&rs["arrays/share"], "eval_visits"), 121);
 }
+
+#[test]
+fn a_constants_zero_is_structural_in_the_forward_evaluators() {
+    // d(1/x) = Add (Scale (1/x) Zero) (Scale (−1/x²) d): at x = 0 the Zero's Scale factor is ∞, and
+    // eval0–eval2 must not turn it into ∞ · 0 = NaN (eval3 and share never multiply at a Zero)
+    for r in run("input 0.0\ndef main x = 1.0 / x\n", &ALL, &[]).values() {
+        ok(r);
+        assert_eq!(r.gradient, vec![f64::NEG_INFINITY], "{}", r.id);
+    }
+}

@@ -42,17 +42,21 @@ enum Frame<'a> {
 /// eval0 Zero ε = 0 ; eval0 (Input i) ε = ε_i ; eval0 (Add d1 d2) ε = eval0 d1 ε + eval0 d2 ε ;
 /// eval0 (Scale r d) ε = r · eval0 d ε
 /// ```
+/// Zero's 0 is structural (`None`): a Scale of it is not multiplied out, so that a constant argument's
+/// infinite partial (`x * 1.0` at an overflowing x, `1.0 / x` at 0) gives no ∞ · 0 = NaN, the one rule
+/// every stage follows (forward mode's, and the reverse evaluators', which never reach a Zero with a
+/// product).
 fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
     let mut stack = vec![Frame::Enter(root, false)];
-    let mut vals: Vec<f64> = vec![];
-    let pop = |vals: &mut Vec<f64>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
+    let mut vals: Vec<Option<f64>> = vec![];
+    let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
     while let Some(f) = stack.pop() {
         match f {
             Frame::Enter(n, part) => {
                 visit(m, visits, ops, n, part)?;
                 match &n.kind {
-                    Kind::Zero => vals.push(0.0),
-                    Kind::Input(i) => vals.push(if input_slot(*i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 }),
+                    Kind::Zero => vals.push(None),
+                    Kind::Input(i) => vals.push(Some(if input_slot(*i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
                     Kind::Scale(_, d) => {
                         stack.push(Frame::Exit(n));
                         stack.push(Frame::Enter(d, false));
@@ -68,17 +72,20 @@ fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut V
             Frame::Exit(n) => {
                 m.real_op();
                 let v = match &n.kind {
-                    Kind::Scale(r, _) => r * pop(&mut vals)?,
+                    Kind::Scale(r, _) => pop(&mut vals)?.map(|v| r * v),
                     _ => {
                         let b = pop(&mut vals)?;
-                        pop(&mut vals)? + b
+                        match (pop(&mut vals)?, b) {
+                            (Some(a), Some(b)) => Some(a + b),
+                            (a, b) => a.or(b),
+                        }
                     }
                 };
                 vals.push(v);
             }
         }
     }
-    pop(&mut vals)
+    Ok(pop(&mut vals)?.unwrap_or(0.0))
 }
 
 /// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.
@@ -109,28 +116,31 @@ pub fn b_eval0(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
 /// eval1 Zero = 0⃗ ; eval1 (Input i) = one-hot i ; eval1 (Add d1 d2) = eval1 d1 + eval1 d2 ;
 /// eval1 (Scale r d) = r · eval1 d
 /// ```
-/// Every vector made, added or scaled costs n element operations (`vector_elem_ops`).
+/// Every vector made, added or scaled costs n element operations (`vector_elem_ops`). Zero's vector is
+/// structural (`None`, no elements), as in eval0.
 pub fn b_eval1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval1")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, 0u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
         let mut stack = vec![Frame::Enter(&root, false)];
-        let mut vals: Vec<Vec<f64>> = vec![];
-        let pop = |vals: &mut Vec<Vec<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval1: value stack underflow"));
+        let mut vals: Vec<Option<Vec<f64>>> = vec![];
+        let pop = |vals: &mut Vec<Option<Vec<f64>>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval1: value stack underflow"));
         while let Some(f) = stack.pop() {
             match f {
                 Frame::Enter(nd, part) => {
                     visit(m, &mut visits, &mut ops, nd, part)?;
                     match &nd.kind {
-                        Kind::Zero | Kind::Input(_) => {
+                        Kind::Zero => {
+                            step(m, "eval1", nd, 1.0, "Zero: the zero vector".into(), &[]);
+                            vals.push(None);
+                        }
+                        Kind::Input(i) => {
                             m.alloc(n as u64)?;
                             elems += n as u64;
                             let mut v = vec![0.0; n];
-                            if let Kind::Input(i) = nd.kind {
-                                v[input_slot(i, n, span, "eval1")?] = 1.0;
-                            }
-                            step(m, "eval1", nd, 1.0, format!("{}: a new vector", nd.label()), &v);
-                            vals.push(v);
+                            v[input_slot(*i, n, span, "eval1")?] = 1.0;
+                            step(m, "eval1", nd, 1.0, format!("{}: a one-hot vector", nd.label()), &v);
+                            vals.push(Some(v));
                         }
                         Kind::Scale(_, d) => {
                             stack.push(Frame::Exit(nd));
@@ -145,22 +155,26 @@ pub fn b_eval1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
                     }
                 }
                 Frame::Exit(nd) => {
-                    elems += n as u64;
                     let v = match &nd.kind {
-                        Kind::Scale(r, _) => pop(&mut vals)?.into_iter().map(|x| r * x).collect(),
+                        Kind::Scale(r, _) => pop(&mut vals)?.map(|v| v.into_iter().map(|x| r * x).collect()),
                         _ => {
                             let b = pop(&mut vals)?;
-                            let a = pop(&mut vals)?;
-                            a.into_iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>()
+                            match (pop(&mut vals)?, b) {
+                                (Some(a), Some(b)) => Some(a.into_iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>()),
+                                (a, b) => a.or(b),
+                            }
                         }
                     };
-                    step(m, "eval1", nd, 1.0, format!("{}: the vector of its subterms", nd.label()), &v);
+                    if v.is_some() {
+                        elems += n as u64;
+                    }
+                    step(m, "eval1", nd, 1.0, format!("{}: the vector of its subterms", nd.label()), v.as_deref().unwrap_or(&[]));
                     vals.push(v);
                 }
             }
         }
         elems += n as u64;
-        Ok(pop(&mut vals)?.into_iter().map(|x| c * x).collect())
+        Ok(pop(&mut vals)?.map_or_else(|| vec![0.0; n], |v| v.into_iter().map(|x| c * x).collect()))
     })();
     finish(m, &root, visits, ops, elems, res)
 }
@@ -216,6 +230,8 @@ pub fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
                             stack.push(Cayley::Visit(b, is_part(nd, b)));
                             stack.push(Cayley::Visit(a, is_part(nd, a)));
                         }
+                        // a constant argument's Scale r Zero adds nothing (no ∞ · 0, as in eval0)
+                        Kind::Scale(_, d) if matches!(d.kind, Kind::Zero) => visit(m, &mut visits, &mut ops, d, false)?,
                         Kind::Scale(r, d) => {
                             m.alloc(n as u64)?;
                             elems += n as u64;
