@@ -31,7 +31,7 @@ struct R {
     graph: Option<Graph>,
 }
 
-/// Runs the given stages on `src` (with `param` overrides) and returns their results by id.
+/// Runs the given stages on `src` (with `param` overrides, none so far) and returns their results by id.
 fn run(src: &str, stages: &[&str], params: &[(&str, i64)]) -> BTreeMap<String, R> {
     let src = src.to_string();
     let stages: Vec<String> = stages.iter().map(|s| s.to_string()).collect();
@@ -59,6 +59,12 @@ fn run(src: &str, stages: &[&str], params: &[(&str, i64)]) -> BTreeMap<String, R
     })
 }
 
+/// P1 (note E1): `let x1 = x + x in … in xn` at x = 1.5.
+fn p1(n: i64) -> String {
+    let lets: String = (1..=n).map(|i| format!("  let x{i} = x{} + x{} in\n", i - 1, i - 1)).collect();
+    format!("input 1.5\ndef main x0 =\n{lets}  x{n}\n")
+}
+
 fn counter(r: &R, name: &str) -> u64 {
     r.counters.get(name).copied().unwrap_or_else(|| panic!("{}: no counter {name}: {:?}", r.id, r.counters))
 }
@@ -70,9 +76,8 @@ fn ok(r: &R) {
 
 #[test]
 fn e1_the_sharing_chain_is_exponential_on_eval3_and_linear_with_share() {
-    let src = example("arrays-p1-sharing-chain.cot");
     for n in [1i64, 2, 3, 5, 10] {
-        let rs = run(&src, &ALL, &[("n", n)]);
+        let rs = run(&p1(n), &ALL, &[]);
         for r in rs.values() {
             ok(r);
             assert_eq!(r.gradient, vec![(1u64 << n) as f64], "{} at n = {n}", r.id);
@@ -91,6 +96,12 @@ fn e1_the_sharing_chain_is_exponential_on_eval3_and_linear_with_share() {
         let n = n as u64;
         assert_eq!((counter(sh, "eval_visits"), counter(sh, "op_visits"), counter(sh, "ids_generated")), (3 * n + 1, n + 2, n), "share at n = {n}");
     }
+}
+
+#[test]
+fn e1_the_example_is_p1_at_n_3() {
+    let rs = run(&example("arrays-p1-sharing-chain.cot"), &["arrays/eval3", "arrays/share"], &[]);
+    assert_eq!((counter(&rs["arrays/eval3"], "eval_visits"), counter(&rs["arrays/share"], "eval_visits")), (15, 10));
 }
 
 #[test]
@@ -191,7 +202,7 @@ fn the_tree_stages_share_one_program_text() {
 
 #[test]
 fn eval3_on_a_long_chain_stops_at_the_budget_with_its_counts() {
-    let rs = run(&example("arrays-p1-sharing-chain.cot"), &["arrays/eval3", "arrays/share"], &[("n", 40)]);
+    let rs = run(&p1(40), &["arrays/eval3", "arrays/share"], &[]);
     let e3 = &rs["arrays/eval3"];
     assert!(!e3.ok && !e3.refused, "2^41 visits cannot finish");
     ok(&rs["arrays/share"]);
