@@ -80,7 +80,7 @@ fn dual_numbers_builds_5n_plus_1_delta_constructors_on_t_dot() {
     for n in [1, 2, 3, 5, 10, 40] {
         let r = &run(&t_dot(n), &["arrays/dual-numbers"], false)[0];
         assert_eq!(r.agrees, Some(true), "{:?}", r.error);
-        assert_eq!(counter(r, "delta_nodes"), 5 * n as u64 + 1, "n = {n}");
+        assert_eq!(counter(r, "inner_nodes"), 5 * n as u64 + 1, "n = {n}");
         // the reverse pass visits each node once: the output's Share, then DsumOuter's n Adds, its Zero and
         // the elements' n Shares, then per element Add, two Scales and two Inputs: 1 + (2n + 1) + 5n
         assert_eq!(counter(r, "eval_visits"), 7 * n as u64 + 2, "n = {n}");
@@ -95,9 +95,9 @@ fn build1_builds_as_many_delta_nodes_as_arrays_of_dual_numbers() {
         let rs = run(&t_dot(n), &["arrays/dual-numbers", "arrays/build1"], false);
         assert_eq!(rs[1].agrees, Some(true), "{:?}", rs[1].error);
         let n = n as u64;
-        assert_eq!(counter(&rs[1], "delta_nodes"), 6 * n + 4, "n = {n}");
+        assert_eq!(counter(&rs[1], "inner_nodes"), 6 * n + 4, "n = {n}");
         // the lambda's 4n are the same nodes in both
-        assert_eq!(counter(&rs[1], "delta_nodes") - 2 * n - 4, counter(&rs[0], "delta_nodes") - n - 1, "n = {n}");
+        assert_eq!(counter(&rs[1], "inner_nodes") - 2 * n - 4, counter(&rs[0], "inner_nodes") - n - 1, "n = {n}");
         // its reverse pass adds an Index's cotangent in place: linear cotangent work, 9n + 1 cells
         assert_eq!(counter(&rs[1], "ct_cells"), 9 * n + 1, "n = {n}");
     }

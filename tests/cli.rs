@@ -299,3 +299,17 @@ fn at_types_an_input_component_main_never_uses() {
     assert_eq!(code, 0, "{doc}");
     all_agree(&doc, serde_json::json!([2.0]));
 }
+
+#[test]
+fn bench_p1_counts_eval3_and_share_visits() {
+    let (code, out, err) = cot(&["bench", "--family", "p1", "--sizes", "3,10", "--stage", "arrays/eval3", "--stage", "arrays/share", "--json"], None);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let visits = |stage: &str, n: u64| {
+        let row = doc.as_array().unwrap().iter().find(|r| r["stage"] == stage && r["n"] == n).unwrap_or_else(|| panic!("{stage} {n}: {out}"));
+        row["eval_visits"].as_u64().unwrap()
+    };
+    // the array paper's E1: 2^(n+1) − 1 visits of the Delta tree, 3n + 1 eval calls with Share
+    assert_eq!((visits("arrays/eval3", 3), visits("arrays/share", 3)), (15, 10));
+    assert_eq!((visits("arrays/eval3", 10), visits("arrays/share", 10)), (2047, 31));
+}

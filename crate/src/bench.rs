@@ -44,6 +44,12 @@ pub fn families() -> Vec<Family> {
             max: MAX_PROGRAM_SIZE,
         },
         Family {
+            name: "p1",
+            what: "the array paper's sharing chain P1 (§2.5, note E1), `let x1 = x + x in … in xn`, for n = 1..20: arrays/eval3 visits the Delta as a tree, 2^(n+1) − 1 times, arrays/share 3n + 1 times (`--stage arrays/eval3 --stage arrays/share --sizes 1,2,…,20`)",
+            make: p1,
+            max: 20,
+        },
+        Family {
             name: "straight",
             what: "a long straight-line program over two inputs mixing + * sin (each value used once or twice)",
             make: straight,
@@ -69,7 +75,7 @@ pub fn families() -> Vec<Family> {
         },
         Family {
             name: "t_dot",
-            what: "t_dot of the array paper (§4.1), `sum (build (length a) (λi. a ! i * b ! i))` over two arrays of n reals: arrays/dual-numbers builds 5n+1 scalar Delta constructors (delta_nodes), arrays/onehot writes 4n² + 5n + 1 cotangent cells (ct_cells, §4.4's one-hot problem)",
+            what: "t_dot of the array paper (§4.1), `sum (build (length a) (λi. a ! i * b ! i))` over two arrays of n reals: arrays/dual-numbers builds 5n+1 scalar Delta constructors (inner_nodes), arrays/onehot writes 4n² + 5n + 1 cotangent cells (ct_cells, §4.4's one-hot problem)",
             make: t_dot,
             max: 10_000,
         },
@@ -195,6 +201,16 @@ fn doubling(n: usize) -> String {
         let _ = writeln!(s, "  let x{i} = x{} + x{} in", i - 1, i - 1);
     }
     let _ = writeln!(s, "  x{n} + x{n}");
+    s
+}
+
+/// P1 (the array paper §2.5): like `doubling`, but the result is xn itself.
+fn p1(n: usize) -> String {
+    let mut s = String::from("-- the sharing chain P1\ninput 1.5\ndef main x0 =\n");
+    for i in 1..=n {
+        let _ = writeln!(s, "  let x{i} = x{} + x{} in", i - 1, i - 1);
+    }
+    let _ = writeln!(s, "  x{n}");
     s
 }
 

@@ -73,7 +73,7 @@ enum Cmd {
     },
     /// Benchmark: each stage's counters, run time, and gradient/primal time ratio on program families.
     Bench {
-        /// Families: doubling, straight, wide (repeatable; default all).
+        /// Families: doubling, p1, straight, inputs, wide, dot, matvec, sum, magic, zero (repeatable; default all).
         #[arg(long = "family")]
         families: Vec<String>,
         /// Sizes (comma-separated), each from 1 to 1000000 (bench::MAX_SIZE; the program-size families stop at 100000).

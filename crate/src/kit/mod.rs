@@ -3,6 +3,7 @@
 
 pub mod passes;
 pub mod arrays;
+pub mod delta;
 pub mod monadic;
 pub mod polytypic;
 pub mod rewrite;

@@ -9,6 +9,11 @@ pub mod common;
 
 chain_stages! {
     // Part A (§2): scalar background.
+    eval0::Eval0,
+    eval1::Eval1,
+    eval2::Eval2,
+    eval3::Eval3,
+    share::Share,
 
     // Part B (§4): naive array extensions.
     dual_numbers::DualNumbers,
@@ -34,10 +39,15 @@ pub static CHAIN: Chain = Chain {
 /// The counters the chain's runtimes add to a run's cost.
 static COUNTERS: &[CounterInfo] = &[
     // Part A
+    CounterInfo { name: "delta_nodes", about: "Delta constructors built by the forward pass (Zero, Input, Scale, Add, Share)" },
+    CounterInfo { name: "eval_visits", about: "Delta constructors visited by the evaluator (every eval call); a tree walk visits a shared node once per path" },
+    CounterInfo { name: "op_visits", about: "visits of Fig. 4's nodes: an operation's Delta (with sharing: its fragment, popped once) and the inputs" },
+    CounterInfo { name: "vector_elem_ops", about: "element operations on gradient vectors of length n (eval1 at every node, eval2 at every Scale)" },
+    CounterInfo { name: "ids_generated", about: "IDs drawn from genID (one per primitive on reals, Fig. 3)" },
+    CounterInfo { name: "map_ops", about: "pops of the largest pending ID from accum (backprop4)" },
 
     // Part B
-    CounterInfo { name: "delta_nodes", about: "Delta constructors the forward pass builds, but the leaves Zero and Input (footnote 18's count: 5n+1 on the dot product)" },
-    CounterInfo { name: "eval_visits", about: "Delta nodes the reverse pass visits (eval, Fig. 5)" },
+    CounterInfo { name: "inner_nodes", about: "Delta constructors the forward pass builds, but the leaves Zero and Input (footnote 18's count: 5n+1 on the dot product); eval_visits counts the reverse pass's visits" },
     CounterInfo { name: "ct_cells", about: "reals the reverse pass writes: one-hots, additions into accumulators, scales, replicates (O(n²) on the dot product with one-hot Index, §4.4)" },
 
     // Part C

@@ -3,10 +3,10 @@
 //! indexed by DeltaId, sized by the last id runDelta allocated: addDelta, lookup and delete are O(1).
 //! (The monad's state was already a growable array of bindings: M runs in direct style.)
 
-use super::common::delta::{delta_arg, delta_type, int_arg, real_arg, STATE_ROWS};
-use super::common::drev::m_type;
+use crate::kit::delta::{delta_arg, delta_type, int_arg, real_arg, STATE_ROWS};
+use crate::kit::delta::drev::m_type;
 use super::common::eval::{eval_loop, graph_of_state, map_type, record_eval, Adjoints};
-use super::common::graph::Visits;
+use crate::kit::delta::graph::Visits;
 use super::common::monad::{b_run_delta_last, monad_builtins};
 use super::common::wrapper::{ra_stated_types, ra_transform, require_ra_to_r};
 use crate::diag::{Diagnostic, Span};

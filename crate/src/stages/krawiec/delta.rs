@@ -5,9 +5,9 @@
 //! but eval2 walks the DAG as a tree: on `let y = e in y + y` it walks e twice, and on the doubling
 //! chain its visits grow as 2^n.
 
-use super::common::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node, STATE_ROWS};
-use super::common::dual::{dual_program, dual_stated_types, DeltaCompanion};
-use super::common::graph::{delta_graph, Visits};
+use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node, STATE_ROWS};
+use crate::kit::delta::dual::{dual_program, dual_stated_types, DeltaCompanion};
+use crate::kit::delta::graph::{delta_graph, Visits};
 use super::common::wrapper::require_ra_to_r;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -99,7 +99,7 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
                 stack.push((x, b));
                 stack.push((x, a));
             }
-            Kind::Var(_) | Kind::Let(..) => {
+            Kind::Var(_) | Kind::Let(..) | Kind::Input(_) | Kind::Share(..) => {
                 return Err(RunError::runtime(span, "eval2: Var and Let are not in Fig. 7's Delta (they come with §7)"))
             }
         }

@@ -3,8 +3,8 @@
 //! every real of the input. Like `forward`, everything but real literals and real primitives is
 //! translated homomorphically; `+R` and `×R` combine the vectors with ⊕S and ⊗S, each O(|S|).
 
-use super::common::delta::int_arg;
-use super::common::dual::{dual_program, dual_stated_types, Companion};
+use crate::kit::delta::int_arg;
+use crate::kit::delta::dual::{dual_program, dual_stated_types, Companion};
 use super::common::wrapper::require_ra_to_r;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};

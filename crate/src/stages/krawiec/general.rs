@@ -3,8 +3,8 @@
 //! helpers — initVars_S, initZeros_T, the dot product ⊙_T (inside the differentiated program),
 //! lookup_S — are generated per type as IR, so they print.
 
-use super::common::delta::delta_type;
-use super::common::drev::{drev_program, drev_type, m_type};
+use crate::kit::delta::delta_type;
+use crate::kit::delta::drev::{drev_program, drev_type, m_type};
 use super::common::eval::{graph_of_state, map_builtins, map_type};
 use super::common::monad::{b_run_delta, monad_builtins};
 use super::common::wrapper::wrapper_type;
@@ -84,7 +84,7 @@ impl Stage for General {
         p.next_id = fr.next_id;
         types::check_program(&mut p, &Builtins::new())
             .map_err(|d| Diagnostic::error(Span::NONE, format!("internal error: λ(s, dt). e s ⊙_T dt does not type-check: {}", d.message)))?;
-        let mut out = drev_program(&p, &mut fr)?;
+        let mut out = drev_program(&p, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
 
         // initVars_S : S × DeltaId → Drev{S} × DeltaId
         let (x, n) = (fr.name("s"), fr.name("n"));

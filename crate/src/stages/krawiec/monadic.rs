@@ -13,8 +13,8 @@
 //! the `pure` around its λ that the sin and cos rules have and returns the DeltaId dy where `Var dy`
 //! is meant; we follow the sin/cos rules. Its n-ary Add is folded into binary Adds, left to right.
 
-use super::common::delta::delta_type;
-use super::common::drev::m_type;
+use crate::kit::delta::delta_type;
+use crate::kit::delta::drev::m_type;
 use super::common::eval::{graph_of_state, map_builtins};
 use super::common::monad::{b_run_delta, monad_builtins};
 use super::common::wrapper::{ra_stated_types, ra_transform, require_ra_to_r};

@@ -2,8 +2,8 @@
 //! any DeltaMap (the persistent map here, §7.3's mutable array in `krawiec/array`), and the map's
 //! builtins (Fig. 10's API, and Fig. 15's lookup at a dual number's Delta).
 
-use super::delta::{delta_arg, delta_type, int_arg, real_arg, Kind, Node, STATE_ROWS};
-use super::graph::{delta_graph, Visits};
+use crate::kit::delta::{delta_arg, delta_type, int_arg, real_arg, Kind, Node, STATE_ROWS};
+use crate::kit::delta::graph::{delta_graph, Visits};
 use super::monad::DeltaState;
 use crate::diag::Span;
 use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep, Shown};
@@ -76,7 +76,9 @@ pub(crate) fn eval_loop(
                         stack.push(Frame::AfterLet(n));
                         stack.push(Frame::Visit(x, body));
                     }
-                    Kind::OneHot(_) => return Err(err("OneHot is not in Fig. 10's Delta (inputs are Var i)".into())),
+                    Kind::OneHot(_) | Kind::Input(_) | Kind::Share(..) => {
+                        return Err(err(format!("{} is not in Fig. 10's Delta (inputs are Var i)", n.ctor())))
+                    }
                 }
                 ("eval", n, x)
             }

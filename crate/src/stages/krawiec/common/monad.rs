@@ -2,9 +2,9 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use super::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, mk_node_at, DeltaVal, Kind, Node};
-use super::drev::m_type;
-use super::graph::Visits;
+use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, mk_node_at, DeltaVal, Kind, Node};
+use crate::kit::delta::drev::m_type;
+use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;

@@ -2,17 +2,14 @@
 //! check that refuses any other `main`, and Fig. 11's wrapper R{e} shared by `krawiec/monadic` and
 //! `krawiec/array` (§7.3).
 
-use super::drev::{drev_program, drev_type, m_type};
+use crate::kit::delta::drev::{drev_program, drev_type, m_type};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::kit::polytypic::{count_reals, is_real_tuple, ra_expr, ra_pat};
 use crate::stage::{Output, Source, WRAPPER};
 
-/// The wrappers' type `S × δT → T × δS`: the gradient, and (ours) the primal too.
-pub(crate) fn wrapper_type(s: &Type, t: &Type) -> Type {
-    Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))
-}
+pub(crate) use crate::kit::delta::dual::wrapper_type;
 
 /// Refuses a `main` that is not `R^a → R`, for the wrappers the paper gives only for that case.
 pub(crate) fn require_ra_to_r(src: &Source, stage: &str, figure: &str) -> Result<(), Diagnostic> {
@@ -91,7 +88,7 @@ pub(crate) fn ra_stated_types(src: &Source) -> Vec<(String, Type)> {
 /// (Fig. 9) and the wrapper R{e} (Fig. 11).
 pub(crate) fn ra_transform(src: &Source, array: bool) -> Result<Output, Diagnostic> {
     let mut fr = Fresh::new(src.program);
-    let mut out = drev_program(src.program, &mut fr)?;
+    let mut out = drev_program(src.program, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
     out.defs.push(ra_wrapper(src, &mut fr, array));
     out.next_id = fr.next_id;
     Ok(Output::from(out))

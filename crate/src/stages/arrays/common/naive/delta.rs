@@ -199,13 +199,13 @@ pub fn rt<'a>(m: &'a mut Machine<'_>) -> &'a mut Rt {
     m.state::<Rt>()
 }
 
-/// A new node; every constructor but the leaves Zero and Input counts as one of `delta_nodes`
+/// A new node; every constructor but the leaves Zero and Input counts as one of `inner_nodes`
 /// (footnote 18's count: the 2n inputs are "administrative data", not constructors built).
 pub fn node(m: &mut Machine, kind: Kind, shape: Rc<Shape>, span: Span) -> Result<Rc<Node>, RunError> {
     m.tick(1)?;
     m.alloc(1)?;
     if !matches!(kind, Kind::Zero | Kind::Input(_)) {
-        m.count("delta_nodes", 1);
+        m.count("inner_nodes", 1);
     }
     let r = rt(m);
     r.serial += 1;

@@ -12,7 +12,7 @@
 //! constants are `(r, Zero)` with no ID; `Index` has no ID (a projection, like `fst` in Fig. 3), while
 //! Build1, LitArray, Replicate and SumOuter do, since every `Index` of their result points at them;
 //! DsumOuter adds from Zero, `Share id (Add (… (Add Zero d1) …) dn)`, which makes footnote 18's
-//! "n+1 for the Adds and the outer Share"; `delta_nodes` counts every constructor but the leaves Zero
+//! "n+1 for the Adds and the outer Share"; `inner_nodes` counts every constructor but the leaves Zero
 //! and Input (the 2n inputs are "administrative data", footnote 18), so t_dot makes 5n+1.
 
 use super::delta::{delta_type, m_type};

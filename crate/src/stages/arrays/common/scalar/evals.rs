@@ -1,0 +1,304 @@
+//! The four evaluators of a Delta tree (§2.3–2.4), each the runtime of the builtin
+//! `eval c d n : R → Delta → Int → Array R` (c the output's cotangent, n the number of inputs), so
+//! that all four run one program text. Each walks the Delta as a tree, iteratively, one `tick` per
+//! visit (the steps budget stops an exponential walk cleanly), counting every constructor visited
+//! (`eval_visits`) and the visits of Fig. 4's nodes (`op_visits`, see `runtime::is_part`).
+
+use super::runtime::{eval_args, input_slot, is_part, record, vector_value};
+use crate::diag::Span;
+use crate::interp::{Machine, RunError, Shown, TraceStep};
+use crate::kit::delta::graph::Visits;
+use crate::kit::delta::{Kind, Node, STATE_ROWS};
+use crate::value::{show_real, Value};
+
+/// Counts one visit of n (reached from a node of which it is part, or not).
+fn visit(m: &mut Machine, visits: &mut Visits, ops: &mut u64, n: &Node, part: bool) -> Result<(), RunError> {
+    visits.visit(n.serial);
+    if !part {
+        *ops += 1;
+    }
+    m.tick(1)
+}
+
+fn not_tree(n: &Node, span: Span, what: &str) -> RunError {
+    RunError::runtime(span, format!("{what}: {} is not in Fig. 1(b)'s Delta", n.ctor()))
+}
+
+fn step(m: &mut Machine, kind: &str, n: &Node, factor: f64, note: String, acc: &[f64]) {
+    if m.tracing() {
+        let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{i}"), Shown::from(*v))).collect();
+        let span = (!n.span.is_none()).then_some(n.span);
+        m.trace(TraceStep { kind: kind.into(), node: Some(n.serial), span, factor: Some(factor.into()), note, state });
+    }
+}
+
+enum Frame<'a> {
+    Enter(&'a Node, bool),
+    Exit(&'a Node),
+}
+
+/// eval0 d ε (§2.3), by a post-order walk with a stack of values:
+/// ```text
+/// eval0 Zero ε = 0 ; eval0 (Input i) ε = ε_i ; eval0 (Add d1 d2) ε = eval0 d1 ε + eval0 d2 ε ;
+/// eval0 (Scale r d) ε = r · eval0 d ε
+/// ```
+/// Zero's 0 is structural (`None`): a Scale of it is not multiplied out, so that a constant argument's
+/// infinite partial (`x * 1.0` at an overflowing x, `1.0 / x` at 0) gives no ∞ · 0 = NaN, the one rule
+/// every stage follows (forward mode's, and the reverse evaluators', which never reach a Zero with a
+/// product).
+fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
+    let mut stack = vec![Frame::Enter(root, false)];
+    let mut vals: Vec<Option<f64>> = vec![];
+    let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
+    while let Some(f) = stack.pop() {
+        match f {
+            Frame::Enter(n, part) => {
+                visit(m, visits, ops, n, part)?;
+                match &n.kind {
+                    Kind::Zero => vals.push(None),
+                    Kind::Input(i) => vals.push(Some(if input_slot(*i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
+                    Kind::Scale(_, d) => {
+                        stack.push(Frame::Exit(n));
+                        stack.push(Frame::Enter(d, false));
+                    }
+                    Kind::Add(a, b) => {
+                        stack.push(Frame::Exit(n));
+                        stack.push(Frame::Enter(b, is_part(n, b)));
+                        stack.push(Frame::Enter(a, is_part(n, a)));
+                    }
+                    _ => return Err(not_tree(n, span, "eval0")),
+                }
+            }
+            Frame::Exit(n) => {
+                m.real_op();
+                let v = match &n.kind {
+                    Kind::Scale(r, _) => pop(&mut vals)?.map(|v| r * v),
+                    _ => {
+                        let b = pop(&mut vals)?;
+                        match (pop(&mut vals)?, b) {
+                            (Some(a), Some(b)) => Some(a + b),
+                            (a, b) => a.or(b),
+                        }
+                    }
+                };
+                vals.push(v);
+            }
+        }
+    }
+    Ok(pop(&mut vals)?.unwrap_or(0.0))
+}
+
+/// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.
+pub fn b_eval0(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (c, root, n) = eval_args(m, &args, span, "eval0")?;
+    let (mut visits, mut ops) = (Visits::default(), 0);
+    let mut g = vec![0.0; n];
+    let mut res = Ok(());
+    for (i, gi) in g.iter_mut().enumerate() {
+        match eval0(m, &root, i, n, &mut visits, &mut ops, span) {
+            Ok(v) => {
+                *gi = c * v;
+                step(m, "eval0", &root, c, format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
+            }
+            Err(e) => {
+                res = Err(e);
+                break;
+            }
+        }
+    }
+    record(m, &root, visits, ops, &mut res);
+    res?;
+    Ok(vector_value(g))
+}
+
+/// eval1 d (§2.4): all directions at once, a vector of length n at every node, post-order:
+/// ```text
+/// eval1 Zero = 0⃗ ; eval1 (Input i) = one-hot i ; eval1 (Add d1 d2) = eval1 d1 + eval1 d2 ;
+/// eval1 (Scale r d) = r · eval1 d
+/// ```
+/// Every vector made, added or scaled costs n element operations (`vector_elem_ops`). Zero's vector is
+/// structural (`None`, no elements), as in eval0.
+pub fn b_eval1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (c, root, n) = eval_args(m, &args, span, "eval1")?;
+    let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, 0u64);
+    let res = (|| -> Result<Vec<f64>, RunError> {
+        let mut stack = vec![Frame::Enter(&root, false)];
+        let mut vals: Vec<Option<Vec<f64>>> = vec![];
+        let pop = |vals: &mut Vec<Option<Vec<f64>>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval1: value stack underflow"));
+        while let Some(f) = stack.pop() {
+            match f {
+                Frame::Enter(nd, part) => {
+                    visit(m, &mut visits, &mut ops, nd, part)?;
+                    match &nd.kind {
+                        Kind::Zero => {
+                            step(m, "eval1", nd, 1.0, "Zero: the zero vector".into(), &[]);
+                            vals.push(None);
+                        }
+                        Kind::Input(i) => {
+                            m.alloc(n as u64)?;
+                            elems += n as u64;
+                            let mut v = vec![0.0; n];
+                            v[input_slot(*i, n, span, "eval1")?] = 1.0;
+                            step(m, "eval1", nd, 1.0, format!("{}: a one-hot vector", nd.label()), &v);
+                            vals.push(Some(v));
+                        }
+                        Kind::Scale(_, d) => {
+                            stack.push(Frame::Exit(nd));
+                            stack.push(Frame::Enter(d, false));
+                        }
+                        Kind::Add(a, b) => {
+                            stack.push(Frame::Exit(nd));
+                            stack.push(Frame::Enter(b, is_part(nd, b)));
+                            stack.push(Frame::Enter(a, is_part(nd, a)));
+                        }
+                        _ => return Err(not_tree(nd, span, "eval1")),
+                    }
+                }
+                Frame::Exit(nd) => {
+                    let v = match &nd.kind {
+                        Kind::Scale(r, _) => pop(&mut vals)?.map(|v| v.into_iter().map(|x| r * x).collect()),
+                        _ => {
+                            let b = pop(&mut vals)?;
+                            match (pop(&mut vals)?, b) {
+                                (Some(a), Some(b)) => Some(a.into_iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>()),
+                                (a, b) => a.or(b),
+                            }
+                        }
+                    };
+                    if v.is_some() {
+                        elems += n as u64;
+                    }
+                    step(m, "eval1", nd, 1.0, format!("{}: the vector of its subterms", nd.label()), v.as_deref().unwrap_or(&[]));
+                    vals.push(v);
+                }
+            }
+        }
+        elems += n as u64;
+        Ok(pop(&mut vals)?.map_or_else(|| vec![0.0; n], |v| v.into_iter().map(|x| c * x).collect()))
+    })();
+    finish(m, &root, visits, ops, elems, res)
+}
+
+/// Adds eval1's or eval2's counts (to a budget error's too) and keeps its visits for the graph.
+fn finish(m: &mut Machine, root: &std::rc::Rc<Node>, visits: Visits, ops: u64, elems: u64, res: Result<Vec<f64>, RunError>) -> Result<Value, RunError> {
+    let (g, mut done) = match res {
+        Ok(g) => (g, Ok(())),
+        Err(e) => (vec![], Err(e)),
+    };
+    m.count("vector_elem_ops", elems);
+    if let Err(RunError::Budget { cost, .. }) = &mut done {
+        *cost.counters.entry("vector_elem_ops".to_string()).or_default() += elems;
+    }
+    record(m, root, visits, ops, &mut done);
+    done?;
+    Ok(vector_value(g))
+}
+
+enum Cayley<'a> {
+    Visit(&'a Node, bool),
+    /// Back from a Scale's subterm: add r times its vector into the one below.
+    Scaled(&'a Node, f64),
+}
+
+/// eval2 d tg (§2.4), the Cayley transform of eval1: the vector is threaded through, so Zero, Input and
+/// Add cost O(1); a Scale still costs O(n):
+/// ```text
+/// eval2 Zero = id ; eval2 (Input i) = λtg. tg with 1 added at i ; eval2 (Add d1 d2) = eval2 d2 ∘ eval2 d1
+/// eval2 (Scale r d) = λtg. tg + r · eval2 d 0⃗     (the paper prints (r·) ∘ eval2 d, which also scales
+///                                                  tg: right only for tg = 0⃗, erratum §8)
+/// ```
+/// and ∇ = c · eval2 d 0⃗.
+pub fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (c, root, n) = eval_args(m, &args, span, "eval2")?;
+    let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, n as u64);
+    let res = (|| -> Result<Vec<f64>, RunError> {
+        let mut accs: Vec<Vec<f64>> = vec![vec![0.0; n]];
+        let mut stack = vec![Cayley::Visit(&root, false)];
+        let under = || RunError::runtime(span, "eval2: accumulator stack underflow");
+        while let Some(f) = stack.pop() {
+            match f {
+                Cayley::Visit(nd, part) => {
+                    visit(m, &mut visits, &mut ops, nd, part)?;
+                    match &nd.kind {
+                        Kind::Zero => {}
+                        Kind::Input(i) => {
+                            let slot = input_slot(*i, n, span, "eval2")?;
+                            accs.last_mut().ok_or_else(under)?[slot] += 1.0;
+                            m.real_op();
+                        }
+                        Kind::Add(a, b) => {
+                            stack.push(Cayley::Visit(b, is_part(nd, b)));
+                            stack.push(Cayley::Visit(a, is_part(nd, a)));
+                        }
+                        // a constant argument's Scale r Zero adds nothing (no ∞ · 0, as in eval0)
+                        Kind::Scale(_, d) if matches!(d.kind, Kind::Zero) => visit(m, &mut visits, &mut ops, d, false)?,
+                        Kind::Scale(r, d) => {
+                            m.alloc(n as u64)?;
+                            elems += n as u64;
+                            accs.push(vec![0.0; n]);
+                            stack.push(Cayley::Scaled(nd, *r));
+                            stack.push(Cayley::Visit(d, false));
+                        }
+                        _ => return Err(not_tree(nd, span, "eval2")),
+                    }
+                    step(m, "eval2", nd, 1.0, format!("{}", nd.label()), accs.last().ok_or_else(under)?);
+                }
+                Cayley::Scaled(nd, r) => {
+                    let tmp = accs.pop().ok_or_else(under)?;
+                    let top = accs.last_mut().ok_or_else(under)?;
+                    for (t, x) in top.iter_mut().zip(tmp) {
+                        *t += r * x;
+                    }
+                    elems += n as u64;
+                    step(m, "eval2", nd, r, format!("Scale {}: tg + {} · (eval2 d 0⃗)", show_real(r), show_real(r)), accs.last().ok_or_else(under)?);
+                }
+            }
+        }
+        elems += n as u64;
+        Ok(accs.pop().ok_or_else(under)?.into_iter().map(|x| c * x).collect())
+    })();
+    finish(m, &root, visits, ops, elems, res)
+}
+
+/// eval3 c d tg (§2.4): the scale factors pushed inwards as an accumulating cotangent, O(1) per visit,
+/// but once per path to a node (exponential on a DAG):
+/// ```text
+/// eval3 c Zero = id ; eval3 c (Input i) = λtg. tg with c added at i ;
+/// eval3 c (Add d1 d2) = eval3 c d2 ∘ eval3 c d1 ; eval3 c (Scale r d) = eval3 (c · r) d
+/// ```
+/// and ∇ = eval3 c d 0⃗.
+pub fn b_eval3(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (c, root, n) = eval_args(m, &args, span, "eval3")?;
+    let (mut visits, mut ops) = (Visits::default(), 0u64);
+    let mut acc = vec![0.0; n];
+    let mut res = (|| -> Result<(), RunError> {
+        let mut stack: Vec<(f64, &Node, bool)> = vec![(c, &root, false)];
+        while let Some((x, nd, part)) = stack.pop() {
+            visit(m, &mut visits, &mut ops, nd, part)?;
+            let note = match &nd.kind {
+                Kind::Zero => "Zero: nothing to add".to_string(),
+                Kind::Input(i) => {
+                    acc[input_slot(*i, n, span, "eval3")?] += x;
+                    m.real_op();
+                    format!("Input {i}: add {}", show_real(x))
+                }
+                Kind::Add(a, b) => {
+                    stack.push((x, b, is_part(nd, b)));
+                    stack.push((x, a, is_part(nd, a)));
+                    "Add: d1, then d2".to_string()
+                }
+                Kind::Scale(r, d) => {
+                    m.real_op();
+                    stack.push((x * r, d, false));
+                    format!("Scale {}: cotangent becomes {}", show_real(*r), show_real(x * r))
+                }
+                _ => return Err(not_tree(nd, span, "eval3")),
+            };
+            step(m, "eval3", nd, x, note, &acc);
+        }
+        Ok(())
+    })();
+    record(m, &root, visits, ops, &mut res);
+    res?;
+    Ok(vector_value(acc))
+}

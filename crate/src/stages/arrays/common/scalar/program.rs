@@ -1,0 +1,207 @@
+//! The programs of Part A: D[t] (Fig. 2 for the tree stages, Fig. 3 for `arrays/share`) with the
+//! wrapper around it, and what the paper's §2 language leaves out (arrays; an output other than R).
+
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use crate::kit::delta::delta_type;
+use crate::kit::delta::drev::{drev_program, drev_type, m_type, Naming};
+use crate::kit::delta::dual::{dual_program, dual_type, wrapper_type, DeltaCompanion};
+use crate::kit::polytypic::map_shape_acc;
+use crate::stage::{Output, Source, WRAPPER};
+
+/// The gradient as a vector with one entry per real of the input (the paper's `Map DVarName R`, or
+/// the Rⁿ of eval1–eval3).
+pub fn grad_vector_type() -> Type {
+    Type::array(Type::Real)
+}
+
+/// Refuses what §2's language and wrapper do not have: arrays (the naive extension is Part B) and a
+/// result other than one real (§2.1 assumes `x : τin ⊢ t : R`; Appendix A generalises it).
+pub fn require_scalar(src: &Source, stage: &str) -> Result<(), Diagnostic> {
+    for d in &src.program.defs {
+        let mut stack: Vec<&Expr> = vec![&d.body];
+        while let Some(e) = stack.pop() {
+            let what = match &e.kind {
+                ExprKind::Array(_) => Some("the array literal".to_string()),
+                ExprKind::Prim(op, _) if op.is_array_op() => Some(format!("the array operation `{}`", op.symbol())),
+                _ if has_array(&e.ty) => Some(format!("a value of array type {}", crate::types::show(&e.ty))),
+                _ => None,
+            };
+            if let Some(what) = what {
+                return Err(Diagnostic::error(
+                    e.span,
+                    format!(
+                        "{stage} is the scalar background of §2, whose language has no arrays, but the program uses {what}; \
+the array stages of the chain (§4 onwards) take arrays"
+                    ),
+                ));
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+    }
+    let span = src.program.def("main").map_or(Span::NONE, |d| d.span);
+    if has_array(src.input_type) || has_array(src.output_type) {
+        return Err(Diagnostic::error(span, format!("{stage} is the scalar background of §2, whose language has no arrays, but main's type has one")));
+    }
+    if *src.output_type != Type::Real {
+        return Err(Diagnostic::error(
+            span,
+            format!(
+                "{stage} uses the wrapper of §2.7 (Fig. 6), which the paper gives for a program with one real result \
+(x : τin ⊢ t : R), but main returns {}",
+                crate::types::show(src.output_type)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn has_array(t: &Type) -> bool {
+    match t {
+        _ if t.as_array().is_some() => true,
+        Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().any(has_array),
+        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_array(a) || has_array(b),
+        _ => false,
+    }
+}
+
+/// The definitions the wrappers add.
+const NAMED: &str = "named_S";
+const RECONSTRUCT: &str = "reconstruct_S";
+
+/// `named_S (s, n)` (§2.7): each real r of the input becomes (r, Input n), numbered left to right
+/// from n (E3: `named ((7, 3.1), 8) = (((7, Input 0), (3.1, Input 1)), (8, Input 2))`); returns the
+/// next name, the number of real inputs. `reconstruct_S (g, s)`: each real of s becomes `g ! i`, the
+/// gradient of the input named i (an integer leaf is handed back as it is).
+fn named_and_reconstruct(s: &Type, fr: &mut Fresh) -> [Def; 2] {
+    let (x, n) = (fr.name("s"), fr.name("n"));
+    let nm = map_shape_acc(s, var(&x), var(&n), fr, &|t, x, n| {
+        if *t == Type::Real {
+            pair(pair(x, app(builtin("Input"), n.clone())), add(n, int(1)))
+        } else {
+            pair(x, n)
+        }
+    });
+    let named = def(NAMED, lam(ppair(pvar(&x), pvar(&n)), nm));
+    let (g, y) = (fr.name("g"), fr.name("s"));
+    let g2 = g.clone();
+    let rc = map_shape_acc(s, var(&y), int(0), fr, &move |t, x, n| {
+        if *t == Type::Real {
+            pair(prim(Prim::Index, vec![var(&g2), n.clone()]), add(n, int(1)))
+        } else {
+            pair(x, n)
+        }
+    });
+    let mut body = fst(rc);
+    wild_unused(&mut body);
+    let reconstruct = def(RECONSTRUCT, lam(ppair(pvar(&g), pvar(&y)), body));
+    [named, reconstruct]
+}
+
+/// Binds the input's reals that reconstruct_S does not read to `_` (two unused names of the same text
+/// would otherwise print as one name bound twice, which does not parse back).
+fn wild_unused(e: &mut Expr) {
+    let mut used = std::collections::HashSet::new();
+    let mut stack: Vec<&Expr> = vec![e];
+    while let Some(x) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            used.insert(n.id);
+        }
+        each_child(x, &mut |c| stack.push(c));
+    }
+    fn pat(p: &mut Pat, used: &std::collections::HashSet<u32>) {
+        match p {
+            Pat::Var(n, s) if !used.contains(&n.id) => *p = Pat::Wild(*s),
+            Pat::Tuple(ps, _) => ps.iter_mut().for_each(|q| pat(q, used)),
+            _ => {}
+        }
+    }
+    let mut stack: Vec<&mut Expr> = vec![e];
+    while let Some(x) = stack.pop() {
+        match &mut x.kind {
+            ExprKind::Let(p, ..) | ExprKind::Lam(_, p, _) => pat(p, &used),
+            ExprKind::Case(_, p1, _, p2, _) => {
+                pat(p1, &used);
+                pat(p2, &used);
+            }
+            _ => {}
+        }
+        each_child_mut(x, &mut |c| stack.push(c));
+    }
+}
+
+/// The wrapper, for both transforms (Eq. 2's and Fig. 6's, with the evaluator `eval`):
+/// ```text
+/// grad (s, dt) = let (s0, n) = named_S (s, 0) in
+///                let (t, d) = run (main s0) in          -- run = runIdGen 0 for Fig. 3, nothing for Fig. 2
+///                let g = eval dt d n in
+///                (t, reconstruct_S (g, s))
+/// ```
+fn wrapper(src: &Source, fr: &mut Fresh, eval: &str, monadic: bool) -> Def {
+    let (s, dt, s0, n, t, d, g) = (fr.name("s"), fr.name("dt"), fr.name("s0"), fr.name("n"), fr.name("t"), fr.name("d"), fr.name("g"));
+    let call = if !monadic {
+        app(global("main"), var(&s0))
+    } else {
+        // D[main] is `λx. D[t]` when main is a λ; otherwise an IdGen computation giving the function.
+        let is_fun = src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..)));
+        let m = if is_fun {
+            app(global("main"), var(&s0))
+        } else {
+            let f = fr.name("f");
+            bind(pvar(&f), global("main"), app(var(&f), var(&s0)))
+        };
+        apps(builtin("runIdGen"), [int(0), m])
+    };
+    let body = let_(
+        ppair(pvar(&s0), pvar(&n)),
+        app(global(NAMED), pair(var(&s), int(0))),
+        let_(
+            ppair(pvar(&t), pvar(&d)),
+            call,
+            let_(pvar(&g), apps(builtin(eval), [var(&dt), var(&d), var(&n)]), pair(var(&t), app(global(RECONSTRUCT), pair(var(&g), var(&s))))),
+        ),
+    );
+    def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))
+}
+
+/// A1 and A2–A5: Fig. 2's D[t] (the Delta a tree: no IDs) with the wrapper calling `eval`, whose
+/// runtime is the stage's evaluator. One program text for all four evaluators.
+pub fn tree_transform(src: &Source) -> Result<Output, Diagnostic> {
+    let mut fr = Fresh::new(src.program);
+    let mut out = dual_program(src, &mut fr, &DeltaCompanion);
+    out.defs.extend(named_and_reconstruct(src.input_type, &mut fr));
+    out.defs.push(wrapper(src, &mut fr, "eval", false));
+    out.next_id = fr.next_id;
+    Ok(Output::from(out))
+}
+
+/// A6–A8: Fig. 3's D[t] in IdGen (Share on every primitive's result) with Fig. 6's wrapper around
+/// reversePass (Fig. 5).
+pub fn share_transform(src: &Source) -> Result<Output, Diagnostic> {
+    let mut fr = Fresh::new(src.program);
+    let mut out = drev_program(src.program, &mut fr, Naming::Share)?;
+    out.defs.extend(named_and_reconstruct(src.input_type, &mut fr));
+    out.defs.push(wrapper(src, &mut fr, "reversePass", true));
+    out.next_id = fr.next_id;
+    Ok(Output::from(out))
+}
+
+/// The types the paper states: `main : D[S] → D[R]` (Fig. 2) or `D[S] → IdGen D[R]` (Fig. 3, when main is
+/// a λ), `named_S`, `reconstruct_S` and the wrapper.
+pub fn stated_types(src: &Source, monadic: bool) -> Vec<(String, Type)> {
+    let (s, t) = (src.input_type, src.output_type);
+    let ds = if monadic { drev_type(s) } else { dual_type(s, &DeltaCompanion) };
+    let dt = Type::Tuple(vec![Type::Real, delta_type()]);
+    let mut v = vec![
+        (NAMED.to_string(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
+        (RECONSTRUCT.to_string(), Type::fun(Type::Tuple(vec![grad_vector_type(), s.clone()]), s.clone())),
+        (WRAPPER.to_string(), wrapper_type(s, t)),
+    ];
+    if !monadic {
+        v.push(("main".into(), Type::fun(ds, dt)));
+    } else if src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..))) {
+        v.push(("main".into(), Type::fun(ds, m_type(dt))));
+    }
+    v
+}
