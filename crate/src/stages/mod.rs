@@ -22,7 +22,7 @@ pub mod krawiec;
 pub mod unf;
 
 /// Every chain, in the order the page and the CLI show them.
-pub static CHAINS: &[&Chain] = &[&forward::CHAIN, &krawiec::CHAIN, &dualrev::CHAIN, &unf::CHAIN, &chad::CHAIN];
+pub static CHAINS: &[&Chain] = &[&forward::CHAIN, &krawiec::CHAIN, &dualrev::CHAIN, &unf::CHAIN, &chad::CHAIN, &arrays::CHAIN];
 
 /// All stages, chains in order, each chain's stages in the paper's order.
 pub fn all() -> Vec<&'static dyn Stage> {

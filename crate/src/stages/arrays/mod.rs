@@ -13,6 +13,7 @@ chain_stages! {
     // Part B (§4): naive array extensions.
 
     // Part C (§5–7): the final pipeline.
+    bot::Bot,
 }
 
 pub static CHAIN: Chain = Chain {

@@ -1,0 +1,158 @@
+//! Part C of the array dual-numbers chain (Smeding et al. §5–7): bot's worked examples (E8, the
+//! notes' E15), the dual-arrays Delta and reverse pass (E7), and the symbolic stages (E10, E11).
+
+use cotangent::limits::run_with_stack;
+use cotangent::pipeline::{analyse, Options};
+
+/// What a test reads of a stage's result (sendable across the big-stack thread).
+#[derive(Debug)]
+struct StageResult {
+    program: String,
+    views: Vec<(String, String)>,
+    agrees: Option<bool>,
+    error: Option<String>,
+    refused: bool,
+    error_span: Option<()>,
+    primal: String,
+    gradient: Vec<f64>,
+    /// Each trace step's kind and note.
+    trace: Vec<(String, String)>,
+    counters: Vec<(String, u64)>,
+}
+
+/// The results of `stages` on `text`.
+fn run(text: &str, stages: &[&str]) -> Vec<StageResult> {
+    let text = text.to_string();
+    let stages: Vec<String> = stages.iter().map(|s| s.to_string()).collect();
+    run_with_stack(move || {
+        analyse(&text, &Options { stages, ..Options::default() }).map(|a| {
+            a.stages
+                .into_iter()
+                .map(|r| StageResult {
+                    program: r.program,
+                    views: r.views.into_iter().map(|v| (v.name, v.text)).collect(),
+                    agrees: r.agrees,
+                    error: r.error,
+                    refused: r.refused,
+                    error_span: r.error_span.map(|_| ()),
+                    primal: r.primal.map(|p| p.to_string()).unwrap_or_default(),
+                    gradient: r.gradient,
+                    trace: r.trace.into_iter().map(|t| (t.kind, t.note)).collect(),
+                    counters: r.cost.counters.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .map_err(|d| format!("{d:?}"))
+    })
+    .unwrap_or_else(|d| panic!("{d}"))
+}
+
+fn one(text: &str, stage: &str) -> StageResult {
+    let mut rs = run(text, &[stage]);
+    assert_eq!(rs.len(), 1);
+    rs.pop().unwrap()
+}
+
+/// bot's output on `text`: it agrees with forward mode (primal and gradient), and its program
+/// (one line) and rewrite trace view.
+fn bot(text: &str) -> (String, String) {
+    let r = one(text, "arrays/bot");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.agrees, Some(true), "bot's output disagrees with forward on {text}");
+    let flat = r.program.split_whitespace().collect::<Vec<_>>().join(" ");
+    let trace = r.views.iter().find(|v| v.0.contains("trace")).map(|v| v.1.clone()).unwrap_or_default();
+    (flat, trace)
+}
+
+fn fired(trace: &str, rules: &[&str]) {
+    for r in rules {
+        assert!(trace.contains(r), "rule {r} did not fire:\n{trace}");
+    }
+}
+
+#[test]
+fn e8_build1_of_index_plus_one_becomes_gather_plus_replicate() {
+    let (p, trace) = bot("input [1.0, 2.0, 3.0]\ndef main a = sum (build (length a) (\\i -> a ! i + 1.0))\nexpect primal 9.0\nexpect grad [1.0, 1.0, 1.0]");
+    assert!(p.contains("sumOuter (map2 (λx y → x + y) (gather11 (length a) a (λi → [i])) (replicate (length a) 1.0))"), "{p}");
+    fired(&trace, &["B5", "BI1", "B2"]);
+}
+
+#[test]
+fn e10_self_convolution_after_bot_is_fig_18() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
+    let (p, _) = bot(&src);
+    assert!(p.contains("sumOuter (map2 (λx y → x * y) (gather11 n a (λi → [i])) (gather11 n a (λi → [n - 1 - i])))"), "{p}");
+}
+
+#[test]
+fn e15_relu_uses_b3_b4_bi3_b10() {
+    let (p, trace) = bot("input [-1.0, 2.0, -3.0, 4.0]\ndef main a = sum (build 4 (\\i -> let y = a ! i in if y < 0.0 then 0.0 else y))\nexpect primal 6.0\nexpect grad [0.0, 1.0, 0.0, 1.0]");
+    fired(&trace, &["B3", "B4", "BI3", "B10", "BI1"]);
+    assert!(p.contains("tr [1, 0] [replicate 4 0.0"), "{p}");
+}
+
+#[test]
+fn e15_row_sums_squared_uses_b7() {
+    let (p, trace) = bot("input [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]\ndef main m = sum (build 2 (\\i -> let r = sum (m ! i) in r * r))\nexpect primal 261.0");
+    fired(&trace, &["B7", "BI1"]);
+    assert!(p.contains("sumOuter (tr [1, 0] (gather11 2 m (λi → [i])))"), "{p}");
+}
+
+#[test]
+fn e15_replicate_in_build_uses_b11() {
+    let (p, trace) = bot("input ([1.0, 2.0, 3.0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])\ndef main (a, w) = sum (build 3 (\\i -> sum (map2 (\\x y -> x * y) (replicate 2 (a ! i)) (w ! i))))\nexpect primal 50.0\nexpect grad ([3.0, 7.0, 11.0], [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])");
+    fired(&trace, &["B11"]);
+    assert!(!p.contains("build"), "{p}");
+}
+
+#[test]
+fn e15_index_of_replicate_uses_i9() {
+    let (p, trace) = bot("input [5.0, 7.0]\ndef main a = sum (build 2 (\\i -> replicate 3 a ! i ! i))\nexpect primal 12.0\nexpect grad [1.0, 1.0]");
+    fired(&trace, &["I9", "BI1"]);
+    assert!(p.contains("sumOuter (gather11 2 a (λi → [i]))"), "{p}");
+}
+
+#[test]
+fn e15_computed_index_uses_i5_and_b1() {
+    let (p, trace) =
+        bot("input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (build 3 (\\i -> map2 (\\x y -> x * y) a b ! (2 - i)))\nexpect primal 32.0\nexpect grad ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])");
+    // as the notes' E15 row: `let i5 = replicate 3 2 - [0,1,2] in gather [3] a (λ[i].[index i5 [i]])`
+    fired(&trace, &["I5", "B3", "B5", "B2", "B1", "BI1"]);
+    assert!(p.contains("let j = map2 (λx y → x - y) (replicate 3 2) (iota 3)"), "{p}");
+    assert!(p.contains("gather11 3 a (λi → [index j i])"), "{p}");
+}
+
+#[test]
+fn e15_two_dimensional_literal_uses_i8_and_bi3() {
+    let (_, trace) = bot("input ([[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]])\ndef main (m, m2) = sum (build 2 (\\i -> [m, m2] ! 1 ! i ! i))\nexpect primal 13.0\nexpect grad ([[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]])");
+    fired(&trace, &["I8", "BI3", "B10", "BI1"]);
+}
+
+#[test]
+fn e15_silly_alt_nested_maps() {
+    let (p, _) = bot("input [1.0, 2.0]\ndef main v = sum (map (\\x -> x + 1.0) (map (\\x -> 2.0 * x) (map (\\x -> x + 1.0) v)))\nexpect primal 12.0\nexpect grad [2.0, 2.0]");
+    assert!(!p.contains("build"), "{p}");
+}
+
+#[test]
+fn e9_concatenation_by_strict_cond_needs_total_index() {
+    let (p, trace) = bot("input [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]\ndef main a = sum (build 20 (\\i -> if i < 10 then a ! i else a ! (i - 10)))\nexpect primal 110.0");
+    fired(&trace, &["B4", "BI3", "B10", "BI1"]);
+    assert!(p.contains("gather11 20 a (λi → [i - 10])"), "{p}");
+}
+
+#[test]
+fn e4_matrix_product_is_build1_free_and_agrees() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-matmul.cot")).unwrap();
+    let (p, trace) = bot(&src);
+    assert!(!p.contains("build"), "{p}");
+    fired(&trace, &["B5", "B7", "B8", "B12"]);
+}
+
+#[test]
+fn bot_refuses_a_sequential_fold_with_a_located_message() {
+    let r = one("input [1.0, 2.0]\ndef main xs = fold (\\a b -> a * b) 1.0 xs", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    assert!(r.error.unwrap().contains("fold"));
+    assert!(r.error_span.is_some());
+}
