@@ -156,3 +156,65 @@ fn bot_refuses_a_sequential_fold_with_a_located_message() {
     assert!(r.error.unwrap().contains("fold"));
     assert!(r.error_span.is_some());
 }
+
+fn dot(n: usize) -> String {
+    let a: Vec<String> = (1..=n).map(|k| format!("{k}.0")).collect();
+    let b: Vec<String> = (n + 3..=2 * n + 2).map(|k| format!("{k}.0")).collect();
+    format!("input ([{}], [{}])\ndef main (a, b) = sum (build (length a) (\\i -> a ! i * b ! i))", a.join(", "), b.join(", "))
+}
+
+fn counter(r: &StageResult, name: &str) -> u64 {
+    r.counters.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(0)
+}
+
+#[test]
+fn e7_dot_product_on_dual_arrays() {
+    let r = one(&dot(3).replace("[4.0, 5.0, 6.0]", "[4.0, 5.0, 6.0]").replace("[6.0, 7.0, 8.0]", "[4.0, 5.0, 6.0]"), "arrays/dual-arrays");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    assert_eq!(r.primal, "32.0");
+    assert_eq!(r.gradient, vec![4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+    assert_eq!(counter(&r, "delta_nodes"), 12);
+    // the backprop pops IDs 4, 3, 2, 1 with accumulators 1.0, [1,1,1], [1,2,3], [4,5,6]
+    let pops: Vec<&str> = r.trace.iter().filter(|(k, _)| k == "backprop").map(|(_, n)| n.as_str()).collect();
+    let want = ["pop ID 4 with cotangent 1.0", "pop ID 3 with cotangent [1.0, 1.0, 1.0]", "pop ID 2 with cotangent [1.0, 2.0, 3.0]", "pop ID 1 with cotangent [4.0, 5.0, 6.0]"];
+    assert_eq!(pops.len(), 4, "{pops:?}");
+    for (p, w) in pops.iter().zip(want) {
+        assert!(p.starts_with(w), "{p} (wanted {w})");
+    }
+}
+
+#[test]
+fn e7_twelve_array_delta_nodes_at_any_length() {
+    for n in [1, 2, 5, 40, 300] {
+        let r = one(&dot(n), "arrays/dual-arrays");
+        assert_eq!(r.agrees, Some(true), "n = {n}: {r:?}");
+        assert_eq!(counter(&r, "delta_nodes"), 12, "n = {n}");
+        assert_eq!(counter(&r, "backprop_ids"), 4, "n = {n}");
+    }
+}
+
+#[test]
+fn e10_self_convolution_after_d_is_fig_18_middle() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
+    let r = one(&src, "arrays/dual-arrays");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    let p: String = r.program.split_whitespace().collect();
+    // D[t'_sc]: two gathers, each shared with its own ID, then the product's Add of Scales, then SumOuter
+    for piece in [
+        "(x, d) ← pure a; id ← genID (); pure ( gather11 n x (λi → [i]), Share id (Gather n d (λi → [i])) )",
+        "gather11 n x (λi → [n - 1 - i]), Share id (Gather n d (λi → [n - 1 - i]))",
+        "Share id (Add (Scale x1 d) (Scale x d1))",
+        "pure (sumOuter x, Share id (SumOuter d))",
+    ] {
+        let piece: String = piece.split_whitespace().collect();
+        assert!(p.contains(&piece), "missing {piece} in {p}");
+    }
+    assert_eq!(r.gradient, vec![8.0, 6.0, 4.0, 2.0]);
+}
+
+#[test]
+fn e9_concatenation_gradient_needs_dropped_scatter_entries() {
+    let r = one("input [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]\ndef main a = sum (build 20 (\\i -> if i < 10 then a ! i else a ! (i - 10)))", "arrays/dual-arrays");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    assert_eq!(r.gradient, vec![2.0; 10]);
+}

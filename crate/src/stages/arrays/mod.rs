@@ -14,6 +14,7 @@ chain_stages! {
 
     // Part C (§5–7): the final pipeline.
     bot::Bot,
+    dual_arrays::DualArrays,
 }
 
 pub static CHAIN: Chain = Chain {
@@ -36,4 +37,9 @@ static COUNTERS: &[CounterInfo] = &[
     // Part B
 
     // Part C
+    CounterInfo { name: "delta_nodes", about: "array-level Delta nodes built by the forward pass (arrays/dual-arrays)" },
+    CounterInfo { name: "backprop_ids", about: "IDs popped by the array reverse pass's loop (arrays/dual-arrays)" },
+    CounterInfo { name: "eval_visits", about: "Delta nodes visited by the array reverse pass's eval (arrays/dual-arrays)" },
+    CounterInfo { name: "gathered", about: "elements read by gathers (arrays/*)" },
+    CounterInfo { name: "scattered", about: "elements added by scatters (arrays/*)" },
 ];

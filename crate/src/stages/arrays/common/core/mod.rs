@@ -2,6 +2,8 @@
 //! (`runtime`), the lowering from the surface arrays (`lower`) and bot's rules (`bot`).
 
 pub mod bot;
+pub mod delta;
+pub mod dual;
 pub mod lang;
 pub mod lower;
 pub mod runtime;

@@ -152,9 +152,12 @@ fn sub_zero(v: &Value, d: usize) -> Value {
 }
 
 /// `gather [k1..km] a (λis. ix)` = `build [k1..km] (λis. index a ix)` (§3.3).
-fn gather(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Res {
-    let name = m.builtin_name();
-    let (md, nd) = dims(name);
+fn gather(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (md, nd) = dims(m.builtin_name());
+    gather_dims(m, md, nd, args, span)
+}
+
+fn gather_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span: Span) -> Res {
     let f = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
@@ -173,9 +176,12 @@ fn gather(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Res {
 
 /// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
 /// entries out of range dropped (§3.3, §8.1).
-fn scatter(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Res {
-    let name = m.builtin_name();
-    let (md, nd) = dims(name);
+fn scatter(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (md, nd) = dims(m.builtin_name());
+    scatter_dims(m, md, nd, args, span)
+}
+
+fn scatter_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span: Span) -> Res {
     let f = args.pop().unwrap_or(Value::Unit);
     let t = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
@@ -297,4 +303,15 @@ pub fn builtins() -> Vec<Builtin> {
         }
     }
     out
+}
+
+/// Runs `gather<m><n>` or `scatter<m><n>` by name from another runtime (the reverse pass's
+/// transposes).
+pub fn call_named(m: &mut Machine, name: &'static str, args: Vec<Value>, span: Span) -> Res {
+    let (md, nd) = dims(name);
+    if name.starts_with("gather") {
+        gather_dims(m, md, nd, args, span)
+    } else {
+        scatter_dims(m, md, nd, args, span)
+    }
 }
