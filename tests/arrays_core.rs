@@ -218,3 +218,99 @@ fn e9_concatenation_gradient_needs_dropped_scatter_entries() {
     assert_eq!(r.agrees, Some(true), "{r:?}");
     assert_eq!(r.gradient, vec![2.0; 10]);
 }
+
+fn view<'a>(r: &'a StageResult, name: &str) -> &'a str {
+    r.views.iter().find(|v| v.0.contains(name)).map(|v| v.1.as_str()).unwrap_or("")
+}
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect()
+}
+
+#[test]
+fn e10_self_convolution_simplified_and_shared_as_fig_18() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
+    let r = one(&src, "arrays/symbolic");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    // Fig. 18's bottom box: the primal lets, four IDs, and the symbolic Delta
+    let eq6 = squash(view(&r, "Eq. 6"));
+    for piece in [
+        "let x2 = gather11 n a (λi → [i])",
+        "let x3 = gather11 n a (λi → [n - 1 - i])",
+        "id1 ← genID; id2 ← genID; id3 ← genID; id4 ← genID",
+        "Share4 (SumOuter (Share3 (Add (Scale x3 (Share1 (Gather (Input 0) (λi → [i])))) (Scale x2 (Share2 (Gather (Input 0) (λi → [n - 1 - i])))))))",
+    ] {
+        assert!(eq6.contains(&squash(piece)), "missing {piece} in {eq6}");
+    }
+    // §7.4: shareToLet (reversePass [1.0] s) = let shared1 = replicate n c in scatter (x2 ·→ shared1) … +→ scatter (x1 ·→ shared1) …
+    let r = one(&src, "arrays/share-to-let");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    let p = squash(&r.program);
+    assert!(p.contains(&squash("let shared1 = replicate (length x4) seed1 in")), "{p}");
+    assert!(
+        p.contains(&squash("plus (scatter11 (length a) (times x3 shared1) (λi → [i])) (scatter11 (length a) (times x2 shared1) (λi → [n - 1 - i]))")),
+        "{p}"
+    );
+}
+
+#[test]
+fn e7_final_program_of_share_to_let() {
+    let r = one(&dot(3).replace("[6.0, 7.0, 8.0]", "[4.0, 5.0, 6.0]"), "arrays/share-to-let");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    assert_eq!(r.gradient, vec![4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+    let p = squash(&r.program);
+    // the notes' E7: p1, p2 gathers, p3 = p1 * p2, p4 = sumOuter p3, one shared replicate of c used by both
+    for piece in [
+        "let x1 = gather11 (length a) a (λi → [i]) in",
+        "let x2 = gather11 (length a) b (λi → [i]) in",
+        "let x3 = map2 (λx y → x * y) x1 x2 in",
+        "let x4 = sumOuter x3 in",
+        "let shared1 = replicate (length x3) seed1 in",
+        "(x4, (scatter11 (length a) (times x2 shared1) (λi → [i]), scatter11 (length b) (times x1 shared1) (λi → [i])))",
+    ] {
+        assert!(p.contains(&squash(piece)), "missing {piece} in {p}");
+    }
+}
+
+/// E11 generalised: `let x1 = inp + inp in … let xm = x(m-1) + x(m-1) in xm`.
+fn chain(m: usize) -> String {
+    let mut body = String::new();
+    let mut prev = "inp".to_string();
+    for k in 1..=m {
+        body.push_str(&format!("let x{k} = {prev} + {prev} in "));
+        prev = format!("x{k}");
+    }
+    format!("input 1.0\ndef main inp = {body}{prev}")
+}
+
+#[test]
+fn e11_symbolic_term_doubles_without_share_and_grows_linearly_with_it() {
+    let sizes = |stage: &str| -> Vec<u64> {
+        (1..=8)
+            .map(|m| {
+                let r = one(&chain(m), stage);
+                assert_eq!(r.agrees, Some(true), "{stage} at m = {m}: {r:?}");
+                assert_eq!(r.gradient, vec![(1u64 << m) as f64]);
+                counter(&r, "gradient_size")
+            })
+            .collect()
+    };
+    let plain = sizes("arrays/symbolic");
+    // the cotangent term has 2^m leaves: the program's growth doubles at each step (beside the
+    // primal's linear part)
+    let growth: Vec<u64> = plain.windows(2).map(|w| w[1] - w[0]).collect();
+    for w in growth.windows(2) {
+        assert!(w[1] + 4 >= 2 * w[0], "{plain:?}");
+    }
+    assert!(plain[7] > 1 << 10, "{plain:?}");
+    for stage in ["arrays/symbolic-share", "arrays/share-to-let"] {
+        let shared = sizes(stage);
+        // linear: constant increments
+        let steps: Vec<u64> = shared.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(steps.iter().all(|&s| s == steps[2]), "{stage}: {shared:?}");
+    }
+    // the notes' E11 program: let shared1 = c + c in …
+    let r = one(&chain(3), "arrays/share-to-let");
+    let p = squash(&r.program);
+    assert!(p.contains(&squash("let shared1 = plus seed1 seed1 in let shared2 = plus shared1 shared1 in")), "{p}");
+}

@@ -15,6 +15,9 @@ chain_stages! {
     // Part C (§5–7): the final pipeline.
     bot::Bot,
     dual_arrays::DualArrays,
+    symbolic::Symbolic,
+    symbolic_share::SymbolicShare,
+    share_to_let::ShareToLet,
 }
 
 pub static CHAIN: Chain = Chain {
@@ -41,5 +44,7 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "backprop_ids", about: "IDs popped by the array reverse pass's loop (arrays/dual-arrays)" },
     CounterInfo { name: "eval_visits", about: "Delta nodes visited by the array reverse pass's eval (arrays/dual-arrays)" },
     CounterInfo { name: "gathered", about: "elements read by gathers (arrays/*)" },
+    CounterInfo { name: "gradient_size", about: "nodes of the gradient program (arrays/symbolic, symbolic-share, share-to-let)" },
+    CounterInfo { name: "shares_computed", about: "share IDs computed when the gradient program runs (arrays/symbolic-share)" },
     CounterInfo { name: "scattered", about: "elements added by scatters (arrays/*)" },
 ];

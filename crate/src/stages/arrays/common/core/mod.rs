@@ -4,6 +4,8 @@
 pub mod bot;
 pub mod delta;
 pub mod dual;
+pub mod gradient;
 pub mod lang;
 pub mod lower;
 pub mod runtime;
+pub mod symbolic;

@@ -315,3 +315,57 @@ pub fn call_named(m: &mut Machine, name: &'static str, args: Vec<Value>, span: S
         scatter_dims(m, md, nd, args, span)
     }
 }
+
+/// The cotangent operations of the gradient programs (§7.2–7.5): `plus` (+→), `times` (·→, a scale
+/// that may be a scalar), `oneHot z u c` (zeros shaped like z with c at u), `zerosLike`, and
+/// `share i t` / `shared i` (Fig. 19's global sharing: identity on arrays, each ID computed once —
+/// the first occurrence, in evaluation order, stores its value and the later ones read it).
+pub fn gradient_builtins() -> Vec<Builtin> {
+    let a = Type::Var(0);
+    let f = Type::fun;
+    vec![
+        mk("plus", vec![0], f(a.clone(), f(a.clone(), a.clone())), 2, |_, x, s| add(&x[0], &x[1], s)),
+        mk("times", vec![0, 1], f(Type::Var(1), f(a.clone(), a.clone())), 2, |_, x, s| times(&x[1], &x[0], s)),
+        mk("oneHot", vec![0, 1], f(Type::Var(1), f(Type::Int, f(a.clone(), Type::Var(1)))), 3, |_, x, s| {
+            let i = int(&x[1], "oneHot", s)?;
+            Ok(match zero_like(&x[0]) {
+                Value::Array(zs) => Value::Array(zs.iter().enumerate().map(|(k, z)| if k as i64 == i { x[2].clone() } else { z.clone() }).collect()),
+                z => z,
+            })
+        }),
+        mk("zerosLike", vec![0], f(a.clone(), a.clone()), 1, |_, x, _| Ok(zero_reals(&x[0]))),
+        mk("share", vec![0], f(Type::Int, f(a.clone(), a.clone())), 2, |m, x, s| {
+            let id = int(&x[0], "share", s)?;
+            m.state::<ShareMemo>().0.insert(id, x[1].clone());
+            m.count("shares_computed", 1);
+            Ok(x[1].clone())
+        }),
+        mk("shared", vec![0], f(Type::Int, a.clone()), 1, |m, x, s| {
+            let id = int(&x[0], "shared", s)?;
+            m.state::<ShareMemo>().0.get(&id).cloned().ok_or_else(|| err(s, format!("share {id} is read before it is computed")))
+        }),
+    ]
+}
+
+/// The values of `share` IDs computed so far in a run.
+#[derive(Default)]
+pub struct ShareMemo(pub std::collections::HashMap<i64, Value>);
+
+fn zero_reals(v: &Value) -> Value {
+    match v {
+        Value::Real(_) => Value::Real(0.0),
+        Value::Tuple(vs) => Value::Tuple(vs.iter().map(zero_reals).collect()),
+        Value::Array(vs) => Value::Array(vs.iter().map(zero_reals).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `c ·→ r`: elementwise, r a scalar or of c's shape.
+fn times(c: &Value, r: &Value, s: Span) -> Res {
+    Ok(match (c, r) {
+        (Value::Real(a), Value::Real(b)) => Value::Real(a * b),
+        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| times(x, y, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| times(x, r, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        _ => return Err(err(s, format!("·→: shapes differ ({c} and {r})"))),
+    })
+}
