@@ -19,9 +19,19 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     let grad = wrapper_of(src)?;
     let mut fr = Fresh::new(src.program);
     let ex = extract(&grad.body, &mut fr)?;
-    let mut rev = Reverse { share, next_share: 0, steps: vec![] };
+    let mut rev = Reverse { share, next_share: 0, steps: vec![], copied: 0 };
     let seed = var(&ex.seed);
     let grads = rev.run(seed, &ex.delta, ex.params.len())?;
+    // the passes after this one (types, printer, shareToLet) recurse on a term's nesting, which the
+    // reverse pass makes as deep as the Delta: refuse what is deeper than the bracket budget
+    let deepest = grads.iter().flatten().map(super::symbolic::depth).max().unwrap_or(0);
+    if deepest > crate::limits::max_brackets() {
+        return Err(Diagnostic::error(
+            Span::NONE,
+            format!("the gradient term nests {deepest} deep, past the bracket budget ({}) that printing and typing it need", crate::limits::max_brackets()),
+        )
+        .refused());
+    }
     let grads: Vec<Option<Expr>> = if share { first_occurrences(grads) } else { grads };
     let body = program(&ex, vec![], grads);
     let mut p = src.program.clone();

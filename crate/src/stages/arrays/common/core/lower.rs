@@ -64,9 +64,24 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
     use ExprKind as K;
     let out = match &e.kind {
         K::Var(_) | K::Real(_) | K::Int(_) | K::Bool(_) => e.clone(),
-        K::Let(Pat::Var(x, s), rhs, body) => Expr::gen(K::Let(Pat::Var(x.clone(), *s), Box::new(lower(rhs, fresh)?), Box::new(lower(body, fresh)?))),
-        K::Let(Pat::Wild(_), _, body) => lower(body, fresh)?,
-        K::Let(..) => return Err(refuse(e.span, "tuple pattern (no tuples in the core)")),
+        K::Let(..) => {
+            // a let chain is walked in a loop (limits.rs: no native recursion along it)
+            let mut links = vec![];
+            let mut cur = e;
+            while let K::Let(p, rhs, body) = &cur.kind {
+                match p {
+                    Pat::Var(x, s) => links.push((Pat::Var(x.clone(), *s), lower(rhs, fresh)?, cur.span)),
+                    Pat::Wild(_) => {}
+                    _ => return Err(refuse(cur.span, "tuple pattern (no tuples in the core)")),
+                }
+                cur = body;
+            }
+            let mut out = lower(cur, fresh)?;
+            for (p, rhs, span) in links.into_iter().rev() {
+                out = at(Expr::gen(K::Let(p, Box::new(rhs), Box::new(out))), span);
+            }
+            out
+        }
         K::Array(es) => Expr::gen(K::Array(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
         K::If(c, a, b) => cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?),
         K::Ann(x, _) => lower(x, fresh)?,

@@ -266,26 +266,56 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     Ok(Extracted { binds: ex.binds, primal, delta, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed: seed.clone() })
 }
 
-/// The symbolic Delta in the paper's notation (a DAG printed as a tree: Shares are few).
+/// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
+/// (`Share2 …`); cut below 40 levels (the view is text, not a traversal of a deep program).
 pub fn show(d: &Sym) -> String {
+    show_at(d, &mut std::collections::HashSet::new(), 0)
+}
+
+fn show_at(d: &Sym, seen: &mut std::collections::HashSet<i64>, depth: usize) -> String {
+    if depth > 40 {
+        return "…".into();
+    }
     let o = crate::print::PrintOptions::unicode();
     let p = |e: &Expr| crate::print::print_expr(e, &o).split_whitespace().collect::<Vec<_>>().join(" ");
-    let c = |d: &Sym| format!("({})", show(d));
+    if let SymKind::Share(id, _) = &d.kind {
+        if !seen.insert(*id) {
+            return format!("Share{id} …");
+        }
+    }
+    let mut c = |d: &Sym| format!("({})", show_at(d, seen, depth + 1));
     match &d.kind {
         SymKind::Zero => "Zero".into(),
         SymKind::Input(k) => format!("Input {k}"),
-        SymKind::Add(a, b) => format!("Add {} {}", c(a), c(b)),
+        SymKind::Add(a, b) => {
+            let l = c(a);
+            format!("Add {l} {}", c(b))
+        }
         SymKind::Scale(r, x) => format!("Scale {} {}", p(r), c(x)),
         SymKind::Share(id, x) => format!("Share{id} {}", c(x)),
         SymKind::Index(x, u) => format!("Index {} [{}]", c(x), p(u)),
         SymKind::SumOuter(x) => format!("SumOuter {}", c(x)),
         SymKind::Gather(_, f, x) => format!("Gather {} ({})", c(x), p(f)),
         SymKind::Scatter(_, f, x) => format!("Scatter {} ({})", c(x), p(f)),
-        SymKind::LitArray(xs) => format!("LitArray [{}]", xs.iter().map(|x| show(x)).collect::<Vec<_>>().join(", ")),
+        SymKind::LitArray(xs) => format!("LitArray [{}]", xs.iter().map(|x| c(x)).collect::<Vec<_>>().join(", ")),
         SymKind::Replicate(k, x) => format!("Replicate {} {}", p(k), c(x)),
         SymKind::Transpose(q, x) => format!("Transpose {q:?} {}", c(x)),
     }
 }
+
+/// The depth of a term (with an explicit stack).
+pub fn depth(e: &Expr) -> usize {
+    let mut best = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((x, d)) = stack.pop() {
+        best = best.max(d);
+        stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+    }
+    best
+}
+
+/// The most nodes a gradient program may have (the exponential stage is stopped there: notes §7.12).
+pub const MAX_TERM: u64 = 2_000_000;
 
 /// Size of a term as a tree (every node counted at each occurrence).
 pub fn tree_size(e: &Expr) -> u64 {
@@ -332,6 +362,8 @@ pub struct Reverse {
     pub share: bool,
     pub next_share: i64,
     pub steps: Vec<String>,
+    /// Nodes copied so far (the no-share pass's duplications), against `MAX_TERM`.
+    pub copied: u64,
 }
 
 fn trivial(e: &Expr) -> bool {
@@ -340,12 +372,23 @@ fn trivial(e: &Expr) -> bool {
 
 impl Reverse {
     /// Fig. 19's `share id c` where eval duplicates a cotangent (not around a trivial one: §8.10).
-    fn dup(&mut self, c: Expr) -> Expr {
-        if !self.share || trivial(&c) {
-            return c;
+    fn dup(&mut self, c: Expr) -> Result<Expr, Diagnostic> {
+        if !self.share {
+            // the copy eval makes of c (§7.2): counted, and stopped past MAX_TERM
+            self.copied += tree_size(&c);
+            if self.copied > MAX_TERM {
+                return Err(Diagnostic::error(
+                    Span::NONE,
+                    format!("stopped: the gradient term passed {MAX_TERM} nodes (without share, eval copies each cotangent at every Add: §7.2)"),
+                ));
+            }
+            return Ok(c);
+        }
+        if trivial(&c) {
+            return Ok(c);
         }
         self.next_share += 1;
-        apps(builtin("share"), [int(self.next_share), c])
+        Ok(apps(builtin("share"), [int(self.next_share), c]))
     }
 
     pub fn run(&mut self, c: Expr, d: &Rc<Sym>, inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
@@ -375,7 +418,7 @@ impl Reverse {
                     grad.insert(*k, v);
                 }
                 SymKind::Add(a, b) => {
-                    let c = self.dup(c);
+                    let c = self.dup(c)?;
                     work.push((c.clone(), b.clone()));
                     work.push((c, a.clone()));
                 }
@@ -401,7 +444,7 @@ impl Reverse {
                     work.push((out, x.clone()))
                 }
                 SymKind::LitArray(xs) => {
-                    let c = self.dup(c);
+                    let c = self.dup(c)?;
                     for (k, x) in xs.iter().enumerate().rev() {
                         work.push((index(c.clone(), int(k as i64)), x.clone()));
                     }
