@@ -73,7 +73,7 @@ fn fired(trace: &str, rules: &[&str]) {
 #[test]
 fn e8_build1_of_index_plus_one_becomes_gather_plus_replicate() {
     let (p, trace) = bot("input [1.0, 2.0, 3.0]\ndef main a = sum (build (length a) (\\i -> a ! i + 1.0))\nexpect primal 9.0\nexpect grad [1.0, 1.0, 1.0]");
-    assert!(p.contains("sumOuter (map2 (λx y → x + y) (gather11 (length a) a (λi → [i])) (replicate (length a) 1.0))"), "{p}");
+    assert!(p.contains("sum (map2 (λx y → x + y) (gather11 (length a) a (λi → [i])) (replicate (length a) 1.0))"), "{p}");
     fired(&trace, &["B5", "BI1", "B2"]);
 }
 
@@ -81,7 +81,7 @@ fn e8_build1_of_index_plus_one_becomes_gather_plus_replicate() {
 fn e10_self_convolution_after_bot_is_fig_18() {
     let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
     let (p, _) = bot(&src);
-    assert!(p.contains("sumOuter (map2 (λx y → x * y) (gather11 n a (λi → [i])) (gather11 n a (λi → [n - 1 - i])))"), "{p}");
+    assert!(p.contains("sum (map2 (λx y → x * y) (gather11 n a (λi → [i])) (gather11 n a (λi → [n - 1 - i])))"), "{p}");
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn e15_replicate_in_build_uses_b11() {
 fn e15_index_of_replicate_uses_i9() {
     let (p, trace) = bot("input [5.0, 7.0]\ndef main a = sum (build 2 (\\i -> replicate 3 a ! i ! i))\nexpect primal 12.0\nexpect grad [1.0, 1.0]");
     fired(&trace, &["I9", "BI1"]);
-    assert!(p.contains("sumOuter (gather11 2 a (λi → [i]))"), "{p}");
+    assert!(p.contains("sum (gather11 2 a (λi → [i]))"), "{p}");
 }
 
 #[test]
@@ -204,7 +204,7 @@ fn e10_self_convolution_after_d_is_fig_18_middle() {
         "(x, d) ← pure a; id ← genID (); pure ( gather11 n x (λi → [i]), Share id (Gather n d (λi → [i])) )",
         "gather11 n x (λi → [n - 1 - i]), Share id (Gather n d (λi → [n - 1 - i]))",
         "Share id (Add (Scale x1 d) (Scale x d1))",
-        "pure (sumOuter x, Share id (SumOuter d))",
+        "pure (sum x, Share id (SumOuter d))",
     ] {
         let piece: String = piece.split_whitespace().collect();
         assert!(p.contains(&piece), "missing {piece} in {p}");
@@ -264,7 +264,7 @@ fn e7_final_program_of_share_to_let() {
         "let x1 = gather11 (length a) a (λi → [i]) in",
         "let x2 = gather11 (length a) b (λi → [i]) in",
         "let x3 = map2 (λx y → x * y) x1 x2 in",
-        "let x4 = sumOuter x3 in",
+        "let x4 = sum x3 in",
         "let shared1 = replicate (length x3) seed1 in",
         "(x4, (scatter11 (length a) (times x2 shared1) (λi → [i]), scatter11 (length b) (times x1 shared1) (λi → [i])))",
     ] {

@@ -107,7 +107,10 @@ impl Dx<'_> {
                 let k = self.shared(index(var(&x), u2.clone()), apps(builtin("Index"), [var(&dd), u2]));
                 bind_pair(&x, &dd, m, k)
             }
-            Core::SumOuter(t) => self.unary(t, |x| sum_outer(x), |d| app(builtin("SumOuter"), d))?,
+            Core::SumOuter(t) => {
+                let rank1 = matches!(e.kind, ExprKind::Prim(Prim::Sum, _));
+                self.unary(t, move |x| if rank1 { prim(Prim::Sum, vec![x]) } else { sum_outer(x) }, |d| app(builtin("SumOuter"), d))?
+            }
             Core::Replicate(k, t) => {
                 let k2 = self.d_prime(k);
                 let k3 = k2.clone();

@@ -148,6 +148,9 @@ pub fn view(e: &Expr) -> Core<'_> {
             _ => Core::Other,
         },
         ExprKind::Prim(Prim::Replicate, a) => Core::Replicate(&a[0], &a[1]),
+        // the language's `sum : Array R → R` is sumOuter at rank 1 (kept: forward mode, which checks
+        // bot, knows its zero on an empty array; the builtin cannot know its element's shape)
+        ExprKind::Prim(Prim::Sum, a) => Core::SumOuter(&a[0]),
         ExprKind::Prim(Prim::Length, a) => Core::Length(&a[0]),
         ExprKind::Array(es) => Core::Lit(es),
         ExprKind::Let(Pat::Var(x, _), rhs, body) => Core::Let(x, rhs, body),

@@ -89,7 +89,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         K::Prim(p, args) => match p {
             Prim::Index => index(lower(&args[0], fresh)?, lower(&args[1], fresh)?),
             Prim::Length => prim(Prim::Length, vec![lower(&args[0], fresh)?]),
-            Prim::Sum => sum_outer(lower(&args[0], fresh)?),
+            Prim::Sum => prim(Prim::Sum, vec![lower(&args[0], fresh)?]),
             Prim::Replicate => replicate(lower(&args[0], fresh)?, lower(&args[1], fresh)?),
             Prim::Build => {
                 let i = fresh.name("i");
