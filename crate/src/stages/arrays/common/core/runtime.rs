@@ -219,7 +219,10 @@ fn sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     m.tick(xs.len() as u64)?;
     let mut acc = match xs.first() {
         Some(x) => zero_like(x),
-        None => return Ok(Value::Real(0.0)),
+        // the builtin sums arrays of rank ≥ 2 (rank 1 is the language's `sum`): an empty outer
+        // dimension (a `tr` of k×0 rows, nested arrays cannot keep the k) gives an empty array —
+        // the limit of run-time shapes over nested arrays (the paper's are static)
+        None => return Ok(Value::Array(Rc::from(vec![]))),
     };
     for x in xs.iter() {
         acc = add(&acc, x, span)?;
