@@ -109,6 +109,24 @@ pub fn families() -> Vec<Family> {
             make: p_zero,
             max: 5_000,
         },
+        Family {
+            name: "t_dot_arrays",
+            what: "t_dot of the array paper §4.1, `sum (build n (\\i -> a ! i * b ! i))`: arrays/dual-arrays builds 12 array-level Delta nodes at any n (delta_nodes)",
+            make: t_dot_arrays,
+            max: MAX_SIZE as usize,
+        },
+        Family {
+            name: "t_sc",
+            what: "t_sc of the array paper's Fig. 18, `sum (build n (\\i -> a ! i * a ! (n - 1 - i)))`: one gather per index, one scatter back",
+            make: t_sc,
+            max: MAX_SIZE as usize,
+        },
+        Family {
+            name: "e11",
+            what: "E11 of the array paper (§7.2, footnote 30) at depth m: `let x1 = inp + inp in … xm`; the gradient program's size (gradient_size) is 2^m on arrays/symbolic, linear with share",
+            make: e11,
+            max: 20,
+        },
     ]
 }
 
@@ -120,6 +138,32 @@ fn size_chain(n: usize) -> String {
         let _ = writeln!(s, "  let v{i} = {prev} * 1.01 + 0.5 in");
     }
     let _ = writeln!(s, "  v{}", n.max(1) - 1);
+    s
+}
+
+/// The array paper's t_dot (§4.1), with `build` and `!`.
+fn t_dot_arrays(n: usize) -> String {
+    format!(
+        "-- t_dot over arrays of {n} reals\ninput ({}, {})\ndef main (a, b) = sum (build (length a) (\\i -> a ! i * b ! i))\n",
+        reals(n, 0),
+        reals(n, 3)
+    )
+}
+
+/// The array paper's t_sc (Fig. 18).
+fn t_sc(n: usize) -> String {
+    format!("-- t_sc over an array of {n} reals\ninput {}\ndef main a = let n = length a in sum (build n (\\i -> a ! i * a ! (n - 1 - i)))\n", reals(n, 0))
+}
+
+/// E11 at depth m.
+fn e11(m: usize) -> String {
+    let mut s = String::from("-- E11: a doubling chain of depth m\ninput 1.0\ndef main inp =\n");
+    let mut prev = "inp".to_string();
+    for k in 1..=m {
+        s.push_str(&format!("  let x{k} = {prev} + {prev} in\n"));
+        prev = format!("x{k}");
+    }
+    s.push_str(&format!("  {prev}\n"));
     s
 }
 

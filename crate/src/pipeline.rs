@@ -587,7 +587,9 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
             let grad = if contract == Contract::SameFunction {
                 // the gradient of a same-function stage: forward mode over its output
                 match same_function_gradient(&out, input, seed, opts) {
-                    Ok(g) => g,
+                    Ok(Ok(g)) => g,
+                    // a budget that runs out in forward mode is the stage's budget outcome
+                    Ok(Err(e)) => return run_err(r, e),
                     Err(d) => return fail(r, d),
                 }
             } else {
@@ -620,7 +622,7 @@ pub fn run_main(st: &dyn Stage, m: &mut Machine, cx: &RunCtx) -> Result<(Value, 
 }
 
 /// `forward` (Krawiec et al. §4) over a same-function stage's output, run on `(input, seed)`.
-fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Value, Diagnostic> {
+fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Result<Value, RunError>, Diagnostic> {
     let forward = stages::find("forward").expect("forward is registered");
     let src = Source { program: &out.program, input_type: &out.input_type, output_type: &out.output_type, builtins: &out.builtins };
     let fw = prepare(forward, &src, opts).map_err(|d| Diagnostic::error(d.span, format!("forward mode over this output: {}", d.message)))?;
@@ -628,7 +630,7 @@ fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Op
     m.set_tracing(false);
     let no = |_: &str| None;
     let cx = RunCtx { src: &src, origin: &src, input, seed, outputs: &no };
-    run_output(forward, &mut m, &cx).map(|(_, g)| g).map_err(|e| run_diag(&e))
+    Ok(run_output(forward, &mut m, &cx).map(|(_, g)| g))
 }
 
 /// Checks `expect` directives against every stage that ran; returns one line per failure.

@@ -21,6 +21,11 @@ chain_stages! {
     onehot::OneHot,
 
     // Part C (§5–7): the final pipeline.
+    bot::Bot,
+    dual_arrays::DualArrays,
+    symbolic::Symbolic,
+    symbolic_share::SymbolicShare,
+    share_to_let::ShareToLet,
 }
 
 pub static CHAIN: Chain = Chain {
@@ -51,4 +56,11 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "ct_cells", about: "reals the reverse pass writes: one-hots, additions into accumulators, scales, replicates (O(n²) on the dot product with one-hot Index, §4.4)" },
 
     // Part C
+    CounterInfo { name: "delta_nodes", about: "array-level Delta nodes built by the forward pass (arrays/dual-arrays)" },
+    CounterInfo { name: "backprop_ids", about: "IDs popped by the array reverse pass's loop (arrays/dual-arrays)" },
+    CounterInfo { name: "eval_visits", about: "Delta nodes visited by the array reverse pass's eval (arrays/dual-arrays)" },
+    CounterInfo { name: "gathered", about: "elements read by gathers (arrays/*)" },
+    CounterInfo { name: "gradient_size", about: "nodes of the gradient program (arrays/symbolic, symbolic-share, share-to-let)" },
+    CounterInfo { name: "shares_computed", about: "share IDs computed when the gradient program runs (arrays/symbolic-share)" },
+    CounterInfo { name: "scattered", about: "elements added by scatters (arrays/*)" },
 ];

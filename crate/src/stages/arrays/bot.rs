@@ -1,0 +1,114 @@
+//! `arrays/bot`: the bulk-operation transform of §5 (Figs. 9–11), after the lowering from the
+//! surface arrays to the paper's core (common/core/lower.rs). A same-function stage: its program
+//! computes what the source does, with every `build1` turned into bulk operations (Theorem 5.1,
+//! checked on every output); its rule trace is the stepper's steps.
+
+use super::common::core::{bot, lower, runtime};
+use super::common::PAPER;
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::Builtin;
+use crate::ir::*;
+use crate::kit::passes::first_order_at;
+use crate::kit::rewrite::{normalise, Budget, Trace};
+use crate::print::{print_expr, PrintOptions};
+use crate::stage::{Contract, Output, Source, Stage, StageInfo, View};
+
+pub struct Bot;
+
+static INFO: StageInfo = StageInfo {
+    id: "arrays/bot",
+    paper: PAPER,
+    section: "§3.2, §5, Figs. 7, 9–11, Theorem 5.1",
+    title: "bot: the bulk-operation transform (build1 pushed inward until none is left)",
+    explanation: "The program is inlined into one expression and lowered to the paper's core language: map, map2, \
+build, ! and sum become build1, index and sumOuter, if becomes the strict cond. Then bot rewrites it: each build1 is \
+pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
+inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
+arithmetic on whole arrays (a broadcast op, shown as a map of the scalar op). What is left has no build1 and only \
+indexes of variables, literals and scatters (Theorem 5.1): the only code run per element is in gather and scatter \
+index functions, whose results are discrete and never differentiated. Shapes are Int terms computed when the program \
+runs (the paper's are static).",
+    complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
+The number of one-hots in the derivative is at most the number of lexical indexes.",
+    accepts: "first-order array programs whose main returns a real or an array; no fold, reduce, scan, shift, recursion or tuple inside the body",
+};
+
+/// The budget of the inlining before lowering (as the other first-order chains).
+const INLINE_BUDGET: usize = 100_000;
+
+/// Lowers and rewrites `src`'s main: the core program before bot, the output and the trace.
+pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic> {
+    let p = first_order_at(src, INLINE_BUDGET).map_err(|d| Diagnostic { refused: true, ..d })?;
+    let mut fr = Fresh::new(&p);
+    let (pat, core) = lower::lower_main(&p, &mut fr)?;
+    let mut before = p.clone();
+    before.defs = vec![def_main(lam(pat.clone(), core.clone()))];
+    before.next_id = fr.next_id;
+    let (out, trace) = normalise(core, &bot::rules(), &mut fr, Budget { trace_steps: 2_000, ..Budget::default() })?;
+    bot::check_theorem_5_1(&out)?;
+    let mut after = p.clone();
+    after.defs = vec![def_main(lam(pat, out))];
+    after.next_id = fr.next_id;
+    Ok((before, after, trace))
+}
+
+fn def_main(body: Expr) -> Def {
+    let mut d = def("main", body);
+    d.role = Role::User;
+    d
+}
+
+fn trace_view(tr: &Trace) -> View {
+    use std::fmt::Write;
+    let o = PrintOptions::unicode();
+    let _ = &o;
+    let mut text = String::new();
+    let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+    let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
+    for (k, s) in tr.steps.iter().enumerate() {
+        let _ = writeln!(text, "{:>4}. {:<26} {}  ⟶  {}", k + 1, s.rule, one_line(&s.before), one_line(&s.after));
+    }
+    View { name: "bot's rewrite trace".into(), text, ..View::default() }
+}
+
+fn one_line(s: &str) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 200 {
+        flat.chars().take(199).collect::<String>() + "…"
+    } else {
+        flat
+    }
+}
+
+impl Stage for Bot {
+    fn info(&self) -> &'static StageInfo {
+        &INFO
+    }
+
+    fn contract(&self) -> Contract {
+        Contract::SameFunction
+    }
+
+    fn builtins(&self) -> Vec<Builtin> {
+        runtime::builtins()
+    }
+
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        if !src.input_type.is_first_order() || !src.output_type.is_first_order() {
+            return Err(Diagnostic::error(Span::NONE, "main must be first-order").refused());
+        }
+        Ok(())
+    }
+
+    fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
+        let (before, after, trace) = bot_program(src)?;
+        let core = before.def("main").map(|d| print_expr(&d.body, &PrintOptions::unicode())).unwrap_or_default();
+        let views = vec![View { name: "core program before bot (the lowering)".into(), text: core, ..View::default() }, trace_view(&trace)];
+        Ok(Output { program: after, builtins: vec![], views, steps: trace.stepper() })
+    }
+
+    fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
+        vec![("main".into(), Type::fun(src.input_type.clone(), src.output_type.clone()))]
+    }
+}

@@ -1,0 +1,369 @@
+//! D′ (§6.2, Fig. 13) and the dual-arrays transform D (§6.1, §6.3, Figs. 14–15) over bot's output,
+//! and the wrapper of §6.5. D[t] : IdGen (primal, Delta) for a term with real elements; D′ keeps a
+//! discrete term as it is, reading the primal (`fst x`) of each free dual variable.
+//!
+//! Decisions (notes §8):
+//! - IdGen is the IR's monad `M`, run in direct style: `id ← genID ()`; `runIds` starts the supply.
+//! - A broadcast op's Delta is Fig. 15's `Add (Scale ∂1 d1) (Scale ∂2 d2)` with the partials of
+//!   the primitive's row (deriv.rs) lifted to its rank (a partial that is an argument is that
+//!   argument's primal, as in Fig. 15; one that is a constant scales by the scalar); ∂ = 1 is no
+//!   Scale.
+//! - `cond` with real branches (§8.3): both branches' (primal, Delta) pairs are computed (strict)
+//!   and the pair is selected.
+//! - Constants (§8.14): a real constant is `(c, Zero c)`; integer and boolean terms go through D′.
+//! - Input k is main's k-th parameter; one without a cotangent gets zeros (§8.13), integer leaves
+//!   are returned as they are.
+
+use super::lang::*;
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use std::collections::HashSet;
+
+/// Whether the elements of `t` are real (an `Array^n R`). An element type left open is real: bot's
+/// output may move arrays without arithmetic (E9), so main's body stays polymorphic where its stated
+/// type `S → T` instantiates it at the input's reals.
+pub fn is_r(t: &Type) -> bool {
+    let mut t = t;
+    while let Some(e) = t.as_array() {
+        t = e;
+    }
+    matches!(t, Type::Real | Type::Var(_))
+}
+
+pub struct Dx<'a> {
+    pub fresh: &'a mut Fresh,
+    /// The variables bound to (primal, Delta) pairs.
+    pub dual: HashSet<u32>,
+}
+
+fn err(e: &Expr, what: &str) -> Diagnostic {
+    let shown = crate::print::print_expr(e, &crate::print::PrintOptions::unicode());
+    Diagnostic::error(e.span, format!("the dual-arrays transform D (Figs. 14–15) has no rule for {what}: {shown} : {:?}", e.ty)).refused()
+}
+
+/// `do (x, d) ← m; k`
+fn bind_pair(x: &Name, d: &Name, m: Expr, k: Expr) -> Expr {
+    bind(ppair(pvar(x), pvar(d)), m, k)
+}
+
+impl Dx<'_> {
+    /// D′_Γ[t]: the free dual variables read as their primals.
+    pub fn d_prime(&self, e: &Expr) -> Expr {
+        let mut out = e.clone();
+        let mut stack = vec![&mut out];
+        while let Some(y) = stack.pop() {
+            if let ExprKind::Var(n) = &y.kind {
+                if self.dual.contains(&n.id) {
+                    *y = fst(var(n));
+                }
+                continue;
+            }
+            stack.extend(children_mut(y));
+        }
+        out
+    }
+
+    /// `do id ← genID (); pure (primal, Share id delta)`
+    fn shared(&mut self, primal: Expr, delta: Expr) -> Expr {
+        let id = self.fresh.name("id");
+        bind(pvar(&id), app(builtin("genID"), unit()), pure(pair(primal, apps(builtin("Share"), [var(&id), delta]))))
+    }
+
+    /// D[t] for a term with real elements.
+    pub fn d(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
+        // a let chain is walked in a loop (D[let x = u in v] = do x ← D[u]; D[v], Fig. 14)
+        let mut links: Vec<(Name, Expr, bool)> = vec![];
+        let mut cur = e;
+        while let ExprKind::Let(Pat::Var(x, _), rhs, body) = &cur.kind {
+            let r = is_r(&rhs.ty);
+            let rhs2 = if r { self.d(rhs)? } else { self.d_prime(rhs) };
+            if r {
+                self.dual.insert(x.id);
+            }
+            links.push((x.clone(), rhs2, r));
+            cur = body;
+        }
+        let mut out = self.d_tail(cur)?;
+        for (x, rhs, r) in links.into_iter().rev() {
+            out = if r { bind(pvar(&x), rhs, out) } else { let_(pvar(&x), rhs, out) };
+        }
+        Ok(out)
+    }
+
+    fn d_tail(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
+        if !is_r(&e.ty) {
+            return Err(err(e, "a term without real elements"));
+        }
+        Ok(match view(e) {
+            Core::Var(x) if self.dual.contains(&x.id) => pure(var(x)),
+            Core::Var(_) | Core::Const => pure(pair(e.clone(), app(builtin("Zero"), e.clone()))),
+            Core::Lit(ts) if ts.iter().all(|t| !has_var(t)) => pure(pair(e.clone(), app(builtin("Zero"), e.clone()))),
+            Core::Op(ops) => self.d_op(e, ops)?,
+            Core::Index { t, u } => {
+                let (x, dd) = (self.fresh.name("x"), self.fresh.name("d"));
+                let m = self.d(t)?;
+                let u2 = self.d_prime(u);
+                let k = self.shared(index(var(&x), u2.clone()), apps(builtin("Index"), [var(&dd), u2]));
+                bind_pair(&x, &dd, m, k)
+            }
+            Core::SumOuter(t) => {
+                let rank1 = matches!(e.kind, ExprKind::Prim(Prim::Sum, _));
+                self.unary(t, move |x| if rank1 { prim(Prim::Sum, vec![x]) } else { sum_outer(x) }, |d| app(builtin("SumOuter"), d))?
+            }
+            Core::Replicate(k, t) => {
+                let k2 = self.d_prime(k);
+                let k3 = k2.clone();
+                self.unary(t, move |x| replicate(k2, x), move |d| apps(builtin("Replicate"), [k3, d]))?
+            }
+            Core::Tr(p, t) => {
+                let p2 = p.clone();
+                self.unary(t, move |x| tr(&p, x), move |d| apps(builtin("Transpose"), [Expr::gen(ExprKind::Array(p2.iter().map(|&k| int(k as i64)).collect())), d]))?
+            }
+            Core::Gather { t, .. } | Core::Scatter { t, .. } => {
+                // the same application with x for t; its Delta: Gather/Scatter sizes d f
+                let ExprKind::App(head, f) = &e.kind else { return Err(err(e, "this gather")) };
+                let ExprKind::App(head2, _) = &head.kind else { return Err(err(e, "this gather")) };
+                let ExprKind::App(op, sizes) = &head2.kind else { return Err(err(e, "this gather")) };
+                let ctor = if matches!(view(e), Core::Gather { .. }) { "Gather" } else { "Scatter" };
+                let (sizes, f, op) = (self.d_prime(sizes), self.d_prime(f), (**op).clone());
+                let (s2, f2) = (sizes.clone(), f.clone());
+                self.unary(t, move |x| apps(op, [sizes, x, f]), move |d| apps(builtin(ctor), [s2, d, f2]))?
+            }
+            Core::Lit(ts) => {
+                let mut names = vec![];
+                let mut ms = vec![];
+                for t in ts {
+                    let (x, dd) = (self.fresh.name("x"), self.fresh.name("d"));
+                    ms.push(self.d(t)?);
+                    names.push((x, dd));
+                }
+                let primal = Expr::gen(ExprKind::Array(names.iter().map(|(x, _)| var(x)).collect()));
+                let delta = app(builtin("LitArray"), Expr::gen(ExprKind::Array(names.iter().map(|(_, d)| var(d)).collect())));
+                let mut out = self.shared(primal, delta);
+                for ((x, dd), m) in names.iter().zip(ms).rev() {
+                    out = bind_pair(x, dd, m, out);
+                }
+                out
+            }
+            Core::Cond(b, u, v) => {
+                let (p, q) = (self.fresh.name("p"), self.fresh.name("q"));
+                let (mu, mv) = (self.d(u)?, self.d(v)?);
+                let b2 = self.d_prime(b);
+                bind(pvar(&p), mu, bind(pvar(&q), mv, pure(cond(b2, var(&p), var(&q)))))
+            }
+            Core::Let(..) => self.d(e)?,
+            _ => return Err(err(e, "this construct")),
+        })
+    }
+
+    fn unary(&mut self, t: &Expr, primal: impl FnOnce(Expr) -> Expr, delta: impl FnOnce(Expr) -> Expr) -> Result<Expr, Diagnostic> {
+        let (x, dd) = (self.fresh.name("x"), self.fresh.name("d"));
+        let m = self.d(t)?;
+        let k = self.shared(primal(var(&x)), delta(var(&dd)));
+        Ok(bind_pair(&x, &dd, m, k))
+    }
+
+    /// Fig. 15: `do (x1,d1) ← D[t1]; (x2,d2) ← D[t2]; id ← genID; return (x1 op x2, Share id (Add (Scale ∂1 d1) (Scale ∂2 d2)))`.
+    fn d_op(&mut self, e: &Expr, ops: Vec<&Expr>) -> Result<Expr, Diagnostic> {
+        let (scalar, rank) = scalar_core(e).ok_or_else(|| err(e, "this operation"))?;
+        let ExprKind::Prim(p, _) = &scalar.kind else { return Err(err(e, "this operation")) };
+        let mut binds = vec![];
+        let mut primals = vec![];
+        let mut deltas: Vec<Option<Name>> = vec![];
+        for o in &ops {
+            if is_r(&o.ty) {
+                let (x, dd) = (self.fresh.name("x"), self.fresh.name("d"));
+                binds.push((x.clone(), dd.clone(), self.d(o)?));
+                primals.push(var(&x));
+                deltas.push(Some(dd));
+            } else {
+                primals.push(self.d_prime(o));
+                deltas.push(None);
+            }
+        }
+        let y = with_operands(e, primals.clone());
+        // the scalar partials, at scalar parameters ps, lifted to the op's rank
+        let ps: Vec<Name> = (0..ops.len()).map(|k| self.fresh.name(["u", "v", "w"].get(k).copied().unwrap_or("w"))).collect();
+        let ys = prim(*p, ps.iter().map(var).collect());
+        let rule = crate::deriv::rule(*p, &ps.iter().map(var).collect::<Vec<_>>(), &ys);
+        let mut terms = vec![];
+        if let Some(rule) = rule {
+            for (k, part) in rule.partials.iter().enumerate() {
+                let Some(dd) = &deltas[k] else { continue };
+                let t = match part {
+                    crate::deriv::Partial::One => var(dd),
+                    crate::deriv::Partial::MinusOne => apps(builtin("Scale"), [real(-1.0), var(dd)]),
+                    crate::deriv::Partial::Times(c) => {
+                        let c = subst_result(c, &ys);
+                        apps(builtin("Scale"), [lift(c, &ps, &primals, rank, self.fresh), var(dd)])
+                    }
+                };
+                terms.push(t);
+            }
+        }
+        let delta = terms.into_iter().reduce(|a, b| apps(builtin("Add"), [a, b]));
+        let mut out = match delta {
+            Some(delta) => self.shared(y, delta),
+            None => pure(pair(y.clone(), app(builtin("Zero"), y))),
+        };
+        for (x, dd, m) in binds.into_iter().rev() {
+            out = bind_pair(&x, &dd, m, out);
+        }
+        Ok(out)
+    }
+}
+
+fn has_var(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if matches!(x.kind, ExprKind::Var(_)) {
+            return true;
+        }
+        stack.extend(children(x));
+    }
+    false
+}
+
+/// The scalar primitive at the core of a broadcast op, and the op's rank.
+fn scalar_core(e: &Expr) -> Option<(&Expr, usize)> {
+    let mut cur = e;
+    let mut rank = 0;
+    loop {
+        match &cur.kind {
+            ExprKind::Prim(p, _) if scalar_op(*p) => return Some((cur, rank)),
+            ExprKind::Prim(Prim::Map | Prim::Map2, args) => {
+                cur = lam_params(&args[0])?.1;
+                rank += 1;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A partial that mentions the result `y` (the row's `a.y()`): y is the op on the parameters again.
+fn subst_result(c: &Expr, ys: &Expr) -> Expr {
+    // deriv's partials name the result by an expression equal to `ys` (the row's `y`); nothing to do
+    // when it is `ys` itself, which is already the op on the parameters
+    let _ = ys;
+    c.clone()
+}
+
+/// The scalar expression `c` over `ps` at rank `rank` over the primals: an argument's primal where
+/// `c` is that parameter, the scalar itself where it mentions none, else nested maps.
+fn lift(c: Expr, ps: &[Name], primals: &[Expr], rank: usize, fresh: &mut Fresh) -> Expr {
+    if let ExprKind::Var(x) = &c.kind {
+        if let Some(k) = ps.iter().position(|p| p == x) {
+            return primals[k].clone();
+        }
+    }
+    let used: Vec<usize> = (0..ps.len()).filter(|&k| super::bot::mentions(&c, ps[k].id)).collect();
+    if used.is_empty() {
+        return c;
+    }
+    let mut params: Vec<Name> = used.iter().map(|&k| ps[k].clone()).collect();
+    let mut body = c;
+    for _ in 0..rank {
+        let outer: Vec<Name> = params.iter().map(|p| fresh.name(&p.text)).collect();
+        let f = params.iter().rev().fold(body, |b, p| lam(pvar(p), b));
+        let op = if params.len() == 1 { Prim::Map } else { Prim::Map2 };
+        body = prim(op, std::iter::once(f).chain(outer.iter().map(var)).collect());
+        params = outer;
+    }
+    // params now stand for the primals of the used arguments
+    let mut out = body;
+    for (p, &k) in params.iter().zip(&used) {
+        out = super::bot::subst(&out, p.id, &primals[k], fresh);
+    }
+    out
+}
+
+/// The wrapper of §6.5: `grad (input, seed)` runs D[t] with input k as `(x_k, Input k x_k)`, then the
+/// reverse pass from `seed`, and returns (primal, gradient in the input's shape).
+pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let ExprKind::Lam(_, pat, body) = &main.kind else { return Err(Diagnostic::error(main.span, "main is not a function")) };
+    // name every component (a `_` gets a name: its gradient is returned too)
+    let mut pat = pat.clone();
+    let mut stack = vec![&mut pat];
+    while let Some(p) = stack.pop() {
+        match p {
+            Pat::Wild(s) => *p = Pat::Var(fresh.name("_x"), *s),
+            Pat::Tuple(ps, _) => stack.extend(ps.iter_mut()),
+            _ => {}
+        }
+    }
+    let (input, seed, y, dd, g) = (fresh.name("input"), fresh.name("seed"), fresh.name("y"), fresh.name("d"), fresh.name("g"));
+    let vars: Vec<Name> = pat.names().into_iter().cloned().collect();
+    let types = param_types(main, &vars);
+    // the primal inputs get their own names outside runIds; inside, the source's names are the dual
+    // inputs `(x, Input k x)` (for a discrete input, the primal itself)
+    let outer: Vec<Name> = vars.iter().map(|x| fresh.name(&x.text)).collect();
+    let mut opat = pat.clone();
+    let mut stack = vec![&mut opat];
+    while let Some(p) = stack.pop() {
+        match p {
+            Pat::Var(x, _) => {
+                let k = vars.iter().position(|v| v == x).unwrap_or(0);
+                *x = outer[k].clone();
+            }
+            Pat::Tuple(ps, _) => stack.extend(ps.iter_mut()),
+            _ => {}
+        }
+    }
+    let mut dx = Dx { fresh, dual: HashSet::new() };
+    let mut inner = Vec::new();
+    for (k, (x, t)) in vars.iter().zip(&types).enumerate() {
+        let o = &outer[k];
+        if is_r(t) {
+            dx.dual.insert(x.id);
+            inner.push((x.clone(), pair(var(o), apps(builtin("Input"), [int(k as i64), var(o)]))));
+        } else {
+            inner.push((x.clone(), var(o)));
+        }
+    }
+    // the dual inputs shadow the primal ones inside runIds (the primals are read by D′ as fst x)
+    let mut body = dx.d(body)?;
+    for (x, rhs) in inner.into_iter().rev() {
+        body = let_(pvar(&x), rhs, body);
+    }
+    let grads = rebuild(&opat, &outer, &g);
+    let out = let_(
+        ppair(pvar(&y), pvar(&dd)),
+        app(builtin("runIds"), body),
+        let_(pvar(&g), apps(builtin("reversePass"), [ann(var(&seed), output_type.clone()), var(&dd)]), pair(var(&y), grads)),
+    );
+    Ok(lam(ppair(pvar(&input), pvar(&seed)), let_(opat, var(&input), out)))
+}
+
+/// The types of main's parameters, read from their uses (the pattern's own type).
+fn param_types(main: &Expr, vars: &[Name]) -> Vec<Type> {
+    let ExprKind::Lam(_, pat, _) = &main.kind else { return vec![] };
+    let Type::Fun(arg, _) = &main.ty else { return vars.iter().map(|_| Type::Unknown).collect() };
+    let mut out = vec![];
+    fn go(p: &Pat, t: &Type, out: &mut Vec<Type>) {
+        match (p, t) {
+            (Pat::Var(..), t) => out.push(t.clone()),
+            (Pat::Tuple(ps, _), Type::Tuple(ts)) => ps.iter().zip(ts).for_each(|(p, t)| go(p, t, out)),
+            (Pat::Wild(_), t) => out.push(t.clone()),
+            _ => {}
+        }
+    }
+    go(pat, arg, &mut out);
+    out
+}
+
+/// The gradient in the pattern's shape: `gradAt k x_k g` for the k-th parameter.
+fn rebuild(p: &Pat, vars: &[Name], g: &Name) -> Expr {
+    match p {
+        Pat::Var(x, _) => {
+            let k = vars.iter().position(|v| v == x).unwrap_or(0);
+            apps(builtin("gradAt"), [int(k as i64), var(x), var(g)])
+        }
+        Pat::Tuple(ps, _) => tuple(ps.iter().map(|q| rebuild(q, vars, g)).collect()),
+        _ => unit(),
+    }
+}
+
+pub fn no_span() -> Span {
+    Span::NONE
+}

@@ -1,0 +1,141 @@
+//! What the three symbolic stages share: the gradient program from dual-arrays' output (§7.1–7.3),
+//! the shareToLet of a gradient program (§7.4–7.5), and the run that reports the program's size.
+
+use super::symbolic::{extract, program, show, tree_size, Reverse};
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::interp::{Machine, RunError};
+use crate::ir::*;
+use crate::print::{print_expr, PrintOptions};
+use crate::stage::{Output, RunCtx, Source, View, WRAPPER};
+use crate::value::Value;
+
+fn wrapper_of<'a>(src: &'a Source) -> Result<&'a Def, Diagnostic> {
+    src.program.def(WRAPPER).ok_or_else(|| Diagnostic::error(Span::NONE, "the input has no wrapper `grad`"))
+}
+
+/// The gradient program of §7.2 (`share` false) or §7.3 (`share` true), from dual-arrays' `grad`.
+pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> {
+    let grad = wrapper_of(src)?;
+    let mut fr = Fresh::new(src.program);
+    let ex = extract(&grad.body, &mut fr)?;
+    let mut rev = Reverse { share, next_share: 0, steps: vec![], copied: 0 };
+    let seed = var(&ex.seed);
+    let grads = rev.run(seed, &ex.delta, ex.params.len())?;
+    // the passes after this one (types, printer, shareToLet) recurse on a term's nesting, which the
+    // reverse pass makes as deep as the Delta: refuse what is deeper than the bracket budget
+    let deepest = grads.iter().flatten().map(super::symbolic::depth).max().unwrap_or(0);
+    if deepest > crate::limits::max_brackets() {
+        return Err(Diagnostic::error(
+            Span::NONE,
+            format!("the gradient term nests {deepest} deep, past the bracket budget ({}) that printing and typing it need", crate::limits::max_brackets()),
+        )
+        .refused());
+    }
+    let grads: Vec<Option<Expr>> = if share { first_occurrences(grads) } else { grads };
+    let body = program(&ex, vec![], grads);
+    let mut p = src.program.clone();
+    p.defs = vec![def(WRAPPER, body)];
+    p.next_id = fr.next_id;
+    let o = PrintOptions::unicode();
+    let lets: Vec<String> = ex.binds.iter().map(|(x, t)| format!("let {} = {}", x.text, print_expr(t, &o).split_whitespace().collect::<Vec<_>>().join(" "))).collect();
+    let ids: Vec<String> = (1..=ex.ids).map(|i| format!("id{i} ← genID")).collect();
+    let text = format!(
+        "do {}\n   {}\n   return ({}, {})",
+        lets.join("\n   "),
+        ids.join("; "),
+        print_expr(&ex.primal, &o),
+        show(&ex.delta)
+    );
+    let views = vec![
+        View { name: "Delta extraction by simplification (Eq. 6)".into(), text, ..View::default() },
+        View { name: "symbolic reverse pass".into(), text: rev.steps.join("\n"), ..View::default() },
+    ];
+    Ok(Output { program: p, builtins: super::runtime::gradient_builtins(), views, steps: vec![] })
+}
+
+/// Each share ID kept whole at its first occurrence (left to right, the order the program runs in)
+/// and read as `shared i` after: the program's size is the gradient DAG's.
+fn first_occurrences(grads: Vec<Option<Expr>>) -> Vec<Option<Expr>> {
+    let mut seen = std::collections::HashSet::new();
+    grads
+        .into_iter()
+        .map(|g| {
+            g.map(|mut t| {
+                mark(&mut t, &mut seen);
+                t
+            })
+        })
+        .collect()
+}
+
+fn mark(t: &mut Expr, seen: &mut std::collections::HashSet<i64>) {
+    // pre-order, left to right: arguments run left to right, a share's body before the share
+    if let Some(("share", args)) = super::lang::spine(t).filter(|(_, a)| a.len() == 2) {
+        if let ExprKind::Int(id) = args[0].kind {
+            if !seen.insert(id) {
+                *t = app(builtin("shared"), int(id));
+                return;
+            }
+        }
+    }
+    for c in children_mut(t) {
+        mark(c, seen);
+    }
+}
+
+/// shareToLet (Fig. 20) of symbolic-share's program and the final wrapper (Fig. 21): every
+/// `share i t` / `shared i` becomes a variable `shared_i`, bound once above the gradient tuple.
+pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
+    let grad = wrapper_of(src)?;
+    let mut fr = Fresh::new(src.program);
+    // grad = \(input, seed) -> let pat = input in let primal lets in (primal, grads)
+    let ExprKind::Lam(k, io, body) = &grad.body.kind else { return Err(Diagnostic::error(Span::NONE, "`grad` is not a function")) };
+    let mut lets = vec![];
+    let mut cur = &**body;
+    while let ExprKind::Let(p, rhs, rest) = &cur.kind {
+        lets.push((p.clone(), (**rhs).clone()));
+        cur = rest;
+    }
+    let ExprKind::Tuple(parts) = &cur.kind else { return Err(Diagnostic::error(Span::NONE, "`grad` does not end in (primal, gradient)")) };
+    // `shared i` reads the share i bound before it: read it as that share (the map is threaded)
+    let mut g = parts[1].clone();
+    resolve_shared(&mut g);
+    let (binds, gs) = super::symbolic::share_to_let(vec![g], &mut fr);
+    let mut out = pair(parts[0].clone(), gs.into_iter().next().unwrap_or_else(unit));
+    for (_, x, t) in binds.into_iter().rev() {
+        out = let_(pvar(&x), t, out);
+    }
+    for (p, rhs) in lets.into_iter().rev() {
+        out = let_(p, rhs, out);
+    }
+    let mut p = src.program.clone();
+    p.defs = vec![def(WRAPPER, Expr::gen(ExprKind::Lam(*k, io.clone(), Box::new(out))))];
+    p.next_id = fr.next_id;
+    Ok(Output::from(p))
+}
+
+/// Replaces `shared i` by a `share i _` marker that unshare maps to the variable bound for i.
+fn resolve_shared(t: &mut Expr) {
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        if let Some(("shared", args)) = super::lang::spine(y) {
+            let id = args[0].clone();
+            *y = apps(builtin("share"), [id, unit()]);
+            continue;
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// The size of the gradient program (`grad`'s body as a tree: `shared i` counts one node).
+pub fn gradient_size(p: &Program) -> u64 {
+    p.def(WRAPPER).map(|d| tree_size(&d.body)).unwrap_or(0)
+}
+
+/// Runs the wrapper and reports the size of the gradient program as the counter `gradient_size`.
+pub fn run_reporting_size(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
+    let size = gradient_size(m.program());
+    m.count("gradient_size", size);
+    crate::stage::run_wrapper(m, cx.input, cx.seed)
+}

@@ -1,0 +1,286 @@
+//! The paper's core array language (§3.2, Fig. 7) inside the one IR: how each core construct is
+//! written as IR, and a view (`Core`) that the rules of bot and the dual-arrays transform match on.
+//!
+//! Decisions (notes §2.2, §8):
+//! - A rank-n array is the language's nested `Array^n R`; shapes are not types but Int *terms*
+//!   (`length a`, `length (index a 0)`), computed when the program runs (the paper's are static).
+//! - `build1 k (λi. t)` is the language's `build k (\i -> t)`; `replicate` is the language's.
+//! - `index t [u1..un]` is a chain `index (… (index t u1) …) un` of the total builtin `index`
+//!   (out of range gives zeros shaped like an element: §8.1).
+//! - `gather [k1..km] t (λ[i1..im]. [t1..tn])` is the builtin `gather<m><n>` applied to the sizes
+//!   (an Int, or a tuple of m Ints), `t`, and `\(i1, .., im) -> [t1, .., tn]` (the index list is an
+//!   array literal of Ints); `scatter<m><n>` likewise with the n output sizes. m, n ≤ 3.
+//! - A broadcast op of rank 0 is the scalar primitive itself; of rank r+1 it is `map`/`map2` of a
+//!   lambda whose body is the rank-r op on the lambda's parameters (`map2 (\x y -> x * y) u v`), so
+//!   that forward mode, which checks bot's output, differentiates it like any program.
+//! - `sumOuter`, `tr [p0, .., pn] t` (output dim q is input dim p_q), strict `cond` and `iota k`
+//!   (B1's `[0, .., k-1]`) are builtins. There is no `reshape`: no surface operation lowers to it.
+
+use crate::build::*;
+use crate::ir::*;
+
+/// Largest m and n of `gather<m><n>` / `scatter<m><n>`.
+pub const MAX_DIMS: usize = 3;
+
+pub static GATHER: [[&str; MAX_DIMS]; MAX_DIMS] =
+    [["gather11", "gather12", "gather13"], ["gather21", "gather22", "gather23"], ["gather31", "gather32", "gather33"]];
+pub static SCATTER: [[&str; MAX_DIMS]; MAX_DIMS] =
+    [["scatter11", "scatter12", "scatter13"], ["scatter21", "scatter22", "scatter23"], ["scatter31", "scatter32", "scatter33"]];
+
+/// Whether `p` is a scalar operation (a broadcast op of rank 0), not an array operation.
+pub fn scalar_op(p: Prim) -> bool {
+    !matches!(
+        p,
+        Prim::Index
+            | Prim::Length
+            | Prim::Sum
+            | Prim::Replicate
+            | Prim::Build
+            | Prim::Map
+            | Prim::Map2
+            | Prim::Fold
+            | Prim::Reduce
+            | Prim::Scanl
+            | Prim::Scanr
+            | Prim::Shift1L
+            | Prim::Shift1R
+    )
+}
+
+/// A core construct, viewed from its IR.
+pub enum Core<'a> {
+    Build1 { k: &'a Expr, i: &'a Name, body: &'a Expr },
+    Index { t: &'a Expr, u: &'a Expr },
+    /// gather (m = |is|, n = |ix|) or scatter (m = |is|, n = |ix| = |sizes|).
+    Gather { sizes: Vec<&'a Expr>, t: &'a Expr, is: Vec<&'a Name>, ix: Vec<&'a Expr> },
+    Scatter { sizes: Vec<&'a Expr>, t: &'a Expr, is: Vec<&'a Name>, ix: Vec<&'a Expr> },
+    SumOuter(&'a Expr),
+    Tr(Vec<usize>, &'a Expr),
+    Cond(&'a Expr, &'a Expr, &'a Expr),
+    Iota(&'a Expr),
+    Replicate(&'a Expr, &'a Expr),
+    Lit(&'a [Expr]),
+    Let(&'a Name, &'a Expr, &'a Expr),
+    /// A broadcast op: its operands (rank r is the op's map-nesting depth).
+    Op(Vec<&'a Expr>),
+    Var(&'a Name),
+    Length(&'a Expr),
+    /// Int/Real/Bool constants.
+    Const,
+    Other,
+}
+
+/// The head builtin and the arguments of an application spine.
+pub fn spine(e: &Expr) -> Option<(&str, Vec<&Expr>)> {
+    let mut args = vec![];
+    let mut cur = e;
+    while let ExprKind::App(f, a) = &cur.kind {
+        args.push(&**a);
+        cur = f;
+    }
+    args.reverse();
+    match &cur.kind {
+        ExprKind::Builtin(n) => Some((n, args)),
+        _ => None,
+    }
+}
+
+/// `(m, n)` of `gather<m><n>` or `scatter<m><n>`.
+fn dims_of(name: &str, prefix: &str) -> Option<(usize, usize)> {
+    let rest = name.strip_prefix(prefix)?.as_bytes();
+    if rest.len() != 2 {
+        return None;
+    }
+    let (m, n) = ((rest[0] as char).to_digit(10)? as usize, (rest[1] as char).to_digit(10)? as usize);
+    (1..=MAX_DIMS).contains(&m).then_some(())?;
+    (1..=MAX_DIMS).contains(&n).then_some((m, n))
+}
+
+fn components(e: &Expr, n: usize) -> Option<Vec<&Expr>> {
+    match (&e.kind, n) {
+        (ExprKind::Tuple(es), n) if es.len() == n => Some(es.iter().collect()),
+        (_, 1) => Some(vec![e]),
+        _ => None,
+    }
+}
+
+fn index_fun(f: &Expr, m: usize, n: usize) -> Option<(Vec<&Name>, Vec<&Expr>)> {
+    let ExprKind::Lam(_, p, body) = &f.kind else { return None };
+    let is: Vec<&Name> = match p {
+        Pat::Var(x, _) if m == 1 => vec![x],
+        Pat::Tuple(ps, _) if ps.len() == m => ps.iter().map(|p| if let Pat::Var(x, _) = p { Some(x) } else { None }).collect::<Option<_>>()?,
+        _ => return None,
+    };
+    let ExprKind::Array(ix) = &body.kind else { return None };
+    (ix.len() == n).then(|| (is, ix.iter().collect()))
+}
+
+/// Whether `e` is a broadcast op, and its operands.
+pub fn op_operands(e: &Expr) -> Option<Vec<&Expr>> {
+    match &e.kind {
+        ExprKind::Prim(p, args) if scalar_op(*p) => Some(args.iter().collect()),
+        ExprKind::Prim(Prim::Map | Prim::Map2, args) => {
+            let (params, body) = lam_params(&args[0])?;
+            let inner = op_operands(body)?;
+            let ok = inner.len() == params.len() && inner.iter().zip(&params).all(|(o, p)| matches!(&o.kind, ExprKind::Var(x) if x == *p));
+            ok.then(|| args[1..].iter().collect())
+        }
+        _ => None,
+    }
+}
+
+/// The parameters `x` or `x y` of `\x -> e` / `\x -> \y -> e`, and the body.
+pub fn lam_params(f: &Expr) -> Option<(Vec<&Name>, &Expr)> {
+    let ExprKind::Lam(_, Pat::Var(x, _), b) = &f.kind else { return None };
+    if let ExprKind::Lam(_, Pat::Var(y, _), b2) = &b.kind {
+        return Some((vec![x, y], b2));
+    }
+    Some((vec![x], b))
+}
+
+pub fn view(e: &Expr) -> Core<'_> {
+    if let Some(ops) = op_operands(e) {
+        return Core::Op(ops);
+    }
+    match &e.kind {
+        ExprKind::Prim(Prim::Build, a) => match &a[1].kind {
+            ExprKind::Lam(_, Pat::Var(i, _), body) => Core::Build1 { k: &a[0], i, body },
+            _ => Core::Other,
+        },
+        ExprKind::Prim(Prim::Replicate, a) => Core::Replicate(&a[0], &a[1]),
+        // the language's `sum : Array R → R` is sumOuter at rank 1 (kept: forward mode, which checks
+        // bot, knows its zero on an empty array; the builtin cannot know its element's shape)
+        ExprKind::Prim(Prim::Sum, a) => Core::SumOuter(&a[0]),
+        ExprKind::Prim(Prim::Length, a) => Core::Length(&a[0]),
+        ExprKind::Array(es) => Core::Lit(es),
+        ExprKind::Let(Pat::Var(x, _), rhs, body) => Core::Let(x, rhs, body),
+        ExprKind::Var(x) => Core::Var(x),
+        ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) => Core::Const,
+        _ => {
+            let Some((h, args)) = spine(e) else { return Core::Other };
+            match (h, args.len()) {
+                ("index", 2) => Core::Index { t: args[0], u: args[1] },
+                ("sumOuter", 1) => Core::SumOuter(args[0]),
+                ("iota", 1) => Core::Iota(args[0]),
+                ("cond", 3) => Core::Cond(args[0], args[1], args[2]),
+                ("tr", 2) => match &args[0].kind {
+                    ExprKind::Array(ps) => {
+                        let perm: Option<Vec<usize>> = ps.iter().map(|p| if let ExprKind::Int(k) = p.kind { usize::try_from(k).ok() } else { None }).collect();
+                        perm.map_or(Core::Other, |p| Core::Tr(p, args[1]))
+                    }
+                    _ => Core::Other,
+                },
+                (h, 3) => {
+                    if let Some((m, n)) = dims_of(h, "gather") {
+                        if let (Some(sizes), Some((is, ix))) = (components(args[0], m), index_fun(args[2], m, n)) {
+                            return Core::Gather { sizes, t: args[1], is, ix };
+                        }
+                    }
+                    if let Some((m, n)) = dims_of(h, "scatter") {
+                        if let (Some(sizes), Some((is, ix))) = (components(args[0], n), index_fun(args[2], m, n)) {
+                            return Core::Scatter { sizes, t: args[1], is, ix };
+                        }
+                    }
+                    Core::Other
+                }
+                _ => Core::Other,
+            }
+        }
+    }
+}
+
+// Constructors, in the paper's notation.
+
+pub fn build1(k: Expr, i: &Name, body: Expr) -> Expr {
+    prim(Prim::Build, vec![k, lam(pvar(i), body)])
+}
+
+pub fn index(t: Expr, u: Expr) -> Expr {
+    apps(builtin("index"), [t, u])
+}
+
+pub fn index_all(t: Expr, ix: impl IntoIterator<Item = Expr>) -> Expr {
+    ix.into_iter().fold(t, index)
+}
+
+pub fn sum_outer(t: Expr) -> Expr {
+    app(builtin("sumOuter"), t)
+}
+
+pub fn iota(k: Expr) -> Expr {
+    app(builtin("iota"), k)
+}
+
+pub fn cond(b: Expr, u: Expr, v: Expr) -> Expr {
+    apps(builtin("cond"), [b, u, v])
+}
+
+pub fn replicate(k: Expr, t: Expr) -> Expr {
+    prim(Prim::Replicate, vec![k, t])
+}
+
+pub fn tr(perm: &[usize], t: Expr) -> Expr {
+    apps(builtin("tr"), [Expr::gen(ExprKind::Array(perm.iter().map(|&p| int(p as i64)).collect())), t])
+}
+
+fn sizes_expr(mut sizes: Vec<Expr>) -> Expr {
+    if sizes.len() == 1 {
+        sizes.pop().expect("one size")
+    } else {
+        tuple(sizes)
+    }
+}
+
+fn index_lam(is: &[Name], ix: Vec<Expr>) -> Expr {
+    let p = if is.len() == 1 { pvar(&is[0]) } else { Pat::Tuple(is.iter().map(pvar).collect(), crate::diag::Span::NONE) };
+    lam(p, Expr::gen(ExprKind::Array(ix)))
+}
+
+/// `gather [sizes] t (λis. ix)`; None beyond `MAX_DIMS`.
+pub fn gather(sizes: Vec<Expr>, t: Expr, is: &[Name], ix: Vec<Expr>) -> Option<Expr> {
+    let (m, n) = (is.len(), ix.len());
+    (m >= 1 && n >= 1 && m <= MAX_DIMS && n <= MAX_DIMS && sizes.len() == m).then_some(())?;
+    Some(apps(builtin(GATHER[m - 1][n - 1]), [sizes_expr(sizes), t, index_lam(is, ix)]))
+}
+
+/// `scatter [sizes] t (λis. ix)`; None beyond `MAX_DIMS`.
+pub fn scatter(sizes: Vec<Expr>, t: Expr, is: &[Name], ix: Vec<Expr>) -> Option<Expr> {
+    let (m, n) = (is.len(), ix.len());
+    (m >= 1 && n >= 1 && m <= MAX_DIMS && n <= MAX_DIMS && sizes.len() == n).then_some(())?;
+    Some(apps(builtin(SCATTER[m - 1][n - 1]), [sizes_expr(sizes), t, index_lam(is, ix)]))
+}
+
+/// The op `e` (a broadcast op) with its operands replaced, at the same rank.
+pub fn with_operands(e: &Expr, new: Vec<Expr>) -> Expr {
+    let mut out = e.clone();
+    match &mut out.kind {
+        ExprKind::Prim(p, args) if scalar_op(*p) => *args = new,
+        ExprKind::Prim(_, args) => {
+            let f = args[0].clone();
+            *args = std::iter::once(f).chain(new).collect();
+        }
+        _ => {}
+    }
+    out.ty = Type::Unknown;
+    out
+}
+
+/// The op `e` one rank up, on `new` operands: `map2 (\x y -> e[x, y]) u v`.
+pub fn lift_op(e: &Expr, new: Vec<Expr>, fresh: &mut Fresh) -> Expr {
+    let params: Vec<Name> = (0..new.len()).map(|k| fresh.name(["x", "y", "z"].get(k).copied().unwrap_or("w"))).collect();
+    let inner = with_operands(e, params.iter().map(var).collect());
+    let f = params.iter().rev().fold(inner, |b, p| lam(pvar(p), b));
+    let p = if new.len() == 1 { Prim::Map } else { Prim::Map2 };
+    prim(p, std::iter::once(f).chain(new).collect())
+}
+
+/// The op `e` of rank r+1 one rank down, on `new` operands (I5, I6: `index (op t u) j`).
+pub fn lower_op(e: &Expr, new: Vec<Expr>) -> Option<Expr> {
+    match &e.kind {
+        ExprKind::Prim(Prim::Map | Prim::Map2, args) => {
+            let (_, body) = lam_params(&args[0])?;
+            Some(with_operands(body, new))
+        }
+        _ => None,
+    }
+}

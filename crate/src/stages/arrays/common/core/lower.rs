@@ -1,0 +1,126 @@
+//! The lowering from the surface arrays to the paper's core (§3.2; the bridge): after every
+//! definition is inlined into `main` (§5.2: bot works on a single expression), `map`, `map2`,
+//! `build`, `!`, `sum` become `build1`, `index`, `sumOuter` (the paper's `map f x = build (shape x)
+//! (λix. f (index x ix))`, §3.3), `if` becomes the strict `cond` (§5.2: both branches are computed,
+//! which is sound because every core operation is total). What has no core form is refused with a
+//! located message: a genuinely sequential `fold`/`reduce`/`scan`/shift (the paper has no general
+//! fold, §2.3 of the notes), recursion, functions as values, and tuples or sums inside the body (the
+//! core has none; only `main`'s parameter may be a tuple of inputs).
+
+use super::lang::*;
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+
+fn refuse(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
+}
+
+/// `main = \p -> core term`: the inlined program's main with its body lowered.
+pub fn lower_main(p: &Program, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnostic> {
+    let main = p.def("main").ok_or_else(|| Diagnostic::error(Span::NONE, "no main"))?;
+    let ExprKind::Lam(_, pat, body) = &main.body.kind else {
+        return Err(refuse(main.span, "main that is not a function of its input"));
+    };
+    Ok((pat.clone(), lower(body, fresh)?))
+}
+
+/// `f` applied to `args`, by substitution (`f` is a lambda of the inlined program).
+fn beta(f: &Expr, args: Vec<Expr>, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let mut body = f;
+    let mut params = vec![];
+    for _ in 0..args.len() {
+        match &body.kind {
+            ExprKind::Lam(_, Pat::Var(x, _), b) => {
+                params.push(x.id);
+                body = b;
+            }
+            ExprKind::Lam(_, Pat::Wild(_), b) => {
+                params.push(u32::MAX);
+                body = b;
+            }
+            _ => return Err(refuse(f.span, "function argument that is not a lambda of scalars or arrays")),
+        }
+    }
+    let mut out = lower(body, fresh)?;
+    for (x, a) in params.into_iter().zip(args) {
+        out = super::bot::subst(&out, x, &a, fresh);
+    }
+    Ok(out)
+}
+
+/// `let xs = a in k(xs)`, or `k(a)` for a variable.
+fn named(a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
+    if let ExprKind::Var(_) = a.kind {
+        return k(a, fresh);
+    }
+    let xs = fresh.name("xs");
+    let body = k(var(&xs), fresh)?;
+    Ok(let_(pvar(&xs), a, body))
+}
+
+/// Lowers a surface expression (recursing in its nesting, which the parser bounds: limits.rs).
+pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    use ExprKind as K;
+    let out = match &e.kind {
+        K::Var(_) | K::Real(_) | K::Int(_) | K::Bool(_) => e.clone(),
+        K::Let(..) => {
+            // a let chain is walked in a loop (limits.rs: no native recursion along it)
+            let mut links = vec![];
+            let mut cur = e;
+            while let K::Let(p, rhs, body) = &cur.kind {
+                match p {
+                    Pat::Var(x, s) => links.push((Pat::Var(x.clone(), *s), lower(rhs, fresh)?, cur.span)),
+                    Pat::Wild(_) => {}
+                    _ => return Err(refuse(cur.span, "tuple pattern (no tuples in the core)")),
+                }
+                cur = body;
+            }
+            let mut out = lower(cur, fresh)?;
+            for (p, rhs, span) in links.into_iter().rev() {
+                out = at(Expr::gen(K::Let(p, Box::new(rhs), Box::new(out))), span);
+            }
+            out
+        }
+        K::Array(es) => Expr::gen(K::Array(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
+        K::If(c, a, b) => cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?),
+        K::Ann(x, _) => lower(x, fresh)?,
+        K::Prim(p, args) if scalar_op(*p) => prim(*p, args.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?),
+        K::Prim(p, args) => match p {
+            Prim::Index => index(lower(&args[0], fresh)?, lower(&args[1], fresh)?),
+            Prim::Length => prim(Prim::Length, vec![lower(&args[0], fresh)?]),
+            Prim::Sum => prim(Prim::Sum, vec![lower(&args[0], fresh)?]),
+            Prim::Replicate => replicate(lower(&args[0], fresh)?, lower(&args[1], fresh)?),
+            Prim::Build => {
+                let i = fresh.name("i");
+                let body = beta(&args[1], vec![var(&i)], fresh)?;
+                build1(lower(&args[0], fresh)?, &i, body)
+            }
+            Prim::Map => {
+                let a = lower(&args[1], fresh)?;
+                named(a, fresh, |xs, fr| {
+                    let i = fr.name("i");
+                    let body = beta(&args[0], vec![index(xs.clone(), var(&i))], fr)?;
+                    Ok(build1(prim(Prim::Length, vec![xs]), &i, body))
+                })?
+            }
+            Prim::Map2 => {
+                let (a, b) = (lower(&args[1], fresh)?, lower(&args[2], fresh)?);
+                named(a, fresh, |xs, fr| {
+                    named(b, fr, |ys, fr| {
+                        let i = fr.name("i");
+                        let body = beta(&args[0], vec![index(xs.clone(), var(&i)), index(ys, var(&i))], fr)?;
+                        Ok(build1(prim(Prim::Length, vec![xs]), &i, body))
+                    })
+                })?
+            }
+            _ => return Err(refuse(e.span, "sequential fold, reduce, scan or shift (the paper has no general fold: §2.3)")),
+        },
+        K::LetRec(..) => return Err(refuse(e.span, "recursion (no dynamic loops: §5.2)")),
+        K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
+        K::Tuple(_) | K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),
+        K::Inl(_) | K::Inr(_) | K::Case(..) => return Err(refuse(e.span, "sums")),
+        _ => return Err(refuse(e.span, "such construct")),
+    };
+    Ok(at(out, e.span))
+}

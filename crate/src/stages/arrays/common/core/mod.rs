@@ -1,0 +1,11 @@
+//! Part C (§5–7): the paper's core array language inside the IR (`lang`), its runtime builtins
+//! (`runtime`), the lowering from the surface arrays (`lower`) and bot's rules (`bot`).
+
+pub mod bot;
+pub mod delta;
+pub mod dual;
+pub mod gradient;
+pub mod lang;
+pub mod lower;
+pub mod runtime;
+pub mod symbolic;

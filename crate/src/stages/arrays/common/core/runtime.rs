@@ -1,0 +1,374 @@
+//! The core language's operations (§3.3) as the chain's runtime builtins, over the language's nested
+//! arrays. All are total (§5.2 "never crash", notes §8.1): an index or gather out of range gives a
+//! zero shaped like an element, a scatter drops an entry out of range. They are generic in the
+//! element (they only move and add values), so forward mode runs them on dual numbers as they are.
+
+use super::lang::{GATHER, MAX_DIMS, SCATTER};
+use crate::diag::Span;
+use crate::interp::{Builtin, Machine, RunError};
+use crate::ir::{Scheme, Type};
+use crate::value::Value;
+use std::rc::Rc;
+
+type Res = Result<Value, RunError>;
+
+fn err(span: Span, m: impl Into<String>) -> RunError {
+    RunError::runtime(span, m)
+}
+
+/// A zero shaped like `v` (reals 0, integers 0, booleans false).
+pub fn zero_like(v: &Value) -> Value {
+    match v {
+        Value::Real(_) => Value::Real(0.0),
+        Value::Int(_) => Value::Int(0),
+        Value::Bool(_) => Value::Bool(false),
+        Value::Tuple(vs) => Value::Tuple(vs.iter().map(zero_like).collect()),
+        Value::Array(vs) => Value::Array(vs.iter().map(zero_like).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `u + v`, elementwise through arrays and tuples of the same shape.
+pub fn add(u: &Value, v: &Value, span: Span) -> Res {
+    Ok(match (u, v) {
+        (Value::Real(a), Value::Real(b)) => Value::Real(a + b),
+        (Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
+        (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::Tuple(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => Value::Array(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
+        _ => return Err(err(span, format!("cannot add {u} and {v}: shapes differ"))),
+    })
+}
+
+fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
+    match v {
+        Value::Array(xs) => Ok(xs.clone()),
+        _ => Err(err(span, format!("{what} expects an array, got {v}"))),
+    }
+}
+
+fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
+    v.as_int().ok_or_else(|| err(span, format!("{what} expects an integer, got {v}")))
+}
+
+/// `index a u`, total: out of range gives a zero shaped like an element (0.0 for an empty array).
+pub fn index(a: &Value, u: i64, span: Span) -> Res {
+    let xs = arr(a, "index", span)?;
+    Ok(match usize::try_from(u).ok().and_then(|k| xs.get(k)) {
+        Some(x) => x.clone(),
+        None => xs.first().map(zero_like).unwrap_or(Value::Real(0.0)),
+    })
+}
+
+/// The sizes of an m-dimensional `gather`/`scatter`: an Int, or a tuple of Ints.
+fn sizes(v: &Value, m: usize, span: Span) -> Result<Vec<usize>, RunError> {
+    let vs: Vec<Value> = match v {
+        Value::Tuple(vs) if vs.len() == m => vs.to_vec(),
+        v if m == 1 => vec![v.clone()],
+        _ => return Err(err(span, format!("expected {m} sizes, got {v}"))),
+    };
+    vs.iter().map(|s| int(s, "a size", span).map(|k| k.max(0) as usize)).collect()
+}
+
+/// Every index of an array of `shape`, row-major, as the value an index function takes.
+fn positions(shape: &[usize]) -> Vec<Vec<i64>> {
+    let total: usize = shape.iter().product();
+    (0..total)
+        .map(|mut l| {
+            let mut ix = vec![0; shape.len()];
+            for d in (0..shape.len()).rev() {
+                ix[d] = (l % shape[d]) as i64;
+                l /= shape[d];
+            }
+            ix
+        })
+        .collect()
+}
+
+fn ix_value(ix: &[i64]) -> Value {
+    if ix.len() == 1 {
+        Value::Int(ix[0])
+    } else {
+        Value::Tuple(ix.iter().map(|&i| Value::Int(i)).collect())
+    }
+}
+
+/// Row-major flat elements back into nested arrays of `shape`.
+fn nest(flat: Vec<Value>, shape: &[usize]) -> Value {
+    let mut level = flat;
+    for &k in shape.iter().rev() {
+        if k == 0 {
+            level = vec![Value::Array(Rc::from(vec![])); level.len().max(1)];
+            continue;
+        }
+        level = level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect();
+    }
+    level.into_iter().next().unwrap_or(Value::Array(Rc::from(vec![])))
+}
+
+fn call_ix(m: &mut Machine, f: &Value, ix: &[i64], n: usize, span: Span) -> Result<Vec<i64>, RunError> {
+    let r = m.apply(f.clone(), ix_value(ix))?;
+    let out = arr(&r, "an index function's result", span)?;
+    if out.len() != n {
+        return Err(err(span, format!("an index function returned {} indexes, not {n}", out.len())));
+    }
+    out.iter().map(|v| int(v, "an index", span)).collect()
+}
+
+/// The shape of the first `d` dimensions of `v` (read along its first elements).
+fn outer_shape(v: &Value, d: usize) -> Vec<usize> {
+    let mut out = vec![];
+    let mut cur = v.clone();
+    for _ in 0..d {
+        match cur {
+            Value::Array(xs) => {
+                out.push(xs.len());
+                cur = xs.first().cloned().unwrap_or(Value::Real(0.0));
+            }
+            _ => out.push(0),
+        }
+    }
+    out
+}
+
+/// The element of `v` at `ix`, total; None when out of range.
+fn at(v: &Value, ix: &[i64]) -> Option<Value> {
+    let mut cur = v.clone();
+    for &i in ix {
+        let Value::Array(xs) = cur else { return None };
+        cur = usize::try_from(i).ok().and_then(|k| xs.get(k)).cloned()?;
+    }
+    Some(cur)
+}
+
+fn sub_zero(v: &Value, d: usize) -> Value {
+    let mut cur = v.clone();
+    for _ in 0..d {
+        cur = match cur {
+            Value::Array(xs) => xs.first().cloned().unwrap_or(Value::Real(0.0)),
+            other => other,
+        };
+    }
+    zero_like(&cur)
+}
+
+/// `gather [k1..km] a (λis. ix)` = `build [k1..km] (λis. index a ix)` (§3.3).
+fn gather(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (md, nd) = dims(m.builtin_name());
+    gather_dims(m, md, nd, args, span)
+}
+
+fn gather_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span: Span) -> Res {
+    let f = args.pop().unwrap_or(Value::Unit);
+    let a = args.pop().unwrap_or(Value::Unit);
+    let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
+    let zero = sub_zero(&a, nd);
+    let ps = positions(&sh);
+    m.tick(ps.len() as u64)?;
+    m.alloc(ps.len() as u64)?;
+    m.count("gathered", ps.len() as u64);
+    let mut flat = Vec::with_capacity(ps.len());
+    for p in ps {
+        let ix = call_ix(m, &f, &p, nd, span)?;
+        flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
+    }
+    Ok(nest(flat, &sh))
+}
+
+/// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
+/// entries out of range dropped (§3.3, §8.1).
+fn scatter(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let (md, nd) = dims(m.builtin_name());
+    scatter_dims(m, md, nd, args, span)
+}
+
+fn scatter_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span: Span) -> Res {
+    let f = args.pop().unwrap_or(Value::Unit);
+    let t = args.pop().unwrap_or(Value::Unit);
+    let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
+    let zero = sub_zero(&t, md);
+    let total: usize = sh.iter().product();
+    m.alloc(total as u64)?;
+    let mut flat = vec![zero; total];
+    let ps = positions(&outer_shape(&t, md));
+    m.tick(ps.len() as u64)?;
+    m.count("scattered", ps.len() as u64);
+    for p in ps {
+        let ix = call_ix(m, &f, &p, nd, span)?;
+        let inside = ix.iter().zip(&sh).all(|(&i, &k)| i >= 0 && (i as usize) < k);
+        if inside {
+            let l = ix.iter().zip(&sh).fold(0usize, |l, (&i, &k)| l * k + i as usize);
+            let x = at(&t, &p).unwrap_or_else(|| flat[l].clone());
+            flat[l] = add(&flat[l], &x, span)?;
+        }
+    }
+    Ok(nest(flat, &sh))
+}
+
+fn dims(name: &str) -> (usize, usize) {
+    let b = name.as_bytes();
+    let n = b.len();
+    if n < 2 {
+        return (1, 1);
+    }
+    (((b[n - 2] - b'0') as usize).clamp(1, MAX_DIMS), ((b[n - 1] - b'0') as usize).clamp(1, MAX_DIMS))
+}
+
+/// `sumOuter t`: the sum along the outermost dimension.
+fn sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let xs = arr(&args[0], "sumOuter", span)?;
+    m.tick(xs.len() as u64)?;
+    let mut acc = match xs.first() {
+        Some(x) => zero_like(x),
+        // the builtin sums arrays of rank ≥ 2 (rank 1 is the language's `sum`): an empty outer
+        // dimension (a `tr` of k×0 rows, nested arrays cannot keep the k) gives an empty array —
+        // the limit of run-time shapes over nested arrays (the paper's are static)
+        None => return Ok(Value::Array(Rc::from(vec![]))),
+    };
+    for x in xs.iter() {
+        acc = add(&acc, x, span)?;
+    }
+    Ok(acc)
+}
+
+/// `tr [p0..pm] t`: output dimension q is input dimension p_q.
+pub fn transpose(perm: &[usize], t: &Value, span: Span) -> Res {
+    let m = perm.len();
+    let shape = outer_shape(t, m);
+    let out_shape: Vec<usize> = perm.iter().map(|&d| shape.get(d).copied().unwrap_or(0)).collect();
+    let mut flat = vec![];
+    for q in positions(&out_shape) {
+        let mut ix = vec![0; m];
+        for (o, &d) in perm.iter().enumerate() {
+            *ix.get_mut(d).ok_or_else(|| err(span, "tr: not a permutation"))? = q[o];
+        }
+        flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
+    }
+    Ok(nest(flat, &out_shape))
+}
+
+fn tr(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let perm: Vec<usize> = arr(&args[0], "tr", span)?.iter().map(|p| int(p, "tr", span).map(|k| k.max(0) as usize)).collect::<Result<_, _>>()?;
+    let out = transpose(&perm, &args[1], span)?;
+    m.tick(1)?;
+    Ok(out)
+}
+
+fn b_index(_: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    index(&args[0], int(&args[1], "index", span)?, span)
+}
+
+/// Strict `cond` (§5.2): both branches were evaluated; it selects.
+fn b_cond(_: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    match args[0] {
+        Value::Bool(b) => Ok(if b { args[1].clone() } else { args[2].clone() }),
+        _ => Err(err(span, "cond expects a boolean")),
+    }
+}
+
+fn b_iota(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    let k = int(&args[0], "iota", span)?.max(0);
+    m.alloc(k as u64)?;
+    Ok(Value::Array((0..k).map(Value::Int).collect()))
+}
+
+fn b_sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+    sum_outer(m, args, span)
+}
+
+fn mk(name: &'static str, vars: Vec<u32>, ty: Type, arity: usize, run: crate::interp::BuiltinFn) -> Builtin {
+    Builtin { name, scheme: Scheme { vars, ty }, arity, lazy_last: false, run }
+}
+
+fn nested(t: Type, n: usize) -> Type {
+    (0..n).fold(t, |t, _| Type::array(t))
+}
+
+fn ints(m: usize) -> Type {
+    Type::tuple(vec![Type::Int; m])
+}
+
+/// The core operations: `index`, `gather<m><n>`, `scatter<m><n>`, `sumOuter`, `tr`, `cond`, `iota`.
+pub fn builtins() -> Vec<Builtin> {
+    let a = Type::Var(0);
+    let f = Type::fun;
+    let mut out = vec![
+        mk("index", vec![0], f(Type::array(a.clone()), f(Type::Int, a.clone())), 2, b_index),
+        mk("sumOuter", vec![0], f(Type::array(a.clone()), a.clone()), 1, b_sum_outer),
+        mk("tr", vec![0], f(Type::array(Type::Int), f(a.clone(), a.clone())), 2, tr),
+        mk("cond", vec![0], f(Type::Bool, f(a.clone(), f(a.clone(), a.clone()))), 3, b_cond),
+        mk("iota", vec![], f(Type::Int, Type::array(Type::Int)), 1, b_iota),
+    ];
+    for m in 1..=MAX_DIMS {
+        for n in 1..=MAX_DIMS {
+            let ixf = f(ints(m), Type::array(Type::Int));
+            out.push(mk(GATHER[m - 1][n - 1], vec![0], f(ints(m), f(nested(a.clone(), n), f(ixf.clone(), nested(a.clone(), m)))), 3, gather));
+            out.push(mk(SCATTER[m - 1][n - 1], vec![0], f(ints(n), f(nested(a.clone(), m), f(ixf, nested(a.clone(), n)))), 3, scatter));
+        }
+    }
+    out
+}
+
+/// Runs `gather<m><n>` or `scatter<m><n>` by name from another runtime (the reverse pass's
+/// transposes).
+pub fn call_named(m: &mut Machine, name: &'static str, args: Vec<Value>, span: Span) -> Res {
+    let (md, nd) = dims(name);
+    if name.starts_with("gather") {
+        gather_dims(m, md, nd, args, span)
+    } else {
+        scatter_dims(m, md, nd, args, span)
+    }
+}
+
+/// The cotangent operations of the gradient programs (§7.2–7.5): `plus` (+→), `times` (·→, a scale
+/// that may be a scalar), `oneHot z u c` (zeros shaped like z with c at u), `zerosLike`, and
+/// `share i t` / `shared i` (Fig. 19's global sharing: identity on arrays, each ID computed once —
+/// the first occurrence, in evaluation order, stores its value and the later ones read it).
+pub fn gradient_builtins() -> Vec<Builtin> {
+    let a = Type::Var(0);
+    let f = Type::fun;
+    vec![
+        mk("plus", vec![0], f(a.clone(), f(a.clone(), a.clone())), 2, |_, x, s| add(&x[0], &x[1], s)),
+        mk("times", vec![0, 1], f(Type::Var(1), f(a.clone(), a.clone())), 2, |_, x, s| times(&x[1], &x[0], s)),
+        mk("oneHot", vec![0, 1], f(Type::Var(1), f(Type::Int, f(a.clone(), Type::Var(1)))), 3, |_, x, s| {
+            let i = int(&x[1], "oneHot", s)?;
+            Ok(match zero_like(&x[0]) {
+                Value::Array(zs) => Value::Array(zs.iter().enumerate().map(|(k, z)| if k as i64 == i { x[2].clone() } else { z.clone() }).collect()),
+                z => z,
+            })
+        }),
+        mk("zerosLike", vec![0], f(a.clone(), a.clone()), 1, |_, x, _| Ok(zero_reals(&x[0]))),
+        mk("share", vec![0], f(Type::Int, f(a.clone(), a.clone())), 2, |m, x, s| {
+            let id = int(&x[0], "share", s)?;
+            m.state::<ShareMemo>().0.insert(id, x[1].clone());
+            m.count("shares_computed", 1);
+            Ok(x[1].clone())
+        }),
+        mk("shared", vec![0], f(Type::Int, a.clone()), 1, |m, x, s| {
+            let id = int(&x[0], "shared", s)?;
+            m.state::<ShareMemo>().0.get(&id).cloned().ok_or_else(|| err(s, format!("share {id} is read before it is computed")))
+        }),
+    ]
+}
+
+/// The values of `share` IDs computed so far in a run.
+#[derive(Default)]
+pub struct ShareMemo(pub std::collections::HashMap<i64, Value>);
+
+fn zero_reals(v: &Value) -> Value {
+    match v {
+        Value::Real(_) => Value::Real(0.0),
+        Value::Tuple(vs) => Value::Tuple(vs.iter().map(zero_reals).collect()),
+        Value::Array(vs) => Value::Array(vs.iter().map(zero_reals).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `c ·→ r`: elementwise, r a scalar or of c's shape.
+fn times(c: &Value, r: &Value, s: Span) -> Res {
+    Ok(match (c, r) {
+        (Value::Real(a), Value::Real(b)) => Value::Real(a * b),
+        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| times(x, y, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| times(x, r, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        _ => return Err(err(s, format!("·→: shapes differ ({c} and {r})"))),
+    })
+}

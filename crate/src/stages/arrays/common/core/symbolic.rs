@@ -1,0 +1,535 @@
+//! §7: the gradient as a program. Delta extraction by simplification (§7.1): dual-arrays' D program
+//! is run symbolically (the notes' C7 shortcut, App. D's "ADVal AST": the monad laws applied as it
+//! goes), leaving Eq. 6's shape — primal lets, IDs numbered in generation order (Fig. 21's
+//! `t2[id_i := i]`), a symbolic Delta. Then the reverse pass of Figs. 16–17 run on terms (§7.2),
+//! optionally with `share` (Fig. 19's optimistic placement, at Add and LitArray), and shareToLet
+//! (Fig. 20, with the map threaded through the recursive call: erratum §8.18).
+//!
+//! Decisions (notes §8): trivial cotangents (variables, constants, shares) are not wrapped in a share
+//! (§8.10); `cond` with real branches has no Delta extraction (§8.3: it is refused here); shapes are
+//! terms (`length x`) read from each Delta's primal partner, a variable of its shape (the paper's
+//! `shapeDelta`, §6.4); shareToLet runs over the whole gradient tuple with one map (§8.12).
+
+use super::lang::*;
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+/// A symbolic Delta (§7.1's SymDelta): each node with a primal term of its shape.
+#[derive(Debug)]
+pub struct Sym {
+    pub kind: SymKind,
+    pub shape: Expr,
+}
+
+#[derive(Debug)]
+pub enum SymKind {
+    Zero,
+    Input(usize),
+    Add(Rc<Sym>, Rc<Sym>),
+    Scale(Expr, Rc<Sym>),
+    Share(i64, Rc<Sym>),
+    Index(Rc<Sym>, Expr),
+    SumOuter(Rc<Sym>),
+    Gather(Expr, Expr, Rc<Sym>),
+    Scatter(Expr, Expr, Rc<Sym>),
+    LitArray(Vec<Rc<Sym>>),
+    Replicate(Expr, Rc<Sym>),
+    Transpose(Vec<usize>, Rc<Sym>),
+}
+
+#[derive(Clone, Debug)]
+enum Val {
+    Term(Expr),
+    Dual(Expr, Rc<Sym>),
+    Delta(Rc<Sym>),
+}
+
+fn refuse(e: &Expr, what: &str) -> Diagnostic {
+    Diagnostic::error(e.span, format!("Delta extraction by simplification (§7.1) has no rule for {what}")).refused()
+}
+
+/// What the symbolic forward pass leaves: primal lets, the primal result and its symbolic Delta.
+pub struct Extracted {
+    pub binds: Vec<(Name, Expr)>,
+    pub primal: Expr,
+    pub delta: Rc<Sym>,
+    pub ids: i64,
+    /// main's pattern (outer names) and each parameter's name.
+    pub pat: Pat,
+    pub params: Vec<Name>,
+    pub input: Name,
+    pub seed: Name,
+}
+
+struct Ex<'a> {
+    env: HashMap<u32, Val>,
+    binds: Vec<(Name, Expr)>,
+    next_id: i64,
+    fresh: &'a mut Fresh,
+}
+
+impl Ex<'_> {
+    /// A term with the environment's terms substituted.
+    fn term(&self, e: &Expr) -> Result<Expr, Diagnostic> {
+        let mut out = e.clone();
+        let mut stack = vec![&mut out];
+        while let Some(y) = stack.pop() {
+            match &y.kind {
+                ExprKind::Fst(x) => {
+                    if let ExprKind::Var(n) = &x.kind {
+                        if let Some(Val::Dual(p, _)) = self.env.get(&n.id) {
+                            *y = p.clone();
+                            continue;
+                        }
+                    }
+                }
+                ExprKind::Var(n) => {
+                    match self.env.get(&n.id) {
+                        Some(Val::Term(t)) => *y = t.clone(),
+                        Some(_) => return Err(refuse(y, "a dual value used as a term")),
+                        None => {}
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            stack.extend(children_mut(y));
+        }
+        Ok(out)
+    }
+
+    /// A primal term as a variable: non-trivial terms are let-bound (Eq. 6's primal lets).
+    fn named(&mut self, x: &Name, p: Expr) -> Expr {
+        if matches!(p.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_)) {
+            return p;
+        }
+        // D's own names (x, d) become x1, x2, … in the order they are bound (Fig. 18)
+        let text = if &*x.text == "x" || x.text.is_empty() { format!("x{}", self.binds.len() + 1) } else { x.text.to_string() };
+        let v = self.fresh.name(&text);
+        self.binds.push((v.clone(), p));
+        var(&v)
+    }
+
+    /// Runs an `M` computation of D's program symbolically, along its bind chain in a loop.
+    fn run(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+        let mut cur = e;
+        loop {
+            match &cur.kind {
+                ExprKind::Bind(p, m, k) => {
+                    if let Some(("genID", _)) = spine(m) {
+                        self.next_id += 1;
+                        let Pat::Var(id, _) = p else { return Err(refuse(cur, "this genID")) };
+                        self.env.insert(id.id, Val::Term(int(self.next_id)));
+                    } else {
+                        let v = self.run(m)?;
+                        self.bind(p, v, cur)?;
+                    }
+                    cur = k;
+                }
+                ExprKind::Let(p, rhs, k) => {
+                    let v = self.value(rhs)?;
+                    match (p, v) {
+                        (Pat::Var(x, _), Val::Term(t)) => {
+                            let t = self.named(x, t);
+                            self.env.insert(x.id, Val::Term(t));
+                        }
+                        (p, v) => self.bind(p, v, cur)?,
+                    }
+                    cur = k;
+                }
+                ExprKind::Pure(x) => return self.value(x),
+                _ => return Err(refuse(cur, "this computation")),
+            }
+        }
+    }
+
+    fn bind(&mut self, p: &Pat, v: Val, at: &Expr) -> Result<(), Diagnostic> {
+        match (p, v) {
+            (Pat::Tuple(ps, _), Val::Dual(t, d)) if ps.len() == 2 => {
+                if let Pat::Var(x, _) = &ps[0] {
+                    let t = self.named(x, t);
+                    self.env.insert(x.id, Val::Term(t));
+                }
+                if let Pat::Var(dn, _) = &ps[1] {
+                    self.env.insert(dn.id, Val::Delta(d));
+                }
+                Ok(())
+            }
+            (Pat::Var(x, _), Val::Dual(t, d)) => {
+                let t = self.named(x, t);
+                self.env.insert(x.id, Val::Dual(t, d));
+                Ok(())
+            }
+            (Pat::Var(x, _), v) => {
+                self.env.insert(x.id, v);
+                Ok(())
+            }
+            _ => Err(refuse(at, "this pattern")),
+        }
+    }
+
+    /// The value of a pure expression: a pair (primal, Delta) or a term.
+    fn value(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+        match &e.kind {
+            ExprKind::Tuple(es) if es.len() == 2 => {
+                let p = self.term(&es[0])?;
+                let p = self.named(&Name::new("x", 0), p);
+                let shape = p.clone();
+                let d = self.delta(&es[1], &shape)?;
+                Ok(Val::Dual(p, d))
+            }
+            ExprKind::Var(n) => match self.env.get(&n.id) {
+                Some(v) => Ok(v.clone()),
+                None => Ok(Val::Term(e.clone())),
+            },
+            _ if spine(e).is_some_and(|(h, _)| h == "cond") => Err(refuse(e, "cond with real branches (notes §8.3)")),
+            _ => Ok(Val::Term(self.term(e)?)),
+        }
+    }
+
+    /// The symbolic Delta of a Delta expression whose value has the shape of `shape`.
+    fn delta(&mut self, e: &Expr, shape: &Expr) -> Result<Rc<Sym>, Diagnostic> {
+        if let ExprKind::Var(n) = &e.kind {
+            return match self.env.get(&n.id) {
+                Some(Val::Delta(d)) => Ok(d.clone()),
+                _ => Err(refuse(e, "this Delta variable")),
+            };
+        }
+        let Some((h, args)) = spine(e) else { return Err(refuse(e, "this Delta")) };
+        let child = |s: &mut Self, a: &Expr| -> Result<Rc<Sym>, Diagnostic> {
+            match &a.kind {
+                ExprKind::Var(n) => match s.env.get(&n.id) {
+                    Some(Val::Delta(d)) => Ok(d.clone()),
+                    _ => Err(refuse(a, "this Delta variable")),
+                },
+                _ => Err(refuse(a, "a Delta that is not a variable")),
+            }
+        };
+        let kind = match (h, args.as_slice()) {
+            ("Zero", [_]) => SymKind::Zero,
+            ("Input", [k, _]) => SymKind::Input(if let ExprKind::Int(k) = k.kind { k.max(0) as usize } else { 0 }),
+            ("Add", [a, b]) => SymKind::Add(self.delta(a, shape)?, self.delta(b, shape)?),
+            ("Scale", [r, d]) => SymKind::Scale(self.term(r)?, self.delta(d, shape)?),
+            ("Share", [id, d]) => {
+                let ExprKind::Int(id) = self.term(id)?.kind else { return Err(refuse(e, "a Share without a generated ID")) };
+                SymKind::Share(id, self.delta(d, shape)?)
+            }
+            ("Index", [d, u]) => SymKind::Index(child(self, d)?, self.term(u)?),
+            ("SumOuter", [d]) => SymKind::SumOuter(child(self, d)?),
+            ("Gather", [s, d, f]) => SymKind::Gather(self.term(s)?, self.term(f)?, child(self, d)?),
+            ("Scatter", [s, d, f]) => SymKind::Scatter(self.term(s)?, self.term(f)?, child(self, d)?),
+            ("LitArray", [lit]) => {
+                let ExprKind::Array(ds) = &lit.kind else { return Err(refuse(e, "LitArray")) };
+                SymKind::LitArray(ds.iter().map(|d| child(self, d)).collect::<Result<_, _>>()?)
+            }
+            ("Replicate", [k, d]) => SymKind::Replicate(self.term(k)?, child(self, d)?),
+            ("Transpose", [p, d]) => {
+                let ExprKind::Array(ps) = &p.kind else { return Err(refuse(e, "Transpose")) };
+                SymKind::Transpose(ps.iter().map(|p| if let ExprKind::Int(k) = p.kind { k.max(0) as usize } else { 0 }).collect(), child(self, d)?)
+            }
+            _ => return Err(refuse(e, h)),
+        };
+        Ok(Rc::new(Sym { kind, shape: shape.clone() }))
+    }
+}
+
+/// Delta extraction (§7.1) from dual-arrays' wrapper `grad`.
+pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> {
+    // grad = \(input, seed) -> let pat = input in let (y, d) = runIds (lets of dual inputs; D[t]) in …
+    let ExprKind::Lam(_, Pat::Tuple(io, _), body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
+    let (Pat::Var(input, _), Pat::Var(seed, _)) = (&io[0], &io[1]) else { return Err(refuse(grad, "this wrapper")) };
+    let ExprKind::Let(pat, _, rest) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
+    let ExprKind::Let(_, run, _) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
+    let Some(("runIds", args)) = spine(run) else { return Err(refuse(run, "this wrapper")) };
+    let mut ex = Ex { env: HashMap::new(), binds: vec![], next_id: 0, fresh };
+    // the dual inputs `let x = (x', Input k x')`
+    let mut cur = args[0];
+    while let ExprKind::Let(Pat::Var(x, _), rhs, k) = &cur.kind {
+        let v = match &rhs.kind {
+            ExprKind::Tuple(es) if es.len() == 2 => {
+                let shape = es[0].clone();
+                Val::Dual(es[0].clone(), ex.delta(&es[1], &shape)?)
+            }
+            _ => break,
+        };
+        ex.env.insert(x.id, v);
+        cur = k;
+    }
+    let (primal, delta) = match ex.run(cur)? {
+        Val::Dual(p, d) => (p, d),
+        _ => return Err(refuse(cur, "a result without a Delta")),
+    };
+    let params = pat.names().into_iter().cloned().collect();
+    Ok(Extracted { binds: ex.binds, primal, delta, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed: seed.clone() })
+}
+
+/// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
+/// (`Share2 …`); cut below 40 levels (the view is text, not a traversal of a deep program).
+pub fn show(d: &Sym) -> String {
+    show_at(d, &mut std::collections::HashSet::new(), 0)
+}
+
+fn show_at(d: &Sym, seen: &mut std::collections::HashSet<i64>, depth: usize) -> String {
+    if depth > 40 {
+        return "…".into();
+    }
+    let o = crate::print::PrintOptions::unicode();
+    let p = |e: &Expr| crate::print::print_expr(e, &o).split_whitespace().collect::<Vec<_>>().join(" ");
+    if let SymKind::Share(id, _) = &d.kind {
+        if !seen.insert(*id) {
+            return format!("Share{id} …");
+        }
+    }
+    let mut c = |d: &Sym| format!("({})", show_at(d, seen, depth + 1));
+    match &d.kind {
+        SymKind::Zero => "Zero".into(),
+        SymKind::Input(k) => format!("Input {k}"),
+        SymKind::Add(a, b) => {
+            let l = c(a);
+            format!("Add {l} {}", c(b))
+        }
+        SymKind::Scale(r, x) => format!("Scale {} {}", p(r), c(x)),
+        SymKind::Share(id, x) => format!("Share{id} {}", c(x)),
+        SymKind::Index(x, u) => format!("Index {} [{}]", c(x), p(u)),
+        SymKind::SumOuter(x) => format!("SumOuter {}", c(x)),
+        SymKind::Gather(_, f, x) => format!("Gather {} ({})", c(x), p(f)),
+        SymKind::Scatter(_, f, x) => format!("Scatter {} ({})", c(x), p(f)),
+        SymKind::LitArray(xs) => format!("LitArray [{}]", xs.iter().map(|x| c(x)).collect::<Vec<_>>().join(", ")),
+        SymKind::Replicate(k, x) => format!("Replicate {} {}", p(k), c(x)),
+        SymKind::Transpose(q, x) => format!("Transpose {q:?} {}", c(x)),
+    }
+}
+
+/// The depth of a term (with an explicit stack).
+pub fn depth(e: &Expr) -> usize {
+    let mut best = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((x, d)) = stack.pop() {
+        best = best.max(d);
+        stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+    }
+    best
+}
+
+/// The most nodes a gradient program may have (the exponential stage is stopped there: notes §7.12).
+pub const MAX_TERM: u64 = 2_000_000;
+
+/// Size of a term as a tree (every node counted at each occurrence).
+pub fn tree_size(e: &Expr) -> u64 {
+    let mut n = 0;
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        n += 1;
+        stack.extend(children(x));
+    }
+    n
+}
+
+/// The sizes `[length s, length (index s 0), …]` of the first `k` dims of a primal term `s`.
+fn dims(s: &Expr, k: usize) -> Expr {
+    let ds: Vec<Expr> = (0..k).map(|d| prim(Prim::Length, vec![index_all(s.clone(), (0..d).map(|_| int(0)))])).collect();
+    if ds.len() == 1 {
+        ds.into_iter().next().unwrap_or_else(|| int(0))
+    } else {
+        tuple(ds)
+    }
+}
+
+fn fun_dims(f: &Expr) -> (usize, usize) {
+    let m = match &f.kind {
+        ExprKind::Lam(_, Pat::Tuple(ps, _), _) => ps.len(),
+        _ => 1,
+    };
+    let n = match &f.kind {
+        ExprKind::Lam(_, _, b) => match &b.kind {
+            ExprKind::Array(xs) => xs.len(),
+            _ => 1,
+        },
+        _ => 1,
+    };
+    (m.clamp(1, MAX_DIMS), n.clamp(1, MAX_DIMS))
+}
+
+fn plus(a: Expr, b: Expr) -> Expr {
+    apps(builtin("plus"), [a, b])
+}
+
+/// The symbolic reverse pass (§7.2; with `share`, Fig. 19): the gradient term of each input.
+pub struct Reverse {
+    pub share: bool,
+    pub next_share: i64,
+    pub steps: Vec<String>,
+    /// Nodes copied so far (the no-share pass's duplications), against `MAX_TERM`.
+    pub copied: u64,
+}
+
+fn trivial(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_)) || spine(e).is_some_and(|(h, _)| h == "share")
+}
+
+impl Reverse {
+    /// Fig. 19's `share id c` where eval duplicates a cotangent (not around a trivial one: §8.10).
+    fn dup(&mut self, c: Expr) -> Result<Expr, Diagnostic> {
+        if !self.share {
+            // the copy eval makes of c (§7.2): counted, and stopped past MAX_TERM
+            self.copied += tree_size(&c);
+            if self.copied > MAX_TERM {
+                return Err(Diagnostic::error(
+                    Span::NONE,
+                    format!("stopped: the gradient term passed {MAX_TERM} nodes (without share, eval copies each cotangent at every Add: §7.2)"),
+                ));
+            }
+            return Ok(c);
+        }
+        if trivial(&c) {
+            return Ok(c);
+        }
+        self.next_share += 1;
+        Ok(apps(builtin("share"), [int(self.next_share), c]))
+    }
+
+    pub fn run(&mut self, c: Expr, d: &Rc<Sym>, inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
+        let mut grad: BTreeMap<usize, Expr> = BTreeMap::new();
+        let mut dfrag: BTreeMap<i64, Rc<Sym>> = BTreeMap::new();
+        let mut accum: BTreeMap<i64, Expr> = BTreeMap::new();
+        self.eval(c, d, &mut grad, &mut dfrag, &mut accum)?;
+        while let Some((id, c)) = accum.pop_last() {
+            let Some(frag) = dfrag.remove(&id) else { continue };
+            self.steps.push(format!("ID {id}: cotangent of size {}", tree_size(&c)));
+            self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum)?;
+        }
+        Ok((0..inputs).map(|k| grad.remove(&k)).collect())
+    }
+
+    fn eval(&mut self, c: Expr, d: &Rc<Sym>, grad: &mut BTreeMap<usize, Expr>, dfrag: &mut BTreeMap<i64, Rc<Sym>>, accum: &mut BTreeMap<i64, Expr>) -> Result<(), Diagnostic> {
+        let mut work = vec![(c, d.clone())];
+        while let Some((c, d)) = work.pop() {
+            match &d.kind {
+                SymKind::Zero => {}
+                SymKind::Input(k) => {
+                    // Haskell's insertWith f k new old = f new old: the newer contribution first
+                    let v = match grad.remove(k) {
+                        Some(g) => plus(c, g),
+                        None => c,
+                    };
+                    grad.insert(*k, v);
+                }
+                SymKind::Add(a, b) => {
+                    let c = self.dup(c)?;
+                    work.push((c.clone(), b.clone()));
+                    work.push((c, a.clone()));
+                }
+                SymKind::Scale(r, x) => work.push((apps(builtin("times"), [r.clone(), c]), x.clone())),
+                SymKind::Share(id, x) => {
+                    dfrag.insert(*id, x.clone());
+                    let v = match accum.remove(id) {
+                        Some(g) => plus(c, g),
+                        None => c,
+                    };
+                    accum.insert(*id, v);
+                }
+                SymKind::Index(x, u) => work.push((apps(builtin("oneHot"), [x.shape.clone(), u.clone(), c]), x.clone())),
+                SymKind::SumOuter(x) => work.push((replicate(prim(Prim::Length, vec![x.shape.clone()]), c), x.clone())),
+                SymKind::Gather(_, f, x) => {
+                    let (m, n) = fun_dims(f);
+                    let out = apps(builtin(SCATTER[m - 1][n - 1]), [dims(&x.shape, n), c, f.clone()]);
+                    work.push((out, x.clone()))
+                }
+                SymKind::Scatter(_, f, x) => {
+                    let (m, n) = fun_dims(f);
+                    let out = apps(builtin(GATHER[m - 1][n - 1]), [dims(&x.shape, m), c, f.clone()]);
+                    work.push((out, x.clone()))
+                }
+                SymKind::LitArray(xs) => {
+                    let c = self.dup(c)?;
+                    for (k, x) in xs.iter().enumerate().rev() {
+                        work.push((index(c.clone(), int(k as i64)), x.clone()));
+                    }
+                }
+                SymKind::Replicate(_, x) => work.push((sum_outer(c), x.clone())),
+                SymKind::Transpose(p, x) => {
+                    let mut inv = vec![0; p.len()];
+                    for (q, &dd) in p.iter().enumerate() {
+                        if let Some(s) = inv.get_mut(dd) {
+                            *s = q;
+                        }
+                    }
+                    work.push((tr(&inv, c), x.clone()))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// shareToLet (Fig. 20): each `share i t` becomes a variable bound once, above the whole gradient
+/// tuple, in ID order (IDs are monotone: lower IDs never refer to higher ones).
+pub fn share_to_let(terms: Vec<Expr>, fresh: &mut Fresh) -> (Vec<(i64, Name, Expr)>, Vec<Expr>) {
+    let mut m: BTreeMap<i64, (Name, Expr)> = BTreeMap::new();
+    let out = terms.into_iter().map(|t| unshare(&mut m, t, fresh)).collect();
+    (m.into_iter().map(|(i, (n, t))| (i, n, t)).collect(), out)
+}
+
+/// `unshare m t`, with the map threaded through the share case (erratum of Fig. 20).
+fn unshare(m: &mut BTreeMap<i64, (Name, Expr)>, t: Expr, fresh: &mut Fresh) -> Expr {
+    // a post-order walk with an explicit stack: children first, so a share's body is unshared
+    // (threading m) before it is bound
+    let mut t = t;
+    unshare_in(m, &mut t, fresh);
+    t
+}
+
+fn unshare_in(m: &mut BTreeMap<i64, (Name, Expr)>, t: &mut Expr, fresh: &mut Fresh) {
+    if let Some(("share", args)) = spine(t).filter(|(_, a)| a.len() == 2) {
+        if let ExprKind::Int(id) = args[0].kind {
+            if let Some((v, _)) = m.get(&id) {
+                *t = var(v);
+                return;
+            }
+            let mut body = args[1].clone();
+            unshare_in(m, &mut body, fresh);
+            let v = fresh.name(&format!("shared{id}"));
+            m.insert(id, (v.clone(), body));
+            *t = var(&v);
+            return;
+        }
+    }
+    for c in children_mut(t) {
+        unshare_in(m, c, fresh);
+    }
+}
+
+/// The gradient program: `grad (input, seed) = let pat = input in let primal lets in (primal, grads)`.
+pub fn program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Expr>>) -> Expr {
+    let gs = rebuild(&ex.pat, &ex.params, &grads);
+    let mut body = pair(ex.primal.clone(), gs);
+    for (x, t) in lets.into_iter().rev() {
+        body = let_(pvar(&x), t, body);
+    }
+    for (x, t) in ex.binds.iter().rev() {
+        body = let_(pvar(x), t.clone(), body);
+    }
+    lam(ppair(pvar(&ex.input), pvar(&ex.seed)), let_(ex.pat.clone(), var(&ex.input), body))
+}
+
+fn rebuild(p: &Pat, params: &[Name], grads: &[Option<Expr>]) -> Expr {
+    match p {
+        Pat::Var(x, _) => {
+            let k = params.iter().position(|v| v == x).unwrap_or(0);
+            match grads.get(k).cloned().flatten() {
+                Some(g) => g,
+                // no cotangent reached it: zeros (integer leaves as they are), §8.13
+                None => app(builtin("zerosLike"), var(x)),
+            }
+        }
+        Pat::Tuple(ps, _) => tuple(ps.iter().map(|q| rebuild(q, params, grads)).collect()),
+        _ => unit(),
+    }
+}
+
+pub fn span_none() -> Span {
+    Span::NONE
+}

@@ -1,0 +1,316 @@
+//! Part C of the array dual-numbers chain (Smeding et al. §5–7): bot's worked examples (E8, the
+//! notes' E15), the dual-arrays Delta and reverse pass (E7), and the symbolic stages (E10, E11).
+
+use cotangent::limits::run_with_stack;
+use cotangent::pipeline::{analyse, Options};
+
+/// What a test reads of a stage's result (sendable across the big-stack thread).
+#[derive(Debug)]
+struct StageResult {
+    program: String,
+    views: Vec<(String, String)>,
+    agrees: Option<bool>,
+    error: Option<String>,
+    refused: bool,
+    error_span: Option<()>,
+    primal: String,
+    gradient: Vec<f64>,
+    /// Each trace step's kind and note.
+    trace: Vec<(String, String)>,
+    counters: Vec<(String, u64)>,
+}
+
+/// The results of `stages` on `text`.
+fn run(text: &str, stages: &[&str]) -> Vec<StageResult> {
+    let text = text.to_string();
+    let stages: Vec<String> = stages.iter().map(|s| s.to_string()).collect();
+    run_with_stack(move || {
+        analyse(&text, &Options { stages, ..Options::default() }).map(|a| {
+            a.stages
+                .into_iter()
+                .map(|r| StageResult {
+                    program: r.program,
+                    views: r.views.into_iter().map(|v| (v.name, v.text)).collect(),
+                    agrees: r.agrees,
+                    error: r.error,
+                    refused: r.refused,
+                    error_span: r.error_span.map(|_| ()),
+                    primal: r.primal.map(|p| p.to_string()).unwrap_or_default(),
+                    gradient: r.gradient,
+                    trace: r.trace.into_iter().map(|t| (t.kind, t.note)).collect(),
+                    counters: r.cost.counters.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .map_err(|d| format!("{d:?}"))
+    })
+    .unwrap_or_else(|d| panic!("{d}"))
+}
+
+fn one(text: &str, stage: &str) -> StageResult {
+    let mut rs = run(text, &[stage]);
+    assert_eq!(rs.len(), 1);
+    rs.pop().unwrap()
+}
+
+/// bot's output on `text`: it agrees with forward mode (primal and gradient), and its program
+/// (one line) and rewrite trace view.
+fn bot(text: &str) -> (String, String) {
+    let r = one(text, "arrays/bot");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.agrees, Some(true), "bot's output disagrees with forward on {text}");
+    let flat = r.program.split_whitespace().collect::<Vec<_>>().join(" ");
+    let trace = r.views.iter().find(|v| v.0.contains("trace")).map(|v| v.1.clone()).unwrap_or_default();
+    (flat, trace)
+}
+
+fn fired(trace: &str, rules: &[&str]) {
+    for r in rules {
+        assert!(trace.contains(r), "rule {r} did not fire:\n{trace}");
+    }
+}
+
+#[test]
+fn e8_build1_of_index_plus_one_becomes_gather_plus_replicate() {
+    let (p, trace) = bot("input [1.0, 2.0, 3.0]\ndef main a = sum (build (length a) (\\i -> a ! i + 1.0))\nexpect primal 9.0\nexpect grad [1.0, 1.0, 1.0]");
+    assert!(p.contains("sum (map2 (λx y → x + y) (gather11 (length a) a (λi → [i])) (replicate (length a) 1.0))"), "{p}");
+    fired(&trace, &["B5", "BI1", "B2"]);
+}
+
+#[test]
+fn e10_self_convolution_after_bot_is_fig_18() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
+    let (p, _) = bot(&src);
+    assert!(p.contains("sum (map2 (λx y → x * y) (gather11 n a (λi → [i])) (gather11 n a (λi → [n - 1 - i])))"), "{p}");
+}
+
+#[test]
+fn e15_relu_uses_b3_b4_bi3_b10() {
+    let (p, trace) = bot("input [-1.0, 2.0, -3.0, 4.0]\ndef main a = sum (build 4 (\\i -> let y = a ! i in if y < 0.0 then 0.0 else y))\nexpect primal 6.0\nexpect grad [0.0, 1.0, 0.0, 1.0]");
+    fired(&trace, &["B3", "B4", "BI3", "B10", "BI1"]);
+    assert!(p.contains("tr [1, 0] [replicate 4 0.0"), "{p}");
+}
+
+#[test]
+fn e15_row_sums_squared_uses_b7() {
+    let (p, trace) = bot("input [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]\ndef main m = sum (build 2 (\\i -> let r = sum (m ! i) in r * r))\nexpect primal 261.0");
+    fired(&trace, &["B7", "BI1"]);
+    assert!(p.contains("sumOuter (tr [1, 0] (gather11 2 m (λi → [i])))"), "{p}");
+}
+
+#[test]
+fn e15_replicate_in_build_uses_b11() {
+    let (p, trace) = bot("input ([1.0, 2.0, 3.0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])\ndef main (a, w) = sum (build 3 (\\i -> sum (map2 (\\x y -> x * y) (replicate 2 (a ! i)) (w ! i))))\nexpect primal 50.0\nexpect grad ([3.0, 7.0, 11.0], [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])");
+    fired(&trace, &["B11"]);
+    assert!(!p.contains("build"), "{p}");
+}
+
+#[test]
+fn e15_index_of_replicate_uses_i9() {
+    let (p, trace) = bot("input [5.0, 7.0]\ndef main a = sum (build 2 (\\i -> replicate 3 a ! i ! i))\nexpect primal 12.0\nexpect grad [1.0, 1.0]");
+    fired(&trace, &["I9", "BI1"]);
+    assert!(p.contains("sum (gather11 2 a (λi → [i]))"), "{p}");
+}
+
+#[test]
+fn e15_computed_index_uses_i5_and_b1() {
+    let (p, trace) =
+        bot("input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (build 3 (\\i -> map2 (\\x y -> x * y) a b ! (2 - i)))\nexpect primal 32.0\nexpect grad ([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])");
+    // as the notes' E15 row: `let i5 = replicate 3 2 - [0,1,2] in gather [3] a (λ[i].[index i5 [i]])`
+    fired(&trace, &["I5", "B3", "B5", "B2", "B1", "BI1"]);
+    assert!(p.contains("let j = map2 (λx y → x - y) (replicate 3 2) (iota 3)"), "{p}");
+    assert!(p.contains("gather11 3 a (λi → [index j i])"), "{p}");
+}
+
+#[test]
+fn e15_two_dimensional_literal_uses_i8_and_bi3() {
+    let (_, trace) = bot("input ([[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]])\ndef main (m, m2) = sum (build 2 (\\i -> [m, m2] ! 1 ! i ! i))\nexpect primal 13.0\nexpect grad ([[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]])");
+    fired(&trace, &["I8", "BI3", "B10", "BI1"]);
+}
+
+#[test]
+fn e15_silly_alt_nested_maps() {
+    let (p, _) = bot("input [1.0, 2.0]\ndef main v = sum (map (\\x -> x + 1.0) (map (\\x -> 2.0 * x) (map (\\x -> x + 1.0) v)))\nexpect primal 12.0\nexpect grad [2.0, 2.0]");
+    assert!(!p.contains("build"), "{p}");
+}
+
+#[test]
+fn e9_concatenation_by_strict_cond_needs_total_index() {
+    let (p, trace) = bot("input [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]\ndef main a = sum (build 20 (\\i -> if i < 10 then a ! i else a ! (i - 10)))\nexpect primal 110.0");
+    fired(&trace, &["B4", "BI3", "B10", "BI1"]);
+    assert!(p.contains("gather11 20 a (λi → [i - 10])"), "{p}");
+}
+
+#[test]
+fn e4_matrix_product_is_build1_free_and_agrees() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-matmul.cot")).unwrap();
+    let (p, trace) = bot(&src);
+    assert!(!p.contains("build"), "{p}");
+    fired(&trace, &["B5", "B7", "B8", "B12"]);
+}
+
+#[test]
+fn bot_refuses_a_sequential_fold_with_a_located_message() {
+    let r = one("input [1.0, 2.0]\ndef main xs = fold (\\a b -> a * b) 1.0 xs", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    assert!(r.error.unwrap().contains("fold"));
+    assert!(r.error_span.is_some());
+}
+
+fn dot(n: usize) -> String {
+    let a: Vec<String> = (1..=n).map(|k| format!("{k}.0")).collect();
+    let b: Vec<String> = (n + 3..=2 * n + 2).map(|k| format!("{k}.0")).collect();
+    format!("input ([{}], [{}])\ndef main (a, b) = sum (build (length a) (\\i -> a ! i * b ! i))", a.join(", "), b.join(", "))
+}
+
+fn counter(r: &StageResult, name: &str) -> u64 {
+    r.counters.iter().find(|(k, _)| k == name).map(|(_, v)| *v).unwrap_or(0)
+}
+
+#[test]
+fn e7_dot_product_on_dual_arrays() {
+    let r = one(&dot(3).replace("[4.0, 5.0, 6.0]", "[4.0, 5.0, 6.0]").replace("[6.0, 7.0, 8.0]", "[4.0, 5.0, 6.0]"), "arrays/dual-arrays");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    assert_eq!(r.primal, "32.0");
+    assert_eq!(r.gradient, vec![4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+    assert_eq!(counter(&r, "delta_nodes"), 12);
+    // the backprop pops IDs 4, 3, 2, 1 with accumulators 1.0, [1,1,1], [1,2,3], [4,5,6]
+    let pops: Vec<&str> = r.trace.iter().filter(|(k, _)| k == "backprop").map(|(_, n)| n.as_str()).collect();
+    let want = ["pop ID 4 with cotangent 1.0", "pop ID 3 with cotangent [1.0, 1.0, 1.0]", "pop ID 2 with cotangent [1.0, 2.0, 3.0]", "pop ID 1 with cotangent [4.0, 5.0, 6.0]"];
+    assert_eq!(pops.len(), 4, "{pops:?}");
+    for (p, w) in pops.iter().zip(want) {
+        assert!(p.starts_with(w), "{p} (wanted {w})");
+    }
+}
+
+#[test]
+fn e7_twelve_array_delta_nodes_at_any_length() {
+    for n in [1, 2, 5, 40, 300] {
+        let r = one(&dot(n), "arrays/dual-arrays");
+        assert_eq!(r.agrees, Some(true), "n = {n}: {r:?}");
+        assert_eq!(counter(&r, "delta_nodes"), 12, "n = {n}");
+        assert_eq!(counter(&r, "backprop_ids"), 4, "n = {n}");
+    }
+}
+
+#[test]
+fn e10_self_convolution_after_d_is_fig_18_middle() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
+    let r = one(&src, "arrays/dual-arrays");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    let p: String = r.program.split_whitespace().collect();
+    // D[t'_sc]: two gathers, each shared with its own ID, then the product's Add of Scales, then SumOuter
+    for piece in [
+        "(x, d) ← pure a; id ← genID (); pure ( gather11 n x (λi → [i]), Share id (Gather n d (λi → [i])) )",
+        "gather11 n x (λi → [n - 1 - i]), Share id (Gather n d (λi → [n - 1 - i]))",
+        "Share id (Add (Scale x1 d) (Scale x d1))",
+        "pure (sum x, Share id (SumOuter d))",
+    ] {
+        let piece: String = piece.split_whitespace().collect();
+        assert!(p.contains(&piece), "missing {piece} in {p}");
+    }
+    assert_eq!(r.gradient, vec![8.0, 6.0, 4.0, 2.0]);
+}
+
+#[test]
+fn e9_concatenation_gradient_needs_dropped_scatter_entries() {
+    let r = one("input [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]\ndef main a = sum (build 20 (\\i -> if i < 10 then a ! i else a ! (i - 10)))", "arrays/dual-arrays");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    assert_eq!(r.gradient, vec![2.0; 10]);
+}
+
+fn view<'a>(r: &'a StageResult, name: &str) -> &'a str {
+    r.views.iter().find(|v| v.0.contains(name)).map(|v| v.1.as_str()).unwrap_or("")
+}
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect()
+}
+
+#[test]
+fn e10_self_convolution_simplified_and_shared_as_fig_18() {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/arrays-self-convolution.cot")).unwrap();
+    let r = one(&src, "arrays/symbolic");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    // Fig. 18's bottom box: the primal lets, four IDs, and the symbolic Delta
+    let eq6 = squash(view(&r, "Eq. 6"));
+    for piece in [
+        "let x2 = gather11 n a (λi → [i])",
+        "let x3 = gather11 n a (λi → [n - 1 - i])",
+        "id1 ← genID; id2 ← genID; id3 ← genID; id4 ← genID",
+        "Share4 (SumOuter (Share3 (Add (Scale x3 (Share1 (Gather (Input 0) (λi → [i])))) (Scale x2 (Share2 (Gather (Input 0) (λi → [n - 1 - i])))))))",
+    ] {
+        assert!(eq6.contains(&squash(piece)), "missing {piece} in {eq6}");
+    }
+    // §7.4: shareToLet (reversePass [1.0] s) = let shared1 = replicate n c in scatter (x2 ·→ shared1) … +→ scatter (x1 ·→ shared1) …
+    let r = one(&src, "arrays/share-to-let");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    let p = squash(&r.program);
+    assert!(p.contains(&squash("let shared1 = replicate (length x4) seed1 in")), "{p}");
+    assert!(
+        p.contains(&squash("plus (scatter11 (length a) (times x3 shared1) (λi → [i])) (scatter11 (length a) (times x2 shared1) (λi → [n - 1 - i]))")),
+        "{p}"
+    );
+}
+
+#[test]
+fn e7_final_program_of_share_to_let() {
+    let r = one(&dot(3).replace("[6.0, 7.0, 8.0]", "[4.0, 5.0, 6.0]"), "arrays/share-to-let");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    assert_eq!(r.gradient, vec![4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+    let p = squash(&r.program);
+    // the notes' E7: p1, p2 gathers, p3 = p1 * p2, p4 = sumOuter p3, one shared replicate of c used by both
+    for piece in [
+        "let x1 = gather11 (length a) a (λi → [i]) in",
+        "let x2 = gather11 (length a) b (λi → [i]) in",
+        "let x3 = map2 (λx y → x * y) x1 x2 in",
+        "let x4 = sum x3 in",
+        "let shared1 = replicate (length x3) seed1 in",
+        "(x4, (scatter11 (length a) (times x2 shared1) (λi → [i]), scatter11 (length b) (times x1 shared1) (λi → [i])))",
+    ] {
+        assert!(p.contains(&squash(piece)), "missing {piece} in {p}");
+    }
+}
+
+/// E11 generalised: `let x1 = inp + inp in … let xm = x(m-1) + x(m-1) in xm`.
+fn chain(m: usize) -> String {
+    let mut body = String::new();
+    let mut prev = "inp".to_string();
+    for k in 1..=m {
+        body.push_str(&format!("let x{k} = {prev} + {prev} in "));
+        prev = format!("x{k}");
+    }
+    format!("input 1.0\ndef main inp = {body}{prev}")
+}
+
+#[test]
+fn e11_symbolic_term_doubles_without_share_and_grows_linearly_with_it() {
+    let sizes = |stage: &str| -> Vec<u64> {
+        (1..=8)
+            .map(|m| {
+                let r = one(&chain(m), stage);
+                assert_eq!(r.agrees, Some(true), "{stage} at m = {m}: {r:?}");
+                assert_eq!(r.gradient, vec![(1u64 << m) as f64]);
+                counter(&r, "gradient_size")
+            })
+            .collect()
+    };
+    let plain = sizes("arrays/symbolic");
+    // the cotangent term has 2^m leaves: the program's growth doubles at each step (beside the
+    // primal's linear part)
+    let growth: Vec<u64> = plain.windows(2).map(|w| w[1] - w[0]).collect();
+    for w in growth.windows(2) {
+        assert!(w[1] + 4 >= 2 * w[0], "{plain:?}");
+    }
+    assert!(plain[7] > 1 << 10, "{plain:?}");
+    for stage in ["arrays/symbolic-share", "arrays/share-to-let"] {
+        let shared = sizes(stage);
+        // linear: constant increments
+        let steps: Vec<u64> = shared.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(steps.iter().all(|&s| s == steps[2]), "{stage}: {shared:?}");
+    }
+    // the notes' E11 program: let shared1 = c + c in …
+    let r = one(&chain(3), "arrays/share-to-let");
+    let p = squash(&r.program);
+    assert!(p.contains(&squash("let shared1 = plus seed1 seed1 in let shared2 = plus shared1 shared1 in")), "{p}");
+}
