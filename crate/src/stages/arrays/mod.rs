@@ -44,8 +44,8 @@ pub static CHAIN: Chain = Chain {
 /// The counters the chain's runtimes add to a run's cost.
 static COUNTERS: &[CounterInfo] = &[
     // Part A
-    CounterInfo { name: "delta_nodes", about: "Delta constructors built by the forward pass (Zero, Input, Scale, Add, Share)" },
-    CounterInfo { name: "eval_visits", about: "Delta constructors visited by the evaluator (every eval call); a tree walk visits a shared node once per path" },
+    CounterInfo { name: "delta_nodes", about: "Delta constructors built by the forward pass (Part A: Zero, Input, Scale, Add, Share; arrays/dual-arrays: array-level nodes)" },
+    CounterInfo { name: "eval_visits", about: "Delta nodes visited by the evaluator or reverse pass (every eval call); a tree walk visits a shared node once per path" },
     CounterInfo { name: "op_visits", about: "visits of Fig. 4's nodes: an operation's Delta (with sharing: its fragment, popped once) and the inputs" },
     CounterInfo { name: "vector_elem_ops", about: "element operations on gradient vectors of length n (eval1 at every node, eval2 at every Scale)" },
     CounterInfo { name: "ids_generated", about: "IDs drawn from genID (one per primitive on reals, Fig. 3)" },
@@ -56,9 +56,7 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "ct_cells", about: "reals the reverse pass writes: one-hots, additions into accumulators, scales, replicates (O(n²) on the dot product with one-hot Index, §4.4)" },
 
     // Part C
-    CounterInfo { name: "delta_nodes", about: "array-level Delta nodes built by the forward pass (arrays/dual-arrays)" },
     CounterInfo { name: "backprop_ids", about: "IDs popped by the array reverse pass's loop (arrays/dual-arrays)" },
-    CounterInfo { name: "eval_visits", about: "Delta nodes visited by the array reverse pass's eval (arrays/dual-arrays)" },
     CounterInfo { name: "gathered", about: "elements read by gathers (arrays/*)" },
     CounterInfo { name: "gradient_size", about: "nodes of the gradient program (arrays/symbolic, symbolic-share, share-to-let)" },
     CounterInfo { name: "shares_computed", about: "share IDs computed when the gradient program runs (arrays/symbolic-share)" },
