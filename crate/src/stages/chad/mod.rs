@@ -11,6 +11,7 @@ chain_stages! {
     sparse::Sparse,
     monadic::Monadic,
     mutable::Mutable,
+    cc::Cc,
 }
 
 pub static CHAIN: Chain = Chain {
