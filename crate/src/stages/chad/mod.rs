@@ -12,6 +12,7 @@ chain_stages! {
     monadic::Monadic,
     mutable::Mutable,
     cc::Cc,
+    cc_chad::CcChad,
 }
 
 pub static CHAIN: Chain = Chain {
@@ -42,5 +43,6 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "plus_visits", about: "nodes visited by + on cotangents and environment vectors" },
     CounterInfo { name: "onehot_cells", about: "cells of one-hot environment vectors built (|Γ| each when dense, 1 when sparse)" },
     CounterInfo { name: "map_log_steps", about: "steps in the persistent map EMap: ⌈log2(n+1)⌉ per get/modify/pop, m·⌈log2(n/m+1)⌉ per union" },
+    CounterInfo { name: "body_backprops", about: "runs of a function body's backpropagator (§9: 2^(n−1) for the innermost of t_n when naive; App. C: once per call)" },
     CounterInfo { name: "cell_ops", about: "O(1) operations on the mutable stack of cells (push0, pop, modify; |Γ| for run)" },
 ];

@@ -8,7 +8,7 @@
 //! spine in the output (nothing recurses along them) and only case branches nest.
 
 use super::ops::{self, Ctx};
-use super::source::{FirstOrder, Term, CT, K};
+use super::source::{self, Code, FirstOrder, Term, CT, K};
 use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Diagnostic;
@@ -163,7 +163,7 @@ impl Chad<'_> {
                 let (ca, cb) = (ct(a), ct(b));
                 let mut binds = vec![];
                 let (x, xb) = self.sub(g, s, None, &mut binds)?;
-                let primal = ann(if right { inr(x) } else { inl(x) }, t.ty.clone());
+                let primal = ann(if right { inr(x) } else { inl(x) }, source::d1(&t.ty));
                 let bp = self.lam_d(|_, d| app(xb, app(builtin(ops::lcast(right, &ca, &cb)), d)));
                 Piece { binds, primal, bp }
             }
@@ -208,6 +208,23 @@ impl Chad<'_> {
                 let (y, yb) = (self.fr.name("r"), self.fr.name("r'"));
                 binds.push((ppair(pvar(&y), pvar(&yb)), if_(z, e1, e2)));
                 Piece { binds, primal: var(&y), bp: var(&yb) }
+            }
+            // D_Γ[f] := ⟨Df, λ_. 0⟩ for closed code f: D[τ →□ σ]2 = 1 (App. C)
+            K::Global(f) => {
+                let bp = self.lam_d(|_, _| api.nothing(g));
+                Piece::leaf(global(&code_name(&f.text)), bp)
+            }
+            // D_Γ[t s] := let ⟨x, _⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in let ⟨z, z'⟩ = x y in
+            //   ⟨z, λv. y' (z' v)⟩: the callee's body backpropagates once, its captured variables'
+            //   cotangents come back in the argument's (App. C)
+            K::App(f, a) => {
+                let mut binds = vec![];
+                let (x, _) = self.sub(g, f, None, &mut binds)?;
+                let (y, yb) = self.sub(g, a, None, &mut binds)?;
+                let (z, zb) = (self.fr.name("z"), self.fr.name("z'"));
+                binds.push((ppair(pvar(&z), pvar(&zb)), app(x, y)));
+                let bp = self.lam_d(|_, d| app(yb, app(var(&zb), d)));
+                Piece { binds, primal: var(&z), bp }
             }
             // D_Γ[r] := ⟨r, λd. 0⟩
             K::Lit(r) => {
@@ -288,6 +305,55 @@ pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<
     out.input = None;
     out.next_id = cx.fr.next_id;
     Ok(out)
+}
+
+/// The name of closed code `f`'s derivative `D[f]`.
+pub fn code_name(f: &str) -> String {
+    format!("D{f}")
+}
+
+/// CHAD of a closure-converted program (App. C) over the monadic rules: every closed code
+/// `def f p = t` becomes `def Df s = let p = s in let ⟨y, y'⟩ = D_p[t] in ⟨y, λd. p̄⟩`, its body
+/// differentiated in the context of its own parameter only, the backpropagator running its own
+/// accumulator (`runOpen`/`runClose`: `run` written out, as `scope` is) and returning the
+/// parameter's cotangent `p̄` as a linear value; `main` becomes the wrapper as in `program`.
+pub fn program_cc(fo: &FirstOrder, codes: &[Code], api: &dyn EnvApi, output_type: &Type) -> Result<Program, Diagnostic> {
+    let mut defs = vec![];
+    let mut fr = Fresh { next_id: fo.fresh.next_id };
+    for c in codes {
+        let mut cx = Chad { fr, api };
+        let g: Ctx = c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+        let mut binds = vec![];
+        let (y, yb) = cx.sub(&g, &c.body, None, &mut binds)?;
+        let (s, d) = (cx.fr.name("s"), cx.fr.name("d"));
+        let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+        let opened = bind(pwild(), builtin(ops::run_open(&g)), app(yb, var(&d)));
+        let lin = rebuild_lin(&c.pattern, &c.ty, &mut gs.iter().map(var));
+        let bp = lam(pvar(&d), let_(ptuple(gs.iter().map(pvar).collect()), app(builtin(ops::run_close(&g)), opened), lin));
+        let body = binds.into_iter().rev().fold(pair(y, bp), |acc, (p, rhs)| let_(p, rhs, acc));
+        let body = lam(pvar(&s), let_(c.pattern.clone(), var(&s), body));
+        defs.push(def(&code_name(&c.name.text), body));
+        fr = cx.fr;
+    }
+    let fo2 = FirstOrder { program: fo.program.clone(), pattern: fo.pattern.clone(), inputs: fo.inputs.clone(), body: fo.body.clone(), fresh: fr };
+    let mut out = program(&fo2, api, output_type)?;
+    // the source's code stays, for the discrete terms that are evaluated as they are
+    let kept: Vec<Def> = fo.program.defs.iter().filter(|d| &*d.name.text != "main").cloned().collect();
+    let wrapper = std::mem::take(&mut out.defs);
+    out.defs = kept.into_iter().chain(defs).chain(wrapper).collect();
+    Ok(out)
+}
+
+/// A parameter's cotangent as a linear value of its pattern's shape: `⟨⟨ȳ1, …, ȳk⟩, x̄⟩`.
+fn rebuild_lin(p: &Pat, ty: &Type, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
+    match (p, ty) {
+        (Pat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
+            let cts: Vec<CT> = ts.iter().map(ct).collect();
+            let es = ps.iter().zip(ts).map(|(q, t)| rebuild_lin(q, t, vals)).collect();
+            app(builtin(ops::ltuple(&cts)), tuple(es))
+        }
+        _ => vals.next().unwrap_or_else(unit),
+    }
 }
 
 /// The value of a pattern's shape built from the given expressions, one per variable.

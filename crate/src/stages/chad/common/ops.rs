@@ -42,6 +42,11 @@ pub enum Op {
     Pop { var: String, ct: CT },
     /// `run : EVM Γ τ → τ × Γ̄`, started from `⟨0_{τ1}, …, 0_{τn}⟩`.
     Run(Vec<(String, CT)>),
+    /// The first half of a `run` inside a backward pass (a closed function's backpropagator, App. C):
+    /// sets the running accumulator aside and starts Γ's at zero.
+    RunOpen(Vec<(String, CT)>),
+    /// The second half: Γ̄ read out, the accumulator set aside restored.
+    RunClose(Vec<(String, CT)>),
 }
 
 /// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
@@ -156,6 +161,15 @@ pub fn run(ctx: &Ctx) -> &'static str {
     intern(format!("run_{{[{}]}}", show_ctx(ctx)), Op::Run(vars))
 }
 
+pub fn run_open(ctx: &Ctx) -> &'static str {
+    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    intern(format!("runOpen_{{[{}]}}", show_ctx(ctx)), Op::RunOpen(vars))
+}
+pub fn run_close(ctx: &Ctx) -> &'static str {
+    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    intern(format!("runClose_{{[{}]}}", show_ctx(ctx)), Op::RunClose(vars))
+}
+
 /// `+` on every linear type and on environment vectors (Fig. 4's `+_τ`, `+_{EV Γ}`; Fig. 6's union).
 pub const PLUS: &str = "plus";
 /// The output cotangent, given in the output's shape, as a value of `D[T]2` (the wrapper's `d`).
@@ -205,6 +219,11 @@ pub fn scheme(op: &Op) -> Scheme {
         Op::Run(g) => {
             let gbar = Type::tuple(g.iter().map(|(_, c)| c.ty()).collect());
             Scheme { vars: vec![0], ty: f(m(Type::Var(0)), pair(Type::Var(0), gbar)) }
+        }
+        Op::RunOpen(_) => mono(m(Type::Unit)),
+        Op::RunClose(g) => {
+            let gbar = Type::tuple(g.iter().map(|(_, c)| c.ty()).collect());
+            Scheme { vars: vec![0], ty: f(m(Type::Var(0)), gbar) }
         }
     }
 }

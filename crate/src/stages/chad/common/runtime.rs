@@ -48,6 +48,9 @@ pub struct Rt {
     pub mutable: bool,
     pub(super) acc: Acc,
     pub(super) names: Vec<String>,
+    /// The accumulators of the enclosing runs, set aside while a closed function's backpropagator
+    /// runs its own (App. C).
+    pub(super) saved: Vec<(Acc, Vec<String>)>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -492,6 +495,8 @@ pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
         Op::Push { .. } => (super::monad::b_push, 0, false),
         Op::Pop { .. } => (super::monad::b_pop, 0, false),
         Op::Run(_) => (super::monad::b_run, 1, true),
+        Op::RunOpen(_) => (super::monad::b_run_open, 0, false),
+        Op::RunClose(_) => (super::monad::b_run_close, 1, false),
     }
 }
 

@@ -48,6 +48,10 @@ pub enum K {
     Op(Prim, Vec<Term>),
     /// A term of a discrete type, evaluated as it is (Fig. 2's rule for `sign t`).
     Discrete(Expr),
+    /// A closed top-level function (closure-converted code, App. C): `τ →□ σ`.
+    Global(Name),
+    /// `t s`, where `t` is closed code (only in closure-converted programs).
+    App(Box<Term>, Box<Term>),
 }
 
 /// The cotangent type `D[τ]2` (Fig. 2), for a first-order source type.
@@ -71,6 +75,9 @@ impl CT {
             Type::Unit | Type::Int | Type::Bool => CT::One,
             Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::of).collect::<Option<_>>()?),
             Type::Sum(a, b) => CT::Sum(Box::new(CT::of(a)?), Box::new(CT::of(b)?)),
+            // closed functions carry no cotangent: D[τ →□ σ]2 = 1 (App. C); the first-order stages
+            // never see one (inlining removes them, a residual lambda is refused)
+            Type::Fun(..) | Type::Lin(..) => CT::One,
             _ => return None,
         })
     }
@@ -94,6 +101,20 @@ impl CT {
             CT::Prod(ts) => format!("({})", ts.iter().map(CT::show).collect::<Vec<_>>().join(" ×L ")),
             CT::Sum(a, b) => format!("({} ⊔L {})", a.show(), b.show()),
         }
+    }
+}
+
+/// `D[τ]1`: the type itself, but for closed functions, which return their backpropagator:
+/// `D[τ →□ σ]1 = D[τ]1 →□ (D[σ]1 × (D[σ]2 → D[τ]2))` (App. C).
+pub fn d1(t: &Type) -> Type {
+    match t {
+        Type::Fun(a, b) | Type::Lin(a, b) => {
+            let (ca, cb) = (CT::of(a).unwrap_or(CT::One), CT::of(b).unwrap_or(CT::One));
+            Type::fun(d1(a), Type::Tuple(vec![d1(b), Type::fun(cb.ty(), ca.ty())]))
+        }
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(d1).collect()),
+        Type::Sum(a, b) => Type::sum(d1(a), d1(b)),
+        t => t.clone(),
     }
 }
 
@@ -144,8 +165,64 @@ pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
             return Err(outside_type(pat.span(), &format!("the input `{}`", n.text), t));
         }
     }
-    let body = desugar(body, &mut fresh)?;
+    let body = desugar(body, &mut fresh, false)?;
     Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
+}
+
+/// A closed top-level function of a closure-converted program: `def f pattern = body`.
+pub struct Code {
+    pub name: Name,
+    pub pattern: Pat,
+    /// The parameter's type.
+    pub ty: Type,
+    pub inputs: Vec<(Name, Type)>,
+    pub body: Term,
+}
+
+/// A closure-converted program (the output of `chad/cc`) as the chain's core, without inlining:
+/// `main` as `FirstOrder`, and every other definition as closed code (App. C).
+pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>), Diagnostic> {
+    let mut p = src.program.clone();
+    // what nothing constrains is R (as first_order_at)
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(crate::ir::children_mut(e));
+        }
+    }
+    let mut fresh = Fresh::new(&p);
+    let mut main = None;
+    let mut codes = vec![];
+    for d in &p.defs {
+        let ExprKind::Lam(_, pat, body) = &d.body.kind else {
+            return Err(outside(d.span, &format!("the definition `{}` that is not a function", d.name.text)));
+        };
+        check_depth(body, d.span)?;
+        let ty = if &*d.name.text == "main" {
+            src.input_type.clone()
+        } else {
+            match &d.body.ty {
+                Type::Fun(a, _) | Type::Lin(a, _) => (**a).clone(),
+                _ => return Err(outside(d.span, "a definition without a function type")),
+            }
+        };
+        let mut inputs = vec![];
+        let pattern = name_wilds(pat, &ty, &mut fresh, &mut inputs);
+        for (n, t) in &inputs {
+            if CT::of(t).is_none() {
+                return Err(outside_type(pat.span(), &format!("the parameter `{}`", n.text), t));
+            }
+        }
+        let body = desugar(body, &mut fresh, true)?;
+        if &*d.name.text == "main" {
+            main = Some((pattern, inputs, body));
+        } else {
+            codes.push(Code { name: d.name.clone(), pattern, ty, inputs, body });
+        }
+    }
+    let Some((pattern, inputs, body)) = main else { return Err(outside(Span::NONE, "a program without `main`")) };
+    Ok((FirstOrder { program: p, pattern, inputs, body, fresh }, codes))
 }
 
 /// The transform recurses on every construct but a let's body (let chains are walked in loops):
@@ -234,7 +311,7 @@ fn with_lets(binds: Vec<(Name, Term)>, body: Term) -> Term {
 }
 
 /// The IR term as a core term. Recursion is bounded by `check_depth` (let bodies are a loop).
-fn desugar(e: &Expr, fr: &mut Fresh) -> Result<Term, Diagnostic> {
+fn desugar(e: &Expr, fr: &mut Fresh, ho: bool) -> Result<Term, Diagnostic> {
     use ExprKind as E;
     if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
         return Err(outside_type(e.span, "a value", &e.ty));
@@ -244,41 +321,43 @@ fn desugar(e: &Expr, fr: &mut Fresh) -> Result<Term, Diagnostic> {
         return Ok(term(K::Discrete(e.clone()), e));
     }
     Ok(match &e.kind {
+        E::Var(n) if ho && n.is_global() => term(K::Global(n.clone()), e),
         E::Var(n) => term(K::Var(n.clone()), e),
+        E::App(f, a) if ho => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
         E::Real(r) => term(K::Lit(*r), e),
         E::Let(..) => {
             let mut binds = vec![];
             let mut cur = e;
             while let E::Let(p, rhs, body) = &cur.kind {
-                let t = desugar(rhs, fr)?;
+                let t = desugar(rhs, fr, ho)?;
                 let (z, parts) = binder(p, &rhs.ty, rhs.span, fr);
                 binds.push((z, t));
                 binds.extend(parts);
                 cur = body;
             }
-            let body = desugar(cur, fr)?;
+            let body = desugar(cur, fr, ho)?;
             with_lets(binds, body)
         }
-        E::Tuple(es) => term(K::Tuple(es.iter().map(|x| desugar(x, fr)).collect::<Result<_, _>>()?), e),
-        E::Fst(x) => term(K::Proj(0, Box::new(desugar(x, fr)?)), e),
-        E::Snd(x) => term(K::Proj(1, Box::new(desugar(x, fr)?)), e),
-        E::Inl(x) => term(K::Inl(Box::new(desugar(x, fr)?)), e),
-        E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr)?)), e),
+        E::Tuple(es) => term(K::Tuple(es.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e),
+        E::Fst(x) => term(K::Proj(0, Box::new(desugar(x, fr, ho)?)), e),
+        E::Snd(x) => term(K::Proj(1, Box::new(desugar(x, fr, ho)?)), e),
+        E::Inl(x) => term(K::Inl(Box::new(desugar(x, fr, ho)?)), e),
+        E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr, ho)?)), e),
         E::Case(s, p1, e1, p2, e2) => {
             let Type::Sum(ta, tb) = &s.ty else { return Err(outside(s.span, "a case on a non-sum")) };
-            let st = desugar(s, fr)?;
+            let st = desugar(s, fr, ho)?;
             let (x, bx) = binder(p1, ta, p1.span(), fr);
             let (y, by) = binder(p2, tb, p2.span(), fr);
-            let b1 = with_lets(bx, desugar(e1, fr)?);
-            let b2 = with_lets(by, desugar(e2, fr)?);
+            let b1 = with_lets(bx, desugar(e1, fr, ho)?);
+            let b2 = with_lets(by, desugar(e2, fr, ho)?);
             term(K::Case(Box::new(st), x, Box::new(b1), y, Box::new(b2)), e)
         }
-        E::If(c, a, b) => term(K::If(Box::new(desugar(c, fr)?), Box::new(desugar(a, fr)?), Box::new(desugar(b, fr)?)), e),
+        E::If(c, a, b) => term(K::If(Box::new(desugar(c, fr, ho)?), Box::new(desugar(a, fr, ho)?), Box::new(desugar(b, fr, ho)?)), e),
         // a real primitive, or a real-valued function of discrete arguments only (`real k`)
         E::Prim(op, args) if op.info().jvp.is_some() || args.iter().all(|a| discrete(&a.ty)) => {
-            term(K::Op(*op, args.iter().map(|x| desugar(x, fr)).collect::<Result<_, _>>()?), e)
+            term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
         }
-        E::Ann(x, _) => desugar(x, fr)?,
+        E::Ann(x, _) => desugar(x, fr, ho)?,
         E::LetRec(..) => return Err(outside(e.span, "recursion (a local recursive function)")),
         E::Array(_) => return Err(outside(e.span, "an array (arrays are §7, the later stage chad/arrays)")),
         E::Prim(op, _) if op.info().jvp.is_none() && e.ty.as_array().is_some() => {
@@ -314,7 +393,7 @@ pub fn dense_cells(fo: &FirstOrder) -> usize {
     let mut stack = vec![(&fo.body, fo.inputs.len())];
     while let Some((t, g)) = stack.pop() {
         match &t.kind {
-            K::Var(_) | K::Lit(_) | K::Discrete(_) => total = total.saturating_add(g.max(1)),
+            K::Var(_) | K::Lit(_) | K::Discrete(_) | K::Global(_) => total = total.saturating_add(g.max(1)),
             K::Lets(chain, body) => {
                 for (i, (_, rhs)) in chain.iter().enumerate() {
                     stack.push((rhs, g + i));
@@ -323,6 +402,10 @@ pub fn dense_cells(fo: &FirstOrder) -> usize {
             }
             K::Tuple(ts) | K::Op(_, ts) => stack.extend(ts.iter().map(|t| (t, g))),
             K::Proj(_, s) | K::Inl(s) | K::Inr(s) => stack.push((s, g)),
+            K::App(f, a) => {
+                stack.push((f, g));
+                stack.push((a, g));
+            }
             K::Case(s, _, a, _, b) => {
                 stack.push((s, g));
                 stack.push((a, g + 1));
