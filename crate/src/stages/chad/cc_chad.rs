@@ -4,7 +4,7 @@
 //! differentiated in the context of its parameter only, so captured variables get their cotangents
 //! through the parameter's, and an application backpropagates the callee's body once.
 
-use super::common::chad::{self, code_name};
+use super::common::chad;
 use super::common::runtime::{generic_builtins, Repr};
 use super::common::source::closure_converted;
 use super::common::*;
@@ -49,11 +49,10 @@ impl Stage for CcChad {
     }
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (fo, codes) = closure_converted(src)?;
-        let program = chad::program_cc(&fo, &codes, &super::monadic::Fig7, src.output_type)?;
+        let program = chad::program_cc(&fo, &codes, &super::common::apis::Fig7, src.output_type)?;
         output(program)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
-        let _ = code_name;
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {

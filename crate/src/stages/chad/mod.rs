@@ -11,6 +11,7 @@ chain_stages! {
     sparse::Sparse,
     monadic::Monadic,
     mutable::Mutable,
+    naive_ho::NaiveHo,
     cc::Cc,
     cc_chad::CcChad,
 }

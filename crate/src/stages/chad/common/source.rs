@@ -10,6 +10,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::kit::passes::first_order_at;
 use crate::stage::Source;
+use std::collections::HashMap;
 
 pub const PAPER: &str = "Smeding & Vákár 2024";
 
@@ -50,8 +51,10 @@ pub enum K {
     Discrete(Expr),
     /// A closed top-level function (closure-converted code, App. C): `τ →□ σ`.
     Global(Name),
-    /// `t s`, where `t` is closed code (only in closure-converted programs).
+    /// `t s`, where `t` is closed code (closure-converted programs) or any function (§9).
     App(Box<Term>, Box<Term>),
+    /// `λx. t` (naive higher-order CHAD, §9).
+    Lam(Name, Box<Term>),
 }
 
 /// The cotangent type `D[τ]2` (Fig. 2), for a first-order source type.
@@ -65,6 +68,10 @@ pub enum CT {
     Prod(Vec<CT>),
     /// `τ ⊔_L σ`
     Sum(Box<CT>, Box<CT>),
+    /// `D[τ → σ]2 = List (D[τ]1 × D[σ]2)` of naive higher-order CHAD (§9): the log of every
+    /// invocation, argument and output cotangent. Only `D[σ]2` is kept: the log's IR type leaves
+    /// the arguments' type open (`Log D[σ]2`), as the interned builtins' table must be `Sync`.
+    Log(Box<CT>),
 }
 
 impl CT {
@@ -82,6 +89,16 @@ impl CT {
         })
     }
 
+    /// `D[τ]2` in naive higher-order CHAD (§9): as `of`, but a function's is its invocation log.
+    pub fn naive(t: &Type) -> Option<CT> {
+        Some(match t {
+            Type::Fun(_, b) | Type::Lin(_, b) => CT::Log(Box::new(CT::naive(b)?)),
+            Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::naive).collect::<Option<_>>()?),
+            Type::Sum(a, b) => CT::Sum(Box::new(CT::naive(a)?), Box::new(CT::naive(b)?)),
+            t => CT::of(t)?,
+        })
+    }
+
     /// The IR type of its values: linear types are opaque constructors, so the same program text
     /// runs with the dense (Fig. 4) and the sparse (§4.1) representation.
     pub fn ty(&self) -> Type {
@@ -90,6 +107,7 @@ impl CT {
             CT::One => Type::Unit,
             CT::Prod(ts) => Type::con("LProd", ts.iter().map(CT::ty).collect()),
             CT::Sum(a, b) => Type::con("LSum", vec![a.ty(), b.ty()]),
+            CT::Log(c) => Type::con("Log", vec![c.ty()]),
         }
     }
 
@@ -100,20 +118,23 @@ impl CT {
             CT::One => "1".into(),
             CT::Prod(ts) => format!("({})", ts.iter().map(CT::show).collect::<Vec<_>>().join(" ×L ")),
             CT::Sum(a, b) => format!("({} ⊔L {})", a.show(), b.show()),
+            CT::Log(c) => format!("[_ × {}]", c.show()),
         }
     }
 }
 
 /// `D[τ]1`: the type itself, but for closed functions, which return their backpropagator:
 /// `D[τ →□ σ]1 = D[τ]1 →□ (D[σ]1 × (D[σ]2 → D[τ]2))` (App. C).
-pub fn d1(t: &Type) -> Type {
+/// (The same in naive higher-order CHAD, §9, with its cotangent types when `naive`.)
+pub fn d1_by(t: &Type, naive: bool) -> Type {
+    let ct = |t: &Type| if naive { CT::naive(t) } else { CT::of(t) }.unwrap_or(CT::One);
     match t {
         Type::Fun(a, b) | Type::Lin(a, b) => {
-            let (ca, cb) = (CT::of(a).unwrap_or(CT::One), CT::of(b).unwrap_or(CT::One));
-            Type::fun(d1(a), Type::Tuple(vec![d1(b), Type::fun(cb.ty(), ca.ty())]))
+            let (ca, cb) = (ct(a), ct(b));
+            Type::fun(d1_by(a, naive), Type::Tuple(vec![d1_by(b, naive), Type::fun(cb.ty(), ca.ty())]))
         }
-        Type::Tuple(ts) => Type::Tuple(ts.iter().map(d1).collect()),
-        Type::Sum(a, b) => Type::sum(d1(a), d1(b)),
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| d1_by(t, naive)).collect()),
+        Type::Sum(a, b) => Type::sum(d1_by(a, naive), d1_by(b, naive)),
         t => t.clone(),
     }
 }
@@ -165,7 +186,7 @@ pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
             return Err(outside_type(pat.span(), &format!("the input `{}`", n.text), t));
         }
     }
-    let body = desugar(body, &mut fresh, false)?;
+    let body = desugar(body, &mut fresh, Lang::FirstOrder)?;
     Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
 }
 
@@ -214,7 +235,7 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>), Diagno
                 return Err(outside_type(pat.span(), &format!("the parameter `{}`", n.text), t));
             }
         }
-        let body = desugar(body, &mut fresh, true)?;
+        let body = desugar(body, &mut fresh, Lang::ClosedCode)?;
         if &*d.name.text == "main" {
             main = Some((pattern, inputs, body));
         } else {
@@ -223,6 +244,90 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>), Diagno
     }
     let Some((pattern, inputs, body)) = main else { return Err(outside(Span::NONE, "a program without `main`")) };
     Ok((FirstOrder { program: p, pattern, inputs, body, fresh }, codes))
+}
+
+/// The source with its lambdas kept (naive higher-order CHAD, §9): monomorphised, every top-level
+/// function a `let` of its lambda at the start of `main`'s body (in dependency order; recursion is
+/// refused), then desugared, lambdas and applications included.
+pub fn with_lambdas(src: &Source) -> Result<FirstOrder, Diagnostic> {
+    let mono = crate::kit::passes::monomorphise::monomorphise(src.program)?;
+    let index: HashMap<&str, usize> = mono.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
+    let Some(&main_i) = index.get("main") else { return Err(outside(Span::NONE, "a program without `main`")) };
+    // the definitions main reaches, each after those it uses (Kahn's algorithm on the reached set)
+    let uses: Vec<Vec<usize>> = mono.defs.iter().map(|d| crate::kit::passes::globals_used(&d.body).iter().filter_map(|g| index.get(&**g).copied()).collect()).collect();
+    let mut reached = vec![false; mono.defs.len()];
+    let mut stack = vec![main_i];
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut reached[i], true) {
+            stack.extend(uses[i].iter().copied());
+        }
+    }
+    let mut order = vec![];
+    let mut done = vec![false; mono.defs.len()];
+    loop {
+        let next = (0..mono.defs.len()).find(|&i| reached[i] && !done[i] && uses[i].iter().all(|&j| done[j] || j == usize::MAX));
+        match next {
+            Some(i) if uses[i].contains(&i) => return Err(outside(mono.defs[i].span, "recursion (a recursive definition)")),
+            Some(i) => {
+                done[i] = true;
+                order.push(i);
+            }
+            None => break,
+        }
+    }
+    if order.len() != reached.iter().filter(|r| **r).count() {
+        return Err(outside(mono.defs[main_i].span, "recursion (definitions that call each other)"));
+    }
+    let mut fresh = Fresh::new(&mono);
+    let locals: HashMap<String, Name> = order.iter().filter(|&&i| i != main_i).map(|&i| (mono.defs[i].name.text.to_string(), fresh.name(&mono.defs[i].name.text))).collect();
+    let mut bodies: Vec<(Name, Expr)> = vec![];
+    let mut main_body = mono.defs[main_i].body.clone();
+    for &i in &order {
+        let mut b = mono.defs[i].body.clone();
+        let mut stack = vec![&mut b];
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Var(n) = &e.kind {
+                if let Some(l) = n.is_global().then(|| locals.get(&*n.text)).flatten() {
+                    e.kind = ExprKind::Var(l.clone());
+                }
+            }
+            stack.extend(crate::ir::children_mut(e));
+        }
+        if i == main_i {
+            main_body = b;
+        } else {
+            bodies.push((locals[&*mono.defs[i].name.text].clone(), b));
+        }
+    }
+    while let ExprKind::Ann(x, _) = main_body.kind {
+        main_body = *x;
+    }
+    let ExprKind::Lam(k, pat, body) = main_body.kind else { return Err(outside(mono.defs[main_i].span, "`main` that is not a function")) };
+    let body = bodies.into_iter().rev().fold(*body, |acc, (n, rhs)| crate::build::let_(crate::build::pvar(&n), rhs, acc));
+    let mut main = mono.defs[main_i].clone();
+    main.body = Expr { kind: ExprKind::Lam(k, pat, Box::new(body)), ..main_body };
+    main.scheme = None;
+    let mut p = mono.clone();
+    p.defs = vec![main];
+    p.next_id = fresh.next_id;
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the program with its lambdas does not type-check: {}", d.message)))?;
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(crate::ir::children_mut(e));
+        }
+    }
+    let main = p.defs[0].clone();
+    let ExprKind::Lam(_, pat, body) = &main.body.kind else { return Err(outside(main.span, "`main` that is not a function")) };
+    check_depth(body, main.span)?;
+    let mut fresh = Fresh::new(&p);
+    let mut inputs = vec![];
+    let pattern = name_wilds(pat, src.input_type, &mut fresh, &mut inputs);
+    let body = desugar(body, &mut fresh, Lang::Lambdas)?;
+    Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
 }
 
 /// The transform recurses on every construct but a let's body (let chains are walked in loops):
@@ -311,7 +416,16 @@ fn with_lets(binds: Vec<(Name, Term)>, body: Term) -> Term {
 }
 
 /// The IR term as a core term. Recursion is bounded by `check_depth` (let bodies are a loop).
-fn desugar(e: &Expr, fr: &mut Fresh, ho: bool) -> Result<Term, Diagnostic> {
+/// Which program the core is taken from: the inlined first-order program, closure-converted code
+/// (closed functions are globals, applied), or the source's lambdas as they are (naive §9).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    FirstOrder,
+    ClosedCode,
+    Lambdas,
+}
+
+fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
     use ExprKind as E;
     if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
         return Err(outside_type(e.span, "a value", &e.ty));
@@ -321,9 +435,15 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: bool) -> Result<Term, Diagnostic> {
         return Ok(term(K::Discrete(e.clone()), e));
     }
     Ok(match &e.kind {
-        E::Var(n) if ho && n.is_global() => term(K::Global(n.clone()), e),
+        E::Var(n) if ho == Lang::ClosedCode && n.is_global() => term(K::Global(n.clone()), e),
         E::Var(n) => term(K::Var(n.clone()), e),
-        E::App(f, a) if ho => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
+        E::Lam(_, p, body) if ho == Lang::Lambdas => {
+            let Type::Fun(a, _) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
+            let (x, parts) = binder(p, a, p.span(), fr);
+            let body = with_lets(parts, desugar(body, fr, ho)?);
+            term(K::Lam(x, Box::new(body)), e)
+        }
+        E::App(f, a) if ho != Lang::FirstOrder => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
         E::Real(r) => term(K::Lit(*r), e),
         E::Let(..) => {
             let mut binds = vec![];
@@ -402,6 +522,7 @@ pub fn dense_cells(fo: &FirstOrder) -> usize {
             }
             K::Tuple(ts) | K::Op(_, ts) => stack.extend(ts.iter().map(|t| (t, g))),
             K::Proj(_, s) | K::Inl(s) | K::Inr(s) => stack.push((s, g)),
+            K::Lam(_, b) => stack.push((b, g + 1)),
             K::App(f, a) => {
                 stack.push((f, g));
                 stack.push((a, g));
