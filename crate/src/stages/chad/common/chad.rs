@@ -256,7 +256,8 @@ impl Chad<'_> {
                 }
                 let vals: Vec<Expr> = xs.iter().map(|(x, _)| x.clone()).collect();
                 let r = self.fr.name("r");
-                let rule = deriv::rule(*op, &vals, &var(&r));
+                // a discrete result (a comparison) has no derivative: its backpropagator adds nothing
+                let rule = if source::discrete(&t.ty) { None } else { deriv::rule(*op, &vals, &var(&r)) };
                 let mut primal = prim(*op, vals);
                 if rule.as_ref().is_some_and(|r| r.uses_result) {
                     binds.push((pvar(&r), primal));
@@ -373,9 +374,17 @@ pub fn code_name(f: &str) -> String {
 /// differentiated in the context of its own parameter only, the backpropagator running its own
 /// accumulator (`runOpen`/`runClose`: `run` written out, as `scope` is) and returning the
 /// parameter's cotangent `p̄` as a linear value; `main` becomes the wrapper as in `program`.
-pub fn program_cc(fo: &FirstOrder, codes: &[Code], api: &dyn EnvApi, output_type: &Type) -> Result<Program, Diagnostic> {
+pub fn program_cc(fo: &FirstOrder, codes: &[Code], consts: &[(Name, Term)], api: &dyn EnvApi, output_type: &Type) -> Result<Program, Diagnostic> {
     let mut defs = vec![];
     let mut fr = Fresh { next_id: fo.fresh.next_id };
+    // a closed value's derivative in the empty context: its primal (its backpropagator adds nothing)
+    for (name, t) in consts {
+        let mut cx = Chad { fr, api, naive: false };
+        let p = cx.d(&vec![], t)?;
+        let body = p.binds.into_iter().rev().fold(p.primal, |acc, (p, rhs)| let_(p, rhs, acc));
+        defs.push(def(&code_name(&name.text), body));
+        fr = cx.fr;
+    }
     for c in codes {
         let mut cx = Chad { fr, api, naive: false };
         let g: Ctx = c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();

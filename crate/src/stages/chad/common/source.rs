@@ -201,8 +201,9 @@ pub struct Code {
 }
 
 /// A closure-converted program (the output of `chad/cc`) as the chain's core, without inlining:
-/// `main` as `FirstOrder`, and every other definition as closed code (App. C).
-pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>), Diagnostic> {
+/// `main` as `FirstOrder`, every other function definition as closed code (App. C), and the
+/// closed values (closures with no captured variables).
+pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Name, Term)>), Diagnostic> {
     let mut p = src.program.clone();
     // what nothing constrains is R (as first_order_at)
     for d in &mut p.defs {
@@ -215,15 +216,23 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>), Diagno
     let mut fresh = Fresh::new(&p);
     let mut main = None;
     let mut codes = vec![];
+    let mut consts = vec![];
     for d in &p.defs {
-        let ExprKind::Lam(_, pat, body) = &d.body.kind else {
-            return Err(outside(d.span, &format!("the definition `{}` that is not a function", d.name.text)));
+        let mut lam = &d.body;
+        while let ExprKind::Ann(x, _) = &lam.kind {
+            lam = x;
+        }
+        let ExprKind::Lam(_, pat, body) = &lam.kind else {
+            // a closed value (a closure of closed code with an empty environment)
+            check_depth(&d.body, d.span)?;
+            consts.push((d.name.clone(), desugar(&d.body, &mut fresh, Lang::ClosedCode)?));
+            continue;
         };
         check_depth(body, d.span)?;
         let ty = if &*d.name.text == "main" {
             src.input_type.clone()
         } else {
-            match &d.body.ty {
+            match &lam.ty {
                 Type::Fun(a, _) | Type::Lin(a, _) => (**a).clone(),
                 _ => return Err(outside(d.span, "a definition without a function type")),
             }
@@ -243,7 +252,7 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>), Diagno
         }
     }
     let Some((pattern, inputs, body)) = main else { return Err(outside(Span::NONE, "a program without `main`")) };
-    Ok((FirstOrder { program: p, pattern, inputs, body, fresh }, codes))
+    Ok((FirstOrder { program: p, pattern, inputs, body, fresh }, codes, consts))
 }
 
 /// The source with its lambdas kept (naive higher-order CHAD, §9): monomorphised, every top-level
@@ -430,7 +439,9 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
     if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
         return Err(outside_type(e.span, "a value", &e.ty));
     }
-    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) {
+    // (with functions kept, a discrete term that calls one is taken apart like any other: the
+    // function's derivative replaces it in the output)
+    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) && (ho == Lang::FirstOrder || !calls_function(e)) {
         reject_inside(e)?;
         return Ok(term(K::Discrete(e.clone()), e));
     }
@@ -478,6 +489,10 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
             term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
         }
         E::Ann(x, _) => desugar(x, fr, ho)?,
+        // a comparison of a call's result: discrete, its backpropagator adds nothing
+        E::Prim(op, args) if ho != Lang::FirstOrder && discrete(&e.ty) => {
+            term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
+        }
         E::LetRec(..) => return Err(outside(e.span, "recursion (a local recursive function)")),
         E::Array(_) => return Err(outside(e.span, "an array (arrays are §7, the later stage chad/arrays)")),
         E::Prim(op, _) if op.info().jvp.is_none() && e.ty.as_array().is_some() => {
@@ -487,6 +502,20 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Lam(..) | E::App(..) => return Err(outside(e.span, "a function value left after inlining (chosen at run time)")),
         _ => return Err(outside(e.span, "this construct")),
     })
+}
+
+/// Whether `e` applies a function or names a global (whose derivative replaces it in the output).
+fn calls_function(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::App(..) => return true,
+            ExprKind::Var(n) if n.is_global() || matches!(e.ty, Type::Fun(..) | Type::Lin(..)) => return true,
+            _ => {}
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    false
 }
 
 /// A discrete term is run as it is, so it must itself be first order with no arrays or recursion.
