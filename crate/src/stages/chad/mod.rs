@@ -1,5 +1,6 @@
 //! Smeding & Vákár: "Efficient CHAD" (POPL 2024): CHAD made efficient in steps — sparsity (§4.1),
-//! monadic lifting (§4.2), mutable accumulation (§5).
+//! monadic lifting (§4.2), mutable accumulation (§5) — and higher order: naive (§9), and by closure
+//! conversion first (App. C).
 
 use crate::diag::Diagnostic;
 use crate::stage::{Chain, CounterInfo, Source};
