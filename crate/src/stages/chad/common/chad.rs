@@ -319,7 +319,6 @@ impl Chad<'_> {
     ///   ⟨z, λd. y' (z' d) + x' [⟨y, d⟩]⟩   (§9: the call is logged for the function's context half)
     fn naive_app(&mut self, g: &Ctx, f: &Term, a: &Term) -> Result<Piece, Diagnostic> {
         let api = self.api;
-        let _ = g;
         let mut binds = vec![];
         let (x, xb) = self.sub(g, f, None, &mut binds)?;
         let (y, yb) = self.sub(g, a, None, &mut binds)?;
