@@ -588,7 +588,13 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
                 // the gradient of a same-function stage: forward mode over its output
                 match same_function_gradient(&out, input, seed, opts) {
                     Ok(g) => g,
-                    Err(d) => return fail(r, d),
+                    // a budget that runs out in forward mode over the output is the stage's budget
+                    Err((d, true)) => {
+                        r.error = Some(d.message);
+                        r.status = Status::Budget;
+                        return r;
+                    }
+                    Err((d, false)) => return fail(r, d),
                 }
             } else {
                 grad
@@ -620,15 +626,17 @@ pub fn run_main(st: &dyn Stage, m: &mut Machine, cx: &RunCtx) -> Result<(Value, 
 }
 
 /// `forward` (Krawiec et al. §4) over a same-function stage's output, run on `(input, seed)`.
-fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Value, Diagnostic> {
+/// (An error says whether a budget ran out.)
+fn same_function_gradient(out: &Prepared, input: &Value, seed: &Value, opts: &Options) -> Result<Value, (Diagnostic, bool)> {
     let forward = stages::find("forward").expect("forward is registered");
     let src = Source { program: &out.program, input_type: &out.input_type, output_type: &out.output_type, builtins: &out.builtins };
-    let fw = prepare(forward, &src, opts).map_err(|d| Diagnostic::error(d.span, format!("forward mode over this output: {}", d.message)))?;
-    let mut m = Machine::new(&fw.program, &fw.builtins, opts.budget.clone()).map_err(|e| run_diag(&e))?;
+    let fw = prepare(forward, &src, opts).map_err(|d| (Diagnostic::error(d.span, format!("forward mode over this output: {}", d.message)), false))?;
+    let run_err = |e: RunError| (run_diag(&e), matches!(e, RunError::Budget { .. }));
+    let mut m = Machine::new(&fw.program, &fw.builtins, opts.budget.clone()).map_err(run_err)?;
     m.set_tracing(false);
     let no = |_: &str| None;
     let cx = RunCtx { src: &src, origin: &src, input, seed, outputs: &no };
-    run_output(forward, &mut m, &cx).map(|(_, g)| g).map_err(|e| run_diag(&e))
+    run_output(forward, &mut m, &cx).map(|(_, g)| g).map_err(run_err)
 }
 
 /// Checks `expect` directives against every stage that ran; returns one line per failure.
