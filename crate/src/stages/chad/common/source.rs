@@ -205,6 +205,10 @@ pub struct Code {
 /// closed values (closures with no captured variables).
 pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Name, Term)>), Diagnostic> {
     let mut p = src.program.clone();
+    // main at the type the pipeline fitted to the input (a component main leaves open has it)
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the closure-converted program does not type-check at main's type: {}", d.message)))?;
     // what nothing constrains is R (as first_order_at)
     for d in &mut p.defs {
         let mut stack = vec![&mut d.body];
