@@ -127,6 +127,12 @@ pub fn families() -> Vec<Family> {
             make: e11,
             max: 20,
         },
+        Family {
+            name: "ho",
+            what: "P_HO(n) = t_n of Efficient CHAD §9: n − 1 nested identity applications (λx_{n−1}. ⋯ (λx1. x1) x2 ⋯) x_n (naive higher-order CHAD O(2^n), past 21 refused; closure conversion + CHAD O(n))",
+            make: p_ho,
+            max: 64,
+        },
     ]
 }
 
@@ -165,6 +171,15 @@ fn e11(m: usize) -> String {
     }
     s.push_str(&format!("  {prev}\n"));
     s
+}
+
+fn p_ho(n: usize) -> String {
+    let n = n.max(2);
+    let mut body = "x1".to_string();
+    for i in 1..n {
+        body = format!("(\\x{i} -> {body}) x{}", i + 1);
+    }
+    format!("-- P_HO(n) = t_n\ninput 0.75\ndef main x{n} = {body}\n")
 }
 
 fn n_inputs(n: usize) -> (Vec<String>, String) {

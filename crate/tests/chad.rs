@@ -160,7 +160,61 @@ fn e6_an_unused_let_still_backpropagates_zero() {
 
 #[test]
 fn e12_higher_order_is_inlined_first() {
-    numbers("def main x = let f = \\z -> z * x in f (f x)\ninput 2.0\n", 8.0, &[12.0]);
+    let a = numbers("def main x = let f = \\z -> z * x in f (f x)\ninput 2.0\n", 8.0, &[12.0]);
+    // naive (§9): two calls, each backpropagating f's body twice; App. C: once per call
+    assert_eq!(counter(&a, "chad/naive-ho", "body_backprops"), 4);
+    assert_eq!(counter(&a, "chad/cc-chad", "body_backprops"), 2);
+    // the closed code's argument cotangents: ⟨⟨captured x, z⟩⟩ = ⟨⟨4, 2⟩⟩ (outer call), ⟨⟨4, 4⟩⟩ (inner)
+    let returned: Vec<String> = notes(stage(&a, "chad/cc-chad")).into_iter().filter(|n| n.contains("argument cotangent")).collect();
+    assert_eq!(returned, ["the closed function's argument cotangent ⟨4.0, 2.0⟩ returned", "the closed function's argument cotangent ⟨4.0, 4.0⟩ returned"]);
+}
+
+/// §9's t_n = (λx_{n−1}. ⋯ (λx1. x1) x2 ⋯) x_n.
+fn t_n(n: usize) -> String {
+    let mut body = "x1".to_string();
+    for i in 1..n {
+        body = format!("(\\x{i} -> {body}) x{}", i + 1);
+    }
+    format!("def main x{n} = {body}\ninput 3.0\n")
+}
+
+#[test]
+fn e11_t_n_naive_is_exponential_closure_converted_linear() {
+    for n in 2..=8usize {
+        let a = numbers(&t_n(n), 3.0, &[1.0]);
+        let innermost = |id: &str, prefix: &str| notes(stage(&a, id)).iter().filter(|t| t.starts_with(prefix)).count();
+        assert_eq!(innermost("chad/naive-ho", "one_x1 "), 1 << (n - 1), "n = {n}");
+        assert_eq!(innermost("chad/cc-chad", "one x1 +="), 1, "n = {n}");
+        // every body: 2 + 4 + … + 2^(n−1) = 2^n − 2 runs naively, n − 1 after closure conversion
+        assert_eq!(counter(&a, "chad/naive-ho", "body_backprops"), (1 << n) - 2, "n = {n}");
+        assert_eq!(counter(&a, "chad/cc-chad", "body_backprops"), n as u64 - 1, "n = {n}");
+    }
+}
+
+#[test]
+fn cc_shows_closures_as_environment_and_closed_code() {
+    let a = analyse("def main x = let f = \\z -> z * x in f (f x)\ninput 2.0\n");
+    let p = &stage(&a, "chad/cc").program;
+    assert!(p.contains("(x, main_lam)"), "{p}");
+    assert!(p.contains("def main_lam (x, z)"), "{p}");
+    let d = &stage(&a, "chad/cc-chad").program;
+    assert!(d.contains("def Dmain_lam"), "{d}");
+    assert!(d.contains("runOpen") && d.contains("runClose"), "{d}");
+}
+
+#[test]
+fn naive_ho_refuses_past_its_nesting_budget() {
+    // t_22: 21 nested lambdas, one past the budget (the CHAD transform recurses per level, so on
+    // the stack the page gives it)
+    let (refusal, gradient, runs) = cotangent::limits::run_with_stack(|| {
+        let a = analyse(&t_n(22));
+        let r = a.stages.iter().find(|r| r.id == "chad/naive-ho").unwrap();
+        let refusal = r.refused.then(|| r.error.clone().unwrap_or_default());
+        (refusal, stage(&a, "chad/cc-chad").gradient.clone(), counter(&a, "chad/cc-chad", "body_backprops"))
+    });
+    assert!(refusal.as_deref().unwrap_or("").contains("`naive` budget"), "{refusal:?}");
+    assert_eq!(gradient, [1.0]);
+    assert_eq!(runs, 21);
 }
 
 #[test]

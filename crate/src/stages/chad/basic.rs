@@ -3,12 +3,11 @@
 //! builds a one-hot tuple of |Γ| cells, every constant a zero tuple, every pair of subterms adds two
 //! of them: correct, but not the complexity reverse AD should have (§3, Table 1).
 
-use super::common::chad::{self, EnvApi};
-use super::common::ops::{self, Ctx};
+use super::common::apis::Fig2;
+use super::common::chad;
 use super::common::runtime::{generic_builtins, Repr};
-use super::common::source::{self, CT};
+use super::common::source;
 use super::common::*;
-use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::features::Features;
 use crate::interp::{Builtin, Machine, RunError};
@@ -32,28 +31,6 @@ EV Γ) a one-hot vector, a zero and a + all cost O(|Γ|) or the size of a type."
     complexity: "O(|Γ| · T) and worse: one-hots, zeros and + of environment vectors are O(|Γ|), zeros of product types O(size of τ) (§3, Table 1).",
     accepts: ACCEPTS,
 };
-
-/// Fig. 2 over Fig. 4's `EV Γ`: `0`, `+`, `one_x`, `split`.
-pub struct Fig2;
-
-impl EnvApi for Fig2 {
-    fn nothing(&self, g: &Ctx) -> Expr {
-        builtin(ops::zero_env(g))
-    }
-    fn both(&self, a: Expr, b: Expr) -> Expr {
-        apps(builtin(ops::PLUS), [a, b])
-    }
-    fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr {
-        app(builtin(ops::one_hot(g, pos)), d)
-    }
-    fn scoped(&self, g: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
-        let (d1, d2) = (fr.name("d1"), fr.name("d2"));
-        let_(ppair(pvar(&d1), pvar(&d2)), app(builtin(ops::split(g, x, ct)), call), self.both(var(&d1), app(k, var(&d2))))
-    }
-    fn finish(&self, g: &Ctx, call: Expr) -> Expr {
-        app(builtin(ops::env_tuple(g)), call)
-    }
-}
 
 /// The most cells of dense environment vectors a program may build (a run budget, checked before
 /// the run: past it the quadratic cost would take minutes).

@@ -1,5 +1,6 @@
 //! Smeding & Vákár: "Efficient CHAD" (POPL 2024): CHAD made efficient in steps — sparsity (§4.1),
-//! monadic lifting (§4.2), mutable accumulation (§5).
+//! monadic lifting (§4.2), mutable accumulation (§5) — and higher order: naive (§9), and by closure
+//! conversion first (App. C).
 
 use crate::diag::Diagnostic;
 use crate::stage::{Chain, CounterInfo, Source};
@@ -11,6 +12,9 @@ chain_stages! {
     sparse::Sparse,
     monadic::Monadic,
     mutable::Mutable,
+    naive_ho::NaiveHo,
+    cc::Cc,
+    cc_chad::CcChad,
 }
 
 pub static CHAIN: Chain = Chain {
@@ -41,5 +45,6 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "plus_visits", about: "nodes visited by + on cotangents and environment vectors" },
     CounterInfo { name: "onehot_cells", about: "cells of one-hot environment vectors built (|Γ| each when dense, 1 when sparse)" },
     CounterInfo { name: "map_log_steps", about: "steps in the persistent map EMap: ⌈log2(n+1)⌉ per get/modify/pop, m·⌈log2(n/m+1)⌉ per union" },
+    CounterInfo { name: "body_backprops", about: "runs of a function body's backpropagator (§9: 2^(n−1) for the innermost of t_n when naive; App. C: once per call)" },
     CounterInfo { name: "cell_ops", about: "O(1) operations on the mutable stack of cells (push0, pop, modify; |Γ| for run)" },
 ];

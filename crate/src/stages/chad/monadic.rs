@@ -5,12 +5,10 @@
 //! zeros. Here `EVM Γ τ = EMap Γ → τ × EMap Γ` on the persistent map of §4.1 (sparse cotangents).
 //! The accumulation tape (scope push, one += , scope pop) is the stage's trace.
 
-use super::common::chad::{self, EnvApi};
-use super::common::ops::{self, Ctx};
+use super::common::apis::Fig7;
+use super::common::chad;
 use super::common::runtime::{generic_builtins, Repr};
-use super::common::source::CT;
 use super::common::*;
-use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::features::Features;
 use crate::interp::{Builtin, Machine, RunError};
@@ -34,32 +32,6 @@ one and scope still costs a log factor; cotangent + is already fine by amortisat
     complexity: "O(T log |Γ|): each one and scope costs ⌈log2 n⌉ map steps; + amortised against the size of the cotangent (§4.3).",
     accepts: ACCEPTS,
 };
-
-/// Fig. 7: `return ⟨⟩`, `>>`, `one`, `scope`, `run`.
-pub struct Fig7;
-
-impl EnvApi for Fig7 {
-    fn nothing(&self, _: &Ctx) -> Expr {
-        pure(unit())
-    }
-    fn both(&self, a: Expr, b: Expr) -> Expr {
-        bind(pwild(), a, b)
-    }
-    fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr {
-        app(builtin(ops::one_m(g, pos)), d)
-    }
-    /// `do ⟨⟨⟩, dx⟩ ← scope (y' d); k dx`, with `scope m` written out as Table 2 defines it
-    /// (`push0; m; pop`), so that the body's backpropagator runs in the interpreter's own loop and
-    /// nested scopes never nest native calls: `do push0_x; y' d; dx ← pop_x; k dx`.
-    fn scoped(&self, _: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
-        let dx = fr.name(&format!("d{}", x.text));
-        let rest = bind(pvar(&dx), builtin(ops::pop(x, ct)), app(k, var(&dx)));
-        bind(pwild(), builtin(ops::push0(x, ct)), bind(pwild(), call, rest))
-    }
-    fn finish(&self, g: &Ctx, call: Expr) -> Expr {
-        snd(app(builtin(ops::run(g)), call))
-    }
-}
 
 impl Stage for Monadic {
     fn info(&self) -> &'static StageInfo {

@@ -8,7 +8,7 @@
 //! spine in the output (nothing recurses along them) and only case branches nest.
 
 use super::ops::{self, Ctx};
-use super::source::{FirstOrder, Term, CT, K};
+use super::source::{self, Code, FirstOrder, Term, CT, K};
 use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Diagnostic;
@@ -53,6 +53,8 @@ impl Piece {
 pub struct Chad<'a> {
     pub fr: Fresh,
     pub api: &'a dyn EnvApi,
+    /// Naive higher-order CHAD (§9): functions' cotangents are invocation logs.
+    pub naive: bool,
 }
 
 fn ct(t: &Type) -> CT {
@@ -60,6 +62,10 @@ fn ct(t: &Type) -> CT {
 }
 
 impl Chad<'_> {
+    fn ct(&self, t: &Type) -> CT {
+        if self.naive { CT::naive(t).unwrap_or(CT::One) } else { ct(t) }
+    }
+
     fn d_name(&mut self) -> Name {
         self.fr.name("d")
     }
@@ -103,8 +109,8 @@ impl Chad<'_> {
                 let mut scopes = vec![];
                 for (x, rhs) in chain {
                     let (_, xb) = self.sub(&g2, rhs, Some(x), &mut binds)?;
-                    scopes.push((g2.clone(), x.clone(), ct(&rhs.ty), xb));
-                    g2.push((x.clone(), ct(&rhs.ty)));
+                    scopes.push((g2.clone(), x.clone(), self.ct(&rhs.ty), xb));
+                    g2.push((x.clone(), self.ct(&rhs.ty)));
                 }
                 let (y, mut cur) = self.sub(&g2, body, None, &mut binds)?;
                 let n = scopes.len();
@@ -127,7 +133,7 @@ impl Chad<'_> {
                 for t in ts {
                     xs.push(self.sub(g, t, None, &mut binds)?);
                 }
-                let cts: Vec<CT> = ts.iter().map(|t| ct(&t.ty)).collect();
+                let cts: Vec<CT> = ts.iter().map(|t| self.ct(&t.ty)).collect();
                 let bp = self.lam_d(|_, d| {
                     let calls = xs.iter().enumerate().map(|(i, (_, xb))| app(xb.clone(), app(builtin(ops::lproj(i, &cts)), d.clone())));
                     calls.reduce(|a, b| api.both(a, b)).expect("a tuple has two components")
@@ -139,7 +145,7 @@ impl Chad<'_> {
                 let mut binds = vec![];
                 let (x, xb) = self.sub(g, s, None, &mut binds)?;
                 let Type::Tuple(tys) = &s.ty else { return Err(Diagnostic::error(t.span, "a projection of a non-tuple")) };
-                let cts: Vec<CT> = tys.iter().map(ct).collect();
+                let cts: Vec<CT> = tys.iter().map(|t| self.ct(t)).collect();
                 let primal = match (tys.len(), i) {
                     (2, 0) => fst(x),
                     (2, _) => snd(x),
@@ -160,10 +166,10 @@ impl Chad<'_> {
             K::Inl(s) | K::Inr(s) => {
                 let right = matches!(t.kind, K::Inr(_));
                 let Type::Sum(a, b) = &t.ty else { return Err(Diagnostic::error(t.span, "an injection into a non-sum")) };
-                let (ca, cb) = (ct(a), ct(b));
+                let (ca, cb) = (self.ct(a), self.ct(b));
                 let mut binds = vec![];
                 let (x, xb) = self.sub(g, s, None, &mut binds)?;
-                let primal = ann(if right { inr(x) } else { inl(x) }, t.ty.clone());
+                let primal = ann(if right { inr(x) } else { inl(x) }, source::d1_by(&t.ty, self.naive));
                 let bp = self.lam_d(|_, d| app(xb, app(builtin(ops::lcast(right, &ca, &cb)), d)));
                 Piece { binds, primal, bp }
             }
@@ -172,7 +178,7 @@ impl Chad<'_> {
             //   | inr y → … (Fig. 2; Fig. 7 with scope)
             K::Case(s, x, b1, y, b2) => {
                 let Type::Sum(ta, tb) = &s.ty else { return Err(Diagnostic::error(t.span, "a case on a non-sum")) };
-                let (ca, cb) = (ct(ta), ct(tb));
+                let (ca, cb) = (self.ct(ta), self.ct(tb));
                 let mut binds = vec![];
                 let (z, zb) = self.sub(g, s, None, &mut binds)?;
                 let branch = |cx: &mut Self, v: &Name, c: &CT, body: &Term, right: bool| -> Result<Expr, Diagnostic> {
@@ -209,6 +215,25 @@ impl Chad<'_> {
                 binds.push((ppair(pvar(&y), pvar(&yb)), if_(z, e1, e2)));
                 Piece { binds, primal: var(&y), bp: var(&yb) }
             }
+            // D_Γ[f] := ⟨Df, λ_. 0⟩ for closed code f: D[τ →□ σ]2 = 1 (App. C)
+            K::Global(f) => {
+                let bp = self.lam_d(|_, _| api.nothing(g));
+                Piece::leaf(global(&code_name(&f.text)), bp)
+            }
+            // D_Γ[t s] := let ⟨x, _⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in let ⟨z, z'⟩ = x y in
+            //   ⟨z, λv. y' (z' v)⟩: the callee's body backpropagates once, its captured variables'
+            //   cotangents come back in the argument's (App. C)
+            K::App(f, a) if self.naive => self.naive_app(g, f, a)?,
+            K::Lam(x, body) => self.naive_lam(g, t, x, body)?,
+            K::App(f, a) => {
+                let mut binds = vec![];
+                let (x, _) = self.sub(g, f, None, &mut binds)?;
+                let (y, yb) = self.sub(g, a, None, &mut binds)?;
+                let (z, zb) = (self.fr.name("z"), self.fr.name("z'"));
+                binds.push((ppair(pvar(&z), pvar(&zb)), app(x, y)));
+                let bp = self.lam_d(|_, d| app(yb, app(var(&zb), d)));
+                Piece { binds, primal: var(&z), bp }
+            }
             // D_Γ[r] := ⟨r, λd. 0⟩
             K::Lit(r) => {
                 let bp = self.lam_d(|_, _| api.nothing(g));
@@ -231,7 +256,8 @@ impl Chad<'_> {
                 }
                 let vals: Vec<Expr> = xs.iter().map(|(x, _)| x.clone()).collect();
                 let r = self.fr.name("r");
-                let rule = deriv::rule(*op, &vals, &var(&r));
+                // a discrete result (a comparison) has no derivative: its backpropagator adds nothing
+                let rule = if source::discrete(&t.ty) { None } else { deriv::rule(*op, &vals, &var(&r)) };
                 let mut primal = prim(*op, vals);
                 if rule.as_ref().is_some_and(|r| r.uses_result) {
                     binds.push((pvar(&r), primal));
@@ -261,6 +287,48 @@ impl Chad<'_> {
     }
 }
 
+impl Chad<'_> {
+    /// D_Γ[λx. t] := ⟨λx. let ⟨y, y'⟩ = D_{Γ,x}[t] in ⟨y, λd. snd (split (y' d))⟩,
+    ///   λl. fold l with ⟨x, y⟩, acc → acc + fst (split (snd D_{Γ,x}[t] y)) from 0⟩   (§9)
+    /// with D_{Γ,x}[t] bound once as a function of x (`Dλ`), which both halves call: the body is
+    /// differentiated once in the output, but run (and backpropagated) by each half.
+    fn naive_lam(&mut self, g: &Ctx, t: &Term, x: &Name, body: &Term) -> Result<Piece, Diagnostic> {
+        let Type::Fun(a, _) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
+        let cta = self.ct(a);
+        let mut g2 = g.clone();
+        g2.push((x.clone(), cta.clone()));
+        let inner = self.d(&g2, body)?.expr();
+        let dl = self.fr.name("Dλ");
+        let binds = vec![(pvar(&dl), lam(pvar(x), inner))];
+        let split = ops::split_lam(g, x, &cta);
+        let (x2, y, yb) = (self.fr.name(&x.text), self.fr.name("y"), self.fr.name("y'"));
+        let arg_half = {
+            let bp = self.lam_d(|_, d| snd(app(builtin(split), app(var(&yb), d))));
+            lam(pvar(&x2), let_(ppair(pvar(&y), pvar(&yb)), app(var(&dl), var(&x2)), pair(var(&y), bp)))
+        };
+        let (l, xa, dy, yb2) = (self.fr.name("l"), self.fr.name(&x.text), self.fr.name("dy"), self.fr.name("y'"));
+        let entry = lam(
+            ppair(pvar(&xa), pvar(&dy)),
+            let_(ppair(pwild(), pvar(&yb2)), app(var(&dl), var(&xa)), fst(app(builtin(split), app(var(&yb2), var(&dy))))),
+        );
+        let ctx_half = lam(pvar(&l), apps(builtin(ops::FOLD_LOG), [var(&l), self.api.nothing(g), entry]));
+        Ok(Piece { binds, primal: arg_half, bp: ctx_half })
+    }
+
+    /// D_Γ[t s] := let ⟨x, x'⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in let ⟨z, z'⟩ = x y in
+    ///   ⟨z, λd. y' (z' d) + x' [⟨y, d⟩]⟩   (§9: the call is logged for the function's context half)
+    fn naive_app(&mut self, g: &Ctx, f: &Term, a: &Term) -> Result<Piece, Diagnostic> {
+        let api = self.api;
+        let mut binds = vec![];
+        let (x, xb) = self.sub(g, f, None, &mut binds)?;
+        let (y, yb) = self.sub(g, a, None, &mut binds)?;
+        let (z, zb) = (self.fr.name("z"), self.fr.name("z'"));
+        binds.push((ppair(pvar(&z), pvar(&zb)), app(x, y.clone())));
+        let bp = self.lam_d(|_, d| api.both(app(yb, app(var(&zb), d.clone())), app(xb, app(builtin(ops::LOG_ONE), pair(y, d)))));
+        Ok(Piece { binds, primal: var(&z), bp })
+    }
+}
+
 fn scopes_name(_n: usize, i: usize) -> String {
     format!("bp{i}")
 }
@@ -268,7 +336,12 @@ fn scopes_name(_n: usize, i: usize) -> String {
 /// The program: `grad (s, dt) = let p = s in let ⟨y, y'⟩ = D_Γ[body] in ⟨y, the cotangents of Γ
 /// from y' dt, in the input's shape⟩` (the paper's wrapper: `snd D_Γ[t] d`, or `run` of it).
 pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<Program, Diagnostic> {
-    let mut cx = Chad { fr: Fresh { next_id: fo.fresh.next_id }, api };
+    program_with(fo, api, output_type, false)
+}
+
+/// `program`, with naive higher-order CHAD's rules for lambdas and applications when `naive` (§9).
+pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive: bool) -> Result<Program, Diagnostic> {
+    let mut cx = Chad { fr: Fresh { next_id: fo.fresh.next_id }, api, naive };
     let g: Ctx = fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
     let mut binds = vec![];
     let (y, yb) = cx.sub(&g, &fo.body, None, &mut binds)?;
@@ -288,6 +361,63 @@ pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<
     out.input = None;
     out.next_id = cx.fr.next_id;
     Ok(out)
+}
+
+/// The name of closed code `f`'s derivative `D[f]`.
+pub fn code_name(f: &str) -> String {
+    format!("D{f}")
+}
+
+/// CHAD of a closure-converted program (App. C) over the monadic rules: every closed code
+/// `def f p = t` becomes `def Df s = let p = s in let ⟨y, y'⟩ = D_p[t] in ⟨y, λd. p̄⟩`, its body
+/// differentiated in the context of its own parameter only, the backpropagator running its own
+/// accumulator (`runOpen`/`runClose`: `run` written out, as `scope` is) and returning the
+/// parameter's cotangent `p̄` as a linear value; `main` becomes the wrapper as in `program`.
+pub fn program_cc(fo: &FirstOrder, codes: &[Code], consts: &[(Name, Term)], api: &dyn EnvApi, output_type: &Type) -> Result<Program, Diagnostic> {
+    let mut defs = vec![];
+    let mut fr = Fresh { next_id: fo.fresh.next_id };
+    // a closed value's derivative in the empty context: its primal (its backpropagator adds nothing)
+    for (name, t) in consts {
+        let mut cx = Chad { fr, api, naive: false };
+        let p = cx.d(&vec![], t)?;
+        let body = p.binds.into_iter().rev().fold(p.primal, |acc, (p, rhs)| let_(p, rhs, acc));
+        defs.push(def(&code_name(&name.text), body));
+        fr = cx.fr;
+    }
+    for c in codes {
+        let mut cx = Chad { fr, api, naive: false };
+        let g: Ctx = c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+        let mut binds = vec![];
+        let (y, yb) = cx.sub(&g, &c.body, None, &mut binds)?;
+        let (s, d) = (cx.fr.name("s"), cx.fr.name("d"));
+        let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+        let opened = bind(pwild(), builtin(ops::run_open(&g)), app(yb, var(&d)));
+        let lin = rebuild_lin(&c.pattern, &c.ty, &mut gs.iter().map(var));
+        let bp = lam(pvar(&d), let_(ptuple(gs.iter().map(pvar).collect()), app(builtin(ops::run_close(&g)), opened), lin));
+        let body = binds.into_iter().rev().fold(pair(y, bp), |acc, (p, rhs)| let_(p, rhs, acc));
+        let body = lam(pvar(&s), let_(c.pattern.clone(), var(&s), body));
+        defs.push(def(&code_name(&c.name.text), body));
+        fr = cx.fr;
+    }
+    let fo2 = FirstOrder { program: fo.program.clone(), pattern: fo.pattern.clone(), inputs: fo.inputs.clone(), body: fo.body.clone(), fresh: fr };
+    let mut out = program(&fo2, api, output_type)?;
+    // the source's code stays, for the discrete terms that are evaluated as they are
+    let kept: Vec<Def> = fo.program.defs.iter().filter(|d| &*d.name.text != "main").cloned().collect();
+    let wrapper = std::mem::take(&mut out.defs);
+    out.defs = kept.into_iter().chain(defs).chain(wrapper).collect();
+    Ok(out)
+}
+
+/// A parameter's cotangent as a linear value of its pattern's shape: `⟨⟨ȳ1, …, ȳk⟩, x̄⟩`.
+fn rebuild_lin(p: &Pat, ty: &Type, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
+    match (p, ty) {
+        (Pat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
+            let cts: Vec<CT> = ts.iter().map(ct).collect();
+            let es = ps.iter().zip(ts).map(|(q, t)| rebuild_lin(q, t, vals)).collect();
+            app(builtin(ops::ltuple(&cts)), tuple(es))
+        }
+        _ => vals.next().unwrap_or_else(unit),
+    }
 }
 
 /// The value of a pattern's shape built from the given expressions, one per variable.

@@ -2,6 +2,7 @@
 //! (Figs. 2 and 7 written once, parametrised by the environment-vector API), the type-indexed
 //! builtins and their runtime in three representations.
 
+pub mod apis;
 pub mod chad;
 pub mod monad;
 pub mod ops;

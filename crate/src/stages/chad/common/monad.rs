@@ -4,6 +4,7 @@
 //! tape (the stage's trace), with the entries after it.
 
 use super::ops::Op;
+use super::source::CT;
 use super::runtime::{arg, internal, ir_tuple, log_steps, plus, show_ct, shown, this_op, unit, zero, Acc, Repr, Rt};
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
@@ -113,28 +114,21 @@ pub(super) fn b_pop(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value,
     Ok(v)
 }
 
-/// `run m` from `⟨0_{τ1}, …, 0_{τn}⟩`: the handler (Table 2), returning `⟨result, Γ̄⟩`.
-pub(super) fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::Run(g) = &*this_op(m)? else { return Err(internal(span, "run")) };
-    let thunk = arg(&mut args);
-    let mutable = m.state::<Rt>().mutable;
-    let acc = if mutable {
+/// A fresh accumulator for Γ, at zero: cells (§5) or the empty map (§4.2).
+fn fresh_acc(m: &mut Machine, g: &[(String, CT)]) -> Acc {
+    if m.state::<Rt>().mutable {
         m.count("cell_ops", g.len() as u64);
         Acc::Cells(g.iter().map(|(_, ct)| zero(m, ct, Repr::Sparse)).collect())
     } else {
         Acc::Map(RedBlackTreeMap::new())
-    };
-    {
-        let rt = m.state::<Rt>();
-        rt.acc = acc;
-        rt.names = g.iter().map(|(n, _)| n.clone()).collect();
     }
-    event(m, "run", "run: the accumulator starts at zero".into(), span);
-    let r = m.apply(thunk, unit())?;
-    let acc = std::mem::take(&mut m.state::<Rt>().acc);
+}
+
+/// Γ̄: each entry of the accumulator, absent ones as zeros.
+fn read_out(m: &mut Machine, acc: &Acc, g: &[(String, CT)]) -> Vec<Value> {
     let mut out = vec![];
     for (i, (_, ct)) in g.iter().enumerate() {
-        out.push(match &acc {
+        out.push(match acc {
             Acc::Map(mp) => match mp.get(&i) {
                 Some(v) => v.clone(),
                 None => zero(m, ct, Repr::Sparse),
@@ -143,8 +137,62 @@ pub(super) fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result
             Acc::None => Value::Unit,
         });
     }
+    out
+}
+
+/// Sets the running accumulator aside and starts one for Γ at zero.
+fn open(m: &mut Machine, g: &[(String, CT)]) {
+    let acc = fresh_acc(m, g);
+    let rt = m.state::<Rt>();
+    let outer = (std::mem::replace(&mut rt.acc, acc), std::mem::replace(&mut rt.names, g.iter().map(|(n, _)| n.clone()).collect()));
+    rt.saved.push(outer);
+}
+
+/// Γ̄ read out of the running accumulator.
+fn current(m: &mut Machine, g: &[(String, CT)]) -> Vec<Value> {
+    let acc = std::mem::take(&mut m.state::<Rt>().acc);
+    let out = read_out(m, &acc, g);
     m.state::<Rt>().acc = acc;
+    out
+}
+
+/// Restores the accumulator set aside.
+fn restore(m: &mut Machine) {
+    let rt = m.state::<Rt>();
+    let (acc, names) = rt.saved.pop().unwrap_or_default();
+    rt.acc = acc;
+    rt.names = names;
+}
+
+/// `run m` from `⟨0_{τ1}, …, 0_{τn}⟩`: the handler (Table 2), returning `⟨result, Γ̄⟩`.
+pub(super) fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::Run(g) = &*this_op(m)? else { return Err(internal(span, "run")) };
+    let thunk = arg(&mut args);
+    open(m, g);
+    event(m, "run", "run: the accumulator starts at zero".into(), span);
+    let r = m.apply(thunk, unit())?;
+    let out = current(m, g);
     event(m, "result", format!("result ⟨{}, ⟨{}⟩⟩", show_ct(&r), out.iter().map(show_ct).collect::<Vec<_>>().join(", ")), span);
+    restore(m);
     Ok(Value::pair(r, ir_tuple(out)))
 }
 
+/// The first half of `run` in a closed function's backpropagator (App. C): its parameter's cells,
+/// at zero, on top of the caller's (set aside).
+pub(super) fn b_run_open(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::RunOpen(g) = &*this_op(m)? else { return Err(internal(span, "runOpen")) };
+    m.count("body_backprops", 1);
+    open(m, g);
+    event(m, "run", format!("run: a closed function's backpropagator, its parameter {} at zero", g.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")), span);
+    Ok(unit())
+}
+
+/// The second half: the parameter's cotangent read out, the caller's accumulator back.
+pub(super) fn b_run_close(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::RunClose(g) = &*this_op(m)? else { return Err(internal(span, "runClose")) };
+    let out = current(m, g);
+    let note = format!("the closed function's argument cotangent ⟨{}⟩ returned", out.iter().map(show_ct).collect::<Vec<_>>().join(", "));
+    event(m, "result", note, span);
+    restore(m);
+    Ok(ir_tuple(out))
+}

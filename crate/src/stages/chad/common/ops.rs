@@ -24,6 +24,9 @@ pub enum Op {
     OneHot { pos: usize, ctx: Vec<CT>, names: Vec<String> },
     /// `split_{Γ,τ} : EV (Γ, x:τ) → EV Γ × τ`.
     Split { ctx: Vec<CT>, ct: CT, names: Vec<String> },
+    /// `split_{Γ,τ}` at the end of a lambda body's backpropagator (naive higher-order CHAD, §9):
+    /// the same as `Split`, and each call is one run of that backpropagator (counted).
+    SplitLam { ctx: Vec<CT>, ct: CT, names: Vec<String> },
     /// `⟨⟨t1, …, tn⟩⟩` of the given product.
     LTuple(Vec<CT>),
     /// `lfst`, `lsnd` and their n-ary kin: component `i` of the given product.
@@ -42,6 +45,11 @@ pub enum Op {
     Pop { var: String, ct: CT },
     /// `run : EVM Γ τ → τ × Γ̄`, started from `⟨0_{τ1}, …, 0_{τn}⟩`.
     Run(Vec<(String, CT)>),
+    /// The first half of a `run` inside a backward pass (a closed function's backpropagator, App. C):
+    /// sets the running accumulator aside and starts Γ's at zero.
+    RunOpen(Vec<(String, CT)>),
+    /// The second half: Γ̄ read out, the accumulator set aside restored.
+    RunClose(Vec<(String, CT)>),
 }
 
 /// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
@@ -119,6 +127,9 @@ pub fn one_hot(ctx: &Ctx, pos: usize) -> &'static str {
 pub fn split(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
     intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = names(ctx); ns.push(x.text.to_string()); ns } })
 }
+pub fn split_lam(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
+    intern(format!("splitλ_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::SplitLam { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = names(ctx); ns.push(x.text.to_string()); ns } })
+}
 pub fn ltuple(ts: &[CT]) -> &'static str {
     intern(format!("lpair_{}", CT::Prod(ts.to_vec()).show()), Op::LTuple(ts.to_vec()))
 }
@@ -156,8 +167,21 @@ pub fn run(ctx: &Ctx) -> &'static str {
     intern(format!("run_{{[{}]}}", show_ctx(ctx)), Op::Run(vars))
 }
 
+pub fn run_open(ctx: &Ctx) -> &'static str {
+    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    intern(format!("runOpen_{{[{}]}}", show_ctx(ctx)), Op::RunOpen(vars))
+}
+pub fn run_close(ctx: &Ctx) -> &'static str {
+    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    intern(format!("runClose_{{[{}]}}", show_ctx(ctx)), Op::RunClose(vars))
+}
+
 /// `+` on every linear type and on environment vectors (Fig. 4's `+_τ`, `+_{EV Γ}`; Fig. 6's union).
 pub const PLUS: &str = "plus";
+/// `fold l with ⟨x, d⟩, acc → acc + f ⟨x, d⟩ from z` over an invocation log (§9).
+pub const FOLD_LOG: &str = "foldLog";
+/// `[⟨x, d⟩]`: the log of one invocation (§9).
+pub const LOG_ONE: &str = "logOne";
 /// The output cotangent, given in the output's shape, as a value of `D[T]2` (the wrapper's `d`).
 pub const TO_LIN: &str = "toLin";
 /// The gradient in the input's shape, from the input and the cotangents rebuilt in its pattern.
@@ -188,7 +212,7 @@ pub fn scheme(op: &Op) -> Scheme {
         Op::Zero(t) => mono(t.ty()),
         Op::ZeroEnv { ctx, .. } => mono(ev(ctx)),
         Op::OneHot { pos, ctx, .. } => mono(f(ctx[*pos].ty(), ev(ctx))),
-        Op::Split { ctx, ct, .. } => {
+        Op::Split { ctx, ct, .. } | Op::SplitLam { ctx, ct, .. } => {
             let mut whole = ctx.clone();
             whole.push(ct.clone());
             mono(f(ev(&whole), pair(ev(ctx), ct.ty())))
@@ -205,6 +229,11 @@ pub fn scheme(op: &Op) -> Scheme {
         Op::Run(g) => {
             let gbar = Type::tuple(g.iter().map(|(_, c)| c.ty()).collect());
             Scheme { vars: vec![0], ty: f(m(Type::Var(0)), pair(Type::Var(0), gbar)) }
+        }
+        Op::RunOpen(_) => mono(m(Type::Unit)),
+        Op::RunClose(g) => {
+            let gbar = Type::tuple(g.iter().map(|(_, c)| c.ty()).collect());
+            Scheme { vars: vec![0], ty: f(m(Type::Var(0)), gbar) }
         }
     }
 }

@@ -48,6 +48,9 @@ pub struct Rt {
     pub mutable: bool,
     pub(super) acc: Acc,
     pub(super) names: Vec<String>,
+    /// The accumulators of the enclosing runs, set aside while a closed function's backpropagator
+    /// runs its own (App. C).
+    pub(super) saved: Vec<(Acc, Vec<String>)>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -71,6 +74,28 @@ impl ExtValue for EMap {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
+}
+
+/// An invocation log `List (D[τ]1 × D[σ]2)` (§9), the cotangent of a function in naive higher-order
+/// CHAD: 0 is `[]`, + is `++` (linear time, footnote 25).
+#[derive(Debug, Clone, Default)]
+pub struct Log(pub Rc<Vec<(Value, Value)>>);
+
+impl ExtValue for Log {
+    fn type_name(&self) -> &'static str {
+        "Log"
+    }
+    fn show(&self) -> String {
+        let items: Vec<String> = self.0.iter().map(|(x, d)| format!("⟨{x}, {}⟩", show_ct(d))).collect();
+        format!("[{}]", items.join(", "))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn log(entries: Vec<(Value, Value)>) -> Value {
+    Value::Ext(Rc::new(Log(Rc::new(entries))))
 }
 
 /// ⌈log2(n + 1)⌉: the steps of one operation on a balanced tree of n entries.
@@ -117,6 +142,7 @@ fn zero_nodes(ct: &CT, repr: Repr) -> (Value, u64) {
             (Value::tuple(vs), 1 + n.iter().sum::<u64>())
         }
         (CT::Prod(_) | CT::Sum(..), _) => (zero_tag(), 1),
+        (CT::Log(..), _) => (log(vec![]), 1),
     }
 }
 
@@ -148,6 +174,15 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
             (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, (**p).clone(), (**q).clone())?)),
             _ => return Err(internal(span, "a sum tag mismatch in + (linl added to linr)")),
         })),
+        (Value::Ext(x), Value::Ext(y)) if x.as_any().is::<Log>() => match (x.as_any().downcast_ref::<Log>(), y.as_any().downcast_ref::<Log>()) {
+            // `++`: O(length), footnote 25
+            (Some(p), Some(q)) => {
+                m.tick((p.0.len() + q.0.len()) as u64)?;
+                m.alloc((p.0.len() + q.0.len()) as u64)?;
+                log(p.0.iter().chain(q.0.iter()).cloned().collect())
+            }
+            _ => return Err(internal(span, "+ on a log and a value that is not one")),
+        },
         (Value::Ext(x), Value::Ext(y)) => match (x.as_any().downcast_ref::<EMap>(), y.as_any().downcast_ref::<EMap>()) {
             (Some(p), Some(q)) => Value::Ext(Rc::new(union(m, p, q)?)),
             _ => return Err(internal(span, "+ on values that are not environment maps")),
@@ -281,6 +316,41 @@ fn b_split(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
         ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span);
     }
     Ok(r)
+}
+
+/// The split that ends a lambda body's backpropagator (§9): one run of it.
+fn b_split_lam(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let Op::SplitLam { ctx, ct, names } = &*this_op(m)? else { return Err(internal(span, "splitλ")) };
+    m.count("body_backprops", 1);
+    let ev = arg(&mut args);
+    let before = show_ev(&ev);
+    let r = b_split_on(m, ev, ctx, ct, span)?;
+    if let Value::Tuple(vs) = &r {
+        let x = names.last().map_or("?", |n| n.as_str());
+        ev_event(m, "split", format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span);
+    }
+    Ok(r)
+}
+
+/// `[⟨x, d⟩]`
+fn b_log_one(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let Value::Tuple(xd) = arg(&mut args) else { return Ok(log(vec![])) };
+    Ok(log(vec![(xd[0].clone(), xd[1].clone())]))
+}
+
+/// `fold l with e, acc → acc + f e from z`: each logged invocation's context cotangent, summed.
+fn b_fold_log(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let f = arg(&mut args);
+    let mut acc = arg(&mut args);
+    let l = arg(&mut args);
+    let Value::Ext(e) = &l else { return Err(internal(span, "foldLog of a non-log")) };
+    let Some(entries) = e.as_any().downcast_ref::<Log>().map(|l| l.0.clone()) else { return Err(internal(span, "foldLog of a non-log")) };
+    ev_event(m, "fold", format!("fold over the log of {} invocation(s)", entries.len()), span);
+    for (x, d) in entries.iter() {
+        let v = m.apply(f.clone(), Value::pair(x.clone(), d.clone()))?;
+        acc = plus(m, acc, v)?;
+    }
+    Ok(acc)
 }
 
 fn b_split_on(m: &mut Machine, ev: Value, ctx: &[CT], ct: &CT, span: Span) -> Result<Value, RunError> {
@@ -483,6 +553,7 @@ pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
         Op::ZeroEnv { .. } => (b_zero_env, 0, false),
         Op::OneHot { .. } => (b_one_hot, 1, false),
         Op::Split { .. } => (b_split, 1, false),
+        Op::SplitLam { .. } => (b_split_lam, 1, false),
         Op::LTuple(_) => (b_ltuple, 1, false),
         Op::LProj(..) => (b_lproj, 1, false),
         Op::LInj(..) => (b_linj, 1, false),
@@ -492,6 +563,8 @@ pub fn implementation(op: &Op) -> (BuiltinFn, usize, bool) {
         Op::Push { .. } => (super::monad::b_push, 0, false),
         Op::Pop { .. } => (super::monad::b_pop, 0, false),
         Op::Run(_) => (super::monad::b_run, 1, true),
+        Op::RunOpen(_) => (super::monad::b_run_open, 0, false),
+        Op::RunClose(_) => (super::monad::b_run_close, 1, false),
     }
 }
 
@@ -509,10 +582,30 @@ pub fn generic_builtins() -> Vec<crate::interp::Builtin> {
         },
         crate::interp::Builtin {
             name: super::ops::FROM_LIN,
-            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(a.clone(), Type::fun(b, a)) },
+            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(a.clone(), Type::fun(b, a.clone())) },
             arity: 2,
             lazy_last: false,
             run: b_from_lin,
+        },
+        crate::interp::Builtin {
+            name: super::ops::LOG_ONE,
+            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(Type::Tuple(vec![a.clone(), Type::Var(1)]), Type::con("Log", vec![Type::Var(1)])) },
+            arity: 1,
+            lazy_last: false,
+            run: b_log_one,
+        },
+        crate::interp::Builtin {
+            name: super::ops::FOLD_LOG,
+            scheme: Scheme {
+                vars: vec![0, 1, 2],
+                ty: Type::fun(
+                    Type::con("Log", vec![Type::Var(1)]),
+                    Type::fun(Type::Var(2), Type::fun(Type::fun(Type::Tuple(vec![a.clone(), Type::Var(1)]), Type::Var(2)), Type::Var(2))),
+                ),
+            },
+            arity: 3,
+            lazy_last: false,
+            run: b_fold_log,
         },
         crate::interp::Builtin {
             name: super::ops::TO_LIN,

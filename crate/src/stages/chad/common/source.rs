@@ -10,6 +10,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::kit::passes::first_order_at;
 use crate::stage::Source;
+use std::collections::HashMap;
 
 pub const PAPER: &str = "Smeding & Vákár 2024";
 
@@ -48,6 +49,12 @@ pub enum K {
     Op(Prim, Vec<Term>),
     /// A term of a discrete type, evaluated as it is (Fig. 2's rule for `sign t`).
     Discrete(Expr),
+    /// A closed top-level function (closure-converted code, App. C): `τ →□ σ`.
+    Global(Name),
+    /// `t s`, where `t` is closed code (closure-converted programs) or any function (§9).
+    App(Box<Term>, Box<Term>),
+    /// `λx. t` (naive higher-order CHAD, §9).
+    Lam(Name, Box<Term>),
 }
 
 /// The cotangent type `D[τ]2` (Fig. 2), for a first-order source type.
@@ -61,6 +68,10 @@ pub enum CT {
     Prod(Vec<CT>),
     /// `τ ⊔_L σ`
     Sum(Box<CT>, Box<CT>),
+    /// `D[τ → σ]2 = List (D[τ]1 × D[σ]2)` of naive higher-order CHAD (§9): the log of every
+    /// invocation, argument and output cotangent. Only `D[σ]2` is kept: the log's IR type leaves
+    /// the arguments' type open (`Log D[σ]2`), as the interned builtins' table must be `Sync`.
+    Log(Box<CT>),
 }
 
 impl CT {
@@ -71,7 +82,20 @@ impl CT {
             Type::Unit | Type::Int | Type::Bool => CT::One,
             Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::of).collect::<Option<_>>()?),
             Type::Sum(a, b) => CT::Sum(Box::new(CT::of(a)?), Box::new(CT::of(b)?)),
+            // closed functions carry no cotangent: D[τ →□ σ]2 = 1 (App. C); the first-order stages
+            // never see one (inlining removes them, a residual lambda is refused)
+            Type::Fun(..) | Type::Lin(..) => CT::One,
             _ => return None,
+        })
+    }
+
+    /// `D[τ]2` in naive higher-order CHAD (§9): as `of`, but a function's is its invocation log.
+    pub fn naive(t: &Type) -> Option<CT> {
+        Some(match t {
+            Type::Fun(_, b) | Type::Lin(_, b) => CT::Log(Box::new(CT::naive(b)?)),
+            Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::naive).collect::<Option<_>>()?),
+            Type::Sum(a, b) => CT::Sum(Box::new(CT::naive(a)?), Box::new(CT::naive(b)?)),
+            t => CT::of(t)?,
         })
     }
 
@@ -83,6 +107,7 @@ impl CT {
             CT::One => Type::Unit,
             CT::Prod(ts) => Type::con("LProd", ts.iter().map(CT::ty).collect()),
             CT::Sum(a, b) => Type::con("LSum", vec![a.ty(), b.ty()]),
+            CT::Log(c) => Type::con("Log", vec![c.ty()]),
         }
     }
 
@@ -93,7 +118,24 @@ impl CT {
             CT::One => "1".into(),
             CT::Prod(ts) => format!("({})", ts.iter().map(CT::show).collect::<Vec<_>>().join(" ×L ")),
             CT::Sum(a, b) => format!("({} ⊔L {})", a.show(), b.show()),
+            CT::Log(c) => format!("[_ × {}]", c.show()),
         }
+    }
+}
+
+/// `D[τ]1`: the type itself, but for closed functions, which return their backpropagator:
+/// `D[τ →□ σ]1 = D[τ]1 →□ (D[σ]1 × (D[σ]2 → D[τ]2))` (App. C).
+/// (The same in naive higher-order CHAD, §9, with its cotangent types when `naive`.)
+pub fn d1_by(t: &Type, naive: bool) -> Type {
+    let ct = |t: &Type| if naive { CT::naive(t) } else { CT::of(t) }.unwrap_or(CT::One);
+    match t {
+        Type::Fun(a, b) | Type::Lin(a, b) => {
+            let (ca, cb) = (ct(a), ct(b));
+            Type::fun(d1_by(a, naive), Type::Tuple(vec![d1_by(b, naive), Type::fun(cb.ty(), ca.ty())]))
+        }
+        Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| d1_by(t, naive)).collect()),
+        Type::Sum(a, b) => Type::sum(d1_by(a, naive), d1_by(b, naive)),
+        t => t.clone(),
     }
 }
 
@@ -144,7 +186,160 @@ pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
             return Err(outside_type(pat.span(), &format!("the input `{}`", n.text), t));
         }
     }
-    let body = desugar(body, &mut fresh)?;
+    let body = desugar(body, &mut fresh, Lang::FirstOrder)?;
+    Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
+}
+
+/// A closed top-level function of a closure-converted program: `def f pattern = body`.
+pub struct Code {
+    pub name: Name,
+    pub pattern: Pat,
+    /// The parameter's type.
+    pub ty: Type,
+    pub inputs: Vec<(Name, Type)>,
+    pub body: Term,
+}
+
+/// A closure-converted program (the output of `chad/cc`) as the chain's core, without inlining:
+/// `main` as `FirstOrder`, every other function definition as closed code (App. C), and the
+/// closed values (closures with no captured variables).
+pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Name, Term)>), Diagnostic> {
+    let mut p = src.program.clone();
+    // main at the type the pipeline fitted to the input (a component main leaves open has it)
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the closure-converted program does not type-check at main's type: {}", d.message)))?;
+    // what nothing constrains is R (as first_order_at)
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(crate::ir::children_mut(e));
+        }
+    }
+    let mut fresh = Fresh::new(&p);
+    let mut main = None;
+    let mut codes = vec![];
+    let mut consts = vec![];
+    for d in &p.defs {
+        let mut lam = &d.body;
+        while let ExprKind::Ann(x, _) = &lam.kind {
+            lam = x;
+        }
+        let ExprKind::Lam(_, pat, body) = &lam.kind else {
+            // a closed value (a closure of closed code with an empty environment)
+            check_depth(&d.body, d.span)?;
+            consts.push((d.name.clone(), desugar(&d.body, &mut fresh, Lang::ClosedCode)?));
+            continue;
+        };
+        check_depth(body, d.span)?;
+        let ty = if &*d.name.text == "main" {
+            src.input_type.clone()
+        } else {
+            match &lam.ty {
+                Type::Fun(a, _) | Type::Lin(a, _) => (**a).clone(),
+                _ => return Err(outside(d.span, "a definition without a function type")),
+            }
+        };
+        let mut inputs = vec![];
+        let pattern = name_wilds(pat, &ty, &mut fresh, &mut inputs);
+        for (n, t) in &inputs {
+            if CT::of(t).is_none() {
+                return Err(outside_type(pat.span(), &format!("the parameter `{}`", n.text), t));
+            }
+        }
+        let body = desugar(body, &mut fresh, Lang::ClosedCode)?;
+        if &*d.name.text == "main" {
+            main = Some((pattern, inputs, body));
+        } else {
+            codes.push(Code { name: d.name.clone(), pattern, ty, inputs, body });
+        }
+    }
+    let Some((pattern, inputs, body)) = main else { return Err(outside(Span::NONE, "a program without `main`")) };
+    Ok((FirstOrder { program: p, pattern, inputs, body, fresh }, codes, consts))
+}
+
+/// The source with its lambdas kept (naive higher-order CHAD, §9): monomorphised, every top-level
+/// function a `let` of its lambda at the start of `main`'s body (in dependency order; recursion is
+/// refused), then desugared, lambdas and applications included.
+pub fn with_lambdas(src: &Source) -> Result<FirstOrder, Diagnostic> {
+    let mono = crate::kit::passes::monomorphise::monomorphise(src.program)?;
+    let index: HashMap<&str, usize> = mono.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
+    let Some(&main_i) = index.get("main") else { return Err(outside(Span::NONE, "a program without `main`")) };
+    // the definitions main reaches, each after those it uses (Kahn's algorithm on the reached set)
+    let uses: Vec<Vec<usize>> = mono.defs.iter().map(|d| crate::kit::passes::globals_used(&d.body).iter().filter_map(|g| index.get(&**g).copied()).collect()).collect();
+    let mut reached = vec![false; mono.defs.len()];
+    let mut stack = vec![main_i];
+    while let Some(i) = stack.pop() {
+        if !std::mem::replace(&mut reached[i], true) {
+            stack.extend(uses[i].iter().copied());
+        }
+    }
+    let mut order = vec![];
+    let mut done = vec![false; mono.defs.len()];
+    loop {
+        let next = (0..mono.defs.len()).find(|&i| reached[i] && !done[i] && uses[i].iter().all(|&j| done[j] || j == usize::MAX));
+        match next {
+            Some(i) if uses[i].contains(&i) => return Err(outside(mono.defs[i].span, "recursion (a recursive definition)")),
+            Some(i) => {
+                done[i] = true;
+                order.push(i);
+            }
+            None => break,
+        }
+    }
+    if order.len() != reached.iter().filter(|r| **r).count() {
+        return Err(outside(mono.defs[main_i].span, "recursion (definitions that call each other)"));
+    }
+    let mut fresh = Fresh::new(&mono);
+    let locals: HashMap<String, Name> = order.iter().filter(|&&i| i != main_i).map(|&i| (mono.defs[i].name.text.to_string(), fresh.name(&mono.defs[i].name.text))).collect();
+    let mut bodies: Vec<(Name, Expr)> = vec![];
+    let mut main_body = mono.defs[main_i].body.clone();
+    for &i in &order {
+        let mut b = mono.defs[i].body.clone();
+        let mut stack = vec![&mut b];
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Var(n) = &e.kind {
+                if let Some(l) = n.is_global().then(|| locals.get(&*n.text)).flatten() {
+                    e.kind = ExprKind::Var(l.clone());
+                }
+            }
+            stack.extend(crate::ir::children_mut(e));
+        }
+        if i == main_i {
+            main_body = b;
+        } else {
+            bodies.push((locals[&*mono.defs[i].name.text].clone(), b));
+        }
+    }
+    while let ExprKind::Ann(x, _) = main_body.kind {
+        main_body = *x;
+    }
+    let ExprKind::Lam(k, pat, body) = main_body.kind else { return Err(outside(mono.defs[main_i].span, "`main` that is not a function")) };
+    let body = bodies.into_iter().rev().fold(*body, |acc, (n, rhs)| crate::build::let_(crate::build::pvar(&n), rhs, acc));
+    let mut main = mono.defs[main_i].clone();
+    main.body = Expr { kind: ExprKind::Lam(k, pat, Box::new(body)), ..main_body };
+    main.scheme = None;
+    let mut p = mono.clone();
+    p.defs = vec![main];
+    p.next_id = fresh.next_id;
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the program with its lambdas does not type-check: {}", d.message)))?;
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(crate::ir::children_mut(e));
+        }
+    }
+    let main = p.defs[0].clone();
+    let ExprKind::Lam(_, pat, body) = &main.body.kind else { return Err(outside(main.span, "`main` that is not a function")) };
+    check_depth(body, main.span)?;
+    let mut fresh = Fresh::new(&p);
+    let mut inputs = vec![];
+    let pattern = name_wilds(pat, src.input_type, &mut fresh, &mut inputs);
+    let body = desugar(body, &mut fresh, Lang::Lambdas)?;
     Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
 }
 
@@ -234,51 +429,74 @@ fn with_lets(binds: Vec<(Name, Term)>, body: Term) -> Term {
 }
 
 /// The IR term as a core term. Recursion is bounded by `check_depth` (let bodies are a loop).
-fn desugar(e: &Expr, fr: &mut Fresh) -> Result<Term, Diagnostic> {
+/// Which program the core is taken from: the inlined first-order program, closure-converted code
+/// (closed functions are globals, applied), or the source's lambdas as they are (naive §9).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    FirstOrder,
+    ClosedCode,
+    Lambdas,
+}
+
+fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
     use ExprKind as E;
     if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
         return Err(outside_type(e.span, "a value", &e.ty));
     }
-    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) {
+    // (with functions kept, a discrete term that calls one is taken apart like any other: the
+    // function's derivative replaces it in the output)
+    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) && (ho == Lang::FirstOrder || !calls_function(e)) {
         reject_inside(e)?;
         return Ok(term(K::Discrete(e.clone()), e));
     }
     Ok(match &e.kind {
+        E::Var(n) if ho == Lang::ClosedCode && n.is_global() => term(K::Global(n.clone()), e),
         E::Var(n) => term(K::Var(n.clone()), e),
+        E::Lam(_, p, body) if ho == Lang::Lambdas => {
+            let Type::Fun(a, _) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
+            let (x, parts) = binder(p, a, p.span(), fr);
+            let body = with_lets(parts, desugar(body, fr, ho)?);
+            term(K::Lam(x, Box::new(body)), e)
+        }
+        E::App(f, a) if ho != Lang::FirstOrder => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
         E::Real(r) => term(K::Lit(*r), e),
         E::Let(..) => {
             let mut binds = vec![];
             let mut cur = e;
             while let E::Let(p, rhs, body) = &cur.kind {
-                let t = desugar(rhs, fr)?;
+                let t = desugar(rhs, fr, ho)?;
                 let (z, parts) = binder(p, &rhs.ty, rhs.span, fr);
                 binds.push((z, t));
                 binds.extend(parts);
                 cur = body;
             }
-            let body = desugar(cur, fr)?;
+            let body = desugar(cur, fr, ho)?;
             with_lets(binds, body)
         }
-        E::Tuple(es) => term(K::Tuple(es.iter().map(|x| desugar(x, fr)).collect::<Result<_, _>>()?), e),
-        E::Fst(x) => term(K::Proj(0, Box::new(desugar(x, fr)?)), e),
-        E::Snd(x) => term(K::Proj(1, Box::new(desugar(x, fr)?)), e),
-        E::Inl(x) => term(K::Inl(Box::new(desugar(x, fr)?)), e),
-        E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr)?)), e),
+        E::Tuple(es) => term(K::Tuple(es.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e),
+        E::Fst(x) => term(K::Proj(0, Box::new(desugar(x, fr, ho)?)), e),
+        E::Snd(x) => term(K::Proj(1, Box::new(desugar(x, fr, ho)?)), e),
+        E::Inl(x) => term(K::Inl(Box::new(desugar(x, fr, ho)?)), e),
+        E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr, ho)?)), e),
         E::Case(s, p1, e1, p2, e2) => {
             let Type::Sum(ta, tb) = &s.ty else { return Err(outside(s.span, "a case on a non-sum")) };
-            let st = desugar(s, fr)?;
+            let st = desugar(s, fr, ho)?;
             let (x, bx) = binder(p1, ta, p1.span(), fr);
             let (y, by) = binder(p2, tb, p2.span(), fr);
-            let b1 = with_lets(bx, desugar(e1, fr)?);
-            let b2 = with_lets(by, desugar(e2, fr)?);
+            let b1 = with_lets(bx, desugar(e1, fr, ho)?);
+            let b2 = with_lets(by, desugar(e2, fr, ho)?);
             term(K::Case(Box::new(st), x, Box::new(b1), y, Box::new(b2)), e)
         }
-        E::If(c, a, b) => term(K::If(Box::new(desugar(c, fr)?), Box::new(desugar(a, fr)?), Box::new(desugar(b, fr)?)), e),
+        E::If(c, a, b) => term(K::If(Box::new(desugar(c, fr, ho)?), Box::new(desugar(a, fr, ho)?), Box::new(desugar(b, fr, ho)?)), e),
         // a real primitive, or a real-valued function of discrete arguments only (`real k`)
         E::Prim(op, args) if op.info().jvp.is_some() || args.iter().all(|a| discrete(&a.ty)) => {
-            term(K::Op(*op, args.iter().map(|x| desugar(x, fr)).collect::<Result<_, _>>()?), e)
+            term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
         }
-        E::Ann(x, _) => desugar(x, fr)?,
+        E::Ann(x, _) => desugar(x, fr, ho)?,
+        // a comparison of a call's result: discrete, its backpropagator adds nothing
+        E::Prim(op, args) if ho != Lang::FirstOrder && discrete(&e.ty) => {
+            term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
+        }
         E::LetRec(..) => return Err(outside(e.span, "recursion (a local recursive function)")),
         E::Array(_) => return Err(outside(e.span, "an array (arrays are §7, the later stage chad/arrays)")),
         E::Prim(op, _) if op.info().jvp.is_none() && e.ty.as_array().is_some() => {
@@ -288,6 +506,20 @@ fn desugar(e: &Expr, fr: &mut Fresh) -> Result<Term, Diagnostic> {
         E::Lam(..) | E::App(..) => return Err(outside(e.span, "a function value left after inlining (chosen at run time)")),
         _ => return Err(outside(e.span, "this construct")),
     })
+}
+
+/// Whether `e` applies a function or names a global (whose derivative replaces it in the output).
+fn calls_function(e: &Expr) -> bool {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::App(..) => return true,
+            ExprKind::Var(n) if n.is_global() || matches!(e.ty, Type::Fun(..) | Type::Lin(..)) => return true,
+            _ => {}
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    false
 }
 
 /// A discrete term is run as it is, so it must itself be first order with no arrays or recursion.
@@ -314,7 +546,7 @@ pub fn dense_cells(fo: &FirstOrder) -> usize {
     let mut stack = vec![(&fo.body, fo.inputs.len())];
     while let Some((t, g)) = stack.pop() {
         match &t.kind {
-            K::Var(_) | K::Lit(_) | K::Discrete(_) => total = total.saturating_add(g.max(1)),
+            K::Var(_) | K::Lit(_) | K::Discrete(_) | K::Global(_) => total = total.saturating_add(g.max(1)),
             K::Lets(chain, body) => {
                 for (i, (_, rhs)) in chain.iter().enumerate() {
                     stack.push((rhs, g + i));
@@ -323,6 +555,11 @@ pub fn dense_cells(fo: &FirstOrder) -> usize {
             }
             K::Tuple(ts) | K::Op(_, ts) => stack.extend(ts.iter().map(|t| (t, g))),
             K::Proj(_, s) | K::Inl(s) | K::Inr(s) => stack.push((s, g)),
+            K::Lam(_, b) => stack.push((b, g + 1)),
+            K::App(f, a) => {
+                stack.push((f, g));
+                stack.push((a, g));
+            }
             K::Case(s, _, a, _, b) => {
                 stack.push((s, g));
                 stack.push((a, g + 1));
