@@ -137,5 +137,32 @@ pub fn gradient_size(p: &Program) -> u64 {
 pub fn run_reporting_size(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
     let size = gradient_size(m.program());
     m.count("gradient_size", size);
-    crate::stage::run_wrapper(m, cx.input, cx.seed)
+    let (primal, grad) = crate::stage::run_wrapper(m, cx.input, cx.seed)?;
+    Ok((primal, restore_empty_dimensions(&grad, cx.input)))
+}
+
+/// The gradient with the inner dimensions an empty array lost put back as zeros, in the input's
+/// shape. Nested arrays cannot represent a k×0 (or 0×k) array: an empty array carries no inner
+/// length, so `sumOuter`/`tr` of one cannot give back k (`sumOuter` of a 0×k array is `[]`, not k
+/// zeros). Whatever passes through such an array contributes nothing, so the cotangent positions it
+/// loses are exactly zero, and only those are filled (a found property-test case: `map (\_ -> …) []`
+/// as the output, with a matrix input).
+fn restore_empty_dimensions(grad: &Value, input: &Value) -> Value {
+    match (grad, input) {
+        (Value::Array(gs), Value::Array(xs)) if gs.len() <= xs.len() => Value::Array(
+            xs.iter()
+                .enumerate()
+                .map(|(i, x)| match gs.get(i) {
+                    Some(g) => restore_empty_dimensions(g, x),
+                    None => x.with_reals(&mut std::iter::repeat(0.0)),
+                })
+                .collect(),
+        ),
+        // `sumOuter` of a 0×() array: [] where the scalar 0 is meant
+        (Value::Array(gs), x) if gs.is_empty() && !matches!(x, Value::Array(_)) => x.with_reals(&mut std::iter::repeat(0.0)),
+        (Value::Tuple(gs), Value::Tuple(xs)) if gs.len() == xs.len() => {
+            Value::Tuple(gs.iter().zip(xs.iter()).map(|(g, x)| restore_empty_dimensions(g, x)).collect())
+        }
+        _ => grad.clone(),
+    }
 }
