@@ -5,6 +5,11 @@ use cotangent::pipeline::{analyse, Options};
 use cotangent::ir::Role;
 use cotangent::stages;
 
+/// Stages whose paper's method is exponential on some straight-line programs by design (§7.2 of the
+/// array paper: without `share`, the symbolic reverse pass copies each cotangent at every Add): they may
+/// stop at their named budget instead.
+const EXPONENTIAL_BY_DESIGN: &[&str] = &["arrays/symbolic"];
+
 /// Every stage that does not refuse the program agrees with forward; returns the ids that ran.
 fn all_agree(src: String) -> Vec<String> {
     run_with_stack(move || {
@@ -12,6 +17,10 @@ fn all_agree(src: String) -> Vec<String> {
         let mut ran = vec![];
         for r in &a.stages {
             if r.refused {
+                continue;
+            }
+            let stopped = r.status == cotangent::pipeline::Status::Budget || r.error.as_deref().is_some_and(|e| e.starts_with("stopped:"));
+            if stopped && EXPONENTIAL_BY_DESIGN.contains(&r.id.as_str()) {
                 continue;
             }
             assert!(r.error.is_none(), "{}: {:?}\n{src}", r.id, r.error);

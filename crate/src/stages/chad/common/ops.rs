@@ -55,7 +55,7 @@ pub enum Op {
 /// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
 /// that a name stays short (a program with n variables mentions Γ O(n) times).
 fn show_ctx(ctx: &Ctx) -> String {
-    let full = ctx.iter().enumerate().map(|(i, (n, t))| format!("{}:{}", show_var(ctx, i, n), t.show())).collect::<Vec<_>>().join(", ");
+    let full = var_names(ctx).iter().zip(ctx.iter()).map(|(v, (_, t))| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ");
     if full.chars().count() <= LONG {
         full
     } else {
@@ -82,9 +82,23 @@ fn show_var(ctx: &Ctx, pos: usize, n: &Name) -> String {
     }
 }
 
-/// Γ's variables as traces show them.
+/// Γ's variables as traces show them (`show_var` of each, in one pass: per variable it would be
+/// quadratic in Γ, and a long program names Γ once per let).
+fn var_names(ctx: &Ctx) -> Vec<String> {
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (n, _) in ctx {
+        *count.entry(&*n.text).or_default() += 1;
+    }
+    ctx.iter().enumerate().map(|(i, (n, _))| if count[&*n.text] > 1 { format!("{}@{i}", n.text) } else { n.text.to_string() }).collect()
+}
+
 fn names(ctx: &Ctx) -> Vec<String> {
-    ctx.iter().enumerate().map(|(i, (n, _))| show_var(ctx, i, n)).collect()
+    var_names(ctx)
+}
+
+/// Γ's variables with their cotangent types.
+fn vars(ctx: &Ctx) -> Vec<(String, CT)> {
+    var_names(ctx).into_iter().zip(ctx.iter().map(|(_, t)| t.clone())).collect()
 }
 
 fn cts(ctx: &Ctx) -> Vec<CT> {
@@ -163,16 +177,16 @@ pub fn pop(x: &Name, ct: &CT) -> &'static str {
     intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: x.text.to_string(), ct: ct.clone() })
 }
 pub fn run(ctx: &Ctx) -> &'static str {
-    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    let vars = vars(ctx);
     intern(format!("run_{{[{}]}}", show_ctx(ctx)), Op::Run(vars))
 }
 
 pub fn run_open(ctx: &Ctx) -> &'static str {
-    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    let vars = vars(ctx);
     intern(format!("runOpen_{{[{}]}}", show_ctx(ctx)), Op::RunOpen(vars))
 }
 pub fn run_close(ctx: &Ctx) -> &'static str {
-    let vars = ctx.iter().enumerate().map(|(i, (n, t))| (show_var(ctx, i, n), t.clone())).collect();
+    let vars = vars(ctx);
     intern(format!("runClose_{{[{}]}}", show_ctx(ctx)), Op::RunClose(vars))
 }
 

@@ -379,7 +379,7 @@ impl Reverse {
             if self.copied > MAX_TERM {
                 return Err(Diagnostic::error(
                     Span::NONE,
-                    format!("stopped: the gradient term passed {MAX_TERM} nodes (without share, eval copies each cotangent at every Add: §7.2)"),
+                    format!("stopped: the gradient term passed {MAX_TERM} nodes (the `gradient size` budget; without share, eval copies each cotangent at every Add: §7.2, and arrays/symbolic-share does not)"),
                 ));
             }
             return Ok(c);
