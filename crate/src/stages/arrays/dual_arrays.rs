@@ -36,6 +36,10 @@ static COUNTERS: &[CounterInfo] = &[
 ];
 
 impl Stage for DualArrays {
+    fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(crate::value::Value, crate::value::Value), crate::interp::RunError> {
+        super::common::core::gradient::run_in_input_shape(m, cx)
+    }
+
     fn info(&self) -> &'static StageInfo {
         &INFO
     }

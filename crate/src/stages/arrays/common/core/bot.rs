@@ -379,7 +379,17 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
         };
         if let Some(why) = bad {
             let at = if x.span.is_none() { Span::NONE } else { x.span };
-            return Err(Diagnostic::error(at, format!("bot's output breaks Theorem 5.1: {why} ({})", crate::print::print_expr(x, &crate::print::PrintOptions::unicode()))));
+            // Refused, not an internal error: the rules as written here do not yet reach every
+            // program (found by the property tests: a build1 over a gather whose array is indexed
+            // by the build's own variable); the later stages need a build1-free input.
+            return Err(Diagnostic::error(
+                at,
+                format!(
+                    "bot's rules do not reach a normal form here, so Theorem 5.1 does not hold: {why} ({}); a gap in this implementation's rules, not in the paper's method",
+                    crate::print::print_expr(x, &crate::print::PrintOptions::unicode())
+                ),
+            )
+            .refused());
         }
         stack.extend(children(x));
     }

@@ -137,6 +137,11 @@ pub fn gradient_size(p: &Program) -> u64 {
 pub fn run_reporting_size(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
     let size = gradient_size(m.program());
     m.count("gradient_size", size);
+    run_in_input_shape(m, cx)
+}
+
+/// Runs the wrapper; the gradient comes back in the input's shape (`restore_empty_dimensions`).
+pub fn run_in_input_shape(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
     let (primal, grad) = crate::stage::run_wrapper(m, cx.input, cx.seed)?;
     Ok((primal, restore_empty_dimensions(&grad, cx.input)))
 }
@@ -160,6 +165,9 @@ fn restore_empty_dimensions(grad: &Value, input: &Value) -> Value {
         ),
         // `sumOuter` of a 0×() array: [] where the scalar 0 is meant
         (Value::Array(gs), x) if gs.is_empty() && !matches!(x, Value::Array(_)) => x.with_reals(&mut std::iter::repeat(0.0)),
+        // an input array with no reals inside (`[[], [], []]`): its only cotangent is itself, zeroed,
+        // whatever shape of zeros the reverse pass made of its lost inner dimension
+        (g, x @ Value::Array(_)) if x.real_leaves().is_empty() && g.real_leaves().iter().all(|r| *r == 0.0) => x.clone(),
         (Value::Tuple(gs), Value::Tuple(xs)) if gs.len() == xs.len() => {
             Value::Tuple(gs.iter().zip(xs.iter()).map(|(g, x)| restore_empty_dimensions(g, x)).collect())
         }
