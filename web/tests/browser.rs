@@ -29,24 +29,61 @@ fn every_example_analyses_without_diagnostics() {
     }
 }
 
-/// The deepest program the parser lets through in wasm runs on every stage in real Chromium
-/// (whose stack, not the shadow stack, is the limit: see crate/src/limits.rs).
-#[wasm_bindgen_test]
-fn deep_programs_run_in_the_browser() {
+/// The deepest program the parser lets through in wasm runs on every stage of `chain` in real
+/// Chromium (whose stack, not the shadow stack, is the limit: see crate/src/limits.rs). One test per
+/// chain: all 41 stages in one debug-wasm test hold the page's thread past the webdriver's 20 s.
+fn deep_program_runs_on_a_chain(chain: &str) {
     let depth = cotangent::limits::max_nesting() - 10;
     let mut s = String::from("input (0.5, 0.25)\ndef main (x, y) =\n  let a0 = x in\n");
     for i in 1..=depth {
         s.push_str(&format!("  let a{i} = a{} * 0.999 + y in\n", i - 1));
     }
     s.push_str(&format!("  a{depth}\n"));
-    let out = cotangent_web::analyse(&s, js_sys::JSON::parse(r#"{"svg": []}"#).unwrap());
-    for st in js_sys::Array::from(&get(&out, "stages")).iter() {
+    let c = cotangent::stages::CHAINS.iter().find(|c| c.id == chain).expect("a registered chain");
+    let ids: Vec<String> = c.stages.iter().map(|st| format!("\"{}\"", st.info().id)).collect();
+    let opts = format!(r#"{{"svg": [], "stages": [{}]}}"#, ids.join(", "));
+    let out = cotangent_web::analyse(&s, js_sys::JSON::parse(&opts).unwrap());
+    let stages = js_sys::Array::from(&get(&out, "stages"));
+    assert!(stages.length() > 0, "{chain}");
+    for st in stages.iter() {
         let id = get(&st, "id").as_string().unwrap();
         match get(&st, "error").as_string() {
             Some(e) => assert!(e.contains("budget"), "{id}: {e}"),
             None => assert_eq!(get(&st, "agrees").as_bool(), Some(true), "{id}"),
         }
     }
+}
+
+#[wasm_bindgen_test]
+fn deep_programs_run_in_the_browser_forward_and_krawiec() {
+    deep_program_runs_on_a_chain("forward");
+    deep_program_runs_on_a_chain("krawiec");
+}
+
+#[wasm_bindgen_test]
+fn deep_programs_run_in_the_browser_dualrev() {
+    deep_program_runs_on_a_chain("dualrev");
+}
+
+#[wasm_bindgen_test]
+fn deep_programs_run_in_the_browser_unf() {
+    deep_program_runs_on_a_chain("unf");
+}
+
+// Too slow for the webdriver's 20 s in debug wasm (the test command runs the browser tests in debug);
+// the release-wasm Node test runs these stages at this depth (node.rs, deep_programs_run_or_stop_at_a_budget_in_wasm).
+#[wasm_bindgen_test]
+#[cfg_attr(debug_assertions, ignore)]
+fn deep_programs_run_in_the_browser_chad() {
+    deep_program_runs_on_a_chain("chad");
+}
+
+// Too slow for the webdriver's 20 s in debug wasm (the test command runs the browser tests in debug);
+// the release-wasm Node test runs these stages at this depth (node.rs, deep_programs_run_or_stop_at_a_budget_in_wasm).
+#[wasm_bindgen_test]
+#[cfg_attr(debug_assertions, ignore)]
+fn deep_programs_run_in_the_browser_arrays() {
+    deep_program_runs_on_a_chain("arrays");
 }
 
 /// The longest let chain the Huot–Shaikhha chain's nesting budget lets through runs on `unf/direct`
