@@ -139,13 +139,9 @@ fn action(m: Expr, env: &mut Simp, stmts: &mut Vec<Stmt>) -> Expr {
         // The inner block's own right identity, as its rebuilding would have applied it.
         let identity = stmts.len() > base
             && matches!((stmts.last(), &tail.kind), (Some(Stmt::Bind(Pat::Var(x, _), _, _)), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x));
-        match stmts.pop() {
-            Some(Stmt::Bind(_, m, _)) if identity => m,
-            Some(st) => {
-                stmts.push(st);
-                tail
-            }
-            None => tail,
+        match identity.then(|| stmts.pop()).flatten() {
+            Some(Stmt::Bind(_, m, _)) => m,
+            _ => tail,
         }
     } else {
         simp(m, env)

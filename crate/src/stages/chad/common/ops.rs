@@ -92,10 +92,6 @@ fn var_names(ctx: &Ctx) -> Vec<String> {
     ctx.iter().enumerate().map(|(i, (n, _))| if count[&*n.text] > 1 { format!("{}@{i}", n.text) } else { n.text.to_string() }).collect()
 }
 
-fn names(ctx: &Ctx) -> Vec<String> {
-    var_names(ctx)
-}
-
 /// Γ's variables with their cotangent types.
 fn vars(ctx: &Ctx) -> Vec<(String, CT)> {
     var_names(ctx).into_iter().zip(ctx.iter().map(|(_, t)| t.clone())).collect()
@@ -133,16 +129,16 @@ pub fn zero(ct: &CT) -> &'static str {
     intern(format!("0_{}", ct.show()), Op::Zero(ct.clone()))
 }
 pub fn zero_env(ctx: &Ctx) -> &'static str {
-    intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv { ctx: cts(ctx), names: names(ctx) })
+    intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv { ctx: cts(ctx), names: var_names(ctx) })
 }
 pub fn one_hot(ctx: &Ctx, pos: usize) -> &'static str {
-    intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx), names: names(ctx) })
+    intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx), names: var_names(ctx) })
 }
 pub fn split(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
-    intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = names(ctx); ns.push(x.text.to_string()); ns } })
+    intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = var_names(ctx); ns.push(x.text.to_string()); ns } })
 }
 pub fn split_lam(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
-    intern(format!("splitλ_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::SplitLam { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = names(ctx); ns.push(x.text.to_string()); ns } })
+    intern(format!("splitλ_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::SplitLam { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = var_names(ctx); ns.push(x.text.to_string()); ns } })
 }
 pub fn ltuple(ts: &[CT]) -> &'static str {
     intern(format!("lpair_{}", CT::Prod(ts.to_vec()).show()), Op::LTuple(ts.to_vec()))
