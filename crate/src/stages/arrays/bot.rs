@@ -7,6 +7,7 @@ use super::common::core::{bot, lower, runtime};
 use super::common::PAPER;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
+use crate::features::{Feature, Features};
 use crate::interp::Builtin;
 use crate::ir::*;
 use crate::kit::passes::first_order_at;
@@ -88,6 +89,12 @@ impl Stage for Bot {
 
     fn contract(&self) -> Contract {
         Contract::SameFunction
+    }
+
+    /// §5.2: no dynamic loops and no sums; functions are inlined away. Refused here, by feature, so
+    /// a recursive program gets the same located refusal as in the other first-order chains.
+    fn supports(&self) -> Features {
+        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals])
     }
 
     fn builtins(&self) -> Vec<Builtin> {
