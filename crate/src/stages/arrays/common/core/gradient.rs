@@ -19,12 +19,12 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     let grad = wrapper_of(src)?;
     let mut fr = Fresh::new(src.program);
     let ex = extract(&grad.body, &mut fr)?;
-    let mut rev = Reverse { share, next_share: 0, steps: vec![], copied: 0 };
+    let mut rev = Reverse::new(share);
     let seed = var(&ex.seed);
     let grads = rev.run(seed, &ex.delta, ex.params.len())?;
     // the passes after this one (types, printer, shareToLet) recurse on a term's nesting, which the
     // reverse pass makes as deep as the Delta: refuse what is deeper than the bracket budget
-    let deepest = grads.iter().flatten().map(super::symbolic::depth).max().unwrap_or(0);
+    let deepest = grads.iter().flatten().map(|g| rev.tree_size_depth(g).1).max().unwrap_or(0);
     if deepest > crate::limits::max_brackets() {
         return Err(Diagnostic::error(
             Span::NONE,
@@ -32,7 +32,15 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
         )
         .refused());
     }
-    let grads: Vec<Option<Expr>> = if share { first_occurrences(grads) } else { grads };
+    let grads: Vec<Option<Expr>> = grads
+        .into_iter()
+        .map(|g| {
+            g.map(|mut t| {
+                rev.expand(&mut t);
+                t
+            })
+        })
+        .collect();
     let body = program(&ex, vec![], grads);
     let mut p = src.program.clone();
     p.defs = vec![def(WRAPPER, body)];
@@ -52,36 +60,6 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
         View { name: "symbolic reverse pass".into(), text: rev.steps.join("\n"), ..View::default() },
     ];
     Ok(Output { program: p, builtins: super::runtime::gradient_builtins(), views, steps: vec![] })
-}
-
-/// Each share ID kept whole at its first occurrence (left to right, the order the program runs in)
-/// and read as `shared i` after: the program's size is the gradient DAG's.
-fn first_occurrences(grads: Vec<Option<Expr>>) -> Vec<Option<Expr>> {
-    let mut seen = std::collections::HashSet::new();
-    grads
-        .into_iter()
-        .map(|g| {
-            g.map(|mut t| {
-                mark(&mut t, &mut seen);
-                t
-            })
-        })
-        .collect()
-}
-
-fn mark(t: &mut Expr, seen: &mut std::collections::HashSet<i64>) {
-    // pre-order, left to right: arguments run left to right, a share's body before the share
-    if let Some(("share", args)) = super::lang::spine(t).filter(|(_, a)| a.len() == 2) {
-        if let ExprKind::Int(id) = args[0].kind {
-            if !seen.insert(id) {
-                *t = app(builtin("shared"), int(id));
-                return;
-            }
-        }
-    }
-    for c in children_mut(t) {
-        mark(c, seen);
-    }
 }
 
 /// shareToLet (Fig. 20) of symbolic-share's program and the final wrapper (Fig. 21): every

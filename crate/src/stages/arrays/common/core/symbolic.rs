@@ -303,17 +303,6 @@ fn show_at(d: &Sym, seen: &mut std::collections::HashSet<i64>, depth: usize) -> 
     }
 }
 
-/// The depth of a term (with an explicit stack).
-pub fn depth(e: &Expr) -> usize {
-    let mut best = 0;
-    let mut stack = vec![(e, 1)];
-    while let Some((x, d)) = stack.pop() {
-        best = best.max(d);
-        stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
-    }
-    best
-}
-
 /// The most nodes a gradient program may have (the exponential stage is stopped there: notes §7.12).
 pub const MAX_TERM: u64 = 2_000_000;
 
@@ -364,10 +353,28 @@ pub struct Reverse {
     pub steps: Vec<String>,
     /// Nodes copied so far (the no-share pass's duplications), against `MAX_TERM`.
     pub copied: u64,
+    /// With share: the body of each `share i t`, kept once. The pass hands the term around as the
+    /// reference `shared i` (so a duplicated cotangent is never copied: the pass is linear in the
+    /// gradient DAG, not its tree), and `expand` writes `share i t` back at the first occurrence.
+    pub bodies: BTreeMap<i64, Expr>,
+    /// Per share ID, the size and depth of `share i t` written out as a tree (for the steps' sizes
+    /// and the depth check, as if every occurrence were a copy).
+    sizes: BTreeMap<i64, (u64, usize)>,
 }
 
 fn trivial(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_)) || spine(e).is_some_and(|(h, _)| h == "share")
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_)) || spine(e).is_some_and(|(h, _)| h == "share" || h == "shared")
+}
+
+/// The ID of a reference `shared i`.
+fn shared_id(e: &Expr) -> Option<i64> {
+    match spine(e)? {
+        ("shared", args) if args.len() == 1 => match args[0].kind {
+            ExprKind::Int(id) => Some(id),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 impl Reverse {
@@ -388,7 +395,51 @@ impl Reverse {
             return Ok(c);
         }
         self.next_share += 1;
-        Ok(apps(builtin("share"), [int(self.next_share), c]))
+        let id = self.next_share;
+        // `share i c` is App(App(share, i), c): c sits one level down, besides 4 nodes of its own
+        let (size, depth) = self.tree_size_depth(&c);
+        self.sizes.insert(id, (size.saturating_add(4), (depth + 1).max(3)));
+        self.bodies.insert(id, c);
+        Ok(app(builtin("shared"), int(id)))
+    }
+
+    /// A fresh pass: with `share`, Fig. 19's sharing.
+    pub fn new(share: bool) -> Reverse {
+        Reverse { share, next_share: 0, steps: vec![], copied: 0, bodies: BTreeMap::new(), sizes: BTreeMap::new() }
+    }
+
+    /// Size and depth of `e` as a tree with every `shared i` written out as `share i t`.
+    pub fn tree_size_depth(&self, e: &Expr) -> (u64, usize) {
+        let (mut n, mut best) = (0u64, 0usize);
+        let mut stack = vec![(e, 1usize)];
+        while let Some((x, d)) = stack.pop() {
+            if let Some((size, depth)) = shared_id(x).and_then(|id| self.sizes.get(&id)) {
+                n = n.saturating_add(*size);
+                best = best.max(d - 1 + depth);
+                continue;
+            }
+            n = n.saturating_add(1);
+            best = best.max(d);
+            stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+        }
+        (n, best)
+    }
+
+    /// The gradient term with each share written out at its first occurrence, left to right (the
+    /// order the program runs in), and read as `shared i` after: the program's size is the
+    /// gradient DAG's. Recurses on the written-out term's nesting (checked against the bracket
+    /// budget before: `tree_size_depth`).
+    pub fn expand(&mut self, t: &mut Expr) {
+        if let Some(id) = shared_id(t) {
+            if let Some(mut body) = self.bodies.remove(&id) {
+                self.expand(&mut body);
+                *t = apps(builtin("share"), [int(id), body]);
+            }
+            return;
+        }
+        for c in children_mut(t) {
+            self.expand(c);
+        }
     }
 
     pub fn run(&mut self, c: Expr, d: &Rc<Sym>, inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
@@ -398,7 +449,8 @@ impl Reverse {
         self.eval(c, d, &mut grad, &mut dfrag, &mut accum)?;
         while let Some((id, c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
-            self.steps.push(format!("ID {id}: cotangent of size {}", tree_size(&c)));
+            let size = if self.share { self.tree_size_depth(&c).0 } else { tree_size(&c) };
+            self.steps.push(format!("ID {id}: cotangent of size {size}"));
             self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum)?;
         }
         Ok((0..inputs).map(|k| grad.remove(&k)).collect())
@@ -489,7 +541,9 @@ fn unshare_in(m: &mut BTreeMap<i64, (Name, Expr)>, t: &mut Expr, fresh: &mut Fre
                 *t = var(v);
                 return;
             }
-            let mut body = args[1].clone();
+            // the body moved out, not copied: a share's body holds the shares nested in it
+            let ExprKind::App(_, arg) = &mut t.kind else { return };
+            let mut body = std::mem::replace(&mut **arg, unit());
             unshare_in(m, &mut body, fresh);
             let v = fresh.name(&format!("shared{id}"));
             m.insert(id, (v.clone(), body));
