@@ -1,5 +1,5 @@
 // The complexity view: every stage's counters against a `param` swept over a range, on a log–log plot.
-import { $, el, svgEl, fmtCount } from './dom.js';
+import { $, el, svgEl, fmtCount, pageWords } from './dom.js';
 import { STEP_BUDGET } from './state.js';
 import { counterNames, counterOf } from './costs.js';
 import { options } from './inputs.js';
@@ -133,10 +133,10 @@ function draw(state) {
       c.append(svgEl('title', {}, `${id}: ${param} = ${x}, ${counter} = ${y}`));
       svg.append(c);
     }
-    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, style: `fill: ${color}`, class: 'cx-legend' }, id));
+    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, fill: color, class: 'cx-legend' }, id));
   });
   plot.append(svg);
   const failed = runs.find(r => r.error);
-  if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${failed.error}`));
+  if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${pageWords(failed.error)}`));
   for (const r of runs) if (r.dropped?.length) plot.append(el('p', 'muted', `At ${param} = ${r.value}, ${r.dropped.join(', ')} ran out of the 2M-step budget (or did not run) and left the plot.`));
 }
