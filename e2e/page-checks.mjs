@@ -145,6 +145,7 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
     await p.waitForSelector('body[data-detail="krawiec/monadic"]', { timeout: 10000 });
     const steps = await stepsOf(p);
+    await p.waitForSelector('[data-testid="step-list"][data-ready="1"]');
     const items = await p.$$eval('[data-testid="step-list"] li[data-step]', ls => ls.map(l => l.textContent));
     assert(items.length === steps.length, `${items.length} listed of ${steps.length} steps`);
     assert(items.some(t => t.includes('●')), 'no step is marked as changing a cotangent');
@@ -220,6 +221,44 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     assert(badges.length > 1 && badges.every(([t, c]) => t !== '✓' && /stale|none/.test(c)), 'badges: ' + JSON.stringify(badges.slice(0, 5)));
     await ctx.close();
     return `"${diag.replace(/\s+/g, ' ').slice(0, 70)}"; field: "${err.text.slice(0, 60)}"`;
+  });
+
+  await check('views: a side-by-side diff of any two stages with "changed lines only", every counter explained on hover, failed stages marked in the cost view', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
+    await p.check('#diff-toggle');
+    const bases = await p.$$eval('#diff-base option', os => os.map(o => o.value));
+    assert(bases.length > 10 && !bases.includes('krawiec/monadic') && bases.includes('dualrev/tape'), 'bases: ' + bases);
+    await p.selectOption('#diff-base', 'dualrev/tape');
+    const heads = await p.$$eval('[data-testid="diff-table"] th', ths => ths.map(t => t.textContent).filter(Boolean));
+    assert(JSON.stringify(heads) === JSON.stringify(['dualrev/tape', 'krawiec/monadic']), 'columns: ' + heads);
+    // the two columns hold the two programs, line by line
+    const cols = await p.$$eval('[data-testid="diff-table"] tr', trs => trs.slice(1).map(tr => [...tr.querySelectorAll('td.code')].map(td => td.textContent)));
+    const progs = await p.evaluate(() => ['dualrev/tape', 'krawiec/monadic'].map(id => window.__cot.state.result.stages.find(s => s.id === id).program));
+    const left = cols.filter(c => c.length === 2).map(c => c[0]).filter(x => x !== '');
+    assert(left.join('\n') === progs[0].split('\n').filter(x => x !== '').join('\n'), 'the left column is not dualrev/tape');
+    const all = cols.length;
+    await p.check('#diff-changed');
+    const rows = await p.$$eval('[data-testid="diff-table"] tr', trs => trs.slice(1).map(tr => tr.className));
+    assert(rows.every(c => c === 'changed' || c === 'skip') && rows.includes('changed'), 'changed-only rows: ' + rows.slice(0, 8));
+    assert(rows.length < all || !progs[0].split('\n').some(l => progs[1].split('\n').includes(l)), 'changed lines only hid nothing');
+    await p.uncheck('#diff-changed');
+    await p.uncheck('#diff-toggle');
+    // Every counter heading and bar has a title that explains it.
+    const titles = await p.$$eval('#costs .bar-counter', ts => ts.map(t => [t.textContent, t.querySelector('title')?.textContent || '']));
+    assert(titles.length >= 3 && titles.every(([n, t]) => t.length > n.split(' ')[0].length + 10), 'counter titles: ' + JSON.stringify(titles.filter(([n, t]) => t.length <= n.length + 10)));
+    // A program some stages refuse: they are listed in the cost view with their reason.
+    const DOT = 'input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n';
+    await setSource(p, DOT);
+    const failed = await p.evaluate(() => window.__cot.state.result.stages.filter(s => !s.ok).map(s => s.id));
+    assert(failed.length > 0, 'no stage refused the array program');
+    await p.waitForSelector('[data-testid="cost-failed"]');
+    const marked = await p.$$eval('[data-testid="cost-failed"] button', bs => bs.map(b => [b.dataset.bar, b.title]));
+    assert(JSON.stringify(marked.map(m => m[0]).sort()) === JSON.stringify(failed.slice().sort()) && marked.every(m => /did not run: ./.test(m[1])), 'marked: ' + JSON.stringify(marked).slice(0, 200));
+    await p.click(`[data-testid="cost-failed"] button[data-bar="${failed[0]}"]`);
+    assert((await p.evaluate(() => window.__cot.state.selected)) === failed[0], 'a click on a failed stage did not select it');
+    await ctx.close();
+    return `${bases.length} stages to compare with; ${all} rows, changed only ${rows.length}; ${titles.length} counters explained; ${failed.length} failed stages marked`;
   });
 
   await check('accessibility: editor focus ring and Esc-then-Tab hint, every button named, contrast >= 4.5:1, a CSP without unsafe-inline and no violation', async () => {

@@ -30,36 +30,55 @@ function noStepsReason(r) {
 
 /** The keys whose value step `i` changed (every key of the first step is new). */
 function changedAt(steps, i) {
-  const before = new Map((i > 0 ? steps[i - 1].state || [] : []).map(([k, v]) => [k, JSON.stringify(v)]));
+  const same = v => (v !== null && typeof v === 'object' ? JSON.stringify(v) : v);
+  const before = new Map((i > 0 ? steps[i - 1].state || [] : []).map(([k, v]) => [k, same(v)]));
   const out = new Set();
-  for (const [k, v] of steps[i].state || []) if (before.get(k) !== JSON.stringify(v)) out.add(k);
+  for (const [k, v] of steps[i].state || []) if (before.get(k) !== same(v)) out.add(k);
   return out;
 }
 
 let listKey = null;   // the trace the step list shows
+let listJob = null;   // the idle callback that will build it
 const MAX_LISTED = 1000;
+const idle = window.requestIdleCallback || (f => setTimeout(f, 1));
+const cancelIdle = window.cancelIdleCallback || clearTimeout;
 
 /** The list of every step (clickable), each with the cotangents it changed; the current one marked. */
 function renderList(state, r, steps) {
   const list = $('step-list');
   const key = JSON.stringify([state.result?.run_id, r?.id, steps.length]);
   if (key !== listKey) {
+    // Built when the page is idle (comparing every step's state costs time on a long trace), so that a
+    // keystroke's update of the selected stage does not wait for it.
     listKey = key;
-    list.replaceChildren();
-    const nodes = new Map((r?.graph?.nodes || []).map(n => [n.id, n]));
-    for (let i = 0; i < Math.min(steps.length, MAX_LISTED); i++) {
-      const s = steps[i];
-      const node = s.node != null ? nodes.get(s.node) : null;
-      const li = el('li');
-      li.dataset.step = String(i);
-      li.append(document.createTextNode(`${i + 1}. ${s.kind}${node ? ' at ' + (node.label || node.ctor) : ''}`));
-      const ch = [...changedAt(steps, i)];
-      if (ch.length) li.append(el('span', 'chg', ` ● ${ch.slice(0, 4).join(', ')}${ch.length > 4 ? ` +${ch.length - 4}` : ''}`));
-      li.title = li.textContent + (s.note ? ' — ' + s.note : '');
-      list.append(li);
-    }
-    if (steps.length > MAX_LISTED) list.append(el('li', 'muted', `… ${steps.length - MAX_LISTED} more steps (use next and last)`));
+    if (listJob) cancelIdle(listJob);
+    list.dataset.ready = '';
+    listJob = idle(() => { listJob = null; buildList(list, r, steps); markCurrent(state); }, { timeout: 300 });
   }
+  markCurrent(state);
+}
+
+function buildList(list, r, steps) {
+  const nodes = new Map((r?.graph?.nodes || []).map(n => [n.id, n]));
+  const items = [];
+  for (let i = 0; i < Math.min(steps.length, MAX_LISTED); i++) {
+    const s = steps[i];
+    const node = s.node != null ? nodes.get(s.node) : null;
+    const li = el('li');
+    li.dataset.step = String(i);
+    li.append(document.createTextNode(`${i + 1}. ${s.kind}${node ? ' at ' + (node.label || node.ctor) : ''}`));
+    const ch = [...changedAt(steps, i)];
+    if (ch.length) li.append(el('span', 'chg', ` ● ${ch.slice(0, 4).join(', ')}${ch.length > 4 ? ` +${ch.length - 4}` : ''}`));
+    li.title = li.textContent + (s.note ? ' — ' + s.note : '');
+    items.push(li);
+  }
+  if (steps.length > MAX_LISTED) items.push(el('li', 'muted', `… ${steps.length - MAX_LISTED} more steps (use next and last)`));
+  list.replaceChildren(...items);
+  list.dataset.ready = '1';
+}
+
+function markCurrent(state) {
+  const list = $('step-list');
   const prev = list.querySelector('li[aria-current]');
   prev?.removeAttribute('aria-current');
   const cur = list.querySelector(`li[data-step="${state.step}"]`);
