@@ -14,8 +14,10 @@ const errors = [];
 
 // E2E_ONLY=<regex> runs only the checks it matches (and the first, which opens the shared page).
 const only = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY) : null;
+let running = '';   // the check under way, named in the errors the page logs
 async function check(name, fn) {
   if (only && passed + failed > 0 && !only.test(name)) return;
+  running = name.slice(0, 40);
   const t0 = Date.now();
   try {
     const note = await fn();
@@ -34,9 +36,9 @@ const context = await browser.newContext({ viewport: { width: 1600, height: 1000
 
 async function open(hash = '', ctx = context) {
   const page = await ctx.newPage();
-  page.on('pageerror', e => errors.push('pageerror: ' + String(e)));
-  page.on('console', m => { if (m.type() === 'error') errors.push('console.error: ' + m.text()); });
-  page.on('response', r => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`); });
+  page.on('pageerror', e => errors.push(`[${running}] pageerror: ` + String(e)));
+  page.on('console', m => { if (m.type() === 'error') errors.push(`[${running}] console.error: ` + m.text()); });
+  page.on('response', r => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`[${running}] ${r.status()} ${r.url()}`); });
   await page.goto(url + hash);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
   return page;

@@ -303,7 +303,16 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     });
     const low = samples.map(s => ({ ...s, ratio: contrast(s.fg, s.bg) })).filter(s => s.ratio < 4.5);
     assert(samples.length >= 12 && low.length === 0, 'low contrast: ' + low.map(s => `${s.sel} ${s.fg} on ${s.bg} = ${s.ratio.toFixed(2)}`).join('; '));
-    // Use the page a little (a stage with a graph, the complexity plot legend), then: no violation.
+    // Use the page a little (typing over a selection and at the caret, a stage with a graph, the complexity
+    // plot's legend), then: no violation.
+    await p.click('.cm-content');
+    await p.keyboard.press('Control+A');
+    await p.keyboard.type('input (1.0, 2.0)\ndef main (x, y) = x * y');
+    await p.keyboard.press('Home');
+    await p.keyboard.type('  ');
+    await p.keyboard.press('Shift+End');
+    await p.keyboard.insertText('def main (x, y) = y * x');
+    await p.waitForFunction(() => window.__cot.source().endsWith('def main (x, y) = y * x'));
     await p.click('[data-stage="dualrev/tape"]');
     await p.waitForSelector('body[data-detail="dualrev/tape"]', { timeout: 10000 });
     await setSource(p, 'param n = 4\ninput 1.5\ndef double k x = if k == 0 then x else double (k - 1) (x + x)\ndef main x = double n x\n');

@@ -71,6 +71,16 @@ export function init(doc, onEdit) {
           onEdit();
         }),
         EditorView.contentAttributes.of({ 'aria-label': 'Cotangent program', spellcheck: 'false' }),
+        // Typed over a selection that spans highlighted tokens, Chrome's own editing would keep their look
+        // with inline styles (refused by the CSP, and logged): the editor makes that change itself.
+        EditorView.domEventHandlers({
+          beforeinput(e, v) {
+            if (e.inputType !== 'insertText' || !e.data || /^[([{"']$/.test(e.data) || v.state.selection.ranges.every(r => r.empty)) return false;
+            e.preventDefault();
+            v.dispatch(v.state.replaceSelection(e.data), { scrollIntoView: true, userEvent: 'input.type' });
+            return true;
+          },
+        }),
       ],
     }),
   });
