@@ -72,13 +72,18 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     // At 1280 px the program is still beside the DAG.
     await p.setViewportSize({ width: 1280, height: 800 });
     assert(await beside(p), 'at 1280 px the program and the DAG are stacked');
+    // A program the default stage refuses (an array input): the first screen is a stage that ran, with steps.
+    const arr = await open('#src=' + encodeURIComponent('input [1.0, 2.0, 3.0]\ndef main a = sum (map (\\x -> x * x) a)\n'), ctx);
+    await arr.waitForSelector('#dag svg .node', { timeout: 10000 });
+    const first = await arr.evaluate(() => { const s = window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected); return { id: s.id, ok: s.ok, steps: s.trace_len }; });
+    assert(first.ok && first.steps > 0, 'array program opens on ' + JSON.stringify(first));
     await ctx.close();
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
     const q = await open('', phone);
     await q.waitForSelector('#dag svg .node', { timeout: 10000 });
     await q.screenshot({ path: path.join(shots, 'first-screen-390.png') });
     await phone.close();
-    return `${sel}, ${steps} steps, ${items.length} help items; ${note}; screenshots e2e/screenshots/first-screen-1440.png, first-screen-390.png`;
+    return `${sel}, ${steps} steps (an array program: ${first.id}), ${items.length} help items; ${note}; screenshots e2e/screenshots/first-screen-1440.png, first-screen-390.png`;
   });
 
   await check('DAG: nodes are named buttons with their whole label; a click or Enter jumps to the node\'s step; the current node is panned into view', async () => {

@@ -202,6 +202,12 @@ async function main() {
 
   stageList.render(state);
   await run();
+  // The default stage refused this program (krawiec/monadic takes no array input): open on the first
+  // stage that ran with steps over a graph instead, else forward.
+  if (typeof start.stage !== 'string' && !stageResult(state.selected)?.ok) {
+    const ok = s => s?.ok && s.trace_len > 0 && s.graph_nodes > 0;
+    select(FIRST_SCREEN.find(id => ok(stageResult(id))) || state.result?.stages.find(ok)?.id || REFERENCE);
+  }
   session.checkLinkedStage(state, stageOrder(), REFERENCE);
   if (!stageOrder().includes(state.selected)) select(REFERENCE);
   Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core });
