@@ -6,12 +6,18 @@ import { readdir, stat, readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import path from 'node:path';
 import { serve, launch, dist } from './lib.mjs';
+import { pageChecks } from './page-checks.mjs';
 
 const RUNNING = 'input (12.0, 13.0)\ndef main (x, y) = let z = x + y in x * z\n';
 let passed = 0, failed = 0;
 const errors = [];
 
+// E2E_ONLY=<regex> runs only the checks it matches (and the first, which opens the shared page).
+const only = process.env.E2E_ONLY ? new RegExp(process.env.E2E_ONLY) : null;
+let running = '';   // the check under way, named in the errors the page logs
 async function check(name, fn) {
+  if (only && passed + failed > 0 && !only.test(name)) return;
+  running = name.slice(0, 40);
   const t0 = Date.now();
   try {
     const note = await fn();
@@ -30,9 +36,9 @@ const context = await browser.newContext({ viewport: { width: 1600, height: 1000
 
 async function open(hash = '', ctx = context) {
   const page = await ctx.newPage();
-  page.on('pageerror', e => errors.push('pageerror: ' + String(e)));
-  page.on('console', m => { if (m.type() === 'error') errors.push('console.error: ' + m.text()); });
-  page.on('response', r => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`); });
+  page.on('pageerror', e => errors.push(`[${running}] pageerror: ` + String(e)));
+  page.on('console', m => { if (m.type() === 'error') errors.push(`[${running}] console.error: ` + m.text()); });
+  page.on('response', r => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`[${running}] ${r.status()} ${r.url()}`); });
   await page.goto(url + hash);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
   return page;
@@ -151,7 +157,7 @@ try {
         assert(hl.length === 1 && hl[0] === cur, `highlight ${hl} does not match step node ${cur}`);
         seen.add(cur);
       }
-      const span = await page.evaluate(() => document.querySelector('.cm-editor .cm-step-span')?.textContent ?? null);
+      const span = await page.evaluate(() => document.querySelector('#editor').shadowRoot.querySelector('.cm-editor .cm-step-span')?.textContent ?? null);
       if (span) spans.add(span);
       await page.click('[data-testid="step-next"]');
     }
@@ -435,7 +441,7 @@ try {
   await check('a long line scrolls inside the editor; arrows move focus with the selection; a picked stage shows from the top', async () => {
     const long = RUNNING + '-- ' + 'x'.repeat(600) + '\n';
     await setSource(page, long);
-    const w = await page.evaluate(() => ({ editor: document.querySelector('.cm-editor').getBoundingClientRect().width, pane: document.querySelector('.source').getBoundingClientRect().width, gutterLeft: document.querySelector('.cm-gutters').getBoundingClientRect().left, paneLeft: document.querySelector('.source').getBoundingClientRect().left }));
+    const w = await page.evaluate(() => ({ editor: document.querySelector('#editor').shadowRoot.querySelector('.cm-editor').getBoundingClientRect().width, pane: document.querySelector('.source').getBoundingClientRect().width, gutterLeft: document.querySelector('#editor').shadowRoot.querySelector('.cm-gutters').getBoundingClientRect().left, paneLeft: document.querySelector('.source').getBoundingClientRect().left }));
     assert(w.editor <= w.pane + 1, `editor ${w.editor}px wider than its pane ${w.pane}px`);
     assert(w.gutterLeft >= w.paneLeft - 1, 'the gutter scrolled out of the pane');
     await setSource(page, RUNNING);
@@ -562,10 +568,13 @@ try {
     return notes.join('; ');
   });
 
+  await pageChecks({ check, assert, open, browser, RUNNING });
+
   await check('the page logged no errors', async () => {
     assert(errors.length === 0, errors.join('\n'));
   });
 
+  if (!only) {
   // ---- Figures: keystroke → every stage updated, per example (performance marks in the page), with a
   // stage that draws a Delta DAG selected (its graph is laid out and drawn on every keystroke).
   await setSource(page, RUNNING);
@@ -594,6 +603,7 @@ try {
   }
   const worst = Math.max(...rows.map(r => r.ms)), worstSel = Math.max(...rows.map(r => r.sel));
   console.log(`  worst: selected stage ${worstSel.toFixed(1)} ms (goal ≤ 50 ms: ${worstSel <= 50 ? 'met' : 'NOT met'}), all stages ${worst.toFixed(1)} ms (goal ≤ 150 ms: ${worst <= 150 ? 'met' : 'NOT met'})`);
+  }
 } finally {
   await browser.close();
   server.close();
@@ -617,6 +627,6 @@ async function sizes() {
   }
   console.log(`  wasm total ${(wasm / 1024).toFixed(1)} KB (${(wasmGz / 1024).toFixed(1)} KB gzip); JS total ${(js / 1024).toFixed(1)} KB (${(jsGz / 1024).toFixed(1)} KB gzip)`);
 }
-await sizes();
+if (!only) await sizes();
 console.log(`\n${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

@@ -3,7 +3,7 @@
 // Rule: text from a program, a link or the core is only ever inserted with textContent (never as HTML);
 // the one exception is the Delta-DAG SVG (see dag.js).
 import { $, setStatus, showBanner } from './dom.js';
-import { state, REFERENCE, stageOrder, stageResult } from './state.js';
+import { state, REFERENCE, FIRST_SCREEN, stageOrder, stageResult } from './state.js';
 import { Core, Superseded, Stopped } from './core.js';
 import * as editor from './editor.js';
 import * as inputs from './inputs.js';
@@ -186,19 +186,28 @@ async function main() {
   session.render(state);
 
   const start = await session.initialView(state);
+  // A first visit opens on a stage that has a Delta DAG and a stepper, not on the reference.
+  if (typeof start.stage !== 'string') state.selected = FIRST_SCREEN.find(id => hello.stages.some(s => s.id === id)) || REFERENCE;
   editor.init(start.src, onEdit);
   session.syncExample(state);
   inputs.init(onInput);
   stageList.init(id => select(id, 0, true));
+  stageInfo.init(state);
   costs.init(id => select(id));
   program.init(state);
-  dag.init(state);
+  dag.init(state, i => { stepper.stopPlay(state); stepper.goStep(state, i); });
   stepper.init(state);
   complexity.init(core);
   session.init(state, { run, moveStage });
 
   stageList.render(state);
   await run();
+  // The default stage refused this program (krawiec/monadic takes no array input): open on the first
+  // stage that ran with steps over a graph instead, else forward.
+  if (typeof start.stage !== 'string' && !stageResult(state.selected)?.ok) {
+    const ok = s => s?.ok && s.trace_len > 0 && s.graph_nodes > 0;
+    select(FIRST_SCREEN.find(id => ok(stageResult(id))) || state.result?.stages.find(ok)?.id || REFERENCE);
+  }
   session.checkLinkedStage(state, stageOrder(), REFERENCE);
   if (!stageOrder().includes(state.selected)) select(REFERENCE);
   Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core });

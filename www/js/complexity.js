@@ -1,7 +1,7 @@
 // The complexity view: every stage's counters against a `param` swept over a range, on a log–log plot.
-import { $, el, svgEl, fmtCount } from './dom.js';
+import { $, el, svgEl, fmtCount, pageWords } from './dom.js';
 import { STEP_BUDGET } from './state.js';
-import { counterNames, counterOf } from './costs.js';
+import { counterNames, counterOf, counterAbout } from './costs.js';
 import { options } from './inputs.js';
 import { source } from './editor.js';
 
@@ -42,9 +42,10 @@ export function render(state) {
     const names = [...new Set([...counterNames(state), ...state.complexity.runs.flatMap(r => Object.keys(r.costs).flatMap(id => Object.keys(r.costs[id].counters || {})))])];
     if ([...ctr.options].map(o => o.value).join(',') !== names.join(',')) {
       ctr.replaceChildren();
-      for (const n of names) { const o = el('option', null, n); o.value = n; ctr.append(o); }
+      for (const n of names) { const o = el('option', null, n); o.value = n; o.title = counterAbout(state, n); ctr.append(o); }
       ctr.value = names.includes(state.complexity.counter) ? state.complexity.counter : 'steps';
     }
+    ctr.title = counterAbout(state, ctr.value);
   }
 }
 
@@ -133,10 +134,10 @@ function draw(state) {
       c.append(svgEl('title', {}, `${id}: ${param} = ${x}, ${counter} = ${y}`));
       svg.append(c);
     }
-    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, style: `fill: ${color}`, class: 'cx-legend' }, id));
+    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, fill: color, class: 'cx-legend' }, id));
   });
   plot.append(svg);
   const failed = runs.find(r => r.error);
-  if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${failed.error}`));
+  if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${pageWords(failed.error)}`));
   for (const r of runs) if (r.dropped?.length) plot.append(el('p', 'muted', `At ${param} = ${r.value}, ${r.dropped.join(', ')} ran out of the 2M-step budget (or did not run) and left the plot.`));
 }

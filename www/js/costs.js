@@ -1,5 +1,5 @@
 // Every stage's cost counters as bars, one block per counter (each scaled to its largest value).
-import { $, el, svgEl, fmtCount } from './dom.js';
+import { $, el, svgEl, fmtCount, pageWords } from './dom.js';
 
 /** The counters the last run reports: the three every stage has, then each stage's own. */
 export function counterNames(state) {
@@ -15,15 +15,17 @@ const CORE = {
 };
 export function counterAbout(state, name) {
   if (CORE[name]) return CORE[name];
-  for (const c of state.chains || []) for (const k of c.counters || []) if (k.name === name) return k.about;
-  return '';
+  for (const c of state.chains || []) for (const k of c.counters || []) if (k.name === name && k.about) return k.about;
+  // a counter no chain describes: say at least whose it is
+  const by = (state.result?.stages || []).filter(s => s.cost?.counters?.[name] != null).map(s => s.id);
+  return by.length ? `a counter the runtime of ${by.slice(0, 3).join(', ')}${by.length > 3 ? ' …' : ''} reports` : 'a stage\'s own counter';
 }
 export const counterOf = (cost, name) => name in (cost || {}) && name !== 'counters' ? cost[name] : (cost?.counters?.[name] ?? 0);
 
 /** `select(id)` runs when a stage's bar is clicked (one listener on the view). */
 export function init(select) {
   $('costs').addEventListener('click', e => {
-    const bar = e.target.closest?.('.bar');
+    const bar = e.target.closest?.('.bar, .cost-failed-stage');
     if (bar) select(bar.dataset.bar);
   });
 }
@@ -31,7 +33,24 @@ export function init(select) {
 export function render(state) {
   const box = $('costs');
   box.replaceChildren();
-  const stages = (state.result?.stages || []).filter(s => s.ok);
+  const all = state.result?.stages || [];
+  const stages = all.filter(s => s.ok);
+  // Stages that did not run are marked, first, with their reason on hover, rather than left out.
+  const failed = all.filter(s => !s.ok);
+  if (failed.length) {
+    const p = el('p', 'cost-failed');
+    p.setAttribute('data-testid', 'cost-failed');
+    p.append(el('span', 'cost-failed-head', `did not run (${failed.length}), so no counts: `));
+    failed.forEach((s, i) => {
+      const b = el('button', 'link cost-failed-stage', '✗ ' + s.id);
+      b.type = 'button';
+      b.dataset.bar = s.id;
+      b.title = `${s.id} did not run: ${pageWords(s.error || 'no reason given')}`;
+      p.append(b);
+      if (i < failed.length - 1) p.append(document.createTextNode(' '));
+    });
+    box.append(p);
+  }
   if (!stages.length) { box.append(el('p', 'muted', 'No stage ran.')); return; }
   const W = 520, labelW = 150, rowH = 15, gap = 10;
   const names = counterNames(state);
@@ -43,7 +62,7 @@ export function render(state) {
   for (const { name, rows, zero } of blocks) {
     const head = svgEl('text', { x: 0, y: y + 12, class: 'bar-counter' }, name + (rows.length ? '' : ' — 0 in every stage'));
     const about = counterAbout(state, name);
-    if (about) head.append(svgEl('title', {}, `${name}: ${about}`));
+    head.append(svgEl('title', {}, `${name}: ${about}`));
     svg.append(head);
     y += 18;
     const max = Math.max(1, ...rows.map(s => counterOf(s.cost, name)));
@@ -54,7 +73,7 @@ export function render(state) {
       g.append(svgEl('text', { x: labelW - 6, y: y + 11, 'text-anchor': 'end', class: 'bar-label' }, s.id));
       g.append(svgEl('rect', { x: labelW, y: y + 2, width: Math.max(1, w), height: rowH - 4, rx: 2 }));
       g.append(svgEl('text', { x: labelW + w + 4, y: y + 11, class: 'bar-value' }, fmtCount(v)));
-      g.append(svgEl('title', {}, `${s.id}: ${name} = ${v}`));
+      g.append(svgEl('title', {}, `${s.id}: ${name} = ${v} (${about})`));
       svg.append(g);
       y += rowH;
     }

@@ -60,6 +60,15 @@ export function compactValue(text, keep = 6) {
   return open + shown.join(', ') + close;
 }
 
+/** The core's messages in the page's words: the CLI's flags become the page's fields. */
+export const pageWords = m => String(m)
+  .replace(/pass one with --at\b/g, 'type one in the Input point field')
+  .replace(/--at\b/g, 'the Input point field')
+  .replace(/--seed\b/g, 'the Output seed field');
+
+/** NaN, as a number or as the JSON's string. */
+export const isNaNish = v => v === 'NaN' || (typeof v === 'number' && Number.isNaN(v));
+
 export const fmtCount = n => n >= 1e6 ? (n / 1e6).toPrecision(3) + 'M' : n >= 1e4 ? (n / 1e3).toPrecision(3) + 'k' : String(n);
 
 export function setStatus(text, cls = '') {

@@ -7,7 +7,7 @@ import {
   lintGutter, lintKeymap, setDiagnostics,
 } from '../codemirror.bundle.js';
 import { cotangentLanguage, cotangentHighlight } from './lang.js';
-import { $, el } from './dom.js';
+import { $, el, pageWords } from './dom.js';
 
 const spanEffect = StateEffect.define();
 const spanField = StateField.define({
@@ -27,19 +27,43 @@ const spanField = StateField.define({
 });
 
 let view;
+
+/** The editor's look. It is mounted in a shadow root, where CodeMirror's styles go into a constructed
+ *  stylesheet instead of a <style> element: so the page's CSP needs no 'unsafe-inline' for styles. */
+const theme = EditorView.theme({
+  '&': { flex: '1', height: '100%', minWidth: '0', maxWidth: '100%', fontSize: '13.5px' },
+  '.cm-scroller': { fontFamily: 'var(--mono)' },
+  // a visible focus ring (Esc then Tab leaves the editor: the hint under it says so)
+  '&.cm-focused': { outline: '2px solid var(--accent)', outlineOffset: '-2px' },
+  '.cm-gutters': { color: '#5c6470' },
+  '.cm-step-span': { background: '#ffe58f', borderRadius: '2px', boxShadow: '0 0 0 1px #f0b400' },
+});
+
+/** A shadow root on `host` that also has the page's own rules (the syntax colours `tok-*`). */
+function shadowOf(host) {
+  const root = host.shadowRoot || host.attachShadow({ mode: 'open' });
+  const sheet = new CSSStyleSheet();
+  const rules = [];
+  for (const s of document.styleSheets) { try { for (const r of s.cssRules) rules.push(r.cssText); } catch { /* not ours */ } }
+  sheet.replaceSync(rules.join('\n'));
+  root.adoptedStyleSheets = [sheet];
+  return root;
+}
 let lastSpanKey = 'null';   // the span last shown, so an unchanged step dispatches nothing
 let lastLintKey = '[]';     // the lint markers last set, likewise
 
 /** Creates the editor holding `doc`; `onEdit()` runs after every change to the text. */
 export function init(doc, onEdit) {
+  const root = shadowOf($('editor'));
   view = new EditorView({
-    parent: $('editor'),
+    root,
+    parent: root,
     state: EditorState.create({
       doc,
       extensions: [
         lineNumbers(), highlightActiveLineGutter(), highlightSpecialChars(), history(), drawSelection(),
         bracketMatching(), closeBrackets(), highlightActiveLine(), highlightSelectionMatches(), lintGutter(),
-        cotangentLanguage, cotangentHighlight, spanField,
+        cotangentLanguage, cotangentHighlight, spanField, theme,
         keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap, ...lintKeymap, indentWithTab]),
         EditorView.updateListener.of(u => {
           if (!u.docChanged) return;
@@ -47,6 +71,16 @@ export function init(doc, onEdit) {
           onEdit();
         }),
         EditorView.contentAttributes.of({ 'aria-label': 'Cotangent program', spellcheck: 'false' }),
+        // Typed over a selection that spans highlighted tokens, Chrome's own editing would keep their look
+        // with inline styles (refused by the CSP, and logged): the editor makes that change itself.
+        EditorView.domEventHandlers({
+          beforeinput(e, v) {
+            if (e.inputType !== 'insertText' || !e.data || /^[([{"']$/.test(e.data) || v.state.selection.ranges.every(r => r.empty)) return false;
+            e.preventDefault();
+            v.dispatch(v.state.replaceSelection(e.data), { scrollIntoView: true, userEvent: 'input.type' });
+            return true;
+          },
+        }),
       ],
     }),
   });
@@ -87,13 +121,13 @@ export function render(state) {
     item.append(el('span', 'diag-sev', d.severity === 'warning' ? 'warning' : 'error'));
     if (where) item.append(el('span', 'diag-pos', where));
     if (d.stage) item.append(el('span', 'diag-stage', d.stage));
-    item.append(el('span', 'diag-msg', d.message));
+    item.append(el('span', 'diag-msg', pageWords(d.message)));
     if (d.from != null) {
       item.classList.add('clickable');
       item.title = 'Show in the editor';
       item.addEventListener('click', () => reveal(d.from));
       const from = Math.min(d.from, len), to = Math.min(Math.max(d.to ?? d.from, from), len);
-      cm.push({ from, to: to > from ? to : Math.min(from + 1, len), severity: d.severity === 'warning' ? 'warning' : 'error', message: d.message });
+      cm.push({ from, to: to > from ? to : Math.min(from + 1, len), severity: d.severity === 'warning' ? 'warning' : 'error', message: pageWords(d.message) });
     }
     box.append(item);
   }

@@ -1,6 +1,6 @@
 // The selected stage's gradient against the reference (forward mode) and finite differences, or why
 // the stage did not run.
-import { $, el, fmt } from './dom.js';
+import { $, el, fmt, pageWords, isNaNish } from './dom.js';
 import { REFERENCE, stageResult } from './state.js';
 import { reveal } from './editor.js';
 
@@ -20,7 +20,7 @@ export function render(state) {
   const head = el('div', 'grad-head');
   if (!r.ok) {
     head.append(el('span', 'verdict refused', 'did not run'));
-    head.append(el('span', 'grad-error', r.error || ''));
+    head.append(el('span', 'grad-error', pageWords(r.error || '')));
     if (r.error_span) {
       const at = el('button', 'link', `line ${r.error_span.line}:${r.error_span.col}`);
       at.addEventListener('click', () => reveal(r.error_span.from, r.error_span.to));
@@ -30,11 +30,15 @@ export function render(state) {
     return;
   }
   const ref = res.reference;
-  if (r.id === REFERENCE) head.append(el('span', 'verdict ok', 'reference'));
-  else if (r.agrees === true) head.append(el('span', 'verdict ok', 'agrees with forward'));
+  // NaN agrees with NaN, but a NaN gradient is no success: no green verdict then.
+  const nan = [...r.gradient, ...(ref?.gradient || [])].some(isNaNish);
+  const fdNan = nan || (ref?.fd || []).some(isNaNish);
+  const NAN = ' — but the gradient has NaN';
+  if (r.id === REFERENCE) head.append(el('span', 'verdict ' + (nan ? 'warn' : 'ok'), 'reference' + (nan ? ' (its gradient has NaN)' : '')));
+  else if (r.agrees === true) head.append(el('span', 'verdict ' + (nan ? 'warn' : 'ok'), 'agrees with forward' + (nan ? NAN : '')));
   else if (r.agrees === false) head.append(el('span', 'verdict bad', 'DISAGREES with forward'));
-  if (ref) head.append(el('span', 'verdict ' + (ref.fd_agrees ? 'ok' : 'warn'),
-    ref.fd_agrees ? 'forward agrees with finite differences' : 'forward and finite differences differ (kink or cancellation?)'));
+  if (ref) head.append(el('span', 'verdict ' + (ref.fd_agrees && !fdNan ? 'ok' : 'warn'),
+    ref.fd_agrees ? 'forward agrees with finite differences' + (fdNan ? ' — but the values have NaN' : '') : 'forward and finite differences differ (kink or cancellation?)'));
   head.append(el('span', 'muted', 'gradient of ⟨seed, main x⟩ with respect to every real input'));
   box.append(head);
   const table = el('table', 'grad-table');

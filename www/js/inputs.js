@@ -1,6 +1,6 @@
 // Under the editor: the run's inputs (input point, output seed, `param` overrides), the options a run
 // is made with, and the overview of the last run (main's type, the input, the seed, the primal).
-import { $, el, compactValue } from './dom.js';
+import { $, el, compactValue, pageWords } from './dom.js';
 import { STEP_BUDGET } from './state.js';
 
 let onChange = () => {};
@@ -37,8 +37,23 @@ export function syncParamsFromText(state, text) {
 }
 
 export function render(state) {
+  renderFieldErrors(state);
   renderParams(state);
   renderOverview(state);
+}
+
+/** A field whose text the core could not read (its message is rendered against `--at` / `--seed`), or the
+ *  input point the program lacks, is marked invalid, its message beside it. */
+function renderFieldErrors(state) {
+  for (const [id, flag, name] of [['in-at', '--at', 'Input point'], ['in-seed', '--seed', 'Output seed']]) {
+    const d = state.diagnostics.find(d => d.rendered?.startsWith(flag + ':') || new RegExp(flag + '\\b').test(d.message));
+    const input = $(id), msg = $(id + '-error');
+    if (d) {
+      input.setAttribute('aria-invalid', 'true');
+      msg.textContent = `${name}: ${pageWords(d.message)}`;
+    } else input.removeAttribute('aria-invalid');
+    msg.hidden = !d;
+  }
 }
 
 function renderParams(state) {

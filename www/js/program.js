@@ -1,5 +1,6 @@
-// The selected stage's transformed program, optionally as a line diff against the stage before it
-// (the previous stage of the same chain, else the reference).
+// The selected stage's transformed program, optionally as a side-by-side line diff against any other
+// stage (by default the stage before it: the previous stage of the same chain, else the reference),
+// optionally showing the changed lines only.
 import { $, el } from './dom.js';
 import { REFERENCE, stageOrder, stageResult, chainOf } from './state.js';
 import { diffLines } from './diff.js';
@@ -9,6 +10,71 @@ let programKey = null;   // what the view shows, so an unchanged program keeps i
 
 export function init(state) {
   $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; render(state); });
+  $('diff-base').addEventListener('change', e => { state.diffBase = e.target.value; state.diff = true; $('diff-toggle').checked = true; render(state); });
+  $('diff-changed').addEventListener('change', e => { state.diffChanged = e.target.checked; render(state); });
+}
+
+/** The base stage menu: every other stage with a program; the user's pick, else the stage before. */
+function renderBase(state, prev) {
+  const sel = $('diff-base');
+  const ids = stageOrder().filter(x => x !== state.selected && stageResult(x)?.program);
+  if ([...sel.options].map(o => o.value).join(',') !== ids.join(',')) {
+    sel.replaceChildren(...ids.map(id => { const o = el('option', null, id); o.value = id; return o; }));
+  }
+  const base = ids.includes(state.diffBase) ? state.diffBase : prev;
+  sel.value = base || '';
+  sel.disabled = !ids.length;
+  return base;
+}
+
+/** Rows of a side-by-side diff: [left text | null, right text | null, changed]; a run of removed and
+ *  added lines is paired up line by line. */
+function sideBySide(a, b) {
+  const ops = diffLines(a, b), rows = [];
+  for (let i = 0; i < ops.length;) {
+    if (ops[i].op === ' ') { rows.push([ops[i].text, ops[i].text, false]); i++; continue; }
+    const del = [], add = [];
+    for (; i < ops.length && ops[i].op !== ' '; i++) (ops[i].op === '-' ? del : add).push(ops[i].text);
+    for (let k = 0; k < Math.max(del.length, add.length); k++) rows.push([del[k] ?? null, add[k] ?? null, true]);
+  }
+  return rows;
+}
+
+function drawDiff(pre, baseId, id, a, b, changedOnly) {
+  const table = el('table', 'sbs');
+  table.setAttribute('data-testid', 'diff-table');
+  const head = el('tr');
+  head.append(el('th', null, ''), el('th', null, baseId), el('th', null, ''), el('th', null, id));
+  table.append(head);
+  let la = 0, lb = 0, skipped = 0;
+  const flush = () => {
+    if (!skipped) return;
+    const tr = el('tr', 'skip');
+    const td = el('td', 'muted', `⋯ ${skipped} unchanged line${skipped === 1 ? '' : 's'}`);
+    td.colSpan = 4;
+    tr.append(td);
+    table.append(tr);
+    skipped = 0;
+  };
+  const cell = (text, cls) => {
+    const td = el('td', 'code');
+    if (text == null) return td;
+    const line = el('div', 'line ' + cls);
+    highlightLine(line, text);
+    td.append(line);
+    return td;
+  };
+  for (const [x, y, changed] of sideBySide(a, b)) {
+    if (x != null) la++;
+    if (y != null) lb++;
+    if (!changed && changedOnly) { skipped++; continue; }
+    flush();
+    const tr = el('tr', changed ? 'changed' : 'same');
+    tr.append(el('td', 'num-col', x != null ? la : ''), cell(x, changed ? 'del' : 'same'), el('td', 'num-col', y != null ? lb : ''), cell(y, changed ? 'add' : 'same'));
+    table.append(tr);
+  }
+  flush();
+  pre.append(table);
 }
 
 /** The stage `id` is compared with in the diff, or null. */
@@ -74,11 +140,13 @@ export function render(state) {
   const prev = previousStage(state.selected);
   renderTabs(state, r);
   const view = (r?.views || []).find(v => v.name === state.view);
-  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && prev ? stageResult(prev).program : null, view?.text]);
+  const base = renderBase(state, prev);
+  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && base ? [base, stageResult(base).program, !!state.diffChanged] : null, view?.text]);
   if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
   programKey = key;
   pre.replaceChildren();
   $('diff-toggle').disabled = !!view;
+  $('diff-changed').disabled = !!view || !state.diff;
   if (view?.stack?.length) { drawStack(pre, view.stack); return; }
   if (view) {
     view.text.split('\n').forEach((text, i) => {
@@ -89,16 +157,10 @@ export function render(state) {
     });
     return;
   }
-  $('diff-base').textContent = prev ? prev : 'previous stage';
-  $('diff-toggle').disabled = !prev;
+  $('diff-toggle').disabled = !base;
   if (!r || !r.program) { pre.append(el('span', 'muted', r?.error ? 'No program: ' + r.error : 'No program.')); return; }
-  if (state.diff && prev) {
-    for (const { op, text } of diffLines(stageResult(prev).program, r.program)) {
-      const line = el('div', 'line ' + (op === '+' ? 'add' : op === '-' ? 'del' : 'same'));
-      line.append(el('span', 'gutter', op));
-      highlightLine(line, text);
-      pre.append(line);
-    }
+  if (state.diff && base) {
+    drawDiff(pre, base, state.selected, stageResult(base).program, r.program, !!state.diffChanged);
   } else {
     r.program.split('\n').forEach((text, i) => {
       const line = el('div', 'line');

@@ -212,6 +212,10 @@ export function init(state, { run, moveStage }) {
   // The help shows on the first visit only (the ? button brings it back).
   try { if (!localStorage.getItem(STORE_KEY + '.helpSeen')) { $('help').hidden = false; localStorage.setItem(STORE_KEY + '.helpSeen', '1'); } } catch { /* ignore */ }
   $('banner-close').addEventListener('click', () => { $('banner').hidden = true; });
+  // The language cheat-sheet: a modal dialog (Esc closes it; the focus returns to the opener).
+  const cheat = $('cheatsheet');
+  for (const id of ['lang-btn', 'help-lang']) $(id).addEventListener('click', () => { if (!cheat.open) cheat.showModal(); });
+  $('cheat-close').addEventListener('click', () => cheat.close());
   window.addEventListener('hashchange', async () => {
     if (location.hash === ignoreHash) return;
     const view = await viewFromHash(state);
@@ -228,7 +232,8 @@ export function init(state, { run, moveStage }) {
   document.addEventListener('keydown', e => {
     if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
     const t = e.target;
-    if (t.closest?.('.cm-editor') || /^(INPUT|SELECT|TEXTAREA)$/.test(t.tagName)) return;
+    // (a key in the editor reaches here from its shadow root's host, #editor)
+    if (t.closest?.('.cm-editor, #editor') || /^(INPUT|SELECT|TEXTAREA)$/.test(t.tagName)) return;
     if (e.key === 'ArrowRight' || e.key === 'ArrowDown' && t.closest?.('.stage-list')) { e.preventDefault(); moveStage(1); }
     else if (e.key === 'ArrowLeft' || e.key === 'ArrowUp' && t.closest?.('.stage-list')) { e.preventDefault(); moveStage(-1); }
     else if (e.key === '.') goStep(state, state.step + 1);

@@ -1,7 +1,7 @@
 // The stage list on the left: the stages grouped by the core's chains, each with its verdict badge.
 // One click and one keydown listener on the list (event delegation), so re-rendering on every run
 // adds no listeners.
-import { $, el } from './dom.js';
+import { $, el, isNaNish } from './dom.js';
 import { REFERENCE, stageOrder, stageDesc, stageResult, chainOf } from './state.js';
 
 /** `select(id)` runs when a stage is clicked, or chosen with Enter or Space. */
@@ -44,9 +44,11 @@ export function render(state) {
     if (id === state.selected) item.setAttribute('aria-current', 'true');
     const r = stageResult(id);
     let badge = '·', cls = 'none', tip = 'not run';
-    if (r) {
+    if (r && state.stale) { badge = '·'; cls = 'stale'; tip = 'the program has errors: this is the last version that ran'; }
+    else if (r) {
       if (!r.ok) { badge = '–'; cls = 'refused'; tip = r.error || 'did not run'; }
       else if (r.agrees === false) { badge = '✗'; cls = 'bad'; tip = 'disagrees with forward'; }
+      else if (r.gradient?.some(isNaNish)) { badge = '?'; cls = 'warn'; tip = 'the gradient has NaN'; }
       else { badge = '✓'; cls = 'ok'; tip = id === REFERENCE ? 'reference' : 'agrees with forward'; }
     }
     const b = el('span', 'badge ' + cls, badge);

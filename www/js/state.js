@@ -4,6 +4,8 @@
 
 /** The stage every other one is compared with (the pipeline's reference, forward mode). */
 export const REFERENCE = 'forward';
+/** The stage a first visit opens on (the first the core has): one with a Delta DAG and a stepper. */
+export const FIRST_SCREEN = ['krawiec/monadic', 'dualrev/tape'];
 /** Steps per stage per run: krawiec/delta's eval2 runs ~2M budget steps per second in wasm. */
 export const STEP_BUDGET = 2_000_000;
 

@@ -1,0 +1,336 @@
+// Browser checks of the page's teaching and accessibility (issue 15): the first screen, a DAG and stepper
+// that teach, the page's messages, and accessibility. Each check opens its own browser context.
+import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import { root } from './lib.mjs';
+
+/** WCAG 2 contrast ratio of two `rgb(...)` colours. */
+function contrast(fg, bg) {
+  const lum = c => {
+    const [r, g, b] = c.match(/[\d.]+/g).slice(0, 3).map(Number).map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}
+
+export async function pageChecks({ check, assert, open, browser, RUNNING }) {
+  const shots = path.join(root, 'e2e', 'screenshots');
+  await mkdir(shots, { recursive: true });
+  const stepsOf = p => p.evaluate(() => window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected)?.trace || []);
+  const setSource = async (p, text) => {
+    const before = await p.evaluate(() => window.__cot.lastSeq || 0);
+    await p.evaluate(t => window.__cot.setSource(t), text);
+    await p.waitForFunction(s => (window.__cot.lastSeq || 0) > s || window.__cot.state.diagnostics.length, before, { timeout: 10000 });
+  };
+  const beside = p => p.evaluate(() => {
+    const a = document.querySelector('.program-card').getBoundingClientRect(), b = document.querySelector('.dag-card').getBoundingClientRect();
+    return b.left >= a.right - 1 && Math.abs(b.top - a.top) < 2;
+  });
+
+  await check('first screen: a stage with a DAG and steps, the program beside the DAG, a two-line explanation with "more", a short help list, the cheat-sheet', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('', ctx);
+    const sel = await p.evaluate(() => window.__cot.state.selected);
+    assert(sel !== 'forward', 'the first screen is forward mode');
+    await p.waitForSelector('#dag svg .node', { timeout: 10000 });
+    await p.waitForSelector(`body[data-detail="${sel}"]`, { timeout: 10000 });
+    const steps = (await stepsOf(p)).length;
+    assert(steps > 1 && !(await p.$eval('#step-next', b => b.disabled)), `${sel}: ${steps} steps`);
+    assert(await beside(p), 'at 1440 px the program and the DAG are stacked');
+    // The help: a short list, one phrase a line.
+    const items = await p.$$eval('#help li', ls => ls.map(l => l.textContent.replace(/\s+/g, ' ').trim()));
+    assert(!(await p.$eval('#help', h => h.hidden)), 'no help on the first visit');
+    assert(items.length >= 3 && items.length <= 7 && items.every(t => t.length <= 140), 'help items: ' + JSON.stringify(items));
+    await p.screenshot({ path: path.join(shots, 'first-screen-1440.png') });
+    // The explanation: two lines, then "more" shows it all, "less" folds it again.
+    const ex = () => p.$eval('#st-explanation', e => ({ h: e.clientHeight, full: e.scrollHeight, lh: parseFloat(getComputedStyle(e).lineHeight) }));
+    let e = await ex();
+    assert(e.h <= 2 * e.lh + 2, `the explanation is ${e.h}px high (line ${e.lh}px)`);
+    let note = 'explanation fits in two lines';
+    if (e.full > e.h + 1) {
+      await p.click('#st-more');
+      const open2 = await ex();
+      assert(open2.h >= open2.full - 1 && open2.h > e.h, 'more did not unfold the explanation');
+      assert((await p.getAttribute('#st-more', 'aria-expanded')) === 'true', 'aria-expanded');
+      await p.click('#st-more');
+      e = await ex();
+      assert(e.h <= 2 * e.lh + 2, 'less did not fold it');
+      note = `explanation ${open2.h}px unfolded, ${e.h}px folded`;
+    } else assert(await p.$eval('#st-more', b => b.hidden), '"more" shown with nothing more to show');
+    // The cheat-sheet: one click, a modal dialog; Esc closes it and the focus goes back.
+    await p.click('#lang-btn');
+    await p.waitForSelector('#cheatsheet[open]');
+    const cheat = await p.textContent('#cheatsheet');
+    assert(/def main/.test(cheat) && /map2/.test(cheat) && /case e of/.test(cheat), 'cheat-sheet: ' + cheat.slice(0, 80));
+    await p.keyboard.press('Escape');
+    assert(!(await p.$eval('#cheatsheet', d => d.open)), 'Esc did not close the cheat-sheet');
+    assert((await p.evaluate(() => document.activeElement?.id)) === 'lang-btn', 'the focus did not return');
+    // At 1280 px the program is still beside the DAG.
+    await p.setViewportSize({ width: 1280, height: 800 });
+    assert(await beside(p), 'at 1280 px the program and the DAG are stacked');
+    // A program the default stage refuses (an array input): the first screen is a stage that ran, with steps.
+    const arr = await open('#src=' + encodeURIComponent('input [1.0, 2.0, 3.0]\ndef main a = sum (map (\\x -> x * x) a)\n'), ctx);
+    await arr.waitForSelector('#dag svg .node', { timeout: 10000 });
+    const first = await arr.evaluate(() => { const s = window.__cot.state.result.stages.find(s => s.id === window.__cot.state.selected); return { id: s.id, ok: s.ok, steps: s.trace_len }; });
+    assert(first.ok && first.steps > 0, 'array program opens on ' + JSON.stringify(first));
+    await ctx.close();
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+    const q = await open('', phone);
+    await q.waitForSelector('#dag svg .node', { timeout: 10000 });
+    await q.screenshot({ path: path.join(shots, 'first-screen-390.png') });
+    await phone.close();
+    return `${sel}, ${steps} steps (an array program: ${first.id}), ${items.length} help items; ${note}; screenshots e2e/screenshots/first-screen-1440.png, first-screen-390.png`;
+  });
+
+  await check('DAG: nodes are named buttons with their whole label; a click or Enter jumps to the node\'s step; the current node is panned into view', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
+    await p.waitForSelector('body[data-detail="krawiec/monadic"]', { timeout: 10000 });
+    await p.waitForSelector('#dag svg .node');
+    const nodes = await p.$$eval('#dag .node', ns => ns.map(n => ({ id: n.dataset.node, tab: n.getAttribute('tabindex'), role: n.getAttribute('role'),
+      name: n.getAttribute('aria-label') || '', title: n.querySelector('title')?.textContent || '', label: n.dataset.label, ctor: n.dataset.ctor })));
+    assert(nodes.length > 1, 'nodes: ' + nodes.length);
+    for (const n of nodes) {
+      assert(n.tab === '0' && n.role === 'button', `node ${n.id} is not a focusable button`);
+      assert(n.name.includes(n.label || n.ctor) && n.title.includes(n.label || n.ctor), `node ${n.id}: name "${n.name}", title "${n.title}"`);
+    }
+    const steps = await stepsOf(p);
+    // Click a node that a later step visits: the stepper goes there and the node is current.
+    const target = steps.map((s, i) => [s.node, i]).filter(([n, i]) => n != null && i > 0).pop();
+    assert(target, 'no step visits a node');
+    await p.click(`#dag-n${target[0]}`);
+    let cur = await p.evaluate(() => ({ step: window.__cot.state.step, node: document.querySelector('#dag').dataset.currentNode }));
+    assert(String(cur.node) === String(target[0]) && steps[cur.step].node === target[0], `clicked node ${target[0]}, now step ${cur.step} at ${cur.node}`);
+    // Keyboard: focus the first step's node, Enter.
+    const first = steps.find(s => s.node != null && s.node !== target[0]);
+    await p.focus(`#dag-n${first.node}`);
+    await p.keyboard.press('Enter');
+    const byKey = await p.evaluate(() => document.querySelector('#dag').dataset.currentNode);
+    assert(String(byKey) === String(first.node), `Enter on node ${first.node} went to ${byKey}`);
+    // Zoom in far and step to the end: the current node is panned into the view.
+    for (let i = 0; i < 6; i++) await p.click('#zoom-in');
+    await p.click('#step-first');
+    await p.click('#step-last');
+    const inView = await p.evaluate(() => {
+      const b = document.querySelector('#dag').getBoundingClientRect(), r = document.querySelector('#dag .node.current').getBoundingClientRect();
+      return r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+    });
+    assert(inView, 'the current node is outside the view after the last step');
+    // Labels the drawing shortens are whole in the node's title (the quaternion example has long ones).
+    await ctx.close();
+    return `${nodes.length} nodes named; a click went to step ${cur.step + 1}`;
+  });
+
+  await check('DAG: the parallel stage\'s job colours have a legend over the view', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('', ctx);
+    const ex = await p.evaluate(() => window.__cot.state.examples.find(e => e.name === 'dualrev-parallel')?.source);
+    assert(ex, 'no dualrev-parallel example');
+    await setSource(p, ex);
+    await p.click('[data-stage="dualrev/parallel"]');
+    await p.waitForSelector('body[data-detail="dualrev/parallel"]', { timeout: 10000 });
+    await p.waitForSelector('#dag svg .node');
+    const grouped = await p.$$eval('#dag .node.grp', ns => ns.length);
+    const legend = await p.$$eval('[data-testid="dag-groups"] .lg', ls => ls.map(l => ({ text: l.textContent, bg: getComputedStyle(l.querySelector('i')).backgroundColor })));
+    assert(grouped > 0, 'the parallel stage draws no job groups');
+    assert(legend.length >= 2 && legend.every(l => /job/.test(l.text)), 'legend: ' + JSON.stringify(legend));
+    // each swatch has the tint of its group's nodes
+    const tints = await p.$$eval('#dag .node.grp', ns => [...new Set(ns.map(n => getComputedStyle(n.querySelector('rect')).fill))]);
+    assert(legend.every(l => tints.includes(l.bg)), `swatches ${legend.map(l => l.bg)} vs tints ${tints}`);
+    await ctx.close();
+    return legend.map(l => l.text).join('; ');
+  });
+
+  await check('stepper: a clickable list of every step marking the cotangents each changes, a speed control, and why a stage has no steps', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
+    await p.waitForSelector('body[data-detail="krawiec/monadic"]', { timeout: 10000 });
+    const steps = await stepsOf(p);
+    await p.waitForSelector('[data-testid="step-list"][data-ready="1"]');
+    const items = await p.$$eval('[data-testid="step-list"] li[data-step]', ls => ls.map(l => l.textContent));
+    assert(items.length === steps.length, `${items.length} listed of ${steps.length} steps`);
+    assert(items.some(t => t.includes('●')), 'no step is marked as changing a cotangent');
+    // Click the third step in the list.
+    await p.click('[data-testid="step-list"] li[data-step="2"]');
+    assert((await p.evaluate(() => window.__cot.state.step)) === 2, 'the list click did not go to step 3');
+    assert((await p.getAttribute('[data-testid="step-list"] li[data-step="2"]', 'aria-current')) === 'step', 'current step not marked in the list');
+    // The cotangent table marks the rows the step changed, exactly those whose value differs from the step before.
+    const want = await p.evaluate(() => {
+      const t = window.__cot.state.result.stages.find(s => s.id === 'krawiec/monadic').trace;
+      const before = new Map(t[1].state.map(([k, v]) => [k, JSON.stringify(v)]));
+      return t[2].state.filter(([k, v]) => before.get(k) !== JSON.stringify(v)).map(([k]) => k);
+    });
+    const marked = await p.$$eval('#step-state tr.changed td.key', tds => tds.map(t => t.textContent));
+    assert(JSON.stringify(marked) === JSON.stringify(want), `marked ${marked} but changed ${want}`);
+    // Speed: fast play reaches the end quickly; the select is named.
+    assert((await p.getAttribute('#step-speed', 'aria-label')) === 'Play speed', 'speed control unnamed');
+    await p.selectOption('#step-speed', '120');
+    await p.click('#step-first');
+    const t0 = Date.now();
+    await p.click('#step-play');
+    await p.waitForFunction(n => window.__cot.state.step === n - 1 && !window.__cot.state.playing, steps.length, { timeout: 10000 });
+    const fast = Date.now() - t0;
+    assert(fast < (steps.length - 1) * 450, `fast play took ${fast} ms for ${steps.length} steps`);
+    // A stage without steps says why.
+    await p.click('[data-stage="forward"]');
+    const why = await p.textContent('#step-note');
+    assert(/no backward pass|records no backward-pass steps/.test(why), 'forward says: ' + why);
+    const other = await p.evaluate(() => window.__cot.state.result.stages.find(s => s.ok && !s.trace_len && s.id !== 'forward')?.id);
+    let why2 = '';
+    if (other) {
+      await p.click(`[data-stage="${other}"]`);
+      why2 = await p.textContent('#step-note');
+      assert(why2.length > 30, `${other} says: ${why2}`);
+    }
+    await ctx.close();
+    return `${steps.length} steps listed; fast play ${fast} ms; ${other || 'no other stage'} without steps: "${why2.slice(0, 50)}…"`;
+  });
+
+  await check('messages: no CLI wording, the bad Input point field marked, no green verdict on NaN, greyed badges while the program has errors', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('#src=' + encodeURIComponent('def main x = x * x\n') + '&stage=forward', ctx);
+    await p.waitForSelector('[data-testid="diagnostics"] .diag');
+    const diag = await p.textContent('[data-testid="diagnostics"]');
+    assert(!/--at|--seed/.test(diag) && /Input point/.test(diag), 'diagnostic: ' + diag);
+    const body = await p.textContent('body');
+    assert(!/--at\b/.test(body), 'the page says --at');
+    // A bad input point: the field is marked invalid and says why; fixed, the mark goes.
+    await setSource(p, RUNNING);
+    await p.fill('#in-at', '(1.0, oops)');
+    await p.waitForFunction(() => document.querySelector('#in-at').getAttribute('aria-invalid') === 'true', null, { timeout: 10000 });
+    const err = await p.evaluate(() => ({ text: document.querySelector('#in-at-error').textContent, shown: !document.querySelector('#in-at-error').hidden,
+      border: getComputedStyle(document.querySelector('#in-at')).borderColor, seed: document.querySelector('#in-seed').getAttribute('aria-invalid') }));
+    assert(err.shown && /Input point/.test(err.text) && !/--at/.test(err.text), 'field message: ' + JSON.stringify(err));
+    assert(err.border === 'rgb(180, 35, 24)', 'the field is not drawn as invalid: ' + err.border);
+    assert(err.seed == null, 'the seed field is marked too');
+    await p.fill('#in-at', '(1.0, 2.0)');
+    await p.waitForFunction(() => !document.querySelector('#in-at').hasAttribute('aria-invalid'), null, { timeout: 10000 });
+    await p.fill('#in-at', '');
+    // NaN: no green verdict, no ✓.
+    await setSource(p, 'input 1.0\ndef main x = x * (0.0 / 0.0)\n');
+    await p.waitForFunction(() => /nan/.test(document.querySelector('[data-testid="gradient"]').textContent));
+    const greens = await p.$$eval('[data-testid="gradient"] .verdict.ok', vs => vs.map(v => v.textContent));
+    assert(greens.length === 0, 'green verdicts on NaN: ' + greens);
+    const ticks = await p.$$eval('.badge', bs => bs.filter(b => b.textContent === '✓').length);
+    assert(ticks === 0, `${ticks} ✓ badges on a NaN gradient`);
+    // While the program has errors: every badge greyed, none ✓.
+    await setSource(p, RUNNING);
+    await p.waitForFunction(() => [...document.querySelectorAll('.badge')].some(b => b.textContent === '✓'));
+    await setSource(p, RUNNING + 'def broken = (\n');
+    await p.waitForSelector('[data-testid="diagnostics"] .diag');
+    const badges = await p.$$eval('.badge', bs => bs.map(b => [b.textContent, b.className]));
+    assert(badges.length > 1 && badges.every(([t, c]) => t !== '✓' && /stale|none/.test(c)), 'badges: ' + JSON.stringify(badges.slice(0, 5)));
+    await ctx.close();
+    return `"${diag.replace(/\s+/g, ' ').slice(0, 70)}"; field: "${err.text.slice(0, 60)}"`;
+  });
+
+  await check('views: a side-by-side diff of any two stages with "changed lines only", every counter explained on hover, failed stages marked in the cost view', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
+    await p.check('#diff-toggle');
+    const bases = await p.$$eval('#diff-base option', os => os.map(o => o.value));
+    assert(bases.length > 10 && !bases.includes('krawiec/monadic') && bases.includes('dualrev/tape'), 'bases: ' + bases);
+    await p.selectOption('#diff-base', 'dualrev/tape');
+    const heads = await p.$$eval('[data-testid="diff-table"] th', ths => ths.map(t => t.textContent).filter(Boolean));
+    assert(JSON.stringify(heads) === JSON.stringify(['dualrev/tape', 'krawiec/monadic']), 'columns: ' + heads);
+    // the two columns hold the two programs, line by line
+    const cols = await p.$$eval('[data-testid="diff-table"] tr', trs => trs.slice(1).map(tr => [...tr.querySelectorAll('td.code')].map(td => td.textContent)));
+    const progs = await p.evaluate(() => ['dualrev/tape', 'krawiec/monadic'].map(id => window.__cot.state.result.stages.find(s => s.id === id).program));
+    const left = cols.filter(c => c.length === 2).map(c => c[0]).filter(x => x !== '');
+    assert(left.join('\n') === progs[0].split('\n').filter(x => x !== '').join('\n'), 'the left column is not dualrev/tape');
+    const all = cols.length;
+    await p.check('#diff-changed');
+    const rows = await p.$$eval('[data-testid="diff-table"] tr', trs => trs.slice(1).map(tr => tr.className));
+    assert(rows.every(c => c === 'changed' || c === 'skip') && rows.includes('changed'), 'changed-only rows: ' + rows.slice(0, 8));
+    assert(rows.length < all || !progs[0].split('\n').some(l => progs[1].split('\n').includes(l)), 'changed lines only hid nothing');
+    await p.uncheck('#diff-changed');
+    await p.uncheck('#diff-toggle');
+    // Every counter heading and bar has a title that explains it.
+    const titles = await p.$$eval('#costs .bar-counter', ts => ts.map(t => [t.textContent, t.querySelector('title')?.textContent || '']));
+    assert(titles.length >= 3 && titles.every(([n, t]) => t.length > n.split(' ')[0].length + 10), 'counter titles: ' + JSON.stringify(titles.filter(([n, t]) => t.length <= n.length + 10)));
+    // A program some stages refuse: they are listed in the cost view with their reason.
+    const DOT = 'input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n';
+    await setSource(p, DOT);
+    const failed = await p.evaluate(() => window.__cot.state.result.stages.filter(s => !s.ok).map(s => s.id));
+    assert(failed.length > 0, 'no stage refused the array program');
+    await p.waitForSelector('[data-testid="cost-failed"]');
+    const marked = await p.$$eval('[data-testid="cost-failed"] button', bs => bs.map(b => [b.dataset.bar, b.title]));
+    assert(JSON.stringify(marked.map(m => m[0]).sort()) === JSON.stringify(failed.slice().sort()) && marked.every(m => /did not run: ./.test(m[1])), 'marked: ' + JSON.stringify(marked).slice(0, 200));
+    await p.click(`[data-testid="cost-failed"] button[data-bar="${failed[0]}"]`);
+    assert((await p.evaluate(() => window.__cot.state.selected)) === failed[0], 'a click on a failed stage did not select it');
+    await ctx.close();
+    return `${bases.length} stages to compare with; ${all} rows, changed only ${rows.length}; ${titles.length} counters explained; ${failed.length} failed stages marked`;
+  });
+
+  await check('accessibility: editor focus ring and Esc-then-Tab hint, every button named, contrast >= 4.5:1, a CSP without unsafe-inline and no violation', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    await ctx.addInitScript(() => {
+      window.__csp = [];
+      document.addEventListener('securitypolicyviolation', e => window.__csp.push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`));
+    });
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
+    const logged = [];
+    p.on('console', m => { if (/Content.Security.Policy/i.test(m.text())) logged.push(m.text()); });
+    await p.waitForSelector('#dag svg .node');
+    const csp = await p.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+    assert(!/unsafe-inline/.test(csp), 'CSP: ' + csp);
+    // The editor: a focus ring, and the hint says how to leave it; Esc then Tab leaves it.
+    await p.click('.cm-content');
+    const ring = await p.$eval('.cm-editor', e => { const s = getComputedStyle(e); return `${s.outlineStyle} ${s.outlineWidth}`; });
+    assert(/solid [1-9]/.test(ring), 'editor outline: ' + ring);
+    const hint = await p.evaluate(() => { const h = document.querySelector('#editor-hint'); const r = h.getBoundingClientRect(); return { text: h.textContent, visible: r.height > 0 && getComputedStyle(h).visibility !== 'hidden' }; });
+    assert(hint.visible && /Esc/.test(hint.text) && /Tab/.test(hint.text), 'hint: ' + JSON.stringify(hint));
+    await p.keyboard.press('Escape');
+    await p.keyboard.press('Tab');
+    const left = await p.evaluate(() => !document.activeElement.closest('#editor'));   // the editor's shadow host
+    assert(left, 'Esc then Tab did not leave the editor');
+    // Every button (and role=button) has an accessible name with a letter in it.
+    const cdp = await ctx.newCDPSession(p);
+    const { nodes } = await cdp.send('Accessibility.getFullAXTree');
+    const buttons = nodes.filter(n => !n.ignored && ['button', 'PopUpButton', 'combobox', 'tab'].includes(n.role?.value));
+    const unnamed = buttons.filter(n => !/\p{L}/u.test(n.name?.value || '')).map(n => `${n.role.value} "${n.name?.value || ''}"`);
+    await cdp.detach();
+    assert(buttons.length > 10 && unnamed.length === 0, `${unnamed.length} of ${buttons.length} buttons without a name: ${unnamed.slice(0, 6)}`);
+    // Contrast of key text against what is behind it.
+    await p.click('#diff-toggle'); await p.click('#diff-toggle');
+    const samples = await p.evaluate(() => {
+      const bgOf = e => {
+        for (let x = e; x; x = x.parentElement || x.getRootNode().host) { const c = getComputedStyle(x).backgroundColor; if (c && !/rgba\(.*, 0\)$/.test(c) && c !== 'transparent') return c; }
+        return 'rgb(255, 255, 255)';
+      };
+      const pick = sel => { const e = document.querySelector(sel) || document.querySelector('#editor').shadowRoot.querySelector(sel); return e ? { sel, fg: getComputedStyle(e).color, bg: bgOf(e) } : null; };
+      return ['.cm-lineNumbers .cm-gutterElement:not(:first-child)', '.program .gutter', '.muted', '.stage-sub', '.nav .hint', '.editor-hint', '.tagline',
+        '.status', '.panel-title', '.card-title', '.badge', '.step-pos', '.foot', '.dag-legend', '.tok-comment', '.stage-title', '.explanation'].map(pick).filter(Boolean);
+    });
+    const low = samples.map(s => ({ ...s, ratio: contrast(s.fg, s.bg) })).filter(s => s.ratio < 4.5);
+    assert(samples.length >= 12 && low.length === 0, 'low contrast: ' + low.map(s => `${s.sel} ${s.fg} on ${s.bg} = ${s.ratio.toFixed(2)}`).join('; '));
+    // Use the page a little (typing over a selection and at the caret, a stage with a graph, the complexity
+    // plot's legend), then: no violation.
+    await p.click('.cm-content');
+    await p.keyboard.press('Control+A');
+    await p.keyboard.type('input (1.0, 2.0)\ndef main (x, y) = x * y');
+    await p.keyboard.press('Home');
+    await p.keyboard.type('  ');
+    await p.keyboard.press('Shift+End');
+    await p.keyboard.insertText('def main (x, y) = y * x');
+    await p.waitForFunction(() => window.__cot.source().endsWith('def main (x, y) = y * x'));
+    await p.click('[data-stage="dualrev/tape"]');
+    await p.waitForSelector('body[data-detail="dualrev/tape"]', { timeout: 10000 });
+    await setSource(p, 'param n = 4\ninput 1.5\ndef double k x = if k == 0 then x else double (k - 1) (x + x)\ndef main x = double n x\n');
+    await p.fill('#cx-from', '1');
+    await p.fill('#cx-to', '4');
+    await p.click('#cx-run');
+    await p.waitForSelector('#cx-plot .cx-legend', { timeout: 20000 });
+    const legendFill = await p.$eval('#cx-plot .cx-legend', t => getComputedStyle(t).fill);
+    assert(legendFill !== 'rgb(0, 0, 0)', 'the plot legend lost its colour: ' + legendFill);
+    const violations = [...(await p.evaluate(() => window.__csp)), ...logged];
+    assert(violations.length === 0, 'CSP violations: ' + violations.join('; '));
+    const lineNo = samples.find(s => s.sel.startsWith('.cm-lineNumbers'));
+    await ctx.close();
+    return `${buttons.length} buttons named; ${samples.length} contrasts >= 4.5 (line numbers ${lineNo ? contrast(lineNo.fg, lineNo.bg).toFixed(2) : '?'}:1)`;
+  });
+}
