@@ -175,6 +175,21 @@ fn eta_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
         return None;
     }
     let rebuilds = |x: &Expr| matches!(&x.kind, ExprKind::Tuple(es) if es.len() == ids.len() && es.iter().zip(&ids).all(|(c, id)| matches!(&c.kind, ExprKind::Var(n) if n.id == *id)));
+    // looked for before the body is copied: the rule is tried at every tuple let, and fires rarely
+    let mut stack = vec![&**b];
+    let mut found = false;
+    while let Some(x) = stack.pop() {
+        if rebuilds(x) {
+            found = true;
+            break;
+        }
+        if !matches!(x.kind, ExprKind::Lam(..)) {
+            stack.extend(children(x));
+        }
+    }
+    if !found {
+        return None;
+    }
     let mut out = (**b).clone();
     let mut stack = vec![&mut out];
     while let Some(x) = stack.pop() {
