@@ -264,12 +264,12 @@ impl<'r, 'f> Engine<'r, 'f> {
     }
 }
 
-/// How much of a redex a step prints: its first `STEP_NODES` nodes in pre-order, at most
+/// How much of a redex a step prints: its first `STEP_NODES` nodes in pre-order (a screenful), at most
 /// `STEP_DEPTH` deep; the rest is shown as `…`. A step near the top of a program has the whole
 /// program as its redex, and printing it whole at every kept step was most of a rewrite's time (the
 /// quaternion's partial evaluation: a third), for text the page cuts to a few thousand characters.
-const STEP_NODES: usize = 600;
-const STEP_DEPTH: usize = 60;
+const STEP_NODES: usize = 250;
+const STEP_DEPTH: usize = 40;
 
 /// `e` printed with the subterms past `STEP_NODES`/`STEP_DEPTH` cut to `…`: the subterms are moved
 /// out, the rest printed, and the subterms moved back (no copy of the redex).
