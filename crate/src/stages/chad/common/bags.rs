@@ -530,3 +530,48 @@ pub fn builtins() -> Vec<Builtin> {
         b(UN_TREE, vec![0, 1, 2], f(f(v(2), f(v(1), m(tup(v(2), v(2))))), f(v(2), f(tree(v(0), v(1)), m(arr(v(2)))))), 3, b_un_tree),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A BPlus chain as deep as n `+`s of BOne's.
+    fn chain(n: usize) -> Rc<Bag> {
+        let mut acc = Rc::new(Bag::Empty);
+        for i in 0..n {
+            acc = Rc::new(Bag::Plus(acc, Rc::new(Bag::One(i as i64, Value::Real(i as f64)))));
+        }
+        acc
+    }
+
+    #[test]
+    fn deep_bags_are_walked_shown_and_dropped_without_recursion() {
+        let b = chain(300_000);
+        let es = entries(&b);
+        assert_eq!(es.len(), 300_000);
+        assert_eq!(es[0].0, 0);
+        assert_eq!(es[299_999].0, 299_999);
+        assert_eq!(count_ones(&b), 300_000);
+        let shown = BagVal(b.clone()).show();
+        assert!(shown.starts_with("BPlus (BPlus (") && shown.ends_with('…') && shown.chars().count() < 400, "{shown}");
+        drop(b);
+    }
+
+    #[test]
+    fn deep_trees_drop_without_recursion() {
+        let mut t = Rc::new(Tree::Leaf(Value::Real(0.0)));
+        for i in 0..300_000 {
+            t = Rc::new(Tree::Node(t, Value::Real(i as f64), Value::Unit, Rc::new(Tree::Leaf(Value::Real(1.0)))));
+        }
+        assert_eq!(t.value().as_real(), Some(299_999.0));
+        drop(t);
+    }
+
+    #[test]
+    fn a_barray_lists_its_nonzero_cells_in_order() {
+        let zero = Value::Inl(Rc::new(Value::Unit));
+        let b = Bag::Array(RefCell::new(vec![Value::Real(2.0), zero, Value::Real(4.0)]));
+        let es: Vec<(i64, String)> = entries(&b).into_iter().map(|(i, v)| (i, v.to_string())).collect();
+        assert_eq!(es, [(0, "2.0".to_string()), (2, "4.0".to_string())]);
+    }
+}
