@@ -316,7 +316,8 @@ fn b_collect(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value,
     m.alloc(items.len() as u64)?;
     let out: Vec<Value> = items.into_iter().map(|(i, v)| Value::pair(Value::Int(i), v)).collect();
     if m.tracing() {
-        let shown: Vec<Value> = out.iter().map(|p| match p {
+        // (the first few: the note is cut after SHOW characters anyway)
+        let shown: Vec<Value> = out.iter().take(64).map(|p| match p {
             Value::Tuple(v) => Value::Ext(Rc::new(Shown(format!("⟨{}, {}⟩", v[0], show_ct(&v[1]))))),
             v => v.clone(),
         }).collect();
