@@ -356,3 +356,30 @@ fn unf_back_computes_unf_directs_gradient_on_random_fig_2_programs() {
     eprintln!("unf/back and unf/direct ran on {ran} of 200 Fig. 2 programs");
     assert!(ran >= 190, "the unf chain took only {ran} of 200 programs of its own language");
 }
+
+/// Efficient CHAD §7 (`chad/arrays`) on random array programs: it takes many of them (27 of these
+/// 60; the rest use recursion, `|||` or a fold whose accumulator is not of its elements' type, all
+/// outside §7), and agrees with `forward` on every one it takes (with a varied output seed).
+#[test]
+fn chad_arrays_takes_and_agrees_on_random_array_programs() {
+    let mut taken = 0;
+    for s in 0..60u64 {
+        let src = gen::Gen::new(s).array_program(3);
+        let ran = limits::run_with_stack(move || -> Result<bool, String> {
+            let seed = varied_seed(&src)?;
+            let opts = Options { trace: false, seed: Some(seed), stages: vec!["chad/arrays".into()], ..Options::default() };
+            let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
+            let r = a.stages.iter().find(|r| r.id == "chad/arrays").ok_or("no result")?;
+            if r.refused {
+                return Ok(false);
+            }
+            if r.agrees != Some(true) {
+                return Err(format!("chad/arrays: {:?} {:?}\n{src}", r.error, r.gradient));
+            }
+            Ok(true)
+        });
+        taken += usize::from(ran.unwrap_or_else(|e| panic!("{e}")));
+    }
+    println!("chad/arrays took {taken} of 60");
+    assert!(taken >= 20, "chad/arrays took only {taken} of 60 random array programs");
+}

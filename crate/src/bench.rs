@@ -133,6 +133,12 @@ pub fn families() -> Vec<Family> {
             make: p_ho,
             max: 64,
         },
+        Family {
+            name: "gather",
+            what: "P_gather(n) of Efficient CHAD §8.1 (Eq. 15): let a = build n (i. v!i · v!i) in build (length a) (i. a!i · 2) over n inputs; chad/arrays makes 3n BOne's (bag_ones), with BArray none past n = 1 (bag_ones_barray)",
+            make: p_gather,
+            max: 1_000_000,
+        },
     ]
 }
 
@@ -180,6 +186,11 @@ fn p_ho(n: usize) -> String {
         body = format!("(\\x{i} -> {body}) x{}", i + 1);
     }
     format!("-- P_HO(n) = t_n\ninput 0.75\ndef main x{n} = {body}\n")
+}
+
+fn p_gather(n: usize) -> String {
+    let n = n.max(1);
+    format!("-- P_gather(n)\ninput {}\ndef main v = let a = build (length v) (\\i -> (v ! i) * (v ! i)) in build (length a) (\\i -> (a ! i) * 2.0)\n", reals(n, 0))
 }
 
 fn n_inputs(n: usize) -> (Vec<String>, String) {

@@ -277,10 +277,11 @@ fn refusals_name_the_papers_restriction() {
         assert!(r.refused, "{id}: {:?}", r.error);
         assert!(r.error.as_deref().unwrap_or("").contains("recursion"), "{id}: {:?}", r.error);
     }
+    // arrays: every stage but §7's refuses them
     let a = analyse("def main v = sum v\ninput [1.0, 2.0]\n");
     for id in chad() {
         let r = a.stages.iter().find(|r| r.id == id).unwrap();
-        assert!(r.refused, "{id}: {:?}", r.error);
+        assert_eq!(r.refused, id != "chad/arrays", "{id}: {:?}", r.error);
     }
     let basic = a.stages.iter().find(|r| r.id == "chad/basic").unwrap();
     assert!(basic.error.as_deref().unwrap_or("").contains("chad/arrays"), "{:?}", basic.error);
@@ -317,4 +318,121 @@ fn scopes_nest_in_the_interpreter_not_natively() {
         assert_eq!(gradient, [1.0], "{id}");
         assert_eq!(agrees, Some(true), "{id}");
     }
+}
+
+// ---- §7 arrays (chad/arrays) ---------------------------------------------------------------
+
+const ARRAYS: &str = "chad/arrays";
+
+/// chad/arrays agrees with forward mode, with this gradient; the other chad stages refuse arrays.
+fn arrays_numbers(text: &str, grad: &[f64]) -> Analysis {
+    let a = analyse(text);
+    let r = stage(&a, ARRAYS);
+    assert_eq!(r.agrees, Some(true), "{:?}\n{}", r.gradient, r.program);
+    assert_eq!(r.gradient, grad);
+    for id in ["chad/basic", "chad/monadic", "chad/naive-ho"] {
+        let o = a.stages.iter().find(|r| r.id == id).expect("a result");
+        assert!(o.refused, "{id} should refuse arrays: {:?}", o.error);
+    }
+    a
+}
+
+/// The stage's output run with §8.1's BArray: its gradient (real leaves) and (BOne's kept, BArrays).
+fn barray_run(text: &str, seed: &cotangent::value::Value) -> (Vec<f64>, (u64, u64)) {
+    use cotangent::interp::{Budget, Builtins};
+    let (p, s, t) = pipeline::front_end_at(text, &[], None).expect("front end");
+    let src = cotangent::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &Builtins::new() };
+    let st = stages::chad::CHAIN.stages.iter().find(|s| s.info().id == ARRAYS).expect("the stage");
+    let prep = pipeline::prepare(*st, &src, &Options::default()).expect("prepared");
+    let input = cotangent::syntax::value_of(p.input.as_ref().expect("an input")).expect("a value");
+    let _ = t;
+    let ((_, g), counts) = stages::chad::arrays::run_barray(&prep.program, &prep.builtins, Budget::default(), &input, seed).expect("runs");
+    (g.real_leaves(), counts)
+}
+
+/// 1.0 on every real of the output (the pipeline's default seed).
+fn ones(a: &Analysis) -> cotangent::value::Value {
+    a.primal.with_reals(&mut std::iter::repeat(1.0))
+}
+
+const E10: &str = "def main v = let a = build 3 (\\i -> (v ! i) * (v ! i)) in build (length a) (\\i -> (a ! i) * 2.0)\ninput [1.0, 2.0, 3.0]\n";
+
+#[test]
+fn e10_gather_makes_nine_bones_and_barray_none() {
+    let a = arrays_numbers(E10, &[4.0, 8.0, 12.0]);
+    let r = stage(&a, ARRAYS);
+    assert_eq!(r.primal.as_ref().map(|v| v.real_leaves()), Some(vec![2.0, 8.0, 18.0]));
+    // cell a gets 3 BOne's, then v gets 2 per element (the note's E10)
+    assert_eq!(counter(&a, ARRAYS, "bag_ones"), 9);
+    // with BArray each Bag's second entry makes it an array: v's, a's and the seed's
+    assert_eq!(counter(&a, ARRAYS, "bag_ones_barray"), 0);
+    assert_eq!(counter(&a, ARRAYS, "barrays_barray"), 3);
+    let (g, counts) = barray_run(E10, &ones(&a));
+    assert_eq!(g, a.reference.as_ref().expect("forward").gradient);
+    assert_eq!(counts, (0, 3));
+    // the stepper shows the Bags built and scattered
+    let n = notes(r);
+    assert!(n.iter().any(|s| s == "one a += BOne ⟨1, 2.0⟩ (BOne ⟨0, 2.0⟩ → BPlus (BOne ⟨0, 2.0⟩) (BOne ⟨1, 2.0⟩))"), "{n:#?}");
+    assert!(n.iter().any(|s| s == "scatter = [2.0, 2.0, 2.0]"), "{n:#?}");
+    assert!(r.views.iter().any(|v| v.name == "lowered to §7"));
+}
+
+/// The note's P_gather(n): E10 at length n (Eq. 15).
+fn p_gather(n: usize) -> String {
+    let v: Vec<String> = (1..=n).map(|i| format!("{i}.0")).collect();
+    format!("def main v = let a = build (length v) (\\i -> (v ! i) * (v ! i)) in build (length a) (\\i -> (a ! i) * 2.0)\ninput [{}]\n", v.join(", "))
+}
+
+#[test]
+fn p_gather_makes_3n_bones_and_barray_none() {
+    for n in [1usize, 2, 5, 10, 40] {
+        let a = analyse(&p_gather(n));
+        let r = stage(&a, ARRAYS);
+        assert_eq!(r.agrees, Some(true));
+        // 2n into v, n into a (the note's 3n)
+        assert_eq!(counter(&a, ARRAYS, "bag_ones"), 3 * n as u64, "n = {n}");
+        // with BArray a second entry makes an array; at n = 1, a's one BOne stays one
+        assert_eq!(counter(&a, ARRAYS, "bag_ones_barray"), u64::from(n == 1), "n = {n}");
+        let (g, _) = barray_run(&p_gather(n), &ones(&a));
+        assert_eq!(g, a.reference.as_ref().expect("forward").gradient);
+    }
+}
+
+#[test]
+fn e9_fold_sum_and_product_in_both_orders() {
+    // reduce: a balanced Tree; fold: left to right; the initial value is the first leaf
+    arrays_numbers("def main a = sum a\ninput [1.0, 2.0, 3.0, 4.0]\n", &[1.0, 1.0, 1.0, 1.0]);
+    for op in ["reduce", "fold"] {
+        let a = arrays_numbers(&format!("def main a = {op} (\\p q -> p * q) 1.0 a\ninput [1.0, 2.0, 3.0, 4.0]\n"), &[24.0, 12.0, 8.0, 6.0]);
+        let r = stage(&a, ARRAYS);
+        assert_eq!(r.primal.as_ref().and_then(|v| v.as_real()), Some(24.0));
+        let untree = notes(r).iter().filter(|s| s.starts_with("unTree: node")).count();
+        assert_eq!(untree, 4, "{op}: one backpropagator per reduction step");
+    }
+    // a fold whose step is not associative is run left to right
+    let text = "def main a = fold (\\acc x -> acc * acc - x) 0.5 a\ninput [1.0, 2.0, 3.0]\n";
+    arrays_numbers(text, &forward_of(text));
+}
+
+fn forward_of(text: &str) -> Vec<f64> {
+    analyse(text).reference.expect("forward").gradient
+}
+
+#[test]
+fn map2_dot_and_the_other_operations_agree_with_forward() {
+    arrays_numbers("def main (a, b) = sum (map2 (\\x y -> x * y) a b)\ninput ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\n", &[4.0, 5.0, 6.0, 1.0, 2.0, 3.0]);
+    let text = "def main (a, b) = (scanl (\\s x -> s * x + 1.0) 0.5 a, scanr (\\x s -> x - s) 0.0 b, shift1L a, replicate 2 (a ! 1), [a ! 0, 3.0 * (b ! 2)], map (\\r -> sum r) [a, b])\ninput ([1.0, 2.0, 3.0], [5.0, 6.0, 7.0])\n";
+    let g = forward_of(text);
+    arrays_numbers(text, &g);
+}
+
+#[test]
+fn what_section_7_does_not_cover_is_refused_located() {
+    let text = "def main a = fst (fold (\\acc x -> (fst acc + x, snd acc)) (0.0, 1.0) a)\ninput [1.0, 2.0]\n";
+    let a = analyse(text);
+    let r = a.stages.iter().find(|r| r.id == ARRAYS).expect("a result");
+    assert!(r.refused, "{:?}", r.error);
+    let msg = r.error.as_deref().unwrap_or("");
+    assert!(msg.contains("accumulator") && msg.contains("τ × τ → τ"), "{msg}");
+    assert!(r.error_span.is_some());
 }

@@ -223,8 +223,13 @@ impl<'p> Machine<'p> {
         self.call_tracer = Some(node);
     }
     /// The program this machine runs.
-    pub fn program(&self) -> &Program {
+    pub fn program(&self) -> &'p Program {
         self.program
+    }
+    /// The budgets this machine runs under (a stage that runs its output a second time, in another
+    /// representation, gives that run the same).
+    pub fn budget(&self) -> Budget {
+        self.budget.clone()
     }
     /// Charges `model` for everything this machine evaluates from now on; its counters join the run's.
     pub fn set_cost_model(&mut self, model: &'static CostModel) {

@@ -16,12 +16,14 @@ pub mod closure_convert;
 mod closures;
 pub mod defunctionalise;
 pub mod inline;
+pub mod lower_arrays;
 mod lambda_sets;
 pub mod monomorphise;
 
 pub use closure_convert::closure_convert;
 pub use defunctionalise::defunctionalise;
 pub use inline::{first_order_at, inline_all};
+pub use lower_arrays::lower_arrays;
 pub use monomorphise::monomorphise;
 
 use crate::build::Fresh;

@@ -1,6 +1,6 @@
 //! Smeding & Vákár: "Efficient CHAD" (POPL 2024): CHAD made efficient in steps — sparsity (§4.1),
 //! monadic lifting (§4.2), mutable accumulation (§5) — and higher order: naive (§9), and by closure
-//! conversion first (App. C).
+//! conversion first (App. C); arrays (§7, §8.1).
 
 use crate::diag::Diagnostic;
 use crate::stage::{Chain, CounterInfo, Source};
@@ -12,6 +12,7 @@ chain_stages! {
     sparse::Sparse,
     monadic::Monadic,
     mutable::Mutable,
+    arrays::Arrays,
     naive_ho::NaiveHo,
     cc::Cc,
     cc_chad::CcChad,
@@ -31,9 +32,13 @@ pub static CHAIN: Chain = Chain {
 };
 
 /// Every stage takes the paper's first-order language (Fig. 1) after inlining; a stage that runs
-/// another's output (which has the chain's `plus`) takes it as already checked.
+/// another's output (which has the chain's `plus`) takes it as already checked. A program with
+/// arrays is left to each stage's `accepts` (§7's chad/arrays takes it, the others refuse it).
 fn accepts(src: &Source) -> Result<(), Diagnostic> {
     if src.builtins.get(common::ops::PLUS).is_some() {
+        return Ok(());
+    }
+    if common::source::mentions_arrays(src.program) {
         return Ok(());
     }
     common::first_order(src).map(|_| ())
@@ -47,4 +52,7 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "map_log_steps", about: "steps in the persistent map EMap: ⌈log2(n+1)⌉ per get/modify/pop, m·⌈log2(n/m+1)⌉ per union" },
     CounterInfo { name: "body_backprops", about: "runs of a function body's backpropagator (§9: 2^(n−1) for the innermost of t_n when naive; App. C: once per call)" },
     CounterInfo { name: "cell_ops", about: "O(1) operations on the mutable stack of cells (push0, pop, modify; |Γ| for run)" },
+    CounterInfo { name: "bag_ones", about: "BOne's the backward pass made and kept in Bags until collected (§7; the §8.1 gather: one per index)" },
+    CounterInfo { name: "bag_ones_barray", about: "the same with §8.1's BArray constructor (a Bag takes further BOne's into an array in place)" },
+    CounterInfo { name: "barrays_barray", about: "BArrays made in the run with §8.1's BArray constructor" },
 ];

@@ -43,6 +43,10 @@ impl Stage for Monadic {
     fn builtins(&self) -> Vec<Builtin> {
         generic_builtins()
     }
+    /// The chain's language (arrays are refused here: §7 is chad/arrays).
+    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
+        first_order(src).map(|_| ())
+    }
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let fo = first_order(src)?;
         let program = chad::program(&fo, &Fig7, src.output_type)?;

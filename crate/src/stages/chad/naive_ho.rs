@@ -95,8 +95,12 @@ fn source_children<'a>(t: &'a source::Term, f: &mut dyn FnMut(&'a source::Term))
             f(a);
             f(b);
         }
-        K::If(c, a, b) => {
+        K::If(c, a, b) | K::Fold { init: c, arr: a, body: b, .. } => {
             f(c);
+            f(a);
+            f(b);
+        }
+        K::Index(a, b) | K::Build(a, _, b) => {
             f(a);
             f(b);
         }

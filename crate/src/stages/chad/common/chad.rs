@@ -7,12 +7,14 @@
 //! subterm's pair as `let ⟨x, x'⟩ = D_Γ[t]` by appending its bindings, so let chains stay one
 //! spine in the output (nothing recurses along them) and only case branches nest.
 
+use super::bags;
 use super::ops::{self, Ctx};
 use super::source::{self, Code, FirstOrder, Term, CT, K};
 use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Diagnostic;
 use crate::ir::*;
+use crate::prims::Prim;
 use crate::stage::WRAPPER;
 
 /// The operations on environment vectors in which Fig. 2 (`EV Γ`) and Fig. 7 (`EVM Γ`) differ.
@@ -234,6 +236,9 @@ impl Chad<'_> {
                 let bp = self.lam_d(|_, d| app(yb, app(var(&zb), d)));
                 Piece { binds, primal: var(&z), bp }
             }
+            K::Index(t, s) => self.index(g, t, s)?,
+            K::Build(s, i, t) => self.build(g, s, i, t)?,
+            K::Fold { x, y, body, init, arr, balanced } => self.fold(g, x, y, body, init, arr, *balanced)?,
             // D_Γ[r] := ⟨r, λd. 0⟩
             K::Lit(r) => {
                 let bp = self.lam_d(|_, _| api.nothing(g));
@@ -326,6 +331,82 @@ impl Chad<'_> {
         binds.push((ppair(pvar(&z), pvar(&zb)), app(x, y.clone())));
         let bp = self.lam_d(|_, d| api.both(app(yb, app(var(&zb), d.clone())), app(xb, app(builtin(ops::LOG_ONE), pair(y, d)))));
         Ok(Piece { binds, primal: var(&z), bp })
+    }
+}
+
+/// §7, Fig. 9 (on the monadic rules of Fig. 7, as the paper builds it): build, indexing, fold.
+impl Chad<'_> {
+    /// D_Γ[t ! s] := let ⟨x1, x2⟩ = D_Γ[t] in let ⟨i, _⟩ = D_Γ[s] in ⟨x1 ! i, λd. x2 (BOne ⟨i, d⟩)⟩
+    fn index(&mut self, g: &Ctx, t: &Term, s: &Term) -> Result<Piece, Diagnostic> {
+        let mut binds = vec![];
+        let (x1, x2) = self.sub(g, t, None, &mut binds)?;
+        let (i, _) = self.sub(g, s, None, &mut binds)?;
+        let bp = self.lam_d(|_, d| app(x2, app(builtin(bags::B_ONE), pair(i.clone(), d))));
+        Ok(Piece { binds, primal: prim(Prim::Index, vec![x1, i]), bp })
+    }
+
+    /// D_Γ[build s (i. t)] := let ⟨n, _⟩ = D_Γ[s] in let a = build n (i. D_{Γ,i:Z}[t]) in
+    ///   let ⟨a1, a2⟩ = unzip a in ⟨a1, λd. let pairs = collect d in
+    ///   let d2 = scatter (build n (i. 0)) pairs in
+    ///   let d3 = zipWith (f d'. scope_{Γ,1} (f d') >> return ⟨⟩) a2 d2 in sequence d3 >> return ⟨⟩⟩
+    /// (the backpropagator of s is never called: Z is discrete, footnote 18)
+    fn build(&mut self, g: &Ctx, s: &Term, i: &Name, t: &Term) -> Result<Piece, Diagnostic> {
+        let mut binds = vec![];
+        let (n, _) = self.sub(g, s, None, &mut binds)?;
+        let mut g2 = g.clone();
+        g2.push((i.clone(), CT::One));
+        let body = self.d(&g2, t)?.expr();
+        let (a, a1, a2) = (self.fr.name("a"), self.fr.name("a1"), self.fr.name("a2"));
+        binds.push((pvar(&a), prim(Prim::Build, vec![n.clone(), lam(pvar(i), body)])));
+        binds.push((ppair(pvar(&a1), pvar(&a2)), app(builtin(bags::UNZIP), var(&a))));
+        let zero = builtin(ops::zero(&self.ct(&t.ty)));
+        let (pairs, d2, d3, j, f, d_) = (self.fr.name("pairs"), self.fr.name("d2"), self.fr.name("d3"), self.fr.name("j"), self.fr.name("f"), self.fr.name("d'"));
+        let api = self.api;
+        let bp = self.lam_d(|_, d| {
+            let scoped = bind(pwild(), builtin(ops::push0(i, &CT::One)), bind(pwild(), app(var(&f), var(&d_)), bind(pwild(), builtin(ops::pop(i, &CT::One)), api.nothing(g))));
+            let each = lam(pvar(&f), lam(pvar(&d_), scoped));
+            let_(
+                pvar(&pairs),
+                app(builtin(bags::COLLECT), d),
+                let_(
+                    pvar(&d2),
+                    apps(builtin(bags::SCATTER), [prim(Prim::Build, vec![n, lam(pvar(&j), zero)]), var(&pairs)]),
+                    let_(pvar(&d3), apps(builtin(bags::ZIP_WITH), [each, var(&a2), var(&d2)]), bind(pwild(), app(builtin(bags::SEQUENCE), var(&d3)), api.nothing(g))),
+                ),
+            )
+        });
+        Ok(Piece { binds, primal: var(&a1), bp })
+    }
+
+    /// D_Γ[fold (x, y. t) s] from z (footnote 16's initial value, the first leaf) :=
+    ///   let ⟨z, z'⟩ = D_Γ[init] in let ⟨s1, s2⟩ = D_Γ[s] in
+    ///   let tree = foldTree (λ⟨x, y⟩. D_{Γ,x,y}[t]) z s1 in   (Node l y f r at each step, Leaf at each element)
+    ///   ⟨getA tree, λd. do lf ← unTree (λd' f. do ⟨⟨⟩, ⟨d1, d2⟩⟩ ← scope_{Γ,τ×τ} (f d'); return ⟨d1, d2⟩) d tree
+    ///                       z' (lf ! 0); s2 (fromList (shift1L lf))⟩
+    #[allow(clippy::too_many_arguments)]
+    fn fold(&mut self, g: &Ctx, x: &Name, y: &Name, body: &Term, init: &Term, arr: &Term, balanced: bool) -> Result<Piece, Diagnostic> {
+        let mut binds = vec![];
+        let (z, zb) = self.sub(g, init, None, &mut binds)?;
+        let (s1, s2) = self.sub(g, arr, None, &mut binds)?;
+        let c = self.ct(&body.ty);
+        let mut g2 = g.clone();
+        g2.push((x.clone(), c.clone()));
+        g2.push((y.clone(), c.clone()));
+        let inner = self.d(&g2, body)?.expr();
+        let tree = self.fr.name("tree");
+        let fold = if balanced { bags::TREE_FOLD } else { bags::TREE_FOLDL };
+        binds.push((pvar(&tree), apps(builtin(fold), [lam(ppair(pvar(x), pvar(y)), inner), z, s1])));
+        let (lf, d_, f, dx, dy) = (self.fr.name("lf"), self.fr.name("d'"), self.fr.name("f"), self.fr.name(&format!("d{}", x.text)), self.fr.name(&format!("d{}", y.text)));
+        let api = self.api;
+        let bp = self.lam_d(|_, d| {
+            // scope over x then y (Γ, x, y: y's cell is the innermost)
+            let pops = bind(pvar(&dy), builtin(ops::pop(y, &c)), bind(pvar(&dx), builtin(ops::pop(x, &c)), pure(pair(var(&dx), var(&dy)))));
+            let scoped = bind(pwild(), builtin(ops::push0(x, &c)), bind(pwild(), builtin(ops::push0(y, &c)), bind(pwild(), app(var(&f), var(&d_)), pops)));
+            let g_ = lam(pvar(&d_), lam(pvar(&f), scoped));
+            let rest = api.both(app(zb, prim(Prim::Index, vec![var(&lf), int(0)])), app(s2, app(builtin(bags::FROM_LIST), prim(Prim::Shift1L, vec![var(&lf)]))));
+            bind(pvar(&lf), apps(builtin(bags::UN_TREE), [g_, d, var(&tree)]), rest)
+        });
+        Ok(Piece { binds, primal: app(builtin(bags::GET_A), var(&tree)), bp })
     }
 }
 

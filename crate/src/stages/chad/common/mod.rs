@@ -3,13 +3,14 @@
 //! builtins and their runtime in three representations.
 
 pub mod apis;
+pub mod bags;
 pub mod chad;
 pub mod monad;
 pub mod ops;
 pub mod runtime;
 pub mod source;
 
-pub use source::{first_order, ACCEPTS, PAPER};
+pub use source::{first_order, first_order_arrays, ACCEPTS, PAPER};
 
 use crate::diag::Diagnostic;
 use crate::features::{Feature, Features};

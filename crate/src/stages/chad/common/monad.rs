@@ -27,7 +27,7 @@ fn rows(rt: &Rt) -> Vec<(String, Shown)> {
         .collect()
 }
 
-fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
+pub(super) fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
     if m.tracing() {
         let state = rows(m.state::<Rt>());
         m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
@@ -48,20 +48,26 @@ pub(super) fn b_one_m(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Resu
                 None => v.clone(),
             };
             mp.insert_mut(*pos, after.clone());
-            (before, after, Acc::Map(mp))
+            (before.map(|b| show_ct(&b)), after, Acc::Map(mp))
         }
         Acc::Cells(mut cs) => {
             m.count("cell_ops", 1);
-            let Some(b) = cs.get(*pos).cloned() else { return Err(internal(span, "one on a cell not in scope")) };
-            let after = plus(m, b.clone(), v.clone())?;
-            cs[*pos] = after.clone();
-            (Some(b), after, Acc::Cells(cs))
+            // the cell is moved into +, not copied: a Bag in it may then grow in place (§8.1)
+            let Some(slot) = cs.get_mut(*pos) else { return Err(internal(span, "one on a cell not in scope")) };
+            let b = std::mem::replace(slot, Value::Unit);
+            let before = m.tracing().then(|| show_ct(&b));
+            let after = plus(m, b, v.clone())?;
+            cs[*pos] = after;
+            let after = if m.tracing() { cs[*pos].clone() } else { Value::Unit };
+            (before, after, Acc::Cells(cs))
         }
         Acc::None => return Err(internal(span, "one outside run")),
     };
     m.state::<Rt>().acc = acc;
-    let before = before.map(|b| show_ct(&b)).unwrap_or_else(|| "·".into());
-    event(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span);
+    if m.tracing() {
+        let before = before.unwrap_or_else(|| "·".into());
+        event(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span);
+    }
     Ok(unit())
 }
 

@@ -11,6 +11,7 @@
 //! pair's `Inr` there is a tuple, so `+` tells them apart by position. Functions on values recurse
 //! only in the depth of a type (bounded by the parser's nesting budget).
 
+use super::bags::as_bag;
 use super::ops::{lookup, Op};
 use super::source::CT;
 use crate::diag::Span;
@@ -51,6 +52,13 @@ pub struct Rt {
     /// The accumulators of the enclosing runs, set aside while a closed function's backpropagator
     /// runs its own (App. C).
     pub(super) saved: Vec<(Acc, Vec<String>)>,
+    /// §8.1's switch: Bags take a BArray constructor, into which BOne's are added in place.
+    pub barray: bool,
+    /// BOne's the backward pass made (§7's index rule, `fromList`), and those a BArray took in.
+    pub made: u64,
+    pub absorbed: u64,
+    /// BArrays made (§8.1).
+    pub barrays: u64,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -143,6 +151,7 @@ fn zero_nodes(ct: &CT, repr: Repr) -> (Value, u64) {
         }
         (CT::Prod(_) | CT::Sum(..), _) => (zero_tag(), 1),
         (CT::Log(..), _) => (log(vec![]), 1),
+        (CT::Bag(..), _) => (super::bags::empty(), 1),
     }
 }
 
@@ -174,6 +183,15 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
             (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, (**p).clone(), (**q).clone())?)),
             _ => return Err(internal(span, "a sum tag mismatch in + (linl added to linr)")),
         })),
+        // §7: Bags (BPlus, or §8.1's BArray), each Rc let go of first so a BArray can grow in place
+        (a, b) if as_bag(&a).is_some() && as_bag(&b).is_some() => {
+            let (x, y) = (as_bag(&a).cloned(), as_bag(&b).cloned());
+            drop((a, b));
+            match (x, y) {
+                (Some(x), Some(y)) => super::bags::plus_bags(m, x, y)?,
+                _ => return Err(internal(span, "+ on Bags")),
+            }
+        }
         (Value::Ext(x), Value::Ext(y)) if x.as_any().is::<Log>() => match (x.as_any().downcast_ref::<Log>(), y.as_any().downcast_ref::<Log>()) {
             // `++`: O(length), footnote 25
             (Some(p), Some(q)) => {
@@ -466,24 +484,30 @@ fn b_lcast(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
 fn b_seed(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
     let v = arg(&mut args);
     let r = repr(m);
-    Ok(to_lin(&v, r))
+    to_lin(m, &v, r)
 }
 
-fn to_lin(v: &Value, r: Repr) -> Value {
-    match v {
+/// (Recursive in the depth of the value's type only; an array's elements are a loop.)
+fn to_lin(m: &mut Machine, v: &Value, r: Repr) -> Result<Value, RunError> {
+    Ok(match v {
         Value::Real(x) => Value::Real(*x),
         Value::Tuple(vs) => {
-            let t = Value::tuple(vs.iter().map(|v| to_lin(v, r)).collect());
+            let t = Value::tuple(vs.iter().map(|v| to_lin(m, v, r)).collect::<Result<_, _>>()?);
             if r == Repr::Sparse {
                 Value::Inr(Rc::new(t))
             } else {
                 t
             }
         }
-        Value::Inl(x) => Value::Inr(Rc::new(Value::Inl(Rc::new(to_lin(x, r))))),
-        Value::Inr(x) => Value::Inr(Rc::new(Value::Inr(Rc::new(to_lin(x, r))))),
+        Value::Inl(x) => Value::Inr(Rc::new(Value::Inl(Rc::new(to_lin(m, x, r)?)))),
+        Value::Inr(x) => Value::Inr(Rc::new(Value::Inr(Rc::new(to_lin(m, x, r)?)))),
+        // §7: the output cotangent of an array as a Bag of its elements' (not counted as made)
+        Value::Array(xs) => {
+            let ds = xs.iter().map(|x| to_lin(m, x, r)).collect::<Result<_, _>>()?;
+            super::bags::from_cells(m, ds, false)?
+        }
         _ => unit(),
-    }
+    })
 }
 
 /// The final environment vector as the tuple of the inputs' cotangents (absent entries are 0).
@@ -519,31 +543,54 @@ fn b_env_tuple(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Valu
 
 /// The gradient in the input's shape: the input `s` as the witness of shape, and the cotangents
 /// (rebuilt in the pattern of main's parameter) read into it; zeros become zeros of that shape.
-fn b_from_lin(_: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_from_lin(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
     let g = arg(&mut args);
     let s = arg(&mut args);
-    from_lin(&s, &g).ok_or_else(|| internal(span, &format!("the cotangent {} does not fit the input {s}", show_ct(&g))))
+    from_lin(m, &s, &g)?.ok_or_else(|| internal(span, &format!("the cotangent {} does not fit the input {s}", show_ct(&g))))
 }
 
-fn from_lin(s: &Value, g: &Value) -> Option<Value> {
-    Some(match (s, g) {
+/// (Recursive in the depth of the input's type only; an array's elements are a loop.)
+fn from_lin(m: &mut Machine, s: &Value, g: &Value) -> Result<Option<Value>, RunError> {
+    Ok(Some(match (s, g) {
         (Value::Real(_), Value::Real(x)) => Value::Real(*x),
         (Value::Int(_) | Value::Bool(_) | Value::Unit, _) => s.clone(),
         (_, g) if is_zero_tag(g) => s.with_reals(&mut std::iter::repeat(0.0)),
         (Value::Tuple(ss), Value::Tuple(gs)) if ss.len() == gs.len() => {
-            Value::tuple(ss.iter().zip(gs.iter()).map(|(s, g)| from_lin(s, g)).collect::<Option<_>>()?)
+            let mut out = Vec::with_capacity(ss.len());
+            for (s, g) in ss.iter().zip(gs.iter()) {
+                let Some(v) = from_lin(m, s, g)? else { return Ok(None) };
+                out.push(v);
+            }
+            Value::tuple(out)
         }
-        (Value::Tuple(_), Value::Inr(x)) => from_lin(s, x)?,
+        (Value::Tuple(_), Value::Inr(x)) => return from_lin(m, s, x),
         (Value::Inl(a), Value::Inr(x)) => match &**x {
-            Value::Inl(c) => Value::Inl(Rc::new(from_lin(a, c)?)),
-            _ => return None,
+            Value::Inl(c) => match from_lin(m, a, c)? {
+                Some(v) => Value::Inl(Rc::new(v)),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
         },
         (Value::Inr(a), Value::Inr(x)) => match &**x {
-            Value::Inr(c) => Value::Inr(Rc::new(from_lin(a, c)?)),
-            _ => return None,
+            Value::Inr(c) => match from_lin(m, a, c)? {
+                Some(v) => Value::Inr(Rc::new(v)),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
         },
-        _ => return None,
-    })
+        // §7: an input array's cotangent Bag, collected and scattered into its length
+        (Value::Array(ss), g) if as_bag(g).is_some() => {
+            let Some(b) = as_bag(g) else { return Ok(None) };
+            let cells = super::bags::densify(m, b, ss.len())?;
+            let mut out = Vec::with_capacity(ss.len());
+            for (s, c) in ss.iter().zip(cells.iter()) {
+                let Some(v) = from_lin(m, s, c)? else { return Ok(None) };
+                out.push(v);
+            }
+            Value::Array(out.into())
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// The implementation of each kind of type-indexed builtin: function, arity, lazy last argument.

@@ -9,6 +9,7 @@ use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::kit::passes::first_order_at;
+use crate::prims::Prim;
 use crate::stage::Source;
 use std::collections::HashMap;
 
@@ -55,6 +56,13 @@ pub enum K {
     App(Box<Term>, Box<Term>),
     /// `λx. t` (naive higher-order CHAD, §9).
     Lam(Name, Box<Term>),
+    /// `build s (i. t)` (§7).
+    Build(Box<Term>, Name, Box<Term>),
+    /// `t ! s` (§7).
+    Index(Box<Term>, Box<Term>),
+    /// `fold (x, y. t) s` from the initial value `init` (§7, with footnote 16's initial value): the
+    /// reduction of `init :: s`, `balanced` (a `reduce`, associative) or left to right (a `fold`).
+    Fold { x: Name, y: Name, body: Box<Term>, init: Box<Term>, arr: Box<Term>, balanced: bool },
 }
 
 /// The cotangent type `D[τ]2` (Fig. 2), for a first-order source type.
@@ -72,6 +80,8 @@ pub enum CT {
     /// invocation, argument and output cotangent. Only `D[σ]2` is kept: the log's IR type leaves
     /// the arguments' type open (`Log D[σ]2`), as the interned builtins' table must be `Sync`.
     Log(Box<CT>),
+    /// `D[Array τ]2 = Bag (Z × D[τ]2)` (§7): the element cotangent `D[τ]2`.
+    Bag(Box<CT>),
 }
 
 impl CT {
@@ -85,6 +95,8 @@ impl CT {
             // closed functions carry no cotangent: D[τ →□ σ]2 = 1 (App. C); the first-order stages
             // never see one (inlining removes them, a residual lambda is refused)
             Type::Fun(..) | Type::Lin(..) => CT::One,
+            // §7 (only the stage chad/arrays takes arrays; the others refuse them by `Lang`)
+            t if t.as_array().is_some() => CT::Bag(Box::new(CT::of(t.as_array()?)?)),
             _ => return None,
         })
     }
@@ -108,6 +120,7 @@ impl CT {
             CT::Prod(ts) => Type::con("LProd", ts.iter().map(CT::ty).collect()),
             CT::Sum(a, b) => Type::con("LSum", vec![a.ty(), b.ty()]),
             CT::Log(c) => Type::con("Log", vec![c.ty()]),
+            CT::Bag(c) => Type::con("Bag", vec![Type::Tuple(vec![Type::Int, c.ty()])]),
         }
     }
 
@@ -119,6 +132,7 @@ impl CT {
             CT::Prod(ts) => format!("({})", ts.iter().map(CT::show).collect::<Vec<_>>().join(" ×L ")),
             CT::Sum(a, b) => format!("({} ⊔L {})", a.show(), b.show()),
             CT::Log(c) => format!("[_ × {}]", c.show()),
+            CT::Bag(c) => format!("Bag(Z × {})", c.show()),
         }
     }
 }
@@ -159,6 +173,32 @@ fn outside_type(span: Span, what: &str, t: &Type) -> Diagnostic {
     outside(span, &format!("{what} of type {}{arrays}", crate::types::show(t)))
 }
 
+/// Whether values of type `t` are outside the language `lang` reads (arrays only with §7).
+fn outside_lang(t: &Type, lang: Lang) -> bool {
+    CT::of(t).is_none() || (lang != Lang::Arrays && has_array(t))
+}
+
+/// Whether a program has arrays anywhere (the chain leaves those to each stage's own `accepts`:
+/// chad/arrays takes them, the others refuse them).
+pub fn mentions_arrays(p: &Program) -> bool {
+    let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
+        if has_array(&e.ty) || matches!(e.kind, ExprKind::Array(_)) {
+            return true;
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    false
+}
+
+fn has_array(t: &Type) -> bool {
+    match t {
+        Type::Tuple(ts) | Type::Con(_, ts) => t.as_array().is_some() || ts.iter().any(has_array),
+        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_array(a) || has_array(b),
+        _ => false,
+    }
+}
+
 /// `main`'s parameter pattern (every `_` named, as each input gets a cell) and its body as a core term.
 pub struct FirstOrder {
     pub program: Program,
@@ -173,6 +213,17 @@ pub struct FirstOrder {
 /// becomes first order), then desugared, each refusal located.
 pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
     let p = first_order_at(src, INLINE_BUDGET)?;
+    core(p, src, Lang::FirstOrder)
+}
+
+/// The source as §7's language: inlined, its array operations lowered to `build`, `!` and `fold`
+/// (`kit::passes::lower_arrays`), then desugared; with the lowered program, which the stage shows.
+pub fn first_order_arrays(src: &Source) -> Result<(FirstOrder, Program), Diagnostic> {
+    let p = crate::kit::passes::lower_arrays(&first_order_at(src, INLINE_BUDGET)?)?;
+    Ok((core(p.clone(), src, Lang::Arrays)?, p))
+}
+
+fn core(p: Program, src: &Source, lang: Lang) -> Result<FirstOrder, Diagnostic> {
     let main = p.def("main").expect("inline_all keeps main").clone();
     let ExprKind::Lam(_, pat, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
@@ -182,11 +233,11 @@ pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
     let mut inputs = vec![];
     let pattern = name_wilds(pat, src.input_type, &mut fresh, &mut inputs);
     for (n, t) in &inputs {
-        if CT::of(t).is_none() {
+        if outside_lang(t, lang) {
             return Err(outside_type(pat.span(), &format!("the input `{}`", n.text), t));
         }
     }
-    let body = desugar(body, &mut fresh, Lang::FirstOrder)?;
+    let body = desugar(body, &mut fresh, lang)?;
     Ok(FirstOrder { program: p, pattern, inputs, body, fresh })
 }
 
@@ -244,7 +295,7 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Na
         let mut inputs = vec![];
         let pattern = name_wilds(pat, &ty, &mut fresh, &mut inputs);
         for (n, t) in &inputs {
-            if CT::of(t).is_none() {
+            if outside_lang(t, Lang::ClosedCode) {
                 return Err(outside_type(pat.span(), &format!("the parameter `{}`", n.text), t));
             }
         }
@@ -436,17 +487,30 @@ pub enum Lang {
     FirstOrder,
     ClosedCode,
     Lambdas,
+    /// First order with §7's arrays (`build`, `!`, `fold`), after `lower_arrays`.
+    Arrays,
+}
+
+impl Lang {
+    fn first_order(self) -> bool {
+        matches!(self, Lang::FirstOrder | Lang::Arrays)
+    }
 }
 
 fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
     use ExprKind as E;
-    if CT::of(&e.ty).is_none() && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
+    if outside_lang(&e.ty, ho) && !matches!(e.kind, E::Lam(..) | E::App(..) | E::LetRec(..)) {
         return Err(outside_type(e.span, "a value", &e.ty));
     }
     // (with functions kept, a discrete term that calls one is taken apart like any other: the
     // function's derivative replaces it in the output)
-    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) && (ho == Lang::FirstOrder || !calls_function(e)) {
-        reject_inside(e)?;
+    if discrete(&e.ty) && !matches!(e.kind, E::Var(_)) && (ho.first_order() || !calls_function(e)) {
+        // (with arrays, a discrete term such as `length (build n (\i -> …))` runs as it is too)
+        if ho != Lang::Arrays {
+            reject_inside(e)?;
+        } else {
+            reject_recursion(e)?;
+        }
         return Ok(term(K::Discrete(e.clone()), e));
     }
     Ok(match &e.kind {
@@ -458,8 +522,11 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
             let body = with_lets(parts, desugar(body, fr, ho)?);
             term(K::Lam(x, Box::new(body)), e)
         }
-        E::App(f, a) if ho != Lang::FirstOrder => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
+        E::App(f, a) if !ho.first_order() => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
         E::Real(r) => term(K::Lit(*r), e),
+        E::Prim(op, args) if ho == Lang::Arrays && matches!(op, Prim::Build | Prim::Index | Prim::Fold | Prim::Reduce) => arrays(e, *op, args, fr)?,
+        // `[]`: a constant, as a literal is
+        E::Array(es) if ho == Lang::Arrays && es.is_empty() => term(K::Discrete(e.clone()), e),
         E::Let(..) => {
             let mut binds = vec![];
             let mut cur = e;
@@ -494,7 +561,7 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         }
         E::Ann(x, _) => desugar(x, fr, ho)?,
         // a comparison of a call's result: discrete, its backpropagator adds nothing
-        E::Prim(op, args) if ho != Lang::FirstOrder && discrete(&e.ty) => {
+        E::Prim(op, args) if !ho.first_order() && discrete(&e.ty) => {
             term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
         }
         E::LetRec(..) => return Err(outside(e.span, "recursion (a local recursive function)")),
@@ -506,6 +573,60 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Lam(..) | E::App(..) => return Err(outside(e.span, "a function value left after inlining (chosen at run time)")),
         _ => return Err(outside(e.span, "this construct")),
     })
+}
+
+/// A lambda argument of an array operation, its annotations taken off.
+fn lambda(f: &Expr) -> Option<(&Pat, &Expr)> {
+    let mut f = f;
+    while let ExprKind::Ann(x, _) = &f.kind {
+        f = x;
+    }
+    match &f.kind {
+        ExprKind::Lam(_, p, body) => Some((p, body)),
+        _ => None,
+    }
+}
+
+/// §7's three array operations (after `lower_arrays`, the only ones left).
+fn arrays(e: &Expr, op: Prim, args: &[Expr], fr: &mut Fresh) -> Result<Term, Diagnostic> {
+    let not_lambda = |f: &Expr| outside(f.span, "an array operation's function that is not a lambda after inlining");
+    Ok(match (op, args) {
+        (Prim::Build, [n, f]) => {
+            let Some((p, body)) = lambda(f) else { return Err(not_lambda(f)) };
+            let (i, parts) = binder(p, &Type::Int, p.span(), fr);
+            let body = with_lets(parts, desugar(body, fr, Lang::Arrays)?);
+            term(K::Build(Box::new(desugar(n, fr, Lang::Arrays)?), i, Box::new(body)), e)
+        }
+        (Prim::Index, [a, i]) => term(K::Index(Box::new(desugar(a, fr, Lang::Arrays)?), Box::new(desugar(i, fr, Lang::Arrays)?)), e),
+        (Prim::Fold | Prim::Reduce, [f, z, a]) => {
+            let elem = a.ty.as_array().cloned().unwrap_or(Type::Unknown);
+            if elem != e.ty {
+                let (acc, el) = (crate::types::show(&e.ty), crate::types::show(&elem));
+                return Err(outside(e.span, &format!("a fold whose accumulator ({acc}) is not of its elements' type ({el}): §7's fold (x. t) reduces with t : τ × τ → τ")));
+            }
+            let Some((p1, inner)) = lambda(f) else { return Err(not_lambda(f)) };
+            let Some((p2, body)) = lambda(inner) else { return Err(not_lambda(f)) };
+            let (x, mut parts) = binder(p1, &e.ty, p1.span(), fr);
+            let (y, py) = binder(p2, &e.ty, p2.span(), fr);
+            parts.extend(py);
+            let body = with_lets(parts, desugar(body, fr, Lang::Arrays)?);
+            let (init, arr) = (desugar(z, fr, Lang::Arrays)?, desugar(a, fr, Lang::Arrays)?);
+            term(K::Fold { x, y, body: Box::new(body), init: Box::new(init), arr: Box::new(arr), balanced: op == Prim::Reduce }, e)
+        }
+        _ => return Err(outside(e.span, "this array operation")),
+    })
+}
+
+/// A discrete term with arrays runs as it is; it must not recurse.
+fn reject_recursion(e: &Expr) -> Result<(), Diagnostic> {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::LetRec(..) = &e.kind {
+            return Err(outside(e.span, "recursion (a local recursive function)"));
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    Ok(())
 }
 
 /// Whether `e` applies a function or names a global (whose derivative replaces it in the output).
@@ -569,6 +690,19 @@ pub fn dense_cells(fo: &FirstOrder) -> usize {
                 stack.push((c, g));
                 stack.push((a, g));
                 stack.push((b, g));
+            }
+            K::Index(a, b) => {
+                stack.push((a, g));
+                stack.push((b, g));
+            }
+            K::Build(n, _, b) => {
+                stack.push((n, g));
+                stack.push((b, g + 1));
+            }
+            K::Fold { body, init, arr, .. } => {
+                stack.push((init, g));
+                stack.push((arr, g));
+                stack.push((body, g + 2));
             }
         }
     }
