@@ -41,6 +41,8 @@ pub enum BudgetKind {
     Depth,
     /// Wall-clock seconds (`Budget::seconds`).
     Seconds,
+    /// Bytes of memory, as a probe set by `Machine::set_memory_limit` reads them (the CLI's bench).
+    Memory,
 }
 
 impl BudgetKind {
@@ -50,6 +52,7 @@ impl BudgetKind {
             BudgetKind::Allocs => "allocs",
             BudgetKind::Depth => "depth",
             BudgetKind::Seconds => "wall-clock seconds",
+            BudgetKind::Memory => "memory (bytes)",
         }
     }
 }

@@ -70,6 +70,8 @@ pub struct Machine<'p> {
     span: Span,
     /// When the `seconds` budget runs out (natively, when set).
     deadline: Option<std::time::Instant>,
+    /// A probe of the process's live bytes and the limit it may reach (`set_memory_limit`).
+    memory: Option<(fn() -> u64, u64)>,
     nesting: u64,
     // The running state: continuation stack, local slots, current frame.
     kont: Vec<Kont>,
@@ -119,6 +121,7 @@ impl<'p> Machine<'p> {
                 .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
                 .and_then(|d| std::time::Instant::now().checked_add(d)),
             budget,
+            memory: None,
             nesting: 0,
             kont: vec![],
             locals: vec![],
@@ -260,9 +263,21 @@ impl<'p> Machine<'p> {
         self.span
     }
 
-    /// The `seconds` budget: reads the clock only when one is set.
+    /// Stops the run (a `Memory` budget error) once `live()` exceeds `limit` bytes, checked with the
+    /// clock. The core has no allocator of its own: the CLI's bench passes its counting allocator's
+    /// probe, so one case cannot take the machine's memory.
+    pub fn set_memory_limit(&mut self, live: fn() -> u64, limit: u64) {
+        self.memory = Some((live, limit));
+    }
+
+    /// The `seconds` budget (reads the clock only when one is set) and the memory limit, if any.
     #[inline]
     pub(crate) fn check_clock(&self) -> Result<(), RunError> {
+        if let Some((live, limit)) = self.memory {
+            if live() > limit {
+                return Err(self.budget_error(BudgetKind::Memory, limit));
+            }
+        }
         match self.deadline {
             Some(d) if std::time::Instant::now() >= d => {
                 Err(self.budget_error(BudgetKind::Seconds, self.budget.seconds.unwrap_or(0.0).ceil() as u64))
