@@ -239,7 +239,7 @@ pub struct GraphGroup {
 /// A builtin's implementation. It receives all its arguments at once (builtins are curried in the IR
 /// and run when saturated) and the span of the application. It may call back into the interpreter
 /// with `Machine::apply`.
-pub type BuiltinFn = fn(&mut Machine<'_>, Vec<Value>, Span) -> Result<Value, RunError>;
+pub type BuiltinFn = fn(&mut Machine<'_>, &mut Vec<Value>, Span) -> Result<Value, RunError>;
 
 /// A target-language builtin: a typed constant of the IR with a Rust implementation.
 #[derive(Clone)]

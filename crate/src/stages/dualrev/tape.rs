@@ -154,7 +154,7 @@ impl ExtValue for TContrib {
     }
 }
 
-fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     let mut edges = vec![];
     for pair in args.chunks(2) {
@@ -163,7 +163,7 @@ fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError>
     Ok(Value::Ext(Rc::new(TContrib(edges))))
 }
 
-fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
     let i = new_id(m, span)?;
     let t = &mut m.state::<TapeSt>().tape;
@@ -194,7 +194,7 @@ fn adj<'v>(v: &'v Value, span: Span) -> Result<&'v Adjoints, RunError> {
     v.ext::<Adjoints>().ok_or_else(|| err(span, format!("expected an adjoint array, got {v}")))
 }
 
-fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_salloc(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = want_int(&args[0], span, "SAlloc")?.max(0) as usize;
     m.tick(n as u64 + 1)?;
     m.alloc(1)?;
@@ -202,7 +202,7 @@ fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
 }
 
 /// `SCall i z`: adj[i] += z (§10.2: no backpropagator is called any more; see `builtins`).
-fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = adj(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;
     let i = want_int(&args[0], span, "SCall")?;
@@ -217,7 +217,7 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 }
 
 /// One sweep down the tape: for i descending with adjoint d: for each (a, j) on the tape at i: adj[j] += a · d
-fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = adj(&args[1], span)?;
     let n = want_int(&args[0], span, "SResolve")?;
     let tape = std::mem::take(&mut m.state::<TapeSt>().tape);

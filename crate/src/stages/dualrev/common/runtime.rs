@@ -118,22 +118,22 @@ pub fn new_id(m: &mut Machine, span: Span) -> Result<i64, RunError> {
     Ok(i)
 }
 
-fn b_gen_id(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     Ok(Value::Int(new_id(m, span)?))
 }
-fn b_get_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_get_id(m: &mut Machine, _: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(Value::Int(rt(m).next_id))
 }
-fn b_run_ids(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_run_ids(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     rt(m).next_id = 0;
     let thunk = args.pop().unwrap_or(Value::Unit);
     m.apply(thunk, Value::Unit)
 }
-fn b_counted(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_counted(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.count("backprop_calls", 1);
     Ok(args.pop().unwrap_or(Value::Unit))
 }
-fn b_zero_of(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_zero_of(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.tick(size(&args[0]))?;
     Ok(zero_of(&args[0]))
 }
@@ -285,14 +285,14 @@ pub fn array_builtins() -> Vec<Builtin> {
     ]
 }
 
-fn b_at(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_at(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.tick(1)?;
     let a = args[0].ext::<IArr>().ok_or_else(|| err(span, format!("@: expected an array, got {}", args[0])))?;
     let i = want_int(&args[1], span, "@")?;
     a.0.get(i as usize).map(|x| Value::Real(*x)).ok_or_else(|| err(span, format!("@: index {i} out of bounds")))
 }
 
-fn b_run_io(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_run_io(_: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(args.pop().unwrap_or(Value::Unit))
 }
 
