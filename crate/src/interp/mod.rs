@@ -169,11 +169,17 @@ impl<'p> Machine<'p> {
     }
     /// Adds `n` work units to the step counter, failing when the steps budget is exceeded.
     pub fn tick(&mut self, n: u64) -> Result<(), RunError> {
+        let before = self.steps;
         self.steps += n;
         if self.steps > self.budget.steps {
             return Err(self.budget_error(BudgetKind::Steps, self.budget.steps));
         }
-        self.check_clock()
+        // the clock (and memory probe) as the interpreter reads them: once per 4096 steps, not on
+        // every tick (reading the clock per builtin call was 5 % of a tape stage's run)
+        if (before ^ self.steps) >> 12 != 0 {
+            self.check_clock()?;
+        }
+        Ok(())
     }
     /// Counts `n` allocations against the allocs budget.
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {
