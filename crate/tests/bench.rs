@@ -41,10 +41,12 @@ fn peers_rows_parse_and_carry_the_fields() {
 
 #[test]
 fn a_case_past_its_memory_limit_is_stopped_and_says_so() {
-    let (code, out, err) = bench(&["--family", "particle", "--sizes", "2000", "--stage", "dualrev/tape", "--repeat", "1", "--max-mb", "0", "--json"]);
+    // the primal (a tail loop) stays under 1 MB; the tape of 140,000 operations does not
+    let (code, out, err) = bench(&["--family", "particle", "--sizes", "20000", "--stage", "dualrev/tape", "--repeat", "1", "--max-mb", "1", "--json"]);
     assert_eq!(code, 0, "{err}");
-    let said = rows(&out).iter().any(|r| r["outcome"].as_str().is_some_and(|o| o.contains("memory budget"))) || err.contains("memory budget");
-    assert!(said, "{out}\n{err}");
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 1, "{out}\n{err}");
+    assert_eq!(rows[0]["outcome"], "stopped by the memory budget (1 MB per case)", "{out}");
 }
 
 #[test]
