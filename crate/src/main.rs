@@ -92,7 +92,7 @@ enum Cmd {
         #[arg(long, default_value_t = 200_000_000)]
         max_steps: u64,
         /// Wall-clock limit per run (one stage at one size), in seconds.
-        #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
+        #[arg(long, default_value_t = 5.0, value_parser = parse_seconds)]
         max_seconds: f64,
         /// Memory limit per case: how many MB one run may add to the live heap before it is stopped.
         #[arg(long, default_value_t = 2048)]

@@ -84,16 +84,21 @@ pub fn run(family_names: &[String], sizes: Option<&[usize]>, stage_ids: &[String
     }
 }
 
-/// Best of `repeat` timings of `f`, each after its own untimed `setup`; the last result is kept.
-fn best_of<S, R>(repeat: usize, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S) -> R) -> Option<(f64, S, R)> {
-    let mut best: Option<(f64, S, R)> = None;
+/// Best of `repeat` timings of `f`, each after its own untimed `setup`; the last result is kept. A
+/// run that fails (a budget stop) is not repeated: it would only stop again, as late.
+fn best_of<S, T, E>(repeat: usize, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S) -> Result<T, E>) -> Option<(f64, S, Result<T, E>)> {
+    let mut best: Option<(f64, S, Result<T, E>)> = None;
     for _ in 0..repeat.max(1) {
         let mut s = setup();
         let t0 = Instant::now();
         let r = f(&mut s);
         let secs = t0.elapsed().as_secs_f64();
         let secs = best.as_ref().map_or(secs, |b| b.0.min(secs));
+        let failed = r.is_err();
         best = Some((secs, s, r));
+        if failed {
+            break;
+        }
     }
     best
 }
