@@ -95,7 +95,7 @@ enum Cmd {
         #[arg(long, default_value_t = 5.0, value_parser = parse_seconds)]
         max_seconds: f64,
         /// Memory limit per case: how many MB one run may add to the live heap before it is stopped.
-        #[arg(long, default_value_t = 2048)]
+        #[arg(long, default_value_t = 1024)]
         max_mb: u64,
         /// Runs per timing (primal and gradient each); the best is reported.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
