@@ -82,7 +82,7 @@ enum Cmd {
         #[arg(long = "family")]
         families: Vec<String>,
         /// Sizes (comma-separated), each from 1 to 1000000 (bench::MAX_SIZE; the program-size families stop at 100000).
-        /// Default: each family's own modest sizes (100 and 1000 for most; 100 to 10000 for particle and horner).
+        /// Default: each family's own modest sizes (100 for most; 100 to 10000 for particle and horner).
         #[arg(long, value_delimiter = ',', value_parser = bench::parse_size)]
         sizes: Option<Vec<usize>>,
         /// Stage ids (repeatable; default all).
