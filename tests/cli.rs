@@ -304,9 +304,10 @@ fn at_types_an_input_component_main_never_uses() {
 fn bench_p1_counts_eval3_and_share_visits() {
     let (code, out, err) = cot(&["bench", "--family", "p1", "--sizes", "3,10", "--stage", "arrays/eval3", "--stage", "arrays/share", "--json"], None);
     assert_eq!(code, 0, "{err}");
-    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // one JSON object per line
+    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let visits = |stage: &str, n: u64| {
-        let row = doc.as_array().unwrap().iter().find(|r| r["stage"] == stage && r["n"] == n).unwrap_or_else(|| panic!("{stage} {n}: {out}"));
+        let row = rows.iter().find(|r| r["stage"] == stage && r["n"] == n).unwrap_or_else(|| panic!("{stage} {n}: {out}"));
         row["eval_visits"].as_u64().unwrap()
     };
     // the array paper's E1: 2^(n+1) − 1 visits of the Delta tree, 3n + 1 eval calls with Share

@@ -1,6 +1,10 @@
 //! The `cotangent` command: the same core as the page, natively, for scripting, tests and benchmarks.
 
+mod alloc;
 mod bench;
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 use clap::{Parser, Subcommand};
 use cotangent::diag::{render, Diagnostic};
@@ -73,21 +77,30 @@ enum Cmd {
     },
     /// Benchmark: each stage's counters, run time, and gradient/primal time ratio on program families.
     Bench {
-        /// Families: doubling, p1, straight, inputs, wide, dot, matvec, sum, magic, zero (repeatable; default all).
+        /// Families: peers (particle, horner, peer-doubling, quaternion: the peer AD tools' programs), doubling, p1,
+        /// straight, inputs, wide, dot, matvec, program-size, sum, magic, zero, ... (repeatable; default all).
         #[arg(long = "family")]
         families: Vec<String>,
         /// Sizes (comma-separated), each from 1 to 1000000 (bench::MAX_SIZE; the program-size families stop at 100000).
-        #[arg(long, value_delimiter = ',', default_value = "100,1000,10000,100000", value_parser = bench::parse_size)]
-        sizes: Vec<usize>,
+        /// Default: each family's own modest sizes (100 for most; 100 to 10000 for particle and horner).
+        #[arg(long, value_delimiter = ',', value_parser = bench::parse_size)]
+        sizes: Option<Vec<usize>>,
         /// Stage ids (repeatable; default all).
         #[arg(long = "stage")]
         stages: Vec<String>,
         /// Step budget per run.
         #[arg(long, default_value_t = 200_000_000)]
         max_steps: u64,
-        /// Wall-clock limit per case (one stage at one size), in seconds.
-        #[arg(long, default_value_t = 60.0, value_parser = parse_seconds)]
+        /// Wall-clock limit per run (one stage at one size), in seconds.
+        #[arg(long, default_value_t = 5.0, value_parser = parse_seconds)]
         max_seconds: f64,
+        /// Memory limit per case: how many MB one run may add to the live heap before it is stopped.
+        #[arg(long, default_value_t = 1024)]
+        max_mb: u64,
+        /// Runs per timing (primal and gradient each); the best is reported.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        repeat: u64,
+        /// One JSON object per line, each printed as its row finishes.
         #[arg(long)]
         json: bool,
     },
@@ -200,17 +213,35 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 print_human(o, &file, &text, &a, &show)?;
             }
         }
-        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, json } => {
+        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json } => {
             let budget =
                 cotangent::interp::Budget { steps: max_steps, allocs: max_steps, depth: 10_000_000, trace_steps: 0, seconds: Some(max_seconds) };
-            for f in bench::families().iter().filter(|f| families.is_empty() || families.iter().any(|n| n == f.name)) {
+            let set = bench::Settings { budget, repeat: repeat as usize, max_bytes: max_mb.saturating_mul(1 << 20) };
+            if let Some(bad) = families.iter().find(|n| *n != "peers" && !bench::families().iter().any(|f| f.name == n.as_str())) {
+                eprintln!("error: no bench family `{bad}` (see `cotangent bench --help`)");
+                *code = EXIT_USER_ERROR;
+                return Ok(());
+            }
+            for f in bench::chosen_families(&families) {
                 eprintln!("{}: {}", f.name, f.what);
             }
-            let rows = bench::run(&families, &sizes, &stages, &budget);
-            if json {
-                out!(o, "{}", serde_json::to_string_pretty(&bench::json(&rows)).unwrap_or_default());
-            } else {
-                write!(o, "{}", bench::table(&rows))?;
+            if !json {
+                out!(o, "{}", bench::header());
+                o.flush()?;
+            }
+            // each row as it finishes (a long run prints as it goes); the rows are kept for the exponents
+            let mut rows = vec![];
+            let mut failed: std::io::Result<()> = Ok(());
+            bench::run(&families, sizes.as_deref(), &stages, &set, &mut |r| {
+                if failed.is_ok() {
+                    let line = if json { bench::json_line(r) } else { bench::table_line(r) };
+                    failed = writeln!(o, "{line}").and_then(|()| o.flush());
+                }
+                rows.push(r.clone());
+            });
+            failed?;
+            for line in bench::exponent_lines(&rows, json) {
+                out!(o, "{line}");
             }
         }
         Cmd::Check { files } => {

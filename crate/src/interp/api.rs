@@ -41,6 +41,8 @@ pub enum BudgetKind {
     Depth,
     /// Wall-clock seconds (`Budget::seconds`).
     Seconds,
+    /// Bytes of memory, as a probe set by `Machine::set_memory_limit` reads them (the CLI's bench).
+    Memory,
 }
 
 impl BudgetKind {
@@ -50,6 +52,7 @@ impl BudgetKind {
             BudgetKind::Allocs => "allocs",
             BudgetKind::Depth => "depth",
             BudgetKind::Seconds => "wall-clock seconds",
+            BudgetKind::Memory => "memory (bytes)",
         }
     }
 }
@@ -236,7 +239,7 @@ pub struct GraphGroup {
 /// A builtin's implementation. It receives all its arguments at once (builtins are curried in the IR
 /// and run when saturated) and the span of the application. It may call back into the interpreter
 /// with `Machine::apply`.
-pub type BuiltinFn = fn(&mut Machine<'_>, Vec<Value>, Span) -> Result<Value, RunError>;
+pub type BuiltinFn = fn(&mut Machine<'_>, &mut Vec<Value>, Span) -> Result<Value, RunError>;
 
 /// A target-language builtin: a typed constant of the IR with a Rust implementation.
 #[derive(Clone)]

@@ -41,13 +41,13 @@ fn size(m: &mut Machine, v: &Value, what: &str, span: Span) -> Result<usize, Run
     usize::try_from(n).map_err(|_| RunError::runtime(span, format!("{what}: size {n} is too large")))
 }
 
-fn two(mut args: Vec<Value>) -> (Value, Value) {
+fn two(args: &mut Vec<Value>) -> (Value, Value) {
     let b = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     (a, b)
 }
 
-fn three(mut args: Vec<Value>) -> (Value, Value, Value) {
+fn three(args: &mut Vec<Value>) -> (Value, Value, Value) {
     let c = args.pop().unwrap_or(Value::Unit);
     let (a, b) = two(args);
     (a, b, c)
@@ -59,7 +59,7 @@ fn apply2(m: &mut Machine, f: &Value, a: Value, b: Value) -> Res {
 }
 
 /// `a ! i`
-pub fn index(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn index(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (a, i) = two(args);
     let xs = arr(&a, "`!`", span)?;
     let i = int(&i, "`!`", span)?;
@@ -71,7 +71,7 @@ pub fn index(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     }
 }
 
-pub fn length(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn length(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`length`", span)?;
     m.tick(1)?;
     m.charge_array(Prim::Length, xs.len());
@@ -79,7 +79,7 @@ pub fn length(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 }
 
 /// `sum a`, left to right (as `fold (+) 0.0 a`, which is how the stages translate it).
-pub fn sum(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn sum(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`sum`", span)?;
     m.tick(xs.len() as u64)?;
     let mut s = 0.0;
@@ -91,7 +91,7 @@ pub fn sum(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     Ok(Value::Real(s))
 }
 
-pub fn replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn replicate(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (n, x) = two(args);
     let n = size(m, &n, "`replicate`", span)?;
     m.tick(n as u64)?;
@@ -99,7 +99,7 @@ pub fn replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     Ok(Value::Array(vec![x; n].into()))
 }
 
-pub fn build(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn build(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (n, f) = two(args);
     let n = size(m, &n, "`build`", span)?;
     let mut out = Vec::new();
@@ -111,7 +111,7 @@ pub fn build(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     Ok(Value::Array(out.into()))
 }
 
-pub fn map(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn map(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, a) = two(args);
     let xs = arr(&a, "`map`", span)?;
     let mut out = Vec::with_capacity(xs.len());
@@ -123,7 +123,7 @@ pub fn map(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
     Ok(Value::Array(out.into()))
 }
 
-pub fn map2(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, a, b) = three(args);
     let (xs, ys) = (arr(&a, "`map2`", span)?, arr(&b, "`map2`", span)?);
     if xs.len() != ys.len() {
@@ -139,7 +139,7 @@ pub fn map2(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 }
 
 /// `fold f z a` (and `reduce`, which is a fold whose `f` is associative with unit `z`).
-pub fn fold(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn fold(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, z, a) = three(args);
     let xs = arr(&a, "`fold`", span)?;
     let mut acc = z;
@@ -152,7 +152,7 @@ pub fn fold(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 }
 
 /// `scanl f z a = [z, f z a0, f (f z a0) a1, ...]` (length n + 1).
-pub fn scanl(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn scanl(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, z, a) = three(args);
     let xs = arr(&a, "`scanl`", span)?;
     made(m, 1)?;
@@ -169,7 +169,7 @@ pub fn scanl(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 }
 
 /// `scanr f z a = [..., f a_{n-2} (f a_{n-1} z), f a_{n-1} z, z]` (length n + 1).
-pub fn scanr(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn scanr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, z, a) = three(args);
     let xs = arr(&a, "`scanr`", span)?;
     made(m, 1)?;
@@ -187,7 +187,7 @@ pub fn scanr(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 }
 
 /// Drops the first element (the empty array stays empty).
-pub fn shift1l(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn shift1l(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`shift1L`", span)?;
     let rest: Vec<Value> = xs.iter().skip(1).cloned().collect();
     made(m, rest.len())?;
@@ -196,7 +196,7 @@ pub fn shift1l(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
 }
 
 /// Drops the last element (the empty array stays empty).
-pub fn shift1r(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+pub fn shift1r(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "`shift1R`", span)?;
     let rest: Vec<Value> = xs.iter().take(xs.len().saturating_sub(1)).cloned().collect();
     made(m, rest.len())?;

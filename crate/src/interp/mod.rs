@@ -32,7 +32,7 @@ use crate::value::Value;
 use lower::{FunVal, GroupVal, Lowered};
 use run::Kont;
 use std::any::{Any, TypeId};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// How deeply builtins may re-enter the machine through `apply`. Each level uses native stack
@@ -57,7 +57,11 @@ pub struct Machine<'p> {
     allocs: u64,
     depth: u64,
     max_depth: u64,
-    counters: BTreeMap<String, u64>,
+    /// Stage counters by index: a name is interned on its first `count`, and the hot path adds to
+    /// `counter_vals` (found from the last hit, else by a short scan: a run has a handful of counters).
+    counter_names: Vec<Box<str>>,
+    counter_vals: Vec<u64>,
+    last_counter: usize,
     /// The paper's cost model being charged, and what it has counted (`set_cost_model`).
     model: Option<&'static CostModel>,
     model_cost: [u64; 4],
@@ -66,10 +70,15 @@ pub struct Machine<'p> {
     trace_steps: Vec<TraceStep>,
     trace_dropped: u64,
     trace_on: bool,
-    states: HashMap<TypeId, Box<dyn Any>>,
+    /// Stage runtimes' states by type: a few per run, found from the last hit or by a short scan
+    /// (no hashing on every builtin call).
+    states: Vec<(TypeId, Box<dyn Any>)>,
+    last_state: usize,
     span: Span,
     /// When the `seconds` budget runs out (natively, when set).
     deadline: Option<std::time::Instant>,
+    /// A probe of the process's live bytes and the limit it may reach (`set_memory_limit`).
+    memory: Option<(fn() -> u64, u64)>,
     nesting: u64,
     // The running state: continuation stack, local slots, current frame.
     kont: Vec<Kont>,
@@ -78,6 +87,8 @@ pub struct Machine<'p> {
     bp: usize,
     env: Rc<[Value]>,
     group: Option<Rc<GroupVal>>,
+    /// Spent argument buffers of builtin calls, reused so that a call does not allocate one.
+    arg_bufs: Vec<Vec<Value>>,
     /// The value being returned (see `run::Next::Ret`).
     acc: Value,
     /// The name of the builtin running (type-indexed builtins such as `0_τ` read their index from it).
@@ -105,20 +116,24 @@ impl<'p> Machine<'p> {
             allocs: 0,
             depth: 0,
             max_depth: 0,
-            counters: BTreeMap::new(),
+            counter_names: vec![],
+            counter_vals: vec![],
+            last_counter: 0,
             model: None,
             model_cost: [0; 4],
             call_tracer: None,
             trace_steps: vec![],
             trace_dropped: 0,
             trace_on: true,
-            states: HashMap::new(),
+            states: vec![],
+            last_state: 0,
             span: Span::NONE,
             deadline: budget
                 .seconds
                 .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
                 .and_then(|d| std::time::Instant::now().checked_add(d)),
             budget,
+            memory: None,
             nesting: 0,
             kont: vec![],
             locals: vec![],
@@ -126,6 +141,7 @@ impl<'p> Machine<'p> {
             bp: 0,
             env: empty,
             group: None,
+            arg_bufs: vec![],
             acc: Value::Unit,
             builtin: "",
         })
@@ -153,11 +169,17 @@ impl<'p> Machine<'p> {
     }
     /// Adds `n` work units to the step counter, failing when the steps budget is exceeded.
     pub fn tick(&mut self, n: u64) -> Result<(), RunError> {
+        let before = self.steps;
         self.steps += n;
         if self.steps > self.budget.steps {
             return Err(self.budget_error(BudgetKind::Steps, self.budget.steps));
         }
-        self.check_clock()
+        // the clock (and memory probe) as the interpreter reads them: once per 4096 steps, not on
+        // every tick (reading the clock per builtin call was 5 % of a tape stage's run)
+        if (before ^ self.steps) >> 12 != 0 {
+            self.check_clock()?;
+        }
+        Ok(())
     }
     /// Counts `n` allocations against the allocs budget.
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {
@@ -173,11 +195,30 @@ impl<'p> Machine<'p> {
     }
     /// Adds `n` to a stage counter (`eval_visits`, ...).
     pub fn count(&mut self, counter: &str, n: u64) {
-        match self.counters.get_mut(counter) {
-            Some(c) => *c += n,
+        let i = self.counter_id(counter);
+        self.counter_vals[i] += n;
+    }
+    /// The index of a counter (interned, starting at 0, on first use): `count_at` adds to it directly.
+    pub fn counter_id(&mut self, counter: &str) -> usize {
+        if self.counter_names.get(self.last_counter).is_some_and(|c| **c == *counter) {
+            return self.last_counter;
+        }
+        let i = match self.counter_names.iter().position(|c| **c == *counter) {
+            Some(i) => i,
             None => {
-                self.counters.insert(counter.to_string(), n);
+                self.counter_names.push(counter.into());
+                self.counter_vals.push(0);
+                self.counter_names.len() - 1
             }
+        };
+        self.last_counter = i;
+        i
+    }
+    /// Adds `n` to the counter `counter_id` returned.
+    #[inline]
+    pub fn count_at(&mut self, id: usize, n: u64) {
+        if let Some(c) = self.counter_vals.get_mut(id) {
+            *c += n;
         }
     }
     /// Whether trace steps are being recorded (false once the trace budget is full, or when off).
@@ -201,14 +242,23 @@ impl<'p> Machine<'p> {
     }
     /// The per-run state of a stage's runtime (its tape, its DeltaMap, ...), created on first use.
     pub fn state<T: Default + 'static>(&mut self) -> &mut T {
-        self.states
-            .entry(TypeId::of::<T>())
-            .or_insert_with(|| Box::new(T::default()))
-            .downcast_mut::<T>()
-            .expect("state type map holds the type it is keyed by")
+        let id = TypeId::of::<T>();
+        let i = match self.states.get(self.last_state) {
+            Some((k, _)) if *k == id => self.last_state,
+            _ => match self.states.iter().position(|(k, _)| *k == id) {
+                Some(i) => i,
+                None => {
+                    self.states.push((id, Box::new(T::default())));
+                    self.states.len() - 1
+                }
+            },
+        };
+        self.last_state = i;
+        self.states[i].1.downcast_mut::<T>().expect("a state slot holds the type it is keyed by")
     }
     pub fn cost(&self) -> Cost {
-        let mut counters = self.counters.clone();
+        let mut counters: BTreeMap<String, u64> =
+            self.counter_names.iter().zip(&self.counter_vals).map(|(k, v)| (k.to_string(), *v)).collect();
         if let Some(model) = self.model {
             for (name, n) in model.counters.iter().zip(self.model_cost) {
                 *counters.entry(name.to_string()).or_default() += n;
@@ -265,9 +315,21 @@ impl<'p> Machine<'p> {
         self.span
     }
 
-    /// The `seconds` budget: reads the clock only when one is set.
+    /// Stops the run (a `Memory` budget error) once `live()` exceeds `limit` bytes, checked with the
+    /// clock. The core has no allocator of its own: the CLI's bench passes its counting allocator's
+    /// probe, so one case cannot take the machine's memory.
+    pub fn set_memory_limit(&mut self, live: fn() -> u64, limit: u64) {
+        self.memory = Some((live, limit));
+    }
+
+    /// The `seconds` budget (reads the clock only when one is set) and the memory limit, if any.
     #[inline]
     pub(crate) fn check_clock(&self) -> Result<(), RunError> {
+        if let Some((live, limit)) = self.memory {
+            if live() > limit {
+                return Err(self.budget_error(BudgetKind::Memory, limit));
+            }
+        }
         match self.deadline {
             Some(d) if std::time::Instant::now() >= d => {
                 Err(self.budget_error(BudgetKind::Seconds, self.budget.seconds.unwrap_or(0.0).ceil() as u64))

@@ -257,12 +257,17 @@ impl Machine<'_> {
         }
     }
 
-    fn call_builtin(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Res<Next> {
+    fn call_builtin(&mut self, b: &Builtin, mut args: Vec<Value>, span: Span) -> Res<Next> {
         let old = std::mem::replace(&mut self.span, span);
         let old_b = std::mem::replace(&mut self.builtin, b.name);
-        let r = (b.run)(self, args, span);
+        let r = (b.run)(self, &mut args, span);
         self.span = old;
         self.builtin = old_b;
+        // the argument buffer goes back to the pool (builtins re-enter, so one buffer is not enough)
+        args.clear();
+        if self.arg_bufs.len() < 64 {
+            self.arg_bufs.push(args);
+        }
         Ok(self.ret(r?))
     }
 
@@ -470,16 +475,25 @@ impl Machine<'_> {
                     self.kont.push(Kont::Collect(c, i as u32));
                     return Ok(Next::Eval(&items[i]));
                 }
-                let vs: Vec<Value> = self.vals.drain(self.vals.len() - items.len()..).collect();
+                let from = self.vals.len() - items.len();
                 match code {
                     Code::Tuple(_) => {
                         self.alloc(1)?;
-                        self.ret(Value::Tuple(vs.into()))
+                        // straight into the tuple's one allocation (a Vec first would be a second)
+                        let vs: Rc<[Value]> = self.vals.drain(from..).collect();
+                        return Ok(self.ret(Value::Tuple(vs)));
                     }
                     Code::ArrayLit(_) => {
-                        self.alloc(vs.len() as u64)?;
-                        self.ret(Value::Array(vs.into()))
+                        self.alloc(items.len() as u64)?;
+                        let vs: Rc<[Value]> = self.vals.drain(from..).collect();
+                        return Ok(self.ret(Value::Array(vs)));
                     }
+                    _ => {}
+                }
+                // a builtin's arguments, in a buffer from the pool (`call_builtin` returns it)
+                let mut vs = self.arg_bufs.pop().unwrap_or_default();
+                vs.extend(self.vals.drain(from..));
+                match code {
                     Code::CallB(b, _, span) => return self.call_builtin(b, vs, *span),
                     Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vs, thunk, *span),
                     _ => unreachable!(),

@@ -460,7 +460,7 @@ struct Scratch {
 }
 
 fn test_builtins() -> Builtins {
-    fn twice(m: &mut Machine<'_>, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    fn twice(m: &mut Machine<'_>, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
         m.real_op();
         m.tick(1)?;
         m.count("twice_calls", 1);
@@ -471,7 +471,7 @@ fn test_builtins() -> Builtins {
         }
     }
     // withLevel : R -> (() -> a) -> a, lazy in its last argument
-    fn with_level(m: &mut Machine<'_>, mut args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+    fn with_level(m: &mut Machine<'_>, args: &mut Vec<Value>, _span: Span) -> Result<Value, RunError> {
         let thunk = args.pop().unwrap();
         let old = m.state::<Scratch>().level;
         m.state::<Scratch>().level = args[0].as_real().unwrap();
@@ -480,11 +480,11 @@ fn test_builtins() -> Builtins {
         r
     }
     // level : R (arity 0)
-    fn level(m: &mut Machine<'_>, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+    fn level(m: &mut Machine<'_>, _args: &mut Vec<Value>, _span: Span) -> Result<Value, RunError> {
         Ok(Value::Real(m.state::<Scratch>().level))
     }
     // mapPair : (a -> b) -> (a, a) -> (b, b)
-    fn map_pair(m: &mut Machine<'_>, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    fn map_pair(m: &mut Machine<'_>, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
         let [f, Value::Tuple(xs)] = &args[..] else { return Err(RunError::runtime(span, "mapPair")) };
         m.alloc(1)?;
         let a = m.apply(f.clone(), xs[0].clone())?;
@@ -492,7 +492,7 @@ fn test_builtins() -> Builtins {
         Ok(Value::pair(a, b))
     }
     // note : R -> R records a trace step
-    fn note(m: &mut Machine<'_>, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+    fn note(m: &mut Machine<'_>, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
         if m.tracing() {
             m.trace(TraceStep { kind: "note".into(), span: Some(span), factor: args[0].as_real().map(Shown::from), ..TraceStep::default() });
         } else {
@@ -501,8 +501,8 @@ fn test_builtins() -> Builtins {
         Ok(args[0].clone())
     }
     // callback : (a -> b) -> a -> b, through apply
-    fn callback(m: &mut Machine<'_>, args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
-        let mut args = args.into_iter();
+    fn callback(m: &mut Machine<'_>, args: &mut Vec<Value>, _span: Span) -> Result<Value, RunError> {
+        let mut args = args.drain(..);
         let f = args.next().unwrap();
         m.apply(f, args.next().unwrap())
     }
@@ -804,7 +804,7 @@ fn primal_speed() {
 fn measure_nesting_stack() {
     #[derive(Default)]
     struct Addrs(Vec<usize>);
-    fn cb(m: &mut Machine<'_>, args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+    fn cb(m: &mut Machine<'_>, args: &mut Vec<Value>, _span: Span) -> Result<Value, RunError> {
         let x = 0u8;
         let a = &x as *const u8 as usize;
         let st = m.state::<Addrs>();
@@ -812,7 +812,7 @@ fn measure_nesting_stack() {
         if st.0.len() > 5 {
             return Ok(Value::Unit);
         }
-        let mut args = args.into_iter();
+        let mut args = args.drain(..);
         let f = args.next().unwrap();
         m.apply(f, args.next().unwrap())
     }

@@ -233,17 +233,17 @@ pub(crate) fn stamp(e: &mut Expr, span: Span) {
     each_child_mut(e, &mut |c| stamp(c, span));
 }
 
-pub(crate) fn b_zero(m: &mut Machine, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_zero(m: &mut Machine, _args: &mut Vec<Value>, _span: Span) -> Result<Value, RunError> {
     mk(m, Kind::Zero)
 }
 
-pub(crate) fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_scale(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let r = real_arg(&args[0], span, "Scale")?;
     let u = delta_arg(&args[1], span, "Scale")?;
     mk(m, Kind::Scale(r, u))
 }
 
-pub(crate) fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_add(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let a = delta_arg(&args[0], span, "Add")?;
     let b = delta_arg(&args[1], span, "Add")?;
     mk(m, Kind::Add(a, b))

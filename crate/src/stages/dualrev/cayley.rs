@@ -107,7 +107,7 @@ fn staged_arg(v: &Value, span: Span) -> Result<StagedV, RunError> {
 }
 
 /// SCotan f (c, m) = (f c, m)
-fn b_scotan(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scotan(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = staged_arg(&args.pop().unwrap_or(Value::Unit), span)?;
     let f = args.pop().unwrap_or(Value::Unit);
     let c = m.apply(f, s.c)?;
@@ -116,7 +116,7 @@ fn b_scotan(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, 
 }
 
 /// SCall (i, f) x (c, m) = (c, if i ∉ m then insert i ↦ (f, x) into m else update m at i with (λ(_, x'). (f, x + x')))
-fn b_scall(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = staged_arg(&args.pop().unwrap_or(Value::Unit), span)?;
     let x = want_real(&args[1], span, "SCall")?;
     let (i, f) = want_pair(&args[0], span, "SCall")?;
@@ -131,7 +131,7 @@ fn b_scall(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
 
 /// SResolve: apply the updater to 0_Staged once, then as in §6 with the last line
 /// `SResolve (f a (grad, m'))`.
-fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let u = args.pop().unwrap_or(Value::Unit);
     let z = zero_c(m, span)?;
     let r = m.apply(u, staged_value(z, RedBlackTreeMap::new()))?;

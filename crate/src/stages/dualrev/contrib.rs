@@ -175,7 +175,7 @@ fn dref_of(v: &Value, span: Span) -> Result<(i64, Rc<Contrib>), RunError> {
 }
 
 /// C0, C1 a d, C2 a d b e: the Contrib lists of length 0, 1, 2.
-fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     let mut edges = vec![];
     for pair in args.chunks(2) {
@@ -206,7 +206,7 @@ fn carr<'v>(v: &'v Value, span: Span) -> Result<&'v ContribArr, RunError> {
     v.ext::<ContribArr>().ok_or_else(|| err(span, format!("expected a Staged array, got {v}")))
 }
 
-fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_salloc(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = want_int(&args[0], span, "SAlloc")?.max(0) as usize;
     m.tick(n as u64 + 1)?;
     m.alloc(1)?;
@@ -214,7 +214,7 @@ fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
 }
 
 /// SCall (i, cb) z m: m[i] := (cb, snd m[i] + z)
-fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = carr(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;
     let (i, cb) = dref_of(&args[0], span)?;
@@ -230,7 +230,7 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 }
 
 /// SResolve: for i descending, with cell (cb, d) at i: for each (a, (j, cb_j)) in cb: m[j] := (cb_j, snd m[j] + a · d)
-fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = carr(&args[1], span)?;
     let n = want_int(&args[0], span, "SResolve")?;
     if m.tracing() {

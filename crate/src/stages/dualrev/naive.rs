@@ -188,14 +188,14 @@ fn display_graph(cx: &RunCtx) -> Option<Graph> {
     Some(g)
 }
 
-fn b_zero_c(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_zero_c(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let z = rt(m).zero.clone().ok_or_else(|| err(span, "zeroC: no input zero (run through the stage)"))?;
     m.tick(size(&z))?;
     m.count("zero_leaves", size(&z));
     Ok(z)
 }
 
-fn b_plus_c(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_plus_c(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     let n = size(&args[0]);
     m.tick(n)?;
     m.count("plus_leaves", n);

@@ -330,7 +330,7 @@ fn want_cid(v: &Value, span: Span) -> Result<(u32, u32), RunError> {
     Ok((j as u32, s as u32))
 }
 
-fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     let mut edges = vec![];
     for pair in args.chunks(2) {
@@ -342,7 +342,7 @@ fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError>
 }
 
 /// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.
-fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<PContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
     m.tick(1)?;
     m.count("ids_allocated", 1);
@@ -359,7 +359,7 @@ fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
 ///                       ((jd1, x), (jd2, y)) ← inParallel (f ref (Start, j1, 0)) (g ref (Start, j2, 0))
 ///                       return ((Fork jd0 jd1 jd2, j3, 0), (x, y))          (Fig. 14)
 /// The interpreter is sequential: f runs, then g.
-fn b_fork(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_fork(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.tick(1)?;
     m.count("forks", 1);
     let (f, g) = (args[0].clone(), args[1].clone());
@@ -384,7 +384,7 @@ fn b_fork(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError>
     Ok(Value::pair(x, y))
 }
 
-fn b_run_jobs(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_run_jobs(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     {
         let st = m.state::<ParSt>();
         *st = ParSt { next_job: 1, tapes: vec![vec![]], ..ParSt::default() };
@@ -393,7 +393,7 @@ fn b_run_jobs(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, R
     m.apply(thunk, Value::Unit)
 }
 
-fn b_get_job(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_get_job(m: &mut Machine, _: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     let st = m.state::<ParSt>();
     let jd = st.current();
     // the job goes on: keep its history for later IDs
@@ -449,7 +449,7 @@ fn parr<'v>(v: &'v Value, span: Span) -> Result<&'v PArr, RunError> {
 }
 
 /// SAlloc jd: one array per job, of its n_α cells (read off the history).
-fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_salloc(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let jd = jobv(&args[0], span)?;
     let njobs = m.state::<ParSt>().tapes.len();
     let mut sizes = vec![0usize; njobs];
@@ -466,7 +466,7 @@ fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
     Ok(Value::Ext(std::rc::Rc::new(PArr(arrs))))
 }
 
-fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = parr(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;
     let (j, i) = want_cid(&args[0], span)?;
@@ -591,7 +591,7 @@ pub fn threads() -> usize {
 }
 
 /// SResolve jd (c, m) = resolveTask jd >> freeze (m @ 0): the gradient is job 0's adjoints.
-fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let jd = jobv(&args[0], span)?;
     let s = parr(&args[1], span)?;
     let tapes = std::mem::take(&mut m.state::<ParSt>().tapes);

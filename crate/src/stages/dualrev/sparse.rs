@@ -170,7 +170,7 @@ fn mk(s: SparseStaged) -> Value {
 }
 
 /// SOneHot i z (g, m) = (insertWith (+) i z g, m): the input's backpropagator.
-fn b_onehot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.count("backprop_calls", 1);
     let s = st(&args.pop().unwrap_or(Value::Unit), span)?;
     let z = want_real(&args[1], span, "SOneHot")?;
@@ -182,7 +182,7 @@ fn b_onehot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, 
     Ok(mk(SparseStaged { g: s.g.insert(i, prev + z), m: s.m }))
 }
 
-fn b_scall(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = st(&args.pop().unwrap_or(Value::Unit), span)?;
     let x = want_real(&args[1], span, "SCall")?;
     let (i, f) = want_pair(&args[0], span, "SCall")?;
@@ -195,7 +195,7 @@ fn b_scall(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
     Ok(mk(SparseStaged { g: s.g, m: s.m.insert(i, (f, x + prev)) }))
 }
 
-fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let u = args.pop().unwrap_or(Value::Unit);
     let r = m.apply(u, mk(SparseStaged { g: RedBlackTreeMap::new(), m: RedBlackTreeMap::new() }))?;
     let mut s = st(&r, span)?;
@@ -226,7 +226,7 @@ fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value
     Ok(Value::Ext(Rc::new(GMap(s.g))))
 }
 
-fn b_lookup(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lookup(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.tick(1)?;
     let g = args[0].ext::<GMap>().ok_or_else(|| err(span, format!("lookup: expected a map, got {}", args[0])))?;
     let i = want_int(&args[1], span, "lookup")?;

@@ -122,7 +122,7 @@ impl Stage for Staged {
 // ---------------------------------------------------------------------------------------------
 // Runtime: the Staged interface of Fig. 8
 
-fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     let c = zero_c(m, span)?;
     Ok(staged_value(c, RedBlackTreeMap::new()))
@@ -147,7 +147,7 @@ pub fn union(
     Ok(big)
 }
 
-fn b_plus(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let a = staged_of(&args[0], span)?.clone();
     let b = staged_of(&args[1], span)?.clone();
     m.tick(size(&a.c))?;
@@ -157,13 +157,13 @@ fn b_plus(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     Ok(staged_value(cot_add(&a.c, &b.c), map))
 }
 
-fn b_scotan(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_scotan(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     Ok(staged_value(args.pop().unwrap_or(Value::Unit), RedBlackTreeMap::new()))
 }
 
 /// `SCall (i, f) x = (0, {i ↦ (f, x)})`
-fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (i, f) = want_pair(&args[0], span, "SCall")?;
     let i = want_int(&i, span, "SCall")?;
     let x = want_real(&args[1], span, "SCall")?;
@@ -175,7 +175,7 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 
 /// SResolve (grad, m) = if m is empty then grad else let i = highest key in m, (f, a) = m[i]
 ///                      in SResolve (f a +_Staged (grad, m \ i))      (§6; "(c', m')" read as (grad, m'))
-fn b_sresolve(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let mut s = staged_of(&args.pop().unwrap_or(Value::Unit), span)?.clone();
     if m.tracing() {
         trace_start(m, staged_rows(&s));

@@ -115,16 +115,16 @@ impl Stage for Tape {
 
 
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
-        let tape = std::mem::take(&mut m.state::<TapeSt>().tape);
+        let tape = std::mem::take(m.state::<TapeSt>());
         {
             let r = rt(m);
-            for (i, entry) in tape.iter().enumerate() {
-                for (a, j) in entry {
+            for i in 0..tape.at.len() {
+                for (a, j) in tape.entry(i) {
                     r.edges.insert((i as i64, *j), *a);
                 }
             }
         }
-        m.state::<TapeSt>().tape = tape;
+        *m.state::<TapeSt>() = tape;
         graph(m, "tape")
     }
 }
@@ -132,45 +132,79 @@ impl Stage for Tape {
 // ---------------------------------------------------------------------------------------------
 // Runtime
 
-/// The tape: the Contrib (partials and argument IDs) of each ID, written in the forward pass.
+/// The tape: the Contrib (partials and argument IDs) of each ID, written in the forward pass. Flat
+/// (issue 13): every Contrib's edges in one array, and per ID where its own start and how many, so
+/// the tape is three growing arrays rather than one allocation per ID.
 #[derive(Default)]
 pub struct TapeSt {
-    pub tape: Vec<Vec<(f64, i64)>>,
+    /// Per ID: (start in `edges`, count); (0, 0) for an ID with no Contrib written.
+    pub at: Vec<(u32, u32)>,
+    pub edges: Vec<(f64, i64)>,
 }
 
+impl TapeSt {
+    /// The Contrib at ID i (empty where none was written).
+    pub fn entry(&self, i: usize) -> &[(f64, i64)] {
+        match self.at.get(i) {
+            Some(&(start, n)) => self.edges.get(start as usize..start as usize + n as usize).unwrap_or(&[]),
+            None => &[],
+        }
+    }
+}
+
+/// A Contrib: at most two (partial, argument ID) edges (`C0`, `C1`, `C2`), kept inline.
 #[derive(Debug)]
-pub struct TContrib(pub Vec<(f64, i64)>);
+pub struct TContrib {
+    n: u8,
+    e: [(f64, i64); 2],
+}
+
+impl TContrib {
+    pub fn edges(&self) -> &[(f64, i64)] {
+        &self.e[..self.n as usize]
+    }
+}
+
+fn show_edges(es: &[(f64, i64)]) -> String {
+    let es: Vec<String> = es.iter().map(|(a, j)| format!("({}, {j})", crate::value::show_real(*a))).collect();
+    format!("[{}]", es.join(", "))
+}
 
 impl ExtValue for TContrib {
     fn type_name(&self) -> &'static str {
         "Contrib"
     }
     fn show(&self) -> String {
-        let es: Vec<String> = self.0.iter().map(|(a, j)| format!("({}, {j})", crate::value::show_real(*a))).collect();
-        format!("[{}]", es.join(", "))
+        show_edges(self.edges())
     }
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-fn b_c(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
-    let mut edges = vec![];
+    let mut c = TContrib { n: 0, e: [(0.0, 0); 2] };
     for pair in args.chunks(2) {
-        edges.push((want_real(&pair[0], span, "Contrib")?, want_int(&pair[1], span, "Contrib")?));
+        let e = c.e.get_mut(c.n as usize).ok_or_else(|| err(span, "Contrib: more than two edges"))?;
+        *e = (want_real(&pair[0], span, "Contrib")?, want_int(&pair[1], span, "Contrib")?);
+        c.n += 1;
     }
-    Ok(Value::Ext(Rc::new(TContrib(edges))))
+    Ok(Value::Ext(Rc::new(c)))
 }
 
-fn b_record(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
+fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?;
     let i = new_id(m, span)?;
-    let t = &mut m.state::<TapeSt>().tape;
-    if t.len() <= i as usize {
-        t.resize(i as usize + 1, vec![]);
+    let t = m.state::<TapeSt>();
+    let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.edges.len())) else {
+        return Err(err(span, "record: the tape is full"));
+    };
+    if t.at.len() <= at {
+        t.at.resize(at + 1, (0, 0));
     }
-    t[i as usize] = c;
+    t.at[at] = (start, c.n as u32);
+    t.edges.extend_from_slice(c.edges());
     Ok(Value::Int(i))
 }
 
@@ -194,7 +228,7 @@ fn adj<'v>(v: &'v Value, span: Span) -> Result<&'v Adjoints, RunError> {
     v.ext::<Adjoints>().ok_or_else(|| err(span, format!("expected an adjoint array, got {v}")))
 }
 
-fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_salloc(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = want_int(&args[0], span, "SAlloc")?.max(0) as usize;
     m.tick(n as u64 + 1)?;
     m.alloc(1)?;
@@ -202,7 +236,7 @@ fn b_salloc(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
 }
 
 /// `SCall i z`: adj[i] += z (§10.2: no backpropagator is called any more; see `builtins`).
-fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = adj(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;
     let i = want_int(&args[0], span, "SCall")?;
@@ -217,10 +251,10 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 }
 
 /// One sweep down the tape: for i descending with adjoint d: for each (a, j) on the tape at i: adj[j] += a · d
-fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = adj(&args[1], span)?;
     let n = want_int(&args[0], span, "SResolve")?;
-    let tape = std::mem::take(&mut m.state::<TapeSt>().tape);
+    let tape = std::mem::take(m.state::<TapeSt>());
     if m.tracing() {
         let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect();
         trace_start(m, rows);
@@ -236,7 +270,7 @@ fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
         if let Some(d) = d {
             m.count("backprop_calls", 1);
             record_resolved(m, i, d);
-            let entry = tape.get(i as usize).map(|e| e.as_slice()).unwrap_or(&[]);
+            let entry = tape.entry(i as usize);
             {
                 let mut cells = s.0.borrow_mut();
                 for (a, j) in entry {
@@ -248,13 +282,13 @@ fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
             }
             if m.tracing() {
                 let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect();
-                let note = format!("resolve ID {i}: adjoint {} through tape entry {}", crate::value::show_real(d), TContrib(entry.to_vec()).show());
+                let note = format!("resolve ID {i}: adjoint {} through tape entry {}", crate::value::show_real(d), show_edges(entry));
                 trace_resolve(m, i, d, note, rows);
             }
         }
         i -= 1;
     }
-    m.state::<TapeSt>().tape = tape;
+    *m.state::<TapeSt>() = tape;
     res?;
     let frozen: Vec<f64> = s.0.borrow().iter().map(|c| c.unwrap_or(0.0)).collect();
     m.tick(frozen.len() as u64)?;

@@ -125,7 +125,7 @@ fn inner(e: &Rc<dyn ExtValue>) -> &RefCell<Inner> {
 }
 
 /// `emptyMap n`: a zero array for ids 0..=n.
-fn b_empty(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_empty(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = int_arg(&args[0], span, "emptyMap")?.max(0) as usize + 1;
     m.alloc(1)?;
     m.tick(n as u64)?;
@@ -134,7 +134,7 @@ fn b_empty(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 }
 
 /// `eval x u arr`: Fig. 10's eval, updating the array in place and returning it.
-fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let arr = array_arg(&args[2], span, "eval")?;
@@ -148,7 +148,7 @@ fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     Ok(Value::Ext(arr))
 }
 
-fn b_lookup_or_zero(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lookup_or_zero(_m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let id = int_arg(&args[0], span, "lookupOrZero")?;
     let arr = array_arg(&args[1], span, "lookupOrZero")?;
     let i = inner(&arr).borrow();

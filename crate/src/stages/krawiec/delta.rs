@@ -43,7 +43,7 @@ graph shows how often each shared node was visited).",
 // ---------------------------------------------------------------------------------------------
 
 /// `OneHot i` (Fig. 7): only this stage seeds inputs with it (S = R^a).
-fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let i = int_arg(&args[0], span, "OneHot")?;
     mk(m, Kind::OneHot(i))
 }
@@ -59,7 +59,7 @@ pub struct Eval2State {
 /// the slots `updateAt i` adds to (1-based), mutated in place (the vector is used linearly), and the
 /// result has the vector's shape. Iterative over an explicit stack; one `tick` per visit, so that the
 /// steps budget stops the exponential walk cleanly with the counts reached.
-fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let dt = real_arg(&args[0], span, "eval2")?;
     let root = delta_arg(&args[1], span, "eval2")?;
     let mut acc = args[2].real_leaves();

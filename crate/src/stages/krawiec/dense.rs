@@ -91,13 +91,13 @@ fn pay(m: &mut Machine, n: usize, arithmetic: bool) -> Result<(), RunError> {
     m.alloc(1)
 }
 
-fn b_zeros(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_zeros(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = int_arg(&args[0], span, "zeros")?.max(0) as usize;
     pay(m, n, false)?;
     Ok(Value::Ext(Rc::new(DenseVec(vec![0.0; n], None))))
 }
 
-fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let n = int_arg(&args[0], span, "onehot")?.max(0) as usize;
     let i = int_arg(&args[1], span, "onehot")?;
     if i < 1 || i as usize > n {
@@ -109,7 +109,7 @@ fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
     Ok(Value::Ext(Rc::new(DenseVec(v, Some(i as usize - 1)))))
 }
 
-fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_add(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (a, b) = (vec_arg(&args[0], span, "addS (⊕S)")?, vec_arg(&args[1], span, "addS (⊕S)")?);
     let (a, b) = (dense(&a), dense(&b));
     if a.len() != b.len() {
@@ -119,7 +119,7 @@ fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErro
     Ok(Value::Ext(Rc::new(DenseVec(a.iter().zip(b).map(|(x, y)| x + y).collect(), None))))
 }
 
-fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scale(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let k = args[0].as_real().ok_or_else(|| RunError::runtime(span, "scaleS (⊗S) expects a real factor"))?;
     let v = vec_arg(&args[1], span, "scaleS (⊗S)")?;
     let onehot = v.as_any().downcast_ref::<DenseVec>().and_then(|d| d.1);
@@ -132,7 +132,7 @@ fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
     Ok(Value::Ext(Rc::new(DenseVec(scaled, None))))
 }
 
-fn b_component(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_component(_m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let v = vec_arg(&args[0], span, "component")?;
     let v = dense(&v);
     let i = int_arg(&args[1], span, "component")?;

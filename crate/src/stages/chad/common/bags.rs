@@ -299,8 +299,8 @@ fn pair(v: Value, span: Span) -> Result<(Value, Value), RunError> {
 }
 
 /// `BOne ⟨i, d⟩`: the index rule's one-hot array cotangent (Fig. 9), counted.
-fn b_one(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let (i, d) = pair(arg(&mut args), span)?;
+fn b_one(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let (i, d) = pair(arg(args), span)?;
     let Value::Int(i) = i else { return Err(internal(span, "BOne of a non-integer index")) };
     m.alloc(1)?;
     m.state::<Rt>().made += 1;
@@ -308,8 +308,8 @@ fn b_one(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, Run
 }
 
 /// `collect : Bag τ → Array τ`, in left-to-right order.
-fn b_collect(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let b = arg(&mut args);
+fn b_collect(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let b = arg(args);
     let Some(bg) = as_bag(&b) else { return Err(internal(span, "collect of a non-Bag")) };
     let items = entries(bg);
     m.tick(items.len() as u64)?;
@@ -342,9 +342,9 @@ impl ExtValue for Shown {
 }
 
 /// `scatter : Array τ → Array (Z × τ) → Array τ`: adds each ⟨i, d⟩ into position i (linear).
-fn b_scatter(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let pairs = array(&arg(&mut args), span, "scatter")?;
-    let mut out = array(&arg(&mut args), span, "scatter")?.to_vec();
+fn b_scatter(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let pairs = array(&arg(args), span, "scatter")?;
+    let mut out = array(&arg(args), span, "scatter")?.to_vec();
     m.tick(pairs.len() as u64)?;
     for p in pairs.iter() {
         let (i, d) = pair(p.clone(), span)?;
@@ -364,8 +364,8 @@ fn b_scatter(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value,
 }
 
 /// `unzip : Array (τ × σ) → Array τ × Array σ`.
-fn b_unzip(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let xs = array(&arg(&mut args), span, "unzip")?;
+fn b_unzip(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let xs = array(&arg(args), span, "unzip")?;
     m.alloc(2 * xs.len() as u64)?;
     let (mut a, mut b) = (Vec::with_capacity(xs.len()), Vec::with_capacity(xs.len()));
     for x in xs.iter() {
@@ -377,10 +377,10 @@ fn b_unzip(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
 }
 
 /// `zipWith f s t`: f on each pair of elements, in order (a backpropagator's effects run here).
-fn b_zip_with(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let ys = array(&arg(&mut args), span, "zipWith")?;
-    let xs = array(&arg(&mut args), span, "zipWith")?;
-    let f = arg(&mut args);
+fn b_zip_with(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let ys = array(&arg(args), span, "zipWith")?;
+    let xs = array(&arg(args), span, "zipWith")?;
+    let f = arg(args);
     if xs.len() != ys.len() {
         return Err(internal(span, "zipWith of arrays of different lengths"));
     }
@@ -394,14 +394,14 @@ fn b_zip_with(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value
 }
 
 /// `sequence : Array (EVM Γ τ) → EVM Γ (Array τ)`: in direct style the actions already ran.
-fn b_sequence(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
-    Ok(arg(&mut args))
+fn b_sequence(_: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
+    Ok(arg(args))
 }
 
 /// `fromList` (of the leaves' cotangents): a Bag of ⟨i, d_i⟩ (the note's O5: Fig. 9 hands `s2` a
 /// list where it takes a Bag).
-fn b_from_list(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let xs = array(&arg(&mut args), span, "fromList")?;
+fn b_from_list(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let xs = array(&arg(args), span, "fromList")?;
     from_cells(m, xs.to_vec(), true)
 }
 
@@ -409,10 +409,10 @@ fn b_from_list(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Valu
 /// 16's initial value), each Node `f ⟨getA l, getA r⟩ = ⟨y, y'⟩` keeps y and the backpropagator y'.
 /// Left to right for `fold` (any f), or balanced pairwise for `reduce` (f associative: §7 leaves
 /// the order unspecified).
-fn tree_fold(m: &mut Machine, mut args: Vec<Value>, span: Span, balanced: bool) -> Result<Value, RunError> {
-    let xs = array(&arg(&mut args), span, "fold")?;
-    let z = arg(&mut args);
-    let f = arg(&mut args);
+fn tree_fold(m: &mut Machine, args: &mut Vec<Value>, span: Span, balanced: bool) -> Result<Value, RunError> {
+    let xs = array(&arg(args), span, "fold")?;
+    let z = arg(args);
+    let f = arg(args);
     let node = |m: &mut Machine, l: Rc<Tree>, r: Rc<Tree>| -> Result<Rc<Tree>, RunError> {
         m.alloc(1)?;
         let (y, yb) = pair(m.apply(f.clone(), Value::pair(l.value().clone(), r.value().clone()))?, span)?;
@@ -447,10 +447,10 @@ fn tree_fold(m: &mut Machine, mut args: Vec<Value>, span: Span, balanced: bool) 
     Ok(Value::Ext(Rc::new(TreeVal(root, leaves))))
 }
 
-fn b_tree_fold(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_tree_fold(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     tree_fold(m, args, span, true)
 }
-fn b_tree_foldl(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_tree_foldl(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     tree_fold(m, args, span, false)
 }
 
@@ -462,17 +462,17 @@ fn tree(v: &Value, span: Span) -> Result<Rc<Tree>, RunError> {
 }
 
 /// `getA` (Fig. 10).
-fn b_get_a(_: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    Ok(tree(&arg(&mut args), span)?.value().clone())
+fn b_get_a(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    Ok(tree(&arg(args), span)?.value().clone())
 }
 
 /// `unTree g d tree` (Fig. 10): from the root down, each Node's `g d f` gives its children's
 /// cotangents; the leaves' cotangents come out left to right (the difference list `lf` applied
 /// to `[]`). A stack instead of the figure's recursion (a left fold's Tree is n deep).
-fn b_un_tree(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let t = tree(&arg(&mut args), span)?;
-    let d = arg(&mut args);
-    let g = arg(&mut args);
+fn b_un_tree(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let t = tree(&arg(args), span)?;
+    let d = arg(args);
+    let g = arg(args);
     let mut out = vec![];
     let mut stack = vec![(t, d)];
     while let Some((t, d)) = stack.pop() {

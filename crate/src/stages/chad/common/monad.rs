@@ -35,9 +35,9 @@ pub(super) fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
 }
 
 /// `one_{x:τ∈Γ} v`: `modify_x (v +)` on the map (⌈log2 n⌉ steps) or on x's cell (O(1)).
-pub(super) fn b_one_m(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(super) fn b_one_m(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::OneM { pos, var, .. } = &*this_op(m)? else { return Err(internal(span, "one")) };
-    let v = arg(&mut args);
+    let v = arg(args);
     let acc = std::mem::take(&mut m.state::<Rt>().acc);
     let (before, after, acc) = match acc {
         Acc::Map(mut mp) => {
@@ -73,7 +73,7 @@ pub(super) fn b_one_m(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Resu
 
 /// `push0`: opens x's entry (a zero cell on the stack; on a map only the type changes, the zero
 /// is elided, Fig. 6).
-pub(super) fn b_push(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(super) fn b_push(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::Push { var, ct } = &*this_op(m)? else { return Err(internal(span, "push0")) };
     let z = zero(m, ct, Repr::Sparse);
     let rt = m.state::<Rt>();
@@ -94,7 +94,7 @@ pub(super) fn b_push(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value
 }
 
 /// `pop`: closes the innermost entry and returns its value (⌈log2 n⌉ map steps, or O(1)).
-pub(super) fn b_pop(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(super) fn b_pop(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::Pop { var, ct } = &*this_op(m)? else { return Err(internal(span, "pop")) };
     let z = zero(m, ct, Repr::Sparse);
     let acc = std::mem::take(&mut m.state::<Rt>().acc);
@@ -171,9 +171,9 @@ fn restore(m: &mut Machine) {
 }
 
 /// `run m` from `⟨0_{τ1}, …, 0_{τn}⟩`: the handler (Table 2), returning `⟨result, Γ̄⟩`.
-pub(super) fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(super) fn b_run(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::Run(g) = &*this_op(m)? else { return Err(internal(span, "run")) };
-    let thunk = arg(&mut args);
+    let thunk = arg(args);
     open(m, g);
     event(m, "run", "run: the accumulator starts at zero".into(), span);
     let r = m.apply(thunk, unit())?;
@@ -185,7 +185,7 @@ pub(super) fn b_run(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result
 
 /// The first half of `run` in a closed function's backpropagator (App. C): its parameter's cells,
 /// at zero, on top of the caller's (set aside).
-pub(super) fn b_run_open(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(super) fn b_run_open(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::RunOpen(g) = &*this_op(m)? else { return Err(internal(span, "runOpen")) };
     m.count("body_backprops", 1);
     open(m, g);
@@ -194,7 +194,7 @@ pub(super) fn b_run_open(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<V
 }
 
 /// The second half: the parameter's cotangent read out, the caller's accumulator back.
-pub(super) fn b_run_close(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(super) fn b_run_close(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::RunClose(g) = &*this_op(m)? else { return Err(internal(span, "runClose")) };
     let out = current(m, g);
     let note = format!("the closed function's argument cotangent ⟨{}⟩ returned", out.iter().map(show_ct).collect::<Vec<_>>().join(", "));

@@ -268,14 +268,14 @@ pub(super) fn arg(args: &mut Vec<Value>) -> Value {
 
 // ---- Fig. 3's linear API -------------------------------------------------------------------
 
-fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::Zero(ct) = &*this_op(m)? else { return Err(internal(span, "0")) };
     let r = repr(m);
     Ok(zero(m, ct, r))
 }
 
 /// `0_{EV Γ}`: a tuple of |Γ| zeros (Fig. 4) or the empty map (Fig. 6).
-fn b_zero_env(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_zero_env(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::ZeroEnv { ctx, names } = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
     let v = match repr(m) {
         Repr::Dense => dense_env(m, ctx, None)?,
@@ -305,9 +305,9 @@ fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Result<V
 }
 
 /// `one_{x:τ∈Γ} v`: Fig. 4's one-hot tuple (|Γ| cells) or Fig. 6's `modify_x (v +) empty` (one).
-fn b_one_hot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::OneHot { pos, ctx, names } = &*this_op(m)? else { return Err(internal(span, "one")) };
-    let v = arg(&mut args);
+    let v = arg(args);
     let note = format!("one_{} {}", names.get(*pos).map_or("?", |n| n.as_str()), show_ct(&v));
     let r = match repr(m) {
         Repr::Dense => {
@@ -325,9 +325,9 @@ fn b_one_hot(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value,
 }
 
 /// `split_{Γ,τ}`: the identity on Fig. 4's tuples, Fig. 6's `pop` on maps (⌈log2 n⌉ steps).
-fn b_split(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_split(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::Split { ctx, ct, .. } = &*this_op(m)? else { return Err(internal(span, "split")) };
-    let ev = arg(&mut args);
+    let ev = arg(args);
     let before = show_ev(&ev);
     let r = b_split_on(m, ev, ctx, ct, span)?;
     if let Value::Tuple(vs) = &r {
@@ -337,10 +337,10 @@ fn b_split(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
 }
 
 /// The split that ends a lambda body's backpropagator (§9): one run of it.
-fn b_split_lam(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_split_lam(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::SplitLam { ctx, ct, names } = &*this_op(m)? else { return Err(internal(span, "splitλ")) };
     m.count("body_backprops", 1);
-    let ev = arg(&mut args);
+    let ev = arg(args);
     let before = show_ev(&ev);
     let r = b_split_on(m, ev, ctx, ct, span)?;
     if let Value::Tuple(vs) = &r {
@@ -351,16 +351,16 @@ fn b_split_lam(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Valu
 }
 
 /// `[⟨x, d⟩]`
-fn b_log_one(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
-    let Value::Tuple(xd) = arg(&mut args) else { return Ok(log(vec![])) };
+fn b_log_one(_: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let Value::Tuple(xd) = arg(args) else { return Ok(log(vec![])) };
     Ok(log(vec![(xd[0].clone(), xd[1].clone())]))
 }
 
 /// `fold l with e, acc → acc + f e from z`: each logged invocation's context cotangent, summed.
-fn b_fold_log(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let f = arg(&mut args);
-    let mut acc = arg(&mut args);
-    let l = arg(&mut args);
+fn b_fold_log(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let f = arg(args);
+    let mut acc = arg(args);
+    let l = arg(args);
     let Value::Ext(e) = &l else { return Err(internal(span, "foldLog of a non-log")) };
     let Some(entries) = e.as_any().downcast_ref::<Log>().map(|l| l.0.clone()) else { return Err(internal(span, "foldLog of a non-log")) };
     ev_event(m, "fold", format!("fold over the log of {} invocation(s)", entries.len()), span);
@@ -390,9 +390,9 @@ fn b_split_on(m: &mut Machine, ev: Value, ctx: &[CT], ct: &CT, span: Span) -> Re
 
 /// `+_{EV Γ}`: in program text `plus` only ever adds environment vectors (Fig. 2); cotangents are
 /// added inside the runtime.
-fn b_plus(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let b = arg(&mut args);
-    let a = arg(&mut args);
+fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let b = arg(args);
+    let a = arg(args);
     let note = if m.tracing() { format!("{} + {}", show_ev(&a), show_ev(&b)) } else { String::new() };
     let r = plus(m, a, b)?;
     ev_event(m, "plus", format!("{note} = {}", show_ev(&r)), span);
@@ -427,8 +427,8 @@ fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span) {
 }
 
 /// `⟨⟨t1, …, tn⟩⟩`: a tuple (Fig. 4) or `inr` of one (§4.1).
-fn b_ltuple(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
-    let t = arg(&mut args);
+fn b_ltuple(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let t = arg(args);
     m.alloc(1)?;
     Ok(match repr(m) {
         Repr::Dense => t,
@@ -437,9 +437,9 @@ fn b_ltuple(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, Run
 }
 
 /// `lfst`, `lsnd`: a projection, or 0 of the component for the sparse zero (§4.1).
-fn b_lproj(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lproj(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::LProj(i, ts) = &*this_op(m)? else { return Err(internal(span, "lproj")) };
-    let d = arg(&mut args);
+    let d = arg(args);
     let r = repr(m);
     let component = |vs: &[Value]| vs.get(*i).cloned().ok_or_else(|| internal(span, "lproj past the end of a pair"));
     match &d {
@@ -454,17 +454,17 @@ fn b_lproj(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
 }
 
 /// `linl x = inr (inl x)`, `linr y = inr (inr y)` (Fig. 4).
-fn b_linj(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_linj(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::LInj(right, ..) = &*this_op(m)? else { return Err(internal(span, "linj")) };
-    let x = Rc::new(arg(&mut args));
+    let x = Rc::new(arg(args));
     m.alloc(2)?;
     Ok(Value::Inr(Rc::new(if *right { Value::Inr(x) } else { Value::Inl(x) })))
 }
 
 /// `lcastl`, `lcastr` (Fig. 4): 0 from 0, the payload of the matching tag, an error on the other.
-fn b_lcast(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lcast(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::LCast(right, a, b) = &*this_op(m)? else { return Err(internal(span, "lcast")) };
-    let d = arg(&mut args);
+    let d = arg(args);
     let r = repr(m);
     match (&d, right) {
         (v, _) if is_zero_tag(v) => Ok(zero(m, if *right { b } else { a }, r)),
@@ -481,8 +481,8 @@ fn b_lcast(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, R
 }
 
 /// The output cotangent given in the output's shape, as `D[T]2` (the wrapper's `d`).
-fn b_seed(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
-    let v = arg(&mut args);
+fn b_seed(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
+    let v = arg(args);
     let r = repr(m);
     to_lin(m, &v, r)
 }
@@ -511,9 +511,9 @@ fn to_lin(m: &mut Machine, v: &Value, r: Repr) -> Result<Value, RunError> {
 }
 
 /// The final environment vector as the tuple of the inputs' cotangents (absent entries are 0).
-fn b_env_tuple(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_env_tuple(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::EnvTuple(g) = &*this_op(m)? else { return Err(internal(span, "evTuple")) };
-    let ev = arg(&mut args);
+    let ev = arg(args);
     let mut out = vec![];
     match ev {
         Value::Ext(e) => {
@@ -543,9 +543,9 @@ fn b_env_tuple(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Valu
 
 /// The gradient in the input's shape: the input `s` as the witness of shape, and the cotangents
 /// (rebuilt in the pattern of main's parameter) read into it; zeros become zeros of that shape.
-fn b_from_lin(m: &mut Machine, mut args: Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let g = arg(&mut args);
-    let s = arg(&mut args);
+fn b_from_lin(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    let g = arg(args);
+    let s = arg(args);
     from_lin(m, &s, &g)?.ok_or_else(|| internal(span, &format!("the cotangent {} does not fit the input {s}", show_ct(&g))))
 }
 

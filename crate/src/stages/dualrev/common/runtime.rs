@@ -22,13 +22,31 @@ pub struct Rt {
     pub edges: BTreeMap<(i64, i64), f64>,
     /// How many staged calls each edge stands for (`x + x` stages two calls of x's backpropagator).
     pub edge_calls: BTreeMap<(i64, i64), u64>,
-    /// Per ID: the cotangent it was resolved with, and how often it was called by the resolve.
-    pub resolved: BTreeMap<i64, (f64, u64)>,
+    /// Per ID: the cotangent it was resolved with, and how often it was called by the resolve (0:
+    /// never). Indexed by ID, as IDs count up from 0: the resolve records one per step.
+    pub resolved: Vec<(f64, u64)>,
     /// Kind of node per ID where the stage knows it (Contribs).
     pub kinds: BTreeMap<i64, String>,
     /// Per ID: the source span of the operation that generated it (`genID` located by the
     /// translation), for the graph's nodes and so the trace's steps.
-    pub spans: BTreeMap<i64, Span>,
+    /// Indexed by ID (`Span::NONE` where not located): `genID` records one per ID.
+    pub spans: Vec<Span>,
+}
+
+impl Rt {
+    /// The cotangent and visits of a resolved ID.
+    pub fn resolved(&self, id: i64) -> Option<(f64, u64)> {
+        usize::try_from(id).ok().and_then(|i| self.resolved.get(i)).copied().filter(|r| r.1 > 0)
+    }
+}
+
+/// The cell of `id` in a table indexed by ID, grown as needed (None for a negative ID).
+fn cell<T: Clone>(v: &mut Vec<T>, id: i64, empty: T) -> Option<&mut T> {
+    let i = usize::try_from(id).ok()?;
+    if v.len() <= i {
+        v.resize(i + 1, empty);
+    }
+    v.get_mut(i)
 }
 
 pub fn rt<'a>(m: &'a mut Machine<'_>) -> &'a mut Rt {
@@ -113,27 +131,29 @@ pub fn new_id(m: &mut Machine, span: Span) -> Result<i64, RunError> {
     let i = r.next_id;
     r.next_id += 1;
     if !span.is_none() {
-        r.spans.insert(i, span);
+        if let Some(c) = cell(&mut r.spans, i, Span::NONE) {
+            *c = span;
+        }
     }
     Ok(i)
 }
 
-fn b_gen_id(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     Ok(Value::Int(new_id(m, span)?))
 }
-fn b_get_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_get_id(m: &mut Machine, _: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(Value::Int(rt(m).next_id))
 }
-fn b_run_ids(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_run_ids(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     rt(m).next_id = 0;
     let thunk = args.pop().unwrap_or(Value::Unit);
     m.apply(thunk, Value::Unit)
 }
-fn b_counted(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_counted(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.count("backprop_calls", 1);
     Ok(args.pop().unwrap_or(Value::Unit))
 }
-fn b_zero_of(m: &mut Machine, args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_zero_of(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.tick(size(&args[0]))?;
     Ok(zero_of(&args[0]))
 }
@@ -165,9 +185,10 @@ pub fn record_edge(m: &mut Machine, target: i64, weight: f64) {
 }
 
 pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {
-    let e = rt(m).resolved.entry(id).or_insert((0.0, 0));
-    e.0 += a;
-    e.1 += 1;
+    if let Some(e) = cell(&mut rt(m).resolved, id, (0.0, 0)) {
+        e.0 += a;
+        e.1 += 1;
+    }
 }
 
 /// Drawing limit for graphs.
@@ -192,12 +213,12 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
     // call's edges start there; otherwise they start at a node standing for the wrapper.
     let direct: Vec<i64> = r.edges.keys().filter(|(f, _)| *f < 0).map(|(_, t)| *t).collect();
     let sources: Vec<i64> =
-        (r.n_inputs..n).filter(|i| !r.resolved.contains_key(i) && !indeg.contains_key(i) && !direct.contains(i)).collect();
+        (r.n_inputs..n).filter(|i| r.resolved(*i).is_none() && !indeg.contains_key(i) && !direct.contains(i)).collect();
     let out_id: Option<i64> = if !direct.is_empty() && sources.len() == 1 { Some(sources[0]) } else { None };
     let mut nodes: Vec<GraphNode> = (0..shown)
         .map(|i| {
             let input = i < r.n_inputs;
-            let (cot, visits) = r.resolved.get(&i).copied().map_or((None, None), |(a, v)| (Some(a), Some(v)));
+            let (cot, visits) = r.resolved(i).map_or((None, None), |(a, v)| (Some(a), Some(v)));
             let kind = r.kinds.get(&i).cloned().unwrap_or_else(|| if input { "input".into() } else { ctor.to_string() });
             let label = if input {
                 format!("input {i}")
@@ -215,7 +236,7 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
                 shared: indeg.get(&i).copied().unwrap_or(0) > 1,
                 visits: visits.or(if Some(i) == out_id { Some(1) } else { None }),
                 group: None,
-                span: r.spans.get(&i).copied(),
+                span: usize::try_from(i).ok().and_then(|i| r.spans.get(i)).copied().filter(|s| !s.is_none()),
             }
         })
         .collect();
@@ -285,14 +306,14 @@ pub fn array_builtins() -> Vec<Builtin> {
     ]
 }
 
-fn b_at(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_at(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.tick(1)?;
     let a = args[0].ext::<IArr>().ok_or_else(|| err(span, format!("@: expected an array, got {}", args[0])))?;
     let i = want_int(&args[1], span, "@")?;
     a.0.get(i as usize).map(|x| Value::Real(*x)).ok_or_else(|| err(span, format!("@: index {i} out of bounds")))
 }
 
-fn b_run_io(_: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_run_io(_: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(args.pop().unwrap_or(Value::Unit))
 }
 

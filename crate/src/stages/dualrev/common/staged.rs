@@ -137,14 +137,14 @@ fn want_len(v: &Value, span: Span) -> Result<usize, RunError> {
 }
 
 /// SAlloc i_inp i_out = alloc i_inp 0 >>= λc. alloc i_out (linλz. λ_. return (), 0) >>= λm. return (c, m)
-fn b_salloc2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_salloc2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (ni, no) = (want_len(&args[0], span)?, want_len(&args[1], span)?);
     m.tick((ni + no) as u64 + 1)?;
     m.alloc(1)?;
     Ok(Value::Ext(Rc::new(ArrStaged { c: RefCell::new(vec![0.0; ni]), m: RefCell::new(vec![None; no]), with_collector: true })))
 }
 
-fn b_salloc1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_salloc1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let no = want_len(&args[0], span)?;
     m.tick(no as u64 + 1)?;
     m.alloc(1)?;
@@ -152,7 +152,7 @@ fn b_salloc1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Run
 }
 
 /// SCall (i, f) a (c, m) = modify i (λ(_, a'). (f, a + a')) m
-fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = arr(&args[2], span)?;
     let x = want_real(&args[1], span, "SCall")?;
     let (i, f) = want_pair(&args[0], span, "SCall")?;
@@ -169,7 +169,7 @@ fn b_scall(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 }
 
 /// SOneHot i a (c, m) = modify i (λa'. a + a') c
-fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.count("backprop_calls", 1);
     let s = arr(&args[2], span)?;
     let x = want_real(&args[1], span, "SOneHot")?;
@@ -186,7 +186,7 @@ fn b_onehot(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunE
 /// SResolve i_out (c, m) = loop (i_out − 1) >> freeze c
 ///   where loop i = get i m >>= λ(f, a). f a (c, m) >> loop (i − 1)
 /// (§10.1: without the collector, freeze the cotangents of the staging array instead)
-fn b_sresolve(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let sv = args[1].clone();
     let s = arr(&sv, span)?;
     let n = want_int(&args[0], span, "SResolve")?;

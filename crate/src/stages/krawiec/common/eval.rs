@@ -182,7 +182,7 @@ pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, mut visits: Visits, 
     st.skipped.extend(skipped);
 }
 
-fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let mut um = map_arg(&args[2], span, "eval")?;
@@ -194,12 +194,12 @@ fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
     Ok(Value::Ext(Rc::new(DeltaMapVal(um))))
 }
 
-fn b_empty_map(m: &mut Machine, _args: Vec<Value>, _span: Span) -> Result<Value, RunError> {
+fn b_empty_map(m: &mut Machine, _args: &mut Vec<Value>, _span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     Ok(Value::Ext(Rc::new(DeltaMapVal::default())))
 }
 
-fn b_lookup_or_zero(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lookup_or_zero(_m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let id = int_arg(&args[0], span, "lookupOrZero")?;
     let um = map_arg(&args[1], span, "lookupOrZero")?;
     Ok(Value::Real(um.get(&id).copied().unwrap_or(0.0)))
@@ -207,7 +207,7 @@ fn b_lookup_or_zero(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Va
 
 /// `lookupDelta u um`: Fig. 15's lookup_R at a dual number's Delta: `lookupOrZero uid um` for
 /// `Var uid`, 0 for `Zero` (the pattern match on Delta that lookup_S does).
-fn b_lookup_delta(_m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lookup_delta(_m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = delta_arg(&args[0], span, "lookupDelta")?;
     let um = map_arg(&args[1], span, "lookupDelta")?;
     match d.kind {

@@ -30,7 +30,7 @@ pub struct DeltaState {
 }
 
 /// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
-pub(crate) fn b_delta_let(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = delta_arg(&args[0], span, "deltaLet")?;
     m.count("ids_allocated", 1);
     m.tick(1)?;
@@ -44,7 +44,7 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: Vec<Value>, span: Span) -> Resu
     Ok(Value::Int(id))
 }
 
-pub(crate) fn b_var(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_var(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let i = int_arg(&args[0], span, "Var")?;
     mk(m, Kind::Var(i))
 }
@@ -97,13 +97,13 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
     Ok((out, last))
 }
 
-pub(crate) fn b_run_delta(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_run_delta(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     Ok(run_delta(m, &args, span)?.0)
 }
 
 /// §7.3's runDelta, which also returns the last DeltaId allocated (the array's size, the little
 /// point whose code the paper omits): `(x, δ, last)`.
-pub(crate) fn b_run_delta_last(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub(crate) fn b_run_delta_last(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (v, last) = run_delta(m, &args, span)?;
     let Value::Tuple(vs) = v else { unreachable!("run_delta returns a pair") };
     Ok(Value::tuple(vec![vs[0].clone(), vs[1].clone(), Value::Int(last)]))

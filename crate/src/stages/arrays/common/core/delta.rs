@@ -164,41 +164,41 @@ fn index_dims(f: &Value, m: &mut Machine, sizes: usize) -> Result<usize, RunErro
     }
 }
 
-fn b_zero(m: &mut Machine, a: Vec<Value>, _: Span) -> Res {
+fn b_zero(m: &mut Machine, a: &mut Vec<Value>, _: Span) -> Res {
     let z = zero_like(&a[0]);
     Ok(node(m, Kind::Zero, z))
 }
-fn b_input(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_input(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let k = int(&a[0], s)?.max(0) as usize;
     let z = zero_like(&a[1]);
     Ok(node(m, Kind::Input(k), z))
 }
-fn b_add(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_add(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let (x, y) = (d(&a[0], s)?, d(&a[1], s)?);
     let z = x.zero.clone();
     Ok(node(m, Kind::Add(x, y), z))
 }
-fn b_scale(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_scale(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let x = d(&a[1], s)?;
     let z = x.zero.clone();
     Ok(node(m, Kind::Scale(a[0].clone(), x), z))
 }
-fn b_share(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_share(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let (id, x) = (int(&a[0], s)?, d(&a[1], s)?);
     let z = x.zero.clone();
     Ok(node(m, Kind::Share(id, x), z))
 }
-fn b_index(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_index(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let (x, i) = (d(&a[0], s)?, int(&a[1], s)?);
     let z = index(&x.zero, 0, s)?;
     Ok(node(m, Kind::Index(x, i), z))
 }
-fn b_sum_outer(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_sum_outer(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let x = d(&a[0], s)?;
     let z = peel(&x.zero, 1);
     Ok(node(m, Kind::SumOuter(x), z))
 }
-fn b_gather(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_gather(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     // Gather sizes d f: shape sizes ++ (d's shape after the n indexes f returns)
     let x = d(&a[1], s)?;
     let sh = sizes_of(&a[0]);
@@ -206,7 +206,7 @@ fn b_gather(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
     let z = fill(&sh, &peel(&x.zero, n));
     Ok(node(m, Kind::Gather(a[0].clone(), a[2].clone(), x), z))
 }
-fn b_scatter(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_scatter(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     // Scatter sizes d f: shape sizes ++ (d's shape after the m bound dims)
     let x = d(&a[1], s)?;
     let sh = sizes_of(&a[0]);
@@ -224,18 +224,18 @@ fn arity_of(_zero: &Value, _sh: &[usize], m: &mut Machine, f: &Value) -> Result<
     }
     Ok(1)
 }
-fn b_lit(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_lit(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let Value::Array(xs) = &a[0] else { return Err(RunError::runtime(s, "LitArray expects an array of Deltas")) };
     let ds: Vec<Rc<Node>> = xs.iter().map(|x| d(x, s)).collect::<Result<_, _>>()?;
     let z = Value::Array(ds.iter().map(|x| x.zero.clone()).collect());
     Ok(node(m, Kind::LitArray(ds), z))
 }
-fn b_replicate(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_replicate(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let (k, x) = (int(&a[0], s)?.max(0) as usize, d(&a[1], s)?);
     let z = fill(&[k], &x.zero);
     Ok(node(m, Kind::Replicate(k, x), z))
 }
-fn b_transpose(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_transpose(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let Value::Array(ps) = &a[0] else { return Err(RunError::runtime(s, "Transpose expects a permutation")) };
     let p: Vec<usize> = ps.iter().map(|v| v.as_int().unwrap_or(0).max(0) as usize).collect();
     let x = d(&a[1], s)?;
@@ -244,14 +244,14 @@ fn b_transpose(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
 }
 
 /// `genID ()`: the next ID (§6.3's IdGen, run in direct style).
-fn b_gen_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Res {
+fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, _: Span) -> Res {
     let st = m.state::<DualState>();
     st.next_id += 1;
     Ok(Value::Int(st.next_id))
 }
 
 /// `runIds m`: runs the forward pass with the ID supply reset (§6.5's wrapper starts it at 1).
-fn b_run_ids(m: &mut Machine, a: Vec<Value>, _: Span) -> Res {
+fn b_run_ids(m: &mut Machine, a: &mut Vec<Value>, _: Span) -> Res {
     *m.state::<DualState>() = DualState::default();
     m.apply(a[0].clone(), Value::Unit)
 }
@@ -363,7 +363,7 @@ fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value,
     let n = index_dims(f, m, mdims)?;
     let name = super::lang::SCATTER[mdims.clamp(1, 3) - 1][n.clamp(1, 3) - 1];
     let sizes = if n == 1 { Value::Int(out_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(out_sizes.iter().take(n).map(|&k| Value::Int(k as i64)).collect()) };
-    call_builtin(m, name, vec![sizes, c.clone(), f.clone()], s)
+    call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
 
 /// The transpose of a scatter: `gather (shapeDelta d) c f`.
@@ -373,7 +373,7 @@ fn gather_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, 
     let in_sizes = outer(zero);
     let name = super::lang::GATHER[mdims.clamp(1, 3) - 1][n.clamp(1, 3) - 1];
     let sizes = if mdims == 1 { Value::Int(in_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(in_sizes.iter().take(mdims).map(|&k| Value::Int(k as i64)).collect()) };
-    call_builtin(m, name, vec![sizes, c.clone(), f.clone()], s)
+    call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
 
 fn outer(v: &Value) -> Vec<usize> {
@@ -386,7 +386,7 @@ fn outer(v: &Value) -> Vec<usize> {
     out
 }
 
-fn call_builtin(m: &mut Machine, name: &'static str, args: Vec<Value>, s: Span) -> Res {
+fn call_builtin(m: &mut Machine, name: &'static str, args: &mut Vec<Value>, s: Span) -> Res {
     // the gather/scatter runtimes read their dims from the builtin's name: call them by name
     super::runtime::call_named(m, name, args, s)
 }
@@ -396,7 +396,7 @@ fn show_map<K: std::fmt::Display>(m: &BTreeMap<K, Value>) -> Shown {
 }
 
 /// `reversePass c d` (§6.4): eval, then backprop's max-ID loop; returns the gradient map.
-fn b_reverse_pass(m: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_reverse_pass(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let root = d(&a[1], s)?;
     m.state::<DualState>().root = Some(root.clone());
     let mut es = Es::default();
@@ -437,7 +437,7 @@ impl ExtValue for GradMap {
 
 /// `gradAt k x g`: the gradient of input k (zeros where nothing reached it; integer and boolean
 /// leaves stay as they are, notes §8.13).
-fn b_grad_at(_: &mut Machine, a: Vec<Value>, s: Span) -> Res {
+fn b_grad_at(_: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let k = int(&a[0], s)?.max(0) as usize;
     let g = a[2].ext::<GradMap>().ok_or_else(|| RunError::runtime(s, "gradAt expects the gradient map"))?;
     Ok(g.0.get(&k).cloned().unwrap_or_else(|| zero_reals(&a[1])))

@@ -152,12 +152,12 @@ fn sub_zero(v: &Value, d: usize) -> Value {
 }
 
 /// `gather [k1..km] a (λis. ix)` = `build [k1..km] (λis. index a ix)` (§3.3).
-fn gather(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn gather(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (md, nd) = dims(m.builtin_name());
     gather_dims(m, md, nd, args, span)
 }
 
-fn gather_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span: Span) -> Res {
+fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, span: Span) -> Res {
     let f = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
@@ -176,12 +176,12 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span
 
 /// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
 /// entries out of range dropped (§3.3, §8.1).
-fn scatter(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn scatter(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (md, nd) = dims(m.builtin_name());
     scatter_dims(m, md, nd, args, span)
 }
 
-fn scatter_dims(m: &mut Machine, md: usize, nd: usize, mut args: Vec<Value>, span: Span) -> Res {
+fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, span: Span) -> Res {
     let f = args.pop().unwrap_or(Value::Unit);
     let t = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
@@ -214,7 +214,7 @@ fn dims(name: &str) -> (usize, usize) {
 }
 
 /// `sumOuter t`: the sum along the outermost dimension.
-fn sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "sumOuter", span)?;
     m.tick(xs.len() as u64)?;
     let mut acc = match xs.first() {
@@ -246,32 +246,32 @@ pub fn transpose(perm: &[usize], t: &Value, span: Span) -> Res {
     Ok(nest(flat, &out_shape))
 }
 
-fn tr(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn tr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let perm: Vec<usize> = arr(&args[0], "tr", span)?.iter().map(|p| int(p, "tr", span).map(|k| k.max(0) as usize)).collect::<Result<_, _>>()?;
     let out = transpose(&perm, &args[1], span)?;
     m.tick(1)?;
     Ok(out)
 }
 
-fn b_index(_: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn b_index(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     index(&args[0], int(&args[1], "index", span)?, span)
 }
 
 /// Strict `cond` (§5.2): both branches were evaluated; it selects.
-fn b_cond(_: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn b_cond(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     match args[0] {
         Value::Bool(b) => Ok(if b { args[1].clone() } else { args[2].clone() }),
         _ => Err(err(span, "cond expects a boolean")),
     }
 }
 
-fn b_iota(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn b_iota(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let k = int(&args[0], "iota", span)?.max(0);
     m.alloc(k as u64)?;
     Ok(Value::Array((0..k).map(Value::Int).collect()))
 }
 
-fn b_sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Res {
+fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     sum_outer(m, args, span)
 }
 
@@ -310,7 +310,7 @@ pub fn builtins() -> Vec<Builtin> {
 
 /// Runs `gather<m><n>` or `scatter<m><n>` by name from another runtime (the reverse pass's
 /// transposes).
-pub fn call_named(m: &mut Machine, name: &'static str, args: Vec<Value>, span: Span) -> Res {
+pub fn call_named(m: &mut Machine, name: &'static str, args: &mut Vec<Value>, span: Span) -> Res {
     let (md, nd) = dims(name);
     if name.starts_with("gather") {
         gather_dims(m, md, nd, args, span)

@@ -255,38 +255,38 @@ fn scalar() -> Rc<Shape> {
     Rc::new(Shape::Scalar)
 }
 
-fn b_zero(m: &mut Machine, _: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     Ok(dv(node(m, Kind::Zero, scalar(), span)?))
 }
-fn b_input(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_input(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let v = int_arg(&args[0], span, "Input")?;
     Ok(dv(node(m, Kind::Input(v), scalar(), span)?))
 }
 /// `InputA v a`: the Input of an array input, shaped like its primal `a`.
-fn b_input_a(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_input_a(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let v = int_arg(&args[0], span, "InputA")?;
     let shape = Shape::of(&args[1]);
     m.tick(shape.size())?;
     Ok(dv(node(m, Kind::Input(v), shape, span)?))
 }
-fn b_add(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_add(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (a, b) = (delta_arg(&args[0], span, "Add")?, delta_arg(&args[1], span, "Add")?);
     let shape = a.shape.clone();
     Ok(dv(node(m, Kind::Add(a, b), shape, span)?))
 }
-fn b_scale(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_scale(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let r = real_arg(&args[0], span, "Scale")?;
     let d = delta_arg(&args[1], span, "Scale")?;
     let shape = d.shape.clone();
     Ok(dv(node(m, Kind::Scale(r, d), shape, span)?))
 }
-fn b_share(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_share(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let i = int_arg(&args[0], span, "Share")?;
     let d = delta_arg(&args[1], span, "Share")?;
     let shape = d.shape.clone();
     Ok(dv(node(m, Kind::Share(i, d), shape, span)?))
 }
-fn b_index(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_index(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = delta_arg(&args[0], span, "Index")?;
     let i = int_arg(&args[1], span, "Index")?;
     let shape = match &*d.shape {
@@ -295,7 +295,7 @@ fn b_index(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
     };
     Ok(dv(node(m, Kind::Index(d, i as usize), shape, span)?))
 }
-fn b_sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = delta_arg(&args[0], span, "SumOuter")?;
     let shape = match &*d.shape {
         Shape::Arr(ss) => ss.first().cloned().unwrap_or_else(scalar),
@@ -303,18 +303,18 @@ fn b_sum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
     };
     Ok(dv(node(m, Kind::SumOuter(d), shape, span)?))
 }
-fn b_build1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_build1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let ds = deltas_arg(&args[0], span, "Build1")?;
     m.tick(ds.len() as u64)?;
     let shape = Rc::new(Shape::Arr(ds.iter().map(|d| d.shape.clone()).collect()));
     Ok(dv(node(m, Kind::Build1(ds), shape, span)?))
 }
-fn b_lit_array(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_lit_array(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let ds = deltas_arg(&args[0], span, "LitArray")?;
     let shape = Rc::new(Shape::Arr(ds.iter().map(|d| d.shape.clone()).collect()));
     Ok(dv(node(m, Kind::LitArray(ds), shape, span)?))
 }
-fn b_replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_replicate(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let k = int_arg(&args[0], span, "Replicate")?.max(0) as usize;
     let d = delta_arg(&args[1], span, "Replicate")?;
     m.tick(k as u64)?;
@@ -323,14 +323,14 @@ fn b_replicate(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
 }
 
 /// `genID : M Z` (§2.5), monotonically increasing; remembers nothing else.
-fn b_gen_id(m: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.tick(1)?;
     let r = rt(m);
     r.next_id += 1;
     Ok(Value::Int(r.next_id))
 }
 /// `runIdGen m` (§2.7): runs the forward pass with the ID counter from 0 (IDs number from 1).
-fn b_run_id_gen(m: &mut Machine, mut args: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_run_id_gen(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     rt(m).next_id = 0;
     let thunk = args.pop().unwrap_or(Value::Unit);
     m.apply(thunk, Value::Unit)
@@ -363,7 +363,7 @@ pub fn delta_builtins() -> Vec<Builtin> {
 
 /// `DsumOuter` (Eq. 3) on a one-dimensional array of dual numbers (`sum` is over reals):
 /// `(x1 + … + xn, Share id (Add (… (Add Zero d1) …) dn))`, the primal added left to right as `sum`.
-fn b_dsum_outer(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_dsum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Value::Array(vs) = &args[0] else { return Err(RunError::runtime(span, format!("DsumOuter expects an array, got {}", args[0]))) };
     let mut total = 0.0;
     let mut acc = node(m, Kind::Zero, scalar(), span)?;

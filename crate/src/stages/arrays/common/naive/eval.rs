@@ -276,15 +276,15 @@ fn shown(c: &Ct) -> Shown {
 fn empty(mode: Mode) -> Value {
     Value::Ext(Rc::new(EsVal(RefCell::new(Es { mode, grad: BTreeMap::new(), dfrag: BTreeMap::new(), accum: BTreeMap::new() }))))
 }
-fn b_empty_one_hot(_: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_empty_one_hot(_: &mut Machine, _: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(empty(Mode::OneHot))
 }
-fn b_empty_in_place(_: &mut Machine, _: Vec<Value>, _: Span) -> Result<Value, RunError> {
+fn b_empty_in_place(_: &mut Machine, _: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     Ok(empty(Mode::InPlace))
 }
 
 /// `eval c d es`: the wrapper's first eval of an output's Delta with its cotangent (a root of the graph).
-fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = Ct::of(&args[0]);
     let d = delta_arg(&args[1], span, "eval")?;
     let e = es_arg(&args[2], span, "eval")?;
@@ -308,7 +308,7 @@ fn b_eval(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunErr
 }
 
 /// Fig. 5's backprop: while accum has an entry, take the largest ID, evaluate its fragment with it.
-fn b_backprop(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_backprop(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let e = es_arg(&args[0], span, "backprop")?;
     {
         let mut es = es_of(&e).borrow_mut();
@@ -332,7 +332,7 @@ fn b_backprop(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, Ru
 }
 
 /// `gradOf v x es`: grad ! v in the shape of the input's primal x (zeros where it never got one).
-fn b_grad_of(_: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_grad_of(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let v = int_arg(&args[0], span, "gradOf")?;
     let e = es_arg(&args[2], span, "gradOf")?;
     let es = es_of(&e).borrow();

@@ -112,7 +112,7 @@ impl Walk<'_> {
 
 /// `reversePass c d n`: reversePass4 c d, its `Map DVarName R` as a vector of the n inputs (an input no
 /// Input reached gets 0).
-pub fn b_reverse_pass(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub fn b_reverse_pass(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "reversePass")?;
     let mut visits = Visits::default();
     let mut es = Es::default();

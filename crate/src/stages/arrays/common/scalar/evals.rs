@@ -89,7 +89,7 @@ fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut V
 }
 
 /// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.
-pub fn b_eval0(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval0")?;
     let (mut visits, mut ops) = (Visits::default(), 0);
     let mut g = vec![0.0; n];
@@ -118,7 +118,7 @@ pub fn b_eval0(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
 /// ```
 /// Every vector made, added or scaled costs n element operations (`vector_elem_ops`). Zero's vector is
 /// structural (`None`, no elements), as in eval0.
-pub fn b_eval1(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval1")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, 0u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
@@ -208,7 +208,7 @@ enum Cayley<'a> {
 ///                                                  tg: right only for tg = 0⃗, erratum §8)
 /// ```
 /// and ∇ = c · eval2 d 0⃗.
-pub fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval2")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, n as u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
@@ -267,7 +267,7 @@ pub fn b_eval2(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, R
 /// eval3 c (Add d1 d2) = eval3 c d2 ∘ eval3 c d1 ; eval3 c (Scale r d) = eval3 (c · r) d
 /// ```
 /// and ∇ = eval3 c d 0⃗.
-pub fn b_eval3(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval3")?;
     let (mut visits, mut ops) = (Visits::default(), 0u64);
     let mut acc = vec![0.0; n];

@@ -24,13 +24,13 @@ pub struct ScalarState {
     pub visits: Visits,
 }
 
-fn b_input(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_input(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let i = int_arg(&args[0], span, "Input")?;
     mk(m, Kind::Input(i))
 }
 
 /// `genID :: IdGen ID`, monotonically increasing (§2.5).
-fn b_gen_id(m: &mut Machine, _args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_gen_id(m: &mut Machine, _args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.count("ids_generated", 1);
     m.tick(1)?;
     let st = m.state::<ScalarState>();
@@ -44,7 +44,7 @@ fn b_gen_id(m: &mut Machine, _args: Vec<Value>, span: Span) -> Result<Value, Run
 /// `Share id d`, with §2.5's invariants checked as it is built: (1) every ID inside d is smaller than
 /// id (it is enough to look down to the nearest Share nodes, whose own insides were checked when they
 /// were built), (2) an ID names one node only (with Rc, one ID on one Share node).
-fn b_share(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_share(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let id = int_arg(&args[0], span, "Share")?;
     let d = delta_arg(&args[1], span, "Share")?;
     let mut stack: Vec<&Node> = vec![&d];
@@ -66,7 +66,7 @@ fn b_share(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunEr
 
 /// `runIdGen start m` (Fig. 6's `runIdGen (…) 0`, arguments swapped so that the computation, passed
 /// unevaluated, comes last): runs m with the counter at start.
-fn b_run_id_gen(m: &mut Machine, args: Vec<Value>, span: Span) -> Result<Value, RunError> {
+fn b_run_id_gen(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let start = int_arg(&args[0], span, "runIdGen")?;
     {
         let st = m.state::<ScalarState>();

@@ -1,15 +1,6 @@
-//! `cotangent bench`: each stage's counters and run time on program families at growing sizes, with the
-//! ratio of gradient time to primal time measured in the same run (machines are shared and noisy, so
-//! ratios, not absolute times, are the figures to compare). Not a test: nothing here asserts speed.
+//! The benchmark's program families: source text at size n, and the peers' four programs.
 
-use cotangent::interp::{Budget, Builtins, Machine};
-use cotangent::pipeline::{self, Options};
-use cotangent::stage::{Contract, RunCtx, Source, Stage};
-use cotangent::stages;
-use cotangent::value::Value;
 use std::fmt::Write;
-use cotangent::value::json_real;
-use std::time::Instant;
 
 /// The largest size `bench --sizes` accepts: the array families' inputs have n elements.
 pub const MAX_SIZE: u64 = 1_000_000;
@@ -35,8 +26,96 @@ pub struct Family {
     pub max: usize,
 }
 
+impl Family {
+    /// The sizes run when `--sizes` is not given: modest, so that the default `bench` finishes in
+    /// minutes (issue 13: at 10^5 every family on every stage was killed for memory).
+    pub fn default_sizes(&self) -> Vec<usize> {
+        match self.name {
+            "particle" | "horner" => vec![100, 1_000, 10_000],
+            "peer-doubling" => vec![40],
+            "quaternion" => vec![1],
+            "p1" => vec![5, 10, 15],
+            "e11" => vec![5, 10],
+            "ho" => vec![8, 16],
+            // at 1,000 lines some array-chain transforms (untimed, so not under the run's limits)
+            // take more than 6 GB on the let-chain families (issue 14)
+            _ => vec![100],
+        }
+    }
+    /// Primal operations at size n as the peers count them (bench/peers/README.md), for ns per op;
+    /// `None` for the other families, whose count is the source's `real_ops`.
+    pub fn peer_ops(&self, n: usize) -> Option<u64> {
+        let n = n as u64;
+        match self.name {
+            "particle" => Some(7 * n + 2),
+            "horner" => Some(2 * n),
+            "peer-doubling" => Some(n + 1),
+            "quaternion" => Some(22),
+            _ => None,
+        }
+    }
+    /// Whether n is meaningless for this family (it is run once, at n = 1).
+    pub fn fixed(&self) -> bool {
+        self.name == "quaternion"
+    }
+}
+
+/// The families `--family peers` stands for: the peer AD tools' own scalar programs.
+pub const PEERS: [&str; 4] = ["particle", "horner", "peer-doubling", "quaternion"];
+
+const PARTICLE: &str = include_str!("../../../bench/peers/particle.cot");
+const HORNER: &str = include_str!("../../../bench/peers/horner.cot");
+const PEER_DOUBLING: &str = include_str!("../../../bench/peers/doubling.cot");
+const QUATERNION: &str = include_str!("../../../bench/peers/quaternion.cot");
+
+/// A peer program with its `param n` line set to n.
+fn with_n(text: &str, n: usize) -> String {
+    text.lines()
+        .map(|l| if l.starts_with("param n =") { format!("param n = {n}") } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
+}
+
+fn particle(n: usize) -> String {
+    with_n(PARTICLE, n)
+}
+fn horner(n: usize) -> String {
+    with_n(HORNER, n)
+}
+fn peer_doubling(n: usize) -> String {
+    with_n(PEER_DOUBLING, n)
+}
+fn quaternion(_: usize) -> String {
+    QUATERNION.to_string()
+}
+
 pub fn families() -> Vec<Family> {
     vec![
+        Family {
+            name: "particle",
+            what: "peers: n explicit-Euler steps of a particle, 7n + 2 ops (bench/peers/particle.cot)",
+            make: particle,
+            max: MAX_SIZE as usize,
+        },
+        Family {
+            name: "horner",
+            what: "peers: Horner's rule over n coefficients 1/(i+1), 2n ops as the peers count (bench/peers/horner.cot)",
+            make: horner,
+            max: MAX_SIZE as usize,
+        },
+        Family {
+            name: "peer-doubling",
+            what: "peers: c = x; c = c + c n times; c * x, n + 1 ops, recursive (bench/peers/doubling.cot; the peers ran n = 40)",
+            make: peer_doubling,
+            max: MAX_SIZE as usize,
+        },
+        Family {
+            name: "quaternion",
+            what: "peers: the x component of a vector rotated by a quaternion, 22 ops, no n (bench/peers/quaternion.cot)",
+            make: quaternion,
+            max: 1,
+        },
         Family {
             name: "doubling",
             what: "the straight-line doubling chain `let x1 = x + x in … in xn + xn` (Krawiec et al. §6, Smeding–Vákár Fig. 2)",
@@ -318,245 +397,5 @@ fn wide(n: usize) -> String {
         "-- n independent products, summed as a balanced tree\nparam n = {n}\ninput (1.5, 0.5)\n\
 def sum lo hi x y = if hi - lo == 1 then sin (x * real lo) * y else let mid = (lo + hi) / 2 in sum lo mid x y + sum mid hi x y\n\
 def main (x, y) = sum 0 n x y\n"
-    )
-}
-
-pub struct Row {
-    pub family: String,
-    pub n: usize,
-    pub stage: String,
-    pub outcome: String,
-    pub counters: Vec<(String, u64)>,
-    pub primal_secs: f64,
-    pub grad_secs: f64,
-}
-
-/// Runs `stage_ids` (all when empty) on each family at each size.
-pub fn run(family_names: &[String], sizes: &[usize], stage_ids: &[String], budget: &Budget) -> Vec<Row> {
-    let mut rows = vec![];
-    let chosen: Vec<&dyn Stage> = stages::all().into_iter().filter(|s| stage_ids.is_empty() || stage_ids.iter().any(|id| id == s.info().id)).collect();
-    for fam in families().into_iter().filter(|f| family_names.is_empty() || family_names.iter().any(|n| n == f.name)) {
-        for &n in sizes {
-            if n > fam.max {
-                eprintln!("{} n={n}: skipped (this family runs up to n = {})", fam.name, fam.max);
-                continue;
-            }
-            let text = (fam.make)(n);
-            if fam.name == "program-size" {
-                rows.extend(program_size(&text, n, &chosen, budget));
-                continue;
-            }
-            let (program, s, t) = match pipeline::front_end(&text, &[]) {
-                Ok(x) => x,
-                Err(ds) => {
-                    eprintln!("{} n={n}: {}", fam.name, ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "));
-                    continue;
-                }
-            };
-            let input = program.input.as_ref().and_then(|e| cotangent::syntax::value_of(e).ok()).unwrap_or(Value::Unit);
-            // primal time, measured in the same run as the stages below
-            // best of 5: the primal is the denominator of every ratio
-            let mut primal = pipeline::run_source(&program, &input, budget);
-            let mut primal_secs = f64::INFINITY;
-            for _ in 0..5 {
-                let t0 = Instant::now();
-                primal = pipeline::run_source(&program, &input, budget);
-                primal_secs = primal_secs.min(t0.elapsed().as_secs_f64());
-            }
-            let primal = match primal {
-                Ok(v) => v,
-                Err(e) => {
-                    eprintln!("{} n={n}: the primal stopped: {}", fam.name, e.message());
-                    continue;
-                }
-            };
-            let seed = primal.with_reals(&mut std::iter::repeat(1.0));
-            let no_builtins = Builtins::new();
-            let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
-            let opts = Options { trace: false, budget: budget.clone(), ..Options::default() };
-            let outputs = pipeline::Outputs::new(&src, &opts);
-            for st in &chosen {
-                let row = |outcome: String, counters, grad_secs| Row {
-                    family: fam.name.into(),
-                    n,
-                    stage: st.info().id.into(),
-                    outcome,
-                    counters,
-                    primal_secs,
-                    grad_secs,
-                };
-                let out = match outputs.get(*st) {
-                    Ok(x) => x,
-                    Err(d) => {
-                        rows.push(row(format!("refused: {}", d.message), vec![], f64::NAN));
-                        continue;
-                    }
-                };
-                let mut m = match Machine::new(&out.program, &out.builtins, budget.clone()) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        rows.push(row(e.message(), vec![], f64::NAN));
-                        continue;
-                    }
-                };
-                m.set_tracing(false);
-                let lookup = |_: &str| None;
-                let t1 = Instant::now();
-                // the timed run: a same-function stage's output is timed as it runs main
-                let res = outputs.with_input(*st, |src| {
-                    let cx = RunCtx { src, origin: outputs.source(), input: &input, seed: &seed, outputs: &lookup };
-                    let r = match st.contract() {
-                        Contract::Gradient => pipeline::run_output(*st, &mut m, &cx).map(|_| ()),
-                        Contract::SameFunction => pipeline::run_main(*st, &mut m, &cx).map(|_| ()),
-                    };
-                    let secs = t1.elapsed().as_secs_f64();
-                    // the chain's report (a cost model's bound) is not timed
-                    if r.is_ok() {
-                        if let Some(chain) = stages::chain_of(st.info().id) {
-                            (chain.after_run)(&mut m, &cx);
-                        }
-                    }
-                    (r, secs)
-                });
-                let (res, grad_secs) = match res {
-                    Ok((r, secs)) => (r, secs),
-                    Err(d) => {
-                        rows.push(row(format!("refused: {}", d.message), vec![], f64::NAN));
-                        continue;
-                    }
-                };
-                let c = m.cost();
-                let mut counters = vec![("steps".to_string(), c.steps), ("real_ops".to_string(), c.real_ops)];
-                counters.extend(c.counters.iter().map(|(k, v)| (k.clone(), *v)));
-                let outcome = match res {
-                    Ok(_) => "ok".to_string(),
-                    Err(e) => match e {
-                        cotangent::interp::RunError::Budget { budget, .. } => format!("stopped by the {} budget", budget.name()),
-                        other => format!("error: {}", other.message()),
-                    },
-                };
-                rows.push(row(outcome, counters, grad_secs));
-            }
-        }
-    }
-    rows
-}
-
-/// One size of the `program-size` family: a row for the front end (its time as `grad s`), then one
-/// per stage with the time of its preparation (transform, print, type check of the output; a stage
-/// that follows another is timed on its own, the one before it being prepared first).
-fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget: &Budget) -> Vec<Row> {
-    let row = |stage: &str, outcome: String, counters: Vec<(String, u64)>, secs: f64| Row {
-        family: "program-size".into(),
-        n,
-        stage: stage.into(),
-        outcome,
-        counters,
-        primal_secs: f64::NAN,
-        grad_secs: secs,
-    };
-    let t0 = Instant::now();
-    let (program, s, t) = match pipeline::front_end(text, &[]) {
-        Ok(x) => x,
-        Err(ds) => return vec![row("(front end)", format!("refused: {}", ds[0].message), vec![], f64::NAN)],
-    };
-    let mut rows = vec![row("(front end)", "ok".into(), vec![("bytes".into(), text.len() as u64)], t0.elapsed().as_secs_f64())];
-    let no_builtins = Builtins::new();
-    let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
-    let opts = Options { trace: false, budget: budget.clone(), ..Options::default() };
-    let outputs = pipeline::Outputs::new(&src, &opts);
-    for st in chosen {
-        if let cotangent::stage::Input::After(before) = st.input() {
-            if let Some(prev) = stages::find(before) {
-                let _ = outputs.get(prev);
-            }
-        }
-        let t1 = Instant::now();
-        let got = outputs.get(*st);
-        let secs = t1.elapsed().as_secs_f64();
-        rows.push(match got {
-            Ok(p) => row(st.info().id, "ok".into(), vec![("printed_bytes".into(), p.printed.len() as u64)], secs),
-            Err(d) => row(st.info().id, format!("refused: {}", d.message.lines().next().unwrap_or("")), vec![], f64::NAN),
-        });
-    }
-    rows
-}
-
-/// The growth exponent of each (family, stage)'s time in n: the least-squares slope of log time
-/// against log n over the sizes it ran at (the program-size family's figure; time ∝ n^k).
-pub fn exponents(rows: &[Row]) -> Vec<(String, String, f64)> {
-    let mut keys: Vec<(String, String)> = vec![];
-    for r in rows.iter().filter(|r| r.family == "program-size") {
-        let k = (r.family.clone(), r.stage.clone());
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.into_iter()
-        .filter_map(|(f, st)| {
-            let pts: Vec<(f64, f64)> = rows
-                .iter()
-                .filter(|r| r.family == f && r.stage == st && r.grad_secs.is_finite() && r.grad_secs > 0.0)
-                .map(|r| ((r.n as f64).ln(), r.grad_secs.ln()))
-                .collect();
-            if pts.len() < 2 {
-                return None;
-            }
-            let m = pts.len() as f64;
-            let (mx, my) = (pts.iter().map(|p| p.0).sum::<f64>() / m, pts.iter().map(|p| p.1).sum::<f64>() / m);
-            let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
-            let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-            (sxx > 0.0).then(|| (f, st, sxy / sxx))
-        })
-        .collect()
-}
-
-pub fn table(rows: &[Row]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{:<9} {:>7} {:<22} {:>10} {:>10} {:>9}  {:<28} counters", "family", "n", "stage", "primal s", "grad s", "ratio", "outcome");
-    for r in rows {
-        let counters: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(
-            s,
-            "{:<9} {:>7} {:<22} {:>10.6} {:>10.6} {:>9.2}  {:<28} {}",
-            r.family,
-            r.n,
-            r.stage,
-            r.primal_secs,
-            r.grad_secs,
-            r.grad_secs / r.primal_secs,
-            r.outcome,
-            counters.join(" ")
-        );
-    }
-    let exps = exponents(rows);
-    if !exps.is_empty() {
-        let _ = writeln!(s, "\ngrowth exponents (time ∝ n^k, least squares over the sizes run):");
-        for (f, st, k) in exps {
-            let _ = writeln!(s, "  {f:<13} {st:<22} k = {k:.2}");
-        }
-    }
-    s
-}
-
-pub fn json(rows: &[Row]) -> serde_json::Value {
-    let exps = exponents(rows);
-    serde_json::Value::Array(
-        rows.iter()
-            .map(|r| {
-                let mut o = serde_json::json!({
-                    "family": r.family, "n": r.n, "stage": r.stage, "outcome": r.outcome,
-                    "primal_secs": json_real::value(r.primal_secs), "grad_secs": json_real::value(r.grad_secs),
-                    "ratio": json_real::value(r.grad_secs / r.primal_secs),
-                });
-                for (k, v) in &r.counters {
-                    o[k] = serde_json::json!(v);
-                }
-                if let Some((_, _, k)) = exps.iter().find(|(f, st, _)| *f == r.family && *st == r.stage) {
-                    o["exponent"] = json_real::value(*k);
-                }
-                o
-            })
-            .collect(),
     )
 }

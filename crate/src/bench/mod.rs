@@ -1,0 +1,223 @@
+//! `cotangent bench`: each stage's counters and run time on program families at growing sizes, with the
+//! ratio of gradient time to primal time measured in the same run (machines are shared and noisy, so
+//! ratios, not absolute times, are the figures to compare). Not a test: nothing here asserts speed.
+//!
+//! What is timed: the primal is the source's `main` on an already lowered machine; the gradient is a
+//! stage's prepared output run on a fresh machine (created, so lowered, before the clock starts). Each
+//! is the best of `repeat` runs. Each case may grow the process's live memory by at most `max_bytes`
+//! (the counting allocator of `alloc.rs`); past it the case stops with a `memory` budget error. Rows are
+//! handed to `emit` as each finishes, so a long run prints as it goes.
+
+mod families;
+mod output;
+
+pub use families::{families, parse_size, Family, PEERS};
+pub use output::{exponent_lines, header, json_line, table_line};
+
+use crate::alloc;
+use cotangent::interp::{Budget, Builtins, Machine, RunError};
+use cotangent::ir::Program;
+use cotangent::pipeline::{self, Options};
+use cotangent::stage::{Contract, RunCtx, Source, Stage};
+use cotangent::stages;
+use cotangent::value::Value;
+use std::time::Instant;
+
+pub struct Settings {
+    pub budget: Budget,
+    /// Runs per timing; the best is kept.
+    pub repeat: usize,
+    /// How many bytes one case (one primal or one stage at one size) may add to the live heap.
+    pub max_bytes: u64,
+}
+
+#[derive(Clone)]
+pub struct Row {
+    pub family: String,
+    pub n: usize,
+    pub stage: String,
+    pub outcome: String,
+    pub counters: Vec<(String, u64)>,
+    /// Primal operations: the peers' count for their programs, else the source's `real_ops`.
+    pub ops: u64,
+    pub primal_secs: f64,
+    pub grad_secs: f64,
+    /// The growth of the live heap during the gradient run, at its peak (the tape, the Delta, ...).
+    pub bytes: Option<u64>,
+}
+
+impl Row {
+    pub fn ratio(&self) -> f64 {
+        self.grad_secs / self.primal_secs
+    }
+    pub fn per_op(&self, x: f64) -> f64 {
+        x / self.ops.max(1) as f64
+    }
+}
+
+/// The chosen families: by name, `peers` standing for the peers' four; all when none is named.
+pub fn chosen_families(names: &[String]) -> Vec<Family> {
+    families()
+        .into_iter()
+        .filter(|f| names.is_empty() || names.iter().any(|n| n == f.name || (n == "peers" && PEERS.contains(&f.name))))
+        .collect()
+}
+
+/// Runs `stage_ids` (all when empty) on each family at each size (`sizes`, or each family's
+/// defaults), handing every row to `emit` as it finishes.
+pub fn run(family_names: &[String], sizes: Option<&[usize]>, stage_ids: &[String], set: &Settings, emit: &mut dyn FnMut(&Row)) {
+    let chosen: Vec<&'static dyn Stage> = stages::all().into_iter().filter(|s| stage_ids.is_empty() || stage_ids.iter().any(|id| id == s.info().id)).collect();
+    for fam in chosen_families(family_names) {
+        let sizes = if fam.fixed() { vec![1] } else { sizes.map(<[usize]>::to_vec).unwrap_or_else(|| fam.default_sizes()) };
+        for n in sizes {
+            if n > fam.max {
+                eprintln!("{} n={n}: skipped (this family runs up to n = {})", fam.name, fam.max);
+                continue;
+            }
+            let text = (fam.make)(n);
+            if fam.name == "program-size" {
+                output::program_size(&text, n, &chosen, &set.budget, emit);
+                continue;
+            }
+            run_case(&fam, n, &text, &chosen, set, emit);
+        }
+    }
+}
+
+/// Best of `repeat` timings of `f`, each after its own untimed `setup`; the last result is kept. A
+/// run that fails (a budget stop) is not repeated: it would only stop again, as late.
+fn best_of<S, T, E>(repeat: usize, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S) -> Result<T, E>) -> Option<(f64, S, Result<T, E>)> {
+    let mut best: Option<(f64, S, Result<T, E>)> = None;
+    for _ in 0..repeat.max(1) {
+        let mut s = setup();
+        let t0 = Instant::now();
+        let r = f(&mut s);
+        let secs = t0.elapsed().as_secs_f64();
+        let secs = best.as_ref().map_or(secs, |b| b.0.min(secs));
+        let failed = r.is_err();
+        best = Some((secs, s, r));
+        if failed {
+            break;
+        }
+    }
+    best
+}
+
+/// A machine for `program` whose run stops past `max_bytes` more live heap than now.
+fn machine<'p>(program: &'p Program, builtins: &Builtins, set: &Settings) -> Result<Machine<'p>, RunError> {
+    let mut m = Machine::new(program, builtins, set.budget.clone())?;
+    m.set_tracing(false);
+    m.set_memory_limit(alloc::live, alloc::live().saturating_add(set.max_bytes));
+    Ok(m)
+}
+
+fn stopped(e: &RunError, set: &Settings) -> String {
+    match e {
+        RunError::Budget { budget, .. } => match budget {
+            cotangent::interp::BudgetKind::Memory => format!("stopped by the memory budget ({} MB per case)", set.max_bytes >> 20),
+            b => format!("stopped by the {} budget", b.name()),
+        },
+        other => format!("error: {}", other.message()),
+    }
+}
+
+/// One family at one size: the primal, then every chosen stage.
+fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], set: &Settings, emit: &mut dyn FnMut(&Row)) {
+    let (program, s, t) = match pipeline::front_end(text, &[]) {
+        Ok(x) => x,
+        Err(ds) => {
+            eprintln!("{} n={n}: {}", fam.name, ds.iter().map(|d| d.message.clone()).collect::<Vec<_>>().join("; "));
+            return;
+        }
+    };
+    let input = program.input.as_ref().and_then(|e| cotangent::syntax::value_of(e).ok()).unwrap_or(Value::Unit);
+    let no_builtins = Builtins::new();
+    // the primal, measured in the same run as the stages below: the denominator of every ratio
+    let timed = best_of(set.repeat, || machine(&program, &no_builtins, set), |m| match m {
+        Ok(m) => m.call("main", vec![input.clone()]),
+        Err(e) => Err(e.clone()),
+    });
+    let Some((primal_secs, pm, primal)) = timed else { return };
+    let primal = match primal {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("{} n={n}: the primal {}", fam.name, stopped(&e, set));
+            return;
+        }
+    };
+    let ops = fam.peer_ops(n).unwrap_or_else(|| pm.map(|m| m.cost().real_ops).unwrap_or(0));
+    let seed = primal.with_reals(&mut std::iter::repeat(1.0));
+    let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
+    let opts = Options { trace: false, budget: set.budget.clone(), ..Options::default() };
+    let outputs = pipeline::Outputs::new(&src, &opts);
+    for st in chosen {
+        let row = |outcome: String, counters, grad_secs, bytes| Row {
+            family: fam.name.into(),
+            n,
+            stage: st.info().id.into(),
+            outcome,
+            counters,
+            ops,
+            primal_secs,
+            grad_secs,
+            bytes,
+        };
+        let out = match outputs.get(*st) {
+            Ok(x) => x,
+            Err(d) => {
+                emit(&row(format!("refused: {}", d.message.lines().next().unwrap_or("")), vec![], f64::NAN, None));
+                continue;
+            }
+        };
+        let lookup = |_: &str| None;
+        let mut bytes = None;
+        let timed = outputs.with_input(*st, |src| {
+            let cx = RunCtx { src, origin: outputs.source(), input: &input, seed: &seed, outputs: &lookup };
+            // each run on a fresh machine: a stage's runtime state must start empty
+            let mut got = best_of(
+                set.repeat,
+                || {
+                    let m = machine(&out.program, &out.builtins, set);
+                    alloc::reset_peak();
+                    (m, alloc::live())
+                },
+                |(m, _)| {
+                    let m = m.as_mut().map_err(|e| e.clone())?;
+                    // a same-function stage's output is timed as it runs main
+                    match st.contract() {
+                        Contract::Gradient => pipeline::run_output(*st, m, &cx).map(|_| ()),
+                        Contract::SameFunction => pipeline::run_main(*st, m, &cx).map(|_| ()),
+                    }
+                },
+            )?;
+            let (m, before) = &mut got.1;
+            bytes = Some(alloc::peak().saturating_sub(*before));
+            // the chain's report (a cost model's bound) is not timed
+            if let (Ok(m), Ok(_)) = (m, &got.2) {
+                if let Some(chain) = stages::chain_of(st.info().id) {
+                    (chain.after_run)(m, &cx);
+                }
+            }
+            Some(got)
+        });
+        let (grad_secs, (m, _), res) = match timed {
+            Ok(Some(x)) => x,
+            Ok(None) => continue,
+            Err(d) => {
+                emit(&row(format!("refused: {}", d.message.lines().next().unwrap_or("")), vec![], f64::NAN, None));
+                continue;
+            }
+        };
+        let c = match &m {
+            Ok(m) => m.cost(),
+            Err(_) => Default::default(),
+        };
+        let mut counters = vec![("steps".to_string(), c.steps), ("real_ops".to_string(), c.real_ops)];
+        counters.extend(c.counters.iter().map(|(k, v)| (k.clone(), *v)));
+        let outcome = match res {
+            Ok(()) => "ok".to_string(),
+            Err(e) => stopped(&e, set),
+        };
+        emit(&row(outcome, counters, grad_secs, bytes));
+    }
+}

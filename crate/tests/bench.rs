@@ -1,0 +1,57 @@
+//! `cotangent bench --json`: one JSON object per line, each carrying the fields the peers' table
+//! needs; a case past its memory limit is stopped and says so. (No timing is asserted.)
+
+use std::process::Command;
+
+fn bench(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cotangent")).arg("bench").args(args).output().expect("run cotangent");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn rows(out: &str) -> Vec<serde_json::Value> {
+    out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not one JSON object per line: {e}: {l}"))).collect()
+}
+
+#[test]
+fn peers_rows_parse_and_carry_the_fields() {
+    let (code, out, err) = bench(&["--family", "peers", "--sizes", "100", "--stage", "dualrev/tape", "--stage", "forward", "--repeat", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows = rows(&out);
+    // particle, horner and peer-doubling at n = 100, quaternion once: two stages each
+    assert_eq!(rows.len(), 8, "{out}");
+    for r in &rows {
+        for f in ["family", "stage", "n", "ops", "primal_ns_per_op", "grad_ns_per_op", "ratio", "bytes_per_op", "outcome"] {
+            assert!(r.get(f).is_some(), "{f} missing: {r}");
+        }
+        assert_eq!(r["outcome"], "ok", "{r}");
+        assert!(r["ratio"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+        assert!(r["grad_ns_per_op"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+        assert!(r["bytes_per_op"].as_f64().is_some_and(|x| x >= 0.0), "{r}");
+    }
+    let ops = |fam: &str| rows.iter().find(|r| r["family"] == fam).map(|r| (r["n"].as_u64().unwrap(), r["ops"].as_u64().unwrap()));
+    // the primal operations as the peers count them (bench/peers/README.md)
+    assert_eq!(ops("particle"), Some((100, 702)));
+    assert_eq!(ops("horner"), Some((100, 200)));
+    assert_eq!(ops("peer-doubling"), Some((100, 101)));
+    assert_eq!(ops("quaternion"), Some((1, 22)));
+    // the stage's own counters ride along: one ID per real made, each resolved once
+    let tape = rows.iter().find(|r| r["family"] == "peer-doubling" && r["stage"] == "dualrev/tape").unwrap();
+    assert_eq!(tape["ids_allocated"], 102, "{tape}");
+}
+
+#[test]
+fn a_case_past_its_memory_limit_is_stopped_and_says_so() {
+    // the primal (a tail loop) stays under 1 MB; the tape of 140,000 operations does not
+    let (code, out, err) = bench(&["--family", "particle", "--sizes", "20000", "--stage", "dualrev/tape", "--repeat", "1", "--max-mb", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 1, "{out}\n{err}");
+    assert_eq!(rows[0]["outcome"], "stopped by the memory budget (1 MB per case)", "{out}");
+}
+
+#[test]
+fn an_unknown_family_is_a_user_error() {
+    let (code, _, err) = bench(&["--family", "nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no bench family `nope`"), "{err}");
+}
