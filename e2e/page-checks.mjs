@@ -368,13 +368,16 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
 
   await check('complexity: a least-squares slope per stage (the measured exponent) in a legend that is not cut', async () => {
     const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    const LOOP = 'param n = 8\ninput 0.7\ndef step x = sin x * x + 0.5\ndef loop k x = if k == 0 then x else loop (k - 1) (step x)\ndef main x = loop n x\n';
+    // x used once a step: no stage is exponential, so the sweep is quick and every stage stays
+    const LOOP = 'param n = 8\ninput 0.7\ndef loop k x = if k == 0 then x else loop (k - 1) (sin x + 0.5)\ndef main x = loop n x\n';
     const p = await open('#src=' + encodeURIComponent(LOOP) + '&stage=dualrev/tape', ctx);
     await p.waitForSelector('#cx-run');
-    await p.fill('#cx-from', '8');
+    await p.fill('#cx-from', '16');
     await p.fill('#cx-to', '256');
     await p.click('#cx-run');
-    await p.waitForFunction(() => window.__cot.state.complexity.runs.length >= 8 && document.querySelector('#cx-plot .cx-legend'), null, { timeout: 60000 });
+    await p.waitForFunction(() => window.__cot.state.complexity.runs.length >= 8 && document.querySelector('#cx-plot .cx-legend'), null, { timeout: 60000 }).catch(async e => {
+      throw new Error(e.message.split('\n')[0] + ': ' + JSON.stringify(await p.evaluate(() => window.__cot.state.complexity.runs.map(r => [r.value, r.error, Object.keys(r.costs).length]))));
+    });
     await p.locator('#cx-plot').scrollIntoViewIfNeeded();
     const r = await p.evaluate(() => {
       const { runs, counter } = window.__cot.state.complexity;
@@ -402,6 +405,7 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
       assert(Math.abs(k - i.slope) < 1e-6, `${i.id}: legend slope ${i.slope}, least squares ${k}`);
     }
     // A loop of n steps: forward mode's steps grow linearly.
+    await p.locator('#cx-plot').screenshot({ path: path.join(shots, 'complexity-slopes.png') });
     const fwd = r.items.find(i => i.id === 'forward');
     assert(fwd && fwd.slope > 0.8 && fwd.slope < 1.2, 'forward: ' + JSON.stringify(fwd));
     await ctx.close();
