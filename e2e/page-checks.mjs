@@ -324,13 +324,92 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     await p.fill('#cx-from', '1');
     await p.fill('#cx-to', '4');
     await p.click('#cx-run');
-    await p.waitForSelector('#cx-plot .cx-legend', { timeout: 20000 });
-    const legendFill = await p.$eval('#cx-plot .cx-legend', t => getComputedStyle(t).fill);
-    assert(legendFill !== 'rgb(0, 0, 0)', 'the plot legend lost its colour: ' + legendFill);
+    await p.waitForSelector('#cx-plot .cx-legend .cx-swatch', { timeout: 20000 });
+    const legendFill = await p.$eval('#cx-plot .cx-legend .cx-swatch', t => getComputedStyle(t).backgroundColor);
+    assert(!/^(rgba\(0, 0, 0, 0\)|transparent|rgb\(0, 0, 0\))$/.test(legendFill), 'the plot legend lost its colour: ' + legendFill);
     const violations = [...(await p.evaluate(() => window.__csp)), ...logged];
     assert(violations.length === 0, 'CSP violations: ' + violations.join('; '));
     const lineNo = samples.find(s => s.sel.startsWith('.cm-lineNumbers'));
     await ctx.close();
     return `${buttons.length} buttons named; ${samples.length} contrasts >= 4.5 (line numbers ${lineNo ? contrast(lineNo.fg, lineNo.bg).toFixed(2) : '?'}:1)`;
+  });
+
+  await check('views: every chain heading and the stage\'s paper link to the paper (arXiv or DOI)', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);
+    const PAPER = /^https:\/\/(arxiv\.org\/abs\/\d{4}\.\d{4,5}|doi\.org\/10\.\d{4,}\/\S+)$/;
+    const chains = await p.evaluate(() => window.__cot.state.chains.map(c => ({ id: c.id, url: c.url, citation: c.citation })));
+    const heads = await p.$$eval('#stage-list .group', gs => gs.map(g => {
+      const a = g.querySelector('.group-name a');
+      return { id: g.dataset.chain, href: a?.getAttribute('href') || '', target: a?.target, rel: a?.rel || '', title: a?.title || '' };
+    }));
+    assert(chains.length >= 6 && heads.length === chains.length, `${heads.length} headings for ${chains.length} chains`);
+    for (const c of chains) {
+      const h = heads.find(x => x.id === c.id);
+      assert(h && h.href === c.url && PAPER.test(h.href), `chain ${c.id}: heading links to ${h?.href}, the core says ${c.url}`);
+      assert(h.target === '_blank' && /noopener/.test(h.rel) && h.title.includes(c.citation.slice(0, 20)), `chain ${c.id}: ${JSON.stringify(h)}`);
+    }
+    // The stage heading's paper follows the selected stage's chain.
+    const paperOf = async id => {
+      await p.click(`[data-stage="${id}"]`);
+      await p.waitForSelector(`body[data-detail="${id}"]`, { timeout: 10000 });
+      return p.$eval('#st-paper', a => ({ tag: a.tagName, href: a.getAttribute('href'), text: a.textContent }));
+    };
+    const notes = [];
+    for (const id of ['krawiec/monadic', 'dualrev/tape', 'unf/pe']) {
+      const want = await p.evaluate(i => window.__cot.state.chains.find(c => c.stages.includes(i)).url, id);
+      const got = await paperOf(id);
+      assert(got.tag === 'A' && got.href === want && PAPER.test(got.href) && got.text.length > 3, `${id}: ${JSON.stringify(got)} (want ${want})`);
+      notes.push(`${id} → ${got.href}`);
+    }
+    await ctx.close();
+    return `${heads.length} chain headings linked; ` + notes.join('; ');
+  });
+
+  await check('complexity: a least-squares slope per stage (the measured exponent) in a legend that is not cut', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    // x used once a step: no stage is exponential, so the sweep is quick and every stage stays
+    const LOOP = 'param n = 8\ninput 0.7\ndef loop k x = if k == 0 then x else loop (k - 1) (sin x + 0.5)\ndef main x = loop n x\n';
+    const p = await open('#src=' + encodeURIComponent(LOOP) + '&stage=dualrev/tape', ctx);
+    await p.waitForSelector('#cx-run');
+    await p.fill('#cx-from', '16');
+    await p.fill('#cx-to', '256');
+    await p.click('#cx-run');
+    await p.waitForFunction(() => window.__cot.state.complexity.runs.length >= 8 && document.querySelector('#cx-plot .cx-legend'), null, { timeout: 60000 }).catch(async e => {
+      throw new Error(e.message.split('\n')[0] + ': ' + JSON.stringify(await p.evaluate(() => window.__cot.state.complexity.runs.map(r => [r.value, r.error, Object.keys(r.costs).length]))));
+    });
+    await p.locator('#cx-plot').scrollIntoViewIfNeeded();
+    const r = await p.evaluate(() => {
+      const { runs, counter } = window.__cot.state.complexity;
+      const plot = document.querySelector('#cx-plot').getBoundingClientRect();
+      const items = [...document.querySelectorAll('#cx-plot .cx-legend')].map(li => {
+        const b = li.getBoundingClientRect();
+        const cut = [...li.children].some(c => c.scrollWidth > c.clientWidth + 1 || c.scrollHeight > c.clientHeight + 1);
+        return { id: li.dataset.stage, slope: li.dataset.slope == null ? null : +li.dataset.slope, text: li.textContent,
+          inside: b.left >= plot.left - 1 && b.right <= plot.right + 1 && b.top >= plot.top - 1 && b.bottom <= plot.bottom + 1 && b.right <= innerWidth, cut };
+      });
+      return { runs, counter, items, lines: document.querySelectorAll('#cx-plot polyline').length };
+    });
+    assert(r.items.length === r.lines && r.lines >= 10, `${r.items.length} legend rows for ${r.lines} lines`);
+    const bad = r.items.filter(i => !i.inside || i.cut);
+    assert(bad.length === 0, 'legend rows cut or outside the plot: ' + bad.map(i => i.id).join(', '));
+    // The test's own least squares over the same points (log counter against log n).
+    const own = id => {
+      const pts = r.runs.filter(x => !x.error && x.costs[id]).map(x => [x.value, (r.counter in x.costs[id] && r.counter !== 'counters' ? x.costs[id][r.counter] : x.costs[id].counters?.[r.counter] ?? 0)]).filter(([x, y]) => x > 0 && y > 0).map(([x, y]) => [Math.log(x), Math.log(y)]);
+      const mx = pts.reduce((a, q) => a + q[0], 0) / pts.length, my = pts.reduce((a, q) => a + q[1], 0) / pts.length;
+      return pts.reduce((a, q) => a + (q[0] - mx) * (q[1] - my), 0) / pts.reduce((a, q) => a + (q[0] - mx) ** 2, 0);
+    };
+    for (const i of r.items) {
+      assert(i.slope != null && Number.isFinite(i.slope) && i.text.includes(i.slope.toFixed(2)), `${i.id}: legend "${i.text}"`);
+      const k = own(i.id);
+      assert(Math.abs(k - i.slope) < 1e-6, `${i.id}: legend slope ${i.slope}, least squares ${k}`);
+    }
+    // A loop of n steps: forward mode's steps grow linearly.
+    await p.locator('#cx-plot').screenshot({ path: path.join(shots, 'complexity-slopes.png') });
+    const fwd = r.items.find(i => i.id === 'forward');
+    assert(fwd && fwd.slope > 0.8 && fwd.slope < 1.2, 'forward: ' + JSON.stringify(fwd));
+    await ctx.close();
+    const range = r.items.map(i => i.slope);
+    return `${r.items.length} stages, exponents ${Math.min(...range).toFixed(2)}–${Math.max(...range).toFixed(2)} (forward ${fwd.slope.toFixed(2)})`;
   });
 }

@@ -86,6 +86,42 @@ async function runComplexity(state) {
   draw(state);
 }
 
+/** Least-squares slope of log y against log x: the measured exponent k of y ~ x^k. Null with fewer
+ *  than two distinct x (no line to fit). */
+export function logLogSlope(points) {
+  const p = points.filter(([x, y]) => x > 0 && y > 0).map(([x, y]) => [Math.log(x), Math.log(y)]);
+  const n = p.length;
+  if (n < 2) return null;
+  const mx = p.reduce((a, [x]) => a + x, 0) / n, my = p.reduce((a, [, y]) => a + y, 0) / n;
+  let sxx = 0, sxy = 0;
+  for (const [x, y] of p) { sxx += (x - mx) ** 2; sxy += (x - mx) * (y - my); }
+  return sxx > 1e-12 ? sxy / sxx : null;
+}
+
+/** The legend: one row a plotted stage, its colour, its id and its measured exponent. */
+function legend(state, ids, pts) {
+  const { counter, param } = state.complexity;
+  const ul = el('ul', 'cx-legend-list');
+  ul.setAttribute('aria-label', 'stages plotted, with the measured exponent');
+  ids.forEach((id, i) => {
+    if (!pts[i].length) return;
+    const k = logLogSlope(pts[i]);
+    const li = el('li', 'cx-legend' + (id === state.selected ? ' selected' : ''));
+    li.dataset.stage = id;
+    const sw = el('span', 'cx-swatch');
+    sw.style.background = PALETTE[i % PALETTE.length];   // CSSOM, allowed by the CSP (no style attribute)
+    li.append(sw, el('span', 'cx-id', id));
+    const slope = el('span', 'cx-slope', k == null ? '—' : '~' + param + '^' + k.toFixed(2));
+    if (k != null) li.dataset.slope = String(k);
+    slope.title = k == null
+      ? 'one value of the parameter: no slope to fit'
+      : `least-squares slope of log ${counter} against log ${param} over ${pts[i].length} points: ${counter} grows about as ${param}^${k.toFixed(2)}`;
+    li.append(slope);
+    ul.append(li);
+  });
+  return ul;
+}
+
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
   '#393b79', '#ad494a', '#637939', '#843c39', '#7b4173', '#3182bd', '#e6550d', '#31a354'];
 
@@ -100,7 +136,7 @@ function draw(state) {
   const pts = ids.map(id => ok.map(r => [r.value, counterOf(r.costs[id], counter)]).filter(([x, y]) => x > 0 && y > 0));
   const all = pts.flat();
   if (!all.length) { plot.append(el('p', 'muted', `No stage reports ${counter} above zero.`)); return; }
-  const W = 520, H = 260, L = 52, B = 32, T = 10, R = 130;
+  const W = 520, H = 260, L = 52, B = 32, T = 10, R = 10;   // the legend is HTML beside the plot: it wraps, never cut
   const lx = x => Math.log10(x), xs = all.map(p => lx(p[0])), ys = all.map(p => lx(p[1]));
   let [x0, x1] = [Math.min(...xs), Math.max(...xs)], [y0, y1] = [Math.min(...ys), Math.max(...ys)];
   if (x1 - x0 < 1e-9) { x0 -= 0.5; x1 += 0.5; }
@@ -134,9 +170,10 @@ function draw(state) {
       c.append(svgEl('title', {}, `${id}: ${param} = ${x}, ${counter} = ${y}`));
       svg.append(c);
     }
-    svg.append(svgEl('text', { x: W - R + 8, y: T + 12 + i * 14, fill: color, class: 'cx-legend' }, id));
   });
-  plot.append(svg);
+  const wrap = el('div', 'cx-wrap');
+  wrap.append(svg, legend(state, ids, pts));
+  plot.append(wrap);
   const failed = runs.find(r => r.error);
   if (failed) plot.append(el('p', 'muted', `Stopped at ${param} = ${failed.value}: ${pageWords(failed.error)}`));
   for (const r of runs) if (r.dropped?.length) plot.append(el('p', 'muted', `At ${param} = ${r.value}, ${r.dropped.join(', ')} ran out of the 2M-step budget (or did not run) and left the plot.`));

@@ -23,6 +23,23 @@ export function richText(node, text) {
   text.split('`').forEach((part, i) => node.append(i % 2 ? el('code', null, part) : document.createTextNode(part)));
 }
 
+/** Makes `a` a link to `chain`'s paper (its `url`, arXiv or DOI) with `text`, the full citation on hover;
+ *  only https URLs become links (the URL comes from the core, but the rule costs nothing). */
+export function paperLink(a, chain, text) {
+  a.textContent = text;
+  const url = chain?.url || '';
+  if (/^https:\/\//.test(url)) {
+    a.href = url;
+    a.target = '_blank';
+    a.rel = 'noopener noreferrer';
+    a.title = `${chain.citation} — ${url}`;
+  } else {
+    a.removeAttribute('href');
+    a.removeAttribute('title');
+  }
+  return a;
+}
+
 export const fmt = x => {
   if (x == null) return '—';
   if (typeof x === 'string') return { NaN: 'nan', Infinity: 'inf', '-Infinity': '-inf' }[x] ?? x; // JSON's names for non-finite reals

@@ -1,7 +1,8 @@
 // The selected stage's heading: its paper and section, title, id, complexity claim, explanation and
 // what it accepts, from the core's stage descriptor. The explanation shows two lines until "more".
 import { $, richText } from './dom.js';
-import { stageDesc } from './state.js';
+import { stageDesc, chainOf } from './state.js';
+import { paperLink } from './dom.js';
 
 let shownKey = null;   // the explanation on screen, so a run that changes nothing measures nothing
 
@@ -17,7 +18,7 @@ export function init(state) {
 export function render(state) {
   const id = state.selected;
   const d = stageDesc(id);
-  $('st-paper').textContent = d.paper || '';
+  paperLink($('st-paper'), chainOf(id), d.paper || '');
   $('st-section').textContent = d.section || '';
   $('st-title').textContent = d.title || id;
   $('st-id').textContent = id;

@@ -1,7 +1,7 @@
 // The stage list on the left: the stages grouped by the core's chains, each with its verdict badge.
 // One click and one keydown listener on the list (event delegation), so re-rendering on every run
 // adds no listeners.
-import { $, el, isNaNish } from './dom.js';
+import { $, el, isNaNish, paperLink } from './dom.js';
 import { REFERENCE, stageOrder, stageDesc, stageResult, chainOf } from './state.js';
 
 /** `select(id)` runs when a stage is clicked, or chosen with Enter or Space. */
@@ -31,7 +31,11 @@ export function render(state) {
       group = g;
       const li = el('li', 'group');
       li.dataset.chain = g;
-      li.append(el('div', 'group-name', chain ? chain.title : (d.paper || g)));
+      const name = el('div', 'group-name');
+      // the heading links to the chain's paper (arXiv or DOI, from the core's chain info)
+      if (chain) name.append(paperLink(el('a', 'paper-link'), chain, chain.title));
+      else name.textContent = d.paper || g;
+      li.append(name);
       ol = el('ol', 'group-stages');
       li.append(ol);
       list.append(li);
