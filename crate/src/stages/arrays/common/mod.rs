@@ -7,4 +7,4 @@ pub mod naive;
 pub mod scalar;
 
 /// Short citation shown beside the chain.
-pub const PAPER: &str = "Smeding et al. 2024";
+pub const PAPER: &str = "Smeding et al. 2025";
