@@ -3,20 +3,10 @@
 
 use cotangent::limits::run_with_stack;
 use cotangent::pipeline::{analyse, check_expects, Options};
-use std::path::PathBuf;
 
-fn examples() -> Vec<(String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
-    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("examples/ exists")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "cot"))
-        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), std::fs::read_to_string(&p).unwrap()))
-        .collect();
-    out.sort();
-    out
-}
+#[path = "example_files.rs"]
+mod example_files;
+use example_files::examples;
 
 #[test]
 fn there_are_examples_and_each_names_its_source_and_expects_a_gradient() {

@@ -154,9 +154,9 @@ pub fn families() -> Vec<Family> {
         },
         Family {
             name: "t_dot",
-            what: "t_dot of the array paper (§4.1), `sum (build (length a) (λi. a ! i * b ! i))` over two arrays of n reals: arrays/dual-numbers builds 5n+1 scalar Delta constructors (inner_nodes), arrays/onehot writes 4n² + 5n + 1 cotangent cells (ct_cells, §4.4's one-hot problem)",
+            what: "t_dot of the array paper (§4.1), `sum (build (length a) (λi. a ! i * b ! i))` over two arrays of n reals: arrays/dual-numbers builds 5n+1 scalar Delta constructors (inner_nodes), arrays/onehot writes 4n² + 5n + 1 cotangent cells (ct_cells, §4.4's one-hot problem), arrays/dual-arrays builds 12 array-level Delta nodes at any n (delta_nodes)",
             make: t_dot,
-            max: 10_000,
+            max: 100_000,
         },
         Family {
             name: "matvec",
@@ -187,12 +187,6 @@ pub fn families() -> Vec<Family> {
             what: "P_zero(n, 8) of Efficient CHAD §4: fst x + … + fst x (n times) with x : R × τ_8, an 8-fold nested product (each dense zero of τ_8 costs 17 nodes)",
             make: p_zero,
             max: 5_000,
-        },
-        Family {
-            name: "t_dot_arrays",
-            what: "t_dot of the array paper §4.1, `sum (build n (\\i -> a ! i * b ! i))`: arrays/dual-arrays builds 12 array-level Delta nodes at any n (delta_nodes)",
-            make: t_dot_arrays,
-            max: MAX_SIZE as usize,
         },
         Family {
             name: "t_sc",
@@ -230,15 +224,6 @@ fn size_chain(n: usize) -> String {
     }
     let _ = writeln!(s, "  v{}", n.max(1) - 1);
     s
-}
-
-/// The array paper's t_dot (§4.1), with `build` and `!`.
-fn t_dot_arrays(n: usize) -> String {
-    format!(
-        "-- t_dot over arrays of {n} reals\ninput ({}, {})\ndef main (a, b) = sum (build (length a) (\\i -> a ! i * b ! i))\n",
-        reals(n, 0),
-        reals(n, 3)
-    )
 }
 
 /// The array paper's t_sc (Fig. 18).
