@@ -288,9 +288,10 @@ try {
     const examples = await page.evaluate(() => window.__cot.state.examples);
     const ex = examples.find(e => /param/.test(e.source)) || examples[0] || { source: RUNNING };
     await setSource(page, ex.source + '-- shared ✓ ünïcode\n');
-    const ids = await page.$$eval('[data-stage]', els => els.map(e => e.dataset.stage));
+    // the stage list's own items (other views, such as the complexity legend, carry data-stage too)
+    const ids = await page.$$eval('.stage-item[data-stage]', els => els.map(e => e.dataset.stage));
     const stage = ids[ids.length - 1];
-    await page.click(`[data-stage="${stage}"]`);
+    await page.click(`.stage-item[data-stage="${stage}"]`);
     await page.waitForSelector(`body[data-detail="${stage}"]`, { timeout: 10000 });
     const steps = await page.evaluate(() => window.__cot.state.result?.stages.find(s => s.id === window.__cot.state.selected)?.trace_len || 0);
     if (steps > 2) { await page.click('[data-testid="step-next"]'); await page.click('[data-testid="step-next"]'); }
@@ -302,7 +303,9 @@ try {
     const want = { src: await src(page), stage, step: await page.evaluate(() => window.__cot.state.step) };
     const fresh = await browser.newContext({ viewport: { width: 1400, height: 900 } });
     const p2 = await open(link.slice(url.length), fresh);
-    await p2.waitForFunction(s => window.__cot.state.selected === s, stage);
+    await p2.waitForFunction(s => window.__cot.state.selected === s, stage, { timeout: 30000 }).catch(async e => {
+      throw new Error(`the linked page shows ${await p2.evaluate(() => window.__cot.state.selected)}, not ${stage}: ${e.message}`);
+    });
     const got = { src: await src(p2), stage: await p2.evaluate(() => window.__cot.state.selected), step: await p2.evaluate(() => window.__cot.state.step) };
     await fresh.close();
     assert(JSON.stringify(got) === JSON.stringify(want), `restored ${JSON.stringify(got).slice(0, 200)} != ${JSON.stringify(want).slice(0, 200)}`);

@@ -120,8 +120,10 @@ async function copyLink(state) {
   persist(state);
   const out = $('link-out');
   out.value = url;
+  window.__cot.lastLink = url;
   try {
-    await navigator.clipboard.writeText(url);
+    // a clipboard that never answers (a permission prompt nobody sees) must not hold the link back
+    await Promise.race([navigator.clipboard.writeText(url), new Promise((_, no) => setTimeout(() => no(new Error('no answer')), 2000))]);
     setStatus('link copied to the clipboard', 'ok');
     out.hidden = true;
   } catch {
@@ -129,7 +131,6 @@ async function copyLink(state) {
     out.select();
     setStatus('copy the link from the box', 'ok');
   }
-  window.__cot.lastLink = url;
 }
 
 function defaultExample(state) {
