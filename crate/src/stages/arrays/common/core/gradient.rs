@@ -97,9 +97,8 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
 fn resolve_shared(t: &mut Expr) {
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
-        if let Some(("shared", args)) = super::lang::spine(y) {
-            let id = args[0].clone();
-            *y = apps(builtin("share"), [id, unit()]);
+        if let Some(id) = super::symbolic::shared_id(y) {
+            *y = apps(builtin("share"), [int(id), unit()]);
             continue;
         }
         stack.extend(children_mut(y));

@@ -367,7 +367,7 @@ fn trivial(e: &Expr) -> bool {
 }
 
 /// The ID of a reference `shared i`.
-fn shared_id(e: &Expr) -> Option<i64> {
+pub fn shared_id(e: &Expr) -> Option<i64> {
     match spine(e)? {
         ("shared", args) if args.len() == 1 => match args[0].kind {
             ExprKind::Int(id) => Some(id),
@@ -449,7 +449,8 @@ impl Reverse {
         self.eval(c, d, &mut grad, &mut dfrag, &mut accum)?;
         while let Some((id, c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
-            let size = if self.share { self.tree_size_depth(&c).0 } else { tree_size(&c) };
+            // without share there are no references, and this is the plain tree size
+            let size = self.tree_size_depth(&c).0;
             self.steps.push(format!("ID {id}: cotangent of size {size}"));
             self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum)?;
         }
