@@ -314,3 +314,44 @@ fn bench_p1_counts_eval3_and_share_visits() {
     assert_eq!((visits("arrays/eval3", 3), visits("arrays/share", 3)), (15, 10));
     assert_eq!((visits("arrays/eval3", 10), visits("arrays/share", 10)), (2047, 31));
 }
+
+/// Issue 14: `run` and `check` stay within `--max-mb` (default 1 GiB). A stage whose run passes 3/4 of
+/// it stops with a named budget and the others still run; a phase that grows past the whole of it
+/// between two checks stops the process with a message naming the stage and the phase.
+#[test]
+fn runs_stay_within_their_memory_budget() {
+    // particle at n = 10^5: the source and forward mode run in little memory, a reverse stage's
+    // Delta or tape takes ~100 MB; 64 MiB stops it.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/peers/particle.cot"))
+        .unwrap()
+        .replace("param n = 100\n", "param n = 100000\n");
+    assert!(text.contains("param n = 100000"));
+    let f = temp_file("particle-1e5.cot", text.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--json", "--max-mb", "64", "--stage", "forward", "--stage", "krawiec/monadic"], None);
+    assert_eq!(code, 1, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let st = |id: &str| doc["stages"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap().clone();
+    assert_eq!(st("forward")["status"], "agrees");
+    assert_eq!(st("krawiec/monadic")["status"], "budget");
+    let why = st("krawiec/monadic")["error"].as_str().unwrap().to_string();
+    assert!(why.starts_with("stopped: the memory budget (48 MiB of live heap) ran out after"), "{why}");
+
+    // The source program's own run stops at the budget too, located (a user error: exit 2).
+    let f = temp_file("huge-array.cot", b"input 1.0\ndef main x = sum (build 20000000 (\\i -> x))\n");
+    let (code, _, err) = cot(&["run", &f, "--max-mb", "64"], None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("huge-array.cot:2:18: error: running the program: stopped: the memory budget (48 MiB of live heap)"), "{err}");
+
+    // A transform or printer that passes the whole budget between two checks: the process stops,
+    // naming the stage and what it was doing (a 2,500-line program in 16 MiB).
+    let mut chain = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+    for i in 1..2500 {
+        chain.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
+    }
+    chain.push_str("  v2499\n");
+    let f = temp_file("chain-2500.cot", chain.as_bytes());
+    let (code, _, err) = cot(&["run", &f, "--max-mb", "16", "--stage", "chad/monadic"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.starts_with("cotangent: error: stopped: the memory budget (16 MiB, `--max-mb`) ran out while `"), "{err}");
+    assert!(err.contains("` was "), "{err}");
+}

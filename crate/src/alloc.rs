@@ -1,14 +1,56 @@
 //! The CLI's global allocator: the system's, counting live bytes and their peak, so that `bench` can
-//! report bytes per operation and stop a case at its memory limit. In the binary only: the core
-//! library (and the page's wasm) allocate as usual.
+//! report bytes per operation and stop a case at its memory limit, and so that `run` and `check` stay
+//! within `--max-mb` (`set_hard_limit`). In the binary only: the core library (and the page's wasm)
+//! allocate as usual.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 pub struct Counting;
 
 static LIVE: AtomicU64 = AtomicU64::new(0);
 static PEAK: AtomicU64 = AtomicU64::new(0);
+/// The most live bytes the process may hold (0: no limit); see `stop`.
+static HARD: AtomicU64 = AtomicU64::new(0);
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// The process stops (`stop`) rather than grow past `bytes`. The pipeline stops a stage cleanly
+/// below this (limits::set_memory_budget, checked by machines and after each phase); this is the
+/// last resort for a phase that grows past it between two checks.
+pub fn set_hard_limit(bytes: u64) {
+    HARD.store(bytes, Relaxed);
+}
+
+/// Would `n` more bytes pass the hard limit? (Then the process stops.)
+#[inline]
+fn check(n: usize) {
+    let hard = HARD.load(Relaxed);
+    if hard != 0 && LIVE.load(Relaxed).saturating_add(n as u64) > hard && !STOPPING.swap(true, Relaxed) {
+        stop(hard);
+    }
+}
+
+/// Says which stage and phase ran out of memory and exits with status 1 (a budget stop), without
+/// allocating: the message is formatted into a buffer on the stack.
+#[cold]
+fn stop(hard: u64) -> ! {
+    use std::io::Write;
+    let mut buf = [0u8; 512];
+    let len = {
+        let mut w = &mut buf[..];
+        let _ = match cotangent::limits::phase() {
+            Some((stage, phase)) if !stage.is_empty() => write!(
+                w,
+                "cotangent: error: stopped: the memory budget ({} MiB, `--max-mb`) ran out while `{stage}` was {phase}; nothing more is printed (leave the stage out with `--stage`, or raise `--max-mb`)\n",
+                hard >> 20
+            ),
+            _ => write!(w, "cotangent: error: stopped: the memory budget ({} MiB, `--max-mb`) ran out; nothing more is printed\n", hard >> 20),
+        };
+        512 - w.len()
+    };
+    let _ = std::io::stderr().write_all(&buf[..len]);
+    std::process::exit(1)
+}
 
 fn grew(n: usize) {
     let now = LIVE.fetch_add(n as u64, Relaxed) + n as u64;
@@ -17,6 +59,7 @@ fn grew(n: usize) {
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        check(l.size());
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             grew(l.size());
@@ -24,6 +67,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        check(l.size());
         let p = unsafe { System.alloc_zeroed(l) };
         if !p.is_null() {
             grew(l.size());
@@ -35,6 +79,7 @@ unsafe impl GlobalAlloc for Counting {
         LIVE.fetch_sub(l.size() as u64, Relaxed);
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, size: usize) -> *mut u8 {
+        check(size.saturating_sub(l.size()));
         let q = unsafe { System.realloc(p, l, size) };
         if !q.is_null() {
             LIVE.fetch_sub(l.size() as u64, Relaxed);

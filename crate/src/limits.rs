@@ -47,3 +47,46 @@ pub fn run_with_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
         .join()
         .unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
+
+/// The memory budget of the whole pipeline: a probe of the process's live heap bytes and the most it
+/// may reach. The CLI sets it from its counting allocator (`--max-mb`, default 1 GiB); the core has
+/// no allocator of its own and the page has no probe (its worker is stopped by the page's watchdog).
+/// Machines check it with the clock (every few thousand steps) and the pipeline after each phase of
+/// a stage, so a stage that would take more stops with a message naming the budget and the others
+/// still run; the CLI's allocator stops the process at the limit itself as the last resort, for a
+/// phase that grows past it between two checks.
+static MEMORY: std::sync::OnceLock<(fn() -> u64, u64)> = std::sync::OnceLock::new();
+
+/// Sets the memory budget (once per process; later calls are ignored).
+pub fn set_memory_budget(live: fn() -> u64, limit: u64) {
+    let _ = MEMORY.set((live, limit));
+}
+
+/// The memory budget, if one is set: the probe and its limit in bytes.
+pub fn memory_budget() -> Option<(fn() -> u64, u64)> {
+    MEMORY.get().copied()
+}
+
+/// The message of a phase that stopped because the live heap passed the memory budget, if it did.
+pub fn memory_exceeded(phase: &str) -> Option<String> {
+    let (live, limit) = memory_budget()?;
+    (live() > limit).then(|| {
+        format!("stopped: the memory budget ({} MiB, `--max-mb`) ran out while {phase}", limit >> 20)
+    })
+}
+
+/// What the pipeline is doing (a stage id and a phase), for the allocator's last-resort message:
+/// read without allocating, so it is a pair of static strings behind a lock that nobody holds
+/// while allocating.
+static PHASE: std::sync::Mutex<(&str, &str)> = std::sync::Mutex::new(("", ""));
+
+pub fn set_phase(stage: &'static str, phase: &'static str) {
+    if let Ok(mut p) = PHASE.lock() {
+        *p = (stage, phase);
+    }
+}
+
+/// The current stage id and phase ("" when none), if the lock is free.
+pub fn phase() -> Option<(&'static str, &'static str)> {
+    PHASE.try_lock().ok().map(|p| *p)
+}

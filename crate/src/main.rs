@@ -28,6 +28,18 @@ const EXIT_DISAGREES: u8 = 1;
 const EXIT_USER_ERROR: u8 = 2;
 const EXIT_NO_REFERENCE: u8 = 3;
 
+/// `run` and `check` hold at most this many MiB (issue 14: at most 1 GiB on the CLI).
+const DEFAULT_MAX_MB: u64 = 1024;
+
+/// The memory budget of `run` and `check`: stages stop cleanly (a named budget stop) at 3/4 of
+/// `mb`, checked by the machines and after each phase of a stage; the allocator stops the process
+/// at `mb` itself if a phase grows past that between two checks.
+fn memory_budget(mb: u64) {
+    let bytes = mb << 20;
+    limits::set_memory_budget(alloc::live, bytes / 4 * 3);
+    alloc::set_hard_limit(bytes);
+}
+
 #[derive(Parser)]
 #[command(name = "cotangent", version, about = "Reverse-mode AD program transforms from five papers, stage by stage")]
 struct Cli {
@@ -70,10 +82,16 @@ enum Cmd {
         /// Step budget.
         #[arg(long)]
         max_steps: Option<u64>,
+        /// Memory budget of the whole run in MiB: a stage that would take more stops, named.
+        #[arg(long, default_value_t = DEFAULT_MAX_MB, value_parser = clap::value_parser!(u64).range(16..=1 << 20))]
+        max_mb: u64,
     },
     /// Run every stage on every file, checking `expect` directives and agreement with `forward`.
     Check {
         files: Vec<String>,
+        /// Memory budget of the whole run in MiB: a stage that would take more stops, named.
+        #[arg(long, default_value_t = DEFAULT_MAX_MB, value_parser = clap::value_parser!(u64).range(16..=1 << 20))]
+        max_mb: u64,
     },
     /// Benchmark: each stage's counters, run time, and gradient/primal time ratio on program families.
     Bench {
@@ -183,7 +201,8 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 }
             }
         }
-        Cmd::Run { file, stages, at, seed, params, json, show, ascii, width, max_steps } => {
+        Cmd::Run { file, stages, at, seed, params, json, show, ascii, width, max_steps, max_mb } => {
+            memory_budget(max_mb);
             let text = match read_source(&file) {
                 Ok(t) => t,
                 Err(e) => {
@@ -244,7 +263,8 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 out!(o, "{line}");
             }
         }
-        Cmd::Check { files } => {
+        Cmd::Check { files, max_mb } => {
+            memory_budget(max_mb);
             let status = code;
             for file in &files {
                 let text = match read_source(file) {

@@ -243,7 +243,9 @@ pub fn fits(v: &Value, t: &Type) -> bool {
 
 /// Runs the whole pipeline.
 pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> {
+    crate::limits::set_phase("source", "reading the program");
     let (program, s, t) = front_end_at(text, &opts.params, opts.at.as_deref())?;
+    crate::limits::set_phase("source", "running the program");
     let input = match (&opts.at, &program.input) {
         (Some(at), _) => parse_value(at, &s, "input point", "--at")?,
         (None, Some(e)) => {
@@ -321,7 +323,14 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         Reference { gradient: g, fd, fd_agrees }
     });
     let mut results: Vec<StageResult> = vec![];
-    for st in chosen {
+    for (k, &st) in chosen.iter().enumerate() {
+        // What no later stage transforms further is let go (a long program's outputs are large; a
+        // stage that still looks one up prepares it again).
+        let later: Vec<&str> = chosen[k..].iter().filter_map(|s| match s.input() {
+            Input::After(before) => Some(before),
+            Input::Source => None,
+        }).collect();
+        outputs.keep_only(|id| later.contains(&id) || id == "forward");
         let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &outputs, &input, &seed, opts) };
         if r.ok {
             let same_primal = r.primal.as_ref().is_none_or(|p| approx_same(p, &primal));
@@ -380,6 +389,11 @@ impl<'a> Outputs<'a> {
         let r = self.with_input(st, |src| prepare(st, src, self.opts)).and_then(|r| r).map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
         r
+    }
+
+    /// Lets go of the kept outputs of the stages `keep` says no (they are prepared again if asked for).
+    pub fn keep_only(&self, keep: impl Fn(&str) -> bool) {
+        self.kept.borrow_mut().retain(|id, _| keep(id));
     }
 
     /// Calls `f` with the program `st` transforms: the source, or the output of the stage it follows.
@@ -449,7 +463,14 @@ pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Bud
 pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared, Diagnostic> {
     let id = st.info().id;
     refusal(st, src)?;
+    // Each phase is checked against the memory budget when it ends (limits::memory_exceeded).
+    let over = |phase: &str| match crate::limits::memory_exceeded(phase) {
+        Some(m) => Err(Diagnostic::error(Span::NONE, m).in_stage(id)),
+        None => Ok(()),
+    };
+    crate::limits::set_phase(id, "transforming the program");
     let out = st.transform(src).map_err(|d| d.in_stage(id))?;
+    over("transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then
     // transform again, so that generated code never captures or clashes with user code.
     let generated: Vec<&str> = out.program.defs.iter().filter(|d| d.role != Role::User).map(|d| &*d.name.text).collect();
@@ -470,7 +491,10 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     // and `pure` do: every monadic translation may use them.
     builtins.extend(crate::kit::arrays::monadic_builtins());
     // Printed before the type check, so that an ill-typed output can still be inspected.
+    crate::limits::set_phase(id, "printing its output");
     let mut printed = print_program(&out, &opts.print);
+    over("printing its output")?;
+    crate::limits::set_phase(id, "type-checking its output");
     let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(printed.clone());
     types::check_program(&mut out, &builtins).map_err(|d| internal(format!("the output does not type-check: {}", d.message)))?;
     for (name, stated) in st.stated_types(src) {
@@ -482,6 +506,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
             None => return Err(internal(format!("the output has no `{name}`"))),
         }
     }
+    over("type-checking its output")?;
     if opts.print.types {
         // now with the inferred types of the output's definitions
         printed = print_program(&out, &opts.print);
@@ -557,6 +582,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Err(e) => return run_err(r, e),
     };
     m.set_tracing(opts.trace);
+    crate::limits::set_phase(st.info().id, "running");
     let lookup = |id: &str| outputs.find(id).and_then(|s| outputs.get(s).ok());
     let res = outputs.with_input(st, |src| {
         let cx = RunCtx { src, origin: outputs.src, input, seed, outputs: &lookup };
@@ -575,6 +601,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         let shown = if opts.trace { out.steps.len().min(opts.budget.trace_steps) } else { 0 };
         r.trace = out.steps[..shown].iter().cloned().chain(run_steps).collect();
         r.trace_dropped = dropped + (out.steps.len() - shown) as u64;
+        crate::limits::set_phase(st.info().id, "drawing its graph");
         r.graph = st.graph(&mut m, &cx);
         res
     });

@@ -52,7 +52,7 @@ impl BudgetKind {
             BudgetKind::Allocs => "allocs",
             BudgetKind::Depth => "depth",
             BudgetKind::Seconds => "wall-clock seconds",
-            BudgetKind::Memory => "memory (bytes)",
+            BudgetKind::Memory => "memory",
         }
     }
 }
@@ -109,8 +109,12 @@ impl RunError {
     pub fn message(&self) -> String {
         match self {
             RunError::Budget { budget, limit, cost, .. } => format!(
-                "stopped: the {} budget ({limit}) ran out after {} steps, {} real ops, {} allocations, depth {}{}",
+                "stopped: the {} budget ({}) ran out after {} steps, {} real ops, {} allocations, depth {}{}",
                 budget.name(),
+                match budget {
+                    BudgetKind::Memory => format!("{} MiB of live heap", limit >> 20),
+                    _ => limit.to_string(),
+                },
                 cost.steps,
                 cost.real_ops,
                 cost.allocs,

@@ -133,7 +133,7 @@ impl<'p> Machine<'p> {
                 .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
                 .and_then(|d| std::time::Instant::now().checked_add(d)),
             budget,
-            memory: None,
+            memory: crate::limits::memory_budget(),
             nesting: 0,
             kont: vec![],
             locals: vec![],
@@ -183,9 +183,14 @@ impl<'p> Machine<'p> {
     }
     /// Counts `n` allocations against the allocs budget.
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {
+        let before = self.allocs;
         self.allocs += n;
         if self.allocs > self.budget.allocs {
             return Err(self.budget_error(BudgetKind::Allocs, self.budget.allocs));
+        }
+        // the memory probe every 4096 allocations too: a builtin can allocate much between steps
+        if (before ^ self.allocs) >> 12 != 0 {
+            self.check_memory()?;
         }
         Ok(())
     }
@@ -325,15 +330,18 @@ impl<'p> Machine<'p> {
     /// The `seconds` budget (reads the clock only when one is set) and the memory limit, if any.
     #[inline]
     pub(crate) fn check_clock(&self) -> Result<(), RunError> {
-        if let Some((live, limit)) = self.memory {
-            if live() > limit {
-                return Err(self.budget_error(BudgetKind::Memory, limit));
-            }
-        }
+        self.check_memory()?;
         match self.deadline {
             Some(d) if std::time::Instant::now() >= d => {
                 Err(self.budget_error(BudgetKind::Seconds, self.budget.seconds.unwrap_or(0.0).ceil() as u64))
             }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_memory(&self) -> Result<(), RunError> {
+        match self.memory {
+            Some((live, limit)) if live() > limit => Err(self.budget_error(BudgetKind::Memory, limit)),
             _ => Ok(()),
         }
     }

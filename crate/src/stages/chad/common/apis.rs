@@ -3,7 +3,7 @@
 //! mutable, closure-converted).
 
 use super::chad::EnvApi;
-use super::ops::{self, Ctx};
+use super::ops::{self, CtxS};
 use super::source::CT;
 use crate::build::*;
 use crate::ir::*;
@@ -12,20 +12,20 @@ use crate::ir::*;
 pub struct Fig2;
 
 impl EnvApi for Fig2 {
-    fn nothing(&self, g: &Ctx) -> Expr {
+    fn nothing(&self, g: &CtxS) -> Expr {
         builtin(ops::zero_env(g))
     }
     fn both(&self, a: Expr, b: Expr) -> Expr {
         apps(builtin(ops::PLUS), [a, b])
     }
-    fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr {
+    fn one(&self, g: &CtxS, pos: usize, d: Expr) -> Expr {
         app(builtin(ops::one_hot(g, pos)), d)
     }
-    fn scoped(&self, g: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
+    fn scoped(&self, g: &CtxS, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
         let (d1, d2) = (fr.name("d1"), fr.name("d2"));
         let_(ppair(pvar(&d1), pvar(&d2)), app(builtin(ops::split(g, x, ct)), call), self.both(var(&d1), app(k, var(&d2))))
     }
-    fn finish(&self, g: &Ctx, call: Expr) -> Expr {
+    fn finish(&self, g: &CtxS, call: Expr) -> Expr {
         app(builtin(ops::env_tuple(g)), call)
     }
 }
@@ -34,24 +34,24 @@ impl EnvApi for Fig2 {
 pub struct Fig7;
 
 impl EnvApi for Fig7 {
-    fn nothing(&self, _: &Ctx) -> Expr {
+    fn nothing(&self, _: &CtxS) -> Expr {
         pure(unit())
     }
     fn both(&self, a: Expr, b: Expr) -> Expr {
         bind(pwild(), a, b)
     }
-    fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr {
+    fn one(&self, g: &CtxS, pos: usize, d: Expr) -> Expr {
         app(builtin(ops::one_m(g, pos)), d)
     }
     /// `do ⟨⟨⟩, dx⟩ ← scope (y' d); k dx`, with `scope m` written out as Table 2 defines it
     /// (`push0; m; pop`), so that the body's backpropagator runs in the interpreter's own loop and
     /// nested scopes never nest native calls: `do push0_x; y' d; dx ← pop_x; k dx`.
-    fn scoped(&self, _: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
+    fn scoped(&self, _: &CtxS, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
         let dx = fr.name(&format!("d{}", x.text));
         let rest = bind(pvar(&dx), builtin(ops::pop(x, ct)), app(k, var(&dx)));
         bind(pwild(), builtin(ops::push0(x, ct)), bind(pwild(), call, rest))
     }
-    fn finish(&self, g: &Ctx, call: Expr) -> Expr {
+    fn finish(&self, g: &CtxS, call: Expr) -> Expr {
         snd(app(builtin(ops::run(g)), call))
     }
 }

@@ -8,7 +8,7 @@
 //! spine in the output (nothing recurses along them) and only case branches nest.
 
 use super::bags;
-use super::ops::{self, Ctx};
+use super::ops::{self, Ctx, CtxS};
 use super::source::{self, Code, FirstOrder, Term, CT, K};
 use crate::build::*;
 use crate::deriv::{self, Partial};
@@ -20,18 +20,18 @@ use crate::stage::WRAPPER;
 /// The operations on environment vectors in which Fig. 2 (`EV Γ`) and Fig. 7 (`EVM Γ`) differ.
 pub trait EnvApi {
     /// `0_{EV Γ}` (Fig. 2) / `return ⟨⟩` (Fig. 7): the backpropagator that adds nothing.
-    fn nothing(&self, g: &Ctx) -> Expr;
+    fn nothing(&self, g: &CtxS) -> Expr;
     /// `a + b` (Fig. 2) / `do a; b` (Fig. 7).
     fn both(&self, a: Expr, b: Expr) -> Expr;
     /// `one_{x:τ∈Γ} d`.
-    fn one(&self, g: &Ctx, pos: usize, d: Expr) -> Expr;
+    fn one(&self, g: &CtxS, pos: usize, d: Expr) -> Expr;
     /// The let and case rules' tail, after the body's backpropagator `call` ran in Γ, x:τ:
     /// `let ⟨d1, d2⟩ = split_{Γ,τ} call in d1 + k d2` (Fig. 2) /
     /// `do ⟨⟨⟩, d2⟩ ← scope_{Γ,τ} call; k d2` (Fig. 7).
-    fn scoped(&self, g: &Ctx, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr;
+    fn scoped(&self, g: &CtxS, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr;
     /// The wrapper's final environment as the tuple of the inputs' cotangents, from `bp d`:
     /// `EV Γ` read out (Fig. 2) / `snd (run (bp d))` (§4.2).
-    fn finish(&self, g: &Ctx, call: Expr) -> Expr;
+    fn finish(&self, g: &CtxS, call: Expr) -> Expr;
 }
 
 /// A rule's result: bindings, then `⟨primal, backpropagator⟩`.
@@ -80,7 +80,7 @@ impl Chad<'_> {
     }
 
     /// `let ⟨x, x'⟩ = D_Γ[t] in …`: appends the bindings, returns x and x'.
-    fn sub(&mut self, g: &Ctx, t: &Term, x: Option<&Name>, binds: &mut Vec<(Pat, Expr)>) -> Result<(Expr, Expr), Diagnostic> {
+    fn sub(&mut self, g: &CtxS, t: &Term, x: Option<&Name>, binds: &mut Vec<(Pat, Expr)>) -> Result<(Expr, Expr), Diagnostic> {
         let p = self.d(g, t)?;
         binds.extend(p.binds);
         let x = x.cloned().unwrap_or_else(|| self.fr.name("v"));
@@ -90,7 +90,7 @@ impl Chad<'_> {
     }
 
     /// `D_Γ[t]` (Fig. 2 / Fig. 7).
-    pub fn d(&mut self, g: &Ctx, t: &Term) -> Result<Piece, Diagnostic> {
+    pub fn d(&mut self, g: &CtxS, t: &Term) -> Result<Piece, Diagnostic> {
         let api = self.api;
         let piece = match &t.kind {
             // D_Γ[x] := ⟨x, λd. one_{x:D[τ]2∈D[Γ]2} d⟩
@@ -107,17 +107,18 @@ impl Chad<'_> {
             // for a chain of lets, one binding after the other.
             K::Lets(chain, body) => {
                 let mut binds = vec![];
-                let mut g2 = g.clone();
+                let mut g2 = g.to_vec();
                 let mut scopes = vec![];
                 for (x, rhs) in chain {
                     let (_, xb) = self.sub(&g2, rhs, Some(x), &mut binds)?;
-                    scopes.push((g2.clone(), x.clone(), self.ct(&rhs.ty), xb));
+                    // Γ at this let is a prefix of the last one: its length, not a copy (O(n²) on a long chain)
+                    scopes.push((g2.len(), x.clone(), self.ct(&rhs.ty), xb));
                     g2.push((x.clone(), self.ct(&rhs.ty)));
                 }
                 let (y, mut cur) = self.sub(&g2, body, None, &mut binds)?;
                 let n = scopes.len();
                 for (i, (gi, x, cti, xb)) in scopes.into_iter().enumerate().rev() {
-                    let bp = self.lam_d(|cx, d| api.scoped(&gi, &x, &cti, app(cur.clone(), d), xb, &mut cx.fr));
+                    let bp = self.lam_d(|cx, d| api.scoped(&g2[..gi], &x, &cti, app(cur.clone(), d), xb, &mut cx.fr));
                     if i == 0 {
                         return Ok(Piece { binds, primal: y, bp });
                     }
@@ -184,7 +185,7 @@ impl Chad<'_> {
                 let mut binds = vec![];
                 let (z, zb) = self.sub(g, s, None, &mut binds)?;
                 let branch = |cx: &mut Self, v: &Name, c: &CT, body: &Term, right: bool| -> Result<Expr, Diagnostic> {
-                    let mut g2 = g.clone();
+                    let mut g2 = g.to_vec();
                     g2.push((v.clone(), c.clone()));
                     let mut bb = vec![];
                     let (x1, x2) = cx.sub(&g2, body, None, &mut bb)?;
@@ -297,10 +298,10 @@ impl Chad<'_> {
     ///   λl. fold l with ⟨x, y⟩, acc → acc + fst (split (snd D_{Γ,x}[t] y)) from 0⟩   (§9)
     /// with D_{Γ,x}[t] bound once as a function of x (`Dλ`), which both halves call: the body is
     /// differentiated once in the output, but run (and backpropagated) by each half.
-    fn naive_lam(&mut self, g: &Ctx, t: &Term, x: &Name, body: &Term) -> Result<Piece, Diagnostic> {
+    fn naive_lam(&mut self, g: &CtxS, t: &Term, x: &Name, body: &Term) -> Result<Piece, Diagnostic> {
         let Type::Fun(a, _) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
         let cta = self.ct(a);
-        let mut g2 = g.clone();
+        let mut g2 = g.to_vec();
         g2.push((x.clone(), cta.clone()));
         let inner = self.d(&g2, body)?.expr();
         let dl = self.fr.name("Dλ");
@@ -322,7 +323,7 @@ impl Chad<'_> {
 
     /// D_Γ[t s] := let ⟨x, x'⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in let ⟨z, z'⟩ = x y in
     ///   ⟨z, λd. y' (z' d) + x' [⟨y, d⟩]⟩   (§9: the call is logged for the function's context half)
-    fn naive_app(&mut self, g: &Ctx, f: &Term, a: &Term) -> Result<Piece, Diagnostic> {
+    fn naive_app(&mut self, g: &CtxS, f: &Term, a: &Term) -> Result<Piece, Diagnostic> {
         let api = self.api;
         let mut binds = vec![];
         let (x, xb) = self.sub(g, f, None, &mut binds)?;
@@ -337,7 +338,7 @@ impl Chad<'_> {
 /// §7, Fig. 9 (on the monadic rules of Fig. 7, as the paper builds it): build, indexing, fold.
 impl Chad<'_> {
     /// D_Γ[t ! s] := let ⟨x1, x2⟩ = D_Γ[t] in let ⟨i, _⟩ = D_Γ[s] in ⟨x1 ! i, λd. x2 (BOne ⟨i, d⟩)⟩
-    fn index(&mut self, g: &Ctx, t: &Term, s: &Term) -> Result<Piece, Diagnostic> {
+    fn index(&mut self, g: &CtxS, t: &Term, s: &Term) -> Result<Piece, Diagnostic> {
         let mut binds = vec![];
         let (x1, x2) = self.sub(g, t, None, &mut binds)?;
         let (i, _) = self.sub(g, s, None, &mut binds)?;
@@ -350,10 +351,10 @@ impl Chad<'_> {
     ///   let d2 = scatter (build n (i. 0)) pairs in
     ///   let d3 = zipWith (f d'. scope_{Γ,1} (f d') >> return ⟨⟩) a2 d2 in sequence d3 >> return ⟨⟩⟩
     /// (the backpropagator of s is never called: Z is discrete, footnote 18)
-    fn build(&mut self, g: &Ctx, s: &Term, i: &Name, t: &Term) -> Result<Piece, Diagnostic> {
+    fn build(&mut self, g: &CtxS, s: &Term, i: &Name, t: &Term) -> Result<Piece, Diagnostic> {
         let mut binds = vec![];
         let (n, _) = self.sub(g, s, None, &mut binds)?;
-        let mut g2 = g.clone();
+        let mut g2 = g.to_vec();
         g2.push((i.clone(), CT::One));
         let body = self.d(&g2, t)?.expr();
         let (a, a1, a2) = (self.fr.name("a"), self.fr.name("a1"), self.fr.name("a2"));
@@ -384,12 +385,12 @@ impl Chad<'_> {
     ///   ⟨getA tree, λd. do lf ← unTree (λd' f. do ⟨⟨⟩, ⟨d1, d2⟩⟩ ← scope_{Γ,τ×τ} (f d'); return ⟨d1, d2⟩) d tree
     ///                       z' (lf ! 0); s2 (fromList (shift1L lf))⟩
     #[allow(clippy::too_many_arguments)]
-    fn fold(&mut self, g: &Ctx, x: &Name, y: &Name, body: &Term, init: &Term, arr: &Term, balanced: bool) -> Result<Piece, Diagnostic> {
+    fn fold(&mut self, g: &CtxS, x: &Name, y: &Name, body: &Term, init: &Term, arr: &Term, balanced: bool) -> Result<Piece, Diagnostic> {
         let mut binds = vec![];
         let (z, zb) = self.sub(g, init, None, &mut binds)?;
         let (s1, s2) = self.sub(g, arr, None, &mut binds)?;
         let c = self.ct(&body.ty);
-        let mut g2 = g.clone();
+        let mut g2 = g.to_vec();
         g2.push((x.clone(), c.clone()));
         g2.push((y.clone(), c.clone()));
         let inner = self.d(&g2, body)?.expr();

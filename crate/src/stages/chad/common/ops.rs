@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// A context Γ: its variables with their cotangent types, outermost first (a variable's position
 /// is its key in the environment vector: a de Bruijn level).
 pub type Ctx = Vec<(Name, CT)>;
+/// A context as functions read it: Γ or a prefix of it (a let chain's contexts are prefixes of the last).
+pub type CtxS = [(Name, CT)];
 
 /// What a type-indexed builtin stands for.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,7 +56,7 @@ pub enum Op {
 
 /// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
 /// that a name stays short (a program with n variables mentions Γ O(n) times).
-fn show_ctx(ctx: &Ctx) -> String {
+fn show_ctx(ctx: &CtxS) -> String {
     let full = var_names(ctx).iter().zip(ctx.iter()).map(|(v, (_, t))| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ");
     if full.chars().count() <= LONG {
         full
@@ -74,7 +76,7 @@ fn abbreviated(len: usize, full: &str) -> String {
 }
 
 /// A variable as names show it: its text, with its position when the text is not unique in Γ.
-fn show_var(ctx: &Ctx, pos: usize, n: &Name) -> String {
+fn show_var(ctx: &CtxS, pos: usize, n: &Name) -> String {
     if ctx.iter().filter(|(m, _)| m.text == n.text).count() > 1 {
         format!("{}@{pos}", n.text)
     } else {
@@ -84,7 +86,7 @@ fn show_var(ctx: &Ctx, pos: usize, n: &Name) -> String {
 
 /// Γ's variables as traces show them (`show_var` of each, in one pass: per variable it would be
 /// quadratic in Γ, and a long program names Γ once per let).
-fn var_names(ctx: &Ctx) -> Vec<String> {
+fn var_names(ctx: &CtxS) -> Vec<String> {
     let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (n, _) in ctx {
         *count.entry(&*n.text).or_default() += 1;
@@ -93,11 +95,11 @@ fn var_names(ctx: &Ctx) -> Vec<String> {
 }
 
 /// Γ's variables with their cotangent types.
-fn vars(ctx: &Ctx) -> Vec<(String, CT)> {
+fn vars(ctx: &CtxS) -> Vec<(String, CT)> {
     var_names(ctx).into_iter().zip(ctx.iter().map(|(_, t)| t.clone())).collect()
 }
 
-fn cts(ctx: &Ctx) -> Vec<CT> {
+fn cts(ctx: &CtxS) -> Vec<CT> {
     ctx.iter().map(|(_, t)| t.clone()).collect()
 }
 
@@ -128,16 +130,16 @@ pub fn lookup(name: &str) -> Option<Arc<Op>> {
 pub fn zero(ct: &CT) -> &'static str {
     intern(format!("0_{}", ct.show()), Op::Zero(ct.clone()))
 }
-pub fn zero_env(ctx: &Ctx) -> &'static str {
+pub fn zero_env(ctx: &CtxS) -> &'static str {
     intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv { ctx: cts(ctx), names: var_names(ctx) })
 }
-pub fn one_hot(ctx: &Ctx, pos: usize) -> &'static str {
+pub fn one_hot(ctx: &CtxS, pos: usize) -> &'static str {
     intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx), names: var_names(ctx) })
 }
-pub fn split(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
+pub fn split(ctx: &CtxS, x: &Name, ct: &CT) -> &'static str {
     intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = var_names(ctx); ns.push(x.text.to_string()); ns } })
 }
-pub fn split_lam(ctx: &Ctx, x: &Name, ct: &CT) -> &'static str {
+pub fn split_lam(ctx: &CtxS, x: &Name, ct: &CT) -> &'static str {
     intern(format!("splitλ_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::SplitLam { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = var_names(ctx); ns.push(x.text.to_string()); ns } })
 }
 pub fn ltuple(ts: &[CT]) -> &'static str {
@@ -159,10 +161,10 @@ pub fn lcast(right: bool, a: &CT, b: &CT) -> &'static str {
     let what = if right { "lcastr" } else { "lcastl" };
     intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, a.clone(), b.clone()))
 }
-pub fn env_tuple(ctx: &Ctx) -> &'static str {
+pub fn env_tuple(ctx: &CtxS) -> &'static str {
     intern(format!("evTuple_{{[{}]}}", show_ctx(ctx)), Op::EnvTuple(cts(ctx)))
 }
-pub fn one_m(ctx: &Ctx, pos: usize) -> &'static str {
+pub fn one_m(ctx: &CtxS, pos: usize) -> &'static str {
     let var = show_var(ctx, pos, &ctx[pos].0);
     intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var, ct: ctx[pos].1.clone() })
 }
@@ -172,16 +174,16 @@ pub fn push0(x: &Name, ct: &CT) -> &'static str {
 pub fn pop(x: &Name, ct: &CT) -> &'static str {
     intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: x.text.to_string(), ct: ct.clone() })
 }
-pub fn run(ctx: &Ctx) -> &'static str {
+pub fn run(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
     intern(format!("run_{{[{}]}}", show_ctx(ctx)), Op::Run(vars))
 }
 
-pub fn run_open(ctx: &Ctx) -> &'static str {
+pub fn run_open(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
     intern(format!("runOpen_{{[{}]}}", show_ctx(ctx)), Op::RunOpen(vars))
 }
-pub fn run_close(ctx: &Ctx) -> &'static str {
+pub fn run_close(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
     intern(format!("runClose_{{[{}]}}", show_ctx(ctx)), Op::RunClose(vars))
 }
