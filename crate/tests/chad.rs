@@ -436,3 +436,21 @@ fn what_section_7_does_not_cover_is_refused_located() {
     assert!(msg.contains("accumulator") && msg.contains("τ × τ → τ"), "{msg}");
     assert!(r.error_span.is_some());
 }
+
+/// A generic function that only passes closures on (`compose f g`), used at two closure types:
+/// after closure conversion its code is generic in the closures' environments, and `chad/cc-chad`
+/// specialises it per use instead of reading the open types as R (which gave a type mismatch).
+#[test]
+fn cc_chad_specialises_codes_generic_in_closure_environments() {
+    let text = "input (0.5, 2.0)\n\
+        def compose f g x = f (g x)\n\
+        def twice f = compose f f\n\
+        def main (a, b) = let scale = \\x -> a * x in let shift = \\x -> x + b in twice scale b + compose shift scale a + sin a\n";
+    let a = analyse(text);
+    let r = stage(&a, "chad/cc-chad");
+    assert_eq!(r.agrees, Some(true), "{:?}", r.gradient);
+    // d/da (a²b + (a·a + b) + sin a) = 2ab + 2a + cos a; d/db = a² + 1
+    let (x, y) = (0.5f64, 2.0f64);
+    let want = [2.0 * x * y + 2.0 * x + x.cos(), x * x + 1.0];
+    assert!(r.gradient.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12), "{:?} vs {want:?}", r.gradient);
+}

@@ -252,10 +252,39 @@ pub struct Code {
 }
 
 /// A closure-converted program (the output of `chad/cc`) as the chain's core, without inlining:
+/// Would reading a generic definition's open types as R (what nothing constrains is R) be wrong:
+/// does one occur at a type other than its own with R for its type variables?
+fn used_at_several_types(p: &Program) -> bool {
+    let real = |t: &Type| crate::types::rename(t, &mut |_| Type::Real);
+    let generic: HashMap<&str, Type> = p
+        .defs
+        .iter()
+        .filter_map(|d| d.scheme.as_ref().filter(|s| !s.vars.is_empty()).map(|s| (&*d.name.text, real(&s.ty))))
+        .collect();
+    let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if generic.get(&*n.text).is_some_and(|t| *t != real(&e.ty)) {
+                return true;
+            }
+        }
+        crate::ir::each_child(e, &mut |c| stack.push(c));
+    }
+    false
+}
+
 /// `main` as `FirstOrder`, every other function definition as closed code (App. C), and the
 /// closed values (closures with no captured variables).
 pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Name, Term)>), Diagnostic> {
-    let mut p = src.program.clone();
+    // Closure conversion's output is typed with generalisation: a closed code that only passes a
+    // closure on (`compose_code`) is generic in that closure's environment, and may be used at
+    // several environment types. CHAD needs every type known, so such codes are specialised per
+    // use first (a program whose generic codes are each used at one type keeps its names).
+    let mut p = if used_at_several_types(src.program) {
+        crate::kit::passes::monomorphise::monomorphise(src.program)?
+    } else {
+        src.program.clone()
+    };
     // main at the type the pipeline fitted to the input (a component main leaves open has it)
     let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
     crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
