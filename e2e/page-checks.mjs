@@ -436,10 +436,12 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     assert(drawn[0] === 23 && drawn[1] === 12, 'nodes drawn: ' + drawn);
     const layout = () => p.evaluate(() => {
       const a = document.querySelector('#dag-beside-view').getBoundingClientRect(), b = document.querySelector('#dag').getBoundingClientRect();
-      return { beside: a.width > 0 && a.right <= b.left + 1 && Math.abs(a.top - b.top) < 2, w: b.width };
+      const card = document.querySelector('.dag-card').getBoundingClientRect(), prog = document.querySelector('.program-card').getBoundingClientRect();
+      return { beside: a.width > 0 && a.right <= b.left + 1 && Math.abs(a.top - b.top) < 2, w: b.width, card: card.width, under: card.top >= prog.bottom - 1 };
     });
     const on = await layout();
-    assert(on.beside, 'the two DAGs are not side by side');
+    // two drawings side by side, the card under the program to have the width
+    assert(on.beside && on.under && on.w > 0.4 * on.card, 'the two DAGs are not side by side: ' + JSON.stringify(on));
     const ids = await p.$$eval('[id]', es => es.map(e => e.id));
     assert(new Set(ids).size === ids.length, 'duplicate element ids: ' + ids.filter((x, i) => ids.indexOf(x) !== i).slice(0, 5));
     // the selected stage's DAG still steps: the current node is lit in it, not in the scalar one
@@ -449,7 +451,7 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     await p.uncheck('#dag-beside');
     assert(await p.$eval('#dag-beside-pane', e => e.hidden) && await p.$eval('#dag-main-head', e => e.hidden), 'the toggle did not hide the scalar DAG');
     const off = await layout();
-    assert(off.w > on.w * 1.5, `the array DAG is ${off.w}px wide alone, ${on.w}px beside`);
+    assert(off.w > 0.9 * off.card, `the array DAG is ${off.w}px wide alone in a card of ${off.card}px`);
     await p.check('#dag-beside');
     await p.waitForSelector('#dag-beside-view svg .node');
     // a stage with no pair has no toggle

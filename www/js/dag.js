@@ -69,6 +69,8 @@ function renderBeside(state) {
   const pair = $('dag-pair');
   const relaid = pair.classList.contains('beside') !== on;
   pair.classList.toggle('beside', on);
+  // two drawings need the room: the DAG card takes the whole width, under the program
+  pair.closest('.views')?.classList.toggle('wide-dag', on);
   $('dag-beside-pane').hidden = !on;
   $('dag-main-head').hidden = !on;
   const box = $('dag-beside-view');
@@ -189,7 +191,8 @@ function applyZoom(box, view, fit = false) {
     // the legend takes the bottom strip; a large graph is shrunk as far as it needs to fit
     // and the groups' legend, where there is one, the top strip
     const top = (box.querySelector('.dag-groups')?.offsetHeight || 0) + (box.querySelector('.dag-groups') ? 6 : 0);
-    const bw = box.clientWidth || 400, bh = Math.max(60, (box.clientHeight || 300) - 26 - top);
+    const bottom = (box.querySelector('.dag-legend')?.offsetHeight || 18) + 8;   // two lines in a narrow panel
+    const bw = box.clientWidth || 400, bh = Math.max(60, (box.clientHeight || 300) - bottom - top);
     const k = Math.min(1.4, Math.max(0.02, Math.min(bw / w, bh / h) * 0.95));
     view.zoom = { k, x: (bw - w * k) / 2, y: top + Math.max(4, (bh - h * k) / 2) };
   }
