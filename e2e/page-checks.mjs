@@ -1,7 +1,7 @@
 // Browser checks of the page's teaching and accessibility (issue 15): the first screen, a DAG and stepper
 // that teach, the page's messages, and accessibility. Each check opens its own browser context.
 import path from 'node:path';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { root } from './lib.mjs';
 
 /** WCAG 2 contrast ratio of two `rgb(...)` colours. */
@@ -411,5 +411,150 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     await ctx.close();
     const range = r.items.map(i => i.slope);
     return `${r.items.length} stages, exponents ${Math.min(...range).toFixed(2)}–${Math.max(...range).toFixed(2)} (forward ${fwd.slope.toFixed(2)})`;
+  });
+
+  // Issue 12's page: the array paper's chain (Smeding et al.), on its own examples.
+  const example = name => readFile(path.join(root, 'examples', name + '.cot'), 'utf8');
+  const openAt = async (ctx, src, stage) => {
+    const p = await open('#src=' + encodeURIComponent(src) + '&stage=' + stage, ctx);
+    await p.waitForSelector(`body[data-detail="${stage}"]`, { timeout: 10000 });
+    return p;
+  };
+  const pick = (p, stage) => p.click(`[data-testid="stage-list"] [data-stage="${stage}"]`).then(() => p.waitForSelector(`body[data-detail="${stage}"]`, { timeout: 10000 }));
+
+  await check('arrays: the scalar Delta of arrays/dual-numbers beside the array Delta of arrays/dual-arrays, each headed by its node count, with a toggle', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await openAt(ctx, await example('arrays-dot'), 'arrays/dual-arrays');
+    await p.waitForSelector('#dag svg .node');
+    await p.waitForSelector('#dag-beside-view svg .node', { timeout: 10000 });
+    const heads = await p.$$eval('.dag-pane:not([hidden]) .dag-head .dag-count', hs => hs.map(h => h.textContent).join(' · '));
+    // n = 3: the scalar Delta's 5n+1 constructors (footnote 18) with its 6 Input nodes and a Zero; the
+    // array Delta's 12 nodes (2 of them Inputs) at any n
+    assert(heads === 'scalar Delta: 23 nodes · array Delta: 12 nodes', 'headings: ' + heads);
+    // the one drawing code: both panels are the core's SVG, every node drawn
+    const drawn = await p.evaluate(() => [document.querySelectorAll('#dag-beside-view svg.dag .node').length, document.querySelectorAll('#dag svg.dag .node').length]);
+    assert(drawn[0] === 23 && drawn[1] === 12, 'nodes drawn: ' + drawn);
+    const layout = () => p.evaluate(() => {
+      const a = document.querySelector('#dag-beside-view').getBoundingClientRect(), b = document.querySelector('#dag').getBoundingClientRect();
+      const card = document.querySelector('.dag-card').getBoundingClientRect(), prog = document.querySelector('.program-card').getBoundingClientRect();
+      return { beside: a.width > 0 && a.right <= b.left + 1 && Math.abs(a.top - b.top) < 2, w: b.width, card: card.width, under: card.top >= prog.bottom - 1 };
+    });
+    const on = await layout();
+    // two drawings side by side, the card under the program to have the width
+    assert(on.beside && on.under && on.w > 0.4 * on.card, 'the two DAGs are not side by side: ' + JSON.stringify(on));
+    const ids = await p.$$eval('[id]', es => es.map(e => e.id));
+    assert(new Set(ids).size === ids.length, 'duplicate element ids: ' + ids.filter((x, i) => ids.indexOf(x) !== i).slice(0, 5));
+    // the selected stage's DAG still steps: the current node is lit in it, not in the scalar one
+    await p.click('#step-last');
+    assert(await p.$('#dag .node.current') && !(await p.$('#dag-beside-view .node.current')), 'the step is not lit in the array DAG only');
+    // the toggle: off gives the array DAG the whole width, on brings the scalar one back
+    await p.uncheck('#dag-beside');
+    assert(await p.$eval('#dag-beside-pane', e => e.hidden) && await p.$eval('#dag-main-head', e => e.hidden), 'the toggle did not hide the scalar DAG');
+    const off = await layout();
+    assert(off.w > 0.9 * off.card, `the array DAG is ${off.w}px wide alone in a card of ${off.card}px`);
+    await p.check('#dag-beside');
+    await p.waitForSelector('#dag-beside-view svg .node');
+    // a stage with no pair has no toggle
+    await pick(p, 'arrays/dual-numbers');
+    assert(await p.$eval('#dag-beside-toggle', e => e.hidden) && await p.$eval('#dag-beside-pane', e => e.hidden), 'a toggle on arrays/dual-numbers');
+    await pick(p, 'arrays/dual-arrays');
+    await p.waitForSelector('#dag-beside-view svg .node', { timeout: 10000 });
+    await p.locator('.dag-card').screenshot({ path: path.join(shots, 'arrays-dag-beside.png') });
+    await ctx.close();
+    return heads;
+  });
+
+  await check('arrays: bot\'s rewrite trace and the symbolic reverse pass step rule by rule, with the term after each step', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await openAt(ctx, await example('arrays-dot'), 'arrays/bot');
+    const stepAt = async i => {
+      await p.click(`[data-testid="step-list"] li[data-step="${i}"]`);
+      return p.evaluate(() => ({ note: document.querySelector('#step-note').textContent,
+        rows: Object.fromEntries([...document.querySelectorAll('#step-state tr')].filter(r => r.cells.length === 2).map(r => [r.cells[0].textContent, r.cells[1].textContent])) }));
+    };
+    // bot: one step per rule application, the redex before and after
+    const bot = await stepsOf(p);
+    assert(bot.length > 2 && bot.every(s => s.state.some(([k]) => k === 'redex')), 'bot steps: ' + bot.length);
+    await p.waitForSelector('[data-testid="step-list"][data-ready="1"]');
+    const b1 = await stepAt(1);
+    assert(b1.note.includes(bot[1].kind) && b1.rows.rule === bot[1].kind.replace(' ≈', '') && b1.rows.becomes?.length > 0, 'bot step 2: ' + JSON.stringify(b1));
+    // symbolic-share: Fig. 17's loop on terms, each eval rule a step
+    await pick(p, 'arrays/symbolic-share');
+    const steps = await stepsOf(p);
+    const kinds = steps.map(s => s.kind);
+    assert(kinds[0] === 'eval Share' && ['pop ID 4', 'pop ID 3', 'pop ID 2', 'pop ID 1'].every(k => kinds.includes(k)) && kinds.length === 16, 'steps: ' + kinds);
+    await p.waitForSelector('[data-testid="step-list"][data-ready="1"]');
+    const items = await p.$$eval('[data-testid="step-list"] li[data-step]', ls => ls.length);
+    assert(items === steps.length, `${items} listed of ${steps.length}`);
+    const add = await stepAt(kinds.indexOf('eval Add'));
+    assert(add.note.includes('eval Add') && add.note.includes('share 1'), 'Add step: ' + add.note);
+    assert(add.rows['share 1'] === 'replicate (length x3) seed' && add.rows['sent 1'] === 'shared 1', 'Add step rows: ' + JSON.stringify(add.rows));
+    await p.click('#step-next');
+    const scale = await p.$$eval('#step-state tr', rs => rs.map(r => r.textContent).join(' | '));
+    assert(/sent\s*times x2 \(shared 1\)/.test(scale), 'the step after Add: ' + scale);
+    await p.click('#step-last');
+    const last = await p.$$eval('#step-state tr.changed td.key', ts => ts.map(t => t.textContent));
+    const grad = await p.$eval('#step-state', t => t.textContent);
+    assert(last.includes('grad a') && /scatter11 \(length a\)/.test(grad), `last step: changed ${last}; ${grad.slice(0, 200)}`);
+    // without share: the same walk, the E11 chain's cotangent doubling at each Add
+    await setSource(p, await example('arrays-e11-exponential-symbolic-term'));
+    await pick(p, 'arrays/symbolic');
+    const plain = await stepsOf(p);
+    const lastPlain = plain[plain.length - 1].state.find(([k]) => k.startsWith('grad'));
+    assert(plain.some(s => s.kind === 'eval Add') && lastPlain && (lastPlain[1].match(/seed/g) || []).length === 8, 'symbolic on E11: ' + JSON.stringify(lastPlain));
+    await ctx.close();
+    return `bot ${bot.length} rule steps; symbolic-share ${steps.length} steps (${kinds.filter(k => k.startsWith('pop')).length} pops); symbolic on E11 ${plain.length}`;
+  });
+
+  await check('arrays: every share i in the gradient programs of symbolic-share and share-to-let is marked by ID; hovering or focusing one marks all of that ID; contrast >= 4.5:1', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const src = await example('arrays-e11-exponential-symbolic-term');
+    const p = await openAt(ctx, src, 'arrays/symbolic-share');
+    const marks = () => p.evaluate(() => {
+      const by = {};
+      for (const e of document.querySelectorAll('#stage-program .share-ref')) (by[e.dataset.share] ||= []).push({ text: e.textContent, cls: e.className, tab: e.tabIndex });
+      return { by, text: document.querySelector('#stage-program').textContent };
+    });
+    let m = await marks();
+    // every occurrence in the printed program is marked, under its own ID's class
+    const want = {};
+    for (const x of m.text.matchAll(/\bshared?\s+(\d+)\b/g)) want[x[1]] = (want[x[1]] || 0) + 1;
+    const ids = Object.keys(want);
+    assert(ids.length >= 2, 'shares in the program: ' + JSON.stringify(want));
+    for (const id of ids) {
+      const got = m.by[id] || [];
+      assert(got.filter(x => x.tab === 0).length === want[id] && got.every(x => x.cls.includes('share-' + id + ' ')), `share ${id}: ${want[id]} in the text, marked ${JSON.stringify(got)}`);
+    }
+    const lit = () => p.evaluate(() => [...new Set([...document.querySelectorAll('#stage-program .share-ref.lit')].map(e => e.dataset.share))]);
+    // keyboard: focus the first mark, then Tab to the next one
+    await p.focus('#stage-program .share-ref[tabindex="0"]');
+    const first = await p.evaluate(() => document.activeElement.dataset.share);
+    let on = await lit();
+    const all = await p.$$eval(`#stage-program .share-${first}`, es => es.every(e => e.classList.contains('lit')));
+    assert(on.length === 1 && on[0] === first && all, `focus on share ${first} lit ${on}`);
+    await p.keyboard.press('Tab');
+    const second = await p.evaluate(() => document.activeElement.dataset.share);
+    on = await lit();
+    assert(second && on.length === 1 && on[0] === second, `Tab to share ${second} lit ${on}`);
+    // hover: another ID
+    const other = ids.find(id => id !== second);
+    await p.hover(`#stage-program .share-${other}`);
+    on = await lit();
+    assert(on.includes(other), `hover on share ${other} lit ${on}`);
+    // contrast of every tint (the text over its own background)
+    const cols = await p.$$eval('#stage-program .share-ref', es => es.map(e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]));
+    const low = cols.filter(([fg, bg]) => contrast(fg, bg) < 4.5);
+    assert(cols.length && !low.length, 'low contrast: ' + JSON.stringify(low));
+    // share-to-let: the variables bound for the shares, marked the same way
+    await pick(p, 'arrays/share-to-let');
+    m = await marks();
+    const vars = {};
+    for (const x of m.text.matchAll(/\bshared(\d+)\b/g)) vars[x[1]] = (vars[x[1]] || 0) + 1;
+    assert(Object.keys(vars).length >= 2 && Object.entries(vars).every(([id, n]) => n >= 2 && (m.by[id] || []).length === n), `share-to-let: ${JSON.stringify(vars)} vs ${JSON.stringify(m.by)}`);
+    // a stage without shares marks nothing
+    await pick(p, 'arrays/symbolic');
+    assert(!(await p.$('#stage-program .share-ref')), 'arrays/symbolic has share marks');
+    await ctx.close();
+    return `shares ${ids.join(', ')} marked (${Object.values(want).reduce((a, b) => a + b, 0)} occurrences), share-to-let ${Object.keys(vars).length} variables; ${cols.length} contrasts >= 4.5`;
   });
 }

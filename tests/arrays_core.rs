@@ -17,6 +17,8 @@ struct StageResult {
     gradient: Vec<f64>,
     /// Each trace step's kind and note.
     trace: Vec<(String, String)>,
+    /// Each trace step's state rows, values as text.
+    states: Vec<Vec<(String, String)>>,
     counters: Vec<(String, u64)>,
 }
 
@@ -37,6 +39,7 @@ fn run(text: &str, stages: &[&str]) -> Vec<StageResult> {
                     error_span: r.error_span.map(|_| ()),
                     primal: r.primal.map(|p| p.to_string()).unwrap_or_default(),
                     gradient: r.gradient,
+                    states: r.trace.iter().map(|t| t.state.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()).collect(),
                     trace: r.trace.into_iter().map(|t| (t.kind, t.note)).collect(),
                     counters: r.cost.counters.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
                 })
@@ -313,4 +316,53 @@ fn e11_symbolic_term_doubles_without_share_and_grows_linearly_with_it() {
     let r = one(&chain(3), "arrays/share-to-let");
     let p = squash(&r.program);
     assert!(p.contains(&squash("let shared1 = plus seed1 seed1 in let shared2 = plus shared1 shared1 in")), "{p}");
+}
+
+/// A step's row `key`, if it has one.
+fn row<'a>(r: &'a StageResult, step: usize, key: &str) -> Option<&'a str> {
+    r.states[step].iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn e7_symbolic_share_steps_walk_the_reverse_pass_rule_by_rule() {
+    let r = one(&dot(3), "arrays/symbolic-share");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    let kinds: Vec<&str> = r.trace.iter().map(|(k, _)| k.as_str()).collect();
+    // Fig. 17's loop over the 12-node Delta: each eval rule, and each ID popped largest first
+    let want = [
+        "eval Share", "pop ID 4", "eval SumOuter", "eval Share", "pop ID 3", "eval Add", "eval Scale", "eval Share",
+        "eval Scale", "eval Share", "pop ID 2", "eval Gather", "eval Input", "pop ID 1", "eval Gather", "eval Input",
+    ];
+    assert_eq!(kinds, want);
+    // each step shows the terms after it: Add's cotangent is shared (Fig. 19) and both summands get the reference
+    let add = kinds.iter().position(|k| *k == "eval Add").unwrap();
+    assert_eq!(row(&r, add, "share 1"), Some("replicate (length x3) seed"));
+    assert_eq!((row(&r, add, "sent 1"), row(&r, add, "sent 2")), (Some("shared 1"), Some("shared 1")));
+    assert_eq!(row(&r, add + 1, "sent"), Some("times x2 (shared 1)"));
+    assert_eq!(row(&r, add + 2, "accum[1]"), Some("times x2 (shared 1)"));
+    // the last step holds both gradients as the program prints them
+    let last = r.trace.len() - 1;
+    assert_eq!(row(&r, last, "grad a"), Some("scatter11 (length a) (times x2 (shared 1)) (λi → [i])"));
+    assert_eq!(row(&r, last, "grad b"), Some("scatter11 (length b) (times x1 (shared 1)) (λi → [i])"));
+}
+
+#[test]
+fn e11_symbolic_steps_print_a_cut_term_and_keep_a_bounded_number() {
+    // without share the gradient term has 2^16 leaves; each step prints a screenful of it
+    let r = one(&chain(16), "arrays/symbolic");
+    assert_eq!(r.agrees, Some(true), "{r:?}");
+    let last = r.trace.len() - 1;
+    let g = row(&r, last, "grad inp").unwrap();
+    assert!(g.contains('…') && g.len() < 8_000, "{} chars: {}", g.len(), &g[..200]);
+    // with share the steps hold references, whole
+    let r = one(&chain(16), "arrays/symbolic-share");
+    assert_eq!(row(&r, r.trace.len() - 1, "grad inp"), Some("plus (shared 15) (shared 15)"));
+    // a long chain: the first 2000 steps are kept, then one step says how many more were taken
+    let r = one(&chain(800), "arrays/symbolic-share");
+    assert_eq!(r.agrees, Some(true));
+    assert_eq!(r.trace.len(), 2_001);
+    let (kind, note) = &r.trace[2_000];
+    assert_eq!(kind, "end");
+    assert!(note.starts_with("1201 more rule applications"), "{note}");
+    assert_eq!(row(&r, 2_000, "grad inp"), Some("plus (shared 799) (shared 799)"));
 }

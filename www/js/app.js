@@ -3,7 +3,7 @@
 // Rule: text from a program, a link or the core is only ever inserted with textContent (never as HTML);
 // the one exception is the Delta-DAG SVG (see dag.js).
 import { $, setStatus, showBanner } from './dom.js';
-import { state, REFERENCE, FIRST_SCREEN, stageOrder, stageResult } from './state.js';
+import { state, REFERENCE, FIRST_SCREEN, stageOrder, stageResult, besideOf } from './state.js';
 import { Core, Superseded, Stopped } from './core.js';
 import * as editor from './editor.js';
 import * as inputs from './inputs.js';
@@ -144,22 +144,26 @@ function select(id, step = 0, reveal = false) {
   costs.render(state);
   complexity.render(state);
   loadDetail(id);
+  const b = besideOf(id);
+  if (b) loadDetail(b.stage, true);
   if (reveal) {
     $('stage').scrollTop = 0;
     if (window.matchMedia('(max-width: 1100px)').matches) $('stage').scrollIntoView({ block: 'start', behavior: 'smooth' });
   }
 }
 
-// The trace and graph of a stage other than the one a run was made for come from the worker's kept analysis.
-function loadDetail(id) {
+// The trace and graph of a stage other than the one a run was made for come from the worker's kept analysis;
+// `beside`: the stage whose graph is drawn beside the selected one's (it is not marked as the detail shown).
+function loadDetail(id, beside = false) {
   const r = stageResult(id);
-  if (!r || r.detail) { document.body.dataset.detail = id; return; }
+  if (!r || r.detail) { if (!beside) document.body.dataset.detail = id; return; }
   const runId = state.result.run_id;
-  core.request('detail', { run_id: runId, stage: id }, 'detail').then(d => {
+  core.request('detail', { run_id: runId, stage: id }, beside ? 'detail-beside' : 'detail').then(d => {
     if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
     if (!d) { r.detail_missing = true; }
     else Object.assign(r, d);
     if (state.selected === id) { dag.render(state); stepper.render(state); document.body.dataset.detail = id; }
+    else if (besideOf(state.selected)?.stage === id) dag.render(state);
   }).catch(() => {});
 }
 

@@ -1,7 +1,7 @@
 // Under the editor: the run's inputs (input point, output seed, `param` overrides), the options a run
 // is made with, and the overview of the last run (main's type, the input, the seed, the primal).
 import { $, el, compactValue, pageWords } from './dom.js';
-import { STEP_BUDGET } from './state.js';
+import { STEP_BUDGET, besideOf } from './state.js';
 
 let onChange = () => {};
 
@@ -16,9 +16,11 @@ export function options(state, extra = {}) {
   const at = $('in-at').value.trim(), seed = $('in-seed').value.trim();
   // A step budget per run (each stage runs separately): an exponential stage then fails on its own,
   // with the budget named, while the others still show, well inside the 3 s wall-time limit.
-  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: [state.selected], budget: { steps: STEP_BUDGET },
-    // Only the selected stage's trace and graph travel with each run; the others come on demand.
-    detail: [state.selected], keep: true, ...extra };
+  // Only the selected stage's trace and graph travel with each run (and the graph drawn beside it);
+  // the others come on demand.
+  const shown = [state.selected, besideOf(state.selected)?.stage].filter(Boolean);
+  return { at: at || undefined, seed: seed || undefined, params: state.params, svg: shown, budget: { steps: STEP_BUDGET },
+    detail: shown, keep: true, ...extra };
 }
 
 /** The input and seed fields, as typed. */

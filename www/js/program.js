@@ -2,7 +2,7 @@
 // stage (by default the stage before it: the previous stage of the same chain, else the reference),
 // optionally showing the changed lines only.
 import { $, el } from './dom.js';
-import { REFERENCE, stageOrder, stageResult, chainOf } from './state.js';
+import { REFERENCE, SHARE_VIEWS, stageOrder, stageResult, chainOf } from './state.js';
 import { diffLines } from './diff.js';
 import { highlightLine } from './lang.js';
 
@@ -12,6 +12,54 @@ export function init(state) {
   $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; render(state); });
   $('diff-base').addEventListener('change', e => { state.diffBase = e.target.value; state.diff = true; $('diff-toggle').checked = true; render(state); });
   $('diff-changed').addEventListener('change', e => { state.diffChanged = e.target.checked; render(state); });
+  // Hovering or focusing one occurrence of a share lights every occurrence of the same ID.
+  const pre = $('stage-program');
+  const light = (e, on) => {
+    const ref = e.target.closest?.('.share-ref');
+    if (!ref) return;
+    for (const x of pre.querySelectorAll('.share-' + ref.dataset.share)) x.classList.toggle('lit', on);
+  };
+  pre.addEventListener('mouseover', e => light(e, true));
+  pre.addEventListener('mouseout', e => light(e, false));
+  pre.addEventListener('focusin', e => light(e, true));
+  pre.addEventListener('focusout', e => light(e, false));
+}
+
+/** `share i`, `shared i` (a reference to it) and `shared<i>` (the variable shareToLet binds for it); the
+ *  printer may break a line between `share` and its ID. */
+const SHARE = /\b(shared?)(\s+)(\d+)\b|\bshared(\d+)\b/g;
+/** Tints for the IDs, in turn (style.css `.share-tint-k`). */
+const SHARE_TINTS = 6;
+
+/** Where a program names a share: `[from, to, id, focusable]`, none across a line (a `share` whose ID is
+ *  on the next line is two marks, the first focusable). */
+function shareMarks(program) {
+  const out = [];
+  for (const m of program.matchAll(SHARE)) {
+    if (m[4] != null) out.push([m.index, m.index + m[0].length, m[4], true]);
+    else if (!m[2].includes('\n')) out.push([m.index, m.index + m[0].length, m[3], true]);
+    else out.push([m.index, m.index + m[1].length, m[3], true], [m.index + m[0].length - m[3].length, m.index + m[0].length, m[3], false]);
+  }
+  return out;
+}
+
+/** Line `text` (at `start` in the program) with its share marks, from `marks[pos.i]` on: class
+ *  `share-<i>` per ID. */
+function shareLine(line, text, start, marks, pos) {
+  let at = 0;
+  for (; pos.i < marks.length && marks[pos.i][1] <= start + text.length; pos.i++) {
+    const [from, to, id, focusable] = marks[pos.i];
+    if (from - start > at) highlightLine(line, text.slice(at, from - start));
+    const span = el('span', `share-ref share-${id} share-tint-${id % SHARE_TINTS}`, text.slice(from - start, to - start));
+    span.dataset.share = id;
+    if (focusable) {
+      span.tabIndex = 0;
+      span.title = `share ${id}: every occurrence is marked while this one is hovered or focused`;
+    }
+    line.append(span);
+    at = to - start;
+  }
+  if (at < text.length) highlightLine(line, text.slice(at));
 }
 
 /** The base stage menu: every other stage with a program; the user's pick, else the stage before. */
@@ -162,10 +210,15 @@ export function render(state) {
   if (state.diff && base) {
     drawDiff(pre, base, state.selected, stageResult(base).program, r.program, !!state.diffChanged);
   } else {
+    const marks = SHARE_VIEWS.includes(state.selected) ? shareMarks(r.program) : [];
+    let start = 0;
+    const pos = { i: 0 };
     r.program.split('\n').forEach((text, i) => {
       const line = el('div', 'line');
       line.append(el('span', 'gutter', i + 1));
-      highlightLine(line, text);
+      if (marks.length) shareLine(line, text, start, marks, pos);
+      else highlightLine(line, text);
+      start += text.length + 1;
       pre.append(line);
     });
   }

@@ -6,6 +6,14 @@
 export const REFERENCE = 'forward';
 /** The stage a first visit opens on (the first the core has): one with a Delta DAG and a stepper. */
 export const FIRST_SCREEN = ['krawiec/monadic', 'dualrev/tape'];
+/** A stage whose Delta DAG is drawn beside another stage's for the same program (dag.js): the array
+ *  paper's array-level Delta (§6) beside the scalar-level one of its arrays of dual numbers (§4.1), so
+ *  the Delta explosion is seen. `mine` and `theirs` head the two panels. */
+export const DAG_BESIDE = { 'arrays/dual-arrays': { stage: 'arrays/dual-numbers', mine: 'array Delta', theirs: 'scalar Delta' } };
+/** Stages whose program refers to the array paper's global sharing (§7.3–7.4): `share i t` and
+ *  `shared i` (symbolic-share), or the variable `shared<i>` bound for it (share-to-let). The program
+ *  view marks every occurrence of each i (program.js). */
+export const SHARE_VIEWS = ['arrays/symbolic-share', 'arrays/share-to-let'];
 /** Steps per stage per run: krawiec/delta's eval2 runs ~2M budget steps per second in wasm. */
 export const STEP_BUDGET = 2_000_000;
 
@@ -24,6 +32,7 @@ export const state = {
   paramDefaults: [],    // [{name, value}] from the program
   seq: 0,
   zoom: { k: 1, x: 0, y: 0 },
+  dagBeside: true,      // the DAG beside the selected one's, where `besideOf` names one
   complexity: { param: null, counter: 'steps', runs: [] },
 };
 
@@ -41,6 +50,12 @@ export function stageDesc(id) { return state.stages.find(s => s.id === id) || st
 
 /** The chain a stage belongs to, or null (a stage the core listed in no chain). */
 export function chainOf(id) { return state.chains.find(c => c.stages.includes(id)) || null; }
+
+/** What is drawn beside stage `id`'s Delta DAG ({stage, mine, theirs}), if the core has that stage. */
+export function besideOf(id) {
+  const b = DAG_BESIDE[id];
+  return b && state.stages.some(s => s.id === b.stage) ? b : null;
+}
 
 /** The selected stage's backward-pass trace. */
 export function trace() { return stageResult(state.selected)?.trace || []; }

@@ -273,7 +273,7 @@ const STEP_DEPTH: usize = 40;
 
 /// `e` printed with the subterms past `STEP_NODES`/`STEP_DEPTH` cut to `…`: the subterms are moved
 /// out, the rest printed, and the subterms moved back (no copy of the redex).
-fn print_cut(e: &mut Expr, o: &PrintOptions) -> String {
+pub fn print_cut(e: &mut Expr, o: &PrintOptions) -> String {
     let mut stash = vec![];
     let mut left = STEP_NODES;
     cut(e, &mut left, 1, &mut stash);

@@ -20,6 +20,7 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     let mut fr = Fresh::new(src.program);
     let ex = extract(&grad.body, &mut fr)?;
     let mut rev = Reverse::new(share);
+    rev.trace.labels = ex.params.iter().map(|x| x.text.to_string()).collect();
     let seed = var(&ex.seed);
     let grads = rev.run(seed, &ex.delta, ex.params.len())?;
     // the passes after this one (types, printer, shareToLet) recurse on a term's nesting, which the
@@ -55,11 +56,12 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
         print_expr(&ex.primal, &o),
         show(&ex.delta)
     );
+    let steps = std::mem::take(&mut rev.trace.kept);
     let views = vec![
         View { name: "Delta extraction by simplification (Eq. 6)".into(), text, ..View::default() },
         View { name: "symbolic reverse pass".into(), text: rev.steps.join("\n"), ..View::default() },
     ];
-    Ok(Output { program: p, builtins: super::runtime::gradient_builtins(), views, steps: vec![] })
+    Ok(Output { program: p, builtins: super::runtime::gradient_builtins(), views, steps })
 }
 
 /// shareToLet (Fig. 20) of symbolic-share's program and the final wrapper (Fig. 21): every

@@ -8,4 +8,5 @@ pub mod gradient;
 pub mod lang;
 pub mod lower;
 pub mod runtime;
+pub mod steps;
 pub mod symbolic;

@@ -11,6 +11,7 @@
 //! `shapeDelta`, §6.4); shareToLet runs over the whole gradient tuple with one map (§8.12).
 
 use super::lang::*;
+use super::steps::{Did, Steps};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
@@ -360,6 +361,8 @@ pub struct Reverse {
     /// Per share ID, the size and depth of `share i t` written out as a tree (for the steps' sizes
     /// and the depth check, as if every occurrence were a copy).
     sizes: BTreeMap<i64, (u64, usize)>,
+    /// The pass rule by rule, for the stepper.
+    pub trace: Steps,
 }
 
 fn trivial(e: &Expr) -> bool {
@@ -405,7 +408,7 @@ impl Reverse {
 
     /// A fresh pass: with `share`, Fig. 19's sharing.
     pub fn new(share: bool) -> Reverse {
-        Reverse { share, next_share: 0, steps: vec![], copied: 0, bodies: BTreeMap::new(), sizes: BTreeMap::new() }
+        Reverse { share, next_share: 0, steps: vec![], copied: 0, bodies: BTreeMap::new(), sizes: BTreeMap::new(), trace: Steps::default() }
     }
 
     /// Size and depth of `e` as a tree with every `shared i` written out as `share i t`.
@@ -447,21 +450,31 @@ impl Reverse {
         let mut dfrag: BTreeMap<i64, Rc<Sym>> = BTreeMap::new();
         let mut accum: BTreeMap<i64, Expr> = BTreeMap::new();
         self.eval(c, d, &mut grad, &mut dfrag, &mut accum)?;
-        while let Some((id, c)) = accum.pop_last() {
+        while let Some((id, mut c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
             // without share there are no references, and this is the plain tree size
             let size = self.tree_size_depth(&c).0;
             self.steps.push(format!("ID {id}: cotangent of size {size}"));
+            let rows = if self.trace.keeping() { vec![("c".into(), self.trace.show(&mut c))] } else { vec![] };
+            let did = Did { kind: format!("pop ID {id}"), note: format!("the largest ID left: its cotangent (size {size}) goes down its fragment, {}", ctor(&frag.kind)), rows };
+            self.trace.record(did, &mut grad, &mut accum);
             self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum)?;
         }
+        self.trace.finish(&mut grad, &mut accum);
         Ok((0..inputs).map(|k| grad.remove(&k)).collect())
     }
 
+    /// Fig. 17's eval (Fig. 19's with share), one rule application per work item: each constructor
+    /// sends its cotangent to its children through its linear transpose.
     fn eval(&mut self, c: Expr, d: &Rc<Sym>, grad: &mut BTreeMap<usize, Expr>, dfrag: &mut BTreeMap<i64, Rc<Sym>>, accum: &mut BTreeMap<i64, Expr>) -> Result<(), Diagnostic> {
         let mut work = vec![(c, d.clone())];
-        while let Some((c, d)) = work.pop() {
-            match &d.kind {
-                SymKind::Zero => {}
+        while let Some((mut c, d)) = work.pop() {
+            let keep = self.trace.keeping();
+            let mut rows = if keep { vec![("c".to_string(), self.trace.show(&mut c))] } else { vec![] };
+            // what the rule sends to each child, in the order eval visits them
+            let mut sent: Vec<(Expr, Rc<Sym>)> = vec![];
+            let what = match &d.kind {
+                SymKind::Zero => "dropped (Zero)".to_string(),
                 SymKind::Input(k) => {
                     // Haskell's insertWith f k new old = f new old: the newer contribution first
                     let v = match grad.remove(k) {
@@ -469,13 +482,25 @@ impl Reverse {
                         None => c,
                     };
                     grad.insert(*k, v);
+                    format!("added to grad {}", self.trace.labels.get(*k).map(String::as_str).unwrap_or("?"))
                 }
                 SymKind::Add(a, b) => {
+                    let before = self.next_share;
                     let c = self.dup(c)?;
-                    work.push((c.clone(), b.clone()));
-                    work.push((c, a.clone()));
+                    if keep && self.next_share > before {
+                        let id = self.next_share;
+                        if let Some(body) = self.bodies.get_mut(&id) {
+                            rows.push((format!("share {id}"), self.trace.show(body)));
+                        }
+                    }
+                    sent.push((c.clone(), a.clone()));
+                    sent.push((c, b.clone()));
+                    if self.next_share > before { format!("shared as share {} and sent to both summands", self.next_share) } else { "sent to both summands".into() }
                 }
-                SymKind::Scale(r, x) => work.push((apps(builtin("times"), [r.clone(), c]), x.clone())),
+                SymKind::Scale(r, x) => {
+                    sent.push((apps(builtin("times"), [r.clone(), c]), x.clone()));
+                    "multiplied by the scale factor".into()
+                }
                 SymKind::Share(id, x) => {
                     dfrag.insert(*id, x.clone());
                     let v = match accum.remove(id) {
@@ -483,26 +508,37 @@ impl Reverse {
                         None => c,
                     };
                     accum.insert(*id, v);
+                    format!("added to accum[{id}], evaluated when ID {id} is popped")
                 }
-                SymKind::Index(x, u) => work.push((apps(builtin("oneHot"), [x.shape.clone(), u.clone(), c]), x.clone())),
-                SymKind::SumOuter(x) => work.push((replicate(prim(Prim::Length, vec![x.shape.clone()]), c), x.clone())),
+                SymKind::Index(x, u) => {
+                    sent.push((apps(builtin("oneHot"), [x.shape.clone(), u.clone(), c]), x.clone()));
+                    "put in a one-hot array".into()
+                }
+                SymKind::SumOuter(x) => {
+                    sent.push((replicate(prim(Prim::Length, vec![x.shape.clone()]), c), x.clone()));
+                    "replicated (SumOuter's transpose)".into()
+                }
                 SymKind::Gather(_, f, x) => {
                     let (m, n) = fun_dims(f);
-                    let out = apps(builtin(SCATTER[m - 1][n - 1]), [dims(&x.shape, n), c, f.clone()]);
-                    work.push((out, x.clone()))
+                    sent.push((apps(builtin(SCATTER[m - 1][n - 1]), [dims(&x.shape, n), c, f.clone()]), x.clone()));
+                    "scattered (Gather's transpose)".into()
                 }
                 SymKind::Scatter(_, f, x) => {
                     let (m, n) = fun_dims(f);
-                    let out = apps(builtin(GATHER[m - 1][n - 1]), [dims(&x.shape, m), c, f.clone()]);
-                    work.push((out, x.clone()))
+                    sent.push((apps(builtin(GATHER[m - 1][n - 1]), [dims(&x.shape, m), c, f.clone()]), x.clone()));
+                    "gathered (Scatter's transpose)".into()
                 }
                 SymKind::LitArray(xs) => {
                     let c = self.dup(c)?;
-                    for (k, x) in xs.iter().enumerate().rev() {
-                        work.push((index(c.clone(), int(k as i64)), x.clone()));
+                    for (k, x) in xs.iter().enumerate() {
+                        sent.push((index(c.clone(), int(k as i64)), x.clone()));
                     }
+                    "indexed: element k to child k".into()
                 }
-                SymKind::Replicate(_, x) => work.push((sum_outer(c), x.clone())),
+                SymKind::Replicate(_, x) => {
+                    sent.push((sum_outer(c), x.clone()));
+                    "summed over the outer dimension (Replicate's transpose)".into()
+                }
                 SymKind::Transpose(p, x) => {
                     let mut inv = vec![0; p.len()];
                     for (q, &dd) in p.iter().enumerate() {
@@ -510,11 +546,41 @@ impl Reverse {
                             *s = q;
                         }
                     }
-                    work.push((tr(&inv, c), x.clone()))
+                    sent.push((tr(&inv, c), x.clone()));
+                    "transposed back".into()
+                }
+            };
+            if keep {
+                let one = sent.len() == 1;
+                for (k, (t, _)) in sent.iter_mut().enumerate() {
+                    let key = if one { "sent".to_string() } else { format!("sent {}", k + 1) };
+                    rows.push((key, self.trace.show(t)));
                 }
             }
+            let did = Did { kind: format!("eval {}", ctor(&d.kind)), note: format!("the cotangent is {what}"), rows };
+            self.trace.record(did, grad, accum);
+            // a stack: the first child is evaluated first
+            work.extend(sent.into_iter().rev());
         }
         Ok(())
+    }
+}
+
+/// A Delta constructor's name (Fig. 12), as the steps name the eval rule they apply.
+fn ctor(k: &SymKind) -> &'static str {
+    match k {
+        SymKind::Zero => "Zero",
+        SymKind::Input(_) => "Input",
+        SymKind::Add(..) => "Add",
+        SymKind::Scale(..) => "Scale",
+        SymKind::Share(..) => "Share",
+        SymKind::Index(..) => "Index",
+        SymKind::SumOuter(_) => "SumOuter",
+        SymKind::Gather(..) => "Gather",
+        SymKind::Scatter(..) => "Scatter",
+        SymKind::LitArray(_) => "LitArray",
+        SymKind::Replicate(..) => "Replicate",
+        SymKind::Transpose(..) => "Transpose",
     }
 }
 

@@ -1,0 +1,83 @@
+//! The symbolic reverse pass (§7.2, Fig. 19) as stepper steps: one per eval rule application and one
+//! per ID the loop pops (Fig. 17's `backprop`), each with the cotangent terms after it — the `grad`
+//! and `accum` maps of Fig. 17, whose values are now programs. Terms are printed cut like a rewrite
+//! step's redex (`kit::rewrite::print_cut`: a screenful of nodes), so a step costs the same however
+//! big the gradient term grows (without share it doubles at each Add: E11).
+
+use crate::interp::{Shown, TraceStep};
+use crate::ir::Expr;
+use crate::kit::rewrite::print_cut;
+use crate::print::PrintOptions;
+use std::collections::BTreeMap;
+
+/// Steps kept with their terms (as bot's rewrite trace keeps); later ones are counted only.
+pub const KEPT_STEPS: usize = 2_000;
+
+pub struct Steps {
+    pub kept: Vec<TraceStep>,
+    /// Steps past `KEPT_STEPS`, counted only.
+    pub untraced: u64,
+    /// Each input's name (the `grad x` rows).
+    pub labels: Vec<String>,
+    print: PrintOptions,
+}
+
+impl Default for Steps {
+    fn default() -> Self {
+        Steps { kept: vec![], untraced: 0, labels: vec![], print: PrintOptions::unicode() }
+    }
+}
+
+/// What one step did: the rule (`eval Add`, `pop ID 3`), a sentence, and the terms it received and
+/// sent (already printed).
+pub struct Did {
+    pub kind: String,
+    pub note: String,
+    pub rows: Vec<(String, String)>,
+}
+
+impl Steps {
+    /// Whether the next step is kept (its terms worth printing).
+    pub fn keeping(&self) -> bool {
+        self.kept.len() < KEPT_STEPS
+    }
+
+    /// `e` on one line, cut to a screenful of nodes.
+    pub fn show(&self, e: &mut Expr) -> String {
+        print_cut(e, &self.print).split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// Records a step with the maps after it, or counts it past `KEPT_STEPS`.
+    pub fn record(&mut self, did: Did, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) {
+        if !self.keeping() {
+            self.untraced += 1;
+            return;
+        }
+        let mut state: Vec<(String, Shown)> = did.rows.into_iter().map(|(k, v)| (k, Shown::text(v))).collect();
+        state.extend(self.maps(grad, accum));
+        self.kept.push(TraceStep { kind: did.kind, node: None, span: None, factor: None, note: did.note, state });
+    }
+
+    /// After the pass: when steps went uncounted, one last step with the final maps says how many.
+    pub fn finish(&mut self, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) {
+        if self.untraced == 0 {
+            return;
+        }
+        let note = format!("{} more rule applications were not recorded (the first {KEPT_STEPS} are); the maps after all of them", self.untraced);
+        let state = self.maps(grad, accum);
+        self.kept.push(TraceStep { kind: "end".into(), note, state, ..TraceStep::default() });
+    }
+
+    /// The `accum` map (cotangents waiting under their IDs) and the `grad` map (each input's gradient).
+    fn maps(&self, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) -> Vec<(String, Shown)> {
+        let mut out = vec![];
+        for (id, t) in accum.iter_mut().rev() {
+            out.push((format!("accum[{id}]"), Shown::text(self.show(t))));
+        }
+        for (k, t) in grad.iter_mut() {
+            let name = self.labels.get(*k).cloned().unwrap_or_else(|| format!("input {k}"));
+            out.push((format!("grad {name}"), Shown::text(self.show(t))));
+        }
+        out
+    }
+}
