@@ -6,6 +6,7 @@
 //! its effects, so `sequence` hands its array back. Bags and trees are walked, shown and dropped
 //! with explicit stacks: a Bag built by n `+`s is n deep, a left fold's Tree too.
 
+use super::graph;
 use super::monad::event;
 use super::runtime::{arg, internal, plus, show_ct, Rt};
 use crate::diag::Span;
@@ -17,11 +18,12 @@ use std::rc::Rc;
 
 /// `data Bag τ = BEmpty | BOne τ | BPlus (Bag τ) (Bag τ)` (§7) `| BArray (Array τ)` (§8.1), at
 /// `τ = Z × D[σ]2`. A BArray holds the cotangent of positions 0, 1, …; a shorter one than its
-/// array means zeros after it, and a cell may hold the universal sparse zero (`inl ()`).
+/// array means zeros after it, and a cell may hold the universal sparse zero (`inl ()`). A BOne
+/// keeps the span of the indexing (or fold) that made it, for the stage's graph.
 #[derive(Debug)]
 pub enum Bag {
     Empty,
-    One(i64, Value),
+    One(i64, Value, Span),
     Plus(Rc<Bag>, Rc<Bag>),
     Array(RefCell<Vec<Value>>),
 }
@@ -69,7 +71,7 @@ impl ExtValue for BagVal {
             match item {
                 Item::Text(t) => out.push_str(t),
                 Item::Bag(Bag::Empty) => out.push_str("BEmpty"),
-                Item::Bag(Bag::One(i, v)) => out.push_str(&format!("BOne ⟨{i}, {}⟩", show_ct(v))),
+                Item::Bag(Bag::One(i, v, _)) => out.push_str(&format!("BOne ⟨{i}, {}⟩", show_ct(v))),
                 Item::Bag(Bag::Array(xs)) => out.push_str(&format!("BArray {}", show_cells(&xs.borrow()))),
                 Item::Bag(Bag::Plus(a, b)) => {
                     out.push_str("BPlus (");
@@ -128,7 +130,7 @@ pub fn entries(b: &Bag) -> Vec<(i64, Value)> {
     while let Some(b) = stack.pop() {
         match b {
             Bag::Empty => {}
-            Bag::One(i, v) => out.push((*i, v.clone())),
+            Bag::One(i, v, _) => out.push((*i, v.clone())),
             Bag::Plus(x, y) => {
                 stack.push(y);
                 stack.push(x);
@@ -216,10 +218,17 @@ pub fn from_cells(m: &mut Machine, ds: Vec<Value>, made: bool) -> Result<Value, 
     if made {
         m.state::<Rt>().made += ds.len() as u64;
     }
+    let span = m.current_span();
     let mut acc = Rc::new(Bag::Empty);
     for (i, d) in ds.into_iter().enumerate() {
-        let one = Rc::new(Bag::One(i as i64, d));
+        let one = Rc::new(Bag::One(i as i64, d, span));
         acc = if matches!(*acc, Bag::Empty) { one } else { Rc::new(Bag::Plus(acc, one)) };
+    }
+    if !made {
+        // the output's cotangent (toLin): the graph draws it as one node, not as BOne's the run made
+        if let Some(r) = graph::recording(m) {
+            r.seed(&acc);
+        }
     }
     Ok(Value::Ext(Rc::new(BagVal(acc))))
 }
@@ -304,13 +313,16 @@ fn b_one(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, Ru
     let Value::Int(i) = i else { return Err(internal(span, "BOne of a non-integer index")) };
     m.alloc(1)?;
     m.state::<Rt>().made += 1;
-    Ok(bag(Bag::One(i, d)))
+    Ok(bag(Bag::One(i, d, span)))
 }
 
 /// `collect : Bag τ → Array τ`, in left-to-right order.
 fn b_collect(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let b = arg(args);
     let Some(bg) = as_bag(&b) else { return Err(internal(span, "collect of a non-Bag")) };
+    if let Some(r) = graph::recording(m) {
+        r.collect(bg, span);
+    }
     let items = entries(bg);
     m.tick(items.len() as u64)?;
     m.alloc(items.len() as u64)?;
@@ -441,6 +453,9 @@ fn tree_fold(m: &mut Machine, args: &mut Vec<Value>, span: Span, balanced: bool)
         level = vec![acc];
     }
     let root = level.pop().ok_or_else(|| internal(span, "a fold of no leaves"))?;
+    if let Some(r) = graph::recording(m) {
+        r.tree(&root, balanced, leaves, span);
+    }
     if m.tracing() {
         event(m, "fold", format!("fold recorded its reduction Tree: {leaves} leaves, root {}", root.value()), span);
     }
@@ -476,6 +491,9 @@ fn b_un_tree(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
     let mut out = vec![];
     let mut stack = vec![(t, d)];
     while let Some((t, d)) = stack.pop() {
+        if let Some(r) = graph::recording(m) {
+            r.untree(&t, &d);
+        }
         match &*t {
             Tree::Leaf(_) => out.push(d),
             Tree::Node(l, y, f, r) => {
@@ -540,7 +558,7 @@ mod tests {
     fn chain(n: usize) -> Rc<Bag> {
         let mut acc = Rc::new(Bag::Empty);
         for i in 0..n {
-            acc = Rc::new(Bag::Plus(acc, Rc::new(Bag::One(i as i64, Value::Real(i as f64)))));
+            acc = Rc::new(Bag::Plus(acc, Rc::new(Bag::One(i as i64, Value::Real(i as f64), Span::NONE))));
         }
         acc
     }

@@ -5,6 +5,7 @@
 pub mod apis;
 pub mod bags;
 pub mod chad;
+pub mod graph;
 pub mod monad;
 pub mod ops;
 pub mod runtime;

@@ -59,6 +59,8 @@ pub struct Rt {
     pub absorbed: u64,
     /// BArrays made (§8.1).
     pub barrays: u64,
+    /// What the run keeps for the stage's graph (`chad/arrays`'s own run only).
+    pub record: Option<Box<super::graph::Recorded>>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -581,6 +583,9 @@ fn from_lin(m: &mut Machine, s: &Value, g: &Value) -> Result<Option<Value>, RunE
         // §7: an input array's cotangent Bag, collected and scattered into its length
         (Value::Array(ss), g) if as_bag(g).is_some() => {
             let Some(b) = as_bag(g) else { return Ok(None) };
+            if let Some(r) = super::graph::recording(m) {
+                r.input(b, ss.len());
+            }
             let cells = super::bags::densify(m, b, ss.len())?;
             let mut out = Vec::with_capacity(ss.len());
             for (s, c) in ss.iter().zip(cells.iter()) {

@@ -1,0 +1,203 @@
+//! `chad/arrays`'s graph: the accumulation structure its run built (§7, Figs. 9–10). The run records
+//! the Bags the backward pass hands to `collect` (a build's backpropagator) and to the input's
+//! gradient, and the reduction `Tree` each `fold`/`reduce` recorded, with the cotangent `unTree`
+//! pushed into each of its nodes. The graph has one node per Bag node (BEmpty, BOne ⟨i, d⟩, BPlus,
+//! §8.1's BArray) and per Tree node (Node with its value, Leaf), shared ones once. Each node keeps
+//! the source span of the array operation that made it (a BOne the indexing, a Tree node its fold,
+//! a BPlus its first entry's), which the page turns into its group (`web/src/arraygroups.rs`).
+//! Walked with explicit stacks: a Bag built by n `+`s is n deep, a left fold's Tree too.
+
+use super::bags::{Bag, Tree};
+use super::runtime::{shown, show_ct, Rt};
+use crate::diag::Span;
+use crate::interp::{Graph, GraphEdge, GraphNode, Machine};
+use crate::value::Value;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// Most nodes the graph carries (as the other stages' graphs); the rest are counted in
+/// `Graph::omitted`, which the page reports as not drawn.
+pub const GRAPH_LIMIT: usize = 2_000;
+
+/// What one run recorded for its graph (only the stage's own run records: `Rt::record`).
+#[derive(Debug, Default)]
+pub struct Recorded {
+    roots: Vec<Root>,
+    /// The output cotangent's Bags (toLin), kept so their addresses stay theirs.
+    seeds: Vec<Rc<Bag>>,
+    /// The cotangent `unTree` gave each node of a recorded Tree (by address: the roots keep the
+    /// Trees alive).
+    got: HashMap<usize, Value>,
+}
+
+/// Where the run handed over a Bag or made a Tree.
+#[derive(Debug)]
+enum Root {
+    /// A build's backpropagator collected its array's cotangent (Fig. 9); the build's span.
+    Collect(Rc<Bag>, Span),
+    /// An input array's gradient, densified into its length by the wrapper.
+    Input(Rc<Bag>, usize),
+    /// A fold's reduction Tree (Fig. 10): balanced for `reduce`, its leaf count, the fold's span.
+    Tree(Rc<Tree>, bool, usize, Span),
+}
+
+/// The run's record, when it keeps one.
+pub fn recording<'a>(m: &'a mut Machine) -> Option<&'a mut Recorded> {
+    m.state::<Rt>().record.as_deref_mut()
+}
+
+impl Recorded {
+    pub fn seed(&mut self, b: &Rc<Bag>) {
+        self.seeds.push(b.clone());
+    }
+    pub fn collect(&mut self, b: &Rc<Bag>, span: Span) {
+        self.roots.push(Root::Collect(b.clone(), span));
+    }
+    pub fn input(&mut self, b: &Rc<Bag>, len: usize) {
+        self.roots.push(Root::Input(b.clone(), len));
+    }
+    pub fn tree(&mut self, t: &Rc<Tree>, balanced: bool, leaves: usize, span: Span) {
+        self.roots.push(Root::Tree(t.clone(), balanced, leaves, span));
+    }
+    pub fn untree(&mut self, t: &Rc<Tree>, d: &Value) {
+        self.got.insert(addr(&**t), d.clone());
+    }
+}
+
+fn addr<T>(x: &T) -> usize {
+    x as *const T as usize
+}
+
+enum Item<'a> {
+    Bag(&'a Rc<Bag>),
+    Tree(&'a Rc<Tree>, Span),
+}
+
+/// Builds the graph: roots in the order the run met them, each one's structure depth first.
+struct Builder<'a> {
+    rec: &'a Recorded,
+    seeds: HashSet<usize>,
+    /// Each structure node met, by address, with its graph id (`None` past the limit).
+    ids: HashMap<usize, Option<u64>>,
+    g: Graph,
+    /// Nodes met, drawn or not.
+    total: u64,
+    indegree: HashMap<u64, u64>,
+    /// Each drawn node's children, in order (a BPlus takes its span from its first).
+    children: HashMap<u64, Vec<u64>>,
+}
+
+impl<'a> Builder<'a> {
+    fn node(&mut self, ctor: &str, label: String, span: Span, value: Option<&Value>) -> Option<u64> {
+        let id = self.total;
+        self.total += 1;
+        if self.g.nodes.len() >= GRAPH_LIMIT {
+            return None;
+        }
+        self.g.nodes.push(GraphNode {
+            id,
+            ctor: ctor.into(),
+            label,
+            value: value.map(shown),
+            span: (!span.is_none()).then_some(span),
+            ..GraphNode::default()
+        });
+        Some(id)
+    }
+
+    fn edge(&mut self, from: Option<u64>, to: Option<u64>, label: &str) {
+        if let (Some(from), Some(to)) = (from, to) {
+            self.g.edges.push(GraphEdge { from, to, label: label.into() });
+            *self.indegree.entry(to).or_default() += 1;
+            self.children.entry(from).or_default().push(to);
+        }
+    }
+
+    /// The structure under `top`, below the root node `parent`, every node once (explicit stack).
+    fn walk(&mut self, parent: Option<u64>, top: Item<'a>) {
+        let mut stack = vec![(parent, top, "")];
+        while let Some((parent, item, label)) = stack.pop() {
+            let key = match &item {
+                Item::Bag(b) => addr(&***b),
+                Item::Tree(t, _) => addr(&***t),
+            };
+            if let Some(&id) = self.ids.get(&key) {
+                self.edge(parent, id, label);
+                continue;
+            }
+            let id = match item {
+                Item::Bag(b) if self.seeds.contains(&key) => {
+                    let n = super::bags::entries(b).len();
+                    self.node("seed", format!("dt: the output's cotangent ({n} entries)"), Span::NONE, None)
+                }
+                Item::Bag(b) => match &**b {
+                    Bag::Empty => self.node("BEmpty", "BEmpty".into(), Span::NONE, None),
+                    Bag::One(i, d, span) => self.node("BOne", format!("BOne ⟨{i}, {}⟩", show_ct(d)), *span, None),
+                    Bag::Array(xs) => self.node("BArray", format!("BArray (length {})", xs.borrow().len()), Span::NONE, None),
+                    Bag::Plus(x, y) => {
+                        let id = self.node("BPlus", "BPlus".into(), Span::NONE, None);
+                        stack.push((id, Item::Bag(y), "r"));
+                        stack.push((id, Item::Bag(x), "l"));
+                        id
+                    }
+                },
+                Item::Tree(t, span) => {
+                    let got = self.rec.got.get(&key);
+                    match &**t {
+                        Tree::Leaf(x) => self.node("Leaf", format!("Leaf {x}"), span, got),
+                        Tree::Node(l, y, _, r) => {
+                            let id = self.node("Node", format!("Node {y}"), span, got);
+                            stack.push((id, Item::Tree(r, span), "r"));
+                            stack.push((id, Item::Tree(l, span), "l"));
+                            id
+                        }
+                    }
+                }
+            };
+            self.ids.insert(key, id);
+            self.edge(parent, id, label);
+        }
+    }
+}
+
+/// The graph of what the run recorded, or `None` if it recorded nothing (no arrays).
+pub fn graph(m: &mut Machine) -> Option<Graph> {
+    let rec = m.state::<Rt>().record.take()?;
+    if rec.roots.is_empty() {
+        return None;
+    }
+    let seeds = rec.seeds.iter().map(|b| addr(&**b)).collect();
+    let mut b = Builder { rec: &rec, seeds, ids: HashMap::new(), g: Graph::default(), total: 0, indegree: HashMap::new(), children: HashMap::new() };
+    for root in &rec.roots {
+        match root {
+            Root::Collect(bag, span) => {
+                let id = b.node("collect", "collect (a build's backpropagator)".into(), *span, None);
+                b.walk(id, Item::Bag(bag));
+            }
+            Root::Input(bag, len) => {
+                let id = b.node("gradient", format!("an input array's gradient (length {len})"), Span::NONE, None);
+                b.walk(id, Item::Bag(bag));
+            }
+            Root::Tree(t, balanced, leaves, span) => {
+                let (ctor, how) = if *balanced { ("reduce", "balanced") } else { ("fold", "left to right") };
+                let id = b.node(ctor, format!("{ctor}: Tree of {leaves} leaves, {how}"), *span, None);
+                b.walk(id, Item::Tree(t, *span));
+            }
+        }
+    }
+    // A BPlus adds what its entries' operations made: its span covers theirs, so the innermost
+    // operation around both is its group (none when they come from two operations side by side).
+    // Children come after their parent in the walk, so from the back every child is done first;
+    // a drawn node's id is its position (ids count up, only the first GRAPH_LIMIT are drawn).
+    for k in (0..b.g.nodes.len()).rev() {
+        if b.g.nodes[k].ctor == "BPlus" {
+            let spans: Option<Vec<Span>> = b.children.get(&b.g.nodes[k].id).map(|cs| cs.iter().map(|&c| b.g.nodes.get(c as usize).and_then(|n| n.span)).collect()).unwrap_or(None);
+            b.g.nodes[k].span = spans.and_then(|ss| ss.into_iter().reduce(|x, y| Span { start: x.start.min(y.start), end: x.end.max(y.end) }));
+        }
+    }
+    for n in &mut b.g.nodes {
+        n.shared = b.indegree.get(&n.id).copied().unwrap_or(0) > 1;
+    }
+    b.g.omitted = b.total - b.g.nodes.len() as u64;
+    Some(b.g)
+}
