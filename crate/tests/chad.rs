@@ -565,3 +565,25 @@ fn golden_graph_of_chad_e10_gather() {
     }
     insta::assert_snapshot!(out);
 }
+
+/// The state rows of the step whose note starts with `note`, as `key = value`.
+fn state_at(r: &StageResult, note: &str) -> Vec<String> {
+    let step = r.trace.iter().find(|t| t.note.starts_with(note)).unwrap_or_else(|| panic!("no step {note}: {:#?}", notes(r)));
+    step.state.iter().map(|(k, v)| format!("{k} = {v}")).collect()
+}
+
+#[test]
+fn sparse_cotangents_show_as_trees_with_their_zeros_pruned() {
+    // p's cotangent from `snd p` is ⟨⟨0, 2.0⟩⟩: its first component, a pair, is never built
+    let a = analyse("def main p = fst (fst p) * snd p\ninput ((2.0, 5.0), 3.0)\n");
+    let second = ["p = ⟨⟨0, 2.0⟩⟩", "p ▸ fst = 0 (pruned)", "p ▸ snd = 2.0"];
+    // §4.1: the one-hot map's entry, as a tree
+    assert_eq!(state_at(stage(&a, "chad/sparse"), "one_p ⟨⟨0, 2.0⟩⟩"), second);
+    // §4.2 and §5: the cell after each event; the sum fills the pruned part in
+    for id in ["chad/monadic", "chad/mutable"] {
+        let r = stage(&a, id);
+        assert_eq!(state_at(r, "one p += ⟨⟨0, 2.0⟩⟩"), ["p = ⟨⟨⟨⟨3.0, 0.0⟩⟩, 2.0⟩⟩", "p ▸ fst = ⟨⟨3.0, 0.0⟩⟩", "p ▸ fst ▸ fst = 3.0", "p ▸ fst ▸ snd = 0.0", "p ▸ snd = 2.0"], "{id}");
+    }
+    // dense (Fig. 4) shows no map: its zeros are all built
+    assert!(stage(&a, "chad/basic").trace.iter().all(|t| t.state.is_empty()));
+}

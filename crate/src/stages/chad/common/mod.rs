@@ -5,6 +5,7 @@
 pub mod apis;
 pub mod bags;
 pub mod chad;
+pub mod ct_tree;
 pub mod graph;
 pub mod monad;
 pub mod ops;
