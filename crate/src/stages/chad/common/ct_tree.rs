@@ -4,7 +4,7 @@
 //! (its whole value, as before), a pair or sum has one row per part, keyed by its path
 //! (`p ▸ fst ▸ linl`); a sparse zero is a leaf `0 (pruned)`: its parts were never built.
 
-use super::runtime::{show_ct, shown};
+use super::runtime::shown;
 use crate::interp::Shown;
 use crate::value::Value;
 
@@ -65,6 +65,7 @@ pub fn ct_rows(name: &str, v: &Value, out: &mut Vec<(String, Shown)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stages::chad::common::runtime::show_ct;
     use std::rc::Rc;
 
     fn zero() -> Value {
