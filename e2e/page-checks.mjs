@@ -156,6 +156,11 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     await p.waitForSelector('#dag svg .node', { timeout: 10000 });
     const ones = await p.$$eval('#dag .node[data-ctor="BOne"]', ns => ns.length);
     assert(ones === 9, `${ones} BOne nodes drawn`);
+    // a BOne is a button to the step that added it into its cell
+    const one = await p.$eval('#dag .node[data-ctor="BOne"]', n => n.dataset.node);
+    await p.click(`#dag-n${one}`);
+    const went = await p.evaluate(() => { const s = window.__cot.state; return s.result.stages.find(x => x.id === s.selected).trace[s.step]; });
+    assert(String(went?.node) === one && went.kind === 'one', `node ${one} went to ${JSON.stringify(went)}`);
     const legend = await p.$$eval('[data-testid="dag-groups"] .lg', ls => ls.map(l => l.textContent));
     assert(legend.length === 2 && legend.every(t => /^build @/.test(t)), 'legend: ' + JSON.stringify(legend));
     // chad/mutable on a nested pair: the cell's parts as indented rows, the unused pair pruned

@@ -468,7 +468,9 @@ fn inside(n: &cotangent::interp::GraphNode, (start, end): (u32, u32)) -> bool {
 #[test]
 fn e10_graph_has_the_nine_bones_of_the_papers_run() {
     // the graph shows the paper's run (Bags of BOne/BPlus); the BArray run only reports counts
-    let g = arrays_graph(E10);
+    let a = analyse(E10);
+    let r = stage(&a, ARRAYS);
+    let g = r.graph.clone().expect("a graph");
     let ones = with_ctor(&g, "BOne");
     assert_eq!(ones.len(), 9, "{:#?}", g.nodes);
     assert!(with_ctor(&g, "BArray").is_empty());
@@ -492,6 +494,15 @@ fn e10_graph_has_the_nine_bones_of_the_papers_run() {
     }
     assert_eq!(g.edges.len(), g.nodes.len() - 3);
     assert_eq!(g.omitted, 0);
+    // the stepper's steps name their nodes: each BOne added into a cell, each collect
+    let at: Vec<(&str, &str)> = r
+        .trace
+        .iter()
+        .filter_map(|t| t.node.map(|id| (t.kind.as_str(), g.nodes.iter().find(|n| n.id == id).map_or("missing", |n| n.ctor.as_str()))))
+        .collect();
+    assert_eq!(at.iter().filter(|k| **k == ("one", "BOne")).count(), 9, "{at:?}");
+    assert_eq!(at.iter().filter(|k| **k == ("collect", "collect")).count(), 2, "{at:?}");
+    assert_eq!(at.len(), 11, "{at:?}");
 }
 
 /// The Node depth of the Tree under a `fold`/`reduce` root (leaves at depth 0), with a stack.
@@ -513,7 +524,9 @@ fn tree_depth(g: &Graph, root: u64) -> usize {
 #[test]
 fn e9_graph_has_reduces_balanced_tree_and_folds_left_one() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/chad-e9-fold-tree.cot")).expect("the example");
-    let g = arrays_graph(&text);
+    let a = analyse(&text);
+    let r = stage(&a, ARRAYS);
+    let g = r.graph.clone().expect("a graph");
     let fold = with_ctor(&g, "fold");
     // `reduce` and `sum` (lowered to a reduce) both record balanced Trees
     let reduce = with_ctor(&g, "reduce");
@@ -527,6 +540,16 @@ fn e9_graph_has_reduces_balanced_tree_and_folds_left_one() {
     let leaves: Vec<f64> = with_ctor(&g, "Leaf").iter().take(5).filter_map(|n| n.value.as_ref().and_then(|v| v.num)).collect();
     assert_eq!(leaves, [24.0, 24.0, 12.0, 8.0, 6.0]);
     assert_eq!(with_ctor(&g, "Node").len(), 12);
+    // each unTree step is at its Tree node, each fold step at its Tree's root
+    for t in r.trace.iter().filter(|t| t.kind == "unTree" || t.kind == "fold") {
+        let n = t.node.and_then(|id| g.nodes.iter().find(|n| n.id == id)).unwrap_or_else(|| panic!("{t:?}"));
+        if t.kind == "fold" {
+            assert!(n.ctor == "fold" || n.ctor == "reduce", "{t:?} at {n:?}");
+        } else {
+            assert_eq!(n.ctor, "Node");
+            assert!(t.note.starts_with(&format!("unTree: {}", n.label.to_lowercase())), "{} at {}", t.note, n.label);
+        }
+    }
 }
 
 #[test]

@@ -32,9 +32,14 @@ fn rows(rt: &Rt) -> Vec<(String, Shown)> {
 }
 
 pub(super) fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
+    event_at(m, kind, note, span, None);
+}
+
+/// An event at a node of the stage's graph (chad/arrays: a BOne, a Tree node, a collect).
+pub(super) fn event_at(m: &mut Machine, kind: &str, note: String, span: Span, node: Option<u64>) {
     if m.tracing() {
         let state = rows(m.state::<Rt>());
-        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
     }
 }
 
@@ -70,7 +75,12 @@ pub(super) fn b_one_m(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res
     m.state::<Rt>().acc = acc;
     if m.tracing() {
         let before = before.unwrap_or_else(|| "·".into());
-        event(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span);
+        // a BOne added into a cell is the step at its node in chad/arrays's graph
+        let node = match super::bags::as_bag(&v).map(|b| &**b) {
+            Some(super::bags::Bag::One(.., serial)) if *serial > 0 => Some(*serial),
+            _ => None,
+        };
+        event_at(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span, node);
     }
     Ok(unit())
 }
