@@ -145,6 +145,38 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     return legend.map(l => l.text).join('; ');
   });
 
+  await check('chad/arrays draws the Bags of the gather (9 BOne\'s) grouped by build, and sparse cotangents step as trees with pruned zeros', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('', ctx);
+    const ex = await p.evaluate(() => window.__cot.state.examples.find(e => e.name === 'chad-e10-gather')?.source);
+    assert(ex, 'no chad-e10-gather example');
+    await setSource(p, ex);
+    await p.click('[data-stage="chad/arrays"]');
+    await p.waitForSelector('body[data-detail="chad/arrays"]', { timeout: 10000 });
+    await p.waitForSelector('#dag svg .node', { timeout: 10000 });
+    const ones = await p.$$eval('#dag .node[data-ctor="BOne"]', ns => ns.length);
+    assert(ones === 9, `${ones} BOne nodes drawn`);
+    // a BOne is a button to the step that added it into its cell
+    const one = await p.$eval('#dag .node[data-ctor="BOne"]', n => n.dataset.node);
+    await p.click(`#dag-n${one}`);
+    const went = await p.evaluate(() => { const s = window.__cot.state; return s.result.stages.find(x => x.id === s.selected).trace[s.step]; });
+    assert(String(went?.node) === one && went.kind === 'one', `node ${one} went to ${JSON.stringify(went)}`);
+    const legend = await p.$$eval('[data-testid="dag-groups"] .lg', ls => ls.map(l => l.textContent));
+    assert(legend.length === 2 && legend.every(t => /^build @/.test(t)), 'legend: ' + JSON.stringify(legend));
+    // chad/mutable on a nested pair: the cell's parts as indented rows, the unused pair pruned
+    await setSource(p, 'def main p = snd p * fst (fst p)\ninput ((2.0, 5.0), 3.0)\n');
+    await p.click('[data-stage="chad/mutable"]');
+    await p.waitForSelector('body[data-detail="chad/mutable"]', { timeout: 10000 });
+    const at = (await stepsOf(p)).findIndex(s => s.state.some(([k]) => k === 'p ▸ fst') && s.state.some(([, v]) => v === '0 (pruned)'));
+    assert(at >= 0, 'no step with a pruned part');
+    await p.evaluate(i => window.__cot.goStep(i), at);
+    const rows = await p.$$eval('#step-state td.tree-part', tds => tds.map(t => ({ text: t.textContent, depth: t.dataset.depth, pad: parseFloat(getComputedStyle(t).paddingLeft), value: t.nextElementSibling?.textContent })));
+    assert(rows.some(r => r.text === '▸ fst' && r.value === '0 (pruned)'), 'rows: ' + JSON.stringify(rows));
+    assert(rows.length >= 2 && rows.every(r => r.pad > 0), 'tree rows are not indented: ' + JSON.stringify(rows));
+    await ctx.close();
+    return `${ones} BOne nodes; groups ${legend.join('; ')}; ${rows.length} tree rows at step ${at + 1}`;
+  });
+
   await check('stepper: a clickable list of every step marking the cotangents each changes, a speed control, and why a stage has no steps', async () => {
     const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);

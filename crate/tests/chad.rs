@@ -454,3 +454,177 @@ fn cc_chad_specialises_codes_generic_in_closure_environments() {
     let want = [2.0 * x * y + 2.0 * x + x.cos(), x * x + 1.0];
     assert!(r.gradient.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12), "{:?} vs {want:?}", r.gradient);
 }
+
+// ---- chad/arrays's graph: the Bags and Trees its run built ---------------------------------
+
+use cotangent::interp::Graph;
+
+fn arrays_graph(text: &str) -> Graph {
+    let a = analyse(text);
+    stage(&a, ARRAYS).graph.clone().expect("chad/arrays draws a graph")
+}
+
+fn with_ctor<'g>(g: &'g Graph, ctor: &str) -> Vec<&'g cotangent::interp::GraphNode> {
+    g.nodes.iter().filter(|n| n.ctor == ctor).collect()
+}
+
+/// The children of node `id`, in edge order.
+fn children(g: &Graph, id: u64) -> Vec<u64> {
+    g.edges.iter().filter(|e| e.from == id).map(|e| e.to).collect()
+}
+
+/// Where `needle` is in `text`, as (start, end).
+fn span_of(text: &str, needle: &str) -> (u32, u32) {
+    let at = text.find(needle).unwrap_or_else(|| panic!("{needle} in {text}"));
+    (at as u32, (at + needle.len()) as u32)
+}
+
+fn inside(n: &cotangent::interp::GraphNode, (start, end): (u32, u32)) -> bool {
+    n.span.is_some_and(|s| start <= s.start && s.end <= end)
+}
+
+#[test]
+fn e10_graph_has_the_nine_bones_of_the_papers_run() {
+    // the graph shows the paper's run (Bags of BOne/BPlus); the BArray run only reports counts
+    let a = analyse(E10);
+    let r = stage(&a, ARRAYS);
+    let g = r.graph.clone().expect("a graph");
+    let ones = with_ctor(&g, "BOne");
+    assert_eq!(ones.len(), 9, "{:#?}", g.nodes);
+    assert!(with_ctor(&g, "BArray").is_empty());
+    // two builds' backpropagators collect (the second build's output cotangent, then a's), and
+    // v's gradient is the wrapper's; the output cotangent is one node, not BOne's the run made
+    assert_eq!(with_ctor(&g, "collect").len(), 2);
+    assert_eq!(with_ctor(&g, "gradient").len(), 1);
+    let seed = with_ctor(&g, "seed");
+    assert_eq!(seed.len(), 1);
+    assert_eq!(children(&g, seed[0].id), Vec::<u64>::new());
+    // 3 BOne's made by `a ! i` in the second build, 6 by the two `v ! i` in the first
+    let (first, second) = (span_of(E10, "build 3 (\\i -> (v ! i) * (v ! i))"), span_of(E10, "build (length a) (\\i -> (a ! i) * 2.0)"));
+    assert_eq!(ones.iter().filter(|n| inside(n, second)).count(), 3);
+    assert_eq!(ones.iter().filter(|n| inside(n, first)).count(), 6);
+    let labels: Vec<&str> = ones.iter().map(|n| n.label.as_str()).collect();
+    assert_eq!(&labels[..3], ["BOne ⟨0, 2.0⟩", "BOne ⟨1, 2.0⟩", "BOne ⟨2, 2.0⟩"]);
+    // each BPlus adds two Bags; every node but the roots has one parent
+    for n in with_ctor(&g, "BPlus") {
+        assert_eq!(children(&g, n.id).len(), 2);
+        assert!(inside(n, first) || inside(n, second), "{n:?}: {:?}", n.span);
+    }
+    assert_eq!(g.edges.len(), g.nodes.len() - 3);
+    assert_eq!(g.omitted, 0);
+    // the stepper's steps name their nodes: each BOne added into a cell, each collect
+    let at: Vec<(&str, &str)> = r
+        .trace
+        .iter()
+        .filter_map(|t| t.node.map(|id| (t.kind.as_str(), g.nodes.iter().find(|n| n.id == id).map_or("missing", |n| n.ctor.as_str()))))
+        .collect();
+    assert_eq!(at.iter().filter(|k| **k == ("one", "BOne")).count(), 9, "{at:?}");
+    assert_eq!(at.iter().filter(|k| **k == ("collect", "collect")).count(), 2, "{at:?}");
+    assert_eq!(at.len(), 11, "{at:?}");
+}
+
+/// The Node depth of the Tree under a `fold`/`reduce` root (leaves at depth 0), with a stack.
+fn tree_depth(g: &Graph, root: u64) -> usize {
+    let mut deepest = 0;
+    let mut stack: Vec<(u64, usize)> = children(g, root).into_iter().map(|c| (c, 0)).collect();
+    while let Some((id, d)) = stack.pop() {
+        let node = g.nodes.iter().find(|n| n.id == id).expect("a node");
+        if node.ctor == "Node" {
+            stack.extend(children(g, id).into_iter().map(|c| (c, d + 1)));
+        } else {
+            assert_eq!(node.ctor, "Leaf");
+            deepest = deepest.max(d);
+        }
+    }
+    deepest
+}
+
+#[test]
+fn e9_graph_has_reduces_balanced_tree_and_folds_left_one() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/chad-e9-fold-tree.cot")).expect("the example");
+    let a = analyse(&text);
+    let r = stage(&a, ARRAYS);
+    let g = r.graph.clone().expect("a graph");
+    let fold = with_ctor(&g, "fold");
+    // `reduce` and `sum` (lowered to a reduce) both record balanced Trees
+    let reduce = with_ctor(&g, "reduce");
+    assert_eq!((fold.len(), reduce.len()), (1, 2));
+    // 5 leaves (the initial value first, footnote 16), 4 Nodes: left to right 4 deep, balanced 3
+    assert_eq!(tree_depth(&g, fold[0].id), 4);
+    assert_eq!(tree_depth(&g, reduce[0].id), 3);
+    assert!(fold[0].label.contains("5 leaves") && reduce[0].label.contains("5 leaves"));
+    assert!(inside(reduce[0], span_of(&text, "reduce (\\p q -> p * q) 1.0 a")));
+    // unTree's cotangents: the product's leaves get 24, 24, 12, 8, 6 (∂/∂ of 1·1·2·3·4)
+    let leaves: Vec<f64> = with_ctor(&g, "Leaf").iter().take(5).filter_map(|n| n.value.as_ref().and_then(|v| v.num)).collect();
+    assert_eq!(leaves, [24.0, 24.0, 12.0, 8.0, 6.0]);
+    assert_eq!(with_ctor(&g, "Node").len(), 12);
+    // each unTree step is at its Tree node, each fold step at its Tree's root
+    for t in r.trace.iter().filter(|t| t.kind == "unTree" || t.kind == "fold") {
+        let n = t.node.and_then(|id| g.nodes.iter().find(|n| n.id == id)).unwrap_or_else(|| panic!("{t:?}"));
+        if t.kind == "fold" {
+            assert!(n.ctor == "fold" || n.ctor == "reduce", "{t:?} at {n:?}");
+        } else {
+            assert_eq!(n.ctor, "Node");
+            assert!(t.note.starts_with(&format!("unTree: {}", n.label.to_lowercase())), "{} at {}", t.note, n.label);
+        }
+    }
+}
+
+#[test]
+fn a_large_graph_is_cut_and_counts_the_rest() {
+    let g = arrays_graph(&p_gather(400));
+    assert_eq!(g.nodes.len(), cotangent::stages::chad::common::graph::GRAPH_LIMIT);
+    // 3n BOne's and about as many BPlus's, past the limit
+    assert!(g.omitted > 200, "{}", g.omitted);
+    let ids: std::collections::HashSet<u64> = g.nodes.iter().map(|n| n.id).collect();
+    assert!(g.edges.iter().all(|e| ids.contains(&e.from) && ids.contains(&e.to)));
+}
+
+#[test]
+fn one_index_draws_one_bone_and_no_arrays_draw_no_graph() {
+    let a = analyse("def main a = a ! 1 * 2.0\ninput [1.0, 2.0]\n");
+    // an array input indexed once: its gradient is a Bag of one BOne
+    let g = stage(&a, ARRAYS).graph.clone().expect("a graph");
+    assert_eq!(with_ctor(&g, "BOne").len(), 1);
+    let a = analyse(E1);
+    assert!(a.stages.iter().all(|r| r.graph.is_none()), "no chad stage draws a graph for E1");
+}
+
+/// A golden rendering of E10's graph: every node (id, kind, label, span, value) and edge.
+#[test]
+fn golden_graph_of_chad_e10_gather() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/chad-e10-gather.cot")).expect("the example");
+    let g = arrays_graph(&text);
+    let mut out = String::new();
+    for n in &g.nodes {
+        let span = n.span.map(|s| format!(" @{}..{} `{}`", s.start, s.end, &text[s.start as usize..s.end as usize])).unwrap_or_default();
+        let value = n.value.as_ref().map(|v| format!(" = {v}")).unwrap_or_default();
+        out.push_str(&format!("{} {}: {}{value}{span}{}\n", n.id, n.ctor, n.label, if n.shared { " (shared)" } else { "" }));
+    }
+    for e in &g.edges {
+        out.push_str(&format!("{} -> {} {}\n", e.from, e.to, e.label));
+    }
+    insta::assert_snapshot!(out);
+}
+
+/// The state rows of the step whose note starts with `note`, as `key = value`.
+fn state_at(r: &StageResult, note: &str) -> Vec<String> {
+    let step = r.trace.iter().find(|t| t.note.starts_with(note)).unwrap_or_else(|| panic!("no step {note}: {:#?}", notes(r)));
+    step.state.iter().map(|(k, v)| format!("{k} = {v}")).collect()
+}
+
+#[test]
+fn sparse_cotangents_show_as_trees_with_their_zeros_pruned() {
+    // p's cotangent from `snd p` is ⟨⟨0, 2.0⟩⟩: its first component, a pair, is never built
+    let a = analyse("def main p = fst (fst p) * snd p\ninput ((2.0, 5.0), 3.0)\n");
+    let second = ["p = ⟨⟨0, 2.0⟩⟩", "p ▸ fst = 0 (pruned)", "p ▸ snd = 2.0"];
+    // §4.1: the one-hot map's entry, as a tree
+    assert_eq!(state_at(stage(&a, "chad/sparse"), "one_p ⟨⟨0, 2.0⟩⟩"), second);
+    // §4.2 and §5: the cell after each event; the sum fills the pruned part in
+    for id in ["chad/monadic", "chad/mutable"] {
+        let r = stage(&a, id);
+        assert_eq!(state_at(r, "one p += ⟨⟨0, 2.0⟩⟩"), ["p = ⟨⟨⟨⟨3.0, 0.0⟩⟩, 2.0⟩⟩", "p ▸ fst = ⟨⟨3.0, 0.0⟩⟩", "p ▸ fst ▸ fst = 3.0", "p ▸ fst ▸ snd = 0.0", "p ▸ snd = 2.0"], "{id}");
+    }
+    // dense (Fig. 4) shows no map: its zeros are all built
+    assert!(stage(&a, "chad/basic").trace.iter().all(|t| t.state.is_empty()));
+}

@@ -124,7 +124,7 @@ export function render(state) {
   for (const [k, text, full, keys] of rows.slice(0, 200)) {
     const tr = el('tr');
     if (keys.some(x => changed.has(x))) { tr.classList.add('changed'); tr.title = 'changed at this step'; }
-    tr.append(el('td', 'key', k));
+    tr.append(keyCell(k));
     const td = el('td', 'num', text);
     if (full && full !== text) td.title = full.length > 4000 ? full.slice(0, 4000) + ' …' : full;
     tr.append(td);
@@ -134,6 +134,19 @@ export function render(state) {
   setSpan(s.span && s.span.to <= docLength() ? { from: s.span.from, to: s.span.to } : null);
   renderList(state, r, steps);
   highlightStep(state);
+}
+
+/** A state row's key. A key `p ▸ fst ▸ snd` is a part of a cotangent drawn as a tree (the CHAD
+ *  stages' sparse cotangents, crate/src/stages/chad/common/ct_tree.rs): indented by its depth and
+ *  named by its last part, its whole path in the title. */
+function keyCell(k) {
+  const path = k.split(' ▸ ');
+  if (path.length === 1) return el('td', 'key', k);
+  const td = el('td', 'key tree-part', '▸ ' + path[path.length - 1]);
+  td.style.paddingLeft = `${path.length - 1}em`;
+  td.title = k;
+  td.dataset.depth = String(path.length - 1);
+  return td;
 }
 
 /** Entries of one array (`c[0]`, `c[1]`, …) longer than this many share one row. */

@@ -20,7 +20,7 @@
 
 use super::retype;
 use crate::build::*;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::prims::Prim;
 
@@ -142,7 +142,21 @@ fn lower(e: &Expr, fr: &mut Fresh) -> Option<Expr> {
         }
         _ => return None,
     };
-    Some(at(out, e.span))
+    Some(spanned(out, e.span))
+}
+
+/// The generated skeleton (the builds, indexings and folds an operation became) with the
+/// operation's span, down to the original subterms, which keep theirs: a runtime that reports
+/// where it is (chad/arrays's graph) then names the source operation.
+fn spanned(mut out: Expr, span: Span) -> Expr {
+    let mut stack = vec![&mut out];
+    while let Some(e) = stack.pop() {
+        if e.span.is_none() {
+            e.span = span;
+            stack.extend(children_mut(e));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

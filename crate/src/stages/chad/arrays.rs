@@ -11,7 +11,7 @@ use super::common::runtime::{generic_builtins, Repr, Rt};
 use super::common::*;
 use crate::diag::Diagnostic;
 use crate::features::Features;
-use crate::interp::{Builtin, Builtins, Machine, RunError};
+use crate::interp::{Builtin, Builtins, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::print::{print_program, PrintOptions};
 use crate::stage::{run_wrapper, Output, RunCtx, Source, Stage, StageInfo, View};
@@ -74,7 +74,10 @@ impl Stage for Arrays {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        let r = run(m, cx, Repr::Sparse, true)?;
+        // the paper's run, recording its Bags and Trees for the graph
+        runtime::set_up(m, Repr::Sparse, true);
+        m.state::<Rt>().record = Some(Box::default());
+        let r = run_wrapper(m, cx.input, cx.seed)?;
         let kept = kept_ones(m);
         m.count("bag_ones", kept);
         // §8.1: the same program once more with BArray, untraced, its counts beside
@@ -87,6 +90,10 @@ impl Stage for Arrays {
             m.count("barrays_barray", counts.1);
         }
         Ok(r)
+    }
+    /// The Bags and Trees the paper's run built (not the BArray run's, whose only output is counts).
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
+        graph::graph(m)
     }
 }
 

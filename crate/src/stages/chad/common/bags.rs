@@ -6,7 +6,8 @@
 //! its effects, so `sequence` hands its array back. Bags and trees are walked, shown and dropped
 //! with explicit stacks: a Bag built by n `+`s is n deep, a left fold's Tree too.
 
-use super::monad::event;
+use super::graph;
+use super::monad::{event, event_at};
 use super::runtime::{arg, internal, plus, show_ct, Rt};
 use crate::diag::Span;
 use crate::interp::{Builtin, BuiltinFn, Machine, RunError};
@@ -17,11 +18,12 @@ use std::rc::Rc;
 
 /// `data Bag τ = BEmpty | BOne τ | BPlus (Bag τ) (Bag τ)` (§7) `| BArray (Array τ)` (§8.1), at
 /// `τ = Z × D[σ]2`. A BArray holds the cotangent of positions 0, 1, …; a shorter one than its
-/// array means zeros after it, and a cell may hold the universal sparse zero (`inl ()`).
+/// array means zeros after it, and a cell may hold the universal sparse zero (`inl ()`). A BOne
+/// keeps the span of the indexing (or fold) that made it and its serial, for the stage's graph.
 #[derive(Debug)]
 pub enum Bag {
     Empty,
-    One(i64, Value),
+    One(i64, Value, Span, u64),
     Plus(Rc<Bag>, Rc<Bag>),
     Array(RefCell<Vec<Value>>),
 }
@@ -69,7 +71,7 @@ impl ExtValue for BagVal {
             match item {
                 Item::Text(t) => out.push_str(t),
                 Item::Bag(Bag::Empty) => out.push_str("BEmpty"),
-                Item::Bag(Bag::One(i, v)) => out.push_str(&format!("BOne ⟨{i}, {}⟩", show_ct(v))),
+                Item::Bag(Bag::One(i, v, ..)) => out.push_str(&format!("BOne ⟨{i}, {}⟩", show_ct(v))),
                 Item::Bag(Bag::Array(xs)) => out.push_str(&format!("BArray {}", show_cells(&xs.borrow()))),
                 Item::Bag(Bag::Plus(a, b)) => {
                     out.push_str("BPlus (");
@@ -128,7 +130,7 @@ pub fn entries(b: &Bag) -> Vec<(i64, Value)> {
     while let Some(b) = stack.pop() {
         match b {
             Bag::Empty => {}
-            Bag::One(i, v) => out.push((*i, v.clone())),
+            Bag::One(i, v, ..) => out.push((*i, v.clone())),
             Bag::Plus(x, y) => {
                 stack.push(y);
                 stack.push(x);
@@ -216,10 +218,17 @@ pub fn from_cells(m: &mut Machine, ds: Vec<Value>, made: bool) -> Result<Value, 
     if made {
         m.state::<Rt>().made += ds.len() as u64;
     }
+    let span = m.current_span();
     let mut acc = Rc::new(Bag::Empty);
     for (i, d) in ds.into_iter().enumerate() {
-        let one = Rc::new(Bag::One(i as i64, d));
+        let one = Rc::new(Bag::One(i as i64, d, span, graph::serial(m)));
         acc = if matches!(*acc, Bag::Empty) { one } else { Rc::new(Bag::Plus(acc, one)) };
+    }
+    if !made {
+        // the output's cotangent (toLin): the graph draws it as one node, not as BOne's the run made
+        if let Some(r) = graph::recording(m) {
+            r.seed(&acc);
+        }
     }
     Ok(Value::Ext(Rc::new(BagVal(acc))))
 }
@@ -304,13 +313,14 @@ fn b_one(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, Ru
     let Value::Int(i) = i else { return Err(internal(span, "BOne of a non-integer index")) };
     m.alloc(1)?;
     m.state::<Rt>().made += 1;
-    Ok(bag(Bag::One(i, d)))
+    Ok(bag(Bag::One(i, d, span, graph::serial(m))))
 }
 
 /// `collect : Bag τ → Array τ`, in left-to-right order.
 fn b_collect(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let b = arg(args);
     let Some(bg) = as_bag(&b) else { return Err(internal(span, "collect of a non-Bag")) };
+    let node = graph::recording(m).map(|r| r.collect(bg, span));
     let items = entries(bg);
     m.tick(items.len() as u64)?;
     m.alloc(items.len() as u64)?;
@@ -321,7 +331,7 @@ fn b_collect(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
             Value::Tuple(v) => Value::Ext(Rc::new(Shown(format!("⟨{}, {}⟩", v[0], show_ct(&v[1]))))),
             v => v.clone(),
         }).collect();
-        event(m, "collect", format!("collect {} = {}", b, show_cells(&shown)), span);
+        event_at(m, "collect", format!("collect {} = {}", b, show_cells(&shown)), span, node);
     }
     Ok(Value::Array(out.into()))
 }
@@ -405,6 +415,15 @@ fn b_from_list(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     from_cells(m, xs.to_vec(), true)
 }
 
+/// A Tree node, numbered for the graph when the run records one.
+fn made(m: &mut Machine, t: Tree) -> Rc<Tree> {
+    let t = Rc::new(t);
+    if let Some(r) = graph::recording(m) {
+        r.tree_node(&t);
+    }
+    t
+}
+
 /// The primal fold of Fig. 9, recording its reduction `Tree`: the leaves are `z :: s` (footnote
 /// 16's initial value), each Node `f ⟨getA l, getA r⟩ = ⟨y, y'⟩` keeps y and the backpropagator y'.
 /// Left to right for `fold` (any f), or balanced pairwise for `reduce` (f associative: §7 leaves
@@ -416,9 +435,9 @@ fn tree_fold(m: &mut Machine, args: &mut Vec<Value>, span: Span, balanced: bool)
     let node = |m: &mut Machine, l: Rc<Tree>, r: Rc<Tree>| -> Result<Rc<Tree>, RunError> {
         m.alloc(1)?;
         let (y, yb) = pair(m.apply(f.clone(), Value::pair(l.value().clone(), r.value().clone()))?, span)?;
-        Ok(Rc::new(Tree::Node(l, y, yb, r)))
+        Ok(made(m, Tree::Node(l, y, yb, r)))
     };
-    let mut level: Vec<Rc<Tree>> = std::iter::once(z).chain(xs.iter().cloned()).map(|x| Rc::new(Tree::Leaf(x))).collect();
+    let mut level: Vec<Rc<Tree>> = std::iter::once(z).chain(xs.iter().cloned()).map(|x| made(m, Tree::Leaf(x))).collect();
     let leaves = level.len();
     if balanced {
         while level.len() > 1 {
@@ -441,8 +460,9 @@ fn tree_fold(m: &mut Machine, args: &mut Vec<Value>, span: Span, balanced: bool)
         level = vec![acc];
     }
     let root = level.pop().ok_or_else(|| internal(span, "a fold of no leaves"))?;
+    let node = graph::recording(m).map(|r| r.tree(&root, balanced, leaves, span));
     if m.tracing() {
-        event(m, "fold", format!("fold recorded its reduction Tree: {leaves} leaves, root {}", root.value()), span);
+        event_at(m, "fold", format!("fold recorded its reduction Tree: {leaves} leaves, root {}", root.value()), span, node);
     }
     Ok(Value::Ext(Rc::new(TreeVal(root, leaves))))
 }
@@ -476,6 +496,7 @@ fn b_un_tree(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
     let mut out = vec![];
     let mut stack = vec![(t, d)];
     while let Some((t, d)) = stack.pop() {
+        let node = graph::recording(m).and_then(|r| r.untree(&t, &d));
         match &*t {
             Tree::Leaf(_) => out.push(d),
             Tree::Node(l, y, f, r) => {
@@ -483,7 +504,7 @@ fn b_un_tree(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
                 let h = m.apply(g.clone(), d)?;
                 let (d1, d2) = pair(m.apply(h, f.clone())?, span)?;
                 if let Some(d) = shown {
-                    event(m, "unTree", format!("unTree: node {y} gets {d} → ⟨{}, {}⟩", show_ct(&d1), show_ct(&d2)), span);
+                    event_at(m, "unTree", format!("unTree: node {y} gets {d} → ⟨{}, {}⟩", show_ct(&d1), show_ct(&d2)), span, node);
                 }
                 stack.push((r.clone(), d2));
                 stack.push((l.clone(), d1));
@@ -540,7 +561,7 @@ mod tests {
     fn chain(n: usize) -> Rc<Bag> {
         let mut acc = Rc::new(Bag::Empty);
         for i in 0..n {
-            acc = Rc::new(Bag::Plus(acc, Rc::new(Bag::One(i as i64, Value::Real(i as f64)))));
+            acc = Rc::new(Bag::Plus(acc, Rc::new(Bag::One(i as i64, Value::Real(i as f64), Span::NONE, 0))));
         }
         acc
     }

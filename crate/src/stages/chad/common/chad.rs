@@ -12,7 +12,7 @@ use super::ops::{self, Ctx, CtxS};
 use super::source::{self, Code, FirstOrder, Term, CT, K};
 use crate::build::*;
 use crate::deriv::{self, Partial};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::prims::Prim;
 use crate::stage::WRAPPER;
@@ -237,9 +237,9 @@ impl Chad<'_> {
                 let bp = self.lam_d(|_, d| app(yb, app(var(&zb), d)));
                 Piece { binds, primal: var(&z), bp }
             }
-            K::Index(t, s) => self.index(g, t, s)?,
-            K::Build(s, i, t) => self.build(g, s, i, t)?,
-            K::Fold { x, y, body, init, arr, balanced } => self.fold(g, x, y, body, init, arr, *balanced)?,
+            K::Index(a, s) => self.index(g, a, s, t.span)?,
+            K::Build(s, i, body) => self.build(g, s, i, body, t.span)?,
+            K::Fold { x, y, body, init, arr, balanced } => self.fold(g, x, y, body, init, arr, *balanced, t.span)?,
             // D_Γ[r] := ⟨r, λd. 0⟩
             K::Lit(r) => {
                 let bp = self.lam_d(|_, _| api.nothing(g));
@@ -338,11 +338,12 @@ impl Chad<'_> {
 /// §7, Fig. 9 (on the monadic rules of Fig. 7, as the paper builds it): build, indexing, fold.
 impl Chad<'_> {
     /// D_Γ[t ! s] := let ⟨x1, x2⟩ = D_Γ[t] in let ⟨i, _⟩ = D_Γ[s] in ⟨x1 ! i, λd. x2 (BOne ⟨i, d⟩)⟩
-    fn index(&mut self, g: &CtxS, t: &Term, s: &Term) -> Result<Piece, Diagnostic> {
+    /// (The BOne carries the indexing's span: the graph shows which operation made it.)
+    fn index(&mut self, g: &CtxS, t: &Term, s: &Term, span: Span) -> Result<Piece, Diagnostic> {
         let mut binds = vec![];
         let (x1, x2) = self.sub(g, t, None, &mut binds)?;
         let (i, _) = self.sub(g, s, None, &mut binds)?;
-        let bp = self.lam_d(|_, d| app(x2, app(builtin(bags::B_ONE), pair(i.clone(), d))));
+        let bp = self.lam_d(|_, d| app(x2, at(app(builtin(bags::B_ONE), pair(i.clone(), d)), span)));
         Ok(Piece { binds, primal: prim(Prim::Index, vec![x1, i]), bp })
     }
 
@@ -351,7 +352,8 @@ impl Chad<'_> {
     ///   let d2 = scatter (build n (i. 0)) pairs in
     ///   let d3 = zipWith (f d'. scope_{Γ,1} (f d') >> return ⟨⟩) a2 d2 in sequence d3 >> return ⟨⟩⟩
     /// (the backpropagator of s is never called: Z is discrete, footnote 18)
-    fn build(&mut self, g: &CtxS, s: &Term, i: &Name, t: &Term) -> Result<Piece, Diagnostic> {
+    /// (collect carries the build's span: the graph's Bags hang from it.)
+    fn build(&mut self, g: &CtxS, s: &Term, i: &Name, t: &Term, span: Span) -> Result<Piece, Diagnostic> {
         let mut binds = vec![];
         let (n, _) = self.sub(g, s, None, &mut binds)?;
         let mut g2 = g.to_vec();
@@ -368,7 +370,7 @@ impl Chad<'_> {
             let each = lam(pvar(&f), lam(pvar(&d_), scoped));
             let_(
                 pvar(&pairs),
-                app(builtin(bags::COLLECT), d),
+                at(app(builtin(bags::COLLECT), d), span),
                 let_(
                     pvar(&d2),
                     apps(builtin(bags::SCATTER), [prim(Prim::Build, vec![n, lam(pvar(&j), zero)]), var(&pairs)]),
@@ -385,7 +387,8 @@ impl Chad<'_> {
     ///   ⟨getA tree, λd. do lf ← unTree (λd' f. do ⟨⟨⟩, ⟨d1, d2⟩⟩ ← scope_{Γ,τ×τ} (f d'); return ⟨d1, d2⟩) d tree
     ///                       z' (lf ! 0); s2 (fromList (shift1L lf))⟩
     #[allow(clippy::too_many_arguments)]
-    fn fold(&mut self, g: &CtxS, x: &Name, y: &Name, body: &Term, init: &Term, arr: &Term, balanced: bool) -> Result<Piece, Diagnostic> {
+    /// (foldTree, unTree and fromList carry the fold's span: its Tree and Bag in the graph.)
+    fn fold(&mut self, g: &CtxS, x: &Name, y: &Name, body: &Term, init: &Term, arr: &Term, balanced: bool, span: Span) -> Result<Piece, Diagnostic> {
         let mut binds = vec![];
         let (z, zb) = self.sub(g, init, None, &mut binds)?;
         let (s1, s2) = self.sub(g, arr, None, &mut binds)?;
@@ -396,7 +399,7 @@ impl Chad<'_> {
         let inner = self.d(&g2, body)?.expr();
         let tree = self.fr.name("tree");
         let fold = if balanced { bags::TREE_FOLD } else { bags::TREE_FOLDL };
-        binds.push((pvar(&tree), apps(builtin(fold), [lam(ppair(pvar(x), pvar(y)), inner), z, s1])));
+        binds.push((pvar(&tree), at(apps(builtin(fold), [lam(ppair(pvar(x), pvar(y)), inner), z, s1]), span)));
         let (lf, d_, f, dx, dy) = (self.fr.name("lf"), self.fr.name("d'"), self.fr.name("f"), self.fr.name(&format!("d{}", x.text)), self.fr.name(&format!("d{}", y.text)));
         let api = self.api;
         let bp = self.lam_d(|_, d| {
@@ -404,8 +407,8 @@ impl Chad<'_> {
             let pops = bind(pvar(&dy), builtin(ops::pop(y, &c)), bind(pvar(&dx), builtin(ops::pop(x, &c)), pure(pair(var(&dx), var(&dy)))));
             let scoped = bind(pwild(), builtin(ops::push0(x, &c)), bind(pwild(), builtin(ops::push0(y, &c)), bind(pwild(), app(var(&f), var(&d_)), pops)));
             let g_ = lam(pvar(&d_), lam(pvar(&f), scoped));
-            let rest = api.both(app(zb, prim(Prim::Index, vec![var(&lf), int(0)])), app(s2, app(builtin(bags::FROM_LIST), prim(Prim::Shift1L, vec![var(&lf)]))));
-            bind(pvar(&lf), apps(builtin(bags::UN_TREE), [g_, d, var(&tree)]), rest)
+            let rest = api.both(app(zb, prim(Prim::Index, vec![var(&lf), int(0)])), app(s2, at(app(builtin(bags::FROM_LIST), prim(Prim::Shift1L, vec![var(&lf)])), span)));
+            bind(pvar(&lf), at(apps(builtin(bags::UN_TREE), [g_, d, var(&tree)]), span), rest)
         });
         Ok(Piece { binds, primal: app(builtin(bags::GET_A), var(&tree)), bp })
     }

@@ -5,6 +5,8 @@
 pub mod apis;
 pub mod bags;
 pub mod chad;
+pub mod ct_tree;
+pub mod graph;
 pub mod monad;
 pub mod ops;
 pub mod runtime;

@@ -5,32 +5,41 @@
 
 use super::ops::Op;
 use super::source::CT;
-use super::runtime::{arg, internal, ir_tuple, log_steps, plus, show_ct, shown, this_op, unit, zero, Acc, Repr, Rt};
+use super::ct_tree::ct_rows;
+use super::runtime::{arg, internal, ir_tuple, log_steps, plus, show_ct, this_op, unit, zero, Acc, Repr, Rt};
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
 use crate::value::Value;
 use rpds::RedBlackTreeMap;
 
-/// The accumulator's cells as trace rows (absent map entries shown as `·`, meaning 0).
+/// The accumulator's cells as trace rows (absent map entries shown as `·`, meaning 0), each
+/// sparse cotangent followed by its tree (`ct_rows`).
 fn rows(rt: &Rt) -> Vec<(String, Shown)> {
-    rt.names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let v = match &rt.acc {
-                Acc::Map(mp) => mp.get(&i).map(shown).unwrap_or_else(|| Shown::text("·")),
-                Acc::Cells(cs) => cs.get(i).map(shown).unwrap_or_default(),
-                Acc::None => Shown::default(),
-            };
-            (n.clone(), v)
-        })
-        .collect()
+    let mut out = vec![];
+    for (i, n) in rt.names.iter().enumerate() {
+        let v = match &rt.acc {
+            Acc::Map(mp) => mp.get(&i),
+            Acc::Cells(cs) => cs.get(i),
+            Acc::None => None,
+        };
+        match v {
+            Some(v) => ct_rows(n, v, &mut out),
+            None if matches!(rt.acc, Acc::Map(_)) => out.push((n.clone(), Shown::text("·"))),
+            None => out.push((n.clone(), Shown::default())),
+        }
+    }
+    out
 }
 
 pub(super) fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
+    event_at(m, kind, note, span, None);
+}
+
+/// An event at a node of the stage's graph (chad/arrays: a BOne, a Tree node, a collect).
+pub(super) fn event_at(m: &mut Machine, kind: &str, note: String, span: Span, node: Option<u64>) {
     if m.tracing() {
         let state = rows(m.state::<Rt>());
-        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
     }
 }
 
@@ -66,7 +75,12 @@ pub(super) fn b_one_m(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res
     m.state::<Rt>().acc = acc;
     if m.tracing() {
         let before = before.unwrap_or_else(|| "·".into());
-        event(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span);
+        // a BOne added into a cell is the step at its node in chad/arrays's graph
+        let node = match super::bags::as_bag(&v).map(|b| &**b) {
+            Some(super::bags::Bag::One(.., serial)) if *serial > 0 => Some(*serial),
+            _ => None,
+        };
+        event_at(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span, node);
     }
     Ok(unit())
 }

@@ -59,6 +59,8 @@ pub struct Rt {
     pub absorbed: u64,
     /// BArrays made (§8.1).
     pub barrays: u64,
+    /// What the run keeps for the stage's graph (`chad/arrays`'s own run only).
+    pub record: Option<Box<super::graph::Recorded>>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -284,7 +286,7 @@ fn b_zero_env(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, 
             Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), names.clone().into())))
         }
     };
-    ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span);
+    ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span, Some(&v));
     Ok(v)
 }
 
@@ -320,7 +322,7 @@ fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
             Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), names.clone().into())))
         }
     };
-    ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span);
+    ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span, Some(&r));
     Ok(r)
 }
 
@@ -331,7 +333,7 @@ fn b_split(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let before = show_ev(&ev);
     let r = b_split_on(m, ev, ctx, ct, span)?;
     if let Value::Tuple(vs) = &r {
-        ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span);
+        ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
     Ok(r)
 }
@@ -345,7 +347,7 @@ fn b_split_lam(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let r = b_split_on(m, ev, ctx, ct, span)?;
     if let Value::Tuple(vs) = &r {
         let x = names.last().map_or("?", |n| n.as_str());
-        ev_event(m, "split", format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span);
+        ev_event(m, "split", format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
     Ok(r)
 }
@@ -363,7 +365,7 @@ fn b_fold_log(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let l = arg(args);
     let Value::Ext(e) = &l else { return Err(internal(span, "foldLog of a non-log")) };
     let Some(entries) = e.as_any().downcast_ref::<Log>().map(|l| l.0.clone()) else { return Err(internal(span, "foldLog of a non-log")) };
-    ev_event(m, "fold", format!("fold over the log of {} invocation(s)", entries.len()), span);
+    ev_event(m, "fold", format!("fold over the log of {} invocation(s)", entries.len()), span, None);
     for (x, d) in entries.iter() {
         let v = m.apply(f.clone(), Value::pair(x.clone(), d.clone()))?;
         acc = plus(m, acc, v)?;
@@ -395,7 +397,7 @@ fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let a = arg(args);
     let note = if m.tracing() { format!("{} + {}", show_ev(&a), show_ev(&b)) } else { String::new() };
     let r = plus(m, a, b)?;
-    ev_event(m, "plus", format!("{note} = {}", show_ev(&r)), span);
+    ev_event(m, "plus", format!("{note} = {}", show_ev(&r)), span, Some(&r));
     Ok(r)
 }
 
@@ -419,10 +421,20 @@ pub fn show_ev(v: &Value) -> String {
     format!("⟨{}⟩", items.join(", "))
 }
 
-/// A step of the environment-vector stages' trace (Fig. 2's one-hots, +, split).
-fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span) {
+/// A step of the environment-vector stages' trace (Fig. 2's one-hots, +, split); with §4.1's
+/// sparse map `ev` after it, its entries as the step's state, each cotangent as a tree.
+fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span, ev: Option<&Value>) {
     if m.tracing() {
-        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state: vec![] });
+        let mut state = vec![];
+        if let Some(Value::Ext(e)) = ev {
+            if let Some(map) = e.as_any().downcast_ref::<EMap>() {
+                for (k, v) in map.0.iter() {
+                    let name = map.1.get(*k).cloned().unwrap_or_else(|| format!("#{k}"));
+                    super::ct_tree::ct_rows(&name, v, &mut state);
+                }
+            }
+        }
+        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
     }
 }
 
@@ -581,6 +593,9 @@ fn from_lin(m: &mut Machine, s: &Value, g: &Value) -> Result<Option<Value>, RunE
         // §7: an input array's cotangent Bag, collected and scattered into its length
         (Value::Array(ss), g) if as_bag(g).is_some() => {
             let Some(b) = as_bag(g) else { return Ok(None) };
+            if let Some(r) = super::graph::recording(m) {
+                r.input(b, ss.len());
+            }
             let cells = super::bags::densify(m, b, ss.len())?;
             let mut out = Vec::with_capacity(ss.len());
             for (s, c) in ss.iter().zip(cells.iter()) {
