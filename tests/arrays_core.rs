@@ -366,3 +366,18 @@ fn e11_symbolic_steps_print_a_cut_term_and_keep_a_bounded_number() {
     assert!(note.starts_with("1201 more rule applications"), "{note}");
     assert_eq!(row(&r, 2_000, "grad inp"), Some("plus (shared 799) (shared 799)"));
 }
+
+/// A property-test case: an output holding `build 0 (\i -> h)` sends the cotangent of an empty
+/// array to `h`; `sumOuter` of it is `[]` (nested arrays lose the inner dimension), which is the
+/// zero of R here and must add as one, not fail "cannot add [] and 0.0".
+#[test]
+fn an_empty_build_in_the_output_sends_a_zero_cotangent() {
+    let text = "def main m = let h = sum (map (\\r -> sum r) m) in [build 0 (\\i -> h * h), replicate 0 (m ! 0 ! 0)]\n\
+                input [[-0.565], [-0.095], [-0.865]]\n";
+    for id in ["arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"] {
+        let r = one(text, id);
+        assert_eq!(r.error, None, "{id}");
+        assert_eq!(r.agrees, Some(true), "{id}");
+        assert_eq!(r.gradient, [0.0, 0.0, 0.0], "{id}");
+    }
+}

@@ -35,6 +35,10 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         (Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
         (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::Tuple(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => Value::Array(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
+        // An empty array where another shape is meant is the zero that lost its inner dimension
+        // (`sumOuter` of a 0×k array is `[]`, not k zeros: gradient.rs, restore_empty_dimensions);
+        // adding it adds nothing. (A property-test case: `build 0 (\i -> h)` in the output.)
+        (Value::Array(a), w) | (w, Value::Array(a)) if a.is_empty() => w.clone(),
         _ => return Err(err(span, format!("cannot add {u} and {v}: shapes differ"))),
     })
 }
