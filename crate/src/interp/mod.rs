@@ -18,6 +18,7 @@
 
 pub mod api;
 pub(crate) mod arrays;
+mod fast;
 mod lower;
 mod prim;
 mod run;
@@ -97,7 +98,7 @@ pub struct Machine<'p> {
 
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
-        let code = lower::lower(program, builtins)?;
+        let code = lower::lower(program, builtins, !budget.walker)?;
         let empty: Rc<[Value]> = Rc::new([]);
         let globals = code
             .defs
