@@ -52,8 +52,68 @@ impl Hints<'_> {
     }
 }
 
-type Gen = Box<dyn Fn(&mut Machine<'_>) -> Res<Value>>;
-type Real = Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>;
+/// A compiled expression returning a value. Variables and constants are read in place (no
+/// closure call for a leaf, the commonest operand), counting their step as the walker does.
+enum Gen {
+    Local(u32),
+    Capture(u32),
+    Const(Value),
+    Code(Box<dyn Fn(&mut Machine<'_>) -> Res<Value>>),
+}
+
+/// A compiled expression returning an unboxed real (leaves read in place, as `Gen`'s).
+enum Real {
+    Local(u32),
+    Capture(u32),
+    Const(f64),
+    Code(Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>),
+}
+
+impl Gen {
+    #[inline(always)]
+    fn run(&self, m: &mut Machine<'_>) -> Res<Value> {
+        match self {
+            Gen::Local(s) => {
+                m.step(Charge::Var)?;
+                Ok(m.locals[m.bp + *s as usize].clone())
+            }
+            Gen::Capture(i) => {
+                m.step(Charge::Var)?;
+                Ok(m.env[*i as usize].clone())
+            }
+            Gen::Const(v) => {
+                m.step(Charge::Var)?;
+                Ok(v.clone())
+            }
+            Gen::Code(f) => f(m),
+        }
+    }
+}
+
+impl Real {
+    #[inline(always)]
+    fn run(&self, m: &mut Machine<'_>) -> Result<f64, Miss> {
+        let v = match self {
+            Real::Const(x) => {
+                m.step(Charge::Var)?;
+                return Ok(*x);
+            }
+            Real::Code(f) => return f(m),
+            Real::Local(s) => {
+                m.step(Charge::Var)?;
+                &m.locals[m.bp + *s as usize]
+            }
+            Real::Capture(i) => {
+                m.step(Charge::Var)?;
+                &m.env[*i as usize]
+            }
+        };
+        match v {
+            Value::Real(x) => Ok(*x),
+            v => Err(Miss::Val(v.clone())),
+        }
+    }
+}
 
 /// Why a real-typed closure has no `f64`: an error, or a value that is not a real (a wrong hint).
 enum Miss {
@@ -90,7 +150,7 @@ impl Machine<'_> {
         run_links(self, &f.links)?;
         match &f.body {
             Body::Value(g) => {
-                self.acc = g(self)?;
+                self.acc = g.run(self)?;
                 Ok(Next::Ret)
             }
             Body::Walk(c) => Ok(Next::Eval(c)),
@@ -101,7 +161,7 @@ impl Machine<'_> {
 fn run_links(m: &mut Machine<'_>, links: &[Link]) -> Res<()> {
     for l in links {
         m.step(l.charge)?;
-        let v = (l.rhs)(m)?;
+        let v = l.rhs.run(m)?;
         m.bind(&l.pat, v)?;
     }
     Ok(())
@@ -279,11 +339,11 @@ fn unroll(c: Code, h: &Hints) -> (Vec<Link>, Code) {
 }
 
 fn g(f: impl Fn(&mut Machine<'_>) -> Res<Value> + 'static) -> Gen {
-    Box::new(f)
+    Gen::Code(Box::new(f))
 }
 
 fn rl(f: impl Fn(&mut Machine<'_>) -> Result<f64, Miss> + 'static) -> Real {
-    Box::new(f)
+    Real::Code(Box::new(f))
 }
 
 fn err<T>(span: crate::diag::Span, msg: String) -> Res<T> {
@@ -324,30 +384,15 @@ fn is_real(c: &Code, h: &Hints) -> bool {
 /// `c` as a closure returning an unboxed real.
 fn real(c: Code, h: &Hints) -> Real {
     match c {
-        Code::Const(Value::Real(x)) => rl(move |m| {
-            m.step(Charge::Var)?;
-            Ok(x)
-        }),
-        Code::Local(s) => rl(move |m| {
-            m.step(Charge::Var)?;
-            match &m.locals[m.bp + s as usize] {
-                Value::Real(x) => Ok(*x),
-                v => Err(Miss::Val(v.clone())),
-            }
-        }),
-        Code::Capture(i) => rl(move |m| {
-            m.step(Charge::Var)?;
-            match &m.env[i as usize] {
-                Value::Real(x) => Ok(*x),
-                v => Err(Miss::Val(v.clone())),
-            }
-        }),
+        Code::Const(Value::Real(x)) => Real::Const(x),
+        Code::Local(s) => Real::Local(s),
+        Code::Capture(i) => Real::Capture(i),
         Code::Prim1(op, a, span) if matches!(op.info().on_real, Some(OnReal::R1(_))) => {
             let Some(OnReal::R1(f)) = op.info().on_real else { return wrap(Code::Prim1(op, a, span), h) };
             let a = real(*a, h);
             rl(move |m| {
                 m.step(Charge::Prim1(op))?;
-                match a(m) {
+                match a.run(m) {
                     Ok(x) => {
                         m.real_ops += 1;
                         Ok(f(x))
@@ -362,15 +407,15 @@ fn real(c: Code, h: &Hints) -> Real {
             let (a, b) = (real(*a, h), real(*b, h));
             rl(move |m| {
                 m.step(Charge::Prim2(op))?;
-                let x = match a(m) {
+                let x = match a.run(m) {
                     Ok(x) => x,
                     Err(Miss::Val(va)) => {
-                        let vb = settle(b(m))?;
+                        let vb = settle(b.run(m))?;
                         return back(prim2(op, va, vb, span, &mut m.real_ops));
                     }
                     Err(e) => return Err(e),
                 };
-                let y = match b(m) {
+                let y = match b.run(m) {
                     Ok(y) => y,
                     Err(Miss::Val(vb)) => return back(prim2(op, Value::Real(x), vb, span, &mut m.real_ops)),
                     Err(e) => return Err(e),
@@ -386,7 +431,7 @@ fn real(c: Code, h: &Hints) -> Real {
 /// A general closure seen as a real-typed one.
 fn wrap(c: Code, h: &Hints) -> Real {
     let gc = gen_value(c, h);
-    rl(move |m| match gc(m)? {
+    rl(move |m| match gc.run(m)? {
         Value::Real(x) => Ok(x),
         v => Err(Miss::Val(v)),
     })
@@ -394,9 +439,10 @@ fn wrap(c: Code, h: &Hints) -> Real {
 
 /// `c` as a closure returning a value (unboxed inside where the hints say reals).
 fn gen(c: Code, h: &Hints) -> Gen {
-    if is_real(&c, h) {
+    // (a real leaf is read in place either way)
+    if is_real(&c, h) && !matches!(c, Code::Local(_) | Code::Capture(_) | Code::Const(_)) {
         let r = real(c, h);
-        return g(move |m| settle(r(m)));
+        return g(move |m| settle(r.run(m)));
     }
     gen_value(c, h)
 }
@@ -407,28 +453,19 @@ fn gens(items: Box<[Code]>, h: &Hints) -> Box<[Gen]> {
 
 fn gen_value(c: Code, h: &Hints) -> Gen {
     match c {
-        Code::Local(s) => g(move |m| {
-            m.step(Charge::Var)?;
-            Ok(m.locals[m.bp + s as usize].clone())
-        }),
-        Code::Capture(i) => g(move |m| {
-            m.step(Charge::Var)?;
-            Ok(m.env[i as usize].clone())
-        }),
+        Code::Local(s) => Gen::Local(s),
+        Code::Capture(i) => Gen::Capture(i),
         Code::Sibling(k) => g(move |m| {
             m.step(Charge::Var)?;
             Ok(m.sibling(k))
         }),
-        Code::Const(v) => g(move |m| {
-            m.step(Charge::Var)?;
-            Ok(v.clone())
-        }),
+        Code::Const(v) => Gen::Const(v),
         c @ Code::Let(..) => {
             let (links, body) = unroll(c, h);
             let body = gen(body, h);
             g(move |m| {
                 run_links(m, &links)?;
-                body(m)
+                body.run(m)
             })
         }
         Code::Tuple(items) if items.is_empty() => g(move |m| {
@@ -445,8 +482,8 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             let (Some(a), Some(b)) = (a, b) else { return g(|_| Ok(Value::Unit)) };
             g(move |m| {
                 m.step(Charge::None)?;
-                let x = a(m)?;
-                let y = b(m)?;
+                let x = a.run(m)?;
+                let y = b.run(m)?;
                 m.alloc(1).map_err(Box::new)?;
                 Ok(Value::Tuple(Rc::new([x, y])))
             })
@@ -463,23 +500,23 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             let (s, e1, e2) = (gen(*s, h), gen(*e1, h), gen(*e2, h));
             g(move |m| {
                 m.step(Charge::None)?;
-                let (p, e, x) = match s(m)? {
+                let (p, e, x) = match s.run(m)? {
                     Value::Inl(x) => (&p1, &e1, x),
                     Value::Inr(x) => (&p2, &e2, x),
                     v => return err(span, format!("`case` on {} (`{v}`), not a sum", kind(&v))),
                 };
                 let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
                 m.bind(p, x)?;
-                e(m)
+                e.run(m)
             })
         }
         Code::If(c, t, f, span) => {
             let (c, t, f) = (gen(*c, h), gen(*t, h), gen(*f, h));
             g(move |m| {
                 m.step(Charge::None)?;
-                match c(m)? {
-                    Value::Bool(true) => t(m),
-                    Value::Bool(false) => f(m),
+                match c.run(m)? {
+                    Value::Bool(true) => t.run(m),
+                    Value::Bool(false) => f.run(m),
                     v => err(span, format!("`if` condition is {} (`{v}`), not a boolean", kind(&v))),
                 }
             })
@@ -488,7 +525,7 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             let a = gen(*a, h);
             g(move |m| {
                 m.step(Charge::Prim1(op))?;
-                let v = a(m)?;
+                let v = a.run(m)?;
                 prim1(op, v, span, &mut m.real_ops).map_err(Box::new)
             })
         }
@@ -498,15 +535,15 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
                 let (a, b) = (real(*a, h), real(*b, h));
                 return g(move |m| {
                     m.step(Charge::Prim2(op))?;
-                    let x = match a(m) {
+                    let x = match a.run(m) {
                         Ok(x) => x,
                         Err(Miss::Val(va)) => {
-                            let vb = settle(b(m))?;
+                            let vb = settle(b.run(m))?;
                             return prim2(op, va, vb, span, &mut m.real_ops).map_err(Box::new);
                         }
                         Err(Miss::Err(e)) => return Err(e),
                     };
-                    let y = match b(m) {
+                    let y = match b.run(m) {
                         Ok(y) => y,
                         Err(Miss::Val(vb)) => return prim2(op, Value::Real(x), vb, span, &mut m.real_ops).map_err(Box::new),
                         Err(Miss::Err(e)) => return Err(e),
@@ -518,8 +555,8 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             let (a, b) = (gen(*a, h), gen(*b, h));
             g(move |m| {
                 m.step(Charge::Prim2(op))?;
-                let x = a(m)?;
-                let y = b(m)?;
+                let x = a.run(m)?;
+                let y = b.run(m)?;
                 prim2(op, x, y, span, &mut m.real_ops).map_err(Box::new)
             })
         }
@@ -530,7 +567,7 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
                 // a buffer from the pool, as the walker's (`call_builtin_value` returns it)
                 let mut args = m.arg_bufs.pop().unwrap_or_default();
                 for it in items.iter() {
-                    let v = it(m)?;
+                    let v = it.run(m)?;
                     args.push(v);
                 }
                 m.call_builtin_value(&b, args, span)
@@ -556,7 +593,7 @@ fn collect(items: Box<[Code]>, is_tuple: bool, h: &Hints) -> Gen {
         // them to `run_with`'s clean-up, as the walker's do)
         let base = m.vals.len();
         for it in items.iter() {
-            let v = it(m)?;
+            let v = it.run(m)?;
             m.vals.push(v);
         }
         m.alloc(if is_tuple { 1 } else { items.len() as u64 }).map_err(Box::new)?;
@@ -570,7 +607,7 @@ fn proj(a: Code, i: usize, span: crate::diag::Span, h: &Hints) -> Gen {
     let a = gen(a, h);
     g(move |m| {
         m.step(Charge::Proj)?;
-        let v = a(m)?;
+        let v = a.run(m)?;
         match &v {
             Value::Tuple(vs) if vs.len() > i => Ok(vs[i].clone()),
             _ => err(span, format!("`{}` of {} (`{v}`)", if i == 0 { "fst" } else { "snd" }, kind(&v))),
@@ -583,7 +620,7 @@ fn inject(a: Code, left: bool, h: &Hints) -> Gen {
     let a = gen(a, h);
     g(move |m| {
         m.step(Charge::None)?;
-        let v = a(m)?;
+        let v = a.run(m)?;
         m.alloc(1).map_err(Box::new)?;
         Ok(if left { Value::Inl(Rc::new(v)) } else { Value::Inr(Rc::new(v)) })
     })
@@ -595,8 +632,8 @@ fn logic(a: Code, b: Code, is_and: bool, span: crate::diag::Span, h: &Hints) -> 
     let (a, b) = (gen(a, h), gen(b, h));
     g(move |m| {
         m.step(Charge::None)?;
-        match a(m)? {
-            Value::Bool(x) if x == is_and => b(m),
+        match a.run(m)? {
+            Value::Bool(x) if x == is_and => b.run(m),
             Value::Bool(x) => Ok(Value::Bool(x)),
             v => err(span, format!("`{}` on {} (`{v}`)", if is_and { "&&" } else { "||" }, kind(&v))),
         }

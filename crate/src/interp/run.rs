@@ -326,16 +326,23 @@ impl Machine<'_> {
                 Value::Unit => Ok(()),
                 v => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(&v))))),
             },
-            LPat::Tuple(ps, span) => match &v {
-                Value::Tuple(vs) if vs.len() == ps.len() => {
-                    for (p, v) in ps.iter().zip(vs.iter()) {
-                        self.bind(p, v.clone())?;
+            LPat::Tuple(ps, span) => match v {
+                Value::Tuple(mut vs) if vs.len() == ps.len() => {
+                    // a tuple no one else holds gives its components away (no clone and drop each)
+                    if let Some(items) = Rc::get_mut(&mut vs) {
+                        for (p, v) in ps.iter().zip(items.iter_mut()) {
+                            self.bind(p, std::mem::replace(v, Value::Unit))?;
+                        }
+                    } else {
+                        for (p, v) in ps.iter().zip(vs.iter()) {
+                            self.bind(p, v.clone())?;
+                        }
                     }
                     Ok(())
                 }
                 v => Err(Box::new(RunError::runtime(
                     *span,
-                    format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(v)),
+                    format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(&v)),
                 ))),
             },
         }
