@@ -117,13 +117,14 @@ fn run_both(src: &str, typed: bool, arg: Value, budget: Budget) -> Result<Value,
     } else {
         syntax::parse_program(src).unwrap_or_else(|d| panic!("{d:?}\n{src}"))
     };
-    let go = |b: Budget| {
-        let mut m = Machine::new(&p, &Builtins::new(), b).expect("lowers");
+    let go = |reference: bool| {
+        let mut m = if reference { Machine::new_reference(&p, &Builtins::new(), budget.clone()) } else { Machine::new(&p, &Builtins::new(), budget.clone()) }
+            .expect("lowers");
         let r = m.call("main", vec![arg.clone()]);
         (r, m.cost(), m.take_trace().0.len())
     };
-    let (fr, fc, ft) = go(budget.clone());
-    let (wr, wc, wt) = go(reference(&budget));
+    let (fr, fc, ft) = go(false);
+    let (wr, wc, wt) = go(true);
     assert_eq!(fc, wc, "costs differ\n{src}");
     assert_eq!(ft, wt, "trace lengths differ\n{src}");
     match (&fr, &wr) {

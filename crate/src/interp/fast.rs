@@ -34,8 +34,10 @@ use crate::prims::OnReal;
 use crate::value::Value;
 use std::rc::Rc;
 
-/// How many closures deep a region may nest (native recursion when it runs; wasm's stack is ~1 MB).
-pub(crate) const MAX_DEPTH: u32 = 48;
+/// How many closures deep a region may nest: they recurse natively when they run, and a builtin
+/// inside a region that re-enters the machine (`apply`) stacks another run on top, up to
+/// `MAX_NESTING` times; wasm's stack is about 1 MB, so regions there are shallower.
+pub(crate) const MAX_DEPTH: u32 = if cfg!(target_arch = "wasm32") { 16 } else { 48 };
 
 /// Which slots of the frame and which captures of the closure hold reals, by the checker's types.
 pub(crate) struct Hints<'a> {
