@@ -641,3 +641,58 @@ fn logic(a: Code, b: Code, is_and: bool, span: crate::diag::Span, h: &Hints) -> 
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::lower::{lower, Code};
+    use super::{Body, FastCode};
+    use crate::interp::Builtins;
+
+    /// The regions of `src`'s lowering: (regions, of which hand a rest to the walker, links in all).
+    fn regions_of(src: &str) -> (usize, usize, usize) {
+        let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
+        let low = lower(&p, &Builtins::new(), true).expect("lowers");
+        let mut stack: Vec<&Code> = low.defs.iter().map(|d| &d.body).collect();
+        let mut out = (0, 0, 0);
+        // an explicit stack over the few shapes these programs have
+        while let Some(c) = stack.pop() {
+            match c {
+                Code::Fast(f) => {
+                    let FastCode { links, body } = &**f;
+                    out.0 += 1;
+                    out.2 += links.len();
+                    if let Body::Walk(rest) = body {
+                        out.1 += 1;
+                        stack.push(rest);
+                    }
+                }
+                Code::Lam(l) => stack.push(&l.body),
+                Code::App(a, b, _) | Code::Let(_, a, b) => stack.extend([&**a, &**b]),
+                Code::If(a, b, c, _) => stack.extend([&**a, &**b, &**c]),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn call_free_bodies_are_one_region() {
+        // step's body, a let chain with tuples, is one region of two links; main's argument another
+        assert_eq!(regions_of("def step (p, v) = let a = p + 0.1 * v in let b = v - a in (a, b)\ndef main x = step (x, x)"), (2, 0, 2));
+    }
+
+    #[test]
+    fn a_let_chain_is_cut_at_its_calls() {
+        // links before the call are a region that hands the rest to the walker; the call's argument
+        // and the links after it are regions of their own
+        let src = "def f y = y * y\ndef main x = let a = x * 2.0 in let b = a + 1.0 in let c = f (a * b) in let d = c * c in d + a";
+        let (regions, walk, links) = regions_of(src);
+        assert_eq!((regions, walk), (4, 1), "f's body, the prefix, the argument, the suffix");
+        assert_eq!(links, 3);
+    }
+
+    #[test]
+    fn single_nodes_and_calls_stay_with_the_walker() {
+        assert_eq!(regions_of("def g x = x\ndef main x = g x"), (0, 0, 0));
+    }
+}
