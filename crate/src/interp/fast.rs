@@ -54,13 +54,16 @@ impl Hints<'_> {
     }
 }
 
+type GenFn = Box<dyn Fn(&mut Machine<'_>) -> Res<Value>>;
+type RealFn = Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>;
+
 /// A compiled expression returning a value. Variables and constants are read in place (no
 /// closure call for a leaf, the commonest operand), counting their step as the walker does.
 enum Gen {
     Local(u32),
     Capture(u32),
     Const(Value),
-    Code(Box<dyn Fn(&mut Machine<'_>) -> Res<Value>>),
+    Code(GenFn),
 }
 
 /// A compiled expression returning an unboxed real (leaves read in place, as `Gen`'s).
@@ -68,7 +71,7 @@ enum Real {
     Local(u32),
     Capture(u32),
     Const(f64),
-    Code(Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>),
+    Code(RealFn),
 }
 
 impl Gen {
