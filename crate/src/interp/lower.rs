@@ -391,8 +391,13 @@ impl Lowerer<'_> {
                 ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
                     self.name_lambdas(p, rhs);
                     let code = self.expr(rhs)?;
-                    // a monadic bind's right side has type `M a`: no hint
-                    let ty = if matches!(cur.kind, ExprKind::Let(..)) { &rhs.ty } else { &Type::Unknown };
+                    // a monadic bind's right side has type `M a`, and runs as the `a` it binds
+                    // (the monads run as their values; `pure` is transparent)
+                    let ty = match (&cur.kind, &rhs.ty) {
+                        (ExprKind::Let(..), t) => t,
+                        (_, Type::Con(m, ts)) if &**m == "M" && ts.len() == 1 => &ts[0],
+                        _ => &Type::Unknown,
+                    };
                     let p = self.pat_typed(p, ty);
                     links.push(Link::Let(p, code));
                     cur = body;
