@@ -121,6 +121,9 @@ enum Cmd {
         /// One JSON object per line, each printed as its row finishes.
         #[arg(long)]
         json: bool,
+        /// Run on the reference walker alone, without the compiled fast regions (to compare engines).
+        #[arg(long)]
+        walker: bool,
     },
 }
 
@@ -232,9 +235,15 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 print_human(o, &file, &text, &a, &show)?;
             }
         }
-        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json } => {
-            let budget =
-                cotangent::interp::Budget { steps: max_steps, allocs: max_steps, depth: 10_000_000, trace_steps: 0, seconds: Some(max_seconds) };
+        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json, walker } => {
+            let budget = cotangent::interp::Budget {
+                steps: max_steps,
+                allocs: max_steps,
+                depth: 10_000_000,
+                trace_steps: 0,
+                seconds: Some(max_seconds),
+                walker,
+            };
             let set = bench::Settings { budget, repeat: repeat as usize, max_bytes: max_mb.saturating_mul(1 << 20) };
             if let Some(bad) = families.iter().find(|n| *n != "peers" && !bench::families().iter().any(|f| f.name == n.as_str())) {
                 eprintln!("error: no bench family `{bad}` (see `cotangent bench --help`)");

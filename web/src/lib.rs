@@ -381,7 +381,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             allocs: b.allocs.unwrap_or(d.allocs),
             depth: b.depth.unwrap_or(d.depth),
             trace_steps: b.trace_steps.unwrap_or(d.trace_steps),
-            seconds: None,
+            ..d
         };
     }
     if let Some(w) = o.width {

@@ -25,11 +25,15 @@ pub struct Budget {
     /// CLI's `bench --max-seconds`): wasm has no clock here, and the page stops its worker instead.
     #[serde(skip)]
     pub seconds: Option<f64>,
+    /// Run on the walker alone, without the compiled fast regions (`interp/fast.rs`): the reference
+    /// the tests compare the fast engine with. Counters and results are the same either way.
+    #[serde(skip)]
+    pub walker: bool,
 }
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000, seconds: None }
+        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000, seconds: None, walker: false }
     }
 }
 

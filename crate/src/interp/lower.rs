@@ -13,6 +13,7 @@
 //!
 //! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
 
+use super::fast::{self, FastCode, Hints};
 use super::{Builtin, Builtins, RunError};
 use crate::diag::Span;
 use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program, Scheme, Type};
@@ -89,6 +90,8 @@ pub(crate) enum Code {
     CallB(Rc<Builtin>, Box<[Code]>, Span),
     /// A lazy builtin applied to its first `arity - 1` arguments and the thunk of its last.
     CallLazy(Rc<Builtin>, Box<[Code]>, Rc<LamCode>, Span),
+    /// A call-free region compiled to closures (`fast.rs`); it counts its nodes' steps itself.
+    Fast(Rc<FastCode>),
 }
 
 pub(crate) struct DefCode {
@@ -179,6 +182,15 @@ struct FunCtx {
     siblings: HashMap<u32, u32>,
     captures: Vec<Loc>,
     cap_index: HashMap<u32, u32>,
+    /// Which slots and captures hold reals by the checker's types (hints for fast regions).
+    real: Vec<bool>,
+    real_caps: Vec<bool>,
+}
+
+impl FunCtx {
+    fn hints(&self) -> Hints<'_> {
+        Hints { slots: &self.real, caps: &self.real_caps }
+    }
 }
 
 struct Lowerer<'a> {
@@ -189,6 +201,16 @@ struct Lowerer<'a> {
     ctxs: Vec<FunCtx>,
     /// The let-bound lambdas met and not yet lowered, with their names.
     names: HashMap<*const Expr, Rc<Named>>,
+    /// Compile call-free regions to closures (off: the walker alone, the tests' reference).
+    fast: bool,
+}
+
+/// The parameter type of a function type (`Unknown` for anything else).
+fn param_type(t: &Type) -> &Type {
+    match t {
+        Type::Fun(a, _) | Type::Lin(a, _) => a,
+        _ => &Type::Unknown,
+    }
 }
 
 fn strip_ann(e: &Expr) -> &Expr {
@@ -199,19 +221,20 @@ fn strip_ann(e: &Expr) -> &Expr {
     e
 }
 
-pub(crate) fn lower(program: &Program, builtins: &Builtins) -> Result<Lowered, RunError> {
+pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool) -> Result<Lowered, RunError> {
     let prog = NEXT_PROG.fetch_add(1, Ordering::Relaxed);
     let mut index = HashMap::new();
     for (i, d) in program.defs.iter().enumerate() {
         index.entry(d.name.text.clone()).or_insert(i as u32);
     }
     let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::new() };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::new(), fast };
     let mut defs = Vec::with_capacity(program.defs.len());
     for d in &program.defs {
         lw.ctxs.push(FunCtx::default());
-        let body = lw.expr(&d.body)?;
+        let mut body = lw.expr(&d.body)?;
         let ctx = lw.ctxs.pop().unwrap();
+        lw.regions(&mut body, &ctx);
         let lam = match &body {
             Code::Lam(l) if l.captures.is_empty() => Some(l.clone()),
             _ => None,
@@ -231,7 +254,39 @@ impl Lowerer<'_> {
         let s = c.nslots;
         c.nslots += 1;
         c.locals.insert(id, s);
+        c.real.push(false);
         s
+    }
+
+    /// Notes which slots of `p` receive reals, by the type `ty` of the value bound.
+    fn hint(&mut self, p: &LPat, ty: &Type) {
+        match (p, ty) {
+            (LPat::Slot(s), Type::Real) => {
+                if let Some(r) = self.top().real.get_mut(*s as usize) {
+                    *r = true;
+                }
+            }
+            (LPat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
+                for (p, t) in ps.iter().zip(ts) {
+                    self.hint(p, t);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `pat` with hints from the type of the value it binds.
+    fn pat_typed(&mut self, p: &Pat, ty: &Type) -> LPat {
+        let lp = self.pat(p);
+        self.hint(&lp, ty);
+        lp
+    }
+
+    /// Compiles the call-free regions of a function body just lowered in `ctx`.
+    fn regions(&self, body: &mut Code, ctx: &FunCtx) {
+        if self.fast {
+            fast::regions(body, &ctx.hints());
+        }
     }
 
     /// Records the lambdas `let p = rhs` binds to a name: `let Y = λ…` and, in a tuple,
@@ -288,26 +343,38 @@ impl Lowerer<'_> {
             return None;
         }
         let outer = self.lookup(level - 1, id)?;
+        let o = &self.ctxs[level - 1];
+        let real = match outer {
+            Loc::Local(s) => o.real.get(s as usize).copied().unwrap_or(false),
+            Loc::Capture(i) => o.real_caps.get(i as usize).copied().unwrap_or(false),
+            Loc::Sibling(_) => false,
+        };
         let c = &mut self.ctxs[level];
         let i = c.captures.len() as u32;
         c.captures.push(outer);
+        c.real_caps.push(real);
         c.cap_index.insert(id, i);
         Some(Loc::Capture(i))
     }
 
-    fn lam(&mut self, p: &Pat, body: &Expr, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
+    /// A lambda `\p -> body` whose parameter has type `param` (from the lambda's type).
+    fn lam(&mut self, p: &Pat, param: &Type, body: &Expr, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
-        let pat = self.pat(p);
+        let pat = self.pat_typed(p, param);
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
-        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: body?, captures: c.captures.into(), named }))
+        let mut body = body?;
+        self.regions(&mut body, &c);
+        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: c.captures.into(), named }))
     }
 
     fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
-        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body: body?, captures: c.captures.into(), named: None }))
+        let mut body = body?;
+        self.regions(&mut body, &c);
+        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body, captures: c.captures.into(), named: None }))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -323,8 +390,16 @@ impl Lowerer<'_> {
             match &cur.kind {
                 ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
                     self.name_lambdas(p, rhs);
-                    let rhs = self.expr(rhs)?;
-                    links.push(Link::Let(self.pat(p), rhs));
+                    let code = self.expr(rhs)?;
+                    // a monadic bind's right side has type `M a`, and runs as the `a` it binds
+                    // (the monads run as their values; `pure` is transparent)
+                    let ty = match (&cur.kind, &rhs.ty) {
+                        (ExprKind::Let(..), t) => t,
+                        (_, Type::Con(m, ts)) if &**m == "M" && ts.len() == 1 => &ts[0],
+                        _ => &Type::Unknown,
+                    };
+                    let p = self.pat_typed(p, ty);
+                    links.push(Link::Let(p, code));
                     cur = body;
                 }
                 ExprKind::LetRec(fs, body) => {
@@ -351,18 +426,23 @@ impl Lowerer<'_> {
         let siblings: HashMap<u32, u32> = fs.iter().enumerate().map(|(k, f)| (f.name.id, k as u32)).collect();
         let mut captures = vec![];
         let mut cap_index = HashMap::new();
+        let mut real_caps = vec![];
         let mut members = Vec::with_capacity(fs.len());
         for f in fs {
-            let ExprKind::Lam(_, p, b) = &strip_ann(&f.body).kind else {
+            let lam = strip_ann(&f.body);
+            let ExprKind::Lam(_, p, b) = &lam.kind else {
                 return Err(RunError::runtime(f.span, format!("local recursive definition `{}` is not a function", f.name.text)));
             };
-            self.ctxs.push(FunCtx { siblings: siblings.clone(), captures, cap_index, ..FunCtx::default() });
-            let pat = self.pat(p);
+            self.ctxs.push(FunCtx { siblings: siblings.clone(), captures, cap_index, real_caps, ..FunCtx::default() });
+            let pat = self.pat_typed(p, param_type(&lam.ty));
             let b = self.expr(b);
             let c = self.ctxs.pop().unwrap();
+            let mut body = b?;
+            self.regions(&mut body, &c);
             captures = c.captures;
             cap_index = c.cap_index;
-            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body: b?, captures: Box::new([]), named: None }));
+            real_caps = c.real_caps;
+            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: Box::new([]), named: None }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
         Ok((group, slots))
@@ -442,7 +522,7 @@ impl Lowerer<'_> {
             ExprKind::Unit => Code::Const(Value::Unit),
             ExprKind::Lam(_, p, body) => {
                 let named = self.names.remove(&(e as *const Expr));
-                Code::Lam(self.lam(p, body, named)?)
+                Code::Lam(self.lam(p, param_type(&e.ty), body, named)?)
             }
             ExprKind::App(..) => self.app(e)?,
             ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => self.spine(e)?,
@@ -455,10 +535,14 @@ impl Lowerer<'_> {
             ExprKind::Inl(a) => Code::Inl(bx(self.expr(a)?)),
             ExprKind::Inr(a) => Code::Inr(bx(self.expr(a)?)),
             ExprKind::Case(s, p1, e1, p2, e2) => {
+                let (t1, t2) = match &s.ty {
+                    Type::Sum(a, b) => (&**a, &**b),
+                    _ => (&Type::Unknown, &Type::Unknown),
+                };
                 let s = self.expr(s)?;
-                let p1 = self.pat(p1);
+                let p1 = self.pat_typed(p1, t1);
                 let e1 = self.expr(e1)?;
-                let p2 = self.pat(p2);
+                let p2 = self.pat_typed(p2, t2);
                 let e2 = self.expr(e2)?;
                 Code::Case(bx(s), p1, bx(e1), p2, bx(e2), e.span)
             }

@@ -14,10 +14,12 @@
 //! defs evaluated on first use). `run.rs` is a CEK-style loop over that code with an explicit
 //! continuation stack (`Kont`) on the heap; calls in tail position reuse the caller's frame, so
 //! `depth` counts the call frames actually kept. Function values only run in the machine (lowering)
-//! that created them.
+//! that created them. The call-free parts of each body are compiled to closures (`fast.rs`) that
+//! the loop runs as one node each, with the same counters; `Budget::walker` turns them off.
 
 pub mod api;
 pub(crate) mod arrays;
+mod fast;
 mod lower;
 mod prim;
 mod run;
@@ -97,7 +99,7 @@ pub struct Machine<'p> {
 
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
-        let code = lower::lower(program, builtins)?;
+        let code = lower::lower(program, builtins, !budget.walker)?;
         let empty: Rc<[Value]> = Rc::new([]);
         let globals = code
             .defs
@@ -146,12 +148,16 @@ impl<'p> Machine<'p> {
             builtin: "",
         })
     }
-    /// Applies top-level definition `name` to `args`, one at a time.
+    /// `new` on the reference walker alone, without compiled regions (`Budget::walker`): what the
+    /// tests compare the engine with.
+    pub fn new_reference(program: &'p Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
+        Machine::new(program, builtins, Budget { walker: true, ..budget })
+    }
     /// The name of the program's wrapper (the definition whose role is `Role::Wrapper`), if it has one.
     pub fn wrapper_name(&self) -> Option<String> {
         self.program.defs.iter().find(|d| d.role == crate::ir::Role::Wrapper).map(|d| d.name.text.to_string())
     }
-
+    /// Applies top-level definition `name` to `args`, one at a time.
     pub fn call(&mut self, name: &str, args: Vec<Value>) -> Result<Value, RunError> {
         let Some(&i) = self.code.index.get(name) else {
             return Err(RunError::runtime(Span::NONE, format!("no definition named `{name}`")));

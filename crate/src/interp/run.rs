@@ -54,13 +54,44 @@ pub(super) enum Next {
     Ret,
 }
 
+/// What the cost model charges for evaluating one node (its children are charged as they are
+/// evaluated); read off the node by `charge_of`, and fixed at lowering for fast regions.
+#[derive(Clone, Copy)]
+pub(super) enum Charge {
+    None,
+    Var,
+    /// A `let` binding this many variables (a tuple pattern binds one per component).
+    Bind(u32),
+    Proj,
+    Prim1(crate::prims::Prim),
+    Prim2(crate::prims::Prim),
+}
+
+pub(super) fn binds(p: &LPat) -> u32 {
+    match p {
+        LPat::Tuple(ps, _) => ps.iter().map(binds).sum(),
+        _ => 1,
+    }
+}
+
+pub(super) fn charge_of(c: &Code) -> Charge {
+    match c {
+        Code::Local(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) => Charge::Var,
+        Code::Let(p, ..) => Charge::Bind(binds(p)),
+        Code::Fst(..) | Code::Snd(..) => Charge::Proj,
+        Code::Prim1(op, ..) => Charge::Prim1(*op),
+        Code::Prim2(op, ..) => Charge::Prim2(*op),
+        _ => Charge::None,
+    }
+}
+
 /// A code node behind a frame's pointer (see the module comment for why this is valid).
 #[inline(always)]
 fn node<'a>(c: *const Code) -> &'a Code {
     unsafe { &*c }
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Real(_) => "a real",
         Value::Int(_) => "an integer",
@@ -147,7 +178,7 @@ impl Machine<'_> {
         }
     }
 
-    fn sibling(&self, k: u32) -> Value {
+    pub(super) fn sibling(&self, k: u32) -> Value {
         let group = self.group.clone().expect("a sibling reference runs inside its group");
         Value::Fun(Rc::new(FunVal::Rec { group, idx: k }))
     }
@@ -257,7 +288,13 @@ impl Machine<'_> {
         }
     }
 
-    fn call_builtin(&mut self, b: &Builtin, mut args: Vec<Value>, span: Span) -> Res<Next> {
+    fn call_builtin(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Res<Next> {
+        let r = self.call_builtin_value(b, args, span)?;
+        Ok(self.ret(r))
+    }
+
+    /// Runs a saturated builtin on `args` (a buffer that goes back to the pool).
+    pub(super) fn call_builtin_value(&mut self, b: &Builtin, mut args: Vec<Value>, span: Span) -> Res<Value> {
         let old = std::mem::replace(&mut self.span, span);
         let old_b = std::mem::replace(&mut self.builtin, b.name);
         let r = (b.run)(self, &mut args, span);
@@ -268,7 +305,7 @@ impl Machine<'_> {
         if self.arg_bufs.len() < 64 {
             self.arg_bufs.push(args);
         }
-        Ok(self.ret(r?))
+        Ok(r?)
     }
 
     fn call_lazy(&mut self, b: &Builtin, mut args: Vec<Value>, thunk: &Rc<LamCode>, span: Span) -> Res<Next> {
@@ -278,7 +315,7 @@ impl Machine<'_> {
         self.call_builtin(b, args, span)
     }
 
-    fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
+    pub(super) fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
         match p {
             LPat::Slot(s) => {
                 self.locals[self.bp + *s as usize] = v;
@@ -289,37 +326,54 @@ impl Machine<'_> {
                 Value::Unit => Ok(()),
                 v => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(&v))))),
             },
-            LPat::Tuple(ps, span) => match &v {
-                Value::Tuple(vs) if vs.len() == ps.len() => {
-                    for (p, v) in ps.iter().zip(vs.iter()) {
-                        self.bind(p, v.clone())?;
+            LPat::Tuple(ps, span) => match v {
+                Value::Tuple(mut vs) if vs.len() == ps.len() => {
+                    // a tuple no one else holds gives its components away (no clone and drop each)
+                    if let Some(items) = Rc::get_mut(&mut vs) {
+                        for (p, v) in ps.iter().zip(items.iter_mut()) {
+                            self.bind(p, std::mem::replace(v, Value::Unit))?;
+                        }
+                    } else {
+                        for (p, v) in ps.iter().zip(vs.iter()) {
+                            self.bind(p, v.clone())?;
+                        }
                     }
                     Ok(())
                 }
                 v => Err(Box::new(RunError::runtime(
                     *span,
-                    format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(v)),
+                    format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(&v)),
                 ))),
             },
         }
     }
 
-    /// The cost model's charge for evaluating `c` (its children are charged as they are evaluated).
-    fn charge_node(&mut self, model: &CostModel, c: &Code) {
-        fn binds(p: &LPat) -> u64 {
-            match p {
-                LPat::Tuple(ps, _) => ps.iter().map(binds).sum(),
-                _ => 1,
-            }
+    /// One evaluation step of a node whose cost-model charge is `ch`: the step counter, the steps
+    /// budget, the clock every 4096 steps, the cost model. The walker and the fast regions
+    /// (`fast.rs`) both count through here, so the counters and the budget errors agree exactly.
+    #[inline(always)]
+    pub(super) fn step(&mut self, ch: Charge) -> Res<()> {
+        self.steps += 1;
+        if self.steps > self.budget.steps {
+            return Err(Box::new(self.budget_error(BudgetKind::Steps, self.budget.steps)));
         }
-        let times = |c: [u64; 4], k: u64| c.map(|x| x * k);
-        let charge = match c {
-            Code::Local(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) => model.var,
-            Code::Let(p, ..) => times(model.bind, binds(p)),
-            Code::Fst(..) | Code::Snd(..) => model.proj,
-            Code::Prim1(op, ..) => (model.prim1)(*op),
-            Code::Prim2(op, ..) => (model.prim2)(*op),
-            _ => return,
+        if self.steps & 0xFFF == 0 {
+            self.check_clock().map_err(Box::new)?;
+        }
+        if let Some(model) = self.model {
+            self.charge_model(model, ch);
+        }
+        Ok(())
+    }
+
+    fn charge_model(&mut self, model: &CostModel, ch: Charge) {
+        let charge = match ch {
+            Charge::None => return,
+            Charge::Var => model.var,
+            Charge::Bind(k) => model.bind.map(|x| x * k as u64),
+            Charge::Proj => model.proj,
+            Charge::Prim1(op) => (model.prim1)(op),
+            Charge::Prim2(op) => (model.prim2)(op),
         };
         self.charge(charge);
     }
@@ -352,17 +406,13 @@ impl Machine<'_> {
     }
 
     fn eval(&mut self, c: *const Code) -> Res<Next> {
-        self.steps += 1;
-        if self.steps > self.budget.steps {
-            return Err(Box::new(self.budget_error(BudgetKind::Steps, self.budget.steps)));
+        // a fast region counts its own nodes' steps (it is not a node of the walker's)
+        if let Code::Fast(f) = node(c) {
+            return self.run_fast(f);
         }
-        if self.steps & 0xFFF == 0 {
-            self.check_clock().map_err(Box::new)?;
-        }
-        if let Some(model) = self.model {
-            self.charge_node(model, node(c));
-        }
+        self.step(charge_of(node(c)))?;
         Ok(match node(c) {
+            Code::Fast(f) => return self.run_fast(f),
             Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),
             Code::Capture(i) => self.ret(self.env[*i as usize].clone()),
             Code::Sibling(k) => self.ret(self.sibling(*k)),

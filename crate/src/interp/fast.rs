@@ -1,0 +1,701 @@
+//! Fast regions: call-free parts of a function body compiled to Rust closures at lowering (issue 13,
+//! item 1, first step).
+//!
+//! DESIGN. After a function body is lowered to `Code`, `regions` replaces every maximal subtree that
+//! makes no call (no `App`, `Global`, `Lam`, `LetRec`, `CallLazy`; saturated builtins `CallB` are
+//! allowed) by one node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
+//! inside the walker's `eval`, so frames, re-entrancy, budgets and the heap continuation stack are
+//! untouched: a region binds slots of the current frame, builtins inside it are called exactly as the
+//! walker calls them (and may re-enter the machine through `apply`). A chain of lets is a loop over
+//! its links, not nested closures; a region whose let chain reaches a call (`let y = f x in …`) runs
+//! its links and hands the rest to the walker (`Body::Walk`), so ANF bodies alternate between the two.
+//! Closures recurse natively, so a region is at most `MAX_DEPTH` closures deep; deeper expressions
+//! are split (the walker runs the node that would exceed the bound, its children are regions).
+//!
+//! Reals are unboxed where the checker's types say so (hints per slot and capture, from the types of
+//! binders): such a subtree compiles to a closure returning `f64`, and `a + b` never builds a `Value`.
+//! The types are only hints: a closure that meets a value that is not a real hands it on
+//! (`Miss::Val`) and its parent finishes with the walker's own `prim1`/`prim2` on values, so a
+//! wrong hint costs time, never a different result or message.
+//!
+//! COUNTERS stay exact: every node of a region counts its step through `Machine::step` (budget,
+//! clock, cost model) at the point the walker would, real ops, allocations and builtins in the
+//! walker's order, with the walker's error messages; `Budget::walker` lowers without regions, and
+//! crate/tests/engine.rs checks that both engines agree on every example and random program.
+//!
+//! NEXT STEP: calls without the CEK loop (function bodies in ANF with an explicit frame stack, so a
+//! whole call tree runs compiled), then the same design emitted as WebAssembly (f64 locals).
+
+use super::lower::{Code, GroupCode, LPat};
+use super::prim::{prim1, prim2};
+use super::run::{binds, kind, Charge, Next, Res};
+use super::{Machine, RunError};
+use crate::prims::OnReal;
+use crate::value::Value;
+use std::rc::Rc;
+
+/// How many closures deep a region may nest: they recurse natively when they run, and a builtin
+/// inside a region that re-enters the machine (`apply`) stacks another run on top, up to
+/// `MAX_NESTING` times; wasm's stack is about 1 MB, so regions there are shallower.
+pub(crate) const MAX_DEPTH: u32 = if cfg!(target_arch = "wasm32") { 16 } else { 48 };
+
+/// Which slots of the frame and which captures of the closure hold reals, by the checker's types.
+pub(crate) struct Hints<'a> {
+    pub slots: &'a [bool],
+    pub caps: &'a [bool],
+}
+
+impl Hints<'_> {
+    fn slot(&self, s: u32) -> bool {
+        self.slots.get(s as usize).copied().unwrap_or(false)
+    }
+    fn cap(&self, i: u32) -> bool {
+        self.caps.get(i as usize).copied().unwrap_or(false)
+    }
+}
+
+type GenFn = Box<dyn Fn(&mut Machine<'_>) -> Res<Value>>;
+type RealFn = Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>;
+
+/// A compiled expression returning a value. Variables and constants are read in place (no
+/// closure call for a leaf, the commonest operand), counting their step as the walker does.
+enum Gen {
+    Local(u32),
+    Capture(u32),
+    Const(Value),
+    Code(GenFn),
+}
+
+/// A compiled expression returning an unboxed real (leaves read in place, as `Gen`'s).
+enum Real {
+    Local(u32),
+    Capture(u32),
+    Const(f64),
+    Code(RealFn),
+}
+
+impl Gen {
+    #[inline(always)]
+    fn run(&self, m: &mut Machine<'_>) -> Res<Value> {
+        match self {
+            Gen::Local(s) => {
+                m.step(Charge::Var)?;
+                Ok(m.locals[m.bp + *s as usize].clone())
+            }
+            Gen::Capture(i) => {
+                m.step(Charge::Var)?;
+                Ok(m.env[*i as usize].clone())
+            }
+            Gen::Const(v) => {
+                m.step(Charge::Var)?;
+                Ok(v.clone())
+            }
+            Gen::Code(f) => f(m),
+        }
+    }
+}
+
+impl Real {
+    #[inline(always)]
+    fn run(&self, m: &mut Machine<'_>) -> Result<f64, Miss> {
+        let v = match self {
+            Real::Const(x) => {
+                m.step(Charge::Var)?;
+                return Ok(*x);
+            }
+            Real::Code(f) => return f(m),
+            Real::Local(s) => {
+                m.step(Charge::Var)?;
+                &m.locals[m.bp + *s as usize]
+            }
+            Real::Capture(i) => {
+                m.step(Charge::Var)?;
+                &m.env[*i as usize]
+            }
+        };
+        match v {
+            Value::Real(x) => Ok(*x),
+            v => Err(Miss::Val(v.clone())),
+        }
+    }
+}
+
+/// Why a real-typed closure has no `f64`: an error, or a value that is not a real (a wrong hint).
+enum Miss {
+    Err(Box<RunError>),
+    Val(Value),
+}
+
+impl From<Box<RunError>> for Miss {
+    fn from(e: Box<RunError>) -> Miss {
+        Miss::Err(e)
+    }
+}
+
+/// A region: let links run in order, then its value (or the walker's code for the rest).
+pub(crate) struct FastCode {
+    links: Box<[Link]>,
+    body: Body,
+}
+
+struct Link {
+    pat: LPat,
+    charge: Charge,
+    rhs: Gen,
+}
+
+enum Body {
+    Value(Gen),
+    Walk(Code),
+}
+
+impl Machine<'_> {
+    /// Runs a region in the current frame (called from `eval`; the region counts its own steps).
+    pub(super) fn run_fast(&mut self, f: &FastCode) -> Res<Next> {
+        run_links(self, &f.links)?;
+        match &f.body {
+            Body::Value(g) => {
+                self.acc = g.run(self)?;
+                Ok(Next::Ret)
+            }
+            Body::Walk(c) => Ok(Next::Eval(c)),
+        }
+    }
+}
+
+fn run_links(m: &mut Machine<'_>, links: &[Link]) -> Res<()> {
+    for l in links {
+        m.step(l.charge)?;
+        let v = l.rhs.run(m)?;
+        m.bind(&l.pat, v)?;
+    }
+    Ok(())
+}
+
+// ---- region formation ----
+
+#[derive(Clone, Copy)]
+struct Shape {
+    depth: u32,
+    nodes: u32,
+}
+
+/// Replaces the maximal call-free subtrees of a function body by fast regions.
+pub(crate) fn regions(body: &mut Code, h: &Hints) {
+    if let Some(s) = mark(body, h) {
+        if s.nodes >= 2 {
+            convert(body, h);
+        }
+    }
+}
+
+/// A node the closures can run themselves (its children aside).
+fn own_ok(c: &Code) -> bool {
+    !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
+}
+
+/// The children evaluated in the current frame (a lambda's body is its own function).
+fn children(c: &mut Code) -> Vec<&mut Code> {
+    match c {
+        Code::Local(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => vec![],
+        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
+        Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
+        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
+        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![&mut **s, &mut **a, &mut **b],
+    }
+}
+
+/// Marks regions inside `c`; returns `c`'s shape when `c` itself could be (part of) a region, which
+/// its parent then decides. Recurses in the expression nesting, as lowering does; let chains are a loop.
+fn mark(c: &mut Code, h: &Hints) -> Option<Shape> {
+    if matches!(c, Code::Let(..) | Code::LetRec(..)) {
+        return chain(c, h);
+    }
+    let own = own_ok(c);
+    let mut kids = children(c);
+    let shapes: Vec<Option<Shape>> = kids.iter_mut().map(|k| mark(k, h)).collect();
+    if own && shapes.iter().all(Option::is_some) {
+        let shapes = shapes.iter().flatten();
+        let depth = 1 + shapes.clone().map(|s| s.depth).max().unwrap_or(0);
+        let nodes = 1 + shapes.map(|s| s.nodes).sum::<u32>();
+        if depth <= MAX_DEPTH {
+            return Some(Shape { depth, nodes });
+        }
+    }
+    for (k, s) in kids.into_iter().zip(shapes) {
+        if s.is_some_and(|s| s.nodes >= 2) {
+            convert(k, h);
+        }
+    }
+    None
+}
+
+/// A chain of `let`s and local recursive groups: wholly a region candidate, or cut into runs of
+/// call-free links (each a region that hands the rest of the chain to the walker).
+fn chain(c: &mut Code, h: &Hints) -> Option<Shape> {
+    enum L {
+        Let(LPat, Code, Option<Shape>),
+        Rec(Rc<GroupCode>, Box<[u32]>),
+    }
+    let mut cur = std::mem::replace(c, Code::Tuple(Box::new([])));
+    let mut links = vec![];
+    let mut body = loop {
+        cur = match cur {
+            Code::Let(p, rhs, body) => {
+                let mut rhs = *rhs;
+                let s = mark(&mut rhs, h);
+                links.push(L::Let(p, rhs, s));
+                *body
+            }
+            Code::LetRec(g, slots, body) => {
+                links.push(L::Rec(g, slots));
+                *body
+            }
+            other => break other,
+        };
+    };
+    let body_shape = mark(&mut body, h);
+    let fits = |s: &Option<Shape>| s.is_some_and(|s| s.depth < MAX_DEPTH);
+    if fits(&body_shape) && links.iter().all(|l| matches!(l, L::Let(_, _, s) if fits(s))) {
+        let mut depth = body_shape.map_or(0, |s| s.depth);
+        let mut nodes = body_shape.map_or(0, |s| s.nodes);
+        let mut out = body;
+        for l in links.into_iter().rev() {
+            if let L::Let(p, rhs, Some(s)) = l {
+                depth = depth.max(s.depth);
+                nodes += 1 + s.nodes;
+                out = Code::Let(p, Box::new(rhs), Box::new(out));
+            }
+        }
+        *c = out;
+        return Some(Shape { depth: depth + 1, nodes });
+    }
+    // `tail` is the chain after the links seen so far (walking back); `run` the call-free links
+    // just before it, in reverse order; `tail_value` whether `tail` can be their region's value
+    let tail_value = fits(&body_shape);
+    if !tail_value && body_shape.is_some_and(|s| s.nodes >= 2) {
+        convert(&mut body, h);
+    }
+    let mut tail = (body, tail_value, body_shape.map_or(0, |s| s.nodes));
+    let mut run: Vec<(LPat, Code)> = vec![];
+    for l in links.into_iter().rev() {
+        match l {
+            L::Let(p, rhs, s) if fits(&s) => run.push((p, rhs)),
+            other => {
+                let rest = close(std::mem::take(&mut run), tail, h);
+                let code = match other {
+                    L::Let(p, mut rhs, s) => {
+                        if s.is_some_and(|s| s.nodes >= 2) {
+                            convert(&mut rhs, h);
+                        }
+                        Code::Let(p, Box::new(rhs), Box::new(rest))
+                    }
+                    L::Rec(g, slots) => Code::LetRec(g, slots, Box::new(rest)),
+                };
+                tail = (code, false, 0);
+            }
+        }
+    }
+    *c = close(run, tail, h);
+    None
+}
+
+/// The run of call-free links `run` (reversed) before `tail` as one region.
+fn close(mut run: Vec<(LPat, Code)>, (tail, value, nodes): (Code, bool, u32), h: &Hints) -> Code {
+    if run.is_empty() {
+        let mut tail = tail;
+        if value && nodes >= 2 {
+            convert(&mut tail, h);
+        }
+        return tail;
+    }
+    run.reverse();
+    let links = run.into_iter().map(|(pat, rhs)| link(pat, rhs, h)).collect();
+    let body = if value { Body::Value(gen(tail, h)) } else { Body::Walk(tail) };
+    Code::Fast(Rc::new(FastCode { links, body }))
+}
+
+/// Compiles a region candidate in place.
+fn convert(c: &mut Code, h: &Hints) {
+    let code = std::mem::replace(c, Code::Tuple(Box::new([])));
+    let (links, body) = unroll(code, h);
+    *c = Code::Fast(Rc::new(FastCode { links: links.into(), body: Body::Value(gen(body, h)) }));
+}
+
+// ---- compilation ----
+
+fn link(pat: LPat, rhs: Code, h: &Hints) -> Link {
+    Link { charge: Charge::Bind(binds(&pat)), pat, rhs: gen(rhs, h) }
+}
+
+/// A let chain's links (compiled) and its body (not yet).
+fn unroll(c: Code, h: &Hints) -> (Vec<Link>, Code) {
+    let mut links = vec![];
+    let mut cur = c;
+    loop {
+        cur = match cur {
+            Code::Let(p, rhs, body) => {
+                links.push(link(p, *rhs, h));
+                *body
+            }
+            other => return (links, other),
+        };
+    }
+}
+
+fn g(f: impl Fn(&mut Machine<'_>) -> Res<Value> + 'static) -> Gen {
+    Gen::Code(Box::new(f))
+}
+
+fn rl(f: impl Fn(&mut Machine<'_>) -> Result<f64, Miss> + 'static) -> Real {
+    Real::Code(Box::new(f))
+}
+
+fn err<T>(span: crate::diag::Span, msg: String) -> Res<T> {
+    Err(Box::new(RunError::runtime(span, msg)))
+}
+
+/// A real-typed closure's outcome as a value.
+fn settle(r: Result<f64, Miss>) -> Res<Value> {
+    match r {
+        Ok(x) => Ok(Value::Real(x)),
+        Err(Miss::Val(v)) => Ok(v),
+        Err(Miss::Err(e)) => Err(e),
+    }
+}
+
+/// A walker operation's outcome as a real-typed closure's.
+fn back(r: Result<Value, RunError>) -> Result<f64, Miss> {
+    match r {
+        Ok(Value::Real(x)) => Ok(x),
+        Ok(v) => Err(Miss::Val(v)),
+        Err(e) => Err(Miss::Err(Box::new(e))),
+    }
+}
+
+/// Whether the hints say `c` is a real (arithmetic on reals: either operand a real is enough,
+/// since `+ - * /` take two of the same).
+fn is_real(c: &Code, h: &Hints) -> bool {
+    match c {
+        Code::Const(Value::Real(_)) => true,
+        Code::Local(s) => h.slot(*s),
+        Code::Capture(i) => h.cap(*i),
+        Code::Prim1(op, a, _) => matches!(op.info().on_real, Some(OnReal::R1(_))) && is_real(a, h),
+        Code::Prim2(op, a, b, _) => matches!(op.info().on_real, Some(OnReal::R2(_))) && (is_real(a, h) || is_real(b, h)),
+        _ => false,
+    }
+}
+
+/// `c` as a closure returning an unboxed real.
+fn real(c: Code, h: &Hints) -> Real {
+    match c {
+        Code::Const(Value::Real(x)) => Real::Const(x),
+        Code::Local(s) => Real::Local(s),
+        Code::Capture(i) => Real::Capture(i),
+        Code::Prim1(op, a, span) if matches!(op.info().on_real, Some(OnReal::R1(_))) => {
+            let Some(OnReal::R1(f)) = op.info().on_real else { return wrap(Code::Prim1(op, a, span), h) };
+            let a = real(*a, h);
+            rl(move |m| {
+                m.step(Charge::Prim1(op))?;
+                match a.run(m) {
+                    Ok(x) => {
+                        m.real_ops += 1;
+                        Ok(f(x))
+                    }
+                    Err(Miss::Val(v)) => back(prim1(op, v, span, &mut m.real_ops)),
+                    Err(e) => Err(e),
+                }
+            })
+        }
+        Code::Prim2(op, a, b, span) if matches!(op.info().on_real, Some(OnReal::R2(_))) => {
+            let Some(OnReal::R2(f)) = op.info().on_real else { return wrap(Code::Prim2(op, a, b, span), h) };
+            let (a, b) = (real(*a, h), real(*b, h));
+            rl(move |m| {
+                m.step(Charge::Prim2(op))?;
+                let x = match a.run(m) {
+                    Ok(x) => x,
+                    Err(Miss::Val(va)) => {
+                        let vb = settle(b.run(m))?;
+                        return back(prim2(op, va, vb, span, &mut m.real_ops));
+                    }
+                    Err(e) => return Err(e),
+                };
+                let y = match b.run(m) {
+                    Ok(y) => y,
+                    Err(Miss::Val(vb)) => return back(prim2(op, Value::Real(x), vb, span, &mut m.real_ops)),
+                    Err(e) => return Err(e),
+                };
+                m.real_ops += 1;
+                Ok(f(x, y))
+            })
+        }
+        c => wrap(c, h),
+    }
+}
+
+/// A general closure seen as a real-typed one.
+fn wrap(c: Code, h: &Hints) -> Real {
+    let gc = gen_value(c, h);
+    rl(move |m| match gc.run(m)? {
+        Value::Real(x) => Ok(x),
+        v => Err(Miss::Val(v)),
+    })
+}
+
+/// `c` as a closure returning a value (unboxed inside where the hints say reals).
+fn gen(c: Code, h: &Hints) -> Gen {
+    // (a real leaf is read in place either way)
+    if is_real(&c, h) && !matches!(c, Code::Local(_) | Code::Capture(_) | Code::Const(_)) {
+        let r = real(c, h);
+        return g(move |m| settle(r.run(m)));
+    }
+    gen_value(c, h)
+}
+
+fn gens(items: Box<[Code]>, h: &Hints) -> Box<[Gen]> {
+    items.into_vec().into_iter().map(|c| gen(c, h)).collect()
+}
+
+fn gen_value(c: Code, h: &Hints) -> Gen {
+    match c {
+        Code::Local(s) => Gen::Local(s),
+        Code::Capture(i) => Gen::Capture(i),
+        Code::Sibling(k) => g(move |m| {
+            m.step(Charge::Var)?;
+            Ok(m.sibling(k))
+        }),
+        Code::Const(v) => Gen::Const(v),
+        c @ Code::Let(..) => {
+            let (links, body) = unroll(c, h);
+            let body = gen(body, h);
+            g(move |m| {
+                run_links(m, &links)?;
+                body.run(m)
+            })
+        }
+        Code::Tuple(items) if items.is_empty() => g(move |m| {
+            m.step(Charge::None)?;
+            Ok(Value::Unit)
+        }),
+        Code::ArrayLit(items) if items.is_empty() => g(move |m| {
+            m.step(Charge::None)?;
+            Ok(Value::Array(Rc::from(vec![])))
+        }),
+        Code::Tuple(items) if items.len() == 2 => {
+            let mut items = gens(items, h).into_vec();
+            let (b, a) = (items.pop(), items.pop());
+            let (Some(a), Some(b)) = (a, b) else { return g(|_| Ok(Value::Unit)) };
+            g(move |m| {
+                m.step(Charge::None)?;
+                let x = a.run(m)?;
+                let y = b.run(m)?;
+                m.alloc(1).map_err(Box::new)?;
+                Ok(Value::Tuple(Rc::new([x, y])))
+            })
+        }
+        Code::Tuple(items) => collect(items, true, h),
+        Code::ArrayLit(items) => collect(items, false, h),
+        Code::Fst(a, span) => proj(*a, 0, span, h),
+        Code::Snd(a, span) => proj(*a, 1, span, h),
+        Code::Inl(a) => inject(*a, true, h),
+        Code::Inr(a) => inject(*a, false, h),
+        Code::And(a, b, span) => logic(*a, *b, true, span, h),
+        Code::Or(a, b, span) => logic(*a, *b, false, span, h),
+        Code::Case(s, p1, e1, p2, e2, span) => {
+            let (s, e1, e2) = (gen(*s, h), gen(*e1, h), gen(*e2, h));
+            g(move |m| {
+                m.step(Charge::None)?;
+                let (p, e, x) = match s.run(m)? {
+                    Value::Inl(x) => (&p1, &e1, x),
+                    Value::Inr(x) => (&p2, &e2, x),
+                    v => return err(span, format!("`case` on {} (`{v}`), not a sum", kind(&v))),
+                };
+                let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
+                m.bind(p, x)?;
+                e.run(m)
+            })
+        }
+        Code::If(c, t, f, span) => {
+            let (c, t, f) = (gen(*c, h), gen(*t, h), gen(*f, h));
+            g(move |m| {
+                m.step(Charge::None)?;
+                match c.run(m)? {
+                    Value::Bool(true) => t.run(m),
+                    Value::Bool(false) => f.run(m),
+                    v => err(span, format!("`if` condition is {} (`{v}`), not a boolean", kind(&v))),
+                }
+            })
+        }
+        Code::Prim1(op, a, span) => {
+            let a = gen(*a, h);
+            g(move |m| {
+                m.step(Charge::Prim1(op))?;
+                let v = a.run(m)?;
+                prim1(op, v, span, &mut m.real_ops).map_err(Box::new)
+            })
+        }
+        Code::Prim2(op, a, b, span) => {
+            // a comparison of reals: unboxed operands, a boolean result
+            if let (Some(OnReal::RCmp(f)), true) = (op.info().on_real, is_real(&a, h) || is_real(&b, h)) {
+                let (a, b) = (real(*a, h), real(*b, h));
+                return g(move |m| {
+                    m.step(Charge::Prim2(op))?;
+                    let x = match a.run(m) {
+                        Ok(x) => x,
+                        Err(Miss::Val(va)) => {
+                            let vb = settle(b.run(m))?;
+                            return prim2(op, va, vb, span, &mut m.real_ops).map_err(Box::new);
+                        }
+                        Err(Miss::Err(e)) => return Err(e),
+                    };
+                    let y = match b.run(m) {
+                        Ok(y) => y,
+                        Err(Miss::Val(vb)) => return prim2(op, Value::Real(x), vb, span, &mut m.real_ops).map_err(Box::new),
+                        Err(Miss::Err(e)) => return Err(e),
+                    };
+                    m.real_ops += 1;
+                    Ok(Value::Bool(f(x, y)))
+                });
+            }
+            let (a, b) = (gen(*a, h), gen(*b, h));
+            g(move |m| {
+                m.step(Charge::Prim2(op))?;
+                let x = a.run(m)?;
+                let y = b.run(m)?;
+                prim2(op, x, y, span, &mut m.real_ops).map_err(Box::new)
+            })
+        }
+        Code::CallB(b, items, span) => {
+            let items = gens(items, h);
+            g(move |m| {
+                m.step(Charge::None)?;
+                // a buffer from the pool, as the walker's (`call_builtin_value` returns it)
+                let mut args = m.arg_bufs.pop().unwrap_or_default();
+                for it in items.iter() {
+                    let v = it.run(m)?;
+                    args.push(v);
+                }
+                m.call_builtin_value(&b, args, span)
+            })
+        }
+        // Not region code (`mark` keeps calls out): run it through the machine, in this frame.
+        c => {
+            let code = Box::new(c);
+            g(move |m| {
+                let at: *const Code = &*code;
+                m.run_with(|_| Ok(Next::Eval(at))).map_err(Box::new)
+            })
+        }
+    }
+}
+
+/// A tuple (one allocation) or an array literal (one per element) of `items`, left to right.
+fn collect(items: Box<[Code]>, is_tuple: bool, h: &Hints) -> Gen {
+    let items = gens(items, h);
+    g(move |m| {
+        m.step(Charge::None)?;
+        // items wait on the machine's value stack (one allocation for the result; an error leaves
+        // them to `run_with`'s clean-up, as the walker's do)
+        let base = m.vals.len();
+        for it in items.iter() {
+            let v = it.run(m)?;
+            m.vals.push(v);
+        }
+        m.alloc(if is_tuple { 1 } else { items.len() as u64 }).map_err(Box::new)?;
+        let vs: Rc<[Value]> = m.vals.drain(base..).collect();
+        Ok(if is_tuple { Value::Tuple(vs) } else { Value::Array(vs) })
+    })
+}
+
+/// `fst` (i = 0) or `snd` (i = 1).
+fn proj(a: Code, i: usize, span: crate::diag::Span, h: &Hints) -> Gen {
+    let a = gen(a, h);
+    g(move |m| {
+        m.step(Charge::Proj)?;
+        let v = a.run(m)?;
+        match &v {
+            Value::Tuple(vs) if vs.len() > i => Ok(vs[i].clone()),
+            _ => err(span, format!("`{}` of {} (`{v}`)", if i == 0 { "fst" } else { "snd" }, kind(&v))),
+        }
+    })
+}
+
+/// `inl` or `inr`.
+fn inject(a: Code, left: bool, h: &Hints) -> Gen {
+    let a = gen(a, h);
+    g(move |m| {
+        m.step(Charge::None)?;
+        let v = a.run(m)?;
+        m.alloc(1).map_err(Box::new)?;
+        Ok(if left { Value::Inl(Rc::new(v)) } else { Value::Inr(Rc::new(v)) })
+    })
+}
+
+/// `&&` or `||`: the second operand only when the first does not decide (its value unchecked, as
+/// the walker's).
+fn logic(a: Code, b: Code, is_and: bool, span: crate::diag::Span, h: &Hints) -> Gen {
+    let (a, b) = (gen(a, h), gen(b, h));
+    g(move |m| {
+        m.step(Charge::None)?;
+        match a.run(m)? {
+            Value::Bool(x) if x == is_and => b.run(m),
+            Value::Bool(x) => Ok(Value::Bool(x)),
+            v => err(span, format!("`{}` on {} (`{v}`)", if is_and { "&&" } else { "||" }, kind(&v))),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lower::{lower, Code};
+    use super::{Body, FastCode};
+    use crate::interp::Builtins;
+
+    /// The regions of `src`'s lowering: (regions, of which hand a rest to the walker, links in all).
+    fn regions_of(src: &str) -> (usize, usize, usize) {
+        let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
+        let low = lower(&p, &Builtins::new(), true).expect("lowers");
+        let mut stack: Vec<&Code> = low.defs.iter().map(|d| &d.body).collect();
+        let mut out = (0, 0, 0);
+        // an explicit stack over the few shapes these programs have
+        while let Some(c) = stack.pop() {
+            match c {
+                Code::Fast(f) => {
+                    let FastCode { links, body } = &**f;
+                    out.0 += 1;
+                    out.2 += links.len();
+                    if let Body::Walk(rest) = body {
+                        out.1 += 1;
+                        stack.push(rest);
+                    }
+                }
+                Code::Lam(l) => stack.push(&l.body),
+                Code::App(a, b, _) | Code::Let(_, a, b) => stack.extend([&**a, &**b]),
+                Code::If(a, b, c, _) => stack.extend([&**a, &**b, &**c]),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn call_free_bodies_are_one_region() {
+        // step's body, a let chain with tuples, is one region of two links; main's argument another
+        assert_eq!(regions_of("def step (p, v) = let a = p + 0.1 * v in let b = v - a in (a, b)\ndef main x = step (x, x)"), (2, 0, 2));
+    }
+
+    #[test]
+    fn a_let_chain_is_cut_at_its_calls() {
+        // links before the call are a region that hands the rest to the walker; the call's argument
+        // and the links after it are regions of their own
+        let src = "def f y = y * y\ndef main x = let a = x * 2.0 in let b = a + 1.0 in let c = f (a * b) in let d = c * c in d + a";
+        let (regions, walk, links) = regions_of(src);
+        assert_eq!((regions, walk), (4, 1), "f's body, the prefix, the argument, the suffix");
+        assert_eq!(links, 3);
+    }
+
+    #[test]
+    fn single_nodes_and_calls_stay_with_the_walker() {
+        assert_eq!(regions_of("def g x = x\ndef main x = g x"), (0, 0, 0));
+    }
+}

@@ -1,0 +1,228 @@
+//! The fast engine (compiled regions, `interp/fast.rs`) against the reference walker
+//! (`Budget::walker`): the same values, errors, counters and trace steps on every example on every
+//! stage, on random programs (tests/gen), and on hand-written programs for every construct a region
+//! compiles, errors included (issue 13, item 1).
+
+use cotangent::interp::{Budget, Builtins, Machine, RunError};
+use cotangent::limits::run_with_stack;
+use cotangent::pipeline::{analyse, front_end, Analysis, Options};
+use cotangent::syntax;
+use cotangent::value::Value;
+
+#[path = "../../tests/example_files.rs"]
+mod example_files;
+#[path = "../../tests/gen/mod.rs"]
+#[allow(dead_code)]
+mod gen;
+
+fn reference(b: &Budget) -> Budget {
+    Budget { walker: true, ..b.clone() }
+}
+
+fn same_reals(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+fn same_value(a: &Option<Value>, b: &Option<Value>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.same(b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// Everything the two analyses say about each stage, compared; the first difference, if any.
+fn compare(fast: &Analysis, walk: &Analysis) -> Result<usize, String> {
+    if !fast.primal.same(&walk.primal) {
+        return Err(format!("primal: {} vs {}", fast.primal, walk.primal));
+    }
+    if fast.stages.len() != walk.stages.len() {
+        return Err("different stage lists".into());
+    }
+    let mut ran = 0;
+    for (f, w) in fast.stages.iter().zip(&walk.stages) {
+        let id = &f.id;
+        let checks: [(&str, bool); 9] = [
+            ("status", f.status == w.status),
+            ("error", f.error == w.error && f.error_span == w.error_span),
+            ("primal", same_value(&f.primal, &w.primal)),
+            ("gradient", same_reals(&f.gradient, &w.gradient) && same_value(&f.gradient_value, &w.gradient_value)),
+            ("cost", f.cost == w.cost),
+            ("trace length", f.trace.len() == w.trace.len() && f.trace_dropped == w.trace_dropped),
+            ("trace steps", f.trace.iter().zip(&w.trace).all(|(a, b)| a.kind == b.kind && a.node == b.node && a.note == b.note)),
+            ("graph", f.graph.as_ref().map(|g| (g.nodes.len(), g.edges.len())) == w.graph.as_ref().map(|g| (g.nodes.len(), g.edges.len()))),
+            ("agreement", f.agrees == w.agrees),
+        ];
+        if let Some((what, _)) = checks.iter().find(|(_, ok)| !ok) {
+            return Err(format!("{id}: {what} differs\n fast: {:?} {:?} {:?}\n walk: {:?} {:?} {:?}", f.error, f.cost, f.gradient, w.error, w.cost, w.gradient));
+        }
+        if f.ok {
+            ran += 1;
+        }
+    }
+    Ok(ran)
+}
+
+fn both(src: &str, opts: Options) -> Result<usize, String> {
+    let src = src.to_string();
+    run_with_stack(move || {
+        let walk_opts = Options { budget: reference(&opts.budget), ..opts.clone() };
+        let f = analyse(&src, &opts).map_err(|d| format!("{d:?}"));
+        let w = analyse(&src, &walk_opts).map_err(|d| format!("{d:?}"));
+        match (f, w) {
+            (Ok(f), Ok(w)) => compare(&f, &w).map_err(|e| format!("{e}\n{src}")),
+            (Err(a), Err(b)) if a == b => Ok(0),
+            (a, b) => Err(format!("one engine failed: {:?} vs {:?}\n{src}", a.err(), b.err())),
+        }
+    })
+}
+
+#[test]
+fn both_engines_agree_on_every_example_and_stage() {
+    let mut runs = 0;
+    for (name, text) in example_files::examples() {
+        runs += both(&text, Options::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert!(runs > 500, "only {runs} stage runs: most stages should run most examples");
+}
+
+#[test]
+fn both_engines_agree_when_budgets_run_out_mid_run() {
+    // small step and allocation budgets stop every stage somewhere inside its run (inside regions,
+    // builtins and the walker alike): the same stopping point and counts either way
+    for (name, text) in example_files::examples().into_iter().step_by(3) {
+        for budget in [Budget { steps: 777, ..Budget::default() }, Budget { allocs: 95, ..Budget::default() }] {
+            both(&text, Options { budget, ..Options::default() }).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn both_engines_agree_on_random_programs() {
+    let mut runs = 0;
+    for seed in 0..40u64 {
+        let scalar = gen::Gen::new(seed).program(1 + (seed % 3) as usize, 1 + (seed % 5) as usize);
+        runs += both(&scalar, Options::default()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let arrays = gen::Gen::new(seed).array_program(1 + (seed % 4) as usize);
+        runs += both(&arrays, Options::default()).unwrap_or_else(|e| panic!("array seed {seed}: {e}"));
+    }
+    assert!(runs > 1000, "only {runs} stage runs");
+}
+
+/// Runs `main` on `arg` in both engines (typed by the checker when `typed`, so the fast engine has
+/// its hints); returns the fast engine's outcome after checking that the walker's is the same.
+fn run_both(src: &str, typed: bool, arg: Value, budget: Budget) -> Result<Value, RunError> {
+    let p = if typed {
+        front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}\n{src}")).0
+    } else {
+        syntax::parse_program(src).unwrap_or_else(|d| panic!("{d:?}\n{src}"))
+    };
+    let go = |reference: bool| {
+        let mut m = if reference { Machine::new_reference(&p, &Builtins::new(), budget.clone()) } else { Machine::new(&p, &Builtins::new(), budget.clone()) }
+            .expect("lowers");
+        let r = m.call("main", vec![arg.clone()]);
+        (r, m.cost(), m.take_trace().0.len())
+    };
+    let (fr, fc, ft) = go(false);
+    let (wr, wc, wt) = go(true);
+    assert_eq!(fc, wc, "costs differ\n{src}");
+    assert_eq!(ft, wt, "trace lengths differ\n{src}");
+    match (&fr, &wr) {
+        (Ok(a), Ok(b)) => assert!(a.same(b), "values differ: {a} vs {b}\n{src}"),
+        (Err(a), Err(b)) => assert_eq!(a, b, "errors differ\n{src}"),
+        (a, b) => panic!("outcomes differ: {:?} vs {:?}\n{src}", a.as_ref().err(), b.as_ref().err()),
+    }
+    fr
+}
+
+/// One program per construct a region compiles (lets, tuples, projections, sums and case, if,
+/// `&&`/`||`, primitives on R, Z and Bool, array literals and array builtins, local functions that
+/// stay with the walker), typed so that reals run unboxed.
+const PROGRAMS: &[(&str, &str)] = &[
+    ("def main (x, y) = let a = x * y + 1.0 in let (b, c) = (a - x, sin a) in b * c / (y + 2.0)", "(1.5, -0.25)"),
+    ("def main x = let s = if x > 0.0 && x < 10.0 || x == -1.0 then inl (x * x) else inr (3, x) in case s of inl a -> a + 1.0 | inr (k, b) -> real k * b", "2.0"),
+    ("def main x = let s = if x > 0.0 then inl (x * x) else inr (3, x) in case s of inl a -> a + 1.0 | inr (k, b) -> real (k * 7 - 2) * b", "-2.0"),
+    ("def main (x, n) = let k = n * n - 3 in if k mod 2 == 1 then x * real k else fst (x, k) - snd (1.0, x)", "(0.5, 4)"),
+    ("def main x = let v = [x, x * 2.0, exp x] in sum (map (\\y -> y * y) v) + v ! 1", "0.3"),
+    ("def main x = let f y = y * x + 1.0 in f (f x) * (x + x * x)", "1.25"),
+    ("def main x = let go k acc = if k == 0 then acc else go (k - 1) (acc * x + 1.0) in go 20 0.0 + -x", "0.9"),
+    ("def main (x, y) = let t = (x, (y, x * y)) in let (a, (b, c)) = t in sqrt (a * a + b * b) + log (c + 10.0) - max a b", "(3.0, 4.0)"),
+    ("def main x = not (x < 1.0) || false", "2.0"),
+];
+
+#[test]
+fn both_engines_agree_on_every_construct() {
+    for (src, at) in PROGRAMS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            let r = run_both(src, typed, arg.clone(), Budget::default());
+            assert!(r.is_ok(), "{src}: {r:?}");
+        }
+        // and through every stage
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn runtime_errors_inside_regions_are_the_walkers() {
+    let cases: &[(&str, bool, Value, &str)] = &[
+        // a real-typed region handed an integer (a wrong hint): the walker's type error
+        ("def main x = x * 2.0 + 1.0", true, Value::Int(3), "cannot be applied"),
+        ("def main x = let y = x + 1.0 in y * y", true, Value::Bool(true), "cannot be applied"),
+        ("def main x = sin x", true, Value::Int(1), "cannot be applied"),
+        ("def main x = if x < 1.0 then 1.0 else 2.0", true, Value::Int(0), "cannot be applied"),
+        // untyped: a type error in the middle of a region
+        ("def main x = let a = x + 1 in a + true", false, Value::Int(1), "cannot be applied"),
+        ("def main x = let a = (x, x) in fst x", false, Value::Int(1), "`fst` of"),
+        ("def main x = if x then 1 else 2", false, Value::Int(1), "`if` condition"),
+        ("def main x = x && true", false, Value::Int(1), "`&&` on"),
+        ("def main x = case x of inl a -> a | inr b -> b", false, Value::Int(1), "not a sum"),
+        ("def main x = let (a, b) = x in a", false, Value::Int(1), "does not match"),
+        // integer overflow and division by zero
+        ("def main k = let a = k * k in a * a * a + 1", true, Value::Int(1 << 20), "integer overflow"),
+        ("def main k = (k + 1) / (k - k)", true, Value::Int(5), "division by zero"),
+    ];
+    for (src, typed, arg, want) in cases {
+        match run_both(src, *typed, arg.clone(), Budget::default()) {
+            Err(RunError::Runtime { message, .. }) => assert!(message.contains(want), "{src}: {message}"),
+            other => panic!("{src}: expected an error containing {want:?}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn budgets_run_out_inside_regions_at_the_same_step() {
+    let src = "def main x = let a = x * x + x in let b = (a, a * x) in let c = fst b + snd b * 2.0 in [c, c * c, sin c]";
+    let full = run_both(src, true, Value::Real(0.5), Budget::default());
+    assert!(full.is_ok());
+    // every steps budget short of the whole run stops at the same node with the same counts
+    let mut stopped = 0;
+    for steps in 1..40 {
+        if let Err(e) = run_both(src, true, Value::Real(0.5), Budget { steps, ..Budget::default() }) {
+            assert!(matches!(e, RunError::Budget { .. }), "{e:?}");
+            stopped += 1;
+        }
+    }
+    assert!(stopped >= 20, "the program should take more than 20 steps");
+    for allocs in 0..4 {
+        let r = run_both(src, true, Value::Real(0.5), Budget { allocs, ..Budget::default() });
+        assert!(matches!(r, Err(RunError::Budget { .. })), "{r:?}");
+    }
+}
+
+#[test]
+fn both_engines_agree_on_long_let_chains_and_deep_expressions() {
+    // a 20000-link let chain is one region looping over its links; a 2000-deep sum is split into
+    // regions at most `fast::MAX_DEPTH` closures deep
+    let mut chain = String::from("def main x =\n");
+    for i in 0..20_000 {
+        let prev = if i == 0 { "x".to_string() } else { format!("x{}", i - 1) };
+        chain += &format!("  let x{i} = {prev} * 1.0001 + 0.5 in\n");
+    }
+    chain += "  x19999";
+    let deep = format!("def main x = {}1.0{}", "(x + ".repeat(2000), ")".repeat(2000));
+    for src in [chain, deep] {
+        let r = run_with_stack(move || run_both(&src, true, Value::Real(0.5), Budget::default()).map(|v| v.to_string()));
+        assert!(r.is_ok(), "{r:?}");
+    }
+}
