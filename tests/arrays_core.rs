@@ -381,3 +381,16 @@ fn an_empty_build_in_the_output_sends_a_zero_cotangent() {
         assert_eq!(r.gradient, [0.0, 0.0, 0.0], "{id}");
     }
 }
+
+/// Property-test cases: an empty gather never calls its index function (at 0 it may index an empty
+/// array), neither does its transpose, and a cotangent `[]` that lost its inner dimensions (the
+/// output's 0×3 array) is read as the node's zero.
+#[test]
+fn an_empty_map_whose_body_indexes_its_row_runs_on_dual_arrays() {
+    let text = "input ([[0.625], [0.595]], 1.085)\n\
+                def main (mat0, x1) =\n  let h = sum (map (\\r -> sum r) mat0) + x1 in\n  map (\\row3 -> [row3 ! (length row3 - 1), x1, h]) []\n";
+    let r = one(text, "arrays/dual-arrays");
+    assert_eq!(r.error, None);
+    assert_eq!(r.agrees, Some(true));
+    assert_eq!(r.gradient, [0.0, 0.0, 0.0]);
+}

@@ -202,7 +202,9 @@ fn b_gather(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     // Gather sizes d f: shape sizes ++ (d's shape after the n indexes f returns)
     let x = d(&a[1], s)?;
     let sh = sizes_of(&a[0]);
-    let n = index_dims(&a[2], m, sh.len())?;
+    // an empty gather never calls its index function, so neither does this (at 0 it may index an
+    // empty array: `map (\r -> r ! (length r - 1)) []`, a property-test case); its zero is empty
+    let n = if sh.contains(&0) { 0 } else { index_dims(&a[2], m, sh.len())? };
     let z = fill(&sh, &peel(&x.zero, n));
     Ok(node(m, Kind::Gather(a[0].clone(), a[2].clone(), x), z))
 }
@@ -262,6 +264,8 @@ fn scale(c: &Value, r: &Value, s: Span) -> Res {
         (Value::Real(a), Value::Real(b)) => Value::Real(a * b),
         (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| scale(x, y, s)).collect::<Result<Vec<_>, _>>()?.into()),
         (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| scale(x, r, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
+        (Value::Array(xs), _) if xs.is_empty() => c.clone(),
         _ => return Err(RunError::runtime(s, format!("Scale: shapes differ ({c} and {r})"))),
     })
 }
@@ -287,6 +291,13 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
     while let Some((c, d)) = work.pop() {
         m.tick(1)?;
         m.count("eval_visits", 1);
+        // An empty cotangent where the node's zero is not empty lost its inner dimensions (a 0×k
+        // array is `[]`, and a transpose or index of it cannot give them back): it is that zero.
+        let c = match (&c, &d.zero) {
+            (Value::Array(cs), Value::Array(zs)) if cs.is_empty() && !zs.is_empty() => d.zero.clone(),
+            (Value::Array(cs), z) if cs.is_empty() && !matches!(z, Value::Array(_)) => d.zero.clone(),
+            _ => c,
+        };
         match &d.kind {
             Kind::Zero => {}
             Kind::Input(k) => {
@@ -358,6 +369,10 @@ fn fill_like(zero: &Value, c: &Value) -> Value {
 
 /// The transpose of a gather: `scatter (shapeDelta d) c f`.
 fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, s: Span) -> Res {
+    // an empty gather took nothing: its transpose gives the source's zero, without calling `f`
+    if sizes_of(sh).contains(&0) {
+        return Ok(zero.clone());
+    }
     let out_sizes = outer(zero);
     let mdims = sizes_of(sh).len();
     let n = index_dims(f, m, mdims)?;

@@ -373,6 +373,8 @@ fn times(c: &Value, r: &Value, s: Span) -> Res {
         (Value::Real(a), Value::Real(b)) => Value::Real(a * b),
         (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| times(x, y, s)).collect::<Result<Vec<_>, _>>()?.into()),
         (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| times(x, r, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
+        (Value::Array(xs), _) if xs.is_empty() => c.clone(),
         _ => return Err(err(s, format!("·→: shapes differ ({c} and {r})"))),
     })
 }
