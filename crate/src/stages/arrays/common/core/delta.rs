@@ -9,7 +9,7 @@
 //! that gather and scatter stay mutual transposes (§8.1); `Scale` takes a scalar or an array of the
 //! cotangent's shape.
 
-use super::runtime::{add, index, transpose, zero_like};
+use super::runtime::{add, index, scale_by, transpose, zero_like};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError, Shown, TraceStep};
 use crate::ir::{Scheme, Type};
@@ -258,17 +258,6 @@ fn b_run_ids(m: &mut Machine, a: &mut Vec<Value>, _: Span) -> Res {
     m.apply(a[0].clone(), Value::Unit)
 }
 
-/// Elementwise product of a cotangent with a scale (a scalar, or an array of its shape).
-fn scale(c: &Value, r: &Value, s: Span) -> Res {
-    Ok(match (c, r) {
-        (Value::Real(a), Value::Real(b)) => Value::Real(a * b),
-        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| scale(x, y, s)).collect::<Result<Vec<_>, _>>()?.into()),
-        (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| scale(x, r, s)).collect::<Result<Vec<_>, _>>()?.into()),
-        // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
-        (Value::Array(xs), _) if xs.is_empty() => c.clone(),
-        _ => return Err(RunError::runtime(s, format!("Scale: shapes differ ({c} and {r})"))),
-    })
-}
 
 /// The reverse pass's state (Fig. 16's ES).
 #[derive(Default)]
@@ -294,8 +283,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
         // An empty cotangent where the node's zero is not empty lost its inner dimensions (a 0×k
         // array is `[]`, and a transpose or index of it cannot give them back): it is that zero.
         let c = match (&c, &d.zero) {
-            (Value::Array(cs), Value::Array(zs)) if cs.is_empty() && !zs.is_empty() => d.zero.clone(),
-            (Value::Array(cs), z) if cs.is_empty() && !matches!(z, Value::Array(_)) => d.zero.clone(),
+            (Value::Array(cs), z) if cs.is_empty() && !matches!(z, Value::Array(zs) if zs.is_empty()) => d.zero.clone(),
             _ => c,
         };
         match &d.kind {
@@ -312,7 +300,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
                 work.push((c.clone(), b.clone()));
                 work.push((c, a.clone()));
             }
-            Kind::Scale(r, x) => work.push((scale(&c, r, s)?, x.clone())),
+            Kind::Scale(r, x) => work.push((scale_by(&c, r, "Scale", s)?, x.clone())),
             Kind::Share(id, x) => {
                 es.dfrag.insert(*id, x.clone());
                 let v = match es.accum.remove(id) {
@@ -370,11 +358,12 @@ fn fill_like(zero: &Value, c: &Value) -> Value {
 /// The transpose of a gather: `scatter (shapeDelta d) c f`.
 fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, s: Span) -> Res {
     // an empty gather took nothing: its transpose gives the source's zero, without calling `f`
-    if sizes_of(sh).contains(&0) {
+    let sizes = sizes_of(sh);
+    if sizes.contains(&0) {
         return Ok(zero.clone());
     }
     let out_sizes = outer(zero);
-    let mdims = sizes_of(sh).len();
+    let mdims = sizes.len();
     let n = index_dims(f, m, mdims)?;
     let name = super::lang::SCATTER[mdims.clamp(1, 3) - 1][n.clamp(1, 3) - 1];
     let sizes = if n == 1 { Value::Int(out_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(out_sizes.iter().take(n).map(|&k| Value::Int(k as i64)).collect()) };

@@ -369,12 +369,18 @@ fn zero_reals(v: &Value) -> Value {
 
 /// `c ·→ r`: elementwise, r a scalar or of c's shape.
 fn times(c: &Value, r: &Value, s: Span) -> Res {
+    scale_by(c, r, "·→", s)
+}
+
+/// The elementwise product of a cotangent `c` with a scale `r` (a scalar, or an array of c's
+/// shape): `·→` here and the Delta's `Scale` (delta.rs); `what` names it in a message.
+pub fn scale_by(c: &Value, r: &Value, what: &str, s: Span) -> Res {
     Ok(match (c, r) {
         (Value::Real(a), Value::Real(b)) => Value::Real(a * b),
-        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| times(x, y, s)).collect::<Result<Vec<_>, _>>()?.into()),
-        (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| times(x, r, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| scale_by(x, y, what, s)).collect::<Result<Vec<_>, _>>()?.into()),
+        (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| scale_by(x, r, what, s)).collect::<Result<Vec<_>, _>>()?.into()),
         // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
         (Value::Array(xs), _) if xs.is_empty() => c.clone(),
-        _ => return Err(err(s, format!("·→: shapes differ ({c} and {r})"))),
+        _ => return Err(err(s, format!("{what}: shapes differ ({c} and {r})"))),
     })
 }
