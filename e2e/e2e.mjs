@@ -296,6 +296,8 @@ try {
     const steps = await page.evaluate(() => window.__cot.state.result?.stages.find(s => s.id === window.__cot.state.selected)?.trace_len || 0);
     if (steps > 2) { await page.click('[data-testid="step-next"]'); await page.click('[data-testid="step-next"]'); }
     await page.fill('#in-seed', '');
+    // a link left by an earlier check must not be taken for this one's (the handler may not have run yet)
+    await page.evaluate(() => { window.__cot.lastLink = null; });
     await page.click('#copy-link');
     await page.waitForFunction(() => !!window.__cot.lastLink);
     const link = await page.evaluate(() => window.__cot.lastLink);
