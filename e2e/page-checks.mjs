@@ -589,4 +589,49 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     await ctx.close();
     return `shares ${ids.join(', ')} marked (${Object.values(want).reduce((a, b) => a + b, 0)} occurrences), share-to-let ${Object.keys(vars).length} variables; ${cols.length} contrasts >= 4.5`;
   });
+
+  await check('views: hovering a line of a transformed program marks the source it came from in the editor, and hovering the source marks the lines that came from it', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const src = 'input (0.5, 2.0)\ndef main (x, y) =\n  let z = sin x * y in\n  z * x\n';
+    const p = await open('#src=' + encodeURIComponent(src) + '&stage=krawiec/dense', ctx);
+    await p.waitForSelector('#stage-program .line[data-i]', { timeout: 10000 });
+    const marked = () => p.evaluate(() => [...document.querySelector('#editor').shadowRoot.querySelectorAll('.cm-src-span')].map(e => e.textContent));
+    // program → source: the line that computes `sin x`'s derivative
+    const lines = await p.$$eval('#stage-program .line[data-i]', ls => ls.map(l => ({ i: l.dataset.i, text: l.textContent })));
+    const sinLine = lines.find(l => /\bcos\b/.test(l.text));
+    assert(lines.length >= 3 && sinLine, 'mapped lines: ' + JSON.stringify(lines));
+    await p.hover(`#stage-program .line[data-i="${sinLine.i}"]`);
+    await p.waitForFunction(() => document.querySelector('#editor').shadowRoot.querySelector('.cm-src-span'), null, { timeout: 5000 });
+    const m = await marked();
+    assert(m.join(' ').includes('sin x'), `hovering "${sinLine.text.trim()}" marked ${JSON.stringify(m)}`);
+    // source → program: the mouse over `sin` in the editor
+    const at = await p.evaluate(() => {
+      const root = document.querySelector('#editor').shadowRoot;
+      for (const line of root.querySelectorAll('.cm-line')) {
+        const w = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        for (let n; (n = w.nextNode());) {
+          const k = n.textContent.indexOf('sin');
+          if (k < 0) continue;
+          const r = document.createRange();
+          r.setStart(n, k + 1); r.setEnd(n, k + 2);
+          const b = r.getBoundingClientRect();
+          return { x: b.x + b.width / 2, y: b.y + b.height / 2 };
+        }
+      }
+      return null;
+    });
+    assert(at, '`sin` not found in the editor');
+    await p.mouse.move(at.x, at.y);
+    await p.waitForSelector('#stage-program .line.from-source', { timeout: 5000 });
+    const lit = await p.$$eval('#stage-program .line.from-source', ls => ls.map(l => l.textContent));
+    assert(lit.length >= 1 && lit.every(t => /\b(sin|cos)\b/.test(t)), 'lines lit from `sin`: ' + JSON.stringify(lit));
+    // leaving the program clears the editor's marks; leaving the editor clears the lines
+    await p.hover(`#stage-program .line[data-i="${sinLine.i}"]`);
+    await p.mouse.move(5, 5);
+    const after = await marked();
+    const still = await p.$$('#stage-program .line.from-source');
+    assert(!after.length && !still.length, `after leaving: marks ${JSON.stringify(after)}, ${still.length} lines lit`);
+    await ctx.close();
+    return `${lines.length} of the stage's lines mapped; "${sinLine.text.trim()}" → ${JSON.stringify(m)}; sin → ${lit.length} lines`;
+  });
 }

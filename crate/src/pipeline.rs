@@ -4,7 +4,7 @@
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtins, Cost, Graph, Machine, RunError, TraceStep};
 use crate::ir::{ExpectKind, Expr, ExprKind, Program, Role, Type};
-use crate::print::{print_program, PrintOptions};
+use crate::print::PrintOptions;
 use crate::stage::{Contract, Input, Output, Prepared, RunCtx, Source, Stage};
 use crate::value::Value;
 use crate::{stages, syntax, types};
@@ -24,11 +24,13 @@ pub struct Options {
     pub print: PrintOptions,
     /// Record backward-pass traces.
     pub trace: bool,
+    /// Map each printed line of a stage's program to the source spans it came from (the page's hover).
+    pub lines: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true }
+        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, lines: false }
     }
 }
 
@@ -81,6 +83,9 @@ pub struct StageResult {
     pub error: Option<String>,
     pub error_span: Option<Span>,
     pub program: String,
+    /// For each line of `program`, the source spans it came from (when `Options::lines` asks).
+    #[serde(skip)]
+    pub program_lines: Vec<Vec<Span>>,
     #[serde(skip)]
     pub primal: Option<Value>,
     #[serde(skip)]
@@ -492,7 +497,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     builtins.extend(crate::kit::arrays::monadic_builtins());
     // Printed before the type check, so that an ill-typed output can still be inspected.
     crate::limits::set_phase(id, "printing its output");
-    let mut printed = print_program(&out, &opts.print);
+    let crate::print::Mapped { text: mut printed, mut lines } = crate::print::print_program_mapped(&out, &opts.print, opts.lines);
     over("printing its output")?;
     crate::limits::set_phase(id, "type-checking its output");
     let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(printed.clone());
@@ -509,9 +514,9 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     over("type-checking its output")?;
     if opts.print.types {
         // now with the inferred types of the output's definitions
-        printed = print_program(&out, &opts.print);
+        crate::print::Mapped { text: printed, lines } = crate::print::print_program_mapped(&out, &opts.print, opts.lines);
     }
-    Ok(Prepared { program: out, builtins, printed, views, steps, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
+    Ok(Prepared { program: out, builtins, printed, lines, views, steps, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
 }
 
 /// The located refusal of a program the stage's method does not handle, if any: first by the features
@@ -544,6 +549,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         error: None,
         error_span: None,
         program: String::new(),
+        program_lines: vec![],
         primal: None,
         gradient_value: None,
         gradient: vec![],
@@ -568,6 +574,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Err(d) => return fail(r, d),
     };
     r.program = out.printed.clone();
+    r.program_lines = out.lines.clone();
     r.views = out.views.clone();
     let run_err = |mut r: StageResult, e: RunError| {
         if matches!(e, RunError::Budget { .. }) {

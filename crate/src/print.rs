@@ -14,6 +14,7 @@
 //! Every pass is linear (up to a log factor) in the size of the tree; the document renderer is
 //! iterative. Passes 1–3 recurse on the tree, which the pipeline's big-stack thread allows.
 
+use crate::diag::Span;
 use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Type};
 use crate::prims::{Assoc, Syntax};
 use crate::value::show_real;
@@ -48,6 +49,19 @@ impl PrintOptions {
 /// A whole program: params, `input`, defs, expects; one item per line, or separated by blank lines
 /// when some definition needs more than one line. Ends with a newline (empty program: empty string).
 pub fn print_program(p: &Program, o: &PrintOptions) -> String {
+    print_program_mapped(p, o, false).text
+}
+
+/// A printed program with, for each of its lines, the source spans it came from: the outermost
+/// expressions with a span that start and end on the line, else the innermost one open where the
+/// line starts (empty for a line of generated code only). The page highlights them on hover.
+pub struct Mapped {
+    pub text: String,
+    pub lines: Vec<Vec<Span>>,
+}
+
+/// `print_program`, also mapping its lines to source spans when `map` is set (the text is the same).
+pub fn print_program_mapped(p: &Program, o: &PrintOptions, map: bool) -> Mapped {
     let mut occ = Occ::default();
     for i in p.input.iter().chain(&p.seed) {
         occ.expr(i);
@@ -76,47 +90,81 @@ pub fn print_program(p: &Program, o: &PrintOptions) -> String {
     let arena = Arena::new();
     let pr = Printer { a: &arena, o: *o, names: &names };
 
-    let mut header = String::new();
+    // Each item is a list of pieces (text with its lines' spans), each piece ending in a newline.
+    let mut header = Pieces::default();
     for q in &p.params {
-        header.push_str(&format!("param {} = {}\n", q.name.text, q.value));
+        header.push_plain(format!("param {} = {}\n", q.name.text, q.value));
     }
     if let Some(i) = &p.input {
-        header.push_str(&pr.render(pr.keyword_item("input", i), o.width));
-        header.push('\n');
+        header.push_line(pr.render_mapped(pr.keyword_item("input", i), o.width, map));
     }
     if let Some(s) = &p.seed {
-        header.push_str(&pr.render(pr.keyword_item("seed", s), o.width));
-        header.push('\n');
+        header.push_line(pr.render_mapped(pr.keyword_item("seed", s), o.width, map));
     }
     let mut multi = false;
-    let defs: Vec<String> = p
+    let defs: Vec<Pieces> = p
         .defs
         .iter()
         .map(|d| {
-            let text = pr.render(pr.def(d), o.width);
-            multi |= text.contains('\n');
-            let mut out = String::new();
+            let text = pr.render_mapped(pr.def(d), o.width, map);
+            multi |= text.text.contains('\n');
+            let mut out = Pieces::default();
             if o.types {
                 if let Some(s) = &d.scheme {
-                    out.push_str(&format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
+                    out.push_plain(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
                 }
             }
-            out.push_str(&text);
-            out.push('\n');
+            out.push_line(text);
             out
         })
         .collect();
-    let mut expects = String::new();
+    let mut expects = Pieces::default();
     for x in &p.expects {
-        expects.push_str(&pr.render(pr.expect(x), o.width));
-        expects.push('\n');
+        expects.push_line(pr.render_mapped(pr.expect(x), o.width, map));
     }
-    let items: Vec<String> = std::iter::once(header)
+    let items: Vec<Pieces> = std::iter::once(header)
         .chain(defs)
         .chain(std::iter::once(expects))
-        .filter(|s| !s.is_empty())
+        .filter(|s| !s.0.is_empty())
         .collect();
-    items.join(if multi { "\n" } else { "" })
+    let mut all = Pieces::default();
+    for (k, item) in items.into_iter().enumerate() {
+        if k > 0 && multi {
+            all.push_plain("\n".to_string());
+        }
+        all.0.extend(item.0);
+    }
+    all.finish(map)
+}
+
+/// The pieces of a printed program, in order: text and its lines' spans (empty if not mapped).
+#[derive(Default)]
+struct Pieces(Vec<Mapped>);
+
+impl Pieces {
+    fn push_plain(&mut self, text: String) {
+        self.0.push(Mapped { text, lines: vec![] });
+    }
+    fn push_line(&mut self, mut m: Mapped) {
+        m.text.push('\n');
+        self.0.push(m);
+    }
+    fn finish(self, map: bool) -> Mapped {
+        let mut text = String::new();
+        let mut lines: Vec<Vec<Span>> = vec![];
+        for m in self.0 {
+            let at = lines.len();
+            let n = m.text.matches('\n').count();
+            text.push_str(&m.text);
+            if map {
+                lines.resize(at + n, vec![]);
+                for (k, spans) in m.lines.into_iter().enumerate().take(n) {
+                    lines[at + k] = spans;
+                }
+            }
+        }
+        Mapped { text, lines }
+    }
 }
 
 /// An expression on its own (its free variables print by their text). No trailing newline.
@@ -394,7 +442,7 @@ impl<'o> Renamer<'o> {
 // ---------------------------------------------------------------------------------------------
 // Pass 3: layout.
 
-type D<'a> = DocBuilder<'a, Arena<'a>, ()>;
+type D<'a> = DocBuilder<'a, Arena<'a, Span>, Span>;
 
 /// Precedence levels of expressions: an expression of level `l` printed where level `c` is
 /// required gets parentheses when `l < c`.
@@ -484,6 +532,49 @@ struct CappedIndent {
     out: String,
     at_line_start: bool,
     spaces: usize,
+    /// Where the annotated expressions (their source spans) were laid out, if asked for.
+    map: Option<LineMap>,
+}
+
+/// The source spans of the expressions being laid out, recorded line by line.
+#[derive(Default)]
+struct LineMap {
+    line: usize,
+    /// Open annotations: span, the line and output offset where each started.
+    open: Vec<(Span, usize, usize)>,
+    /// Expressions that started and ended on one line: line, output range, span.
+    single: Vec<(usize, usize, usize, Span)>,
+    /// For each line, the innermost expression open where its text starts.
+    first: Vec<Option<Span>>,
+}
+
+impl LineMap {
+    /// Per line: the outermost one-line expressions, else the one open at its start.
+    fn lines(mut self, n: usize) -> Vec<Vec<Span>> {
+        let mut out: Vec<Vec<Span>> = vec![vec![]; n];
+        self.single.sort_by(|a, b| (a.0, a.1, std::cmp::Reverse(a.2)).cmp(&(b.0, b.1, std::cmp::Reverse(b.2))));
+        let mut cur: Option<(usize, usize)> = None; // line and end of the last outermost one
+        for (line, from, to, span) in self.single {
+            if line >= n {
+                continue;
+            }
+            if matches!(cur, Some((l, end)) if l == line && from < end) {
+                continue; // inside the last outermost one
+            }
+            cur = Some((line, to));
+            if !out[line].contains(&span) {
+                out[line].push(span);
+            }
+        }
+        for (line, spans) in out.iter_mut().enumerate() {
+            if spans.is_empty() {
+                if let Some(Some(s)) = self.first.get(line) {
+                    spans.push(*s);
+                }
+            }
+        }
+        out
+    }
 }
 
 impl pretty::Render for CappedIndent {
@@ -509,7 +600,16 @@ impl pretty::Render for CappedIndent {
                 match rest.chars().next() {
                     None => break,
                     Some('\n') => {}
-                    Some(_) => self.out.extend(std::iter::repeat_n(' ', self.spaces.min(MAX_INDENT))),
+                    Some(_) => {
+                        self.out.extend(std::iter::repeat_n(' ', self.spaces.min(MAX_INDENT)));
+                        if let Some(m) = &mut self.map {
+                            let top = m.open.last().map(|o| o.0);
+                            if m.first.len() <= m.line {
+                                m.first.resize(m.line + 1, None);
+                            }
+                            m.first[m.line] = top;
+                        }
+                    }
                 }
                 self.at_line_start = false;
                 self.spaces = 0;
@@ -519,6 +619,9 @@ impl pretty::Render for CappedIndent {
             if chunk.ends_with('\n') {
                 self.out.truncate(self.out.trim_end_matches(' ').len());
                 self.at_line_start = true;
+                if let Some(m) = &mut self.map {
+                    m.line += 1;
+                }
             }
             self.out.push_str(chunk);
             rest = tail;
@@ -529,30 +632,59 @@ impl pretty::Render for CappedIndent {
     fn fail_doc(&self) -> () {}
 }
 
-impl pretty::RenderAnnotated<'_, ()> for CappedIndent {
-    fn push_annotation(&mut self, _: &()) -> Result<(), ()> {
+impl pretty::RenderAnnotated<'_, Span> for CappedIndent {
+    fn push_annotation(&mut self, span: &Span) -> Result<(), ()> {
+        if let Some(m) = &mut self.map {
+            m.open.push((*span, m.line, self.out.len()));
+        }
         Ok(())
     }
 
     fn pop_annotation(&mut self) -> Result<(), ()> {
+        if let Some(m) = &mut self.map {
+            if let Some((span, line, from)) = m.open.pop() {
+                // Ended by a line break: its last text was on an earlier line.
+                let end = if self.at_line_start && m.line > line { m.line - 1 } else { m.line };
+                if end == line {
+                    m.single.push((line, from, self.out.len(), span));
+                }
+            }
+        }
         Ok(())
     }
 }
 
 struct Printer<'a, 'n> {
-    a: &'a Arena<'a>,
+    a: &'a Arena<'a, Span>,
     o: PrintOptions,
     names: &'n HashMap<u32, Rc<str>>,
 }
 
 impl<'a, 'n> Printer<'a, 'n> {
     fn render(&self, d: D<'a>, width: usize) -> String {
-        let mut out = CappedIndent { out: String::new(), at_line_start: true, spaces: 0 };
+        self.render_mapped(d, width, false).text
+    }
+
+    /// Lays `d` out; with `map`, also the source spans of each of its lines.
+    fn render_mapped(&self, d: D<'a>, width: usize, map: bool) -> Mapped {
+        let map = map.then(LineMap::default);
+        let mut out = CappedIndent { out: String::new(), at_line_start: true, spaces: 0, map };
         // Writing to a String cannot fail.
         let _ = d.into_doc().render_raw(width, &mut out);
         let end = out.out.trim_end_matches(' ').len();
         out.out.truncate(end);
-        out.out
+        let n = out.out.matches('\n').count() + 1;
+        let lines = out.map.map_or(vec![], |m| m.lines(n));
+        Mapped { text: out.out, lines }
+    }
+
+    /// `d` annotated with the span of the expression it prints, where it has one.
+    fn located(&self, e: &Expr, d: D<'a>) -> D<'a> {
+        if e.span.is_none() {
+            d
+        } else {
+            d.annotate(e.span)
+        }
     }
 
     fn t(&self, s: &'static str) -> D<'a> {
@@ -654,17 +786,14 @@ impl<'a, 'n> Printer<'a, 'n> {
 
     fn expr(&self, e: &Expr, ctx: u8) -> D<'a> {
         let d = self.expr_inner(e);
-        if level(e) < ctx {
-            self.parens(d)
-        } else {
-            d
-        }
+        let d = if level(e) < ctx { self.parens(d) } else { d };
+        self.located(e, d)
     }
 
     /// The right operand of an infix operator: also parenthesised when it would start with `-`.
     fn operand(&self, e: &Expr, ctx: u8) -> D<'a> {
         if level(e) >= ctx && starts_with_minus(e) {
-            self.parens(self.expr_inner(e))
+            self.located(e, self.parens(self.expr_inner(e)))
         } else {
             self.expr(e, ctx)
         }
@@ -728,7 +857,7 @@ impl<'a, 'n> Printer<'a, 'n> {
                     .group()
             }
             Case(s, p1, x, p2, y) => {
-                let x_doc = if ends_with_case(x) { self.parens(self.expr_inner(x)) } else { self.expr(x, 0) };
+                let x_doc = if ends_with_case(x) { self.located(x, self.parens(self.expr_inner(x))) } else { self.expr(x, 0) };
                 let arm1 = self
                     .t("inl ")
                     .append(self.pat(p1))

@@ -157,6 +157,8 @@ pub struct Prepared {
     pub program: Program,
     pub builtins: Builtins,
     pub printed: String,
+    /// Per printed line, its source spans (empty unless the pipeline was asked to map lines).
+    pub lines: Vec<Vec<crate::diag::Span>>,
     pub views: Vec<View>,
     /// The transform's own steps (`Output::steps`).
     pub steps: Vec<crate::interp::TraceStep>,

@@ -126,6 +126,9 @@ pub struct WebStage {
     pub error: Option<String>,
     pub error_span: Option<WebSpan>,
     pub program: String,
+    /// For each line of `program`, the source ranges it came from (`[from, to)` in UTF-16 units of
+    /// the editor's text): the page highlights them when the line is hovered, and back.
+    pub program_lines: Vec<Vec<[usize; 2]>>,
     /// Other renderings of the output in the paper's notation (a UNF stack diagram, a rewrite trace).
     pub views: Vec<cotangent::stage::View>,
     pub primal: Option<serde_json::Value>,
@@ -371,6 +374,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
         seed: o.seed.clone().filter(|s| !s.trim().is_empty()),
         params: o.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
         stages: o.stages.clone(),
+        lines: true,
         ..Options::default()
     };
     opts.trace = o.trace.unwrap_or(true);
@@ -430,6 +434,16 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                     error: r.error.clone(),
                     error_span: r.error_span.and_then(|s| web_span(text, &off, s)),
                     program: r.program,
+                    program_lines: r
+                        .program_lines
+                        .iter()
+                        .map(|l| {
+                            l.iter()
+                                .filter(|s| !s.is_none() && (s.end as usize) <= text.len() && s.start <= s.end)
+                                .map(|s| [off.at(s.start), off.at(s.end)])
+                                .collect()
+                        })
+                        .collect(),
                     views: r.views,
                     primal: r.primal.as_ref().map(to_json),
                     gradient: r.gradient,

@@ -26,7 +26,24 @@ const spanField = StateField.define({
   provide: f => EditorView.decorations.from(f),
 });
 
+/** The source ranges the hovered program line came from (`[[from, to], …]`). */
+const hoverEffect = StateEffect.define();
+const hoverField = StateField.define({
+  create: () => Decoration.none,
+  update(deco, tr) {
+    deco = deco.map(tr.changes);
+    for (const e of tr.effects) if (e.is(hoverEffect)) {
+      const len = tr.state.doc.length;
+      const ranges = (e.value || []).filter(([f, t]) => f < t && t <= len).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      deco = ranges.length ? Decoration.set(ranges.map(([f, t]) => Decoration.mark({ class: 'cm-src-span' }).range(f, t)), true) : Decoration.none;
+    }
+    return deco;
+  },
+  provide: f => EditorView.decorations.from(f),
+});
+
 let view;
+let onPointAt = null;   // called with the text position under the mouse, or null when it leaves
 
 /** The editor's look. It is mounted in a shadow root, where CodeMirror's styles go into a constructed
  *  stylesheet instead of a <style> element: so the page's CSP needs no 'unsafe-inline' for styles. */
@@ -37,6 +54,7 @@ const theme = EditorView.theme({
   '&.cm-focused': { outline: '2px solid var(--accent)', outlineOffset: '-2px' },
   '.cm-gutters': { color: '#5c6470' },
   '.cm-step-span': { background: '#ffe58f', borderRadius: '2px', boxShadow: '0 0 0 1px #f0b400' },
+  '.cm-src-span': { background: '#d7e8ff', borderRadius: '2px', boxShadow: '0 0 0 1px #6b9be0' },
 });
 
 /** A shadow root on `host` that also has the page's own rules (the syntax colours `tok-*`). */
@@ -63,7 +81,7 @@ export function init(doc, onEdit) {
       extensions: [
         lineNumbers(), highlightActiveLineGutter(), highlightSpecialChars(), history(), drawSelection(),
         bracketMatching(), closeBrackets(), highlightActiveLine(), highlightSelectionMatches(), lintGutter(),
-        cotangentLanguage, cotangentHighlight, spanField, theme,
+        cotangentLanguage, cotangentHighlight, spanField, hoverField, theme,
         keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap, ...lintKeymap, indentWithTab]),
         EditorView.updateListener.of(u => {
           if (!u.docChanged) return;
@@ -74,6 +92,8 @@ export function init(doc, onEdit) {
         // Typed over a selection that spans highlighted tokens, Chrome's own editing would keep their look
         // with inline styles (refused by the CSP, and logged): the editor makes that change itself.
         EditorView.domEventHandlers({
+          mousemove(e, v) { onPointAt?.(v.posAtCoords({ x: e.clientX, y: e.clientY })); return false; },
+          mouseleave() { onPointAt?.(null); return false; },
           beforeinput(e, v) {
             if (e.inputType !== 'insertText' || !e.data || /^[([{"']$/.test(e.data) || v.state.selection.ranges.every(r => r.empty)) return false;
             e.preventDefault();
@@ -98,6 +118,20 @@ export function reveal(from, to = from) {
   const len = view.state.doc.length;
   view.dispatch({ selection: { anchor: Math.min(from, len), head: Math.min(to, len) }, scrollIntoView: true });
   view.focus();
+}
+
+let lastHoverKey = '[]';
+/** Marks the source ranges a hovered program line came from (`[[from, to], …]`, empty for none). */
+export function setHover(ranges) {
+  const key = JSON.stringify(ranges || []);
+  if (key === lastHoverKey) return;
+  lastHoverKey = key;
+  view.dispatch({ effects: hoverEffect.of(ranges || []) });
+}
+
+/** `f(pos)` is called with the text position under the mouse as it moves over the editor (null when it leaves). */
+export function onPoint(f) {
+  onPointAt = f;
 }
 
 /** Marks the current step's span ({from, to} or null). */

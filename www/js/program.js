@@ -5,8 +5,19 @@ import { $, el } from './dom.js';
 import { REFERENCE, SHARE_VIEWS, stageOrder, stageResult, chainOf } from './state.js';
 import { diffLines } from './diff.js';
 import { highlightLine } from './lang.js';
+import * as editor from './editor.js';
 
 let programKey = null;   // what the view shows, so an unchanged program keeps its DOM
+let lineSources = [];    // per line of the plain program view: the source ranges it came from
+let litLines = [];       // the lines marked as coming from the source under the mouse
+
+/** The lines whose source ranges hold `pos` most tightly (the smallest such range, over all lines). */
+function linesAt(pos) {
+  let best = Infinity;
+  const size = lineSources.map(rs => Math.min(...rs.filter(([f, t]) => f <= pos && pos < t).map(([f, t]) => t - f)));
+  for (const n of size) best = Math.min(best, n);
+  return best === Infinity ? [] : size.flatMap((n, i) => (n === best ? [i] : []));
+}
 
 export function init(state) {
   $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; render(state); });
@@ -23,6 +34,20 @@ export function init(state) {
   pre.addEventListener('mouseout', e => light(e, false));
   pre.addEventListener('focusin', e => light(e, true));
   pre.addEventListener('focusout', e => light(e, false));
+  // Hovering a line of the program marks the source it came from in the editor; hovering the source
+  // marks the program lines that came from it.
+  pre.addEventListener('mouseover', e => {
+    const line = e.target.closest?.('.line[data-i]');
+    editor.setHover(line ? lineSources[+line.dataset.i] : []);
+  });
+  pre.addEventListener('mouseleave', () => editor.setHover([]));
+  editor.onPoint(pos => {
+    const now = pos == null ? [] : linesAt(pos);
+    if (now.join() === litLines.join()) return;
+    for (const x of pre.querySelectorAll('.line.from-source')) x.classList.remove('from-source');
+    for (const i of now) pre.querySelector(`.line[data-i="${i}"]`)?.classList.add('from-source');
+    litLines = now;
+  });
 }
 
 /** `share i`, `shared i` (a reference to it) and `shared<i>` (the variable shareToLet binds for it); the
@@ -193,6 +218,9 @@ export function render(state) {
   if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
   programKey = key;
   pre.replaceChildren();
+  lineSources = [];
+  litLines = [];
+  editor.setHover([]);
   $('diff-toggle').disabled = !!view;
   $('diff-changed').disabled = !!view || !state.diff;
   if (view?.stack?.length) { drawStack(pre, view.stack); return; }
@@ -213,8 +241,13 @@ export function render(state) {
     const marks = SHARE_VIEWS.includes(state.selected) ? shareMarks(r.program) : [];
     let start = 0;
     const pos = { i: 0 };
+    lineSources = r.program_lines || [];
     r.program.split('\n').forEach((text, i) => {
       const line = el('div', 'line');
+      if (lineSources[i]?.length) {
+        line.dataset.i = i;
+        line.classList.add('has-source');
+      }
       line.append(el('span', 'gutter', i + 1));
       if (marks.length) shareLine(line, text, start, marks, pos);
       else highlightLine(line, text);

@@ -717,3 +717,26 @@ fn literals() {
     let out: Vec<String> = es.iter().map(|e| print_expr(e, &ascii())).collect();
     insta::assert_snapshot!(out.join(" | "), @r#"2.0 | 0.1 | 1e-30 | nan | inf | -0.0 | -4 | 7 | false | ()"#);
 }
+
+/// Each printed line maps to the source text it came from: the outermost expressions that fit on
+/// the line, else the one open where the line starts; the text is the same as `print_program`'s.
+#[test]
+fn printed_lines_map_to_their_source_spans() {
+    let src = "def main (x, y) =\n  let z = sin x * y in\n  let w = z + x in\n  (w, z * 2.0)\n";
+    let p = crate::syntax::parse_program(src).unwrap();
+    let o = width(24, false);
+    let m = print_program_mapped(&p, &o, true);
+    assert_eq!(m.text, print_program(&p, &o));
+    let shown: Vec<Vec<&str>> =
+        m.lines.iter().map(|l| l.iter().map(|s| &src[s.start as usize..s.end as usize]).collect()).collect();
+    let printed: Vec<&str> = m.text.lines().collect();
+    assert_eq!(printed, ["def main (x, y) =", "  let z = sin x * y in", "  let w = z + x in", "  (w, z * 2.0)"]);
+    assert_eq!(shown.len(), printed.len());
+    // the definition's head line: the body starts below it, so nothing of the source is on it
+    assert!(shown[0].is_empty(), "{shown:?}");
+    assert_eq!(shown[1], ["sin x * y"]);
+    assert_eq!(shown[2], ["z + x"]);
+    assert_eq!(shown[3], ["(w, z * 2.0)"]);
+    // unmapped printing records nothing
+    assert!(print_program_mapped(&p, &o, false).lines.is_empty());
+}
