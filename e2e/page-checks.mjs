@@ -634,4 +634,19 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     await ctx.close();
     return `${lines.length} of the stage's lines mapped; "${sinLine.text.trim()}" → ${JSON.stringify(m)}; sin → ${lit.length} lines`;
   });
+
+  await check('dag: a graph drawn in part says so above the picture at the page\'s text size', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const src = await example('dualrev-long-chain');
+    const p = await open('#src=' + encodeURIComponent(src) + '&stage=krawiec/monadic&p.n=200', ctx);
+    await p.waitForSelector('#dag svg .node', { timeout: 15000 });
+    const r = await p.evaluate(() => {
+      const svg = document.querySelector('#dag svg');
+      const note = document.querySelector('#dag-info .dag-partial');
+      return { omitted: +svg.getAttribute('data-omitted'), text: note?.textContent, size: note && parseFloat(getComputedStyle(note).fontSize), shown: note && note.getBoundingClientRect().height > 0 };
+    });
+    assert(r.omitted > 0 && r.text && r.text.startsWith(`${r.omitted} nodes not drawn`) && r.size >= 12 && r.shown, JSON.stringify(r));
+    await ctx.close();
+    return r.text;
+  });
 }

@@ -45,7 +45,12 @@ function renderMain(state, relaid) {
   const shared = g.nodes.filter(n => n.shared).length;
   info.textContent = `${nodeCount(r)} nodes · ${g.edges.length} edges · ${shared} shared`;
   const notDrawn = +box.querySelector('svg')?.getAttribute('data-omitted') || 0;
-  if (notDrawn) info.textContent += ` · ${notDrawn} not drawn`;
+  // A partial drawing says so above the picture, at the page's text size (the SVG's own caption
+  // shrinks with the zoom that fits a large graph).
+  if (notDrawn) {
+    const what = box.querySelector('svg .dag-omitted')?.textContent || `${notDrawn} nodes not drawn.`;
+    info.append(' · ', el('strong', 'dag-partial', what));
+  }
   // Fit when a stage is opened; after an edit keep the user's pan and zoom.
   applyZoom(box, state, state.fitPending !== false);
   state.fitPending = false;
