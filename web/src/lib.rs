@@ -13,6 +13,7 @@
 
 pub mod arraygroups;
 pub mod dag;
+pub mod timing;
 
 use cotangent::diag::{line_col, render, Diagnostic, Span};
 use cotangent::interp::{Budget, Cost, Graph};
