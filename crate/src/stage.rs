@@ -173,8 +173,32 @@ pub struct CounterInfo {
     pub about: &'static str,
 }
 
+/// What the page shows of a stage beyond its program, graph and steps (declared by the stage, so the
+/// page names no stage).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct PageHints {
+    /// Another stage whose graph the page draws beside this one's, for the same program.
+    pub beside: Option<Beside>,
+    /// Its program names the array paper's global shares (`share i`, `shared i`, `shared<i>`): the
+    /// page marks every occurrence of each ID.
+    pub marks_shares: bool,
+}
+
+/// A graph drawn beside a stage's: the other stage, and the headings of this stage's panel and of it.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Beside {
+    pub stage: &'static str,
+    pub mine: &'static str,
+    pub theirs: &'static str,
+}
+
 pub trait Stage: Sync {
     fn info(&self) -> &'static StageInfo;
+
+    /// What the page shows beyond the program, graph and steps (default: nothing more).
+    fn page(&self) -> PageHints {
+        PageHints::default()
+    }
 
     /// What it transforms: the source (default) or another stage's output.
     fn input(&self) -> Input {

@@ -117,6 +117,8 @@ pub struct StageDesc {
     pub explanation: &'static str,
     pub complexity: &'static str,
     pub accepts: &'static str,
+    /// What the page shows beyond the program, graph and steps (a graph beside, share marks).
+    pub page: cotangent::stage::PageHints,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -290,6 +292,7 @@ pub fn stage_descs() -> Vec<StageDesc> {
                 explanation: i.explanation,
                 complexity: i.complexity,
                 accepts: i.accepts,
+                page: s.page(),
             }
         })
         .collect()
@@ -305,6 +308,7 @@ fn desc_of(id: &str) -> StageDesc {
         explanation: "",
         complexity: "",
         accepts: "",
+        page: Default::default(),
     })
 }
 

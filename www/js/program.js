@@ -2,7 +2,7 @@
 // stage (by default the stage before it: the previous stage of the same chain, else the reference),
 // optionally showing the changed lines only.
 import { $, el } from './dom.js';
-import { REFERENCE, SHARE_VIEWS, stageOrder, stageResult, chainOf } from './state.js';
+import { REFERENCE, marksShares, stageOrder, stageResult, chainOf } from './state.js';
 import { diffLines } from './diff.js';
 import { highlightLine } from './lang.js';
 import * as editor from './editor.js';
@@ -238,7 +238,7 @@ export function render(state) {
   if (state.diff && base) {
     drawDiff(pre, base, state.selected, stageResult(base).program, r.program, !!state.diffChanged);
   } else {
-    const marks = SHARE_VIEWS.includes(state.selected) ? shareMarks(r.program) : [];
+    const marks = marksShares(state.selected) ? shareMarks(r.program) : [];
     let start = 0;
     const pos = { i: 0 };
     lineSources = r.program_lines || [];

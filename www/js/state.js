@@ -6,14 +6,6 @@
 export const REFERENCE = 'forward';
 /** The stage a first visit opens on (the first the core has): one with a Delta DAG and a stepper. */
 export const FIRST_SCREEN = ['krawiec/monadic', 'dualrev/tape'];
-/** A stage whose Delta DAG is drawn beside another stage's for the same program (dag.js): the array
- *  paper's array-level Delta (§6) beside the scalar-level one of its arrays of dual numbers (§4.1), so
- *  the Delta explosion is seen. `mine` and `theirs` head the two panels. */
-export const DAG_BESIDE = { 'arrays/dual-arrays': { stage: 'arrays/dual-numbers', mine: 'array Delta', theirs: 'scalar Delta' } };
-/** Stages whose program refers to the array paper's global sharing (§7.3–7.4): `share i t` and
- *  `shared i` (symbolic-share), or the variable `shared<i>` bound for it (share-to-let). The program
- *  view marks every occurrence of each i (program.js). */
-export const SHARE_VIEWS = ['arrays/symbolic-share', 'arrays/share-to-let'];
 /** Steps per stage per run: krawiec/delta's eval2 runs ~2M budget steps per second in wasm. */
 export const STEP_BUDGET = 2_000_000;
 
@@ -51,11 +43,17 @@ export function stageDesc(id) { return state.stages.find(s => s.id === id) || st
 /** The chain a stage belongs to, or null (a stage the core listed in no chain). */
 export function chainOf(id) { return state.chains.find(c => c.stages.includes(id)) || null; }
 
-/** What is drawn beside stage `id`'s Delta DAG ({stage, mine, theirs}), if the core has that stage. */
+/** What is drawn beside stage `id`'s Delta DAG ({stage, mine, theirs}: the other stage and the two
+ *  panels' headings), as the stage declares it (`Stage::page`), if the core has that stage: the array
+ *  paper's array-level Delta (§6) beside the scalar-level one of its arrays of dual numbers (§4.1). */
 export function besideOf(id) {
-  const b = DAG_BESIDE[id];
+  const b = stageDesc(id).page?.beside;
   return b && state.stages.some(s => s.id === b.stage) ? b : null;
 }
+
+/** Whether stage `id`'s program names the array paper's global shares (`share i t`, `shared i`, the
+ *  variable `shared<i>`; §7.3–7.4), as the stage declares it: the program view marks each ID. */
+export function marksShares(id) { return !!stageDesc(id).page?.marks_shares; }
 
 /** The selected stage's backward-pass trace. */
 export function trace() { return stageResult(state.selected)?.trace || []; }

@@ -8,7 +8,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::interp::{Builtin, Graph, Machine};
 use crate::ir::*;
-use crate::stage::{wrapper_type, CounterInfo, Input, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{wrapper_type, Beside, CounterInfo, Input, PageHints, Output, RunCtx, Source, Stage, StageInfo};
 
 pub struct DualArrays;
 
@@ -36,6 +36,11 @@ static COUNTERS: &[CounterInfo] = &[
 ];
 
 impl Stage for DualArrays {
+    /// The scalar-level Delta of §4.1's arrays of dual numbers beside this array-level one, for the same
+    /// program: the Delta explosion seen.
+    fn page(&self) -> PageHints {
+        PageHints { beside: Some(Beside { stage: "arrays/dual-numbers", mine: "array Delta", theirs: "scalar Delta" }), ..PageHints::default() }
+    }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(crate::value::Value, crate::value::Value), crate::interp::RunError> {
         super::common::core::gradient::run_in_input_shape(m, cx)
     }

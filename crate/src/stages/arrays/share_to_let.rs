@@ -8,7 +8,7 @@ use super::symbolic::COUNTERS;
 use crate::diag::Diagnostic;
 use crate::interp::{Machine, RunError};
 use crate::ir::*;
-use crate::stage::{wrapper_type, CounterInfo, Input, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{PageHints, wrapper_type, CounterInfo, Input, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct ShareToLet;
@@ -30,6 +30,10 @@ point (the compile-once, run-many split of §7).",
 };
 
 impl Stage for ShareToLet {
+    /// §7.3–7.4's global shares, marked per ID in the page.
+    fn page(&self) -> PageHints {
+        PageHints { marks_shares: true, ..PageHints::default() }
+    }
     fn info(&self) -> &'static StageInfo {
         &INFO
     }

@@ -7,7 +7,7 @@ use super::common::PAPER;
 use crate::diag::Diagnostic;
 use crate::interp::{Machine, RunError};
 use crate::ir::*;
-use crate::stage::{wrapper_type, CounterInfo, Input, Output, RunCtx, Source, Stage, StageInfo};
+use crate::stage::{PageHints, wrapper_type, CounterInfo, Input, Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::Value;
 
 pub struct SymbolicShare;
@@ -31,6 +31,10 @@ is computed, left to right): its size is that of the gradient DAG, linear where 
 use super::symbolic::COUNTERS;
 
 impl Stage for SymbolicShare {
+    /// §7.3–7.4's global shares, marked per ID in the page.
+    fn page(&self) -> PageHints {
+        PageHints { marks_shares: true, ..PageHints::default() }
+    }
     fn info(&self) -> &'static StageInfo {
         &INFO
     }
