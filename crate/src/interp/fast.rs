@@ -163,6 +163,15 @@ impl Machine<'_> {
     }
 }
 
+impl Machine<'_> {
+    /// A region's value when it has one (`Body::Value`), run in place (a call's argument).
+    #[inline]
+    pub(super) fn fast_value(&mut self, f: &FastCode) -> Option<Res<Value>> {
+        let Body::Value(g) = &f.body else { return None };
+        Some(run_links(self, &f.links).and_then(|()| g.run(self)))
+    }
+}
+
 fn run_links(m: &mut Machine<'_>, links: &[Link]) -> Res<()> {
     for l in links {
         m.step(l.charge)?;
@@ -191,7 +200,7 @@ pub(crate) fn regions(body: &mut Code, h: &Hints) {
 
 /// A node the closures can run themselves (its children aside).
 fn own_ok(c: &Code) -> bool {
-    !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
+    !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::Call(_) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
 }
 
 /// The children evaluated in the current frame (a lambda's body is its own function).
@@ -201,6 +210,7 @@ fn children(c: &mut Code) -> Vec<&mut Code> {
         Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
         Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
         Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
+        Code::Call(cc) => cc.args.iter_mut().collect(),
         Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![&mut **s, &mut **a, &mut **b],
     }
 }
@@ -670,6 +680,7 @@ mod tests {
                     }
                 }
                 Code::Lam(l) => stack.push(&l.body),
+                Code::Call(cc) => stack.extend(cc.args.iter()),
                 Code::App(a, b, _) | Code::Let(_, a, b) => stack.extend([&**a, &**b]),
                 Code::If(a, b, c, _) => stack.extend([&**a, &**b, &**c]),
                 _ => {}
