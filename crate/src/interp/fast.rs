@@ -141,7 +141,14 @@ pub(crate) struct FastCode {
 struct Link {
     pat: LPat,
     charge: Charge,
-    rhs: Gen,
+    rhs: Rhs,
+}
+
+enum Rhs {
+    Gen(Gen),
+    /// `let (p1, …, pk) = (let … in (e1, …, ek)) in`: the items go straight to the pattern's parts,
+    /// the tuple is never built (its step and allocation are counted, as the walker builds it).
+    Spread(Box<[Link]>, Box<[Gen]>),
 }
 
 enum Body {
@@ -175,9 +182,42 @@ impl Machine<'_> {
 fn run_links(m: &mut Machine<'_>, links: &[Link]) -> Res<()> {
     for l in links {
         m.step(l.charge)?;
-        let v = l.rhs.run(m)?;
-        m.bind(&l.pat, v)?;
+        match &l.rhs {
+            Rhs::Gen(rhs) => {
+                let v = rhs.run(m)?;
+                m.bind(&l.pat, v)?;
+            }
+            Rhs::Spread(inner, items) => spread(m, &l.pat, inner, items)?,
+        }
     }
+    Ok(())
+}
+
+/// A spread link's right side, in the walker's order: its lets, the tuple's step, its items, its
+/// allocation; then each item bound to its part of the pattern, as `bind` takes a tuple apart.
+fn spread(m: &mut Machine<'_>, pat: &LPat, inner: &[Link], items: &[Gen]) -> Res<()> {
+    let LPat::Tuple(ps, _) = pat else { return Ok(()) };
+    run_links(m, inner)?;
+    m.step(Charge::None)?;
+    if let ([a, b], [pa, pb]) = (items, &ps[..]) {
+        let x = a.run(m)?;
+        let y = b.run(m)?;
+        m.alloc(1).map_err(Box::new)?;
+        m.bind(pa, x)?;
+        return m.bind(pb, y);
+    }
+    // items wait on the value stack (an error leaves them to `run_with`'s clean-up)
+    let base = m.vals.len();
+    for it in items {
+        let v = it.run(m)?;
+        m.vals.push(v);
+    }
+    m.alloc(1).map_err(Box::new)?;
+    for (k, p) in ps.iter().enumerate() {
+        let v = std::mem::replace(&mut m.vals[base + k], Value::Unit);
+        m.bind(p, v)?;
+    }
+    m.vals.truncate(base);
     Ok(())
 }
 
@@ -335,7 +375,29 @@ fn convert(c: &mut Code, h: &Hints) {
 // ---- compilation ----
 
 fn link(pat: LPat, rhs: Code, h: &Hints) -> Link {
-    Link { charge: Charge::Bind(binds(&pat)), pat, rhs: gen(rhs, h) }
+    let charge = Charge::Bind(binds(&pat));
+    let arity = match &pat {
+        LPat::Tuple(ps, _) => ps.len(),
+        _ => 0,
+    };
+    let rhs = match rhs {
+        c @ Code::Let(..) if arity > 0 => {
+            let (inner, body) = unroll(c, h);
+            match body {
+                Code::Tuple(items) if items.len() == arity => Rhs::Spread(inner.into(), gens(items, h)),
+                body => {
+                    let body = gen(body, h);
+                    Rhs::Gen(g(move |m| {
+                        run_links(m, &inner)?;
+                        body.run(m)
+                    }))
+                }
+            }
+        }
+        Code::Tuple(items) if arity > 0 && items.len() == arity => Rhs::Spread(Box::new([]), gens(items, h)),
+        rhs => Rhs::Gen(gen(rhs, h)),
+    };
+    Link { charge, pat, rhs }
 }
 
 /// A let chain's links (compiled) and its body (not yet).

@@ -414,7 +414,11 @@ impl Lowerer<'_> {
         let mut more = vec![];
         let mut body = body;
         while self.fast {
-            let b = strip_ann(body);
+            // `pure` is transparent at run time (the monads run as their values)
+            let mut b = strip_ann(body);
+            while let ExprKind::Pure(inner) = &b.kind {
+                b = strip_ann(inner);
+            }
             let ExprKind::Lam(_, q, inner) = &b.kind else { break };
             more.push(self.pat_typed(q, param_type(&b.ty)));
             body = inner;
