@@ -28,7 +28,7 @@
 
 use super::lower::{Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
-use super::run::{binds, kind, Charge, Next, Res};
+use super::run::{binds, kind, Charge, Kont, Next, Res};
 use super::{Machine, RunError};
 use crate::prims::OnReal;
 use crate::value::Value;
@@ -154,6 +154,9 @@ enum Rhs {
 enum Body {
     Value(Gen),
     Walk(Code),
+    /// The rest is `let p = rhs in rest` whose `rhs` makes a call: the region counts the let's step,
+    /// leaves the walker's `Let` frame and starts the call itself (no trip round the loop).
+    Let(Charge, LPat, Box<Code>, Box<Code>),
 }
 
 impl Machine<'_> {
@@ -165,7 +168,16 @@ impl Machine<'_> {
                 self.acc = g.run(self)?;
                 Ok(Next::Ret)
             }
+            Body::Walk(Code::Call(cc)) => self.eval_call(cc),
             Body::Walk(c) => Ok(Next::Eval(c)),
+            Body::Let(charge, p, rhs, rest) => {
+                self.step(*charge)?;
+                self.kont.push(Kont::Let(p, &**rest));
+                match &**rhs {
+                    Code::Call(cc) => self.eval_call(cc),
+                    c => Ok(Next::Eval(c)),
+                }
+            }
         }
     }
 }
@@ -361,7 +373,11 @@ fn close(mut run: Vec<(LPat, Code)>, (tail, value, nodes): (Code, bool, u32), h:
     }
     run.reverse();
     let links = run.into_iter().map(|(pat, rhs)| link(pat, rhs, h)).collect();
-    let body = if value { Body::Value(gen(tail, h)) } else { Body::Walk(tail) };
+    let body = match tail {
+        tail if value => Body::Value(gen(tail, h)),
+        Code::Let(p, rhs, rest) => Body::Let(Charge::Bind(binds(&p)), p, rhs, rest),
+        tail => Body::Walk(tail),
+    };
     Code::Fast(Rc::new(FastCode { links, body }))
 }
 
@@ -736,9 +752,16 @@ mod tests {
                     let FastCode { links, body } = &**f;
                     out.0 += 1;
                     out.2 += links.len();
-                    if let Body::Walk(rest) = body {
-                        out.1 += 1;
-                        stack.push(rest);
+                    match body {
+                        Body::Walk(rest) => {
+                            out.1 += 1;
+                            stack.push(rest);
+                        }
+                        Body::Let(_, _, rhs, rest) => {
+                            out.1 += 1;
+                            stack.extend([&**rhs, &**rest]);
+                        }
+                        Body::Value(_) => {}
                     }
                 }
                 Code::Lam(l) => stack.push(&l.body),

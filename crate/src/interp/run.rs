@@ -389,7 +389,7 @@ impl Machine<'_> {
     }
 
     /// Evaluates a `Call` node: the walker's steps for its `App` nodes and its head, then `call_go`.
-    fn eval_call(&mut self, cc: &CallCode) -> Res<Next> {
+    pub(super) fn eval_call(&mut self, cc: &CallCode) -> Res<Next> {
         for _ in 0..cc.args.len() {
             self.step(Charge::None)?;
         }
