@@ -183,11 +183,21 @@ impl Machine<'_> {
 }
 
 impl Machine<'_> {
-    /// A region's value when it has one (`Body::Value`), run in place (a call's argument).
+    /// The value of a region that has one (`FastCode::has_value`), run in place (a call's argument).
     #[inline]
-    pub(super) fn fast_value(&mut self, f: &FastCode) -> Option<Res<Value>> {
-        let Body::Value(g) = &f.body else { return None };
-        Some(run_links(self, &f.links).and_then(|()| g.run(self)))
+    pub(super) fn fast_value(&mut self, f: &FastCode) -> Res<Value> {
+        let Body::Value(g) = &f.body else {
+            return Err(Box::new(RunError::runtime(crate::diag::Span::NONE, "internal: a region run in place has a value")));
+        };
+        run_links(self, &f.links)?;
+        g.run(self)
+    }
+}
+
+impl FastCode {
+    /// The region computes its value itself (it hands nothing to the walker).
+    pub(super) fn has_value(&self) -> bool {
+        matches!(self.body, Body::Value(_))
     }
 }
 
