@@ -1,14 +1,17 @@
 //! Fast regions: call-free parts of a function body compiled to Rust closures at lowering (issue 13,
-//! item 1, first step).
+//! item 1).
 //!
 //! DESIGN. After a function body is lowered to `Code`, `regions` replaces every maximal subtree that
-//! makes no call (no `App`, `Global`, `Lam`, `LetRec`, `CallLazy`; saturated builtins `CallB` are
-//! allowed) by one node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
+//! makes no call (no `App`, `Call`, `Global`, `Lam`, `LetRec`, `CallLazy`; saturated builtins `CallB`
+//! are allowed) by one node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
 //! inside the walker's `eval`, so frames, re-entrancy, budgets and the heap continuation stack are
 //! untouched: a region binds slots of the current frame, builtins inside it are called exactly as the
 //! walker calls them (and may re-enter the machine through `apply`). A chain of lets is a loop over
 //! its links, not nested closures; a region whose let chain reaches a call (`let y = f x in …`) runs
-//! its links and hands the rest to the walker (`Body::Walk`), so ANF bodies alternate between the two.
+//! its links, counts the call's `let`, pushes the walker's `Let` frame and starts the `Call` itself
+//! (`Body::Let`); when the call returns, the walker binds `y` and runs the next region, so ANF bodies
+//! alternate between regions and calls (`run.rs`'s `call_go`: one frame per saturated call) without a
+//! trip round the loop for either. A call's arguments that are regions run in place.
 //! Closures recurse natively, so a region is at most `MAX_DEPTH` closures deep; deeper expressions
 //! are split (the walker runs the node that would exceed the bound, its children are regions).
 //!
@@ -16,15 +19,17 @@
 //! binders): such a subtree compiles to a closure returning `f64`, and `a + b` never builds a `Value`.
 //! The types are only hints: a closure that meets a value that is not a real hands it on
 //! (`Miss::Val`) and its parent finishes with the walker's own `prim1`/`prim2` on values, so a
-//! wrong hint costs time, never a different result or message.
+//! wrong hint costs time, never a different result or message. Tuples are scalar-replaced where a
+//! let takes apart the tuple its right side builds (`let (a, da) = (let … in (e1, e2))`, the gradient
+//! stages' commonest binding): the items go straight to the pattern's parts (`Rhs::Spread`).
 //!
 //! COUNTERS stay exact: every node of a region counts its step through `Machine::step` (budget,
-//! clock, cost model) at the point the walker would, real ops, allocations and builtins in the
-//! walker's order, with the walker's error messages; `Budget::walker` lowers without regions, and
-//! crate/tests/engine.rs checks that both engines agree on every example and random program.
+//! clock, cost model) at the point the walker would, real ops, allocations (a spread tuple's too) and
+//! builtins in the walker's order, with the walker's error messages; `Budget::walker` lowers without
+//! regions, and crate/tests/engine.rs checks that both engines agree on every example and random program.
 //!
-//! NEXT STEP: calls without the CEK loop (function bodies in ANF with an explicit frame stack, so a
-//! whole call tree runs compiled), then the same design emitted as WebAssembly (f64 locals).
+//! NEXT STEP: a call's return without the loop (bodies in ANF run by one loop over links and calls with
+//! an explicit frame stack), then the same design emitted as WebAssembly (f64 locals).
 
 use super::lower::{Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};

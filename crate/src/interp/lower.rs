@@ -10,6 +10,8 @@
 //! - Top-level defs are `Global(i)`; params are constants.
 //! - Saturated builtin spines become `CallB` (no partial applications allocated); lazy builtins become
 //!   `CallLazy` whose last argument is a thunk `\() -> e`.
+//! - In the engine (not the walker): `\a -> \b -> body` is one function of two parameters bound in
+//!   one frame (`LamCode::more`), and a spine `f a1 … an` with a variable head is one `Call`.
 //!
 //! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
 

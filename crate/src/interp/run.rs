@@ -6,6 +6,10 @@
 //! A call pushes `Kont::Ret` with the caller's `bp`/`env`/`group` unless the top frame already is a
 //! `Ret` (a tail call), in which case the callee reuses the frame. `depth` counts `Ret` frames.
 //!
+//! Calls (`Code::Call`, `call_go`): the arguments of a multi-parameter function wait on `vals` until
+//! it has them all, then one frame binds them; each argument short of the last is counted as the
+//! walker's curried application of it (`partial_step`), so counters, budgets and traces agree.
+//!
 //! Code pointers in frames (`*const Code`) point into the machine's `Lowered` tree, which is
 //! immutable and owned by the machine for its whole life; function values are checked to come from
 //! this lowering before their code is entered, so every pointer stays valid while it is used.
@@ -544,7 +548,19 @@ impl Machine<'_> {
         self.call_builtin(b, args, span)
     }
 
+    /// Binds `v` to `p` in the current frame (a slot in place; patterns by `bind_pat`).
+    #[inline(always)]
     pub(super) fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
+        match p {
+            LPat::Slot(s) => {
+                self.locals[self.bp + *s as usize] = v;
+                Ok(())
+            }
+            p => self.bind_pat(p, v),
+        }
+    }
+
+    fn bind_pat(&mut self, p: &LPat, v: Value) -> Res<()> {
         match p {
             LPat::Slot(s) => {
                 self.locals[self.bp + *s as usize] = v;
