@@ -806,6 +806,17 @@ mod tests {
     }
 
     #[test]
+    fn curried_lambdas_are_one_function_and_spines_one_call_in_the_engine() {
+        let (p, _, _) = crate::pipeline::front_end("def f a b c = a * b + c\ndef main x = f x x x", &[]).expect("type-checks");
+        for (fast, more) in [(true, 2), (false, 0)] {
+            let low = lower(&p, &Builtins::new(), fast).expect("lowers");
+            assert_eq!(low.defs[0].lam.as_ref().map(|l| l.more.len()), Some(more));
+            let call = matches!(&low.defs[1].body, Code::Lam(l) if matches!(l.body, Code::Call(_)));
+            assert_eq!(call, fast, "main's body is one call in the engine, App nodes in the walker");
+        }
+    }
+
+    #[test]
     fn single_nodes_and_calls_stay_with_the_walker() {
         assert_eq!(regions_of("def g x = x\ndef main x = g x"), (0, 0, 0));
     }
