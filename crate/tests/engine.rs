@@ -226,3 +226,73 @@ fn both_engines_agree_on_long_let_chains_and_deep_expressions() {
         assert!(r.is_ok(), "{r:?}");
     }
 }
+
+/// Programs whose calls the engine runs as saturated calls of multi-parameter functions (issue 13,
+/// item 1, second step): global, let-bound, recursive and local recursive functions of several
+/// parameters (tuple and unit patterns among them), partial applications kept, passed to array
+/// operations and applied later, a function applied to more arguments than its lambdas take, and
+/// calls in and out of tail position.
+const CALLS: &[(&str, &str)] = &[
+    ("def add3 a b c = a * b + c\ndef main x = add3 x 2.0 (add3 1.0 x x) + add3 (x * x) x 0.5", "1.5"),
+    ("def f (a, b) c () = a * c - b\ndef main x = f (x, 2.0) (x + 1.0) () * 3.0", "0.25"),
+    ("def main x = let g a b = a * x + b in let h = g 2.0 in h 1.0 + g x x + h (h x)", "0.75"),
+    ("def mul a b = a * b\ndef main x = sum (map (mul x) [1.0, x, 3.0]) + fold (\\acc y -> acc + y) 0.0 [x, x]", "2.0"),
+    ("def h a = let t = a * 2.0 in \\b c -> t + b * c\ndef main x = h x 3.0 x + (let k = h 1.0 in k x 2.0)", "0.5"),
+    ("def mk a = \\b -> a + b\ndef main x = mk x (mk 1.0 x) * mk (mk x x) 2.0", "1.25"),
+    ("def horner k acc x = if k == 0 then acc else horner (k - 1) (acc * x + 1.0 / real k) x\ndef main x = horner 12 0.0 x", "0.99"),
+    ("def main x = let go k a b = if k == 0 then a + b else go (k - 1) (a * x) (b + a) in go 6 1.0 0.0", "1.1"),
+    ("def step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\ndef sim k s = if k == 0 then s else sim (k - 1) (step s)\ndef main (p0, v0) = let (p, v) = sim 9 (p0, v0) in p * p + v", "(1.0, 0.5)"),
+    ("def twice f x = f (f x)\ndef main x = twice (\\y -> y * x) 3.0 + twice (twice (\\y -> y + 1.0)) x", "0.5"),
+];
+
+#[test]
+fn both_engines_agree_on_saturated_and_partial_calls() {
+    for (src, at) in CALLS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            let r = run_both(src, typed, arg.clone(), Budget::default());
+            assert!(r.is_ok(), "{src}: {r:?}");
+        }
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn calls_stop_at_every_budget_where_the_walker_stops() {
+    // every step, allocation and depth budget short of the whole run: the same stopping point,
+    // message, span and counts, inside argument evaluation, partial applications and frames
+    for (src, at) in &CALLS[..9] {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        let mut stopped = 0;
+        for steps in 1..40 {
+            if run_both(src, true, arg.clone(), Budget { steps, ..Budget::default() }).is_err() {
+                stopped += 1;
+            }
+        }
+        assert!(stopped >= 15, "{src}: the program should take more than 15 steps");
+        for allocs in 0..12 {
+            let _ = run_both(src, true, arg.clone(), Budget { allocs, ..Budget::default() });
+        }
+        for depth in 0..8 {
+            let _ = run_both(src, true, arg.clone(), Budget { depth, ..Budget::default() });
+        }
+    }
+}
+
+#[test]
+fn pattern_errors_in_calls_are_the_walkers() {
+    // untyped: a parameter pattern that does not match, at a partial application and at the last
+    let cases: &[(&str, Value, &str)] = &[
+        ("def f (a, b) c = a + c\ndef main x = f x 2", Value::Int(1), "does not match"),
+        ("def f a () = a\ndef main x = f x 2", Value::Int(1), "does not match"),
+        ("def f a (b, c) d = a + d\ndef main x = let g = f x in g 3 4", Value::Int(1), "does not match"),
+        ("def main x = x 1 2", Value::Int(1), "not a function"),
+        ("def f a b = a\ndef main x = f x 1 2", Value::Int(1), "not a function"),
+    ];
+    for (src, arg, want) in cases {
+        match run_both(src, false, arg.clone(), Budget::default()) {
+            Err(RunError::Runtime { message, .. }) => assert!(message.contains(want), "{src}: {message}"),
+            other => panic!("{src}: expected an error containing {want:?}, got {other:?}"),
+        }
+    }
+}

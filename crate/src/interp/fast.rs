@@ -1,14 +1,17 @@
 //! Fast regions: call-free parts of a function body compiled to Rust closures at lowering (issue 13,
-//! item 1, first step).
+//! item 1).
 //!
 //! DESIGN. After a function body is lowered to `Code`, `regions` replaces every maximal subtree that
-//! makes no call (no `App`, `Global`, `Lam`, `LetRec`, `CallLazy`; saturated builtins `CallB` are
-//! allowed) by one node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
+//! makes no call (no `App`, `Call`, `Global`, `Lam`, `LetRec`, `CallLazy`; saturated builtins `CallB`
+//! are allowed) by one node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
 //! inside the walker's `eval`, so frames, re-entrancy, budgets and the heap continuation stack are
 //! untouched: a region binds slots of the current frame, builtins inside it are called exactly as the
 //! walker calls them (and may re-enter the machine through `apply`). A chain of lets is a loop over
 //! its links, not nested closures; a region whose let chain reaches a call (`let y = f x in …`) runs
-//! its links and hands the rest to the walker (`Body::Walk`), so ANF bodies alternate between the two.
+//! its links, counts the call's `let`, pushes the walker's `Let` frame and starts the `Call` itself
+//! (`Body::Let`); when the call returns, the walker binds `y` and runs the next region, so ANF bodies
+//! alternate between regions and calls (`run.rs`'s `call_go`: one frame per saturated call) without a
+//! trip round the loop for either. A call's arguments that are regions run in place.
 //! Closures recurse natively, so a region is at most `MAX_DEPTH` closures deep; deeper expressions
 //! are split (the walker runs the node that would exceed the bound, its children are regions).
 //!
@@ -16,19 +19,21 @@
 //! binders): such a subtree compiles to a closure returning `f64`, and `a + b` never builds a `Value`.
 //! The types are only hints: a closure that meets a value that is not a real hands it on
 //! (`Miss::Val`) and its parent finishes with the walker's own `prim1`/`prim2` on values, so a
-//! wrong hint costs time, never a different result or message.
+//! wrong hint costs time, never a different result or message. Tuples are scalar-replaced where a
+//! let takes apart the tuple its right side builds (`let (a, da) = (let … in (e1, e2))`, the gradient
+//! stages' commonest binding): the items go straight to the pattern's parts (`Rhs::Spread`).
 //!
 //! COUNTERS stay exact: every node of a region counts its step through `Machine::step` (budget,
-//! clock, cost model) at the point the walker would, real ops, allocations and builtins in the
-//! walker's order, with the walker's error messages; `Budget::walker` lowers without regions, and
-//! crate/tests/engine.rs checks that both engines agree on every example and random program.
+//! clock, cost model) at the point the walker would, real ops, allocations (a spread tuple's too) and
+//! builtins in the walker's order, with the walker's error messages; `Budget::walker` lowers without
+//! regions, and crate/tests/engine.rs checks that both engines agree on every example and random program.
 //!
-//! NEXT STEP: calls without the CEK loop (function bodies in ANF with an explicit frame stack, so a
-//! whole call tree runs compiled), then the same design emitted as WebAssembly (f64 locals).
+//! NEXT STEP: a call's return without the loop (bodies in ANF run by one loop over links and calls with
+//! an explicit frame stack), then the same design emitted as WebAssembly (f64 locals).
 
 use super::lower::{Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
-use super::run::{binds, kind, Charge, Next, Res};
+use super::run::{binds, kind, Charge, Kont, Next, Res};
 use super::{Machine, RunError};
 use crate::prims::OnReal;
 use crate::value::Value;
@@ -141,12 +146,22 @@ pub(crate) struct FastCode {
 struct Link {
     pat: LPat,
     charge: Charge,
-    rhs: Gen,
+    rhs: Rhs,
+}
+
+enum Rhs {
+    Gen(Gen),
+    /// `let (p1, …, pk) = (let … in (e1, …, ek)) in`: the items go straight to the pattern's parts,
+    /// the tuple is never built (its step and allocation are counted, as the walker builds it).
+    Spread(Box<[Link]>, Box<[Gen]>),
 }
 
 enum Body {
     Value(Gen),
     Walk(Code),
+    /// The rest is `let p = rhs in rest` whose `rhs` makes a call: the region counts the let's step,
+    /// leaves the walker's `Let` frame and starts the call itself (no trip round the loop).
+    Let(Charge, LPat, Box<Code>, Box<Code>),
 }
 
 impl Machine<'_> {
@@ -158,17 +173,78 @@ impl Machine<'_> {
                 self.acc = g.run(self)?;
                 Ok(Next::Ret)
             }
+            Body::Walk(Code::Call(cc)) => self.eval_call(cc),
             Body::Walk(c) => Ok(Next::Eval(c)),
+            Body::Let(charge, p, rhs, rest) => {
+                self.step(*charge)?;
+                self.kont.push(Kont::Let(p, &**rest));
+                match &**rhs {
+                    Code::Call(cc) => self.eval_call(cc),
+                    c => Ok(Next::Eval(c)),
+                }
+            }
         }
+    }
+}
+
+impl Machine<'_> {
+    /// The value of a region that has one (`FastCode::has_value`), run in place (a call's argument).
+    #[inline]
+    pub(super) fn fast_value(&mut self, f: &FastCode) -> Res<Value> {
+        let Body::Value(g) = &f.body else {
+            return Err(Box::new(RunError::runtime(crate::diag::Span::NONE, "internal: a region run in place has a value")));
+        };
+        run_links(self, &f.links)?;
+        g.run(self)
+    }
+}
+
+impl FastCode {
+    /// The region computes its value itself (it hands nothing to the walker).
+    pub(super) fn has_value(&self) -> bool {
+        matches!(self.body, Body::Value(_))
     }
 }
 
 fn run_links(m: &mut Machine<'_>, links: &[Link]) -> Res<()> {
     for l in links {
         m.step(l.charge)?;
-        let v = l.rhs.run(m)?;
-        m.bind(&l.pat, v)?;
+        match &l.rhs {
+            Rhs::Gen(rhs) => {
+                let v = rhs.run(m)?;
+                m.bind(&l.pat, v)?;
+            }
+            Rhs::Spread(inner, items) => spread(m, &l.pat, inner, items)?,
+        }
     }
+    Ok(())
+}
+
+/// A spread link's right side, in the walker's order: its lets, the tuple's step, its items, its
+/// allocation; then each item bound to its part of the pattern, as `bind` takes a tuple apart.
+fn spread(m: &mut Machine<'_>, pat: &LPat, inner: &[Link], items: &[Gen]) -> Res<()> {
+    let LPat::Tuple(ps, _) = pat else { return Ok(()) };
+    run_links(m, inner)?;
+    m.step(Charge::None)?;
+    if let ([a, b], [pa, pb]) = (items, &ps[..]) {
+        let x = a.run(m)?;
+        let y = b.run(m)?;
+        m.alloc(1).map_err(Box::new)?;
+        m.bind(pa, x)?;
+        return m.bind(pb, y);
+    }
+    // items wait on the value stack (an error leaves them to `run_with`'s clean-up)
+    let base = m.vals.len();
+    for it in items {
+        let v = it.run(m)?;
+        m.vals.push(v);
+    }
+    m.alloc(1).map_err(Box::new)?;
+    for (k, p) in ps.iter().enumerate() {
+        let v = std::mem::replace(&mut m.vals[base + k], Value::Unit);
+        m.bind(p, v)?;
+    }
+    m.vals.truncate(base);
     Ok(())
 }
 
@@ -191,7 +267,7 @@ pub(crate) fn regions(body: &mut Code, h: &Hints) {
 
 /// A node the closures can run themselves (its children aside).
 fn own_ok(c: &Code) -> bool {
-    !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
+    !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::Call(_) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
 }
 
 /// The children evaluated in the current frame (a lambda's body is its own function).
@@ -201,6 +277,7 @@ fn children(c: &mut Code) -> Vec<&mut Code> {
         Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
         Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
         Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
+        Code::Call(cc) => cc.args.iter_mut().collect(),
         Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![&mut **s, &mut **a, &mut **b],
     }
 }
@@ -311,7 +388,11 @@ fn close(mut run: Vec<(LPat, Code)>, (tail, value, nodes): (Code, bool, u32), h:
     }
     run.reverse();
     let links = run.into_iter().map(|(pat, rhs)| link(pat, rhs, h)).collect();
-    let body = if value { Body::Value(gen(tail, h)) } else { Body::Walk(tail) };
+    let body = match tail {
+        tail if value => Body::Value(gen(tail, h)),
+        Code::Let(p, rhs, rest) => Body::Let(Charge::Bind(binds(&p)), p, rhs, rest),
+        tail => Body::Walk(tail),
+    };
     Code::Fast(Rc::new(FastCode { links, body }))
 }
 
@@ -325,7 +406,29 @@ fn convert(c: &mut Code, h: &Hints) {
 // ---- compilation ----
 
 fn link(pat: LPat, rhs: Code, h: &Hints) -> Link {
-    Link { charge: Charge::Bind(binds(&pat)), pat, rhs: gen(rhs, h) }
+    let charge = Charge::Bind(binds(&pat));
+    let arity = match &pat {
+        LPat::Tuple(ps, _) => ps.len(),
+        _ => 0,
+    };
+    let rhs = match rhs {
+        c @ Code::Let(..) if arity > 0 => {
+            let (inner, body) = unroll(c, h);
+            match body {
+                Code::Tuple(items) if items.len() == arity => Rhs::Spread(inner.into(), gens(items, h)),
+                body => {
+                    let body = gen(body, h);
+                    Rhs::Gen(g(move |m| {
+                        run_links(m, &inner)?;
+                        body.run(m)
+                    }))
+                }
+            }
+        }
+        Code::Tuple(items) if arity > 0 && items.len() == arity => Rhs::Spread(Box::new([]), gens(items, h)),
+        rhs => Rhs::Gen(gen(rhs, h)),
+    };
+    Link { charge, pat, rhs }
 }
 
 /// A let chain's links (compiled) and its body (not yet).
@@ -664,12 +767,20 @@ mod tests {
                     let FastCode { links, body } = &**f;
                     out.0 += 1;
                     out.2 += links.len();
-                    if let Body::Walk(rest) = body {
-                        out.1 += 1;
-                        stack.push(rest);
+                    match body {
+                        Body::Walk(rest) => {
+                            out.1 += 1;
+                            stack.push(rest);
+                        }
+                        Body::Let(_, _, rhs, rest) => {
+                            out.1 += 1;
+                            stack.extend([&**rhs, &**rest]);
+                        }
+                        Body::Value(_) => {}
                     }
                 }
                 Code::Lam(l) => stack.push(&l.body),
+                Code::Call(cc) => stack.extend(cc.args.iter()),
                 Code::App(a, b, _) | Code::Let(_, a, b) => stack.extend([&**a, &**b]),
                 Code::If(a, b, c, _) => stack.extend([&**a, &**b, &**c]),
                 _ => {}
@@ -692,6 +803,17 @@ mod tests {
         let (regions, walk, links) = regions_of(src);
         assert_eq!((regions, walk), (4, 1), "f's body, the prefix, the argument, the suffix");
         assert_eq!(links, 3);
+    }
+
+    #[test]
+    fn curried_lambdas_are_one_function_and_spines_one_call_in_the_engine() {
+        let (p, _, _) = crate::pipeline::front_end("def f a b c = a * b + c\ndef main x = f x x x", &[]).expect("type-checks");
+        for (fast, more) in [(true, 2), (false, 0)] {
+            let low = lower(&p, &Builtins::new(), fast).expect("lowers");
+            assert_eq!(low.defs[0].lam.as_ref().map(|l| l.more.len()), Some(more));
+            let call = matches!(&low.defs[1].body, Code::Lam(l) if matches!(l.body, Code::Call(_)));
+            assert_eq!(call, fast, "main's body is one call in the engine, App nodes in the walker");
+        }
     }
 
     #[test]

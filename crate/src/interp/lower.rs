@@ -10,6 +10,8 @@
 //! - Top-level defs are `Global(i)`; params are constants.
 //! - Saturated builtin spines become `CallB` (no partial applications allocated); lazy builtins become
 //!   `CallLazy` whose last argument is a thunk `\() -> e`.
+//! - In the engine (not the walker): `\a -> \b -> body` is one function of two parameters bound in
+//!   one frame (`LamCode::more`), and a spine `f a1 … an` with a variable head is one `Call`.
 //!
 //! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
 
@@ -43,6 +45,9 @@ pub(crate) struct LamCode {
     /// The lowering (program) this code belongs to: function values only run in their own machine.
     pub prog: u64,
     pub pat: LPat,
+    /// The further parameters of a curried lambda `\p -> \q -> … -> body`, bound in the same frame
+    /// (the engine's multi-parameter functions; empty in the walker and for one parameter).
+    pub more: Box<[LPat]>,
     pub nslots: u32,
     pub body: Code,
     /// Empty for LetRec members (their group holds the captures).
@@ -92,6 +97,23 @@ pub(crate) enum Code {
     CallLazy(Rc<Builtin>, Box<[Code]>, Rc<LamCode>, Span),
     /// A call-free region compiled to closures (`fast.rs`); it counts its nodes' steps itself.
     Fast(Rc<FastCode>),
+    /// An application spine `f a1 … an` whose head is a variable (engine only; `run.rs`'s `call_go`):
+    /// no `App` frames, and no partial closures when `f` takes all the arguments at once.
+    Call(Box<CallCode>),
+}
+
+pub(crate) enum Head {
+    Local(u32),
+    Capture(u32),
+    Sibling(u32),
+    Global(u32, Span),
+}
+
+pub(crate) struct CallCode {
+    pub head: Head,
+    pub args: Box<[Code]>,
+    /// The span of each application, innermost first (the walker's `App` spans).
+    pub spans: Box<[Span]>,
 }
 
 pub(crate) struct DefCode {
@@ -114,6 +136,9 @@ pub(crate) enum FunVal {
     Rec { group: Rc<GroupVal>, idx: u32 },
     /// A builtin applied to fewer than `arity` arguments.
     Partial { b: Rc<Builtin>, args: Vec<Value> },
+    /// A multi-parameter lambda (`LamCode::more`) applied to fewer than all its parameters: what the
+    /// walker's curried reading holds as the closure of the inner lambda.
+    Part { code: Rc<LamCode>, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, args: Vec<Value> },
 }
 
 /// Dropping a closure drops its captures, which may be closures capturing closures: a backpropagator
@@ -129,6 +154,14 @@ impl Drop for FunVal {
                 Some(g) => take_unique(&mut g.env),
                 None => vec![],
             },
+            FunVal::Part { env, group, args, .. } => {
+                let mut w = std::mem::take(args);
+                w.extend(take_unique(env));
+                if let Some(g) = group.as_mut().and_then(Rc::get_mut) {
+                    w.extend(take_unique(&mut g.env));
+                }
+                w
+            }
         };
         while let Some(v) = work.pop() {
             dismantle(v, &mut work);
@@ -160,6 +193,13 @@ fn dismantle(mut v: Value, work: &mut Vec<Value>) {
                     FunVal::Partial { args, .. } => work.append(args),
                     FunVal::Rec { group, .. } => {
                         if let Some(g) = Rc::get_mut(group) {
+                            work.extend(take_unique(&mut g.env));
+                        }
+                    }
+                    FunVal::Part { env, group, args, .. } => {
+                        work.append(args);
+                        work.extend(take_unique(env));
+                        if let Some(g) = group.as_mut().and_then(Rc::get_mut) {
                             work.extend(take_unique(&mut g.env));
                         }
                     }
@@ -361,11 +401,31 @@ impl Lowerer<'_> {
     fn lam(&mut self, p: &Pat, param: &Type, body: &Expr, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
         let pat = self.pat_typed(p, param);
+        let (more, body) = self.more_params(body);
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: c.captures.into(), named }))
+        Ok(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: c.captures.into(), named }))
+    }
+
+    /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
+    /// function (one frame for all): returns their patterns (bound in the current frame) and the
+    /// innermost body. The walker keeps them nested.
+    fn more_params<'e>(&mut self, body: &'e Expr) -> (Box<[LPat]>, &'e Expr) {
+        let mut more = vec![];
+        let mut body = body;
+        while self.fast {
+            // `pure` is transparent at run time (the monads run as their values)
+            let mut b = strip_ann(body);
+            while let ExprKind::Pure(inner) = &b.kind {
+                b = strip_ann(inner);
+            }
+            let ExprKind::Lam(_, q, inner) = &b.kind else { break };
+            more.push(self.pat_typed(q, param_type(&b.ty)));
+            body = inner;
+        }
+        (more.into(), body)
     }
 
     fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
@@ -374,7 +434,7 @@ impl Lowerer<'_> {
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body, captures: c.captures.into(), named: None }))
+        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, more: Box::new([]), nslots: c.nslots, body, captures: c.captures.into(), named: None }))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -435,6 +495,7 @@ impl Lowerer<'_> {
             };
             self.ctxs.push(FunCtx { siblings: siblings.clone(), captures, cap_index, real_caps, ..FunCtx::default() });
             let pat = self.pat_typed(p, param_type(&lam.ty));
+            let (more, b) = self.more_params(b);
             let b = self.expr(b);
             let c = self.ctxs.pop().unwrap();
             let mut body = b?;
@@ -442,7 +503,7 @@ impl Lowerer<'_> {
             captures = c.captures;
             cap_index = c.cap_index;
             real_caps = c.real_caps;
-            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: Box::new([]), named: None }));
+            members.push(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: Box::new([]), named: None }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
         Ok((group, slots))
@@ -486,6 +547,18 @@ impl Lowerer<'_> {
                 } else {
                     Code::Const(Value::Fun(Rc::new(FunVal::Partial { b, args: vec![] })))
                 }
+            }
+            ExprKind::Var(n) if self.fast && !args.is_empty() && !(n.is_global() && self.params.contains_key(&n.text)) => {
+                let head = match self.expr(head)? {
+                    Code::Local(s) => Head::Local(s),
+                    Code::Capture(i) => Head::Capture(i),
+                    Code::Sibling(k) => Head::Sibling(k),
+                    Code::Global(i, span) => Head::Global(i, span),
+                    _ => return Err(RunError::runtime(head.span, "a variable lowers to a variable".to_string())),
+                };
+                let all = args.iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
+                let spans = args.iter().map(|(_, s)| *s).collect();
+                return Ok(Code::Call(Box::new(CallCode { head, args: all, spans })));
             }
             _ => self.expr(head)?,
         };

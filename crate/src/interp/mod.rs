@@ -15,7 +15,9 @@
 //! continuation stack (`Kont`) on the heap; calls in tail position reuse the caller's frame, so
 //! `depth` counts the call frames actually kept. Function values only run in the machine (lowering)
 //! that created them. The call-free parts of each body are compiled to closures (`fast.rs`) that
-//! the loop runs as one node each, with the same counters; `Budget::walker` turns them off.
+//! the loop runs as one node each, and curried lambdas are functions of several parameters called
+//! with one frame (`Code::Call`, `run.rs`'s `call_go`), with the same counters; `Budget::walker`
+//! turns both off.
 
 pub mod api;
 pub(crate) mod arrays;

@@ -6,11 +6,15 @@
 //! A call pushes `Kont::Ret` with the caller's `bp`/`env`/`group` unless the top frame already is a
 //! `Ret` (a tail call), in which case the callee reuses the frame. `depth` counts `Ret` frames.
 //!
+//! Calls (`Code::Call`, `call_go`): the arguments of a multi-parameter function wait on `vals` until
+//! it has them all, then one frame binds them; each argument short of the last is counted as the
+//! walker's curried application of it (`partial_step`), so counters, budgets and traces agree.
+//!
 //! Code pointers in frames (`*const Code`) point into the machine's `Lowered` tree, which is
 //! immutable and owned by the machine for its whole life; function values are checked to come from
 //! this lowering before their code is entered, so every pointer stays valid while it is used.
 
-use super::lower::{Code, FunVal, GroupVal, LPat, LamCode, Loc};
+use super::lower::{CallCode, Code, FunVal, GroupVal, Head, LPat, LamCode, Loc};
 use super::prim::{prim1, prim2};
 use super::{BudgetKind, Builtin, CostModel, Global, Machine, RunError, Shown, TraceStep, MAX_NESTING};
 use crate::diag::Span;
@@ -45,6 +49,13 @@ pub(super) enum Kont {
     And(*const Code),
     Or(*const Code),
     SetGlobal(u32),
+    /// A `Call`'s head (a definition not yet evaluated) was being evaluated.
+    CallHead(*const CallCode),
+    /// Argument `i` of a `Call` was being evaluated, for `f`; `f`'s arguments so far are on `vals`
+    /// from `base` (see `call_go`).
+    CallArg { c: *const CallCode, i: u32, f: Value, base: usize },
+    /// A function that took arguments before `i` was called; its result takes the rest.
+    CallRest(*const CallCode, u32),
 }
 
 /// What the loop does next: evaluate a node, or return the value in `Machine::acc` to the top
@@ -65,6 +76,37 @@ pub(super) enum Charge {
     Proj,
     Prim1(crate::prims::Prim),
     Prim2(crate::prims::Prim),
+}
+
+/// Whether a call's argument runs in place (`Machine::arg_value`), not by the loop.
+fn inline_arg(c: &Code) -> bool {
+    match c {
+        Code::Local(_) | Code::Capture(_) | Code::Const(_) => true,
+        Code::Fast(f) => f.has_value(),
+        _ => false,
+    }
+}
+
+/// Parameter `k` of a (multi-parameter) lambda.
+fn param(lam: &LamCode, k: usize) -> &LPat {
+    if k == 0 {
+        &lam.pat
+    } else {
+        lam.more.get(k - 1).unwrap_or(&LPat::Wild)
+    }
+}
+
+/// The error `bind` would give matching `v` against `p` (nothing is bound).
+fn check_pat(p: &LPat, v: &Value) -> Res<()> {
+    match (p, v) {
+        (LPat::Slot(_) | LPat::Wild, _) | (LPat::Unit(_), Value::Unit) => Ok(()),
+        (LPat::Unit(span), v) => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(v))))),
+        (LPat::Tuple(ps, _), Value::Tuple(vs)) if vs.len() == ps.len() => ps.iter().zip(vs.iter()).try_for_each(|(p, v)| check_pat(p, v)),
+        (LPat::Tuple(ps, span), v) => Err(Box::new(RunError::runtime(
+            *span,
+            format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(v)),
+        ))),
+    }
 }
 
 pub(super) fn binds(p: &LPat) -> u32 {
@@ -262,6 +304,9 @@ impl Machine<'_> {
                 if code.prog != self.code.prog {
                     return Err(Box::new(Self::foreign()));
                 }
+                if !code.more.is_empty() {
+                    return self.apply_lam(code, env, None, &[], arg, true);
+                }
                 let lam: *const LamCode = &**code;
                 self.enter(lam, env.clone(), None, arg)
             }
@@ -270,8 +315,17 @@ impl Machine<'_> {
                 if lam.prog != self.code.prog {
                     return Err(Box::new(Self::foreign()));
                 }
+                if !lam.more.is_empty() {
+                    return self.apply_lam(lam, &group.env, Some(group), &[], arg, true);
+                }
                 let lam: *const LamCode = &**lam;
                 self.enter(lam, group.env.clone(), Some(group.clone()), arg)
+            }
+            FunVal::Part { code, env, group, args } => {
+                if code.prog != self.code.prog {
+                    return Err(Box::new(Self::foreign()));
+                }
+                self.apply_lam(code, env, group.as_ref(), args, arg, true)
             }
             FunVal::Partial { b, args } => {
                 let mut args = args.clone();
@@ -285,6 +339,185 @@ impl Machine<'_> {
                     Ok(self.ret(Value::Fun(Rc::new(FunVal::Partial { b, args }))))
                 }
             }
+        }
+    }
+
+    /// Applies a multi-parameter lambda holding `prior` arguments to one more: a partial value
+    /// until the last, then one frame for all (`tail_ok`: this application is in tail position).
+    fn apply_lam(
+        &mut self,
+        lam: &Rc<LamCode>,
+        env: &Rc<[Value]>,
+        group: Option<&Rc<GroupVal>>,
+        prior: &[Value],
+        arg: Value,
+        tail_ok: bool,
+    ) -> Res<Next> {
+        let j = prior.len();
+        if j < lam.more.len() {
+            self.partial_step(lam, j, &arg, tail_ok)?;
+            let mut args = Vec::with_capacity(j + 1);
+            args.extend_from_slice(prior);
+            args.push(arg);
+            let part = FunVal::Part { code: lam.clone(), env: env.clone(), group: group.cloned(), args };
+            return Ok(self.ret(Value::Fun(Rc::new(part))));
+        }
+        if j == 0 {
+            self.trace_named(lam, &arg);
+        }
+        self.push_frame(env.clone(), group.cloned(), lam.nslots, tail_ok)?;
+        for (k, v) in prior.iter().enumerate() {
+            self.bind(param(lam, k), v.clone())?;
+        }
+        self.bind(param(lam, j), arg)?;
+        Ok(Next::Eval(&lam.body))
+    }
+
+    /// What the walker does when it applies a curried lambda to its `j`-th argument, short of the
+    /// last: the call's trace step (first argument), a frame pushed (depth budget, `max_depth`) and
+    /// popped, the argument matched against the parameter, the inner `Lam` node's step and the
+    /// closure it allocates. The engine builds no closure (or one `Part`) but counts the same.
+    fn partial_step(&mut self, lam: &LamCode, j: usize, arg: &Value, tail_ok: bool) -> Res<()> {
+        if j == 0 {
+            self.trace_named(lam, arg);
+        }
+        if !(tail_ok && matches!(self.kont.last(), Some(Kont::Ret { .. }))) {
+            if self.depth >= self.budget.depth {
+                return Err(Box::new(self.budget_error(BudgetKind::Depth, self.budget.depth)));
+            }
+            self.max_depth = self.max_depth.max(self.depth + 1);
+        }
+        check_pat(param(lam, j), arg)?;
+        self.step(Charge::None)?;
+        self.alloc(1)?;
+        Ok(())
+    }
+
+    fn trace_named(&mut self, lam: &LamCode, arg: &Value) {
+        if let (Some(tracer), Some(named)) = (self.call_tracer, &lam.named) {
+            if let Some(node) = tracer(&named.name) {
+                self.trace_call(node, named, arg);
+            }
+        }
+    }
+
+    /// Evaluates a `Call` node: the walker's steps for its `App` nodes and its head, then `call_go`.
+    pub(super) fn eval_call(&mut self, cc: &CallCode) -> Res<Next> {
+        for _ in 0..cc.args.len() {
+            self.step(Charge::None)?;
+        }
+        self.step(Charge::Var)?;
+        let f = match cc.head {
+            Head::Local(s) => self.locals[self.bp + s as usize].clone(),
+            Head::Capture(i) => self.env[i as usize].clone(),
+            Head::Sibling(k) => self.sibling(k),
+            Head::Global(i, span) => {
+                self.span = span;
+                match &self.globals[i as usize] {
+                    Global::Done(v) => v.clone(),
+                    _ => {
+                        self.kont.push(Kont::CallHead(cc));
+                        return self.enter_global(i);
+                    }
+                }
+            }
+        };
+        self.call_go(cc, f, 0, self.vals.len(), None)
+    }
+
+    /// Applies `f` to the arguments of `cc` from `i` on, in the walker's order: each argument is
+    /// evaluated (in place when it is a leaf or a region, else by the loop with a `CallArg` frame),
+    /// then applied. A multi-parameter lambda keeps its arguments on `vals` (from `base`) until it
+    /// has them all, then runs its body in one frame; `v` is argument `i` when already evaluated.
+    fn call_go(&mut self, cc: &CallCode, f: Value, mut i: usize, base: usize, mut v: Option<Value>) -> Res<Next> {
+        let n = cc.args.len();
+        loop {
+            let arg = match v.take() {
+                Some(v) => v,
+                None if inline_arg(&cc.args[i]) => self.arg_value(&cc.args[i])?,
+                None => {
+                    self.kont.push(Kont::CallArg { c: cc, i: i as u32, f, base });
+                    return Ok(Next::Eval(&cc.args[i]));
+                }
+            };
+            let last = i + 1 == n;
+            let fv = match &f {
+                Value::Fun(rc) => rc.downcast_ref::<FunVal>(),
+                _ => None,
+            };
+            let (lam, env, group, prior): (&Rc<LamCode>, &Rc<[Value]>, Option<&Rc<GroupVal>>, &[Value]) = match fv {
+                Some(FunVal::Clo { code, env }) if !code.more.is_empty() => (code, env, None, &[]),
+                Some(FunVal::Rec { group, idx }) if !group.code.members[*idx as usize].more.is_empty() => {
+                    (&group.code.members[*idx as usize], &group.env, Some(group), &[])
+                }
+                Some(FunVal::Part { code, env, group, args }) => (code, env, group.as_ref(), &args[..]),
+                // one parameter, a builtin or not a function: the walker's application
+                _ => {
+                    if !last {
+                        self.kont.push(Kont::CallRest(cc, i as u32 + 1));
+                    }
+                    return self.apply_fun(f, arg, cc.spans[i]);
+                }
+            };
+            if lam.prog != self.code.prog {
+                return Err(Box::new(Self::foreign()));
+            }
+            let j = prior.len() + (self.vals.len() - base);
+            if j < lam.more.len() {
+                self.partial_step(lam, j, &arg, last)?;
+                self.vals.push(arg);
+                if last {
+                    let mut args = Vec::with_capacity(j + 1);
+                    args.extend_from_slice(prior);
+                    args.extend(self.vals.drain(base..));
+                    let part = FunVal::Part { code: lam.clone(), env: env.clone(), group: group.cloned(), args };
+                    return Ok(self.ret(Value::Fun(Rc::new(part))));
+                }
+                i += 1;
+                continue;
+            }
+            // saturated: one frame for all the parameters
+            if j == 0 {
+                self.trace_named(lam, &arg);
+            }
+            if !last {
+                self.kont.push(Kont::CallRest(cc, i as u32 + 1));
+            }
+            // the arguments in parameter order on `vals`: the prior ones, then those pending
+            let pending = self.vals.len() - base;
+            self.vals.extend_from_slice(prior);
+            self.vals[base..].rotate_left(pending);
+            self.push_frame(env.clone(), group.cloned(), lam.nslots, last)?;
+            let total = self.vals.len() - base;
+            for k in 0..total {
+                let v = std::mem::replace(&mut self.vals[base + k], Value::Unit);
+                self.bind(param(lam, k), v)?;
+            }
+            self.vals.truncate(base);
+            self.bind(param(lam, total), arg)?;
+            return Ok(Next::Eval(&lam.body));
+        }
+    }
+
+    /// An argument evaluated without the loop (`inline_arg`): a leaf or a region with a value.
+    /// (Plain `Res<Value>`: an `Option` inside made the compiler shuffle the value through
+    /// misaligned stack slots, a tenth of `call_go`'s time.)
+    fn arg_value(&mut self, c: &Code) -> Res<Value> {
+        match c {
+            Code::Local(s) => {
+                self.step(Charge::Var)?;
+                Ok(self.locals[self.bp + *s as usize].clone())
+            }
+            Code::Capture(i) => {
+                self.step(Charge::Var)?;
+                Ok(self.env[*i as usize].clone())
+            }
+            Code::Const(v) => {
+                self.step(Charge::Var)?;
+                Ok(v.clone())
+            }
+            Code::Fast(f) => self.fast_value(f),
+            _ => Err(Box::new(RunError::runtime(Span::NONE, "internal: an argument run in place is a leaf or a region"))),
         }
     }
 
@@ -315,7 +548,19 @@ impl Machine<'_> {
         self.call_builtin(b, args, span)
     }
 
+    /// Binds `v` to `p` in the current frame (a slot in place; patterns by `bind_pat`).
+    #[inline(always)]
     pub(super) fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
+        match p {
+            LPat::Slot(s) => {
+                self.locals[self.bp + *s as usize] = v;
+                Ok(())
+            }
+            p => self.bind_pat(p, v),
+        }
+    }
+
+    fn bind_pat(&mut self, p: &LPat, v: Value) -> Res<()> {
         match p {
             LPat::Slot(s) => {
                 self.locals[self.bp + *s as usize] = v;
@@ -407,12 +652,15 @@ impl Machine<'_> {
 
     fn eval(&mut self, c: *const Code) -> Res<Next> {
         // a fast region counts its own nodes' steps (it is not a node of the walker's)
-        if let Code::Fast(f) = node(c) {
-            return self.run_fast(f);
+        match node(c) {
+            Code::Fast(f) => return self.run_fast(f),
+            Code::Call(cc) => return self.eval_call(cc),
+            _ => {}
         }
         self.step(charge_of(node(c)))?;
         Ok(match node(c) {
             Code::Fast(f) => return self.run_fast(f),
+            Code::Call(cc) => return self.eval_call(cc),
             Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),
             Code::Capture(i) => self.ret(self.env[*i as usize].clone()),
             Code::Sibling(k) => self.ret(self.sibling(*k)),
@@ -625,6 +873,10 @@ impl Machine<'_> {
                 self.globals[i as usize] = Global::Done(v.clone());
                 self.ret(v)
             }
+            // Valid: call nodes of this machine's lowering (see the module comment).
+            Kont::CallHead(cc) => return self.call_go(unsafe { &*cc }, v, 0, self.vals.len(), None),
+            Kont::CallArg { c, i, f, base } => return self.call_go(unsafe { &*c }, f, i as usize, base, Some(v)),
+            Kont::CallRest(cc, i) => return self.call_go(unsafe { &*cc }, v, i as usize, self.vals.len(), None),
         })
     }
 }
