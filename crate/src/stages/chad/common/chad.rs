@@ -95,7 +95,7 @@ impl Chad<'_> {
         let piece = match &t.kind {
             // D_Γ[x] := ⟨x, λd. one_{x:D[τ]2∈D[Γ]2} d⟩
             K::Var(n) => {
-                let Some(pos) = g.iter().rposition(|(m, _)| m.id == n.id) else {
+                let Some(pos) = g.iter().rposition(|e| e.0.id == n.id) else {
                     return Err(Diagnostic::error(t.span, format!("`{}` is not a variable of the context", n.text)));
                 };
                 let bp = self.lam_d(|_, d| api.one(g, pos, d));
@@ -113,7 +113,7 @@ impl Chad<'_> {
                     let (_, xb) = self.sub(&g2, rhs, Some(x), &mut binds)?;
                     // Γ at this let is a prefix of the last one: its length, not a copy (O(n²) on a long chain)
                     scopes.push((g2.len(), x.clone(), self.ct(&rhs.ty), xb));
-                    g2.push((x.clone(), self.ct(&rhs.ty)));
+                    ops::push(&mut g2, x, self.ct(&rhs.ty));
                 }
                 let (y, mut cur) = self.sub(&g2, body, None, &mut binds)?;
                 let n = scopes.len();
@@ -186,7 +186,7 @@ impl Chad<'_> {
                 let (z, zb) = self.sub(g, s, None, &mut binds)?;
                 let branch = |cx: &mut Self, v: &Name, c: &CT, body: &Term, right: bool| -> Result<Expr, Diagnostic> {
                     let mut g2 = g.to_vec();
-                    g2.push((v.clone(), c.clone()));
+                    ops::push(&mut g2, v, c.clone());
                     let mut bb = vec![];
                     let (x1, x2) = cx.sub(&g2, body, None, &mut bb)?;
                     let k = {
@@ -302,7 +302,7 @@ impl Chad<'_> {
         let Type::Fun(a, _) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
         let cta = self.ct(a);
         let mut g2 = g.to_vec();
-        g2.push((x.clone(), cta.clone()));
+        ops::push(&mut g2, x, cta.clone());
         let inner = self.d(&g2, body)?.expr();
         let dl = self.fr.name("Dλ");
         let binds = vec![(pvar(&dl), lam(pvar(x), inner))];
@@ -357,7 +357,7 @@ impl Chad<'_> {
         let mut binds = vec![];
         let (n, _) = self.sub(g, s, None, &mut binds)?;
         let mut g2 = g.to_vec();
-        g2.push((i.clone(), CT::One));
+        ops::push(&mut g2, i, CT::One);
         let body = self.d(&g2, t)?.expr();
         let (a, a1, a2) = (self.fr.name("a"), self.fr.name("a1"), self.fr.name("a2"));
         binds.push((pvar(&a), prim(Prim::Build, vec![n.clone(), lam(pvar(i), body)])));
@@ -394,8 +394,8 @@ impl Chad<'_> {
         let (s1, s2) = self.sub(g, arr, None, &mut binds)?;
         let c = self.ct(&body.ty);
         let mut g2 = g.to_vec();
-        g2.push((x.clone(), c.clone()));
-        g2.push((y.clone(), c.clone()));
+        ops::push(&mut g2, x, c.clone());
+        ops::push(&mut g2, y, c.clone());
         let inner = self.d(&g2, body)?.expr();
         let tree = self.fr.name("tree");
         let fold = if balanced { bags::TREE_FOLD } else { bags::TREE_FOLDL };
@@ -427,11 +427,11 @@ pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<
 /// `program`, with naive higher-order CHAD's rules for lambdas and applications when `naive` (§9).
 pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive: bool) -> Result<Program, Diagnostic> {
     let mut cx = Chad { fr: Fresh { next_id: fo.fresh.next_id }, api, naive };
-    let g: Ctx = fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+    let g: Ctx = ops::ctx_of(fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))));
     let mut binds = vec![];
     let (y, yb) = cx.sub(&g, &fo.body, None, &mut binds)?;
     let (s, dt) = (cx.fr.name("s"), cx.fr.name("dt"));
-    let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+    let gs: Vec<Name> = g.iter().map(|e| cx.fr.name(&format!("{}'", e.0.text))).collect();
     // d = the output cotangent as a value of D[T]2
     let d = ann(app(builtin(ops::TO_LIN), var(&dt)), ct(output_type).ty());
     let call = app(yb, d);
@@ -471,11 +471,11 @@ pub fn program_cc(fo: &FirstOrder, codes: &[Code], consts: &[(Name, Term)], api:
     }
     for c in codes {
         let mut cx = Chad { fr, api, naive: false };
-        let g: Ctx = c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+        let g: Ctx = ops::ctx_of(c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))));
         let mut binds = vec![];
         let (y, yb) = cx.sub(&g, &c.body, None, &mut binds)?;
         let (s, d) = (cx.fr.name("s"), cx.fr.name("d"));
-        let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+        let gs: Vec<Name> = g.iter().map(|e| cx.fr.name(&format!("{}'", e.0.text))).collect();
         let opened = bind(pwild(), builtin(ops::run_open(&g)), app(yb, var(&d)));
         let lin = rebuild_lin(&c.pattern, &c.ty, &mut gs.iter().map(var));
         let bp = lam(pvar(&d), let_(ptuple(gs.iter().map(pvar).collect()), app(builtin(ops::run_close(&g)), opened), lin));
