@@ -50,6 +50,8 @@ pub(crate) struct LamCode {
     /// The name a `let` binds this lambda to, and its parameters' names (a tracer may ask for the
     /// calls of functions so named: `Machine::trace_calls`, a chain of continuations).
     pub named: Option<Rc<Named>>,
+    /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it).
+    pub param: Option<u32>,
 }
 
 pub(crate) struct Named {
@@ -365,7 +367,11 @@ impl Lowerer<'_> {
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: c.captures.into(), named }))
+        let param = match p {
+            Pat::Var(n, _) => Some(n.id),
+            _ => None,
+        };
+        Ok(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: c.captures.into(), named, param }))
     }
 
     fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
@@ -374,7 +380,7 @@ impl Lowerer<'_> {
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body, captures: c.captures.into(), named: None }))
+        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, nslots: c.nslots, body, captures: c.captures.into(), named: None, param: None }))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -442,7 +448,7 @@ impl Lowerer<'_> {
             captures = c.captures;
             cap_index = c.cap_index;
             real_caps = c.real_caps;
-            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: Box::new([]), named: None }));
+            members.push(Rc::new(LamCode { prog: self.prog, pat, nslots: c.nslots, body, captures: Box::new([]), named: None, param: None }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
         Ok((group, slots))

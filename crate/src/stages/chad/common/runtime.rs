@@ -61,6 +61,8 @@ pub struct Rt {
     pub barrays: u64,
     /// What the run keeps for the stage's graph (`chad/arrays`'s own run only).
     pub record: Option<Box<super::graph::Recorded>>,
+    /// The backpropagator tree of a traced run (`bp_tree`).
+    pub bp: Option<Box<super::bp_tree::Tree>>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -310,7 +312,12 @@ fn dense_env(m: &mut Machine, g: &Gamma, hot: Option<(usize, Value)>) -> Result<
 fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::OneHot { pos, ctx } = &*this_op(m)? else { return Err(internal(span, "one")) };
     let v = arg(args);
-    let note = if m.tracing() { format!("one_{} {}", ctx.name(*pos), show_ct(&v)) } else { String::new() };
+    let note = if m.tracing() {
+        super::bp_tree::write(m, &ctx.name(*pos));
+        format!("one_{} {}", ctx.name(*pos), show_ct(&v))
+    } else {
+        String::new()
+    };
     let r = match repr(m) {
         Repr::Dense => {
             m.count("onehot_cells", ctx.len() as u64);
@@ -433,7 +440,8 @@ fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span, ev: Option<&V
                 }
             }
         }
-        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
+        let node = super::bp_tree::current(m);
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
     }
 }
 
