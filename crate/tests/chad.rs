@@ -638,8 +638,9 @@ fn sparse_cotangents_show_as_trees_with_their_zeros_pruned() {
         let r = stage(&a, id);
         assert_eq!(state_at(r, "one p += ⟨⟨0, 2.0⟩⟩"), ["p = ⟨⟨⟨⟨3.0, 0.0⟩⟩, 2.0⟩⟩", "p ▸ fst = ⟨⟨3.0, 0.0⟩⟩", "p ▸ fst ▸ fst = 3.0", "p ▸ fst ▸ snd = 0.0", "p ▸ snd = 2.0"], "{id}");
     }
-    // dense (Fig. 4) shows no map: its zeros are all built
-    assert!(stage(&a, "chad/basic").trace.iter().all(|t| t.state.is_empty()));
+    // dense (Fig. 4): the vector's every entry, its zeros all built, named by Γ (here and on E1)
+    assert_eq!(state_at(stage(&analyse(E1), "chad/basic"), "⟨0.0, 0.0, 1.0⟩ + ⟨1.0, 0.0, 0.0⟩"), ["x = 1.0", "y = 0.0", "z = 1.0"]);
+    assert_eq!(state_at(stage(&a, "chad/basic"), "one_p ⟨⟨⟨⟨0.0, 0.0⟩⟩, 2.0⟩⟩"), ["p = ⟨⟨⟨⟨0.0, 0.0⟩⟩, 2.0⟩⟩", "p ▸ fst = ⟨⟨0.0, 0.0⟩⟩", "p ▸ fst ▸ fst = 0.0", "p ▸ fst ▸ snd = 0.0", "p ▸ snd = 2.0"]);
 }
 
 // ---- the backpropagator closure tree (issue 11's page): every stage but chad/arrays and chad/cc --

@@ -61,6 +61,8 @@ pub struct Rt {
     pub barrays: u64,
     /// What the run keeps for the stage's graph (`chad/arrays`'s own run only).
     pub record: Option<Box<super::graph::Recorded>>,
+    /// Γ's of the dense vectors a traced run built, one per length (`named`).
+    pub(super) dense_names: Vec<Gamma>,
     /// The backpropagator tree of a traced run (`bp_tree`).
     pub bp: Option<Box<super::bp_tree::Tree>>,
 }
@@ -288,6 +290,7 @@ fn b_zero_env(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, 
             Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), ctx.clone())))
         }
     };
+    named(m, ctx);
     ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span, Some(&v));
     Ok(v)
 }
@@ -329,6 +332,7 @@ fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
             Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), ctx.clone())))
         }
     };
+    named(m, ctx);
     ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span, Some(&r));
     Ok(r)
 }
@@ -339,6 +343,7 @@ fn b_split(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let ev = arg(args);
     let before = show_ev(&ev);
     let r = b_split_on(m, ev, ctx.len(), ct, span)?;
+    named(m, ctx);
     if let Value::Tuple(vs) = &r {
         ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
@@ -352,6 +357,7 @@ fn b_split_lam(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let ev = arg(args);
     let before = show_ev(&ev);
     let r = b_split_on(m, ev, ctx.len(), ct, span)?;
+    named(m, ctx);
     if let Value::Tuple(vs) = &r {
         let x = whole.name(ctx.len());
         ev_event(m, "split", format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
@@ -429,9 +435,39 @@ pub fn show_ev(v: &Value) -> String {
 
 /// A step of the environment-vector stages' trace (Fig. 2's one-hots, +, split); with §4.1's
 /// sparse map `ev` after it, its entries as the step's state, each cotangent as a tree.
+/// A traced run of Fig. 4's dense vectors keeps the last Γ of each length it built one for: `+`
+/// adds two vectors of one Γ, and its rows are named by it (an O(1) clone, only when tracing).
+fn named(m: &mut Machine, g: &Gamma) {
+    if m.tracing() && m.state::<Rt>().repr == Repr::Dense {
+        let rt = m.state::<Rt>();
+        match rt.dense_names.iter_mut().find(|x| x.len() == g.len()) {
+            Some(x) => *x = g.clone(),
+            None => rt.dense_names.push(g.clone()),
+        }
+    }
+}
+
 fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span, ev: Option<&Value>) {
     if m.tracing() {
         let mut state = vec![];
+        // Fig. 4's left-nested tuple: each variable's cotangent, named by Γ
+        if let Some(v @ Value::Tuple(_)) = ev {
+            let mut items = vec![];
+            let mut cur = v;
+            while let Value::Tuple(vs) = cur {
+                if vs.len() != 2 {
+                    break;
+                }
+                items.push(&vs[1]);
+                cur = &vs[0];
+            }
+            items.reverse();
+            if let Some(g) = m.state::<Rt>().dense_names.iter().find(|g| g.len() == items.len()).cloned() {
+                for (i, v) in items.into_iter().enumerate() {
+                    super::ct_tree::ct_rows(&g.name(i), v, &mut state);
+                }
+            }
+        }
         if let Some(Value::Ext(e)) = ev {
             if let Some(map) = e.as_any().downcast_ref::<EMap>() {
                 for (k, v) in map.0.iter() {
