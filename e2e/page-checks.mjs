@@ -177,6 +177,27 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     return `${ones} BOne nodes; groups ${legend.join('; ')}; ${rows.length} tree rows at step ${at + 1}`;
   });
 
+  await check('chad/monadic draws its backpropagator closure tree, with the cells each writes, and a node is a button to its step', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
+    const p = await open('', ctx);
+    await setSource(p, 'def main (x, y) = let z = x * y in z + x\ninput (3.0, 5.0)\n');
+    await p.click('[data-stage="chad/monadic"]');
+    await p.waitForSelector('body[data-detail="chad/monadic"]', { timeout: 10000 });
+    await p.waitForSelector('#dag svg .node', { timeout: 10000 });
+    const kinds = await p.$$eval('#dag .node', ns => ns.map(n => n.dataset.ctor));
+    const count = k => kinds.filter(c => c === k).length;
+    // let z → (+ → z, x), (* → x, y): 7 backpropagators and the cells of x, y and z
+    assert(kinds.length === 10 && count('var') === 4 && count('op') === 2 && count('let') === 1 && count('cell') === 3, 'nodes: ' + JSON.stringify(kinds));
+    // a variable's backpropagator is a button to its `one x += …` step
+    const nodes = await p.$$eval('#dag .node[data-ctor="var"]', ns => ns.map(n => n.dataset.node));
+    const last = nodes[nodes.length - 1];
+    await p.click(`#dag-n${last}`);
+    const went = await p.evaluate(() => { const s = window.__cot.state; return s.result.stages.find(x => x.id === s.selected).trace[s.step]; });
+    assert(String(went?.node) === last && went.kind === 'one', `node ${last} went to ${JSON.stringify(went)}`);
+    await ctx.close();
+    return `${kinds.length} nodes; node ${last} went to "${went.note}"`;
+  });
+
   await check('stepper: a clickable list of every step marking the cotangents each changes, a speed control, and why a stage has no steps', async () => {
     const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } });
     const p = await open('#src=' + encodeURIComponent(RUNNING) + '&stage=krawiec/monadic', ctx);

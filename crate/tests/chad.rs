@@ -461,7 +461,15 @@ use cotangent::interp::Graph;
 
 fn arrays_graph(text: &str) -> Graph {
     let a = analyse(text);
-    stage(&a, ARRAYS).graph.clone().expect("chad/arrays draws a graph")
+    bags_only(stage(&a, ARRAYS).graph.clone().expect("chad/arrays draws a graph"))
+}
+
+/// chad/arrays's Bags and Trees, without the backpropagator tree drawn beside them.
+fn bags_only(mut g: Graph) -> Graph {
+    let base = cotangent::stages::chad::common::bp_tree::ARRAYS_BASE;
+    g.nodes.retain(|n| n.id < base);
+    g.edges.retain(|e| e.from < base && e.to < base);
+    g
 }
 
 fn with_ctor<'g>(g: &'g Graph, ctor: &str) -> Vec<&'g cotangent::interp::GraphNode> {
@@ -488,7 +496,7 @@ fn e10_graph_has_the_nine_bones_of_the_papers_run() {
     // the graph shows the paper's run (Bags of BOne/BPlus); the BArray run only reports counts
     let a = analyse(E10);
     let r = stage(&a, ARRAYS);
-    let g = r.graph.clone().expect("a graph");
+    let g = bags_only(r.graph.clone().expect("a graph"));
     let ones = with_ctor(&g, "BOne");
     assert_eq!(ones.len(), 9, "{:#?}", g.nodes);
     assert!(with_ctor(&g, "BArray").is_empty());
@@ -512,11 +520,15 @@ fn e10_graph_has_the_nine_bones_of_the_papers_run() {
     }
     assert_eq!(g.edges.len(), g.nodes.len() - 3);
     assert_eq!(g.omitted, 0);
-    // the stepper's steps name their nodes: each BOne added into a cell, each collect
+    // the stepper's steps name their nodes: each BOne added into a cell, each collect (the
+    // others name the backpropagator that ran them, in the tree beside the Bags)
+    let base = cotangent::stages::chad::common::bp_tree::ARRAYS_BASE;
+    let full = r.graph.clone().expect("a graph");
+    assert!(r.trace.iter().filter_map(|t| t.node).filter(|&id| id > base).all(|id| full.nodes.iter().any(|n| n.id == id)));
     let at: Vec<(&str, &str)> = r
         .trace
         .iter()
-        .filter_map(|t| t.node.map(|id| (t.kind.as_str(), g.nodes.iter().find(|n| n.id == id).map_or("missing", |n| n.ctor.as_str()))))
+        .filter_map(|t| t.node.filter(|&id| id < base).map(|id| (t.kind.as_str(), g.nodes.iter().find(|n| n.id == id).map_or("missing", |n| n.ctor.as_str()))))
         .collect();
     assert_eq!(at.iter().filter(|k| **k == ("one", "BOne")).count(), 9, "{at:?}");
     assert_eq!(at.iter().filter(|k| **k == ("collect", "collect")).count(), 2, "{at:?}");
@@ -544,7 +556,7 @@ fn e9_graph_has_reduces_balanced_tree_and_folds_left_one() {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/chad-e9-fold-tree.cot")).expect("the example");
     let a = analyse(&text);
     let r = stage(&a, ARRAYS);
-    let g = r.graph.clone().expect("a graph");
+    let g = bags_only(r.graph.clone().expect("a graph"));
     let fold = with_ctor(&g, "fold");
     // `reduce` and `sum` (lowered to a reduce) both record balanced Trees
     let reduce = with_ctor(&g, "reduce");
@@ -587,7 +599,8 @@ fn one_index_draws_one_bone_and_no_arrays_draw_no_graph() {
     let g = stage(&a, ARRAYS).graph.clone().expect("a graph");
     assert_eq!(with_ctor(&g, "BOne").len(), 1);
     let a = analyse(E1);
-    assert!(a.stages.iter().all(|r| r.graph.is_none()), "no chad stage draws a graph for E1");
+    let g = stage(&a, ARRAYS).graph.clone().expect("the backpropagator tree");
+    assert!(with_ctor(&g, "BOne").is_empty() && with_ctor(&g, "collect").is_empty(), "no arrays in E1, no Bags");
 }
 
 /// A golden rendering of E10's graph: every node (id, kind, label, span, value) and edge.
@@ -625,6 +638,118 @@ fn sparse_cotangents_show_as_trees_with_their_zeros_pruned() {
         let r = stage(&a, id);
         assert_eq!(state_at(r, "one p += ⟨⟨0, 2.0⟩⟩"), ["p = ⟨⟨⟨⟨3.0, 0.0⟩⟩, 2.0⟩⟩", "p ▸ fst = ⟨⟨3.0, 0.0⟩⟩", "p ▸ fst ▸ fst = 3.0", "p ▸ fst ▸ snd = 0.0", "p ▸ snd = 2.0"], "{id}");
     }
-    // dense (Fig. 4) shows no map: its zeros are all built
-    assert!(stage(&a, "chad/basic").trace.iter().all(|t| t.state.is_empty()));
+    // dense (Fig. 4): the vector's every entry, its zeros all built, named by Γ (here and on E1)
+    assert_eq!(state_at(stage(&analyse(E1), "chad/basic"), "⟨0.0, 0.0, 1.0⟩ + ⟨1.0, 0.0, 0.0⟩"), ["x = 1.0", "y = 0.0", "z = 1.0"]);
+    assert_eq!(state_at(stage(&a, "chad/basic"), "one_p ⟨⟨⟨⟨0.0, 0.0⟩⟩, 2.0⟩⟩"), ["p = ⟨⟨⟨⟨0.0, 0.0⟩⟩, 2.0⟩⟩", "p ▸ fst = ⟨⟨0.0, 0.0⟩⟩", "p ▸ fst ▸ fst = 0.0", "p ▸ fst ▸ snd = 0.0", "p ▸ snd = 2.0"]);
+}
+
+// ---- the backpropagator closure tree (issue 11's page): every stage but chad/arrays and chad/cc --
+
+
+/// Each node as `rule label` with its children's ids, and each cell node with who writes it.
+fn tree_lines(g: &Graph) -> Vec<String> {
+    g.nodes
+        .iter()
+        .map(|n| {
+            let kids: Vec<String> = g.edges.iter().filter(|e| e.from == n.id).map(|e| e.to.to_string()).collect();
+            let visits = n.visits.map(|v| format!(" ×{v}")).unwrap_or_default();
+            format!("{} {}: {}{visits} -> [{}]", n.id, n.ctor, n.label, kids.join(", "))
+        })
+        .collect()
+}
+
+fn bp_tree(a: &Analysis, id: &str) -> Graph {
+    stage(a, id).graph.clone().unwrap_or_else(|| panic!("{id} draws its backpropagator tree"))
+}
+
+#[test]
+fn e1_backpropagator_tree_mirrors_the_syntax_tree_with_its_cells() {
+    let a = analyse(E1);
+    // let z = x * y in z + x: the let's backpropagator calls the body's (+) then the bound term's (*)
+    let monadic = [
+        "1 let: let z -> [2, 5]",
+        "2 op: + -> [3, 4]",
+        "3 var: z -> [8]",
+        "4 var: x -> [9]",
+        "5 op: * -> [6, 7]",
+        "6 var: x -> [9]",
+        "7 var: y -> [10]",
+        "8 cell: z\u{304} -> []",
+        "9 cell: x\u{304} -> []",
+        "10 cell: y\u{304} -> []",
+    ];
+    for id in ["chad/basic", "chad/sparse", "chad/monadic", "chad/mutable", "chad/naive-ho", "chad/cc-chad"] {
+        assert_eq!(tree_lines(&bp_tree(&a, id)), monadic, "{id}");
+    }
+    // the trace's steps point at the backpropagator that made them: `one x += 5` at the * node's x
+    let r = stage(&a, "chad/mutable");
+    let step = r.trace.iter().find(|t| t.note.starts_with("one x += 5")).expect("one x += 5");
+    assert_eq!(step.node, Some(6));
+    let push = r.trace.iter().find(|t| t.kind == "scope-push" || t.note.starts_with("push0")).expect("a push");
+    assert_eq!(push.node, Some(1), "{:?}", push.note);
+    // chad/arrays draws the same tree beside its Bags, its ids after theirs
+    let base = cotangent::stages::chad::common::bp_tree::ARRAYS_BASE;
+    let g = bp_tree(&a, ARRAYS);
+    assert!(g.nodes.iter().all(|n| n.id > base));
+    assert_eq!(g.nodes.iter().filter(|n| n.ctor == "var").count(), 4);
+}
+
+#[test]
+fn build_and_fold_unroll_one_backpropagator_per_element() {
+    // build: each of the 3 elements built its own body's backpropagator (v ! i * v ! i: an op, two index)
+    let a = analyse("def main v = sum (build 3 (\\i -> (v ! i) * 2.0))\ninput [1.0, 2.0, 3.0]\n");
+    let g = bp_tree(&a, ARRAYS);
+    let build = g.nodes.iter().find(|n| n.ctor == "bp-build").unwrap_or_else(|| panic!("{:#?}", tree_lines(&g)));
+    let kids: Vec<u64> = g.edges.iter().filter(|e| e.from == build.id).map(|e| e.to).collect();
+    let kinds: Vec<&str> = kids.iter().filter_map(|k| g.nodes.iter().find(|n| n.id == *k)).map(|n| n.ctor.as_str()).collect();
+    assert_eq!(kinds, ["op", "op", "op"], "{:#?}", tree_lines(&g));
+    assert_eq!(g.nodes.iter().filter(|n| n.ctor == "bp-index").count(), 3);
+    // fold over 3 elements: the initial value and 3 leaves, 3 steps, each step's body its own
+    let a = analyse("def main a = fold (\\acc x -> acc * x) 1.0 a\ninput [1.0, 2.0, 3.0]\n");
+    let g = bp_tree(&a, ARRAYS);
+    let fold = g.nodes.iter().find(|n| n.ctor == "bp-fold").unwrap_or_else(|| panic!("{:#?}", tree_lines(&g)));
+    let steps = g.edges.iter().filter(|e| e.from == fold.id).filter(|e| g.nodes.iter().any(|n| n.id == e.to && n.ctor == "op")).count();
+    assert_eq!(steps, 3, "{:#?}", tree_lines(&g));
+}
+
+#[test]
+fn a_case_unrolls_only_the_branch_taken() {
+    for (x, branch) in [("-2.0", "case → inl u"), ("2.0", "case → inr v")] {
+        let text = format!("def sign x = if x < 0.0 then inl () else inr ()\ndef main x = case sign x of inl u -> 0.0 - x | inr v -> x * x\ninput {x}\n");
+        let a = analyse(&text);
+        let g = bp_tree(&a, "chad/monadic");
+        let cases: Vec<&str> = g.nodes.iter().filter(|n| n.ctor == "case").map(|n| n.label.as_str()).collect();
+        assert_eq!(cases, [branch], "{x}");
+        let other = if branch.contains("inl") { "inr" } else { "inl" };
+        assert!(g.nodes.iter().all(|n| !n.label.contains(other)), "{x}: {:?}", tree_lines(&g));
+    }
+}
+
+#[test]
+fn naive_ho_re_runs_a_body_and_the_tree_counts_it() {
+    let a = analyse("def main x = let f = \\z -> z * x in f (f x)\ninput 2.0\n");
+    let g = bp_tree(&a, "chad/naive-ho");
+    let halves: Vec<String> = g.nodes.iter().filter(|n| n.ctor == "λ").map(|n| n.label.clone()).collect();
+    assert!(halves.iter().any(|l| l.contains("argument half")), "{halves:?}");
+    assert!(halves.iter().any(|l| l.contains("context half")), "{halves:?}");
+    // every node but the root hangs from one parent
+    let roots = g.nodes.iter().filter(|n| n.ctor != "cell" && !g.edges.iter().any(|e| e.to == n.id)).count();
+    assert_eq!(roots, 1, "{:?}", tree_lines(&g));
+}
+
+/// A golden rendering of E5's tree on chad/mutable: every node (id, rule, label, span) and edge.
+#[test]
+fn golden_backpropagator_tree_of_chad_e5_sign() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/chad-e5-sign.cot")).expect("the example");
+    let a = analyse(&text);
+    let g = bp_tree(&a, "chad/mutable");
+    let mut out = String::new();
+    for n in &g.nodes {
+        let span = n.span.map(|s| format!(" @{}..{} `{}`", s.start, s.end, &text[s.start as usize..s.end as usize])).unwrap_or_default();
+        out.push_str(&format!("{} {}: {}{span}\n", n.id, n.ctor, n.label));
+    }
+    for e in &g.edges {
+        out.push_str(&format!("{} -> {} {}\n", e.from, e.to, e.label));
+    }
+    insta::assert_snapshot!(out);
 }

@@ -244,6 +244,21 @@ pub struct GraphGroup {
     pub after: Vec<String>,
 }
 
+/// A lambda entered (`Machine::watch_lambdas`): the closure, its parameter's id and its captures.
+pub struct Entered {
+    pub closure: Value,
+    pub param: u32,
+    pub captures: Rc<[Value]>,
+}
+
+/// Told of each lambda entered (`Machine::watch_lambdas`).
+pub type LamWatcher = fn(&mut Machine<'_>, Entered);
+
+/// The same function value (a closure is one allocation: its identity).
+pub fn same_fun(a: &Value, b: &Value) -> bool {
+    matches!((a, b), (Value::Fun(x), Value::Fun(y)) if Rc::ptr_eq(x, y))
+}
+
 /// A builtin's implementation. It receives all its arguments at once (builtins are curried in the IR
 /// and run when saturated) and the span of the application. It may call back into the interpreter
 /// with `Machine::apply`.

@@ -55,6 +55,8 @@ pub(crate) struct LamCode {
     /// The name a `let` binds this lambda to, and its parameters' names (a tracer may ask for the
     /// calls of functions so named: `Machine::trace_calls`, a chain of continuations).
     pub named: Option<Rc<Named>>,
+    /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it).
+    pub param: Option<u32>,
 }
 
 pub(crate) struct Named {
@@ -406,7 +408,11 @@ impl Lowerer<'_> {
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: c.captures.into(), named }))
+        let param = match p {
+            Pat::Var(n, _) => Some(n.id),
+            _ => None,
+        };
+        Ok(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: c.captures.into(), named, param }))
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
@@ -434,7 +440,7 @@ impl Lowerer<'_> {
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, more: Box::new([]), nslots: c.nslots, body, captures: c.captures.into(), named: None }))
+        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, more: Box::new([]), nslots: c.nslots, body, captures: c.captures.into(), named: None, param: None }))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -503,7 +509,7 @@ impl Lowerer<'_> {
             captures = c.captures;
             cap_index = c.cap_index;
             real_caps = c.real_caps;
-            members.push(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: Box::new([]), named: None }));
+            members.push(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: Box::new([]), named: None, param: None }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
         Ok((group, slots))

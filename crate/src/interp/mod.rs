@@ -71,6 +71,8 @@ pub struct Machine<'p> {
     model_cost: [u64; 4],
     /// Which named functions' calls to record as trace steps, and at which graph node.
     call_tracer: Option<fn(&str) -> Option<u64>>,
+    /// Told of every entry into a lambda whose parameter is one variable (`watch_lambdas`).
+    lam_watcher: Option<LamWatcher>,
     trace_steps: Vec<TraceStep>,
     trace_dropped: u64,
     trace_on: bool,
@@ -126,6 +128,7 @@ impl<'p> Machine<'p> {
             model: None,
             model_cost: [0; 4],
             call_tracer: None,
+            lam_watcher: None,
             trace_steps: vec![],
             trace_dropped: 0,
             trace_on: true,
@@ -284,6 +287,16 @@ impl<'p> Machine<'p> {
     /// `Y4(0, 0, 0, 0, 1) → Y3(…)`, where the argument is the cotangent stack).
     pub fn trace_calls(&mut self, node: fn(&str) -> Option<u64>) {
         self.call_tracer = Some(node);
+    }
+    /// Calls `watcher` on every entry into a lambda whose parameter is one variable, once its frame
+    /// is set up (`call_depth` is the callee's): a stage's runtime can follow which closures run
+    /// inside which (chad's backpropagator tree) without the program saying so.
+    pub fn watch_lambdas(&mut self, watcher: LamWatcher) {
+        self.lam_watcher = Some(watcher);
+    }
+    /// How many call frames are live (a tail call reuses its caller's).
+    pub fn call_depth(&self) -> u64 {
+        self.depth
     }
     /// The program this machine runs.
     pub fn program(&self) -> &'p Program {

@@ -308,6 +308,12 @@ impl Machine<'_> {
                     return self.apply_lam(code, env, None, &[], arg, true);
                 }
                 let lam: *const LamCode = &**code;
+                if let (Some(watch), Some(param)) = (self.lam_watcher, code.param) {
+                    let captures = env.clone();
+                    let next = self.enter(lam, env.clone(), None, arg)?;
+                    watch(self, super::Entered { closure: f.clone(), param, captures });
+                    return Ok(next);
+                }
                 self.enter(lam, env.clone(), None, arg)
             }
             FunVal::Rec { group, idx } => {

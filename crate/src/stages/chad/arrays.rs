@@ -77,6 +77,13 @@ impl Stage for Arrays {
         // the paper's run, recording its Bags and Trees for the graph
         runtime::set_up(m, Repr::Sparse, true);
         m.state::<Rt>().record = Some(Box::default());
+        // and, traced, its backpropagator tree (`bp_tree`), drawn beside them
+        if m.tracing() {
+            let sites = bp_tree::sites_of(|| {
+                let _ = self.transform(cx.src);
+            });
+            bp_tree::record(m, sites, bp_tree::ARRAYS_BASE);
+        }
         let r = run_wrapper(m, cx.input, cx.seed)?;
         let kept = kept_ones(m);
         m.count("bag_ones", kept);
@@ -93,7 +100,8 @@ impl Stage for Arrays {
     }
     /// The Bags and Trees the paper's run built (not the BArray run's, whose only output is counts).
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
-        graph::graph(m)
+        let bags = graph::graph(m);
+        bp_tree::beside(bags, bp_tree::graph(m))
     }
 }
 

@@ -70,6 +70,12 @@ impl Stage for Basic {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        run(m, cx, Repr::Dense, false)
+        run(m, cx, Repr::Dense, false, || {
+            let _ = self.transform(cx.src);
+        })
+    }
+    /// The backpropagator closure tree the traced run recorded (`bp_tree`).
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<crate::interp::Graph> {
+        graph(m)
     }
 }

@@ -69,6 +69,12 @@ impl Stage for CcChad {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        run(m, cx, Repr::Sparse, true)
+        run(m, cx, Repr::Sparse, true, || {
+            let _ = self.transform(cx.src);
+        })
+    }
+    /// The backpropagator closure tree the traced run recorded (`bp_tree`).
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<crate::interp::Graph> {
+        graph(m)
     }
 }

@@ -72,7 +72,13 @@ impl Stage for NaiveHo {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        run(m, cx, Repr::Sparse, false)
+        run(m, cx, Repr::Sparse, false, || {
+            let _ = self.transform(cx.src);
+        })
+    }
+    /// The backpropagator closure tree the traced run recorded (`bp_tree`).
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<crate::interp::Graph> {
+        graph(m)
     }
 }
 

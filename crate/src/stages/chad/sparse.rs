@@ -50,6 +50,12 @@ impl Stage for Sparse {
         chad::stated(src)
     }
     fn run(&self, m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-        run(m, cx, Repr::Sparse, false)
+        run(m, cx, Repr::Sparse, false, || {
+            let _ = super::basic::Basic.transform(cx.origin);
+        })
+    }
+    /// The backpropagator closure tree the traced run recorded (`bp_tree`).
+    fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<crate::interp::Graph> {
+        graph(m)
     }
 }

@@ -8,6 +8,7 @@
 //! spine in the output (nothing recurses along them) and only case branches nest.
 
 use super::bags;
+use super::bp_tree;
 use super::ops::{self, Ctx, CtxS};
 use super::source::{self, Code, FirstOrder, Term, CT, K};
 use crate::build::*;
@@ -72,9 +73,11 @@ impl Chad<'_> {
         self.fr.name("d")
     }
 
-    /// `λd. body(d)`
-    fn lam_d(&mut self, body: impl FnOnce(&mut Self, Expr) -> Expr) -> Expr {
+    /// `λd. body(d)`: the backpropagator built by `rule` for the term at `span` (named for the
+    /// stage's graph, `bp_tree`, when a traced run asks).
+    fn lam_d(&mut self, rule: &'static str, span: Span, label: impl FnOnce() -> String, body: impl FnOnce(&mut Self, Expr) -> Expr) -> Expr {
         let d = self.d_name();
+        bp_tree::site(&d, rule, label, span);
         let b = body(self, var(&d));
         lam(pvar(&d), b)
     }
@@ -95,10 +98,10 @@ impl Chad<'_> {
         let piece = match &t.kind {
             // D_Γ[x] := ⟨x, λd. one_{x:D[τ]2∈D[Γ]2} d⟩
             K::Var(n) => {
-                let Some(pos) = g.iter().rposition(|(m, _)| m.id == n.id) else {
+                let Some(pos) = g.iter().rposition(|e| e.0.id == n.id) else {
                     return Err(Diagnostic::error(t.span, format!("`{}` is not a variable of the context", n.text)));
                 };
-                let bp = self.lam_d(|_, d| api.one(g, pos, d));
+                let bp = self.lam_d("var", t.span, || format!("{}", n.text), |_, d| api.one(g, pos, d));
                 Piece::leaf(var(n), bp)
             }
             // D_Γ[let x = t in s] := let ⟨x, x'⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_{Γ,x}[s] in
@@ -112,13 +115,13 @@ impl Chad<'_> {
                 for (x, rhs) in chain {
                     let (_, xb) = self.sub(&g2, rhs, Some(x), &mut binds)?;
                     // Γ at this let is a prefix of the last one: its length, not a copy (O(n²) on a long chain)
-                    scopes.push((g2.len(), x.clone(), self.ct(&rhs.ty), xb));
-                    g2.push((x.clone(), self.ct(&rhs.ty)));
+                    scopes.push((g2.len(), x.clone(), self.ct(&rhs.ty), xb, rhs.span));
+                    ops::push(&mut g2, x, self.ct(&rhs.ty));
                 }
                 let (y, mut cur) = self.sub(&g2, body, None, &mut binds)?;
                 let n = scopes.len();
-                for (i, (gi, x, cti, xb)) in scopes.into_iter().enumerate().rev() {
-                    let bp = self.lam_d(|cx, d| api.scoped(&g2[..gi], &x, &cti, app(cur.clone(), d), xb, &mut cx.fr));
+                for (i, (gi, x, cti, xb, span)) in scopes.into_iter().enumerate().rev() {
+                    let bp = self.lam_d("let", span, || format!("let {}", x.text), |cx, d| api.scoped(&g2[..gi], &x, &cti, app(cur.clone(), d), xb, &mut cx.fr));
                     if i == 0 {
                         return Ok(Piece { binds, primal: y, bp });
                     }
@@ -137,7 +140,7 @@ impl Chad<'_> {
                     xs.push(self.sub(g, t, None, &mut binds)?);
                 }
                 let cts: Vec<CT> = ts.iter().map(|t| self.ct(&t.ty)).collect();
-                let bp = self.lam_d(|_, d| {
+                let bp = self.lam_d("tuple", t.span, || format!("⟨{}⟩", vec!["·"; ts.len()].join(", ")), |_, d| {
                     let calls = xs.iter().enumerate().map(|(i, (_, xb))| app(xb.clone(), app(builtin(ops::lproj(i, &cts)), d.clone())));
                     calls.reduce(|a, b| api.both(a, b)).expect("a tuple has two components")
                 });
@@ -159,7 +162,7 @@ impl Chad<'_> {
                         var(&v)
                     }
                 };
-                let bp = self.lam_d(|_, d| {
+                let bp = self.lam_d("proj", t.span, || format!("proj {} of {}", i + 1, cts.len()), |_, d| {
                     let parts = cts.iter().enumerate().map(|(j, c)| if j == *i { d.clone() } else { builtin(ops::zero(c)) }).collect();
                     app(xb, app(builtin(ops::ltuple(&cts)), tuple(parts)))
                 });
@@ -173,7 +176,7 @@ impl Chad<'_> {
                 let mut binds = vec![];
                 let (x, xb) = self.sub(g, s, None, &mut binds)?;
                 let primal = ann(if right { inr(x) } else { inl(x) }, source::d1_by(&t.ty, self.naive));
-                let bp = self.lam_d(|_, d| app(xb, app(builtin(ops::lcast(right, &ca, &cb)), d)));
+                let bp = self.lam_d(if right { "inr" } else { "inl" }, t.span, || (if right { "inr" } else { "inl" }).into(), |_, d| app(xb, app(builtin(ops::lcast(right, &ca, &cb)), d)));
                 Piece { binds, primal, bp }
             }
             // D_Γ[case t of {inl x → s | inr y → r}] := let ⟨z, z'⟩ = D_Γ[t] in case z of
@@ -186,14 +189,14 @@ impl Chad<'_> {
                 let (z, zb) = self.sub(g, s, None, &mut binds)?;
                 let branch = |cx: &mut Self, v: &Name, c: &CT, body: &Term, right: bool| -> Result<Expr, Diagnostic> {
                     let mut g2 = g.to_vec();
-                    g2.push((v.clone(), c.clone()));
+                    ops::push(&mut g2, v, c.clone());
                     let mut bb = vec![];
                     let (x1, x2) = cx.sub(&g2, body, None, &mut bb)?;
                     let k = {
                         let w = cx.fr.name("w");
                         lam(pvar(&w), app(zb.clone(), app(builtin(ops::linj(right, &ca, &cb)), var(&w))))
                     };
-                    let bp = cx.lam_d(|cx, d| api.scoped(g, v, c, app(x2, d), k, &mut cx.fr));
+                    let bp = cx.lam_d("case", body.span, || format!("case → {} {}", if right { "inr" } else { "inl" }, v.text), |cx, d| api.scoped(g, v, c, app(x2, d), k, &mut cx.fr));
                     Ok(Piece { binds: bb, primal: x1, bp }.expr())
                 };
                 let e1 = branch(self, x, &ca, b1, false)?;
@@ -207,26 +210,26 @@ impl Chad<'_> {
             K::If(c, s, r) => {
                 let mut binds = vec![];
                 let (z, zb) = self.sub(g, c, None, &mut binds)?;
-                let branch = |cx: &mut Self, body: &Term| -> Result<Expr, Diagnostic> {
+                let branch = |cx: &mut Self, body: &Term, which: &'static str| -> Result<Expr, Diagnostic> {
                     let mut bb = vec![];
                     let (x1, x2) = cx.sub(g, body, None, &mut bb)?;
-                    let bp = cx.lam_d(|_, d| api.both(app(x2, d), app(zb.clone(), unit())));
+                    let bp = cx.lam_d("if", body.span, || format!("if → {which}"), |_, d| api.both(app(x2, d), app(zb.clone(), unit())));
                     Ok(Piece { binds: bb, primal: x1, bp }.expr())
                 };
-                let (e1, e2) = (branch(self, s)?, branch(self, r)?);
+                let (e1, e2) = (branch(self, s, "then")?, branch(self, r, "else")?);
                 let (y, yb) = (self.fr.name("r"), self.fr.name("r'"));
                 binds.push((ppair(pvar(&y), pvar(&yb)), if_(z, e1, e2)));
                 Piece { binds, primal: var(&y), bp: var(&yb) }
             }
             // D_Γ[f] := ⟨Df, λ_. 0⟩ for closed code f: D[τ →□ σ]2 = 1 (App. C)
             K::Global(f) => {
-                let bp = self.lam_d(|_, _| api.nothing(g));
+                let bp = self.lam_d("global", t.span, || code_name(&f.text), |_, _| api.nothing(g));
                 Piece::leaf(global(&code_name(&f.text)), bp)
             }
             // D_Γ[t s] := let ⟨x, _⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in let ⟨z, z'⟩ = x y in
             //   ⟨z, λv. y' (z' v)⟩: the callee's body backpropagates once, its captured variables'
             //   cotangents come back in the argument's (App. C)
-            K::App(f, a) if self.naive => self.naive_app(g, f, a)?,
+            K::App(f, a) if self.naive => self.naive_app(g, f, a, t.span)?,
             K::Lam(x, body) => self.naive_lam(g, t, x, body)?,
             K::App(f, a) => {
                 let mut binds = vec![];
@@ -234,7 +237,7 @@ impl Chad<'_> {
                 let (y, yb) = self.sub(g, a, None, &mut binds)?;
                 let (z, zb) = (self.fr.name("z"), self.fr.name("z'"));
                 binds.push((ppair(pvar(&z), pvar(&zb)), app(x, y)));
-                let bp = self.lam_d(|_, d| app(yb, app(var(&zb), d)));
+                let bp = self.lam_d("app", t.span, || "app (closed code, App. C)".into(), |_, d| app(yb, app(var(&zb), d)));
                 Piece { binds, primal: var(&z), bp }
             }
             K::Index(a, s) => self.index(g, a, s, t.span)?,
@@ -242,12 +245,12 @@ impl Chad<'_> {
             K::Fold { x, y, body, init, arr, balanced } => self.fold(g, x, y, body, init, arr, *balanced, t.span)?,
             // D_Γ[r] := ⟨r, λd. 0⟩
             K::Lit(r) => {
-                let bp = self.lam_d(|_, _| api.nothing(g));
+                let bp = self.lam_d("const", t.span, || format!("const {}", crate::value::show_real(*r)), |_, _| api.nothing(g));
                 Piece::leaf(real(*r), bp)
             }
             // D_Γ[sign t] := ⟨sign t, λd. 0⟩: every discrete term, evaluated as it is
             K::Discrete(e) => {
-                let bp = self.lam_d(|_, _| api.nothing(g));
+                let bp = self.lam_d("discrete", t.span, || "discrete".into(), |_, _| api.nothing(g));
                 Piece::leaf(e.clone(), bp)
             }
             // D_Γ[op(t1, …, tn)] := let ⟨x1, x1'⟩ = D_Γ[t1] in … ⟨op(x1, …, xn),
@@ -269,7 +272,7 @@ impl Chad<'_> {
                     binds.push((pvar(&r), primal));
                     primal = var(&r);
                 }
-                let bp = self.lam_d(|_, d| {
+                let bp = self.lam_d("op", t.span, || op.symbol().to_string(), |_, d| {
                     let mut calls = vec![];
                     if let Some(rule) = &rule {
                         for ((a, (_, xb)), p) in args.iter().zip(&xs).zip(&rule.partials) {
@@ -302,14 +305,14 @@ impl Chad<'_> {
         let Type::Fun(a, _) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
         let cta = self.ct(a);
         let mut g2 = g.to_vec();
-        g2.push((x.clone(), cta.clone()));
+        ops::push(&mut g2, x, cta.clone());
         let inner = self.d(&g2, body)?.expr();
         let dl = self.fr.name("Dλ");
         let binds = vec![(pvar(&dl), lam(pvar(x), inner))];
         let split = ops::split_lam(g, x, &cta);
         let (x2, y, yb) = (self.fr.name(&x.text), self.fr.name("y"), self.fr.name("y'"));
         let arg_half = {
-            let bp = self.lam_d(|_, d| snd(app(builtin(split), app(var(&yb), d))));
+            let bp = self.lam_d("λ", body.span, || format!("λ{} body (argument half)", x.text), |_, d| snd(app(builtin(split), app(var(&yb), d))));
             lam(pvar(&x2), let_(ppair(pvar(&y), pvar(&yb)), app(var(&dl), var(&x2)), pair(var(&y), bp)))
         };
         let (l, xa, dy, yb2) = (self.fr.name("l"), self.fr.name(&x.text), self.fr.name("dy"), self.fr.name("y'"));
@@ -317,20 +320,21 @@ impl Chad<'_> {
             ppair(pvar(&xa), pvar(&dy)),
             let_(ppair(pwild(), pvar(&yb2)), app(var(&dl), var(&xa)), fst(app(builtin(split), app(var(&yb2), var(&dy))))),
         );
+        bp_tree::site(&l, "λ", || format!("λ{} (context half: re-runs the body per logged call)", x.text), t.span);
         let ctx_half = lam(pvar(&l), apps(builtin(ops::FOLD_LOG), [var(&l), self.api.nothing(g), entry]));
         Ok(Piece { binds, primal: arg_half, bp: ctx_half })
     }
 
     /// D_Γ[t s] := let ⟨x, x'⟩ = D_Γ[t] in let ⟨y, y'⟩ = D_Γ[s] in let ⟨z, z'⟩ = x y in
     ///   ⟨z, λd. y' (z' d) + x' [⟨y, d⟩]⟩   (§9: the call is logged for the function's context half)
-    fn naive_app(&mut self, g: &CtxS, f: &Term, a: &Term) -> Result<Piece, Diagnostic> {
+    fn naive_app(&mut self, g: &CtxS, f: &Term, a: &Term, span: Span) -> Result<Piece, Diagnostic> {
         let api = self.api;
         let mut binds = vec![];
         let (x, xb) = self.sub(g, f, None, &mut binds)?;
         let (y, yb) = self.sub(g, a, None, &mut binds)?;
         let (z, zb) = (self.fr.name("z"), self.fr.name("z'"));
         binds.push((ppair(pvar(&z), pvar(&zb)), app(x, y.clone())));
-        let bp = self.lam_d(|_, d| api.both(app(yb, app(var(&zb), d.clone())), app(xb, app(builtin(ops::LOG_ONE), pair(y, d)))));
+        let bp = self.lam_d("app", span, || "app (logs the call, §9)".into(), |_, d| api.both(app(yb, app(var(&zb), d.clone())), app(xb, app(builtin(ops::LOG_ONE), pair(y, d)))));
         Ok(Piece { binds, primal: var(&z), bp })
     }
 }
@@ -343,7 +347,7 @@ impl Chad<'_> {
         let mut binds = vec![];
         let (x1, x2) = self.sub(g, t, None, &mut binds)?;
         let (i, _) = self.sub(g, s, None, &mut binds)?;
-        let bp = self.lam_d(|_, d| app(x2, at(app(builtin(bags::B_ONE), pair(i.clone(), d)), span)));
+        let bp = self.lam_d("bp-index", span, || "index".into(), |_, d| app(x2, at(app(builtin(bags::B_ONE), pair(i.clone(), d)), span)));
         Ok(Piece { binds, primal: prim(Prim::Index, vec![x1, i]), bp })
     }
 
@@ -357,7 +361,7 @@ impl Chad<'_> {
         let mut binds = vec![];
         let (n, _) = self.sub(g, s, None, &mut binds)?;
         let mut g2 = g.to_vec();
-        g2.push((i.clone(), CT::One));
+        ops::push(&mut g2, i, CT::One);
         let body = self.d(&g2, t)?.expr();
         let (a, a1, a2) = (self.fr.name("a"), self.fr.name("a1"), self.fr.name("a2"));
         binds.push((pvar(&a), prim(Prim::Build, vec![n.clone(), lam(pvar(i), body)])));
@@ -365,7 +369,7 @@ impl Chad<'_> {
         let zero = builtin(ops::zero(&self.ct(&t.ty)));
         let (pairs, d2, d3, j, f, d_) = (self.fr.name("pairs"), self.fr.name("d2"), self.fr.name("d3"), self.fr.name("j"), self.fr.name("f"), self.fr.name("d'"));
         let api = self.api;
-        let bp = self.lam_d(|_, d| {
+        let bp = self.lam_d("bp-build", span, || format!("build (one per element, i = {})", i.text), |_, d| {
             let scoped = bind(pwild(), builtin(ops::push0(i, &CT::One)), bind(pwild(), app(var(&f), var(&d_)), bind(pwild(), builtin(ops::pop(i, &CT::One)), api.nothing(g))));
             let each = lam(pvar(&f), lam(pvar(&d_), scoped));
             let_(
@@ -394,15 +398,15 @@ impl Chad<'_> {
         let (s1, s2) = self.sub(g, arr, None, &mut binds)?;
         let c = self.ct(&body.ty);
         let mut g2 = g.to_vec();
-        g2.push((x.clone(), c.clone()));
-        g2.push((y.clone(), c.clone()));
+        ops::push(&mut g2, x, c.clone());
+        ops::push(&mut g2, y, c.clone());
         let inner = self.d(&g2, body)?.expr();
         let tree = self.fr.name("tree");
         let fold = if balanced { bags::TREE_FOLD } else { bags::TREE_FOLDL };
         binds.push((pvar(&tree), at(apps(builtin(fold), [lam(ppair(pvar(x), pvar(y)), inner), z, s1]), span)));
         let (lf, d_, f, dx, dy) = (self.fr.name("lf"), self.fr.name("d'"), self.fr.name("f"), self.fr.name(&format!("d{}", x.text)), self.fr.name(&format!("d{}", y.text)));
         let api = self.api;
-        let bp = self.lam_d(|_, d| {
+        let bp = self.lam_d("bp-fold", span, || "fold (one per step)".into(), |_, d| {
             // scope over x then y (Γ, x, y: y's cell is the innermost)
             let pops = bind(pvar(&dy), builtin(ops::pop(y, &c)), bind(pvar(&dx), builtin(ops::pop(x, &c)), pure(pair(var(&dx), var(&dy)))));
             let scoped = bind(pwild(), builtin(ops::push0(x, &c)), bind(pwild(), builtin(ops::push0(y, &c)), bind(pwild(), app(var(&f), var(&d_)), pops)));
@@ -427,11 +431,11 @@ pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<
 /// `program`, with naive higher-order CHAD's rules for lambdas and applications when `naive` (§9).
 pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive: bool) -> Result<Program, Diagnostic> {
     let mut cx = Chad { fr: Fresh { next_id: fo.fresh.next_id }, api, naive };
-    let g: Ctx = fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+    let g: Ctx = ops::ctx_of(fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))));
     let mut binds = vec![];
     let (y, yb) = cx.sub(&g, &fo.body, None, &mut binds)?;
     let (s, dt) = (cx.fr.name("s"), cx.fr.name("dt"));
-    let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+    let gs: Vec<Name> = g.iter().map(|e| cx.fr.name(&format!("{}'", e.0.text))).collect();
     // d = the output cotangent as a value of D[T]2
     let d = ann(app(builtin(ops::TO_LIN), var(&dt)), ct(output_type).ty());
     let call = app(yb, d);
@@ -471,13 +475,14 @@ pub fn program_cc(fo: &FirstOrder, codes: &[Code], consts: &[(Name, Term)], api:
     }
     for c in codes {
         let mut cx = Chad { fr, api, naive: false };
-        let g: Ctx = c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))).collect();
+        let g: Ctx = ops::ctx_of(c.inputs.iter().map(|(n, t)| (n.clone(), ct(t))));
         let mut binds = vec![];
         let (y, yb) = cx.sub(&g, &c.body, None, &mut binds)?;
         let (s, d) = (cx.fr.name("s"), cx.fr.name("d"));
-        let gs: Vec<Name> = g.iter().map(|(n, _)| cx.fr.name(&format!("{}'", n.text))).collect();
+        let gs: Vec<Name> = g.iter().map(|e| cx.fr.name(&format!("{}'", e.0.text))).collect();
         let opened = bind(pwild(), builtin(ops::run_open(&g)), app(yb, var(&d)));
         let lin = rebuild_lin(&c.pattern, &c.ty, &mut gs.iter().map(var));
+        bp_tree::site(&d, "code", || format!("{} (a closed code's backpropagator, its own run)", code_name(&c.name.text)), c.body.span);
         let bp = lam(pvar(&d), let_(ptuple(gs.iter().map(pvar).collect()), app(builtin(ops::run_close(&g)), opened), lin));
         let body = binds.into_iter().rev().fold(pair(y, bp), |acc, (p, rhs)| let_(p, rhs, acc));
         let body = lam(pvar(&s), let_(c.pattern.clone(), var(&s), body));

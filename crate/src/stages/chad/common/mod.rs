@@ -4,6 +4,7 @@
 
 pub mod apis;
 pub mod bags;
+pub mod bp_tree;
 pub mod chad;
 pub mod ct_tree;
 pub mod graph;
@@ -31,7 +32,18 @@ pub fn output(program: Program) -> Result<Output, Diagnostic> {
 }
 
 /// A stage's run: the wrapper, over the runtime in representation `repr` (cells when `mutable`).
-pub fn run(m: &mut Machine, cx: &RunCtx, repr: runtime::Repr, mutable: bool) -> Result<(Value, Value), RunError> {
+/// A traced run records its backpropagator tree (`bp_tree`), whose sites `transform` names: the
+/// transform that made the program, repeated.
+pub fn run(m: &mut Machine, cx: &RunCtx, repr: runtime::Repr, mutable: bool, transform: impl FnOnce()) -> Result<(Value, Value), RunError> {
     runtime::set_up(m, repr, mutable);
+    if m.tracing() {
+        let sites = bp_tree::sites_of(transform);
+        bp_tree::record(m, sites, 0);
+    }
     run_wrapper(m, cx.input, cx.seed)
+}
+
+/// The backpropagator tree a traced run recorded, as the stage's graph.
+pub fn graph(m: &mut Machine) -> Option<crate::interp::Graph> {
+    bp_tree::graph(m)
 }

@@ -38,6 +38,7 @@ pub(super) fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
 /// An event at a node of the stage's graph (chad/arrays: a BOne, a Tree node, a collect).
 pub(super) fn event_at(m: &mut Machine, kind: &str, note: String, span: Span, node: Option<u64>) {
     if m.tracing() {
+        let node = node.or_else(|| super::bp_tree::current(m));
         let state = rows(m.state::<Rt>());
         m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
     }
@@ -74,6 +75,7 @@ pub(super) fn b_one_m(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res
     };
     m.state::<Rt>().acc = acc;
     if m.tracing() {
+        super::bp_tree::write(m, var);
         let before = before.unwrap_or_else(|| "·".into());
         // a BOne added into a cell is the step at its node in chad/arrays's graph
         let node = match super::bags::as_bag(&v).map(|b| &**b) {

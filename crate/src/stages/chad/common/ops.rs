@@ -11,9 +11,131 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// A context Γ: its variables with their cotangent types, outermost first (a variable's position
 /// is its key in the environment vector: a de Bruijn level).
-pub type Ctx = Vec<(Name, CT)>;
+pub type Ctx = Vec<Entry>;
 /// A context as functions read it: Γ or a prefix of it (a let chain's contexts are prefixes of the last).
-pub type CtxS = [(Name, CT)];
+pub type CtxS = [Entry];
+
+/// A variable of Γ, with what the names of instances need of the prefix of Γ that ends at it
+/// (`Gamma`), made from the entry before in O(log |Γ|): a program names Γ at every let, and
+/// computed from the whole prefix each time that was O(|Γ|) per let, quadratic in all (issue 14).
+#[derive(Clone, Debug)]
+pub struct Entry(pub Name, pub CT, Gamma);
+
+/// Γ extended by x : ct (O(log |Γ|)).
+pub fn push(g: &mut Ctx, x: &Name, ct: CT) {
+    let gamma = gamma(g).push(&x.text, &ct);
+    g.push(Entry(x.clone(), ct, gamma));
+}
+
+/// Γ from its variables, outermost first.
+pub fn ctx_of(vars: impl IntoIterator<Item = (Name, CT)>) -> Ctx {
+    let mut g = vec![];
+    for (x, ct) in vars {
+        push(&mut g, &x, ct);
+    }
+    g
+}
+
+/// What the instances of Γ keep: its variables and cotangent types in a persistent vector shared
+/// with every prefix (so an instance is O(1) to store, not O(|Γ|)), and the running length and
+/// FNV-1a hash of the texts names and types show Γ by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gamma {
+    items: rpds::VectorSync<(Arc<str>, CT)>,
+    /// `x:R, y:R` (names show Γ so; valid while no text occurs twice)
+    full: Running,
+    /// `R,R` (`EV Γ`'s type shows Γ so)
+    cts: Running,
+    /// The texts met, and whether one occurs twice: then a name shows its position (`x@3`), and
+    /// texts are computed from the whole of Γ as before (a program that repeats a name pays O(|Γ|)).
+    texts: rpds::HashTrieSetSync<Arc<str>>,
+    dup: bool,
+}
+
+/// The length in chars and the FNV-1a hash of a text built piece by piece (`abbreviated`'s hash,
+/// so the names stay those the whole text gave).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Running {
+    chars: usize,
+    hash: u32,
+}
+
+impl Running {
+    const EMPTY: Running = Running { chars: 0, hash: 0x811c_9dc5 };
+    fn add(self, s: &str) -> Running {
+        Running { chars: self.chars + s.chars().count(), hash: s.bytes().fold(self.hash, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193)) }
+    }
+}
+
+impl Default for Gamma {
+    fn default() -> Gamma {
+        Gamma { items: rpds::VectorSync::new_sync(), full: Running::EMPTY, cts: Running::EMPTY, texts: rpds::HashTrieSetSync::new_sync(), dup: false }
+    }
+}
+
+impl Gamma {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    /// Γ, x : ct.
+    fn push(&self, x: &str, ct: &CT) -> Gamma {
+        let shown = ct.show();
+        let sep = |r: Running, s: &str| if self.is_empty() { r } else { r.add(s) };
+        let x: Arc<str> = x.into();
+        Gamma {
+            items: self.items.push_back((x.clone(), ct.clone())),
+            full: sep(self.full, ", ").add(&x).add(":").add(&shown),
+            cts: sep(self.cts, ",").add(&shown),
+            dup: self.dup || self.texts.contains(&x),
+            texts: self.texts.insert(x),
+        }
+    }
+    /// The cotangent types, outermost first.
+    pub fn cts(&self) -> impl Iterator<Item = &CT> {
+        self.items.iter().map(|(_, t)| t)
+    }
+    /// Variable `i` as traces show it: its text, with its position when the text is not unique in Γ.
+    pub fn name(&self, i: usize) -> String {
+        let Some((x, _)) = self.items.get(i) else { return format!("#{i}") };
+        if self.dup && self.items.iter().filter(|(y, _)| y == x).count() > 1 {
+            format!("{x}@{i}")
+        } else {
+            x.to_string()
+        }
+    }
+    /// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text,
+    /// so that a name stays short (a program with n variables mentions Γ O(n) times).
+    fn show(&self) -> String {
+        if self.dup {
+            let texts: Vec<&str> = self.items.iter().map(|(x, _)| &**x).collect();
+            let names = var_names_of(texts.into_iter());
+            let full = names.iter().zip(self.cts()).map(|(v, t)| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ");
+            return if full.chars().count() <= LONG { full } else { abbreviated(self.len(), &full) };
+        }
+        if self.full.chars <= LONG {
+            self.items.iter().map(|(v, t)| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ")
+        } else {
+            format!("Γ{}#{:08x}", self.len(), self.full.hash)
+        }
+    }
+    /// `EV Γ`: with Γ's cotangent types, or for a long Γ one opaque type named by its abbreviation
+    /// (so that typing n uses of it does not cost O(n·|Γ|)).
+    fn ev(&self) -> Type {
+        if self.cts.chars <= LONG {
+            Type::con("EV", self.cts().map(CT::ty).collect())
+        } else {
+            Type::con("EV", vec![Type::con(&format!("Γ{}#{:08x}", self.len(), self.cts.hash), vec![])])
+        }
+    }
+}
+
+/// The `Gamma` of a context (the empty one's for Γ = ·).
+fn gamma(ctx: &CtxS) -> Gamma {
+    ctx.last().map(|e| e.2.clone()).unwrap_or_default()
+}
 
 /// What a type-indexed builtin stands for.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,14 +143,14 @@ pub enum Op {
     /// `0_τ` (Fig. 3).
     Zero(CT),
     /// `0_{EV Γ}`: the environment vector of zeros (with Γ's names, for traces).
-    ZeroEnv { ctx: Vec<CT>, names: Vec<String> },
+    ZeroEnv { ctx: Gamma },
     /// `one_{x:τ∈Γ} : τ → EV Γ` (Fig. 3), x at position `pos`.
-    OneHot { pos: usize, ctx: Vec<CT>, names: Vec<String> },
-    /// `split_{Γ,τ} : EV (Γ, x:τ) → EV Γ × τ`.
-    Split { ctx: Vec<CT>, ct: CT, names: Vec<String> },
+    OneHot { pos: usize, ctx: Gamma },
+    /// `split_{Γ,τ} : EV (Γ, x:τ) → EV Γ × τ` (`whole` is Γ, x:τ).
+    Split { ctx: Gamma, ct: CT, whole: Gamma },
     /// `split_{Γ,τ}` at the end of a lambda body's backpropagator (naive higher-order CHAD, §9):
     /// the same as `Split`, and each call is one run of that backpropagator (counted).
-    SplitLam { ctx: Vec<CT>, ct: CT, names: Vec<String> },
+    SplitLam { ctx: Gamma, ct: CT, whole: Gamma },
     /// `⟨⟨t1, …, tn⟩⟩` of the given product.
     LTuple(Vec<CT>),
     /// `lfst`, `lsnd` and their n-ary kin: component `i` of the given product.
@@ -54,53 +176,32 @@ pub enum Op {
     RunClose(Vec<(String, CT)>),
 }
 
-/// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text, so
-/// that a name stays short (a program with n variables mentions Γ O(n) times).
-fn show_ctx(ctx: &CtxS) -> String {
-    let full = var_names(ctx).iter().zip(ctx.iter()).map(|(v, (_, t))| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ");
-    if full.chars().count() <= LONG {
-        full
-    } else {
-        abbreviated(ctx.len(), &full)
-    }
-}
-
 /// Names and types of contexts longer than this (in characters) are abbreviated.
 const LONG: usize = 48;
 
 /// `Γn#h`: the length and a 32-bit FNV-1a hash of the full text (stable across toolchains, so
 /// printed programs and their snapshots are too).
 fn abbreviated(len: usize, full: &str) -> String {
-    let h = full.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
-    format!("Γ{len}#{h:08x}")
+    format!("Γ{len}#{:08x}", Running::EMPTY.add(full).hash)
 }
 
-/// A variable as names show it: its text, with its position when the text is not unique in Γ.
-fn show_var(ctx: &CtxS, pos: usize, n: &Name) -> String {
-    if ctx.iter().filter(|(m, _)| m.text == n.text).count() > 1 {
-        format!("{}@{pos}", n.text)
-    } else {
-        n.text.to_string()
+/// Variables as traces show them (`Gamma::name` of each, in one pass: per variable it would be
+/// quadratic in Γ).
+fn var_names_of<'a>(ns: impl Iterator<Item = &'a str> + Clone) -> Vec<String> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for n in ns.clone() {
+        *count.entry(n).or_default() += 1;
     }
-}
-
-/// Γ's variables as traces show them (`show_var` of each, in one pass: per variable it would be
-/// quadratic in Γ, and a long program names Γ once per let).
-fn var_names(ctx: &CtxS) -> Vec<String> {
-    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (n, _) in ctx {
-        *count.entry(&*n.text).or_default() += 1;
-    }
-    ctx.iter().enumerate().map(|(i, (n, _))| if count[&*n.text] > 1 { format!("{}@{i}", n.text) } else { n.text.to_string() }).collect()
+    ns.enumerate().map(|(i, n)| if count[n] > 1 { format!("{n}@{i}") } else { n.to_string() }).collect()
 }
 
 /// Γ's variables with their cotangent types.
 fn vars(ctx: &CtxS) -> Vec<(String, CT)> {
-    var_names(ctx).into_iter().zip(ctx.iter().map(|(_, t)| t.clone())).collect()
+    var_names_of(ctx.iter().map(|e| &*e.0.text)).into_iter().zip(ctx.iter().map(|e| e.1.clone())).collect()
 }
 
 fn cts(ctx: &CtxS) -> Vec<CT> {
-    ctx.iter().map(|(_, t)| t.clone()).collect()
+    ctx.iter().map(|e| e.1.clone()).collect()
 }
 
 /// The table of type-indexed builtins named so far: name → meaning. Names are interned, so each
@@ -131,16 +232,22 @@ pub fn zero(ct: &CT) -> &'static str {
     intern(format!("0_{}", ct.show()), Op::Zero(ct.clone()))
 }
 pub fn zero_env(ctx: &CtxS) -> &'static str {
-    intern(format!("0_{{EV[{}]}}", show_ctx(ctx)), Op::ZeroEnv { ctx: cts(ctx), names: var_names(ctx) })
+    let g = gamma(ctx);
+    intern(format!("0_{{EV[{}]}}", g.show()), Op::ZeroEnv { ctx: g })
 }
 pub fn one_hot(ctx: &CtxS, pos: usize) -> &'static str {
-    intern(format!("one_{{{}∈{}}}", show_var(ctx, pos, &ctx[pos].0), show_ctx(ctx)), Op::OneHot { pos, ctx: cts(ctx), names: var_names(ctx) })
+    let g = gamma(ctx);
+    intern(format!("one_{{{}∈{}}}", g.name(pos), g.show()), Op::OneHot { pos, ctx: g })
 }
 pub fn split(ctx: &CtxS, x: &Name, ct: &CT) -> &'static str {
-    intern(format!("split_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::Split { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = var_names(ctx); ns.push(x.text.to_string()); ns } })
+    let g = gamma(ctx);
+    let whole = g.push(&x.text, ct);
+    intern(format!("split_{{[{}],{}:{}}}", g.show(), x.text, ct.show()), Op::Split { ctx: g, ct: ct.clone(), whole })
 }
 pub fn split_lam(ctx: &CtxS, x: &Name, ct: &CT) -> &'static str {
-    intern(format!("splitλ_{{[{}],{}:{}}}", show_ctx(ctx), x.text, ct.show()), Op::SplitLam { ctx: cts(ctx), ct: ct.clone(), names: { let mut ns = var_names(ctx); ns.push(x.text.to_string()); ns } })
+    let g = gamma(ctx);
+    let whole = g.push(&x.text, ct);
+    intern(format!("splitλ_{{[{}],{}:{}}}", g.show(), x.text, ct.show()), Op::SplitLam { ctx: g, ct: ct.clone(), whole })
 }
 pub fn ltuple(ts: &[CT]) -> &'static str {
     intern(format!("lpair_{}", CT::Prod(ts.to_vec()).show()), Op::LTuple(ts.to_vec()))
@@ -162,10 +269,10 @@ pub fn lcast(right: bool, a: &CT, b: &CT) -> &'static str {
     intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, a.clone(), b.clone()))
 }
 pub fn env_tuple(ctx: &CtxS) -> &'static str {
-    intern(format!("evTuple_{{[{}]}}", show_ctx(ctx)), Op::EnvTuple(cts(ctx)))
+    intern(format!("evTuple_{{[{}]}}", gamma(ctx).show()), Op::EnvTuple(cts(ctx)))
 }
 pub fn one_m(ctx: &CtxS, pos: usize) -> &'static str {
-    let var = show_var(ctx, pos, &ctx[pos].0);
+    let var = gamma(ctx).name(pos);
     intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var, ct: ctx[pos].1.clone() })
 }
 pub fn push0(x: &Name, ct: &CT) -> &'static str {
@@ -176,16 +283,16 @@ pub fn pop(x: &Name, ct: &CT) -> &'static str {
 }
 pub fn run(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
-    intern(format!("run_{{[{}]}}", show_ctx(ctx)), Op::Run(vars))
+    intern(format!("run_{{[{}]}}", gamma(ctx).show()), Op::Run(vars))
 }
 
 pub fn run_open(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
-    intern(format!("runOpen_{{[{}]}}", show_ctx(ctx)), Op::RunOpen(vars))
+    intern(format!("runOpen_{{[{}]}}", gamma(ctx).show()), Op::RunOpen(vars))
 }
 pub fn run_close(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
-    intern(format!("runClose_{{[{}]}}", show_ctx(ctx)), Op::RunClose(vars))
+    intern(format!("runClose_{{[{}]}}", gamma(ctx).show()), Op::RunClose(vars))
 }
 
 /// `+` on every linear type and on environment vectors (Fig. 4's `+_τ`, `+_{EV Γ}`; Fig. 6's union).
@@ -222,13 +329,9 @@ pub fn scheme(op: &Op) -> Scheme {
     let mono = |t| Scheme::mono(t);
     match op {
         Op::Zero(t) => mono(t.ty()),
-        Op::ZeroEnv { ctx, .. } => mono(ev(ctx)),
-        Op::OneHot { pos, ctx, .. } => mono(f(ctx[*pos].ty(), ev(ctx))),
-        Op::Split { ctx, ct, .. } | Op::SplitLam { ctx, ct, .. } => {
-            let mut whole = ctx.clone();
-            whole.push(ct.clone());
-            mono(f(ev(&whole), pair(ev(ctx), ct.ty())))
-        }
+        Op::ZeroEnv { ctx } => mono(ctx.ev()),
+        Op::OneHot { pos, ctx } => mono(f(ctx.items.get(*pos).map_or(Type::Unit, |(_, t)| t.ty()), ctx.ev())),
+        Op::Split { ctx, ct, whole } | Op::SplitLam { ctx, ct, whole } => mono(f(whole.ev(), pair(ctx.ev(), ct.ty()))),
         Op::LTuple(ts) => mono(f(Type::tuple(ts.iter().map(CT::ty).collect()), CT::Prod(ts.clone()).ty())),
         Op::LProj(i, ts) => mono(f(CT::Prod(ts.clone()).ty(), ts[*i].ty())),
         Op::LInj(right, a, b) => mono(f(if *right { b.ty() } else { a.ty() }, sum(a, b))),
@@ -272,3 +375,4 @@ pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp:
     }
     out
 }
+

@@ -12,7 +12,7 @@
 //! only in the depth of a type (bounded by the parser's nesting budget).
 
 use super::bags::as_bag;
-use super::ops::{lookup, Op};
+use super::ops::{lookup, Gamma, Op};
 use super::source::CT;
 use crate::diag::Span;
 use crate::interp::{BuiltinFn, Machine, RunError, Shown, TraceStep};
@@ -61,6 +61,10 @@ pub struct Rt {
     pub barrays: u64,
     /// What the run keeps for the stage's graph (`chad/arrays`'s own run only).
     pub record: Option<Box<super::graph::Recorded>>,
+    /// Γ's of the dense vectors a traced run built, one per length (`named`).
+    pub(super) dense_names: Vec<Gamma>,
+    /// The backpropagator tree of a traced run (`bp_tree`).
+    pub bp: Option<Box<super::bp_tree::Tree>>,
 }
 
 /// Sets up a run: the representation and the accumulator's kind.
@@ -69,16 +73,16 @@ pub fn set_up(m: &mut Machine, repr: Repr, mutable: bool) {
 }
 
 /// `EMap Γ` (Fig. 6): a persistent tree map from positions in Γ to cotangents; absent means 0.
-/// It carries Γ's names only to show itself.
+/// It carries Γ (shared, O(1) to keep) only to show itself.
 #[derive(Debug, Clone)]
-pub struct EMap(pub RedBlackTreeMap<usize, Value>, pub Rc<[String]>);
+pub struct EMap(pub RedBlackTreeMap<usize, Value>, pub Gamma);
 
 impl ExtValue for EMap {
     fn type_name(&self) -> &'static str {
         "EMap"
     }
     fn show(&self) -> String {
-        let items: Vec<String> = self.0.iter().map(|(k, v)| format!("{}: {}", self.1.get(*k).map_or(format!("#{k}"), |n| n.clone()), show_ct(v))).collect();
+        let items: Vec<String> = self.0.iter().map(|(k, v)| format!("{}: {}", self.1.name(*k), show_ct(v))).collect();
         format!("{{{}}}", items.join(", "))
     }
     fn as_any(&self) -> &dyn std::any::Any {
@@ -278,25 +282,26 @@ fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunE
 
 /// `0_{EV Γ}`: a tuple of |Γ| zeros (Fig. 4) or the empty map (Fig. 6).
 fn b_zero_env(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::ZeroEnv { ctx, names } = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
+    let Op::ZeroEnv { ctx } = &*this_op(m)? else { return Err(internal(span, "0_EV")) };
     let v = match repr(m) {
         Repr::Dense => dense_env(m, ctx, None)?,
         Repr::Sparse => {
             m.count("zero_nodes", 1);
-            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), names.clone().into())))
+            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), ctx.clone())))
         }
     };
+    named(m, ctx);
     ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span, Some(&v));
     Ok(v)
 }
 
 /// `EV Γ` as Fig. 4's left-nested tuple `(((), v1), v2)…`, zeros but for `hot`.
-fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Result<Value, RunError> {
+fn dense_env(m: &mut Machine, g: &Gamma, hot: Option<(usize, Value)>) -> Result<Value, RunError> {
     // O(|Γ|) work and allocation, against the run's budgets
     m.tick(g.len() as u64)?;
     m.alloc(g.len() as u64)?;
     let mut acc = unit();
-    for (i, ct) in g.iter().enumerate() {
+    for (i, ct) in g.cts().enumerate() {
         let v = match &hot {
             Some((j, v)) if *j == i => v.clone(),
             _ => zero(m, ct, Repr::Dense),
@@ -308,9 +313,14 @@ fn dense_env(m: &mut Machine, g: &[CT], hot: Option<(usize, Value)>) -> Result<V
 
 /// `one_{x:τ∈Γ} v`: Fig. 4's one-hot tuple (|Γ| cells) or Fig. 6's `modify_x (v +) empty` (one).
 fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::OneHot { pos, ctx, names } = &*this_op(m)? else { return Err(internal(span, "one")) };
+    let Op::OneHot { pos, ctx } = &*this_op(m)? else { return Err(internal(span, "one")) };
     let v = arg(args);
-    let note = format!("one_{} {}", names.get(*pos).map_or("?", |n| n.as_str()), show_ct(&v));
+    let note = if m.tracing() {
+        super::bp_tree::write(m, &ctx.name(*pos));
+        format!("one_{} {}", ctx.name(*pos), show_ct(&v))
+    } else {
+        String::new()
+    };
     let r = match repr(m) {
         Repr::Dense => {
             m.count("onehot_cells", ctx.len() as u64);
@@ -319,9 +329,10 @@ fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
         Repr::Sparse => {
             m.count("onehot_cells", 1);
             m.count("map_log_steps", 1);
-            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), names.clone().into())))
+            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), ctx.clone())))
         }
     };
+    named(m, ctx);
     ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span, Some(&r));
     Ok(r)
 }
@@ -331,7 +342,8 @@ fn b_split(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let Op::Split { ctx, ct, .. } = &*this_op(m)? else { return Err(internal(span, "split")) };
     let ev = arg(args);
     let before = show_ev(&ev);
-    let r = b_split_on(m, ev, ctx, ct, span)?;
+    let r = b_split_on(m, ev, ctx.len(), ct, span)?;
+    named(m, ctx);
     if let Value::Tuple(vs) = &r {
         ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
@@ -340,13 +352,14 @@ fn b_split(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
 
 /// The split that ends a lambda body's backpropagator (§9): one run of it.
 fn b_split_lam(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::SplitLam { ctx, ct, names } = &*this_op(m)? else { return Err(internal(span, "splitλ")) };
+    let Op::SplitLam { ctx, ct, whole } = &*this_op(m)? else { return Err(internal(span, "splitλ")) };
     m.count("body_backprops", 1);
     let ev = arg(args);
     let before = show_ev(&ev);
-    let r = b_split_on(m, ev, ctx, ct, span)?;
+    let r = b_split_on(m, ev, ctx.len(), ct, span)?;
+    named(m, ctx);
     if let Value::Tuple(vs) = &r {
-        let x = names.last().map_or("?", |n| n.as_str());
+        let x = whole.name(ctx.len());
         ev_event(m, "split", format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
     Ok(r)
@@ -373,13 +386,12 @@ fn b_fold_log(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     Ok(acc)
 }
 
-fn b_split_on(m: &mut Machine, ev: Value, ctx: &[CT], ct: &CT, span: Span) -> Result<Value, RunError> {
+fn b_split_on(m: &mut Machine, ev: Value, pos: usize, ct: &CT, span: Span) -> Result<Value, RunError> {
     match ev {
         Value::Tuple(ref vs) if vs.len() == 2 => Ok(ev),
         Value::Ext(e) => {
             let Some(map) = e.as_any().downcast_ref::<EMap>() else { return Err(internal(span, "split of a non-map")) };
             m.count("map_log_steps", log_steps(map.0.size()));
-            let pos = ctx.len();
             let v = match map.0.get(&pos) {
                 Some(v) => v.clone(),
                 None => zero(m, ct, Repr::Sparse),
@@ -423,18 +435,49 @@ pub fn show_ev(v: &Value) -> String {
 
 /// A step of the environment-vector stages' trace (Fig. 2's one-hots, +, split); with §4.1's
 /// sparse map `ev` after it, its entries as the step's state, each cotangent as a tree.
+/// A traced run of Fig. 4's dense vectors keeps the last Γ of each length it built one for: `+`
+/// adds two vectors of one Γ, and its rows are named by it (an O(1) clone, only when tracing).
+fn named(m: &mut Machine, g: &Gamma) {
+    if m.tracing() && m.state::<Rt>().repr == Repr::Dense {
+        let rt = m.state::<Rt>();
+        match rt.dense_names.iter_mut().find(|x| x.len() == g.len()) {
+            Some(x) => *x = g.clone(),
+            None => rt.dense_names.push(g.clone()),
+        }
+    }
+}
+
 fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span, ev: Option<&Value>) {
     if m.tracing() {
         let mut state = vec![];
+        // Fig. 4's left-nested tuple: each variable's cotangent, named by Γ
+        if let Some(v @ Value::Tuple(_)) = ev {
+            let mut items = vec![];
+            let mut cur = v;
+            while let Value::Tuple(vs) = cur {
+                if vs.len() != 2 {
+                    break;
+                }
+                items.push(&vs[1]);
+                cur = &vs[0];
+            }
+            items.reverse();
+            if let Some(g) = m.state::<Rt>().dense_names.iter().find(|g| g.len() == items.len()).cloned() {
+                for (i, v) in items.into_iter().enumerate() {
+                    super::ct_tree::ct_rows(&g.name(i), v, &mut state);
+                }
+            }
+        }
         if let Some(Value::Ext(e)) = ev {
             if let Some(map) = e.as_any().downcast_ref::<EMap>() {
                 for (k, v) in map.0.iter() {
-                    let name = map.1.get(*k).cloned().unwrap_or_else(|| format!("#{k}"));
+                    let name = map.1.name(*k);
                     super::ct_tree::ct_rows(&name, v, &mut state);
                 }
             }
         }
-        m.trace(TraceStep { kind: kind.into(), node: None, span: Some(span), factor: None, note, state });
+        let node = super::bp_tree::current(m);
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
     }
 }
 
