@@ -123,10 +123,50 @@ fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
     assert!(free.contains("closed") && free.contains("§3.1"), "{free}");
     let init = refusal("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y) c a\n");
     assert!(init.contains("initial value") && init.contains("§3.1"), "{init}");
-    let cond = refusal("input 1.0\ndef main x = if x < 0.0 then -x else x\n");
-    assert!(cond.contains("conditional") && cond.contains("Fig. 2"), "{cond}");
+    // §7.2: a condition is a primal computation written in the `if`; a boolean in the context is not
+    let cond = refusal("input 1.0\ndef main x = let b = x < 0.0 in if b then -x else x\n");
+    assert!(cond.contains("Bool") && cond.contains("§7.2"), "{cond}");
     let index = refusal("input [1.0, 2.0]\ndef main a = a ! 0\n");
     assert!(index.contains("integer") || index.contains("`!`"), "{index}");
+}
+
+/// The six unf stages of the chain.
+const UNF: [&str; 6] = ["unf/direct", "unf/source", "unf/target", "unf/back", "unf/pe", "unf/opt"];
+
+/// Runs the six unf stages on `src`: each one's (id, ok, agrees with forward, gradient, error).
+fn unf_run(src: &str) -> Vec<(String, bool, Option<bool>, Vec<f64>, Option<String>)> {
+    let src = src.to_string();
+    run_with_stack(move || {
+        let opts = Options { trace: false, stages: UNF.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+        let a = analyse(&src, &opts).unwrap();
+        a.stages.iter().map(|r| (r.id.clone(), r.ok, r.agrees, r.gradient.clone(), r.error.clone())).collect()
+    })
+}
+
+/// Every unf stage runs `src` and gives `grad` (to 1e-12), agreeing with forward.
+fn unf_gives(src: &str, grad: &[f64]) {
+    let rs = unf_run(src);
+    assert_eq!(rs.len(), 6, "{rs:?}");
+    for (id, ok, agrees, g, err) in rs {
+        assert!(ok && agrees == Some(true), "{id}: {err:?}\n{src}");
+        assert_eq!(g.len(), grad.len(), "{id}: {g:?}\n{src}");
+        assert!(g.iter().zip(grad).all(|(a, b)| (a - b).abs() <= 1e-12), "{id}: {g:?} vs {grad:?}\n{src}");
+    }
+}
+
+/// §7.2: conditionals on the primal, in every unf stage, both branches taken, inside a map's body
+/// (a nested gradient with a conditional), with branches of tuple and array type, and the branch not
+/// taken having an infinite gradient (which the paper's `∇e2 * b + ∇e3 * (1 - b)` would turn to NaN).
+#[test]
+fn unf_stages_differentiate_conditionals_by_section_7_2() {
+    let relu = "def main (x, y) = (if x * y > 0.0 then x * y else 0.0) + (if x > y then sin x else y * y)\n";
+    unf_gives(&format!("input (2.0, 3.0)\n{relu}"), &[3.0, 2.0 + 6.0]);
+    unf_gives(&format!("input (-2.0, -3.0)\n{relu}"), &[-3.0 + (-2.0f64).cos(), -2.0]);
+    unf_gives(&format!("input (-2.0, 3.0)\n{relu}"), &[0.0, 6.0]);
+    unf_gives("input -1.0\ndef main x = if x > 0.0 then sqrt x else 2.0 * x\n", &[2.0]);
+    unf_gives("input [1.0, -2.0, 3.0]\ndef main a = sum (map (\\v -> if v > 0.0 then v * v else 0.0 - v) a)\n", &[2.0, -1.0, 6.0]);
+    // a tuple-typed and an array-typed conditional; a condition on an integer (`length`)
+    unf_gives("input (1.0, [1.0, 2.0])\ndef main (x, a) = let (p, q) = if x < 2.0 then (x * x, x) else (x, 3.0) in p + q + sum (if length a > 1 then map (\\v -> v * x) a else a)\n", &[2.0 + 1.0 + 3.0, 1.0, 1.0]);
 }
 
 #[test]
@@ -296,7 +336,7 @@ fn unf_route_stages_compute_the_papers_values_and_gradients() {
     // the same refusals as unf/direct, with the paper's reason
     for (src, why) in [
         ("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y * c) 1.0 a\n", "§3.1"),
-        ("input 1.0\ndef main x = if x < 0.0 then -x else x\n", "Fig. 2"),
+        ("input 1.0\ndef main x = let b = x < 0.0 in if b then -x else x\n", "§7.2"),
     ] {
         for (id, ok, _, _, _, err) in run(src) {
             assert!(!ok && err.as_deref().is_some_and(|e| e.contains(why)), "{id}: {err:?}");

@@ -70,8 +70,13 @@ impl Cx {
 
     /// `fun (y1, …, yn, z) → body(ys, z)`: a continuation for context `g` (the paper's bold x).
     fn cont(&mut self, g: &[Slot], with_z: bool, body: impl FnOnce(&mut Self, Vec<Expr>, Expr) -> Expr) -> Expr {
-        let ys: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("y{}", i + 1))).collect();
         let z = self.fr.name("z");
+        self.cont_z(g, with_z, z, body)
+    }
+
+    /// `cont` with the cotangent variable `z` given (the conditional's gradients are built before it).
+    fn cont_z(&mut self, g: &[Slot], with_z: bool, z: Name, body: impl FnOnce(&mut Self, Vec<Expr>, Expr) -> Expr) -> Expr {
+        let ys: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("y{}", i + 1))).collect();
         let mut pats: Vec<Pat> = ys.iter().map(pvar).collect();
         if with_z {
             pats.push(pvar(&z));
@@ -179,6 +184,7 @@ impl Cx {
                 let r = sum_as_reduce(e, &args[0], &mut self.fr);
                 return self.d(g, y, &r);
             }
+            If(c, e2, e3) => self.cond(g, y, c, e2, e3)?,
             Prim(P::Map2, args) => self.map2(g, y, e, args)?,
             Prim(P::Reduce, args) => self.reduce(g, y, e, args)?,
             // D(op1 e) = let x, Y1 = D(e) in < op1 x, fun (x, z) → Y1(x, ∂op1(x) * z) >
@@ -233,13 +239,61 @@ impl Cx {
     /// `∇_{Γ,x,y}(e1)` as code, in scope of the slots `g` (Fig. 4: `π2 D_{Γ;Id}(e1) (0_Γ, 1)`): the flat
     /// tuple of the body's cotangents for every slot of `g`.
     fn gradient(&mut self, g: &[Slot], body: &Expr) -> Result<Expr, Diagnostic> {
+        self.gradient_seeded(g, body, real(1.0))
+    }
+
+    /// `π2 D_{Γ;Id}(e1) (0_Γ, seed)`: `gradient` with the result's cotangent `seed` for the paper's 1.
+    fn gradient_seeded(&mut self, g: &[Slot], body: &Expr, seed: Expr) -> Result<Expr, Diagnostic> {
         let id = self.fr.name("Id");
         let ident = self.cont(g, false, |_, ys, _| tuple(ys));
         let d = self.d(g, &id, body)?;
         let k = self.y_name();
         let mut args: Vec<Expr> = g.iter().map(|s| zero(&s.ty, s.witness.clone(), &mut self.fr)).collect();
-        args.push(real(1.0));
+        args.push(seed);
         Ok(let_(pvar(&id), ident, let_(ppair(pwild(), pvar(&k)), d, app(var(&k), tuple(args)))))
+    }
+
+    /// D(if e1 then e2 else e3) = let b = e1 in
+    ///   < if b then e2 else e3, fun (x, z) → Y(x +^ (if b then ∇_Γ(e2) else ∇_Γ(e3)) * z) >
+    /// §7.2's "Solution" (the continuation Y used once, linearly), the condition evaluated on the primal
+    /// and never differentiated. Decisions:
+    /// - the paper writes `∇_Γ(e2) * b +^ ∇_Γ(e3) * (1-b)`, b read as the real 0 or 1; we select with
+    ///   `if b` instead (the note's linear variant, §3.9). Both equal when both gradients are finite,
+    ///   but the paper's form multiplies the branch not taken by 0, which gives NaN where that branch's
+    ///   gradient is infinite or NaN (`if x > 0 then sqrt x else 0` at x = -1), and pays for both.
+    /// - `∇_Γ(e) * z` is taken as one gradient seeded with z (`π2 D_{Γ;Id}(e) (0_Γ, z)`): the branches may
+    ///   be of any ground type, whose cotangent z is not a real to multiply by.
+    /// - Γ is restricted to the branches' free variables (the other slots' share is 0).
+    fn cond(&mut self, g: &[Slot], y: &Name, c: &Expr, e2: &Expr, e3: &Expr) -> Result<Expr, Diagnostic> {
+        let free: std::collections::HashSet<u32> =
+            crate::kit::passes::free_locals(e2).into_iter().chain(crate::kit::passes::free_locals(e3)).map(|n| n.id).collect();
+        let (at_, sub): (Vec<usize>, Vec<Slot>) =
+            g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
+        let z = self.fr.name("z");
+        let b = self.fr.name("b");
+        let grads = if sub.is_empty() {
+            None
+        } else {
+            let g2 = self.gradient_seeded(&sub, e2, var(&z))?;
+            let g3 = self.gradient_seeded(&sub, e3, var(&z))?;
+            Some(if_(var(&b), g2, g3))
+        };
+        let k = self.cont_z(g, true, z, |cx, mut ys, _| match grads {
+            None => app(var(y), tuple(ys)),
+            Some(sel) => {
+                let ss: Vec<Name> = (0..sub.len()).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
+                for ((i, s), sv) in at_.iter().zip(&sub).zip(&ss) {
+                    ys[*i] = plus(&s.ty, ys[*i].clone(), var(sv), &mut cx.fr);
+                }
+                let_(ptuple(ss.iter().map(pvar).collect()), sel, app(var(y), tuple(ys)))
+            }
+        });
+        let mut parts = [c.clone(), e2.clone(), e3.clone()];
+        for p in &mut parts {
+            freshen(p, &mut self.fr);
+        }
+        let [c, e2, e3] = parts;
+        Ok(let_(pvar(&b), c, pair(if_(var(&b), e2, e3), k)))
     }
 
     /// `map2 (a, b. P((∇ e1)[a/x, b/y])) A B`, where P projects the body's gradient (a copy with fresh

@@ -69,6 +69,7 @@ impl Step {
                 let f = instantiate(f, &[], xs, fr);
                 prim(Prim::Reduce, vec![f, instantiate(init, free, xs, fr), xs[n - 1].clone()])
             }
+            Op::If { cond, then, els, free } => if_(instantiate(cond, free, xs, fr), instantiate(then, free, xs, fr), instantiate(els, free, xs, fr)),
         })
     }
 
@@ -149,6 +150,7 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
         }
         Op::Map2 { f, free } => map2(before, xs, f, free, &mut cs, &mut body_lets, fr)?,
         Op::Reduce { f, init, free } => reduce(before, xs, f, init, free, &mut cs, &mut pre, fr)?,
+        Op::If { cond, then, els, free } => cond_jt(before, xs, cond, [then, els], free, &mut cs, &mut pre, &mut body_lets, fr)?,
     }
     let call = app(var(y), tuple(cs));
     Ok(Jt { pre, call: body_lets.into_iter().rev().fold(call, |acc, (p, e)| let_(p, e, acc)) })
@@ -237,6 +239,47 @@ fn reduce(before: &[Slot], xs: &[Expr], f: &Expr, init: &Expr, free: &[(Name, us
     Ok(())
 }
 
+/// J^T if_{Γ;c;e2;e3} = let b = c in (x1, …, xn) +^ (if b then ∇_Γ(e2) else ∇_Γ(e3)) * z: §7.2's
+/// "Solution" read as a transposed Jacobian (§7.3), with unf/direct's decisions (see its `cond`): the
+/// taken branch's gradient selected by `if b` rather than weighted by b and 1 - b, each seeded with z,
+/// Γ only the variables the branches read. The condition is computed with the primal (`pre`).
+#[allow(clippy::too_many_arguments)]
+fn cond_jt(
+    before: &[Slot],
+    xs: &[Expr],
+    cond: &Expr,
+    branches: [&Expr; 2],
+    free: &[(Name, usize)],
+    cs: &mut Vec<Expr>,
+    pre: &mut Vec<(Pat, Expr)>,
+    lets: &mut Vec<(Pat, Expr)>,
+    fr: &mut Fresh,
+) -> Result<(), Diagnostic> {
+    let z = cs.pop().expect("if pushes");
+    let b = fr.name("b");
+    pre.push((pvar(&b), instantiate(cond, free, xs, fr)));
+    let used: std::collections::HashSet<u32> =
+        branches.iter().flat_map(|e| crate::kit::passes::free_locals(e)).map(|n| n.id).collect();
+    let sub: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
+    if sub.is_empty() {
+        return Ok(());
+    }
+    let ctx: Vec<Slot> = sub.iter().map(|(n, i)| Slot { name: n.clone(), ty: before[*i].ty.clone() }).collect();
+    let mut gs = vec![];
+    for e in branches {
+        let g = gradient_seeded(ctx.clone(), e, z.clone(), fr)?;
+        gs.push(instantiate(&g, &sub, xs, fr));
+    }
+    let g3 = gs.pop().expect("two branches");
+    let g2 = gs.pop().expect("two branches");
+    let ss: Vec<Name> = (0..sub.len()).map(|i| fr.name(&format!("s{}", i + 1))).collect();
+    lets.push((ptuple(ss.iter().map(pvar).collect()), if_(var(&b), g2, g3)));
+    for ((_, i), sv) in sub.iter().zip(&ss) {
+        cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+    }
+    Ok(())
+}
+
 /// Fresh cotangent parameters `(y1, …, yn)` for a context of `n` slots.
 pub fn cotangents(n: usize, fr: &mut Fresh) -> Vec<Name> {
     (0..n).map(|i| fr.name(&format!("y{}", i + 1))).collect()
@@ -291,10 +334,15 @@ pub struct BackChain {
 /// `∇_Γ e` (Fig. 4: `π2 D(e) (0_Γ, 1)`) by the UNF route: the tuple of `e`'s cotangents for every
 /// slot of `ctx`.
 pub fn gradient(ctx: Vec<Slot>, e: &Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
+    gradient_seeded(ctx, e, real(1.0), fr)
+}
+
+/// `π2 D(e) (0_Γ, seed)`: `gradient` with the result's cotangent `seed` for the paper's 1.
+pub fn gradient_seeded(ctx: Vec<Slot>, e: &Expr, seed: Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
     let u = unf(ctx.clone(), e, fr)?;
     let BackChain { binds, y, .. } = back_chain(&u, fr)?;
     let mut args: Vec<Expr> = ctx.iter().map(|s| zero(&s.ty, var(&s.name), fr)).collect();
-    args.push(real(1.0));
+    args.push(seed);
     Ok(binds.into_iter().rev().fold(app(var(&y), tuple(args)), |acc, (p, e)| let_(p, e, acc)))
 }
 

@@ -21,8 +21,9 @@ pub const PAPER: &str = "Huot & Shaikhha 2024";
 const INLINE_BUDGET: usize = 200_000;
 
 pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples and arrays of reals, let, real \
-primitives, map2 and reduce with a closed function (and map and sum, which Fig. 4 and Ex. 1.2 define by them), after \
-every function call is inlined (§8); no recursion, conditionals, sums or integers";
+primitives, map2 and reduce with a closed function (and map and sum, which Fig. 4 and Ex. 1.2 define by them), and \
+conditionals whose condition compares primal values (§7.2), after every function call is inlined (§8); no recursion, \
+sums, or integers outside a condition";
 
 /// Why a construct is outside Fig. 2's language.
 fn outside(span: Span, what: &str) -> Diagnostic {
@@ -47,6 +48,11 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
+    if let Type::Fun(input, _) = &main.body.ty {
+        if !is_ground(input) {
+            return Err(outside(main.span, &format!("an input of type {}", crate::types::show(input))));
+        }
+    }
     // Fig. 5's let rule puts each let's body inside the binding of the next continuation, so the
     // output nests as deep as the let chain is long, and every pass over it recurses on that depth
     // (a binding's right-hand side, unlike a let's body, is not walked in a loop): about two levels
@@ -68,10 +74,21 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         use ExprKind::*;
         if !is_ground(&e.ty) && !matches!(e.kind, Lam(..)) {
             let span = if e.span == Span::NONE { main.span } else { e.span };
+            if matches!(e.ty, Type::Bool | Type::Int) {
+                return Err(outside(span, &format!("a value of type {} outside the condition of an `if` (§7.2: booleans and integers are external to the language, used only in conditions)", crate::types::show(&e.ty))));
+            }
             return Err(outside(span, &format!("a value of type {}", crate::types::show(&e.ty))));
         }
         match &e.kind {
             Var(_) | Real(_) | Unit | Let(..) | Tuple(_) | Fst(_) | Snd(_) | Ann(..) => {}
+            // §7.2: the condition is evaluated on the primal and never differentiated ("booleans are
+            // external to the language"); only the branches are terms of the language
+            If(c, a, b) => {
+                condition(c)?;
+                stack.push(a);
+                stack.push(b);
+                continue;
+            }
             Prim(op, args) if op.info().jvp.is_some() => {}
             Prim(P::Map2 | P::Reduce | P::Map, args) => {
                 let arity = if matches!(e.kind, Prim(P::Map, _)) { 1 } else { 2 };
@@ -120,6 +137,27 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     Ok(p)
 }
 
+/// A condition of §7.2: a primal computation (comparisons, arithmetic, `length`) read and never
+/// differentiated; what would bind or call a function in it is refused, located.
+fn condition(c: &Expr) -> Result<(), Diagnostic> {
+    use ExprKind::*;
+    let mut stack = vec![c];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Fst(_) | Snd(_) | Ann(..) | If(..) | Tuple(_) => {}
+            Prim(op, _) if !matches!(op, P::Map | P::Map2 | P::Reduce | P::Fold | P::Build | P::Scanl | P::Scanr) => {}
+            _ => {
+                return Err(Diagnostic::error(
+                    e.span,
+                    "a condition of `if` may only compare and compute on values in scope (§7.2: the condition is evaluated on the primal, outside the differentiated language); bind what it needs with `let` before the `if`",
+                ))
+            }
+        }
+        each_child(e, &mut |x| stack.push(x));
+    }
+    Ok(())
+}
+
 /// The most cotangent slots the printed continuations may hold in all (a transform budget: past it
 /// the output would take gigabytes).
 pub const MAX_STACK_COPIES: usize = 400_000;
@@ -148,6 +186,11 @@ pub fn stack_copies(body: &Expr, inputs: usize) -> usize {
             ExprKind::Let(p, e1, e2) => {
                 stack.push((e1, n, times));
                 stack.push((e2, n + p.names().len().max(1), times));
+            }
+            // §7.2: each branch runs in the primal and is differentiated again in the continuation
+            ExprKind::If(_, a, b) => {
+                stack.push((a, n, times.saturating_mul(2)));
+                stack.push((b, n, times.saturating_mul(2)));
             }
             ExprKind::Prim(P::Map2 | P::Map | P::Reduce, args) => {
                 let nested = if matches!(e.kind, ExprKind::Prim(P::Reduce, _)) { 2 } else { 3 };
@@ -326,7 +369,9 @@ pub fn wrapper_program(p: &Program, s: &Name, dt: &Name, body: Expr, next_id: u3
 /// What the stages that take the source support: higher-order code, which `first_order` inlines
 /// away (§8); the rest of Fig. 2's restrictions are `first_order`'s located refusals.
 pub fn supports_source() -> crate::features::Features {
-    crate::features::Features::of(&[crate::features::Feature::HigherOrder])
+    // integers are let through for the conditions of §7.2; `first_order` refuses them anywhere else
+    use crate::features::Feature;
+    crate::features::Features::of(&[Feature::HigherOrder, Feature::Conditionals, Feature::Integers])
 }
 
 /// A source stage's `accepts`: the program is in Fig. 2's language once inlined.

@@ -41,6 +41,11 @@ pub enum Op {
     /// `reduce_{T;x,y.e1;e2}`: `T, A[R]^n ⊢ reduce : T, A[R]^n, R`; the initial value `e2` stays a
     /// Source term in context T (Fig. 9 does not sequentialise it), `free` its variables.
     Reduce { f: Expr, init: Expr, free: Vec<(Name, usize)> },
+    /// `if_{T;c;e2;e3}`: `T ⊢ if : T, A`, §7.2's conditional as one primitive. The paper gives no UNF
+    /// for `if` (§7.3: a new construct needs only its transposed Jacobian), so the condition and both
+    /// branches stay Source terms in context T, as reduce's initial value does; `free` are their
+    /// variables of the context. Its J^T (common/jacobian.rs) is §7.2's "Solution".
+    If { cond: Expr, then: Expr, els: Expr, free: Vec<(Name, usize)> },
 }
 
 /// One primitive of the sequence, the slot it pushes (if any), and the source construct it comes from.
@@ -100,6 +105,9 @@ impl Step {
             Op::Pi { i, .. } => format!("π{}_{{{}}}", i + 1, list(&before[..n - 1])),
             Op::Map2 { f, .. } => format!("map2_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
             Op::Reduce { f, init, .. } => format!("reduce_{{{};{};{}}}", list(&before[..n - 1]), print_expr(f, &o), print_expr(init, &o)),
+            Op::If { cond, then, els, .. } => {
+                format!("if_{{{};{};{};{}}}", list(before), print_expr(cond, &o), print_expr(then, &o), print_expr(els, &o))
+            }
         }
     }
 }
@@ -141,6 +149,7 @@ impl Unf {
                 Op::Proj { keep, drop } => (vec![], (*keep..keep + drop).collect()),
                 Op::Pi { .. } | Op::Reduce { .. } => (vec![n - 1], vec![]),
                 Op::Map2 { .. } => (vec![n - 2, n - 1], vec![]),
+                Op::If { free, .. } => (free.iter().map(|(_, i)| *i).collect(), vec![]),
             };
             let primitive = st.paper(&stack);
             st.apply(&mut stack);
@@ -320,6 +329,20 @@ impl Builder<'_> {
                 let free = self.free(&args[1])?;
                 self.step(Op::Reduce { f: args[0].clone(), init: args[1].clone(), free }, Some(("v", e.ty.clone())), sp)?;
                 self.hide(g, sp)
+            }
+            // UNF(Γ ⊢ if c then e2 else e3) = if_{Γ;c;e2;e3} (ours: §7.2 defines no UNF for it, §7.3)
+            If(c, a, b) => {
+                let mut free = self.free(c)?;
+                for x in [self.free(a)?, self.free(b)?] {
+                    for v in x {
+                        if !free.iter().any(|(n, _)| n.id == v.0.id) {
+                            free.push(v);
+                        }
+                    }
+                }
+                free.sort_by_key(|(_, i)| *i);
+                let op = Op::If { cond: (**c).clone(), then: (**a).clone(), els: (**b).clone(), free };
+                self.step(op, Some(("v", e.ty.clone())), sp)
             }
             // UNF(Γ ⊢ e1 op2 e2) = UNF(e1) ; ~UNF(e2)_R ; op_{Γ;2} ; proj_{Γ;R,R;R}, and op1 likewise
             Prim(op, es) if op.info().jvp.is_some() => {
