@@ -65,8 +65,9 @@ impl Step {
             Op::Proj { .. } => return None,
             Op::Pi { i, n: m } => component(xs[n - 1].clone(), *i, *m, fr),
             Op::Map2 { f, free } => prim(Prim::Map2, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
+            Op::Fold { f, free } => prim(Prim::Fold, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
             Op::Reduce { f, init, free } => {
-                let f = instantiate(f, &[], xs, fr);
+                let f = instantiate(f, free, xs, fr);
                 prim(Prim::Reduce, vec![f, instantiate(init, free, xs, fr), xs[n - 1].clone()])
             }
             Op::If { cond, then, els, free } => if_(instantiate(cond, free, xs, fr), instantiate(then, free, xs, fr), instantiate(els, free, xs, fr)),
@@ -149,7 +150,8 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
             cs[n - 1] = plus(&before[n - 1].ty, cs[n - 1].clone(), tuple(parts), fr);
         }
         Op::Map2 { f, free } => map2(before, xs, f, free, &mut cs, &mut body_lets, fr)?,
-        Op::Reduce { f, init, free } => reduce(before, xs, f, init, free, &mut cs, &mut pre, fr)?,
+        Op::Reduce { f, init, free } => reduce(before, xs, f, Some(init), free, &mut cs, &mut pre, &mut body_lets, fr)?,
+        Op::Fold { f, free } => reduce(before, xs, f, None, free, &mut cs, &mut pre, &mut body_lets, fr)?,
         Op::If { cond, then, els, free } => cond_jt(before, xs, cond, [then, els], free, &mut cs, &mut pre, &mut body_lets, fr)?,
     }
     let call = app(var(y), tuple(cs));
@@ -217,28 +219,71 @@ fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut
 /// As unf/direct (see its reduce rule), shift1L is taken after the scan, so that [] has gradient [];
 /// and, as for map2, the array's cotangent is added to, not replaced (Fig. 10 drops it). The initial
 /// value's cotangent is zero (it is the unit of the reduction, §3.1), as in Fig. 5.
+/// With `init` None this is J^T fold (A.3, Fig. 16): the initial value is the slot below the array
+/// and gains `r2 * z`, r2 = Π A1 (`reduce * 1 A1`). Both add Fig. 13's share to the function's free
+/// variables (§7.1, the note's reconstruction; see unf/direct's reduce rule):
+///   Γ' +^ reduce +^ 0^ (map2 (s, g. g *^ (s * z)) A3 (map2 (∇_Γ' e1) A0 A)).
 #[allow(clippy::too_many_arguments)]
-fn reduce(before: &[Slot], xs: &[Expr], f: &Expr, init: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, pre: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
+fn reduce(
+    before: &[Slot],
+    xs: &[Expr],
+    f: &Expr,
+    init: Option<&Expr>,
+    free: &[(Name, usize)],
+    cs: &mut Vec<Expr>,
+    pre: &mut Vec<(Pat, Expr)>,
+    lets: &mut Vec<(Pat, Expr)>,
+    fr: &mut Fresh,
+) -> Result<(), Diagnostic> {
     let n = before.len();
     let z = cs.pop().expect("reduce pushes");
     let a = xs[n - 1].clone();
+    // the function's own free variables (reduce's `free` also lists its initial value's)
+    let used: std::collections::HashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
+    let ffree: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
+    let k = ffree.len();
     let (a0, a1, a2, a3) = (fr.name("A0"), fr.name("A1"), fr.name("A2"), fr.name("A3"));
-    let scan_f = instantiate(f, &[], xs, fr);
-    let init = instantiate(init, free, xs, fr);
-    pre.push((pvar(&a0), prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f, init, a.clone()])])));
-    let gx = grad_fn(f, &[], before, xs, |gs| gs[0].clone(), fr)?;
+    let scan_f = instantiate(f, free, xs, fr);
+    let fold = init.is_none();
+    let v0 = match init {
+        Some(e) => instantiate(e, free, xs, fr),
+        None => xs[n - 2].clone(),
+    };
+    pre.push((pvar(&a0), prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f, v0, a.clone()])])));
+    let gx = grad_fn(f, &ffree, before, xs, |gs| gs[k].clone(), fr)?;
     pre.push((pvar(&a1), prim(Prim::Map2, vec![gx, var(&a0), a.clone()])));
-    let gy = grad_fn(f, &[], before, xs, |gs| gs[1].clone(), fr)?;
-    pre.push((pvar(&a2), prim(Prim::Map2, vec![gy, var(&a0), a])));
+    let gy = grad_fn(f, &ffree, before, xs, |gs| gs[k + 1].clone(), fr)?;
+    pre.push((pvar(&a2), prim(Prim::Map2, vec![gy, var(&a0), a.clone()])));
     let (p, q) = (fr.name("x"), fr.name("y"));
     let times = lam(pvar(&p), lam(pvar(&q), mul(var(&p), var(&q))));
     pre.push((pvar(&a3), prim(Prim::Shift1L, vec![prim(Prim::Scanr, vec![times, real(1.0), var(&a1)])])));
     let (s, t) = (fr.name("x"), fr.name("y"));
-    let share = prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z))), var(&a2), var(&a3)]);
+    let share = prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z.clone()))), var(&a2), var(&a3)]);
     cs[n - 1] = plus(&Type::array(Type::Real), cs[n - 1].clone(), share, fr);
+    if fold {
+        let (u, w, r2) = (fr.name("x"), fr.name("y"), fr.name("r2"));
+        let times = lam(pvar(&u), lam(pvar(&w), mul(var(&u), var(&w))));
+        pre.push((pvar(&r2), prim(Prim::Reduce, vec![times, real(1.0), var(&a1)])));
+        cs[n - 2] = add(cs[n - 2].clone(), mul(var(&r2), z.clone()));
+    }
+    if k > 0 {
+        let gamma = Type::tuple(ffree.iter().map(|(_, i)| before[*i].ty.clone()).collect());
+        let gg = grad_fn(f, &ffree, before, xs, |gs| tuple(gs[..k].to_vec()), fr)?;
+        let (u, w) = (fr.name("s"), fr.name("g"));
+        let scaled = lam(pvar(&u), lam(pvar(&w), scale(&gamma, mul(var(&u), z.clone()), var(&w), fr)));
+        let gname = fr.name("G");
+        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, var(&a3), prim(Prim::Map2, vec![gg, var(&a0), a])])));
+        let (pp, qq) = (fr.name("p"), fr.name("q"));
+        let sum_f = lam(pvar(&pp), lam(pvar(&qq), plus(&gamma, var(&pp), var(&qq), fr)));
+        let zero_g = tuple(ffree.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
+        let ss: Vec<Name> = (0..k).map(|i| fr.name(&format!("s{}", i + 1))).collect();
+        lets.push((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)])));
+        for ((_, i), sv) in ffree.iter().zip(&ss) {
+            cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+        }
+    }
     Ok(())
 }
-
 /// J^T if_{Γ;c;e2;e3} = let b = c in (x1, …, xn) +^ (if b then ∇_Γ(e2) else ∇_Γ(e3)) * z: §7.2's
 /// "Solution" read as a transposed Jacobian (§7.3), with unf/direct's decisions (see its `cond`): the
 /// taken branch's gradient selected by `if b` rather than weighted by b and 1 - b, each seeded with z,

@@ -90,7 +90,7 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
                 continue;
             }
             Prim(op, args) if op.info().jvp.is_some() => {}
-            Prim(P::Map2 | P::Reduce | P::Map, args) => {
+            Prim(P::Map2 | P::Reduce | P::Map | P::Fold, args) => {
                 let arity = if matches!(e.kind, Prim(P::Map, _)) { 1 } else { 2 };
                 let f = &args[0];
                 if lambda_params(f, arity).is_none() {
@@ -98,17 +98,19 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
                 }
                 // Fig. 5 passes 0 for the initial value's cotangent (the paper's reduce starts from its
                 // function's unit, Lemma A.2): an initial value computed from the input would lose its
-                // gradient, so it is refused rather than differentiated wrongly.
+                // gradient, so it is refused rather than differentiated wrongly. (`fold`, Fig. 16, takes any.)
                 if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(&args[1]).is_empty() {
                     return Err(Diagnostic::error(
                         args[1].span,
-                        "reduce's initial value must not depend on the input (§3.1: reduce starts from its function's unit, whose cotangent Fig. 5 drops; use `fold` with another stage)",
+                        "reduce's initial value must not depend on the input (§3.1: reduce starts from its function's unit, whose cotangent Fig. 5 drops; `fold` (A.3, Fig. 16) differentiates its initial value)",
                     ));
                 }
-                if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(f).is_empty() {
-                    return Err(Diagnostic::error(
-                        f.span,
-                        "reduce's function must be closed (§3.1: \"the bound function in reduce is restricted to having no free variables\"; Fig. 13 lifts this, not implemented here)",
+                // Fig. 16 (and Fig. 5's reduce) fold reals: an accumulator or elements of another type
+                // would need A.5's tensor types (Fig. 17), not implemented here
+                if matches!(e.kind, Prim(P::Fold, _)) && (e.ty != Type::Real || args[2].ty.as_array() != Some(&Type::Real)) {
+                    return Err(outside(
+                        e.span,
+                        &format!("a fold over {} to {} (A.3, Fig. 16 folds an array of reals to a real; A.5's arrays over other ground types are not implemented)", crate::types::show(&args[2].ty), crate::types::show(&e.ty)),
                     ));
                 }
                 // the lambda's own parameters are binders, not values

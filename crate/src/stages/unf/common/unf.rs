@@ -39,8 +39,13 @@ pub enum Op {
     /// variables of the context, with their positions in T (the paper's `x1:A1..xn:An ⊢ e`).
     Map2 { f: Expr, free: Vec<(Name, usize)> },
     /// `reduce_{T;x,y.e1;e2}`: `T, A[R]^n ⊢ reduce : T, A[R]^n, R`; the initial value `e2` stays a
-    /// Source term in context T (Fig. 9 does not sequentialise it), `free` its variables.
+    /// Source term in context T (Fig. 9 does not sequentialise it), `free` the variables of it and of
+    /// the function (§7.1: the function may have free variables).
     Reduce { f: Expr, init: Expr, free: Vec<(Name, usize)> },
+    /// `fold_{T;x,y.e1}` (A.3's foldl, ours: the paper gives it no UNF, §7.3): `T, R, A[R]^n ⊢ fold : T, R,
+    /// A[R]^n, R`. Unlike reduce's, its initial value is differentiated (Fig. 16), so it is
+    /// sequentialised as an argument, as map2's arrays are; `free` the function's variables.
+    Fold { f: Expr, free: Vec<(Name, usize)> },
     /// `if_{T;c;e2;e3}`: `T ⊢ if : T, A`, §7.2's conditional as one primitive. The paper gives no UNF
     /// for `if` (§7.3: a new construct needs only its transposed Jacobian), so the condition and both
     /// branches stay Source terms in context T, as reduce's initial value does; `free` are their
@@ -105,6 +110,7 @@ impl Step {
             Op::Pi { i, .. } => format!("π{}_{{{}}}", i + 1, list(&before[..n - 1])),
             Op::Map2 { f, .. } => format!("map2_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
             Op::Reduce { f, init, .. } => format!("reduce_{{{};{};{}}}", list(&before[..n - 1]), print_expr(f, &o), print_expr(init, &o)),
+            Op::Fold { f, .. } => format!("fold_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
             Op::If { cond, then, els, .. } => {
                 format!("if_{{{};{};{};{}}}", list(before), print_expr(cond, &o), print_expr(then, &o), print_expr(els, &o))
             }
@@ -148,7 +154,7 @@ impl Unf {
                 Op::Pair(k) => ((n - k..n).collect(), (n - k..n).collect()),
                 Op::Proj { keep, drop } => (vec![], (*keep..keep + drop).collect()),
                 Op::Pi { .. } | Op::Reduce { .. } => (vec![n - 1], vec![]),
-                Op::Map2 { .. } => (vec![n - 2, n - 1], vec![]),
+                Op::Map2 { .. } | Op::Fold { .. } => (vec![n - 2, n - 1], vec![]),
                 Op::If { free, .. } => (free.iter().map(|(_, i)| *i).collect(), vec![]),
             };
             let primitive = st.paper(&stack);
@@ -326,7 +332,12 @@ impl Builder<'_> {
             // (the note's fix (c): the paper prints proj_{Γ;A[R]^n;A[R]^n})
             Prim(P::Reduce, args) => {
                 self.go(&args[2])?;
-                let free = self.free(&args[1])?;
+                let mut free = self.free(&args[1])?;
+                for v in self.free(&args[0])? {
+                    if !free.iter().any(|(n, _)| n.id == v.0.id) {
+                        free.push(v);
+                    }
+                }
                 self.step(Op::Reduce { f: args[0].clone(), init: args[1].clone(), free }, Some(("v", e.ty.clone())), sp)?;
                 self.hide(g, sp)
             }
@@ -343,6 +354,14 @@ impl Builder<'_> {
                 free.sort_by_key(|(_, i)| *i);
                 let op = Op::If { cond: (**c).clone(), then: (**a).clone(), els: (**b).clone(), free };
                 self.step(op, Some(("v", e.ty.clone())), sp)
+            }
+            // UNF(Γ ⊢ fold (x,y.e1) e2 e3) = UNF(e2) ; ~UNF(e3) ; fold_{Γ;x,y.e1} ; proj_{Γ;R,A[R]^n;R}
+            Prim(P::Fold, args) => {
+                self.go(&args[1])?;
+                self.go(&args[2])?;
+                let free = self.free(&args[0])?;
+                self.step(Op::Fold { f: args[0].clone(), free }, Some(("v", e.ty.clone())), sp)?;
+                self.hide(g, sp)
             }
             // UNF(Γ ⊢ e1 op2 e2) = UNF(e1) ; ~UNF(e2)_R ; op_{Γ;2} ; proj_{Γ;R,R;R}, and op1 likewise
             Prim(op, es) if op.info().jvp.is_some() => {
