@@ -13,7 +13,10 @@
 //! - tuples of any arity generalise the pair rule (one dummy slot per component but the last).
 //! - the nested gradients `∇_Γ e1`, `∇_x e1`, `∇_y e1` of the map2 and reduce rules are this macro
 //!   applied to the body in context Γ, x, y (Fig. 4), each a copy with fresh binders.
-//! - `map (x.e) A = map2 (x y. e) A A` (Fig. 4) and `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2).
+//! - `map` by A.3's rule (Fig. 16), not Fig. 4's `map (x.e) A = map2 (x y. e) A A`, which evaluates and
+//!   differentiates A twice; `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2).
+//! - the extensions of §7 and A.3: conditionals (§7.2, `cond`), reduce whose function has free
+//!   variables (§7.1, Fig. 13) and `fold` (A.3, Fig. 16) (`reduce`), each rule's decisions at it.
 
 use super::common::*;
 use crate::build::*;

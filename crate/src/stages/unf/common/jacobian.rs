@@ -65,6 +65,7 @@ impl Step {
             Op::Proj { .. } => return None,
             Op::Pi { i, n: m } => component(xs[n - 1].clone(), *i, *m, fr),
             Op::Map2 { f, free } => prim(Prim::Map2, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
+            Op::Map { f, free } => prim(Prim::Map, vec![instantiate(f, free, xs, fr), xs[n - 1].clone()]),
             Op::Fold { f, free } => prim(Prim::Fold, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
             Op::Reduce { f, init, free } => {
                 let f = instantiate(f, free, xs, fr);
@@ -149,7 +150,8 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
                 (0..*m).map(|j| if j == *i { z.clone() } else { zero(&ts[j], component(xs[n - 1].clone(), j, *m, fr), fr) }).collect();
             cs[n - 1] = plus(&before[n - 1].ty, cs[n - 1].clone(), tuple(parts), fr);
         }
-        Op::Map2 { f, free } => map2(before, xs, f, free, &mut cs, &mut body_lets, fr)?,
+        Op::Map2 { f, free } => map2(before, xs, f, 2, free, &mut cs, &mut body_lets, fr)?,
+        Op::Map { f, free } => map2(before, xs, f, 1, free, &mut cs, &mut body_lets, fr)?,
         Op::Reduce { f, init, free } => reduce(before, xs, f, Some(init), free, &mut cs, &mut pre, &mut body_lets, fr)?,
         Op::Fold { f, free } => reduce(before, xs, f, None, free, &mut cs, &mut pre, &mut body_lets, fr)?,
         Op::If { cond, then, els, free } => cond_jt(before, xs, cond, [then, els], free, &mut cs, &mut pre, &mut body_lets, fr)?,
@@ -162,14 +164,15 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
 /// parameters (Fig. 4's nested ∇, taken by this route: UNF, J^T, UNF⁻¹), a fresh copy with its free
 /// variables at their atoms.
 fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick: impl Fn(&[Expr]) -> Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
-    let params = lambda_params(f, 2).ok_or_else(|| Diagnostic::error(f.span, "a function argument that is not a lambda `\\x y -> e`"))?;
-    let body = lambda_body(f, 2);
+    let arity = if lambda_params(f, 2).is_some() { 2 } else { 1 };
+    let params = lambda_params(f, arity).ok_or_else(|| Diagnostic::error(f.span, "a function argument that is not a lambda `\\x y -> e`"))?;
+    let body = lambda_body(f, arity);
     let mut ctx: Vec<Slot> = free.iter().map(|(n, i)| Slot { name: n.clone(), ty: before[*i].ty.clone() }).collect();
     ctx.extend(params.iter().map(|p| Slot { name: p.clone(), ty: Type::Real }));
     let g = gradient(ctx.clone(), body, fr)?;
     let gs: Vec<Name> = (0..ctx.len()).map(|i| fr.name(&format!("g{}", i + 1))).collect();
     let picked = let_(ptuple(gs.iter().map(pvar).collect()), g, pick(&gs.iter().map(var).collect::<Vec<_>>()));
-    let lam2 = lam(pvar(&params[0]), lam(pvar(&params[1]), picked));
+    let lam2 = params.iter().rev().fold(picked, |acc, p| lam(pvar(p), acc));
     Ok(instantiate(&lam2, free, xs, fr))
 }
 
@@ -178,19 +181,23 @@ fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick:
 ///   let G = map2 * Z (map2 (a,b. (∇_Γ e1)[a/x,b/y]) A B) in
 ///   (Γ̲ +^ reduce +^ 0^ G, cA + map2 * (map2 (∇_x e1) A B) Z, cB + map2 * (map2 (∇_y e1) A B) Z)
 /// Γ is only the body's free variables (the other slots' share is zero: the note's open point 6 (b)).
-fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
+/// With `arity` 1 this is J^T map (A.3, Fig. 16's map rule): one array, `cA + map2 * (map (∇_x e1) A) Z`.
+#[allow(clippy::too_many_arguments)]
+fn map2(before: &[Slot], xs: &[Expr], f: &Expr, arity: usize, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
     let n = before.len();
     let k = free.len();
     let z = cs.pop().expect("map2 pushes");
-    let (a, b) = (xs[n - 2].clone(), xs[n - 1].clone());
+    let (a, b) = (xs[n - arity].clone(), xs[n - 1].clone());
+    let over = |g: Expr| if arity == 1 { prim(Prim::Map, vec![g, a.clone()]) } else { prim(Prim::Map2, vec![g, a.clone(), b.clone()]) };
     let times = |arr: Expr, fr: &mut Fresh| {
         let (s, t) = (fr.name("s"), fr.name("t"));
         prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(var(&s), var(&t)))), arr, z.clone()])
     };
     let arr = Type::array(Type::Real);
-    for (slot, j) in [(n - 2, k), (n - 1, k + 1)] {
+    for (slot, j) in [(n - 2, k), (n - 1, k + 1)].into_iter().skip(2 - arity) {
+        let j = j - (2 - arity);
         let g = grad_fn(f, free, before, xs, |gs| gs[j].clone(), fr)?;
-        let share = times(prim(Prim::Map2, vec![g, a.clone(), b.clone()]), fr);
+        let share = times(over(g), fr);
         cs[slot] = plus(&arr, cs[slot].clone(), share, fr);
     }
     if k > 0 {
@@ -199,7 +206,7 @@ fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut
         let (s, v) = (fr.name("s"), fr.name("v"));
         let scaled = lam(pvar(&s), lam(pvar(&v), scale(&gamma, var(&s), var(&v), fr)));
         let gname = fr.name("G");
-        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, z.clone(), prim(Prim::Map2, vec![g, a, b])])));
+        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, z.clone(), over(g)])));
         let (p, q) = (fr.name("p"), fr.name("q"));
         let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma, var(&p), var(&q), fr)));
         let zero_g = tuple(free.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());

@@ -311,15 +311,6 @@ pub fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
     }
 }
 
-/// `map (x.e) A = map2 (x y. e) A A` (Fig. 4), typed.
-pub fn map_as_map2(e: &Expr, f: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
-    let ExprKind::Lam(k, p, body) = &f.kind else { return e.clone() };
-    let y = fr.name("y");
-    let inner = Expr { kind: ExprKind::Lam(*k, pvar(&y), body.clone()), span: f.span, ty: Type::fun(Type::Real, body.ty.clone()) };
-    let outer = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(inner)), span: f.span, ty: Type::fun(Type::Real, Type::fun(Type::Real, body.ty.clone())) };
-    Expr { kind: ExprKind::Prim(P::Map2, vec![outer, a.clone(), a.clone()]), span: e.span, ty: e.ty.clone() }
-}
-
 /// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
 pub fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
     let f = crate::kit::arrays::real_plus(["x", "y"], crate::diag::Span::NONE, fr);

@@ -42,6 +42,9 @@ pub enum Op {
     /// Source term in context T (Fig. 9 does not sequentialise it), `free` the variables of it and of
     /// the function (§7.1: the function may have free variables).
     Reduce { f: Expr, init: Expr, free: Vec<(Name, usize)> },
+    /// `map_{T;x.e}`: `T, A[R]^n ⊢ map : T, A[R]^n, A[R]^n` (ours, after A.3's map rule, Fig. 16; Fig. 4
+    /// reads map as `map2 (x y. e) A A`, which sequentialises A twice). `free` as for map2.
+    Map { f: Expr, free: Vec<(Name, usize)> },
     /// `fold_{T;x,y.e1}` (A.3's foldl, ours: the paper gives it no UNF, §7.3): `T, R, A[R]^n ⊢ fold : T, R,
     /// A[R]^n, R`. Unlike reduce's, its initial value is differentiated (Fig. 16), so it is
     /// sequentialised as an argument, as map2's arrays are; `free` the function's variables.
@@ -110,6 +113,7 @@ impl Step {
             Op::Pi { i, .. } => format!("π{}_{{{}}}", i + 1, list(&before[..n - 1])),
             Op::Map2 { f, .. } => format!("map2_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
             Op::Reduce { f, init, .. } => format!("reduce_{{{};{};{}}}", list(&before[..n - 1]), print_expr(f, &o), print_expr(init, &o)),
+            Op::Map { f, .. } => format!("map_{{{};{}}}", list(&before[..n - 1]), print_expr(f, &o)),
             Op::Fold { f, .. } => format!("fold_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
             Op::If { cond, then, els, .. } => {
                 format!("if_{{{};{};{};{}}}", list(before), print_expr(cond, &o), print_expr(then, &o), print_expr(els, &o))
@@ -153,7 +157,7 @@ impl Unf {
                 Op::Prim(_, k) => ((n - k..n).collect(), vec![]),
                 Op::Pair(k) => ((n - k..n).collect(), (n - k..n).collect()),
                 Op::Proj { keep, drop } => (vec![], (*keep..keep + drop).collect()),
-                Op::Pi { .. } | Op::Reduce { .. } => (vec![n - 1], vec![]),
+                Op::Pi { .. } | Op::Reduce { .. } | Op::Map { .. } => (vec![n - 1], vec![]),
                 Op::Map2 { .. } | Op::Fold { .. } => (vec![n - 2, n - 1], vec![]),
                 Op::If { free, .. } => (free.iter().map(|(_, i)| *i).collect(), vec![]),
             };
@@ -307,15 +311,14 @@ impl Builder<'_> {
                 self.step(Op::Pi { i, n: 2 }, Some(("v", e.ty.clone())), sp)?;
                 self.hide(g, sp)
             }
-            // `map (x.e) A = map2 (x y. e) A A` (Fig. 4), `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2)
+            // UNF(Γ ⊢ map (x.e1) e2) = UNF(e2) ; map_{Γ;x.e1} ; proj_{Γ;A;A} (after Fig. 16's rule for map)
             Prim(P::Map, args) => {
-                let mut m2 = super::map_as_map2(e, &args[0], &args[1], self.fr);
-                // A is sequentialised twice: the second copy gets its own binders
-                if let Prim(_, xs) = &mut m2.kind {
-                    crate::kit::passes::freshen(&mut xs[2], self.fr);
-                }
-                self.go(&m2)
+                self.go(&args[1])?;
+                let free = self.free(&args[0])?;
+                self.step(Op::Map { f: args[0].clone(), free }, Some(("v", e.ty.clone())), sp)?;
+                self.hide(g, sp)
             }
+            // `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2)
             Prim(P::Sum, args) => {
                 let r = super::sum_as_reduce(e, &args[0], self.fr);
                 self.go(&r)
