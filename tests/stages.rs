@@ -193,6 +193,22 @@ fn unf_stages_differentiate_reduce_with_free_variables_fold_and_map() {
     unf_gives(&format!("input ([1.0, 2.0], 0.7)\n{map}"), &g);
 }
 
+/// Recursion on a param is unrolled for its value (§8: the paper's language has no recursion), in every
+/// unf stage, at two values of the param; a recursion no param stops is refused, located, naming the
+/// unrolling budget and §8.
+#[test]
+fn unf_stages_unroll_recursion_on_a_param_and_refuse_the_rest() {
+    let factors = "def factors k (x, y) = if k == 0 then 1.0 else (x + real k * y) * factors (k - 1) (x, y)\ndef main (x, y) = factors n (x, y)\ninput (1.0, 0.5)\n";
+    // Π_{k=1..n} (x + k y) at (1, 0.5): n = 2: 1.5 · 2, gradient (2 + 1.5, 2 + 2 · 1.5); n = 0: 1, (0, 0)
+    unf_gives(&format!("param n = 2\n{factors}"), &[3.5, 5.0]);
+    unf_gives(&format!("param n = 0\n{factors}"), &[0.0, 0.0]);
+    let rs = unf_run("def f x = if x > 1.0 then f (x * 0.5) else x\ndef main x = f x\ninput 3.0\n");
+    for (id, ok, _, _, err) in rs {
+        let err = err.unwrap_or_default();
+        assert!(!ok && err.contains("unrolling budget") && err.contains("§8"), "{id}: {err}");
+    }
+}
+
 #[test]
 fn unf_chain_charges_fig_11_and_checks_theorem_5_4() {
     let counters = |src: &str| {

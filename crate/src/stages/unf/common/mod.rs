@@ -5,7 +5,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::ir::Prim as P;
-use crate::kit::passes::first_order_at;
+use crate::kit::passes::first_order_unrolled;
 use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
@@ -21,9 +21,11 @@ pub const PAPER: &str = "Huot & Shaikhha 2024";
 const INLINE_BUDGET: usize = 200_000;
 
 pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples and arrays of reals, let, real \
-primitives, map2 and reduce with a closed function (and map and sum, which Fig. 4 and Ex. 1.2 define by them), and \
-conditionals whose condition compares primal values (§7.2), after every function call is inlined (§8); no recursion, \
-sums, or integers outside a condition";
+primitives, map2, reduce (whose function may read free variables, §7.1) and sum (Ex. 1.2), with map and fold by \
+A.3 (Fig. 16), and \
+conditionals whose condition compares primal values (§7.2), after every function call is inlined (§8) and recursion \
+on a param unrolled for its value (up to the unrolling budget: 100 nested calls in the page, 1000 natively); no other \
+recursion, no sums, no integers outside a condition";
 
 /// Why a construct is outside Fig. 2's language.
 fn outside(span: Span, what: &str) -> Diagnostic {
@@ -43,7 +45,13 @@ pub fn is_ground(t: &Type) -> bool {
 /// code without recursion is first partially evaluated to first order), then checked construct by
 /// construct, each refusal located.
 pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
-    let p = first_order_at(src, INLINE_BUDGET)?;
+    // recursion on a param is unrolled for its value (§8: the paper's language has no recursion)
+    let p = first_order_unrolled(src, INLINE_BUDGET).map_err(|mut d| {
+        if d.message.contains("recursion") {
+            d.message.push_str(" (Huot & Shaikhha's source language has no recursion, §8: \"our reverse-mode transformation does not support recursion\")");
+        }
+        d
+    })?;
     let main = p.def("main").expect("inline_all keeps main");
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
@@ -394,7 +402,8 @@ pub fn wrapper_program(p: &Program, s: &Name, dt: &Name, body: Expr, next_id: u3
 pub fn supports_source() -> crate::features::Features {
     // integers are let through for the conditions of §7.2; `first_order` refuses them anywhere else
     use crate::features::Feature;
-    crate::features::Features::of(&[Feature::HigherOrder, Feature::Conditionals, Feature::Integers])
+    // and recursion, which `first_order` unrolls where a param decides when it stops
+    crate::features::Features::of(&[Feature::HigherOrder, Feature::Conditionals, Feature::Integers, Feature::Recursion])
 }
 
 /// A source stage's `accepts`: the program is in Fig. 2's language once inlined.
