@@ -544,6 +544,23 @@ fn unf_pe_reproduces_example_1_1s_middle_program() {
     });
     assert!(trace.iter().any(|(k, _)| k == "R1 inline (β)"), "{trace:?}");
     assert!(trace.iter().all(|(_, note)| note.contains('⟶')), "{trace:?}");
+    // each step also shows the whole program after it: after the last, no continuation is left
+    // (Lemma 5.3: the only λ is the wrapper's), after the first, some are
+    let programs = run_with_stack(|| {
+        let a = analyse(UNF_EX11, &Options { stages: vec!["unf/pe".into()], ..Options::default() }).unwrap();
+        let r = a.stages.into_iter().find(|r| r.id == "unf/pe").unwrap();
+        r.trace
+            .into_iter()
+            .filter(|t| t.state.iter().any(|(k, _)| k == "rule"))
+            .map(|t| t.state.iter().find(|(k, _)| k == "program after").map(|(_, v)| v.text.clone()).unwrap_or_default())
+            .collect::<Vec<_>>()
+    });
+    assert!(programs.len() > 10 && programs.iter().all(|p| p.starts_with("λ(")), "{programs:?}");
+    let last = programs.last().unwrap();
+    assert_eq!(last.matches('λ').count(), 1, "{last}");
+    assert!(!last.contains('…'), "{last}");
+    assert!(programs[0].matches('λ').count() > 3, "{}", programs[0]);
+    assert!(views[0].text.contains("program after it:"), "{}", views[0].text);
 }
 
 /// Ex. 1.1's last program (the note §4.1 (c)): `(w1 + x2 * x1, x1 * x1, 0)` times the output cotangent
