@@ -209,6 +209,23 @@ fn unf_stages_unroll_recursion_on_a_param_and_refuse_the_rest() {
     }
 }
 
+/// Theorem 5.4 (Cost(∇e) ≤ 4·3^p·Cost(e), Fig. 11's counters) holds after `unf/opt` on the examples of
+/// the extensions (§7.1, §7.2, A.3, §8's unrolled recursion), and Lemma 5.3 on their `unf/pe` output.
+#[test]
+fn theorem_5_4_holds_after_unf_opt_on_the_extensions_examples() {
+    for name in ["unf-s7.2-conditionals", "unf-fig13-reduce-free-variables", "unf-fig16-foldl-map", "unf-s8-unrolled-recursion"] {
+        let src = std::fs::read_to_string(format!("{}/../examples/{name}.cot", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let c = run_with_stack(move || {
+            let a = analyse(&src, &Options { trace: false, stages: vec!["unf/opt".into()], ..Options::default() }).unwrap();
+            let r = a.stages.iter().find(|r| r.id == "unf/opt").unwrap();
+            assert!(r.ok && r.agrees == Some(true), "{:?}", r.error);
+            r.cost.counters.clone()
+        });
+        assert_eq!(c["thm54_holds"], 1, "{name}: {c:?}");
+        assert!(c["cost"] <= c["thm54_bound"] && c["primal_cost"] > 0, "{name}: {c:?}");
+    }
+}
+
 #[test]
 fn unf_chain_charges_fig_11_and_checks_theorem_5_4() {
     let counters = |src: &str| {
