@@ -407,8 +407,6 @@ impl Builder<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// Ex. 4.1 as rows the page can draw: `cos` reads the top slot and pushes above it, `proj` forgets
     /// cos's argument, `pair` reads and forgets the top two slots and pushes their pair.
     #[test]
