@@ -74,9 +74,10 @@ pub fn inline_all(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
 }
 
 /// How many calls unrolling may nest (each is a few native frames of the partial evaluator): 100 in
-/// the page (half its bracket budget), 1000 natively.
+/// the page and natively (half the page's bracket budget; natively too, so that a test thread's stack
+/// holds it and the CLI refuses what the page refuses).
 pub fn unroll_depth() -> usize {
-    crate::limits::max_brackets().min(2000) / 2
+    crate::limits::max_brackets().min(200) / 2
 }
 
 /// `inline_all` that also unrolls recursion for the values of the program's `param`s (Huot &

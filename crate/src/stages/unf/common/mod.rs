@@ -24,7 +24,7 @@ pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples a
 primitives, map2, reduce (whose function may read free variables, §7.1) and sum (Ex. 1.2), with map and fold by \
 A.3 (Fig. 16), and \
 conditionals whose condition compares primal values (§7.2), after every function call is inlined (§8) and recursion \
-on a param unrolled for its value (up to the unrolling budget: 100 nested calls in the page, 1000 natively); no other \
+on a param unrolled for its value (up to the unrolling budget: 100 nested calls); no other \
 recursion, no sums, no integers outside a condition";
 
 /// Why a construct is outside Fig. 2's language.
