@@ -97,7 +97,7 @@ fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diag
     if !unroll {
         check_no_recursive_defs(p, &index)?;
     }
-    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![], unroll, depth: 0 };
+    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![], unroll, depth: 0, active: vec![], dyn_ifs: 0 };
     let v = cx.eval(&main.body, &Env::new())?;
     let body = cx.reify(v)?;
     let block = std::mem::take(&mut cx.block);
@@ -168,6 +168,11 @@ struct Cx<'a> {
     /// Unroll recursion on params (`inline_unrolling`), and how many calls are being inlined now.
     unroll: bool,
     depth: usize,
+    /// When unrolling: the functions being inlined (their lambdas), each with the number of residual
+    /// `if` branches entered when it was, and that number now. A function called again from inside
+    /// a residual `if` entered since it started recurses on a run-time value: refused at once.
+    active: Vec<(*const Expr, usize)>,
+    dyn_ifs: usize,
 }
 
 /// A primitive on integer or boolean literals, computed (what `inline_unrolling` keeps static); None
@@ -310,8 +315,18 @@ impl<'a> Cx<'a> {
                         format!("recursion that does not stop within {} nested calls, the unrolling budget: recursion is unrolled only where a `param` (or a literal) decides when it stops", unroll_depth()),
                     ));
                 }
+                let me = c.lam as *const Expr;
+                if self.unroll && self.active.iter().any(|(f, ifs)| *f == me && *ifs < self.dyn_ifs) {
+                    return Err(refuse(
+                        span,
+                        PASS,
+                        "recursion on a run-time value: the test that stops it depends on the input, so it cannot be unrolled (recursion is unrolled only where a `param` or a literal decides when it stops, within the unrolling budget)",
+                    ));
+                }
                 self.depth += 1;
+                self.active.push((me, self.dyn_ifs));
                 let r = self.eval(body, &env);
+                self.active.pop();
                 self.depth -= 1;
                 r
             }
@@ -423,8 +438,11 @@ impl<'a> Cx<'a> {
                 if let (true, ExprKind::Bool(taken)) = (self.unroll, &c.kind) {
                     return self.eval(if *taken { a } else { b }, env);
                 }
-                let a = self.in_block(|cx| cx.eval(a, env))?;
-                let b = self.in_block(|cx| cx.eval(b, env))?;
+                self.dyn_ifs += 1;
+                let a = self.in_block(|cx| cx.eval(a, env));
+                let b = self.in_block(|cx| cx.eval(b, env));
+                self.dyn_ifs -= 1;
+                let (a, b) = (a?, b?);
                 dynamic(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
             }
             ExprKind::Prim(op, args) => {
