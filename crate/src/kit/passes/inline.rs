@@ -323,6 +323,9 @@ impl<'a> Cx<'a> {
                         "recursion on a run-time value: the test that stops it depends on the input, so it cannot be unrolled (recursion is unrolled only where a `param` or a literal decides when it stops, within the unrolling budget)",
                     ));
                 }
+                if !self.unroll {
+                    return self.eval(body, &env);
+                }
                 self.depth += 1;
                 self.active.push((me, self.dyn_ifs));
                 let r = self.eval(body, &env);
