@@ -273,7 +273,8 @@ fn unf_back_computes_unf_directs_gradient_on_random_programs() {
 
 /// Random programs in Huot & Shaikhha's source language (Fig. 2): reals and arrays of reals, let
 /// (with tuple patterns), tuples and projections, real primitives, map, map2 (with free variables),
-/// reduce with a closed body, sum — the programs the unf chain accepts, to compare its two routes.
+/// reduce with a closed body, sum, and the extensions: conditionals (§7.2), reduce whose function reads
+/// a free variable (§7.1) and fold (A.3) — the programs the unf chain accepts, to compare its two routes.
 struct Fig2 {
     state: u64,
 }
@@ -300,8 +301,28 @@ impl Fig2 {
             };
         }
         let d = depth - 1;
-        match self.below(11) {
+        match self.below(14) {
             0 | 1 => format!("({} {} {})", self.real(rs, arrs, d), ["+", "-", "*"][self.below(3) as usize], self.real(rs, arrs, d)),
+            // §7.2: a conditional on the primal
+            9 => format!(
+                "(if {} {} {} then {} else {})",
+                self.real(rs, arrs, 0),
+                ["<", ">"][self.below(2) as usize],
+                self.real(rs, arrs, 0),
+                self.real(rs, arrs, d),
+                self.real(rs, arrs, d)
+            ),
+            // §7.1 (Fig. 13): reduce whose function reads a free variable (x ⊕ y = x + y + r x y is
+            // associative with unit 0, as reduce requires)
+            10 => {
+                let r = self.pick(rs).to_string();
+                format!("reduce (\\x y -> x + y + {r} * x * y) 0.0 ({})", self.array(rs, arrs, d))
+            }
+            // A.3 (Fig. 16): fold, whose initial value is differentiated
+            11 => {
+                let r = self.pick(rs).to_string();
+                format!("fold (\\acc v -> acc * {r} + sin v) ({}) ({})", self.real(rs, arrs, d), self.array(rs, arrs, d))
+            }
             2 => format!("{} ({})", ["sin", "cos", "tanh"][self.below(3) as usize], self.real(rs, arrs, d)),
             3 => {
                 let x = format!("r{}", rs.len());
@@ -399,7 +420,7 @@ fn unf_back_computes_unf_directs_gradient_on_random_fig_2_programs() {
             Err(e) => panic!("seed {seed}: {e}"),
         }
     }
-    for construct in ["map2 ", "map ", "reduce ", "sum ", "let (", "fst ", "snd ", "sin "] {
+    for construct in ["map2 ", "map ", "reduce ", "sum ", "let (", "fst ", "snd ", "sin ", "if ", "fold ", "* x * y) 0.0"] {
         assert!(all.contains(construct), "no `{construct}` in 200 generated programs");
     }
     eprintln!("unf/back and unf/direct ran on {ran} of 200 Fig. 2 programs");

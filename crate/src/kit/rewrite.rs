@@ -40,6 +40,10 @@ pub struct Step {
     pub span: Option<Span>,
     pub before: String,
     pub after: String,
+    /// The whole definition after the step, cut as the redex is (`print_cut`), when the rewrite keeps
+    /// it (`Budget::program_after`); empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub program: String,
 }
 
 /// Limits of a rewrite.
@@ -52,11 +56,14 @@ pub struct Budget {
     pub visits: u64,
     /// Steps kept with their text; later steps are counted only.
     pub trace_steps: usize,
+    /// Keep, with each step kept, the whole definition after it (a copy of the definition is updated
+    /// at the step's path, so each kept step costs a copy of its result and a print).
+    pub program_after: bool,
 }
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget { steps: 1_000_000, visits: 2_000_000, trace_steps: 2_000 }
+        Budget { steps: 1_000_000, visits: 2_000_000, trace_steps: 2_000, program_after: false }
     }
 }
 
@@ -88,7 +95,10 @@ impl Trace {
                     ("in".into(), Shown::text(&s.def)),
                     ("redex".into(), Shown::text(&s.before)),
                     ("becomes".into(), Shown::text(&s.after)),
-                ],
+                ]
+                .into_iter()
+                .chain((!s.program.is_empty()).then(|| ("program after".into(), Shown::text(&s.program))))
+                .collect(),
             })
             .collect()
     }
@@ -114,6 +124,8 @@ struct Engine<'r, 'f> {
     path: Vec<u32>,
     stopped: Option<&'static str>,
     print: PrintOptions,
+    /// The current definition as the steps so far left it (`Budget::program_after`).
+    shadow: Option<Expr>,
 }
 
 /// Rewrites every definition of `p` to normal form under `rules`. Stops with a located message naming
@@ -123,6 +135,9 @@ pub fn normalise_program(mut p: Program, rules: &[Rule], budget: Budget) -> Resu
     let mut en = Engine::new(rules, &mut fresh, budget);
     for d in &mut p.defs {
         en.def = d.name.text.to_string();
+        if en.budget.program_after {
+            en.shadow = Some(d.body.clone());
+        }
         let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
         d.body = en.normalise(body);
         if let Some(which) = en.stopped {
@@ -158,6 +173,7 @@ impl<'r, 'f> Engine<'r, 'f> {
             path: vec![],
             stopped: None,
             print: PrintOptions::unicode(),
+            shadow: None,
         }
     }
 
@@ -233,6 +249,23 @@ impl<'r, 'f> Engine<'r, 'f> {
         self.at_root(e)
     }
 
+    /// The shadow definition with the node at the current path replaced by `new`, printed (cut); empty
+    /// without a shadow, or if the path does not lead to a node (then the shadow is dropped).
+    fn program_after(&mut self, new: &Expr) -> String {
+        let Some(root) = &mut self.shadow else { return String::new() };
+        let mut at = root;
+        for &i in &self.path {
+            let Some(c) = crate::ir::children_mut(at).into_iter().nth(i as usize) else {
+                self.shadow = None;
+                return String::new();
+            };
+            at = c;
+        }
+        *at = new.clone();
+        let root = self.shadow.as_mut().expect("still there");
+        print_cut(root, &self.print)
+    }
+
     /// Tries the rules at the root of `e` (whose children are normal), in order; the first that fires
     /// is recorded and its result normalised again.
     fn at_root(&mut self, mut e: Expr) -> Expr {
@@ -248,6 +281,7 @@ impl<'r, 'f> Engine<'r, 'f> {
                 return e;
             }
             if self.trace.steps.len() < self.budget.trace_steps {
+                let program = self.program_after(&new);
                 self.trace.steps.push(Step {
                     rule: rule.name,
                     inexact: rule.inexact,
@@ -256,7 +290,11 @@ impl<'r, 'f> Engine<'r, 'f> {
                     span: (!e.span.is_none()).then_some(e.span),
                     before: print_cut(&mut e, &self.print),
                     after: print_cut(&mut new, &self.print),
+                    program,
                 });
+                if self.trace.steps.len() == self.budget.trace_steps {
+                    self.shadow = None;
+                }
             }
             return self.normalise(new);
         }

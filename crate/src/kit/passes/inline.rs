@@ -52,12 +52,52 @@ pub fn first_order_at(src: &crate::stage::Source, budget: usize) -> Result<Progr
     Ok(p)
 }
 
+/// `first_order_at`, with recursion on a `param` unrolled (`inline_unrolling`).
+pub fn first_order_unrolled(src: &crate::stage::Source, budget: usize) -> Result<Program, Diagnostic> {
+    let mut p = inline_unrolling(src.program, budget)?;
+    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the unrolled program does not type-check: {}", d.message)))?;
+    for d in &mut p.defs {
+        let mut stack = vec![&mut d.body];
+        while let Some(e) = stack.pop() {
+            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
+            stack.extend(crate::ir::children_mut(e));
+        }
+    }
+    Ok(p)
+}
+
 /// Inlines every call in `p` (type-checked) into one `main`; see the module doc.
 pub fn inline_all(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
+    inline_with(p, budget, false)
+}
+
+/// How many calls unrolling may nest (each is a few native frames of the partial evaluator): 100 in
+/// the page and natively (half the page's bracket budget; natively too, so that a test thread's stack
+/// holds it and the CLI refuses what the page refuses).
+pub fn unroll_depth() -> usize {
+    crate::limits::max_brackets().min(200) / 2
+}
+
+/// `inline_all` that also unrolls recursion for the values of the program's `param`s (Huot &
+/// Shaikhha, issue 10: "recursion on a param is unrolled for the given parameter value"): integers
+/// and booleans computed from literals and params are static (integer and boolean primitives on them
+/// are folded), an `if` on a static condition takes its branch only, and a recursive top-level
+/// definition is inlined like any other. A recursion that does not stop within `unroll_depth()`
+/// nested calls (one on a run-time value: its `if` is residual, so both branches are unrolled) or
+/// past the size budget is refused, located, naming the budget. Local `let rec` stays refused.
+pub fn inline_unrolling(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
+    inline_with(p, budget, true)
+}
+
+fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diagnostic> {
     let main = p.def("main").ok_or_else(|| refuse(Span::NONE, PASS, "the program has no `def main`"))?;
     let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
-    check_no_recursive_defs(p, &index)?;
-    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![] };
+    if !unroll {
+        check_no_recursive_defs(p, &index)?;
+    }
+    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![], unroll, depth: 0, active: vec![], dyn_ifs: 0 };
     let v = cx.eval(&main.body, &Env::new())?;
     let body = cx.reify(v)?;
     let block = std::mem::take(&mut cx.block);
@@ -125,6 +165,32 @@ struct Cx<'a> {
     budget: usize,
     /// The bindings emitted so far in the current block (a lambda body, a branch, the whole `main`).
     block: Vec<(Pat, Expr)>,
+    /// Unroll recursion on params (`inline_unrolling`), and how many calls are being inlined now.
+    unroll: bool,
+    depth: usize,
+    /// When unrolling: the functions being inlined (their lambdas), each with the number of residual
+    /// `if` branches entered when it was, and that number now. A function called again from inside
+    /// a residual `if` entered since it started recurses on a run-time value: refused at once.
+    active: Vec<(*const Expr, usize)>,
+    dyn_ifs: usize,
+}
+
+/// A primitive on integer or boolean literals, computed (what `inline_unrolling` keeps static); None
+/// when an argument is not a literal or the operation fails (overflow: the program reports it).
+fn fold_static(op: Prim, xs: &[Expr]) -> Option<ExprKind> {
+    use crate::prims::{OnBool, OnInt};
+    let ints: Option<Vec<i64>> = xs.iter().map(|x| if let ExprKind::Int(i) = x.kind { Some(i) } else { None }).collect();
+    let bools: Option<Vec<bool>> = xs.iter().map(|x| if let ExprKind::Bool(b) = x.kind { Some(b) } else { None }).collect();
+    let info = op.info();
+    match (ints, bools, info.on_int, info.on_bool) {
+        (Some(v), _, Some(OnInt::Z1(f)), _) if v.len() == 1 => f(v[0]).map(ExprKind::Int),
+        (Some(v), _, Some(OnInt::Z2(f)), _) if v.len() == 2 => f(v[0], v[1]).ok().map(ExprKind::Int),
+        (Some(v), _, Some(OnInt::ZCmp(f)), _) if v.len() == 2 => Some(ExprKind::Bool(f(v[0], v[1]))),
+        (Some(v), _, Some(OnInt::ZToR(f)), _) if v.len() == 1 => Some(ExprKind::Real(f(v[0]))),
+        (_, Some(v), _, Some(OnBool::B1(f))) if v.len() == 1 => Some(ExprKind::Bool(f(v[0]))),
+        (_, Some(v), _, Some(OnBool::B2(f))) if v.len() == 2 => Some(ExprKind::Bool(f(v[0], v[1]))),
+        _ => None,
+    }
 }
 
 fn is_atom(e: &Expr) -> bool {
@@ -138,7 +204,11 @@ impl<'a> Cx<'a> {
             return Err(refuse(
                 span,
                 PASS,
-                format!("stopped at the size budget ({} nodes): inlining copies a function body at every call, and the calls here multiply", self.budget),
+                format!(
+                    "stopped at the size budget ({} nodes): inlining copies a function body at every call, and the calls here multiply{}",
+                    self.budget,
+                    if self.unroll { " (or a recursion is unrolled that a `param` does not stop)" } else { "" }
+                ),
             ));
         }
         Ok(())
@@ -238,7 +308,30 @@ impl<'a> Cx<'a> {
                 let ExprKind::Lam(_, p, body) = &c.lam.kind else { unreachable!("closures are lambdas") };
                 let mut env = c.env.clone();
                 self.bind(p, a, &mut env)?;
-                self.eval(body, &env)
+                if self.unroll && self.depth >= unroll_depth() {
+                    return Err(refuse(
+                        span,
+                        PASS,
+                        format!("recursion that does not stop within {} nested calls, the unrolling budget: recursion is unrolled only where a `param` (or a literal) decides when it stops", unroll_depth()),
+                    ));
+                }
+                let me = c.lam as *const Expr;
+                if self.unroll && self.active.iter().any(|(f, ifs)| *f == me && *ifs < self.dyn_ifs) {
+                    return Err(refuse(
+                        span,
+                        PASS,
+                        "recursion on a run-time value: the test that stops it depends on the input, so it cannot be unrolled (recursion is unrolled only where a `param` or a literal decides when it stops, within the unrolling budget)",
+                    ));
+                }
+                if !self.unroll {
+                    return self.eval(body, &env);
+                }
+                self.depth += 1;
+                self.active.push((me, self.dyn_ifs));
+                let r = self.eval(body, &env);
+                self.active.pop();
+                self.depth -= 1;
+                r
             }
             Val::Dyn(fe) => {
                 let a = self.reify(a)?;
@@ -290,7 +383,11 @@ impl<'a> Cx<'a> {
                     let p = self.p;
                     self.eval(&p.defs[i].body, &Env::new())
                 }
-                None => dynamic(e.kind.clone()), // a param
+                // a param: its value, static, when unrolling
+                None => match self.p.params.iter().find(|q| q.name.text == n.text) {
+                    Some(q) if self.unroll => dynamic(ExprKind::Int(q.value)),
+                    _ => dynamic(e.kind.clone()),
+                },
             },
             ExprKind::Var(n) => env.get(&n.id).cloned().ok_or_else(|| refuse(e.span, PASS, format!("internal error: unbound `{}`", n.text))),
             ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => dynamic(e.kind.clone()),
@@ -341,8 +438,14 @@ impl<'a> Cx<'a> {
             ExprKind::If(c, a, b) => {
                 let c = self.eval(c, env)?;
                 let c = self.reify(c)?;
-                let a = self.in_block(|cx| cx.eval(a, env))?;
-                let b = self.in_block(|cx| cx.eval(b, env))?;
+                if let (true, ExprKind::Bool(taken)) = (self.unroll, &c.kind) {
+                    return self.eval(if *taken { a } else { b }, env);
+                }
+                self.dyn_ifs += 1;
+                let a = self.in_block(|cx| cx.eval(a, env));
+                let b = self.in_block(|cx| cx.eval(b, env));
+                self.dyn_ifs -= 1;
+                let (a, b) = (a?, b?);
                 dynamic(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
             }
             ExprKind::Prim(op, args) => {
@@ -350,6 +453,9 @@ impl<'a> Cx<'a> {
                 for a in args {
                     let v = self.eval(a, env)?;
                     xs.push(self.reify(v)?);
+                }
+                if let Some(k) = self.unroll.then(|| fold_static(*op, &xs)).flatten() {
+                    return dynamic(k);
                 }
                 dynamic(ExprKind::Prim(*op, xs))
             }

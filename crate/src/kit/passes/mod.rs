@@ -22,7 +22,7 @@ pub mod monomorphise;
 
 pub use closure_convert::closure_convert;
 pub use defunctionalise::defunctionalise;
-pub use inline::{first_order_at, inline_all};
+pub use inline::{first_order_at, first_order_unrolled, inline_all};
 pub use lower_arrays::lower_arrays;
 pub use monomorphise::monomorphise;
 

@@ -13,7 +13,10 @@
 //! - tuples of any arity generalise the pair rule (one dummy slot per component but the last).
 //! - the nested gradients `∇_Γ e1`, `∇_x e1`, `∇_y e1` of the map2 and reduce rules are this macro
 //!   applied to the body in context Γ, x, y (Fig. 4), each a copy with fresh binders.
-//! - `map (x.e) A = map2 (x y. e) A A` (Fig. 4) and `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2).
+//! - `map` by A.3's rule (Fig. 16), not Fig. 4's `map (x.e) A = map2 (x y. e) A A`, which evaluates and
+//!   differentiates A twice; `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2).
+//! - the extensions of §7 and A.3: conditionals (§7.2, `cond`), reduce whose function has free
+//!   variables (§7.1, Fig. 13) and `fold` (A.3, Fig. 16) (`reduce`), each rule's decisions at it.
 
 use super::common::*;
 use crate::build::*;
@@ -70,8 +73,13 @@ impl Cx {
 
     /// `fun (y1, …, yn, z) → body(ys, z)`: a continuation for context `g` (the paper's bold x).
     fn cont(&mut self, g: &[Slot], with_z: bool, body: impl FnOnce(&mut Self, Vec<Expr>, Expr) -> Expr) -> Expr {
-        let ys: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("y{}", i + 1))).collect();
         let z = self.fr.name("z");
+        self.cont_z(g, with_z, z, body)
+    }
+
+    /// `cont` with the cotangent variable `z` given (the conditional's gradients are built before it).
+    fn cont_z(&mut self, g: &[Slot], with_z: bool, z: Name, body: impl FnOnce(&mut Self, Vec<Expr>, Expr) -> Expr) -> Expr {
+        let ys: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("y{}", i + 1))).collect();
         let mut pats: Vec<Pat> = ys.iter().map(pvar).collect();
         if with_z {
             pats.push(pvar(&z));
@@ -171,16 +179,15 @@ impl Cx {
                     Ok(pair(if first { fst(var(&xv)) } else { snd(var(&xv)) }, k))
                 })?
             }
-            Prim(P::Map, args) => {
-                let m2 = map_as_map2(e, &args[0], &args[1], &mut self.fr);
-                return self.d(g, y, &m2);
-            }
+            Prim(P::Map, args) => self.map2(g, y, e, args)?,
             Prim(P::Sum, args) => {
                 let r = sum_as_reduce(e, &args[0], &mut self.fr);
                 return self.d(g, y, &r);
             }
+            If(c, e2, e3) => self.cond(g, y, c, e2, e3)?,
             Prim(P::Map2, args) => self.map2(g, y, e, args)?,
-            Prim(P::Reduce, args) => self.reduce(g, y, e, args)?,
+            Prim(P::Reduce, args) => self.reduce(g, y, e, args, false)?,
+            Prim(P::Fold, args) => self.reduce(g, y, e, args, true)?,
             // D(op1 e) = let x, Y1 = D(e) in < op1 x, fun (x, z) → Y1(x, ∂op1(x) * z) >
             // D(e1 op2 e2) = let x1, Y1 = D_{Γ;Y}(e1) in let x2, Y2 = D_{Γ,x1;Y1}(e2)
             //                in < x1 op2 x2, fun (x, z) → Y2(x, ∂1op2(x1,x2) * z, ∂2op2(x1,x2) * z) >
@@ -233,17 +240,65 @@ impl Cx {
     /// `∇_{Γ,x,y}(e1)` as code, in scope of the slots `g` (Fig. 4: `π2 D_{Γ;Id}(e1) (0_Γ, 1)`): the flat
     /// tuple of the body's cotangents for every slot of `g`.
     fn gradient(&mut self, g: &[Slot], body: &Expr) -> Result<Expr, Diagnostic> {
+        self.gradient_seeded(g, body, real(1.0))
+    }
+
+    /// `π2 D_{Γ;Id}(e1) (0_Γ, seed)`: `gradient` with the result's cotangent `seed` for the paper's 1.
+    fn gradient_seeded(&mut self, g: &[Slot], body: &Expr, seed: Expr) -> Result<Expr, Diagnostic> {
         let id = self.fr.name("Id");
         let ident = self.cont(g, false, |_, ys, _| tuple(ys));
         let d = self.d(g, &id, body)?;
         let k = self.y_name();
         let mut args: Vec<Expr> = g.iter().map(|s| zero(&s.ty, s.witness.clone(), &mut self.fr)).collect();
-        args.push(real(1.0));
+        args.push(seed);
         Ok(let_(pvar(&id), ident, let_(ppair(pwild(), pvar(&k)), d, app(var(&k), tuple(args)))))
     }
 
+    /// D(if e1 then e2 else e3) = let b = e1 in
+    ///   < if b then e2 else e3, fun (x, z) → Y(x +^ (if b then ∇_Γ(e2) else ∇_Γ(e3)) * z) >
+    /// §7.2's "Solution" (the continuation Y used once, linearly), the condition evaluated on the primal
+    /// and never differentiated. Decisions:
+    /// - the paper writes `∇_Γ(e2) * b +^ ∇_Γ(e3) * (1-b)`, b read as the real 0 or 1; we select with
+    ///   `if b` instead (the note's linear variant, §3.9). Both equal when both gradients are finite,
+    ///   but the paper's form multiplies the branch not taken by 0, which gives NaN where that branch's
+    ///   gradient is infinite or NaN (`if x > 0 then sqrt x else 0` at x = -1), and pays for both.
+    /// - `∇_Γ(e) * z` is taken as one gradient seeded with z (`π2 D_{Γ;Id}(e) (0_Γ, z)`): the branches may
+    ///   be of any ground type, whose cotangent z is not a real to multiply by.
+    /// - Γ is restricted to the branches' free variables (the other slots' share is 0).
+    fn cond(&mut self, g: &[Slot], y: &Name, c: &Expr, e2: &Expr, e3: &Expr) -> Result<Expr, Diagnostic> {
+        let free: std::collections::HashSet<u32> =
+            crate::kit::passes::free_locals(e2).into_iter().chain(crate::kit::passes::free_locals(e3)).map(|n| n.id).collect();
+        let (at_, sub): (Vec<usize>, Vec<Slot>) =
+            g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
+        let z = self.fr.name("z");
+        let b = self.fr.name("b");
+        let grads = if sub.is_empty() {
+            None
+        } else {
+            let g2 = self.gradient_seeded(&sub, e2, var(&z))?;
+            let g3 = self.gradient_seeded(&sub, e3, var(&z))?;
+            Some(if_(var(&b), g2, g3))
+        };
+        let k = self.cont_z(g, true, z, |cx, mut ys, _| match grads {
+            None => app(var(y), tuple(ys)),
+            Some(sel) => {
+                let ss: Vec<Name> = (0..sub.len()).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
+                for ((i, s), sv) in at_.iter().zip(&sub).zip(&ss) {
+                    ys[*i] = plus(&s.ty, ys[*i].clone(), var(sv), &mut cx.fr);
+                }
+                let_(ptuple(ss.iter().map(pvar).collect()), sel, app(var(y), tuple(ys)))
+            }
+        });
+        let mut parts = [c.clone(), e2.clone(), e3.clone()];
+        for p in &mut parts {
+            freshen(p, &mut self.fr);
+        }
+        let [c, e2, e3] = parts;
+        Ok(let_(pvar(&b), c, pair(if_(var(&b), e2, e3), k)))
+    }
+
     /// `map2 (a, b. P((∇ e1)[a/x, b/y])) A B`, where P projects the body's gradient (a copy with fresh
-    /// binders, so that it can sit beside the others in one program).
+    /// binders, so that it can sit beside the others in one program); `map (a. P(…)) A` for one parameter.
     fn grads_of_body(&mut self, outer: &[Slot], params: &[Name], body: &Expr, arrays: [&Name; 2], pick: impl Fn(&[Expr]) -> Expr) -> Result<Expr, Diagnostic> {
         let mut g = outer.to_vec();
         for p in params {
@@ -252,29 +307,36 @@ impl Cx {
         let grad = self.gradient(&g, body)?;
         let gs: Vec<Name> = (0..g.len()).map(|i| self.fr.name(&format!("g{}", i + 1))).collect();
         let picked = let_(ptuple(gs.iter().map(pvar).collect()), grad, pick(&gs.iter().map(var).collect::<Vec<_>>()));
-        let mut f = lam(pvar(&params[0]), lam(pvar(&params[1]), picked));
+        let mut f = params.iter().rev().fold(picked, |acc, p| lam(pvar(p), acc));
         freshen(&mut f, &mut self.fr);
-        Ok(prim(Prim::Map2, vec![f, var(arrays[0]), var(arrays[1])]))
+        Ok(if params.len() == 1 { prim(Prim::Map, vec![f, var(arrays[0])]) } else { prim(Prim::Map2, vec![f, var(arrays[0]), var(arrays[1])]) })
     }
 
     /// D(map2 (x,y.e1) e2 e3) = let A, Y1 = D_{Γ;Y}(e2) in let B, Y2 = D_{Γ,A;Y1}(e3) in
     ///   < map2 (x,y.e1) A B, fun (x, Z) → let G = map2 * Z (map2 (a,b. (∇_Γ e1)[a/x,b/y]) A B) in
     ///       Y2(x +^ (reduce +^ 0^ G), map2 * (map2 (a,b. (∇_x e1)[a/x,b/y]) A B) Z, map2 * (map2 (a,b. (∇_y e1)[a/x,b/y]) A B) Z) >
+    ///
+    /// With one array this is A.3's rule for map (Fig. 16), which replaces Fig. 4's `map (x.e) A =
+    /// map2 (x y. e) A A` (that one evaluates and differentiates A twice):
+    /// D(map (x.e1) e2) = let A, Y1 = D_{Γ;Y}(e2) in < map (x.e1) A, fun (x, Z) →
+    ///   let G = map2 * Z (map (a.(∇_Γ e1)[a/x]) A) in Y1(x +^ (reduce +^ 0^ G), map2 (a,b.(∇_x e1)[a/x] * b) A Z) >
     fn map2(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr]) -> Result<Expr, Diagnostic> {
-        let params = lambda_params(&args[0], 2).expect("accepts: map2's function is a lambda");
-        let body = lambda_body(&args[0], 2).clone();
+        let arity = args.len() - 1;
+        let params = lambda_params(&args[0], arity).expect("accepts: map2's function is a lambda");
+        let body = lambda_body(&args[0], arity).clone();
         let n = g.len();
         let mut primal_f = args[0].clone();
         freshen(&mut primal_f, &mut self.fr);
         let gamma: Vec<(Type, Expr)> = g.iter().map(|s| (s.ty.clone(), s.witness.clone())).collect();
         let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
-            let (a, b) = match (&vals[0].kind, &vals[1].kind) {
-                (ExprKind::Var(a), ExprKind::Var(b)) => (a.clone(), b.clone()),
+            let name = |v: &Expr| match &v.kind {
+                ExprKind::Var(a) => a.clone(),
                 _ => unreachable!("args binds variables"),
             };
+            let (a, b) = (name(&vals[0]), name(vals.last().expect("one array or two")));
             let grad_gamma = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| tuple(gs[..n].to_vec()))?;
             let grad_x = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n].clone())?;
-            let grad_y = cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n + 1].clone())?;
+            let grad_y = if arity == 2 { Some(cx.grads_of_body(g, &params, &body, [&a, &b], |gs| gs[n + 1].clone())?) } else { None };
             let gamma_ty = Type::tuple(gamma.iter().map(|(t, _)| t.clone()).collect());
             // map2 * Z arr: each element of arr scaled by Z's
             let times = |cx: &mut Cx, arr: Expr, zarr: Expr, ty: &Type| {
@@ -300,14 +362,17 @@ impl Cx {
                     share = Some((gname, gv, ptuple(ss.iter().map(pvar).collect()), total));
                 }
                 call.push(times(cx, grad_x.clone(), z.clone(), &Type::Real));
-                call.push(times(cx, grad_y.clone(), z.clone(), &Type::Real));
+                if let Some(gy) = &grad_y {
+                    call.push(times(cx, gy.clone(), z.clone(), &Type::Real));
+                }
                 let call = app(var(&y2), tuple(call));
                 match share {
                     Some((gname, gv, ss, total)) => let_(pvar(&gname), gv, let_(ss, total, call)),
                     None => call,
                 }
             });
-            Ok(pair(prim(Prim::Map2, vec![primal_f.clone(), var(&a), var(&b)]), k))
+            let primal = if arity == 1 { prim(Prim::Map, vec![primal_f.clone(), var(&a)]) } else { prim(Prim::Map2, vec![primal_f.clone(), var(&a), var(&b)]) };
+            Ok(pair(primal, k))
         })?;
         Ok(at(out, e.span))
     }
@@ -320,30 +385,76 @@ impl Cx {
     /// For n ≥ 1 both give A3 = [Π_{j>k} ∂x f(v_{j-1}, a_j)]_{k=1..n}; for the empty array the paper's order
     /// gives `scanr * 1 (shift1L []) = [1]`, one longer than A2 = [] (our map2 wants equal lengths), and
     /// ours gives [] — the gradient [] that the paper's prod example needs.
-    fn reduce(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr]) -> Result<Expr, Diagnostic> {
+    ///
+    /// §7.1, Fig. 13 (reduce whose function has free variables Γ'): Fig. 13's body is lost in our copy;
+    /// we use the note's reconstruction (§3.9), derived from the fold's chain rule: element k's share of
+    /// Γ' is `∇_Γ' e1` at (v_{k-1}, a_k) times the cotangent of v_k, which is `A3[k] * z`, so the
+    /// continuation adds `reduce +^ 0^ (map2 (s, g. g *^ (s * z)) A3 (map2 (∇_Γ' e1) A0 A))` to Γ'
+    /// (the "arrays of tuples" of §7.1 are an array of Γ'-tuples, as the map2 rule's G is). Γ' is only
+    /// the function's free variables.
+    ///
+    /// A.3, Fig. 16 (`fold`, the paper's foldl): the same scans, and the initial value, which is not a
+    /// unit, gets the cotangent `r2 * z` with r2 = Π ∂x f(v_{k-1}, a_k). Fig. 16 reads r2 off a scanr that
+    /// returns a pair; ours returns an array, so r2 is `reduce * 1 A1` (Fig. 16's A1 has no shift1L, as
+    /// ours). Fig. 16's function is closed; its free variables get Fig. 13's share, as reduce's do.
+    fn reduce(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr], fold: bool) -> Result<Expr, Diagnostic> {
         let params = lambda_params(&args[0], 2).expect("accepts: reduce's function is a lambda");
         let body = lambda_body(&args[0], 2).clone();
+        let free: std::collections::HashSet<u32> = crate::kit::passes::free_locals(&args[0]).into_iter().map(|n| n.id).collect();
+        let (at_, sub): (Vec<usize>, Vec<Slot>) =
+            g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
+        let k = sub.len();
+        let gamma_ty = Type::tuple(sub.iter().map(|s| s.ty.clone()).collect());
         let mut primal_f = args[0].clone();
         freshen(&mut primal_f, &mut self.fr);
         let mut scan_f = args[0].clone();
         freshen(&mut scan_f, &mut self.fr);
+        let op = if fold { Prim::Fold } else { Prim::Reduce };
         let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
             let (y1, a) = match (&vals[0].kind, &vals[1].kind) {
                 (ExprKind::Var(y1), ExprKind::Var(a)) => (y1.clone(), a.clone()),
                 _ => unreachable!("args binds variables"),
             };
             let (a0, a1, a2, a3) = (cx.fr.name("A0"), cx.fr.name("A1"), cx.fr.name("A2"), cx.fr.name("A3"));
-            // the body is closed: its gradient is taken in the context x, y only
-            let gx = cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[0].clone())?;
-            let gy = cx.grads_of_body(&[], &params, &body, [&a0, &a], |gs| gs[1].clone())?;
+            // the body's gradient in the context Γ', x, y (Γ' empty for the paper's closed function)
+            let gx = cx.grads_of_body(&sub, &params, &body, [&a0, &a], |gs| gs[k].clone())?;
+            let gy = cx.grads_of_body(&sub, &params, &body, [&a0, &a], |gs| gs[k + 1].clone())?;
+            let g_gamma = if k > 0 { Some(cx.grads_of_body(&sub, &params, &body, [&a0, &a], |gs| tuple(gs[..k].to_vec()))?) } else { None };
+            let r2 = cx.fr.name("r2");
             let (p, q, s, t) = (cx.fr.name("x"), cx.fr.name("y"), cx.fr.name("x"), cx.fr.name("y"));
             let times = lam(pvar(&p), lam(pvar(&q), mul(var(&p), var(&q))));
-            let k = cx.cont(g, true, |_, mut ys, z| {
-                ys.push(real(0.0));
+            let k_ = cx.cont(g, true, |cx, mut ys, z| {
+                // Fig. 13: Γ' gains Σ_k (∇_Γ' e1)(v_{k-1}, a_k) * A3[k] * z
+                let mut share = None;
+                if let Some(gg) = &g_gamma {
+                    let (u, w) = (cx.fr.name("s"), cx.fr.name("g"));
+                    let scaled = scale(&gamma_ty, mul(var(&u), z.clone()), var(&w), &mut cx.fr);
+                    let gv = prim(Prim::Map2, vec![lam(pvar(&u), lam(pvar(&w), scaled)), var(&a3), gg.clone()]);
+                    let (pp, qq) = (cx.fr.name("p"), cx.fr.name("q"));
+                    let sum_f = lam(pvar(&pp), lam(pvar(&qq), plus(&gamma_ty, var(&pp), var(&qq), &mut cx.fr)));
+                    let zero_g = tuple(sub.iter().map(|sl| zero(&sl.ty, sl.witness.clone(), &mut cx.fr)).collect());
+                    let ss: Vec<Name> = (0..k).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
+                    for ((i, sl), sv) in at_.iter().zip(&sub).zip(&ss) {
+                        ys[*i] = plus(&sl.ty, ys[*i].clone(), var(sv), &mut cx.fr);
+                    }
+                    share = Some((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, gv])));
+                }
+                ys.push(if fold { mul(var(&r2), z.clone()) } else { real(0.0) });
                 ys.push(prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z))), var(&a2), var(&a3)]));
-                app(var(&y2), tuple(ys))
+                let call = app(var(&y2), tuple(ys));
+                match share {
+                    Some((pt, total)) => let_(pt, total, call),
+                    None => call,
+                }
             });
-            let result = pair(prim(Prim::Reduce, vec![primal_f.clone(), var(&y1), var(&a)]), k);
+            let result = pair(prim(op, vec![primal_f.clone(), var(&y1), var(&a)]), k_);
+            let result = if fold {
+                let (u, w) = (cx.fr.name("x"), cx.fr.name("y"));
+                let times2 = lam(pvar(&u), lam(pvar(&w), mul(var(&u), var(&w))));
+                let_(pvar(&r2), prim(Prim::Reduce, vec![times2, real(1.0), var(&a1)]), result)
+            } else {
+                result
+            };
             Ok(let_(
                 pvar(&a0),
                 prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f.clone(), var(&y1), var(&a)])]),

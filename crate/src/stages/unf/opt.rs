@@ -348,6 +348,53 @@ fn x7_single_use_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     Some(Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() })
 }
 
+/// How many nodes a branch may have for R19 to compare it with the other (by its printed text).
+const R19_NODES: usize = 64;
+
+fn small(e: &Expr, mut left: usize) -> bool {
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if left == 0 {
+            return false;
+        }
+        left -= 1;
+        stack.extend(children(x));
+    }
+    true
+}
+
+/// Fig. 12's conditionals (§7.2): R20 `if true then e2 else e3 ~> e2`, R21 `if false … ~> e3`, and R19
+/// `if e1 then e2 else e2 ~> e2` (the two branches of a gradient are often the same zeros). The
+/// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 (pushing a
+/// context into both branches) is not applied: it copies the context, and Lemma 5.3 already holds.
+fn r19_r21_conditionals(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::If(c, a, b) = &e.kind else { return None };
+    // a comparison of two constants is folded here (the condition's own constant folding)
+    let known = match &c.kind {
+        ExprKind::Bool(v) => Some(*v),
+        ExprKind::Prim(op, xs) if xs.len() == 2 => match (real_lit(&xs[0]), real_lit(&xs[1])) {
+            (Some(x), Some(y)) => match op {
+                P::Lt => Some(x < y),
+                P::Le => Some(x <= y),
+                P::Gt => Some(x > y),
+                P::Ge => Some(x >= y),
+                P::Eq => Some(x == y),
+                P::Ne => Some(x != y),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    };
+    match known {
+        Some(true) => return Some((**a).clone()),
+        Some(false) => return Some((**b).clone()),
+        None => {}
+    }
+    let o = crate::print::PrintOptions::ascii();
+    (small(a, R19_NODES) && small(b, R19_NODES) && crate::print::print_expr(a, &o) == crate::print::print_expr(b, &o)).then(|| (**a).clone())
+}
+
 /// Fig. 12's optimisations and A.6's extra rewrites, after the partial-evaluation rules.
 fn opt_rules() -> Vec<Rule> {
     let r = |name, apply| Rule { name, inexact: false, apply };
@@ -365,6 +412,7 @@ fn opt_rules() -> Vec<Rule> {
         r("X5+R13 shift1L (scanr * 1 OnesLike(A)) ~> OnesLike(A)", x5_scan_of_ones),
         r("R15 fusion", r15_fusion),
         r("X7 inline single-use lets", x7_single_use_lets),
+        r("R19–R21 conditionals", r19_r21_conditionals),
     ]);
     rules
 }

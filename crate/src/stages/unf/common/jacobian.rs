@@ -65,10 +65,13 @@ impl Step {
             Op::Proj { .. } => return None,
             Op::Pi { i, n: m } => component(xs[n - 1].clone(), *i, *m, fr),
             Op::Map2 { f, free } => prim(Prim::Map2, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
+            Op::Map { f, free } => prim(Prim::Map, vec![instantiate(f, free, xs, fr), xs[n - 1].clone()]),
+            Op::Fold { f, free } => prim(Prim::Fold, vec![instantiate(f, free, xs, fr), xs[n - 2].clone(), xs[n - 1].clone()]),
             Op::Reduce { f, init, free } => {
-                let f = instantiate(f, &[], xs, fr);
+                let f = instantiate(f, free, xs, fr);
                 prim(Prim::Reduce, vec![f, instantiate(init, free, xs, fr), xs[n - 1].clone()])
             }
+            Op::If { cond, then, els, free } => if_(instantiate(cond, free, xs, fr), instantiate(then, free, xs, fr), instantiate(els, free, xs, fr)),
         })
     }
 
@@ -147,8 +150,11 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
                 (0..*m).map(|j| if j == *i { z.clone() } else { zero(&ts[j], component(xs[n - 1].clone(), j, *m, fr), fr) }).collect();
             cs[n - 1] = plus(&before[n - 1].ty, cs[n - 1].clone(), tuple(parts), fr);
         }
-        Op::Map2 { f, free } => map2(before, xs, f, free, &mut cs, &mut body_lets, fr)?,
-        Op::Reduce { f, init, free } => reduce(before, xs, f, init, free, &mut cs, &mut pre, fr)?,
+        Op::Map2 { f, free } => map2(before, xs, f, 2, free, &mut cs, &mut body_lets, fr)?,
+        Op::Map { f, free } => map2(before, xs, f, 1, free, &mut cs, &mut body_lets, fr)?,
+        Op::Reduce { f, init, free } => reduce(before, xs, f, Some(init), free, &mut cs, &mut pre, &mut body_lets, fr)?,
+        Op::Fold { f, free } => reduce(before, xs, f, None, free, &mut cs, &mut pre, &mut body_lets, fr)?,
+        Op::If { cond, then, els, free } => cond_jt(before, xs, cond, [then, els], free, &mut cs, &mut pre, &mut body_lets, fr)?,
     }
     let call = app(var(y), tuple(cs));
     Ok(Jt { pre, call: body_lets.into_iter().rev().fold(call, |acc, (p, e)| let_(p, e, acc)) })
@@ -158,14 +164,15 @@ pub fn jt(step: &Step, before: &[Slot], xs: &[Expr], pushed: Option<&Expr>, y: &
 /// parameters (Fig. 4's nested ∇, taken by this route: UNF, J^T, UNF⁻¹), a fresh copy with its free
 /// variables at their atoms.
 fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick: impl Fn(&[Expr]) -> Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
-    let params = lambda_params(f, 2).ok_or_else(|| Diagnostic::error(f.span, "a function argument that is not a lambda `\\x y -> e`"))?;
-    let body = lambda_body(f, 2);
+    let arity = if lambda_params(f, 2).is_some() { 2 } else { 1 };
+    let params = lambda_params(f, arity).ok_or_else(|| Diagnostic::error(f.span, "a function argument that is not a lambda `\\x y -> e`"))?;
+    let body = lambda_body(f, arity);
     let mut ctx: Vec<Slot> = free.iter().map(|(n, i)| Slot { name: n.clone(), ty: before[*i].ty.clone() }).collect();
     ctx.extend(params.iter().map(|p| Slot { name: p.clone(), ty: Type::Real }));
     let g = gradient(ctx.clone(), body, fr)?;
     let gs: Vec<Name> = (0..ctx.len()).map(|i| fr.name(&format!("g{}", i + 1))).collect();
     let picked = let_(ptuple(gs.iter().map(pvar).collect()), g, pick(&gs.iter().map(var).collect::<Vec<_>>()));
-    let lam2 = lam(pvar(&params[0]), lam(pvar(&params[1]), picked));
+    let lam2 = params.iter().rev().fold(picked, |acc, p| lam(pvar(p), acc));
     Ok(instantiate(&lam2, free, xs, fr))
 }
 
@@ -174,19 +181,23 @@ fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick:
 ///   let G = map2 * Z (map2 (a,b. (∇_Γ e1)[a/x,b/y]) A B) in
 ///   (Γ̲ +^ reduce +^ 0^ G, cA + map2 * (map2 (∇_x e1) A B) Z, cB + map2 * (map2 (∇_y e1) A B) Z)
 /// Γ is only the body's free variables (the other slots' share is zero: the note's open point 6 (b)).
-fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
+/// With `arity` 1 this is J^T map (A.3, Fig. 16's map rule): one array, `cA + map2 * (map (∇_x e1) A) Z`.
+#[allow(clippy::too_many_arguments)]
+fn map2(before: &[Slot], xs: &[Expr], f: &Expr, arity: usize, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
     let n = before.len();
     let k = free.len();
     let z = cs.pop().expect("map2 pushes");
-    let (a, b) = (xs[n - 2].clone(), xs[n - 1].clone());
+    let (a, b) = (xs[n - arity].clone(), xs[n - 1].clone());
+    let over = |g: Expr| if arity == 1 { prim(Prim::Map, vec![g, a.clone()]) } else { prim(Prim::Map2, vec![g, a.clone(), b.clone()]) };
     let times = |arr: Expr, fr: &mut Fresh| {
         let (s, t) = (fr.name("s"), fr.name("t"));
         prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(var(&s), var(&t)))), arr, z.clone()])
     };
     let arr = Type::array(Type::Real);
-    for (slot, j) in [(n - 2, k), (n - 1, k + 1)] {
+    for (slot, j) in [(n - 2, k), (n - 1, k + 1)].into_iter().skip(2 - arity) {
+        let j = j - (2 - arity);
         let g = grad_fn(f, free, before, xs, |gs| gs[j].clone(), fr)?;
-        let share = times(prim(Prim::Map2, vec![g, a.clone(), b.clone()]), fr);
+        let share = times(over(g), fr);
         cs[slot] = plus(&arr, cs[slot].clone(), share, fr);
     }
     if k > 0 {
@@ -195,7 +206,7 @@ fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut
         let (s, v) = (fr.name("s"), fr.name("v"));
         let scaled = lam(pvar(&s), lam(pvar(&v), scale(&gamma, var(&s), var(&v), fr)));
         let gname = fr.name("G");
-        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, z.clone(), prim(Prim::Map2, vec![g, a, b])])));
+        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, z.clone(), over(g)])));
         let (p, q) = (fr.name("p"), fr.name("q"));
         let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma, var(&p), var(&q), fr)));
         let zero_g = tuple(free.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
@@ -215,25 +226,109 @@ fn map2(before: &[Slot], xs: &[Expr], f: &Expr, free: &[(Name, usize)], cs: &mut
 /// As unf/direct (see its reduce rule), shift1L is taken after the scan, so that [] has gradient [];
 /// and, as for map2, the array's cotangent is added to, not replaced (Fig. 10 drops it). The initial
 /// value's cotangent is zero (it is the unit of the reduction, §3.1), as in Fig. 5.
+/// With `init` None this is J^T fold (A.3, Fig. 16): the initial value is the slot below the array
+/// and gains `r2 * z`, r2 = Π A1 (`reduce * 1 A1`). Both add Fig. 13's share to the function's free
+/// variables (§7.1, the note's reconstruction; see unf/direct's reduce rule):
+///   Γ' +^ reduce +^ 0^ (map2 (s, g. g *^ (s * z)) A3 (map2 (∇_Γ' e1) A0 A)).
 #[allow(clippy::too_many_arguments)]
-fn reduce(before: &[Slot], xs: &[Expr], f: &Expr, init: &Expr, free: &[(Name, usize)], cs: &mut Vec<Expr>, pre: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
+fn reduce(
+    before: &[Slot],
+    xs: &[Expr],
+    f: &Expr,
+    init: Option<&Expr>,
+    free: &[(Name, usize)],
+    cs: &mut Vec<Expr>,
+    pre: &mut Vec<(Pat, Expr)>,
+    lets: &mut Vec<(Pat, Expr)>,
+    fr: &mut Fresh,
+) -> Result<(), Diagnostic> {
     let n = before.len();
     let z = cs.pop().expect("reduce pushes");
     let a = xs[n - 1].clone();
+    // the function's own free variables (reduce's `free` also lists its initial value's)
+    let used: std::collections::HashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
+    let ffree: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
+    let k = ffree.len();
     let (a0, a1, a2, a3) = (fr.name("A0"), fr.name("A1"), fr.name("A2"), fr.name("A3"));
-    let scan_f = instantiate(f, &[], xs, fr);
-    let init = instantiate(init, free, xs, fr);
-    pre.push((pvar(&a0), prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f, init, a.clone()])])));
-    let gx = grad_fn(f, &[], before, xs, |gs| gs[0].clone(), fr)?;
+    let scan_f = instantiate(f, free, xs, fr);
+    let fold = init.is_none();
+    let v0 = match init {
+        Some(e) => instantiate(e, free, xs, fr),
+        None => xs[n - 2].clone(),
+    };
+    pre.push((pvar(&a0), prim(Prim::Shift1R, vec![prim(Prim::Scanl, vec![scan_f, v0, a.clone()])])));
+    let gx = grad_fn(f, &ffree, before, xs, |gs| gs[k].clone(), fr)?;
     pre.push((pvar(&a1), prim(Prim::Map2, vec![gx, var(&a0), a.clone()])));
-    let gy = grad_fn(f, &[], before, xs, |gs| gs[1].clone(), fr)?;
-    pre.push((pvar(&a2), prim(Prim::Map2, vec![gy, var(&a0), a])));
+    let gy = grad_fn(f, &ffree, before, xs, |gs| gs[k + 1].clone(), fr)?;
+    pre.push((pvar(&a2), prim(Prim::Map2, vec![gy, var(&a0), a.clone()])));
     let (p, q) = (fr.name("x"), fr.name("y"));
     let times = lam(pvar(&p), lam(pvar(&q), mul(var(&p), var(&q))));
     pre.push((pvar(&a3), prim(Prim::Shift1L, vec![prim(Prim::Scanr, vec![times, real(1.0), var(&a1)])])));
     let (s, t) = (fr.name("x"), fr.name("y"));
-    let share = prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z))), var(&a2), var(&a3)]);
+    let share = prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&t), mul(mul(var(&s), var(&t)), z.clone()))), var(&a2), var(&a3)]);
     cs[n - 1] = plus(&Type::array(Type::Real), cs[n - 1].clone(), share, fr);
+    if fold {
+        let (u, w, r2) = (fr.name("x"), fr.name("y"), fr.name("r2"));
+        let times = lam(pvar(&u), lam(pvar(&w), mul(var(&u), var(&w))));
+        pre.push((pvar(&r2), prim(Prim::Reduce, vec![times, real(1.0), var(&a1)])));
+        cs[n - 2] = add(cs[n - 2].clone(), mul(var(&r2), z.clone()));
+    }
+    if k > 0 {
+        let gamma = Type::tuple(ffree.iter().map(|(_, i)| before[*i].ty.clone()).collect());
+        let gg = grad_fn(f, &ffree, before, xs, |gs| tuple(gs[..k].to_vec()), fr)?;
+        let (u, w) = (fr.name("s"), fr.name("g"));
+        let scaled = lam(pvar(&u), lam(pvar(&w), scale(&gamma, mul(var(&u), z.clone()), var(&w), fr)));
+        let gname = fr.name("G");
+        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, var(&a3), prim(Prim::Map2, vec![gg, var(&a0), a])])));
+        let (pp, qq) = (fr.name("p"), fr.name("q"));
+        let sum_f = lam(pvar(&pp), lam(pvar(&qq), plus(&gamma, var(&pp), var(&qq), fr)));
+        let zero_g = tuple(ffree.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
+        let ss: Vec<Name> = (0..k).map(|i| fr.name(&format!("s{}", i + 1))).collect();
+        lets.push((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)])));
+        for ((_, i), sv) in ffree.iter().zip(&ss) {
+            cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+        }
+    }
+    Ok(())
+}
+/// J^T if_{Γ;c;e2;e3} = let b = c in (x1, …, xn) +^ (if b then ∇_Γ(e2) else ∇_Γ(e3)) * z: §7.2's
+/// "Solution" read as a transposed Jacobian (§7.3), with unf/direct's decisions (see its `cond`): the
+/// taken branch's gradient selected by `if b` rather than weighted by b and 1 - b, each seeded with z,
+/// Γ only the variables the branches read. The condition is computed with the primal (`pre`).
+#[allow(clippy::too_many_arguments)]
+fn cond_jt(
+    before: &[Slot],
+    xs: &[Expr],
+    cond: &Expr,
+    branches: [&Expr; 2],
+    free: &[(Name, usize)],
+    cs: &mut Vec<Expr>,
+    pre: &mut Vec<(Pat, Expr)>,
+    lets: &mut Vec<(Pat, Expr)>,
+    fr: &mut Fresh,
+) -> Result<(), Diagnostic> {
+    let z = cs.pop().expect("if pushes");
+    let b = fr.name("b");
+    pre.push((pvar(&b), instantiate(cond, free, xs, fr)));
+    let used: std::collections::HashSet<u32> =
+        branches.iter().flat_map(|e| crate::kit::passes::free_locals(e)).map(|n| n.id).collect();
+    let sub: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
+    if sub.is_empty() {
+        return Ok(());
+    }
+    let ctx: Vec<Slot> = sub.iter().map(|(n, i)| Slot { name: n.clone(), ty: before[*i].ty.clone() }).collect();
+    let mut gs = vec![];
+    for e in branches {
+        let g = gradient_seeded(ctx.clone(), e, z.clone(), fr)?;
+        gs.push(instantiate(&g, &sub, xs, fr));
+    }
+    let g3 = gs.pop().expect("two branches");
+    let g2 = gs.pop().expect("two branches");
+    let ss: Vec<Name> = (0..sub.len()).map(|i| fr.name(&format!("s{}", i + 1))).collect();
+    lets.push((ptuple(ss.iter().map(pvar).collect()), if_(var(&b), g2, g3)));
+    for ((_, i), sv) in sub.iter().zip(&ss) {
+        cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+    }
     Ok(())
 }
 
@@ -291,10 +386,15 @@ pub struct BackChain {
 /// `∇_Γ e` (Fig. 4: `π2 D(e) (0_Γ, 1)`) by the UNF route: the tuple of `e`'s cotangents for every
 /// slot of `ctx`.
 pub fn gradient(ctx: Vec<Slot>, e: &Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
+    gradient_seeded(ctx, e, real(1.0), fr)
+}
+
+/// `π2 D(e) (0_Γ, seed)`: `gradient` with the result's cotangent `seed` for the paper's 1.
+pub fn gradient_seeded(ctx: Vec<Slot>, e: &Expr, seed: Expr, fr: &mut Fresh) -> Result<Expr, Diagnostic> {
     let u = unf(ctx.clone(), e, fr)?;
     let BackChain { binds, y, .. } = back_chain(&u, fr)?;
     let mut args: Vec<Expr> = ctx.iter().map(|s| zero(&s.ty, var(&s.name), fr)).collect();
-    args.push(real(1.0));
+    args.push(seed);
     Ok(binds.into_iter().rev().fold(app(var(&y), tuple(args)), |acc, (p, e)| let_(p, e, acc)))
 }
 

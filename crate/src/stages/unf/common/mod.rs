@@ -5,7 +5,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::ir::Prim as P;
-use crate::kit::passes::first_order_at;
+use crate::kit::passes::first_order_unrolled;
 use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
@@ -21,8 +21,11 @@ pub const PAPER: &str = "Huot & Shaikhha 2024";
 const INLINE_BUDGET: usize = 200_000;
 
 pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples and arrays of reals, let, real \
-primitives, map2 and reduce with a closed function (and map and sum, which Fig. 4 and Ex. 1.2 define by them), after \
-every function call is inlined (§8); no recursion, conditionals, sums or integers";
+primitives, map2, reduce (whose function may read free variables, §7.1) and sum (Ex. 1.2), with map and fold by \
+A.3 (Fig. 16), and \
+conditionals whose condition compares primal values (§7.2), after every function call is inlined (§8) and recursion \
+on a param unrolled for its value (up to the unrolling budget: 100 nested calls); no other \
+recursion, no sums, no integers outside a condition";
 
 /// Why a construct is outside Fig. 2's language.
 fn outside(span: Span, what: &str) -> Diagnostic {
@@ -42,11 +45,25 @@ pub fn is_ground(t: &Type) -> bool {
 /// code without recursion is first partially evaluated to first order), then checked construct by
 /// construct, each refusal located.
 pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
-    let p = first_order_at(src, INLINE_BUDGET)?;
+    // recursion on a param is unrolled for its value (§8: the paper's language has no recursion)
+    let p = first_order_unrolled(src, INLINE_BUDGET).map_err(|mut d| {
+        if d.message.contains("recursion") {
+            d.message.push_str(" (Huot & Shaikhha's source language has no recursion, §8: \"our reverse-mode transformation does not support recursion\")");
+        }
+        d
+    })?;
     let main = p.def("main").expect("inline_all keeps main");
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
+    if let Type::Fun(input, _) = &main.body.ty {
+        if let Some(why) = array_restriction(input) {
+            return Err(Diagnostic::error(main.span, why));
+        }
+        if !is_ground(input) {
+            return Err(outside(main.span, &format!("an input of type {}", crate::types::show(input))));
+        }
+    }
     // Fig. 5's let rule puts each let's body inside the binding of the next continuation, so the
     // output nests as deep as the let chain is long, and every pass over it recurses on that depth
     // (a binding's right-hand side, unlike a let's body, is not walked in a loop): about two levels
@@ -68,12 +85,26 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         use ExprKind::*;
         if !is_ground(&e.ty) && !matches!(e.kind, Lam(..)) {
             let span = if e.span == Span::NONE { main.span } else { e.span };
+            if let Some(why) = array_restriction(&e.ty) {
+                return Err(Diagnostic::error(span, why));
+            }
+            if matches!(e.ty, Type::Bool | Type::Int) {
+                return Err(outside(span, &format!("a value of type {} outside the condition of an `if` (§7.2: booleans and integers are external to the language, used only in conditions)", crate::types::show(&e.ty))));
+            }
             return Err(outside(span, &format!("a value of type {}", crate::types::show(&e.ty))));
         }
         match &e.kind {
             Var(_) | Real(_) | Unit | Let(..) | Tuple(_) | Fst(_) | Snd(_) | Ann(..) => {}
+            // §7.2: the condition is evaluated on the primal and never differentiated ("booleans are
+            // external to the language"); only the branches are terms of the language
+            If(c, a, b) => {
+                condition(c)?;
+                stack.push(a);
+                stack.push(b);
+                continue;
+            }
             Prim(op, args) if op.info().jvp.is_some() => {}
-            Prim(P::Map2 | P::Reduce | P::Map, args) => {
+            Prim(P::Map2 | P::Reduce | P::Map | P::Fold, args) => {
                 let arity = if matches!(e.kind, Prim(P::Map, _)) { 1 } else { 2 };
                 let f = &args[0];
                 if lambda_params(f, arity).is_none() {
@@ -81,17 +112,19 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
                 }
                 // Fig. 5 passes 0 for the initial value's cotangent (the paper's reduce starts from its
                 // function's unit, Lemma A.2): an initial value computed from the input would lose its
-                // gradient, so it is refused rather than differentiated wrongly.
+                // gradient, so it is refused rather than differentiated wrongly. (`fold`, Fig. 16, takes any.)
                 if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(&args[1]).is_empty() {
                     return Err(Diagnostic::error(
                         args[1].span,
-                        "reduce's initial value must not depend on the input (§3.1: reduce starts from its function's unit, whose cotangent Fig. 5 drops; use `fold` with another stage)",
+                        "reduce's initial value must not depend on the input (§3.1: reduce starts from its function's unit, whose cotangent Fig. 5 drops; `fold` (A.3, Fig. 16) differentiates its initial value)",
                     ));
                 }
-                if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(f).is_empty() {
-                    return Err(Diagnostic::error(
-                        f.span,
-                        "reduce's function must be closed (§3.1: \"the bound function in reduce is restricted to having no free variables\"; Fig. 13 lifts this, not implemented here)",
+                // Fig. 16 (and Fig. 5's reduce) fold reals: an accumulator or elements of another type
+                // would need A.5's tensor types (Fig. 17), not implemented here
+                if matches!(e.kind, Prim(P::Fold, _)) && (e.ty != Type::Real || args[2].ty.as_array() != Some(&Type::Real)) {
+                    return Err(outside(
+                        e.span,
+                        &format!("a fold over {} to {} (A.3, Fig. 16 folds an array of reals to a real; A.5's arrays over other ground types are not implemented)", crate::types::show(&args[2].ty), crate::types::show(&e.ty)),
                     ));
                 }
                 // the lambda's own parameters are binders, not values
@@ -118,6 +151,51 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         ));
     }
     Ok(p)
+}
+
+/// Why a type with an array of something other than reals is refused: arrays of tuples (and of
+/// arrays) are the paper's A.5 (Fig. 17, tensor types and the products *^ and *~), whose rules we do
+/// not implement; the note gives no other rule for them (its open point 6 concerns the Target's
+/// arrays of Γ-tuples, which map2's and reduce's rules build and this chain runs).
+fn array_restriction(t: &Type) -> Option<String> {
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        if let Some(el) = t.as_array() {
+            if *el != Type::Real {
+                return Some(format!(
+                    "an array of {} is outside the source language of Huot & Shaikhha: §3.1 restricts arrays to arrays of reals (\"we currently restrict to arrays of reals\"); Appendix A.5 (Fig. 17) lifts it with tensor types, which this chain does not implement",
+                    crate::types::show(el)
+                ));
+            }
+        }
+        match t {
+            Type::Tuple(ts) => stack.extend(ts.iter()),
+            Type::Fun(a, b) => stack.extend([&**a, &**b]),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A condition of §7.2: a primal computation (comparisons, arithmetic, `length`) read and never
+/// differentiated; what would bind or call a function in it is refused, located.
+fn condition(c: &Expr) -> Result<(), Diagnostic> {
+    use ExprKind::*;
+    let mut stack = vec![c];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Fst(_) | Snd(_) | Ann(..) | If(..) | Tuple(_) => {}
+            Prim(op, _) if !matches!(op, P::Map | P::Map2 | P::Reduce | P::Fold | P::Build | P::Scanl | P::Scanr) => {}
+            _ => {
+                return Err(Diagnostic::error(
+                    e.span,
+                    "a condition of `if` may only compare and compute on values in scope (§7.2: the condition is evaluated on the primal, outside the differentiated language); bind what it needs with `let` before the `if`",
+                ))
+            }
+        }
+        each_child(e, &mut |x| stack.push(x));
+    }
+    Ok(())
 }
 
 /// The most cotangent slots the printed continuations may hold in all (a transform budget: past it
@@ -148,6 +226,11 @@ pub fn stack_copies(body: &Expr, inputs: usize) -> usize {
             ExprKind::Let(p, e1, e2) => {
                 stack.push((e1, n, times));
                 stack.push((e2, n + p.names().len().max(1), times));
+            }
+            // §7.2: each branch runs in the primal and is differentiated again in the continuation
+            ExprKind::If(_, a, b) => {
+                stack.push((a, n, times.saturating_mul(2)));
+                stack.push((b, n, times.saturating_mul(2)));
             }
             ExprKind::Prim(P::Map2 | P::Map | P::Reduce, args) => {
                 let nested = if matches!(e.kind, ExprKind::Prim(P::Reduce, _)) { 2 } else { 3 };
@@ -266,15 +349,6 @@ pub fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
     }
 }
 
-/// `map (x.e) A = map2 (x y. e) A A` (Fig. 4), typed.
-pub fn map_as_map2(e: &Expr, f: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
-    let ExprKind::Lam(k, p, body) = &f.kind else { return e.clone() };
-    let y = fr.name("y");
-    let inner = Expr { kind: ExprKind::Lam(*k, pvar(&y), body.clone()), span: f.span, ty: Type::fun(Type::Real, body.ty.clone()) };
-    let outer = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(inner)), span: f.span, ty: Type::fun(Type::Real, Type::fun(Type::Real, body.ty.clone())) };
-    Expr { kind: ExprKind::Prim(P::Map2, vec![outer, a.clone(), a.clone()]), span: e.span, ty: e.ty.clone() }
-}
-
 /// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
 pub fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
     let f = crate::kit::arrays::real_plus(["x", "y"], crate::diag::Span::NONE, fr);
@@ -326,7 +400,10 @@ pub fn wrapper_program(p: &Program, s: &Name, dt: &Name, body: Expr, next_id: u3
 /// What the stages that take the source support: higher-order code, which `first_order` inlines
 /// away (§8); the rest of Fig. 2's restrictions are `first_order`'s located refusals.
 pub fn supports_source() -> crate::features::Features {
-    crate::features::Features::of(&[crate::features::Feature::HigherOrder])
+    // integers are let through for the conditions of §7.2; `first_order` refuses them anywhere else
+    use crate::features::Feature;
+    // and recursion, which `first_order` unrolls where a param decides when it stops
+    crate::features::Features::of(&[Feature::HigherOrder, Feature::Conditionals, Feature::Integers, Feature::Recursion])
 }
 
 /// A source stage's `accepts`: the program is in Fig. 2's language once inlined.

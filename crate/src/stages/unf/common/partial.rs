@@ -293,7 +293,7 @@ pub fn rewrite(p: &Program, rules: &[Rule]) -> Result<(Program, Trace), Diagnost
         freshen(&mut d.body, &mut fr);
     }
     p.next_id = fr.next_id;
-    normalise_program(p, rules, Budget { trace_steps: TRACE_STEPS, ..Budget::default() })
+    normalise_program(p, rules, Budget { trace_steps: TRACE_STEPS, program_after: true, ..Budget::default() })
 }
 
 /// Lemma 5.3: no lambda abstraction but the top one of each definition (and the functions of array
@@ -327,7 +327,7 @@ pub fn trace_views(tr: &Trace) -> Vec<View> {
     // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
     let mut tr = tr.clone();
     for s in &mut tr.steps {
-        for side in [&mut s.before, &mut s.after] {
+        for side in [&mut s.before, &mut s.after, &mut s.program] {
             if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
                 side.truncate(i);
                 side.push_str(" …");
@@ -345,6 +345,9 @@ pub fn trace_views(tr: &Trace) -> Vec<View> {
     for (i, s) in tr.steps.iter().enumerate() {
         let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
         let _ = write!(text, "\n{}. {}{mark}\n{}\n  ⇝\n{}\n", i + 1, s.rule, indent(&s.before), indent(&s.after));
+        if !s.program.is_empty() {
+            let _ = write!(text, "  program after it:\n{}\n", indent(&s.program));
+        }
     }
     vec![View { name: "rewrite trace".into(), text, ..View::default() }]
 }

@@ -39,8 +39,21 @@ pub enum Op {
     /// variables of the context, with their positions in T (the paper's `x1:A1..xn:An ⊢ e`).
     Map2 { f: Expr, free: Vec<(Name, usize)> },
     /// `reduce_{T;x,y.e1;e2}`: `T, A[R]^n ⊢ reduce : T, A[R]^n, R`; the initial value `e2` stays a
-    /// Source term in context T (Fig. 9 does not sequentialise it), `free` its variables.
+    /// Source term in context T (Fig. 9 does not sequentialise it), `free` the variables of it and of
+    /// the function (§7.1: the function may have free variables).
     Reduce { f: Expr, init: Expr, free: Vec<(Name, usize)> },
+    /// `map_{T;x.e}`: `T, A[R]^n ⊢ map : T, A[R]^n, A[R]^n` (ours, after A.3's map rule, Fig. 16; Fig. 4
+    /// reads map as `map2 (x y. e) A A`, which sequentialises A twice). `free` as for map2.
+    Map { f: Expr, free: Vec<(Name, usize)> },
+    /// `fold_{T;x,y.e1}` (A.3's foldl, ours: the paper gives it no UNF, §7.3): `T, R, A[R]^n ⊢ fold : T, R,
+    /// A[R]^n, R`. Unlike reduce's, its initial value is differentiated (Fig. 16), so it is
+    /// sequentialised as an argument, as map2's arrays are; `free` the function's variables.
+    Fold { f: Expr, free: Vec<(Name, usize)> },
+    /// `if_{T;c;e2;e3}`: `T ⊢ if : T, A`, §7.2's conditional as one primitive. The paper gives no UNF
+    /// for `if` (§7.3: a new construct needs only its transposed Jacobian), so the condition and both
+    /// branches stay Source terms in context T, as reduce's initial value does; `free` are their
+    /// variables of the context. Its J^T (common/jacobian.rs) is §7.2's "Solution".
+    If { cond: Expr, then: Expr, els: Expr, free: Vec<(Name, usize)> },
 }
 
 /// One primitive of the sequence, the slot it pushes (if any), and the source construct it comes from.
@@ -100,6 +113,11 @@ impl Step {
             Op::Pi { i, .. } => format!("π{}_{{{}}}", i + 1, list(&before[..n - 1])),
             Op::Map2 { f, .. } => format!("map2_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
             Op::Reduce { f, init, .. } => format!("reduce_{{{};{};{}}}", list(&before[..n - 1]), print_expr(f, &o), print_expr(init, &o)),
+            Op::Map { f, .. } => format!("map_{{{};{}}}", list(&before[..n - 1]), print_expr(f, &o)),
+            Op::Fold { f, .. } => format!("fold_{{{};{}}}", list(&before[..n - 2]), print_expr(f, &o)),
+            Op::If { cond, then, els, .. } => {
+                format!("if_{{{};{};{};{}}}", list(before), print_expr(cond, &o), print_expr(then, &o), print_expr(els, &o))
+            }
         }
     }
 }
@@ -139,8 +157,9 @@ impl Unf {
                 Op::Prim(_, k) => ((n - k..n).collect(), vec![]),
                 Op::Pair(k) => ((n - k..n).collect(), (n - k..n).collect()),
                 Op::Proj { keep, drop } => (vec![], (*keep..keep + drop).collect()),
-                Op::Pi { .. } | Op::Reduce { .. } => (vec![n - 1], vec![]),
-                Op::Map2 { .. } => (vec![n - 2, n - 1], vec![]),
+                Op::Pi { .. } | Op::Reduce { .. } | Op::Map { .. } => (vec![n - 1], vec![]),
+                Op::Map2 { .. } | Op::Fold { .. } => (vec![n - 2, n - 1], vec![]),
+                Op::If { free, .. } => (free.iter().map(|(_, i)| *i).collect(), vec![]),
             };
             let primitive = st.paper(&stack);
             st.apply(&mut stack);
@@ -292,15 +311,14 @@ impl Builder<'_> {
                 self.step(Op::Pi { i, n: 2 }, Some(("v", e.ty.clone())), sp)?;
                 self.hide(g, sp)
             }
-            // `map (x.e) A = map2 (x y. e) A A` (Fig. 4), `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2)
+            // UNF(Γ ⊢ map (x.e1) e2) = UNF(e2) ; map_{Γ;x.e1} ; proj_{Γ;A;A} (after Fig. 16's rule for map)
             Prim(P::Map, args) => {
-                let mut m2 = super::map_as_map2(e, &args[0], &args[1], self.fr);
-                // A is sequentialised twice: the second copy gets its own binders
-                if let Prim(_, xs) = &mut m2.kind {
-                    crate::kit::passes::freshen(&mut xs[2], self.fr);
-                }
-                self.go(&m2)
+                self.go(&args[1])?;
+                let free = self.free(&args[0])?;
+                self.step(Op::Map { f: args[0].clone(), free }, Some(("v", e.ty.clone())), sp)?;
+                self.hide(g, sp)
             }
+            // `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2)
             Prim(P::Sum, args) => {
                 let r = super::sum_as_reduce(e, &args[0], self.fr);
                 self.go(&r)
@@ -317,8 +335,35 @@ impl Builder<'_> {
             // (the note's fix (c): the paper prints proj_{Γ;A[R]^n;A[R]^n})
             Prim(P::Reduce, args) => {
                 self.go(&args[2])?;
-                let free = self.free(&args[1])?;
+                let mut free = self.free(&args[1])?;
+                for v in self.free(&args[0])? {
+                    if !free.iter().any(|(n, _)| n.id == v.0.id) {
+                        free.push(v);
+                    }
+                }
                 self.step(Op::Reduce { f: args[0].clone(), init: args[1].clone(), free }, Some(("v", e.ty.clone())), sp)?;
+                self.hide(g, sp)
+            }
+            // UNF(Γ ⊢ if c then e2 else e3) = if_{Γ;c;e2;e3} (ours: §7.2 defines no UNF for it, §7.3)
+            If(c, a, b) => {
+                let mut free = self.free(c)?;
+                for x in [self.free(a)?, self.free(b)?] {
+                    for v in x {
+                        if !free.iter().any(|(n, _)| n.id == v.0.id) {
+                            free.push(v);
+                        }
+                    }
+                }
+                free.sort_by_key(|(_, i)| *i);
+                let op = Op::If { cond: (**c).clone(), then: (**a).clone(), els: (**b).clone(), free };
+                self.step(op, Some(("v", e.ty.clone())), sp)
+            }
+            // UNF(Γ ⊢ fold (x,y.e1) e2 e3) = UNF(e2) ; ~UNF(e3) ; fold_{Γ;x,y.e1} ; proj_{Γ;R,A[R]^n;R}
+            Prim(P::Fold, args) => {
+                self.go(&args[1])?;
+                self.go(&args[2])?;
+                let free = self.free(&args[0])?;
+                self.step(Op::Fold { f: args[0].clone(), free }, Some(("v", e.ty.clone())), sp)?;
                 self.hide(g, sp)
             }
             // UNF(Γ ⊢ e1 op2 e2) = UNF(e1) ; ~UNF(e2)_R ; op_{Γ;2} ; proj_{Γ;R,R;R}, and op1 likewise
@@ -362,8 +407,6 @@ impl Builder<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     /// Ex. 4.1 as rows the page can draw: `cos` reads the top slot and pushes above it, `proj` forgets
     /// cos's argument, `pair` reads and forgets the top two slots and pushes their pair.
     #[test]
