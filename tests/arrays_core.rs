@@ -394,3 +394,23 @@ fn an_empty_map_whose_body_indexes_its_row_runs_on_dual_arrays() {
     assert_eq!(r.agrees, Some(true));
     assert_eq!(r.gradient, [0.0, 0.0, 0.0]);
 }
+
+/// A map over an empty array of rows whose body reads a row's length: bot reads that length at row 0
+/// (rule l0), which an empty array does not have; the total `index` gives `[]` there (length 0), so
+/// every stage of Part C runs it (a property-test case: they all failed "`length` expects an array").
+/// The same program indexing the row with a real around it, and with the rows' map in the output.
+#[test]
+fn a_row_length_read_in_a_map_over_no_rows_runs_on_every_part_c_stage() {
+    let texts = [
+        "input [1.395, 0.785, -0.765]\ndef main v = map (\\row -> map (\\x -> row ! (length row - 1)) row) []\n",
+        "input ([[1.0, 2.0]], 3.0)\ndef main (m, h) = sum (map (\\row -> sum [row ! (length row - 1), h, h]) (build 0 (\\i -> m ! 0)))\n",
+        "input ([[1.0, 2.0]], 3.0)\ndef main (m, h) = map (\\row -> [row ! (length row - 1), h, h]) (build 0 (\\i -> m ! 0))\n",
+    ];
+    for text in texts {
+        for stage in ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"] {
+            let r = one(text, stage);
+            assert_eq!(r.error, None, "{stage}\n{text}");
+            assert_eq!(r.agrees, Some(true), "{stage}\n{text}");
+        }
+    }
+}

@@ -54,12 +54,17 @@ fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
     v.as_int().ok_or_else(|| err(span, format!("{what} expects an integer, got {v}")))
 }
 
-/// `index a u`, total: out of range gives a zero shaped like an element (0.0 for an empty array).
+/// `index a u`, total: out of range gives a zero shaped like an element. An empty array has no element
+/// to shape it: it gives `[]`, the runtime's zero of unknown shape (`add` absorbs it, `length` reads 0).
+/// That is what bot's shape terms need: `length (index xs 0)`, the length of `xs`'s rows read at row 0
+/// (rule l0), must be 0 rather than fail when `xs` is empty, since nested arrays lose the inner sizes
+/// of an empty array (the paper's shapes are static); a real read out of an empty array only occurs in
+/// such shape terms, as the source's own `!` out of range is an error.
 pub fn index(a: &Value, u: i64, span: Span) -> Res {
     let xs = arr(a, "index", span)?;
     Ok(match usize::try_from(u).ok().and_then(|k| xs.get(k)) {
         Some(x) => x.clone(),
-        None => xs.first().map(zero_like).unwrap_or(Value::Real(0.0)),
+        None => xs.first().map(zero_like).unwrap_or_else(|| Value::Array(Rc::from(Vec::new()))),
     })
 }
 
