@@ -38,26 +38,19 @@ const PASS: &str = "inline_all";
 /// (The papers' transforms that take first-order programs start from this: Huot & Shaikhha §8,
 /// Efficient CHAD.)
 pub fn first_order_at(src: &crate::stage::Source, budget: usize) -> Result<Program, Diagnostic> {
-    let mut p = inline_all(src.program, budget)?;
-    let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
-    crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
-        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the inlined program does not type-check: {}", d.message)))?;
-    for d in &mut p.defs {
-        let mut stack = vec![&mut d.body];
-        while let Some(e) = stack.pop() {
-            e.ty = crate::types::rename(&e.ty, &mut |_| Type::Real);
-            stack.extend(crate::ir::children_mut(e));
-        }
-    }
-    Ok(p)
+    retyped_at(inline_all(src.program, budget)?, src, "inlined")
 }
 
 /// `first_order_at`, with recursion on a `param` unrolled (`inline_unrolling`).
 pub fn first_order_unrolled(src: &crate::stage::Source, budget: usize) -> Result<Program, Diagnostic> {
-    let mut p = inline_unrolling(src.program, budget)?;
+    retyped_at(inline_unrolling(src.program, budget)?, src, "unrolled")
+}
+
+/// `p` type-checked with `main : S → T` (the source's), what nothing constrains read as R.
+fn retyped_at(mut p: Program, src: &crate::stage::Source, what: &str) -> Result<Program, Diagnostic> {
     let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
     crate::types::check_program_monomorphic(&mut p, Some(&main_ty))
-        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the unrolled program does not type-check: {}", d.message)))?;
+        .map_err(|d| Diagnostic::error(d.span, format!("internal error: the {what} program does not type-check: {}", d.message)))?;
     for d in &mut p.defs {
         let mut stack = vec![&mut d.body];
         while let Some(e) = stack.pop() {

@@ -205,18 +205,25 @@ fn map2(before: &[Slot], xs: &[Expr], f: &Expr, arity: usize, free: &[(Name, usi
         let g = grad_fn(f, free, before, xs, |gs| tuple(gs[..k].to_vec()), fr)?;
         let (s, v) = (fr.name("s"), fr.name("v"));
         let scaled = lam(pvar(&s), lam(pvar(&v), scale(&gamma, var(&s), var(&v), fr)));
-        let gname = fr.name("G");
-        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, z.clone(), over(g)])));
-        let (p, q) = (fr.name("p"), fr.name("q"));
-        let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma, var(&p), var(&q), fr)));
-        let zero_g = tuple(free.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
-        let ss: Vec<Name> = (0..k).map(|i| fr.name(&format!("s{}", i + 1))).collect();
-        lets.push((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)])));
-        for ((_, i), sv) in free.iter().zip(&ss) {
-            cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
-        }
+        add_free_shares(prim(Prim::Map2, vec![scaled, z.clone(), over(g)]), &gamma, free, before, xs, cs, lets, fr);
     }
     Ok(())
+}
+
+/// The free variables' shares of a map2/reduce (§7.1): `G` (an array of Γ'-tuples, one per element)
+/// summed, `reduce +^ 0^ G`, and each part added to its variable's cotangent.
+#[allow(clippy::too_many_arguments)]
+fn add_free_shares(g: Expr, gamma: &Type, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], cs: &mut [Expr], lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) {
+    let gname = fr.name("G");
+    lets.push((pvar(&gname), g));
+    let (p, q) = (fr.name("p"), fr.name("q"));
+    let sum_f = lam(pvar(&p), lam(pvar(&q), plus(gamma, var(&p), var(&q), fr)));
+    let zero_g = tuple(free.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
+    let ss: Vec<Name> = (0..free.len()).map(|i| fr.name(&format!("s{}", i + 1))).collect();
+    lets.push((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)])));
+    for ((_, i), sv) in free.iter().zip(&ss) {
+        cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+    }
 }
 
 /// J^T reduce_{Γ;x,y.e1;e2} (Fig. 10, fix (†): the unbound `y1` is the initial value e2):
@@ -278,16 +285,7 @@ fn reduce(
         let gg = grad_fn(f, &ffree, before, xs, |gs| tuple(gs[..k].to_vec()), fr)?;
         let (u, w) = (fr.name("s"), fr.name("g"));
         let scaled = lam(pvar(&u), lam(pvar(&w), scale(&gamma, mul(var(&u), z.clone()), var(&w), fr)));
-        let gname = fr.name("G");
-        lets.push((pvar(&gname), prim(Prim::Map2, vec![scaled, var(&a3), prim(Prim::Map2, vec![gg, var(&a0), a])])));
-        let (pp, qq) = (fr.name("p"), fr.name("q"));
-        let sum_f = lam(pvar(&pp), lam(pvar(&qq), plus(&gamma, var(&pp), var(&qq), fr)));
-        let zero_g = tuple(ffree.iter().map(|(_, i)| zero(&before[*i].ty, xs[*i].clone(), fr)).collect());
-        let ss: Vec<Name> = (0..k).map(|i| fr.name(&format!("s{}", i + 1))).collect();
-        lets.push((ptuple(ss.iter().map(pvar).collect()), prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)])));
-        for ((_, i), sv) in ffree.iter().zip(&ss) {
-            cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
-        }
+        add_free_shares(prim(Prim::Map2, vec![scaled, var(&a3), prim(Prim::Map2, vec![gg, var(&a0), a])]), &gamma, &ffree, before, xs, cs, lets, fr);
     }
     Ok(())
 }
