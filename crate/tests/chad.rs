@@ -252,6 +252,37 @@ fn p_sum_dense_is_quadratic_sparse_log_linear_cells_linear() {
     assert_eq!(counter(&b, "chad/mutable", "map_log_steps"), 0);
 }
 
+/// Eq. (3), measured (common/criterion.rs): on P_sum, P_magic (t_magic with `+`) and P_let the mutable
+/// derivative's measured constant stays the same as the program grows and within the proved 31; dense
+/// CHAD's grows with n (its one-hot vectors have |Γ| cells) and breaks the bound.
+#[test]
+fn eq3_the_mutable_derivative_keeps_one_constant_within_the_proved_31() {
+    let p_magic = |r: u32| {
+        let n = 1usize << r;
+        let mut level: Vec<String> = (1..=n).map(|i| format!("x{i}")).collect();
+        while level.len() > 1 {
+            level = level.chunks(2).map(|p| format!("({} + {})", p[0], p[1])).collect();
+        }
+        let xs: Vec<String> = (1..=n).map(|i| format!("x{i}")).collect();
+        let input: Vec<String> = (1..=n).map(|i| format!("{i}.0")).collect();
+        format!("def main ({}) = {}\ninput ({})\n", xs.join(", "), level[0], input.join(", "))
+    };
+    for (small, big) in [(p_sum(16), p_sum(64)), (p_magic(4), p_magic(6))] {
+        let (a, b) = (analyse(&small), analyse(&big));
+        for id in ["chad/mutable", "chad/cc-chad"] {
+            let (ca, cb) = (counter(&a, id, "eq3_c"), counter(&b, id, "eq3_c"));
+            assert!(ca > 0 && ca == cb && cb <= 31, "{id}: c = {ca} then {cb}");
+            assert_eq!(counter(&b, id, "eq3_holds"), 1, "{id}");
+            assert!(counter(&b, id, "eq3_cost") <= counter(&b, id, "eq3_bound"));
+        }
+        // the cost of t is the source program's run, the same for every stage
+        assert_eq!(counter(&b, "chad/basic", "eq3_cost_t"), counter(&b, "chad/mutable", "eq3_cost_t"));
+        let (da, db) = (counter(&a, "chad/basic", "eq3_c"), counter(&b, "chad/basic", "eq3_c"));
+        assert!(db > 3 * da && db > 31, "chad/basic: c = {da} then {db}");
+        assert_eq!(counter(&b, "chad/basic", "eq3_holds"), 0);
+    }
+}
+
 #[test]
 fn p_let_gradient_doubles_and_cells_stay_linear() {
     // x0 : R ⊢ let x1 = x0 + x0 in … let xn = x(n−1) + x(n−1) in xn: value 2^n·x0, gradient 2^n

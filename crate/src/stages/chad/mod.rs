@@ -27,7 +27,7 @@ pub static CHAIN: Chain = Chain {
     stages: STAGES,
     accepts,
     before_run: crate::stage::nothing_before_run,
-    after_run: crate::stage::nothing_before_run,
+    after_run: common::criterion::after_run,
     counters: COUNTERS,
 };
 
@@ -55,4 +55,10 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "bag_ones", about: "BOne's the backward pass made and kept in Bags until collected (§7; the §8.1 gather: one per index)" },
     CounterInfo { name: "bag_ones_barray", about: "the same with §8.1's BArray constructor (a Bag takes further BOne's into an array in place)" },
     CounterInfo { name: "barrays_barray", about: "BArrays made in the run with §8.1's BArray constructor" },
+    // the complexity criterion, measured (common/criterion.rs)
+    CounterInfo { name: "eq3_cost", about: "the derivative's cost for Eq. (3): this run's steps plus the runtime's work units (zero nodes, + visits, one-hot cells, map log steps, cell operations, BOne's)" },
+    CounterInfo { name: "eq3_cost_t", about: "cost(t) for Eq. (3): the interpreter steps of the user's program at the same input" },
+    CounterInfo { name: "eq3_bound", about: "Eq. (3)'s bound with the Agda proof's constants: 5 + 31·cost(t) + size(d) + 4·|Γ|" },
+    CounterInfo { name: "eq3_holds", about: "1 when this run's cost is within Eq. (3)'s proved bound, else 0 (the naive and sparse stages may fail it as programs grow)" },
+    CounterInfo { name: "eq3_c", about: "the measured constant: the smallest integer c with cost ≤ 5 + c·cost(t) + size(d) + 4·|Γ| on this run (the proof's c is 31)" },
 ];

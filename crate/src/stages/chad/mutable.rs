@@ -24,7 +24,7 @@ persistent map becomes a mutable array of cells EArr Γ, one per variable in sco
 cells of the inputs at zero, scope pushes a zero cell for the bound variable and pops it after the body's \
 backpropagator, one adds into a cell in place. Each is O(1), so the derivative's cost is within a constant factor of \
 the program's, plus |Γ| for run and the size of the output cotangent: the paper's complexity criterion (Eq. (3)).",
-    complexity: "O(T + |Γ| + size d) (Eq. (3); the Agda proof's constants: 5 + 31·cost(t) + size(d) + 4·|Γ|).",
+    complexity: "O(T + |Γ| + size d) (Eq. (3); the Agda proof's constants: 5 + 31·cost(t) + size(d) + 4·|Γ|). The counters eq3_c (the constant this run needs, in interpreter steps) and eq3_holds measure it.",
     accepts: ACCEPTS,
 };
 

@@ -6,6 +6,7 @@ pub mod apis;
 pub mod bags;
 pub mod bp_tree;
 pub mod chad;
+pub mod criterion;
 pub mod ct_tree;
 pub mod graph;
 pub mod monad;
