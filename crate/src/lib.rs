@@ -16,5 +16,6 @@ pub mod print;
 pub mod stage;
 pub mod stages;
 pub mod syntax;
+pub mod timing;
 pub mod types;
 pub mod value;

@@ -24,13 +24,23 @@ pub struct Options {
     pub print: PrintOptions,
     /// Record backward-pass traces.
     pub trace: bool,
+    /// With `trace`, the stages that record theirs (and keep their rewrites' steps); None: every stage.
+    /// The page traces only the stage shown and asks for another's trace when it is selected.
+    pub traced: Option<Vec<String>>,
     /// Map each printed line of a stage's program to the source spans it came from (the page's hover).
     pub lines: bool,
 }
 
+impl Options {
+    /// Whether stage `id` records its trace.
+    pub fn traces(&self, id: &str) -> bool {
+        self.trace && self.traced.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
-        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, lines: false }
+        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, traced: None, lines: false }
     }
 }
 
@@ -474,7 +484,8 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
         None => Ok(()),
     };
     crate::limits::set_phase(id, "transforming the program");
-    let out = st.transform(src).map_err(|d| d.in_stage(id))?;
+    let keep = opts.traces(id);
+    let out = crate::kit::rewrite::keeping_steps(keep, || st.transform(src)).map_err(|d| d.in_stage(id))?;
     over("transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then
     // transform again, so that generated code never captures or clashes with user code.
@@ -484,7 +495,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     let out = if clash {
         let renamed = crate::stage::without_reserved(src.program, &generated);
         let src2 = Source { program: &renamed, ..*src };
-        st.transform(&src2).map_err(|d| d.in_stage(id))?
+        crate::kit::rewrite::keeping_steps(keep, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
     } else {
         out
     };
@@ -588,7 +599,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Ok(m) => m,
         Err(e) => return run_err(r, e),
     };
-    m.set_tracing(opts.trace);
+    m.set_tracing(opts.traces(st.info().id));
     crate::limits::set_phase(st.info().id, "running");
     let lookup = |id: &str| outputs.find(id).and_then(|s| outputs.get(s).ok());
     let res = outputs.with_input(st, |src| {
@@ -605,7 +616,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         r.cost = m.cost();
         let (run_steps, dropped) = m.take_trace();
         // the transform's own steps (a rewrite) come first, then the run's, each within the trace budget
-        let shown = if opts.trace { out.steps.len().min(opts.budget.trace_steps) } else { 0 };
+        let shown = if opts.traces(st.info().id) { out.steps.len().min(opts.budget.trace_steps) } else { 0 };
         r.trace = out.steps[..shown].iter().cloned().chain(run_steps).collect();
         r.trace_dropped = dropped + (out.steps.len() - shown) as u64;
         crate::limits::set_phase(st.info().id, "drawing its graph");

@@ -54,6 +54,10 @@ pub struct WebOptions {
     /// Stages whose trace and graph are included: absent = all. The others carry only their sizes
     /// (`trace_len`, `graph_nodes`, ...); `stage_detail` fetches the rest from the kept analysis.
     pub detail: Option<Vec<String>>,
+    /// Stages that record their traces (and keep their rewrites' steps): absent = all. The others run
+    /// untraced (`traced: false`), which is much cheaper for rewrite stages; `stage_detail` runs such a
+    /// stage again, traced, when the page asks for it.
+    pub traced: Option<Vec<String>>,
     /// Keep this analysis for `stage_detail` (the page's main runs; not its complexity sweeps).
     pub keep: bool,
     /// The run this analysis is a phase of (`analyse_stream`): it takes that run's id, and is kept
@@ -146,6 +150,9 @@ pub struct WebStage {
     pub graph_svg: Option<String>,
     /// Whether `trace`, `graph` and `graph_svg` are included (see `WebOptions::detail`).
     pub detail: bool,
+    /// Whether the stage ran traced (see `WebOptions::traced`): if not, `trace_len` is 0 and the steps
+    /// come with `stage_detail`.
+    pub traced: bool,
     pub trace_len: usize,
     pub graph_nodes: usize,
     pub graph_edges: usize,
@@ -185,6 +192,11 @@ pub struct WebAnalysis {
     pub elapsed_ms: f64,
     /// Identifies a kept analysis for `stage_detail`.
     pub run_id: u64,
+    /// What a kept analysis was made from, so that `stage_detail` can run an untraced stage again.
+    #[serde(skip)]
+    pub source: String,
+    #[serde(skip)]
+    pub options: WebOptions,
 }
 
 thread_local! {
@@ -204,10 +216,19 @@ fn next_run() -> u64 {
 pub struct StageDetail {
     pub id: String,
     pub detail: bool,
+    pub traced: bool,
     pub trace: Vec<WebStep>,
     pub trace_dropped: u64,
+    pub trace_len: usize,
     pub graph: Option<Graph>,
     pub graph_svg: Option<String>,
+    pub graph_nodes: usize,
+    pub graph_edges: usize,
+    pub graph_shared: usize,
+    pub graph_omitted: u64,
+    /// The stage's views, when it was run again traced (a rewrite trace view then has its steps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub views: Option<Vec<cotangent::stage::View>>,
 }
 
 /// The detail of stage `id` from the analysis kept under `run_id`, drawing its graph if needed.
@@ -215,11 +236,34 @@ pub fn detail_of(run_id: u64, id: &str, limit: Option<usize>) -> Option<StageDet
     KEPT.with(|k| {
         let mut k = k.borrow_mut();
         let a = k.as_mut().filter(|a| a.run_id == run_id)?;
+        let (source, options) = (a.source.clone(), a.options.clone());
         let s = a.stages.iter_mut().find(|s| s.desc.id == id)?;
+        let mut views = None;
+        if !s.traced && s.ok {
+            // run untraced with the others: run it again, alone and traced (its inputs are prepared again)
+            let again = WebOptions { stages: vec![id.to_string()], traced: None, detail: None, svg: Some(vec![]), keep: false, run: None, ..options };
+            let fresh = analyse_text(&source, &again).stages.into_iter().find(|t| t.desc.id == id)?;
+            views = Some(fresh.views.clone());
+            *s = WebStage { graph_svg: None, ..fresh };
+        }
         if s.graph_svg.is_none() {
             s.graph_svg = s.graph.as_ref().and_then(|g| dag::draw(&dag::G::from(g), limit.unwrap_or(dag::DRAW_LIMIT)));
         }
-        Some(StageDetail { id: id.to_string(), detail: true, trace: s.trace.clone(), trace_dropped: s.trace_dropped, graph: s.graph.clone(), graph_svg: s.graph_svg.clone() })
+        Some(StageDetail {
+            id: id.to_string(),
+            detail: true,
+            traced: s.traced,
+            trace: s.trace.clone(),
+            trace_dropped: s.trace_dropped,
+            trace_len: s.trace.len(),
+            graph: s.graph.clone(),
+            graph_svg: s.graph_svg.clone(),
+            graph_nodes: s.graph_nodes,
+            graph_edges: s.graph_edges,
+            graph_shared: s.graph_shared,
+            graph_omitted: s.graph_omitted,
+            views,
+        })
     })
 }
 
@@ -383,6 +427,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
         ..Options::default()
     };
     opts.trace = o.trace.unwrap_or(true);
+    opts.traced = o.traced.clone();
     if let Some(b) = &o.budget {
         let d = Budget::default();
         opts.budget = Budget {
@@ -473,6 +518,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                         .collect(),
                     trace_dropped: r.trace_dropped,
                     detail: true,
+                    traced: opts.traces(&r.id),
                     trace_len: 0,
                     graph_nodes: r.graph.as_ref().map_or(0, |g| g.nodes.len()),
                     graph_edges: r.graph.as_ref().map_or(0, |g| g.edges.len()),
@@ -489,6 +535,8 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
     }
     out.run_id = o.run.unwrap_or_else(next_run);
     if o.keep {
+        out.source = text.to_string();
+        out.options = o.clone();
         KEPT.with(|k| {
             let mut k = k.borrow_mut();
             match k.as_mut() {
@@ -797,6 +845,41 @@ mod tests {
         assert_eq!(d.graph.as_ref().map(|g| g.nodes.len()), f.graph.as_ref().map(|g| g.nodes.len()));
         assert!(d.graph_svg.is_some());
         assert!(detail_of(a.run_id + 1, "krawiec/monadic", None).is_none());
+    }
+
+    #[test]
+    fn untraced_stages_are_traced_again_on_demand() {
+        // a rewrite stage (unf/pe keeps its rule steps) and a taping stage, run untraced beside a traced one
+        let src = "input (3.0, 5.0, 7.0)\ndef main (x, y, z) = x * y * (y + z)\n";
+        let ids = ["dualrev/tape", "unf/pe", "krawiec/monadic"];
+        let stages: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let o = WebOptions { stages: stages.clone(), detail: Some(vec!["dualrev/tape".into()]), traced: Some(vec!["dualrev/tape".into()]), keep: true, ..WebOptions::default() };
+        let a = analyse_text(src, &o);
+        let full = analyse_text(src, &WebOptions { stages, ..WebOptions::default() });
+        for (s, f) in a.stages.iter().zip(&full.stages) {
+            assert!(s.ok && f.ok && f.traced && f.trace_len > 0, "{}", s.desc.id);
+            // the run is the same, traced or not
+            assert_eq!((&s.gradient, s.agrees), (&f.gradient, f.agrees), "{}", s.desc.id);
+            if s.desc.id == "dualrev/tape" {
+                assert!(s.traced && s.trace_len == f.trace_len);
+            } else {
+                assert!(!s.traced && s.trace_len == 0 && !s.detail, "{}", s.desc.id);
+            }
+        }
+        for id in ["unf/pe", "krawiec/monadic"] {
+            let f = full.stages.iter().find(|s| s.desc.id == id).unwrap();
+            let d = detail_of(a.run_id, id, None).unwrap();
+            assert!(d.traced && d.views.is_some(), "{id}");
+            assert_eq!((d.trace_len, d.trace_dropped, d.graph_nodes), (f.trace_len, f.trace_dropped, f.graph_nodes), "{id}");
+            assert_eq!(d.trace.iter().map(|t| &t.kind).collect::<Vec<_>>(), f.trace.iter().map(|t| &t.kind).collect::<Vec<_>>(), "{id}");
+            // asked again, the kept stage answers without running (no views sent twice)
+            let again = detail_of(a.run_id, id, None).unwrap();
+            assert!(again.views.is_none() && again.trace_len == f.trace_len);
+        }
+        // the rewrite trace view of unf/pe has its steps once traced
+        let pe = |v: &Vec<cotangent::stage::View>| v.iter().find(|v| v.name == "rewrite trace").map(|v| v.text.contains("program after it")).unwrap_or(false);
+        let views = |x: &WebAnalysis| x.stages.iter().find(|s| s.desc.id == "unf/pe").map(|s| s.views.clone()).unwrap();
+        assert!(!pe(&views(&a)) && pe(&views(&full)));
     }
 
     #[test]

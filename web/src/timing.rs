@@ -44,16 +44,13 @@ fn now() -> f64 {
     }
 }
 
-/// The best of `repeat` timings of `f` (milliseconds), each after its own untimed `setup`.
-fn best_of<S, T>(repeat: u32, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S) -> Result<T, String>) -> Result<f64, String> {
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
-        let mut s = setup();
-        let t0 = now();
-        f(&mut s)?;
-        best = best.min(now() - t0);
+/// The best of `repeat` timings of `f` in milliseconds (`cotangent::timing::best_of` on the host's clock).
+fn best_ms<S, T>(repeat: u32, setup: impl FnMut() -> S, f: impl FnMut(&mut S) -> Result<T, String>) -> Result<f64, String> {
+    match cotangent::timing::best_of(repeat as usize, &now, setup, f) {
+        Some((ms, _, Ok(_))) => Ok(ms),
+        Some((_, _, Err(e))) => Err(e),
+        None => Ok(0.0),
     }
-    Ok(best)
 }
 
 fn machine<'p>(p: &'p Program, b: &Builtins, budget: &Budget) -> Result<Machine<'p>, RunError> {
@@ -68,7 +65,7 @@ pub fn time_text(source: &str, stages_wanted: &[String], repeat: u32) -> Result<
     let input = program.input.as_ref().and_then(|e| cotangent::syntax::value_of(e).ok()).unwrap_or(Value::Unit);
     let budget = Budget { steps: 200_000_000, ..Budget::default() };
     let no_builtins = Builtins::new();
-    let primal_ms = best_of(repeat, || machine(&program, &no_builtins, &budget), |m| {
+    let primal_ms = best_ms(repeat, || machine(&program, &no_builtins, &budget), |m| {
         let m = m.as_mut().map_err(|e| e.message())?;
         m.call("main", vec![input.clone()]).map_err(|e| e.message())
     })?;
@@ -89,7 +86,7 @@ pub fn time_text(source: &str, stages_wanted: &[String], repeat: u32) -> Result<
             outputs.with_input(st, |src| {
                 let lookup = |_: &str| None;
                 let cx = RunCtx { src, origin: outputs.source(), input: &input, seed: &seed, outputs: &lookup };
-                best_of(repeat, || machine(&prepared.program, &prepared.builtins, &budget), |m| {
+                best_ms(repeat, || machine(&prepared.program, &prepared.builtins, &budget), |m| {
                     let m = m.as_mut().map_err(|e| e.message())?;
                     let r = match st.contract() {
                         Contract::Gradient => pipeline::run_output(st, m, &cx),

@@ -162,7 +162,8 @@ function loadDetail(id, beside = false) {
     if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
     if (!d) { r.detail_missing = true; }
     else Object.assign(r, d);
-    if (state.selected === id) { dag.render(state); stepper.render(state); document.body.dataset.detail = id; }
+    // a stage run again traced brings its views too (a rewrite trace view then has its steps)
+    if (state.selected === id) { dag.render(state); stepper.render(state); if (d?.views) program.render(state); document.body.dataset.detail = id; }
     else if (besideOf(state.selected)?.stage === id) dag.render(state);
   }).catch(() => {});
 }
@@ -209,7 +210,7 @@ async function main() {
   // The default stage refused this program (krawiec/monadic takes no array input): open on the first
   // stage that ran with steps over a graph instead, else forward.
   if (typeof start.stage !== 'string' && !stageResult(state.selected)?.ok) {
-    const ok = s => s?.ok && s.trace_len > 0 && s.graph_nodes > 0;
+    const ok = s => s?.ok && (s.trace_len > 0 || s.traced === false) && s.graph_nodes > 0;
     select(FIRST_SCREEN.find(id => ok(stageResult(id))) || state.result?.stages.find(ok)?.id || REFERENCE);
   }
   session.checkLinkedStage(state, stageOrder(), REFERENCE);

@@ -93,7 +93,7 @@ function renderBeside(state) {
  *  to draw yet. `main`: the selected stage's (nodes are buttons to their steps), else a picture. */
 function draw(box, r, main) {
   box.replaceChildren();
-  if (r && !r.detail && r.graph_nodes) {
+  if (r && !r.detail && (r.graph_nodes || r.traced === false)) {
     box.append(el('p', 'muted empty', r.detail_missing ? 'The graph is no longer in the worker (it was restarted); edit the program to run again.' : 'loading the graph…'));
     box.classList.add('empty');
     return false;

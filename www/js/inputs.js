@@ -17,10 +17,11 @@ export function options(state, extra = {}) {
   // A step budget per run (each stage runs separately): an exponential stage then fails on its own,
   // with the budget named, while the others still show, well inside the 3 s wall-time limit.
   // Only the selected stage's trace and graph travel with each run (and the graph drawn beside it);
-  // the others come on demand.
+  // the others come on demand. Only those are traced, too: the others run untraced (cheaper, most of
+  // all for the rewrite stages) and the worker runs one again, traced, when it is selected.
   const shown = [state.selected, besideOf(state.selected)?.stage].filter(Boolean);
   return { at: at || undefined, seed: seed || undefined, params: state.params, svg: shown, budget: { steps: STEP_BUDGET },
-    detail: shown, keep: true, ...extra };
+    detail: shown, traced: shown, keep: true, ...extra };
 }
 
 /** The input and seed fields, as typed. */

@@ -23,7 +23,7 @@ export function init(state) {
 function noStepsReason(r) {
   if (!r) return 'This stage has not run yet.';
   if (!r.ok) return 'No steps: this stage did not run (the reason is above).';
-  if (r.trace_len && !r.detail) return r.detail_missing ? 'The steps are no longer in the worker; edit the program to run again.' : 'loading the steps…';
+  if ((r.trace_len || r.traced === false) && !r.detail) return r.detail_missing ? 'The steps are no longer in the worker; edit the program to run again.' : 'loading the steps…';
   if (r.id === REFERENCE) return 'Forward mode has no backward pass: it pushes one tangent per input forward, so there is nothing to step through.';
   return 'This stage records no backward-pass steps: its gradient comes from running the program it prints, which is not traced step by step. Read its transformed program instead; the cost counters below count its work.';
 }

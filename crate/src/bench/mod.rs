@@ -21,6 +21,7 @@ use cotangent::pipeline::{self, Options};
 use cotangent::stage::{Contract, RunCtx, Source, Stage};
 use cotangent::stages;
 use cotangent::value::Value;
+use cotangent::timing::best_of;
 use std::time::Instant;
 
 pub struct Settings {
@@ -84,23 +85,10 @@ pub fn run(family_names: &[String], sizes: Option<&[usize]>, stage_ids: &[String
     }
 }
 
-/// Best of `repeat` timings of `f`, each after its own untimed `setup`; the last result is kept. A
-/// run that fails (a budget stop) is not repeated: it would only stop again, as late.
-fn best_of<S, T, E>(repeat: usize, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S) -> Result<T, E>) -> Option<(f64, S, Result<T, E>)> {
-    let mut best: Option<(f64, S, Result<T, E>)> = None;
-    for _ in 0..repeat.max(1) {
-        let mut s = setup();
-        let t0 = Instant::now();
-        let r = f(&mut s);
-        let secs = t0.elapsed().as_secs_f64();
-        let secs = best.as_ref().map_or(secs, |b| b.0.min(secs));
-        let failed = r.is_err();
-        best = Some((secs, s, r));
-        if failed {
-            break;
-        }
-    }
-    best
+/// Seconds since the first call: `cotangent::timing::best_of`'s clock natively.
+fn secs() -> f64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_secs_f64()
 }
 
 /// A machine for `program` whose run stops past `max_bytes` more live heap than now.
@@ -133,7 +121,7 @@ fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], s
     let input = program.input.as_ref().and_then(|e| cotangent::syntax::value_of(e).ok()).unwrap_or(Value::Unit);
     let no_builtins = Builtins::new();
     // the primal, measured in the same run as the stages below: the denominator of every ratio
-    let timed = best_of(set.repeat, || machine(&program, &no_builtins, set), |m| match m {
+    let timed = best_of(set.repeat, &secs, || machine(&program, &no_builtins, set), |m| match m {
         Ok(m) => m.call("main", vec![input.clone()]),
         Err(e) => Err(e.clone()),
     });
@@ -176,6 +164,7 @@ fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], s
             // each run on a fresh machine: a stage's runtime state must start empty
             let mut got = best_of(
                 set.repeat,
+                &secs,
                 || {
                     let m = machine(&out.program, &out.builtins, set);
                     alloc::reset_peak();

@@ -114,6 +114,21 @@ fn one_line(s: &str) -> String {
     }
 }
 
+thread_local! {
+    /// Whether rewrites keep their steps' text (`keeping_steps`); counted steps are kept regardless.
+    static KEEP_STEPS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Runs `f` with the rewrites it makes keeping their steps' text (`keep`) or only counting them. The
+/// pipeline turns it off for a stage whose trace nobody will look at (the page traces only the stage
+/// shown): printing each kept step and the program after it is most of a traced rewrite's time.
+pub fn keeping_steps<T>(keep: bool, f: impl FnOnce() -> T) -> T {
+    let before = KEEP_STEPS.with(|k| k.replace(keep));
+    let out = f();
+    KEEP_STEPS.with(|k| k.set(before));
+    out
+}
+
 struct Engine<'r, 'f> {
     rules: &'r [Rule],
     cx: RewriteCx<'f>,
@@ -161,7 +176,11 @@ pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> 
 }
 
 impl<'r, 'f> Engine<'r, 'f> {
-    fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
+    fn new(rules: &'r [Rule], fresh: &'f mut Fresh, mut budget: Budget) -> Engine<'r, 'f> {
+        if !KEEP_STEPS.with(|k| k.get()) {
+            budget.trace_steps = 0;
+            budget.program_after = false;
+        }
         let per_rule = rules.iter().map(|r| (r.name, 0)).collect();
         Engine {
             rules,
