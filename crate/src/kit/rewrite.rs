@@ -7,6 +7,13 @@
 //! the node in order; when one fires, its result is normalised again. Let/bind chains are walked in a
 //! loop (a long straight-line program is one deep chain); other nesting recurses, as the parser
 //! bounds it (see limits.rs).
+//!
+//! Strategy: `blocks` (blocks.rs) — for rules on do blocks that substitute (the monad laws): a block is
+//! walked statement by statement, left to right, with a substitution environment, so one pass does
+//! every substitution.
+
+mod blocks;
+pub use blocks::{normalise_blocks, Blocks, LinkRule, Linked, Site, Stmt};
 
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
@@ -22,9 +29,11 @@ pub struct Rule {
     pub apply: fn(&Expr, &mut RewriteCx) -> Option<Expr>,
 }
 
-/// What a rule may use besides the redex: fresh names for what it introduces.
+/// What a rule may use besides the redex: fresh names for what it introduces, and (in the `blocks`
+/// strategy) how often each local occurs in the program as the substitutions so far have left it.
 pub struct RewriteCx<'a> {
     pub fresh: &'a mut Fresh,
+    pub uses: std::collections::HashMap<u32, u32>,
 }
 
 /// One step of a rewrite: which rule fired where, and the redex before and after.
@@ -102,7 +111,42 @@ impl Trace {
             })
             .collect()
     }
+
+    /// The trace as a page view named `name`: how many steps by which rule, then each step's rule and
+    /// the redex before and after it.
+    pub fn view(&self, name: &str) -> crate::stage::View {
+        use std::fmt::Write;
+        // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
+        let mut tr = self.clone();
+        for s in &mut tr.steps {
+            for side in [&mut s.before, &mut s.after, &mut s.program] {
+                if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
+                    side.truncate(i);
+                    side.push_str(" …");
+                }
+            }
+        }
+        let tr = &tr;
+        let mut text = String::new();
+        let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+        let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
+        if (tr.steps.len() as u64) < tr.taken {
+            let _ = writeln!(text, "(the first {} are shown)", tr.steps.len());
+        }
+        let indent = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+        for (i, s) in tr.steps.iter().enumerate() {
+            let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
+            let _ = write!(text, "\n{}. {}{mark}\n{}\n  ⇝\n{}\n", i + 1, s.rule, indent(&s.before), indent(&s.after));
+            if !s.program.is_empty() {
+                let _ = write!(text, "  program after it:\n{}\n", indent(&s.program));
+            }
+        }
+        crate::stage::View { name: name.into(), text, ..Default::default() }
+    }
 }
+
+/// How much of each side of a step a view keeps.
+const STEP_TEXT: usize = 4_000;
 
 /// A printed expression on one line, cut at 160 characters.
 fn one_line(s: &str) -> String {
@@ -165,7 +209,7 @@ impl<'r, 'f> Engine<'r, 'f> {
         let per_rule = rules.iter().map(|r| (r.name, 0)).collect();
         Engine {
             rules,
-            cx: RewriteCx { fresh },
+            cx: RewriteCx { fresh, uses: Default::default() },
             budget,
             visits: 0,
             trace: Trace { steps: vec![], taken: 0, per_rule },
@@ -178,14 +222,7 @@ impl<'r, 'f> Engine<'r, 'f> {
     }
 
     fn budget_error(&self, which: &str, span: Span) -> Diagnostic {
-        let limit = if which == "steps" { self.budget.steps } else { self.budget.visits };
-        Diagnostic::error(
-            span,
-            format!(
-                "stopped: the rewrite {which} budget ({limit}) ran out after {} rule applications and {} node visits",
-                self.trace.taken, self.visits
-            ),
-        )
+        budget_error(&self.budget, self.trace.taken, self.visits, which, span)
     }
 
     /// Innermost normal form. Along a let/bind chain, the right-hand sides and the chain's tail are
@@ -300,6 +337,15 @@ impl<'r, 'f> Engine<'r, 'f> {
         }
         e
     }
+}
+
+/// The located message for a budget (`which`: "steps" or "visits") that ran out.
+fn budget_error(budget: &Budget, taken: u64, visits: u64, which: &str, span: Span) -> Diagnostic {
+    let limit = if which == "steps" { budget.steps } else { budget.visits };
+    Diagnostic::error(
+        span,
+        format!("stopped: the rewrite {which} budget ({limit}) ran out after {taken} rule applications and {visits} node visits"),
+    )
 }
 
 /// How much of a redex a step prints: its first `STEP_NODES` nodes in pre-order (a screenful), at most

@@ -7,12 +7,13 @@
 
 use super::{delta_type, stamp};
 use super::dual::{combine, DeltaCompanion};
-use super::simplify::simplify_owned;
 use crate::build::*;
 use crate::deriv;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
+use crate::kit::monad_laws::Simplifier;
 use crate::kit::polytypic::{map_reals, TypeRule};
+use crate::kit::rewrite::Trace;
 use std::collections::HashSet;
 use std::rc::Rc;
 
@@ -244,18 +245,24 @@ impl Drev<'_> {
 
 /// Translates every definition: a function `f = λx. e` becomes `f = λx. Drev{e}` (Drev{f} = pure f
 /// at its uses, as §7.5's separate compilation has it); any other `c = e` becomes `c = Drev{e}`.
-pub(crate) fn drev_program(p: &Program, fr: &mut Fresh, naming: Naming) -> Result<Program, Diagnostic> {
+/// Each definition is then simplified by the monad laws (kit/monad_laws.rs), whose trace is returned.
+pub(crate) fn drev_program(p: &Program, fr: &mut Fresh, naming: Naming) -> Result<(Program, Trace), Diagnostic> {
     let cafs: HashSet<Rc<str>> =
         p.defs.iter().filter(|d| !matches!(d.body.kind, ExprKind::Lam(..))).map(|d| d.name.text.clone()).collect();
     let mut out = p.clone();
+    let mut bodies = vec![];
     let mut dr = Drev { fr, cafs, naming };
-    for d in &mut out.defs {
-        let body = if matches!(d.body.kind, ExprKind::Lam(..)) { dr.function(&d.body)? } else { dr.expr(&d.body)? };
-        d.body = simplify_owned(body);
+    for d in &out.defs {
+        bodies.push(if matches!(d.body.kind, ExprKind::Lam(..)) { dr.function(&d.body)? } else { dr.expr(&d.body)? });
+    }
+    let mut laws = Simplifier::new(fr);
+    for (d, body) in out.defs.iter_mut().zip(bodies) {
+        d.body = laws.def(&d.name.text, body)?;
         d.scheme = None;
     }
+    let trace = laws.finish();
     out.expects.clear();
     out.input = None;
     out.seed = None;
-    Ok(out)
+    Ok((out, trace))
 }
