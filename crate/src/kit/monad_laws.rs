@@ -112,3 +112,91 @@ fn right_identity(e: Expr) -> Linked {
         kind => Linked::To(Expr { kind, span: e.span, ty: e.ty }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::*;
+    use crate::ir::Name;
+    use crate::kit::delta::drev::{Drev, Naming};
+    use crate::print::{print_expr, PrintOptions};
+
+    /// Drev (Krawiec Fig. 9) of `main (x, y)` = a straight chain of n lets, before simplification.
+    fn drev_chain(n: usize) -> (Expr, Fresh) {
+        let mut s = String::from("input (0.3, 0.7)\ndef main (x, y) =\n  let a0 = x in\n");
+        for i in 1..=n {
+            s += &format!("  let a{i} = sin a{} * y + 0.5 in\n", i - 1);
+        }
+        s += &format!("  a{n}\n");
+        let (p, _, _) = crate::pipeline::front_end(&s, &[]).expect("the chain checks");
+        let mut fr = Fresh::new(&p);
+        let body = p.def("main").expect("main").body.clone();
+        let mut dr = Drev { fr: &mut fr, cafs: Default::default(), naming: Naming::DeltaLet };
+        let e = dr.function(&body).expect("Drev");
+        (e, fr)
+    }
+
+    /// (rule steps, node visits) of the simplification of the chain of n lets.
+    fn effort(n: usize) -> (u64, u64) {
+        let (e, mut fr) = drev_chain(n);
+        let mut laws = Simplifier::new(&mut fr);
+        laws.def("main", e).expect("no budget runs out");
+        let visits = laws.visits();
+        (laws.finish().taken, visits)
+    }
+
+    #[test]
+    fn the_laws_take_steps_and_visits_in_proportion_to_a_straight_chain() {
+        // the chain is walked in loops: a big stack only for the IR's derived Clone and Drop
+        crate::limits::run_with_stack(|| {
+            let (s1, v1) = effort(1000);
+            let (s2, v2) = effort(2000);
+            let (s4, v4) = effort(4000);
+            // each line adds the same number of steps and visits: exactly linear, up to the ends
+            assert_eq!(s4 - s2, 2 * (s2 - s1), "steps {s1} {s2} {s4}");
+            assert_eq!(v4 - v2, 2 * (v2 - v1), "visits {v1} {v2} {v4}");
+            assert!(s1 >= 3000, "every line's do blocks are simplified: {s1}");
+        });
+    }
+
+    #[test]
+    fn the_three_laws_on_one_block_with_a_trace() {
+        // do { a ← do { b ← f 1.0; d ← g b; pure d }; c ← pure a; pure c }  →  do { b ← f 1.0; g b }
+        let n = |t: &str, i| Name::new(t, i);
+        let m = app(global("f"), real(1.0));
+        let gb = app(global("g"), var(&n("b", 2)));
+        let inner = bind(pvar(&n("b", 2)), m, bind(pvar(&n("d", 4)), gb, pure(var(&n("d", 4)))));
+        let e = bind(pvar(&n("a", 1)), inner, bind(pvar(&n("c", 3)), pure(var(&n("a", 1))), pure(var(&n("c", 3)))));
+        let mut fr = Fresh { next_id: 10 };
+        let mut laws = Simplifier::new(&mut fr);
+        let out = laws.def("main", e).unwrap();
+        assert_eq!(print_expr(&out, &PrintOptions::ascii()).split_whitespace().collect::<Vec<_>>().join(" "), "do { b <- f 1.0; g b }");
+        let tr = laws.finish();
+        let names: Vec<&str> = tr.steps.iter().map(|s| s.rule).collect();
+        assert_eq!(names, ["right identity", "associativity", "left identity", "right identity"]);
+        assert_eq!(tr.steps[1].path, Vec::<u32>::new(), "the block's first statement");
+        assert_eq!(tr.steps[2].path, vec![1, 1], "its third: b ← f 1.0 hoisted, then a ← g b");
+        assert!(tr.steps[2].after.contains("c ↦ a"), "{}", tr.steps[2].after);
+        assert!(tr.view(VIEW).text.starts_with("4 rewrite steps: left identity ×1, associativity ×1, right identity ×2"));
+    }
+
+    #[test]
+    fn a_tuple_is_substituted_only_for_a_variable_used_once() {
+        // do { p ← pure (x, y); q ← pure (x, y); r ← f p; g (q, q) }: p goes, q (used twice) stays
+        let n = |t: &str, i| Name::new(t, i);
+        let (x, y) = (var(&n("x", 1)), var(&n("y", 2)));
+        let e = bind(
+            pvar(&n("p", 3)),
+            pure(pair(x.clone(), y.clone())),
+            bind(
+                pvar(&n("q", 4)),
+                pure(pair(x, y)),
+                bind(pvar(&n("r", 5)), app(global("f"), var(&n("p", 3))), app(global("g"), pair(var(&n("q", 4)), var(&n("q", 4))))),
+            ),
+        );
+        let mut fr = Fresh { next_id: 10 };
+        let out = Simplifier::new(&mut fr).def("main", e).unwrap();
+        let text = print_expr(&out, &PrintOptions::ascii());
+        assert!(text.contains("f (x, y)") && text.contains("q <- pure (x, y)"), "{text}");
+    }
+}
