@@ -118,7 +118,7 @@ mod tests {
     use super::*;
     use crate::build::*;
     use crate::ir::Name;
-    use crate::kit::delta::drev::{Drev, Naming};
+    use crate::kit::delta::drev::{drev_lifted, Naming};
     use crate::print::{print_expr, PrintOptions};
 
     /// Drev (Krawiec Fig. 9) of `main (x, y)` = a straight chain of n lets, before simplification.
@@ -130,10 +130,8 @@ mod tests {
         s += &format!("  a{n}\n");
         let (p, _, _) = crate::pipeline::front_end(&s, &[]).expect("the chain checks");
         let mut fr = Fresh::new(&p);
-        let body = p.def("main").expect("main").body.clone();
-        let mut dr = Drev { fr: &mut fr, cafs: Default::default(), naming: Naming::DeltaLet };
-        let e = dr.function(&body).expect("Drev");
-        (e, fr)
+        let lifted = drev_lifted(&p, &mut fr, Naming::DeltaLet).expect("Drev");
+        (lifted.def("main").expect("main").body.clone(), fr)
     }
 
     /// (rule steps, node visits) of the simplification of the chain of n lets.
