@@ -170,10 +170,16 @@ impl<'r, 'f> Blocks<'r, 'f> {
         e
     }
 
-    /// The path to the `i`th statement of the block at `depth` (its rests are child 1).
+    /// The path to the `i`th statement of the block at `depth` (its rests are child 1), from the path
+    /// to a neighbouring statement: moving by one statement is one push or pop, so a long block is not
+    /// quadratic in its paths.
     fn at_stmt(&mut self, depth: usize, i: usize) {
-        self.path.truncate(depth);
-        self.path.extend(std::iter::repeat_n(1, i));
+        let want = depth + i;
+        if self.path.len() > want {
+            self.path.truncate(want);
+        } else {
+            self.path.resize(want, 1);
+        }
     }
 
     fn block(&mut self, e: Expr) -> Expr {
@@ -188,6 +194,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
             self.at_stmt(depth, done.len());
             self.path.push(0);
             stmt.rhs = self.walk(stmt.rhs);
+            self.path.pop();
             let mut node = stmt.then(rest);
             loop {
                 self.at_stmt(depth, done.len());
