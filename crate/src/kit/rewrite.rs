@@ -275,14 +275,7 @@ impl<'r, 'f> Engine<'r, 'f> {
             self.stopped = Some("visits");
             return e;
         }
-        let mut i = 0u32;
-        each_child_mut(&mut e, &mut |c| {
-            self.path.push(i);
-            let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
-            *c = self.normalise(taken);
-            self.path.pop();
-            i += 1;
-        });
+        map_children(self, &mut e, |en| &mut en.path, Self::normalise);
         self.at_root(e)
     }
 
@@ -337,6 +330,18 @@ impl<'r, 'f> Engine<'r, 'f> {
         }
         e
     }
+}
+
+/// Rewrites each child of `e` by `f`, in `ir::each_child` order, with its index on the path meanwhile.
+fn map_children<S>(s: &mut S, e: &mut Expr, path: fn(&mut S) -> &mut Vec<u32>, f: fn(&mut S, Expr) -> Expr) {
+    let mut i = 0u32;
+    each_child_mut(e, &mut |c| {
+        path(s).push(i);
+        let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
+        *c = f(s, taken);
+        path(s).pop();
+        i += 1;
+    });
 }
 
 /// The located message for a budget (`which`: "steps" or "visits") that ran out.

@@ -11,10 +11,10 @@
 //! in a loop (a long run is one long block); other nesting recurses, as the parser bounds it (limits.rs).
 //! Names are unique in a program (`Fresh`), so substitution never captures.
 
-use super::{budget_error, print_cut, Budget, RewriteCx, Step, Trace};
+use super::{budget_error, map_children, print_cut, Budget, RewriteCx, Step, Trace};
 use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{each_child, each_child_mut, Expr, ExprKind, Name, Pat, Type};
+use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
 use crate::print::{print_expr, PrintOptions};
 use std::collections::HashMap;
 
@@ -159,14 +159,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
             ExprKind::Bind(..) | ExprKind::Let(..) => return self.block(e),
             _ => {}
         }
-        let mut i = 0u32;
-        each_child_mut(&mut e, &mut |c| {
-            self.path.push(i);
-            let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
-            *c = self.walk(taken);
-            self.path.pop();
-            i += 1;
-        });
+        map_children(self, &mut e, |b| &mut b.path, Self::walk);
         e
     }
 
