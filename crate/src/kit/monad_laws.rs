@@ -27,7 +27,7 @@ pub const MONAD_LAWS: [LinkRule; 3] = [
 pub const VIEW: &str = "monad laws";
 
 /// Steps of the simplification the trace keeps with their text (the rest are counted).
-const TRACE_STEPS: usize = 400;
+const TRACE_STEPS: usize = 200;
 
 /// A simplification of a program's definitions, one after another, with one trace.
 pub struct Simplifier<'f>(Blocks<'static, 'f>);

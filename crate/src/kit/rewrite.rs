@@ -158,9 +158,9 @@ fn one_line(s: &str) -> String {
     }
 }
 
-struct Engine<'r, 'f> {
-    rules: &'r [Rule],
-    cx: RewriteCx<'f>,
+/// What both strategies keep as they walk: the budget and what it has used, the trace, and where
+/// they are (the definition, the path from its body).
+struct Walk {
     budget: Budget,
     visits: u64,
     trace: Trace,
@@ -168,6 +168,47 @@ struct Engine<'r, 'f> {
     path: Vec<u32>,
     stopped: Option<&'static str>,
     print: PrintOptions,
+}
+
+impl Walk {
+    fn new(budget: Budget, rules: impl Iterator<Item = &'static str>) -> Walk {
+        let per_rule = rules.map(|r| (r, 0)).collect();
+        let trace = Trace { steps: vec![], taken: 0, per_rule };
+        Walk { budget, visits: 0, trace, def: String::new(), path: vec![], stopped: None, print: PrintOptions::unicode() }
+    }
+
+    /// Counts a node visit: false (and stopped) once the visit budget is spent.
+    fn visit(&mut self) -> bool {
+        self.visits += 1;
+        if self.visits > self.budget.visits {
+            self.stopped = Some("visits");
+        }
+        self.stopped.is_none()
+    }
+
+    /// Counts a step by the `k`th rule: false (and stopped) once the step budget is spent.
+    fn step(&mut self, k: usize) -> bool {
+        self.trace.taken += 1;
+        self.trace.per_rule[k].1 += 1;
+        if self.trace.taken > self.budget.steps {
+            self.stopped = Some("steps");
+        }
+        self.stopped.is_none()
+    }
+
+    /// The located message for the budget that ran out, if one did.
+    fn result<T>(&self, out: T, span: Span) -> Result<T, Diagnostic> {
+        match self.stopped {
+            Some(which) => Err(budget_error(&self.budget, self.trace.taken, self.visits, which, span)),
+            None => Ok(out),
+        }
+    }
+}
+
+struct Engine<'r, 'f> {
+    rules: &'r [Rule],
+    cx: RewriteCx<'f>,
+    w: Walk,
     /// The current definition as the steps so far left it (`Budget::program_after`).
     shadow: Option<Expr>,
 }
@@ -178,17 +219,15 @@ pub fn normalise_program(mut p: Program, rules: &[Rule], budget: Budget) -> Resu
     let mut fresh = Fresh::new(&p);
     let mut en = Engine::new(rules, &mut fresh, budget);
     for d in &mut p.defs {
-        en.def = d.name.text.to_string();
-        if en.budget.program_after {
+        en.w.def = d.name.text.to_string();
+        if en.w.budget.program_after {
             en.shadow = Some(d.body.clone());
         }
         let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
-        d.body = en.normalise(body);
-        if let Some(which) = en.stopped {
-            return Err(en.budget_error(which, d.span));
-        }
+        let out = en.normalise(body);
+        d.body = en.w.result(out, d.span)?;
     }
-    let trace = en.trace;
+    let trace = en.w.trace;
     p.next_id = fresh.next_id;
     Ok((p, trace))
 }
@@ -198,41 +237,24 @@ pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> 
     let span = e.span;
     let mut en = Engine::new(rules, fresh, budget);
     let out = en.normalise(e);
-    match en.stopped {
-        Some(which) => Err(en.budget_error(which, span)),
-        None => Ok((out, en.trace)),
-    }
+    let out = en.w.result(out, span)?;
+    Ok((out, en.w.trace))
 }
 
 impl<'r, 'f> Engine<'r, 'f> {
     fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
-        let per_rule = rules.iter().map(|r| (r.name, 0)).collect();
-        Engine {
-            rules,
-            cx: RewriteCx { fresh, uses: Default::default() },
-            budget,
-            visits: 0,
-            trace: Trace { steps: vec![], taken: 0, per_rule },
-            def: String::new(),
-            path: vec![],
-            stopped: None,
-            print: PrintOptions::unicode(),
-            shadow: None,
-        }
-    }
-
-    fn budget_error(&self, which: &str, span: Span) -> Diagnostic {
-        budget_error(&self.budget, self.trace.taken, self.visits, which, span)
+        let w = Walk::new(budget, rules.iter().map(|r| r.name));
+        Engine { rules, cx: RewriteCx { fresh, uses: Default::default() }, w, shadow: None }
     }
 
     /// Innermost normal form. Along a let/bind chain, the right-hand sides and the chain's tail are
     /// normalised first, then the chain is rebuilt from its end with the rules tried at each link (no
     /// recursion along it).
     fn normalise(&mut self, e: Expr) -> Expr {
-        if self.stopped.is_some() {
+        if self.w.stopped.is_some() {
             return e;
         }
-        let depth = self.path.len();
+        let depth = self.w.path.len();
         // (is a bind, pattern, right-hand side, span, type) of each link, outermost first
         let mut links: Vec<(bool, Pat, Expr, Span, Type)> = vec![];
         let mut cur = e;
@@ -249,33 +271,31 @@ impl<'r, 'f> Engine<'r, 'f> {
                 kind => break Expr { kind, span: cur.span, ty: cur.ty },
             }
         };
-        // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n]
-        for (i, link) in links.iter_mut().enumerate() {
-            self.path.extend(std::iter::repeat_n(1, i));
-            self.path.push(0);
+        // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n] (one push per
+        // link, so that a long chain's paths are not rebuilt quadratically)
+        for link in links.iter_mut() {
+            self.w.path.push(0);
             let rhs = std::mem::replace(&mut link.2, Expr::gen(ExprKind::Unit));
             link.2 = self.normalise(rhs);
-            self.path.truncate(depth);
+            self.w.path.pop();
+            self.w.path.push(1);
         }
-        self.path.extend(std::iter::repeat_n(1, links.len()));
         let mut acc = self.node(tail);
         while let Some((is_bind, p, rhs, span, ty)) = links.pop() {
-            self.path.pop();
+            self.w.path.pop();
             let kind = if is_bind { ExprKind::Bind(p, Box::new(rhs), Box::new(acc)) } else { ExprKind::Let(p, Box::new(rhs), Box::new(acc)) };
             acc = self.at_root(Expr { kind, span, ty });
         }
-        self.path.truncate(depth);
+        self.w.path.truncate(depth);
         acc
     }
 
     /// A node that is not a let or bind: its children normalised, then the rules tried at it.
     fn node(&mut self, mut e: Expr) -> Expr {
-        self.visits += 1;
-        if self.visits > self.budget.visits {
-            self.stopped = Some("visits");
+        if !self.w.visit() {
             return e;
         }
-        map_children(self, &mut e, |en| &mut en.path, Self::normalise);
+        map_children(self, &mut e, |en| &mut en.w.path, Self::normalise);
         self.at_root(e)
     }
 
@@ -284,7 +304,7 @@ impl<'r, 'f> Engine<'r, 'f> {
     fn program_after(&mut self, new: &Expr) -> String {
         let Some(root) = &mut self.shadow else { return String::new() };
         let mut at = root;
-        for &i in &self.path {
+        for &i in &self.w.path {
             let Some(c) = crate::ir::children_mut(at).into_iter().nth(i as usize) else {
                 self.shadow = None;
                 return String::new();
@@ -293,36 +313,33 @@ impl<'r, 'f> Engine<'r, 'f> {
         }
         *at = new.clone();
         let root = self.shadow.as_mut().expect("still there");
-        print_cut(root, &self.print)
+        print_cut(root, &self.w.print)
     }
 
     /// Tries the rules at the root of `e` (whose children are normal), in order; the first that fires
     /// is recorded and its result normalised again.
     fn at_root(&mut self, mut e: Expr) -> Expr {
-        if self.stopped.is_some() {
+        if self.w.stopped.is_some() {
             return e;
         }
         for (k, rule) in self.rules.iter().enumerate() {
             let Some(mut new) = (rule.apply)(&e, &mut self.cx) else { continue };
-            self.trace.taken += 1;
-            self.trace.per_rule[k].1 += 1;
-            if self.trace.taken > self.budget.steps {
-                self.stopped = Some("steps");
+            if !self.w.step(k) {
                 return e;
             }
-            if self.trace.steps.len() < self.budget.trace_steps {
+            if self.w.trace.steps.len() < self.w.budget.trace_steps {
                 let program = self.program_after(&new);
-                self.trace.steps.push(Step {
+                self.w.trace.steps.push(Step {
                     rule: rule.name,
                     inexact: rule.inexact,
-                    def: self.def.clone(),
-                    path: self.path.clone(),
+                    def: self.w.def.clone(),
+                    path: self.w.path.clone(),
                     span: (!e.span.is_none()).then_some(e.span),
-                    before: print_cut(&mut e, &self.print),
-                    after: print_cut(&mut new, &self.print),
+                    before: print_cut(&mut e, &self.w.print),
+                    after: print_cut(&mut new, &self.w.print),
                     program,
                 });
-                if self.trace.steps.len() == self.budget.trace_steps {
+                if self.w.trace.steps.len() == self.w.budget.trace_steps {
                     self.shadow = None;
                 }
             }

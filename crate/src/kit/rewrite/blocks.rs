@@ -11,11 +11,11 @@
 //! in a loop (a long run is one long block); other nesting recurses, as the parser bounds it (limits.rs).
 //! Names are unique in a program (`Fresh`), so substitution never captures.
 
-use super::{budget_error, map_children, print_cut, Budget, RewriteCx, Step, Trace};
+use super::{map_children, print_cut, Budget, RewriteCx, Step, Trace, Walk};
 use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
-use crate::print::{print_expr, PrintOptions};
+use crate::print::print_expr;
 use std::collections::HashMap;
 
 /// A rule at a statement `p ← m; k` (an `ExprKind::Bind`; the strategy never offers it a `let`).
@@ -83,15 +83,9 @@ impl Stmt {
 pub struct Blocks<'r, 'f> {
     rules: &'r [LinkRule],
     cx: RewriteCx<'f>,
-    budget: Budget,
     /// x ↦ v for every statement dropped under a substitution (ids are unique in a program).
     env: HashMap<u32, Expr>,
-    visits: u64,
-    trace: Trace,
-    def: String,
-    path: Vec<u32>,
-    stopped: Option<&'static str>,
-    print: PrintOptions,
+    w: Walk,
 }
 
 /// Rewrites one expression under `rules` with the `blocks` strategy.
@@ -103,50 +97,31 @@ pub fn normalise_blocks(e: Expr, rules: &[LinkRule], fresh: &mut Fresh, budget: 
 
 impl<'r, 'f> Blocks<'r, 'f> {
     pub fn new(rules: &'r [LinkRule], fresh: &'f mut Fresh, budget: Budget) -> Blocks<'r, 'f> {
-        let per_rule = rules.iter().map(|r| (r.name, 0)).collect();
-        Blocks {
-            rules,
-            cx: RewriteCx { fresh, uses: HashMap::new() },
-            budget,
-            env: HashMap::new(),
-            visits: 0,
-            trace: Trace { steps: vec![], taken: 0, per_rule },
-            def: String::new(),
-            path: vec![],
-            stopped: None,
-            print: PrintOptions::unicode(),
-        }
+        let w = Walk::new(budget, rules.iter().map(|r| r.name));
+        Blocks { rules, cx: RewriteCx { fresh, uses: HashMap::new() }, env: HashMap::new(), w }
     }
 
     /// The normal form of the definition `name = e`.
     pub fn def(&mut self, name: &str, e: Expr) -> Result<Expr, Diagnostic> {
-        self.def = name.to_string();
+        self.w.def = name.to_string();
         self.cx.uses.clear();
         count_uses(&e, &mut self.cx.uses);
         let span = e.span;
         let out = self.walk(e);
-        match self.stopped {
-            Some(which) => Err(budget_error(&self.budget, self.trace.taken, self.visits, which, span)),
-            None => Ok(out),
-        }
+        self.w.result(out, span)
     }
 
     /// Node visits so far (each node is visited once, and each substituted variable once more).
     pub fn visits(&self) -> u64 {
-        self.visits
+        self.w.visits
     }
 
     pub fn finish(self) -> Trace {
-        self.trace
+        self.w.trace
     }
 
     fn walk(&mut self, mut e: Expr) -> Expr {
-        if self.stopped.is_some() {
-            return e;
-        }
-        self.visits += 1;
-        if self.visits > self.budget.visits {
-            self.stopped = Some("visits");
+        if self.w.stopped.is_some() || !self.w.visit() {
             return e;
         }
         match &e.kind {
@@ -159,7 +134,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
             ExprKind::Bind(..) | ExprKind::Let(..) => return self.block(e),
             _ => {}
         }
-        map_children(self, &mut e, |b| &mut b.path, Self::walk);
+        map_children(self, &mut e, |b| &mut b.w.path, Self::walk);
         e
     }
 
@@ -168,15 +143,15 @@ impl<'r, 'f> Blocks<'r, 'f> {
     /// quadratic in its paths.
     fn at_stmt(&mut self, depth: usize, i: usize) {
         let want = depth + i;
-        if self.path.len() > want {
-            self.path.truncate(want);
+        if self.w.path.len() > want {
+            self.w.path.truncate(want);
         } else {
-            self.path.resize(want, 1);
+            self.w.path.resize(want, 1);
         }
     }
 
     fn block(&mut self, e: Expr) -> Expr {
-        let depth = self.path.len();
+        let depth = self.w.path.len();
         let mut done: Vec<Stmt> = vec![];
         let mut cur = e;
         let tail = 'walk: loop {
@@ -185,9 +160,9 @@ impl<'r, 'f> Blocks<'r, 'f> {
                 Err(tail) => break tail,
             };
             self.at_stmt(depth, done.len());
-            self.path.push(0);
+            self.w.path.push(0);
             stmt.rhs = self.walk(stmt.rhs);
-            self.path.pop();
+            self.w.path.pop();
             let mut node = stmt.then(rest);
             loop {
                 self.at_stmt(depth, done.len());
@@ -235,7 +210,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
                 Err(e) => e,
             };
         }
-        self.path.truncate(depth);
+        self.w.path.truncate(depth);
         acc
     }
 
@@ -252,45 +227,42 @@ impl<'r, 'f> Blocks<'r, 'f> {
 
     /// Tries the rules of `site` at a statement in order; the first that matches is applied and recorded.
     fn fire(&mut self, site: Site, mut node: Expr) -> Result<Linked, Expr> {
-        if self.stopped.is_some() || !matches!(node.kind, ExprKind::Bind(..)) {
+        if self.w.stopped.is_some() || !matches!(node.kind, ExprKind::Bind(..)) {
             return Err(node);
         }
         let Some(k) = self.rules.iter().position(|r| r.site == site && (r.matches)(&node, &self.cx)) else { return Err(node) };
         let rule = &self.rules[k];
-        self.trace.taken += 1;
-        self.trace.per_rule[k].1 += 1;
-        if self.trace.taken > self.budget.steps {
-            self.stopped = Some("steps");
+        if !self.w.step(k) {
             return Err(node);
         }
-        if self.trace.steps.len() >= self.budget.trace_steps {
+        if self.w.trace.steps.len() >= self.w.budget.trace_steps {
             return Ok((rule.apply)(node));
         }
         let span = (!node.span.is_none()).then_some(node.span);
-        let before = print_cut(&mut node, &self.print);
+        let before = print_cut(&mut node, &self.w.print);
         let (out, after) = match (rule.apply)(node) {
             Linked::Under { x, v, mut rest } => {
-                let after = format!("{}\n  with {} ↦ {}", print_cut(&mut rest, &self.print), x.text, print_expr(&v, &self.print));
+                let after = format!("{}\n  with {} ↦ {}", print_cut(&mut rest, &self.w.print), x.text, print_expr(&v, &self.w.print));
                 (Linked::Under { x, v, rest }, after)
             }
             Linked::Hoist { stmt, rest } => {
                 let mut e = stmt.then(rest);
-                let after = print_cut(&mut e, &self.print);
+                let after = print_cut(&mut e, &self.w.print);
                 match Stmt::split(e) {
                     Ok((stmt, rest)) => (Linked::Hoist { stmt, rest }, after),
                     Err(e) => (Linked::To(e), after),
                 }
             }
             Linked::To(mut e) => {
-                let after = print_cut(&mut e, &self.print);
+                let after = print_cut(&mut e, &self.w.print);
                 (Linked::To(e), after)
             }
         };
-        self.trace.steps.push(Step {
+        self.w.trace.steps.push(Step {
             rule: rule.name,
             inexact: false,
-            def: self.def.clone(),
-            path: self.path.clone(),
+            def: self.w.def.clone(),
+            path: self.w.path.clone(),
             span,
             before,
             after,
