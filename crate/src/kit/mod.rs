@@ -4,6 +4,7 @@
 pub mod passes;
 pub mod arrays;
 pub mod delta;
+pub mod monad_laws;
 pub mod monadic;
 pub mod polytypic;
 pub mod rewrite;

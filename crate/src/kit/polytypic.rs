@@ -39,7 +39,13 @@ pub fn with_real(t: &Type, real: &Type) -> Type {
 /// gives the pair `(x', n')` at each leaf, and tuples and sums are rebuilt around the `x'`s; the whole
 /// gives `(x', n_last)`. Fig. 15's `initVars_S`, which numbers the reals of the input, is one.
 pub fn map_shape_acc(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr, Expr) -> Expr) -> Expr {
+    map_shape_acc_to(ty, x, n, fr, &|_| false, leaf)
+}
+
+/// `map_shape_acc` that also treats as a leaf every type where `stop` holds (not walked into).
+pub fn map_shape_acc_to(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, stop: &dyn Fn(&Type) -> bool, leaf: &dyn Fn(&Type, Expr, Expr) -> Expr) -> Expr {
     match ty {
+        t if stop(t) => leaf(t, x, n),
         // ((a, b), n) = let (a', n1) = go_A (a, n) in let (b', n2) = go_B (b, n1) in ((a', b'), n2)
         Type::Tuple(ts) if !ts.is_empty() => {
             let xs: Vec<Name> = ts.iter().map(|_| fr.name("x")).collect();
@@ -48,15 +54,15 @@ pub fn map_shape_acc(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, leaf: &dyn Fn(
             let mut body = pair(tuple(ys.iter().map(var).collect()), var(&ns[ns.len() - 1]));
             for i in (0..ts.len()).rev() {
                 let prev = if i == 0 { n.clone() } else { var(&ns[i - 1]) };
-                body = let_(ppair(pvar(&ys[i]), pvar(&ns[i])), map_shape_acc(&ts[i], var(&xs[i]), prev, fr, leaf), body);
+                body = let_(ppair(pvar(&ys[i]), pvar(&ns[i])), map_shape_acc_to(&ts[i], var(&xs[i]), prev, fr, stop, leaf), body);
             }
             let_(ptuple(xs.iter().map(pvar).collect()), x, body)
         }
         // (inl a, n) = let (a', n1) = go_A (a, n) in (inl a', n1), and likewise inr
         Type::Sum(a, b) => {
             let (xa, xb, ya, yb, na, nb) = (fr.name("x"), fr.name("x"), fr.name("y"), fr.name("y"), fr.name("n"), fr.name("n"));
-            let left = let_(ppair(pvar(&ya), pvar(&na)), map_shape_acc(a, var(&xa), n.clone(), fr, leaf), pair(inl(var(&ya)), var(&na)));
-            let right = let_(ppair(pvar(&yb), pvar(&nb)), map_shape_acc(b, var(&xb), n, fr, leaf), pair(inr(var(&yb)), var(&nb)));
+            let left = let_(ppair(pvar(&ya), pvar(&na)), map_shape_acc_to(a, var(&xa), n.clone(), fr, stop, leaf), pair(inl(var(&ya)), var(&na)));
+            let right = let_(ppair(pvar(&yb), pvar(&nb)), map_shape_acc_to(b, var(&xb), n, fr, stop, leaf), pair(inr(var(&yb)), var(&nb)));
             case(x, pvar(&xa), left, pvar(&xb), right)
         }
         // arrays thread n through their elements: the accumulators before each element are a scanl,
@@ -65,7 +71,7 @@ pub fn map_shape_acc(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, leaf: &dyn Fn(
         t if t.as_array().is_some() => {
             let elem = t.as_array().expect("checked");
             let (xs, ns, go, v, m, i) = (fr.name("xs"), fr.name("ns"), fr.name("go"), fr.name("v"), fr.name("n"), fr.name("i"));
-            let walk = lam(ppair(pvar(&v), pvar(&m)), map_shape_acc(elem, var(&v), var(&m), fr, leaf));
+            let walk = lam(ppair(pvar(&v), pvar(&m)), map_shape_acc_to(elem, var(&v), var(&m), fr, stop, leaf));
             let (v2, m2) = (fr.name("v"), fr.name("n"));
             let step = lam(pvar(&m2), lam(pvar(&v2), snd(app(var(&go), pair(var(&v2), var(&m2))))));
             let len = prim(Prim::Length, vec![var(&xs)]);
@@ -164,23 +170,29 @@ pub fn is_real_tuple(t: &Type) -> bool {
 /// Code that destructures `x : ty` (tuples and sums), applies `leaf` at each leaf (reals, integers,
 /// booleans, units, named types) and rebuilds the same shape.
 pub fn map_shape(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(&Type, Expr, &mut Fresh) -> Expr) -> Expr {
+    map_shape_to(ty, x, fr, &|_| false, leaf)
+}
+
+/// `map_shape` that also treats as a leaf every type where `stop` holds (not destructured).
+pub fn map_shape_to(ty: &Type, x: Expr, fr: &mut Fresh, stop: &dyn Fn(&Type) -> bool, leaf: &dyn Fn(&Type, Expr, &mut Fresh) -> Expr) -> Expr {
     match ty {
+        t if stop(t) => leaf(t, x, fr),
         Type::Tuple(ts) => {
             let ns: Vec<Name> = ts.iter().map(|_| fr.name("v")).collect();
-            let parts = ts.iter().zip(&ns).map(|(t, n)| map_shape(t, var(n), fr, leaf)).collect();
+            let parts = ts.iter().zip(&ns).map(|(t, n)| map_shape_to(t, var(n), fr, stop, leaf)).collect();
             let_(ptuple(ns.iter().map(pvar).collect()), x, tuple(parts))
         }
         Type::Sum(a, b) => {
             let (na, nb) = (fr.name("l"), fr.name("r"));
-            let ea = inl(map_shape(a, var(&na), fr, leaf));
-            let eb = inr(map_shape(b, var(&nb), fr, leaf));
+            let ea = inl(map_shape_to(a, var(&na), fr, stop, leaf));
+            let eb = inr(map_shape_to(b, var(&nb), fr, stop, leaf));
             case(x, pvar(&na), ea, pvar(&nb), eb)
         }
         // map (λv. go v) x
         t if t.as_array().is_some() => {
             let elem = t.as_array().expect("checked");
             let v = fr.name("v");
-            let each = lam(pvar(&v), map_shape(elem, var(&v), fr, leaf));
+            let each = lam(pvar(&v), map_shape_to(elem, var(&v), fr, stop, leaf));
             prim(Prim::Map, vec![each, x])
         }
         t => leaf(t, x, fr),

@@ -7,6 +7,13 @@
 //! the node in order; when one fires, its result is normalised again. Let/bind chains are walked in a
 //! loop (a long straight-line program is one deep chain); other nesting recurses, as the parser
 //! bounds it (see limits.rs).
+//!
+//! Strategy: `blocks` (blocks.rs) — for rules on do blocks that substitute (the monad laws): a block is
+//! walked statement by statement, left to right, with a substitution environment, so one pass does
+//! every substitution.
+
+mod blocks;
+pub use blocks::{normalise_blocks, Blocks, LinkRule, Linked, Site, Stmt};
 
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
@@ -22,9 +29,11 @@ pub struct Rule {
     pub apply: fn(&Expr, &mut RewriteCx) -> Option<Expr>,
 }
 
-/// What a rule may use besides the redex: fresh names for what it introduces.
+/// What a rule may use besides the redex: fresh names for what it introduces, and (in the `blocks`
+/// strategy) how often each local occurs in the program as the substitutions so far have left it.
 pub struct RewriteCx<'a> {
     pub fresh: &'a mut Fresh,
+    pub uses: std::collections::HashMap<u32, u32>,
 }
 
 /// One step of a rewrite: which rule fired where, and the redex before and after.
@@ -102,7 +111,42 @@ impl Trace {
             })
             .collect()
     }
+
+    /// The trace as a page view named `name`: how many steps by which rule, then each step's rule and
+    /// the redex before and after it.
+    pub fn view(&self, name: &str) -> crate::stage::View {
+        use std::fmt::Write;
+        // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
+        let mut tr = self.clone();
+        for s in &mut tr.steps {
+            for side in [&mut s.before, &mut s.after, &mut s.program] {
+                if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
+                    side.truncate(i);
+                    side.push_str(" …");
+                }
+            }
+        }
+        let tr = &tr;
+        let mut text = String::new();
+        let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+        let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
+        if (tr.steps.len() as u64) < tr.taken {
+            let _ = writeln!(text, "(the first {} are shown)", tr.steps.len());
+        }
+        let indent = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+        for (i, s) in tr.steps.iter().enumerate() {
+            let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
+            let _ = write!(text, "\n{}. {}{mark}\n{}\n  ⇝\n{}\n", i + 1, s.rule, indent(&s.before), indent(&s.after));
+            if !s.program.is_empty() {
+                let _ = write!(text, "  program after it:\n{}\n", indent(&s.program));
+            }
+        }
+        crate::stage::View { name: name.into(), text, ..Default::default() }
+    }
 }
+
+/// How much of each side of a step a view keeps.
+const STEP_TEXT: usize = 4_000;
 
 /// A printed expression on one line, cut at 160 characters.
 fn one_line(s: &str) -> String {
@@ -129,9 +173,9 @@ pub fn keeping_steps<T>(keep: bool, f: impl FnOnce() -> T) -> T {
     out
 }
 
-struct Engine<'r, 'f> {
-    rules: &'r [Rule],
-    cx: RewriteCx<'f>,
+/// What both strategies keep as they walk: the budget and what it has used, the trace, and where
+/// they are (the definition, the path from its body).
+struct Walk {
     budget: Budget,
     visits: u64,
     trace: Trace,
@@ -139,6 +183,51 @@ struct Engine<'r, 'f> {
     path: Vec<u32>,
     stopped: Option<&'static str>,
     print: PrintOptions,
+}
+
+impl Walk {
+    fn new(mut budget: Budget, rules: impl Iterator<Item = &'static str>) -> Walk {
+        if !KEEP_STEPS.with(|k| k.get()) {
+            budget.trace_steps = 0;
+            budget.program_after = false;
+        }
+        let per_rule = rules.map(|r| (r, 0)).collect();
+        let trace = Trace { steps: vec![], taken: 0, per_rule };
+        Walk { budget, visits: 0, trace, def: String::new(), path: vec![], stopped: None, print: PrintOptions::unicode() }
+    }
+
+    /// Counts a node visit: false (and stopped) once the visit budget is spent.
+    fn visit(&mut self) -> bool {
+        self.visits += 1;
+        if self.visits > self.budget.visits {
+            self.stopped = Some("visits");
+        }
+        self.stopped.is_none()
+    }
+
+    /// Counts a step by the `k`th rule: false (and stopped) once the step budget is spent.
+    fn step(&mut self, k: usize) -> bool {
+        self.trace.taken += 1;
+        self.trace.per_rule[k].1 += 1;
+        if self.trace.taken > self.budget.steps {
+            self.stopped = Some("steps");
+        }
+        self.stopped.is_none()
+    }
+
+    /// The located message for the budget that ran out, if one did.
+    fn result<T>(&self, out: T, span: Span) -> Result<T, Diagnostic> {
+        match self.stopped {
+            Some(which) => Err(budget_error(&self.budget, self.trace.taken, self.visits, which, span)),
+            None => Ok(out),
+        }
+    }
+}
+
+struct Engine<'r, 'f> {
+    rules: &'r [Rule],
+    cx: RewriteCx<'f>,
+    w: Walk,
     /// The current definition as the steps so far left it (`Budget::program_after`).
     shadow: Option<Expr>,
 }
@@ -149,17 +238,15 @@ pub fn normalise_program(mut p: Program, rules: &[Rule], budget: Budget) -> Resu
     let mut fresh = Fresh::new(&p);
     let mut en = Engine::new(rules, &mut fresh, budget);
     for d in &mut p.defs {
-        en.def = d.name.text.to_string();
-        if en.budget.program_after {
+        en.w.def = d.name.text.to_string();
+        if en.w.budget.program_after {
             en.shadow = Some(d.body.clone());
         }
         let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
-        d.body = en.normalise(body);
-        if let Some(which) = en.stopped {
-            return Err(en.budget_error(which, d.span));
-        }
+        let out = en.normalise(body);
+        d.body = en.w.result(out, d.span)?;
     }
-    let trace = en.trace;
+    let trace = en.w.trace;
     p.next_id = fresh.next_id;
     Ok((p, trace))
 }
@@ -169,52 +256,24 @@ pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> 
     let span = e.span;
     let mut en = Engine::new(rules, fresh, budget);
     let out = en.normalise(e);
-    match en.stopped {
-        Some(which) => Err(en.budget_error(which, span)),
-        None => Ok((out, en.trace)),
-    }
+    let out = en.w.result(out, span)?;
+    Ok((out, en.w.trace))
 }
 
 impl<'r, 'f> Engine<'r, 'f> {
-    fn new(rules: &'r [Rule], fresh: &'f mut Fresh, mut budget: Budget) -> Engine<'r, 'f> {
-        if !KEEP_STEPS.with(|k| k.get()) {
-            budget.trace_steps = 0;
-            budget.program_after = false;
-        }
-        let per_rule = rules.iter().map(|r| (r.name, 0)).collect();
-        Engine {
-            rules,
-            cx: RewriteCx { fresh },
-            budget,
-            visits: 0,
-            trace: Trace { steps: vec![], taken: 0, per_rule },
-            def: String::new(),
-            path: vec![],
-            stopped: None,
-            print: PrintOptions::unicode(),
-            shadow: None,
-        }
-    }
-
-    fn budget_error(&self, which: &str, span: Span) -> Diagnostic {
-        let limit = if which == "steps" { self.budget.steps } else { self.budget.visits };
-        Diagnostic::error(
-            span,
-            format!(
-                "stopped: the rewrite {which} budget ({limit}) ran out after {} rule applications and {} node visits",
-                self.trace.taken, self.visits
-            ),
-        )
+    fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
+        let w = Walk::new(budget, rules.iter().map(|r| r.name));
+        Engine { rules, cx: RewriteCx { fresh, uses: Default::default() }, w, shadow: None }
     }
 
     /// Innermost normal form. Along a let/bind chain, the right-hand sides and the chain's tail are
     /// normalised first, then the chain is rebuilt from its end with the rules tried at each link (no
     /// recursion along it).
     fn normalise(&mut self, e: Expr) -> Expr {
-        if self.stopped.is_some() {
+        if self.w.stopped.is_some() {
             return e;
         }
-        let depth = self.path.len();
+        let depth = self.w.path.len();
         // (is a bind, pattern, right-hand side, span, type) of each link, outermost first
         let mut links: Vec<(bool, Pat, Expr, Span, Type)> = vec![];
         let mut cur = e;
@@ -231,40 +290,31 @@ impl<'r, 'f> Engine<'r, 'f> {
                 kind => break Expr { kind, span: cur.span, ty: cur.ty },
             }
         };
-        // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n]
-        for (i, link) in links.iter_mut().enumerate() {
-            self.path.extend(std::iter::repeat_n(1, i));
-            self.path.push(0);
+        // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n] (one push per
+        // link, so that a long chain's paths are not rebuilt quadratically)
+        for link in links.iter_mut() {
+            self.w.path.push(0);
             let rhs = std::mem::replace(&mut link.2, Expr::gen(ExprKind::Unit));
             link.2 = self.normalise(rhs);
-            self.path.truncate(depth);
+            self.w.path.pop();
+            self.w.path.push(1);
         }
-        self.path.extend(std::iter::repeat_n(1, links.len()));
         let mut acc = self.node(tail);
         while let Some((is_bind, p, rhs, span, ty)) = links.pop() {
-            self.path.pop();
+            self.w.path.pop();
             let kind = if is_bind { ExprKind::Bind(p, Box::new(rhs), Box::new(acc)) } else { ExprKind::Let(p, Box::new(rhs), Box::new(acc)) };
             acc = self.at_root(Expr { kind, span, ty });
         }
-        self.path.truncate(depth);
+        self.w.path.truncate(depth);
         acc
     }
 
     /// A node that is not a let or bind: its children normalised, then the rules tried at it.
     fn node(&mut self, mut e: Expr) -> Expr {
-        self.visits += 1;
-        if self.visits > self.budget.visits {
-            self.stopped = Some("visits");
+        if !self.w.visit() {
             return e;
         }
-        let mut i = 0u32;
-        each_child_mut(&mut e, &mut |c| {
-            self.path.push(i);
-            let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
-            *c = self.normalise(taken);
-            self.path.pop();
-            i += 1;
-        });
+        map_children(self, &mut e, |en| &mut en.w.path, Self::normalise);
         self.at_root(e)
     }
 
@@ -273,7 +323,7 @@ impl<'r, 'f> Engine<'r, 'f> {
     fn program_after(&mut self, new: &Expr) -> String {
         let Some(root) = &mut self.shadow else { return String::new() };
         let mut at = root;
-        for &i in &self.path {
+        for &i in &self.w.path {
             let Some(c) = crate::ir::children_mut(at).into_iter().nth(i as usize) else {
                 self.shadow = None;
                 return String::new();
@@ -282,36 +332,33 @@ impl<'r, 'f> Engine<'r, 'f> {
         }
         *at = new.clone();
         let root = self.shadow.as_mut().expect("still there");
-        print_cut(root, &self.print)
+        print_cut(root, &self.w.print)
     }
 
     /// Tries the rules at the root of `e` (whose children are normal), in order; the first that fires
     /// is recorded and its result normalised again.
     fn at_root(&mut self, mut e: Expr) -> Expr {
-        if self.stopped.is_some() {
+        if self.w.stopped.is_some() {
             return e;
         }
         for (k, rule) in self.rules.iter().enumerate() {
             let Some(mut new) = (rule.apply)(&e, &mut self.cx) else { continue };
-            self.trace.taken += 1;
-            self.trace.per_rule[k].1 += 1;
-            if self.trace.taken > self.budget.steps {
-                self.stopped = Some("steps");
+            if !self.w.step(k) {
                 return e;
             }
-            if self.trace.steps.len() < self.budget.trace_steps {
+            if self.w.trace.steps.len() < self.w.budget.trace_steps {
                 let program = self.program_after(&new);
-                self.trace.steps.push(Step {
+                self.w.trace.steps.push(Step {
                     rule: rule.name,
                     inexact: rule.inexact,
-                    def: self.def.clone(),
-                    path: self.path.clone(),
+                    def: self.w.def.clone(),
+                    path: self.w.path.clone(),
                     span: (!e.span.is_none()).then_some(e.span),
-                    before: print_cut(&mut e, &self.print),
-                    after: print_cut(&mut new, &self.print),
+                    before: print_cut(&mut e, &self.w.print),
+                    after: print_cut(&mut new, &self.w.print),
                     program,
                 });
-                if self.trace.steps.len() == self.budget.trace_steps {
+                if self.w.trace.steps.len() == self.w.budget.trace_steps {
                     self.shadow = None;
                 }
             }
@@ -319,6 +366,27 @@ impl<'r, 'f> Engine<'r, 'f> {
         }
         e
     }
+}
+
+/// Rewrites each child of `e` by `f`, in `ir::each_child` order, with its index on the path meanwhile.
+fn map_children<S>(s: &mut S, e: &mut Expr, path: fn(&mut S) -> &mut Vec<u32>, f: fn(&mut S, Expr) -> Expr) {
+    let mut i = 0u32;
+    each_child_mut(e, &mut |c| {
+        path(s).push(i);
+        let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
+        *c = f(s, taken);
+        path(s).pop();
+        i += 1;
+    });
+}
+
+/// The located message for a budget (`which`: "steps" or "visits") that ran out.
+fn budget_error(budget: &Budget, taken: u64, visits: u64, which: &str, span: Span) -> Diagnostic {
+    let limit = if which == "steps" { budget.steps } else { budget.visits };
+    Diagnostic::error(
+        span,
+        format!("stopped: the rewrite {which} budget ({limit}) ran out after {taken} rule applications and {visits} node visits"),
+    )
 }
 
 /// How much of a redex a step prints: its first `STEP_NODES` nodes in pre-order (a screenful), at most

@@ -11,12 +11,11 @@
 //! - `dual`: the homomorphic dual-number translation with a Delta (or δS) companion (Krawiec Figs. 5,
 //!   7; the array paper's Figs. 1–2);
 //! - `drev`: the monadic translation (Krawiec Fig. 9 with deltaLet; the array paper's Fig. 3 with
-//!   genID and Share), with `simplify`, its administrative simplification.
+//!   genID and Share), simplified by the monad laws (`kit::monad_laws`).
 
 pub mod drev;
 pub mod dual;
 pub mod graph;
-pub mod simplify;
 
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};

@@ -84,7 +84,7 @@ impl Stage for General {
         p.next_id = fr.next_id;
         types::check_program(&mut p, &Builtins::new())
             .map_err(|d| Diagnostic::error(Span::NONE, format!("internal error: λ(s, dt). e s ⊙_T dt does not type-check: {}", d.message)))?;
-        let mut out = drev_program(&p, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
+        let (mut out, laws) = drev_program(&p, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
 
         // initVars_S : S × DeltaId → Drev{S} × DeltaId
         let (x, n) = (fr.name("s"), fr.name("n"));
@@ -147,7 +147,7 @@ impl Stage for General {
         );
         out.defs.push(def(WRAPPER, lam(ppair(pvar(&gs), pvar(&gdt)), body)));
         out.next_id = fr.next_id;
-        Ok(Output::from(out))
+        Ok(Output { views: vec![laws.view(crate::kit::monad_laws::VIEW)], ..Output::from(out) })
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

@@ -88,8 +88,8 @@ pub(crate) fn ra_stated_types(src: &Source) -> Vec<(String, Type)> {
 /// (Fig. 9) and the wrapper R{e} (Fig. 11).
 pub(crate) fn ra_transform(src: &Source, array: bool) -> Result<Output, Diagnostic> {
     let mut fr = Fresh::new(src.program);
-    let mut out = drev_program(src.program, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
+    let (mut out, laws) = drev_program(src.program, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
     out.defs.push(ra_wrapper(src, &mut fr, array));
     out.next_id = fr.next_id;
-    Ok(Output::from(out))
+    Ok(Output { views: vec![laws.view(crate::kit::monad_laws::VIEW)], ..Output::from(out) })
 }

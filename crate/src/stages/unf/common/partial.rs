@@ -282,9 +282,6 @@ pub fn pe_rules() -> Vec<Rule> {
 /// small redexes; later ones print whole continuations.
 const TRACE_STEPS: usize = 400;
 
-/// How much of each side of a step the views keep.
-const STEP_TEXT: usize = 4_000;
-
 /// The program's definitions with fresh binders, rewritten to normal form under `rules`.
 pub fn rewrite(p: &Program, rules: &[Rule]) -> Result<(Program, Trace), Diagnostic> {
     let mut p = p.clone();
@@ -321,33 +318,7 @@ pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {
     Ok(())
 }
 
-/// The trace as the page's view: each step's rule, then the redex before and after it.
+/// The trace as the page's view, named "rewrite trace".
 pub fn trace_views(tr: &Trace) -> Vec<View> {
-    use std::fmt::Write;
-    // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
-    let mut tr = tr.clone();
-    for s in &mut tr.steps {
-        for side in [&mut s.before, &mut s.after, &mut s.program] {
-            if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
-                side.truncate(i);
-                side.push_str(" …");
-            }
-        }
-    }
-    let tr = &tr;
-    let mut text = String::new();
-    let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
-    let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
-    if (tr.steps.len() as u64) < tr.taken {
-        let _ = writeln!(text, "(the first {} are shown)", tr.steps.len());
-    }
-    let indent = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
-    for (i, s) in tr.steps.iter().enumerate() {
-        let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
-        let _ = write!(text, "\n{}. {}{mark}\n{}\n  ⇝\n{}\n", i + 1, s.rule, indent(&s.before), indent(&s.after));
-        if !s.program.is_empty() {
-            let _ = write!(text, "  program after it:\n{}\n", indent(&s.program));
-        }
-    }
-    vec![View { name: "rewrite trace".into(), text, ..View::default() }]
+    vec![tr.view("rewrite trace")]
 }

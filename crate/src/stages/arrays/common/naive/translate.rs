@@ -21,7 +21,7 @@ use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::kit::monadic::{Monadic, RealRule};
-use crate::kit::polytypic::{has_real, map_reals, map_shape_acc, TypeRule};
+use crate::kit::polytypic::{has_real, map_reals, map_shape_acc, map_shape_acc_to, map_shape_to, TypeRule};
 use crate::stage::{Output, Source, View};
 
 /// `(R, Delta)`.
@@ -187,53 +187,15 @@ fn walk_acc(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, dual_arrays: bool, leaf
     if !dual_arrays {
         return map_shape_acc(ty, x, n, fr, &|t, x, n| if *t == Type::Real { leaf(x, n) } else { pair(x, n) });
     }
-    match ty {
-        t if is_leaf(t, true) => leaf(x, n),
-        Type::Tuple(ts) if !ts.is_empty() => {
-            let xs: Vec<Name> = ts.iter().map(|_| fr.name("x")).collect();
-            let ys: Vec<Name> = ts.iter().map(|_| fr.name("y")).collect();
-            let ns: Vec<Name> = ts.iter().map(|_| fr.name("n")).collect();
-            let mut body = pair(tuple(ys.iter().map(var).collect()), var(&ns[ns.len() - 1]));
-            for i in (0..ts.len()).rev() {
-                let prev = if i == 0 { n.clone() } else { var(&ns[i - 1]) };
-                body = let_(ppair(pvar(&ys[i]), pvar(&ns[i])), walk_acc(&ts[i], var(&xs[i]), prev, fr, true, leaf), body);
-            }
-            let_(ptuple(xs.iter().map(pvar).collect()), x, body)
-        }
-        Type::Sum(a, b) => {
-            let (xa, xb, ya, yb, na, nb) = (fr.name("x"), fr.name("x"), fr.name("y"), fr.name("y"), fr.name("n"), fr.name("n"));
-            let left = let_(ppair(pvar(&ya), pvar(&na)), walk_acc(a, var(&xa), n.clone(), fr, true, leaf), pair(inl(var(&ya)), var(&na)));
-            let right = let_(ppair(pvar(&yb), pvar(&nb)), walk_acc(b, var(&xb), n, fr, true, leaf), pair(inr(var(&yb)), var(&nb)));
-            case(x, pvar(&xa), left, pvar(&xb), right)
-        }
-        _ => pair(x, n),
-    }
+    // a dual array is a leaf; other arrays are left as they are
+    let stop = |t: &Type| is_leaf(t, true) || t.as_array().is_some();
+    map_shape_acc_to(ty, x, n, fr, &stop, &|t, x, n| if is_leaf(t, true) { leaf(x, n) } else { pair(x, n) })
 }
 
-/// Code taking the primal out of `y : D[ty]`.
+/// Code taking the primal out of `y : D[ty]`: `fst` at each dual leaf; parts without reals as they are.
 fn primal(ty: &Type, y: Expr, fr: &mut Fresh, dual_arrays: bool) -> Expr {
-    match ty {
-        t if is_leaf(t, dual_arrays) => fst(y),
-        t if !has_real(t) => y,
-        Type::Tuple(ts) => {
-            let ns: Vec<Name> = ts.iter().map(|_| fr.name("v")).collect();
-            let parts = ts.iter().zip(&ns).map(|(t, n)| primal(t, var(n), fr, dual_arrays)).collect();
-            let_(ptuple(ns.iter().map(pvar).collect()), y, tuple(parts))
-        }
-        Type::Sum(a, b) => {
-            let (na, nb) = (fr.name("l"), fr.name("r"));
-            let ea = inl(primal(a, var(&na), fr, dual_arrays));
-            let eb = inr(primal(b, var(&nb), fr, dual_arrays));
-            case(y, pvar(&na), ea, pvar(&nb), eb)
-        }
-        t if t.as_array().is_some() => {
-            let elem = t.as_array().expect("checked");
-            let v = fr.name("v");
-            let each = lam(pvar(&v), primal(elem, var(&v), fr, dual_arrays));
-            prim(Prim::Map, vec![each, y])
-        }
-        _ => y,
-    }
+    let stop = |t: &Type| is_leaf(t, dual_arrays) || !has_real(t);
+    map_shape_to(ty, y, fr, &stop, &|t, x, _| if is_leaf(t, dual_arrays) { fst(x) } else { x })
 }
 
 /// Code evaluating the output's Deltas with their cotangents, `es` threaded: the wrapper's

@@ -180,11 +180,11 @@ pub fn tree_transform(src: &Source) -> Result<Output, Diagnostic> {
 /// reversePass (Fig. 5).
 pub fn share_transform(src: &Source) -> Result<Output, Diagnostic> {
     let mut fr = Fresh::new(src.program);
-    let mut out = drev_program(src.program, &mut fr, Naming::Share)?;
+    let (mut out, laws) = drev_program(src.program, &mut fr, Naming::Share)?;
     out.defs.extend(named_and_reconstruct(src.input_type, &mut fr));
     out.defs.push(wrapper(src, &mut fr, "reversePass", true));
     out.next_id = fr.next_id;
-    Ok(Output::from(out))
+    Ok(Output { views: vec![laws.view(crate::kit::monad_laws::VIEW)], ..Output::from(out) })
 }
 
 /// The types the paper states: `main : D[S] → D[R]` (Fig. 2) or `D[S] → IdGen D[R]` (Fig. 3, when main is

@@ -1,0 +1,286 @@
+//! The `blocks` strategy: rules at the statements of do blocks (`p ← m; k`), for laws that substitute
+//! (the monad laws' left identity, `kit/monad_laws.rs`). Innermost rewriting would substitute into the
+//! rest of a block once per statement, quadratic on a long block; here a block is walked left to right
+//! with a substitution environment: a rule may answer "continue with the rest under x ↦ v", and the walk
+//! puts v where it reaches x, so one pass does every substitution.
+//!
+//! Order at a statement `p ← m; k`: m is normalised first, then the `Link` rules are tried with `k` not
+//! yet walked (they may drop the statement under a substitution, or hoist a statement out of m); then
+//! `k`. When the block's end is reached it is rebuilt from there, with the `End` rules tried at each
+//! statement (its rest now normal). Lets are statements too, where no rule is tried. A block is walked
+//! in a loop (a long run is one long block); other nesting recurses, as the parser bounds it (limits.rs).
+//! Names are unique in a program (`Fresh`), so substitution never captures.
+
+use super::{map_children, print_cut, Budget, RewriteCx, Step, Trace, Walk};
+use crate::build::{at, Fresh};
+use crate::diag::{Diagnostic, Span};
+use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
+use crate::print::print_expr;
+use std::collections::HashMap;
+
+/// A rule at a statement `p ← m; k` (an `ExprKind::Bind`; the strategy never offers it a `let`).
+pub struct LinkRule {
+    pub name: &'static str,
+    pub site: Site,
+    /// Whether the rule applies (it may read the use counts in `RewriteCx::uses`).
+    pub matches: fn(&Expr, &RewriteCx) -> bool,
+    /// The rewrite of a statement it matches, which it takes by value: nothing is copied.
+    pub apply: fn(Expr) -> Linked,
+}
+
+/// When a rule is tried at a statement.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    /// As the walk reaches it: m normal, the rest k not yet walked.
+    Link,
+    /// As the block is rebuilt from its end: m and k normal.
+    End,
+}
+
+/// What a rule makes of a statement.
+pub enum Linked {
+    /// (`Link`) The statement goes; the walk continues with its rest under x ↦ v.
+    Under { x: Name, v: Expr, rest: Expr },
+    /// (`Link`) A statement of m's own block moves out in front (`Stmt` with m's head, normal), and the
+    /// statement continues as `rest` (its right-hand side normal, its rest not walked).
+    Hoist { stmt: Stmt, rest: Expr },
+    /// (`End`) The statement becomes this expression (normal).
+    To(Expr),
+}
+
+/// One statement of a block: `p ← m` (`bind`) or `let p = m`, with its node's span and type.
+pub struct Stmt {
+    pub bind: bool,
+    pub pat: Pat,
+    pub rhs: Expr,
+    pub span: Span,
+    pub ty: Type,
+}
+
+impl Stmt {
+    /// Takes a `Bind` or `Let` node apart into its statement and its rest.
+    pub fn split(e: Expr) -> Result<(Stmt, Expr), Expr> {
+        let (bind, pat, rhs, rest) = match e.kind {
+            ExprKind::Bind(p, m, k) => (true, p, m, k),
+            ExprKind::Let(p, m, k) => (false, p, m, k),
+            kind => return Err(Expr { kind, span: e.span, ty: e.ty }),
+        };
+        Ok((Stmt { bind, pat, rhs: *rhs, span: e.span, ty: e.ty }, *rest))
+    }
+
+    /// The statement followed by `rest`.
+    pub fn then(self, rest: Expr) -> Expr {
+        let kind = if self.bind {
+            ExprKind::Bind(self.pat, Box::new(self.rhs), Box::new(rest))
+        } else {
+            ExprKind::Let(self.pat, Box::new(self.rhs), Box::new(rest))
+        };
+        Expr { kind, span: self.span, ty: self.ty }
+    }
+}
+
+/// A rewrite under the `blocks` strategy, definition by definition, with one trace.
+pub struct Blocks<'r, 'f> {
+    rules: &'r [LinkRule],
+    cx: RewriteCx<'f>,
+    /// x ↦ v for every statement dropped under a substitution (ids are unique in a program).
+    env: HashMap<u32, Expr>,
+    w: Walk,
+}
+
+/// Rewrites one expression under `rules` with the `blocks` strategy.
+pub fn normalise_blocks(e: Expr, rules: &[LinkRule], fresh: &mut Fresh, budget: Budget) -> Result<(Expr, Trace), Diagnostic> {
+    let mut b = Blocks::new(rules, fresh, budget);
+    let out = b.def("", e)?;
+    Ok((out, b.finish()))
+}
+
+impl<'r, 'f> Blocks<'r, 'f> {
+    pub fn new(rules: &'r [LinkRule], fresh: &'f mut Fresh, budget: Budget) -> Blocks<'r, 'f> {
+        let w = Walk::new(budget, rules.iter().map(|r| r.name));
+        Blocks { rules, cx: RewriteCx { fresh, uses: HashMap::new() }, env: HashMap::new(), w }
+    }
+
+    /// The normal form of the definition `name = e`.
+    pub fn def(&mut self, name: &str, e: Expr) -> Result<Expr, Diagnostic> {
+        self.w.def = name.to_string();
+        self.cx.uses.clear();
+        count_uses(&e, &mut self.cx.uses);
+        let span = e.span;
+        let out = self.walk(e);
+        self.w.result(out, span)
+    }
+
+    /// Node visits so far (each node is visited once, and each substituted variable once more).
+    pub fn visits(&self) -> u64 {
+        self.w.visits
+    }
+
+    pub fn finish(self) -> Trace {
+        self.w.trace
+    }
+
+    fn walk(&mut self, mut e: Expr) -> Expr {
+        if self.w.stopped.is_some() || !self.w.visit() {
+            return e;
+        }
+        match &e.kind {
+            ExprKind::Var(n) if !n.is_global() => {
+                return match self.env.get(&n.id) {
+                    Some(v) => at(v.clone(), e.span),
+                    None => e,
+                }
+            }
+            ExprKind::Bind(..) | ExprKind::Let(..) => return self.block(e),
+            _ => {}
+        }
+        map_children(self, &mut e, |b| &mut b.w.path, Self::walk);
+        e
+    }
+
+    /// The path to the `i`th statement of the block at `depth` (its rests are child 1), from the path
+    /// to a neighbouring statement: moving by one statement is one push or pop, so a long block is not
+    /// quadratic in its paths.
+    fn at_stmt(&mut self, depth: usize, i: usize) {
+        let want = depth + i;
+        if self.w.path.len() > want {
+            self.w.path.truncate(want);
+        } else {
+            self.w.path.resize(want, 1);
+        }
+    }
+
+    fn block(&mut self, e: Expr) -> Expr {
+        let depth = self.w.path.len();
+        let mut done: Vec<Stmt> = vec![];
+        let mut cur = e;
+        let tail = 'walk: loop {
+            let (mut stmt, rest) = match Stmt::split(cur) {
+                Ok(s) => s,
+                Err(tail) => break tail,
+            };
+            self.at_stmt(depth, done.len());
+            self.w.path.push(0);
+            stmt.rhs = self.walk(stmt.rhs);
+            self.w.path.pop();
+            let mut node = stmt.then(rest);
+            loop {
+                self.at_stmt(depth, done.len());
+                match self.fire(Site::Link, node) {
+                    Err(unchanged) => {
+                        node = unchanged;
+                        break;
+                    }
+                    Ok(Linked::Under { x, v, rest }) => {
+                        self.substitute(&x, v);
+                        cur = rest;
+                        continue 'walk;
+                    }
+                    Ok(Linked::Hoist { stmt, rest }) => {
+                        done.push(stmt);
+                        node = rest;
+                    }
+                    // not a `Link` rule's answer: walked again
+                    Ok(Linked::To(e)) => {
+                        cur = e;
+                        continue 'walk;
+                    }
+                }
+            }
+            match Stmt::split(node) {
+                Ok((stmt, rest)) => {
+                    done.push(stmt);
+                    cur = rest;
+                }
+                Err(e) => break e,
+            }
+        };
+        self.at_stmt(depth, done.len());
+        let mut acc = self.walk(tail);
+        while let Some(stmt) = done.pop() {
+            self.at_stmt(depth, done.len());
+            acc = match self.fire(Site::End, stmt.then(acc)) {
+                Ok(Linked::To(e)) => e,
+                Ok(Linked::Under { x, v, rest }) => {
+                    // not an `End` rule's answer: the rest is normal, so substitute in it now
+                    self.substitute(&x, v);
+                    self.walk(rest)
+                }
+                Ok(Linked::Hoist { stmt, rest }) => stmt.then(rest),
+                Err(e) => e,
+            };
+        }
+        self.w.path.truncate(depth);
+        acc
+    }
+
+    /// x ↦ v from here on; each local of v now also occurs wherever x did.
+    fn substitute(&mut self, x: &Name, v: Expr) {
+        let n = self.cx.uses.get(&x.id).copied().unwrap_or(0);
+        let mut locals = HashMap::new();
+        count_uses(&v, &mut locals);
+        for (a, k) in locals {
+            *self.cx.uses.entry(a).or_default() += k * n.saturating_sub(1);
+        }
+        self.env.insert(x.id, v);
+    }
+
+    /// Tries the rules of `site` at a statement in order; the first that matches is applied and recorded.
+    fn fire(&mut self, site: Site, mut node: Expr) -> Result<Linked, Expr> {
+        if self.w.stopped.is_some() || !matches!(node.kind, ExprKind::Bind(..)) {
+            return Err(node);
+        }
+        let Some(k) = self.rules.iter().position(|r| r.site == site && (r.matches)(&node, &self.cx)) else { return Err(node) };
+        let rule = &self.rules[k];
+        if !self.w.step(k) {
+            return Err(node);
+        }
+        if self.w.trace.steps.len() >= self.w.budget.trace_steps {
+            return Ok((rule.apply)(node));
+        }
+        let span = (!node.span.is_none()).then_some(node.span);
+        let before = print_cut(&mut node, &self.w.print);
+        let (out, after) = match (rule.apply)(node) {
+            Linked::Under { x, v, mut rest } => {
+                let after = format!("{}\n  with {} ↦ {}", print_cut(&mut rest, &self.w.print), x.text, print_expr(&v, &self.w.print));
+                (Linked::Under { x, v, rest }, after)
+            }
+            Linked::Hoist { stmt, rest } => {
+                let mut e = stmt.then(rest);
+                let after = print_cut(&mut e, &self.w.print);
+                match Stmt::split(e) {
+                    Ok((stmt, rest)) => (Linked::Hoist { stmt, rest }, after),
+                    Err(e) => (Linked::To(e), after),
+                }
+            }
+            Linked::To(mut e) => {
+                let after = print_cut(&mut e, &self.w.print);
+                (Linked::To(e), after)
+            }
+        };
+        self.w.trace.steps.push(Step {
+            rule: rule.name,
+            inexact: false,
+            def: self.w.def.clone(),
+            path: self.w.path.clone(),
+            span,
+            before,
+            after,
+            program: String::new(),
+        });
+        Ok(out)
+    }
+}
+
+/// How often each local occurs in `e`, counted without recursion (a long run is one deep block).
+fn count_uses(e: &Expr, uses: &mut HashMap<u32, u32>) {
+    let mut stack: Vec<&Expr> = vec![e];
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Var(n) = &e.kind {
+            if !n.is_global() {
+                *uses.entry(n.id).or_default() += 1;
+            }
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+}
