@@ -24,7 +24,8 @@ pub struct Options {
     pub print: PrintOptions,
     /// Record backward-pass traces.
     pub trace: bool,
-    /// With `trace`, the stages that record theirs (and keep their rewrites' steps); None: every stage.
+    /// The stages that record their traces (with `trace`) and whose rewrites keep their steps' text;
+    /// None: every stage.
     /// The page traces only the stage shown and asks for another's trace when it is selected.
     pub traced: Option<Vec<String>>,
     /// Map each printed line of a stage's program to the source spans it came from (the page's hover).
@@ -34,7 +35,12 @@ pub struct Options {
 impl Options {
     /// Whether stage `id` records its trace.
     pub fn traces(&self, id: &str) -> bool {
-        self.trace && self.traced.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
+        self.trace && self.listed(id)
+    }
+    /// Whether `traced` lists stage `id` (or is None): its rewrites keep their steps' text for its
+    /// views, even when `trace` is off (a view is part of the stage's output, not of the run's trace).
+    pub fn listed(&self, id: &str) -> bool {
+        self.traced.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id))
     }
 }
 
@@ -484,7 +490,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
         None => Ok(()),
     };
     crate::limits::set_phase(id, "transforming the program");
-    let keep = opts.traces(id);
+    let keep = opts.listed(id);
     let out = crate::kit::rewrite::keeping_steps(keep, || st.transform(src)).map_err(|d| d.in_stage(id))?;
     over("transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then

@@ -69,7 +69,7 @@ async function runComplexity(state) {
   for (const v of values) {
     try {
       const res = await core.request('analyse', { source: text, options: options(state, {
-        params: { ...state.params, [param]: v }, svg: [], trace: false, detail: [], keep: false, stages: alive || [], budget: { steps: STEP_BUDGET } }) });
+        params: { ...state.params, [param]: v }, svg: [], trace: false, traced: [], detail: [], keep: false, stages: alive || [], budget: { steps: STEP_BUDGET } }) });
       if (res.diagnostics?.length) { state.complexity.runs.push({ value: v, error: res.diagnostics[0].message, costs: {} }); break; }
       const costs = {}, dropped = [];
       for (const s of res.stages) if (s.ok) costs[s.id] = s.cost; else dropped.push(s.id);
