@@ -13,6 +13,7 @@ pub mod cost;
 pub mod general;
 pub mod jacobian;
 pub mod line;
+pub mod normalise;
 pub mod partial;
 pub mod unf;
 
@@ -55,12 +56,20 @@ pub fn is_ground(t: &Type) -> bool {
 /// construct, each refusal located.
 pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     // recursion on a param is unrolled for its value (§8: the paper's language has no recursion)
-    let p = first_order_unrolled(src, INLINE_BUDGET).map_err(|mut d| {
+    let mut p = first_order_unrolled(src, INLINE_BUDGET).map_err(|mut d| {
         if d.message.contains("recursion") {
             d.message.push_str(" (Huot & Shaikhha's source language has no recursion, §8: \"our reverse-mode transformation does not support recursion\")");
         }
         d
     })?;
+    // §7.2: conditions let-bound or holding lets and array operations are brought to plain form
+    let mut fr = Fresh::new(&p);
+    if let Some(d) = p.defs.iter_mut().find(|d| &*d.name.text == "main") {
+        if let ExprKind::Lam(_, _, body) = &mut d.body.kind {
+            normalise::conditions(body, &mut fr);
+        }
+    }
+    p.next_id = fr.next_id;
     let main = p.def("main").expect("inline_all keeps main");
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
@@ -91,7 +100,7 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         use ExprKind::*;
         if !is_ground(&e.ty) && !matches!(e.kind, Lam(..)) {
             let span = if e.span == Span::NONE { main.span } else { e.span };
-            if matches!(e.ty, Type::Bool | Type::Int) {
+            if has_bool_or_int(&e.ty) {
                 return Err(outside(span, &format!("a value of type {} outside the condition of an `if` (§7.2: booleans and integers are external to the language, used only in conditions)", crate::types::show(&e.ty))));
             }
             return Err(outside(span, &format!("a value of type {}", crate::types::show(&e.ty))));
@@ -155,6 +164,19 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         ));
     }
     Ok(p)
+}
+
+/// Whether a type holds a boolean or an integer (§7.2: external to the language).
+fn has_bool_or_int(t: &Type) -> bool {
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        match t {
+            Type::Bool | Type::Int => return true,
+            Type::Tuple(ts) => stack.extend(ts.iter()),
+            t => stack.extend(t.as_array()),
+        }
+    }
+    false
 }
 
 /// Whether a reduce's initial value reads the input only for shapes: each variable occurs as the
