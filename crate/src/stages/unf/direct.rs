@@ -328,11 +328,17 @@ impl Cx {
         if general::needed(&elems, &body.ty) {
             return self.map2_general(g, y, e, args, params, body, elems);
         }
+        // Γ is only the body's free variables (the note's open point 6 (b), as the UNF route and the
+        // reduce rule take it): with all of Γ, every element's share carries a zero of each array in
+        // scope, O(n) per element, and unf/pe's gradient of dot was O(n²) (Theorem 5.4 failed)
+        let (at_, sub, _) = Self::free_slots(g, &args[0]);
+        let g_all = g;
+        let g = &sub[..];
         let n = g.len();
         let mut primal_f = args[0].clone();
         freshen(&mut primal_f, &mut self.fr);
         let gamma: Vec<(Type, Expr)> = g.iter().map(|s| (s.ty.clone(), s.witness.clone())).collect();
-        let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
+        let out = self.args(g_all, y, &args[1..], &mut |cx, vals, y2| {
             let name = |v: &Expr| match &v.kind {
                 ExprKind::Var(a) => a.clone(),
                 _ => unreachable!("args binds variables"),
@@ -348,7 +354,7 @@ impl Cx {
                 let scaled = scale(ty, var(&s), var(&v), &mut cx.fr);
                 prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&v), scaled)), zarr, arr])
             };
-            let k = cx.cont(g, true, |cx, ys, z| {
+            let k = cx.cont(g_all, true, |cx, ys, z| {
                 let mut call: Vec<Expr> = ys.clone();
                 // the context's share, when there is a context: G = map2 * Z (…), reduce +^ 0^ G, added slot by slot
                 let mut share = None;
@@ -359,8 +365,8 @@ impl Cx {
                     let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma_ty, var(&p), var(&q), &mut cx.fr)));
                     let zero_g = tuple(gamma.iter().map(|(t, w)| zero(t, w.clone(), &mut cx.fr)).collect());
                     let ss: Vec<Name> = (0..n).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
-                    for (i, yv) in ys.iter().enumerate() {
-                        call[i] = plus(&gamma[i].0, yv.clone(), var(&ss[i]), &mut cx.fr);
+                    for (i, &j) in at_.iter().enumerate() {
+                        call[j] = plus(&gamma[i].0, ys[j].clone(), var(&ss[i]), &mut cx.fr);
                     }
                     let total = prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)]);
                     share = Some((gname, gv, ptuple(ss.iter().map(pvar).collect()), total));
