@@ -271,7 +271,8 @@ fn unf_back_computes_unf_directs_gradient_on_random_programs() {
     assert!(ran >= 25, "only {ran} of 300 random programs are first-order enough for the unf chain");
 }
 
-/// Random programs in Huot & Shaikhha's source language (Fig. 2): reals and arrays of reals, let
+/// Random programs in Huot & Shaikhha's source language (Fig. 2): reals, arrays of reals, arrays of
+/// pairs and matrices (A.5, Fig. 17: built by map, consumed by map, map2 and reduce), let
 /// (with tuple patterns), tuples and projections, real primitives, map, map2 (with free variables),
 /// reduce with a closed body, sum, and the extensions: conditionals (§7.2), reduce whose function reads
 /// a free variable (§7.1) and fold (A.3) — the programs the unf chain accepts, to compare its two routes.
@@ -347,7 +348,34 @@ impl Fig2 {
                 format!("reduce (\\x y -> {body}) {unit} ({})", self.array(rs, arrs, d))
             }
             8 => format!("sum ({})", self.array(rs, arrs, d)),
+            // A.5 (Fig. 17): an array of pairs, consumed by a reduce with a closed associative body on
+            // pairs (componentwise + and *, unit (0, 1)), a map or a map2
+            12 => {
+                let ps = self.pairs(rs, arrs, d);
+                match self.below(3) {
+                    0 => format!("{} (reduce (\\p q -> (fst p + fst q, snd p * snd q)) (0.0, 1.0) ({ps}))", ["fst", "snd"][self.below(2) as usize]),
+                    1 => format!("sum (map (\\p -> fst p * snd p) ({ps}))"),
+                    _ => format!("sum (map2 (\\p w -> w * snd p + fst p) ({ps}) ({}))", self.array(rs, arrs, d)),
+                }
+            }
+            // A.5: a matrix as an array of arrays, mapped over rows or its rows summed by a reduce
+            // starting from the zero row (ZerosLike of an input)
+            13 => {
+                let m = format!("map (\\x -> map (\\y -> x * y + {}) ({})) ({})", self.pick(rs).to_string(), self.array(rs, arrs, d), self.array(rs, arrs, d));
+                match self.below(2) {
+                    0 => format!("sum (map (\\row -> sum (map2 (\\x y -> x * y) row ({}))) ({m}))", self.array(rs, arrs, d)),
+                    _ => format!("sum (reduce (\\r1 r2 -> map2 (\\x y -> x + y) r1 r2) (map (\\x -> 0.0) {}) ({m}))", self.pick(arrs)),
+                }
+            }
             _ => self.real(rs, arrs, 0),
+        }
+    }
+
+    /// An array of pairs (A.5), from arrays of reals.
+    fn pairs(&mut self, rs: &mut Vec<String>, arrs: &mut Vec<String>, d: usize) -> String {
+        match self.below(2) {
+            0 => format!("map (\\x -> (x * {}, sin x)) ({})", self.pick(rs).to_string(), self.array(rs, arrs, d)),
+            _ => format!("map2 (\\x y -> (x * y, x)) ({}) ({})", self.array(rs, arrs, d), self.array(rs, arrs, d)),
         }
     }
 
@@ -420,7 +448,7 @@ fn unf_back_computes_unf_directs_gradient_on_random_fig_2_programs() {
             Err(e) => panic!("seed {seed}: {e}"),
         }
     }
-    for construct in ["map2 ", "map ", "reduce ", "sum ", "let (", "fst ", "snd ", "sin ", "if ", "fold ", "* x * y) 0.0"] {
+    for construct in ["map2 ", "map ", "reduce ", "sum ", "let (", "fst ", "snd ", "sin ", "if ", "fold ", "* x * y) 0.0", "(0.0, 1.0)", "\\row", "\\r1 r2"] {
         assert!(all.contains(construct), "no `{construct}` in 200 generated programs");
     }
     eprintln!("unf/back and unf/direct ran on {ran} of 200 Fig. 2 programs");

@@ -119,13 +119,18 @@ fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
             r.error.clone().expect("a refusal says why")
         })
     };
-    // arrays of tuples: §3.1's arrays of reals, which A.5 (Fig. 17, not implemented) lifts
-    let tuples = refusal("input [(1.0, 2.0)]\ndef main a = sum (map (\\p -> fst p * snd p) a)\n");
-    assert!(tuples.contains("array of (R, R)") && tuples.contains("§3.1") && tuples.contains("A.5"), "{tuples}");
+    // arrays of tuples (A.5, Fig. 17) and let-bound conditions (§7.2, normalised first) are taken
+    for src in ["input [(1.0, 2.0)]\ndef main a = sum (map (\\p -> fst p * snd p) a)\n", "input 1.0\ndef main x = let b = x < 0.0 in if b then -x else x\n"] {
+        let ran = all_agree(src.to_string());
+        assert!(ran.iter().any(|s| s == "unf/direct"), "{src}: {ran:?}");
+    }
+    // a fold over pairs: Fig. 17 gives map2 and reduce only
+    let fold = refusal("input [(1.0, 2.0)]\ndef main a = fst (fold (\\acc p -> (fst acc * fst p, snd p)) (1.0, 0.0) a)\n");
+    assert!(fold.contains("A.5") && fold.contains("fold"), "{fold}");
     let init = refusal("input ([1.0, 2.0], 3.0)\ndef main (a, c) = reduce (\\x y -> x * y) c a\n");
     assert!(init.contains("initial value") && init.contains("§3.1"), "{init}");
-    // §7.2: a condition is a primal computation written in the `if`; a boolean in the context is not
-    let cond = refusal("input 1.0\ndef main x = let b = x < 0.0 in if b then -x else x\n");
+    // §7.2: a boolean is never a value of the differentiated program, only a condition
+    let cond = refusal("input 1.0\ndef main x = let b = x < 0.0 in if b then (b, x) else (b, -x)\n");
     assert!(cond.contains("Bool") && cond.contains("§7.2"), "{cond}");
     let index = refusal("input [1.0, 2.0]\ndef main a = a ! 0\n");
     assert!(index.contains("integer") || index.contains("`!`"), "{index}");
@@ -390,10 +395,16 @@ fn unf_route_stages_compute_the_papers_values_and_gradients() {
             assert!(ok && agrees == Some(true), "{id} at {at}: {err:?}");
         }
     }
+    // arrays of pairs (A.5, Fig. 17) and a let-bound condition (§7.2) by the UNF route too
+    for src in ["input [(1.0, 2.0)]\ndef main a = sum (map (\\p -> fst p * snd p) a)\n", "input 1.0\ndef main x = let b = x < 0.0 in if b then -x else x\n"] {
+        for (id, ok, agrees, _, _, err) in run(src) {
+            assert!(ok && agrees == Some(true), "{id}: {err:?}\n{src}");
+        }
+    }
     // the same refusals as unf/direct, with the paper's reason
     for (src, why) in [
-        ("input [(1.0, 2.0)]\ndef main a = sum (map (\\p -> fst p * snd p) a)\n", "A.5"),
-        ("input 1.0\ndef main x = let b = x < 0.0 in if b then -x else x\n", "§7.2"),
+        ("input [(1.0, 2.0)]\ndef main a = fst (fold (\\acc p -> (fst acc * fst p, snd p)) (1.0, 0.0) a)\n", "A.5"),
+        ("input 1.0\ndef main x = let b = x < 0.0 in if b then (b, x) else (b, -x)\n", "§7.2"),
     ] {
         for (id, ok, _, _, _, err) in run(src) {
             assert!(!ok && err.as_deref().is_some_and(|e| e.contains(why)), "{id}: {err:?}");
@@ -635,8 +646,10 @@ fn unf_opt_reaches_the_closed_forms_of_example_1_2() {
     }
     let ran = all_agree(UNF_DOT.replace("([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])", "([], [])"));
     assert!(ran.iter().any(|s| s == "unf/opt"), "{ran:?}");
-    // the rules that may change floating-point results are marked in the trace (dot uses `0 * e ~> 0`)
-    let (_, views) = normalised(UNF_DOT, "unf/opt");
+    // the rules that may change floating-point results are marked in the trace (R22 gives max's
+    // partial `if … then 1.0 * dt else 0.0 * dt`, then `0 * e ~> 0`; dot's map2 no longer makes zeros)
+    let forms = std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/unf-s7.2-condition-forms.cot")).unwrap();
+    let (_, views) = normalised(&forms, "unf/opt");
     assert!(views[0].text.contains("R5 0 * e ~> 0  [inexact"), "{}", views[0].text);
 }
 
@@ -663,4 +676,43 @@ fn lemma_5_3_holds_on_unf_pe_for_every_example() {
         }
     }
     assert!(checked >= 10, "only {checked} examples reach unf/pe");
+}
+
+/// §7.2 and Fig. 12: a let-bound closed condition is propagated into its `if` and folded (only the
+/// else branch is left), a condition holding a map is let-bound before its `if` instead of refused,
+/// and R22 pushes small contexts into both branches; every unf stage agrees with forward mode.
+#[test]
+fn unf_conditions_are_normalised_folded_and_r22_fires() {
+    let src = std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/unf-s7.2-condition-forms.cot")).unwrap();
+    let ran = all_agree(src.clone());
+    for id in UNF {
+        assert!(ran.iter().any(|s| s == id), "{id} did not run: {ran:?}");
+    }
+    let (p, views) = normalised(&src, "unf/opt");
+    for rule in ["constant folding of a condition", "R4 constant condition propagation", "R22 a small context into both branches"] {
+        assert!(views[0].text.contains(rule), "no {rule} in {}", views[0].text);
+    }
+    // `if 1.0 > 2.0 then x * x else sin x` is `sin x`: no `true`/`false`, no 1.0 > 2.0 left
+    assert!(p.contains("sin ") && !p.contains("1.0 > 2.0") && !p.contains("false"), "{p}");
+}
+
+/// A.5, Fig. 17: arrays of pairs and arrays of arrays, on every unf stage, agree with forward mode, and
+/// unf/back (the UNF route) computes unf/direct's gradient; n = 0 and n = 1 too.
+#[test]
+fn unf_fig_17_arrays_over_any_ground_type() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    for (file, points) in [
+        ("unf-fig17-arrays-of-tuples.cot", vec!["([], [])", "([2.0], [0.5])", "([1.0, 2.0, 3.0], [1.0, 0.5, 2.0])"]),
+        ("unf-fig17-matrix-rows.cot", vec!["([], [1.0, 1.0], 2.0)", "([[1.0, 2.0]], [0.5, -1.0], 3.0)", "([[1.0, 2.0], [3.0, 4.0]], [1.0, 1.0], 2.0)"]),
+    ] {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        let base: String = text.lines().filter(|l| !l.starts_with("input") && !l.starts_with("expect")).map(|l| format!("{l}\n")).collect();
+        for at in points {
+            let src = format!("{base}input {at}\n");
+            let ran = all_agree(src.clone());
+            for id in UNF {
+                assert!(ran.iter().any(|s| s == id), "{file} at {at}: {id} did not run: {ran:?}");
+            }
+        }
+    }
 }

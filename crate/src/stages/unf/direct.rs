@@ -324,11 +324,21 @@ impl Cx {
         let arity = args.len() - 1;
         let params = lambda_params(&args[0], arity).expect("accepts: map2's function is a lambda");
         let body = lambda_body(&args[0], arity).clone();
+        let elems = elem_types(&args[1..]);
+        if general::needed(&elems, &body.ty) {
+            return self.map2_general(g, y, e, args, params, body, elems);
+        }
+        // Γ is only the body's free variables (the note's open point 6 (b), as the UNF route and the
+        // reduce rule take it): with all of Γ, every element's share carries a zero of each array in
+        // scope, O(n) per element, and unf/pe's gradient of dot was O(n²) (Theorem 5.4 failed)
+        let (at_, sub, _) = Self::free_slots(g, &args[0]);
+        let g_all = g;
+        let g = &sub[..];
         let n = g.len();
         let mut primal_f = args[0].clone();
         freshen(&mut primal_f, &mut self.fr);
         let gamma: Vec<(Type, Expr)> = g.iter().map(|s| (s.ty.clone(), s.witness.clone())).collect();
-        let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
+        let out = self.args(g_all, y, &args[1..], &mut |cx, vals, y2| {
             let name = |v: &Expr| match &v.kind {
                 ExprKind::Var(a) => a.clone(),
                 _ => unreachable!("args binds variables"),
@@ -344,7 +354,7 @@ impl Cx {
                 let scaled = scale(ty, var(&s), var(&v), &mut cx.fr);
                 prim(Prim::Map2, vec![lam(pvar(&s), lam(pvar(&v), scaled)), zarr, arr])
             };
-            let k = cx.cont(g, true, |cx, ys, z| {
+            let k = cx.cont(g_all, true, |cx, ys, z| {
                 let mut call: Vec<Expr> = ys.clone();
                 // the context's share, when there is a context: G = map2 * Z (…), reduce +^ 0^ G, added slot by slot
                 let mut share = None;
@@ -355,8 +365,8 @@ impl Cx {
                     let sum_f = lam(pvar(&p), lam(pvar(&q), plus(&gamma_ty, var(&p), var(&q), &mut cx.fr)));
                     let zero_g = tuple(gamma.iter().map(|(t, w)| zero(t, w.clone(), &mut cx.fr)).collect());
                     let ss: Vec<Name> = (0..n).map(|i| cx.fr.name(&format!("s{}", i + 1))).collect();
-                    for (i, yv) in ys.iter().enumerate() {
-                        call[i] = plus(&gamma[i].0, yv.clone(), var(&ss[i]), &mut cx.fr);
+                    for (i, &j) in at_.iter().enumerate() {
+                        call[j] = plus(&gamma[i].0, ys[j].clone(), var(&ss[i]), &mut cx.fr);
                     }
                     let total = prim(Prim::Reduce, vec![sum_f, zero_g, var(&gname)]);
                     share = Some((gname, gv, ptuple(ss.iter().map(pvar).collect()), total));
@@ -400,6 +410,9 @@ impl Cx {
     fn reduce(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr], fold: bool) -> Result<Expr, Diagnostic> {
         let params = lambda_params(&args[0], 2).expect("accepts: reduce's function is a lambda");
         let body = lambda_body(&args[0], 2).clone();
+        if !fold && general::needed(&[e.ty.clone()], &e.ty) {
+            return self.reduce_general(g, y, e, args, params, body);
+        }
         let free: std::collections::HashSet<u32> = crate::kit::passes::free_locals(&args[0]).into_iter().map(|n| n.id).collect();
         let (at_, sub): (Vec<usize>, Vec<Slot>) =
             g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
@@ -468,9 +481,100 @@ impl Cx {
         Ok(at(out, e.span))
     }
 
+    /// The slots of `g` that the function `f` reads (Γ' of §7.1), with their positions.
+    fn free_slots(g: &[Slot], f: &Expr) -> (Vec<usize>, Vec<Slot>, general::Free) {
+        let free: std::collections::HashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
+        let (at_, sub): (Vec<usize>, Vec<Slot>) =
+            g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
+        let info = general::Free { tys: sub.iter().map(|s| s.ty.clone()).collect(), witnesses: sub.iter().map(|s| s.witness.clone()).collect() };
+        (at_, sub, info)
+    }
+
+    /// Fig. 17's map2 (and map) over arrays of any ground type (common/general.rs gives the rule and
+    /// its decisions): the body's gradients are one reverse pass per element seeded with Z's element.
+    #[allow(clippy::too_many_arguments)]
+    fn map2_general(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr], params: Vec<Name>, body: Expr, elems: Vec<Type>) -> Result<Expr, Diagnostic> {
+        let (at_, sub, free) = Self::free_slots(g, &args[0]);
+        let mut primal_f = args[0].clone();
+        freshen(&mut primal_f, &mut self.fr);
+        let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
+            let z = cx.fr.name("Z");
+            let sh = general::map2(&mut DirectRoute { cx, sub: &sub, params: &params, body: &body }, &vals, &elems, var(&z), &free)?;
+            let k = cx.cont_z(g, true, z, |cx, mut ys, _| {
+                for ((i, sl), sv) in at_.iter().zip(&sub).zip(&sh.free) {
+                    ys[*i] = plus(&sl.ty, ys[*i].clone(), var(sv), &mut cx.fr);
+                }
+                ys.extend(sh.arrays.iter().cloned());
+                sh.lets.iter().rev().fold(app(var(&y2), tuple(ys)), |acc, (p, r)| let_(p.clone(), r.clone(), acc))
+            });
+            let op = if vals.len() == 1 { Prim::Map } else { Prim::Map2 };
+            let mut xs = vec![primal_f.clone()];
+            xs.extend(vals);
+            Ok(pair(prim(op, xs), k))
+        })?;
+        Ok(at(out, e.span))
+    }
+
+    /// Fig. 17's reduce over arrays of any ground type (common/general.rs): the forward pass keeps the
+    /// tape `P = zip A0 A`; the continuation scans it from the right with seeded reverse passes.
+    fn reduce_general(&mut self, g: &[Slot], y: &Name, e: &Expr, args: &[Expr], params: Vec<Name>, body: Expr) -> Result<Expr, Diagnostic> {
+        let (at_, sub, free) = Self::free_slots(g, &args[0]);
+        let mut primal_f = args[0].clone();
+        freshen(&mut primal_f, &mut self.fr);
+        let mut scan_f = args[0].clone();
+        freshen(&mut scan_f, &mut self.fr);
+        let ty = e.ty.clone();
+        let out = self.args(g, y, &args[1..], &mut |cx, vals, y2| {
+            let red = general::reduce_pre(&mut cx.fr, scan_f.clone(), vals[0].clone(), vals[1].clone());
+            let z = cx.fr.name("z");
+            let sh = general::reduce_cont(&mut DirectRoute { cx, sub: &sub, params: &params, body: &body }, &red, &ty, var(&z), &free)?;
+            let k = cx.cont_z(g, true, z, |cx, mut ys, _| {
+                for ((i, sl), sv) in at_.iter().zip(&sub).zip(&sh.free) {
+                    ys[*i] = plus(&sl.ty, ys[*i].clone(), var(sv), &mut cx.fr);
+                }
+                // the initial value is the unit of the reduction: its cotangent is dropped (Fig. 5's 0)
+                ys.push(zero(&ty, vals[0].clone(), &mut cx.fr));
+                ys.extend(sh.arrays.iter().cloned());
+                sh.lets.iter().rev().fold(app(var(&y2), tuple(ys)), |acc, (p, r)| let_(p.clone(), r.clone(), acc))
+            });
+            let result = pair(prim(Prim::Reduce, vec![primal_f.clone(), vals[0].clone(), vals[1].clone()]), k);
+            Ok(red.pre.iter().rev().fold(result, |acc, (p, r)| let_(p.clone(), r.clone(), acc)))
+        })?;
+        Ok(at(out, e.span))
+    }
+
     /// A let pattern with every `_` named (each bound value gets its slot), and its variables with types.
     fn pattern(&mut self, p: &Pat, ty: &Type) -> (Pat, Vec<(Name, Type)>) {
         name_pattern(p, ty, &mut self.fr)
+    }
+}
+
+/// The element types of array arguments.
+fn elem_types(arrays: &[Expr]) -> Vec<Type> {
+    arrays.iter().map(|a| a.ty.as_array().cloned().unwrap_or(Type::Real)).collect()
+}
+
+/// Fig. 17's body gradients by Fig. 5's macro: `\x \y \w. π2 D_{Γ',x,y;Id}(e1) (0, w)`, a fresh copy.
+struct DirectRoute<'a> {
+    cx: &'a mut Cx,
+    sub: &'a [Slot],
+    params: &'a [Name],
+    body: &'a Expr,
+}
+
+impl general::Route for DirectRoute<'_> {
+    fn fresh(&mut self) -> &mut Fresh {
+        &mut self.cx.fr
+    }
+
+    fn seeded(&mut self, tys: &[Type]) -> Result<Expr, Diagnostic> {
+        let w = self.cx.fr.name("w");
+        let mut g = self.sub.to_vec();
+        g.extend(self.params.iter().zip(tys).map(|(p, t)| Slot { var: Some(p.id), ty: t.clone(), witness: var(p) }));
+        let grad = self.cx.gradient_seeded(&g, self.body, var(&w))?;
+        let mut f = self.params.iter().rev().fold(lam(pvar(&w), grad), |acc, p| lam(pvar(p), acc));
+        freshen(&mut f, &mut self.cx.fr);
+        Ok(f)
     }
 }
 

@@ -365,26 +365,14 @@ fn small(e: &Expr, mut left: usize) -> bool {
 
 /// Fig. 12's conditionals (§7.2): R20 `if true then e2 else e3 ~> e2`, R21 `if false … ~> e3`, and R19
 /// `if e1 then e2 else e2 ~> e2` (the two branches of a gradient are often the same zeros). The
-/// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 (pushing a
-/// context into both branches) is not applied: it copies the context, and Lemma 5.3 already holds.
+/// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 is its own rule
+/// below, applied only where the context it copies is small.
 fn r19_r21_conditionals(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::If(c, a, b) = &e.kind else { return None };
     // a comparison of two constants is folded here (the condition's own constant folding)
     let known = match &c.kind {
         ExprKind::Bool(v) => Some(*v),
-        ExprKind::Prim(op, xs) if xs.len() == 2 => match (real_lit(&xs[0]), real_lit(&xs[1])) {
-            (Some(x), Some(y)) => match op {
-                P::Lt => Some(x < y),
-                P::Le => Some(x <= y),
-                P::Gt => Some(x > y),
-                P::Ge => Some(x >= y),
-                P::Eq => Some(x == y),
-                P::Ne => Some(x != y),
-                _ => None,
-            },
-            _ => None,
-        },
-        _ => None,
+        _ => compare_literals(c),
     };
     match known {
         Some(true) => return Some((**a).clone()),
@@ -393,6 +381,73 @@ fn r19_r21_conditionals(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     }
     let o = crate::print::PrintOptions::ascii();
     (small(a, R19_NODES) && small(b, R19_NODES) && crate::print::print_expr(a, &o) == crate::print::print_expr(b, &o)).then(|| (**a).clone())
+}
+
+fn atom(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit)
+}
+
+/// `if c then a else b` with `f` put around each branch, typed as `e`.
+fn if_around(e: &Expr, c: &Expr, a: &Expr, b: &Expr, f: impl Fn(Expr) -> Expr) -> Expr {
+    Expr { kind: ExprKind::If(Box::new(c.clone()), Box::new(f(a.clone())), Box::new(f(b.clone()))), span: e.span, ty: e.ty.clone() }
+}
+
+/// R22 `f(if e1 then e2 else e3) ~> if e1 then f(e2) else f(e3)`, only where the context f it copies is
+/// small (the note's caveat, §3.8): a primitive whose other arguments are atoms (`(if b then 1 else 0)
+/// * z ~> if b then 1 * z else 0 * z`, which R5/R6 then finish), or a call of a variable (a
+/// continuation, the final one among them). The condition is pure (§7.2), so it may move out of the
+/// context. A let around an `if` (`let (s1, s2) = if … in e`) is not a small context: pushing e into
+/// the branches made the examples' programs longer, not shorter, so it is left alone.
+fn r22_context_into_branches(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    match &e.kind {
+        ExprKind::Prim(op, xs) if !matches!(op, P::Map | P::Map2 | P::Reduce | P::Fold | P::Scanl | P::Scanr | P::Build) => {
+            let i = xs.iter().position(|x| matches!(x.kind, ExprKind::If(..)))?;
+            if !xs.iter().enumerate().all(|(j, x)| j == i || atom(x)) {
+                return None;
+            }
+            let ExprKind::If(c, a, b) = &xs[i].kind else { return None };
+            Some(if_around(e, c, a, b, |br| {
+                let mut ys = xs.clone();
+                ys[i] = br;
+                Expr { kind: ExprKind::Prim(*op, ys), span: e.span, ty: e.ty.clone() }
+            }))
+        }
+        ExprKind::App(f, x) if matches!(f.kind, ExprKind::Var(_)) => {
+            let ExprKind::If(c, a, b) = &x.kind else { return None };
+            Some(if_around(e, c, a, b, |br| Expr { kind: ExprKind::App(f.clone(), Box::new(br)), span: e.span, ty: e.ty.clone() }))
+        }
+        _ => None,
+    }
+}
+
+/// The value of a comparison of two real literals (a closed condition's constant folding, §7.2).
+fn compare_literals(c: &Expr) -> Option<bool> {
+    let ExprKind::Prim(op, xs) = &c.kind else { return None };
+    let [x, y] = xs.as_slice() else { return None };
+    let (x, y) = (real_lit(x)?, real_lit(y)?);
+    Some(match op {
+        P::Lt => x < y,
+        P::Le => x <= y,
+        P::Gt => x > y,
+        P::Ge => x >= y,
+        P::Eq => x == y,
+        P::Ne => x != y,
+        _ => return None,
+    })
+}
+
+/// Constant folding of a closed condition, `1.0 > 2.0 ~> false`, wherever it stands (a let-bound
+/// condition too, which R4 on booleans then propagates into its `if`).
+fn fold_comparisons(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let v = compare_literals(e)?;
+    Some(Expr { kind: ExprKind::Bool(v), span: e.span, ty: Type::Bool })
+}
+
+/// R4 for conditions: `let b = true in e ~> e[true/b]` (and false), so that R20/R21 see the constant
+/// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
+fn r4_condition(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
+    matches!(rhs.kind, ExprKind::Bool(_)).then(|| subst((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())])))
 }
 
 /// Fig. 12's optimisations and A.6's extra rewrites, after the partial-evaluation rules.
@@ -413,6 +468,9 @@ fn opt_rules() -> Vec<Rule> {
         r("R15 fusion", r15_fusion),
         r("X7 inline single-use lets", x7_single_use_lets),
         r("R19–R21 conditionals", r19_r21_conditionals),
+        r("constant folding of a condition", fold_comparisons),
+        r("R4 constant condition propagation", r4_condition),
+        r("R22 a small context into both branches", r22_context_into_branches),
     ]);
     rules
 }

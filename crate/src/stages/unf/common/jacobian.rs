@@ -7,7 +7,7 @@
 //! (`unf/source`, `unf/target`) and `unf/back`, which binds only what a primitive pushes.
 
 use super::unf::{unf, Op, Slot, Step, Unf};
-use super::{lambda_body, lambda_params, plus, scale, zero};
+use super::{general, lambda_body, lambda_params, plus, scale, zero};
 use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Diagnostic;
@@ -186,6 +186,19 @@ fn grad_fn(f: &Expr, free: &[(Name, usize)], before: &[Slot], xs: &[Expr], pick:
 fn map2(before: &[Slot], xs: &[Expr], f: &Expr, arity: usize, free: &[(Name, usize)], cs: &mut Vec<Expr>, lets: &mut Vec<(Pat, Expr)>, fr: &mut Fresh) -> Result<(), Diagnostic> {
     let n = before.len();
     let k = free.len();
+    let elems: Vec<Type> = before[n - arity..].iter().map(|s| s.ty.as_array().cloned().unwrap_or(Type::Real)).collect();
+    if general::needed(&elems, &lambda_body(f, arity).ty) {
+        // A.5, Fig. 17 (common/general.rs): the arrays' cotangents and Γ''s from one seeded pass per element
+        let z = cs.pop().expect("map2 pushes");
+        let sh = general::map2(&mut UnfRoute { f, arity, free, before, xs, fr }, &xs[n - arity..], &elems, z, &free_info(free, before, xs))?;
+        lets.extend(sh.lets);
+        for (j, share) in sh.arrays.into_iter().enumerate() {
+            let slot = n - arity + j;
+            cs[slot] = plus(&before[slot].ty, cs[slot].clone(), share, fr);
+        }
+        add_shares(free, &sh.free, before, cs, fr);
+        return Ok(());
+    }
     let z = cs.pop().expect("map2 pushes");
     let (a, b) = (xs[n - arity].clone(), xs[n - 1].clone());
     let over = |g: Expr| if arity == 1 { prim(Prim::Map, vec![g, a.clone()]) } else { prim(Prim::Map2, vec![g, a.clone(), b.clone()]) };
@@ -255,6 +268,21 @@ fn reduce(
     // the function's own free variables (reduce's `free` also lists its initial value's)
     let used: std::collections::HashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
     let ffree: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
+    let g = before[n - 1].ty.as_array().cloned().unwrap_or(Type::Real);
+    if let (Some(init), true) = (init, general::needed(&[g.clone()], &g)) {
+        // A.5, Fig. 17 (common/general.rs): the tape in the forward pass, a right scan of seeded passes
+        // in the continuation; the initial value (the unit) gets no cotangent, as above
+        let scan_f = instantiate(f, free, xs, fr);
+        let v0 = instantiate(init, free, xs, fr);
+        let red = general::reduce_pre(fr, scan_f, v0, a);
+        pre.extend(red.pre.iter().cloned());
+        let sh = general::reduce_cont(&mut UnfRoute { f, arity: 2, free: &ffree, before, xs, fr }, &red, &g, z, &free_info(&ffree, before, xs))?;
+        lets.extend(sh.lets);
+        let share = sh.arrays.into_iter().next().expect("one array");
+        cs[n - 1] = plus(&before[n - 1].ty, cs[n - 1].clone(), share, fr);
+        add_shares(&ffree, &sh.free, before, cs, fr);
+        return Ok(());
+    }
     let k = ffree.len();
     let (a0, a1, a2, a3) = (fr.name("A0"), fr.name("A1"), fr.name("A2"), fr.name("A3"));
     let scan_f = instantiate(f, free, xs, fr);
@@ -289,6 +317,46 @@ fn reduce(
     }
     Ok(())
 }
+/// Γ' as Fig. 17's rule takes it: types and atoms.
+fn free_info(free: &[(Name, usize)], before: &[Slot], xs: &[Expr]) -> general::Free {
+    general::Free { tys: free.iter().map(|(_, i)| before[*i].ty.clone()).collect(), witnesses: free.iter().map(|(_, i)| xs[*i].clone()).collect() }
+}
+
+/// Each free variable's cotangent plus its share `ss`.
+fn add_shares(free: &[(Name, usize)], ss: &[Name], before: &[Slot], cs: &mut [Expr], fr: &mut Fresh) {
+    for ((_, i), sv) in free.iter().zip(ss) {
+        cs[*i] = plus(&before[*i].ty, cs[*i].clone(), var(sv), fr);
+    }
+}
+
+/// Fig. 17's body gradients by this route (UNF, J^T, UNF⁻¹): `\x \y \w. ∇_{Γ',x,y} e1` seeded with
+/// w, a fresh copy with Γ' at its atoms.
+struct UnfRoute<'a> {
+    f: &'a Expr,
+    arity: usize,
+    free: &'a [(Name, usize)],
+    before: &'a [Slot],
+    xs: &'a [Expr],
+    fr: &'a mut Fresh,
+}
+
+impl general::Route for UnfRoute<'_> {
+    fn fresh(&mut self) -> &mut Fresh {
+        self.fr
+    }
+
+    fn seeded(&mut self, tys: &[Type]) -> Result<Expr, Diagnostic> {
+        let params = lambda_params(self.f, self.arity).ok_or_else(|| Diagnostic::error(self.f.span, "a function argument that is not a lambda `\\x y -> e`"))?;
+        let body = lambda_body(self.f, self.arity);
+        let mut ctx: Vec<Slot> = self.free.iter().map(|(n, i)| Slot { name: n.clone(), ty: self.before[*i].ty.clone() }).collect();
+        ctx.extend(params.iter().zip(tys).map(|(p, t)| Slot { name: p.clone(), ty: t.clone() }));
+        let w = self.fr.name("w");
+        let g = gradient_seeded(ctx, body, var(&w), self.fr)?;
+        let f = params.iter().rev().fold(lam(pvar(&w), g), |acc, p| lam(pvar(p), acc));
+        Ok(instantiate(&f, self.free, self.xs, self.fr))
+    }
+}
+
 /// J^T if_{Γ;c;e2;e3} = let b = c in (x1, …, xn) +^ (if b then ∇_Γ(e2) else ∇_Γ(e3)) * z: §7.2's
 /// "Solution" read as a transposed Jacobian (§7.3), with unf/direct's decisions (see its `cond`): the
 /// taken branch's gradient selected by `if b` rather than weighted by b and 1 - b, each seeded with z,

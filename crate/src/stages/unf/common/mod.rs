@@ -10,8 +10,10 @@ use crate::kit::polytypic::{map_shape, zip_shape, Zip};
 use crate::stage::Source;
 
 pub mod cost;
+pub mod general;
 pub mod jacobian;
 pub mod line;
+pub mod normalise;
 pub mod partial;
 pub mod unf;
 
@@ -20,7 +22,7 @@ pub const PAPER: &str = "Huot & Shaikhha 2024";
 /// How much work inlining may do before it stops (program nodes visited plus bindings emitted).
 const INLINE_BUDGET: usize = 200_000;
 
-pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples and arrays of reals, let, real \
+pub const ACCEPTS: &str = "the paper's source language (Fig. 2): reals, tuples and arrays (of any ground type, A.5), let, real \
 primitives, map2, reduce (whose function may read free variables, §7.1) and sum (Ex. 1.2), with map and fold by \
 A.3 (Fig. 16), and \
 conditionals whose condition compares primal values (§7.2), after every function call is inlined (§8) and recursion \
@@ -32,13 +34,21 @@ fn outside(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("{what} is outside the source language of Huot & Shaikhha (Fig. 2: reals, tuples, arrays of reals, let, real primitives, map2, reduce)"))
 }
 
-/// A ground type of the paper (`G ::= R | G × … × G | A[R]^n`), and `()`.
+/// A ground type of the paper with A.5's general arrays (`G ::= R | G × … × G | A[G]^n`), and `()`.
+/// Walked with an explicit stack (types nest as deep as the program writes them).
 pub fn is_ground(t: &Type) -> bool {
-    match t {
-        Type::Real | Type::Unit => true,
-        Type::Tuple(ts) => ts.iter().all(is_ground),
-        t => t.as_array() == Some(&Type::Real),
+    let mut stack = vec![t];
+    while let Some(t) = stack.pop() {
+        match t {
+            Type::Real | Type::Unit => {}
+            Type::Tuple(ts) => stack.extend(ts.iter()),
+            t => match t.as_array() {
+                Some(el) => stack.push(el),
+                None => return false,
+            },
+        }
     }
+    true
 }
 
 /// The source as the paper's language: every call inlined into one `main = λp. e` (§8: higher-order
@@ -46,20 +56,25 @@ pub fn is_ground(t: &Type) -> bool {
 /// construct, each refusal located.
 pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     // recursion on a param is unrolled for its value (§8: the paper's language has no recursion)
-    let p = first_order_unrolled(src, INLINE_BUDGET).map_err(|mut d| {
+    let mut p = first_order_unrolled(src, INLINE_BUDGET).map_err(|mut d| {
         if d.message.contains("recursion") {
             d.message.push_str(" (Huot & Shaikhha's source language has no recursion, §8: \"our reverse-mode transformation does not support recursion\")");
         }
         d
     })?;
+    // §7.2: conditions let-bound or holding lets and array operations are brought to plain form
+    let mut fr = Fresh::new(&p);
+    if let Some(d) = p.defs.iter_mut().find(|d| &*d.name.text == "main") {
+        if let ExprKind::Lam(_, _, body) = &mut d.body.kind {
+            normalise::conditions(body, &mut fr);
+        }
+    }
+    p.next_id = fr.next_id;
     let main = p.def("main").expect("inline_all keeps main");
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
     if let Type::Fun(input, _) = &main.body.ty {
-        if let Some(why) = array_restriction(input) {
-            return Err(Diagnostic::error(main.span, why));
-        }
         if !is_ground(input) {
             return Err(outside(main.span, &format!("an input of type {}", crate::types::show(input))));
         }
@@ -85,10 +100,7 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         use ExprKind::*;
         if !is_ground(&e.ty) && !matches!(e.kind, Lam(..)) {
             let span = if e.span == Span::NONE { main.span } else { e.span };
-            if let Some(why) = array_restriction(&e.ty) {
-                return Err(Diagnostic::error(span, why));
-            }
-            if matches!(e.ty, Type::Bool | Type::Int) {
+            if has_bool_or_int(&e.ty) {
                 return Err(outside(span, &format!("a value of type {} outside the condition of an `if` (§7.2: booleans and integers are external to the language, used only in conditions)", crate::types::show(&e.ty))));
             }
             return Err(outside(span, &format!("a value of type {}", crate::types::show(&e.ty))));
@@ -113,18 +125,19 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
                 // Fig. 5 passes 0 for the initial value's cotangent (the paper's reduce starts from its
                 // function's unit, Lemma A.2): an initial value computed from the input would lose its
                 // gradient, so it is refused rather than differentiated wrongly. (`fold`, Fig. 16, takes any.)
-                if matches!(e.kind, Prim(P::Reduce, _)) && !crate::kit::passes::free_locals(&args[1]).is_empty() {
+                if matches!(e.kind, Prim(P::Reduce, _)) && !shape_only(&args[1]) {
                     return Err(Diagnostic::error(
                         args[1].span,
                         "reduce's initial value must not depend on the input (§3.1: reduce starts from its function's unit, whose cotangent Fig. 5 drops; `fold` (A.3, Fig. 16) differentiates its initial value)",
                     ));
                 }
-                // Fig. 16 (and Fig. 5's reduce) fold reals: an accumulator or elements of another type
-                // would need A.5's tensor types (Fig. 17), not implemented here
+                // Fig. 16 folds reals; A.5's Fig. 17 generalises map2 and reduce only (common/general.rs):
+                // a fold over other ground types would also need its initial value's cotangent, the first
+                // element of Fig. 17's right scan, which we do not build
                 if matches!(e.kind, Prim(P::Fold, _)) && (e.ty != Type::Real || args[2].ty.as_array() != Some(&Type::Real)) {
                     return Err(outside(
                         e.span,
-                        &format!("a fold over {} to {} (A.3, Fig. 16 folds an array of reals to a real; A.5's arrays over other ground types are not implemented)", crate::types::show(&args[2].ty), crate::types::show(&e.ty)),
+                        &format!("a fold over {} to {} (A.3, Fig. 16 folds an array of reals to a real; A.5's Fig. 17 covers map2 and reduce over other ground types, not fold)", crate::types::show(&args[2].ty), crate::types::show(&e.ty)),
                     ));
                 }
                 // the lambda's own parameters are binders, not values
@@ -153,28 +166,40 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     Ok(p)
 }
 
-/// Why a type with an array of something other than reals is refused: arrays of tuples (and of
-/// arrays) are the paper's A.5 (Fig. 17, tensor types and the products *^ and *~), whose rules we do
-/// not implement; the note gives no other rule for them (its open point 6 concerns the Target's
-/// arrays of Γ-tuples, which map2's and reduce's rules build and this chain runs).
-fn array_restriction(t: &Type) -> Option<String> {
+/// Whether a type holds a boolean or an integer (§7.2: external to the language).
+fn has_bool_or_int(t: &Type) -> bool {
     let mut stack = vec![t];
     while let Some(t) = stack.pop() {
-        if let Some(el) = t.as_array() {
-            if *el != Type::Real {
-                return Some(format!(
-                    "an array of {} is outside the source language of Huot & Shaikhha: §3.1 restricts arrays to arrays of reals (\"we currently restrict to arrays of reals\"); Appendix A.5 (Fig. 17) lifts it with tensor types, which this chain does not implement",
-                    crate::types::show(el)
-                ));
-            }
-        }
         match t {
+            Type::Bool | Type::Int => return true,
             Type::Tuple(ts) => stack.extend(ts.iter()),
-            Type::Fun(a, b) => stack.extend([&**a, &**b]),
-            _ => {}
+            t => stack.extend(t.as_array()),
         }
     }
-    None
+    false
+}
+
+/// Whether a reduce's initial value reads the input only for shapes: each variable occurs as the
+/// array of a `map (x. c)` with c closed (A.6's ZerosLike/OnesLike, e.g. the zero row `map (x. 0) v` a
+/// reduce over rows starts from, A.5). Its derivative is 0, so Fig. 5 dropping its cotangent is exact.
+fn shape_only(init: &Expr) -> bool {
+    let mut stack = vec![init];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Var(n) if !n.is_global() => return false,
+            ExprKind::Prim(P::Map, args) if lambda_params(&args[0], 1).is_some() => {
+                let f = &args[0];
+                if !crate::kit::passes::free_locals(lambda_body(f, 1)).is_empty() {
+                    return false;
+                }
+                if !matches!(args[1].kind, ExprKind::Var(_)) {
+                    stack.push(&args[1]);
+                }
+            }
+            _ => each_child(e, &mut |c| stack.push(c)),
+        }
+    }
+    true
 }
 
 /// A condition of §7.2: a primal computation (comparisons, arithmetic, `length`) read and never
