@@ -414,3 +414,48 @@ fn a_row_length_read_in_a_map_over_no_rows_runs_on_every_part_c_stage() {
         }
     }
 }
+
+const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
+
+/// Every Part C stage accepts `text` and agrees with forward mode.
+fn part_c_agrees(text: &str) {
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        assert_eq!(r.error, None, "{stage}\n{text}");
+        assert_eq!(r.agrees, Some(true), "{stage}\n{text}");
+    }
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../examples/{name}.cot", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// Scalar replacement of tuples (common/core/tuples.rs): tuple patterns, projections of known
+/// tuples, tuple-typed lets and ifs, and main's tuple input split per leaf reach share-to-let.
+#[test]
+fn tuples_inside_first_order_programs_reach_share_to_let() {
+    for name in ["arrays-mlp", "chad-e2-sparse-pair", "chad-e3-big-zero", "krawiec-fig12-quaternion"] {
+        part_c_agrees(&example(name));
+    }
+    // a tuple-typed if split per component, its branches' lets hoisted (cond with real branches:
+    // bot and dual-arrays)
+    let split_if = "input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) =\n  let (s, t) = if c > 0.0 then (let q = sum v in (q * c, q)) else (c, sum (map (\\x -> x * x) v)) in\n  s * t\n";
+    for (stage, r) in PART_C.iter().zip(run(split_if, &PART_C[..2])) {
+        assert_eq!(r.agrees, Some(true), "{stage}: {r:?}");
+    }
+    let texts = [
+        // a tuple-typed let and a tuple built inside a map's body, projected there
+        "input (([1.0, 2.0], [3.0, 4.0]), 2.0)\ndef main (uv, k) =\n  let p = (fst uv, map (\\x -> x * k) (snd uv)) in\n  sum (map (\\x -> let w = (x, x * x) in fst w * snd w) (snd p)) + sum (fst p)\n",
+        // a wildcard over a tuple in main's input: its leaves get zero cotangents
+        "input ((1.0, (2.0, 3.0)), 4.0)\ndef main ((a, _), b) = a * b\n",
+    ];
+    for t in texts {
+        part_c_agrees(t);
+    }
+}
+
+#[test]
+fn bot_refuses_an_array_of_tuples_naming_the_core_restriction() {
+    let r = one("input (1.0, 2.0)\ndef main (x, y) = sum (map (\\p -> fst p * snd p) [(x, y), (y, x)])", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    assert!(r.error.as_deref().unwrap_or("").contains("arrays of tuples"), "{r:?}");
+}

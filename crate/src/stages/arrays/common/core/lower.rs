@@ -4,8 +4,8 @@
 //! (λix. f (index x ix))`, §3.3), `if` becomes the strict `cond` (§5.2: both branches are computed,
 //! which is sound because every core operation is total). What has no core form is refused with a
 //! located message: a genuinely sequential `fold`/`reduce`/`scan`/shift (the paper has no general
-//! fold, §2.3 of the notes), recursion, functions as values, and tuples or sums inside the body (the
-//! core has none; only `main`'s parameter may be a tuple of inputs).
+//! fold, §2.3 of the notes), recursion, functions as values, sums, and the tuples that scalar
+//! replacement (tuples.rs, run first) cannot split: arrays of tuples.
 
 use super::lang::*;
 use crate::build::*;
@@ -19,10 +19,9 @@ fn refuse(span: Span, what: &str) -> Diagnostic {
 /// `main = \p -> core term`: the inlined program's main with its body lowered.
 pub fn lower_main(p: &Program, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnostic> {
     let main = p.def("main").ok_or_else(|| Diagnostic::error(Span::NONE, "no main"))?;
-    let ExprKind::Lam(_, pat, body) = &main.body.kind else {
-        return Err(refuse(main.span, "main that is not a function of its input"));
-    };
-    Ok((pat.clone(), lower(body, fresh)?))
+    // tuples first: scalar replacement (tuples.rs) leaves a tuple-free body
+    let (pat, body) = super::tuples::split_main(&main.body, fresh)?;
+    Ok((pat, lower(&body, fresh)?))
 }
 
 /// `f` applied to `args`, by substitution (`f` is a lambda of the inlined program).
