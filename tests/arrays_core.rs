@@ -459,3 +459,38 @@ fn bot_refuses_an_array_of_tuples_naming_the_core_restriction() {
     assert!(r.refused, "{r:?}");
     assert!(r.error.as_deref().unwrap_or("").contains("arrays of tuples"), "{r:?}");
 }
+
+/// A fold or reduce whose body adds the accumulator to a term free of it is a sumOuter, and the
+/// shifts are gathers (lower.rs): they reach share-to-let; a shift of an empty or one-element array
+/// is empty.
+#[test]
+fn additive_folds_and_shifts_reach_share_to_let() {
+    for name in ["unf-ex1.2-dot", "unf-ex1.2-sum", "arrays-shift-differences"] {
+        part_c_agrees(&example(name));
+    }
+    let texts = [
+        "input ([1.0, 2.0, 3.0], 2.0)\ndef main (xs, k) = reduce (\\a b -> b * k + a) k xs\n",
+        "input [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]\ndef main m = sum (map (\\r -> sum r) (shift1R (shift1L m)))\n",
+        "input [4.0]\ndef main xs = sum (shift1L xs) + sum (shift1R xs) + xs ! 0\n",
+        "input [4.0]\ndef main xs = let ys = shift1L xs in sum (shift1R ys) + 1.0\n",
+    ];
+    for t in texts {
+        part_c_agrees(t);
+    }
+    let (p, _) = bot("input [1.0, 2.0, 3.0]\ndef main xs = sum (shift1L xs)\n");
+    assert!(p.contains("gather11 (max (length xs - 1) 0) xs (λi → [i + 1])"), "{p}");
+}
+
+#[test]
+fn bot_refuses_a_fold_whose_body_is_not_a_sum_naming_section_2_3() {
+    for text in [
+        "input ([1.0, 2.0], 3.0)\ndef main (cs, x) = fold (\\acc c -> acc * x + c) 0.0 cs",
+        "input ([1.0, 2.0], 3.0)\ndef main (a, t) = reduce (\\x y -> x + y + t * x * y) 0.0 a",
+        "input [1.0, 2.0]\ndef main a = sum (scanl (\\p x -> p + x) 0.0 a)",
+    ] {
+        let r = one(text, "arrays/bot");
+        assert!(r.refused, "{r:?}");
+        assert!(r.error.as_deref().unwrap_or("").contains("§2.3"), "{r:?}");
+        assert!(r.error_span.is_some());
+    }
+}
