@@ -436,13 +436,9 @@ fn tuples_inside_first_order_programs_reach_share_to_let() {
     for name in ["arrays-mlp", "chad-e2-sparse-pair", "chad-e3-big-zero", "krawiec-fig12-quaternion"] {
         part_c_agrees(&example(name));
     }
-    // a tuple-typed if split per component, its branches' lets hoisted (cond with real branches:
-    // bot and dual-arrays)
-    let split_if = "input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) =\n  let (s, t) = if c > 0.0 then (let q = sum v in (q * c, q)) else (c, sum (map (\\x -> x * x) v)) in\n  s * t\n";
-    for (stage, r) in PART_C.iter().zip(run(split_if, &PART_C[..2])) {
-        assert_eq!(r.agrees, Some(true), "{stage}: {r:?}");
-    }
     let texts = [
+        // a tuple-typed if split per component, its branches' lets hoisted
+        "input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) =\n  let (s, t) = if c > 0.0 then (let q = sum v in (q * c, q)) else (c, sum (map (\\x -> x * x) v)) in\n  s * t\n",
         // a tuple-typed let and a tuple built inside a map's body, projected there
         "input (([1.0, 2.0], [3.0, 4.0]), 2.0)\ndef main (uv, k) =\n  let p = (fst uv, map (\\x -> x * k) (snd uv)) in\n  sum (map (\\x -> let w = (x, x * x) in fst w * snd w) (snd p)) + sum (fst p)\n",
         // a wildcard over a tuple in main's input: its leaves get zero cotangents
@@ -493,4 +489,20 @@ fn bot_refuses_a_fold_whose_body_is_not_a_sum_naming_section_2_3() {
         assert!(r.error.as_deref().unwrap_or("").contains("§2.3"), "{r:?}");
         assert!(r.error_span.is_some());
     }
+}
+
+/// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
+/// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
+#[test]
+fn cond_with_real_branches_reaches_share_to_let() {
+    for name in ["dualrev-sign", "unf-s7.2-conditionals"] {
+        part_c_agrees(&example(name));
+    }
+    let text = |x: &str| format!("input ([1.0, -2.0, 3.0], {x})\ndef main (v, x) = if x > 0.0 then sum (map (\\a -> a * x) v) else x * x * (v ! 1)\n");
+    for x in ["2.0", "-2.0"] {
+        part_c_agrees(&text(x));
+    }
+    let r = one(&text("2.0"), "arrays/share-to-let");
+    assert!(r.program.contains("oneHot ["), "{}", r.program);
+    assert!(r.program.contains("(cond (x > 0.0) 0 1)"), "{}", r.program);
 }

@@ -6,7 +6,7 @@
 //! (Fig. 20, with the map threaded through the recursive call: erratum §8.18).
 //!
 //! Decisions (notes §8): trivial cotangents (variables, constants, shares) are not wrapped in a share
-//! (§8.10); `cond` with real branches has no Delta extraction (§8.3: it is refused here); shapes are
+//! (§8.10); `cond` with real branches selects by B4's index into a literal (§8.3, `Ex::cond`); shapes are
 //! terms (`length x`) read from each Delta's primal partner, a variable of its shape (the paper's
 //! `shapeDelta`, §6.4); shareToLet runs over the whole gradient tuple with one map (§8.12).
 
@@ -186,9 +186,25 @@ impl Ex<'_> {
                 Some(v) => Ok(v.clone()),
                 None => Ok(Val::Term(e.clone())),
             },
-            _ if spine(e).is_some_and(|(h, _)| h == "cond") => Err(refuse(e, "cond with real branches (notes §8.3)")),
+            _ if spine(e).is_some_and(|(h, _)| h == "cond") => self.cond(e),
             _ => Ok(Val::Term(self.term(e)?)),
         }
+    }
+
+    /// `cond b u v` with dual branches (D selects the whole pair, Fig. 14). A Delta that depends on a
+    /// runtime Bool is no Delta constructor (notes §8.3), so the selection is B4's: `index [u, v]
+    /// [cond b 0 1]`, i.e. `Index (LitArray [du, dv]) [cond b 0 1]`. Its transpose sends the
+    /// cotangent to the taken branch and zeros to the other, as B4's gather does inside a build1.
+    fn cond(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+        let Some((_, args)) = spine(e).filter(|(_, a)| a.len() == 3) else { return Err(refuse(e, "this cond")) };
+        let (Val::Dual(tu, du), Val::Dual(tv, dv)) = (self.value(args[1])?, self.value(args[2])?) else {
+            return Err(refuse(e, "cond with a dual and a non-dual branch"));
+        };
+        let b = self.term(args[0])?;
+        let which = cond(b.clone(), int(0), int(1));
+        let p = self.named(&Name::new("x", 0), cond(b, tu.clone(), tv.clone()));
+        let both = Rc::new(Sym { kind: SymKind::LitArray(vec![du, dv]), shape: Expr::gen(ExprKind::Array(vec![tu, tv])) });
+        Ok(Val::Dual(p.clone(), Rc::new(Sym { kind: SymKind::Index(both, which), shape: p })))
     }
 
     /// The symbolic Delta of a Delta expression whose value has the shape of `shape`.
