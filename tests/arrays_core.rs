@@ -506,3 +506,22 @@ fn cond_with_real_branches_reaches_share_to_let() {
     assert!(r.program.contains("oneHot ["), "{}", r.program);
     assert!(r.program.contains("(cond (x > 0.0) 0 1)"), "{}", r.program);
 }
+
+/// main's tuple output: D pairs up the components' primals and Deltas, reversePass seeds each
+/// with its part of the seed, and the symbolic stages take the seed apart by a pattern.
+#[test]
+fn tuple_outputs_reach_share_to_let() {
+    for name in ["dualrev-output-is-input", "krawiec-int-input", "unf-ex4.1"] {
+        part_c_agrees(&example(name));
+    }
+    part_c_agrees("input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) = (map (\\x -> x * c) v, sum v * c, c)\n");
+    let r = one(&example("unf-ex4.1"), "arrays/share-to-let");
+    assert!(r.program.contains("(input1, (seed1, seed2))"), "{}", r.program);
+}
+
+/// A property-test case: a shift of a literal matrix to an empty output; the reverse pass's zero
+/// for its rows is a scalar 0.0, which the literal's transpose indexes (runtime.rs `index`).
+#[test]
+fn a_shift_of_a_literal_matrix_to_an_empty_output_runs_on_every_part_c_stage() {
+    part_c_agrees("input [-0.395, -0.485, 0.665]\ndef main v = let h = sum v in shift1L [[h, v ! 0]]\n");
+}

@@ -168,7 +168,9 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         },
         K::LetRec(..) => return Err(refuse(e.span, "recursion (no dynamic loops: §5.2)")),
         K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
-        K::Tuple(_) | K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),
+        // after tuples.rs a tuple is left only as main's output, lowered per component
+        K::Tuple(es) => Expr::gen(K::Tuple(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
+        K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),
         K::Inl(_) | K::Inr(_) | K::Case(..) => return Err(refuse(e.span, "sums")),
         _ => return Err(refuse(e.span, "such construct")),
     };

@@ -46,6 +46,8 @@ enum Val {
     Term(Expr),
     Dual(Expr, Rc<Sym>),
     Delta(Rc<Sym>),
+    /// main's tuple output: each component's primal and Delta.
+    Outs(Vec<(Expr, Rc<Sym>)>),
 }
 
 fn refuse(e: &Expr, what: &str) -> Diagnostic {
@@ -56,13 +58,15 @@ fn refuse(e: &Expr, what: &str) -> Diagnostic {
 pub struct Extracted {
     pub binds: Vec<(Name, Expr)>,
     pub primal: Expr,
-    pub delta: Rc<Sym>,
+    /// The Delta of each output component with its part of the seed (one for a non-tuple output).
+    pub roots: Vec<(Expr, Rc<Sym>)>,
     pub ids: i64,
     /// main's pattern (outer names) and each parameter's name.
     pub pat: Pat,
     pub params: Vec<Name>,
     pub input: Name,
-    pub seed: Name,
+    /// The seed's pattern: a name, or a tuple of names for a tuple output.
+    pub seed: Pat,
 }
 
 struct Ex<'a> {
@@ -175,6 +179,18 @@ impl Ex<'_> {
     /// The value of a pure expression: a pair (primal, Delta) or a term.
     fn value(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
+            // D's result for main's tuple output: ((y1, .., yn), (dy1, .., dyn))
+            ExprKind::Tuple(es) if es.len() == 2 && matches!(es[1].kind, ExprKind::Tuple(_)) => {
+                let (ExprKind::Tuple(ps), ExprKind::Tuple(ds)) = (&es[0].kind, &es[1].kind) else { return Err(refuse(e, "this tuple output")) };
+                let mut outs = vec![];
+                for (p, d) in ps.iter().zip(ds) {
+                    match (self.value(p)?, self.value(d)?) {
+                        (Val::Term(t), Val::Delta(d)) => outs.push((t, d)),
+                        _ => return Err(refuse(e, "a nested tuple output")),
+                    }
+                }
+                Ok(Val::Outs(outs))
+            }
             ExprKind::Tuple(es) if es.len() == 2 => {
                 let p = self.term(&es[0])?;
                 let p = self.named(&Name::new("x", 0), p);
@@ -275,12 +291,19 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
         ex.env.insert(x.id, v);
         cur = k;
     }
-    let (primal, delta) = match ex.run(cur)? {
-        Val::Dual(p, d) => (p, d),
+    let (primal, roots, seed) = match ex.run(cur)? {
+        Val::Dual(p, d) => (p, vec![(var(seed), d)], pvar(seed)),
+        Val::Outs(outs) => {
+            // the seed taken apart: one name per output component
+            let parts: Vec<Name> = outs.iter().map(|_| ex.fresh.name(&seed.text)).collect();
+            let primal = tuple(outs.iter().map(|o| o.0.clone()).collect());
+            let roots = parts.iter().zip(outs).map(|(s, (_, d))| (var(s), d)).collect();
+            (primal, roots, ptuple(parts.iter().map(pvar).collect()))
+        }
         _ => return Err(refuse(cur, "a result without a Delta")),
     };
     let params = pat.names().into_iter().cloned().collect();
-    Ok(Extracted { binds: ex.binds, primal, delta, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed: seed.clone() })
+    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed })
 }
 
 /// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
@@ -461,11 +484,15 @@ impl Reverse {
         }
     }
 
-    pub fn run(&mut self, c: Expr, d: &Rc<Sym>, inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
+    /// The pass from each root (a cotangent and its Delta: one per output component), then the
+    /// max-ID loop.
+    pub fn run(&mut self, roots: &[(Expr, Rc<Sym>)], inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
         let mut grad: BTreeMap<usize, Expr> = BTreeMap::new();
         let mut dfrag: BTreeMap<i64, Rc<Sym>> = BTreeMap::new();
         let mut accum: BTreeMap<i64, Expr> = BTreeMap::new();
-        self.eval(c, d, &mut grad, &mut dfrag, &mut accum)?;
+        for (c, d) in roots {
+            self.eval(c.clone(), d, &mut grad, &mut dfrag, &mut accum)?;
+        }
         while let Some((id, mut c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
             // without share there are no references, and this is the plain tree size
@@ -649,7 +676,7 @@ pub fn program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Expr>>
     for (x, t) in ex.binds.iter().rev() {
         body = let_(pvar(x), t.clone(), body);
     }
-    lam(ppair(pvar(&ex.input), pvar(&ex.seed)), let_(ex.pat.clone(), var(&ex.input), body))
+    lam(ppair(pvar(&ex.input), ex.seed.clone()), let_(ex.pat.clone(), var(&ex.input), body))
 }
 
 fn rebuild(p: &Pat, params: &[Name], grads: &[Option<Expr>]) -> Expr {
