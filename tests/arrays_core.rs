@@ -414,3 +414,111 @@ fn a_row_length_read_in_a_map_over_no_rows_runs_on_every_part_c_stage() {
         }
     }
 }
+
+const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
+
+/// Every Part C stage accepts `text` and agrees with forward mode.
+fn part_c_agrees(text: &str) {
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        assert_eq!(r.error, None, "{stage}\n{text}");
+        assert_eq!(r.agrees, Some(true), "{stage}\n{text}");
+    }
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../examples/{name}.cot", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+/// Scalar replacement of tuples (common/core/tuples.rs): tuple patterns, projections of known
+/// tuples, tuple-typed lets and ifs, and main's tuple input split per leaf reach share-to-let.
+#[test]
+fn tuples_inside_first_order_programs_reach_share_to_let() {
+    for name in ["arrays-mlp", "chad-e2-sparse-pair", "chad-e3-big-zero", "krawiec-fig12-quaternion"] {
+        part_c_agrees(&example(name));
+    }
+    let texts = [
+        // a tuple-typed if split per component, its branches' lets hoisted
+        "input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) =\n  let (s, t) = if c > 0.0 then (let q = sum v in (q * c, q)) else (c, sum (map (\\x -> x * x) v)) in\n  s * t\n",
+        // a tuple-typed let and a tuple built inside a map's body, projected there
+        "input (([1.0, 2.0], [3.0, 4.0]), 2.0)\ndef main (uv, k) =\n  let p = (fst uv, map (\\x -> x * k) (snd uv)) in\n  sum (map (\\x -> let w = (x, x * x) in fst w * snd w) (snd p)) + sum (fst p)\n",
+        // a wildcard over a tuple in main's input: its leaves get zero cotangents
+        "input ((1.0, (2.0, 3.0)), 4.0)\ndef main ((a, _), b) = a * b\n",
+    ];
+    for t in texts {
+        part_c_agrees(t);
+    }
+}
+
+#[test]
+fn bot_refuses_an_array_of_tuples_naming_the_core_restriction() {
+    let r = one("input (1.0, 2.0)\ndef main (x, y) = sum (map (\\p -> fst p * snd p) [(x, y), (y, x)])", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    assert!(r.error.as_deref().unwrap_or("").contains("arrays of tuples"), "{r:?}");
+}
+
+/// A fold or reduce whose body adds the accumulator to a term free of it is a sumOuter, and the
+/// shifts are gathers (lower.rs): they reach share-to-let; a shift of an empty or one-element array
+/// is empty.
+#[test]
+fn additive_folds_and_shifts_reach_share_to_let() {
+    for name in ["unf-ex1.2-dot", "unf-ex1.2-sum", "arrays-shift-differences"] {
+        part_c_agrees(&example(name));
+    }
+    let texts = [
+        "input ([1.0, 2.0, 3.0], 2.0)\ndef main (xs, k) = reduce (\\a b -> b * k + a) k xs\n",
+        "input [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]\ndef main m = sum (map (\\r -> sum r) (shift1R (shift1L m)))\n",
+        "input [4.0]\ndef main xs = sum (shift1L xs) + sum (shift1R xs) + xs ! 0\n",
+        "input [4.0]\ndef main xs = let ys = shift1L xs in sum (shift1R ys) + 1.0\n",
+    ];
+    for t in texts {
+        part_c_agrees(t);
+    }
+    let (p, _) = bot("input [1.0, 2.0, 3.0]\ndef main xs = sum (shift1L xs)\n");
+    assert!(p.contains("gather11 (max (length xs - 1) 0) xs (λi → [i + 1])"), "{p}");
+}
+
+#[test]
+fn bot_refuses_a_fold_whose_body_is_not_a_sum_naming_section_2_3() {
+    for text in [
+        "input ([1.0, 2.0], 3.0)\ndef main (cs, x) = fold (\\acc c -> acc * x + c) 0.0 cs",
+        "input ([1.0, 2.0], 3.0)\ndef main (a, t) = reduce (\\x y -> x + y + t * x * y) 0.0 a",
+        "input [1.0, 2.0]\ndef main a = sum (scanl (\\p x -> p + x) 0.0 a)",
+    ] {
+        let r = one(text, "arrays/bot");
+        assert!(r.refused, "{r:?}");
+        assert!(r.error.as_deref().unwrap_or("").contains("§2.3"), "{r:?}");
+        assert!(r.error_span.is_some());
+    }
+}
+
+/// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
+/// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
+#[test]
+fn cond_with_real_branches_reaches_share_to_let() {
+    for name in ["dualrev-sign", "unf-s7.2-conditionals"] {
+        part_c_agrees(&example(name));
+    }
+    let text = |x: &str| format!("input ([1.0, -2.0, 3.0], {x})\ndef main (v, x) = if x > 0.0 then sum (map (\\a -> a * x) v) else x * x * (v ! 1)\n");
+    for x in ["2.0", "-2.0"] {
+        part_c_agrees(&text(x));
+    }
+    let r = one(&text("2.0"), "arrays/share-to-let");
+    assert!(r.program.contains("oneHot ["), "{}", r.program);
+    assert!(r.program.contains("(cond (x > 0.0) 0 1)"), "{}", r.program);
+}
+
+/// main's tuple output stays refused (lower.rs: bot's shapes do not survive an empty inner
+/// dimension yet), naming the core's restriction.
+#[test]
+fn a_tuple_output_is_refused_naming_the_core_restriction() {
+    let r = one(&example("unf-ex4.1"), "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    assert!(r.error.as_deref().unwrap_or("").contains("tuple output"), "{r:?}");
+}
+
+/// A property-test case: a shift of a literal matrix to an empty output; the reverse pass's zero
+/// for its rows is a scalar 0.0, which the literal's transpose indexes (runtime.rs `index`).
+#[test]
+fn a_shift_of_a_literal_matrix_to_an_empty_output_runs_on_every_part_c_stage() {
+    part_c_agrees("input [-0.395, -0.485, 0.665]\ndef main v = let h = sum v in shift1L [[h, v ! 0]]\n");
+}

@@ -481,3 +481,38 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
     println!("chad/arrays took {taken} of 60");
     assert!(taken >= 20, "chad/arrays took only {taken} of 60 random array programs");
 }
+
+/// The array chain's final pipeline (Part C, `arrays/bot` → `arrays/share-to-let`) on random array
+/// programs: it takes those without a sequential fold, scan, recursion or array of tuples, tuples
+/// inside the program included (split by the lowering: common/core/tuples.rs), and every stage that
+/// takes one agrees with `forward` (with a varied output seed).
+#[test]
+fn part_c_takes_and_agrees_on_random_array_programs() {
+    let stages = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
+    let (mut taken, mut with_tuples) = (0, 0);
+    for s in 0..80u64 {
+        let src = gen::Gen::new(s).array_program(3);
+        let tuples = src.contains("let (p") || src.contains(" then (");
+        let ran = limits::run_with_stack(move || -> Result<bool, String> {
+            let seed = varied_seed(&src)?;
+            let opts = Options { trace: false, seed: Some(seed), stages: stages.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+            let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
+            let mut all = true;
+            for r in &a.stages {
+                if r.refused {
+                    all = false;
+                    continue;
+                }
+                if r.agrees != Some(true) {
+                    return Err(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
+                }
+            }
+            Ok(all)
+        });
+        let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
+        taken += usize::from(took);
+        with_tuples += usize::from(took && tuples);
+    }
+    println!("Part C took {taken} of 80 ({with_tuples} with tuples inside)");
+    assert!(taken >= 10, "Part C took only {taken} of 80 random array programs");
+}

@@ -24,7 +24,7 @@ arrays (§7.2): cotangents are programs built from +→, ·→, oneHot, replicat
 result is a gradient program, differentiated once and run at any input. Without sharing it is exponential: eval of \
 Add copies its cotangent term into both children, so a chain of m doublings gives a term of 2^m leaves (E11).",
     complexity: "Gradient program size up to exponential in the program's depth (E11: 2^m).",
-    accepts: "what arrays/dual-arrays accepts, without a conditional on real arrays (notes §8.3)",
+    accepts: "what arrays/dual-arrays accepts (a conditional on real arrays selects by B4's index into [u, v]: notes §8.3)",
 };
 
 pub static COUNTERS: &[CounterInfo] = &[CounterInfo { name: "gradient_size", about: "nodes of the gradient program (as printed)" }];

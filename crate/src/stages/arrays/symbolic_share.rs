@@ -25,7 +25,7 @@ shares — are not wrapped, notes §8.10). IDs are generated monotonically, so a
 program is printed with the first occurrence of each share whole and later ones as shared i (each is read after it \
 is computed, left to right): its size is that of the gradient DAG, linear where arrays/symbolic's is exponential.",
     complexity: "Gradient program size linear in the Delta (E11: O(m)), each share computed once.",
-    accepts: "what arrays/dual-arrays accepts, without a conditional on real arrays (notes §8.3)",
+    accepts: "what arrays/dual-arrays accepts (a conditional on real arrays selects by B4's index into [u, v]: notes §8.3)",
 };
 
 use super::symbolic::COUNTERS;

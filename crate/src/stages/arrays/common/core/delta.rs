@@ -401,10 +401,20 @@ fn show_map<K: std::fmt::Display>(m: &BTreeMap<K, Value>) -> Shown {
 
 /// `reversePass c d` (§6.4): eval, then backprop's max-ID loop; returns the gradient map.
 fn b_reverse_pass(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
-    let root = d(&a[1], s)?;
-    m.state::<DualState>().root = Some(root.clone());
+    // a tuple output: each component's Delta is evaluated with its part of the seed, then one loop
+    let mut roots = vec![];
+    let mut stack = vec![(a[0].clone(), a[1].clone())];
+    while let Some((c, dv)) = stack.pop() {
+        match (&c, &dv) {
+            (Value::Tuple(cs), Value::Tuple(ds)) if cs.len() == ds.len() => stack.extend(cs.iter().cloned().zip(ds.iter().cloned()).rev()),
+            _ => roots.push((c, d(&dv, s)?)),
+        }
+    }
+    m.state::<DualState>().root = roots.first().map(|r| r.1.clone());
     let mut es = Es::default();
-    eval(m, &mut es, a[0].clone(), &root, s)?;
+    for (c, root) in roots {
+        eval(m, &mut es, c, &root, s)?;
+    }
     while let Some((id, c)) = es.accum.pop_last() {
         let Some(frag) = es.dfrag.remove(&id) else { continue };
         m.count("backprop_ids", 1);
@@ -479,7 +489,8 @@ pub fn builtins() -> Vec<Builtin> {
         b("Replicate", vec![], f(Type::Int, f(dt.clone(), dt.clone())), 2, b_replicate),
         b("Transpose", vec![], f(Type::array(Type::Int), f(dt.clone(), dt.clone())), 2, b_transpose),
         b("genID", vec![], f(Type::Unit, Type::con("M", vec![Type::Int])), 1, b_gen_id),
-        b("reversePass", vec![0], f(a.clone(), f(dt.clone(), Type::con("Grad", vec![]))), 2, b_reverse_pass),
+        // the Delta, or for a tuple output a tuple of Deltas (one per component, seeded by its part)
+        b("reversePass", vec![0, 1], f(a.clone(), f(Type::Var(1), Type::con("Grad", vec![]))), 2, b_reverse_pass),
         b("gradAt", vec![0], f(Type::Int, f(a.clone(), f(Type::con("Grad", vec![]), a.clone()))), 3, b_grad_at),
     ];
     out.push(Builtin { name: "runIds", scheme: Scheme { vars: vec![0], ty: f(Type::con("M", vec![a.clone()]), a) }, arity: 1, lazy_last: true, run: b_run_ids });

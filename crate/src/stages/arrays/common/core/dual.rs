@@ -92,6 +92,17 @@ impl Dx<'_> {
     }
 
     fn d_tail(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
+        // main's tuple output (tuples.rs keeps one only there): D of each component, the primals and
+        // the Deltas paired up as tuples, which reversePass seeds part by part
+        if let ExprKind::Tuple(es) = &e.kind {
+            let ms = es.iter().map(|t| self.d(t)).collect::<Result<Vec<_>, _>>()?;
+            let names: Vec<(Name, Name)> = es.iter().map(|_| (self.fresh.name("y"), self.fresh.name("dy"))).collect();
+            let mut out = pure(pair(tuple(names.iter().map(|n| var(&n.0)).collect()), tuple(names.iter().map(|n| var(&n.1)).collect())));
+            for (m, (x, dd)) in ms.into_iter().zip(names).rev() {
+                out = bind_pair(&x, &dd, m, out);
+            }
+            return Ok(out);
+        }
         if !is_r(&e.ty) {
             return Err(err(e, "a term without real elements"));
         }

@@ -21,8 +21,7 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     let ex = extract(&grad.body, &mut fr)?;
     let mut rev = Reverse::new(share);
     rev.trace.labels = ex.params.iter().map(|x| x.text.to_string()).collect();
-    let seed = var(&ex.seed);
-    let grads = rev.run(seed, &ex.delta, ex.params.len())?;
+    let grads = rev.run(&ex.roots, ex.params.len())?;
     // the passes after this one (types, printer, shareToLet) recurse on a term's nesting, which the
     // reverse pass makes as deep as the Delta: refuse what is deeper than the bracket budget
     let deepest = grads.iter().flatten().map(|g| rev.tree_size_depth(g).1).max().unwrap_or(0);
@@ -54,7 +53,10 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
         lets.join("\n   "),
         ids.join("; "),
         print_expr(&ex.primal, &o),
-        show(&ex.delta)
+        match ex.roots.as_slice() {
+            [(_, d)] => show(d),
+            rs => format!("({})", rs.iter().map(|r| show(&r.1)).collect::<Vec<_>>().join(", ")),
+        }
     );
     let steps = std::mem::take(&mut rev.trace.kept);
     let views = vec![

@@ -2,10 +2,12 @@
 //! definition is inlined into `main` (§5.2: bot works on a single expression), `map`, `map2`,
 //! `build`, `!`, `sum` become `build1`, `index`, `sumOuter` (the paper's `map f x = build (shape x)
 //! (λix. f (index x ix))`, §3.3), `if` becomes the strict `cond` (§5.2: both branches are computed,
-//! which is sound because every core operation is total). What has no core form is refused with a
-//! located message: a genuinely sequential `fold`/`reduce`/`scan`/shift (the paper has no general
-//! fold, §2.3 of the notes), recursion, functions as values, and tuples or sums inside the body (the
-//! core has none; only `main`'s parameter may be a tuple of inputs).
+//! which is sound because every core operation is total), a `fold`/`reduce` whose body adds the
+//! accumulator to a term free of it becomes a `sumOuter`, and `shift1L`/`shift1R` (drop the first or
+//! last element) a `build1` of indexes (bot makes it a gather). What has no core form is refused
+//! with a located message: a genuinely sequential `fold`/`reduce`/`scan` (the paper has no general
+//! fold, §2.3 of the notes), recursion, functions as values, sums, and the tuples that scalar
+//! replacement (tuples.rs, run first) cannot split: arrays of tuples.
 
 use super::lang::*;
 use crate::build::*;
@@ -19,10 +21,9 @@ fn refuse(span: Span, what: &str) -> Diagnostic {
 /// `main = \p -> core term`: the inlined program's main with its body lowered.
 pub fn lower_main(p: &Program, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnostic> {
     let main = p.def("main").ok_or_else(|| Diagnostic::error(Span::NONE, "no main"))?;
-    let ExprKind::Lam(_, pat, body) = &main.body.kind else {
-        return Err(refuse(main.span, "main that is not a function of its input"));
-    };
-    Ok((pat.clone(), lower(body, fresh)?))
+    // tuples first: scalar replacement (tuples.rs) leaves a tuple-free body
+    let (pat, body) = super::tuples::split_main(&main.body, fresh)?;
+    Ok((pat, lower(&body, fresh)?))
 }
 
 /// `f` applied to `args`, by substitution (`f` is a lambda of the inlined program).
@@ -57,6 +58,26 @@ fn named(a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<
     let xs = fresh.name("xs");
     let body = k(var(&xs), fresh)?;
     Ok(let_(pvar(&xs), a, body))
+}
+
+/// `\acc c -> acc + t` (or `t + acc`) with `acc` not free in `t`: the body's element pattern and
+/// `t`. Such a fold is a sum whatever the order, so it is `sumOuter` (§3.2); any other body is
+/// genuinely sequential.
+fn additive(f: &Expr) -> Option<(&Pat, &Expr)> {
+    let ExprKind::Lam(_, Pat::Var(acc, _), inner) = &f.kind else { return None };
+    let ExprKind::Lam(_, c @ (Pat::Var(..) | Pat::Wild(_)), body) = &inner.kind else { return None };
+    let mut body = &**body;
+    while let ExprKind::Ann(x, _) = &body.kind {
+        body = x;
+    }
+    let ExprKind::Prim(Prim::Add, ab) = &body.kind else { return None };
+    let is_acc = |e: &Expr| matches!(&e.kind, ExprKind::Var(x) if x.id == acc.id);
+    let t = match (is_acc(&ab[0]), is_acc(&ab[1])) {
+        (true, _) => &ab[1],
+        (_, true) => &ab[0],
+        _ => return None,
+    };
+    (!super::bot::mentions(t, acc.id)).then_some((c, t))
 }
 
 /// Lowers a surface expression (recursing in its nesting, which the parser bounds: limits.rs).
@@ -114,11 +135,45 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                     })
                 })?
             }
-            _ => return Err(refuse(e.span, "sequential fold, reduce, scan or shift (the paper has no general fold: §2.3)")),
+            Prim::Fold | Prim::Reduce => match additive(&args[0]).filter(|_| e.ty == Type::Real) {
+                Some((c, term)) => {
+                    // fold (\acc c -> acc + t) z xs = z + sumOuter (build1 (length xs) (\i -> t[c := index xs i]))
+                    let a = lower(&args[2], fresh)?;
+                    let f = Expr::gen(K::Lam(LamKind::Plain, c.clone(), Box::new(term.clone())));
+                    let total = named(a, fresh, |xs, fr| {
+                        let i = fr.name("i");
+                        let body = beta(&f, vec![index(xs.clone(), var(&i))], fr)?;
+                        Ok(prim(Prim::Sum, vec![build1(prim(Prim::Length, vec![xs]), &i, body)]))
+                    })?;
+                    match &args[1].kind {
+                        K::Real(z) if *z == 0.0 => total,
+                        _ => prim(Prim::Add, vec![lower(&args[1], fresh)?, total]),
+                    }
+                }
+                None => return Err(refuse(e.span, "sequential fold or reduce with this body: only `acc + t` (t free of acc) is a sum (sumOuter); the paper has no general fold (§2.3)")),
+            },
+            Prim::Shift1L | Prim::Shift1R => {
+                // shift1L xs drops the first element, shift1R the last: a build1 of indexes that bot
+                // turns into a gather (Fig. 11), of length max (n - 1) 0
+                let a = lower(&args[0], fresh)?;
+                let from = if *p == Prim::Shift1L { 1 } else { 0 };
+                named(a, fresh, |xs, fr| {
+                    let i = fr.name("i");
+                    let n = prim(Prim::Max, vec![prim(Prim::Sub, vec![prim(Prim::Length, vec![xs.clone()]), int(1)]), int(0)]);
+                    let ix = if from == 0 { var(&i) } else { prim(Prim::Add, vec![var(&i), int(from)]) };
+                    Ok(build1(n, &i, index(xs, ix)))
+                })?
+            }
+            _ => return Err(refuse(e.span, "scan (a sequential prefix fold: the paper has no general fold, §2.3)")),
         },
         K::LetRec(..) => return Err(refuse(e.span, "recursion (no dynamic loops: §5.2)")),
         K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
-        K::Tuple(_) | K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),
+        // after tuples.rs a tuple is left only as main's output. D, reversePass and the symbolic
+        // stages take one (dual.rs, delta.rs, symbolic.rs), but bot's shape terms do not survive an
+        // empty inner dimension (`build 4 (\i -> build 0 …)` beside it: a property-test case at
+        // CI's seed), so it stays refused until they do
+        K::Tuple(_) => return Err(refuse(e.span, "tuple output (main returns a real or an array; its input may be a tuple)")),
+        K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),
         K::Inl(_) | K::Inr(_) | K::Case(..) => return Err(refuse(e.span, "sums")),
         _ => return Err(refuse(e.span, "such construct")),
     };

@@ -10,3 +10,4 @@ pub mod lower;
 pub mod runtime;
 pub mod steps;
 pub mod symbolic;
+pub mod tuples;

@@ -60,7 +60,14 @@ fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
 /// (rule l0), must be 0 rather than fail when `xs` is empty, since nested arrays lose the inner sizes
 /// of an empty array (the paper's shapes are static); a real read out of an empty array only occurs in
 /// such shape terms, as the source's own `!` out of range is an error.
+///
+/// Likewise a scalar zero indexes to itself: the reverse pass's zero for rows whose shape an empty
+/// cotangent did not carry (the transpose of a gather out of a literal matrix into an empty output:
+/// `shift1L [[h, x]]`, a property-test case) is `0.0`, and the literal's transpose indexes it.
 pub fn index(a: &Value, u: i64, span: Span) -> Res {
+    if matches!(a, Value::Real(r) if *r == 0.0) {
+        return Ok(a.clone());
+    }
     let xs = arr(a, "index", span)?;
     Ok(match usize::try_from(u).ok().and_then(|k| xs.get(k)) {
         Some(x) => x.clone(),

@@ -6,7 +6,7 @@
 //! (Fig. 20, with the map threaded through the recursive call: erratum §8.18).
 //!
 //! Decisions (notes §8): trivial cotangents (variables, constants, shares) are not wrapped in a share
-//! (§8.10); `cond` with real branches has no Delta extraction (§8.3: it is refused here); shapes are
+//! (§8.10); `cond` with real branches selects by B4's index into a literal (§8.3, `Ex::cond`); shapes are
 //! terms (`length x`) read from each Delta's primal partner, a variable of its shape (the paper's
 //! `shapeDelta`, §6.4); shareToLet runs over the whole gradient tuple with one map (§8.12).
 
@@ -46,6 +46,8 @@ enum Val {
     Term(Expr),
     Dual(Expr, Rc<Sym>),
     Delta(Rc<Sym>),
+    /// main's tuple output: each component's primal and Delta.
+    Outs(Vec<(Expr, Rc<Sym>)>),
 }
 
 fn refuse(e: &Expr, what: &str) -> Diagnostic {
@@ -56,13 +58,15 @@ fn refuse(e: &Expr, what: &str) -> Diagnostic {
 pub struct Extracted {
     pub binds: Vec<(Name, Expr)>,
     pub primal: Expr,
-    pub delta: Rc<Sym>,
+    /// The Delta of each output component with its part of the seed (one for a non-tuple output).
+    pub roots: Vec<(Expr, Rc<Sym>)>,
     pub ids: i64,
     /// main's pattern (outer names) and each parameter's name.
     pub pat: Pat,
     pub params: Vec<Name>,
     pub input: Name,
-    pub seed: Name,
+    /// The seed's pattern: a name, or a tuple of names for a tuple output.
+    pub seed: Pat,
 }
 
 struct Ex<'a> {
@@ -175,6 +179,18 @@ impl Ex<'_> {
     /// The value of a pure expression: a pair (primal, Delta) or a term.
     fn value(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
+            // D's result for main's tuple output: ((y1, .., yn), (dy1, .., dyn))
+            ExprKind::Tuple(es) if es.len() == 2 && matches!(es[1].kind, ExprKind::Tuple(_)) => {
+                let (ExprKind::Tuple(ps), ExprKind::Tuple(ds)) = (&es[0].kind, &es[1].kind) else { return Err(refuse(e, "this tuple output")) };
+                let mut outs = vec![];
+                for (p, d) in ps.iter().zip(ds) {
+                    match (self.value(p)?, self.value(d)?) {
+                        (Val::Term(t), Val::Delta(d)) => outs.push((t, d)),
+                        _ => return Err(refuse(e, "a nested tuple output")),
+                    }
+                }
+                Ok(Val::Outs(outs))
+            }
             ExprKind::Tuple(es) if es.len() == 2 => {
                 let p = self.term(&es[0])?;
                 let p = self.named(&Name::new("x", 0), p);
@@ -186,9 +202,25 @@ impl Ex<'_> {
                 Some(v) => Ok(v.clone()),
                 None => Ok(Val::Term(e.clone())),
             },
-            _ if spine(e).is_some_and(|(h, _)| h == "cond") => Err(refuse(e, "cond with real branches (notes §8.3)")),
+            _ if spine(e).is_some_and(|(h, _)| h == "cond") => self.cond(e),
             _ => Ok(Val::Term(self.term(e)?)),
         }
+    }
+
+    /// `cond b u v` with dual branches (D selects the whole pair, Fig. 14). A Delta that depends on a
+    /// runtime Bool is no Delta constructor (notes §8.3), so the selection is B4's: `index [u, v]
+    /// [cond b 0 1]`, i.e. `Index (LitArray [du, dv]) [cond b 0 1]`. Its transpose sends the
+    /// cotangent to the taken branch and zeros to the other, as B4's gather does inside a build1.
+    fn cond(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+        let Some((_, args)) = spine(e).filter(|(_, a)| a.len() == 3) else { return Err(refuse(e, "this cond")) };
+        let (Val::Dual(tu, du), Val::Dual(tv, dv)) = (self.value(args[1])?, self.value(args[2])?) else {
+            return Err(refuse(e, "cond with a dual and a non-dual branch"));
+        };
+        let b = self.term(args[0])?;
+        let which = cond(b.clone(), int(0), int(1));
+        let p = self.named(&Name::new("x", 0), cond(b, tu.clone(), tv.clone()));
+        let both = Rc::new(Sym { kind: SymKind::LitArray(vec![du, dv]), shape: Expr::gen(ExprKind::Array(vec![tu, tv])) });
+        Ok(Val::Dual(p.clone(), Rc::new(Sym { kind: SymKind::Index(both, which), shape: p })))
     }
 
     /// The symbolic Delta of a Delta expression whose value has the shape of `shape`.
@@ -259,12 +291,19 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
         ex.env.insert(x.id, v);
         cur = k;
     }
-    let (primal, delta) = match ex.run(cur)? {
-        Val::Dual(p, d) => (p, d),
+    let (primal, roots, seed) = match ex.run(cur)? {
+        Val::Dual(p, d) => (p, vec![(var(seed), d)], pvar(seed)),
+        Val::Outs(outs) => {
+            // the seed taken apart: one name per output component
+            let parts: Vec<Name> = outs.iter().map(|_| ex.fresh.name(&seed.text)).collect();
+            let primal = tuple(outs.iter().map(|o| o.0.clone()).collect());
+            let roots = parts.iter().zip(outs).map(|(s, (_, d))| (var(s), d)).collect();
+            (primal, roots, ptuple(parts.iter().map(pvar).collect()))
+        }
         _ => return Err(refuse(cur, "a result without a Delta")),
     };
     let params = pat.names().into_iter().cloned().collect();
-    Ok(Extracted { binds: ex.binds, primal, delta, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed: seed.clone() })
+    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed })
 }
 
 /// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
@@ -445,11 +484,15 @@ impl Reverse {
         }
     }
 
-    pub fn run(&mut self, c: Expr, d: &Rc<Sym>, inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
+    /// The pass from each root (a cotangent and its Delta: one per output component), then the
+    /// max-ID loop.
+    pub fn run(&mut self, roots: &[(Expr, Rc<Sym>)], inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
         let mut grad: BTreeMap<usize, Expr> = BTreeMap::new();
         let mut dfrag: BTreeMap<i64, Rc<Sym>> = BTreeMap::new();
         let mut accum: BTreeMap<i64, Expr> = BTreeMap::new();
-        self.eval(c, d, &mut grad, &mut dfrag, &mut accum)?;
+        for (c, d) in roots {
+            self.eval(c.clone(), d, &mut grad, &mut dfrag, &mut accum)?;
+        }
         while let Some((id, mut c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
             // without share there are no references, and this is the plain tree size
@@ -633,7 +676,7 @@ pub fn program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Expr>>
     for (x, t) in ex.binds.iter().rev() {
         body = let_(pvar(x), t.clone(), body);
     }
-    lam(ppair(pvar(&ex.input), pvar(&ex.seed)), let_(ex.pat.clone(), var(&ex.input), body))
+    lam(ppair(pvar(&ex.input), ex.seed.clone()), let_(ex.pat.clone(), var(&ex.input), body))
 }
 
 fn rebuild(p: &Pat, params: &[Name], grads: &[Option<Expr>]) -> Expr {

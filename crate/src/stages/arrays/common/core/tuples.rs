@@ -1,0 +1,219 @@
+//! Scalar replacement of tuples, the part of the bridge that comes before the lowering
+//! (lower.rs): the core language (§3.2, Fig. 7) has no tuples, but a first-order program whose
+//! tuples are all *known* (built by a tuple expression, or main's input) needs none. After the kit's
+//! inlining, every tuple-typed term is replaced by its components:
+//! - `let (a, b) = (e1, e2) in t` becomes `let a = e1 in let b = e2 in t`, and a tuple-typed `let p = …`
+//!   names each component (`p` then stands for the tuple of those names);
+//! - `fst`/`snd` of a known tuple is its component;
+//! - `if c then (a, b) else (d, e)` is split per component into `(if c then a else d, if c then b else e)`,
+//!   the branches' own lets hoisted above it (sound: the core's `cond` computes both branches anyway,
+//!   §5.2, and every core operation is total);
+//! - main's tuple-typed input is split into one parameter per leaf, so the wrapper's gradient keeps
+//!   the input's shape; a tuple-typed output stays a tuple of core terms at the top.
+//!
+//! What is left refused: a tuple that is not known, i.e. an array of tuples (its elements are tuples
+//! read by `!`, or a lambda over tuples mapped over it) — the core's arrays hold reals only.
+
+use crate::build::*;
+use crate::diag::{Diagnostic, Span};
+use crate::ir::*;
+use std::collections::HashMap;
+
+/// A term with its tuples split: a leaf is a term of the core (a scalar, Int, Bool or array).
+#[derive(Clone)]
+pub enum Shape {
+    Leaf(Expr),
+    Tuple(Vec<Shape>),
+}
+
+fn refuse(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
+}
+
+fn arrays_of_tuples(span: Span) -> Diagnostic {
+    refuse(span, "arrays of tuples (its arrays hold reals; only tuples built in the program or main's input are split)")
+}
+
+type Binds = Vec<(Name, Expr, Span)>;
+
+struct Sra<'a> {
+    fresh: &'a mut Fresh,
+    /// Tuple-typed variables: the tuple of names (or constants) of their components.
+    env: HashMap<u32, Shape>,
+}
+
+/// `let binds in e`.
+fn wrap(binds: Binds, mut e: Expr) -> Expr {
+    for (x, rhs, span) in binds.into_iter().rev() {
+        e = at(let_(pvar(&x), rhs, e), span);
+    }
+    e
+}
+
+fn trivial(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_))
+}
+
+impl Sra<'_> {
+    /// `e` in a context that needs a core term (an operand, a lambda body): its lets stay inside.
+    fn leaf(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
+        let mut binds = vec![];
+        match self.shape(e, &mut binds)? {
+            Shape::Leaf(t) => Ok(wrap(binds, t)),
+            Shape::Tuple(_) => Err(arrays_of_tuples(e.span)),
+        }
+    }
+
+    /// The components of `e`, the lets they need pushed on `binds` (recursing on the nesting, which
+    /// the parser bounds, and looping along let chains: limits.rs).
+    fn shape(&mut self, e: &Expr, binds: &mut Binds) -> Result<Shape, Diagnostic> {
+        use ExprKind as K;
+        Ok(match &e.kind {
+            K::Var(x) => self.env.get(&x.id).cloned().unwrap_or_else(|| Shape::Leaf(e.clone())),
+            K::Tuple(es) => Shape::Tuple(es.iter().map(|x| self.shape(x, binds)).collect::<Result<_, _>>()?),
+            K::Fst(x) | K::Snd(x) => match self.shape(x, binds)? {
+                Shape::Tuple(mut cs) if cs.len() == 2 => cs.swap_remove(if matches!(e.kind, K::Fst(_)) { 0 } else { 1 }),
+                _ => return Err(arrays_of_tuples(e.span)),
+            },
+            K::Ann(x, _) => self.shape(x, binds)?,
+            K::Let(..) => {
+                let mut cur = e;
+                while let K::Let(p, rhs, body) = &cur.kind {
+                    let s = self.shape(rhs, binds)?;
+                    self.bind(p, s, cur.span, binds)?;
+                    cur = body;
+                }
+                self.shape(cur, binds)?
+            }
+            K::If(c, a, b) => {
+                let c = self.leaf(c)?;
+                let (mut ba, mut bb) = (vec![], vec![]);
+                let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
+                match (sa, sb) {
+                    (Shape::Leaf(x), Shape::Leaf(y)) => Shape::Leaf(at(if_(c, wrap(ba, x), wrap(bb, y)), e.span)),
+                    (sa, sb) => {
+                        binds.extend(ba);
+                        binds.extend(bb);
+                        split_if(&c, sa, sb, e.span)?
+                    }
+                }
+            }
+            K::Lam(k, p, body) => {
+                // a lambda over tuples is mapped over an array of tuples
+                if matches!(p, Pat::Tuple(..)) || matches!(p_ty(e), Some(Type::Tuple(_))) {
+                    return Err(arrays_of_tuples(e.span));
+                }
+                Shape::Leaf(at(Expr::gen(K::Lam(*k, p.clone(), Box::new(self.leaf(body)?))), e.span).with_ty(e.ty.clone()))
+            }
+            _ => {
+                let mut out = e.clone();
+                for c in children_mut(&mut out) {
+                    *c = self.leaf(c)?;
+                }
+                Shape::Leaf(out)
+            }
+        })
+    }
+
+    /// Binds `p` to the components `s`: a leaf under its own name, a tuple's non-trivial components
+    /// under fresh names (each computed once).
+    fn bind(&mut self, p: &Pat, s: Shape, span: Span, binds: &mut Binds) -> Result<(), Diagnostic> {
+        match (p, s) {
+            (Pat::Wild(_) | Pat::Unit(_), _) => {}
+            (Pat::Var(x, _), Shape::Leaf(t)) => binds.push((x.clone(), t, span)),
+            (Pat::Var(x, _), s @ Shape::Tuple(_)) => {
+                let named = self.name_leaves(&x.text, s, span, binds);
+                self.env.insert(x.id, named);
+            }
+            (Pat::Tuple(ps, _), Shape::Tuple(cs)) if ps.len() == cs.len() => {
+                for (p, c) in ps.iter().zip(cs) {
+                    self.bind(p, c, span, binds)?;
+                }
+            }
+            _ => return Err(arrays_of_tuples(span)),
+        }
+        Ok(())
+    }
+
+    fn name_leaves(&mut self, base: &str, s: Shape, span: Span, binds: &mut Binds) -> Shape {
+        match s {
+            Shape::Leaf(t) if trivial(&t) => Shape::Leaf(t),
+            Shape::Leaf(t) => {
+                let x = self.fresh.name(base);
+                binds.push((x.clone(), t, span));
+                Shape::Leaf(var(&x))
+            }
+            Shape::Tuple(cs) => Shape::Tuple(cs.into_iter().map(|c| self.name_leaves(base, c, span, binds)).collect()),
+        }
+    }
+
+    /// main's input pattern with every tuple-typed variable (or `_`) split into one per leaf.
+    fn split_input(&mut self, p: &Pat, t: &Type) -> Pat {
+        match (p, t) {
+            (Pat::Tuple(ps, s), Type::Tuple(ts)) if ps.len() == ts.len() => {
+                Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| self.split_input(p, t)).collect(), *s)
+            }
+            (Pat::Var(x, s), Type::Tuple(_)) => {
+                let (pat, shape) = self.leaves_of(&x.text, t, *s);
+                self.env.insert(x.id, shape);
+                pat
+            }
+            (Pat::Wild(s), Type::Tuple(ts)) => Pat::Tuple(ts.iter().map(|t| self.split_input(&Pat::Wild(*s), t)).collect(), *s),
+            _ => p.clone(),
+        }
+    }
+
+    fn leaves_of(&mut self, base: &str, t: &Type, span: Span) -> (Pat, Shape) {
+        match t {
+            Type::Tuple(ts) => {
+                let (ps, ss) = ts.iter().map(|t| self.leaves_of(base, t, span)).unzip();
+                (Pat::Tuple(ps, span), Shape::Tuple(ss))
+            }
+            _ => {
+                let x = self.fresh.name(base);
+                (Pat::Var(x.clone(), span), Shape::Leaf(var(&x)))
+            }
+        }
+    }
+}
+
+/// The parameter type of a lambda, read from its function type.
+fn p_ty(e: &Expr) -> Option<&Type> {
+    match &e.ty {
+        Type::Fun(a, _) | Type::Lin(a, _) => Some(a),
+        _ => None,
+    }
+}
+
+/// `if c then sa else sb` per component (both shapes come from the same type).
+fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnostic> {
+    match (sa, sb) {
+        (Shape::Leaf(x), Shape::Leaf(y)) => Ok(Shape::Leaf(at(if_(c.clone(), x, y), span))),
+        (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
+            Ok(Shape::Tuple(xs.into_iter().zip(ys).map(|(x, y)| split_if(c, x, y, span)).collect::<Result<_, _>>()?))
+        }
+        _ => Err(arrays_of_tuples(span)),
+    }
+}
+
+/// main (`\p -> body`, typed `S → T`) with its tuples replaced: the split input pattern and the
+/// body, a core term, or for a tuple output `let … in (t1, .., tn)` with core terms t_k (nested
+/// tuples for a nested output type).
+pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnostic> {
+    let ExprKind::Lam(_, pat, body) = &main.kind else {
+        return Err(refuse(main.span, "main that is not a function of its input"));
+    };
+    let mut sra = Sra { fresh, env: HashMap::new() };
+    let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
+    let pat = sra.split_input(pat, &input);
+    let mut binds = vec![];
+    let out = sra.shape(body, &mut binds)?;
+    Ok((pat, wrap(binds, flatten(out))))
+}
+
+fn flatten(s: Shape) -> Expr {
+    match s {
+        Shape::Leaf(t) => t,
+        Shape::Tuple(cs) => tuple(cs.into_iter().map(flatten).collect()),
+    }
+}
