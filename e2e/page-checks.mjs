@@ -288,6 +288,8 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     const bases = await p.$$eval('#diff-base option', os => os.map(o => o.value));
     assert(bases.length > 10 && !bases.includes('krawiec/monadic') && bases.includes('dualrev/tape'), 'bases: ' + bases);
     await p.selectOption('#diff-base', 'dualrev/tape');
+    // the base ran unshown (not printed): its program is loaded from the worker on demand
+    await p.waitForSelector('[data-testid="diff-table"]', { timeout: 15000 });
     const heads = await p.$$eval('[data-testid="diff-table"] th', ths => ths.map(t => t.textContent).filter(Boolean));
     assert(JSON.stringify(heads) === JSON.stringify(['dualrev/tape', 'krawiec/monadic']), 'columns: ' + heads);
     // the two columns hold the two programs, line by line

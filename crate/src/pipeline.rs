@@ -24,9 +24,9 @@ pub struct Options {
     pub print: PrintOptions,
     /// Record backward-pass traces.
     pub trace: bool,
-    /// The stages that record their traces (with `trace`) and whose rewrites keep their steps' text;
-    /// None: every stage.
-    /// The page traces only the stage shown and asks for another's trace when it is selected.
+    /// The stages shown: they record their traces (with `trace`), are printed, and make their views
+    /// and their rewrites' step texts (`stage::showing`); None: every stage. The page shows one stage
+    /// (and one beside it) and asks for another's when it is selected.
     pub traced: Option<Vec<String>>,
     /// Map each printed line of a stage's program to the source spans it came from (the page's hover).
     pub lines: bool,
@@ -99,6 +99,8 @@ pub struct StageResult {
     pub error: Option<String>,
     pub error_span: Option<Span>,
     pub program: String,
+    /// The stage was prepared but not printed (not shown: `Options::traced`); `program` is empty.
+    pub program_omitted: bool,
     /// For each line of `program`, the source spans it came from (when `Options::lines` asks).
     #[serde(skip)]
     pub program_lines: Vec<Vec<Span>>,
@@ -490,8 +492,8 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
         None => Ok(()),
     };
     crate::limits::set_phase(id, "transforming the program");
-    let keep = opts.listed(id);
-    let out = crate::kit::rewrite::keeping_steps(keep, || st.transform(src)).map_err(|d| d.in_stage(id))?;
+    let shown = opts.listed(id);
+    let out = crate::stage::showing(shown, || st.transform(src)).map_err(|d| d.in_stage(id))?;
     over("transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then
     // transform again, so that generated code never captures or clashes with user code.
@@ -501,7 +503,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     let out = if clash {
         let renamed = crate::stage::without_reserved(src.program, &generated);
         let src2 = Source { program: &renamed, ..*src };
-        crate::kit::rewrite::keeping_steps(keep, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
+        crate::stage::showing(shown, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
     } else {
         out
     };
@@ -512,27 +514,43 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.
     builtins.extend(crate::kit::arrays::monadic_builtins());
-    // Printed before the type check, so that an ill-typed output can still be inspected.
-    crate::limits::set_phase(id, "printing its output");
-    let crate::print::Mapped { text: mut printed, mut lines } = crate::print::print_program_mapped(&out, &opts.print, opts.lines);
-    over("printing its output")?;
+    // Printed before the type check, so that an ill-typed output can still be inspected; a stage not
+    // shown (see `Options::traced`) is printed only if its output fails the check, and is printed when
+    // it is shown (`Prepared::printed` is None).
+    let print = |out: &Program| crate::print::print_program_mapped(out, &opts.print, opts.lines);
+    let mut printed = None;
+    if shown {
+        crate::limits::set_phase(id, "printing its output");
+        printed = Some(print(&out));
+        over("printing its output")?;
+    }
     crate::limits::set_phase(id, "type-checking its output");
-    let internal = |m: String| Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(printed.clone());
-    types::check_program(&mut out, &builtins).map_err(|d| internal(format!("the output does not type-check: {}", d.message)))?;
+    let internal = |m: String, out: &Program| {
+        let text = printed.as_ref().map_or_else(|| print(out).text, |p| p.text.clone());
+        Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(text)
+    };
+    if let Err(d) = types::check_program(&mut out, &builtins) {
+        // (a failed check leaves the program's text as it was: only types are filled in)
+        return Err(internal(format!("the output does not type-check: {}", d.message), &out));
+    }
     for (name, stated) in st.stated_types(src) {
         match out.def(&name).and_then(|d| d.scheme.clone()) {
             Some(s) if types::unifiable(&s.ty, &stated) => {}
             Some(s) => {
-                return Err(internal(format!("`{name}` has type {}, but the paper states {}", types::show(&s.ty), types::show(&stated))))
+                return Err(internal(format!("`{name}` has type {}, but the paper states {}", types::show(&s.ty), types::show(&stated)), &out))
             }
-            None => return Err(internal(format!("the output has no `{name}`"))),
+            None => return Err(internal(format!("the output has no `{name}`"), &out)),
         }
     }
     over("type-checking its output")?;
-    if opts.print.types {
+    if shown && opts.print.types {
         // now with the inferred types of the output's definitions
-        crate::print::Mapped { text: printed, lines } = crate::print::print_program_mapped(&out, &opts.print, opts.lines);
+        printed = Some(print(&out));
     }
+    let (printed, lines) = match printed {
+        Some(m) => (Some(m.text), m.lines),
+        None => (None, vec![]),
+    };
     Ok(Prepared { program: out, builtins, printed, lines, views, steps, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
 }
 
@@ -566,6 +584,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         error: None,
         error_span: None,
         program: String::new(),
+        program_omitted: false,
         program_lines: vec![],
         primal: None,
         gradient_value: None,
@@ -590,7 +609,8 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Ok(p) => p,
         Err(d) => return fail(r, d),
     };
-    r.program = out.printed.clone();
+    r.program = out.printed.clone().unwrap_or_default();
+    r.program_omitted = out.printed.is_none();
     r.program_lines = out.lines.clone();
     r.views = out.views.clone();
     let run_err = |mut r: StageResult, e: RunError| {

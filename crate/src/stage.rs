@@ -52,6 +52,28 @@ pub struct Chain {
     pub counters: &'static [CounterInfo],
 }
 
+thread_local! {
+    /// Whether the stage being prepared or run is shown (`showing`).
+    static SHOWN: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Runs `f` (a stage's transform) knowing whether anybody will look at what it makes beyond the
+/// program it runs: the printed program, its views, its rewrite steps' text. The page shows one stage
+/// at a time and runs the others for their gradients only (`pipeline::Options::traced`); what they
+/// skip is made when one is selected (it is run again, shown). The CLI and the tests show every stage.
+pub fn showing<T>(shown: bool, f: impl FnOnce() -> T) -> T {
+    let before = SHOWN.with(|k| k.replace(shown));
+    let out = f();
+    SHOWN.with(|k| k.set(before));
+    out
+}
+
+/// Whether the stage being transformed is shown (see `showing`): if not, its transform may leave out
+/// views and step texts (never anything its run or counters depend on).
+pub fn shown() -> bool {
+    SHOWN.with(|k| k.get())
+}
+
 /// A chain's `accepts` that accepts every program.
 pub fn accept_all(_: &Source) -> Result<(), Diagnostic> {
     Ok(())
@@ -156,7 +178,8 @@ impl RunCtx<'_> {
 pub struct Prepared {
     pub program: Program,
     pub builtins: Builtins,
-    pub printed: String,
+    /// The output as printed; None when the stage was prepared not shown (`stage::showing`).
+    pub printed: Option<String>,
     /// Per printed line, its source spans (empty unless the pipeline was asked to map lines).
     pub lines: Vec<Vec<crate::diag::Span>>,
     pub views: Vec<View>,

@@ -133,6 +133,9 @@ pub struct WebStage {
     pub error: Option<String>,
     pub error_span: Option<WebSpan>,
     pub program: String,
+    /// The stage ran but was not printed (not shown, see `WebOptions::traced`): its program (and
+    /// `program_lines`, `views`) come with `stage_detail`.
+    pub program_omitted: bool,
     /// For each line of `program`, the source ranges it came from (`[from, to)` in UTF-16 units of
     /// the editor's text): the page highlights them when the line is hovered, and back.
     pub program_lines: Vec<Vec<[usize; 2]>>,
@@ -229,6 +232,12 @@ pub struct StageDetail {
     /// The stage's views, when it was run again traced (a rewrite trace view then has its steps).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub views: Option<Vec<cotangent::stage::View>>,
+    /// Its program and line map, when it was run again because they were omitted (`program_omitted`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program_lines: Option<Vec<Vec<[usize; 2]>>>,
+    pub program_omitted: bool,
 }
 
 /// The detail of stage `id` from the analysis kept under `run_id`, drawing its graph if needed.
@@ -238,12 +247,14 @@ pub fn detail_of(run_id: u64, id: &str, limit: Option<usize>) -> Option<StageDet
         let a = k.as_mut().filter(|a| a.run_id == run_id)?;
         let (source, options) = (a.source.clone(), a.options.clone());
         let s = a.stages.iter_mut().find(|s| s.desc.id == id)?;
-        let mut views = None;
-        if !s.traced && s.ok {
-            // run untraced with the others: run it again, alone and traced (its inputs are prepared again)
+        let (mut views, mut program) = (None, None);
+        if !s.traced && (s.ok || s.program_omitted) {
+            // run untraced and not printed with the others: run it again, alone and shown (its inputs
+            // are prepared again)
             let again = WebOptions { stages: vec![id.to_string()], traced: None, detail: None, svg: Some(vec![]), keep: false, run: None, ..options };
             let fresh = analyse_text(&source, &again).stages.into_iter().find(|t| t.desc.id == id)?;
             views = Some(fresh.views.clone());
+            program = Some((fresh.program.clone(), fresh.program_lines.clone()));
             *s = WebStage { graph_svg: None, ..fresh };
         }
         if s.graph_svg.is_none() {
@@ -263,6 +274,9 @@ pub fn detail_of(run_id: u64, id: &str, limit: Option<usize>) -> Option<StageDet
             graph_shared: s.graph_shared,
             graph_omitted: s.graph_omitted,
             views,
+            program_omitted: s.program_omitted,
+            program_lines: program.as_ref().map(|p| p.1.clone()),
+            program: program.map(|p| p.0),
         })
     })
 }
@@ -484,6 +498,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                     error: r.error.clone(),
                     error_span: r.error_span.and_then(|s| web_span(text, &off, s)),
                     program: r.program,
+                    program_omitted: r.program_omitted,
                     program_lines: r
                         .program_lines
                         .iter()
@@ -861,15 +876,20 @@ mod tests {
             // the run is the same, traced or not
             assert_eq!((&s.gradient, s.agrees), (&f.gradient, f.agrees), "{}", s.desc.id);
             if s.desc.id == "dualrev/tape" {
-                assert!(s.traced && s.trace_len == f.trace_len);
+                assert!(s.traced && s.trace_len == f.trace_len && s.program == f.program && !s.program_omitted);
             } else {
+                // not shown: not traced, not printed, no views
                 assert!(!s.traced && s.trace_len == 0 && !s.detail, "{}", s.desc.id);
+                assert!(s.program_omitted && s.program.is_empty() && s.program_lines.is_empty() && !f.program.is_empty(), "{}", s.desc.id);
             }
         }
         for id in ["unf/pe", "krawiec/monadic"] {
             let f = full.stages.iter().find(|s| s.desc.id == id).unwrap();
             let d = detail_of(a.run_id, id, None).unwrap();
             assert!(d.traced && d.views.is_some(), "{id}");
+            // and printed: the program the full run printed
+            assert_eq!(d.program.as_deref(), Some(f.program.as_str()), "{id}");
+            assert!(!d.program_omitted && d.program_lines.as_ref().map(|l| l.len()) == Some(f.program_lines.len()), "{id}");
             assert_eq!((d.trace_len, d.trace_dropped, d.graph_nodes), (f.trace_len, f.trace_dropped, f.graph_nodes), "{id}");
             assert_eq!(d.trace.iter().map(|t| &t.kind).collect::<Vec<_>>(), f.trace.iter().map(|t| &t.kind).collect::<Vec<_>>(), "{id}");
             // asked again, the kept stage answers without running (no views sent twice)
@@ -880,6 +900,14 @@ mod tests {
         let pe = |v: &Vec<cotangent::stage::View>| v.iter().find(|v| v.name == "rewrite trace").map(|v| v.text.contains("program after it")).unwrap_or(false);
         let views = |x: &WebAnalysis| x.stages.iter().find(|s| s.desc.id == "unf/pe").map(|s| s.views.clone()).unwrap();
         assert!(!pe(&views(&a)) && pe(&views(&full)));
+        // a stage that fails its run unshown (here at a step budget) is printed when it is asked for
+        // (the smallest step budget the source and forward mode fit in and unf/pe's output does not)
+        let tight = |steps| WebOptions { stages: vec!["unf/pe".into()], traced: Some(vec![]), budget: Some(WebBudget { steps: Some(steps), ..WebBudget::default() }), keep: true, ..WebOptions::default() };
+        let b = (1..2000).map(|n| analyse_text(src, &tight(n))).find(|b| b.stages.first().is_some_and(|s| !s.ok)).unwrap();
+        let s = &b.stages[0];
+        assert!(s.program_omitted && s.error.as_deref().is_some_and(|e| e.contains("budget")), "{:?}", s.error);
+        let d = detail_of(b.run_id, "unf/pe", None).unwrap();
+        assert!(d.program.as_deref().is_some_and(|p| p.contains("def grad")), "{:?}", d.program);
     }
 
     #[test]

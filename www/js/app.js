@@ -145,26 +145,30 @@ function select(id, step = 0, reveal = false) {
   complexity.render(state);
   loadDetail(id);
   const b = besideOf(id);
-  if (b) loadDetail(b.stage, true);
+  if (b) loadDetail(b.stage, 'beside');
   if (reveal) {
     $('stage').scrollTop = 0;
     if (window.matchMedia('(max-width: 1100px)').matches) $('stage').scrollIntoView({ block: 'start', behavior: 'smooth' });
   }
 }
 
-// The trace and graph of a stage other than the one a run was made for come from the worker's kept analysis;
-// `beside`: the stage whose graph is drawn beside the selected one's (it is not marked as the detail shown).
-function loadDetail(id, beside = false) {
+// The trace, graph and program of a stage other than the one a run was made for come from the worker's
+// kept analysis (which runs it again, shown, if it ran unshown); `role`: 'beside' for the stage whose
+// graph is drawn beside the selected one's, 'base' for the diff's base (neither is marked as the detail shown).
+function loadDetail(id, role = null) {
   const r = stageResult(id);
-  if (!r || r.detail) { if (!beside) document.body.dataset.detail = id; return; }
+  if (!r || r.detail) { if (!role) document.body.dataset.detail = id; return; }
   const runId = state.result.run_id;
-  core.request('detail', { run_id: runId, stage: id }, beside ? 'detail-beside' : 'detail').then(d => {
+  core.request('detail', { run_id: runId, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
     if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
     if (!d) { r.detail_missing = true; }
     else Object.assign(r, d);
-    // a stage run again traced brings its views too (a rewrite trace view then has its steps)
-    if (state.selected === id) { dag.render(state); stepper.render(state); if (d?.views) program.render(state); document.body.dataset.detail = id; }
-    else if (besideOf(state.selected)?.stage === id) dag.render(state);
+    // a stage run again shown brings its program and views too (a rewrite trace view then has its steps)
+    if (state.selected === id) { dag.render(state); stepper.render(state); if (d?.views || d?.program !== undefined) program.render(state); document.body.dataset.detail = id; }
+    else {
+      if (besideOf(state.selected)?.stage === id) dag.render(state);
+      if (d?.program !== undefined) program.render(state);
+    }
   }).catch(() => {});
 }
 
@@ -199,7 +203,7 @@ async function main() {
   stageList.init(id => select(id, 0, true));
   stageInfo.init(state);
   costs.init(id => select(id));
-  program.init(state);
+  program.init(state, id => loadDetail(id, 'base'));
   dag.init(state, i => { stepper.stopPlay(state); stepper.goStep(state, i); });
   stepper.init(state);
   complexity.init(core);

@@ -10,6 +10,10 @@ import * as editor from './editor.js';
 let programKey = null;   // what the view shows, so an unchanged program keeps its DOM
 let lineSources = [];    // per line of the plain program view: the source ranges it came from
 let litLines = [];       // the lines marked as coming from the source under the mouse
+let loadProgram = () => {};   // asks the worker for a stage's program the run left out (`program_omitted`)
+
+/** Whether stage result `r` has a program: printed, or left out of the run (not shown) and loaded on demand. */
+const hasProgram = r => !!(r?.program || r?.program_omitted);
 
 /** The lines whose source ranges hold `pos` most tightly (the smallest such range, over all lines). */
 function linesAt(pos) {
@@ -19,7 +23,9 @@ function linesAt(pos) {
   return best === Infinity ? [] : size.flatMap((n, i) => (n === best ? [i] : []));
 }
 
-export function init(state) {
+/** `load(id)`: asks for stage `id`'s program (the page then renders again). */
+export function init(state, load) {
+  loadProgram = load;
   $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; render(state); });
   $('diff-base').addEventListener('change', e => { state.diffBase = e.target.value; state.diff = true; $('diff-toggle').checked = true; render(state); });
   $('diff-changed').addEventListener('change', e => { state.diffChanged = e.target.checked; render(state); });
@@ -90,7 +96,7 @@ function shareLine(line, text, start, marks, pos) {
 /** The base stage menu: every other stage with a program; the user's pick, else the stage before. */
 function renderBase(state, prev) {
   const sel = $('diff-base');
-  const ids = stageOrder().filter(x => x !== state.selected && stageResult(x)?.program);
+  const ids = stageOrder().filter(x => x !== state.selected && hasProgram(stageResult(x)));
   if ([...sel.options].map(o => o.value).join(',') !== ids.join(',')) {
     sel.replaceChildren(...ids.map(id => { const o = el('option', null, id); o.value = id; return o; }));
   }
@@ -152,7 +158,7 @@ function drawDiff(pre, baseId, id, a, b, changedOnly) {
 
 /** The stage `id` is compared with in the diff, or null. */
 function previousStage(id) {
-  const ids = stageOrder().filter(x => stageResult(x)?.program);
+  const ids = stageOrder().filter(x => hasProgram(stageResult(x)));
   const i = ids.indexOf(id);
   if (i <= 0) return null;
   const chain = chainOf(id);
@@ -214,7 +220,7 @@ export function render(state) {
   renderTabs(state, r);
   const view = (r?.views || []).find(v => v.name === state.view);
   const base = renderBase(state, prev);
-  const key = JSON.stringify([state.selected, r?.program, r?.error, state.diff && base ? [base, stageResult(base).program, !!state.diffChanged] : null, view?.text]);
+  const key = JSON.stringify([state.selected, r?.program, r?.error, r?.detail_missing, state.diff && base ? [base, stageResult(base).program, !!state.diffChanged] : null, view?.text]);
   if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
   programKey = key;
   pre.replaceChildren();
@@ -234,7 +240,13 @@ export function render(state) {
     return;
   }
   $('diff-toggle').disabled = !base;
+  if (r?.program_omitted && !r.program) { pre.append(el('span', 'muted', r.detail_missing ? 'The program is no longer in the worker (it was restarted); edit the program to run again.' : 'loading the program…')); return; }
   if (!r || !r.program) { pre.append(el('span', 'muted', r?.error ? 'No program: ' + r.error : 'No program.')); return; }
+  if (state.diff && base && !stageResult(base).program) {
+    pre.append(el('span', 'muted', `loading the program of ${base}…`));
+    loadProgram(base);
+    return;
+  }
   if (state.diff && base) {
     drawDiff(pre, base, state.selected, stageResult(base).program, r.program, !!state.diffChanged);
   } else {

@@ -111,7 +111,7 @@ pub fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget:
         let got = outputs.get(*st);
         let secs = t1.elapsed().as_secs_f64();
         emit(&match got {
-            Ok(p) => row(st.info().id, "ok".into(), vec![("printed_bytes".into(), p.printed.len() as u64)], secs),
+            Ok(p) => row(st.info().id, "ok".into(), vec![("printed_bytes".into(), p.printed.as_ref().map_or(0, |t| t.len()) as u64)], secs),
             Err(d) => row(st.info().id, format!("refused: {}", d.message.lines().next().unwrap_or("")), vec![], f64::NAN),
         });
     }

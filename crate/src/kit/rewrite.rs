@@ -158,21 +158,6 @@ fn one_line(s: &str) -> String {
     }
 }
 
-thread_local! {
-    /// Whether rewrites keep their steps' text (`keeping_steps`); counted steps are kept regardless.
-    static KEEP_STEPS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-}
-
-/// Runs `f` with the rewrites it makes keeping their steps' text (`keep`) or only counting them. The
-/// pipeline turns it off for a stage whose trace nobody will look at (the page traces only the stage
-/// shown): printing each kept step and the program after it is most of a traced rewrite's time.
-pub fn keeping_steps<T>(keep: bool, f: impl FnOnce() -> T) -> T {
-    let before = KEEP_STEPS.with(|k| k.replace(keep));
-    let out = f();
-    KEEP_STEPS.with(|k| k.set(before));
-    out
-}
-
 /// What both strategies keep as they walk: the budget and what it has used, the trace, and where
 /// they are (the definition, the path from its body).
 struct Walk {
@@ -187,7 +172,9 @@ struct Walk {
 
 impl Walk {
     fn new(mut budget: Budget, rules: impl Iterator<Item = &'static str>) -> Walk {
-        if !KEEP_STEPS.with(|k| k.get()) {
+        if !crate::stage::shown() {
+            // nobody will read this stage's trace: count the steps, keep no text (printing each kept
+            // step and the program after it is most of a traced rewrite's time)
             budget.trace_steps = 0;
             budget.program_after = false;
         }

@@ -113,8 +113,12 @@ impl Stage for Bot {
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (before, after, trace) = bot_program(src)?;
-        let core = before.def("main").map(|d| print_expr(&d.body, &PrintOptions::unicode())).unwrap_or_default();
-        let views = vec![View { name: "core program before bot (the lowering)".into(), text: core, ..View::default() }, trace_view(&trace)];
+        let views = if crate::stage::shown() {
+            let core = before.def("main").map(|d| print_expr(&d.body, &PrintOptions::unicode())).unwrap_or_default();
+            vec![View { name: "core program before bot (the lowering)".into(), text: core, ..View::default() }, trace_view(&trace)]
+        } else {
+            vec![]
+        };
         Ok(Output { program: after, builtins: vec![], views, steps: trace.stepper() })
     }
 

@@ -7,7 +7,7 @@ use super::common::naive::delta::delta_builtins;
 use super::common::naive::eval::{eval_builtins, graph, Mode};
 use super::common::naive::lower::lower;
 use super::common::naive::translate::{output, stated_types, DualArrays};
-use super::common::naive::{accepts_dual_arrays, accepts_source, lowered_view};
+use super::common::naive::{accepts_dual_arrays, accepts_source, lowered_views};
 use super::common::PAPER;
 use crate::diag::Diagnostic;
 use crate::interp::{Builtin, Graph, Machine};
@@ -53,8 +53,7 @@ impl Stage for OneHot {
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let lowered = lower(src)?;
-        let view = lowered_view(&lowered);
-        output(src, &lowered, &DualArrays, true, vec![view])
+        output(src, &lowered, &DualArrays, true, lowered_views(&lowered))
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

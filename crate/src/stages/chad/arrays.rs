@@ -66,8 +66,10 @@ impl Stage for Arrays {
         let (fo, lowered) = first_order_arrays(src)?;
         let program = chad::program(&fo, &Fig7, src.output_type)?;
         let mut out = output(program)?;
-        let text = print_program(&lowered, &PrintOptions::unicode());
-        out.views.push(View { name: "lowered to §7".into(), text, stack: vec![] });
+        if crate::stage::shown() {
+            let text = print_program(&lowered, &PrintOptions::unicode());
+            out.views.push(View { name: "lowered to §7".into(), text, stack: vec![] });
+        }
         Ok(out)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

@@ -66,10 +66,15 @@ impl Stage for UnfSource {
         let mut main = def("main", lam(pat, body));
         main.role = Role::User;
         let out = with_defs(&p, vec![main], fr.next_id);
-        let views = vec![
-            View { name: "stack diagram".into(), text: u.table(), stack: u.rows() },
-            View { name: "Source UNF term".into(), text: u.term(), ..View::default() },
-        ];
+        // (views only for a stage shown: the stack diagram is a third of this stage's time)
+        let views = if crate::stage::shown() {
+            vec![
+                View { name: "stack diagram".into(), text: u.table(), stack: u.rows() },
+                View { name: "Source UNF term".into(), text: u.term(), ..View::default() },
+            ]
+        } else {
+            vec![]
+        };
         Ok(Output { program: out, builtins: vec![], views, steps: vec![] })
     }
 

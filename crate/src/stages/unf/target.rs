@@ -116,7 +116,8 @@ impl Stage for UnfTarget {
         let grads = call_last(&y, zeros, &dt, &gs, result, &pat);
         let body = binds.into_iter().rev().fold(grads, |acc, (p, e)| let_(p, e, acc));
         let out = wrapper_program(&p, &s, &dt, let_(pat, var(&s), body), fr.next_id);
-        Ok(Output { program: out, builtins: vec![], views: vec![View { name: "Target UNF".into(), text: target_term(&u), ..View::default() }], steps: vec![] })
+        let views = if crate::stage::shown() { vec![View { name: "Target UNF".into(), text: target_term(&u), ..View::default() }] } else { vec![] };
+        Ok(Output { program: out, builtins: vec![], views, steps: vec![] })
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

@@ -291,7 +291,7 @@ fn b_zero_env(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, 
         }
     };
     named(m, ctx);
-    ev_event(m, "zero", format!("0 = {}", show_ev(&v)), span, Some(&v));
+    ev_event(m, "zero", || format!("0 = {}", show_ev(&v)), span, Some(&v));
     Ok(v)
 }
 
@@ -333,7 +333,7 @@ fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
         }
     };
     named(m, ctx);
-    ev_event(m, "one", format!("{note} = {}", show_ev(&r)), span, Some(&r));
+    ev_event(m, "one", || format!("{note} = {}", show_ev(&r)), span, Some(&r));
     Ok(r)
 }
 
@@ -341,11 +341,11 @@ fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
 fn b_split(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::Split { ctx, ct, .. } = &*this_op(m)? else { return Err(internal(span, "split")) };
     let ev = arg(args);
-    let before = show_ev(&ev);
+    let before = if m.tracing() { show_ev(&ev) } else { String::new() };
     let r = b_split_on(m, ev, ctx.len(), ct, span)?;
     named(m, ctx);
     if let Value::Tuple(vs) = &r {
-        ev_event(m, "split", format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
+        ev_event(m, "split", || format!("split {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
     Ok(r)
 }
@@ -355,12 +355,12 @@ fn b_split_lam(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let Op::SplitLam { ctx, ct, whole } = &*this_op(m)? else { return Err(internal(span, "splitλ")) };
     m.count("body_backprops", 1);
     let ev = arg(args);
-    let before = show_ev(&ev);
+    let before = if m.tracing() { show_ev(&ev) } else { String::new() };
     let r = b_split_on(m, ev, ctx.len(), ct, span)?;
     named(m, ctx);
     if let Value::Tuple(vs) = &r {
         let x = whole.name(ctx.len());
-        ev_event(m, "split", format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
+        ev_event(m, "split", || format!("splitλ {x}: {before} = ({}, {})", show_ev(&vs[0]), show_ct(&vs[1])), span, Some(&vs[0]));
     }
     Ok(r)
 }
@@ -378,7 +378,7 @@ fn b_fold_log(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let l = arg(args);
     let Value::Ext(e) = &l else { return Err(internal(span, "foldLog of a non-log")) };
     let Some(entries) = e.as_any().downcast_ref::<Log>().map(|l| l.0.clone()) else { return Err(internal(span, "foldLog of a non-log")) };
-    ev_event(m, "fold", format!("fold over the log of {} invocation(s)", entries.len()), span, None);
+    ev_event(m, "fold", || format!("fold over the log of {} invocation(s)", entries.len()), span, None);
     for (x, d) in entries.iter() {
         let v = m.apply(f.clone(), Value::pair(x.clone(), d.clone()))?;
         acc = plus(m, acc, v)?;
@@ -409,7 +409,7 @@ fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let a = arg(args);
     let note = if m.tracing() { format!("{} + {}", show_ev(&a), show_ev(&b)) } else { String::new() };
     let r = plus(m, a, b)?;
-    ev_event(m, "plus", format!("{note} = {}", show_ev(&r)), span, Some(&r));
+    ev_event(m, "plus", || format!("{note} = {}", show_ev(&r)), span, Some(&r));
     Ok(r)
 }
 
@@ -447,7 +447,8 @@ fn named(m: &mut Machine, g: &Gamma) {
     }
 }
 
-fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span, ev: Option<&Value>) {
+/// `note` is made only when the run is traced (showing a sparse map is O(its size) per event).
+fn ev_event(m: &mut Machine, kind: &str, note: impl FnOnce() -> String, span: Span, ev: Option<&Value>) {
     if m.tracing() {
         let mut state = vec![];
         // Fig. 4's left-nested tuple: each variable's cotangent, named by Γ
@@ -477,7 +478,7 @@ fn ev_event(m: &mut Machine, kind: &str, note: String, span: Span, ev: Option<&V
             }
         }
         let node = super::bp_tree::current(m);
-        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note: note(), state });
     }
 }
 

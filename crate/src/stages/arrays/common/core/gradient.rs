@@ -45,24 +45,29 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     let mut p = src.program.clone();
     p.defs = vec![def(WRAPPER, body)];
     p.next_id = fr.next_id;
-    let o = PrintOptions::unicode();
-    let lets: Vec<String> = ex.binds.iter().map(|(x, t)| format!("let {} = {}", x.text, print_expr(t, &o).split_whitespace().collect::<Vec<_>>().join(" "))).collect();
-    let ids: Vec<String> = (1..=ex.ids).map(|i| format!("id{i} ← genID")).collect();
-    let text = format!(
-        "do {}\n   {}\n   return ({}, {})",
-        lets.join("\n   "),
-        ids.join("; "),
-        print_expr(&ex.primal, &o),
-        match ex.roots.as_slice() {
-            [(_, d)] => show(d),
-            rs => format!("({})", rs.iter().map(|r| show(&r.1)).collect::<Vec<_>>().join(", ")),
-        }
-    );
     let steps = std::mem::take(&mut rev.trace.kept);
-    let views = vec![
-        View { name: "Delta extraction by simplification (Eq. 6)".into(), text, ..View::default() },
-        View { name: "symbolic reverse pass".into(), text: rev.steps.join("\n"), ..View::default() },
-    ];
+    // (the views only for a stage shown: printing every extracted let is most of a small program's time)
+    let views = if crate::stage::shown() {
+        let o = PrintOptions::unicode();
+        let lets: Vec<String> = ex.binds.iter().map(|(x, t)| format!("let {} = {}", x.text, print_expr(t, &o).split_whitespace().collect::<Vec<_>>().join(" "))).collect();
+        let ids: Vec<String> = (1..=ex.ids).map(|i| format!("id{i} ← genID")).collect();
+        let text = format!(
+            "do {}\n   {}\n   return ({}, {})",
+            lets.join("\n   "),
+            ids.join("; "),
+            print_expr(&ex.primal, &o),
+            match ex.roots.as_slice() {
+                [(_, d)] => show(d),
+                rs => format!("({})", rs.iter().map(|r| show(&r.1)).collect::<Vec<_>>().join(", ")),
+            }
+        );
+        vec![
+            View { name: "Delta extraction by simplification (Eq. 6)".into(), text, ..View::default() },
+            View { name: "symbolic reverse pass".into(), text: rev.steps.join("\n"), ..View::default() },
+        ]
+    } else {
+        vec![]
+    };
     Ok(Output { program: p, builtins: super::runtime::gradient_builtins(), views, steps })
 }
 

@@ -20,11 +20,13 @@ pub struct Steps {
     /// Each input's name (the `grad x` rows).
     pub labels: Vec<String>,
     print: PrintOptions,
+    /// Whether the stage is shown (`stage::shown`): if not, steps are only counted.
+    shown: bool,
 }
 
 impl Default for Steps {
     fn default() -> Self {
-        Steps { kept: vec![], untraced: 0, labels: vec![], print: PrintOptions::unicode() }
+        Steps { kept: vec![], untraced: 0, labels: vec![], print: PrintOptions::unicode(), shown: crate::stage::shown() }
     }
 }
 
@@ -39,7 +41,7 @@ pub struct Did {
 impl Steps {
     /// Whether the next step is kept (its terms worth printing).
     pub fn keeping(&self) -> bool {
-        self.kept.len() < KEPT_STEPS
+        self.shown && self.kept.len() < KEPT_STEPS
     }
 
     /// `e` on one line, cut to a screenful of nodes.
@@ -60,7 +62,7 @@ impl Steps {
 
     /// After the pass: when steps went uncounted, one last step with the final maps says how many.
     pub fn finish(&mut self, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) {
-        if self.untraced == 0 {
+        if self.untraced == 0 || !self.shown {
             return;
         }
         let note = format!("{} more rule applications were not recorded (the first {KEPT_STEPS} are); the maps after all of them", self.untraced);

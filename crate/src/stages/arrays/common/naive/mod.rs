@@ -72,12 +72,15 @@ pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-/// The lowered source (lower.rs) as a view beside the printed program.
-pub fn lowered_view(p: &Program) -> crate::stage::View {
+/// The lowered source (lower.rs) as a view beside the printed program (when the stage is shown).
+pub fn lowered_views(p: &Program) -> Vec<crate::stage::View> {
+    if !crate::stage::shown() {
+        return vec![];
+    }
     let mut shown = p.clone();
     shown.expects.clear();
     shown.input = None;
     shown.seed = None;
     let text = crate::print::print_program(&shown, &crate::print::PrintOptions::unicode());
-    crate::stage::View { name: "lowered source (build, !, length, sum, replicate)".into(), text, stack: vec![] }
+    vec![crate::stage::View { name: "lowered source (build, !, length, sum, replicate)".into(), text, stack: vec![] }]
 }
