@@ -171,23 +171,37 @@ fn eta_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
     let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
     let set: HashSet<u32> = ids.iter().copied().collect();
-    if set.len() != ids.len() || counts(b, &set).values().sum::<usize>() != ids.len() {
+    if set.len() != ids.len() {
         return None;
     }
     let rebuilds = |x: &Expr| matches!(&x.kind, ExprKind::Tuple(es) if es.len() == ids.len() && es.iter().zip(&ids).all(|(c, id)| matches!(&c.kind, ExprKind::Var(n) if n.id == *id)));
-    // looked for before the body is copied: the rule is tried at every tuple let, and fires rarely
-    let mut stack = vec![&**b];
-    let mut found = false;
-    while let Some(x) = stack.pop() {
-        if rebuilds(x) {
-            found = true;
-            break;
+    // One walk of the body, before it is copied (the rule is tried at every tuple let of a normalised
+    // program, again after each step, and fires rarely): the rebuilt tuple outside any lambda, and the
+    // variables used nowhere else — the walk stops at their (n+1)-th use.
+    let (mut uses, mut found) = (0, false);
+    let mut stack = vec![(&**b, false)];
+    while let Some((x, under_lambda)) = stack.pop() {
+        match &x.kind {
+            ExprKind::Var(n) if set.contains(&n.id) => {
+                uses += 1;
+                if uses > ids.len() {
+                    return None;
+                }
+            }
+            _ if !under_lambda && !found && rebuilds(x) => {
+                found = true;
+                uses += ids.len();
+                if uses > ids.len() {
+                    return None;
+                }
+                continue;
+            }
+            _ => {}
         }
-        if !matches!(x.kind, ExprKind::Lam(..)) {
-            stack.extend(children(x));
-        }
+        let under = under_lambda || matches!(x.kind, ExprKind::Lam(..));
+        stack.extend(children(x).into_iter().rev().map(|c| (c, under)));
     }
-    if !found {
+    if !found || uses != ids.len() {
         return None;
     }
     let mut out = (**b).clone();
