@@ -50,20 +50,19 @@ impl Stage for CcChad {
     /// The closure conversion may leave a code's parameter type open (a closure that code only
     /// passes on, typed generically); read as R, a closure there has no one cotangent type, and
     /// the derivative does not type-check: such programs are refused, before the pipeline's check.
-    fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        let out = self.transform(src)?;
-        let mut builtins = src.builtins.clone();
-        builtins.extend(self.builtins());
-        builtins.extend(out.builtins);
-        let mut p = out.program;
-        crate::types::check_program(&mut p, &builtins).map_err(|d| {
-            Diagnostic::error(d.span, format!("after closure conversion a closed code's parameter type is left open (a closure it only passes on, typed generically), so its cotangent type is not known here ({}); inlining first (chad/mutable) handles this program", d.message))
-        })
-    }
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (fo, codes, consts) = closure_converted(src)?;
         let program = chad::program_cc(&fo, &codes, &consts, &super::common::apis::Fig7, src.output_type)?;
-        output(program)
+        let mut out = output(program)?;
+        // What this stage refuses shows only once its output is typed (checked here, in place, so
+        // that the program is transformed once; the pipeline's check of the output then agrees).
+        let mut builtins = src.builtins.clone();
+        builtins.extend(self.builtins());
+        builtins.extend(out.builtins.iter().cloned());
+        crate::types::check_program(&mut out.program, &builtins).map_err(|d| {
+            Diagnostic::error(d.span, format!("after closure conversion a closed code's parameter type is left open (a closure it only passes on, typed generically), so its cotangent type is not known here ({}); inlining first (chad/mutable) handles this program", d.message)).refused()
+        })?;
+        Ok(out)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         chad::stated(src)
