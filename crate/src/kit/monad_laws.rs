@@ -26,8 +26,9 @@ pub const MONAD_LAWS: [LinkRule; 3] = [
 /// a long program's laws would bury the backward pass).
 pub const VIEW: &str = "monad laws";
 
-/// Steps of the simplification the trace keeps with their text (the rest are counted).
-const TRACE_STEPS: usize = 200;
+/// Steps of the simplification the trace keeps with their text (the rest are counted): the stage is
+/// the page's first screen, traced on every keystroke, and each kept step costs two prints.
+const TRACE_STEPS: usize = 100;
 
 /// A simplification of a program's definitions, one after another, with one trace.
 pub struct Simplifier<'f>(Blocks<'static, 'f>);

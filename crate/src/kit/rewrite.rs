@@ -386,9 +386,14 @@ const STEP_DEPTH: usize = 40;
 /// `e` printed with the subterms past `STEP_NODES`/`STEP_DEPTH` cut to `…`: the subterms are moved
 /// out, the rest printed, and the subterms moved back (no copy of the redex).
 pub fn print_cut(e: &mut Expr, o: &PrintOptions) -> String {
+    print_cut_to(e, o, STEP_NODES, STEP_DEPTH)
+}
+
+/// `print_cut` with other limits: `nodes` in pre-order, at most `depth` deep.
+pub fn print_cut_to(e: &mut Expr, o: &PrintOptions, nodes: usize, depth: usize) -> String {
     let mut stash = vec![];
-    let mut left = STEP_NODES;
-    cut(e, &mut left, 1, &mut stash);
+    let mut left = nodes;
+    cut(e, &mut left, 1, depth, &mut stash);
     if stash.is_empty() {
         return print_expr(e, o);
     }
@@ -404,14 +409,14 @@ fn is_hole(e: &Expr) -> bool {
 
 const HOLE: &str = "…";
 
-fn cut(e: &mut Expr, left: &mut usize, depth: usize, stash: &mut Vec<Expr>) {
-    if *left == 0 || depth > STEP_DEPTH {
+fn cut(e: &mut Expr, left: &mut usize, depth: usize, max_depth: usize, stash: &mut Vec<Expr>) {
+    if *left == 0 || depth > max_depth {
         let hole = Expr { kind: ExprKind::Builtin(HOLE.into()), span: e.span, ty: e.ty.clone() };
         stash.push(std::mem::replace(e, hole));
         return;
     }
     *left -= 1;
-    each_child_mut(e, &mut |c| cut(c, left, depth + 1, stash));
+    each_child_mut(e, &mut |c| cut(c, left, depth + 1, max_depth, stash));
 }
 
 /// Puts the stashed subterms back, visiting the holes in the order `cut` made them.

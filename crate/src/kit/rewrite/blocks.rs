@@ -11,7 +11,7 @@
 //! in a loop (a long run is one long block); other nesting recurses, as the parser bounds it (limits.rs).
 //! Names are unique in a program (`Fresh`), so substitution never captures.
 
-use super::{map_children, print_cut, Budget, RewriteCx, Step, Trace, Walk};
+use super::{map_children, print_cut_to, Budget, RewriteCx, Step, Trace, Walk};
 use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
@@ -239,22 +239,22 @@ impl<'r, 'f> Blocks<'r, 'f> {
             return Ok((rule.apply)(node));
         }
         let span = (!node.span.is_none()).then_some(node.span);
-        let before = print_cut(&mut node, &self.w.print);
+        let before = cut_stmt(&mut node, &self.w.print);
         let (out, after) = match (rule.apply)(node) {
             Linked::Under { x, v, mut rest } => {
-                let after = format!("{}\n  with {} ↦ {}", print_cut(&mut rest, &self.w.print), x.text, print_expr(&v, &self.w.print));
+                let after = format!("{}\n  with {} ↦ {}", cut_stmt(&mut rest, &self.w.print), x.text, print_expr(&v, &self.w.print));
                 (Linked::Under { x, v, rest }, after)
             }
             Linked::Hoist { stmt, rest } => {
                 let mut e = stmt.then(rest);
-                let after = print_cut(&mut e, &self.w.print);
+                let after = cut_stmt(&mut e, &self.w.print);
                 match Stmt::split(e) {
                     Ok((stmt, rest)) => (Linked::Hoist { stmt, rest }, after),
                     Err(e) => (Linked::To(e), after),
                 }
             }
             Linked::To(mut e) => {
-                let after = print_cut(&mut e, &self.w.print);
+                let after = cut_stmt(&mut e, &self.w.print);
                 (Linked::To(e), after)
             }
         };
@@ -270,6 +270,12 @@ impl<'r, 'f> Blocks<'r, 'f> {
         });
         Ok(out)
     }
+}
+
+/// A block step printed: its statement and the few after it (a statement's redex is the rest of its
+/// block, which the whole-redex cut of `print_cut` would print a screenful of at every kept step).
+fn cut_stmt(e: &mut Expr, o: &crate::print::PrintOptions) -> String {
+    print_cut_to(e, o, 60, 8)
 }
 
 /// How often each local occurs in `e`, counted without recursion (a long run is one deep block).
