@@ -124,6 +124,10 @@ enum Cmd {
         /// Run on the reference walker alone, without the compiled fast regions (to compare engines).
         #[arg(long)]
         walker: bool,
+        /// Time with the thread's CPU clock instead of the wall clock (on a loaded machine the wall
+        /// clock also counts waiting for a core).
+        #[arg(long)]
+        cpu: bool,
     },
 }
 
@@ -235,7 +239,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 print_human(o, &file, &text, &a, &show)?;
             }
         }
-        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json, walker } => {
+        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json, walker, cpu } => {
             let budget = cotangent::interp::Budget {
                 steps: max_steps,
                 allocs: max_steps,
@@ -244,7 +248,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 seconds: Some(max_seconds),
                 walker,
             };
-            let set = bench::Settings { budget, repeat: repeat as usize, max_bytes: max_mb.saturating_mul(1 << 20) };
+            let set = bench::Settings { budget, repeat: repeat as usize, max_bytes: max_mb.saturating_mul(1 << 20), cpu };
             if let Some(bad) = families.iter().find(|n| *n != "peers" && !bench::families().iter().any(|f| f.name == n.as_str())) {
                 eprintln!("error: no bench family `{bad}` (see `cotangent bench --help`)");
                 *code = EXIT_USER_ERROR;

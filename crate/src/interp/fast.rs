@@ -66,6 +66,8 @@ type RealFn = Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>;
 /// closure call for a leaf, the commonest operand), counting their step as the walker does.
 enum Gen {
     Local(u32),
+    /// A slot's last read (`Code::Move`).
+    Move(u32),
     Capture(u32),
     Const(Value),
     Code(GenFn),
@@ -86,6 +88,10 @@ impl Gen {
             Gen::Local(s) => {
                 m.step(Charge::Var)?;
                 Ok(m.locals[m.bp + *s as usize].clone())
+            }
+            Gen::Move(s) => {
+                m.step(Charge::Var)?;
+                Ok(m.take(*s))
             }
             Gen::Capture(i) => {
                 m.step(Charge::Var)?;
@@ -273,7 +279,7 @@ fn own_ok(c: &Code) -> bool {
 /// The children evaluated in the current frame (a lambda's body is its own function).
 fn children(c: &mut Code) -> Vec<&mut Code> {
     match c {
-        Code::Local(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => vec![],
+        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => vec![],
         Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
         Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
         Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
@@ -481,7 +487,7 @@ fn back(r: Result<Value, RunError>) -> Result<f64, Miss> {
 fn is_real(c: &Code, h: &Hints) -> bool {
     match c {
         Code::Const(Value::Real(_)) => true,
-        Code::Local(s) => h.slot(*s),
+        Code::Local(s) | Code::Move(s) => h.slot(*s),
         Code::Capture(i) => h.cap(*i),
         Code::Prim1(op, a, _) => matches!(op.info().on_real, Some(OnReal::R1(_))) && is_real(a, h),
         Code::Prim2(op, a, b, _) => matches!(op.info().on_real, Some(OnReal::R2(_))) && (is_real(a, h) || is_real(b, h)),
@@ -493,7 +499,8 @@ fn is_real(c: &Code, h: &Hints) -> bool {
 fn real(c: Code, h: &Hints) -> Real {
     match c {
         Code::Const(Value::Real(x)) => Real::Const(x),
-        Code::Local(s) => Real::Local(s),
+        // a real is read in place (a moved slot's value is dropped with the frame)
+        Code::Local(s) | Code::Move(s) => Real::Local(s),
         Code::Capture(i) => Real::Capture(i),
         Code::Prim1(op, a, span) if matches!(op.info().on_real, Some(OnReal::R1(_))) => {
             let Some(OnReal::R1(f)) = op.info().on_real else { return wrap(Code::Prim1(op, a, span), h) };
@@ -548,7 +555,7 @@ fn wrap(c: Code, h: &Hints) -> Real {
 /// `c` as a closure returning a value (unboxed inside where the hints say reals).
 fn gen(c: Code, h: &Hints) -> Gen {
     // (a real leaf is read in place either way)
-    if is_real(&c, h) && !matches!(c, Code::Local(_) | Code::Capture(_) | Code::Const(_)) {
+    if is_real(&c, h) && !matches!(c, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_)) {
         let r = real(c, h);
         return g(move |m| settle(r.run(m)));
     }
@@ -562,6 +569,7 @@ fn gens(items: Box<[Code]>, h: &Hints) -> Box<[Gen]> {
 fn gen_value(c: Code, h: &Hints) -> Gen {
     match c {
         Code::Local(s) => Gen::Local(s),
+        Code::Move(s) => Gen::Move(s),
         Code::Capture(i) => Gen::Capture(i),
         Code::Sibling(k) => g(move |m| {
             m.step(Charge::Var)?;

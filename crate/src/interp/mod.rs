@@ -66,6 +66,9 @@ pub struct Machine<'p> {
     counter_names: Vec<Box<str>>,
     counter_vals: Vec<u64>,
     last_counter: usize,
+    /// The address and length of the name last looked up: the same string literal again is found
+    /// without comparing its text.
+    last_counter_key: (usize, usize),
     /// The paper's cost model being charged, and what it has counted (`set_cost_model`).
     model: Option<&'static CostModel>,
     model_cost: [u64; 4],
@@ -125,6 +128,7 @@ impl<'p> Machine<'p> {
             counter_names: vec![],
             counter_vals: vec![],
             last_counter: 0,
+            last_counter_key: (0, 0),
             model: None,
             model_cost: [0; 4],
             call_tracer: None,
@@ -209,9 +213,18 @@ impl<'p> Machine<'p> {
     pub fn real_op(&mut self) {
         self.real_ops += 1;
     }
-    /// Adds `n` to a stage counter (`eval_visits`, ...).
-    pub fn count(&mut self, counter: &str, n: u64) {
-        let i = self.counter_id(counter);
+    /// Adds `n` to a stage counter (`eval_visits`, ...). The name is a literal: the one last counted
+    /// is found again by its address (a static string's address stands for its text).
+    pub fn count(&mut self, counter: &'static str, n: u64) {
+        let key = (counter.as_ptr() as usize, counter.len());
+        let i = match self.counter_vals.get(self.last_counter) {
+            Some(_) if key == self.last_counter_key => self.last_counter,
+            _ => {
+                let i = self.counter_id(counter);
+                self.last_counter_key = key;
+                i
+            }
+        };
         self.counter_vals[i] += n;
     }
     /// The index of a counter (interned, starting at 0, on first use): `count_at` adds to it directly.
@@ -228,6 +241,7 @@ impl<'p> Machine<'p> {
             }
         };
         self.last_counter = i;
+        self.last_counter_key = (0, 0);
         i
     }
     /// Adds `n` to the counter `counter_id` returned.
@@ -270,7 +284,10 @@ impl<'p> Machine<'p> {
             },
         };
         self.last_state = i;
-        self.states[i].1.downcast_mut::<T>().expect("a state slot holds the type it is keyed by")
+        let any: &mut dyn Any = &mut *self.states[i].1;
+        // SAFETY: slot `i` is keyed by `TypeId::of::<T>()` and was created as a `T` (above), so this
+        // is `downcast_mut` without its second look at the type (a virtual call per builtin call).
+        unsafe { &mut *(any as *mut dyn Any as *mut T) }
     }
     pub fn cost(&self) -> Cost {
         let mut counters: BTreeMap<String, u64> =

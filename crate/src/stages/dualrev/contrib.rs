@@ -170,6 +170,14 @@ fn contrib_of(v: &Value, span: Span) -> Result<Rc<Contrib>, RunError> {
 }
 
 fn dref_of(v: &Value, span: Span) -> Result<(i64, Rc<Contrib>), RunError> {
+    // read in place (the common case); the checks below give the messages
+    if let Value::Tuple(vs) = v {
+        if let [Value::Int(i), c] = &vs[..] {
+            if let Some(c) = c.ext::<ContribV>() {
+                return Ok((*i, c.0.clone()));
+            }
+        }
+    }
     let (i, c) = want_pair(v, span, "Contrib")?;
     Ok((want_int(&i, span, "Contrib")?, contrib_of(&c, span)?))
 }
@@ -177,7 +185,7 @@ fn dref_of(v: &Value, span: Span) -> Result<(i64, Rc<Contrib>), RunError> {
 /// C0, C1 a d, C2 a d b e: the Contrib lists of length 0, 1, 2.
 fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
-    let mut edges = vec![];
+    let mut edges = Vec::with_capacity(args.len() / 2);
     for pair in args.chunks(2) {
         let a = want_real(&pair[0], span, "Contrib")?;
         let (j, c) = dref_of(&pair[1], span)?;
@@ -237,6 +245,32 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.as_ref().map(|(_, x)| (format!("m[{k}]"), *x))).collect();
         trace_start(m, rows);
     }
+    // the graph's edges (i, j) ↦ a, gathered here and added to the map once at the end (also when
+    // a budget stops the resolve): a B-tree insert per tape entry was a tenth of the run
+    let mut drawn: Vec<((i64, i64), f64)> = vec![];
+    let res = resolve(m, s, n, span, &mut drawn);
+    let r = rt(m);
+    let mut all: Vec<((i64, i64), f64)> = std::mem::take(&mut r.edges).into_iter().collect();
+    all.append(&mut drawn);
+    drop(drawn);
+    // a later write of a key wins, as the inserts did (the sort is stable)
+    all.sort_by_key(|(k, _)| *k);
+    all.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 = later.1;
+        }
+        same
+    });
+    r.edges = all.into_iter().collect();
+    res?;
+    let frozen: Vec<f64> = s.0.borrow().iter().map(|c| c.as_ref().map_or(0.0, |(_, a)| *a)).collect();
+    m.tick(frozen.len() as u64)?;
+    Ok(iarr(frozen))
+}
+
+/// The resolve's loop: for i descending, with cell (cb, d) at i: for each (a, (j, cb_j)) in cb: m[j] := (cb_j, snd m[j] + a · d)
+fn resolve(m: &mut Machine, s: &ContribArr, n: i64, span: Span, drawn: &mut Vec<((i64, i64), f64)>) -> Result<(), RunError> {
     let mut i = n - 1;
     while i >= 0 {
         m.tick(1)?;
@@ -254,8 +288,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
                     let prev = cell.as_ref().map_or(0.0, |(_, x)| *x);
                     *cell = Some((cbj.clone(), prev + a * d));
                 }
-                let r = rt(m);
-                *r.edges.entry((i, *j)).or_insert(0.0) = *a;
+                drawn.push(((i, *j), *a));
             }
             rt(m).current = None;
             if m.tracing() {
@@ -266,7 +299,5 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         }
         i -= 1;
     }
-    let frozen: Vec<f64> = s.0.borrow().iter().map(|c| c.as_ref().map_or(0.0, |(_, a)| *a)).collect();
-    m.tick(frozen.len() as u64)?;
-    Ok(iarr(frozen))
+    Ok(())
 }

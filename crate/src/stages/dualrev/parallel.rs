@@ -181,7 +181,7 @@ impl Stage for Parallel {
         let mut nodes = vec![];
         let mut edges = vec![];
         for (j, t) in st.tapes.iter().enumerate() {
-            for (s, entry) in t.iter().enumerate() {
+            for (s, entry) in (0..t.len()).map(|s| (s, t.entry(s))) {
                 let id = offsets[j] + s as u64;
                 if id >= limit {
                     continue;
@@ -295,8 +295,8 @@ pub struct ParSt {
     pub jid: u32,
     pub n: u32,
     pub next_job: u32,
-    /// tapes[job][seq] = the Contrib of (job, seq): (partial, argument job, argument seq)
-    pub tapes: Vec<Vec<Vec<(f64, u32, u32)>>>,
+    /// tapes[job] holds the Contrib of each (job, seq): (partial, argument job, argument seq) edges
+    pub tapes: Vec<JobTape>,
     /// After the resolve: the adjoints, for the graph.
     pub adjoints: Vec<Vec<Option<f64>>>,
     pub last: Option<Arc<Job>>,
@@ -308,16 +308,55 @@ impl ParSt {
     }
 }
 
+/// One job's tape, flat (issue 13): every Contrib's edges in one array, and per seq where its own
+/// start and how many, so a job's tape is two growing arrays rather than one allocation per ID.
+#[derive(Default, Clone)]
+pub struct JobTape {
+    at: Vec<(u32, u32)>,
+    edges: Vec<(f64, u32, u32)>,
+}
+
+impl JobTape {
+    /// How many IDs the job has written.
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+    /// The Contrib at seq `s` (empty where none).
+    pub fn entry(&self, s: usize) -> &[(f64, u32, u32)] {
+        match self.at.get(s) {
+            Some(&(start, n)) => self.edges.get(start as usize..start as usize + n as usize).unwrap_or(&[]),
+            None => &[],
+        }
+    }
+    fn push(&mut self, es: &[(f64, u32, u32)]) -> Option<()> {
+        let start = u32::try_from(self.edges.len()).ok()?;
+        self.at.push((start, es.len() as u32));
+        self.edges.extend_from_slice(es);
+        Some(())
+    }
+}
+
+/// A Contrib: at most two (partial, argument job, argument seq) edges (`C0`, `C1`, `C2`), kept inline.
 #[derive(Debug)]
-pub struct PContrib(pub Vec<(f64, u32, u32)>);
+pub struct PContrib {
+    n: u8,
+    e: [(f64, u32, u32); 2],
+}
+
+fn show_pedges(es: &[(f64, u32, u32)]) -> String {
+    let es: Vec<String> = es.iter().map(|(a, j, s)| format!("({}, ({j}, {s}))", crate::value::show_real(*a))).collect();
+    format!("[{}]", es.join(", "))
+}
 
 impl ExtValue for PContrib {
     fn type_name(&self) -> &'static str {
         "Contrib"
     }
     fn show(&self) -> String {
-        let es: Vec<String> = self.0.iter().map(|(a, j, s)| format!("({}, ({j}, {s}))", crate::value::show_real(*a))).collect();
-        format!("[{}]", es.join(", "))
+        show_pedges(&self.e[..self.n as usize])
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -332,18 +371,22 @@ fn want_cid(v: &Value, span: Span) -> Result<(u32, u32), RunError> {
 
 fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
-    let mut edges = vec![];
+    let mut c = PContrib { n: 0, e: [(0.0, 0, 0); 2] };
     for pair in args.chunks(2) {
         let a = want_real(&pair[0], span, "Contrib")?;
         let (j, s) = want_cid(&pair[1], span)?;
-        edges.push((a, j, s));
+        *c.e.get_mut(c.n as usize).ok_or_else(|| err(span, "Contrib: more than two edges"))? = (a, j, s);
+        c.n += 1;
     }
-    Ok(Value::Ext(std::rc::Rc::new(PContrib(edges))))
+    Ok(Value::Ext(std::rc::Rc::new(c)))
 }
 
 /// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.
 fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let c = args[0].ext::<PContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?.0.clone();
+    let Some(c) = args[0].ext::<PContrib>() else {
+        return Err(err(span, format!("record: expected a Contrib, got {}", args[0])));
+    };
+    let (n, e) = (c.n as usize, c.e);
     m.tick(1)?;
     m.count("ids_allocated", 1);
     let st = m.state::<ParSt>();
@@ -351,7 +394,7 @@ fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
     st.n += 1;
     let tape = &mut st.tapes[j as usize];
     debug_assert_eq!(tape.len(), s as usize);
-    tape.push(c);
+    tape.push(&e[..n]).ok_or_else(|| err(span, "record: the tape is full"))?;
     Ok(Value::pair(Value::Int(j as i64), Value::Int(s as i64)))
 }
 
@@ -366,7 +409,7 @@ fn b_fork(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunE
     let st = m.state::<ParSt>();
     let (j1, j2, j3) = (st.next_job, st.next_job + 1, st.next_job + 2);
     st.next_job += 3;
-    st.tapes.resize(j3 as usize + 1, vec![]);
+    st.tapes.resize(j3 as usize + 1, JobTape::default());
     let jd0 = st.current();
     st.jid = j1;
     st.n = 0;
@@ -387,7 +430,7 @@ fn b_fork(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunE
 fn b_run_jobs(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     {
         let st = m.state::<ParSt>();
-        *st = ParSt { next_job: 1, tapes: vec![vec![]], ..ParSt::default() };
+        *st = ParSt { next_job: 1, tapes: vec![JobTape::default()], ..ParSt::default() };
     }
     let thunk = args.pop().unwrap_or(Value::Unit);
     m.apply(thunk, Value::Unit)
@@ -484,12 +527,12 @@ struct Work {
 }
 
 /// resolveJob (i − 1) arr: the job's cells from the highest seq down.
-fn resolve_job(job: u32, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, w: &mut Work, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) {
+fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) {
     let Some(tape) = tapes.get(job as usize) else { return };
     for s in (0..tape.len()).rev() {
         let Some(d) = load(&adj.0[job as usize][s]) else { continue };
         w.calls += 1;
-        for (a, jj, ss) in &tape[s] {
+        for (a, jj, ss) in tape.entry(s) {
             w.entries += 1;
             atomic_add(&adj.0[*jj as usize][*ss as usize], a * d);
         }
@@ -499,7 +542,7 @@ fn resolve_job(job: u32, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, w: &mu
                 node: offsets.get(job as usize).map(|o| o + s as u64),
                 span: None,
                 factor: Some(d.into()),
-                note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), PContrib(tape[s].clone()).show()),
+                note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), show_pedges(tape.entry(s))),
                 state: vec![(format!("({job},{s})"), d.into())],
             });
         }
@@ -509,7 +552,7 @@ fn resolve_job(job: u32, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, w: &mu
 /// resolveTask (history, jid, i) = resolveJob (i − 1) (m @ jid) >> case history of
 ///   Start → return () ; Fork jd0 jd1 jd2 → inParallel (resolveTask jd1) (resolveTask jd2) >> resolveTask jd0   (Fig. 15)
 /// Sequential and deterministic (left subtask first), with an explicit stack.
-fn resolve_seq(jd: &Arc<Job>, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) -> Work {
+fn resolve_seq(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) -> Work {
     let mut w = Work::default();
     let mut stack = vec![jd.clone()];
     while let Some(j) = stack.pop() {
@@ -539,7 +582,7 @@ fn hist_last(h: &Hist) -> u32 {
 
 /// The same walk with the two subtasks of a fork on two threads, while threads remain.
 #[cfg(not(target_arch = "wasm32"))]
-fn resolve_par(jd: &Arc<Job>, tapes: &[Vec<Vec<(f64, u32, u32)>>], adj: &PArr, threads: usize) -> Work {
+fn resolve_par(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, threads: usize) -> Work {
     let mut w = Work::default();
     let mut cur = jd.clone();
     loop {

@@ -200,10 +200,14 @@ fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
     let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.edges.len())) else {
         return Err(err(span, "record: the tape is full"));
     };
-    if t.at.len() <= at {
-        t.at.resize(at + 1, (0, 0));
+    if t.at.len() == at {
+        t.at.push((start, c.n as u32));
+    } else {
+        if t.at.len() < at {
+            t.at.resize(at + 1, (0, 0));
+        }
+        t.at[at] = (start, c.n as u32);
     }
-    t.at[at] = (start, c.n as u32);
     t.edges.extend_from_slice(c.edges());
     Ok(Value::Int(i))
 }

@@ -43,7 +43,10 @@ impl Rt {
 /// The cell of `id` in a table indexed by ID, grown as needed (None for a negative ID).
 fn cell<T: Clone>(v: &mut Vec<T>, id: i64, empty: T) -> Option<&mut T> {
     let i = usize::try_from(id).ok()?;
-    if v.len() <= i {
+    if v.len() == i {
+        // the common case: IDs count up, one new cell at a time
+        v.push(empty);
+    } else if v.len() < i {
         v.resize(i + 1, empty);
     }
     v.get_mut(i)
