@@ -18,7 +18,7 @@ use crate::kit::rewrite::{Blocks, Budget, LinkRule, Linked, RewriteCx, Site, Stm
 /// The three laws, in the order they are tried.
 pub const MONAD_LAWS: [LinkRule; 3] = [
     LinkRule { name: "left identity", site: Site::Link, matches: left_identity_matches, apply: left_identity },
-    LinkRule { name: "associativity", site: Site::Link, matches: associativity_matches, apply: associativity },
+    LinkRule { name: "associativity", site: Site::Head, matches: associativity_matches, apply: associativity },
     LinkRule { name: "right identity", site: Site::End, matches: right_identity_matches, apply: right_identity },
 ];
 
