@@ -274,10 +274,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
         match head {
             // while the trace keeps text, one at a time by the walk (a bounded number of steps)
             Some(k) if self.w.stopped.is_none() && self.trace_full() => {
-                let mut taken = 0;
-                while taken < inner.len() && self.w.step(k) {
-                    taken += 1;
-                }
+                let taken = self.w.steps(k, inner.len() as u64) as usize;
                 let mut moved: VecDeque<Stmt> = inner.drain(..taken).collect();
                 // the smaller of the two moves (a block nested either way stays O(n log n))
                 if done.len() <= moved.len() {
