@@ -18,7 +18,7 @@ use crate::kit::rewrite::{Blocks, Budget, LinkRule, Linked, RewriteCx, Site, Stm
 /// The three laws, in the order they are tried.
 pub const MONAD_LAWS: [LinkRule; 3] = [
     LinkRule { name: "left identity", site: Site::Link, matches: left_identity_matches, apply: left_identity },
-    LinkRule { name: "associativity", site: Site::Link, matches: associativity_matches, apply: associativity },
+    LinkRule { name: "associativity", site: Site::Head, matches: associativity_matches, apply: associativity },
     LinkRule { name: "right identity", site: Site::End, matches: right_identity_matches, apply: right_identity },
 ];
 
@@ -155,6 +155,51 @@ mod tests {
             assert_eq!(s4 - s2, 2 * (s2 - s1), "steps {s1} {s2} {s4}");
             assert_eq!(v4 - v2, 2 * (v2 - v1), "visits {v1} {v2} {v4}");
             assert!(s1 >= 3000, "every line's do blocks are simplified: {s1}");
+        });
+    }
+
+    /// Drev (Krawiec Fig. 9) of `main` of `src`, before simplification.
+    fn drev_of(src: &str) -> (Expr, Fresh) {
+        let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("the program checks");
+        let mut fr = Fresh::new(&p);
+        let lifted = drev_lifted(&p, &mut fr, Naming::DeltaLet).expect("Drev");
+        (lifted.def("main").expect("main").body.clone(), fr)
+    }
+
+    #[test]
+    fn nested_blocks_hoisted_at_once_give_what_one_at_a_time_gives() {
+        // left-nested binds (x + x + … + x, sin (sin …)) are hoisted a whole block at a time once the
+        // trace is full; with every step's text kept they go one at a time: the same program and counts
+        crate::limits::run_with_stack(|| {
+            let n = 48;
+            let left = format!("input 1.5\ndef main x = x{}", " + x".repeat(n));
+            let right = format!("input 1.5\ndef main x = {}x{}", "x + (".repeat(n), ")".repeat(n));
+            let sins = format!("input 0.5\ndef main x = {}x{}", "sin (".repeat(n), ")".repeat(n));
+            let mixed = format!("input 0.5\ndef main x = {}x{}", "(x * sin (".repeat(n / 2), ")) + x".repeat(n / 2));
+            for src in [left, right, sins, mixed] {
+                let mut outs = vec![];
+                for trace_steps in [usize::MAX, 200, 0] {
+                    let (e, mut fr) = drev_of(&src);
+                    let budget = Budget { steps: u64::MAX, visits: u64::MAX, trace_steps, program_after: false };
+                    let (out, tr) = crate::kit::rewrite::normalise_blocks(e, &MONAD_LAWS, &mut fr, budget).expect("no budget");
+                    outs.push((print_expr(&out, &PrintOptions::ascii()), tr.taken, tr.per_rule.clone(), tr.steps.len().min(200)));
+                }
+                assert_eq!(outs[0], outs[1], "{src}");
+                assert_eq!((&outs[0].0, outs[0].1, &outs[0].2), (&outs[2].0, outs[2].1, &outs[2].2), "{src}");
+                assert!(outs[0].2.iter().any(|(r, k)| *r == "associativity" && *k as usize > n), "{:?}", outs[0].2);
+            }
+            // a step budget spent partway through a block hoisted at once stops where one at a time would
+            let src = format!("input 1.5\ndef main x = x{}", " + x".repeat(40));
+            let stopped: Vec<String> = [usize::MAX, 0]
+                .into_iter()
+                .map(|trace_steps| {
+                    let (e, mut fr) = drev_of(&src);
+                    let budget = Budget { steps: 100, visits: u64::MAX, trace_steps, program_after: false };
+                    crate::kit::rewrite::normalise_blocks(e, &MONAD_LAWS, &mut fr, budget).map(|_| ()).unwrap_err().message
+                })
+                .collect();
+            assert_eq!(stopped[0], stopped[1]);
+            assert!(stopped[0].contains("steps"), "{}", stopped[0]);
         });
     }
 

@@ -202,6 +202,19 @@ impl Walk {
         self.stopped.is_none()
     }
 
+    /// Counts up to `n` steps by the `k`th rule at once, as `n` calls of `step` would: how many were
+    /// allowed (fewer once the step budget is spent, which stops the walk).
+    fn steps(&mut self, k: usize, n: u64) -> u64 {
+        let room = self.budget.steps.saturating_sub(self.trace.taken);
+        let (allowed, counted) = if n > room { (room, room + 1) } else { (n, n) };
+        self.trace.taken += counted;
+        self.trace.per_rule[k].1 += counted;
+        if self.trace.taken > self.budget.steps {
+            self.stopped = Some("steps");
+        }
+        allowed
+    }
+
     /// The located message for the budget that ran out, if one did.
     fn result<T>(&self, out: T, span: Span) -> Result<T, Diagnostic> {
         match self.stopped {

@@ -9,6 +9,10 @@
 //! `k`. When the block's end is reached it is rebuilt from there, with the `End` rules tried at each
 //! statement (its rest now normal). Lets are statements too, where no rule is tried. A block is walked
 //! in a loop (a long run is one long block); other nesting recurses, as the parser bounds it (limits.rs).
+//! A right-hand side that is itself a block (`p ← (q ← m1; m2); k`, left-nested binds: the lifting of
+//! `x + x + … + x` or `sin (sin (…))`) is normalised into its statements, which a `Head` rule moves in
+//! front of the statement all at once (one step each, as if one by one): hoisting them one at a time
+//! at every level would be quadratic in the nesting.
 //! Names are unique in a program (`Fresh`), so substitution never captures.
 
 use super::{map_children, print_cut_to, Budget, RewriteCx, Step, Trace, Walk};
@@ -16,7 +20,7 @@ use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
 use crate::print::print_expr;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// A rule at a statement `p ← m; k` (an `ExprKind::Bind`; the strategy never offers it a `let`).
 pub struct LinkRule {
@@ -33,7 +37,13 @@ pub struct LinkRule {
 pub enum Site {
     /// As the walk reaches it: m normal, the rest k not yet walked.
     Link,
-    /// As the block is rebuilt from its end: m and k normal.
+    /// As the walk reaches it, when m is itself a statement (`q ← m1; m2` or `let q = m1 in m2`): the
+    /// rule moves that statement out in front (answering `Hoist`). It is tried in its place among the
+    /// `Link` rules, and may look only at the statement and m's first statement; once the trace keeps
+    /// no more text, the strategy hoists every statement of m's normal form at once, counting a step each.
+    Head,
+    /// As the block is rebuilt from its end: m and k normal. The rule may match only at the block's
+    /// last statement (k not a statement), so the rebuild stops trying at the first statement left.
     End,
 }
 
@@ -151,8 +161,28 @@ impl<'r, 'f> Blocks<'r, 'f> {
     }
 
     fn block(&mut self, e: Expr) -> Expr {
+        let (mut done, mut acc) = self.block_parts(e);
+        while let Some(stmt) = done.pop_back() {
+            acc = stmt.then(acc);
+        }
+        acc
+    }
+
+    /// `walk` of a right-hand side, as its normal form's statements and its end when it is a block.
+    fn walk_parts(&mut self, e: Expr) -> (VecDeque<Stmt>, Expr) {
+        if self.w.stopped.is_some() || !matches!(e.kind, ExprKind::Bind(..) | ExprKind::Let(..)) {
+            return (VecDeque::new(), self.walk(e));
+        }
+        if !self.w.visit() {
+            return (VecDeque::new(), e);
+        }
+        self.block_parts(e)
+    }
+
+    /// The normal form of a block, as its statements and the expression after them.
+    fn block_parts(&mut self, e: Expr) -> (VecDeque<Stmt>, Expr) {
         let depth = self.w.path.len();
-        let mut done: Vec<Stmt> = vec![];
+        let mut done: VecDeque<Stmt> = VecDeque::new();
         let mut cur = e;
         let tail = 'walk: loop {
             let (mut stmt, rest) = match Stmt::split(cur) {
@@ -161,9 +191,10 @@ impl<'r, 'f> Blocks<'r, 'f> {
             };
             self.at_stmt(depth, done.len());
             self.w.path.push(0);
-            stmt.rhs = self.walk(stmt.rhs);
+            let (inner, rhs) = self.walk_parts(stmt.rhs);
             self.w.path.pop();
-            let mut node = stmt.then(rest);
+            stmt.rhs = rhs;
+            let mut node = self.hoist_all(inner, stmt, &mut done).then(rest);
             loop {
                 self.at_stmt(depth, done.len());
                 match self.fire(Site::Link, node) {
@@ -177,7 +208,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
                         continue 'walk;
                     }
                     Ok(Linked::Hoist { stmt, rest }) => {
-                        done.push(stmt);
+                        done.push_back(stmt);
                         node = rest;
                     }
                     // not a `Link` rule's answer: walked again
@@ -189,7 +220,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
             }
             match Stmt::split(node) {
                 Ok((stmt, rest)) => {
-                    done.push(stmt);
+                    done.push_back(stmt);
                     cur = rest;
                 }
                 Err(e) => break e,
@@ -197,7 +228,9 @@ impl<'r, 'f> Blocks<'r, 'f> {
         };
         self.at_stmt(depth, done.len());
         let mut acc = self.walk(tail);
-        while let Some(stmt) = done.pop() {
+        // `End` rules match only a block's last statement: none once the rest is a statement
+        while !matches!(acc.kind, ExprKind::Bind(..) | ExprKind::Let(..)) {
+            let Some(stmt) = done.pop_back() else { break };
             self.at_stmt(depth, done.len());
             acc = match self.fire(Site::End, stmt.then(acc)) {
                 Ok(Linked::To(e)) => e,
@@ -211,7 +244,58 @@ impl<'r, 'f> Blocks<'r, 'f> {
             };
         }
         self.w.path.truncate(depth);
-        acc
+        (done, acc)
+    }
+
+    /// Whether the trace keeps no more steps' text (then a `Head` rule's steps need not be taken one
+    /// at a time).
+    fn trace_full(&self) -> bool {
+        self.w.trace.steps.len() >= self.w.budget.trace_steps
+    }
+
+    /// The statement `p ← m` whose right-hand side's normal form is `inner` followed by m: if a `Head`
+    /// rule is the first to match it, every statement of `inner` moves to the end of `done`, one step
+    /// of the rule each (what taking them one at a time gives); else `inner` goes back in front of m.
+    fn hoist_all(&mut self, mut inner: VecDeque<Stmt>, mut stmt: Stmt, done: &mut VecDeque<Stmt>) -> Stmt {
+        let Some(first) = inner.pop_front() else { return stmt };
+        // the rules see the statement with m's first statement in front of its end (a placeholder)
+        let rhs = std::mem::replace(&mut stmt.rhs, Expr::gen(ExprKind::Unit));
+        let probe = Stmt { rhs: first.then(Expr::gen(ExprKind::Unit)), ..stmt }.then(Expr::gen(ExprKind::Unit));
+        let k = self.rules.iter().position(|r| matches!(r.site, Site::Link | Site::Head) && (r.matches)(&probe, &self.cx));
+        let (mut stmt, first) = match Stmt::split(probe) {
+            Ok((mut s, _)) => {
+                let first = Stmt::split(std::mem::replace(&mut s.rhs, rhs)).ok().map(|(f, _)| f);
+                (s, first.expect("the probe's right-hand side is a statement"))
+            }
+            Err(_) => unreachable!("the probe is a statement"),
+        };
+        inner.push_front(first);
+        let head = k.filter(|&k| self.rules[k].site == Site::Head);
+        match head {
+            // while the trace keeps text, one at a time by the walk (a bounded number of steps)
+            Some(k) if self.w.stopped.is_none() && self.trace_full() => {
+                let taken = self.w.steps(k, inner.len() as u64) as usize;
+                let mut moved: VecDeque<Stmt> = inner.drain(..taken).collect();
+                // the smaller of the two moves (a block nested either way stays O(n log n))
+                if done.len() <= moved.len() {
+                    while let Some(s) = done.pop_back() {
+                        moved.push_front(s);
+                    }
+                    std::mem::swap(done, &mut moved);
+                } else {
+                    done.extend(moved);
+                }
+                while let Some(s) = inner.pop_back() {
+                    stmt.rhs = s.then(stmt.rhs);
+                }
+            }
+            _ => {
+                while let Some(s) = inner.pop_back() {
+                    stmt.rhs = s.then(stmt.rhs);
+                }
+            }
+        }
+        stmt
     }
 
     /// x ↦ v from here on; each local of v now also occurs wherever x did.
@@ -230,7 +314,8 @@ impl<'r, 'f> Blocks<'r, 'f> {
         if self.w.stopped.is_some() || !matches!(node.kind, ExprKind::Bind(..)) {
             return Err(node);
         }
-        let Some(k) = self.rules.iter().position(|r| r.site == site && (r.matches)(&node, &self.cx)) else { return Err(node) };
+        let tried = |r: &LinkRule| r.site == site || (site == Site::Link && r.site == Site::Head);
+        let Some(k) = self.rules.iter().position(|r| tried(r) && (r.matches)(&node, &self.cx)) else { return Err(node) };
         let rule = &self.rules[k];
         if !self.w.step(k) {
             return Err(node);
