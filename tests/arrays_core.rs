@@ -507,13 +507,16 @@ fn cond_with_real_branches_reaches_share_to_let() {
     assert!(r.program.contains("(cond (x > 0.0) 0 1)"), "{}", r.program);
 }
 
-/// main's tuple output stays refused (lower.rs: bot's shapes do not survive an empty inner
-/// dimension yet), naming the core's restriction.
+/// main's tuple output: D pairs up the components' primals and Deltas, reversePass seeds each
+/// with its part of the seed, and the symbolic stages take the seed apart by a pattern.
 #[test]
-fn a_tuple_output_is_refused_naming_the_core_restriction() {
-    let r = one(&example("unf-ex4.1"), "arrays/bot");
-    assert!(r.refused, "{r:?}");
-    assert!(r.error.as_deref().unwrap_or("").contains("tuple output"), "{r:?}");
+fn tuple_outputs_reach_share_to_let() {
+    for name in ["dualrev-output-is-input", "krawiec-int-input", "unf-ex4.1"] {
+        part_c_agrees(&example(name));
+    }
+    part_c_agrees("input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) = (map (\\x -> x * c) v, sum v * c, c)\n");
+    let r = one(&example("unf-ex4.1"), "arrays/share-to-let");
+    assert!(r.program.contains("(input1, (seed1, seed2))"), "{}", r.program);
 }
 
 /// A property-test case: a shift of a literal matrix to an empty output; the reverse pass's zero

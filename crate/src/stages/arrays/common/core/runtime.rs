@@ -24,7 +24,10 @@ pub fn zero_like(v: &Value) -> Value {
         Value::Bool(_) => Value::Bool(false),
         Value::Tuple(vs) => Value::Tuple(vs.iter().map(zero_like).collect()),
         Value::Array(vs) => Value::Array(vs.iter().map(zero_like).collect()),
-        other => other.clone(),
+        _ => match v.empty_elem() {
+            Some(e) => Value::empty_of(zero_like(e)),
+            None => v.clone(),
+        },
     }
 }
 
@@ -35,6 +38,8 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         (Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
         (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::Tuple(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => Value::Array(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
+        // empty arrays, one of them keeping its elements' shape: that one
+        _ if u.elems().is_some_and(|x| x.is_empty()) && v.elems().is_some_and(|x| x.is_empty()) => if u.empty_elem().is_some() { u.clone() } else { v.clone() },
         // An empty array where another shape is meant is the zero that lost its inner dimension
         // (`sumOuter` of a 0×k array is `[]`, not k zeros: gradient.rs, restore_empty_dimensions);
         // adding it adds nothing. (A property-test case: `build 0 (\i -> h)` in the output.)
@@ -46,6 +51,7 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
 fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
     match v {
         Value::Array(xs) => Ok(xs.clone()),
+        _ if v.empty_elem().is_some() => Ok(Rc::from(Vec::new())),
         _ => Err(err(span, format!("{what} expects an array, got {v}"))),
     }
 }
@@ -67,6 +73,10 @@ fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
 pub fn index(a: &Value, u: i64, span: Span) -> Res {
     if matches!(a, Value::Real(r) if *r == 0.0) {
         return Ok(a.clone());
+    }
+    // out of an empty array that keeps its shape: a zero element of that shape
+    if let Some(e) = a.empty_elem() {
+        return Ok(zero_like(e));
     }
     let xs = arr(a, "index", span)?;
     Ok(match usize::try_from(u).ok().and_then(|k| xs.get(k)) {
@@ -108,15 +118,23 @@ fn ix_value(ix: &[i64]) -> Value {
     }
 }
 
-/// Row-major flat elements back into nested arrays of `shape`.
-fn nest(flat: Vec<Value>, shape: &[usize]) -> Value {
+/// Row-major flat elements back into nested arrays of `shape`. An empty dimension keeps the shape
+/// of what is inside it (`Value::empty_of`), from `zero`, the element below `shape`: `[4, 0]` is
+/// four empty rows, `[0, 4]` an empty array of 4-vectors.
+fn nest(flat: Vec<Value>, shape: &[usize], zero: &Value) -> Value {
     let mut level = flat;
-    for &k in shape.iter().rev() {
-        if k == 0 {
-            level = vec![Value::Array(Rc::from(vec![])); level.len().max(1)];
-            continue;
-        }
-        level = level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect();
+    // the element at the current level, as a shape (only needed when a dimension is empty)
+    let mut tmpl = shape.contains(&0).then(|| zero.clone());
+    for d in (0..shape.len()).rev() {
+        let k = shape[d];
+        let groups: usize = shape[..d].iter().product();
+        level = if k == 0 {
+            let e = Value::empty_of(tmpl.clone().unwrap_or(Value::Unit));
+            vec![e; groups]
+        } else {
+            level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect()
+        };
+        tmpl = tmpl.map(|t| if k == 0 { Value::empty_of(t) } else { Value::Array(vec![t; k].into()) });
     }
     level.into_iter().next().unwrap_or(Value::Array(Rc::from(vec![])))
 }
@@ -140,7 +158,12 @@ fn outer_shape(v: &Value, d: usize) -> Vec<usize> {
                 out.push(xs.len());
                 cur = xs.first().cloned().unwrap_or(Value::Real(0.0));
             }
-            _ => out.push(0),
+            _ => {
+                out.push(0);
+                if let Some(e) = cur.empty_elem() {
+                    cur = e.clone();
+                }
+            }
         }
     }
     out
@@ -161,7 +184,7 @@ fn sub_zero(v: &Value, d: usize) -> Value {
     for _ in 0..d {
         cur = match cur {
             Value::Array(xs) => xs.first().cloned().unwrap_or(Value::Real(0.0)),
-            other => other,
+            other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
     zero_like(&cur)
@@ -187,7 +210,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
         let ix = call_ix(m, &f, &p, nd, span)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
     }
-    Ok(nest(flat, &sh))
+    Ok(nest(flat, &sh, &zero))
 }
 
 /// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
@@ -204,7 +227,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let zero = sub_zero(&t, md);
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
-    let mut flat = vec![zero; total];
+    let mut flat = vec![zero.clone(); total];
     let ps = positions(&outer_shape(&t, md));
     m.tick(ps.len() as u64)?;
     m.count("scattered", ps.len() as u64);
@@ -217,7 +240,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
             flat[l] = add(&flat[l], &x, span)?;
         }
     }
-    Ok(nest(flat, &sh))
+    Ok(nest(flat, &sh, &zero))
 }
 
 fn dims(name: &str) -> (usize, usize) {
@@ -233,7 +256,7 @@ fn dims(name: &str) -> (usize, usize) {
 fn sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let xs = arr(&args[0], "sumOuter", span)?;
     m.tick(xs.len() as u64)?;
-    let mut acc = match xs.first() {
+    let mut acc = match xs.first().or(args[0].empty_elem()) {
         Some(x) => zero_like(x),
         // the builtin sums arrays of rank ≥ 2 (rank 1 is the language's `sum`): an empty outer
         // dimension (a `tr` of k×0 rows, nested arrays cannot keep the k) gives an empty array —
@@ -259,7 +282,7 @@ pub fn transpose(perm: &[usize], t: &Value, span: Span) -> Res {
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
     }
-    Ok(nest(flat, &out_shape))
+    Ok(nest(flat, &out_shape, &sub_zero(t, m)))
 }
 
 fn tr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
@@ -393,6 +416,7 @@ pub fn scale_by(c: &Value, r: &Value, what: &str, s: Span) -> Res {
         (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| scale_by(x, r, what, s)).collect::<Result<Vec<_>, _>>()?.into()),
         // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
         (Value::Array(xs), _) if xs.is_empty() => c.clone(),
+        _ if c.empty_elem().is_some() => c.clone(),
         _ => return Err(err(s, format!("{what}: shapes differ ({c} and {r})"))),
     })
 }
