@@ -85,6 +85,11 @@ impl Value {
             _ => Value::Array(Rc::from(Vec::new())),
         }
     }
+    /// An empty array whose elements are shaped like `elem`, whatever `elem` is (the array core's
+    /// operations, which know every element's shape: a pair of a dual number included).
+    pub fn empty_keeping(elem: Value) -> Value {
+        Value::Ext(Rc::new(EmptyArray { elem }))
+    }
     /// The element shape an `EmptyArray` keeps.
     pub fn empty_elem(&self) -> Option<&Value> {
         self.ext::<EmptyArray>().map(|e| &e.elem)

@@ -153,7 +153,7 @@ fn peel(v: &Value, k: usize) -> Value {
 
 fn fill(sizes: &[usize], elem: &Value) -> Value {
     // an empty dimension keeps the shape inside it (value.rs)
-    sizes.iter().rev().fold(elem.clone(), |acc, &k| if k == 0 { Value::empty_of(acc) } else { Value::Array(vec![acc; k].into()) })
+    sizes.iter().rev().fold(elem.clone(), |acc, &k| if k == 0 { Value::empty_keeping(acc) } else { Value::Array(vec![acc; k].into()) })
 }
 
 fn index_dims(f: &Value, m: &mut Machine, sizes: usize) -> Result<usize, RunError> {
@@ -352,7 +352,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
 fn fill_like(zero: &Value, c: &Value) -> Value {
     match zero {
         Value::Array(xs) => Value::Array(vec![c.clone(); xs.len()].into()),
-        _ if zero.empty_elem().is_some() => Value::empty_of(c.clone()),
+        _ if zero.empty_elem().is_some() => Value::empty_keeping(c.clone()),
         _ => c.clone(),
     }
 }

@@ -25,7 +25,7 @@ pub fn zero_like(v: &Value) -> Value {
         Value::Tuple(vs) => Value::Tuple(vs.iter().map(zero_like).collect()),
         Value::Array(vs) => Value::Array(vs.iter().map(zero_like).collect()),
         _ => match v.empty_elem() {
-            Some(e) => Value::empty_of(zero_like(e)),
+            Some(e) => Value::empty_keeping(zero_like(e)),
             None => v.clone(),
         },
     }
@@ -119,7 +119,7 @@ fn ix_value(ix: &[i64]) -> Value {
 }
 
 /// Row-major flat elements back into nested arrays of `shape`. An empty dimension keeps the shape
-/// of what is inside it (`Value::empty_of`), from `zero`, the element below `shape`: `[4, 0]` is
+/// of what is inside it (`Value::empty_keeping`), from `zero`, the element below `shape`: `[4, 0]` is
 /// four empty rows, `[0, 4]` an empty array of 4-vectors.
 fn nest(flat: Vec<Value>, shape: &[usize], zero: &Value) -> Value {
     let mut level = flat;
@@ -129,12 +129,12 @@ fn nest(flat: Vec<Value>, shape: &[usize], zero: &Value) -> Value {
         let k = shape[d];
         let groups: usize = shape[..d].iter().product();
         level = if k == 0 {
-            let e = Value::empty_of(tmpl.clone().unwrap_or(Value::Unit));
+            let e = Value::empty_keeping(tmpl.clone().unwrap_or(Value::Unit));
             vec![e; groups]
         } else {
             level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect()
         };
-        tmpl = tmpl.map(|t| if k == 0 { Value::empty_of(t) } else { Value::Array(vec![t; k].into()) });
+        tmpl = tmpl.map(|t| if k == 0 { Value::empty_keeping(t) } else { Value::Array(vec![t; k].into()) });
     }
     level.into_iter().next().unwrap_or(Value::Array(Rc::from(vec![])))
 }
