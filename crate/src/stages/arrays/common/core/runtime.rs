@@ -121,15 +121,16 @@ fn ix_value(ix: &[i64]) -> Value {
 /// Row-major flat elements back into nested arrays of `shape`. An empty dimension keeps the shape
 /// of what is inside it (`Value::empty_keeping`), from `zero`, the element below `shape`: `[4, 0]` is
 /// four empty rows, `[0, 4]` an empty array of 4-vectors.
-fn nest(flat: Vec<Value>, shape: &[usize], zero: &Value) -> Value {
+fn nest(flat: Vec<Value>, shape: &[usize], zero: Option<Value>) -> Value {
     let mut level = flat;
-    // the element at the current level, as a shape (only needed when a dimension is empty)
-    let mut tmpl = shape.contains(&0).then(|| zero.clone());
+    // the element at the current level, as a shape (only needed when a dimension is empty; unknown
+    // below an input's `[]`, which gives the plain `[]`)
+    let mut tmpl = if shape.contains(&0) { zero } else { None };
     for d in (0..shape.len()).rev() {
         let k = shape[d];
         let groups: usize = shape[..d].iter().product();
         level = if k == 0 {
-            let e = Value::empty_keeping(tmpl.clone().unwrap_or(Value::Unit));
+            let e = tmpl.clone().map_or_else(|| Value::Array(Rc::from(vec![])), Value::empty_keeping);
             vec![e; groups]
         } else {
             level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect()
@@ -179,6 +180,20 @@ fn at(v: &Value, ix: &[i64]) -> Option<Value> {
     Some(cur)
 }
 
+/// A zero element of `v` below its first `d` dimensions, when `v` knows it: not when an empty
+/// array that does not keep its elements' shape is in the way (an input's `[]`: the source
+/// language's arrays carry no shape of their own).
+fn template(v: &Value, d: usize) -> Option<Value> {
+    let mut cur = v.clone();
+    for _ in 0..d {
+        cur = match cur {
+            Value::Array(xs) => xs.first()?.clone(),
+            other => other.empty_elem()?.clone(),
+        };
+    }
+    Some(zero_like(&cur))
+}
+
 fn sub_zero(v: &Value, d: usize) -> Value {
     let mut cur = v.clone();
     for _ in 0..d {
@@ -210,7 +225,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
         let ix = call_ix(m, &f, &p, nd, span)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
     }
-    Ok(nest(flat, &sh, &zero))
+    Ok(nest(flat, &sh, template(&a, nd)))
 }
 
 /// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
@@ -240,7 +255,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
             flat[l] = add(&flat[l], &x, span)?;
         }
     }
-    Ok(nest(flat, &sh, &zero))
+    Ok(nest(flat, &sh, template(&t, md)))
 }
 
 fn dims(name: &str) -> (usize, usize) {
@@ -282,7 +297,7 @@ pub fn transpose(perm: &[usize], t: &Value, span: Span) -> Res {
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
     }
-    Ok(nest(flat, &out_shape, &sub_zero(t, m)))
+    Ok(nest(flat, &out_shape, template(t, m)))
 }
 
 fn tr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
