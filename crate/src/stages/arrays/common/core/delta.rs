@@ -242,7 +242,7 @@ fn b_transpose(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let Value::Array(ps) = &a[0] else { return Err(RunError::runtime(s, "Transpose expects a permutation")) };
     let p: Vec<usize> = ps.iter().map(|v| v.as_int().unwrap_or(0).max(0) as usize).collect();
     let x = d(&a[1], s)?;
-    let z = transpose(&p, &x.zero, s)?;
+    let z = transpose(m, &p, &x.zero, s)?;
     Ok(node(m, Kind::Transpose(p, x), z))
 }
 
@@ -341,7 +341,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
                         *slot = q;
                     }
                 }
-                work.push((transpose(&inv, &c, s)?, x.clone()))
+                work.push((transpose(m, &inv, &c, s)?, x.clone()))
             }
         }
     }

@@ -180,18 +180,66 @@ fn at(v: &Value, ix: &[i64]) -> Option<Value> {
     Some(cur)
 }
 
-/// A zero element of `v` below its first `d` dimensions, when `v` knows it: not when an empty
-/// array that does not keep its elements' shape is in the way (an input's `[]`: the source
-/// language's arrays carry no shape of their own).
-fn template(v: &Value, d: usize) -> Option<Value> {
+/// A zero element of `v` below its first `d` dimensions, when `v` knows it. An empty array that
+/// does not keep its elements' shape (an input's or a literal's `[]`: the source language's arrays
+/// carry none) in the last of the d dimensions has scalars below it: the program's scalar zero
+/// (`ScalarZero`); anywhere above, what is below is not known.
+fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
     let mut cur = v.clone();
-    for _ in 0..d {
+    for k in 0..d {
         cur = match cur {
-            Value::Array(xs) => xs.first()?.clone(),
+            Value::Array(xs) => match xs.first() {
+                Some(x) => x.clone(),
+                None if k + 1 == d => return Some(scalar_zero(m)),
+                None => return None,
+            },
             other => other.empty_elem()?.clone(),
         };
     }
     Some(zero_like(&cur))
+}
+
+/// The zero of the scalars a program's arrays hold, from its `main`'s type: the element type of
+/// the first array in main's input (a real's 0.0; a dual number's (0.0, 0.0) when forward mode
+/// runs the program on dual numbers). Static types say what an empty array's elements are, which
+/// its value cannot; a program without one gets 0.0.
+#[derive(Default)]
+struct ScalarZero(Option<Value>);
+
+fn scalar_zero(m: &mut Machine) -> Value {
+    if let Some(z) = &m.state::<ScalarZero>().0 {
+        return z.clone();
+    }
+    let ty = m.program().def("main").and_then(|d| d.scheme.as_ref()).map(|s| s.ty.clone());
+    let z = ty.as_ref().and_then(|t| match t {
+        Type::Fun(a, _) => first_array_element(a),
+        _ => None,
+    });
+    let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
+    m.state::<ScalarZero>().0 = Some(z.clone());
+    z
+}
+
+fn first_array_element(t: &Type) -> Option<Type> {
+    if let Some(mut e) = t.as_array() {
+        while let Some(x) = e.as_array() {
+            e = x;
+        }
+        return Some(e.clone());
+    }
+    match t {
+        Type::Tuple(ts) => ts.iter().find_map(first_array_element),
+        _ => None,
+    }
+}
+
+fn zero_of(t: &Type) -> Value {
+    match t {
+        Type::Int => Value::Int(0),
+        Type::Bool => Value::Bool(false),
+        Type::Tuple(ts) => Value::Tuple(ts.iter().map(zero_of).collect()),
+        _ => Value::Real(0.0),
+    }
 }
 
 fn sub_zero(v: &Value, d: usize) -> Value {
@@ -225,7 +273,8 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
         let ix = call_ix(m, &f, &p, nd, span)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
     }
-    Ok(nest(flat, &sh, template(&a, nd)))
+    let tm = template(m, &a, nd);
+    Ok(nest(flat, &sh, tm))
 }
 
 /// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
@@ -255,7 +304,8 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
             flat[l] = add(&flat[l], &x, span)?;
         }
     }
-    Ok(nest(flat, &sh, template(&t, md)))
+    let tm = template(m, &t, md);
+    Ok(nest(flat, &sh, tm))
 }
 
 fn dims(name: &str) -> (usize, usize) {
@@ -285,24 +335,25 @@ fn sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 }
 
 /// `tr [p0..pm] t`: output dimension q is input dimension p_q.
-pub fn transpose(perm: &[usize], t: &Value, span: Span) -> Res {
-    let m = perm.len();
-    let shape = outer_shape(t, m);
+pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res {
+    let rank = perm.len();
+    let shape = outer_shape(t, rank);
     let out_shape: Vec<usize> = perm.iter().map(|&d| shape.get(d).copied().unwrap_or(0)).collect();
     let mut flat = vec![];
     for q in positions(&out_shape) {
-        let mut ix = vec![0; m];
+        let mut ix = vec![0; rank];
         for (o, &d) in perm.iter().enumerate() {
             *ix.get_mut(d).ok_or_else(|| err(span, "tr: not a permutation"))? = q[o];
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
     }
-    Ok(nest(flat, &out_shape, template(t, m)))
+    let tm = template(m, t, rank);
+    Ok(nest(flat, &out_shape, tm))
 }
 
 fn tr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let perm: Vec<usize> = arr(&args[0], "tr", span)?.iter().map(|p| int(p, "tr", span).map(|k| k.max(0) as usize)).collect::<Result<_, _>>()?;
-    let out = transpose(&perm, &args[1], span)?;
+    let out = transpose(m, &perm, &args[1], span)?;
     m.tick(1)?;
     Ok(out)
 }
