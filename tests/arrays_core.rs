@@ -525,3 +525,24 @@ fn tuple_outputs_reach_share_to_let() {
 fn a_shift_of_a_literal_matrix_to_an_empty_output_runs_on_every_part_c_stage() {
     part_c_agrees("input [-0.395, -0.485, 0.665]\ndef main v = let h = sum v in shift1L [[h, v ! 0]]\n");
 }
+
+/// Arrays keep their shape when empty (value.rs `EmptyArray`): `build 4 (\i -> build 0 …)` stays
+/// 4×0 through bot's B2/B11 (`tr (replicate 0 …)`: a 0×4 transposed), and its row sums are four
+/// zeros, on every Part C stage (found by property seeds 42, 2026, 14045542811763966563).
+#[test]
+fn an_empty_inner_dimension_keeps_its_shape_through_bot() {
+    let text = "input [1.0, 2.0, 3.0, 4.0]\ndef main v = (build 4 (\\i -> build 0 (\\j -> v ! i)), map (\\r -> sum r) (build 4 (\\i -> build 0 (\\j -> v ! i * 2.0))))\n";
+    part_c_agrees(text);
+    let r = one(text, "arrays/bot");
+    assert_eq!(r.primal, "([[], [], [], []], [0.0, 0.0, 0.0, 0.0])", "{r:?}");
+    assert!(r.program.contains("tr [1, 0] (replicate 0"), "{}", r.program);
+}
+
+/// A matrix input with no columns: its row sums are a transpose to 0×2 and a sumOuter, whose
+/// zeros are the program's scalars (main's element type; dual numbers under forward mode), and a
+/// `map2` of them with a 2-vector (was "`map2` on arrays of different lengths (2 and 0)").
+#[test]
+fn row_sums_of_a_matrix_without_columns_are_zeros_on_every_part_c_stage() {
+    part_c_agrees("input (0.5, [[], []])\ndef main (x, m) = map (\\s -> s + x) (map (\\r -> sum r) m)\n");
+    part_c_agrees("input (0.5, [])\ndef main (x, v) = map2 (\\a b -> a * b + x) (map (\\r -> sum r) [[], v]) [x, x]\n");
+}
