@@ -546,3 +546,20 @@ fn row_sums_of_a_matrix_without_columns_are_zeros_on_every_part_c_stage() {
     part_c_agrees("input (0.5, [[], []])\ndef main (x, m) = map (\\s -> s + x) (map (\\r -> sum r) m)\n");
     part_c_agrees("input (0.5, [])\ndef main (x, v) = map2 (\\a b -> a * b + x) (map (\\r -> sum r) [[], v]) [x, x]\n");
 }
+
+/// B8′ (bot.rs, derived from B8, B2 + I9 and BI1 + gather∘gather): a build1 over a gather whose
+/// array is free of the build's index, or indexes an array free of it (`index m i`), gathers from
+/// that array directly. Nested maps over a rank-3 array with a shift inside stayed with a build1
+/// (B8's extra dimension past the three a gather takes), now they reach share-to-let.
+#[test]
+fn b8_prime_fuses_a_build1_over_a_gather_of_an_indexed_array() {
+    let text = "input [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [1.0, 2.0, 3.0]]]\ndef main t = sum (map (\\mm -> sum (map (\\r -> sum (shift1L r)) mm)) t)\nexpect primal 36.0\nexpect grad [[[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]], [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]]\n";
+    let (p, trace) = bot(text);
+    fired(&trace, &["B8′"]);
+    assert!(p.contains("gather33"), "{p}");
+    part_c_agrees(text);
+    // the form: the gathered array read through the build's index
+    let (p, trace) = bot("input ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [1, 0])\ndef main (m, ks) = sum (build 2 (\\i -> sum (shift1L (m ! (ks ! i)))))\nexpect primal 16.0\n");
+    fired(&trace, &["B8′"]);
+    assert!(!p.contains("build"), "{p}");
+}
