@@ -563,3 +563,10 @@ fn b8_prime_fuses_a_build1_over_a_gather_of_an_indexed_array() {
     fired(&trace, &["B8′"]);
     assert!(!p.contains("build"), "{p}");
 }
+
+/// A property case: `shift1L` of a one-row matrix is the output (0×4): its seed is an empty array,
+/// whose scatter back has rows of a lost shape (a scalar zero), summed by sumOuter to itself.
+#[test]
+fn a_shift_of_a_one_row_matrix_as_the_output_runs_on_every_part_c_stage() {
+    part_c_agrees("input [1.0, -0.5, 2.0]\ndef main v = let h = 3.0 * sum v in shift1L (map2 (\\a b -> map2 (\\p q -> h) a b) [replicate 4 (v ! 2)] [[v ! 1, h, h, h]])\n");
+}
