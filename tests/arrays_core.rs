@@ -507,13 +507,16 @@ fn cond_with_real_branches_reaches_share_to_let() {
     assert!(r.program.contains("(cond (x > 0.0) 0 1)"), "{}", r.program);
 }
 
-/// main's tuple output stays refused (lower.rs: bot's shapes do not survive an empty inner
-/// dimension yet), naming the core's restriction.
+/// main's tuple output: D pairs up the components' primals and Deltas, reversePass seeds each
+/// with its part of the seed, and the symbolic stages take the seed apart by a pattern.
 #[test]
-fn a_tuple_output_is_refused_naming_the_core_restriction() {
-    let r = one(&example("unf-ex4.1"), "arrays/bot");
-    assert!(r.refused, "{r:?}");
-    assert!(r.error.as_deref().unwrap_or("").contains("tuple output"), "{r:?}");
+fn tuple_outputs_reach_share_to_let() {
+    for name in ["dualrev-output-is-input", "krawiec-int-input", "unf-ex4.1"] {
+        part_c_agrees(&example(name));
+    }
+    part_c_agrees("input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, c) = (map (\\x -> x * c) v, sum v * c, c)\n");
+    let r = one(&example("unf-ex4.1"), "arrays/share-to-let");
+    assert!(r.program.contains("(input1, (seed1, seed2))"), "{}", r.program);
 }
 
 /// A property-test case: a shift of a literal matrix to an empty output; the reverse pass's zero
@@ -521,4 +524,49 @@ fn a_tuple_output_is_refused_naming_the_core_restriction() {
 #[test]
 fn a_shift_of_a_literal_matrix_to_an_empty_output_runs_on_every_part_c_stage() {
     part_c_agrees("input [-0.395, -0.485, 0.665]\ndef main v = let h = sum v in shift1L [[h, v ! 0]]\n");
+}
+
+/// Arrays keep their shape when empty (value.rs `EmptyArray`): `build 4 (\i -> build 0 …)` stays
+/// 4×0 through bot's B2/B11 (`tr (replicate 0 …)`: a 0×4 transposed), and its row sums are four
+/// zeros, on every Part C stage (found by property seeds 42, 2026, 14045542811763966563).
+#[test]
+fn an_empty_inner_dimension_keeps_its_shape_through_bot() {
+    let text = "input [1.0, 2.0, 3.0, 4.0]\ndef main v = (build 4 (\\i -> build 0 (\\j -> v ! i)), map (\\r -> sum r) (build 4 (\\i -> build 0 (\\j -> v ! i * 2.0))))\n";
+    part_c_agrees(text);
+    let r = one(text, "arrays/bot");
+    assert_eq!(r.primal, "([[], [], [], []], [0.0, 0.0, 0.0, 0.0])", "{r:?}");
+    assert!(r.program.contains("tr [1, 0] (replicate 0"), "{}", r.program);
+}
+
+/// A matrix input with no columns: its row sums are a transpose to 0×2 and a sumOuter, whose
+/// zeros are the program's scalars (main's element type; dual numbers under forward mode), and a
+/// `map2` of them with a 2-vector (was "`map2` on arrays of different lengths (2 and 0)").
+#[test]
+fn row_sums_of_a_matrix_without_columns_are_zeros_on_every_part_c_stage() {
+    part_c_agrees("input (0.5, [[], []])\ndef main (x, m) = map (\\s -> s + x) (map (\\r -> sum r) m)\n");
+    part_c_agrees("input (0.5, [])\ndef main (x, v) = map2 (\\a b -> a * b + x) (map (\\r -> sum r) [[], v]) [x, x]\n");
+}
+
+/// B8′ (bot.rs, derived from B8, B2 + I9 and BI1 + gather∘gather): a build1 over a gather whose
+/// array is free of the build's index, or indexes an array free of it (`index m i`), gathers from
+/// that array directly. Nested maps over a rank-3 array with a shift inside stayed with a build1
+/// (B8's extra dimension past the three a gather takes), now they reach share-to-let.
+#[test]
+fn b8_prime_fuses_a_build1_over_a_gather_of_an_indexed_array() {
+    let text = "input [[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [1.0, 2.0, 3.0]]]\ndef main t = sum (map (\\mm -> sum (map (\\r -> sum (shift1L r)) mm)) t)\nexpect primal 36.0\nexpect grad [[[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]], [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]]\n";
+    let (p, trace) = bot(text);
+    fired(&trace, &["B8′"]);
+    assert!(p.contains("gather33"), "{p}");
+    part_c_agrees(text);
+    // the form: the gathered array read through the build's index
+    let (p, trace) = bot("input ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [1, 0])\ndef main (m, ks) = sum (build 2 (\\i -> sum (shift1L (m ! (ks ! i)))))\nexpect primal 16.0\n");
+    fired(&trace, &["B8′"]);
+    assert!(!p.contains("build"), "{p}");
+}
+
+/// A property case: `shift1L` of a one-row matrix is the output (0×4): its seed is an empty array,
+/// whose scatter back has rows of a lost shape (a scalar zero), summed by sumOuter to itself.
+#[test]
+fn a_shift_of_a_one_row_matrix_as_the_output_runs_on_every_part_c_stage() {
+    part_c_agrees("input [1.0, -0.5, 2.0]\ndef main v = let h = 3.0 * sum v in shift1L (map2 (\\a b -> map2 (\\p q -> h) a b) [replicate 4 (v ! 2)] [[v ! 1, h, h, h]])\n");
 }

@@ -515,4 +515,5 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     }
     println!("Part C took {taken} of 80 ({with_tuples} with tuples inside)");
     assert!(taken >= 10, "Part C took only {taken} of 80 random array programs");
+    assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
 }

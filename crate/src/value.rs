@@ -14,6 +14,30 @@ pub trait ExtValue: fmt::Debug {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// An empty array that keeps the shape of its (absent) elements. The array paper's arrays have a
+/// static rank and a runtime shape (§3.2): a 0×k array is not a 0×0 one, and a transpose or a sum
+/// over the outer dimension brings the k back to the front. Nested arrays alone lose every size
+/// after an empty dimension, so an operation that knows the element's shape (`replicate 0 x`, the
+/// array core's gather, scatter and transpose) keeps it here: `elem` stands for the element (its
+/// values are never read, only its shape). It is `[]` everywhere else: its length is 0, it prints
+/// as `[]` and compares equal to `[]`.
+#[derive(Debug)]
+pub struct EmptyArray {
+    pub elem: Value,
+}
+
+impl ExtValue for EmptyArray {
+    fn type_name(&self) -> &'static str {
+        "Array"
+    }
+    fn show(&self) -> String {
+        "[]".into()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Value {
     Real(f64),
@@ -49,6 +73,32 @@ impl Value {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+    /// An empty array whose elements are shaped like `elem`: a shaped `EmptyArray` when `elem` has
+    /// a shape to keep (an array, not a scalar), else the plain `[]`.
+    pub fn empty_of(elem: Value) -> Value {
+        match &elem {
+            Value::Array(xs) if !xs.is_empty() => Value::Ext(Rc::new(EmptyArray { elem })),
+            Value::Ext(e) if e.as_any().is::<EmptyArray>() => Value::Ext(Rc::new(EmptyArray { elem })),
+            _ => Value::Array(Rc::from(Vec::new())),
+        }
+    }
+    /// An empty array whose elements are shaped like `elem`, whatever `elem` is (the array core's
+    /// operations, which know every element's shape: a pair of a dual number included).
+    pub fn empty_keeping(elem: Value) -> Value {
+        Value::Ext(Rc::new(EmptyArray { elem }))
+    }
+    /// The element shape an `EmptyArray` keeps.
+    pub fn empty_elem(&self) -> Option<&Value> {
+        self.ext::<EmptyArray>().map(|e| &e.elem)
+    }
+    /// The elements of an array (none for an `EmptyArray`).
+    pub fn elems(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(xs) => Some(xs),
+            _ if self.empty_elem().is_some() => Some(&[]),
             _ => None,
         }
     }
@@ -127,6 +177,8 @@ impl Value {
                 a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x.same(y))
             }
             (Value::Inl(a), Value::Inl(b)) | (Value::Inr(a), Value::Inr(b)) => a.same(b),
+            // an EmptyArray is `[]`
+            (a, b) if a.empty_elem().is_some() || b.empty_elem().is_some() => a.elems().is_some_and(|x| x.is_empty()) && b.elems().is_some_and(|y| y.is_empty()),
             _ => false,
         }
     }
@@ -203,6 +255,7 @@ pub fn to_json(v: &Value) -> serde_json::Value {
         Value::Inl(v) => serde_json::json!({ "inl": to_json(v) }),
         Value::Inr(v) => serde_json::json!({ "inr": to_json(v) }),
         Value::Fun(_) => J::String("<function>".into()),
+        Value::Ext(_) if v.empty_elem().is_some() => J::Array(vec![]),
         Value::Ext(e) => J::String(e.show()),
     }
 }

@@ -115,7 +115,7 @@ impl Gen {
 
     /// A real-valued expression that consumes arrays.
     pub(super) fn array_real(&mut self, s: &Scope, d: usize) -> String {
-        match self.below(11) {
+        match self.below(12) {
             0 | 1 => {
                 let n = self.len_in(s);
                 format!("(sum {})", self.vec(s, n, d))
@@ -198,6 +198,19 @@ impl Gen {
                 let x = self.fresh("x");
                 let f = self.real_in(&s.with_real(&x), d.min(2));
                 format!("(twice (\\{x} -> {f}) {})", self.real_in(s, d))
+            }
+            11 => {
+                // tuples inside the program: a tuple pattern over a (real, array) pair, or a
+                // tuple-typed `if` projected (the array chain splits both: tuples.rs)
+                let (p, q) = (self.fresh("p"), self.fresh("q"));
+                let (e1, e2) = (self.real_in(s, d), self.real_in(s, d));
+                if self.below(2) == 0 {
+                    let n = self.len_in(s);
+                    format!("(let ({p}, {q}) = ({e1}, {}) in {p} * sum {q})", self.vec(s, n, d))
+                } else {
+                    let c = self.cond(s, d);
+                    format!("(let {p} = (if {c} then ({e1}, {e2}) else ({e2}, {e1})) in fst {p} * snd {p})")
+                }
             }
             _ => {
                 let n = self.len_in(s);

@@ -15,6 +15,8 @@ type Res = Result<Value, RunError>;
 fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
     match v {
         Value::Array(xs) => Ok(xs.clone()),
+        // an empty array that keeps its elements' shape (value.rs) is `[]` to every operation here
+        _ if v.empty_elem().is_some() => Ok(Rc::from(Vec::new())),
         _ => Err(RunError::runtime(span, format!("{what} expects an array"))),
     }
 }
@@ -96,6 +98,10 @@ pub fn replicate(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let n = size(m, &n, "`replicate`", span)?;
     m.tick(n as u64)?;
     m.charge_array(Prim::Replicate, n);
+    if n == 0 {
+        // no copy of x, but x's shape: `replicate 0 x` is 0×(shape of x), not 0×0 (value.rs)
+        return Ok(Value::empty_of(x));
+    }
     Ok(Value::Array(vec![x; n].into()))
 }
 

@@ -34,7 +34,7 @@ index functions, whose results are discrete and never differentiated. Shapes are
 runs (the paper's are static).",
     complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
 The number of one-hots in the derivative is at most the number of lexical indexes.",
-    accepts: "first-order array programs whose main returns a real or an array; tuples only where they are known (no arrays of tuples); \
+    accepts: "first-order array programs whose main returns a real, an array or a tuple of them; tuples only where they are known (no arrays of tuples); \
 a fold or reduce only when its body adds the accumulator to a term free of it; no scan, recursion or sums",
 };
 

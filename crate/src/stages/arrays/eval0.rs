@@ -23,7 +23,7 @@ r ·), run once per input with ε the one-hot vectors (Eq. 2): n passes over the
 Delta is a DAG in memory but every pass walks it as a tree. The same program text runs under eval1, eval2 and \
 eval3 (only eval's runtime changes).",
     complexity: "n passes, each O(size of the Delta unfolded into a tree).",
-    accepts: "§2's scalar language (no arrays); main : S → R with S first-order",
+    accepts: "§2's scalar language (no arrays); main : S → T with S first-order and T tuples of reals, integers, booleans (App. A: one evaluation per real of T)",
 };
 
 impl Stage for Eval0 {

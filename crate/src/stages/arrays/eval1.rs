@@ -18,7 +18,7 @@ two vectors, Scale r ↦ r times the vector. One walk instead of n, but every no
 of length n (counter vector_elem_ops): the cost moves from the number of passes into the vectors. Same program as \
 arrays/eval0; the result is multiplied by the output cotangent.",
     complexity: "O(n · size of the Delta unfolded into a tree).",
-    accepts: "§2's scalar language (no arrays); main : S → R with S first-order",
+    accepts: "§2's scalar language (no arrays); main : S → T with S first-order and T tuples of reals, integers, booleans (App. A: one evaluation per real of T)",
 };
 
 impl Stage for Eval1 {

@@ -19,7 +19,7 @@ eval2 d1, all O(1). A Scale r d still needs the vector of d alone to scale it: t
 paper prints (r·) ∘ eval2 d, which also scales tg and is right only when tg = 0⃗: erratum, note §8). Counter \
 vector_elem_ops: n per Scale. Same program as arrays/eval0.",
     complexity: "O(size of the Delta unfolded into a tree + n · number of Scale visits).",
-    accepts: "§2's scalar language (no arrays); main : S → R with S first-order",
+    accepts: "§2's scalar language (no arrays); main : S → T with S first-order and T tuples of reals, integers, booleans (App. A: one evaluation per real of T)",
 };
 
 impl Stage for Eval2 {

@@ -22,7 +22,7 @@ On the sharing chain P1 (let x1 = x + x in … xn = x(n−1) + x(n−1)) that is
 12 visits of its 7 nodes, exp and x three times each (counters eval_visits, every constructor, and op_visits, \
 Fig. 4's nodes).",
     complexity: "O(size of the Delta unfolded into a tree): up to O(2^T) for a program of T operations.",
-    accepts: "§2's scalar language (no arrays); main : S → R with S first-order",
+    accepts: "§2's scalar language (no arrays); main : S → T with S first-order and T tuples of reals, integers, booleans (App. A: one evaluation per real of T)",
 };
 
 impl Stage for Eval3 {

@@ -26,7 +26,7 @@ input's shape (reconstruct_S). On Fig. 4 the 7 nodes are visited once each (op_v
 2, 1; on the chain P1, 3n + 1 eval calls (eval_visits) instead of 2^(n+1) − 1. The stepper shows the accum, \
 dfrag and grad maps after each step.",
     complexity: "O(T log T): one visit per operation, a map operation (log) per Share.",
-    accepts: "§2's scalar language (no arrays); main : S → R with S first-order",
+    accepts: "§2's scalar language (no arrays); main : S → T with S first-order and T tuples of reals, integers, booleans (App. A: one evaluation per real of T)",
 };
 
 impl Stage for Share {

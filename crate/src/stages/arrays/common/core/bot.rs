@@ -167,6 +167,39 @@ fn b89(e: &Expr, cx: &mut RewriteCx, is_gather: bool) -> Option<Expr> {
     }
 }
 
+/// B8′, derived from the figures: `build1 k (λi. gather sh t (λis. ix))` where the gathered array
+/// is free of i, or is `index x u` with x free of i, gathers from it directly:
+/// ```text
+/// build1 k (λi. gather sh t (λis. ix))            ⇝ gather (k ::: sh) t (λ(j ::: is). ix[j/i])        (i ∉ FV(t))
+/// build1 k (λi. gather sh (index x u) (λis. ix))  ⇝ gather (k ::: sh) x (λ(j ::: is). u[j/i] ::: ix[j/i])   (i ∉ FV(x))
+/// ```
+/// The first is B8 (Fig. 9), then B2 on `build1 k (λi. t)` (`replicate k t`) and I9 (Fig. 10:
+/// `index (replicate k t) (j ::: ix) ⇝ index t ix`) inside the gather's index function; the second
+/// is B8, then BI1 (Fig. 11) on `build1 k (λi. index x u)` (`gather [k] x (λj. [u[j/i]])`) and the
+/// gather of a gather composed (§3.3: `gather sh (gather sh' x f) g = gather sh x (f ∘ g)`, one index
+/// function after the other). B8 alone would add a dimension (the replicate or the inner gather) to
+/// every level of a nest of maps, past the three a gather here takes (`map (\mm -> map (\r ->
+/// shift1L r) mm) t`: the issue's `build1 k (\i -> gather … (index m i) …)`).
+fn b8_gather_fused(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let Core::Build1 { k, i, body } = view(e) else { return None };
+    let Core::Gather { sizes, t, is, ix } = view(body) else { return None };
+    let j = cx.fresh.name(&i.text);
+    let new_is: Vec<Name> = std::iter::once(j.clone()).chain(is.iter().map(|n| (*n).clone())).collect();
+    let new_sizes: Vec<Expr> = std::iter::once(k.clone()).chain(sizes.into_iter().cloned()).collect();
+    let mut new_ix: Vec<Expr> = ix.iter().map(|u| subst(u, i.id, &var(&j), cx.fresh)).collect();
+    let base = if !mentions(t, i.id) {
+        t.clone()
+    } else {
+        let Core::Index { t: x, u } = view(t) else { return None };
+        if mentions(x, i.id) {
+            return None;
+        }
+        new_ix.insert(0, subst(u, i.id, &var(&j), cx.fresh));
+        x.clone()
+    };
+    gather(new_sizes, base, &new_is, new_ix)
+}
+
 fn b8_gather(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     b89(e, cx, true)
 }
@@ -339,6 +372,7 @@ pub fn rules() -> Vec<Rule> {
         r("B4 build1-cond", b4_cond),
         r("B5 build1-op", b5_op),
         r("B7 build1-sumOuter", b7_sum_outer),
+        r("B8′ build1-gather-fused", b8_gather_fused),
         r("B8 build1-gather", b8_gather),
         r("B9 build1-scatter", b9_scatter),
         r("B10 build1-literal", b10_literal),

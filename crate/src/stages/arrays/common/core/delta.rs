@@ -145,14 +145,15 @@ fn peel(v: &Value, k: usize) -> Value {
     for _ in 0..k {
         cur = match cur {
             Value::Array(xs) => xs.first().cloned().unwrap_or(Value::Real(0.0)),
-            other => other,
+            other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
     cur
 }
 
 fn fill(sizes: &[usize], elem: &Value) -> Value {
-    sizes.iter().rev().fold(elem.clone(), |acc, &k| Value::Array(vec![acc; k].into()))
+    // an empty dimension keeps the shape inside it (value.rs)
+    sizes.iter().rev().fold(elem.clone(), |acc, &k| if k == 0 { Value::empty_keeping(acc) } else { Value::Array(vec![acc; k].into()) })
 }
 
 fn index_dims(f: &Value, m: &mut Machine, sizes: usize) -> Result<usize, RunError> {
@@ -241,7 +242,7 @@ fn b_transpose(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let Value::Array(ps) = &a[0] else { return Err(RunError::runtime(s, "Transpose expects a permutation")) };
     let p: Vec<usize> = ps.iter().map(|v| v.as_int().unwrap_or(0).max(0) as usize).collect();
     let x = d(&a[1], s)?;
-    let z = transpose(&p, &x.zero, s)?;
+    let z = transpose(m, &p, &x.zero, s)?;
     Ok(node(m, Kind::Transpose(p, x), z))
 }
 
@@ -326,7 +327,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
                 }
             }
             Kind::Replicate(_, x) => {
-                let Value::Array(cs) = &c else { return Err(RunError::runtime(s, "Replicate's cotangent is not an array")) };
+                let Some(cs) = c.elems() else { return Err(RunError::runtime(s, "Replicate's cotangent is not an array")) };
                 let mut acc = x.zero.clone();
                 for ci in cs.iter() {
                     acc = add(&acc, ci, s)?;
@@ -340,7 +341,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
                         *slot = q;
                     }
                 }
-                work.push((transpose(&inv, &c, s)?, x.clone()))
+                work.push((transpose(m, &inv, &c, s)?, x.clone()))
             }
         }
     }
@@ -351,6 +352,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
 fn fill_like(zero: &Value, c: &Value) -> Value {
     match zero {
         Value::Array(xs) => Value::Array(vec![c.clone(); xs.len()].into()),
+        _ if zero.empty_elem().is_some() => Value::empty_keeping(c.clone()),
         _ => c.clone(),
     }
 }
@@ -383,11 +385,21 @@ fn gather_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, 
 fn outer(v: &Value) -> Vec<usize> {
     let mut out = vec![];
     let mut cur = v.clone();
-    while let Value::Array(xs) = cur {
-        out.push(xs.len());
-        cur = xs.first().cloned().unwrap_or(Value::Real(0.0));
+    loop {
+        cur = match cur {
+            Value::Array(xs) => {
+                out.push(xs.len());
+                xs.first().cloned().unwrap_or(Value::Real(0.0))
+            }
+            other => match other.empty_elem() {
+                Some(e) => {
+                    out.push(0);
+                    e.clone()
+                }
+                None => return out,
+            },
+        };
     }
-    out
 }
 
 fn call_builtin(m: &mut Machine, name: &'static str, args: &mut Vec<Value>, s: Span) -> Res {

@@ -24,7 +24,10 @@ pub fn zero_like(v: &Value) -> Value {
         Value::Bool(_) => Value::Bool(false),
         Value::Tuple(vs) => Value::Tuple(vs.iter().map(zero_like).collect()),
         Value::Array(vs) => Value::Array(vs.iter().map(zero_like).collect()),
-        other => other.clone(),
+        _ => match v.empty_elem() {
+            Some(e) => Value::empty_keeping(zero_like(e)),
+            None => v.clone(),
+        },
     }
 }
 
@@ -35,6 +38,8 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         (Value::Int(a), Value::Int(b)) => Value::Int(a.wrapping_add(*b)),
         (Value::Tuple(a), Value::Tuple(b)) if a.len() == b.len() => Value::Tuple(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
         (Value::Array(a), Value::Array(b)) if a.len() == b.len() => Value::Array(a.iter().zip(b.iter()).map(|(x, y)| add(x, y, span)).collect::<Result<Vec<_>, _>>()?.into()),
+        // empty arrays, one of them keeping its elements' shape: that one
+        _ if u.elems().is_some_and(|x| x.is_empty()) && v.elems().is_some_and(|x| x.is_empty()) => if u.empty_elem().is_some() { u.clone() } else { v.clone() },
         // An empty array where another shape is meant is the zero that lost its inner dimension
         // (`sumOuter` of a 0×k array is `[]`, not k zeros: gradient.rs, restore_empty_dimensions);
         // adding it adds nothing. (A property-test case: `build 0 (\i -> h)` in the output.)
@@ -46,6 +51,7 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
 fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
     match v {
         Value::Array(xs) => Ok(xs.clone()),
+        _ if v.empty_elem().is_some() => Ok(Rc::from(Vec::new())),
         _ => Err(err(span, format!("{what} expects an array, got {v}"))),
     }
 }
@@ -67,6 +73,10 @@ fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
 pub fn index(a: &Value, u: i64, span: Span) -> Res {
     if matches!(a, Value::Real(r) if *r == 0.0) {
         return Ok(a.clone());
+    }
+    // out of an empty array that keeps its shape: a zero element of that shape
+    if let Some(e) = a.empty_elem() {
+        return Ok(zero_like(e));
     }
     let xs = arr(a, "index", span)?;
     Ok(match usize::try_from(u).ok().and_then(|k| xs.get(k)) {
@@ -108,15 +118,24 @@ fn ix_value(ix: &[i64]) -> Value {
     }
 }
 
-/// Row-major flat elements back into nested arrays of `shape`.
-fn nest(flat: Vec<Value>, shape: &[usize]) -> Value {
+/// Row-major flat elements back into nested arrays of `shape`. An empty dimension keeps the shape
+/// of what is inside it (`Value::empty_keeping`), from `zero`, the element below `shape`: `[4, 0]` is
+/// four empty rows, `[0, 4]` an empty array of 4-vectors.
+fn nest(flat: Vec<Value>, shape: &[usize], zero: Option<Value>) -> Value {
     let mut level = flat;
-    for &k in shape.iter().rev() {
-        if k == 0 {
-            level = vec![Value::Array(Rc::from(vec![])); level.len().max(1)];
-            continue;
-        }
-        level = level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect();
+    // the element at the current level, as a shape (only needed when a dimension is empty; unknown
+    // below an input's `[]`, which gives the plain `[]`)
+    let mut tmpl = if shape.contains(&0) { zero } else { None };
+    for d in (0..shape.len()).rev() {
+        let k = shape[d];
+        let groups: usize = shape[..d].iter().product();
+        level = if k == 0 {
+            let e = tmpl.clone().map_or_else(|| Value::Array(Rc::from(vec![])), Value::empty_keeping);
+            vec![e; groups]
+        } else {
+            level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect()
+        };
+        tmpl = tmpl.map(|t| if k == 0 { Value::empty_keeping(t) } else { Value::Array(vec![t; k].into()) });
     }
     level.into_iter().next().unwrap_or(Value::Array(Rc::from(vec![])))
 }
@@ -140,7 +159,12 @@ fn outer_shape(v: &Value, d: usize) -> Vec<usize> {
                 out.push(xs.len());
                 cur = xs.first().cloned().unwrap_or(Value::Real(0.0));
             }
-            _ => out.push(0),
+            _ => {
+                out.push(0);
+                if let Some(e) = cur.empty_elem() {
+                    cur = e.clone();
+                }
+            }
         }
     }
     out
@@ -156,12 +180,74 @@ fn at(v: &Value, ix: &[i64]) -> Option<Value> {
     Some(cur)
 }
 
+/// A zero element of `v` below its first `d` dimensions, when `v` knows it. An empty array that
+/// does not keep its elements' shape (an input's or a literal's `[]`: the source language's arrays
+/// carry none) in the last of the d dimensions has scalars below it: the program's scalar zero
+/// (`ScalarZero`); anywhere above, what is below is not known.
+fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
+    let mut cur = v.clone();
+    for k in 0..d {
+        cur = match cur {
+            Value::Array(xs) => match xs.first() {
+                Some(x) => x.clone(),
+                None if k + 1 == d => return Some(scalar_zero(m)),
+                None => return None,
+            },
+            other => other.empty_elem()?.clone(),
+        };
+    }
+    Some(zero_like(&cur))
+}
+
+/// The zero of the scalars a program's arrays hold, from its `main`'s type: the element type of
+/// the first array in main's input (a real's 0.0; a dual number's (0.0, 0.0) when forward mode
+/// runs the program on dual numbers). Static types say what an empty array's elements are, which
+/// its value cannot; a program without one gets 0.0.
+#[derive(Default)]
+struct ScalarZero(Option<Value>);
+
+fn scalar_zero(m: &mut Machine) -> Value {
+    if let Some(z) = &m.state::<ScalarZero>().0 {
+        return z.clone();
+    }
+    let ty = m.program().def("main").and_then(|d| d.scheme.as_ref()).map(|s| s.ty.clone());
+    let z = ty.as_ref().and_then(|t| match t {
+        Type::Fun(a, _) => first_array_element(a),
+        _ => None,
+    });
+    let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
+    m.state::<ScalarZero>().0 = Some(z.clone());
+    z
+}
+
+fn first_array_element(t: &Type) -> Option<Type> {
+    if let Some(mut e) = t.as_array() {
+        while let Some(x) = e.as_array() {
+            e = x;
+        }
+        return Some(e.clone());
+    }
+    match t {
+        Type::Tuple(ts) => ts.iter().find_map(first_array_element),
+        _ => None,
+    }
+}
+
+fn zero_of(t: &Type) -> Value {
+    match t {
+        Type::Int => Value::Int(0),
+        Type::Bool => Value::Bool(false),
+        Type::Tuple(ts) => Value::Tuple(ts.iter().map(zero_of).collect()),
+        _ => Value::Real(0.0),
+    }
+}
+
 fn sub_zero(v: &Value, d: usize) -> Value {
     let mut cur = v.clone();
     for _ in 0..d {
         cur = match cur {
             Value::Array(xs) => xs.first().cloned().unwrap_or(Value::Real(0.0)),
-            other => other,
+            other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
     zero_like(&cur)
@@ -187,7 +273,8 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
         let ix = call_ix(m, &f, &p, nd, span)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
     }
-    Ok(nest(flat, &sh))
+    let tm = template(m, &a, nd);
+    Ok(nest(flat, &sh, tm))
 }
 
 /// `scatter [k1..kn] t (λis. ix)`: zeros of shape [k1..kn] ++ the rest, each t[is] added at ix,
@@ -204,7 +291,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let zero = sub_zero(&t, md);
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
-    let mut flat = vec![zero; total];
+    let mut flat = vec![zero.clone(); total];
     let ps = positions(&outer_shape(&t, md));
     m.tick(ps.len() as u64)?;
     m.count("scattered", ps.len() as u64);
@@ -217,7 +304,8 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
             flat[l] = add(&flat[l], &x, span)?;
         }
     }
-    Ok(nest(flat, &sh))
+    let tm = template(m, &t, md);
+    Ok(nest(flat, &sh, tm))
 }
 
 fn dims(name: &str) -> (usize, usize) {
@@ -231,9 +319,14 @@ fn dims(name: &str) -> (usize, usize) {
 
 /// `sumOuter t`: the sum along the outermost dimension.
 fn sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
+    // a scalar zero stands for a zero whose shape a cotangent lost (see `index`): summed, it stays
+    // one (a scatter of an empty seed, `shift1L` of a one-row matrix as the output: a property case)
+    if matches!(args[0], Value::Real(r) if r == 0.0) {
+        return Ok(args[0].clone());
+    }
     let xs = arr(&args[0], "sumOuter", span)?;
     m.tick(xs.len() as u64)?;
-    let mut acc = match xs.first() {
+    let mut acc = match xs.first().or(args[0].empty_elem()) {
         Some(x) => zero_like(x),
         // the builtin sums arrays of rank ≥ 2 (rank 1 is the language's `sum`): an empty outer
         // dimension (a `tr` of k×0 rows, nested arrays cannot keep the k) gives an empty array —
@@ -247,24 +340,25 @@ fn sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 }
 
 /// `tr [p0..pm] t`: output dimension q is input dimension p_q.
-pub fn transpose(perm: &[usize], t: &Value, span: Span) -> Res {
-    let m = perm.len();
-    let shape = outer_shape(t, m);
+pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res {
+    let rank = perm.len();
+    let shape = outer_shape(t, rank);
     let out_shape: Vec<usize> = perm.iter().map(|&d| shape.get(d).copied().unwrap_or(0)).collect();
     let mut flat = vec![];
     for q in positions(&out_shape) {
-        let mut ix = vec![0; m];
+        let mut ix = vec![0; rank];
         for (o, &d) in perm.iter().enumerate() {
             *ix.get_mut(d).ok_or_else(|| err(span, "tr: not a permutation"))? = q[o];
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
     }
-    Ok(nest(flat, &out_shape))
+    let tm = template(m, t, rank);
+    Ok(nest(flat, &out_shape, tm))
 }
 
 fn tr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let perm: Vec<usize> = arr(&args[0], "tr", span)?.iter().map(|p| int(p, "tr", span).map(|k| k.max(0) as usize)).collect::<Result<_, _>>()?;
-    let out = transpose(&perm, &args[1], span)?;
+    let out = transpose(m, &perm, &args[1], span)?;
     m.tick(1)?;
     Ok(out)
 }
@@ -393,6 +487,7 @@ pub fn scale_by(c: &Value, r: &Value, what: &str, s: Span) -> Res {
         (Value::Array(xs), Value::Real(_)) => Value::Array(xs.iter().map(|x| scale_by(x, r, what, s)).collect::<Result<Vec<_>, _>>()?.into()),
         // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
         (Value::Array(xs), _) if xs.is_empty() => c.clone(),
+        _ if c.empty_elem().is_some() => c.clone(),
         _ => return Err(err(s, format!("{what}: shapes differ ({c} and {r})"))),
     })
 }

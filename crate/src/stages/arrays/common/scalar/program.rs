@@ -4,7 +4,6 @@
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use crate::kit::delta::delta_type;
 use crate::kit::delta::drev::{drev_program, drev_type, m_type, Naming};
 use crate::kit::delta::dual::{dual_program, dual_type, wrapper_type, DeltaCompanion};
 use crate::kit::polytypic::map_shape_acc;
@@ -44,17 +43,37 @@ the array stages of the chain (§4 onwards) take arrays"
     if has_array(src.input_type) || has_array(src.output_type) {
         return Err(Diagnostic::error(span, format!("{stage} is the scalar background of §2, whose language has no arrays, but main's type has one")));
     }
-    if *src.output_type != Type::Real {
+    // App. A: any first-order output, one evaluation per real of it; the paper works it out for
+    // arrays of reals and says tuples follow, so tuples of reals, integers and booleans are taken
+    if !ground(src.output_type) || count_reals(src.output_type) == 0 {
         return Err(Diagnostic::error(
             span,
             format!(
-                "{stage} uses the wrapper of §2.7 (Fig. 6), which the paper gives for a program with one real result \
-(x : τin ⊢ t : R), but main returns {}",
+                "{stage} uses the wrapper of §2.7 (Fig. 6) with Appendix A's generalisation (one evaluation per real of \
+the output), which needs a first-order output with at least one real (tuples of reals, integers and booleans), but \
+main returns {}",
                 crate::types::show(src.output_type)
             ),
         ));
     }
     Ok(())
+}
+
+/// Whether `t` is built from reals, integers and booleans by tuples (App. A's first-order outputs).
+fn ground(t: &Type) -> bool {
+    match t {
+        Type::Real | Type::Int | Type::Bool | Type::Unit => true,
+        Type::Tuple(ts) => ts.iter().all(ground),
+        _ => false,
+    }
+}
+
+fn count_reals(t: &Type) -> usize {
+    match t {
+        Type::Real => 1,
+        Type::Tuple(ts) => ts.iter().map(count_reals).sum(),
+        _ => 0,
+    }
 }
 
 fn has_array(t: &Type) -> bool {
@@ -138,8 +157,36 @@ fn wild_unused(e: &mut Expr) {
 ///                let g = eval dt d n in
 ///                (t, reconstruct_S (g, s))
 /// ```
+/// For an output other than R (Appendix A: "run the normal algorithm for every scalar in the output,
+/// and collect the results"), `(t, d)` is D[T]'s pattern, which names every real's primal t_k and
+/// Delta d_k, `dt` the seed's, which names every real's cotangent dt_k; the evaluator runs once per
+/// real, `eval dt_k d_k n`, and the gradient is their sum (`map2 (+)`): the seed's cotangent
+/// contracted with the Jacobian's rows that App. A's passes give one by one.
 fn wrapper(src: &Source, fr: &mut Fresh, eval: &str, monadic: bool) -> Def {
-    let (s, dt, s0, n, t, d, g) = (fr.name("s"), fr.name("dt"), fr.name("s0"), fr.name("n"), fr.name("t"), fr.name("d"), fr.name("g"));
+    let s = fr.name("s");
+    let mut dts = vec![];
+    let seed = out_pattern(src.output_type, fr, &mut |fr, real| {
+        if !real {
+            return pwild();
+        }
+        let dt = fr.name("dt");
+        dts.push(dt.clone());
+        pvar(&dt)
+    });
+    let (s0, n) = (fr.name("s0"), fr.name("n"));
+    let (mut ds, mut primal) = (vec![], vec![]);
+    let dpat = out_pattern(src.output_type, fr, &mut |fr, real| {
+        if !real {
+            let x = fr.name("x");
+            primal.push(x.clone());
+            return pvar(&x);
+        }
+        let (t, d) = (fr.name("t"), fr.name("d"));
+        primal.push(t.clone());
+        ds.push(d.clone());
+        ppair(pvar(&t), pvar(&d))
+    });
+    let g = fr.name("g");
     let call = if !monadic {
         app(global("main"), var(&s0))
     } else {
@@ -153,16 +200,38 @@ fn wrapper(src: &Source, fr: &mut Fresh, eval: &str, monadic: bool) -> Def {
         };
         apps(builtin("runIdGen"), [int(0), m])
     };
+    let passes = dts.iter().zip(&ds).map(|(dt, d)| apps(builtin(eval), [var(dt), var(d), var(&n)]));
+    let sum = passes
+        .reduce(|a, b| {
+            let (x, y) = (fr.name("a"), fr.name("b"));
+            prim(Prim::Map2, vec![lam(pvar(&x), lam(pvar(&y), add(var(&x), var(&y)))), a, b])
+        })
+        .unwrap_or_else(unit);
+    let mut leaves = primal.iter();
+    let t = rebuild(src.output_type, &mut || var(leaves.next().expect("one primal per leaf")));
     let body = let_(
         ppair(pvar(&s0), pvar(&n)),
         app(global(NAMED), pair(var(&s), int(0))),
-        let_(
-            ppair(pvar(&t), pvar(&d)),
-            call,
-            let_(pvar(&g), apps(builtin(eval), [var(&dt), var(&d), var(&n)]), pair(var(&t), app(global(RECONSTRUCT), pair(var(&g), var(&s))))),
-        ),
+        let_(dpat, call, let_(pvar(&g), sum, pair(t, app(global(RECONSTRUCT), pair(var(&g), var(&s)))))),
     );
-    def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))
+    def(WRAPPER, lam(ppair(pvar(&s), seed), body))
+}
+
+/// A pattern over a value of the first-order type `t` (tuples of ground leaves): `leaf(fresh, is_real)`
+/// for each leaf, left to right.
+fn out_pattern(t: &Type, fr: &mut Fresh, leaf: &mut dyn FnMut(&mut Fresh, bool) -> Pat) -> Pat {
+    match t {
+        Type::Tuple(ts) => ptuple(ts.iter().map(|u| out_pattern(u, fr, leaf)).collect()),
+        _ => leaf(fr, *t == Type::Real),
+    }
+}
+
+/// A value of type `t` from its leaves, left to right.
+fn rebuild(t: &Type, leaf: &mut dyn FnMut() -> Expr) -> Expr {
+    match t {
+        Type::Tuple(ts) => tuple(ts.iter().map(|u| rebuild(u, leaf)).collect()),
+        _ => leaf(),
+    }
 }
 
 /// A1 and A2–A5: Fig. 2's D[t] (the Delta a tree: no IDs) with the wrapper calling `eval`, whose
@@ -192,7 +261,7 @@ pub fn share_transform(src: &Source) -> Result<Output, Diagnostic> {
 pub fn stated_types(src: &Source, monadic: bool) -> Vec<(String, Type)> {
     let (s, t) = (src.input_type, src.output_type);
     let ds = if monadic { drev_type(s) } else { dual_type(s, &DeltaCompanion) };
-    let dt = Type::Tuple(vec![Type::Real, delta_type()]);
+    let dt = dual_type(t, &DeltaCompanion);
     let mut v = vec![
         (NAMED.to_string(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
         (RECONSTRUCT.to_string(), Type::fun(Type::Tuple(vec![grad_vector_type(), s.clone()]), s.clone())),
