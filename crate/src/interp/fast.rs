@@ -31,7 +31,7 @@
 //! NEXT STEP: a call's return without the loop (bodies in ANF run by one loop over links and calls with
 //! an explicit frame stack), then the same design emitted as WebAssembly (f64 locals).
 
-use super::lower::{Code, GroupCode, LPat};
+use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
 use super::{Machine, RunError};
@@ -274,18 +274,6 @@ pub(crate) fn regions(body: &mut Code, h: &Hints) {
 /// A node the closures can run themselves (its children aside).
 fn own_ok(c: &Code) -> bool {
     !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::Call(_) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
-}
-
-/// The children evaluated in the current frame (a lambda's body is its own function).
-fn children(c: &mut Code) -> Vec<&mut Code> {
-    match c {
-        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => vec![],
-        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
-        Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
-        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
-        Code::Call(cc) => cc.args.iter_mut().collect(),
-        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![&mut **s, &mut **a, &mut **b],
-    }
 }
 
 /// Marks regions inside `c`; returns `c`'s shape when `c` itself could be (part of) a region, which

@@ -693,72 +693,56 @@ fn moves(body: &mut Code, nslots: u32) {
             }
         }
     };
-    let mut stack: Vec<&Code> = vec![body];
+    let mut stack: Vec<&mut Code> = vec![&mut *body];
     while let Some(c) = stack.pop() {
-        match c {
+        match &*c {
             Code::Local(s) | Code::Move(s) => count(*s, &mut reads),
             Code::Lam(l) => caps(&l.captures, &mut reads, &mut count),
-            Code::LetRec(g, _, b) => {
-                caps(&g.captures, &mut reads, &mut count);
-                stack.push(b);
-            }
-            Code::CallLazy(_, xs, thunk, _) => {
-                caps(&thunk.captures, &mut reads, &mut count);
-                stack.extend(xs.iter());
-            }
+            Code::LetRec(g, _, _) => caps(&g.captures, &mut reads, &mut count),
+            Code::CallLazy(_, _, thunk, _) => caps(&thunk.captures, &mut reads, &mut count),
             Code::Call(cc) => {
                 if let Head::Local(s) | Head::Move(s) = cc.head {
                     count(s, &mut reads);
                 }
-                stack.extend(cc.args.iter());
             }
-            c => stack.extend(kids(c)),
+            _ => {}
         }
+        stack.extend(frame_children(c));
     }
     let once = |s: u32| reads.get(s as usize) == Some(&1);
     let mut stack: Vec<&mut Code> = vec![body];
     while let Some(c) = stack.pop() {
         match c {
             Code::Local(s) if once(*s) => *c = Code::Move(*s),
-            Code::LetRec(_, _, b) => stack.push(b),
-            Code::CallLazy(_, xs, _, _) => stack.extend(xs.iter_mut()),
             Code::Call(cc) => {
                 if let Head::Local(s) = cc.head {
                     if once(s) {
                         cc.head = Head::Move(s);
                     }
                 }
-                stack.extend(cc.args.iter_mut());
             }
-            c => stack.extend(kids_mut(c)),
+            _ => {}
         }
+        stack.extend(frame_children(c));
     }
 }
 
-/// The children of a node evaluated in its frame, other than those `moves` handles itself.
-fn kids(c: &Code) -> Vec<&Code> {
+/// The children of a node evaluated in its frame (a lambda's body is its own function's frame; a
+/// letrec's functions likewise, its body is in this frame).
+pub(super) fn frame_children(c: &mut Code) -> Vec<&mut Code> {
     match c {
-        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![a, b],
-        Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![a],
-        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) => xs.iter().collect(),
-        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![s, a, b],
-        _ => vec![],
-    }
-}
-
-fn kids_mut(c: &mut Code) -> Vec<&mut Code> {
-    match c {
-        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![a, b],
-        Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![a],
-        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) => xs.iter_mut().collect(),
-        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![s, a, b],
-        _ => vec![],
+        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => vec![],
+        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
+        Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
+        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
+        Code::Call(cc) => cc.args.iter_mut().collect(),
+        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![&mut **s, &mut **a, &mut **b],
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{kids, lower, moves, Code};
+    use super::{frame_children, lower, moves, Code};
     use crate::interp::Builtins;
     use std::rc::Rc;
 
@@ -773,12 +757,12 @@ mod tests {
         let l = Rc::get_mut(l).expect("only the def holds main's code");
         moves(&mut l.body, l.nslots);
         let (mut moved, mut cloned) = (0, 0);
-        let mut stack = vec![&l.body];
+        let mut stack = vec![&mut l.body];
         while let Some(c) = stack.pop() {
             match c {
                 Code::Move(_) => moved += 1,
                 Code::Local(_) => cloned += 1,
-                c => stack.extend(kids(c)),
+                c => stack.extend(frame_children(c)),
             }
         }
         // moved: `fst a` and the head `f`; cloned: x six times, b twice, c once (also captured by f)
