@@ -14,8 +14,8 @@ cargo test -p cotangent-web
 
 echo "== web crate: wasm-bindgen tests (Node, headless Chromium)"
 cargo test --target wasm32-unknown-unknown -p cotangent-web
-echo "== web crate: the release wasm the page ships, at its nesting limit (Node)"
-cargo test --release --target wasm32-unknown-unknown -p cotangent-web --test node
+echo "== web crate: the wasm the page ships (profile wasm-release: fat LTO), at its nesting limit (Node)"
+cargo test --profile wasm-release --target wasm32-unknown-unknown -p cotangent-web --test node
 
 echo "== trunk build --release"
 trunk build --release
