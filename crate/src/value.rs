@@ -68,7 +68,8 @@ impl Value {
         }
     }
     pub fn pair(a: Value, b: Value) -> Value {
-        Value::Tuple(Rc::from(vec![a, b]))
+        // one allocation (`Rc::from(vec![…])` made a Vec and then copied it into the Rc)
+        Value::Tuple(Rc::new([a, b]))
     }
     pub fn as_real(&self) -> Option<f64> {
         match self {
