@@ -88,6 +88,18 @@ fn inline_arg(c: &Code) -> bool {
     }
 }
 
+/// Writes `v` into a slot. A slot about to be bound mostly holds `()` or a scalar, which own
+/// nothing: those are overwritten in place, without the out-of-line `drop_in_place::<Value>` call an
+/// assignment makes; anything else is assigned (and dropped) as usual.
+#[inline(always)]
+fn set_slot(slot: &mut Value, v: Value) {
+    match slot {
+        // SAFETY: these variants own nothing, so not dropping the old value leaks nothing.
+        Value::Unit | Value::Real(_) | Value::Int(_) | Value::Bool(_) => unsafe { std::ptr::write(slot, v) },
+        _ => *slot = v,
+    }
+}
+
 /// A function body that is one region with a value: it makes no call, so it runs in place
 /// (`Machine::run_leaf`).
 #[inline(always)]
@@ -669,7 +681,7 @@ impl Machine<'_> {
     pub(super) fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
         match p {
             LPat::Slot(s) => {
-                self.locals[self.bp + *s as usize] = v;
+                set_slot(&mut self.locals[self.bp + *s as usize], v);
                 Ok(())
             }
             p => self.bind_pat(p, v),
