@@ -296,3 +296,32 @@ fn pattern_errors_in_calls_are_the_walkers() {
         }
     }
 }
+
+#[test]
+fn leaf_calls_run_in_place_as_the_walker_runs_them() {
+    // leaf bodies (one region, no call) called in and out of tail position, an `if` and a `case`
+    // whose conditions run in place, at every step, allocation and depth budget short of the run
+    let src = "def sq a = a * a\ndef pick c a b = if c then a else b\n\
+               def main x = let y = sq (sq x) in case (if y > 1.0 then inl y else inr x) of inl a -> pick (a > 2.0) (sq a) (sq 2.0) | inr b -> sq b + sq (sq b)";
+    for x in [1.5, 1.1, 0.5] {
+        for typed in [true, false] {
+            assert!(run_both(src, typed, Value::Real(x), Budget::default()).is_ok(), "{src} at {x}");
+        }
+        for steps in 1..40 {
+            let _ = run_both(src, true, Value::Real(x), Budget { steps, ..Budget::default() });
+        }
+        for allocs in 0..4 {
+            let _ = run_both(src, true, Value::Real(x), Budget { allocs, ..Budget::default() });
+        }
+        for depth in 0..4 {
+            let _ = run_both(src, true, Value::Real(x), Budget { depth, ..Budget::default() });
+        }
+    }
+    // an error inside a leaf called out of tail position unwinds its frame: the machine runs again
+    let p = syntax::parse_program("def sq a = a * a\ndef main x = sq x + 1").expect("parses");
+    let mut m = Machine::new(&p, &Builtins::new(), Budget::default()).expect("lowers");
+    let e = m.call("main", vec![Value::Bool(true)]).expect_err("`*` on a boolean");
+    assert!(matches!(e, RunError::Runtime { .. }), "{e:?}");
+    assert_eq!(m.call("main", vec![Value::Int(3)]).expect("runs").as_int(), Some(10));
+    assert_eq!(m.call_depth(), 0);
+}

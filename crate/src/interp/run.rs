@@ -15,6 +15,7 @@
 //! this lowering before their code is entered, so every pointer stays valid while it is used.
 
 use super::lower::{CallCode, Code, FunVal, GroupVal, Head, LPat, LamCode, Loc};
+use super::fast::FastCode;
 use super::prim::{prim1, prim2};
 use super::{BudgetKind, Builtin, CostModel, Global, Machine, RunError, Shown, TraceStep, MAX_NESTING};
 use crate::diag::Span;
@@ -84,6 +85,28 @@ fn inline_arg(c: &Code) -> bool {
         Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_) => true,
         Code::Fast(f) => f.has_value(),
         _ => false,
+    }
+}
+
+/// Writes `v` into a slot. A slot about to be bound mostly holds `()` or a scalar, which own
+/// nothing: those are overwritten in place, without the out-of-line `drop_in_place::<Value>` call an
+/// assignment makes; anything else is assigned (and dropped) as usual.
+#[inline(always)]
+fn set_slot(slot: &mut Value, v: Value) {
+    match slot {
+        // SAFETY: these variants own nothing, so not dropping the old value leaks nothing.
+        Value::Unit | Value::Real(_) | Value::Int(_) | Value::Bool(_) => unsafe { std::ptr::write(slot, v) },
+        _ => *slot = v,
+    }
+}
+
+/// A function body that is one region with a value: it makes no call, so it runs in place
+/// (`Machine::run_leaf`).
+#[inline(always)]
+fn leaf(body: &Code) -> Option<&FastCode> {
+    match body {
+        Code::Fast(f) if f.has_value() => Some(f),
+        _ => None,
     }
 }
 
@@ -255,24 +278,75 @@ impl Machine<'_> {
             self.locals.truncate(self.bp);
             self.env = env;
             self.group = group;
+            self.grow_frame(nslots);
         } else {
-            if self.depth >= self.budget.depth {
-                return Err(Box::new(self.budget_error(BudgetKind::Depth, self.budget.depth)));
-            }
-            self.depth += 1;
-            if self.depth > self.max_depth {
-                self.max_depth = self.depth;
-            }
-            let env = std::mem::replace(&mut self.env, env);
-            let group = std::mem::replace(&mut self.group, group);
-            self.kont.push(Kont::Ret { bp: self.bp, env, group });
-            self.bp = self.locals.len();
+            let (bp, env, group) = self.open_frame(env, group, nslots)?;
+            self.kont.push(Kont::Ret { bp, env, group });
         }
-        // the frame's slots, empty (`extend` writes them in one pass: `resize` clones a `Unit` per
-        // slot through `Value::clone`, 5 % of a primal run)
+        Ok(())
+    }
+
+    /// A new call frame (depth budget, `max_depth`) whose caller's frame is handed back rather than
+    /// pushed as a `Kont::Ret`: `close_frame` restores it.
+    #[inline(always)]
+    fn open_frame(&mut self, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, nslots: u32) -> Res<(usize, Rc<[Value]>, Option<Rc<GroupVal>>)> {
+        if self.depth >= self.budget.depth {
+            return Err(Box::new(self.budget_error(BudgetKind::Depth, self.budget.depth)));
+        }
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            self.max_depth = self.depth;
+        }
+        let env = std::mem::replace(&mut self.env, env);
+        let group = std::mem::replace(&mut self.group, group);
+        let bp = std::mem::replace(&mut self.bp, self.locals.len());
+        self.grow_frame(nslots);
+        Ok((bp, env, group))
+    }
+
+    /// Back to the caller's frame (what returning through a `Kont::Ret` does).
+    #[inline(always)]
+    fn close_frame(&mut self, bp: usize, env: Rc<[Value]>, group: Option<Rc<GroupVal>>) {
+        self.locals.truncate(self.bp);
+        self.bp = bp;
+        self.env = env;
+        self.group = group;
+        self.depth -= 1;
+    }
+
+    /// The frame's slots, empty (`extend` writes them in one pass: `resize` clones a `Unit` per
+    /// slot through `Value::clone`, 5 % of a primal run).
+    #[inline(always)]
+    fn grow_frame(&mut self, nslots: u32) {
         let grow = (self.bp + nslots as usize).saturating_sub(self.locals.len());
         self.locals.extend(std::iter::repeat_with(|| Value::Unit).take(grow));
-        Ok(())
+    }
+
+    /// Calls a function whose body is one region with a value (a leaf: it makes no call), running
+    /// the body in place: the frame is opened, `bind` binds the parameters, the region runs and the
+    /// frame is closed here, with no `Kont::Ret` and no trip round the loop. Depth, budgets, step
+    /// order and a tail call's reuse of the frame are the walker's (a builtin in the region that
+    /// re-enters the machine starts a run of its own, as before; an error unwinds in `run_with`).
+    fn run_leaf(
+        &mut self,
+        f: &FastCode,
+        env: Rc<[Value]>,
+        group: Option<Rc<GroupVal>>,
+        nslots: u32,
+        tail_ok: bool,
+        bind: impl FnOnce(&mut Self) -> Res<()>,
+    ) -> Res<Next> {
+        if tail_ok && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
+            self.push_frame(env, group, nslots, true)?;
+            bind(self)?;
+            let v = self.fast_value(f)?;
+            return Ok(self.ret(v));
+        }
+        let (bp, env, group) = self.open_frame(env, group, nslots)?;
+        bind(self)?;
+        let v = self.fast_value(f)?;
+        self.close_frame(bp, env, group);
+        Ok(self.ret(v))
     }
 
     fn enter(&mut self, lam: *const LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
@@ -282,6 +356,9 @@ impl Machine<'_> {
             if let Some(node) = tracer(&named.name) {
                 self.trace_call(node, named, &arg);
             }
+        }
+        if let (Some(f), None) = (leaf(&lam.body), self.lam_watcher) {
+            return self.run_leaf(f, env, group, lam.nslots, true, |m| m.bind(&lam.pat, arg));
         }
         self.push_frame(env, group, lam.nslots, true)?;
         self.bind(&lam.pat, arg)?;
@@ -526,15 +603,24 @@ impl Machine<'_> {
 
     /// Enters `lam` with all its arguments: those on `vals` from `base`, then `arg`, in one frame.
     fn saturate(&mut self, lam: &LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, base: usize, arg: Value, last: bool) -> Res<Next> {
+        if let Some(f) = leaf(&lam.body) {
+            return self.run_leaf(f, env, group, lam.nslots, last, |m| m.bind_params(lam, base, arg));
+        }
         self.push_frame(env, group, lam.nslots, last)?;
+        self.bind_params(lam, base, arg)?;
+        Ok(Next::Eval(&lam.body))
+    }
+
+    /// Binds `lam`'s parameters in the new frame: those waiting on `vals` from `base`, then `arg`.
+    #[inline(always)]
+    fn bind_params(&mut self, lam: &LamCode, base: usize, arg: Value) -> Res<()> {
         let total = self.vals.len() - base;
         for k in 0..total {
             let v = std::mem::replace(&mut self.vals[base + k], Value::Unit);
             self.bind(param(lam, k), v)?;
         }
         self.vals.truncate(base);
-        self.bind(param(lam, total), arg)?;
-        Ok(Next::Eval(&lam.body))
+        self.bind(param(lam, total), arg)
     }
 
     /// An argument evaluated without the loop (`inline_arg`): a leaf or a region with a value.
@@ -595,7 +681,7 @@ impl Machine<'_> {
     pub(super) fn bind(&mut self, p: &LPat, v: Value) -> Res<()> {
         match p {
             LPat::Slot(s) => {
-                self.locals[self.bp + *s as usize] = v;
+                set_slot(&mut self.locals[self.bp + *s as usize], v);
                 Ok(())
             }
             p => self.bind_pat(p, v),
@@ -764,9 +850,19 @@ impl Machine<'_> {
                 self.kont.push(Kont::Inr);
                 Next::Eval(&**a)
             }
+            // a scrutinee or condition that is a leaf or a region with a value runs in place (the
+            // same steps in the same order, without a frame and a trip round the loop)
+            Code::Case(s, ..) if inline_arg(s) => {
+                let v = self.arg_value(s)?;
+                return self.case_branch(c, v);
+            }
             Code::Case(s, ..) => {
                 self.kont.push(Kont::Case(c));
                 Next::Eval(&**s)
+            }
+            Code::If(cond, ..) if inline_arg(cond) => {
+                let v = self.arg_value(cond)?;
+                return self.if_branch(c, v);
             }
             Code::If(cond, ..) => {
                 self.kont.push(Kont::If(c));
@@ -787,15 +883,34 @@ impl Machine<'_> {
         })
     }
 
+    /// A `case` node's branch for the scrutinee's value `v`, its pattern bound.
+    fn case_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
+        let Code::Case(_, p1, e1, p2, e2, span) = node(c) else { unreachable!("Case frames are only pushed for case nodes") };
+        let (p, e, x) = match v {
+            Value::Inl(x) => (p1, e1, x),
+            Value::Inr(x) => (p2, e2, x),
+            v => return Err(Box::new(RunError::runtime(*span, format!("`case` on {} (`{v}`), not a sum", kind(&v))))),
+        };
+        let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
+        self.bind(p, x)?;
+        Ok(Next::Eval(&**e))
+    }
+
+    /// An `if` node's branch for the condition's value `v`.
+    fn if_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
+        let Code::If(_, t, f, span) = node(c) else { unreachable!("If frames are only pushed for if nodes") };
+        match v {
+            Value::Bool(true) => Ok(Next::Eval(&**t)),
+            Value::Bool(false) => Ok(Next::Eval(&**f)),
+            v => Err(Box::new(RunError::runtime(*span, format!("`if` condition is {} (`{v}`), not a boolean", kind(&v))))),
+        }
+    }
+
     fn cont(&mut self, k: Kont, v: Value) -> Res<Next> {
         Ok(match k {
             Kont::Stop => unreachable!("handled by run_loop"),
             Kont::Ret { bp, env, group } => {
-                self.locals.truncate(self.bp);
-                self.bp = bp;
-                self.env = env;
-                self.group = group;
-                self.depth -= 1;
+                self.close_frame(bp, env, group);
                 self.ret(v)
             }
             Kont::AppFun(a, span) => {
@@ -861,32 +976,8 @@ impl Machine<'_> {
                 self.alloc(1)?;
                 self.ret(Value::Inr(Rc::new(v)))
             }
-            Kont::Case(c) => {
-                let Code::Case(_, p1, e1, p2, e2, span) = node(c) else { unreachable!() };
-                let (p, e, x) = match v {
-                    Value::Inl(x) => (p1, e1, x),
-                    Value::Inr(x) => (p2, e2, x),
-                    v => {
-                        return Err(Box::new(RunError::runtime(*span, format!("`case` on {} (`{v}`), not a sum", kind(&v)))))
-                    }
-                };
-                let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
-                self.bind(p, x)?;
-                Next::Eval(&**e)
-            }
-            Kont::If(c) => {
-                let Code::If(_, t, f, span) = node(c) else { unreachable!() };
-                match v {
-                    Value::Bool(true) => Next::Eval(&**t),
-                    Value::Bool(false) => Next::Eval(&**f),
-                    v => {
-                        return Err(Box::new(RunError::runtime(
-                            *span,
-                            format!("`if` condition is {} (`{v}`), not a boolean", kind(&v)),
-                        )))
-                    }
-                }
-            }
+            Kont::Case(c) => return self.case_branch(c, v),
+            Kont::If(c) => return self.if_branch(c, v),
             Kont::PrimL(c) => match node(c) {
                 Code::Prim1(op, _, span) => {
                     let r = prim1(*op, v, *span, &mut self.real_ops)?;

@@ -187,7 +187,7 @@ impl Stage for Parallel {
                     continue;
                 }
                 let input = j == 0 && (s as i64) < n_inputs;
-                let adj = st.adjoints.get(j).and_then(|a| a.get(s)).copied().flatten();
+                let adj = st.staged.as_ref().and_then(|v| v.ext::<PArr>()).and_then(|a| a.0.get(j)).and_then(|a| a.get(s)).and_then(load);
                 nodes.push(GraphNode {
                     id,
                     ctor: if input { "input".into() } else { "Contrib".into() },
@@ -297,8 +297,9 @@ pub struct ParSt {
     pub next_job: u32,
     /// tapes[job] holds the Contrib of each (job, seq): (partial, argument job, argument seq) edges
     pub tapes: Vec<JobTape>,
-    /// After the resolve: the adjoints, for the graph.
-    pub adjoints: Vec<Vec<Option<f64>>>,
+    /// After the resolve: the staging arrays it filled (`PArr`), for the graph (kept, not copied:
+    /// a copy was 16 bytes an ID at the run's peak).
+    pub staged: Option<Value>,
     pub last: Option<Arc<Job>>,
 }
 
@@ -669,11 +670,11 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         m.real_op();
     }
     m.tick(w.calls + w.entries + 1)?;
-    let adjoints: Vec<Vec<Option<f64>>> = s.0.iter().map(|a| a.iter().map(load).collect()).collect();
-    let frozen: Vec<f64> = adjoints.first().map(|a| a.iter().map(|x| x.unwrap_or(0.0)).collect()).unwrap_or_default();
+    let frozen: Vec<f64> = s.0.first().map(|a| a.iter().map(|x| load(x).unwrap_or(0.0)).collect()).unwrap_or_default();
+    let staged = args[1].clone();
     let st = m.state::<ParSt>();
     st.tapes = tapes;
-    st.adjoints = adjoints;
+    st.staged = Some(staged);
     st.last = Some(jd);
     Ok(iarr(frozen))
 }

@@ -120,7 +120,7 @@ impl Stage for Tape {
             let r = rt(m);
             for i in 0..tape.at.len() {
                 for (a, j) in tape.entry(i) {
-                    r.edges.insert((i as i64, *j), *a);
+                    r.edges.insert((i as i64, j), a);
                 }
             }
         }
@@ -137,18 +137,22 @@ impl Stage for Tape {
 /// the tape is three growing arrays rather than one allocation per ID.
 #[derive(Default)]
 pub struct TapeSt {
-    /// Per ID: (start in `edges`, count); (0, 0) for an ID with no Contrib written.
+    /// Per ID: (start in `partials` and `args`, count); (0, 0) for an ID with no Contrib written.
     pub at: Vec<(u32, u32)>,
-    pub edges: Vec<(f64, i64)>,
+    /// Every Contrib's edges: the partials and the argument IDs, as two flat arrays (12 bytes an
+    /// edge rather than 16).
+    pub partials: Vec<f64>,
+    pub args: Vec<u32>,
 }
 
 impl TapeSt {
     /// The Contrib at ID i (empty where none was written).
-    pub fn entry(&self, i: usize) -> &[(f64, i64)] {
-        match self.at.get(i) {
-            Some(&(start, n)) => self.edges.get(start as usize..start as usize + n as usize).unwrap_or(&[]),
-            None => &[],
-        }
+    pub fn entry(&self, i: usize) -> impl Iterator<Item = (f64, i64)> + Clone + '_ {
+        let (start, n) = self.at.get(i).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
+        let range = start..start + n;
+        let ps = self.partials.get(range.clone()).unwrap_or(&[]);
+        let js = self.args.get(range).unwrap_or(&[]);
+        ps.iter().zip(js).map(|(a, j)| (*a, *j as i64))
     }
 }
 
@@ -165,8 +169,8 @@ impl TContrib {
     }
 }
 
-fn show_edges(es: &[(f64, i64)]) -> String {
-    let es: Vec<String> = es.iter().map(|(a, j)| format!("({}, {j})", crate::value::show_real(*a))).collect();
+fn show_edges(es: impl IntoIterator<Item = (f64, i64)>) -> String {
+    let es: Vec<String> = es.into_iter().map(|(a, j)| format!("({}, {j})", crate::value::show_real(a))).collect();
     format!("[{}]", es.join(", "))
 }
 
@@ -175,7 +179,7 @@ impl ExtValue for TContrib {
         "Contrib"
     }
     fn show(&self) -> String {
-        show_edges(self.edges())
+        show_edges(self.edges().iter().copied())
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -195,9 +199,13 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
 
 fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?;
+    let mut js = [0u32; 2];
+    for (k, &(_, j)) in c.edges().iter().enumerate() {
+        js[k] = u32::try_from(j).map_err(|_| err(span, format!("record: argument ID {j} out of range")))?;
+    }
     let i = new_id(m, span)?;
     let t = m.state::<TapeSt>();
-    let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.edges.len())) else {
+    let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.partials.len())) else {
         return Err(err(span, "record: the tape is full"));
     };
     if t.at.len() == at {
@@ -208,20 +216,59 @@ fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
         }
         t.at[at] = (start, c.n as u32);
     }
-    t.edges.extend_from_slice(c.edges());
+    for (&(a, _), &j) in c.edges().iter().zip(&js) {
+        t.partials.push(a);
+        t.args.push(j);
+    }
     Ok(Value::Int(i))
 }
 
 /// `Staged c = Array dR`: the adjoints, with a flag per cell for "received a cotangent".
 #[derive(Debug, Default)]
-pub struct Adjoints(pub RefCell<Vec<Option<f64>>>);
+pub struct Adjoints(pub RefCell<Cells>);
+
+/// The adjoint array as two flat arrays, the adjoints (0 where none was received) and the flags:
+/// 9 bytes a cell rather than an `Option<f64>`'s 16 (issue 13: bytes per op).
+#[derive(Debug, Default)]
+pub struct Cells {
+    adj: Vec<f64>,
+    got: Vec<bool>,
+}
+
+impl Cells {
+    fn new(n: usize) -> Cells {
+        Cells { adj: vec![0.0; n], got: vec![false; n] }
+    }
+    /// Cell `i`'s adjoint, if it received one.
+    pub fn get(&self, i: usize) -> Option<f64> {
+        self.got.get(i).and_then(|g| g.then(|| self.adj[i]))
+    }
+    /// `adj[i] += z` (a cell starts at 0); false when `i` is outside the array.
+    fn add(&mut self, i: usize, z: f64) -> bool {
+        match (self.adj.get_mut(i), self.got.get_mut(i)) {
+            (Some(a), Some(g)) => {
+                *a += z;
+                *g = true;
+                true
+            }
+            _ => false,
+        }
+    }
+    pub fn iter(&self) -> impl Iterator<Item = Option<f64>> + '_ {
+        self.adj.iter().zip(&self.got).map(|(a, g)| g.then_some(*a))
+    }
+    /// The rows `adj[k] -> v` of the first 64 cells that received a cotangent (a trace step's state).
+    fn rows(&self) -> Vec<(String, f64)> {
+        self.iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect()
+    }
+}
 
 impl ExtValue for Adjoints {
     fn type_name(&self) -> &'static str {
         "Staged"
     }
     fn show(&self) -> String {
-        arr_cells(self.0.borrow().iter().copied())
+        arr_cells(self.0.borrow().iter())
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -236,7 +283,7 @@ fn b_salloc(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
     let n = want_int(&args[0], span, "SAlloc")?.max(0) as usize;
     m.tick(n as u64 + 1)?;
     m.alloc(1)?;
-    Ok(Value::Ext(Rc::new(Adjoints(RefCell::new(vec![None; n])))))
+    Ok(Value::Ext(Rc::new(Adjoints(RefCell::new(Cells::new(n))))))
 }
 
 /// `SCall i z`: adj[i] += z (§10.2: no backpropagator is called any more; see `builtins`).
@@ -244,10 +291,8 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let s = adj(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;
     let i = want_int(&args[0], span, "SCall")?;
-    {
-        let mut cells = s.0.borrow_mut();
-        let cell = cells.get_mut(i as usize).ok_or_else(|| err(span, format!("SCall: ID {i} outside the adjoint array")))?;
-        *cell = Some(cell.unwrap_or(0.0) + z);
+    if i < 0 || !s.0.borrow_mut().add(i as usize, z) {
+        return Err(err(span, format!("SCall: ID {i} outside the adjoint array")));
     }
     m.tick(1)?;
     record_edge(m, i, z);
@@ -260,7 +305,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let n = want_int(&args[0], span, "SResolve")?;
     let tape = std::mem::take(m.state::<TapeSt>());
     if m.tracing() {
-        let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect();
+        let rows = s.0.borrow().rows();
         trace_start(m, rows);
     }
     let mut i = n - 1;
@@ -270,22 +315,20 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
             res = Err(e);
             break;
         }
-        let d = s.0.borrow().get(i as usize).copied().flatten();
+        let d = s.0.borrow().get(i as usize);
         if let Some(d) = d {
             m.count("backprop_calls", 1);
             record_resolved(m, i, d);
             let entry = tape.entry(i as usize);
             {
                 let mut cells = s.0.borrow_mut();
-                for (a, j) in entry {
+                for (a, j) in entry.clone() {
                     m.real_op();
-                    if let Some(cell) = cells.get_mut(*j as usize) {
-                        *cell = Some(cell.unwrap_or(0.0) + a * d);
-                    }
+                    cells.add(j as usize, a * d);
                 }
             }
             if m.tracing() {
-                let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("adj[{k}]"), x))).collect();
+                let rows = s.0.borrow().rows();
                 let note = format!("resolve ID {i}: adjoint {} through tape entry {}", crate::value::show_real(d), show_edges(entry));
                 trace_resolve(m, i, d, note, rows);
             }
@@ -294,7 +337,9 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     }
     *m.state::<TapeSt>() = tape;
     res?;
-    let frozen: Vec<f64> = s.0.borrow().iter().map(|c| c.unwrap_or(0.0)).collect();
-    m.tick(frozen.len() as u64)?;
-    Ok(iarr(frozen))
+    // frozen (§9's unsafeFreeze): the adjoints are the frozen array (0 where none was received), so
+    // they are taken rather than copied; the staged array is not used after its resolve
+    let frozen = std::mem::take(&mut *s.0.borrow_mut());
+    m.tick(frozen.adj.len() as u64)?;
+    Ok(iarr(frozen.adj))
 }

@@ -23,8 +23,10 @@ pub struct Rt {
     /// How many staged calls each edge stands for (`x + x` stages two calls of x's backpropagator).
     pub edge_calls: BTreeMap<(i64, i64), u64>,
     /// Per ID: the cotangent it was resolved with, and how often it was called by the resolve (0:
-    /// never). Indexed by ID, as IDs count up from 0: the resolve records one per step.
-    pub resolved: Vec<(f64, u64)>,
+    /// never). Indexed by ID, as IDs count up from 0: the resolve records one per step. Two flat
+    /// arrays (12 bytes an ID rather than 16).
+    resolved_cot: Vec<f64>,
+    resolved_visits: Vec<u32>,
     /// Kind of node per ID where the stage knows it (Contribs).
     pub kinds: BTreeMap<i64, String>,
     /// Per ID: the source span of the operation that generated it (`genID` located by the
@@ -36,7 +38,9 @@ pub struct Rt {
 impl Rt {
     /// The cotangent and visits of a resolved ID.
     pub fn resolved(&self, id: i64) -> Option<(f64, u64)> {
-        usize::try_from(id).ok().and_then(|i| self.resolved.get(i)).copied().filter(|r| r.1 > 0)
+        let i = usize::try_from(id).ok()?;
+        let visits = *self.resolved_visits.get(i)?;
+        (visits > 0).then(|| (self.resolved_cot[i], visits as u64))
     }
 }
 
@@ -188,9 +192,10 @@ pub fn record_edge(m: &mut Machine, target: i64, weight: f64) {
 }
 
 pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {
-    if let Some(e) = cell(&mut rt(m).resolved, id, (0.0, 0)) {
-        e.0 += a;
-        e.1 += 1;
+    let r = rt(m);
+    if let (Some(c), Some(v)) = (cell(&mut r.resolved_cot, id, 0.0), cell(&mut r.resolved_visits, id, 0)) {
+        *c += a;
+        *v = v.saturating_add(1);
     }
 }
 
