@@ -1,9 +1,13 @@
-//! The CLI's global allocator: the system's, counting live bytes and their peak, so that `bench` can
+//! The CLI's global allocator: mimalloc, counting live bytes and their peak, so that `bench` can
 //! report bytes per operation and stop a case at its memory limit, and so that `run` and `check` stay
 //! within `--max-mb` (`set_hard_limit`). In the binary only: the core library (and the page's wasm)
-//! allocate as usual.
+//! allocate as usual. Not the system's (glibc's) malloc: on programs of 10^4 lines and more, and late
+//! in a long process (bench's later sizes), its free-list consolidation took a third of the CPU time
+//! and grew super-linearly (bench/README.md, "The allocator").
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use mimalloc::MiMalloc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 pub struct Counting;
@@ -60,7 +64,7 @@ fn grew(n: usize) {
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         check(l.size());
-        let p = unsafe { System.alloc(l) };
+        let p = unsafe { MiMalloc.alloc(l) };
         if !p.is_null() {
             grew(l.size());
         }
@@ -68,19 +72,19 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
         check(l.size());
-        let p = unsafe { System.alloc_zeroed(l) };
+        let p = unsafe { MiMalloc.alloc_zeroed(l) };
         if !p.is_null() {
             grew(l.size());
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
+        unsafe { MiMalloc.dealloc(p, l) };
         LIVE.fetch_sub(l.size() as u64, Relaxed);
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, size: usize) -> *mut u8 {
         check(size.saturating_sub(l.size()));
-        let q = unsafe { System.realloc(p, l, size) };
+        let q = unsafe { MiMalloc.realloc(p, l, size) };
         if !q.is_null() {
             LIVE.fetch_sub(l.size() as u64, Relaxed);
             grew(size);

@@ -348,12 +348,12 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
     let mut results: Vec<StageResult> = vec![];
     for (k, &st) in chosen.iter().enumerate() {
         // What no later stage transforms further is let go (a long program's outputs are large; a
-        // stage that still looks one up prepares it again).
+        // stage that still looks one up prepares it again), `forward`'s too: its run is the reference.
         let later: Vec<&str> = chosen[k..].iter().filter_map(|s| match s.input() {
             Input::After(before) => Some(before),
             Input::Source => None,
         }).collect();
-        outputs.keep_only(|id| later.contains(&id) || id == "forward");
+        outputs.keep_only(|id| later.contains(&id));
         let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &outputs, &input, &seed, opts) };
         if r.ok {
             let same_primal = r.primal.as_ref().is_none_or(|p| approx_same(p, &primal));

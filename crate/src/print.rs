@@ -62,6 +62,11 @@ pub struct Mapped {
 
 /// `print_program`, also mapping its lines to source spans when `map` is set (the text is the same).
 pub fn print_program_mapped(p: &Program, o: &PrintOptions, map: bool) -> Mapped {
+    print_with(p, o, map, stream::FROM)
+}
+
+/// `print_program_mapped`, laying out link by link each definition whose body has `from` links or more.
+fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     let mut occ = Occ::default();
     for i in p.input.iter().chain(&p.seed) {
         occ.expr(i);
@@ -106,7 +111,7 @@ pub fn print_program_mapped(p: &Program, o: &PrintOptions, map: bool) -> Mapped 
         .defs
         .iter()
         .map(|d| {
-            let text = pr.render_mapped(pr.def(d), o.width, map);
+            let text = stream::def(d, o, &names, map, from);
             multi |= text.text.contains('\n');
             let mut out = Pieces::default();
             if o.types {
@@ -577,6 +582,21 @@ impl LineMap {
     }
 }
 
+impl CappedIndent {
+    fn new(map: bool) -> CappedIndent {
+        CappedIndent { out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default) }
+    }
+
+    /// The text laid out (without trailing spaces) and, if asked for, each line's source spans.
+    fn finish(mut self) -> Mapped {
+        let end = self.out.trim_end_matches(' ').len();
+        self.out.truncate(end);
+        let n = self.out.matches('\n').count() + 1;
+        let lines = self.map.map_or(vec![], |m| m.lines(n));
+        Mapped { text: self.out, lines }
+    }
+}
+
 impl pretty::Render for CappedIndent {
     type Error = ();
 
@@ -667,15 +687,15 @@ impl<'a, 'n> Printer<'a, 'n> {
 
     /// Lays `d` out; with `map`, also the source spans of each of its lines.
     fn render_mapped(&self, d: D<'a>, width: usize, map: bool) -> Mapped {
-        let map = map.then(LineMap::default);
-        let mut out = CappedIndent { out: String::new(), at_line_start: true, spaces: 0, map };
+        let mut out = CappedIndent::new(map);
+        self.render_into(d, width, &mut out);
+        out.finish()
+    }
+
+    /// Lays `d` out at the end of what `out` holds (as if from column 0).
+    fn render_into(&self, d: D<'a>, width: usize, out: &mut CappedIndent) {
         // Writing to a String cannot fail.
-        let _ = d.into_doc().render_raw(width, &mut out);
-        let end = out.out.trim_end_matches(' ').len();
-        out.out.truncate(end);
-        let n = out.out.matches('\n').count() + 1;
-        let lines = out.map.map_or(vec![], |m| m.lines(n));
-        Mapped { text: out.out, lines }
+        let _ = d.into_doc().render_raw(width, out);
     }
 
     /// `d` annotated with the span of the expression it prints, where it has one.
@@ -951,35 +971,30 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// binding per line, each ending in `in`, all at the same indentation.
     fn let_chain(&self, e: &Expr) -> D<'a> {
         let a = self.a;
-        let mut parts = vec![];
-        let mut cur = e;
-        loop {
-            match &cur.kind {
-                ExprKind::Let(p, x, b) => {
-                    let d = self
-                        .t("let ")
-                        .append(self.pat(p))
-                        .append(self.t(" ="))
-                        .append(a.line().append(self.expr(x, 0)).nest(2))
-                        .group();
-                    parts.push(d.append(self.t(" in")).append(a.line()));
-                    cur = b;
-                }
-                ExprKind::LetRec(fs, b) if !fs.is_empty() => {
-                    let mut d = a.nil();
-                    for (i, f) in fs.iter().enumerate() {
-                        if i > 0 {
-                            d = d.append(a.line());
-                        }
-                        d = d.append(self.t(if i == 0 { "let " } else { "and " })).append(self.fundef(f));
-                    }
-                    parts.push(d.append(self.t(" in")).append(a.line()));
-                    cur = b;
-                }
-                _ => break,
+        let (links, tail) = let_links(e);
+        let parts = links.into_iter().map(|l| self.let_link(l).append(self.t(" in")).append(a.line()));
+        a.concat(parts).append(self.expr(tail, 0)).group()
+    }
+
+    /// One link of a let chain, without its `in`: `let p = x`, or a let-rec group.
+    fn let_link(&self, link: &Expr) -> D<'a> {
+        let a = self.a;
+        match &link.kind {
+            ExprKind::Let(p, x, _) => {
+                self.t("let ").append(self.pat(p)).append(self.t(" =")).append(a.line().append(self.expr(x, 0)).nest(2)).group()
             }
+            ExprKind::LetRec(fs, _) => {
+                let mut d = a.nil();
+                for (i, f) in fs.iter().enumerate() {
+                    if i > 0 {
+                        d = d.append(a.line());
+                    }
+                    d = d.append(self.t(if i == 0 { "let " } else { "and " })).append(self.fundef(f));
+                }
+                d
+            }
+            _ => a.nil(),
         }
-        a.concat(parts).append(self.expr(cur, 0)).group()
     }
 
     fn fundef(&self, f: &FunDef) -> D<'a> {
@@ -989,21 +1004,17 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// `do { p <- m; ...; e }`, one statement per line inside the braces when it does not fit.
     fn do_block(&self, e: &Expr) -> D<'a> {
         let a = self.a;
-        let mut stmts = vec![];
-        let mut cur = e;
-        while let ExprKind::Bind(p, m, k) = &cur.kind {
-            let d = self
-                .pat(p)
-                .append(a.space())
-                .append(self.sym("<-", "←"))
-                .append(a.line().append(self.expr(m, 0)).nest(2))
-                .group();
-            stmts.push(d);
-            cur = k;
-        }
-        stmts.push(self.expr(cur, 0));
+        let (links, tail) = bind_links(e);
+        let stmts = links.into_iter().map(|l| self.bind_stmt(l)).chain(std::iter::once(self.expr(tail, 0)));
         let body = a.line().append(a.intersperse(stmts, self.t(";").append(a.line()))).nest(2);
         self.t("do {").append(body).append(a.line()).append(self.t("}")).group()
+    }
+
+    /// One statement `p ← m` of a do block (a `Bind`).
+    fn bind_stmt(&self, link: &Expr) -> D<'a> {
+        let a = self.a;
+        let ExprKind::Bind(p, m, _) = &link.kind else { return a.nil() };
+        self.pat(p).append(a.space()).append(self.sym("<-", "←")).append(a.line().append(self.expr(m, 0)).nest(2)).group()
     }
 
     fn def(&self, d: &Def) -> D<'a> {
@@ -1024,6 +1035,30 @@ impl<'a, 'n> Printer<'a, 'n> {
     }
 }
 
+/// The links of a let chain (`Let`s and non-empty `LetRec`s), and the expression after them.
+fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
+    let mut links = vec![];
+    loop {
+        let next = match &e.kind {
+            ExprKind::Let(_, _, b) => b,
+            ExprKind::LetRec(fs, b) if !fs.is_empty() => b,
+            _ => return (links, e),
+        };
+        links.push(e);
+        e = next;
+    }
+}
+
+/// The statements of a do block (its `Bind`s), and the expression after them.
+fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
+    let mut links = vec![];
+    while let ExprKind::Bind(_, _, k) = &e.kind {
+        links.push(e);
+        e = k;
+    }
+    (links, e)
+}
+
 /// The parameters of nested plain lambdas, and the body under them.
 fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     let mut ps = vec![];
@@ -1034,5 +1069,6 @@ fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     (ps, e)
 }
 
+mod stream;
 #[cfg(test)]
 mod tests;

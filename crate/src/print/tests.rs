@@ -740,3 +740,42 @@ fn printed_lines_map_to_their_source_spans() {
     // unmapped printing records nothing
     assert!(print_program_mapped(&p, &o, false).lines.is_empty());
 }
+
+/// Every stage's output on a straight program long enough that its chains and do blocks are laid out
+/// link by link (`stream`) prints as the whole document does, at several widths and in ASCII.
+#[test]
+fn long_chains_print_link_by_link_as_one_document() {
+    use crate::pipeline::{front_end, Options, Outputs};
+    use crate::stage::Source;
+    let mut text = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+    for i in 1..40 {
+        let j = i - 1;
+        text += &format!("  let v{i} = let (a, b) = (sin v{j} * 1.01, if v{j} < 0.0 then 0.5 else v{j}) in a + b * v{j} in\n");
+    }
+    text += "  v39 * v38 + v0\n";
+    let (p, s, t) = front_end(&text, &[]).expect("the test program is well typed");
+    let builtins = crate::interp::Builtins::new();
+    let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &builtins };
+    let opts = Options::default();
+    let outputs = Outputs::new(&src, &opts);
+    let mut programs = vec![("source".to_string(), p.clone())];
+    for st in crate::stages::all() {
+        if let Ok(out) = outputs.get(st) {
+            programs.push((st.info().id.to_string(), out.program.clone()));
+        }
+    }
+    assert!(programs.len() > 30, "most stages take the program");
+    let mut streamed = 0;
+    for (id, prog) in &programs {
+        for o in [PrintOptions::default(), PrintOptions::ascii(), PrintOptions { width: 30, ..PrintOptions::default() }] {
+            let whole = print_with(prog, &o, false, usize::MAX).text;
+            assert_eq!(print_with(prog, &o, false, 2).text, whole, "{id} at width {}", o.width);
+            for d in &prog.defs {
+                let (_, body) = peel(&d.body);
+                let n = if matches!(body.kind, ExprKind::Bind(..)) { bind_links(body).0.len() } else { let_links(body).0.len() };
+                streamed += usize::from(n >= 2 && n * 7 > o.width);
+            }
+        }
+    }
+    assert!(streamed > 60, "{streamed} definitions laid out link by link");
+}

@@ -275,7 +275,11 @@ impl<'r, 'f> Blocks<'r, 'f> {
             // while the trace keeps text, one at a time by the walk (a bounded number of steps)
             Some(k) if self.w.stopped.is_none() && self.trace_full() => {
                 let taken = self.w.steps(k, inner.len() as u64) as usize;
-                let mut moved: VecDeque<Stmt> = inner.drain(..taken).collect();
+                // the first `taken` of `inner`: all of it taken whole, not copied (a left-nested
+                // block's inner block is all that came before it: copying it at every level was
+                // quadratic, 75 % of krawiec/monadic's time on x + x + … + x of 10^4 terms)
+                let rest = if taken < inner.len() { inner.split_off(taken) } else { VecDeque::new() };
+                let mut moved = std::mem::replace(&mut inner, rest);
                 // the smaller of the two moves (a block nested either way stays O(n log n))
                 if done.len() <= moved.len() {
                     while let Some(s) = done.pop_back() {
