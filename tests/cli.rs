@@ -327,7 +327,7 @@ fn runs_stay_within_their_memory_budget() {
         .replace("param n = 100\n", "param n = 100000\n");
     assert!(text.contains("param n = 100000"));
     let f = temp_file("particle-1e5.cot", text.as_bytes());
-    let (code, out, err) = cot(&["run", &f, "--json", "--max-mb", "64", "--stage", "forward", "--stage", "krawiec/monadic"], None);
+    let (code, out, err) = cot(&["run", &f, "--json", "--max-mb", "96", "--stage", "forward", "--stage", "krawiec/monadic"], None);
     assert_eq!(code, 1, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let st = |id: &str| doc["stages"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap().clone();
@@ -338,7 +338,7 @@ fn runs_stay_within_their_memory_budget() {
 
     // The source program's own run stops at the budget too, located (a user error: exit 2).
     let f = temp_file("huge-array.cot", b"input 1.0\ndef main x = sum (build 20000000 (\\i -> x))\n");
-    let (code, _, err) = cot(&["run", &f, "--max-mb", "64"], None);
+    let (code, _, err) = cot(&["run", &f, "--max-mb", "96"], None);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("huge-array.cot:2:18: error: running the program: stopped: the memory budget (48 MiB of live heap)"), "{err}");
 

@@ -21,23 +21,27 @@ static STOPPING: AtomicBool = AtomicBool::new(false);
 /// The process stops (`stop`) rather than grow past `bytes`. The pipeline stops a stage cleanly
 /// below this (limits::set_memory_budget, checked by machines and after each phase); this is the
 /// last resort for a phase that grows past it between two checks.
-pub fn set_hard_limit(bytes: u64) {
+pub fn set_hard_limit(bytes: u64, max_mb: u64) {
+    MAX_MB.store(max_mb, Relaxed);
     HARD.store(bytes, Relaxed);
 }
+
+/// The `--max-mb` the hard limit was derived from, for the message.
+static MAX_MB: AtomicU64 = AtomicU64::new(0);
 
 /// Would `n` more bytes pass the hard limit? (Then the process stops.)
 #[inline]
 fn check(n: usize) {
     let hard = HARD.load(Relaxed);
     if hard != 0 && LIVE.load(Relaxed).saturating_add(n as u64) > hard && !STOPPING.swap(true, Relaxed) {
-        stop(hard);
+        stop(MAX_MB.load(Relaxed));
     }
 }
 
 /// Says which stage and phase ran out of memory and exits with status 1 (a budget stop), without
 /// allocating: the message is formatted into a buffer on the stack.
 #[cold]
-fn stop(hard: u64) -> ! {
+fn stop(max_mb: u64) -> ! {
     use std::io::Write;
     let mut buf = [0u8; 512];
     let len = {
@@ -45,10 +49,9 @@ fn stop(hard: u64) -> ! {
         let _ = match cotangent::limits::phase() {
             Some((stage, phase)) if !stage.is_empty() => write!(
                 w,
-                "cotangent: error: stopped: the memory budget ({} MiB, `--max-mb`) ran out while `{stage}` was {phase}; nothing more is printed (leave the stage out with `--stage`, or raise `--max-mb`)\n",
-                hard >> 20
+                "cotangent: error: stopped: the memory budget ({max_mb} MiB, `--max-mb`) ran out while `{stage}` was {phase}; nothing more is printed (leave the stage out with `--stage`, or raise `--max-mb`)\n"
             ),
-            _ => write!(w, "cotangent: error: stopped: the memory budget ({} MiB, `--max-mb`) ran out; nothing more is printed\n", hard >> 20),
+            _ => write!(w, "cotangent: error: stopped: the memory budget ({max_mb} MiB, `--max-mb`) ran out; nothing more is printed\n"),
         };
         512 - w.len()
     };
