@@ -14,7 +14,7 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 
-const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter) `max`/`min` of acc and such a t (a selection), and `map2 (+) acc t` on arrays (a sum per element) have core forms; the paper has no general fold (§2.3)";
+const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter), `max`/`min` of acc and such a t (a selection), and `map2 (+) acc t` on arrays (a sum per element) have core forms; the paper has no general fold (§2.3)";
 
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()

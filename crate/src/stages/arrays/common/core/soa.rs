@@ -12,8 +12,8 @@
 //!   `z_k + sum (build n (\i -> t))`, as lower.rs does for reals; any other component is sequential
 //!   (§2.3) and refused where it is used (`fst` of a fold whose `snd` multiplies still lowers).
 //!
-//! Cost: each component's build repeats the element's lets (the lambda body's), so the work is the
-//! source's times the number of components that use them; the work of each component is unchanged.
+//! Cost: each component's build repeats the element's lets (the lambda body's) that it needs, so a
+//! let both components need is computed twice; nothing else is added.
 
 use super::tuples::{arrays_of_tuples, refuse, wrap, Binds, Shape, Sra};
 use crate::build::*;
@@ -202,7 +202,7 @@ impl Sra<'_> {
     fn builds(&mut self, n: Expr, i: &Name, inner: Binds, s: Shape) -> Result<Shape, Diagnostic> {
         let mut first = true;
         map_leaves(s, &mut |c| {
-            let mut b = prim(Prim::Build, vec![n.clone(), lam(pvar(i), wrap(inner.clone(), c))]);
+            let mut b = prim(Prim::Build, vec![n.clone(), lam(pvar(i), wrap(live(&inner, &c), c))]);
             if !std::mem::take(&mut first) {
                 freshen(&mut b, self.fresh);
             }
@@ -244,7 +244,7 @@ impl Sra<'_> {
             k += 1;
             let (Some(acc_k), Some(z_k)) = (acc_k, z_k) else { return Ok(Shape::Refused(Box::new(sequential.clone()))) };
             let Some(t) = summand(&c, acc_k) else { return Ok(Shape::Refused(Box::new(sequential.clone()))) };
-            let t = wrap(inner.clone(), t.clone());
+            let t = wrap(live(&inner, t), t.clone());
             if accs.iter().any(|&x| super::bot::mentions(&t, x)) {
                 return Ok(Shape::Refused(Box::new(sequential.clone())));
             }
@@ -259,6 +259,18 @@ impl Sra<'_> {
             }))
         })
     }
+}
+
+/// The lets of `inner` that `c` needs (each component's build keeps only its own: the elements'
+/// unused components are not read).
+fn live(inner: &Binds, c: &Expr) -> Binds {
+    let mut kept: Vec<&(Name, Expr, crate::diag::Span)> = vec![];
+    for b in inner.iter().rev() {
+        if super::bot::mentions(c, b.0.id) || kept.iter().any(|k| super::bot::mentions(&k.1, b.0.id)) {
+            kept.push(b);
+        }
+    }
+    kept.into_iter().rev().cloned().collect()
 }
 
 /// `\p -> body`: the pattern and body.
