@@ -1,14 +1,22 @@
 //! The lowering from the surface arrays to the paper's core (§3.2; the bridge): after every
-//! definition is inlined into `main` (§5.2: bot works on a single expression), `map`, `map2`,
-//! `build`, `!`, `sum` become `build1`, `index`, `sumOuter` (the paper's `map f x = build (shape x)
+//! definition is inlined into `main` (§5.2: bot works on a single expression) and tuples are split
+//! (tuples.rs, with arrays of tuples as tuples of arrays: soa.rs), `map`, `map2`, `build`, `!`,
+//! `sum` become `build1`, `index`, `sumOuter` (the paper's `map f x = build (shape x)
 //! (λix. f (index x ix))`, §3.3), `if` becomes the strict `cond` (§5.2: both branches are computed,
-//! which is sound because every core operation is total), a `fold`/`reduce` whose body adds the
-//! accumulator to a term free of it becomes a `sumOuter`, and `shift1L`/`shift1R` (drop the first or
-//! last element) a `build1` of indexes (bot makes it a gather). What has no core form is refused
-//! with a located message: a genuinely sequential `fold`/`reduce`/`scan` (the paper has no general
-//! fold, §2.3 of the notes), recursion, functions as values, sums, and the tuples that scalar
-//! replacement (tuples.rs, run first) cannot split: arrays of tuples.
-
+//! which is sound because every core operation is total), and `shift1L`/`shift1R` (drop the first or
+//! last element) a `build1` of indexes (bot makes it a gather).
+//!
+//! Folds and scans: the core has `sumOuter` and no loop (§2.3), and shapes here are Int terms
+//! computed at run time (the transform never sees the input, so no length is static and no fold can
+//! be unrolled by staging, App. B). The reductions that have a loop-free form in the core are lowered:
+//! - `fold`/`reduce` whose body is `acc + t` (t free of acc): `z + sumOuter (build1 n (λi. t_i))`;
+//! - one whose body is `map2 (+) acc t` on arrays: a sumOuter per element (column sums);
+//! - one whose body is `max acc t` / `min acc t` (either order): a selection by comparisons,
+//!   O(n²) comparisons where the fold does n (selection_fold);
+//! - an additive `scanl`/`scanr`: a masked sumOuter per prefix/suffix, O(n²) additions (additive_scan).
+//! What is left has no core form and is refused, located, citing §2.3: a genuinely sequential
+//! fold (Horner's `acc * x + c`, a product: no product reduction in the core), a non-additive scan,
+//! recursion, functions as values, sums.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
