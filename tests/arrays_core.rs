@@ -652,3 +652,14 @@ fn rows_of_no_columns_summed_by_bot_alone_agree_under_forward_mode() {
     part_c_agrees("input [[], []]\ndef main m = map (\\r -> sum r) m\n");
     part_c_agrees("input [[], []]\ndef main m = map (\\r -> fold (\\a b -> max a b) 1.0 r) m\n");
 }
+
+/// A random-program case (found by the Part C property test's new forms, then without tuples):
+/// `replicate 0 h` of a scalar under forward mode is an empty array of dual numbers; it now keeps
+/// that element (value.rs `empty_of`), so bot's `tr`/`sumOuter` of it sum dual zeros, not the
+/// program's real 0.0 (which forward's `sum` could not take apart: "a 2-tuple pattern does not match
+/// a real"). main's input has no array here, so its type cannot say what the scalars are.
+#[test]
+fn an_empty_inner_build_of_a_scalar_under_forward_mode_keeps_its_dual_zero() {
+    part_c_agrees("input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let p = build 0 (\\i -> x4) in sum (map (\\z -> let w = z * 2.0 in h) p))) [x0, h])\n");
+    part_c_agrees("input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let ps = map (\\y -> (1.96, x4)) [] in sum (map (\\(u, v) -> h) ps))) [x0, h])\n");
+}
