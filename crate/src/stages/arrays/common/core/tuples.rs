@@ -37,7 +37,7 @@ pub(super) fn refuse(span: Span, what: &str) -> Diagnostic {
 }
 
 pub(super) fn arrays_of_tuples(span: Span) -> Diagnostic {
-    refuse(span, "arrays of tuples (its arrays hold reals; only tuples built in the program or main's input are split)")
+    refuse(span, "tuples here: its arrays hold reals, and an array of tuples becomes a tuple of arrays only through literals, replicate, build, map, map2, folds, !, length and shifts (soa.rs), not a scan")
 }
 
 pub(super) type Binds = Vec<(Name, Expr, Span)>;
