@@ -635,14 +635,6 @@ fn max_and_min_folds_are_selections_with_the_folds_tie_rule() {
     part_c_agrees("input ([[1.0, -2.0], [0.5, 4.0]], 1.5)\ndef main (m, z) = sum (map (\\r -> reduce (\\a b -> min b a) z r) m)\n");
 }
 
-/// A fold adding arrays element by element (`map2 (+) acc t`, Huot & Shaikhha's column sums) is a
-/// sumOuter per element.
-#[test]
-fn an_elementwise_additive_fold_over_rows_reaches_share_to_let() {
-    part_c_agrees(&example("unf-fig17-matrix-rows"));
-    part_c_agrees("input [[1.0, 2.0], [3.0, 4.0], [5.0, -1.0]]\ndef main m = let c = fold (\\acc r -> map2 (\\x y -> x + y) acc (map (\\x -> x * x) r)) [1.0, 0.5] m in c ! 0 * c ! 1\nexpect primal 774.0\n");
-}
-
 /// Session 10's gap: bot's output `sumOuter (tr [1, 0] (gather … m …))` is generic in its element
 /// type, so under forward mode (how a same-function stage is checked) the rows of `[[], []]` summed
 /// to real zeros where dual numbers were meant ("`fst` of a real"); the zero is now read from the

@@ -225,11 +225,11 @@ impl Gen {
 
     /// A real from a form the array core takes by lowering (lower.rs, soa.rs): a `max`/`min` fold
     /// (a selection), an additive scan (masked prefix sums), an array of pairs mapped, indexed and
-    /// mapped again, a fold over pairs whose components are sums, a fold adding rows elementwise.
-    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `rfd`) mark each in the program text.
+    /// mapped again, a fold over pairs whose components are sums.
+    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
-        match self.below(5) {
+        match self.below(4) {
             0 => {
                 let (a, b) = (self.fresh("sel"), self.fresh("sel"));
                 let t = self.real_in(&s.with_real(&b), d.min(2));
@@ -256,22 +256,12 @@ impl Gen {
                 let pick = if n > 0 { format!(" + {} ({v} ! {})", self.pick(&["fst", "snd"]), self.below(n)) } else { String::new() };
                 format!("(let {v} = {ps} in sum (map (\\({u}, {w}) -> {f}) {v}){pick})")
             }
-            3 => {
+            _ => {
                 let (p, q, x) = (self.fresh("pfd"), self.fresh("pfd"), self.fresh("pfd"));
                 let sx = s.with_real(&x);
                 let (e1, e2) = (self.real_in(&sx, d.min(2)), self.real_in(&sx, d.min(2)));
                 let proj = self.pick(&["fst", "snd"]).to_string();
                 format!("({proj} (fold (\\({p}, {q}) {x} -> ({p} + {e1}, {e2} + {q})) ({}, {}) {}))", self.real_in(s, d), self.real_in(s, d), self.vec(s, n, d))
-            }
-            _ => {
-                let (acc, r, x, y) = (self.fresh("rfd"), self.fresh("rfd"), self.fresh("x"), self.fresh("y"));
-                let (rows, c) = (self.len_in(s), self.len_in(s));
-                let f = self.real_in(&s.with_real(&x), d.min(2));
-                format!(
-                    "(sum (fold (\\{acc} {r} -> map2 (\\{x} {y} -> {x} + {y}) {acc} (map (\\{x} -> {f}) {r})) {} {}))",
-                    self.vec(s, c, d),
-                    self.mat(s, rows, c, d)
-                )
             }
         }
     }

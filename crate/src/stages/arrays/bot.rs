@@ -25,7 +25,7 @@ static INFO: StageInfo = StageInfo {
     explanation: "The program is inlined into one expression and lowered to the paper's core language: its tuples are \
 split into their components (scalar replacement: the core has no tuples; an array of tuples becomes a tuple of \
 arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold that adds to its accumulator becomes \
-a sumOuter (per element for arrays), a max or min fold a selection by comparisons, an additive scan a masked \
+a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
 sumOuter per prefix, shifts become build1s of indexes, if becomes the strict cond. Then bot rewrites it: each build1 is \
 pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
 inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
@@ -37,7 +37,7 @@ runs (the paper's are static).",
 The number of one-hots in the derivative is at most the number of lexical indexes.",
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
 the program (not in main's input or output); a fold or reduce whose body adds the accumulator to a term free of it \
-(reals, or arrays by map2 (+)) or takes its max or min with one; a scan only when additive; no recursion or sums",
+or takes its max or min with one; a scan only when additive; no recursion or sums",
 };
 
 /// The budget of the inlining before lowering (as the other first-order chains).

@@ -10,19 +10,19 @@
 //! computed at run time (the transform never sees the input, so no length is static and no fold can
 //! be unrolled by staging, App. B). The reductions that have a loop-free form in the core are lowered:
 //! - `fold`/`reduce` whose body is `acc + t` (t free of acc): `z + sumOuter (build1 n (λi. t_i))`;
-//! - one whose body is `map2 (+) acc t` on arrays: a sumOuter per element (column sums);
 //! - one whose body is `max acc t` / `min acc t` (either order): a selection by comparisons,
 //!   O(n²) comparisons where the fold does n (selection_fold);
 //! - an additive `scanl`/`scanr`: a masked sumOuter per prefix/suffix, O(n²) additions (additive_scan).
 //! What is left has no core form and is refused, located, citing §2.3: a genuinely sequential
-//! fold (Horner's `acc * x + c`, a product: no product reduction in the core), a non-additive scan,
+//! fold (Horner's `acc * x + c`, a product: no product reduction in the core; an array accumulator,
+//! whose empty case the symbolic stages do not yet run), a non-additive scan,
 //! recursion, functions as values, sums.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 
-const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter), `max`/`min` of acc and such a t (a selection), and `map2 (+) acc t` on arrays (a sum per element) have core forms; the paper has no general fold (§2.3)";
+const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter), and `max`/`min` of acc and such a t (a selection) have core forms; the paper has no general fold (§2.3)";
 
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
@@ -113,21 +113,6 @@ fn additive(f: &Expr, acc_at: usize) -> Option<(&Pat, &Expr)> {
 /// `min` give a tie to their left argument).
 fn selection(f: &Expr) -> Option<(Prim, &Pat, &Expr, bool)> {
     [Prim::Max, Prim::Min].into_iter().find_map(|op| acc_op(f, 0, op).map(|(c, t, left)| (op, c, t, left)))
-}
-
-/// `\\acc c -> map2 (\\x y -> x + y) acc t` (either order), `acc` not free in `t`: a fold that adds
-/// arrays element by element (a row sum over a matrix's rows): the element pattern and `t`.
-fn elementwise_additive(f: &Expr) -> Option<(&Pat, &Expr)> {
-    let (acc, c, body) = acc_lambda(f, 0)?;
-    let ExprKind::Prim(Prim::Map2, args) = &body.kind else { return None };
-    additive(&args[0], 0)?;
-    let is_acc = |e: &Expr| matches!(&e.kind, ExprKind::Var(x) if x.id == acc);
-    let t = match (is_acc(&args[1]), is_acc(&args[2])) {
-        (true, _) => &args[2],
-        (_, true) => &args[1],
-        _ => return None,
-    };
-    (!super::bot::mentions(t, acc)).then_some((c, t))
 }
 
 /// `build1 (length xs) (\j -> t[c := index xs j])`: the fold's terms, computed once.
@@ -265,23 +250,6 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                 } else {
                     return Err(refuse(e.span, SEQUENTIAL));
                 }
-            }
-            Prim::Fold | Prim::Reduce if e.ty == Type::array(Type::Real) => {
-                let Some((c, term)) = elementwise_additive(&args[0]) else { return Err(refuse(e.span, SEQUENTIAL)) };
-                // fold (\acc c -> map2 (+) acc t) z xs = build1 (length z) (\k -> index z k +
-                // sumOuter (build1 (length xs) (\i -> index (index ts i) k))), ts the terms t_i (each
-                // an array, computed once): a sum per element, in any order (sumOuter, §3.2)
-                let (a, z) = (lower(&args[2], fresh)?, lower(&args[1], fresh)?);
-                named(a, fresh, |xs, fr| {
-                    named(z, fr, |z, fr| {
-                        named(terms(c, term, &xs, fr)?, fr, |ts, fr| {
-                            let (k, i) = (fr.name("k"), fr.name("i"));
-                            let col = build1(prim(Prim::Length, vec![xs.clone()]), &i, index(index(ts, var(&i)), var(&k)));
-                            let elem = prim(Prim::Add, vec![index(z.clone(), var(&k)), prim(Prim::Sum, vec![col])]);
-                            Ok(build1(prim(Prim::Length, vec![z]), &k, elem))
-                        })
-                    })
-                })?
             }
             Prim::Fold | Prim::Reduce => return Err(refuse(e.span, SEQUENTIAL)),
             Prim::Scanl | Prim::Scanr => match additive(&args[0], usize::from(*p == Prim::Scanr)).filter(|_| e.ty == Type::array(Type::Real)) {
