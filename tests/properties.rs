@@ -490,9 +490,14 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
 fn part_c_takes_and_agrees_on_random_array_programs() {
     let stages = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
     let (mut taken, mut with_tuples) = (0, 0);
-    for s in 0..80u64 {
-        let src = gen::Gen::new(s).array_program(3);
+    // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
+    let forms = ["sel", "scn", "prs", "pfd"];
+    let mut lowered = [0usize; 4];
+    const N: u64 = 160;
+    for s in 0..N {
+        let src = gen::Gen::new(s).array_core_program(3);
         let tuples = src.contains("let (p") || src.contains(" then (");
+        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}"))).collect();
         let ran = limits::run_with_stack(move || -> Result<bool, String> {
             let seed = varied_seed(&src)?;
             let opts = Options { trace: false, seed: Some(seed), stages: stages.iter().map(|s| s.to_string()).collect(), ..Options::default() };
@@ -512,8 +517,15 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         taken += usize::from(took);
         with_tuples += usize::from(took && tuples);
+        for (n, h) in lowered.iter_mut().zip(has) {
+            *n += usize::from(took && h);
+        }
     }
-    println!("Part C took {taken} of 80 ({with_tuples} with tuples inside)");
-    assert!(taken >= 10, "Part C took only {taken} of 80 random array programs");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?})");
+    assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
+    for (f, n) in forms.iter().zip(lowered) {
+        assert!(n >= 1, "Part C took no random program with the lowered form `{f}` ({lowered:?})");
+    }
+    assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
 }

@@ -115,6 +115,10 @@ impl Gen {
 
     /// A real-valued expression that consumes arrays.
     pub(super) fn array_real(&mut self, s: &Scope, d: usize) -> String {
+        // drawn only when asked, so that other programs' random streams are unchanged
+        if s.core_forms && self.below(2) == 0 {
+            return self.array_core_real(s, d);
+        }
         match self.below(12) {
             0 | 1 => {
                 let n = self.len_in(s);
@@ -215,6 +219,49 @@ impl Gen {
             _ => {
                 let n = self.len_in(s);
                 format!("(sum (map (\\y -> y * y) {}))", self.vec(s, n, d))
+            }
+        }
+    }
+
+    /// A real from a form the array core takes by lowering (lower.rs, soa.rs): a `max`/`min` fold
+    /// (a selection), an additive scan (masked prefix sums), an array of pairs mapped, indexed and
+    /// mapped again, a fold over pairs whose components are sums.
+    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`) mark each in the program text.
+    fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
+        let n = self.len_in(s);
+        match self.below(4) {
+            0 => {
+                let (a, b) = (self.fresh("sel"), self.fresh("sel"));
+                let t = self.real_in(&s.with_real(&b), d.min(2));
+                let op = self.pick(&["max", "min"]).to_string();
+                let body = if self.below(2) == 0 { format!("{op} {a} ({t})") } else { format!("{op} ({t}) {a}") };
+                let f = self.pick(&["fold", "reduce"]).to_string();
+                format!("({f} (\\{a} {b} -> {body}) {} {})", self.real_in(s, d), self.vec(s, n, d))
+            }
+            1 => {
+                let (acc, c) = (self.fresh("scn"), self.fresh("scn"));
+                let t = self.real_in(&s.with_real(&c), d.min(2));
+                let (z, a) = (self.real_in(s, d), self.vec(s, n, d));
+                let scan = if self.below(2) == 0 { format!("scanl (\\{acc} {c} -> {acc} + {t}) {z} {a}") } else { format!("scanr (\\{c} {acc} -> {t} + {acc}) {z} {a}") };
+                let (x, y) = (self.fresh("x"), self.fresh("y"));
+                format!("(sum (map2 (\\{x} {y} -> {x} * {y}) ({scan}) {}))", self.vec(s, n + 1, d))
+            }
+            2 => {
+                let (x, u, w) = (self.fresh("prs"), self.fresh("prs"), self.fresh("prs"));
+                let sx = s.with_real(&x);
+                let (e1, e2) = (self.real_in(&sx, d.min(2)), self.real_in(&sx, d.min(2)));
+                let f = self.real_in(&s.with_real(&u).with_real(&w), d.min(2));
+                let ps = format!("(map (\\{x} -> ({e1}, {e2})) {})", self.vec(s, n, d));
+                let v = self.fresh("prs");
+                let pick = if n > 0 { format!(" + {} ({v} ! {})", self.pick(&["fst", "snd"]), self.below(n)) } else { String::new() };
+                format!("(let {v} = {ps} in sum (map (\\({u}, {w}) -> {f}) {v}){pick})")
+            }
+            _ => {
+                let (p, q, x) = (self.fresh("pfd"), self.fresh("pfd"), self.fresh("pfd"));
+                let sx = s.with_real(&x);
+                let (e1, e2) = (self.real_in(&sx, d.min(2)), self.real_in(&sx, d.min(2)));
+                let proj = self.pick(&["fst", "snd"]).to_string();
+                format!("({proj} (fold (\\({p}, {q}) {x} -> ({p} + {e1}, {e2} + {q})) ({}, {}) {}))", self.real_in(s, d), self.real_in(s, d), self.vec(s, n, d))
             }
         }
     }
@@ -460,6 +507,16 @@ impl Gen {
     /// beside it `helper : R -> R`, sometimes `ahelper : Array R -> R`, and the polymorphic
     /// `twice`, which `main` may use at `R` and at `Array R`.
     pub fn array_program(&mut self, depth: usize) -> String {
+        self.array_program_with(depth, false)
+    }
+
+    /// `array_program`, with the forms the array core takes by lowering (`Scope::core_forms`) and
+    /// `Array (R, R)` in main's input or output (which Part C refuses) drawn as `Array R`.
+    pub fn array_core_program(&mut self, depth: usize) -> String {
+        self.array_program_with(depth, true)
+    }
+
+    fn array_program_with(&mut self, depth: usize, core: bool) -> String {
         let arity = 1 + self.below(3);
         // One program in four keeps arrays inside: reals in, a real out (main : R^a → R), the
         // interface that the Krawiec stages' R^a → R wrappers accept.
@@ -468,7 +525,14 @@ impl Gen {
         if !inside && shapes.iter().all(|s| matches!(s, Shape::Real)) {
             shapes[0] = Shape::Vec(self.len());
         }
-        let mut s = Scope { arrays: true, ..Scope::default() };
+        if core {
+            for sh in &mut shapes {
+                if let Shape::Pairs(n) = *sh {
+                    *sh = Shape::Vec(n);
+                }
+            }
+        }
+        let mut s = Scope { arrays: true, core_forms: core, ..Scope::default() };
         let (mut names, mut uses, mut unzips) = (vec![], vec![], String::new());
         for (k, shape) in shapes.iter().enumerate() {
             // Not prefixes `fresh` makes, so an input is never shadowed at another type.
@@ -509,7 +573,14 @@ impl Gen {
             String::new()
         };
         s.reals.push("h".into());
-        let outs: Vec<Shape> = if inside { vec![Shape::Real] } else { (0..1 + self.below(2)).map(|_| self.shape()).collect() };
+        let mut outs: Vec<Shape> = if inside { vec![Shape::Real] } else { (0..1 + self.below(2)).map(|_| self.shape()).collect() };
+        if core {
+            for sh in &mut outs {
+                if let Shape::Pairs(n) = *sh {
+                    *sh = Shape::Vec(n);
+                }
+            }
+        }
         let body: Vec<String> = outs.iter().map(|o| if inside { self.array_real(&s, depth) } else { self.output_of(&s, *o, depth) }).collect();
         let input: Vec<String> = shapes.iter().map(|sh| self.input_of(*sh)).collect();
         let tuple = |v: &[String]| if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) };

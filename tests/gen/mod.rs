@@ -22,6 +22,9 @@ pub struct Scope {
     pub idx: Vec<(String, usize)>,
     /// A top-level `ahelper : Array R -> R` over arrays of this length, when there is one.
     pub ahelper: Option<usize>,
+    /// Also the forms the array paper's core takes by a documented lowering (array_core_real):
+    /// `max`/`min` folds, additive scans, arrays of pairs, folds over pairs and rows.
+    pub core_forms: bool,
 }
 
 impl Scope {

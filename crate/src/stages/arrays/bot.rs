@@ -23,9 +23,10 @@ static INFO: StageInfo = StageInfo {
     section: "§3.2, §5, Figs. 7, 9–11, Theorem 5.1",
     title: "bot: the bulk-operation transform (build1 pushed inward until none is left)",
     explanation: "The program is inlined into one expression and lowered to the paper's core language: its tuples are \
-split into their components (scalar replacement: the core has no tuples), map, map2, build, ! and sum become build1, \
-index and sumOuter, a fold that adds to its accumulator becomes a sumOuter, shifts become build1s of indexes, if \
-becomes the strict cond. Then bot rewrites it: each build1 is \
+split into their components (scalar replacement: the core has no tuples; an array of tuples becomes a tuple of \
+arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold that adds to its accumulator becomes \
+a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
+sumOuter per prefix, shifts become build1s of indexes, if becomes the strict cond. Then bot rewrites it: each build1 is \
 pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
 inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
 arithmetic on whole arrays (a broadcast op, shown as a map of the scalar op). What is left has no build1 and only \
@@ -34,8 +35,9 @@ index functions, whose results are discrete and never differentiated. Shapes are
 runs (the paper's are static).",
     complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
 The number of one-hots in the derivative is at most the number of lexical indexes.",
-    accepts: "first-order array programs whose main returns a real, an array or a tuple of them; tuples only where they are known (no arrays of tuples); \
-a fold or reduce only when its body adds the accumulator to a term free of it; no scan, recursion or sums",
+    accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
+the program (not in main's input or output); a fold or reduce whose body adds the accumulator to a term free of it \
+or takes its max or min with one; a scan only when additive; no recursion or sums",
 };
 
 /// The budget of the inlining before lowering (as the other first-order chains).

@@ -19,7 +19,7 @@
 
 use super::lang::*;
 use crate::build::*;
-use crate::diag::{Diagnostic, Span};
+use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::kit::passes::freshen;
 use crate::kit::rewrite::{RewriteCx, Rule};
@@ -397,8 +397,11 @@ pub fn rules() -> Vec<Rule> {
 /// Theorem 5.1: no build1 is left, and every index is in normal form (of a variable, a literal or
 /// a scatter); no surface array operation is left (maps only as broadcast ops).
 pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
-    let mut stack = vec![e];
-    while let Some(x) = stack.pop() {
+    // each node with the span of its nearest located ancestor (a rewritten term's own span may be
+    // none: the refusal then points at the source expression it came from)
+    let mut stack = vec![(e, e.span)];
+    while let Some((x, near)) = stack.pop() {
+        let near = if x.span.is_none() { near } else { x.span };
         let bad = match &x.kind {
             ExprKind::Prim(Prim::Build, _) => Some("a build1 is left"),
             ExprKind::Prim(Prim::Map | Prim::Map2, _) if op_operands(x).is_none() => Some("a map that is not a broadcast op is left"),
@@ -412,7 +415,7 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
             },
         };
         if let Some(why) = bad {
-            let at = if x.span.is_none() { Span::NONE } else { x.span };
+            let at = near;
             // Refused, not an internal error: the rules as written here do not yet reach every
             // program (found by the property tests: a build1 over a gather whose array is indexed
             // by the build's own variable); the later stages need a build1-free input.
@@ -425,7 +428,7 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
             )
             .refused());
         }
-        stack.extend(children(x));
+        stack.extend(children(x).into_iter().map(|c| (c, near)));
     }
     Ok(())
 }

@@ -1,18 +1,28 @@
 //! The lowering from the surface arrays to the paper's core (§3.2; the bridge): after every
-//! definition is inlined into `main` (§5.2: bot works on a single expression), `map`, `map2`,
-//! `build`, `!`, `sum` become `build1`, `index`, `sumOuter` (the paper's `map f x = build (shape x)
+//! definition is inlined into `main` (§5.2: bot works on a single expression) and tuples are split
+//! (tuples.rs, with arrays of tuples as tuples of arrays: soa.rs), `map`, `map2`, `build`, `!`,
+//! `sum` become `build1`, `index`, `sumOuter` (the paper's `map f x = build (shape x)
 //! (λix. f (index x ix))`, §3.3), `if` becomes the strict `cond` (§5.2: both branches are computed,
-//! which is sound because every core operation is total), a `fold`/`reduce` whose body adds the
-//! accumulator to a term free of it becomes a `sumOuter`, and `shift1L`/`shift1R` (drop the first or
-//! last element) a `build1` of indexes (bot makes it a gather). What has no core form is refused
-//! with a located message: a genuinely sequential `fold`/`reduce`/`scan` (the paper has no general
-//! fold, §2.3 of the notes), recursion, functions as values, sums, and the tuples that scalar
-//! replacement (tuples.rs, run first) cannot split: arrays of tuples.
-
+//! which is sound because every core operation is total), and `shift1L`/`shift1R` (drop the first or
+//! last element) a `build1` of indexes (bot makes it a gather).
+//!
+//! Folds and scans: the core has `sumOuter` and no loop (§2.3), and shapes here are Int terms
+//! computed at run time (the transform never sees the input, so no length is static and no fold can
+//! be unrolled by staging, App. B). The reductions that have a loop-free form in the core are lowered:
+//! - `fold`/`reduce` whose body is `acc + t` (t free of acc): `z + sumOuter (build1 n (λi. t_i))`;
+//! - one whose body is `max acc t` / `min acc t` (either order): a selection by comparisons,
+//!   O(n²) comparisons where the fold does n (selection_fold);
+//! - an additive `scanl`/`scanr`: a masked sumOuter per prefix/suffix, O(n²) additions (additive_scan).
+//! What is left has no core form and is refused, located, citing §2.3: a genuinely sequential
+//! fold (Horner's `acc * x + c`, a product: no product reduction in the core; an array accumulator,
+//! whose empty case the symbolic stages do not yet run), a non-additive scan,
+//! recursion, functions as values, sums.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
+
+const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter), and `max`/`min` of acc and such a t (a selection) have core forms; the paper has no general fold (§2.3)";
 
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
@@ -60,24 +70,118 @@ fn named(a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<
     Ok(let_(pvar(&xs), a, body))
 }
 
-/// `\acc c -> acc + t` (or `t + acc`) with `acc` not free in `t`: the body's element pattern and
-/// `t`. Such a fold is a sum whatever the order, so it is `sumOuter` (§3.2); any other body is
-/// genuinely sequential.
-fn additive(f: &Expr) -> Option<(&Pat, &Expr)> {
-    let ExprKind::Lam(_, Pat::Var(acc, _), inner) = &f.kind else { return None };
-    let ExprKind::Lam(_, c @ (Pat::Var(..) | Pat::Wild(_)), body) = &inner.kind else { return None };
+/// The body of a two-argument lambda `\x y -> body` with the accumulator the parameter at `acc_at`
+/// (0 for `fold`/`reduce`/`scanl`, whose `f` takes the accumulator first; 1 for `scanr`): the
+/// accumulator's id, the element's pattern and the body.
+fn acc_lambda(f: &Expr, acc_at: usize) -> Option<(u32, &Pat, &Expr)> {
+    let ExprKind::Lam(_, p0, inner) = &f.kind else { return None };
+    let ExprKind::Lam(_, p1, body) = &inner.kind else { return None };
+    let (acc, c) = if acc_at == 0 { (p0, p1) } else { (p1, p0) };
+    let (Pat::Var(acc, _), c @ (Pat::Var(..) | Pat::Wild(_))) = (acc, c) else { return None };
     let mut body = &**body;
     while let ExprKind::Ann(x, _) = &body.kind {
         body = x;
     }
-    let ExprKind::Prim(Prim::Add, ab) = &body.kind else { return None };
-    let is_acc = |e: &Expr| matches!(&e.kind, ExprKind::Var(x) if x.id == acc.id);
-    let t = match (is_acc(&ab[0]), is_acc(&ab[1])) {
-        (true, _) => &ab[1],
-        (_, true) => &ab[0],
+    Some((acc.id, c, body))
+}
+
+/// `op acc t` or `op t acc` with `acc` not free in `t`: `t` and whether the accumulator is the left
+/// operand.
+fn acc_op(f: &Expr, acc_at: usize, op: Prim) -> Option<(&Pat, &Expr, bool)> {
+    let (acc, c, body) = acc_lambda(f, acc_at)?;
+    let ExprKind::Prim(p, ab) = &body.kind else { return None };
+    if *p != op || ab.len() != 2 {
+        return None;
+    }
+    let is_acc = |e: &Expr| matches!(&e.kind, ExprKind::Var(x) if x.id == acc);
+    let (t, left) = match (is_acc(&ab[0]), is_acc(&ab[1])) {
+        (true, _) => (&ab[1], true),
+        (_, true) => (&ab[0], false),
         _ => return None,
     };
-    (!super::bot::mentions(t, acc.id)).then_some((c, t))
+    (!super::bot::mentions(t, acc)).then_some((c, t, left))
+}
+
+/// `\acc c -> acc + t` (or `t + acc`) with `acc` not free in `t`: the body's element pattern and
+/// `t`. Such a fold is a sum whatever the order, so it is `sumOuter` (§3.2).
+fn additive(f: &Expr, acc_at: usize) -> Option<(&Pat, &Expr)> {
+    acc_op(f, acc_at, Prim::Add).map(|(c, t, _)| (c, t))
+}
+
+/// `\acc c -> max acc t` (or `min`, either operand order), `acc` not free in `t`: the operation,
+/// the element pattern, `t` and whether the accumulator is on the left (it wins ties: `max` and
+/// `min` give a tie to their left argument).
+fn selection(f: &Expr) -> Option<(Prim, &Pat, &Expr, bool)> {
+    [Prim::Max, Prim::Min].into_iter().find_map(|op| acc_op(f, 0, op).map(|(c, t, left)| (op, c, t, left)))
+}
+
+/// `build1 (length xs) (\j -> t[c := index xs j])`: the fold's terms, computed once.
+fn terms(c: &Pat, t: &Expr, xs: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let f = Expr::gen(ExprKind::Lam(LamKind::Plain, c.clone(), Box::new(t.clone())));
+    let i = fresh.name("i");
+    let body = beta(&f, vec![index(xs.clone(), var(&i))], fresh)?;
+    Ok(build1(prim(Prim::Length, vec![xs.clone()]), &i, body))
+}
+
+/// `z + e`, or `e` when `z` is the literal 0.
+fn plus_init(z: &Expr, e: Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    Ok(match &z.kind {
+        ExprKind::Real(r) if *r == 0.0 => e,
+        _ => prim(Prim::Add, vec![lower(z, fresh)?, e]),
+    })
+}
+
+/// An additive scan (`scanl (\acc c -> acc + t) z xs`, or `scanr (\c acc -> t + acc) z xs`) as
+/// prefix (suffix) sums: element k of `n + 1` is `z + sumOuter (build1 n (\j -> cond (j < k) t_j 0))`
+/// (`j >= k` for scanr). The core has no loop and no scan (§2.3), but a masked sumOuter per element
+/// is in its language; the cost is O(n²) additions where the scan does n (the terms t_j are
+/// computed once, in `ts`).
+fn additive_scan(e: &Expr, c: &Pat, t: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let ExprKind::Prim(p, args) = &e.kind else { unreachable!() };
+    let a = lower(&args[2], fresh)?;
+    let z = &args[1];
+    named(a, fresh, |xs, fr| {
+        named(terms(c, t, &xs, fr)?, fr, |ts, fr| {
+            let (k, j) = (fr.name("k"), fr.name("j"));
+            let n = prim(Prim::Length, vec![xs.clone()]);
+            let mask = if *p == Prim::Scanl { Prim::Lt } else { Prim::Ge };
+            let term = cond(prim(mask, vec![var(&j), var(&k)]), index(ts, var(&j)), real(0.0));
+            let total = prim(Prim::Sum, vec![build1(n.clone(), &j, term)]);
+            Ok(build1(prim(Prim::Add, vec![n, int(1)]), &k, plus_init(z, total, fr)?))
+        })
+    })
+}
+
+/// A `max`/`min` fold as a selection: with `ts` the terms, the one no other term beats is
+/// `m = sumOuter (build1 n (\i -> cond (beaten_i == 0) (index ts i) 0))`, where `beaten_i` counts the
+/// `j` whose term is strictly better, or equal and nearer the accumulator's side (ties go to the
+/// left argument, as the fold's `max acc t` gives them to the earlier element); the fold is then
+/// `cond (n == 0) z (max z m)`. The derivative is the fold's (to the one selected term, or to `z`),
+/// all selection being discrete `cond`s. Cost O(n²) comparisons where the fold does n; the core has
+/// no max reduction (only sumOuter, §3.2) and no loop (§2.3).
+fn selection_fold(e: &Expr, op: Prim, c: &Pat, t: &Expr, acc_left: bool, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    let ExprKind::Prim(_, args) = &e.kind else { unreachable!() };
+    let a = lower(&args[2], fresh)?;
+    let z = lower(&args[1], fresh)?;
+    let (strict, weak) = if op == Prim::Max { (Prim::Gt, Prim::Ge) } else { (Prim::Lt, Prim::Le) };
+    named(a, fresh, |xs, fr| {
+        named(z, fr, |z, fr| {
+            named(terms(c, t, &xs, fr)?, fr, |ts, fr| {
+                let (i, j) = (fr.name("i"), fr.name("j"));
+                let n = prim(Prim::Length, vec![xs.clone()]);
+                let (tj, ti) = (index(ts.clone(), var(&j)), index(ts.clone(), var(&i)));
+                let one_if = |b: Expr| cond(b, real(1.0), real(0.0));
+                // j beats i: strictly better, or as good and on the side that wins ties
+                let near = prim(if acc_left { Prim::Lt } else { Prim::Gt }, vec![var(&j), var(&i)]);
+                let beats = cond(near, one_if(prim(weak, vec![tj.clone(), ti.clone()])), one_if(prim(strict, vec![tj, ti.clone()])));
+                let beaten = prim(Prim::Sum, vec![build1(n.clone(), &j, beats)]);
+                let chosen = cond(prim(Prim::Eq, vec![beaten, real(0.0)]), ti, real(0.0));
+                let m = prim(Prim::Sum, vec![build1(n.clone(), &i, chosen)]);
+                let with_z = if acc_left { prim(op, vec![z.clone(), m]) } else { prim(op, vec![m, z.clone()]) };
+                Ok(cond(prim(Prim::Eq, vec![n, int(0)]), z, with_z))
+            })
+        })
+    })
 }
 
 /// Lowers a surface expression (recursing in its nesting, which the parser bounds: limits.rs).
@@ -135,22 +239,22 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                     })
                 })?
             }
-            Prim::Fold | Prim::Reduce => match additive(&args[0]).filter(|_| e.ty == Type::Real) {
-                Some((c, term)) => {
+            Prim::Fold | Prim::Reduce if e.ty == Type::Real => {
+                if let Some((c, term)) = additive(&args[0], 0) {
                     // fold (\acc c -> acc + t) z xs = z + sumOuter (build1 (length xs) (\i -> t[c := index xs i]))
                     let a = lower(&args[2], fresh)?;
-                    let f = Expr::gen(K::Lam(LamKind::Plain, c.clone(), Box::new(term.clone())));
-                    let total = named(a, fresh, |xs, fr| {
-                        let i = fr.name("i");
-                        let body = beta(&f, vec![index(xs.clone(), var(&i))], fr)?;
-                        Ok(prim(Prim::Sum, vec![build1(prim(Prim::Length, vec![xs]), &i, body)]))
-                    })?;
-                    match &args[1].kind {
-                        K::Real(z) if *z == 0.0 => total,
-                        _ => prim(Prim::Add, vec![lower(&args[1], fresh)?, total]),
-                    }
+                    let total = named(a, fresh, |xs, fr| Ok(prim(Prim::Sum, vec![terms(c, term, &xs, fr)?])))?;
+                    plus_init(&args[1], total, fresh)?
+                } else if let Some((op, c, term, left)) = selection(&args[0]) {
+                    selection_fold(e, op, c, term, left, fresh)?
+                } else {
+                    return Err(refuse(e.span, SEQUENTIAL));
                 }
-                None => return Err(refuse(e.span, "sequential fold or reduce with this body: only `acc + t` (t free of acc) is a sum (sumOuter); the paper has no general fold (§2.3)")),
+            }
+            Prim::Fold | Prim::Reduce => return Err(refuse(e.span, SEQUENTIAL)),
+            Prim::Scanl | Prim::Scanr => match additive(&args[0], usize::from(*p == Prim::Scanr)).filter(|_| e.ty == Type::array(Type::Real)) {
+                Some((c, term)) => additive_scan(e, c, term, fresh)?,
+                None => return Err(refuse(e.span, "scan with this body: only an additive one (`acc + t`, t free of acc) is a sum per prefix (a masked sumOuter); the paper has no general fold (§2.3)")),
             },
             Prim::Shift1L | Prim::Shift1R => {
                 // shift1L xs drops the first element, shift1R the last: a build1 of indexes that bot
@@ -164,7 +268,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                     Ok(build1(n, &i, index(xs, ix)))
                 })?
             }
-            _ => return Err(refuse(e.span, "scan (a sequential prefix fold: the paper has no general fold, §2.3)")),
+            _ => return Err(refuse(e.span, "such array operation")),
         },
         K::LetRec(..) => return Err(refuse(e.span, "recursion (no dynamic loops: §5.2)")),
         K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),

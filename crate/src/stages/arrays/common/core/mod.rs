@@ -10,4 +10,5 @@ pub mod lower;
 pub mod runtime;
 pub mod steps;
 pub mod symbolic;
+pub mod soa;
 pub mod tuples;

@@ -6,7 +6,7 @@
 use super::lang::{GATHER, MAX_DIMS, SCATTER};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
-use crate::ir::{Scheme, Type};
+use crate::ir::{children, Expr, ExprKind, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -202,7 +202,9 @@ fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
 /// The zero of the scalars a program's arrays hold, from its `main`'s type: the element type of
 /// the first array in main's input (a real's 0.0; a dual number's (0.0, 0.0) when forward mode
 /// runs the program on dual numbers). Static types say what an empty array's elements are, which
-/// its value cannot; a program without one gets 0.0.
+/// its value cannot; a program without one gets 0.0. bot's output can be generic in its element
+/// type (`sumOuter (tr … m)` does no arithmetic), so when main's own type leaves the element open it
+/// is read from the type main is used at (forward mode's wrapper applies it to dual numbers).
 #[derive(Default)]
 struct ScalarZero(Option<Value>);
 
@@ -210,10 +212,26 @@ fn scalar_zero(m: &mut Machine) -> Value {
     if let Some(z) = &m.state::<ScalarZero>().0 {
         return z.clone();
     }
-    let ty = m.program().def("main").and_then(|d| d.scheme.as_ref()).map(|s| s.ty.clone());
-    let z = ty.as_ref().and_then(|t| match t {
-        Type::Fun(a, _) => first_array_element(a),
+    let p = m.program();
+    let element = |t: &Type| match t {
+        Type::Fun(a, _) => first_array_element(a).filter(|e| !matches!(e, Type::Var(_) | Type::Unknown)),
         _ => None,
+    };
+    let own = p.def("main").and_then(|d| d.scheme.as_ref()).and_then(|s| element(&s.ty));
+    let z = own.or_else(|| {
+        // the instantiated type of a use of main elsewhere in the program
+        let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Var(n) = &e.kind {
+                if n.is_global() && &*n.text == "main" {
+                    if let Some(t) = element(&e.ty) {
+                        return Some(t);
+                    }
+                }
+            }
+            stack.extend(children(e));
+        }
+        None
     });
     let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
     m.state::<ScalarZero>().0 = Some(z.clone());

@@ -11,8 +11,11 @@
 //! - main's tuple-typed input is split into one parameter per leaf, so the wrapper's gradient keeps
 //!   the input's shape; a tuple-typed output stays a tuple of core terms at the top.
 //!
-//! What is left refused: a tuple that is not known, i.e. an array of tuples (its elements are tuples
-//! read by `!`, or a lambda over tuples mapped over it) — the core's arrays hold reals only.
+//! - an array of tuples becomes a tuple of arrays (structure of arrays, soa.rs): `map (\x -> (f x, g x)) a`
+//!   is a tuple of two builds, and `fst`/`snd`/`!` of an array of tuples are projections of the components.
+//!
+//! What is left refused: an array of tuples in main's input or output (its gradient or value would
+//! need the tuples put back), and a component of a fold over tuples that is not a sum (§2.3), when used.
 
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -24,26 +27,29 @@ use std::collections::HashMap;
 pub enum Shape {
     Leaf(Expr),
     Tuple(Vec<Shape>),
+    /// A component with no core form (a fold's component that is not a sum): refused where it is
+    /// used, so the other components of the same fold still lower.
+    Refused(Box<Diagnostic>),
 }
 
-fn refuse(span: Span, what: &str) -> Diagnostic {
+pub(super) fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
 }
 
-fn arrays_of_tuples(span: Span) -> Diagnostic {
-    refuse(span, "arrays of tuples (its arrays hold reals; only tuples built in the program or main's input are split)")
+pub(super) fn arrays_of_tuples(span: Span) -> Diagnostic {
+    refuse(span, "tuples here: its arrays hold reals, and an array of tuples becomes a tuple of arrays only through literals, replicate, build, map, map2, folds, !, length and shifts (soa.rs), not a scan")
 }
 
-type Binds = Vec<(Name, Expr, Span)>;
+pub(super) type Binds = Vec<(Name, Expr, Span)>;
 
-struct Sra<'a> {
-    fresh: &'a mut Fresh,
+pub(super) struct Sra<'a> {
+    pub(super) fresh: &'a mut Fresh,
     /// Tuple-typed variables: the tuple of names (or constants) of their components.
-    env: HashMap<u32, Shape>,
+    pub(super) env: HashMap<u32, Shape>,
 }
 
 /// `let binds in e`.
-fn wrap(binds: Binds, mut e: Expr) -> Expr {
+pub(super) fn wrap(binds: Binds, mut e: Expr) -> Expr {
     for (x, rhs, span) in binds.into_iter().rev() {
         e = at(let_(pvar(&x), rhs, e), span);
     }
@@ -56,23 +62,28 @@ fn trivial(e: &Expr) -> bool {
 
 impl Sra<'_> {
     /// `e` in a context that needs a core term (an operand, a lambda body): its lets stay inside.
-    fn leaf(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
+    pub(super) fn leaf(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
         let mut binds = vec![];
         match self.shape(e, &mut binds)? {
             Shape::Leaf(t) => Ok(wrap(binds, t)),
             Shape::Tuple(_) => Err(arrays_of_tuples(e.span)),
+            Shape::Refused(d) => Err(*d),
         }
     }
 
     /// The components of `e`, the lets they need pushed on `binds` (recursing on the nesting, which
     /// the parser bounds, and looping along let chains: limits.rs).
-    fn shape(&mut self, e: &Expr, binds: &mut Binds) -> Result<Shape, Diagnostic> {
+    pub(super) fn shape(&mut self, e: &Expr, binds: &mut Binds) -> Result<Shape, Diagnostic> {
         use ExprKind as K;
+        if let Some(s) = self.soa(e, binds)? {
+            return Ok(s);
+        }
         Ok(match &e.kind {
             K::Var(x) => self.env.get(&x.id).cloned().unwrap_or_else(|| Shape::Leaf(e.clone())),
             K::Tuple(es) => Shape::Tuple(es.iter().map(|x| self.shape(x, binds)).collect::<Result<_, _>>()?),
             K::Fst(x) | K::Snd(x) => match self.shape(x, binds)? {
                 Shape::Tuple(mut cs) if cs.len() == 2 => cs.swap_remove(if matches!(e.kind, K::Fst(_)) { 0 } else { 1 }),
+                Shape::Refused(d) => return Err(*d),
                 _ => return Err(arrays_of_tuples(e.span)),
             },
             K::Ann(x, _) => self.shape(x, binds)?,
@@ -117,9 +128,13 @@ impl Sra<'_> {
 
     /// Binds `p` to the components `s`: a leaf under its own name, a tuple's non-trivial components
     /// under fresh names (each computed once).
-    fn bind(&mut self, p: &Pat, s: Shape, span: Span, binds: &mut Binds) -> Result<(), Diagnostic> {
+    pub(super) fn bind(&mut self, p: &Pat, s: Shape, span: Span, binds: &mut Binds) -> Result<(), Diagnostic> {
         match (p, s) {
             (Pat::Wild(_) | Pat::Unit(_), _) => {}
+            (Pat::Var(x, _), s @ Shape::Refused(_)) => {
+                self.env.insert(x.id, s);
+            }
+            (_, Shape::Refused(d)) => return Err(*d),
             (Pat::Var(x, _), Shape::Leaf(t)) => binds.push((x.clone(), t, span)),
             (Pat::Var(x, _), s @ Shape::Tuple(_)) => {
                 let named = self.name_leaves(&x.text, s, span, binds);
@@ -135,8 +150,9 @@ impl Sra<'_> {
         Ok(())
     }
 
-    fn name_leaves(&mut self, base: &str, s: Shape, span: Span, binds: &mut Binds) -> Shape {
+    pub(super) fn name_leaves(&mut self, base: &str, s: Shape, span: Span, binds: &mut Binds) -> Shape {
         match s {
+            Shape::Refused(_) => s,
             Shape::Leaf(t) if trivial(&t) => Shape::Leaf(t),
             Shape::Leaf(t) => {
                 let x = self.fresh.name(base);
@@ -178,7 +194,7 @@ impl Sra<'_> {
 }
 
 /// The parameter type of a lambda, read from its function type.
-fn p_ty(e: &Expr) -> Option<&Type> {
+pub(super) fn p_ty(e: &Expr) -> Option<&Type> {
     match &e.ty {
         Type::Fun(a, _) | Type::Lin(a, _) => Some(a),
         _ => None,
@@ -189,6 +205,7 @@ fn p_ty(e: &Expr) -> Option<&Type> {
 fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnostic> {
     match (sa, sb) {
         (Shape::Leaf(x), Shape::Leaf(y)) => Ok(Shape::Leaf(at(if_(c.clone(), x, y), span))),
+        (d @ Shape::Refused(_), _) | (_, d @ Shape::Refused(_)) => Ok(d),
         (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
             Ok(Shape::Tuple(xs.into_iter().zip(ys).map(|(x, y)| split_if(c, x, y, span)).collect::<Result<_, _>>()?))
         }
@@ -205,15 +222,23 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     };
     let mut sra = Sra { fresh, env: HashMap::new() };
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
+    if let Type::Fun(s, t) = &main.ty {
+        for (ty, which) in [(&**s, "input"), (&**t, "output")] {
+            if super::soa::soa(ty) {
+                return Err(refuse(main.span, &format!("arrays of tuples in main's {which} (the lowering splits them into tuples of arrays inside the program only)")));
+            }
+        }
+    }
     let pat = sra.split_input(pat, &input);
     let mut binds = vec![];
     let out = sra.shape(body, &mut binds)?;
-    Ok((pat, wrap(binds, flatten(out))))
+    Ok((pat, wrap(binds, flatten(out)?)))
 }
 
-fn flatten(s: Shape) -> Expr {
-    match s {
+fn flatten(s: Shape) -> Result<Expr, Diagnostic> {
+    Ok(match s {
         Shape::Leaf(t) => t,
-        Shape::Tuple(cs) => tuple(cs.into_iter().map(flatten).collect()),
-    }
+        Shape::Tuple(cs) => tuple(cs.into_iter().map(flatten).collect::<Result<_, _>>()?),
+        Shape::Refused(d) => return Err(*d),
+    })
 }
