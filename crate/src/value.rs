@@ -84,10 +84,11 @@ impl Value {
         }
     }
     /// An empty array whose elements are shaped like `elem`: a shaped `EmptyArray` when `elem` has
-    /// a shape to keep (an array, not a scalar), else the plain `[]`.
+    /// a shape to keep (an array or a tuple, e.g. forward mode's dual number), else the plain `[]`.
     pub fn empty_of(elem: Value) -> Value {
         match &elem {
             Value::Array(xs) if !xs.is_empty() => Value::Ext(Rc::new(EmptyArray { elem })),
+            Value::Tuple(_) => Value::Ext(Rc::new(EmptyArray { elem })),
             Value::Ext(e) if e.as_any().is::<EmptyArray>() => Value::Ext(Rc::new(EmptyArray { elem })),
             _ => Value::Array(Rc::from(Vec::new())),
         }
