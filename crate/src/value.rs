@@ -20,7 +20,8 @@ pub trait ExtValue: fmt::Debug {
 /// after an empty dimension, so an operation that knows the element's shape (`replicate 0 x`, the
 /// array core's gather, scatter and transpose) keeps it here: `elem` stands for the element (its
 /// values are never read, only its shape). It is `[]` everywhere else: its length is 0, it prints
-/// as `[]` and compares equal to `[]`.
+/// as `[]` and compares equal to `[]`; a runtime reads arrays through `Value::elems`, not by matching
+/// `Value::Array`, so that it reads this one too.
 #[derive(Debug)]
 pub struct EmptyArray {
     pub elem: Value,
