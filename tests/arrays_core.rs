@@ -647,11 +647,23 @@ fn rows_of_no_columns_summed_by_bot_alone_agree_under_forward_mode() {
 
 /// A random-program case of the new forms: a map to pairs over `[]` whose pair components are not
 /// read; each component's build keeps only the lets it needs (soa.rs), so no gather of the empty
-/// pairs is left. (The same program without tuples, reading the element into an unused let, still
-/// fails under forward mode: `replicate 0 h` of a dual number is a plain `[]`; see the report.)
+/// pairs is left. (The same program without tuples: the next test.)
 #[test]
 fn unused_components_of_an_empty_array_of_pairs_are_not_read() {
     part_c_agrees("input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let ps = map (\\y -> (1.96, x4)) [] in sum (map (\\(u, v) -> h) ps))) [x0, h])\n");
+}
+
+/// Issue 12: bot's output is checked under forward mode, where `replicate 0` of a dual number (a
+/// pair) was a plain `[]` that lost its element, and `sumOuter` of its transpose summed to a real
+/// ("a 2-tuple pattern does not match a real"); `Value::empty_of` now keeps a tuple's shape.
+#[test]
+fn an_empty_array_of_dual_numbers_keeps_its_element_under_forward_mode() {
+    let text = "input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let p = build 0 (\\i -> x4) in sum (map (\\z -> let w = z * 2.0 in h) p))) [x0, h])\n";
+    part_c_agrees(text);
+    let r = one(text, "arrays/bot");
+    assert!(r.program.contains("replicate 0"), "{}", r.program);
+    assert_eq!(r.primal, "0.0", "{r:?}");
+    assert_eq!(r.gradient, [0.0, 0.0], "{r:?}");
 }
 
 /// A fold whose body applies a unary primitive to the accumulator is not a selection (found by the

@@ -161,6 +161,25 @@ fn every_surface_array_operation_runs_on_the_naive_stages() {
     }
 }
 
+/// Issue 12, Part B: under arrays of dual numbers `replicate 0 x` of a dual number is an empty
+/// array that keeps its element (value.rs `EmptyArray`); `DsumOuter` and the other stage builtins
+/// read it through `elems()` as `[]` (it matched `Value::Array` alone: "DsumOuter expects an array").
+#[test]
+fn an_empty_array_of_dual_numbers_sums_to_zero_on_every_part_b_stage() {
+    let srcs = [
+        "input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> sum (replicate 0 x4) + sum (map (\\z -> z * h) (build 0 (\\i -> x4)))) [x0, h]) + h\n",
+        "input (1.5, -0.5)\ndef main (x0, h) = sum (map (\\x4 -> (let p = build 0 (\\i -> x4) in sum (map (\\z -> let w = z * 2.0 in h) p))) [x0, h])\n",
+    ];
+    for (src, (primal, grad)) in srcs.iter().zip([("-0.5", [0.0, 1.0]), ("0.0", [0.0, 0.0])]) {
+        for r in run(src, &STAGES, false) {
+            assert!(r.ok, "{}: {:?}\n{src}", r.id, r.error);
+            assert_eq!(r.agrees, Some(true), "{} disagrees\n{src}\n{}", r.id, r.program);
+            assert_eq!(r.primal.as_deref(), Some(primal), "{}", r.id);
+            assert_eq!(r.gradient, grad, "{}", r.id);
+        }
+    }
+}
+
 #[test]
 fn dual_arrays_refuse_arrays_of_tuples_with_a_located_message() {
     let src = "input [(1.0, 2.0)]\ndef main a = fst (a ! 0) * snd (a ! 0)\n";

@@ -20,7 +20,8 @@ pub trait ExtValue: fmt::Debug {
 /// after an empty dimension, so an operation that knows the element's shape (`replicate 0 x`, the
 /// array core's gather, scatter and transpose) keeps it here: `elem` stands for the element (its
 /// values are never read, only its shape). It is `[]` everywhere else: its length is 0, it prints
-/// as `[]` and compares equal to `[]`.
+/// as `[]` and compares equal to `[]`; a runtime reads arrays through `Value::elems`, not by matching
+/// `Value::Array`, so that it reads this one too.
 #[derive(Debug)]
 pub struct EmptyArray {
     pub elem: Value,
@@ -84,10 +85,11 @@ impl Value {
         }
     }
     /// An empty array whose elements are shaped like `elem`: a shaped `EmptyArray` when `elem` has
-    /// a shape to keep (an array, not a scalar), else the plain `[]`.
+    /// a shape to keep (an array or a tuple, e.g. forward mode's dual number), else the plain `[]`.
     pub fn empty_of(elem: Value) -> Value {
         match &elem {
             Value::Array(xs) if !xs.is_empty() => Value::Ext(Rc::new(EmptyArray { elem })),
+            Value::Tuple(_) => Value::Ext(Rc::new(EmptyArray { elem })),
             Value::Ext(e) if e.as_any().is::<EmptyArray>() => Value::Ext(Rc::new(EmptyArray { elem })),
             _ => Value::Array(Rc::from(Vec::new())),
         }

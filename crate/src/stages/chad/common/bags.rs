@@ -294,9 +294,10 @@ impl ExtValue for TreeVal {
 }
 
 fn array(v: &Value, span: Span, what: &str) -> Result<Rc<[Value]>, RunError> {
-    match v {
-        Value::Array(xs) => Ok(xs.clone()),
-        _ => Err(internal(span, &format!("{what} of a non-array"))),
+    // through `elems`: an empty array may keep its element's shape (value.rs, `EmptyArray`)
+    match v.elems() {
+        Some(xs) => Ok(xs.into()),
+        None => Err(internal(span, &format!("{what} of a non-array"))),
     }
 }
 

@@ -558,8 +558,9 @@ fn to_lin(m: &mut Machine, v: &Value, r: Repr) -> Result<Value, RunError> {
         Value::Inl(x) => Value::Inr(Rc::new(Value::Inl(Rc::new(to_lin(m, x, r)?)))),
         Value::Inr(x) => Value::Inr(Rc::new(Value::Inr(Rc::new(to_lin(m, x, r)?)))),
         // §7: the output cotangent of an array as a Bag of its elements' (not counted as made)
-        Value::Array(xs) => {
-            let ds = xs.iter().map(|x| to_lin(m, x, r)).collect::<Result<_, _>>()?;
+        // (an empty array that keeps its element's shape, value.rs, is one too)
+        v if v.elems().is_some() => {
+            let ds = v.elems().unwrap_or(&[]).iter().map(|x| to_lin(m, x, r)).collect::<Result<_, _>>()?;
             super::bags::from_cells(m, ds, false)?
         }
         _ => unit(),
@@ -635,8 +636,8 @@ fn from_lin(m: &mut Machine, s: &Value, g: &Value) -> Result<Option<Value>, RunE
             _ => return Ok(None),
         },
         // §7: an input array's cotangent Bag, collected and scattered into its length
-        (Value::Array(ss), g) if as_bag(g).is_some() => {
-            let Some(b) = as_bag(g) else { return Ok(None) };
+        (s, g) if s.elems().is_some() && as_bag(g).is_some() => {
+            let (Some(ss), Some(b)) = (s.elems(), as_bag(g)) else { return Ok(None) };
             if let Some(r) = super::graph::recording(m) {
                 r.input(b, ss.len());
             }

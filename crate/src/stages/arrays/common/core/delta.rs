@@ -228,7 +228,7 @@ fn arity_of(_zero: &Value, _sh: &[usize], m: &mut Machine, f: &Value) -> Result<
     Ok(1)
 }
 fn b_lit(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
-    let Value::Array(xs) = &a[0] else { return Err(RunError::runtime(s, "LitArray expects an array of Deltas")) };
+    let Some(xs) = a[0].elems() else { return Err(RunError::runtime(s, "LitArray expects an array of Deltas")) };
     let ds: Vec<Rc<Node>> = xs.iter().map(|x| d(x, s)).collect::<Result<_, _>>()?;
     let z = Value::Array(ds.iter().map(|x| x.zero.clone()).collect());
     Ok(node(m, Kind::LitArray(ds), z))

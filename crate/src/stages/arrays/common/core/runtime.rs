@@ -174,8 +174,7 @@ fn outer_shape(v: &Value, d: usize) -> Vec<usize> {
 fn at(v: &Value, ix: &[i64]) -> Option<Value> {
     let mut cur = v.clone();
     for &i in ix {
-        let Value::Array(xs) = cur else { return None };
-        cur = usize::try_from(i).ok().and_then(|k| xs.get(k)).cloned()?;
+        cur = usize::try_from(i).ok().and_then(|k| cur.elems()?.get(k)).cloned()?;
     }
     Some(cur)
 }

@@ -20,9 +20,10 @@ pub enum Shape {
 impl Shape {
     /// The shape of a primal value (reals and nested arrays of reals; anything else is a scalar).
     pub fn of(v: &Value) -> Rc<Shape> {
-        match v {
-            Value::Array(vs) => Rc::new(Shape::Arr(vs.iter().map(Shape::of).collect())),
-            _ => Rc::new(Shape::Scalar),
+        // through `elems`: an empty array may keep its element's shape (value.rs, `EmptyArray`)
+        match v.elems() {
+            Some(vs) => Rc::new(Shape::Arr(vs.iter().map(Shape::of).collect())),
+            None => Rc::new(Shape::Scalar),
         }
     }
     /// How many reals a value of this shape holds.
@@ -241,9 +242,9 @@ pub fn real_arg(v: &Value, span: Span, what: &str) -> Result<f64, RunError> {
     }
 }
 fn deltas_arg(v: &Value, span: Span, what: &str) -> Result<Vec<Rc<Node>>, RunError> {
-    match v {
-        Value::Array(vs) => vs.iter().map(|d| delta_arg(d, span, what)).collect(),
-        _ => Err(RunError::runtime(span, format!("{what} expects an array of Deltas, got {v}"))),
+    match v.elems() {
+        Some(vs) => vs.iter().map(|d| delta_arg(d, span, what)).collect(),
+        None => Err(RunError::runtime(span, format!("{what} expects an array of Deltas, got {v}"))),
     }
 }
 
@@ -364,7 +365,8 @@ pub fn delta_builtins() -> Vec<Builtin> {
 /// `DsumOuter` (Eq. 3) on a one-dimensional array of dual numbers (`sum` is over reals):
 /// `(x1 + … + xn, Share id (Add (… (Add Zero d1) …) dn))`, the primal added left to right as `sum`.
 fn b_dsum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Value::Array(vs) = &args[0] else { return Err(RunError::runtime(span, format!("DsumOuter expects an array, got {}", args[0]))) };
+    // through `elems`: an empty array of dual numbers keeps its element (value.rs, `EmptyArray`)
+    let Some(vs) = args[0].elems() else { return Err(RunError::runtime(span, format!("DsumOuter expects an array, got {}", args[0]))) };
     let mut total = 0.0;
     let mut acc = node(m, Kind::Zero, scalar(), span)?;
     for v in vs.iter() {

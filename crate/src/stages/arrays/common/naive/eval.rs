@@ -31,8 +31,11 @@ impl Ct {
     fn of(v: &Value) -> Ct {
         match v {
             Value::Real(r) => Ct::R(*r),
-            Value::Array(vs) => Ct::A(vs.iter().map(Ct::of).collect()),
-            _ => Ct::R(0.0),
+            _ => match v.elems() {
+                // (an empty array that keeps its element's shape, value.rs, is one too)
+                Some(vs) => Ct::A(vs.iter().map(Ct::of).collect()),
+                None => Ct::R(0.0),
+            },
         }
     }
     fn value(&self) -> Value {
