@@ -674,3 +674,37 @@ fn a_fold_of_a_unary_primitive_of_the_accumulator_is_refused_not_a_panic() {
     assert!(r.refused, "{r:?}");
     assert!(r.error.as_deref().unwrap_or("").contains("§2.3"), "{r:?}");
 }
+
+/// An `else if` chain keeps dozens of cotangents waiting in `accum`: each step shows the 40 with the
+/// highest IDs and counts the rest, and an entry added to again (here `grad x`, from every branch)
+/// is shown anew (its printed text is kept only until it changes).
+#[test]
+fn symbolic_steps_show_a_bounded_window_of_accum_and_reprint_what_changed() {
+    let mut text = String::from("input 0.5\ndef main x =\n  if x < 0.0 then 0.0\n");
+    for i in 1..80 {
+        text.push_str(&format!("  else if x < {i}.0 then x * {i}.0\n"));
+    }
+    text.push_str("  else x\n");
+    for id in ["arrays/symbolic", "arrays/symbolic-share"] {
+        let r = one(&text, id);
+        assert_eq!(r.agrees, Some(true), "{id}: {:?}", r.error);
+        let accum_rows = |s: usize| r.states[s].iter().filter(|(k, _)| k.starts_with("accum[")).count();
+        assert!((0..r.states.len()).all(|s| accum_rows(s) <= 40), "{id}");
+        assert!((0..r.states.len()).any(|s| row(&r, s, "accum …").is_some_and(|v| v.ends_with("more entries, lower IDs"))), "{id}");
+        // every step that adds to an entry already waiting shows the sum, not the text kept from before
+        let mut readded = 0;
+        for (s, (_, note)) in r.trace.iter().enumerate().skip(1) {
+            let key = match note.strip_prefix("the cotangent is added to ") {
+                Some(g) if g.starts_with("grad ") => g.to_string(),
+                Some(a) => a.split(',').next().unwrap_or(a).to_string(),
+                None => continue,
+            };
+            if let (Some(before), Some(after)) = (row(&r, s - 1, &key), row(&r, s, &key)) {
+                assert_ne!(before, after, "{id}: step {s} added to {key}");
+                assert!(after.starts_with("plus"), "{id}: step {s}: {after}");
+                readded += 1;
+            }
+        }
+        assert!(readded > 0, "{id}: no entry was added to twice");
+    }
+}

@@ -2,7 +2,10 @@
 //! per ID the loop pops (Fig. 17's `backprop`), each with the cotangent terms after it — the `grad`
 //! and `accum` maps of Fig. 17, whose values are now programs. Terms are printed cut like a rewrite
 //! step's redex (`kit::rewrite::print_cut`: a screenful of nodes), so a step costs the same however
-//! big the gradient term grows (without share it doubles at each Add: E11).
+//! big the gradient term grows (without share it doubles at each Add: E11). A map entry is printed
+//! again only after it changed (`changed_accum`, `changed_grad`), and a step shows at most
+//! `MAP_ROWS` entries of each map: without both, an `else if` chain of 400 printed 2,000 steps × 400
+//! entries × a screenful of nodes (46 s).
 
 use crate::interp::{Shown, TraceStep};
 use crate::ir::Expr;
@@ -13,6 +16,9 @@ use std::collections::BTreeMap;
 /// Steps kept with their terms (as bot's rewrite trace keeps); later ones are counted only.
 pub const KEPT_STEPS: usize = 2_000;
 
+/// Entries of each map a step shows: `accum`'s highest IDs (popped next), `grad`'s first inputs.
+pub const MAP_ROWS: usize = 40;
+
 pub struct Steps {
     pub kept: Vec<TraceStep>,
     /// Steps past `KEPT_STEPS`, counted only.
@@ -22,11 +28,14 @@ pub struct Steps {
     print: PrintOptions,
     /// Whether the stage is shown (`stage::shown`): if not, steps are only counted.
     shown: bool,
+    /// Each map entry's printed text, until the entry changes.
+    accum_text: BTreeMap<i64, String>,
+    grad_text: BTreeMap<usize, String>,
 }
 
 impl Default for Steps {
     fn default() -> Self {
-        Steps { kept: vec![], untraced: 0, labels: vec![], print: PrintOptions::unicode(), shown: crate::stage::shown() }
+        Steps { kept: vec![], untraced: 0, labels: vec![], print: PrintOptions::unicode(), shown: crate::stage::shown(), accum_text: BTreeMap::new(), grad_text: BTreeMap::new() }
     }
 }
 
@@ -47,6 +56,16 @@ impl Steps {
     /// `e` on one line, cut to a screenful of nodes.
     pub fn show(&self, e: &mut Expr) -> String {
         print_cut(e, &self.print).split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// `accum[id]` changed: its text is printed again.
+    pub fn changed_accum(&mut self, id: i64) {
+        self.accum_text.remove(&id);
+    }
+
+    /// `grad` of input `k` changed: its text is printed again.
+    pub fn changed_grad(&mut self, k: usize) {
+        self.grad_text.remove(&k);
     }
 
     /// Records a step with the maps after it, or counts it past `KEPT_STEPS`.
@@ -71,14 +90,30 @@ impl Steps {
     }
 
     /// The `accum` map (cotangents waiting under their IDs) and the `grad` map (each input's gradient).
-    fn maps(&self, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) -> Vec<(String, Shown)> {
+    fn maps(&mut self, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) -> Vec<(String, Shown)> {
         let mut out = vec![];
-        for (id, t) in accum.iter_mut().rev() {
-            out.push((format!("accum[{id}]"), Shown::text(self.show(t))));
+        for (id, t) in accum.iter_mut().rev().take(MAP_ROWS) {
+            let text = match self.accum_text.get(id) {
+                Some(text) => text.clone(),
+                None => self.show(t),
+            };
+            self.accum_text.insert(*id, text.clone());
+            out.push((format!("accum[{id}]"), Shown::text(text)));
         }
-        for (k, t) in grad.iter_mut() {
+        if accum.len() > MAP_ROWS {
+            out.push(("accum …".into(), Shown::text(format!("{} more entries, lower IDs", accum.len() - MAP_ROWS))));
+        }
+        for (k, t) in grad.iter_mut().take(MAP_ROWS) {
             let name = self.labels.get(*k).cloned().unwrap_or_else(|| format!("input {k}"));
-            out.push((format!("grad {name}"), Shown::text(self.show(t))));
+            let text = match self.grad_text.get(k) {
+                Some(text) => text.clone(),
+                None => self.show(t),
+            };
+            self.grad_text.insert(*k, text.clone());
+            out.push((format!("grad {name}"), Shown::text(text)));
+        }
+        if grad.len() > MAP_ROWS {
+            out.push(("grad …".into(), Shown::text(format!("{} more inputs", grad.len() - MAP_ROWS))));
         }
         out
     }

@@ -525,6 +525,7 @@ impl Reverse {
                         None => c,
                     };
                     grad.insert(*k, v);
+                    self.trace.changed_grad(*k);
                     format!("added to grad {}", self.trace.labels.get(*k).map(String::as_str).unwrap_or("?"))
                 }
                 SymKind::Add(a, b) => {
@@ -551,6 +552,7 @@ impl Reverse {
                         None => c,
                     };
                     accum.insert(*id, v);
+                    self.trace.changed_accum(*id);
                     format!("added to accum[{id}], evaluated when ID {id} is popped")
                 }
                 SymKind::Index(x, u) => {
