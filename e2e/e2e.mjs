@@ -513,16 +513,20 @@ try {
     return sub.url;
   });
 
-  await check('a run streams: the selected stage\'s chain arrives first, each other chain after it', async () => {
+  await check('a run streams: forward and the selected stage arrive first, then the rest of its chain, then each other chain', async () => {
     const parts = await page.evaluate(async src => {
       const st = window.__cot.state;
-      const phases = [['forward', ...st.chains.find(c => c.id === 'dualrev').stages], ...st.chains.filter(c => c.id !== 'dualrev' && c.id !== 'forward').map(c => c.stages)];
+      // arrays/share-to-let's input is arrays/symbolic-share's output, whose input is dual-arrays' …
+      const sel = 'arrays/share-to-let';
+      const phases = [['forward', sel], st.chains.find(c => c.id === 'arrays').stages.filter(id => id !== sel),
+        ...st.chains.filter(c => c.id !== 'arrays' && c.id !== 'forward').map(c => c.stages)];
       const got = [];
-      await window.__cot.core.request('analyse-stream', { source: src, options: {}, phases }, null, p => got.push({ ids: p.stages.map(s => s.id), run: p.run_id, ms: p.phase_ms }));
+      await window.__cot.core.request('analyse-stream', { source: src, options: {}, phases }, null, p => got.push({ ids: p.stages.map(s => s.id), ok: p.stages.map(s => s.ok), run: p.run_id, ms: p.phase_ms }));
       return { got, phases: phases.length, all: st.stages.length };
     }, RUNNING);
     assert(parts.got.length === parts.phases, `${parts.got.length} partial results for ${parts.phases} phases`);
-    assert(parts.got[0].ids.includes('forward') && parts.got[0].ids.includes('dualrev/tape') && !parts.got[0].ids.some(id => id.startsWith('krawiec/')), 'first phase: ' + parts.got[0].ids);
+    assert(parts.got[0].ids.join() === 'forward,arrays/share-to-let' && parts.got[0].ok.every(Boolean), 'first phase: ' + parts.got[0].ids);
+    assert(parts.got[1].ids.includes('arrays/symbolic-share') && parts.got[1].ok.every(Boolean), 'second phase: ' + parts.got[1].ids);
     assert(new Set(parts.got.map(p => p.run)).size === 1, 'phases of one run have one run id');
     const total = parts.got.reduce((n, p) => n + p.ids.length, 0);
     assert(total === parts.all, `${total} stages streamed of ${parts.all}`);
@@ -590,7 +594,7 @@ try {
   await setSource(page, RUNNING);
   const graphStage = await page.evaluate(() => (window.__cot.state.result.stages.find(s => s.id === 'krawiec/monadic') || window.__cot.state.result.stages.find(s => s.graph_nodes > 0) || { id: 'forward' }).id);
   await page.click(`[data-stage="${graphStage}"]`);
-  console.log(`\nkeystroke → the selected stage updated, and all stages updated (the selected stage's chain runs first, the other chains stream in after; median of 5 keystrokes; core = time inside wasm; selected stage ${await page.evaluate(() => window.__cot.state.selected)}; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}):`);
+  console.log(`\nkeystroke → the selected stage updated, and all stages updated (forward and the selected stage run first, then the rest of its chain, then the other chains; median of 5 keystrokes; core = time inside wasm; selected stage ${await page.evaluate(() => window.__cot.state.selected)}; load average ${(await import('node:os')).loadavg()[0].toFixed(2)}):`);
   const examples = await page.evaluate(() => window.__cot.state.examples.map(e => ({ name: e.name, source: e.source })));
   const rows = [];
   for (const ex of [{ name: '(running, inline)', source: RUNNING }, ...examples]) {

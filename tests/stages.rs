@@ -716,3 +716,37 @@ fn unf_fig_17_arrays_over_any_ground_type() {
         }
     }
 }
+
+/// The page's streaming: one pipeline run in phases (a selected stage whose input is another stage's
+/// output first, then the rest of its chain, then another chain) hands each phase its own stages, in
+/// order, with the same results as one run of them all.
+#[test]
+fn a_run_in_phases_gives_each_phase_its_stages_and_the_same_results_as_one_run() {
+    run_with_stack(|| {
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/unf-ex1.1.cot")).unwrap();
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let phases = vec![
+            ids(&["forward", "unf/opt"]),
+            ids(&["unf/direct", "unf/source", "unf/target", "unf/back", "unf/pe"]),
+            ids(&["chad/basic", "krawiec/monadic"]),
+        ];
+        let opts = Options { trace: true, ..Options::default() };
+        let mut got: Vec<Vec<String>> = vec![];
+        let mut results = vec![];
+        let a = cotangent::pipeline::analyse_in_phases(&src, &opts, &phases, &mut |a, rs| {
+            assert!(a.stages.is_empty() && a.reference.is_some());
+            got.push(rs.iter().map(|r| r.id.clone()).collect());
+            results.extend(rs);
+        })
+        .unwrap();
+        assert_eq!(got, phases);
+        assert!(a.stages.is_empty());
+        let whole = analyse(&src, &Options { stages: phases.concat(), ..opts }).unwrap();
+        assert_eq!(results.len(), whole.stages.len());
+        for (p, w) in results.iter().zip(&whole.stages) {
+            assert!(p.ok && p.agrees == Some(true), "{}: {:?}", p.id, p.error);
+            let json = |r: &cotangent::pipeline::StageResult| serde_json::to_string(&(&r.id, &r.program, &r.gradient, &r.cost, &r.trace)).unwrap();
+            assert_eq!(json(p), json(w), "{}", p.id);
+        }
+    })
+}

@@ -266,6 +266,23 @@ pub fn fits(v: &Value, t: &Type) -> bool {
 
 /// Runs the whole pipeline.
 pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> {
+    let mut stages = vec![];
+    let mut a = analyse_in_phases(text, opts, std::slice::from_ref(&opts.stages), &mut |_, rs| stages.extend(rs))?;
+    a.stages = stages;
+    Ok(a)
+}
+
+/// Runs the pipeline once over several phases, each a list of stage ids (empty: every stage), and
+/// hands each phase's results to `on_phase` as soon as they are ready, with the analysis they belong
+/// to (its `stages` empty). The front end, the source run and the reference run once, and a stage's
+/// output prepared in one phase serves the later ones (the page shows the selected stage first, then
+/// the rest of its chain, then the other chains: `web::analyse_stream`).
+pub fn analyse_in_phases(
+    text: &str,
+    opts: &Options,
+    phases: &[Vec<String>],
+    on_phase: &mut dyn FnMut(&Analysis, Vec<StageResult>),
+) -> Result<Analysis, Vec<Diagnostic>> {
     crate::limits::set_phase("source", "reading the program");
     let (program, s, t) = front_end_at(text, &opts.params, opts.at.as_deref())?;
     crate::limits::set_phase("source", "running the program");
@@ -321,31 +338,40 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
         (None, None) => primal.with_reals(&mut std::iter::repeat(1.0)),
     };
     let no_builtins = Builtins::new();
-    let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
-
-    let chosen: Vec<&'static dyn Stage> = if opts.stages.is_empty() {
-        stages::all()
-    } else {
-        let mut v = vec![];
-        for id in &opts.stages {
+    let mut chosen: Vec<&'static dyn Stage> = vec![];
+    // where each phase ends in `chosen`
+    let mut ends = vec![];
+    for phase in phases {
+        if phase.is_empty() {
+            chosen.extend(stages::all());
+        }
+        for id in phase {
             match stages::find(id) {
-                Some(st) => v.push(st),
+                Some(st) => chosen.push(st),
                 None => return Err(vec![Diagnostic::error(Span::NONE, format!("unknown stage `{id}` (see `cotangent stages`)"))]),
             }
         }
-        v
-    };
-    let outputs = Outputs::new(&src, opts);
+        ends.push(chosen.len());
+    }
     // forward is the reference: run it even when it was not asked for.
     let forward = stages::find("forward").expect("forward is registered");
-    let reference_run = run_stage(forward, &outputs, &input, &seed, opts);
-    let reference = reference_run.ok.then(|| {
-        let fd = finite_differences(&program, &input, &seed, &opts.budget);
-        let g = reference_run.gradient.clone();
-        let fd_agrees = fd.len() == g.len() && fd.iter().zip(&g).all(|(a, b)| close(*a, *b, 1e-5));
-        Reference { gradient: g, fd, fd_agrees }
-    });
+    let (reference_run, reference) = {
+        let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
+        let reference_run = run_stage(forward, &Outputs::new(&src, opts), &input, &seed, opts);
+        let reference = reference_run.ok.then(|| {
+            let fd = finite_differences(&program, &input, &seed, &opts.budget);
+            let g = reference_run.gradient.clone();
+            let fd_agrees = fd.len() == g.len() && fd.iter().zip(&g).all(|(a, b)| close(*a, *b, 1e-5));
+            Reference { gradient: g, fd, fd_agrees }
+        });
+        (reference_run, reference)
+    };
+    let a = Analysis { input_type: s, output_type: t, program, input, seed, primal, reference, stages: vec![] };
+    let src = Source { program: &a.program, input_type: &a.input_type, output_type: &a.output_type, builtins: &no_builtins };
+    let outputs = Outputs::new(&src, opts);
+    let (input, seed, primal, reference) = (&a.input, &a.seed, &a.primal, &a.reference);
     let mut results: Vec<StageResult> = vec![];
+    let mut phase_ends = ends.into_iter().peekable();
     for (k, &st) in chosen.iter().enumerate() {
         // What no later stage transforms further is let go (a long program's outputs are large; a
         // stage that still looks one up prepares it again), `forward`'s too: its run is the reference.
@@ -354,9 +380,9 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
             Input::Source => None,
         }).collect();
         outputs.keep_only(|id| later.contains(&id));
-        let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &outputs, &input, &seed, opts) };
+        let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &outputs, input, seed, opts) };
         if r.ok {
-            let same_primal = r.primal.as_ref().is_none_or(|p| approx_same(p, &primal));
+            let same_primal = r.primal.as_ref().is_none_or(|p| approx_same(p, primal));
             r.agrees = reference.as_ref().map(|rf| {
                 same_primal && r.gradient.len() == rf.gradient.len() && r.gradient.iter().zip(&rf.gradient).all(|(a, b)| close(*a, *b, AGREE_TOL))
             });
@@ -367,8 +393,17 @@ pub fn analyse(text: &str, opts: &Options) -> Result<Analysis, Vec<Diagnostic>> 
             };
         }
         results.push(r);
+        while phase_ends.next_if(|&end| end <= k + 1).is_some() {
+            on_phase(&a, std::mem::take(&mut results));
+        }
     }
-    Ok(Analysis { input_type: s.clone(), output_type: t.clone(), program, input, seed, primal, reference, stages: results })
+    // phases with no stages left (empty lists after the last stage) still report
+    for _ in phase_ends {
+        on_phase(&a, vec![]);
+    }
+    drop(outputs);
+    drop(src);
+    Ok(a)
 }
 
 /// Every stage's typed output, prepared once and kept: a stage whose input is another stage's output

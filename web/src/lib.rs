@@ -430,13 +430,23 @@ pub fn input_labels(program: &cotangent::ir::Program, input: &cotangent::value::
 
 /// The whole analysis, as plain Rust data (used natively by the tests, and by `analyse`).
 pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
-    let t0 = now_ms();
+    let mut whole = WebAnalysis::default();
+    analyse_text_in_phases(text, o, std::slice::from_ref(&o.stages), &mut |w| whole = w);
+    whole
+}
+
+/// `analyse_text` over phases (lists of stage ids; `o.stages` is not read): one pipeline run
+/// (`pipeline::analyse_in_phases`: the front end, the reference and each prepared output once), with
+/// each phase's stages handed to `on_phase` as soon as they have run. A program that does not
+/// analyse gives one phase, with its diagnostics.
+pub fn analyse_text_in_phases(text: &str, o: &WebOptions, phases: &[Vec<String>], on_phase: &mut dyn FnMut(WebAnalysis)) {
+    let mut t0 = now_ms();
     let off = Offsets::new(text);
+    let run_id = o.run.unwrap_or_else(next_run);
     let mut opts = Options {
         at: o.at.clone().filter(|s| !s.trim().is_empty()),
         seed: o.seed.clone().filter(|s| !s.trim().is_empty()),
         params: o.params.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        stages: o.stages.clone(),
         lines: true,
         ..Options::default()
     };
@@ -457,15 +467,15 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
     }
     opts.print.unicode = !o.ascii;
     let limit = o.graph_limit.unwrap_or(dag::DRAW_LIMIT);
-    let mut out = WebAnalysis::default();
-    match pipeline::analyse(text, &opts) {
-        Err(ds) => {
-            out.diagnostics = ds.iter().map(|d| web_diag(text, &off, d)).collect();
-            if out.diagnostics.is_empty() {
-                out.diagnostics.push(web_diag(text, &off, &Diagnostic::error(Span::NONE, "the program could not be analysed")));
-            }
-        }
-        Ok(a) => {
+    let mut finish = |mut out: WebAnalysis| {
+        finish_phase(&mut out, text, o, run_id);
+        out.elapsed_ms = now_ms() - t0;
+        on_phase(out);
+        t0 = now_ms();
+    };
+    let res = pipeline::analyse_in_phases(text, &opts, phases, &mut |a, stages| {
+        let mut out = WebAnalysis::default();
+        {
             out.input = Some(to_json(&a.input));
             out.input_text = Some(a.input.to_string());
             out.input_reals = a.input.real_leaves();
@@ -479,7 +489,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             out.params = a.program.params.iter().map(|p| WebParam { name: p.name.text.to_string(), value: p.value }).collect();
             out.reference = a.reference.clone();
             let calls = arraygroups::array_calls(&a.program, text);
-            for mut r in a.stages {
+            for mut r in stages {
                 if let Some(g) = r.graph.as_mut() {
                     arraygroups::group_by_array_call(g, &calls);
                 }
@@ -544,11 +554,24 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
                 });
             }
         }
+        finish(out);
+    });
+    if let Err(ds) = res {
+        let mut out = WebAnalysis::default();
+        out.diagnostics = ds.iter().map(|d| web_diag(text, &off, d)).collect();
+        if out.diagnostics.is_empty() {
+            out.diagnostics.push(web_diag(text, &off, &Diagnostic::error(Span::NONE, "the program could not be analysed")));
+        }
+        finish(out);
     }
+}
+
+/// What every phase's result gets: trace lengths, the run id, the kept analysis, details cut.
+fn finish_phase(out: &mut WebAnalysis, text: &str, o: &WebOptions, run_id: u64) {
     for st in &mut out.stages {
         st.trace_len = st.trace.len();
     }
-    out.run_id = o.run.unwrap_or_else(next_run);
+    out.run_id = run_id;
     if o.keep {
         out.source = text.to_string();
         out.options = o.clone();
@@ -556,7 +579,7 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             let mut k = k.borrow_mut();
             match k.as_mut() {
                 // a later phase of the same run: its stages join the kept ones
-                Some(kept) if o.run.is_some() && kept.run_id == out.run_id => kept.stages.extend(out.stages.iter().cloned()),
+                Some(kept) if kept.run_id == out.run_id => kept.stages.extend(out.stages.iter().cloned()),
                 _ => *k = Some(out.clone()),
             }
         });
@@ -569,8 +592,6 @@ pub fn analyse_text(text: &str, o: &WebOptions) -> WebAnalysis {
             st.graph_svg = None;
         }
     }
-    out.elapsed_ms = now_ms() - t0;
-    out
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -644,12 +665,14 @@ pub fn analyse_json(source: &str, options: JsValue) -> String {
     serde_json::to_string(&analyse_text(source, &opts)).unwrap_or_default()
 }
 
-/// Runs the analysis in phases, each a list of stage ids (the page puts the selected stage's chain
-/// first, then the other chains), and posts each phase's result to the page as soon as it is ready:
+/// Runs the analysis in phases, each a list of stage ids (the page puts `forward` and the selected
+/// stage first, then the rest of its chain, then the other chains), and posts each phase's result to
+/// the page as soon as it is ready:
 /// `{id: request, ok: true, partial: true, result: {json, phase_ms}}` from this worker
 /// (`DedicatedWorkerGlobalScope::post_message`), so the selected stage shows before the other chains
-/// have run. All phases share one run id (and one kept analysis for `stage_detail`). A phase with
-/// diagnostics (the program does not analyse) is the last. Returns the number of phases run.
+/// have run. All phases are one pipeline run (the front end, the reference and each prepared output
+/// once), with one run id (and one kept analysis for `stage_detail`). A program that does not analyse
+/// posts one phase, with its diagnostics. Returns the number of phases posted.
 #[wasm_bindgen]
 pub fn analyse_stream(request: f64, source: &str, options: JsValue, phases: JsValue) -> Result<u32, JsValue> {
     use wasm_bindgen::JsCast;
@@ -660,26 +683,28 @@ pub fn analyse_stream(request: f64, source: &str, options: JsValue, phases: JsVa
     };
     let phases: Vec<Vec<String>> = serde_wasm_bindgen::from_value(phases).map_err(|e| JsValue::from_str(&format!("bad phases: {e}")))?;
     let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().dyn_into().map_err(|_| JsValue::from_str("analyse_stream runs in a dedicated worker"))?;
-    let run = next_run();
     let mut ran = 0;
-    for stages in phases {
-        let t0 = now_ms();
-        let a = analyse_text(source, &WebOptions { stages, run: Some(run), ..opts.clone() });
-        let json = serde_json::to_string(&a).map_err(|e| JsValue::from_str(&e.to_string()))?;
-        let result = js_sys::Object::new();
-        js_sys::Reflect::set(&result, &"json".into(), &json.into())?;
-        js_sys::Reflect::set(&result, &"phase_ms".into(), &(now_ms() - t0).into())?;
-        let msg = js_sys::Object::new();
-        js_sys::Reflect::set(&msg, &"id".into(), &request.into())?;
-        js_sys::Reflect::set(&msg, &"ok".into(), &true.into())?;
-        js_sys::Reflect::set(&msg, &"partial".into(), &true.into())?;
-        js_sys::Reflect::set(&msg, &"result".into(), &result)?;
-        scope.post_message(&msg)?;
-        ran += 1;
-        if !a.diagnostics.is_empty() {
-            break;
+    let mut posted: Result<(), JsValue> = Ok(());
+    let o = WebOptions { run: Some(next_run()), ..opts };
+    analyse_text_in_phases(source, &o, &phases, &mut |a| {
+        if posted.is_err() {
+            return;
         }
-    }
+        posted = (|| {
+            let json = serde_json::to_string(&a).map_err(|e| JsValue::from_str(&e.to_string()))?;
+            let result = js_sys::Object::new();
+            js_sys::Reflect::set(&result, &"json".into(), &json.into())?;
+            js_sys::Reflect::set(&result, &"phase_ms".into(), &a.elapsed_ms.into())?;
+            let msg = js_sys::Object::new();
+            js_sys::Reflect::set(&msg, &"id".into(), &request.into())?;
+            js_sys::Reflect::set(&msg, &"ok".into(), &true.into())?;
+            js_sys::Reflect::set(&msg, &"partial".into(), &true.into())?;
+            js_sys::Reflect::set(&msg, &"result".into(), &result)?;
+            scope.post_message(&msg)
+        })();
+        ran += 1;
+    });
+    posted?;
     Ok(ran)
 }
 

@@ -57,15 +57,17 @@ function onInput() {
   run();
 }
 
-/** The phases of a run: the selected stage's chain first (with forward, the reference), then each other
- *  chain, so that the selected stage shows before the others have run. */
+/** The phases of a run: forward (the reference) and the selected stage first, then the rest of its
+ *  chain, then each other chain, so that the selected stage shows before the others have run. The core
+ *  runs them as one pipeline: what the selected stage's input needs is prepared once. */
 function phases() {
   const sel = state.chains.find(c => c.stages.includes(state.selected)) || state.chains[0];
-  const first = [...new Set([REFERENCE, ...(sel ? sel.stages : [])])];
+  const first = [...new Set([REFERENCE, ...(sel && sel.stages.includes(state.selected) ? [state.selected] : sel ? sel.stages : [])])];
+  const chain = sel ? sel.stages.filter(id => !first.includes(id)) : [];
   const rest = state.chains.filter(c => c !== sel).map(c => c.stages.filter(id => !first.includes(id))).filter(p => p.length);
-  const known = new Set([first, ...rest].flat());
+  const known = new Set([first, chain, ...rest].flat());
   const others = stageOrder().filter(id => !known.has(id));
-  return [first, ...rest, ...(others.length ? [others] : [])];
+  return [first, ...(chain.length ? [chain] : []), ...rest, ...(others.length ? [others] : [])];
 }
 
 async function run(seq = ++state.seq) {
@@ -82,8 +84,10 @@ async function run(seq = ++state.seq) {
       merged.stages.push(...part.stages);
       merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
       merged.elapsed_ms += part.elapsed_ms;
-      // a later chain: only what lists every stage changes, unless it brought the selected stage
-      if (part.stages.some(s => s.id === state.selected)) apply(merged, seq);
+      // a later phase: only what lists every stage changes, unless it brought the selected stage or
+      // the one whose graph is drawn beside it
+      const beside = besideOf(state.selected)?.stage;
+      if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
       else { stageList.render(state); costs.render(state); }
     }
     if (selectedMs == null) {
