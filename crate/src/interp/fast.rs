@@ -34,7 +34,7 @@
 use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
-use super::{Machine, RunError};
+use super::{Builtin, Builtins, FusedFn, Machine, RunError};
 use crate::prims::OnReal;
 use crate::value::Value;
 use std::rc::Rc;
@@ -48,6 +48,8 @@ pub(crate) const MAX_DEPTH: u32 = if cfg!(target_arch = "wasm32") { 16 } else { 
 pub(crate) struct Hints<'a> {
     pub slots: &'a [bool],
     pub caps: &'a [bool],
+    /// The fused pairs of builtins the stage's runtime offers (`Fused`).
+    pub builtins: &'a Builtins,
 }
 
 impl Hints<'_> {
@@ -694,6 +696,13 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
                 prim2(op, x, y, span, &mut m.real_ops).map_err(Box::new)
             })
         }
+        Code::CallB(b, items, span) if fusable(&b, &items, h).is_some() => {
+            let (f, mut items) = (fusable(&b, &items, h), items.into_vec());
+            match (f, items.pop()) {
+                (Some(f), Some(Code::CallB(inner, args, ispan))) => fused(f, inner, args, [ispan, span], h),
+                _ => g(move |_| err(span, "internal: a fused pair is two builtin calls".into())),
+            }
+        }
         Code::CallB(b, items, span) => {
             let items = gens(items, h);
             g(move |m| {
@@ -715,6 +724,29 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             })
         }
     }
+}
+
+/// The fused function for `b (inner …)`, if the runtime offers one (`Fused`).
+fn fusable(b: &Builtin, items: &[Code], h: &Hints) -> Option<FusedFn> {
+    match items {
+        [Code::CallB(inner, ..)] => h.builtins.fused(b.name, inner.name),
+        _ => None,
+    }
+}
+
+/// `outer (inner a1 … an)` as one function: the two calls' steps, then the inner's arguments in
+/// order (as the walker evaluates them), then the fused function in place of both calls.
+fn fused(f: FusedFn, inner: Rc<Builtin>, args: Box<[Code]>, spans: [crate::diag::Span; 2], h: &Hints) -> Gen {
+    let args = gens(args, h);
+    g(move |m| {
+        m.step(Charge::None)?;
+        m.step(Charge::None)?;
+        let mut buf = m.arg_bufs.pop().unwrap_or_default();
+        for a in args.iter() {
+            a.push_to(m, &mut buf)?;
+        }
+        m.call_fused(f, &inner, buf, spans)
+    })
 }
 
 /// A tuple (one allocation) or an array literal (one per element) of `items`, left to right.

@@ -234,8 +234,8 @@ struct FunCtx {
 }
 
 impl FunCtx {
-    fn hints(&self) -> Hints<'_> {
-        Hints { slots: &self.real, caps: &self.real_caps }
+    fn hints<'a>(&'a self, builtins: &'a Builtins) -> Hints<'a> {
+        Hints { slots: &self.real, caps: &self.real_caps, builtins }
     }
 }
 
@@ -333,7 +333,7 @@ impl Lowerer<'_> {
     fn regions(&self, body: &mut Code, ctx: &FunCtx) {
         if self.fast {
             moves(body, ctx.nslots);
-            fast::regions(body, &ctx.hints());
+            fast::regions(body, &ctx.hints(self.builtins));
         }
     }
 

@@ -353,6 +353,12 @@ impl<'p> Machine<'p> {
     pub fn builtin_name(&self) -> &'static str {
         self.builtin
     }
+    /// A fused pair's switch to its outer builtin (`Fused`): from here on the builtin running is
+    /// `name`, applied at `span`, as if it had been called on the inner one's value.
+    pub fn enter_builtin(&mut self, name: &'static str, span: Span) {
+        self.builtin = name;
+        self.span = span;
+    }
     /// The span of the application currently running (for builtins' messages).
     pub fn current_span(&self) -> Span {
         self.span

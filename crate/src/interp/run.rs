@@ -669,6 +669,21 @@ impl Machine<'_> {
         Ok(r?)
     }
 
+    /// Runs a fused pair `outer (inner args)` (`Fused`) as the inner builtin's call; the fused
+    /// function switches to the outer one itself (`Machine::enter_builtin`).
+    pub(super) fn call_fused(&mut self, f: super::FusedFn, inner: &Builtin, mut args: Vec<Value>, spans: [Span; 2]) -> Res<Value> {
+        let old = std::mem::replace(&mut self.span, spans[0]);
+        let old_b = std::mem::replace(&mut self.builtin, inner.name);
+        let r = f(self, &mut args, spans);
+        self.span = old;
+        self.builtin = old_b;
+        args.clear();
+        if self.arg_bufs.len() < 64 {
+            self.arg_bufs.push(args);
+        }
+        Ok(r?)
+    }
+
     fn call_lazy(&mut self, b: &Builtin, mut args: Vec<Value>, thunk: &Rc<LamCode>, span: Span) -> Res<Next> {
         self.alloc(1)?;
         let env: Rc<[Value]> = thunk.captures.iter().map(|&l| self.load(l)).collect();
