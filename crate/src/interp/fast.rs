@@ -82,6 +82,9 @@ enum Gen {
     Capture(u32),
     Const(Value),
     Code(GenFn),
+    /// A real or an integer computed unboxed, boxed only here (no closure around the closure).
+    Real(Real),
+    Int(Int),
 }
 
 /// A compiled expression returning an unboxed real or integer (leaves read in place, as `Gen`'s).
@@ -145,6 +148,8 @@ impl Gen {
                 Ok(v.clone())
             }
             Gen::Code(f) => f(m),
+            Gen::Real(r) => settle(r.run(m)),
+            Gen::Int(r) => settle(r.run(m)),
         }
     }
 }
@@ -174,6 +179,8 @@ impl Gen {
                 out.push(v.clone());
             }
             Gen::Code(f) => out.push(f(m)?),
+            Gen::Real(r) => out.push(settle(r.run(m))?),
+            Gen::Int(r) => out.push(settle(r.run(m))?),
         }
         Ok(())
     }
@@ -686,12 +693,10 @@ fn gen(c: Code, h: &Hints) -> Gen {
     // (a real leaf is read in place either way)
     if !matches!(c, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_)) {
         if is_real(&c, h) {
-            let r = real(c, h);
-            return g(move |m| settle(r.run(m)));
+            return Gen::Real(real(c, h));
         }
         if is_int(&c, h) {
-            let r = int(c, h);
-            return g(move |m| settle(r.run(m)));
+            return Gen::Int(int(c, h));
         }
     }
     gen_value(c, h)
