@@ -96,6 +96,8 @@ pub struct Machine<'p> {
     bp: usize,
     env: Rc<[Value]>,
     group: Option<Rc<GroupVal>>,
+    /// The captures of a definition's closure (none), for calls of known definitions.
+    no_captures: Rc<[Value]>,
     /// Spent argument buffers of builtin calls, reused so that a call does not allocate one.
     arg_bufs: Vec<Vec<Value>>,
     /// The value being returned (see `run::Next::Ret`).
@@ -150,6 +152,7 @@ impl<'p> Machine<'p> {
             locals: vec![],
             vals: vec![],
             bp: 0,
+            no_captures: empty.clone(),
             env: empty,
             group: None,
             arg_bufs: vec![],
