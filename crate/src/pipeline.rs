@@ -545,6 +545,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     let Output { program: mut out, builtins: extra, views, steps } = out;
     let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
+    builtins.fuse(st.fused());
     builtins.extend(extra);
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.

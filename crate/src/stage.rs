@@ -244,6 +244,11 @@ pub trait Stage: Sync {
         vec![]
     }
 
+    /// Pairs of its builtins the engine may run as one function (`interp::Fused`; default none).
+    fn fused(&self) -> Vec<crate::interp::Fused> {
+        vec![]
+    }
+
     /// Refuses, with a located message saying why, what the paper's method cannot handle beyond
     /// what `supports` says (e.g. a wrapper that needs `main : R^a → R`).
     fn accepts(&self, _src: &Source) -> Result<(), Diagnostic> {

@@ -181,6 +181,13 @@ fn runtime_errors_inside_regions_are_the_walkers() {
         // integer overflow and division by zero
         ("def main k = let a = k * k in a * a * a + 1", true, Value::Int(1 << 20), "integer overflow"),
         ("def main k = (k + 1) / (k - k)", true, Value::Int(5), "division by zero"),
+        // an integer-typed region handed a real (a wrong hint), and checked integer arithmetic
+        // failing inside unboxed code
+        ("def main k = k * 2 + 1", true, Value::Real(1.5), "cannot be applied"),
+        ("def main k = real (k + 1) * 2.0", true, Value::Real(1.5), "cannot be applied"),
+        ("def main k = if k == 0 then 1.0 else 2.0", true, Value::Real(0.0), "cannot be applied"),
+        ("def main k = -(k - 1) - 2", true, Value::Int(i64::MIN + 1), "integer overflow"),
+        ("def main k = real (k mod (k - k))", true, Value::Int(3), "division by zero"),
     ];
     for (src, typed, arg, want) in cases {
         match run_both(src, *typed, arg.clone(), Budget::default()) {

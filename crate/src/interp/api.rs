@@ -277,10 +277,27 @@ pub struct Builtin {
     pub run: BuiltinFn,
 }
 
+/// `outer (inner a1 … an)` run as one function (a stage runtime's lowering hook, issue 13): where the
+/// engine's compiled regions meet that nesting of two saturated builtins, they call `run` with the
+/// inner builtin's arguments, the inner application's span and the outer's, instead of building the
+/// inner's value only for the outer to take apart (the taping stages' `record (C2 …)`: no Contrib
+/// allocated per operation). `run` must count, fail and answer exactly as the two calls in turn;
+/// the machine runs it as the inner builtin, and `Machine::enter_builtin` switches to the outer.
+/// The walker (the tests' reference) never fuses, so `crate/tests/engine.rs` checks that it does.
+pub type FusedFn = fn(&mut Machine<'_>, &mut Vec<Value>, [Span; 2]) -> Result<Value, RunError>;
+
+#[derive(Clone, Copy)]
+pub struct Fused {
+    pub outer: &'static str,
+    pub inner: &'static str,
+    pub run: FusedFn,
+}
+
 /// The builtins a program may use, by name.
 #[derive(Clone, Default)]
 pub struct Builtins {
     table: HashMap<&'static str, Rc<Builtin>>,
+    fused: Vec<Fused>,
 }
 
 impl Builtins {
@@ -295,5 +312,13 @@ impl Builtins {
     }
     pub fn get(&self, name: &str) -> Option<&Rc<Builtin>> {
         self.table.get(name)
+    }
+    /// Adds fused pairs (`Stage::fused`).
+    pub fn fuse(&mut self, fs: impl IntoIterator<Item = Fused>) {
+        self.fused.extend(fs);
+    }
+    /// The fused function for `outer (inner …)`, if one was added.
+    pub fn fused(&self, outer: &str, inner: &str) -> Option<FusedFn> {
+        self.fused.iter().find(|f| f.outer == outer && f.inner == inner).map(|f| f.run)
     }
 }

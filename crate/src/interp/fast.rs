@@ -34,8 +34,8 @@
 use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
-use super::{Machine, RunError};
-use crate::prims::OnReal;
+use super::{Builtin, Builtins, FusedFn, Machine, RunError};
+use crate::prims::{OnInt, OnReal};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -44,23 +44,34 @@ use std::rc::Rc;
 /// `MAX_NESTING` times; wasm's stack is about 1 MB, so regions there are shallower.
 pub(crate) const MAX_DEPTH: u32 = if cfg!(target_arch = "wasm32") { 16 } else { 48 };
 
-/// Which slots of the frame and which captures of the closure hold reals, by the checker's types.
+/// What the checker's types say a slot or capture holds: a real, an integer, or anything else. Only
+/// a hint (see the module comment): a wrong one costs time, never a different result.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Scalar {
+    Other,
+    Real,
+    Int,
+}
+
+/// Which slots of the frame and which captures of the closure hold reals or integers.
 pub(crate) struct Hints<'a> {
-    pub slots: &'a [bool],
-    pub caps: &'a [bool],
+    pub slots: &'a [Scalar],
+    pub caps: &'a [Scalar],
+    /// The fused pairs of builtins the stage's runtime offers (`Fused`).
+    pub builtins: &'a Builtins,
 }
 
 impl Hints<'_> {
-    fn slot(&self, s: u32) -> bool {
-        self.slots.get(s as usize).copied().unwrap_or(false)
+    fn slot(&self, s: u32) -> Scalar {
+        self.slots.get(s as usize).copied().unwrap_or(Scalar::Other)
     }
-    fn cap(&self, i: u32) -> bool {
-        self.caps.get(i as usize).copied().unwrap_or(false)
+    fn cap(&self, i: u32) -> Scalar {
+        self.caps.get(i as usize).copied().unwrap_or(Scalar::Other)
     }
 }
 
 type GenFn = Box<dyn Fn(&mut Machine<'_>) -> Res<Value>>;
-type RealFn = Box<dyn Fn(&mut Machine<'_>) -> Result<f64, Miss>>;
+type UnboxedFn<T> = Box<dyn Fn(&mut Machine<'_>) -> Result<T, Miss>>;
 
 /// A compiled expression returning a value. Variables and constants are read in place (no
 /// closure call for a leaf, the commonest operand), counting their step as the walker does.
@@ -71,14 +82,49 @@ enum Gen {
     Capture(u32),
     Const(Value),
     Code(GenFn),
+    /// A real or an integer computed unboxed, boxed only here (no closure around the closure).
+    Real(Real),
+    Int(Int),
 }
 
-/// A compiled expression returning an unboxed real (leaves read in place, as `Gen`'s).
-enum Real {
+/// A compiled expression returning an unboxed real or integer (leaves read in place, as `Gen`'s).
+enum Unboxed<T> {
     Local(u32),
     Capture(u32),
-    Const(f64),
-    Code(RealFn),
+    Const(T),
+    Code(UnboxedFn<T>),
+}
+type Real = Unboxed<f64>;
+type Int = Unboxed<i64>;
+
+/// A scalar a value may hold unboxed.
+trait Scalarlike: Copy + 'static {
+    fn boxed(self) -> Value;
+    fn unbox(v: &Value) -> Option<Self>;
+}
+impl Scalarlike for f64 {
+    fn boxed(self) -> Value {
+        Value::Real(self)
+    }
+    #[inline(always)]
+    fn unbox(v: &Value) -> Option<f64> {
+        match v {
+            Value::Real(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+impl Scalarlike for i64 {
+    fn boxed(self) -> Value {
+        Value::Int(self)
+    }
+    #[inline(always)]
+    fn unbox(v: &Value) -> Option<i64> {
+        match v {
+            Value::Int(x) => Some(*x),
+            _ => None,
+        }
+    }
 }
 
 impl Gen {
@@ -102,6 +148,8 @@ impl Gen {
                 Ok(v.clone())
             }
             Gen::Code(f) => f(m),
+            Gen::Real(r) => settle(r.run(m)),
+            Gen::Int(r) => settle(r.run(m)),
         }
     }
 }
@@ -131,32 +179,34 @@ impl Gen {
                 out.push(v.clone());
             }
             Gen::Code(f) => out.push(f(m)?),
+            Gen::Real(r) => out.push(settle(r.run(m))?),
+            Gen::Int(r) => out.push(settle(r.run(m))?),
         }
         Ok(())
     }
 }
 
-impl Real {
+impl<T: Scalarlike> Unboxed<T> {
     #[inline(always)]
-    fn run(&self, m: &mut Machine<'_>) -> Result<f64, Miss> {
+    fn run(&self, m: &mut Machine<'_>) -> Result<T, Miss> {
         let v = match self {
-            Real::Const(x) => {
+            Unboxed::Const(x) => {
                 m.step(Charge::Var)?;
                 return Ok(*x);
             }
-            Real::Code(f) => return f(m),
-            Real::Local(s) => {
+            Unboxed::Code(f) => return f(m),
+            Unboxed::Local(s) => {
                 m.step(Charge::Var)?;
                 &m.locals[m.bp + *s as usize]
             }
-            Real::Capture(i) => {
+            Unboxed::Capture(i) => {
                 m.step(Charge::Var)?;
                 &m.env[*i as usize]
             }
         };
-        match v {
-            Value::Real(x) => Ok(*x),
-            v => Err(Miss::Val(v.clone())),
+        match T::unbox(v) {
+            Some(x) => Ok(x),
+            None => Err(Miss::Val(v.clone())),
         }
     }
 }
@@ -474,42 +524,109 @@ fn g(f: impl Fn(&mut Machine<'_>) -> Res<Value> + 'static) -> Gen {
     Gen::Code(Box::new(f))
 }
 
-fn rl(f: impl Fn(&mut Machine<'_>) -> Result<f64, Miss> + 'static) -> Real {
-    Real::Code(Box::new(f))
+fn rl<T>(f: impl Fn(&mut Machine<'_>) -> Result<T, Miss> + 'static) -> Unboxed<T> {
+    Unboxed::Code(Box::new(f))
 }
 
 fn err<T>(span: crate::diag::Span, msg: String) -> Res<T> {
     Err(Box::new(RunError::runtime(span, msg)))
 }
 
-/// A real-typed closure's outcome as a value.
-fn settle(r: Result<f64, Miss>) -> Res<Value> {
+/// A real- or integer-typed closure's outcome as a value.
+fn settle<T: Scalarlike>(r: Result<T, Miss>) -> Res<Value> {
     match r {
-        Ok(x) => Ok(Value::Real(x)),
+        Ok(x) => Ok(x.boxed()),
         Err(Miss::Val(v)) => Ok(v),
         Err(Miss::Err(e)) => Err(e),
     }
 }
 
-/// A walker operation's outcome as a real-typed closure's.
-fn back(r: Result<Value, RunError>) -> Result<f64, Miss> {
+/// A walker operation's outcome as a real- or integer-typed closure's.
+fn back<T: Scalarlike>(r: Result<Value, RunError>) -> Result<T, Miss> {
     match r {
-        Ok(Value::Real(x)) => Ok(x),
-        Ok(v) => Err(Miss::Val(v)),
+        Ok(v) => T::unbox(&v).ok_or(Miss::Val(v)),
         Err(e) => Err(Miss::Err(Box::new(e))),
     }
 }
 
 /// Whether the hints say `c` is a real (arithmetic on reals: either operand a real is enough,
-/// since `+ - * /` take two of the same).
+/// since `+ - * /` take two of the same; `real k` of an integer).
 fn is_real(c: &Code, h: &Hints) -> bool {
     match c {
         Code::Const(Value::Real(_)) => true,
-        Code::Local(s) | Code::Move(s) => h.slot(*s),
-        Code::Capture(i) => h.cap(*i),
+        Code::Local(s) | Code::Move(s) => h.slot(*s) == Scalar::Real,
+        Code::Capture(i) => h.cap(*i) == Scalar::Real,
+        Code::Prim1(op, a, _) if matches!(op.info().on_int, Some(OnInt::ZToR(_))) => is_int(a, h),
         Code::Prim1(op, a, _) => matches!(op.info().on_real, Some(OnReal::R1(_))) && is_real(a, h),
         Code::Prim2(op, a, b, _) => matches!(op.info().on_real, Some(OnReal::R2(_))) && (is_real(a, h) || is_real(b, h)),
         _ => false,
+    }
+}
+
+/// Whether the hints say `c` is an integer (as `is_real`).
+fn is_int(c: &Code, h: &Hints) -> bool {
+    match c {
+        Code::Const(Value::Int(_)) => true,
+        Code::Local(s) | Code::Move(s) => h.slot(*s) == Scalar::Int,
+        Code::Capture(i) => h.cap(*i) == Scalar::Int,
+        Code::Prim1(op, a, _) => matches!(op.info().on_int, Some(OnInt::Z1(_))) && is_int(a, h),
+        Code::Prim2(op, a, b, _) => matches!(op.info().on_int, Some(OnInt::Z2(_))) && (is_int(a, h) || is_int(b, h)),
+        _ => false,
+    }
+}
+
+/// `c` as a closure returning an unboxed integer. Checked arithmetic that fails (overflow, division
+/// by zero) hands its operands to the walker's `prim1`/`prim2`, which give its message.
+fn int(c: Code, h: &Hints) -> Int {
+    match c {
+        Code::Const(Value::Int(x)) => Unboxed::Const(x),
+        Code::Local(s) | Code::Move(s) => Unboxed::Local(s),
+        Code::Capture(i) => Unboxed::Capture(i),
+        Code::Prim1(op, a, span) if matches!(op.info().on_int, Some(OnInt::Z1(_))) => {
+            let Some(OnInt::Z1(f)) = op.info().on_int else { return wrap(Code::Prim1(op, a, span), h) };
+            let a = int(*a, h);
+            rl(move |m| {
+                m.step(Charge::Prim1(op))?;
+                match a.run(m) {
+                    Ok(x) => f(x).map_or_else(|| back(prim1(op, Value::Int(x), span, &mut m.real_ops)), Ok),
+                    Err(Miss::Val(v)) => back(prim1(op, v, span, &mut m.real_ops)),
+                    Err(e) => Err(e),
+                }
+            })
+        }
+        Code::Prim2(op, a, b, span) if matches!(op.info().on_int, Some(OnInt::Z2(_))) => {
+            let Some(OnInt::Z2(f)) = op.info().on_int else { return wrap(Code::Prim2(op, a, b, span), h) };
+            let (a, b) = (int(*a, h), int(*b, h));
+            rl(move |m| {
+                m.step(Charge::Prim2(op))?;
+                let (x, y) = operands(m, &a, &b, op, span)?;
+                f(x, y).or_else(|_| back(prim2(op, Value::Int(x), Value::Int(y), span, &mut m.real_ops)))
+            })
+        }
+        c => wrap(c, h),
+    }
+}
+
+/// Both operands of a binary primitive, unboxed; an operand that is not (a wrong hint) has the
+/// walker's `prim2` finish the operation on values, its outcome handed back as a `Miss`.
+#[inline(always)]
+fn operands<T: Scalarlike>(m: &mut Machine<'_>, a: &Unboxed<T>, b: &Unboxed<T>, op: crate::prims::Prim, span: crate::diag::Span) -> Result<(T, T), Miss> {
+    let finish = |r: Result<Value, RunError>| match r {
+        Ok(v) => Miss::Val(v),
+        Err(e) => Miss::Err(Box::new(e)),
+    };
+    let x = match a.run(m) {
+        Ok(x) => x,
+        Err(Miss::Val(va)) => {
+            let vb = settle(b.run(m)).map_err(Miss::Err)?;
+            return Err(finish(prim2(op, va, vb, span, &mut m.real_ops)));
+        }
+        Err(e) => return Err(e),
+    };
+    match b.run(m) {
+        Ok(y) => Ok((x, y)),
+        Err(Miss::Val(vb)) => Err(finish(prim2(op, x.boxed(), vb, span, &mut m.real_ops))),
+        Err(e) => Err(e),
     }
 }
 
@@ -520,6 +637,19 @@ fn real(c: Code, h: &Hints) -> Real {
         // a real is read in place (a moved slot's value is dropped with the frame)
         Code::Local(s) | Code::Move(s) => Real::Local(s),
         Code::Capture(i) => Real::Capture(i),
+        // `real k` of an integer (counts no real op, as the walker's `prim1`)
+        Code::Prim1(op, a, span) if matches!(op.info().on_int, Some(OnInt::ZToR(_))) && is_int(&a, h) => {
+            let Some(OnInt::ZToR(f)) = op.info().on_int else { return wrap(Code::Prim1(op, a, span), h) };
+            let a = int(*a, h);
+            rl(move |m| {
+                m.step(Charge::Prim1(op))?;
+                match a.run(m) {
+                    Ok(i) => Ok(f(i)),
+                    Err(Miss::Val(v)) => back(prim1(op, v, span, &mut m.real_ops)),
+                    Err(e) => Err(e),
+                }
+            })
+        }
         Code::Prim1(op, a, span) if matches!(op.info().on_real, Some(OnReal::R1(_))) => {
             let Some(OnReal::R1(f)) = op.info().on_real else { return wrap(Code::Prim1(op, a, span), h) };
             let a = real(*a, h);
@@ -540,19 +670,7 @@ fn real(c: Code, h: &Hints) -> Real {
             let (a, b) = (real(*a, h), real(*b, h));
             rl(move |m| {
                 m.step(Charge::Prim2(op))?;
-                let x = match a.run(m) {
-                    Ok(x) => x,
-                    Err(Miss::Val(va)) => {
-                        let vb = settle(b.run(m))?;
-                        return back(prim2(op, va, vb, span, &mut m.real_ops));
-                    }
-                    Err(e) => return Err(e),
-                };
-                let y = match b.run(m) {
-                    Ok(y) => y,
-                    Err(Miss::Val(vb)) => return back(prim2(op, Value::Real(x), vb, span, &mut m.real_ops)),
-                    Err(e) => return Err(e),
-                };
+                let (x, y) = operands(m, &a, &b, op, span)?;
                 m.real_ops += 1;
                 Ok(f(x, y))
             })
@@ -561,21 +679,25 @@ fn real(c: Code, h: &Hints) -> Real {
     }
 }
 
-/// A general closure seen as a real-typed one.
-fn wrap(c: Code, h: &Hints) -> Real {
+/// A general closure seen as a real- or integer-typed one.
+fn wrap<T: Scalarlike>(c: Code, h: &Hints) -> Unboxed<T> {
     let gc = gen_value(c, h);
-    rl(move |m| match gc.run(m)? {
-        Value::Real(x) => Ok(x),
-        v => Err(Miss::Val(v)),
+    rl(move |m| {
+        let v = gc.run(m)?;
+        T::unbox(&v).ok_or(Miss::Val(v))
     })
 }
 
 /// `c` as a closure returning a value (unboxed inside where the hints say reals).
 fn gen(c: Code, h: &Hints) -> Gen {
     // (a real leaf is read in place either way)
-    if is_real(&c, h) && !matches!(c, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_)) {
-        let r = real(c, h);
-        return g(move |m| settle(r.run(m)));
+    if !matches!(c, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_)) {
+        if is_real(&c, h) {
+            return Gen::Real(real(c, h));
+        }
+        if is_int(&c, h) {
+            return Gen::Int(int(c, h));
+        }
     }
     gen_value(c, h)
 }
@@ -664,27 +786,12 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             })
         }
         Code::Prim2(op, a, b, span) => {
-            // a comparison of reals: unboxed operands, a boolean result
+            // a comparison of reals or of integers: unboxed operands, a boolean result
             if let (Some(OnReal::RCmp(f)), true) = (op.info().on_real, is_real(&a, h) || is_real(&b, h)) {
-                let (a, b) = (real(*a, h), real(*b, h));
-                return g(move |m| {
-                    m.step(Charge::Prim2(op))?;
-                    let x = match a.run(m) {
-                        Ok(x) => x,
-                        Err(Miss::Val(va)) => {
-                            let vb = settle(b.run(m))?;
-                            return prim2(op, va, vb, span, &mut m.real_ops).map_err(Box::new);
-                        }
-                        Err(Miss::Err(e)) => return Err(e),
-                    };
-                    let y = match b.run(m) {
-                        Ok(y) => y,
-                        Err(Miss::Val(vb)) => return prim2(op, Value::Real(x), vb, span, &mut m.real_ops).map_err(Box::new),
-                        Err(Miss::Err(e)) => return Err(e),
-                    };
-                    m.real_ops += 1;
-                    Ok(Value::Bool(f(x, y)))
-                });
+                return compare(real(*a, h), real(*b, h), f, 1, op, span);
+            }
+            if let (Some(OnInt::ZCmp(f)), true) = (op.info().on_int, is_int(&a, h) || is_int(&b, h)) {
+                return compare(int(*a, h), int(*b, h), f, 0, op, span);
             }
             let (a, b) = (gen(*a, h), gen(*b, h));
             g(move |m| {
@@ -693,6 +800,13 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
                 let y = b.run(m)?;
                 prim2(op, x, y, span, &mut m.real_ops).map_err(Box::new)
             })
+        }
+        Code::CallB(b, items, span) if fusable(&b, &items, h).is_some() => {
+            let (f, mut items) = (fusable(&b, &items, h), items.into_vec());
+            match (f, items.pop()) {
+                (Some(f), Some(Code::CallB(inner, args, ispan))) => fused(f, inner, args, [ispan, span], h),
+                _ => g(move |_| err(span, "internal: a fused pair is two builtin calls".into())),
+            }
         }
         Code::CallB(b, items, span) => {
             let items = gens(items, h);
@@ -715,6 +829,44 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             })
         }
     }
+}
+
+/// A comparison of unboxed operands (`real_ops` counts one on reals, none on integers).
+fn compare<T: Scalarlike>(a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops: u64, op: crate::prims::Prim, span: crate::diag::Span) -> Gen {
+    g(move |m| {
+        m.step(Charge::Prim2(op))?;
+        match operands(m, &a, &b, op, span) {
+            Ok((x, y)) => {
+                m.real_ops += ops;
+                Ok(Value::Bool(f(x, y)))
+            }
+            Err(Miss::Val(v)) => Ok(v),
+            Err(Miss::Err(e)) => Err(e),
+        }
+    })
+}
+
+/// The fused function for `b (inner …)`, if the runtime offers one (`Fused`).
+fn fusable(b: &Builtin, items: &[Code], h: &Hints) -> Option<FusedFn> {
+    match items {
+        [Code::CallB(inner, ..)] => h.builtins.fused(b.name, inner.name),
+        _ => None,
+    }
+}
+
+/// `outer (inner a1 … an)` as one function: the two calls' steps, then the inner's arguments in
+/// order (as the walker evaluates them), then the fused function in place of both calls.
+fn fused(f: FusedFn, inner: Rc<Builtin>, args: Box<[Code]>, spans: [crate::diag::Span; 2], h: &Hints) -> Gen {
+    let args = gens(args, h);
+    g(move |m| {
+        m.step(Charge::None)?;
+        m.step(Charge::None)?;
+        let mut buf = m.arg_bufs.pop().unwrap_or_default();
+        for a in args.iter() {
+            a.push_to(m, &mut buf)?;
+        }
+        m.call_fused(f, &inner, buf, spans)
+    })
 }
 
 /// A tuple (one allocation) or an array literal (one per element) of `items`, left to right.

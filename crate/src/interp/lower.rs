@@ -15,7 +15,7 @@
 //!
 //! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
 
-use super::fast::{self, FastCode, Hints};
+use super::fast::{self, FastCode, Hints, Scalar};
 use super::{Builtin, Builtins, RunError};
 use crate::diag::Span;
 use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program, Scheme, Type};
@@ -228,14 +228,14 @@ struct FunCtx {
     siblings: HashMap<u32, u32>,
     captures: Vec<Loc>,
     cap_index: HashMap<u32, u32>,
-    /// Which slots and captures hold reals by the checker's types (hints for fast regions).
-    real: Vec<bool>,
-    real_caps: Vec<bool>,
+    /// Which slots and captures hold reals or integers by the checker's types (hints for fast regions).
+    real: Vec<Scalar>,
+    real_caps: Vec<Scalar>,
 }
 
 impl FunCtx {
-    fn hints(&self) -> Hints<'_> {
-        Hints { slots: &self.real, caps: &self.real_caps }
+    fn hints<'a>(&'a self, builtins: &'a Builtins) -> Hints<'a> {
+        Hints { slots: &self.real, caps: &self.real_caps, builtins }
     }
 }
 
@@ -300,16 +300,16 @@ impl Lowerer<'_> {
         let s = c.nslots;
         c.nslots += 1;
         c.locals.insert(id, s);
-        c.real.push(false);
+        c.real.push(Scalar::Other);
         s
     }
 
-    /// Notes which slots of `p` receive reals, by the type `ty` of the value bound.
+    /// Notes which slots of `p` receive reals or integers, by the type `ty` of the value bound.
     fn hint(&mut self, p: &LPat, ty: &Type) {
         match (p, ty) {
-            (LPat::Slot(s), Type::Real) => {
+            (LPat::Slot(s), Type::Real | Type::Int) => {
                 if let Some(r) = self.top().real.get_mut(*s as usize) {
-                    *r = true;
+                    *r = if *ty == Type::Real { Scalar::Real } else { Scalar::Int };
                 }
             }
             (LPat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
@@ -333,7 +333,7 @@ impl Lowerer<'_> {
     fn regions(&self, body: &mut Code, ctx: &FunCtx) {
         if self.fast {
             moves(body, ctx.nslots);
-            fast::regions(body, &ctx.hints());
+            fast::regions(body, &ctx.hints(self.builtins));
         }
     }
 
@@ -393,9 +393,9 @@ impl Lowerer<'_> {
         let outer = self.lookup(level - 1, id)?;
         let o = &self.ctxs[level - 1];
         let real = match outer {
-            Loc::Local(s) => o.real.get(s as usize).copied().unwrap_or(false),
-            Loc::Capture(i) => o.real_caps.get(i as usize).copied().unwrap_or(false),
-            Loc::Sibling(_) => false,
+            Loc::Local(s) => o.real.get(s as usize).copied().unwrap_or(Scalar::Other),
+            Loc::Capture(i) => o.real_caps.get(i as usize).copied().unwrap_or(Scalar::Other),
+            Loc::Sibling(_) => Scalar::Other,
         };
         let c = &mut self.ctxs[level];
         let i = c.captures.len() as u32;

@@ -96,6 +96,8 @@ pub struct Machine<'p> {
     bp: usize,
     env: Rc<[Value]>,
     group: Option<Rc<GroupVal>>,
+    /// The captures of a definition's closure (none), for calls of known definitions.
+    no_captures: Rc<[Value]>,
     /// Spent argument buffers of builtin calls, reused so that a call does not allocate one.
     arg_bufs: Vec<Vec<Value>>,
     /// The value being returned (see `run::Next::Ret`).
@@ -150,6 +152,7 @@ impl<'p> Machine<'p> {
             locals: vec![],
             vals: vec![],
             bp: 0,
+            no_captures: empty.clone(),
             env: empty,
             group: None,
             arg_bufs: vec![],
@@ -352,6 +355,12 @@ impl<'p> Machine<'p> {
     /// type-indexed builtins (`0_τ`, `one_x`), each looking up what its name stands for.
     pub fn builtin_name(&self) -> &'static str {
         self.builtin
+    }
+    /// A fused pair's switch to its outer builtin (`Fused`): from here on the builtin running is
+    /// `name`, applied at `span`, as if it had been called on the inner one's value.
+    pub fn enter_builtin(&mut self, name: &'static str, span: Span) {
+        self.builtin = name;
+        self.span = span;
     }
     /// The span of the application currently running (for builtins' messages).
     pub fn current_span(&self) -> Span {

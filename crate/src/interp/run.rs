@@ -57,6 +57,9 @@ pub(super) enum Kont {
     CallArg { c: *const CallCode, i: u32, f: Value, base: usize },
     /// A function that took arguments before `i` was called; its result takes the rest.
     CallRest(*const CallCode, u32),
+    /// Argument `i` of a call of a known definition (`call_known`) was being evaluated; its
+    /// arguments so far are on `vals` from `base`.
+    CallKnown { c: *const CallCode, lam: *const LamCode, i: u32, base: usize },
 }
 
 /// What the loop does next: evaluate a node, or return the value in `Machine::acc` to the top
@@ -517,6 +520,9 @@ impl Machine<'_> {
             Head::Sibling(k) => self.sibling(k),
             Head::Global(i, span) => {
                 self.span = span;
+                if let Some(lam) = self.known(i, cc.args.len()) {
+                    return self.call_known(cc, lam, 0, self.vals.len(), None);
+                }
                 match &self.globals[i as usize] {
                     Global::Done(v) => v.clone(),
                     _ => {
@@ -527,6 +533,45 @@ impl Machine<'_> {
             }
         };
         self.call_go(cc, f, 0, self.vals.len(), None)
+    }
+
+    /// The code of definition `i` when a call with `n` arguments gives it exactly all its parameters:
+    /// a definition that is a lambda is the closure made up front (`Machine::new`) for good, so the
+    /// call needs no function value (no clone, no downcast; `call_known`). Not with a lambda watcher
+    /// on a one-parameter function: the watcher is handed the closure.
+    #[inline(always)]
+    fn known(&self, i: u32, n: usize) -> Option<*const LamCode> {
+        let lam = self.code.defs.get(i as usize)?.lam.as_deref()?;
+        (lam.more.len() + 1 == n && !(lam.more.is_empty() && self.lam_watcher.is_some())).then_some(lam as *const LamCode)
+    }
+
+    /// `call_go` for a known definition given all its parameters (`known`): the same steps, checks
+    /// and trace in the same order, its arguments from `i` on (`v` is argument `i` when evaluated).
+    fn call_known(&mut self, cc: &CallCode, lam: *const LamCode, mut i: usize, base: usize, mut v: Option<Value>) -> Res<Next> {
+        // Valid: `known` took it from this machine's lowering (see the module comment).
+        let code: &LamCode = unsafe { &*lam };
+        let n = cc.args.len();
+        loop {
+            let arg = match v.take() {
+                Some(v) => v,
+                None if inline_arg(&cc.args[i]) => self.arg_value(&cc.args[i])?,
+                None => {
+                    self.kont.push(Kont::CallKnown { c: cc, lam, i: i as u32, base });
+                    return Ok(Next::Eval(&cc.args[i]));
+                }
+            };
+            if i + 1 < n {
+                self.partial_step(code, i, &arg, false)?;
+                self.vals.push(arg);
+                i += 1;
+                continue;
+            }
+            if i == 0 {
+                self.trace_named(code, &arg);
+            }
+            let env = self.no_captures.clone();
+            return self.saturate(code, env, None, base, arg, true);
+        }
     }
 
     /// Applies `f` to the arguments of `cc` from `i` on, in the walker's order: each argument is
@@ -662,6 +707,21 @@ impl Machine<'_> {
         self.span = old;
         self.builtin = old_b;
         // the argument buffer goes back to the pool (builtins re-enter, so one buffer is not enough)
+        args.clear();
+        if self.arg_bufs.len() < 64 {
+            self.arg_bufs.push(args);
+        }
+        Ok(r?)
+    }
+
+    /// Runs a fused pair `outer (inner args)` (`Fused`) as the inner builtin's call; the fused
+    /// function switches to the outer one itself (`Machine::enter_builtin`).
+    pub(super) fn call_fused(&mut self, f: super::FusedFn, inner: &Builtin, mut args: Vec<Value>, spans: [Span; 2]) -> Res<Value> {
+        let old = std::mem::replace(&mut self.span, spans[0]);
+        let old_b = std::mem::replace(&mut self.builtin, inner.name);
+        let r = f(self, &mut args, spans);
+        self.span = old;
+        self.builtin = old_b;
         args.clear();
         if self.arg_bufs.len() < 64 {
             self.arg_bufs.push(args);
@@ -1014,6 +1074,7 @@ impl Machine<'_> {
             Kont::CallHead(cc) => return self.call_go(unsafe { &*cc }, v, 0, self.vals.len(), None),
             Kont::CallArg { c, i, f, base } => return self.call_go(unsafe { &*c }, f, i as usize, base, Some(v)),
             Kont::CallRest(cc, i) => return self.call_go(unsafe { &*cc }, v, i as usize, self.vals.len(), None),
+            Kont::CallKnown { c, lam, i, base } => return self.call_known(unsafe { &*c }, lam, i as usize, base, Some(v)),
         })
     }
 }

@@ -16,7 +16,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
+use crate::interp::{Builtin, Fused, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -108,6 +108,10 @@ impl Stage for Parallel {
             Builtin { name: "SResolve", scheme: scheme(&[1], Type::fun(jobdescr(), Type::fun(st, m_ty(iarray_ty())))), arity: 2, lazy_last: false, run: b_sresolve },
         ]);
         v
+    }
+
+    fn fused(&self) -> Vec<Fused> {
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -370,7 +374,8 @@ fn want_cid(v: &Value, span: Span) -> Result<(u32, u32), RunError> {
     Ok((j as u32, s as u32))
 }
 
-fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+/// `C0`, `C1 a j`, `C2 a j b k`: the Contrib of the arguments (partial, CID)*.
+fn contrib(m: &mut Machine, args: &[Value], span: Span) -> Result<PContrib, RunError> {
     m.alloc(1)?;
     let mut c = PContrib { n: 0, e: [(0.0, 0, 0); 2] };
     for pair in args.chunks(2) {
@@ -379,14 +384,29 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
         *c.e.get_mut(c.n as usize).ok_or_else(|| err(span, "Contrib: more than two edges"))? = (a, j, s);
         c.n += 1;
     }
-    Ok(Value::Ext(std::rc::Rc::new(c)))
+    Ok(c)
 }
 
-/// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.
+fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    Ok(Value::Ext(std::rc::Rc::new(contrib(m, args, span)?)))
+}
+
 fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Some(c) = args[0].ext::<PContrib>() else {
         return Err(err(span, format!("record: expected a Contrib, got {}", args[0])));
     };
+    record(m, c, span)
+}
+
+/// `record (Ck …)` in one call (`Stage::fused`): the same counts and tape, no Contrib value.
+fn b_record_c(m: &mut Machine, args: &mut Vec<Value>, [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
+    let c = contrib(m, args, inner)?;
+    m.enter_builtin("record", outer);
+    record(m, &c, outer)
+}
+
+/// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.
+fn record(m: &mut Machine, c: &PContrib, span: Span) -> Result<Value, RunError> {
     let (n, e) = (c.n as usize, c.e);
     m.tick(1)?;
     m.count("ids_allocated", 1);

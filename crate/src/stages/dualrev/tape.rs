@@ -7,7 +7,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::interp::{Builtin, Fused, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -81,6 +81,10 @@ impl Stage for Tape {
             Builtin { name: "SResolve", scheme: scheme(&[1], Type::fun(z, Type::fun(st, m_ty(iarray_ty())))), arity: 2, lazy_last: false, run: b_sresolve },
         ]);
         v
+    }
+
+    fn fused(&self) -> Vec<Fused> {
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -186,7 +190,8 @@ impl ExtValue for TContrib {
     }
 }
 
-fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+/// `C0`, `C1 a j`, `C2 a j b k`: the Contrib of the arguments (partial, ID)*.
+fn contrib(m: &mut Machine, args: &[Value], span: Span) -> Result<TContrib, RunError> {
     m.alloc(1)?;
     let mut c = TContrib { n: 0, e: [(0.0, 0); 2] };
     for pair in args.chunks(2) {
@@ -194,11 +199,27 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
         *e = (want_real(&pair[0], span, "Contrib")?, want_int(&pair[1], span, "Contrib")?);
         c.n += 1;
     }
-    Ok(Value::Ext(Rc::new(c)))
+    Ok(c)
+}
+
+fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
+    Ok(Value::Ext(Rc::new(contrib(m, args, span)?)))
 }
 
 fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?;
+    record(m, c, span)
+}
+
+/// `record (Ck …)` in one call (`Stage::fused`): the same counts and tape, no Contrib value.
+fn b_record_c(m: &mut Machine, args: &mut Vec<Value>, [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
+    let c = contrib(m, args, inner)?;
+    m.enter_builtin("record", outer);
+    record(m, &c, outer)
+}
+
+/// genID with the Contrib `c` written at the new ID.
+fn record(m: &mut Machine, c: &TContrib, span: Span) -> Result<Value, RunError> {
     let mut js = [0u32; 2];
     for (k, &(_, j)) in c.edges().iter().enumerate() {
         js[k] = u32::try_from(j).map_err(|_| err(span, format!("record: argument ID {j} out of range")))?;
