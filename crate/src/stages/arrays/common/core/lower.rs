@@ -22,7 +22,6 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 
-const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter), and `max`/`min` of acc and such a t (a selection) have core forms; the paper has no general fold (§2.3)";
 
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
@@ -184,6 +183,64 @@ fn selection_fold(e: &Expr, op: Prim, c: &Pat, t: &Expr, acc_left: bool, fresh: 
     })
 }
 
+/// `reverse xs = build1 (length xs) (\i -> index xs (length xs - 1 - i))` (bot makes it a gather).
+fn reverse(xs: Expr, fresh: &mut Fresh) -> Expr {
+    let i = fresh.name("i");
+    let n = prim(Prim::Length, vec![xs.clone()]);
+    let last = prim(Prim::Sub, vec![prim(Prim::Sub, vec![n.clone(), int(1)]), var(&i)]);
+    build1(n, &i, index(xs, last))
+}
+
+/// Whether `t` is `Array^k R` (k ≥ 0): what a sequential scan's accumulator may be.
+fn real_array(t: &Type) -> bool {
+    let mut t = t;
+    while let Some(e) = t.as_array() {
+        t = e;
+    }
+    *t == Type::Real
+}
+
+/// A sequential fold's core form (beyond the paper, which has no fold: §2.3; as horde-ad, fold.rs):
+/// `scanl (\acc c -> t) z xs` with the body `t` lowered, the accumulator at parameter `acc_at` of `f`
+/// (1: `scanr`'s `f` flipped). The accumulator is a real or an array of reals; an element the body
+/// ignores gets a name (the Delta's transpose passes it to the body's derivative).
+fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    const WHAT: &str = "sequential fold or scan with this function (it takes its accumulator, a real or an array of reals, and an element, each a variable)";
+    let (acc, c, body) = acc_lambda(f, acc_at).ok_or_else(|| refuse(span, WHAT))?;
+    let acc_ty = match &f.ty {
+        Type::Fun(a, _) if acc_at == 0 => (**a).clone(),
+        Type::Fun(_, r) => match &**r {
+            Type::Fun(a, _) => (**a).clone(),
+            _ => Type::Unknown,
+        },
+        _ => Type::Unknown,
+    };
+    if !real_array(&acc_ty) {
+        return Err(refuse(span, WHAT));
+    }
+    let acc = Name::new(&acc_name(f, acc_at), acc);
+    let c = match c {
+        Pat::Var(x, _) => x.clone(),
+        _ => fresh.name("c"),
+    };
+    let body = lower(body, fresh)?;
+    Ok(at(prim(Prim::Scanl, vec![lam(pvar(&acc), lam(pvar(&c), body)), lower(z, fresh)?, xs]), span))
+}
+
+/// The text of the accumulator's name in `f`.
+fn acc_name(f: &Expr, acc_at: usize) -> String {
+    let mut cur = f;
+    for _ in 0..acc_at {
+        if let ExprKind::Lam(_, _, b) = &cur.kind {
+            cur = b;
+        }
+    }
+    match &cur.kind {
+        ExprKind::Lam(_, Pat::Var(x, _), _) => x.text.to_string(),
+        _ => "acc".into(),
+    }
+}
+
 /// Lowers a surface expression (recursing in its nesting, which the parser bounds: limits.rs).
 pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
     use ExprKind as K;
@@ -239,22 +296,38 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                     })
                 })?
             }
-            Prim::Fold | Prim::Reduce if e.ty == Type::Real => {
-                if let Some((c, term)) = additive(&args[0], 0) {
-                    // fold (\acc c -> acc + t) z xs = z + sumOuter (build1 (length xs) (\i -> t[c := index xs i]))
-                    let a = lower(&args[2], fresh)?;
-                    let total = named(a, fresh, |xs, fr| Ok(prim(Prim::Sum, vec![terms(c, term, &xs, fr)?])))?;
-                    plus_init(&args[1], total, fresh)?
-                } else if let Some((op, c, term, left)) = selection(&args[0]) {
-                    selection_fold(e, op, c, term, left, fresh)?
-                } else {
-                    return Err(refuse(e.span, SEQUENTIAL));
-                }
+            Prim::Fold | Prim::Reduce if e.ty == Type::Real && additive(&args[0], 0).is_some() => {
+                let Some((c, term)) = additive(&args[0], 0) else { unreachable!() };
+                // fold (\acc c -> acc + t) z xs = z + sumOuter (build1 (length xs) (\i -> t[c := index xs i]))
+                let a = lower(&args[2], fresh)?;
+                let total = named(a, fresh, |xs, fr| Ok(prim(Prim::Sum, vec![terms(c, term, &xs, fr)?])))?;
+                plus_init(&args[1], total, fresh)?
             }
-            Prim::Fold | Prim::Reduce => return Err(refuse(e.span, SEQUENTIAL)),
+            Prim::Fold | Prim::Reduce if e.ty == Type::Real && selection(&args[0]).is_some() => {
+                let Some((op, c, term, left)) = selection(&args[0]) else { unreachable!() };
+                selection_fold(e, op, c, term, left, fresh)?
+            }
+            // any other fold: the last accumulator of a sequential scanl (beyond the paper, §2.3: fold.rs)
+            Prim::Fold | Prim::Reduce => {
+                let xs = lower(&args[2], fresh)?;
+                named(xs, fresh, |xs, fr| {
+                    let accs = scanl_of(&args[0], 0, &args[1], xs.clone(), e.span, fr)?;
+                    named(accs, fr, |accs, _| Ok(index(accs, prim(Prim::Length, vec![xs]))))
+                })?
+            }
             Prim::Scanl | Prim::Scanr => match additive(&args[0], usize::from(*p == Prim::Scanr)).filter(|_| e.ty == Type::array(Type::Real)) {
                 Some((c, term)) => additive_scan(e, c, term, fresh)?,
-                None => return Err(refuse(e.span, "scan with this body: only an additive one (`acc + t`, t free of acc) is a sum per prefix (a masked sumOuter); the paper has no general fold (§2.3)")),
+                None if *p == Prim::Scanl => scanl_of(&args[0], 0, &args[1], lower(&args[2], fresh)?, e.span, fresh)?,
+                None => {
+                    // scanr f z xs = reverse (scanl (flip f) z (reverse xs)): reverses are build1s of
+                    // indexes, which bot makes gathers
+                    let xs = lower(&args[2], fresh)?;
+                    named(xs, fresh, |xs, fr| {
+                        let rev = reverse(xs, fr);
+                        let accs = scanl_of(&args[0], 1, &args[1], rev, e.span, fr)?;
+                        named(accs, fr, |accs, fr| Ok(reverse(accs, fr)))
+                    })?
+                }
             },
             Prim::Shift1L | Prim::Shift1R => {
                 // shift1L xs drops the first element, shift1R the last: a build1 of indexes that bot
