@@ -61,10 +61,14 @@ fn beta(f: &Expr, args: Vec<Expr>, fresh: &mut Fresh) -> Result<Expr, Diagnostic
 
 /// `let xs = a in k(xs)`, or `k(a)` for a variable.
 fn named(a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
+    named_as("xs", a, fresh, k)
+}
+
+fn named_as(text: &str, a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
     if let ExprKind::Var(_) = a.kind {
         return k(a, fresh);
     }
-    let xs = fresh.name("xs");
+    let xs = fresh.name(text);
     let body = k(var(&xs), fresh)?;
     Ok(let_(pvar(&xs), a, body))
 }
@@ -312,7 +316,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                 let xs = lower(&args[2], fresh)?;
                 named(xs, fresh, |xs, fr| {
                     let accs = scanl_of(&args[0], 0, &args[1], xs.clone(), e.span, fr)?;
-                    named(accs, fr, |accs, _| Ok(index(accs, prim(Prim::Length, vec![xs]))))
+                    named_as("accs", accs, fr, |accs, _| Ok(index(accs, prim(Prim::Length, vec![xs]))))
                 })?
             }
             Prim::Scanl | Prim::Scanr => match additive(&args[0], usize::from(*p == Prim::Scanr)).filter(|_| e.ty == Type::array(Type::Real)) {
@@ -325,7 +329,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                     named(xs, fresh, |xs, fr| {
                         let rev = reverse(xs, fr);
                         let accs = scanl_of(&args[0], 1, &args[1], rev, e.span, fr)?;
-                        named(accs, fr, |accs, fr| Ok(reverse(accs, fr)))
+                        named_as("accs", accs, fr, |accs, fr| Ok(reverse(accs, fr)))
                     })?
                 }
             },
