@@ -541,6 +541,13 @@ fn bot_refuses_a_fold_over_pairs_that_multiplies_and_a_fold_inside_a_map() {
     }
 }
 
+/// `a ||| b` is the pair (a, b) in Part C (tuples.rs): its parallelism is an evaluation strategy.
+#[test]
+fn a_parallel_pair_is_a_pair_in_part_c() {
+    part_c_agrees(&example("dualrev-parallel"));
+    part_c_agrees("input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, y) = let (a, b) = map (\\x -> x * y) v ||| sum v in sum a * b\n");
+}
+
 /// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
 /// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
 #[test]

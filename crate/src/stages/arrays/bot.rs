@@ -99,7 +99,7 @@ impl Stage for Bot {
     /// §5.2: no dynamic loops and no sums; functions are inlined away. Refused here, by feature, so
     /// a recursive program gets the same located refusal as in the other first-order chains.
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals])
+        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals, Feature::Par])
     }
 
     fn builtins(&self) -> Vec<Builtin> {

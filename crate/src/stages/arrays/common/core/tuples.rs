@@ -81,6 +81,9 @@ impl Sra<'_> {
         Ok(match &e.kind {
             K::Var(x) => self.env.get(&x.id).cloned().unwrap_or_else(|| Shape::Leaf(e.clone())),
             K::Tuple(es) => Shape::Tuple(es.iter().map(|x| self.shape(x, binds)).collect::<Result<_, _>>()?),
+            // `a ||| b` is the pair (a, b): its parallelism is an evaluation strategy the core's
+            // bulk operations do not need
+            K::Par(a, b) => Shape::Tuple(vec![self.shape(a, binds)?, self.shape(b, binds)?]),
             K::Fst(x) | K::Snd(x) => match self.shape(x, binds)? {
                 Shape::Tuple(mut cs) if cs.len() == 2 => cs.swap_remove(if matches!(e.kind, K::Fst(_)) { 0 } else { 1 }),
                 Shape::Refused(d) => return Err(*d),
