@@ -548,6 +548,28 @@ fn a_parallel_pair_is_a_pair_in_part_c() {
     part_c_agrees("input ([1.0, 2.0, 3.0], 0.5)\ndef main (v, y) = let (a, b) = map (\\x -> x * y) v ||| sum v in sum a * b\n");
 }
 
+/// Recursion whose depth params and literals decide is unrolled before the lowering (App. B's
+/// staging: the host language's static control flow), on every Part C stage; recursion on run-time
+/// data is a dynamic loop, refused, located, citing §2.3 and App. B; unrolling past its budget is
+/// refused, located, naming the budget.
+#[test]
+fn recursion_on_params_and_literals_is_unrolled_for_part_c() {
+    for name in ["doubling-chain", "dualrev-long-chain", "dualrev-parallel-tree", "krawiec-recursion", "recursion", "unf-s8-unrolled-recursion"] {
+        part_c_agrees(&example(name));
+    }
+    part_c_agrees("param n = 3\ninput ([1.0, 2.0], 0.5)\ndef go k v = if k == 0 then v else go (k - 1) (map (\\x -> x * x + 0.5) v)\ndef main (v, y) = sum (go n v) * y\n");
+    for (text, why) in [
+        (example("integer-input"), "App. B"),
+        ("param n = 1000\ninput 1.5\ndef double k x = if k == 0 then x else double (k - 1) (x + x)\ndef main x = double n x\n".to_string(), "the unrolling budget"),
+    ] {
+        let r = one(&text, "arrays/bot");
+        assert!(r.refused, "{r:?}");
+        let msg = r.error.as_deref().unwrap_or("");
+        assert!(msg.contains(why) && msg.contains("§2.3"), "{r:?}");
+        assert!(r.error_span.is_some());
+    }
+}
+
 /// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
 /// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
 #[test]
