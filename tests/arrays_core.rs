@@ -570,6 +570,14 @@ fn recursion_on_params_and_literals_is_unrolled_for_part_c() {
     }
 }
 
+/// An empty literal in a program whose input has no array: its scalars' zero is read from the
+/// program's array types (runtime.rs `scalar_zero`: a dual number under forward mode, which checks
+/// bot; was "a 2-tuple pattern does not match a real" on an additive scanr of `[]`, a property case).
+#[test]
+fn an_empty_literal_without_array_inputs_gets_the_programs_scalar_zero() {
+    part_c_agrees("input (1.085, 1.025)\ndef main (x0, x1) = sum (map2 (\\x y -> x * y) (scanr (\\c a -> sin c + a) x0 []) (replicate 1 x1))\n");
+}
+
 /// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
 /// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
 #[test]

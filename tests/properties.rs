@@ -493,15 +493,15 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let (mut taken, mut with_tuples) = (0, 0);
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
     // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
-    let forms = ["sel", "scn", "prs", "pfd", "acc"];
-    let mut lowered = [0usize; 5];
+    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep"];
+    let mut lowered = [0usize; 7];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
         let tuples = src.contains("let (p") || src.contains(" then (");
-        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}"))).collect();
+        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let ran = limits::run_with_stack(move || -> Result<bool, String> {
             let seed = varied_seed(&src)?;

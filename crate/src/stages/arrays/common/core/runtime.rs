@@ -232,6 +232,18 @@ fn scalar_zero(m: &mut Machine) -> Value {
         }
         None
     });
+    // a program without arrays in its input (an empty literal inside it): the scalars its arrays
+    // hold, read from the types of its array-typed terms (not Int/Bool: iota, index lists)
+    let z = z.or_else(|| {
+        let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        while let Some(e) = stack.pop() {
+            if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
+                return Some(t);
+            }
+            stack.extend(children(e));
+        }
+        None
+    });
     let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
     m.state::<ScalarZero>().0 = Some(z.clone());
     z
