@@ -578,6 +578,14 @@ fn an_empty_literal_without_array_inputs_gets_the_programs_scalar_zero() {
     part_c_agrees("input (1.085, 1.025)\ndef main (x0, x1) = sum (map2 (\\x y -> x * y) (scanr (\\c a -> sin c + a) x0 []) (replicate 1 x1))\n");
 }
 
+/// A sum of no elements replicated by a map (bot's B2): the sum's Delta has an empty array that
+/// keeps its element as its zero, which the Replicate's transpose adds to the scalar cotangents
+/// (runtime.rs `add`; was "cannot add [] and 1.0" on dual-arrays, a property case).
+#[test]
+fn a_replicated_sum_of_no_elements_runs_on_dual_arrays() {
+    part_c_agrees("input (1.5, 2.0)\ndef main (x0, x1) = sum (map (\\p -> sum (map (\\x -> x * 0.5 + 1.0) (shift1R [x0]))) [x1, x1, x1])\n");
+}
+
 /// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
 /// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
 #[test]

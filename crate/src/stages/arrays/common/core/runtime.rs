@@ -44,6 +44,9 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         // (`sumOuter` of a 0×k array is `[]`, not k zeros: gradient.rs, restore_empty_dimensions);
         // adding it adds nothing. (A property-test case: `build 0 (\i -> h)` in the output.)
         (Value::Array(a), w) | (w, Value::Array(a)) if a.is_empty() => w.clone(),
+        // (likewise an empty array that keeps its element: a sum of no rows whose elements were
+        // scalars, `sum (map f (shift1R [x]))` replicated in a map, a property-test case)
+        (e, w) | (w, e) if e.empty_elem().is_some() && w.elems().is_none() => w.clone(),
         _ => return Err(err(span, format!("cannot add {u} and {v}: shapes differ"))),
     })
 }
