@@ -207,6 +207,9 @@ fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
 /// its value cannot; a program without one gets 0.0. bot's output can be generic in its element
 /// type (`sumOuter (tr … m)` does no arithmetic), so when main's own type leaves the element open it
 /// is read from the type main is used at (forward mode's wrapper applies it to dual numbers).
+/// Still needed after `Value::empty_of` kept tuple elements: a source literal's or input's `[]`
+/// keeps none (tests `row_sums_of_a_matrix_without_columns_…`, `rows_of_no_columns_summed_by_bot_…`,
+/// `additive_scans_are_masked_prefix_sums_…` fail with a constant 0.0 here).
 #[derive(Default)]
 struct ScalarZero(Option<Value>);
 
