@@ -6,17 +6,19 @@
 //! which is sound because every core operation is total), and `shift1L`/`shift1R` (drop the first or
 //! last element) a `build1` of indexes (bot makes it a gather).
 //!
-//! Folds and scans: the core has `sumOuter` and no loop (§2.3), and shapes here are Int terms
-//! computed at run time (the transform never sees the input, so no length is static and no fold can
-//! be unrolled by staging, App. B). The reductions that have a loop-free form in the core are lowered:
+//! Folds and scans: the core has `sumOuter` and no loop (§2.3). The reductions that have a
+//! loop-free form in the core are lowered to it:
 //! - `fold`/`reduce` whose body is `acc + t` (t free of acc): `z + sumOuter (build1 n (λi. t_i))`;
 //! - one whose body is `max acc t` / `min acc t` (either order): a selection by comparisons,
 //!   O(n²) comparisons where the fold does n (selection_fold);
 //! - an additive `scanl`/`scanr`: a masked sumOuter per prefix/suffix, O(n²) additions (additive_scan).
-//! What is left has no core form and is refused, located, citing §2.3: a genuinely sequential
-//! fold (Horner's `acc * x + c`, a product: no product reduction in the core; an array accumulator,
-//! whose empty case the symbolic stages do not yet run), a non-additive scan,
-//! recursion, functions as values, sums.
+//! Every other fold, reduce or scan whose accumulator is a real or an array of reals goes beyond the
+//! paper, as its reference implementation horde-ad does: the core gets one loop, `scanl f z xs`
+//! (`fold f z xs = index (scanl f z xs) (length xs)`, `scanr` the reversed scanl of the reversed
+//! array), whose Delta is one node per loop (fold.rs); cost O(n) memory for the accumulators.
+//! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
+//! `a ||| b` is the pair (tuples.rs). What is left is refused, located: a tuple accumulator whose
+//! components are not sums (soa.rs), data-dependent recursion, functions as values, sums.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
