@@ -586,6 +586,24 @@ fn a_replicated_sum_of_no_elements_runs_on_dual_arrays() {
     part_c_agrees("input (1.5, 2.0)\ndef main (x0, x1) = sum (map (\\p -> sum (map (\\x -> x * 0.5 + 1.0) (shift1R [x0]))) [x1, x1, x1])\n");
 }
 
+/// Sums inside the program are a tag and both sides (tuples.rs): `case` computes both branches and
+/// selects by the tag, as the strict `cond` does (§5.2); in a map's body and around arrays too. A
+/// sum in main's input or output is refused, located.
+#[test]
+fn sums_inside_the_program_reach_share_to_let() {
+    for name in ["chad-e4-case", "chad-e5-sign", "krawiec-case", "sums"] {
+        part_c_agrees(&example(name));
+    }
+    part_c_agrees("input ([1.0, -2.0, 3.0], 0.5)\ndef classify x = if x > 0.0 then inl x else inr (x * x)\ndef main (v, y) = sum (map (\\x -> case classify x of inl a -> a * y | inr b -> b + y) v)\n");
+    part_c_agrees("input ([1.0, -2.0, 3.0], 0.5)\ndef main (v, y) = let s = (if y > 0.0 then inl (map (\\x -> x * y) v) else inr ()) in case s of inl w -> sum w | inr u -> y\n");
+    for name in ["krawiec-sum-input", "sum-input-output"] {
+        let r = one(&example(name), "arrays/bot");
+        assert!(r.refused, "{r:?}");
+        assert!(r.error.as_deref().unwrap_or("").contains("sums in main's"), "{r:?}");
+        assert!(r.error_span.is_some());
+    }
+}
+
 /// `cond` with real branches outside any build1 reaches the symbolic stages: Delta extraction
 /// selects by B4's `index [u, v] [cond b 0 1]` (notes §8.3), on both sides of the condition.
 #[test]

@@ -28,7 +28,8 @@ arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold t
 a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
 sumOuter per prefix, any other fold or scan a sequential scanl (beyond the paper, whose core has no loop, §2.3: as its \
 reference implementation horde-ad does, one Delta node per loop), shifts become build1s of indexes, if becomes the \
-strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair. Then bot rewrites it: each build1 is \
+strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair, \
+a sum inside the program a tag and both sides (a case computes both branches and selects by the tag, as cond). Then bot rewrites it: each build1 is \
 pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
 inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
 arithmetic on whole arrays (a broadcast op, shown as a map of the scalar op). What is left has no build1 and only \
@@ -40,7 +41,7 @@ The number of one-hots in the derivative is at most the number of lexical indexe
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
 the program (not in main's input or output); any fold, reduce or scan whose accumulator is a real or an array of reals \
 (beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide (unrolled, App. B); \
-`|||` as a pair; no sums",
+`|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
 
 /// The budget of the inlining before lowering (as the other first-order chains).
@@ -111,9 +112,9 @@ impl Stage for Bot {
     }
 
     /// §5.2: no dynamic loops and no sums; functions are inlined away, recursion on params and
-    /// literals unrolled (App. B's staging). Sums are refused here, by feature.
+    /// literals unrolled (App. B's staging), sums inside the program split (tuples.rs).
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals, Feature::Par, Feature::Recursion])
+        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals, Feature::Par, Feature::Recursion, Feature::Sums])
     }
 
     fn builtins(&self) -> Vec<Builtin> {

@@ -17,8 +17,9 @@
 //! (`fold f z xs = index (scanl f z xs) (length xs)`, `scanr` the reversed scanl of the reversed
 //! array), whose Delta is one node per loop (fold.rs); cost O(n) memory for the accumulators.
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
-//! `a ||| b` is the pair (tuples.rs). What is left is refused, located: a tuple accumulator whose
-//! components are not sums (soa.rs), data-dependent recursion, functions as values, sums.
+//! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs). What is left
+//! is refused, located: a tuple accumulator whose components are not sums (soa.rs), data-dependent
+//! recursion, functions as values, sums in main's input or output.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
