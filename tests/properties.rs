@@ -483,21 +483,26 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
 }
 
 /// The array chain's final pipeline (Part C, `arrays/bot` → `arrays/share-to-let`) on random array
-/// programs: it takes those without a sequential fold, scan, recursion or array of tuples, tuples
-/// inside the program included (split by the lowering: common/core/tuples.rs), and every stage that
-/// takes one agrees with `forward` (with a varied output seed).
+/// programs: it takes those without recursion or an array of tuples in main's input or output,
+/// tuples inside the program included (split by the lowering: common/core/tuples.rs), sequential
+/// folds and scans included (the core's scanl: common/core/fold.rs), and every stage that takes one
+/// agrees with `forward` (with a varied output seed).
 #[test]
 fn part_c_takes_and_agrees_on_random_array_programs() {
     let stages = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
     let (mut taken, mut with_tuples) = (0, 0);
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
-    let forms = ["sel", "scn", "prs", "pfd"];
-    let mut lowered = [0usize; 4];
+    // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
+    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep"];
+    let mut lowered = [0usize; 7];
+    // sequential scans among them, and scanr (a reversed scanl of the reversed array)
+    let mut scans = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
         let tuples = src.contains("let (p") || src.contains(" then (");
-        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}"))).collect();
+        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}"))).collect();
+        let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let ran = limits::run_with_stack(move || -> Result<bool, String> {
             let seed = varied_seed(&src)?;
             let opts = Options { trace: false, seed: Some(seed), stages: stages.iter().map(|s| s.to_string()).collect(), ..Options::default() };
@@ -517,15 +522,17 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         taken += usize::from(took);
         with_tuples += usize::from(took && tuples);
+        scans += usize::from(took && scan);
         for (n, h) in lowered.iter_mut().zip(has) {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?})");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
         assert!(n >= 1, "Part C took no random program with the lowered form `{f}` ({lowered:?})");
     }
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
+    assert!(scans >= 1, "Part C took no random program with a sequential scan");
 }

@@ -226,10 +226,22 @@ impl Gen {
     /// A real from a form the array core takes by lowering (lower.rs, soa.rs): a `max`/`min` fold
     /// (a selection), an additive scan (masked prefix sums), an array of pairs mapped, indexed and
     /// mapped again, a fold over pairs whose components are sums.
-    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`) mark each in the program text.
+    /// Also a parallel pair taken apart (`par`) and a call of the recursive `rep`, unrolled for its
+    /// literal depth (`rep`).
+    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
-        match self.below(4) {
+        match self.below(6) {
+            4 => {
+                let (a, b) = (self.fresh("par"), self.fresh("par"));
+                let (e1, e2) = (self.array_real(s, d.saturating_sub(1)), self.real_in(s, d.min(2)));
+                let f = self.real_in(&s.with_real(&a).with_real(&b), d.min(2));
+                format!("(let ({a}, {b}) = {e1} ||| {e2} in {f})")
+            }
+            5 => {
+                let k = self.below(4);
+                format!("(rep {k} {})", self.vec(s, n, d))
+            }
             0 => {
                 let (a, b) = (self.fresh("sel"), self.fresh("sel"));
                 let t = self.real_in(&s.with_real(&b), d.min(2));
@@ -583,9 +595,11 @@ impl Gen {
         }
         let body: Vec<String> = outs.iter().map(|o| if inside { self.array_real(&s, depth) } else { self.output_of(&s, *o, depth) }).collect();
         let input: Vec<String> = shapes.iter().map(|sh| self.input_of(*sh)).collect();
+        // recursion on a literal depth, over a vector (Part C unrolls it: App. B's staging)
+        let rep = if core { "def rep k v = if k == 0 then sum v else rep (k - 1) (map (\\x -> x * 0.5 + 1.0) v)\n\n" } else { "" };
         let tuple = |v: &[String]| if v.len() == 1 { v[0].clone() } else { format!("({})", v.join(", ")) };
         format!(
-            "input {}\n\ndef helper u = {helper}\n\n{ahelper}def twice f z = f (f z)\n\ndef main {} =\n  let h = helper ({}) in\n  {unzips}{}\n",
+            "input {}\n\ndef helper u = {helper}\n\n{ahelper}def twice f z = f (f z)\n\n{rep}def main {} =\n  let h = helper ({}) in\n  {unzips}{}\n",
             tuple(&input),
             tuple(&names),
             uses.join(" + "),

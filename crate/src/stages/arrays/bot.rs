@@ -10,7 +10,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::features::{Feature, Features};
 use crate::interp::Builtin;
 use crate::ir::*;
-use crate::kit::passes::first_order_at;
+use crate::kit::passes::{first_order_at, first_order_unrolled};
 use crate::kit::rewrite::{normalise, Budget, Trace};
 use crate::print::{print_expr, PrintOptions};
 use crate::stage::{Contract, Output, Source, Stage, StageInfo, View};
@@ -26,7 +26,10 @@ static INFO: StageInfo = StageInfo {
 split into their components (scalar replacement: the core has no tuples; an array of tuples becomes a tuple of \
 arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold that adds to its accumulator becomes \
 a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
-sumOuter per prefix, shifts become build1s of indexes, if becomes the strict cond. Then bot rewrites it: each build1 is \
+sumOuter per prefix, any other fold or scan a sequential scanl (beyond the paper, whose core has no loop, §2.3: as its \
+reference implementation horde-ad does, one Delta node per loop), shifts become build1s of indexes, if becomes the \
+strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair, \
+a sum inside the program a tag and both sides (a case computes both branches and selects by the tag, as cond). Then bot rewrites it: each build1 is \
 pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
 inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
 arithmetic on whole arrays (a broadcast op, shown as a map of the scalar op). What is left has no build1 and only \
@@ -36,8 +39,9 @@ runs (the paper's are static).",
     complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
 The number of one-hots in the derivative is at most the number of lexical indexes.",
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
-the program (not in main's input or output); a fold or reduce whose body adds the accumulator to a term free of it \
-or takes its max or min with one; a scan only when additive; no recursion or sums",
+the program (not in main's input or output); any fold, reduce or scan whose accumulator is a real or an array of reals \
+(beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide (unrolled, App. B); \
+`|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
 
 /// The budget of the inlining before lowering (as the other first-order chains).
@@ -45,7 +49,18 @@ const INLINE_BUDGET: usize = 100_000;
 
 /// Lowers and rewrites `src`'s main: the core program before bot, the output and the trace.
 pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic> {
-    let p = first_order_at(src, INLINE_BUDGET).map_err(|d| Diagnostic { refused: true, ..d })?;
+    // recursion whose depth the params and literals decide is unrolled first: the paper stages its
+    // programs in a host language whose static control flow runs before AD (App. B); recursion on
+    // run-time data is a dynamic loop, which the core has not (§2.3, §5.2)
+    // (only a recursive program: the unrolling inliner also folds static integer arithmetic)
+    let recursive = crate::features::scan(src.program).span(Feature::Recursion).is_some();
+    let inlined = if recursive { first_order_unrolled(src, INLINE_BUDGET) } else { first_order_at(src, INLINE_BUDGET) };
+    let p = inlined.map_err(|mut d| {
+        if d.message.contains("recurs") {
+            d.message.push_str(" (the array core has no dynamic loops, §2.3, §5.2: only recursion whose depth params and literals decide is unrolled, as the host language's static control flow in App. B's staging)");
+        }
+        Diagnostic { refused: true, ..d }
+    })?;
     let mut fr = Fresh::new(&p);
     let (pat, core) = lower::lower_main(&p, &mut fr)?;
     let mut before = p.clone();
@@ -96,10 +111,10 @@ impl Stage for Bot {
         Contract::SameFunction
     }
 
-    /// §5.2: no dynamic loops and no sums; functions are inlined away. Refused here, by feature, so
-    /// a recursive program gets the same located refusal as in the other first-order chains.
+    /// §5.2: no dynamic loops and no sums; functions are inlined away, recursion on params and
+    /// literals unrolled (App. B's staging), sums inside the program split (tuples.rs).
     fn supports(&self) -> Features {
-        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals])
+        Features::of(&[Feature::HigherOrder, Feature::Integers, Feature::Conditionals, Feature::Par, Feature::Recursion, Feature::Sums])
     }
 
     fn builtins(&self) -> Vec<Builtin> {

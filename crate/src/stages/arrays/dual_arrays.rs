@@ -54,7 +54,11 @@ impl Stage for DualArrays {
     }
 
     fn builtins(&self) -> Vec<Builtin> {
-        delta::builtins()
+        // with the gradient programs' operations: a sequential fold's Delta carries its body's vjp,
+        // a gradient program (fold.rs)
+        let mut out = delta::builtins();
+        out.extend(super::common::core::runtime::gradient_builtins());
+        out
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {

@@ -405,7 +405,7 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
         let bad = match &x.kind {
             ExprKind::Prim(Prim::Build, _) => Some("a build1 is left"),
             ExprKind::Prim(Prim::Map | Prim::Map2, _) if op_operands(x).is_none() => Some("a map that is not a broadcast op is left"),
-            ExprKind::Prim(p, _) if !scalar_op(*p) && !matches!(p, Prim::Map | Prim::Map2 | Prim::Replicate | Prim::Length | Prim::Sum) => Some("a surface array operation is left"),
+            ExprKind::Prim(p, _) if !scalar_op(*p) && !matches!(p, Prim::Map | Prim::Map2 | Prim::Replicate | Prim::Length | Prim::Sum | Prim::Scanl) => Some("a surface array operation is left"),
             _ => match view(x) {
                 Core::Index { t, .. } => {
                     let (base, _) = index_chain(t);

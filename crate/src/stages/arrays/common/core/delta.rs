@@ -35,6 +35,20 @@ pub enum Kind {
     LitArray(Vec<Rc<Node>>),
     Replicate(usize, Rc<Node>),
     Transpose(Vec<usize>, Rc<Node>),
+    /// The sequential loop (fold.rs, beyond the paper): the body's vjp, the free dual variables'
+    /// primals, the primal accumulators and elements; the Deltas of z, xs and each free variable.
+    ScanL(Box<ScanL>),
+}
+
+#[derive(Debug)]
+pub struct ScanL {
+    vjp: Value,
+    ctx: Vec<Value>,
+    accs: Value,
+    xs: Value,
+    dz: Rc<Node>,
+    dxs: Rc<Node>,
+    dvs: Vec<Rc<Node>>,
 }
 
 #[derive(Debug)]
@@ -75,6 +89,7 @@ fn name(k: &Kind) -> &'static str {
         Kind::LitArray(_) => "LitArray",
         Kind::Replicate(..) => "Replicate",
         Kind::Transpose(..) => "Transpose",
+        Kind::ScanL(_) => "ScanL",
     }
 }
 
@@ -84,6 +99,7 @@ fn children(k: &Kind) -> Vec<&Rc<Node>> {
         Kind::Add(a, b) => vec![a, b],
         Kind::Scale(_, d) | Kind::Share(_, d) | Kind::Index(d, _) | Kind::SumOuter(d) | Kind::Gather(_, _, d) | Kind::Scatter(_, _, d) | Kind::Replicate(_, d) | Kind::Transpose(_, d) => vec![d],
         Kind::LitArray(ds) => ds.iter().collect(),
+        Kind::ScanL(l) => [&l.dz, &l.dxs].into_iter().chain(l.dvs.iter()).collect(),
     }
 }
 
@@ -246,6 +262,50 @@ fn b_transpose(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     Ok(node(m, Kind::Transpose(p, x), z))
 }
 
+fn b_scanl(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
+    let Some(ds) = a[6].elems() else { return Err(RunError::runtime(s, "ScanL expects an array of Deltas")) };
+    let dvs: Vec<Rc<Node>> = ds.iter().map(|x| d(x, s)).collect::<Result<_, _>>()?;
+    // the free variables' primals: none, one, or a tuple of them (fold.rs's ctx)
+    let ctx = match (&a[1], dvs.len()) {
+        (_, 0) => vec![],
+        (v, 1) => vec![v.clone()],
+        (Value::Tuple(vs), _) => vs.to_vec(),
+        _ => return Err(RunError::runtime(s, "ScanL expects the free variables' primals")),
+    };
+    let z = zero_like(&a[2]);
+    let l = ScanL { vjp: a[0].clone(), ctx, accs: a[2].clone(), xs: a[3].clone(), dz: d(&a[4], s)?, dxs: d(&a[5], s)?, dvs };
+    Ok(node(m, Kind::ScanL(Box::new(l)), z))
+}
+
+/// ScanL's transpose (fold.rs): a reverse fold over the primal accumulators, the body's vjp once
+/// per element; what it sends to z, xs and each free variable, in that order.
+fn scanl_back(m: &mut Machine, l: &ScanL, c: &Value, s: Span) -> Result<Vec<(Value, Rc<Node>)>, RunError> {
+    let (Some(cs), Some(accs)) = (c.elems(), l.accs.elems()) else { return Err(RunError::runtime(s, "ScanL's cotangent is not an array")) };
+    let xs = l.xs.elems().unwrap_or(&[]);
+    let n = xs.len();
+    if cs.len() != n + 1 || accs.len() != n + 1 {
+        return Err(RunError::runtime(s, "ScanL: the cotangent's length is not the accumulators'"));
+    }
+    let mut ca = cs[n].clone();
+    let mut cxs = vec![Value::Unit; n];
+    let mut cvs: Vec<Value> = l.dvs.iter().map(|v| v.zero.clone()).collect();
+    for i in (0..n).rev() {
+        m.tick(1)?;
+        let input = Value::tuple([accs[i].clone(), xs[i].clone()].into_iter().chain(l.ctx.iter().cloned()).collect());
+        let g = m.apply(l.vjp.clone(), Value::pair(input, ca))?;
+        let Value::Tuple(gs) = g else { return Err(RunError::runtime(s, "ScanL: the body's vjp did not return a tuple")) };
+        ca = add(&cs[i], &gs[0], s)?;
+        cxs[i] = gs[1].clone();
+        for (cv, gv) in cvs.iter_mut().zip(gs.iter().skip(2)) {
+            *cv = add(cv, gv, s)?;
+        }
+    }
+    let cxs = if n == 0 { l.dxs.zero.clone() } else { Value::Array(cxs.into()) };
+    let mut out = vec![(ca, l.dz.clone()), (cxs, l.dxs.clone())];
+    out.extend(cvs.into_iter().zip(l.dvs.iter().cloned()));
+    Ok(out)
+}
+
 /// `genID ()`: the next ID (§6.3's IdGen, run in direct style).
 fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, _: Span) -> Res {
     let st = m.state::<DualState>();
@@ -333,6 +393,10 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
                     acc = add(&acc, ci, s)?;
                 }
                 work.push((acc, x.clone()))
+            }
+            Kind::ScanL(l) => {
+                // z first (as the children's order)
+                work.extend(scanl_back(m, l, &c, s)?.into_iter().rev());
             }
             Kind::Transpose(p, x) => {
                 let mut inv = vec![0; p.len()];
@@ -500,6 +564,8 @@ pub fn builtins() -> Vec<Builtin> {
         b("LitArray", vec![], f(Type::array(dt.clone()), dt.clone()), 1, b_lit),
         b("Replicate", vec![], f(Type::Int, f(dt.clone(), dt.clone())), 2, b_replicate),
         b("Transpose", vec![], f(Type::array(Type::Int), f(dt.clone(), dt.clone())), 2, b_transpose),
+        // the sequential loop's Delta (fold.rs): vjp ctx accs xs dz dxs [dv]
+        b("ScanL", vec![0, 1, 2, 3], f(a.clone(), f(Type::Var(1), f(Type::Var(2), f(Type::Var(3), f(dt.clone(), f(dt.clone(), f(Type::array(dt.clone()), dt.clone()))))))), 7, b_scanl),
         b("genID", vec![], f(Type::Unit, Type::con("M", vec![Type::Int])), 1, b_gen_id),
         // the Delta, or for a tuple output a tuple of Deltas (one per component, seeded by its part)
         b("reversePass", vec![0, 1], f(a.clone(), f(Type::Var(1), Type::con("Grad", vec![]))), 2, b_reverse_pass),

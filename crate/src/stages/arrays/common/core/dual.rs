@@ -164,6 +164,7 @@ impl Dx<'_> {
                 bind(pvar(&p), mu, bind(pvar(&q), mv, pure(cond(b2, var(&p), var(&q)))))
             }
             Core::Let(..) => self.d(e)?,
+            Core::Scanl { f, z, xs } => self.d_scanl(e, f, z, xs)?,
             _ => return Err(err(e, "this construct")),
         })
     }

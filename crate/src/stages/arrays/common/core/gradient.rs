@@ -21,7 +21,7 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     let ex = extract(&grad.body, &mut fr)?;
     let mut rev = Reverse::new(share);
     rev.trace.labels = ex.params.iter().map(|x| x.text.to_string()).collect();
-    let grads = rev.run(&ex.roots, ex.params.len())?;
+    let grads = rev.run(&ex.roots, ex.params.len(), &mut fr)?;
     // the passes after this one (types, printer, shareToLet) recurse on a term's nesting, which the
     // reverse pass makes as deep as the Delta: refuse what is deeper than the bracket budget
     let deepest = grads.iter().flatten().map(|g| rev.tree_size_depth(g).1).max().unwrap_or(0);
@@ -103,7 +103,7 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
 }
 
 /// Replaces `shared i` by a `share i _` marker that unshare maps to the variable bound for i.
-fn resolve_shared(t: &mut Expr) {
+pub fn resolve_shared(t: &mut Expr) {
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
         if let Some(id) = super::symbolic::shared_id(y) {

@@ -65,6 +65,8 @@ pub enum Core<'a> {
     Op(Vec<&'a Expr>),
     Var(&'a Name),
     Length(&'a Expr),
+    /// The sequential loop `scanl f z xs` (beyond the paper, §2.3: fold.rs).
+    Scanl { f: &'a Expr, z: &'a Expr, xs: &'a Expr },
     /// Int/Real/Bool constants.
     Const,
     Other,
@@ -152,6 +154,7 @@ pub fn view(e: &Expr) -> Core<'_> {
         // bot, knows its zero on an empty array; the builtin cannot know its element's shape)
         ExprKind::Prim(Prim::Sum, a) => Core::SumOuter(&a[0]),
         ExprKind::Prim(Prim::Length, a) => Core::Length(&a[0]),
+        ExprKind::Prim(Prim::Scanl, a) => Core::Scanl { f: &a[0], z: &a[1], xs: &a[2] },
         ExprKind::Array(es) => Core::Lit(es),
         ExprKind::Let(Pat::Var(x, _), rhs, body) => Core::Let(x, rhs, body),
         ExprKind::Var(x) => Core::Var(x),

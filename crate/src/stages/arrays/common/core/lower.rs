@@ -6,23 +6,25 @@
 //! which is sound because every core operation is total), and `shift1L`/`shift1R` (drop the first or
 //! last element) a `build1` of indexes (bot makes it a gather).
 //!
-//! Folds and scans: the core has `sumOuter` and no loop (§2.3), and shapes here are Int terms
-//! computed at run time (the transform never sees the input, so no length is static and no fold can
-//! be unrolled by staging, App. B). The reductions that have a loop-free form in the core are lowered:
+//! Folds and scans: the core has `sumOuter` and no loop (§2.3). The reductions that have a
+//! loop-free form in the core are lowered to it:
 //! - `fold`/`reduce` whose body is `acc + t` (t free of acc): `z + sumOuter (build1 n (λi. t_i))`;
 //! - one whose body is `max acc t` / `min acc t` (either order): a selection by comparisons,
 //!   O(n²) comparisons where the fold does n (selection_fold);
 //! - an additive `scanl`/`scanr`: a masked sumOuter per prefix/suffix, O(n²) additions (additive_scan).
-//! What is left has no core form and is refused, located, citing §2.3: a genuinely sequential
-//! fold (Horner's `acc * x + c`, a product: no product reduction in the core; an array accumulator,
-//! whose empty case the symbolic stages do not yet run), a non-additive scan,
-//! recursion, functions as values, sums.
+//! Every other fold, reduce or scan whose accumulator is a real or an array of reals goes beyond the
+//! paper, as its reference implementation horde-ad does: the core gets one loop, `scanl f z xs`
+//! (`fold f z xs = index (scanl f z xs) (length xs)`, `scanr` the reversed scanl of the reversed
+//! array), whose Delta is one node per loop (fold.rs); cost O(n) memory for the accumulators.
+//! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
+//! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs). What is left
+//! is refused, located: a tuple accumulator whose components are not sums (soa.rs), data-dependent
+//! recursion, functions as values, sums in main's input or output.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 
-const SEQUENTIAL: &str = "sequential fold or reduce with this body: only `acc + t` (t free of acc; a sum: sumOuter), and `max`/`min` of acc and such a t (a selection) have core forms; the paper has no general fold (§2.3)";
 
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
@@ -62,10 +64,14 @@ fn beta(f: &Expr, args: Vec<Expr>, fresh: &mut Fresh) -> Result<Expr, Diagnostic
 
 /// `let xs = a in k(xs)`, or `k(a)` for a variable.
 fn named(a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
+    named_as("xs", a, fresh, k)
+}
+
+fn named_as(text: &str, a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fresh) -> Result<Expr, Diagnostic>) -> Result<Expr, Diagnostic> {
     if let ExprKind::Var(_) = a.kind {
         return k(a, fresh);
     }
-    let xs = fresh.name("xs");
+    let xs = fresh.name(text);
     let body = k(var(&xs), fresh)?;
     Ok(let_(pvar(&xs), a, body))
 }
@@ -184,6 +190,64 @@ fn selection_fold(e: &Expr, op: Prim, c: &Pat, t: &Expr, acc_left: bool, fresh: 
     })
 }
 
+/// `reverse xs = build1 (length xs) (\i -> index xs (length xs - 1 - i))` (bot makes it a gather).
+fn reverse(xs: Expr, fresh: &mut Fresh) -> Expr {
+    let i = fresh.name("i");
+    let n = prim(Prim::Length, vec![xs.clone()]);
+    let last = prim(Prim::Sub, vec![prim(Prim::Sub, vec![n.clone(), int(1)]), var(&i)]);
+    build1(n, &i, index(xs, last))
+}
+
+/// Whether `t` is `Array^k R` (k ≥ 0): what a sequential scan's accumulator may be.
+fn real_array(t: &Type) -> bool {
+    let mut t = t;
+    while let Some(e) = t.as_array() {
+        t = e;
+    }
+    *t == Type::Real
+}
+
+/// A sequential fold's core form (beyond the paper, which has no fold: §2.3; as horde-ad, fold.rs):
+/// `scanl (\acc c -> t) z xs` with the body `t` lowered, the accumulator at parameter `acc_at` of `f`
+/// (1: `scanr`'s `f` flipped). The accumulator is a real or an array of reals; an element the body
+/// ignores gets a name (the Delta's transpose passes it to the body's derivative).
+fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
+    const WHAT: &str = "sequential fold or scan with this function (it takes its accumulator, a real or an array of reals, and an element, each a variable)";
+    let (acc, c, body) = acc_lambda(f, acc_at).ok_or_else(|| refuse(span, WHAT))?;
+    let acc_ty = match &f.ty {
+        Type::Fun(a, _) if acc_at == 0 => (**a).clone(),
+        Type::Fun(_, r) => match &**r {
+            Type::Fun(a, _) => (**a).clone(),
+            _ => Type::Unknown,
+        },
+        _ => Type::Unknown,
+    };
+    if !real_array(&acc_ty) {
+        return Err(refuse(span, WHAT));
+    }
+    let acc = Name::new(&acc_name(f, acc_at), acc);
+    let c = match c {
+        Pat::Var(x, _) => x.clone(),
+        _ => fresh.name("c"),
+    };
+    let body = lower(body, fresh)?;
+    Ok(at(prim(Prim::Scanl, vec![lam(pvar(&acc), lam(pvar(&c), body)), lower(z, fresh)?, xs]), span))
+}
+
+/// The text of the accumulator's name in `f`.
+fn acc_name(f: &Expr, acc_at: usize) -> String {
+    let mut cur = f;
+    for _ in 0..acc_at {
+        if let ExprKind::Lam(_, _, b) = &cur.kind {
+            cur = b;
+        }
+    }
+    match &cur.kind {
+        ExprKind::Lam(_, Pat::Var(x, _), _) => x.text.to_string(),
+        _ => "acc".into(),
+    }
+}
+
 /// Lowers a surface expression (recursing in its nesting, which the parser bounds: limits.rs).
 pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
     use ExprKind as K;
@@ -239,22 +303,38 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                     })
                 })?
             }
-            Prim::Fold | Prim::Reduce if e.ty == Type::Real => {
-                if let Some((c, term)) = additive(&args[0], 0) {
-                    // fold (\acc c -> acc + t) z xs = z + sumOuter (build1 (length xs) (\i -> t[c := index xs i]))
-                    let a = lower(&args[2], fresh)?;
-                    let total = named(a, fresh, |xs, fr| Ok(prim(Prim::Sum, vec![terms(c, term, &xs, fr)?])))?;
-                    plus_init(&args[1], total, fresh)?
-                } else if let Some((op, c, term, left)) = selection(&args[0]) {
-                    selection_fold(e, op, c, term, left, fresh)?
-                } else {
-                    return Err(refuse(e.span, SEQUENTIAL));
-                }
+            Prim::Fold | Prim::Reduce if e.ty == Type::Real && additive(&args[0], 0).is_some() => {
+                let Some((c, term)) = additive(&args[0], 0) else { unreachable!() };
+                // fold (\acc c -> acc + t) z xs = z + sumOuter (build1 (length xs) (\i -> t[c := index xs i]))
+                let a = lower(&args[2], fresh)?;
+                let total = named(a, fresh, |xs, fr| Ok(prim(Prim::Sum, vec![terms(c, term, &xs, fr)?])))?;
+                plus_init(&args[1], total, fresh)?
             }
-            Prim::Fold | Prim::Reduce => return Err(refuse(e.span, SEQUENTIAL)),
+            Prim::Fold | Prim::Reduce if e.ty == Type::Real && selection(&args[0]).is_some() => {
+                let Some((op, c, term, left)) = selection(&args[0]) else { unreachable!() };
+                selection_fold(e, op, c, term, left, fresh)?
+            }
+            // any other fold: the last accumulator of a sequential scanl (beyond the paper, §2.3: fold.rs)
+            Prim::Fold | Prim::Reduce => {
+                let xs = lower(&args[2], fresh)?;
+                named(xs, fresh, |xs, fr| {
+                    let accs = scanl_of(&args[0], 0, &args[1], xs.clone(), e.span, fr)?;
+                    named_as("accs", accs, fr, |accs, _| Ok(index(accs, prim(Prim::Length, vec![xs]))))
+                })?
+            }
             Prim::Scanl | Prim::Scanr => match additive(&args[0], usize::from(*p == Prim::Scanr)).filter(|_| e.ty == Type::array(Type::Real)) {
                 Some((c, term)) => additive_scan(e, c, term, fresh)?,
-                None => return Err(refuse(e.span, "scan with this body: only an additive one (`acc + t`, t free of acc) is a sum per prefix (a masked sumOuter); the paper has no general fold (§2.3)")),
+                None if *p == Prim::Scanl => scanl_of(&args[0], 0, &args[1], lower(&args[2], fresh)?, e.span, fresh)?,
+                None => {
+                    // scanr f z xs = reverse (scanl (flip f) z (reverse xs)): reverses are build1s of
+                    // indexes, which bot makes gathers
+                    let xs = lower(&args[2], fresh)?;
+                    named(xs, fresh, |xs, fr| {
+                        let rev = reverse(xs, fr);
+                        let accs = scanl_of(&args[0], 1, &args[1], rev, e.span, fr)?;
+                        named_as("accs", accs, fr, |accs, fr| Ok(reverse(accs, fr)))
+                    })?
+                }
             },
             Prim::Shift1L | Prim::Shift1R => {
                 // shift1L xs drops the first element, shift1R the last: a build1 of indexes that bot

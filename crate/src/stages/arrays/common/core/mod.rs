@@ -4,6 +4,7 @@
 pub mod bot;
 pub mod delta;
 pub mod dual;
+pub mod fold;
 pub mod gradient;
 pub mod lang;
 pub mod lower;

@@ -44,6 +44,9 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         // (`sumOuter` of a 0×k array is `[]`, not k zeros: gradient.rs, restore_empty_dimensions);
         // adding it adds nothing. (A property-test case: `build 0 (\i -> h)` in the output.)
         (Value::Array(a), w) | (w, Value::Array(a)) if a.is_empty() => w.clone(),
+        // (likewise an empty array that keeps its element: a sum of no rows whose elements were
+        // scalars, `sum (map f (shift1R [x]))` replicated in a map, a property-test case)
+        (e, w) | (w, e) if e.empty_elem().is_some() && w.elems().is_none() => w.clone(),
         _ => return Err(err(span, format!("cannot add {u} and {v}: shapes differ"))),
     })
 }
@@ -204,6 +207,9 @@ fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
 /// its value cannot; a program without one gets 0.0. bot's output can be generic in its element
 /// type (`sumOuter (tr … m)` does no arithmetic), so when main's own type leaves the element open it
 /// is read from the type main is used at (forward mode's wrapper applies it to dual numbers).
+/// Still needed after `Value::empty_of` kept tuple elements: a source literal's or input's `[]`
+/// keeps none (tests `row_sums_of_a_matrix_without_columns_…`, `rows_of_no_columns_summed_by_bot_…`,
+/// `additive_scans_are_masked_prefix_sums_…` fail with a constant 0.0 here).
 #[derive(Default)]
 struct ScalarZero(Option<Value>);
 
@@ -227,6 +233,18 @@ fn scalar_zero(m: &mut Machine) -> Value {
                         return Some(t);
                     }
                 }
+            }
+            stack.extend(children(e));
+        }
+        None
+    });
+    // a program without arrays in its input (an empty literal inside it): the scalars its arrays
+    // hold, read from the types of its array-typed terms (not Int/Bool: iota, index lists)
+    let z = z.or_else(|| {
+        let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        while let Some(e) = stack.pop() {
+            if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
+                return Some(t);
             }
             stack.extend(children(e));
         }

@@ -39,6 +39,10 @@ pub enum SymKind {
     LitArray(Vec<Rc<Sym>>),
     Replicate(Expr, Rc<Sym>),
     Transpose(Vec<usize>, Rc<Sym>),
+    /// The sequential loop's Delta (fold.rs, beyond the paper): the body's vjp, the free dual
+    /// variables' primals, the primal accumulators and elements, and the Deltas of z, xs and each
+    /// free variable.
+    ScanL { vjp: Expr, ctx: Vec<Expr>, accs: Expr, xs: Expr, dz: Rc<Sym>, dxs: Rc<Sym>, dvs: Vec<Rc<Sym>> },
 }
 
 #[derive(Clone, Debug)]
@@ -238,6 +242,14 @@ impl Ex<'_> {
                     Some(Val::Delta(d)) => Ok(d.clone()),
                     _ => Err(refuse(a, "this Delta variable")),
                 },
+                // a free dual variable's Delta (fold.rs's ScanL)
+                ExprKind::Snd(x) => match &x.kind {
+                    ExprKind::Var(n) => match s.env.get(&n.id) {
+                        Some(Val::Dual(_, d)) => Ok(d.clone()),
+                        _ => Err(refuse(a, "this Delta variable")),
+                    },
+                    _ => Err(refuse(a, "a Delta that is not a variable")),
+                },
                 _ => Err(refuse(a, "a Delta that is not a variable")),
             }
         };
@@ -259,6 +271,16 @@ impl Ex<'_> {
                 SymKind::LitArray(ds.iter().map(|d| child(self, d)).collect::<Result<_, _>>()?)
             }
             ("Replicate", [k, d]) => SymKind::Replicate(self.term(k)?, child(self, d)?),
+            ("ScanL", [vjp, ctx, accs, xs, dz, dxs, dvs]) => {
+                let ExprKind::Array(dvs) = &dvs.kind else { return Err(refuse(e, "ScanL")) };
+                let dvs: Vec<Rc<Sym>> = dvs.iter().map(|d| child(self, d)).collect::<Result<_, _>>()?;
+                let ctx = match (self.term(ctx)?, dvs.len()) {
+                    (t, 1) => vec![t],
+                    (Expr { kind: ExprKind::Tuple(ts), .. }, _) => ts,
+                    _ => vec![],
+                };
+                SymKind::ScanL { vjp: self.term(vjp)?, ctx, accs: self.term(accs)?, xs: self.term(xs)?, dz: child(self, dz)?, dxs: child(self, dxs)?, dvs }
+            }
             ("Transpose", [p, d]) => {
                 let ExprKind::Array(ps) = &p.kind else { return Err(refuse(e, "Transpose")) };
                 SymKind::Transpose(ps.iter().map(|p| if let ExprKind::Int(k) = p.kind { k.max(0) as usize } else { 0 }).collect(), child(self, d)?)
@@ -340,6 +362,11 @@ fn show_at(d: &Sym, seen: &mut std::collections::HashSet<i64>, depth: usize) -> 
         SymKind::LitArray(xs) => format!("LitArray [{}]", xs.iter().map(|x| c(x)).collect::<Vec<_>>().join(", ")),
         SymKind::Replicate(k, x) => format!("Replicate {} {}", p(k), c(x)),
         SymKind::Transpose(q, x) => format!("Transpose {q:?} {}", c(x)),
+        SymKind::ScanL { accs, xs, dz, dxs, dvs, .. } => {
+            let (a, b) = (c(dz), c(dxs));
+            let vs: Vec<String> = dvs.iter().map(|x| c(x)).collect();
+            format!("ScanL vjp {} {} {a} {b} [{}]", p(accs), p(xs), vs.join(", "))
+        }
     }
 }
 
@@ -486,12 +513,12 @@ impl Reverse {
 
     /// The pass from each root (a cotangent and its Delta: one per output component), then the
     /// max-ID loop.
-    pub fn run(&mut self, roots: &[(Expr, Rc<Sym>)], inputs: usize) -> Result<Vec<Option<Expr>>, Diagnostic> {
+    pub fn run(&mut self, roots: &[(Expr, Rc<Sym>)], inputs: usize, fresh: &mut Fresh) -> Result<Vec<Option<Expr>>, Diagnostic> {
         let mut grad: BTreeMap<usize, Expr> = BTreeMap::new();
         let mut dfrag: BTreeMap<i64, Rc<Sym>> = BTreeMap::new();
         let mut accum: BTreeMap<i64, Expr> = BTreeMap::new();
         for (c, d) in roots {
-            self.eval(c.clone(), d, &mut grad, &mut dfrag, &mut accum)?;
+            self.eval(c.clone(), d, &mut grad, &mut dfrag, &mut accum, fresh)?;
         }
         while let Some((id, mut c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
@@ -501,7 +528,7 @@ impl Reverse {
             let rows = if self.trace.keeping() { vec![("c".into(), self.trace.show(&mut c))] } else { vec![] };
             let did = Did { kind: format!("pop ID {id}"), note: format!("the largest ID left: its cotangent (size {size}) goes down its fragment, {}", ctor(&frag.kind)), rows };
             self.trace.record(did, &mut grad, &mut accum);
-            self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum)?;
+            self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum, fresh)?;
         }
         self.trace.finish(&mut grad, &mut accum);
         Ok((0..inputs).map(|k| grad.remove(&k)).collect())
@@ -509,7 +536,8 @@ impl Reverse {
 
     /// Fig. 17's eval (Fig. 19's with share), one rule application per work item: each constructor
     /// sends its cotangent to its children through its linear transpose.
-    fn eval(&mut self, c: Expr, d: &Rc<Sym>, grad: &mut BTreeMap<usize, Expr>, dfrag: &mut BTreeMap<i64, Rc<Sym>>, accum: &mut BTreeMap<i64, Expr>) -> Result<(), Diagnostic> {
+    #[allow(clippy::too_many_arguments)]
+    fn eval(&mut self, c: Expr, d: &Rc<Sym>, grad: &mut BTreeMap<usize, Expr>, dfrag: &mut BTreeMap<i64, Rc<Sym>>, accum: &mut BTreeMap<i64, Expr>, fresh: &mut Fresh) -> Result<(), Diagnostic> {
         let mut work = vec![(c, d.clone())];
         while let Some((mut c, d)) = work.pop() {
             let keep = self.trace.keeping();
@@ -594,6 +622,20 @@ impl Reverse {
                     sent.push((tr(&inv, c), x.clone()));
                     "transposed back".into()
                 }
+                SymKind::ScanL { vjp, ctx, accs, xs, dz, dxs, dvs } => {
+                    // fold.rs: the reverse fold over the primal accumulators
+                    use super::fold::{acc_cotangents, part, vjps};
+                    let c = self.dup(c)?;
+                    let cas = self.dup(acc_cotangents(vjp, ctx, accs, xs, c, fresh))?;
+                    let gs = self.dup(vjps(vjp, ctx, accs, xs, cas.clone(), fresh))?;
+                    let width = 2 + dvs.len();
+                    sent.push((index(cas, int(0)), dz.clone()));
+                    sent.push((part(gs.clone(), 1, width, None, fresh), dxs.clone()));
+                    for (j, dv) in dvs.iter().enumerate() {
+                        sent.push((part(gs.clone(), 2 + j, width, Some(ctx[j].clone()), fresh), dv.clone()));
+                    }
+                    "folded back over the accumulators (a scanr of the body's vjp)".into()
+                }
             };
             if keep {
                 let one = sent.len() == 1;
@@ -626,6 +668,7 @@ fn ctor(k: &SymKind) -> &'static str {
         SymKind::LitArray(_) => "LitArray",
         SymKind::Replicate(..) => "Replicate",
         SymKind::Transpose(..) => "Transpose",
+        SymKind::ScanL { .. } => "ScanL",
     }
 }
 
@@ -666,6 +709,18 @@ fn unshare_in(m: &mut BTreeMap<i64, (Name, Expr)>, t: &mut Expr, fresh: &mut Fre
     for c in children_mut(t) {
         unshare_in(m, c, fresh);
     }
+}
+
+/// A body's vjp (fold.rs): `\(pat, seed) -> let primal lets in let shares in (grads)`.
+pub fn vjp_program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Expr>>) -> Expr {
+    let mut body = rebuild(&ex.pat, &ex.params, &grads);
+    // the primal lets the cotangents do not read are dropped (the body's result is not returned)
+    for (x, t) in lets.into_iter().rev().chain(ex.binds.iter().rev().cloned()) {
+        if super::bot::mentions(&body, x.id) {
+            body = let_(pvar(&x), t, body);
+        }
+    }
+    lam(ppair(ex.pat.clone(), ex.seed.clone()), body)
 }
 
 /// The gradient program: `grad (input, seed) = let pat = input in let primal lets in (primal, grads)`.

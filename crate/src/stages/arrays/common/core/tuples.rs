@@ -14,7 +14,11 @@
 //! - an array of tuples becomes a tuple of arrays (structure of arrays, soa.rs): `map (\x -> (f x, g x)) a`
 //!   is a tuple of two builds, and `fst`/`snd`/`!` of an array of tuples are projections of the components.
 //!
-//! What is left refused: an array of tuples in main's input or output (its gradient or value would
+//! - a sum inside the program is the triple (tag, left, right), the absent side a default; `case`
+//!   binds both sides, computes both branches and selects by the tag (beyond the paper: its core
+//!   has no sums, §5.2).
+//!
+//! What is left refused: a sum in main's input or output, an array of tuples in main's input or output (its gradient or value would
 //! need the tuples put back), and a component of a fold over tuples that is not a sum (§2.3), when used.
 
 use crate::build::*;
@@ -81,6 +85,42 @@ impl Sra<'_> {
         Ok(match &e.kind {
             K::Var(x) => self.env.get(&x.id).cloned().unwrap_or_else(|| Shape::Leaf(e.clone())),
             K::Tuple(es) => Shape::Tuple(es.iter().map(|x| self.shape(x, binds)).collect::<Result<_, _>>()?),
+            // `a ||| b` is the pair (a, b): its parallelism is an evaluation strategy the core's
+            // bulk operations do not need
+            K::Par(a, b) => Shape::Tuple(vec![self.shape(a, binds)?, self.shape(b, binds)?]),
+            K::Unit => Shape::Tuple(vec![]),
+            // a sum `L + R` inside the program is the triple (tag, l, r): the tag a Bool (true for
+            // inl), the other side a default of its type, never read (beyond the paper, whose core
+            // has no sums, §5.2; as horde-ad's `ifF`, a selection on the primal tag)
+            K::Inl(a) | K::Inr(a) => {
+                let Type::Sum(l, r) = &e.ty else { return Err(refuse(e.span, "sum of this type")) };
+                let left = matches!(e.kind, K::Inl(_));
+                let x = self.shape(a, binds)?;
+                let (l, r) = if left { (x, default(r)) } else { (default(l), x) };
+                Shape::Tuple(vec![Shape::Leaf(Expr::gen(K::Bool(left))), l, r])
+            }
+            // case s of inl x -> a | inr y -> b: both branches computed on the components (as the
+            // strict `cond` computes both, §5.2), selected by the tag
+            K::Case(sc, px, a, py, b) => {
+                let Shape::Tuple(mut parts) = self.shape(sc, binds)? else { return Err(refuse(e.span, "case on this")) };
+                if parts.len() != 3 {
+                    return Err(refuse(e.span, "case on this"));
+                }
+                let (r, l, tag) = (parts.pop().unwrap(), parts.pop().unwrap(), parts.pop().unwrap());
+                let Shape::Leaf(c) = tag else { return Err(refuse(e.span, "case on this")) };
+                let (mut ba, mut bb) = (vec![], vec![]);
+                self.bind(px, l, e.span, &mut ba)?;
+                self.bind(py, r, e.span, &mut bb)?;
+                let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
+                match (sa, sb) {
+                    (Shape::Leaf(x), Shape::Leaf(y)) => Shape::Leaf(at(if_(c, wrap(ba, x), wrap(bb, y)), e.span)),
+                    (sa, sb) => {
+                        binds.extend(ba);
+                        binds.extend(bb);
+                        split_if(&c, sa, sb, e.span)?
+                    }
+                }
+            }
             K::Fst(x) | K::Snd(x) => match self.shape(x, binds)? {
                 Shape::Tuple(mut cs) if cs.len() == 2 => cs.swap_remove(if matches!(e.kind, K::Fst(_)) { 0 } else { 1 }),
                 Shape::Refused(d) => return Err(*d),
@@ -201,9 +241,28 @@ pub(super) fn p_ty(e: &Expr) -> Option<&Type> {
     }
 }
 
+/// A value of type `t` standing for the side of a sum that is not there (never read).
+fn default(t: &Type) -> Shape {
+    match t {
+        Type::Int => Shape::Leaf(int(0)),
+        Type::Bool => Shape::Leaf(Expr::gen(ExprKind::Bool(false))),
+        Type::Unit => Shape::Tuple(vec![]),
+        Type::Tuple(ts) => Shape::Tuple(ts.iter().map(default).collect()),
+        Type::Sum(l, r) => Shape::Tuple(vec![Shape::Leaf(Expr::gen(ExprKind::Bool(false))), default(l), default(r)]),
+        _ if t.as_array().is_some() => Shape::Leaf(Expr::gen(ExprKind::Array(vec![])).with_ty(t.clone())),
+        _ => Shape::Leaf(real(0.0)),
+    }
+}
+
 /// `if c then sa else sb` per component (both shapes come from the same type).
 fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnostic> {
     match (sa, sb) {
+        // a sum's tags: `if c then true else false` is c
+        (Shape::Leaf(x), Shape::Leaf(y)) if matches!((&x.kind, &y.kind), (ExprKind::Bool(_), ExprKind::Bool(_))) => Ok(Shape::Leaf(match (&x.kind, &y.kind) {
+            (ExprKind::Bool(a), ExprKind::Bool(b)) if a == b => x,
+            (ExprKind::Bool(true), _) => c.clone(),
+            _ => prim(Prim::Not, vec![c.clone()]),
+        })),
         (Shape::Leaf(x), Shape::Leaf(y)) => Ok(Shape::Leaf(at(if_(c.clone(), x, y), span))),
         (d @ Shape::Refused(_), _) | (_, d @ Shape::Refused(_)) => Ok(d),
         (Shape::Tuple(xs), Shape::Tuple(ys)) if xs.len() == ys.len() => {
@@ -224,6 +283,9 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
     if let Type::Fun(s, t) = &main.ty {
         for (ty, which) in [(&**s, "input"), (&**t, "output")] {
+            if has_sum(ty) {
+                return Err(refuse(main.span, &format!("sums in main's {which} (sums inside the program are a tag and both sides)")));
+            }
             if super::soa::soa(ty) {
                 return Err(refuse(main.span, &format!("arrays of tuples in main's {which} (the lowering splits them into tuples of arrays inside the program only)")));
             }
@@ -233,6 +295,14 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     let mut binds = vec![];
     let out = sra.shape(body, &mut binds)?;
     Ok((pat, wrap(binds, flatten(out)?)))
+}
+
+fn has_sum(t: &Type) -> bool {
+    match t {
+        Type::Sum(..) => true,
+        Type::Tuple(ts) => ts.iter().any(has_sum),
+        _ => t.as_array().is_some_and(has_sum),
+    }
 }
 
 fn flatten(s: Shape) -> Result<Expr, Diagnostic> {
