@@ -36,6 +36,12 @@ impl Name {
 }
 
 /// Types. `Bool` is a leaf isomorphic to `() + ()`; no transform looks inside it.
+///
+/// A type's children are shared (`Rc`), so a clone is O(1) and the nodes of a program share their
+/// types instead of each owning a copy: every node carries its type, and a translation's types (a
+/// continuation of a context of n variables takes an n-tuple) are as big as its program otherwise.
+/// Build types with the helpers below (`Type::fun`, `Type::tuple`, `Type::tup`, …); a pattern
+/// `Type::Fun(a, b)` binds `&Rc<Type>`s, which deref to `&Type`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
     Real,
@@ -43,16 +49,16 @@ pub enum Type {
     Bool,
     Unit,
     /// `(A1, ..., An)`, n >= 2. A 1-tuple is never built; `()` is `Unit`.
-    Tuple(Vec<Type>),
+    Tuple(Rc<[Type]>),
     /// `A + B`
-    Sum(Box<Type>, Box<Type>),
+    Sum(Rc<Type>, Rc<Type>),
     /// `A -> B`
-    Fun(Box<Type>, Box<Type>),
+    Fun(Rc<Type>, Rc<Type>),
     /// `A ⊸ B`: a synonym of `A -> B` whose argument is used once (the papers' linear functions).
     /// It unifies with `Fun`; it is kept apart only so that printed types say what the paper says.
-    Lin(Box<Type>, Box<Type>),
+    Lin(Rc<Type>, Rc<Type>),
     /// A named target type with arguments: `Delta`, `DeltaId`, `M a`, `DeltaMap`, `Array a`, ...
-    Con(Rc<str>, Vec<Type>),
+    Con(Rc<str>, Rc<[Type]>),
     /// An inference variable (or, inside a `Scheme`, a quantified one).
     Var(u32),
     /// Not yet inferred.
@@ -61,16 +67,20 @@ pub enum Type {
 
 impl Type {
     pub fn fun(a: Type, b: Type) -> Type {
-        Type::Fun(Box::new(a), Box::new(b))
+        Type::Fun(Rc::new(a), Rc::new(b))
     }
     pub fn lin(a: Type, b: Type) -> Type {
-        Type::Lin(Box::new(a), Box::new(b))
+        Type::Lin(Rc::new(a), Rc::new(b))
     }
     pub fn sum(a: Type, b: Type) -> Type {
-        Type::Sum(Box::new(a), Box::new(b))
+        Type::Sum(Rc::new(a), Rc::new(b))
     }
     pub fn con(name: &str, args: Vec<Type>) -> Type {
-        Type::Con(Rc::from(name), args)
+        Type::Con(Rc::from(name), args.into())
+    }
+    /// `(A1, ..., An)` from exactly the given components (n >= 2; `tuple` also takes 0 and 1).
+    pub fn tup(ts: Vec<Type>) -> Type {
+        Type::Tuple(ts.into())
     }
     /// `Array a`
     pub fn array(elem: Type) -> Type {
@@ -88,7 +98,7 @@ impl Type {
         match ts.len() {
             0 => Type::Unit,
             1 => ts.pop().unwrap(),
-            _ => Type::Tuple(ts),
+            _ => Type::Tuple(ts.into()),
         }
     }
     /// First-order: no function types anywhere inside (the types `main` may take and return).

@@ -157,7 +157,7 @@ pub fn front_end_at(text: &str, params: &[(String, i64)], at: Option<&str>) -> R
     // Unconstrained parts of main's type default to R.
     let ty = types::rename(&scheme.ty, &mut |_| Type::Real);
     let (s, t) = match ty {
-        Type::Fun(s, t) => (*s, *t),
+        Type::Fun(s, t) => ((*s).clone(), (*t).clone()),
         other => {
             return Err(vec![Diagnostic::error(
                 main.span,
@@ -253,7 +253,7 @@ pub fn fits(v: &Value, t: &Type) -> bool {
     match (v, t) {
         (Value::Real(_), Type::Real) | (Value::Int(_), Type::Int) | (Value::Bool(_), Type::Bool) | (Value::Unit, Type::Unit) => true,
         (Value::Int(_), Type::Real) => false,
-        (Value::Tuple(vs), Type::Tuple(ts)) => vs.len() == ts.len() && vs.iter().zip(ts).all(|(v, t)| fits(v, t)),
+        (Value::Tuple(vs), Type::Tuple(ts)) => vs.len() == ts.len() && vs.iter().zip(ts.iter()).all(|(v, t)| fits(v, t)),
         (Value::Array(vs), t) if t.as_array().is_some() => {
             let e = t.as_array().expect("checked");
             vs.iter().all(|v| fits(v, e)) && !is_ragged(vs)

@@ -289,7 +289,7 @@ pub const WRAPPER: &str = "grad";
 /// in the input's and output's shapes).
 pub fn wrapper_type(src: &Source) -> (String, Type) {
     let (s, t) = (src.input_type.clone(), src.output_type.clone());
-    (WRAPPER.into(), Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t, s])))
+    (WRAPPER.into(), Type::fun(Type::tup(vec![s.clone(), t.clone()]), Type::tup(vec![t, s])))
 }
 
 /// Calls the wrapper `WRAPPER` on `(input, seed)` and splits its `(primal, gradient)`.

@@ -79,9 +79,7 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
             p.defs[i].scheme = Some(scheme);
         }
     }
-    for d in &mut p.defs {
-        cx.zonk_expr(&mut d.body);
-    }
+    cx.zonk_exprs(p.defs.iter_mut().map(|d| &mut d.body));
     for value in p.input.iter_mut().chain(p.seed.iter_mut()) {
         cx.infer(value)?;
         cx.resolve_numeric()?;
@@ -168,40 +166,73 @@ impl<'b> Cx<'b> {
     }
 
     fn zonk(&self, t: &Type) -> Type {
-        match self.resolve(t) {
-            Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| self.zonk(t)).collect()),
-            Type::Sum(a, b) => Type::sum(self.zonk(a), self.zonk(b)),
-            Type::Fun(a, b) => Type::fun(self.zonk(a), self.zonk(b)),
-            Type::Lin(a, b) => Type::lin(self.zonk(a), self.zonk(b)),
-            Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(|t| self.zonk(t)).collect()),
-            t => t.clone(),
-        }
+        self.zonk_changed(t).unwrap_or_else(|| t.clone())
     }
 
-    /// `zonk` of a type it owns, in place: only the bound variables are replaced, so a node whose type
-    /// has none (most of them, once a definition is checked) allocates and frees nothing. Every node
-    /// keeps its whole type, so copying each one was most of checking a program with big types (a
-    /// lambda of 400 curried parameters, closure conversion's environments).
-    fn zonk_in_place(&self, t: &mut Type) {
+    /// `t` with its bound variables replaced, or None where it has none: what has none stays shared
+    /// (types are shared, not copied; see `ir::Type`), and a node whose type has none (most of them,
+    /// once a definition is checked) allocates nothing.
+    fn zonk_changed(&self, t: &Type) -> Option<Type> {
+        self.zonk_memo(t, &mut None)
+    }
+
+    /// `zonk_changed`, remembering each bound variable's zonked type in `memo` (when there is one:
+    /// only while the substitution no longer changes), so that the nodes of a program, whose types
+    /// mention the same variables again and again, follow each binding once and share the result.
+    fn zonk_memo(&self, t: &Type, memo: &mut Option<Vec<Option<Type>>>) -> Option<Type> {
         match t {
             Type::Var(v) => {
-                if let Some(Some(u)) = self.subst.get(*v as usize) {
-                    *t = self.zonk(u);
+                let u = self.subst.get(*v as usize)?.as_ref()?;
+                if let Some(Some(z)) = memo.as_ref().map(|m| &m[*v as usize]) {
+                    return Some(z.clone());
                 }
+                let z = self.zonk_memo(u, memo).unwrap_or_else(|| u.clone());
+                if let Some(m) = memo {
+                    m[*v as usize] = Some(z.clone());
+                }
+                Some(z)
             }
-            Type::Tuple(ts) | Type::Con(_, ts) => ts.iter_mut().for_each(|t| self.zonk_in_place(t)),
+            Type::Tuple(ts) => self.zonk_all(ts, memo).map(Type::Tuple),
+            Type::Con(n, ts) => self.zonk_all(ts, memo).map(|ts| Type::Con(n.clone(), ts)),
             Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
-                self.zonk_in_place(a);
-                self.zonk_in_place(b);
+                let (za, zb) = (self.zonk_memo(a, memo), self.zonk_memo(b, memo));
+                if za.is_none() && zb.is_none() {
+                    return None;
+                }
+                let a = za.map_or_else(|| a.clone(), std::rc::Rc::new);
+                let b = zb.map_or_else(|| b.clone(), std::rc::Rc::new);
+                Some(match t {
+                    Type::Sum(..) => Type::Sum(a, b),
+                    Type::Fun(..) => Type::Fun(a, b),
+                    _ => Type::Lin(a, b),
+                })
             }
-            _ => {}
+            _ => None,
         }
     }
 
+    /// `zonk_memo` of each of `ts`: None when none changes.
+    fn zonk_all(&self, ts: &[Type], memo: &mut Option<Vec<Option<Type>>>) -> Option<std::rc::Rc<[Type]>> {
+        let (first, z) = ts.iter().enumerate().find_map(|(i, t)| self.zonk_memo(t, memo).map(|z| (i, z)))?;
+        let mut out: Vec<Type> = ts[..first].to_vec();
+        out.push(z);
+        out.extend(ts[first + 1..].iter().map(|t| self.zonk_memo(t, memo).unwrap_or_else(|| t.clone())));
+        Some(out.into())
+    }
+
+    /// Every node's type zonked, in place (only a type with bound variables is replaced).
     fn zonk_expr(&self, e: &mut Expr) {
-        let mut stack = vec![e];
+        self.zonk_exprs(std::iter::once(e))
+    }
+
+    /// `zonk_expr` of each of `es`, with one memo.
+    fn zonk_exprs<'e>(&self, es: impl Iterator<Item = &'e mut Expr>) {
+        let mut memo = Some(vec![None; self.subst.len()]);
+        let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
-            self.zonk_in_place(&mut e.ty);
+            if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
+                e.ty = z;
+            }
             stack.extend(children_mut(e));
         }
     }
@@ -214,7 +245,7 @@ impl<'b> Cx<'b> {
         while let Some(t) = stack.pop() {
             match self.resolve(t) {
                 Type::Var(w) => vars.push(*w),
-                Type::Tuple(ts) | Type::Con(_, ts) => stack.extend(ts),
+                Type::Tuple(ts) | Type::Con(_, ts) => stack.extend(ts.iter()),
                 Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => stack.extend([&**a, &**b]),
                 _ => {}
             }
@@ -248,7 +279,7 @@ impl<'b> Cx<'b> {
             }
             (Type::Real, Type::Real) | (Type::Int, Type::Int) | (Type::Bool, Type::Bool) | (Type::Unit, Type::Unit) => true,
             (Type::Tuple(xs), Type::Tuple(ys)) if xs.len() == ys.len() => {
-                for (x, y) in xs.iter().zip(ys) {
+                for (x, y) in xs.iter().zip(ys.iter()) {
                     self.unify_in(x, y, span, &a, &b)?;
                 }
                 true
@@ -260,7 +291,7 @@ impl<'b> Cx<'b> {
                 true
             }
             (Type::Con(n, xs), Type::Con(m, ys)) if n == m && xs.len() == ys.len() => {
-                for (x, y) in xs.iter().zip(ys) {
+                for (x, y) in xs.iter().zip(ys.iter()) {
                     self.unify_in(x, y, span, &a, &b)?;
                 }
                 true
@@ -548,7 +579,7 @@ impl<'b> Cx<'b> {
                 for e in es.iter_mut() {
                     ts.push(self.infer(e)?);
                 }
-                Type::Tuple(ts)
+                Type::tup(ts)
             }
             ExprKind::Array(es) => {
                 let a = self.fresh();
@@ -561,13 +592,13 @@ impl<'b> Cx<'b> {
             ExprKind::Fst(x) => {
                 let (a, b) = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
-                self.unify(&Type::Tuple(vec![a.clone(), b]), &tx, x.span)?;
+                self.unify(&Type::tup(vec![a.clone(), b]), &tx, x.span)?;
                 a
             }
             ExprKind::Snd(x) => {
                 let (a, b) = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
-                self.unify(&Type::Tuple(vec![a, b.clone()]), &tx, x.span)?;
+                self.unify(&Type::tup(vec![a, b.clone()]), &tx, x.span)?;
                 b
             }
             ExprKind::Inl(x) => {
@@ -623,7 +654,7 @@ impl<'b> Cx<'b> {
             ExprKind::Par(a, b) => {
                 let ta = self.infer(a)?;
                 let tb = self.infer(b)?;
-                Type::Tuple(vec![ta, tb])
+                Type::tup(vec![ta, tb])
             }
             ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..) => return self.infer(e),
             ExprKind::Pure(x) => Type::con("M", vec![self.infer(x)?]),

@@ -26,7 +26,7 @@ fn r(x: f64) -> Value {
 #[test]
 fn dot_multiplies_reals_and_ignores_integers_and_mismatched_tags() {
     // T = R × Z × (R + R); main (a, b) = a ⊙_T b
-    let t = Type::Tuple(vec![Type::Real, Type::Int, Type::sum(Type::Real, Type::Real)]);
+    let t = Type::tup(vec![Type::Real, Type::Int, Type::sum(Type::Real, Type::Real)]);
     let dot_of = |a: Value, b: Value| {
         let t = t.clone();
         run(
@@ -49,7 +49,7 @@ fn dot_multiplies_reals_and_ignores_integers_and_mismatched_tags() {
 #[test]
 fn map_shape_acc_threads_its_accumulator_left_to_right() {
     // initVars-like: each real r ↦ (r, n + 1), counting the reals of R × (Z × (R + Z)) × R
-    let t = Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Int, Type::sum(Type::Real, Type::Int)]), Type::Real]);
+    let t = Type::tup(vec![Type::Real, Type::tup(vec![Type::Int, Type::sum(Type::Real, Type::Int)]), Type::Real]);
     let number = |t: &Type, x: Expr, n: Expr| {
         if *t == Type::Real {
             pair(pair(x, add(n.clone(), int(1))), add(n, int(1)))

@@ -313,7 +313,7 @@ impl Lowerer<'_> {
                 }
             }
             (LPat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
-                for (p, t) in ps.iter().zip(ts) {
+                for (p, t) in ps.iter().zip(ts.iter()) {
                     self.hint(p, t);
                 }
             }

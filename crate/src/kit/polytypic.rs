@@ -240,14 +240,14 @@ mod tests {
 
     #[test]
     fn type_translation_changes_reals_and_results_only() {
-        let t = Type::fun(Type::Tuple(vec![Type::Real, Type::Int]), Type::sum(Type::Real, Type::Bool));
+        let t = Type::fun(Type::tup(vec![Type::Real, Type::Int]), Type::sum(Type::Real, Type::Bool));
         let m = |t: Type| Type::con("M", vec![t]);
         let d = map_reals(&t, &TypeRule { real: &|| Type::con("Delta", vec![]), result: &m });
         let delta = Type::con("Delta", vec![]);
-        assert_eq!(d, Type::fun(Type::Tuple(vec![delta.clone(), Type::Int]), m(Type::sum(delta, Type::Bool))));
+        assert_eq!(d, Type::fun(Type::tup(vec![delta.clone(), Type::Int]), m(Type::sum(delta, Type::Bool))));
         assert_eq!(count_reals(&t), 0, "a function type has no real leaves");
-        assert_eq!(count_reals(&Type::Tuple(vec![Type::Real, Type::sum(Type::Real, Type::Real), Type::Int])), 3);
-        assert!(is_real_tuple(&Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Real, Type::Real])])));
-        assert!(!is_real_tuple(&Type::Tuple(vec![Type::Real, Type::Int])));
+        assert_eq!(count_reals(&Type::tup(vec![Type::Real, Type::sum(Type::Real, Type::Real), Type::Int])), 3);
+        assert!(is_real_tuple(&Type::tup(vec![Type::Real, Type::tup(vec![Type::Real, Type::Real])])));
+        assert!(!is_real_tuple(&Type::tup(vec![Type::Real, Type::Int])));
     }
 }

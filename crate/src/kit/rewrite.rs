@@ -4,15 +4,17 @@
 //! paper's bot (Figs. 9–11) and shareToLet, and CHAD's clean-ups are rule sets over this engine.
 //!
 //! Strategy: `innermost` — the children of a node are normalised first, then the rules are tried at
-//! the node in order; when one fires, its result is normalised again. Let/bind chains are walked in a
-//! loop (a long straight-line program is one deep chain); other nesting recurses, as the parser
-//! bounds it (see limits.rs).
+//! the node in order; when one fires, its result is normalised again, but for the parts of it known
+//! to be normal already (`rewrite/known.rs`: the redex's own subtrees, wherever the rule put them),
+//! which no rule could rewrite. Let/bind chains are walked in a loop (a long straight-line program is
+//! one deep chain); other nesting recurses, as the parser bounds it (see limits.rs).
 //!
 //! Strategy: `blocks` (blocks.rs) — for rules on do blocks that substitute (the monad laws): a block is
 //! walked statement by statement, left to right, with a substitution environment, so one pass does
 //! every substitution.
 
 mod blocks;
+mod known;
 pub use blocks::{normalise_blocks, Blocks, LinkRule, Linked, Site, Stmt};
 
 use crate::build::Fresh;
@@ -60,8 +62,8 @@ pub struct Step {
 pub struct Budget {
     /// Rule applications.
     pub steps: u64,
-    /// Node visits (each re-normalisation walks its result again). 2·10^6 is about 4 s natively on
-    /// this project's machines; the largest example (the quaternion's partial evaluation) takes 1.3·10^5.
+    /// Node visits (each re-normalisation walks its result again, but for what is known normal). 2·10^6
+    /// is about 4 s natively on this project's machines; the quaternion's partial evaluation takes ~10^4.
     pub visits: u64,
     /// Steps kept with their text; later steps are counted only.
     pub trace_steps: usize,
@@ -230,6 +232,8 @@ struct Engine<'r, 'f> {
     w: Walk,
     /// The current definition as the steps so far left it (`Budget::program_after`).
     shadow: Option<Expr>,
+    /// The parts known normal of each rule result being normalised, innermost last (`known.rs`).
+    marks: Vec<known::Marks>,
 }
 
 /// Rewrites every definition of `p` to normal form under `rules`. Stops with a located message naming
@@ -263,44 +267,52 @@ pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> 
 impl<'r, 'f> Engine<'r, 'f> {
     fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
         let w = Walk::new(budget, rules.iter().map(|r| r.name));
-        Engine { rules, cx: RewriteCx { fresh, uses: Default::default() }, w, shadow: None }
+        Engine { rules, cx: RewriteCx { fresh, uses: Default::default() }, w, shadow: None, marks: vec![] }
+    }
+
+    /// Whether `e`, a part of the rule result being normalised that the walk has not reached yet, is
+    /// known to be normal (`known.rs`).
+    fn known(&self, e: &Expr) -> bool {
+        self.marks.last().is_some_and(|m| m.has(e))
     }
 
     /// Innermost normal form. Along a let/bind chain, the right-hand sides and the chain's tail are
     /// normalised first, then the chain is rebuilt from its end with the rules tried at each link (no
-    /// recursion along it).
+    /// recursion along it). Parts known normal are left as they are.
     fn normalise(&mut self, e: Expr) -> Expr {
         if self.w.stopped.is_some() {
             return e;
         }
         let depth = self.w.path.len();
-        // (is a bind, pattern, right-hand side, span, type) of each link, outermost first
-        let mut links: Vec<(bool, Pat, Expr, Span, Type)> = vec![];
+        // (is a bind, pattern, right-hand side and whether it is known normal, span, type) of each
+        // link, outermost first
+        let mut links: Vec<(bool, Pat, Expr, bool, Span, Type)> = vec![];
         let mut cur = e;
+        let mut tail_normal = false;
         let tail = loop {
-            match cur.kind {
-                ExprKind::Let(p, rhs, body) => {
-                    links.push((false, p, *rhs, cur.span, cur.ty));
-                    cur = *body;
-                }
-                ExprKind::Bind(p, rhs, body) => {
-                    links.push((true, p, *rhs, cur.span, cur.ty));
-                    cur = *body;
-                }
+            let (is_bind, p, rhs, body) = match cur.kind {
+                ExprKind::Let(p, rhs, body) if !tail_normal => (false, p, rhs, body),
+                ExprKind::Bind(p, rhs, body) if !tail_normal => (true, p, rhs, body),
                 kind => break Expr { kind, span: cur.span, ty: cur.ty },
-            }
+            };
+            let rhs_normal = self.known(&rhs);
+            tail_normal = self.known(&body);
+            links.push((is_bind, p, *rhs, rhs_normal, cur.span, cur.ty));
+            cur = *body;
         };
         // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n] (one push per
         // link, so that a long chain's paths are not rebuilt quadratically)
         for link in links.iter_mut() {
-            self.w.path.push(0);
-            let rhs = std::mem::replace(&mut link.2, Expr::gen(ExprKind::Unit));
-            link.2 = self.normalise(rhs);
-            self.w.path.pop();
+            if !link.3 {
+                self.w.path.push(0);
+                let rhs = std::mem::replace(&mut link.2, Expr::gen(ExprKind::Unit));
+                link.2 = self.normalise(rhs);
+                self.w.path.pop();
+            }
             self.w.path.push(1);
         }
-        let mut acc = self.node(tail);
-        while let Some((is_bind, p, rhs, span, ty)) = links.pop() {
+        let mut acc = if tail_normal { tail } else { self.node(tail) };
+        while let Some((is_bind, p, rhs, _, span, ty)) = links.pop() {
             self.w.path.pop();
             let kind = if is_bind { ExprKind::Bind(p, Box::new(rhs), Box::new(acc)) } else { ExprKind::Let(p, Box::new(rhs), Box::new(acc)) };
             acc = self.at_root(Expr { kind, span, ty });
@@ -309,12 +321,22 @@ impl<'r, 'f> Engine<'r, 'f> {
         acc
     }
 
-    /// A node that is not a let or bind: its children normalised, then the rules tried at it.
+    /// A node that is not a let or bind: its children normalised (but those known normal), then the
+    /// rules tried at it.
     fn node(&mut self, mut e: Expr) -> Expr {
         if !self.w.visit() {
             return e;
         }
-        map_children(self, &mut e, |en| &mut en.w.path, Self::normalise);
+        let mut i = 0u32;
+        each_child_mut(&mut e, &mut |c| {
+            if !self.known(c) {
+                self.w.path.push(i);
+                let taken = std::mem::replace(c, Expr::gen(ExprKind::Unit));
+                *c = self.normalise(taken);
+                self.w.path.pop();
+            }
+            i += 1;
+        });
         self.at_root(e)
     }
 
@@ -362,7 +384,12 @@ impl<'r, 'f> Engine<'r, 'f> {
                     self.shadow = None;
                 }
             }
-            return self.normalise(new);
+            // what the rule kept of the redex is normal: only the rest is normalised again
+            let Some(marks) = known::Normal::below(&e).marks(&new) else { return new };
+            self.marks.push(marks);
+            let out = self.normalise(new);
+            self.marks.pop();
+            return out;
         }
         e
     }

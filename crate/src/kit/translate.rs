@@ -151,7 +151,7 @@ mod tests {
 
     impl DualRule for Pairs {
         fn ty(&self, t: &Type) -> Type {
-            with_real(t, &Type::Tuple(vec![Type::Real, Type::Real]))
+            with_real(t, &Type::tup(vec![Type::Real, Type::Real]))
         }
         fn constant(&self, _: &mut Fresh, c: Expr) -> Expr {
             pair(c, real(0.0))

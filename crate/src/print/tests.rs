@@ -555,16 +555,16 @@ fn types_all_forms() {
         Type::Bool,
         Type::Unit,
         Type::Unknown,
-        Type::Tuple(vec![Type::Real, Type::Int, Type::Unit]),
+        Type::tup(vec![Type::Real, Type::Int, Type::Unit]),
         Type::sum(Type::Real, Type::Unit),
         Type::sum(Type::sum(Type::Real, Type::Int), Type::Bool),
         Type::fun(Type::Real, Type::fun(Type::Real, Type::Real)),
         Type::fun(Type::fun(Type::Real, Type::Real), Type::Real),
-        Type::fun(Type::sum(Type::Real, Type::Int), Type::Tuple(vec![Type::Real, Type::Real])),
+        Type::fun(Type::sum(Type::Real, Type::Int), Type::tup(vec![Type::Real, Type::Real])),
         Type::lin(Type::Real, Type::con("Delta", vec![])),
         Type::fun(Type::Real, Type::lin(Type::Real, Type::Real)),
         Type::fun(Type::lin(Type::Real, Type::Real), Type::Real),
-        Type::con("M", vec![Type::Tuple(vec![Type::Real, Type::con("Delta", vec![])])]),
+        Type::con("M", vec![Type::tup(vec![Type::Real, Type::con("Delta", vec![])])]),
         Type::con("Map", vec![Type::Int, Type::Real]),
         Type::con("Array", vec![Type::con("Array", vec![Type::Real])]),
         Type::sum(Type::fun(Type::Real, Type::Real), Type::con("M", vec![Type::Unit])),
@@ -603,7 +603,7 @@ fn types_all_forms() {
         R → R ⊸ R
         (R ⊸ R) → R
         "#);
-    let big = (0..6).fold(Type::Real, |t, _| Type::fun(Type::Tuple(vec![Type::Real, Type::con("Delta", vec![])]), t));
+    let big = (0..6).fold(Type::Real, |t, _| Type::fun(Type::tup(vec![Type::Real, Type::con("Delta", vec![])]), t));
     insta::assert_snapshot!(print_type(&big, &width(40, false)), @r#"
         (R, Delta) ->
         (R, Delta) ->

@@ -37,7 +37,7 @@ struct DrevRule(Naming);
 
 impl RealRule for DrevRule {
     fn real_ty(&self, _: &Type) -> Type {
-        Type::Tuple(vec![Type::Real, delta_type()])
+        Type::tup(vec![Type::Real, delta_type()])
     }
     fn operands(&self) -> Operands {
         Operands::Bound

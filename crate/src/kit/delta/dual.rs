@@ -13,7 +13,7 @@ use crate::stage::{Source, WRAPPER};
 
 /// The wrappers' type `S × δT → T × δS`: the gradient, and (ours) the primal too.
 pub(crate) fn wrapper_type(s: &Type, t: &Type) -> Type {
-    Type::fun(Type::Tuple(vec![s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), s.clone()]))
+    Type::fun(Type::tup(vec![s.clone(), t.clone()]), Type::tup(vec![t.clone(), s.clone()]))
 }
 
 /// What a real is paired with, and how the primitives combine those companions.
@@ -39,7 +39,7 @@ pub(crate) trait Companion {
 /// `D{A}`: R ↦ R × companion, homomorphic elsewhere (Fig. 5's Drev1_S{R} = R × δS, Fig. 7's
 /// Drev2{R} = R × Delta).
 pub(crate) fn dual_type(t: &Type, c: &dyn Companion) -> Type {
-    with_real(t, &Type::Tuple(vec![Type::Real, c.ty()]))
+    with_real(t, &Type::tup(vec![Type::Real, c.ty()]))
 }
 
 /// `Σ partial_i ⊗ d_i` with ⊕: One is the companion itself, MinusOne is `(-1.0) ⊗ d` (as in Fig. 12's

@@ -178,9 +178,9 @@ impl<'a> Tr<'a> {
                     let env = self.env_type(l)?;
                     summands.push(if self.with_code(s) {
                         self.busy.last_mut().expect("pushed above").1 = true;
-                        let code = Type::fun(Type::Tuple(vec![env.clone(), self.rep(a)?]), self.rep(r)?);
+                        let code = Type::fun(Type::tup(vec![env.clone(), self.rep(a)?]), self.rep(r)?);
                         self.busy.last_mut().expect("pushed above").1 = false;
-                        Type::Tuple(vec![env, code])
+                        Type::tup(vec![env, code])
                     } else {
                         env
                     });

@@ -48,7 +48,7 @@ impl Stage for Cayley {
             // SCall : (Z, dR ⊸ (Staged c → Staged c)) → dR ⊸ (Staged c → Staged c)
             Builtin {
                 name: "SCall",
-                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp]), Type::lin(Type::Real, upd_ty(&c)))),
+                scheme: scheme(&[1], Type::fun(Type::tup(vec![Type::Int, bp]), Type::lin(Type::Real, upd_ty(&c)))),
                 arity: 3,
                 lazy_last: false,
                 run: b_scall,
@@ -87,11 +87,11 @@ impl Stage for Cayley {
             (
                 "interleave".into(),
                 Type::fun(
-                    Type::Tuple(vec![s.clone(), Type::lin(Type::fun(s.clone(), s.clone()), upd_ty(&c))]),
+                    Type::tup(vec![s.clone(), Type::lin(Type::fun(s.clone(), s.clone()), upd_ty(&c))]),
                     m_ty(dtype(s, &real_ty_cayley(&c), true)),
                 ),
             ),
-            ("deinterleave".into(), Type::fun(dtype(t, &real_ty_cayley(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), upd_ty(&c))]))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty_cayley(&c), true), Type::tup(vec![t.clone(), Type::lin(t.clone(), upd_ty(&c))]))),
             grad_type(src),
         ]
     }

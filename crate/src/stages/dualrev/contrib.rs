@@ -37,12 +37,12 @@ fn contrib_ty() -> Type {
     Type::con("Contrib", vec![])
 }
 fn dref() -> Type {
-    Type::Tuple(vec![Type::Int, contrib_ty()])
+    Type::tup(vec![Type::Int, contrib_ty()])
 }
 
 /// D[R] = (R, (Z, Contrib))  (footnote 38: the integer is the ID of the Contrib)
 pub fn real_ty(_c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, dref()])
+    Type::tup(vec![Type::Real, dref()])
 }
 
 struct Rule;

@@ -34,7 +34,7 @@ sharing, Fig. 2), and every call builds and adds dense values of c.",
 
 /// D¹_c[R] = (R, dR ⊸ c)  (Fig. 6)
 pub fn real_ty(c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, Type::lin(Type::Real, c.clone())])
+    Type::tup(vec![Type::Real, Type::lin(Type::Real, c.clone())])
 }
 
 /// The zero backpropagator `linλz. 0`.
@@ -127,8 +127,8 @@ impl Stage for Naive {
         let (s, t) = (src.input_type, src.output_type);
         vec![
             main_type(src, &real_ty(&c), false),
-            ("interleave".into(), Type::fun(Type::Tuple(vec![s.clone(), Type::lin(s.clone(), c.clone())]), dtype(s, &real_ty(&c), false))),
-            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), false), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), c.clone())]))),
+            ("interleave".into(), Type::fun(Type::tup(vec![s.clone(), Type::lin(s.clone(), c.clone())]), dtype(s, &real_ty(&c), false))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), false), Type::tup(vec![t.clone(), Type::lin(t.clone(), c.clone())]))),
             grad_type(src),
         ]
     }

@@ -45,7 +45,7 @@ additions are atomic.",
 };
 
 fn cid() -> Type {
-    Type::Tuple(vec![Type::Int, Type::Int])
+    Type::tup(vec![Type::Int, Type::Int])
 }
 fn contrib_ty() -> Type {
     Type::con("Contrib", vec![])
@@ -56,7 +56,7 @@ fn jobdescr() -> Type {
 
 /// D⁵_c[R] = (R, CID), the Contrib of the CID on the job's tape
 pub fn real_ty(_c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, cid()])
+    Type::tup(vec![Type::Real, cid()])
 }
 
 /// As §10.3's (`RecordRule`), with compound IDs.
@@ -90,7 +90,7 @@ impl Stage for Parallel {
             // (⋆') : M a → M b → M (a, b), the sides as thunks
             Builtin {
                 name: "fork",
-                scheme: scheme(&[2, 3], Type::fun(thunk(a.clone()), Type::fun(thunk(b.clone()), m_ty(Type::Tuple(vec![a.clone(), b]))))),
+                scheme: scheme(&[2, 3], Type::fun(thunk(a.clone()), Type::fun(thunk(b.clone()), m_ty(Type::tup(vec![a.clone(), b]))))),
                 arity: 2,
                 lazy_last: false,
                 run: b_fork,

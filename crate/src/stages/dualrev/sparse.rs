@@ -50,7 +50,7 @@ impl Stage for Sparse {
             Builtin { name: "SOneHot", scheme: scheme(&[1], Type::fun(Type::Int, bp.clone())), arity: 3, lazy_last: false, run: b_onehot },
             Builtin {
                 name: "SCall",
-                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp]), Type::lin(Type::Real, upd_ty(&c)))),
+                scheme: scheme(&[1], Type::fun(Type::tup(vec![Type::Int, bp]), Type::lin(Type::Real, upd_ty(&c)))),
                 arity: 3,
                 lazy_last: false,
                 run: b_scall,
@@ -108,8 +108,8 @@ impl Stage for Sparse {
         let (s, t) = (src.input_type, src.output_type);
         vec![
             main_type(src, &real_ty_cayley(&c), true),
-            ("interleave".into(), Type::fun(s.clone(), m_ty(Type::Tuple(vec![dtype(s, &real_ty_cayley(&c), true), Type::fun(gmap(), s.clone())])))),
-            ("deinterleave".into(), Type::fun(dtype(t, &real_ty_cayley(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), upd_ty(&c))]))),
+            ("interleave".into(), Type::fun(s.clone(), m_ty(Type::tup(vec![dtype(s, &real_ty_cayley(&c), true), Type::fun(gmap(), s.clone())])))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty_cayley(&c), true), Type::tup(vec![t.clone(), Type::lin(t.clone(), upd_ty(&c))]))),
             grad_type(src),
         ]
     }

@@ -34,7 +34,7 @@ Deinterleave (§6.1).",
 
 /// D²_c[R] = (R, (Z, dR ⊸ Staged c))  (Fig. 8)
 pub fn real_ty(c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Int, Type::lin(Type::Real, staged_ty(c.clone()))])])
+    Type::tup(vec![Type::Real, Type::tup(vec![Type::Int, Type::lin(Type::Real, staged_ty(c.clone()))])])
 }
 
 /// D²[r] = λi. ((r, (i, linλz. 0_Staged)), i + 1)
@@ -63,7 +63,7 @@ impl Stage for Staged {
             Builtin { name: "SCotan", scheme: scheme(&[1], Type::lin(c.clone(), st.clone())), arity: 1, lazy_last: false, run: b_scotan },
             Builtin {
                 name: "SCall",
-                scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp.clone()]), Type::lin(Type::Real, st.clone()))),
+                scheme: scheme(&[1], Type::fun(Type::tup(vec![Type::Int, bp.clone()]), Type::lin(Type::Real, st.clone()))),
                 arity: 2,
                 lazy_last: false,
                 run: b_scall,
@@ -106,9 +106,9 @@ impl Stage for Staged {
             main_type(src, &real_ty(&c), true),
             (
                 "interleave".into(),
-                Type::fun(Type::Tuple(vec![s.clone(), Type::lin(s.clone(), st.clone())]), m_ty(dtype(s, &real_ty(&c), true))),
+                Type::fun(Type::tup(vec![s.clone(), Type::lin(s.clone(), st.clone())]), m_ty(dtype(s, &real_ty(&c), true))),
             ),
-            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), st)]))),
+            ("deinterleave".into(), Type::fun(dtype(t, &real_ty(&c), true), Type::tup(vec![t.clone(), Type::lin(t.clone(), st)]))),
             grad_type(src),
         ]
     }

@@ -38,7 +38,7 @@ fn tcontrib() -> Type {
 
 /// D[R] = (R, Z)
 pub fn real_ty(_c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, Type::Int])
+    Type::tup(vec![Type::Real, Type::Int])
 }
 
 /// §10.3: `record c` returns a fresh ID with `c` on the tape (`RecordRule`, shared with §12).

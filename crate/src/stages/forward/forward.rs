@@ -32,7 +32,7 @@ and dots each column with the output cotangent to give that input's gradient ent
 
 /// `Dfwd{A}` (Fig. 3): R ↦ R × δR, homomorphic elsewhere.
 pub fn dual_type(t: &Type) -> Type {
-    with_real(t, &Type::Tuple(vec![Type::Real, Type::Real]))
+    with_real(t, &Type::tup(vec![Type::Real, Type::Real]))
 }
 
 /// `Dfwd{e}` (Fig. 3): the kit's homomorphic translation with Fig. 3's rules for reals.
@@ -129,7 +129,7 @@ impl Stage for Forward {
         let (s, t) = (src.input_type, src.output_type);
         vec![
             ("main".into(), Type::fun(dual_type(s), dual_type(t))),
-            ("fwd".into(), Type::fun(Type::Tuple(vec![s.clone(), s.clone(), t.clone()]), Type::Tuple(vec![t.clone(), Type::Real]))),
+            ("fwd".into(), Type::fun(Type::tup(vec![s.clone(), s.clone(), t.clone()]), Type::tup(vec![t.clone(), Type::Real]))),
         ]
     }
 

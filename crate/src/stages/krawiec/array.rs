@@ -163,10 +163,10 @@ impl Stage for Array {
     fn builtins(&self) -> Vec<Builtin> {
         // runDelta : DeltaId → M (a × Delta) → a × Delta × DeltaId (the last id allocated).
         let a = Type::Var(0);
-        let pair_ty = Type::Tuple(vec![a.clone(), delta_type()]);
+        let pair_ty = Type::tup(vec![a.clone(), delta_type()]);
         let scheme = Scheme {
             vars: vec![0],
-            ty: Type::fun(Type::Int, Type::fun(m_type(pair_ty), Type::Tuple(vec![a, delta_type(), Type::Int]))),
+            ty: Type::fun(Type::Int, Type::fun(m_type(pair_ty), Type::tup(vec![a, delta_type(), Type::Int]))),
         };
         let mut bs = monad_builtins(scheme, b_run_delta_last);
         let (d, um, r, z) = (delta_type(), map_type(), Type::Real, Type::Int);

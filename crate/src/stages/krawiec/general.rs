@@ -57,7 +57,7 @@ impl Stage for General {
         // runDelta : DeltaId → M (a × (R × Delta)) → a × (R × Delta): the differentiated program
         // returns (e s, e s ⊙ dt); the Delta of the dot product is wrapped in the bindings.
         let a = Type::Var(0);
-        let res = Type::Tuple(vec![a, Type::Tuple(vec![Type::Real, delta_type()])]);
+        let res = Type::tup(vec![a, Type::tup(vec![Type::Real, delta_type()])]);
         let scheme = Scheme { vars: vec![0], ty: Type::fun(Type::Int, Type::fun(m_type(res.clone()), res)) };
         let mut bs = monad_builtins(scheme, b_run_delta);
         bs.extend(map_builtins());
@@ -153,12 +153,12 @@ impl Stage for General {
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
         let (s, t) = (src.input_type, src.output_type);
         let (ds, dtt) = (drev_type(s), drev_type(t));
-        let delta_pair = Type::Tuple(vec![Type::Real, delta_type()]);
+        let delta_pair = Type::tup(vec![Type::Real, delta_type()]);
         let mut v = vec![
-            ("mainDot".to_string(), Type::fun(Type::Tuple(vec![ds.clone(), dtt.clone()]), m_type(Type::Tuple(vec![dtt.clone(), delta_pair])))),
-            ("initVars_S".into(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
+            ("mainDot".to_string(), Type::fun(Type::tup(vec![ds.clone(), dtt.clone()]), m_type(Type::tup(vec![dtt.clone(), delta_pair])))),
+            ("initVars_S".into(), Type::fun(Type::tup(vec![s.clone(), Type::Int]), Type::tup(vec![ds.clone(), Type::Int]))),
             ("initZeros_T".into(), Type::fun(t.clone(), dtt.clone())),
-            ("lookup_S".into(), Type::fun(Type::Tuple(vec![map_type(), ds.clone()]), s.clone())),
+            ("lookup_S".into(), Type::fun(Type::tup(vec![map_type(), ds.clone()]), s.clone())),
             (WRAPPER.into(), wrapper_type(s, t)),
         ];
         if src.program.def("main").is_some_and(|d| matches!(d.body.kind, ExprKind::Lam(..))) {

@@ -54,7 +54,7 @@ impl Stage for Monadic {
         // runDelta : DeltaId → M (a × Delta) → a × Delta (Fig. 10 returns only the Delta; ours keeps
         // the primal a too, so that the wrapper can return it).
         let a = Type::Var(0);
-        let pair_ty = Type::Tuple(vec![a, delta_type()]);
+        let pair_ty = Type::tup(vec![a, delta_type()]);
         let scheme = Scheme { vars: vec![0], ty: Type::fun(Type::Int, Type::fun(m_type(pair_ty.clone()), pair_ty)) };
         let mut bs = monad_builtins(scheme, b_run_delta);
         bs.extend(map_builtins());

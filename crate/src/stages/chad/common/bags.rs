@@ -532,7 +532,7 @@ pub const UN_TREE: &str = "unTree";
 /// §7's builtins with their types (`Bag t`, `Tree a f`, `M t` as type constructors).
 pub fn builtins() -> Vec<Builtin> {
     let v = Type::Var;
-    let (f, arr, tup) = (Type::fun, Type::array, |a: Type, b: Type| Type::Tuple(vec![a, b]));
+    let (f, arr, tup) = (Type::fun, Type::array, |a: Type, b: Type| Type::tup(vec![a, b]));
     let bag = |t: Type| Type::con("Bag", vec![t]);
     let tree = |a: Type, b: Type| Type::con("Tree", vec![a, b]);
     let m = |t: Type| Type::con("M", vec![t]);

@@ -503,7 +503,7 @@ fn rebuild_lin(p: &Pat, ty: &Type, vals: &mut dyn Iterator<Item = Expr>) -> Expr
     match (p, ty) {
         (Pat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
             let cts: Vec<CT> = ts.iter().map(ct).collect();
-            let es = ps.iter().zip(ts).map(|(q, t)| rebuild_lin(q, t, vals)).collect();
+            let es = ps.iter().zip(ts.iter()).map(|(q, t)| rebuild_lin(q, t, vals)).collect();
             app(builtin(ops::ltuple(&cts)), tuple(es))
         }
         _ => vals.next().unwrap_or_else(unit),

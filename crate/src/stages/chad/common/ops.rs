@@ -324,7 +324,7 @@ fn m(t: Type) -> Type {
 /// The scheme of an instance: the paper's typing (Fig. 3, Table 2) at its index.
 pub fn scheme(op: &Op) -> Scheme {
     let f = Type::fun;
-    let pair = |a, b| Type::Tuple(vec![a, b]);
+    let pair = |a, b| Type::tup(vec![a, b]);
     let sum = |a: &CT, b: &CT| CT::Sum(Box::new(a.clone()), Box::new(b.clone())).ty();
     let mono = |t| Scheme::mono(t);
     match op {

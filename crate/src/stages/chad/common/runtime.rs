@@ -696,7 +696,7 @@ pub fn generic_builtins() -> Vec<crate::interp::Builtin> {
         },
         crate::interp::Builtin {
             name: super::ops::LOG_ONE,
-            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(Type::Tuple(vec![a.clone(), Type::Var(1)]), Type::con("Log", vec![Type::Var(1)])) },
+            scheme: Scheme { vars: vec![0, 1], ty: Type::fun(Type::tup(vec![a.clone(), Type::Var(1)]), Type::con("Log", vec![Type::Var(1)])) },
             arity: 1,
             lazy_last: false,
             run: b_log_one,
@@ -707,7 +707,7 @@ pub fn generic_builtins() -> Vec<crate::interp::Builtin> {
                 vars: vec![0, 1, 2],
                 ty: Type::fun(
                     Type::con("Log", vec![Type::Var(1)]),
-                    Type::fun(Type::Var(2), Type::fun(Type::fun(Type::Tuple(vec![a.clone(), Type::Var(1)]), Type::Var(2)), Type::Var(2))),
+                    Type::fun(Type::Var(2), Type::fun(Type::fun(Type::tup(vec![a.clone(), Type::Var(1)]), Type::Var(2)), Type::Var(2))),
                 ),
             },
             arity: 3,

@@ -120,7 +120,7 @@ impl CT {
             CT::Prod(ts) => Type::con("LProd", ts.iter().map(CT::ty).collect()),
             CT::Sum(a, b) => Type::con("LSum", vec![a.ty(), b.ty()]),
             CT::Log(c) => Type::con("Log", vec![c.ty()]),
-            CT::Bag(c) => Type::con("Bag", vec![Type::Tuple(vec![Type::Int, c.ty()])]),
+            CT::Bag(c) => Type::con("Bag", vec![Type::tup(vec![Type::Int, c.ty()])]),
         }
     }
 
@@ -145,7 +145,7 @@ pub fn d1_by(t: &Type, naive: bool) -> Type {
     match t {
         Type::Fun(a, b) | Type::Lin(a, b) => {
             let (ca, cb) = (ct(a), ct(b));
-            Type::fun(d1_by(a, naive), Type::Tuple(vec![d1_by(b, naive), Type::fun(cb.ty(), ca.ty())]))
+            Type::fun(d1_by(a, naive), Type::tup(vec![d1_by(b, naive), Type::fun(cb.ty(), ca.ty())]))
         }
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| d1_by(t, naive)).collect()),
         Type::Sum(a, b) => Type::sum(d1_by(a, naive), d1_by(b, naive)),
@@ -452,7 +452,7 @@ fn name_wilds(p: &Pat, ty: &Type, fr: &mut Fresh, vars: &mut Vec<(Name, Type)>) 
             p.clone()
         }
         (Pat::Tuple(ps, s), Type::Tuple(ts)) if ps.len() == ts.len() => {
-            Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| name_wilds(p, t, fr, vars)).collect(), *s)
+            Pat::Tuple(ps.iter().zip(ts.iter()).map(|(p, t)| name_wilds(p, t, fr, vars)).collect(), *s)
         }
         (Pat::Wild(s) | Pat::Unit(s) | Pat::Tuple(_, s), t) => {
             let n = fr.name("w");
@@ -471,7 +471,7 @@ fn destructure(p: &Pat, z: &Name, ty: &Type, span: Span, fr: &mut Fresh, out: &m
     let mut work = vec![(p.clone(), z.clone(), ty.clone())];
     while let Some((p, z, ty)) = work.pop() {
         let (Pat::Tuple(ps, _), Type::Tuple(ts)) = (&p, &ty) else { continue };
-        for (i, (q, t)) in ps.iter().zip(ts).enumerate() {
+        for (i, (q, t)) in ps.iter().zip(ts.iter()).enumerate() {
             let zt = Term { kind: K::Var(z.clone()), ty: ty.clone(), span };
             let proj = Term { kind: K::Proj(i, Box::new(zt)), ty: t.clone(), span };
             match q {

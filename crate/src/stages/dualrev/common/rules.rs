@@ -39,7 +39,7 @@ pub fn upd_ty(c: &Type) -> Type {
 
 /// D³_c[R] = (R, (Z, dR ⊸ (Staged c → Staged c)))  (Fig. 9; also §8's)
 pub fn real_ty_cayley(c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Int, Type::lin(Type::Real, upd_ty(c))])])
+    Type::tup(vec![Type::Real, Type::tup(vec![Type::Int, Type::lin(Type::Real, upd_ty(c))])])
 }
 
 /// Fig. 9: "as D², with id for 0_Staged and ∘ for +_Staged"; shared with §8.
@@ -52,7 +52,7 @@ pub fn io_ty(c: &Type) -> Type {
 
 /// D⁴_c[R] = (R, (Z, dR ⊸ (Staged c → IO ())))  (Fig. 10; also §10.1's)
 pub fn real_ty_io(c: &Type) -> Type {
-    Type::Tuple(vec![Type::Real, Type::Tuple(vec![Type::Int, Type::lin(Type::Real, io_ty(c))])])
+    Type::tup(vec![Type::Real, Type::tup(vec![Type::Int, Type::lin(Type::Real, io_ty(c))])])
 }
 
 /// Fig. 10: "same as D², with λ_. return () for 0_Staged and λf g x. f x >> g x for +_Staged";

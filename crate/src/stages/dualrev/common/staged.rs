@@ -70,7 +70,7 @@ pub fn array_staged_builtins(with_collector: bool) -> Vec<Builtin> {
     v.extend(array_builtins());
     v.push(Builtin {
         name: "SCall",
-        scheme: scheme(&[1], Type::fun(Type::Tuple(vec![Type::Int, bp.clone()]), Type::lin(Type::Real, io_ty(&c)))),
+        scheme: scheme(&[1], Type::fun(Type::tup(vec![Type::Int, bp.clone()]), Type::lin(Type::Real, io_ty(&c)))),
         arity: 3,
         lazy_last: false,
         run: b_scall,

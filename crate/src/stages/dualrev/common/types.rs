@@ -28,8 +28,8 @@ pub fn stated_fig10(src: &Source, real: &Type, bp: &Type) -> Vec<(String, Type)>
     let (s, t) = (src.input_type, src.output_type);
     vec![
         main_type(src, real, true),
-        ("interleave".into(), Type::fun(s.clone(), m_ty(Type::Tuple(vec![dtype(s, real, true), Type::fun(iarray_ty(), s.clone())])))),
-        ("deinterleave".into(), Type::fun(dtype(t, real, true), Type::Tuple(vec![t.clone(), Type::lin(t.clone(), bp.clone())]))),
+        ("interleave".into(), Type::fun(s.clone(), m_ty(Type::tup(vec![dtype(s, real, true), Type::fun(iarray_ty(), s.clone())])))),
+        ("deinterleave".into(), Type::fun(dtype(t, real, true), Type::tup(vec![t.clone(), Type::lin(t.clone(), bp.clone())]))),
         grad_type(src),
     ]
 }

@@ -360,7 +360,7 @@ fn name_wilds(p: &Pat, ty: &Type, vars: &mut Vec<(Name, Type)>, fr: &mut Fresh) 
             vars.push((n.clone(), t.clone()));
             Pat::Var(n, *s)
         }
-        (Pat::Tuple(ps, s), Type::Tuple(ts)) => Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| name_wilds(p, t, vars, fr)).collect(), *s),
+        (Pat::Tuple(ps, s), Type::Tuple(ts)) => Pat::Tuple(ps.iter().zip(ts.iter()).map(|(p, t)| name_wilds(p, t, vars, fr)).collect(), *s),
         _ => p.clone(),
     }
 }

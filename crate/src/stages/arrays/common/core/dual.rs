@@ -355,7 +355,7 @@ fn param_types(main: &Expr, vars: &[Name]) -> Vec<Type> {
     fn go(p: &Pat, t: &Type, out: &mut Vec<Type>) {
         match (p, t) {
             (Pat::Var(..), t) => out.push(t.clone()),
-            (Pat::Tuple(ps, _), Type::Tuple(ts)) => ps.iter().zip(ts).for_each(|(p, t)| go(p, t, out)),
+            (Pat::Tuple(ps, _), Type::Tuple(ts)) => ps.iter().zip(ts.iter()).for_each(|(p, t)| go(p, t, out)),
             (Pat::Wild(_), t) => out.push(t.clone()),
             _ => {}
         }

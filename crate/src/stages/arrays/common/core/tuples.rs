@@ -207,7 +207,7 @@ impl Sra<'_> {
     fn split_input(&mut self, p: &Pat, t: &Type) -> Pat {
         match (p, t) {
             (Pat::Tuple(ps, s), Type::Tuple(ts)) if ps.len() == ts.len() => {
-                Pat::Tuple(ps.iter().zip(ts).map(|(p, t)| self.split_input(p, t)).collect(), *s)
+                Pat::Tuple(ps.iter().zip(ts.iter()).map(|(p, t)| self.split_input(p, t)).collect(), *s)
             }
             (Pat::Var(x, s), Type::Tuple(_)) => {
                 let (pat, shape) = self.leaves_of(&x.text, t, *s);

@@ -384,6 +384,6 @@ fn b_dsum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Va
 }
 
 pub fn dsum_outer_builtin() -> Builtin {
-    let dual = Type::Tuple(vec![Type::Real, delta_type()]);
+    let dual = Type::tup(vec![Type::Real, delta_type()]);
     b("DsumOuter", &[], Type::fun(Type::array(dual.clone()), m_type(dual)), 1, b_dsum_outer)
 }

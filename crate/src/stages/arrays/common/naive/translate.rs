@@ -26,7 +26,7 @@ use crate::stage::{Output, Source, View};
 
 /// `(R, Delta)`.
 fn dual_real() -> Type {
-    Type::Tuple(vec![Type::Real, delta_type()])
+    Type::tup(vec![Type::Real, delta_type()])
 }
 
 /// Whether a value of type `t` is a dual array's primal: an array of reals, or of such arrays.
@@ -98,7 +98,7 @@ pub struct DualArrays;
 pub fn dual_arrays_type(t: &Type) -> Type {
     match t {
         Type::Real => dual_real(),
-        t if real_array(t) => Type::Tuple(vec![t.clone(), delta_type()]),
+        t if real_array(t) => Type::tup(vec![t.clone(), delta_type()]),
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(dual_arrays_type).collect()),
         Type::Sum(a, b) => Type::sum(dual_arrays_type(a), dual_arrays_type(b)),
         Type::Fun(a, b) => Type::fun(dual_arrays_type(a), m_type(dual_arrays_type(b))),

@@ -263,8 +263,8 @@ pub fn stated_types(src: &Source, monadic: bool) -> Vec<(String, Type)> {
     let ds = if monadic { drev_type(s) } else { dual_type(s, &DeltaCompanion) };
     let dt = dual_type(t, &DeltaCompanion);
     let mut v = vec![
-        (NAMED.to_string(), Type::fun(Type::Tuple(vec![s.clone(), Type::Int]), Type::Tuple(vec![ds.clone(), Type::Int]))),
-        (RECONSTRUCT.to_string(), Type::fun(Type::Tuple(vec![grad_vector_type(), s.clone()]), s.clone())),
+        (NAMED.to_string(), Type::fun(Type::tup(vec![s.clone(), Type::Int]), Type::tup(vec![ds.clone(), Type::Int]))),
+        (RECONSTRUCT.to_string(), Type::fun(Type::tup(vec![grad_vector_type(), s.clone()]), s.clone())),
         (WRAPPER.to_string(), wrapper_type(s, t)),
     ];
     if !monadic {
