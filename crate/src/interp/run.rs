@@ -700,26 +700,23 @@ impl Machine<'_> {
     }
 
     /// Runs a saturated builtin on `args` (a buffer that goes back to the pool).
-    pub(super) fn call_builtin_value(&mut self, b: &Builtin, mut args: Vec<Value>, span: Span) -> Res<Value> {
-        let old = std::mem::replace(&mut self.span, span);
-        let old_b = std::mem::replace(&mut self.builtin, b.name);
-        let r = (b.run)(self, &mut args, span);
-        self.span = old;
-        self.builtin = old_b;
-        // the argument buffer goes back to the pool (builtins re-enter, so one buffer is not enough)
-        args.clear();
-        if self.arg_bufs.len() < 64 {
-            self.arg_bufs.push(args);
-        }
-        Ok(r?)
+    pub(super) fn call_builtin_value(&mut self, b: &Builtin, args: Vec<Value>, span: Span) -> Res<Value> {
+        let run = b.run;
+        self.in_builtin(b.name, span, args, |m, args| run(m, args, span))
     }
 
     /// Runs a fused pair `outer (inner args)` (`Fused`) as the inner builtin's call; the fused
     /// function switches to the outer one itself (`Machine::enter_builtin`).
-    pub(super) fn call_fused(&mut self, f: super::FusedFn, inner: &Builtin, mut args: Vec<Value>, spans: [Span; 2]) -> Res<Value> {
-        let old = std::mem::replace(&mut self.span, spans[0]);
-        let old_b = std::mem::replace(&mut self.builtin, inner.name);
-        let r = f(self, &mut args, spans);
+    pub(super) fn call_fused(&mut self, f: super::FusedFn, inner: &Builtin, args: Vec<Value>, spans: [Span; 2]) -> Res<Value> {
+        self.in_builtin(inner.name, spans[0], args, |m, args| f(m, args, spans))
+    }
+
+    /// Runs `f` as builtin `name` at `span` (the machine's current span and builtin restored after),
+    /// then gives the argument buffer back to the pool (builtins re-enter, so one buffer is not enough).
+    fn in_builtin(&mut self, name: &'static str, span: Span, mut args: Vec<Value>, f: impl FnOnce(&mut Self, &mut Vec<Value>) -> Result<Value, RunError>) -> Res<Value> {
+        let old = std::mem::replace(&mut self.span, span);
+        let old_b = std::mem::replace(&mut self.builtin, name);
+        let r = f(self, &mut args);
         self.span = old;
         self.builtin = old_b;
         args.clear();

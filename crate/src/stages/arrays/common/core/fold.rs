@@ -85,15 +85,7 @@ fn body_vjp(acc: &Name, c: &Name, body: &Expr, frees: &[Name], tys: (&Type, &Typ
     let ex = extract(&grad, fresh)?;
     let mut rev = Reverse::new(true);
     let grads = rev.run(&ex.roots, ex.params.len(), fresh)?;
-    let grads: Vec<Option<Expr>> = grads
-        .into_iter()
-        .map(|g| {
-            g.map(|mut t| {
-                rev.expand(&mut t);
-                t
-            })
-        })
-        .collect();
+    let grads = rev.expand_all(grads);
     // shareToLet over the gradient tuple (Fig. 20): a vjp is a plain program
     // (`shared i` read as the share i written out before it, as gradient.rs's shareToLet does)
     let present: Vec<Expr> = grads

@@ -32,15 +32,7 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
         )
         .refused());
     }
-    let grads: Vec<Option<Expr>> = grads
-        .into_iter()
-        .map(|g| {
-            g.map(|mut t| {
-                rev.expand(&mut t);
-                t
-            })
-        })
-        .collect();
+    let grads = rev.expand_all(grads);
     let body = program(&ex, vec![], grads);
     let mut p = src.program.clone();
     p.defs = vec![def(WRAPPER, body)];

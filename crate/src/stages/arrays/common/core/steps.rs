@@ -55,7 +55,7 @@ impl Steps {
 
     /// `e` on one line, cut to a screenful of nodes.
     pub fn show(&self, e: &mut Expr) -> String {
-        print_cut(e, &self.print).split_whitespace().collect::<Vec<_>>().join(" ")
+        one_line(e, &self.print)
     }
 
     /// `accum[id]` changed: its text is printed again.
@@ -91,30 +91,39 @@ impl Steps {
 
     /// The `accum` map (cotangents waiting under their IDs) and the `grad` map (each input's gradient).
     fn maps(&mut self, grad: &mut BTreeMap<usize, Expr>, accum: &mut BTreeMap<i64, Expr>) -> Vec<(String, Shown)> {
+        let print = self.print;
         let mut out = vec![];
-        for (id, t) in accum.iter_mut().rev().take(MAP_ROWS) {
-            let text = match self.accum_text.get(id) {
-                Some(text) => text.clone(),
-                None => self.show(t),
-            };
-            self.accum_text.insert(*id, text.clone());
-            out.push((format!("accum[{id}]"), Shown::text(text)));
-        }
-        if accum.len() > MAP_ROWS {
-            out.push(("accum …".into(), Shown::text(format!("{} more entries, lower IDs", accum.len() - MAP_ROWS))));
-        }
-        for (k, t) in grad.iter_mut().take(MAP_ROWS) {
-            let name = self.labels.get(*k).cloned().unwrap_or_else(|| format!("input {k}"));
-            let text = match self.grad_text.get(k) {
-                Some(text) => text.clone(),
-                None => self.show(t),
-            };
-            self.grad_text.insert(*k, text.clone());
-            out.push((format!("grad {name}"), Shown::text(text)));
-        }
-        if grad.len() > MAP_ROWS {
-            out.push(("grad …".into(), Shown::text(format!("{} more inputs", grad.len() - MAP_ROWS))));
-        }
+        let (accum_len, grad_len) = (accum.len(), grad.len());
+        let accum_rows = accum.iter_mut().rev().map(|(id, t)| (*id, format!("accum[{id}]"), t));
+        window(accum_rows, accum_len, &mut self.accum_text, &print, &mut out, |n| ("accum …".into(), format!("{n} more entries, lower IDs")));
+        let labels = &self.labels;
+        let grad_rows = grad.iter_mut().map(|(k, t)| (*k, format!("grad {}", labels.get(*k).cloned().unwrap_or_else(|| format!("input {k}"))), t));
+        window(grad_rows, grad_len, &mut self.grad_text, &print, &mut out, |n| ("grad …".into(), format!("{n} more inputs")));
         out
     }
+}
+
+/// The first `MAP_ROWS` of a map's `rows` (key, row name, term), each printed unless its text is
+/// kept in `texts`, then one row `more(n)` counting the `n` entries left out.
+fn window<'a, K: Ord + Copy>(
+    rows: impl Iterator<Item = (K, String, &'a mut Expr)>,
+    len: usize,
+    texts: &mut BTreeMap<K, String>,
+    print: &PrintOptions,
+    out: &mut Vec<(String, Shown)>,
+    more: impl Fn(usize) -> (String, String),
+) {
+    for (k, name, t) in rows.take(MAP_ROWS) {
+        let text = texts.entry(k).or_insert_with(|| one_line(t, print)).clone();
+        out.push((name, Shown::text(text)));
+    }
+    if len > MAP_ROWS {
+        let (name, text) = more(len - MAP_ROWS);
+        out.push((name, Shown::text(text)));
+    }
+}
+
+/// `e` on one line, cut to a screenful of nodes.
+fn one_line(e: &mut Expr, print: &PrintOptions) -> String {
+    print_cut(e, print).split_whitespace().collect::<Vec<_>>().join(" ")
 }

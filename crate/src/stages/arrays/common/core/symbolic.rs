@@ -494,6 +494,19 @@ impl Reverse {
         (n, best)
     }
 
+    /// `expand` on each input's gradient term.
+    pub fn expand_all(&mut self, grads: Vec<Option<Expr>>) -> Vec<Option<Expr>> {
+        grads
+            .into_iter()
+            .map(|g| {
+                g.map(|mut t| {
+                    self.expand(&mut t);
+                    t
+                })
+            })
+            .collect()
+    }
+
     /// The gradient term with each share written out at its first occurrence, left to right (the
     /// order the program runs in), and read as `shared i` after: the program's size is the
     /// gradient DAG's. Recurses on the written-out term's nesting (checked against the bracket

@@ -112,14 +112,7 @@ impl Sra<'_> {
                 self.bind(px, l, e.span, &mut ba)?;
                 self.bind(py, r, e.span, &mut bb)?;
                 let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
-                match (sa, sb) {
-                    (Shape::Leaf(x), Shape::Leaf(y)) => Shape::Leaf(at(if_(c, wrap(ba, x), wrap(bb, y)), e.span)),
-                    (sa, sb) => {
-                        binds.extend(ba);
-                        binds.extend(bb);
-                        split_if(&c, sa, sb, e.span)?
-                    }
-                }
+                choose(c, (sa, ba), (sb, bb), binds, e.span)?
             }
             K::Fst(x) | K::Snd(x) => match self.shape(x, binds)? {
                 Shape::Tuple(mut cs) if cs.len() == 2 => cs.swap_remove(if matches!(e.kind, K::Fst(_)) { 0 } else { 1 }),
@@ -140,14 +133,7 @@ impl Sra<'_> {
                 let c = self.leaf(c)?;
                 let (mut ba, mut bb) = (vec![], vec![]);
                 let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
-                match (sa, sb) {
-                    (Shape::Leaf(x), Shape::Leaf(y)) => Shape::Leaf(at(if_(c, wrap(ba, x), wrap(bb, y)), e.span)),
-                    (sa, sb) => {
-                        binds.extend(ba);
-                        binds.extend(bb);
-                        split_if(&c, sa, sb, e.span)?
-                    }
-                }
+                choose(c, (sa, ba), (sb, bb), binds, e.span)?
             }
             K::Lam(k, p, body) => {
                 // a lambda over tuples is mapped over an array of tuples
@@ -255,6 +241,20 @@ fn default(t: &Type) -> Shape {
 }
 
 /// `if c then sa else sb` per component (both shapes come from the same type).
+/// The shape of a choice on `c` between two sides, each a shape and the bindings it made: one `if`
+/// when both are leaves (each side's bindings inside its branch), else split component-wise
+/// (`split_if`) with both sides' bindings kept outside.
+fn choose(c: Expr, (sa, ba): (Shape, Binds), (sb, bb): (Shape, Binds), binds: &mut Binds, span: Span) -> Result<Shape, Diagnostic> {
+    match (sa, sb) {
+        (Shape::Leaf(x), Shape::Leaf(y)) => Ok(Shape::Leaf(at(if_(c, wrap(ba, x), wrap(bb, y)), span))),
+        (sa, sb) => {
+            binds.extend(ba);
+            binds.extend(bb);
+            split_if(&c, sa, sb, span)
+        }
+    }
+}
+
 fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnostic> {
     match (sa, sb) {
         // a sum's tags: `if c then true else false` is c
