@@ -19,11 +19,17 @@ import * as session from './session.js';
 
 window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks
 
-const core = new Core(msg => {
+function onRestart(msg) {
   showBanner(msg);
   setStatus(msg, 'bad');
   if (window.__cot) window.__cot.restarts = (window.__cot.restarts || 0) + 1;
-});
+}
+const core = new Core(onRestart);
+// A second worker, when the machine has a core to spare, runs some of the other chains of each run at
+// the same time as the first (every stage of the quaternion updated in about the time of its longest
+// chain, unf's, instead of the sum). Spawned after the first run, so that it does not slow the start.
+const cores = [core];
+const phaseMs = new Map();   // what each phase (its stage ids) took the last time it ran, for `share`
 
 function renderStage() {
   stageInfo.render(state);
@@ -58,8 +64,8 @@ function onInput() {
 }
 
 /** The phases of a run: forward (the reference) and the selected stage first, then the rest of its
- *  chain, then each other chain, so that the selected stage shows before the others have run. The core
- *  runs them as one pipeline: what the selected stage's input needs is prepared once. */
+ *  chain, then each other chain, so that the selected stage shows before the others have run. Each
+ *  worker runs its phases as one pipeline: what the selected stage's input needs is prepared once. */
 function phases() {
   const sel = state.chains.find(c => c.stages.includes(state.selected)) || state.chains[0];
   const first = [...new Set([REFERENCE, ...(sel && sel.stages.includes(state.selected) ? [state.selected] : sel ? sel.stages : [])])];
@@ -67,7 +73,23 @@ function phases() {
   const rest = state.chains.filter(c => c !== sel).map(c => c.stages.filter(id => !first.includes(id))).filter(p => p.length);
   const known = new Set([first, chain, ...rest].flat());
   const others = stageOrder().filter(id => !known.has(id));
-  return [first, ...(chain.length ? [chain] : []), ...rest, ...(others.length ? [others] : [])];
+  return { own: [first, ...(chain.length ? [chain] : [])], rest: [...rest, ...(others.length ? [others] : [])] };
+}
+
+/** The phases each worker runs: the first worker its own (the selected stage and its chain), then the
+ *  other chains shared out longest first (by what each took last time) to whichever worker has less
+ *  to do; each worker keeps the chains' order. */
+function share({ own, rest }, n) {
+  const cost = p => phaseMs.get(p.join()) ?? 1;
+  const work = [own, ...Array.from({ length: n - 1 }, () => [])];
+  const load = work.map(ps => ps.reduce((a, p) => a + cost(p), 0));
+  const to = rest.map(() => 0);
+  [...rest.keys()].sort((a, b) => cost(rest[b]) - cost(rest[a])).forEach(i => {
+    to[i] = load.indexOf(Math.min(...load));
+    load[to[i]] += cost(rest[i]);
+  });
+  rest.forEach((p, i) => work[to[i]].push(p));
+  return work;
 }
 
 async function run(seq = ++state.seq) {
@@ -77,26 +99,39 @@ async function run(seq = ++state.seq) {
   setStatus('running…');
   let merged = null, selectedMs = null;
   const order = stageOrder();
+  const waiting = [];   // parts of the other workers that came before the first worker's first part
   const onPart = part => {
     if (seq !== state.seq) return;
-    if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); }
-    else {
-      merged.stages.push(...part.stages);
-      merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
-      merged.elapsed_ms += part.elapsed_ms;
-      // a later phase: only what lists every stage changes, unless it brought the selected stage or
-      // the one whose graph is drawn beside it
-      const beside = besideOf(state.selected)?.stage;
-      if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
-      else { stageList.render(state); costs.render(state); }
-    }
+    if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); waiting.splice(0).forEach(merge); }
+    else merge(part);
     if (selectedMs == null) {
       performance.mark('cot-selected-' + seq);
       selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
     }
   };
+  // a later phase: only what lists every stage changes, unless it brought the selected stage or the
+  // one whose graph is drawn beside it
+  const merge = part => {
+    merged.stages.push(...part.stages);
+    merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+    merged.elapsed_ms += part.elapsed_ms;
+    const beside = besideOf(state.selected)?.stage;
+    if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
+    else { stageList.render(state); costs.render(state); }
+  };
+  // Another worker's stages keep where they ran, for their details (`loadDetail`); its diagnostics
+  // are the first worker's too, so only the first worker's are shown.
+  const fromOther = (w, part) => {
+    if (seq !== state.seq || part.diagnostics?.length) return;
+    for (const s of part.stages) s.from = { core: w, run_id: part.run_id };
+    if (merged) merge(part); else waiting.push(part);
+  };
+  const work = share(phases(), cores.length);
+  const timed = (w, ps, on) => { let k = 0; return part => { phaseMs.set(ps[k++]?.join(), part.phase_ms); on(part); }; };
   try {
-    await core.request('analyse-stream', { source: text, options: inputs.options(state), phases: phases() }, 'main', onPart);
+    await Promise.all(work.map((ps, w) => !ps.length ? null :
+      cores[w].request('analyse-stream', { source: text, options: inputs.options(state), phases: ps }, 'main',
+        timed(w, ps, w === 0 ? onPart : part => fromOther(w, part)))));
   } catch (e) {
     if (e instanceof Superseded) return;
     if (seq !== state.seq) return;
@@ -163,7 +198,8 @@ function loadDetail(id, role = null) {
   const r = stageResult(id);
   if (!r || r.detail) { if (!role) document.body.dataset.detail = id; return; }
   const runId = state.result.run_id;
-  core.request('detail', { run_id: runId, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
+  const from = r.from ?? { core: 0, run_id: runId };   // the worker that ran it keeps its analysis
+  cores[from.core].request('detail', { run_id: from.run_id, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
     if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
     if (!d) { r.detail_missing = true; }
     else Object.assign(r, d);
@@ -215,6 +251,7 @@ async function main() {
 
   stageList.render(state);
   await run();
+  if ((navigator.hardwareConcurrency || 1) > 1) cores.push(new Core(onRestart));
   // The default stage refused this program (krawiec/monadic takes no array input): open on the first
   // stage that ran with steps over a graph instead, else forward.
   if (typeof start.stage !== 'string' && !stageResult(state.selected)?.ok) {
@@ -223,7 +260,7 @@ async function main() {
   }
   session.checkLinkedStage(state, stageOrder(), REFERENCE);
   if (!stageOrder().includes(state.selected)) select(REFERENCE);
-  Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core });
+  Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core, cores });
   window.__cot.ready = true;
   document.body.dataset.ready = '1';
 }
