@@ -25,9 +25,10 @@ function onRestart(msg) {
   if (window.__cot) window.__cot.restarts = (window.__cot.restarts || 0) + 1;
 }
 const core = new Core(onRestart);
-// A second worker, when the machine has a core to spare, runs some of the other chains of each run at
-// the same time as the first (every stage of the quaternion updated in about the time of its longest
-// chain, unf's, instead of the sum). Spawned after the first run, so that it does not slow the start.
+// A second worker, when the machine has a core to spare, runs some of the other chains of each run while
+// the first runs the rest (every stage of the quaternion updated in about the time of its longest chain,
+// unf's, instead of the sum); it starts once the first has shown the selected stage, so that it does not
+// slow that. Spawned after the first run, so that it does not slow the page's start.
 const cores = [core];
 const phaseMs = new Map();   // what each phase (its stage ids) took the last time it ran, for `share`
 
@@ -99,10 +100,9 @@ async function run(seq = ++state.seq) {
   setStatus('running…');
   let merged = null, selectedMs = null;
   const order = stageOrder();
-  const waiting = [];   // parts of the other workers that came before the first worker's first part
   const onPart = part => {
     if (seq !== state.seq) return;
-    if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); waiting.splice(0).forEach(merge); }
+    if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); }
     else merge(part);
     if (selectedMs == null) {
       performance.mark('cot-selected-' + seq);
@@ -124,14 +124,25 @@ async function run(seq = ++state.seq) {
   const fromOther = (w, part) => {
     if (seq !== state.seq || part.diagnostics?.length) return;
     for (const s of part.stages) s.from = { core: w, run_id: part.run_id };
-    if (merged) merge(part); else waiting.push(part);
+    merge(part);
   };
   const work = share(phases(), cores.length);
   const timed = (w, ps, on) => { let k = 0; return part => { phaseMs.set(ps[k++]?.join(), part.phase_ms); on(part); }; };
+  const ask = (w, on) => cores[w].request('analyse-stream', { source: text, options: inputs.options(state), phases: work[w] }, 'main', timed(w, work[w], on));
+  // The other workers start when the first has shown the selected stage, so that they do not compete
+  // with it for the machine's cores; a program with errors needs no other worker.
+  let others = null;
+  const startOthers = errors => {
+    if (!others) {
+      others = errors ? Promise.resolve() :
+        Promise.all(work.slice(1).map((ps, k) => ps.length ? ask(k + 1, part => fromOther(k + 1, part)) : null));
+      others.catch(() => {});   // awaited below, once the first worker is done
+    }
+    return others;
+  };
   try {
-    await Promise.all(work.map((ps, w) => !ps.length ? null :
-      cores[w].request('analyse-stream', { source: text, options: inputs.options(state), phases: ps }, 'main',
-        timed(w, ps, w === 0 ? onPart : part => fromOther(w, part)))));
+    await ask(0, part => { if (seq === state.seq) { onPart(part); startOthers(part.diagnostics?.length); } });
+    if (seq === state.seq) await startOthers(false);
   } catch (e) {
     if (e instanceof Superseded) return;
     if (seq !== state.seq) return;
