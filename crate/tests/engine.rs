@@ -250,6 +250,9 @@ const CALLS: &[(&str, &str)] = &[
     ("def main x = let go k a b = if k == 0 then a + b else go (k - 1) (a * x) (b + a) in go 6 1.0 0.0", "1.1"),
     ("def step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\ndef sim k s = if k == 0 then s else sim (k - 1) (step s)\ndef main (p0, v0) = let (p, v) = sim 9 (p0, v0) in p * p + v", "(1.0, 0.5)"),
     ("def twice f x = f (f x)\ndef main x = twice (\\y -> y * x) 3.0 + twice (twice (\\y -> y + 1.0)) x", "0.5"),
+    // a partial value read twice is copied when applied (p), one read once takes its next
+    // argument in place (s, then t): the same values and counts either way
+    ("def f a b c d = a * b + c * d\ndef main x = let p = f x in let q = p 2.0 in let r = p 3.0 in q x 1.0 + r 1.0 x + (let s = f 1.0 in let t = s x in t 2.0 x)", "0.5"),
 ];
 
 #[test]

@@ -79,10 +79,12 @@ pub struct Machine<'p> {
     trace_steps: Vec<TraceStep>,
     trace_dropped: u64,
     trace_on: bool,
-    /// Stage runtimes' states by type: a few per run, found from the last hit or by a short scan
-    /// (no hashing on every builtin call).
+    /// Stage runtimes' states by type: a few per run, found from the two last hits or by a short
+    /// scan (no hashing on every builtin call).
     states: Vec<(TypeId, Box<dyn Any>)>,
-    last_state: usize,
+    /// The two states used last, most recent first: a tape stage's `record` alternates between the
+    /// ID counter's and the tape's, so one entry missed on every call (issue 13).
+    recent: [usize; 2],
     span: Span,
     /// When the `seconds` budget runs out (natively, when set).
     deadline: Option<std::time::Instant>,
@@ -104,6 +106,11 @@ pub struct Machine<'p> {
     acc: Value,
     /// The name of the builtin running (type-indexed builtins such as `0_τ` read their index from it).
     builtin: &'static str,
+}
+
+/// A fresh state of type `T` for `Machine::state`.
+fn new_state<T: Default + 'static>() -> Box<dyn Any> {
+    Box::new(T::default())
 }
 
 impl<'p> Machine<'p> {
@@ -139,7 +146,7 @@ impl<'p> Machine<'p> {
             trace_dropped: 0,
             trace_on: true,
             states: vec![],
-            last_state: 0,
+            recent: [0, 0],
             span: Span::NONE,
             deadline: budget
                 .seconds
@@ -186,6 +193,7 @@ impl<'p> Machine<'p> {
         self.run_with(|m| m.apply_fun(f, arg, span))
     }
     /// Adds `n` work units to the step counter, failing when the steps budget is exceeded.
+    #[inline]
     pub fn tick(&mut self, n: u64) -> Result<(), RunError> {
         let before = self.steps;
         self.steps += n;
@@ -200,6 +208,7 @@ impl<'p> Machine<'p> {
         Ok(())
     }
     /// Counts `n` allocations against the allocs budget.
+    #[inline]
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {
         let before = self.allocs;
         self.allocs += n;
@@ -274,23 +283,35 @@ impl<'p> Machine<'p> {
         self.trace_on = on;
     }
     /// The per-run state of a stage's runtime (its tape, its DeltaMap, ...), created on first use.
+    #[inline]
     pub fn state<T: Default + 'static>(&mut self) -> &mut T {
         let id = TypeId::of::<T>();
-        let i = match self.states.get(self.last_state) {
-            Some((k, _)) if *k == id => self.last_state,
-            _ => match self.states.iter().position(|(k, _)| *k == id) {
-                Some(i) => i,
-                None => {
-                    self.states.push((id, Box::new(T::default())));
-                    self.states.len() - 1
-                }
-            },
+        let [a, b] = self.recent;
+        let i = if self.states.get(a).is_some_and(|(k, _)| *k == id) {
+            a
+        } else if self.states.get(b).is_some_and(|(k, _)| *k == id) {
+            b
+        } else {
+            let i = self.find_state(id, new_state::<T>);
+            self.recent = [i, a];
+            i
         };
-        self.last_state = i;
         let any: &mut dyn Any = &mut *self.states[i].1;
-        // SAFETY: slot `i` is keyed by `TypeId::of::<T>()` and was created as a `T` (above), so this
-        // is `downcast_mut` without its second look at the type (a virtual call per builtin call).
+        // SAFETY: slot `i` is keyed by `TypeId::of::<T>()` and was created as a `T` (`find_state`),
+        // so this is `downcast_mut` without its second look at the type (a virtual call per builtin call).
         unsafe { &mut *(any as *mut dyn Any as *mut T) }
+    }
+    /// The slot of the state keyed `id`, made by `new` if there is none: out of line, so the hits
+    /// above stay a few instructions with no register spills.
+    #[inline(never)]
+    fn find_state(&mut self, id: TypeId, new: fn() -> Box<dyn Any>) -> usize {
+        match self.states.iter().position(|(k, _)| *k == id) {
+            Some(i) => i,
+            None => {
+                self.states.push((id, new()));
+                self.states.len() - 1
+            }
+        }
     }
     pub fn cost(&self) -> Cost {
         let mut counters: BTreeMap<String, u64> =

@@ -133,6 +133,19 @@ fn part_args_into(f: &mut Value, out: &mut Vec<Value>) {
     }
 }
 
+/// Whether `f` is a function value no one else holds.
+fn unique(f: &Value) -> bool {
+    matches!(f, Value::Fun(rc) if Rc::strong_count(rc) == 1 && Rc::weak_count(rc) == 0)
+}
+
+/// The function value `f` for update in place, when no one else holds it.
+fn fun_mut(f: &mut Value) -> Option<&mut FunVal> {
+    match f {
+        Value::Fun(rc) => Rc::get_mut(rc).and_then(|a| a.downcast_mut::<FunVal>()),
+        _ => None,
+    }
+}
+
 /// The error `bind` would give matching `v` against `p` (nothing is bound).
 fn check_pat(p: &LPat, v: &Value) -> Res<()> {
     match (p, v) {
@@ -616,7 +629,20 @@ impl Machine<'_> {
                 self.partial_step(lam, j, &arg, last)?;
                 self.vals.push(arg);
                 if last {
-                    let mut args = Vec::with_capacity(j + 1);
+                    // A partial value no one else holds (a slot's last read: `v ← f a; …; v b`
+                    // in the monadic translations) takes its new arguments in place: no new
+                    // value, no copies (the walker's counts are `partial_step`'s, not these).
+                    if !prior.is_empty() && unique(&f) {
+                        // (only a `Part` has prior arguments)
+                        let Some(FunVal::Part { args, .. }) = fun_mut(&mut f) else {
+                            return Err(Box::new(RunError::runtime(cc.spans[i], "internal: prior arguments outside a partial value")));
+                        };
+                        args.extend(self.vals.drain(base..));
+                        return Ok(self.ret(f));
+                    }
+                    // room for as many arguments as a partial value holds (all parameters but
+                    // one), so later arguments extend it in place
+                    let mut args = Vec::with_capacity(lam.more.len());
                     args.extend_from_slice(prior);
                     args.extend(self.vals.drain(base..));
                     let part = FunVal::Part { code: lam.clone(), env: env.clone(), group: group.cloned(), args };

@@ -728,6 +728,18 @@ fn costs_accumulate_over_calls() {
     assert_eq!(m.cost().counter("x"), 5);
     *m.state::<u32>() += 7;
     assert_eq!(*m.state::<u32>(), 7);
+    // three states used in turn, in every order the two-entry cache of recent states can meet
+    // (hit on the latest, on the one before, a miss evicting either): each keeps its own value
+    for k in 0..4u64 {
+        *m.state::<u64>() += 1;
+        m.state::<String>().push('s');
+        *m.state::<u64>() += 10;
+        *m.state::<u32>() += 100;
+        if k % 2 == 0 {
+            m.state::<String>().push('t');
+        }
+    }
+    assert_eq!((*m.state::<u32>(), *m.state::<u64>(), m.state::<String>().as_str()), (407, 44, "stssts"));
 }
 
 #[test]

@@ -369,6 +369,13 @@ impl ExtValue for PContrib {
 }
 
 fn want_cid(v: &Value, span: Span) -> Result<(u32, u32), RunError> {
+    // a pair of integers read in place (`want_pair` copies the items: 7 % of a gradient); anything
+    // else takes the general path below for its message
+    if let Value::Tuple(vs) = v {
+        if let [Value::Int(j), Value::Int(s)] = &vs[..] {
+            return Ok((*j as u32, *s as u32));
+        }
+    }
     let (j, s) = want_pair(v, span, "CID")?;
     let (j, s) = (want_int(&j, span, "CID")?, want_int(&s, span, "CID")?);
     Ok((j as u32, s as u32))

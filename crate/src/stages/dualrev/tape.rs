@@ -331,6 +331,11 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     }
     let mut i = n - 1;
     let mut res = Ok(());
+    // interned on the first call, as `count` would: no counter where nothing was resolved
+    let mut calls = None;
+    // room for the IDs the loop can resolve (those of the adjoint array)
+    let ids = usize::try_from(n).unwrap_or(0).min(s.0.borrow().adj.len());
+    let mut resolved = Resolved::take(m, ids);
     while i >= 0 {
         if let Err(e) = m.tick(1) {
             res = Err(e);
@@ -338,8 +343,9 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         }
         let d = s.0.borrow().get(i as usize);
         if let Some(d) = d {
-            m.count("backprop_calls", 1);
-            record_resolved(m, i, d);
+            let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
+            m.count_at(c, 1);
+            resolved.add(i, d);
             let entry = tape.entry(i as usize);
             {
                 let mut cells = s.0.borrow_mut();
@@ -356,6 +362,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         }
         i -= 1;
     }
+    resolved.put(m);
     *m.state::<TapeSt>() = tape;
     res?;
     // frozen (§9's unsafeFreeze): the adjoints are the frozen array (0 where none was received), so

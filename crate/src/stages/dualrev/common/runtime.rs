@@ -199,6 +199,38 @@ pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {
     }
 }
 
+/// The resolved cotangents and visits taken out of the runtime for one resolve's loop, so each ID
+/// records without looking its state up (`record_resolved` in a loop: a third of the tape's
+/// resolve; issue 13). `put` hands them back (on every path: the graph reads them).
+pub struct Resolved {
+    cot: Vec<f64>,
+    visits: Vec<u32>,
+}
+
+impl Resolved {
+    /// The resolved record so far, with room for IDs below `n`.
+    pub fn take(m: &mut Machine, n: usize) -> Resolved {
+        let r = rt(m);
+        let (mut cot, mut visits) = (std::mem::take(&mut r.resolved_cot), std::mem::take(&mut r.resolved_visits));
+        cot.reserve(n.saturating_sub(cot.len()));
+        visits.reserve(n.saturating_sub(visits.len()));
+        Resolved { cot, visits }
+    }
+    /// `record_resolved`'s record of ID `id` resolved with `a`.
+    #[inline]
+    pub fn add(&mut self, id: i64, a: f64) {
+        if let (Some(c), Some(v)) = (cell(&mut self.cot, id, 0.0), cell(&mut self.visits, id, 0)) {
+            *c += a;
+            *v = v.saturating_add(1);
+        }
+    }
+    pub fn put(self, m: &mut Machine) {
+        let r = rt(m);
+        r.resolved_cot = self.cot;
+        r.resolved_visits = self.visits;
+    }
+}
+
 /// Drawing limit for graphs.
 pub const GRAPH_LIMIT: i64 = 2_000;
 
