@@ -750,3 +750,25 @@ fn a_run_in_phases_gives_each_phase_its_stages_and_the_same_results_as_one_run()
         }
     })
 }
+
+/// The CLI's plain output (`Options::views` off): every stage printed as with its views, the same
+/// statuses, gradients and counters, but no views made that only a shown stage makes, and no rewrite step texts (issue 14: on long
+/// programs they were much of a rewrite's time, and the plain output never prints them).
+#[test]
+fn without_views_every_stage_is_printed_and_runs_the_same_but_makes_no_views() {
+    run_with_stack(|| {
+        let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/unf-ex1.1.cot")).unwrap();
+        let with = analyse(&src, &Options { trace: false, ..Options::default() }).unwrap();
+        let without = analyse(&src, &Options { trace: false, views: false, ..Options::default() }).unwrap();
+        assert_eq!(with.stages.len(), without.stages.len());
+        // views made only when shown (unf/source's stack diagram, unf/pe's rewrite steps, …) are left
+        // out; a view that is part of the stage's output in any case (the monad laws' counts) stays
+        let left_out = with.stages.iter().zip(&without.stages).filter(|(w, o)| o.views.len() < w.views.len()).count();
+        assert!(left_out >= 3, "only {left_out} stages left views out");
+        for (w, o) in with.stages.iter().zip(&without.stages) {
+            assert!(o.views.len() <= w.views.len(), "{} made more views", o.id);
+            let json = |r: &cotangent::pipeline::StageResult| serde_json::to_string(&(&r.id, &r.status, &r.program, &r.gradient, &r.cost, &r.error)).unwrap();
+            assert_eq!(json(w), json(o), "{}", w.id);
+        }
+    })
+}

@@ -63,7 +63,7 @@ pub fn inr(e: Expr) -> Expr {
     Expr::gen(ExprKind::Inr(Box::new(e)))
 }
 pub fn case(s: Expr, p1: Pat, e1: Expr, p2: Pat, e2: Expr) -> Expr {
-    Expr::gen(ExprKind::Case(Box::new(s), p1, Box::new(e1), p2, Box::new(e2)))
+    Expr::gen(ExprKind::Case(Box::new((s, p1, e1, p2, e2))))
 }
 pub fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
     Expr::gen(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))

@@ -225,6 +225,8 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
             let mut opts = Options { at, seed, params, stages, ..Options::default() };
             opts.print = PrintOptions { width, unicode: !ascii, types: false };
             opts.trace = show.iter().any(|s| s == "trace") || json;
+            // views and rewrite step texts are printed only in JSON and with the trace
+            opts.views = opts.trace;
             if let Some(n) = max_steps {
                 opts.budget.steps = n;
             }
@@ -292,7 +294,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                         continue;
                     }
                 };
-                let opts = Options { trace: false, ..Options::default() };
+                let opts = Options { trace: false, views: false, ..Options::default() };
                 match pipeline::analyse(&text, &opts) {
                     Err(ds) => {
                         report(file, &text, &ds);

@@ -30,6 +30,10 @@ pub struct Options {
     pub traced: Option<Vec<String>>,
     /// Map each printed line of a stage's program to the source spans it came from (the page's hover).
     pub lines: bool,
+    /// Make the shown stages' views and their rewrites' step texts (`stage::showing`); off, a shown
+    /// stage is still printed. The CLI's plain output prints neither, and on a long program making
+    /// them is much of a rewrite's time (unf/pe on a tuple nested 200 deep: a sixth).
+    pub views: bool,
 }
 
 impl Options {
@@ -46,7 +50,7 @@ impl Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, traced: None, lines: false }
+        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, traced: None, lines: false, views: true }
     }
 }
 
@@ -528,7 +532,8 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     };
     crate::limits::set_phase(id, "transforming the program");
     let shown = opts.listed(id);
-    let out = crate::stage::showing(shown, || st.transform(src)).map_err(|d| d.in_stage(id))?;
+    let texts = shown && opts.views;
+    let out = crate::stage::showing(texts, || st.transform(src)).map_err(|d| d.in_stage(id))?;
     over("transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then
     // transform again, so that generated code never captures or clashes with user code.
@@ -538,7 +543,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
     let out = if clash {
         let renamed = crate::stage::without_reserved(src.program, &generated);
         let src2 = Source { program: &renamed, ..*src };
-        crate::stage::showing(shown, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
+        crate::stage::showing(texts, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
     } else {
         out
     };

@@ -269,7 +269,8 @@ impl Occ {
                 self.expr(a);
                 self.expr(b);
             }
-            Case(s, p1, a, p2, b) => {
+            Case(c) => {
+                let (s, p1, a, p2, b) = &**c;
                 self.expr(s);
                 self.scoped(p1.names(), |s| s.expr(a));
                 self.scoped(p2.names(), |s| s.expr(b));
@@ -429,7 +430,8 @@ impl<'o> Renamer<'o> {
                 self.expr(a);
                 self.expr(b);
             }
-            Case(s, p1, a, p2, b) => {
+            Case(c) => {
+                let (s, p1, a, p2, b) = &**c;
                 self.expr(s);
                 self.scoped(p1, a);
                 self.scoped(p2, b);
@@ -876,7 +878,8 @@ impl<'a, 'n> Printer<'a, 'n> {
                     .append(else_part)
                     .group()
             }
-            Case(s, p1, x, p2, y) => {
+            Case(c) => {
+                let (s, p1, x, p2, y) = &**c;
                 let x_doc = if ends_with_case(x) { self.located(x, self.parens(self.expr_inner(x))) } else { self.expr(x, 0) };
                 let arm1 = self
                     .t("inl ")

@@ -609,7 +609,8 @@ impl<'b> Cx<'b> {
                 let (ta, tb) = (self.fresh(), self.infer(x)?);
                 Type::sum(ta, tb)
             }
-            ExprKind::Case(s, p1, e1, p2, e2) => {
+            ExprKind::Case(c) => {
+                let (s, p1, e1, p2, e2) = &mut **c;
                 let ts = self.infer(s)?;
                 let a = self.bind_pat(p1);
                 let b = self.bind_pat(p2);
@@ -730,7 +731,7 @@ fn globals_used(e: &Expr, f: &mut dyn FnMut(&str)) {
                 f(&n.text);
             }
         }
-        stack.extend(children(e));
+        each_child(e, &mut |c| stack.push(c));
     }
 }
 

@@ -433,7 +433,7 @@ fn output_binders_are_unique() {
             let mut pats = vec![];
             match &e.kind {
                 ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => pats.push(p),
-                ExprKind::Case(_, p1, _, p2, _) => pats.extend([p1, p2]),
+                ExprKind::Case(c) => pats.extend([&c.1, &c.3]),
                 ExprKind::LetRec(fs, _) => ids.extend(fs.iter().map(|f| f.name.id)),
                 _ => {}
             }

@@ -620,7 +620,8 @@ impl Lowerer<'_> {
             ExprKind::Snd(a) => Code::Snd(bx(self.expr(a)?), e.span),
             ExprKind::Inl(a) => Code::Inl(bx(self.expr(a)?)),
             ExprKind::Inr(a) => Code::Inr(bx(self.expr(a)?)),
-            ExprKind::Case(s, p1, e1, p2, e2) => {
+            ExprKind::Case(c) => {
+                let (s, p1, e1, p2, e2) = &**c;
                 let (t1, t2) = match &s.ty {
                     Type::Sum(a, b) => (&**a, &**b),
                     _ => (&Type::Unknown, &Type::Unknown),

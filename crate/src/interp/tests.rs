@@ -74,7 +74,7 @@ fn inr(e: Expr) -> Expr {
     ex(ExprKind::Inr(Box::new(e)))
 }
 fn case(s: Expr, p1: Pat, e1: Expr, p2: Pat, e2: Expr) -> Expr {
-    ex(ExprKind::Case(Box::new(s), p1, Box::new(e1), p2, Box::new(e2)))
+    ex(ExprKind::Case(Box::new((s, p1, e1, p2, e2))))
 }
 fn if_(c: Expr, t: Expr, f: Expr) -> Expr {
     ex(ExprKind::If(Box::new(c), Box::new(t), Box::new(f)))

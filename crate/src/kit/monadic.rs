@@ -264,7 +264,8 @@ impl<'a> Monadic<'a> {
             Inl(x) => self.with_value(x, "x", &mut |_, v| pure(inl(v))),
             Inr(x) => self.with_value(x, "x", &mut |_, v| pure(inr(v))),
             // D[case e0 of inl x1 → e1, inr x2 → e2] = do x ← D[e0]; case x of inl x1 → D[e1], inr x2 → D[e2]
-            Case(s, p1, e1, p2, e2) => self.with_value(s, "x", &mut |cx, v| {
+            Case(c) => self.with_value(&c.0, "x", &mut |cx, v| {
+                let (_, p1, e1, p2, e2) = &**c;
                 let a = cx.tr(e1);
                 let b = cx.tr(e2);
                 case(v, p1.clone(), a, p2.clone(), b)

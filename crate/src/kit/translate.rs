@@ -85,7 +85,10 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
         // S&V Sec. 11: D{inl e} = inl D{e}, D{case e of …} = case D{e} of …, and if likewise
         Inl(x) => Inl(b(x, fr)),
         Inr(x) => Inr(b(x, fr)),
-        Case(s, p1, e1, p2, e2) => Case(b(s, fr), p1.clone(), b(e1, fr), p2.clone(), b(e2, fr)),
+        Case(c) => {
+            let (s, p1, e1, p2, e2) = &**c;
+            Case(Box::new((dual(s, fr, r), p1.clone(), dual(e1, fr, r), p2.clone(), dual(e2, fr, r))))
+        }
         If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
         Ann(x, t) => Ann(b(x, fr), r.ty(t)),
         Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),

@@ -65,7 +65,7 @@ fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
     mk(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
 }
 fn case(s: Expr, p1: Pat, a: Expr, p2: Pat, b: Expr) -> Expr {
-    mk(ExprKind::Case(Box::new(s), p1, Box::new(a), p2, Box::new(b)))
+    mk(ExprKind::Case(Box::new((s, p1, a, p2, b))))
 }
 fn builtin(n: &str) -> Expr {
     mk(ExprKind::Builtin(Rc::from(n)))

@@ -116,7 +116,8 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
             f(b)
         }
         Tuple(es) | Array(es) | Prim(_, es) => es.iter().for_each(f),
-        Case(s, _, a, _, b) => {
+        Case(c) => {
+            let (s, _, a, _, b) = &**c;
             f(s);
             f(a);
             f(b)
@@ -160,7 +161,13 @@ pub(crate) fn drop_deep(e: Expr) {
                 stack.push(take(b));
             }
             Tuple(es) | Array(es) | Prim(_, es) => stack.append(es),
-            Case(s, _, a, _, b) | If(s, a, b) => {
+            Case(c) => {
+                let (s, _, a, _, b) = &mut **c;
+                for x in [s, a, b] {
+                    stack.push(std::mem::replace(x, Expr::gen(Unit)));
+                }
+            }
+            If(s, a, b) => {
                 stack.push(take(s));
                 stack.push(take(a));
                 stack.push(take(b));

@@ -526,7 +526,7 @@ impl<'s> Parser<'s> {
                 Frame::Case { scrut, inl_first, p1, e1, p2, start } => {
                     let (pl, el, pr, er) = if inl_first { (p1, e1, p2, e) } else { (p2, e, p1, e1) };
                     Expr::new(
-                        ExprKind::Case(Box::new(scrut), pl, Box::new(el), pr, Box::new(er)),
+                        ExprKind::Case(Box::new((scrut, pl, el, pr, er))),
                         Span { start, end },
                     )
                 }

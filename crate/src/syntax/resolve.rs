@@ -193,16 +193,17 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::LetRec(fds, Box::new(body))
             }
-            ExprKind::Case(s, p1, e1, p2, e2) => {
-                let s = self.expr(*s);
+            ExprKind::Case(c) => {
+                let (s, p1, e1, p2, e2) = *c;
+                let s = self.expr(s);
                 let mut bound = vec![];
                 let p1 = self.bind(p1, &mut bound);
-                let e1 = self.expr(*e1);
+                let e1 = self.expr(e1);
                 self.unbind(std::mem::take(&mut bound));
                 let p2 = self.bind(p2, &mut bound);
-                let e2 = self.expr(*e2);
+                let e2 = self.expr(e2);
                 self.unbind(bound);
-                ExprKind::Case(Box::new(s), p1, Box::new(e1), p2, Box::new(e2))
+                ExprKind::Case(Box::new((s, p1, e1, p2, e2)))
             }
             ExprKind::If(c, a, b) => {
                 ExprKind::If(Box::new(self.expr(*c)), Box::new(self.expr(*a)), Box::new(self.expr(*b)))

@@ -50,7 +50,8 @@ pub(super) fn sx(e: &Expr) -> String {
         Snd(b) => format!("(snd {})", sx(b)),
         Inl(b) => format!("(inl {})", sx(b)),
         Inr(b) => format!("(inr {})", sx(b)),
-        Case(s, p1, e1, p2, e2) => {
+        Case(c) => {
+            let (s, p1, e1, p2, e2) = &**c;
             format!("(case {} (inl {} {}) (inr {} {}))", sx(s), pat(p1), sx(e1), pat(p2), sx(e2))
         }
         If(c, a, b) => format!("(if {} {} {})", sx(c), sx(a), sx(b)),

@@ -60,7 +60,7 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
                 return Err(refuse(f.span, pass, format!("the function given to the array operation `{}` is not converted: the operation calls it itself", op.symbol())));
             }
         }
-        stack.extend(children(e));
+        each_child(e, &mut |c| stack.push(c));
     }
     let an = Analysis::run(&p, pass)?;
     let main = p.def("main").ok_or_else(|| refuse(Span::NONE, pass, "the program has no `def main`"))?;
@@ -461,13 +461,14 @@ impl<'a> Tr<'a> {
             ExprKind::Snd(x) => ExprKind::Snd(Box::new(self.tr(x)?)),
             ExprKind::Inl(x) => ExprKind::Inl(Box::new(self.tr(x)?)),
             ExprKind::Inr(x) => ExprKind::Inr(Box::new(self.tr(x)?)),
-            ExprKind::Case(s, p1, e1, p2, e2) => {
+            ExprKind::Case(c) => {
+                let (s, p1, e1, p2, e2) = &**c;
                 let s = self.tr(s)?;
                 let q1 = self.fresh_pat(p1);
                 let a1 = self.tr(e1)?;
                 let q2 = self.fresh_pat(p2);
                 let a2 = self.tr(e2)?;
-                ExprKind::Case(Box::new(s), q1, Box::new(a1), q2, Box::new(a2))
+                ExprKind::Case(Box::new((s, q1, a1, q2, a2)))
             }
             ExprKind::If(c, a, b) => ExprKind::If(Box::new(self.tr(c)?), Box::new(self.tr(a)?), Box::new(self.tr(b)?)),
             ExprKind::Ann(x, _) => {

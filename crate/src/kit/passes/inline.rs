@@ -407,25 +407,25 @@ impl<'a> Cx<'a> {
             }
             ExprKind::Inl(x) => Ok(Val::Inl(Box::new(self.eval(x, env)?))),
             ExprKind::Inr(x) => Ok(Val::Inr(Box::new(self.eval(x, env)?))),
-            ExprKind::Case(s, p1, e1, p2, e2) => match self.eval(s, env)? {
+            ExprKind::Case(c) => match self.eval(&c.0, env)? {
                 Val::Inl(v) => {
                     let mut env2 = env.clone();
-                    self.bind(p1, *v, &mut env2)?;
-                    self.eval(e1, &env2)
+                    self.bind(&c.1, *v, &mut env2)?;
+                    self.eval(&c.2, &env2)
                 }
                 Val::Inr(v) => {
                     let mut env2 = env.clone();
-                    self.bind(p2, *v, &mut env2)?;
-                    self.eval(e2, &env2)
+                    self.bind(&c.3, *v, &mut env2)?;
+                    self.eval(&c.4, &env2)
                 }
                 v => {
                     let s = self.reify(v)?;
                     let (mut env1, mut env2) = (env.clone(), env.clone());
-                    let q1 = self.fresh_pat(p1, &mut env1);
-                    let q2 = self.fresh_pat(p2, &mut env2);
-                    let a1 = self.in_block(|cx| cx.eval(e1, &env1))?;
-                    let a2 = self.in_block(|cx| cx.eval(e2, &env2))?;
-                    dynamic(ExprKind::Case(Box::new(s), q1, Box::new(a1), q2, Box::new(a2)))
+                    let q1 = self.fresh_pat(&c.1, &mut env1);
+                    let q2 = self.fresh_pat(&c.3, &mut env2);
+                    let a1 = self.in_block(|cx| cx.eval(&c.2, &env1))?;
+                    let a2 = self.in_block(|cx| cx.eval(&c.4, &env2))?;
+                    dynamic(ExprKind::Case(Box::new((s, q1, a1, q2, a2))))
                 }
             },
             ExprKind::If(c, a, b) => {

@@ -269,7 +269,8 @@ impl<'a> Analysis<'a> {
                     At::Sum(Box::new(self.fresh_at(a)), Box::new(tx))
                 }
             }
-            ExprKind::Case(s, p1, e1, p2, e2) => {
+            ExprKind::Case(c) => {
+                let (s, p1, e1, p2, e2) = &**c;
                 let At::Sum(a, b) = self.infer(s)? else { return Err(refuse(e.span, self.pass, "internal error: case on a value that is not a sum")) };
                 self.bind(p1, *a)?;
                 self.bind(p2, *b)?;

@@ -45,7 +45,8 @@ pub(crate) fn node_binders(e: &Expr, out: &mut Vec<u32>) {
     let mut pat = |p: &Pat| out.extend(p.names().iter().map(|n| n.id));
     match &e.kind {
         ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) | ExprKind::Bind(p, _, _) => pat(p),
-        ExprKind::Case(_, p1, _, p2, _) => {
+        ExprKind::Case(c) => {
+            let (_, p1, _, p2, _) = &**c;
             pat(p1);
             pat(p2)
         }
@@ -85,7 +86,7 @@ pub fn globals_used(e: &Expr) -> Vec<std::rc::Rc<str>> {
                 out.push(n.text.clone());
             }
         }
-        stack.extend(children(e));
+        each_child(e, &mut |c| stack.push(c));
     }
     out
 }
@@ -121,7 +122,8 @@ pub fn freshen(e: &mut Expr, fresh: &mut Fresh) {
                 }
             }
             ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) | ExprKind::Bind(p, _, _) => rename_pat(p, &map),
-            ExprKind::Case(_, p1, _, p2, _) => {
+            ExprKind::Case(c) => {
+                let (_, p1, _, p2, _) = &mut **c;
                 rename_pat(p1, &map);
                 rename_pat(p2, &map)
             }
@@ -193,7 +195,7 @@ pub fn all_exprs(p: &Program) -> Vec<&Expr> {
     let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
     while let Some(e) = stack.pop() {
         out.push(e);
-        stack.extend(children(e));
+        each_child(e, &mut |c| stack.push(c));
     }
     out
 }

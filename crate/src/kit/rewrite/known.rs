@@ -159,7 +159,7 @@ fn same_node(a: &ExprKind, b: &ExprKind) -> bool {
         }
         (K::Tuple(x), K::Tuple(y)) | (K::Array(x), K::Array(y)) => x.len() == y.len(),
         (K::Prim(o1, x), K::Prim(o2, y)) => o1 == o2 && x.len() == y.len(),
-        (K::Case(_, p1, _, q1, _), K::Case(_, p2, _, q2, _)) => p1 == p2 && q1 == q2,
+        (K::Case(x), K::Case(y)) => x.1 == y.1 && x.3 == y.3,
         (K::If(..), K::If(..)) => true,
         (K::Ann(_, t1), K::Ann(_, t2)) => t1 == t2,
         (K::Builtin(x), K::Builtin(y)) => x == y,
@@ -185,7 +185,8 @@ fn local(e: &Expr) -> u64 {
             op.hash(&mut h);
             h.write_u64(es.len() as u64);
         }
-        K::Case(_, p, _, q, _) => {
+        K::Case(c) => {
+            let (_, p, _, q, _) = &**c;
             pat(p, &mut h);
             pat(q, &mut h);
         }

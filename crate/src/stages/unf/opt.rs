@@ -160,7 +160,7 @@ fn r4_constant_arrays(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
             }
             _ => {}
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     (all > 0 && all == in_map2).then(|| subst((**b).clone(), &HashMap::from([(z.id, (**rhs).clone())])))
 }
@@ -301,7 +301,7 @@ fn depth(e: &Expr) -> usize {
     let mut stack = vec![(e, 1)];
     while let Some((x, d)) = stack.pop() {
         max = max.max(d);
-        stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+        each_child(x, &mut |c| stack.push((c, d + 1)));
     }
     max
 }
@@ -317,7 +317,7 @@ fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
             u.1 += usize::from(!under);
         }
         let under = under || matches!(x.kind, ExprKind::Lam(..));
-        stack.extend(children(x).into_iter().map(|c| (c, under)));
+        each_child(x, &mut |c| stack.push((c, under)));
     }
     out
 }
@@ -358,7 +358,7 @@ fn small(e: &Expr, mut left: usize) -> bool {
             return false;
         }
         left -= 1;
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     true
 }

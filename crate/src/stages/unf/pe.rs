@@ -88,7 +88,7 @@ mod tests {
         let mut stack = vec![e];
         while let Some(x) = stack.pop() {
             n += 1;
-            stack.extend(children(x));
+            each_child(x, &mut |c| stack.push(c));
         }
         n
     }

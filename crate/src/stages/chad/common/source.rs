@@ -574,7 +574,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Snd(x) => term(K::Proj(1, Box::new(desugar(x, fr, ho)?)), e),
         E::Inl(x) => term(K::Inl(Box::new(desugar(x, fr, ho)?)), e),
         E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr, ho)?)), e),
-        E::Case(s, p1, e1, p2, e2) => {
+        E::Case(c) => {
+            let (s, p1, e1, p2, e2) = &**c;
             let Type::Sum(ta, tb) = &s.ty else { return Err(outside(s.span, "a case on a non-sum")) };
             let st = desugar(s, fr, ho)?;
             let (x, bx) = binder(p1, ta, p1.span(), fr);

@@ -29,7 +29,7 @@ fn plain(e: &Expr) -> bool {
             ExprKind::Prim(op, _) if takes_function(*op) => return false,
             _ => {}
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     true
 }

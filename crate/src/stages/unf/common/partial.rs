@@ -22,7 +22,7 @@ pub fn counts(e: &Expr, ids: &HashSet<u32>) -> HashMap<u32, usize> {
                 *out.entry(n.id).or_insert(0) += 1;
             }
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     out
 }
@@ -39,7 +39,7 @@ pub fn vars_in(e: &Expr, out: &mut HashSet<u32>) {
         if let ExprKind::Var(n) = &x.kind {
             out.insert(n.id);
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
 }
 
@@ -199,7 +199,9 @@ fn eta_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
             _ => {}
         }
         let under = under_lambda || matches!(x.kind, ExprKind::Lam(..));
-        stack.extend(children(x).into_iter().rev().map(|c| (c, under)));
+        // pushed straight onto the stack, not collected per node first (the walk is tried at every
+        // tuple let after each step; the order does not matter: one rebuild is allowed and counted)
+        each_child(x, &mut |c| stack.push((c, under)));
     }
     if !found || uses != ids.len() {
         return None;
@@ -326,7 +328,7 @@ fn node_count(e: &Expr) -> u64 {
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         n += 1;
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     n
 }
@@ -349,7 +351,7 @@ pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {
                     stack.push(super::lambda_body(&args[0], arity));
                     stack.extend(&args[1..]);
                 }
-                _ => stack.extend(children(e)),
+                _ => each_child(e, &mut |c| stack.push(c)),
             }
         }
     }

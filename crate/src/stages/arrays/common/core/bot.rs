@@ -33,7 +33,7 @@ pub fn mentions(e: &Expr, id: u32) -> bool {
                 return true;
             }
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     false
 }
@@ -254,7 +254,7 @@ fn has_var(e: &Expr) -> bool {
         if matches!(x.kind, ExprKind::Var(_)) {
             return true;
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     false
 }
@@ -428,7 +428,7 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
             )
             .refused());
         }
-        stack.extend(children(x).into_iter().map(|c| (c, near)));
+        each_child(x, &mut |c| stack.push((c, near)));
     }
     Ok(())
 }

@@ -232,7 +232,7 @@ fn has_var(e: &Expr) -> bool {
         if matches!(x.kind, ExprKind::Var(_)) {
             return true;
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     false
 }

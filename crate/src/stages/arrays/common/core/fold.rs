@@ -66,7 +66,7 @@ fn type_of(body: &Expr, v: &Name) -> Type {
         if matches!(&x.kind, ExprKind::Var(n) if n.id == v.id) {
             return x.ty.clone();
         }
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     Type::Unknown
 }

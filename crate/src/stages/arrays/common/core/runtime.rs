@@ -6,7 +6,7 @@
 use super::lang::{GATHER, MAX_DIMS, SCATTER};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
-use crate::ir::{children, Expr, ExprKind, Scheme, Type};
+use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -234,7 +234,7 @@ fn scalar_zero(m: &mut Machine) -> Value {
                     }
                 }
             }
-            stack.extend(children(e));
+            each_child(e, &mut |c| stack.push(c));
         }
         None
     });
@@ -246,7 +246,7 @@ fn scalar_zero(m: &mut Machine) -> Value {
             if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
                 return Some(t);
             }
-            stack.extend(children(e));
+            each_child(e, &mut |c| stack.push(c));
         }
         None
     });

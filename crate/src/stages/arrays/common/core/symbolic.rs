@@ -379,7 +379,7 @@ pub fn tree_size(e: &Expr) -> u64 {
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         n += 1;
-        stack.extend(children(x));
+        each_child(x, &mut |c| stack.push(c));
     }
     n
 }
@@ -489,7 +489,7 @@ impl Reverse {
             }
             n = n.saturating_add(1);
             best = best.max(d);
-            stack.extend(children(x).into_iter().map(|c| (c, d + 1)));
+            each_child(x, &mut |c| stack.push((c, d + 1)));
         }
         (n, best)
     }

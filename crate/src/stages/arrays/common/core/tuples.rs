@@ -101,7 +101,8 @@ impl Sra<'_> {
             }
             // case s of inl x -> a | inr y -> b: both branches computed on the components (as the
             // strict `cond` computes both, §5.2), selected by the tag
-            K::Case(sc, px, a, py, b) => {
+            K::Case(c) => {
+                let (sc, px, a, py, b) = &**c;
                 let Shape::Tuple(mut parts) = self.shape(sc, binds)? else { return Err(refuse(e.span, "case on this")) };
                 if parts.len() != 3 {
                     return Err(refuse(e.span, "case on this"));

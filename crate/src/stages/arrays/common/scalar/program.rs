@@ -140,7 +140,8 @@ fn wild_unused(e: &mut Expr) {
     while let Some(x) = stack.pop() {
         match &mut x.kind {
             ExprKind::Let(p, ..) | ExprKind::Lam(_, p, _) => pat(p, &used),
-            ExprKind::Case(_, p1, _, p2, _) => {
+            ExprKind::Case(c) => {
+                let (_, p1, _, p2, _) = &mut **c;
                 pat(p1, &used);
                 pat(p2, &used);
             }
