@@ -277,11 +277,18 @@ fn zero_of(t: &Type) -> Value {
     }
 }
 
-fn sub_zero(v: &Value, d: usize) -> Value {
+/// A zero element of `v` below its first `d` dimensions, for entries out of range. Below an empty
+/// array that keeps no shape, the program's scalar zero (`ScalarZero`), not `0.0`: forward mode
+/// runs bot's output on dual numbers, where a gather out of range of `[]` (the unused side of a sum
+/// in a fold's array, a wide property run's case) must give a dual zero.
+fn sub_zero(m: &mut Machine, v: &Value, d: usize) -> Value {
     let mut cur = v.clone();
     for _ in 0..d {
         cur = match cur {
-            Value::Array(xs) => xs.first().cloned().unwrap_or(Value::Real(0.0)),
+            Value::Array(xs) => match xs.first() {
+                Some(x) => x.clone(),
+                None => return scalar_zero(m),
+            },
             other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
@@ -298,7 +305,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
     let f = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
-    let zero = sub_zero(&a, nd);
+    let zero = sub_zero(m, &a, nd);
     let ps = positions(&sh);
     m.tick(ps.len() as u64)?;
     m.alloc(ps.len() as u64)?;
@@ -323,7 +330,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let f = args.pop().unwrap_or(Value::Unit);
     let t = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
-    let zero = sub_zero(&t, md);
+    let zero = sub_zero(m, &t, md);
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
     let mut flat = vec![zero.clone(); total];
