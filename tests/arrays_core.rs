@@ -857,13 +857,13 @@ fn an_integer_cond_is_a_primal_term_in_delta_extraction() {
     part_c_agrees(text);
 }
 
-/// A wide property run's case (seed 784): `case` computes both branches, so the branch of the absent
-/// `inl` reads its array (`a ! 1 <= h`); the absent side is an empty array keeping its element's
-/// rank (tuples.rs `default`: `shift1L [0.0]`), whose total `index` is `0.0`, not the `[]` of
-/// unknown shape that `<=` refused.
+/// Wide property run's cases (seeds 787, 1651): a scan over an empty array in a program without an
+/// array input; the gradient program's only arrays of known element are the loop's per-element vjp
+/// tuples, which must not be taken for the scalar zero (runtime.rs `scalar_zero`): symbolic-share
+/// failed "cannot add (0.0, 0.0, 0.0) and 0.0".
 #[test]
-fn the_branch_on_an_absent_side_of_a_sum_reads_zeros_of_its_elements() {
-    let text = "input ([0.145, 0.405, -1.145], 0.725)\n\
-                def main (v, h) =\n  case (if v ! 0 < h then inr (v ! 1) else inl [h, v ! 2] : Array R + R) of inl a -> (if a ! 1 <= h then a else a) | inr y -> replicate 2 y\n";
+fn a_scan_over_no_elements_without_an_array_input_reaches_share_to_let() {
+    let text = "input (-0.755, -0.895)\n\
+                def main (x0, x1) =\n  sum (scanr (\\x12 acc11 -> x12 * acc11 + x0) x1 (shift1R [x0]))\n";
     part_c_agrees(text);
 }

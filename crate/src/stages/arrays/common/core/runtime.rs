@@ -239,16 +239,22 @@ fn scalar_zero(m: &mut Machine) -> Value {
         None
     });
     // a program without arrays in its input (an empty literal inside it): the scalars its arrays
-    // hold, read from the types of its array-typed terms (not Int/Bool: iota, index lists)
+    // hold, read from the types of its array-typed terms (not Int/Bool: iota, index lists); a
+    // tuple (forward mode's dual number) only when no array holds a scalar: a gradient program's
+    // per-element vjp results for a loop (fold.rs) are tuples beside its arrays of reals, and their
+    // (0, 0, 0) taken for the scalar zero failed a scan over an empty array (a property case)
     let z = z.or_else(|| {
         let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        let mut tuple = None;
         while let Some(e) = stack.pop() {
-            if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
-                return Some(t);
+            match first_array_element(&e.ty) {
+                Some(Type::Var(_) | Type::Unknown | Type::Int | Type::Bool) | None => {}
+                Some(t @ Type::Tuple(_)) => tuple = tuple.or(Some(t)),
+                Some(t) => return Some(t),
             }
             stack.extend(children(e));
         }
-        None
+        tuple
     });
     let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
     m.state::<ScalarZero>().0 = Some(z.clone());

@@ -227,12 +227,7 @@ pub(super) fn p_ty(e: &Expr) -> Option<&Type> {
     }
 }
 
-/// A value of type `t` standing for the side of a sum that is not there: never selected, but read
-/// by the branch `case` computes on it (both are computed, as the strict `cond`). An array of reals
-/// is an empty array that keeps its element's rank, `shift1L [z]` (a gather of none of `[z]`'s rows:
-/// runtime.rs's `nest`),
-/// so that a read out of it (`index a 1`, total) is a zero of the element's rank, not the `[]` of
-/// unknown shape (a wide property run's case: `a ! 1 <= h` on the absent `inl`'s array failed).
+/// A value of type `t` standing for the side of a sum that is not there (never read).
 fn default(t: &Type) -> Shape {
     match t {
         Type::Int => Shape::Leaf(int(0)),
@@ -240,28 +235,9 @@ fn default(t: &Type) -> Shape {
         Type::Unit => Shape::Tuple(vec![]),
         Type::Tuple(ts) => Shape::Tuple(ts.iter().map(default).collect()),
         Type::Sum(l, r) => Shape::Tuple(vec![Shape::Leaf(Expr::gen(ExprKind::Bool(false))), default(l), default(r)]),
-        Type::Con(..) if matches!(real_element(t), Some(Type::Real)) => {
-            // the element: 0.0 inside one singleton literal per inner dimension
-            let mut z = real(0.0);
-            let mut e = t.as_array().cloned();
-            while let Some(inner) = e.as_ref().and_then(|x| x.as_array().cloned()) {
-                z = Expr::gen(ExprKind::Array(vec![z]));
-                e = Some(inner);
-            }
-            Shape::Leaf(prim(Prim::Shift1L, vec![Expr::gen(ExprKind::Array(vec![z]))]))
-        }
         _ if t.as_array().is_some() => Shape::Leaf(Expr::gen(ExprKind::Array(vec![])).with_ty(t.clone())),
         _ => Shape::Leaf(real(0.0)),
     }
-}
-
-/// The scalar type below every array dimension of `t`.
-fn real_element(t: &Type) -> Option<&Type> {
-    let mut e = t.as_array()?;
-    while let Some(x) = e.as_array() {
-        e = x;
-    }
-    Some(e)
 }
 
 /// `if c then sa else sb` per component (both shapes come from the same type).
