@@ -812,3 +812,58 @@ fn symbolic_steps_show_a_bounded_window_of_accum_and_reprint_what_changed() {
         assert!(readded > 0, "{id}: no entry was added to twice");
     }
 }
+
+/// A wide property run's case (seed 1015): a broadcast op over a 2×0×1 array (`replicate 0 [x]`
+/// inside the rows of `[[], []]`) kept its inner 1 only if `map`/`map2` over an empty array keep the
+/// shape of their function's result (interp/arrays.rs, `empty_image`); without it the following
+/// `tr`/`sumOuter` read a 2-vector where a 2×0 matrix was, and every Part C stage failed
+/// "`map2` expects an array".
+#[test]
+fn a_broadcast_op_over_rows_of_no_columns_keeps_the_inner_shape() {
+    let text = "input [[0.875, 1.275], [-1.06, 0.34]]\n\
+                def rep k v = if k == 0 then sum v else rep (k - 1) (map (\\x -> x * 0.5 + 1.0) v)\n\
+                def main mat0 =\n  map2 (\\u1 w2 -> map2 (\\p3 q4 -> (rep 1 [(mat0 ! 0 ! 0)]) * q4) u1 w2) [[], []] (shift1R (map (\\u7 -> map (\\p9 -> 1.0) u7) [[], [], []]))\n";
+    part_c_agrees(text);
+}
+
+/// A wide property run's case (seeds 370, 686, 1068): the unused side of a sum is `[]` (lower.rs's
+/// tag and both sides), so a fold over copies of it gathers out of range of an empty array; that
+/// zero must be the program's scalar zero (a dual number under forward mode, which checks bot's
+/// output), not `0.0` (runtime.rs, `sub_zero`): bot failed "a 2-tuple pattern does not match a real".
+#[test]
+fn a_fold_over_the_unused_side_of_a_sum_gathers_dual_zeros_under_forward_mode() {
+    let text = "input ([0.145, 0.405, -1.145], 0.725)\n\
+                def main (vec0, x1) =\n  case (if vec0 ! 1 <= 0.0 then inl (map (\\x -> x * x1) vec0) else inr (vec0 ! 0) : Array R + R) of inl a1 -> reduce (\\u w -> map2 (\\p q -> p + q) u w) (replicate 3 0.0) (replicate 4 a1) | inr y2 -> replicate 3 y2\n";
+    part_c_agrees(text);
+}
+
+/// A wide property run's case (seed 1537): `replicate 0 (replicate 0 x)` in rows is 0×0 in each row
+/// (value.rs `empty_of` keeps an empty element too); as a plain `[]` its rows were read as
+/// scalars and bot's broadcast op failed "`map2` expects an array".
+#[test]
+fn an_empty_array_of_empty_arrays_keeps_its_rank_through_part_c() {
+    let text = "input [[-1.075], [0.375], [-1.335]]\n\
+                def main mat1 = build 3 (\\i5 -> build 0 (\\j6 -> sin (let (p7, q8) = ((mat1 ! i5 ! (length (mat1 ! i5) - 1 - j6)), (replicate 0 1.43)) in p7 * sum q8)))\n";
+    part_c_agrees(text);
+}
+
+/// A wide property run's case (seed 1537): the integer inside a sum's side is an Int `cond` after
+/// the lowering (both branches primal); Delta extraction (§7.1) takes it as a primal term instead of
+/// failing "cond with a dual and a non-dual branch".
+#[test]
+fn an_integer_cond_is_a_primal_term_in_delta_extraction() {
+    let text = "input 0.7\n\
+                def main u = case (if 1.91 < 1.28 then inl u else inr (u, -2) : R + (R, Z)) of inl a2 -> a2 | inr (b3, k4) -> b3 * real k4 + u\n";
+    part_c_agrees(text);
+}
+
+/// Wide property run's cases (seeds 787, 1651): a scan over an empty array in a program without an
+/// array input; the gradient program's only arrays of known element are the loop's per-element vjp
+/// tuples, which must not be taken for the scalar zero (runtime.rs `scalar_zero`): symbolic-share
+/// failed "cannot add (0.0, 0.0, 0.0) and 0.0".
+#[test]
+fn a_scan_over_no_elements_without_an_array_input_reaches_share_to_let() {
+    let text = "input (-0.755, -0.895)\n\
+                def main (x0, x1) =\n  sum (scanr (\\x12 acc11 -> x12 * acc11 + x0) x1 (shift1R [x0]))\n";
+    part_c_agrees(text);
+}

@@ -536,3 +536,47 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
 }
+
+/// The Part C property test over a wide range of generator seeds (`PART_C_SEEDS=from..to`, default
+/// 0..2000), collecting every failure instead of stopping at the first: run by hand
+/// (`cargo test --release -p cotangent --test properties part_c_wide -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn part_c_wide() {
+    let stages = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
+    let range = std::env::var("PART_C_SEEDS").unwrap_or_else(|_| "0..2000".into());
+    let (from, to) = range.split_once("..").map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap())).unwrap();
+    let dump = std::env::var("PART_C_DUMP").ok();
+    let (mut taken, mut failures) = (0, Vec::new());
+    for s in from..to {
+        let src = gen::Gen::new(s).array_core_program(3);
+        if let Some(d) = &dump {
+            std::fs::write(format!("{d}/seed{s}.cot"), &src).unwrap();
+        }
+        let ran = limits::run_with_stack(move || -> Result<bool, String> {
+            let seed = varied_seed(&src)?;
+            let opts = Options { trace: false, seed: Some(seed), stages: stages.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+            let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
+            let mut all = true;
+            for r in &a.stages {
+                if r.refused {
+                    all = false;
+                    continue;
+                }
+                if r.agrees != Some(true) {
+                    return Err(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
+                }
+            }
+            Ok(all)
+        });
+        match ran {
+            Ok(t) => taken += usize::from(t),
+            Err(e) => failures.push(format!("seed {s}: {e}")),
+        }
+    }
+    println!("Part C (wide, seeds {from}..{to}) took {taken} of {}; {} failures", to - from, failures.len());
+    for f in &failures {
+        println!("--- {f}");
+    }
+    assert!(failures.is_empty(), "{} failures", failures.len());
+}

@@ -88,7 +88,9 @@ impl Value {
     /// a shape to keep (an array or a tuple, e.g. forward mode's dual number), else the plain `[]`.
     pub fn empty_of(elem: Value) -> Value {
         match &elem {
-            Value::Array(xs) if !xs.is_empty() => Value::Ext(Rc::new(EmptyArray { elem })),
+            // an empty array too: `replicate 0 (replicate 0 x)` is 0×0×…, not a plain `[]` whose
+            // rows would be read as scalars (a wide property run's case, a gather of its rows)
+            Value::Array(_) => Value::Ext(Rc::new(EmptyArray { elem })),
             Value::Tuple(_) => Value::Ext(Rc::new(EmptyArray { elem })),
             Value::Ext(e) if e.as_any().is::<EmptyArray>() => Value::Ext(Rc::new(EmptyArray { elem })),
             _ => Value::Array(Rc::from(Vec::new())),

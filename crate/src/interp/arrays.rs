@@ -117,8 +117,30 @@ pub fn build(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     Ok(Value::Array(out.into()))
 }
 
+/// `map f` of an empty array that keeps its elements' shape (value.rs: `replicate 0 x`, the array
+/// core's gathers and transposes) keeps the shape of f's results: f is applied to the kept element
+/// (its value is never read, only its shape), as static shapes would give it. Without this a
+/// broadcast op over a k×0×n array lost the n, and a later `tr`/`sumOuter` read the wrong rank
+/// (a Part C property case: `map2` over `[[], []]` with `shift1R`). f failing on the stand-in
+/// element (e.g. an index into it) gives the plain `[]`, as before; a budget still stops.
+fn empty_image(m: &mut Machine, f: &Value, elems: &[Value]) -> Res {
+    let r = match elems {
+        [x] => m.apply(f.clone(), x.clone()),
+        [x, y] => apply2(m, f, x.clone(), y.clone()),
+        _ => return Ok(Value::Array(Rc::from(Vec::new()))),
+    };
+    match r {
+        Ok(v) => Ok(Value::empty_of(v)),
+        Err(e @ RunError::Budget { .. }) => Err(e),
+        Err(_) => Ok(Value::Array(Rc::from(Vec::new()))),
+    }
+}
+
 pub fn map(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, a) = two(args);
+    if let Some(e) = a.empty_elem() {
+        return empty_image(m, &f, &[e.clone()]);
+    }
     let xs = arr(&a, "`map`", span)?;
     let mut out = Vec::with_capacity(xs.len());
     for x in xs.iter() {
@@ -131,6 +153,9 @@ pub fn map(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 
 pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, a, b) = three(args);
+    if let (Some(e), Some(g)) = (a.empty_elem(), b.empty_elem()) {
+        return empty_image(m, &f, &[e.clone(), g.clone()]);
+    }
     let (xs, ys) = (arr(&a, "`map2`", span)?, arr(&b, "`map2`", span)?);
     if xs.len() != ys.len() {
         return Err(RunError::runtime(span, format!("`map2` on arrays of different lengths ({} and {})", xs.len(), ys.len())));

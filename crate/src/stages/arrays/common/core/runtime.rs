@@ -239,16 +239,22 @@ fn scalar_zero(m: &mut Machine) -> Value {
         None
     });
     // a program without arrays in its input (an empty literal inside it): the scalars its arrays
-    // hold, read from the types of its array-typed terms (not Int/Bool: iota, index lists)
+    // hold, read from the types of its array-typed terms (not Int/Bool: iota, index lists); a
+    // tuple (forward mode's dual number) only when no array holds a scalar: a gradient program's
+    // per-element vjp results for a loop (fold.rs) are tuples beside its arrays of reals, and their
+    // (0, 0, 0) taken for the scalar zero failed a scan over an empty array (a property case)
     let z = z.or_else(|| {
         let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        let mut tuple = None;
         while let Some(e) = stack.pop() {
-            if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
-                return Some(t);
+            match first_array_element(&e.ty) {
+                Some(Type::Var(_) | Type::Unknown | Type::Int | Type::Bool) | None => {}
+                Some(t @ Type::Tuple(_)) => tuple = tuple.or(Some(t)),
+                Some(t) => return Some(t),
             }
             each_child(e, &mut |c| stack.push(c));
         }
-        None
+        tuple
     });
     let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
     m.state::<ScalarZero>().0 = Some(z.clone());
@@ -277,11 +283,18 @@ fn zero_of(t: &Type) -> Value {
     }
 }
 
-fn sub_zero(v: &Value, d: usize) -> Value {
+/// A zero element of `v` below its first `d` dimensions, for entries out of range. Below an empty
+/// array that keeps no shape, the program's scalar zero (`ScalarZero`), not `0.0`: forward mode
+/// runs bot's output on dual numbers, where a gather out of range of `[]` (the unused side of a sum
+/// in a fold's array, a wide property run's case) must give a dual zero.
+fn sub_zero(m: &mut Machine, v: &Value, d: usize) -> Value {
     let mut cur = v.clone();
     for _ in 0..d {
         cur = match cur {
-            Value::Array(xs) => xs.first().cloned().unwrap_or(Value::Real(0.0)),
+            Value::Array(xs) => match xs.first() {
+                Some(x) => x.clone(),
+                None => return scalar_zero(m),
+            },
             other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
@@ -298,7 +311,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
     let f = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
-    let zero = sub_zero(&a, nd);
+    let zero = sub_zero(m, &a, nd);
     let ps = positions(&sh);
     m.tick(ps.len() as u64)?;
     m.alloc(ps.len() as u64)?;
@@ -323,7 +336,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let f = args.pop().unwrap_or(Value::Unit);
     let t = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
-    let zero = sub_zero(&t, md);
+    let zero = sub_zero(m, &t, md);
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
     let mut flat = vec![zero.clone(); total];

@@ -217,8 +217,12 @@ impl Ex<'_> {
     /// cotangent to the taken branch and zeros to the other, as B4's gather does inside a build1.
     fn cond(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         let Some((_, args)) = spine(e).filter(|(_, a)| a.len() == 3) else { return Err(refuse(e, "this cond")) };
-        let (Val::Dual(tu, du), Val::Dual(tv, dv)) = (self.value(args[1])?, self.value(args[2])?) else {
-            return Err(refuse(e, "cond with a dual and a non-dual branch"));
+        let (tu, du, tv, dv) = match (self.value(args[1])?, self.value(args[2])?) {
+            (Val::Dual(tu, du), Val::Dual(tv, dv)) => (tu, du, tv, dv),
+            // both branches primal (an Int `cond`: the integer inside a sum's side, lower.rs), a
+            // primal term (a wide property run's case: `inr (x, -2)`)
+            (Val::Term(tu), Val::Term(tv)) => return Ok(Val::Term(cond(self.term(args[0])?, tu, tv))),
+            _ => return Err(refuse(e, "cond with a dual and a non-dual branch")),
         };
         let b = self.term(args[0])?;
         let which = cond(b.clone(), int(0), int(1));
