@@ -533,28 +533,6 @@ try {
     return parts.got.map(p => `${p.ids.length} stages in ${p.ms.toFixed(0)} ms`).join(', ');
   });
 
-  await check('a run is shared out between two workers: every stage once, and a stage the second ran brings its steps and DAG', async () => {
-    await setSource(page, RUNNING + '-- two workers\n');
-    const r = await page.evaluate(() => {
-      const st = window.__cot.state;
-      const other = st.result.stages.filter(s => s.from?.core === 1);
-      return { cores: window.__cot.cores.length, hc: navigator.hardwareConcurrency, ids: st.result.stages.map(s => s.id), all: st.stages.length,
-        other: other.map(s => s.id), dag: other.find(s => s.ok && (s.trace_len > 1 || s.traced === false) && s.graph_nodes > 0)?.id };
-    });
-    assert(r.hc < 2 || r.cores === 2, `${r.cores} workers on ${r.hc} cores`);
-    assert(r.ids.length === r.all && new Set(r.ids).size === r.all, `${r.ids.length} stage results (${new Set(r.ids).size} distinct) for ${r.all} stages`);
-    if (r.cores < 2) return `one worker (${r.hc} core)`;
-    assert(r.other.length > 0 && r.dag, 'the second worker ran ' + r.other);
-    await page.click(`[data-stage="${r.dag}"]`);
-    await page.waitForSelector(`body[data-detail="${r.dag}"]`, { timeout: 10000 });
-    const len = await page.evaluate(id => window.__cot.state.result.stages.find(s => s.id === id).trace_len, r.dag);
-    assert(len > 1, `${r.dag} brought ${len} steps from the second worker`);
-    await page.waitForSelector('[data-testid="delta-dag"] svg .node', { timeout: 10000 });
-    const prog = (await page.textContent('[data-testid="stage-program"]')).trim();
-    assert(prog.length > 0, 'no program for ' + r.dag);
-    return `${r.other.length} of ${r.all} stages on the second worker; ${r.dag} selected from it: ${len} steps`;
-  });
-
   await check('the UNF chain: a drawn stack diagram, the line of continuations with its stepper, a steppable rewrite', async () => {
     const ex = await page.evaluate(() => window.__cot.state.examples.find(e => e.name === 'unf-ex1.1')?.source);
     await setSource(page, ex);

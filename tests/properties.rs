@@ -489,7 +489,6 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
 /// agrees with `forward` (with a varied output seed).
 #[test]
 fn part_c_takes_and_agrees_on_random_array_programs() {
-    let stages = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
     let (mut taken, mut with_tuples) = (0, 0);
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
     // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
@@ -503,22 +502,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let tuples = src.contains("let (p") || src.contains(" then (");
         let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
-        let ran = limits::run_with_stack(move || -> Result<bool, String> {
-            let seed = varied_seed(&src)?;
-            let opts = Options { trace: false, seed: Some(seed), stages: stages.iter().map(|s| s.to_string()).collect(), ..Options::default() };
-            let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
-            let mut all = true;
-            for r in &a.stages {
-                if r.refused {
-                    all = false;
-                    continue;
-                }
-                if r.agrees != Some(true) {
-                    return Err(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
-                }
-            }
-            Ok(all)
-        });
+        let ran = part_c_run(src);
         let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         taken += usize::from(took);
         with_tuples += usize::from(took && tuples);
@@ -537,13 +521,36 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
 }
 
+const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
+
+/// Runs a generated program through Part C's stages: whether every one took it (none refused), or
+/// the first that took it and did not agree with forward mode.
+fn part_c_run(src: String) -> Result<bool, String> {
+    let stages: Vec<String> = PART_C.iter().map(|s| s.to_string()).collect();
+    limits::run_with_stack(move || -> Result<bool, String> {
+        let seed = varied_seed(&src)?;
+        let opts = Options { trace: false, seed: Some(seed), stages, ..Options::default() };
+        let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
+        let mut all = true;
+        for r in &a.stages {
+            if r.refused {
+                all = false;
+                continue;
+            }
+            if r.agrees != Some(true) {
+                return Err(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
+            }
+        }
+        Ok(all)
+    })
+}
+
 /// The Part C property test over a wide range of generator seeds (`PART_C_SEEDS=from..to`, default
 /// 0..2000), collecting every failure instead of stopping at the first: run by hand
 /// (`cargo test --release -p cotangent --test properties part_c_wide -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn part_c_wide() {
-    let stages = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
     let range = std::env::var("PART_C_SEEDS").unwrap_or_else(|_| "0..2000".into());
     let (from, to) = range.split_once("..").map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap())).unwrap();
     let dump = std::env::var("PART_C_DUMP").ok();
@@ -553,22 +560,7 @@ fn part_c_wide() {
         if let Some(d) = &dump {
             std::fs::write(format!("{d}/seed{s}.cot"), &src).unwrap();
         }
-        let ran = limits::run_with_stack(move || -> Result<bool, String> {
-            let seed = varied_seed(&src)?;
-            let opts = Options { trace: false, seed: Some(seed), stages: stages.iter().map(|s| s.to_string()).collect(), ..Options::default() };
-            let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
-            let mut all = true;
-            for r in &a.stages {
-                if r.refused {
-                    all = false;
-                    continue;
-                }
-                if r.agrees != Some(true) {
-                    return Err(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
-                }
-            }
-            Ok(all)
-        });
+        let ran = part_c_run(src);
         match ran {
             Ok(t) => taken += usize::from(t),
             Err(e) => failures.push(format!("seed {s}: {e}")),

@@ -19,18 +19,15 @@ import * as session from './session.js';
 
 window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks
 
-function onRestart(msg) {
+// One worker. A second one taking the other chains of each run (session 13, measured with
+// scripts/page-ab.mjs on a quiet 2-core machine) made every stage's update slower overall, geomean
+// 1.04–1.12, because it repeats the front end and the reference and competes with the page's rendering;
+// the quaternion gained only 7–12 %.
+const core = new Core(msg => {
   showBanner(msg);
   setStatus(msg, 'bad');
   if (window.__cot) window.__cot.restarts = (window.__cot.restarts || 0) + 1;
-}
-const core = new Core(onRestart);
-// A second worker, when the machine has a core to spare, runs some of the other chains of each run while
-// the first runs the rest (every stage of the quaternion updated in about the time of its longest chain,
-// unf's, instead of the sum); it starts once the first has shown the selected stage, so that it does not
-// slow that. Spawned after the first run, so that it does not slow the page's start.
-const cores = [core];
-const phaseMs = new Map();   // what each phase (its stage ids) took the last time it ran, for `share`
+});
 
 function renderStage() {
   stageInfo.render(state);
@@ -65,8 +62,8 @@ function onInput() {
 }
 
 /** The phases of a run: forward (the reference) and the selected stage first, then the rest of its
- *  chain, then each other chain, so that the selected stage shows before the others have run. Each
- *  worker runs its phases as one pipeline: what the selected stage's input needs is prepared once. */
+ *  chain, then each other chain, so that the selected stage shows before the others have run. The core
+ *  runs them as one pipeline: what the selected stage's input needs is prepared once. */
 function phases() {
   const sel = state.chains.find(c => c.stages.includes(state.selected)) || state.chains[0];
   const first = [...new Set([REFERENCE, ...(sel && sel.stages.includes(state.selected) ? [state.selected] : sel ? sel.stages : [])])];
@@ -74,23 +71,7 @@ function phases() {
   const rest = state.chains.filter(c => c !== sel).map(c => c.stages.filter(id => !first.includes(id))).filter(p => p.length);
   const known = new Set([first, chain, ...rest].flat());
   const others = stageOrder().filter(id => !known.has(id));
-  return { own: [first, ...(chain.length ? [chain] : [])], rest: [...rest, ...(others.length ? [others] : [])] };
-}
-
-/** The phases each worker runs: the first worker its own (the selected stage and its chain), then the
- *  other chains shared out longest first (by what each took last time) to whichever worker has less
- *  to do; each worker keeps the chains' order. */
-function share({ own, rest }, n) {
-  const cost = p => phaseMs.get(p.join()) ?? 1;
-  const work = [own, ...Array.from({ length: n - 1 }, () => [])];
-  const load = work.map(ps => ps.reduce((a, p) => a + cost(p), 0));
-  const to = rest.map(() => 0);
-  [...rest.keys()].sort((a, b) => cost(rest[b]) - cost(rest[a])).forEach(i => {
-    to[i] = load.indexOf(Math.min(...load));
-    load[to[i]] += cost(rest[i]);
-  });
-  rest.forEach((p, i) => work[to[i]].push(p));
-  return work;
+  return [first, ...(chain.length ? [chain] : []), ...rest, ...(others.length ? [others] : [])];
 }
 
 async function run(seq = ++state.seq) {
@@ -103,46 +84,23 @@ async function run(seq = ++state.seq) {
   const onPart = part => {
     if (seq !== state.seq) return;
     if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); }
-    else merge(part);
+    else {
+      merged.stages.push(...part.stages);
+      merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+      merged.elapsed_ms += part.elapsed_ms;
+      // a later phase: only what lists every stage changes, unless it brought the selected stage or
+      // the one whose graph is drawn beside it
+      const beside = besideOf(state.selected)?.stage;
+      if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
+      else { stageList.render(state); costs.render(state); }
+    }
     if (selectedMs == null) {
       performance.mark('cot-selected-' + seq);
       selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
     }
   };
-  // a later phase: only what lists every stage changes, unless it brought the selected stage or the
-  // one whose graph is drawn beside it
-  const merge = part => {
-    merged.stages.push(...part.stages);
-    merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
-    merged.elapsed_ms += part.elapsed_ms;
-    const beside = besideOf(state.selected)?.stage;
-    if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
-    else { stageList.render(state); costs.render(state); }
-  };
-  // Another worker's stages keep where they ran, for their details (`loadDetail`); its diagnostics
-  // are the first worker's too, so only the first worker's are shown.
-  const fromOther = (w, part) => {
-    if (seq !== state.seq || part.diagnostics?.length) return;
-    for (const s of part.stages) s.from = { core: w, run_id: part.run_id };
-    merge(part);
-  };
-  const work = share(phases(), cores.length);
-  const timed = (w, ps, on) => { let k = 0; return part => { phaseMs.set(ps[k++]?.join(), part.phase_ms); on(part); }; };
-  const ask = (w, on) => cores[w].request('analyse-stream', { source: text, options: inputs.options(state), phases: work[w] }, 'main', timed(w, work[w], on));
-  // The other workers start when the first has shown the selected stage, so that they do not compete
-  // with it for the machine's cores; a program with errors needs no other worker.
-  let others = null;
-  const startOthers = errors => {
-    if (!others) {
-      others = errors ? Promise.resolve() :
-        Promise.all(work.slice(1).map((ps, k) => ps.length ? ask(k + 1, part => fromOther(k + 1, part)) : null));
-      others.catch(() => {});   // awaited below, once the first worker is done
-    }
-    return others;
-  };
   try {
-    await ask(0, part => { if (seq === state.seq) { onPart(part); startOthers(part.diagnostics?.length); } });
-    if (seq === state.seq) await startOthers(false);
+    await core.request('analyse-stream', { source: text, options: inputs.options(state), phases: phases() }, 'main', onPart);
   } catch (e) {
     if (e instanceof Superseded) return;
     if (seq !== state.seq) return;
@@ -209,8 +167,7 @@ function loadDetail(id, role = null) {
   const r = stageResult(id);
   if (!r || r.detail) { if (!role) document.body.dataset.detail = id; return; }
   const runId = state.result.run_id;
-  const from = r.from ?? { core: 0, run_id: runId };   // the worker that ran it keeps its analysis
-  cores[from.core].request('detail', { run_id: from.run_id, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
+  core.request('detail', { run_id: runId, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
     if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
     if (!d) { r.detail_missing = true; }
     else Object.assign(r, d);
@@ -262,7 +219,6 @@ async function main() {
 
   stageList.render(state);
   await run();
-  if ((navigator.hardwareConcurrency || 1) > 1) cores.push(new Core(onRestart));
   // The default stage refused this program (krawiec/monadic takes no array input): open on the first
   // stage that ran with steps over a graph instead, else forward.
   if (typeof start.stage !== 'string' && !stageResult(state.selected)?.ok) {
@@ -271,7 +227,7 @@ async function main() {
   }
   session.checkLinkedStage(state, stageOrder(), REFERENCE);
   if (!stageOrder().includes(state.selected)) select(REFERENCE);
-  Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core, cores });
+  Object.assign(window.__cot, { renderAll, select, goStep: i => stepper.goStep(state, i), source: editor.source, setSource: editor.setSource, core });
   window.__cot.ready = true;
   document.body.dataset.ready = '1';
 }
