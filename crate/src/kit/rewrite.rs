@@ -36,6 +36,19 @@ pub struct Rule {
 pub struct RewriteCx<'a> {
     pub fresh: &'a mut Fresh,
     pub uses: std::collections::HashMap<u32, u32>,
+    /// What a rule that fired may say of its result (the `innermost` strategy reads and clears it):
+    /// then the result is not hashed against the redex to find what is normal (`known.rs`).
+    pub changed: Option<Changed>,
+}
+
+/// A rule's own account of its result: which nodes are not copies of the redex's proper subtrees
+/// (all normal, as the redex's children are).
+pub enum Changed {
+    /// The result is one of the redex's proper subtrees: normal whole.
+    Nothing,
+    /// The result's nodes at these addresses, and its root, are new or have a new node below them
+    /// (closed upwards: a listed node's parent is listed or the root); every other node is a copy.
+    Only(Vec<usize>),
 }
 
 /// One step of a rewrite: which rule fired where, and the redex before and after.
@@ -267,7 +280,7 @@ pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> 
 impl<'r, 'f> Engine<'r, 'f> {
     fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
         let w = Walk::new(budget, rules.iter().map(|r| r.name));
-        Engine { rules, cx: RewriteCx { fresh, uses: Default::default() }, w, shadow: None, marks: vec![] }
+        Engine { rules, cx: RewriteCx { fresh, uses: Default::default(), changed: None }, w, shadow: None, marks: vec![] }
     }
 
     /// Whether `e`, a part of the rule result being normalised that the walk has not reached yet, is
@@ -364,6 +377,7 @@ impl<'r, 'f> Engine<'r, 'f> {
             return e;
         }
         for (k, rule) in self.rules.iter().enumerate() {
+            self.cx.changed = None;
             let Some(mut new) = (rule.apply)(&e, &mut self.cx) else { continue };
             if !self.w.step(k) {
                 return e;
@@ -384,8 +398,22 @@ impl<'r, 'f> Engine<'r, 'f> {
                     self.shadow = None;
                 }
             }
-            // what the rule kept of the redex is normal: only the rest is normalised again
-            let Some(marks) = known::Normal::below(&e).marks(&new) else { return new };
+            // what the rule kept of the redex is normal: only the rest is normalised again (as the rule
+            // says, or as hashing its result against the redex finds)
+            let marks = match self.cx.changed.take() {
+                Some(changed) => {
+                    #[cfg(test)]
+                    known::check_claim(rule.name, &e, &new, &changed);
+                    match changed {
+                        Changed::Nothing => return new,
+                        Changed::Only(dirty) => known::Marks::all_but(dirty),
+                    }
+                }
+                None => match known::Normal::below(&e).marks(&new) {
+                    Some(marks) => marks,
+                    None => return new,
+                },
+            };
             self.marks.push(marks);
             let out = self.normalise(new);
             self.marks.pop();

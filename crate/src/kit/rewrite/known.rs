@@ -97,15 +97,53 @@ impl<'a> Normal<'a> {
     }
 }
 
-/// Nodes of a rule's result known to be normal, by address (see the module's comment).
+/// Nodes of a rule's result known to be normal, by address (see the module's comment): those in
+/// `set`, or (`all_but`: as a rule said, `rewrite::Changed::Only`) all but those in it.
 #[derive(Default)]
 pub(super) struct Marks {
     set: HashSet<usize, BuildHasherDefault<Id>>,
+    all_but: bool,
 }
 
 impl Marks {
+    /// Every node of the result is known normal but these (and the root, which is always walked).
+    /// The walk asks only about nodes of the result it has not reached, so a node freed and its
+    /// address reused by a node made later is never asked about under these marks.
+    pub fn all_but(dirty: Vec<usize>) -> Marks {
+        Marks { set: dirty.into_iter().collect(), all_but: true }
+    }
+
     pub fn has(&self, e: &Expr) -> bool {
-        !self.set.is_empty() && self.set.contains(&address(e))
+        if self.all_but {
+            !self.set.contains(&address(e))
+        } else {
+            !self.set.is_empty() && self.set.contains(&address(e))
+        }
+    }
+}
+
+/// A rule's claim about its result (`rewrite::Changed`), checked against the redex (tests only):
+/// each node it says is a copy, but whose parent is new, equals one of the redex's proper subtrees.
+#[cfg(test)]
+pub(super) fn check_claim(rule: &str, redex: &Expr, result: &Expr, changed: &super::Changed) {
+    let normal = Normal::below(redex);
+    let is_copy = |x: &Expr| normal.by_hash.get(&Hashed::of(x).hash[0]).is_some_and(|k| same(k, x));
+    let dirty: HashSet<usize> = match changed {
+        super::Changed::Nothing => {
+            assert!(is_copy(result), "{rule} said its whole result is a part of the redex");
+            return;
+        }
+        super::Changed::Only(d) => d.iter().copied().collect(),
+    };
+    let mut stack = vec![result];
+    while let Some(x) = stack.pop() {
+        each_child(x, &mut |c| {
+            if dirty.contains(&address(c)) {
+                stack.push(c);
+            } else {
+                assert!(is_copy(c), "{rule} said a new part of its result is a copy of the redex's: {c:?}");
+            }
+        });
     }
 }
 

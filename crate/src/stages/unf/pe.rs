@@ -126,6 +126,27 @@ mod tests {
         }
     }
 
+    /// Each partial-evaluation rule says which nodes of its result are new (`rewrite::Changed`), so
+    /// that the engine walks only those again; in tests the engine checks every such account against
+    /// the redex (`known::check_claim`, which panics on a wrong one) — here on every example through
+    /// unf/pe and unf/opt, whose rule set includes these rules.
+    #[test]
+    fn every_rules_account_of_what_it_changed_holds_on_every_example() {
+        crate::limits::run_with_stack(|| {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).collect();
+            files.sort();
+            let mut rewritten = 0;
+            for f in files.iter().filter(|f| f.extension().is_some_and(|x| x == "cot")) {
+                let text = std::fs::read_to_string(f).unwrap();
+                let opts = crate::pipeline::Options { stages: vec!["unf/pe".into(), "unf/opt".into()], ..Default::default() };
+                let Ok(a) = crate::pipeline::analyse(&text, &opts) else { continue };
+                rewritten += a.stages.iter().filter(|s| s.ok).count();
+            }
+            assert!(rewritten > 40, "{rewritten} programs rewritten");
+        });
+    }
+
     #[test]
     fn lemma_5_3_refuses_a_continuation_left_behind() {
         let (p, _, _) = direct_output(&chain(2, false));

@@ -8,7 +8,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;
 use crate::ir::*;
 use crate::kit::passes::freshen;
-use crate::kit::rewrite::{normalise_program, Budget, RewriteCx, Rule, Trace};
+use crate::kit::rewrite::{normalise_program, Budget, Changed, RewriteCx, Rule, Trace};
 use crate::stage::View;
 use std::collections::{HashMap, HashSet};
 
@@ -58,6 +58,79 @@ pub fn subst(mut e: Expr, map: &HashMap<u32, Expr>) -> Expr {
     e
 }
 
+fn address(e: &Expr) -> usize {
+    e as *const Expr as usize
+}
+
+/// Replaces in place each node of `e` that `f` gives a replacement for (without walking into it, nor
+/// into a node `descend` refuses), stopping after `limit` replacements. So that the rewrite engine
+/// walks again only what changed (`rewrite::Changed`), pushes onto `dirty` the addresses of the nodes
+/// above a replacement but `e` itself, and says whether `e` is above one. (The addresses are of nodes
+/// in boxes or vectors, which stay where they are when `e` is moved.)
+fn replace_tracked(
+    e: &mut Expr,
+    f: &mut dyn FnMut(&Expr) -> Option<Expr>,
+    descend: &dyn Fn(&Expr) -> bool,
+    limit: usize,
+    dirty: &mut Vec<usize>,
+) -> bool {
+    let root = address(e);
+    let (mut root_dirty, mut left) = (false, limit);
+    // the nodes from `e` down to the one being visited, each with whether it is marked dirty yet
+    let mut path: Vec<(usize, bool)> = vec![];
+    let mut stack = vec![(e, 0usize)];
+    while let Some((x, depth)) = stack.pop() {
+        path.truncate(depth);
+        if let Some(r) = f(x) {
+            *x = r;
+            // marked upwards until a node marked already (then so is everything above it)
+            for entry in path.iter_mut().rev() {
+                if entry.1 {
+                    break;
+                }
+                entry.1 = true;
+                if entry.0 == root {
+                    root_dirty = true;
+                } else {
+                    dirty.push(entry.0);
+                }
+            }
+            left -= 1;
+            if left == 0 {
+                break;
+            }
+            continue;
+        }
+        if !descend(x) {
+            continue;
+        }
+        path.push((address(x), false));
+        each_child_mut(x, &mut |c| stack.push((c, depth + 1)));
+    }
+    root_dirty
+}
+
+/// `subst` that also says what changed (see `replace_tracked`).
+fn subst_tracked(mut e: Expr, map: &HashMap<u32, Expr>, dirty: &mut Vec<usize>) -> (Expr, bool) {
+    let mut f = |x: &Expr| match &x.kind {
+        ExprKind::Var(n) => map.get(&n.id).cloned(),
+        _ => None,
+    };
+    let root_dirty = replace_tracked(&mut e, &mut f, &|_| true, usize::MAX, dirty);
+    (e, root_dirty)
+}
+
+/// The addresses of the let bodies along `e`'s chain, `n` links down (the new lets a rule built
+/// around a body: each is new, so the engine must walk it).
+fn chain_bodies(e: &Expr, n: usize, dirty: &mut Vec<usize>) {
+    let mut cur = e;
+    for _ in 0..n {
+        let ExprKind::Let(_, _, b) = &cur.kind else { return };
+        dirty.push(address(b));
+        cur = b;
+    }
+}
+
 /// `let p = rhs in body`, typed as `body`.
 pub fn let_typed(p: Pat, rhs: Expr, body: Expr) -> Expr {
     let ty = body.ty.clone();
@@ -80,15 +153,17 @@ fn r16_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R1 `(fun p → e) a ~> let p = a in e` (n-ary: p is the tuple of parameters, split afterwards).
-fn r1_beta(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r1_beta(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::App(f, a) = &e.kind else { return None };
     let ExprKind::Lam(_, p, body) = &f.kind else { return None };
+    // a new root over two parts of the redex
+    cx.changed = Some(Changed::Only(vec![]));
     Some(let_typed(p.clone(), (**a).clone(), (**body).clone()))
 }
 
 /// R17 `let x = (let y = e1 in e2) in e3 ~> let y = e1 in let x = e2 in e3`, for a whole chain of lets
 /// on the right at once (one step instead of one per link, each of which would walk e3 again).
-fn r17_let_of_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r17_let_of_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(p, rhs, e3) = &e.kind else { return None };
     let mut links = vec![];
     let mut cur = &**rhs;
@@ -99,13 +174,19 @@ fn r17_let_of_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     if links.is_empty() {
         return None;
     }
+    let n = links.len();
     let inner = let_typed(p.clone(), cur.clone(), (**e3).clone());
-    Some(links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q.clone(), (**e1).clone(), acc), span)))
+    let out = links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q.clone(), (**e1).clone(), acc), span));
+    // every let of the result is new; their right-hand sides and e3 are parts of the redex
+    let mut dirty = vec![];
+    chain_bodies(&out, n, &mut dirty);
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// R18 `f(let x = e1 in e2) ~> let x = e1 in f(e2)`, for f an application, a tuple, a projection or a
 /// primitive (the language is pure, so evaluating e1 first changes nothing). Never out of a lambda.
-fn r18_let_out_of_argument(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r18_let_out_of_argument(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let is_let = |x: &Expr| matches!(x.kind, ExprKind::Let(..));
     let candidate = match &e.kind {
         ExprKind::App(f, a) => is_let(f) || is_let(a),
@@ -134,40 +215,54 @@ fn r18_let_out_of_argument(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     let inner = std::mem::replace(slot, Expr::gen(ExprKind::Unit));
     let ExprKind::Let(q, e1, e2) = inner.kind else { unreachable!("matched a let") };
     *slot = *e2;
-    Some(let_typed(q, *e1, out))
+    // the node f(e2) is new, below a new let
+    let out = let_typed(q, *e1, out);
+    let mut dirty = vec![];
+    chain_bodies(&out, 1, &mut dirty);
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// R2 for one let: `let _ = e in b ~> b`, and a continuation no one calls.
-fn r2_dead_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r2_dead_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(p, rhs, b) = &e.kind else { return None };
-    match p {
-        Pat::Wild(_) | Pat::Unit(_) => Some((**b).clone()),
-        Pat::Var(n, _) if matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0 => Some((**b).clone()),
-        _ => None,
-    }
+    let dead = match p {
+        Pat::Wild(_) | Pat::Unit(_) => true,
+        Pat::Var(n, _) => matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0,
+        _ => false,
+    };
+    // the result is the redex's body, normal already
+    cx.changed = dead.then_some(Changed::Nothing);
+    dead.then(|| (**b).clone())
 }
 
 /// R3 `let x1 = x2 in e ~> e[x2/x1]`.
-fn r3_forward_substitution(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r3_forward_substitution(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
     if !is_var(rhs) {
         return None;
     }
-    Some(subst((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())])))
+    let mut dirty = vec![];
+    let (out, _) = subst_tracked((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())]), &mut dirty);
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// `let Y = fun … in C[Y] ~> C[fun …]` when Y occurs once (Lemma 5.1: every continuation does).
-fn inline_continuation(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn inline_continuation(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Var(y, _), rhs, b) = &e.kind else { return None };
     if !matches!(rhs.kind, ExprKind::Lam(..)) || occurrences(b, y.id) != 1 {
         return None;
     }
-    Some(subst((**b).clone(), &HashMap::from([(y.id, (**rhs).clone())])))
+    let mut dirty = vec![];
+    let (out, _) = subst_tracked((**b).clone(), &HashMap::from([(y.id, (**rhs).clone())]), &mut dirty);
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// `let (x1, …, xn) = e in C[(x1, …, xn)] ~> C[e]` when the xi occur only there, once, and not under a
 /// lambda (the wrapper's `let (g1, …, gn) = Y(0_Γ, 1) in (r, (g1, …, gn))`): no work moves or repeats.
-fn eta_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn eta_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
     let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
     let set: HashSet<u32> = ids.iter().copied().collect();
@@ -207,22 +302,16 @@ fn eta_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
         return None;
     }
     let mut out = (**b).clone();
-    let mut stack = vec![&mut out];
-    while let Some(x) = stack.pop() {
-        if rebuilds(x) {
-            *x = (**rhs).clone();
-            return Some(out);
-        }
-        if !matches!(x.kind, ExprKind::Lam(..)) {
-            stack.extend(children_mut(x));
-        }
-    }
-    None
+    let mut dirty = vec![];
+    let mut put = |x: &Expr| rebuilds(x).then(|| (**rhs).clone());
+    replace_tracked(&mut out, &mut put, &|x| !matches!(x.kind, ExprKind::Lam(..)), 1, &mut dirty);
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// `let (p1, …, pn) = <e1, …, en> in b ~> let p1 = e1 in … let pn = en in b` (the note's destructuring
 /// of `let x, Y = <e1, e2>`), with R3 for the components that are variables and R2 for the dead ones.
-fn split_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn split_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
     let ExprKind::Tuple(es) = &rhs.kind else { return None };
     if ps.len() != es.len() {
@@ -242,13 +331,21 @@ fn split_tuple_let(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
             _ => lets.push((p.clone(), c.clone())),
         }
     }
-    let body = subst((**b).clone(), &map);
-    Some(lets.into_iter().rev().fold(body, |acc, (p, c)| let_typed(p, c, acc)))
+    let mut dirty = vec![];
+    let (body, body_dirty) = subst_tracked((**b).clone(), &map, &mut dirty);
+    let n = lets.len();
+    let out = lets.into_iter().rev().fold(body, |acc, (p, c)| let_typed(p, c, acc));
+    // the new lets but the root, and the body below them if something in it changed
+    if n > 0 {
+        chain_bodies(&out, if body_dirty { n } else { n - 1 }, &mut dirty);
+    }
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// R2 over a lambda's body: every let of its chain whose variables are not used later is dropped, in
 /// one walk from the end (a rule per let would look at the rest of the chain once per let).
-fn r2_dead_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r2_dead_lets(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Lam(k, p, body) = &e.kind else { return None };
     let mut links = vec![];
     let mut cur = &**body;
@@ -274,7 +371,18 @@ fn r2_dead_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
             out = at(let_typed(q.clone(), (**rhs).clone(), out), span);
         }
     }
-    Some(Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() })
+    // every kept link is a new let (rebuilt typed as its body, which need not be the type the
+    // redex's own let had); their right-hand sides and the chain's tail are the redex's
+    let new_lets = keep.iter().filter(|k| **k).count();
+    let out = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() };
+    let ExprKind::Lam(_, _, body) = &out.kind else { unreachable!("built a lambda") };
+    let mut dirty = vec![];
+    if new_lets > 0 {
+        dirty.push(address(body));
+        chain_bodies(body, new_lets - 1, &mut dirty);
+    }
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// The partial-evaluation rules, in the order they are tried at a node.
