@@ -571,6 +571,10 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
         Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(text)
     };
     if let Err(d) = types::check_program(&mut out, &builtins) {
+        if d.message.starts_with("stopped: the memory budget") {
+            // the check stopped at the memory budget (types.rs): a budget stop, not a wrong output
+            return Err(Diagnostic::error(d.span, format!("{} its output", d.message)).in_stage(id));
+        }
         // (a failed check leaves the program's text as it was: only types are filled in)
         return Err(internal(format!("the output does not type-check: {}", d.message), &out));
     }

@@ -120,7 +120,13 @@ struct Cx<'b> {
     poly: HashMap<u32, Scheme>,
     /// Whether local `let`s of functions are generalised (always, but for `check_program_monomorphic`).
     generalise_locals: bool,
+    /// Nodes inferred, for the memory budget's check every `MEMORY_CHECK` of them (a stage's output
+    /// can be large enough to take the whole budget while it is checked).
+    nodes: u32,
 }
+
+/// How often (in nodes) the type check compares the live heap with the memory budget.
+const MEMORY_CHECK: u32 = 4096;
 
 impl<'b> Cx<'b> {
     fn new(builtins: &'b Builtins) -> Cx<'b> {
@@ -134,6 +140,7 @@ impl<'b> Cx<'b> {
             locals: HashMap::new(),
             poly: HashMap::new(),
             generalise_locals: true,
+            nodes: 0,
         }
     }
 
@@ -531,6 +538,12 @@ impl<'b> Cx<'b> {
     /// One node that is not on a let/bind spine.
     fn infer_node(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
         let span = e.span;
+        self.nodes = self.nodes.wrapping_add(1);
+        if self.nodes % MEMORY_CHECK == 0 {
+            if let Some(m) = crate::limits::memory_exceeded("type-checking") {
+                return Err(Diagnostic::error(span, m));
+            }
+        }
         let t = match &mut e.kind {
             ExprKind::Var(n) if n.is_global() => match self.globals.get(&*n.text).cloned() {
                 Some(s) => self.instantiate(&s),
