@@ -849,6 +849,42 @@ mod tests {
         Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
     }
 
+    thread_local! {
+        /// The live heap as this test's probe reports it (0 on every other test's thread).
+        static LIVE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Issue 14 item 4: a check past the memory budget stops with the named budget, not at the
+    /// process limit. (The budget is set once per process; its probe reads this thread's figure,
+    /// so other tests, on their own threads, never see it exceeded.)
+    #[test]
+    fn the_check_stops_at_the_memory_budget() {
+        // (a big stack: the IR's derived Clone and Drop recurse along the chain)
+        crate::limits::run_with_stack(check_stops_at_the_memory_budget);
+    }
+
+    fn check_stops_at_the_memory_budget() {
+        crate::limits::set_memory_budget(|| LIVE.with(|l| l.get()), 1 << 40);
+        let Some((probe, limit)) = crate::limits::memory_budget() else { unreachable!("just set") };
+        let mut src = String::from("def main x =\n  let v0 = x * 1.01 in\n");
+        for i in 1..2000 {
+            src.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
+        }
+        src.push_str("  v1999\n");
+        let p = crate::syntax::parse_program(&src).unwrap();
+        // within the budget it checks; past it (as the probe of the budget set first reports it) it stops
+        let mut ok = p.clone();
+        assert!(check_program(&mut ok, &Builtins::new()).is_ok());
+        LIVE.with(|l| l.set(u64::MAX));
+        if probe() > limit {
+            let mut over = p.clone();
+            let err = check_program(&mut over, &Builtins::new()).unwrap_err();
+            assert!(err.message.starts_with("stopped: the memory budget ("), "{}", err.message);
+            assert!(err.message.ends_with("ran out while type-checking"), "{}", err.message);
+        }
+        LIVE.with(|l| l.set(0));
+    }
+
     #[test]
     fn local_functions_are_generalised_like_top_level_ones() {
         let comp = "def main x = let comp f g y = f (g y) in comp (\\b -> if b then x else 0.0) (\\r -> r > 1.0) (comp sin cos x)";
