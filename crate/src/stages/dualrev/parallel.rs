@@ -111,7 +111,7 @@ impl Stage for Parallel {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: None }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {

@@ -84,7 +84,7 @@ impl Stage for Tape {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: Some(b_record_edges) }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -208,20 +208,31 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
 
 fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?;
-    record(m, c, span)
+    record(m, c.edges(), span)
 }
 
 /// `record (Ck …)` in one call (`Stage::fused`): the same counts and tape, no Contrib value.
 fn b_record_c(m: &mut Machine, args: &mut Vec<Value>, [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
     let c = contrib(m, args, inner)?;
     m.enter_builtin("record", outer);
-    record(m, &c, outer)
+    record(m, c.edges(), outer)
 }
 
-/// genID with the Contrib `c` written at the new ID.
-fn record(m: &mut Machine, c: &TContrib, span: Span) -> Result<Value, RunError> {
+/// `b_record_c` given the Contrib's (partial, ID) edges unboxed (`interp::ScalarFusedFn`, at most
+/// two: the engine passes `C0`'s, `C1`'s or `C2`'s): `contrib`'s allocation, then `record`.
+fn b_record_edges(m: &mut Machine, es: &[(f64, i64)], [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    if es.len() > 2 {
+        return Err(err(inner, "Contrib: more than two edges"));
+    }
+    m.enter_builtin("record", outer);
+    record(m, es, outer)
+}
+
+/// genID with the Contrib's edges `es` (partial, argument ID) written at the new ID.
+fn record(m: &mut Machine, es: &[(f64, i64)], span: Span) -> Result<Value, RunError> {
     let mut js = [0u32; 2];
-    for (k, &(_, j)) in c.edges().iter().enumerate() {
+    for (k, &(_, j)) in es.iter().enumerate().take(2) {
         js[k] = u32::try_from(j).map_err(|_| err(span, format!("record: argument ID {j} out of range")))?;
     }
     let i = new_id(m, span)?;
@@ -229,15 +240,16 @@ fn record(m: &mut Machine, c: &TContrib, span: Span) -> Result<Value, RunError> 
     let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.partials.len())) else {
         return Err(err(span, "record: the tape is full"));
     };
+    let n = es.len().min(2) as u32;
     if t.at.len() == at {
-        t.at.push((start, c.n as u32));
+        t.at.push((start, n));
     } else {
         if t.at.len() < at {
             t.at.resize(at + 1, (0, 0));
         }
-        t.at[at] = (start, c.n as u32);
+        t.at[at] = (start, n);
     }
-    for (&(a, _), &j) in c.edges().iter().zip(&js) {
+    for (&(a, _), &j) in es.iter().zip(&js) {
         t.partials.push(a);
         t.args.push(j);
     }

@@ -131,6 +131,7 @@ pub fn zero_of_builtin() -> Builtin {
 }
 
 /// A fresh ID, remembering the span of the operation that made it (`genID`, the tape's `record`).
+#[inline]
 pub fn new_id(m: &mut Machine, span: Span) -> Result<i64, RunError> {
     m.tick(1)?;
     m.count("ids_allocated", 1);
