@@ -290,7 +290,9 @@ pub type FusedFn = fn(&mut Machine<'_>, &mut Vec<Value>, [Span; 2]) -> Result<Va
 /// them unboxed: no `Value` is built, pushed or dropped per argument (issue 13: the tape's `record`
 /// path). The engine uses it where the checker's types say each pair is a real and an integer; a
 /// wrong hint falls back to `Fused::run` with the arguments boxed. Same contract as `FusedFn`.
-pub type ScalarFusedFn = fn(&mut Machine<'_>, &[(f64, i64)], [Span; 2]) -> Result<Value, RunError>;
+/// The ID is `I`: an integer (`dualrev/tape`) or a pair of integers (`dualrev/parallel`'s CID, read
+/// in place from its slot).
+pub type ScalarFusedFn<I = i64> = fn(&mut Machine<'_>, &[(f64, I)], [Span; 2]) -> Result<Value, RunError>;
 
 #[derive(Clone, Copy)]
 pub struct Fused {
@@ -299,6 +301,8 @@ pub struct Fused {
     pub run: FusedFn,
     /// The same pair with the inner's arguments as unboxed (real, integer) pairs, if offered.
     pub scalar: Option<ScalarFusedFn>,
+    /// The same pair with the inner's arguments as unboxed (real, (integer, integer)) pairs.
+    pub scalar_cid: Option<ScalarFusedFn<(i64, i64)>>,
 }
 
 /// The builtins a program may use, by name.

@@ -740,7 +740,7 @@ impl Machine<'_> {
     /// `call_fused` for a fused pair given unboxed (real, integer) pairs (`ScalarFusedFn`): run as
     /// the inner builtin at its span, as `in_builtin` runs it, with no argument buffer.
     #[inline]
-    pub(super) fn call_fused_scalar(&mut self, f: super::ScalarFusedFn, inner: &Builtin, args: &[(f64, i64)], spans: [Span; 2]) -> Res<Value> {
+    pub(super) fn call_fused_scalar<I>(&mut self, f: super::ScalarFusedFn<I>, inner: &Builtin, args: &[(f64, I)], spans: [Span; 2]) -> Res<Value> {
         let old = std::mem::replace(&mut self.span, spans[0]);
         let old_b = std::mem::replace(&mut self.builtin, inner.name);
         let r = f(self, args, spans);

@@ -84,7 +84,7 @@ impl Stage for Tape {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: Some(b_record_edges) }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: Some(b_record_edges), scalar_cid: None }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -273,10 +273,12 @@ impl Cells {
         Cells { adj: vec![0.0; n], got: vec![false; n] }
     }
     /// Cell `i`'s adjoint, if it received one.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<f64> {
         self.got.get(i).and_then(|g| g.then(|| self.adj[i]))
     }
     /// `adj[i] += z` (a cell starts at 0); false when `i` is outside the array.
+    #[inline]
     fn add(&mut self, i: usize, z: f64) -> bool {
         match (self.adj.get_mut(i), self.got.get_mut(i)) {
             (Some(a), Some(g)) => {
@@ -348,32 +350,32 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     // room for the IDs the loop can resolve (those of the adjoint array)
     let ids = usize::try_from(n).unwrap_or(0).min(s.0.borrow().adj.len());
     let mut resolved = Resolved::take(m, ids);
+    // the adjoints borrowed once for the sweep (nothing else reads them until it ends; a borrow per
+    // ID was a fifth of the sweep, issue 13)
+    let mut cells = s.0.borrow_mut();
     while i >= 0 {
         if let Err(e) = m.tick(1) {
             res = Err(e);
             break;
         }
-        let d = s.0.borrow().get(i as usize);
-        if let Some(d) = d {
+        if let Some(d) = cells.get(i as usize) {
             let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
             m.count_at(c, 1);
             resolved.add(i, d);
             let entry = tape.entry(i as usize);
-            {
-                let mut cells = s.0.borrow_mut();
-                for (a, j) in entry.clone() {
-                    m.real_op();
-                    cells.add(j as usize, a * d);
-                }
+            for (a, j) in entry.clone() {
+                m.real_op();
+                cells.add(j as usize, a * d);
             }
             if m.tracing() {
-                let rows = s.0.borrow().rows();
+                let rows = cells.rows();
                 let note = format!("resolve ID {i}: adjoint {} through tape entry {}", crate::value::show_real(d), show_edges(entry));
                 trace_resolve(m, i, d, note, rows);
             }
         }
         i -= 1;
     }
+    drop(cells);
     resolved.put(m);
     *m.state::<TapeSt>() = tape;
     res?;

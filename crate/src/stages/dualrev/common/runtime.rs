@@ -45,6 +45,7 @@ impl Rt {
 }
 
 /// The cell of `id` in a table indexed by ID, grown as needed (None for a negative ID).
+#[inline]
 fn cell<T: Clone>(v: &mut Vec<T>, id: i64, empty: T) -> Option<&mut T> {
     let i = usize::try_from(id).ok()?;
     if v.len() == i {
