@@ -335,3 +335,27 @@ fn leaf_calls_run_in_place_as_the_walker_runs_them() {
     assert_eq!(m.call("main", vec![Value::Int(3)]).expect("runs").as_int(), Some(10));
     assert_eq!(m.call_depth(), 0);
 }
+
+#[test]
+fn taped_records_stop_at_every_budget_where_the_walker_stops() {
+    // the taping stages' `record (Ck …)` runs fused in the engine, `dualrev/tape`'s with its partials
+    // and IDs unboxed (`interp::ScalarFusedFn`), and their sweeps run on flat arrays: at every step
+    // and allocation budget through a short run, the same stopping point, message, span and counts
+    // as the walker's separate calls (constants give `C0`, a product `C2`, a negation `C1`)
+    let src = "input (1.5, 0.5)\ndef main (p, v) = let q = p * v + 0.1 in -(q * q) - v * 2.0\n";
+    let stages = vec!["dualrev/tape".to_string(), "dualrev/parallel".to_string()];
+    let (mut stopped, mut finished) = (0, false);
+    for steps in 1..2000 {
+        let opts = Options { stages: stages.clone(), budget: Budget { steps, ..Budget::default() }, ..Options::default() };
+        if both(src, opts).unwrap_or_else(|e| panic!("steps {steps}: {e}")) == stages.len() {
+            finished = true;
+            break;
+        }
+        stopped += 1;
+    }
+    assert!(finished && stopped > 100, "the run should take more than 100 steps and finish ({stopped})");
+    for allocs in 0..60 {
+        let opts = Options { stages: stages.clone(), budget: Budget { allocs, ..Budget::default() }, ..Options::default() };
+        both(src, opts).unwrap_or_else(|e| panic!("allocs {allocs}: {e}"));
+    }
+}

@@ -286,11 +286,23 @@ pub struct Builtin {
 /// The walker (the tests' reference) never fuses, so `crate/tests/engine.rs` checks that it does.
 pub type FusedFn = fn(&mut Machine<'_>, &mut Vec<Value>, [Span; 2]) -> Result<Value, RunError>;
 
+/// A fused pair whose inner builtin takes (real, integer) pairs (`C2 a i b j`: partials and IDs), given
+/// them unboxed: no `Value` is built, pushed or dropped per argument (issue 13: the tape's `record`
+/// path). The engine uses it where the checker's types say each pair is a real and an integer; a
+/// wrong hint falls back to `Fused::run` with the arguments boxed. Same contract as `FusedFn`.
+/// The ID is `I`: an integer (`dualrev/tape`) or a pair of integers (`dualrev/parallel`'s CID, read
+/// in place from its slot).
+pub type ScalarFusedFn<I = i64> = fn(&mut Machine<'_>, &[(f64, I)], [Span; 2]) -> Result<Value, RunError>;
+
 #[derive(Clone, Copy)]
 pub struct Fused {
     pub outer: &'static str,
     pub inner: &'static str,
     pub run: FusedFn,
+    /// The same pair with the inner's arguments as unboxed (real, integer) pairs, if offered.
+    pub scalar: Option<ScalarFusedFn>,
+    /// The same pair with the inner's arguments as unboxed (real, (integer, integer)) pairs.
+    pub scalar_cid: Option<ScalarFusedFn<(i64, i64)>>,
 }
 
 /// The builtins a program may use, by name.
@@ -318,7 +330,7 @@ impl Builtins {
         self.fused.extend(fs);
     }
     /// The fused function for `outer (inner …)`, if one was added.
-    pub fn fused(&self, outer: &str, inner: &str) -> Option<FusedFn> {
-        self.fused.iter().find(|f| f.outer == outer && f.inner == inner).map(|f| f.run)
+    pub fn fused(&self, outer: &str, inner: &str) -> Option<Fused> {
+        self.fused.iter().find(|f| f.outer == outer && f.inner == inner).copied()
     }
 }

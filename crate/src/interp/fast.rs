@@ -34,7 +34,7 @@
 use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
-use super::{Builtin, Builtins, FusedFn, Machine, RunError};
+use super::{Builtin, Builtins, Fused, FusedFn, Machine, RunError, ScalarFusedFn};
 use crate::prims::{OnInt, OnReal};
 use crate::value::Value;
 use std::rc::Rc;
@@ -804,7 +804,11 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
         Code::CallB(b, items, span) if fusable(&b, &items, h).is_some() => {
             let (f, mut items) = (fusable(&b, &items, h), items.into_vec());
             match (f, items.pop()) {
-                (Some(f), Some(Code::CallB(inner, args, ispan))) => fused(f, inner, args, [ispan, span], h),
+                (Some(f), Some(Code::CallB(inner, args, ispan))) => match (f.scalar, f.scalar_cid) {
+                    (Some(sf), _) if scalar_pairs::<i64>(&args, h) => fused_scalar(f.run, sf, inner, args, [ispan, span], h),
+                    (_, Some(sf)) if scalar_pairs::<(i64, i64)>(&args, h) => fused_scalar(f.run, sf, inner, args, [ispan, span], h),
+                    _ => fused(f.run, inner, args, [ispan, span], h),
+                },
                 _ => g(move |_| err(span, "internal: a fused pair is two builtin calls".into())),
             }
         }
@@ -846,8 +850,8 @@ fn compare<T: Scalarlike>(a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops
     })
 }
 
-/// The fused function for `b (inner …)`, if the runtime offers one (`Fused`).
-fn fusable(b: &Builtin, items: &[Code], h: &Hints) -> Option<FusedFn> {
+/// The fused pair for `b (inner …)`, if the runtime offers one (`Fused`).
+fn fusable(b: &Builtin, items: &[Code], h: &Hints) -> Option<Fused> {
     match items {
         [Code::CallB(inner, ..)] => h.builtins.fused(b.name, inner.name),
         _ => None,
@@ -867,6 +871,118 @@ fn fused(f: FusedFn, inner: Rc<Builtin>, args: Box<[Code]>, spans: [crate::diag:
         }
         m.call_fused(f, &inner, buf, spans)
     })
+}
+
+/// The inner's arguments are at most two (real, integer) pairs by the checker's types (`C0`, `C1 a i`,
+/// `C2 a i b j`), so `fused_scalar` may run them unboxed.
+fn scalar_pairs<I: FusedId>(args: &[Code], h: &Hints) -> bool {
+    args.len() <= 4 && args.len() % 2 == 0 && args.chunks(2).all(|p| is_real(&p[0], h) && I::fits(&p[1], h))
+}
+
+/// An ID a fused pair may take unboxed: an integer, or a pair of integers read in place from a
+/// slot or capture (its step counted as the walker's variable; not a copy of the tuple).
+trait FusedId: Scalarlike {
+    const ZERO: Self;
+    fn fits(c: &Code, h: &Hints) -> bool;
+    fn reader(c: Code, h: &Hints) -> Unboxed<Self>;
+}
+impl FusedId for i64 {
+    const ZERO: i64 = 0;
+    fn fits(c: &Code, h: &Hints) -> bool {
+        is_int(c, h)
+    }
+    fn reader(c: Code, h: &Hints) -> Int {
+        int(c, h)
+    }
+}
+impl FusedId for (i64, i64) {
+    const ZERO: (i64, i64) = (0, 0);
+    // no hint says a slot holds a pair of integers: a leaf is taken on trust (the checker typed the
+    // builtin's argument), and anything else in it is a miss handed to the boxed path
+    fn fits(c: &Code, _: &Hints) -> bool {
+        matches!(c, Code::Local(_) | Code::Move(_) | Code::Capture(_))
+    }
+    fn reader(c: Code, _: &Hints) -> Unboxed<(i64, i64)> {
+        match c {
+            Code::Capture(i) => Unboxed::Capture(i),
+            Code::Local(s) | Code::Move(s) => Unboxed::Local(s),
+            // not taken (`fits`)
+            _ => Unboxed::Const((i64::MIN, i64::MIN)),
+        }
+    }
+}
+impl Scalarlike for (i64, i64) {
+    fn boxed(self) -> Value {
+        Value::pair(Value::Int(self.0), Value::Int(self.1))
+    }
+    #[inline(always)]
+    fn unbox(v: &Value) -> Option<(i64, i64)> {
+        match v {
+            Value::Tuple(vs) => match &vs[..] {
+                [Value::Int(a), Value::Int(b)] => Some((*a, *b)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// `fused` with the inner's arguments unboxed (`ScalarFusedFn`): the same steps in the same order
+/// (each leaf counts its step as `push_to` does), no `Value` per argument and no argument buffer.
+fn fused_scalar<I: FusedId>(f: FusedFn, sf: ScalarFusedFn<I>, inner: Rc<Builtin>, args: Box<[Code]>, spans: [crate::diag::Span; 2], h: &Hints) -> Gen {
+    let mut it = args.into_vec().into_iter();
+    let mut pairs = Vec::new();
+    while let (Some(a), Some(j)) = (it.next(), it.next()) {
+        pairs.push((real(a, h), I::reader(j, h)));
+    }
+    let pairs: Box<[(Real, Unboxed<I>)]> = pairs.into();
+    g(move |m| {
+        m.step(Charge::None)?;
+        m.step(Charge::None)?;
+        let mut e = [(0.0, I::ZERO); 2];
+        for (k, (a, j)) in pairs.iter().enumerate() {
+            let x = match a.run(m) {
+                Ok(x) => x,
+                Err(miss) => return fused_boxed(m, f, &inner, spans, &pairs, &e[..k], None, miss),
+            };
+            let i = match j.run(m) {
+                Ok(i) => i,
+                Err(miss) => return fused_boxed(m, f, &inner, spans, &pairs, &e[..k], Some(x), miss),
+            };
+            e[k] = (x, i);
+        }
+        m.call_fused_scalar(sf, &inner, &e[..pairs.len()], spans)
+    })
+}
+
+/// A wrong hint in `fused_scalar`: the arguments computed so far boxed, the one that was not a
+/// scalar, the rest boxed as they are computed, and the fused function on values (`fused`'s path).
+#[cold]
+#[allow(clippy::too_many_arguments)]
+fn fused_boxed<I: FusedId>(m: &mut Machine<'_>, f: FusedFn, inner: &Builtin, spans: [crate::diag::Span; 2], pairs: &[(Real, Unboxed<I>)], done: &[(f64, I)], x: Option<f64>, miss: Miss) -> Res<Value> {
+    let v = match miss {
+        Miss::Err(e) => return Err(e),
+        Miss::Val(v) => v,
+    };
+    let k = done.len();
+    let mut buf = m.arg_bufs.pop().unwrap_or_default();
+    for &(a, i) in done {
+        buf.push(Value::Real(a));
+        buf.push(i.boxed());
+    }
+    // the miss was pair k's real (its integer is still to run) or, after its real `x`, its integer
+    if let Some(x) = x {
+        buf.push(Value::Real(x));
+        buf.push(v);
+    } else {
+        buf.push(v);
+        buf.push(settle(pairs[k].1.run(m))?);
+    }
+    for (a, j) in &pairs[k + 1..] {
+        buf.push(settle(a.run(m))?);
+        buf.push(settle(j.run(m))?);
+    }
+    m.call_fused(f, inner, buf, spans)
 }
 
 /// A tuple (one allocation) or an array literal (one per element) of `items`, left to right.

@@ -222,6 +222,7 @@ impl<'p> Machine<'p> {
         Ok(())
     }
     /// Counts one primitive operation on reals.
+    #[inline]
     pub fn real_op(&mut self) {
         self.real_ops += 1;
     }

@@ -737,6 +737,18 @@ impl Machine<'_> {
         self.in_builtin(inner.name, spans[0], args, |m, args| f(m, args, spans))
     }
 
+    /// `call_fused` for a fused pair given unboxed (real, integer) pairs (`ScalarFusedFn`): run as
+    /// the inner builtin at its span, as `in_builtin` runs it, with no argument buffer.
+    #[inline]
+    pub(super) fn call_fused_scalar<I>(&mut self, f: super::ScalarFusedFn<I>, inner: &Builtin, args: &[(f64, I)], spans: [Span; 2]) -> Res<Value> {
+        let old = std::mem::replace(&mut self.span, spans[0]);
+        let old_b = std::mem::replace(&mut self.builtin, inner.name);
+        let r = f(self, args, spans);
+        self.span = old;
+        self.builtin = old_b;
+        Ok(r?)
+    }
+
     /// Runs `f` as builtin `name` at `span` (the machine's current span and builtin restored after),
     /// then gives the argument buffer back to the pool (builtins re-enter, so one buffer is not enough).
     fn in_builtin(&mut self, name: &'static str, span: Span, mut args: Vec<Value>, f: impl FnOnce(&mut Self, &mut Vec<Value>) -> Result<Value, RunError>) -> Res<Value> {

@@ -111,7 +111,7 @@ impl Stage for Parallel {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: None, scalar_cid: Some(b_record_cids) }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -408,6 +408,19 @@ fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
 /// `record (Ck …)` in one call (`Stage::fused`): the same counts and tape, no Contrib value.
 fn b_record_c(m: &mut Machine, args: &mut Vec<Value>, [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
     let c = contrib(m, args, inner)?;
+    m.enter_builtin("record", outer);
+    record(m, &c, outer)
+}
+
+/// `b_record_c` given the Contrib's (partial, CID) edges unboxed (`interp::ScalarFusedFn`, the CIDs
+/// read in place from their slots): `contrib`'s allocation and IDs (`want_cid`'s), then `record`.
+fn b_record_cids(m: &mut Machine, es: &[(f64, (i64, i64))], [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    let mut c = PContrib { n: 0, e: [(0.0, 0, 0); 2] };
+    for &(a, (j, s)) in es {
+        *c.e.get_mut(c.n as usize).ok_or_else(|| err(inner, "Contrib: more than two edges"))? = (a, j as u32, s as u32);
+        c.n += 1;
+    }
     m.enter_builtin("record", outer);
     record(m, &c, outer)
 }

@@ -84,7 +84,7 @@ impl Stage for Tape {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: Some(b_record_edges), scalar_cid: None }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -208,20 +208,31 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
 
 fn b_record(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let c = args[0].ext::<TContrib>().ok_or_else(|| err(span, format!("record: expected a Contrib, got {}", args[0])))?;
-    record(m, c, span)
+    record(m, c.edges(), span)
 }
 
 /// `record (Ck …)` in one call (`Stage::fused`): the same counts and tape, no Contrib value.
 fn b_record_c(m: &mut Machine, args: &mut Vec<Value>, [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
     let c = contrib(m, args, inner)?;
     m.enter_builtin("record", outer);
-    record(m, &c, outer)
+    record(m, c.edges(), outer)
 }
 
-/// genID with the Contrib `c` written at the new ID.
-fn record(m: &mut Machine, c: &TContrib, span: Span) -> Result<Value, RunError> {
+/// `b_record_c` given the Contrib's (partial, ID) edges unboxed (`interp::ScalarFusedFn`, at most
+/// two: the engine passes `C0`'s, `C1`'s or `C2`'s): `contrib`'s allocation, then `record`.
+fn b_record_edges(m: &mut Machine, es: &[(f64, i64)], [inner, outer]: [Span; 2]) -> Result<Value, RunError> {
+    m.alloc(1)?;
+    if es.len() > 2 {
+        return Err(err(inner, "Contrib: more than two edges"));
+    }
+    m.enter_builtin("record", outer);
+    record(m, es, outer)
+}
+
+/// genID with the Contrib's edges `es` (partial, argument ID) written at the new ID.
+fn record(m: &mut Machine, es: &[(f64, i64)], span: Span) -> Result<Value, RunError> {
     let mut js = [0u32; 2];
-    for (k, &(_, j)) in c.edges().iter().enumerate() {
+    for (k, &(_, j)) in es.iter().enumerate().take(2) {
         js[k] = u32::try_from(j).map_err(|_| err(span, format!("record: argument ID {j} out of range")))?;
     }
     let i = new_id(m, span)?;
@@ -229,15 +240,16 @@ fn record(m: &mut Machine, c: &TContrib, span: Span) -> Result<Value, RunError> 
     let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.partials.len())) else {
         return Err(err(span, "record: the tape is full"));
     };
+    let n = es.len().min(2) as u32;
     if t.at.len() == at {
-        t.at.push((start, c.n as u32));
+        t.at.push((start, n));
     } else {
         if t.at.len() < at {
             t.at.resize(at + 1, (0, 0));
         }
-        t.at[at] = (start, c.n as u32);
+        t.at[at] = (start, n);
     }
-    for (&(a, _), &j) in c.edges().iter().zip(&js) {
+    for (&(a, _), &j) in es.iter().zip(&js) {
         t.partials.push(a);
         t.args.push(j);
     }
@@ -261,10 +273,12 @@ impl Cells {
         Cells { adj: vec![0.0; n], got: vec![false; n] }
     }
     /// Cell `i`'s adjoint, if it received one.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<f64> {
         self.got.get(i).and_then(|g| g.then(|| self.adj[i]))
     }
     /// `adj[i] += z` (a cell starts at 0); false when `i` is outside the array.
+    #[inline]
     fn add(&mut self, i: usize, z: f64) -> bool {
         match (self.adj.get_mut(i), self.got.get_mut(i)) {
             (Some(a), Some(g)) => {
@@ -336,32 +350,32 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     // room for the IDs the loop can resolve (those of the adjoint array)
     let ids = usize::try_from(n).unwrap_or(0).min(s.0.borrow().adj.len());
     let mut resolved = Resolved::take(m, ids);
+    // the adjoints borrowed once for the sweep (nothing else reads them until it ends; a borrow per
+    // ID was a fifth of the sweep, issue 13)
+    let mut cells = s.0.borrow_mut();
     while i >= 0 {
         if let Err(e) = m.tick(1) {
             res = Err(e);
             break;
         }
-        let d = s.0.borrow().get(i as usize);
-        if let Some(d) = d {
+        if let Some(d) = cells.get(i as usize) {
             let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
             m.count_at(c, 1);
             resolved.add(i, d);
             let entry = tape.entry(i as usize);
-            {
-                let mut cells = s.0.borrow_mut();
-                for (a, j) in entry.clone() {
-                    m.real_op();
-                    cells.add(j as usize, a * d);
-                }
+            for (a, j) in entry.clone() {
+                m.real_op();
+                cells.add(j as usize, a * d);
             }
             if m.tracing() {
-                let rows = s.0.borrow().rows();
+                let rows = cells.rows();
                 let note = format!("resolve ID {i}: adjoint {} through tape entry {}", crate::value::show_real(d), show_edges(entry));
                 trace_resolve(m, i, d, note, rows);
             }
         }
         i -= 1;
     }
+    drop(cells);
     resolved.put(m);
     *m.state::<TapeSt>() = tape;
     res?;

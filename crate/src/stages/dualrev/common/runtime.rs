@@ -45,6 +45,7 @@ impl Rt {
 }
 
 /// The cell of `id` in a table indexed by ID, grown as needed (None for a negative ID).
+#[inline]
 fn cell<T: Clone>(v: &mut Vec<T>, id: i64, empty: T) -> Option<&mut T> {
     let i = usize::try_from(id).ok()?;
     if v.len() == i {
@@ -131,6 +132,8 @@ pub fn zero_of_builtin() -> Builtin {
 }
 
 /// A fresh ID, remembering the span of the operation that made it (`genID`, the tape's `record`).
+/// Always inlined: it is most of the tapes' `record`, whose call it would otherwise double.
+#[inline(always)]
 pub fn new_id(m: &mut Machine, span: Span) -> Result<i64, RunError> {
     m.tick(1)?;
     m.count("ids_allocated", 1);
