@@ -35,7 +35,7 @@ pub struct Rule {
 /// strategy) how often each local occurs in the program as the substitutions so far have left it.
 pub struct RewriteCx<'a> {
     pub fresh: &'a mut Fresh,
-    pub uses: std::collections::HashMap<u32, u32>,
+    pub uses: rustc_hash::FxHashMap<u32, u32>,
 }
 
 /// One step of a rewrite: which rule fired where, and the redex before and after.
