@@ -4,7 +4,7 @@
 
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Program, Type};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A set of features (bit flags).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,13 +96,13 @@ fn is_fun(t: &Type) -> bool {
 
 /// Scans a type-checked program. Walks with an explicit stack (programs may be deep).
 pub fn scan(p: &Program) -> Found {
-    let mut first: HashMap<Feature, Span> = HashMap::new();
+    let mut first: HashMap<Feature, Span> = HashMap::default();
     fn note(f: Feature, s: Span, first: &mut HashMap<Feature, Span>) {
         first.entry(f).or_insert(s);
     }
     let globals: HashSet<&str> = p.defs.iter().map(|d| &*d.name.text).collect();
     // calls between definitions, for recursion through several of them
-    let mut calls: HashMap<&str, Vec<&str>> = HashMap::new();
+    let mut calls: HashMap<&str, Vec<&str>> = HashMap::default();
     for d in &p.defs {
         // `ok_fun`: an expression of function type here is in a place where a first-order language has
         // functions too: a definition's body (under its lambdas) or the head of an application.
@@ -142,7 +142,7 @@ pub fn scan(p: &Program) -> Found {
     }
     // recursion between definitions: a definition that reaches itself through calls
     for d in &p.defs {
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: HashSet<&str> = HashSet::default();
         let mut todo: Vec<&str> = calls.get(&*d.name.text).cloned().unwrap_or_default();
         while let Some(g) = todo.pop() {
             if g == &*d.name.text {

@@ -416,7 +416,7 @@ pub fn analyse_in_phases(
 pub struct Outputs<'a> {
     src: &'a Source<'a>,
     opts: &'a Options,
-    kept: std::cell::RefCell<std::collections::HashMap<&'static str, Result<std::rc::Rc<Prepared>, Diagnostic>>>,
+    kept: std::cell::RefCell<rustc_hash::FxHashMap<&'static str, Result<std::rc::Rc<Prepared>, Diagnostic>>>,
     /// Stages known besides the registry's (tests compose stages of their own).
     extra: Vec<&'static dyn Stage>,
 }

@@ -19,7 +19,7 @@ use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, 
 use crate::prims::{Assoc, Syntax};
 use crate::value::show_real;
 use pretty::{Arena, DocAllocator, DocBuilder};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 /// How to print: the line width to fit, Unicode (`λ → ← ⊸`) or ASCII (`\ -> <- -o`) symbols, and
@@ -186,14 +186,14 @@ pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
 }
 
 pub fn print_type(t: &Type, o: &PrintOptions) -> String {
-    let names = HashMap::new();
+    let names = HashMap::default();
     let arena = Arena::new();
     let pr = Printer { a: &arena, o: *o, names: &names };
     pr.render(pr.ty(t, 0), o.width)
 }
 
 pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {
-    let names = HashMap::new();
+    let names = HashMap::default();
     let arena = Arena::new();
     let pr = Printer { a: &arena, o: *o, names: &names };
     pr.render(pr.pat(p), o.width)
@@ -336,7 +336,7 @@ type Bound = (Rc<str>, Option<(Rc<str>, u64)>);
 
 impl<'o> Renamer<'o> {
     fn new(occ: &'o Occ, reserved: HashSet<Rc<str>>) -> Self {
-        Renamer { occ, env: HashMap::new(), names: HashMap::new(), reserved, hint: HashMap::new() }
+        Renamer { occ, env: HashMap::default(), names: HashMap::default(), reserved, hint: HashMap::default() }
     }
 
     /// Would printing binder `id` as `cand` over `scope` capture a use of something else?

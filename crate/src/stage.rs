@@ -312,9 +312,9 @@ pub fn split_pair(v: Value) -> Result<(Value, Value), RunError> {
 /// (the first free suffix). The pipeline calls it when a stage's output has a generated definition
 /// (by `Role`) whose name a user definition has.
 pub fn without_reserved(p: &Program, reserved: &[&str]) -> Program {
-    use std::collections::{HashMap, HashSet};
+    use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
     let taken: HashSet<String> = p.defs.iter().map(|d| d.name.text.to_string()).chain(p.params.iter().map(|q| q.name.text.to_string())).collect();
-    let mut map: HashMap<String, Rc<str>> = HashMap::new();
+    let mut map: HashMap<String, Rc<str>> = HashMap::default();
     for r in reserved.iter().filter(|r| taken.contains(**r)) {
         let fresh = (1..).map(|k| format!("{r}_{k}")).find(|c| !taken.contains(c) && !reserved.contains(&c.as_str())).expect("a free name");
         map.insert(r.to_string(), Rc::from(fresh.as_str()));

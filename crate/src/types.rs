@@ -9,7 +9,8 @@ use crate::interp::Builtins;
 use crate::ir::*;
 use crate::prims::{Base, Typing};
 use crate::value::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+use rustc_hash::{FxHashMap as HashMap};
 
 /// Infers and annotates the types of a whole program.
 pub fn check_program(p: &mut Program, builtins: &Builtins) -> Result<(), Diagnostic> {
@@ -57,7 +58,7 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
         let main_at = group.iter().position(|&i| &*p.defs[i].name.text == "main");
         if let (Some(k), Some(Fit::Type(main))) = (main_at, &fit) {
             // before the body, so that a use that disagrees is where the error is
-            let mut fresh: HashMap<u32, Type> = HashMap::new();
+            let mut fresh: HashMap<u32, Type> = HashMap::default();
             let main = rename(main, &mut |v| fresh.entry(v).or_insert_with(|| cx.fresh()).clone());
             cx.unify(&main, &tys[k], p.defs[group[k]].span)?;
         }
@@ -136,9 +137,9 @@ impl<'b> Cx<'b> {
             level: 0,
             numeric: vec![],
             builtins,
-            globals: HashMap::new(),
-            locals: HashMap::new(),
-            poly: HashMap::new(),
+            globals: HashMap::default(),
+            locals: HashMap::default(),
+            poly: HashMap::default(),
             generalise_locals: true,
             nodes: 0,
         }
@@ -652,7 +653,7 @@ impl<'b> Cx<'b> {
             ExprKind::Ann(x, t) => {
                 // Type variables in an annotation (generated code's `c`) are unknowns of this
                 // annotation, fresh ones, so that they never clash with the checker's own.
-                let mut fresh: std::collections::HashMap<u32, Type> = Default::default();
+                let mut fresh: rustc_hash::FxHashMap<u32, Type> = Default::default();
                 let t = rename(t, &mut |v| fresh.entry(v).or_insert_with(|| self.fresh()).clone());
                 let tx = self.infer(x)?;
                 self.unify(&t, &tx, x.span)?;

@@ -7,7 +7,7 @@ use crate::ir::Scheme;
 use crate::value::Value;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 /// Limits checked while a program runs. Exceeding one stops the run with `RunError::Budget`.

@@ -20,7 +20,7 @@ use super::{Builtin, Builtins, RunError};
 use crate::diag::Span;
 use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program, Scheme, Type};
 use crate::value::Value;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -269,12 +269,12 @@ fn strip_ann(e: &Expr) -> &Expr {
 
 pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool) -> Result<Lowered, RunError> {
     let prog = NEXT_PROG.fetch_add(1, Ordering::Relaxed);
-    let mut index = HashMap::new();
+    let mut index = HashMap::default();
     for (i, d) in program.defs.iter().enumerate() {
         index.entry(d.name.text.clone()).or_insert(i as u32);
     }
     let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::new(), fast };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast };
     let mut defs = Vec::with_capacity(program.defs.len());
     for d in &program.defs {
         lw.ctxs.push(FunCtx::default());
@@ -497,7 +497,7 @@ impl Lowerer<'_> {
         let slots: Box<[u32]> = fs.iter().map(|f| self.new_slot(f.name.id)).collect();
         let siblings: HashMap<u32, u32> = fs.iter().enumerate().map(|(k, f)| (f.name.id, k as u32)).collect();
         let mut captures = vec![];
-        let mut cap_index = HashMap::new();
+        let mut cap_index = HashMap::default();
         let mut real_caps = vec![];
         let mut members = Vec::with_capacity(fs.len());
         for f in fs {

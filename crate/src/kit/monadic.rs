@@ -12,7 +12,7 @@ use crate::build::*;
 use crate::deriv::{self, Partial};
 use crate::diag::Span;
 use crate::ir::*;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// `p · z` for a partial derivative `p` (deriv.rs) and a cotangent `z`.
 pub fn scale(p: &Partial, z: Expr) -> Expr {

@@ -35,7 +35,7 @@ pub struct Rule {
 /// strategy) how often each local occurs in the program as the substitutions so far have left it.
 pub struct RewriteCx<'a> {
     pub fresh: &'a mut Fresh,
-    pub uses: std::collections::HashMap<u32, u32>,
+    pub uses: rustc_hash::FxHashMap<u32, u32>,
     /// What a rule that fired may say of its result (the `innermost` strategy reads and clears it):
     /// then the result is not hashed against the redex to find what is normal (`known.rs`).
     pub changed: Option<Changed>,

@@ -9,7 +9,7 @@
 use super::{bind_links, let_links, peel, CappedIndent, Mapped, PrintOptions, Printer, D};
 use crate::ir::{Def, ExprKind};
 use pretty::{Arena, DocAllocator};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 /// Links (lets or binds) from which a definition's body is laid out link by link.

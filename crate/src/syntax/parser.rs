@@ -9,7 +9,7 @@
 use super::lexer::{lex, Tok, Token};
 use super::nesting_error;
 use crate::diag::{line_col, Diagnostic, Span};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Param, Pat, Prim, Program, Role, Type};
 use crate::prims::{self, Assoc};
 
@@ -239,7 +239,7 @@ impl<'s> Parser<'s> {
 
     fn program(&mut self) -> Program {
         let mut prog = Program { params: vec![], input: None, seed: None, defs: vec![], expects: vec![], next_id: 0 };
-        let mut seen: HashMap<String, Span> = HashMap::new();
+        let mut seen: HashMap<String, Span> = HashMap::default();
         if self.peek() == &Tok::Eof {
             self.errors.push(Diagnostic::error(
                 self.span(),

@@ -8,7 +8,7 @@
 
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{Def, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 /// The forms written as functions of one argument that are not `Prim`s.
@@ -74,8 +74,8 @@ struct Resolver<'b> {
 impl<'b> Resolver<'b> {
     fn new(builtins: &'b dyn Fn(&str) -> bool) -> Self {
         Resolver {
-            scope: HashMap::new(),
-            globals: HashSet::new(),
+            scope: HashMap::default(),
+            globals: HashSet::default(),
             builtins,
             next_id: 1,
             errors: vec![],
@@ -94,7 +94,7 @@ impl<'b> Resolver<'b> {
 
     /// Binds the names of `p` with fresh ids; returns the resolved pattern and the texts to unbind.
     fn bind(&mut self, p: Pat, bound: &mut Vec<Rc<str>>) -> Pat {
-        let mut here: HashSet<Rc<str>> = HashSet::new();
+        let mut here: HashSet<Rc<str>> = HashSet::default();
         self.bind_go(p, bound, &mut here)
     }
 
@@ -168,7 +168,7 @@ impl<'b> Resolver<'b> {
             }
             ExprKind::LetRec(fds, body) => {
                 let mut bound = vec![];
-                let mut seen = HashSet::new();
+                let mut seen = HashSet::default();
                 let names: Vec<Name> = fds
                     .iter()
                     .map(|fd| {
@@ -178,7 +178,7 @@ impl<'b> Resolver<'b> {
                             self.errors.push(Diagnostic::error(name_span, format!("`{}` is defined twice in this `let … and …` group", fd.name.text)));
                         }
                         let p = Pat::Var(fd.name.clone(), name_span);
-                        match self.bind_go(p, &mut bound, &mut HashSet::new()) {
+                        match self.bind_go(p, &mut bound, &mut HashSet::default()) {
                             Pat::Var(n, _) => n,
                             _ => unreachable!(),
                         }

@@ -3,7 +3,7 @@
 
 use super::{Kind, Node};
 use crate::interp::{Graph, GraphEdge, GraphNode, Machine, RunError};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 /// Visits of an eval: per node (indexed by serial, dense), and a count not yet added to the
@@ -54,8 +54,8 @@ pub const GRAPH_LIMIT: usize = 2_000;
 /// sharing shows as well as the physical one.
 pub fn delta_graph(root: &Rc<Node>, visits: &Visits, skipped: &HashSet<u64>) -> Graph {
     let mut order: Vec<&Node> = vec![];
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut indeg: HashMap<u64, u64> = HashMap::new();
+    let mut seen: HashSet<u64> = HashSet::default();
+    let mut indeg: HashMap<u64, u64> = HashMap::default();
     let mut stack: Vec<&Node> = vec![root];
     seen.insert(root.serial);
     while let Some(n) = stack.pop() {
@@ -69,7 +69,7 @@ pub fn delta_graph(root: &Rc<Node>, visits: &Visits, skipped: &HashSet<u64>) -> 
     }
     // Var references: to the Let binding that id, or to an input node.
     let let_of: HashMap<i64, u64> = order.iter().filter_map(|n| if let Kind::Let(i, ..) = n.kind { Some((i, n.serial)) } else { None }).collect();
-    let mut var_refs: HashMap<i64, u64> = HashMap::new();
+    let mut var_refs: HashMap<i64, u64> = HashMap::default();
     // How often each id is referred to: by each Var node with that id, once per parent (the
     // same Var node is shared when a dual number is used twice).
     for n in &order {

@@ -27,7 +27,7 @@ use super::{mangle, refuse, retype, some_value, unique_global};
 use crate::build::{self, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -72,13 +72,13 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
         an,
         mode,
         fresh: Fresh::new(&p),
-        rename: HashMap::new(),
-        reps: HashMap::new(),
+        rename: HashMap::default(),
+        reps: HashMap::default(),
         busy: vec![],
-        tag_only: HashSet::new(),
+        tag_only: HashSet::default(),
         retry: false,
         lifted: vec![],
-        dispatchers: HashMap::new(),
+        dispatchers: HashMap::default(),
         main_lam,
     };
     tr.representations()?;

@@ -27,7 +27,7 @@ use crate::build::{self, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use rpds::HashTrieMap;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 const PASS: &str = "inline_all";

@@ -6,7 +6,7 @@
 use super::{free_locals, refuse, unique_global};
 use crate::diag::Diagnostic;
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A type annotated with lambda sets at its function types.
 #[derive(Clone, Debug)]
@@ -69,11 +69,11 @@ impl<'a> Analysis<'a> {
             members: vec![],
             set_ty: vec![],
             lams: vec![],
-            lam_of: HashMap::new(),
+            lam_of: HashMap::default(),
             groups: vec![],
-            binders: HashMap::new(),
-            globals: HashMap::new(),
-            at_of: HashMap::new(),
+            binders: HashMap::default(),
+            globals: HashMap::default(),
+            at_of: HashMap::default(),
             pass,
             current_def: String::new(),
             top_lam: std::ptr::null(),

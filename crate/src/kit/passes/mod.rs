@@ -29,7 +29,7 @@ pub use monomorphise::monomorphise;
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Re-infers the types of a pass's output, local definitions monomorphic (so that every node of a
 /// monomorphised program keeps a ground type); a failure is the pass's bug, reported as such.
@@ -59,7 +59,7 @@ pub(crate) fn node_binders(e: &Expr, out: &mut Vec<u32>) {
 pub fn free_locals(e: &Expr) -> Vec<Name> {
     let mut bound = vec![];
     let mut used: Vec<Name> = vec![];
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         node_binders(e, &mut bound);
@@ -106,7 +106,7 @@ fn rename_pat(p: &mut Pat, map: &HashMap<u32, u32>) {
 /// Gives every binder inside `e` a fresh id (and its occurrences with it), so that a copy of `e` can
 /// sit beside the original in one program. Variables bound outside `e` are left alone.
 pub fn freshen(e: &mut Expr, fresh: &mut Fresh) {
-    let mut map: HashMap<u32, u32> = HashMap::new();
+    let mut map: HashMap<u32, u32> = HashMap::default();
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
         // A binder's node is visited before its scope (pre-order), and ids are unique.

@@ -21,7 +21,8 @@ use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 use crate::types::rename;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 const PASS: &str = "monomorphise";
 /// Copies beyond this many mean a type grows with every use (it cannot in HM, but a bound is cheap).
@@ -59,17 +60,17 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         }
     }
     let mut fresh = Fresh::new(p);
-    let mut instances: HashMap<(usize, Type), String> = HashMap::new();
+    let mut instances: HashMap<(usize, Type), String> = HashMap::default();
     let mut queue: VecDeque<(usize, Type, String)> = VecDeque::new();
     let main_i = index["main"];
     instances.insert((main_i, main_ty.clone()), "main".into());
     queue.push_back((main_i, main_ty, "main".into()));
-    let mut copied: HashSet<usize> = HashSet::new();
+    let mut copied: HashSet<usize> = HashSet::default();
     let mut defs = vec![];
     while let Some((i, ty, name)) = queue.pop_front() {
         let d = &p.defs[i];
         let scheme = scheme_of(d)?;
-        let mut subst = HashMap::new();
+        let mut subst = HashMap::default();
         if !matches(&scheme.ty, &ty, &mut subst) {
             return Err(refuse(d.span, PASS, format!("internal error: `{}` used at a type that is not an instance of its scheme", d.name.text)));
         }
@@ -97,7 +98,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
                             let t = match s.filter(|s| !s.vars.is_empty()) {
                                 None => p.defs[j].name.text.to_string(),
                                 Some(s) => {
-                                    let mut sub = HashMap::new();
+                                    let mut sub = HashMap::default();
                                     matches(&s.ty, &e.ty, &mut sub);
                                     let args: Vec<String> = s.vars.iter().map(|v| mangle(sub.get(v).unwrap_or(&Type::Unit))).collect();
                                     unique_global(&format!("{}_{}", p.defs[j].name.text, args.join("_")), &mut taken)
@@ -155,7 +156,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
 
 /// The first use, in reading order, of a generalised local definition at a type other than its own.
 fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
-    let mut own: HashMap<u32, &Type> = HashMap::new();
+    let mut own: HashMap<u32, &Type> = HashMap::default();
     for e in super::all_exprs(p) {
         match &e.kind {
             ExprKind::Let(Pat::Var(x, _), rhs, _) if super::has_type_vars(&rhs.ty) => {

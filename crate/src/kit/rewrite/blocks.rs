@@ -20,7 +20,8 @@ use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
 use crate::print::print_expr;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+use rustc_hash::{FxHashMap as HashMap};
 
 /// A rule at a statement `p ← m; k` (an `ExprKind::Bind`; the strategy never offers it a `let`).
 pub struct LinkRule {
@@ -108,7 +109,7 @@ pub fn normalise_blocks(e: Expr, rules: &[LinkRule], fresh: &mut Fresh, budget: 
 impl<'r, 'f> Blocks<'r, 'f> {
     pub fn new(rules: &'r [LinkRule], fresh: &'f mut Fresh, budget: Budget) -> Blocks<'r, 'f> {
         let w = Walk::new(budget, rules.iter().map(|r| r.name));
-        Blocks { rules, cx: RewriteCx { fresh, uses: HashMap::new(), changed: None }, env: HashMap::new(), w }
+        Blocks { rules, cx: RewriteCx { fresh, uses: HashMap::default(), changed: None }, env: HashMap::default(), w }
     }
 
     /// The normal form of the definition `name = e`.
@@ -305,7 +306,7 @@ impl<'r, 'f> Blocks<'r, 'f> {
     /// x ↦ v from here on; each local of v now also occurs wherever x did.
     fn substitute(&mut self, x: &Name, v: Expr) {
         let n = self.cx.uses.get(&x.id).copied().unwrap_or(0);
-        let mut locals = HashMap::new();
+        let mut locals = HashMap::default();
         count_uses(&v, &mut locals);
         for (a, k) in locals {
             *self.cx.uses.entry(a).or_default() += k * n.saturating_sub(1);

@@ -16,7 +16,8 @@ use crate::stage::{Output, RunCtx, Source, Stage, StageInfo};
 use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+use rustc_hash::{FxHashSet as HashSet};
 use std::rc::Rc;
 
 pub struct Array;
@@ -138,7 +139,7 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let arr = array_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (Visits::default(), HashSet::new());
+    let (mut visits, mut skipped) = (Visits::default(), HashSet::default());
     let mut res = {
         let mut um = inner(&arr).borrow_mut();
         eval_loop(m, x, &root, &mut *um, &mut visits, &mut skipped, span)

@@ -266,7 +266,7 @@ impl Cx {
     ///   be of any ground type, whose cotangent z is not a real to multiply by.
     /// - Γ is restricted to the branches' free variables (the other slots' share is 0).
     fn cond(&mut self, g: &[Slot], y: &Name, c: &Expr, e2: &Expr, e3: &Expr) -> Result<Expr, Diagnostic> {
-        let free: std::collections::HashSet<u32> =
+        let free: rustc_hash::FxHashSet<u32> =
             crate::kit::passes::free_locals(e2).into_iter().chain(crate::kit::passes::free_locals(e3)).map(|n| n.id).collect();
         let (at_, sub): (Vec<usize>, Vec<Slot>) =
             g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
@@ -413,7 +413,7 @@ impl Cx {
         if !fold && general::needed(&[e.ty.clone()], &e.ty) {
             return self.reduce_general(g, y, e, args, params, body);
         }
-        let free: std::collections::HashSet<u32> = crate::kit::passes::free_locals(&args[0]).into_iter().map(|n| n.id).collect();
+        let free: rustc_hash::FxHashSet<u32> = crate::kit::passes::free_locals(&args[0]).into_iter().map(|n| n.id).collect();
         let (at_, sub): (Vec<usize>, Vec<Slot>) =
             g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
         let k = sub.len();
@@ -483,7 +483,7 @@ impl Cx {
 
     /// The slots of `g` that the function `f` reads (Γ' of §7.1), with their positions.
     fn free_slots(g: &[Slot], f: &Expr) -> (Vec<usize>, Vec<Slot>, general::Free) {
-        let free: std::collections::HashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
+        let free: rustc_hash::FxHashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
         let (at_, sub): (Vec<usize>, Vec<Slot>) =
             g.iter().enumerate().filter(|(_, s)| s.var.is_some_and(|v| free.contains(&v))).map(|(i, s)| (i, s.clone())).unzip();
         let info = general::Free { tys: sub.iter().map(|s| s.ty.clone()).collect(), witnesses: sub.iter().map(|s| s.witness.clone()).collect() };

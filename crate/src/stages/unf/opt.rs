@@ -29,7 +29,7 @@ use crate::features::{Feature, Features};
 use crate::ir::*;
 use crate::kit::rewrite::{RewriteCx, Rule};
 use crate::stage::{Input, Output, Source, Stage, StageInfo};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 pub struct Opt;
 
@@ -131,7 +131,7 @@ fn r4_constants(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     if c != 0.0 && c != 1.0 {
         return None;
     }
-    Some(subst((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())])))
+    Some(subst((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())])))
 }
 
 /// The constant element of `map (v. c) W` (OnesLike, ZerosLike), where c is a literal or a variable
@@ -162,7 +162,7 @@ fn r4_constant_arrays(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
         }
         each_child(x, &mut |c| stack.push(c));
     }
-    (all > 0 && all == in_map2).then(|| subst((**b).clone(), &HashMap::from([(z.id, (**rhs).clone())])))
+    (all > 0 && all == in_map2).then(|| subst((**b).clone(), &HashMap::from_iter([(z.id, (**rhs).clone())])))
 }
 
 /// R5 `0 * e ~> 0` and `e * 0 ~> 0` (inexact: not when e is NaN or ∞).
@@ -218,7 +218,7 @@ fn x123_map2_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
             return Some(args[2].clone());
         }
     }
-    let c = counts(body, &HashSet::from([ps[0].id, ps[1].id]));
+    let c = counts(body, &HashSet::from_iter([ps[0].id, ps[1].id]));
     if !c.is_empty() {
         return None;
     }
@@ -233,7 +233,7 @@ fn r7_map2_constant_array(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
         let ExprKind::Prim(P::Map, m) = &x.kind else { return None };
         let v = lambda_params(&m[0], 1)?;
         let c = lambda_body(&m[0], 1);
-        (counts(c, &HashSet::from([v[0].id])).is_empty()).then(|| c.clone())
+        (counts(c, &HashSet::from_iter([v[0].id])).is_empty()).then(|| c.clone())
     };
     let f = &args[0];
     let (arr, body) = if let Some(c) = constant(&args[2]) {
@@ -308,7 +308,7 @@ fn depth(e: &Expr) -> usize {
 
 /// How often each variable occurs, and how often outside any binder (`λ`).
 fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
-    let mut out: HashMap<u32, (usize, usize)> = HashMap::new();
+    let mut out: HashMap<u32, (usize, usize)> = HashMap::default();
     let mut stack = vec![(e, false)];
     while let Some((x, under)) = stack.pop() {
         if let ExprKind::Var(n) = &x.kind {
@@ -327,7 +327,7 @@ fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
 fn x7_single_use_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Lam(k, p, body) = &e.kind else { return None };
     let u = uses(body);
-    let mut map: HashMap<u32, Expr> = HashMap::new();
+    let mut map: HashMap<u32, Expr> = HashMap::default();
     let mut kept = vec![];
     let mut cur = &**body;
     while let ExprKind::Let(q, rhs, b) = &cur.kind {
@@ -447,7 +447,7 @@ fn fold_comparisons(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 /// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
 fn r4_condition(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
-    matches!(rhs.kind, ExprKind::Bool(_)).then(|| subst((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())])))
+    matches!(rhs.kind, ExprKind::Bool(_)).then(|| subst((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())])))
 }
 
 /// Fig. 12's optimisations and A.6's extra rewrites, after the partial-evaluation rules.

@@ -21,7 +21,7 @@ use crate::interp::{same_fun, Entered, Graph, GraphEdge, GraphNode, Machine};
 use crate::ir::Name;
 use crate::value::Value;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 /// What a backpropagator stands for: the rule that built it, what to draw, the term's span.
@@ -54,7 +54,7 @@ pub fn site(d: &Name, rule: &'static str, label: impl FnOnce() -> String, span: 
 /// The sites `transform` names (it is the stage's own transform, repeated: names are fresh from the
 /// same counter, so the ids are those of the program that runs).
 pub fn sites_of(transform: impl FnOnce()) -> HashMap<u32, Site> {
-    SITES.with(|s| *s.borrow_mut() = Some(HashMap::new()));
+    SITES.with(|s| *s.borrow_mut() = Some(HashMap::default()));
     transform();
     SITES.with(|s| s.borrow_mut().take()).unwrap_or_default()
 }
@@ -79,7 +79,7 @@ pub struct Tree {
     edges: Vec<(u64, u64, String)>,
     /// Cell leaf nodes by variable, and the (node, cell) pairs already joined.
     cells: Vec<String>,
-    writes: std::collections::HashSet<(u64, usize)>,
+    writes: rustc_hash::FxHashSet<(u64, usize)>,
     /// The backpropagators running: (node, frame depth, captures); node 0 past the limit.
     stack: Vec<(u64, u64, Rc<[Value]>)>,
     /// Backpropagators entered past the limit.
@@ -200,7 +200,7 @@ pub fn graph(m: &mut Machine) -> Option<Graph> {
     let mut edges: Vec<GraphEdge> = t.edges.iter().map(|(a, b, l)| GraphEdge { from: *a, to: *b, label: l.clone() }).collect();
     edges.append(&mut g.edges);
     g.edges = edges;
-    let mut indegree: HashMap<u64, u64> = HashMap::new();
+    let mut indegree: HashMap<u64, u64> = HashMap::default();
     for e in &g.edges {
         *indegree.entry(e.to).or_default() += 1;
     }
@@ -220,7 +220,7 @@ pub fn beside(bags: Option<Graph>, tree: Option<Graph>) -> Option<Graph> {
     };
     let room = GRAPH_LIMIT.saturating_sub(g.nodes.len());
     let dropped = t.nodes.len().saturating_sub(room);
-    let kept: std::collections::HashSet<u64> = t.nodes.iter().take(room).map(|n| n.id).collect();
+    let kept: rustc_hash::FxHashSet<u64> = t.nodes.iter().take(room).map(|n| n.id).collect();
     g.nodes.extend(t.nodes.into_iter().take(room));
     g.edges.extend(t.edges.into_iter().filter(|e| kept.contains(&e.from) && kept.contains(&e.to)));
     g.omitted += t.omitted + dropped as u64;

@@ -12,7 +12,7 @@ use super::runtime::{shown, show_ct, Rt};
 use crate::diag::Span;
 use crate::interp::{Graph, GraphEdge, GraphNode, Machine};
 use crate::value::Value;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
 /// Most nodes the graph carries (as the other stages' graphs); the rest are counted in
@@ -203,7 +203,7 @@ pub fn graph(m: &mut Machine) -> Option<Graph> {
         return None;
     }
     let seeds = rec.seeds.iter().map(|b| addr(&**b)).collect();
-    let mut b = Builder { rec: &rec, seeds, ids: HashMap::new(), pos: HashMap::new(), g: Graph::default(), total: 0, fresh: rec.last, indegree: HashMap::new(), children: HashMap::new() };
+    let mut b = Builder { rec: &rec, seeds, ids: HashMap::default(), pos: HashMap::default(), g: Graph::default(), total: 0, fresh: rec.last, indegree: HashMap::default(), children: HashMap::default() };
     for root in &rec.roots {
         match root {
             Root::Collect(bag, span, serial) => {

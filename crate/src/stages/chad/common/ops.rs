@@ -6,7 +6,7 @@
 use super::source::CT;
 use crate::interp::Builtin;
 use crate::ir::{Name, Scheme, Type};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A context Γ: its variables with their cotangent types, outermost first (a variable's position
@@ -188,7 +188,7 @@ fn abbreviated(len: usize, full: &str) -> String {
 /// Variables as traces show them (`Gamma::name` of each, in one pass: per variable it would be
 /// quadratic in Γ).
 fn var_names_of<'a>(ns: impl Iterator<Item = &'a str> + Clone) -> Vec<String> {
-    let mut count: HashMap<&str, usize> = HashMap::new();
+    let mut count: HashMap<&str, usize> = HashMap::default();
     for n in ns.clone() {
         *count.entry(n).or_default() += 1;
     }
@@ -356,7 +356,7 @@ pub fn scheme(op: &Op) -> Scheme {
 /// The builtins a program uses: each type-indexed name it mentions, with the implementation
 /// `imp` gives its kind (function, arity, whether its last argument is a thunk).
 pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Vec<Builtin> {
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut out = vec![];
     for d in &p.defs {
         let mut stack = vec![&d.body];

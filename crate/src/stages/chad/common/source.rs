@@ -11,7 +11,7 @@ use crate::ir::*;
 use crate::kit::passes::first_order_at;
 use crate::prims::Prim;
 use crate::stage::Source;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub const PAPER: &str = "Smeding & Vákár 2024";
 

@@ -11,7 +11,7 @@ use crate::ir::*;
 use crate::value::{show_real, ExtValue, Value};
 use rpds::RedBlackTreeMap;
 use std::any::Any;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::rc::Rc;
 
 /// A DeltaMap: cotangents by DeltaId.
@@ -186,7 +186,7 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let mut um = map_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (Visits::default(), HashSet::new());
+    let (mut visits, mut skipped) = (Visits::default(), HashSet::default());
     let mut res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
     record_eval(m, &root, visits, skipped, &mut res);
     res?;

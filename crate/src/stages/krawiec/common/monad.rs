@@ -9,7 +9,7 @@ use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::rc::Rc;
 
 /// DeltaState (Fig. 10) and what the backward pass leaves for the graph.

@@ -13,7 +13,7 @@ use crate::deriv::{self, Partial};
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::kit::passes::freshen;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// `e` with each variable of `map` replaced by its atom (atoms are closed: no capture), walked with
 /// an explicit stack.
@@ -266,7 +266,7 @@ fn reduce(
     let z = cs.pop().expect("reduce pushes");
     let a = xs[n - 1].clone();
     // the function's own free variables (reduce's `free` also lists its initial value's)
-    let used: std::collections::HashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
+    let used: rustc_hash::FxHashSet<u32> = crate::kit::passes::free_locals(f).into_iter().map(|n| n.id).collect();
     let ffree: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
     let g = before[n - 1].ty.as_array().cloned().unwrap_or(Type::Real);
     if let (Some(init), true) = (init, general::needed(&[g.clone()], &g)) {
@@ -376,7 +376,7 @@ fn cond_jt(
     let z = cs.pop().expect("if pushes");
     let b = fr.name("b");
     pre.push((pvar(&b), instantiate(cond, free, xs, fr)));
-    let used: std::collections::HashSet<u32> =
+    let used: rustc_hash::FxHashSet<u32> =
         branches.iter().flat_map(|e| crate::kit::passes::free_locals(e)).map(|n| n.id).collect();
     let sub: Vec<(Name, usize)> = free.iter().filter(|(n, _)| used.contains(&n.id)).cloned().collect();
     if sub.is_empty() {

@@ -41,7 +41,7 @@ pub fn continuation_node(name: &str) -> Option<u64> {
 pub fn continuation_line(p: &Program) -> Graph {
     let mut g = Graph::default();
     let Some(def) = p.defs.iter().find(|d| &*d.name.text == WRAPPER) else { return g };
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut stack = vec![&def.body];
     while let Some(e) = stack.pop() {
         if let ExprKind::Let(pat, rhs, _) = &e.kind {

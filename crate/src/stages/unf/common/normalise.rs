@@ -14,7 +14,7 @@ use super::jacobian::subst;
 use crate::build::Fresh;
 use crate::ir::*;
 use crate::ir::Prim as P;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 fn typed(kind: ExprKind, span: crate::diag::Span, ty: Type) -> Expr {
     Expr { kind, span, ty }
@@ -45,7 +45,7 @@ fn propagate(e: &mut Expr) -> bool {
         return false;
     }
     let mut out = std::mem::replace(&mut **body, typed(ExprKind::Unit, e.span, Type::Unit));
-    subst(&mut out, &HashMap::from([(b.id, (**rhs).clone())]));
+    subst(&mut out, &HashMap::from_iter([(b.id, (**rhs).clone())]));
     *e = out;
     true
 }

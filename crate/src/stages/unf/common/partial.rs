@@ -10,11 +10,11 @@ use crate::ir::*;
 use crate::kit::passes::freshen;
 use crate::kit::rewrite::{normalise_program, Budget, Changed, RewriteCx, Rule, Trace};
 use crate::stage::View;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// How often each of `ids` occurs in `e`.
 pub fn counts(e: &Expr, ids: &HashSet<u32>) -> HashMap<u32, usize> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
         if let ExprKind::Var(n) = &x.kind {
@@ -29,7 +29,7 @@ pub fn counts(e: &Expr, ids: &HashSet<u32>) -> HashMap<u32, usize> {
 
 /// How often the variable `id` occurs in `e` (binders are unique: every occurrence is of it).
 pub fn occurrences(e: &Expr, id: u32) -> usize {
-    counts(e, &HashSet::from([id])).get(&id).copied().unwrap_or(0)
+    counts(e, &HashSet::from_iter([id])).get(&id).copied().unwrap_or(0)
 }
 
 /// The ids of the variables occurring in `e`.
@@ -243,7 +243,7 @@ fn r3_forward_substitution(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
         return None;
     }
     let mut dirty = vec![];
-    let (out, _) = subst_tracked((**b).clone(), &HashMap::from([(x.id, (**rhs).clone())]), &mut dirty);
+    let (out, _) = subst_tracked((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())]), &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
     Some(out)
 }
@@ -255,7 +255,7 @@ fn inline_continuation(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
         return None;
     }
     let mut dirty = vec![];
-    let (out, _) = subst_tracked((**b).clone(), &HashMap::from([(y.id, (**rhs).clone())]), &mut dirty);
+    let (out, _) = subst_tracked((**b).clone(), &HashMap::from_iter([(y.id, (**rhs).clone())]), &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
     Some(out)
 }
@@ -319,7 +319,7 @@ fn split_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     }
     let ids: HashSet<u32> = ps.iter().filter_map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect();
     let used = counts(b, &ids);
-    let mut map = HashMap::new();
+    let mut map = HashMap::default();
     let mut lets = vec![];
     for (p, c) in ps.iter().zip(es) {
         match p {
@@ -353,7 +353,7 @@ fn r2_dead_lets(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
         links.push((q, rhs, cur.span));
         cur = b;
     }
-    let mut live = HashSet::new();
+    let mut live = HashSet::default();
     vars_in(cur, &mut live);
     let mut keep = vec![false; links.len()];
     for (i, (q, rhs, _)) in links.iter().enumerate().rev() {

@@ -580,7 +580,7 @@ pub fn graph(m: &mut Machine) -> Option<crate::interp::Graph> {
     use crate::interp::{Graph, GraphEdge, GraphNode};
     let root = m.state::<DualState>().root.clone()?;
     let mut g = Graph::default();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if !seen.insert(n.serial) {

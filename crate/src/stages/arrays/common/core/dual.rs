@@ -18,7 +18,7 @@ use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// Whether the elements of `t` are real (an `Array^n R`). An element type left open is real: bot's
 /// output may move arrays without arithmetic (E9), so main's body stays polymorphic where its stated
@@ -322,7 +322,7 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
             _ => {}
         }
     }
-    let mut dx = Dx { fresh, dual: HashSet::new() };
+    let mut dx = Dx { fresh, dual: HashSet::default() };
     let mut inner = Vec::new();
     for (k, (x, t)) in vars.iter().zip(&types).enumerate() {
         let o = &outer[k];

@@ -28,7 +28,7 @@ use crate::build::*;
 use crate::diag::Diagnostic;
 use crate::ir::*;
 use crate::kit::passes::freshen;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 fn refuse(e: &Expr, what: &str) -> Diagnostic {
     Diagnostic::error(e.span, format!("the sequential fold (beyond the paper, §2.3; as horde-ad) has no rule for {what}")).refused()

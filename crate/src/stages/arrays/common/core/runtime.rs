@@ -510,7 +510,7 @@ pub fn gradient_builtins() -> Vec<Builtin> {
 
 /// The values of `share` IDs computed so far in a run.
 #[derive(Default)]
-pub struct ShareMemo(pub std::collections::HashMap<i64, Value>);
+pub struct ShareMemo(pub rustc_hash::FxHashMap<i64, Value>);
 
 fn zero_reals(v: &Value) -> Value {
     match v {

@@ -15,7 +15,8 @@ use super::steps::{Did, Steps};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use rustc_hash::{FxHashMap as HashMap};
 use std::rc::Rc;
 
 /// A symbolic Delta (§7.1's SymDelta): each node with a primal term of its shape.
@@ -303,7 +304,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let ExprKind::Let(pat, _, rest) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
     let ExprKind::Let(_, run, _) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
     let Some(("runIds", args)) = spine(run) else { return Err(refuse(run, "this wrapper")) };
-    let mut ex = Ex { env: HashMap::new(), binds: vec![], next_id: 0, fresh };
+    let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
     let mut cur = args[0];
     while let ExprKind::Let(Pat::Var(x, _), rhs, k) = &cur.kind {
@@ -335,10 +336,10 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
 /// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
 /// (`Share2 …`); cut below 40 levels (the view is text, not a traversal of a deep program).
 pub fn show(d: &Sym) -> String {
-    show_at(d, &mut std::collections::HashSet::new(), 0)
+    show_at(d, &mut rustc_hash::FxHashSet::default(), 0)
 }
 
-fn show_at(d: &Sym, seen: &mut std::collections::HashSet<i64>, depth: usize) -> String {
+fn show_at(d: &Sym, seen: &mut rustc_hash::FxHashSet<i64>, depth: usize) -> String {
     if depth > 40 {
         return "…".into();
     }

@@ -24,7 +24,7 @@
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// A term with its tuples split: a leaf is a term of the core (a scalar, Int, Bool or array).
 #[derive(Clone)]
@@ -280,7 +280,7 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     let ExprKind::Lam(_, pat, body) = &main.kind else {
         return Err(refuse(main.span, "main that is not a function of its input"));
     };
-    let mut sra = Sra { fresh, env: HashMap::new() };
+    let mut sra = Sra { fresh, env: HashMap::default() };
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
     if let Type::Fun(s, t) = &main.ty {
         for (ty, which) in [(&**s, "input"), (&**t, "output")] {

@@ -193,7 +193,7 @@ pub struct Rt {
     pub serial: u64,
     pub next_id: i64,
     pub roots: Vec<Rc<Node>>,
-    pub visits: std::collections::HashMap<u64, u64>,
+    pub visits: rustc_hash::FxHashMap<u64, u64>,
 }
 
 pub fn rt<'a>(m: &'a mut Machine<'_>) -> &'a mut Rt {

@@ -17,7 +17,8 @@ use crate::ir::*;
 use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
+use rustc_hash::{FxHashSet as HashSet};
 use std::rc::Rc;
 
 /// A cotangent: a real, or an array of cotangents.
@@ -369,8 +370,8 @@ pub fn graph(m: &mut Machine) -> Option<Graph> {
         return None;
     }
     let mut order: Vec<Rc<Node>> = vec![];
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut indeg: std::collections::HashMap<u64, u64> = Default::default();
+    let mut seen: HashSet<u64> = HashSet::default();
+    let mut indeg: rustc_hash::FxHashMap<u64, u64> = Default::default();
     let mut stack: Vec<Rc<Node>> = r.roots.iter().rev().cloned().collect();
     for n in &stack {
         seen.insert(n.serial);

@@ -121,7 +121,7 @@ fn named_and_reconstruct(s: &Type, fr: &mut Fresh) -> [Def; 2] {
 /// Binds the input's reals that reconstruct_S does not read to `_` (two unused names of the same text
 /// would otherwise print as one name bound twice, which does not parse back).
 fn wild_unused(e: &mut Expr) {
-    let mut used = std::collections::HashSet::new();
+    let mut used = rustc_hash::FxHashSet::default();
     let mut stack: Vec<&Expr> = vec![e];
     while let Some(x) = stack.pop() {
         if let ExprKind::Var(n) = &x.kind {
@@ -129,7 +129,7 @@ fn wild_unused(e: &mut Expr) {
         }
         each_child(x, &mut |c| stack.push(c));
     }
-    fn pat(p: &mut Pat, used: &std::collections::HashSet<u32>) {
+    fn pat(p: &mut Pat, used: &rustc_hash::FxHashSet<u32>) {
         match p {
             Pat::Var(n, s) if !used.contains(&n.id) => *p = Pat::Wild(*s),
             Pat::Tuple(ps, _) => ps.iter_mut().for_each(|q| pat(q, used)),

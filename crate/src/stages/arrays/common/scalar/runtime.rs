@@ -8,7 +8,7 @@ use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::{delta_graph, Visits};
 use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node};
 use crate::value::Value;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::rc::Rc;
 
 /// A run's state: the IdGen counter, the Delta the evaluator was given and its visits per node.
