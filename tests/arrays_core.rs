@@ -867,3 +867,44 @@ fn a_scan_over_no_elements_without_an_array_input_reaches_share_to_let() {
                 def main (x0, x1) =\n  sum (scanr (\\x12 acc11 -> x12 * acc11 + x0) x1 (shift1R [x0]))\n";
     part_c_agrees(text);
 }
+
+/// Wide property run's case (seed 2887), reported as a wrong `arrays/dual-arrays` gradient: a sum
+/// of arrays of two lengths inside a map. The absent `inl` side was `[]` beside the `inr` branch's
+/// 4-element array, and B4's literal `[u, v]` of the two (Fig. 10) is not a regular array: the Delta's
+/// transpose read both rows' shape from the first. Now the absent side is the side the `if` computes
+/// anyway (tuples.rs `split_if`) and a condition free of the build's index is chosen outside it (B4′).
+#[test]
+fn a_sum_of_arrays_of_two_lengths_inside_a_map_agrees_on_dual_arrays() {
+    let text = "input (0.315, 0.795, 1.155)\n\
+                def main (x0, x1, x2) = sum (map (\\p -> sum (map (\\q -> q * p) (case (if x1 > 5.0 then inl [x1, 1.41, x1, x0] else inr 1.53 : Array R + R) of inl a -> a | inr y -> [x2, 0.69, p, x0]))) [x0, x1])\n";
+    part_c_agrees(text);
+}
+
+/// B4′ (bot.rs): `if` on a condition free of the map's element, its branches of two lengths; B4's
+/// literal of the two builds (2×0 and 2×2) gave dual-arrays the gradient (0.8, 0.7), not (1.9, 1.0).
+#[test]
+fn a_cond_free_of_the_build_index_is_chosen_outside_the_build() {
+    let text = "input (0.4, 0.3)\n\
+                def main (x0, x1) = sum (map (\\p -> sum (map (\\q -> q * p) (if x1 > 5.0 then replicate 0 x0 else [x0, p]))) [x0, x1])\n";
+    part_c_agrees(text);
+    let bot = one(text, "arrays/bot");
+    assert!(bot.trace.iter().any(|(k, n)| k.contains("B4′") || n.contains("B4′")), "{:?}", bot.trace);
+}
+
+/// Wide property run's cases (seeds 784, 2569, 2809): `case` computes both branches (lower.rs), and
+/// the branch of the side that is not there read its `[]` (`a ! 1 <= h`: "primitive `<=` cannot be
+/// applied to [] and 0.3"). A sum made by `if c then inl u else inr v` has both sides computed, so
+/// its absent side is the other branch's (tuples.rs `split_if`), read only when the tag chooses it;
+/// a sum made by `inl`/`inr` alone has a constant tag, and its `case` is the chosen branch.
+#[test]
+fn the_branch_of_a_sums_absent_side_reads_no_empty_array() {
+    let texts = [
+        "input (0.4, 0.3)\ndef main (x0, x1) = case (if x0 < 0.0 then inl [x0, x1] else inr x1 : Array R + R) of inl a -> (if a ! 1 <= x1 then a ! 0 else x1) | inr y -> y * x0\n",
+        // the tag depends on the map's element: symbolic gave the gradient (0.256, 0.0)
+        "input (0.4, 0.3)\ndef main (x0, x1) = sum (map (\\p -> case (if p < 0.35 then inl [p, x1] else inr (p * x0) : Array R + R) of inl a -> a ! 1 * a ! 0 | inr y -> y * y) [x0, x1])\n",
+        "input (0.4, 0.3)\ndef main (x0, x1) = case (inr x1 : Array R + R) of inl a -> a ! 1 / x0 | inr y -> y * x0\n",
+    ];
+    for text in texts {
+        part_c_agrees(text);
+    }
+}
