@@ -599,7 +599,8 @@ fn sums_inside_the_program_reach_share_to_let() {
     for name in ["krawiec-sum-input", "sum-input-output"] {
         let r = one(&example(name), "arrays/bot");
         assert!(r.refused, "{r:?}");
-        assert!(r.error.as_deref().unwrap_or("").contains("sums in main's"), "{r:?}");
+        // named with the paper's reason: the wrapper's inputs and cotangents are arrays of reals
+        assert!(r.error.as_deref().unwrap_or("").contains("sums in main's") && r.error.as_deref().unwrap_or("").contains("§6.5"), "{r:?}");
         assert!(r.error_span.is_some());
     }
 }
@@ -907,4 +908,20 @@ fn the_branch_of_a_sums_absent_side_reads_no_empty_array() {
     for text in texts {
         part_c_agrees(text);
     }
+}
+
+/// A local `let rec` group is unrolled as a recursive top-level definition is (inline.rs
+/// `Val::Rec`: each function's closure made at each call, the group in scope): dualrev-letrec, a
+/// mutually recursive pair over arrays, and one capturing a map's element; one on a run-time value
+/// stays refused, located (App. B).
+#[test]
+fn local_recursion_bounded_by_params_is_unrolled_for_part_c() {
+    part_c_agrees(&example("dualrev-letrec"));
+    part_c_agrees("param n = 3\ninput ([1.0, 2.0], 0.5)\ndef main (v, y) =\n  let ev k w = if k == 0 then w else od (k - 1) (map (\\x -> x * y) w)\n  and od k w = if k == 0 then w else ev (k - 1) (map (\\x -> x + y) w) in\n  sum (ev n v)\n");
+    part_c_agrees("input ([1.0, 2.0], 0.5)\ndef main (v, y) = sum (map (\\p -> let go k a = if k == 0 then a else go (k - 1) (a * p + y) in go 2 p) v)\n");
+    let r = one("input 1.5\ndef main x =\n  let go a = if a > 10.0 then a else go (a * x) in\n  go 1.0\n", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    let msg = r.error.as_deref().unwrap_or("");
+    assert!(msg.contains("run-time value") && msg.contains("§2.3"), "{r:?}");
+    assert!(r.error_span.is_some());
 }

@@ -315,8 +315,15 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
     if let Type::Fun(s, t) = &main.ty {
         for (ty, which) in [(&**s, "input"), (&**t, "output")] {
+            // The paper's wrapper (§6.5, §7.5 Fig. 21) takes one array of reals per input and gives
+            // back each input's cotangent in its shape, and seeds the reverse pass with the output's
+            // cotangent: a sum has neither form (its cotangent is one side's, which the input's tag
+            // or the output's chooses at run time), so it stays outside, named.
             if has_sum(ty) {
-                return Err(refuse(main.span, &format!("sums in main's {which} (sums inside the program are a tag and both sides)")));
+                return Err(refuse(
+                    main.span,
+                    &format!("sums in main's {which}: the wrapper (§6.5, §7.5 Fig. 21) takes and gives back arrays of reals, one per input, and a sum's cotangent is the side its run-time tag chooses (sums inside the program are a tag and both sides)"),
+                ));
             }
             if super::soa::soa(ty) {
                 return Err(refuse(main.span, &format!("arrays of tuples in main's {which} (the lowering splits them into tuples of arrays inside the program only)")));
