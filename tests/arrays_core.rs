@@ -599,7 +599,8 @@ fn sums_inside_the_program_reach_share_to_let() {
     for name in ["krawiec-sum-input", "sum-input-output"] {
         let r = one(&example(name), "arrays/bot");
         assert!(r.refused, "{r:?}");
-        assert!(r.error.as_deref().unwrap_or("").contains("sums in main's"), "{r:?}");
+        // named with the paper's reason: the wrapper's inputs and cotangents are arrays of reals
+        assert!(r.error.as_deref().unwrap_or("").contains("sums in main's") && r.error.as_deref().unwrap_or("").contains("§6.5"), "{r:?}");
         assert!(r.error_span.is_some());
     }
 }
@@ -866,4 +867,61 @@ fn a_scan_over_no_elements_without_an_array_input_reaches_share_to_let() {
     let text = "input (-0.755, -0.895)\n\
                 def main (x0, x1) =\n  sum (scanr (\\x12 acc11 -> x12 * acc11 + x0) x1 (shift1R [x0]))\n";
     part_c_agrees(text);
+}
+
+/// Wide property run's case (seed 2887), reported as a wrong `arrays/dual-arrays` gradient: a sum
+/// of arrays of two lengths inside a map. The absent `inl` side was `[]` beside the `inr` branch's
+/// 4-element array, and B4's literal `[u, v]` of the two (Fig. 10) is not a regular array: the Delta's
+/// transpose read both rows' shape from the first. Now the absent side is the side the `if` computes
+/// anyway (tuples.rs `split_if`) and a condition free of the build's index is chosen outside it (B4′).
+#[test]
+fn a_sum_of_arrays_of_two_lengths_inside_a_map_agrees_on_dual_arrays() {
+    let text = "input (0.315, 0.795, 1.155)\n\
+                def main (x0, x1, x2) = sum (map (\\p -> sum (map (\\q -> q * p) (case (if x1 > 5.0 then inl [x1, 1.41, x1, x0] else inr 1.53 : Array R + R) of inl a -> a | inr y -> [x2, 0.69, p, x0]))) [x0, x1])\n";
+    part_c_agrees(text);
+}
+
+/// B4′ (bot.rs): `if` on a condition free of the map's element, its branches of two lengths; B4's
+/// literal of the two builds (2×0 and 2×2) gave dual-arrays the gradient (0.8, 0.7), not (1.9, 1.0).
+#[test]
+fn a_cond_free_of_the_build_index_is_chosen_outside_the_build() {
+    let text = "input (0.4, 0.3)\n\
+                def main (x0, x1) = sum (map (\\p -> sum (map (\\q -> q * p) (if x1 > 5.0 then replicate 0 x0 else [x0, p]))) [x0, x1])\n";
+    part_c_agrees(text);
+    let bot = one(text, "arrays/bot");
+    assert!(bot.trace.iter().any(|(k, n)| k.contains("B4′") || n.contains("B4′")), "{:?}", bot.trace);
+}
+
+/// Wide property run's cases (seeds 784, 2569, 2809): `case` computes both branches (lower.rs), and
+/// the branch of the side that is not there read its `[]` (`a ! 1 <= h`: "primitive `<=` cannot be
+/// applied to [] and 0.3"). A sum made by `if c then inl u else inr v` has both sides computed, so
+/// its absent side is the other branch's (tuples.rs `split_if`), read only when the tag chooses it;
+/// a sum made by `inl`/`inr` alone has a constant tag, and its `case` is the chosen branch.
+#[test]
+fn the_branch_of_a_sums_absent_side_reads_no_empty_array() {
+    let texts = [
+        "input (0.4, 0.3)\ndef main (x0, x1) = case (if x0 < 0.0 then inl [x0, x1] else inr x1 : Array R + R) of inl a -> (if a ! 1 <= x1 then a ! 0 else x1) | inr y -> y * x0\n",
+        // the tag depends on the map's element: symbolic gave the gradient (0.256, 0.0)
+        "input (0.4, 0.3)\ndef main (x0, x1) = sum (map (\\p -> case (if p < 0.35 then inl [p, x1] else inr (p * x0) : Array R + R) of inl a -> a ! 1 * a ! 0 | inr y -> y * y) [x0, x1])\n",
+        "input (0.4, 0.3)\ndef main (x0, x1) = case (inr x1 : Array R + R) of inl a -> a ! 1 / x0 | inr y -> y * x0\n",
+    ];
+    for text in texts {
+        part_c_agrees(text);
+    }
+}
+
+/// A local `let rec` group is unrolled as a recursive top-level definition is (inline.rs
+/// `Val::Rec`: each function's closure made at each call, the group in scope): dualrev-letrec, a
+/// mutually recursive pair over arrays, and one capturing a map's element; one on a run-time value
+/// stays refused, located (App. B).
+#[test]
+fn local_recursion_bounded_by_params_is_unrolled_for_part_c() {
+    part_c_agrees(&example("dualrev-letrec"));
+    part_c_agrees("param n = 3\ninput ([1.0, 2.0], 0.5)\ndef main (v, y) =\n  let ev k w = if k == 0 then w else od (k - 1) (map (\\x -> x * y) w)\n  and od k w = if k == 0 then w else ev (k - 1) (map (\\x -> x + y) w) in\n  sum (ev n v)\n");
+    part_c_agrees("input ([1.0, 2.0], 0.5)\ndef main (v, y) = sum (map (\\p -> let go k a = if k == 0 then a else go (k - 1) (a * p + y) in go 2 p) v)\n");
+    let r = one("input 1.5\ndef main x =\n  let go a = if a > 10.0 then a else go (a * x) in\n  go 1.0\n", "arrays/bot");
+    assert!(r.refused, "{r:?}");
+    let msg = r.error.as_deref().unwrap_or("");
+    assert!(msg.contains("run-time value") && msg.contains("§2.3"), "{r:?}");
+    assert!(r.error_span.is_some());
 }

@@ -483,8 +483,8 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
 }
 
 /// The array chain's final pipeline (Part C, `arrays/bot` → `arrays/share-to-let`) on random array
-/// programs: it takes those without recursion or an array of tuples in main's input or output,
-/// tuples inside the program included (split by the lowering: common/core/tuples.rs), sequential
+/// programs: it takes those without recursion on run-time data or an array of tuples in main's input or output,
+/// local and top-level recursion a literal bounds included (unrolled), tuples inside the program included (split by the lowering: common/core/tuples.rs), sequential
 /// folds and scans included (the core's scanl: common/core/fold.rs), and every stage that takes one
 /// agrees with `forward` (with a varied output seed).
 #[test]
@@ -492,15 +492,16 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let (mut taken, mut with_tuples) = (0, 0);
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
     // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
-    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep"];
-    let mut lowered = [0usize; 7];
+    // `loop`: a local `let rec` (the generator's local recursion), unrolled as the top-level `rep` is
+    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop"];
+    let mut lowered = [0usize; 8];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
         let tuples = src.contains("let (p") || src.contains(" then (");
-        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}"))).collect();
+        let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}")) || src.contains(&format!("(let {f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let ran = part_c_run(src);
         let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));

@@ -79,7 +79,9 @@ pub fn unroll_depth() -> usize {
 /// are folded), an `if` on a static condition takes its branch only, and a recursive top-level
 /// definition is inlined like any other. A recursion that does not stop within `unroll_depth()`
 /// nested calls (one on a run-time value: its `if` is residual, so both branches are unrolled) or
-/// past the size budget is refused, located, naming the budget. Local `let rec` stays refused.
+/// past the size budget is refused, located, naming the budget. A local `let rec` group is unrolled
+/// the same way: each of its functions is a static value (`Val::Rec`) whose body is evaluated, with
+/// the group in scope, at each call.
 pub fn inline_unrolling(p: &Program, budget: usize) -> Result<Program, Diagnostic> {
     inline_with(p, budget, true)
 }
@@ -143,6 +145,15 @@ enum Val<'a> {
     Tup(Vec<Val<'a>>),
     Inl(Box<Val<'a>>),
     Inr(Box<Val<'a>>),
+    /// The k-th function of a local recursive group (only when unrolling): its closure is made at
+    /// each call, with the group in scope (`Cx::rec_closure`), as an environment cannot hold itself.
+    Rec(Rc<RecGroup<'a>>, usize),
+}
+
+struct RecGroup<'a> {
+    fs: &'a [FunDef],
+    /// The environment of the `let rec`, without the group.
+    env: Env<'a>,
 }
 
 struct Clo<'a> {
@@ -278,8 +289,22 @@ impl<'a> Cx<'a> {
         Ok(())
     }
 
+    /// The closure of a local recursive group's k-th function: its body in the group's environment
+    /// with every function of the group bound.
+    fn rec_closure(&mut self, g: &Rc<RecGroup<'a>>, k: usize) -> Result<Val<'a>, Diagnostic> {
+        let mut env = g.env.clone();
+        for (j, f) in g.fs.iter().enumerate() {
+            env.insert_mut(f.name.id, Val::Rec(g.clone(), j));
+        }
+        self.eval(&g.fs[k].body, &env)
+    }
+
     fn reify(&mut self, v: Val<'a>) -> Result<Expr, Diagnostic> {
         Ok(match v {
+            Val::Rec(g, k) => {
+                let f = self.rec_closure(&g, k)?;
+                self.reify(f)?
+            }
             Val::Dyn(e) => e,
             Val::Tup(vs) => build::tuple(vs.into_iter().map(|v| self.reify(v)).collect::<Result<_, _>>()?),
             Val::Inl(v) => build::inl(self.reify(*v)?),
@@ -326,6 +351,10 @@ impl<'a> Cx<'a> {
                 self.depth -= 1;
                 r
             }
+            Val::Rec(g, k) => {
+                let f = self.rec_closure(&g, k)?;
+                self.apply(f, a, span)
+            }
             Val::Dyn(fe) => {
                 let a = self.reify(a)?;
                 Ok(Val::Dyn(build::at(build::app(fe, a), span)))
@@ -348,7 +377,17 @@ impl<'a> Cx<'a> {
                 }
                 ExprKind::LetRec(fs, body) => {
                     let ids: Vec<u32> = fs.iter().map(|f| f.name.id).collect();
-                    if let Some(f) = fs.iter().find(|f| super::free_locals(&f.body).iter().any(|n| ids.contains(&n.id))) {
+                    let recursive = fs.iter().find(|f| super::free_locals(&f.body).iter().any(|n| ids.contains(&n.id)));
+                    if let (Some(_), true) = (recursive, self.unroll) {
+                        // unrolled as a recursive top-level definition is: at each call
+                        let g = Rc::new(RecGroup { fs, env: env.clone() });
+                        for (k, f) in fs.iter().enumerate() {
+                            env.insert_mut(f.name.id, Val::Rec(g.clone(), k));
+                        }
+                        cur = body;
+                        continue;
+                    }
+                    if let Some(f) = recursive {
                         return Err(refuse(
                             f.span,
                             PASS,

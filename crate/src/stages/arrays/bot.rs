@@ -40,7 +40,7 @@ runs (the paper's are static).",
 The number of one-hots in the derivative is at most the number of lexical indexes.",
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
 the program (not in main's input or output); any fold, reduce or scan whose accumulator is a real or an array of reals \
-(beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide (unrolled, App. B); \
+(beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide, top-level or local `let rec` (unrolled, App. B); \
 `|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
 

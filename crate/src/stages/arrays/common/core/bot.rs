@@ -132,6 +132,19 @@ build_rule!(b3_let, |k, i, body, cx| {
     Some(let_(pvar(&x2), rebuild(k, i, v, cx.fresh), build1(copy(k, cx.fresh), &j, u2)))
 });
 
+// B4′ (ours, before B4): a condition free of i is the same for every element, so the choice is
+// made once outside, `build1 k (λi. cond b u v) ⇝ cond b (build1 k (λi. u)) (build1 k (λi. v))`.
+// The paper's shapes are static, so its branches have one shape; ours may differ (`if c then [] else
+// [x, y]`, or a sum's sides, lower.rs), and B4's literal `[u, v]` of two shapes is not a regular
+// array, whose Delta's transpose read every row's shape from the first (a wide property run's case).
+build_rule!(b4_cond_invariant, |k, i, body, cx| {
+    let Core::Cond(b, u, v) = view(body) else { return None };
+    if mentions(b, i.id) {
+        return None;
+    }
+    Some(cond(b.clone(), rebuild(k, i, u, cx.fresh), rebuild(k, i, v, cx.fresh)))
+});
+
 build_rule!(b4_cond, |k, i, body, _cx| {
     let Core::Cond(b, u, v) = view(body) else { return None };
     let pick = cond(b.clone(), int(0), int(1));
@@ -369,6 +382,7 @@ pub fn rules() -> Vec<Rule> {
         r("B2 build1-const", b2_replicate),
         r("B1 build1-iota", b1_iota),
         r("B3 build1-let", b3_let),
+        r("B4′ build1-cond-invariant", b4_cond_invariant),
         r("B4 build1-cond", b4_cond),
         r("B5 build1-op", b5_op),
         r("B7 build1-sumOuter", b7_sum_outer),

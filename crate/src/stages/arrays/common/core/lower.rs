@@ -17,7 +17,8 @@
 //! (`fold f z xs = index (scanl f z xs) (length xs)`, `scanr` the reversed scanl of the reversed
 //! array), whose Delta is one node per loop (fold.rs); cost O(n) memory for the accumulators.
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
-//! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs). What is left
+//! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
+//! not there is the other branch's, or the tag a constant). What is left
 //! is refused, located: a tuple accumulator whose components are not sums (soa.rs), data-dependent
 //! recursion, functions as values, sums in main's input or output.
 use super::lang::*;

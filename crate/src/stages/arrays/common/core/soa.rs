@@ -46,6 +46,7 @@ fn leaves(s: &Shape, out: &mut Vec<Expr>) -> Result<(), Diagnostic> {
             }
         }
         Shape::Refused(d) => return Err((**d).clone()),
+        a @ Shape::Absent(_) => leaves(&a.clone().present(), out)?,
     }
     Ok(())
 }
@@ -56,11 +57,13 @@ fn map_leaves(s: Shape, f: &mut impl FnMut(Expr) -> Result<Shape, Diagnostic>) -
         Shape::Leaf(t) => f(t)?,
         Shape::Tuple(cs) => Shape::Tuple(cs.into_iter().map(|c| map_leaves(c, f)).collect::<Result<_, _>>()?),
         d @ Shape::Refused(_) => d,
+        a @ Shape::Absent(_) => map_leaves(a.present(), f)?,
     })
 }
 
 /// The shapes `ss` (one structure) as one shape whose leaves are `mk` of their leaves.
 fn zip(ss: Vec<Shape>, mk: &impl Fn(Vec<Expr>) -> Expr) -> Result<Shape, Diagnostic> {
+    let ss: Vec<Shape> = ss.into_iter().map(Shape::present).collect();
     if let Some(Shape::Tuple(first)) = ss.first() {
         let n = first.len();
         let mut cols: Vec<Vec<Shape>> = (0..n).map(|_| vec![]).collect();
@@ -184,8 +187,9 @@ impl Sra<'_> {
     /// `e` as a core term named by a variable (or a constant), its lets on `binds`.
     fn named_leaf(&mut self, e: &Expr, binds: &mut Binds) -> Result<Expr, Diagnostic> {
         let s = self.shape(e, binds)?;
-        match self.name_leaves("n", s, e.span, binds) {
+        match self.name_leaves("n", s.present(), e.span, binds) {
             Shape::Leaf(t) => Ok(t),
+            Shape::Absent(_) => unreachable!("present"),
             Shape::Refused(d) => Err(*d),
             Shape::Tuple(_) => Err(arrays_of_tuples(e.span)),
         }

@@ -14,9 +14,11 @@
 //! - an array of tuples becomes a tuple of arrays (structure of arrays, soa.rs): `map (\x -> (f x, g x)) a`
 //!   is a tuple of two builds, and `fst`/`snd`/`!` of an array of tuples are projections of the components.
 //!
-//! - a sum inside the program is the triple (tag, left, right), the absent side a default; `case`
-//!   binds both sides, computes both branches and selects by the tag (beyond the paper: its core
-//!   has no sums, §5.2).
+//! - a sum inside the program is the triple (tag, left, right), the side not there `Shape::Absent`;
+//!   `case` binds both sides, computes both branches and selects by the tag (beyond the paper: its
+//!   core has no sums, §5.2). The absent side is never made a term a branch reads: `if c then inl u
+//!   else inr v` has u and v both computed, so its sides are (u, v) whatever c; `inl u` alone has
+//!   the tag `true`, and a `case` on a constant tag is its chosen branch.
 //!
 //! What is left refused: a sum in main's input or output, an array of tuples in main's input or output (its gradient or value would
 //! need the tuples put back), and a component of a fold over tuples that is not a sum (§2.3), when used.
@@ -34,6 +36,22 @@ pub enum Shape {
     /// A component with no core form (a fold's component that is not a sum): refused where it is
     /// used, so the other components of the same fold still lower.
     Refused(Box<Diagnostic>),
+    /// The side of a sum that is not there, of this type: its tag is a constant, so a `case` on it
+    /// takes the other branch only, and an `if` between it and a side that is there takes that side
+    /// (`choose`), which its branch computes anyway. Made into a term (`default`) only where neither
+    /// applies, as an element of an array of sums.
+    Absent(Type),
+}
+
+impl Shape {
+    /// `self` with every absent side made a term of its type (`default`).
+    pub(super) fn present(self) -> Shape {
+        match self {
+            Shape::Absent(t) => default(&t),
+            Shape::Tuple(cs) => Shape::Tuple(cs.into_iter().map(Shape::present).collect()),
+            s => s,
+        }
+    }
 }
 
 pub(super) fn refuse(span: Span, what: &str) -> Diagnostic {
@@ -68,9 +86,9 @@ impl Sra<'_> {
     /// `e` in a context that needs a core term (an operand, a lambda body): its lets stay inside.
     pub(super) fn leaf(&mut self, e: &Expr) -> Result<Expr, Diagnostic> {
         let mut binds = vec![];
-        match self.shape(e, &mut binds)? {
+        match self.shape(e, &mut binds)?.present() {
             Shape::Leaf(t) => Ok(wrap(binds, t)),
-            Shape::Tuple(_) => Err(arrays_of_tuples(e.span)),
+            Shape::Tuple(_) | Shape::Absent(_) => Err(arrays_of_tuples(e.span)),
             Shape::Refused(d) => Err(*d),
         }
     }
@@ -90,13 +108,13 @@ impl Sra<'_> {
             K::Par(a, b) => Shape::Tuple(vec![self.shape(a, binds)?, self.shape(b, binds)?]),
             K::Unit => Shape::Tuple(vec![]),
             // a sum `L + R` inside the program is the triple (tag, l, r): the tag a Bool (true for
-            // inl), the other side a default of its type, never read (beyond the paper, whose core
-            // has no sums, §5.2; as horde-ad's `ifF`, a selection on the primal tag)
+            // inl), the other side absent (beyond the paper, whose core has no sums, §5.2; as
+            // horde-ad's `ifF`, a selection on the primal tag)
             K::Inl(a) | K::Inr(a) => {
                 let Type::Sum(l, r) = &e.ty else { return Err(refuse(e.span, "sum of this type")) };
                 let left = matches!(e.kind, K::Inl(_));
                 let x = self.shape(a, binds)?;
-                let (l, r) = if left { (x, default(r)) } else { (default(l), x) };
+                let (l, r) = if left { (x, Shape::Absent((**r).clone())) } else { (Shape::Absent((**l).clone()), x) };
                 Shape::Tuple(vec![Shape::Leaf(Expr::gen(K::Bool(left))), l, r])
             }
             // case s of inl x -> a | inr y -> b: both branches computed on the components (as the
@@ -158,10 +176,11 @@ impl Sra<'_> {
     pub(super) fn bind(&mut self, p: &Pat, s: Shape, span: Span, binds: &mut Binds) -> Result<(), Diagnostic> {
         match (p, s) {
             (Pat::Wild(_) | Pat::Unit(_), _) => {}
-            (Pat::Var(x, _), s @ Shape::Refused(_)) => {
+            (Pat::Var(x, _), s @ (Shape::Refused(_) | Shape::Absent(_))) => {
                 self.env.insert(x.id, s);
             }
             (_, Shape::Refused(d)) => return Err(*d),
+            (p, Shape::Absent(t)) => return self.bind(p, default(&t), span, binds),
             (Pat::Var(x, _), Shape::Leaf(t)) => binds.push((x.clone(), t, span)),
             (Pat::Var(x, _), s @ Shape::Tuple(_)) => {
                 let named = self.name_leaves(&x.text, s, span, binds);
@@ -179,7 +198,7 @@ impl Sra<'_> {
 
     pub(super) fn name_leaves(&mut self, base: &str, s: Shape, span: Span, binds: &mut Binds) -> Shape {
         match s {
-            Shape::Refused(_) => s,
+            Shape::Refused(_) | Shape::Absent(_) => s,
             Shape::Leaf(t) if trivial(&t) => Shape::Leaf(t),
             Shape::Leaf(t) => {
                 let x = self.fresh.name(base);
@@ -228,7 +247,8 @@ pub(super) fn p_ty(e: &Expr) -> Option<&Type> {
     }
 }
 
-/// A value of type `t` standing for the side of a sum that is not there (never read).
+/// A value of type `t` standing for the side of a sum that is not there, where it must be a term
+/// (`Shape::present`): an array is `[]`, so only a constant tag keeps reads out of it.
 fn default(t: &Type) -> Shape {
     match t {
         Type::Int => Shape::Leaf(int(0)),
@@ -246,6 +266,13 @@ fn default(t: &Type) -> Shape {
 /// when both are leaves (each side's bindings inside its branch), else split component-wise
 /// (`split_if`) with both sides' bindings kept outside.
 fn choose(c: Expr, (sa, ba): (Shape, Binds), (sb, bb): (Shape, Binds), binds: &mut Binds, span: Span) -> Result<Shape, Diagnostic> {
+    // a constant choice (a case on a sum made by `inl`/`inr`: the other branch would read its
+    // absent side) is the side chosen
+    if let ExprKind::Bool(left) = c.kind {
+        let (s, b) = if left { (sa, ba) } else { (sb, bb) };
+        binds.extend(b);
+        return Ok(s);
+    }
     match (sa, sb) {
         (Shape::Leaf(x), Shape::Leaf(y)) => Ok(Shape::Leaf(at(if_(c, wrap(ba, x), wrap(bb, y)), span))),
         (sa, sb) => {
@@ -258,6 +285,10 @@ fn choose(c: Expr, (sa, ba): (Shape, Binds), (sb, bb): (Shape, Binds), binds: &m
 
 fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnostic> {
     match (sa, sb) {
+        // a sum's side that is there on one branch only: that side, whatever the tag (read only
+        // when the tag chooses it); an `if` on it and the `[]` of its absent side would be an
+        // array of two lengths, which build1's B4 (Fig. 10) puts in one literal, not regular
+        (Shape::Absent(_), s) | (s, Shape::Absent(_)) => Ok(s),
         // a sum's tags: `if c then true else false` is c
         (Shape::Leaf(x), Shape::Leaf(y)) if matches!((&x.kind, &y.kind), (ExprKind::Bool(_), ExprKind::Bool(_))) => Ok(Shape::Leaf(match (&x.kind, &y.kind) {
             (ExprKind::Bool(a), ExprKind::Bool(b)) if a == b => x,
@@ -284,8 +315,15 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
     if let Type::Fun(s, t) = &main.ty {
         for (ty, which) in [(&**s, "input"), (&**t, "output")] {
+            // The paper's wrapper (§6.5, §7.5 Fig. 21) takes one array of reals per input and gives
+            // back each input's cotangent in its shape, and seeds the reverse pass with the output's
+            // cotangent: a sum has neither form (its cotangent is one side's, which the input's tag
+            // or the output's chooses at run time), so it stays outside, named.
             if has_sum(ty) {
-                return Err(refuse(main.span, &format!("sums in main's {which} (sums inside the program are a tag and both sides)")));
+                return Err(refuse(
+                    main.span,
+                    &format!("sums in main's {which}: the wrapper (§6.5, §7.5 Fig. 21) takes and gives back arrays of reals, one per input, and a sum's cotangent is the side its run-time tag chooses (sums inside the program are a tag and both sides)"),
+                ));
             }
             if super::soa::soa(ty) {
                 return Err(refuse(main.span, &format!("arrays of tuples in main's {which} (the lowering splits them into tuples of arrays inside the program only)")));
@@ -307,7 +345,8 @@ fn has_sum(t: &Type) -> bool {
 }
 
 fn flatten(s: Shape) -> Result<Expr, Diagnostic> {
-    Ok(match s {
+    Ok(match s.present() {
+        Shape::Absent(_) => unreachable!("present"),
         Shape::Leaf(t) => t,
         Shape::Tuple(cs) => tuple(cs.into_iter().map(flatten).collect::<Result<_, _>>()?),
         Shape::Refused(d) => return Err(*d),
