@@ -881,6 +881,23 @@ fn a_sum_of_arrays_of_two_lengths_inside_a_map_agrees_on_dual_arrays() {
     part_c_agrees(text);
 }
 
+/// A map whose rows have lengths that depend on the element (`if p > 0.5 then [p] else [p, x0]`) is a
+/// ragged array, outside the paper's regular arrays: bot stacks the two sides in one literal (B4)
+/// and reads the rows' length at index 0 (L0), and dual-arrays gave the gradient (1.2, 1.4) where
+/// forward mode gives (1.6, 1.4). Every Part C stage now stops at the ragged `tr`, named, rather
+/// than give a wrong gradient (the `tr` is bot's, so the message has no source line yet).
+#[test]
+fn a_ragged_array_inside_a_map_stops_part_c_with_a_named_error_not_a_wrong_gradient() {
+    let text = "input (0.4, 0.7)\n\
+                def main (x0, x1) = sum (map (\\p -> sum (map (\\q -> q * p) (if p > 0.5 then [p] else [p, x0]))) [x0, x1])\n";
+    for stage in ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"] {
+        let r = one(text, stage);
+        let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+        assert!(e.contains("not regular") && e.contains("lengths 1 and 2"), "{stage}: {e}");
+        assert_ne!(r.agrees, Some(false), "{stage}");
+    }
+}
+
 /// B4′ (bot.rs): `if` on a condition free of the map's element, its branches of two lengths; B4's
 /// literal of the two builds (2×0 and 2×2) gave dual-arrays the gradient (0.8, 0.7), not (1.9, 1.0).
 #[test]

@@ -387,10 +387,44 @@ fn sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     Ok(acc)
 }
 
+/// The shape read along first elements, to the first non-array (a tuple, a real).
+fn full_shape(t: &Value) -> Vec<usize> {
+    let (mut out, mut cur) = (vec![], t);
+    while let Value::Array(xs) = cur {
+        out.push(xs.len());
+        match xs.first() {
+            Some(x) => cur = x,
+            None => break,
+        }
+    }
+    out
+}
+
+/// Where `t` has a row whose length is not `shape`'s (all dimensions are checked, not only the
+/// permuted ones: a transposition moves the inner rows whole), with the depth and the two lengths.
+/// Reading every row's shape from the first (`outer_shape`), as the paper's static shapes allow,
+/// silently drops or invents elements of a ragged array: a wrong dual-arrays gradient on a map whose
+/// rows are `if p > 0.5 then [p] else [p, x0]` (bot's B4 stacks the two sides in one literal). A
+/// non-array (a cotangent's `0.0` standing for a zero array) fits any shape.
+fn ragged(t: &Value, shape: &[usize], depth: usize) -> Option<(usize, usize, usize)> {
+    let Value::Array(xs) = t else { return None };
+    let Some(&n) = shape.first() else { return None };
+    if xs.len() != n {
+        return Some((depth, n, xs.len()));
+    }
+    xs.iter().find_map(|x| ragged(x, &shape[1..], depth + 1))
+}
+
 /// `tr [p0..pm] t`: output dimension q is input dimension p_q.
 pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res {
     let rank = perm.len();
     let shape = outer_shape(t, rank);
+    if let Some((depth, a, b)) = ragged(t, &full_shape(t), 0) {
+        return Err(err(
+            span,
+            &format!("tr: the array is not regular (rows of lengths {a} and {b} at depth {depth}); the paper's arrays are regular (§3: a shape is the same for every index), so a program whose array's rows differ in length per element (`if … then [p] else [p, x0]` inside a map) is outside its language"),
+        ));
+    }
     let out_shape: Vec<usize> = perm.iter().map(|&d| shape.get(d).copied().unwrap_or(0)).collect();
     let mut flat = vec![];
     for q in positions(&out_shape) {
