@@ -406,20 +406,24 @@ fn full_shape(t: &Value) -> Vec<usize> {
 /// silently drops or invents elements of a ragged array: a wrong dual-arrays gradient on a map whose
 /// rows are `if p > 0.5 then [p] else [p, x0]` (bot's B4 stacks the two sides in one literal). A
 /// non-array (a cotangent's `0.0` standing for a zero array) fits any shape.
-fn ragged(t: &Value, shape: &[usize], depth: usize) -> Option<(usize, usize, usize)> {
-    let Value::Array(xs) = t else { return None };
-    let Some(&n) = shape.first() else { return None };
-    if xs.len() != n {
-        return Some((depth, n, xs.len()));
+/// A stack, not recursion: a value may nest as deep as its type (the wasm stack is small).
+fn ragged(t: &Value, shape: &[usize]) -> Option<(usize, usize, usize)> {
+    let mut stack = vec![(t, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let (Value::Array(xs), Some(&n)) = (v, shape.get(depth)) else { continue };
+        if xs.len() != n {
+            return Some((depth, n, xs.len()));
+        }
+        stack.extend(xs.iter().rev().map(|x| (x, depth + 1)));
     }
-    xs.iter().find_map(|x| ragged(x, &shape[1..], depth + 1))
+    None
 }
 
 /// `tr [p0..pm] t`: output dimension q is input dimension p_q.
 pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res {
     let rank = perm.len();
     let shape = outer_shape(t, rank);
-    if let Some((depth, a, b)) = ragged(t, &full_shape(t), 0) {
+    if let Some((depth, a, b)) = ragged(t, &full_shape(t)) {
         return Err(err(
             span,
             &format!("tr: the array is not regular (rows of lengths {a} and {b} at depth {depth}); the paper's arrays are regular (§3: a shape is the same for every index), so a program whose array's rows differ in length per element (`if … then [p] else [p, x0]` inside a map) is outside its language"),
