@@ -691,7 +691,9 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         r.trace = out.steps[..shown].iter().cloned().chain(run_steps).collect();
         r.trace_dropped = dropped + (out.steps.len() - shown) as u64;
         crate::limits::set_phase(st.info().id, "drawing its graph");
-        r.graph = st.graph(&mut m, &cx);
+        // a stage not shown keeps its graph's shape (the page shows node counts) and may leave out
+        // the labels' text (`stage::shown`): it is run again, shown, when it is selected
+        r.graph = crate::stage::showing(opts.listed(st.info().id) && opts.views, || st.graph(&mut m, &cx));
         res
     });
     let res = match res {

@@ -109,7 +109,7 @@ pub fn normalise_blocks(e: Expr, rules: &[LinkRule], fresh: &mut Fresh, budget: 
 impl<'r, 'f> Blocks<'r, 'f> {
     pub fn new(rules: &'r [LinkRule], fresh: &'f mut Fresh, budget: Budget) -> Blocks<'r, 'f> {
         let w = Walk::new(budget, rules.iter().map(|r| r.name));
-        Blocks { rules, cx: RewriteCx { fresh, uses: HashMap::default(), changed: None }, env: HashMap::default(), w }
+        Blocks { rules, cx: RewriteCx { fresh, uses: HashMap::default(), changed: None, keep: true }, env: HashMap::default(), w }
     }
 
     /// The normal form of the definition `name = e`.

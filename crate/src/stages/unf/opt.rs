@@ -125,7 +125,7 @@ fn typed_prim(op: Prim, args: Vec<Expr>, ty: Type) -> Expr {
 }
 
 /// R4 `let x = c in e ~> e[c/x]` for c = 0, 1.
-fn r4_constants(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r4_constants(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
     let c = real_lit(rhs)?;
     if c != 0.0 && c != 1.0 {
@@ -147,7 +147,7 @@ fn constant_array(e: &Expr) -> Option<&Expr> {
 /// R4 for OnesLike and ZerosLike (A.6's "forward substitution" of `OnesLike(A)`): `let Z = map (v. c) W
 /// in e ~> e[map (v. c) W / Z]` when every use of Z is an array argument of a map2, which R7 then
 /// turns into a map over the other array (so no pass over an array is repeated).
-fn r4_constant_arrays(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r4_constant_arrays(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Var(z, _), rhs, b) = &e.kind else { return None };
     constant_array(rhs)?;
     let (mut all, mut in_map2) = (0, 0);
@@ -166,7 +166,7 @@ fn r4_constant_arrays(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R5 `0 * e ~> 0` and `e * 0 ~> 0` (inexact: not when e is NaN or ∞).
-fn r5_times_zero(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r5_times_zero(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     match &e.kind {
         ExprKind::Prim(P::Mul, xs) if is_lit(&xs[0], 0.0) || is_lit(&xs[1], 0.0) => Some(real(0.0).with_ty(Type::Real)),
         _ => None,
@@ -174,7 +174,7 @@ fn r5_times_zero(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R6 `0 + e ~> e`, `1 * e ~> e`, and their mirror images, `e - 0 ~> e`, `0 - e ~> -e`.
-fn r6_units(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r6_units(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(op, xs) = &e.kind else { return None };
     match op {
         P::Add if is_lit(&xs[0], 0.0) => Some(xs[1].clone()),
@@ -187,7 +187,7 @@ fn r6_units(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// Constant folding of real arithmetic on literals (the same operation the program would do).
-fn fold_constants(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn fold_constants(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(op, xs) = &e.kind else { return None };
     let r = match (op, xs.as_slice()) {
         (P::Neg, [a]) => -real_lit(a)?,
@@ -206,7 +206,7 @@ fn fold_constants(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// X1 `map2 (x,y. y) A B ~> B`, X2 `map2 (x,y. x) A B ~> A`, X3 `map2 (x,y. c) A B ~> map (y. c) B`
 /// (c mentions neither x nor y).
-fn x123_map2_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn x123_map2_projection(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(P::Map2, args) = &e.kind else { return None };
     let ps = lambda_params(&args[0], 2)?;
     let body = lambda_body(&args[0], 2);
@@ -227,7 +227,7 @@ fn x123_map2_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// R7, R8, R10 and their mirror images, for any function: `map2 f A (map (v. c) B) ~> map (a. f a c) A`
 /// (c a constant of the element: OnesLike, ZerosLike), and likewise with the constant array first.
-fn r7_map2_constant_array(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn r7_map2_constant_array(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(P::Map2, args) = &e.kind else { return None };
     let constant = |x: &Expr| -> Option<Expr> {
         let ExprKind::Prim(P::Map, m) = &x.kind else { return None };
@@ -250,7 +250,7 @@ fn r7_map2_constant_array(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R9 `map (x. x) A ~> A`.
-fn r9_map_identity(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r9_map_identity(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(P::Map, args) = &e.kind else { return None };
     let v = lambda_params(&args[0], 1)?;
     matches!(&lambda_body(&args[0], 1).kind, ExprKind::Var(n) if n.id == v[0].id).then(|| args[1].clone())
@@ -258,7 +258,7 @@ fn r9_map_identity(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// R11 `reduce * 1 OnesLike(A) ~> 1`, R12 `reduce +^ 0 ZerosLike(A) ~> 0` (also on tuples of zeros: the
 /// map2 rule's context share `reduce +^ 0^ G` of a body that does not use the context, the note's P7).
-fn r11_r12_reduce_of_units(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r11_r12_reduce_of_units(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(P::Reduce, args) = &e.kind else { return None };
     let ExprKind::Prim(P::Map, m) = &args[2].kind else { return None };
     lambda_params(&m[0], 1)?;
@@ -269,7 +269,7 @@ fn r11_r12_reduce_of_units(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// X5 with R13: `shift1L (scanr * 1 OnesLike(W)) ~> OnesLike(W)`, exact for every length (scanr * 1 of
 /// n ones is n + 1 ones, shift1L drops one).
-fn x5_scan_of_ones(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn x5_scan_of_ones(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(P::Shift1L, a) = &e.kind else { return None };
     let ExprKind::Prim(P::Scanr, s) = &a[0].kind else { return None };
     let ExprKind::Prim(P::Map, m) = &s[2].kind else { return None };
@@ -278,7 +278,7 @@ fn x5_scan_of_ones(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// R15 fusion: `map (x. e1) (map2 (y1,y2. e2) A B) ~> map2 (y1,y2. let x = e2 in e1) A B`, and
 /// `map (x. e1) (map (y. e2) A) ~> map (y. let x = e2 in e1) A`.
-fn r15_fusion(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r15_fusion(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(P::Map, args) = &e.kind else { return None };
     let x = lambda_params(&args[0], 1)?;
     let e1 = lambda_body(&args[0], 1);
@@ -324,7 +324,7 @@ fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
 
 /// X7 over a lambda's body: each let of its chain whose variable occurs once, not under a binder, is
 /// inlined there, while the expression stays at most `X7_DEPTH` deep (one walk of the chain).
-fn x7_single_use_lets(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn x7_single_use_lets(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Lam(k, p, body) = &e.kind else { return None };
     let u = uses(body);
     let mut map: HashMap<u32, Expr> = HashMap::default();
@@ -367,7 +367,7 @@ fn small(e: &Expr, mut left: usize) -> bool {
 /// `if e1 then e2 else e2 ~> e2` (the two branches of a gradient are often the same zeros). The
 /// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 is its own rule
 /// below, applied only where the context it copies is small.
-fn r19_r21_conditionals(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r19_r21_conditionals(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::If(c, a, b) = &e.kind else { return None };
     // a comparison of two constants is folded here (the condition's own constant folding)
     let known = match &c.kind {
@@ -398,7 +398,7 @@ fn if_around(e: &Expr, c: &Expr, a: &Expr, b: &Expr, f: impl Fn(Expr) -> Expr) -
 /// continuation, the final one among them). The condition is pure (§7.2), so it may move out of the
 /// context. A let around an `if` (`let (s1, s2) = if … in e`) is not a small context: pushing e into
 /// the branches made the examples' programs longer, not shorter, so it is left alone.
-fn r22_context_into_branches(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r22_context_into_branches(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     match &e.kind {
         ExprKind::Prim(op, xs) if !matches!(op, P::Map | P::Map2 | P::Reduce | P::Fold | P::Scanl | P::Scanr | P::Build) => {
             let i = xs.iter().position(|x| matches!(x.kind, ExprKind::If(..)))?;
@@ -438,20 +438,20 @@ fn compare_literals(c: &Expr) -> Option<bool> {
 
 /// Constant folding of a closed condition, `1.0 > 2.0 ~> false`, wherever it stands (a let-bound
 /// condition too, which R4 on booleans then propagates into its `if`).
-fn fold_comparisons(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn fold_comparisons(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let v = compare_literals(e)?;
     Some(Expr { kind: ExprKind::Bool(v), span: e.span, ty: Type::Bool })
 }
 
 /// R4 for conditions: `let b = true in e ~> e[true/b]` (and false), so that R20/R21 see the constant
 /// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
-fn r4_condition(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
+fn r4_condition(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
     matches!(rhs.kind, ExprKind::Bool(_)).then(|| subst((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())])))
 }
 
 /// Fig. 12's optimisations and A.6's extra rewrites, after the partial-evaluation rules.
-fn opt_rules() -> Vec<Rule> {
+pub(super) fn opt_rules() -> Vec<Rule> {
     let r = |name, apply| Rule { name, inexact: false, apply };
     let mut rules = pe_rules();
     rules.extend([

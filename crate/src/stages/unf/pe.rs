@@ -147,6 +147,45 @@ mod tests {
         });
     }
 
+    /// Rules move parts of their redex into their result where the engine does not read the redex
+    /// again (`RewriteCx::take`: past the steps the trace keeps, and in a stage not shown), and copy
+    /// them where it does. Both give the same program and the same number of steps, on every example
+    /// through unf/pe's rules and then unf/opt's.
+    #[test]
+    fn rules_that_move_parts_of_their_redex_give_what_copying_gives() {
+        use crate::kit::rewrite::KEEP_REDEX;
+        use crate::print::{print_program, PrintOptions};
+        crate::limits::run_with_stack(|| {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).collect();
+            files.sort();
+            let mut compared = 0;
+            for f in files.iter().filter(|f| f.extension().is_some_and(|x| x == "cot")) {
+                let text = std::fs::read_to_string(f).unwrap();
+                let Ok((p, s, t)) = crate::pipeline::front_end(&text, &[]) else { continue };
+                let b = crate::interp::Builtins::new();
+                let source = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+                // unf/direct's output as the pipeline gives it to unf/pe: checked, so typed
+                let direct = super::super::direct::Direct;
+                let Ok(d) = crate::pipeline::prepare(&direct, &source, &Default::default()) else { continue };
+                let mut input = d.program;
+                for rules in [pe_rules(), super::super::opt::opt_rules()] {
+                    let run = |keep: bool| {
+                        KEEP_REDEX.with(|k| k.set(keep));
+                        let out = crate::stage::showing(false, || rewrite(&input, &rules));
+                        KEEP_REDEX.with(|k| k.set(true));
+                        out.map(|(q, tr)| (print_program(&q, &PrintOptions::ascii()), tr.taken, q))
+                    };
+                    let (Ok(kept), Ok(moved)) = (run(true), run(false)) else { panic!("{f:?}: one of the rewrites stopped") };
+                    assert_eq!((&kept.0, kept.1), (&moved.0, moved.1), "{f:?}");
+                    compared += 1;
+                    input = moved.2;
+                }
+            }
+            assert!(compared > 40, "{compared} rewrites compared");
+        });
+    }
+
     #[test]
     fn lemma_5_3_refuses_a_continuation_left_behind() {
         let (p, _, _) = direct_output(&chain(2, false));

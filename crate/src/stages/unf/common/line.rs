@@ -105,6 +105,10 @@ fn describe(name: &str, params: &Pat, body: &Expr) -> (String, Option<u64>) {
         ExprKind::Tuple(es) => es.iter().collect(),
         _ => vec![&**arg],
     };
+    if !crate::stage::shown() {
+        // not shown (the page draws it when it is selected, run again): the shape, not the text
+        return (name.to_string(), continuation_node(&callee.text));
+    }
     let o = PrintOptions::default();
     let mut changes = vec![];
     for (i, a) in args.iter().enumerate() {

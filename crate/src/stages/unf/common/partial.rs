@@ -142,41 +142,48 @@ fn is_var(e: &Expr) -> bool {
 }
 
 /// R16 `πi <e1, e2> ~> ei`.
-fn r16_projection(e: &Expr, _: &mut RewriteCx) -> Option<Expr> {
-    match &e.kind {
-        ExprKind::Fst(t) | ExprKind::Snd(t) => match &t.kind {
-            ExprKind::Tuple(es) if es.len() == 2 => Some(es[usize::from(matches!(e.kind, ExprKind::Snd(_)))].clone()),
-            _ => None,
-        },
-        _ => None,
+fn r16_projection(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let i = usize::from(matches!(e.kind, ExprKind::Snd(_)));
+    let (ExprKind::Fst(t) | ExprKind::Snd(t)) = &mut e.kind else { return None };
+    let ExprKind::Tuple(es) = &mut t.kind else { return None };
+    if es.len() != 2 {
+        return None;
     }
+    // the result is a part of the redex, normal already
+    cx.changed = Some(Changed::Nothing);
+    Some(cx.take(&mut es[i]))
 }
 
 /// R1 `(fun p → e) a ~> let p = a in e` (n-ary: p is the tuple of parameters, split afterwards).
-fn r1_beta(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::App(f, a) = &e.kind else { return None };
-    let ExprKind::Lam(_, p, body) = &f.kind else { return None };
+fn r1_beta(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::App(f, a) = &mut e.kind else { return None };
+    let ExprKind::Lam(_, p, body) = &mut f.kind else { return None };
     // a new root over two parts of the redex
     cx.changed = Some(Changed::Only(vec![]));
-    Some(let_typed(p.clone(), (**a).clone(), (**body).clone()))
+    Some(let_typed(p.clone(), cx.take(a), cx.take(body)))
 }
 
 /// R17 `let x = (let y = e1 in e2) in e3 ~> let y = e1 in let x = e2 in e3`, for a whole chain of lets
 /// on the right at once (one step instead of one per link, each of which would walk e3 again).
-fn r17_let_of_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(p, rhs, e3) = &e.kind else { return None };
-    let mut links = vec![];
-    let mut cur = &**rhs;
-    while let ExprKind::Let(q, e1, e2) = &cur.kind {
-        links.push((q, e1, cur.span));
-        cur = e2;
-    }
-    if links.is_empty() {
+fn r17_let_of_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(p, rhs, e3) = &mut e.kind else { return None };
+    if !matches!(rhs.kind, ExprKind::Let(..)) {
         return None;
     }
+    let mut links = vec![];
+    let mut cur = cx.take(rhs);
+    loop {
+        match cur.kind {
+            ExprKind::Let(q, e1, e2) => {
+                links.push((q, *e1, cur.span));
+                cur = *e2;
+            }
+            kind => break cur = Expr { kind, span: cur.span, ty: cur.ty },
+        }
+    }
     let n = links.len();
-    let inner = let_typed(p.clone(), cur.clone(), (**e3).clone());
-    let out = links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q.clone(), (**e1).clone(), acc), span));
+    let inner = let_typed(p.clone(), cur, cx.take(e3));
+    let out = links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q, e1, acc), span));
     // every let of the result is new; their right-hand sides and e3 are parts of the redex
     let mut dirty = vec![];
     chain_bodies(&out, n, &mut dirty);
@@ -186,7 +193,7 @@ fn r17_let_of_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R18 `f(let x = e1 in e2) ~> let x = e1 in f(e2)`, for f an application, a tuple, a projection or a
 /// primitive (the language is pure, so evaluating e1 first changes nothing). Never out of a lambda.
-fn r18_let_out_of_argument(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let is_let = |x: &Expr| matches!(x.kind, ExprKind::Let(..));
     let candidate = match &e.kind {
         ExprKind::App(f, a) => is_let(f) || is_let(a),
@@ -197,20 +204,18 @@ fn r18_let_out_of_argument(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     if !candidate {
         return None;
     }
-    let mut out = e.clone();
+    let mut out = cx.take(e);
     let slot: &mut Expr = match &mut out.kind {
         ExprKind::App(f, a) => {
-            if matches!(f.kind, ExprKind::Let(..)) {
+            if is_let(f) {
                 f
-            } else if matches!(a.kind, ExprKind::Let(..)) {
-                a
             } else {
-                return None;
+                a
             }
         }
-        ExprKind::Fst(x) | ExprKind::Snd(x) if matches!(x.kind, ExprKind::Let(..)) => x,
-        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter_mut().find(|x| matches!(x.kind, ExprKind::Let(..)))?,
-        _ => return None,
+        ExprKind::Fst(x) | ExprKind::Snd(x) => x,
+        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter_mut().find(|x| is_let(x)).expect("a candidate"),
+        _ => unreachable!("a candidate"),
     };
     let inner = std::mem::replace(slot, Expr::gen(ExprKind::Unit));
     let ExprKind::Let(q, e1, e2) = inner.kind else { unreachable!("matched a let") };
@@ -224,46 +229,56 @@ fn r18_let_out_of_argument(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R2 for one let: `let _ = e in b ~> b`, and a continuation no one calls.
-fn r2_dead_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(p, rhs, b) = &e.kind else { return None };
+fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(p, rhs, b) = &mut e.kind else { return None };
     let dead = match p {
         Pat::Wild(_) | Pat::Unit(_) => true,
         Pat::Var(n, _) => matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0,
         _ => false,
     };
+    if !dead {
+        return None;
+    }
     // the result is the redex's body, normal already
-    cx.changed = dead.then_some(Changed::Nothing);
-    dead.then(|| (**b).clone())
+    cx.changed = Some(Changed::Nothing);
+    Some(cx.take(b))
 }
 
 /// R3 `let x1 = x2 in e ~> e[x2/x1]`.
-fn r3_forward_substitution(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
+fn r3_forward_substitution(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &mut e.kind else { return None };
     if !is_var(rhs) {
         return None;
     }
     let mut dirty = vec![];
-    let (out, _) = subst_tracked((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())]), &mut dirty);
+    let (out, _) = subst_tracked(cx.take(b), &HashMap::from_iter([(x.id, (**rhs).clone())]), &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
     Some(out)
 }
 
 /// `let Y = fun … in C[Y] ~> C[fun …]` when Y occurs once (Lemma 5.1: every continuation does).
-fn inline_continuation(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(y, _), rhs, b) = &e.kind else { return None };
+fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(y, _), rhs, b) = &mut e.kind else { return None };
     if !matches!(rhs.kind, ExprKind::Lam(..)) || occurrences(b, y.id) != 1 {
         return None;
     }
     let mut dirty = vec![];
-    let (out, _) = subst_tracked((**b).clone(), &HashMap::from_iter([(y.id, (**rhs).clone())]), &mut dirty);
+    // its one occurrence gets the continuation itself, not a copy
+    let (y, mut once) = (y.id, Some(cx.take(rhs)));
+    let mut put = |x: &Expr| match &x.kind {
+        ExprKind::Var(n) if n.id == y => once.take(),
+        _ => None,
+    };
+    let mut out = cx.take(b);
+    replace_tracked(&mut out, &mut put, &|_| true, 1, &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
     Some(out)
 }
 
 /// `let (x1, …, xn) = e in C[(x1, …, xn)] ~> C[e]` when the xi occur only there, once, and not under a
 /// lambda (the wrapper's `let (g1, …, gn) = Y(0_Γ, 1) in (r, (g1, …, gn))`): no work moves or repeats.
-fn eta_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
+fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &mut e.kind else { return None };
     let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
     let set: HashSet<u32> = ids.iter().copied().collect();
     if set.len() != ids.len() {
@@ -301,9 +316,10 @@ fn eta_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     if !found || uses != ids.len() {
         return None;
     }
-    let mut out = (**b).clone();
+    let mut out = cx.take(b);
     let mut dirty = vec![];
-    let mut put = |x: &Expr| rebuilds(x).then(|| (**rhs).clone());
+    let mut once = Some(cx.take(rhs));
+    let mut put = |x: &Expr| if rebuilds(x) { once.take() } else { None };
     replace_tracked(&mut out, &mut put, &|x| !matches!(x.kind, ExprKind::Lam(..)), 1, &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
     Some(out)
@@ -311,9 +327,9 @@ fn eta_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// `let (p1, …, pn) = <e1, …, en> in b ~> let p1 = e1 in … let pn = en in b` (the note's destructuring
 /// of `let x, Y = <e1, e2>`), with R3 for the components that are variables and R2 for the dead ones.
-fn split_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &e.kind else { return None };
-    let ExprKind::Tuple(es) = &rhs.kind else { return None };
+fn split_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Tuple(es) = &mut rhs.kind else { return None };
     if ps.len() != es.len() {
         return None;
     }
@@ -321,18 +337,18 @@ fn split_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let used = counts(b, &ids);
     let mut map = HashMap::default();
     let mut lets = vec![];
-    for (p, c) in ps.iter().zip(es) {
+    for (p, c) in ps.iter().zip(es.iter_mut()) {
         match p {
             Pat::Wild(_) | Pat::Unit(_) => {}
             Pat::Var(n, _) if is_var(c) => {
                 map.insert(n.id, c.clone());
             }
             Pat::Var(n, _) if !used.contains_key(&n.id) => {}
-            _ => lets.push((p.clone(), c.clone())),
+            _ => lets.push((p.clone(), cx.take(c))),
         }
     }
     let mut dirty = vec![];
-    let (body, body_dirty) = subst_tracked((**b).clone(), &map, &mut dirty);
+    let (body, body_dirty) = subst_tracked(cx.take(b), &map, &mut dirty);
     let n = lets.len();
     let out = lets.into_iter().rev().fold(body, |acc, (p, c)| let_typed(p, c, acc));
     // the new lets but the root, and the body below them if something in it changed
@@ -345,30 +361,44 @@ fn split_tuple_let(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R2 over a lambda's body: every let of its chain whose variables are not used later is dropped, in
 /// one walk from the end (a rule per let would look at the rest of the chain once per let).
-fn r2_dead_lets(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Lam(k, p, body) = &e.kind else { return None };
-    let mut links = vec![];
-    let mut cur = &**body;
-    while let ExprKind::Let(q, rhs, b) = &cur.kind {
-        links.push((q, rhs, cur.span));
-        cur = b;
-    }
-    let mut live = HashSet::default();
-    vars_in(cur, &mut live);
-    let mut keep = vec![false; links.len()];
-    for (i, (q, rhs, _)) in links.iter().enumerate().rev() {
-        if q.names().iter().any(|n| live.contains(&n.id)) {
-            keep[i] = true;
-            vars_in(rhs, &mut live);
+fn r2_dead_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Lam(k, p, body) = &mut e.kind else { return None };
+    let mut keep = vec![];
+    {
+        let mut links = vec![];
+        let mut cur = &**body;
+        while let ExprKind::Let(q, rhs, b) = &cur.kind {
+            links.push((q, rhs));
+            cur = b;
+        }
+        let mut live = HashSet::default();
+        vars_in(cur, &mut live);
+        keep.resize(links.len(), false);
+        for (i, (q, rhs)) in links.iter().enumerate().rev() {
+            if q.names().iter().any(|n| live.contains(&n.id)) {
+                keep[i] = true;
+                vars_in(rhs, &mut live);
+            }
         }
     }
     if keep.iter().all(|k| *k) {
         return None;
     }
-    let mut out = cur.clone();
+    let mut links = vec![];
+    let mut cur = cx.take(body);
+    loop {
+        match cur.kind {
+            ExprKind::Let(q, rhs, b) => {
+                links.push((q, *rhs, cur.span));
+                cur = *b;
+            }
+            kind => break cur = Expr { kind, span: cur.span, ty: cur.ty },
+        }
+    }
+    let mut out = cur;
     for (i, (q, rhs, span)) in links.into_iter().enumerate().rev() {
         if keep[i] {
-            out = at(let_typed(q.clone(), (**rhs).clone(), out), span);
+            out = at(let_typed(q, rhs, out), span);
         }
     }
     // every kept link is a new let (rebuilt typed as its body, which need not be the type the

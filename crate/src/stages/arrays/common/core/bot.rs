@@ -94,7 +94,7 @@ fn let_index(u: &Expr, fresh: &mut Fresh, k: impl FnOnce(&Expr) -> Expr) -> Expr
 
 macro_rules! build_rule {
     ($f:ident, |$k:ident, $i:ident, $body:ident, $cx:ident| $e:expr) => {
-        fn $f(e: &Expr, $cx: &mut RewriteCx) -> Option<Expr> {
+        fn $f(e: &mut Expr, $cx: &mut RewriteCx) -> Option<Expr> {
             let Core::Build1 { k: $k, i: $i, body: $body } = view(e) else { return None };
             $e
         }
@@ -162,7 +162,7 @@ build_rule!(b7_sum_outer, |k, i, body, cx| {
     Some(sum_outer(tr(&[1, 0], rebuild(k, i, t, cx.fresh))))
 });
 
-fn b89(e: &Expr, cx: &mut RewriteCx, is_gather: bool) -> Option<Expr> {
+fn b89(e: &mut Expr, cx: &mut RewriteCx, is_gather: bool) -> Option<Expr> {
     let Core::Build1 { k, i, body } = view(e) else { return None };
     let (sizes, t, is, ix) = match (view(body), is_gather) {
         (Core::Gather { sizes, t, is, ix }, true) | (Core::Scatter { sizes, t, is, ix }, false) => (sizes, t, is, ix),
@@ -193,7 +193,7 @@ fn b89(e: &Expr, cx: &mut RewriteCx, is_gather: bool) -> Option<Expr> {
 /// function after the other). B8 alone would add a dimension (the replicate or the inner gather) to
 /// every level of a nest of maps, past the three a gather here takes (`map (\mm -> map (\r ->
 /// shift1L r) mm) t`: the issue's `build1 k (\i -> gather … (index m i) …)`).
-fn b8_gather_fused(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn b8_gather_fused(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let Core::Build1 { k, i, body } = view(e) else { return None };
     let Core::Gather { sizes, t, is, ix } = view(body) else { return None };
     let j = cx.fresh.name(&i.text);
@@ -213,11 +213,11 @@ fn b8_gather_fused(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
     gather(new_sizes, base, &new_is, new_ix)
 }
 
-fn b8_gather(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn b8_gather(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     b89(e, cx, true)
 }
 
-fn b9_scatter(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn b9_scatter(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     b89(e, cx, false)
 }
 
@@ -240,7 +240,7 @@ build_rule!(b12_transpose, |k, i, body, cx| {
 
 /// BI1, BI2, BI4: `build1 k (λi. index base ix)` with base a variable, a constant literal or a
 /// scatter ⇝ `gather (k ::: sh) base' (λ[i]. ix)` (base' = build1 k (λi. scatter …) for BI4).
-fn bi_index(e: &Expr, cx: &mut RewriteCx, which: u8) -> Option<Expr> {
+fn bi_index(e: &mut Expr, cx: &mut RewriteCx, which: u8) -> Option<Expr> {
     let Core::Build1 { k, i, body } = view(e) else { return None };
     let (base, ix) = index_chain(body);
     if ix.is_empty() {
@@ -272,13 +272,13 @@ fn has_var(e: &Expr) -> bool {
     false
 }
 
-fn bi1_var(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn bi1_var(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     bi_index(e, cx, 1)
 }
-fn bi2_const(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn bi2_const(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     bi_index(e, cx, 2)
 }
-fn bi4_scatter(e: &Expr, cx: &mut RewriteCx) -> Option<Expr> {
+fn bi4_scatter(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     bi_index(e, cx, 4)
 }
 
@@ -292,7 +292,7 @@ build_rule!(bi3_literal, |k, i, body, cx| {
 
 macro_rules! index_rule {
     ($f:ident, |$t:ident, $u:ident, $cx:ident| $e:expr) => {
-        fn $f(e: &Expr, $cx: &mut RewriteCx) -> Option<Expr> {
+        fn $f(e: &mut Expr, $cx: &mut RewriteCx) -> Option<Expr> {
             let Core::Index { t: $t, u: $u } = view(e) else { return None };
             $e
         }
