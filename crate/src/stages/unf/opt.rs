@@ -21,13 +21,13 @@
 //!   binder (`map2 (x,y. e)`), where it would run once per element.
 
 use super::common::{lambda_body, lambda_params, PAPER};
-use super::common::partial::{check_lemma_5_3, counts, let_typed, pe_rules, rewrite, subst, trace_views};
+use super::common::partial::{address, check_lemma_5_3, counts, let_typed, pe_rules, replace_tracked, rewrite, subst_tracked, trace_views};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;
 use crate::features::{Feature, Features};
 use crate::ir::*;
-use crate::kit::rewrite::{RewriteCx, Rule};
+use crate::kit::rewrite::{Changed, RewriteCx, Rule};
 use crate::stage::{Input, Output, Source, Stage, StageInfo};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -125,13 +125,27 @@ fn typed_prim(op: Prim, args: Vec<Expr>, ty: Type) -> Expr {
 }
 
 /// R4 `let x = c in e ~> e[c/x]` for c = 0, 1.
-fn r4_constants(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
+fn r4_constants(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &mut e.kind else { return None };
     let c = real_lit(rhs)?;
     if c != 0.0 && c != 1.0 {
         return None;
     }
-    Some(subst((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())])))
+    Some(substituted(cx, b, x.id, rhs))
+}
+
+/// `b[rhs/x]`, with the rule's account of what changed (the nodes above each replaced `x`).
+fn substituted(cx: &mut RewriteCx, b: &mut Expr, x: u32, rhs: &Expr) -> Expr {
+    let mut dirty = vec![];
+    let (out, _) = subst_tracked(cx.take(b), &HashMap::from_iter([(x, rhs.clone())]), &mut dirty);
+    cx.changed = Some(Changed::Only(dirty));
+    out
+}
+
+/// A part of the redex as the whole result (normal already).
+fn part(cx: &mut RewriteCx, e: &mut Expr) -> Expr {
+    cx.changed = Some(Changed::Nothing);
+    cx.take(e)
 }
 
 /// The constant element of `map (v. c) W` (OnesLike, ZerosLike), where c is a literal or a variable
@@ -147,8 +161,8 @@ fn constant_array(e: &Expr) -> Option<&Expr> {
 /// R4 for OnesLike and ZerosLike (A.6's "forward substitution" of `OnesLike(A)`): `let Z = map (v. c) W
 /// in e ~> e[map (v. c) W / Z]` when every use of Z is an array argument of a map2, which R7 then
 /// turns into a map over the other array (so no pass over an array is repeated).
-fn r4_constant_arrays(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(z, _), rhs, b) = &e.kind else { return None };
+fn r4_constant_arrays(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(z, _), rhs, b) = &mut e.kind else { return None };
     constant_array(rhs)?;
     let (mut all, mut in_map2) = (0, 0);
     let mut stack = vec![&**b];
@@ -162,7 +176,7 @@ fn r4_constant_arrays(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
         }
         each_child(x, &mut |c| stack.push(c));
     }
-    (all > 0 && all == in_map2).then(|| subst((**b).clone(), &HashMap::from_iter([(z.id, (**rhs).clone())])))
+    (all > 0 && all == in_map2).then(|| substituted(cx, b, z.id, rhs))
 }
 
 /// R5 `0 * e ~> 0` and `e * 0 ~> 0` (inexact: not when e is NaN or ∞).
@@ -174,14 +188,18 @@ fn r5_times_zero(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R6 `0 + e ~> e`, `1 * e ~> e`, and their mirror images, `e - 0 ~> e`, `0 - e ~> -e`.
-fn r6_units(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Prim(op, xs) = &e.kind else { return None };
+fn r6_units(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(op, xs) = &mut e.kind else { return None };
     match op {
-        P::Add if is_lit(&xs[0], 0.0) => Some(xs[1].clone()),
-        P::Add | P::Sub if is_lit(&xs[1], 0.0) => Some(xs[0].clone()),
-        P::Sub if is_lit(&xs[0], 0.0) => Some(typed_prim(P::Neg, vec![xs[1].clone()], Type::Real)),
-        P::Mul if is_lit(&xs[0], 1.0) => Some(xs[1].clone()),
-        P::Mul if is_lit(&xs[1], 1.0) => Some(xs[0].clone()),
+        P::Add if is_lit(&xs[0], 0.0) => Some(part(cx, &mut xs[1])),
+        P::Add | P::Sub if is_lit(&xs[1], 0.0) => Some(part(cx, &mut xs[0])),
+        P::Sub if is_lit(&xs[0], 0.0) => {
+            // a new root over a part of the redex
+            cx.changed = Some(Changed::Only(vec![]));
+            Some(typed_prim(P::Neg, vec![cx.take(&mut xs[1])], Type::Real))
+        }
+        P::Mul if is_lit(&xs[0], 1.0) => Some(part(cx, &mut xs[1])),
+        P::Mul if is_lit(&xs[1], 1.0) => Some(part(cx, &mut xs[0])),
         _ => None,
     }
 }
@@ -206,16 +224,16 @@ fn fold_constants(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// X1 `map2 (x,y. y) A B ~> B`, X2 `map2 (x,y. x) A B ~> A`, X3 `map2 (x,y. c) A B ~> map (y. c) B`
 /// (c mentions neither x nor y).
-fn x123_map2_projection(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Prim(P::Map2, args) = &e.kind else { return None };
+fn x123_map2_projection(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Map2, args) = &mut e.kind else { return None };
     let ps = lambda_params(&args[0], 2)?;
     let body = lambda_body(&args[0], 2);
     if let ExprKind::Var(n) = &body.kind {
         if n.id == ps[0].id {
-            return Some(args[1].clone());
+            return Some(part(cx, &mut args[1]));
         }
         if n.id == ps[1].id {
-            return Some(args[2].clone());
+            return Some(part(cx, &mut args[2]));
         }
     }
     let c = counts(body, &HashSet::from_iter([ps[0].id, ps[1].id]));
@@ -250,30 +268,31 @@ fn r7_map2_constant_array(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 }
 
 /// R9 `map (x. x) A ~> A`.
-fn r9_map_identity(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Prim(P::Map, args) = &e.kind else { return None };
+fn r9_map_identity(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Map, args) = &mut e.kind else { return None };
     let v = lambda_params(&args[0], 1)?;
-    matches!(&lambda_body(&args[0], 1).kind, ExprKind::Var(n) if n.id == v[0].id).then(|| args[1].clone())
+    matches!(&lambda_body(&args[0], 1).kind, ExprKind::Var(n) if n.id == v[0].id).then(|| part(cx, &mut args[1]))
 }
 
 /// R11 `reduce * 1 OnesLike(A) ~> 1`, R12 `reduce +^ 0 ZerosLike(A) ~> 0` (also on tuples of zeros: the
 /// map2 rule's context share `reduce +^ 0^ G` of a body that does not use the context, the note's P7).
-fn r11_r12_reduce_of_units(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Prim(P::Reduce, args) = &e.kind else { return None };
+fn r11_r12_reduce_of_units(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Reduce, args) = &mut e.kind else { return None };
     let ExprKind::Prim(P::Map, m) = &args[2].kind else { return None };
     lambda_params(&m[0], 1)?;
     let c = lambda_body(&m[0], 1);
     let units = (is_zero(&args[1]) && is_zero(c) && is_plus_fn(&args[0])) || (is_lit(&args[1], 1.0) && is_lit(c, 1.0) && is_times_fn(&args[0]));
-    units.then(|| args[1].clone())
+    units.then(|| part(cx, &mut args[1]))
 }
 
 /// X5 with R13: `shift1L (scanr * 1 OnesLike(W)) ~> OnesLike(W)`, exact for every length (scanr * 1 of
 /// n ones is n + 1 ones, shift1L drops one).
-fn x5_scan_of_ones(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Prim(P::Shift1L, a) = &e.kind else { return None };
-    let ExprKind::Prim(P::Scanr, s) = &a[0].kind else { return None };
+fn x5_scan_of_ones(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Prim(P::Shift1L, a) = &mut e.kind else { return None };
+    let ExprKind::Prim(P::Scanr, s) = &mut a[0].kind else { return None };
     let ExprKind::Prim(P::Map, m) = &s[2].kind else { return None };
-    (is_times_fn(&s[0]) && is_lit(&s[1], 1.0) && lambda_params(&m[0], 1).is_some() && is_lit(lambda_body(&m[0], 1), 1.0)).then(|| s[2].clone())
+    let ones = is_times_fn(&s[0]) && is_lit(&s[1], 1.0) && lambda_params(&m[0], 1).is_some() && is_lit(lambda_body(&m[0], 1), 1.0);
+    ones.then(|| part(cx, &mut s[2]))
 }
 
 /// R15 fusion: `map (x. e1) (map2 (y1,y2. e2) A B) ~> map2 (y1,y2. let x = e2 in e1) A B`, and
@@ -295,11 +314,17 @@ fn r15_fusion(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     Some(typed_prim(*inner, out, e.ty.clone()))
 }
 
-/// The nesting depth of `e`.
-fn depth(e: &Expr) -> usize {
+/// The nesting depth of `e` once each variable of `depths` is replaced by an expression that deep.
+fn depth_with(e: &Expr, depths: &HashMap<u32, usize>) -> usize {
     let mut max = 0;
     let mut stack = vec![(e, 1)];
     while let Some((x, d)) = stack.pop() {
+        if let ExprKind::Var(n) = &x.kind {
+            if let Some(k) = depths.get(&n.id) {
+                max = max.max(d + k - 1);
+                continue;
+            }
+        }
         max = max.max(d);
         each_child(x, &mut |c| stack.push((c, d + 1)));
     }
@@ -322,30 +347,93 @@ fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
     out
 }
 
+/// `e` with each variable of `map` replaced by its value, moved (each occurs once); pushes onto
+/// `dirty` the nodes above a replacement and the replaced nodes whose value has a new root (the
+/// bool beside it), and says whether `e`'s own root is either.
+fn subst_once(e: &mut Expr, map: &mut HashMap<u32, (Expr, bool)>, dirty: &mut Vec<usize>) -> bool {
+    let root = address(e);
+    let (mut new_roots, mut root_new) = (vec![], false);
+    let mut put = |x: &Expr| {
+        let ExprKind::Var(n) = &x.kind else { return None };
+        let (value, new) = map.remove(&n.id)?;
+        if new {
+            if address(x) == root {
+                root_new = true;
+            } else {
+                new_roots.push(address(x));
+            }
+        }
+        Some(value)
+    };
+    let above = replace_tracked(e, &mut put, &|_| true, usize::MAX, dirty);
+    dirty.extend(new_roots);
+    above || root_new
+}
+
 /// X7 over a lambda's body: each let of its chain whose variable occurs once, not under a binder, is
-/// inlined there, while the expression stays at most `X7_DEPTH` deep (one walk of the chain).
-fn x7_single_use_lets(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Lam(k, p, body) = &e.kind else { return None };
+/// inlined there, while the expression stays at most `X7_DEPTH` deep (one walk of the chain to decide,
+/// one to inline).
+fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Lam(k, p, body) = &mut e.kind else { return None };
     let u = uses(body);
-    let mut map: HashMap<u32, Expr> = HashMap::default();
-    let mut kept = vec![];
+    // the lets inlined, each with its right-hand side's depth after the inlining before it
+    let mut depths: HashMap<u32, usize> = HashMap::default();
     let mut cur = &**body;
     while let ExprKind::Let(q, rhs, b) = &cur.kind {
-        let rhs = subst((**rhs).clone(), &map);
-        match q {
-            Pat::Var(n, _) if u.get(&n.id) == Some(&(1, 1)) && depth(&rhs) <= X7_DEPTH => {
-                map.insert(n.id, rhs);
+        if let Pat::Var(n, _) = q {
+            if u.get(&n.id) == Some(&(1, 1)) {
+                let d = depth_with(rhs, &depths);
+                if d <= X7_DEPTH {
+                    depths.insert(n.id, d);
+                }
             }
-            _ => kept.push((q.clone(), rhs, cur.span)),
         }
         cur = b;
     }
-    if map.is_empty() {
+    if depths.is_empty() {
         return None;
     }
-    let tail = subst(cur.clone(), &map);
-    let out = kept.into_iter().rev().fold(tail, |acc, (q, rhs, span)| at(let_typed(q, rhs, acc), span));
-    Some(Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() })
+    let mut links = vec![];
+    let mut cur = cx.take(body);
+    loop {
+        match cur.kind {
+            ExprKind::Let(q, rhs, b) => {
+                links.push((q, *rhs, cur.span));
+                cur = *b;
+            }
+            kind => break cur = Expr { kind, span: cur.span, ty: cur.ty },
+        }
+    }
+    let (mut map, mut dirty, mut kept) = (HashMap::default(), vec![], vec![]);
+    for (q, mut rhs, span) in links {
+        let new = subst_once(&mut rhs, &mut map, &mut dirty);
+        match &q {
+            Pat::Var(n, _) if depths.contains_key(&n.id) => {
+                map.insert(n.id, (rhs, new));
+            }
+            _ => kept.push((q, rhs, span, new)),
+        }
+    }
+    let tail_new = subst_once(&mut cur, &mut map, &mut dirty);
+    let new_rhs: Vec<bool> = kept.iter().map(|l| l.3).collect();
+    let body = kept.into_iter().rev().fold(cur, |acc, (q, rhs, span, _)| at(let_typed(q, rhs, acc), span));
+    let out = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(body)), span: e.span, ty: e.ty.clone() };
+    // every kept let is new (rebuilt), and so is a right-hand side or the tail whose root is
+    let ExprKind::Lam(_, _, body) = &out.kind else { unreachable!("built a lambda") };
+    let mut cur = &**body;
+    for new in new_rhs {
+        dirty.push(address(cur));
+        let ExprKind::Let(_, rhs, b) = &cur.kind else { unreachable!("built a let") };
+        if new {
+            dirty.push(address(rhs));
+        }
+        cur = b;
+    }
+    if tail_new {
+        dirty.push(address(cur));
+    }
+    cx.changed = Some(Changed::Only(dirty));
+    Some(out)
 }
 
 /// How many nodes a branch may have for R19 to compare it with the other (by its printed text).
@@ -367,20 +455,20 @@ fn small(e: &Expr, mut left: usize) -> bool {
 /// `if e1 then e2 else e2 ~> e2` (the two branches of a gradient are often the same zeros). The
 /// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 is its own rule
 /// below, applied only where the context it copies is small.
-fn r19_r21_conditionals(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::If(c, a, b) = &e.kind else { return None };
+fn r19_r21_conditionals(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::If(c, a, b) = &mut e.kind else { return None };
     // a comparison of two constants is folded here (the condition's own constant folding)
     let known = match &c.kind {
         ExprKind::Bool(v) => Some(*v),
         _ => compare_literals(c),
     };
     match known {
-        Some(true) => return Some((**a).clone()),
-        Some(false) => return Some((**b).clone()),
+        Some(true) => return Some(part(cx, a)),
+        Some(false) => return Some(part(cx, b)),
         None => {}
     }
     let o = crate::print::PrintOptions::ascii();
-    (small(a, R19_NODES) && small(b, R19_NODES) && crate::print::print_expr(a, &o) == crate::print::print_expr(b, &o)).then(|| (**a).clone())
+    (small(a, R19_NODES) && small(b, R19_NODES) && crate::print::print_expr(a, &o) == crate::print::print_expr(b, &o)).then(|| part(cx, a))
 }
 
 fn atom(e: &Expr) -> bool {
@@ -445,9 +533,9 @@ fn fold_comparisons(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// R4 for conditions: `let b = true in e ~> e[true/b]` (and false), so that R20/R21 see the constant
 /// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
-fn r4_condition(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &e.kind else { return None };
-    matches!(rhs.kind, ExprKind::Bool(_)).then(|| subst((**b).clone(), &HashMap::from_iter([(x.id, (**rhs).clone())])))
+fn r4_condition(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
+    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &mut e.kind else { return None };
+    matches!(rhs.kind, ExprKind::Bool(_)).then(|| substituted(cx, b, x.id, rhs))
 }
 
 /// Fig. 12's optimisations and A.6's extra rewrites, after the partial-evaluation rules.

@@ -43,22 +43,7 @@ pub fn vars_in(e: &Expr, out: &mut HashSet<u32>) {
     }
 }
 
-/// `e` with the variables of `map` replaced, simultaneously (binders are unique: nothing is captured).
-pub fn subst(mut e: Expr, map: &HashMap<u32, Expr>) -> Expr {
-    let mut stack = vec![&mut e];
-    while let Some(x) = stack.pop() {
-        if let ExprKind::Var(n) = &x.kind {
-            if let Some(r) = map.get(&n.id) {
-                *x = r.clone();
-                continue;
-            }
-        }
-        stack.extend(children_mut(x));
-    }
-    e
-}
-
-fn address(e: &Expr) -> usize {
+pub fn address(e: &Expr) -> usize {
     e as *const Expr as usize
 }
 
@@ -67,7 +52,7 @@ fn address(e: &Expr) -> usize {
 /// walks again only what changed (`rewrite::Changed`), pushes onto `dirty` the addresses of the nodes
 /// above a replacement but `e` itself, and says whether `e` is above one. (The addresses are of nodes
 /// in boxes or vectors, which stay where they are when `e` is moved.)
-fn replace_tracked(
+pub fn replace_tracked(
     e: &mut Expr,
     f: &mut dyn FnMut(&Expr) -> Option<Expr>,
     descend: &dyn Fn(&Expr) -> bool,
@@ -110,8 +95,9 @@ fn replace_tracked(
     root_dirty
 }
 
-/// `subst` that also says what changed (see `replace_tracked`).
-fn subst_tracked(mut e: Expr, map: &HashMap<u32, Expr>, dirty: &mut Vec<usize>) -> (Expr, bool) {
+/// `e` with the variables of `map` replaced, simultaneously (binders are unique: nothing is captured),
+/// saying what changed (see `replace_tracked`).
+pub fn subst_tracked(mut e: Expr, map: &HashMap<u32, Expr>, dirty: &mut Vec<usize>) -> (Expr, bool) {
     let mut f = |x: &Expr| match &x.kind {
         ExprKind::Var(n) => map.get(&n.id).cloned(),
         _ => None,
@@ -122,7 +108,7 @@ fn subst_tracked(mut e: Expr, map: &HashMap<u32, Expr>, dirty: &mut Vec<usize>) 
 
 /// The addresses of the let bodies along `e`'s chain, `n` links down (the new lets a rule built
 /// around a body: each is new, so the engine must walk it).
-fn chain_bodies(e: &Expr, n: usize, dirty: &mut Vec<usize>) {
+pub fn chain_bodies(e: &Expr, n: usize, dirty: &mut Vec<usize>) {
     let mut cur = e;
     for _ in 0..n {
         let ExprKind::Let(_, _, b) = &cur.kind else { return };
