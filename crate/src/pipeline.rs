@@ -417,13 +417,16 @@ pub struct Outputs<'a> {
     src: &'a Source<'a>,
     opts: &'a Options,
     kept: std::cell::RefCell<rustc_hash::FxHashMap<&'static str, Result<std::rc::Rc<Prepared>, Diagnostic>>>,
+    /// Each chain's `accepts` on each input its stages take (the source: None; a stage's output):
+    /// every stage of a chain asks it of the same program, and it may type-check the program.
+    accepted: std::cell::RefCell<rustc_hash::FxHashMap<(&'static str, Option<&'static str>), Result<(), Diagnostic>>>,
     /// Stages known besides the registry's (tests compose stages of their own).
     extra: Vec<&'static dyn Stage>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default(), extra: vec![] }
+        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![] }
     }
 
     /// Also knows `stages` by id (for tests of stage composition).
@@ -448,8 +451,23 @@ impl<'a> Outputs<'a> {
         if let Some(r) = self.kept.borrow().get(id) {
             return r.clone();
         }
-        let r = self.with_input(st, |src| prepare(st, src, self.opts)).and_then(|r| r).map(std::rc::Rc::new);
+        let r = self.with_input(st, |src| prepare_with(st, src, self.opts, self.chain_accepts(st, src))).and_then(|r| r).map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
+        r
+    }
+
+    /// `st`'s chain's `accepts` on `src`, `st`'s input, asked once per chain and input.
+    fn chain_accepts(&self, st: &dyn Stage, src: &Source) -> Result<(), Diagnostic> {
+        let Some(chain) = stages::chain_of(st.info().id) else { return Ok(()) };
+        let input = match st.input() {
+            Input::Source => None,
+            Input::After(before) => Some(before),
+        };
+        if let Some(r) = self.accepted.borrow().get(&(chain.id, input)) {
+            return r.clone();
+        }
+        let r = (chain.accepts)(src);
+        self.accepted.borrow_mut().insert((chain.id, input), r.clone());
         r
     }
 
@@ -523,8 +541,14 @@ pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Bud
 /// A stage's output, ready to run: refused by its supported features or `accepts`, or transformed,
 /// printed, type-checked with its builtins and checked against the types the paper states.
 pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared, Diagnostic> {
+    let chain = stages::chain_of(st.info().id).map_or(Ok(()), |chain| (chain.accepts)(src));
+    prepare_with(st, src, opts, chain)
+}
+
+/// `prepare`, given what the stage's chain's `accepts` says of `src` (`Outputs` asks it once per chain).
+fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), Diagnostic>) -> Result<Prepared, Diagnostic> {
     let id = st.info().id;
-    refusal(st, src)?;
+    refusal_with(st, src, chain)?;
     // Each phase is checked against the memory budget when it ends (limits::memory_exceeded).
     let over = |phase: &str| match crate::limits::memory_exceeded(phase) {
         Some(m) => Err(Diagnostic::error(Span::NONE, m).in_stage(id)),
@@ -602,12 +626,16 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
 /// The located refusal of a program the stage's method does not handle, if any: first by the features
 /// it supports (one scan of the program), then by its own `accepts`.
 pub fn refusal(st: &dyn Stage, src: &Source) -> Result<(), Diagnostic> {
+    let chain = stages::chain_of(st.info().id).map_or(Ok(()), |chain| (chain.accepts)(src));
+    refusal_with(st, src, chain)
+}
+
+/// `refusal`, given what the stage's chain's `accepts` says of `src`.
+fn refusal_with(st: &dyn Stage, src: &Source, chain: Result<(), Diagnostic>) -> Result<(), Diagnostic> {
     let id = st.info().id;
     let restriction = st.info().accepts;
     crate::features::scan(src.program).refuse(st.supports(), restriction).map_err(|d| d.in_stage(id).refused())?;
-    if let Some(chain) = stages::chain_of(id) {
-        (chain.accepts)(src).map_err(|d| d.in_stage(id).refused())?;
-    }
+    chain.map_err(|d| d.in_stage(id).refused())?;
     st.accepts(src).map_err(|d| d.in_stage(id).refused())
 }
 
