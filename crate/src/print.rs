@@ -235,9 +235,15 @@ impl Occ {
         self.globals.entry(text).or_default().push(i);
     }
 
+    /// A binder's scope: its occurrence numbers are recorded (`span_of`), the renamer's question.
+    fn body(&mut self, b: &Expr) {
+        let start = self.next;
+        self.expr(b);
+        self.span.insert(addr(b), (start, self.next));
+    }
+
     fn expr(&mut self, e: &Expr) {
         use ExprKind::*;
-        let start = self.next;
         match &e.kind {
             // A local that no enclosing binder binds (an open term) prints by its text, like a global.
             Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(n.text.clone()),
@@ -248,7 +254,7 @@ impl Occ {
             }
             Builtin(b) => self.global(b.clone()),
             Real(_) | Int(_) | Bool(_) | Unit => {}
-            Lam(_, p, b) => self.scoped(p.names(), |s| s.expr(b)),
+            Lam(_, p, b) => self.scoped(p.names(), |s| s.body(b)),
             Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
             App(a, b) => {
                 self.expr(a);
@@ -256,13 +262,13 @@ impl Occ {
             }
             Let(p, a, b) | Bind(p, a, b) => {
                 self.expr(a);
-                self.scoped(p.names(), |s| s.expr(b));
+                self.scoped(p.names(), |s| s.body(b));
             }
             LetRec(fs, b) => self.scoped(fs.iter().map(|f| &f.name).collect(), |s| {
                 for f in fs {
-                    s.expr(&f.body);
+                    s.body(&f.body);
                 }
-                s.expr(b);
+                s.body(b);
             }),
             Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
             Par(a, b) => {
@@ -272,8 +278,8 @@ impl Occ {
             Case(c) => {
                 let (s, p1, a, p2, b) = &**c;
                 self.expr(s);
-                self.scoped(p1.names(), |s| s.expr(a));
-                self.scoped(p2.names(), |s| s.expr(b));
+                self.scoped(p1.names(), |s| s.body(a));
+                self.scoped(p2.names(), |s| s.body(b));
             }
             If(c, a, b) => {
                 self.expr(c);
@@ -287,7 +293,6 @@ impl Occ {
                 args.iter().for_each(|x| self.expr(x));
             }
         }
-        self.span.insert(addr(e), (start, self.next));
     }
 
     fn scoped(&mut self, names: Vec<&Name>, f: impl FnOnce(&mut Self)) {
