@@ -95,7 +95,7 @@ fn inline_arg(c: &Code) -> bool {
 /// nothing: those are overwritten in place, without the out-of-line `drop_in_place::<Value>` call an
 /// assignment makes; anything else is assigned (and dropped) as usual.
 #[inline(always)]
-fn set_slot(slot: &mut Value, v: Value) {
+pub(super) fn set_slot(slot: &mut Value, v: Value) {
     match slot {
         // SAFETY: these variants own nothing, so not dropping the old value leaks nothing.
         Value::Unit | Value::Real(_) | Value::Int(_) | Value::Bool(_) => unsafe { std::ptr::write(slot, v) },
