@@ -103,15 +103,19 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
     cx.unify(&a2, &b2, Span::NONE).is_ok()
 }
 
-/// Local binders' types by id: a vector, as ids are dense; an id past `DENSE` (which no counter
-/// reaches on a program that fits in memory) goes to a map, so that one odd id costs no vector.
+/// Local binders' types by id: ids are dense (`Fresh` and the resolver count up), so a vector of
+/// 4-byte slots by id, each the index of the binder's type in `types` (a slot per id, a type per
+/// binder: a program's ids include those of the names it no longer binds). An id past `DENSE`,
+/// which no counter reaches on a program that fits in memory, goes to a map.
 #[derive(Default)]
 struct Locals {
-    dense: Vec<Option<Type>>,
+    slots: Vec<u32>,
+    types: Vec<Type>,
     sparse: HashMap<u32, Type>,
 }
 
 const DENSE: u32 = 1 << 24;
+const NONE: u32 = u32::MAX;
 
 impl Locals {
     fn insert(&mut self, id: u32, t: Type) {
@@ -120,16 +124,25 @@ impl Locals {
             return;
         }
         let i = id as usize;
-        if i >= self.dense.len() {
-            self.dense.resize(i + 1 + i / 2, None);
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1 + i / 2, NONE);
         }
-        self.dense[i] = Some(t);
+        match self.slots[i] {
+            NONE => {
+                self.slots[i] = self.types.len() as u32;
+                self.types.push(t);
+            }
+            k => self.types[k as usize] = t,
+        }
     }
     fn get(&self, id: u32) -> Option<&Type> {
         if id >= DENSE {
             return self.sparse.get(&id);
         }
-        self.dense.get(id as usize).and_then(|t| t.as_ref())
+        match self.slots.get(id as usize) {
+            Some(&k) if k != NONE => Some(&self.types[k as usize]),
+            _ => None,
+        }
     }
 }
 
