@@ -936,6 +936,46 @@ mod tests {
         Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
     }
 
+    /// Issue 15: the links of a let chain have their body's type, here a tuple of variables bound to
+    /// R, and the final zonk makes one copy of it for all of them (it used to make one per link).
+    #[test]
+    fn the_links_of_a_let_chain_share_their_zonked_type() {
+        let src = "def main x =\n  let a = x * 2.0 in\n  let b = a + 1.0 in\n  let c = b * a in\n  (a, c)\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        let mut links = vec![];
+        let mut e = &p.def("main").expect("main").body;
+        while let ExprKind::Lam(_, _, b) | ExprKind::Let(_, _, b) = &e.kind {
+            if matches!(e.kind, ExprKind::Let(..)) {
+                links.push(&e.ty);
+            }
+            e = b;
+        }
+        assert_eq!(links.len(), 3);
+        assert_eq!(show(links[0]), "(R, R)");
+        for t in &links[1..] {
+            let (Type::Tuple(x), Type::Tuple(y)) = (links[0], *t) else { panic!("{}", show(t)) };
+            assert!(std::rc::Rc::ptr_eq(x, y), "each link has its own copy of {}", show(t));
+        }
+    }
+
+    /// Local binders' types by id: an id bound again takes its new type, an id never bound has
+    /// none, and an id past the dense range (no counter reaches it, but nothing forbids it) works.
+    #[test]
+    fn locals_by_id() {
+        let mut l = Locals::default();
+        l.insert(3, Type::Real);
+        l.insert(DENSE + 7, Type::Int);
+        l.insert(3, Type::Bool);
+        l.insert(0, Type::Unit);
+        assert_eq!(l.get(3), Some(&Type::Bool));
+        assert_eq!(l.get(0), Some(&Type::Unit));
+        assert_eq!(l.get(DENSE + 7), Some(&Type::Int));
+        assert_eq!(l.get(2), None);
+        assert_eq!(l.get(1000), None);
+        assert_eq!(l.types.len(), 2, "a binder bound again keeps its one slot");
+    }
+
     thread_local! {
         /// The live heap as this test's probe reports it (0 on every other test's thread).
         static LIVE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
