@@ -103,6 +103,74 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
     cx.unify(&a2, &b2, Span::NONE).is_ok()
 }
 
+/// Local binders' types by id: ids are dense (`Fresh` and the resolver count up), so a vector of
+/// 4-byte slots by id, each the index of the binder's type in `types` (a slot per id, a type per
+/// binder: a program's ids include those of the names it no longer binds). An id past `DENSE`,
+/// which no counter reaches on a program that fits in memory, goes to a map.
+#[derive(Default)]
+struct Locals {
+    slots: Vec<u32>,
+    types: Vec<Type>,
+    sparse: HashMap<u32, Type>,
+}
+
+const DENSE: u32 = 1 << 24;
+const NONE: u32 = u32::MAX;
+
+impl Locals {
+    fn insert(&mut self, id: u32, t: Type) {
+        if id >= DENSE {
+            self.sparse.insert(id, t);
+            return;
+        }
+        let i = id as usize;
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1 + i / 2, NONE);
+        }
+        match self.slots[i] {
+            NONE => {
+                self.slots[i] = self.types.len() as u32;
+                self.types.push(t);
+            }
+            k => self.types[k as usize] = t,
+        }
+    }
+    fn get(&self, id: u32) -> Option<&Type> {
+        if id >= DENSE {
+            return self.sparse.get(&id);
+        }
+        match self.slots.get(id as usize) {
+            Some(&k) if k != NONE => Some(&self.types[k as usize]),
+            _ => None,
+        }
+    }
+}
+
+/// What zonking a whole program remembers: each bound variable's zonked type, and each compound
+/// type it has zonked (by identity: nodes share their types, e.g. every `let` of a chain has its
+/// body's), so that a type shared by many nodes is walked once and its zonked copy shared too.
+struct Memo {
+    vars: Vec<Option<Type>>,
+    /// A compound type's identity → the type (kept, so that its pointers are not reused while
+    /// they are keys) and its zonked form (None: unchanged).
+    seen: rustc_hash::FxHashMap<(u8, usize, usize), (Type, Option<Type>)>,
+}
+
+/// A compound type's identity: its variant and its children's pointers (a constructor's name's
+/// for its arguments' length); None for a leaf or a variable, which `Memo::vars` covers.
+fn identity(t: &Type) -> Option<(u8, usize, usize)> {
+    use std::rc::Rc;
+    let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
+    Some(match t {
+        Type::Tuple(ts) => (0, Rc::as_ptr(ts) as *const Type as usize, 0),
+        Type::Con(n, ts) => (1, Rc::as_ptr(ts) as *const Type as usize, Rc::as_ptr(n) as *const u8 as usize),
+        Type::Sum(a, b) => (2, ptr(a), ptr(b)),
+        Type::Fun(a, b) => (3, ptr(a), ptr(b)),
+        Type::Lin(a, b) => (4, ptr(a), ptr(b)),
+        _ => return None,
+    })
+}
+
 struct Cx<'b> {
     subst: Vec<Option<Type>>,
     /// The let-nesting level each variable was made at, lowered when it is unified with an older
@@ -116,7 +184,8 @@ struct Cx<'b> {
     numeric: Vec<(Type, Span, Prim)>,
     builtins: &'b Builtins,
     globals: HashMap<String, Scheme>,
-    locals: HashMap<u32, Type>,
+    /// Each local binder's type, by its id (ids are dense: `Fresh` and the resolver count up).
+    locals: Locals,
     /// Local binders generalised like top-level definitions (`let comp f g x = f (g x) in ...`).
     poly: HashMap<u32, Scheme>,
     /// Whether local `let`s of functions are generalised (always, but for `check_program_monomorphic`).
@@ -138,7 +207,7 @@ impl<'b> Cx<'b> {
             numeric: vec![],
             builtins,
             globals: HashMap::default(),
-            locals: HashMap::default(),
+            locals: Locals::default(),
             poly: HashMap::default(),
             generalise_locals: true,
             nodes: 0,
@@ -152,8 +221,12 @@ impl<'b> Cx<'b> {
     }
 
     fn instantiate(&mut self, s: &Scheme) -> Type {
-        let map: HashMap<u32, Type> = s.vars.iter().map(|&v| (v, self.fresh())).collect();
-        rename(&s.ty, &mut |v| map.get(&v).cloned().unwrap_or(Type::Var(v)))
+        if s.vars.is_empty() {
+            return s.ty.clone();
+        }
+        // a scheme quantifies a few variables: a list, not a hash map per use
+        let map: Vec<(u32, Type)> = s.vars.iter().map(|&v| (v, self.fresh())).collect();
+        rename(&s.ty, &mut |v| map.iter().find(|(w, _)| *w == v).map_or(Type::Var(v), |(_, t)| t.clone()))
     }
 
     fn shallow(&self, t: &Type) -> Type {
@@ -186,43 +259,56 @@ impl<'b> Cx<'b> {
 
     /// `zonk_changed`, remembering each bound variable's zonked type in `memo` (when there is one:
     /// only while the substitution no longer changes), so that the nodes of a program, whose types
-    /// mention the same variables again and again, follow each binding once and share the result.
-    fn zonk_memo(&self, t: &Type, memo: &mut Option<Vec<Option<Type>>>) -> Option<Type> {
-        match t {
+    /// mention the same variables again and again, follow each binding once and share the result;
+    /// and each compound type's, so that a type many nodes share is zonked once (`Memo::seen`).
+    fn zonk_memo(&self, t: &Type, memo: &mut Option<Memo>) -> Option<Type> {
+        let key = memo.as_ref().and_then(|_| identity(t));
+        if let (Some(k), Some(m)) = (key, memo.as_ref()) {
+            if let Some((_, z)) = m.seen.get(&k) {
+                return z.clone();
+            }
+        }
+        let z = match t {
             Type::Var(v) => {
                 let u = self.subst.get(*v as usize)?.as_ref()?;
-                if let Some(Some(z)) = memo.as_ref().map(|m| &m[*v as usize]) {
+                if let Some(Some(z)) = memo.as_ref().map(|m| &m.vars[*v as usize]) {
                     return Some(z.clone());
                 }
                 let z = self.zonk_memo(u, memo).unwrap_or_else(|| u.clone());
                 if let Some(m) = memo {
-                    m[*v as usize] = Some(z.clone());
+                    m.vars[*v as usize] = Some(z.clone());
                 }
-                Some(z)
+                return Some(z);
             }
             Type::Tuple(ts) => self.zonk_all(ts, memo).map(Type::Tuple),
             Type::Con(n, ts) => self.zonk_all(ts, memo).map(|ts| Type::Con(n.clone(), ts)),
             Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
                 let (za, zb) = (self.zonk_memo(a, memo), self.zonk_memo(b, memo));
                 if za.is_none() && zb.is_none() {
-                    return None;
+                    None
+                } else {
+                    let a = za.map_or_else(|| a.clone(), std::rc::Rc::new);
+                    let b = zb.map_or_else(|| b.clone(), std::rc::Rc::new);
+                    Some(match t {
+                        Type::Sum(..) => Type::Sum(a, b),
+                        Type::Fun(..) => Type::Fun(a, b),
+                        _ => Type::Lin(a, b),
+                    })
                 }
-                let a = za.map_or_else(|| a.clone(), std::rc::Rc::new);
-                let b = zb.map_or_else(|| b.clone(), std::rc::Rc::new);
-                Some(match t {
-                    Type::Sum(..) => Type::Sum(a, b),
-                    Type::Fun(..) => Type::Fun(a, b),
-                    _ => Type::Lin(a, b),
-                })
             }
-            _ => None,
+            _ => return None,
+        };
+        if let (Some(k), Some(m)) = (key, memo.as_mut()) {
+            m.seen.insert(k, (t.clone(), z.clone()));
         }
+        z
     }
 
     /// `zonk_memo` of each of `ts`: None when none changes.
-    fn zonk_all(&self, ts: &[Type], memo: &mut Option<Vec<Option<Type>>>) -> Option<std::rc::Rc<[Type]>> {
+    fn zonk_all(&self, ts: &[Type], memo: &mut Option<Memo>) -> Option<std::rc::Rc<[Type]>> {
         let (first, z) = ts.iter().enumerate().find_map(|(i, t)| self.zonk_memo(t, memo).map(|z| (i, z)))?;
-        let mut out: Vec<Type> = ts[..first].to_vec();
+        let mut out: Vec<Type> = Vec::with_capacity(ts.len());
+        out.extend_from_slice(&ts[..first]);
         out.push(z);
         out.extend(ts[first + 1..].iter().map(|t| self.zonk_memo(t, memo).unwrap_or_else(|| t.clone())));
         Some(out.into())
@@ -235,13 +321,13 @@ impl<'b> Cx<'b> {
 
     /// `zonk_expr` of each of `es`, with one memo.
     fn zonk_exprs<'e>(&self, es: impl Iterator<Item = &'e mut Expr>) {
-        let mut memo = Some(vec![None; self.subst.len()]);
+        let mut memo = Some(Memo { vars: vec![None; self.subst.len()], seen: Default::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
                 e.ty = z;
             }
-            stack.extend(children_mut(e));
+            each_child_mut(e, &mut |c| stack.push(c));
         }
     }
 
@@ -552,7 +638,7 @@ impl<'b> Cx<'b> {
             },
             ExprKind::Var(n) => match self.poly.get(&n.id).cloned() {
                 Some(s) => self.instantiate(&s),
-                None => match self.locals.get(&n.id) {
+                None => match self.locals.get(n.id) {
                     Some(t) => t.clone(),
                     None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
                 },
@@ -589,7 +675,7 @@ impl<'b> Cx<'b> {
                 r
             }
             ExprKind::Tuple(es) => {
-                let mut ts = vec![];
+                let mut ts = Vec::with_capacity(es.len());
                 for e in es.iter_mut() {
                     ts.push(self.infer(e)?);
                 }
@@ -644,7 +730,7 @@ impl<'b> Cx<'b> {
             }
             ExprKind::Prim(op, args) => {
                 let op = *op;
-                let mut ts = vec![];
+                let mut ts = Vec::with_capacity(args.len());
                 for a in args.iter_mut() {
                     ts.push((self.infer(a)?, a.span));
                 }
@@ -848,6 +934,46 @@ mod tests {
         let mut p = crate::syntax::parse_program(src).map_err(|ds| ds[0].message.clone())?;
         check_program_at(&mut p, &Builtins::new(), input.as_ref()).map_err(|d| d.message)?;
         Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
+    }
+
+    /// Issue 15: the links of a let chain have their body's type, here a tuple of variables bound to
+    /// R, and the final zonk makes one copy of it for all of them (it used to make one per link).
+    #[test]
+    fn the_links_of_a_let_chain_share_their_zonked_type() {
+        let src = "def main x =\n  let a = x * 2.0 in\n  let b = a + 1.0 in\n  let c = b * a in\n  (a, c)\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        let mut links = vec![];
+        let mut e = &p.def("main").expect("main").body;
+        while let ExprKind::Lam(_, _, b) | ExprKind::Let(_, _, b) = &e.kind {
+            if matches!(e.kind, ExprKind::Let(..)) {
+                links.push(&e.ty);
+            }
+            e = b;
+        }
+        assert_eq!(links.len(), 3);
+        assert_eq!(show(links[0]), "(R, R)");
+        for t in &links[1..] {
+            let (Type::Tuple(x), Type::Tuple(y)) = (links[0], *t) else { panic!("{}", show(t)) };
+            assert!(std::rc::Rc::ptr_eq(x, y), "each link has its own copy of {}", show(t));
+        }
+    }
+
+    /// Local binders' types by id: an id bound again takes its new type, an id never bound has
+    /// none, and an id past the dense range (no counter reaches it, but nothing forbids it) works.
+    #[test]
+    fn locals_by_id() {
+        let mut l = Locals::default();
+        l.insert(3, Type::Real);
+        l.insert(DENSE + 7, Type::Int);
+        l.insert(3, Type::Bool);
+        l.insert(0, Type::Unit);
+        assert_eq!(l.get(3), Some(&Type::Bool));
+        assert_eq!(l.get(0), Some(&Type::Unit));
+        assert_eq!(l.get(DENSE + 7), Some(&Type::Int));
+        assert_eq!(l.get(2), None);
+        assert_eq!(l.get(1000), None);
+        assert_eq!(l.types.len(), 2, "a binder bound again keeps its one slot");
     }
 
     thread_local! {
