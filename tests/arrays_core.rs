@@ -12,7 +12,8 @@ struct StageResult {
     agrees: Option<bool>,
     error: Option<String>,
     refused: bool,
-    error_span: Option<()>,
+    /// The error's source range (start, end), bytes.
+    error_span: Option<(usize, usize)>,
     primal: String,
     gradient: Vec<f64>,
     /// Each trace step's kind and note.
@@ -36,7 +37,7 @@ fn run(text: &str, stages: &[&str]) -> Vec<StageResult> {
                     agrees: r.agrees,
                     error: r.error,
                     refused: r.refused,
-                    error_span: r.error_span.map(|_| ()),
+                    error_span: r.error_span.map(|s| (s.start as usize, s.end as usize)),
                     primal: r.primal.map(|p| p.to_string()).unwrap_or_default(),
                     gradient: r.gradient,
                     states: r.trace.iter().map(|t| t.state.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()).collect(),
@@ -885,16 +886,23 @@ fn a_sum_of_arrays_of_two_lengths_inside_a_map_agrees_on_dual_arrays() {
 /// ragged array, outside the paper's regular arrays: bot stacks the two sides in one literal (B4)
 /// and reads the rows' length at index 0 (L0), and dual-arrays gave the gradient (1.2, 1.4) where
 /// forward mode gives (1.6, 1.4). Every Part C stage now stops at the ragged `tr`, named, rather
-/// than give a wrong gradient (the `tr` is bot's, so the message has no source line yet).
+/// than give a wrong gradient. The `tr` is bot's (B7/B10 on the outer map), and bot's terms carry
+/// the span of the source term they come from (rewrite.rs `normalise_located`; D keeps them), so
+/// the error points at the outer `map`, line 2, where the message had no line before.
 #[test]
 fn a_ragged_array_inside_a_map_stops_part_c_with_a_named_error_not_a_wrong_gradient() {
     let text = "input (0.4, 0.7)\n\
                 def main (x0, x1) = sum (map (\\p -> sum (map (\\q -> q * p) (if p > 0.5 then [p] else [p, x0]))) [x0, x1])\n";
+    let outer_map = text.find("map (\\p").unwrap();
     for stage in ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"] {
         let r = one(text, stage);
         let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
         assert!(e.contains("not regular") && e.contains("lengths 1 and 2"), "{stage}: {e}");
         assert_ne!(r.agrees, Some(false), "{stage}");
+        let (start, end) = r.error_span.unwrap_or_else(|| panic!("{stage}: the error has no span: {e}"));
+        assert!(start <= outer_map && outer_map < end && end <= text.len(), "{stage}: {:?} is not the outer map's", &text[start.min(text.len())..end.min(text.len())]);
+        let lc = cotangent::diag::line_col(text, start);
+        assert_eq!(lc.line, 2, "{stage}: {lc:?}");
     }
 }
 

@@ -11,7 +11,7 @@ use crate::features::{Feature, Features};
 use crate::interp::Builtin;
 use crate::ir::*;
 use crate::kit::passes::{first_order_at, first_order_unrolled};
-use crate::kit::rewrite::{normalise, Budget, Trace};
+use crate::kit::rewrite::{normalise_located, Budget, Trace};
 use crate::print::{print_expr, PrintOptions};
 use crate::stage::{Contract, Output, Source, Stage, StageInfo, View};
 
@@ -66,7 +66,9 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
     let mut before = p.clone();
     before.defs = vec![def_main(lam(pat.clone(), core.clone()))];
     before.next_id = fr.next_id;
-    let (out, trace) = normalise(core, &bot::rules(), &mut fr, Budget { trace_steps: 2_000, ..Budget::default() })?;
+    // bot's terms carry the span of the source term they come from (a ragged `tr`'s run-time error
+    // then points at the user's map)
+    let (out, trace) = normalise_located(core, &bot::rules(), &mut fr, Budget { trace_steps: 2_000, ..Budget::default() })?;
     bot::check_theorem_5_1(&out)?;
     let mut after = p.clone();
     after.defs = vec![def_main(lam(pat, out))];

@@ -359,5 +359,11 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         K::Inl(_) | K::Inr(_) | K::Case(..) => return Err(refuse(e.span, "sums")),
         _ => return Err(refuse(e.span, "such construct")),
     };
+    // the terms made for `e` (a map's build1, its index and length) point at it, as bot's rules'
+    // terms then point at their redex (bot.rs): a run-time error in them gets the user's line
+    let mut out = out;
+    for c in children_mut(&mut out) {
+        locate(c, e.span);
+    }
     Ok(at(out, e.span))
 }
