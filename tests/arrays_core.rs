@@ -526,13 +526,16 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
     }
 }
 
-/// What is still refused, located: a fold over pairs whose used component multiplies (soa.rs splits
-/// folds over tuples per component, and only a sum has a per-component form), and a fold inside a
-/// map whose array depends on the map's index (bot has no rule for a build1 around it: Theorem 5.1).
+/// What is still refused, located: a fold over pairs with an integer component (a packed tuple
+/// holds reals: soa.rs `packed_fold`; a fold over pairs of reals whose component multiplies is taken
+/// since issue 12's tuple accumulators, `tuple_accumulators_in_folds_and_scans_reach_share_to_let`),
+/// and a fold inside a map whose array depends on the map's index (bot has no rule for a build1
+/// around it: Theorem 5.1).
 #[test]
 fn bot_refuses_a_fold_over_pairs_that_multiplies_and_a_fold_inside_a_map() {
+    part_c_agrees("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)");
     for (text, why) in [
-        ("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)", "§2.3"),
+        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)", "§2.3"),
         ("input [1.0, 2.0]\ndef main a = sum (map (\\x -> fold (\\p q -> p * q + x) 1.0 (map (\\y -> y * x) a)) a)", "Theorem 5.1"),
     ] {
         let r = one(text, "arrays/bot");
@@ -949,4 +952,30 @@ fn local_recursion_bounded_by_params_is_unrolled_for_part_c() {
     let msg = r.error.as_deref().unwrap_or("");
     assert!(msg.contains("run-time value") && msg.contains("§2.3"), "{r:?}");
     assert!(r.error_span.is_some());
+}
+
+/// Issue 12: a fold or scan whose accumulator is a tuple, its components not sums (§2.3 has no
+/// loop; the core's one loop, fold.rs, takes a real or an array of reals): the tuple is packed into
+/// an array of reals (soa.rs `packed_fold`), one loop for all components; fold, scanl and scanr, over
+/// reals and over an array of pairs, on no elements too. These were refused ("no sequential fold or
+/// reduce with this body on this component", "not a scan"). An integer component stays refused,
+/// located.
+#[test]
+fn tuple_accumulators_in_folds_and_scans_reach_share_to_let() {
+    let texts = [
+        "input ([0.5, 1.5, -0.7], 0.3)\ndef main (xs, y) =\n  let (p, q) = fold (\\(a, b) x -> (b * 0.5 + x, a * b + sin x)) (y, 1.0) xs in\n  p * q\n",
+        "input ([0.5, 1.5, -0.7], 0.3)\ndef main (xs, y) =\n  let ss = scanl (\\(a, b) x -> (b * 0.5 + x, a * b + sin x)) (y, 1.0) xs in\n  sum (map (\\(p, q) -> p * q) ss)\n",
+        "input ([0.5, 1.5, -0.7], [0.2, 0.4, 0.9], 0.3)\ndef main (xs, ys, y) =\n  let ps = map2 (\\a b -> (a, b)) xs ys in\n  let rs = scanr (\\(u, v) (a, b) -> (a * u + v, b * v - a)) (y, 1.0) ps in\n  let ls = scanl (\\s (u, v) -> s * u + v) y ps in\n  sum (map (\\(p, q) -> p * q) rs) + sum ls\n",
+        "input ([0.5, 1.5, -0.7], [0.2, 0.4, 0.9], 0.3)\ndef main (xs, ys, y) =\n  let ps = map2 (\\a b -> (a, b)) xs ys in\n  let (p, q) = fold (\\(a, b) (u, v) -> (b * u + a, max a (v * b))) (y, 1.0) ps in\n  let (s, t) = fold (\\(s, t) x -> (s * t + x, t * y)) (y, 0.5) (scanl (\\a x -> a * x) 1.0 xs) in\n  p * q + s * t\n",
+        "input (0.4, 0.3)\ndef main (x, y) = let (p, q) = fold (\\(a, b) z -> (a * b * z, b + a)) (x, y) (shift1R [x]) in p * q\n",
+    ];
+    for text in texts {
+        part_c_agrees(text);
+    }
+    // one loop for the pair: bot's output has one scanl, its accumulator `[y, 1.0]`
+    let (p, _) = bot(texts[0]);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    assert!(p.contains("[y, 1.0]"), "{p}");
+    let r = one("input ([0.5, 1.5], 0.3)\ndef main (xs, y) =\n  let (s, k) = fold (\\(s, k) x -> (s * x + y, k + 1)) (y, 0) xs in\n  s\n", "arrays/bot");
+    assert!(r.refused && r.error_span.is_some(), "{r:?}");
 }

@@ -27,7 +27,7 @@ split into their components (scalar replacement: the core has no tuples; an arra
 arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold that adds to its accumulator becomes \
 a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
 sumOuter per prefix, any other fold or scan a sequential scanl (beyond the paper, whose core has no loop, §2.3: as its \
-reference implementation horde-ad does, one Delta node per loop), shifts become build1s of indexes, if becomes the \
+reference implementation horde-ad does, one Delta node per loop; a tuple accumulator of reals packed into an array of reals), shifts become build1s of indexes, if becomes the \
 strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair, \
 a sum inside the program a tag and both sides (a case computes both branches and selects by the tag, as cond). Then bot rewrites it: each build1 is \
 pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
