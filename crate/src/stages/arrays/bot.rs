@@ -30,7 +30,7 @@ sumOuter per prefix, any other fold or scan a sequential scanl (beyond the paper
 reference implementation horde-ad does, one Delta node per loop; a tuple accumulator of reals packed into an array of reals), shifts become build1s of indexes, if becomes the \
 strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair, \
 a sum inside the program a tag and both sides (a case computes both branches and selects by the tag, as cond). Then bot rewrites it: each build1 is \
-pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
+pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), and through a loop (B-scan, ours: k scanls side by side are one scanl over arrays of their accumulators, the build1 pushed into its body; their arrays must have one length), indexes are pushed \
 inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
 arithmetic on whole arrays (a broadcast op, shown as a map of the scalar op). What is left has no build1 and only \
 indexes of variables, literals and scatters (Theorem 5.1): the only code run per element is in gather and scatter \
