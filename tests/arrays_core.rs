@@ -12,7 +12,8 @@ struct StageResult {
     agrees: Option<bool>,
     error: Option<String>,
     refused: bool,
-    error_span: Option<()>,
+    /// The error's source range (start, end), bytes.
+    error_span: Option<(usize, usize)>,
     primal: String,
     gradient: Vec<f64>,
     /// Each trace step's kind and note.
@@ -36,7 +37,7 @@ fn run(text: &str, stages: &[&str]) -> Vec<StageResult> {
                     agrees: r.agrees,
                     error: r.error,
                     refused: r.refused,
-                    error_span: r.error_span.map(|_| ()),
+                    error_span: r.error_span.map(|s| (s.start as usize, s.end as usize)),
                     primal: r.primal.map(|p| p.to_string()).unwrap_or_default(),
                     gradient: r.gradient,
                     states: r.trace.iter().map(|t| t.state.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()).collect(),
@@ -525,15 +526,15 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
     }
 }
 
-/// What is still refused, located: a fold over pairs whose used component multiplies (soa.rs splits
-/// folds over tuples per component, and only a sum has a per-component form), and a fold inside a
-/// map whose array depends on the map's index (bot has no rule for a build1 around it: Theorem 5.1).
+/// What is still refused, located: a fold over pairs with an integer component (a packed tuple
+/// holds reals: soa.rs `packed_fold`; a fold over pairs of reals whose component multiplies is taken
+/// since issue 12's tuple accumulators, `tuple_accumulators_in_folds_and_scans_reach_share_to_let`;
+/// a fold inside a map whose array depends on the map's index, refused here before bot's B-scan,
+/// is `a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators`).
 #[test]
-fn bot_refuses_a_fold_over_pairs_that_multiplies_and_a_fold_inside_a_map() {
-    for (text, why) in [
-        ("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)", "§2.3"),
-        ("input [1.0, 2.0]\ndef main a = sum (map (\\x -> fold (\\p q -> p * q + x) 1.0 (map (\\y -> y * x) a)) a)", "Theorem 5.1"),
-    ] {
+fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
+    part_c_agrees("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)");
+    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)", "§2.3")] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -885,16 +886,23 @@ fn a_sum_of_arrays_of_two_lengths_inside_a_map_agrees_on_dual_arrays() {
 /// ragged array, outside the paper's regular arrays: bot stacks the two sides in one literal (B4)
 /// and reads the rows' length at index 0 (L0), and dual-arrays gave the gradient (1.2, 1.4) where
 /// forward mode gives (1.6, 1.4). Every Part C stage now stops at the ragged `tr`, named, rather
-/// than give a wrong gradient (the `tr` is bot's, so the message has no source line yet).
+/// than give a wrong gradient. The `tr` is bot's (B7/B10 on the outer map), and bot's terms carry
+/// the span of the source term they come from (rewrite.rs `normalise_located`; D keeps them), so
+/// the error points at the outer `map`, line 2, where the message had no line before.
 #[test]
 fn a_ragged_array_inside_a_map_stops_part_c_with_a_named_error_not_a_wrong_gradient() {
     let text = "input (0.4, 0.7)\n\
                 def main (x0, x1) = sum (map (\\p -> sum (map (\\q -> q * p) (if p > 0.5 then [p] else [p, x0]))) [x0, x1])\n";
+    let outer_map = text.find("map (\\p").unwrap();
     for stage in ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"] {
         let r = one(text, stage);
         let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
         assert!(e.contains("not regular") && e.contains("lengths 1 and 2"), "{stage}: {e}");
         assert_ne!(r.agrees, Some(false), "{stage}");
+        let (start, end) = r.error_span.unwrap_or_else(|| panic!("{stage}: the error has no span: {e}"));
+        assert!(start <= outer_map && outer_map < end && end <= text.len(), "{stage}: {:?} is not the outer map's", &text[start.min(text.len())..end.min(text.len())]);
+        let lc = cotangent::diag::line_col(text, start);
+        assert_eq!(lc.line, 2, "{stage}: {lc:?}");
     }
 }
 
@@ -941,4 +949,53 @@ fn local_recursion_bounded_by_params_is_unrolled_for_part_c() {
     let msg = r.error.as_deref().unwrap_or("");
     assert!(msg.contains("run-time value") && msg.contains("§2.3"), "{r:?}");
     assert!(r.error_span.is_some());
+}
+
+/// Issue 12: a fold or scan whose accumulator is a tuple, its components not sums (§2.3 has no
+/// loop; the core's one loop, fold.rs, takes a real or an array of reals): the tuple is packed into
+/// an array of reals (soa.rs `packed_fold`), one loop for all components; fold, scanl and scanr, over
+/// reals and over an array of pairs, on no elements too. These were refused ("no sequential fold or
+/// reduce with this body on this component", "not a scan"). An integer component stays refused,
+/// located.
+#[test]
+fn tuple_accumulators_in_folds_and_scans_reach_share_to_let() {
+    let texts = [
+        "input ([0.5, 1.5, -0.7], 0.3)\ndef main (xs, y) =\n  let (p, q) = fold (\\(a, b) x -> (b * 0.5 + x, a * b + sin x)) (y, 1.0) xs in\n  p * q\n",
+        "input ([0.5, 1.5, -0.7], 0.3)\ndef main (xs, y) =\n  let ss = scanl (\\(a, b) x -> (b * 0.5 + x, a * b + sin x)) (y, 1.0) xs in\n  sum (map (\\(p, q) -> p * q) ss)\n",
+        "input ([0.5, 1.5, -0.7], [0.2, 0.4, 0.9], 0.3)\ndef main (xs, ys, y) =\n  let ps = map2 (\\a b -> (a, b)) xs ys in\n  let rs = scanr (\\(u, v) (a, b) -> (a * u + v, b * v - a)) (y, 1.0) ps in\n  let ls = scanl (\\s (u, v) -> s * u + v) y ps in\n  sum (map (\\(p, q) -> p * q) rs) + sum ls\n",
+        "input ([0.5, 1.5, -0.7], [0.2, 0.4, 0.9], 0.3)\ndef main (xs, ys, y) =\n  let ps = map2 (\\a b -> (a, b)) xs ys in\n  let (p, q) = fold (\\(a, b) (u, v) -> (b * u + a, max a (v * b))) (y, 1.0) ps in\n  let (s, t) = fold (\\(s, t) x -> (s * t + x, t * y)) (y, 0.5) (scanl (\\a x -> a * x) 1.0 xs) in\n  p * q + s * t\n",
+        "input (0.4, 0.3)\ndef main (x, y) = let (p, q) = fold (\\(a, b) z -> (a * b * z, b + a)) (x, y) (shift1R [x]) in p * q\n",
+    ];
+    for text in texts {
+        part_c_agrees(text);
+    }
+    // one loop for the pair: bot's output has one scanl, its accumulator `[y, 1.0]`
+    let (p, _) = bot(texts[0]);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    assert!(p.contains("[y, 1.0]"), "{p}");
+    let r = one("input ([0.5, 1.5], 0.3)\ndef main (xs, y) =\n  let (s, k) = fold (\\(s, k) x -> (s * x + y, k + 1)) (y, 0) xs in\n  s\n", "arrays/bot");
+    assert!(r.refused && r.error_span.is_some(), "{r:?}");
+}
+
+/// Issue 12: bot's B-scan (bot.rs; ours, the paper's core has no loop): a fold inside a map whose
+/// array depends on the map's index (`arrays-fold-per-row`: Horner on each row; a fold over
+/// `map (\y -> y * x) a` with x the map's element) is one `scanl` over arrays of the k loops'
+/// accumulators, the build1 pushed into its body; these were refused ("a build1 is left", Theorem
+/// 5.1). Rows of different lengths are not regular: the `tr` of the k arrays stops, located at the
+/// map.
+#[test]
+fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
+    part_c_agrees(&example("arrays-fold-per-row"));
+    let text = "input [1.0, 2.0]\ndef main a = sum (map (\\x -> fold (\\p q -> p * q + x) 1.0 (map (\\y -> y * x) a)) a)\n";
+    part_c_agrees(text);
+    let (p, trace) = bot(&example("arrays-fold-per-row"));
+    fired(&trace, &["B-scan build1-scanl"]);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    let ragged = "input [1.0, 2.0]\ndef main a = sum (map (\\x -> fold (\\p q -> p * q + x) 1.0 (if x > 1.5 then [x] else [x, x])) a)\n";
+    let r = one(ragged, "arrays/bot");
+    let e = r.error.as_deref().unwrap_or("");
+    assert!(e.contains("not regular"), "{r:?}");
+    let (start, end) = r.error_span.expect("located");
+    let map = ragged.find("map (").unwrap();
+    assert!(start <= map && map < end && ragged[start..end].contains("fold"), "{r:?}");
 }

@@ -497,22 +497,26 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let mut lowered = [0usize; 8];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
+    // folds and scans whose accumulator is a pair (soa.rs packs it into an array of reals)
+    let mut tuple_accs = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
         let tuples = src.contains("let (p") || src.contains(" then (");
         let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}")) || src.contains(&format!("(let {f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
+        let tuple_acc = src.contains(" (ta") || src.contains("(\\(ta") || src.contains("(fold (\\(p");
         let ran = part_c_run(src);
         let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         taken += usize::from(took);
         with_tuples += usize::from(took && tuples);
         scans += usize::from(took && scan);
+        tuple_accs += usize::from(took && tuple_acc);
         for (n, h) in lowered.iter_mut().zip(has) {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -520,6 +524,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     }
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
+    assert!(tuple_accs >= 1, "Part C took no random program with a fold or scan over a tuple accumulator");
 }
 
 const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];

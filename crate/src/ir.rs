@@ -239,6 +239,23 @@ impl Expr {
     }
 }
 
+/// Gives `span` to the span-less nodes of `e` down to its located ones, which keep theirs: code a
+/// transform generates from a source node points at that node (its errors, run-time ones too, get
+/// the user's line). A stack, not recursion.
+pub fn locate(e: &mut Expr, span: Span) {
+    if span.is_none() {
+        return;
+    }
+    let mut stack = vec![e];
+    while let Some(x) = stack.pop() {
+        if !x.span.is_none() {
+            continue;
+        }
+        x.span = span;
+        stack.extend(children_mut(x));
+    }
+}
+
 /// `param n = 10`: an integer size parameter, bound as a global `Z` in every definition.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {

@@ -316,10 +316,25 @@ impl Gen {
                 let (acc, x) = (self.fresh("acc"), self.fresh("x"));
                 let f = self.real_in(&s.with_real(&acc).with_real(&x), d);
                 let (z, a) = (self.real_in(s, d), self.vec(s, n - 1, d));
-                if self.below(2) == 0 {
-                    format!("(scanl (\\{acc} {x} -> {f}) {z} {a})")
-                } else {
-                    format!("(scanr (\\{x} {acc} -> {f}) {z} {a})")
+                match self.below(3) {
+                    0 => format!("(scanl (\\{acc} {x} -> {f}) {z} {a})"),
+                    1 => format!("(scanr (\\{x} {acc} -> {f}) {z} {a})"),
+                    _ => {
+                        // a scan whose accumulator is a pair (`ta`, `tb`), its states mapped
+                        // (the array chain packs the pair into an array of reals: soa.rs)
+                        let (ta, tb) = (self.fresh("ta"), self.fresh("tb"));
+                        let sc = s.with_real(&ta).with_real(&tb).with_real(&x);
+                        let (f1, g) = (self.real_in(&sc, d), self.real_in(&sc, d));
+                        let z2 = self.real_in(s, d);
+                        let (p, q) = (self.fresh("p"), self.fresh("q"));
+                        let h = self.real_in(&s.with_real(&p).with_real(&q), d);
+                        let body = format!("({tb} * 0.5 + {f1}, {g})");
+                        if self.below(2) == 0 {
+                            format!("(map (\\({p}, {q}) -> {h}) (scanl (\\({ta}, {tb}) {x} -> {body}) ({z}, {z2}) {a}))")
+                        } else {
+                            format!("(map (\\({p}, {q}) -> {h}) (scanr (\\{x} ({ta}, {tb}) -> {body}) ({z}, {z2}) {a}))")
+                        }
+                    }
                 }
             }
             8 if n < MAX_LEN => {

@@ -274,6 +274,8 @@ struct Engine<'r, 'f> {
     shadow: Option<Expr>,
     /// The parts known normal of each rule result being normalised, innermost last (`known.rs`).
     marks: Vec<known::Marks>,
+    /// A rule result's span-less nodes take the redex's span (`normalise_located`).
+    locate: bool,
 }
 
 /// Rewrites every definition of `p` to normal form under `rules`. Stops with a located message naming
@@ -297,8 +299,20 @@ pub fn normalise_program(mut p: Program, rules: &[Rule], budget: Budget) -> Resu
 
 /// Rewrites one expression to normal form.
 pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> Result<(Expr, Trace), Diagnostic> {
+    normalise_with(e, rules, fresh, budget, false)
+}
+
+/// `normalise`, each rule result's span-less nodes given the redex's span (`ir::locate`): a
+/// transform's generated terms point at the source they come from, so an error in them, or a
+/// run-time one when they run, is located (arrays/bot: a ragged `tr`).
+pub fn normalise_located(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> Result<(Expr, Trace), Diagnostic> {
+    normalise_with(e, rules, fresh, budget, true)
+}
+
+fn normalise_with(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget, locate: bool) -> Result<(Expr, Trace), Diagnostic> {
     let span = e.span;
     let mut en = Engine::new(rules, fresh, budget);
+    en.locate = locate;
     let out = en.normalise(e);
     let out = en.w.result(out, span)?;
     Ok((out, en.w.trace))
@@ -307,7 +321,7 @@ pub fn normalise(e: Expr, rules: &[Rule], fresh: &mut Fresh, budget: Budget) -> 
 impl<'r, 'f> Engine<'r, 'f> {
     fn new(rules: &'r [Rule], fresh: &'f mut Fresh, budget: Budget) -> Engine<'r, 'f> {
         let w = Walk::new(budget, rules.iter().map(|r| r.name));
-        Engine { rules, cx: RewriteCx { fresh, uses: Default::default(), changed: None, keep: true }, w, shadow: None, marks: vec![] }
+        Engine { rules, cx: RewriteCx { fresh, uses: Default::default(), changed: None, keep: true }, w, shadow: None, marks: vec![], locate: false }
     }
 
     /// Whether `e`, a part of the rule result being normalised that the walk has not reached yet, is
@@ -409,7 +423,12 @@ impl<'r, 'f> Engine<'r, 'f> {
         self.cx.keep = keeping;
         for (k, rule) in self.rules.iter().enumerate() {
             self.cx.changed = None;
+            // the redex's span, read before the rule may move parts of the redex out
+            let span = e.span;
             let Some(mut new) = (rule.apply)(&mut e, &mut self.cx) else { continue };
+            if self.locate {
+                crate::ir::locate(&mut new, span);
+            }
             if !self.w.step(k) {
                 return e;
             }

@@ -11,7 +11,7 @@ use crate::features::{Feature, Features};
 use crate::interp::Builtin;
 use crate::ir::*;
 use crate::kit::passes::{first_order_at, first_order_unrolled};
-use crate::kit::rewrite::{normalise, Budget, Trace};
+use crate::kit::rewrite::{normalise_located, Budget, Trace};
 use crate::print::{print_expr, PrintOptions};
 use crate::stage::{Contract, Output, Source, Stage, StageInfo, View};
 
@@ -27,10 +27,10 @@ split into their components (scalar replacement: the core has no tuples; an arra
 arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold that adds to its accumulator becomes \
 a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
 sumOuter per prefix, any other fold or scan a sequential scanl (beyond the paper, whose core has no loop, §2.3: as its \
-reference implementation horde-ad does, one Delta node per loop), shifts become build1s of indexes, if becomes the \
+reference implementation horde-ad does, one Delta node per loop; a tuple accumulator of reals packed into an array of reals), shifts become build1s of indexes, if becomes the \
 strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair, \
 a sum inside the program a tag and both sides (a case computes both branches and selects by the tag, as cond). Then bot rewrites it: each build1 is \
-pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), indexes are pushed \
+pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), and through a loop (B-scan, ours: k scanls side by side are one scanl over arrays of their accumulators, the build1 pushed into its body; their arrays must have one length), indexes are pushed \
 inward (Fig. 10), and a build1 of an index becomes a gather (Fig. 11). Scalar arithmetic inside a build1 becomes \
 arithmetic on whole arrays (a broadcast op, shown as a map of the scalar op). What is left has no build1 and only \
 indexes of variables, literals and scatters (Theorem 5.1): the only code run per element is in gather and scatter \
@@ -66,7 +66,9 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
     let mut before = p.clone();
     before.defs = vec![def_main(lam(pat.clone(), core.clone()))];
     before.next_id = fr.next_id;
-    let (out, trace) = normalise(core, &bot::rules(), &mut fr, Budget { trace_steps: 2_000, ..Budget::default() })?;
+    // bot's terms carry the span of the source term they come from (a ragged `tr`'s run-time error
+    // then points at the user's map)
+    let (out, trace) = normalise_located(core, &bot::rules(), &mut fr, Budget { trace_steps: 2_000, ..Budget::default() })?;
     bot::check_theorem_5_1(&out)?;
     let mut after = p.clone();
     after.defs = vec![def_main(lam(pat, out))];

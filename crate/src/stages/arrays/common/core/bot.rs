@@ -221,6 +221,25 @@ fn b9_scatter(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     b89(e, cx, false)
 }
 
+// B-scan (ours: the paper's core has no loop, §2.3; the core's `scanl` is fold.rs's): k loops side
+// by side are one loop whose accumulator and element are arrays of the k loops' (Fig. 9's style: the
+// build1 is pushed inside the loop body, where bot goes on with it):
+//   build1 k (λi. scanl (λa c. t) z xs)
+//     ⇝ tr [1, 0] (scanl (λA C. build1 k (λj. t[index A j/a, index C j/c, j/i])) (build1 k (λi. z))
+//                                                                       (tr [1, 0] (build1 k (λi. xs))))
+// The k arrays xs must have one length (regular, §3); ragged ones stop at the inner `tr`, located.
+build_rule!(b_scanl, |k, i, body, cx| {
+    let Core::Scanl { f, z, xs } = view(body) else { return None };
+    let (a, c, t) = super::fold::scan_fun(f)?;
+    let (aa, cc, j) = (cx.fresh.name(&a.text), cx.fresh.name(&c.text), cx.fresh.name(&i.text));
+    let t2 = subst(t, a.id, &index(var(&aa), var(&j)), cx.fresh);
+    let t2 = subst(&t2, c.id, &index(var(&cc), var(&j)), cx.fresh);
+    let t2 = subst(&t2, i.id, &var(&j), cx.fresh);
+    let f2 = lam(pvar(&aa), lam(pvar(&cc), build1(copy(k, cx.fresh), &j, t2)));
+    let loop_ = prim(Prim::Scanl, vec![f2, rebuild(k, i, z, cx.fresh), tr(&[1, 0], rebuild(k, i, xs, cx.fresh))]);
+    Some(tr(&[1, 0], loop_))
+});
+
 build_rule!(b10_literal, |k, i, body, cx| {
     let Core::Lit(ts) = view(body) else { return None };
     let rows = ts.iter().map(|t| rebuild(k, i, t, cx.fresh)).collect();
@@ -389,6 +408,7 @@ pub fn rules() -> Vec<Rule> {
         r("B8′ build1-gather-fused", b8_gather_fused),
         r("B8 build1-gather", b8_gather),
         r("B9 build1-scatter", b9_scatter),
+        r("B-scan build1-scanl", b_scanl),
         r("B10 build1-literal", b10_literal),
         r("B11 build1-replicate", b11_replicate),
         r("B12 build1-tr", b12_transpose),

@@ -106,7 +106,7 @@ impl Dx<'_> {
         if !is_r(&e.ty) {
             return Err(err(e, "a term without real elements"));
         }
-        Ok(match view(e) {
+        let mut out = match view(e) {
             Core::Var(x) if self.dual.contains(&x.id) => pure(var(x)),
             Core::Var(_) | Core::Const => pure(pair(e.clone(), app(builtin("Zero"), e.clone()))),
             Core::Lit(ts) if ts.iter().all(|t| !has_var(t)) => pure(pair(e.clone(), app(builtin("Zero"), e.clone()))),
@@ -166,7 +166,11 @@ impl Dx<'_> {
             Core::Let(..) => self.d(e)?,
             Core::Scanl { f, z, xs } => self.d_scanl(e, f, z, xs)?,
             _ => return Err(err(e, "this construct")),
-        })
+        };
+        // D's terms point at the term they come from (bot's output carries the source's spans), so a
+        // run-time error in the forward pass (a ragged `tr`) gets the user's line
+        crate::ir::locate(&mut out, e.span);
+        Ok(out)
     }
 
     fn unary(&mut self, t: &Expr, primal: impl FnOnce(Expr) -> Expr, delta: impl FnOnce(Expr) -> Expr) -> Result<Expr, Diagnostic> {

@@ -19,7 +19,8 @@
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
 //! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
 //! not there is the other branch's, or the tag a constant). What is left
-//! is refused, located: a tuple accumulator whose components are not sums (soa.rs), data-dependent
+//! is refused, located: a tuple accumulator with an integer or array component that is not a sum
+//! (a tuple of reals is packed into an array of reals, one loop: soa.rs `packed_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output.
 use super::lang::*;
 use crate::build::*;
@@ -359,5 +360,11 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         K::Inl(_) | K::Inr(_) | K::Case(..) => return Err(refuse(e.span, "sums")),
         _ => return Err(refuse(e.span, "such construct")),
     };
+    // the terms made for `e` (a map's build1, its index and length) point at it, as bot's rules'
+    // terms then point at their redex (bot.rs): a run-time error in them gets the user's line
+    let mut out = out;
+    for c in children_mut(&mut out) {
+        locate(c, e.span);
+    }
     Ok(at(out, e.span))
 }

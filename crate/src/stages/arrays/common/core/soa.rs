@@ -9,8 +9,10 @@
 //! - `a ! i`, `length a`, `shift1L a`, `shift1R a` act on each component;
 //! - a `fold`/`reduce` over tuples (accumulator or elements) is split per component of the
 //!   accumulator: a component whose body is `acc_k + t` (t free of every accumulator) is
-//!   `z_k + sum (build n (\i -> t))`, as lower.rs does for reals; any other component is sequential
-//!   (§2.3) and refused where it is used (`fst` of a fold whose `snd` multiplies still lowers).
+//!   `z_k + sum (build n (\i -> t))`, as lower.rs does for reals; when a component is not a sum
+//!   and every component (and element) is a real, the fold is one loop over the tuple packed into
+//!   an array of reals (`packed_fold`; a `scanl`/`scanr` over tuples the same); else a component
+//!   that is not a sum is sequential (§2.3) and refused where it is used.
 //!
 //! Cost: each component's build repeats the element's lets (the lambda body's) that it needs, so a
 //! let both components need is computed twice; nothing else is added.
@@ -160,6 +162,8 @@ impl Sra<'_> {
                     self.builds(n, &i, inner, s)?
                 }
                 Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                // a scan over tuples: its states are an array of tuples
+                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_)) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 _ => return Ok(None),
             },
             _ => return Ok(None),
@@ -223,8 +227,16 @@ impl Sra<'_> {
         let a = self.shape(a, binds)?;
         let a = self.name_leaves("xs", a, e.span, binds);
         let n = length(self.first(&a, e)?);
-        let (pa, inner_f) = lam1(f).ok_or_else(|| arrays_of_tuples(f.span))?;
-        let (px, body) = lam1(inner_f).ok_or_else(|| arrays_of_tuples(f.span))?;
+        let mut a_leaves = vec![];
+        leaves(&a, &mut a_leaves)?;
+        let (p0, inner_f) = lam1(f).ok_or_else(|| arrays_of_tuples(f.span))?;
+        let (p1, body) = lam1(inner_f).ok_or_else(|| arrays_of_tuples(f.span))?;
+        // scanr's function takes the element first
+        let op = match &e.kind {
+            ExprKind::Prim(op, _) => *op,
+            _ => Prim::Fold,
+        };
+        let (pa, px) = if op == Prim::Scanr { (p1, p0) } else { (p0, p1) };
         // the accumulator's components as variables, bound by the lambda's own pattern
         let mut accs = vec![];
         let acc = map_leaves(z.clone(), &mut |_| {
@@ -238,9 +250,16 @@ impl Sra<'_> {
         let x = map_leaves(a, &mut |l| Ok(Shape::Leaf(prim(Prim::Index, vec![l, var(&i)]))))?;
         self.bind(px, x, e.span, &mut inner)?;
         let s = self.shape(body, &mut inner)?;
-        let mut k = 0;
         let mut zs = vec![];
         leaves(&z, &mut zs)?;
+        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), &n, binds)? {
+            return Ok(packed);
+        }
+        if matches!(op, Prim::Scanl | Prim::Scanr) {
+            // a scan's states have no loop-free form even when its components are sums
+            return Err(refuse(e.span, "scan over tuples whose components are not all reals (one loop over an array of reals, the tuple packed into it, takes reals only; an array or integer component would make it ragged or inexact)"));
+        }
+        let mut k = 0;
         let sequential = refuse(e.span, "sequential fold or reduce with this body on this component: only `acc + t` (t free of the accumulator) is a sum (sumOuter); the paper has no general fold (§2.3)");
         let mut first = true;
         map_leaves(s, &mut |c| {
@@ -263,6 +282,95 @@ impl Sra<'_> {
             }))
         })
     }
+}
+
+impl Sra<'_> {
+    /// A fold over tuples with a component that is not a sum, or a scan over tuples (§2.3 has no
+    /// loop; the core's one loop is `scanl`, fold.rs, whose accumulator is a real or an array of
+    /// reals): when every
+    /// accumulator component and every element component is a real, the tuple is packed into an
+    /// array of reals, exactly (the components are the array's elements, nothing is recomputed):
+    /// ```text
+    /// fold (\(a1, .., am) (x1, .., xp) -> (t1, .., tm)) (z1, .., zm) (xs1, .., xsp)
+    ///   = let r = fold (\acc c -> let a1 = acc ! 0 .. in [t1[c ! 0/xs1 ! i] .., tm[..]])
+    ///                  [z1, .., zm] (build n (\i -> [xs1 ! i, .., xsp ! i]))
+    ///     in (r ! 0, .., r ! (m-1))
+    /// ```
+    /// and a scan the same with `scanl`/`scanr`, its component k the column `build (length r) (\i ->
+    /// r ! i ! k)`.
+    /// One loop for all the components, as the fold is one loop: its Delta is one ScanL node whose
+    /// vjp is the tuple body's (fold.rs). None when every component is a sum (the loop-free form)
+    /// or a component is not a real (an array component would make the packed array ragged).
+    fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
+        let mut cs = vec![];
+        if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
+            return Ok(None);
+        }
+        let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
+        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
+        let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
+        let reals = |t: &Type| real_leaves(t);
+        let elem_reals = args[2].ty.as_array().is_some_and(reals);
+        if sums || !reals(&args[1].ty) || !elem_reals || zs.len() != accs.len() {
+            return Ok(None);
+        }
+        let arr = Type::array(Type::Real);
+        let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
+        // the elements' reads `xs_l ! i` become `c ! l`
+        let mut body = wrap(inner.clone(), Expr::gen(ExprKind::Array(cs)).with_ty(arr.clone()));
+        let mut stack = vec![&mut body];
+        while let Some(y) = stack.pop() {
+            if let ExprKind::Prim(Prim::Index, ab) = &y.kind {
+                let hit = matches!(&ab[1].kind, ExprKind::Var(v) if v.id == i.id);
+                if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
+                    *y = prim(Prim::Index, vec![var(&cv), int(l as i64)]).with_ty(Type::Real);
+                    continue;
+                }
+            }
+            stack.extend(children_mut(y));
+        }
+        if super::bot::mentions(&body, i.id) {
+            return Ok(None);
+        }
+        for (k, &a) in accs.iter().enumerate().rev() {
+            let name = Name::new("acc", a);
+            body = let_(pvar(&name), prim(Prim::Index, vec![var(&accv), int(k as i64)]).with_ty(Type::Real), body);
+        }
+        let (q0, q1) = if *op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
+        let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
+        let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
+        let j = self.fresh.name("i");
+        let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
+        let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
+        let r = self.fresh.name("r");
+        let r_ty = if scan { Type::array(arr.clone()) } else { arr.clone() };
+        binds.push((r.clone(), at(prim(*op, vec![f, z0, packed]), e.span).with_ty(r_ty), e.span));
+        let mut k = 0;
+        let fresh = &mut *self.fresh;
+        Ok(Some(map_leaves(z.clone(), &mut |_| {
+            k += 1;
+            let comp = |row: Expr| prim(Prim::Index, vec![row, int(k as i64 - 1)]).with_ty(Type::Real);
+            if !scan {
+                return Ok(Shape::Leaf(comp(var(&r))));
+            }
+            // a scan's component k: the column `build (length r) (\i -> r ! i ! k)`
+            let j = fresh.name("i");
+            let col = comp(prim(Prim::Index, vec![var(&r), var(&j)]).with_ty(arr.clone()));
+            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&r)), lam(pvar(&j), col)]).with_ty(arr.clone())))
+        })?))
+    }
+}
+
+/// Whether every leaf of `t` (through tuples) is a real.
+fn real_leaves(t: &Type) -> bool {
+    match t {
+        Type::Tuple(ts) => ts.iter().all(real_leaves),
+        _ => *t == Type::Real,
+    }
+}
+
+fn same_var(x: &Expr, y: &Expr) -> bool {
+    matches!((&x.kind, &y.kind), (ExprKind::Var(a), ExprKind::Var(b)) if a.id == b.id)
 }
 
 /// The lets of `inner` that `c` needs (each component's build keeps only its own: the elements'

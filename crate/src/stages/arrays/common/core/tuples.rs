@@ -21,7 +21,8 @@
 //!   the tag `true`, and a `case` on a constant tag is its chosen branch.
 //!
 //! What is left refused: a sum in main's input or output, an array of tuples in main's input or output (its gradient or value would
-//! need the tuples put back), and a component of a fold over tuples that is not a sum (§2.3), when used.
+//! need the tuples put back), and a component of a fold over tuples that is not a sum (§2.3), when used and
+//! the tuple is not all reals (a tuple of reals is packed into one loop's array: soa.rs).
 
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
