@@ -21,7 +21,7 @@
 //!   binder (`map2 (x,y. e)`), where it would run once per element.
 
 use super::common::{lambda_body, lambda_params, PAPER};
-use super::common::partial::{address, check_lemma_5_3, counts, let_typed, pe_rules, replace_tracked, rewrite, subst_tracked, trace_views};
+use super::common::partial::{address, check_lemma_5_3, unchain, counts, let_typed, pe_rules, replace_tracked, rewrite, subst_tracked, trace_views};
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;
@@ -393,17 +393,7 @@ fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     if depths.is_empty() {
         return None;
     }
-    let mut links = vec![];
-    let mut cur = cx.take(body);
-    loop {
-        match cur.kind {
-            ExprKind::Let(q, rhs, b) => {
-                links.push((q, *rhs, cur.span));
-                cur = *b;
-            }
-            kind => break cur = Expr { kind, span: cur.span, ty: cur.ty },
-        }
-    }
+    let (links, mut cur) = unchain(cx.take(body));
     let (mut map, mut dirty, mut kept) = (HashMap::default(), vec![], vec![]);
     for (q, mut rhs, span) in links {
         let new = subst_once(&mut rhs, &mut map, &mut dirty);

@@ -117,6 +117,20 @@ pub fn chain_bodies(e: &Expr, n: usize, dirty: &mut Vec<usize>) {
     }
 }
 
+/// A let chain taken apart: its links (pattern, right-hand side, span), outermost first, and its tail.
+pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
+    let mut links = vec![];
+    loop {
+        match cur.kind {
+            ExprKind::Let(q, rhs, b) => {
+                links.push((q, *rhs, cur.span));
+                cur = *b;
+            }
+            kind => return (links, Expr { kind, span: cur.span, ty: cur.ty }),
+        }
+    }
+}
+
 /// `let p = rhs in body`, typed as `body`.
 pub fn let_typed(p: Pat, rhs: Expr, body: Expr) -> Expr {
     let ty = body.ty.clone();
@@ -156,17 +170,7 @@ fn r17_let_of_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     if !matches!(rhs.kind, ExprKind::Let(..)) {
         return None;
     }
-    let mut links = vec![];
-    let mut cur = cx.take(rhs);
-    loop {
-        match cur.kind {
-            ExprKind::Let(q, e1, e2) => {
-                links.push((q, *e1, cur.span));
-                cur = *e2;
-            }
-            kind => break cur = Expr { kind, span: cur.span, ty: cur.ty },
-        }
-    }
+    let (links, cur) = unchain(cx.take(rhs));
     let n = links.len();
     let inner = let_typed(p.clone(), cur, cx.take(e3));
     let out = links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q, e1, acc), span));
@@ -370,17 +374,7 @@ fn r2_dead_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     if keep.iter().all(|k| *k) {
         return None;
     }
-    let mut links = vec![];
-    let mut cur = cx.take(body);
-    loop {
-        match cur.kind {
-            ExprKind::Let(q, rhs, b) => {
-                links.push((q, *rhs, cur.span));
-                cur = *b;
-            }
-            kind => break cur = Expr { kind, span: cur.span, ty: cur.ty },
-        }
-    }
+    let (links, cur) = unchain(cx.take(body));
     let mut out = cur;
     for (i, (q, rhs, span)) in links.into_iter().enumerate().rev() {
         if keep[i] {
