@@ -533,6 +533,23 @@ try {
     return parts.got.map(p => `${p.ids.length} stages in ${p.ms.toFixed(0)} ms`).join(', ');
   });
 
+  await check('the shared subterms of a gradient program light up together (issue 12)', async () => {
+    const ex = await page.evaluate(() => window.__cot.state.examples.find(e => e.name === 'arrays-e11-exponential-symbolic-term')?.source);
+    await setSource(page, ex);
+    await page.click('[data-stage="arrays/symbolic-share"]');
+    await page.waitForSelector('body[data-detail="arrays/symbolic-share"]', { timeout: 10000 });
+    const ref = await page.waitForSelector('#stage-program .share-ref', { timeout: 10000 });
+    const id = await ref.evaluate(e => e.dataset.share);
+    const marks = await page.$$eval('#stage-program .share-' + id, xs => xs.length);
+    await ref.hover();
+    const lit = await page.$$eval('#stage-program .share-' + id + '.lit', xs => xs.length);
+    assert(marks >= 2 && lit === marks, `${lit} of ${marks} occurrences of share ${id} lit`);
+    await page.mouse.move(0, 0);
+    const after = await page.$$eval('#stage-program .lit', xs => xs.length);
+    assert(after === 0, `${after} still lit after the pointer left`);
+    return `${marks} occurrences of share ${id} lit together`;
+  });
+
   await check('the UNF chain: a drawn stack diagram, the line of continuations with its stepper, a steppable rewrite', async () => {
     const ex = await page.evaluate(() => window.__cot.state.examples.find(e => e.name === 'unf-ex1.1')?.source);
     await setSource(page, ex);

@@ -430,7 +430,9 @@ impl<'r, 'f> Engine<'r, 'f> {
                 crate::ir::locate(&mut new, span);
             }
             if !self.w.step(k) {
-                return e;
+                // stopped (the budget's message replaces the result); the redex may have lost parts
+                // to the rule, its result has not
+                return new;
             }
             if self.w.trace.steps.len() < self.w.budget.trace_steps {
                 let program = self.program_after(&new);
