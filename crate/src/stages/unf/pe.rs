@@ -126,6 +126,14 @@ mod tests {
         }
     }
 
+    /// Every example program, by path, in order.
+    fn examples() -> Vec<(std::path::PathBuf, String)> {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+        let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).filter(|f| f.extension().is_some_and(|x| x == "cot")).collect();
+        files.sort();
+        files.into_iter().map(|f| (f.clone(), std::fs::read_to_string(f).unwrap())).collect()
+    }
+
     /// Each partial-evaluation rule says which nodes of its result are new (`rewrite::Changed`), so
     /// that the engine walks only those again; in tests the engine checks every such account against
     /// the redex (`known::check_claim`, which panics on a wrong one) — here on every example through
@@ -133,12 +141,8 @@ mod tests {
     #[test]
     fn every_rules_account_of_what_it_changed_holds_on_every_example() {
         crate::limits::run_with_stack(|| {
-            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
-            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).collect();
-            files.sort();
             let mut rewritten = 0;
-            for f in files.iter().filter(|f| f.extension().is_some_and(|x| x == "cot")) {
-                let text = std::fs::read_to_string(f).unwrap();
+            for (_, text) in examples() {
                 let opts = crate::pipeline::Options { stages: vec!["unf/pe".into(), "unf/opt".into()], ..Default::default() };
                 let Ok(a) = crate::pipeline::analyse(&text, &opts) else { continue };
                 rewritten += a.stages.iter().filter(|s| s.ok).count();
@@ -156,12 +160,8 @@ mod tests {
         use crate::kit::rewrite::KEEP_REDEX;
         use crate::print::{print_program, PrintOptions};
         crate::limits::run_with_stack(|| {
-            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
-            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).collect();
-            files.sort();
             let mut compared = 0;
-            for f in files.iter().filter(|f| f.extension().is_some_and(|x| x == "cot")) {
-                let text = std::fs::read_to_string(f).unwrap();
+            for (f, text) in examples() {
                 let Ok((p, s, t)) = crate::pipeline::front_end(&text, &[]) else { continue };
                 let b = crate::interp::Builtins::new();
                 let source = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
