@@ -309,7 +309,7 @@ impl Sra<'_> {
         let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        let reals = |t: &Type| real_leaves(t);
+        let reals = |t: &Type| crate::kit::polytypic::is_real_tuple(t);
         let elem_reals = args[2].ty.as_array().is_some_and(reals);
         if sums || !reals(&args[1].ty) || !elem_reals || zs.len() != accs.len() {
             return Ok(None);
@@ -358,14 +358,6 @@ impl Sra<'_> {
             let col = comp(prim(Prim::Index, vec![var(&r), var(&j)]).with_ty(arr.clone()));
             Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&r)), lam(pvar(&j), col)]).with_ty(arr.clone())))
         })?))
-    }
-}
-
-/// Whether every leaf of `t` (through tuples) is a real.
-fn real_leaves(t: &Type) -> bool {
-    match t {
-        Type::Tuple(ts) => ts.iter().all(real_leaves),
-        _ => *t == Type::Real,
     }
 }
 
