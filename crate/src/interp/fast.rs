@@ -354,52 +354,40 @@ fn split(m: &mut Machine<'_>, pat: &LPat, src: Src, parts: &[Option<u32>]) -> Re
                     return m.bind(pat, v);
                 }
             };
-            for (d, v) in parts.iter().zip(vs.iter()) {
-                if let Some(d) = d {
-                    super::run::set_slot(&mut m.locals[bp + *d as usize], copy(v));
-                }
-            }
+            to_slots(&mut m.locals, bp, parts, vs.iter(), copy);
             Ok(())
         }
-        Src::Capture(i) => {
-            let (env, locals) = (&m.env, &mut m.locals);
-            match &env[i as usize] {
-                Value::Tuple(vs) if vs.len() == parts.len() => {
-                    for (d, v) in parts.iter().zip(vs.iter()) {
-                        if let Some(d) = d {
-                            super::run::set_slot(&mut locals[bp + *d as usize], copy(v));
-                        }
-                    }
-                    Ok(())
-                }
-                v => {
-                    let v = v.clone();
-                    m.bind(pat, v)
-                }
+        Src::Capture(i) => match &m.env[i as usize] {
+            Value::Tuple(vs) if vs.len() == parts.len() => {
+                to_slots(&mut m.locals, bp, parts, vs.iter(), copy);
+                Ok(())
             }
-        }
+            v => {
+                let v = v.clone();
+                m.bind(pat, v)
+            }
+        },
         Src::Move(s) => match m.take(s) {
             Value::Tuple(mut vs) if vs.len() == parts.len() => {
                 match Rc::get_mut(&mut vs) {
-                    Some(items) => {
-                        for (d, v) in parts.iter().zip(items.iter_mut()) {
-                            if let Some(d) = d {
-                                super::run::set_slot(&mut m.locals[bp + *d as usize], std::mem::replace(v, Value::Unit));
-                            }
-                        }
-                    }
-                    None => {
-                        for (d, v) in parts.iter().zip(vs.iter()) {
-                            if let Some(d) = d {
-                                super::run::set_slot(&mut m.locals[bp + *d as usize], copy(v));
-                            }
-                        }
-                    }
+                    Some(items) => to_slots(&mut m.locals, bp, parts, items.iter_mut(), |v| std::mem::replace(v, Value::Unit)),
+                    None => to_slots(&mut m.locals, bp, parts, vs.iter(), copy),
                 }
                 Ok(())
             }
             v => m.bind(pat, v),
         },
+    }
+}
+
+/// Each item to its part's slot, in the pattern's order; a wildcard's item is not read (`get`
+/// copies an item, or moves it out of a tuple no one else holds).
+#[inline(always)]
+fn to_slots<T>(locals: &mut [Value], bp: usize, parts: &[Option<u32>], items: impl Iterator<Item = T>, mut get: impl FnMut(T) -> Value) {
+    for (d, v) in parts.iter().zip(items) {
+        if let Some(d) = d {
+            super::run::set_slot(&mut locals[bp + *d as usize], get(v));
+        }
     }
 }
 
@@ -619,10 +607,19 @@ fn link(pat: LPat, rhs: Code, h: &Hints) -> Link {
             }
         }
         Code::Tuple(items) if arity > 0 && items.len() == arity => Rhs::Spread(Box::new([]), gens(items, h)),
-        Code::Local(s) if flat_parts(&pat, Some(s)).is_some() => Rhs::Split(Src::Local(s), flat_parts(&pat, Some(s)).unwrap_or_default()),
-        Code::Move(s) if flat_parts(&pat, None).is_some() => Rhs::Split(Src::Move(s), flat_parts(&pat, None).unwrap_or_default()),
-        Code::Capture(i) if flat_parts(&pat, None).is_some() => Rhs::Split(Src::Capture(i), flat_parts(&pat, None).unwrap_or_default()),
-        rhs => Rhs::Gen(gen(rhs, h)),
+        rhs => {
+            // a slot's, a last read's or a capture's tuple taken apart where it lies (`Rhs::Split`)
+            let src = match rhs {
+                Code::Local(s) => Some((Src::Local(s), Some(s))),
+                Code::Move(s) => Some((Src::Move(s), None)),
+                Code::Capture(i) => Some((Src::Capture(i), None)),
+                _ => None,
+            };
+            match src.and_then(|(src, own)| Some((src, flat_parts(&pat, own)?))) {
+                Some((src, parts)) => Rhs::Split(src, parts),
+                None => Rhs::Gen(gen(rhs, h)),
+            }
+        }
     };
     Link { charge, pat, rhs }
 }
