@@ -302,6 +302,38 @@ impl<'p> Machine<'p> {
         // so this is `downcast_mut` without its second look at the type (a virtual call per builtin call).
         unsafe { &mut *(any as *mut dyn Any as *mut T) }
     }
+    /// Two states of different types at once (`None` only if `A` and `B` are the same type), for a
+    /// builtin that updates both on every call: the tape's `record` writes the ID counter's and the
+    /// tape's, and two `state` calls cost two lookups, the second of them a miss of the first
+    /// recent entry (issue 13, session 16). Found, like `state`'s, from the two used last.
+    #[inline]
+    pub fn states<A: Default + 'static, B: Default + 'static>(&mut self) -> Option<(&mut A, &mut B)> {
+        let (ia, ib) = (TypeId::of::<A>(), TypeId::of::<B>());
+        if ia == ib {
+            return None;
+        }
+        let [a, b] = self.recent;
+        let key = |i: usize| self.states.get(i).map(|(k, _)| *k);
+        let (i, j) = if key(a) == Some(ia) && key(b) == Some(ib) {
+            (a, b)
+        } else if key(a) == Some(ib) && key(b) == Some(ia) {
+            (b, a)
+        } else {
+            let i = self.find_state(ia, new_state::<A>);
+            let j = self.find_state(ib, new_state::<B>);
+            self.recent = [i, j];
+            (i, j)
+        };
+        let p = self.states.as_mut_ptr();
+        // SAFETY: `i` and `j` are slots of `states` (found above) keyed by `TypeId::of::<A>()` and
+        // `TypeId::of::<B>()`, which differ, so they are two distinct slots: the two borrows are
+        // disjoint, and each slot was created as its type (`find_state`), as in `state`.
+        unsafe {
+            let x: &mut dyn Any = &mut *(*p.add(i)).1;
+            let y: &mut dyn Any = &mut *(*p.add(j)).1;
+            Some((&mut *(x as *mut dyn Any as *mut A), &mut *(y as *mut dyn Any as *mut B)))
+        }
+    }
     /// The slot of the state keyed `id`, made by `new` if there is none: out of line, so the hits
     /// above stay a few instructions with no register spills.
     #[inline(never)]

@@ -229,31 +229,60 @@ fn b_record_edges(m: &mut Machine, es: &[(f64, i64)], [inner, outer]: [Span; 2])
     record(m, es, outer)
 }
 
-/// genID with the Contrib's edges `es` (partial, argument ID) written at the new ID.
+/// genID with the Contrib's edges `es` (partial, argument ID) written at the new ID: genID's step
+/// and count, then one lookup of the ID counter's state and the tape's together, the ID and its
+/// edges appended to the flat arrays (issue 13, session 16: two lookups and `new_id`'s own call
+/// before). Messages and their order are genID's then the tape's, as before.
+#[inline(always)]
 fn record(m: &mut Machine, es: &[(f64, i64)], span: Span) -> Result<Value, RunError> {
     let mut js = [0u32; 2];
     for (k, &(_, j)) in es.iter().enumerate().take(2) {
-        js[k] = u32::try_from(j).map_err(|_| err(span, format!("record: argument ID {j} out of range")))?;
+        js[k] = u32::try_from(j).map_err(|_| out_of_range(j, span))?;
     }
-    let i = new_id(m, span)?;
-    let t = m.state::<TapeSt>();
+    m.tick(1)?;
+    m.count("ids_allocated", 1);
+    let Some((r, t)) = m.states::<Rt, TapeSt>() else { return Err(err(span, "record: internal: one state")) };
+    let i = r.fresh(span);
     let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.partials.len())) else {
-        return Err(err(span, "record: the tape is full"));
+        return Err(full(span));
     };
-    let n = es.len().min(2) as u32;
+    let n = es.len().min(2);
     if t.at.len() == at {
-        t.at.push((start, n));
+        t.at.push((start, n as u32));
     } else {
-        if t.at.len() < at {
-            t.at.resize(at + 1, (0, 0));
-        }
-        t.at[at] = (start, n);
+        gap(&mut t.at, at, (start, n as u32));
     }
-    for (&(a, _), &j) in es.iter().zip(&js) {
-        t.partials.push(a);
+    // (each array grown once per record, not once per edge; the IDs pushed, as a copy of at most
+    // two would call `memcpy`)
+    let es = es.get(..n).unwrap_or(&[]);
+    t.partials.extend(es.iter().map(|&(a, _)| a));
+    t.args.reserve(n);
+    for &j in js.iter().take(n) {
         t.args.push(j);
     }
     Ok(Value::Int(i))
+}
+
+#[cold]
+fn out_of_range(j: i64, span: Span) -> RunError {
+    err(span, format!("record: argument ID {j} out of range"))
+}
+
+#[cold]
+fn full(span: Span) -> RunError {
+    err(span, "record: the tape is full")
+}
+
+/// An entry not at the end of `at`: past it (IDs generated without a Contrib in between: the gap's
+/// entries empty) or before it (IDs counted from 0 again: the entry replaced).
+#[cold]
+fn gap(at: &mut Vec<(u32, u32)>, i: usize, e: (u32, u32)) {
+    if at.len() < i {
+        at.resize(i + 1, (0, 0));
+    }
+    if let Some(c) = at.get_mut(i) {
+        *c = e;
+    }
 }
 
 /// `Staged c = Array dR`: the adjoints, with a flag per cell for "received a cotangent".

@@ -137,15 +137,23 @@ pub fn zero_of_builtin() -> Builtin {
 pub fn new_id(m: &mut Machine, span: Span) -> Result<i64, RunError> {
     m.tick(1)?;
     m.count("ids_allocated", 1);
-    let r = rt(m);
-    let i = r.next_id;
-    r.next_id += 1;
-    if !span.is_none() {
-        if let Some(c) = cell(&mut r.spans, i, Span::NONE) {
-            *c = span;
+    Ok(rt(m).fresh(span))
+}
+
+impl Rt {
+    /// `genID`'s ID, its span remembered (its step and count are the caller's: `new_id`, or the
+    /// tape's `record`, which holds this state and the tape's at once).
+    #[inline(always)]
+    pub fn fresh(&mut self, span: Span) -> i64 {
+        let i = self.next_id;
+        self.next_id += 1;
+        if !span.is_none() {
+            if let Some(c) = cell(&mut self.spans, i, Span::NONE) {
+                *c = span;
+            }
         }
+        i
     }
-    Ok(i)
 }
 
 fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
