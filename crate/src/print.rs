@@ -598,7 +598,7 @@ impl CappedIndent {
     fn finish(mut self) -> Mapped {
         let end = self.out.trim_end_matches(' ').len();
         self.out.truncate(end);
-        let n = self.out.matches('\n').count() + 1;
+        let n = self.out.bytes().filter(|&b| b == b'\n').count() + 1;
         let lines = self.map.map_or(vec![], |m| m.lines(n));
         Mapped { text: self.out, lines }
     }
@@ -616,6 +616,11 @@ impl pretty::Render for CappedIndent {
         };
         if self.at_line_start && s.len() <= BLANK.len() && s == &BLANK[..s.len()] {
             self.spaces += s.len();
+            return Ok(s.len());
+        }
+        // most writes are a token inside a line
+        if !self.at_line_start && !s.as_bytes().contains(&b'\n') {
+            self.out.push_str(s);
             return Ok(s.len());
         }
         let mut rest = s;
@@ -727,8 +732,9 @@ impl<'a, 'n> Printer<'a, 'n> {
     }
 
     fn name(&self, n: &Name) -> D<'a> {
-        let text = if n.is_global() { &n.text } else { self.names.get(&n.id).unwrap_or(&n.text) };
-        self.a.text(text.to_string())
+        let text: &str = if n.is_global() { &n.text } else { self.names.get(&n.id).unwrap_or(&n.text) };
+        // `to_owned`, not `to_string`: an `Rc<str>` would go through `Display` and the formatter
+        self.a.text(text.to_owned())
     }
 
     fn parens(&self, d: D<'a>) -> D<'a> {

@@ -63,7 +63,18 @@ fn compare(fast: &Analysis, walk: &Analysis) -> Result<usize, String> {
     Ok(ran)
 }
 
+/// The engine with every function's regions compiled when the program is lowered (the most code in
+/// regions), rather than on a function's third entry as by default.
+fn eager(b: &Budget) -> Budget {
+    Budget { regions_after: 0, ..b.clone() }
+}
+
 fn both(src: &str, opts: Options) -> Result<usize, String> {
+    both_with(src, Options { budget: eager(&opts.budget), ..opts })
+}
+
+/// `opts` (its budget says when regions are compiled) against the walker.
+fn both_with(src: &str, opts: Options) -> Result<usize, String> {
     let src = src.to_string();
     run_with_stack(move || {
         let walk_opts = Options { budget: reference(&opts.budget), ..opts.clone() };
@@ -84,6 +95,18 @@ fn both_engines_agree_on_every_example_and_stage() {
         runs += both(&text, Options::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
     assert!(runs > 500, "only {runs} stage runs: most stages should run most examples");
+}
+
+#[test]
+fn functions_compiled_on_a_later_entry_agree_with_the_walker() {
+    // the default: a function runs as lowered until its third entry, then with its regions; on
+    // the second entry here, so that functions entered twice switch too
+    let mut runs = 0;
+    for (name, text) in example_files::examples() {
+        let budget = Budget { regions_after: 2, ..Budget::default() };
+        runs += both_with(&text, Options { budget, ..Options::default() }).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    assert!(runs > 500, "only {runs} stage runs");
 }
 
 #[test]
@@ -117,22 +140,24 @@ fn run_both(src: &str, typed: bool, arg: Value, budget: Budget) -> Result<Value,
     } else {
         syntax::parse_program(src).unwrap_or_else(|d| panic!("{d:?}\n{src}"))
     };
-    let go = |reference: bool| {
-        let mut m = if reference { Machine::new_reference(&p, &Builtins::new(), budget.clone()) } else { Machine::new(&p, &Builtins::new(), budget.clone()) }
-            .expect("lowers");
+    let go = |b: Budget| {
+        let mut m = Machine::new(&p, &Builtins::new(), b).expect("lowers");
         let r = m.call("main", vec![arg.clone()]);
         (r, m.cost(), m.take_trace().0.len())
     };
-    let (fr, fc, ft) = go(false);
-    let (wr, wc, wt) = go(true);
-    assert_eq!(fc, wc, "costs differ\n{src}");
-    assert_eq!(ft, wt, "trace lengths differ\n{src}");
-    match (&fr, &wr) {
-        (Ok(a), Ok(b)) => assert!(a.same(b), "values differ: {a} vs {b}\n{src}"),
-        (Err(a), Err(b)) => assert_eq!(a, b, "errors differ\n{src}"),
-        (a, b) => panic!("outcomes differ: {:?} vs {:?}\n{src}", a.as_ref().err(), b.as_ref().err()),
+    let (wr, wc, wt) = go(reference(&budget));
+    // regions compiled when lowered, and on a function's second entry (a call switching over)
+    let (fast, later) = (go(eager(&budget)), go(Budget { regions_after: 2, ..budget.clone() }));
+    for (fr, fc, ft) in [&fast, &later] {
+        assert_eq!(fc, &wc, "costs differ\n{src}");
+        assert_eq!(*ft, wt, "trace lengths differ\n{src}");
+        match (fr, &wr) {
+            (Ok(a), Ok(b)) => assert!(a.same(b), "values differ: {a} vs {b}\n{src}"),
+            (Err(a), Err(b)) => assert_eq!(a, b, "errors differ\n{src}"),
+            (a, b) => panic!("outcomes differ: {:?} vs {:?}\n{src}", a.as_ref().err(), b.as_ref().err()),
+        }
     }
-    fr
+    fast.0
 }
 
 /// One program per construct a region compiles (lets, tuples, projections, sums and case, if,

@@ -29,11 +29,21 @@ pub struct Budget {
     /// the tests compare the fast engine with. Counters and results are the same either way.
     #[serde(skip)]
     pub walker: bool,
+    /// The engine compiles a function's call-free regions on its `regions_after`-th entry (0: when
+    /// the program is lowered; `LamCode::code`). Counters and results are the same either way.
+    #[serde(skip)]
+    pub regions_after: u32,
 }
+
+/// Most functions of a stage's output run once or twice per run (continuations, backpropagators,
+/// wrappers), and compiling their regions costs more than the walker steps it saves: the page's
+/// per-keystroke analysis of the quaternion spent more instructions compiling regions than running
+/// (issue 15). A function entered this often is worth compiling; loops and recursion reach it at once.
+pub const REGIONS_AFTER: u32 = 3;
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000, seconds: None, walker: false }
+        Budget { steps: 50_000_000, allocs: 50_000_000, depth: 1_000_000, trace_steps: 5_000, seconds: None, walker: false, regions_after: REGIONS_AFTER }
     }
 }
 
@@ -305,6 +315,10 @@ pub struct Fused {
     pub scalar_cid: Option<ScalarFusedFn<(i64, i64)>>,
 }
 
+pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused> {
+    fs.iter().find(|f| f.outer == outer && f.inner == inner).copied()
+}
+
 /// The builtins a program may use, by name.
 #[derive(Clone, Default)]
 pub struct Builtins {
@@ -331,6 +345,9 @@ impl Builtins {
     }
     /// The fused function for `outer (inner …)`, if one was added.
     pub fn fused(&self, outer: &str, inner: &str) -> Option<Fused> {
-        self.fused.iter().find(|f| f.outer == outer && f.inner == inner).copied()
+        find_fused(&self.fused, outer, inner)
+    }
+    pub(crate) fn all_fused(&self) -> &[Fused] {
+        &self.fused
     }
 }

@@ -34,7 +34,7 @@
 use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
-use super::{Builtin, Builtins, Fused, FusedFn, Machine, RunError, ScalarFusedFn};
+use super::{Builtin, Fused, FusedFn, Machine, RunError, ScalarFusedFn};
 use crate::prims::{OnInt, OnReal};
 use crate::value::Value;
 use std::rc::Rc;
@@ -58,7 +58,7 @@ pub(crate) struct Hints<'a> {
     pub slots: &'a [Scalar],
     pub caps: &'a [Scalar],
     /// The fused pairs of builtins the stage's runtime offers (`Fused`).
-    pub builtins: &'a Builtins,
+    pub fused: &'a [Fused],
 }
 
 impl Hints<'_> {
@@ -972,7 +972,7 @@ fn compare<T: Scalarlike>(a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops
 /// The fused pair for `b (inner …)`, if the runtime offers one (`Fused`).
 fn fusable(b: &Builtin, items: &[Code], h: &Hints) -> Option<Fused> {
     match items {
-        [Code::CallB(inner, ..)] => h.builtins.fused(b.name, inner.name),
+        [Code::CallB(inner, ..)] => super::api::find_fused(h.fused, b.name, inner.name),
         _ => None,
     }
 }
@@ -1194,7 +1194,7 @@ mod tests {
     /// The regions of `src`'s lowering: (regions, of which hand a rest to the walker, links in all).
     fn regions_of(src: &str) -> (usize, usize, usize) {
         let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
-        let low = lower(&p, &Builtins::new(), true).expect("lowers");
+        let low = lower(&p, &Builtins::new(), true, 0).expect("lowers");
         let mut stack: Vec<&Code> = low.defs.iter().map(|d| &d.body).collect();
         let mut out = (0, 0, 0);
         // an explicit stack over the few shapes these programs have
@@ -1246,7 +1246,7 @@ mod tests {
     fn curried_lambdas_are_one_function_and_spines_one_call_in_the_engine() {
         let (p, _, _) = crate::pipeline::front_end("def f a b c = a * b + c\ndef main x = f x x x", &[]).expect("type-checks");
         for (fast, more) in [(true, 2), (false, 0)] {
-            let low = lower(&p, &Builtins::new(), fast).expect("lowers");
+            let low = lower(&p, &Builtins::new(), fast, 0).expect("lowers");
             assert_eq!(low.defs[0].lam.as_ref().map(|l| l.more.len()), Some(more));
             let call = matches!(&low.defs[1].body, Code::Lam(l) if matches!(l.body, Code::Call(_)));
             assert_eq!(call, fast, "main's body is one call in the engine, App nodes in the walker");

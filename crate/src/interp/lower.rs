@@ -16,16 +16,19 @@
 //! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
 
 use super::fast::{self, FastCode, Hints, Scalar};
+use super::Fused;
 use super::{Builtin, Builtins, RunError};
 use crate::diag::Span;
 use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program, Scheme, Type};
 use crate::value::Value;
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_PROG: AtomicU64 = AtomicU64::new(1);
 
+#[derive(Clone)]
 pub(crate) enum LPat {
     Slot(u32),
     Wild,
@@ -57,6 +60,50 @@ pub(crate) struct LamCode {
     pub named: Option<Rc<Named>>,
     /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it).
     pub param: Option<u32>,
+    /// The body with its regions compiled, once made (`code`).
+    pub hot: OnceCell<Code>,
+    /// Entries so far, while `hot` waits to be made.
+    pub entries: Cell<u32>,
+    /// What making `hot` needs; `None` when the regions are compiled in `body` already, or never.
+    pub deferred: Option<Box<Deferred>>,
+}
+
+/// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
+pub(crate) struct Deferred {
+    real: Box<[Scalar]>,
+    real_caps: Box<[Scalar]>,
+    fused: Rc<[Fused]>,
+    after: u32,
+}
+
+impl LamCode {
+    fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None }
+    }
+
+    /// The body to run on this entry: with its regions compiled once the function has been entered
+    /// `Budget::regions_after` times (a copy of `body`, so the activations running `body` keep it),
+    /// else as lowered. Counters and results are the same either way.
+    #[inline]
+    pub(crate) fn code(&self) -> &Code {
+        match (self.hot.get(), &self.deferred) {
+            (Some(hot), _) => hot,
+            (None, None) => &self.body,
+            (None, Some(d)) => self.enter_cold(d),
+        }
+    }
+
+    #[inline(never)]
+    fn enter_cold(&self, d: &Deferred) -> &Code {
+        let n = self.entries.get().saturating_add(1);
+        self.entries.set(n);
+        if n < d.after {
+            return &self.body;
+        }
+        let mut hot = self.body.clone();
+        fast::regions(&mut hot, &Hints { slots: &d.real, caps: &d.real_caps, fused: &d.fused });
+        self.hot.get_or_init(|| hot)
+    }
 }
 
 pub(crate) struct Named {
@@ -69,6 +116,7 @@ pub(crate) struct GroupCode {
     pub captures: Box<[Loc]>,
 }
 
+#[derive(Clone)]
 pub(crate) enum Code {
     Local(u32),
     /// The only read of a local slot in its function body (engine only, `moves`): the value is
@@ -107,6 +155,7 @@ pub(crate) enum Code {
     Call(Box<CallCode>),
 }
 
+#[derive(Clone)]
 pub(crate) enum Head {
     Local(u32),
     Move(u32),
@@ -115,6 +164,7 @@ pub(crate) enum Head {
     Global(u32, Span),
 }
 
+#[derive(Clone)]
 pub(crate) struct CallCode {
     pub head: Head,
     pub args: Box<[Code]>,
@@ -234,8 +284,8 @@ struct FunCtx {
 }
 
 impl FunCtx {
-    fn hints<'a>(&'a self, builtins: &'a Builtins) -> Hints<'a> {
-        Hints { slots: &self.real, caps: &self.real_caps, builtins }
+    fn hints<'a>(&'a self, fused: &'a [Fused]) -> Hints<'a> {
+        Hints { slots: &self.real, caps: &self.real_caps, fused }
     }
 }
 
@@ -249,6 +299,9 @@ struct Lowerer<'a> {
     names: HashMap<*const Expr, Rc<Named>>,
     /// Compile call-free regions to closures (off: the walker alone, the tests' reference).
     fast: bool,
+    /// A function's regions are compiled on this entry (0: now); `Budget::regions_after`.
+    regions_after: u32,
+    fused: Rc<[Fused]>,
 }
 
 /// The parameter type of a function type (`Unknown` for anything else).
@@ -267,20 +320,23 @@ fn strip_ann(e: &Expr) -> &Expr {
     e
 }
 
-pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool) -> Result<Lowered, RunError> {
+/// `program` lowered for the walker (`fast` off) or the engine, which compiles a function's regions
+/// on its `regions_after`-th entry (0: here).
+pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_after: u32) -> Result<Lowered, RunError> {
     let prog = NEXT_PROG.fetch_add(1, Ordering::Relaxed);
     let mut index = HashMap::default();
     for (i, d) in program.defs.iter().enumerate() {
         index.entry(d.name.text.clone()).or_insert(i as u32);
     }
     let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into() };
     let mut defs = Vec::with_capacity(program.defs.len());
     for d in &program.defs {
         lw.ctxs.push(FunCtx::default());
         let mut body = lw.expr(&d.body)?;
         let ctx = lw.ctxs.pop().unwrap();
-        lw.regions(&mut body, &ctx);
+        // a definition's own body runs once per machine: its regions only when compiling eagerly
+        lw.regions(&mut body, &ctx, lw.regions_after == 0);
         let lam = match &body {
             Code::Lam(l) if l.captures.is_empty() => Some(l.clone()),
             _ => None,
@@ -330,11 +386,25 @@ impl Lowerer<'_> {
 
     /// Compiles the call-free regions of a function body just lowered in `ctx`, after turning the
     /// only read of each slot into a move.
-    fn regions(&self, body: &mut Code, ctx: &FunCtx) {
-        if self.fast {
-            moves(body, ctx.nslots);
-            fast::regions(body, &ctx.hints(self.builtins));
+    /// `compile` off: the regions wait for the function's `regions_after`-th entry (the returned
+    /// `Deferred`, for `LamCode::code`).
+    fn regions(&self, body: &mut Code, ctx: &FunCtx, compile: bool) -> Option<Box<Deferred>> {
+        if !self.fast {
+            return None;
         }
+        moves(body, ctx.nslots);
+        if compile {
+            fast::regions(body, &ctx.hints(&self.fused));
+            return None;
+        }
+        let (real, real_caps) = (ctx.real.clone().into(), ctx.real_caps.clone().into());
+        Some(Box::new(Deferred { real, real_caps, fused: self.fused.clone(), after: self.regions_after }))
+    }
+
+    /// A function's code: its regions compiled now or on a later entry.
+    fn lam_code(&self, pat: LPat, more: Box<[LPat]>, mut body: Code, c: &FunCtx, captures: Box<[Loc]>) -> LamCode {
+        let deferred = self.regions(&mut body, c, self.regions_after == 0);
+        LamCode { deferred, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
     }
 
     /// Records the lambdas `let p = rhs` binds to a name: `let Y = λ…` and, in a tuple,
@@ -412,13 +482,12 @@ impl Lowerer<'_> {
         let (more, body) = self.more_params(body);
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
-        let mut body = body?;
-        self.regions(&mut body, &c);
         let param = match p {
             Pat::Var(n, _) => Some(n.id),
             _ => None,
         };
-        Ok(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: c.captures.into(), named, param }))
+        let captures = c.captures.clone().into();
+        Ok(Rc::new(LamCode { named, param, ..self.lam_code(pat, more, body?, &c, captures) }))
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
@@ -444,9 +513,8 @@ impl Lowerer<'_> {
         self.ctxs.push(FunCtx::default());
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
-        let mut body = body?;
-        self.regions(&mut body, &c);
-        Ok(Rc::new(LamCode { prog: self.prog, pat: LPat::Wild, more: Box::new([]), nslots: c.nslots, body, captures: c.captures.into(), named: None, param: None }))
+        let captures = c.captures.clone().into();
+        Ok(Rc::new(self.lam_code(LPat::Wild, Box::new([]), body?, &c, captures)))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -510,12 +578,10 @@ impl Lowerer<'_> {
             let (more, b) = self.more_params(b);
             let b = self.expr(b);
             let c = self.ctxs.pop().unwrap();
-            let mut body = b?;
-            self.regions(&mut body, &c);
+            members.push(Rc::new(self.lam_code(pat, more, b?, &c, Box::new([]))));
             captures = c.captures;
             cap_index = c.cap_index;
             real_caps = c.real_caps;
-            members.push(Rc::new(LamCode { prog: self.prog, pat, more, nslots: c.nslots, body, captures: Box::new([]), named: None, param: None }));
         }
         let group = Rc::new(GroupCode { members: members.into(), captures: captures.into() });
         Ok((group, slots))
@@ -708,7 +774,7 @@ fn moves(body: &mut Code, nslots: u32) {
             }
             _ => {}
         }
-        stack.extend(frame_children(c));
+        push_frame_children(c, &mut stack);
     }
     let once = |s: u32| reads.get(s as usize) == Some(&1);
     let mut stack: Vec<&mut Code> = vec![body];
@@ -724,20 +790,27 @@ fn moves(body: &mut Code, nslots: u32) {
             }
             _ => {}
         }
-        stack.extend(frame_children(c));
+        push_frame_children(c, &mut stack);
     }
 }
 
 /// The children of a node evaluated in its frame (a lambda's body is its own function's frame; a
 /// letrec's functions likewise, its body is in this frame).
 pub(super) fn frame_children(c: &mut Code) -> Vec<&mut Code> {
+    let mut out = vec![];
+    push_frame_children(c, &mut out);
+    out
+}
+
+/// `frame_children` pushed onto a walk's stack (no vector per node).
+fn push_frame_children<'a>(c: &'a mut Code, out: &mut Vec<&'a mut Code>) {
     match c {
-        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => vec![],
-        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => vec![&mut **a, &mut **b],
-        Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => vec![&mut **a],
-        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => xs.iter_mut().collect(),
-        Code::Call(cc) => cc.args.iter_mut().collect(),
-        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => vec![&mut **s, &mut **a, &mut **b],
+        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => {}
+        Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => out.extend([&mut **a, &mut **b]),
+        Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => out.push(&mut **a),
+        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => out.extend(xs.iter_mut()),
+        Code::Call(cc) => out.extend(cc.args.iter_mut()),
+        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => out.extend([&mut **s, &mut **a, &mut **b]),
     }
 }
 
@@ -752,7 +825,7 @@ mod tests {
         let src = "def main x = let a = (x, x) in let b = (x, x) in let c = (x, x) in let f = \\y -> c in (fst a, b, b, f 1.0, c)";
         let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
         // lowered for the walker (no moves, no regions), then `moves` on main's frame
-        let mut low = lower(&p, &Builtins::new(), false).expect("lowers");
+        let mut low = lower(&p, &Builtins::new(), false, 0).expect("lowers");
         low.defs[0].lam = None;
         let Code::Lam(l) = &mut low.defs[0].body else { panic!("main is a lambda") };
         let l = Rc::get_mut(l).expect("only the def holds main's code");

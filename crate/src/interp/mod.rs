@@ -115,7 +115,7 @@ fn new_state<T: Default + 'static>() -> Box<dyn Any> {
 
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
-        let code = lower::lower(program, builtins, !budget.walker)?;
+        let code = lower::lower(program, builtins, !budget.walker, budget.regions_after)?;
         let empty: Rc<[Value]> = Rc::new([]);
         let globals = code
             .defs

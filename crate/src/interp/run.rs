@@ -397,12 +397,13 @@ impl Machine<'_> {
                 self.trace_call(node, named, &arg);
             }
         }
-        if let (Some(f), None) = (leaf(&lam.body), self.lam_watcher) {
+        let body = lam.code();
+        if let (Some(f), None) = (leaf(body), self.lam_watcher) {
             return self.run_leaf(f, env, group, lam.nslots, true, |m| m.bind(&lam.pat, arg));
         }
         self.push_frame(env, group, lam.nslots, true)?;
         self.bind(&lam.pat, arg)?;
-        Ok(Next::Eval(&lam.body))
+        Ok(Next::Eval(body))
     }
 
     pub(super) fn enter_global(&mut self, i: u32) -> Res<Next> {
@@ -513,7 +514,7 @@ impl Machine<'_> {
             self.bind(param(lam, k), v.clone())?;
         }
         self.bind(param(lam, j), arg)?;
-        Ok(Next::Eval(&lam.body))
+        Ok(Next::Eval(lam.code()))
     }
 
     /// What the walker does when it applies a curried lambda to its `j`-th argument, short of the
@@ -698,12 +699,13 @@ impl Machine<'_> {
 
     /// Enters `lam` with all its arguments: those on `vals` from `base`, then `arg`, in one frame.
     fn saturate(&mut self, lam: &LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, base: usize, arg: Value, last: bool) -> Res<Next> {
-        if let Some(f) = leaf(&lam.body) {
+        let body = lam.code();
+        if let Some(f) = leaf(body) {
             return self.run_leaf(f, env, group, lam.nslots, last, |m| m.bind_params(lam, base, arg));
         }
         self.push_frame(env, group, lam.nslots, last)?;
         self.bind_params(lam, base, arg)?;
-        Ok(Next::Eval(&lam.body))
+        Ok(Next::Eval(body))
     }
 
     /// Binds `lam`'s parameters in the new frame: those waiting on `vals` from `base`, then `arg`.

@@ -158,32 +158,46 @@ impl Trace {
     /// the redex before and after it.
     pub fn view(&self, name: &str) -> crate::stage::View {
         use std::fmt::Write;
-        // a step at the top of a long program prints all of it: each side is cut to STEP_TEXT characters
-        let mut tr = self.clone();
-        for s in &mut tr.steps {
-            for side in [&mut s.before, &mut s.after, &mut s.program] {
-                if let Some((i, _)) = side.char_indices().nth(STEP_TEXT) {
-                    side.truncate(i);
-                    side.push_str(" …");
-                }
-            }
-        }
-        let tr = &tr;
         let mut text = String::new();
-        let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
-        let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
-        if (tr.steps.len() as u64) < tr.taken {
-            let _ = writeln!(text, "(the first {} are shown)", tr.steps.len());
+        let per: Vec<String> = self.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+        let _ = writeln!(text, "{} rewrite steps: {}", self.taken, per.join(", "));
+        if (self.steps.len() as u64) < self.taken {
+            let _ = writeln!(text, "(the first {} are shown)", self.steps.len());
         }
-        let indent = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
-        for (i, s) in tr.steps.iter().enumerate() {
+        for (i, s) in self.steps.iter().enumerate() {
             let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
-            let _ = write!(text, "\n{}. {}{mark}\n{}\n  ⇝\n{}\n", i + 1, s.rule, indent(&s.before), indent(&s.after));
+            let _ = writeln!(text, "\n{}. {}{mark}", i + 1, s.rule);
+            push_indented(&mut text, &s.before);
+            text.push_str("\n  ⇝\n");
+            push_indented(&mut text, &s.after);
+            text.push('\n');
             if !s.program.is_empty() {
-                let _ = write!(text, "  program after it:\n{}\n", indent(&s.program));
+                text.push_str("  program after it:\n");
+                push_indented(&mut text, &s.program);
+                text.push('\n');
             }
         }
         crate::stage::View { name: name.into(), text, ..Default::default() }
+    }
+}
+
+/// `side` with each line indented by four spaces, and cut after `STEP_TEXT` characters (a step at
+/// the top of a long program prints all of it).
+fn push_indented(text: &mut String, side: &str) {
+    let cut;
+    let side = match side.char_indices().nth(STEP_TEXT) {
+        Some((i, _)) => {
+            cut = format!("{} …", &side[..i]);
+            &cut
+        }
+        None => side,
+    };
+    for (k, l) in side.lines().enumerate() {
+        if k > 0 {
+            text.push('\n');
+        }
+        text.push_str("    ");
+        text.push_str(l);
     }
 }
 
