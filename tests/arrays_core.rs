@@ -569,6 +569,14 @@ fn recursion_on_params_and_literals_is_unrolled_for_part_c() {
         assert!(msg.contains(why) && msg.contains("§2.3"), "{r:?}");
         assert!(r.error_span.is_some());
     }
+    // recursion on a run-time value is the paper's documented boundary (issue 12): the message says
+    // the core has no recursion, quoting App. B, and points at the recursive call `pow (k - 1) x`
+    let text = example("integer-input");
+    let r = one(&text, "arrays/bot");
+    let msg = r.error.as_deref().unwrap_or("");
+    assert!(msg.contains("its core (§3.2, Figs. 7–8) has no recursion") && msg.contains("Loops of statically unknown length are currently unsupported"), "{r:?}");
+    let span = r.error_span.expect("located");
+    assert_eq!(&text[span.0..span.1], "pow (k - 1) x");
 }
 
 /// An empty literal in a program whose input has no array: its scalars' zero is read from the

@@ -44,6 +44,17 @@ the program (not in main's input or output); any fold, reduce or scan whose accu
 `|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
 
+/// Why recursion on a run-time value is refused (appended to the inliner's message, which is located
+/// at the recursive call): a documented boundary of the paper, not a missing rule. Part A's scalar
+/// language allows a recursive let (§2.1), but the array core of Part C has none: Fig. 8 types
+/// `let x = u in v` with u outside x's scope, §3.2 allows no top-level functions, and the authors'
+/// implementation leaves such loops out (App. B).
+pub const RECURSION_BOUNDARY: &str = " (a boundary of the paper's array language, not a missing rule: its core (§3.2, Figs. 7–8) has no \
+recursion, as its let is not recursive and \"the language does not support separate top-level functions\", and the \
+authors' implementation says \"Loops of statically unknown length are currently unsupported due to the difficulty in \
+handling them in the bot (Section 5) and in AD (Section 6)\" (App. B; also §2.3, §5.2); only recursion whose depth \
+params and literals decide is unrolled, as the host language's static control flow in App. B's staging)";
+
 /// The budget of the inlining before lowering (as the other first-order chains).
 const INLINE_BUDGET: usize = 100_000;
 
@@ -57,7 +68,7 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
     let inlined = if recursive { first_order_unrolled(src, INLINE_BUDGET) } else { first_order_at(src, INLINE_BUDGET) };
     let p = inlined.map_err(|mut d| {
         if d.message.contains("recurs") {
-            d.message.push_str(" (the array core has no dynamic loops, §2.3, §5.2: only recursion whose depth params and literals decide is unrolled, as the host language's static control flow in App. B's staging)");
+            d.message.push_str(RECURSION_BOUNDARY);
         }
         Diagnostic { refused: true, ..d }
     })?;

@@ -352,7 +352,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             _ => return Err(refuse(e.span, "such array operation")),
         },
-        K::LetRec(..) => return Err(refuse(e.span, "recursion (no dynamic loops: §5.2)")),
+        K::LetRec(..) => return Err(refuse(e.span, &format!("recursion{}", crate::stages::arrays::bot::RECURSION_BOUNDARY))),
         K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
         // after tuples.rs a tuple is left only as main's output, lowered per component
         K::Tuple(es) => Expr::gen(K::Tuple(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
