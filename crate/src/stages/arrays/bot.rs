@@ -3,7 +3,7 @@
 //! computes what the source does, with every `build1` turned into bulk operations (Theorem 5.1,
 //! checked on every output); its rule trace is the stepper's steps.
 
-use super::common::core::{bot, lower, runtime};
+use super::common::core::{bot, lower, runtime, tuples};
 use super::common::PAPER;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -39,7 +39,7 @@ runs (the paper's are static).",
     complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
 The number of one-hots in the derivative is at most the number of lexical indexes.",
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
-the program (not in main's input or output); any fold, reduce or scan whose accumulator is a real or an array of reals \
+the program and in main's input (taken apart at the wrapper, its gradient zipped back), not in main's output; any fold, reduce or scan whose accumulator is a real or an array of reals \
 (beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide, top-level or local `let rec` (unrolled, App. B); \
 `|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
@@ -73,16 +73,17 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
         Diagnostic { refused: true, ..d }
     })?;
     let mut fr = Fresh::new(&p);
-    let (pat, core) = lower::lower_main(&p, &mut fr)?;
+    let (pat, boundary, core) = lower::lower_main(&p, &mut fr)?;
     let mut before = p.clone();
-    before.defs = vec![def_main(lam(pat.clone(), core.clone()))];
+    before.defs = vec![def_main(lam(pat.clone(), tuples::wrap(boundary.clone(), core.clone())))];
     before.next_id = fr.next_id;
     // bot's terms carry the span of the source term they come from (a ragged `tr`'s run-time error
     // then points at the user's map)
     let (out, trace) = normalise_located(core, &bot::rules(), &mut fr, Budget { trace_steps: 2_000, ..Budget::default() })?;
     bot::check_theorem_5_1(&out)?;
     let mut after = p.clone();
-    after.defs = vec![def_main(lam(pat, out))];
+    // main's arrays of tuples taken apart above bot's output, where dual-arrays' wrapper finds them
+    after.defs = vec![def_main(lam(pat, tuples::wrap(boundary, out)))];
     after.next_id = fr.next_id;
     Ok((before, after, trace))
 }
