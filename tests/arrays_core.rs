@@ -633,6 +633,8 @@ fn sums_inside_the_program_reach_share_to_let() {
         assert!(r.refused, "{r:?}");
         // named with the paper's reason: the wrapper's inputs and cotangents are arrays of reals
         assert!(r.error.as_deref().unwrap_or("").contains("sums in main's") && r.error.as_deref().unwrap_or("").contains("§6.5"), "{r:?}");
+        // the documented boundary (issue 12), quoting the paper's wrapper type and §3.2
+        assert!(r.error.as_deref().unwrap_or("").contains("x1 : Array sh1 ρ1") && r.error.as_deref().unwrap_or("").contains("re-differentiate and re-compile"), "{r:?}");
         assert!(r.error_span.is_some());
     }
 }

@@ -366,7 +366,7 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
             if has_sum(ty) {
                 return Err(refuse(
                     main.span,
-                    &format!("sums in main's {which}: the wrapper (§6.5, §7.5 Fig. 21) takes and gives back arrays of reals, one per input, and a sum's cotangent is the side its run-time tag chooses (sums inside the program are a tag and both sides)"),
+                    &format!("sums in main's {which}: a boundary of the paper's wrapper, whose inputs and gradient are arrays (§6.5: \"free variables: x1 : Array sh1 ρ1, …, xn : Array shn ρn\", Fig. 7's types Array sh ρ with ρ ::= R | Int | Bool, no sum), and a sum's cotangent is the side its run-time tag chooses; specialising the gradient program per tag would be one program per tag, as the paper re-differentiates per shape (§3.2: \"one has to re-differentiate and re-compile the program\"), not Fig. 21's one program for every point (sums inside the program are a tag and both sides)"),
                 ));
             }
             if which == "output" && super::soa::soa(ty) {
