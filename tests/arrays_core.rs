@@ -442,11 +442,34 @@ fn tuples_inside_first_order_programs_reach_share_to_let() {
     }
 }
 
-/// An array of tuples is split into a tuple of arrays inside the program (soa.rs), but main's input
-/// and output keep their types: an array of tuples there is refused, located, naming the core.
+/// Issue 12: an array of tuples in main's input is taken apart at the wrapper (boundary.rs): each
+/// component array is an input of its own, and the gradient is zipped back into the input's type
+/// (nested tuples, arrays of arrays of tuples, an array component, an integer component, a wildcard,
+/// an indexed read). These were refused ("arrays of tuples in main's input").
 #[test]
-fn bot_refuses_an_array_of_tuples_in_mains_input_or_output_naming_the_core_restriction() {
-    for text in ["input [1.0, 2.0]\ndef main a = map (\\x -> (x, x)) a", "input [(1.0, 2.0)]\ndef main ps = sum (map (\\p -> fst p * snd p) ps)"] {
+fn arrays_of_tuples_in_mains_input_reach_share_to_let_in_the_users_shape() {
+    part_c_agrees(&example("arrays-tuple-input"));
+    let texts = [
+        "input [(1.0, 2.0), (3.0, -0.5)]\ndef main ps = sum (map (\\p -> fst p * snd p) ps)\n",
+        "input ([(1.0, (2.0, 0.5)), (3.0, (-0.5, 2.0))], 0.7)\ndef main (ps, y) = sum (map (\\(a, (b, c)) -> a * b + sin c * y) ps) * y\n",
+        "input [[(1.0, 2.0), (3.0, 4.0)], [(0.5, 0.1), (2.0, 1.5)]]\ndef main m = sum (map (\\row -> sum (map (\\(a, b) -> a * b) row)) m)\n",
+        "input ([(1.0, [2.0, 3.0]), (0.5, [1.0, -1.0])], 2.0)\ndef main (ps, y) = sum (map (\\(a, v) -> a * sum v * y) ps)\n",
+        "input ([(2, 1.5), (3, 0.5)], 2.0)\ndef main (ps, y) = sum (map (\\(k, x) -> real k * x * y) ps)\n",
+        "input ([(1.0, 2.0)], 3.0)\ndef main (_, y) = y * y\n",
+        "input ([(1.0, 2.0), (3.0, 4.0)], 3.0)\ndef main (ps, y) = y * fst (ps ! 1)\n",
+    ];
+    for t in texts {
+        part_c_agrees(t);
+    }
+    // the gradient program takes and gives the user's shape: its gradient is an array of pairs
+    let r = one(texts[0], "arrays/share-to-let");
+    assert!(r.program.contains("soaZip") && r.program.contains("soaGet"), "{}", r.program);
+}
+
+/// An array of tuples in main's output is still refused, located, naming the core.
+#[test]
+fn bot_refuses_an_array_of_tuples_in_mains_output_naming_the_core_restriction() {
+    for text in ["input [1.0, 2.0]\ndef main a = map (\\x -> (x, x)) a"] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains("arrays of tuples in main's"), "{r:?}");
@@ -569,6 +592,14 @@ fn recursion_on_params_and_literals_is_unrolled_for_part_c() {
         assert!(msg.contains(why) && msg.contains("§2.3"), "{r:?}");
         assert!(r.error_span.is_some());
     }
+    // recursion on a run-time value is the paper's documented boundary (issue 12): the message says
+    // the core has no recursion, quoting App. B, and points at the recursive call `pow (k - 1) x`
+    let text = example("integer-input");
+    let r = one(&text, "arrays/bot");
+    let msg = r.error.as_deref().unwrap_or("");
+    assert!(msg.contains("its core (§3.2, Figs. 7–8) has no recursion") && msg.contains("Loops of statically unknown length are currently unsupported"), "{r:?}");
+    let span = r.error_span.expect("located");
+    assert_eq!(&text[span.0..span.1], "pow (k - 1) x");
 }
 
 /// An empty literal in a program whose input has no array: its scalars' zero is read from the
@@ -602,6 +633,8 @@ fn sums_inside_the_program_reach_share_to_let() {
         assert!(r.refused, "{r:?}");
         // named with the paper's reason: the wrapper's inputs and cotangents are arrays of reals
         assert!(r.error.as_deref().unwrap_or("").contains("sums in main's") && r.error.as_deref().unwrap_or("").contains("§6.5"), "{r:?}");
+        // the documented boundary (issue 12), quoting the paper's wrapper type and §3.2
+        assert!(r.error.as_deref().unwrap_or("").contains("x1 : Array sh1 ρ1") && r.error.as_deref().unwrap_or("").contains("re-differentiate and re-compile"), "{r:?}");
         assert!(r.error_span.is_some());
     }
 }

@@ -64,7 +64,15 @@ impl Stage for DualArrays {
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let main = src.program.def("main").ok_or_else(|| Diagnostic::error(Span::NONE, "no main"))?;
         let mut fr = Fresh::new(src.program);
-        let body = dual::wrapper(&main.body, src.output_type, &mut fr)?;
+        // main's inputs at their stated types where it takes arrays of tuples apart (boundary.rs): the
+        // conversions are typed `a → b`, so main's inferred input type says nothing of their components
+        let mut main = main.body.clone();
+        if let ExprKind::Lam(_, _, b) = &main.kind {
+            if matches!(&b.kind, ExprKind::Let(_, rhs, _) if super::common::core::boundary::parse_get(rhs).is_some()) {
+                main.ty = Type::fun(src.input_type.clone(), src.output_type.clone());
+            }
+        }
+        let body = dual::wrapper(&main, src.output_type, &mut fr)?;
         let mut p = src.program.clone();
         p.defs = vec![def(crate::stage::WRAPPER, body)];
         p.next_id = fr.next_id;

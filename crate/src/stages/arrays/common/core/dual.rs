@@ -298,6 +298,15 @@ fn lift(c: Expr, ps: &[Name], primals: &[Expr], rank: usize, fresh: &mut Fresh) 
 /// reverse pass from `seed`, and returns (primal, gradient in the input's shape).
 pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
     let ExprKind::Lam(_, pat, body) = &main.kind else { return Err(Diagnostic::error(main.span, "main is not a function")) };
+    // main's arrays of tuples taken apart at the boundary (boundary.rs): each component array is an
+    // input of its own, and the array of tuples only the primal they are read from
+    let mut body = &**body;
+    let mut parts: Vec<(Name, Vec<i64>, Name)> = vec![];
+    while let ExprKind::Let(Pat::Var(c, _), rhs, rest) = &body.kind {
+        let Some((path, ExprKind::Var(x))) = super::boundary::parse_get(rhs).map(|(p, x)| (p, &x.kind)) else { break };
+        parts.push((c.clone(), path, x.clone()));
+        body = rest;
+    }
     // name every component (a `_` gets a name: its gradient is returned too)
     let mut pat = pat.clone();
     let mut stack = vec![&mut pat];
@@ -309,8 +318,26 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
         }
     }
     let (input, seed, y, dd, g) = (fresh.name("input"), fresh.name("seed"), fresh.name("y"), fresh.name("d"), fresh.name("g"));
-    let vars: Vec<Name> = pat.names().into_iter().cloned().collect();
-    let types = param_types(main, &vars);
+    // the inputs in the pattern's order, an array of tuples replaced by its component arrays (so the
+    // gradient, zipped back in that order, reads the shares in the order the reverse pass made them)
+    let names: Vec<Name> = pat.names().into_iter().cloned().collect();
+    let (mut vars, mut types) = (vec![], vec![]);
+    let whole: rustc_hash::FxHashMap<u32, (Name, Type)> = names
+        .iter()
+        .zip(param_types(main, &names))
+        .filter_map(|(x, t)| parts.iter().any(|p| p.2 == *x).then(|| (x.id, (fresh.name(&x.text), t))))
+        .collect();
+    for (x, t) in names.iter().zip(param_types(main, &names)) {
+        if !whole.contains_key(&x.id) {
+            vars.push(x.clone());
+            types.push(t);
+            continue;
+        }
+        for (c, path, _) in parts.iter().filter(|p| p.2 == *x) {
+            vars.push(c.clone());
+            types.push(super::boundary::components(&t).into_iter().find(|(q, _)| q == path).map_or(Type::Unknown, |(_, t)| t));
+        }
+    }
     // the primal inputs get their own names outside runIds; inside, the source's names are the dual
     // inputs `(x, Input k x)` (for a discrete input, the primal itself)
     let outer: Vec<Name> = vars.iter().map(|x| fresh.name(&x.text)).collect();
@@ -318,10 +345,10 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     let mut stack = vec![&mut opat];
     while let Some(p) = stack.pop() {
         match p {
-            Pat::Var(x, _) => {
-                let k = vars.iter().position(|v| v == x).unwrap_or(0);
-                *x = outer[k].clone();
-            }
+            Pat::Var(x, _) => match whole.get(&x.id) {
+                Some((o, _)) => *x = o.clone(),
+                None => *x = outer[vars.iter().position(|v| v == x).unwrap_or(0)].clone(),
+            },
             Pat::Tuple(ps, _) => stack.extend(ps.iter_mut()),
             _ => {}
         }
@@ -342,12 +369,28 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     for (x, rhs) in inner.into_iter().rev() {
         body = let_(pvar(&x), rhs, body);
     }
-    let grads = rebuild(&opat, &outer, &g);
-    let out = let_(
+    // an array of tuples' gradient zipped back from its components' (boundary.rs)
+    let mut zips = rustc_hash::FxHashMap::default();
+    for (x, (o, t)) in &whole {
+        let mut leaf = |path: &[i64]| {
+            let c = parts.iter().find(|p| p.2.id == *x && p.1 == path).map(|p| &p.0);
+            let j = c.and_then(|c| vars.iter().position(|v| v == c)).unwrap_or(0);
+            apps(builtin("gradAt"), [int(j as i64), var(&outer[j]), var(&g)])
+        };
+        zips.insert(o.id, super::boundary::zip(t, &mut leaf));
+    }
+    let grads = rebuild(&opat, &outer, &g, &zips);
+    let mut out = let_(
         ppair(pvar(&y), pvar(&dd)),
         app(builtin("runIds"), body),
         let_(pvar(&g), apps(builtin("reversePass"), [ann(var(&seed), output_type.clone()), var(&dd)]), pair(var(&y), grads)),
     );
+    // the component arrays read from the input point, outside runIds
+    for (k, c) in vars.iter().enumerate().rev() {
+        if let Some((_, path, x)) = parts.iter().find(|p| p.0 == *c) {
+            out = let_(pvar(&outer[k]), super::boundary::get(path, var(&whole[&x.id].0)), out);
+        }
+    }
     Ok(lam(ppair(pvar(&input), pvar(&seed)), let_(opat, var(&input), out)))
 }
 
@@ -369,13 +412,14 @@ fn param_types(main: &Expr, vars: &[Name]) -> Vec<Type> {
 }
 
 /// The gradient in the pattern's shape: `gradAt k x_k g` for the k-th parameter.
-fn rebuild(p: &Pat, vars: &[Name], g: &Name) -> Expr {
+fn rebuild(p: &Pat, vars: &[Name], g: &Name, zips: &rustc_hash::FxHashMap<u32, Expr>) -> Expr {
     match p {
+        Pat::Var(x, _) if zips.contains_key(&x.id) => zips[&x.id].clone(),
         Pat::Var(x, _) => {
             let k = vars.iter().position(|v| v == x).unwrap_or(0);
             apps(builtin("gradAt"), [int(k as i64), var(x), var(g)])
         }
-        Pat::Tuple(ps, _) => tuple(ps.iter().map(|q| rebuild(q, vars, g)).collect()),
+        Pat::Tuple(ps, _) => tuple(ps.iter().map(|q| rebuild(q, vars, g, zips)).collect()),
         _ => unit(),
     }
 }

@@ -21,7 +21,8 @@
 //! not there is the other branch's, or the tag a constant). What is left
 //! is refused, located: a tuple accumulator with an integer or array component that is not a sum
 //! (a tuple of reals is packed into an array of reals, one loop: soa.rs `packed_fold`), data-dependent
-//! recursion, functions as values, sums in main's input or output.
+//! recursion, functions as values, sums in main's input or output, an array of tuples in main's
+//! output (one in main's input is taken apart at the wrapper: boundary.rs).
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -33,11 +34,13 @@ fn refuse(span: Span, what: &str) -> Diagnostic {
 }
 
 /// `main = \p -> core term`: the inlined program's main with its body lowered.
-pub fn lower_main(p: &Program, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnostic> {
+/// main's input pattern, the boundary lets that take its arrays of tuples apart (boundary.rs: put
+/// above the core term after bot) and the core term.
+pub fn lower_main(p: &Program, fresh: &mut Fresh) -> Result<(Pat, Vec<(Name, Expr, Span)>, Expr), Diagnostic> {
     let main = p.def("main").ok_or_else(|| Diagnostic::error(Span::NONE, "no main"))?;
     // tuples first: scalar replacement (tuples.rs) leaves a tuple-free body
-    let (pat, body) = super::tuples::split_main(&main.body, fresh)?;
-    Ok((pat, lower(&body, fresh)?))
+    let (pat, boundary, body) = super::tuples::split_main(&main.body, fresh)?;
+    Ok((pat, boundary, lower(&body, fresh)?))
 }
 
 /// `f` applied to `args`, by substitution (`f` is a lambda of the inlined program).
@@ -352,7 +355,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             _ => return Err(refuse(e.span, "such array operation")),
         },
-        K::LetRec(..) => return Err(refuse(e.span, "recursion (no dynamic loops: §5.2)")),
+        K::LetRec(..) => return Err(refuse(e.span, &format!("recursion{}", crate::stages::arrays::bot::RECURSION_BOUNDARY))),
         K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
         // after tuples.rs a tuple is left only as main's output, lowered per component
         K::Tuple(es) => Expr::gen(K::Tuple(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),

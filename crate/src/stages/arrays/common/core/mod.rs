@@ -2,6 +2,7 @@
 //! (`runtime`), the lowering from the surface arrays (`lower`) and bot's rules (`bot`).
 
 pub mod bot;
+pub mod boundary;
 pub mod delta;
 pub mod dual;
 pub mod fold;

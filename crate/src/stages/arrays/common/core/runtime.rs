@@ -501,6 +501,8 @@ pub fn builtins() -> Vec<Builtin> {
             out.push(mk(SCATTER[m - 1][n - 1], vec![0], f(ints(n), f(nested(a.clone(), m), f(ixf, nested(a.clone(), n)))), 3, scatter));
         }
     }
+    // main's arrays of tuples taken apart at the boundary (boundary.rs)
+    out.extend(super::boundary::builtins());
     out
 }
 
@@ -544,6 +546,10 @@ pub fn gradient_builtins() -> Vec<Builtin> {
             m.state::<ShareMemo>().0.get(&id).cloned().ok_or_else(|| err(s, format!("share {id} is read before it is computed")))
         }),
     ]
+    .into_iter()
+    // the wrapper's conversions of arrays of tuples (boundary.rs)
+    .chain(super::boundary::builtins())
+    .collect()
 }
 
 /// The values of `share` IDs computed so far in a run.

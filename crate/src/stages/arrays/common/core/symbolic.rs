@@ -72,6 +72,11 @@ pub struct Extracted {
     pub input: Name,
     /// The seed's pattern: a name, or a tuple of names for a tuple output.
     pub seed: Pat,
+    /// main's arrays of tuples taken apart (`let c = soaGet path x`, boundary.rs), each component an
+    /// input, and the wrapper's gradient with `gradAt k x g` where each input's cotangent goes (the
+    /// components zipped back into the input's type); both empty without such an input.
+    pub boundary: Vec<(Name, Expr)>,
+    pub gradient: Option<Expr>,
 }
 
 struct Ex<'a> {
@@ -302,7 +307,24 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let ExprKind::Lam(_, Pat::Tuple(io, _), body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
     let (Pat::Var(input, _), Pat::Var(seed, _)) = (&io[0], &io[1]) else { return Err(refuse(grad, "this wrapper")) };
     let ExprKind::Let(pat, _, rest) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
-    let ExprKind::Let(_, run, _) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
+    let mut rest = &**rest;
+    let mut boundary = vec![];
+    while let ExprKind::Let(Pat::Var(c, _), rhs, k) = &rest.kind {
+        if super::boundary::parse_get(rhs).is_none() {
+            break;
+        }
+        boundary.push((c.clone(), (**rhs).clone()));
+        rest = k;
+    }
+    let ExprKind::Let(_, run, after) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
+    // `let g = reversePass seed d in (y, gradient)`
+    let gradient = match &after.kind {
+        ExprKind::Let(_, _, out) if !boundary.is_empty() => match &out.kind {
+            ExprKind::Tuple(es) if es.len() == 2 => Some(es[1].clone()),
+            _ => return Err(refuse(grad, "this wrapper")),
+        },
+        _ => None,
+    };
     let Some(("runIds", args)) = spine(run) else { return Err(refuse(run, "this wrapper")) };
     let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
@@ -329,8 +351,20 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
         }
         _ => return Err(refuse(cur, "a result without a Delta")),
     };
-    let params = pat.names().into_iter().cloned().collect();
-    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed })
+    // the inputs as the wrapper numbers them: an array of tuples is its component arrays
+    let params = pat
+        .names()
+        .into_iter()
+        .flat_map(|x| {
+            let cs: Vec<Name> = boundary.iter().filter(|(_, rhs)| matches!(super::boundary::parse_get(rhs), Some((_, e)) if matches!(&e.kind, ExprKind::Var(y) if y == x))).map(|b| b.0.clone()).collect();
+            if cs.is_empty() {
+                vec![x.clone()]
+            } else {
+                cs
+            }
+        })
+        .collect();
+    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed, boundary, gradient })
 }
 
 /// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
@@ -743,7 +777,10 @@ pub fn vjp_program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Ex
 
 /// The gradient program: `grad (input, seed) = let pat = input in let primal lets in (primal, grads)`.
 pub fn program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Expr>>) -> Expr {
-    let gs = rebuild(&ex.pat, &ex.params, &grads);
+    let gs = match &ex.gradient {
+        Some(g) => fill_gradient(g, &grads),
+        None => rebuild(&ex.pat, &ex.params, &grads),
+    };
     let mut body = pair(ex.primal.clone(), gs);
     for (x, t) in lets.into_iter().rev() {
         body = let_(pvar(&x), t, body);
@@ -751,7 +788,31 @@ pub fn program(ex: &Extracted, lets: Vec<(Name, Expr)>, grads: Vec<Option<Expr>>
     for (x, t) in ex.binds.iter().rev() {
         body = let_(pvar(x), t.clone(), body);
     }
+    for (c, rhs) in ex.boundary.iter().rev() {
+        body = let_(pvar(c), rhs.clone(), body);
+    }
     lam(ppair(pvar(&ex.input), ex.seed.clone()), let_(ex.pat.clone(), var(&ex.input), body))
+}
+
+/// The wrapper's gradient with each `gradAt k x g` replaced by input k's cotangent term (zeros where
+/// none reached it): the input's shape, arrays of tuples zipped back from their components.
+fn fill_gradient(g: &Expr, grads: &[Option<Expr>]) -> Expr {
+    let mut out = g.clone();
+    let mut stack = vec![&mut out];
+    while let Some(t) = stack.pop() {
+        if let Some(("gradAt", args)) = spine(t) {
+            if let (ExprKind::Int(k), ExprKind::Var(x)) = (&args[0].kind, &args[1].kind) {
+                let x = x.clone();
+                *t = match grads.get(*k as usize).cloned().flatten() {
+                    Some(c) => c,
+                    None => app(builtin("zerosLike"), var(&x)),
+                };
+                continue;
+            }
+        }
+        stack.extend(children_mut(t));
+    }
+    out
 }
 
 fn rebuild(p: &Pat, params: &[Name], grads: &[Option<Expr>]) -> Expr {

@@ -20,8 +20,10 @@
 //!   else inr v` has u and v both computed, so its sides are (u, v) whatever c; `inl u` alone has
 //!   the tag `true`, and a `case` on a constant tag is its chosen branch.
 //!
-//! What is left refused: a sum in main's input or output, an array of tuples in main's input or output (its gradient or value would
-//! need the tuples put back), and a component of a fold over tuples that is not a sum (§2.3), when used and
+//! - main's input arrays of tuples are taken apart by `let c = soaGet path x` lets (boundary.rs), each
+//!   component array a wrapper input, x's shape the tuple of those components.
+//!
+//! What is left refused: a sum in main's input or output, an array of tuples in main's output, and a component of a fold over tuples that is not a sum (§2.3), when used and
 //! the tuple is not all reals (a tuple of reals is packed into one loop's array: soa.rs).
 
 use crate::build::*;
@@ -63,16 +65,19 @@ pub(super) fn arrays_of_tuples(span: Span) -> Diagnostic {
     refuse(span, "tuples here: its arrays hold reals, and an array of tuples becomes a tuple of arrays only through literals, replicate, build, map, map2, folds, !, length and shifts (soa.rs), not a scan")
 }
 
-pub(super) type Binds = Vec<(Name, Expr, Span)>;
+pub type Binds = Vec<(Name, Expr, Span)>;
 
 pub(super) struct Sra<'a> {
     pub(super) fresh: &'a mut Fresh,
     /// Tuple-typed variables: the tuple of names (or constants) of their components.
     pub(super) env: HashMap<u32, Shape>,
+    /// main's input arrays of tuples taken apart (`let c = soaGet path x`, boundary.rs): bound above
+    /// the core term, outside bot's rewriting, where dual-arrays' wrapper finds them.
+    pub(super) boundary: Binds,
 }
 
 /// `let binds in e`.
-pub(super) fn wrap(binds: Binds, mut e: Expr) -> Expr {
+pub fn wrap(binds: Binds, mut e: Expr) -> Expr {
     for (x, rhs, span) in binds.into_iter().rev() {
         e = at(let_(pvar(&x), rhs, e), span);
     }
@@ -222,8 +227,42 @@ impl Sra<'_> {
                 pat
             }
             (Pat::Wild(s), Type::Tuple(ts)) => Pat::Tuple(ts.iter().map(|t| self.split_input(&Pat::Wild(*s), t)).collect(), *s),
+            (Pat::Var(x, s), t) if super::soa::soa(t) => {
+                let shape = self.components_of(x, t, *s);
+                self.env.insert(x.id, shape);
+                p.clone()
+            }
+            // (named: its components get zero cotangents, as a wildcard's leaves do)
+            (Pat::Wild(s), t) if super::soa::soa(t) => {
+                let x = self.fresh.name("_x");
+                self.split_input(&Pat::Var(x, *s), t)
+            }
             _ => p.clone(),
         }
+    }
+
+    /// An input `x` of type `t`, an array of tuples: one `let c = soaGet path x` per component array
+    /// (boundary.rs), and x's shape made of them as soa.rs makes an array of tuples (a tuple of
+    /// arrays, nested as the tuples are).
+    fn components_of(&mut self, x: &Name, t: &Type, span: Span) -> Shape {
+        let mut shape = Shape::Tuple(vec![]);
+        for (path, _) in super::boundary::components(t) {
+            let c = self.fresh.name(&format!("{}_{}", x.text, path.iter().map(|k| k.to_string()).collect::<Vec<_>>().join("_")));
+            self.boundary.push((c.clone(), super::boundary::get(&path, var(x)), span));
+            // the leaf at `path` in the nested tuple of components
+            let mut at = &mut shape;
+            for (i, k) in path.iter().enumerate() {
+                let Shape::Tuple(cs) = at else { unreachable!("built as tuples") };
+                while cs.len() <= *k as usize {
+                    cs.push(Shape::Tuple(vec![]));
+                }
+                at = &mut cs[*k as usize];
+                if i + 1 == path.len() {
+                    *at = Shape::Leaf(var(&c));
+                }
+            }
+        }
+        shape
     }
 
     fn leaves_of(&mut self, base: &str, t: &Type, span: Span) -> (Pat, Shape) {
@@ -234,6 +273,10 @@ impl Sra<'_> {
             }
             _ => {
                 let x = self.fresh.name(base);
+                if super::soa::soa(t) {
+                    let shape = self.components_of(&x, t, span);
+                    return (Pat::Var(x, span), shape);
+                }
                 (Pat::Var(x.clone(), span), Shape::Leaf(var(&x)))
             }
         }
@@ -308,11 +351,11 @@ fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnos
 /// main (`\p -> body`, typed `S → T`) with its tuples replaced: the split input pattern and the
 /// body, a core term, or for a tuple output `let … in (t1, .., tn)` with core terms t_k (nested
 /// tuples for a nested output type).
-pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnostic> {
+pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), Diagnostic> {
     let ExprKind::Lam(_, pat, body) = &main.kind else {
         return Err(refuse(main.span, "main that is not a function of its input"));
     };
-    let mut sra = Sra { fresh, env: HashMap::default() };
+    let mut sra = Sra { fresh, env: HashMap::default(), boundary: vec![] };
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
     if let Type::Fun(s, t) = &main.ty {
         for (ty, which) in [(&**s, "input"), (&**t, "output")] {
@@ -323,10 +366,10 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
             if has_sum(ty) {
                 return Err(refuse(
                     main.span,
-                    &format!("sums in main's {which}: the wrapper (§6.5, §7.5 Fig. 21) takes and gives back arrays of reals, one per input, and a sum's cotangent is the side its run-time tag chooses (sums inside the program are a tag and both sides)"),
+                    &format!("sums in main's {which}: a boundary of the paper's wrapper, whose inputs and gradient are arrays (§6.5: \"free variables: x1 : Array sh1 ρ1, …, xn : Array shn ρn\", Fig. 7's types Array sh ρ with ρ ::= R | Int | Bool, no sum), and a sum's cotangent is the side its run-time tag chooses; specialising the gradient program per tag would be one program per tag, as the paper re-differentiates per shape (§3.2: \"one has to re-differentiate and re-compile the program\"), not Fig. 21's one program for every point (sums inside the program are a tag and both sides)"),
                 ));
             }
-            if super::soa::soa(ty) {
+            if which == "output" && super::soa::soa(ty) {
                 return Err(refuse(main.span, &format!("arrays of tuples in main's {which} (the lowering splits them into tuples of arrays inside the program only)")));
             }
         }
@@ -334,7 +377,7 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Expr), Diagnos
     let pat = sra.split_input(pat, &input);
     let mut binds = vec![];
     let out = sra.shape(body, &mut binds)?;
-    Ok((pat, wrap(binds, flatten(out)?)))
+    Ok((pat, sra.boundary, wrap(binds, flatten(out)?)))
 }
 
 fn has_sum(t: &Type) -> bool {
