@@ -68,10 +68,17 @@ pub enum Type {
 }
 
 /// A named type constructor applied to its arguments (`Type::Con`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TyCon {
     pub name: Rc<str>,
     pub args: Rc<[Type]>,
+}
+
+/// `Con("M", [Real])`, as when the name and arguments were `Con`'s own fields.
+impl std::fmt::Debug for TyCon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}, {:?}", self.name, self.args)
+    }
 }
 
 impl Type {
