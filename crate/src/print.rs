@@ -789,10 +789,10 @@ impl<'a, 'n> Printer<'a, 'n> {
                 }
                 (0, a.concat(parts).append(self.ty(cur, 0)).group())
             }
-            Type::Con(n, args) if args.is_empty() => (3, a.text(n.to_string())),
-            Type::Con(n, args) => {
-                let args = a.concat(args.iter().map(|t| a.line().append(self.ty(t, 3))));
-                (2, a.text(n.to_string()).append(args.nest(2)).group())
+            Type::Con(c) if c.args.is_empty() => (3, a.text(c.name.to_string())),
+            Type::Con(c) => {
+                let args = a.concat(c.args.iter().map(|t| a.line().append(self.ty(t, 3))));
+                (2, a.text(c.name.to_string()).append(args.nest(2)).group())
             }
         };
         if lvl < ctx {

@@ -154,6 +154,27 @@ struct Memo {
     /// A compound type's identity → the type (kept, so that its pointers are not reused while
     /// they are keys) and its zonked form (None: unchanged).
     seen: rustc_hash::FxHashMap<(u8, usize, usize), (Type, Option<Type>)>,
+    /// Each zonked tuple of leaf types (`(R, R)`, a dual number's, on most nodes of a forward-mode
+    /// program) made once and shared by every node that has it: tuples zonked apart were each their
+    /// own allocation (issue 14: memory per line). Keyed by `leaf_tuple_key`.
+    leaf_tuples: rustc_hash::FxHashMap<u64, std::rc::Rc<[Type]>>,
+}
+
+/// A tuple of at most 15 leaf types as a number (its length, then 4 bits per component), or None.
+fn leaf_tuple_key(ts: &[Type]) -> Option<u64> {
+    if ts.len() > 15 {
+        return None;
+    }
+    ts.iter().try_fold(ts.len() as u64, |k, t| {
+        let leaf = match t {
+            Type::Real => 1,
+            Type::Int => 2,
+            Type::Bool => 3,
+            Type::Unit => 4,
+            _ => return None,
+        };
+        Some(k << 4 | leaf)
+    })
 }
 
 /// A compound type's identity: its variant and its children's pointers (a constructor's name's
@@ -163,7 +184,7 @@ fn identity(t: &Type) -> Option<(u8, usize, usize)> {
     let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
     Some(match t {
         Type::Tuple(ts) => (0, Rc::as_ptr(ts) as *const Type as usize, 0),
-        Type::Con(n, ts) => (1, Rc::as_ptr(ts) as *const Type as usize, Rc::as_ptr(n) as *const u8 as usize),
+        Type::Con(c) => (1, Rc::as_ptr(c) as usize, 0),
         Type::Sum(a, b) => (2, ptr(a), ptr(b)),
         Type::Fun(a, b) => (3, ptr(a), ptr(b)),
         Type::Lin(a, b) => (4, ptr(a), ptr(b)),
@@ -280,8 +301,11 @@ impl<'b> Cx<'b> {
                 }
                 return Some(z);
             }
-            Type::Tuple(ts) => self.zonk_all(ts, memo).map(Type::Tuple),
-            Type::Con(n, ts) => self.zonk_all(ts, memo).map(|ts| Type::Con(n.clone(), ts)),
+            Type::Tuple(ts) => self.zonk_all(ts, memo).map(|ts| match (memo.as_mut(), leaf_tuple_key(&ts)) {
+                (Some(m), Some(k)) => Type::Tuple(m.leaf_tuples.entry(k).or_insert(ts).clone()),
+                _ => Type::Tuple(ts),
+            }),
+            Type::Con(c) => self.zonk_all(&c.args, memo).map(|args| Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args }))),
             Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
                 let (za, zb) = (self.zonk_memo(a, memo), self.zonk_memo(b, memo));
                 if za.is_none() && zb.is_none() {
@@ -321,7 +345,7 @@ impl<'b> Cx<'b> {
 
     /// `zonk_expr` of each of `es`, with one memo.
     fn zonk_exprs<'e>(&self, es: impl Iterator<Item = &'e mut Expr>) {
-        let mut memo = Some(Memo { vars: vec![None; self.subst.len()], seen: Default::default() });
+        let mut memo = Some(Memo { vars: vec![None; self.subst.len()], seen: Default::default(), leaf_tuples: Default::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
@@ -339,7 +363,8 @@ impl<'b> Cx<'b> {
         while let Some(t) = stack.pop() {
             match self.resolve(t) {
                 Type::Var(w) => vars.push(*w),
-                Type::Tuple(ts) | Type::Con(_, ts) => stack.extend(ts.iter()),
+                Type::Tuple(ts) => stack.extend(ts.iter()),
+                Type::Con(c) => stack.extend(c.args.iter()),
                 Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => stack.extend([&**a, &**b]),
                 _ => {}
             }
@@ -384,8 +409,8 @@ impl<'b> Cx<'b> {
                 self.unify_in(b1, b2, span, &a, &b)?;
                 true
             }
-            (Type::Con(n, xs), Type::Con(m, ys)) if n == m && xs.len() == ys.len() => {
-                for (x, y) in xs.iter().zip(ys.iter()) {
+            (Type::Con(c), Type::Con(d)) if c.name == d.name && c.args.len() == d.args.len() => {
+                for (x, y) in c.args.iter().zip(d.args.iter()) {
                     self.unify_in(x, y, span, &a, &b)?;
                 }
                 true
@@ -891,7 +916,8 @@ pub fn free_vars(t: &Type, out: &mut BTreeSet<u32>) {
         Type::Var(v) => {
             out.insert(*v);
         }
-        Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().for_each(|t| free_vars(t, out)),
+        Type::Tuple(ts) => ts.iter().for_each(|t| free_vars(t, out)),
+        Type::Con(c) => c.args.iter().for_each(|t| free_vars(t, out)),
         Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
             free_vars(a, out);
             free_vars(b, out);
@@ -911,7 +937,7 @@ pub fn rename(t: &Type, f: &mut dyn FnMut(u32) -> Type) -> Type {
     match t {
         Type::Var(v) => f(*v),
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| rename(t, f)).collect()),
-        Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(|t| rename(t, f)).collect()),
+        Type::Con(c) => Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args: c.args.iter().map(|t| rename(t, f)).collect() })),
         Type::Sum(a, b) => Type::sum(rename(a, f), rename(b, f)),
         Type::Fun(a, b) => Type::fun(rename(a, f), rename(b, f)),
         Type::Lin(a, b) => Type::lin(rename(a, f), rename(b, f)),
@@ -956,6 +982,29 @@ mod tests {
         for t in &links[1..] {
             let (Type::Tuple(x), Type::Tuple(y)) = (links[0], *t) else { panic!("{}", show(t)) };
             assert!(std::rc::Rc::ptr_eq(x, y), "each link has its own copy of {}", show(t));
+        }
+    }
+
+    /// Issue 14 (memory per line): tuples of leaf types zonked apart — here each line's pair, as a
+    /// forward-mode program has a dual number `(R, R)` on most of its nodes — share one allocation.
+    #[test]
+    fn zonked_tuples_of_leaves_are_shared() {
+        let src = "def main x =\n  let a = (x * 2.0, x) in\n  let b = (fst a + 1.0, snd a) in\n  (fst b, snd a * 3.0)\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        let mut pairs = vec![];
+        let mut stack = vec![&p.def("main").expect("main").body];
+        while let Some(e) = stack.pop() {
+            if matches!(e.kind, ExprKind::Tuple(_)) {
+                pairs.push(&e.ty);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        assert_eq!(pairs.len(), 3);
+        for t in &pairs {
+            let (Type::Tuple(x), Type::Tuple(y)) = (pairs[0], *t) else { panic!("{}", show(t)) };
+            assert_eq!(show(t), "(R, R)");
+            assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(t));
         }
     }
 

@@ -535,7 +535,7 @@ impl Lowerer<'_> {
                     // (the monads run as their values; `pure` is transparent)
                     let ty = match (&cur.kind, &rhs.ty) {
                         (ExprKind::Let(..), t) => t,
-                        (_, Type::Con(m, ts)) if &**m == "M" && ts.len() == 1 => &ts[0],
+                        (_, Type::Con(c)) if &*c.name == "M" && c.args.len() == 1 => &c.args[0],
                         _ => &Type::Unknown,
                     };
                     let p = self.pat_typed(p, ty);

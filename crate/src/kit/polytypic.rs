@@ -25,7 +25,7 @@ pub fn map_reals(t: &Type, rule: &TypeRule) -> Type {
         Type::Sum(a, b) => Type::sum(go(a), go(b)),
         Type::Fun(a, b) => Type::fun(go(a), (rule.result)(go(b))),
         Type::Lin(a, b) => Type::lin(go(a), (rule.result)(go(b))),
-        Type::Con(n, ts) => Type::Con(n.clone(), ts.iter().map(go).collect()),
+        Type::Con(c) => Type::Con(std::rc::Rc::new(crate::ir::TyCon { name: c.name.clone(), args: c.args.iter().map(go).collect() })),
         t => t.clone(),
     }
 }

@@ -138,7 +138,8 @@ pub fn freshen(e: &mut Expr, fresh: &mut Fresh) {
 pub fn has_type_vars(t: &Type) -> bool {
     match t {
         Type::Var(_) | Type::Unknown => true,
-        Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().any(has_type_vars),
+        Type::Tuple(ts) => ts.iter().any(has_type_vars),
+        Type::Con(c) => c.args.iter().any(has_type_vars),
         Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_type_vars(a) || has_type_vars(b),
         _ => false,
     }
@@ -155,7 +156,7 @@ pub fn mangle(t: &Type) -> String {
         Type::Tuple(ts) => format!("t{}_{}", ts.len(), ts.iter().map(mangle).collect::<Vec<_>>().join("_")),
         Type::Sum(a, b) => format!("s_{}_{}", mangle(a), mangle(b)),
         Type::Fun(a, b) | Type::Lin(a, b) => format!("f_{}_{}", mangle(a), mangle(b)),
-        Type::Con(n, ts) => std::iter::once(n.to_string()).chain(ts.iter().map(mangle)).collect::<Vec<_>>().join("_"),
+        Type::Con(c) => std::iter::once(c.name.to_string()).chain(c.args.iter().map(mangle)).collect::<Vec<_>>().join("_"),
         Type::Var(v) => format!("a{v}"),
         Type::Unknown => "X".into(),
     }

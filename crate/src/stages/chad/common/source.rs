@@ -193,7 +193,8 @@ pub fn mentions_arrays(p: &Program) -> bool {
 
 fn has_array(t: &Type) -> bool {
     match t {
-        Type::Tuple(ts) | Type::Con(_, ts) => t.as_array().is_some() || ts.iter().any(has_array),
+        Type::Tuple(ts) => ts.iter().any(has_array),
+        Type::Con(c) => t.as_array().is_some() || c.args.iter().any(has_array),
         Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_array(a) || has_array(b),
         _ => false,
     }

@@ -79,7 +79,8 @@ fn count_reals(t: &Type) -> usize {
 fn has_array(t: &Type) -> bool {
     match t {
         _ if t.as_array().is_some() => true,
-        Type::Tuple(ts) | Type::Con(_, ts) => ts.iter().any(has_array),
+        Type::Tuple(ts) => ts.iter().any(has_array),
+        Type::Con(c) => c.args.iter().any(has_array),
         Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_array(a) || has_array(b),
         _ => false,
     }
