@@ -95,7 +95,7 @@ struct Tally {
 fn run_cases(cases: u64, seed: u64) -> (Vec<(String, String)>, Tally) {
     let corpus = corpus();
     let mut rng = Rng(seed | 1);
-    let budget = Budget { steps: 300_000, allocs: 300_000, depth: 10_000, trace_steps: 100, seconds: Some(5.0), walker: false };
+    let budget = Budget { steps: 300_000, allocs: 300_000, depth: 10_000, trace_steps: 100, seconds: Some(5.0), walker: false, ..Budget::default() };
     let mut failures = vec![];
     let mut tally = Tally::default();
     for _ in 0..cases {
