@@ -336,7 +336,7 @@ pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_
         let mut body = lw.expr(&d.body)?;
         let ctx = lw.ctxs.pop().unwrap();
         // a definition's own body runs once per machine: its regions only when compiling eagerly
-        lw.regions(&mut body, &ctx, lw.regions_after == 0);
+        let _ = lw.regions(&mut body, &ctx);
         let lam = match &body {
             Code::Lam(l) if l.captures.is_empty() => Some(l.clone()),
             _ => None,
@@ -386,14 +386,14 @@ impl Lowerer<'_> {
 
     /// Compiles the call-free regions of a function body just lowered in `ctx`, after turning the
     /// only read of each slot into a move.
-    /// `compile` off: the regions wait for the function's `regions_after`-th entry (the returned
-    /// `Deferred`, for `LamCode::code`).
-    fn regions(&self, body: &mut Code, ctx: &FunCtx, compile: bool) -> Option<Box<Deferred>> {
+    /// With `regions_after` above 0 the regions wait for the function's `regions_after`-th entry (the
+    /// returned `Deferred`, for `LamCode::code`).
+    fn regions(&self, body: &mut Code, ctx: &FunCtx) -> Option<Box<Deferred>> {
         if !self.fast {
             return None;
         }
         moves(body, ctx.nslots);
-        if compile {
+        if self.regions_after == 0 {
             fast::regions(body, &ctx.hints(&self.fused));
             return None;
         }
@@ -403,7 +403,7 @@ impl Lowerer<'_> {
 
     /// A function's code: its regions compiled now or on a later entry.
     fn lam_code(&self, pat: LPat, more: Box<[LPat]>, mut body: Code, c: &FunCtx, captures: Box<[Loc]>) -> LamCode {
-        let deferred = self.regions(&mut body, c, self.regions_after == 0);
+        let deferred = self.regions(&mut body, c);
         LamCode { deferred, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
     }
 
