@@ -38,6 +38,26 @@ pub fn parse_get(rhs: &Expr) -> Option<(Vec<i64>, &Expr)> {
     Some((path, x))
 }
 
+/// One `let c = soaGet path x` at the top of a body: the component `c`, its path, the input `x`, and
+/// the right-hand side.
+pub struct Get<'e> {
+    pub name: &'e Name,
+    pub path: Vec<i64>,
+    pub input: &'e Name,
+    pub rhs: &'e Expr,
+}
+
+/// The `let c = soaGet path x` lets that start `e` (main's boundary, or the wrapper's), and the rest.
+pub fn leading_gets(mut e: &Expr) -> (Vec<Get<'_>>, &Expr) {
+    let mut out = vec![];
+    while let ExprKind::Let(Pat::Var(name, _), rhs, rest) = &e.kind {
+        let Some((path, ExprKind::Var(input))) = parse_get(rhs).map(|(p, x)| (p, &x.kind)) else { break };
+        out.push(Get { name, path, input, rhs });
+        e = rest;
+    }
+    (out, e)
+}
+
 /// `t` without its outer arrays, and how many there were.
 fn strip(t: &Type) -> (&Type, usize) {
     let (mut t, mut d) = (t, 0);

@@ -300,13 +300,8 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     let ExprKind::Lam(_, pat, body) = &main.kind else { return Err(Diagnostic::error(main.span, "main is not a function")) };
     // main's arrays of tuples taken apart at the boundary (boundary.rs): each component array is an
     // input of its own, and the array of tuples only the primal they are read from
-    let mut body = &**body;
-    let mut parts: Vec<(Name, Vec<i64>, Name)> = vec![];
-    while let ExprKind::Let(Pat::Var(c, _), rhs, rest) = &body.kind {
-        let Some((path, ExprKind::Var(x))) = super::boundary::parse_get(rhs).map(|(p, x)| (p, &x.kind)) else { break };
-        parts.push((c.clone(), path, x.clone()));
-        body = rest;
-    }
+    let (gets, body) = super::boundary::leading_gets(body);
+    let parts: Vec<(Name, Vec<i64>, Name)> = gets.into_iter().map(|g| (g.name.clone(), g.path, g.input.clone())).collect();
     // name every component (a `_` gets a name: its gradient is returned too)
     let mut pat = pat.clone();
     let mut stack = vec![&mut pat];

@@ -307,19 +307,11 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let ExprKind::Lam(_, Pat::Tuple(io, _), body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
     let (Pat::Var(input, _), Pat::Var(seed, _)) = (&io[0], &io[1]) else { return Err(refuse(grad, "this wrapper")) };
     let ExprKind::Let(pat, _, rest) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
-    let mut rest = &**rest;
-    let mut boundary = vec![];
-    while let ExprKind::Let(Pat::Var(c, _), rhs, k) = &rest.kind {
-        if super::boundary::parse_get(rhs).is_none() {
-            break;
-        }
-        boundary.push((c.clone(), (**rhs).clone()));
-        rest = k;
-    }
+    let (gets, rest) = super::boundary::leading_gets(rest);
     let ExprKind::Let(_, run, after) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
     // `let g = reversePass seed d in (y, gradient)`
     let gradient = match &after.kind {
-        ExprKind::Let(_, _, out) if !boundary.is_empty() => match &out.kind {
+        ExprKind::Let(_, _, out) if !gets.is_empty() => match &out.kind {
             ExprKind::Tuple(es) if es.len() == 2 => Some(es[1].clone()),
             _ => return Err(refuse(grad, "this wrapper")),
         },
@@ -356,7 +348,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
         .names()
         .into_iter()
         .flat_map(|x| {
-            let cs: Vec<Name> = boundary.iter().filter(|(_, rhs)| matches!(super::boundary::parse_get(rhs), Some((_, e)) if matches!(&e.kind, ExprKind::Var(y) if y == x))).map(|b| b.0.clone()).collect();
+            let cs: Vec<Name> = gets.iter().filter(|g| g.input == x).map(|g| g.name.clone()).collect();
             if cs.is_empty() {
                 vec![x.clone()]
             } else {
@@ -364,6 +356,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
             }
         })
         .collect();
+    let boundary = gets.iter().map(|g| (g.name.clone(), g.rhs.clone())).collect();
     Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed, boundary, gradient })
 }
 
