@@ -260,26 +260,26 @@ fn unf_chain_charges_fig_11_and_checks_theorem_5_4() {
 #[test]
 fn unf_direct_draws_its_line_of_continuations_and_steps_through_the_stack() {
     let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/unf-ex1.1.cot")).unwrap();
-    let r = run_with_stack(move || {
+    // checked on the run's thread (a graph's values may hold texts made when read, which stay there)
+    run_with_stack(move || {
         let a = analyse(&src, &Options { stages: vec!["unf/direct".into()], ..Options::default() }).unwrap();
         let r = a.stages.into_iter().find(|r| r.id == "unf/direct").unwrap();
-        (r.trace, r.graph)
+        let (trace, graph) = (r.trace, r.graph);
+        // Ex. 3.1: the stack (x1, x2, x3) starts at 0 with the output's cotangent 1, and Id receives the gradient
+        let notes: Vec<&str> = trace.iter().map(|t| t.note.as_str()).collect();
+        assert_eq!(notes.first(), Some(&"Y9(0.0, 0.0, 0.0, 1.0)"), "{notes:?}");
+        assert_eq!(notes.last(), Some(&"Id(30.0, 9.0, 0.0)"), "{notes:?}");
+        // every continuation is called once (Lemma 5.1), from the last one made down to Id
+        assert_eq!(notes.len(), 10, "{notes:?}");
+        let g = graph.expect("a line of continuations");
+        assert_eq!(g.nodes.len(), 10);
+        assert_eq!(g.edges.len(), 9, "each continuation but Id calls the one before it");
+        for n in g.nodes.iter().filter(|n| n.id != 0) {
+            let changed = n.label.split(": ").nth(1).map_or(0, |rest| rest.split("; ").count());
+            assert!((1..=2).contains(&changed), "Insight 2: identity except at most two slots: {}", n.label);
+        }
+        assert!(g.nodes.iter().any(|n| n.label == "Y6 → Y5: 5: x2 * z; 6: x1 * z"), "{:?}", g.nodes.iter().map(|n| &n.label).collect::<Vec<_>>());
     });
-    let (trace, graph) = r;
-    // Ex. 3.1: the stack (x1, x2, x3) starts at 0 with the output's cotangent 1, and Id receives the gradient
-    let notes: Vec<&str> = trace.iter().map(|t| t.note.as_str()).collect();
-    assert_eq!(notes.first(), Some(&"Y9(0.0, 0.0, 0.0, 1.0)"), "{notes:?}");
-    assert_eq!(notes.last(), Some(&"Id(30.0, 9.0, 0.0)"), "{notes:?}");
-    // every continuation is called once (Lemma 5.1), from the last one made down to Id
-    assert_eq!(notes.len(), 10, "{notes:?}");
-    let g = graph.expect("a line of continuations");
-    assert_eq!(g.nodes.len(), 10);
-    assert_eq!(g.edges.len(), 9, "each continuation but Id calls the one before it");
-    for n in g.nodes.iter().filter(|n| n.id != 0) {
-        let changed = n.label.split(": ").nth(1).map_or(0, |rest| rest.split("; ").count());
-        assert!((1..=2).contains(&changed), "Insight 2: identity except at most two slots: {}", n.label);
-    }
-    assert!(g.nodes.iter().any(|n| n.label == "Y6 → Y5: 5: x2 * z; 6: x1 * z"), "{:?}", g.nodes.iter().map(|n| &n.label).collect::<Vec<_>>());
 }
 
 #[test]
@@ -419,7 +419,7 @@ fn unf_source_shows_ex_4_1_as_a_stack_diagram() {
     let views = run_with_stack(|| {
         let opts = Options { trace: false, stages: vec!["unf/source".into(), "unf/target".into()], ..Options::default() };
         let a = analyse("input (1.0, 2.0, 0.5)\ndef main (x1, x2, x3) = (x3, cos x3)\n", &opts).unwrap();
-        a.stages.iter().flat_map(|r| r.views.clone()).collect::<Vec<_>>()
+        a.stages.iter().flat_map(|r| r.views.iter().map(ViewText::of)).collect::<Vec<_>>()
     });
     let diagram = &views.iter().find(|v| v.name == "stack diagram").expect("a stack diagram").text;
     assert!(diagram.contains("cos_{R,R,R,R}\n       x1:R, x2:R, x3:R, v1:R, v2:R  →  x1:R, x2:R, x3:R, v1:R, v2:R, v3:R"), "{diagram}");
@@ -485,7 +485,19 @@ fn unf_back_computes_unf_directs_gradient_on_every_example() {
 
 /// The program `stage` outputs for `src`, printed in ASCII with every local binder renamed `v1`, `v2`,
 /// … in the order they are bound (so that tests compare programs up to naming), and its views.
-fn normalised(src: &str, stage: &str) -> (String, Vec<cotangent::stage::View>) {
+/// A view's name and text (a `View` may hold a text made when read, which stays on its thread).
+struct ViewText {
+    name: String,
+    text: String,
+}
+
+impl ViewText {
+    fn of(v: &cotangent::stage::View) -> ViewText {
+        ViewText { name: v.name.clone(), text: v.printed().into_owned() }
+    }
+}
+
+fn normalised(src: &str, stage: &str) -> (String, Vec<ViewText>) {
     use cotangent::ir::{children_mut, ExprKind, Pat};
     use std::collections::HashMap;
     let (src, stage) = (src.to_string(), stage.to_string());
@@ -522,7 +534,7 @@ fn normalised(src: &str, stage: &str) -> (String, Vec<cotangent::stage::View>) {
                 stack.extend(cs);
             }
         }
-        (cotangent::print::print_program(&prog, &cotangent::print::PrintOptions::ascii()), prep.views.clone())
+        (cotangent::print::print_program(&prog, &cotangent::print::PrintOptions::ascii()), prep.views.iter().map(ViewText::of).collect())
     })
 }
 
@@ -589,6 +601,37 @@ fn unf_pe_reproduces_example_1_1s_middle_program() {
     assert!(!last.contains('…'), "{last}");
     assert!(programs[0].matches('λ').count() > 3, "{}", programs[0]);
     assert!(views[0].text.contains("program after it:"), "{}", views[0].text);
+}
+
+/// With `defer_texts` (the page), a rewrite's steps and its trace view keep their terms unprinted
+/// (`print::Later`), and print, when read, exactly what the CLI prints at once.
+#[test]
+fn deferred_rewrite_texts_are_printed_when_read_and_read_as_the_cli_prints_them() {
+    let deferred = run_with_stack(|| {
+        let run = |defer_texts| {
+            let o = Options { stages: vec!["unf/pe".into(), "unf/opt".into()], defer_texts, ..Options::default() };
+            analyse(UNF_EX11, &o).unwrap().stages
+        };
+        let mut deferred = 0;
+        for (n, mut l) in run(false).into_iter().zip(run(true)) {
+            assert_eq!(n.id, l.id);
+            for t in l.trace.iter().filter(|t| t.state.iter().any(|(k, _)| k == "rule")) {
+                assert!(t.state_later.iter().any(|(k, _)| k == "redex") && t.note.is_empty() && t.note_later.is_some(), "{t:?}");
+                assert!(t.state.iter().all(|(k, _)| k != "redex" && k != "becomes"), "{t:?}");
+                deferred += 1;
+            }
+            let view = l.views.iter().find(|v| v.name == "rewrite trace").expect("a rewrite trace view");
+            assert!(view.later.is_some() && view.text.is_empty());
+            l.trace.iter_mut().for_each(|t| t.materialise());
+            l.views.iter_mut().for_each(|v| v.materialise());
+            assert!(n.trace.iter().all(|t| t.note_later.is_none() && t.state_later.is_empty()));
+            assert_eq!(n.trace, l.trace, "{}", n.id);
+            assert_eq!(n.views, l.views, "{}", n.id);
+            assert!(n.views[0].text.contains("⇝"), "{}", n.views[0].text);
+        }
+        deferred
+    });
+    assert!(deferred > 20, "{deferred} deferred steps");
 }
 
 /// Ex. 1.1's last program (the note §4.1 (c)): `(w1 + x2 * x1, x1 * x1, 0)` times the output cotangent

@@ -5,7 +5,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::interp::{Budget, Builtins, Cost, Graph, Machine, RunError, TraceStep};
 use crate::ir::{ExpectKind, Expr, ExprKind, Program, Role, Type};
 use crate::print::PrintOptions;
-use crate::stage::{Contract, Input, Output, Prepared, RunCtx, Source, Stage};
+use crate::stage::{Contract, Input, Output, Prepared, RunCtx, Source, Stage, View};
 use crate::value::Value;
 use crate::{stages, syntax, types};
 use serde::Serialize;
@@ -34,6 +34,10 @@ pub struct Options {
     /// stage is still printed. The CLI's plain output prints neither, and on a long program making
     /// them is much of a rewrite's time (unf/pe on a tuple nested 200 deep: a sixth).
     pub views: bool,
+    /// Leave the texts that views and rewrite steps make when read (`print::Later`) unmade in the
+    /// results: the page prints a step's terms when it is shown, not the hundreds of steps of a
+    /// rewrite at every keystroke. Off (the CLI, tests), every text is made.
+    pub defer_texts: bool,
 }
 
 impl Options {
@@ -50,7 +54,7 @@ impl Options {
 
 impl Default for Options {
     fn default() -> Options {
-        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, traced: None, lines: false, views: true }
+        Options { at: None, seed: None, params: vec![], stages: vec![], budget: Budget::default(), print: PrintOptions::default(), trace: true, traced: None, lines: false, views: true, defer_texts: false }
     }
 }
 
@@ -686,6 +690,9 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     r.program_omitted = out.printed.is_none();
     r.program_lines = out.lines.clone();
     r.views = out.views.clone();
+    if !opts.defer_texts {
+        r.views.iter_mut().for_each(View::materialise);
+    }
     let run_err = |mut r: StageResult, e: RunError| {
         if matches!(e, RunError::Budget { .. }) {
             r.error = Some(e.message());
@@ -717,6 +724,9 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         // the transform's own steps (a rewrite) come first, then the run's, each within the trace budget
         let shown = if opts.traces(st.info().id) { out.steps.len().min(opts.budget.trace_steps) } else { 0 };
         r.trace = out.steps[..shown].iter().cloned().chain(run_steps).collect();
+        if !opts.defer_texts {
+            r.trace.iter_mut().for_each(TraceStep::materialise);
+        }
         r.trace_dropped = dropped + (out.steps.len() - shown) as u64;
         crate::limits::set_phase(st.info().id, "drawing its graph");
         // a stage not shown keeps its graph's shape (the page shows node counts) and may leave out

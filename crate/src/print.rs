@@ -1083,6 +1083,9 @@ fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     (ps, e)
 }
 
+mod later;
 mod stream;
 #[cfg(test)]
 mod tests;
+
+pub use later::Later;

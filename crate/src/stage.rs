@@ -114,13 +114,51 @@ pub enum Contract {
 
 /// An extra rendering of a stage's output in the paper's notation (a UNF stack diagram, a rewrite
 /// trace, a symbolic Delta term), shown beside the printed program.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct View {
     pub name: String,
+    /// Its text (empty while it is left for `later`).
     pub text: String,
     /// For a stack diagram, its rows, which the page draws (slots as columns, one row per primitive).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stack: Vec<StackRow>,
+    /// A text made when read (a rewrite trace's, printed from its steps): `printed` and serialising
+    /// read it.
+    pub later: Option<crate::print::Later>,
+}
+
+impl View {
+    /// A view whose text is made when read.
+    pub fn later(name: &str, text: crate::print::Later) -> View {
+        View { name: name.into(), later: Some(text), ..View::default() }
+    }
+    /// Its text, made now if it was left for `later`.
+    pub fn printed(&self) -> std::borrow::Cow<'_, str> {
+        match &self.later {
+            Some(l) => l.text().into(),
+            None => self.text.as_str().into(),
+        }
+    }
+    /// Makes a `later` text now.
+    pub fn materialise(&mut self) {
+        if let Some(l) = self.later.take() {
+            self.text = l.text();
+        }
+    }
+}
+
+impl serde::Serialize for View {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("View", 3)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("text", &self.printed())?;
+        if !self.stack.is_empty() {
+            st.serialize_field("stack", &self.stack)?;
+        } else {
+            st.skip_field("stack")?;
+        }
+        st.end()
+    }
 }
 
 /// One primitive of a stack diagram (Huot & Shaikhha's Unary Normal Form, §4: every primitive takes

@@ -160,6 +160,14 @@ pub struct TraceStep {
     pub note: String,
     /// The cotangent map or array after the step, as `key -> value` rows.
     pub state: Vec<(String, Shown)>,
+    /// A `note` made when read (a rewrite step's, from its printed terms; see `print::Later`):
+    /// `materialise` makes it.
+    #[serde(skip)]
+    pub note_later: Option<crate::print::Later>,
+    /// Rows of `state` made when read (a rewrite step's terms), which follow `state`'s own:
+    /// `materialise` makes them and appends them to `state`.
+    #[serde(skip)]
+    pub state_later: Vec<(String, crate::print::Later)>,
 }
 
 /// A value as a trace step or graph node shows it: the number when it is one real, its text otherwise.
@@ -205,6 +213,18 @@ impl Serialize for Shown {
             // NaN, ∞ and −∞ as "NaN", "Infinity", "-Infinity", as every real the CLI writes
             Some(x) => crate::value::json_real::Real(x).serialize(s),
             None => s.serialize_str(&self.text),
+        }
+    }
+}
+
+impl TraceStep {
+    /// Makes the step's `later` note and rows now (its `state_later` rows join `state`, after it).
+    pub fn materialise(&mut self) {
+        if let Some(l) = self.note_later.take() {
+            self.note = l.text();
+        }
+        for (k, l) in std::mem::take(&mut self.state_later) {
+            self.state.push((k, Shown::text(l.text())));
         }
     }
 }

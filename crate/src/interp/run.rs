@@ -896,6 +896,7 @@ impl Machine<'_> {
             factor,
             note: format!("{}({})", named.name, args.join(", ")),
             state,
+            ..TraceStep::default()
         });
     }
 

@@ -220,8 +220,8 @@ mod tests {
         assert_eq!(names, ["right identity", "associativity", "left identity", "right identity"]);
         assert_eq!(tr.steps[1].path, Vec::<u32>::new(), "the block's first statement");
         assert_eq!(tr.steps[2].path, vec![1, 1], "its third: b ← f 1.0 hoisted, then a ← g b");
-        assert!(tr.steps[2].after.contains("c ↦ a"), "{}", tr.steps[2].after);
-        assert!(tr.view(VIEW).text.starts_with("4 rewrite steps: left identity ×1, associativity ×1, right identity ×2"));
+        assert!(tr.steps[2].after.text().contains("c ↦ a"), "{:?}", tr.steps[2].after);
+        assert!(tr.view(VIEW).printed().starts_with("4 rewrite steps: left identity ×1, associativity ×1, right identity ×2"));
     }
 
     #[test]

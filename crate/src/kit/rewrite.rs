@@ -20,7 +20,7 @@ pub use blocks::{normalise_blocks, Blocks, LinkRule, Linked, Site, Stmt};
 use crate::build::Fresh;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child_mut, Expr, ExprKind, Pat, Program, Type};
-use crate::print::{print_expr, PrintOptions};
+use crate::print::{print_expr, Later, PrintOptions};
 
 /// One named rule. `apply` returns the rewritten node, or None where the rule does not match (and
 /// then leaves the redex as it was). A rule that fires may move parts of the redex into its result
@@ -78,7 +78,9 @@ pub enum Changed {
     Only(Vec<usize>),
 }
 
-/// One step of a rewrite: which rule fired where, and the redex before and after.
+/// One step of a rewrite: which rule fired where, and the redex before and after. The terms are cut
+/// copies printed when read (`print::Later`): a kept step costs a copy of a screenful of nodes, and
+/// only the steps someone looks at are printed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Step {
     pub rule: &'static str,
@@ -89,12 +91,12 @@ pub struct Step {
     pub path: Vec<u32>,
     /// The redex's source span, where it has one.
     pub span: Option<Span>,
-    pub before: String,
-    pub after: String,
-    /// The whole definition after the step, cut as the redex is (`print_cut`), when the rewrite keeps
-    /// it (`Budget::program_after`); empty otherwise.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub program: String,
+    pub before: Later,
+    pub after: Later,
+    /// The whole definition after the step, cut as the redex is, when the rewrite keeps it
+    /// (`Budget::program_after`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<Later>,
 }
 
 /// Limits of a rewrite.
@@ -140,45 +142,51 @@ impl Trace {
                 node: None,
                 span: s.span,
                 factor: None,
-                note: format!("{}  ⟶  {}", one_line(&s.before), one_line(&s.after)),
-                state: vec![
-                    ("rule".into(), Shown::text(s.rule)),
-                    ("in".into(), Shown::text(&s.def)),
-                    ("redex".into(), Shown::text(&s.before)),
-                    ("becomes".into(), Shown::text(&s.after)),
-                ]
-                .into_iter()
-                .chain((!s.program.is_empty()).then(|| ("program after".into(), Shown::text(&s.program))))
-                .collect(),
+                note: String::new(),
+                note_later: Some({
+                    let (before, after) = (s.before.clone(), s.after.clone());
+                    Later::new(move || format!("{}  ⟶  {}", one_line(&before.text()), one_line(&after.text())))
+                }),
+                state: vec![("rule".into(), Shown::text(s.rule)), ("in".into(), Shown::text(&s.def))],
+                state_later: [("redex", Some(&s.before)), ("becomes", Some(&s.after)), ("program after", s.program.as_ref())]
+                    .into_iter()
+                    .filter_map(|(k, l)| Some((k.to_string(), l?.clone())))
+                    .collect(),
             })
             .collect()
     }
 
     /// The trace as a page view named `name`: how many steps by which rule, then each step's rule and
-    /// the redex before and after it.
+    /// the redex before and after it; made when read (it prints every kept step).
     pub fn view(&self, name: &str) -> crate::stage::View {
-        use std::fmt::Write;
-        let mut text = String::new();
-        let per: Vec<String> = self.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
-        let _ = writeln!(text, "{} rewrite steps: {}", self.taken, per.join(", "));
-        if (self.steps.len() as u64) < self.taken {
-            let _ = writeln!(text, "(the first {} are shown)", self.steps.len());
-        }
-        for (i, s) in self.steps.iter().enumerate() {
-            let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
-            let _ = writeln!(text, "\n{}. {}{mark}", i + 1, s.rule);
-            push_indented(&mut text, &s.before);
-            text.push_str("\n  ⇝\n");
-            push_indented(&mut text, &s.after);
-            text.push('\n');
-            if !s.program.is_empty() {
-                text.push_str("  program after it:\n");
-                push_indented(&mut text, &s.program);
-                text.push('\n');
-            }
-        }
-        crate::stage::View { name: name.into(), text, ..Default::default() }
+        let (taken, per_rule, steps) = (self.taken, self.per_rule.clone(), self.steps.clone());
+        crate::stage::View::later(name, Later::new(move || view_text(taken, &per_rule, &steps)))
     }
+}
+
+/// The text of `Trace::view`.
+fn view_text(taken: u64, per_rule: &[(&'static str, u64)], steps: &[Step]) -> String {
+    use std::fmt::Write;
+    let mut text = String::new();
+    let per: Vec<String> = per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+    let _ = writeln!(text, "{taken} rewrite steps: {}", per.join(", "));
+    if (steps.len() as u64) < taken {
+        let _ = writeln!(text, "(the first {} are shown)", steps.len());
+    }
+    for (i, s) in steps.iter().enumerate() {
+        let mark = if s.inexact { "  [inexact: may change floating-point results]" } else { "" };
+        let _ = writeln!(text, "\n{}. {}{mark}", i + 1, s.rule);
+        push_indented(&mut text, &s.before.text());
+        text.push_str("\n  ⇝\n");
+        push_indented(&mut text, &s.after.text());
+        text.push('\n');
+        if let Some(p) = &s.program {
+            text.push_str("  program after it:\n");
+            push_indented(&mut text, &p.text());
+            text.push('\n');
+        }
+    }
+    text
 }
 
 /// `side` with each line indented by four spaces, and cut after `STEP_TEXT` characters (a step at
@@ -408,21 +416,21 @@ impl<'r, 'f> Engine<'r, 'f> {
         self.at_root(e)
     }
 
-    /// The shadow definition with the node at the current path replaced by `new`, printed (cut); empty
-    /// without a shadow, or if the path does not lead to a node (then the shadow is dropped).
-    fn program_after(&mut self, new: &Expr) -> String {
-        let Some(root) = &mut self.shadow else { return String::new() };
+    /// The shadow definition with the node at the current path replaced by `new`, cut, to print when
+    /// read; None without a shadow, or if the path does not lead to a node (then the shadow is dropped).
+    fn program_after(&mut self, new: &Expr) -> Option<Later> {
+        let root = self.shadow.as_mut()?;
         let mut at = root;
         for &i in &self.w.path {
             let Some(c) = crate::ir::children_mut(at).into_iter().nth(i as usize) else {
                 self.shadow = None;
-                return String::new();
+                return None;
             };
             at = c;
         }
         *at = new.clone();
         let root = self.shadow.as_mut().expect("still there");
-        print_cut(root, &self.w.print)
+        Some(later_cut(root, &self.w.print))
     }
 
     /// Tries the rules at the root of `e` (whose children are normal), in order; the first that fires
@@ -456,8 +464,8 @@ impl<'r, 'f> Engine<'r, 'f> {
                     def: self.w.def.clone(),
                     path: self.w.path.clone(),
                     span: (!e.span.is_none()).then_some(e.span),
-                    before: print_cut(&mut e, &self.w.print),
-                    after: print_cut(&mut new, &self.w.print),
+                    before: later_cut(&mut e, &self.w.print),
+                    after: later_cut(&mut new, &self.w.print),
                     program,
                 });
                 if self.w.trace.steps.len() == self.w.budget.trace_steps {
@@ -523,6 +531,23 @@ const STEP_DEPTH: usize = 40;
 /// out, the rest printed, and the subterms moved back (no copy of the redex).
 pub fn print_cut(e: &mut Expr, o: &PrintOptions) -> String {
     print_cut_to(e, o, STEP_NODES, STEP_DEPTH)
+}
+
+/// `e` cut as `print_cut` cuts it, copied, to print when read.
+pub fn later_cut(e: &mut Expr, o: &PrintOptions) -> Later {
+    Later::expr(cut_copy(e, STEP_NODES, STEP_DEPTH), *o)
+}
+
+/// A copy of `e` cut as `print_cut_to` cuts it (only the kept nodes are copied).
+pub fn cut_copy(e: &mut Expr, nodes: usize, depth: usize) -> Expr {
+    let mut stash = vec![];
+    let mut left = nodes;
+    cut(e, &mut left, 1, depth, &mut stash);
+    let copy = e.clone();
+    if !stash.is_empty() {
+        uncut(e, &mut stash.into_iter());
+    }
+    copy
 }
 
 /// `print_cut` with other limits: `nodes` in pre-order, at most `depth` deep.
@@ -624,11 +649,12 @@ mod tests {
         assert_eq!(names, ["zero-mul", "add-zero", "fold-add"]);
         assert_eq!(tr.steps[0].path, vec![0, 1], "0.0 * x is the right child of the left child");
         assert!(tr.steps[0].inexact && !tr.steps[1].inexact);
-        assert_eq!(tr.steps[2].before, "1.0 + 2.0");
-        assert_eq!(tr.steps[2].after, "3.0");
+        assert_eq!(tr.steps[2].before.text(), "1.0 + 2.0");
+        assert_eq!(tr.steps[2].after.text(), "3.0");
         assert_eq!(tr.per_rule, vec![("add-zero", 1), ("zero-mul", 1), ("fold-add", 1)]);
         // as the page's stepper shows it: the rule (inexact ones marked), the redex and its result
-        let st = tr.stepper();
+        let mut st = tr.stepper();
+        st.iter_mut().for_each(|s| s.materialise());
         assert_eq!((st[0].kind.as_str(), st[1].kind.as_str()), ("zero-mul ≈", "add-zero"));
         assert_eq!(st[2].note, "1.0 + 2.0  ⟶  3.0");
     }

@@ -19,7 +19,7 @@ use super::{map_children, print_cut_to, Budget, RewriteCx, Step, Trace, Walk};
 use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
-use crate::print::print_expr;
+use crate::print::{print_expr, Later};
 use std::collections::VecDeque;
 use rustc_hash::{FxHashMap as HashMap};
 
@@ -329,34 +329,36 @@ impl<'r, 'f> Blocks<'r, 'f> {
             return Ok((rule.apply)(node));
         }
         let span = (!node.span.is_none()).then_some(node.span);
-        let before = cut_stmt(&mut node, &self.w.print);
+        let o = self.w.print;
+        let before = cut_stmt(&mut node, &o);
         let (out, after) = match (rule.apply)(node) {
             Linked::Under { x, v, mut rest } => {
-                let after = format!("{}\n  with {} ↦ {}", cut_stmt(&mut rest, &self.w.print), x.text, print_expr(&v, &self.w.print));
+                let after = format!("{}\n  with {} ↦ {}", cut_stmt(&mut rest, &o), x.text, print_expr(&v, &o));
                 (Linked::Under { x, v, rest }, after)
             }
             Linked::Hoist { stmt, rest } => {
                 let mut e = stmt.then(rest);
-                let after = cut_stmt(&mut e, &self.w.print);
+                let after = cut_stmt(&mut e, &o);
                 match Stmt::split(e) {
                     Ok((stmt, rest)) => (Linked::Hoist { stmt, rest }, after),
                     Err(e) => (Linked::To(e), after),
                 }
             }
             Linked::To(mut e) => {
-                let after = cut_stmt(&mut e, &self.w.print);
+                let after = cut_stmt(&mut e, &o);
                 (Linked::To(e), after)
             }
         };
+        // a block step prints a few statements: printed now, as the rewrite goes
         self.w.trace.steps.push(Step {
             rule: rule.name,
             inexact: false,
             def: self.w.def.clone(),
             path: self.w.path.clone(),
             span,
-            before,
-            after,
-            program: String::new(),
+            before: Later::ready(before),
+            after: Later::ready(after),
+            program: None,
         });
         Ok(out)
     }

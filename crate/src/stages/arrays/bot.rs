@@ -12,7 +12,7 @@ use crate::interp::Builtin;
 use crate::ir::*;
 use crate::kit::passes::{first_order_at, first_order_unrolled};
 use crate::kit::rewrite::{normalise_located, Budget, Trace};
-use crate::print::{print_expr, PrintOptions};
+use crate::print::{print_expr, Later, PrintOptions};
 use crate::stage::{Contract, Output, Source, Stage, StageInfo, View};
 
 pub struct Bot;
@@ -94,17 +94,22 @@ fn def_main(body: Expr) -> Def {
     d
 }
 
+/// The rule trace, one line per step; made when read (it prints every kept step).
 fn trace_view(tr: &Trace) -> View {
-    use std::fmt::Write;
-    let o = PrintOptions::unicode();
-    let _ = &o;
-    let mut text = String::new();
-    let per: Vec<String> = tr.per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
-    let _ = writeln!(text, "{} rewrite steps: {}", tr.taken, per.join(", "));
-    for (k, s) in tr.steps.iter().enumerate() {
-        let _ = writeln!(text, "{:>4}. {:<26} {}  ⟶  {}", k + 1, s.rule, one_line(&s.before), one_line(&s.after));
-    }
-    View { name: "bot's rewrite trace".into(), text, ..View::default() }
+    let (taken, per_rule, steps) = (tr.taken, tr.per_rule.clone(), tr.steps.clone());
+    View::later(
+        "bot's rewrite trace",
+        Later::new(move || {
+            use std::fmt::Write;
+            let mut text = String::new();
+            let per: Vec<String> = per_rule.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r} ×{n}")).collect();
+            let _ = writeln!(text, "{taken} rewrite steps: {}", per.join(", "));
+            for (k, s) in steps.iter().enumerate() {
+                let _ = writeln!(text, "{:>4}. {:<26} {}  ⟶  {}", k + 1, s.rule, one_line(&s.before.text()), one_line(&s.after.text()));
+            }
+            text
+        }),
+    )
 }
 
 fn one_line(s: &str) -> String {

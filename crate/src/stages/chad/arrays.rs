@@ -68,7 +68,7 @@ impl Stage for Arrays {
         let mut out = output(program)?;
         if crate::stage::shown() {
             let text = print_program(&lowered, &PrintOptions::unicode());
-            out.views.push(View { name: "lowered to §7".into(), text, stack: vec![] });
+            out.views.push(View { name: "lowered to §7".into(), text, ..View::default() });
         }
         Ok(out)
     }

@@ -585,6 +585,7 @@ fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mu
                 factor: Some(d.into()),
                 note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), show_pedges(tape.entry(s))),
                 state: vec![(format!("({job},{s})"), d.into())],
+                ..TraceStep::default()
             });
         }
     }

@@ -112,7 +112,7 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
             };
             let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), Shown::from(*v))).collect();
             let span = (!n.span.is_none()).then_some(n.span);
-            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x.into()), note, state });
+            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x.into()), note, state, ..TraceStep::default() });
         }
     }
     Ok(())

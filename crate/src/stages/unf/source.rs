@@ -69,7 +69,7 @@ impl Stage for UnfSource {
         // (views only for a stage shown: the stack diagram is a third of this stage's time)
         let views = if crate::stage::shown() {
             vec![
-                View { name: "stack diagram".into(), text: u.table(), stack: u.rows() },
+                View { name: "stack diagram".into(), text: u.table(), stack: u.rows(), ..View::default() },
                 View { name: "Source UNF term".into(), text: u.term(), ..View::default() },
             ]
         } else {

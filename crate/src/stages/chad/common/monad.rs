@@ -40,7 +40,7 @@ pub(super) fn event_at(m: &mut Machine, kind: &str, note: String, span: Span, no
     if m.tracing() {
         let node = node.or_else(|| super::bp_tree::current(m));
         let state = rows(m.state::<Rt>());
-        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state });
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state, ..TraceStep::default() });
     }
 }
 

@@ -478,7 +478,7 @@ fn ev_event(m: &mut Machine, kind: &str, note: impl FnOnce() -> String, span: Sp
             }
         }
         let node = super::bp_tree::current(m);
-        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note: note(), state });
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note: note(), state, ..TraceStep::default() });
     }
 }
 

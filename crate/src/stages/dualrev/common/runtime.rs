@@ -308,7 +308,7 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
 /// A resolve trace step.
 pub fn trace_resolve(m: &mut Machine, id: i64, a: f64, note: String, state: Vec<(String, f64)>) {
     if m.tracing() {
-        m.trace(TraceStep { kind: "resolve".into(), node: Some(id as u64), span: None, factor: Some(a.into()), note, state: Shown::rows(state) });
+        m.trace(TraceStep { kind: "resolve".into(), node: Some(id as u64), span: None, factor: Some(a.into()), note, state: Shown::rows(state), ..TraceStep::default() });
     }
 }
 

@@ -102,7 +102,7 @@ pub(crate) fn eval_loop(
                 let state = um.rows();
                 let span = (!node.span.is_none()).then_some(node.span);
                 let note = eval_note(kind, node, factor);
-                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor.into()), note, state: Shown::rows(state) });
+                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor.into()), note, state: Shown::rows(state), ..TraceStep::default() });
             } else {
                 rows = false;
                 um.stop_rows();

@@ -503,6 +503,7 @@ fn b_reverse_pass(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
                 factor: Some(Shown::text(c.to_string())),
                 note,
                 state: vec![("accum".into(), show_map(&es.accum)), ("grad".into(), show_map(&es.grad))],
+                ..TraceStep::default()
             });
         }
         eval(m, &mut es, c, &frag, s)?;

@@ -76,7 +76,7 @@ impl Steps {
         }
         let mut state: Vec<(String, Shown)> = did.rows.into_iter().map(|(k, v)| (k, Shown::text(v))).collect();
         state.extend(self.maps(grad, accum));
-        self.kept.push(TraceStep { kind: did.kind, node: None, span: None, factor: None, note: did.note, state });
+        self.kept.push(TraceStep { kind: did.kind, node: None, span: None, factor: None, note: did.note, state, ..TraceStep::default() });
     }
 
     /// After the pass: when steps went uncounted, one last step with the final maps says how many.

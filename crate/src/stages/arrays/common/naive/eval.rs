@@ -305,6 +305,7 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
                 factor: Some(shown(&c)),
                 note: format!("eval {} ({})", c.show(), show_delta(&d, 6)),
                 state,
+                ..TraceStep::default()
             });
         }
     }
@@ -328,6 +329,7 @@ fn b_backprop(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
                     factor: Some(shown(&c)),
                     note: format!("pop ID {i} with {}: eval {}", c.show(), show_delta(&d, 6)),
                     state,
+                    ..TraceStep::default()
                 });
             }
         }

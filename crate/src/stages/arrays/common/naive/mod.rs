@@ -82,5 +82,5 @@ pub fn lowered_views(p: &Program) -> Vec<crate::stage::View> {
     shown.input = None;
     shown.seed = None;
     let text = crate::print::print_program(&shown, &crate::print::PrintOptions::unicode());
-    vec![crate::stage::View { name: "lowered source (build, !, length, sum, replicate)".into(), text, stack: vec![] }]
+    vec![crate::stage::View { name: "lowered source (build, !, length, sum, replicate)".into(), text, ..Default::default() }]
 }

@@ -34,7 +34,7 @@ impl Es {
     /// The three maps as rows: `accum i`, `dfrag i`, `grad v`.
     fn rows(&self) -> Vec<(String, Shown)> {
         let accum = self.accum.iter().rev().map(|(i, c)| (format!("accum {i}"), Shown::from(*c)));
-        let dfrag = self.dfrag.iter().rev().map(|(i, (_, d))| (format!("dfrag {i}"), Shown { text: show_delta(d, 6), num: None }));
+        let dfrag = self.dfrag.iter().rev().map(|(i, (_, d))| (format!("dfrag {i}"), Shown::text(show_delta(d, 6))));
         let grad = self.grad.iter().map(|(v, c)| (format!("grad {v}"), Shown::from(*c)));
         accum.chain(dfrag).chain(grad).take(STATE_ROWS).collect()
     }
@@ -43,7 +43,7 @@ impl Es {
 fn step(m: &mut Machine, kind: &str, node: u64, span: Span, factor: f64, note: String, es: &Es) {
     if m.tracing() {
         let span = (!span.is_none()).then_some(span);
-        m.trace(TraceStep { kind: kind.into(), node: Some(node), span, factor: Some(factor.into()), note, state: es.rows() });
+        m.trace(TraceStep { kind: kind.into(), node: Some(node), span, factor: Some(factor.into()), note, state: es.rows(), ..TraceStep::default() });
     }
 }
 

@@ -28,7 +28,7 @@ fn step(m: &mut Machine, kind: &str, n: &Node, factor: f64, note: String, acc: &
     if m.tracing() {
         let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{i}"), Shown::from(*v))).collect();
         let span = (!n.span.is_none()).then_some(n.span);
-        m.trace(TraceStep { kind: kind.into(), node: Some(n.serial), span, factor: Some(factor.into()), note, state });
+        m.trace(TraceStep { kind: kind.into(), node: Some(n.serial), span, factor: Some(factor.into()), note, state, ..TraceStep::default() });
     }
 }
 
