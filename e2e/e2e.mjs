@@ -578,7 +578,17 @@ try {
     assert(/^R\d+|^X\d+|η|split/.test(rule) && /step 1 \/ \d+/.test(pos), `rewrite step: ${rule} (${pos})`);
     const tabs = await page.$$eval('[data-testid="view-tabs"] button', bs => bs.map(b => b.textContent));
     assert(tabs.includes('rewrite trace'), 'tabs: ' + tabs);
-    return `${diagram.length - 1} primitives drawn; ${nodes} continuations; first rewrite ${rule}, ${pos}`;
+    // the step's terms and the trace view are printed in the worker when shown, not with every run
+    const sent = await page.evaluate(() => window.__cot.state.result.stages.find(s => s.id === 'unf/pe').trace.filter(t => t.deferred?.length).length);
+    await page.click('#step-next');
+    await page.waitForFunction(() => !document.querySelector('#step-state td.pending'), null, { timeout: 10000 });
+    const rows = await page.$$eval('#step-state tr', rs => Object.fromEntries(rs.filter(r => r.cells.length === 2).map(r => [r.cells[0].textContent, r.cells[1].textContent])));
+    const note2 = await page.textContent('#step-note .step-text');
+    assert(sent > 2 && rows.redex?.length > 1 && rows.becomes?.length > 1 && rows['program after']?.length > 1 && note2.includes('⟶'), `step 2: ${sent} deferred; ${JSON.stringify(rows).slice(0, 300)}; ${note2}`);
+    await page.click('[data-testid="view-tabs"] button:has-text("rewrite trace")');
+    await page.waitForFunction(() => /rewrite steps: /.test(document.querySelector('#stage-program').textContent), null, { timeout: 10000 });
+    await page.click('[data-testid="view-tabs"] button:has-text("program")');
+    return `${diagram.length - 1} primitives drawn; ${nodes} continuations; first rewrite ${rule}, ${pos}; ${sent} steps' terms printed on demand`;
   });
 
   await check('a 1000-, 10^4- and 10^5-step loop runs in the page or stops at a named budget, never the wasm stack', async () => {

@@ -108,6 +108,45 @@ pub struct WebStep {
     pub factor: Option<cotangent::interp::Shown>,
     pub note: String,
     pub state: Vec<(String, cotangent::interp::Shown)>,
+    /// The names of the rows printed when the step is shown (a rewrite step's terms), which follow
+    /// `state`'s: `step_texts` makes them, and the note, from the kept analysis.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deferred: Vec<String>,
+    #[serde(skip)]
+    later: Option<std::rc::Rc<Later>>,
+}
+
+/// What a step prints when it is shown (`cotangent::print::Later`).
+#[derive(Debug)]
+struct Later {
+    note: Option<cotangent::print::Later>,
+    rows: Vec<(String, cotangent::print::Later)>,
+}
+
+/// A step's texts printed when shown: its note and its deferred rows.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepTexts {
+    pub note: String,
+    pub rows: Vec<(String, String)>,
+}
+
+/// A stage's view; a rewrite trace's text (`deferred`) comes with `view_text`.
+#[derive(Clone, Debug, Serialize)]
+pub struct WebView {
+    pub name: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<cotangent::stage::StackRow>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
+    #[serde(skip)]
+    later: Option<cotangent::print::Later>,
+}
+
+impl From<cotangent::stage::View> for WebView {
+    fn from(v: cotangent::stage::View) -> WebView {
+        WebView { name: v.name, text: v.text, stack: v.stack, deferred: v.later.is_some(), later: v.later }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -140,7 +179,7 @@ pub struct WebStage {
     /// the editor's text): the page highlights them when the line is hovered, and back.
     pub program_lines: Vec<Vec<[usize; 2]>>,
     /// Other renderings of the output in the paper's notation (a UNF stack diagram, a rewrite trace).
-    pub views: Vec<cotangent::stage::View>,
+    pub views: Vec<WebView>,
     pub primal: Option<serde_json::Value>,
     #[serde(serialize_with = "json_real::vec")]
     pub gradient: Vec<f64>,
@@ -231,7 +270,7 @@ pub struct StageDetail {
     pub graph_omitted: u64,
     /// The stage's views, when it was run again traced (a rewrite trace view then has its steps).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub views: Option<Vec<cotangent::stage::View>>,
+    pub views: Option<Vec<WebView>>,
     /// Its program and line map, when it was run again because they were omitted (`program_omitted`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
@@ -278,6 +317,32 @@ pub fn detail_of(run_id: u64, id: &str, limit: Option<usize>) -> Option<StageDet
             program_lines: program.as_ref().map(|p| p.1.clone()),
             program: program.map(|p| p.0),
         })
+    })
+}
+
+/// The texts step `index` of stage `id` prints when it is shown (its note and deferred rows), from the
+/// analysis kept under `run_id`.
+pub fn step_texts_of(run_id: u64, id: &str, index: usize) -> Option<StepTexts> {
+    KEPT.with(|k| {
+        let k = k.borrow();
+        let a = k.as_ref().filter(|a| a.run_id == run_id)?;
+        let step = a.stages.iter().find(|s| s.desc.id == id)?.trace.get(index)?;
+        let later = step.later.as_ref();
+        Some(StepTexts {
+            note: later.and_then(|l| l.note.as_ref()).map_or_else(|| step.note.clone(), |n| n.text()),
+            rows: later.map_or(vec![], |l| l.rows.iter().map(|(k, t)| (k.clone(), t.text())).collect()),
+        })
+    })
+}
+
+/// The text of view `name` of stage `id`, printed now if it was deferred, from the analysis kept under
+/// `run_id`.
+pub fn view_text_of(run_id: u64, id: &str, name: &str) -> Option<String> {
+    KEPT.with(|k| {
+        let k = k.borrow();
+        let a = k.as_ref().filter(|a| a.run_id == run_id)?;
+        let v = a.stages.iter().find(|s| s.desc.id == id)?.views.iter().find(|v| v.name == name)?;
+        Some(v.later.as_ref().map_or_else(|| v.text.clone(), |l| l.text()))
     })
 }
 
@@ -451,6 +516,9 @@ pub fn analyse_text_in_phases(text: &str, o: &WebOptions, phases: &[Vec<String>]
         ..Options::default()
     };
     opts.trace = o.trace.unwrap_or(true);
+    // a rewrite's step texts and trace view are printed when the page shows them (`step_texts`,
+    // `view_text`), not at every keystroke
+    opts.defer_texts = true;
     opts.traced = o.traced.clone();
     if let Some(b) = &o.budget {
         let d = Budget::default();
@@ -519,7 +587,7 @@ pub fn analyse_text_in_phases(text: &str, o: &WebOptions, phases: &[Vec<String>]
                                 .collect()
                         })
                         .collect(),
-                    views: r.views,
+                    views: r.views.into_iter().map(WebView::from).collect(),
                     primal: r.primal.as_ref().map(to_json),
                     gradient: r.gradient,
                     gradient_value: r.gradient_value.as_ref().map(to_json),
@@ -539,6 +607,9 @@ pub fn analyse_text_in_phases(text: &str, o: &WebOptions, phases: &[Vec<String>]
                             factor: s.factor,
                             note: s.note,
                             state: s.state,
+                            deferred: s.state_later.iter().map(|(k, _)| k.clone()).collect(),
+                            later: (s.note_later.is_some() || !s.state_later.is_empty())
+                                .then(|| std::rc::Rc::new(Later { note: s.note_later, rows: s.state_later })),
                         })
                         .collect(),
                     trace_dropped: r.trace_dropped,
@@ -719,6 +790,18 @@ pub fn stage_detail(run_id: f64, id: &str, limit: Option<usize>) -> JsValue {
 }
 
 /// Every registered stage, in order.
+/// A step's deferred texts (`step_texts_of`): `{note, rows}`, or null if the run is no longer kept.
+#[wasm_bindgen]
+pub fn step_texts(run_id: f64, id: &str, index: usize) -> JsValue {
+    step_texts_of(run_id as u64, id, index).map_or(JsValue::NULL, |t| to_js(&t))
+}
+
+/// A view's text (`view_text_of`), or undefined if the run is no longer kept.
+#[wasm_bindgen]
+pub fn view_text(run_id: f64, id: &str, name: &str) -> Option<String> {
+    view_text_of(run_id as u64, id, name)
+}
+
 #[wasm_bindgen]
 pub fn stages() -> JsValue {
     to_js(&stage_descs())
@@ -922,7 +1005,7 @@ mod tests {
             assert!(again.views.is_none() && again.trace_len == f.trace_len);
         }
         // the rewrite trace view of unf/pe has its steps once traced
-        let pe = |v: &Vec<cotangent::stage::View>| v.iter().find(|v| v.name == "rewrite trace").map(|v| v.text.contains("program after it")).unwrap_or(false);
+        let pe = |v: &Vec<WebView>| v.iter().find(|v| v.name == "rewrite trace").is_some_and(|v| v.later.as_ref().is_some_and(|l| l.text().contains("program after it")));
         let views = |x: &WebAnalysis| x.stages.iter().find(|s| s.desc.id == "unf/pe").map(|s| s.views.clone()).unwrap();
         assert!(!pe(&views(&a)) && pe(&views(&full)));
         // a stage that fails its run unshown (here at a step budget) is printed when it is asked for
@@ -933,6 +1016,41 @@ mod tests {
         assert!(s.program_omitted && s.error.as_deref().is_some_and(|e| e.contains("budget")), "{:?}", s.error);
         let d = detail_of(b.run_id, "unf/pe", None).unwrap();
         assert!(d.program.as_deref().is_some_and(|p| p.contains("def grad")), "{:?}", d.program);
+    }
+
+    /// A rewrite step's terms and its trace view reach the page unprinted (`deferred`), and
+    /// `step_texts_of` and `view_text_of` print them as the CLI does.
+    #[test]
+    fn rewrite_step_texts_and_views_are_printed_when_the_page_asks_as_the_cli_prints_them() {
+        let src = "input (3.0, 5.0, 7.0)\ndef main (x, y, z) = x * y * (y + z)\n";
+        let o = WebOptions { stages: vec!["unf/pe".into()], keep: true, ..WebOptions::default() };
+        let a = analyse_text(src, &o);
+        let cli = cotangent::pipeline::analyse(src, &Options { stages: vec!["unf/pe".into()], ..Options::default() }).unwrap();
+        let (s, c) = (&a.stages[0], &cli.stages[0]);
+        assert_eq!(s.trace.len(), c.trace.len());
+        let mut deferred = 0;
+        for (i, (w, t)) in s.trace.iter().zip(&c.trace).enumerate() {
+            if w.deferred.is_empty() {
+                assert_eq!((&w.note, &w.state), (&t.note, &t.state), "step {i}");
+                continue;
+            }
+            deferred += 1;
+            assert!(w.note.is_empty() && w.state.len() < t.state.len(), "step {i}: {:?}", w.state);
+            let texts = step_texts_of(a.run_id, "unf/pe", i).unwrap();
+            assert_eq!(texts.note, t.note, "step {i}");
+            let rows: Vec<(String, String)> = w.state.iter().map(|(k, v)| (k.clone(), v.to_string())).chain(texts.rows).collect();
+            let want: Vec<(String, String)> = t.state.iter().map(|(k, v)| (k.clone(), v.to_string())).collect();
+            assert_eq!(rows, want, "step {i}");
+            assert_eq!(w.deferred, ["redex", "becomes", "program after"], "step {i}");
+        }
+        assert!(deferred > 5, "{deferred}");
+        let v = s.views.iter().find(|v| v.name == "rewrite trace").unwrap();
+        assert!(v.deferred && v.text.is_empty());
+        let json = serde_json::to_string(&a).unwrap();
+        assert!(!json.contains("program after it") && json.contains("\"deferred\":[\"redex\""), "the page's JSON carries no step text");
+        assert_eq!(view_text_of(a.run_id, "unf/pe", "rewrite trace").as_deref(), Some(c.views[0].text.as_str()));
+        assert!(c.views[0].text.contains("program after it"));
+        assert!(step_texts_of(a.run_id + 1, "unf/pe", 0).is_none() && step_texts_of(a.run_id, "unf/pe", 1 << 20).is_none());
     }
 
     #[test]

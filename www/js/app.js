@@ -180,6 +180,36 @@ function loadDetail(id, role = null) {
   }).catch(() => {});
 }
 
+// A rewrite's step terms and trace view are printed in the worker when shown (`deferred` in the run's
+// result): each is asked for once, and the stage is drawn again when it lands.
+function loadStepTexts(id, i, step) {
+  if (step.loading) return;
+  step.loading = true;
+  const runId = state.result.run_id;
+  core.request('step', { run_id: runId, stage: id, index: i }).then(t => {
+    if (!state.result || state.result.run_id !== runId) return;
+    step.loading = false;
+    if (!t) { stageResult(id).detail_missing = true; return; }
+    step.note = t.note;
+    step.state = (step.state || []).concat(t.rows);
+    step.deferred = [];
+    if (state.selected === id) stepper.render(state);
+  }).catch(() => { step.loading = false; });
+}
+
+function loadViewText(id, view) {
+  if (view.loading) return;
+  view.loading = true;
+  const runId = state.result.run_id;
+  core.request('view', { run_id: runId, stage: id, name: view.name }).then(text => {
+    if (!state.result || state.result.run_id !== runId) return;
+    view.loading = false;
+    if (text == null) { stageResult(id).detail_missing = true; }
+    else { view.text = text; view.deferred = false; }
+    if (state.selected === id) program.render(state);
+  }).catch(() => { view.loading = false; });
+}
+
 function moveStage(delta) {
   const ids = stageOrder();
   const i = ids.indexOf(state.selected);
@@ -211,9 +241,9 @@ async function main() {
   stageList.init(id => select(id, 0, true));
   stageInfo.init(state);
   costs.init(id => select(id));
-  program.init(state, id => loadDetail(id, 'base'));
+  program.init(state, id => loadDetail(id, 'base'), loadViewText);
   dag.init(state, i => { stepper.stopPlay(state); stepper.goStep(state, i); });
-  stepper.init(state);
+  stepper.init(state, loadStepTexts);
   complexity.init(core);
   session.init(state, { run, moveStage });
 

@@ -16,7 +16,7 @@ export class Core {
     this.worker.onmessage = ev => this.settle(ev.data);
     this.worker.onerror = ev => { ev.preventDefault?.(); this.fail('the core failed to start: ' + (ev.message || 'worker error'), true); };
   }
-  /** kind: 'hello' | 'analyse' | 'analyse-stream' | 'detail' | 'draw'; a request with a `slot` replaces a
+  /** kind: 'hello' | 'analyse' | 'analyse-stream' | 'detail' | 'step' | 'view' | 'draw'; a request with a `slot` replaces a
    *  queued one of the same slot; `onPartial` receives each phase of an 'analyse-stream' as it lands. */
   request(kind, payload = {}, slot = null, onPartial = null) {
     return new Promise((resolve, reject) => {

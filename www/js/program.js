@@ -11,6 +11,7 @@ let programKey = null;   // what the view shows, so an unchanged program keeps i
 let lineSources = [];    // per line of the plain program view: the source ranges it came from
 let litLines = [];       // the lines marked as coming from the source under the mouse
 let loadProgram = () => {};   // asks the worker for a stage's program the run left out (`program_omitted`)
+let loadView = () => {};      // asks the worker for a view's text it left to be printed when shown (`deferred`)
 
 /** Whether stage result `r` has a program: printed, or left out of the run (not shown) and loaded on demand. */
 const hasProgram = r => !!(r?.program || r?.program_omitted);
@@ -24,8 +25,9 @@ function linesAt(pos) {
 }
 
 /** `load(id)`: asks for stage `id`'s program (the page then renders again). */
-export function init(state, load) {
+export function init(state, load, view) {
   loadProgram = load;
+  loadView = view;
   $('diff-toggle').addEventListener('change', e => { state.diff = e.target.checked; render(state); });
   $('diff-base').addEventListener('change', e => { state.diffBase = e.target.value; state.diff = true; $('diff-toggle').checked = true; render(state); });
   $('diff-changed').addEventListener('change', e => { state.diffChanged = e.target.checked; render(state); });
@@ -220,7 +222,7 @@ export function render(state) {
   renderTabs(state, r);
   const view = (r?.views || []).find(v => v.name === state.view);
   const base = renderBase(state, prev);
-  const key = JSON.stringify([state.selected, r?.program, r?.error, r?.detail_missing, state.diff && base ? [base, stageResult(base).program, !!state.diffChanged] : null, view?.text]);
+  const key = JSON.stringify([state.selected, r?.program, r?.error, r?.detail_missing, state.diff && base ? [base, stageResult(base).program, !!state.diffChanged] : null, view?.text, view?.deferred]);
   if (key === programKey) return;   // unchanged (e.g. an edit inside a comment): keep the DOM
   programKey = key;
   pre.replaceChildren();
@@ -230,6 +232,12 @@ export function render(state) {
   $('diff-toggle').disabled = !!view;
   $('diff-changed').disabled = !!view || !state.diff;
   if (view?.stack?.length) { drawStack(pre, view.stack); return; }
+  if (view?.deferred) {
+    // a rewrite trace prints every kept step: printed in the worker when the tab is opened
+    pre.append(el('span', 'muted', r.detail_missing ? 'The view is no longer in the worker; edit the program to run again.' : `printing the ${view.name}…`));
+    loadView(state.selected, view);
+    return;
+  }
   if (view) {
     view.text.split('\n').forEach((text, i) => {
       const line = el('div', 'line');

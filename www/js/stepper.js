@@ -5,8 +5,11 @@ import { REFERENCE, stageResult, trace } from './state.js';
 import { setSpan, docLength } from './editor.js';
 import { highlightStep } from './dag.js';
 
-/** The step buttons; once, at start. */
-export function init(state) {
+let loadTexts = () => {};   // asks the worker for a step's texts it left to be printed when shown (`deferred`)
+
+/** The step buttons; once, at start. `texts(id, i, step)`: loads step i's deferred texts. */
+export function init(state, texts) {
+  loadTexts = texts;
   $('step-first').onclick = () => { stopPlay(state); goStep(state, 0); };
   $('step-back').onclick = () => { stopPlay(state); goStep(state, state.step - 1); };
   $('step-next').onclick = () => { stopPlay(state); goStep(state, state.step + 1); };
@@ -108,24 +111,26 @@ export function render(state) {
     return;
   }
   const s = steps[state.step];
+  // a rewrite step's terms are printed in the worker when the step is shown
+  if (s.deferred?.length) loadTexts(state.selected, state.step, s);
   pos.textContent = `step ${state.step + 1} / ${n}${r.trace_dropped ? ` (+${r.trace_dropped} not recorded)` : ''}`;
   note.replaceChildren();
   note.append(el('span', 'step-kind', s.kind));
   const node = s.node != null ? r.graph?.nodes.find(n => n.id === s.node) : null;
   if (node) note.append(el('span', 'step-node', `at ${node.label || node.ctor}`));
   if (s.factor != null) note.append(el('span', 'step-factor', '× ' + (typeof s.factor === 'string' ? compactValue(s.factor) : fmt(s.factor))));
-  note.append(el('span', 'step-text', s.note || ''));
+  note.append(el('span', 'step-text', s.note || (s.deferred?.length ? '…' : '')));
   if (s.span) note.append(el('span', 'muted', ` (line ${s.span.line}:${s.span.col})`));
   const caption = el('caption', null, r.graph ? 'cotangents after this step' : 'state after this step');
   table.append(caption);
   if (!s.state?.length) { const tr = el('tr'); tr.append(el('td', 'muted', '(empty)')); table.append(tr); }
-  const rows = compactRows(s.state || []);
+  const rows = compactRows(s.state || []).concat((s.deferred || []).map(k => [k, '…', 'printing…', [k], true]));
   const changed = changedAt(steps, state.step);
-  for (const [k, text, full, keys] of rows.slice(0, 200)) {
+  for (const [k, text, full, keys, pending] of rows.slice(0, 200)) {
     const tr = el('tr');
     if (keys.some(x => changed.has(x))) { tr.classList.add('changed'); tr.title = 'changed at this step'; }
     tr.append(keyCell(k));
-    const td = el('td', 'num', text);
+    const td = el('td', pending ? 'num pending' : 'num', text);
     if (full && full !== text) td.title = full.length > 4000 ? full.slice(0, 4000) + ' …' : full;
     tr.append(td);
     table.append(tr);

@@ -22,6 +22,8 @@ self.onmessage = async (ev) => {
       result = { phases: core.analyse_stream(msg.id, msg.source, msg.options || {}, msg.phases) };
     }
     else if (msg.kind === 'detail') result = core.stage_detail(msg.run_id, msg.stage, undefined) ?? null;
+    else if (msg.kind === 'step') result = core.step_texts(msg.run_id, msg.stage, msg.index) ?? null;
+    else if (msg.kind === 'view') result = core.view_text(msg.run_id, msg.stage, msg.name) ?? null;
     else if (msg.kind === 'draw') result = core.draw_graph(msg.graph, msg.limit ?? undefined) ?? null;
     else throw new Error('unknown request ' + msg.kind);
     self.postMessage({ id: msg.id, ok: true, result });
