@@ -186,10 +186,72 @@ pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
 }
 
 pub fn print_type(t: &Type, o: &PrintOptions) -> String {
+    let mut flat = String::new();
+    if flat_type(t, 0, &mut flat) && flat.chars().count() <= o.width {
+        return flat;
+    }
+    laid_out_type(t, o)
+}
+
+/// `print_type` through the layout engine.
+fn laid_out_type(t: &Type, o: &PrintOptions) -> String {
     let names = HashMap::default();
     let arena = Arena::new();
     let pr = Printer { a: &arena, o: *o, names: &names };
     pr.render(pr.ty(t, 0), o.width)
+}
+
+/// `t` on one line as `Printer::ty` prints it when it fits, without the layout engine, if it is made
+/// of names, variables, tuples and applied type constructors only: the common case, and a stack
+/// diagram (unf/source) prints a type per slot per row. False (and `out` unfinished) otherwise.
+fn flat_type(t: &Type, ctx: u8, out: &mut String) -> bool {
+    let lvl = match t {
+        Type::Con(c) if !c.args.is_empty() => 2,
+        _ => 3,
+    };
+    let parens = lvl < ctx;
+    if parens {
+        out.push('(');
+    }
+    match t {
+        Type::Real => out.push('R'),
+        Type::Int => out.push('Z'),
+        Type::Bool => out.push_str("Bool"),
+        Type::Unit => out.push_str("()"),
+        Type::Unknown => out.push('?'),
+        Type::Var(n) if *n < 26 => out.push((b'a' + *n as u8) as char),
+        Type::Var(n) => {
+            use std::fmt::Write;
+            let _ = write!(out, "t{n}");
+        }
+        Type::Tuple(ts) if ts.len() == 1 => return flat_type(&ts[0], ctx, out),
+        Type::Tuple(ts) => {
+            out.push('(');
+            for (i, x) in ts.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if !flat_type(x, 0, out) {
+                    return false;
+                }
+            }
+            out.push(')');
+        }
+        Type::Con(c) => {
+            out.push_str(&c.name);
+            for x in c.args.iter() {
+                out.push(' ');
+                if !flat_type(x, 3, out) {
+                    return false;
+                }
+            }
+        }
+        Type::Sum(..) | Type::Fun(..) | Type::Lin(..) => return false,
+    }
+    if parens {
+        out.push(')');
+    }
+    true
 }
 
 pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {

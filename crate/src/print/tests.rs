@@ -779,3 +779,36 @@ fn long_chains_print_link_by_link_as_one_document() {
     }
     assert!(streamed > 60, "{streamed} definitions laid out link by link");
 }
+
+/// The one-line fast path for types prints exactly what the layout engine prints, on every type of
+/// names, variables, tuples and applied constructors up to depth 3, and on the ones it leaves to the
+/// engine (arrows, sums, types wider than the line).
+#[test]
+fn flat_types_print_as_the_layout_engine_prints_them() {
+    let leaves = vec![Type::Real, Type::Int, Type::Bool, Type::Unit, Type::Var(1), Type::Var(40)];
+    let mut all = leaves.clone();
+    let mut layer = leaves.clone();
+    for _ in 0..2 {
+        let mut next = vec![];
+        for (i, a) in layer.iter().enumerate() {
+            let b = &layer[(i * 7 + 3) % layer.len()];
+            next.push(Type::tup(vec![a.clone()]));
+            next.push(Type::tup(vec![a.clone(), b.clone()]));
+            next.push(Type::array(a.clone()));
+            next.push(Type::con("Pair", vec![a.clone(), b.clone()]));
+            next.push(Type::fun(a.clone(), b.clone()));
+            next.push(Type::Sum(Rc::new(a.clone()), Rc::new(b.clone())));
+        }
+        all.extend(next.iter().cloned());
+        layer = next;
+    }
+    all.push(Type::tup((0..40).map(|_| Type::array(Type::Real)).collect()));
+    let mut flat = 0;
+    for o in [PrintOptions::unicode(), PrintOptions::ascii()] {
+        for t in &all {
+            assert_eq!(print_type(t, &o), laid_out_type(t, &o), "{t:?}");
+            flat += flat_type(t, 0, &mut String::new()) as usize;
+        }
+    }
+    assert!(flat > all.len() / 2, "{flat} of {} on the fast path", 2 * all.len());
+}
