@@ -4,6 +4,8 @@
 // geometric-mean time ratio to the first build. Session 11 chose the shipped profile with it.
 // Usage: copy each `trunk build --release` output (dist/) to its own directory, then
 //   node scripts/keystroke-ab.mjs dist-a dist-b [dist-c ...]
+// SHOWN=stage picks the stage shown (default krawiec/monadic); ALONE=1 runs that stage only (the
+// selected stage's own update, e.g. SHOWN=unf/pe ALONE=1).
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,8 +18,8 @@ for (const dir of builds) {
   mods.push(glue);
 }
 const files = (await readdir('examples')).filter(f => f.endsWith('.cot')).sort();
-const shown = 'krawiec/monadic';
-const opts = { svg: [shown], detail: [shown], traced: [shown], keep: true };
+const shown = process.env.SHOWN || 'krawiec/monadic';
+const opts = { svg: [shown], detail: [shown], traced: [shown], keep: true, ...(process.env.ALONE ? { stages: [shown] } : {}) };
 const times = builds.map(() => ({}));
 for (const f of files) {
   const src = await readFile(path.join('examples', f), 'utf8');
