@@ -334,13 +334,13 @@ fn runs_stay_within_their_memory_budget() {
     assert_eq!(st("forward")["status"], "agrees");
     assert_eq!(st("krawiec/monadic")["status"], "budget");
     let why = st("krawiec/monadic")["error"].as_str().unwrap().to_string();
-    assert!(why.starts_with("stopped: the memory budget (48 MiB of live heap) ran out after"), "{why}");
+    assert!(why.starts_with("stopped: the memory budget (48 MiB of live heap for the run) ran out after"), "{why}");
 
     // The source program's own run stops at the budget too, located (a user error: exit 2).
     let f = temp_file("huge-array.cot", b"input 1.0\ndef main x = sum (build 20000000 (\\i -> x))\n");
     let (code, _, err) = cot(&["run", &f, "--max-mb", "96"], None);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("huge-array.cot:2:18: error: running the program: stopped: the memory budget (48 MiB of live heap)"), "{err}");
+    assert!(err.contains("huge-array.cot:2:18: error: running the program: stopped: the memory budget (48 MiB of live heap for the run)"), "{err}");
 
     // A transform or printer that passes the whole budget between two checks: the process stops,
     // naming the stage and what it was doing (a 2,500-line program in 16 MiB).

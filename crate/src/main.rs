@@ -32,8 +32,9 @@ const EXIT_NO_REFERENCE: u8 = 3;
 const DEFAULT_MAX_MB: u64 = 1024;
 
 /// The memory budget of `run` and `check`, `mb` MiB of resident memory: stages stop cleanly (a named
-/// budget stop) at 1/2 of it in live heap bytes, checked by the machines and after each phase of a
-/// stage; the allocator stops the process at 3/4 of it if a phase grows past that between two checks
+/// budget stop) at 1/2 of it in live heap bytes, checked after each phase of a stage, and a run at
+/// 1/2 of it in the live heap bytes it adds (checked by the machines; the program's code is not the
+/// run's); the allocator stops the process at 3/4 of it if a phase grows past that between two checks
 /// (the gap leaves room for a growing array's reallocation, which holds its old and new buffers at
 /// once). Live bytes, not resident memory, are what the allocator can count on every call, and the
 /// allocator holds more than is live (fragmentation, freed pages kept for reuse): 1.39× the live

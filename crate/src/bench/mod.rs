@@ -132,7 +132,7 @@ fn cpu_secs() -> f64 {
 fn machine<'p>(program: &'p Program, builtins: &Builtins, set: &Settings) -> Result<Machine<'p>, RunError> {
     let mut m = Machine::new(program, builtins, set.budget.clone())?;
     m.set_tracing(false);
-    m.set_memory_limit(alloc::live, alloc::live().saturating_add(set.max_bytes));
+    m.set_memory_limit(alloc::live, set.max_bytes);
     Ok(m)
 }
 

@@ -126,7 +126,7 @@ impl RunError {
                 "stopped: the {} budget ({}) ran out after {} steps, {} real ops, {} allocations, depth {}{}",
                 budget.name(),
                 match budget {
-                    BudgetKind::Memory => format!("{} MiB of live heap", limit >> 20),
+                    BudgetKind::Memory => format!("{} MiB of live heap for the run", limit >> 20),
                     _ => limit.to_string(),
                 },
                 cost.steps,

@@ -88,8 +88,10 @@ pub struct Machine<'p> {
     span: Span,
     /// When the `seconds` budget runs out (natively, when set).
     deadline: Option<std::time::Instant>,
-    /// A probe of the process's live bytes and the limit it may reach (`set_memory_limit`).
-    memory: Option<(fn() -> u64, u64)>,
+    /// The memory budget of the run: a probe of the process's live bytes, the live bytes when the
+    /// run's budget was set (the program, its lowered code and the pipeline's other outputs, which
+    /// are not the run's), and how many bytes more the run may hold (`set_memory_limit`).
+    memory: Option<(fn() -> u64, u64, u64)>,
     nesting: u64,
     // The running state: continuation stack, local slots, current frame.
     kont: Vec<Kont>,
@@ -153,7 +155,11 @@ impl<'p> Machine<'p> {
                 .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
                 .and_then(|d| std::time::Instant::now().checked_add(d)),
             budget,
-            memory: crate::limits::memory_budget(),
+            // Issue 14: the budget counts what the run allocates (its values, frames, tape), taken
+            // from here, after lowering: a long program's own code is the pipeline's (checked after
+            // each phase and bounded by the CLI's allocator), and counting it stopped a 10^5-line
+            // program whose values are small at its first check.
+            memory: crate::limits::memory_budget().map(|(live, limit)| (live, live(), limit)),
             nesting: 0,
             kont: vec![],
             locals: vec![],
@@ -421,11 +427,11 @@ impl<'p> Machine<'p> {
         self.span
     }
 
-    /// Stops the run (a `Memory` budget error) once `live()` exceeds `limit` bytes, checked with the
-    /// clock. The core has no allocator of its own: the CLI's bench passes its counting allocator's
-    /// probe, so one case cannot take the machine's memory.
+    /// Stops the run (a `Memory` budget error) once `live()` exceeds its value now by more than
+    /// `limit` bytes, checked with the clock. The core has no allocator of its own: the CLI's bench
+    /// passes its counting allocator's probe, so one case cannot take the machine's memory.
     pub fn set_memory_limit(&mut self, live: fn() -> u64, limit: u64) {
-        self.memory = Some((live, limit));
+        self.memory = Some((live, live(), limit));
     }
 
     /// The `seconds` budget (reads the clock only when one is set) and the memory limit, if any.
@@ -442,7 +448,7 @@ impl<'p> Machine<'p> {
 
     fn check_memory(&self) -> Result<(), RunError> {
         match self.memory {
-            Some((live, limit)) if live() > limit => Err(self.budget_error(BudgetKind::Memory, limit)),
+            Some((live, base, limit)) if live().saturating_sub(base) > limit => Err(self.budget_error(BudgetKind::Memory, limit)),
             _ => Ok(()),
         }
     }

@@ -836,3 +836,42 @@ fn measure_nesting_stack() {
     let a = &m.state::<Addrs>().0;
     println!("stack per nesting level: {:?}", a.windows(2).map(|w| w[0] as i64 - w[1] as i64).collect::<Vec<_>>());
 }
+
+thread_local! {
+    /// The live heap as `memory_budget_counts_what_the_run_adds`'s probes report it.
+    static LIVE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Issue 14: the run's memory budget counts what the run adds, not the heap already live when it
+/// starts (the program and its code): a run whose heap stays flat runs to its step budget even when
+/// the live heap is past the limit from the start; one that grows stops, named, at the limit.
+#[test]
+fn memory_budget_counts_what_the_run_adds() {
+    // def spin n = spin n: no allocation, so only the steps budget stops it
+    let p = prog(vec![def("spin", lamv("n", 10, app(g("spin"), v("n", 10))))]);
+    let flat = || LIVE.with(|l| l.get());
+    LIVE.with(|l| l.set(1 << 30));
+    let mut m = Machine::new(&p, &Builtins::new(), Budget { steps: 100_000, ..Budget::default() }).unwrap();
+    m.set_memory_limit(flat, 1 << 20);
+    match m.call("spin", vec![Value::Int(0)]) {
+        Err(RunError::Budget { budget: BudgetKind::Steps, .. }) => {}
+        r => panic!("{r:?}"),
+    }
+    // a probe that reports 1 MiB more at each check: past 4 MiB more, the memory budget stops it
+    let growing = || {
+        LIVE.with(|l| {
+            l.set(l.get() + (1 << 20));
+            l.get()
+        })
+    };
+    let mut m = Machine::new(&p, &Builtins::new(), Budget { steps: 100_000, ..Budget::default() }).unwrap();
+    m.set_memory_limit(growing, 4 << 20);
+    match m.call("spin", vec![Value::Int(0)]) {
+        Err(e @ RunError::Budget { budget: BudgetKind::Memory, limit, .. }) => {
+            assert_eq!(limit, 4 << 20);
+            let why = e.message();
+            assert!(why.starts_with("stopped: the memory budget (4 MiB of live heap for the run) ran out after"), "{why}");
+        }
+        r => panic!("{r:?}"),
+    }
+}
