@@ -466,15 +466,28 @@ fn arrays_of_tuples_in_mains_input_reach_share_to_let_in_the_users_shape() {
     assert!(r.program.contains("soaZip") && r.program.contains("soaGet"), "{}", r.program);
 }
 
-/// An array of tuples in main's output is still refused, located, naming the core.
+/// Arrays of tuples in main's output (issue 12): the core returns their component arrays, the primal
+/// is zipped back into the user's shape and the seed taken apart at the wrapper (boundary.rs), so
+/// they reach share-to-let with the user's shapes: pairs, tuples inside the element, arrays of
+/// arrays of tuples, a tuple output with an array of tuples inside, the input itself returned.
 #[test]
-fn bot_refuses_an_array_of_tuples_in_mains_output_naming_the_core_restriction() {
-    for text in ["input [1.0, 2.0]\ndef main a = map (\\x -> (x, x)) a"] {
-        let r = one(text, "arrays/bot");
-        assert!(r.refused, "{r:?}");
-        assert!(r.error.as_deref().unwrap_or("").contains("arrays of tuples in main's"), "{r:?}");
-        assert!(r.error_span.is_some());
+fn arrays_of_tuples_in_mains_output_reach_share_to_let_in_the_users_shape() {
+    part_c_agrees(&example("arrays-tuple-output"));
+    let texts = [
+        "input [1.0, 2.0]\ndef main a = map (\\x -> (x, x)) a\n",
+        "input [1.0, 2.0]\nseed [(1.0, (0.5, -2.0)), (3.0, (1.0, 0.25))]\ndef main xs = map (\\x -> (x * x, (3.0 * x, sin x))) xs\n",
+        "input [[1.0, 2.0], [0.5, -1.0]]\ndef main xss = map (\\xs -> map (\\x -> (x * x, 3.0 * x)) xs) xss\n",
+        "input [1.0, 2.0]\nseed ((1.0, -1.0), (2.0, [(0.5, 1.5), (-1.0, 2.0)]))\ndef main xs = ((xs ! 0, xs ! 1), (sum xs, map (\\x -> (x * x, x)) xs))\n",
+        "input ([(1.0, 2.0), (3.0, -0.5)], 2.0)\nseed [(1.0, 2.0), (-1.0, 0.5)]\ndef main (ps, y) = map (\\(a, b) -> (b * y, a * a)) ps\n",
+        "input [(1.0, 2.0), (3.0, -0.5)]\ndef main ps = ps\n",
+        "input [1.0, 2.0]\ndef main xs = [(xs ! 0, xs ! 1), (sum xs, 1.0)]\n",
+    ];
+    for t in texts {
+        part_c_agrees(t);
     }
+    // the gradient program gives the primal in the user's shape and reads the seed's parts from it
+    let r = one(texts[0], "arrays/share-to-let");
+    assert!(r.program.contains("soaZip 1") && r.program.contains("soaGet [1] seed"), "{}", r.program);
 }
 
 /// A fold or reduce whose body adds the accumulator to a term free of it is a sumOuter, and the

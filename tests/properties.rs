@@ -483,7 +483,7 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
 }
 
 /// The array chain's final pipeline (Part C, `arrays/bot` → `arrays/share-to-let`) on random array
-/// programs: it takes those without recursion on run-time data or an array of tuples in main's input or output,
+/// programs: it takes those without recursion on run-time data, arrays of pairs in main's output included (boundary.rs),
 /// local and top-level recursion a literal bounds included (unrolled), tuples inside the program included (split by the lowering: common/core/tuples.rs), sequential
 /// folds and scans included (the core's scanl: common/core/fold.rs), and every stage that takes one
 /// agrees with `forward` (with a varied output seed).
@@ -499,6 +499,9 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let mut scans = 0;
     // folds and scans whose accumulator is a pair (soa.rs packs it into an array of reals)
     let mut tuple_accs = 0;
+    // arrays of pairs in main's input (`prs` parameters) or output (`map2` to pairs), converted at
+    // the wrapper (boundary.rs)
+    let (mut pairs_io, mut pairs_outs) = (0, 0);
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
@@ -506,8 +509,10 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}")) || src.contains(&format!("(let {f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let tuple_acc = src.contains(" (ta") || src.contains("(\\(ta") || src.contains("(fold (\\(p");
-        let ran = part_c_run(src);
-        let took = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
+        let ran = part_c_run_typed(src);
+        let (took, (pairs_in, pairs_out)) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
+        pairs_io += usize::from(took && (pairs_in || pairs_out));
+        pairs_outs += usize::from(took && pairs_out);
         taken += usize::from(took);
         with_tuples += usize::from(took && tuples);
         scans += usize::from(took && scan);
@@ -516,7 +521,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_outs} of them in its output)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -525,6 +530,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
     assert!(tuple_accs >= 1, "Part C took no random program with a fold or scan over a tuple accumulator");
+    assert!(pairs_io >= 2 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_outs} in its output");
 }
 
 const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
@@ -532,8 +538,13 @@ const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic"
 /// Runs a generated program through Part C's stages: whether every one took it (none refused), or
 /// the first that took it and did not agree with forward mode.
 fn part_c_run(src: String) -> Result<bool, String> {
+    part_c_run_typed(src).map(|r| r.0)
+}
+
+/// `part_c_run`, and whether main's input and output types hold arrays of tuples.
+fn part_c_run_typed(src: String) -> Result<(bool, (bool, bool)), String> {
     let stages: Vec<String> = PART_C.iter().map(|s| s.to_string()).collect();
-    limits::run_with_stack(move || -> Result<bool, String> {
+    limits::run_with_stack(move || -> Result<(bool, (bool, bool)), String> {
         let seed = varied_seed(&src)?;
         let opts = Options { trace: false, seed: Some(seed), stages, ..Options::default() };
         let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
@@ -547,7 +558,9 @@ fn part_c_run(src: String) -> Result<bool, String> {
                 return Err(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
             }
         }
-        Ok(all)
+        // an array whose element is a tuple (an array of arrays prints `Array (Array …)`)
+        let soa = |t: &cotangent::ir::Type| cotangent::print::print_type(t, &PrintOptions::unicode()).replace("(Array ", "").contains("Array (");
+        Ok((all, (soa(&a.input_type), soa(&a.output_type))))
     })
 }
 

@@ -39,7 +39,7 @@ runs (the paper's are static).",
     complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
 The number of one-hots in the derivative is at most the number of lexical indexes.",
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
-the program and in main's input (taken apart at the wrapper, its gradient zipped back), not in main's output; any fold, reduce or scan whose accumulator is a real or an array of reals \
+the program, in main's input (taken apart at the wrapper, its gradient zipped back) and in main's output (returned as its component arrays, zipped back after bot, the seed taken apart); any fold, reduce or scan whose accumulator is a real or an array of reals \
 (beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide, top-level or local `let rec` (unrolled, App. B); \
 `|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
@@ -74,8 +74,14 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
     })?;
     let mut fr = Fresh::new(&p);
     let (pat, boundary, core) = lower::lower_main(&p, &mut fr)?;
+    // main's output arrays of tuples given back in the user's shape below bot's output (boundary.rs)
+    let soa_out = super::common::core::soa::soa(src.output_type).then(|| src.output_type.clone());
+    let user = |e: Expr, fr: &mut Fresh| match &soa_out {
+        Some(t) => super::common::core::boundary::output(t, e, fr),
+        None => e,
+    };
     let mut before = p.clone();
-    before.defs = vec![def_main(lam(pat.clone(), tuples::wrap(boundary.clone(), core.clone())))];
+    before.defs = vec![def_main(lam(pat.clone(), tuples::wrap(boundary.clone(), user(core.clone(), &mut fr))))];
     before.next_id = fr.next_id;
     // bot's terms carry the span of the source term they come from (a ragged `tr`'s run-time error
     // then points at the user's map)
@@ -83,6 +89,7 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
     bot::check_theorem_5_1(&out)?;
     let mut after = p.clone();
     // main's arrays of tuples taken apart above bot's output, where dual-arrays' wrapper finds them
+    let out = user(out, &mut fr);
     after.defs = vec![def_main(lam(pat, tuples::wrap(boundary, out)))];
     after.next_id = fr.next_id;
     Ok((before, after, trace))

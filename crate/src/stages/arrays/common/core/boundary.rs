@@ -13,6 +13,10 @@
 //! component's arrays to its tuples, `path[1]`, and so on (an `[(R, [(R, R)])]` has components at
 //! `[0]`, `[1, 0]` and `[1, 1]`). `soaZip d (a1, …, an)`: the depth-d array of n-tuples whose
 //! component k is `ak` (its inverse on one level of tuples). Both only move values.
+//!
+//! Arrays of tuples in main's output are the mirror: the core main returns the output's leaves as
+//! one flat tuple, bot's main ends with `let (y1, …, yn) = core in` the user's shape made of them
+//! (`output`), and the wrapper seeds the reverse pass with the seed's leaves (`soaGet path seed`).
 
 use super::lang::spine;
 use crate::build::*;
@@ -115,6 +119,72 @@ pub fn zip(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
         }
     }
     go(t, &mut vec![], leaf)
+}
+
+/// The leaves of main's output type `t` where it holds arrays of tuples (issue 12): each one's
+/// path, through its tuples and then through its arrays' tuples as `components` goes, and type,
+/// left to right. The core main returns them as one flat tuple (symbolic.rs takes a tuple of
+/// Deltas, one per output component); `soaGet path seed` reads each one's part of the seed.
+pub fn leaves(t: &Type) -> Vec<(Vec<i64>, Type)> {
+    let mut out = vec![];
+    fn go(t: &Type, path: &mut Vec<i64>, out: &mut Vec<(Vec<i64>, Type)>) {
+        match strip(t) {
+            (Type::Tuple(ts), d) => {
+                for (k, c) in ts.iter().enumerate() {
+                    path.push(k as i64);
+                    go(&nest(c.clone(), d), path, out);
+                    path.pop();
+                }
+            }
+            _ => out.push((path.clone(), t.clone())),
+        }
+    }
+    go(t, &mut vec![], &mut out);
+    out
+}
+
+/// The output value of type `t` made of its leaves (the inverse of `leaves`): a tuple where `t`
+/// has one, `soaZip` under arrays.
+pub fn assemble(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
+    fn go(t: &Type, path: &mut Vec<i64>, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
+        match strip(t) {
+            (Type::Tuple(ts), d) => {
+                let parts = ts
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| {
+                        path.push(k as i64);
+                        let e = go(&nest(c.clone(), d), path, leaf);
+                        path.pop();
+                        e
+                    })
+                    .collect();
+                if d == 0 {
+                    tuple(parts)
+                } else {
+                    apps(builtin(ZIP), [int(d as i64), tuple(parts)])
+                }
+            }
+            _ => leaf(path),
+        }
+    }
+    go(t, &mut vec![], leaf)
+}
+
+/// main's output of type `t` given back in the user's shape from the core's flat tuple of leaves:
+/// `let (y1, …, yn) = core in assemble t` (bot's main ends so, and dual-arrays' wrapper reuses it
+/// for the primal).
+pub fn output(t: &Type, core: Expr, fresh: &mut Fresh) -> Expr {
+    let paths: Vec<Vec<i64>> = leaves(t).into_iter().map(|(p, _)| p).collect();
+    let ys: Vec<Name> = paths.iter().map(|_| fresh.name("y")).collect();
+    let body = assemble(t, &mut |p| paths.iter().position(|q| q == p).map_or_else(unit, |k| var(&ys[k])));
+    let_(ptuple(ys.iter().map(pvar).collect()), core, body)
+}
+
+/// The end of main's body written by `output`: the core term and the conversion after it.
+pub fn parse_output(e: &Expr) -> Option<(&Expr, &Expr)> {
+    let ExprKind::Let(Pat::Tuple(..), core, conv) = &e.kind else { return None };
+    Some((core, conv))
 }
 
 fn err(span: Span, m: String) -> RunError {

@@ -301,6 +301,15 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     // main's arrays of tuples taken apart at the boundary (boundary.rs): each component array is an
     // input of its own, and the array of tuples only the primal they are read from
     let (gets, body) = super::boundary::leading_gets(body);
+    // main's output arrays of tuples: the core term returns their leaves as one flat tuple, and bot's
+    // `let (y1, …, yn) = core in …` puts them back into the user's shape (boundary.rs), which the
+    // primal reuses; the seed is taken apart into the leaves' parts the same way
+    let soa_out = super::soa::soa(output_type);
+    let (body, conv) = match super::boundary::parse_output(body) {
+        Some((core, _)) if soa_out => (core, Some(body)),
+        _ if soa_out => return Err(Diagnostic::error(body.span, "main's output holds arrays of tuples but its body does not end in their conversion (boundary.rs)")),
+        _ => (body, None),
+    };
     let parts: Vec<(Name, Vec<i64>, Name)> = gets.into_iter().map(|g| (g.name.clone(), g.path, g.input.clone())).collect();
     // name every component (a `_` gets a name: its gradient is returned too)
     let mut pat = pat.clone();
@@ -375,10 +384,19 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
         zips.insert(o.id, super::boundary::zip(t, &mut leaf));
     }
     let grads = rebuild(&opat, &outer, &g, &zips);
+    let (seed_core, primal) = match conv.map(|c| &c.kind) {
+        Some(ExprKind::Let(ys, _, user)) => {
+            let ls = super::boundary::leaves(output_type);
+            let parts = tuple(ls.iter().map(|(p, _)| super::boundary::get(p, var(&seed))).collect());
+            let t = Type::Tuple(ls.into_iter().map(|(_, t)| t).collect());
+            (ann(parts, t), let_(ys.clone(), var(&y), (**user).clone()))
+        }
+        _ => (ann(var(&seed), output_type.clone()), var(&y)),
+    };
     let mut out = let_(
         ppair(pvar(&y), pvar(&dd)),
         app(builtin("runIds"), body),
-        let_(pvar(&g), apps(builtin("reversePass"), [ann(var(&seed), output_type.clone()), var(&dd)]), pair(var(&y), grads)),
+        let_(pvar(&g), apps(builtin("reversePass"), [seed_core, var(&dd)]), pair(primal, grads)),
     );
     // the component arrays read from the input point, outside runIds
     for (k, c) in vars.iter().enumerate().rev() {

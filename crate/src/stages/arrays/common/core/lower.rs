@@ -21,8 +21,9 @@
 //! not there is the other branch's, or the tag a constant). What is left
 //! is refused, located: a tuple accumulator with an integer or array component that is not a sum
 //! (a tuple of reals is packed into an array of reals, one loop: soa.rs `packed_fold`), data-dependent
-//! recursion, functions as values, sums in main's input or output, an array of tuples in main's
-//! output (one in main's input is taken apart at the wrapper: boundary.rs).
+//! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input
+//! and output are converted at the wrapper (boundary.rs): taken apart into component arrays, the
+//! gradient and the primal output zipped back.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};

@@ -39,7 +39,7 @@ fn has_tuple(t: &Type) -> bool {
 }
 
 /// The leaves of `s`, left to right (None if a component is refused).
-fn leaves(s: &Shape, out: &mut Vec<Expr>) -> Result<(), Diagnostic> {
+pub(super) fn leaves(s: &Shape, out: &mut Vec<Expr>) -> Result<(), Diagnostic> {
     match s {
         Shape::Leaf(t) => out.push(t.clone()),
         Shape::Tuple(cs) => {

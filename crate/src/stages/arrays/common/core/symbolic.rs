@@ -74,7 +74,8 @@ pub struct Extracted {
     pub seed: Pat,
     /// main's arrays of tuples taken apart (`let c = soaGet path x`, boundary.rs), each component an
     /// input, and the wrapper's gradient with `gradAt k x g` where each input's cotangent goes (the
-    /// components zipped back into the input's type); both empty without such an input.
+    /// components zipped back into the input's type); both empty without such an input. The seed's
+    /// leaves for an output holding arrays of tuples are read here too (`soaGet path seed`).
     pub boundary: Vec<(Name, Expr)>,
     pub gradient: Option<Expr>,
 }
@@ -317,6 +318,22 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
         },
         _ => None,
     };
+    // main's output arrays of tuples (boundary.rs): the seed's leaves `(soaGet path seed, …)` given
+    // to reversePass, and the primal `let (y1, …, yn) = y in` the user's shape
+    let mut out_conv = None;
+    if let ExprKind::Let(_, rp, out) = &after.kind {
+        if let (Some(("reversePass", ra)), ExprKind::Tuple(es)) = (spine(rp), &out.kind) {
+            let parts = match &ra[0].kind {
+                ExprKind::Ann(x, _) => x,
+                _ => ra[0],
+            };
+            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys, _, user))) = (&parts.kind, es.first().map(|e| &e.kind)) {
+                if ps.iter().all(|p| super::boundary::parse_get(p).is_some()) {
+                    out_conv = Some((ps.clone(), ys.clone(), (**user).clone()));
+                }
+            }
+        }
+    }
     let Some(("runIds", args)) = spine(run) else { return Err(refuse(run, "this wrapper")) };
     let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
@@ -332,7 +349,18 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
         ex.env.insert(x.id, v);
         cur = k;
     }
+    let mut boundary: Vec<(Name, Expr)> = gets.iter().map(|g| (g.name.clone(), g.rhs.clone())).collect();
     let (primal, roots, seed) = match ex.run(cur)? {
+        Val::Outs(outs) if out_conv.as_ref().is_some_and(|c| c.0.len() == outs.len()) => {
+            // the seed's leaves read from the user's seed beside the inputs' components, the primal
+            // put back into the user's shape
+            let Some((gets_seed, ys, user)) = out_conv.take() else { return Err(refuse(cur, "this output")) };
+            let parts: Vec<Name> = outs.iter().map(|_| ex.fresh.name(&seed.text)).collect();
+            boundary.extend(parts.iter().cloned().zip(gets_seed));
+            let primal = let_(ys, tuple(outs.iter().map(|o| o.0.clone()).collect()), user);
+            let roots = parts.iter().zip(outs).map(|(s, (_, d))| (var(s), d)).collect();
+            (primal, roots, pvar(seed))
+        }
         Val::Dual(p, d) => (p, vec![(var(seed), d)], pvar(seed)),
         Val::Outs(outs) => {
             // the seed taken apart: one name per output component
@@ -356,7 +384,6 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
             }
         })
         .collect();
-    let boundary = gets.iter().map(|g| (g.name.clone(), g.rhs.clone())).collect();
     Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed, boundary, gradient })
 }
 

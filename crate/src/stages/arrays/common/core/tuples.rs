@@ -23,7 +23,10 @@
 //! - main's input arrays of tuples are taken apart by `let c = soaGet path x` lets (boundary.rs), each
 //!   component array a wrapper input, x's shape the tuple of those components.
 //!
-//! What is left refused: a sum in main's input or output, an array of tuples in main's output, and a component of a fold over tuples that is not a sum (§2.3), when used and
+//! - main's output arrays of tuples are returned as one flat tuple of their leaves, put back into the
+//!   user's shape after bot (boundary.rs).
+//!
+//! What is left refused: a sum in main's input or output, and a component of a fold over tuples that is not a sum (§2.3), when used and
 //! the tuple is not all reals (a tuple of reals is packed into one loop's array: soa.rs).
 
 use crate::build::*;
@@ -369,14 +372,23 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
                     &format!("sums in main's {which}: a boundary of the paper's wrapper, whose inputs and gradient are arrays (§6.5: \"free variables: x1 : Array sh1 ρ1, …, xn : Array shn ρn\", Fig. 7's types Array sh ρ with ρ ::= R | Int | Bool, no sum), and a sum's cotangent is the side its run-time tag chooses; specialising the gradient program per tag would be one program per tag, as the paper re-differentiates per shape (§3.2: \"one has to re-differentiate and re-compile the program\"), not Fig. 21's one program for every point (sums inside the program are a tag and both sides)"),
                 ));
             }
-            if which == "output" && super::soa::soa(ty) {
-                return Err(refuse(main.span, &format!("arrays of tuples in main's {which} (the lowering splits them into tuples of arrays inside the program only)")));
-            }
         }
     }
     let pat = sra.split_input(pat, &input);
     let mut binds = vec![];
     let out = sra.shape(body, &mut binds)?;
+    // an output holding arrays of tuples: its leaves as one flat tuple, the user's shape made of
+    // them after bot (boundary.rs)
+    if let Type::Fun(_, t) = &main.ty {
+        if super::soa::soa(t) {
+            let mut ls = vec![];
+            super::soa::leaves(&out, &mut ls)?;
+            if ls.len() != super::boundary::leaves(t).len() || ls.len() < 2 {
+                return Err(refuse(body.span, &format!("output of this shape ({}) split into its component arrays", crate::print::print_type(t, &crate::print::PrintOptions::unicode()))));
+            }
+            return Ok((pat, sra.boundary, wrap(binds, tuple(ls))));
+        }
+    }
     Ok((pat, sra.boundary, wrap(binds, flatten(out)?)))
 }
 
