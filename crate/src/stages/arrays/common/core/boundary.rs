@@ -79,46 +79,13 @@ fn nest(t: Type, d: usize) -> Type {
 /// The component arrays of an input of type `t` (an array whose elements hold tuples): each one's
 /// path and type, left to right.
 pub fn components(t: &Type) -> Vec<(Vec<i64>, Type)> {
-    let mut out = vec![];
-    // (the nesting of tuples inside arrays is the type's, which the parser bounds)
-    fn go(t: &Type, path: &mut Vec<i64>, out: &mut Vec<(Vec<i64>, Type)>) {
-        match strip(t) {
-            (Type::Tuple(ts), d) if d > 0 => {
-                for (k, c) in ts.iter().enumerate() {
-                    path.push(k as i64);
-                    go(&nest(c.clone(), d), path, out);
-                    path.pop();
-                }
-            }
-            _ => out.push((path.clone(), t.clone())),
-        }
-    }
-    go(t, &mut vec![], &mut out);
-    out
+    split(t, false)
 }
 
 /// The value of type `t` made of its component arrays: `soaZip` nested as the type's tuples are,
 /// each component given by `leaf(path)`.
 pub fn zip(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
-    fn go(t: &Type, path: &mut Vec<i64>, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
-        match strip(t) {
-            (Type::Tuple(ts), d) if d > 0 => {
-                let parts = ts
-                    .iter()
-                    .enumerate()
-                    .map(|(k, c)| {
-                        path.push(k as i64);
-                        let e = go(&nest(c.clone(), d), path, leaf);
-                        path.pop();
-                        e
-                    })
-                    .collect();
-                apps(builtin(ZIP), [int(d as i64), tuple(parts)])
-            }
-            _ => leaf(path),
-        }
-    }
-    go(t, &mut vec![], leaf)
+    join(t, false, leaf)
 }
 
 /// The leaves of main's output type `t` where it holds arrays of tuples (issue 12): each one's
@@ -126,35 +93,47 @@ pub fn zip(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
 /// left to right. The core main returns them as one flat tuple (symbolic.rs takes a tuple of
 /// Deltas, one per output component); `soaGet path seed` reads each one's part of the seed.
 pub fn leaves(t: &Type) -> Vec<(Vec<i64>, Type)> {
+    split(t, true)
+}
+
+/// The output value of type `t` made of its leaves (the inverse of `leaves`): a tuple where `t`
+/// has one, `soaZip` under arrays.
+pub fn assemble(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
+    join(t, true, leaf)
+}
+
+/// `components` (only tuples under arrays are taken apart) or `leaves` (`outer`: tuples outside
+/// arrays too).
+fn split(t: &Type, outer: bool) -> Vec<(Vec<i64>, Type)> {
     let mut out = vec![];
-    fn go(t: &Type, path: &mut Vec<i64>, out: &mut Vec<(Vec<i64>, Type)>) {
+    // (the nesting of tuples inside arrays is the type's, which the parser bounds)
+    fn go(t: &Type, outer: bool, path: &mut Vec<i64>, out: &mut Vec<(Vec<i64>, Type)>) {
         match strip(t) {
-            (Type::Tuple(ts), d) => {
+            (Type::Tuple(ts), d) if outer || d > 0 => {
                 for (k, c) in ts.iter().enumerate() {
                     path.push(k as i64);
-                    go(&nest(c.clone(), d), path, out);
+                    go(&nest(c.clone(), d), outer, path, out);
                     path.pop();
                 }
             }
             _ => out.push((path.clone(), t.clone())),
         }
     }
-    go(t, &mut vec![], &mut out);
+    go(t, outer, &mut vec![], &mut out);
     out
 }
 
-/// The output value of type `t` made of its leaves (the inverse of `leaves`): a tuple where `t`
-/// has one, `soaZip` under arrays.
-pub fn assemble(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
-    fn go(t: &Type, path: &mut Vec<i64>, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
+/// The inverse of `split`: a tuple outside arrays (`outer`), `soaZip` under them.
+fn join(t: &Type, outer: bool, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
+    fn go(t: &Type, outer: bool, path: &mut Vec<i64>, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
         match strip(t) {
-            (Type::Tuple(ts), d) => {
+            (Type::Tuple(ts), d) if outer || d > 0 => {
                 let parts = ts
                     .iter()
                     .enumerate()
                     .map(|(k, c)| {
                         path.push(k as i64);
-                        let e = go(&nest(c.clone(), d), path, leaf);
+                        let e = go(&nest(c.clone(), d), outer, path, leaf);
                         path.pop();
                         e
                     })
@@ -168,7 +147,7 @@ pub fn assemble(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
             _ => leaf(path),
         }
     }
-    go(t, &mut vec![], leaf)
+    go(t, outer, &mut vec![], leaf)
 }
 
 /// main's output of type `t` given back in the user's shape from the core's flat tuple of leaves:
