@@ -603,7 +603,7 @@ impl Gen {
             String::new()
         };
         s.reals.push("h".into());
-        let mut outs: Vec<Shape> = if inside { vec![Shape::Real] } else { (0..1 + self.below(2)).map(|_| self.shape()).collect() };
+        let outs: Vec<Shape> = if inside { vec![Shape::Real] } else { (0..1 + self.below(2)).map(|_| self.shape()).collect() };
         let body: Vec<String> = outs.iter().map(|o| if inside { self.array_real(&s, depth) } else { self.output_of(&s, *o, depth) }).collect();
         let input: Vec<String> = shapes.iter().map(|sh| self.input_of(*sh)).collect();
         // recursion on a literal depth, over a vector (Part C unrolls it: App. B's staging)
