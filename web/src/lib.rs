@@ -113,12 +113,12 @@ pub struct WebStep {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub deferred: Vec<String>,
     #[serde(skip)]
-    later: Option<std::rc::Rc<Later>>,
+    later: Option<std::rc::Rc<StepLater>>,
 }
 
 /// What a step prints when it is shown (`cotangent::print::Later`).
 #[derive(Debug)]
-struct Later {
+struct StepLater {
     note: Option<cotangent::print::Later>,
     rows: Vec<(String, cotangent::print::Later)>,
 }
@@ -609,7 +609,7 @@ pub fn analyse_text_in_phases(text: &str, o: &WebOptions, phases: &[Vec<String>]
                             state: s.state,
                             deferred: s.state_later.iter().map(|(k, _)| k.clone()).collect(),
                             later: (s.note_later.is_some() || !s.state_later.is_empty())
-                                .then(|| std::rc::Rc::new(Later { note: s.note_later, rows: s.state_later })),
+                                .then(|| std::rc::Rc::new(StepLater { note: s.note_later, rows: s.state_later })),
                         })
                         .collect(),
                     trace_dropped: r.trace_dropped,
