@@ -355,3 +355,18 @@ fn runs_stay_within_their_memory_budget() {
     assert!(err.starts_with("cotangent: error: stopped: the memory budget (16 MiB, `--max-mb`) ran out while `"), "{err}");
     assert!(err.contains("` was "), "{err}");
 }
+
+/// Issue 14: arrays/bot's transform copies each node of a deep nesting once. It copied the whole
+/// subtree below each level (`tuples::Sra::shape`), Θ(n²): sin nested 3,000 deep took ~500 MB and
+/// stopped at this budget; now it takes ~90 MB.
+#[test]
+fn a_deep_nesting_goes_through_arrays_bot_in_linear_memory() {
+    let n = 3000;
+    let src = format!("input 0.5\ndef main x = {}x{}\n", "sin (".repeat(n), ")".repeat(n));
+    let f = temp_file("sin-3000.cot", src.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--json", "--max-mb", "256", "--stage", "arrays/bot"], None);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let bot = doc["stages"].as_array().unwrap().iter().find(|s| s["id"] == "arrays/bot").unwrap().clone();
+    assert_eq!(bot["status"], "agrees", "{bot}");
+}

@@ -171,9 +171,10 @@ impl Sra<'_> {
                 Shape::Leaf(at(Expr::gen(K::Lam(*k, p.clone(), Box::new(self.leaf(body)?))), e.span).with_ty(e.ty.clone()))
             }
             _ => {
-                let mut out = e.clone();
-                for c in children_mut(&mut out) {
-                    *c = self.leaf(c)?;
+                // each node copied once, its children rebuilt from `e`'s (not from a copy of them)
+                let mut out = shell(e);
+                for (c, orig) in children_mut(&mut out).into_iter().zip(children(e)) {
+                    *c = self.leaf(orig)?;
                 }
                 Shape::Leaf(out)
             }
@@ -407,4 +408,25 @@ fn flatten(s: Shape) -> Result<Expr, Diagnostic> {
         Shape::Tuple(cs) => tuple(cs.into_iter().map(flatten).collect::<Result<_, _>>()?),
         Shape::Refused(d) => return Err(*d),
     })
+}
+
+/// A copy of `e`'s node with units in place of its children (in `ir::each_child` order), so that
+/// `Sra::shape` copies each node once: copying the whole subtree at every level was quadratic in the
+/// nesting (issue 14: sin-10000 ran out of memory in arrays/bot's transform). Other forms are copied
+/// whole.
+fn shell(e: &Expr) -> Expr {
+    use ExprKind as K;
+    let u = || Box::new(Expr::gen(K::Unit));
+    let units = |n: usize| (0..n).map(|_| Expr::gen(K::Unit)).collect::<Vec<_>>();
+    let kind = match &e.kind {
+        K::Prim(p, xs) => K::Prim(*p, units(xs.len())),
+        K::Tuple(xs) => K::Tuple(units(xs.len())),
+        K::Array(xs) => K::Array(units(xs.len())),
+        K::App(..) => K::App(u(), u()),
+        K::Fst(_) => K::Fst(u()),
+        K::Snd(_) => K::Snd(u()),
+        K::If(..) => K::If(u(), u(), u()),
+        _ => return e.clone(),
+    };
+    Expr { kind, span: e.span, ty: e.ty.clone() }
 }
