@@ -257,14 +257,8 @@ impl<'b> Cx<'b> {
     /// `t` with its outermost bound variables followed, borrowed: following them by cloning made
     /// `zonk` and `occurs` quadratic in a type's size (a function of 400 curried parameters took
     /// minutes to check).
-    fn resolve<'a>(&'a self, mut t: &'a Type) -> &'a Type {
-        while let Type::Var(v) = t {
-            match self.subst.get(*v as usize).and_then(|s| s.as_ref()) {
-                Some(u) => t = u,
-                None => break,
-            }
-        }
-        t
+    fn resolve<'a>(&'a self, t: &'a Type) -> &'a Type {
+        resolve_in(&self.subst, t)
     }
 
     fn zonk(&self, t: &Type) -> Type {
@@ -358,22 +352,25 @@ impl<'b> Cx<'b> {
     /// Whether `v` occurs in `t`; also lowers the level of every variable of `t` to `v`'s, since
     /// `t` is about to be what `v` is, and whatever mentions `v` now mentions them.
     fn occurs(&mut self, v: u32, t: &Type) -> bool {
-        let mut vars = vec![];
-        let mut stack = vec![t];
+        // (called on every binding of a variable: a walk without allocations, the walk's stack inline
+        // unless the type is large; it was a fifth of the check)
+        let level = self.levels[v as usize];
+        let (subst, levels) = (&self.subst, &mut self.levels);
+        let mut found = false;
+        let mut stack: smallvec::SmallVec<[&Type; 16]> = smallvec::smallvec![t];
         while let Some(t) = stack.pop() {
-            match self.resolve(t) {
-                Type::Var(w) => vars.push(*w),
+            match resolve_in(subst, t) {
+                Type::Var(w) => {
+                    levels[*w as usize] = levels[*w as usize].min(level);
+                    found |= *w == v;
+                }
                 Type::Tuple(ts) => stack.extend(ts.iter()),
                 Type::Con(c) => stack.extend(c.args.iter()),
                 Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => stack.extend([&**a, &**b]),
                 _ => {}
             }
         }
-        let level = self.levels[v as usize];
-        for &w in &vars {
-            self.levels[w as usize] = self.levels[w as usize].min(level);
-        }
-        vars.contains(&v)
+        found
     }
 
     fn unify(&mut self, expected: &Type, found: &Type, span: Span) -> Result<(), Diagnostic> {
@@ -384,9 +381,7 @@ impl<'b> Cx<'b> {
             // root and chains of variables stay short (else `shallow` walks chains as long as the
             // program, and inference turns quadratic on long programs).
             (Type::Var(v), Type::Var(w)) => {
-                let (young, old) = if v > w { (*v, *w) } else { (*w, *v) };
-                self.subst[young as usize] = Some(Type::Var(old));
-                self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
+                self.bind_older(*v, *w);
                 true
             }
             (Type::Var(v), t) | (t, Type::Var(v)) => {
@@ -428,19 +423,61 @@ impl<'b> Cx<'b> {
         }
     }
 
+    /// Binds the younger of two unbound variables to the older.
+    fn bind_older(&mut self, v: u32, w: u32) {
+        let (young, old) = if v > w { (v, w) } else { (w, v) };
+        self.subst[young as usize] = Some(Type::Var(old));
+        self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
+    }
+
     /// Unifies components, reporting the whole types when a part disagrees.
     fn unify_in(&mut self, x: &Type, y: &Type, span: Span, whole_a: &Type, whole_b: &Type) -> Result<(), Diagnostic> {
-        self.unify(x, y, span).map_err(|mut d| {
-            if !d.message.starts_with("infinite") {
-                d.message = format!(
-                    "type mismatch: expected {}, found {} ({})",
-                    show(&self.zonk(whole_a)),
-                    show(&self.zonk(whole_b)),
-                    d.message.trim_start_matches("type mismatch: ")
-                );
-            }
-            d
+        self.unify(x, y, span).map_err(|d| self.in_whole(d, whole_a, whole_b))
+    }
+
+    /// A part's mismatch `d` said of the whole types it is part of.
+    fn in_whole(&self, mut d: Diagnostic, whole_a: &Type, whole_b: &Type) -> Diagnostic {
+        if !d.message.starts_with("infinite") {
+            d.message = format!(
+                "type mismatch: expected {}, found {} ({})",
+                show(&self.zonk(whole_a)),
+                show(&self.zonk(whole_b)),
+                d.message.trim_start_matches("type mismatch: ")
+            );
+        }
+        d
+    }
+
+    /// `unify(M expected, found)` without building `M expected` when `found` already is an `M _`
+    /// (every bind of a monadic stage's output): the same unifications, levels and messages.
+    fn unify_monadic(&mut self, expected: &Type, found: &Type, span: Span) -> Result<(), Diagnostic> {
+        let inner = match self.resolve(found) {
+            Type::Con(c) if &*c.name == "M" && c.args.len() == 1 => c.args[0].clone(),
+            _ => return self.unify(&Type::con("M", vec![expected.clone()]), found, span),
+        };
+        self.unify(expected, &inner, span).map_err(|d| {
+            let whole_b = self.shallow(found);
+            self.in_whole(d, &Type::con("M", vec![expected.clone()]), &whole_b)
         })
+    }
+
+    /// The `i`th of the two components of `found`, for `fst`/`snd`: as `unify((a, b), found)` with
+    /// `a`, `b` fresh would give, without building the pair when `found` already is one.
+    fn component(&mut self, (a, b): (Type, Type), found: &Type, i: usize, span: Span) -> Result<Type, Diagnostic> {
+        // (a part that is a variable is left to `unify`, which decides which variable is bound to
+        // which by their age: the names of the variables that stay open must not change)
+        let parts = match self.resolve(found) {
+            Type::Tuple(ts) if ts.len() == 2 && ts.iter().all(|t| !matches!(self.resolve(t), Type::Var(_))) => ts.clone(),
+            _ => {
+                self.unify(&Type::tup(vec![a.clone(), b.clone()]), found, span)?;
+                return Ok(if i == 0 { a } else { b });
+            }
+        };
+        // what binding the fresh `a` and `b` to the parts would do to the parts' variables' levels
+        let (Type::Var(va), Type::Var(vb)) = (a, b) else { unreachable!("fresh gives variables") };
+        self.occurs(va, &parts[0]);
+        self.occurs(vb, &parts[1]);
+        Ok(parts[i].clone())
     }
 
     fn resolve_numeric(&mut self) -> Result<(), Diagnostic> {
@@ -576,7 +613,7 @@ impl<'b> Cx<'b> {
                 ExprKind::Bind(p, m, k) => {
                     let tm = self.infer(m)?;
                     let tp = self.bind_pat(p);
-                    self.unify(&Type::con("M", vec![tp]), &tm, m.span)?;
+                    self.unify_monadic(&tp, &tm, m.span)?;
                     spine.push((ty, Some(k.span)));
                     k
                 }
@@ -587,7 +624,7 @@ impl<'b> Cx<'b> {
         for (slot, bind) in spine.into_iter().rev() {
             if let Some(span) = bind {
                 let b = self.fresh();
-                self.unify(&Type::con("M", vec![b]), &t, span)?;
+                self.unify_monadic(&b, &t, span)?;
             }
             *slot = t.clone();
         }
@@ -714,17 +751,16 @@ impl<'b> Cx<'b> {
                 }
                 Type::array(a)
             }
+            // (the fresh components come before `x`'s, as ever: variables are numbered in order)
             ExprKind::Fst(x) => {
-                let (a, b) = (self.fresh(), self.fresh());
+                let ab = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
-                self.unify(&Type::tup(vec![a.clone(), b]), &tx, x.span)?;
-                a
+                self.component(ab, &tx, 0, x.span)?
             }
             ExprKind::Snd(x) => {
-                let (a, b) = (self.fresh(), self.fresh());
+                let ab = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
-                self.unify(&Type::tup(vec![a, b.clone()]), &tx, x.span)?;
-                b
+                self.component(ab, &tx, 1, x.span)?
             }
             ExprKind::Inl(x) => {
                 let (ta, tb) = (self.infer(x)?, self.fresh());
@@ -818,6 +854,17 @@ impl<'b> Cx<'b> {
         self.numeric.push((t.clone(), span, op));
         Ok(if matches!(typing, Typing::Numeric) { t } else { Type::Bool })
     }
+}
+
+/// `Cx::resolve` over a substitution alone (so that `occurs` can change levels while it walks).
+fn resolve_in<'a>(subst: &'a [Option<Type>], mut t: &'a Type) -> &'a Type {
+    while let Type::Var(v) = t {
+        match subst.get(*v as usize).and_then(|s| s.as_ref()) {
+            Some(u) => t = u,
+            None => break,
+        }
+    }
+    t
 }
 
 /// A syntactic value whose binding may be generalised (the value restriction): a function.

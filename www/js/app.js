@@ -19,15 +19,22 @@ import * as session from './session.js';
 
 window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks
 
-// One worker. A second one taking the other chains of each run (session 13, measured with
-// scripts/page-ab.mjs on a quiet 2-core machine) made every stage's update slower overall, geomean
-// 1.04–1.12, because it repeats the front end and the reference and competes with the page's rendering;
-// the quaternion gained only 7–12 %.
-const core = new Core(msg => {
+// Two workers. The main one runs everything but a long run's other chains; the side one takes some of
+// those, balanced by what each chain took on the last run (`plan`), so that on a machine with two cores
+// they run at once. A run whose chains took little in all stays on the main worker: a second one repeats
+// the front end and the reference, which on small programs costs more than it saves (session 13 measured a
+// split of every run: geomean 1.04–1.12 slower, the quaternion only 7–12 % faster, its side unbalanced).
+const onRestart = msg => {
   showBanner(msg);
   setStatus(msg, 'bad');
   if (window.__cot) window.__cot.restarts = (window.__cot.restarts || 0) + 1;
-});
+};
+const core = new Core(onRestart);
+let side = null;   // started once the main worker is up
+/** Each phase's core time on its last run, by its stage ids. */
+const phaseMs = new Map();
+/** Below this estimated total (ms of core time), a run stays on one worker. */
+const SPLIT_MS = 60;
 
 function renderStage() {
   stageInfo.render(state);
@@ -71,7 +78,25 @@ function phases() {
   const rest = state.chains.filter(c => c !== sel).map(c => c.stages.filter(id => !first.includes(id))).filter(p => p.length);
   const known = new Set([first, chain, ...rest].flat());
   const others = stageOrder().filter(id => !known.has(id));
-  return [first, ...(chain.length ? [chain] : []), ...rest, ...(others.length ? [others] : [])];
+  const all = [first, ...(chain.length ? [chain] : []), ...rest, ...(others.length ? [others] : [])];
+  all.head = chain.length ? 2 : 1;   // the selected stage's chain: always on the main worker
+  return all;
+}
+
+/** The phases of a run split between the main worker and the side one: the first phases (forward, the
+ *  selected stage, the rest of its chain) on the main one, then each other chain to whichever has less to
+ *  do by the last run's times (longest first); everything on the main one when the run is short. */
+function plan(all) {
+  const cost = ph => phaseMs.get(ph.join(' ')) ?? 4 * ph.length;
+  const head = all.slice(0, all.head), rest = all.slice(all.head);
+  const total = all.reduce((t, ph) => t + cost(ph), 0);
+  if (!side || !rest.length || total < SPLIT_MS) return { main: all, side: [] };
+  let a = head.reduce((t, ph) => t + cost(ph), 0), b = 0;
+  const toSide = new Set();
+  for (const ph of rest.slice().sort((x, y) => cost(y) - cost(x))) {
+    if (b + cost(ph) < a + cost(ph)) { toSide.add(ph); b += cost(ph); } else a += cost(ph);
+  }
+  return { main: [...head, ...rest.filter(ph => !toSide.has(ph))], side: rest.filter(ph => toSide.has(ph)) };
 }
 
 async function run(seq = ++state.seq) {
@@ -80,28 +105,49 @@ async function run(seq = ++state.seq) {
   inputs.syncParamsFromText(state, text);
   setStatus('running…');
   let merged = null, selectedMs = null;
+  const early = [];   // the side's parts that land before the main worker's first
   const order = stageOrder();
-  const onPart = part => {
-    if (seq !== state.seq) return;
-    if (!merged || part.diagnostics?.length) { merged = part; apply(merged, seq); }
-    else {
-      merged.stages.push(...part.stages);
-      merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
-      merged.elapsed_ms += part.elapsed_ms;
-      // a later phase: only what lists every stage changes, unless it brought the selected stage or
-      // the one whose graph is drawn beside it
-      const beside = besideOf(state.selected)?.stage;
-      if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
-      else { stageList.render(state); costs.render(state); }
-    }
-    if (selectedMs == null) {
-      performance.mark('cot-selected-' + seq);
-      selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
-    }
+  const addStages = part => {
+    merged.stages.push(...part.stages);
+    merged.stages.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+    merged.elapsed_ms += part.elapsed_ms;
+    // a later phase: only what lists every stage changes, unless it brought the selected stage or
+    // the one whose graph is drawn beside it
+    const beside = besideOf(state.selected)?.stage;
+    if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
+    else { stageList.render(state); costs.render(state); }
   };
-  try {
-    await core.request('analyse-stream', { source: text, options: inputs.options(state), phases: phases() }, 'main', onPart);
-  } catch (e) {
+  const onPart = (worker, phases) => {
+    let k = 0;
+    return part => {
+      const ph = phases[k++];
+      if (ph) phaseMs.set(ph.join(' '), part.phase_ms);
+      if (seq !== state.seq) return;
+      // each stage remembers which worker holds its kept analysis (its trace, steps and views)
+      for (const s of part.stages) s.run = { side: worker === side, id: part.run_id };
+      if (worker === side) {
+        if (!merged) { early.push(part); return; }
+        if (!merged.diagnostics?.length) addStages(part);
+        return;
+      }
+      if (!merged || part.diagnostics?.length) {
+        merged = part;
+        apply(merged, seq);
+        if (!part.diagnostics?.length) early.splice(0).forEach(addStages);
+      } else addStages(part);
+      if (selectedMs == null) {
+        performance.mark('cot-selected-' + seq);
+        selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
+      }
+    };
+  };
+  const p = plan(phases());
+  const options = inputs.options(state);
+  const runs = [core.request('analyse-stream', { source: text, options, phases: p.main }, 'main', onPart(core, p.main))];
+  if (p.side.length) runs.push(side.request('analyse-stream', { source: text, options, phases: p.side }, 'main', onPart(side, p.side)));
+  const failed = (await Promise.allSettled(runs)).find(r => r.status === 'rejected');
+  if (failed) {
+    const e = failed.reason;
     if (e instanceof Superseded) return;
     if (seq !== state.seq) return;
     state.stale = !!state.result;   // keep showing the last result that ran, marked as stale
@@ -113,7 +159,7 @@ async function run(seq = ++state.seq) {
   if (seq !== state.seq || !merged) return;   // a newer edit is on its way
   performance.mark('cot-done-' + seq);
   const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
-  window.__cot.perf.push({ seq, ms: m.duration, selected_ms: selectedMs ?? m.duration, core_ms: merged.elapsed_ms });
+  window.__cot.perf.push({ seq, ms: m.duration, selected_ms: selectedMs ?? m.duration, core_ms: merged.elapsed_ms, split: p.side.length > 0 });
   window.__cot.lastSeq = seq;
   const nStages = state.result ? state.result.stages.length : 0;
   setStatus(!state.stale && state.result ? `${nStages} stage${nStages === 1 ? '' : 's'} updated in ${m.duration.toFixed(0)} ms` :
@@ -160,15 +206,20 @@ function select(id, step = 0, reveal = false) {
   }
 }
 
+/** The worker that holds stage result `r`'s kept analysis, and that analysis's id. */
+function keptBy(r) {
+  return r?.run ? [r.run.side ? side : core, r.run.id] : [core, state.result.run_id];
+}
+
 // The trace, graph and program of a stage other than the one a run was made for come from the worker's
 // kept analysis (which runs it again, shown, if it ran unshown); `role`: 'beside' for the stage whose
 // graph is drawn beside the selected one's, 'base' for the diff's base (neither is marked as the detail shown).
 function loadDetail(id, role = null) {
   const r = stageResult(id);
   if (!r || r.detail) { if (!role) document.body.dataset.detail = id; return; }
-  const runId = state.result.run_id;
-  core.request('detail', { run_id: runId, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
-    if (!state.result || state.result.run_id !== runId) return;   // a newer run has landed
+  const res = state.result, [worker, runId] = keptBy(r);
+  worker.request('detail', { run_id: runId, stage: id }, role ? 'detail-' + role : 'detail').then(d => {
+    if (state.result !== res) return;   // a newer run has landed
     if (!d) { r.detail_missing = true; }
     else Object.assign(r, d);
     // a stage run again shown brings its program and views too (a rewrite trace view then has its steps)
@@ -185,9 +236,9 @@ function loadDetail(id, role = null) {
 function loadStepTexts(id, i, step) {
   if (step.loading) return;
   step.loading = true;
-  const runId = state.result.run_id;
-  core.request('step', { run_id: runId, stage: id, index: i }).then(t => {
-    if (!state.result || state.result.run_id !== runId) return;
+  const res = state.result, [worker, runId] = keptBy(stageResult(id));
+  worker.request('step', { run_id: runId, stage: id, index: i }).then(t => {
+    if (state.result !== res) return;
     step.loading = false;
     if (!t) { stageResult(id).detail_missing = true; return; }
     step.note = t.note;
@@ -200,9 +251,9 @@ function loadStepTexts(id, i, step) {
 function loadViewText(id, view) {
   if (view.loading) return;
   view.loading = true;
-  const runId = state.result.run_id;
-  core.request('view', { run_id: runId, stage: id, name: view.name }).then(text => {
-    if (!state.result || state.result.run_id !== runId) return;
+  const res = state.result, [worker, runId] = keptBy(stageResult(id));
+  worker.request('view', { run_id: runId, stage: id, name: view.name }).then(text => {
+    if (state.result !== res) return;
     view.loading = false;
     if (text == null) { stageResult(id).detail_missing = true; }
     else { view.text = text; view.deferred = false; }
@@ -226,6 +277,9 @@ async function main() {
     showBanner('The core did not start: ' + (e.message || e));
     return;
   }
+  // the side worker, for long runs (plan): used once it has loaded the core
+  const second = new Core(onRestart);
+  second.request('hello').then(() => { side = second; }, () => {});
   state.stages = hello.stages;
   state.chains = hello.chains;
   state.examples = hello.examples;

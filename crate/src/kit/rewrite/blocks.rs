@@ -15,7 +15,7 @@
 //! at every level would be quadratic in the nesting.
 //! Names are unique in a program (`Fresh`), so substitution never captures.
 
-use super::{map_children, print_cut_to, Budget, RewriteCx, Step, Trace, Walk};
+use super::{cut_copy, map_children, Budget, RewriteCx, Step, Trace, Walk};
 use crate::build::{at, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{each_child, Expr, ExprKind, Name, Pat, Type};
@@ -330,44 +330,46 @@ impl<'r, 'f> Blocks<'r, 'f> {
         }
         let span = (!node.span.is_none()).then_some(node.span);
         let o = self.w.print;
-        let before = cut_stmt(&mut node, &o);
+        let before = Later::expr(cut_stmt(&mut node), o);
         let (out, after) = match (rule.apply)(node) {
             Linked::Under { x, v, mut rest } => {
-                let after = format!("{}\n  with {} ↦ {}", cut_stmt(&mut rest, &o), x.text, print_expr(&v, &o));
+                let (rest_cut, name, value) = (cut_stmt(&mut rest), x.text.clone(), v.clone());
+                let after = Later::new(move || format!("{}\n  with {} ↦ {}", print_expr(&rest_cut, &o), name, print_expr(&value, &o)));
                 (Linked::Under { x, v, rest }, after)
             }
             Linked::Hoist { stmt, rest } => {
                 let mut e = stmt.then(rest);
-                let after = cut_stmt(&mut e, &o);
+                let after = Later::expr(cut_stmt(&mut e), o);
                 match Stmt::split(e) {
                     Ok((stmt, rest)) => (Linked::Hoist { stmt, rest }, after),
                     Err(e) => (Linked::To(e), after),
                 }
             }
             Linked::To(mut e) => {
-                let after = cut_stmt(&mut e, &o);
+                let after = Later::expr(cut_stmt(&mut e), o);
                 (Linked::To(e), after)
             }
         };
-        // a block step prints a few statements: printed now, as the rewrite goes
+        // a block step keeps cut copies of a few statements, printed when read (print::Later):
+        // printing them as the rewrite went was most of the shown krawiec/monadic's transform
         self.w.trace.steps.push(Step {
             rule: rule.name,
             inexact: false,
             def: self.w.def.clone(),
             path: self.w.path.clone(),
             span,
-            before: Later::ready(before),
-            after: Later::ready(after),
+            before,
+            after,
             program: None,
         });
         Ok(out)
     }
 }
 
-/// A block step printed: its statement and the few after it (a statement's redex is the rest of its
-/// block, which the whole-redex cut of `print_cut` would print a screenful of at every kept step).
-fn cut_stmt(e: &mut Expr, o: &crate::print::PrintOptions) -> String {
-    print_cut_to(e, o, 60, 8)
+/// A block step's text: a copy of its statement and the few after it (a statement's redex is the rest
+/// of its block, which the whole-redex cut of `print_cut` would print a screenful of at every kept step).
+fn cut_stmt(e: &mut Expr) -> Expr {
+    cut_copy(e, 60, 8)
 }
 
 /// How often each local occurs in `e`, counted without recursion (a long run is one deep block).
