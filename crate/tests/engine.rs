@@ -278,6 +278,10 @@ const CALLS: &[(&str, &str)] = &[
     // a partial value read twice is copied when applied (p), one read once takes its next
     // argument in place (s, then t): the same values and counts either way
     ("def f a b c d = a * b + c * d\ndef main x = let p = f x in let q = p 2.0 in let r = p 3.0 in q x 1.0 + r 1.0 x + (let s = f 1.0 in let t = s x in t 2.0 x)", "0.5"),
+    // a partial value read once and saturated leaves its box as the spare for the next one, made
+    // of another function (`m`, with captures and a group): the same values and counts; `p`, read
+    // twice, is not reused
+    ("def f a b = a * b + 1.0\ndef loop k acc x = if k == 0 then acc else let g = f acc in let h = (let m u v = u * x - v in m acc) in loop (k - 1) (g x + h 0.5) x\ndef main x = loop 5 1.0 x + (let p = f x in p 1.0 + p 2.0)", "0.75"),
 ];
 
 #[test]

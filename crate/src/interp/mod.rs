@@ -104,6 +104,9 @@ pub struct Machine<'p> {
     no_captures: Rc<[Value]>,
     /// Spent argument buffers of builtin calls, reused so that a call does not allocate one.
     arg_bufs: Vec<Vec<Value>>,
+    /// A spent partial value (`FunVal::Part`) no one else held, emptied: the next one is made in it,
+    /// so that `v ← f a; …; v b` (the monadic translations' calls) allocates nothing per call.
+    spare_part: Option<Value>,
     /// The value being returned (see `run::Next::Ret`).
     acc: Value,
     /// The name of the builtin running (type-indexed builtins such as `0_τ` read their index from it).
@@ -169,6 +172,7 @@ impl<'p> Machine<'p> {
             env: empty,
             group: None,
             arg_bufs: vec![],
+            spare_part: None,
             acc: Value::Unit,
             builtin: "",
         })

@@ -500,11 +500,10 @@ impl Machine<'_> {
         let j = prior.len();
         if j < lam.more.len() {
             self.partial_step(lam, j, &arg, tail_ok)?;
-            let mut args = Vec::with_capacity(j + 1);
-            args.extend_from_slice(prior);
-            args.push(arg);
-            let part = FunVal::Part { code: lam.clone(), env: env.clone(), group: group.cloned(), args };
-            return Ok(self.ret(Value::Fun(Rc::new(part))));
+            let base = self.vals.len();
+            self.vals.push(arg);
+            let part = self.new_part(lam, env, group, prior, base);
+            return Ok(self.ret(part));
         }
         if j == 0 {
             self.trace_named(lam, &arg);
@@ -616,6 +615,40 @@ impl Machine<'_> {
     /// evaluated (in place when it is a leaf or a region, else by the loop with a `CallArg` frame),
     /// then applied. A multi-parameter lambda keeps its arguments on `vals` (from `base`) until it
     /// has them all, then runs its body in one frame; `v` is argument `i` when already evaluated.
+    /// A partial value of `lam` holding `prior`, then the arguments on `vals` from `base` (drained),
+    /// with room for all its parameters but one (so later arguments extend it in place). Made in the
+    /// spare one when there is one (`recycle_part`): no allocation.
+    fn new_part(&mut self, lam: &Rc<LamCode>, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, prior: &[Value], base: usize) -> Value {
+        if let Some(mut f) = self.spare_part.take() {
+            if let Some(FunVal::Part { code, env: e, group: g, args }) = fun_mut(&mut f) {
+                // the spare's fields hold nothing of a program's (see `recycle_part`): plain assignment
+                (*code, *e, *g) = (lam.clone(), env.clone(), group.cloned());
+                args.reserve(lam.more.len());
+                args.extend_from_slice(prior);
+                args.extend(self.vals.drain(base..));
+                return f;
+            }
+        }
+        let mut args = Vec::with_capacity(lam.more.len());
+        args.extend_from_slice(prior);
+        args.extend(self.vals.drain(base..));
+        Value::Fun(Rc::new(FunVal::Part { code: lam.clone(), env: env.clone(), group: group.cloned(), args }))
+    }
+
+    /// Keeps a partial value whose arguments were moved out (no one else holds it) as the spare for
+    /// `new_part`. Its captures and group go now, through `FunVal`'s own drop (which takes long
+    /// chains apart without recursing); the box and the argument buffer stay.
+    fn recycle_part(&mut self, mut f: Value) {
+        let Some(part) = fun_mut(&mut f) else { return };
+        let FunVal::Part { code, args, .. } = part else { return };
+        if !args.is_empty() {
+            return;
+        }
+        let spent = FunVal::Part { code: code.clone(), env: self.no_captures.clone(), group: None, args: std::mem::take(args) };
+        drop(std::mem::replace(part, spent));
+        self.spare_part = Some(f);
+    }
+
     fn call_go(&mut self, cc: &CallCode, mut f: Value, mut i: usize, base: usize, mut v: Option<Value>) -> Res<Next> {
         let n = cc.args.len();
         loop {
@@ -667,11 +700,8 @@ impl Machine<'_> {
                     }
                     // room for as many arguments as a partial value holds (all parameters but
                     // one), so later arguments extend it in place
-                    let mut args = Vec::with_capacity(lam.more.len());
-                    args.extend_from_slice(prior);
-                    args.extend(self.vals.drain(base..));
-                    let part = FunVal::Part { code: lam.clone(), env: env.clone(), group: group.cloned(), args };
-                    return Ok(self.ret(Value::Fun(Rc::new(part))));
+                    let part = self.new_part(lam, env, group, prior, base);
+                    return Ok(self.ret(part));
                 }
                 i += 1;
                 continue;
@@ -691,7 +721,7 @@ impl Machine<'_> {
             let (lam, env, group) = (lam.clone(), env.clone(), group.cloned());
             let pending = self.vals.len() - base;
             part_args_into(&mut f, &mut self.vals);
-            drop(f);
+            self.recycle_part(f);
             self.vals[base..].rotate_left(pending);
             return self.saturate(&lam, env, group, base, arg, last);
         }

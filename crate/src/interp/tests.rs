@@ -875,3 +875,30 @@ fn memory_budget_counts_what_the_run_adds() {
         r => panic!("{r:?}"),
     }
 }
+
+#[test]
+fn a_saturated_partial_value_read_once_is_the_spare_and_holds_nothing() {
+    // `g`, `h` (a local function's, with captures) and the last `q` are each read once and saturated:
+    // the box is reused for the next partial value (`new_part`), emptied of the program's values
+    // (captures, group, arguments) in between, so the spare keeps nothing alive
+    let src = "def f a b = a * b + 1.0\ndef loop k acc x = if k == 0 then acc else let g = f acc in let h = (let m u v = u * x - v in m acc) in loop (k - 1) (g x + h 0.5) x\ndef main x = loop 3 1.0 x + (let p = f x in p 1.0 + p 2.0) + (let q = f 2.0 in q x)";
+    let p = crate::syntax::parse_program(src).expect("parses");
+    for walker in [false, true] {
+        let mut m = Machine::new(&p, &Builtins::new(), Budget { walker, ..Budget::default() }).unwrap();
+        let got = real_of(m.call("main", vec![Value::Real(0.5)]).unwrap());
+        let (f, m3) = (|a: f64, b: f64| a * b + 1.0, |u: f64, v: f64| u * 0.5 - v);
+        let mut acc = 1.0;
+        for _ in 0..3 {
+            acc = f(acc, 0.5) + m3(acc, 0.5);
+        }
+        assert_eq!(got, acc + (f(0.5, 1.0) + f(0.5, 2.0)) + f(2.0, 0.5));
+        match (walker, &m.spare_part) {
+            (true, None) => {}
+            (false, Some(Value::Fun(rc))) => match rc.downcast_ref::<FunVal>() {
+                Some(FunVal::Part { env, group: None, args, .. }) => assert!(env.is_empty() && args.is_empty()),
+                _ => panic!("the spare is not an empty partial value"),
+            },
+            (_, s) => panic!("walker {walker}: spare {s:?}"),
+        }
+    }
+}
