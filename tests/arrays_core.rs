@@ -623,6 +623,15 @@ fn an_empty_literal_without_array_inputs_gets_the_programs_scalar_zero() {
     part_c_agrees("input (1.085, 1.025)\ndef main (x0, x1) = sum (map2 (\\x y -> x * y) (scanr (\\c a -> sin c + a) x0 []) (replicate 1 x1))\n");
 }
 
+/// An empty fold's zero in a program whose input is an array of pairs: main is typed `a` through
+/// `soaGet` (boundary.rs), and the type forward mode uses it at names a pair of dual numbers, not
+/// the scalar; the zero is read from the component arrays (runtime.rs `scalar_zero`; was "primitive
+/// `+` cannot be applied to -1.185 : R and (0.0, 0.0)" on bot, wide-run seeds 531 and 2791).
+#[test]
+fn an_input_array_of_pairs_gives_the_scalar_zero_not_a_pairs() {
+    part_c_agrees("input [(-1.255, -1.185)]\ndef main prs0 =\n  let (left0, right0) = (map (\\p -> fst p) prs0, map (\\p -> snd p) prs0) in\n  map (\\x -> x) (build 2 (\\i9 -> (fst (fold (\\(pfd10, pfd11) pfd12 -> (pfd10 + pfd12, (right0 ! (min i9 (length right0 - 1))) + pfd11)) ((right0 ! (i9 mod length right0)), 1.0) []))))\n");
+}
+
 /// A sum of no elements replicated by a map (bot's B2): the sum's Delta has an empty array that
 /// keeps its element as its zero, which the Replicate's transpose adds to the scalar cotangents
 /// (runtime.rs `add`; was "cannot add [] and 1.0" on dual-arrays, a property case).

@@ -3,7 +3,7 @@
 //! zero shaped like an element, a scatter drops an entry out of range. They are generic in the
 //! element (they only move and add values), so forward mode runs them on dual numbers as they are.
 
-use super::lang::{GATHER, MAX_DIMS, SCATTER};
+use super::lang::{spine, GATHER, MAX_DIMS, SCATTER};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
@@ -223,7 +223,24 @@ fn scalar_zero(m: &mut Machine) -> Value {
         _ => None,
     };
     let own = p.def("main").and_then(|d| d.scheme.as_ref()).and_then(|s| element(&s.ty));
+    // main's input arrays of tuples, taken apart at the wrapper (boundary.rs): main is then typed
+    // `a` through `soaGet`, and the type it is used at names the user's tuple (a pair of dual
+    // numbers under forward mode), not the scalar; the component arrays `soaGet` gives hold the
+    // scalars themselves (a pair of duals' zero taken for the scalar failed `+` in an empty array
+    // of pairs, wide-run seeds 531 and 2791)
     let z = own.or_else(|| {
+        let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        while let Some(e) = stack.pop() {
+            if matches!(spine(e), Some((super::boundary::GET, _))) {
+                if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
+                    return Some(t);
+                }
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        None
+    });
+    let z = z.or_else(|| {
         // the instantiated type of a use of main elsewhere in the program
         let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
         while let Some(e) = stack.pop() {
