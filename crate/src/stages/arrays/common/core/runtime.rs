@@ -47,6 +47,10 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         // (likewise an empty array that keeps its element: a sum of no rows whose elements were
         // scalars, `sum (map f (shift1R [x]))` replicated in a map, a property-test case)
         (e, w) | (w, e) if e.empty_elem().is_some() && w.elems().is_none() => w.clone(),
+        // (and a scalar zero where an array is meant: `sumOuter` of a 0×k cotangent whose k an
+        // empty value did not carry gives the scalar zero, as `index` reads it (a fold's free array
+        // variable in a map over no rows: its vjp part `sumOuter ct`, wide-run seeds 1332 and 2417)
+        (Value::Real(z), w) | (w, Value::Real(z)) if *z == 0.0 && w.elems().is_some() => w.clone(),
         _ => return Err(err(span, format!("cannot add {u} and {v}: shapes differ"))),
     })
 }
@@ -266,6 +270,10 @@ fn scalar_zero(m: &mut Machine) -> Value {
         while let Some(e) = stack.pop() {
             match first_array_element(&e.ty) {
                 Some(Type::Var(_) | Type::Unknown | Type::Int | Type::Bool) | None => {}
+                // (a dual number is a tuple of scalars; a vjp's result tuple of arrays, typed
+                // generically in a gradient program, is not: its (0, 0, 0, 0) taken for the scalar
+                // zero failed a fold over an empty map's rows, wide-run seeds 1332 and 2417)
+                Some(Type::Tuple(ts)) if ts.iter().any(|t| t.as_array().is_some() || matches!(t, Type::Tuple(_))) => {}
                 Some(t @ Type::Tuple(_)) => tuple = tuple.or(Some(t)),
                 Some(t) => return Some(t),
             }
