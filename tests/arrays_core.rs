@@ -623,6 +623,30 @@ fn an_empty_literal_without_array_inputs_gets_the_programs_scalar_zero() {
     part_c_agrees("input (1.085, 1.025)\ndef main (x0, x1) = sum (map2 (\\x y -> x * y) (scanr (\\c a -> sin c + a) x0 []) (replicate 1 x1))\n");
 }
 
+/// An empty fold's zero in a program whose input is an array of pairs: main is typed `a` through
+/// `soaGet` (boundary.rs), and the type forward mode uses it at names a pair of dual numbers, not
+/// the scalar; the zero is read from the component arrays (runtime.rs `scalar_zero`; was "primitive
+/// `+` cannot be applied to -1.185 : R and (0.0, 0.0)" on bot, wide-run seeds 531 and 2791).
+#[test]
+fn an_input_array_of_pairs_gives_the_scalar_zero_not_a_pairs() {
+    part_c_agrees("input [(-1.255, -1.185)]\ndef main prs0 =\n  let (left0, right0) = (map (\\p -> fst p) prs0, map (\\p -> snd p) prs0) in\n  map (\\x -> x) (build 2 (\\i9 -> (fst (fold (\\(pfd10, pfd11) pfd12 -> (pfd10 + pfd12, (right0 ! (min i9 (length right0 - 1))) + pfd11)) ((right0 ! (i9 mod length right0)), 1.0) []))))\n");
+}
+
+/// A fold inside a map over no rows, its body returning a free array: the vjp's part for that
+/// array, `sumOuter` of a 0×k cotangent, is the scalar zero where k is not carried (runtime.rs
+/// `add`; `scalar_zero` no longer takes a vjp's result tuple for it), and ScanL's transpose reads
+/// each empty accumulator cotangent at its own accumulator's shape, which may change length in
+/// the body (delta.rs `scanl_back`). Wide-run seeds 1332 and 2417: "cannot add [0.0, 0.0] and
+/// [0.0, 0.0, 0.0]" on dual-arrays, "… and (0.0, 0.0, 0.0, 0.0)" on the symbolic stages.
+#[test]
+fn a_fold_in_a_map_over_no_rows_reaches_share_to_let() {
+    for init in ["replicate 3 (row ! 0)", "replicate 2 (row ! 0)"] {
+        part_c_agrees(&format!("input ([-1.445], [-0.585, -0.975])\ndef main (left0, left1) = map (\\row -> fold (\\acc x -> left1) ({init}) [left0 ! 0, row ! 0]) (build 0 (\\i -> left0))\n"));
+    }
+    // with an array of pairs in main's input too
+    part_c_agrees("input [(-1.445, 0.5), (0.25, -0.75)]\ndef main prs = let (l, r) = (map (\\p -> fst p) prs, map (\\p -> snd p) prs) in map (\\row -> fold (\\acc x -> r) (replicate 3 (row ! 0)) [l ! 0, row ! 0]) (build 0 (\\i -> l))\n");
+}
+
 /// A sum of no elements replicated by a map (bot's B2): the sum's Delta has an empty array that
 /// keeps its element as its zero, which the Replicate's transpose adds to the scalar cotangents
 /// (runtime.rs `add`; was "cannot add [] and 1.0" on dual-arrays, a property case).

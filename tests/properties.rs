@@ -483,7 +483,7 @@ fn chad_arrays_takes_and_agrees_on_random_array_programs() {
 }
 
 /// The array chain's final pipeline (Part C, `arrays/bot` → `arrays/share-to-let`) on random array
-/// programs: it takes those without recursion on run-time data, arrays of pairs in main's output included (boundary.rs),
+/// programs: it takes those without recursion on run-time data, arrays of pairs in main's input and output included (boundary.rs),
 /// local and top-level recursion a literal bounds included (unrolled), tuples inside the program included (split by the lowering: common/core/tuples.rs), sequential
 /// folds and scans included (the core's scanl: common/core/fold.rs), and every stage that takes one
 /// agrees with `forward` (with a varied output seed).
@@ -501,7 +501,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let mut tuple_accs = 0;
     // arrays of pairs in main's input (`prs` parameters) or output (`map2` to pairs), converted at
     // the wrapper (boundary.rs)
-    let (mut pairs_io, mut pairs_outs) = (0, 0);
+    let (mut pairs_io, mut pairs_ins, mut pairs_outs) = (0, 0, 0);
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
@@ -512,6 +512,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let ran = part_c_run_typed(src);
         let (took, (pairs_in, pairs_out)) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         pairs_io += usize::from(took && (pairs_in || pairs_out));
+        pairs_ins += usize::from(took && pairs_in);
         pairs_outs += usize::from(took && pairs_out);
         taken += usize::from(took);
         with_tuples += usize::from(took && tuples);
@@ -521,7 +522,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_outs} of them in its output)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -530,7 +531,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
     assert!(tuple_accs >= 1, "Part C took no random program with a fold or scan over a tuple accumulator");
-    assert!(pairs_io >= 2 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_outs} in its output");
+    assert!(pairs_io >= 2 && pairs_ins >= 1 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_ins} in its input, {pairs_outs} in its output");
 }
 
 const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];

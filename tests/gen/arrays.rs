@@ -552,16 +552,8 @@ impl Gen {
         if !inside && shapes.iter().all(|s| matches!(s, Shape::Real)) {
             shapes[0] = Shape::Vec(self.len());
         }
-        // (arrays of pairs in main's output reach Part C too, zipped back at its wrapper: boundary.rs;
-        // in its input they are left out, see issue 12's note: an empty literal inside a loop over
-        // an input taken apart meets a run-time shape error)
-        if core {
-            for sh in &mut shapes {
-                if let Shape::Pairs(n) = *sh {
-                    *sh = Shape::Vec(n);
-                }
-            }
-        }
+        // (arrays of pairs in main's input and output reach Part C, taken apart and zipped back at
+        // its wrapper: boundary.rs; issue 12)
         let mut s = Scope { arrays: true, core_forms: core, ..Scope::default() };
         let (mut names, mut uses, mut unzips) = (vec![], vec![], String::new());
         for (k, shape) in shapes.iter().enumerate() {

@@ -286,7 +286,16 @@ fn scanl_back(m: &mut Machine, l: &ScanL, c: &Value, s: Span) -> Result<Vec<(Val
     if cs.len() != n + 1 || accs.len() != n + 1 {
         return Err(RunError::runtime(s, "ScanL: the cotangent's length is not the accumulators'"));
     }
-    let mut ca = cs[n].clone();
+    // An empty cotangent has no entries, but the element it keeps may be another accumulator's: a
+    // loop of a map over no rows whose accumulator changes length (`fold (\acc x -> v) (replicate 3
+    // …)`, vectorised by bot's B-scan) has each of its accumulators' cotangents shaped by the
+    // first, and the body's vjp then sums 3 where v has 2 (wide-run seeds 1332 and 2417). It is
+    // read at its own accumulator's shape, which is the same value.
+    let conform = |ct: &Value, acc: &Value| match (ct.elems(), acc.elems()) {
+        (Some(a), Some(b)) if a.is_empty() && b.is_empty() => zero_like(acc),
+        _ => ct.clone(),
+    };
+    let mut ca = conform(&cs[n], &accs[n]);
     let mut cxs = vec![Value::Unit; n];
     let mut cvs: Vec<Value> = l.dvs.iter().map(|v| v.zero.clone()).collect();
     for i in (0..n).rev() {
@@ -294,7 +303,7 @@ fn scanl_back(m: &mut Machine, l: &ScanL, c: &Value, s: Span) -> Result<Vec<(Val
         let input = Value::tuple([accs[i].clone(), xs[i].clone()].into_iter().chain(l.ctx.iter().cloned()).collect());
         let g = m.apply(l.vjp.clone(), Value::pair(input, ca))?;
         let Value::Tuple(gs) = g else { return Err(RunError::runtime(s, "ScanL: the body's vjp did not return a tuple")) };
-        ca = add(&cs[i], &gs[0], s)?;
+        ca = add(&conform(&cs[i], &accs[i]), &gs[0], s)?;
         cxs[i] = gs[1].clone();
         for (cv, gv) in cvs.iter_mut().zip(gs.iter().skip(2)) {
             *cv = add(cv, gv, s)?;

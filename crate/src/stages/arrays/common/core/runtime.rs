@@ -3,7 +3,7 @@
 //! zero shaped like an element, a scatter drops an entry out of range. They are generic in the
 //! element (they only move and add values), so forward mode runs them on dual numbers as they are.
 
-use super::lang::{GATHER, MAX_DIMS, SCATTER};
+use super::lang::{spine, GATHER, MAX_DIMS, SCATTER};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
@@ -47,6 +47,10 @@ pub fn add(u: &Value, v: &Value, span: Span) -> Res {
         // (likewise an empty array that keeps its element: a sum of no rows whose elements were
         // scalars, `sum (map f (shift1R [x]))` replicated in a map, a property-test case)
         (e, w) | (w, e) if e.empty_elem().is_some() && w.elems().is_none() => w.clone(),
+        // (and a scalar zero where an array is meant: `sumOuter` of a 0×k cotangent whose k an
+        // empty value did not carry gives the scalar zero, as `index` reads it (a fold's free array
+        // variable in a map over no rows: its vjp part `sumOuter ct`, wide-run seeds 1332 and 2417)
+        (Value::Real(z), w) | (w, Value::Real(z)) if *z == 0.0 && w.elems().is_some() => w.clone(),
         _ => return Err(err(span, format!("cannot add {u} and {v}: shapes differ"))),
     })
 }
@@ -223,7 +227,24 @@ fn scalar_zero(m: &mut Machine) -> Value {
         _ => None,
     };
     let own = p.def("main").and_then(|d| d.scheme.as_ref()).and_then(|s| element(&s.ty));
+    // main's input arrays of tuples, taken apart at the wrapper (boundary.rs): main is then typed
+    // `a` through `soaGet`, and the type it is used at names the user's tuple (a pair of dual
+    // numbers under forward mode), not the scalar; the component arrays `soaGet` gives hold the
+    // scalars themselves (a pair of duals' zero taken for the scalar failed `+` in an empty array
+    // of pairs, wide-run seeds 531 and 2791)
     let z = own.or_else(|| {
+        let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+        while let Some(e) = stack.pop() {
+            if matches!(spine(e), Some((super::boundary::GET, _))) {
+                if let Some(t) = first_array_element(&e.ty).filter(|t| !matches!(t, Type::Var(_) | Type::Unknown | Type::Int | Type::Bool)) {
+                    return Some(t);
+                }
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        None
+    });
+    let z = z.or_else(|| {
         // the instantiated type of a use of main elsewhere in the program
         let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
         while let Some(e) = stack.pop() {
@@ -249,6 +270,10 @@ fn scalar_zero(m: &mut Machine) -> Value {
         while let Some(e) = stack.pop() {
             match first_array_element(&e.ty) {
                 Some(Type::Var(_) | Type::Unknown | Type::Int | Type::Bool) | None => {}
+                // (a dual number is a tuple of scalars; a vjp's result tuple of arrays, typed
+                // generically in a gradient program, is not: its (0, 0, 0, 0) taken for the scalar
+                // zero failed a fold over an empty map's rows, wide-run seeds 1332 and 2417)
+                Some(Type::Tuple(ts)) if ts.iter().any(|t| t.as_array().is_some() || matches!(t, Type::Tuple(_))) => {}
                 Some(t @ Type::Tuple(_)) => tuple = tuple.or(Some(t)),
                 Some(t) => return Some(t),
             }
