@@ -17,7 +17,7 @@ import * as costs from './costs.js';
 import * as complexity from './complexity.js';
 import * as session from './session.js';
 
-window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks
+window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks (`splitMs`: see SPLIT_MS)
 
 // Two workers. The main one runs everything but a long run's other chains; the side one takes some of
 // those, balanced by what each chain took on the last run (`plan`), so that on a machine with two cores
@@ -90,7 +90,7 @@ function plan(all) {
   const cost = ph => phaseMs.get(ph.join(' ')) ?? 4 * ph.length;
   const head = all.slice(0, all.head), rest = all.slice(all.head);
   const total = all.reduce((t, ph) => t + cost(ph), 0);
-  if (!side || !rest.length || total < SPLIT_MS) return { main: all, side: [] };
+  if (!side || !rest.length || total < (window.__cot.splitMs ?? SPLIT_MS)) return { main: all, side: [] };
   // (the side starts once the selected stage has landed, so that it never slows that one down)
   let a = head.reduce((t, ph) => t + cost(ph), 0), b = cost(all[0]);
   const toSide = new Set();
