@@ -533,6 +533,32 @@ try {
     return parts.got.map(p => `${p.ids.length} stages in ${p.ms.toFixed(0)} ms`).join(', ');
   });
 
+  await check('a long run is split between two workers; a stage the second one ran shows its program and steps', async () => {
+    // every run counts as long here (the quaternion is long enough on a quiet machine; this is not timing)
+    await page.evaluate(() => { window.__cot.splitMs = 0; });
+    await page.click('[data-stage="krawiec/monadic"]');
+    for (const t of [RUNNING + ' ', RUNNING]) await setSource(page, t);
+    const r = await page.evaluate(() => ({ split: window.__cot.perf[window.__cot.perf.length - 1].split,
+      side: window.__cot.state.result.stages.filter(s => s.run?.side && s.ok && s.graph_nodes > 0).map(s => s.id),
+      n: window.__cot.state.result.stages.length, all: window.__cot.state.stages.length }));
+    assert(r.split, 'the run was not split');
+    assert(r.n === r.all, `${r.n} of ${r.all} stages after a split run`);
+    assert(r.side.length > 0, 'no stage with a graph ran on the side worker');
+    const id = r.side.includes('dualrev/tape') ? 'dualrev/tape' : r.side[0];
+    await page.click(`[data-stage="${id}"]`);
+    await page.waitForSelector(`body[data-detail="${id}"]`, { timeout: 10000 });
+    const prog = await page.$eval('#stage-program', e => e.textContent.length);
+    assert(prog > 50, `${id}'s program from the side worker: ${prog} characters`);
+    // it ran unshown there: its trace comes from the side worker's kept analysis, run again shown
+    const steps = await page.evaluate(i => window.__cot.state.result.stages.find(s => s.id === i).trace?.length || 0, id);
+    assert(steps > 1, `${id}'s trace from the side worker: ${steps} steps`);
+    await page.click('[data-testid="step-next"]');
+    const pos = await page.$eval('#step-pos', e => e.textContent);
+    assert(/2\s*\/\s*\d+/.test(pos), `${id}'s stepper after one step: ${pos}`);
+    await page.evaluate(() => { delete window.__cot.splitMs; });
+    return `${r.side.length} stages with graphs on the side worker; ${id}: ${prog} characters of program, ${steps} steps, at ${pos}`;
+  });
+
   await check('the shared subterms of a gradient program light up together (issue 12)', async () => {
     const ex = await page.evaluate(() => window.__cot.state.examples.find(e => e.name === 'arrays-e11-exponential-symbolic-term')?.source);
     await setSource(page, ex);

@@ -17,7 +17,7 @@ import * as costs from './costs.js';
 import * as complexity from './complexity.js';
 import * as session from './session.js';
 
-window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks
+window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks (`splitMs`: see SPLIT_MS)
 
 // Two workers. The main one runs everything but a long run's other chains; the side one takes some of
 // those, balanced by what each chain took on the last run (`plan`), so that on a machine with two cores
@@ -90,8 +90,9 @@ function plan(all) {
   const cost = ph => phaseMs.get(ph.join(' ')) ?? 4 * ph.length;
   const head = all.slice(0, all.head), rest = all.slice(all.head);
   const total = all.reduce((t, ph) => t + cost(ph), 0);
-  if (!side || !rest.length || total < SPLIT_MS) return { main: all, side: [] };
-  let a = head.reduce((t, ph) => t + cost(ph), 0), b = 0;
+  if (!side || !rest.length || total < (window.__cot.splitMs ?? SPLIT_MS)) return { main: all, side: [] };
+  // (the side starts once the selected stage has landed, so that it never slows that one down)
+  let a = head.reduce((t, ph) => t + cost(ph), 0), b = cost(all[0]);
   const toSide = new Set();
   for (const ph of rest.slice().sort((x, y) => cost(y) - cost(x))) {
     if (b + cost(ph) < a + cost(ph)) { toSide.add(ph); b += cost(ph); } else a += cost(ph);
@@ -135,6 +136,7 @@ async function run(seq = ++state.seq) {
         apply(merged, seq);
         if (!part.diagnostics?.length) early.splice(0).forEach(addStages);
       } else addStages(part);
+      startSide();
       if (selectedMs == null) {
         performance.mark('cot-selected-' + seq);
         selectedMs = performance.measure('cot-update-selected', 'cot-edit-' + seq, 'cot-selected-' + seq).duration;
@@ -143,9 +145,16 @@ async function run(seq = ++state.seq) {
   };
   const p = plan(phases());
   const options = inputs.options(state);
-  const runs = [core.request('analyse-stream', { source: text, options, phases: p.main }, 'main', onPart(core, p.main))];
-  if (p.side.length) runs.push(side.request('analyse-stream', { source: text, options, phases: p.side }, 'main', onPart(side, p.side)));
-  const failed = (await Promise.allSettled(runs)).find(r => r.status === 'rejected');
+  // the side's run starts when the main worker's first phase (the selected stage) has landed
+  let sideRun = null;
+  const startSide = () => {
+    if (!sideRun && p.side.length) sideRun = side.request('analyse-stream', { source: text, options, phases: p.side }, 'main', onPart(side, p.side));
+  };
+  const mainRun = core.request('analyse-stream', { source: text, options, phases: p.main }, 'main', onPart(core, p.main));
+  const settled = [await mainRun.then(() => ({}), reason => ({ reason }))];
+  startSide();
+  if (sideRun && !settled[0].reason) settled.push(await sideRun.then(() => ({}), reason => ({ reason })));
+  const failed = settled.find(r => r.reason);
   if (failed) {
     const e = failed.reason;
     if (e instanceof Superseded) return;
