@@ -381,7 +381,9 @@ impl<'b> Cx<'b> {
             // root and chains of variables stay short (else `shallow` walks chains as long as the
             // program, and inference turns quadratic on long programs).
             (Type::Var(v), Type::Var(w)) => {
-                self.bind_older(*v, *w);
+                let (young, old) = if v > w { (*v, *w) } else { (*w, *v) };
+                self.subst[young as usize] = Some(Type::Var(old));
+                self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
                 true
             }
             (Type::Var(v), t) | (t, Type::Var(v)) => {
@@ -423,13 +425,6 @@ impl<'b> Cx<'b> {
         }
     }
 
-    /// Binds the younger of two unbound variables to the older.
-    fn bind_older(&mut self, v: u32, w: u32) {
-        let (young, old) = if v > w { (v, w) } else { (w, v) };
-        self.subst[young as usize] = Some(Type::Var(old));
-        self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
-    }
-
     /// Unifies components, reporting the whole types when a part disagrees.
     fn unify_in(&mut self, x: &Type, y: &Type, span: Span, whole_a: &Type, whole_b: &Type) -> Result<(), Diagnostic> {
         self.unify(x, y, span).map_err(|d| self.in_whole(d, whole_a, whole_b))
@@ -459,25 +454,6 @@ impl<'b> Cx<'b> {
             let whole_b = self.shallow(found);
             self.in_whole(d, &Type::con("M", vec![expected.clone()]), &whole_b)
         })
-    }
-
-    /// The `i`th of the two components of `found`, for `fst`/`snd`: as `unify((a, b), found)` with
-    /// `a`, `b` fresh would give, without building the pair when `found` already is one.
-    fn component(&mut self, (a, b): (Type, Type), found: &Type, i: usize, span: Span) -> Result<Type, Diagnostic> {
-        // (a part that is a variable is left to `unify`, which decides which variable is bound to
-        // which by their age: the names of the variables that stay open must not change)
-        let parts = match self.resolve(found) {
-            Type::Tuple(ts) if ts.len() == 2 && ts.iter().all(|t| !matches!(self.resolve(t), Type::Var(_))) => ts.clone(),
-            _ => {
-                self.unify(&Type::tup(vec![a.clone(), b.clone()]), found, span)?;
-                return Ok(if i == 0 { a } else { b });
-            }
-        };
-        // what binding the fresh `a` and `b` to the parts would do to the parts' variables' levels
-        let (Type::Var(va), Type::Var(vb)) = (a, b) else { unreachable!("fresh gives variables") };
-        self.occurs(va, &parts[0]);
-        self.occurs(vb, &parts[1]);
-        Ok(parts[i].clone())
     }
 
     fn resolve_numeric(&mut self) -> Result<(), Diagnostic> {
@@ -751,16 +727,17 @@ impl<'b> Cx<'b> {
                 }
                 Type::array(a)
             }
-            // (the fresh components come before `x`'s, as ever: variables are numbered in order)
             ExprKind::Fst(x) => {
-                let ab = (self.fresh(), self.fresh());
+                let (a, b) = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
-                self.component(ab, &tx, 0, x.span)?
+                self.unify(&Type::tup(vec![a.clone(), b]), &tx, x.span)?;
+                a
             }
             ExprKind::Snd(x) => {
-                let ab = (self.fresh(), self.fresh());
+                let (a, b) = (self.fresh(), self.fresh());
                 let tx = self.infer(x)?;
-                self.component(ab, &tx, 1, x.span)?
+                self.unify(&Type::tup(vec![a, b.clone()]), &tx, x.span)?;
+                b
             }
             ExprKind::Inl(x) => {
                 let (ta, tb) = (self.infer(x)?, self.fresh());
