@@ -148,7 +148,10 @@ async function run(seq = ++state.seq) {
   // the side's run starts when the main worker's first phase (the selected stage) has landed
   let sideRun = null;
   const startSide = () => {
-    if (!sideRun && p.side.length) sideRun = side.request('analyse-stream', { source: text, options, phases: p.side }, 'main', onPart(side, p.side));
+    if (!sideRun && p.side.length) {
+      sideRun = side.request('analyse-stream', { source: text, options, phases: p.side }, 'main', onPart(side, p.side));
+      sideRun.catch(() => {});   // awaited below unless the main run failed; a newer run may supersede it
+    }
   };
   const mainRun = core.request('analyse-stream', { source: text, options, phases: p.main }, 'main', onPart(core, p.main));
   const settled = [await mainRun.then(() => ({}), reason => ({ reason }))];
