@@ -704,6 +704,29 @@ fn tuple_outputs_reach_share_to_let() {
     assert!(r.program.contains("(input1, (seed1, seed2))"), "{}", r.program);
 }
 
+/// An integer component of main's tuple output has no cotangent (dual.rs `discrete`): D′ keeps it
+/// with the Delta Zero, so its part of the seed sends nothing back and its primal is returned as
+/// forward mode returns it (was "a term without real elements" on dual-arrays). First, last, with
+/// an array of pairs beside it, an array of integers and of booleans; a nested tuple holding an
+/// integer reaches dual-arrays, and symbolic refuses it as it refuses nested tuples of reals.
+#[test]
+fn integer_components_of_a_tuple_output_reach_share_to_let() {
+    let text = example("arrays-integer-output");
+    part_c_agrees(&text);
+    for r in run(&text, &PART_C) {
+        assert_eq!(r.primal, "(63.0, 4, [3.0, 6.0, 12.0])", "{r:?}");
+        assert_eq!(r.gradient, vec![15.0, 24.0, 45.0, 39.0], "{r:?}");
+    }
+    for body in ["(sum xs, length xs)", "(length xs, sum xs)", "(map (\\x -> (x, x * x)) xs, length xs)", "(sum xs, map (\\x -> length xs) xs)", "(sum xs, map (\\x -> x > 1.0) xs)", "let n = length xs in (sum xs * 2.0, n * n)"] {
+        part_c_agrees(&format!("input [1.0, 2.0, 4.0]\ndef main xs = {body}\n"));
+    }
+    let nested = "input [1.0, 2.0]\ndef main xs = ((sum xs, length xs), 1.0)\n";
+    let r = one(nested, "arrays/dual-arrays");
+    assert_eq!((r.error.as_deref(), r.agrees), (None, Some(true)), "{r:?}");
+    let r = one(nested, "arrays/symbolic");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("§7.1"), "{r:?}");
+}
+
 /// A property-test case: a shift of a literal matrix to an empty output; the reverse pass's zero
 /// for its rows is a scalar 0.0, which the literal's transpose indexes (runtime.rs `index`).
 #[test]

@@ -31,6 +31,16 @@ pub fn is_r(t: &Type) -> bool {
     matches!(t, Type::Real | Type::Var(_))
 }
 
+/// Whether `t` holds no reals at all: integers, booleans, arrays of them (a nested tuple may hold
+/// reals beside its integers, and goes through D).
+fn is_discrete(t: &Type) -> bool {
+    let mut t = t;
+    while let Some(e) = t.as_array() {
+        t = e;
+    }
+    matches!(t, Type::Int | Type::Bool | Type::Unit)
+}
+
 pub struct Dx<'a> {
     pub fresh: &'a mut Fresh,
     /// The variables bound to (primal, Delta) pairs.
@@ -64,6 +74,12 @@ impl Dx<'_> {
         out
     }
 
+    /// `pure (D′[t], Zero D′[t])` for a discrete component of main's tuple output.
+    fn discrete(&mut self, t: &Expr) -> Expr {
+        let y = self.fresh.name("n");
+        let_(pvar(&y), self.d_prime(t), pure(pair(var(&y), app(builtin("Zero"), var(&y)))))
+    }
+
     /// `do id ← genID (); pure (primal, Share id delta)`
     fn shared(&mut self, primal: Expr, delta: Expr) -> Expr {
         let id = self.fresh.name("id");
@@ -95,7 +111,14 @@ impl Dx<'_> {
         // main's tuple output (tuples.rs keeps one only there): D of each component, the primals and
         // the Deltas paired up as tuples, which reversePass seeds part by part
         if let ExprKind::Tuple(es) = &e.kind {
-            let ms = es.iter().map(|t| self.d(t)).collect::<Result<Vec<_>, _>>()?;
+            // an integer component (`length xs`) has no cotangent: D′ keeps it as it is and its
+            // Delta is `Zero` (Fig. 12's Delta of what depends on no input; §8.14 gives constants
+            // the same), so reversePass sends nothing down from its part of the seed and its primal
+            // is returned as forward mode returns it
+            let ms = es
+                .iter()
+                .map(|t| if is_discrete(&t.ty) { Ok(self.discrete(t)) } else { self.d(t) })
+                .collect::<Result<Vec<_>, _>>()?;
             let names: Vec<(Name, Name)> = es.iter().map(|_| (self.fresh.name("y"), self.fresh.name("dy"))).collect();
             let mut out = pure(pair(tuple(names.iter().map(|n| var(&n.0)).collect()), tuple(names.iter().map(|n| var(&n.1)).collect())));
             for (m, (x, dd)) in ms.into_iter().zip(names).rev() {
