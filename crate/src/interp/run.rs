@@ -103,12 +103,12 @@ pub(super) fn set_slot(slot: &mut Value, v: Value) {
     }
 }
 
-/// Shortens `locals` to `to`, dropping the slots past it. A slot mostly holds `()` or a scalar,
+/// Shortens `locals` (or the value stack) to `to`, dropping the slots past it. A slot mostly holds `()` or a scalar,
 /// which own nothing: only the others go through the drop glue (`Vec::truncate` called the
 /// out-of-line `drop_in_place::<Value>` once per slot, about a tenth of a call's cost when a frame
 /// closes: issue 13, session 15).
 #[inline(always)]
-fn clear_slots(locals: &mut Vec<Value>, to: usize) {
+pub(super) fn clear_slots(locals: &mut Vec<Value>, to: usize) {
     let len = locals.len();
     if to >= len {
         return;
@@ -746,7 +746,7 @@ impl Machine<'_> {
             let v = std::mem::replace(&mut self.vals[base + k], Value::Unit);
             self.bind(param(lam, k), v)?;
         }
-        self.vals.truncate(base);
+        clear_slots(&mut self.vals, base);
         self.bind(param(lam, total), arg)
     }
 
