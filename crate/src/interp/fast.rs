@@ -437,7 +437,7 @@ fn spread(m: &mut Machine<'_>, pat: &LPat, inner: &[Link], items: &[Gen]) -> Res
         let v = std::mem::replace(&mut m.vals[base + k], Value::Unit);
         m.bind(p, v)?;
     }
-    m.vals.truncate(base);
+    super::run::clear_slots(&mut m.vals, base);
     Ok(())
 }
 

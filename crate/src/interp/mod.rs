@@ -57,6 +57,11 @@ pub struct Machine<'p> {
     globals: Vec<Global>,
     budget: Budget,
     steps: u64,
+    /// The step count from which `step` takes its slow path (`step_slow`): the next 4096-step clock
+    /// check or the step past the budget, whichever comes first; 0 under a cost model (every step
+    /// charges it). It may lag behind (a `tick` past a boundary): then one step is slow needlessly,
+    /// never fast wrongly, since `steps` only grows.
+    step_gate: u64,
     real_ops: u64,
     allocs: u64,
     depth: u64,
@@ -135,6 +140,7 @@ impl<'p> Machine<'p> {
             code,
             globals,
             steps: 0,
+            step_gate: 0,
             real_ops: 0,
             allocs: 0,
             depth: 0,
@@ -394,6 +400,7 @@ impl<'p> Machine<'p> {
     /// Charges `model` for everything this machine evaluates from now on; its counters join the run's.
     pub fn set_cost_model(&mut self, model: &'static CostModel) {
         self.model = Some(model);
+        self.step_gate = 0;
     }
     /// What the cost model has counted so far (zeros without one).
     pub fn model_cost(&self) -> [u64; 4] {
