@@ -105,7 +105,7 @@ async function run(seq = ++state.seq) {
   const text = editor.source();
   inputs.syncParamsFromText(state, text);
   setStatus('running…');
-  let merged = null, selectedMs = null;
+  let merged = null, selectedMs = null, costsLate = false;
   const early = [];   // the side's parts that land before the main worker's first
   const order = stageOrder();
   const addStages = part => {
@@ -115,8 +115,10 @@ async function run(seq = ++state.seq) {
     // a later phase: only what lists every stage changes, unless it brought the selected stage or
     // the one whose graph is drawn beside it
     const beside = besideOf(state.selected)?.stage;
-    if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
-    else { stageList.render(state); costs.render(state); }
+    // (the cost bars are drawn once when the run is done: drawing them per part took the page's
+    // thread 5–10 ms a part while both workers ran, on a machine with two cores)
+    if (part.stages.some(s => s.id === state.selected || s.id === beside)) { apply(merged, seq); costsLate = false; }
+    else { stageList.refresh(state, part.stages.map(s => s.id)); costsLate = true; }
   };
   const onPart = (worker, phases) => {
     let k = 0;
@@ -169,6 +171,7 @@ async function run(seq = ++state.seq) {
     return;
   }
   if (seq !== state.seq || !merged) return;   // a newer edit is on its way
+  if (costsLate) costs.render(state);
   performance.mark('cot-done-' + seq);
   const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
   window.__cot.perf.push({ seq, ms: m.duration, selected_ms: selectedMs ?? m.duration, core_ms: merged.elapsed_ms, split: p.side.length > 0 });
