@@ -44,14 +44,15 @@ function renderStage() {
   stepper.render(state);
 }
 
-function renderAll() {
+/** `withCosts` false: a streamed run's part (the cost bars are drawn once, when the run is done). */
+function renderAll(withCosts = true) {
   $('stage').classList.toggle('stale', !!state.stale);
   $('overview').classList.toggle('stale', !!state.stale);
   editor.render(state);
   inputs.render(state);
   stageList.render(state);
   renderStage();
-  costs.render(state);
+  if (withCosts) costs.render(state);
   complexity.render(state);
 }
 
@@ -105,7 +106,7 @@ async function run(seq = ++state.seq) {
   const text = editor.source();
   inputs.syncParamsFromText(state, text);
   setStatus('running…');
-  let merged = null, selectedMs = null, costsLate = false;
+  let merged = null, selectedMs = null;
   const early = [];   // the side's parts that land before the main worker's first
   const order = stageOrder();
   const addStages = part => {
@@ -115,10 +116,8 @@ async function run(seq = ++state.seq) {
     // a later phase: only what lists every stage changes, unless it brought the selected stage or
     // the one whose graph is drawn beside it
     const beside = besideOf(state.selected)?.stage;
-    // (the cost bars are drawn once when the run is done: drawing them per part took the page's
-    // thread 5–10 ms a part while both workers ran, on a machine with two cores)
-    if (part.stages.some(s => s.id === state.selected || s.id === beside)) { apply(merged, seq); costsLate = false; }
-    else { stageList.refresh(state, part.stages.map(s => s.id)); costsLate = true; }
+    if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
+    else stageList.refresh(state, part.stages.map(s => s.id));
   };
   const onPart = (worker, phases) => {
     let k = 0;
@@ -171,7 +170,10 @@ async function run(seq = ++state.seq) {
     return;
   }
   if (seq !== state.seq || !merged) return;   // a newer edit is on its way
-  if (costsLate) costs.render(state);
+  // the cost bars, once the run is done: drawn per part, they took the page's thread 5–10 ms a part
+  // while both workers ran (on two cores), and a part's stages alone changed their shape, so they could
+  // never be updated in place
+  costs.render(state);
   performance.mark('cot-done-' + seq);
   const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
   window.__cot.perf.push({ seq, ms: m.duration, selected_ms: selectedMs ?? m.duration, core_ms: merged.elapsed_ms, split: p.side.length > 0 });
@@ -186,7 +188,7 @@ function apply(res, seq) {
   state.diagnostics = res.diagnostics || [];
   if (!state.diagnostics.length) { state.result = res; state.stale = false; state.paramDefaults = res.params || state.paramDefaults; }
   else state.stale = !!state.result;   // while the program has errors, the last result that ran stays, dimmed
-  renderAll();
+  renderAll(false);   // (the cost bars: when the run is done)
   if (state.pendingStep != null && state.result && state.result.stages.some(s => s.id === state.selected || s.id === REFERENCE)) {
     const p = state.pendingStep;
     state.pendingStep = null;
@@ -210,7 +212,7 @@ function select(id, step = 0, reveal = false) {
   session.persist(state);
   stageList.markSelected(id);
   renderStage();
-  costs.render(state);
+  costs.markSelected(id);
   complexity.render(state);
   loadDetail(id);
   const b = besideOf(id);
