@@ -17,7 +17,7 @@ import * as costs from './costs.js';
 import * as complexity from './complexity.js';
 import * as session from './session.js';
 
-window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks (`splitMs`: see SPLIT_MS)
+window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks (`splitMs`: see SPLIT_MS; `cores`)
 
 // Two workers. The main one runs everything but a long run's other chains; the side one takes some of
 // those, balanced by what each chain took on the last run (`plan`), so that on a machine with two cores
@@ -146,7 +146,8 @@ async function run(seq = ++state.seq) {
   };
   const p = plan(phases());
   const options = inputs.options(state);
-  // the side's run starts when the main worker's first phase (the selected stage) has landed
+  // the side's run starts when the main worker's first phase (the selected stage) has landed, or at once
+  // where there is a core for each worker and one for the page (on two, it slowed the selected stage)
   let sideRun = null;
   const startSide = () => {
     if (!sideRun && p.side.length) {
@@ -155,6 +156,7 @@ async function run(seq = ++state.seq) {
     }
   };
   const mainRun = core.request('analyse-stream', { source: text, options, phases: p.main }, 'main', onPart(core, p.main));
+  if ((window.__cot.cores ?? navigator.hardwareConcurrency ?? 2) >= 3) startSide();
   const settled = [await mainRun.then(() => ({}), reason => ({ reason }))];
   startSide();
   if (sideRun && !settled[0].reason) settled.push(await sideRun.then(() => ({}), reason => ({ reason })));
