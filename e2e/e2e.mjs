@@ -555,8 +555,14 @@ try {
     await page.click('[data-testid="step-next"]');
     const pos = await page.$eval('#step-pos', e => e.textContent);
     assert(/2\s*\/\s*\d+/.test(pos), `${id}'s stepper after one step: ${pos}`);
-    await page.evaluate(() => { delete window.__cot.splitMs; });
-    return `${r.side.length} stages with graphs on the side worker; ${id}: ${prog} characters of program, ${steps} steps, at ${pos}`;
+    // with a core per worker and one for the page, the side starts at once: the same stages land
+    await page.evaluate(() => { window.__cot.cores = 4; });
+    for (const t of [RUNNING + ' ', RUNNING]) await setSource(page, t);
+    const eager = await page.evaluate(() => ({ split: window.__cot.perf[window.__cot.perf.length - 1].split,
+      side: window.__cot.state.result.stages.filter(s => s.run?.side).length, n: window.__cot.state.result.stages.length }));
+    assert(eager.split && eager.side > 0 && eager.n === r.all, 'a run whose side started at once: ' + JSON.stringify(eager));
+    await page.evaluate(() => { delete window.__cot.splitMs; delete window.__cot.cores; });
+    return `${r.side.length} stages with graphs on the side worker; ${id}: ${prog} characters of program, ${steps} steps, at ${pos}; started at once: ${eager.side} stages on the side`;
   });
 
   await check('the shared subterms of a gradient program light up together (issue 12)', async () => {

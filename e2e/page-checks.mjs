@@ -307,6 +307,22 @@ export async function pageChecks({ check, assert, open, browser, RUNNING }) {
     // Every counter heading and bar has a title that explains it.
     const titles = await p.$$eval('#costs .bar-counter', ts => ts.map(t => [t.textContent, t.querySelector('title')?.textContent || '']));
     assert(titles.length >= 3 && titles.every(([n, t]) => t.length > n.split(' ')[0].length + 10), 'counter titles: ' + JSON.stringify(titles.filter(([n, t]) => t.length <= n.length + 10)));
+    // The bars are updated in place when only the counts change: each shows its stage's count of the
+    // last run, and the selected stage's bars are marked.
+    await setSource(p, RUNNING.replace('x * z', 'x * z * z'));
+    await p.click('[data-stage="dualrev/tape"]');
+    const bars = await p.evaluate(() => {
+      const fmt = n => n >= 1e6 ? (n / 1e6).toPrecision(3) + 'M' : n >= 1e4 ? (n / 1e3).toPrecision(3) + 'k' : String(n);
+      const stages = new Map(window.__cot.state.result.stages.map(s => [s.id, s]));
+      return [...document.querySelectorAll('#costs g.bar')].map(g => {
+        const counter = g.querySelector('title').textContent.split(' = ')[0].split(': ')[1];
+        const c = stages.get(g.dataset.bar).cost;
+        const v = counter in c && counter !== 'counters' ? c[counter] : c.counters?.[counter] ?? 0;
+        return [g.dataset.bar, g.querySelector('.bar-value').textContent === fmt(v), g.classList.contains('selected')];
+      });
+    });
+    assert(bars.length > 40 && bars.every(b => b[1]), 'bars whose value is not the last run\'s: ' + JSON.stringify(bars.filter(b => !b[1]).slice(0, 5)));
+    assert(bars.every(([id, , sel]) => sel === (id === 'dualrev/tape')) && bars.some(b => b[2]), 'selected bars: ' + JSON.stringify(bars.filter(b => b[2]).slice(0, 5)));
     // A program some stages refuse: they are listed in the cost view with their reason.
     const DOT = 'input ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n';
     await setSource(p, DOT);

@@ -17,7 +17,7 @@ import * as costs from './costs.js';
 import * as complexity from './complexity.js';
 import * as session from './session.js';
 
-window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks (`splitMs`: see SPLIT_MS)
+window.__cot = { state, perf: [], selects: 0 };   // test and debugging hooks (`splitMs`: see SPLIT_MS; `cores`)
 
 // Two workers. The main one runs everything but a long run's other chains; the side one takes some of
 // those, balanced by what each chain took on the last run (`plan`), so that on a machine with two cores
@@ -44,14 +44,15 @@ function renderStage() {
   stepper.render(state);
 }
 
-function renderAll() {
+/** `withCosts` false: a streamed run's part (the cost bars are drawn once, when the run is done). */
+function renderAll(withCosts = true) {
   $('stage').classList.toggle('stale', !!state.stale);
   $('overview').classList.toggle('stale', !!state.stale);
   editor.render(state);
   inputs.render(state);
   stageList.render(state);
   renderStage();
-  costs.render(state);
+  if (withCosts) costs.render(state);
   complexity.render(state);
 }
 
@@ -116,7 +117,7 @@ async function run(seq = ++state.seq) {
     // the one whose graph is drawn beside it
     const beside = besideOf(state.selected)?.stage;
     if (part.stages.some(s => s.id === state.selected || s.id === beside)) apply(merged, seq);
-    else { stageList.render(state); costs.render(state); }
+    else stageList.refresh(state, part.stages.map(s => s.id));
   };
   const onPart = (worker, phases) => {
     let k = 0;
@@ -145,7 +146,8 @@ async function run(seq = ++state.seq) {
   };
   const p = plan(phases());
   const options = inputs.options(state);
-  // the side's run starts when the main worker's first phase (the selected stage) has landed
+  // the side's run starts when the main worker's first phase (the selected stage) has landed, or at once
+  // where there is a core for each worker and one for the page (on two, it slowed the selected stage)
   let sideRun = null;
   const startSide = () => {
     if (!sideRun && p.side.length) {
@@ -154,6 +156,7 @@ async function run(seq = ++state.seq) {
     }
   };
   const mainRun = core.request('analyse-stream', { source: text, options, phases: p.main }, 'main', onPart(core, p.main));
+  if ((window.__cot.cores ?? navigator.hardwareConcurrency ?? 2) >= 3) startSide();
   const settled = [await mainRun.then(() => ({}), reason => ({ reason }))];
   startSide();
   if (sideRun && !settled[0].reason) settled.push(await sideRun.then(() => ({}), reason => ({ reason })));
@@ -169,6 +172,10 @@ async function run(seq = ++state.seq) {
     return;
   }
   if (seq !== state.seq || !merged) return;   // a newer edit is on its way
+  // the cost bars, once the run is done: drawn per part, they took the page's thread 5–10 ms a part
+  // while both workers ran (on two cores), and a part's stages alone changed their shape, so they could
+  // never be updated in place
+  costs.render(state);
   performance.mark('cot-done-' + seq);
   const m = performance.measure('cot-update', 'cot-edit-' + seq, 'cot-done-' + seq);
   window.__cot.perf.push({ seq, ms: m.duration, selected_ms: selectedMs ?? m.duration, core_ms: merged.elapsed_ms, split: p.side.length > 0 });
@@ -183,7 +190,7 @@ function apply(res, seq) {
   state.diagnostics = res.diagnostics || [];
   if (!state.diagnostics.length) { state.result = res; state.stale = false; state.paramDefaults = res.params || state.paramDefaults; }
   else state.stale = !!state.result;   // while the program has errors, the last result that ran stays, dimmed
-  renderAll();
+  renderAll(false);   // (the cost bars: when the run is done)
   if (state.pendingStep != null && state.result && state.result.stages.some(s => s.id === state.selected || s.id === REFERENCE)) {
     const p = state.pendingStep;
     state.pendingStep = null;
@@ -207,7 +214,7 @@ function select(id, step = 0, reveal = false) {
   session.persist(state);
   stageList.markSelected(id);
   renderStage();
-  costs.render(state);
+  costs.markSelected(id);
   complexity.render(state);
   loadDetail(id);
   const b = besideOf(id);

@@ -46,18 +46,7 @@ export function render(state) {
     item.tabIndex = id === state.selected ? 0 : -1;
     item.setAttribute('role', 'button');
     if (id === state.selected) item.setAttribute('aria-current', 'true');
-    const r = stageResult(id);
-    let badge = '·', cls = 'none', tip = 'not run';
-    if (r && state.stale) { badge = '·'; cls = 'stale'; tip = 'the program has errors: this is the last version that ran'; }
-    else if (r) {
-      if (!r.ok) { badge = '–'; cls = 'refused'; tip = r.error || 'did not run'; }
-      else if (r.agrees === false) { badge = '✗'; cls = 'bad'; tip = 'disagrees with forward'; }
-      else if (r.gradient?.some(isNaNish)) { badge = '?'; cls = 'warn'; tip = 'the gradient has NaN'; }
-      else { badge = '✓'; cls = 'ok'; tip = id === REFERENCE ? 'reference' : 'agrees with forward'; }
-    }
-    const b = el('span', 'badge ' + cls, badge);
-    b.title = tip;
-    item.append(b);
+    item.append(badgeOf(state, id));
     const text = el('span', 'stage-text');
     text.append(el('span', 'stage-title', d.title || id));
     text.append(el('span', 'stage-sub', [id, d.section].filter(Boolean).join(' · ')));
@@ -65,6 +54,29 @@ export function render(state) {
     if (id === state.selected) item.classList.add('selected');
     ol.append(item);
   }
+}
+
+/** Stage `id`'s verdict badge: not run, stale, refused, disagrees, NaN, or agrees. */
+function badgeOf(state, id) {
+  const r = stageResult(id);
+  let badge = '·', cls = 'none', tip = 'not run';
+  if (r && state.stale) { badge = '·'; cls = 'stale'; tip = 'the program has errors: this is the last version that ran'; }
+  else if (r) {
+    if (!r.ok) { badge = '–'; cls = 'refused'; tip = r.error || 'did not run'; }
+    else if (r.agrees === false) { badge = '✗'; cls = 'bad'; tip = 'disagrees with forward'; }
+    else if (r.gradient?.some(isNaNish)) { badge = '?'; cls = 'warn'; tip = 'the gradient has NaN'; }
+    else { badge = '✓'; cls = 'ok'; tip = id === REFERENCE ? 'reference' : 'agrees with forward'; }
+  }
+  const b = el('span', 'badge ' + cls, badge);
+  b.title = tip;
+  return b;
+}
+
+/** Replaces only the badges of stages `ids` (a later part of a streamed run brought them): rebuilding
+ *  the whole list for each part was a few ms of the page's thread per part, beside two busy workers. */
+export function refresh(state, ids) {
+  const list = $('stage-list');
+  for (const id of ids) list.querySelector(`.stage-item[data-stage="${CSS.escape(id)}"] > .badge`)?.replaceWith(badgeOf(state, id));
 }
 
 /** Marks `id` as selected without rebuilding the list and scrolls it into view; the focus follows the

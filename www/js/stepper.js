@@ -57,6 +57,7 @@ function renderList(state, r, steps) {
     if (listJob) cancelIdle(listJob);
     list.dataset.ready = '';
     listJob = idle(() => { listJob = null; buildList(list, r, steps); markCurrent(state); }, { timeout: 300 });
+    return;   // (the list shown is the last trace's until then: it is marked when built)
   }
   markCurrent(state);
 }
@@ -87,11 +88,18 @@ function markCurrent(state) {
   const cur = list.querySelector(`li[data-step="${state.step}"]`);
   if (cur) {
     cur.setAttribute('aria-current', 'step');
-    // scroll the list only (never the page) to keep the current step in sight
-    if (cur.offsetTop < list.scrollTop || cur.offsetTop + cur.offsetHeight > list.scrollTop + list.clientHeight)
-      list.scrollTop = cur.offsetTop - list.clientHeight / 2;
+    // scroll the list only (never the page) to keep the current step in sight; in the next frame,
+    // when the page is laid out anyway (reading offsets now forced a layout in the middle of an update)
+    if (scrollJob) cancelAnimationFrame(scrollJob);
+    scrollJob = requestAnimationFrame(() => {
+      scrollJob = null;
+      if (!cur.isConnected) return;
+      if (cur.offsetTop < list.scrollTop || cur.offsetTop + cur.offsetHeight > list.scrollTop + list.clientHeight)
+        list.scrollTop = cur.offsetTop - list.clientHeight / 2;
+    });
   }
 }
+let scrollJob = null;
 
 export function render(state) {
   const steps = trace();
