@@ -23,7 +23,8 @@
 //! (a tuple of reals is packed into an array of reals, one loop: soa.rs `packed_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input
 //! and output are converted at the wrapper (boundary.rs): taken apart into component arrays, the
-//! gradient and the primal output zipped back.
+//! gradient and the primal output zipped back; a tuple nested in main's tuple output is returned as its
+//! flat tuple of leaves the same way.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};

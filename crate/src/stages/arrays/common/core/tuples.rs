@@ -378,10 +378,10 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
     let pat = sra.split_input(pat, &input);
     let mut binds = vec![];
     let out = sra.shape(body, &mut binds)?;
-    // an output holding arrays of tuples: its leaves as one flat tuple, the user's shape made of
-    // them after bot (boundary.rs)
+    // an output holding arrays of tuples, or tuples nested in its tuple: its leaves as one flat
+    // tuple, the user's shape made of them after bot (boundary.rs `flat_output`)
     if let Type::Fun(_, t) = &main.ty {
-        if super::soa::soa(t) {
+        if super::boundary::flat_output(t) {
             let mut ls = vec![];
             super::soa::leaves(&out, &mut ls)?;
             if ls.len() != super::boundary::leaves(t).len() || ls.len() < 2 {
