@@ -562,15 +562,18 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
     }
 }
 
-/// What is still refused, located: a fold over pairs with an integer component (a packed tuple
-/// holds reals: soa.rs `packed_fold`; a fold over pairs of reals whose component multiplies is taken
+/// What is still refused, located: a fold over pairs whose real component reads its integer
+/// component (the integers are a loop of their own beside the reals' packed loop: soa.rs
+/// `int_fold`; one that does not is taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
+/// a fold over pairs of reals whose component multiplies is taken
 /// since issue 12's tuple accumulators, `tuple_accumulators_in_folds_and_scans_reach_share_to_let`;
 /// a fold inside a map whose array depends on the map's index, refused here before bot's B-scan,
 /// is `a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators`).
 #[test]
 fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     part_c_agrees("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)");
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)", "§2.3")] {
+    part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)");
+    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + real k, k + 1)) (0.5, 0) a)", "reads an integer component")] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1088,8 +1091,8 @@ fn tuple_accumulators_in_folds_and_scans_reach_share_to_let() {
     let (p, _) = bot(texts[0]);
     assert_eq!(p.matches("scanl").count(), 1, "{p}");
     assert!(p.contains("[y, 1.0]"), "{p}");
-    let r = one("input ([0.5, 1.5], 0.3)\ndef main (xs, y) =\n  let (s, k) = fold (\\(s, k) x -> (s * x + y, k + 1)) (y, 0) xs in\n  s\n", "arrays/bot");
-    assert!(r.refused && r.error_span.is_some(), "{r:?}");
+    // an integer component beside them: a loop of its own (soa.rs `int_fold`)
+    part_c_agrees("input ([0.5, 1.5], 0.3)\ndef main (xs, y) =\n  let (s, k) = fold (\\(s, k) x -> (s * x + y, k + 1)) (y, 0) xs in\n  s\n");
 }
 
 /// Issue 12: bot's B-scan (bot.rs; ours, the paper's core has no loop): a fold inside a map whose
@@ -1113,4 +1116,45 @@ fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
     let (start, end) = r.error_span.expect("located");
     let map = ragged.find("map (").unwrap();
     assert!(start <= map && map < end && ragged[start..end].contains("fold"), "{r:?}");
+}
+
+/// A fold or scan over a tuple with integer components (soa.rs `int_fold`): an integer carries no
+/// cotangent, so the integers are a loop of their own over the elements' indexes (an `Array Int`
+/// accumulator, kept by D′ with no Delta), reading the reals' states when they use them, and the
+/// reals stay one packed loop, one ScanL Delta, or their sums. Was refused ("sequential fold …")
+/// or, for `(s + x, n + 1)`, an ill-typed `sum` of integers ("internal error: the output does not
+/// type-check"). Counters, an argmax, scans both ways, a fold per row inside a map, integer
+/// elements, integers only. A real component reading an integer one, and an array component beside
+/// an integer, are refused, located at the fold, with the reason.
+#[test]
+fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
+    let progs = [
+        ("[1.0, 3.0, 2.0]", "xs = fold (\\(s, n) x -> (s + x * x, n + 1)) (0.0, 0) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = fold (\\(best, bi, i) x -> if x > best then (x, i, i + 1) else (best, bi, i + 1)) (0.0, 0, 0) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = let (p, n) = fold (\\(p, n) x -> (p * x + 1.0, n + 1)) (1.0, 0) xs in p * real n"),
+        ("[1.0, 3.0, 2.0]", "xs = let (s, n) = fold (\\(s, n) x -> (s + x, n + 1)) (0.0, 0) xs in s / real n"),
+        ("[1.0, 3.0, 2.0]", "xs = fold (\\(s, n, t) x -> (s * x, n + 1, t + x * s)) (1.0, 0, 0.0) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = scanl (\\(best, bi, i) x -> if x > best then (x, i, i + 1) else (best, bi, i + 1)) (0.0, 0, 0) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = scanr (\\x (best, bi) -> if x > best then (x, bi + 1) else (best * x, bi)) (0.5, 0) xs"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> let (p, n) = fold (\\(p, n) x -> (p * x + 1.0, if x > p then n + 1 else n)) (1.0, 0) row in p * 2.0) m"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> fold (\\(p, n) x -> (p * x + 1.0, n + 1)) (1.0, 0) row) m"),
+        ("([1.0, 3.0, 2.0], [1, 2, 3])", "(xs, ks) = fold (\\(s, n) (x, k) -> (s * x + 1.0, n + k)) (1.0, 0) (map2 (\\x k -> (x, k)) xs ks)"),
+        ("[1.0, 3.0, 2.0]", "xs = (fold (\\(a, b) x -> (a + 1, b * 2)) (0, 1) xs, sum xs)"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // the reals are one loop: one ScanL Delta beside the integers' loop
+    let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
+    assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
+    for (main, why) in [
+        ("fold (\\(s, i) x -> (s + x * real i, i + 1)) (0.0, 0) xs", "real component reads an integer component"),
+        ("fold (\\(s, v, n) x -> (s * x, map (\\y -> y + x) v, n + 1)) (1.0, [0.0, 1.0], 0) xs", "component of type Array R"),
+    ] {
+        let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
+        let r = one(&text, "arrays/bot");
+        assert!(r.refused && r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
+        let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
+        assert!(text[start..end].starts_with("fold"), "{:?}", &text[start..end]);
+    }
 }

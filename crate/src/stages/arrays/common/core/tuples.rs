@@ -27,7 +27,8 @@
 //!   user's shape after bot (boundary.rs).
 //!
 //! What is left refused: a sum in main's input or output, and a component of a fold over tuples that is not a sum (§2.3), when used and
-//! the tuple is not all reals (a tuple of reals is packed into one loop's array: soa.rs).
+//! the tuple is not all reals and integers (a tuple of reals is packed into one loop's array, its
+//! integers a loop of their own: soa.rs), or a real component reads an integer one.
 
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
