@@ -1158,3 +1158,25 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
         assert!(text[start..end].starts_with("fold"), "{:?}", &text[start..end]);
     }
 }
+
+/// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,
+/// then a vector of length 2; arr16's reproducer m7 over a non-empty array) is outside the paper's
+/// language: its arrays are regular (§3) and a loop keeps its accumulator's shape (horde-ad's fold,
+/// whose type fixes it), and bot's B-scan stacks the k loops' states step by step, which is then
+/// not regular. Every Part C stage stops at that `tr` with one message naming this cause, located at
+/// the fold (it named only a map whose rows differ per element, located at the map). The same fold
+/// outside a map stores its states unstacked and agrees.
+#[test]
+fn a_fold_in_a_map_whose_accumulator_changes_length_stops_part_c_at_the_fold() {
+    let text = "input ([-1.445, 0.5], [-0.585, -0.975])\n\
+                def main (a, b) = map (\\r -> fold (\\acc x -> map (\\y -> y * x) b) (replicate 3 r) [r, 2.0 * r]) a\n";
+    let fold = text.find("fold").unwrap();
+    for stage in PART_C {
+        let r = one(text, stage);
+        let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+        assert!(e.contains("not regular") && e.contains("lengths 3 and 2") && e.contains("accumulator changes length"), "{stage}: {e}");
+        let (start, _) = r.error_span.unwrap_or_else(|| panic!("{stage}: no span: {e}"));
+        assert_eq!(start, fold, "{stage}: {:?}", &text[start..]);
+    }
+    part_c_agrees("input ([-1.445], [-0.585, -0.975])\ndef main (a, b) = fold (\\acc x -> b) (replicate 3 (a ! 0)) [a ! 0, b ! 0]\n");
+}
