@@ -562,9 +562,9 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
     }
 }
 
-/// What is still refused, located: a fold over pairs whose real component reads its integer
-/// component (the integers are a loop of their own beside the reals' packed loop: soa.rs
-/// `int_fold`; one that does not is taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
+/// What is still refused, located: a fold over pairs whose real component uses its integer
+/// component other than as `real k` (the integers are a loop of their own beside the reals' packed
+/// loop: soa.rs `int_fold`; `real k` is read from a column of its states; such folds are taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
 /// a fold over pairs of reals whose component multiplies is taken
 /// since issue 12's tuple accumulators, `tuple_accumulators_in_folds_and_scans_reach_share_to_let`;
 /// a fold inside a map whose array depends on the map's index, refused here before bot's B-scan,
@@ -573,7 +573,8 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
 fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     part_c_agrees("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)");
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)");
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + real k, k + 1)) (0.5, 0) a)", "reads an integer component")] {
+    part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + real k, k + 1)) (0.5, 0) a)");
+    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)", "other than as `real m`")] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1124,8 +1125,10 @@ fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
 /// reals stay one packed loop, one ScanL Delta, or their sums. Was refused ("sequential fold …")
 /// or, for `(s + x, n + 1)`, an ill-typed `sum` of integers ("internal error: the output does not
 /// type-check"). Counters, an argmax, scans both ways, a fold per row inside a map, integer
-/// elements, integers only. A real component reading an integer one, and an array component beside
-/// an integer, are refused, located at the fold, with the reason.
+/// elements, integers only, and reals reading the integers as `real i` (the integer loop first, its
+/// states a column of the packed elements). A real component using an integer one otherwise, the
+/// two reading each other, and an array component beside an integer, are refused, located at the
+/// fold, with the reason.
 #[test]
 fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let progs = [
@@ -1140,6 +1143,11 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
         ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> fold (\\(p, n) x -> (p * x + 1.0, n + 1)) (1.0, 0) row) m"),
         ("([1.0, 3.0, 2.0], [1, 2, 3])", "(xs, ks) = fold (\\(s, n) (x, k) -> (s * x + 1.0, n + k)) (1.0, 0) (map2 (\\x k -> (x, k)) xs ks)"),
         ("[1.0, 3.0, 2.0]", "xs = (fold (\\(a, b) x -> (a + 1, b * 2)) (0, 1) xs, sum xs)"),
+        ("[1.0, 3.0, 2.0]", "xs = fold (\\(s, i) x -> (s + x * real i, i + 1)) (0.0, 0) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = fold (\\(s, i) x -> (s * x + real i, i + 1)) (1.0, 0) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = scanl (\\(s, i) x -> (s * x + real i, i + 2)) (1.0, 1) xs"),
+        ("[1.0, 3.0, 2.0]", "xs = scanr (\\x (s, i) -> (s * x + real i, i + 2)) (1.0, 1) xs"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> fst (fold (\\(s, i) x -> (s * x + real i, i + 1)) (1.0, 0) row)) m"),
     ];
     for (input, main) in progs {
         part_c_agrees(&format!("input {input}\ndef main {main}\n"));
@@ -1148,7 +1156,8 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("fold (\\(s, i) x -> (s + x * real i, i + 1)) (0.0, 0) xs", "real component reads an integer component"),
+        ("fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs", "other than as `real m`"),
+        ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
         ("fold (\\(s, v, n) x -> (s * x, map (\\y -> y + x) v, n + 1)) (1.0, [0.0, 1.0], 0) xs", "component of type Array R"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");

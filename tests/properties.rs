@@ -505,6 +505,8 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let (mut pairs_io, mut pairs_ins, mut pairs_outs) = (0, 0, 0);
     // main's output a tuple nested in a tuple (boundary.rs `flat_output`)
     let mut nested_outs = 0;
+    // `ifd` folds whose real reads the integer as `real k` (a column of the integers' states)
+    let mut int_reads = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
@@ -512,9 +514,11 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}")) || src.contains(&format!("(let {f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let tuple_acc = src.contains(" (ta") || src.contains("(\\(ta") || src.contains("(fold (\\(p");
+        let int_read = src.contains("0.25 * real ifd");
         let ran = part_c_run_typed(src);
         let (took, (pairs_in, pairs_out), nested) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         nested_outs += usize::from(took && nested);
+        int_reads += usize::from(took && int_read);
         pairs_io += usize::from(took && (pairs_in || pairs_out));
         pairs_ins += usize::from(took && pairs_in);
         pairs_outs += usize::from(took && pairs_out);
@@ -526,7 +530,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -535,6 +539,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
     assert!(tuple_accs >= 1, "Part C took no random program with a fold or scan over a tuple accumulator");
+    assert!(int_reads >= 1, "Part C took no random program whose fold's real reads its integer component");
     assert!(nested_outs >= 2, "Part C took only {nested_outs} random programs with a nested tuple output");
     assert!(pairs_io >= 2 && pairs_ins >= 1 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_ins} in its input, {pairs_outs} in its output");
 }

@@ -237,9 +237,11 @@ impl Gen {
             6 => {
                 let (p, k, x, a, m) = (self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));
                 let e1 = self.real_in(&s.with_real(&p).with_real(&x), d.min(2));
-                let step = if self.below(2) == 0 { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
+                // a counter the real may read as `real k` (a column of the integers' states), or a
+                // count of the elements passing a test on the real
+                let (step, uses) = if self.below(2) == 0 { (format!("{k} + 1"), format!(" + 0.25 * real {k}")) } else { (format!("if {x} > {p} then {k} + 1 else {k}"), String::new()) };
                 let f = self.real_in(&s.with_real(&a), d.min(2));
-                format!("(let ({a}, {m}) = fold (\\({p}, {k}) {x} -> ({p} * 0.5 + {e1}, {step})) ({}, 0) {} in {f} + real {m})", self.real_in(s, d), self.vec(s, n, d))
+                format!("(let ({a}, {m}) = fold (\\({p}, {k}) {x} -> ({p} * 0.5 + {e1}{uses}, {step})) ({}, 0) {} in {f} + real {m})", self.real_in(s, d), self.vec(s, n, d))
             }
             4 => {
                 let (a, b) = (self.fresh("par"), self.fresh("par"));

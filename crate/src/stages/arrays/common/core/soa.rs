@@ -394,10 +394,12 @@ impl Sra<'_> {
     /// ```
     /// The integer loop reads each element by its index, and the real components' states (`r ! i`,
     /// the accumulator element i meets; `r ! (i + 1)` in a scanr) only when it uses them: else the
-    /// reals are a plain packed fold or their sums. A real component that reads an integer one is
-    /// refused, located: its loop would need the integers inside its array of reals.
+    /// reals are a plain packed fold or their sums. The other way round, a real component that reads
+    /// an integer one as `real m` reads it from a column of the packed elements, `real (ri ! i ! q)`
+    /// of the integer loop's states, which then runs first. Refused, located: the two reading each
+    /// other, or a real component using an integer one other than as `real m`.
     #[allow(clippy::too_many_arguments)]
-    fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
+    fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (soa.rs)";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real)) {
@@ -405,20 +407,48 @@ impl Sra<'_> {
             return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is neither")));
         }
         let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
-        let whole = |ks: &[usize], t: Type| wrap(live(inner, &Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect()))), Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t)));
+        let arr = |cs: &[Expr], ks: &[usize], t: Type| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t));
+        let whole = |cs: &[Expr], ks: &[usize], t: Type| wrap(live(inner, &arr(cs, ks, Type::Real)), arr(cs, ks, t));
         let reads = |x: &Expr, ks: &[usize]| ks.iter().any(|&k| mentions(x, accs[k]));
-        if !reals.is_empty() && reads(&whole(&reals, Type::Real), &ints) {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component: {WHY}, which would need the integers inside its array of reals")));
-        }
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
-        let states = reads(&whole(&ints, Type::Int), &reals);
+        let states = reads(&whole(&cs, &ints, Type::Int), &reals);
+        let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
+        if states && reals_read_ints {
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other")));
+        }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
-        let mut r_states = None;
+        // the reals reading the integers: the integer loop first, its states as columns of reals
+        let mut inner = inner.clone();
+        let mut xs = xs.to_vec();
+        if reals_read_ints {
+            let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &reals), (i, &inner), n, (None, true), binds, &mut out);
+            let mut cols = vec![];
+            for (q, &k) in ints.iter().enumerate() {
+                let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
+                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
+                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
+                let body = prim(Prim::ToReal, vec![state]).with_ty(Type::Real);
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
+                cols.push((accs[k], col.clone()));
+                xs.push(var(&col));
+            }
+            let mut ok = true;
+            for b in inner.iter_mut() {
+                ok &= read_as_reals(&mut b.1, &cols, i);
+            }
+            for &k in &reals {
+                ok &= read_as_reals(&mut cs[k], &cols, i);
+            }
+            if !ok {
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component uses an integer component other than as `real m`: {WHY}, which reads the integers' states as reals")));
+            }
+        }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() {
             None
         } else {
-            reals.iter().map(|&k| summand(&cs[k], accs[k]).map(|t| wrap(live(inner, t), t.clone())).filter(|t| !accs.iter().any(|&x| mentions(t, x)))).collect()
+            reals.iter().map(|&k| summand(&cs[k], accs[k]).map(|t| wrap(live(&inner, t), t.clone())).filter(|t| !accs.iter().any(|&x| mentions(t, x)))).collect()
         };
+        let mut r_states = None;
         if let Some(ts) = sums {
             // every real component `acc_k + t`: `z_k + sum (build n (\i -> t))` (sumOuter, §3.2)
             for (q, (&k, t)) in reals.iter().zip(ts).enumerate() {
@@ -437,9 +467,9 @@ impl Sra<'_> {
             let loop_op = if states && !scan { Prim::Scanl } else { op };
             let rz: Vec<Expr> = reals.iter().map(|&k| zs[k].clone()).collect();
             let racc: Vec<u32> = reals.iter().map(|&k| accs[k]).collect();
-            let rcs = Expr::gen(ExprKind::Array(reals.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(Type::Real));
-            let rinner = live(inner, &rcs);
-            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), (xs, i), rinner, n, binds) else {
+            let rcs = arr(&cs, &reals, Type::Real);
+            let rinner = live(&inner, &rcs);
+            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), (&xs, i), rinner, n, binds) else {
                 return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
             };
             let arr = Type::array(Type::Real);
@@ -457,11 +487,24 @@ impl Sra<'_> {
             }
             r_states = states.then_some(r);
         }
-        // the integer loop, over the elements' indexes
+        if !reals_read_ints {
+            self.int_loop(e, op, (zs, accs, &cs), (&ints, &reals), (i, &inner), n, (r_states, false), binds, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// `int_fold`'s integer loop over the elements' indexes, pushed on `binds`: its result, or its
+    /// states (`states`: the reals read them; a fold's are its scan's), and `out`'s integer
+    /// components read from it. `r`: the reals' states, when the integers read them.
+    #[allow(clippy::too_many_arguments)]
+    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (ints, reals): (&[usize], &[usize]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
+        use super::bot::mentions;
+        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
+        let loop_op = if states && !scan { Prim::Scanl } else { op };
         let (ia, arr_int) = (self.fresh.name("acc"), Type::array(Type::Int));
         let ics = Expr::gen(ExprKind::Array(ints.iter().map(|&k| cs[k].clone()).collect())).with_ty(arr_int.clone());
         let mut ibody = wrap(live(inner, &ics), ics);
-        if let Some(r) = &r_states {
+        if let Some(r) = &r {
             let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
             for (q, &k) in reals.iter().enumerate().rev() {
                 if mentions(&ibody, accs[k]) {
@@ -480,20 +523,43 @@ impl Sra<'_> {
         let j = self.fresh.name("i");
         let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), var(&j))]).with_ty(arr_int.clone());
         let ri = self.fresh.name("ri");
-        let ri_ty = if scan { Type::array(arr_int.clone()) } else { arr_int.clone() };
-        binds.push((ri.clone(), at(prim(op, vec![f, z0, idx]), e.span).with_ty(ri_ty), e.span));
+        let ri_ty = if scan || states { Type::array(arr_int.clone()) } else { arr_int.clone() };
+        binds.push((ri.clone(), at(prim(loop_op, vec![f, z0, idx]), e.span).with_ty(ri_ty), e.span));
         for (q, &k) in ints.iter().enumerate() {
             let comp = |row: Expr| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(Type::Int);
             out[k] = if scan {
                 let j = self.fresh.name("i");
                 let col = comp(prim(Prim::Index, vec![var(&ri), var(&j)]).with_ty(arr_int.clone()));
                 prim(Prim::Build, vec![length(var(&ri)), lam(pvar(&j), col)]).with_ty(arr_int.clone())
+            } else if states {
+                comp(prim(Prim::Index, vec![var(&ri), n.clone()]).with_ty(arr_int.clone()))
             } else {
                 comp(var(&ri))
             };
         }
-        Ok(out)
+        ri
     }
+}
+
+/// `t` with each `real m` of an integer accumulator m (`cols`: its id and the column of its states
+/// as reals) read from the column at `i`; false if m is used otherwise.
+fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
+            if let ExprKind::Var(v) = &a[0].kind {
+                if let Some((_, col)) = cols.iter().find(|c| c.0 == v.id) {
+                    *y = prim(Prim::Index, vec![var(col), var(i)]).with_ty(Type::Real);
+                    continue;
+                }
+            }
+        }
+        if matches!(&y.kind, ExprKind::Var(v) if cols.iter().any(|c| c.0 == v.id)) {
+            return false;
+        }
+        stack.extend(children_mut(y));
+    }
+    true
 }
 
 /// The leaf types of `t`, left to right (tuples taken apart, as a shape's leaves are).
