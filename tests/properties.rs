@@ -493,8 +493,9 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
     // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
     // `loop`: a local `let rec` (the generator's local recursion), unrolled as the top-level `rep` is
-    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop"];
-    let mut lowered = [0usize; 8];
+    // `ifd`: a fold whose accumulator pairs a real with an integer (soa.rs `int_fold`)
+    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop", "ifd"];
+    let mut lowered = [0usize; 9];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
     // folds and scans whose accumulator is a pair (soa.rs packs it into an array of reals)
@@ -502,6 +503,10 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // arrays of pairs in main's input (`prs` parameters) or output (`map2` to pairs), converted at
     // the wrapper (boundary.rs)
     let (mut pairs_io, mut pairs_ins, mut pairs_outs) = (0, 0, 0);
+    // main's output a tuple nested in a tuple (boundary.rs `flat_output`)
+    let mut nested_outs = 0;
+    // `ifd` folds whose real reads the integer as `real k` (a column of the integers' states)
+    let mut int_reads = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
@@ -509,8 +514,11 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let has: Vec<bool> = forms.iter().map(|f| src.contains(&format!("\\{f}")) || src.contains(&format!("(\\({f}")) || src.contains(&format!("({f} ")) || src.contains(&format!("(let ({f}")) || src.contains(&format!("(let {f}"))).collect();
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let tuple_acc = src.contains(" (ta") || src.contains("(\\(ta") || src.contains("(fold (\\(p");
+        let int_read = src.contains("0.25 * real ifd");
         let ran = part_c_run_typed(src);
-        let (took, (pairs_in, pairs_out)) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
+        let (took, (pairs_in, pairs_out), nested) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
+        nested_outs += usize::from(took && nested);
+        int_reads += usize::from(took && int_read);
         pairs_io += usize::from(took && (pairs_in || pairs_out));
         pairs_ins += usize::from(took && pairs_in);
         pairs_outs += usize::from(took && pairs_out);
@@ -522,7 +530,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -531,6 +539,8 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(lowered.iter().sum::<usize>() >= 8, "Part C took only {lowered:?} programs with lowered forms");
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
     assert!(tuple_accs >= 1, "Part C took no random program with a fold or scan over a tuple accumulator");
+    assert!(int_reads >= 1, "Part C took no random program whose fold's real reads its integer component");
+    assert!(nested_outs >= 2, "Part C took only {nested_outs} random programs with a nested tuple output");
     assert!(pairs_io >= 2 && pairs_ins >= 1 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_ins} in its input, {pairs_outs} in its output");
 }
 
@@ -542,10 +552,11 @@ fn part_c_run(src: String) -> Result<bool, String> {
     part_c_run_typed(src).map(|r| r.0)
 }
 
-/// `part_c_run`, and whether main's input and output types hold arrays of tuples.
-fn part_c_run_typed(src: String) -> Result<(bool, (bool, bool)), String> {
+/// `part_c_run`, whether main's input and output types hold arrays of tuples, and whether its
+/// output is a tuple nested in a tuple.
+fn part_c_run_typed(src: String) -> Result<(bool, (bool, bool), bool), String> {
     let stages: Vec<String> = PART_C.iter().map(|s| s.to_string()).collect();
-    limits::run_with_stack(move || -> Result<(bool, (bool, bool)), String> {
+    limits::run_with_stack(move || -> Result<(bool, (bool, bool), bool), String> {
         let seed = varied_seed(&src)?;
         let opts = Options { trace: false, seed: Some(seed), stages, ..Options::default() };
         let a = analyse(&src, &opts).map_err(|d| format!("{d:?}\n{src}"))?;
@@ -561,7 +572,8 @@ fn part_c_run_typed(src: String) -> Result<(bool, (bool, bool)), String> {
         }
         // an array whose element is a tuple (an array of arrays prints `Array (Array …)`)
         let soa = |t: &cotangent::ir::Type| cotangent::print::print_type(t, &PrintOptions::unicode()).replace("(Array ", "").contains("Array (");
-        Ok((all, (soa(&a.input_type), soa(&a.output_type))))
+        let nested = matches!(&a.output_type, cotangent::ir::Type::Tuple(ts) if ts.iter().any(|t| matches!(t, cotangent::ir::Type::Tuple(_))));
+        Ok((all, (soa(&a.input_type), soa(&a.output_type)), nested))
     })
 }
 

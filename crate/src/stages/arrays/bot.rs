@@ -74,8 +74,8 @@ pub fn bot_program(src: &Source) -> Result<(Program, Program, Trace), Diagnostic
     })?;
     let mut fr = Fresh::new(&p);
     let (pat, boundary, core) = lower::lower_main(&p, &mut fr)?;
-    // main's output arrays of tuples given back in the user's shape below bot's output (boundary.rs)
-    let soa_out = super::common::core::soa::soa(src.output_type).then(|| src.output_type.clone());
+    // main's output arrays of tuples (or nested tuples) given back in the user's shape below bot's output (boundary.rs)
+    let soa_out = super::common::core::boundary::flat_output(src.output_type).then(|| src.output_type.clone());
     let user = |e: Expr, fr: &mut Fresh| match &soa_out {
         Some(t) => super::common::core::boundary::output(t, e, fr),
         None => e,

@@ -228,6 +228,10 @@ fn b9_scatter(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 //     ⇝ tr [1, 0] (scanl (λA C. build1 k (λj. t[index A j/a, index C j/c, j/i])) (build1 k (λi. z))
 //                                                                       (tr [1, 0] (build1 k (λi. xs))))
 // The k arrays xs must have one length (regular, §3); ragged ones stop at the inner `tr`, located.
+// The loop's accumulators must keep one shape from step to step (as horde-ad's fold, whose type
+// fixes the accumulator's shape; §3's arrays are regular): the states of k loops stacked step by
+// step are not regular when it changes (`fold (\acc x -> v) (replicate 3 r) xs`, v of length 2),
+// and the outer `tr` stops, located at the fold.
 build_rule!(b_scanl, |k, i, body, cx| {
     let Core::Scanl { f, z, xs } = view(body) else { return None };
     let (a, c, t) = super::fold::scan_fun(f)?;
@@ -237,7 +241,7 @@ build_rule!(b_scanl, |k, i, body, cx| {
     let t2 = subst(&t2, i.id, &var(&j), cx.fresh);
     let f2 = lam(pvar(&aa), lam(pvar(&cc), build1(copy(k, cx.fresh), &j, t2)));
     let loop_ = prim(Prim::Scanl, vec![f2, rebuild(k, i, z, cx.fresh), tr(&[1, 0], rebuild(k, i, xs, cx.fresh))]);
-    Some(tr(&[1, 0], loop_))
+    Some(at(tr(&[1, 0], loop_), body.span))
 });
 
 build_rule!(b10_literal, |k, i, body, cx| {

@@ -14,7 +14,7 @@
 //! `[0]`, `[1, 0]` and `[1, 1]`). `soaZip d (a1, …, an)`: the depth-d array of n-tuples whose
 //! component k is `ak` (its inverse on one level of tuples). Both only move values.
 //!
-//! Arrays of tuples in main's output are the mirror: the core main returns the output's leaves as
+//! Arrays of tuples in main's output (and tuples nested in its tuple, `flat_output`) are the mirror: the core main returns the output's leaves as
 //! one flat tuple, bot's main ends with `let (y1, …, yn) = core in` the user's shape made of them
 //! (`output`), and the wrapper seeds the reverse pass with the seed's leaves (`soaGet path seed`).
 
@@ -100,6 +100,15 @@ pub fn leaves(t: &Type) -> Vec<(Vec<i64>, Type)> {
 /// has one, `soaZip` under arrays.
 pub fn assemble(t: &Type, leaf: &mut impl FnMut(&[i64]) -> Expr) -> Expr {
     join(t, true, leaf)
+}
+
+/// Whether main's output of type `t` is returned by the core as one flat tuple of its leaves and
+/// put back into the user's shape after bot (`output`): when it holds arrays of tuples (soa.rs), or
+/// tuples nested in its tuple (`((sum xs, length xs), 1.0)`): §6.5's wrapper and the symbolic reverse
+/// pass (§7.2) seed one Delta per output component, and a component that is itself a tuple has no
+/// Delta, so each leaf is a component of its own and the seed is read leaf by leaf (`soaGet path seed`).
+pub fn flat_output(t: &Type) -> bool {
+    super::soa::soa(t) || matches!(t, Type::Tuple(ts) if ts.iter().any(|c| matches!(c, Type::Tuple(_))))
 }
 
 /// `components` (only tuples under arrays are taken apart) or `leaves` (`outer`: tuples outside

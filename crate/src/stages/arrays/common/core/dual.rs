@@ -327,7 +327,7 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     // main's output arrays of tuples: the core term returns their leaves as one flat tuple, and bot's
     // `let (y1, …, yn) = core in …` puts them back into the user's shape (boundary.rs), which the
     // primal reuses; the seed is taken apart into the leaves' parts the same way
-    let soa_out = super::soa::soa(output_type);
+    let soa_out = super::boundary::flat_output(output_type);
     let (body, conv) = match super::boundary::parse_output(body) {
         Some((core, _)) if soa_out => (core, Some(body)),
         _ if soa_out => return Err(Diagnostic::error(body.span, "main's output holds arrays of tuples but its body does not end in their conversion (boundary.rs)")),

@@ -19,11 +19,13 @@
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
 //! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
 //! not there is the other branch's, or the tag a constant). What is left
-//! is refused, located: a tuple accumulator with an integer or array component that is not a sum
-//! (a tuple of reals is packed into an array of reals, one loop: soa.rs `packed_fold`), data-dependent
+//! is refused, located: a tuple accumulator with an array component that is not a sum, or whose
+//! real component uses an integer one other than as `real k`, or the two reading each other (a tuple of reals is packed into an array of reals, one loop:
+//! soa.rs `packed_fold`; its integers a loop of their own beside it, `int_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input
 //! and output are converted at the wrapper (boundary.rs): taken apart into component arrays, the
-//! gradient and the primal output zipped back.
+//! gradient and the primal output zipped back; a tuple nested in main's tuple output is returned as its
+//! flat tuple of leaves the same way.
 use super::lang::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -204,13 +206,14 @@ fn reverse(xs: Expr, fresh: &mut Fresh) -> Expr {
     build1(n, &i, index(xs, last))
 }
 
-/// Whether `t` is `Array^k R` (k ≥ 0): what a sequential scan's accumulator may be.
+/// Whether `t` is `Array^k R` or `Array^k Int` (k ≥ 0): what a sequential scan's accumulator may be
+/// (an integer loop has no Delta: D′ keeps it, dual.rs; soa.rs makes one beside a tuple's reals).
 fn real_array(t: &Type) -> bool {
     let mut t = t;
     while let Some(e) = t.as_array() {
         t = e;
     }
-    *t == Type::Real
+    matches!(t, Type::Real | Type::Int)
 }
 
 /// A sequential fold's core form (beyond the paper, which has no fold: §2.3; as horde-ad, fold.rs):

@@ -451,7 +451,7 @@ pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res 
     if let Some((depth, a, b)) = ragged(t, &full_shape(t)) {
         return Err(err(
             span,
-            &format!("tr: the array is not regular (rows of lengths {a} and {b} at depth {depth}); the paper's arrays are regular (§3: a shape is the same for every index), so a program whose array's rows differ in length per element (`if … then [p] else [p, x0]` inside a map) is outside its language"),
+            &format!("tr: the array is not regular (rows of lengths {a} and {b} at depth {depth}); the paper's arrays are regular (§3: a shape is the same for every index), so a program whose array's rows differ in length per element (`if … then [p] else [p, x0]` inside a map), or a fold or scan inside a map whose accumulator changes length from one step to the next (its states stacked step by step: bot's B-scan; a loop keeps its accumulator's shape, as horde-ad's fold, whose type fixes it), is outside its language"),
         ));
     }
     let out_shape: Vec<usize> = perm.iter().map(|&d| shape.get(d).copied().unwrap_or(0)).collect();

@@ -27,7 +27,9 @@
 //!   user's shape after bot (boundary.rs).
 //!
 //! What is left refused: a sum in main's input or output, and a component of a fold over tuples that is not a sum (§2.3), when used and
-//! the tuple is not all reals (a tuple of reals is packed into one loop's array: soa.rs).
+//! the tuple is not all reals and integers (a tuple of reals is packed into one loop's array, its
+//! integers a loop of their own: soa.rs), or a real component uses an integer one other than as
+//! `real k`, or the two read each other.
 
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
@@ -378,10 +380,10 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
     let pat = sra.split_input(pat, &input);
     let mut binds = vec![];
     let out = sra.shape(body, &mut binds)?;
-    // an output holding arrays of tuples: its leaves as one flat tuple, the user's shape made of
-    // them after bot (boundary.rs)
+    // an output holding arrays of tuples, or tuples nested in its tuple: its leaves as one flat
+    // tuple, the user's shape made of them after bot (boundary.rs `flat_output`)
     if let Type::Fun(_, t) = &main.ty {
-        if super::soa::soa(t) {
+        if super::boundary::flat_output(t) {
             let mut ls = vec![];
             super::soa::leaves(&out, &mut ls)?;
             if ls.len() != super::boundary::leaves(t).len() || ls.len() < 2 {
