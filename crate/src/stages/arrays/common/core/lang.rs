@@ -255,17 +255,14 @@ pub fn scatter(sizes: Vec<Expr>, t: Expr, is: &[Name], ix: Vec<Expr>) -> Option<
 
 /// The op `e` (a broadcast op) with its operands replaced, at the same rank.
 pub fn with_operands(e: &Expr, new: Vec<Expr>) -> Expr {
-    let mut out = e.clone();
-    match &mut out.kind {
-        ExprKind::Prim(p, args) if scalar_op(*p) => *args = new,
-        ExprKind::Prim(_, args) => {
-            let f = args[0].clone();
-            *args = std::iter::once(f).chain(new).collect();
-        }
-        _ => {}
-    }
-    out.ty = Type::Unknown;
-    out
+    // Built around the new operands, not by cloning `e` whole: that copied the old operands' subtrees
+    // at every level, Θ(n²) on a deep nesting such as sin (sin (... x)) (issue 14).
+    let kind = match &e.kind {
+        ExprKind::Prim(p, _) if scalar_op(*p) => ExprKind::Prim(*p, new),
+        ExprKind::Prim(p, args) => ExprKind::Prim(*p, std::iter::once(args[0].clone()).chain(new).collect()),
+        _ => e.kind.clone(),
+    };
+    Expr { kind, span: e.span, ty: Type::Unknown }
 }
 
 /// The op `e` one rank up, on `new` operands: `map2 (\x y -> e[x, y]) u v`.

@@ -491,14 +491,27 @@ pub struct Reverse {
 }
 
 fn trivial(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_)) || spine(e).is_some_and(|(h, _)| h == "share" || h == "shared")
+    matches!(e.kind, ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_)) || head(e).is_some_and(|h| h == "share" || h == "shared")
+}
+
+/// The head builtin of an application spine, found without collecting its arguments (`spine`):
+/// `shared_id` and `trivial` run on every node `tree_size_depth` visits.
+fn head(e: &Expr) -> Option<&str> {
+    let mut cur = e;
+    while let ExprKind::App(f, _) = &cur.kind {
+        cur = f;
+    }
+    match &cur.kind {
+        ExprKind::Builtin(n) => Some(n),
+        _ => None,
+    }
 }
 
 /// The ID of a reference `shared i`.
 pub fn shared_id(e: &Expr) -> Option<i64> {
-    match spine(e)? {
-        ("shared", args) if args.len() == 1 => match args[0].kind {
-            ExprKind::Int(id) => Some(id),
+    match &e.kind {
+        ExprKind::App(f, a) => match (&f.kind, &a.kind) {
+            (ExprKind::Builtin(h), ExprKind::Int(id)) if &**h == "shared" => Some(*id),
             _ => None,
         },
         _ => None,
