@@ -1024,9 +1024,10 @@ impl Machine<'_> {
                 }
                 // a scrutinee or condition that is a leaf or a region with a value runs in place (the
                 // same steps in the same order, without a frame and a trip round the loop)
-                Code::Case(s, ..) if inline_arg(s) => {
+                Code::Case(s, ..) | Code::If(s, ..) if inline_arg(s) => {
                     let v = self.arg_value(s)?;
-                    match self.case_branch(c, v)? {
+                    let next = if matches!(node(c), Code::Case(..)) { self.case_branch(c, v)? } else { self.if_branch(c, v)? };
+                    match next {
                         Next::Eval(b) => {
                             c = b;
                             continue;
@@ -1037,16 +1038,6 @@ impl Machine<'_> {
                 Code::Case(s, ..) => {
                     self.kont.push(Kont::Case(c));
                     Next::Eval(&**s)
-                }
-                Code::If(cond, ..) if inline_arg(cond) => {
-                    let v = self.arg_value(cond)?;
-                    match self.if_branch(c, v)? {
-                        Next::Eval(b) => {
-                            c = b;
-                            continue;
-                        }
-                        n => return Ok(n),
-                    }
                 }
                 Code::If(cond, ..) => {
                     self.kont.push(Kont::If(c));

@@ -208,7 +208,7 @@ fn reverse(xs: Expr, fresh: &mut Fresh) -> Expr {
 
 /// Whether `t` is `Array^k R` or `Array^k Int` (k ≥ 0): what a sequential scan's accumulator may be
 /// (an integer loop has no Delta: D′ keeps it, dual.rs; soa.rs makes one beside a tuple's reals).
-fn real_array(t: &Type) -> bool {
+fn scan_accumulator(t: &Type) -> bool {
     let mut t = t;
     while let Some(e) = t.as_array() {
         t = e;
@@ -231,7 +231,7 @@ fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut
         },
         _ => Type::Unknown,
     };
-    if !real_array(&acc_ty) {
+    if !scan_accumulator(&acc_ty) {
         return Err(refuse(span, WHAT));
     }
     let acc = Name::new(&acc_name(f, acc_at), acc);

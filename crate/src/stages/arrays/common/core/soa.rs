@@ -472,18 +472,8 @@ impl Sra<'_> {
             let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), (&xs, i), rinner, n, binds) else {
                 return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
             };
-            let arr = Type::array(Type::Real);
             for (q, &k) in reals.iter().enumerate() {
-                let comp = |row: Expr| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(Type::Real);
-                out[k] = if scan {
-                    let j = self.fresh.name("i");
-                    let col = comp(prim(Prim::Index, vec![var(&r), var(&j)]).with_ty(arr.clone()));
-                    prim(Prim::Build, vec![length(var(&r)), lam(pvar(&j), col)]).with_ty(arr.clone())
-                } else if states {
-                    comp(prim(Prim::Index, vec![var(&r), n.clone()]).with_ty(arr.clone()))
-                } else {
-                    comp(var(&r))
-                };
+                out[k] = self.component(&r, q, Type::Real, (scan, states), n);
             }
             r_states = states.then_some(r);
         }
@@ -526,18 +516,25 @@ impl Sra<'_> {
         let ri_ty = if scan || states { Type::array(arr_int.clone()) } else { arr_int.clone() };
         binds.push((ri.clone(), at(prim(loop_op, vec![f, z0, idx]), e.span).with_ty(ri_ty), e.span));
         for (q, &k) in ints.iter().enumerate() {
-            let comp = |row: Expr| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(Type::Int);
-            out[k] = if scan {
-                let j = self.fresh.name("i");
-                let col = comp(prim(Prim::Index, vec![var(&ri), var(&j)]).with_ty(arr_int.clone()));
-                prim(Prim::Build, vec![length(var(&ri)), lam(pvar(&j), col)]).with_ty(arr_int.clone())
-            } else if states {
-                comp(prim(Prim::Index, vec![var(&ri), n.clone()]).with_ty(arr_int.clone()))
-            } else {
-                comp(var(&ri))
-            };
+            out[k] = self.component(&ri, q, Type::Int, (scan, states), n);
         }
         ri
+    }
+
+    /// Component q (of type `elem`) of a packed loop's result `r`: a scan's column of it, the last
+    /// row of a fold run as a scan (`states`: its row n), or the fold's packed result itself.
+    fn component(&mut self, r: &Name, q: usize, elem: Type, (scan, states): (bool, bool), n: &Expr) -> Expr {
+        let row_ty = Type::array(elem.clone());
+        let comp = |row: Expr| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(elem.clone());
+        if scan {
+            let j = self.fresh.name("i");
+            let col = comp(prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty.clone()));
+            prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), col)]).with_ty(row_ty)
+        } else if states {
+            comp(prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty))
+        } else {
+            comp(var(r))
+        }
     }
 }
 
