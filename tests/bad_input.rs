@@ -259,3 +259,21 @@ fn deeply_nested_programs_print_in_linear_space_and_rewrites_stop_at_their_budge
     let e = pe_error.expect("stopped");
     assert!(e.contains("the rewrite visits budget"), "{e}");
 }
+
+#[test]
+fn a_rewrite_quadratic_in_its_rules_walks_stops_at_its_budget_located() {
+    // `sin (sin (… x))` 4000 deep: unf/pe visits ~17 nodes a level, but each continuation it inlines
+    // renames through all those inlined before it, so its rules walk Θ(n²) nodes. Those walks count
+    // against the visits budget (kit::rewrite::charge); uncounted, this ran to the end (and 10,000
+    // deep ran over a minute). The stop points at `def main`.
+    let src = format!("input 0.5\ndef main x = {}x{}\n", "sin (".repeat(4000), ")".repeat(4000));
+    let (error, span) = run_with_stack(move || {
+        let a = analyse(&src, &Options { trace: false, stages: vec!["unf/pe".into()], ..Options::default() }).expect("analyses");
+        let pe = a.stages.iter().find(|r| r.id == "unf/pe").expect("ran");
+        (pe.error.clone(), pe.error_span)
+    });
+    let e = error.expect("stopped");
+    assert!(e.contains("the rewrite visits budget") && e.contains("nodes walked by the rules"), "{e}");
+    let span = span.expect("located");
+    assert_eq!(span.start, "input 0.5\n".len() as u32, "at `def main`: {span:?}");
+}

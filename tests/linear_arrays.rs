@@ -40,12 +40,16 @@ fn allocated(n: usize, stage: &str) -> (u64, Option<bool>) {
 }
 
 #[test]
-fn dual_arrays_allocates_linearly_on_a_deep_nesting() {
-    // D (Fig. 15) rebuilt each op around its new operands by cloning the op whole, old operands
-    // included: Θ(n²) bytes (10x the bytes for 4x the depth, 958 MB at n = 4000). Doubling n must about double the bytes.
-    let (small, a) = allocated(1000, "arrays/dual-arrays");
-    let (large, b) = allocated(4000, "arrays/dual-arrays");
-    assert_eq!((a, b), (Some(true), Some(true)));
-    eprintln!("dual-arrays on sin-1000: {small} bytes, sin-4000: {large} bytes");
-    assert!(large < small * 6, "4x the depth allocated {:.1}x the bytes ({small} → {large})", large as f64 / small as f64);
+fn the_array_stages_allocate_linearly_on_a_deep_nesting() {
+    // dual-arrays: D (Fig. 15) rebuilt each op around its new operands by cloning the op whole, old
+    // operands included: Θ(n²) bytes (10x the bytes for 4x the depth, 958 MB at n = 4000).
+    // build1 and onehot: the lowering of §4's naive extensions cloned every primitive's arguments
+    // to look at them (16x). Quadrupling n must leave the bytes under 6x.
+    for stage in ["arrays/dual-arrays", "arrays/build1", "arrays/onehot"] {
+        let (small, a) = allocated(1000, stage);
+        let (large, b) = allocated(4000, stage);
+        assert_eq!((a, b), (Some(true), Some(true)), "{stage}");
+        eprintln!("{stage} on sin-1000: {small} bytes, sin-4000: {large} bytes");
+        assert!(large < small * 6, "{stage}: 4x the depth allocated {:.1}x the bytes ({small} → {large})", large as f64 / small as f64);
+    }
 }

@@ -231,7 +231,41 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
             if let Some(n) = max_steps {
                 opts.budget.steps = n;
             }
-            let a = match pipeline::analyse(&text, &opts) {
+            // Each stage is printed (and flushed) as soon as it has run, and its result let go: holding
+            // every stage's program text, views and graph until the end took a 10^4-term program's
+            // `--json` past the memory budget at the last stage, and then nothing at all was printed.
+            let (mut started, mut bad, mut written) = (false, false, Ok(()));
+            let phases = one_stage_a_phase(&opts.stages);
+            let analysed = pipeline::analyse_in_phases(&text, &opts, &phases, &mut |a, results| {
+                bad |= results.iter().any(|r| matches!(r.status, Status::Disagrees | Status::Error | Status::Budget));
+                if written.is_err() {
+                    return;
+                }
+                written = (|| {
+                    if !started {
+                        started = true;
+                        if json {
+                            write!(o, "{}", json_head(a))?;
+                        } else {
+                            let forward_error = results.iter().find(|r| r.id == "forward").and_then(|r| r.error.clone());
+                            print_head(o, a, forward_error)?;
+                        }
+                    } else if json && !results.is_empty() {
+                        write!(o, ",")?;
+                    }
+                    for (k, r) in results.iter().enumerate() {
+                        if json {
+                            let item = serde_json::to_string_pretty(&stage_json(r, &show)).unwrap_or_default();
+                            let item: Vec<String> = item.lines().map(|l| format!("    {l}")).collect();
+                            write!(o, "{}\n{}", if k > 0 { "," } else { "" }, item.join("\n"))?;
+                        } else {
+                            print_stage(o, &file, &text, r, &show)?;
+                        }
+                    }
+                    o.flush()
+                })();
+            });
+            let a = match analysed {
                 Ok(a) => a,
                 Err(ds) => {
                     report(&file, &text, &ds);
@@ -239,11 +273,10 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                     return Ok(());
                 }
             };
-            *code = exit_code(&a);
+            *code = status(&a, bad);
+            written?;
             if json {
-                out!(o, "{}", serde_json::to_string_pretty(&to_json_doc(&a, &show)).unwrap_or_default());
-            } else {
-                print_human(o, &file, &text, &a, &show)?;
+                out!(o, "\n  ]\n}}");
             }
         }
         Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json, walker, cpu } => {
@@ -338,11 +371,15 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
 /// be checked; else 1 when a stage disagrees with it or failed (an error, a budget stop); else 0. A
 /// stage that refused the program (a located refusal by design, not a run) does not count.
 fn exit_code(a: &Analysis) -> u8 {
-    if a.reference.is_none() {
-        return EXIT_NO_REFERENCE;
-    }
     let bad = a.stages.iter().any(|r| matches!(r.status, Status::Disagrees | Status::Error | Status::Budget));
-    if bad {
+    status(a, bad)
+}
+
+/// The exit status (README, "The command line"): no reference, a stage that disagrees or failed, or 0.
+fn status(a: &Analysis, bad: bool) -> u8 {
+    if a.reference.is_none() {
+        EXIT_NO_REFERENCE
+    } else if bad {
         EXIT_DISAGREES
     } else {
         0
@@ -354,19 +391,34 @@ fn gradient_text(g: &[f64]) -> String {
     format!("[{}]", parts.join(", "))
 }
 
-fn print_human(o: &mut impl Write, file: &str, text: &str, a: &Analysis, show: &[String]) -> std::io::Result<()> {
-    let has = |s: &str| show.iter().any(|x| x == s);
+/// The stages to run as phases of one stage each (`pipeline::analyse_in_phases`), so that each is
+/// printed as soon as it is done; the first phase runs up to `forward`, whose error the head reports.
+fn one_stage_a_phase(chosen: &[String]) -> Vec<Vec<String>> {
+    let ids: Vec<String> = if chosen.is_empty() { stages::all().into_iter().map(|s| s.info().id.to_string()).collect() } else { chosen.to_vec() };
+    let first = ids.iter().position(|id| id == "forward").map_or(1, |k| k + 1).min(ids.len());
+    let mut phases = vec![ids[..first].to_vec()];
+    phases.extend(ids[first..].iter().map(|id| vec![id.clone()]));
+    phases
+}
+
+/// The lines before the stages: the input, the primal and the reference.
+fn print_head(o: &mut impl Write, a: &Analysis, forward_error: Option<String>) -> std::io::Result<()> {
     out!(o, "input    {}", a.input);
     out!(o, "primal   {}", a.primal);
     if a.reference.is_none() {
-        let why = a.stages.iter().find(|r| r.id == "forward").and_then(|r| r.error.clone());
-        let why = why.map(|e| format!(": forward mode failed: {e}")).unwrap_or_default();
+        let why = forward_error.map(|e| format!(": forward mode failed: {e}")).unwrap_or_default();
         out!(o, "reference none{why}; no stage could be checked (exit status {EXIT_NO_REFERENCE})");
     }
     if let Some(r) = &a.reference {
         out!(o, "reference gradient {}   finite differences {}{}", gradient_text(&r.gradient), gradient_text(&r.fd), if r.fd_agrees { "" } else { "  (differ)" });
     }
-    for r in &a.stages {
+    Ok(())
+}
+
+/// One stage's result, as `show` asks.
+fn print_stage(o: &mut impl Write, file: &str, text: &str, r: &pipeline::StageResult, show: &[String]) -> std::io::Result<()> {
+    let has = |s: &str| show.iter().any(|x| x == s);
+    {
         let info = stages::find(&r.id).map(|s| s.info());
         out!(o);
         match info {
@@ -380,7 +432,7 @@ fn print_human(o: &mut impl Write, file: &str, text: &str, a: &Analysis, show: &
         if let Some(e) = &r.error {
             let d = Diagnostic::error(r.error_span.unwrap_or(cotangent::diag::Span::NONE), e.clone()).in_stage(&r.id);
             write!(o, "{}", render(display_name(file), text, &d))?;
-            continue;
+            return Ok(());
         }
         let primal = r.primal.as_ref().map(Value::to_string).unwrap_or_default();
         let grad = r.gradient_value.as_ref().map(Value::to_string).unwrap_or_default();
@@ -421,44 +473,47 @@ fn print_human(o: &mut impl Write, file: &str, text: &str, a: &Analysis, show: &
     Ok(())
 }
 
-fn to_json_doc(a: &Analysis, show: &[String]) -> serde_json::Value {
-    let has = |s: &str| show.iter().any(|x| x == s);
-    let stages: Vec<serde_json::Value> = a
-        .stages
-        .iter()
-        .map(|r| {
-            let mut cost = json!({ "steps": r.cost.steps, "real_ops": r.cost.real_ops, "allocs": r.cost.allocs, "max_depth": r.cost.max_depth });
-            for (k, v) in &r.cost.counters {
-                cost[k] = json!(v);
-            }
-            let mut o = json!({
-                "id": r.id,
-                "status": r.status,
-                "contract": r.contract,
-                "ok": r.ok,
-                "error": r.error,
-                "primal": r.primal.as_ref().map(to_json),
-                "gradient": json_real::values(&r.gradient),
-                "agrees": r.agrees,
-                "cost": cost,
-                "program": r.program,
-            });
-            if !r.views.is_empty() {
-                o["views"] = serde_json::to_value(&r.views).unwrap_or_default();
-            }
-            if has("delta") {
-                o["graph"] = serde_json::to_value(&r.graph).unwrap_or_default();
-            }
-            if has("trace") {
-                o["trace"] = serde_json::to_value(&r.trace).unwrap_or_default();
-            }
-            o
-        })
-        .collect();
-    json!({
+/// The JSON document up to its `stages` array's first item (the items follow as each stage is done,
+/// then `\n  ]\n}`): `--json`'s output is the pretty-printed document whole.
+fn json_head(a: &Analysis) -> String {
+    let head = json!({
         "input": to_json(&a.input),
         "primal": to_json(&a.primal),
         "reference": a.reference.as_ref().map(|r| json!({ "gradient": json_real::values(&r.gradient), "fd": json_real::values(&r.fd), "fd_agrees": r.fd_agrees })),
-        "stages": stages,
-    })
+        "stages": [],
+    });
+    let text = serde_json::to_string_pretty(&head).unwrap_or_default();
+    // `"stages": []` is the last key
+    format!("{}[", text.trim_end_matches("[]\n}"))
+}
+
+/// One stage's JSON object, with what `show` asks.
+fn stage_json(r: &pipeline::StageResult, show: &[String]) -> serde_json::Value {
+    let has = |s: &str| show.iter().any(|x| x == s);
+    let mut cost = json!({ "steps": r.cost.steps, "real_ops": r.cost.real_ops, "allocs": r.cost.allocs, "max_depth": r.cost.max_depth });
+    for (k, v) in &r.cost.counters {
+        cost[k] = json!(v);
+    }
+    let mut o = json!({
+        "id": r.id,
+        "status": r.status,
+        "contract": r.contract,
+        "ok": r.ok,
+        "error": r.error,
+        "primal": r.primal.as_ref().map(to_json),
+        "gradient": json_real::values(&r.gradient),
+        "agrees": r.agrees,
+        "cost": cost,
+        "program": r.program,
+    });
+    if !r.views.is_empty() {
+        o["views"] = serde_json::to_value(&r.views).unwrap_or_default();
+    }
+    if has("delta") {
+        o["graph"] = serde_json::to_value(&r.graph).unwrap_or_default();
+    }
+    if has("trace") {
+        o["trace"] = serde_json::to_value(&r.trace).unwrap_or_default();
+    }
+    o
 }

@@ -61,6 +61,23 @@ impl RewriteCx<'_> {
     }
 }
 
+thread_local! {
+    /// Nodes walked by the rules since the engine last looked (`charge`).
+    static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Charges `nodes` walked by a rule (a side condition's count, a substitution, a chain taken apart) to
+/// the running rewrite's budget. Visits alone did not bound a rewrite's time: on `sin (sin (… x))`
+/// partial evaluation visits 17 nodes a level while its substitutions walk the whole continuation
+/// built so far, Θ(n²) in all, so a budget stop came only after minutes (issue 14).
+pub fn charge(nodes: usize) {
+    WALKED.with(|w| w.set(w.get() + nodes as u64));
+}
+
+/// Nodes a rule may walk for the price of one visit: a visit (a node entered, rebuilt, every rule tried
+/// at it) costs about as much time as a side condition's walk over this many nodes.
+pub const WALKED_PER_VISIT: u64 = 32;
+
 #[cfg(test)]
 thread_local! {
     /// Tests keep every redex (to check each rule's account against it, `known::check_claim`) unless
@@ -104,8 +121,9 @@ pub struct Step {
 pub struct Budget {
     /// Rule applications.
     pub steps: u64,
-    /// Node visits (each re-normalisation walks its result again, but for what is known normal). 2·10^6
-    /// is about 4 s natively on this project's machines; the quaternion's partial evaluation takes ~10^4.
+    /// Node visits (each re-normalisation walks its result again, but for what is known normal), plus
+    /// one for every `WALKED_PER_VISIT` nodes the rules walk (`charge`). 2·10^6 is about 4 s natively on
+    /// this project's machines; the quaternion's partial evaluation takes ~10^4.
     pub visits: u64,
     /// Steps kept with their text; later steps are counted only.
     pub trace_steps: usize,
@@ -227,10 +245,14 @@ fn one_line(s: &str) -> String {
 struct Walk {
     budget: Budget,
     visits: u64,
+    /// Nodes the rules walked (`charge`), counted against the visits budget at `WALKED_PER_VISIT` a visit.
+    walked: u64,
     trace: Trace,
     def: String,
     path: Vec<u32>,
     stopped: Option<&'static str>,
+    /// The source span of the redex where the rules' walks spent the budget, if it has one.
+    stopped_at: Span,
     print: PrintOptions,
 }
 
@@ -244,13 +266,25 @@ impl Walk {
         }
         let per_rule = rules.map(|r| (r, 0)).collect();
         let trace = Trace { steps: vec![], taken: 0, per_rule };
-        Walk { budget, visits: 0, trace, def: String::new(), path: vec![], stopped: None, print: PrintOptions::unicode() }
+        WALKED.with(|w| w.set(0));
+        Walk { budget, visits: 0, walked: 0, trace, def: String::new(), path: vec![], stopped: None, stopped_at: Span::NONE, print: PrintOptions::unicode() }
     }
 
     /// Counts a node visit: false (and stopped) once the visit budget is spent.
     fn visit(&mut self) -> bool {
         self.visits += 1;
-        if self.visits > self.budget.visits {
+        self.over_visits()
+    }
+
+    /// Takes the nodes the rules walked since the last look into the budget: false (and stopped) once
+    /// it is spent.
+    fn walked(&mut self) -> bool {
+        self.walked += WALKED.with(|w| w.replace(0));
+        self.over_visits()
+    }
+
+    fn over_visits(&mut self) -> bool {
+        if self.visits.saturating_add(self.walked / WALKED_PER_VISIT) > self.budget.visits {
             self.stopped = Some("visits");
         }
         self.stopped.is_none()
@@ -282,7 +316,7 @@ impl Walk {
     /// The located message for the budget that ran out, if one did.
     fn result<T>(&self, out: T, span: Span) -> Result<T, Diagnostic> {
         match self.stopped {
-            Some(which) => Err(budget_error(&self.budget, self.trace.taken, self.visits, which, span)),
+            Some(which) => Err(budget_error(self, which, if self.stopped_at.is_none() { span } else { self.stopped_at })),
             None => Ok(out),
         }
     }
@@ -447,7 +481,14 @@ impl<'r, 'f> Engine<'r, 'f> {
             self.cx.changed = None;
             // the redex's span, read before the rule may move parts of the redex out
             let span = e.span;
-            let Some(mut new) = (rule.apply)(&mut e, &mut self.cx) else { continue };
+            let applied = (rule.apply)(&mut e, &mut self.cx);
+            if !self.w.walked() {
+                self.w.stopped_at = span;
+                // stopped by the rules' walks: the result, if any, replaces the redex (which may have
+                // lost parts to the rule); the budget's message replaces the whole anyway
+                return applied.unwrap_or(e);
+            }
+            let Some(mut new) = applied else { continue };
             if self.locate {
                 crate::ir::locate(&mut new, span);
             }
@@ -512,11 +553,12 @@ fn map_children<S>(s: &mut S, e: &mut Expr, path: fn(&mut S) -> &mut Vec<u32>, f
 }
 
 /// The located message for a budget (`which`: "steps" or "visits") that ran out.
-fn budget_error(budget: &Budget, taken: u64, visits: u64, which: &str, span: Span) -> Diagnostic {
-    let limit = if which == "steps" { budget.steps } else { budget.visits };
+fn budget_error(w: &Walk, which: &str, span: Span) -> Diagnostic {
+    let limit = if which == "steps" { w.budget.steps } else { w.budget.visits };
+    let walked = if w.walked > 0 { format!(" (and {} nodes walked by the rules, {WALKED_PER_VISIT} a visit)", w.walked) } else { String::new() };
     Diagnostic::error(
         span,
-        format!("stopped: the rewrite {which} budget ({limit}) ran out after {taken} rule applications and {visits} node visits"),
+        format!("stopped: the rewrite {which} budget ({limit}) ran out after {} rule applications and {} node visits{walked}", w.trace.taken, w.visits),
     )
 }
 

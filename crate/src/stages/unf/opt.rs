@@ -27,7 +27,7 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::Prim as P;
 use crate::features::{Feature, Features};
 use crate::ir::*;
-use crate::kit::rewrite::{Changed, RewriteCx, Rule};
+use crate::kit::rewrite::{charge, Changed, RewriteCx, Rule};
 use crate::stage::{Input, Output, Source, Stage, StageInfo};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -316,9 +316,10 @@ fn r15_fusion(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 
 /// The nesting depth of `e` once each variable of `depths` is replaced by an expression that deep.
 fn depth_with(e: &Expr, depths: &HashMap<u32, usize>) -> usize {
-    let mut max = 0;
+    let (mut max, mut walked) = (0, 0);
     let mut stack = vec![(e, 1)];
     while let Some((x, d)) = stack.pop() {
+        walked += 1;
         if let ExprKind::Var(n) = &x.kind {
             if let Some(k) = depths.get(&n.id) {
                 max = max.max(d + k - 1);
@@ -328,14 +329,16 @@ fn depth_with(e: &Expr, depths: &HashMap<u32, usize>) -> usize {
         max = max.max(d);
         each_child(x, &mut |c| stack.push((c, d + 1)));
     }
+    charge(walked);
     max
 }
 
 /// How often each variable occurs, and how often outside any binder (`λ`).
 fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
     let mut out: HashMap<u32, (usize, usize)> = HashMap::default();
-    let mut stack = vec![(e, false)];
+    let (mut stack, mut walked) = (vec![(e, false)], 0);
     while let Some((x, under)) = stack.pop() {
+        walked += 1;
         if let ExprKind::Var(n) = &x.kind {
             let u = out.entry(n.id).or_default();
             u.0 += 1;
@@ -344,6 +347,7 @@ fn uses(e: &Expr) -> HashMap<u32, (usize, usize)> {
         let under = under || matches!(x.kind, ExprKind::Lam(..));
         each_child(x, &mut |c| stack.push((c, under)));
     }
+    charge(walked);
     out
 }
 

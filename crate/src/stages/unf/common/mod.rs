@@ -417,9 +417,12 @@ pub fn with_defs(p: &Program, defs: Vec<Def>, next_id: u32) -> Program {
     out
 }
 
-/// The wrapper `grad (s, dt) = body` as the only definition of `p`.
+/// The wrapper `grad (s, dt) = body` as the only definition of `p`, located at `def main`, which it
+/// differentiates (so that a later stage's stop in it, e.g. unf/pe's budget, points at the source).
 pub fn wrapper_program(p: &Program, s: &Name, dt: &Name, body: Expr, next_id: u32) -> Program {
-    with_defs(p, vec![def(crate::stage::WRAPPER, lam(ppair(pvar(s), pvar(dt)), body))], next_id)
+    let mut wrapper = def(crate::stage::WRAPPER, lam(ppair(pvar(s), pvar(dt)), body));
+    wrapper.span = p.def("main").map_or(Span::NONE, |m| Span::new(m.span.start as usize, m.span.start as usize + 3));
+    with_defs(p, vec![wrapper], next_id)
 }
 
 /// What the stages that take the source support: higher-order code, which `first_order` inlines

@@ -27,7 +27,7 @@ pub struct Steps {
     pub labels: Vec<String>,
     print: PrintOptions,
     /// Whether the stage is shown (`stage::shown`): if not, steps are only counted.
-    shown: bool,
+    pub shown: bool,
     /// Each map entry's printed text, until the entry changes.
     accum_text: BTreeMap<i64, String>,
     grad_text: BTreeMap<usize, String>,

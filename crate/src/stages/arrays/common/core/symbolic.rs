@@ -607,12 +607,16 @@ impl Reverse {
         }
         while let Some((id, mut c)) = accum.pop_last() {
             let Some(frag) = dfrag.remove(&id) else { continue };
-            // without share there are no references, and this is the plain tree size
-            let size = self.tree_size_depth(&c).0;
-            self.steps.push(format!("ID {id}: cotangent of size {size}"));
-            let rows = if self.trace.keeping() { vec![("c".into(), self.trace.show(&mut c))] } else { vec![] };
-            let did = Did { kind: format!("pop ID {id}"), note: format!("the largest ID left: its cotangent (size {size}) goes down its fragment, {}", ctor(&frag.kind)), rows };
-            self.trace.record(did, &mut grad, &mut accum);
+            // Without share there are no references, and this is the plain tree size. Measured only
+            // for a stage shown (the view and the kept steps): a cotangent grows with the Delta
+            // below it, so measuring each one is Θ(n²) on a chain n deep (issue 14).
+            if self.trace.shown {
+                let size = self.tree_size_depth(&c).0;
+                self.steps.push(format!("ID {id}: cotangent of size {size}"));
+                let rows = if self.trace.keeping() { vec![("c".into(), self.trace.show(&mut c))] } else { vec![] };
+                let did = Did { kind: format!("pop ID {id}"), note: format!("the largest ID left: its cotangent (size {size}) goes down its fragment, {}", ctor(&frag.kind)), rows };
+                self.trace.record(did, &mut grad, &mut accum);
+            }
             self.eval(c, &frag, &mut grad, &mut dfrag, &mut accum, fresh)?;
         }
         self.trace.finish(&mut grad, &mut accum);
