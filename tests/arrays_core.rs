@@ -1189,3 +1189,24 @@ fn a_fold_in_a_map_whose_accumulator_changes_length_stops_part_c_at_the_fold() {
     }
     part_c_agrees("input ([-1.445], [-0.585, -0.975])\ndef main (a, b) = fold (\\acc x -> b) (replicate 3 (a ! 0)) [a ! 0, b ! 0]\n");
 }
+
+/// bot's gathers and scatters take up to `MAX_DIMS` = 5 dimensions (they took 3): a fold inside
+/// three nested maps reads its states with a gather of rank 4, and a scan inside four with one of
+/// rank 5; both were refused ("a build1 is left"). Past the bound the refusal says so.
+#[test]
+fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
+    part_c_agrees(
+        "input [[[[1.0, 2.0], [3.0, 0.5]], [[5.0, 0.25], [7.0, 2.0]]], [[[0.5, 1.5], [2.5, 3.5]], [[1.25, 0.75], [0.125, 4.0]]]]\n\
+         def main x4 = map (\\x3 -> map (\\xss -> map (\\xs -> fold (\\a x -> a * x + sin a) 0.5 xs) xss) x3) x4\n",
+    );
+    part_c_agrees(
+        "input [[[[[1.0, 2.0], [3.0, 0.5]]], [[[5.0, 0.25], [7.0, 2.0]]]]]\n\
+         def main x5 = map (\\x4 -> map (\\x3 -> map (\\xss -> map (\\xs -> scanl (\\a x -> a * x + sin a) 0.5 xs) xss) x3) x4) x5\n",
+    );
+    let six = "input [[[[[[[1.0, 2.0], [3.0, 0.5]]]]]]]\n\
+               def main x7 = map (\\x6 -> map (\\x5 -> map (\\x4 -> map (\\x3 -> map (\\xss -> map (\\xs -> scanl (\\a x -> a * x + sin a) 0.5 xs) xss) x3) x4) x5) x6) x7\n";
+    let r = one(six, "arrays/bot");
+    let e = r.error.unwrap_or_else(|| panic!("six dimensions taken: {:?}", r.agrees));
+    assert!(r.refused && e.contains("6 dimensions deep, past the 5 this implementation's gathers and scatters take"), "{e}");
+    assert!(r.error_span.is_some(), "{e}");
+}

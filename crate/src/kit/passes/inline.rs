@@ -92,6 +92,11 @@ fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diag
     if !unroll {
         check_no_recursive_defs(p, &index)?;
     }
+    // The budget bounds what inlining adds: the program's own nodes are allowed on top of it, a few
+    // times over (each is visited and may be bound once), so a long program without calls is not
+    // refused for calls that multiply (a 100,000-line straight program was, at line 28,574).
+    let own = p.defs.iter().map(|d| node_count(&d.body)).sum::<usize>();
+    let budget = budget.saturating_add(OWN_NODE_WORK.saturating_mul(own));
     let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![], unroll, depth: 0, active: vec![], dyn_ifs: 0 };
     let v = cx.eval(&main.body, &Env::new())?;
     let body = cx.reify(v)?;
@@ -101,6 +106,19 @@ fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diag
     let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs: vec![def], expects: p.expects.clone(), next_id: cx.fresh.next_id };
     retype(&mut out, PASS)?;
     Ok(out)
+}
+
+/// The work allowed per node of the input program, besides the stage's budget (see `inline_with`).
+const OWN_NODE_WORK: usize = 4;
+
+/// The number of nodes of `e` (an explicit stack: no native recursion in proportion to the input).
+fn node_count(e: &Expr) -> usize {
+    let (mut n, mut stack) = (0, vec![e]);
+    while let Some(x) = stack.pop() {
+        n += 1;
+        each_child(x, &mut |c| stack.push(c));
+    }
+    n
 }
 
 /// The definitions `main` reaches must not call themselves (directly or through others).
@@ -512,5 +530,33 @@ impl<'a> Cx<'a> {
             ExprKind::Let(..) | ExprKind::LetRec(..) => self.eval(e, env),
             ExprKind::Bind(..) | ExprKind::Pure(_) => Err(refuse(e.span, PASS, "monadic code (`do`, `pure`) is not a source construct")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(src: &str) -> Program {
+        crate::pipeline::front_end(src, &[]).expect("a valid program").0
+    }
+
+    /// The budget bounds what inlining adds, not the program's own size: a straight program with no
+    /// call is inlined whatever its length (a 100,000-line one was refused for "calls that multiply"),
+    /// while calls that multiply still stop at the budget.
+    #[test]
+    fn the_size_budget_counts_what_inlining_adds() {
+        let mut chain = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+        for i in 1..3000 {
+            chain.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
+        }
+        chain.push_str("  v2999\n");
+        let p = crate::limits::run_with_stack(move || inline_all(&program(&chain), 1_000).map(|q| q.defs.len()));
+        assert_eq!(p.map_err(|d| d.message), Ok(1));
+
+        let twice = "input 1.5\ndef twice f x = f (f x)\ndef double x = 2.0 * x\n\
+                     def main x = twice (twice (twice (twice (twice (twice (twice (twice (twice (twice double))))))))) x\n";
+        let e = crate::limits::run_with_stack(move || inline_all(&program(twice), 1_000).map(|_| ()).map_err(|d| d.message));
+        assert!(e.as_ref().is_err_and(|m| m.contains("stopped at the size budget")), "{e:?}");
     }
 }

@@ -432,6 +432,17 @@ pub fn rules() -> Vec<Rule> {
     ]
 }
 
+/// The most `build1`s nested in one another along a path down from `e` (`e` included).
+fn build_depth(e: &Expr) -> usize {
+    let (mut best, mut stack) = (0, vec![(e, 0usize)]);
+    while let Some((x, d)) = stack.pop() {
+        let d = d + usize::from(matches!(x.kind, ExprKind::Prim(Prim::Build, _)));
+        best = best.max(d);
+        each_child(x, &mut |c| stack.push((c, d)));
+    }
+    best
+}
+
 /// Theorem 5.1: no build1 is left, and every index is in normal form (of a variable, a literal or
 /// a scatter); no surface array operation is left (maps only as broadcast ops).
 pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
@@ -454,6 +465,13 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
         };
         if let Some(why) = bad {
             let at = near;
+            // a build1 over more dimensions than the gathers take (`MAX_DIMS`) is left for that reason
+            let depth = if matches!(x.kind, ExprKind::Prim(Prim::Build, _)) { build_depth(x) } else { 0 };
+            let why = if depth > MAX_DIMS {
+                format!("{why}, {depth} dimensions deep, past the {MAX_DIMS} this implementation's gathers and scatters take (the paper's have no bound)")
+            } else {
+                why.to_string()
+            };
             // Refused, not an internal error: the rules as written here do not yet reach every
             // program (found by the property tests: a build1 over a gather whose array is indexed
             // by the build's own variable); the later stages need a build1-free input.

@@ -233,7 +233,7 @@ fn b_scatter(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let z = fill(&sh, &peel(&x.zero, mdims));
     Ok(node(m, Kind::Scatter(a[0].clone(), a[2].clone(), x), z))
 }
-/// How many dims a scatter's index function binds: tried at 1, 2, 3 (a tuple of that many zeros).
+/// How many dims a scatter's index function binds: tried at 1, 2, … `MAX_DIMS` (a tuple of that many zeros).
 fn arity_of(_zero: &Value, _sh: &[usize], m: &mut Machine, f: &Value) -> Result<usize, RunError> {
     for k in 1..=super::lang::MAX_DIMS {
         let arg = if k == 1 { Value::Int(0) } else { Value::Tuple(vec![Value::Int(0); k].into()) };
@@ -440,7 +440,7 @@ fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value,
     let out_sizes = outer(zero);
     let mdims = sizes.len();
     let n = index_dims(f, m, mdims)?;
-    let name = super::lang::SCATTER[mdims.clamp(1, 3) - 1][n.clamp(1, 3) - 1];
+    let name = super::lang::scatter_name(mdims.clamp(1, super::lang::MAX_DIMS), n.clamp(1, super::lang::MAX_DIMS));
     let sizes = if n == 1 { Value::Int(out_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(out_sizes.iter().take(n).map(|&k| Value::Int(k as i64)).collect()) };
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
@@ -450,7 +450,7 @@ fn gather_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, 
     let n = sizes_of(sh).len();
     let mdims = arity_of(zero, &[], m, f)?;
     let in_sizes = outer(zero);
-    let name = super::lang::GATHER[mdims.clamp(1, 3) - 1][n.clamp(1, 3) - 1];
+    let name = super::lang::gather_name(mdims.clamp(1, super::lang::MAX_DIMS), n.clamp(1, super::lang::MAX_DIMS));
     let sizes = if mdims == 1 { Value::Int(in_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(in_sizes.iter().take(mdims).map(|&k| Value::Int(k as i64)).collect()) };
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }

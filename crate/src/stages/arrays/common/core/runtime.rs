@@ -3,7 +3,7 @@
 //! zero shaped like an element, a scatter drops an entry out of range. They are generic in the
 //! element (they only move and add values), so forward mode runs them on dual numbers as they are.
 
-use super::lang::{spine, GATHER, MAX_DIMS, SCATTER};
+use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
@@ -522,8 +522,8 @@ pub fn builtins() -> Vec<Builtin> {
     for m in 1..=MAX_DIMS {
         for n in 1..=MAX_DIMS {
             let ixf = f(ints(m), Type::array(Type::Int));
-            out.push(mk(GATHER[m - 1][n - 1], vec![0], f(ints(m), f(nested(a.clone(), n), f(ixf.clone(), nested(a.clone(), m)))), 3, gather));
-            out.push(mk(SCATTER[m - 1][n - 1], vec![0], f(ints(n), f(nested(a.clone(), m), f(ixf, nested(a.clone(), n)))), 3, scatter));
+            out.push(mk(gather_name(m, n), vec![0], f(ints(m), f(nested(a.clone(), n), f(ixf.clone(), nested(a.clone(), m)))), 3, gather));
+            out.push(mk(scatter_name(m, n), vec![0], f(ints(n), f(nested(a.clone(), m), f(ixf, nested(a.clone(), n)))), 3, scatter));
         }
     }
     // main's arrays of tuples taken apart at the boundary (boundary.rs)

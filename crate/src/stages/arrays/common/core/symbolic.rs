@@ -682,12 +682,12 @@ impl Reverse {
                 }
                 SymKind::Gather(_, f, x) => {
                     let (m, n) = fun_dims(f);
-                    sent.push((apps(builtin(SCATTER[m - 1][n - 1]), [dims(&x.shape, n), c, f.clone()]), x.clone()));
+                    sent.push((apps(builtin(scatter_name(m, n)), [dims(&x.shape, n), c, f.clone()]), x.clone()));
                     "scattered (Gather's transpose)".into()
                 }
                 SymKind::Scatter(_, f, x) => {
                     let (m, n) = fun_dims(f);
-                    sent.push((apps(builtin(GATHER[m - 1][n - 1]), [dims(&x.shape, m), c, f.clone()]), x.clone()));
+                    sent.push((apps(builtin(gather_name(m, n)), [dims(&x.shape, m), c, f.clone()]), x.clone()));
                     "gathered (Scatter's transpose)".into()
                 }
                 SymKind::LitArray(xs) => {
