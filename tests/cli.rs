@@ -391,3 +391,30 @@ fn run_prints_each_stage_as_it_finishes_within_the_memory_budget() {
     assert_eq!(got, ids.iter().map(|id| (id.as_str(), "agrees")).collect::<Vec<_>>());
     assert!(out.len() > 20_000_000, "every program printed: {} bytes", out.len());
 }
+
+/// `COTANGENT_TRACE_MEMORY` prints the live heap at each phase to stderr (issue 14: where a long
+/// program's memory goes), and changes nothing on stdout.
+#[test]
+fn trace_memory_prints_the_live_heap_per_phase_on_stderr_only() {
+    let run = |trace: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cotangent"));
+        cmd.args(["run", "-", "--stage", "forward"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if trace {
+            cmd.env("COTANGENT_TRACE_MEMORY", "1");
+        } else {
+            cmd.env_remove("COTANGENT_TRACE_MEMORY");
+        }
+        let mut child = cmd.spawn().expect("run cotangent");
+        child.stdin.take().unwrap().write_all(b"input 1.5\ndef main x = let y = x * x in y + 1.0\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (plain, traced) = (run(false), run(true));
+    assert_eq!(plain.0, Some(0));
+    assert_eq!(traced.0, plain.0);
+    assert_eq!(traced.1, plain.1);
+    assert!(!plain.2.contains("MiB live"), "{}", plain.2);
+    for phase in ["`source` starts reading the program", "`forward` starts transforming the program", "`forward` starts running"] {
+        assert!(traced.2.lines().any(|l| l.starts_with("memory: ") && l.contains(phase)), "no line for {phase}:\n{}", traced.2);
+    }
+}

@@ -67,9 +67,19 @@ pub fn memory_budget() -> Option<(fn() -> u64, u64)> {
     MEMORY.get().copied()
 }
 
+/// `COTANGENT_TRACE_MEMORY=1` prints the live heap at every phase change and budget check to stderr
+/// (issue 14: where a long program's memory goes, phase by phase; bench/README.md, session 20 rel24).
+fn trace_memory() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("COTANGENT_TRACE_MEMORY").is_some())
+}
+
 /// The message of a phase that stopped because the live heap passed the memory budget, if it did.
 pub fn memory_exceeded(phase: &str) -> Option<String> {
     let (live, limit) = memory_budget()?;
+    if trace_memory() {
+        eprintln!("memory: {:>5} MiB live at a check while {phase}", live() >> 20);
+    }
     (live() > limit).then(|| {
         format!("stopped: the memory budget ({} MiB, `--max-mb`) ran out while {phase}", limit >> 20)
     })
@@ -81,6 +91,9 @@ pub fn memory_exceeded(phase: &str) -> Option<String> {
 static PHASE: std::sync::Mutex<(&str, &str)> = std::sync::Mutex::new(("", ""));
 
 pub fn set_phase(stage: &'static str, phase: &'static str) {
+    if let (Some((live, _)), true) = (memory_budget(), trace_memory()) {
+        eprintln!("memory: {:>5} MiB live as `{stage}` starts {phase}", live() >> 20);
+    }
     if let Ok(mut p) = PHASE.lock() {
         *p = (stage, phase);
     }
