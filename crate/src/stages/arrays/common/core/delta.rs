@@ -440,7 +440,7 @@ fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value,
     let out_sizes = outer(zero);
     let mdims = sizes.len();
     let n = index_dims(f, m, mdims)?;
-    let name = super::lang::scatter_name(mdims.clamp(1, super::lang::MAX_DIMS), n.clamp(1, super::lang::MAX_DIMS));
+    let name = super::lang::scatter_name(within_bound(mdims, s)?, within_bound(n, s)?);
     let sizes = if n == 1 { Value::Int(out_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(out_sizes.iter().take(n).map(|&k| Value::Int(k as i64)).collect()) };
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
@@ -450,9 +450,19 @@ fn gather_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, 
     let n = sizes_of(sh).len();
     let mdims = arity_of(zero, &[], m, f)?;
     let in_sizes = outer(zero);
-    let name = super::lang::gather_name(mdims.clamp(1, super::lang::MAX_DIMS), n.clamp(1, super::lang::MAX_DIMS));
+    let name = super::lang::gather_name(within_bound(mdims, s)?, within_bound(n, s)?);
     let sizes = if mdims == 1 { Value::Int(in_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(in_sizes.iter().take(mdims).map(|&k| Value::Int(k as i64)).collect()) };
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
+}
+
+/// A transpose's rank, at least 1 and within the builtins' bound: never a builtin of another rank
+/// (bot makes no gather past `MAX_DIMS`, so a rank past it is refused rather than clamped).
+fn within_bound(dims: usize, s: Span) -> Result<usize, RunError> {
+    let max = super::lang::MAX_DIMS;
+    if dims > max {
+        return Err(RunError::runtime(s, format!("a transpose over {dims} dimensions, past the {max} the gathers and scatters take")));
+    }
+    Ok(dims.max(1))
 }
 
 fn outer(v: &Value) -> Vec<usize> {
