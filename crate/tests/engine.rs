@@ -388,3 +388,45 @@ fn taped_records_stop_at_every_budget_where_the_walker_stops() {
         both(src, opts).unwrap_or_else(|e| panic!("allocs {allocs}: {e}"));
     }
 }
+
+/// Self tail calls of definitions (issue 13: the peers' `f (k - 1) …`, whose frame is reused in
+/// place), a tail call from a smaller frame holding captures, arguments that fail, a self call out
+/// of tail position and a partial self application.
+const TAIL_CALLS: &[(&str, &str)] = &[
+    ("def go k acc x = if k == 0 then acc else go (k - 1) (acc * x + 1.0 / real k) x\ndef main x = go 6 0.0 x", "0.5"),
+    ("def go k (a, b) = if k == 0 then a + b else let t = (b, a + b) in go (k - 1) t\ndef main x = go 5 (x, 1.0) * 2.0", "0.5"),
+    ("def go k acc x = if k == 0 then acc else let u = acc * x in go (k - 1) (u + 1.0) x\n\
+      def main x = let f y = go 4 (y + x) x in f x + 1.0", "0.5"),
+    ("def go k acc = if k == 0 then acc else go (k - 1) (acc / real (k - 3))\ndef main x = go 5 x", "0.5"),
+    ("def go k acc = if k == 0 then acc else acc + go (k - 1) (acc * 2.0)\ndef main x = go 5 x", "0.5"),
+    ("def go k acc = if k == 0 then acc else let g = go (k - 1) in g (acc + 1.0)\ndef main x = go 5 x", "0.5"),
+];
+
+#[test]
+fn self_tail_calls_stop_at_every_budget_where_the_walker_stops() {
+    for (src, at) in TAIL_CALLS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
+        }
+        let mut stopped = 0;
+        for steps in 1..160 {
+            if run_both(src, true, arg.clone(), Budget { steps, ..Budget::default() }).is_err() {
+                stopped += 1;
+            }
+        }
+        assert!(stopped >= 40, "{src}: the program should take more than 40 steps");
+        for allocs in 0..40 {
+            let _ = run_both(src, true, arg.clone(), Budget { allocs, ..Budget::default() });
+        }
+        for depth in 0..10 {
+            let _ = run_both(src, true, arg.clone(), Budget { depth, ..Budget::default() });
+        }
+    }
+    // an argument that fails inside the tail call (untyped: `+` on a boolean), at the third round
+    let src = "def go k acc = if k == 0 then acc else go (k - 1) (if k == 2 then acc + true else acc + 1)\ndef main x = go 4 x";
+    match run_both(src, false, Value::Int(1), Budget::default()) {
+        Err(RunError::Runtime { .. }) => {}
+        other => panic!("{src}: expected a runtime error, got {other:?}"),
+    }
+}

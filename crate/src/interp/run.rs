@@ -610,6 +610,20 @@ impl Machine<'_> {
             if i == 0 {
                 self.trace_named(code, &arg);
             }
+            let body = code.code();
+            // A tail call (issue 13: the peers' `f (k - 1) …`) whose body is not a leaf: the
+            // frame is reused in place as `push_frame` does, without its generic moves (a known
+            // definition has no captures and no group, so a frame already holding none keeps them).
+            if leaf(body).is_none() && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
+                clear_slots(&mut self.locals, self.bp);
+                if !Rc::ptr_eq(&self.env, &self.no_captures) {
+                    self.env = self.no_captures.clone();
+                }
+                self.group = None;
+                self.grow_frame(code.nslots);
+                self.bind_params(code, base, arg)?;
+                return Ok(Next::Eval(body));
+            }
             let env = self.no_captures.clone();
             return self.saturate(code, env, None, base, arg, true);
         }
