@@ -96,8 +96,7 @@ fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diag
     // times over (each is visited and may be bound once), so a long program without calls is not
     // refused for calls that multiply (a 100,000-line straight program was, at line 28,574).
     let own = p.defs.iter().map(|d| node_count(&d.body)).sum::<usize>();
-    let budget = budget.saturating_add(OWN_NODE_WORK.saturating_mul(own));
-    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, block: vec![], unroll, depth: 0, active: vec![], dyn_ifs: 0 };
+    let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, own, block: vec![], unroll, depth: 0, active: vec![], dyn_ifs: 0 };
     let v = cx.eval(&main.body, &Env::new())?;
     let body = cx.reify(v)?;
     let block = std::mem::take(&mut cx.block);
@@ -185,6 +184,8 @@ struct Cx<'a> {
     fresh: Fresh,
     work: usize,
     budget: usize,
+    /// The program's own nodes, whose work is allowed besides `budget` (`OWN_NODE_WORK` each).
+    own: usize,
     /// The bindings emitted so far in the current block (a lambda body, a branch, the whole `main`).
     block: Vec<(Pat, Expr)>,
     /// Unroll recursion on params (`inline_unrolling`), and how many calls are being inlined now.
@@ -222,13 +223,14 @@ fn is_atom(e: &Expr) -> bool {
 impl<'a> Cx<'a> {
     fn tick(&mut self, span: Span) -> Result<(), Diagnostic> {
         self.work += 1;
-        if self.work > self.budget {
+        if self.work > self.budget.saturating_add(OWN_NODE_WORK.saturating_mul(self.own)) {
             return Err(refuse(
                 span,
                 PASS,
                 format!(
-                    "stopped at the size budget ({} nodes): inlining copies a function body at every call, and the calls here multiply{}",
+                    "stopped at the size budget ({} nodes, besides {OWN_NODE_WORK} for each of the program's own {}): inlining copies a function body at every call, and the calls here multiply{}",
                     self.budget,
+                    self.own,
                     if self.unroll { " (or a recursion is unrolled that a `param` does not stop)" } else { "" }
                 ),
             ));
