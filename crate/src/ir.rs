@@ -345,6 +345,17 @@ impl Program {
     }
 }
 
+/// The number of nodes of `e` as a tree (an explicit stack: no native recursion in proportion to
+/// the input).
+pub fn node_count(e: &Expr) -> u64 {
+    let (mut n, mut stack) = (0u64, vec![e]);
+    while let Some(x) = stack.pop() {
+        n += 1;
+        each_child(x, &mut |c| stack.push(c));
+    }
+    n
+}
+
 /// Calls `f` on each direct sub-expression, left to right.
 pub fn each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     match &e.kind {

@@ -237,7 +237,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
             let (mut started, mut bad, mut written) = (false, false, Ok(()));
             let phases = one_stage_a_phase(&opts.stages);
             let analysed = pipeline::analyse_in_phases(&text, &opts, &phases, &mut |a, results| {
-                bad |= results.iter().any(|r| matches!(r.status, Status::Disagrees | Status::Error | Status::Budget));
+                bad |= results.iter().any(failed);
                 if written.is_err() {
                     return;
                 }
@@ -371,8 +371,12 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
 /// be checked; else 1 when a stage disagrees with it or failed (an error, a budget stop); else 0. A
 /// stage that refused the program (a located refusal by design, not a run) does not count.
 fn exit_code(a: &Analysis) -> u8 {
-    let bad = a.stages.iter().any(|r| matches!(r.status, Status::Disagrees | Status::Error | Status::Budget));
-    status(a, bad)
+    status(a, a.stages.iter().any(failed))
+}
+
+/// A stage that disagrees with the reference or failed (an error, a budget stop): exit status 1.
+fn failed(r: &pipeline::StageResult) -> bool {
+    matches!(r.status, Status::Disagrees | Status::Error | Status::Budget)
 }
 
 /// The exit status (README, "The command line"): no reference, a stage that disagrees or failed, or 0.
@@ -418,56 +422,54 @@ fn print_head(o: &mut impl Write, a: &Analysis, forward_error: Option<String>) -
 /// One stage's result, as `show` asks.
 fn print_stage(o: &mut impl Write, file: &str, text: &str, r: &pipeline::StageResult, show: &[String]) -> std::io::Result<()> {
     let has = |s: &str| show.iter().any(|x| x == s);
-    {
-        let info = stages::find(&r.id).map(|s| s.info());
-        out!(o);
-        match info {
-            Some(i) => out!(o, "== {} — {} ({} {})", r.id, i.title, i.paper, i.section),
-            None => out!(o, "== {}", r.id),
-        }
-        if has("program") && !r.program.is_empty() {
-            out!(o, "{}", r.program.trim_end());
-            out!(o, "--");
-        }
-        if let Some(e) = &r.error {
-            let d = Diagnostic::error(r.error_span.unwrap_or(cotangent::diag::Span::NONE), e.clone()).in_stage(&r.id);
-            write!(o, "{}", render(display_name(file), text, &d))?;
-            return Ok(());
-        }
-        let primal = r.primal.as_ref().map(Value::to_string).unwrap_or_default();
-        let grad = r.gradient_value.as_ref().map(Value::to_string).unwrap_or_default();
-        let verdict = match r.agrees {
-            Some(true) => "agrees with forward",
-            Some(false) => "DISAGREES with forward",
-            None => "",
-        };
-        out!(o, "primal {primal}   gradient {grad}   {verdict}");
-        if has("cost") {
-            let c = &r.cost;
-            let extra: String = c.counters.iter().map(|(k, v)| format!("  {k} {v}")).collect();
-            out!(o, "cost: steps {}  real_ops {}  allocs {}  max_depth {}{extra}", c.steps, c.real_ops, c.allocs, c.max_depth);
-        }
-        if has("delta") {
-            if let Some(g) = &r.graph {
-                out!(o, "graph: {} nodes, {} edges", g.nodes.len(), g.edges.len());
-                for n in &g.nodes {
-                    let shared = if n.shared { " (shared)" } else { "" };
-                    let visits = n.visits.map(|v| format!(" visits {v}")).unwrap_or_default();
-                    out!(o, "  #{} {}{}{}", n.id, n.label, shared, visits);
-                }
-                for e in &g.edges {
-                    out!(o, "  #{} -> #{} {}", e.from, e.to, e.label);
-                }
+    let info = stages::find(&r.id).map(|s| s.info());
+    out!(o);
+    match info {
+        Some(i) => out!(o, "== {} — {} ({} {})", r.id, i.title, i.paper, i.section),
+        None => out!(o, "== {}", r.id),
+    }
+    if has("program") && !r.program.is_empty() {
+        out!(o, "{}", r.program.trim_end());
+        out!(o, "--");
+    }
+    if let Some(e) = &r.error {
+        let d = Diagnostic::error(r.error_span.unwrap_or(cotangent::diag::Span::NONE), e.clone()).in_stage(&r.id);
+        write!(o, "{}", render(display_name(file), text, &d))?;
+        return Ok(());
+    }
+    let primal = r.primal.as_ref().map(Value::to_string).unwrap_or_default();
+    let grad = r.gradient_value.as_ref().map(Value::to_string).unwrap_or_default();
+    let verdict = match r.agrees {
+        Some(true) => "agrees with forward",
+        Some(false) => "DISAGREES with forward",
+        None => "",
+    };
+    out!(o, "primal {primal}   gradient {grad}   {verdict}");
+    if has("cost") {
+        let c = &r.cost;
+        let extra: String = c.counters.iter().map(|(k, v)| format!("  {k} {v}")).collect();
+        out!(o, "cost: steps {}  real_ops {}  allocs {}  max_depth {}{extra}", c.steps, c.real_ops, c.allocs, c.max_depth);
+    }
+    if has("delta") {
+        if let Some(g) = &r.graph {
+            out!(o, "graph: {} nodes, {} edges", g.nodes.len(), g.edges.len());
+            for n in &g.nodes {
+                let shared = if n.shared { " (shared)" } else { "" };
+                let visits = n.visits.map(|v| format!(" visits {v}")).unwrap_or_default();
+                out!(o, "  #{} {}{}{}", n.id, n.label, shared, visits);
+            }
+            for e in &g.edges {
+                out!(o, "  #{} -> #{} {}", e.from, e.to, e.label);
             }
         }
-        if has("trace") {
-            for (i, s) in r.trace.iter().enumerate() {
-                let state: Vec<String> = s.state.iter().map(|(k, v)| format!("{k}↦{v}")).collect();
-                out!(o, "  {:>4} {:<9} {}  {{{}}}", i + 1, s.kind, s.note, state.join(", "));
-            }
-            if r.trace_dropped > 0 {
-                out!(o, "  … {} more steps not recorded (trace budget)", r.trace_dropped);
-            }
+    }
+    if has("trace") {
+        for (i, s) in r.trace.iter().enumerate() {
+            let state: Vec<String> = s.state.iter().map(|(k, v)| format!("{k}↦{v}")).collect();
+            out!(o, "  {:>4} {:<9} {}  {{{}}}", i + 1, s.kind, s.note, state.join(", "));
+        }
+        if r.trace_dropped > 0 {
+            out!(o, "  … {} more steps not recorded (trace budget)", r.trace_dropped);
         }
     }
     Ok(())

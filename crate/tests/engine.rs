@@ -296,25 +296,28 @@ fn both_engines_agree_on_saturated_and_partial_calls() {
     }
 }
 
+/// Runs `src` at `arg` under every step budget below `steps`, every allocation budget below `allocs`
+/// and every depth budget below `depths`, both engines each time (`run_both` checks they stop at the
+/// same point with the same message, span and counts); at least `stopped` of the step budgets must
+/// stop the run.
+fn at_every_budget(src: &str, arg: &Value, steps: u64, stopped: usize, allocs: u64, depths: u64) {
+    let stops = (1..steps).filter(|&steps| run_both(src, true, arg.clone(), Budget { steps, ..Budget::default() }).is_err()).count();
+    assert!(stops >= stopped, "{src}: the program should take more than {stopped} steps");
+    for allocs in 0..allocs {
+        let _ = run_both(src, true, arg.clone(), Budget { allocs, ..Budget::default() });
+    }
+    for depth in 0..depths {
+        let _ = run_both(src, true, arg.clone(), Budget { depth, ..Budget::default() });
+    }
+}
+
 #[test]
 fn calls_stop_at_every_budget_where_the_walker_stops() {
     // every step, allocation and depth budget short of the whole run: the same stopping point,
     // message, span and counts, inside argument evaluation, partial applications and frames
     for (src, at) in &CALLS[..9] {
         let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
-        let mut stopped = 0;
-        for steps in 1..40 {
-            if run_both(src, true, arg.clone(), Budget { steps, ..Budget::default() }).is_err() {
-                stopped += 1;
-            }
-        }
-        assert!(stopped >= 15, "{src}: the program should take more than 15 steps");
-        for allocs in 0..12 {
-            let _ = run_both(src, true, arg.clone(), Budget { allocs, ..Budget::default() });
-        }
-        for depth in 0..8 {
-            let _ = run_both(src, true, arg.clone(), Budget { depth, ..Budget::default() });
-        }
+        at_every_budget(src, &arg, 40, 15, 12, 8);
     }
 }
 
@@ -409,19 +412,7 @@ fn self_tail_calls_stop_at_every_budget_where_the_walker_stops() {
         for typed in [true, false] {
             assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
         }
-        let mut stopped = 0;
-        for steps in 1..160 {
-            if run_both(src, true, arg.clone(), Budget { steps, ..Budget::default() }).is_err() {
-                stopped += 1;
-            }
-        }
-        assert!(stopped >= 40, "{src}: the program should take more than 40 steps");
-        for allocs in 0..40 {
-            let _ = run_both(src, true, arg.clone(), Budget { allocs, ..Budget::default() });
-        }
-        for depth in 0..10 {
-            let _ = run_both(src, true, arg.clone(), Budget { depth, ..Budget::default() });
-        }
+        at_every_budget(src, &arg, 160, 40, 40, 10);
     }
     // an argument that fails inside the tail call (untyped: `+` on a boolean), at the third round
     let src = "def go k acc = if k == 0 then acc else go (k - 1) (if k == 2 then acc + true else acc + 1)\ndef main x = go 4 x";

@@ -251,8 +251,6 @@ struct Walk {
     def: String,
     path: Vec<u32>,
     stopped: Option<&'static str>,
-    /// The source span of the redex where the rules' walks spent the budget, if it has one.
-    stopped_at: Span,
     print: PrintOptions,
 }
 
@@ -267,7 +265,7 @@ impl Walk {
         let per_rule = rules.map(|r| (r, 0)).collect();
         let trace = Trace { steps: vec![], taken: 0, per_rule };
         WALKED.with(|w| w.set(0));
-        Walk { budget, visits: 0, walked: 0, trace, def: String::new(), path: vec![], stopped: None, stopped_at: Span::NONE, print: PrintOptions::unicode() }
+        Walk { budget, visits: 0, walked: 0, trace, def: String::new(), path: vec![], stopped: None, print: PrintOptions::unicode() }
     }
 
     /// Counts a node visit: false (and stopped) once the visit budget is spent.
@@ -316,7 +314,7 @@ impl Walk {
     /// The located message for the budget that ran out, if one did.
     fn result<T>(&self, out: T, span: Span) -> Result<T, Diagnostic> {
         match self.stopped {
-            Some(which) => Err(budget_error(self, which, if self.stopped_at.is_none() { span } else { self.stopped_at })),
+            Some(which) => Err(budget_error(self, which, span)),
             None => Ok(out),
         }
     }
@@ -483,7 +481,6 @@ impl<'r, 'f> Engine<'r, 'f> {
             let span = e.span;
             let applied = (rule.apply)(&mut e, &mut self.cx);
             if !self.w.walked() {
-                self.w.stopped_at = span;
                 // stopped by the rules' walks: the result, if any, replaces the redex (which may have
                 // lost parts to the rule); the budget's message replaces the whole anyway
                 return applied.unwrap_or(e);

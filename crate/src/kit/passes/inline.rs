@@ -95,7 +95,7 @@ fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diag
     // The budget bounds what inlining adds: the program's own nodes are allowed on top of it, a few
     // times over (each is visited and may be bound once), so a long program without calls is not
     // refused for calls that multiply (a 100,000-line straight program was, at line 28,574).
-    let own = p.defs.iter().map(|d| node_count(&d.body)).sum::<usize>();
+    let own = p.defs.iter().map(|d| node_count(&d.body) as usize).sum::<usize>();
     let mut cx = Cx { p, index, fresh: Fresh::new(p), work: 0, budget, own, block: vec![], unroll, depth: 0, active: vec![], dyn_ifs: 0 };
     let v = cx.eval(&main.body, &Env::new())?;
     let body = cx.reify(v)?;
@@ -109,16 +109,6 @@ fn inline_with(p: &Program, budget: usize, unroll: bool) -> Result<Program, Diag
 
 /// The work allowed per node of the input program, besides the stage's budget (see `inline_with`).
 const OWN_NODE_WORK: usize = 4;
-
-/// The number of nodes of `e` (an explicit stack: no native recursion in proportion to the input).
-fn node_count(e: &Expr) -> usize {
-    let (mut n, mut stack) = (0, vec![e]);
-    while let Some(x) = stack.pop() {
-        n += 1;
-        each_child(x, &mut |c| stack.push(c));
-    }
-    n
-}
 
 /// The definitions `main` reaches must not call themselves (directly or through others).
 fn check_no_recursive_defs(p: &Program, index: &HashMap<&str, usize>) -> Result<(), Diagnostic> {

@@ -84,13 +84,7 @@ mod tests {
     }
 
     fn size(e: &Expr) -> usize {
-        let mut n = 0;
-        let mut stack = vec![e];
-        while let Some(x) = stack.pop() {
-            n += 1;
-            each_child(x, &mut |c| stack.push(c));
-        }
-        n
+        node_count(e) as usize
     }
 
     /// `let w1 = x * c in let w2 = w1 * c in …` (or `w_k = w_{k-1} * w_{k-1}`, every variable used twice:

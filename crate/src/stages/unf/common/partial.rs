@@ -456,17 +456,6 @@ const VISITS_PER_NODE: u64 = 96;
 /// The most node visits a partial evaluation may take, however large its input (see `rewrite`).
 const MAX_VISITS: u64 = 4_000_000;
 
-/// The number of nodes of `e` (an explicit stack).
-fn node_count(e: &Expr) -> u64 {
-    let mut n = 0u64;
-    let mut stack = vec![e];
-    while let Some(x) = stack.pop() {
-        n += 1;
-        each_child(x, &mut |c| stack.push(c));
-    }
-    n
-}
-
 /// Lemma 5.3: no lambda abstraction but the top one of each definition (and the functions of array
 /// operations, the paper's binders), and so no application and no variable of a function type.
 pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {

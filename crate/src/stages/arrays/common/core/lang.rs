@@ -20,10 +20,10 @@ use crate::build::*;
 use crate::ir::*;
 
 /// Largest m and n of `gather<m><n>` / `scatter<m><n>`. The paper's gather (§5, Figs. 9–11) has
-/// no bound; this implementation names one builtin per (m, n). A scan or fold inside two nested maps
-/// reads its states with a gather of rank 4 (3 refused Part C's random programs with one); 5 leaves
-/// a level to spare at 2·5² = 50 builtins registered (up to 9, the names' one digit per rank, it
-/// would be 162). Beyond it bot leaves a build1 and refuses, located.
+/// no bound; this implementation names one builtin per (m, n). A fold inside three nested maps reads
+/// its states with a gather of rank 4, a scan inside four with one of rank 5 (at 3, five of the Part C
+/// generator's first 3,000 programs were refused); 5 registers 2·5² = 50 builtins (9, the names' one
+/// digit per rank, would be 162). Beyond it bot leaves a build1 and refuses, located, naming the bound.
 pub const MAX_DIMS: usize = 5;
 
 /// `gather<m><n>` and `scatter<m><n>` for 1 ≤ m, n ≤ `MAX_DIMS`, m-major.

@@ -433,15 +433,7 @@ fn show_at(d: &Sym, seen: &mut rustc_hash::FxHashSet<i64>, depth: usize) -> Stri
 pub const MAX_TERM: u64 = 2_000_000;
 
 /// Size of a term as a tree (every node counted at each occurrence).
-pub fn tree_size(e: &Expr) -> u64 {
-    let mut n = 0;
-    let mut stack = vec![e];
-    while let Some(x) = stack.pop() {
-        n += 1;
-        each_child(x, &mut |c| stack.push(c));
-    }
-    n
-}
+pub use crate::ir::node_count as tree_size;
 
 /// The sizes `[length s, length (index s 0), …]` of the first `k` dims of a primal term `s`.
 fn dims(s: &Expr, k: usize) -> Expr {
