@@ -417,4 +417,6 @@ fn trace_memory_prints_the_live_heap_per_phase_on_stderr_only() {
     for phase in ["`source` starts reading the program", "`forward` starts transforming the program", "`forward` starts running"] {
         assert!(traced.2.lines().any(|l| l.starts_with("memory: ") && l.contains(phase)), "no line for {phase}:\n{}", traced.2);
     }
+    // each line also gives the peak since the one before: what a phase took at most, not only what it left
+    assert!(traced.2.lines().filter(|l| l.starts_with("memory: ")).all(|l| l.contains(" MiB since the line before)")), "{}", traced.2);
 }

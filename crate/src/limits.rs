@@ -67,8 +67,29 @@ pub fn memory_budget() -> Option<(fn() -> u64, u64)> {
     MEMORY.get().copied()
 }
 
+/// The allocator's peak probe and its reset, if the CLI gave them: the trace's peak per phase.
+static PEAK: std::sync::OnceLock<(fn() -> u64, fn())> = std::sync::OnceLock::new();
+
+/// Gives the memory trace the allocator's peak of live bytes and its reset (once per process).
+pub fn set_peak_probe(peak: fn() -> u64, reset: fn()) {
+    let _ = PEAK.set((peak, reset));
+}
+
+/// The peak of live bytes since the last trace line, in MiB (and a new period starts).
+fn peak_since_last() -> String {
+    match PEAK.get() {
+        Some((peak, reset)) => {
+            let p = peak() >> 20;
+            reset();
+            format!(" (peak {p} MiB since the line before)")
+        }
+        None => String::new(),
+    }
+}
+
 /// `COTANGENT_TRACE_MEMORY=1` prints the live heap at every phase change and budget check to stderr
-/// (issue 14: where a long program's memory goes, phase by phase; bench/README.md, session 20 rel24).
+/// (issue 14: where a long program's memory goes, phase by phase; bench/README.md, session 20 rel24),
+/// with the peak since the line before where the CLI's allocator counts it.
 fn trace_memory() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var_os("COTANGENT_TRACE_MEMORY").is_some())
@@ -78,7 +99,7 @@ fn trace_memory() -> bool {
 pub fn memory_exceeded(phase: &str) -> Option<String> {
     let (live, limit) = memory_budget()?;
     if trace_memory() {
-        eprintln!("memory: {:>5} MiB live at a check while {phase}", live() >> 20);
+        eprintln!("memory: {:>5} MiB live at a check while {phase}{}", live() >> 20, peak_since_last());
     }
     (live() > limit).then(|| {
         format!("stopped: the memory budget ({} MiB, `--max-mb`) ran out while {phase}", limit >> 20)
@@ -92,7 +113,7 @@ static PHASE: std::sync::Mutex<(&str, &str)> = std::sync::Mutex::new(("", ""));
 
 pub fn set_phase(stage: &'static str, phase: &'static str) {
     if let (Some((live, _)), true) = (memory_budget(), trace_memory()) {
-        eprintln!("memory: {:>5} MiB live as `{stage}` starts {phase}", live() >> 20);
+        eprintln!("memory: {:>5} MiB live as `{stage}` starts {phase}{}", live() >> 20, peak_since_last());
     }
     if let Ok(mut p) = PHASE.lock() {
         *p = (stage, phase);

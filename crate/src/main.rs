@@ -42,6 +42,7 @@ const DEFAULT_MAX_MB: u64 = 1024;
 fn memory_budget(mb: u64) {
     let bytes = mb << 20;
     limits::set_memory_budget(alloc::live, bytes / 2);
+    limits::set_peak_probe(alloc::peak, alloc::reset_peak);
     alloc::set_hard_limit(bytes / 4 * 3, mb);
 }
 

@@ -150,9 +150,17 @@ impl Locals {
 /// type it has zonked (by identity: nodes share their types, e.g. every `let` of a chain has its
 /// body's), so that a type shared by many nodes is walked once and its zonked copy shared too.
 struct Memo {
+    /// The substitution itself, moved out of `Cx` for the walk: a variable's binding is replaced by
+    /// its zonked form once made (`done`), which is the same substitution (path compression), and
+    /// is given back after. A second vector of zonked bindings beside it was 24 bytes per variable
+    /// at the check's peak (issue 14: a stage's output of 1.7 million variables).
     vars: Vec<Option<Type>>,
+    /// Which of `vars` are zonked already, a bit each.
+    done: Vec<u64>,
     /// A compound type's identity → the type (kept, so that its pointers are not reused while
-    /// they are keys) and its zonked form (None: unchanged).
+    /// they are keys) and its zonked form (None: unchanged). Only types held more than once are
+    /// kept (`identity`): an entry for every node's own type was most of the check's peak (issue
+    /// 14: 300 MB on the dualrev/staged output of a 30,000-line program).
     seen: rustc_hash::FxHashMap<(u8, usize, usize), (Type, Option<Type>)>,
     /// Each zonked tuple of leaf types (`(R, R)`, a dual number's, on most nodes of a forward-mode
     /// program) made once and shared by every node that has it: tuples zonked apart were each their
@@ -178,16 +186,18 @@ fn leaf_tuple_key(ts: &[Type]) -> Option<u64> {
 }
 
 /// A compound type's identity: its variant and its children's pointers (a constructor's name's
-/// for its arguments' length); None for a leaf or a variable, which `Memo::vars` covers.
+/// for its arguments' length); None for a leaf or a variable, which `Memo::vars` covers, and for a
+/// type held once (a child pointer no other type holds): no other type can have its identity.
 fn identity(t: &Type) -> Option<(u8, usize, usize)> {
     use std::rc::Rc;
     let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
+    let shared = |a: &Rc<Type>, b: &Rc<Type>| Rc::strong_count(a) > 1 && Rc::strong_count(b) > 1;
     Some(match t {
-        Type::Tuple(ts) => (0, Rc::as_ptr(ts) as *const Type as usize, 0),
-        Type::Con(c) => (1, Rc::as_ptr(c) as usize, 0),
-        Type::Sum(a, b) => (2, ptr(a), ptr(b)),
-        Type::Fun(a, b) => (3, ptr(a), ptr(b)),
-        Type::Lin(a, b) => (4, ptr(a), ptr(b)),
+        Type::Tuple(ts) if Rc::strong_count(ts) > 1 => (0, Rc::as_ptr(ts) as *const Type as usize, 0),
+        Type::Con(c) if Rc::strong_count(c) > 1 => (1, Rc::as_ptr(c) as usize, 0),
+        Type::Sum(a, b) if shared(a, b) => (2, ptr(a), ptr(b)),
+        Type::Fun(a, b) if shared(a, b) => (3, ptr(a), ptr(b)),
+        Type::Lin(a, b) if shared(a, b) => (4, ptr(a), ptr(b)),
         _ => return None,
     })
 }
@@ -285,13 +295,19 @@ impl<'b> Cx<'b> {
         }
         let z = match t {
             Type::Var(v) => {
-                let u = self.subst.get(*v as usize)?.as_ref()?;
-                if let Some(Some(z)) = memo.as_ref().map(|m| &m.vars[*v as usize]) {
-                    return Some(z.clone());
+                let v = *v as usize;
+                let Some(m) = memo.as_mut() else {
+                    let u = self.subst.get(v)?.as_ref()?;
+                    return Some(self.zonk_memo(u, memo).unwrap_or_else(|| u.clone()));
+                };
+                let u = m.vars.get(v)?.clone()?;
+                if m.done[v / 64] >> (v % 64) & 1 == 1 {
+                    return Some(u);
                 }
-                let z = self.zonk_memo(u, memo).unwrap_or_else(|| u.clone());
+                let z = self.zonk_memo(&u, memo).unwrap_or(u);
                 if let Some(m) = memo {
-                    m.vars[*v as usize] = Some(z.clone());
+                    m.vars[v] = Some(z.clone());
+                    m.done[v / 64] |= 1 << (v % 64);
                 }
                 return Some(z);
             }
@@ -333,19 +349,24 @@ impl<'b> Cx<'b> {
     }
 
     /// Every node's type zonked, in place (only a type with bound variables is replaced).
-    fn zonk_expr(&self, e: &mut Expr) {
+    fn zonk_expr(&mut self, e: &mut Expr) {
         self.zonk_exprs(std::iter::once(e))
     }
 
-    /// `zonk_expr` of each of `es`, with one memo.
-    fn zonk_exprs<'e>(&self, es: impl Iterator<Item = &'e mut Expr>) {
-        let mut memo = Some(Memo { vars: vec![None; self.subst.len()], seen: Default::default(), leaf_tuples: Default::default() });
+    /// `zonk_expr` of each of `es`, with one memo, which holds the substitution meanwhile.
+    fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
+        let vars = std::mem::take(&mut self.subst);
+        let done = vec![0; vars.len().div_ceil(64)];
+        let mut memo = Some(Memo { vars, done, seen: Default::default(), leaf_tuples: Default::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
                 e.ty = z;
             }
             each_child_mut(e, &mut |c| stack.push(c));
+        }
+        if let Some(m) = memo {
+            self.subst = m.vars;
         }
     }
 

@@ -403,8 +403,8 @@ fn copy(v: &Value) -> Value {
 
 /// A flat tuple pattern's slots (`None` for a wildcard), if no part is `own` (the tuple's slot).
 fn flat_parts(pat: &LPat, own: Option<u32>) -> Option<Box<[Option<u32>]>> {
-    let LPat::Tuple(ps, _) = pat else { return None };
-    ps.iter()
+    let LPat::Tuple(t) = pat else { return None };
+    t.0.iter()
         .map(|p| match p {
             LPat::Slot(d) if Some(*d) != own => Some(Some(*d)),
             LPat::Wild => Some(None),
@@ -416,7 +416,8 @@ fn flat_parts(pat: &LPat, own: Option<u32>) -> Option<Box<[Option<u32>]>> {
 /// A spread link's right side, in the walker's order: its lets, the tuple's step, its items, its
 /// allocation; then each item bound to its part of the pattern, as `bind` takes a tuple apart.
 fn spread(m: &mut Machine<'_>, pat: &LPat, inner: &[Link], items: &[Gen]) -> Res<()> {
-    let LPat::Tuple(ps, _) = pat else { return Ok(()) };
+    let LPat::Tuple(t) = pat else { return Ok(()) };
+    let ps = &t.0;
     run_links(m, inner)?;
     m.step(Charge::None)?;
     if let ([a, b], [pa, pb]) = (items, &ps[..]) {
@@ -589,7 +590,7 @@ fn convert(c: &mut Code, h: &Hints) {
 fn link(pat: LPat, rhs: Code, h: &Hints) -> Link {
     let charge = Charge::Bind(binds(&pat));
     let arity = match &pat {
-        LPat::Tuple(ps, _) => ps.len(),
+        LPat::Tuple(t) => t.0.len(),
         _ => 0,
     };
     let rhs = match rhs {
@@ -871,8 +872,9 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
         Code::Inr(a) => inject(*a, false, h),
         Code::And(a, b, span) => logic(*a, *b, true, span, h),
         Code::Or(a, b, span) => logic(*a, *b, false, span, h),
-        Code::Case(s, p1, e1, p2, e2, span) => {
-            let (s, e1, e2) = (gen(*s, h), gen(*e1, h), gen(*e2, h));
+        Code::Case(c) => {
+            let (s, p1, e1, p2, e2, span) = *c;
+            let (s, e1, e2) = (gen(s, h), gen(e1, h), gen(e2, h));
             g(move |m| {
                 m.step(Charge::None)?;
                 let (p, e, x) = match s.run(m)? {

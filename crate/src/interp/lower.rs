@@ -28,12 +28,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static NEXT_PROG: AtomicU64 = AtomicU64::new(1);
 
+/// A lowered binding pattern: 16 bytes, one in every `Let` (a tuple's parts and span behind one
+/// pointer: inline they made every `Code` node 96 bytes; issue 14, memory per line).
 #[derive(Clone)]
 pub(crate) enum LPat {
     Slot(u32),
     Wild,
     Unit(Span),
-    Tuple(Box<[LPat]>, Span),
+    /// The parts and the pattern's span.
+    Tuple(Box<(Box<[LPat]>, Span)>),
 }
 
 /// Where a captured variable is read from in the frame that creates the closure.
@@ -138,7 +141,9 @@ pub(crate) enum Code {
     Snd(Box<Code>, Span),
     Inl(Box<Code>),
     Inr(Box<Code>),
-    Case(Box<Code>, LPat, Box<Code>, LPat, Box<Code>, Span),
+    /// `(scrutinee, p1, e1, p2, e2, span)`, boxed whole like `ExprKind::Case`: inline, the largest
+    /// variant made every node 96 bytes instead of 40 (issue 14: a stage's lowered code per line).
+    Case(Box<(Code, LPat, Code, LPat, Code, Span)>),
     If(Box<Code>, Box<Code>, Box<Code>, Span),
     Prim1(Prim, Box<Code>, Span),
     Prim2(Prim, Box<Code>, Box<Code>, Span),
@@ -147,7 +152,8 @@ pub(crate) enum Code {
     /// A saturated (non-lazy) builtin application; the span is the saturating application's.
     CallB(Rc<Builtin>, Box<[Code]>, Span),
     /// A lazy builtin applied to its first `arity - 1` arguments and the thunk of its last.
-    CallLazy(Rc<Builtin>, Box<[Code]>, Rc<LamCode>, Span),
+    /// (Behind one pointer, as `Case`: the node's size is its largest variant's.)
+    CallLazy(Box<(Rc<Builtin>, Box<[Code]>, Rc<LamCode>, Span)>),
     /// A call-free region compiled to closures (`fast.rs`); it counts its nodes' steps itself.
     Fast(Rc<FastCode>),
     /// An application spine `f a1 … an` whose head is a variable (engine only; `run.rs`'s `call_go`):
@@ -368,8 +374,8 @@ impl Lowerer<'_> {
                     *r = if *ty == Type::Real { Scalar::Real } else { Scalar::Int };
                 }
             }
-            (LPat::Tuple(ps, _), Type::Tuple(ts)) if ps.len() == ts.len() => {
-                for (p, t) in ps.iter().zip(ts.iter()) {
+            (LPat::Tuple(t), Type::Tuple(ts)) if t.0.len() == ts.len() => {
+                for (p, t) in t.0.iter().zip(ts.iter()) {
                     self.hint(p, t);
                 }
             }
@@ -442,7 +448,7 @@ impl Lowerer<'_> {
             Pat::Var(n, _) => LPat::Slot(self.new_slot(n.id)),
             Pat::Wild(_) => LPat::Wild,
             Pat::Unit(s) => LPat::Unit(*s),
-            Pat::Tuple(ps, s) => LPat::Tuple(ps.iter().map(|p| self.pat(p)).collect(), *s),
+            Pat::Tuple(ps, s) => LPat::Tuple(Box::new((ps.iter().map(|p| self.pat(p)).collect(), *s))),
         }
     }
 
@@ -617,7 +623,7 @@ impl Lowerer<'_> {
                     if b.lazy_last {
                         let first = args[..n - 1].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
                         let thunk = self.thunk(args[n - 1].0)?;
-                        Code::CallLazy(b, first, thunk, span)
+                        Code::CallLazy(Box::new((b, first, thunk, span)))
                     } else {
                         let all = args[..n].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
                         Code::CallB(b, all, span)
@@ -697,7 +703,7 @@ impl Lowerer<'_> {
                 let e1 = self.expr(e1)?;
                 let p2 = self.pat_typed(p2, t2);
                 let e2 = self.expr(e2)?;
-                Code::Case(bx(s), p1, bx(e1), p2, bx(e2), e.span)
+                Code::Case(Box::new((s, p1, e1, p2, e2, e.span)))
             }
             ExprKind::If(c, t, f) => Code::If(bx(self.expr(c)?), bx(self.expr(t)?), bx(self.expr(f)?), e.span),
             ExprKind::Prim(op, args) => {
@@ -766,7 +772,7 @@ fn moves(body: &mut Code, nslots: u32) {
             Code::Local(s) | Code::Move(s) => count(*s, &mut reads),
             Code::Lam(l) => caps(&l.captures, &mut reads, &mut count),
             Code::LetRec(g, _, _) => caps(&g.captures, &mut reads, &mut count),
-            Code::CallLazy(_, _, thunk, _) => caps(&thunk.captures, &mut reads, &mut count),
+            Code::CallLazy(c) => caps(&c.2.captures, &mut reads, &mut count),
             Code::Call(cc) => {
                 if let Head::Local(s) | Head::Move(s) = cc.head {
                     count(s, &mut reads);
@@ -808,14 +814,28 @@ fn push_frame_children<'a>(c: &'a mut Code, out: &mut Vec<&'a mut Code>) {
         Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => {}
         Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => out.extend([&mut **a, &mut **b]),
         Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => out.push(&mut **a),
-        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) | Code::CallLazy(_, xs, _, _) => out.extend(xs.iter_mut()),
+        Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) => out.extend(xs.iter_mut()),
+        Code::CallLazy(c) => out.extend(c.1.iter_mut()),
         Code::Call(cc) => out.extend(cc.args.iter_mut()),
-        Code::Case(s, _, a, _, b, _) | Code::If(s, a, b, _) => out.extend([&mut **s, &mut **a, &mut **b]),
+        Code::Case(c) => {
+            let (s, _, a, _, b, _) = &mut **c;
+            out.extend([s, a, b])
+        }
+        Code::If(s, a, b, _) => out.extend([&mut **s, &mut **a, &mut **b]),
     }
 }
 
 #[cfg(test)]
 mod tests {
+    /// Issue 14 (memory per line): a stage's lowered code is a `Code` node or two per IR node, so
+    /// its size is the lowering's memory; `Case` and `CallLazy` boxed, `LPat`'s tuple behind one
+    /// pointer, keep it at 40 bytes (it was 96).
+    #[test]
+    fn lowered_nodes_stay_small() {
+        assert!(std::mem::size_of::<super::LPat>() <= 16, "LPat is {} bytes", std::mem::size_of::<super::LPat>());
+        assert!(std::mem::size_of::<super::Code>() <= 40, "Code is {} bytes", std::mem::size_of::<super::Code>());
+    }
+
     use super::{frame_children, lower, moves, Code};
     use crate::interp::Builtins;
     use std::rc::Rc;

@@ -175,17 +175,17 @@ fn check_pat(p: &LPat, v: &Value) -> Res<()> {
     match (p, v) {
         (LPat::Slot(_) | LPat::Wild, _) | (LPat::Unit(_), Value::Unit) => Ok(()),
         (LPat::Unit(span), v) => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(v))))),
-        (LPat::Tuple(ps, _), Value::Tuple(vs)) if vs.len() == ps.len() => ps.iter().zip(vs.iter()).try_for_each(|(p, v)| check_pat(p, v)),
-        (LPat::Tuple(ps, span), v) => Err(Box::new(RunError::runtime(
-            *span,
-            format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(v)),
+        (LPat::Tuple(t), Value::Tuple(vs)) if vs.len() == t.0.len() => t.0.iter().zip(vs.iter()).try_for_each(|(p, v)| check_pat(p, v)),
+        (LPat::Tuple(t), v) => Err(Box::new(RunError::runtime(
+            t.1,
+            format!("a {}-tuple pattern does not match {} (`{v}`)", t.0.len(), kind(v)),
         ))),
     }
 }
 
 pub(super) fn binds(p: &LPat) -> u32 {
     match p {
-        LPat::Tuple(ps, _) => ps.iter().map(binds).sum(),
+        LPat::Tuple(t) => t.0.iter().map(binds).sum(),
         _ => 1,
     }
 }
@@ -868,8 +868,9 @@ impl Machine<'_> {
                 Value::Unit => Ok(()),
                 v => Err(Box::new(RunError::runtime(*span, format!("pattern `()` does not match {} (`{v}`)", kind(&v))))),
             },
-            LPat::Tuple(ps, span) => match v {
-                Value::Tuple(mut vs) if vs.len() == ps.len() => {
+            LPat::Tuple(t) => match v {
+                Value::Tuple(mut vs) if vs.len() == t.0.len() => {
+                    let ps = &t.0;
                     // a tuple no one else holds gives its components away (no clone and drop each)
                     if let Some(items) = Rc::get_mut(&mut vs) {
                         for (p, v) in ps.iter().zip(items.iter_mut()) {
@@ -883,8 +884,8 @@ impl Machine<'_> {
                     Ok(())
                 }
                 v => Err(Box::new(RunError::runtime(
-                    *span,
-                    format!("a {}-tuple pattern does not match {} (`{v}`)", ps.len(), kind(&v)),
+                    t.1,
+                    format!("a {}-tuple pattern does not match {} (`{v}`)", t.0.len(), kind(&v)),
                 ))),
             },
         }
@@ -1010,16 +1011,18 @@ impl Machine<'_> {
                     }
                     Next::Eval(&**body)
                 }
-                Code::Tuple(items) | Code::ArrayLit(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _)
-                    if !items.is_empty() =>
-                {
+                Code::Tuple(items) | Code::ArrayLit(items) | Code::CallB(_, items, _) if !items.is_empty() => {
                     self.kont.push(Kont::Collect(c, 0));
                     Next::Eval(&items[0])
+                }
+                Code::CallLazy(lazy) if !lazy.1.is_empty() => {
+                    self.kont.push(Kont::Collect(c, 0));
+                    Next::Eval(&lazy.1[0])
                 }
                 Code::Tuple(_) => self.ret(Value::Unit),
                 Code::ArrayLit(_) => self.ret(Value::Array(Rc::from(vec![]))),
                 Code::CallB(b, _, span) => return self.call_builtin(b, vec![], *span),
-                Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vec![], thunk, *span),
+                Code::CallLazy(lazy) => return self.call_lazy(&lazy.0, vec![], &lazy.2, lazy.3),
                 Code::Fst(a, span) => {
                     self.kont.push(Kont::Fst(*span));
                     Next::Eval(&**a)
@@ -1038,10 +1041,9 @@ impl Machine<'_> {
                 }
                 // a scrutinee or condition that is a leaf or a region with a value runs in place (the
                 // same steps in the same order, without a frame and a trip round the loop)
-                Code::Case(s, ..) | Code::If(s, ..) if inline_arg(s) => {
-                    let v = self.arg_value(s)?;
-                    let next = if matches!(node(c), Code::Case(..)) { self.case_branch(c, v)? } else { self.if_branch(c, v)? };
-                    match next {
+                Code::Case(cs) if inline_arg(&cs.0) => {
+                    let v = self.arg_value(&cs.0)?;
+                    match self.case_branch(c, v)? {
                         Next::Eval(b) => {
                             c = b;
                             continue;
@@ -1049,9 +1051,19 @@ impl Machine<'_> {
                         n => return Ok(n),
                     }
                 }
-                Code::Case(s, ..) => {
+                Code::If(s, ..) if inline_arg(s) => {
+                    let v = self.arg_value(s)?;
+                    match self.if_branch(c, v)? {
+                        Next::Eval(b) => {
+                            c = b;
+                            continue;
+                        }
+                        n => return Ok(n),
+                    }
+                }
+                Code::Case(cs) => {
                     self.kont.push(Kont::Case(c));
-                    Next::Eval(&**s)
+                    Next::Eval(&cs.0)
                 }
                 Code::If(cond, ..) => {
                     self.kont.push(Kont::If(c));
@@ -1075,7 +1087,8 @@ impl Machine<'_> {
 
     /// A `case` node's branch for the scrutinee's value `v`, its pattern bound.
     fn case_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
-        let Code::Case(_, p1, e1, p2, e2, span) = node(c) else { unreachable!("Case frames are only pushed for case nodes") };
+        let Code::Case(cs) = node(c) else { unreachable!("Case frames are only pushed for case nodes") };
+        let (_, p1, e1, p2, e2, span) = &**cs;
         let (p, e, x) = match v {
             Value::Inl(x) => (p1, e1, x),
             Value::Inr(x) => (p2, e2, x),
@@ -1083,7 +1096,7 @@ impl Machine<'_> {
         };
         let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
         self.bind(p, x)?;
-        Ok(Next::Eval(&**e))
+        Ok(Next::Eval(e))
     }
 
     /// An `if` node's branch for the condition's value `v`.
@@ -1116,7 +1129,8 @@ impl Machine<'_> {
                 self.vals.push(v);
                 let code = node(c);
                 let items = match code {
-                    Code::Tuple(items) | Code::ArrayLit(items) | Code::CallB(_, items, _) | Code::CallLazy(_, items, _, _) => items,
+                    Code::Tuple(items) | Code::ArrayLit(items) | Code::CallB(_, items, _) => items,
+                    Code::CallLazy(lazy) => &lazy.1,
                     _ => unreachable!("Collect frames are only pushed for tuples, arrays and builtin calls"),
                 };
                 let i = i as usize + 1;
@@ -1144,7 +1158,7 @@ impl Machine<'_> {
                 vs.extend(self.vals.drain(from..));
                 match code {
                     Code::CallB(b, _, span) => return self.call_builtin(b, vs, *span),
-                    Code::CallLazy(b, _, thunk, span) => return self.call_lazy(b, vs, thunk, *span),
+                    Code::CallLazy(lazy) => return self.call_lazy(&lazy.0, vs, &lazy.2, lazy.3),
                     _ => unreachable!(),
                 }
             }
