@@ -473,7 +473,7 @@ const SELF_LOOPS: &[(&str, &str)] = &[
       def main x = go 3 (inl x) 1.0", "0.5"),
     ("def sq y = y * y\ndef go k acc = if k == 0 then acc else let t = sq acc in go (k - 1) (t - 0.5)\ndef main x = go 4 x", "0.75"),
     ("def sq y = y * y\ndef twice y = sq (sq y)\ndef go k acc = if k == 0 then acc else go (k - 1) (twice acc)\ndef main x = go 3 x", "0.9"),
-    ("def go k acc x = if k == 0 then acc else let h y = y * x + real k in go (k - 1) (h acc) x\ndef main x = go 4 0.5 x", "0.5"),
+    ("def go k acc x = if k == 0 then acc else let h = \\y -> y * x + real k in go (k - 1) (h acc) x\ndef main x = go 4 0.5 x", "0.5"),
 ];
 
 #[test]

@@ -892,6 +892,8 @@ mod tests {
                     marked += usize::from(cc.self_tail);
                 }
                 Code::Lam(l) => stack.push(l.body.clone()),
+                // `let g y = …` is a local recursive group of one
+                Code::LetRec(g, _, _) => stack.extend(g.members.iter().map(|l| l.body.clone())),
                 _ => {}
             }
             stack.extend(frame_children(&mut c).into_iter().map(|c| c.clone()));

@@ -644,7 +644,14 @@ impl Machine<'_> {
         let n = cc.args.len();
         let base = self.vals.len();
         for (i, a) in cc.args.iter().enumerate() {
-            let arg = if inline_arg(a) {
+            let arg = if let Code::Fast(f) = a {
+                if f.has_value() {
+                    self.fast_value(f)?
+                } else {
+                    self.kont.push(Kont::CallKnown { c: cc, lam, i: i as u32, base });
+                    return Ok(Next::Eval(a));
+                }
+            } else if inline_arg(a) {
                 self.arg_value(a)?
             } else {
                 self.kont.push(Kont::CallKnown { c: cc, lam, i: i as u32, base });
