@@ -3,7 +3,7 @@
 //! stage, on random programs (tests/gen), and on hand-written programs for every construct a region
 //! compiles, errors included (issue 13, item 1).
 
-use cotangent::interp::{Budget, Builtins, Machine, RunError};
+use cotangent::interp::{Budget, Builtins, CostModel, Machine, RunError};
 use cotangent::limits::run_with_stack;
 use cotangent::pipeline::{analyse, front_end, Analysis, Options};
 use cotangent::syntax;
@@ -420,4 +420,93 @@ fn self_tail_calls_stop_at_every_budget_where_the_walker_stops() {
         Err(RunError::Runtime { .. }) => {}
         other => panic!("{src}: expected a runtime error, got {other:?}"),
     }
+}
+
+/// A cost model charging each kind of node to its own counter (a walk that skipped or doubled a
+/// variable, a binding or a primitive would show in the model's counts).
+static MODEL: CostModel = CostModel {
+    counters: ["var", "bind", "proj", "prim"],
+    var: [1, 0, 0, 0],
+    bind: [0, 1, 0, 0],
+    proj: [0, 0, 1, 0],
+    prim1: |_| [0, 0, 0, 1],
+    prim2: |_| [0, 0, 0, 2],
+    array: |_, n| [0, 0, 0, n],
+};
+
+/// `run_both` with the cost model on and the calls of let-bound `h` traced (the unf chain's
+/// settings): the same outcome, counters, model counts and trace steps in both engines.
+fn run_observed(src: &str, arg: &Value, budget: Budget) -> Result<Value, RunError> {
+    let p = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}\n{src}")).0;
+    let go = |b: Budget| {
+        let mut m = Machine::new(&p, &Builtins::new(), b).expect("lowers");
+        m.set_tracing(true);
+        m.set_cost_model(&MODEL);
+        m.trace_calls(|name| (name == "h").then_some(7));
+        let r = m.call("main", vec![arg.clone()]);
+        let trace: Vec<(String, String)> = m.take_trace().0.into_iter().map(|t| (t.kind, t.note)).collect();
+        (r, m.cost(), m.model_cost(), trace)
+    };
+    let (wr, wc, wm, wt) = go(reference(&budget));
+    let (fast, later) = (go(eager(&budget)), go(Budget { regions_after: 2, ..budget.clone() }));
+    for (fr, fc, fm, ft) in [&fast, &later] {
+        assert_eq!(fc, &wc, "costs differ\n{src}");
+        assert_eq!(fm, &wm, "model costs differ\n{src}");
+        assert_eq!(ft, &wt, "traces differ\n{src}");
+        match (fr, &wr) {
+            (Ok(a), Ok(b)) => assert!(a.same(b), "values differ: {a} vs {b}\n{src}"),
+            (Err(a), Err(b)) => assert_eq!(a, b, "errors differ\n{src}"),
+            (a, b) => panic!("outcomes differ: {:?} vs {:?}\n{src}", a.as_ref().err(), b.as_ref().err()),
+        }
+    }
+    fast.0
+}
+
+/// Self tail calls run as a jump back to the body (`CallCode::self_tail`): tuple arguments and
+/// parameters, through `if` and `case`, after a let whose right side is a call, an argument that is
+/// a call run in place (a leaf, a traced local function) or by the loop (a callee that calls).
+const SELF_LOOPS: &[(&str, &str)] = &[
+    ("def go k (a, b) = if k == 0 then a * b else go (k - 1) (b, a + b)\ndef main x = go 5 (x, 1.0)", "0.5"),
+    ("def step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\ndef sim k s = if k == 0 then s else sim (k - 1) (step s)\n\
+      def main (p0, v0) = let (p, v) = sim 4 (p0, v0) in p * p + v", "(1.0, 0.5)"),
+    ("def go k s acc = case s of inl a -> (if k == 0 then acc + a else go (k - 1) (inr a) (acc * a)) | inr b -> go k (inl (b + 1.0)) (acc - b)\n\
+      def main x = go 3 (inl x) 1.0", "0.5"),
+    ("def sq y = y * y\ndef go k acc = if k == 0 then acc else let t = sq acc in go (k - 1) (t - 0.5)\ndef main x = go 4 x", "0.75"),
+    ("def sq y = y * y\ndef twice y = sq (sq y)\ndef go k acc = if k == 0 then acc else go (k - 1) (twice acc)\ndef main x = go 3 x", "0.9"),
+    ("def go k acc x = if k == 0 then acc else let h = \\y -> y * x + real k in go (k - 1) (h acc) x\ndef main x = go 4 0.5 x", "0.5"),
+];
+
+#[test]
+fn self_loops_count_as_the_walker_at_every_budget_with_a_cost_model_and_a_trace() {
+    for (src, at) in SELF_LOOPS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
+        }
+        at_every_budget(src, &arg, 160, 40, 30, 8);
+        let (mut stops, mut finished) = (0, false);
+        for steps in 1..400 {
+            if run_observed(src, &arg, Budget { steps, ..Budget::default() }).is_ok() {
+                finished = true;
+                break;
+            }
+            stops += 1;
+        }
+        assert!(finished && stops > 40, "{src}: should take more than 40 steps and finish ({stops})");
+        for allocs in 0..30 {
+            let _ = run_observed(src, &arg, Budget { allocs, ..Budget::default() });
+        }
+        for depth in 0..8 {
+            let _ = run_observed(src, &arg, Budget { depth, ..Budget::default() });
+        }
+    }
+    // the traced local function runs inside the loop: its calls are the trace's steps
+    let (src, at) = SELF_LOOPS[5];
+    let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+    let p = front_end(src, &[]).expect("types").0;
+    let mut m = Machine::new(&p, &Builtins::new(), eager(&Budget::default())).expect("lowers");
+    m.set_tracing(true);
+    m.trace_calls(|name| (name == "h").then_some(7));
+    m.call("main", vec![arg]).expect("runs");
+    assert_eq!(m.take_trace().0.iter().filter(|t| t.kind == "call").count(), 4);
 }

@@ -312,7 +312,9 @@ impl Machine<'_> {
         let Body::Value(g) = &f.body else {
             return Err(Box::new(RunError::runtime(crate::diag::Span::NONE, "internal: a region run in place has a value")));
         };
-        run_links(self, &f.links)?;
+        if !f.links.is_empty() {
+            run_links(self, &f.links)?;
+        }
         g.run(self)
     }
 }

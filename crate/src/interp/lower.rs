@@ -176,6 +176,9 @@ pub(crate) struct CallCode {
     pub args: Box<[Code]>,
     /// The span of each application, innermost first (the walker's `App` spans).
     pub spans: Box<[Span]>,
+    /// A definition's saturated call of itself in tail position of its own body (`mark_self_tail`):
+    /// the peers' loops, run by `run.rs`'s `self_tail` as a jump back to the body.
+    pub self_tail: bool,
 }
 
 pub(crate) struct DefCode {
@@ -308,6 +311,8 @@ struct Lowerer<'a> {
     /// A function's regions are compiled on this entry (0: now); `Budget::regions_after`.
     regions_after: u32,
     fused: Rc<[Fused]>,
+    /// The definition whose own lambda is lowered next (its self tail calls are marked).
+    def_lam: Option<u32>,
 }
 
 /// The parameter type of a function type (`Unknown` for anything else).
@@ -335,11 +340,13 @@ pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_
         index.entry(d.name.text.clone()).or_insert(i as u32);
     }
     let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into() };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), def_lam: None };
     let mut defs = Vec::with_capacity(program.defs.len());
-    for d in &program.defs {
+    for (i, d) in program.defs.iter().enumerate() {
         lw.ctxs.push(FunCtx::default());
+        lw.def_lam = matches!(strip_ann(&d.body).kind, ExprKind::Lam(..)).then_some(i as u32);
         let mut body = lw.expr(&d.body)?;
+        lw.def_lam = None;
         let ctx = lw.ctxs.pop().unwrap();
         // a definition's own body runs once per machine: its regions only when compiling eagerly
         let _ = lw.regions(&mut body, &ctx);
@@ -483,17 +490,23 @@ impl Lowerer<'_> {
 
     /// A lambda `\p -> body` whose parameter has type `param` (from the lambda's type).
     fn lam(&mut self, p: &Pat, param: &Type, body: &Expr, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
+        // only a definition's own lambda (not one inside it) is that definition's body
+        let own = self.def_lam.take();
         self.ctxs.push(FunCtx::default());
         let pat = self.pat_typed(p, param);
         let (more, body) = self.more_params(body);
         let body = self.expr(body);
         let c = self.ctxs.pop().unwrap();
+        let mut body = body?;
+        if let Some(def) = own {
+            mark_self_tail(&mut body, def, 1 + more.len());
+        }
         let param = match p {
             Pat::Var(n, _) => Some(n.id),
             _ => None,
         };
         let captures = c.captures.clone().into();
-        Ok(Rc::new(LamCode { named, param, ..self.lam_code(pat, more, body?, &c, captures) }))
+        Ok(Rc::new(LamCode { named, param, ..self.lam_code(pat, more, body, &c, captures) }))
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
@@ -643,7 +656,7 @@ impl Lowerer<'_> {
                 };
                 let all = args.iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
                 let spans = args.iter().map(|(_, s)| *s).collect();
-                return Ok(Code::Call(Box::new(CallCode { head, args: all, spans })));
+                return Ok(Code::Call(Box::new(CallCode { head, args: all, spans, self_tail: false })));
             }
             _ => self.expr(head)?,
         };
@@ -746,6 +759,29 @@ impl Lowerer<'_> {
     }
 }
 
+/// Marks the calls of definition `def` with all its `arity` parameters in tail position of its body
+/// (the branches of `if` and `case`, the body of a `let` or `let rec`): the loops written as self
+/// tail recursion. Only where to jump: `run.rs` still checks the callee and the frame at run time.
+fn mark_self_tail(body: &mut Code, def: u32, arity: usize) {
+    let mut stack = vec![body];
+    while let Some(c) = stack.pop() {
+        match c {
+            Code::Call(cc) => {
+                if matches!(cc.head, Head::Global(g, _) if g == def) && cc.args.len() == arity {
+                    cc.self_tail = true;
+                }
+            }
+            Code::If(_, t, f, _) => stack.extend([&mut **t, &mut **f]),
+            Code::Case(cs) => {
+                let (_, _, t, _, f, _) = &mut **cs;
+                stack.extend([t, f]);
+            }
+            Code::Let(_, _, b) | Code::LetRec(_, _, b) => stack.push(&mut **b),
+            _ => {}
+        }
+    }
+}
+
 /// Turns the only read of a slot in a function body into a move (`Code::Move`, `Head::Move`). Each
 /// node of a body runs at most once per activation of its frame (there are no loops; recursion and
 /// the functions a body creates get frames of their own, and a closure copies what it captures when
@@ -836,7 +872,7 @@ mod tests {
         assert!(std::mem::size_of::<super::Code>() <= 40, "Code is {} bytes", std::mem::size_of::<super::Code>());
     }
 
-    use super::{frame_children, lower, moves, Code};
+    use super::{frame_children, lower, moves, Code, Head};
     use crate::interp::Builtins;
     use std::rc::Rc;
 
@@ -861,5 +897,33 @@ mod tests {
         }
         // moved: `fst a` and the head `f`; cloned: x six times, b twice, c once (also captured by f)
         assert_eq!((moved, cloned), (2, 9));
+    }
+
+    #[test]
+    fn only_a_definitions_saturated_calls_of_itself_in_tail_position_are_marked() {
+        let src = "def go k acc = if k == 0 then acc else if k == 1 then go 0 (acc + go 0 acc) else \
+                   let f = go (k - 1) in case inl acc of inl a -> go (k - 1) a | inr b -> f b\n\
+                   def main x = go 3 x + (let g y = go 2 y in g x)";
+        let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
+        // regions deferred, so the calls are plain `Code::Call` nodes in the bodies
+        let low = lower(&p, &Builtins::new(), true, 3).expect("lowers");
+        let (mut calls, mut marked) = (0, 0);
+        let mut stack: Vec<Code> = low.defs.iter().map(|d| d.body.clone()).collect();
+        while let Some(mut c) = stack.pop() {
+            match &c {
+                Code::Call(cc) if matches!(cc.head, Head::Global(0, _)) => {
+                    calls += 1;
+                    marked += usize::from(cc.self_tail);
+                }
+                Code::Lam(l) => stack.push(l.body.clone()),
+                // `let g y = …` is a local recursive group of one
+                Code::LetRec(g, _, _) => stack.extend(g.members.iter().map(|l| l.body.clone())),
+                _ => {}
+            }
+            stack.extend(frame_children(&mut c).into_iter().map(|c| c.clone()));
+        }
+        // go's four calls of itself: `go 0 (…)` and `go (k - 1) a` are marked; `go 0 acc` is an
+        // argument, `go (k - 1)` partial, and main's and g's calls are not go's own
+        assert_eq!((calls, marked), (6, 2));
     }
 }

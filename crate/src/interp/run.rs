@@ -562,6 +562,9 @@ impl Machine<'_> {
             Head::Global(i, span) => {
                 self.span = span;
                 if let Some(lam) = self.known(i, cc.args.len()) {
+                    if cc.self_tail && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
+                        return self.self_tail(cc, lam);
+                    }
                     return self.call_known(cc, lam, 0, self.vals.len(), None);
                 }
                 match &self.globals[i as usize] {
@@ -627,6 +630,70 @@ impl Machine<'_> {
             let env = self.no_captures.clone();
             return self.saturate(code, env, None, base, arg, true);
         }
+    }
+
+    /// A known definition's saturated call of itself in tail position (`CallCode::self_tail`, the
+    /// peers' loops), its frame on top: `call_known`'s steps, checks and trace in the same order,
+    /// then the parameters rebound in the frame, reset in place, and the body's code to run again.
+    /// An argument that is a call runs in place (`sim (k - 1) (step s)`) when its callee returns at
+    /// once (a leaf: nothing left on the stack above the `CallKnown` frame pushed for it); any other
+    /// argument that the loop must run goes on as `call_known`, from that frame.
+    fn self_tail(&mut self, cc: &CallCode, lam: *const LamCode) -> Res<Next> {
+        // Valid: `known` took it from this machine's lowering (see the module comment).
+        let code: &LamCode = unsafe { &*lam };
+        let n = cc.args.len();
+        let base = self.vals.len();
+        for (i, a) in cc.args.iter().enumerate() {
+            let arg = if let Code::Fast(f) = a {
+                if f.has_value() {
+                    self.fast_value(f)?
+                } else {
+                    self.kont.push(Kont::CallKnown { c: cc, lam, i: i as u32, base });
+                    return Ok(Next::Eval(a));
+                }
+            } else if inline_arg(a) {
+                self.arg_value(a)?
+            } else {
+                self.kont.push(Kont::CallKnown { c: cc, lam, i: i as u32, base });
+                let Code::Call(inner) = a else { return Ok(Next::Eval(a)) };
+                let top = self.kont.len();
+                match self.eval_call(inner)? {
+                    Next::Ret if self.kont.len() == top => {
+                        self.kont.pop();
+                        std::mem::replace(&mut self.acc, Value::Unit)
+                    }
+                    next => return Ok(next),
+                }
+            };
+            if i + 1 < n {
+                self.partial_step(code, i, &arg, false)?;
+            } else if i == 0 {
+                self.trace_named(code, &arg);
+            }
+            self.vals.push(arg);
+        }
+        let body = code.code();
+        let arg = self.vals.pop().unwrap_or(Value::Unit);
+        if leaf(body).is_some() {
+            let env = self.no_captures.clone();
+            return self.saturate(code, env, None, base, arg, true);
+        }
+        // the frame as `push_frame` leaves it for a tail call: the body's slots empty
+        let (bp, nslots) = (self.bp, code.nslots as usize);
+        if self.locals.len() == bp + nslots {
+            for slot in &mut self.locals[bp..] {
+                set_slot(slot, Value::Unit);
+            }
+        } else {
+            clear_slots(&mut self.locals, bp);
+            self.grow_frame(code.nslots);
+        }
+        if !Rc::ptr_eq(&self.env, &self.no_captures) {
+            self.env = self.no_captures.clone();
+        }
+        self.group = None;
+        self.bind_params(code, base, arg)?;
+        Ok(Next::Eval(body))
     }
 
     /// Applies `f` to the arguments of `cc` from `i` on, in the walker's order: each argument is
@@ -969,6 +1036,14 @@ impl Machine<'_> {
             // a fast region counts its own nodes' steps (it is not a node of the walker's)
             match node(c) {
                 Code::Fast(f) => return self.run_fast(f),
+                // a self tail call jumps back to the body here, without a trip round the loop
+                Code::Call(cc) if cc.self_tail => match self.eval_call(cc)? {
+                    Next::Eval(b) => {
+                        c = b;
+                        continue;
+                    }
+                    n => return Ok(n),
+                },
                 Code::Call(cc) => return self.eval_call(cc),
                 _ => {}
             }
