@@ -32,6 +32,8 @@ use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 
 
+const FUNCTIONS: &str = "functions as values (user functions are inlined: §5.2)";
+
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
 }
@@ -360,7 +362,12 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             _ => return Err(refuse(e.span, "such array operation")),
         },
         K::LetRec(..) => return Err(refuse(e.span, &format!("recursion{}", crate::stages::arrays::bot::RECURSION_BOUNDARY))),
-        K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
+        // the packed loop's length check (soa.rs): a scalar operation on integers
+        K::App(..) => match spine(e) {
+            Some((h, a)) if h == SAME_LENGTH && a.len() == 2 => same_length(lower(a[0], fresh)?, lower(a[1], fresh)?),
+            _ => return Err(refuse(e.span, FUNCTIONS)),
+        },
+        K::Lam(..) => return Err(refuse(e.span, FUNCTIONS)),
         // after tuples.rs a tuple is left only as main's output, lowered per component
         K::Tuple(es) => Expr::gen(K::Tuple(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
         K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),

@@ -18,6 +18,7 @@
 //! Cost: each component's build repeats the element's lets (the lambda body's) that it needs, so a
 //! let both components need is computed twice; nothing else is added.
 
+use super::lang;
 use super::tuples::{arrays_of_tuples, refuse, wrap, Binds, Shape, Sra};
 use crate::build::*;
 use crate::diag::Diagnostic;
@@ -321,35 +322,74 @@ impl Sra<'_> {
         let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        let reals = |t: &Type| crate::kit::polytypic::is_real_tuple(t);
-        let elem_reals = args[2].ty.as_array().is_some_and(reals);
-        if sums || !reals(&args[1].ty) || !elem_reals || zs.len() != accs.len() {
+        let mut tys = vec![];
+        leaf_types(&args[1].ty, &mut tys);
+        let vector = |t: &Type| t.as_array().is_some_and(|a| *a == Type::Real);
+        let elem_reals = args[2].ty.as_array().is_some_and(crate::kit::polytypic::is_real_tuple);
+        if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
             return Ok(None);
         }
+        if let Some(t) = tys.iter().find(|t| !vector(t) && **t != Type::Real) {
+            let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals (soa.rs), and an array of arrays is not packed")));
+        }
         let arr = Type::array(Type::Real);
-        let Some(r) = self.packed_loop(*op, e.span, (zs, accs, Expr::gen(ExprKind::Array(cs)).with_ty(arr.clone())), (xs, i), inner.clone(), n, binds) else { return Ok(None) };
+        let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
+        // each array component's length, fixed by its initial value (the body must keep it)
+        let lens: Vec<Name> = vectors
+            .iter()
+            .map(|&k| {
+                let len = self.fresh.name("len");
+                binds.push((len.clone(), length(zs[k].clone()), e.span));
+                len
+            })
+            .collect();
+        let pieces: Vec<Piece> = vectors.iter().zip(&lens).map(|(&k, len)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), len: len.clone() }).collect();
+        let pick = |ks: &[usize], from: &[Expr]| ks.iter().map(|&k| from[k].clone()).collect::<Vec<Expr>>();
+        let (szs, saccs) = (pick(&scalars, zs), scalars.iter().map(|&k| accs[k]).collect::<Vec<u32>>());
+        let scs = Expr::gen(ExprKind::Array(pick(&scalars, &cs))).with_ty(arr.clone());
+        let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, i), inner.clone(), n, binds) else { return Ok(None) };
+        let m = scalars.len();
         let mut k = 0;
         let fresh = &mut *self.fresh;
         Ok(Some(map_leaves(z.clone(), &mut |_| {
             k += 1;
-            let comp = |row: Expr| prim(Prim::Index, vec![row, int(k as i64 - 1)]).with_ty(Type::Real);
+            // where component k - 1 sits in the row: a real's column, or an array's columns from its offset
+            let at_row: Box<dyn Fn(Expr, &mut Fresh) -> Expr> = match scalars.iter().position(|&q| q == k - 1) {
+                Some(q) => Box::new(move |row: Expr, _: &mut Fresh| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(Type::Real)),
+                None => {
+                    let p = vectors.iter().position(|&q| q == k - 1).unwrap_or(0);
+                    let (off, len) = (offset(m, &lens[..p]), lens[p].clone());
+                    Box::new(move |row: Expr, fresh: &mut Fresh| {
+                        let j = fresh.name("j");
+                        let x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
+                        prim(Prim::Build, vec![var(&len), lam(pvar(&j), x)]).with_ty(Type::array(Type::Real))
+                    })
+                }
+            };
             if !scan {
-                return Ok(Shape::Leaf(comp(var(&r))));
+                return Ok(Shape::Leaf(at_row(var(&r), fresh)));
             }
-            // a scan's component k: the column `build (length r) (\i -> r ! i ! k)`
+            // a scan's component k: the column `build (length r) (\i -> r ! i ! k)` (for an array,
+            // its columns: `build (length r) (\i -> build len (\j -> r ! i ! (off + j)))`)
             let j = fresh.name("i");
-            let col = comp(prim(Prim::Index, vec![var(&r), var(&j)]).with_ty(arr.clone()));
-            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&r)), lam(pvar(&j), col)]).with_ty(arr.clone())))
+            let col = at_row(prim(Prim::Index, vec![var(&r), var(&j)]).with_ty(arr.clone()), fresh);
+            let ty = Type::array(col.ty.clone());
+            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&r)), lam(pvar(&j), col)]).with_ty(ty)))
         })?))
     }
 
     /// The loop of `packed_fold`: `let r = op (\acc c -> let a_k = acc ! k .. in let inner in cs) [zs]
     /// (build n (\i -> [xs1 ! i, ..]))` pushed on `binds`, the elements' reads `xs_l ! i` made `c ! l`;
     /// r's name, or None when the body reads the elements otherwise.
+    /// With array components (`pieces`), the row is the reals, then each array's elements (`packed_row`).
     #[allow(clippy::too_many_arguments)]
-    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), (xs, i): (&[Expr], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
+    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), pieces: &[Piece], (xs, i): (&[Expr], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
         let arr = Type::array(Type::Real);
         let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
+        let m = zs.len();
+        let lens: Vec<Name> = pieces.iter().map(|p| p.len.clone()).collect();
+        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &lens, Some(span)) };
         // the elements' reads `xs_l ! i` become `c ! l`
         let mut body = wrap(inner, cs);
         let mut stack = vec![&mut body];
@@ -366,6 +406,13 @@ impl Sra<'_> {
         if super::bot::mentions(&body, i.id) {
             return None;
         }
+        // an array component read back from its columns: `build len (\j -> acc ! (off + j))`
+        for (p, piece) in pieces.iter().enumerate().rev() {
+            let j = self.fresh.name("j");
+            let x = prim(Prim::Index, vec![var(&accv), prim(Prim::Add, vec![offset(m, &lens[..p]), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
+            let v = prim(Prim::Build, vec![var(&piece.len), lam(pvar(&j), x)]).with_ty(arr.clone());
+            body = let_(pvar(&Name::new("acc", piece.acc)), v, body);
+        }
         for (k, &a) in accs.iter().enumerate().rev() {
             let name = Name::new("acc", a);
             body = let_(pvar(&name), prim(Prim::Index, vec![var(&accv), int(k as i64)]).with_ty(Type::Real), body);
@@ -373,6 +420,7 @@ impl Sra<'_> {
         let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
+        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &lens, None) };
         let j = self.fresh.name("i");
         let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
@@ -380,6 +428,59 @@ impl Sra<'_> {
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
         binds.push((r.clone(), at(prim(op, vec![f, z0, packed]), span).with_ty(r_ty), span));
         Some(r)
+    }
+
+    /// The packed row of the reals `scalars` (an array literal, m of them) and the arrays `vs` of
+    /// lengths `lens`, without concatenation (the core has none: §3.2):
+    /// `build (m + len1 + ..) (\j -> if j < m then s ! j else if j < m + len1 then v1 ! (j - m) else ..)`
+    /// (the strict `cond` computes every branch, each index total: sound, §5.2). `check`: a body's new
+    /// row, whose arrays must keep their lengths, checked at run time where the loop is (`sameLength`).
+    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, lens: &[Name], check: Option<crate::diag::Span>) -> Expr {
+        let m = match &scalars.kind {
+            ExprKind::Array(es) => es.len(),
+            _ => 0,
+        };
+        let arr = Type::array(Type::Real);
+        let mut lets = vec![];
+        let mut name = |x: Expr, what: &str, ty: Type, fresh: &mut Fresh| match x.kind {
+            ExprKind::Var(_) => x,
+            _ => {
+                let v = fresh.name(what);
+                lets.push((v.clone(), x.with_ty(ty)));
+                var(&v)
+            }
+        };
+        let s = name(scalars, "s", arr.clone(), self.fresh);
+        let vs: Vec<Expr> = vs.into_iter().map(|v| name(v, "v", arr.clone(), self.fresh)).collect();
+        // the lengths the row is laid out by: a new row's, checked against the fixed ones
+        let lens: Vec<Name> = match check {
+            None => lens.to_vec(),
+            Some(span) => lens
+                .iter()
+                .zip(&vs)
+                .map(|(len, v)| {
+                    let l = self.fresh.name("len");
+                    lets.push((l.clone(), at(lang::same_length(var(len), length(v.clone())), span).with_ty(Type::Int)));
+                    l
+                })
+                .collect(),
+        };
+        let j = self.fresh.name("j");
+        let lt = |b: Expr| prim(Prim::Lt, vec![var(&j), b]).with_ty(Type::Bool);
+        let from = |v: &Expr, off: Expr| prim(Prim::Index, vec![v.clone(), prim(Prim::Sub, vec![var(&j), off]).with_ty(Type::Int)]).with_ty(Type::Real);
+        let last = vs.len() - 1;
+        let mut elem = from(&vs[last], offset(m, &lens[..last]));
+        for p in (0..last).rev() {
+            elem = if_(lt(offset(m, &lens[..=p])), from(&vs[p], offset(m, &lens[..p])), elem).with_ty(Type::Real);
+        }
+        if m > 0 {
+            elem = if_(lt(int(m as i64)), prim(Prim::Index, vec![s, var(&j)]).with_ty(Type::Real), elem).with_ty(Type::Real);
+        }
+        let mut row = prim(Prim::Build, vec![offset(m, &lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
+        for (x, rhs) in lets.into_iter().rev() {
+            row = let_(pvar(&x), rhs, row).with_ty(arr.clone());
+        }
+        row
     }
 
     /// A fold or scan over a tuple with integer components (beyond the paper, §2.3, as fold.rs): an
@@ -469,7 +570,7 @@ impl Sra<'_> {
             let racc: Vec<u32> = reals.iter().map(|&k| accs[k]).collect();
             let rcs = arr(&cs, &reals, Type::Real);
             let rinner = live(&inner, &rcs);
-            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), (&xs, i), rinner, n, binds) else {
+            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &[], (&xs, i), rinner, n, binds) else {
                 return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
             };
             for (q, &k) in reals.iter().enumerate() {
@@ -557,6 +658,23 @@ fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
         stack.extend(children_mut(y));
     }
     true
+}
+
+/// An array component of a packed tuple accumulator (`packed_fold`): its accumulator variable,
+/// its initial value, the body's new value, and its length (bound before the loop).
+struct Piece {
+    acc: u32,
+    z: Expr,
+    c: Expr,
+    len: Name,
+}
+
+/// Where an array of a packed row starts: `m + len_1 + .. + len_p` (the reals first, then the arrays before it).
+fn offset(m: usize, lens: &[Name]) -> Expr {
+    lens.iter().fold(int(m as i64), |o, l| match o.kind {
+        ExprKind::Int(0) => var(l),
+        _ => prim(Prim::Add, vec![o, var(l)]).with_ty(Type::Int),
+    })
 }
 
 /// The leaf types of `t`, left to right (tuples taken apart, as a shape's leaves are).
