@@ -335,16 +335,18 @@ impl Sra<'_> {
         }
         let arr = Type::array(Type::Real);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
-        // each array component's length, fixed by its initial value (the body must keep it)
-        let lens: Vec<Name> = vectors
-            .iter()
-            .map(|&k| {
-                let len = self.fresh.name("len");
-                binds.push((len.clone(), length(zs[k].clone()), e.span));
-                len
-            })
-            .collect();
-        let pieces: Vec<Piece> = vectors.iter().zip(&lens).map(|(&k, len)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), len: len.clone() }).collect();
+        // each array component's length, fixed by its initial value (the body must keep it); the
+        // loop body reads it from the Int array `iota (length z)`, not from z, which is differentiated
+        // (a free variable of the body's vjp, fold.rs). Lengths stay `length` terms, not let-bound
+        // Ints: inside a map bot reads a length at i = 0 (L0), while a let-bound size would be a
+        // per-row array (B3) that a build1's size cannot index
+        let lens: Vec<Expr> = vectors.iter().map(|&k| length(zs[k].clone())).collect();
+        let mut pieces = vec![];
+        for &k in &vectors {
+            let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
+            binds.push((shape.clone(), prim(Prim::Build, vec![length(zs[k].clone()), lam(pvar(&j), var(&j))]).with_ty(Type::array(Type::Int)), e.span));
+            pieces.push(Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape });
+        }
         let pick = |ks: &[usize], from: &[Expr]| ks.iter().map(|&k| from[k].clone()).collect::<Vec<Expr>>();
         let (szs, saccs) = (pick(&scalars, zs), scalars.iter().map(|&k| accs[k]).collect::<Vec<u32>>());
         let scs = Expr::gen(ExprKind::Array(pick(&scalars, &cs))).with_ty(arr.clone());
@@ -363,7 +365,7 @@ impl Sra<'_> {
                     Box::new(move |row: Expr, fresh: &mut Fresh| {
                         let j = fresh.name("j");
                         let x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
-                        prim(Prim::Build, vec![var(&len), lam(pvar(&j), x)]).with_ty(Type::array(Type::Real))
+                        prim(Prim::Build, vec![len.clone(), lam(pvar(&j), x)]).with_ty(Type::array(Type::Real))
                     })
                 }
             };
@@ -388,7 +390,7 @@ impl Sra<'_> {
         let arr = Type::array(Type::Real);
         let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
         let m = zs.len();
-        let lens: Vec<Name> = pieces.iter().map(|p| p.len.clone()).collect();
+        let lens: Vec<Expr> = pieces.iter().map(|p| length(var(&p.shape))).collect();
         let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &lens, Some(span)) };
         // the elements' reads `xs_l ! i` become `c ! l`
         let mut body = wrap(inner, cs);
@@ -410,7 +412,7 @@ impl Sra<'_> {
         for (p, piece) in pieces.iter().enumerate().rev() {
             let j = self.fresh.name("j");
             let x = prim(Prim::Index, vec![var(&accv), prim(Prim::Add, vec![offset(m, &lens[..p]), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
-            let v = prim(Prim::Build, vec![var(&piece.len), lam(pvar(&j), x)]).with_ty(arr.clone());
+            let v = prim(Prim::Build, vec![lens[p].clone(), lam(pvar(&j), x)]).with_ty(arr.clone());
             body = let_(pvar(&Name::new("acc", piece.acc)), v, body);
         }
         for (k, &a) in accs.iter().enumerate().rev() {
@@ -420,7 +422,8 @@ impl Sra<'_> {
         let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
-        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &lens, None) };
+        let z_lens: Vec<Expr> = pieces.iter().map(|p| length(p.z.clone())).collect();
+        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_lens, None) };
         let j = self.fresh.name("i");
         let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
@@ -431,11 +434,13 @@ impl Sra<'_> {
     }
 
     /// The packed row of the reals `scalars` (an array literal, m of them) and the arrays `vs` of
-    /// lengths `lens`, without concatenation (the core has none: §3.2):
+    /// lengths `lens` (`length` terms), without concatenation (the core has none: §3.2):
     /// `build (m + len1 + ..) (\j -> if j < m then s ! j else if j < m + len1 then v1 ! (j - m) else ..)`
     /// (the strict `cond` computes every branch, each index total: sound, §5.2). `check`: a body's new
-    /// row, whose arrays must keep their lengths, checked at run time where the loop is (`sameLength`).
-    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, lens: &[Name], check: Option<crate::diag::Span>) -> Expr {
+    /// row, whose arrays must keep their lengths, checked at run time where the loop is: the bounds
+    /// inside the lambda are the checked `sameLength len (length v)` (the size keeps the `length`
+    /// terms, which bot reads at i = 0 inside a map), so the last array is bounded too.
+    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, lens: &[Expr], check: Option<crate::diag::Span>) -> Expr {
         let m = match &scalars.kind {
             ExprKind::Array(es) => es.len(),
             _ => 0,
@@ -452,31 +457,35 @@ impl Sra<'_> {
         };
         let s = name(scalars, "s", arr.clone(), self.fresh);
         let vs: Vec<Expr> = vs.into_iter().map(|v| name(v, "v", arr.clone(), self.fresh)).collect();
-        // the lengths the row is laid out by: a new row's, checked against the fixed ones
-        let lens: Vec<Name> = match check {
+        let bounds: Vec<Expr> = match check {
             None => lens.to_vec(),
             Some(span) => lens
                 .iter()
                 .zip(&vs)
                 .map(|(len, v)| {
                     let l = self.fresh.name("len");
-                    lets.push((l.clone(), at(lang::same_length(var(len), length(v.clone())), span).with_ty(Type::Int)));
-                    l
+                    lets.push((l.clone(), at(lang::same_length(len.clone(), length(v.clone())), span).with_ty(Type::Int)));
+                    var(&l)
                 })
                 .collect(),
         };
         let j = self.fresh.name("j");
         let lt = |b: Expr| prim(Prim::Lt, vec![var(&j), b]).with_ty(Type::Bool);
         let from = |v: &Expr, off: Expr| prim(Prim::Index, vec![v.clone(), prim(Prim::Sub, vec![var(&j), off]).with_ty(Type::Int)]).with_ty(Type::Real);
-        let last = vs.len() - 1;
-        let mut elem = from(&vs[last], offset(m, &lens[..last]));
-        for p in (0..last).rev() {
-            elem = if_(lt(offset(m, &lens[..=p])), from(&vs[p], offset(m, &lens[..p])), elem).with_ty(Type::Real);
+        let mut elem = real(0.0);
+        for p in (0..vs.len()).rev() {
+            let last = p + 1 == vs.len();
+            // the last array's bound, always met, is there only to use its checked length
+            if !last || check.is_some() {
+                elem = if_(lt(offset(m, &bounds[..=p])), from(&vs[p], offset(m, &bounds[..p])), elem).with_ty(Type::Real);
+            } else {
+                elem = from(&vs[p], offset(m, &bounds[..p]));
+            }
         }
         if m > 0 {
             elem = if_(lt(int(m as i64)), prim(Prim::Index, vec![s, var(&j)]).with_ty(Type::Real), elem).with_ty(Type::Real);
         }
-        let mut row = prim(Prim::Build, vec![offset(m, &lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
+        let mut row = prim(Prim::Build, vec![offset(m, lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
         for (x, rhs) in lets.into_iter().rev() {
             row = let_(pvar(&x), rhs, row).with_ty(arr.clone());
         }
@@ -661,19 +670,20 @@ fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
 }
 
 /// An array component of a packed tuple accumulator (`packed_fold`): its accumulator variable,
-/// its initial value, the body's new value, and its length (bound before the loop).
+/// its initial value, the body's new value, and `iota (length z)` (bound before the loop), whose
+/// length the body reads.
 struct Piece {
     acc: u32,
     z: Expr,
     c: Expr,
-    len: Name,
+    shape: Name,
 }
 
 /// Where an array of a packed row starts: `m + len_1 + .. + len_p` (the reals first, then the arrays before it).
-fn offset(m: usize, lens: &[Name]) -> Expr {
+fn offset(m: usize, lens: &[Expr]) -> Expr {
     lens.iter().fold(int(m as i64), |o, l| match o.kind {
-        ExprKind::Int(0) => var(l),
-        _ => prim(Prim::Add, vec![o, var(l)]).with_ty(Type::Int),
+        ExprKind::Int(0) => l.clone(),
+        _ => prim(Prim::Add, vec![o, l.clone()]).with_ty(Type::Int),
     })
 }
 
