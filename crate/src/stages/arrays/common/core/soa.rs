@@ -10,8 +10,9 @@
 //! - a `fold`/`reduce` over tuples (accumulator or elements) is split per component of the
 //!   accumulator: a component whose body is `acc_k + t` (t free of every accumulator) is
 //!   `z_k + sum (build n (\i -> t))`, as lower.rs does for reals; when a component is not a sum
-//!   and every component (and element) is a real, the fold is one loop over the tuple packed into
-//!   an array of reals (`packed_fold`; a `scanl`/`scanr` over tuples the same); integer components
+//!   and every component is a real or an array of reals (and every element a real), the fold is one
+//!   loop over the tuple packed into an array of reals (`packed_fold`: an array's elements are more
+//!   columns, its length checked at run time; a `scanl`/`scanr` over tuples the same); integer components
 //!   are a loop of their own beside the reals' (`int_fold`: an integer has no cotangent); else a
 //!   component that is not a sum is sequential (§2.3) and refused where it is used.
 //!
@@ -270,7 +271,7 @@ impl Sra<'_> {
         }
         if matches!(op, Prim::Scanl | Prim::Scanr) {
             // a scan's states have no loop-free form even when its components are sums
-            return Err(refuse(e.span, "scan over tuples whose components are not all reals and integers (one loop over an array of reals, the tuple packed into it, takes reals, and integers are a loop of their own; an array component would make it ragged)"));
+            return Err(refuse(e.span, "scan over tuples whose components are not all reals, arrays of reals and integers, or whose elements are not reals (one loop over an array of reals, the tuple packed into it, takes reals and arrays of reals, and integers are a loop of their own)"));
         }
         let mut k = 0;
         let sequential = refuse(e.span, "sequential fold or reduce with this body on this component: only `acc + t` (t free of the accumulator) is a sum (sumOuter); the paper has no general fold (§2.3)");
@@ -312,8 +313,15 @@ impl Sra<'_> {
     /// and a scan the same with `scanl`/`scanr`, its component k the column `build (length r) (\i ->
     /// r ! i ! k)`.
     /// One loop for all the components, as the fold is one loop: its Delta is one ScanL node whose
-    /// vjp is the tuple body's (fold.rs). None when every component is a sum (the loop-free form)
-    /// or a component is not a real (an array component would make the packed array ragged).
+    /// vjp is the tuple body's (fold.rs). An array of reals `v` among the components (beyond the
+    /// paper, §2.3, as the packing is: horde-ad packs the same way) is more columns of the row, after
+    /// the reals, `[a1, .., am, v ! 0, .., v ! (len - 1)]`, its length `len` the length of its initial
+    /// value, known only at run time: the row is built without concatenation (`packed_row`), the
+    /// body reads `v` back as `build len (\j -> acc ! (m + j))`, and its new `v` must keep the length,
+    /// checked at run time (`sameLength`, located at the fold: a loop keeps its accumulator's
+    /// shape, as horde-ad's fold, whose type fixes it). None when every component is a sum (the
+    /// loop-free form) or a component or element is not a real or an array of reals; an array of
+    /// arrays is refused, located.
     fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
         let mut cs = vec![];
         if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
