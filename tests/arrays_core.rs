@@ -1210,3 +1210,56 @@ fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
     assert!(r.refused && e.contains("6 dimensions deep, past the 5 this implementation's gathers and scatters take"), "{e}");
     assert!(r.error_span.is_some(), "{e}");
 }
+
+/// A tuple accumulator with array-of-reals components (soa.rs `packed_fold`; beyond the paper,
+/// §2.3, as horde-ad): each array is more columns of the one loop's packed row, after the reals,
+/// its length the length of its initial value (known at run time), read back with a build. These
+/// were refused ("sequential fold or reduce with this body on this component"; for a scan, "an
+/// array component would make it ragged"). A fold, a scanl, a scanr, the array first or last, two
+/// arrays, only arrays, a fold and a scan inside maps (the array per row, nested two deep), no
+/// elements and an empty array: every Part C stage agrees, with one loop and one ScanL Delta. A
+/// body that changes the array's length stops every stage at run time, located at the fold, inside
+/// a map too; an array of arrays is refused, located.
+#[test]
+fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
+    let progs = [
+        ("([1.0, 2.0, 3.0], [0.5, 0.25])", "(xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x * v ! 0, map (\\y -> y * x) v)) (0.0, w) xs in s + sum v"),
+        ("([1.0, 2.0, 3.0], [0.5, 0.25])", "(xs, w) = let ss = scanl (\\(s, v) x -> (s + x * v ! 0, map (\\y -> y * x + s) v)) (0.0, w) xs in sum (map (\\p -> fst p) ss) + sum (map (\\p -> sum (snd p)) ss)"),
+        ("([1.0, 2.0, 3.0], [0.5, 0.25])", "(xs, w) = let ss = scanr (\\x (v, s) -> (map (\\y -> sin (y * x) + s) v, s * x + v ! 1)) (w, 1.0) xs in sum (map (\\p -> sum (fst p)) ss) + sum (map (\\p -> snd p) ss)"),
+        ("([1.0, 2.0, 3.0], [0.5, 0.25], [2.0, 1.0, 3.0])", "(xs, w, u) = let (v, s, q) = fold (\\(v, s, q) x -> (map (\\y -> y * x + q ! 2) v, s * x, map (\\a -> a * x + s) q)) (w, 1.0, u) xs in sum v + s + sum q"),
+        ("([1.0, 2.0], [0.5, 0.25], [2.0, 1.0, 3.0])", "(xs, w, u) = let (v, q) = fold (\\(v, q) x -> (map (\\y -> y * x + q ! 0) v, map (\\a -> a * v ! 1) q)) (w, u) xs in sum v * sum q"),
+        ("([[1.0, 2.0], [3.0, 4.0], [0.5, 1.5]], [0.5, 0.25])", "(m, w) = sum (map (\\row -> let (s, v) = fold (\\(s, v) x -> (s + x * v ! 1, map (\\y -> y * x + s) v)) (0.0, w) row in s * sum v) m)"),
+        ("[[1.0, 2.0, 0.5], [3.0, 4.0, 1.5]]", "m = sum (map (\\row -> let ss = scanl (\\(v, s) x -> (map (\\y -> y * x + s) v, s + x * v ! 0)) (map (\\y -> y * 2.0) row, 1.0) row in sum (map (\\p -> sum (fst p) * snd p) ss)) m)"),
+        ("([[[1.0, 2.0], [3.0, 4.0]], [[0.5, 1.0], [2.0, 0.1]]], [0.5, 0.25, 2.0])", "(t, w) = sum (map (\\mm -> sum (map (\\row -> let (v, s) = fold (\\(v, s) x -> (map (\\y -> y * x + s) v, s * x + v ! 2)) (w, 1.0) row in s + sum v) mm)) t)"),
+        ("([], [0.5, 0.25])", "(xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x * v ! 0, map (\\y -> y * x) v)) (0.0, w) xs in s + sum v"),
+        ("([1.0, 2.0], [])", "(xs, w) = let (s, v) = fold (\\(s, v) x -> (s * x + 1.0, map (\\y -> y * x) v)) (0.5, w) xs in s + sum v"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // one loop for the tuple: one scanl after bot, one ScanL Delta
+    let text = format!("input {}\ndef main {}\n", progs[3].0, progs[3].1);
+    let (p, _) = bot(&text);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    let r = one(&text, "arrays/dual-arrays");
+    assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
+    // a body that changes the array's length: a run-time error at the fold, on every stage
+    for text in [
+        "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x, shift1L v)) (0.0, w) xs in s + sum v\n",
+        "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (v, s) = fold (\\(v, s) x -> (build (length v + 1) (\\i -> x), s + x)) (w, 0.0) xs in s + sum v\n",
+        "input ([[1.0, 2.0], [3.0, 4.0]], [0.5, 0.25])\ndef main (m, w) = sum (map (\\row -> let (s, v) = fold (\\(s, v) x -> (s + x, map (\\y -> y * x) (shift1L v))) (0.0, w) row in s + sum v) m)\n",
+    ] {
+        let fold = text.find("fold").unwrap();
+        for stage in PART_C {
+            let r = one(text, stage);
+            let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+            assert!(!r.refused && e.contains("array component of length 2 at the start") && e.contains("keeps its accumulator's shape"), "{stage}: {e}");
+            let (start, _) = r.error_span.unwrap_or_else(|| panic!("{stage}: no span: {e}"));
+            assert_eq!(start, fold, "{stage}: {:?}", &text[start..]);
+        }
+    }
+    let text = "input ([1.0, 2.0, 3.0], [[0.5, 0.25]])\ndef main (xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x, map (\\r -> map (\\y -> y * x) r) v)) (0.0, w) xs in s + sum (map (\\r -> sum r) v)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("component of type Array (Array R)"), "{r:?}");
+    assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{r:?}");
+}
