@@ -1127,7 +1127,8 @@ fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
 /// type-check"). Counters, an argmax, scans both ways, a fold per row inside a map, integer
 /// elements, integers only, and reals reading the integers as `real i` (the integer loop first, its
 /// states a column of the packed elements). A real component using an integer one otherwise, the
-/// two reading each other, and an array component beside an integer, are refused, located at the
+/// two reading each other, and an array of arrays beside an integer (an array of reals is packed:
+/// `array_components_of_a_tuple_accumulator_reach_share_to_let`), are refused, located at the
 /// fold, with the reason.
 #[test]
 fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
@@ -1158,7 +1159,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     for (main, why) in [
         ("fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs", "other than as `real m`"),
         ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
-        ("fold (\\(s, v, n) x -> (s * x, map (\\y -> y + x) v, n + 1)) (1.0, [0.0, 1.0], 0) xs", "component of type Array R"),
+        ("fold (\\(s, v, n) x -> (s * x, map (\\r -> map (\\y -> y + x) r) v, n + 1)) (1.0, [[0.0, 1.0]], 0) xs", "component of type Array (Array R)"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
         let r = one(&text, "arrays/bot");
@@ -1217,7 +1218,9 @@ fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
 /// were refused ("sequential fold or reduce with this body on this component"; for a scan, "an
 /// array component would make it ragged"). A fold, a scanl, a scanr, the array first or last, two
 /// arrays, only arrays, a fold and a scan inside maps (the array per row, nested two deep), no
-/// elements and an empty array: every Part C stage agrees, with one loop and one ScanL Delta. A
+/// elements and an empty array, and beside integer components (`int_fold`; refused before as "an
+/// integer component beside a component of type Array R"): every Part C stage agrees, with one
+/// loop and one ScanL Delta. A
 /// body that changes the array's length stops every stage at run time, located at the fold, inside
 /// a map too; an array of arrays is refused, located.
 #[test]
@@ -1237,6 +1240,20 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
     for (input, main) in progs {
         part_c_agrees(&format!("input {input}\ndef main {main}\n"));
     }
+    // beside integer components (soa.rs `int_fold`: the integers a loop of their own): a counter,
+    // a count reading the array's states, in a scan, in a map, the array reading `real k` (the
+    // integer loop first) in a scanr, and beside a real that is a sum
+    let with_ints = [
+        "(xs, w) = let (k, v) = fold (\\(k, v) x -> (k + 1, map (\\y -> y * x) v)) (0, w) xs in real k + sum v",
+        "(xs, w) = let (v, k) = fold (\\(v, k) x -> (map (\\y -> y * x) v, if x > v ! 0 then k + 1 else k)) (w, 0) xs in sum v * real k",
+        "(xs, w) = let ss = scanl (\\(v, k) x -> (map (\\y -> y * x) v, if x > v ! 0 then k + 1 else k)) (w, 0) xs in sum (map (\\p -> sum (fst p) * real (snd p)) ss)",
+        "(xs, w) = let ss = scanr (\\x (k, v) -> (k + 2, map (\\y -> y * x + real k) v)) (1, w) xs in sum (map (\\p -> sum (snd p) * real (fst p)) ss)",
+        "(xs, w) = let (s, v, k) = fold (\\(s, v, k) x -> (s + x, map (\\y -> y * x) v, k + 1)) (1.0, w, 0) xs in s + sum v + real k",
+    ];
+    for main in with_ints {
+        part_c_agrees(&format!("input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main {main}\n"));
+    }
+    part_c_agrees("input ([[1.0, 2.0], [3.0, 0.5]], [0.5, 0.25])\ndef main (m, w) = sum (map (\\row -> let (v, k) = fold (\\(v, k) x -> (map (\\y -> y * x) v, if x > v ! 0 then k + 1 else k)) (w, 0) row in sum v * real k) m)\n");
     // one loop for the tuple: one scanl after bot, one ScanL Delta
     let text = format!("input {}\ndef main {}\n", progs[3].0, progs[3].1);
     let (p, _) = bot(&text);
@@ -1248,6 +1265,7 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
         "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x, shift1L v)) (0.0, w) xs in s + sum v\n",
         "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (v, s) = fold (\\(v, s) x -> (build (length v + 1) (\\i -> x), s + x)) (w, 0.0) xs in s + sum v\n",
         "input ([[1.0, 2.0], [3.0, 4.0]], [0.5, 0.25])\ndef main (m, w) = sum (map (\\row -> let (s, v) = fold (\\(s, v) x -> (s + x, map (\\y -> y * x) (shift1L v))) (0.0, w) row in s + sum v) m)\n",
+        "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (k, v) = fold (\\(k, v) x -> (k + 1, shift1L v)) (0, w) xs in real k + sum v\n",
     ] {
         let fold = text.find("fold").unwrap();
         for stage in PART_C {

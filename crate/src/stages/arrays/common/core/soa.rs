@@ -514,17 +514,22 @@ impl Sra<'_> {
     /// the accumulator element i meets; `r ! (i + 1)` in a scanr) only when it uses them: else the
     /// reals are a plain packed fold or their sums. The other way round, a real component that reads
     /// an integer one as `real m` reads it from a column of the packed elements, `real (ri ! i ! q)`
-    /// of the integer loop's states, which then runs first. Refused, located: the two reading each
-    /// other, or a real component using an integer one other than as `real m`.
+    /// of the integer loop's states, which then runs first. An array of reals among the components is
+    /// packed with the reals (more columns, `packed_fold`), read as a real is. Refused, located: the
+    /// two reading each other, or a real component using an integer one other than as `real m`.
     #[allow(clippy::too_many_arguments)]
     fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (soa.rs)";
-        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real)) {
+        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && !is_vector(t)) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is neither")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
         }
+        // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
         let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
+        let (scalars, vectors): (Vec<usize>, Vec<usize>) = reals.iter().partition(|&&k| tys[k] == Type::Real);
+        let shapes = self.shapes(e.span, &vectors, zs, binds);
+        let cols = columns(&reals, &scalars, &vectors, &shapes);
         let arr = |cs: &[Expr], ks: &[usize], t: Type| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t));
         let whole = |cs: &[Expr], ks: &[usize], t: Type| wrap(live(inner, &arr(cs, ks, Type::Real)), arr(cs, ks, t));
         let reads = |x: &Expr, ks: &[usize]| ks.iter().any(|&k| mentions(x, accs[k]));
@@ -539,7 +544,7 @@ impl Sra<'_> {
         let mut inner = inner.clone();
         let mut xs = xs.to_vec();
         if reals_read_ints {
-            let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &reals), (i, &inner), n, (None, true), binds, &mut out);
+            let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (None, true), binds, &mut out);
             let mut cols = vec![];
             for (q, &k) in ints.iter().enumerate() {
                 let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
@@ -561,7 +566,7 @@ impl Sra<'_> {
                 return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component uses an integer component other than as `real m`: {WHY}, which reads the integers' states as reals")));
             }
         }
-        let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() {
+        let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
             None
         } else {
             reals.iter().map(|&k| summand(&cs[k], accs[k]).map(|t| wrap(live(&inner, t), t.clone())).filter(|t| !accs.iter().any(|&x| mentions(t, x)))).collect()
@@ -583,20 +588,24 @@ impl Sra<'_> {
         } else if !reals.is_empty() {
             // a fold whose integers read the reals' states is the scan of them, its last row the fold's
             let loop_op = if states && !scan { Prim::Scanl } else { op };
-            let rz: Vec<Expr> = reals.iter().map(|&k| zs[k].clone()).collect();
-            let racc: Vec<u32> = reals.iter().map(|&k| accs[k]).collect();
-            let rcs = arr(&cs, &reals, Type::Real);
-            let rinner = live(&inner, &rcs);
-            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &[], (&xs, i), rinner, n, binds) else {
+            let rz: Vec<Expr> = scalars.iter().map(|&k| zs[k].clone()).collect();
+            let racc: Vec<u32> = scalars.iter().map(|&k| accs[k]).collect();
+            let rinner = live(&inner, &arr(&cs, &reals, Type::Real));
+            let rcs = arr(&cs, &scalars, Type::Real);
+            let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
+            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, i), rinner, n, binds) else {
                 return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
             };
-            for (q, &k) in reals.iter().enumerate() {
-                out[k] = self.component(&r, q, Type::Real, (scan, states), n);
+            for (k, col) in &cols {
+                out[*k] = match col {
+                    Col::Real(q) => self.component(&r, *q, Type::Real, (scan, states), n),
+                    Col::Array(..) => self.array_component(&r, col, (scan, states), n),
+                };
             }
             r_states = states.then_some(r);
         }
         if !reals_read_ints {
-            self.int_loop(e, op, (zs, accs, &cs), (&ints, &reals), (i, &inner), n, (r_states, false), binds, &mut out);
+            self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (r_states, false), binds, &mut out);
         }
         Ok(out)
     }
@@ -605,7 +614,7 @@ impl Sra<'_> {
     /// states (`states`: the reals read them; a fold's are its scan's), and `out`'s integer
     /// components read from it. `r`: the reals' states, when the integers read them.
     #[allow(clippy::too_many_arguments)]
-    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (ints, reals): (&[usize], &[usize]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
+    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (ints, cols): (&[usize], &[(usize, Col)]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
         use super::bot::mentions;
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let loop_op = if states && !scan { Prim::Scanl } else { op };
@@ -614,10 +623,11 @@ impl Sra<'_> {
         let mut ibody = wrap(live(inner, &ics), ics);
         if let Some(r) = &r {
             let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
-            for (q, &k) in reals.iter().enumerate().rev() {
-                if mentions(&ibody, accs[k]) {
+            for (k, col) in cols.iter().rev() {
+                if mentions(&ibody, accs[*k]) {
                     let row = prim(Prim::Index, vec![var(r), at_i.clone()]).with_ty(Type::array(Type::Real));
-                    ibody = let_(pvar(&Name::new("acc", accs[k])), prim(Prim::Index, vec![row, int(q as i64)]).with_ty(Type::Real), ibody);
+                    let v = self.read_col(row, col);
+                    ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
                 }
             }
         }
@@ -639,6 +649,49 @@ impl Sra<'_> {
         ri
     }
 
+    /// For each array component `ks`, `iota (length z)` bound before the loop: the loops read the
+    /// fixed length from this Int array, not from z, which is differentiated (a free variable of the
+    /// body's vjp, fold.rs). Lengths stay `length` terms, not let-bound Ints: inside a map bot reads
+    /// a length at i = 0 (L0), while a let-bound size would be a per-row array (B3) that a build1's
+    /// size cannot index.
+    fn shapes(&mut self, span: crate::diag::Span, ks: &[usize], zs: &[Expr], binds: &mut Binds) -> Vec<Name> {
+        ks.iter()
+            .map(|&k| {
+                let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
+                binds.push((shape.clone(), prim(Prim::Build, vec![length(zs[k].clone()), lam(pvar(&j), var(&j))]).with_ty(Type::array(Type::Int)), span));
+                shape
+            })
+            .collect()
+    }
+
+    /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`.
+    fn read_col(&mut self, row: Expr, col: &Col) -> Expr {
+        match col {
+            Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(Type::Real),
+            Col::Array(off, len) => {
+                let j = self.fresh.name("j");
+                let x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
+                prim(Prim::Build, vec![len.clone(), lam(pvar(&j), x)]).with_ty(Type::array(Type::Real))
+            }
+        }
+    }
+
+    /// An array component `col` of a packed loop's result `r`, as `component` reads a real: a
+    /// scan's states of it, the last row of a fold run as a scan, or the fold's row.
+    fn array_component(&mut self, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
+        let row_ty = Type::array(Type::Real);
+        if scan {
+            let j = self.fresh.name("i");
+            let c = self.read_col(prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
+            let ty = Type::array(c.ty.clone());
+            prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), c)]).with_ty(ty)
+        } else if states {
+            self.read_col(prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
+        } else {
+            self.read_col(var(r), col)
+        }
+    }
+
     /// Component q (of type `elem`) of a packed loop's result `r`: a scan's column of it, the last
     /// row of a fold run as a scan (`states`: its row n), or the fold's packed result itself.
     fn component(&mut self, r: &Name, q: usize, elem: Type, (scan, states): (bool, bool), n: &Expr) -> Expr {
@@ -654,6 +707,33 @@ impl Sra<'_> {
             comp(var(r))
         }
     }
+}
+
+/// Where a component of a packed row sits: a real's column q, or an array's columns from an offset,
+/// with its length (`length` terms, valid inside and outside the loop).
+#[derive(Clone)]
+enum Col {
+    Real(usize),
+    Array(Expr, Expr),
+}
+
+/// Each real and array component (`ks`, in order) with its place in the row: the reals first, then
+/// the arrays (of lengths `length shape`).
+fn columns(ks: &[usize], scalars: &[usize], vectors: &[usize], shapes: &[Name]) -> Vec<(usize, Col)> {
+    let lens: Vec<Expr> = shapes.iter().map(|s| length(var(s))).collect();
+    ks.iter()
+        .map(|&k| match scalars.iter().position(|&q| q == k) {
+            Some(q) => (k, Col::Real(q)),
+            None => {
+                let p = vectors.iter().position(|&q| q == k).unwrap_or(0);
+                (k, Col::Array(offset(scalars.len(), &lens[..p]), lens[p].clone()))
+            }
+        })
+        .collect()
+}
+
+fn is_vector(t: &Type) -> bool {
+    t.as_array().is_some_and(|a| *a == Type::Real)
 }
 
 /// `t` with each `real m` of an integer accumulator m (`cols`: its id and the column of its states
