@@ -564,7 +564,7 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
 
 /// What is still refused, located: a fold over pairs whose real component uses its integer
 /// component other than as `real k` (the integers are a loop of their own beside the reals' packed
-/// loop: soa.rs `int_fold`; `real k` is read from a column of its states; such folds are taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
+/// loop: pack.rs `int_fold`; `real k` is read from a column of its states; such folds are taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
 /// a fold over pairs of reals whose component multiplies is taken
 /// since issue 12's tuple accumulators, `tuple_accumulators_in_folds_and_scans_reach_share_to_let`;
 /// a fold inside a map whose array depends on the map's index, refused here before bot's B-scan,
@@ -1072,7 +1072,7 @@ fn local_recursion_bounded_by_params_is_unrolled_for_part_c() {
 
 /// Issue 12: a fold or scan whose accumulator is a tuple, its components not sums (§2.3 has no
 /// loop; the core's one loop, fold.rs, takes a real or an array of reals): the tuple is packed into
-/// an array of reals (soa.rs `packed_fold`), one loop for all components; fold, scanl and scanr, over
+/// an array of reals (pack.rs `packed_fold`), one loop for all components; fold, scanl and scanr, over
 /// reals and over an array of pairs, on no elements too. These were refused ("no sequential fold or
 /// reduce with this body on this component", "not a scan"). An integer component stays refused,
 /// located.
@@ -1092,7 +1092,7 @@ fn tuple_accumulators_in_folds_and_scans_reach_share_to_let() {
     let (p, _) = bot(texts[0]);
     assert_eq!(p.matches("scanl").count(), 1, "{p}");
     assert!(p.contains("[y, 1.0]"), "{p}");
-    // an integer component beside them: a loop of its own (soa.rs `int_fold`)
+    // an integer component beside them: a loop of its own (pack.rs `int_fold`)
     part_c_agrees("input ([0.5, 1.5], 0.3)\ndef main (xs, y) =\n  let (s, k) = fold (\\(s, k) x -> (s * x + y, k + 1)) (y, 0) xs in\n  s\n");
 }
 
@@ -1119,7 +1119,7 @@ fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
     assert!(start <= map && map < end && ragged[start..end].contains("fold"), "{r:?}");
 }
 
-/// A fold or scan over a tuple with integer components (soa.rs `int_fold`): an integer carries no
+/// A fold or scan over a tuple with integer components (pack.rs `int_fold`): an integer carries no
 /// cotangent, so the integers are a loop of their own over the elements' indexes (an `Array Int`
 /// accumulator, kept by D′ with no Delta), reading the reals' states when they use them, and the
 /// reals stay one packed loop, one ScanL Delta, or their sums. Was refused ("sequential fold …")
@@ -1212,7 +1212,7 @@ fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
     assert!(r.error_span.is_some(), "{e}");
 }
 
-/// A tuple accumulator with array-of-reals components (soa.rs `packed_fold`; beyond the paper,
+/// A tuple accumulator with array-of-reals components (pack.rs `packed_fold`; beyond the paper,
 /// §2.3, as horde-ad): each array is more columns of the one loop's packed row, after the reals,
 /// its length the length of its initial value (known at run time), read back with a build. These
 /// were refused ("sequential fold or reduce with this body on this component"; for a scan, "an
@@ -1240,7 +1240,7 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
     for (input, main) in progs {
         part_c_agrees(&format!("input {input}\ndef main {main}\n"));
     }
-    // beside integer components (soa.rs `int_fold`: the integers a loop of their own): a counter,
+    // beside integer components (pack.rs `int_fold`: the integers a loop of their own): a counter,
     // a count reading the array's states, in a scan, in a map, the array reading `real k` (the
     // integer loop first) in a scanr, and beside a real that is a sum
     let with_ints = [

@@ -493,12 +493,12 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
     // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
     // `loop`: a local `let rec` (the generator's local recursion), unrolled as the top-level `rep` is
-    // `ifd`: a fold whose accumulator pairs a real with an integer (soa.rs `int_fold`)
+    // `ifd`: a fold whose accumulator pairs a real with an integer (pack.rs `int_fold`)
     let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop", "ifd"];
     let mut lowered = [0usize; 9];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
-    // folds and scans whose accumulator is a pair (soa.rs packs it into an array of reals)
+    // folds and scans whose accumulator is a pair (pack.rs packs it into an array of reals)
     let mut tuple_accs = 0;
     // arrays of pairs in main's input (`prs` parameters) or output (`map2` to pairs), converted at
     // the wrapper (boundary.rs)
@@ -507,7 +507,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let mut nested_outs = 0;
     // `ifd` folds whose real reads the integer as `real k` (a column of the integers' states)
     let mut int_reads = 0;
-    // folds and scans whose accumulator pairs a real with an array of reals (`pfv`: soa.rs packs
+    // folds and scans whose accumulator pairs a real with an array of reals (`pfv`: pack.rs packs
     // the array's elements as more columns)
     let mut array_accs = 0;
     const N: u64 = 160;

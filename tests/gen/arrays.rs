@@ -228,9 +228,9 @@ impl Gen {
     /// mapped again, a fold over pairs whose components are sums.
     /// Also a parallel pair taken apart (`par`) and a call of the recursive `rep`, unrolled for its
     /// literal depth (`rep`).
-    /// A fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: packed, soa.rs).
+    /// A fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: packed, pack.rs).
     /// A fold whose accumulator pairs a real with an integer (`ifd`: the integer a loop of its own,
-    /// soa.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
+    /// pack.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
     /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
@@ -281,7 +281,7 @@ impl Gen {
                 format!("(let {v} = {ps} in sum (map (\\({u}, {w}) -> {f}) {v}){pick})")
             }
             _ if self.below(3) > 0 => {
-                // a fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: soa.rs
+                // a fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: pack.rs
                 // packs the array's elements as more columns of the loop's row, its length fixed)
                 let (p, v, x, y) = (self.fresh("pfd"), self.fresh("pfv"), self.fresh("pfd"), self.fresh("pfd"));
                 let k = self.len_in(s);

@@ -362,7 +362,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             _ => return Err(refuse(e.span, "such array operation")),
         },
         K::LetRec(..) => return Err(refuse(e.span, &format!("recursion{}", crate::stages::arrays::bot::RECURSION_BOUNDARY))),
-        // the packed loop's length check (soa.rs): a scalar operation on integers
+        // the packed loop's length check (pack.rs): a scalar operation on integers
         K::App(..) => match spine(e) {
             Some((h, a)) if h == SAME_LENGTH && a.len() == 2 => same_length(lower(a[0], fresh)?, lower(a[1], fresh)?),
             _ => return Err(refuse(e.span, FUNCTIONS)),

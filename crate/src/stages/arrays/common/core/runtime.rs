@@ -493,7 +493,7 @@ fn b_iota(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 }
 
 /// `sameLength expected actual` (lang.rs): a packed loop's array component must keep its length
-/// (soa.rs); located at the fold or scan (the term's span).
+/// (pack.rs); located at the fold or scan (the term's span).
 fn b_same_length(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (a, b) = (int(&args[0], "sameLength", span)?, int(&args[1], "sameLength", span)?);
     if a != b {
@@ -522,7 +522,7 @@ fn ints(m: usize) -> Type {
 }
 
 /// The core operations: `index`, `gather<m><n>`, `scatter<m><n>`, `sumOuter`, `tr`, `cond`, `iota`,
-/// and the packed loop's `sameLength` (soa.rs).
+/// and the packed loop's `sameLength` (pack.rs).
 pub fn builtins() -> Vec<Builtin> {
     let a = Type::Var(0);
     let f = Type::fun;
