@@ -508,7 +508,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // `ifd` folds whose real reads the integer as `real k` (a column of the integers' states)
     let mut int_reads = 0;
     // folds and scans whose accumulator pairs a real with an array of reals (`pfv`: pack.rs packs
-    // the array's elements as more columns)
+    // the array's elements as more columns; `ifv`: beside an integer)
     let mut array_accs = 0;
     const N: u64 = 160;
     for s in 0..N {
@@ -518,7 +518,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let tuple_acc = src.contains(" (ta") || src.contains("(\\(ta") || src.contains("(fold (\\(p");
         let int_read = src.contains("0.25 * real ifd");
-        let array_acc = src.contains(", pfv");
+        let array_acc = src.contains(", pfv") || src.contains(", ifv");
         let ran = part_c_run_typed(src);
         let (took, (pairs_in, pairs_out), nested) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         nested_outs += usize::from(took && nested);

@@ -235,6 +235,18 @@ impl Gen {
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
         match self.below(7) {
+            6 if self.below(3) == 0 => {
+                // an array of reals beside the integer (`ifv`: packed with the real, pack.rs)
+                let (p, v, k, x, y) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));
+                let len = self.len_in(s);
+                let sv = s.with_real(&p).with_vec(&v, len).with_real(&x);
+                let (e1, e2) = (self.real_in(&sv, d.min(2)), self.real_in(&sv.with_real(&y), d.min(2)));
+                let step = if self.below(2) == 0 { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
+                let (a, b, m) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"));
+                let f = self.real_in(&s.with_real(&a).with_vec(&b, len), d.min(2));
+                let (z, v0, xs) = (self.real_in(s, d), self.vec(s, len, d), self.vec(s, n, d));
+                format!("(let ({a}, {b}, {m}) = fold (\\({p}, {v}, {k}) {x} -> ({p} * 0.5 + {e1}, map (\\{y} -> {e2}) {v}, {step})) ({z}, {v0}, 0) {xs} in {f} + real {m})")
+            }
             6 => {
                 let (p, k, x, a, m) = (self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));
                 let e1 = self.real_in(&s.with_real(&p).with_real(&x), d.min(2));
