@@ -47,12 +47,11 @@ impl Sra<'_> {
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
         let mut tys = vec![];
         leaf_types(&args[1].ty, &mut tys);
-        let vector = |t: &Type| t.as_array().is_some_and(|a| *a == Type::Real);
         let elem_reals = args[2].ty.as_array().is_some_and(crate::kit::polytypic::is_real_tuple);
         if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
             return Ok(None);
         }
-        if let Some(t) = tys.iter().find(|t| !vector(t) && **t != Type::Real) {
+        if let Some(t) = tys.iter().find(|t| !is_vector(t) && **t != Type::Real) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
             return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals (pack.rs), and an array of arrays is not packed")));
         }
