@@ -564,7 +564,7 @@ fn a_sequential_fold_is_one_delta_node_and_a_scanr_in_the_gradient_program() {
 
 /// What is still refused, located: a fold over pairs whose real component uses its integer
 /// component other than as `real k` (the integers are a loop of their own beside the reals' packed
-/// loop: soa.rs `int_fold`; `real k` is read from a column of its states; such folds are taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
+/// loop: pack.rs `int_fold`; `real k` is read from a column of its states; such folds are taken, `integer_components_of_a_tuple_accumulator_reach_share_to_let`;
 /// a fold over pairs of reals whose component multiplies is taken
 /// since issue 12's tuple accumulators, `tuple_accumulators_in_folds_and_scans_reach_share_to_let`;
 /// a fold inside a map whose array depends on the map's index, refused here before bot's B-scan,
@@ -1072,7 +1072,7 @@ fn local_recursion_bounded_by_params_is_unrolled_for_part_c() {
 
 /// Issue 12: a fold or scan whose accumulator is a tuple, its components not sums (§2.3 has no
 /// loop; the core's one loop, fold.rs, takes a real or an array of reals): the tuple is packed into
-/// an array of reals (soa.rs `packed_fold`), one loop for all components; fold, scanl and scanr, over
+/// an array of reals (pack.rs `packed_fold`), one loop for all components; fold, scanl and scanr, over
 /// reals and over an array of pairs, on no elements too. These were refused ("no sequential fold or
 /// reduce with this body on this component", "not a scan"). An integer component stays refused,
 /// located.
@@ -1092,7 +1092,7 @@ fn tuple_accumulators_in_folds_and_scans_reach_share_to_let() {
     let (p, _) = bot(texts[0]);
     assert_eq!(p.matches("scanl").count(), 1, "{p}");
     assert!(p.contains("[y, 1.0]"), "{p}");
-    // an integer component beside them: a loop of its own (soa.rs `int_fold`)
+    // an integer component beside them: a loop of its own (pack.rs `int_fold`)
     part_c_agrees("input ([0.5, 1.5], 0.3)\ndef main (xs, y) =\n  let (s, k) = fold (\\(s, k) x -> (s * x + y, k + 1)) (y, 0) xs in\n  s\n");
 }
 
@@ -1119,7 +1119,7 @@ fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
     assert!(start <= map && map < end && ragged[start..end].contains("fold"), "{r:?}");
 }
 
-/// A fold or scan over a tuple with integer components (soa.rs `int_fold`): an integer carries no
+/// A fold or scan over a tuple with integer components (pack.rs `int_fold`): an integer carries no
 /// cotangent, so the integers are a loop of their own over the elements' indexes (an `Array Int`
 /// accumulator, kept by D′ with no Delta), reading the reals' states when they use them, and the
 /// reals stay one packed loop, one ScanL Delta, or their sums. Was refused ("sequential fold …")
@@ -1127,7 +1127,8 @@ fn a_fold_inside_a_map_is_one_scan_over_arrays_of_accumulators() {
 /// type-check"). Counters, an argmax, scans both ways, a fold per row inside a map, integer
 /// elements, integers only, and reals reading the integers as `real i` (the integer loop first, its
 /// states a column of the packed elements). A real component using an integer one otherwise, the
-/// two reading each other, and an array component beside an integer, are refused, located at the
+/// two reading each other, and an array of arrays beside an integer (an array of reals is packed:
+/// `array_components_of_a_tuple_accumulator_reach_share_to_let`), are refused, located at the
 /// fold, with the reason.
 #[test]
 fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
@@ -1158,7 +1159,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     for (main, why) in [
         ("fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs", "other than as `real m`"),
         ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
-        ("fold (\\(s, v, n) x -> (s * x, map (\\y -> y + x) v, n + 1)) (1.0, [0.0, 1.0], 0) xs", "component of type Array R"),
+        ("fold (\\(s, v, n) x -> (s * x, map (\\r -> map (\\y -> y + x) r) v, n + 1)) (1.0, [[0.0, 1.0]], 0) xs", "component of type Array (Array R)"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
         let r = one(&text, "arrays/bot");
@@ -1209,4 +1210,74 @@ fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
     let e = r.error.unwrap_or_else(|| panic!("six dimensions taken: {:?}", r.agrees));
     assert!(r.refused && e.contains("6 dimensions deep, past the 5 this implementation's gathers and scatters take"), "{e}");
     assert!(r.error_span.is_some(), "{e}");
+}
+
+/// A tuple accumulator with array-of-reals components (pack.rs `packed_fold`; beyond the paper,
+/// §2.3, as horde-ad): each array is more columns of the one loop's packed row, after the reals,
+/// its length the length of its initial value (known at run time), read back with a build. These
+/// were refused ("sequential fold or reduce with this body on this component"; for a scan, "an
+/// array component would make it ragged"). A fold, a scanl, a scanr, the array first or last, two
+/// arrays, only arrays, a fold and a scan inside maps (the array per row, nested two deep), no
+/// elements and an empty array, and beside integer components (`int_fold`; refused before as "an
+/// integer component beside a component of type Array R"): every Part C stage agrees, with one
+/// loop and one ScanL Delta. A
+/// body that changes the array's length stops every stage at run time, located at the fold, inside
+/// a map too; an array of arrays is refused, located.
+#[test]
+fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
+    let progs = [
+        ("([1.0, 2.0, 3.0], [0.5, 0.25])", "(xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x * v ! 0, map (\\y -> y * x) v)) (0.0, w) xs in s + sum v"),
+        ("([1.0, 2.0, 3.0], [0.5, 0.25])", "(xs, w) = let ss = scanl (\\(s, v) x -> (s + x * v ! 0, map (\\y -> y * x + s) v)) (0.0, w) xs in sum (map (\\p -> fst p) ss) + sum (map (\\p -> sum (snd p)) ss)"),
+        ("([1.0, 2.0, 3.0], [0.5, 0.25])", "(xs, w) = let ss = scanr (\\x (v, s) -> (map (\\y -> sin (y * x) + s) v, s * x + v ! 1)) (w, 1.0) xs in sum (map (\\p -> sum (fst p)) ss) + sum (map (\\p -> snd p) ss)"),
+        ("([1.0, 2.0, 3.0], [0.5, 0.25], [2.0, 1.0, 3.0])", "(xs, w, u) = let (v, s, q) = fold (\\(v, s, q) x -> (map (\\y -> y * x + q ! 2) v, s * x, map (\\a -> a * x + s) q)) (w, 1.0, u) xs in sum v + s + sum q"),
+        ("([1.0, 2.0], [0.5, 0.25], [2.0, 1.0, 3.0])", "(xs, w, u) = let (v, q) = fold (\\(v, q) x -> (map (\\y -> y * x + q ! 0) v, map (\\a -> a * v ! 1) q)) (w, u) xs in sum v * sum q"),
+        ("([[1.0, 2.0], [3.0, 4.0], [0.5, 1.5]], [0.5, 0.25])", "(m, w) = sum (map (\\row -> let (s, v) = fold (\\(s, v) x -> (s + x * v ! 1, map (\\y -> y * x + s) v)) (0.0, w) row in s * sum v) m)"),
+        ("[[1.0, 2.0, 0.5], [3.0, 4.0, 1.5]]", "m = sum (map (\\row -> let ss = scanl (\\(v, s) x -> (map (\\y -> y * x + s) v, s + x * v ! 0)) (map (\\y -> y * 2.0) row, 1.0) row in sum (map (\\p -> sum (fst p) * snd p) ss)) m)"),
+        ("([[[1.0, 2.0], [3.0, 4.0]], [[0.5, 1.0], [2.0, 0.1]]], [0.5, 0.25, 2.0])", "(t, w) = sum (map (\\mm -> sum (map (\\row -> let (v, s) = fold (\\(v, s) x -> (map (\\y -> y * x + s) v, s * x + v ! 2)) (w, 1.0) row in s + sum v) mm)) t)"),
+        ("([], [0.5, 0.25])", "(xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x * v ! 0, map (\\y -> y * x) v)) (0.0, w) xs in s + sum v"),
+        ("([1.0, 2.0], [])", "(xs, w) = let (s, v) = fold (\\(s, v) x -> (s * x + 1.0, map (\\y -> y * x) v)) (0.5, w) xs in s + sum v"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // beside integer components (pack.rs `int_fold`: the integers a loop of their own): a counter,
+    // a count reading the array's states, in a scan, in a map, the array reading `real k` (the
+    // integer loop first) in a scanr, and beside a real that is a sum
+    let with_ints = [
+        "(xs, w) = let (k, v) = fold (\\(k, v) x -> (k + 1, map (\\y -> y * x) v)) (0, w) xs in real k + sum v",
+        "(xs, w) = let (v, k) = fold (\\(v, k) x -> (map (\\y -> y * x) v, if x > v ! 0 then k + 1 else k)) (w, 0) xs in sum v * real k",
+        "(xs, w) = let ss = scanl (\\(v, k) x -> (map (\\y -> y * x) v, if x > v ! 0 then k + 1 else k)) (w, 0) xs in sum (map (\\p -> sum (fst p) * real (snd p)) ss)",
+        "(xs, w) = let ss = scanr (\\x (k, v) -> (k + 2, map (\\y -> y * x + real k) v)) (1, w) xs in sum (map (\\p -> sum (snd p) * real (fst p)) ss)",
+        "(xs, w) = let (s, v, k) = fold (\\(s, v, k) x -> (s + x, map (\\y -> y * x) v, k + 1)) (1.0, w, 0) xs in s + sum v + real k",
+    ];
+    for main in with_ints {
+        part_c_agrees(&format!("input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main {main}\n"));
+    }
+    part_c_agrees("input ([[1.0, 2.0], [3.0, 0.5]], [0.5, 0.25])\ndef main (m, w) = sum (map (\\row -> let (v, k) = fold (\\(v, k) x -> (map (\\y -> y * x) v, if x > v ! 0 then k + 1 else k)) (w, 0) row in sum v * real k) m)\n");
+    // one loop for the tuple: one scanl after bot, one ScanL Delta
+    let text = format!("input {}\ndef main {}\n", progs[3].0, progs[3].1);
+    let (p, _) = bot(&text);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    let r = one(&text, "arrays/dual-arrays");
+    assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
+    // a body that changes the array's length: a run-time error at the fold, on every stage
+    for text in [
+        "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x, shift1L v)) (0.0, w) xs in s + sum v\n",
+        "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (v, s) = fold (\\(v, s) x -> (build (length v + 1) (\\i -> x), s + x)) (w, 0.0) xs in s + sum v\n",
+        "input ([[1.0, 2.0], [3.0, 4.0]], [0.5, 0.25])\ndef main (m, w) = sum (map (\\row -> let (s, v) = fold (\\(s, v) x -> (s + x, map (\\y -> y * x) (shift1L v))) (0.0, w) row in s + sum v) m)\n",
+        "input ([1.0, 2.0, 3.0], [0.5, 0.25])\ndef main (xs, w) = let (k, v) = fold (\\(k, v) x -> (k + 1, shift1L v)) (0, w) xs in real k + sum v\n",
+    ] {
+        let fold = text.find("fold").unwrap();
+        for stage in PART_C {
+            let r = one(text, stage);
+            let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+            assert!(!r.refused && e.contains("array component of length 2 at the start") && e.contains("keeps its accumulator's shape"), "{stage}: {e}");
+            let (start, _) = r.error_span.unwrap_or_else(|| panic!("{stage}: no span: {e}"));
+            assert_eq!(start, fold, "{stage}: {:?}", &text[start..]);
+        }
+    }
+    let text = "input ([1.0, 2.0, 3.0], [[0.5, 0.25]])\ndef main (xs, w) = let (s, v) = fold (\\(s, v) x -> (s + x, map (\\r -> map (\\y -> y * x) r) v)) (0.0, w) xs in s + sum (map (\\r -> sum r) v)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("component of type Array (Array R)"), "{r:?}");
+    assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{r:?}");
 }

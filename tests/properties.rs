@@ -493,12 +493,12 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // the forms taken by a documented lowering (lower.rs, soa.rs), by the generator's name prefixes
     // `acc`: a sequential fold or scanl (the generator's accumulators), its body anything
     // `loop`: a local `let rec` (the generator's local recursion), unrolled as the top-level `rep` is
-    // `ifd`: a fold whose accumulator pairs a real with an integer (soa.rs `int_fold`)
+    // `ifd`: a fold whose accumulator pairs a real with an integer (pack.rs `int_fold`)
     let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop", "ifd"];
     let mut lowered = [0usize; 9];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
-    // folds and scans whose accumulator is a pair (soa.rs packs it into an array of reals)
+    // folds and scans whose accumulator is a pair (pack.rs packs it into an array of reals)
     let mut tuple_accs = 0;
     // arrays of pairs in main's input (`prs` parameters) or output (`map2` to pairs), converted at
     // the wrapper (boundary.rs)
@@ -507,6 +507,9 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let mut nested_outs = 0;
     // `ifd` folds whose real reads the integer as `real k` (a column of the integers' states)
     let mut int_reads = 0;
+    // folds and scans whose accumulator pairs a real with an array of reals (`pfv`: pack.rs packs
+    // the array's elements as more columns; `ifv`: beside an integer)
+    let mut array_accs = 0;
     const N: u64 = 160;
     for s in 0..N {
         let src = gen::Gen::new(s).array_core_program(3);
@@ -515,10 +518,12 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let scan = src.contains("(scanl (\\acc") || (src.contains("(scanr (\\x") && src.contains(" acc"));
         let tuple_acc = src.contains(" (ta") || src.contains("(\\(ta") || src.contains("(fold (\\(p");
         let int_read = src.contains("0.25 * real ifd");
+        let array_acc = src.contains(", pfv") || src.contains(", ifv");
         let ran = part_c_run_typed(src);
         let (took, (pairs_in, pairs_out), nested) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
         nested_outs += usize::from(took && nested);
         int_reads += usize::from(took && int_read);
+        array_accs += usize::from(took && array_acc);
         pairs_io += usize::from(took && (pairs_in || pairs_out));
         pairs_ins += usize::from(took && pairs_in);
         pairs_outs += usize::from(took && pairs_out);
@@ -530,7 +535,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer; {array_accs} with an array component of a tuple accumulator)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -540,6 +545,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(scans >= 1, "Part C took no random program with a sequential scan");
     assert!(tuple_accs >= 1, "Part C took no random program with a fold or scan over a tuple accumulator");
     assert!(int_reads >= 1, "Part C took no random program whose fold's real reads its integer component");
+    assert!(array_accs >= 1, "Part C took no random program whose fold or scan's tuple accumulator has an array component");
     assert!(nested_outs >= 2, "Part C took only {nested_outs} random programs with a nested tuple output");
     assert!(pairs_io >= 2 && pairs_ins >= 1 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_ins} in its input, {pairs_outs} in its output");
 }

@@ -228,12 +228,25 @@ impl Gen {
     /// mapped again, a fold over pairs whose components are sums.
     /// Also a parallel pair taken apart (`par`) and a call of the recursive `rep`, unrolled for its
     /// literal depth (`rep`).
+    /// A fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: packed, pack.rs).
     /// A fold whose accumulator pairs a real with an integer (`ifd`: the integer a loop of its own,
-    /// soa.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
+    /// pack.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
     /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
         match self.below(7) {
+            6 if self.below(3) == 0 => {
+                // an array of reals beside the integer (`ifv`: packed with the real, pack.rs)
+                let (p, v, k, x, y) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));
+                let len = self.len_in(s);
+                let sv = s.with_real(&p).with_vec(&v, len).with_real(&x);
+                let (e1, e2) = (self.real_in(&sv, d.min(2)), self.real_in(&sv.with_real(&y), d.min(2)));
+                let step = if self.below(2) == 0 { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
+                let (a, b, m) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"));
+                let f = self.real_in(&s.with_real(&a).with_vec(&b, len), d.min(2));
+                let (z, v0, xs) = (self.real_in(s, d), self.vec(s, len, d), self.vec(s, n, d));
+                format!("(let ({a}, {b}, {m}) = fold (\\({p}, {v}, {k}) {x} -> ({p} * 0.5 + {e1}, map (\\{y} -> {e2}) {v}, {step})) ({z}, {v0}, 0) {xs} in {f} + real {m})")
+            }
             6 => {
                 let (p, k, x, a, m) = (self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));
                 let e1 = self.real_in(&s.with_real(&p).with_real(&x), d.min(2));
@@ -278,6 +291,22 @@ impl Gen {
                 let v = self.fresh("prs");
                 let pick = if n > 0 { format!(" + {} ({v} ! {})", self.pick(&["fst", "snd"]), self.below(n)) } else { String::new() };
                 format!("(let {v} = {ps} in sum (map (\\({u}, {w}) -> {f}) {v}){pick})")
+            }
+            _ if self.below(3) > 0 => {
+                // a fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: pack.rs
+                // packs the array's elements as more columns of the loop's row, its length fixed)
+                let (p, v, x, y) = (self.fresh("pfd"), self.fresh("pfv"), self.fresh("pfd"), self.fresh("pfd"));
+                let k = self.len_in(s);
+                let sv = s.with_real(&p).with_vec(&v, k).with_real(&x);
+                let (e1, e2) = (self.real_in(&sv, d.min(2)), self.real_in(&sv.with_real(&y), d.min(2)));
+                let (z, v0, xs) = (self.real_in(s, d), self.vec(s, k, d), self.vec(s, n, d));
+                let body = format!("(\\({p}, {v}) {x} -> ({p} * 0.5 + {e1}, map (\\{y} -> {e2}) {v}))");
+                let (a, b) = (self.fresh("pfd"), self.fresh("pfv"));
+                if self.below(2) == 0 {
+                    format!("(let ({a}, {b}) = fold {body} ({z}, {v0}) {xs} in {a} + sum {b})")
+                } else {
+                    format!("(sum (map (\\({a}, {b}) -> {a} * sum {b}) (scanl {body} ({z}, {v0}) {xs})))")
+                }
             }
             _ => {
                 let (p, q, x) = (self.fresh("pfd"), self.fresh("pfd"), self.fresh("pfd"));

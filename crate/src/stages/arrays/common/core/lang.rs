@@ -130,10 +130,25 @@ fn index_fun(f: &Expr, m: usize, n: usize) -> Option<(Vec<&Name>, Vec<&Expr>)> {
     (ix.len() == n).then(|| (is, ix.iter().collect()))
 }
 
+/// The run-time length check of a packed loop's array component (soa.rs, beyond the paper):
+/// `sameLength expected actual` is `expected`, or a located error when the two differ. A scalar
+/// operation on integers, so bot lifts it as a broadcast op (B5) and D′ keeps it as it is.
+pub const SAME_LENGTH: &str = "sameLength";
+
+/// `sameLength expected actual` (see `SAME_LENGTH`).
+pub fn same_length(expected: Expr, actual: Expr) -> Expr {
+    apps(builtin(SAME_LENGTH), [expected, actual])
+}
+
+fn is_same_length(e: &Expr) -> Option<Vec<&Expr>> {
+    spine(e).filter(|(h, a)| *h == SAME_LENGTH && a.len() == 2).map(|(_, a)| a)
+}
+
 /// Whether `e` is a broadcast op, and its operands.
 pub fn op_operands(e: &Expr) -> Option<Vec<&Expr>> {
     match &e.kind {
         ExprKind::Prim(p, args) if scalar_op(*p) => Some(args.iter().collect()),
+        ExprKind::App(..) => is_same_length(e),
         ExprKind::Prim(Prim::Map | Prim::Map2, args) => {
             let (params, body) = lam_params(&args[0])?;
             let inner = op_operands(body)?;
@@ -273,9 +288,16 @@ pub fn with_operands(e: &Expr, new: Vec<Expr>) -> Expr {
     let kind = match &e.kind {
         ExprKind::Prim(p, _) if scalar_op(*p) => ExprKind::Prim(*p, new),
         ExprKind::Prim(p, args) => ExprKind::Prim(*p, std::iter::once(args[0].clone()).chain(new).collect()),
+        ExprKind::App(..) if is_same_length(e).is_some() => same_length_kind(new),
         _ => e.kind.clone(),
     };
     Expr { kind, span: e.span, ty: Type::Unknown }
+}
+
+fn same_length_kind(mut new: Vec<Expr>) -> ExprKind {
+    let actual = new.pop().unwrap_or_else(unit);
+    let expected = new.pop().unwrap_or_else(unit);
+    same_length(expected, actual).kind
 }
 
 /// The op `e` one rank up, on `new` operands: `map2 (\x y -> e[x, y]) u v`.

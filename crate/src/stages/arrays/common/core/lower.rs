@@ -19,9 +19,9 @@
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
 //! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
 //! not there is the other branch's, or the tag a constant). What is left
-//! is refused, located: a tuple accumulator with an array component that is not a sum, or whose
-//! real component uses an integer one other than as `real k`, or the two reading each other (a tuple of reals is packed into an array of reals, one loop:
-//! soa.rs `packed_fold`; its integers a loop of their own beside it, `int_fold`), data-dependent
+//! is refused, located: a tuple accumulator with an array of arrays, or whose real component uses an integer one other than as `real k`, or the two reading each
+//! other (a tuple of reals and arrays of reals is packed into an array of reals, one loop: soa.rs
+//! `packed_fold`; its integers a loop of their own beside it, `int_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input
 //! and output are converted at the wrapper (boundary.rs): taken apart into component arrays, the
 //! gradient and the primal output zipped back; a tuple nested in main's tuple output is returned as its
@@ -31,6 +31,8 @@ use crate::build::*;
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
 
+
+const FUNCTIONS: &str = "functions as values (user functions are inlined: §5.2)";
 
 fn refuse(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("the core array language (§3.2) has no {what}")).refused()
@@ -360,7 +362,12 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             _ => return Err(refuse(e.span, "such array operation")),
         },
         K::LetRec(..) => return Err(refuse(e.span, &format!("recursion{}", crate::stages::arrays::bot::RECURSION_BOUNDARY))),
-        K::Lam(..) | K::App(..) => return Err(refuse(e.span, "functions as values (user functions are inlined: §5.2)")),
+        // the packed loop's length check (pack.rs): a scalar operation on integers
+        K::App(..) => match spine(e) {
+            Some((h, a)) if h == SAME_LENGTH && a.len() == 2 => same_length(lower(a[0], fresh)?, lower(a[1], fresh)?),
+            _ => return Err(refuse(e.span, FUNCTIONS)),
+        },
+        K::Lam(..) => return Err(refuse(e.span, FUNCTIONS)),
         // after tuples.rs a tuple is left only as main's output, lowered per component
         K::Tuple(es) => Expr::gen(K::Tuple(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
         K::Fst(_) | K::Snd(_) => return Err(refuse(e.span, "tuples inside the program (only main's input may be a tuple)")),

@@ -9,6 +9,7 @@ pub mod fold;
 pub mod gradient;
 pub mod lang;
 pub mod lower;
+pub mod pack;
 pub mod runtime;
 pub mod steps;
 pub mod symbolic;

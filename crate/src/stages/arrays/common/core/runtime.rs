@@ -492,6 +492,19 @@ fn b_iota(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     Ok(Value::Array((0..k).map(Value::Int).collect()))
 }
 
+/// `sameLength expected actual` (lang.rs): a packed loop's array component must keep its length
+/// (pack.rs); located at the fold or scan (the term's span).
+fn b_same_length(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
+    let (a, b) = (int(&args[0], "sameLength", span)?, int(&args[1], "sameLength", span)?);
+    if a != b {
+        return Err(err(
+            span,
+            format!("this fold or scan's accumulator has an array component of length {a} at the start and of length {b} after a step: a loop keeps its accumulator's shape (its tuple is packed into one array of reals of a fixed length, as horde-ad's fold, whose type fixes the accumulator's shape)"),
+        ));
+    }
+    Ok(Value::Int(a))
+}
+
 fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     sum_outer(m, args, span)
 }
@@ -508,7 +521,8 @@ fn ints(m: usize) -> Type {
     Type::tuple(vec![Type::Int; m])
 }
 
-/// The core operations: `index`, `gather<m><n>`, `scatter<m><n>`, `sumOuter`, `tr`, `cond`, `iota`.
+/// The core operations: `index`, `gather<m><n>`, `scatter<m><n>`, `sumOuter`, `tr`, `cond`, `iota`,
+/// and the packed loop's `sameLength` (pack.rs).
 pub fn builtins() -> Vec<Builtin> {
     let a = Type::Var(0);
     let f = Type::fun;
@@ -518,6 +532,7 @@ pub fn builtins() -> Vec<Builtin> {
         mk("tr", vec![0], f(Type::array(Type::Int), f(a.clone(), a.clone())), 2, tr),
         mk("cond", vec![0], f(Type::Bool, f(a.clone(), f(a.clone(), a.clone()))), 3, b_cond),
         mk("iota", vec![], f(Type::Int, Type::array(Type::Int)), 1, b_iota),
+        mk(super::lang::SAME_LENGTH, vec![], f(Type::Int, f(Type::Int, Type::Int)), 2, b_same_length),
     ];
     for m in 1..=MAX_DIMS {
         for n in 1..=MAX_DIMS {

@@ -10,9 +10,10 @@
 //! - a `fold`/`reduce` over tuples (accumulator or elements) is split per component of the
 //!   accumulator: a component whose body is `acc_k + t` (t free of every accumulator) is
 //!   `z_k + sum (build n (\i -> t))`, as lower.rs does for reals; when a component is not a sum
-//!   and every component (and element) is a real, the fold is one loop over the tuple packed into
-//!   an array of reals (`packed_fold`; a `scanl`/`scanr` over tuples the same); integer components
-//!   are a loop of their own beside the reals' (`int_fold`: an integer has no cotangent); else a
+//!   and every component is a real or an array of reals (and every element a real), the fold is one
+//!   loop over the tuple packed into an array of reals (pack.rs `packed_fold`: an array's elements are
+//!   more columns, its length checked at run time; a `scanl`/`scanr` over tuples the same); integer
+//!   components are a loop of their own beside the reals' (pack.rs `int_fold`: an integer has no cotangent); else a
 //!   component that is not a sum is sequential (§2.3) and refused where it is used.
 //!
 //! Cost: each component's build repeats the element's lets (the lambda body's) that it needs, so a
@@ -55,7 +56,7 @@ pub(super) fn leaves(s: &Shape, out: &mut Vec<Expr>) -> Result<(), Diagnostic> {
 }
 
 /// `s` with each leaf replaced by `f(leaf)`.
-fn map_leaves(s: Shape, f: &mut impl FnMut(Expr) -> Result<Shape, Diagnostic>) -> Result<Shape, Diagnostic> {
+pub(super) fn map_leaves(s: Shape, f: &mut impl FnMut(Expr) -> Result<Shape, Diagnostic>) -> Result<Shape, Diagnostic> {
     Ok(match s {
         Shape::Leaf(t) => f(t)?,
         Shape::Tuple(cs) => Shape::Tuple(cs.into_iter().map(|c| map_leaves(c, f)).collect::<Result<_, _>>()?),
@@ -94,7 +95,7 @@ fn empty(t: &Type) -> Shape {
     }
 }
 
-fn length(a: Expr) -> Expr {
+pub(super) fn length(a: Expr) -> Expr {
     prim(Prim::Length, vec![a]).with_ty(Type::Int)
 }
 
@@ -269,7 +270,7 @@ impl Sra<'_> {
         }
         if matches!(op, Prim::Scanl | Prim::Scanr) {
             // a scan's states have no loop-free form even when its components are sums
-            return Err(refuse(e.span, "scan over tuples whose components are not all reals and integers (one loop over an array of reals, the tuple packed into it, takes reals, and integers are a loop of their own; an array component would make it ragged)"));
+            return Err(refuse(e.span, "scan over tuples whose components are not all reals, arrays of reals and integers, or whose elements are not reals (one loop over an array of reals, the tuple packed into it, takes reals and arrays of reals, and integers are a loop of their own)"));
         }
         let mut k = 0;
         let sequential = refuse(e.span, "sequential fold or reduce with this body on this component: only `acc + t` (t free of the accumulator) is a sum (sumOuter); the paper has no general fold (§2.3)");
@@ -296,284 +297,17 @@ impl Sra<'_> {
     }
 }
 
-impl Sra<'_> {
-    /// A fold over tuples with a component that is not a sum, or a scan over tuples (§2.3 has no
-    /// loop; the core's one loop is `scanl`, fold.rs, whose accumulator is a real or an array of
-    /// reals): when every
-    /// accumulator component and every element component is a real, the tuple is packed into an
-    /// array of reals, exactly (the components are the array's elements, nothing is recomputed):
-    /// ```text
-    /// fold (\(a1, .., am) (x1, .., xp) -> (t1, .., tm)) (z1, .., zm) (xs1, .., xsp)
-    ///   = let r = fold (\acc c -> let a1 = acc ! 0 .. in [t1[c ! 0/xs1 ! i] .., tm[..]])
-    ///                  [z1, .., zm] (build n (\i -> [xs1 ! i, .., xsp ! i]))
-    ///     in (r ! 0, .., r ! (m-1))
-    /// ```
-    /// and a scan the same with `scanl`/`scanr`, its component k the column `build (length r) (\i ->
-    /// r ! i ! k)`.
-    /// One loop for all the components, as the fold is one loop: its Delta is one ScanL node whose
-    /// vjp is the tuple body's (fold.rs). None when every component is a sum (the loop-free form)
-    /// or a component is not a real (an array component would make the packed array ragged).
-    fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
-        let mut cs = vec![];
-        if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
-            return Ok(None);
-        }
-        let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
-        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
-        let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        let reals = |t: &Type| crate::kit::polytypic::is_real_tuple(t);
-        let elem_reals = args[2].ty.as_array().is_some_and(reals);
-        if sums || !reals(&args[1].ty) || !elem_reals || zs.len() != accs.len() {
-            return Ok(None);
-        }
-        let arr = Type::array(Type::Real);
-        let Some(r) = self.packed_loop(*op, e.span, (zs, accs, Expr::gen(ExprKind::Array(cs)).with_ty(arr.clone())), (xs, i), inner.clone(), n, binds) else { return Ok(None) };
-        let mut k = 0;
-        let fresh = &mut *self.fresh;
-        Ok(Some(map_leaves(z.clone(), &mut |_| {
-            k += 1;
-            let comp = |row: Expr| prim(Prim::Index, vec![row, int(k as i64 - 1)]).with_ty(Type::Real);
-            if !scan {
-                return Ok(Shape::Leaf(comp(var(&r))));
-            }
-            // a scan's component k: the column `build (length r) (\i -> r ! i ! k)`
-            let j = fresh.name("i");
-            let col = comp(prim(Prim::Index, vec![var(&r), var(&j)]).with_ty(arr.clone()));
-            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&r)), lam(pvar(&j), col)]).with_ty(arr.clone())))
-        })?))
-    }
-
-    /// The loop of `packed_fold`: `let r = op (\acc c -> let a_k = acc ! k .. in let inner in cs) [zs]
-    /// (build n (\i -> [xs1 ! i, ..]))` pushed on `binds`, the elements' reads `xs_l ! i` made `c ! l`;
-    /// r's name, or None when the body reads the elements otherwise.
-    #[allow(clippy::too_many_arguments)]
-    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), (xs, i): (&[Expr], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
-        let arr = Type::array(Type::Real);
-        let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
-        // the elements' reads `xs_l ! i` become `c ! l`
-        let mut body = wrap(inner, cs);
-        let mut stack = vec![&mut body];
-        while let Some(y) = stack.pop() {
-            if let ExprKind::Prim(Prim::Index, ab) = &y.kind {
-                let hit = matches!(&ab[1].kind, ExprKind::Var(v) if v.id == i.id);
-                if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
-                    *y = prim(Prim::Index, vec![var(&cv), int(l as i64)]).with_ty(Type::Real);
-                    continue;
-                }
-            }
-            stack.extend(children_mut(y));
-        }
-        if super::bot::mentions(&body, i.id) {
-            return None;
-        }
-        for (k, &a) in accs.iter().enumerate().rev() {
-            let name = Name::new("acc", a);
-            body = let_(pvar(&name), prim(Prim::Index, vec![var(&accv), int(k as i64)]).with_ty(Type::Real), body);
-        }
-        let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
-        let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
-        let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
-        let j = self.fresh.name("i");
-        let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
-        let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
-        let r = self.fresh.name("r");
-        let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
-        binds.push((r.clone(), at(prim(op, vec![f, z0, packed]), span).with_ty(r_ty), span));
-        Some(r)
-    }
-
-    /// A fold or scan over a tuple with integer components (beyond the paper, §2.3, as fold.rs): an
-    /// integer carries no cotangent, so the integer components are a loop of their own, primal only
-    /// (D′ keeps it: its accumulator `Array Int` has no Delta), and the real components stay one
-    /// packed loop (`packed_loop`: one ScanL Delta, fold.rs) or, in a fold, their sums:
-    /// ```text
-    /// fold (\(a, m) x -> (t, u)) (z, m0) xs
-    ///   = let r  = scanl (\acc c -> let a = acc ! 0 in [t[c ! 0/x]]) [z] (build k (\i -> [xs ! i]))
-    ///     let ri = fold (\acc i -> let m = acc ! 0; a = r ! i ! 0; x = xs ! i in [u]) [m0] (build k (\i -> i))
-    ///     in (r ! k ! 0, ri ! 0)
-    /// ```
-    /// The integer loop reads each element by its index, and the real components' states (`r ! i`,
-    /// the accumulator element i meets; `r ! (i + 1)` in a scanr) only when it uses them: else the
-    /// reals are a plain packed fold or their sums. The other way round, a real component that reads
-    /// an integer one as `real m` reads it from a column of the packed elements, `real (ri ! i ! q)`
-    /// of the integer loop's states, which then runs first. Refused, located: the two reading each
-    /// other, or a real component using an integer one other than as `real m`.
-    #[allow(clippy::too_many_arguments)]
-    fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
-        use super::bot::mentions;
-        const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (soa.rs)";
-        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real)) {
-            let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is neither")));
-        }
-        let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
-        let arr = |cs: &[Expr], ks: &[usize], t: Type| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t));
-        let whole = |cs: &[Expr], ks: &[usize], t: Type| wrap(live(inner, &arr(cs, ks, Type::Real)), arr(cs, ks, t));
-        let reads = |x: &Expr, ks: &[usize]| ks.iter().any(|&k| mentions(x, accs[k]));
-        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
-        let states = reads(&whole(&cs, &ints, Type::Int), &reals);
-        let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
-        if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other")));
-        }
-        let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
-        // the reals reading the integers: the integer loop first, its states as columns of reals
-        let mut inner = inner.clone();
-        let mut xs = xs.to_vec();
-        if reals_read_ints {
-            let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &reals), (i, &inner), n, (None, true), binds, &mut out);
-            let mut cols = vec![];
-            for (q, &k) in ints.iter().enumerate() {
-                let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
-                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
-                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
-                let body = prim(Prim::ToReal, vec![state]).with_ty(Type::Real);
-                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
-                cols.push((accs[k], col.clone()));
-                xs.push(var(&col));
-            }
-            let mut ok = true;
-            for b in inner.iter_mut() {
-                ok &= read_as_reals(&mut b.1, &cols, i);
-            }
-            for &k in &reals {
-                ok &= read_as_reals(&mut cs[k], &cols, i);
-            }
-            if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component uses an integer component other than as `real m`: {WHY}, which reads the integers' states as reals")));
-            }
-        }
-        let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() {
-            None
-        } else {
-            reals.iter().map(|&k| summand(&cs[k], accs[k]).map(|t| wrap(live(&inner, t), t.clone())).filter(|t| !accs.iter().any(|&x| mentions(t, x)))).collect()
-        };
-        let mut r_states = None;
-        if let Some(ts) = sums {
-            // every real component `acc_k + t`: `z_k + sum (build n (\i -> t))` (sumOuter, §3.2)
-            for (q, (&k, t)) in reals.iter().zip(ts).enumerate() {
-                let mut b = prim(Prim::Build, vec![n.clone(), lam(pvar(i), t)]);
-                if q > 0 {
-                    freshen(&mut b, self.fresh);
-                }
-                let total = prim(Prim::Sum, vec![b]).with_ty(Type::Real);
-                out[k] = match zs[k].kind {
-                    ExprKind::Real(r) if r == 0.0 => total,
-                    _ => prim(Prim::Add, vec![zs[k].clone(), total]).with_ty(Type::Real),
-                };
-            }
-        } else if !reals.is_empty() {
-            // a fold whose integers read the reals' states is the scan of them, its last row the fold's
-            let loop_op = if states && !scan { Prim::Scanl } else { op };
-            let rz: Vec<Expr> = reals.iter().map(|&k| zs[k].clone()).collect();
-            let racc: Vec<u32> = reals.iter().map(|&k| accs[k]).collect();
-            let rcs = arr(&cs, &reals, Type::Real);
-            let rinner = live(&inner, &rcs);
-            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), (&xs, i), rinner, n, binds) else {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
-            };
-            for (q, &k) in reals.iter().enumerate() {
-                out[k] = self.component(&r, q, Type::Real, (scan, states), n);
-            }
-            r_states = states.then_some(r);
-        }
-        if !reals_read_ints {
-            self.int_loop(e, op, (zs, accs, &cs), (&ints, &reals), (i, &inner), n, (r_states, false), binds, &mut out);
-        }
-        Ok(out)
-    }
-
-    /// `int_fold`'s integer loop over the elements' indexes, pushed on `binds`: its result, or its
-    /// states (`states`: the reals read them; a fold's are its scan's), and `out`'s integer
-    /// components read from it. `r`: the reals' states, when the integers read them.
-    #[allow(clippy::too_many_arguments)]
-    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (ints, reals): (&[usize], &[usize]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
-        use super::bot::mentions;
-        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
-        let loop_op = if states && !scan { Prim::Scanl } else { op };
-        let (ia, arr_int) = (self.fresh.name("acc"), Type::array(Type::Int));
-        let ics = Expr::gen(ExprKind::Array(ints.iter().map(|&k| cs[k].clone()).collect())).with_ty(arr_int.clone());
-        let mut ibody = wrap(live(inner, &ics), ics);
-        if let Some(r) = &r {
-            let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
-            for (q, &k) in reals.iter().enumerate().rev() {
-                if mentions(&ibody, accs[k]) {
-                    let row = prim(Prim::Index, vec![var(r), at_i.clone()]).with_ty(Type::array(Type::Real));
-                    ibody = let_(pvar(&Name::new("acc", accs[k])), prim(Prim::Index, vec![row, int(q as i64)]).with_ty(Type::Real), ibody);
-                }
-            }
-        }
-        for (q, &k) in ints.iter().enumerate().rev() {
-            ibody = let_(pvar(&Name::new("acc", accs[k])), prim(Prim::Index, vec![var(&ia), int(q as i64)]).with_ty(Type::Int), ibody);
-        }
-        let (q0, q1) = if op == Prim::Scanr { (i, &ia) } else { (&ia, i) };
-        let (t0, t1) = if op == Prim::Scanr { (Type::Int, arr_int.clone()) } else { (arr_int.clone(), Type::Int) };
-        let f = lam(pvar(q0), lam(pvar(q1), ibody)).with_ty(Type::fun(t0, Type::fun(t1, arr_int.clone())));
-        let z0 = Expr::gen(ExprKind::Array(ints.iter().map(|&k| zs[k].clone()).collect())).with_ty(arr_int.clone());
-        let j = self.fresh.name("i");
-        let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), var(&j))]).with_ty(arr_int.clone());
-        let ri = self.fresh.name("ri");
-        let ri_ty = if scan || states { Type::array(arr_int.clone()) } else { arr_int.clone() };
-        binds.push((ri.clone(), at(prim(loop_op, vec![f, z0, idx]), e.span).with_ty(ri_ty), e.span));
-        for (q, &k) in ints.iter().enumerate() {
-            out[k] = self.component(&ri, q, Type::Int, (scan, states), n);
-        }
-        ri
-    }
-
-    /// Component q (of type `elem`) of a packed loop's result `r`: a scan's column of it, the last
-    /// row of a fold run as a scan (`states`: its row n), or the fold's packed result itself.
-    fn component(&mut self, r: &Name, q: usize, elem: Type, (scan, states): (bool, bool), n: &Expr) -> Expr {
-        let row_ty = Type::array(elem.clone());
-        let comp = |row: Expr| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(elem.clone());
-        if scan {
-            let j = self.fresh.name("i");
-            let col = comp(prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty.clone()));
-            prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), col)]).with_ty(row_ty)
-        } else if states {
-            comp(prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty))
-        } else {
-            comp(var(r))
-        }
-    }
-}
-
-/// `t` with each `real m` of an integer accumulator m (`cols`: its id and the column of its states
-/// as reals) read from the column at `i`; false if m is used otherwise.
-fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
-            if let ExprKind::Var(v) = &a[0].kind {
-                if let Some((_, col)) = cols.iter().find(|c| c.0 == v.id) {
-                    *y = prim(Prim::Index, vec![var(col), var(i)]).with_ty(Type::Real);
-                    continue;
-                }
-            }
-        }
-        if matches!(&y.kind, ExprKind::Var(v) if cols.iter().any(|c| c.0 == v.id)) {
-            return false;
-        }
-        stack.extend(children_mut(y));
-    }
-    true
-}
-
 /// The leaf types of `t`, left to right (tuples taken apart, as a shape's leaves are).
-fn leaf_types(t: &Type, out: &mut Vec<Type>) {
+pub(super) fn leaf_types(t: &Type, out: &mut Vec<Type>) {
     match t {
         Type::Tuple(ts) => ts.iter().for_each(|t| leaf_types(t, out)),
         _ => out.push(t.clone()),
     }
 }
 
-fn same_var(x: &Expr, y: &Expr) -> bool {
-    matches!((&x.kind, &y.kind), (ExprKind::Var(a), ExprKind::Var(b)) if a.id == b.id)
-}
-
 /// The lets of `inner` that `c` needs (each component's build keeps only its own: the elements'
 /// unused components are not read).
-fn live(inner: &Binds, c: &Expr) -> Binds {
+pub(super) fn live(inner: &Binds, c: &Expr) -> Binds {
     let mut kept: Vec<&(Name, Expr, crate::diag::Span)> = vec![];
     for b in inner.iter().rev() {
         if super::bot::mentions(c, b.0.id) || kept.iter().any(|k| super::bot::mentions(&k.1, b.0.id)) {
@@ -593,7 +327,7 @@ fn lam1(f: &Expr) -> Option<(&Pat, &Expr)> {
 }
 
 /// `t` of `acc + t` or `t + acc` (the variable `acc`).
-fn summand(c: &Expr, acc: u32) -> Option<&Expr> {
+pub(super) fn summand(c: &Expr, acc: u32) -> Option<&Expr> {
     let mut c = c;
     while let ExprKind::Ann(x, _) = &c.kind {
         c = x;

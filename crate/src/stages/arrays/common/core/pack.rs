@@ -1,0 +1,468 @@
+//! A fold or scan over a tuple packed into the core's one loop (soa.rs's `fold` hands it here):
+//! beyond the paper, whose core has no loop (§2.3), as its reference implementation horde-ad packs a
+//! tuple accumulator. The reals and arrays of reals of the tuple are one `scanl` over an array of
+//! reals (`packed_fold`: one ScanL Delta, fold.rs), an array's elements more columns after the
+//! reals, of a length fixed by its initial value and checked each step at run time (`packed_row`,
+//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`).
+
+use super::lang;
+use super::soa::{leaf_types, leaves, length, live, map_leaves, summand};
+use super::tuples::{refuse, wrap, Binds, Shape, Sra};
+use crate::build::*;
+use crate::diag::Diagnostic;
+use crate::ir::*;
+use crate::kit::passes::freshen;
+
+impl Sra<'_> {
+    /// A fold over tuples with a component that is not a sum, or a scan over tuples (§2.3 has no
+    /// loop; the core's one loop is `scanl`, fold.rs, whose accumulator is a real or an array of
+    /// reals): when every
+    /// accumulator component and every element component is a real, the tuple is packed into an
+    /// array of reals, exactly (the components are the array's elements, nothing is recomputed):
+    /// ```text
+    /// fold (\(a1, .., am) (x1, .., xp) -> (t1, .., tm)) (z1, .., zm) (xs1, .., xsp)
+    ///   = let r = fold (\acc c -> let a1 = acc ! 0 .. in [t1[c ! 0/xs1 ! i] .., tm[..]])
+    ///                  [z1, .., zm] (build n (\i -> [xs1 ! i, .., xsp ! i]))
+    ///     in (r ! 0, .., r ! (m-1))
+    /// ```
+    /// and a scan the same with `scanl`/`scanr`, its component k the column `build (length r) (\i ->
+    /// r ! i ! k)`.
+    /// One loop for all the components, as the fold is one loop: its Delta is one ScanL node whose
+    /// vjp is the tuple body's (fold.rs). An array of reals `v` among the components (beyond the
+    /// paper, §2.3, as the packing is: horde-ad packs the same way) is more columns of the row, after
+    /// the reals, `[a1, .., am, v ! 0, .., v ! (len - 1)]`, its length `len` the length of its initial
+    /// value, known only at run time: the row is built without concatenation (`packed_row`), the
+    /// body reads `v` back as `build len (\j -> acc ! (m + j))`, and its new `v` must keep the length,
+    /// checked at run time (`sameLength`, located at the fold: a loop keeps its accumulator's
+    /// shape, as horde-ad's fold, whose type fixes it). None when every component is a sum (the
+    /// loop-free form) or a component or element is not a real or an array of reals; an array of
+    /// arrays is refused, located.
+    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
+        let mut cs = vec![];
+        if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
+            return Ok(None);
+        }
+        let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
+        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
+        let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
+        let mut tys = vec![];
+        leaf_types(&args[1].ty, &mut tys);
+        let elem_reals = args[2].ty.as_array().is_some_and(crate::kit::polytypic::is_real_tuple);
+        if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
+            return Ok(None);
+        }
+        if let Some(t) = tys.iter().find(|t| !is_vector(t) && **t != Type::Real) {
+            let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals (pack.rs), and an array of arrays is not packed")));
+        }
+        let arr = Type::array(Type::Real);
+        let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
+        let shapes = self.shapes(e.span, &vectors, zs, binds);
+        let cols = columns(&(0..tys.len()).collect::<Vec<_>>(), &scalars, &vectors, &shapes);
+        let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
+        let pick = |ks: &[usize], from: &[Expr]| ks.iter().map(|&k| from[k].clone()).collect::<Vec<Expr>>();
+        let (szs, saccs) = (pick(&scalars, zs), scalars.iter().map(|&k| accs[k]).collect::<Vec<u32>>());
+        let scs = Expr::gen(ExprKind::Array(pick(&scalars, &cs))).with_ty(arr);
+        let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, i), inner.clone(), n, binds) else { return Ok(None) };
+        // each component read back: a real's column (a scan's `build (length r) (\i -> r ! i ! k)`),
+        // an array's columns (`build len (\j -> r ! (off + j))`, a scan's per state)
+        let outs: Vec<Expr> = cols
+            .iter()
+            .map(|(_, col)| match col {
+                Col::Real(q) => self.component(&r, *q, Type::Real, (scan, false), n),
+                Col::Array(..) => self.array_component(&r, col, (scan, false), n),
+            })
+            .collect();
+        let mut outs = outs.into_iter();
+        Ok(Some(map_leaves(z.clone(), &mut |_| Ok(Shape::Leaf(outs.next().unwrap_or_else(unit))))?))
+    }
+
+    /// The loop of `packed_fold`: `let r = op (\acc c -> let a_k = acc ! k .. in let inner in cs) [zs]
+    /// (build n (\i -> [xs1 ! i, ..]))` pushed on `binds`, the elements' reads `xs_l ! i` made `c ! l`;
+    /// r's name, or None when the body reads the elements otherwise.
+    /// With array components (`pieces`), the row is the reals, then each array's elements (`packed_row`).
+    #[allow(clippy::too_many_arguments)]
+    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), pieces: &[Piece], (xs, i): (&[Expr], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
+        let arr = Type::array(Type::Real);
+        let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
+        let m = zs.len();
+        let lens: Vec<Expr> = pieces.iter().map(|p| length(var(&p.shape))).collect();
+        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &lens, Some(span)) };
+        // the elements' reads `xs_l ! i` become `c ! l`
+        let mut body = wrap(inner, cs);
+        let mut stack = vec![&mut body];
+        while let Some(y) = stack.pop() {
+            if let ExprKind::Prim(Prim::Index, ab) = &y.kind {
+                let hit = matches!(&ab[1].kind, ExprKind::Var(v) if v.id == i.id);
+                if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
+                    *y = prim(Prim::Index, vec![var(&cv), int(l as i64)]).with_ty(Type::Real);
+                    continue;
+                }
+            }
+            stack.extend(children_mut(y));
+        }
+        if super::bot::mentions(&body, i.id) {
+            return None;
+        }
+        // an array component read back from its columns: `build len (\j -> acc ! (off + j))`
+        for (p, piece) in pieces.iter().enumerate().rev() {
+            let j = self.fresh.name("j");
+            let x = prim(Prim::Index, vec![var(&accv), prim(Prim::Add, vec![offset(m, &lens[..p]), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
+            let v = prim(Prim::Build, vec![lens[p].clone(), lam(pvar(&j), x)]).with_ty(arr.clone());
+            body = let_(pvar(&Name::new("acc", piece.acc)), v, body);
+        }
+        for (k, &a) in accs.iter().enumerate().rev() {
+            let name = Name::new("acc", a);
+            body = let_(pvar(&name), prim(Prim::Index, vec![var(&accv), int(k as i64)]).with_ty(Type::Real), body);
+        }
+        let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
+        let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
+        let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
+        let z_lens: Vec<Expr> = pieces.iter().map(|p| length(p.z.clone())).collect();
+        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_lens, None) };
+        let j = self.fresh.name("i");
+        let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
+        let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
+        let r = self.fresh.name("r");
+        let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
+        binds.push((r.clone(), at(prim(op, vec![f, z0, packed]), span).with_ty(r_ty), span));
+        Some(r)
+    }
+
+    /// The packed row of the reals `scalars` (an array literal, m of them) and the arrays `vs` of
+    /// lengths `lens` (`length` terms), without concatenation (the core has none: §3.2):
+    /// `build (m + len1 + ..) (\j -> if j < m then s ! j else if j < m + len1 then v1 ! (j - m) else ..)`
+    /// (the strict `cond` computes every branch, each index total: sound, §5.2). `check`: a body's new
+    /// row, whose arrays must keep their lengths, checked at run time where the loop is: the bounds
+    /// inside the lambda are the checked `sameLength len (length v)` (the size keeps the `length`
+    /// terms, which bot reads at i = 0 inside a map), so the last array is bounded too.
+    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, lens: &[Expr], check: Option<crate::diag::Span>) -> Expr {
+        let m = match &scalars.kind {
+            ExprKind::Array(es) => es.len(),
+            _ => 0,
+        };
+        let arr = Type::array(Type::Real);
+        let mut lets = vec![];
+        let mut name = |x: Expr, what: &str, ty: Type, fresh: &mut Fresh| match x.kind {
+            ExprKind::Var(_) => x,
+            _ => {
+                let v = fresh.name(what);
+                lets.push((v.clone(), x.with_ty(ty)));
+                var(&v)
+            }
+        };
+        let s = name(scalars, "s", arr.clone(), self.fresh);
+        let vs: Vec<Expr> = vs.into_iter().map(|v| name(v, "v", arr.clone(), self.fresh)).collect();
+        let bounds: Vec<Expr> = match check {
+            None => lens.to_vec(),
+            Some(span) => lens
+                .iter()
+                .zip(&vs)
+                .map(|(len, v)| {
+                    let l = self.fresh.name("len");
+                    lets.push((l.clone(), at(lang::same_length(len.clone(), length(v.clone())), span).with_ty(Type::Int)));
+                    var(&l)
+                })
+                .collect(),
+        };
+        let j = self.fresh.name("j");
+        let lt = |b: Expr| prim(Prim::Lt, vec![var(&j), b]).with_ty(Type::Bool);
+        let from = |v: &Expr, off: Expr| prim(Prim::Index, vec![v.clone(), prim(Prim::Sub, vec![var(&j), off]).with_ty(Type::Int)]).with_ty(Type::Real);
+        let mut elem = real(0.0);
+        for p in (0..vs.len()).rev() {
+            let last = p + 1 == vs.len();
+            // the last array's bound, always met, is there only to use its checked length
+            if !last || check.is_some() {
+                elem = if_(lt(offset(m, &bounds[..=p])), from(&vs[p], offset(m, &bounds[..p])), elem).with_ty(Type::Real);
+            } else {
+                elem = from(&vs[p], offset(m, &bounds[..p]));
+            }
+        }
+        if m > 0 {
+            elem = if_(lt(int(m as i64)), prim(Prim::Index, vec![s, var(&j)]).with_ty(Type::Real), elem).with_ty(Type::Real);
+        }
+        let mut row = prim(Prim::Build, vec![offset(m, lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
+        for (x, rhs) in lets.into_iter().rev() {
+            row = let_(pvar(&x), rhs, row).with_ty(arr.clone());
+        }
+        row
+    }
+
+    /// A fold or scan over a tuple with integer components (beyond the paper, §2.3, as fold.rs): an
+    /// integer carries no cotangent, so the integer components are a loop of their own, primal only
+    /// (D′ keeps it: its accumulator `Array Int` has no Delta), and the real components stay one
+    /// packed loop (`packed_loop`: one ScanL Delta, fold.rs) or, in a fold, their sums:
+    /// ```text
+    /// fold (\(a, m) x -> (t, u)) (z, m0) xs
+    ///   = let r  = scanl (\acc c -> let a = acc ! 0 in [t[c ! 0/x]]) [z] (build k (\i -> [xs ! i]))
+    ///     let ri = fold (\acc i -> let m = acc ! 0; a = r ! i ! 0; x = xs ! i in [u]) [m0] (build k (\i -> i))
+    ///     in (r ! k ! 0, ri ! 0)
+    /// ```
+    /// The integer loop reads each element by its index, and the real components' states (`r ! i`,
+    /// the accumulator element i meets; `r ! (i + 1)` in a scanr) only when it uses them: else the
+    /// reals are a plain packed fold or their sums. The other way round, a real component that reads
+    /// an integer one as `real m` reads it from a column of the packed elements, `real (ri ! i ! q)`
+    /// of the integer loop's states, which then runs first. An array of reals among the components is
+    /// packed with the reals (more columns, `packed_fold`), read as a real is. Refused, located: the
+    /// two reading each other, or a real component using an integer one other than as `real m`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
+        use super::bot::mentions;
+        const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
+        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && !is_vector(t)) {
+            let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
+        }
+        // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
+        let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
+        let (scalars, vectors): (Vec<usize>, Vec<usize>) = reals.iter().partition(|&&k| tys[k] == Type::Real);
+        let shapes = self.shapes(e.span, &vectors, zs, binds);
+        let cols = columns(&reals, &scalars, &vectors, &shapes);
+        let arr = |cs: &[Expr], ks: &[usize], t: Type| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t));
+        let whole = |cs: &[Expr], ks: &[usize], t: Type| wrap(live(inner, &arr(cs, ks, Type::Real)), arr(cs, ks, t));
+        let reads = |x: &Expr, ks: &[usize]| ks.iter().any(|&k| mentions(x, accs[k]));
+        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
+        let states = reads(&whole(&cs, &ints, Type::Int), &reals);
+        let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
+        if states && reals_read_ints {
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other")));
+        }
+        let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
+        // the reals reading the integers: the integer loop first, its states as columns of reals
+        let mut inner = inner.clone();
+        let mut xs = xs.to_vec();
+        if reals_read_ints {
+            let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (None, true), binds, &mut out);
+            let mut cols = vec![];
+            for (q, &k) in ints.iter().enumerate() {
+                let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
+                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
+                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
+                let body = prim(Prim::ToReal, vec![state]).with_ty(Type::Real);
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
+                cols.push((accs[k], col.clone()));
+                xs.push(var(&col));
+            }
+            let mut ok = true;
+            for b in inner.iter_mut() {
+                ok &= read_as_reals(&mut b.1, &cols, i);
+            }
+            for &k in &reals {
+                ok &= read_as_reals(&mut cs[k], &cols, i);
+            }
+            if !ok {
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component uses an integer component other than as `real m`: {WHY}, which reads the integers' states as reals")));
+            }
+        }
+        let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
+            None
+        } else {
+            reals.iter().map(|&k| summand(&cs[k], accs[k]).map(|t| wrap(live(&inner, t), t.clone())).filter(|t| !accs.iter().any(|&x| mentions(t, x)))).collect()
+        };
+        let mut r_states = None;
+        if let Some(ts) = sums {
+            // every real component `acc_k + t`: `z_k + sum (build n (\i -> t))` (sumOuter, §3.2)
+            for (q, (&k, t)) in reals.iter().zip(ts).enumerate() {
+                let mut b = prim(Prim::Build, vec![n.clone(), lam(pvar(i), t)]);
+                if q > 0 {
+                    freshen(&mut b, self.fresh);
+                }
+                let total = prim(Prim::Sum, vec![b]).with_ty(Type::Real);
+                out[k] = match zs[k].kind {
+                    ExprKind::Real(r) if r == 0.0 => total,
+                    _ => prim(Prim::Add, vec![zs[k].clone(), total]).with_ty(Type::Real),
+                };
+            }
+        } else if !reals.is_empty() {
+            // a fold whose integers read the reals' states is the scan of them, its last row the fold's
+            let loop_op = if states && !scan { Prim::Scanl } else { op };
+            let rz: Vec<Expr> = scalars.iter().map(|&k| zs[k].clone()).collect();
+            let racc: Vec<u32> = scalars.iter().map(|&k| accs[k]).collect();
+            let rinner = live(&inner, &arr(&cs, &reals, Type::Real));
+            let rcs = arr(&cs, &scalars, Type::Real);
+            let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
+            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, i), rinner, n, binds) else {
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
+            };
+            for (k, col) in &cols {
+                out[*k] = match col {
+                    Col::Real(q) => self.component(&r, *q, Type::Real, (scan, states), n),
+                    Col::Array(..) => self.array_component(&r, col, (scan, states), n),
+                };
+            }
+            r_states = states.then_some(r);
+        }
+        if !reals_read_ints {
+            self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (r_states, false), binds, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// `int_fold`'s integer loop over the elements' indexes, pushed on `binds`: its result, or its
+    /// states (`states`: the reals read them; a fold's are its scan's), and `out`'s integer
+    /// components read from it. `r`: the reals' states, when the integers read them.
+    #[allow(clippy::too_many_arguments)]
+    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (ints, cols): (&[usize], &[(usize, Col)]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
+        use super::bot::mentions;
+        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
+        let loop_op = if states && !scan { Prim::Scanl } else { op };
+        let (ia, arr_int) = (self.fresh.name("acc"), Type::array(Type::Int));
+        let ics = Expr::gen(ExprKind::Array(ints.iter().map(|&k| cs[k].clone()).collect())).with_ty(arr_int.clone());
+        let mut ibody = wrap(live(inner, &ics), ics);
+        if let Some(r) = &r {
+            let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
+            for (k, col) in cols.iter().rev() {
+                if mentions(&ibody, accs[*k]) {
+                    let row = prim(Prim::Index, vec![var(r), at_i.clone()]).with_ty(Type::array(Type::Real));
+                    let v = self.read_col(row, col);
+                    ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
+                }
+            }
+        }
+        for (q, &k) in ints.iter().enumerate().rev() {
+            ibody = let_(pvar(&Name::new("acc", accs[k])), prim(Prim::Index, vec![var(&ia), int(q as i64)]).with_ty(Type::Int), ibody);
+        }
+        let (q0, q1) = if op == Prim::Scanr { (i, &ia) } else { (&ia, i) };
+        let (t0, t1) = if op == Prim::Scanr { (Type::Int, arr_int.clone()) } else { (arr_int.clone(), Type::Int) };
+        let f = lam(pvar(q0), lam(pvar(q1), ibody)).with_ty(Type::fun(t0, Type::fun(t1, arr_int.clone())));
+        let z0 = Expr::gen(ExprKind::Array(ints.iter().map(|&k| zs[k].clone()).collect())).with_ty(arr_int.clone());
+        let j = self.fresh.name("i");
+        let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), var(&j))]).with_ty(arr_int.clone());
+        let ri = self.fresh.name("ri");
+        let ri_ty = if scan || states { Type::array(arr_int.clone()) } else { arr_int.clone() };
+        binds.push((ri.clone(), at(prim(loop_op, vec![f, z0, idx]), e.span).with_ty(ri_ty), e.span));
+        for (q, &k) in ints.iter().enumerate() {
+            out[k] = self.component(&ri, q, Type::Int, (scan, states), n);
+        }
+        ri
+    }
+
+    /// For each array component `ks`, `iota (length z)` bound before the loop: the loops read the
+    /// fixed length from this Int array, not from z, which is differentiated (a free variable of the
+    /// body's vjp, fold.rs). Lengths stay `length` terms, not let-bound Ints: inside a map bot reads
+    /// a length at i = 0 (L0), while a let-bound size would be a per-row array (B3) that a build1's
+    /// size cannot index.
+    fn shapes(&mut self, span: crate::diag::Span, ks: &[usize], zs: &[Expr], binds: &mut Binds) -> Vec<Name> {
+        ks.iter()
+            .map(|&k| {
+                let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
+                binds.push((shape.clone(), prim(Prim::Build, vec![length(zs[k].clone()), lam(pvar(&j), var(&j))]).with_ty(Type::array(Type::Int)), span));
+                shape
+            })
+            .collect()
+    }
+
+    /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`.
+    fn read_col(&mut self, row: Expr, col: &Col) -> Expr {
+        match col {
+            Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(Type::Real),
+            Col::Array(off, len) => {
+                let j = self.fresh.name("j");
+                let x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
+                prim(Prim::Build, vec![len.clone(), lam(pvar(&j), x)]).with_ty(Type::array(Type::Real))
+            }
+        }
+    }
+
+    /// An array component `col` of a packed loop's result `r`, as `component` reads a real: a
+    /// scan's states of it, the last row of a fold run as a scan, or the fold's row.
+    fn array_component(&mut self, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
+        let row_ty = Type::array(Type::Real);
+        if scan {
+            let j = self.fresh.name("i");
+            let c = self.read_col(prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
+            let ty = Type::array(c.ty.clone());
+            prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), c)]).with_ty(ty)
+        } else if states {
+            self.read_col(prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
+        } else {
+            self.read_col(var(r), col)
+        }
+    }
+
+    /// Component q (of type `elem`) of a packed loop's result `r`: a scan's column of it, the last
+    /// row of a fold run as a scan (`states`: its row n), or the fold's packed result itself.
+    fn component(&mut self, r: &Name, q: usize, elem: Type, (scan, states): (bool, bool), n: &Expr) -> Expr {
+        let row_ty = Type::array(elem.clone());
+        let comp = |row: Expr| prim(Prim::Index, vec![row, int(q as i64)]).with_ty(elem.clone());
+        if scan {
+            let j = self.fresh.name("i");
+            let col = comp(prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty.clone()));
+            prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), col)]).with_ty(row_ty)
+        } else if states {
+            comp(prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty))
+        } else {
+            comp(var(r))
+        }
+    }
+}
+
+/// Where a component of a packed row sits: a real's column q, or an array's columns from an offset,
+/// with its length (`length` terms, valid inside and outside the loop).
+#[derive(Clone)]
+enum Col {
+    Real(usize),
+    Array(Expr, Expr),
+}
+
+/// Each real and array component (`ks`, in order) with its place in the row: the reals first, then
+/// the arrays (of lengths `length shape`).
+fn columns(ks: &[usize], scalars: &[usize], vectors: &[usize], shapes: &[Name]) -> Vec<(usize, Col)> {
+    let lens: Vec<Expr> = shapes.iter().map(|s| length(var(s))).collect();
+    ks.iter()
+        .map(|&k| match scalars.iter().position(|&q| q == k) {
+            Some(q) => (k, Col::Real(q)),
+            None => {
+                let p = vectors.iter().position(|&q| q == k).unwrap_or(0);
+                (k, Col::Array(offset(scalars.len(), &lens[..p]), lens[p].clone()))
+            }
+        })
+        .collect()
+}
+
+fn is_vector(t: &Type) -> bool {
+    t.as_array().is_some_and(|a| *a == Type::Real)
+}
+
+/// `t` with each `real m` of an integer accumulator m (`cols`: its id and the column of its states
+/// as reals) read from the column at `i`; false if m is used otherwise.
+fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
+            if let ExprKind::Var(v) = &a[0].kind {
+                if let Some((_, col)) = cols.iter().find(|c| c.0 == v.id) {
+                    *y = prim(Prim::Index, vec![var(col), var(i)]).with_ty(Type::Real);
+                    continue;
+                }
+            }
+        }
+        if matches!(&y.kind, ExprKind::Var(v) if cols.iter().any(|c| c.0 == v.id)) {
+            return false;
+        }
+        stack.extend(children_mut(y));
+    }
+    true
+}
+
+/// An array component of a packed tuple accumulator (`packed_fold`): its accumulator variable,
+/// its initial value, the body's new value, and `iota (length z)` (bound before the loop), whose
+/// length the body reads.
+struct Piece {
+    acc: u32,
+    z: Expr,
+    c: Expr,
+    shape: Name,
+}
+
+/// Where an array of a packed row starts: `m + len_1 + .. + len_p` (the reals first, then the arrays before it).
+fn offset(m: usize, lens: &[Expr]) -> Expr {
+    lens.iter().fold(int(m as i64), |o, l| match o.kind {
+        ExprKind::Int(0) => l.clone(),
+        _ => prim(Prim::Add, vec![o, l.clone()]).with_ty(Type::Int),
+    })
+}
+
+fn same_var(x: &Expr, y: &Expr) -> bool {
+    matches!((&x.kind, &y.kind), (ExprKind::Var(a), ExprKind::Var(b)) if a.id == b.id)
+}
