@@ -130,7 +130,7 @@ fn index_fun(f: &Expr, m: usize, n: usize) -> Option<(Vec<&Name>, Vec<&Expr>)> {
     (ix.len() == n).then(|| (is, ix.iter().collect()))
 }
 
-/// The run-time length check of a packed loop's array component (soa.rs, beyond the paper):
+/// The run-time length check of a packed loop's array component (pack.rs, beyond the paper):
 /// `sameLength expected actual` is `expected`, or a located error when the two differ. A scalar
 /// operation on integers, so bot lifts it as a broadcast op (B5) and D′ keeps it as it is.
 pub const SAME_LENGTH: &str = "sameLength";

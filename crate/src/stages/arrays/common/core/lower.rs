@@ -20,7 +20,7 @@
 //! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
 //! not there is the other branch's, or the tag a constant). What is left
 //! is refused, located: a tuple accumulator with an array of arrays, or whose real component uses an integer one other than as `real k`, or the two reading each
-//! other (a tuple of reals and arrays of reals is packed into an array of reals, one loop: soa.rs
+//! other (a tuple of reals and arrays of reals is packed into an array of reals, one loop: pack.rs
 //! `packed_fold`; its integers a loop of their own beside it, `int_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input
 //! and output are converted at the wrapper (boundary.rs): taken apart into component arrays, the
