@@ -618,14 +618,7 @@ impl Machine<'_> {
             // frame is reused in place as `push_frame` does, without its generic moves (a known
             // definition has no captures and no group, so a frame already holding none keeps them).
             if leaf(body).is_none() && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
-                clear_slots(&mut self.locals, self.bp);
-                if !Rc::ptr_eq(&self.env, &self.no_captures) {
-                    self.env = self.no_captures.clone();
-                }
-                self.group = None;
-                self.grow_frame(code.nslots);
-                self.bind_params(code, base, arg)?;
-                return Ok(Next::Eval(body));
+                return self.reuse_frame(code, base, arg);
             }
             let env = self.no_captures.clone();
             return self.saturate(code, env, None, base, arg, true);
@@ -678,7 +671,14 @@ impl Machine<'_> {
             let env = self.no_captures.clone();
             return self.saturate(code, env, None, base, arg, true);
         }
-        // the frame as `push_frame` leaves it for a tail call: the body's slots empty
+        self.reuse_frame(code, base, arg)
+    }
+
+    /// A known definition's tail call (`call_known`, `self_tail`) reuses the frame on top as
+    /// `push_frame` would leave it for a tail call: the body's slots empty (reset in place when the
+    /// frame already has its size), no captures and no group (a known definition has neither), the
+    /// parameters bound from `vals[base..]` and `arg`; then its body runs.
+    fn reuse_frame(&mut self, code: &LamCode, base: usize, arg: Value) -> Res<Next> {
         let (bp, nslots) = (self.bp, code.nslots as usize);
         if self.locals.len() == bp + nslots {
             for slot in &mut self.locals[bp..] {
@@ -693,7 +693,7 @@ impl Machine<'_> {
         }
         self.group = None;
         self.bind_params(code, base, arg)?;
-        Ok(Next::Eval(body))
+        Ok(Next::Eval(code.code()))
     }
 
     /// Applies `f` to the arguments of `cc` from `i` on, in the walker's order: each argument is
