@@ -31,13 +31,13 @@ pub fn apps(f: Expr, args: impl IntoIterator<Item = Expr>) -> Expr {
     args.into_iter().fold(f, app)
 }
 pub fn lam(p: Pat, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Lam(LamKind::Plain, p, Box::new(body)))
+    Expr::gen(ExprKind::Lam(LamKind::Plain, Box::new(p), Box::new(body)))
 }
 pub fn linlam(p: Pat, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Lam(LamKind::Linear, p, Box::new(body)))
+    Expr::gen(ExprKind::Lam(LamKind::Linear, Box::new(p), Box::new(body)))
 }
 pub fn let_(p: Pat, rhs: Expr, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Let(p, Box::new(rhs), Box::new(body)))
+    Expr::gen(ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body)))
 }
 /// A tuple of `es`: `()` for none, the expression itself for one.
 pub fn tuple(mut es: Vec<Expr>) -> Expr {
@@ -87,13 +87,13 @@ pub fn neg(a: Expr) -> Expr {
     prim(Prim::Neg, vec![a])
 }
 pub fn bind(p: Pat, m: Expr, k: Expr) -> Expr {
-    Expr::gen(ExprKind::Bind(p, Box::new(m), Box::new(k)))
+    Expr::gen(ExprKind::Bind(Box::new(p), Box::new(m), Box::new(k)))
 }
 pub fn pure(e: Expr) -> Expr {
     Expr::gen(ExprKind::Pure(Box::new(e)))
 }
 pub fn ann(e: Expr, t: Type) -> Expr {
-    Expr::gen(ExprKind::Ann(Box::new(e), t))
+    Expr::gen(ExprKind::Ann(Box::new(e), Box::new(t)))
 }
 
 pub fn pvar(n: &Name) -> Pat {

@@ -1139,7 +1139,7 @@ fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
 fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     let mut ps = vec![];
     while let ExprKind::Lam(LamKind::Plain, p, b) = &e.kind {
-        ps.push(p);
+        ps.push(&**p);
         e = b;
     }
     (ps, e)

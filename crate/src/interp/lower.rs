@@ -431,7 +431,7 @@ impl Lowerer<'_> {
         match (p, &rhs.kind) {
             (Pat::Var(n, _), ExprKind::Lam(_, params, _)) => {
                 let mut ps = vec![];
-                let mut stack = vec![params];
+                let mut stack: Vec<&Pat> = vec![params];
                 while let Some(q) = stack.pop() {
                     match q {
                         Pat::Var(v, _) => ps.push(v.text.clone()),

@@ -40,7 +40,7 @@ fn pt(ps: Vec<Pat>) -> Pat {
     Pat::Tuple(ps, Span::NONE)
 }
 fn lam(p: Pat, body: Expr) -> Expr {
-    ex(ExprKind::Lam(LamKind::Plain, p, Box::new(body)))
+    ex(ExprKind::Lam(LamKind::Plain, Box::new(p), Box::new(body)))
 }
 fn lamv(n: &str, id: u32, body: Expr) -> Expr {
     lam(pv(n, id), body)
@@ -52,7 +52,7 @@ fn apps(f: Expr, args: Vec<Expr>) -> Expr {
     args.into_iter().fold(f, app)
 }
 fn let_(p: Pat, rhs: Expr, body: Expr) -> Expr {
-    ex(ExprKind::Let(p, Box::new(rhs), Box::new(body)))
+    ex(ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body)))
 }
 fn letrec(fs: Vec<(&str, u32, Expr)>, body: Expr) -> Expr {
     let fs = fs.into_iter().map(|(n, id, e)| FunDef { name: Name::new(n, id), body: e, span: Span::NONE }).collect();
@@ -414,11 +414,11 @@ fn ann_bind_pure_params_and_constant_defs() {
                 "x",
                 1,
                 ex(ExprKind::Bind(
-                    pv("y", 2),
+                    Box::new(pv("y", 2)),
                     Box::new(ex(ExprKind::Pure(Box::new(p2(Prim::Add, v("x", 1), g("c")))))),
                     Box::new(ex(ExprKind::Pure(Box::new(p2(
                         Prim::Add,
-                        p2(Prim::Mul, ex(ExprKind::Ann(Box::new(v("y", 2)), Type::Real)), p1(Prim::ToReal, g("n"))),
+                        p2(Prim::Mul, ex(ExprKind::Ann(Box::new(v("y", 2)), Box::new(Type::Real))), p1(Prim::ToReal, g("n"))),
                         g("c"),
                     ))))),
                 )),

@@ -66,8 +66,8 @@ fn is_atom_tuple(e: &Expr) -> bool {
 /// `x ← pure v` with v an atom, or a tuple of atoms and x used at most once.
 fn left_identity_matches(e: &Expr, cx: &RewriteCx) -> bool {
     match &e.kind {
-        ExprKind::Bind(Pat::Var(x, _), m, _) => match &m.kind {
-            ExprKind::Pure(v) => is_atom(v) || (is_atom_tuple(v) && cx.uses.get(&x.id).copied().unwrap_or(0) <= 1),
+        ExprKind::Bind(p, m, _) => match (&**p, &m.kind) {
+            (Pat::Var(x, _), ExprKind::Pure(v)) => is_atom(v) || (is_atom_tuple(v) && cx.uses.get(&x.id).copied().unwrap_or(0) <= 1),
             _ => false,
         },
         _ => false,
@@ -102,7 +102,7 @@ fn associativity(e: Expr) -> Linked {
 /// `x ← m; pure x`.
 fn right_identity_matches(e: &Expr, _: &RewriteCx) -> bool {
     match &e.kind {
-        ExprKind::Bind(Pat::Var(x, _), _, k) => matches!(&k.kind, ExprKind::Pure(v) if matches!(&v.kind, ExprKind::Var(y) if y == x)),
+        ExprKind::Bind(p, _, k) => matches!((&**p, &k.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x)),
         _ => false,
     }
 }

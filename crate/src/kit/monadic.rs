@@ -166,7 +166,7 @@ impl<'a> Monadic<'a> {
             // D[λx. t] = pure (λx. D[t])  (Fig. 8; Fig. 9: Drev{λx. e} = pure λx. Drev{e})
             Lam(k, p, b) => Lam(*k, p.clone(), Box::new(self.tr(b))),
             // an annotation keeps its type, translated (it may be what makes `-k` an integer)
-            Ann(x, t) if self.operands == Operands::Values => Ann(Box::new(self.value(x)?), self.dtype(t)),
+            Ann(x, t) if self.operands == Operands::Values => Ann(Box::new(self.value(x)?), Box::new(self.dtype(t))),
             _ => return None,
         };
         Some(Expr { kind, span: e.span, ty: Type::Unknown })
@@ -277,7 +277,7 @@ impl<'a> Monadic<'a> {
                 if_(v, x, y)
             }),
             Prim(op, args) => self.prim(*op, args, e.span),
-            Ann(x, t) => Expr::gen(Ann(Box::new(self.tr(x)), m_ty(self.dtype(t)))),
+            Ann(x, t) => Expr::gen(Ann(Box::new(self.tr(x)), Box::new(m_ty(self.dtype(t))))),
             // do and pure appear only in AD's output: the stages refuse them in a source
             Bind(..) | Pure(_) => e.clone(),
             Int(_) | Bool(_) | Unit | Lam(..) | Builtin(_) => at(pure(e.clone()), e.span),
@@ -302,8 +302,8 @@ impl<'a> Monadic<'a> {
         for (p, rhs, span) in links.into_iter().rev() {
             acc = at(
                 match rhs {
-                    Ok(v) => self.let_value(p, v, acc),
-                    Err(m) => self.bind_m(p, m, acc),
+                    Ok(v) => self.let_value(*p, v, acc),
+                    Err(m) => self.bind_m(*p, m, acc),
                 },
                 span,
             );

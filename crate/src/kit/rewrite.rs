@@ -405,7 +405,7 @@ impl<'r, 'f> Engine<'r, 'f> {
             };
             let rhs_normal = self.known(&rhs);
             tail_normal = self.known(&body);
-            links.push((is_bind, p, *rhs, rhs_normal, cur.span, cur.ty));
+            links.push((is_bind, *p, *rhs, rhs_normal, cur.span, cur.ty));
             cur = *body;
         };
         // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n] (one push per
@@ -422,7 +422,7 @@ impl<'r, 'f> Engine<'r, 'f> {
         let mut acc = if tail_normal { tail } else { self.node(tail) };
         while let Some((is_bind, p, rhs, _, span, ty)) = links.pop() {
             self.w.path.pop();
-            let kind = if is_bind { ExprKind::Bind(p, Box::new(rhs), Box::new(acc)) } else { ExprKind::Let(p, Box::new(rhs), Box::new(acc)) };
+            let kind = if is_bind { ExprKind::Bind(Box::new(p), Box::new(rhs), Box::new(acc)) } else { ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(acc)) };
             acc = self.at_root(Expr { kind, span, ty });
         }
         self.w.path.truncate(depth);

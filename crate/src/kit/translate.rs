@@ -90,7 +90,7 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
             Case(Box::new((dual(s, fr, r), p1.clone(), dual(e1, fr, r), p2.clone(), dual(e2, fr, r))))
         }
         If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
-        Ann(x, t) => Ann(b(x, fr), r.ty(t)),
+        Ann(x, t) => Ann(b(x, fr), Box::new(r.ty(t))),
         Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),
         Pure(x) => Pure(b(x, fr)),
         Prim(op, args) => return at(dual_prim(*op, args, e.span, fr, r), e.span),

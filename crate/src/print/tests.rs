@@ -26,19 +26,19 @@ fn pt(ps: Vec<Pat>) -> Pat {
     Pat::Tuple(ps, Span::NONE)
 }
 fn lam(p: Pat, b: Expr) -> Expr {
-    mk(ExprKind::Lam(LamKind::Plain, p, Box::new(b)))
+    mk(ExprKind::Lam(LamKind::Plain, Box::new(p), Box::new(b)))
 }
 fn lin(p: Pat, b: Expr) -> Expr {
-    mk(ExprKind::Lam(LamKind::Linear, p, Box::new(b)))
+    mk(ExprKind::Lam(LamKind::Linear, Box::new(p), Box::new(b)))
 }
 fn app(f: Expr, args: Vec<Expr>) -> Expr {
     args.into_iter().fold(f, |f, a| mk(ExprKind::App(Box::new(f), Box::new(a))))
 }
 fn let_(p: Pat, e: Expr, b: Expr) -> Expr {
-    mk(ExprKind::Let(p, Box::new(e), Box::new(b)))
+    mk(ExprKind::Let(Box::new(p), Box::new(e), Box::new(b)))
 }
 fn bind(p: Pat, e: Expr, b: Expr) -> Expr {
-    mk(ExprKind::Bind(p, Box::new(e), Box::new(b)))
+    mk(ExprKind::Bind(Box::new(p), Box::new(e), Box::new(b)))
 }
 fn tup(es: Vec<Expr>) -> Expr {
     mk(ExprKind::Tuple(es))
@@ -328,7 +328,7 @@ fn precedence_and_minimal_parens() {
         add(lam(pv("x", 1), v("x", 1)), a.clone()),
         app(lam(pv("x", 1), v("x", 1)), vec![a.clone()]),
         mul(a.clone(), let_(pv("y", 2), b.clone(), v("y", 2))),
-        mk(ExprKind::Ann(Box::new(add(a.clone(), b.clone())), Type::Real)),
+        mk(ExprKind::Ann(Box::new(add(a.clone(), b.clone())), Box::new(Type::Real))),
         mk(ExprKind::Inl(Box::new(tup(vec![a.clone(), mk(ExprKind::Unit)])))),
         mk(ExprKind::Inr(Box::new(mk(ExprKind::Inl(Box::new(a.clone())))))),
         app(builtin("deltaLet"), vec![a.clone(), builtin("Zero")]),
@@ -536,14 +536,14 @@ fn letrec_groups() {
         2,
         lam(pv("n", 4), if_(bin(Prim::Eq, v("n", 4), int(0)), mk(ExprKind::Bool(false)), app(v("even", 1), vec![sub(v("n", 4), int(1))]))),
     );
-    let e = mk(ExprKind::LetRec(vec![even.clone(), odd], Box::new(app(v("even", 1), vec![int(10)]))));
+    let e = mk(ExprKind::LetRec(vec![even.clone(), odd].into(), Box::new(app(v("even", 1), vec![int(10)]))));
     insta::assert_snapshot!(print_expr(&e, &width(200, false)), @r#"let even n = if n == 0 then true else odd (n - 1) and odd n = if n == 0 then false else even (n - 1) in even 10"#);
     insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"
         let even n = if n == 0 then true else odd (n - 1)
         and odd n = if n == 0 then false else even (n - 1) in
         even 10
         "#);
-    let single = mk(ExprKind::LetRec(vec![fundef("f", 5, lam(pv("x", 6), app(v("f", 5), vec![v("x", 6)])))], Box::new(v("f", 5))));
+    let single = mk(ExprKind::LetRec(vec![fundef("f", 5, lam(pv("x", 6), app(v("f", 5), vec![v("x", 6)])))].into(), Box::new(v("f", 5))));
     insta::assert_snapshot!(print_expr(&single, &ascii()), @r#"let f x = f x in f"#);
 }
 

@@ -512,9 +512,9 @@ impl<'s> Parser<'s> {
         while let Some(f) = frames.pop() {
             let kind = match f {
                 Frame::Let { pat, rhs, start } => {
-                    Expr::new(ExprKind::Let(pat, Box::new(rhs), Box::new(e)), Span { start, end })
+                    Expr::new(ExprKind::Let(Box::new(pat), Box::new(rhs), Box::new(e)), Span { start, end })
                 }
-                Frame::LetRec { fds, start } => Expr::new(ExprKind::LetRec(fds, Box::new(e)), Span { start, end }),
+                Frame::LetRec { fds, start } => Expr::new(ExprKind::LetRec(fds.into(), Box::new(e)), Span { start, end }),
                 Frame::Lam { kind, pats, start } => {
                     let mut e = lams(kind, pats, e, end);
                     e.span.start = start;
@@ -784,7 +784,7 @@ impl<'s> Parser<'s> {
                 }
                 let (ty, ty_span) = self.parse_type()?;
                 let span = e.span.to(ty_span);
-                e = Expr::new(ExprKind::Ann(Box::new(e), ty), span);
+                e = Expr::new(ExprKind::Ann(Box::new(e), Box::new(ty)), span);
             }
             items.push(e);
             if self.eat(&Tok::Comma).is_none() {
@@ -862,7 +862,7 @@ impl<'s> Parser<'s> {
         while let Some((pat, m, s)) = stmts.pop() {
             let pat = pat.unwrap_or(Pat::Wild(Span::new(s as usize, s as usize)));
             let s = if stmts.is_empty() { start.start } else { s };
-            e = Expr::new(ExprKind::Bind(pat, Box::new(m), Box::new(e)), Span { start: s, end });
+            e = Expr::new(ExprKind::Bind(Box::new(pat), Box::new(m), Box::new(e)), Span { start: s, end });
         }
         if e.span.start != start.start {
             e.span = Span { start: start.start, end };
@@ -1004,7 +1004,7 @@ fn lams(kind: LamKind, pats: Vec<Pat>, body: Expr, end: u32) -> Expr {
     let mut e = body;
     for p in pats.into_iter().rev() {
         let span = Span { start: p.span().start, end };
-        e = Expr::new(ExprKind::Lam(kind, p, Box::new(e)), span);
+        e = Expr::new(ExprKind::Lam(kind, Box::new(p), Box::new(e)), span);
     }
     e
 }

@@ -145,26 +145,26 @@ impl<'b> Resolver<'b> {
             }
             ExprKind::Lam(k, p, b) => {
                 let mut bound = vec![];
-                let p = self.bind(p, &mut bound);
+                let p = self.bind(*p, &mut bound);
                 let b = self.expr(*b);
                 self.unbind(bound);
-                ExprKind::Lam(k, p, Box::new(b))
+                ExprKind::Lam(k, Box::new(p), Box::new(b))
             }
             ExprKind::Let(p, rhs, body) => {
                 let rhs = self.expr(*rhs);
                 let mut bound = vec![];
-                let p = self.bind(p, &mut bound);
+                let p = self.bind(*p, &mut bound);
                 let body = self.expr(*body);
                 self.unbind(bound);
-                ExprKind::Let(p, Box::new(rhs), Box::new(body))
+                ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body))
             }
             ExprKind::Bind(p, m, k) => {
                 let m = self.expr(*m);
                 let mut bound = vec![];
-                let p = self.bind(p, &mut bound);
+                let p = self.bind(*p, &mut bound);
                 let k = self.expr(*k);
                 self.unbind(bound);
-                ExprKind::Bind(p, Box::new(m), Box::new(k))
+                ExprKind::Bind(Box::new(p), Box::new(m), Box::new(k))
             }
             ExprKind::LetRec(fds, body) => {
                 let mut bound = vec![];
@@ -185,6 +185,7 @@ impl<'b> Resolver<'b> {
                     })
                     .collect();
                 let fds = fds
+                    .into_vec()
                     .into_iter()
                     .zip(names)
                     .map(|(fd, name)| FunDef { name, body: self.expr(fd.body), span: fd.span })
@@ -267,10 +268,10 @@ impl<'b> Resolver<'b> {
             }
             let mut e = build(&head, full, whole);
             for x in params.into_iter().rev() {
-                e = Expr::new(ExprKind::Lam(LamKind::Plain, Pat::Var(x, whole), Box::new(e)), whole);
+                e = Expr::new(ExprKind::Lam(LamKind::Plain, Box::new(Pat::Var(x, whole)), Box::new(e)), whole);
             }
             for (x, a) in lets.into_iter().rev() {
-                e = Expr::new(ExprKind::Let(Pat::Var(x, a.span), Box::new(a), Box::new(e)), whole);
+                e = Expr::new(ExprKind::Let(Box::new(Pat::Var(x, a.span)), Box::new(a), Box::new(e)), whole);
             }
             return e;
         }

@@ -88,7 +88,7 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
             let ExprKind::Lam(kind, pat, body) = &peel(&d.body).kind else { unreachable!("checked above") };
             let pat2 = tr.fresh_pat(pat);
             let body2 = tr.tr(body)?;
-            defs.push(Def { name: d.name.clone(), body: build::at(Expr::gen(ExprKind::Lam(*kind, pat2, Box::new(body2))), d.body.span), role: d.role, span: d.span, scheme: None });
+            defs.push(Def { name: d.name.clone(), body: build::at(Expr::gen(ExprKind::Lam(*kind, Box::new(pat2), Box::new(body2))), d.body.span), role: d.role, span: d.span, scheme: None });
         } else {
             // Under monomorphise's annotation: the closure's type follows from its code's.
             let body = tr.tr(peel(&d.body))?;
@@ -293,7 +293,7 @@ impl<'a> Tr<'a> {
                 None => self.rename.remove(&id),
             };
         }
-        let code = Expr::gen(ExprKind::Lam(*kind, build::ppair(env_pat, arg), Box::new(body)));
+        let code = Expr::gen(ExprKind::Lam(*kind, Box::new(build::ppair(env_pat, arg)), Box::new(body)));
         let name = self.an.lams[l].code.clone();
         self.lifted.push(Def { name: Name::global(&name), body: build::at(code, e.span), span: e.span, scheme: None, role: crate::ir::Role::Helper });
         Ok(())
@@ -474,7 +474,7 @@ impl<'a> Tr<'a> {
             ExprKind::Ann(x, _) => {
                 let at = self.an.at_of.get(&(e as *const Expr)).cloned().ok_or_else(|| refuse(span, self.pass(), "internal error: an annotation was not analysed"))?;
                 let t = self.rep(&at)?;
-                ExprKind::Ann(Box::new(self.tr(x)?), t)
+                ExprKind::Ann(Box::new(self.tr(x)?), Box::new(t))
             }
             ExprKind::Par(a, b) => ExprKind::Par(Box::new(self.tr(a)?), Box::new(self.tr(b)?)),
             ExprKind::Let(..) | ExprKind::LetRec(..) => return self.tr(e),

@@ -324,7 +324,7 @@ impl<'a> Cx<'a> {
                 let mut env = c.env.clone();
                 let p2 = self.fresh_pat(p, &mut env);
                 let body = self.in_block(|cx| cx.eval(body, &env))?;
-                build::at(Expr::gen(ExprKind::Lam(*kind, p2, Box::new(body))), c.lam.span)
+                build::at(Expr::gen(ExprKind::Lam(*kind, Box::new(p2), Box::new(body))), c.lam.span)
             }
         })
     }

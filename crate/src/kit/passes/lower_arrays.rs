@@ -73,7 +73,7 @@ fn apply(f: &Expr, args: Vec<Expr>) -> Expr {
         }
     }
     let call = apps(f, rest);
-    binds.into_iter().rev().fold(call, |acc, (p, a)| let_(p, a, acc))
+    binds.into_iter().rev().fold(call, |acc, (p, a)| let_(*p, a, acc))
 }
 
 fn length(xs: &Name) -> Expr {

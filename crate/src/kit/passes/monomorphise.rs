@@ -83,7 +83,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
             let leftover = has_leftover(&e.ty, &subst);
             e.ty = ground(&e.ty, &subst);
             if let ExprKind::Ann(_, t) = &mut e.kind {
-                *t = ground(t, &subst);
+                *t = Box::new(ground(t, &subst));
             }
             if let ExprKind::Var(n) = &mut e.kind {
                 if let Some(&j) = n.is_global().then(|| index.get(&*n.text)).flatten() {
@@ -117,7 +117,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
                 let ty = e.ty.clone();
                 let inner = std::mem::replace(e, Expr::gen(ExprKind::Unit));
                 let span = inner.span;
-                *e = Expr { kind: ExprKind::Ann(Box::new(inner), ty.clone()), span, ty };
+                *e = Expr { kind: ExprKind::Ann(Box::new(inner), Box::new(ty.clone())), span, ty };
             }
             let mut cs = children_mut(e);
             cs.reverse(); // left to right, so copies are numbered in reading order
@@ -134,7 +134,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         if d.scheme.as_ref().is_some_and(|s| !s.vars.is_empty()) {
             let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
             let span = body.span;
-            d.body = Expr { kind: ExprKind::Ann(Box::new(body), ty), span, ty: Type::Unknown };
+            d.body = Expr { kind: ExprKind::Ann(Box::new(body), Box::new(ty)), span, ty: Type::Unknown };
             again = true;
         }
     }
@@ -159,8 +159,10 @@ fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
     let mut own: HashMap<u32, &Type> = HashMap::default();
     for e in super::all_exprs(p) {
         match &e.kind {
-            ExprKind::Let(Pat::Var(x, _), rhs, _) if super::has_type_vars(&rhs.ty) => {
-                own.insert(x.id, &rhs.ty);
+            ExprKind::Let(p, rhs, _) if super::has_type_vars(&rhs.ty) => {
+                if let Pat::Var(x, _) = &**p {
+                    own.insert(x.id, &rhs.ty);
+                }
             }
             ExprKind::LetRec(fs, _) => own.extend(fs.iter().filter(|f| super::has_type_vars(&f.body.ty)).map(|f| (f.name.id, &f.body.ty))),
             _ => {}

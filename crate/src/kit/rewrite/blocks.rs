@@ -76,15 +76,15 @@ impl Stmt {
             ExprKind::Let(p, m, k) => (false, p, m, k),
             kind => return Err(Expr { kind, span: e.span, ty: e.ty }),
         };
-        Ok((Stmt { bind, pat, rhs: *rhs, span: e.span, ty: e.ty }, *rest))
+        Ok((Stmt { bind, pat: *pat, rhs: *rhs, span: e.span, ty: e.ty }, *rest))
     }
 
     /// The statement followed by `rest`.
     pub fn then(self, rest: Expr) -> Expr {
         let kind = if self.bind {
-            ExprKind::Bind(self.pat, Box::new(self.rhs), Box::new(rest))
+            ExprKind::Bind(Box::new(self.pat), Box::new(self.rhs), Box::new(rest))
         } else {
-            ExprKind::Let(self.pat, Box::new(self.rhs), Box::new(rest))
+            ExprKind::Let(Box::new(self.pat), Box::new(self.rhs), Box::new(rest))
         };
         Expr { kind, span: self.span, ty: self.ty }
     }

@@ -113,7 +113,7 @@ fn apply2(f: &Expr, a: Expr, b: Expr) -> Expr {
 /// `λv → body` typed from the pieces it is built of.
 fn lam1(v: &Name, arg_ty: Type, body: Expr) -> Expr {
     let ty = Type::fun(arg_ty, body.ty.clone());
-    Expr { kind: ExprKind::Lam(LamKind::Plain, pvar(v), Box::new(body)), span: Span::NONE, ty }
+    Expr { kind: ExprKind::Lam(LamKind::Plain, Box::new(pvar(v)), Box::new(body)), span: Span::NONE, ty }
 }
 
 fn elem_ty(arr: &Expr) -> Type {
@@ -126,7 +126,8 @@ fn typed_prim(op: Prim, args: Vec<Expr>, ty: Type) -> Expr {
 
 /// R4 `let x = c in e ~> e[c/x]` for c = 0, 1.
 fn r4_constants(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Var(x, _) = &mut **pat else { return None };
     let c = real_lit(rhs)?;
     if c != 0.0 && c != 1.0 {
         return None;
@@ -162,7 +163,8 @@ fn constant_array(e: &Expr) -> Option<&Expr> {
 /// in e ~> e[map (v. c) W / Z]` when every use of Z is an array argument of a map2, which R7 then
 /// turns into a map over the other array (so no pass over an array is repeated).
 fn r4_constant_arrays(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(z, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Var(z, _) = &mut **pat else { return None };
     constant_array(rhs)?;
     let (mut all, mut in_map2) = (0, 0);
     let mut stack = vec![&**b];
@@ -384,7 +386,7 @@ fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let mut depths: HashMap<u32, usize> = HashMap::default();
     let mut cur = &**body;
     while let ExprKind::Let(q, rhs, b) = &cur.kind {
-        if let Pat::Var(n, _) = q {
+        if let Pat::Var(n, _) = &**q {
             if u.get(&n.id) == Some(&(1, 1)) {
                 let d = depth_with(rhs, &depths);
                 if d <= X7_DEPTH {
@@ -528,7 +530,8 @@ fn fold_comparisons(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 /// R4 for conditions: `let b = true in e ~> e[true/b]` (and false), so that R20/R21 see the constant
 /// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
 fn r4_condition(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Var(x, _) = &mut **pat else { return None };
     matches!(rhs.kind, ExprKind::Bool(_)).then(|| substituted(cx, b, x.id, rhs))
 }
 

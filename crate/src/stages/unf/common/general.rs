@@ -59,10 +59,13 @@ fn peel(f: Expr, m: usize) -> (Vec<Name>, Name, Expr) {
     let mut e = f;
     for _ in 0..=m {
         match e.kind {
-            ExprKind::Lam(_, Pat::Var(n, _), b) => {
-                names.push(n);
-                e = *b;
-            }
+            ExprKind::Lam(_, p, b) => match *p {
+                Pat::Var(n, _) => {
+                    names.push(n);
+                    e = *b;
+                }
+                _ => unreachable!("Route::seeded returns a curried lambda of variables"),
+            },
             _ => unreachable!("Route::seeded returns a curried lambda"),
         }
     }

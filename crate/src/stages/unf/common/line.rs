@@ -45,7 +45,7 @@ pub fn continuation_line(p: &Program) -> Graph {
     let mut stack = vec![&def.body];
     while let Some(e) = stack.pop() {
         if let ExprKind::Let(pat, rhs, _) = &e.kind {
-            let mut pairs = vec![(pat, &**rhs)];
+            let mut pairs = vec![(&**pat, &**rhs)];
             while let Some((q, mut r)) = pairs.pop() {
                 // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
                 while let ExprKind::Let(_, _, body) = &r.kind {

@@ -283,13 +283,10 @@ pub fn lambda_params(f: &Expr, arity: usize) -> Option<Vec<Name>> {
     let mut out = vec![];
     let mut e = f;
     for _ in 0..arity {
-        match &e.kind {
-            ExprKind::Lam(_, Pat::Var(n, _), b) => {
-                out.push(n.clone());
-                e = b;
-            }
-            _ => return None,
-        }
+        let ExprKind::Lam(_, p, b) = &e.kind else { return None };
+        let Pat::Var(n, _) = &**p else { return None };
+        out.push(n.clone());
+        e = b;
     }
     Some(out)
 }

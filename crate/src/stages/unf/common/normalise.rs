@@ -40,7 +40,8 @@ fn takes_function(op: Prim) -> bool {
 
 /// `let b = c in e ~> e[c/b]` for a boolean c, in place.
 fn propagate(e: &mut Expr) -> bool {
-    let ExprKind::Let(Pat::Var(b, _), rhs, body) = &mut e.kind else { return false };
+    let ExprKind::Let(pat, rhs, body) = &mut e.kind else { return false };
+    let Pat::Var(b, _) = &mut **pat else { return false };
     if rhs.ty != Type::Bool {
         return false;
     }
@@ -62,7 +63,7 @@ fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) {
         match &mut x.kind {
             ExprKind::Let(..) => {
                 let ExprKind::Let(p, rhs, body) = std::mem::replace(&mut x.kind, ExprKind::Unit) else { unreachable!() };
-                binds.push((p, *rhs));
+                binds.push((*p, *rhs));
                 *x = *body;
                 stack.push(x);
             }
@@ -91,7 +92,7 @@ pub fn conditions(body: &mut Expr, fr: &mut Fresh) {
                 hoist(c, fr, &mut binds);
                 let inner = std::mem::replace(e, typed(ExprKind::Unit, crate::diag::Span::NONE, Type::Unit));
                 let (span, ty) = (inner.span, inner.ty.clone());
-                *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(p, Box::new(rhs), Box::new(acc)), span, ty.clone()));
+                *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(acc)), span, ty.clone()));
                 stack.push(e);
                 continue;
             }

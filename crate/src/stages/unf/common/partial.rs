@@ -129,7 +129,7 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
     loop {
         match cur.kind {
             ExprKind::Let(q, rhs, b) => {
-                links.push((q, *rhs, cur.span));
+                links.push((*q, *rhs, cur.span));
                 cur = *b;
             }
             kind => {
@@ -143,7 +143,7 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
 /// `let p = rhs in body`, typed as `body`.
 pub fn let_typed(p: Pat, rhs: Expr, body: Expr) -> Expr {
     let ty = body.ty.clone();
-    Expr { kind: ExprKind::Let(p, Box::new(rhs), Box::new(body)), span: Span::NONE, ty }
+    Expr { kind: ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body)), span: Span::NONE, ty }
 }
 
 fn is_var(e: &Expr) -> bool {
@@ -169,7 +169,7 @@ fn r1_beta(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Lam(_, p, body) = &mut f.kind else { return None };
     // a new root over two parts of the redex
     cx.changed = Some(Changed::Only(vec![]));
-    Some(let_typed(p.clone(), cx.take(a), cx.take(body)))
+    Some(let_typed(*p.clone(), cx.take(a), cx.take(body)))
 }
 
 /// R17 `let x = (let y = e1 in e2) in e3 ~> let y = e1 in let x = e2 in e3`, for a whole chain of lets
@@ -181,7 +181,7 @@ fn r17_let_of_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     }
     let (links, cur) = unchain(cx.take(rhs));
     let n = links.len();
-    let inner = let_typed(p.clone(), cur, cx.take(e3));
+    let inner = let_typed(*p.clone(), cur, cx.take(e3));
     let out = links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q, e1, acc), span));
     // every let of the result is new; their right-hand sides and e3 are parts of the redex
     let mut dirty = vec![];
@@ -220,7 +220,7 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(q, e1, e2) = inner.kind else { unreachable!("matched a let") };
     *slot = *e2;
     // the node f(e2) is new, below a new let
-    let out = let_typed(q, *e1, out);
+    let out = let_typed(*q, *e1, out);
     let mut dirty = vec![];
     chain_bodies(&out, 1, &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
@@ -230,7 +230,7 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// R2 for one let: `let _ = e in b ~> b`, and a continuation no one calls.
 fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Let(p, rhs, b) = &mut e.kind else { return None };
-    let dead = match p {
+    let dead = match &**p {
         Pat::Wild(_) | Pat::Unit(_) => true,
         Pat::Var(n, _) => matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0,
         _ => false,
@@ -245,7 +245,8 @@ fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R3 `let x1 = x2 in e ~> e[x2/x1]`.
 fn r3_forward_substitution(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(x, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Var(x, _) = &mut **pat else { return None };
     if !is_var(rhs) {
         return None;
     }
@@ -257,7 +258,8 @@ fn r3_forward_substitution(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// `let Y = fun … in C[Y] ~> C[fun …]` when Y occurs once (Lemma 5.1: every continuation does).
 fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Var(y, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Var(y, _) = &mut **pat else { return None };
     if !matches!(rhs.kind, ExprKind::Lam(..)) || occurrences(b, y.id) != 1 {
         return None;
     }
@@ -277,7 +279,8 @@ fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// `let (x1, …, xn) = e in C[(x1, …, xn)] ~> C[e]` when the xi occur only there, once, and not under a
 /// lambda (the wrapper's `let (g1, …, gn) = Y(0_Γ, 1) in (r, (g1, …, gn))`): no work moves or repeats.
 fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Tuple(ps, _) = &mut **pat else { return None };
     let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
     let set: HashSet<u32> = ids.iter().copied().collect();
     if set.len() != ids.len() {
@@ -324,7 +327,8 @@ fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// `let (p1, …, pn) = <e1, …, en> in b ~> let p1 = e1 in … let pn = en in b` (the note's destructuring
 /// of `let x, Y = <e1, e2>`), with R3 for the components that are variables and R2 for the dead ones.
 fn split_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(Pat::Tuple(ps, _), rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let Pat::Tuple(ps, _) = &mut **pat else { return None };
     let ExprKind::Tuple(es) = &mut rhs.kind else { return None };
     if ps.len() != es.len() {
         return None;

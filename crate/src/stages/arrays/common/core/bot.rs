@@ -324,7 +324,7 @@ macro_rules! index_rule {
 
 index_rule!(i3_let, |t, u, _cx| {
     let ExprKind::Let(p, v, body) = &t.kind else { return None };
-    Some(let_(p.clone(), (**v).clone(), index((**body).clone(), u.clone())))
+    Some(let_((**p).clone(), (**v).clone(), index((**body).clone(), u.clone())))
 });
 
 index_rule!(i4_cond, |t, u, cx| {
@@ -343,7 +343,7 @@ index_rule!(i5_op, |t, u, cx| {
     });
     let body = out?;
     Some(match r.kind {
-        ExprKind::Let(p, v, _) => let_(p, *v, body),
+        ExprKind::Let(p, v, _) => let_(*p, *v, body),
         _ => body,
     })
 });

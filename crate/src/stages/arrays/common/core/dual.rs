@@ -91,7 +91,8 @@ impl Dx<'_> {
         // a let chain is walked in a loop (D[let x = u in v] = do x ← D[u]; D[v], Fig. 14)
         let mut links: Vec<(Name, Expr, bool)> = vec![];
         let mut cur = e;
-        while let ExprKind::Let(Pat::Var(x, _), rhs, body) = &cur.kind {
+        while let ExprKind::Let(pat, rhs, body) = &cur.kind {
+            let Pat::Var(x, _) = &**pat else { break };
             let r = is_r(&rhs.ty);
             let rhs2 = if r { self.d(rhs)? } else { self.d_prime(rhs) };
             if r {
@@ -335,7 +336,7 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     };
     let parts: Vec<(Name, Vec<i64>, Name)> = gets.into_iter().map(|g| (g.name.clone(), g.path, g.input.clone())).collect();
     // name every component (a `_` gets a name: its gradient is returned too)
-    let mut pat = pat.clone();
+    let mut pat: Pat = (**pat).clone();
     let mut stack = vec![&mut pat];
     while let Some(p) = stack.pop() {
         match p {
@@ -412,7 +413,7 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
             let ls = super::boundary::leaves(output_type);
             let parts = tuple(ls.iter().map(|(p, _)| super::boundary::get(p, var(&seed))).collect());
             let t = Type::Tuple(ls.into_iter().map(|(_, t)| t).collect());
-            (ann(parts, t), let_(ys.clone(), var(&y), (**user).clone()))
+            (ann(parts, t), let_((**ys).clone(), var(&y), (**user).clone()))
         }
         _ => (ann(var(&seed), output_type.clone()), var(&y)),
     };

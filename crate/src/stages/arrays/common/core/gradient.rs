@@ -86,7 +86,7 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
         out = let_(pvar(&x), t, out);
     }
     for (p, rhs) in lets.into_iter().rev() {
-        out = let_(p, rhs, out);
+        out = let_(*p, rhs, out);
     }
     let mut p = src.program.clone();
     p.defs = vec![def(WRAPPER, Expr::gen(ExprKind::Lam(*k, io.clone(), Box::new(out))))];

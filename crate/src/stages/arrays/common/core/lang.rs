@@ -121,7 +121,7 @@ fn components(e: &Expr, n: usize) -> Option<Vec<&Expr>> {
 
 fn index_fun(f: &Expr, m: usize, n: usize) -> Option<(Vec<&Name>, Vec<&Expr>)> {
     let ExprKind::Lam(_, p, body) = &f.kind else { return None };
-    let is: Vec<&Name> = match p {
+    let is: Vec<&Name> = match &**p {
         Pat::Var(x, _) if m == 1 => vec![x],
         Pat::Tuple(ps, _) if ps.len() == m => ps.iter().map(|p| if let Pat::Var(x, _) = p { Some(x) } else { None }).collect::<Option<_>>()?,
         _ => return None,
@@ -161,9 +161,12 @@ pub fn op_operands(e: &Expr) -> Option<Vec<&Expr>> {
 
 /// The parameters `x` or `x y` of `\x -> e` / `\x -> \y -> e`, and the body.
 pub fn lam_params(f: &Expr) -> Option<(Vec<&Name>, &Expr)> {
-    let ExprKind::Lam(_, Pat::Var(x, _), b) = &f.kind else { return None };
-    if let ExprKind::Lam(_, Pat::Var(y, _), b2) = &b.kind {
-        return Some((vec![x, y], b2));
+    let ExprKind::Lam(_, pat, b) = &f.kind else { return None };
+    let Pat::Var(x, _) = &**pat else { return None };
+    if let ExprKind::Lam(_, pat, b2) = &b.kind {
+        if let Pat::Var(y, _) = &**pat {
+            return Some((vec![x, y], b2));
+        }
     }
     Some((vec![x], b))
 }
@@ -174,7 +177,10 @@ pub fn view(e: &Expr) -> Core<'_> {
     }
     match &e.kind {
         ExprKind::Prim(Prim::Build, a) => match &a[1].kind {
-            ExprKind::Lam(_, Pat::Var(i, _), body) => Core::Build1 { k: &a[0], i, body },
+            ExprKind::Lam(_, pat, body) => match &**pat {
+                Pat::Var(i, _) => Core::Build1 { k: &a[0], i, body },
+                _ => Core::Other,
+            },
             _ => Core::Other,
         },
         ExprKind::Prim(Prim::Replicate, a) => Core::Replicate(&a[0], &a[1]),
@@ -184,7 +190,10 @@ pub fn view(e: &Expr) -> Core<'_> {
         ExprKind::Prim(Prim::Length, a) => Core::Length(&a[0]),
         ExprKind::Prim(Prim::Scanl, a) => Core::Scanl { f: &a[0], z: &a[1], xs: &a[2] },
         ExprKind::Array(es) => Core::Lit(es),
-        ExprKind::Let(Pat::Var(x, _), rhs, body) => Core::Let(x, rhs, body),
+        ExprKind::Let(pat, rhs, body) if matches!(**pat, Pat::Var(..)) => match &**pat {
+            Pat::Var(x, _) => Core::Let(x, rhs, body),
+            _ => Core::Other,
+        },
         ExprKind::Var(x) => Core::Var(x),
         ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) => Core::Const,
         _ => {

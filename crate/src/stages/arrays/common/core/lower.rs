@@ -53,17 +53,15 @@ fn beta(f: &Expr, args: Vec<Expr>, fresh: &mut Fresh) -> Result<Expr, Diagnostic
     let mut body = f;
     let mut params = vec![];
     for _ in 0..args.len() {
-        match &body.kind {
-            ExprKind::Lam(_, Pat::Var(x, _), b) => {
-                params.push(x.id);
-                body = b;
-            }
-            ExprKind::Lam(_, Pat::Wild(_), b) => {
-                params.push(u32::MAX);
-                body = b;
-            }
+        let ExprKind::Lam(_, pat, b) = &body.kind else {
+            return Err(refuse(f.span, "function argument that is not a lambda of scalars or arrays"));
+        };
+        match &**pat {
+            Pat::Var(x, _) => params.push(x.id),
+            Pat::Wild(_) => params.push(u32::MAX),
             _ => return Err(refuse(f.span, "function argument that is not a lambda of scalars or arrays")),
         }
+        body = b;
     }
     let mut out = lower(body, fresh)?;
     for (x, a) in params.into_iter().zip(args) {
@@ -93,7 +91,7 @@ fn acc_lambda(f: &Expr, acc_at: usize) -> Option<(u32, &Pat, &Expr)> {
     let ExprKind::Lam(_, p0, inner) = &f.kind else { return None };
     let ExprKind::Lam(_, p1, body) = &inner.kind else { return None };
     let (acc, c) = if acc_at == 0 { (p0, p1) } else { (p1, p0) };
-    let (Pat::Var(acc, _), c @ (Pat::Var(..) | Pat::Wild(_))) = (acc, c) else { return None };
+    let (Pat::Var(acc, _), c @ (Pat::Var(..) | Pat::Wild(_))) = (&**acc, &**c) else { return None };
     let mut body = &**body;
     while let ExprKind::Ann(x, _) = &body.kind {
         body = x;
@@ -133,7 +131,7 @@ fn selection(f: &Expr) -> Option<(Prim, &Pat, &Expr, bool)> {
 
 /// `build1 (length xs) (\j -> t[c := index xs j])`: the fold's terms, computed once.
 fn terms(c: &Pat, t: &Expr, xs: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
-    let f = Expr::gen(ExprKind::Lam(LamKind::Plain, c.clone(), Box::new(t.clone())));
+    let f = Expr::gen(ExprKind::Lam(LamKind::Plain, Box::new(c.clone()), Box::new(t.clone())));
     let i = fresh.name("i");
     let body = beta(&f, vec![index(xs.clone(), var(&i))], fresh)?;
     Ok(build1(prim(Prim::Length, vec![xs.clone()]), &i, body))
@@ -254,7 +252,10 @@ fn acc_name(f: &Expr, acc_at: usize) -> String {
         }
     }
     match &cur.kind {
-        ExprKind::Lam(_, Pat::Var(x, _), _) => x.text.to_string(),
+        ExprKind::Lam(_, pat, _) => match &**pat {
+            Pat::Var(x, _) => x.text.to_string(),
+            _ => "acc".into(),
+        },
         _ => "acc".into(),
     }
 }
@@ -269,7 +270,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             let mut links = vec![];
             let mut cur = e;
             while let K::Let(p, rhs, body) = &cur.kind {
-                match p {
+                match &**p {
                     Pat::Var(x, s) => links.push((Pat::Var(x.clone(), *s), lower(rhs, fresh)?, cur.span)),
                     Pat::Wild(_) => {}
                     _ => return Err(refuse(cur.span, "tuple pattern (no tuples in the core)")),
@@ -278,7 +279,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             let mut out = lower(cur, fresh)?;
             for (p, rhs, span) in links.into_iter().rev() {
-                out = at(Expr::gen(K::Let(p, Box::new(rhs), Box::new(out))), span);
+                out = at(Expr::gen(K::Let(Box::new(p), Box::new(rhs), Box::new(out))), span);
             }
             out
         }

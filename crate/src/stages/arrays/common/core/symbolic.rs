@@ -137,7 +137,7 @@ impl Ex<'_> {
                 ExprKind::Bind(p, m, k) => {
                     if let Some(("genID", _)) = spine(m) {
                         self.next_id += 1;
-                        let Pat::Var(id, _) = p else { return Err(refuse(cur, "this genID")) };
+                        let Pat::Var(id, _) = &**p else { return Err(refuse(cur, "this genID")) };
                         self.env.insert(id.id, Val::Term(int(self.next_id)));
                     } else {
                         let v = self.run(m)?;
@@ -147,7 +147,7 @@ impl Ex<'_> {
                 }
                 ExprKind::Let(p, rhs, k) => {
                     let v = self.value(rhs)?;
-                    match (p, v) {
+                    match (&**p, v) {
                         (Pat::Var(x, _), Val::Term(t)) => {
                             let t = self.named(x, t);
                             self.env.insert(x.id, Val::Term(t));
@@ -305,7 +305,8 @@ impl Ex<'_> {
 /// Delta extraction (§7.1) from dual-arrays' wrapper `grad`.
 pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> {
     // grad = \(input, seed) -> let pat = input in let (y, d) = runIds (lets of dual inputs; D[t]) in …
-    let ExprKind::Lam(_, Pat::Tuple(io, _), body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
+    let ExprKind::Lam(_, pat, body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
+    let Pat::Tuple(io, _) = &**pat else { return Err(refuse(grad, "this wrapper")) };
     let (Pat::Var(input, _), Pat::Var(seed, _)) = (&io[0], &io[1]) else { return Err(refuse(grad, "this wrapper")) };
     let ExprKind::Let(pat, _, rest) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
     let (gets, rest) = super::boundary::leading_gets(rest);
@@ -338,7 +339,8 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
     let mut cur = args[0];
-    while let ExprKind::Let(Pat::Var(x, _), rhs, k) = &cur.kind {
+    while let ExprKind::Let(pat, rhs, k) = &cur.kind {
+        let Pat::Var(x, _) = &**pat else { break };
         let v = match &rhs.kind {
             ExprKind::Tuple(es) if es.len() == 2 => {
                 let shape = es[0].clone();
@@ -357,7 +359,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
             let Some((gets_seed, ys, user)) = out_conv.take() else { return Err(refuse(cur, "this output")) };
             let parts: Vec<Name> = outs.iter().map(|_| ex.fresh.name(&seed.text)).collect();
             boundary.extend(parts.iter().cloned().zip(gets_seed));
-            let primal = let_(ys, tuple(outs.iter().map(|o| o.0.clone()).collect()), user);
+            let primal = let_(*ys, tuple(outs.iter().map(|o| o.0.clone()).collect()), user);
             let roots = parts.iter().zip(outs).map(|(s, (_, d))| (var(s), d)).collect();
             (primal, roots, pvar(seed))
         }
@@ -384,7 +386,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
             }
         })
         .collect();
-    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed, boundary, gradient })
+    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: *pat.clone(), params, input: input.clone(), seed, boundary, gradient })
 }
 
 /// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
@@ -447,7 +449,10 @@ fn dims(s: &Expr, k: usize) -> Expr {
 
 fn fun_dims(f: &Expr) -> (usize, usize) {
     let m = match &f.kind {
-        ExprKind::Lam(_, Pat::Tuple(ps, _), _) => ps.len(),
+        ExprKind::Lam(_, p, _) => match &**p {
+            Pat::Tuple(ps, _) => ps.len(),
+            _ => 1,
+        },
         _ => 1,
     };
     let n = match &f.kind {

@@ -166,7 +166,7 @@ impl Sra<'_> {
             }
             K::Lam(k, p, body) => {
                 // a lambda over tuples is mapped over an array of tuples
-                if matches!(p, Pat::Tuple(..)) || matches!(p_ty(e), Some(Type::Tuple(_))) {
+                if matches!(&**p, Pat::Tuple(..)) || matches!(p_ty(e), Some(Type::Tuple(_))) {
                     return Err(arrays_of_tuples(e.span));
                 }
                 Shape::Leaf(at(Expr::gen(K::Lam(*k, p.clone(), Box::new(self.leaf(body)?))), e.span).with_ty(e.ty.clone()))
