@@ -162,27 +162,68 @@ struct Memo {
     /// kept (`identity`): an entry for every node's own type was most of the check's peak (issue
     /// 14: 300 MB on the dualrev/staged output of a 30,000-line program).
     seen: rustc_hash::FxHashMap<(u8, usize, usize), (Type, Option<Type>)>,
-    /// Each zonked tuple of leaf types (`(R, R)`, a dual number's, on most nodes of a forward-mode
-    /// program) made once and shared by every node that has it: tuples zonked apart were each their
-    /// own allocation (issue 14: memory per line). Keyed by `leaf_tuple_key`.
-    leaf_tuples: rustc_hash::FxHashMap<u64, std::rc::Rc<[Type]>>,
+    /// Every compound type the walk makes, made once (hash-consing): a zonked type equal to one
+    /// made before is that one, so the nodes of a program share their types' allocations, e.g. the
+    /// `R ⊸ Staged` of every backpropagator and the `(R, R)` of every dual number (issue 14: each
+    /// its own allocation made the typed output of dualrev/staged twice its untyped size).
+    made: Made,
 }
 
-/// A tuple of at most 15 leaf types as a number (its length, then 4 bits per component), or None.
-fn leaf_tuple_key(ts: &[Type]) -> Option<u64> {
-    if ts.len() > 15 {
-        return None;
+/// The compound types a zonk has made, by `shape`: their parts, each part by its own allocation
+/// (parts are made first, so equal parts are the same allocation and equal shapes equal types).
+/// The values kept hold the allocations their keys point to, so a key's pointers stay valid.
+#[derive(Default)]
+struct Made {
+    tuples: rustc_hash::FxHashMap<Shape, std::rc::Rc<[Type]>>,
+    cons: rustc_hash::FxHashMap<Shape, std::rc::Rc<TyCon>>,
+    /// The child of a `Sum`, `Fun` or `Lin`, behind its pointer.
+    boxed: rustc_hash::FxHashMap<Shape, std::rc::Rc<Type>>,
+}
+
+type Shape = smallvec::SmallVec<[usize; 8]>;
+
+/// Appends what identifies `t` given its parts: a tag, then a leaf's nothing, a variable's number
+/// or the pointers it holds (a prefix code, so a sequence of them is one too).
+fn shape_of(t: &Type, out: &mut Shape) {
+    use std::rc::Rc;
+    let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
+    match t {
+        Type::Real => out.push(0),
+        Type::Int => out.push(1),
+        Type::Bool => out.push(2),
+        Type::Unit => out.push(3),
+        Type::Unknown => out.push(4),
+        Type::Var(v) => out.extend([5, *v as usize]),
+        Type::Tuple(ts) => out.extend([6, Rc::as_ptr(ts) as *const Type as usize]),
+        Type::Con(c) => out.extend([7, Rc::as_ptr(c) as usize]),
+        Type::Sum(a, b) => out.extend([8, ptr(a), ptr(b)]),
+        Type::Fun(a, b) => out.extend([9, ptr(a), ptr(b)]),
+        Type::Lin(a, b) => out.extend([10, ptr(a), ptr(b)]),
     }
-    ts.iter().try_fold(ts.len() as u64, |k, t| {
-        let leaf = match t {
-            Type::Real => 1,
-            Type::Int => 2,
-            Type::Bool => 3,
-            Type::Unit => 4,
-            _ => return None,
-        };
-        Some(k << 4 | leaf)
-    })
+}
+
+fn shape_of_all(tag: usize, ts: &[Type]) -> Shape {
+    let mut out = Shape::new();
+    out.extend([tag, ts.len()]);
+    ts.iter().for_each(|t| shape_of(t, &mut out));
+    out
+}
+
+impl Made {
+    fn tuple(&mut self, ts: std::rc::Rc<[Type]>) -> Type {
+        Type::Tuple(self.tuples.entry(shape_of_all(0, &ts)).or_insert(ts).clone())
+    }
+    fn con(&mut self, name: &std::rc::Rc<str>, args: std::rc::Rc<[Type]>) -> Type {
+        let mut key = shape_of_all(1, &args);
+        key.push(name.as_ptr() as usize);
+        key.push(name.len());
+        Type::Con(self.cons.entry(key).or_insert_with(|| std::rc::Rc::new(TyCon { name: name.clone(), args })).clone())
+    }
+    fn boxed(&mut self, t: Type) -> std::rc::Rc<Type> {
+        let mut key = Shape::new();
+        shape_of(&t, &mut key);
+        self.boxed.entry(key).or_insert_with(|| std::rc::Rc::new(t)).clone()
+    }
 }
 
 /// A compound type's identity: its variant and its children's pointers (a constructor's name's
@@ -311,18 +352,25 @@ impl<'b> Cx<'b> {
                 }
                 return Some(z);
             }
-            Type::Tuple(ts) => self.zonk_all(ts, memo).map(|ts| match (memo.as_mut(), leaf_tuple_key(&ts)) {
-                (Some(m), Some(k)) => Type::Tuple(m.leaf_tuples.entry(k).or_insert(ts).clone()),
-                _ => Type::Tuple(ts),
+            Type::Tuple(ts) => self.zonk_all(ts, memo).map(|ts| match memo.as_mut() {
+                Some(m) => m.made.tuple(ts),
+                None => Type::Tuple(ts),
             }),
-            Type::Con(c) => self.zonk_all(&c.args, memo).map(|args| Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args }))),
+            Type::Con(c) => self.zonk_all(&c.args, memo).map(|args| match memo.as_mut() {
+                Some(m) => m.made.con(&c.name, args),
+                None => Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args })),
+            }),
             Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
                 let (za, zb) = (self.zonk_memo(a, memo), self.zonk_memo(b, memo));
                 if za.is_none() && zb.is_none() {
                     None
                 } else {
-                    let a = za.map_or_else(|| a.clone(), std::rc::Rc::new);
-                    let b = zb.map_or_else(|| b.clone(), std::rc::Rc::new);
+                    let mut boxed = |z: Type| match memo.as_mut() {
+                        Some(m) => m.made.boxed(z),
+                        None => std::rc::Rc::new(z),
+                    };
+                    let a = za.map_or_else(|| a.clone(), &mut boxed);
+                    let b = zb.map_or_else(|| b.clone(), &mut boxed);
                     Some(match t {
                         Type::Sum(..) => Type::Sum(a, b),
                         Type::Fun(..) => Type::Fun(a, b),
@@ -357,7 +405,7 @@ impl<'b> Cx<'b> {
     fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
-        let mut memo = Some(Memo { vars, done, seen: Default::default(), leaf_tuples: Default::default() });
+        let mut memo = Some(Memo { vars, done, seen: Default::default(), made: Made::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
@@ -1050,6 +1098,30 @@ mod tests {
             let (Type::Tuple(x), Type::Tuple(y)) = (pairs[0], *t) else { panic!("{}", show(t)) };
             assert_eq!(show(t), "(R, R)");
             assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(t));
+        }
+    }
+
+    /// Hash-consing in the final zonk: every node whose zonked type is `R → (R, R)` (functions and
+    /// tuples of compound parts, not only tuples of leaves) holds the same allocation.
+    #[test]
+    fn equal_zonked_compound_types_are_one_allocation() {
+        let src = "def main x =\n  let f = \\y -> (y * x, (y, x)) in\n  let g = \\z -> (z + x, (x, z)) in\n  let h = \\w -> (w, (w, w)) in\n  fst (f 1.0) + fst (g 2.0) + fst (h 3.0)\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        let mut funs = vec![];
+        let mut stack = vec![&p.def("main").expect("main").body];
+        while let Some(e) = stack.pop() {
+            if matches!(e.kind, ExprKind::Lam(..)) {
+                funs.push(&e.ty);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        assert_eq!(funs.len(), 3);
+        for t in &funs {
+            assert_eq!(show(t), "R → (R, (R, R))");
+            let (Type::Fun(a0, b0), Type::Fun(a, b)) = (funs[0], *t) else { panic!("{}", show(t)) };
+            assert!(std::rc::Rc::ptr_eq(b0, b), "each function has its own copy of its result {}", show(b));
+            assert!(**a0 == **a);
         }
     }
 
