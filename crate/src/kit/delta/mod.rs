@@ -244,7 +244,13 @@ pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError>
 }
 
 pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<Node>, RunError> {
-    let c = match m.state::<Serials>().nodes_counter {
+    // one lookup of the state on the common path: the serial is taken first and given back if
+    // the allocation budget stops the node (the counts and serials are those of counting, then
+    // allocating, then numbering)
+    let s = m.state::<Serials>();
+    s.next += 1;
+    let (serial, counter) = (s.next, s.nodes_counter);
+    let c = match counter {
         Some(c) => c,
         None => {
             let c = m.counter_id("delta_nodes");
@@ -253,10 +259,11 @@ pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<N
         }
     };
     m.count_at(c, 1);
-    m.alloc(1)?;
-    let s = m.state::<Serials>();
-    s.next += 1;
-    Ok(Rc::new(Node { serial: s.next, kind, span }))
+    if let Err(e) = m.alloc(1) {
+        m.state::<Serials>().next -= 1;
+        return Err(e);
+    }
+    Ok(Rc::new(Node { serial, kind, span }))
 }
 
 /// Gives generated code without a span the span of the source operation it comes from, so that

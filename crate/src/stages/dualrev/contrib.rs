@@ -13,6 +13,7 @@ use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use std::any::Any;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 pub struct ContribStage;
@@ -126,15 +127,8 @@ impl Stage for ContribStage {
 
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         let cs = std::mem::take(m.state::<Contribs>());
-        {
-            // (i, j) ↦ a for each edge a resolve followed, a later resolve's write of a key kept
-            let r = rt(m);
-            for &(i, cb, done) in &cs.resolves {
-                for (a, j, _) in cs.edges(cb).take(done as usize) {
-                    r.edges.insert((i, j), a);
-                }
-            }
-        }
+        let r = rt(m);
+        r.edges = drawn_edges(&cs, std::mem::take(&mut r.edges));
         *m.state::<Contribs>() = cs;
         graph(m, "Contrib")
     }
@@ -162,10 +156,6 @@ pub struct Contribs {
 }
 
 impl Contribs {
-    /// How many edges Contrib k has.
-    fn len(&self, k: u32) -> usize {
-        self.at.get(k as usize).map_or(0, |&(_, n)| n as usize)
-    }
     /// The edges (partial, argument ID, argument's Contrib) of Contrib k.
     fn edges(&self, k: u32) -> impl Iterator<Item = (f64, i64, u32)> + '_ {
         let (start, n) = self.at.get(k as usize).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
@@ -342,6 +332,58 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     Ok(iarr(frozen))
 }
 
+/// The graph's edges: those recorded so far (`SCall`'s, from the wrapper), and (i, j) ↦ a for each
+/// edge a resolve followed, a later write of a key kept. One resolve visits the IDs descending, so
+/// taken backwards its edges come in key order once each ID's own are sorted: the map is built from
+/// a sorted list (a map insert per edge, or a sort of them all, cost more than the resolve).
+fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeMap<(i64, i64), f64> {
+    // (more than one resolve, or IDs not descending: the inserts, in order)
+    let descending = cs.resolves.windows(2).all(|w| w[0].0 > w[1].0);
+    if !descending {
+        for &(i, cb, done) in &cs.resolves {
+            for (a, j, _) in cs.edges(cb).take(done as usize) {
+                recorded.insert((i, j), a);
+            }
+        }
+        return recorded;
+    }
+    let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.partial.len().min(2 * cs.resolves.len()));
+    for &(i, cb, done) in cs.resolves.iter().rev() {
+        let from = drawn.len();
+        drawn.extend(cs.edges(cb).take(done as usize).map(|(a, j, _)| ((i, j), a)));
+        if drawn.len() - from > 1 {
+            // (a stable sort, then the last of equal keys kept)
+            drawn[from..].sort_by_key(|(k, _)| *k);
+            let mut block = drawn.split_off(from);
+            block.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = later.1;
+                }
+                same
+            });
+            drawn.append(&mut block);
+        }
+    }
+    // both sorted with unique keys: merged, the resolve's weight kept where both have a key
+    let mut merged = Vec::with_capacity(recorded.len() + drawn.len());
+    let (mut a, mut b) = (recorded.into_iter().peekable(), drawn.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.0 < y.0 => a.next(),
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                a.next();
+                b.next()
+            }
+            (_, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => break,
+        };
+        merged.extend(next);
+    }
+    merged.into_iter().collect()
+}
+
 /// The resolve's loop: for i descending, with cell (cb, d) at i: for each (a, (j, cb_j)) in cb: m[j] := (cb_j, snd m[j] + a · d)
 fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Span) -> Result<(), RunError> {
     // interned on the first call, as `count` would: no counter where nothing was resolved
@@ -359,21 +401,21 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
                 m.count_at(c, 1);
                 resolved.add(i, d);
                 cs.resolves.push((i, cb, u32::MAX));
-                for k in 0..cs.len(cb) {
-                    let Some((a, j, cbj)) = cs.edges(cb).nth(k) else { break };
-                    let cut = |cs: &mut Contribs| {
-                        if let Some(last) = cs.resolves.last_mut() {
-                            last.2 = k as u32;
-                        }
+                let (start, len) = cs.at.get(cb as usize).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
+                for k in start..start + len {
+                    let (Some(&a), Some(&j), Some(&cbj)) = (cs.partial.get(k), cs.arg.get(k), cs.child.get(k)) else { break };
+                    let stopped = if let Err(stop) = m.tick(1) {
+                        Some(stop)
+                    } else {
+                        m.real_op();
+                        (!cells.stage(j, cbj, a * d)).then(|| err(span, format!("SResolve: ID {j} outside the staging array")))
                     };
-                    if let Err(e) = m.tick(1) {
-                        cut(cs);
-                        return Err(e);
-                    }
-                    m.real_op();
-                    if !cells.stage(j, cbj, a * d) {
-                        cut(cs);
-                        return Err(err(span, format!("SResolve: ID {j} outside the staging array")));
+                    if let Some(stop) = stopped {
+                        // the graph draws the edges followed before the stop
+                        if let Some(last) = cs.resolves.last_mut() {
+                            last.2 = (k - start) as u32;
+                        }
+                        return Err(stop);
                     }
                 }
                 if m.tracing() {
