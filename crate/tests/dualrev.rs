@@ -557,3 +557,40 @@ fn primal_steps() {
         }
     }
 }
+
+/// `dualrev/contrib` on a program whose Contribs are shared and repeat an argument (`x * x` has the
+/// edge to x twice, `z + z` the edge to z twice): the resolve's order and cotangents, the counters,
+/// the drawn graph (one edge per (from, to), the later write kept), and, when the step budget
+/// stops the resolve inside a Contrib's edges, exactly the edges followed before the stop. Pins
+/// what the flat Contrib store (issue 13, session 22) must keep from the `Rc` tree it replaced.
+#[test]
+fn contrib_shared_resolve_counters_and_graph() {
+    const SHARED: &str = "input (3.0, 2.0)\ndef main (x, y) = let z = x * x in let w = z + z in w * y\n";
+    let edges = |r: &StageResult| -> Vec<(u64, u64, String)> {
+        r.graph.as_ref().expect("a graph").edges.iter().map(|e| (e.from, e.to, e.label.clone())).collect()
+    };
+    let e = |f: u64, t: u64, l: &str| (f, t, l.to_string());
+    let a = analyse(SHARED);
+    let r = ok(&a, "dualrev/contrib");
+    assert_eq!(r.gradient, vec![24.0, 18.0]);
+    // IDs: x 0, y 1, z 2, w 3, w * y 4; from the output down, each ID once
+    assert_eq!(resolves(r), vec![(4, 1.0), (3, 2.0), (2, 4.0), (1, 18.0), (0, 24.0)]);
+    assert_eq!((r.cost.counter("backprop_calls"), r.cost.counter("ids_allocated"), r.cost.real_ops), (5, 5, 9));
+    // the wrapper's direct call (node 5), then key order; z's two edges to x are one edge
+    assert_eq!(edges(r), vec![e(5, 4, "1.0"), e(2, 0, "3.0"), e(3, 2, "1.0"), e(4, 1, "18.0"), e(4, 3, "2.0")]);
+    let g = r.graph.as_ref().unwrap();
+    let values: Vec<Option<f64>> = g.nodes.iter().take(5).map(|n| n.value.as_ref().and_then(|v| v.num)).collect();
+    assert_eq!(values, vec![Some(24.0), Some(18.0), Some(4.0), Some(2.0), Some(1.0)]);
+    // a budget that stops the resolve at ID 4's second edge: its first edge is drawn, no resolve
+    // step is traced, and ID 4, never resolved, is drawn as the output
+    let stopped = |steps: u64| {
+        let a = analyse_with(SHARED, &[], Budget { steps, ..Budget::default() });
+        let r = stage(&a, "dualrev/contrib");
+        assert!(!r.ok && r.error.as_ref().unwrap().contains("steps budget"), "{:?}", r.error);
+        (edges(r), resolves(r).len())
+    };
+    let full = a.stages.iter().find(|r| r.id == "dualrev/contrib").unwrap().cost.steps;
+    assert_eq!(stopped(full - 29), (vec![e(2, 4, "1.0"), e(4, 3, "2.0")], 0));
+    assert_eq!(stopped(full - 28), (vec![e(2, 4, "1.0"), e(4, 1, "18.0"), e(4, 3, "2.0")], 1));
+    assert_eq!(stopped(full - 26), (vec![e(5, 4, "1.0"), e(3, 2, "1.0"), e(4, 1, "18.0"), e(4, 3, "2.0")], 1));
+}

@@ -395,3 +395,71 @@ fn a_main_that_is_not_a_lambda() {
         }
     });
 }
+
+/// The Delta DAG of a program with shared nodes (`x * x` scales x's Var twice, `z + z` adds z's Var
+/// to itself), as `krawiec/monadic` and `krawiec/array` draw it: every node (serial, label, shared,
+/// visits) and edge. Pins what the kit's Delta must keep when its representation changes (issue 13,
+/// session 22: a node is its own interpreter value).
+#[test]
+fn shared_delta_graph_is_drawn_exactly() {
+    let text = "input (3.0, 2.0)\ndef main (x, y) = let z = x * x in let w = z + z in w * y\n";
+    let opts = Options { stages: vec!["krawiec/monadic".into(), "krawiec/array".into()], ..Options::default() };
+    let a = analyse(text, &opts).unwrap_or_else(|e| panic!("{e:?}"));
+    for r in &a.stages {
+        assert!(r.ok, "{}: {:?}", r.id, r.error);
+        assert_eq!(r.gradient, vec![24.0, 18.0], "{}", r.id);
+        assert_eq!((r.cost.counter("delta_nodes"), r.cost.counter("eval_visits")), (15, 17), "{}", r.id);
+        let g = r.graph.as_ref().expect("a graph");
+        let nodes: Vec<(u64, &str, bool, Option<u64>)> = g.nodes.iter().map(|n| (n.id, n.label.as_str(), n.shared, n.visits)).collect();
+        assert_eq!(
+            nodes,
+            vec![
+                (15, "Let 3", true, Some(1)),
+                (5, "Add", false, Some(1)),
+                (3, "Scale 3.0", false, Some(1)),
+                (1, "Var 1", true, Some(2)),
+                (4, "Scale 3.0", false, Some(1)),
+                (14, "Let 4", false, Some(1)),
+                (7, "Add", false, Some(1)),
+                (6, "Var 3", true, Some(2)),
+                (13, "Let 5", false, Some(1)),
+                (11, "Add", false, Some(1)),
+                (9, "Scale 2.0", false, Some(1)),
+                (8, "Var 4", false, Some(1)),
+                (10, "Scale 18.0", false, Some(1)),
+                (2, "Var 2", false, Some(1)),
+                (12, "Var 5", false, Some(1)),
+                (17, "input 1", true, None),
+                (18, "input 2", false, None),
+            ],
+            "{}",
+            r.id
+        );
+        let edges: Vec<(u64, u64, &str)> = g.edges.iter().map(|e| (e.from, e.to, e.label.as_str())).collect();
+        assert_eq!(
+            edges,
+            vec![
+                (15, 5, "rhs"),
+                (5, 3, "u1"),
+                (5, 4, "u2"),
+                (3, 1, "u"),
+                (1, 17, "refers to"),
+                (4, 1, "u"),
+                (14, 7, "rhs"),
+                (7, 6, "u1"),
+                (7, 6, "u2"),
+                (6, 15, "refers to"),
+                (13, 11, "rhs"),
+                (11, 9, "u1"),
+                (11, 10, "u2"),
+                (9, 8, "u"),
+                (8, 14, "refers to"),
+                (10, 2, "u"),
+                (2, 18, "refers to"),
+                (12, 13, "refers to"),
+            ],
+            "{}",
+            r.id
+        );
+    }
+}

@@ -66,14 +66,24 @@ impl Drop for Node {
     }
 }
 
+/// The children whose last reference this is go on the stack; a shared child only loses a
+/// reference (no stack to allocate for it: most nodes dropped during a run have shared children).
 fn take_children(k: &mut Kind, out: &mut Vec<Rc<Node>>) {
-    match std::mem::take(k) {
-        Kind::Scale(_, u) | Kind::Share(_, u) => out.push(u),
-        Kind::Add(a, b) | Kind::Let(_, a, b) => {
-            out.push(a);
-            out.push(b);
+    let mut put = |u: Rc<Node>| {
+        if Rc::strong_count(&u) == 1 {
+            out.push(u);
         }
-        _ => {}
+    };
+    match k {
+        Kind::Zero | Kind::OneHot(_) | Kind::Var(_) | Kind::Input(_) => {}
+        _ => match std::mem::take(k) {
+            Kind::Scale(_, u) | Kind::Share(_, u) => put(u),
+            Kind::Add(a, b) | Kind::Let(_, a, b) => {
+                put(a);
+                put(b);
+            }
+            _ => {}
+        },
     }
 }
 
@@ -118,20 +128,35 @@ impl Node {
     }
 }
 
-/// A Delta as a value of the interpreter.
-#[derive(Debug)]
-pub struct DeltaVal(pub Rc<Node>);
-
-impl ExtValue for DeltaVal {
+/// A Delta as a value of the interpreter: the node itself (`Value::Ext` of its `Rc`), so a node is
+/// one allocation, not a node and a wrapper (issue 13).
+impl ExtValue for Node {
     fn type_name(&self) -> &'static str {
         "Delta"
     }
     fn show(&self) -> String {
-        show_delta(&self.0, 40)
+        show_delta(self, 40)
     }
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// The value of a Delta.
+pub fn delta_value(n: Rc<Node>) -> Value {
+    Value::Ext(n)
+}
+
+/// The node of a Delta value (a new reference to it), if the value is a Delta.
+pub fn delta_of(v: &Value) -> Option<Rc<Node>> {
+    let Value::Ext(e) = v else { return None };
+    e.as_any().downcast_ref::<Node>()?;
+    let p = Rc::into_raw(e.clone()) as *const Node;
+    // SAFETY: the value's concrete type is `Node` (checked above), and every `Value::Ext` holding a
+    // `Node` is an `Rc<Node>` coerced to `Rc<dyn ExtValue>` (`delta_value`; a `Node` is not made
+    // behind any other pointer), so `p` is the data pointer `Rc::<Node>::into_raw` would give for
+    // the same allocation, whose reference count the `clone` above raised.
+    Some(unsafe { Rc::from_raw(p) })
 }
 
 /// A rendering of a Delta, cut after about `budget` constructors (Deltas can be huge).
@@ -185,8 +210,8 @@ pub fn delta_type() -> Type {
 }
 
 pub(crate) fn delta_arg(v: &Value, span: Span, what: &str) -> Result<Rc<Node>, RunError> {
-    match v.ext::<DeltaVal>() {
-        Some(d) => Ok(d.0.clone()),
+    match delta_of(v) {
+        Some(d) => Ok(d),
         None => Err(RunError::runtime(span, format!("{what} expects a Delta, got {v}"))),
     }
 }
@@ -203,11 +228,14 @@ pub(crate) fn int_arg(v: &Value, span: Span, what: &str) -> Result<i64, RunError
 #[derive(Default)]
 pub struct Serials {
     next: u64,
+    /// The index of the `delta_nodes` counter, once interned (counted by index: the counter named
+    /// by its text was looked up again whenever another counter came between two nodes).
+    nodes_counter: Option<usize>,
 }
 
 /// Makes a Delta node: counts it (`delta_nodes`, one allocation) and gives it a serial.
 pub(crate) fn mk(m: &mut Machine, kind: Kind) -> Result<Value, RunError> {
-    Ok(Value::Ext(Rc::new(DeltaVal(mk_node(m, kind)?))))
+    Ok(delta_value(mk_node(m, kind)?))
 }
 
 pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError> {
@@ -216,11 +244,26 @@ pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError>
 }
 
 pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<Node>, RunError> {
-    m.count("delta_nodes", 1);
-    m.alloc(1)?;
+    // one lookup of the state on the common path: the serial is taken first and given back if
+    // the allocation budget stops the node (the counts and serials are those of counting, then
+    // allocating, then numbering)
     let s = m.state::<Serials>();
     s.next += 1;
-    Ok(Rc::new(Node { serial: s.next, kind, span }))
+    let (serial, counter) = (s.next, s.nodes_counter);
+    let c = match counter {
+        Some(c) => c,
+        None => {
+            let c = m.counter_id("delta_nodes");
+            m.state::<Serials>().nodes_counter = Some(c);
+            c
+        }
+    };
+    m.count_at(c, 1);
+    if let Err(e) = m.alloc(1) {
+        m.state::<Serials>().next -= 1;
+        return Err(e);
+    }
+    Ok(Rc::new(Node { serial, kind, span }))
 }
 
 /// Gives generated code without a span the span of the source operation it comes from, so that

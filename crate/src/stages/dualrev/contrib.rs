@@ -13,6 +13,7 @@ use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use std::any::Any;
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 pub struct ContribStage;
@@ -125,6 +126,10 @@ impl Stage for ContribStage {
 
 
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
+        let cs = std::mem::take(m.state::<Contribs>());
+        let r = rt(m);
+        r.edges = drawn_edges(&cs, std::mem::take(&mut r.edges));
+        *m.state::<Contribs>() = cs;
         graph(m, "Contrib")
     }
 }
@@ -132,49 +137,73 @@ impl Stage for ContribStage {
 // ---------------------------------------------------------------------------------------------
 // Runtime
 
-/// `Contrib = [(R, (Z, Contrib))]`. Dropped iteratively: a long chain must not recurse.
-#[derive(Debug, Default)]
-pub struct Contrib {
-    pub edges: Vec<(f64, i64, Rc<Contrib>)>,
+/// `Contrib = [(R, (Z, Contrib))]`, flat (issue 13): every Contrib the run made, numbered in the
+/// order made, its edges at `at[k]` in three parallel arrays (the partial, the argument's ID, the
+/// argument's Contrib by number). A Contrib value names its number, so the DAG is the arrays, not
+/// `Rc` nodes: one growing array per field instead of two allocations (node, edge list) per Contrib,
+/// and no drop walk at the end.
+#[derive(Default)]
+pub struct Contribs {
+    /// Per Contrib: (start in the edge arrays, count).
+    at: Vec<(u32, u32)>,
+    partial: Vec<f64>,
+    arg: Vec<i64>,
+    child: Vec<u32>,
+    /// What the resolves did, in order, for the graph: (ID, its cell's Contrib, how many of the
+    /// Contrib's edges were followed: all but where a budget or a bad ID stopped the resolve). The
+    /// graph's edges are made from it when the graph is drawn, as the tape's are from the tape.
+    resolves: Vec<(i64, u32, u32)>,
 }
 
-impl Drop for Contrib {
-    fn drop(&mut self) {
-        let mut stack = std::mem::take(&mut self.edges);
-        while let Some((_, _, c)) = stack.pop() {
-            if let Ok(mut inner) = Rc::try_unwrap(c) {
-                stack.append(&mut inner.edges);
-            }
-        }
+impl Contribs {
+    /// The edges (partial, argument ID, argument's Contrib) of Contrib k.
+    fn edges(&self, k: u32) -> impl Iterator<Item = (f64, i64, u32)> + '_ {
+        let (start, n) = self.at.get(k as usize).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
+        let r = start..start + n;
+        let (ps, js, cs) = (self.partial.get(r.clone()).unwrap_or(&[]), self.arg.get(r.clone()).unwrap_or(&[]), self.child.get(r).unwrap_or(&[]));
+        ps.iter().zip(js).zip(cs).map(|((a, j), c)| (*a, *j, *c))
     }
 }
 
+/// At most two edges: `C0`, `C1` and `C2` make the Contribs.
+const MAX_EDGES: usize = 2;
+
+/// A Contrib value: its number in `Contribs`, and its (partial, ID) edges again for `show` (which
+/// has no machine to look them up in).
 #[derive(Debug)]
-pub struct ContribV(pub Rc<Contrib>);
+pub struct ContribV {
+    k: u32,
+    n: u8,
+    e: [(f64, i64); MAX_EDGES],
+}
+
+fn show_contrib(es: impl Iterator<Item = (f64, i64)>) -> String {
+    let es: Vec<String> = es.map(|(a, j)| format!("({}, ({j}, □))", crate::value::show_real(a))).collect();
+    format!("[{}]", es.join(", "))
+}
 
 impl ExtValue for ContribV {
     fn type_name(&self) -> &'static str {
         "Contrib"
     }
     fn show(&self) -> String {
-        let es: Vec<String> = self.0.edges.iter().map(|(a, j, _)| format!("({}, ({j}, □))", crate::value::show_real(*a))).collect();
-        format!("[{}]", es.join(", "))
+        show_contrib(self.e[..self.n as usize].iter().copied())
     }
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-fn contrib_of(v: &Value, span: Span) -> Result<Rc<Contrib>, RunError> {
-    v.ext::<ContribV>().map(|c| c.0.clone()).ok_or_else(|| err(span, format!("expected a Contrib, got {v}")))
+fn contrib_of(v: &Value, span: Span) -> Result<u32, RunError> {
+    v.ext::<ContribV>().map(|c| c.k).ok_or_else(|| err(span, format!("expected a Contrib, got {v}")))
 }
 
-fn dref_of(v: &Value, span: Span) -> Result<(i64, Rc<Contrib>), RunError> {
+fn dref_of(v: &Value, span: Span) -> Result<(i64, u32), RunError> {
     // read in place (the common case); the checks below give the messages
     if let Value::Tuple(vs) = v {
         if let [Value::Int(i), c] = &vs[..] {
             if let Some(c) = c.ext::<ContribV>() {
-                return Ok((*i, c.0.clone()));
+                return Ok((*i, c.k));
             }
         }
     }
@@ -182,28 +211,79 @@ fn dref_of(v: &Value, span: Span) -> Result<(i64, Rc<Contrib>), RunError> {
     Ok((want_int(&i, span, "Contrib")?, contrib_of(&c, span)?))
 }
 
-/// C0, C1 a d, C2 a d b e: the Contrib lists of length 0, 1, 2.
+/// C0, C1 a d, C2 a d b e: the Contrib lists of length 0, 1, 2, appended to `Contribs`.
 fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
-    let mut edges = Vec::with_capacity(args.len() / 2);
+    let mut v = ContribV { k: 0, n: 0, e: [(0.0, 0); MAX_EDGES] };
+    let mut cs = [0u32; MAX_EDGES];
     for pair in args.chunks(2) {
         let a = want_real(&pair[0], span, "Contrib")?;
         let (j, c) = dref_of(&pair[1], span)?;
-        edges.push((a, j, c));
+        let k = v.n as usize;
+        let (Some(e), Some(ck)) = (v.e.get_mut(k), cs.get_mut(k)) else { return Err(err(span, "Contrib: more than two edges")) };
+        (*e, *ck) = ((a, j), c);
+        v.n += 1;
     }
-    Ok(Value::Ext(Rc::new(ContribV(Rc::new(Contrib { edges })))))
+    let st = m.state::<Contribs>();
+    let (Ok(k), Ok(start)) = (u32::try_from(st.at.len()), u32::try_from(st.partial.len())) else {
+        return Err(err(span, "Contrib: more Contribs than fit the run's arrays"));
+    };
+    let n = v.n as usize;
+    st.at.push((start, n as u32));
+    st.partial.extend(v.e[..n].iter().map(|&(a, _)| a));
+    st.arg.extend(v.e[..n].iter().map(|&(_, j)| j));
+    st.child.extend_from_slice(&cs[..n]);
+    v.k = k;
+    Ok(Value::Ext(Rc::new(v)))
 }
 
-/// `Staged c = Array (Contrib, dR)`
+/// `Staged c = Array (Contrib, dR)`: per cell the Contrib's number (`EMPTY`: no call staged yet) and
+/// the accumulated cotangent, as two arrays.
 #[derive(Debug, Default)]
-pub struct ContribArr(pub RefCell<Vec<Option<(Rc<Contrib>, f64)>>>);
+pub struct Cells {
+    cb: Vec<u32>,
+    acc: Vec<f64>,
+}
+
+/// A cell no SCall has reached.
+const EMPTY: u32 = u32::MAX;
+
+impl Cells {
+    /// `m[i] := (cb, snd m[i] + z)`; false outside the array.
+    #[inline]
+    fn stage(&mut self, i: i64, cb: u32, z: f64) -> bool {
+        let Ok(i) = usize::try_from(i) else { return false };
+        match (self.cb.get_mut(i), self.acc.get_mut(i)) {
+            (Some(c), Some(a)) => {
+                // an untouched cell's cotangent is 0 (the arrays start with 0)
+                *c = cb;
+                *a += z;
+                true
+            }
+            _ => false,
+        }
+    }
+    fn get(&self, i: usize) -> Option<(u32, f64)> {
+        let c = *self.cb.get(i)?;
+        (c != EMPTY).then(|| (c, self.acc[i]))
+    }
+    fn shown(&self) -> impl Iterator<Item = Option<f64>> + '_ {
+        self.cb.iter().zip(&self.acc).map(|(c, a)| (*c != EMPTY).then_some(*a))
+    }
+    fn rows(&self) -> Vec<(String, f64)> {
+        self.shown().take(64).enumerate().filter_map(|(k, c)| c.map(|x| (format!("m[{k}]"), x))).collect()
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ContribArr(pub RefCell<Cells>);
 
 impl ExtValue for ContribArr {
     fn type_name(&self) -> &'static str {
         "Staged"
     }
     fn show(&self) -> String {
-        arr_cells(self.0.borrow().iter().map(|c| c.as_ref().map(|(_, a)| *a)))
+        arr_cells(self.0.borrow().shown())
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -218,7 +298,7 @@ fn b_salloc(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
     let n = want_int(&args[0], span, "SAlloc")?.max(0) as usize;
     m.tick(n as u64 + 1)?;
     m.alloc(1)?;
-    Ok(Value::Ext(Rc::new(ContribArr(RefCell::new(vec![None; n])))))
+    Ok(Value::Ext(Rc::new(ContribArr(RefCell::new(Cells { cb: vec![EMPTY; n], acc: vec![0.0; n] })))))
 }
 
 /// SCall (i, cb) z m: m[i] := (cb, snd m[i] + z)
@@ -226,11 +306,8 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let s = carr(&args[2], span)?;
     let z = want_real(&args[1], span, "SCall")?;
     let (i, cb) = dref_of(&args[0], span)?;
-    {
-        let mut cells = s.0.borrow_mut();
-        let cell = cells.get_mut(i as usize).ok_or_else(|| err(span, format!("SCall: ID {i} outside the staging array")))?;
-        let prev = cell.as_ref().map_or(0.0, |(_, a)| *a);
-        *cell = Some((cb, prev + z));
+    if !s.0.borrow_mut().stage(i, cb, z) {
+        return Err(err(span, format!("SCall: ID {i} outside the staging array")));
     }
     m.tick(1)?;
     record_edge(m, i, z);
@@ -242,62 +319,116 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let s = carr(&args[1], span)?;
     let n = want_int(&args[0], span, "SResolve")?;
     if m.tracing() {
-        let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.as_ref().map(|(_, x)| (format!("m[{k}]"), *x))).collect();
+        let rows = s.0.borrow().rows();
         trace_start(m, rows);
     }
-    // the graph's edges (i, j) ↦ a, gathered here and added to the map once at the end (also when
-    // a budget stops the resolve): a B-tree insert per tape entry was a tenth of the run
-    let mut drawn: Vec<((i64, i64), f64)> = vec![];
-    let res = resolve(m, s, n, span, &mut drawn);
-    let r = rt(m);
-    let mut all: Vec<((i64, i64), f64)> = std::mem::take(&mut r.edges).into_iter().collect();
-    all.append(&mut drawn);
-    drop(drawn);
-    // a later write of a key wins, as the inserts did (the sort is stable)
-    all.sort_by_key(|(k, _)| *k);
-    all.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            kept.1 = later.1;
-        }
-        same
-    });
-    r.edges = all.into_iter().collect();
+    let mut contribs = std::mem::take(m.state::<Contribs>());
+    let res = resolve(m, s, &mut contribs, n, span);
+    *m.state::<Contribs>() = contribs;
     res?;
-    let frozen: Vec<f64> = s.0.borrow().iter().map(|c| c.as_ref().map_or(0.0, |(_, a)| *a)).collect();
+    // frozen: the cotangents (0 where none was received)
+    let frozen = s.0.borrow().acc.clone();
     m.tick(frozen.len() as u64)?;
     Ok(iarr(frozen))
 }
 
-/// The resolve's loop: for i descending, with cell (cb, d) at i: for each (a, (j, cb_j)) in cb: m[j] := (cb_j, snd m[j] + a · d)
-fn resolve(m: &mut Machine, s: &ContribArr, n: i64, span: Span, drawn: &mut Vec<((i64, i64), f64)>) -> Result<(), RunError> {
-    let mut i = n - 1;
-    while i >= 0 {
-        m.tick(1)?;
-        let cell = s.0.borrow().get(i as usize).cloned().flatten();
-        if let Some((cb, d)) = cell {
-            m.count("backprop_calls", 1);
-            record_resolved(m, i, d);
-            rt(m).current = Some(i);
-            for (a, j, cbj) in &cb.edges {
-                m.tick(1)?;
-                m.real_op();
-                {
-                    let mut cells = s.0.borrow_mut();
-                    let cell = cells.get_mut(*j as usize).ok_or_else(|| err(span, format!("SResolve: ID {j} outside the staging array")))?;
-                    let prev = cell.as_ref().map_or(0.0, |(_, x)| *x);
-                    *cell = Some((cbj.clone(), prev + a * d));
-                }
-                drawn.push(((i, *j), *a));
-            }
-            rt(m).current = None;
-            if m.tracing() {
-                let rows = s.0.borrow().iter().take(64).enumerate().filter_map(|(k, c)| c.as_ref().map(|(_, x)| (format!("m[{k}]"), *x))).collect();
-                let note = format!("resolve ID {i}: add {} times each partial of its Contrib {}", crate::value::show_real(d), ContribV(cb.clone()).show());
-                trace_resolve(m, i, d, note, rows);
+/// The graph's edges: those recorded so far (`SCall`'s, from the wrapper), and (i, j) ↦ a for each
+/// edge a resolve followed, a later write of a key kept. One resolve visits the IDs descending, so
+/// taken backwards its edges come in key order once each ID's own are sorted: the map is built from
+/// a sorted list (a map insert per edge, or a sort of them all, cost more than the resolve).
+fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeMap<(i64, i64), f64> {
+    // (more than one resolve, or IDs not descending: the inserts, in order)
+    let descending = cs.resolves.windows(2).all(|w| w[0].0 > w[1].0);
+    if !descending {
+        for &(i, cb, done) in &cs.resolves {
+            for (a, j, _) in cs.edges(cb).take(done as usize) {
+                recorded.insert((i, j), a);
             }
         }
-        i -= 1;
+        return recorded;
     }
-    Ok(())
+    let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.partial.len().min(2 * cs.resolves.len()));
+    for &(i, cb, done) in cs.resolves.iter().rev() {
+        let from = drawn.len();
+        drawn.extend(cs.edges(cb).take(done as usize).map(|(a, j, _)| ((i, j), a)));
+        if drawn.len() - from > 1 {
+            // (a stable sort, then the last of equal keys kept)
+            drawn[from..].sort_by_key(|(k, _)| *k);
+            let mut block = drawn.split_off(from);
+            block.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    kept.1 = later.1;
+                }
+                same
+            });
+            drawn.append(&mut block);
+        }
+    }
+    // both sorted with unique keys: merged, the resolve's weight kept where both have a key
+    let mut merged = Vec::with_capacity(recorded.len() + drawn.len());
+    let (mut a, mut b) = (recorded.into_iter().peekable(), drawn.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.0 < y.0 => a.next(),
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                a.next();
+                b.next()
+            }
+            (_, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => break,
+        };
+        merged.extend(next);
+    }
+    merged.into_iter().collect()
+}
+
+/// The resolve's loop: for i descending, with cell (cb, d) at i: for each (a, (j, cb_j)) in cb: m[j] := (cb_j, snd m[j] + a · d)
+fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Span) -> Result<(), RunError> {
+    // interned on the first call, as `count` would: no counter where nothing was resolved
+    let mut calls = None;
+    let ids = usize::try_from(n).unwrap_or(0).min(s.0.borrow().cb.len());
+    let mut resolved = Resolved::take(m, ids);
+    // the cells borrowed once for the loop (nothing else reads them until it ends)
+    let mut cells = s.0.borrow_mut();
+    let res = (|| {
+        let mut i = n - 1;
+        while i >= 0 {
+            m.tick(1)?;
+            if let Some((cb, d)) = cells.get(i as usize) {
+                let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
+                m.count_at(c, 1);
+                resolved.add(i, d);
+                cs.resolves.push((i, cb, u32::MAX));
+                let (start, len) = cs.at.get(cb as usize).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
+                for k in start..start + len {
+                    let (Some(&a), Some(&j), Some(&cbj)) = (cs.partial.get(k), cs.arg.get(k), cs.child.get(k)) else { break };
+                    let stopped = if let Err(stop) = m.tick(1) {
+                        Some(stop)
+                    } else {
+                        m.real_op();
+                        (!cells.stage(j, cbj, a * d)).then(|| err(span, format!("SResolve: ID {j} outside the staging array")))
+                    };
+                    if let Some(stop) = stopped {
+                        // the graph draws the edges followed before the stop
+                        if let Some(last) = cs.resolves.last_mut() {
+                            last.2 = (k - start) as u32;
+                        }
+                        return Err(stop);
+                    }
+                }
+                if m.tracing() {
+                    let rows = cells.rows();
+                    let note = format!("resolve ID {i}: add {} times each partial of its Contrib {}", crate::value::show_real(d), show_contrib(cs.edges(cb).map(|(a, j, _)| (a, j))));
+                    trace_resolve(m, i, d, note, rows);
+                }
+            }
+            i -= 1;
+        }
+        Ok(())
+    })();
+    drop(cells);
+    resolved.put(m);
+    res
 }

@@ -2,7 +2,7 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, mk_node_at, DeltaVal, Kind, Node};
+use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, Kind, Node};
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
@@ -82,15 +82,15 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
     if vs.len() != 2 {
         return Err(bad());
     }
-    let out = if let Some(d) = vs[1].ext::<DeltaVal>() {
-        let w = wrap(m, d.0.clone())?;
+    let out = if let Some(d) = delta_of(&vs[1]) {
+        let w = wrap(m, d)?;
         m.state::<DeltaState>().root = Some(w.clone());
-        Value::pair(vs[0].clone(), Value::Ext(Rc::new(DeltaVal(w))))
+        Value::pair(vs[0].clone(), delta_value(w))
     } else if let Value::Tuple(inner) = &vs[1] {
-        let d = inner.get(1).and_then(|d| d.ext::<DeltaVal>()).ok_or_else(bad)?;
-        let w = wrap(m, d.0.clone())?;
+        let d = inner.get(1).and_then(delta_of).ok_or_else(bad)?;
+        let w = wrap(m, d)?;
         m.state::<DeltaState>().root = Some(w.clone());
-        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), Value::Ext(Rc::new(DeltaVal(w)))))
+        Value::pair(vs[0].clone(), Value::pair(inner[0].clone(), delta_value(w)))
     } else {
         return Err(bad());
     };
