@@ -163,9 +163,10 @@ impl Sra<'_> {
                     let s = self.shape(f, &mut inner)?;
                     self.builds(n, &i, inner, s)?
                 }
-                Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                // a boolean accumulator is a one-component tuple, ridden as a number (pack.rs `encode_bools`)
+                Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) || (*p == Prim::Fold && args[1].ty == Type::Bool) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 // a scan over tuples: its states are an array of tuples
-                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_)) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_) | Type::Bool) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 _ => return Ok(None),
             },
             _ => return Ok(None),
@@ -246,7 +247,13 @@ impl Sra<'_> {
         let mut accs = vec![];
         let acc = map_leaves(z.clone(), &mut |_| {
             let x = self.fresh.name("acc");
+            let k = accs.len();
             accs.push(x.id);
+            // a boolean component rides as a number, 1 for true (pack.rs `encode_bools`): read back
+            // as `acc > 0.5` (`real acc > 0.5` if it rides with the integers)
+            if acc_tys.get(k) == Some(&Type::Bool) {
+                return Ok(Shape::Leaf(prim(Prim::Gt, vec![var(&x).with_ty(Type::Real), real(0.5)]).with_ty(Type::Bool)));
+            }
             Ok(Shape::Leaf(var(&x)))
         })?;
         let i = self.fresh.name("i");
@@ -254,19 +261,24 @@ impl Sra<'_> {
         let mut inner = vec![];
         let x = map_leaves(a, &mut |l| Ok(Shape::Leaf(prim(Prim::Index, vec![l, var(&i)]))))?;
         self.bind(px, x, e.span, &mut inner)?;
-        let s = self.shape(body, &mut inner)?;
+        let mut s = self.shape(body, &mut inner)?;
         let mut zs = vec![];
         leaves(&z, &mut zs)?;
+        let bools = if acc_tys.contains(&Type::Bool) && acc_tys.len() == accs.len() { super::pack::encode_bools(&mut acc_tys, (&mut zs, &accs), (&mut s, &mut inner))? } else { vec![] };
         if acc_tys.contains(&Type::Int) && acc_tys.len() == accs.len() {
             let mut cs = vec![];
             leaves(&s, &mut cs)?;
             // the elements the packed loop of the reals may read: its array holds reals
             let real_xs: Vec<Expr> = a_leaves.iter().zip(&elem_tys).filter(|(_, t)| **t == Type::Real).map(|(x, _)| x.clone()).collect();
             let mut out = self.int_fold(e, op, &acc_tys, (&zs, &accs, cs), (&real_xs, &i), &inner, &n, binds)?.into_iter();
-            return map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))));
+            let out = map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))))?;
+            return self.decode_bools(out, &bools, &acc_tys, op, e.span, binds);
         }
-        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), &n, binds)? {
-            return Ok(packed);
+        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), &acc_tys, &n, binds)? {
+            return self.decode_bools(packed, &bools, &acc_tys, op, e.span, binds);
+        }
+        if !bools.is_empty() {
+            return Err(refuse(e.span, "fold or scan over a tuple with a boolean component whose other components or elements are not reals, arrays of reals or integers: a boolean rides in the one loop as a number (pack.rs), beside the reals, arrays of reals and integers, over elements that are reals"));
         }
         if matches!(op, Prim::Scanl | Prim::Scanr) {
             // a scan's states have no loop-free form even when its components are sums
