@@ -1281,3 +1281,53 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("component of type Array (Array R)"), "{r:?}");
     assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{r:?}");
 }
+
+/// Boolean components of a fold or scan accumulator (pack.rs `encode_bools`): the paper's core has
+/// no booleans in arrays (§3.2) and no loop (§2.3), so a boolean rides in the loop as a number, 1
+/// for true, a column of the packed row of reals (its Delta zero), or with the integers when its new
+/// value reads one, and is read back as `> 0.5`. These were refused ("sequential fold or reduce with
+/// this body on this component"; a lone boolean accumulator: "no sequential fold or scan with this
+/// function"). A flag choosing the step, two flags, a flag beside an integer reading it or read by
+/// it, scans both ways and in a map, a lone boolean accumulator, a tuple output with the flag, no
+/// elements: every Part C stage agrees. Boolean *elements* stay refused, located, with the reason.
+#[test]
+fn boolean_components_of_a_tuple_accumulator_reach_share_to_let() {
+    let xs = "[2.0, 1.5, 4.0]";
+    let progs = [
+        (xs, "xs = let (s, up) = fold (\\(s, up) x -> (if up then s + x else s * x, x > s)) (1.0, false) xs in if up then s else 0.5 * s"),
+        (xs, "xs = fold (\\(s, up) x -> (if up then s + x else s * x, x > s)) (1.0, true) xs"),
+        (xs, "xs = let (s, a, b) = fold (\\(s, a, b) x -> (if a && b then s * x else s + x, not b, x > 1.0 || a)) (1.0, true, false) xs in s"),
+        (xs, "xs = let (s, n, up) = fold (\\(s, n, up) x -> (if up then s + x else s * x, if up then n + 1 else n, x > s)) (1.0, 0, false) xs in s + real n"),
+        (xs, "xs = let (s, n, up) = fold (\\(s, n, up) x -> (if up then s * x else s + x, n + 1, n > 0)) (1.0, 0, false) xs in if up then s else 2.0 * s"),
+        (xs, "xs = let (s, n, a, b) = fold (\\(s, n, a, b) x -> (if a then s * x else s + x, n + 1, b, n > 0)) (1.0, 0, true, false) xs in s"),
+        (xs, "xs = sum (map (\\p -> if snd p then fst p else 0.0) (scanl (\\(s, up) x -> (s * x + 1.0, x > s || up)) (1.0, false) xs))"),
+        (xs, "xs = sum (map (\\p -> if fst p then snd p else 0.0) (scanr (\\x (up, s) -> (x > s, s * x + 1.0)) (true, 0.5) xs))"),
+        (xs, "xs = let ss = scanl (\\(s, n, up) x -> (if up then s * x else s + x, n + 1, n > 1 || up)) (1.0, 0, false) xs in sum (map (\\p -> let (s, n, up) = p in if up then s else s * real n) ss)"),
+        (xs, "xs = if fold (\\b x -> b || x > 2.5) false xs then sum xs else 0.0"),
+        (xs, "xs = sum (map2 (\\b x -> if b then x * x else x) (shift1L (scanr (\\x b -> x > 1.5 && b) true xs)) xs)"),
+        ("([2.0, 1.5, 4.0], [0.5, 0.25])", "(xs, w) = let (v, up) = fold (\\(v, up) x -> (map (\\y -> if up then y * x else y + x) v, x > v ! 0)) (w, false) xs in sum v"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> let (s, up) = fold (\\(s, up) x -> (if up then s * x else s + x, x > 1.5)) (0.5, false) row in s) m"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = sum (map (\\row -> let ss = scanl (\\(s, up) x -> (if up then s * x else s + x, x > 1.5)) (0.5, false) row in sum (map (\\p -> if snd p then fst p else 1.0) ss)) m)"),
+        ("[]", "xs = let (s, up) = fold (\\(s, up) x -> (if up then s + x else s * x, x > s)) (1.0, true) xs in if up then s else 0.0 - s"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // a flag read by the reals rides in their row: one loop, one ScanL Delta, its start `cond b 1.0 0.0`
+    let text = format!("input {xs}\ndef main {}\n", progs[0].1);
+    let (p, _) = bot(&text);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    assert!(p.contains("[1.0, cond false 1.0 0.0]"), "{p}");
+    let r = one(&text, "arrays/dual-arrays");
+    assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
+    // a flag reading the integer rides with it: the integers' loop starts `[0, cond false 1 0]`
+    let (p, _) = bot(&format!("input {xs}\ndef main {}\n", progs[4].1));
+    assert!(p.contains("[0, cond false 1 0]"), "{p}");
+    // the example's values by hand
+    let r = one(&example("arrays-fold-boolean-accumulator"), "arrays/share-to-let");
+    assert_eq!((r.primal.as_str(), r.gradient.as_slice()), ("15.0", [4.0, 4.0, 3.5].as_slice()), "{r:?}");
+    let text = "input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, b) c -> (if c then s * 2.0 else s + 1.0, c)) (0.0, false) (map (\\x -> x > 1.5) xs))\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a boolean rides in the one loop as a number"), "{r:?}");
+    assert_eq!(r.error_span.map(|s| s.0), text.find("(fold"), "{r:?}");
+}
