@@ -1282,8 +1282,8 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
     assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{r:?}");
 }
 
-/// Boolean components of a fold or scan accumulator (pack.rs `encode_bools`): the paper's core has
-/// no booleans in arrays (§3.2) and no loop (§2.3), so a boolean rides in the loop as a number, 1
+/// Boolean components of a fold or scan accumulator (pack.rs `encode_bools`): the core's loop runs
+/// over one array of reals (or of integers), an array of one element type (Fig. 8), so a boolean rides in the loop as a number, 1
 /// for true, a column of the packed row of reals (its Delta zero), or with the integers when its new
 /// value reads one, and is read back as `> 0.5`. These were refused ("sequential fold or reduce with
 /// this body on this component"; a lone boolean accumulator: "no sequential fold or scan with this

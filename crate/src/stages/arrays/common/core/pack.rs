@@ -3,7 +3,8 @@
 //! tuple accumulator. The reals and arrays of reals of the tuple are one `scanl` over an array of
 //! reals (`packed_fold`: one ScanL Delta, fold.rs), an array's elements more columns after the
 //! reals, of a length fixed by its initial value and checked each step at run time (`packed_row`,
-//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`).
+//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`);
+//! boolean components ride in one of the two as numbers, 1 for true (`encode_bools`).
 
 use super::lang;
 use super::soa::{leaves, length, live, map_leaves, summand};
@@ -397,8 +398,9 @@ impl Sra<'_> {
 }
 
 /// Boolean components of a tuple accumulator (positions in `tys`) as numbers, 1 for true and 0 for
-/// false, the way the paper's language would hold them: its core has reals and integers in arrays,
-/// no booleans (§3.2), and a boolean carries no cotangent (`cond`'s test, §5.2). Each rides in the
+/// false: the core's arrays hold one element type (Fig. 8: `Array sh ρ`, ρ ::= R | Int | Bool), the
+/// loop's row is an array of reals (fold.rs) and the integers' an array of integers, and a boolean
+/// carries no cotangent (D[Array sh Bool] = Array sh Bool, §6.1). Each rides in the
 /// packed row as a real column (`packed_fold`; bound as `acc > 0.5`, its new value
 /// `if c then 1.0 else 0.0`, whose Delta is zero), or, when its new value reads an integer component,
 /// with the integers (`int_fold`; read as `real acc > 0.5`, which the reals read from the integers'

@@ -13,7 +13,8 @@
 //!   and every component is a real or an array of reals (and every element a real), the fold is one
 //!   loop over the tuple packed into an array of reals (pack.rs `packed_fold`: an array's elements are
 //!   more columns, its length checked at run time; a `scanl`/`scanr` over tuples the same); integer
-//!   components are a loop of their own beside the reals' (pack.rs `int_fold`: an integer has no cotangent); else a
+//!   components are a loop of their own beside the reals' (pack.rs `int_fold`: an integer has no cotangent),
+//!   boolean components ride in one of them as numbers (pack.rs `encode_bools`); else a
 //!   component that is not a sum is sequential (§2.3) and refused where it is used.
 //!
 //! Cost: each component's build repeats the element's lets (the lambda body's) that it needs, so a
