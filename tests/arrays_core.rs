@@ -1280,6 +1280,10 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one(text, "arrays/bot");
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("component of type Array (Array R)"), "{r:?}");
     assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{r:?}");
+    // not a boundary of the paper's language: the message says so, quoting §3.2 and §8
+    assert!(r.error.as_deref().unwrap_or("").contains("not a boundary of the paper's language") && r.error.as_deref().unwrap_or("").contains("regular nested arrays"), "{r:?}");
+    // a fold whose whole accumulator is an array of arrays is the core loop's own
+    part_c_agrees("input ([1.0, 3.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = sum (map (\\r -> sum r) (fold (\\acc x -> map (\\r -> map (\\y -> y * x + acc ! 0 ! 1) r) acc) m xs))\n");
 }
 
 /// Boolean components of a fold or scan accumulator (pack.rs `encode_bools`): the core's loop runs
