@@ -1293,7 +1293,8 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
 /// this body on this component"; a lone boolean accumulator: "no sequential fold or scan with this
 /// function"). A flag choosing the step, two flags, a flag beside an integer reading it or read by
 /// it, scans both ways and in a map, a lone boolean accumulator, a tuple output with the flag, no
-/// elements: every Part C stage agrees. Boolean *elements* stay refused, located, with the reason.
+/// elements, and boolean elements (a column of the packed elements): every Part C stage agrees.
+/// Beside elements that are arrays, refused, located, with the reason.
 #[test]
 fn boolean_components_of_a_tuple_accumulator_reach_share_to_let() {
     let xs = "[2.0, 1.5, 4.0]";
@@ -1330,7 +1331,17 @@ fn boolean_components_of_a_tuple_accumulator_reach_share_to_let() {
     // the example's values by hand
     let r = one(&example("arrays-fold-boolean-accumulator"), "arrays/share-to-let");
     assert_eq!((r.primal.as_str(), r.gradient.as_slice()), ("15.0", [4.0, 4.0, 3.5].as_slice()), "{r:?}");
-    let text = "input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, b) c -> (if c then s * 2.0 else s + 1.0, c)) (0.0, false) (map (\\x -> x > 1.5) xs))\n";
+    // boolean elements ride as numbers too, a column of the packed elements
+    for (input, main) in [
+        (xs, "xs = fst (fold (\\(s, b) c -> (if c then s * 2.0 else s + 1.0, c)) (0.0, false) (map (\\x -> x > 1.5) xs))"),
+        (xs, "xs = fold (\\s (x, b) -> if b then s * x else s + x) 1.0 (map (\\x -> (x, x > 1.5)) xs)"),
+        ("([2.0, 1.5, 4.0], [1, 0, 1])", "(xs, ks) = fold (\\(s, n) (x, b) -> (if b then s * x else s + x, if b then n + 1 else n)) (1.0, 0) (map2 (\\x k -> (x, k > 0)) xs ks)"),
+        (xs, "xs = sum (scanl (\\s (x, b) -> if b then s * x else s + x) 1.0 (map (\\x -> (x, x > 1.5)) xs))"),
+    ] {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // elements that are arrays (a fold over a matrix's rows) are not packed: refused, located
+    let text = "input [[1.0, 3.0], [2.0, 0.5]]\ndef main m = fst (fold (\\(s, b) row -> (if b then s + sum row else s * 2.0, row ! 0 > 1.5)) (0.5, false) m)\n";
     let r = one(text, "arrays/bot");
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a boolean rides in the one loop as a number"), "{r:?}");
     assert_eq!(r.error_span.map(|s| s.0), text.find("(fold"), "{r:?}");

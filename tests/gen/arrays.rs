@@ -233,7 +233,7 @@ impl Gen {
     /// pack.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
     /// A fold or scanl whose accumulator pairs a real with a boolean (`bfd`: the boolean rides in the
     /// loop as a number, pack.rs `encode_bools`), the real's step chosen by it, or beside an integer
-    /// the boolean reads (then it rides with the integers).
+    /// the boolean reads (then it rides with the integers), or over boolean elements.
     /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`, `bfd`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
@@ -254,7 +254,12 @@ impl Gen {
                 };
                 let f = self.real_in(&s.with_real(&a), d.min(2));
                 let (z, xs) = (self.real_in(s, d), self.vec(s, n, d));
-                match self.below(3) {
+                match self.below(4) {
+                    3 => {
+                        // boolean elements: a column of the packed elements
+                        let (c, y) = (self.fresh("bfd"), self.fresh("bfd"));
+                        format!("(let ({a}, {u}) = fold (\\({p}, {b}) ({x}, {c}) -> (if {c} then {e1} else {e2}, {c} || {b})) ({z}, {b0}) (map (\\{y} -> ({y}, {y} > 0.5)) {xs}) in if {u} then {f} else 0.5 * {a})")
+                    }
                     0 => format!("(let ({a}, {u}) = fold (\\({p}, {b}) {x} -> (if {b} then {e1} else {e2}, {step})) ({z}, {b0}) {xs} in if {u} then {f} else 0.5 * {a})"),
                     1 => format!("(sum (map (\\({a}, {u}) -> if {u} then {f} else 0.5 * {a}) (scanl (\\({p}, {b}) {x} -> (if {b} then {e1} else {e2}, {step})) ({z}, {b0}) {xs})))"),
                     _ => {

@@ -39,15 +39,14 @@ impl Sra<'_> {
     /// loop-free form) or a component or element is not a real or an array of reals; an array of
     /// arrays is refused, located.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), tys: &[Type], n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
+    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, elem_reals): (&[Type], bool), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
         let mut cs = vec![];
         if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
             return Ok(None);
         }
-        let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
+        let ExprKind::Prim(op, _) = &e.kind else { return Ok(None) };
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        let elem_reals = args[2].ty.as_array().is_some_and(crate::kit::polytypic::is_real_tuple);
         if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
             return Ok(None);
         }
@@ -406,8 +405,9 @@ impl Sra<'_> {
 /// `if c then 1.0 else 0.0`, whose Delta is zero), or, when its new value reads an integer component,
 /// with the integers (`int_fold`; read as `real acc > 0.5`, which the reals read from the integers'
 /// states as they read `real m`). `soa.rs`'s fold binds it as `acc > 0.5`; here its type is
-/// chosen and its start and new values encoded; `decode_bools` reads the loop's results back. The
-/// positions of the booleans.
+/// chosen and its start and new values encoded; `decode_bools` reads the loop's results back
+/// (boolean elements likewise: `soa.rs`'s fold binds `build n (\j -> if b ! j then 1.0 else 0.0)`
+/// before the loop, a column of the packed elements). The positions of the booleans.
 pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), (s, inner): (&mut Shape, &mut Binds)) -> Result<Vec<usize>, Diagnostic> {
     use super::bot::mentions;
     let mut cs = vec![];

@@ -236,6 +236,17 @@ impl Sra<'_> {
         let n = length(self.first(&a, e)?);
         let mut a_leaves = vec![];
         leaves(&a, &mut a_leaves)?;
+        // boolean elements ride as numbers too: `build n (\j -> if b ! j then 1.0 else 0.0)` bound
+        // before the loop, a column of its elements, each read back as `> 0.5` (pack.rs `encode_bools`)
+        let bool_elems: Vec<bool> = elem_tys.iter().map(|t| *t == Type::Bool).collect();
+        if a_leaves.len() == elem_tys.len() {
+            for (l, t) in a_leaves.iter_mut().zip(elem_tys.iter_mut()).filter(|(_, t)| **t == Type::Bool) {
+                let (xb, j) = (self.fresh.name("xs"), self.fresh.name("j"));
+                let bit = if_(prim(Prim::Index, vec![l.clone(), var(&j)]).with_ty(Type::Bool), real(1.0), real(0.0)).with_ty(Type::Real);
+                binds.push((xb.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), bit)]), e.span).with_ty(Type::array(Type::Real)), e.span));
+                (*l, *t) = (var(&xb), Type::Real);
+            }
+        }
         let (p0, inner_f) = lam1(f).ok_or_else(|| arrays_of_tuples(f.span))?;
         let (p1, body) = lam1(inner_f).ok_or_else(|| arrays_of_tuples(f.span))?;
         // scanr's function takes the element first
@@ -260,7 +271,17 @@ impl Sra<'_> {
         let i = self.fresh.name("i");
         self.bind_vars(pa, acc).ok_or_else(|| arrays_of_tuples(f.span))?;
         let mut inner = vec![];
-        let x = map_leaves(a, &mut |l| Ok(Shape::Leaf(prim(Prim::Index, vec![l, var(&i)]))))?;
+        let x = if a_leaves.len() == elem_tys.len() && bool_elems.contains(&true) {
+            let mut k = 0;
+            map_leaves(a, &mut |_| {
+                let (l, b) = (a_leaves[k].clone(), bool_elems[k]);
+                k += 1;
+                let read = prim(Prim::Index, vec![l, var(&i)]);
+                Ok(Shape::Leaf(if b { prim(Prim::Gt, vec![read.with_ty(Type::Real), real(0.5)]).with_ty(Type::Bool) } else { read }))
+            })?
+        } else {
+            map_leaves(a, &mut |l| Ok(Shape::Leaf(prim(Prim::Index, vec![l, var(&i)]))))?
+        };
         self.bind(px, x, e.span, &mut inner)?;
         let mut s = self.shape(body, &mut inner)?;
         let mut zs = vec![];
@@ -275,7 +296,7 @@ impl Sra<'_> {
             let out = map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))))?;
             return self.decode_bools(out, &bools, &acc_tys, op, e.span, binds);
         }
-        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), &acc_tys, &n, binds)? {
+        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), (&acc_tys, elem_tys.iter().all(|t| *t == Type::Real)), &n, binds)? {
             return self.decode_bools(packed, &bools, &acc_tys, op, e.span, binds);
         }
         if !bools.is_empty() {
