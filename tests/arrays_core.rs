@@ -1280,4 +1280,69 @@ fn array_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one(text, "arrays/bot");
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("component of type Array (Array R)"), "{r:?}");
     assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{r:?}");
+    // not a boundary of the paper's language: the message says so, quoting §3.2 and §8
+    assert!(r.error.as_deref().unwrap_or("").contains("not a boundary of the paper's language") && r.error.as_deref().unwrap_or("").contains("regular nested arrays"), "{r:?}");
+    // a fold whose whole accumulator is an array of arrays is the core loop's own
+    part_c_agrees("input ([1.0, 3.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = sum (map (\\r -> sum r) (fold (\\acc x -> map (\\r -> map (\\y -> y * x + acc ! 0 ! 1) r) acc) m xs))\n");
+}
+
+/// Boolean components of a fold or scan accumulator (pack.rs `encode_bools`): the core's loop runs
+/// over one array of reals (or of integers), an array of one element type (Fig. 8), so a boolean rides in the loop as a number, 1
+/// for true, a column of the packed row of reals (its Delta zero), or with the integers when its new
+/// value reads one, and is read back as `> 0.5`. These were refused ("sequential fold or reduce with
+/// this body on this component"; a lone boolean accumulator: "no sequential fold or scan with this
+/// function"). A flag choosing the step, two flags, a flag beside an integer reading it or read by
+/// it, scans both ways and in a map, a lone boolean accumulator, a tuple output with the flag, no
+/// elements, and boolean elements (a column of the packed elements): every Part C stage agrees.
+/// Beside elements that are arrays, refused, located, with the reason.
+#[test]
+fn boolean_components_of_a_tuple_accumulator_reach_share_to_let() {
+    let xs = "[2.0, 1.5, 4.0]";
+    let progs = [
+        (xs, "xs = let (s, up) = fold (\\(s, up) x -> (if up then s + x else s * x, x > s)) (1.0, false) xs in if up then s else 0.5 * s"),
+        (xs, "xs = fold (\\(s, up) x -> (if up then s + x else s * x, x > s)) (1.0, true) xs"),
+        (xs, "xs = let (s, a, b) = fold (\\(s, a, b) x -> (if a && b then s * x else s + x, not b, x > 1.0 || a)) (1.0, true, false) xs in s"),
+        (xs, "xs = let (s, n, up) = fold (\\(s, n, up) x -> (if up then s + x else s * x, if up then n + 1 else n, x > s)) (1.0, 0, false) xs in s + real n"),
+        (xs, "xs = let (s, n, up) = fold (\\(s, n, up) x -> (if up then s * x else s + x, n + 1, n > 0)) (1.0, 0, false) xs in if up then s else 2.0 * s"),
+        (xs, "xs = let (s, n, a, b) = fold (\\(s, n, a, b) x -> (if a then s * x else s + x, n + 1, b, n > 0)) (1.0, 0, true, false) xs in s"),
+        (xs, "xs = sum (map (\\p -> if snd p then fst p else 0.0) (scanl (\\(s, up) x -> (s * x + 1.0, x > s || up)) (1.0, false) xs))"),
+        (xs, "xs = sum (map (\\p -> if fst p then snd p else 0.0) (scanr (\\x (up, s) -> (x > s, s * x + 1.0)) (true, 0.5) xs))"),
+        (xs, "xs = let ss = scanl (\\(s, n, up) x -> (if up then s * x else s + x, n + 1, n > 1 || up)) (1.0, 0, false) xs in sum (map (\\p -> let (s, n, up) = p in if up then s else s * real n) ss)"),
+        (xs, "xs = if fold (\\b x -> b || x > 2.5) false xs then sum xs else 0.0"),
+        (xs, "xs = sum (map2 (\\b x -> if b then x * x else x) (shift1L (scanr (\\x b -> x > 1.5 && b) true xs)) xs)"),
+        ("([2.0, 1.5, 4.0], [0.5, 0.25])", "(xs, w) = let (v, up) = fold (\\(v, up) x -> (map (\\y -> if up then y * x else y + x) v, x > v ! 0)) (w, false) xs in sum v"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> let (s, up) = fold (\\(s, up) x -> (if up then s * x else s + x, x > 1.5)) (0.5, false) row in s) m"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = sum (map (\\row -> let ss = scanl (\\(s, up) x -> (if up then s * x else s + x, x > 1.5)) (0.5, false) row in sum (map (\\p -> if snd p then fst p else 1.0) ss)) m)"),
+        ("[]", "xs = let (s, up) = fold (\\(s, up) x -> (if up then s + x else s * x, x > s)) (1.0, true) xs in if up then s else 0.0 - s"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // a flag read by the reals rides in their row: one loop, one ScanL Delta, its start `cond b 1.0 0.0`
+    let text = format!("input {xs}\ndef main {}\n", progs[0].1);
+    let (p, _) = bot(&text);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    assert!(p.contains("[1.0, cond false 1.0 0.0]"), "{p}");
+    let r = one(&text, "arrays/dual-arrays");
+    assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
+    // a flag reading the integer rides with it: the integers' loop starts `[0, cond false 1 0]`
+    let (p, _) = bot(&format!("input {xs}\ndef main {}\n", progs[4].1));
+    assert!(p.contains("[0, cond false 1 0]"), "{p}");
+    // the example's values by hand
+    let r = one(&example("arrays-fold-boolean-accumulator"), "arrays/share-to-let");
+    assert_eq!((r.primal.as_str(), r.gradient.as_slice()), ("15.0", [4.0, 4.0, 3.5].as_slice()), "{r:?}");
+    // boolean elements ride as numbers too, a column of the packed elements
+    for (input, main) in [
+        (xs, "xs = fst (fold (\\(s, b) c -> (if c then s * 2.0 else s + 1.0, c)) (0.0, false) (map (\\x -> x > 1.5) xs))"),
+        (xs, "xs = fold (\\s (x, b) -> if b then s * x else s + x) 1.0 (map (\\x -> (x, x > 1.5)) xs)"),
+        ("([2.0, 1.5, 4.0], [1, 0, 1])", "(xs, ks) = fold (\\(s, n) (x, b) -> (if b then s * x else s + x, if b then n + 1 else n)) (1.0, 0) (map2 (\\x k -> (x, k > 0)) xs ks)"),
+        (xs, "xs = sum (scanl (\\s (x, b) -> if b then s * x else s + x) 1.0 (map (\\x -> (x, x > 1.5)) xs))"),
+    ] {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // elements that are arrays (a fold over a matrix's rows) are not packed: refused, located
+    let text = "input [[1.0, 3.0], [2.0, 0.5]]\ndef main m = fst (fold (\\(s, b) row -> (if b then s + sum row else s * 2.0, row ! 0 > 1.5)) (0.5, false) m)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a boolean rides in the one loop as a number"), "{r:?}");
+    assert_eq!(r.error_span.map(|s| s.0), text.find("(fold"), "{r:?}");
 }

@@ -55,3 +55,43 @@ fn an_unknown_family_is_a_user_error() {
     assert_eq!(code, 2);
     assert!(err.contains("no bench family `nope`"), "{err}");
 }
+
+/// The array paper's families in `cotangent bench` (issue 12's checks): t_dot and t_sc (§4.1,
+/// Fig. 18) cost 5n + 1 scalar Delta constructors on arrays/dual-numbers, 4n² + 5n + 1 cotangent
+/// cells on arrays/onehot (§4.4's one-hot problem), and a fixed number of array-level Delta nodes
+/// on arrays/dual-arrays at any n (12 and 11; t_sc's two gathers of n each, scattered back); E11's
+/// gradient program grows by doubling increments on arrays/symbolic (§7.2, footnote 30) and by a
+/// constant one with share (§7.3). P1 is `tests/cli.rs` `bench_p1_counts_eval3_and_share_visits`.
+#[test]
+fn the_array_papers_families_count_the_delta_explosion_and_its_cures() {
+    let stages = ["--stage", "arrays/dual-numbers", "--stage", "arrays/onehot", "--stage", "arrays/dual-arrays"];
+    for (family, nodes) in [("t_dot", 12), ("t_sc", 11)] {
+        let mut args = vec!["--family", family, "--sizes", "10,40", "--repeat", "1", "--json"];
+        args.extend(stages);
+        let (code, out, err) = bench(&args);
+        assert_eq!(code, 0, "{err}");
+        let rows = rows(&out);
+        let count = |stage: &str, n: u64, key: &str| {
+            let r = rows.iter().find(|r| r["stage"] == stage && r["n"] == n).unwrap_or_else(|| panic!("{family} {stage} {n}: {out}"));
+            assert_eq!(r["outcome"], "ok", "{r}");
+            r[key].as_u64().unwrap_or_else(|| panic!("{key} missing: {r}"))
+        };
+        for n in [10u64, 40] {
+            assert_eq!(count("arrays/dual-numbers", n, "inner_nodes"), 5 * n + 1, "{family} n = {n}");
+            assert_eq!(count("arrays/onehot", n, "ct_cells"), 4 * n * n + 5 * n + 1, "{family} n = {n}");
+            assert_eq!((count("arrays/dual-arrays", n, "delta_nodes"), count("arrays/dual-arrays", n, "backprop_ids")), (nodes, 4), "{family} n = {n}");
+        }
+        if family == "t_sc" {
+            assert_eq!((count("arrays/dual-arrays", 40, "gathered"), count("arrays/dual-arrays", 40, "scattered")), (80, 80));
+        }
+    }
+    let (code, out, err) = bench(&["--family", "e11", "--sizes", "2,3,4,5,6,7", "--stage", "arrays/symbolic", "--stage", "arrays/symbolic-share", "--repeat", "1", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows = rows(&out);
+    let sizes = |stage: &str| -> Vec<u64> { (2..=7u64).map(|m| rows.iter().find(|r| r["stage"] == stage && r["n"] == m).and_then(|r| r["gradient_size"].as_u64()).unwrap_or_else(|| panic!("{stage} {m}: {out}"))).collect() };
+    let steps = |s: Vec<u64>| -> Vec<u64> { s.windows(2).map(|w| w[1] - w[0]).collect() };
+    let plain = steps(sizes("arrays/symbolic"));
+    assert!(plain.windows(2).all(|w| w[1] + 4 >= 2 * w[0]), "{plain:?}");
+    let shared = steps(sizes("arrays/symbolic-share"));
+    assert!(shared.iter().all(|&s| s == shared[0]), "{shared:?}");
+}

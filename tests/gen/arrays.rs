@@ -231,10 +231,43 @@ impl Gen {
     /// A fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: packed, pack.rs).
     /// A fold whose accumulator pairs a real with an integer (`ifd`: the integer a loop of its own,
     /// pack.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
-    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`) mark each in the program text.
+    /// A fold or scanl whose accumulator pairs a real with a boolean (`bfd`: the boolean rides in the
+    /// loop as a number, pack.rs `encode_bools`), the real's step chosen by it, or beside an integer
+    /// the boolean reads (then it rides with the integers), or over boolean elements.
+    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`, `bfd`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
-        match self.below(7) {
+        match self.below(8) {
+            7 => {
+                let (p, b, x, a, u) = (self.fresh("bfd"), self.fresh("bfd"), self.fresh("bfd"), self.fresh("bfd"), self.fresh("bfd"));
+                let sx = s.with_real(&p).with_real(&x);
+                let (e1, e2) = (self.real_in(&sx, d.min(2)), self.real_in(&sx, d.min(2)));
+                let b0 = match self.below(3) {
+                    0 => "true".to_string(),
+                    1 => "false".to_string(),
+                    _ => format!("{} > 0.0", self.real_in(s, 0)),
+                };
+                let step = match self.below(3) {
+                    0 => format!("{x} > {p}"),
+                    1 => format!("not {b}"),
+                    _ => format!("{b} || {x} > 0.5"),
+                };
+                let f = self.real_in(&s.with_real(&a), d.min(2));
+                let (z, xs) = (self.real_in(s, d), self.vec(s, n, d));
+                match self.below(4) {
+                    3 => {
+                        // boolean elements: a column of the packed elements
+                        let (c, y) = (self.fresh("bfd"), self.fresh("bfd"));
+                        format!("(let ({a}, {u}) = fold (\\({p}, {b}) ({x}, {c}) -> (if {c} then {e1} else {e2}, {c} || {b})) ({z}, {b0}) (map (\\{y} -> ({y}, {y} > 0.5)) {xs}) in if {u} then {f} else 0.5 * {a})")
+                    }
+                    0 => format!("(let ({a}, {u}) = fold (\\({p}, {b}) {x} -> (if {b} then {e1} else {e2}, {step})) ({z}, {b0}) {xs} in if {u} then {f} else 0.5 * {a})"),
+                    1 => format!("(sum (map (\\({a}, {u}) -> if {u} then {f} else 0.5 * {a}) (scanl (\\({p}, {b}) {x} -> (if {b} then {e1} else {e2}, {step})) ({z}, {b0}) {xs})))"),
+                    _ => {
+                        let (k, m, j) = (self.fresh("bfd"), self.fresh("bfd"), self.below(3));
+                        format!("(let ({a}, {m}, {u}) = fold (\\({p}, {k}, {b}) {x} -> (if {b} then {e1} else {e2}, {k} + 1, {k} > {j})) ({z}, 0, {b0}) {xs} in if {u} then {f} + real {m} else {f})")
+                    }
+                }
+            }
             6 if self.below(3) == 0 => {
                 // an array of reals beside the integer (`ifv`: packed with the real, pack.rs)
                 let (p, v, k, x, y) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));

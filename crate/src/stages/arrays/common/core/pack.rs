@@ -3,10 +3,11 @@
 //! tuple accumulator. The reals and arrays of reals of the tuple are one `scanl` over an array of
 //! reals (`packed_fold`: one ScanL Delta, fold.rs), an array's elements more columns after the
 //! reals, of a length fixed by its initial value and checked each step at run time (`packed_row`,
-//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`).
+//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`);
+//! boolean components ride in one of the two as numbers, 1 for true (`encode_bools`).
 
 use super::lang;
-use super::soa::{leaf_types, leaves, length, live, map_leaves, summand};
+use super::soa::{leaves, length, live, map_leaves, summand};
 use super::tuples::{refuse, wrap, Binds, Shape, Sra};
 use crate::build::*;
 use crate::diag::Diagnostic;
@@ -37,23 +38,21 @@ impl Sra<'_> {
     /// shape, as horde-ad's fold, whose type fixes it). None when every component is a sum (the
     /// loop-free form) or a component or element is not a real or an array of reals; an array of
     /// arrays is refused, located.
-    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, elem_reals): (&[Type], bool), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
         let mut cs = vec![];
         if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
             return Ok(None);
         }
-        let ExprKind::Prim(op, args) = &e.kind else { return Ok(None) };
+        let ExprKind::Prim(op, _) = &e.kind else { return Ok(None) };
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        let mut tys = vec![];
-        leaf_types(&args[1].ty, &mut tys);
-        let elem_reals = args[2].ty.as_array().is_some_and(crate::kit::polytypic::is_real_tuple);
         if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
             return Ok(None);
         }
         if let Some(t) = tys.iter().find(|t| !is_vector(t) && **t != Type::Real) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals (pack.rs), and an array of arrays is not packed")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals (pack.rs), and an array of arrays is not packed. {NESTED}")));
         }
         let arr = Type::array(Type::Real);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
@@ -211,7 +210,8 @@ impl Sra<'_> {
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && !is_vector(t)) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
+            let nested = if t.contains("Array (Array") { format!(" {NESTED}") } else { String::new() };
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them.{nested}")));
         }
         // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
         let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
@@ -396,6 +396,97 @@ impl Sra<'_> {
         }
     }
 }
+
+/// Boolean components of a tuple accumulator (positions in `tys`) as numbers, 1 for true and 0 for
+/// false: the core's arrays hold one element type (Fig. 8: `Array sh ρ`, ρ ::= R | Int | Bool), the
+/// loop's row is an array of reals (fold.rs) and the integers' an array of integers, and a boolean
+/// carries no cotangent (D[Array sh Bool] = Array sh Bool, §6.1). Each rides in the
+/// packed row as a real column (`packed_fold`; bound as `acc > 0.5`, its new value
+/// `if c then 1.0 else 0.0`, whose Delta is zero), or, when its new value reads an integer component,
+/// with the integers (`int_fold`; read as `real acc > 0.5`, which the reals read from the integers'
+/// states as they read `real m`). `soa.rs`'s fold binds it as `acc > 0.5`; here its type is
+/// chosen and its start and new values encoded; `decode_bools` reads the loop's results back
+/// (boolean elements likewise: `soa.rs`'s fold binds `build n (\j -> if b ! j then 1.0 else 0.0)`
+/// before the loop, a column of the packed elements). The positions of the booleans.
+pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), (s, inner): (&mut Shape, &mut Binds)) -> Result<Vec<usize>, Diagnostic> {
+    use super::bot::mentions;
+    let mut cs = vec![];
+    leaves(s, &mut cs)?;
+    let bools: Vec<usize> = (0..tys.len()).filter(|&k| tys[k] == Type::Bool).collect();
+    if cs.len() != tys.len() || zs.len() != tys.len() {
+        return Ok(vec![]);
+    }
+    for &k in &bools {
+        tys[k] = Type::Real;
+    }
+    // a boolean reading an integer (or a boolean riding with the integers) rides with them
+    loop {
+        let ints: Vec<u32> = (0..tys.len()).filter(|&k| tys[k] == Type::Int).map(|k| accs[k]).collect();
+        let Some(&k) = bools.iter().find(|&&k| tys[k] == Type::Real && ints.iter().any(|&x| mentions(&wrap(live(inner, &cs[k]), cs[k].clone()), x))) else { break };
+        tys[k] = Type::Int;
+        let acc = accs[k];
+        for c in cs.iter_mut().chain(inner.iter_mut().map(|b| &mut b.1)) {
+            read_as_int(c, acc);
+        }
+    }
+    for &k in &bools {
+        let (one, zero) = if tys[k] == Type::Int { (int(1), int(0)) } else { (real(1.0), real(0.0)) };
+        let number = |b: Expr| if_(b, one.clone(), zero.clone()).with_ty(tys[k].clone());
+        zs[k] = number(zs[k].clone());
+        cs[k] = number(cs[k].clone());
+    }
+    let mut cs = cs.into_iter();
+    *s = map_leaves(s.clone(), &mut |_| Ok(Shape::Leaf(cs.next().unwrap_or_else(unit))))?;
+    Ok(bools)
+}
+
+/// `t` with each read `acc > 0.5` of the boolean `acc` made `real acc > 0.5`: it rides with the integers.
+fn read_as_int(t: &mut Expr, acc: u32) {
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        if let ExprKind::Prim(Prim::Gt, a) = &mut y.kind {
+            if matches!(&a[0].kind, ExprKind::Var(v) if v.id == acc) {
+                let x = std::mem::replace(&mut a[0], unit());
+                a[0] = prim(Prim::ToReal, vec![x.with_ty(Type::Int)]).with_ty(Type::Real);
+                continue;
+            }
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+impl Sra<'_> {
+    /// The loop's results `out` with each boolean component (`bools`, encoded by `encode_bools` as
+    /// numbers of type `tys[k]`) read back: `o > 0.5` (`o > 0` for an integer), a scan's states each.
+    pub(super) fn decode_bools(&mut self, out: Shape, bools: &[usize], tys: &[Type], op: Prim, span: crate::diag::Span, binds: &mut Binds) -> Result<Shape, Diagnostic> {
+        if bools.is_empty() {
+            return Ok(out);
+        }
+        let scan = matches!(op, Prim::Scanl | Prim::Scanr);
+        let mut k = 0;
+        map_leaves(out, &mut |o| {
+            let q = k;
+            k += 1;
+            if !bools.contains(&q) {
+                return Ok(Shape::Leaf(o));
+            }
+            let t = tys[q].clone();
+            let half = if t == Type::Int { int(0) } else { real(0.5) };
+            let test = |x: Expr| prim(Prim::Gt, vec![x, half.clone()]).with_ty(Type::Bool);
+            if !scan {
+                return Ok(Shape::Leaf(test(o)));
+            }
+            let (v, j) = (self.fresh.name("b"), self.fresh.name("j"));
+            binds.push((v.clone(), at(o, span).with_ty(Type::array(t.clone())), span));
+            let x = prim(Prim::Index, vec![var(&v), var(&j)]).with_ty(t);
+            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&v)), lam(pvar(&j), test(x))]).with_ty(Type::array(Type::Bool))))
+        })
+    }
+}
+
+/// Why an array of arrays in a tuple accumulator is refused: not a boundary of the paper's language
+/// but a step this lowering has not taken (a lone nested accumulator is the core's loop's own).
+const NESTED: &str = "This is not a boundary of the paper's language: its arrays are regular, a nested array being a multidimensional one (§3.2: \"the only arrays are multidimensional arrays of element types … there are no jagged arrays\"), and horde-ad supports \"regular nested arrays: after struct-of-arrays transformation, all component arrays must be fully rectangular\" (§8); packing it would take its k·m elements as more columns of the row, its rows checked to have one length, which this lowering does not do yet (a fold whose whole accumulator is an array of arrays is taken)";
 
 /// Where a component of a packed row sits: a real's column q, or an array's columns from an offset,
 /// with its length (`length` terms, valid inside and outside the loop).

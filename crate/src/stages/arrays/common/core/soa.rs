@@ -13,7 +13,8 @@
 //!   and every component is a real or an array of reals (and every element a real), the fold is one
 //!   loop over the tuple packed into an array of reals (pack.rs `packed_fold`: an array's elements are
 //!   more columns, its length checked at run time; a `scanl`/`scanr` over tuples the same); integer
-//!   components are a loop of their own beside the reals' (pack.rs `int_fold`: an integer has no cotangent); else a
+//!   components are a loop of their own beside the reals' (pack.rs `int_fold`: an integer has no cotangent),
+//!   boolean components ride in one of them as numbers (pack.rs `encode_bools`); else a
 //!   component that is not a sum is sequential (§2.3) and refused where it is used.
 //!
 //! Cost: each component's build repeats the element's lets (the lambda body's) that it needs, so a
@@ -163,9 +164,10 @@ impl Sra<'_> {
                     let s = self.shape(f, &mut inner)?;
                     self.builds(n, &i, inner, s)?
                 }
-                Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                // a boolean accumulator is a one-component tuple, ridden as a number (pack.rs `encode_bools`)
+                Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) || (*p == Prim::Fold && args[1].ty == Type::Bool) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 // a scan over tuples: its states are an array of tuples
-                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_)) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_) | Type::Bool) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 _ => return Ok(None),
             },
             _ => return Ok(None),
@@ -234,6 +236,17 @@ impl Sra<'_> {
         let n = length(self.first(&a, e)?);
         let mut a_leaves = vec![];
         leaves(&a, &mut a_leaves)?;
+        // boolean elements ride as numbers too: `build n (\j -> if b ! j then 1.0 else 0.0)` bound
+        // before the loop, a column of its elements, each read back as `> 0.5` (pack.rs `encode_bools`)
+        let bool_elems: Vec<bool> = elem_tys.iter().map(|t| *t == Type::Bool).collect();
+        if a_leaves.len() == elem_tys.len() {
+            for (l, t) in a_leaves.iter_mut().zip(elem_tys.iter_mut()).filter(|(_, t)| **t == Type::Bool) {
+                let (xb, j) = (self.fresh.name("xs"), self.fresh.name("j"));
+                let bit = if_(prim(Prim::Index, vec![l.clone(), var(&j)]).with_ty(Type::Bool), real(1.0), real(0.0)).with_ty(Type::Real);
+                binds.push((xb.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), bit)]), e.span).with_ty(Type::array(Type::Real)), e.span));
+                (*l, *t) = (var(&xb), Type::Real);
+            }
+        }
         let (p0, inner_f) = lam1(f).ok_or_else(|| arrays_of_tuples(f.span))?;
         let (p1, body) = lam1(inner_f).ok_or_else(|| arrays_of_tuples(f.span))?;
         // scanr's function takes the element first
@@ -246,27 +259,48 @@ impl Sra<'_> {
         let mut accs = vec![];
         let acc = map_leaves(z.clone(), &mut |_| {
             let x = self.fresh.name("acc");
+            let k = accs.len();
             accs.push(x.id);
+            // a boolean component rides as a number, 1 for true (pack.rs `encode_bools`): read back
+            // as `acc > 0.5` (`real acc > 0.5` if it rides with the integers)
+            if acc_tys.get(k) == Some(&Type::Bool) {
+                return Ok(Shape::Leaf(prim(Prim::Gt, vec![var(&x).with_ty(Type::Real), real(0.5)]).with_ty(Type::Bool)));
+            }
             Ok(Shape::Leaf(var(&x)))
         })?;
         let i = self.fresh.name("i");
         self.bind_vars(pa, acc).ok_or_else(|| arrays_of_tuples(f.span))?;
         let mut inner = vec![];
-        let x = map_leaves(a, &mut |l| Ok(Shape::Leaf(prim(Prim::Index, vec![l, var(&i)]))))?;
+        let x = if a_leaves.len() == elem_tys.len() && bool_elems.contains(&true) {
+            let mut k = 0;
+            map_leaves(a, &mut |_| {
+                let (l, b) = (a_leaves[k].clone(), bool_elems[k]);
+                k += 1;
+                let read = prim(Prim::Index, vec![l, var(&i)]);
+                Ok(Shape::Leaf(if b { prim(Prim::Gt, vec![read.with_ty(Type::Real), real(0.5)]).with_ty(Type::Bool) } else { read }))
+            })?
+        } else {
+            map_leaves(a, &mut |l| Ok(Shape::Leaf(prim(Prim::Index, vec![l, var(&i)]))))?
+        };
         self.bind(px, x, e.span, &mut inner)?;
-        let s = self.shape(body, &mut inner)?;
+        let mut s = self.shape(body, &mut inner)?;
         let mut zs = vec![];
         leaves(&z, &mut zs)?;
+        let bools = if acc_tys.contains(&Type::Bool) && acc_tys.len() == accs.len() { super::pack::encode_bools(&mut acc_tys, (&mut zs, &accs), (&mut s, &mut inner))? } else { vec![] };
         if acc_tys.contains(&Type::Int) && acc_tys.len() == accs.len() {
             let mut cs = vec![];
             leaves(&s, &mut cs)?;
             // the elements the packed loop of the reals may read: its array holds reals
             let real_xs: Vec<Expr> = a_leaves.iter().zip(&elem_tys).filter(|(_, t)| **t == Type::Real).map(|(x, _)| x.clone()).collect();
             let mut out = self.int_fold(e, op, &acc_tys, (&zs, &accs, cs), (&real_xs, &i), &inner, &n, binds)?.into_iter();
-            return map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))));
+            let out = map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))))?;
+            return self.decode_bools(out, &bools, &acc_tys, op, e.span, binds);
         }
-        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), &n, binds)? {
-            return Ok(packed);
+        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), (&acc_tys, elem_tys.iter().all(|t| *t == Type::Real)), &n, binds)? {
+            return self.decode_bools(packed, &bools, &acc_tys, op, e.span, binds);
+        }
+        if !bools.is_empty() {
+            return Err(refuse(e.span, "fold or scan over a tuple with a boolean component whose other components or elements are not reals, arrays of reals or integers: a boolean rides in the one loop as a number (pack.rs), beside the reals, arrays of reals and integers, over elements that are reals"));
         }
         if matches!(op, Prim::Scanl | Prim::Scanr) {
             // a scan's states have no loop-free form even when its components are sums
