@@ -1346,3 +1346,20 @@ fn boolean_components_of_a_tuple_accumulator_reach_share_to_let() {
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a boolean rides in the one loop as a number"), "{r:?}");
     assert_eq!(r.error_span.map(|s| s.0), text.find("(fold"), "{r:?}");
 }
+
+/// An empty gather's zero has the shape the gather would give: `gather 0 r (\i -> [1 + i])` of a
+/// vector is an empty vector of scalars, not of rows (delta.rs, `b_gather`). Reading it as rows made
+/// `sum v` of an accumulator's empty array component a row, and dual-arrays stopped with "cannot add
+/// [0.0] and 1.0" (property-test seeds 415 and 1447 of `part_c_wide`, shrunk).
+#[test]
+fn an_empty_array_component_of_a_tuple_accumulator_sums_to_a_scalar() {
+    let progs = [
+        "def main (x0, x1) =\n  let (a, v) = fold (\\(p, w) y -> (p, w)) (x0, (map (\\q -> x1) [])) [x0] in\n  sum (map (\\d -> (sum v + x0) * d) [0.0, 1.0])\n",
+        "def main (x0, x1) =\n  let (a, v) = fold (\\(p, w) y -> (p * 0.5 + sum w, map (\\t -> sum w * t) w)) (x0, (map (\\q -> x1) [])) [x0, x1] in\n  sum (map (\\(c, d) -> if d > 0.5 then sum v + a else 0.5 * c) (scanl (\\(c, d) e -> (if d > 0.5 then 1.9 else x0, 1.0 - d)) (sum v, 0.0) [sum v, sum v]))\n",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input (0.505, -0.225)\n{main}"));
+    }
+    let r = one(&format!("input (0.505, -0.225)\n{}", progs[0]), "arrays/share-to-let");
+    assert_eq!(r.gradient, vec![1.0, 0.0], "{}", r.program);
+}

@@ -219,9 +219,16 @@ fn b_gather(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     // Gather sizes d f: shape sizes ++ (d's shape after the n indexes f returns)
     let x = d(&a[1], s)?;
     let sh = sizes_of(&a[0]);
-    // an empty gather never calls its index function, so neither does this (at 0 it may index an
-    // empty array: `map (\r -> r ! (length r - 1)) []`, a property-test case); its zero is empty
-    let n = if sh.contains(&0) { 0 } else { index_dims(&a[2], m, sh.len())? };
+    // An empty gather takes nothing, but its zero's element is still d's shape after the indexes `f`
+    // returns (`gather 0 r (\i -> [1 + i])` of a vector is an empty vector of scalars, not of rows:
+    // a row there made `sum` of it a row, and its cotangent could not be added to a scalar's). So `f`
+    // is read at 0 as for any gather; where that fails at run time (at 0 it may index an empty array:
+    // `map (\r -> r ! (length r - 1)) []`, a property-test case) the zero keeps d's whole shape.
+    let n = match index_dims(&a[2], m, sh.len()) {
+        Ok(n) => n,
+        Err(e) if sh.contains(&0) && matches!(e, RunError::Runtime { .. }) => 0,
+        Err(e) => return Err(e),
+    };
     let z = fill(&sh, &peel(&x.zero, n));
     Ok(node(m, Kind::Gather(a[0].clone(), a[2].clone(), x), z))
 }
