@@ -157,11 +157,12 @@ struct Memo {
     vars: Vec<Option<Type>>,
     /// Which of `vars` are zonked already, a bit each.
     done: Vec<u64>,
-    /// A compound type's identity → the type (kept, so that its pointers are not reused while
-    /// they are keys) and its zonked form (None: unchanged). Only types held more than once are
-    /// kept (`identity`): an entry for every node's own type was most of the check's peak (issue
-    /// 14: 300 MB on the dualrev/staged output of a 30,000-line program).
-    seen: rustc_hash::FxHashMap<(u8, usize, usize), (Type, Option<Type>)>,
+    /// A compound type held more than once (`identity`), by its parts (the key keeps them, so
+    /// that their addresses are not reused while they are keys) → its zonked form (None:
+    /// unchanged). Only types held more than once are kept: an entry for every node's own type was
+    /// most of the check's peak (issue 14: 300 MB on the dualrev/staged output of a 30,000-line
+    /// program).
+    seen: rustc_hash::FxHashMap<ByParts<Type>, Option<Type>>,
     /// Every compound type the walk makes, made once (hash-consing): a zonked type equal to one
     /// made before is that one, so the nodes of a program share their types' allocations, e.g. the
     /// `R ⊸ Staged` of every backpropagator and the `(R, R)` of every dual number (issue 14: each
@@ -169,78 +170,125 @@ struct Memo {
     made: Made,
 }
 
-/// The compound types a zonk has made, by `shape`: their parts, each part by its own allocation
-/// (parts are made first, so equal parts are the same allocation and equal shapes equal types).
-/// The values kept hold the allocations their keys point to, so a key's pointers stay valid.
+/// The compound types a zonk has made, each by its parts (`ByParts`): parts are made first, so
+/// equal parts are the same allocation and equal parts mean equal types. Each entry is the type
+/// itself, which holds the allocations its key is made of (16 bytes a tuple, 40 a constructor or
+/// a boxed child; keys of parts' addresses beside the types were 80–90 bytes an entry).
 #[derive(Default)]
 struct Made {
-    tuples: rustc_hash::FxHashMap<Shape, std::rc::Rc<[Type]>>,
-    cons: rustc_hash::FxHashMap<Shape, std::rc::Rc<TyCon>>,
+    tuples: rustc_hash::FxHashSet<ByParts<std::rc::Rc<[Type]>>>,
+    /// By name (its text: each `Type::con` allocates its own) and arguments.
+    cons: rustc_hash::FxHashMap<ByParts<TyCon>, std::rc::Rc<TyCon>>,
     /// The child of a `Sum`, `Fun` or `Lin`, behind its pointer.
-    boxed: rustc_hash::FxHashMap<Shape, std::rc::Rc<Type>>,
+    boxed: rustc_hash::FxHashMap<ByParts<Type>, std::rc::Rc<Type>>,
 }
 
-type Shape = smallvec::SmallVec<[usize; 8]>;
-
-/// Appends what identifies `t` given its parts: a tag, then a leaf's nothing, a variable's number
-/// or the pointers it holds (a prefix code, so a sequence of them is one too).
-fn shape_of(t: &Type, out: &mut Shape) {
+/// What identifies a type given its parts' allocations: its variant, then a leaf's nothing, a
+/// variable's number, or the pointers it holds.
+fn parts(t: &Type) -> (u8, usize, usize) {
     use std::rc::Rc;
     let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
     match t {
-        Type::Real => out.push(0),
-        Type::Int => out.push(1),
-        Type::Bool => out.push(2),
-        Type::Unit => out.push(3),
-        Type::Unknown => out.push(4),
-        Type::Var(v) => out.extend([5, *v as usize]),
-        Type::Tuple(ts) => out.extend([6, Rc::as_ptr(ts) as *const Type as usize]),
-        Type::Con(c) => out.extend([7, Rc::as_ptr(c) as usize]),
-        Type::Sum(a, b) => out.extend([8, ptr(a), ptr(b)]),
-        Type::Fun(a, b) => out.extend([9, ptr(a), ptr(b)]),
-        Type::Lin(a, b) => out.extend([10, ptr(a), ptr(b)]),
+        Type::Real => (0, 0, 0),
+        Type::Int => (1, 0, 0),
+        Type::Bool => (2, 0, 0),
+        Type::Unit => (3, 0, 0),
+        Type::Unknown => (4, 0, 0),
+        Type::Var(v) => (5, *v as usize, 0),
+        Type::Tuple(ts) => (6, Rc::as_ptr(ts) as *const Type as usize, 0),
+        Type::Con(c) => (7, Rc::as_ptr(c) as usize, 0),
+        Type::Sum(a, b) => (8, ptr(a), ptr(b)),
+        Type::Fun(a, b) => (9, ptr(a), ptr(b)),
+        Type::Lin(a, b) => (10, ptr(a), ptr(b)),
     }
 }
 
-fn shape_of_all(tag: usize, ts: &[Type]) -> Shape {
-    let mut out = Shape::new();
-    out.extend([tag, ts.len()]);
-    ts.iter().for_each(|t| shape_of(t, &mut out));
-    out
+/// A type (or a tuple's or constructor's parts) hashed and compared by `parts`, not structurally.
+struct ByParts<T>(T);
+
+impl std::hash::Hash for ByParts<Type> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        parts(&self.0).hash(h)
+    }
 }
+impl PartialEq for ByParts<Type> {
+    fn eq(&self, other: &Self) -> bool {
+        parts(&self.0) == parts(&other.0)
+    }
+}
+impl Eq for ByParts<Type> {}
+
+impl std::hash::Hash for ByParts<std::rc::Rc<[Type]>> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_usize(self.0.len());
+        self.0.iter().for_each(|t| parts(t).hash(h));
+    }
+}
+impl PartialEq for ByParts<std::rc::Rc<[Type]>> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(other.0.iter()).all(|(a, b)| parts(a) == parts(b))
+    }
+}
+impl Eq for ByParts<std::rc::Rc<[Type]>> {}
+
+impl std::hash::Hash for ByParts<TyCon> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.0.name.hash(h);
+        h.write_usize(self.0.args.len());
+        self.0.args.iter().for_each(|t| parts(t).hash(h));
+    }
+}
+impl PartialEq for ByParts<TyCon> {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (&self.0, &other.0);
+        a.name == b.name && a.args.len() == b.args.len() && a.args.iter().zip(b.args.iter()).all(|(x, y)| parts(x) == parts(y))
+    }
+}
+impl Eq for ByParts<TyCon> {}
 
 impl Made {
     fn tuple(&mut self, ts: std::rc::Rc<[Type]>) -> Type {
-        Type::Tuple(self.tuples.entry(shape_of_all(0, &ts)).or_insert(ts).clone())
+        let key = ByParts(ts);
+        if let Some(made) = self.tuples.get(&key) {
+            return Type::Tuple(made.0.clone());
+        }
+        let ts = key.0.clone();
+        self.tuples.insert(key);
+        Type::Tuple(ts)
     }
     fn con(&mut self, name: &std::rc::Rc<str>, args: std::rc::Rc<[Type]>) -> Type {
-        let mut key = shape_of_all(1, &args);
-        key.push(name.as_ptr() as usize);
-        key.push(name.len());
-        Type::Con(self.cons.entry(key).or_insert_with(|| std::rc::Rc::new(TyCon { name: name.clone(), args })).clone())
+        let key = ByParts(TyCon { name: name.clone(), args });
+        if let Some(made) = self.cons.get(&key) {
+            return Type::Con(made.clone());
+        }
+        let made = std::rc::Rc::new(key.0.clone());
+        self.cons.insert(key, made.clone());
+        Type::Con(made)
     }
     fn boxed(&mut self, t: Type) -> std::rc::Rc<Type> {
-        let mut key = Shape::new();
-        shape_of(&t, &mut key);
-        self.boxed.entry(key).or_insert_with(|| std::rc::Rc::new(t)).clone()
+        let key = ByParts(t);
+        if let Some(made) = self.boxed.get(&key) {
+            return made.clone();
+        }
+        let made = std::rc::Rc::new(key.0.clone());
+        self.boxed.insert(key, made.clone());
+        made
     }
 }
 
-/// A compound type's identity: its variant and its children's pointers (a constructor's name's
-/// for its arguments' length); None for a leaf or a variable, which `Memo::vars` covers, and for a
-/// type held once (a child pointer no other type holds): no other type can have its identity.
-fn identity(t: &Type) -> Option<(u8, usize, usize)> {
+/// Whether a compound type may be met again by its parts: None for a leaf or a variable, which
+/// `Memo::vars` covers, and for a type held once (a child pointer no other type holds): no other
+/// type can have its parts.
+fn identity(t: &Type) -> Option<ByParts<Type>> {
     use std::rc::Rc;
-    let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
     let shared = |a: &Rc<Type>, b: &Rc<Type>| Rc::strong_count(a) > 1 && Rc::strong_count(b) > 1;
-    Some(match t {
-        Type::Tuple(ts) if Rc::strong_count(ts) > 1 => (0, Rc::as_ptr(ts) as *const Type as usize, 0),
-        Type::Con(c) if Rc::strong_count(c) > 1 => (1, Rc::as_ptr(c) as usize, 0),
-        Type::Sum(a, b) if shared(a, b) => (2, ptr(a), ptr(b)),
-        Type::Fun(a, b) if shared(a, b) => (3, ptr(a), ptr(b)),
-        Type::Lin(a, b) if shared(a, b) => (4, ptr(a), ptr(b)),
-        _ => return None,
-    })
+    let again = match t {
+        Type::Tuple(ts) => Rc::strong_count(ts) > 1,
+        Type::Con(c) => Rc::strong_count(c) > 1,
+        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => shared(a, b),
+        _ => false,
+    };
+    again.then(|| ByParts(t.clone()))
 }
 
 struct Cx<'b> {
@@ -329,8 +377,8 @@ impl<'b> Cx<'b> {
     /// and each compound type's, so that a type many nodes share is zonked once (`Memo::seen`).
     fn zonk_memo(&self, t: &Type, memo: &mut Option<Memo>) -> Option<Type> {
         let key = memo.as_ref().and_then(|_| identity(t));
-        if let (Some(k), Some(m)) = (key, memo.as_ref()) {
-            if let Some((_, z)) = m.seen.get(&k) {
+        if let (Some(k), Some(m)) = (&key, memo.as_ref()) {
+            if let Some(z) = m.seen.get(k) {
                 return z.clone();
             }
         }
@@ -381,7 +429,7 @@ impl<'b> Cx<'b> {
             _ => return None,
         };
         if let (Some(k), Some(m)) = (key, memo.as_mut()) {
-            m.seen.insert(k, (t.clone(), z.clone()));
+            m.seen.insert(k, z.clone());
         }
         z
     }
@@ -1124,6 +1172,30 @@ mod tests {
             assert!(std::rc::Rc::ptr_eq(b0, b), "each function has its own copy of its result {}", show(b));
             assert!(**a0 == **a);
         }
+    }
+
+    /// The zonk's hash-consing merges constructors by their name's text (every `Type::con`, e.g.
+    /// each builtin's scheme, allocates its own name) and parts by their allocations.
+    #[test]
+    fn made_types_are_one_allocation_by_name_text_and_parts() {
+        use std::rc::Rc;
+        let mut made = Made::default();
+        let con = |m: &mut Made, name: &str, arg: &Type| m.con(&Rc::from(name), vec![arg.clone()].into());
+        let (Type::Con(a), Type::Con(b), Type::Con(c)) = (con(&mut made, "M", &Type::Real), con(&mut made, "M", &Type::Real), con(&mut made, "N", &Type::Real)) else {
+            panic!("constructors")
+        };
+        assert!(Rc::ptr_eq(&a, &b), "two `M R`s made from two allocations of the name are one");
+        assert!(!Rc::ptr_eq(&a, &c), "`N R` is not `M R`");
+        let m = Type::Con(a.clone());
+        let (Type::Tuple(x), Type::Tuple(y)) = (made.tuple(vec![m.clone(), Type::Int].into()), made.tuple(vec![m.clone(), Type::Int].into())) else {
+            panic!("tuples")
+        };
+        assert!(Rc::ptr_eq(&x, &y));
+        let (Type::Tuple(z), Type::Tuple(w)) = (made.tuple(vec![Type::Int, m.clone()].into()), made.tuple(vec![m.clone(), Type::Real].into())) else {
+            panic!("tuples")
+        };
+        assert!(!Rc::ptr_eq(&x, &z) && !Rc::ptr_eq(&x, &w), "other parts, another type");
+        assert!(Rc::ptr_eq(&made.boxed(m.clone()), &made.boxed(Type::Con(b))));
     }
 
     /// Local binders' types by id: an id bound again takes its new type, an id never bound has
