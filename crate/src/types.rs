@@ -81,6 +81,8 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
         }
     }
     cx.zonk_exprs(p.defs.iter_mut().map(|d| &mut d.body));
+    #[cfg(test)]
+    tests::VARIABLES.with(|v| v.set(cx.subst.len()));
     for value in p.input.iter_mut().chain(p.seed.iter_mut()) {
         cx.infer(value)?;
         cx.resolve_numeric()?;
@@ -670,6 +672,38 @@ impl<'b> Cx<'b> {
         })
     }
 
+    /// Binds `p` to `t` directly where `t` already has the pattern's shape (a tuple of as many
+    /// components, `()`), without a fresh variable per name to unify with `t` afterwards: a
+    /// `let (x, dx) = e` or `(x, dx) ← m` of a translation binds its names to the parts of `e`'s
+    /// type. False, binding nothing, where it has not; the caller then binds and unifies as ever,
+    /// so a pattern that does not fit gets the same message.
+    fn bind_pat_to(&mut self, p: &Pat, t: &Type) -> bool {
+        if !self.pat_fits(p, t) {
+            return false;
+        }
+        self.bind_fitting(p, t);
+        true
+    }
+
+    fn pat_fits(&self, p: &Pat, t: &Type) -> bool {
+        match (p, self.resolve(t)) {
+            (Pat::Var(..) | Pat::Wild(_), _) | (Pat::Unit(_), Type::Unit) => true,
+            (Pat::Tuple(ps, _), Type::Tuple(ts)) => ps.len() == ts.len() && ps.iter().zip(ts.iter()).all(|(p, t)| self.pat_fits(p, t)),
+            _ => false,
+        }
+    }
+
+    fn bind_fitting(&mut self, p: &Pat, t: &Type) {
+        match p {
+            Pat::Var(n, _) => self.locals.insert(n.id, t.clone()),
+            Pat::Wild(_) | Pat::Unit(_) => {}
+            Pat::Tuple(ps, _) => {
+                let Type::Tuple(ts) = self.resolve(t).clone() else { unreachable!("checked by pat_fits") };
+                ps.iter().zip(ts.iter()).for_each(|(p, t)| self.bind_fitting(p, t));
+            }
+        }
+    }
+
     fn bind_pat(&mut self, p: &Pat) -> Type {
         match p {
             Pat::Var(n, _) => {
@@ -705,8 +739,17 @@ impl<'b> Cx<'b> {
                 }
                 ExprKind::Bind(p, m, k) => {
                     let tm = self.infer(m)?;
-                    let tp = self.bind_pat(p);
-                    self.unify_monadic(&tp, &tm, m.span)?;
+                    let bound = match self.resolve(&tm) {
+                        Type::Con(c) if &*c.name == "M" && c.args.len() == 1 => {
+                            let inner = c.args[0].clone();
+                            self.bind_pat_to(p, &inner)
+                        }
+                        _ => false,
+                    };
+                    if !bound {
+                        let tp = self.bind_pat(p);
+                        self.unify_monadic(&tp, &tm, m.span)?;
+                    }
                     spine.push((ty, Some(k.span)));
                     k
                 }
@@ -715,7 +758,9 @@ impl<'b> Cx<'b> {
         }
         let t = self.infer_node(cur)?;
         for (slot, bind) in spine.into_iter().rev() {
-            if let Some(span) = bind {
+            // (a do block's value must be `M _`: checked without a fresh variable where it is)
+            let monadic = |t: &Type| matches!(t, Type::Con(c) if &*c.name == "M" && c.args.len() == 1);
+            if let Some(span) = bind.filter(|_| !monadic(self.resolve(&t))) {
                 let b = self.fresh();
                 self.unify_monadic(&b, &t, span)?;
             }
@@ -742,8 +787,10 @@ impl<'b> Cx<'b> {
             }
             p => {
                 let t1 = self.infer(rhs)?;
-                let tp = self.bind_pat(p);
-                self.unify(&tp, &t1, p.span())?;
+                if !self.bind_pat_to(p, &t1) {
+                    let tp = self.bind_pat(p);
+                    self.unify(&tp, &t1, p.span())?;
+                }
             }
         }
         Ok(())
@@ -813,13 +860,17 @@ impl<'b> Cx<'b> {
             ExprKind::App(f, a) => {
                 let tf = self.infer(f)?;
                 let ta = self.infer(a)?;
-                let r = self.fresh();
                 match self.shallow(&tf) {
+                    // (the result is the function's: no fresh variable to unify with it)
                     Type::Fun(x, y) | Type::Lin(x, y) => {
                         self.unify(&x, &ta, a.span)?;
-                        self.unify(&r, &y, span)?;
+                        (*y).clone()
                     }
-                    Type::Var(_) => self.unify(&tf, &Type::fun(ta, r.clone()), f.span)?,
+                    Type::Var(_) => {
+                        let r = self.fresh();
+                        self.unify(&tf, &Type::fun(ta, r.clone()), f.span)?;
+                        r
+                    }
                     other => {
                         return Err(Diagnostic::error(
                             f.span,
@@ -827,7 +878,6 @@ impl<'b> Cx<'b> {
                         ))
                     }
                 }
-                r
             }
             ExprKind::Tuple(es) => {
                 let mut ts = Vec::with_capacity(es.len());
@@ -940,12 +990,20 @@ impl<'b> Cx<'b> {
             }
             return Ok(base(result));
         }
-        // Overloaded: one type for every argument, R or Z (or Bool for equality), decided later.
-        let t = self.fresh();
+        // Overloaded: one type for every argument, R or Z (or Bool for equality), decided later,
+        // or now where the first argument's already is R or Z (most of a translation's arithmetic:
+        // no fresh variable and nothing left to decide).
+        let t = match args.first().map(|(a, _)| self.resolve(a)) {
+            Some(Type::Real) => Type::Real,
+            Some(Type::Int) => Type::Int,
+            _ => self.fresh(),
+        };
         for (a, s) in args {
             self.unify(&t, a, *s)?;
         }
-        self.numeric.push((t.clone(), span, op));
+        if matches!(t, Type::Var(_)) {
+            self.numeric.push((t.clone(), span, op));
+        }
         Ok(if matches!(typing, Typing::Numeric) { t } else { Type::Bool })
     }
 }
@@ -1213,6 +1271,27 @@ mod tests {
         assert_eq!(l.get(2), None);
         assert_eq!(l.get(1000), None);
         assert_eq!(l.types.len(), 2, "a binder bound again keeps its one slot");
+    }
+
+    thread_local! {
+        /// How many inference variables the last `check` on this thread made.
+        pub(super) static VARIABLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A pattern binds its names to the parts of a type of its shape, an application's type is
+    /// its function's result, and arithmetic on an argument known to be R is R: none of them
+    /// makes an inference variable (a translation's output has tens of them a line; each was a
+    /// substitution entry and a level at the output check's peak, issue 14).
+    #[test]
+    fn patterns_applications_and_known_arithmetic_make_no_variables() {
+        let src = "def f y = y * y\ndef main x =\n  let (a, b) = (x * 2.0, x + 1.0) in\n  let (c, (d, _)) = (a * b, (a - b, ())) in\n  f (f (c + d))\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        // f's group: f and y, and `y * y`'s operands' type (y's is not known yet); main's: main,
+        // x and `x * 2.0`'s. Before: also one per pattern name (4), per later operation (5) and
+        // per application (2).
+        assert_eq!(VARIABLES.with(|v| v.get()), 6);
+        assert_eq!(show(&p.def("main").expect("main").scheme.as_ref().expect("scheme").ty), "R → R");
     }
 
     thread_local! {
