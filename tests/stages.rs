@@ -100,6 +100,25 @@ fn type_annotations_are_kept_and_typed_in_every_stage() {
     }
 }
 
+/// A program whose arithmetic only its integer input makes Z (`x * x` on `input 20`: main is fitted
+/// to Z → Z, not R → R by default) is Z in every stage's output too: the output checks, the lowered
+/// and monomorphised programs and the closure-converted one were typed without main's fitted type,
+/// so every stage gave "internal error: `main` has type R → R, but the paper states Z → Z" (found
+/// by `tests/fuzz.rs` with seed 2329).
+#[test]
+fn arithmetic_only_the_integer_input_types_is_integer_in_every_stage() {
+    for src in [
+        "input 20\ndef main x = x * x\n",
+        "input 20\ndef main x =\n  let f = \\z -> z * x in\n  f (f x)\n",
+        "input (20, 1.5)\ndef main (k, y) = let f = \\z -> z * k in (f (f k), y * y)\n",
+    ] {
+        let ran = all_agree(src.to_string());
+        for id in ["dualrev/naive", "dualrev/tape", "krawiec/general", "chad/monadic", "chad/cc", "chad/cc-chad", "arrays/build1", "arrays/onehot"] {
+            assert!(ran.iter().any(|s| s == id), "{id} ran: {ran:?}\n{src}");
+        }
+    }
+}
+
 /// Huot & Shaikhha's direct macro (Fig. 5) on the constructs of its language, with the edge cases of
 /// Ex. 1.2 (prod of [] is 1 with gradient [], of [5] is 5 with gradient [1]), and its refusals.
 #[test]

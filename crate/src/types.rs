@@ -37,10 +37,28 @@ pub fn check_program_fitted(p: &mut Program, main: &Type) -> Result<(), Diagnost
     check(p, &Builtins::new(), Some(Fit::Type(main)), true)
 }
 
+/// Like `check_program` with each definition named in `stated` at (an instance of) its type there,
+/// the types the paper states for a stage's output: for an output whose body leaves main's type
+/// open up to its arithmetic's R or Z, which would default to R where the source's was fitted to
+/// an integer input (`main x = x * x` on `input 20`: the source is Z → Z, so is forward's output,
+/// `D[Z] = Z`).
+pub fn check_program_stated(p: &mut Program, builtins: &Builtins, stated: &[(String, Type)]) -> Result<(), Diagnostic> {
+    check(p, builtins, Some(Fit::Stated(stated)), true)
+}
+
+/// Like `check_program_monomorphic` with main at (an instance of) `main`, every definition in one
+/// group (see `Fit::Stated`): for a closure-converted program, whose closed codes' arithmetic only
+/// main's type may decide.
+pub fn check_program_whole(p: &mut Program, main: &Type) -> Result<(), Diagnostic> {
+    check(p, &Builtins::new(), Some(Fit::Stated(&[("main".to_string(), main.clone())])), false)
+}
+
 /// What main's argument is fitted to: a value, or main's type from an earlier check.
 enum Fit<'a> {
     Value(&'a Value),
     Type(&'a Type),
+    /// Definitions by name at the types given.
+    Stated(&'a [(String, Type)]),
 }
 
 fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_locals: bool) -> Result<(), Diagnostic> {
@@ -49,18 +67,33 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
-    for group in def_groups(p) {
+    // At stated types, one group of every definition: a definition's arithmetic left open (a
+    // closure's code lifted to the top level, `z * x`) is decided by where the stated ones use it,
+    // not defaulted to R at the end of its own group; a definition used at two types then fails,
+    // and the caller keeps the first check's message (pipeline::prepare_with).
+    let groups = match fit {
+        Some(Fit::Stated(_)) => vec![(0..p.defs.len()).collect()],
+        _ => def_groups(p),
+    };
+    for group in groups {
         // Monomorphic within a group; generalised after it.
         let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
         for (&i, t) in group.iter().zip(&tys) {
             cx.globals.insert(p.defs[i].name.text.to_string(), Scheme::mono(t.clone()));
         }
         let main_at = group.iter().position(|&i| &*p.defs[i].name.text == "main");
-        if let (Some(k), Some(Fit::Type(main))) = (main_at, &fit) {
-            // before the body, so that a use that disagrees is where the error is
+        // before the body, so that a use that disagrees is where the error is
+        let fitted: Vec<(usize, &Type)> = match &fit {
+            Some(Fit::Type(main)) => main_at.map(|k| (k, *main)).into_iter().collect(),
+            Some(Fit::Stated(stated)) => (group.iter().enumerate())
+                .filter_map(|(k, &i)| stated.iter().find(|(name, _)| *name == *p.defs[i].name.text).map(|(_, t)| (k, t)))
+                .collect(),
+            _ => vec![],
+        };
+        for (k, t) in fitted {
             let mut fresh: HashMap<u32, Type> = HashMap::default();
-            let main = rename(main, &mut |v| fresh.entry(v).or_insert_with(|| cx.fresh()).clone());
-            cx.unify(&main, &tys[k], p.defs[group[k]].span)?;
+            let t = rename(t, &mut |v| fresh.entry(v).or_insert_with(|| cx.fresh()).clone());
+            cx.unify(&t, &tys[k], p.defs[group[k]].span)?;
         }
         for (&i, t) in group.iter().zip(&tys) {
             let span = p.defs[i].span;

@@ -123,7 +123,10 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
             cs.reverse(); // left to right, so copies are numbered in reading order
             stack.extend(cs);
         }
-        defs.push((Def { name: Name::global(&name), body, span: d.span, scheme: None, role: d.role }, ty));
+        // main keeps its type for `retype`, which fits main to it: arithmetic that main's body
+        // leaves open is then main's R or Z, not R by default (`main x = x * x` on an integer)
+        let scheme = (name == "main").then(|| Scheme::mono(ty.clone()));
+        defs.push((Def { name: Name::global(&name), body, span: d.span, scheme, role: d.role }, ty));
     }
     let types: Vec<Type> = defs.iter().map(|(_, t)| t.clone()).collect();
     let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };

@@ -10,7 +10,7 @@ use super::common::monad::{b_run_delta, monad_builtins};
 use super::common::wrapper::wrapper_type;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Builtins, Graph, Machine};
+use crate::interp::{Builtin, Graph, Machine};
 use crate::ir::*;
 use crate::kit::polytypic::{dot, map_shape, map_shape_acc};
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
@@ -82,7 +82,9 @@ impl Stage for General {
         let md = let_(pvar(&nt), app(global("main"), var(&ns)), pair(var(&nt), app(global("dot_T"), pair(var(&nt), var(&ndt)))));
         p.defs.push(def("mainDot", lam(ppair(pvar(&ns), pvar(&ndt)), md)));
         p.next_id = fr.next_id;
-        types::check_program(&mut p, &Builtins::new())
+        // at main's type as the pipeline fitted it to the input (arithmetic main's body leaves
+        // open is main's R or Z, not R by default: `main x = x * x` on an integer)
+        types::check_program_fitted(&mut p, &Type::fun(s.clone(), t.clone()))
             .map_err(|d| Diagnostic::error(Span::NONE, format!("internal error: λ(s, dt). e s ⊙_T dt does not type-check: {}", d.message)))?;
         let (mut out, laws) = drev_program(&p, &mut fr, crate::kit::delta::drev::Naming::DeltaLet)?;
 
