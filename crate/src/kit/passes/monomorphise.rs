@@ -123,14 +123,20 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
             cs.reverse(); // left to right, so copies are numbered in reading order
             stack.extend(cs);
         }
-        // main keeps its type for `retype`, which fits main to it: arithmetic that main's body
-        // leaves open is then main's R or Z, not R by default (`main x = x * x` on an integer)
-        let scheme = (name == "main").then(|| Scheme::mono(ty.clone()));
-        defs.push((Def { name: Name::global(&name), body, span: d.span, scheme, role: d.role }, ty));
+        defs.push((Def { name: Name::global(&name), body, span: d.span, scheme: None, role: d.role }, ty));
     }
     let types: Vec<Type> = defs.iter().map(|(_, t)| t.clone()).collect();
     let mut out = Program { params: p.params.clone(), input: p.input.clone(), seed: p.seed.clone(), defs: defs.into_iter().map(|(d, _)| d).collect(), expects: p.expects.clone(), next_id: fresh.next_id };
     retype(&mut out, PASS)?;
+    // Arithmetic that main's body leaves open was R by default, but main's type says Z (`main x =
+    // x * x` on an integer input): typed again with main at its type, which `retype` fits main to.
+    let main_at = |out: &Program| out.def("main").and_then(|d| d.scheme.as_ref()).map(|s| rename(&s.ty, &mut |_| Type::Real));
+    if main_at(&out).is_some_and(|t| t != types[0]) {
+        if let Some(d) = out.defs.iter_mut().find(|d| &*d.name.text == "main") {
+            d.scheme = Some(Scheme::mono(types[0].clone()));
+        }
+        retype(&mut out, PASS)?;
+    }
     // A copy whose body does not pin its type (`id x = x`) would be generalised again: annotate it.
     let mut again = false;
     for (d, ty) in out.defs.iter_mut().zip(types) {
