@@ -711,7 +711,7 @@ fn int_s(c: Code, h: &Hints, flat: bool) -> Int {
         if let Some(fl) = Flat::int(&c, h) {
             let slow = int_s(c, h, false);
             return rl(move |m| match fl.run(m) {
-                Some(x) => Ok(x as i64),
+                Some(x) => Ok(x),
                 None => slow.run(m),
             });
         }
@@ -779,7 +779,7 @@ fn real_s(c: Code, h: &Hints, flat: bool) -> Real {
         if let Some(fl) = Flat::real(&c, h) {
             let slow = real_s(c, h, false);
             return rl(move |m| match fl.run(m) {
-                Some(x) => Ok(f64::from_bits(x)),
+                Some(x) => Ok(x),
                 None => slow.run(m),
             });
         }
@@ -994,10 +994,10 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
 
 /// A comparison of unboxed operands (`real_ops` counts one on reals, none on integers).
 /// A flat program for it (`flat.rs`) runs first, when there is one.
-fn compare<T: Scalarlike>(fl: Option<Flat>, a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops: u64, op: crate::prims::Prim, span: crate::diag::Span) -> Gen {
+fn compare<T: Scalarlike>(fl: Option<Flat<bool>>, a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops: u64, op: crate::prims::Prim, span: crate::diag::Span) -> Gen {
     g(move |m| {
         if let Some(x) = fl.as_ref().and_then(|fl| fl.run(m)) {
-            return Ok(Value::Bool(x != 0));
+            return Ok(Value::Bool(x));
         }
         m.step(Charge::Prim2(op))?;
         match operands(m, &a, &b, op, span) {

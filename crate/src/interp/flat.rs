@@ -3,10 +3,10 @@
 //!
 //! A subtree that `fast.rs` would compile to unboxed closures all the way down (constants, slots and
 //! captures read as reals or integers, `real k`, the reals' and integers' arithmetic, a comparison at
-//! the top) is also compiled here to one postfix program over a small stack of 64-bit words: one
-//! closure and one loop instead of a closure per node. Such a tree has no effect but its counters
+//! the top) is also compiled here to pure closures: each returns its `f64`, `i64` or `bool` (or `None`) in
+//! registers, with no step, no counter and no `Miss` to build, and reads its leaves in place. Such a tree has no effect but its counters
 //! (a step per node, a real op per real operation), and both are known at lowering. So it runs the
-//! flat program only when the step gate has room for all its steps — none of them would have met the
+//! pure closures only when the step gate has room for all its steps — none of them would have met the
 //! budget, the 4096-step clock check or a cost model (`Machine::step_gate` is 0 under one) — and every
 //! leaf holds the scalar its hint says and no checked integer operation fails; then it adds its steps
 //! and real ops at once. Otherwise (a budget stop, a wrong hint, an overflow: the walker's message) it
@@ -18,195 +18,215 @@ use super::Machine;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
 
-/// The deepest operand stack a flat program may use (a deeper tree keeps its closures).
-const STACK: usize = 8;
-
-#[derive(Clone, Copy)]
-enum Op {
-    Real(f64),
-    Int(i64),
-    SlotReal(u32),
-    SlotInt(u32),
-    CapReal(u32),
-    CapInt(u32),
-    Add,
-    Sub,
-    Mul,
-    Div,
-    R1(fn(f64) -> f64),
-    R2(fn(f64, f64) -> f64),
-    RCmp(fn(f64, f64) -> bool),
-    Z1(fn(i64) -> Option<i64>),
-    Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>),
-    ZCmp(fn(i64, i64) -> bool),
-    ZToR(fn(i64) -> f64),
+/// A scalar a pure closure computes.
+pub(super) trait Word: Copy + 'static {
+    fn of(v: &Value) -> Option<Self>;
+}
+impl Word for f64 {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<f64> {
+        match v {
+            Value::Real(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+impl Word for i64 {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<i64> {
+        match v {
+            Value::Int(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+impl Word for bool {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<bool> {
+        match v {
+            Value::Bool(x) => Some(*x),
+            _ => None,
+        }
+    }
 }
 
-/// A tree's postfix program, with the steps and real ops it counts.
-pub(super) struct Flat {
-    ops: Box<[Op]>,
-    pub steps: u64,
-    pub real_ops: u64,
+type PureFn<T> = Box<dyn Fn(&Machine<'_>) -> Option<T>>;
+
+/// A node of a pure tree: leaves are read in place, without a closure call. `None`: a leaf that does
+/// not hold its hinted scalar, or checked integer arithmetic that fails.
+enum Pure<T> {
+    Slot(u32),
+    Cap(u32),
+    Const(T),
+    Code(PureFn<T>),
 }
 
+impl<T: Word> Pure<T> {
+    #[inline(always)]
+    fn get(&self, m: &Machine<'_>) -> Option<T> {
+        match self {
+            Pure::Slot(s) => T::of(&m.locals[m.bp + *s as usize]),
+            Pure::Cap(i) => T::of(&m.env[*i as usize]),
+            Pure::Const(x) => Some(*x),
+            Pure::Code(f) => f(m),
+        }
+    }
+}
+
+fn code<T>(f: impl Fn(&Machine<'_>) -> Option<T> + 'static) -> Option<Pure<T>> {
+    Some(Pure::Code(Box::new(f)))
+}
+
+/// A tree's pure closures, with the steps and real ops the tree counts.
+pub(super) struct Flat<T> {
+    tree: Pure<T>,
+    steps: u64,
+    real_ops: u64,
+}
+
+#[derive(Default)]
 struct Builder {
-    ops: Vec<Op>,
-    depth: usize,
-    max: usize,
+    steps: u64,
     real_ops: u64,
 }
 
 impl Builder {
-    fn push(&mut self, op: Op, pops: usize) -> bool {
-        self.ops.push(op);
-        self.depth = self.depth + 1 - pops;
-        self.max = self.max.max(self.depth);
-        self.max <= STACK
-    }
-
     /// `c` as `fast::real` compiles it, if it compiles to unboxed closures all the way down.
-    fn real(&mut self, c: &Code, h: &Hints) -> bool {
+    fn real(&mut self, c: &Code, h: &Hints) -> Option<Pure<f64>> {
+        self.steps += 1;
         match c {
-            Code::Const(Value::Real(x)) => self.push(Op::Real(*x), 0),
-            Code::Local(s) | Code::Move(s) => self.push(Op::SlotReal(*s), 0),
-            Code::Capture(i) => self.push(Op::CapReal(*i), 0),
+            Code::Const(Value::Real(x)) => Some(Pure::Const(*x)),
+            Code::Local(s) | Code::Move(s) => Some(Pure::Slot(*s)),
+            Code::Capture(i) => Some(Pure::Cap(*i)),
             Code::Prim1(op, a, _) => match (op.info().on_int, op.info().on_real) {
-                (Some(OnInt::ZToR(f)), _) if super::fast::is_int(a, h) => self.int(a, h) && self.push(Op::ZToR(f), 1),
+                (Some(OnInt::ZToR(_)), _) if super::fast::is_int(a, h) => {
+                    if *op != Prim::ToReal {
+                        return None;
+                    }
+                    // prims.rs: `real` is `i as f64`
+                    let a = self.int(a, h)?;
+                    code(move |m| Some(a.get(m)? as f64))
+                }
                 (_, Some(OnReal::R1(f))) => {
                     self.real_ops += 1;
-                    self.real(a, h) && self.push(Op::R1(f), 1)
+                    let a = self.real(a, h)?;
+                    code(move |m| Some(f(a.get(m)?)))
                 }
-                _ => false,
+                _ => None,
             },
             Code::Prim2(op, a, b, _) => match op.info().on_real {
                 Some(OnReal::R2(f)) => {
                     self.real_ops += 1;
-                    let op = match op {
-                        Prim::Add => Op::Add,
-                        Prim::Sub => Op::Sub,
-                        Prim::Mul => Op::Mul,
-                        Prim::Div => Op::Div,
-                        _ => Op::R2(f),
-                    };
-                    self.real(a, h) && self.real(b, h) && self.push(op, 2)
+                    let (a, b) = (self.real(a, h)?, self.real(b, h)?);
+                    // the rows' own arithmetic (prims.rs), inlined
+                    match op {
+                        Prim::Add => code(move |m| Some(a.get(m)? + b.get(m)?)),
+                        Prim::Sub => code(move |m| Some(a.get(m)? - b.get(m)?)),
+                        Prim::Mul => code(move |m| Some(a.get(m)? * b.get(m)?)),
+                        Prim::Div => code(move |m| Some(a.get(m)? / b.get(m)?)),
+                        _ => code(move |m| Some(f(a.get(m)?, b.get(m)?))),
+                    }
                 }
-                _ => false,
+                _ => None,
             },
-            _ => false,
+            _ => None,
         }
     }
 
     /// `c` as `fast::int` compiles it, if it compiles to unboxed closures all the way down.
-    fn int(&mut self, c: &Code, h: &Hints) -> bool {
+    fn int(&mut self, c: &Code, h: &Hints) -> Option<Pure<i64>> {
+        self.steps += 1;
         match c {
-            Code::Const(Value::Int(x)) => self.push(Op::Int(*x), 0),
-            Code::Local(s) | Code::Move(s) => self.push(Op::SlotInt(*s), 0),
-            Code::Capture(i) => self.push(Op::CapInt(*i), 0),
+            Code::Const(Value::Int(x)) => Some(Pure::Const(*x)),
+            Code::Local(s) | Code::Move(s) => Some(Pure::Slot(*s)),
+            Code::Capture(i) => Some(Pure::Cap(*i)),
             Code::Prim1(op, a, _) => match op.info().on_int {
-                Some(OnInt::Z1(f)) => self.int(a, h) && self.push(Op::Z1(f), 1),
-                _ => false,
+                Some(OnInt::Z1(f)) => {
+                    let a = self.int(a, h)?;
+                    code(move |m| f(a.get(m)?))
+                }
+                _ => None,
             },
             Code::Prim2(op, a, b, _) => match op.info().on_int {
-                Some(OnInt::Z2(f)) => self.int(a, h) && self.int(b, h) && self.push(Op::Z2(f), 2),
-                _ => false,
+                Some(OnInt::Z2(f)) => {
+                    let (a, b) = (self.int(a, h)?, self.int(b, h)?);
+                    // the rows' checked arithmetic (prims.rs), inlined
+                    match op {
+                        Prim::Add => code(move |m| a.get(m)?.checked_add(b.get(m)?)),
+                        Prim::Sub => code(move |m| a.get(m)?.checked_sub(b.get(m)?)),
+                        Prim::Mul => code(move |m| a.get(m)?.checked_mul(b.get(m)?)),
+                        _ => code(move |m| f(a.get(m)?, b.get(m)?).ok()),
+                    }
+                }
+                _ => None,
             },
-            _ => false,
+            _ => None,
         }
     }
 
-    fn done(self) -> Flat {
-        Flat { steps: self.ops.len() as u64, ops: self.ops.into(), real_ops: self.real_ops }
+    fn done<T>(self, tree: Pure<T>) -> Flat<T> {
+        Flat { tree, steps: self.steps, real_ops: self.real_ops }
     }
 }
 
-fn builder() -> Builder {
-    Builder { ops: Vec::new(), depth: 0, max: 0, real_ops: 0 }
-}
-
-/// Whether a tree is worth a flat program: a leaf is read in place already.
+/// Whether a tree is worth it: a leaf is read in place already.
 fn worth(c: &Code) -> bool {
     !matches!(c, Code::Const(_) | Code::Local(_) | Code::Move(_) | Code::Capture(_))
 }
 
-impl Flat {
-    /// `c` compiled as `fast::real` would compile it, flat.
-    pub(super) fn real(c: &Code, h: &Hints) -> Option<Flat> {
-        let mut b = builder();
-        (worth(c) && b.real(c, h)).then(|| b.done())
+impl Flat<f64> {
+    /// `c` compiled as `fast::real` would compile it, pure.
+    pub(super) fn real(c: &Code, h: &Hints) -> Option<Flat<f64>> {
+        let mut b = Builder::default();
+        let t = if worth(c) { b.real(c, h)? } else { return None };
+        Some(b.done(t))
     }
+}
 
-    /// `c` compiled as `fast::int` would compile it, flat.
-    pub(super) fn int(c: &Code, h: &Hints) -> Option<Flat> {
-        let mut b = builder();
-        (worth(c) && b.int(c, h)).then(|| b.done())
+impl Flat<i64> {
+    /// `c` compiled as `fast::int` would compile it, pure.
+    pub(super) fn int(c: &Code, h: &Hints) -> Option<Flat<i64>> {
+        let mut b = Builder::default();
+        let t = if worth(c) { b.int(c, h)? } else { return None };
+        Some(b.done(t))
     }
+}
 
+impl Flat<bool> {
     /// A comparison `a op b` of reals (`real`) or integers, as `fast::compare` runs it.
-    pub(super) fn compare(a: &Code, b: &Code, op: Prim, real: bool, h: &Hints) -> Option<Flat> {
-        let mut bl = builder();
-        let ok = match (real, op.info().on_real, op.info().on_int) {
+    pub(super) fn compare(a: &Code, b: &Code, op: Prim, real: bool, h: &Hints) -> Option<Flat<bool>> {
+        let mut bl = Builder { steps: 1, real_ops: 0 };
+        let t = match (real, op.info().on_real, op.info().on_int) {
             (true, Some(OnReal::RCmp(f)), _) => {
                 bl.real_ops += 1;
-                bl.real(a, h) && bl.real(b, h) && bl.push(Op::RCmp(f), 2)
+                let (a, b) = (bl.real(a, h)?, bl.real(b, h)?);
+                code(move |m| Some(f(a.get(m)?, b.get(m)?)))?
             }
-            (false, _, Some(OnInt::ZCmp(f))) => bl.int(a, h) && bl.int(b, h) && bl.push(Op::ZCmp(f), 2),
-            _ => false,
+            (false, _, Some(OnInt::ZCmp(f))) => {
+                let (a, b) = (bl.int(a, h)?, bl.int(b, h)?);
+                match op {
+                    Prim::Eq => code(move |m| Some(a.get(m)? == b.get(m)?))?,
+                    _ => code(move |m| Some(f(a.get(m)?, b.get(m)?)))?,
+                }
+            }
+            _ => return None,
         };
-        ok.then(|| bl.done())
+        Some(bl.done(t))
     }
+}
 
-    /// The tree's result as a word (an `f64`'s or `i64`'s bits, a boolean as 0 or 1), its steps and
-    /// real ops counted at once; `None` (nothing counted, nothing changed) when the step gate has no
-    /// room for them all, a leaf does not hold its hinted scalar, or integer arithmetic fails.
+impl<T: Word> Flat<T> {
+    /// The tree's result, its steps and real ops counted at once; `None` (nothing counted, nothing
+    /// changed) when the step gate has no room for them all, a leaf does not hold its hinted scalar,
+    /// or integer arithmetic fails.
     #[inline]
-    pub(super) fn run(&self, m: &mut Machine<'_>) -> Option<u64> {
+    pub(super) fn run(&self, m: &mut Machine<'_>) -> Option<T> {
         if m.steps + self.steps >= m.step_gate {
             return None;
         }
-        let r = self.eval(m)?;
+        let r = self.tree.get(m)?;
         m.steps += self.steps;
         m.real_ops += self.real_ops;
         Some(r)
-    }
-
-    fn eval(&self, m: &Machine<'_>) -> Option<u64> {
-        let (locals, env) = (&m.locals[m.bp..], &*m.env);
-        let mut st = [0u64; STACK];
-        let mut sp = 0usize;
-        let real = |v: &Value| match v {
-            Value::Real(x) => Some(x.to_bits()),
-            _ => None,
-        };
-        let int = |v: &Value| match v {
-            Value::Int(x) => Some(*x as u64),
-            _ => None,
-        };
-        let f = f64::from_bits;
-        for op in self.ops.iter() {
-            let (x, y) = if sp >= 2 { (st[sp - 2], st[sp - 1]) } else { (0, 0) };
-            let (r, pops) = match *op {
-                Op::Real(x) => (x.to_bits(), 0),
-                Op::Int(x) => (x as u64, 0),
-                Op::SlotReal(s) => (real(locals.get(s as usize)?)?, 0),
-                Op::SlotInt(s) => (int(locals.get(s as usize)?)?, 0),
-                Op::CapReal(i) => (real(env.get(i as usize)?)?, 0),
-                Op::CapInt(i) => (int(env.get(i as usize)?)?, 0),
-                Op::Add => ((f(x) + f(y)).to_bits(), 2),
-                Op::Sub => ((f(x) - f(y)).to_bits(), 2),
-                Op::Mul => ((f(x) * f(y)).to_bits(), 2),
-                Op::Div => ((f(x) / f(y)).to_bits(), 2),
-                Op::R2(g) => (g(f(x), f(y)).to_bits(), 2),
-                Op::RCmp(g) => (g(f(x), f(y)) as u64, 2),
-                Op::Z2(g) => (g(x as i64, y as i64).ok()? as u64, 2),
-                Op::ZCmp(g) => (g(x as i64, y as i64) as u64, 2),
-                Op::R1(g) => (g(f(st[sp - 1])).to_bits(), 1),
-                Op::Z1(g) => (g(st[sp - 1] as i64)? as u64, 1),
-                Op::ZToR(g) => (g(st[sp - 1] as i64).to_bits(), 1),
-            };
-            sp -= pops;
-            *st.get_mut(sp)? = r;
-            sp += 1;
-        }
-        Some(st[0])
     }
 }
