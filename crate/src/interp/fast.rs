@@ -94,12 +94,14 @@ enum Unboxed<T> {
     Capture(u32),
     Const(T),
     Code(UnboxedFn<T>),
+    /// A flat tree (`flat.rs`), and its stepwise closures when it cannot run at once.
+    Flat(Box<(Flat<T>, Unboxed<T>)>),
 }
 type Real = Unboxed<f64>;
 type Int = Unboxed<i64>;
 
 /// A scalar a value may hold unboxed.
-trait Scalarlike: Copy + 'static {
+trait Scalarlike: super::flat::Word {
     fn boxed(self) -> Value;
     fn unbox(v: &Value) -> Option<Self>;
 }
@@ -196,6 +198,12 @@ impl<T: Scalarlike> Unboxed<T> {
                 return Ok(*x);
             }
             Unboxed::Code(f) => return f(m),
+            Unboxed::Flat(b) => {
+                return match b.0.run(m) {
+                    Some(x) => Ok(x),
+                    None => b.1.run_slow(m),
+                }
+            }
             Unboxed::Local(s) => {
                 m.step(Charge::Var)?;
                 &m.locals[m.bp + *s as usize]
@@ -213,9 +221,15 @@ impl<T: Scalarlike> Unboxed<T> {
 }
 
 impl<T: Scalarlike> Unboxed<T> {
+    /// `run` out of line: a flat tree's stepwise fallback (not inlined into its own caller).
+    #[inline(never)]
+    fn run_slow(&self, m: &mut Machine<'_>) -> Result<T, Miss> {
+        self.run(m)
+    }
+
     /// A slot, capture or constant (its read has no effect but its step).
     fn is_leaf(&self) -> bool {
-        !matches!(self, Unboxed::Code(_))
+        !matches!(self, Unboxed::Code(_) | Unboxed::Flat(_))
     }
     /// A leaf's scalar read without counting its step (`None`: not a leaf, or not a scalar).
     #[inline(always)]
@@ -224,7 +238,7 @@ impl<T: Scalarlike> Unboxed<T> {
             Unboxed::Const(x) => Some(*x),
             Unboxed::Local(s) => T::unbox(&m.locals[m.bp + *s as usize]),
             Unboxed::Capture(i) => T::unbox(&m.env[*i as usize]),
-            Unboxed::Code(_) => None,
+            Unboxed::Code(_) | Unboxed::Flat(_) => None,
         }
     }
 }
@@ -709,11 +723,7 @@ fn int(c: Code, h: &Hints) -> Int {
 fn int_s(c: Code, h: &Hints, flat: bool) -> Int {
     if flat {
         if let Some(fl) = Flat::int(&c, h) {
-            let slow = int_s(c, h, false);
-            return rl(move |m| match fl.run(m) {
-                Some(x) => Ok(x),
-                None => slow.run(m),
-            });
+            return Unboxed::Flat(Box::new((fl, int_s(c, h, false))));
         }
     }
     match c {
@@ -777,11 +787,7 @@ fn real(c: Code, h: &Hints) -> Real {
 fn real_s(c: Code, h: &Hints, flat: bool) -> Real {
     if flat {
         if let Some(fl) = Flat::real(&c, h) {
-            let slow = real_s(c, h, false);
-            return rl(move |m| match fl.run(m) {
-                Some(x) => Ok(x),
-                None => slow.run(m),
-            });
+            return Unboxed::Flat(Box::new((fl, real_s(c, h, false))));
         }
     }
     match c {
@@ -1070,6 +1076,11 @@ impl FusedId for (i64, i64) {
             // not taken (`fits`)
             _ => Unboxed::Const((i64::MIN, i64::MIN)),
         }
+    }
+}
+impl super::flat::Word for (i64, i64) {
+    fn of(v: &Value) -> Option<(i64, i64)> {
+        <(i64, i64) as Scalarlike>::unbox(v)
     }
 }
 impl Scalarlike for (i64, i64) {
