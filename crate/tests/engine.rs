@@ -510,3 +510,44 @@ fn self_loops_count_as_the_walker_at_every_budget_with_a_cost_model_and_a_trace(
     m.call("main", vec![arg]).expect("runs");
     assert_eq!(m.take_trace().0.iter().filter(|t| t.kind == "call").count(), 4);
 }
+
+/// Scalar trees a region runs as pure closures with their steps and real ops counted at once
+/// (`interp/flat.rs`): reals, integers, `real k`, comparisons at the top, leaves from slots and
+/// captures, inside a loop and beside calls; and trees that must fall back to stepping (an integer
+/// overflow in the middle of one, checked by the walker's message).
+const FLAT_TREES: &[(&str, &str)] = &[
+    ("def main x = x * x + 3.0 * x - x / (x + 1.0) * sin (x - 0.25)", "0.75"),
+    ("def main (x, k) = if k * k - 3 * k + 1 == 11 then real (k * 2 - 1) * x else x / real (k + 1)", "(0.5, 5)"),
+    ("def main (x, k) = if x * 2.0 < real k - 0.5 then -x else x * x * x", "(1.5, 3)"),
+    ("def go k acc x = if k == 0 then acc else go (k - 1) (acc * x + 1.0 / real k) x\ndef main x = go 6 0.0 x", "0.99"),
+    ("def main x = let f y = (y - x) * (y + x) / 2.0 in f (x * 3.0) + f 1.0", "0.5"),
+];
+
+#[test]
+fn flat_scalar_trees_stop_at_every_budget_where_the_walker_stops() {
+    for (src, at) in FLAT_TREES {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        assert!(run_both(src, true, arg.clone(), Budget::default()).is_ok(), "{src}");
+        // every step budget: a tree whose steps do not all fit stops at the walker's node
+        let mut stopped = 0;
+        for steps in 1..200 {
+            match run_both(src, true, arg.clone(), Budget { steps, ..Budget::default() }) {
+                Ok(_) => break,
+                Err(e) => {
+                    assert!(matches!(e, RunError::Budget { .. }), "{src}: {e:?}");
+                    stopped += 1;
+                }
+            }
+        }
+        assert!(stopped >= 10, "{src}: only {stopped} step budgets stop it");
+        // and under a cost model and a trace, where no tree is counted at once
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+    }
+    // checked integer arithmetic failing inside a tree: the walker's message, counts and step
+    for (src, k) in [("def main k = if k * k * k * 2 - 1 == 3 then 1 else 2", 1i64 << 21), ("def main k = real (k * k * k + 1) * 2.0", 1 << 22)] {
+        match run_both(src, true, Value::Int(k), Budget::default()) {
+            Err(RunError::Runtime { message, .. }) => assert!(message.contains("integer overflow"), "{src}: {message}"),
+            other => panic!("{src}: expected an overflow, got {other:?}"),
+        }
+    }
+}

@@ -31,6 +31,7 @@
 //! NEXT STEP: a call's return without the loop (bodies in ANF run by one loop over links and calls with
 //! an explicit frame stack), then the same design emitted as WebAssembly (f64 locals).
 
+use super::flat::Flat;
 use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
@@ -93,12 +94,14 @@ enum Unboxed<T> {
     Capture(u32),
     Const(T),
     Code(UnboxedFn<T>),
+    /// A flat tree (`flat.rs`), and its stepwise closures when it cannot run at once.
+    Flat(Box<(Flat<T>, Unboxed<T>)>),
 }
 type Real = Unboxed<f64>;
 type Int = Unboxed<i64>;
 
 /// A scalar a value may hold unboxed.
-trait Scalarlike: Copy + 'static {
+trait Scalarlike: super::flat::Word {
     fn boxed(self) -> Value;
     fn unbox(v: &Value) -> Option<Self>;
 }
@@ -195,6 +198,12 @@ impl<T: Scalarlike> Unboxed<T> {
                 return Ok(*x);
             }
             Unboxed::Code(f) => return f(m),
+            Unboxed::Flat(b) => {
+                return match b.0.run(m) {
+                    Some(x) => Ok(x),
+                    None => b.1.run_slow(m),
+                }
+            }
             Unboxed::Local(s) => {
                 m.step(Charge::Var)?;
                 &m.locals[m.bp + *s as usize]
@@ -212,9 +221,15 @@ impl<T: Scalarlike> Unboxed<T> {
 }
 
 impl<T: Scalarlike> Unboxed<T> {
+    /// `run` out of line: a flat tree's stepwise fallback (not inlined into its own caller).
+    #[inline(never)]
+    fn run_slow(&self, m: &mut Machine<'_>) -> Result<T, Miss> {
+        self.run(m)
+    }
+
     /// A slot, capture or constant (its read has no effect but its step).
     fn is_leaf(&self) -> bool {
-        !matches!(self, Unboxed::Code(_))
+        !matches!(self, Unboxed::Code(_) | Unboxed::Flat(_))
     }
     /// A leaf's scalar read without counting its step (`None`: not a leaf, or not a scalar).
     #[inline(always)]
@@ -223,7 +238,7 @@ impl<T: Scalarlike> Unboxed<T> {
             Unboxed::Const(x) => Some(*x),
             Unboxed::Local(s) => T::unbox(&m.locals[m.bp + *s as usize]),
             Unboxed::Capture(i) => T::unbox(&m.env[*i as usize]),
-            Unboxed::Code(_) => None,
+            Unboxed::Code(_) | Unboxed::Flat(_) => None,
         }
     }
 }
@@ -686,7 +701,7 @@ fn is_real(c: &Code, h: &Hints) -> bool {
 }
 
 /// Whether the hints say `c` is an integer (as `is_real`).
-fn is_int(c: &Code, h: &Hints) -> bool {
+pub(super) fn is_int(c: &Code, h: &Hints) -> bool {
     match c {
         Code::Const(Value::Int(_)) => true,
         Code::Local(s) | Code::Move(s) => h.slot(*s) == Scalar::Int,
@@ -700,13 +715,24 @@ fn is_int(c: &Code, h: &Hints) -> bool {
 /// `c` as a closure returning an unboxed integer. Checked arithmetic that fails (overflow, division
 /// by zero) hands its operands to the walker's `prim1`/`prim2`, which give its message.
 fn int(c: Code, h: &Hints) -> Int {
+    int_s(c, h, true)
+}
+
+/// `int`, trying a flat program (`flat.rs`) first when `flat`; a flat tree's stepwise closures (its
+/// fallback) are built with `flat` off, since every subtree of it would be flat too.
+fn int_s(c: Code, h: &Hints, flat: bool) -> Int {
+    if flat {
+        if let Some(fl) = Flat::int(&c, h) {
+            return Unboxed::Flat(Box::new((fl, int_s(c, h, false))));
+        }
+    }
     match c {
         Code::Const(Value::Int(x)) => Unboxed::Const(x),
         Code::Local(s) | Code::Move(s) => Unboxed::Local(s),
         Code::Capture(i) => Unboxed::Capture(i),
         Code::Prim1(op, a, span) if matches!(op.info().on_int, Some(OnInt::Z1(_))) => {
             let Some(OnInt::Z1(f)) = op.info().on_int else { return wrap(Code::Prim1(op, a, span), h) };
-            let a = int(*a, h);
+            let a = int_s(*a, h, flat);
             rl(move |m| {
                 m.step(Charge::Prim1(op))?;
                 match a.run(m) {
@@ -718,7 +744,7 @@ fn int(c: Code, h: &Hints) -> Int {
         }
         Code::Prim2(op, a, b, span) if matches!(op.info().on_int, Some(OnInt::Z2(_))) => {
             let Some(OnInt::Z2(f)) = op.info().on_int else { return wrap(Code::Prim2(op, a, b, span), h) };
-            let (a, b) = (int(*a, h), int(*b, h));
+            let (a, b) = (int_s(*a, h, flat), int_s(*b, h, flat));
             rl(move |m| {
                 m.step(Charge::Prim2(op))?;
                 let (x, y) = operands(m, &a, &b, op, span)?;
@@ -754,6 +780,16 @@ fn operands<T: Scalarlike>(m: &mut Machine<'_>, a: &Unboxed<T>, b: &Unboxed<T>, 
 
 /// `c` as a closure returning an unboxed real.
 fn real(c: Code, h: &Hints) -> Real {
+    real_s(c, h, true)
+}
+
+/// `real`, trying a flat program first when `flat` (as `int_s`).
+fn real_s(c: Code, h: &Hints, flat: bool) -> Real {
+    if flat {
+        if let Some(fl) = Flat::real(&c, h) {
+            return Unboxed::Flat(Box::new((fl, real_s(c, h, false))));
+        }
+    }
     match c {
         Code::Const(Value::Real(x)) => Real::Const(x),
         // a real is read in place (a moved slot's value is dropped with the frame)
@@ -762,7 +798,7 @@ fn real(c: Code, h: &Hints) -> Real {
         // `real k` of an integer (counts no real op, as the walker's `prim1`)
         Code::Prim1(op, a, span) if matches!(op.info().on_int, Some(OnInt::ZToR(_))) && is_int(&a, h) => {
             let Some(OnInt::ZToR(f)) = op.info().on_int else { return wrap(Code::Prim1(op, a, span), h) };
-            let a = int(*a, h);
+            let a = int_s(*a, h, flat);
             rl(move |m| {
                 m.step(Charge::Prim1(op))?;
                 match a.run(m) {
@@ -774,7 +810,7 @@ fn real(c: Code, h: &Hints) -> Real {
         }
         Code::Prim1(op, a, span) if matches!(op.info().on_real, Some(OnReal::R1(_))) => {
             let Some(OnReal::R1(f)) = op.info().on_real else { return wrap(Code::Prim1(op, a, span), h) };
-            let a = real(*a, h);
+            let a = real_s(*a, h, flat);
             rl(move |m| {
                 m.step(Charge::Prim1(op))?;
                 match a.run(m) {
@@ -789,7 +825,7 @@ fn real(c: Code, h: &Hints) -> Real {
         }
         Code::Prim2(op, a, b, span) if matches!(op.info().on_real, Some(OnReal::R2(_))) => {
             let Some(OnReal::R2(f)) = op.info().on_real else { return wrap(Code::Prim2(op, a, b, span), h) };
-            let (a, b) = (real(*a, h), real(*b, h));
+            let (a, b) = (real_s(*a, h, flat), real_s(*b, h, flat));
             rl(move |m| {
                 m.step(Charge::Prim2(op))?;
                 let (x, y) = operands(m, &a, &b, op, span)?;
@@ -911,10 +947,14 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
         Code::Prim2(op, a, b, span) => {
             // a comparison of reals or of integers: unboxed operands, a boolean result
             if let (Some(OnReal::RCmp(f)), true) = (op.info().on_real, is_real(&a, h) || is_real(&b, h)) {
-                return compare(real(*a, h), real(*b, h), f, 1, op, span);
+                let fl = Flat::compare(&a, &b, op, true, h);
+                let flat = fl.is_none();
+                return compare(fl, real_s(*a, h, flat), real_s(*b, h, flat), f, 1, op, span);
             }
             if let (Some(OnInt::ZCmp(f)), true) = (op.info().on_int, is_int(&a, h) || is_int(&b, h)) {
-                return compare(int(*a, h), int(*b, h), f, 0, op, span);
+                let fl = Flat::compare(&a, &b, op, false, h);
+                let flat = fl.is_none();
+                return compare(fl, int_s(*a, h, flat), int_s(*b, h, flat), f, 0, op, span);
             }
             let (a, b) = (gen(*a, h), gen(*b, h));
             g(move |m| {
@@ -959,8 +999,12 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
 }
 
 /// A comparison of unboxed operands (`real_ops` counts one on reals, none on integers).
-fn compare<T: Scalarlike>(a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops: u64, op: crate::prims::Prim, span: crate::diag::Span) -> Gen {
+/// A flat program for it (`flat.rs`) runs first, when there is one.
+fn compare<T: Scalarlike>(fl: Option<Flat<bool>>, a: Unboxed<T>, b: Unboxed<T>, f: fn(T, T) -> bool, ops: u64, op: crate::prims::Prim, span: crate::diag::Span) -> Gen {
     g(move |m| {
+        if let Some(x) = fl.as_ref().and_then(|fl| fl.run(m)) {
+            return Ok(Value::Bool(x));
+        }
         m.step(Charge::Prim2(op))?;
         match operands(m, &a, &b, op, span) {
             Ok((x, y)) => {
@@ -1032,6 +1076,11 @@ impl FusedId for (i64, i64) {
             // not taken (`fits`)
             _ => Unboxed::Const((i64::MIN, i64::MIN)),
         }
+    }
+}
+impl super::flat::Word for (i64, i64) {
+    fn of(v: &Value) -> Option<(i64, i64)> {
+        <(i64, i64) as Scalarlike>::unbox(v)
     }
 }
 impl Scalarlike for (i64, i64) {

@@ -22,6 +22,7 @@
 pub mod api;
 pub(crate) mod arrays;
 mod fast;
+mod flat;
 mod lower;
 mod prim;
 mod run;

@@ -1,0 +1,232 @@
+//! Flat scalar trees: a region's arithmetic on unboxed reals and integers counted per block (issue 13,
+//! item 1, "count per basic block at lowering time rather than per step at run time").
+//!
+//! A subtree that `fast.rs` would compile to unboxed closures all the way down (constants, slots and
+//! captures read as reals or integers, `real k`, the reals' and integers' arithmetic, a comparison at
+//! the top) is also compiled here to pure closures: each returns its `f64`, `i64` or `bool` (or `None`) in
+//! registers, with no step, no counter and no `Miss` to build, and reads its leaves in place. Such a tree has no effect but its counters
+//! (a step per node, a real op per real operation), and both are known at lowering. So it runs the
+//! pure closures only when the step gate has room for all its steps — none of them would have met the
+//! budget, the 4096-step clock check or a cost model (`Machine::step_gate` is 0 under one) — and every
+//! leaf holds the scalar its hint says and no checked integer operation fails; then it adds its steps
+//! and real ops at once. Otherwise (a budget stop, a wrong hint, an overflow: the walker's message) it
+//! has changed nothing and runs the stepwise closures, which stop and fail exactly where the walker does.
+
+use super::fast::Hints;
+use super::lower::Code;
+use super::Machine;
+use crate::prims::{OnInt, OnReal, Prim};
+use crate::value::Value;
+
+/// A scalar a pure closure computes.
+pub(super) trait Word: Copy + 'static {
+    fn of(v: &Value) -> Option<Self>;
+}
+impl Word for f64 {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<f64> {
+        match v {
+            Value::Real(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+impl Word for i64 {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<i64> {
+        match v {
+            Value::Int(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+impl Word for bool {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<bool> {
+        match v {
+            Value::Bool(x) => Some(*x),
+            _ => None,
+        }
+    }
+}
+
+type PureFn<T> = Box<dyn Fn(&Machine<'_>) -> Option<T>>;
+
+/// A node of a pure tree: leaves are read in place, without a closure call. `None`: a leaf that does
+/// not hold its hinted scalar, or checked integer arithmetic that fails.
+enum Pure<T> {
+    Slot(u32),
+    Cap(u32),
+    Const(T),
+    Code(PureFn<T>),
+}
+
+impl<T: Word> Pure<T> {
+    #[inline(always)]
+    fn get(&self, m: &Machine<'_>) -> Option<T> {
+        match self {
+            Pure::Slot(s) => T::of(&m.locals[m.bp + *s as usize]),
+            Pure::Cap(i) => T::of(&m.env[*i as usize]),
+            Pure::Const(x) => Some(*x),
+            Pure::Code(f) => f(m),
+        }
+    }
+}
+
+fn code<T>(f: impl Fn(&Machine<'_>) -> Option<T> + 'static) -> Option<Pure<T>> {
+    Some(Pure::Code(Box::new(f)))
+}
+
+/// A tree's pure closures, with the steps and real ops the tree counts.
+pub(super) struct Flat<T> {
+    tree: Pure<T>,
+    steps: u64,
+    real_ops: u64,
+}
+
+#[derive(Default)]
+struct Builder {
+    steps: u64,
+    real_ops: u64,
+}
+
+impl Builder {
+    /// `c` as `fast::real` compiles it, if it compiles to unboxed closures all the way down.
+    fn real(&mut self, c: &Code, h: &Hints) -> Option<Pure<f64>> {
+        self.steps += 1;
+        match c {
+            Code::Const(Value::Real(x)) => Some(Pure::Const(*x)),
+            Code::Local(s) | Code::Move(s) => Some(Pure::Slot(*s)),
+            Code::Capture(i) => Some(Pure::Cap(*i)),
+            Code::Prim1(op, a, _) => match (op.info().on_int, op.info().on_real) {
+                (Some(OnInt::ZToR(_)), _) if super::fast::is_int(a, h) => {
+                    if *op != Prim::ToReal {
+                        return None;
+                    }
+                    // prims.rs: `real` is `i as f64`
+                    let a = self.int(a, h)?;
+                    code(move |m| Some(a.get(m)? as f64))
+                }
+                (_, Some(OnReal::R1(f))) => {
+                    self.real_ops += 1;
+                    let a = self.real(a, h)?;
+                    code(move |m| Some(f(a.get(m)?)))
+                }
+                _ => None,
+            },
+            Code::Prim2(op, a, b, _) => match op.info().on_real {
+                Some(OnReal::R2(f)) => {
+                    self.real_ops += 1;
+                    let (a, b) = (self.real(a, h)?, self.real(b, h)?);
+                    // the rows' own arithmetic (prims.rs), inlined
+                    match op {
+                        Prim::Add => code(move |m| Some(a.get(m)? + b.get(m)?)),
+                        Prim::Sub => code(move |m| Some(a.get(m)? - b.get(m)?)),
+                        Prim::Mul => code(move |m| Some(a.get(m)? * b.get(m)?)),
+                        Prim::Div => code(move |m| Some(a.get(m)? / b.get(m)?)),
+                        _ => code(move |m| Some(f(a.get(m)?, b.get(m)?))),
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `c` as `fast::int` compiles it, if it compiles to unboxed closures all the way down.
+    fn int(&mut self, c: &Code, h: &Hints) -> Option<Pure<i64>> {
+        self.steps += 1;
+        match c {
+            Code::Const(Value::Int(x)) => Some(Pure::Const(*x)),
+            Code::Local(s) | Code::Move(s) => Some(Pure::Slot(*s)),
+            Code::Capture(i) => Some(Pure::Cap(*i)),
+            Code::Prim1(op, a, _) => match op.info().on_int {
+                Some(OnInt::Z1(f)) => {
+                    let a = self.int(a, h)?;
+                    code(move |m| f(a.get(m)?))
+                }
+                _ => None,
+            },
+            Code::Prim2(op, a, b, _) => match op.info().on_int {
+                Some(OnInt::Z2(f)) => {
+                    let (a, b) = (self.int(a, h)?, self.int(b, h)?);
+                    // the rows' checked arithmetic (prims.rs), inlined
+                    match op {
+                        Prim::Add => code(move |m| a.get(m)?.checked_add(b.get(m)?)),
+                        Prim::Sub => code(move |m| a.get(m)?.checked_sub(b.get(m)?)),
+                        Prim::Mul => code(move |m| a.get(m)?.checked_mul(b.get(m)?)),
+                        _ => code(move |m| f(a.get(m)?, b.get(m)?).ok()),
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn done<T>(self, tree: Pure<T>) -> Flat<T> {
+        Flat { tree, steps: self.steps, real_ops: self.real_ops }
+    }
+}
+
+/// Whether a tree is worth it: a leaf is read in place already.
+fn worth(c: &Code) -> bool {
+    !matches!(c, Code::Const(_) | Code::Local(_) | Code::Move(_) | Code::Capture(_))
+}
+
+impl Flat<f64> {
+    /// `c` compiled as `fast::real` would compile it, pure.
+    pub(super) fn real(c: &Code, h: &Hints) -> Option<Flat<f64>> {
+        let mut b = Builder::default();
+        let t = if worth(c) { b.real(c, h)? } else { return None };
+        Some(b.done(t))
+    }
+}
+
+impl Flat<i64> {
+    /// `c` compiled as `fast::int` would compile it, pure.
+    pub(super) fn int(c: &Code, h: &Hints) -> Option<Flat<i64>> {
+        let mut b = Builder::default();
+        let t = if worth(c) { b.int(c, h)? } else { return None };
+        Some(b.done(t))
+    }
+}
+
+impl Flat<bool> {
+    /// A comparison `a op b` of reals (`real`) or integers, as `fast::compare` runs it.
+    pub(super) fn compare(a: &Code, b: &Code, op: Prim, real: bool, h: &Hints) -> Option<Flat<bool>> {
+        let mut bl = Builder { steps: 1, real_ops: 0 };
+        let t = match (real, op.info().on_real, op.info().on_int) {
+            (true, Some(OnReal::RCmp(f)), _) => {
+                bl.real_ops += 1;
+                let (a, b) = (bl.real(a, h)?, bl.real(b, h)?);
+                code(move |m| Some(f(a.get(m)?, b.get(m)?)))?
+            }
+            (false, _, Some(OnInt::ZCmp(f))) => {
+                let (a, b) = (bl.int(a, h)?, bl.int(b, h)?);
+                match op {
+                    Prim::Eq => code(move |m| Some(a.get(m)? == b.get(m)?))?,
+                    _ => code(move |m| Some(f(a.get(m)?, b.get(m)?)))?,
+                }
+            }
+            _ => return None,
+        };
+        Some(bl.done(t))
+    }
+}
+
+impl<T: Word> Flat<T> {
+    /// The tree's result, its steps and real ops counted at once; `None` (nothing counted, nothing
+    /// changed) when the step gate has no room for them all, a leaf does not hold its hinted scalar,
+    /// or integer arithmetic fails.
+    #[inline]
+    pub(super) fn run(&self, m: &mut Machine<'_>) -> Option<T> {
+        if m.steps + self.steps >= m.step_gate {
+            return None;
+        }
+        let r = self.tree.get(m)?;
+        m.steps += self.steps;
+        m.real_ops += self.real_ops;
+        Some(r)
+    }
+}
