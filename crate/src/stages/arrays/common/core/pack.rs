@@ -39,7 +39,7 @@ impl Sra<'_> {
     /// loop-free form) or a component or element is not a real or an array of reals; an array of
     /// arrays is refused, located.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, elem_reals): (&[Type], bool), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
+    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, xr): (&[Type], Option<&[usize]>), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
         let mut cs = vec![];
         if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
             return Ok(None);
@@ -47,7 +47,8 @@ impl Sra<'_> {
         let ExprKind::Prim(op, _) = &e.kind else { return Ok(None) };
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
+        let Some(xr) = xr else { return Ok(None) };
+        if sums || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
             return Ok(None);
         }
         if let Some(t) = tys.iter().find(|t| **t != Type::Real && rank(t).is_none()) {
@@ -62,7 +63,7 @@ impl Sra<'_> {
         let pick = |ks: &[usize], from: &[Expr]| ks.iter().map(|&k| from[k].clone()).collect::<Vec<Expr>>();
         let (szs, saccs) = (pick(&scalars, zs), scalars.iter().map(|&k| accs[k]).collect::<Vec<u32>>());
         let scs = Expr::gen(ExprKind::Array(pick(&scalars, &cs))).with_ty(arr);
-        let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, i), inner.clone(), n, binds) else { return Ok(None) };
+        let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, xr, i), inner.clone(), n, binds) else { return Ok(None) };
         // each component read back: a real's column (a scan's `build (length r) (\i -> r ! i ! k)`),
         // an array's columns (`build len (\j -> r ! (off + j))`, a scan's per state)
         let outs: Vec<Expr> = cols
@@ -81,21 +82,36 @@ impl Sra<'_> {
     /// r's name, or None when the body reads the elements otherwise.
     /// With array components (`pieces`), the row is the reals, then each array's elements (`packed_row`).
     #[allow(clippy::too_many_arguments)]
-    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), pieces: &[Piece], (xs, i): (&[Expr], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
+    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), pieces: &[Piece], (xs, xr, i): (&[Expr], &[usize], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
         let arr = Type::array(Type::Real);
+        // elements that are arrays (rank > 0, a fold over a matrix's rows): more columns of the
+        // packed elements after the reals, their dimensions those of the first element (regular,
+        // §3.2), as `iota` bound before the loop (the body reads no length of a differentiated array)
+        let (reals, arrays): (Vec<usize>, Vec<usize>) = (0..xs.len()).partition(|&l| xr.get(l).copied().unwrap_or(0) == 0);
+        let x_dims: Vec<Vec<Expr>> = arrays
+            .iter()
+            .map(|&l| {
+                let first = prim(Prim::Index, vec![xs[l].clone(), int(0)]).with_ty(nested(xr[l]));
+                self.shapes(span, &[0], (&[first], &[nested(xr[l])]), binds).remove(0).iter().map(|s| length(var(s))).collect()
+            })
+            .collect();
+        let x_lens: Vec<Expr> = x_dims.iter().map(|d| size(d)).collect();
         let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
         let m = zs.len();
         let dims: Vec<Vec<Expr>> = pieces.iter().map(|p| p.shape.iter().map(|s| length(var(s))).collect()).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
         let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &dims, Some(span)) };
-        // the elements' reads `xs_l ! i` become `c ! l`
+        // the elements' reads `xs_l ! i` become `c ! l` (an array element its columns, `read_col`)
         let mut body = wrap(inner, cs);
         let mut stack = vec![&mut body];
         while let Some(y) = stack.pop() {
             if let ExprKind::Prim(Prim::Index, ab) = &y.kind {
                 let hit = matches!(&ab[1].kind, ExprKind::Var(v) if v.id == i.id);
                 if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
-                    *y = prim(Prim::Index, vec![var(&cv), int(l as i64)]).with_ty(Type::Real);
+                    *y = match arrays.iter().position(|&a| a == l) {
+                        None => prim(Prim::Index, vec![var(&cv), int(reals.iter().position(|&q| q == l).unwrap_or(l) as i64)]).with_ty(Type::Real),
+                        Some(p) => self.read_col(var(&cv), &Col::Array(offset(reals.len(), &x_lens[..p]), x_dims[p].clone())),
+                    };
                     continue;
                 }
             }
@@ -120,7 +136,8 @@ impl Sra<'_> {
         let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&p.z, p.shape.len())).collect();
         let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, None) };
         let j = self.fresh.name("i");
-        let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
+        let row = Expr::gen(ExprKind::Array(reals.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
+        let row = if arrays.is_empty() { row } else { self.packed_row(row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, None) };
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
         let r = self.fresh.name("r");
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
@@ -241,7 +258,7 @@ impl Sra<'_> {
     /// packed with the reals (more columns, `packed_fold`), read as a real is. Refused, located: the
     /// two reading each other, or a real component using an integer one other than as `real m`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
+    pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none()) {
@@ -265,7 +282,7 @@ impl Sra<'_> {
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
         let mut inner = inner.clone();
-        let mut xs = xs.to_vec();
+        let (mut xs, mut xr) = (xs.to_vec(), xr.to_vec());
         if reals_read_ints {
             let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (None, true), binds, &mut out);
             let mut cols = vec![];
@@ -277,6 +294,7 @@ impl Sra<'_> {
                 binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
                 cols.push((accs[k], col.clone()));
                 xs.push(var(&col));
+                xr.push(0);
             }
             let mut ok = true;
             for b in inner.iter_mut() {
@@ -316,7 +334,7 @@ impl Sra<'_> {
             let rinner = live(&inner, &arr(&cs, &reals, Type::Real));
             let rcs = arr(&cs, &scalars, Type::Real);
             let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
-            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, i), rinner, n, binds) else {
+            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, &xr, i), rinner, n, binds) else {
                 return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
             };
             for (k, col) in &cols {
@@ -563,6 +581,15 @@ fn rank(t: &Type) -> Option<usize> {
         (r, t) = (r + 1, a);
     }
     (r > 0 && *t == Type::Real).then_some(r)
+}
+
+/// An element's rank in a packed loop: 0 for a real, an array of reals its rank (more columns).
+pub(super) fn elem_rank(t: &Type) -> Option<usize> {
+    if *t == Type::Real {
+        Some(0)
+    } else {
+        rank(t)
+    }
 }
 
 /// `Array (.. (Array R))` of rank r.

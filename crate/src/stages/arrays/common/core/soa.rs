@@ -291,12 +291,15 @@ impl Sra<'_> {
             let mut cs = vec![];
             leaves(&s, &mut cs)?;
             // the elements the packed loop of the reals may read: its array holds reals
-            let real_xs: Vec<Expr> = a_leaves.iter().zip(&elem_tys).filter(|(_, t)| **t == Type::Real).map(|(x, _)| x.clone()).collect();
-            let mut out = self.int_fold(e, op, &acc_tys, (&zs, &accs, cs), (&real_xs, &i), &inner, &n, binds)?.into_iter();
+            // (and arrays of reals, more columns)
+            let (real_xs, xr): (Vec<Expr>, Vec<usize>) = a_leaves.iter().zip(&elem_tys).filter_map(|(x, t)| super::pack::elem_rank(t).map(|r| (x.clone(), r))).unzip();
+            let mut out = self.int_fold(e, op, &acc_tys, (&zs, &accs, cs), (&real_xs, &xr, &i), &inner, &n, binds)?.into_iter();
             let out = map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))))?;
             return self.decode_bools(out, &bools, &acc_tys, op, e.span, binds);
         }
-        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), (&acc_tys, elem_tys.iter().all(|t| *t == Type::Real)), &n, binds)? {
+        // the elements' ranks (0 for a real), when every element is a real or an array of reals
+        let elem_ranks: Option<Vec<usize>> = elem_tys.iter().map(super::pack::elem_rank).collect();
+        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), (&acc_tys, elem_ranks.as_deref()), &n, binds)? {
             return self.decode_bools(packed, &bools, &acc_tys, op, e.span, binds);
         }
         if !bools.is_empty() {
