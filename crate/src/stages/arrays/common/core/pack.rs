@@ -2,8 +2,8 @@
 //! beyond the paper, whose core has no loop (§2.3), as its reference implementation horde-ad packs a
 //! tuple accumulator. The reals and arrays of reals of the tuple are one `scanl` over an array of
 //! reals (`packed_fold`: one ScanL Delta, fold.rs), an array's elements more columns after the
-//! reals, of a length fixed by its initial value and checked each step at run time (`packed_row`,
-//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`);
+//! reals (an array of arrays row-major), of a shape fixed by its initial value and checked each
+//! step at run time (`packed_row`, `sameLength`); elements that are arrays likewise; integer components are a loop of their own beside it, primal only (`int_fold`);
 //! boolean components ride in one of the two as numbers, 1 for true (`encode_bools`).
 
 use super::lang;
@@ -35,9 +35,12 @@ impl Sra<'_> {
     /// value, known only at run time: the row is built without concatenation (`packed_row`), the
     /// body reads `v` back as `build len (\j -> acc ! (m + j))`, and its new `v` must keep the length,
     /// checked at run time (`sameLength`, located at the fold: a loop keeps its accumulator's
-    /// shape, as horde-ad's fold, whose type fixes it). None when every component is a sum (the
-    /// loop-free form) or a component or element is not a real or an array of reals; an array of
-    /// arrays is refused, located.
+    /// shape, as horde-ad's fold, whose type fixes it). An array of arrays (§3.2's multidimensional
+    /// arrays, regular; horde-ad's "regular nested arrays", §8) is its k·w elements row-major, its
+    /// dimensions those of its initial value's first rows (`Col::Array`); an element that is an array
+    /// is more columns of the packed elements the same way. None when every component is a sum (the
+    /// loop-free form) or an element is not a real or an array of reals; any other component is
+    /// refused, located.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, xr): (&[Type], Option<&[usize]>), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
         let mut cs = vec![];
@@ -335,7 +338,7 @@ impl Sra<'_> {
             let rcs = arr(&cs, &scalars, Type::Real);
             let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
             let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, &xr, i), rinner, n, binds) else {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real or an array of reals: {WHY}, whose elements are reals and arrays of reals")));
             };
             for (k, col) in &cols {
                 out[*k] = match col {
