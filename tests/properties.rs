@@ -495,8 +495,10 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // `loop`: a local `let rec` (the generator's local recursion), unrolled as the top-level `rep` is
     // `ifd`: a fold whose accumulator pairs a real with an integer (pack.rs `int_fold`)
     // `bfd`: a fold or scanl whose accumulator pairs a real with a boolean (pack.rs `encode_bools`)
-    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop", "ifd", "bfd"];
-    let mut lowered = [0usize; 10];
+    // `mfd`: a fold or scanl whose accumulator pairs a real with a matrix (packed row-major, pack.rs),
+    // or a real with a boolean over a matrix's rows (the rows more columns of the packed elements)
+    let forms = ["sel", "scn", "prs", "pfd", "acc", "par", "rep", "loop", "ifd", "bfd", "mfd"];
+    let mut lowered = [0usize; 11];
     // sequential scans among them, and scanr (a reversed scanl of the reversed array)
     let mut scans = 0;
     // folds and scans whose accumulator is a pair (pack.rs packs it into an array of reals)

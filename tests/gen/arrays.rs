@@ -234,10 +234,38 @@ impl Gen {
     /// A fold or scanl whose accumulator pairs a real with a boolean (`bfd`: the boolean rides in the
     /// loop as a number, pack.rs `encode_bools`), the real's step chosen by it, or beside an integer
     /// the boolean reads (then it rides with the integers), or over boolean elements.
-    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`, `bfd`) mark each in the program text.
+    /// A fold or scanl whose accumulator pairs a real with a matrix (`mfd`: packed row-major,
+    /// pack.rs), or pairs a real with a boolean over a matrix's rows (the rows more columns of the
+    /// packed elements).
+    /// Variable prefixes (`sel`, `scn`, `prs`, `pfd`, `par`, `ifd`, `bfd`, `mfd`) mark each in the program text.
     fn array_core_real(&mut self, s: &Scope, d: usize) -> String {
         let n = self.len_in(s);
-        match self.below(8) {
+        match self.below(9) {
+            8 => {
+                let (p, q, x, y, a, b) = (self.fresh("mfd"), self.fresh("mfd"), self.fresh("mfd"), self.fresh("mfd"), self.fresh("mfd"), self.fresh("mfd"));
+                let (r, c) = (self.len_in(s), self.len_in(s));
+                let z = self.real_in(s, d);
+                if self.below(2) == 0 {
+                    // a matrix component: each step maps its elements, reading the real and the element
+                    let sm = s.with_real(&p).with_mat(&q, r, c).with_real(&x);
+                    let (e1, e2) = (self.real_in(&sm, d.min(2)), self.real_in(&sm.with_real(&y), d.min(2)));
+                    let (m0, xs) = (self.mat(s, r, c, d), self.vec(s, n, d));
+                    let body = format!("(\\({p}, {q}) {x} -> ({p} * 0.5 + {e1}, map (\\{a} -> map (\\{y} -> {e2}) {a}) {q}))");
+                    let f = self.real_in(&s.with_real(&a).with_mat(&b, r, c), d.min(2));
+                    if self.below(2) == 0 {
+                        format!("(let ({a}, {b}) = fold {body} ({z}, {m0}) {xs} in {f} + sum (map (\\{y} -> sum {y}) {b}))")
+                    } else {
+                        format!("(sum (map (\\({a}, {b}) -> {a} * sum (map (\\{y} -> sum {y}) {b})) (scanl {body} ({z}, {m0}) {xs})))")
+                    }
+                } else {
+                    // over a matrix's rows, a boolean choosing the step
+                    let sr = s.with_real(&p).with_vec(&x, c);
+                    let (e1, e2) = (self.real_in(&sr, d.min(2)), self.real_in(&sr, d.min(2)));
+                    let test = if c > 0 { format!("{x} ! {} > {p}", self.below(c)) } else { format!("{p} > 0.5") };
+                    let (m, f) = (self.mat(s, r, c, d), self.real_in(&s.with_real(&a), d.min(2)));
+                    format!("(let ({a}, {b}) = fold (\\({p}, {q}) {x} -> (if {q} then {e1} else {e2}, {test})) ({z}, false) {m} in if {b} then {f} else 0.5 * {a})")
+                }
+            }
             7 => {
                 let (p, b, x, a, u) = (self.fresh("bfd"), self.fresh("bfd"), self.fresh("bfd"), self.fresh("bfd"), self.fresh("bfd"));
                 let sx = s.with_real(&p).with_real(&x);

@@ -448,7 +448,7 @@ fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value,
     let mdims = sizes.len();
     let n = index_dims(f, m, mdims)?;
     let name = super::lang::scatter_name(within_bound(mdims, s)?, within_bound(n, s)?);
-    let sizes = if n == 1 { Value::Int(out_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(out_sizes.iter().take(n).map(|&k| Value::Int(k as i64)).collect()) };
+    let sizes = sizes_value(&out_sizes, n);
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
 
@@ -458,8 +458,20 @@ fn gather_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, 
     let mdims = arity_of(zero, &[], m, f)?;
     let in_sizes = outer(zero);
     let name = super::lang::gather_name(within_bound(mdims, s)?, within_bound(n, s)?);
-    let sizes = if mdims == 1 { Value::Int(in_sizes.first().copied().unwrap_or(0) as i64) } else { Value::Tuple(in_sizes.iter().take(mdims).map(|&k| Value::Int(k as i64)).collect()) };
+    let sizes = sizes_value(&in_sizes, mdims);
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
+}
+
+/// The first `n` of a zero's outer sizes as a gather's or scatter's sizes (an Int for one). A
+/// dimension past the zero's is under an empty one (an empty array keeps no inner shape: `[[], []]`
+/// of a packed matrix with no rows, in a map), so its size, never read, is 0.
+fn sizes_value(outer: &[usize], n: usize) -> Value {
+    let at = |k: usize| Value::Int(outer.get(k).copied().unwrap_or(0) as i64);
+    if n == 1 {
+        at(0)
+    } else {
+        Value::Tuple((0..n).map(at).collect())
+    }
 }
 
 /// A transpose's rank, at least 1 and within the builtins' bound: never a builtin of another rank

@@ -2,8 +2,8 @@
 //! beyond the paper, whose core has no loop (§2.3), as its reference implementation horde-ad packs a
 //! tuple accumulator. The reals and arrays of reals of the tuple are one `scanl` over an array of
 //! reals (`packed_fold`: one ScanL Delta, fold.rs), an array's elements more columns after the
-//! reals, of a length fixed by its initial value and checked each step at run time (`packed_row`,
-//! `sameLength`); integer components are a loop of their own beside it, primal only (`int_fold`);
+//! reals (an array of arrays row-major), of a shape fixed by its initial value and checked each
+//! step at run time (`packed_row`, `sameLength`); elements that are arrays likewise; integer components are a loop of their own beside it, primal only (`int_fold`);
 //! boolean components ride in one of the two as numbers, 1 for true (`encode_bools`).
 
 use super::lang;
@@ -35,11 +35,14 @@ impl Sra<'_> {
     /// value, known only at run time: the row is built without concatenation (`packed_row`), the
     /// body reads `v` back as `build len (\j -> acc ! (m + j))`, and its new `v` must keep the length,
     /// checked at run time (`sameLength`, located at the fold: a loop keeps its accumulator's
-    /// shape, as horde-ad's fold, whose type fixes it). None when every component is a sum (the
-    /// loop-free form) or a component or element is not a real or an array of reals; an array of
-    /// arrays is refused, located.
+    /// shape, as horde-ad's fold, whose type fixes it). An array of arrays (§3.2's multidimensional
+    /// arrays, regular; horde-ad's "regular nested arrays", §8) is its k·w elements row-major, its
+    /// dimensions those of its initial value's first rows (`Col::Array`); an element that is an array
+    /// is more columns of the packed elements the same way. None when every component is a sum (the
+    /// loop-free form) or an element is not a real or an array of reals; any other component is
+    /// refused, located.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, elem_reals): (&[Type], bool), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
+    pub(super) fn packed_fold(&mut self, e: &Expr, (z, zs): (&Shape, &[Expr]), (xs, i): (&[Expr], &Name), (accs, inner, s): (&[u32], &Binds, &Shape), (tys, xr): (&[Type], Option<&[usize]>), n: &Expr, binds: &mut Binds) -> Result<Option<Shape>, Diagnostic> {
         let mut cs = vec![];
         if leaves(s, &mut cs).is_err() || cs.len() != accs.len() {
             return Ok(None);
@@ -47,22 +50,23 @@ impl Sra<'_> {
         let ExprKind::Prim(op, _) = &e.kind else { return Ok(None) };
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let sums = !scan && cs.iter().enumerate().all(|(k, c)| summand(c, accs[k]).is_some_and(|t| !accs.iter().any(|&x| super::bot::mentions(&wrap(live(inner, t), t.clone()), x))));
-        if sums || !elem_reals || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
+        let Some(xr) = xr else { return Ok(None) };
+        if sums || zs.len() != accs.len() || tys.len() != accs.len() || !tys.iter().all(|t| *t == Type::Real || t.as_array().is_some()) {
             return Ok(None);
         }
-        if let Some(t) = tys.iter().find(|t| !is_vector(t) && **t != Type::Real) {
+        if let Some(t) = tys.iter().find(|t| **t != Type::Real && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals (pack.rs), and an array of arrays is not packed. {NESTED}")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them")));
         }
         let arr = Type::array(Type::Real);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
-        let shapes = self.shapes(e.span, &vectors, zs, binds);
+        let shapes = self.shapes(e.span, &vectors, (zs, tys), binds);
         let cols = columns(&(0..tys.len()).collect::<Vec<_>>(), &scalars, &vectors, &shapes);
         let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
         let pick = |ks: &[usize], from: &[Expr]| ks.iter().map(|&k| from[k].clone()).collect::<Vec<Expr>>();
         let (szs, saccs) = (pick(&scalars, zs), scalars.iter().map(|&k| accs[k]).collect::<Vec<u32>>());
         let scs = Expr::gen(ExprKind::Array(pick(&scalars, &cs))).with_ty(arr);
-        let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, i), inner.clone(), n, binds) else { return Ok(None) };
+        let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, xr, i), inner.clone(), n, binds) else { return Ok(None) };
         // each component read back: a real's column (a scan's `build (length r) (\i -> r ! i ! k)`),
         // an array's columns (`build len (\j -> r ! (off + j))`, a scan's per state)
         let outs: Vec<Expr> = cols
@@ -81,20 +85,36 @@ impl Sra<'_> {
     /// r's name, or None when the body reads the elements otherwise.
     /// With array components (`pieces`), the row is the reals, then each array's elements (`packed_row`).
     #[allow(clippy::too_many_arguments)]
-    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), pieces: &[Piece], (xs, i): (&[Expr], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
+    fn packed_loop(&mut self, op: Prim, span: crate::diag::Span, (zs, accs, cs): (&[Expr], &[u32], Expr), pieces: &[Piece], (xs, xr, i): (&[Expr], &[usize], &Name), inner: Binds, n: &Expr, binds: &mut Binds) -> Option<Name> {
         let arr = Type::array(Type::Real);
+        // elements that are arrays (rank > 0, a fold over a matrix's rows): more columns of the
+        // packed elements after the reals, their dimensions those of the first element (regular,
+        // §3.2), as `iota` bound before the loop (the body reads no length of a differentiated array)
+        let (reals, arrays): (Vec<usize>, Vec<usize>) = (0..xs.len()).partition(|&l| xr.get(l).copied().unwrap_or(0) == 0);
+        let x_dims: Vec<Vec<Expr>> = arrays
+            .iter()
+            .map(|&l| {
+                let first = prim(Prim::Index, vec![xs[l].clone(), int(0)]).with_ty(nested(xr[l]));
+                self.shapes(span, &[0], (&[first], &[nested(xr[l])]), binds).remove(0).iter().map(|s| length(var(s))).collect()
+            })
+            .collect();
+        let x_lens: Vec<Expr> = x_dims.iter().map(|d| size(d)).collect();
         let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
         let m = zs.len();
-        let lens: Vec<Expr> = pieces.iter().map(|p| length(var(&p.shape))).collect();
-        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &lens, Some(span)) };
-        // the elements' reads `xs_l ! i` become `c ! l`
+        let dims: Vec<Vec<Expr>> = pieces.iter().map(|p| p.shape.iter().map(|s| length(var(s))).collect()).collect();
+        let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
+        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &dims, Some(span)) };
+        // the elements' reads `xs_l ! i` become `c ! l` (an array element its columns, `read_col`)
         let mut body = wrap(inner, cs);
         let mut stack = vec![&mut body];
         while let Some(y) = stack.pop() {
             if let ExprKind::Prim(Prim::Index, ab) = &y.kind {
                 let hit = matches!(&ab[1].kind, ExprKind::Var(v) if v.id == i.id);
                 if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
-                    *y = prim(Prim::Index, vec![var(&cv), int(l as i64)]).with_ty(Type::Real);
+                    *y = match arrays.iter().position(|&a| a == l) {
+                        None => prim(Prim::Index, vec![var(&cv), int(reals.iter().position(|&q| q == l).unwrap_or(l) as i64)]).with_ty(Type::Real),
+                        Some(p) => self.read_col(var(&cv), &Col::Array(offset(reals.len(), &x_lens[..p]), x_dims[p].clone())),
+                    };
                     continue;
                 }
             }
@@ -103,11 +123,10 @@ impl Sra<'_> {
         if super::bot::mentions(&body, i.id) {
             return None;
         }
-        // an array component read back from its columns: `build len (\j -> acc ! (off + j))`
+        // an array component read back from its columns: `build len (\j -> acc ! (off + j))`, an
+        // array of arrays row-major (`read_col`)
         for (p, piece) in pieces.iter().enumerate().rev() {
-            let j = self.fresh.name("j");
-            let x = prim(Prim::Index, vec![var(&accv), prim(Prim::Add, vec![offset(m, &lens[..p]), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
-            let v = prim(Prim::Build, vec![lens[p].clone(), lam(pvar(&j), x)]).with_ty(arr.clone());
+            let v = self.read_col(var(&accv), &Col::Array(offset(m, &lens[..p]), dims[p].clone()));
             body = let_(pvar(&Name::new("acc", piece.acc)), v, body);
         }
         for (k, &a) in accs.iter().enumerate().rev() {
@@ -117,10 +136,11 @@ impl Sra<'_> {
         let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
-        let z_lens: Vec<Expr> = pieces.iter().map(|p| length(p.z.clone())).collect();
-        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_lens, None) };
+        let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&p.z, p.shape.len())).collect();
+        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, None) };
         let j = self.fresh.name("i");
-        let row = Expr::gen(ExprKind::Array(xs.iter().map(|x| prim(Prim::Index, vec![x.clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
+        let row = Expr::gen(ExprKind::Array(reals.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
+        let row = if arrays.is_empty() { row } else { self.packed_row(row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, None) };
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
         let r = self.fresh.name("r");
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
@@ -129,20 +149,26 @@ impl Sra<'_> {
     }
 
     /// The packed row of the reals `scalars` (an array literal, m of them) and the arrays `vs` of
-    /// lengths `lens` (`length` terms), without concatenation (the core has none: §3.2):
+    /// dimensions `dims` (`length` terms, outermost first), without concatenation (the core has none: §3.2):
     /// `build (m + len1 + ..) (\j -> if j < m then s ! j else if j < m + len1 then v1 ! (j - m) else ..)`
-    /// (the strict `cond` computes every branch, each index total: sound, §5.2). `check`: a body's new
-    /// row, whose arrays must keep their lengths, checked at run time where the loop is: the bounds
-    /// inside the lambda are the checked `sameLength len (length v)` (the size keeps the `length`
-    /// terms, which bot reads at i = 0 inside a map), so the last array is bounded too.
-    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, lens: &[Expr], check: Option<crate::diag::Span>) -> Expr {
+    /// (the strict `cond` computes every branch, each index total: sound, §5.2). An array of arrays
+    /// (a multidimensional array, §3.2: regular) is its elements row-major, `k·w` columns read
+    /// `v ! (q / w) ! (q mod w)` at `q = j - off` (the paper's index terms have integer division,
+    /// §3.3's `i div 2`), each divisor at least 1 (an empty dimension has no columns, and its
+    /// division is computed anyway, strictly). `check`: a body's new row, whose arrays must keep
+    /// their shapes, checked at run time where the loop is: the bounds inside the lambda are the
+    /// checked `sameLength len (length v)` (the size keeps the `length` terms, which bot reads at
+    /// i = 0 inside a map), so the last array is bounded too; an inner dimension is checked on the
+    /// first row, `sameLength w (length (v ! 0))` (when there is one), the other rows having its length
+    /// as the paper's arrays are regular (a ragged one stops at bot's `tr`, located).
+    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, dims: &[Vec<Expr>], check: Option<crate::diag::Span>) -> Expr {
         let m = match &scalars.kind {
             ExprKind::Array(es) => es.len(),
             _ => 0,
         };
         let arr = Type::array(Type::Real);
         let mut lets = vec![];
-        let mut name = |x: Expr, what: &str, ty: Type, fresh: &mut Fresh| match x.kind {
+        let name = |x: Expr, what: &str, ty: Type, fresh: &mut Fresh, lets: &mut Vec<(Name, Expr)>| match x.kind {
             ExprKind::Var(_) => x,
             _ => {
                 let v = fresh.name(what);
@@ -150,37 +176,67 @@ impl Sra<'_> {
                 var(&v)
             }
         };
-        let s = name(scalars, "s", arr.clone(), self.fresh);
-        let vs: Vec<Expr> = vs.into_iter().map(|v| name(v, "v", arr.clone(), self.fresh)).collect();
-        let bounds: Vec<Expr> = match check {
-            None => lens.to_vec(),
-            Some(span) => lens
+        let s = name(scalars, "s", arr.clone(), self.fresh, &mut lets);
+        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested(d.len()), self.fresh, &mut lets)).collect();
+        let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
+        let bounds: Vec<Vec<Expr>> = match check {
+            None => dims.to_vec(),
+            Some(span) => dims
                 .iter()
                 .zip(&vs)
-                .map(|(len, v)| {
-                    let l = self.fresh.name("len");
-                    lets.push((l.clone(), at(lang::same_length(len.clone(), length(v.clone())), span).with_ty(Type::Int)));
-                    var(&l)
+                .map(|(d, v)| {
+                    let mut out: Vec<Expr> = vec![];
+                    let mut row = v.clone();
+                    for (q, len) in d.iter().enumerate() {
+                        let actual = if q == 0 {
+                            length(row.clone())
+                        } else {
+                            // the first row's length, when there is a row (else any length is kept)
+                            row = prim(Prim::Index, vec![row, int(0)]).with_ty(nested(d.len() - q));
+                            let rows = out.iter().cloned().reduce(|a, b| prim(Prim::Mul, vec![a, b]).with_ty(Type::Int)).unwrap_or_else(|| int(1));
+                            if_(prim(Prim::Lt, vec![int(0), rows]).with_ty(Type::Bool), length(row.clone()), len.clone()).with_ty(Type::Int)
+                        };
+                        let l = self.fresh.name("len");
+                        lets.push((l.clone(), at(lang::same_length(len.clone(), actual), span).with_ty(Type::Int)));
+                        out.push(var(&l));
+                    }
+                    out
                 })
                 .collect(),
         };
+        let sizes: Vec<Expr> = bounds.iter().map(|d| size(d)).collect();
         let j = self.fresh.name("j");
         let lt = |b: Expr| prim(Prim::Lt, vec![var(&j), b]).with_ty(Type::Bool);
-        let from = |v: &Expr, off: Expr| prim(Prim::Index, vec![v.clone(), prim(Prim::Sub, vec![var(&j), off]).with_ty(Type::Int)]).with_ty(Type::Real);
+        // v's element at q = j - off: `v ! q`, or row-major `v ! (q / (w1·..)) ! (q / (w2·..) mod w1) .. ! (q mod wr)`
+        let mut from = |v: &Expr, off: Expr, d: &[Expr], lets: &mut Vec<(Name, Expr)>| {
+            let q = prim(Prim::Sub, vec![var(&j), off]).with_ty(Type::Int);
+            if d.len() == 1 {
+                return prim(Prim::Index, vec![v.clone(), q]).with_ty(Type::Real);
+            }
+            let mut x = v.clone();
+            for k in 0..d.len() {
+                let below = size(&d[k + 1..]);
+                let at_k = if k + 1 == d.len() { q.clone() } else { prim(Prim::Div, vec![q.clone(), name(at_least_one(below), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
+                let at_k = if k == 0 { at_k } else { prim(Prim::Mod, vec![at_k, name(at_least_one(d[k].clone()), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
+                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested(d.len() - k - 1));
+            }
+            x
+        };
         let mut elem = real(0.0);
         for p in (0..vs.len()).rev() {
             let last = p + 1 == vs.len();
+            let v = from(&vs[p], offset(m, &sizes[..p]), &bounds[p], &mut lets);
             // the last array's bound, always met, is there only to use its checked length
             if !last || check.is_some() {
-                elem = if_(lt(offset(m, &bounds[..=p])), from(&vs[p], offset(m, &bounds[..p])), elem).with_ty(Type::Real);
+                elem = if_(lt(offset(m, &sizes[..=p])), v, elem).with_ty(Type::Real);
             } else {
-                elem = from(&vs[p], offset(m, &bounds[..p]));
+                elem = v;
             }
         }
         if m > 0 {
             elem = if_(lt(int(m as i64)), prim(Prim::Index, vec![s, var(&j)]).with_ty(Type::Real), elem).with_ty(Type::Real);
         }
-        let mut row = prim(Prim::Build, vec![offset(m, lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
+        let mut row = prim(Prim::Build, vec![offset(m, &lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
         for (x, rhs) in lets.into_iter().rev() {
             row = let_(pvar(&x), rhs, row).with_ty(arr.clone());
         }
@@ -205,18 +261,17 @@ impl Sra<'_> {
     /// packed with the reals (more columns, `packed_fold`), read as a real is. Refused, located: the
     /// two reading each other, or a real component using an integer one other than as `real m`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, i): (&[Expr], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
+    pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
-        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && !is_vector(t)) {
+        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            let nested = if t.contains("Array (Array") { format!(" {NESTED}") } else { String::new() };
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them.{nested}")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
         }
         // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
         let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = reals.iter().partition(|&&k| tys[k] == Type::Real);
-        let shapes = self.shapes(e.span, &vectors, zs, binds);
+        let shapes = self.shapes(e.span, &vectors, (zs, tys), binds);
         let cols = columns(&reals, &scalars, &vectors, &shapes);
         let arr = |cs: &[Expr], ks: &[usize], t: Type| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t));
         let whole = |cs: &[Expr], ks: &[usize], t: Type| wrap(live(inner, &arr(cs, ks, Type::Real)), arr(cs, ks, t));
@@ -230,7 +285,7 @@ impl Sra<'_> {
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
         let mut inner = inner.clone();
-        let mut xs = xs.to_vec();
+        let (mut xs, mut xr) = (xs.to_vec(), xr.to_vec());
         if reals_read_ints {
             let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (None, true), binds, &mut out);
             let mut cols = vec![];
@@ -242,6 +297,7 @@ impl Sra<'_> {
                 binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
                 cols.push((accs[k], col.clone()));
                 xs.push(var(&col));
+                xr.push(0);
             }
             let mut ok = true;
             for b in inner.iter_mut() {
@@ -281,8 +337,8 @@ impl Sra<'_> {
             let rinner = live(&inner, &arr(&cs, &reals, Type::Real));
             let rcs = arr(&cs, &scalars, Type::Real);
             let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
-            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, i), rinner, n, binds) else {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real: {WHY}, whose elements are reals")));
+            let Some(r) = self.packed_loop(loop_op, e.span, (&rz, &racc, rcs), &pieces, (&xs, &xr, i), rinner, n, binds) else {
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an element that is not a real or an array of reals: {WHY}, whose elements are reals and arrays of reals")));
             };
             for (k, col) in &cols {
                 out[*k] = match col {
@@ -337,29 +393,40 @@ impl Sra<'_> {
         ri
     }
 
-    /// For each array component `ks`, `iota (length z)` bound before the loop: the loops read the
-    /// fixed length from this Int array, not from z, which is differentiated (a free variable of the
+    /// For each array component `ks`, `iota (length z)` bound before the loop, one per dimension
+    /// of an array of arrays (`iota (length (z ! 0))` ..: regular, §3.2): the loops read the fixed
+    /// lengths from these Int arrays, not from z, which is differentiated (a free variable of the
     /// body's vjp, fold.rs). Lengths stay `length` terms, not let-bound Ints: inside a map bot reads
     /// a length at i = 0 (L0), while a let-bound size would be a per-row array (B3) that a build1's
     /// size cannot index.
-    fn shapes(&mut self, span: crate::diag::Span, ks: &[usize], zs: &[Expr], binds: &mut Binds) -> Vec<Name> {
+    fn shapes(&mut self, span: crate::diag::Span, ks: &[usize], (zs, tys): (&[Expr], &[Type]), binds: &mut Binds) -> Vec<Vec<Name>> {
         ks.iter()
             .map(|&k| {
-                let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
-                binds.push((shape.clone(), prim(Prim::Build, vec![length(zs[k].clone()), lam(pvar(&j), var(&j))]).with_ty(Type::array(Type::Int)), span));
-                shape
+                let dims = outer_dims(&zs[k], rank(&tys[k]).unwrap_or(1));
+                dims.into_iter()
+                    .map(|len| {
+                        let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
+                        binds.push((shape.clone(), prim(Prim::Build, vec![len, lam(pvar(&j), var(&j))]).with_ty(Type::array(Type::Int)), span));
+                        shape
+                    })
+                    .collect()
             })
             .collect()
     }
 
-    /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`.
+    /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`,
+    /// an array of arrays row-major `build k (\j1 -> build w (\j2 -> row ! (off + (j1 * w + j2))))`.
     fn read_col(&mut self, row: Expr, col: &Col) -> Expr {
         match col {
             Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(Type::Real),
-            Col::Array(off, len) => {
-                let j = self.fresh.name("j");
-                let x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), var(&j)]).with_ty(Type::Int)]).with_ty(Type::Real);
-                prim(Prim::Build, vec![len.clone(), lam(pvar(&j), x)]).with_ty(Type::array(Type::Real))
+            Col::Array(off, dims) => {
+                let js: Vec<Name> = dims.iter().map(|_| self.fresh.name("j")).collect();
+                let flat = (1..dims.len()).fold(var(&js[0]), |f, k| prim(Prim::Add, vec![prim(Prim::Mul, vec![f, dims[k].clone()]).with_ty(Type::Int), var(&js[k])]).with_ty(Type::Int));
+                let mut x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), flat]).with_ty(Type::Int)]).with_ty(Type::Real);
+                for (k, j) in js.iter().enumerate().rev() {
+                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested(dims.len() - k));
+                }
+                x
             }
         }
     }
@@ -484,35 +551,76 @@ impl Sra<'_> {
     }
 }
 
-/// Why an array of arrays in a tuple accumulator is refused: not a boundary of the paper's language
-/// but a step this lowering has not taken (a lone nested accumulator is the core's loop's own).
-const NESTED: &str = "This is not a boundary of the paper's language: its arrays are regular, a nested array being a multidimensional one (§3.2: \"the only arrays are multidimensional arrays of element types … there are no jagged arrays\"), and horde-ad supports \"regular nested arrays: after struct-of-arrays transformation, all component arrays must be fully rectangular\" (§8); packing it would take its k·m elements as more columns of the row, its rows checked to have one length, which this lowering does not do yet (a fold whose whole accumulator is an array of arrays is taken)";
-
 /// Where a component of a packed row sits: a real's column q, or an array's columns from an offset,
-/// with its length (`length` terms, valid inside and outside the loop).
+/// with its dimensions, outermost first (`length` terms, valid inside and outside the loop): an array
+/// of arrays (§3.2's multidimensional arrays, regular: "there are no jagged arrays"; horde-ad's
+/// "regular nested arrays", §8) row-major, k·w columns.
 #[derive(Clone)]
 enum Col {
     Real(usize),
-    Array(Expr, Expr),
+    Array(Expr, Vec<Expr>),
 }
 
 /// Each real and array component (`ks`, in order) with its place in the row: the reals first, then
-/// the arrays (of lengths `length shape`).
-fn columns(ks: &[usize], scalars: &[usize], vectors: &[usize], shapes: &[Name]) -> Vec<(usize, Col)> {
-    let lens: Vec<Expr> = shapes.iter().map(|s| length(var(s))).collect();
+/// the arrays (of dimensions `length shape`, one shape per dimension).
+fn columns(ks: &[usize], scalars: &[usize], vectors: &[usize], shapes: &[Vec<Name>]) -> Vec<(usize, Col)> {
+    let dims: Vec<Vec<Expr>> = shapes.iter().map(|d| d.iter().map(|s| length(var(s))).collect()).collect();
+    let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
     ks.iter()
         .map(|&k| match scalars.iter().position(|&q| q == k) {
             Some(q) => (k, Col::Real(q)),
             None => {
                 let p = vectors.iter().position(|&q| q == k).unwrap_or(0);
-                (k, Col::Array(offset(scalars.len(), &lens[..p]), lens[p].clone()))
+                (k, Col::Array(offset(scalars.len(), &lens[..p]), dims[p].clone()))
             }
         })
         .collect()
 }
 
-fn is_vector(t: &Type) -> bool {
-    t.as_array().is_some_and(|a| *a == Type::Real)
+/// The rank of an array of reals (`Array R` 1, `Array (Array R)` 2, ..), None for any other type.
+fn rank(t: &Type) -> Option<usize> {
+    let (mut r, mut t) = (0, t);
+    while let Some(a) = t.as_array() {
+        (r, t) = (r + 1, a);
+    }
+    (r > 0 && *t == Type::Real).then_some(r)
+}
+
+/// An element's rank in a packed loop: 0 for a real, an array of reals its rank (more columns).
+pub(super) fn elem_rank(t: &Type) -> Option<usize> {
+    if *t == Type::Real {
+        Some(0)
+    } else {
+        rank(t)
+    }
+}
+
+/// `Array (.. (Array R))` of rank r.
+fn nested(r: usize) -> Type {
+    (0..r).fold(Type::Real, |t, _| Type::array(t))
+}
+
+/// The number of columns of dimensions `d`: `d1 * d2 * ..` (1 for none).
+fn size(d: &[Expr]) -> Expr {
+    d.iter().cloned().reduce(|a, b| prim(Prim::Mul, vec![a, b]).with_ty(Type::Int)).unwrap_or_else(|| int(1))
+}
+
+/// `if 0 < d then d else 1`: a divisor of a row-major index (an empty dimension has no columns).
+fn at_least_one(d: Expr) -> Expr {
+    if_(prim(Prim::Lt, vec![int(0), d.clone()]).with_ty(Type::Bool), d, int(1)).with_ty(Type::Int)
+}
+
+/// The r dimensions of `z` read from its first rows: `length z`, `length (z ! 0)`, .. (regular, §3.2).
+fn outer_dims(z: &Expr, r: usize) -> Vec<Expr> {
+    let mut row = z.clone();
+    (0..r)
+        .map(|q| {
+            if q > 0 {
+                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested(r - q));
+            }
+            length(row.clone())
+        })
+        .collect()
 }
 
 /// `t` with each `real m` of an integer accumulator m (`cols`: its id and the column of its states
@@ -543,7 +651,7 @@ struct Piece {
     acc: u32,
     z: Expr,
     c: Expr,
-    shape: Name,
+    shape: Vec<Name>,
 }
 
 /// Where an array of a packed row starts: `m + len_1 + .. + len_p` (the reals first, then the arrays before it).

@@ -10,9 +10,9 @@
 //! - a `fold`/`reduce` over tuples (accumulator or elements) is split per component of the
 //!   accumulator: a component whose body is `acc_k + t` (t free of every accumulator) is
 //!   `z_k + sum (build n (\i -> t))`, as lower.rs does for reals; when a component is not a sum
-//!   and every component is a real or an array of reals (and every element a real), the fold is one
+//!   and every component is a real or an array of reals of any rank (and every element too), the fold is one
 //!   loop over the tuple packed into an array of reals (pack.rs `packed_fold`: an array's elements are
-//!   more columns, its length checked at run time; a `scanl`/`scanr` over tuples the same); integer
+//!   more columns, row-major, its shape checked at run time; a `scanl`/`scanr` over tuples the same); integer
 //!   components are a loop of their own beside the reals' (pack.rs `int_fold`: an integer has no cotangent),
 //!   boolean components ride in one of them as numbers (pack.rs `encode_bools`); else a
 //!   component that is not a sum is sequential (§2.3) and refused where it is used.
@@ -291,20 +291,23 @@ impl Sra<'_> {
             let mut cs = vec![];
             leaves(&s, &mut cs)?;
             // the elements the packed loop of the reals may read: its array holds reals
-            let real_xs: Vec<Expr> = a_leaves.iter().zip(&elem_tys).filter(|(_, t)| **t == Type::Real).map(|(x, _)| x.clone()).collect();
-            let mut out = self.int_fold(e, op, &acc_tys, (&zs, &accs, cs), (&real_xs, &i), &inner, &n, binds)?.into_iter();
+            // (and arrays of reals, more columns)
+            let (real_xs, xr): (Vec<Expr>, Vec<usize>) = a_leaves.iter().zip(&elem_tys).filter_map(|(x, t)| super::pack::elem_rank(t).map(|r| (x.clone(), r))).unzip();
+            let mut out = self.int_fold(e, op, &acc_tys, (&zs, &accs, cs), (&real_xs, &xr, &i), &inner, &n, binds)?.into_iter();
             let out = map_leaves(z, &mut |_| Ok(Shape::Leaf(out.next().unwrap_or_else(unit))))?;
             return self.decode_bools(out, &bools, &acc_tys, op, e.span, binds);
         }
-        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), (&acc_tys, elem_tys.iter().all(|t| *t == Type::Real)), &n, binds)? {
+        // the elements' ranks (0 for a real), when every element is a real or an array of reals
+        let elem_ranks: Option<Vec<usize>> = elem_tys.iter().map(super::pack::elem_rank).collect();
+        if let Some(packed) = self.packed_fold(e, (&z, &zs), (&a_leaves, &i), (&accs, &inner, &s), (&acc_tys, elem_ranks.as_deref()), &n, binds)? {
             return self.decode_bools(packed, &bools, &acc_tys, op, e.span, binds);
         }
         if !bools.is_empty() {
-            return Err(refuse(e.span, "fold or scan over a tuple with a boolean component whose other components or elements are not reals, arrays of reals or integers: a boolean rides in the one loop as a number (pack.rs), beside the reals, arrays of reals and integers, over elements that are reals"));
+            return Err(refuse(e.span, "fold or scan over a tuple with a boolean component whose other components or elements are not reals, arrays of reals or integers: a boolean rides in the one loop as a number (pack.rs), beside the reals, arrays of reals and integers, over elements that are reals or arrays of reals"));
         }
         if matches!(op, Prim::Scanl | Prim::Scanr) {
             // a scan's states have no loop-free form even when its components are sums
-            return Err(refuse(e.span, "scan over tuples whose components are not all reals, arrays of reals and integers, or whose elements are not reals (one loop over an array of reals, the tuple packed into it, takes reals and arrays of reals, and integers are a loop of their own)"));
+            return Err(refuse(e.span, "scan over tuples whose components are not all reals, arrays of reals and integers, or whose elements are not reals or arrays of reals (one loop over an array of reals, the tuple packed into it, takes reals and arrays of reals, and integers are a loop of their own)"));
         }
         let mut k = 0;
         let sequential = refuse(e.span, "sequential fold or reduce with this body on this component: only `acc + t` (t free of the accumulator) is a sum (sumOuter); the paper has no general fold (§2.3)");
