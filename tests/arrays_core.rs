@@ -1357,6 +1357,20 @@ fn an_empty_array_component_of_a_tuple_accumulator_sums_to_a_scalar() {
     assert_eq!(r.gradient, vec![1.0, 0.0], "{}", r.program);
 }
 
+/// A scalar zero cotangent where an array is meant, scaled by an array, is the zero of that
+/// array's shape: `shift1R` of a one-row matrix is empty, so its seed is `[]` and the scatter of it
+/// back to one row has a scalar zero for the row, which the symbolic gradient program scales by
+/// `real k` of a row (`·→`). The symbolic stages stopped with "·→: shapes differ (0.0 and [-1.0,
+/// 0.0, 3.0, 8.0])" (property-test seed 618728855218914312 with PROPTEST_RNG_SEED=20261130, shrunk).
+#[test]
+fn a_scalar_zero_cotangent_scaled_by_a_row_is_a_zero_row() {
+    let text = "input [1.0, 2.0]\ndef main a = shift1R (map (\\x -> map (\\k -> real k * x) (build 4 (\\i -> i * i - 1))) [sum a])\n";
+    part_c_by_hand(text, "[]", &[0.0, 0.0]);
+    // beside a row that does reach the output: its gradient is the sum of `real k` = -1 + 0 + 3 + 8
+    let text = "input [1.0, 2.0]\ndef main a = (shift1R (map (\\x -> map (\\k -> real k * x) (build 4 (\\i -> i * i - 1))) [sum a]), sum (map (\\k -> real k * a ! 0) (build 4 (\\i -> i * i - 1))))\n";
+    part_c_by_hand(text, "([], 10.0)", &[10.0, 0.0]);
+}
+
 /// Run on every Part C stage, `text` agrees with forward mode and share-to-let's primal and
 /// gradient are `primal` and `grad` (computed by hand).
 fn part_c_by_hand(text: &str, primal: &str, grad: &[f64]) {

@@ -620,6 +620,11 @@ pub fn scale_by(c: &Value, r: &Value, what: &str, s: Span) -> Res {
         // an empty cotangent that lost its inner dimension is a zero: scaled, it stays one (see `add`)
         (Value::Array(xs), _) if xs.is_empty() => c.clone(),
         _ if c.empty_elem().is_some() => c.clone(),
+        // a scalar zero where an array cotangent is meant (the rows of a scatter of an empty
+        // cotangent, whose rows' shape the empty value did not carry; `add` absorbs it alike):
+        // scaled by an array, the zero of that array's shape (`shift1R` of a one-row matrix in
+        // the output, property-test seed 618728855218914312)
+        (Value::Real(z), Value::Array(_)) if *z == 0.0 => zero_reals(r),
         _ => return Err(err(s, format!("{what}: shapes differ ({c} and {r})"))),
     })
 }
