@@ -689,3 +689,13 @@ fn a_function_given_to_an_array_operation_is_refused_where_it_is_given() {
         assert_eq!(&src[d.span.start as usize..d.span.end as usize], "(\\x -> x * x)", "{:?}", d.span);
     }
 }
+
+#[test]
+fn a_local_function_with_dead_code_types_still_prints_as_a_recursive_equation() {
+    // `acc` is an array whose element type nothing decides; pinning it by annotating the λ of `loop`'s
+    // parameter printed `let loop = (\k -> … : τ) in`, a non-recursive let that no longer parses
+    // ("unknown name `loop`"; property-test seed 7318618820914576848 under PROPTEST_RNG_SEED=20261204).
+    let src = "input 1.5\ndef main x = let loop k acc = if k == 0 then acc else loop (k - 1) acc in let _ = loop 2 [] in x\n";
+    let out = check(Pass::Mono, src).unwrap().expect("monomorphised");
+    assert!(show(&out).contains("let loop k acc ="), "{}", show(&out));
+}

@@ -78,8 +78,11 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         if !copied.insert(i) {
             freshen(&mut body, &mut fresh);
         }
-        let mut stack = vec![&mut body];
-        while let Some(e) = stack.pop() {
+        // `head`: a parameter's λ of a local function (`let loop k acc = …`), which must stay a λ to be
+        // printed as the equation's parameter (annotated, `let loop = (\k -> … : τ)` printed a
+        // non-recursive `let`, whose body no longer parses); its leftover types are R at the end.
+        let mut stack = vec![(&mut body, false)];
+        while let Some((e, head)) = stack.pop() {
             let leftover = has_leftover(&e.ty, &subst);
             e.ty = ground(&e.ty, &subst);
             if let ExprKind::Ann(_, t) = &mut e.kind {
@@ -113,13 +116,18 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
                 }
             }
             // Dead code's unconstrained types: pin the node that introduced them (see the module doc).
-            if leftover && matches!(e.kind, ExprKind::Lam(..) | ExprKind::Inl(_) | ExprKind::Inr(_)) {
+            if leftover && !head && matches!(e.kind, ExprKind::Lam(..) | ExprKind::Inl(_) | ExprKind::Inr(_)) {
                 let ty = e.ty.clone();
                 let inner = std::mem::replace(e, Expr::gen(ExprKind::Unit));
                 let span = inner.span;
                 *e = Expr { kind: ExprKind::Ann(Box::new(inner), Box::new(ty.clone())), span, ty };
             }
-            let mut cs = children_mut(e);
+            let heads = match &e.kind {
+                ExprKind::LetRec(fs, _) => fs.len(),
+                ExprKind::Lam(..) if head => 1,
+                _ => 0,
+            };
+            let mut cs: Vec<_> = children_mut(e).into_iter().enumerate().map(|(k, c)| (c, k < heads)).collect();
             cs.reverse(); // left to right, so copies are numbered in reading order
             stack.extend(cs);
         }
