@@ -111,6 +111,8 @@ fn arithmetic_only_the_integer_input_types_is_integer_in_every_stage() {
         "input 20\ndef main x = x * x\n",
         "input 20\ndef main x =\n  let f = \\z -> z * x in\n  f (f x)\n",
         "input (20, 1.5)\ndef main (k, y) = let f = \\z -> z * k in (f (f k), y * y)\n",
+        // a definition's arithmetic that main's use decides (its group is checked before main's)
+        "input 20\ndef sq x = x * x\ndef main k = sq (sq k)\n",
     ] {
         let ran = all_agree(src.to_string());
         for id in ["dualrev/naive", "dualrev/tape", "krawiec/general", "chad/monadic", "chad/cc", "chad/cc-chad", "arrays/build1", "arrays/onehot"] {

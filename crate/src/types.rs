@@ -46,13 +46,6 @@ pub fn check_program_stated(p: &mut Program, builtins: &Builtins, stated: &[(Str
     check(p, builtins, Some(Fit::Stated(stated)), true)
 }
 
-/// Like `check_program_monomorphic` with main at (an instance of) `main`, every definition in one
-/// group (see `Fit::Stated`): for a closure-converted program, whose closed codes' arithmetic only
-/// main's type may decide.
-pub fn check_program_whole(p: &mut Program, main: &Type) -> Result<(), Diagnostic> {
-    check(p, &Builtins::new(), Some(Fit::Stated(&[("main".to_string(), main.clone())])), false)
-}
-
 /// What main's argument is fitted to: a value, or main's type from an earlier check.
 enum Fit<'a> {
     Value(&'a Value),
@@ -67,15 +60,7 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
-    // At stated types, one group of every definition: a definition's arithmetic left open (a
-    // closure's code lifted to the top level, `z * x`) is decided by where the stated ones use it,
-    // not defaulted to R at the end of its own group; a definition used at two types then fails,
-    // and the caller keeps the first check's message (pipeline::prepare_with).
-    let groups = match fit {
-        Some(Fit::Stated(_)) => vec![(0..p.defs.len()).collect()],
-        _ => def_groups(p),
-    };
-    for group in groups {
+    for group in def_groups(p) {
         // Monomorphic within a group; generalised after it.
         let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
         for (&i, t) in group.iter().zip(&tys) {
@@ -103,14 +88,24 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
         if let (Some(k), Some(Fit::Value(v))) = (main_at, &fit) {
             cx.fit_input(&tys[k], v);
         }
-        cx.resolve_numeric()?;
+        // open arithmetic stays open (monomorphic) for a later group to decide: defaulting it to R
+        // here typed `def sq x = x * x` R → R, and `sq k` on an integer k failed
+        cx.check_numeric(true)?;
         for (&i, t) in group.iter().zip(&tys) {
             let ty = cx.zonk(t);
             let mut vars = BTreeSet::new();
             free_vars(&ty, &mut vars);
-            let scheme = Scheme { vars: vars.into_iter().collect(), ty };
+            let open = &cx.open_numeric;
+            let vars = vars.into_iter().filter(|v| !open.contains(v)).collect();
+            let scheme = Scheme { vars, ty };
             cx.globals.insert(p.defs[i].name.text.to_string(), scheme.clone());
             p.defs[i].scheme = Some(scheme);
+        }
+    }
+    cx.default_open_numeric();
+    for d in &mut p.defs {
+        if let Some(s) = &mut d.scheme {
+            s.ty = cx.zonk(&s.ty);
         }
     }
     cx.zonk_exprs(p.defs.iter_mut().map(|d| &mut d.body));
@@ -337,6 +332,10 @@ struct Cx<'b> {
     level: u32,
     /// Type variables of arithmetic operands, which must end up R or Z (defaulting to R).
     numeric: Vec<(Type, Span, Prim)>,
+    /// Variables of arithmetic operands that a finished top-level group left open: monomorphic, and
+    /// R or Z, decided by a later group's use (`def sq x = x * x` used as `sq k` on an integer k is
+    /// Z → Z) or defaulted to R after the whole program; `unify` refuses anything else for them.
+    open_numeric: rustc_hash::FxHashSet<u32>,
     builtins: &'b Builtins,
     globals: HashMap<String, Scheme>,
     /// Each local binder's type, by its id (ids are dense: `Fresh` and the resolver count up).
@@ -360,6 +359,7 @@ impl<'b> Cx<'b> {
             levels: vec![],
             level: 0,
             numeric: vec![],
+            open_numeric: Default::default(),
             builtins,
             globals: HashMap::default(),
             locals: Locals::default(),
@@ -535,10 +535,17 @@ impl<'b> Cx<'b> {
             (Type::Var(v), Type::Var(w)) => {
                 let (young, old) = if v > w { (*v, *w) } else { (*w, *v) };
                 self.subst[young as usize] = Some(Type::Var(old));
+                if self.open_numeric.contains(&young) {
+                    self.open_numeric.insert(old);
+                }
                 self.levels[old as usize] = self.levels[old as usize].min(self.levels[young as usize]);
                 true
             }
             (Type::Var(v), t) | (t, Type::Var(v)) => {
+                if self.open_numeric.contains(v) && !matches!(t, Type::Real | Type::Int) {
+                    // an earlier definition's arithmetic, still R or Z (its message as defaulting's)
+                    return Err(Diagnostic::error(span, format!("type mismatch: expected R or Z, found {}", show(&self.zonk(t)))));
+                }
                 if self.occurs(*v, t) {
                     return Err(Diagnostic::error(span, format!("infinite type: {} occurs in {}", show(&a), show(&b))));
                 }
@@ -608,9 +615,18 @@ impl<'b> Cx<'b> {
         })
     }
 
+    /// Checks the arithmetic constraints so far; one still open defaults to R, or, at the end of a
+    /// top-level group (`keep_open`), stays open for the groups after it (`open_numeric`).
     fn resolve_numeric(&mut self) -> Result<(), Diagnostic> {
+        self.check_numeric(false)
+    }
+
+    fn check_numeric(&mut self, keep_open: bool) -> Result<(), Diagnostic> {
         for (t, span, op) in std::mem::take(&mut self.numeric) {
             match self.shallow(&t) {
+                Type::Var(v) if keep_open => {
+                    self.open_numeric.insert(v);
+                }
                 Type::Var(v) => self.subst[v as usize] = Some(Type::Real), // defaulting
                 Type::Real | Type::Int => {}
                 Type::Bool if matches!(op.info().typing, Typing::Equality) => {}
@@ -623,6 +639,15 @@ impl<'b> Cx<'b> {
             }
         }
         Ok(())
+    }
+
+    /// Defaults what the whole program left open of its definitions' arithmetic to R.
+    fn default_open_numeric(&mut self) {
+        for v in std::mem::take(&mut self.open_numeric) {
+            if let Type::Var(w) = self.shallow(&Type::Var(v)) {
+                self.subst[w as usize] = Some(Type::Real);
+            }
+        }
     }
 
     /// Enters a generalisable right-hand side; returns where its arithmetic constraints start.
@@ -665,7 +690,7 @@ impl<'b> Cx<'b> {
     /// works on R or Z, and leaves it alone if not (the pipeline then reports that the input does
     /// not fit main's argument, at the input).
     fn fit_input(&mut self, main: &Type, v: &Value) {
-        let saved = (self.subst.clone(), self.levels.clone());
+        let saved = (self.subst.clone(), self.levels.clone(), self.open_numeric.clone());
         let fitted = self.type_of_value(v).and_then(|arg| {
             let res = self.fresh();
             self.unify(main, &Type::fun(arg, res), Span::NONE)
@@ -678,7 +703,7 @@ impl<'b> Cx<'b> {
             })
         };
         if fitted.is_err() || !numeric_ok() {
-            (self.subst, self.levels) = saved;
+            (self.subst, self.levels, self.open_numeric) = saved;
         }
     }
 
@@ -1400,5 +1425,31 @@ mod tests {
         assert_eq!(main_type("def main (a, k) = sum a", Some(arr)), Ok("(Array R, Z) → R".into()));
         // a point that does not fit changes nothing (the pipeline reports it at the point)
         assert_eq!(main_type("def main x = x * x", Some(Value::pair(Value::Real(1.0), Value::Real(2.0)))), Ok("R → R".into()));
+    }
+
+    #[test]
+    fn a_definitions_open_arithmetic_is_decided_by_a_later_use() {
+        let def_type = |src: &str, name: &str, input: Option<Value>| -> Result<String, String> {
+            let mut p = crate::syntax::parse_program(src).map_err(|ds| ds[0].message.clone())?;
+            check_program_at(&mut p, &Builtins::new(), input.as_ref()).map_err(|d| d.message)?;
+            Ok(show(&p.def(name).and_then(|d| d.scheme.clone()).expect("def").ty))
+        };
+        // `sq`'s group ends before main's: its arithmetic waits for main's use (it was R → R, and
+        // `sq k` failed with "expected Z, found R")
+        let src = "def sq x = x * x\ndef main k = real (sq k)";
+        assert_eq!(def_type(src, "sq", None), Ok("Z → Z".into()));
+        assert_eq!(def_type(src, "main", None), Ok("Z → R".into()));
+        // through a definition between them, and decided by the input point
+        let src = "def sq x = x * x\ndef twice x = sq x + sq x\ndef main k = twice k";
+        assert_eq!(def_type(src, "sq", Some(Value::Int(3))), Ok("Z → Z".into()));
+        assert_eq!(def_type(src, "main", Some(Value::Int(3))), Ok("Z → Z".into()));
+        // nothing decides: R, as before
+        assert_eq!(def_type("def sq x = x * x\ndef main y = 1.0", "sq", None), Ok("R → R".into()));
+        // monomorphic still: used at both, the second use is the error
+        let both = def_type("def sq x = x * x\ndef main (y, k) = sq y * real (sq k)", "main", None);
+        assert_eq!(both, Err("type mismatch: expected Z, found R".into()));
+        // and only R or Z, at the use
+        let tuple = def_type("def f x = x + x\ndef main y = f (y, y)", "main", None);
+        assert!(tuple.as_ref().is_err_and(|m| m.starts_with("type mismatch: expected R or Z, found (")), "{tuple:?}");
     }
 }

@@ -286,15 +286,12 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Na
     } else {
         src.program.clone()
     };
-    // main at the type the pipeline fitted to the input (a component main leaves open has it)
+    // main at the type the pipeline fitted to the input (a component main leaves open has it, and
+    // so does a closed code's arithmetic that only main decides, `\z -> z * x` on an integer x)
     let main_ty = Type::fun(src.input_type.clone(), src.output_type.clone());
-    // (with a closed code's arithmetic that only main's type decides, `\z -> z * x` on an integer
-    // x, as one group of definitions: each group's open arithmetic would be R by default)
-    if let Err(d) = crate::types::check_program_monomorphic(&mut p, Some(&main_ty)) {
-        crate::types::check_program_whole(&mut p, &main_ty).map_err(|_| {
-            Diagnostic::error(d.span, format!("internal error: the closure-converted program does not type-check at main's type: {}", d.message))
-        })?;
-    }
+    crate::types::check_program_monomorphic(&mut p, Some(&main_ty)).map_err(|d| {
+        Diagnostic::error(d.span, format!("internal error: the closure-converted program does not type-check at main's type: {}", d.message))
+    })?;
     // what nothing constrains is R (as first_order_at)
     for d in &mut p.defs {
         let mut stack = vec![&mut d.body];
