@@ -72,12 +72,14 @@ impl Value {
         // one allocation (`Rc::from(vec![…])` made a Vec and then copied it into the Rc)
         Value::Tuple(Rc::new([a, b]))
     }
+    #[inline]
     pub fn as_real(&self) -> Option<f64> {
         match self {
             Value::Real(r) => Some(*r),
             _ => None,
         }
     }
+    #[inline]
     pub fn as_int(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),

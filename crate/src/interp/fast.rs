@@ -100,33 +100,18 @@ enum Unboxed<T> {
 type Real = Unboxed<f64>;
 type Int = Unboxed<i64>;
 
-/// A scalar a value may hold unboxed.
+/// A scalar a value may hold unboxed (read back with `Word::of`).
 trait Scalarlike: super::flat::Word {
     fn boxed(self) -> Value;
-    fn unbox(v: &Value) -> Option<Self>;
 }
 impl Scalarlike for f64 {
     fn boxed(self) -> Value {
         Value::Real(self)
     }
-    #[inline(always)]
-    fn unbox(v: &Value) -> Option<f64> {
-        match v {
-            Value::Real(x) => Some(*x),
-            _ => None,
-        }
-    }
 }
 impl Scalarlike for i64 {
     fn boxed(self) -> Value {
         Value::Int(self)
-    }
-    #[inline(always)]
-    fn unbox(v: &Value) -> Option<i64> {
-        match v {
-            Value::Int(x) => Some(*x),
-            _ => None,
-        }
     }
 }
 
@@ -213,7 +198,7 @@ impl<T: Scalarlike> Unboxed<T> {
                 &m.env[*i as usize]
             }
         };
-        match T::unbox(v) {
+        match T::of(v) {
             Some(x) => Ok(x),
             None => Err(Miss::Val(v.clone())),
         }
@@ -236,8 +221,8 @@ impl<T: Scalarlike> Unboxed<T> {
     fn peek(&self, m: &Machine<'_>) -> Option<T> {
         match self {
             Unboxed::Const(x) => Some(*x),
-            Unboxed::Local(s) => T::unbox(&m.locals[m.bp + *s as usize]),
-            Unboxed::Capture(i) => T::unbox(&m.env[*i as usize]),
+            Unboxed::Local(s) => T::of(&m.locals[m.bp + *s as usize]),
+            Unboxed::Capture(i) => T::of(&m.env[*i as usize]),
             Unboxed::Code(_) | Unboxed::Flat(_) => None,
         }
     }
@@ -681,7 +666,7 @@ fn settle<T: Scalarlike>(r: Result<T, Miss>) -> Res<Value> {
 /// A walker operation's outcome as a real- or integer-typed closure's.
 fn back<T: Scalarlike>(r: Result<Value, RunError>) -> Result<T, Miss> {
     match r {
-        Ok(v) => T::unbox(&v).ok_or(Miss::Val(v)),
+        Ok(v) => T::of(&v).ok_or(Miss::Val(v)),
         Err(e) => Err(Miss::Err(Box::new(e))),
     }
 }
@@ -842,7 +827,7 @@ fn wrap<T: Scalarlike>(c: Code, h: &Hints) -> Unboxed<T> {
     let gc = gen_value(c, h);
     rl(move |m| {
         let v = gc.run(m)?;
-        T::unbox(&v).ok_or(Miss::Val(v))
+        T::of(&v).ok_or(Miss::Val(v))
     })
 }
 
@@ -1079,16 +1064,8 @@ impl FusedId for (i64, i64) {
     }
 }
 impl super::flat::Word for (i64, i64) {
-    fn of(v: &Value) -> Option<(i64, i64)> {
-        <(i64, i64) as Scalarlike>::unbox(v)
-    }
-}
-impl Scalarlike for (i64, i64) {
-    fn boxed(self) -> Value {
-        Value::pair(Value::Int(self.0), Value::Int(self.1))
-    }
     #[inline(always)]
-    fn unbox(v: &Value) -> Option<(i64, i64)> {
+    fn of(v: &Value) -> Option<(i64, i64)> {
         match v {
             Value::Tuple(vs) => match &vs[..] {
                 [Value::Int(a), Value::Int(b)] => Some((*a, *b)),
@@ -1096,6 +1073,11 @@ impl Scalarlike for (i64, i64) {
             },
             _ => None,
         }
+    }
+}
+impl Scalarlike for (i64, i64) {
+    fn boxed(self) -> Value {
+        Value::pair(Value::Int(self.0), Value::Int(self.1))
     }
 }
 

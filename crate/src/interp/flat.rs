@@ -25,19 +25,13 @@ pub(super) trait Word: Copy + 'static {
 impl Word for f64 {
     #[inline(always)]
     fn of(v: &Value) -> Option<f64> {
-        match v {
-            Value::Real(x) => Some(*x),
-            _ => None,
-        }
+        v.as_real()
     }
 }
 impl Word for i64 {
     #[inline(always)]
     fn of(v: &Value) -> Option<i64> {
-        match v {
-            Value::Int(x) => Some(*x),
-            _ => None,
-        }
+        v.as_int()
     }
 }
 impl Word for bool {
