@@ -1320,6 +1320,27 @@ mod tests {
         }
     }
 
+    /// Issue 14 (memory per line): a type inference built without variables (a pair of literals,
+    /// a tuple of them) is not changed by the zonk, and is shared all the same (`Made::canon`).
+    #[test]
+    fn closed_types_built_per_node_are_shared() {
+        let src = "def main x =\n  let a = ((1.0, 2.0), 1) in\n  let b = ((3.0, 4.0), 2) in\n  x * fst (fst a) * snd (fst b)\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        let mut outer = vec![];
+        let mut stack = vec![&p.def("main").expect("main").body];
+        while let Some(e) = stack.pop() {
+            if matches!(&e.kind, ExprKind::Tuple(es) if es.len() == 2 && matches!(es[1].kind, ExprKind::Int(_))) {
+                outer.push(&e.ty);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        assert_eq!(outer.len(), 2);
+        let (Type::Tuple(x), Type::Tuple(y)) = (outer[0], outer[1]) else { panic!("{}", show(outer[0])) };
+        assert_eq!(show(outer[0]), "((R, R), Z)");
+        assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(outer[0]));
+    }
+
     /// Hash-consing in the final zonk: every node whose zonked type is `R → (R, R)` (functions and
     /// tuples of compound parts, not only tuples of leaves) holds the same allocation.
     #[test]
