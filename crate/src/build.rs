@@ -20,8 +20,25 @@ pub fn int(i: i64) -> Expr {
 pub fn unit() -> Expr {
     Expr::gen(ExprKind::Unit)
 }
+/// A builtin by name; every node of one name shares its text (the names are the builtin tables',
+/// a few hundred at most): an allocation each was 5 % of krawiec/monadic's output, eleven builtins
+/// a source line (issue 14: memory per line).
 pub fn builtin(name: &str) -> Expr {
-    Expr::gen(ExprKind::Builtin(Rc::from(name)))
+    thread_local! {
+        static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Rc<str>>> = Default::default();
+    }
+    let text = NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        match names.get(name) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Rc<str> = Rc::from(name);
+                names.insert(t.clone());
+                t
+            }
+        }
+    });
+    Expr::gen(ExprKind::Builtin(text))
 }
 pub fn app(f: Expr, a: Expr) -> Expr {
     Expr::gen(ExprKind::App(Box::new(f), Box::new(a)))
@@ -139,4 +156,17 @@ impl Fresh {
 pub fn def(name: &str, body: Expr) -> Def {
     let role = if name == crate::stage::WRAPPER { Role::Wrapper } else { Role::Helper };
     Def { name: Name::global(name), body, span: Span::NONE, scheme: None, role }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 14 (memory per line): builtins of one name share one allocation of it.
+    #[test]
+    fn builtins_of_one_name_share_its_text() {
+        use crate::ir::ExprKind;
+        let (a, b, c) = (super::builtin("Scale"), super::builtin("Scale"), super::builtin("Add"));
+        let (ExprKind::Builtin(a), ExprKind::Builtin(b), ExprKind::Builtin(c)) = (&a.kind, &b.kind, &c.kind) else { panic!("builtins") };
+        assert!(std::rc::Rc::ptr_eq(a, b), "each `Scale` has its own copy of its name");
+        assert_eq!((&**a, &**c), ("Scale", "Add"));
+    }
 }

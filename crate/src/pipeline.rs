@@ -374,6 +374,9 @@ pub fn analyse_in_phases(
         });
         (reference_run, reference)
     };
+    // The reference's run is shown only where forward is chosen: else its printed program (the
+    // size of the source's, 16 MB on a 100,000-line program) and graph are let go now.
+    let mut reference_run = chosen.iter().any(|s| s.info().id == "forward").then_some(reference_run);
     let a = Analysis { input_type: s, output_type: t, program, input, seed, primal, reference, stages: vec![] };
     let src = Source { program: &a.program, input_type: &a.input_type, output_type: &a.output_type, builtins: &no_builtins };
     let outputs = Outputs::new(&src, opts);
@@ -383,12 +386,19 @@ pub fn analyse_in_phases(
     for (k, &st) in chosen.iter().enumerate() {
         // What no later stage transforms further is let go (a long program's outputs are large; a
         // stage that still looks one up prepares it again), `forward`'s too: its run is the reference.
-        let later: Vec<&str> = chosen[k..].iter().filter_map(|s| match s.input() {
+        let later: Vec<&'static str> = chosen[k..].iter().filter_map(|s| match s.input() {
             Input::After(before) => Some(before),
             Input::Source => None,
         }).collect();
-        outputs.keep_only(|id| later.contains(&id));
-        let mut r = if st.info().id == "forward" { reference_run.clone() } else { run_stage(st, &outputs, input, seed, opts) };
+        outputs.keep_for(later);
+        let last = !chosen[k + 1..].iter().any(|s| s.info().id == "forward");
+        let mut r = match st.info().id {
+            // forward's last turn takes the reference's run (not a second copy of its text)
+            "forward" if last => reference_run.take(),
+            "forward" => reference_run.clone(),
+            _ => None,
+        }
+        .unwrap_or_else(|| run_stage(st, &outputs, input, seed, opts));
         if r.ok {
             let same_primal = r.primal.as_ref().is_none_or(|p| approx_same(p, primal));
             r.agrees = reference.as_ref().map(|rf| {
@@ -426,11 +436,13 @@ pub struct Outputs<'a> {
     accepted: std::cell::RefCell<rustc_hash::FxHashMap<(&'static str, Option<&'static str>), Result<(), Diagnostic>>>,
     /// Stages known besides the registry's (tests compose stages of their own).
     extra: Vec<&'static dyn Stage>,
+    /// The outputs the stages still to run take (`keep_for`; None: every output may be asked for).
+    later: std::cell::RefCell<Option<Vec<&'static str>>>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![] }
+        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default() }
     }
 
     /// Also knows `stages` by id (for tests of stage composition).
@@ -478,6 +490,19 @@ impl<'a> Outputs<'a> {
     /// Lets go of the kept outputs of the stages `keep` says no (they are prepared again if asked for).
     pub fn keep_only(&self, keep: impl Fn(&str) -> bool) {
         self.kept.borrow_mut().retain(|id, _| keep(id));
+    }
+
+    /// Keeps only the outputs the stages still to run take (`later`), and lets each other output go
+    /// as soon as its own stage has it (`run_stage`: it then takes the printed text rather than
+    /// copying it).
+    pub fn keep_for(&self, later: Vec<&'static str>) {
+        self.keep_only(|id| later.contains(&id));
+        *self.later.borrow_mut() = Some(later);
+    }
+
+    /// Whether `id`'s output may be asked for again (`keep_for`).
+    fn needed(&self, id: &str) -> bool {
+        self.later.borrow().as_ref().is_none_or(|later| later.contains(&id))
     }
 
     /// Calls `f` with the program `st` transforms: the source, or the output of the stage it follows.
@@ -691,12 +716,21 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         r.error = Some(d.message);
         r
     };
-    let out = match outputs.get(st) {
+    let mut out = match outputs.get(st) {
         Ok(p) => p,
         Err(d) => return fail(r, d),
     };
-    r.program = out.printed.clone().unwrap_or_default();
-    r.program_omitted = out.printed.is_none();
+    // An output no stage still to run takes is this run's alone: its text is taken, not copied.
+    let own = !outputs.needed(st.info().id);
+    if own {
+        outputs.keep_only(|id| id != st.info().id);
+    }
+    let printed = match std::rc::Rc::get_mut(&mut out).filter(|_| own) {
+        Some(p) => p.printed.take(),
+        None => out.printed.clone(),
+    };
+    r.program_omitted = printed.is_none();
+    r.program = printed.unwrap_or_default();
     r.program_lines = out.lines.clone();
     r.views = out.views.clone();
     if !opts.defer_texts {

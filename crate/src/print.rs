@@ -155,7 +155,9 @@ impl Pieces {
         self.0.push(m);
     }
     fn finish(self, map: bool) -> Mapped {
-        let mut text = String::new();
+        // sized once: grown by doubling, a long program's text (kept with the stage's output) held
+        // up to twice its length
+        let mut text = String::with_capacity(self.0.iter().map(|m| m.text.len()).sum());
         let mut lines: Vec<Vec<Span>> = vec![];
         for m in self.0 {
             let at = lines.len();

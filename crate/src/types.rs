@@ -304,6 +304,82 @@ impl Made {
         self.boxed.insert(key, made.clone());
         made
     }
+
+    /// `t` as the allocation made for a type of its parts, its parts first (the first of its kind is
+    /// kept as made, not copied): None where `t` is that allocation already, or a leaf or variable.
+    /// The zonk leaves a type without variables as inference built it, one allocation per node
+    /// (`M R` of each `pure`, `(R, R)` of each pair of literals): this shares them as well
+    /// (issue 14: 0.8 KB a line of krawiec/monadic's typed output).
+    fn canon(&mut self, t: &Type) -> Option<Type> {
+        use std::rc::Rc;
+        match t {
+            Type::Tuple(ts) => {
+                if self.tuples.get(&ByParts(ts.clone())).is_some_and(|m| Rc::ptr_eq(&m.0, ts)) {
+                    return None;
+                }
+                let parts = self.canon_all(ts);
+                let key = ByParts(parts.clone().unwrap_or_else(|| ts.clone()));
+                if let Some(made) = self.tuples.get(&key) {
+                    return (!Rc::ptr_eq(&made.0, ts)).then(|| Type::Tuple(made.0.clone()));
+                }
+                self.tuples.insert(key);
+                parts.map(Type::Tuple)
+            }
+            Type::Con(c) => {
+                let same = |m: &Made, c: &Rc<TyCon>| m.cons.get(&ByParts(TyCon { name: c.name.clone(), args: c.args.clone() })).is_some_and(|m| Rc::ptr_eq(m, c));
+                if same(self, c) {
+                    return None;
+                }
+                let args = self.canon_all(&c.args);
+                let key = ByParts(TyCon { name: c.name.clone(), args: args.clone().unwrap_or_else(|| c.args.clone()) });
+                if let Some(made) = self.cons.get(&key) {
+                    return (!Rc::ptr_eq(made, c)).then(|| Type::Con(made.clone()));
+                }
+                let made = if args.is_some() { Rc::new(key.0.clone()) } else { c.clone() };
+                self.cons.insert(key, made.clone());
+                args.map(|_| Type::Con(made))
+            }
+            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
+                let (na, nb) = (self.canon_boxed(a), self.canon_boxed(b));
+                if na.is_none() && nb.is_none() {
+                    return None;
+                }
+                let (a, b) = (na.unwrap_or_else(|| a.clone()), nb.unwrap_or_else(|| b.clone()));
+                Some(match t {
+                    Type::Sum(..) => Type::Sum(a, b),
+                    Type::Fun(..) => Type::Fun(a, b),
+                    _ => Type::Lin(a, b),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// `canon` of a `Sum`'s, `Fun`'s or `Lin`'s child, behind its pointer.
+    fn canon_boxed(&mut self, p: &std::rc::Rc<Type>) -> Option<std::rc::Rc<Type>> {
+        use std::rc::Rc;
+        if self.boxed.get(&ByParts((**p).clone())).is_some_and(|m| Rc::ptr_eq(m, p)) {
+            return None;
+        }
+        let inner = self.canon(p);
+        let key = ByParts(inner.clone().unwrap_or_else(|| (**p).clone()));
+        if let Some(made) = self.boxed.get(&key) {
+            return (!Rc::ptr_eq(made, p)).then(|| made.clone());
+        }
+        let made = if inner.is_some() { Rc::new(key.0.clone()) } else { p.clone() };
+        self.boxed.insert(key, made.clone());
+        inner.map(|_| made)
+    }
+
+    /// `canon` of each of `ts`: None when none changes.
+    fn canon_all(&mut self, ts: &[Type]) -> Option<std::rc::Rc<[Type]>> {
+        let (first, z) = ts.iter().enumerate().find_map(|(i, t)| self.canon(t).map(|z| (i, z)))?;
+        let mut out: Vec<Type> = Vec::with_capacity(ts.len());
+        out.extend_from_slice(&ts[..first]);
+        out.push(z);
+        out.extend(ts[first + 1..].iter().map(|t| self.canon(t).unwrap_or_else(|| t.clone())));
+        Some(out.into())
+    }
 }
 
 /// Whether a compound type may be met again by its parts: None for a leaf or a variable, which
@@ -479,7 +555,8 @@ impl<'b> Cx<'b> {
         Some(out.into())
     }
 
-    /// Every node's type zonked, in place (only a type with bound variables is replaced).
+    /// Every node's type zonked, in place (a type with bound variables is replaced, and one equal to
+    /// a type made before by that one: `Made::canon`).
     fn zonk_expr(&mut self, e: &mut Expr) {
         self.zonk_exprs(std::iter::once(e))
     }
@@ -493,6 +570,9 @@ impl<'b> Cx<'b> {
         while let Some(e) = stack.pop() {
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
                 e.ty = z;
+            }
+            if let Some(c) = memo.as_mut().and_then(|m| m.made.canon(&e.ty)) {
+                e.ty = c;
             }
             each_child_mut(e, &mut |c| stack.push(c));
         }
@@ -1263,6 +1343,27 @@ mod tests {
             assert_eq!(show(t), "(R, R)");
             assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(t));
         }
+    }
+
+    /// Issue 14 (memory per line): a type inference built without variables (a pair of literals,
+    /// a tuple of them) is not changed by the zonk, and is shared all the same (`Made::canon`).
+    #[test]
+    fn closed_types_built_per_node_are_shared() {
+        let src = "def main x =\n  let a = ((1.0, 2.0), 1) in\n  let b = ((3.0, 4.0), 2) in\n  x * fst (fst a) * snd (fst b)\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        check_program(&mut p, &Builtins::new()).expect("checks");
+        let mut outer = vec![];
+        let mut stack = vec![&p.def("main").expect("main").body];
+        while let Some(e) = stack.pop() {
+            if matches!(&e.kind, ExprKind::Tuple(es) if es.len() == 2 && matches!(es[1].kind, ExprKind::Int(_))) {
+                outer.push(&e.ty);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        assert_eq!(outer.len(), 2);
+        let (Type::Tuple(x), Type::Tuple(y)) = (outer[0], outer[1]) else { panic!("{}", show(outer[0])) };
+        assert_eq!(show(outer[0]), "((R, R), Z)");
+        assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(outer[0]));
     }
 
     /// Hash-consing in the final zonk: every node whose zonked type is `R → (R, R)` (functions and
