@@ -1,0 +1,199 @@
+//! Self-tail-recursive loops run a round at a time (issue 13, item 1: "count per basic block at
+//! lowering time rather than per step at run time").
+//!
+//! A definition whose body is `if test then exit else f a1 … an` (or the branches swapped), where
+//! `f` is the definition itself called with all its parameters in tail position (`CallCode::self_tail`),
+//! the test a comparison and every argument a flat scalar tree (`flat.rs`) or a leaf, and whose
+//! parameters are variables, is the peers' loop (`horner k acc x`, `double k c`). One round of it —
+//! the `if`, the test, the call's `App` and head steps, its arguments, the curried application of
+//! each argument short of the last (`run.rs`'s `partial_step`: a step, an allocation, the depth
+//! check) and the parameters rebound — has fixed counters, known here. So once a self tail call has
+//! reset the frame (`run.rs`'s `self_tail`), `Machine::rounds` runs whole rounds in place: when the
+//! step gate has room for a round's steps (no budget stop, no 4096-step clock check, no cost model:
+//! the gate is 0 under one), the allocation budget for its allocations (and no memory probe falls in
+//! it), no call is traced, the test says "go on", every leaf holds a scalar and no checked integer
+//! operation fails, the new parameter values are written into their slots (scalars: nothing to
+//! drop or clone) and the round's counters added at once. Otherwise nothing has changed and the
+//! body runs as before for that round (the exit, a budget stop, a wrong hint, an overflow's
+//! message), exactly as the walker would.
+
+use super::fast::{is_int, Hints};
+use super::flat::Flat;
+use super::lower::{Code, LPat};
+use super::Machine;
+use crate::value::Value;
+use std::rc::Rc;
+
+/// At most this many parameters (the new values wait in an array on the stack).
+const MAX_ARGS: usize = 8;
+
+/// One argument of the self call: computed by a flat tree, or read (a leaf).
+enum Arg {
+    Real(Flat<f64>),
+    Int(Flat<i64>),
+    Slot(u32),
+    Cap(u32),
+    Const(Word),
+}
+
+/// A scalar on its way into a parameter's slot.
+#[derive(Clone, Copy)]
+enum Word {
+    R(f64),
+    I(i64),
+    B(bool),
+}
+
+impl Word {
+    #[inline(always)]
+    fn of(v: &Value) -> Option<Word> {
+        match v {
+            Value::Real(x) => Some(Word::R(*x)),
+            Value::Int(x) => Some(Word::I(*x)),
+            Value::Bool(x) => Some(Word::B(*x)),
+            _ => None,
+        }
+    }
+    #[inline(always)]
+    fn value(self) -> Value {
+        match self {
+            Word::R(x) => Value::Real(x),
+            Word::I(x) => Value::Int(x),
+            Word::B(x) => Value::Bool(x),
+        }
+    }
+}
+
+/// A self-tail-recursive loop's round, with the counters it adds.
+pub(crate) struct SelfLoop {
+    test: Flat<bool>,
+    /// The test's value that takes the branch with the self call.
+    on: bool,
+    args: Box<[Arg]>,
+    /// Each parameter's slot (`None`: a wildcard, its argument computed and dropped).
+    params: Box<[Option<u32>]>,
+    steps: u64,
+    real_ops: u64,
+    /// One per argument short of the last (the walker's closure per curried application).
+    allocs: u64,
+}
+
+/// The loop of a function body with parameters `pat`, `more`, if it is one (see the module comment).
+/// `body` is the lowered body before its regions are compiled (the flat trees are made from it).
+pub(crate) fn build(body: &Code, pat: &LPat, more: &[LPat], h: &Hints) -> Option<SelfLoop> {
+    let Code::If(cond, t, f, _) = body else { return None };
+    let (on, call) = match (&**t, &**f) {
+        (Code::Call(cc), _) if cc.self_tail => (true, cc),
+        (_, Code::Call(cc)) if cc.self_tail => (false, cc),
+        _ => return None,
+    };
+    let n = call.args.len();
+    if n != 1 + more.len() || n > MAX_ARGS {
+        return None;
+    }
+    let params = std::iter::once(pat)
+        .chain(more)
+        .map(|p| match p {
+            LPat::Slot(s) => Some(Some(*s)),
+            LPat::Wild => Some(None),
+            _ => None,
+        })
+        .collect::<Option<Box<[_]>>>()?;
+    let Code::Prim2(op, a, b, _) = &**cond else { return None };
+    let test = Flat::compare(a, b, *op, !(is_int(a, h) || is_int(b, h)), h)?;
+    // the `if` node, the call's `App` nodes and head, and one curried application per argument but the last
+    let mut steps = 1 + test.steps() + n as u64 + 1 + (n as u64 - 1);
+    let mut real_ops = test.real_ops();
+    let mut args = Vec::with_capacity(n);
+    for a in call.args.iter() {
+        let arg = match a {
+            Code::Local(s) | Code::Move(s) => Arg::Slot(*s),
+            Code::Capture(i) => Arg::Cap(*i),
+            Code::Const(v) => Arg::Const(Word::of(v)?),
+            a if is_int(a, h) => Arg::Int(Flat::int(a, h)?),
+            a => Arg::Real(Flat::real(a, h)?),
+        };
+        match &arg {
+            Arg::Real(fl) => (steps, real_ops) = (steps + fl.steps(), real_ops + fl.real_ops()),
+            Arg::Int(fl) => (steps, real_ops) = (steps + fl.steps(), real_ops + fl.real_ops()),
+            _ => steps += 1,
+        }
+        args.push(arg);
+    }
+    Some(SelfLoop { test, on, args: args.into(), params, steps, real_ops, allocs: n as u64 - 1 })
+}
+
+/// Hands `lp` to the self call of `body` (the same body with its regions compiled).
+pub(crate) fn attach(body: &mut Code, lp: SelfLoop) {
+    let Code::If(_, t, f, _) = body else { return };
+    let call = if lp.on { &mut **t } else { &mut **f };
+    if let Code::Call(cc) = call {
+        if cc.self_tail {
+            cc.lp = Some(Rc::new(lp));
+        }
+    }
+}
+
+/// `fast::regions`, and the body's loop when it is one.
+pub(crate) fn regions(body: &mut Code, h: &Hints, pat: &LPat, more: &[LPat]) {
+    let lp = build(body, pat, more, h);
+    super::fast::regions(body, h);
+    if let Some(lp) = lp {
+        attach(body, lp);
+    }
+}
+
+impl Machine<'_> {
+    /// Runs whole rounds of `lp` while they fit (see the module comment), in the frame a self tail
+    /// call has just reset; the body then runs the next round itself.
+    pub(super) fn rounds(&mut self, lp: &SelfLoop) {
+        if self.call_tracer.is_some() || self.lam_watcher.is_some() {
+            return;
+        }
+        let mut new = [Word::B(false); MAX_ARGS];
+        loop {
+            if self.steps + lp.steps >= self.step_gate {
+                return;
+            }
+            if lp.allocs > 0 {
+                let after = self.allocs + lp.allocs;
+                // `alloc`'s budget, and its memory probe every 4096 allocations
+                if after > self.budget.allocs || (self.memory.is_some() && (self.allocs ^ after) >> 12 != 0) {
+                    return;
+                }
+                // `partial_step`'s depth check (the frame it would push, not in tail position)
+                if self.depth >= self.budget.depth {
+                    return;
+                }
+            }
+            match lp.test.get(self) {
+                Some(b) if b == lp.on => {}
+                _ => return,
+            }
+            for (w, a) in new.iter_mut().zip(lp.args.iter()) {
+                let v = match a {
+                    Arg::Real(fl) => fl.get(self).map(Word::R),
+                    Arg::Int(fl) => fl.get(self).map(Word::I),
+                    Arg::Slot(s) => Word::of(&self.locals[self.bp + *s as usize]),
+                    Arg::Cap(i) => Word::of(&self.env[*i as usize]),
+                    Arg::Const(c) => Some(*c),
+                };
+                match v {
+                    Some(v) => *w = v,
+                    None => return,
+                }
+            }
+            self.steps += lp.steps;
+            self.real_ops += lp.real_ops;
+            if lp.allocs > 0 {
+                self.allocs += lp.allocs;
+                self.max_depth = self.max_depth.max(self.depth + 1);
+            }
+            for (p, w) in lp.params.iter().zip(new) {
+                if let Some(s) = p {
+                    super::run::set_slot(&mut self.locals[self.bp + *s as usize], w.value());
+                }
+            }
+        }
+    }
+}
