@@ -150,25 +150,27 @@ impl Machine<'_> {
         if self.call_tracer.is_some() || self.lam_watcher.is_some() {
             return;
         }
-        let mut new = [Word::B(false); MAX_ARGS];
-        loop {
-            if self.steps + lp.steps >= self.step_gate {
+        // How many rounds fit: none of their steps may reach the step gate (a budget stop, the
+        // 4096-step clock check, a cost model), nor their allocations the budget or `alloc`'s
+        // memory probe every 4096; `partial_step`'s depth check (the frame it would push, not in
+        // tail position) is the same in every round. The gates and budgets do not move while
+        // rounds run (nothing but the counters added at the end), so this is counted once.
+        let mut fit = self.step_gate.saturating_sub(self.steps + 1) / lp.steps;
+        if lp.allocs > 0 {
+            if self.depth >= self.budget.depth {
                 return;
             }
-            if lp.allocs > 0 {
-                let after = self.allocs + lp.allocs;
-                // `alloc`'s budget, and its memory probe every 4096 allocations
-                if after > self.budget.allocs || (self.memory.is_some() && (self.allocs ^ after) >> 12 != 0) {
-                    return;
-                }
-                // `partial_step`'s depth check (the frame it would push, not in tail position)
-                if self.depth >= self.budget.depth {
-                    return;
-                }
+            fit = fit.min(self.budget.allocs.saturating_sub(self.allocs) / lp.allocs);
+            if self.memory.is_some() {
+                fit = fit.min(((self.allocs | 0xFFF) - self.allocs) / lp.allocs);
             }
+        }
+        let mut new = [Word::B(false); MAX_ARGS];
+        let mut done = 0;
+        'round: while done < fit {
             match lp.test.get(self) {
                 Some(b) if b == lp.on => {}
-                _ => return,
+                _ => break,
             }
             for (w, a) in new.iter_mut().zip(lp.args.iter()) {
                 let v = match a {
@@ -180,19 +182,23 @@ impl Machine<'_> {
                 };
                 match v {
                     Some(v) => *w = v,
-                    None => return,
+                    None => break 'round,
                 }
             }
-            self.steps += lp.steps;
-            self.real_ops += lp.real_ops;
-            if lp.allocs > 0 {
-                self.allocs += lp.allocs;
-                self.max_depth = self.max_depth.max(self.depth + 1);
-            }
+            let frame = &mut self.locals[self.bp..];
             for (p, w) in lp.params.iter().zip(new) {
                 if let Some(s) = p {
-                    super::run::set_slot(&mut self.locals[self.bp + *s as usize], w.value());
+                    super::run::set_slot(&mut frame[*s as usize], w.value());
                 }
+            }
+            done += 1;
+        }
+        if done > 0 {
+            self.steps += done * lp.steps;
+            self.real_ops += done * lp.real_ops;
+            if lp.allocs > 0 {
+                self.allocs += done * lp.allocs;
+                self.max_depth = self.max_depth.max(self.depth + 1);
             }
         }
     }
