@@ -564,7 +564,12 @@ const ROUND_LOOPS: &[(&str, &str)] = &[
     ("def go k _ acc = if k == 0 then acc else go (k - 1) k (sin acc)\ndef main x = go 9 0 x", "0.7"),
     ("def go k acc = if k == 0 then acc else go (k - 1) (acc + acc)\ndef main x = go 9 (if x > 0.0 then 1.0 else 2.0)", "0.5"),
     ("def go k s = if k == 0 then s else go (k - 1) (if k == 3 then (1.0, 2.0, 3.0) else (1.0, 2.0))\ndef main x = go 6 (x, x)", "0.5"),
+    // particle's loop: the tuple parameter scalar-replaced while rounds run, its step a leaf call
+    (PARTICLE_LOOP, "(1.0, 0.5)"),
 ];
+
+const PARTICLE_LOOP: &str = "def step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\n\
+    def sim k s = if k == 0 then s else sim (k - 1) (step s)\ndef main (p0, v0) = let (p, v) = sim 12 (p0, v0) in p * p + v";
 
 #[test]
 fn compiled_loops_stop_at_every_budget_where_the_walker_stops() {
@@ -595,6 +600,12 @@ fn compiled_loops_stop_at_every_budget_where_the_walker_stops() {
         if typed {
             assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
         }
+    }
+    // particle's tuple parameter of another shape or type (untyped): the rounds do not run, the
+    // walker's value or message
+    for at in ["(1.0, 2)", "(1, 2)", "(1.0, 0.5, 2.0)"] {
+        let src = PARTICLE_LOOP.replace("sim 12 (p0, v0)", &format!("sim 12 {at}")).replace("main (p0, v0)", "main x");
+        let _ = run_both(&src, false, Value::Real(0.5), Budget::default());
     }
     // the untyped loop over integers where the hint says reals: every round falls back, same result
     let src = ROUND_LOOPS[4].0;

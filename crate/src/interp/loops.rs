@@ -16,10 +16,17 @@
 //! drop or clone) and the round's counters added at once. Otherwise nothing has changed and the
 //! body runs as before for that round (the exit, a budget stop, a wrong hint, an overflow's
 //! message), exactly as the walker would.
+//!
+//! An argument `g s` where `s` is the argument's own parameter, a tuple, and `g` a definition
+//! `g (p1, …, pm) = (e1, …, em)` of flat real trees (particle's `sim (k - 1) (step s)`) is run too:
+//! while rounds run, `s` is scalar-replaced by `g`'s parameters in a scratch frame above the loop's
+//! (the frame `run_leaf` would open), `g`'s items computed there and written back as reals, and
+//! the call's steps, its frame's depth check and its tuple's allocation counted per round; the
+//! tuple is boxed once, when the rounds stop.
 
 use super::fast::{is_int, Hints};
 use super::flat::Flat;
-use super::lower::{Code, LPat};
+use super::lower::{Code, Head, LPat};
 use super::Machine;
 use crate::value::Value;
 use std::rc::Rc;
@@ -34,6 +41,9 @@ enum Arg {
     Slot(u32),
     Cap(u32),
     Const(Word),
+    /// `g s`, `s` this argument's own parameter (a tuple, scalar-replaced while rounds run) and `g`
+    /// a definition whose body is a tuple of flat trees (`PureLeaf`): particle's `sim (k - 1) (step s)`.
+    Leaf,
 }
 
 /// A scalar on its way into a parameter's slot.
@@ -76,6 +86,45 @@ pub(crate) struct SelfLoop {
     real_ops: u64,
     /// One per argument short of the last (the walker's closure per curried application).
     allocs: u64,
+    /// The `Leaf` argument: its index, its parameter's slot and the definition it calls.
+    leaf: Option<(usize, u32, u32)>,
+}
+
+/// A definition `g (p1, …, pm) = (e1, …, em)` whose items are flat real trees: a loop's argument
+/// `g s` runs it with `s`'s items in a scratch frame above the loop's own, as `run_leaf` would.
+pub(crate) struct PureLeaf {
+    slots: Box<[u32]>,
+    nslots: u32,
+    items: Box<[Flat<f64>]>,
+    /// The call's `App` node and head, its argument, the tuple and its items.
+    steps: u64,
+    real_ops: u64,
+}
+
+impl PureLeaf {
+    pub(crate) fn build(pat: &LPat, body: &Code, nslots: u32, h: &Hints) -> Option<PureLeaf> {
+        let LPat::Tuple(t) = pat else { return None };
+        let slots = t.0.iter().map(|p| if let LPat::Slot(s) = p { Some(*s) } else { None }).collect::<Option<Box<[u32]>>>()?;
+        let Code::Tuple(items) = body else { return None };
+        if items.len() != slots.len() || slots.len() > MAX_ARGS {
+            return None;
+        }
+        let items = items.iter().map(|c| Flat::real(c, h)).collect::<Option<Box<[_]>>>()?;
+        let steps = 4 + items.iter().map(|f| f.steps()).sum::<u64>();
+        let real_ops = items.iter().map(|f| f.real_ops()).sum();
+        Some(PureLeaf { slots, nslots, items, steps, real_ops })
+    }
+}
+
+/// Whether `c` reads slot `s`.
+fn reads(c: &Code, s: u32) -> bool {
+    match c {
+        Code::Local(x) | Code::Move(x) => *x == s,
+        Code::Prim1(_, a, _) => reads(a, s),
+        Code::Prim2(_, a, b, _) => reads(a, s) || reads(b, s),
+        Code::Const(_) | Code::Capture(_) => false,
+        _ => true,
+    }
 }
 
 /// The loop of a function body with parameters `pat`, `more`, if it is one (see the module comment).
@@ -105,8 +154,18 @@ pub(crate) fn build(body: &Code, pat: &LPat, more: &[LPat], h: &Hints) -> Option
     let mut steps = 1 + test.steps() + n as u64 + 1 + (n as u64 - 1);
     let mut real_ops = test.real_ops();
     let mut args = Vec::with_capacity(n);
-    for a in call.args.iter() {
+    let mut leaf = None;
+    for (j, a) in call.args.iter().enumerate() {
         let arg = match a {
+            Code::Call(g) if leaf.is_none() && !g.self_tail && g.args.len() == 1 => {
+                let (Head::Global(def, _), Code::Local(s) | Code::Move(s)) = (&g.head, &g.args[0]) else { return None };
+                if params[j] != Some(*s) {
+                    return None;
+                }
+                leaf = Some((j, *s, *def));
+                args.push(Arg::Leaf);
+                continue;
+            }
             Code::Local(s) | Code::Move(s) => Arg::Slot(*s),
             Code::Capture(i) => Arg::Cap(*i),
             Code::Const(v) => Arg::Const(Word::of(v)?),
@@ -120,7 +179,13 @@ pub(crate) fn build(body: &Code, pat: &LPat, more: &[LPat], h: &Hints) -> Option
         }
         args.push(arg);
     }
-    Some(SelfLoop { test, on, args: args.into(), params, steps, real_ops, allocs: n as u64 - 1 })
+    // the scalar-replaced tuple is read by its `Leaf` argument alone
+    if let Some((j, s, _)) = leaf {
+        if reads(cond, s) || call.args.iter().enumerate().any(|(i, a)| i != j && reads(a, s)) {
+            return None;
+        }
+    }
+    Some(SelfLoop { test, on, args: args.into(), params, steps, real_ops, allocs: n as u64 - 1, leaf })
 }
 
 /// Hands `lp` to the self call of `body` (the same body with its regions compiled).
@@ -150,22 +215,41 @@ impl Machine<'_> {
         if self.call_tracer.is_some() || self.lam_watcher.is_some() {
             return;
         }
-        // How many rounds fit: none of their steps may reach the step gate (a budget stop, the
-        // 4096-step clock check, a cost model), nor their allocations the budget or `alloc`'s
-        // memory probe every 4096; `partial_step`'s depth check (the frame it would push, not in
-        // tail position) is the same in every round. The gates and budgets do not move while
-        // rounds run (nothing but the counters added at the end), so this is counted once.
-        let mut fit = self.step_gate.saturating_sub(self.steps + 1) / lp.steps;
-        if lp.allocs > 0 {
-            if self.depth >= self.budget.depth {
+        let (mut steps, mut real_ops, mut allocs) = (lp.steps, lp.real_ops, lp.allocs);
+        // a `Leaf` argument: its definition's items, and its parameter's tuple in a scratch frame
+        let mut leaf = None;
+        if let Some((j, s, g)) = lp.leaf {
+            let Some(pl) = self.code.defs.get(g as usize).and_then(|d| d.lam.as_ref()).and_then(|l| l.pure.clone()) else { return };
+            let base = self.locals.len();
+            let Value::Tuple(vs) = &self.locals[self.bp + s as usize] else { return };
+            if vs.len() != pl.slots.len() || !vs.iter().all(|v| matches!(v, Value::Real(_))) {
                 return;
             }
-            fit = fit.min(self.budget.allocs.saturating_sub(self.allocs) / lp.allocs);
+            let vs = vs.clone();
+            self.grow_scratch(pl.nslots);
+            for (q, v) in pl.slots.iter().zip(vs.iter()) {
+                self.locals[base + *q as usize] = v.clone();
+            }
+            (steps, real_ops, allocs) = (steps + pl.steps, real_ops + pl.real_ops, allocs + 1);
+            leaf = Some((j, s, pl, base));
+        }
+        // How many rounds fit: none of their steps may reach the step gate (a budget stop, the
+        // 4096-step clock check, a cost model), nor their allocations the budget or `alloc`'s
+        // memory probe every 4096; `partial_step`'s and `open_frame`'s depth check (a frame pushed
+        // not in tail position) is the same in every round. The gates and budgets do not move
+        // while rounds run (nothing but the counters added at the end), so this is counted once.
+        let mut fit = self.step_gate.saturating_sub(self.steps + 1) / steps;
+        if allocs > 0 {
+            fit = fit.min(self.budget.allocs.saturating_sub(self.allocs) / allocs);
             if self.memory.is_some() {
-                fit = fit.min(((self.allocs | 0xFFF) - self.allocs) / lp.allocs);
+                fit = fit.min(((self.allocs | 0xFFF) - self.allocs) / allocs);
+            }
+            if self.depth >= self.budget.depth {
+                fit = 0;
             }
         }
         let mut new = [Word::B(false); MAX_ARGS];
+        let mut items = [0.0f64; MAX_ARGS];
         let mut done = 0;
         'round: while done < fit {
             match lp.test.get(self) {
@@ -179,27 +263,61 @@ impl Machine<'_> {
                     Arg::Slot(s) => Word::of(&self.locals[self.bp + *s as usize]),
                     Arg::Cap(i) => Word::of(&self.env[*i as usize]),
                     Arg::Const(c) => Some(*c),
+                    Arg::Leaf => Some(Word::B(false)),
                 };
                 match v {
                     Some(v) => *w = v,
                     None => break 'round,
                 }
             }
+            if let Some((_, _, pl, base)) = &leaf {
+                // the callee's items read its scratch frame, as its own frame would hold them
+                let bp = std::mem::replace(&mut self.bp, *base);
+                let mut ok = true;
+                for (x, fl) in items.iter_mut().zip(pl.items.iter()) {
+                    match fl.get(self) {
+                        Some(v) => *x = v,
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                self.bp = bp;
+                if !ok {
+                    break;
+                }
+                for (q, x) in pl.slots.iter().zip(items) {
+                    super::run::set_slot(&mut self.locals[*base + *q as usize], Value::Real(x));
+                }
+            }
             let frame = &mut self.locals[self.bp..];
-            for (p, w) in lp.params.iter().zip(new) {
-                if let Some(s) = p {
+            for ((p, w), a) in lp.params.iter().zip(new).zip(lp.args.iter()) {
+                if let (Some(s), false) = (p, matches!(a, Arg::Leaf)) {
                     super::run::set_slot(&mut frame[*s as usize], w.value());
                 }
             }
             done += 1;
         }
+        if let Some((_, s, pl, base)) = leaf {
+            // the tuple boxed once, from the scratch frame (each round's allocation is counted below)
+            if done > 0 {
+                let t: Rc<[Value]> = pl.slots.iter().map(|q| self.locals[base + *q as usize].clone()).collect();
+                self.locals[self.bp + s as usize] = Value::Tuple(t);
+            }
+            super::run::clear_slots(&mut self.locals, base);
+        }
         if done > 0 {
-            self.steps += done * lp.steps;
-            self.real_ops += done * lp.real_ops;
-            if lp.allocs > 0 {
-                self.allocs += done * lp.allocs;
+            self.steps += done * steps;
+            self.real_ops += done * real_ops;
+            if allocs > 0 {
+                self.allocs += done * allocs;
                 self.max_depth = self.max_depth.max(self.depth + 1);
             }
         }
+    }
+
+    fn grow_scratch(&mut self, nslots: u32) {
+        self.locals.extend(std::iter::repeat_with(|| Value::Unit).take(nslots as usize));
     }
 }

@@ -69,6 +69,9 @@ pub(crate) struct LamCode {
     pub entries: Cell<u32>,
     /// What making `hot` needs; `None` when the regions are compiled in `body` already, or never.
     pub deferred: Option<Box<Deferred>>,
+    /// A definition `f (p1, …, pm) = (e1, …, em)` whose items are flat real trees, as a loop that
+    /// calls it runs it (`loops.rs`'s `PureLeaf`; engine only).
+    pub pure: Option<Rc<super::loops::PureLeaf>>,
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
@@ -81,7 +84,7 @@ pub(crate) struct Deferred {
 
 impl LamCode {
     fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
-        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None }
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None }
     }
 
     /// The body to run on this entry: with its regions compiled once the function has been entered
@@ -508,7 +511,11 @@ impl Lowerer<'_> {
             _ => None,
         };
         let captures = c.captures.clone().into();
-        Ok(Rc::new(LamCode { named, param, ..self.lam_code(pat, more, body, &c, captures) }))
+        let pure = match own {
+            Some(_) if self.fast && more.is_empty() && c.captures.is_empty() => super::loops::PureLeaf::build(&pat, &body, c.nslots, &c.hints(&self.fused)).map(Rc::new),
+            _ => None,
+        };
+        Ok(Rc::new(LamCode { named, param, pure, ..self.lam_code(pat, more, body, &c, captures) }))
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
