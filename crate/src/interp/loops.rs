@@ -80,7 +80,8 @@ pub(crate) struct SelfLoop {
     /// The test's value that takes the branch with the self call.
     on: bool,
     args: Box<[Arg]>,
-    /// Each parameter's slot (`None`: a wildcard, its argument computed and dropped).
+    /// Each parameter's slot (`None`: a wildcard, its argument computed and dropped, or the `Leaf`
+    /// argument's, written to the scratch frame).
     params: Box<[Option<u32>]>,
     steps: u64,
     real_ops: u64,
@@ -180,10 +181,13 @@ pub(crate) fn build(body: &Code, pat: &LPat, more: &[LPat], h: &Hints) -> Option
         args.push(arg);
     }
     // the scalar-replaced tuple is read by its `Leaf` argument alone
+    let mut params = params;
     if let Some((j, s, _)) = leaf {
         if reads(cond, s) || call.args.iter().enumerate().any(|(i, a)| i != j && reads(a, s)) {
             return None;
         }
+        // its parameter lives in the scratch frame while rounds run
+        params[j] = None;
     }
     Some(SelfLoop { test, on, args: args.into(), params, steps, real_ops, allocs: n as u64 - 1, leaf })
 }
@@ -292,8 +296,8 @@ impl Machine<'_> {
                 }
             }
             let frame = &mut self.locals[self.bp..];
-            for ((p, w), a) in lp.params.iter().zip(new).zip(lp.args.iter()) {
-                if let (Some(s), false) = (p, matches!(a, Arg::Leaf)) {
+            for (p, w) in lp.params.iter().zip(new) {
+                if let Some(s) = p {
                     super::run::set_slot(&mut frame[*s as usize], w.value());
                 }
             }
