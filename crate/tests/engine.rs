@@ -551,3 +551,70 @@ fn flat_scalar_trees_stop_at_every_budget_where_the_walker_stops() {
         }
     }
 }
+
+/// Self-tail-recursive loops run a round at a time with the round's counters added at once
+/// (`interp/loops.rs`): the peers' horner and doubling, the branches swapped, a wildcard and an
+/// integer parameter, a leaf argument read from a slot; loops that must fall back every round (a
+/// parameter that is not the scalar its hint says, untyped; a tuple parameter, which changes shape;
+/// a call in an argument).
+const ROUND_LOOPS: &[(&str, &str)] = &[
+    ("def horner k acc x = if k == 0 then acc else horner (k - 1) (acc * x + 1.0 / real k) x\ndef main x = horner 12 0.0 x", "0.99"),
+    ("def double k c = if k == 0 then c else double (k - 1) (c + c)\ndef main x = double 12 x * x", "1.1"),
+    ("def go k i acc = if k > 0 then go (k - 1) (i + 2) (acc - real i * 0.5) else acc + real i\ndef main x = go 10 3 x", "0.25"),
+    ("def go k _ acc = if k == 0 then acc else go (k - 1) k (sin acc)\ndef main x = go 9 0 x", "0.7"),
+    ("def go k acc = if k == 0 then acc else go (k - 1) (acc + acc)\ndef main x = go 9 (if x > 0.0 then 1.0 else 2.0)", "0.5"),
+    ("def go k s = if k == 0 then s else go (k - 1) (if k == 3 then (1.0, 2.0, 3.0) else (1.0, 2.0))\ndef main x = go 6 (x, x)", "0.5"),
+    // particle's loop: the tuple parameter scalar-replaced while rounds run, its step a leaf call
+    (PARTICLE_LOOP, "(1.0, 0.5)"),
+];
+
+const PARTICLE_LOOP: &str = "def step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\n\
+    def sim k s = if k == 0 then s else sim (k - 1) (step s)\ndef main (p0, v0) = let (p, v) = sim 12 (p0, v0) in p * p + v";
+
+#[test]
+fn compiled_loops_stop_at_every_budget_where_the_walker_stops() {
+    for (k, (src, at)) in ROUND_LOOPS.iter().enumerate() {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        // the tuple parameter that changes shape is no typed program
+        let typed = k != 5;
+        assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
+        // every step budget: a round that does not fit runs as before and stops at the walker's node
+        let mut stopped = 0;
+        for steps in 1..1000 {
+            match run_both(src, typed, arg.clone(), Budget { steps, ..Budget::default() }) {
+                Ok(_) => break,
+                Err(e) => {
+                    assert!(matches!(e, RunError::Budget { .. }), "{src}: {e:?}");
+                    stopped += 1;
+                }
+            }
+        }
+        assert!(stopped >= 50, "{src}: only {stopped} step budgets stop it");
+        // every allocation budget (a round allocates what the walker's curried applications do)
+        for allocs in 0..40 {
+            if run_both(src, typed, arg.clone(), Budget { allocs, ..Budget::default() }).is_ok() {
+                break;
+            }
+        }
+        // and under a cost model and a trace, where no round is counted at once
+        if typed {
+            assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        }
+    }
+    // particle's tuple parameter of another shape or type (untyped): the rounds do not run, the
+    // walker's value or message
+    for at in ["(1.0, 2)", "(1, 2)", "(1.0, 0.5, 2.0)"] {
+        let src = PARTICLE_LOOP.replace("sim 12 (p0, v0)", &format!("sim 12 {at}")).replace("main (p0, v0)", "main x");
+        let _ = run_both(&src, false, Value::Real(0.5), Budget::default());
+    }
+    // the untyped loop over integers where the hint says reals: every round falls back, same result
+    let src = ROUND_LOOPS[4].0;
+    let r = run_both(src, false, Value::Real(0.5), Budget::default()).expect("runs");
+    assert!(r.same(&Value::Real(512.0)), "{r}");
+    // checked integer arithmetic failing in the middle of the loop: the walker's message, counts and step
+    let src = "def go k acc = if k == 0 then acc else go (k - 1) (acc * acc + 1)\ndef main k = go 10 k";
+    match run_both(src, true, Value::Int(3), Budget::default()) {
+        Err(RunError::Runtime { message, .. }) => assert!(message.contains("integer overflow"), "{message}"),
+        other => panic!("expected an overflow, got {other:?}"),
+    }
+}

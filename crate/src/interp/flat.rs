@@ -210,6 +210,19 @@ impl Flat<bool> {
 }
 
 impl<T: Word> Flat<T> {
+    /// The steps the tree counts.
+    pub(super) fn steps(&self) -> u64 {
+        self.steps
+    }
+    /// The real ops the tree counts.
+    pub(super) fn real_ops(&self) -> u64 {
+        self.real_ops
+    }
+    /// The tree's result, counting nothing (a loop's round counts its trees' steps at once: `loops.rs`).
+    #[inline(always)]
+    pub(super) fn get(&self, m: &Machine<'_>) -> Option<T> {
+        self.tree.get(m)
+    }
     /// The tree's result, its steps and real ops counted at once; `None` (nothing counted, nothing
     /// changed) when the step gate has no room for them all, a leaf does not hold its hinted scalar,
     /// or integer arithmetic fails.

@@ -15,7 +15,7 @@
 //!
 //! Lowering recurses on the syntax tree (the native pipeline runs on a big stack); running does not.
 
-use super::fast::{self, FastCode, Hints, Scalar};
+use super::fast::{FastCode, Hints, Scalar};
 use super::Fused;
 use super::{Builtin, Builtins, RunError};
 use crate::diag::Span;
@@ -69,6 +69,9 @@ pub(crate) struct LamCode {
     pub entries: Cell<u32>,
     /// What making `hot` needs; `None` when the regions are compiled in `body` already, or never.
     pub deferred: Option<Box<Deferred>>,
+    /// A definition `f (p1, …, pm) = (e1, …, em)` whose items are flat real trees, as a loop that
+    /// calls it runs it (`loops.rs`'s `PureLeaf`; engine only).
+    pub pure: Option<Rc<super::loops::PureLeaf>>,
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
@@ -81,7 +84,7 @@ pub(crate) struct Deferred {
 
 impl LamCode {
     fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
-        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None }
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None }
     }
 
     /// The body to run on this entry: with its regions compiled once the function has been entered
@@ -104,7 +107,7 @@ impl LamCode {
             return &self.body;
         }
         let mut hot = self.body.clone();
-        fast::regions(&mut hot, &Hints { slots: &d.real, caps: &d.real_caps, fused: &d.fused });
+        super::loops::regions(&mut hot, &Hints { slots: &d.real, caps: &d.real_caps, fused: &d.fused }, &self.pat, &self.more);
         self.hot.get_or_init(|| hot)
     }
 }
@@ -179,6 +182,8 @@ pub(crate) struct CallCode {
     /// A definition's saturated call of itself in tail position of its own body (`mark_self_tail`):
     /// the peers' loops, run by `run.rs`'s `self_tail` as a jump back to the body.
     pub self_tail: bool,
+    /// The loop the self call closes, run a round at a time (`loops.rs`; set with the regions).
+    pub lp: Option<Rc<super::loops::SelfLoop>>,
 }
 
 pub(crate) struct DefCode {
@@ -349,7 +354,7 @@ pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_
         lw.def_lam = None;
         let ctx = lw.ctxs.pop().unwrap();
         // a definition's own body runs once per machine: its regions only when compiling eagerly
-        let _ = lw.regions(&mut body, &ctx);
+        let _ = lw.regions(&mut body, &ctx, &LPat::Wild, &[]);
         let lam = match &body {
             Code::Lam(l) if l.captures.is_empty() => Some(l.clone()),
             _ => None,
@@ -401,13 +406,13 @@ impl Lowerer<'_> {
     /// only read of each slot into a move.
     /// With `regions_after` above 0 the regions wait for the function's `regions_after`-th entry (the
     /// returned `Deferred`, for `LamCode::code`).
-    fn regions(&self, body: &mut Code, ctx: &FunCtx) -> Option<Box<Deferred>> {
+    fn regions(&self, body: &mut Code, ctx: &FunCtx, pat: &LPat, more: &[LPat]) -> Option<Box<Deferred>> {
         if !self.fast {
             return None;
         }
         moves(body, ctx.nslots);
         if self.regions_after == 0 {
-            fast::regions(body, &ctx.hints(&self.fused));
+            super::loops::regions(body, &ctx.hints(&self.fused), pat, more);
             return None;
         }
         let (real, real_caps) = (ctx.real.clone().into(), ctx.real_caps.clone().into());
@@ -416,7 +421,7 @@ impl Lowerer<'_> {
 
     /// A function's code: its regions compiled now or on a later entry.
     fn lam_code(&self, pat: LPat, more: Box<[LPat]>, mut body: Code, c: &FunCtx, captures: Box<[Loc]>) -> LamCode {
-        let deferred = self.regions(&mut body, c);
+        let deferred = self.regions(&mut body, c, &pat, &more);
         LamCode { deferred, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
     }
 
@@ -506,7 +511,11 @@ impl Lowerer<'_> {
             _ => None,
         };
         let captures = c.captures.clone().into();
-        Ok(Rc::new(LamCode { named, param, ..self.lam_code(pat, more, body, &c, captures) }))
+        let pure = match own {
+            Some(_) if self.fast && more.is_empty() && c.captures.is_empty() => super::loops::PureLeaf::build(&pat, &body, c.nslots, &c.hints(&self.fused)).map(Rc::new),
+            _ => None,
+        };
+        Ok(Rc::new(LamCode { named, param, pure, ..self.lam_code(pat, more, body, &c, captures) }))
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
@@ -656,7 +665,7 @@ impl Lowerer<'_> {
                 };
                 let all = args.iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
                 let spans = args.iter().map(|(_, s)| *s).collect();
-                return Ok(Code::Call(Box::new(CallCode { head, args: all, spans, self_tail: false })));
+                return Ok(Code::Call(Box::new(CallCode { head, args: all, spans, self_tail: false, lp: None })));
             }
             _ => self.expr(head)?,
         };

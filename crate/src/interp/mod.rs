@@ -23,6 +23,7 @@ pub mod api;
 pub(crate) mod arrays;
 mod fast;
 mod flat;
+mod loops;
 mod lower;
 mod prim;
 mod run;

@@ -671,7 +671,11 @@ impl Machine<'_> {
             let env = self.no_captures.clone();
             return self.saturate(code, env, None, base, arg, true);
         }
-        self.reuse_frame(code, base, arg)
+        let next = self.reuse_frame(code, base, arg)?;
+        if let Some(lp) = &cc.lp {
+            self.rounds(lp);
+        }
+        Ok(next)
     }
 
     /// A known definition's tail call (`call_known`, `self_tail`) reuses the frame on top as
