@@ -1457,3 +1457,39 @@ fn arrays_as_elements_of_a_tuple_fold_reach_share_to_let() {
         part_c_agrees(&format!("input {input}\ndef main {main}\n"));
     }
 }
+
+/// A ragged array of arrays read by a packed fold (pack.rs) stops every Part C stage, located at
+/// the fold, instead of being padded with zeros: ragged arrays are outside the paper's language
+/// (§3.2, "there are no jagged arrays"), and the packed row reads `v ! (q / w) ! (q mod w)`, total
+/// (§5.2), so a row shorter than the first was read as zeros. Only the first row's length was
+/// checked (`sameLength`); now every row is (`sameShape`, lang.rs). On main each of these ran and
+/// disagreed with forward mode (a body's new matrix whose second row is shorter: primal 10, not 9;
+/// a ragged initial value; ragged elements, inside a map too), or stopped bot unlocated ("`map2` on
+/// arrays of different lengths").
+#[test]
+fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fold() {
+    let short = "fold (\\p v -> p * (v + 1.0)) 1.0";
+    let progs = [
+        // the body's new accumulator: its second row is shorter
+        format!("input ([1.0, 2.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = let (s, mm) = fold (\\(s, mm) x -> (s + x, [mm ! 0, [mm ! 1 ! 0 * x]])) (0.0, m) xs in s + real (length (mm ! 1)) + {short} (mm ! 1)\n"),
+        "input ([1.0, 2.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = let (s, mm) = fold (\\(s, mm) x -> (s + x, [mm ! 0, [mm ! 1 ! 0 * x]])) (0.0, m) xs in (s, mm)\n".to_string(),
+        // a scan's, a row of rank 3
+        "input ([1.0, 2.0], [[[0.5, 1.0], [2.0, 0.25]]])\ndef main (xs, t) = let ss = scanl (\\(s, tt) x -> (s + x, [[tt ! 0 ! 0, [tt ! 0 ! 1 ! 0 * x]]])) (0.0, t) xs in sum (map (\\(s, tt) -> s + real (length (tt ! 0 ! 1))) ss)\n".to_string(),
+        // a ragged initial value
+        format!("input [1.0, 2.0]\ndef main xs = let (s, m) = fold (\\(s, m) x -> (s + x, map (\\r -> map (\\v -> v * x) r) m)) (0.0, [[xs ! 0, 2.0], [xs ! 1]]) xs in s + real (length (m ! 1)) + {short} (m ! 1)\n"),
+        // ragged elements (a fold over a matrix's rows), outside and inside a map
+        format!("input [1.0, 2.0]\ndef main xs = let (s, k) = fold (\\(s, k) row -> (s * {short} row + real (length row), k + 1)) (1.0, 0) [[xs ! 0], [xs ! 1, 3.0]] in s + real k\n"),
+        "input [1.0, 2.0]\ndef main xs = map (\\y -> let (s, k) = fold (\\(s, k) row -> (s * fold (\\p v -> p * (v + y)) 1.0 row + real (length row), k + 1)) (1.0, 0) [[xs ! 0], [xs ! 1, 3.0]] in s + real k) xs\n".to_string(),
+    ];
+    for text in &progs {
+        let fold = text.find("fold").or_else(|| text.find("scanl")).unwrap();
+        for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+            let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?}, primal {})\n{text}", r.agrees, r.primal));
+            assert!(!r.refused && e.contains("not regular") && e.contains("rows of lengths"), "{stage}: {e}\n{text}");
+            assert_eq!(r.error_span.map(|s| s.0), Some(fold), "{stage}: {e}\n{text}");
+        }
+    }
+    // the same programs with regular rows agree (every row checked, none refused)
+    part_c_agrees("input ([1.0, 2.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = let (s, mm) = fold (\\(s, mm) x -> (s + x, [mm ! 0, [mm ! 1 ! 0 * x, mm ! 1 ! 1]])) (0.0, m) xs in s + real (length (mm ! 1)) + fold (\\p v -> p * (v + 1.0)) 1.0 (mm ! 1)\n");
+    part_c_agrees("input [1.0, 2.0]\ndef main xs = map (\\y -> let (s, k) = fold (\\(s, k) row -> (s * fold (\\p v -> p * (v + y)) 1.0 row + real (length row), k + 1)) (1.0, 0) [[xs ! 0, 1.0], [xs ! 1, 3.0]] in s + real k) xs\n");
+}
