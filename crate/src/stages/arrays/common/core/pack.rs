@@ -56,7 +56,7 @@ impl Sra<'_> {
         }
         if let Some(t) = tys.iter().find(|t| **t != Type::Real && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them{}", int_array_why(tys))));
         }
         let arr = Type::array(Type::Real);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
@@ -283,7 +283,7 @@ impl Sra<'_> {
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them{}", int_array_why(tys))));
         }
         // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
         let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
@@ -492,7 +492,7 @@ impl Sra<'_> {
 /// chosen and its start and new values encoded; `decode_bools` reads the loop's results back
 /// (boolean elements likewise: `soa.rs`'s fold binds `build n (\j -> if b ! j then 1.0 else 0.0)`
 /// before the loop, a column of the packed elements). The positions of the booleans.
-pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), (s, inner): (&mut Shape, &mut Binds)) -> Result<Vec<usize>, Diagnostic> {
+pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), (s, inner): (&mut Shape, &mut Binds), fresh: &mut Fresh) -> Result<Vec<usize>, Diagnostic> {
     use super::bot::mentions;
     let mut cs = vec![];
     leaves(s, &mut cs)?;
@@ -502,6 +502,14 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     }
     for &k in &bools {
         tys[k] = Type::Real;
+    }
+    // an array of booleans (any rank) an array of such numbers, elementwise, with the reals' arrays
+    let bit_arrays: Vec<(usize, usize)> = (0..tys.len()).filter_map(|k| bits_rank(&tys[k]).map(|r| (k, r))).collect();
+    for &(k, r) in &bit_arrays {
+        tys[k] = nested(r);
+        let number = |b: Expr, fresh: &mut Fresh| elementwise(b, r, &|x| if_(x, real(1.0), real(0.0)).with_ty(Type::Real), fresh);
+        zs[k] = number(zs[k].clone(), fresh);
+        cs[k] = number(cs[k].clone(), fresh);
     }
     // a boolean reading an integer (or a boolean riding with the integers) rides with them
     loop {
@@ -521,7 +529,45 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     }
     let mut cs = cs.into_iter();
     *s = map_leaves(s.clone(), &mut |_| Ok(Shape::Leaf(cs.next().unwrap_or_else(unit))))?;
-    Ok(bools)
+    Ok(bools.into_iter().chain(bit_arrays.into_iter().map(|(k, _)| k)).collect())
+}
+
+/// Why an array of integers among `tys` is not packed (empty when there is none): a limit of this
+/// lowering, not of the paper (Fig. 8's arrays hold Int, D′ keeps them, §6.2).
+fn int_array_why(tys: &[Type]) -> &'static str {
+    let mut ints = tys.iter().filter_map(|t| t.as_array()).map(|mut t| {
+        while let Some(a) = t.as_array() {
+            t = a;
+        }
+        t
+    });
+    if !ints.any(|t| *t == Type::Int) {
+        return "";
+    }
+    " (an array of integers carries no cotangent, as an integer does not, but cannot ride in the reals' row as a boolean does, 1.0 for true, since the language has no conversion from a real back to an integer; it would take the integers' loop (`int_fold`) packing arrays of integers as more columns of its row, as the reals' packs arrays of reals)"
+}
+
+/// The rank r ≥ 1 of `Array^r Bool`, None for any other type.
+pub(super) fn bits_rank(t: &Type) -> Option<usize> {
+    let (mut r, mut t) = (0, t);
+    while let Some(a) = t.as_array() {
+        (r, t) = (r + 1, a);
+    }
+    (r > 0 && *t == Type::Bool).then_some(r)
+}
+
+/// `f` applied to each element of `x` at depth r: `let v = x in build (length v) (\j -> .. f (v ! j ! ..))`.
+pub(super) fn elementwise(x: Expr, r: usize, f: &dyn Fn(Expr) -> Expr, fresh: &mut Fresh) -> Expr {
+    if r == 0 {
+        return f(x);
+    }
+    let (v, j) = (fresh.name("v"), fresh.name("j"));
+    let vt = x.ty.clone();
+    let elem = prim(Prim::Index, vec![var(&v).with_ty(vt.clone()), var(&j)]).with_ty(vt.as_array().cloned().unwrap_or(Type::Unknown));
+    let body = elementwise(elem, r - 1, f, fresh);
+    let out_ty = Type::array(body.ty.clone());
+    let b = prim(Prim::Build, vec![length(var(&v).with_ty(vt.clone())), lam(pvar(&j), body)]).with_ty(out_ty.clone());
+    let_(pvar(&v), x, b).with_ty(out_ty)
 }
 
 /// `t` with each read `acc > 0.5` of the boolean `acc` made `real acc > 0.5`: it rides with the integers.
@@ -556,14 +602,18 @@ impl Sra<'_> {
             }
             let t = tys[q].clone();
             let half = if t == Type::Int { int(0) } else { real(0.5) };
-            let test = |x: Expr| prim(Prim::Gt, vec![x, half.clone()]).with_ty(Type::Bool);
+            // an array of booleans elementwise (rank r)
+            let r = rank(&t).unwrap_or(0);
+            let test = |x: Expr, fresh: &mut Fresh| elementwise(x, r, &|y| prim(Prim::Gt, vec![y, half.clone()]).with_ty(Type::Bool), fresh);
             if !scan {
-                return Ok(Shape::Leaf(test(o)));
+                return Ok(Shape::Leaf(test(o, self.fresh)));
             }
             let (v, j) = (self.fresh.name("b"), self.fresh.name("j"));
             binds.push((v.clone(), at(o, span).with_ty(Type::array(t.clone())), span));
             let x = prim(Prim::Index, vec![var(&v), var(&j)]).with_ty(t);
-            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&v)), lam(pvar(&j), test(x))]).with_ty(Type::array(Type::Bool))))
+            let x = test(x, self.fresh);
+            let ty = Type::array(x.ty.clone());
+            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&v)), lam(pvar(&j), x)]).with_ty(ty)))
         })
     }
 }

@@ -478,11 +478,25 @@ fn b_index(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     index(&args[0], int(&args[1], "index", span)?, span)
 }
 
-/// Strict `cond` (§5.2): both branches were evaluated; it selects.
+/// The runtime's zero of unknown shape: `[]`, a scalar `0.0`, or (forward mode's, checking bot) a
+/// dual number of zeros.
+fn unknown_zero(v: &Value) -> bool {
+    match v {
+        Value::Real(z) => *z == 0.0,
+        Value::Tuple(vs) => vs.iter().all(unknown_zero),
+        _ => v.elems().is_some_and(|x| x.is_empty()),
+    }
+}
+
+/// Strict `cond` (§5.2): both branches were evaluated; it selects. A condition read out of an
+/// empty array of booleans is the runtime's zero of unknown shape (`unknown_zero`: `index`),
+/// whose boolean is false, as `zero_like`'s (an array of booleans in a fold's accumulator inside a
+/// map over no rows, pack.rs: part_c_takes seed 15).
 fn b_cond(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     match args[0] {
         Value::Bool(b) => Ok(if b { args[1].clone() } else { args[2].clone() }),
-        _ => Err(err(span, "cond expects a boolean")),
+        ref v if unknown_zero(v) => Ok(args[2].clone()),
+        ref v => Err(err(span, format!("cond expects a boolean, got {v}"))),
     }
 }
 
