@@ -1457,3 +1457,86 @@ fn arrays_as_elements_of_a_tuple_fold_reach_share_to_let() {
         part_c_agrees(&format!("input {input}\ndef main {main}\n"));
     }
 }
+
+/// A ragged array of arrays read by a packed fold (pack.rs) stops every Part C stage, located at
+/// the fold, instead of being padded with zeros: ragged arrays are outside the paper's language
+/// (§3.2, "there are no jagged arrays"), and the packed row reads `v ! (q / w) ! (q mod w)`, total
+/// (§5.2), so a row shorter than the first was read as zeros. Only the first row's length was
+/// checked (`sameLength`); now every row is (`sameShape`, lang.rs). On main each of these ran and
+/// disagreed with forward mode (a body's new matrix whose second row is shorter: primal 10, not 9;
+/// a ragged initial value; ragged elements, inside a map too), or stopped bot unlocated ("`map2` on
+/// arrays of different lengths").
+#[test]
+fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fold() {
+    let short = "fold (\\p v -> p * (v + 1.0)) 1.0";
+    let progs = [
+        // the body's new accumulator: its second row is shorter
+        format!("input ([1.0, 2.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = let (s, mm) = fold (\\(s, mm) x -> (s + x, [mm ! 0, [mm ! 1 ! 0 * x]])) (0.0, m) xs in s + real (length (mm ! 1)) + {short} (mm ! 1)\n"),
+        "input ([1.0, 2.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = let (s, mm) = fold (\\(s, mm) x -> (s + x, [mm ! 0, [mm ! 1 ! 0 * x]])) (0.0, m) xs in (s, mm)\n".to_string(),
+        // a scan's, a row of rank 3
+        "input ([1.0, 2.0], [[[0.5, 1.0], [2.0, 0.25]]])\ndef main (xs, t) = let ss = scanl (\\(s, tt) x -> (s + x, [[tt ! 0 ! 0, [tt ! 0 ! 1 ! 0 * x]]])) (0.0, t) xs in sum (map (\\(s, tt) -> s + real (length (tt ! 0 ! 1))) ss)\n".to_string(),
+        // a ragged initial value
+        format!("input [1.0, 2.0]\ndef main xs = let (s, m) = fold (\\(s, m) x -> (s + x, map (\\r -> map (\\v -> v * x) r) m)) (0.0, [[xs ! 0, 2.0], [xs ! 1]]) xs in s + real (length (m ! 1)) + {short} (m ! 1)\n"),
+        // ragged elements (a fold over a matrix's rows), outside and inside a map
+        format!("input [1.0, 2.0]\ndef main xs = let (s, k) = fold (\\(s, k) row -> (s * {short} row + real (length row), k + 1)) (1.0, 0) [[xs ! 0], [xs ! 1, 3.0]] in s + real k\n"),
+        "input [1.0, 2.0]\ndef main xs = map (\\y -> let (s, k) = fold (\\(s, k) row -> (s * fold (\\p v -> p * (v + y)) 1.0 row + real (length row), k + 1)) (1.0, 0) [[xs ! 0], [xs ! 1, 3.0]] in s + real k) xs\n".to_string(),
+    ];
+    for text in &progs {
+        let fold = text.find("fold").or_else(|| text.find("scanl")).unwrap();
+        for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+            let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?}, primal {})\n{text}", r.agrees, r.primal));
+            assert!(!r.refused && e.contains("not regular") && e.contains("rows of lengths"), "{stage}: {e}\n{text}");
+            assert_eq!(r.error_span.map(|s| s.0), Some(fold), "{stage}: {e}\n{text}");
+        }
+    }
+    // the same programs with regular rows agree (every row checked, none refused)
+    part_c_agrees("input ([1.0, 2.0], [[0.5, 1.0], [2.0, 0.25]])\ndef main (xs, m) = let (s, mm) = fold (\\(s, mm) x -> (s + x, [mm ! 0, [mm ! 1 ! 0 * x, mm ! 1 ! 1]])) (0.0, m) xs in s + real (length (mm ! 1)) + fold (\\p v -> p * (v + 1.0)) 1.0 (mm ! 1)\n");
+    part_c_agrees("input [1.0, 2.0]\ndef main xs = map (\\y -> let (s, k) = fold (\\(s, k) row -> (s * fold (\\p v -> p * (v + y)) 1.0 row + real (length row), k + 1)) (1.0, 0) [[xs ! 0, 1.0], [xs ! 1, 3.0]] in s + real k) xs\n");
+}
+
+/// An array of booleans (any rank) as a fold or scan's accumulator component, or the whole
+/// accumulator (pack.rs `encode_bools`, soa.rs): an array of numbers, 1.0 for true, elementwise,
+/// packed with the reals as any array of reals (Fig. 8's arrays hold Bool; D[Array sh Bool] =
+/// Array sh Bool, §6.1: its Delta is zero), read back as `> 0.5`. Was refused ("a component of type
+/// Array Bool … none of them"; a lone `Array Bool` accumulator, "no sequential fold or scan with this
+/// function"). An array of integers is still refused, saying why.
+#[test]
+fn arrays_of_booleans_in_a_fold_accumulator_reach_share_to_let() {
+    // s: 1 + 2 = 3 (bs ! 0 false), 3 · 1.5 = 4.5, 4.5 + 4 = 8.5; bs ends [true, false]: 0.5 s = 4.25,
+    // ∂/∂x = 0.5 (x1, 1 + x0, 1)
+    part_c_by_hand("input [2.0, 1.5, 4.0]\ndef main xs = let (s, bs) = fold (\\(s, bs) x -> (if bs ! 0 then s * x else s + x, [x > 1.8, bs ! 0])) (1.0, [false, true]) xs in if bs ! 1 then s else 0.5 * s\n", "4.25", &[0.75, 1.5, 0.5]);
+    // a lone array of booleans scanned: states [f,t], [t,f], [f,t], [t,f] pick sum xs, 1, sum xs, 1
+    // (x0 / 2 each): 7.5 + 1 + 7.5 + 1 = 17, ∂/∂x = (2 + 2 · 0.5, 2, 2)
+    part_c_by_hand("input [2.0, 1.5, 4.0]\ndef main xs = sum (map (\\bs -> if bs ! 1 then sum xs else 0.5 * xs ! 0) (scanl (\\bs x -> [x > 1.8, bs ! 0]) [false, true] xs))\n", "17.0", &[3.0, 2.0, 2.0]);
+    let xs = "[2.0, 1.5, 4.0]";
+    let progs = [
+        (xs, "xs = let ss = scanl (\\(s, bs) x -> (if bs ! 1 then s * x else s + x, map (\\b -> not b) bs)) (1.0, [false, true]) xs in sum (map (\\(s, bs) -> if bs ! 0 then s else 2.0 * s) ss)"),
+        (xs, "xs = let ss = scanr (\\x (bs, s) -> (map (\\b -> b || x > 3.0) bs, if bs ! 0 then s * x else s + x)) ([false, true], 1.0) xs in sum (map (\\(bs, s) -> if bs ! 1 then s else 2.0 * s) ss)"),
+        (xs, "xs = let (s, m) = fold (\\(s, m) x -> (if m ! 1 ! 0 then s * x else s + x, map (\\r -> map (\\b -> b || x > 3.0) r) m)) (1.0, [[false, true], [true, false]]) xs in if m ! 0 ! 0 then s else 0.5 * s"),
+        (xs, "xs = let (s, n, bs) = fold (\\(s, n, bs) x -> (if bs ! 0 then s * x else s + real n, n + 1, [x > 1.8, bs ! 0])) (1.0, 0, [false, true]) xs in if bs ! 1 then s else 0.5 * s"),
+        (xs, "xs = let (s, v, bs) = fold (\\(s, v, bs) x -> (s * x + v ! 1, map (\\y -> if bs ! 0 then y * x else y) v, [x > s, bs ! 0])) (1.0, [0.5, 0.25], [true, false]) xs in s + sum v"),
+        (xs, "xs = let bs = fold (\\bs x -> [x > 1.8, bs ! 0]) [false, true] xs in if bs ! 1 then sum xs else 0.5 * xs ! 2"),
+        (xs, "xs = let (s, bs) = fold (\\(s, bs) x -> (s * x, map (\\b -> not b) bs)) (1.0, []) xs in s"),
+        ("[[2.0, 1.5], [4.0, 0.5]]", "m = map (\\row -> let (s, bs) = fold (\\(s, bs) x -> (if bs ! 0 then s * x else s + x, [x > 1.8, bs ! 0])) (1.0, [false, true]) row in if bs ! 1 then s else 0.5 * s) m"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // one loop: one scanl after bot, one ScanL Delta
+    let text = format!("input {xs}\ndef main {}\n", progs[4].1);
+    let (p, _) = bot(&text);
+    assert_eq!(p.matches("scanl").count(), 1, "{p}");
+    let r = one(&text, "arrays/dual-arrays");
+    assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
+    // an array of integers: refused, located at the fold, saying why
+    for main in [
+        "fold (\\(s, ks) x -> (s * x + real (ks ! 0), [ks ! 1, ks ! 0 + 1])) (1.0, [0, 1]) xs",
+        "let (s, n, ks) = fold (\\(s, n, ks) x -> (s * x + real n, n + 1, [ks ! 1, ks ! 0 + 1])) (1.0, 0, [0, 1]) xs in s",
+    ] {
+        let text = format!("input {xs}\ndef main xs = {main}\n");
+        let r = one(&text, "arrays/bot");
+        let e = r.error.as_deref().unwrap_or("");
+        assert!(r.refused && e.contains("an array of integers carries no cotangent") && e.contains("no conversion from a real back to an integer"), "{r:?}");
+        assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{e}");
+    }
+}

@@ -233,7 +233,8 @@ impl Gen {
     /// pack.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
     /// A fold or scanl whose accumulator pairs a real with a boolean (`bfd`: the boolean rides in the
     /// loop as a number, pack.rs `encode_bools`), the real's step chosen by it, or beside an integer
-    /// the boolean reads (then it rides with the integers), or over boolean elements.
+    /// the boolean reads (then it rides with the integers), or over boolean elements; or with an
+    /// array of booleans (an array of numbers packed with the real).
     /// A fold or scanl whose accumulator pairs a real with a matrix (`mfd`: packed row-major,
     /// pack.rs), or pairs a real with a boolean over a matrix's rows (the rows more columns of the
     /// packed elements).
@@ -282,7 +283,17 @@ impl Gen {
                 };
                 let f = self.real_in(&s.with_real(&a), d.min(2));
                 let (z, xs) = (self.real_in(s, d), self.vec(s, n, d));
-                match self.below(4) {
+                match self.below(5) {
+                    4 => {
+                        // an array of booleans: an array of numbers packed with the real (pack.rs), elementwise
+                        let scan = self.below(2) == 0;
+                        let body = format!("(\\({p}, {b}) {x} -> (if {b} ! 0 then {e1} else {e2}, [{x} > {p}, {b} ! 0]))");
+                        if scan {
+                            format!("(sum (map (\\({a}, {u}) -> if {u} ! 1 then {f} else 0.5 * {a}) (scanl {body} ({z}, [{b0}, false]) {xs})))")
+                        } else {
+                            format!("(let ({a}, {u}) = fold {body} ({z}, [{b0}, true]) {xs} in if {u} ! 1 then {f} else 0.5 * {a})")
+                        }
+                    }
                     3 => {
                         // boolean elements: a column of the packed elements
                         let (c, y) = (self.fresh("bfd"), self.fresh("bfd"));

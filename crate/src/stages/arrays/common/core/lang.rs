@@ -140,8 +140,30 @@ pub fn same_length(expected: Expr, actual: Expr) -> Expr {
     apps(builtin(SAME_LENGTH), [expected, actual])
 }
 
+/// The run-time regularity check of an array of arrays that a packed loop reads row-major (pack.rs,
+/// beyond the paper): `sameShape [d0, .., dr-1] v` is `dr-1` when `v` is regular (§3.2: every row of a
+/// dimension has one length, "there are no jagged arrays") of dimensions `d0 × .. × dr-1`, or a
+/// located error: the packed row's fused reads `v ! (q / w) ! (q mod w)` are total (§5.2), so a short
+/// row would be read as zeros. `sameLength`'s dimensions checked on every row, linear in v's size;
+/// its result is the innermost dimension, which the packed row's reads use as a bound (pack.rs).
+/// Like it an operation on integers (v's shape only): bot lifts it as a broadcast op (B5: each row of
+/// the lifted operands checked), and D′ keeps it, reading v's primal.
+pub const SAME_SHAPE: &str = "sameShape";
+
+/// `sameShape [dims] v` (see `SAME_SHAPE`).
+pub fn same_shape(dims: Expr, v: Expr) -> Expr {
+    apps(builtin(SAME_SHAPE), [dims, v])
+}
+
+/// The operands of a run-time check (`sameLength` or `sameShape`), and its name.
+fn is_check(e: &Expr) -> Option<(&'static str, Vec<&Expr>)> {
+    let (h, a) = spine(e)?;
+    let name = [SAME_LENGTH, SAME_SHAPE].into_iter().find(|n| *n == h)?;
+    (a.len() == 2).then_some((name, a))
+}
+
 fn is_same_length(e: &Expr) -> Option<Vec<&Expr>> {
-    spine(e).filter(|(h, a)| *h == SAME_LENGTH && a.len() == 2).map(|(_, a)| a)
+    is_check(e).map(|(_, a)| a)
 }
 
 /// Whether `e` is a broadcast op, and its operands.
@@ -297,16 +319,16 @@ pub fn with_operands(e: &Expr, new: Vec<Expr>) -> Expr {
     let kind = match &e.kind {
         ExprKind::Prim(p, _) if scalar_op(*p) => ExprKind::Prim(*p, new),
         ExprKind::Prim(p, args) => ExprKind::Prim(*p, std::iter::once(args[0].clone()).chain(new).collect()),
-        ExprKind::App(..) if is_same_length(e).is_some() => same_length_kind(new),
+        ExprKind::App(..) if is_check(e).is_some() => check_kind(is_check(e).map_or(SAME_LENGTH, |c| c.0), new),
         _ => e.kind.clone(),
     };
     Expr { kind, span: e.span, ty: Type::Unknown }
 }
 
-fn same_length_kind(mut new: Vec<Expr>) -> ExprKind {
+fn check_kind(name: &'static str, mut new: Vec<Expr>) -> ExprKind {
     let actual = new.pop().unwrap_or_else(unit);
     let expected = new.pop().unwrap_or_else(unit);
-    same_length(expected, actual).kind
+    apps(builtin(name), [expected, actual]).kind
 }
 
 /// The op `e` one rank up, on `new` operands: `map2 (\x y -> e[x, y]) u v`.

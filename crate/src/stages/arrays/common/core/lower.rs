@@ -366,6 +366,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         // the packed loop's length check (pack.rs): a scalar operation on integers
         K::App(..) => match spine(e) {
             Some((h, a)) if h == SAME_LENGTH && a.len() == 2 => same_length(lower(a[0], fresh)?, lower(a[1], fresh)?),
+            Some((h, a)) if h == SAME_SHAPE && a.len() == 2 => same_shape(lower(a[0], fresh)?, lower(a[1], fresh)?),
             _ => return Err(refuse(e.span, FUNCTIONS)),
         },
         K::Lam(..) => return Err(refuse(e.span, FUNCTIONS)),

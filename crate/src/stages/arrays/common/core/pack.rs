@@ -56,7 +56,7 @@ impl Sra<'_> {
         }
         if let Some(t) = tys.iter().find(|t| **t != Type::Real && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them{}", int_array_why(tys))));
         }
         let arr = Type::array(Type::Real);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
@@ -99,11 +99,25 @@ impl Sra<'_> {
             })
             .collect();
         let x_lens: Vec<Expr> = x_dims.iter().map(|d| size(d)).collect();
+        // each array of elements checked regular before the loop, `sameShape [n, d1, .., dr] xs`
+        // (every element has the first one's dimensions: the packed elements read each at them), its
+        // result dr the bound of the innermost dimension in the packed elements (a condition, not a
+        // size: inside a map a let-bound Int is a per-row array, which a size cannot index)
+        let x_bounds: Vec<Vec<Expr>> = arrays
+            .iter()
+            .zip(&x_dims)
+            .map(|(&l, d)| {
+                let ds = Expr::gen(ExprKind::Array(std::iter::once(length(xs[l].clone())).chain(d.iter().cloned()).collect())).with_ty(Type::array(Type::Int));
+                let c = self.fresh.name("len");
+                binds.push((c.clone(), at(lang::same_shape(ds, xs[l].clone()), span).with_ty(Type::Int), span));
+                d[..d.len() - 1].iter().cloned().chain(std::iter::once(var(&c))).collect()
+            })
+            .collect();
         let (accv, cv) = (self.fresh.name("acc"), self.fresh.name("c"));
         let m = zs.len();
         let dims: Vec<Vec<Expr>> = pieces.iter().map(|p| p.shape.iter().map(|s| length(var(s))).collect()).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
-        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &dims, Some(span)) };
+        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &dims, Check::Step(span)) };
         // the elements' reads `xs_l ! i` become `c ! l` (an array element its columns, `read_col`)
         let mut body = wrap(inner, cs);
         let mut stack = vec![&mut body];
@@ -137,10 +151,10 @@ impl Sra<'_> {
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
         let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&p.z, p.shape.len())).collect();
-        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, None) };
+        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, Check::Regular(span)) };
         let j = self.fresh.name("i");
         let row = Expr::gen(ExprKind::Array(reals.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
-        let row = if arrays.is_empty() { row } else { self.packed_row(row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, None) };
+        let row = if arrays.is_empty() { row } else { self.packed_row(row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
         let r = self.fresh.name("r");
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
@@ -155,13 +169,13 @@ impl Sra<'_> {
     /// (a multidimensional array, §3.2: regular) is its elements row-major, `k·w` columns read
     /// `v ! (q / w) ! (q mod w)` at `q = j - off` (the paper's index terms have integer division,
     /// §3.3's `i div 2`), each divisor at least 1 (an empty dimension has no columns, and its
-    /// division is computed anyway, strictly). `check`: a body's new row, whose arrays must keep
-    /// their shapes, checked at run time where the loop is: the bounds inside the lambda are the
+    /// division is computed anyway, strictly). `check` (`Check`): a body's new row, whose arrays must
+    /// keep their shapes, checked at run time where the loop is: the bounds inside the lambda are the
     /// checked `sameLength len (length v)` (the size keeps the `length` terms, which bot reads at
-    /// i = 0 inside a map), so the last array is bounded too; an inner dimension is checked on the
-    /// first row, `sameLength w (length (v ! 0))` (when there is one), the other rows having its length
-    /// as the paper's arrays are regular (a ragged one stops at bot's `tr`, located).
-    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, dims: &[Vec<Expr>], check: Option<crate::diag::Span>) -> Expr {
+    /// i = 0 inside a map), so the last array is bounded too; an array of arrays is checked whole,
+    /// every row (`sameShape [k, w] v`, whose result `w` bounds and divides: regular, §3.2, as these
+    /// total reads would read a short row as zeros), and so is an initial row's.
+    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, dims: &[Vec<Expr>], check: Check) -> Expr {
         let m = match &scalars.kind {
             ExprKind::Array(es) => es.len(),
             _ => 0,
@@ -179,28 +193,31 @@ impl Sra<'_> {
         let s = name(scalars, "s", arr.clone(), self.fresh, &mut lets);
         let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested(d.len()), self.fresh, &mut lets)).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
+        // whether the last array's bound is used, always met: a checked length that nothing else
+        // reads (an array of arrays' checked innermost dimension is read by its divisors)
+        let checked = !matches!(check, Check::Regular(_));
         let bounds: Vec<Vec<Expr>> = match check {
-            None => dims.to_vec(),
-            Some(span) => dims
+            Check::Bounds(b) => b,
+            Check::Regular(span) | Check::Step(span) => dims
                 .iter()
                 .zip(&vs)
                 .map(|(d, v)| {
-                    let mut out: Vec<Expr> = vec![];
-                    let mut row = v.clone();
-                    for (q, len) in d.iter().enumerate() {
-                        let actual = if q == 0 {
-                            length(row.clone())
-                        } else {
-                            // the first row's length, when there is a row (else any length is kept)
-                            row = prim(Prim::Index, vec![row, int(0)]).with_ty(nested(d.len() - q));
-                            let rows = out.iter().cloned().reduce(|a, b| prim(Prim::Mul, vec![a, b]).with_ty(Type::Int)).unwrap_or_else(|| int(1));
-                            if_(prim(Prim::Lt, vec![int(0), rows]).with_ty(Type::Bool), length(row.clone()), len.clone()).with_ty(Type::Int)
-                        };
+                    if d.len() > 1 {
+                        // every row checked (`sameShape`, its result the innermost dimension), not
+                        // only the first: the reads below are total (§5.2), so a short row would be
+                        // read as zeros
                         let l = self.fresh.name("len");
-                        lets.push((l.clone(), at(lang::same_length(len.clone(), actual), span).with_ty(Type::Int)));
-                        out.push(var(&l));
+                        let ds = Expr::gen(ExprKind::Array(d.to_vec())).with_ty(Type::array(Type::Int));
+                        lets.push((l.clone(), at(lang::same_shape(ds, v.clone()), span).with_ty(Type::Int)));
+                        return d[..d.len() - 1].iter().cloned().chain(std::iter::once(var(&l))).collect();
                     }
-                    out
+                    if matches!(check, Check::Regular(_)) {
+                        return d.to_vec();
+                    }
+                    // a vector: its length
+                    let l = self.fresh.name("len");
+                    lets.push((l.clone(), at(lang::same_length(d[0].clone(), length(v.clone())), span).with_ty(Type::Int)));
+                    vec![var(&l)]
                 })
                 .collect(),
         };
@@ -227,7 +244,7 @@ impl Sra<'_> {
             let last = p + 1 == vs.len();
             let v = from(&vs[p], offset(m, &sizes[..p]), &bounds[p], &mut lets);
             // the last array's bound, always met, is there only to use its checked length
-            if !last || check.is_some() {
+            if !last || checked {
                 elem = if_(lt(offset(m, &sizes[..=p])), v, elem).with_ty(Type::Real);
             } else {
                 elem = v;
@@ -266,7 +283,7 @@ impl Sra<'_> {
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them{}", int_array_why(tys))));
         }
         // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
         let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
@@ -475,7 +492,7 @@ impl Sra<'_> {
 /// chosen and its start and new values encoded; `decode_bools` reads the loop's results back
 /// (boolean elements likewise: `soa.rs`'s fold binds `build n (\j -> if b ! j then 1.0 else 0.0)`
 /// before the loop, a column of the packed elements). The positions of the booleans.
-pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), (s, inner): (&mut Shape, &mut Binds)) -> Result<Vec<usize>, Diagnostic> {
+pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), (s, inner): (&mut Shape, &mut Binds), fresh: &mut Fresh) -> Result<Vec<usize>, Diagnostic> {
     use super::bot::mentions;
     let mut cs = vec![];
     leaves(s, &mut cs)?;
@@ -485,6 +502,14 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     }
     for &k in &bools {
         tys[k] = Type::Real;
+    }
+    // an array of booleans (any rank) an array of such numbers, elementwise, with the reals' arrays
+    let bit_arrays: Vec<(usize, usize)> = (0..tys.len()).filter_map(|k| bits_rank(&tys[k]).map(|r| (k, r))).collect();
+    for &(k, r) in &bit_arrays {
+        tys[k] = nested(r);
+        let number = |b: Expr, fresh: &mut Fresh| elementwise(b, r, &|x| if_(x, real(1.0), real(0.0)).with_ty(Type::Real), fresh);
+        zs[k] = number(zs[k].clone(), fresh);
+        cs[k] = number(cs[k].clone(), fresh);
     }
     // a boolean reading an integer (or a boolean riding with the integers) rides with them
     loop {
@@ -504,7 +529,45 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     }
     let mut cs = cs.into_iter();
     *s = map_leaves(s.clone(), &mut |_| Ok(Shape::Leaf(cs.next().unwrap_or_else(unit))))?;
-    Ok(bools)
+    Ok(bools.into_iter().chain(bit_arrays.into_iter().map(|(k, _)| k)).collect())
+}
+
+/// Why an array of integers among `tys` is not packed (empty when there is none): a limit of this
+/// lowering, not of the paper (Fig. 8's arrays hold Int, D′ keeps them, §6.2).
+fn int_array_why(tys: &[Type]) -> &'static str {
+    let mut ints = tys.iter().filter_map(|t| t.as_array()).map(|mut t| {
+        while let Some(a) = t.as_array() {
+            t = a;
+        }
+        t
+    });
+    if !ints.any(|t| *t == Type::Int) {
+        return "";
+    }
+    " (an array of integers carries no cotangent, as an integer does not, but cannot ride in the reals' row as a boolean does, 1.0 for true, since the language has no conversion from a real back to an integer; it would take the integers' loop (`int_fold`) packing arrays of integers as more columns of its row, as the reals' packs arrays of reals)"
+}
+
+/// The rank r ≥ 1 of `Array^r Bool`, None for any other type.
+pub(super) fn bits_rank(t: &Type) -> Option<usize> {
+    let (mut r, mut t) = (0, t);
+    while let Some(a) = t.as_array() {
+        (r, t) = (r + 1, a);
+    }
+    (r > 0 && *t == Type::Bool).then_some(r)
+}
+
+/// `f` applied to each element of `x` at depth r: `let v = x in build (length v) (\j -> .. f (v ! j ! ..))`.
+pub(super) fn elementwise(x: Expr, r: usize, f: &dyn Fn(Expr) -> Expr, fresh: &mut Fresh) -> Expr {
+    if r == 0 {
+        return f(x);
+    }
+    let (v, j) = (fresh.name("v"), fresh.name("j"));
+    let vt = x.ty.clone();
+    let elem = prim(Prim::Index, vec![var(&v).with_ty(vt.clone()), var(&j)]).with_ty(vt.as_array().cloned().unwrap_or(Type::Unknown));
+    let body = elementwise(elem, r - 1, f, fresh);
+    let out_ty = Type::array(body.ty.clone());
+    let b = prim(Prim::Build, vec![length(var(&v).with_ty(vt.clone())), lam(pvar(&j), body)]).with_ty(out_ty.clone());
+    let_(pvar(&v), x, b).with_ty(out_ty)
 }
 
 /// `t` with each read `acc > 0.5` of the boolean `acc` made `real acc > 0.5`: it rides with the integers.
@@ -539,14 +602,18 @@ impl Sra<'_> {
             }
             let t = tys[q].clone();
             let half = if t == Type::Int { int(0) } else { real(0.5) };
-            let test = |x: Expr| prim(Prim::Gt, vec![x, half.clone()]).with_ty(Type::Bool);
+            // an array of booleans elementwise (rank r)
+            let r = rank(&t).unwrap_or(0);
+            let test = |x: Expr, fresh: &mut Fresh| elementwise(x, r, &|y| prim(Prim::Gt, vec![y, half.clone()]).with_ty(Type::Bool), fresh);
             if !scan {
-                return Ok(Shape::Leaf(test(o)));
+                return Ok(Shape::Leaf(test(o, self.fresh)));
             }
             let (v, j) = (self.fresh.name("b"), self.fresh.name("j"));
             binds.push((v.clone(), at(o, span).with_ty(Type::array(t.clone())), span));
             let x = prim(Prim::Index, vec![var(&v), var(&j)]).with_ty(t);
-            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&v)), lam(pvar(&j), test(x))]).with_ty(Type::array(Type::Bool))))
+            let x = test(x, self.fresh);
+            let ty = Type::array(x.ty.clone());
+            Ok(Shape::Leaf(prim(Prim::Build, vec![length(var(&v)), lam(pvar(&j), x)]).with_ty(ty)))
         })
     }
 }
@@ -664,4 +731,14 @@ fn offset(m: usize, lens: &[Expr]) -> Expr {
 
 fn same_var(x: &Expr, y: &Expr) -> bool {
     matches!((&x.kind, &y.kind), (ExprKind::Var(a), ExprKind::Var(b)) if a.id == b.id)
+}
+
+/// The run-time checks of a packed row's arrays (`packed_row`): a body's new row, whose
+/// arrays keep their shapes (`sameLength`, an array of arrays `sameShape`: regular too); an initial
+/// row, whose arrays of arrays must be regular (`sameShape`); or bounds already checked (the
+/// elements', `packed_loop`).
+enum Check {
+    Step(crate::diag::Span),
+    Regular(crate::diag::Span),
+    Bounds(Vec<Vec<Expr>>),
 }

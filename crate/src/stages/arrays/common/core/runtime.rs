@@ -478,11 +478,25 @@ fn b_index(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     index(&args[0], int(&args[1], "index", span)?, span)
 }
 
-/// Strict `cond` (§5.2): both branches were evaluated; it selects.
+/// The runtime's zero of unknown shape: `[]`, a scalar `0.0`, or (forward mode's, checking bot) a
+/// dual number of zeros.
+fn unknown_zero(v: &Value) -> bool {
+    match v {
+        Value::Real(z) => *z == 0.0,
+        Value::Tuple(vs) => vs.iter().all(unknown_zero),
+        _ => v.elems().is_some_and(|x| x.is_empty()),
+    }
+}
+
+/// Strict `cond` (§5.2): both branches were evaluated; it selects. A condition read out of an
+/// empty array of booleans is the runtime's zero of unknown shape (`unknown_zero`: `index`),
+/// whose boolean is false, as `zero_like`'s (an array of booleans in a fold's accumulator inside a
+/// map over no rows, pack.rs: part_c_takes seed 15).
 fn b_cond(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     match args[0] {
         Value::Bool(b) => Ok(if b { args[1].clone() } else { args[2].clone() }),
-        _ => Err(err(span, "cond expects a boolean")),
+        ref v if unknown_zero(v) => Ok(args[2].clone()),
+        ref v => Err(err(span, format!("cond expects a boolean, got {v}"))),
     }
 }
 
@@ -497,12 +511,44 @@ fn b_iota(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 fn b_same_length(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (a, b) = (int(&args[0], "sameLength", span)?, int(&args[1], "sameLength", span)?);
     if a != b {
-        return Err(err(
-            span,
-            format!("this fold or scan's accumulator has an array component of length {a} at the start and of length {b} after a step: a loop keeps its accumulator's shape (its tuple is packed into one array of reals of a fixed length, as horde-ad's fold, whose type fixes the accumulator's shape)"),
-        ));
+        return Err(err(span, changed_shape(a, b)));
     }
     Ok(Value::Int(a))
+}
+
+/// The message of a packed loop's array component whose shape changed in a step (`sameLength`, `sameShape`).
+fn changed_shape(a: i64, b: i64) -> String {
+    format!("this fold or scan's accumulator has an array component of length {a} at the start and of length {b} after a step: a loop keeps its accumulator's shape (its tuple is packed into one array of reals of a fixed length, as horde-ad's fold, whose type fixes the accumulator's shape)")
+}
+
+/// `sameShape [d0, .., dr-1] v` (lang.rs): `dr-1` when `v` is regular of those dimensions (below a
+/// dimension of no rows any), else an error located at the fold or scan (the term's span): a ragged
+/// `v` (every row compared with the first, `ragged`), or a regular one whose shape changed in a step.
+/// One walk over v's first r dimensions.
+fn b_same_shape(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
+    let ds: Vec<i64> = arr(&args[0], "sameShape", span)?.iter().map(|d| int(d, "sameShape", span)).collect::<Result<_, _>>()?;
+    let v = &args[1];
+    // v's dimensions read from its first rows, down to the first empty one
+    let (mut shape, mut cur) = (vec![], v.clone());
+    while shape.len() < ds.len() {
+        let Some(xs) = cur.elems() else { break };
+        shape.push(xs.len());
+        let Some(x) = xs.first().cloned() else { break };
+        cur = x;
+    }
+    if let Some((depth, a, b)) = ragged(v, &shape) {
+        return Err(err(
+            span,
+            format!("this fold or scan reads an array of arrays that is not regular (rows of lengths {a} and {b} at depth {depth}): the paper's arrays are regular (§3.2: a shape is the same for every index, \"there are no jagged arrays\"), and the loop packs its tuple accumulator and its elements into arrays of reals row-major, each row read at the first row's length"),
+        ));
+    }
+    m.tick(1)?;
+    for (&d, &n) in ds.iter().zip(&shape) {
+        if d != n as i64 {
+            return Err(err(span, changed_shape(d, n as i64)));
+        }
+    }
+    Ok(Value::Int(ds.last().copied().unwrap_or(0)))
 }
 
 fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
@@ -533,6 +579,7 @@ pub fn builtins() -> Vec<Builtin> {
         mk("cond", vec![0], f(Type::Bool, f(a.clone(), f(a.clone(), a.clone()))), 3, b_cond),
         mk("iota", vec![], f(Type::Int, Type::array(Type::Int)), 1, b_iota),
         mk(super::lang::SAME_LENGTH, vec![], f(Type::Int, f(Type::Int, Type::Int)), 2, b_same_length),
+        mk(super::lang::SAME_SHAPE, vec![0], f(Type::array(Type::Int), f(a.clone(), Type::Int)), 2, b_same_shape),
     ];
     for m in 1..=MAX_DIMS {
         for n in 1..=MAX_DIMS {

@@ -164,10 +164,10 @@ impl Sra<'_> {
                     let s = self.shape(f, &mut inner)?;
                     self.builds(n, &i, inner, s)?
                 }
-                // a boolean accumulator is a one-component tuple, ridden as a number (pack.rs `encode_bools`)
-                Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) || (*p == Prim::Fold && args[1].ty == Type::Bool) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                // a boolean accumulator (or an array of booleans) is a one-component tuple, ridden as a number (pack.rs `encode_bools`)
+                Prim::Fold | Prim::Reduce if touches(&[&args[2]]) || matches!(args[1].ty, Type::Tuple(_)) || (*p == Prim::Fold && (args[1].ty == Type::Bool || super::pack::bits_rank(&args[1].ty).is_some())) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 // a scan over tuples: its states are an array of tuples
-                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_) | Type::Bool) => self.fold(e, &args[0], &args[1], &args[2], binds)?,
+                Prim::Scanl | Prim::Scanr if touches(&[e, &args[2]]) || matches!(args[1].ty, Type::Tuple(_) | Type::Bool) || super::pack::bits_rank(&args[1].ty).is_some() => self.fold(e, &args[0], &args[1], &args[2], binds)?,
                 _ => return Ok(None),
             },
             _ => return Ok(None),
@@ -266,6 +266,12 @@ impl Sra<'_> {
             if acc_tys.get(k) == Some(&Type::Bool) {
                 return Ok(Shape::Leaf(prim(Prim::Gt, vec![var(&x).with_ty(Type::Real), real(0.5)]).with_ty(Type::Bool)));
             }
+            // an array of booleans likewise, elementwise
+            if let Some(r) = acc_tys.get(k).and_then(super::pack::bits_rank) {
+                let numbers = (0..r).fold(Type::Real, |t, _| Type::array(t));
+                let read = |y: Expr| prim(Prim::Gt, vec![y, real(0.5)]).with_ty(Type::Bool);
+                return Ok(Shape::Leaf(super::pack::elementwise(var(&x).with_ty(numbers), r, &read, self.fresh)));
+            }
             Ok(Shape::Leaf(var(&x)))
         })?;
         let i = self.fresh.name("i");
@@ -286,7 +292,8 @@ impl Sra<'_> {
         let mut s = self.shape(body, &mut inner)?;
         let mut zs = vec![];
         leaves(&z, &mut zs)?;
-        let bools = if acc_tys.contains(&Type::Bool) && acc_tys.len() == accs.len() { super::pack::encode_bools(&mut acc_tys, (&mut zs, &accs), (&mut s, &mut inner))? } else { vec![] };
+        let has_bools = acc_tys.iter().any(|t| *t == Type::Bool || super::pack::bits_rank(t).is_some());
+        let bools = if has_bools && acc_tys.len() == accs.len() { super::pack::encode_bools(&mut acc_tys, (&mut zs, &accs), (&mut s, &mut inner), self.fresh)? } else { vec![] };
         if acc_tys.contains(&Type::Int) && acc_tys.len() == accs.len() {
             let mut cs = vec![];
             leaves(&s, &mut cs)?;
