@@ -225,6 +225,26 @@ impl<'p> Machine<'p> {
         }
         Ok(())
     }
+    /// How many `tick(1)`s can follow from here with none of them past the steps budget or at a
+    /// 4096-step clock check: a builtin's loop may count that many at once (`tick_fitting`) and
+    /// stop exactly where `tick(1)` per item would, taking the item at the edge with `tick(1)`.
+    #[inline]
+    pub fn tick_room(&self) -> u64 {
+        let to_budget = self.budget.steps.saturating_sub(self.steps);
+        let to_clock = (self.steps | 0xFFF) - self.steps;
+        to_budget.min(to_clock)
+    }
+    /// Counts `n ≤ tick_room()` steps at once (the same counts as `n` calls of `tick(1)`).
+    #[inline]
+    pub fn tick_fitting(&mut self, n: u64) {
+        debug_assert!(n <= self.tick_room());
+        self.steps += n;
+    }
+    /// Counts `n` primitive operations on reals (`real_op` `n` times).
+    #[inline]
+    pub fn real_ops_n(&mut self, n: u64) {
+        self.real_ops += n;
+    }
     /// Counts `n` allocations against the allocs budget.
     #[inline]
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {

@@ -363,6 +363,24 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     Ok(Value::Unit)
 }
 
+/// IDs `hi` down to `lo` of the sweep, untraced: how many were resolved and how many edges taken.
+fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, hi: usize) -> (u64, u64) {
+    let (mut nc, mut ops) = (0u64, 0u64);
+    resolved.cover(hi + 1);
+    for id in (lo..=hi).rev() {
+        let Some(d) = cells.get(id) else { continue };
+        nc += 1;
+        resolved.add(id as i64, d);
+        let (start, n) = tape.at.get(id).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
+        let (Some(ps), Some(js)) = (tape.partials.get(start..start + n), tape.args.get(start..start + n)) else { continue };
+        for (a, &j) in ps.iter().zip(js) {
+            ops += 1;
+            cells.add(j as usize, a * d);
+        }
+    }
+    (nc, ops)
+}
+
 /// One sweep down the tape: for i descending with adjoint d: for each (a, j) on the tape at i: adj[j] += a · d
 fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let s = adj(&args[1], span)?;
@@ -383,6 +401,23 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     // ID was a fifth of the sweep, issue 13)
     let mut cells = s.0.borrow_mut();
     while i >= 0 {
+        // Where no trace step is recorded, the IDs whose ticks all fit (`tick_room`: no budget stop,
+        // no clock check among them) are one tight loop over the flat tape, their steps, calls and
+        // real ops counted at once (issue 13, session 25); the ID at an edge takes the step below.
+        let room = if m.tracing() { 0 } else { m.tick_room() };
+        if room > 0 {
+            let k = room.min(i as u64 + 1);
+            let lo = i + 1 - k as i64;
+            m.tick_fitting(k);
+            let (nc, ops) = sweep(&tape, &mut cells, &mut resolved, lo as usize, i as usize);
+            if nc > 0 {
+                let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
+                m.count_at(c, nc);
+            }
+            m.real_ops_n(ops);
+            i = lo - 1;
+            continue;
+        }
         if let Err(e) = m.tick(1) {
             res = Err(e);
             break;

@@ -227,9 +227,28 @@ impl Resolved {
         visits.reserve(n.saturating_sub(visits.len()));
         Resolved { cot, visits }
     }
+    /// Room for IDs below `n` in place (their records unvisited), so `add` finds each one's cell
+    /// without growing (the resolve's tight loop; a record's length is not observable).
+    pub fn cover(&mut self, n: usize) {
+        if self.cot.len() < n {
+            self.cot.resize(n, 0.0);
+        }
+        if self.visits.len() < n {
+            self.visits.resize(n, 0);
+        }
+    }
     /// `record_resolved`'s record of ID `id` resolved with `a`.
     #[inline]
     pub fn add(&mut self, id: i64, a: f64) {
+        if let (Some(c), Some(v)) = (self.cot.get_mut(id as usize), self.visits.get_mut(id as usize)) {
+            *c += a;
+            *v = v.saturating_add(1);
+            return;
+        }
+        self.add_new(id, a)
+    }
+    #[cold]
+    fn add_new(&mut self, id: i64, a: f64) {
         if let (Some(c), Some(v)) = (cell(&mut self.cot, id, 0.0), cell(&mut self.visits, id, 0)) {
             *c += a;
             *v = v.saturating_add(1);
