@@ -618,3 +618,40 @@ fn compiled_loops_stop_at_every_budget_where_the_walker_stops() {
         other => panic!("expected an overflow, got {other:?}"),
     }
 }
+
+/// Each stage's status, error and counters, traced (every stage shown) or not (`traced: Some([])`).
+fn run_traced(src: &str, stages: &[&str], budget: Budget, traced: bool) -> Vec<String> {
+    let (src, stages) = (src.to_string(), stages.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    run_with_stack(move || {
+        let opts = Options { stages, budget, traced: if traced { None } else { Some(vec![]) }, ..Options::default() };
+        let a = analyse(&src, &opts).unwrap_or_else(|d| panic!("{d:?}"));
+        a.stages.iter().map(|s| format!("{} {:?} {:?} {:?} {:?} {:?}", s.id, s.status, s.error, s.cost, s.gradient, s.primal)).collect()
+    })
+}
+
+#[test]
+fn tape_sweeps_count_as_the_traced_resolve_at_every_budget() {
+    // `dualrev/tape`'s SResolve counts an untraced sweep's steps, calls and real ops per run of IDs
+    // that fit the budget and clock (`Machine::tick_room`); a traced resolve ticks per ID (each
+    // makes a trace step). The same stopping point and counts at every step budget through the
+    // sweep of a 60-ID tape, and past 4096-step clock checks in one of ~4,500 IDs.
+    let stages = ["dualrev/tape"];
+    let trace = Budget { trace_steps: 1 << 20, ..Budget::default() };
+    for (n, stride) in [(10, 1), (900, 47)] {
+        let src = format!("param n = {n}\ninput 0.99\ndef go k acc x = if k == 0 then acc else go (k - 1) (acc * x + 1.0 / real k) x\ndef main x = go n 0.0 x\n");
+        let full = run_traced(&src, &stages, trace.clone(), false);
+        assert_eq!(full, run_traced(&src, &stages, trace.clone(), true), "n = {n}");
+        let tape = full.iter().find(|r| r.starts_with("dualrev/tape")).expect("the tape's row");
+        let steps: u64 = tape.split("steps: ").nth(1).and_then(|s| s.split(',').next()).and_then(|s| s.parse().ok()).expect("steps");
+        // the sweep is near the run's end: one step per ID, then the frozen array's (one per ID)
+        let ids = 5 * n as u64;
+        let mut stops = 0;
+        for s in (steps.saturating_sub(2 * ids + 40)..=steps).step_by(stride) {
+            let budget = Budget { steps: s, ..trace.clone() };
+            let (a, b) = (run_traced(&src, &stages, budget.clone(), false), run_traced(&src, &stages, budget, true));
+            assert_eq!(a, b, "n = {n}, steps {s}");
+            stops += a.iter().any(|r| r.starts_with("dualrev/tape Budget")) as u32;
+        }
+        assert!(stops > 5, "n = {n}: the budgets should stop the sweep ({stops})");
+    }
+}
