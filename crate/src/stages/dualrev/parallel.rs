@@ -512,6 +512,14 @@ fn load(c: &AtomicU64) -> Option<f64> {
     (b != UNSET).then(|| f64::from_bits(b))
 }
 
+/// `cell += x` where no other thread touches the cells (the same sum as `atomic_add`'s).
+#[inline]
+fn add_alone(c: &AtomicU64, x: f64) {
+    let cur = c.load(Ordering::Relaxed);
+    let old = if cur == UNSET { 0.0 } else { f64::from_bits(cur) };
+    c.store((old + x).to_bits(), Ordering::Relaxed);
+}
+
 /// Atomic `cell += x` (compare-and-swap on the bits).
 fn atomic_add(c: &AtomicU64, x: f64) {
     let mut cur = c.load(Ordering::Relaxed);
@@ -567,15 +575,22 @@ struct Work {
     entries: u64,
 }
 
-/// resolveJob (i − 1) arr: the job's cells from the highest seq down.
-fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) {
+/// resolveJob (i − 1) arr: the job's cells from the highest seq down. `alone`: no other thread
+/// resolves at the same time (the sequential resolve), so a cell's `+=` is a plain load and store
+/// rather than a compare-and-swap (issue 13, session 25: a locked instruction per edge).
+fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64], alone: bool) {
     let Some(tape) = tapes.get(job as usize) else { return };
     for s in (0..tape.len()).rev() {
         let Some(d) = load(&adj.0[job as usize][s]) else { continue };
         w.calls += 1;
         for (a, jj, ss) in tape.entry(s) {
             w.entries += 1;
-            atomic_add(&adj.0[*jj as usize][*ss as usize], a * d);
+            let c = &adj.0[*jj as usize][*ss as usize];
+            if alone {
+                add_alone(c, a * d);
+            } else {
+                atomic_add(c, a * d);
+            }
         }
         if let Some(t) = trace.as_deref_mut() {
             t.push(TraceStep {
@@ -594,7 +609,7 @@ fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mu
 /// resolveTask (history, jid, i) = resolveJob (i − 1) (m @ jid) >> case history of
 ///   Start → return () ; Fork jd0 jd1 jd2 → inParallel (resolveTask jd1) (resolveTask jd2) >> resolveTask jd0   (Fig. 15)
 /// Sequential and deterministic (left subtask first), with an explicit stack.
-fn resolve_seq(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64]) -> Work {
+fn resolve_seq(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64], alone: bool) -> Work {
     let mut w = Work::default();
     let mut stack = vec![jd.clone()];
     while let Some(j) = stack.pop() {
@@ -605,7 +620,7 @@ fn resolve_seq(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, trace: &mut Option<
             };
             t.push(TraceStep { kind: "job".into(), note, ..TraceStep::default() });
         }
-        resolve_job(j.jid, tapes, adj, &mut w, trace, offsets);
+        resolve_job(j.jid, tapes, adj, &mut w, trace, offsets, alone);
         if let Hist::Fork(a, b, c) = &j.hist {
             stack.push(a.clone());
             stack.push(c.clone());
@@ -628,7 +643,7 @@ fn resolve_par(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, threads: usize) -> 
     let mut w = Work::default();
     let mut cur = jd.clone();
     loop {
-        resolve_job(cur.jid, tapes, adj, &mut w, &mut None, &[]);
+        resolve_job(cur.jid, tapes, adj, &mut w, &mut None, &[], false);
         let next = match &cur.hist {
             Hist::Start => break,
             Hist::Fork(a, b, c) => {
@@ -644,7 +659,7 @@ fn resolve_par(jd: &Arc<Job>, tapes: &[JobTape], adj: &PArr, threads: usize) -> 
                     w.calls += wb.calls + wc.calls;
                     w.entries += wb.entries + wc.entries;
                 } else {
-                    let (wb, wc) = (resolve_seq(b, tapes, adj, &mut None, &[]), resolve_seq(c, tapes, adj, &mut None, &[]));
+                    let (wb, wc) = (resolve_seq(b, tapes, adj, &mut None, &[], false), resolve_seq(c, tapes, adj, &mut None, &[], false));
                     w.calls += wb.calls + wc.calls;
                     w.entries += wb.entries + wc.entries;
                 }
@@ -692,14 +707,14 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         }
         #[cfg(target_arch = "wasm32")]
         {
-            resolve_seq(&jd, &tapes, s, &mut None, &[])
+            resolve_seq(&jd, &tapes, s, &mut None, &[], true)
         }
     } else {
         let mut offsets = vec![0u64; tapes.len() + 1];
         for (j, t) in tapes.iter().enumerate() {
             offsets[j + 1] = offsets[j] + t.len() as u64;
         }
-        resolve_seq(&jd, &tapes, s, &mut if tracing { Some(&mut steps) } else { None }, &offsets)
+        resolve_seq(&jd, &tapes, s, &mut if tracing { Some(&mut steps) } else { None }, &offsets, true)
     };
     #[cfg(not(target_arch = "wasm32"))]
     LAST_RESOLVE_NANOS.store(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
