@@ -535,13 +535,7 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
 /// Why an array of integers among `tys` is not packed (empty when there is none): a limit of this
 /// lowering, not of the paper (Fig. 8's arrays hold Int, D′ keeps them, §6.2).
 fn int_array_why(tys: &[Type]) -> &'static str {
-    let mut ints = tys.iter().filter_map(|t| t.as_array()).map(|mut t| {
-        while let Some(a) = t.as_array() {
-            t = a;
-        }
-        t
-    });
-    if !ints.any(|t| *t == Type::Int) {
+    if !tys.iter().any(|t| matches!(innermost(t), (r, Type::Int) if r > 0)) {
         return "";
     }
     " (an array of integers carries no cotangent, as an integer does not, but cannot ride in the reals' row as a boolean does, 1.0 for true, since the language has no conversion from a real back to an integer; it would take the integers' loop (`int_fold`) packing arrays of integers as more columns of its row, as the reals' packs arrays of reals)"
@@ -549,11 +543,17 @@ fn int_array_why(tys: &[Type]) -> &'static str {
 
 /// The rank r ≥ 1 of `Array^r Bool`, None for any other type.
 pub(super) fn bits_rank(t: &Type) -> Option<usize> {
+    let (r, t) = innermost(t);
+    (r > 0 && *t == Type::Bool).then_some(r)
+}
+
+/// `Array^r t` as (r, t): the rank and the innermost element type (r = 0 for a non-array).
+fn innermost(t: &Type) -> (usize, &Type) {
     let (mut r, mut t) = (0, t);
     while let Some(a) = t.as_array() {
         (r, t) = (r + 1, a);
     }
-    (r > 0 && *t == Type::Bool).then_some(r)
+    (r, t)
 }
 
 /// `f` applied to each element of `x` at depth r: `let v = x in build (length v) (\j -> .. f (v ! j ! ..))`.
@@ -646,10 +646,7 @@ fn columns(ks: &[usize], scalars: &[usize], vectors: &[usize], shapes: &[Vec<Nam
 
 /// The rank of an array of reals (`Array R` 1, `Array (Array R)` 2, ..), None for any other type.
 fn rank(t: &Type) -> Option<usize> {
-    let (mut r, mut t) = (0, t);
-    while let Some(a) = t.as_array() {
-        (r, t) = (r + 1, a);
-    }
+    let (r, t) = innermost(t);
     (r > 0 && *t == Type::Real).then_some(r)
 }
 
