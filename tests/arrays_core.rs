@@ -1465,7 +1465,9 @@ fn arrays_as_elements_of_a_tuple_fold_reach_share_to_let() {
 /// checked (`sameLength`); now every row is (`sameShape`, lang.rs). On main each of these ran and
 /// disagreed with forward mode (a body's new matrix whose second row is shorter: primal 10, not 9;
 /// a ragged initial value; ragged elements, inside a map too), or stopped bot unlocated ("`map2` on
-/// arrays of different lengths").
+/// arrays of different lengths"). Each ragged array here is a literal, which now stops first, at
+/// itself (lower.rs, `a_ragged_array_literal_stops_every_part_c_stage_at_the_literal`); the fold's
+/// `sameShape` still checks every row of a computed array.
 #[test]
 fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fold() {
     let short = "fold (\\p v -> p * (v + 1.0)) 1.0";
@@ -1482,7 +1484,8 @@ fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fol
         "input [1.0, 2.0]\ndef main xs = map (\\y -> let (s, k) = fold (\\(s, k) row -> (s * fold (\\p v -> p * (v + y)) 1.0 row + real (length row), k + 1)) (1.0, 0) [[xs ! 0], [xs ! 1, 3.0]] in s + real k) xs\n".to_string(),
     ];
     for text in &progs {
-        let fold = text.find("fold").or_else(|| text.find("scanl")).unwrap();
+        // a ragged literal stops at itself (lower.rs), before the fold reads it
+        let fold = ["[mm ! 0, [", "[tt ! 0 ! 0, [", "[[xs ! "].iter().find_map(|l| text.find(l)).or_else(|| text.find("fold")).or_else(|| text.find("scanl")).unwrap();
         for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
             let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?}, primal {})\n{text}", r.agrees, r.primal));
             assert!(!r.refused && e.contains("not regular") && e.contains("rows of lengths"), "{stage}: {e}\n{text}");
@@ -1539,4 +1542,49 @@ fn arrays_of_booleans_in_a_fold_accumulator_reach_share_to_let() {
         assert!(r.refused && e.contains("an array of integers carries no cotangent") && e.contains("no conversion from a real back to an integer"), "{r:?}");
         assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{e}");
     }
+}
+
+/// A ragged array-of-arrays literal built in the program (not main's input) stops every Part C
+/// stage with a located run-time error at the literal (lower.rs: `sameShape [] rows`, checked where
+/// the rows are not all literals of one shape): the paper's arrays are regular (§3.2, "there are no
+/// jagged arrays"). On main the mapped ones ran and agreed only by chance (bot's gathers read each
+/// row at its own length here, but `tr` and the Delta's adds read the first row's), and a literal
+/// read by index stopped the symbolic stages unlocated ("cannot add [1.0, 0.0] and [1.0]: shapes
+/// differ"); bot and dual-arrays took it.
+#[test]
+fn a_ragged_array_literal_stops_every_part_c_stage_at_the_literal() {
+    let progs = [
+        // mapped, mapped twice, indexed in a map
+        ("1.0", "x = sum (map (\\r -> sum (map (\\y -> y * x) r)) [[x, 2.0], [3.0]])", "[["),
+        ("1.0", "x = sum (map (\\r -> sum r) (map (\\r -> map (\\y -> y * x) r) [[x, 2.0], [3.0]]))", "[["),
+        ("1.0", "x = sum (map (\\r -> r ! 0 * x) [[x, 2.0], [3.0]])", "[["),
+        // let-bound and read by index and by a map (its cotangents added: dual-arrays' add)
+        ("1.0", "x = let m = [[x, 2.0], [3.0]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)", "[["),
+        // a row from the input, its length known only at run time
+        ("[1.0, 2.0]", "v = let m = [v, [3.0]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)", "[v"),
+        // folded over (a fold over a matrix's rows) and of rank 3
+        ("[1.0, 2.0]", "v = fold (\\acc r -> acc * (r ! 0) + sum r) 1.0 [v, [3.0]]", "[v"),
+        ("1.0", "x = sum (map (\\m -> sum (map (\\r -> sum r) m)) [[[x, 1.0], [2.0, x]], [[x], [1.0, 2.0]]])", "[[x], "),
+        ("[1.0, 2.0]", "v = sum (map (\\m -> sum (map (\\r -> sum r) m)) [[v, [2.0, 1.0]], [v]])", "[[v, ["),
+    ];
+    for (input, main, lit) in progs {
+        let text = format!("input {input}\ndef main {main}\n");
+        let at = text.find(lit).unwrap();
+        for (stage, r) in PART_C.iter().zip(run(&text, &PART_C)) {
+            let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?}, primal {})\n{text}", r.agrees, r.primal));
+            assert!(!r.refused && e.contains("array literal is not regular") && e.contains("rows of lengths"), "{stage}: {e}\n{text}");
+            assert_eq!(r.error_span.map(|s| s.0), Some(at), "{stage}: {e}\n{text}");
+        }
+    }
+    // inside a map, the literal's rows lifted by bot: stopped located at the map, by bot's `tr`
+    let text = "input [1.0, 2.0]\ndef main v = sum (map (\\x -> sum (map (\\r -> r ! 0 * x) [map (\\y -> y * x) v, [x]])) v)\n";
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+        assert!(e.contains("not regular"), "{stage}: {e}");
+        assert!(r.error_span.is_some_and(|(s, e)| s < e && e <= text.len()), "{stage}: {e}");
+    }
+    // regular ones agree: literal rows of one shape, rows known only at run time
+    part_c_agrees("input [1.0, 2.0]\ndef main v = sum (map (\\x -> sum (map (\\r -> r ! 1 * x) [map (\\y -> y * x) v, [x, 3.0]])) v)\n");
+    part_c_agrees("input [1.0, 2.0]\ndef main v = fold (\\acc r -> acc * (r ! 0) + r ! 1) 1.0 [v, [3.0, 4.0], v]\n");
+    part_c_agrees("input 1.0\ndef main x = let m = [[x, 2.0], [3.0, x]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)\n");
 }
