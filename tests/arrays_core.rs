@@ -574,7 +574,9 @@ fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     part_c_agrees("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)");
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)");
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + real k, k + 1)) (0.5, 0) a)");
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)", "other than as `real m`")] {
+    // was refused ("other than as `real m`"): `k > 0` a column of the integers' states, 1.0 for true
+    part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)");
+    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\j -> if j < k then x else 1.0)), k + 1)) (0.5, 0) a)", "a variable bound in the body")] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1159,7 +1161,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs", "other than as `real m`"),
+        ("let (s, v, k) = fold (\\(s, v, k) x -> (s * v ! k + x, map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s + sum v", "also reads a real component"),
         ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
@@ -1168,6 +1170,8 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
         let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
         assert!(text[start..end].starts_with("fold"), "{:?}", &text[start..end]);
     }
+    // was refused ("other than as `real m`")
+    part_c_agrees("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs\n");
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,
@@ -1587,4 +1591,32 @@ fn a_ragged_array_literal_stops_every_part_c_stage_at_the_literal() {
     part_c_agrees("input [1.0, 2.0]\ndef main v = sum (map (\\x -> sum (map (\\r -> r ! 1 * x) [map (\\y -> y * x) v, [x, 3.0]])) v)\n");
     part_c_agrees("input [1.0, 2.0]\ndef main v = fold (\\acc r -> acc * (r ! 0) + r ! 1) 1.0 [v, [3.0, 4.0], v]\n");
     part_c_agrees("input 1.0\ndef main x = let m = [[x, 2.0], [3.0, x]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)\n");
+}
+
+/// A real component of a fold or scan's tuple accumulator that reads an integer component other
+/// than as `real m` (pack.rs `lift_int_reads`): each largest real or boolean term of the integers
+/// alone (`xs ! k`, `k > 0`, `real (k * k)`, a let of them) is a column of its values per element,
+/// computed from the integers' states before the reals' loop (the integers carry no cotangent: the
+/// column is primal, its Delta zero), as `real m` was. Each was refused ("uses an integer component
+/// other than as `real m`"). Every Part C stage agrees with forward mode, and by hand:
+#[test]
+fn integer_terms_read_by_the_reals_of_a_fold_are_columns_of_the_integers_states() {
+    // p: 1·a0 + 1 = 2, 2·a1 + 2 = 6, 6·a2 + 3 = 21, k = 3: 24; p = 2 a0 a1 a2 + a1 a2 + a2:
+    // ∂/∂a = (2 a1 a2, 2 a0 a2 + a2, 2 a0 a1 + a1 + 1) = (12, 9, 7)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = let (p, k) = fold (\\(p, k) x -> (p * a ! k + x, k + 1)) (1.0, 0) a in p + real k\n", "24.0", &[12.0, 9.0, 7.0]);
+    // p: k = 0 keeps 0.5, then 0.5 · a1 = 1, 1 · a2 = 3; ∂/∂a = (0, 0.5 a2, 0.5 a1) = (0, 1.5, 1)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)\n", "3.0", &[0.0, 1.5, 1.0]);
+    // p: 1·1 + 0 = 1, 1·2 + 1 = 3, 3·3 + 4 = 13; ∂/∂a = (a1 a2, a0 a2, a0 a1 + 1) = (6, 3, 3)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = let (p, k) = fold (\\(p, k) x -> (p * x + real (k * k), k + 1)) (1.0, 0) a in p\n", "13.0", &[6.0, 3.0, 3.0]);
+    let progs = [
+        // a scanr, a let of the integers' term, an index by the integer
+        "sum (map (\\(p, k) -> p) (scanr (\\x (p, k) -> (let t = if k > 1 then x else 1.0 in p * t + a ! k, k + 1)) (0.5, 0) a))",
+        // a scanl beside an array component, the integer stepping by a condition of the element
+        "let ss = scanl (\\(p, v, k) x -> (p * x + a ! k, map (\\y -> if k > 0 then y * x else y) v, if x > 1.5 then k + 1 else k)) (1.0, [0.5, 2.0], 0) a in sum (map (\\(p, v, k) -> p + sum v) ss)",
+        // inside a map
+        "map (\\y -> fst (fold (\\(p, k) x -> (if k > 0 then p * x + y else p, k + 1)) (y, 0) a)) a",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
+    }
 }

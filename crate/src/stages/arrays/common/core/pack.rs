@@ -316,15 +316,46 @@ impl Sra<'_> {
                 xs.push(var(&col));
                 xr.push(0);
             }
+            // any other read of the integers by the reals: each largest real or boolean term that reads
+            // no real component, a column of its value per element computed from the integers' states
+            // (a boolean 1.0 for true, read back `> 0.5`), as `real m` is (`lift_int_reads`)
+            let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
+            let mut lifted = vec![];
+            for &k in &reals {
+                lift_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
+            }
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                lift_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
+            }
+            for (col, t, ty) in lifted {
+                let j = self.fresh.name("i");
+                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
+                let mut body = super::bot::subst(&t, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                for (q, &k) in ints.iter().enumerate().rev() {
+                    if mentions(&body, accs[k]) {
+                        let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j.clone()]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
+                        body = let_(pvar(&Name::new("acc", accs[k])), state, body).with_ty(ty.clone());
+                    }
+                }
+                if ty == Type::Bool {
+                    body = if_(body, real(1.0), real(0.0)).with_ty(Type::Real);
+                }
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
+                xs.push(var(&col));
+                xr.push(0);
+            }
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
             let mut ok = true;
-            for b in inner.iter_mut() {
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
                 ok &= read_as_reals(&mut b.1, &cols, i);
             }
             for &k in &reals {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component uses an integer component other than as `real m`: {WHY}, which reads the integers' states as reals")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body (such as `v ! m` of an array component v, or `\\j -> j < m`): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -706,6 +737,59 @@ fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
         stack.extend(children_mut(y));
     }
     true
+}
+
+/// In `t`, a real component's new value or a let it reads, each largest real or boolean term that
+/// reads an integer component (`ints`) other than as `real m`, and no real component (`reals`) nor
+/// a variable bound inside `t`, replaced by `col ! i` (a boolean `col ! i > 0.5`): `lifted` gets
+/// `col` and the term (with the lets of `inner` it reads), which the integers' states give a value
+/// per element (`int_fold`): a term of the integers alone is primal, as the integers are (no Delta).
+fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, lifted: &mut Vec<(Name, Expr, Type)>, fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let mut local = vec![];
+    let mut stack = vec![&*t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
+            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
+            ExprKind::LetRec(..) => return,
+            _ => {}
+        }
+        each_child(y, &mut |c| stack.push(c));
+    }
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        if matches!(y.ty, Type::Real | Type::Bool) {
+            let whole = wrap(live(inner, y), y.clone());
+            if !bare_int_use(&whole, ints) {
+                continue;
+            }
+            if !reals.iter().chain(&local).any(|&x| mentions(&whole, x)) {
+                let col = fresh.name("ri");
+                let read = prim(Prim::Index, vec![var(&col).with_ty(Type::array(Type::Real)), var(i).with_ty(Type::Int)]).with_ty(Type::Real);
+                *y = match y.ty {
+                    Type::Bool => prim(Prim::Gt, vec![read, real(0.5)]).with_ty(Type::Bool),
+                    _ => read,
+                };
+                lifted.push((col, whole, y.ty.clone()));
+                continue;
+            }
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// Whether `t` reads an integer component (`ints`) other than as `real m`.
+fn bare_int_use(t: &Expr, ints: &[u32]) -> bool {
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            ExprKind::Prim(Prim::ToReal, a) if matches!(&a[0].kind, ExprKind::Var(v) if ints.contains(&v.id)) => continue,
+            ExprKind::Var(v) if ints.contains(&v.id) => return true,
+            _ => each_child(y, &mut |c| stack.push(c)),
+        }
+    }
+    false
 }
 
 /// An array component of a packed tuple accumulator (`packed_fold`): its accumulator variable,
