@@ -274,9 +274,11 @@ impl Sra<'_> {
     /// the accumulator element i meets; `r ! (i + 1)` in a scanr) only when it uses them: else the
     /// reals are a plain packed fold or their sums. The other way round, a real component that reads
     /// an integer one as `real m` reads it from a column of the packed elements, `real (ri ! i ! q)`
-    /// of the integer loop's states, which then runs first. An array of reals among the components is
-    /// packed with the reals (more columns, `packed_fold`), read as a real is. Refused, located: the
-    /// two reading each other, or a real component using an integer one other than as `real m`.
+    /// of the integer loop's states, which then runs first; any other real or boolean term of the
+    /// integers alone (`xs ! m`, `m > 0`) likewise, a column of its values (`lift_int_reads`). An
+    /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
+    /// read as a real is. Refused, located: the two reading each other, or a real component reading
+    /// an integer one inside a term that also reads a real one or a binder of the body.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
@@ -297,7 +299,7 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
