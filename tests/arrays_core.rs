@@ -1535,16 +1535,40 @@ fn arrays_of_booleans_in_a_fold_accumulator_reach_share_to_let() {
     assert_eq!(p.matches("scanl").count(), 1, "{p}");
     let r = one(&text, "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
-    // an array of integers: refused, located at the fold, saying why
-    for main in [
-        "fold (\\(s, ks) x -> (s * x + real (ks ! 0), [ks ! 1, ks ! 0 + 1])) (1.0, [0, 1]) xs",
+    // an array of integers (was refused): `arrays_of_integers_in_a_fold_accumulator_reach_share_to_let`
+}
+
+/// An array of integers (any rank) as a fold or scan's accumulator component (pack.rs `int_fold`):
+/// more columns of the integers' loop row after its scalars, as the reals' loop packs arrays of
+/// reals (`packed_row`, its shape fixed by its initial value and checked each step); primal only,
+/// as an integer is (Fig. 8's arrays hold Int, D′ keeps them, §6.2), and the reals read it through
+/// columns of the integers' states (`lift_int_reads`). Was refused ("an array of integers carries no
+/// cotangent … cannot ride in the reals' row"). Every Part C stage agrees, and by hand:
+#[test]
+fn arrays_of_integers_in_a_fold_accumulator_reach_share_to_let() {
+    let xs = "[2.0, 1.5, 4.0]";
+    // s: 1·2 + 0 = 2 (ks [1, 1]), 2·1.5 + 1 = 4 (ks [1, 2]), 4·4 + 1 = 17 (ks [2, 2]):
+    // s = x0 x1 x2 + x2 + 1, ∂/∂x = (x1 x2, x0 x2, x0 x1 + 1) = (6, 8, 4)
+    let text = format!("input {xs}\ndef main xs = let (s, ks) = fold (\\(s, ks) x -> (s * x + real (ks ! 0), [ks ! 1, ks ! 0 + 1])) (1.0, [0, 1]) xs in s + real (ks ! 1)\n");
+    part_c_by_hand(&text, "19.0", &[6.0, 8.0, 4.0]);
+    // a matrix of integers doubled each step: s = ((x0 + 3) x1 + 6) x2 + 12 = 66, m ! 0 ! 1 = 16;
+    // ∂/∂x = (x1 x2, (x0 + 3) x2, (x0 + 3) x1 + 6) = (6, 20, 13.5)
+    part_c_by_hand(&format!("input {xs}\ndef main xs = let (s, m) = fold (\\(s, m) x -> (s * x + real (m ! 1 ! 0), map (\\r -> map (\\k -> k * 2) r) m)) (1.0, [[1, 2], [3, 4]]) xs in s + real (m ! 0 ! 1)\n"), "82.0", &[6.0, 20.0, 13.5]);
+    let progs = [
         "let (s, n, ks) = fold (\\(s, n, ks) x -> (s * x + real n, n + 1, [ks ! 1, ks ! 0 + 1])) (1.0, 0, [0, 1]) xs in s",
-    ] {
-        let text = format!("input {xs}\ndef main xs = {main}\n");
-        let r = one(&text, "arrays/bot");
-        let e = r.error.as_deref().unwrap_or("");
-        assert!(r.refused && e.contains("an array of integers carries no cotangent") && e.contains("no conversion from a real back to an integer"), "{r:?}");
-        assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{e}");
+        "let ss = scanl (\\(s, ks) x -> (if ks ! 0 > 0 then s * x else s + x, map (\\k -> k + 1) ks)) (1.0, [0, 2]) xs in sum (map (\\(s, ks) -> s * real (ks ! 1)) ss)",
+        "let ss = scanr (\\x (ks, s) -> (map (\\k -> k + 1) ks, s * x + real (ks ! 1))) ([0, 2], 1.0) xs in sum (map (\\(ks, s) -> s) ss)",
+        "let (s, ks) = fold (\\(s, ks) x -> (s * x, if x > s then map (\\k -> k + 1) ks else ks)) (1.0, [0, 2]) xs in s * real (ks ! 0)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input {xs}\ndef main xs = {main}\n"));
+    }
+    // a body that changes its length stops every Part C stage, located at the fold
+    let text = format!("input {xs}\ndef main xs = let (s, ks) = fold (\\(s, ks) x -> (s * x, [ks ! 0])) (1.0, [0, 1]) xs in s + real (length ks)\n");
+    for (stage, r) in PART_C.iter().zip(run(&text, &PART_C)) {
+        let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+        assert!(!r.refused && e.contains("keeps its accumulator's shape"), "{stage}: {e}");
+        assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{stage}: {e}");
     }
 }
 

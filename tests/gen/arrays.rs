@@ -326,13 +326,19 @@ impl Gen {
                 // a counter the real may read as `real k` (a column of the integers' states), or in a
                 // test choosing its step (a column of the test's values, pack.rs `lift_int_reads`),
                 // or a count of the elements passing a test on the real
-                let (step, real) = match self.below(3) {
+                // or an array of integers (more columns of the integers' row)
+                let (mut z0, mut fin) = ("0".to_string(), format!("real {m}"));
+                let (step, real) = match self.below(4) {
                     0 => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
                     1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
-                    _ => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
+                    2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
+                    _ => {
+                        (z0, fin) = ("[0, 1]".to_string(), format!("real ({m} ! 1)"));
+                        (format!("[{k} ! 1, {k} ! 0 + 1]"), format!("{p} * 0.5 + {e1} + 0.25 * real ({k} ! 0)"))
+                    }
                 };
                 let f = self.real_in(&s.with_real(&a), d.min(2));
-                format!("(let ({a}, {m}) = fold (\\({p}, {k}) {x} -> ({real}, {step})) ({}, 0) {} in {f} + real {m})", self.real_in(s, d), self.vec(s, n, d))
+                format!("(let ({a}, {m}) = fold (\\({p}, {k}) {x} -> ({real}, {step})) ({}, {z0}) {} in {f} + {fin})", self.real_in(s, d), self.vec(s, n, d))
             }
             4 => {
                 let (a, b) = (self.fresh("par"), self.fresh("par"));
