@@ -574,7 +574,9 @@ fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     part_c_agrees("input [1.0, 2.0]\ndef main a = snd (fold (\\(p, q) x -> (p + x, q * x)) (0.0, 1.0) a)");
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + 1.0, k + 1)) (0.5, 0) a)");
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + real k, k + 1)) (0.5, 0) a)");
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)", "other than as `real m`")] {
+    // was refused ("other than as `real m`"): `k > 0` a column of the integers' states, 1.0 for true
+    part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)");
+    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\j -> if j < k then x else 1.0)), k + 1)) (0.5, 0) a)", "a variable bound in the body")] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1159,7 +1161,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs", "other than as `real m`"),
+        ("let (s, v, k) = fold (\\(s, v, k) x -> (s * v ! k + x, map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s + sum v", "also reads a real component"),
         ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
@@ -1168,6 +1170,8 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
         let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
         assert!(text[start..end].starts_with("fold"), "{:?}", &text[start..end]);
     }
+    // was refused ("other than as `real m`")
+    part_c_agrees("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs\n");
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,
@@ -1465,7 +1469,9 @@ fn arrays_as_elements_of_a_tuple_fold_reach_share_to_let() {
 /// checked (`sameLength`); now every row is (`sameShape`, lang.rs). On main each of these ran and
 /// disagreed with forward mode (a body's new matrix whose second row is shorter: primal 10, not 9;
 /// a ragged initial value; ragged elements, inside a map too), or stopped bot unlocated ("`map2` on
-/// arrays of different lengths").
+/// arrays of different lengths"). Each ragged array here is a literal, which now stops first, at
+/// itself (lower.rs, `a_ragged_array_literal_stops_every_part_c_stage_at_the_literal`); the fold's
+/// `sameShape` still checks every row of a computed array.
 #[test]
 fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fold() {
     let short = "fold (\\p v -> p * (v + 1.0)) 1.0";
@@ -1482,7 +1488,8 @@ fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fol
         "input [1.0, 2.0]\ndef main xs = map (\\y -> let (s, k) = fold (\\(s, k) row -> (s * fold (\\p v -> p * (v + y)) 1.0 row + real (length row), k + 1)) (1.0, 0) [[xs ! 0], [xs ! 1, 3.0]] in s + real k) xs\n".to_string(),
     ];
     for text in &progs {
-        let fold = text.find("fold").or_else(|| text.find("scanl")).unwrap();
+        // a ragged literal stops at itself (lower.rs), before the fold reads it
+        let fold = ["[mm ! 0, [", "[tt ! 0 ! 0, [", "[[xs ! "].iter().find_map(|l| text.find(l)).or_else(|| text.find("fold")).or_else(|| text.find("scanl")).unwrap();
         for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
             let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?}, primal {})\n{text}", r.agrees, r.primal));
             assert!(!r.refused && e.contains("not regular") && e.contains("rows of lengths"), "{stage}: {e}\n{text}");
@@ -1528,15 +1535,112 @@ fn arrays_of_booleans_in_a_fold_accumulator_reach_share_to_let() {
     assert_eq!(p.matches("scanl").count(), 1, "{p}");
     let r = one(&text, "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
-    // an array of integers: refused, located at the fold, saying why
-    for main in [
-        "fold (\\(s, ks) x -> (s * x + real (ks ! 0), [ks ! 1, ks ! 0 + 1])) (1.0, [0, 1]) xs",
+    // an array of integers (was refused): `arrays_of_integers_in_a_fold_accumulator_reach_share_to_let`
+}
+
+/// An array of integers (any rank) as a fold or scan's accumulator component (pack.rs `int_fold`):
+/// more columns of the integers' loop row after its scalars, as the reals' loop packs arrays of
+/// reals (`packed_row`, its shape fixed by its initial value and checked each step); primal only,
+/// as an integer is (Fig. 8's arrays hold Int, D′ keeps them, §6.2), and the reals read it through
+/// columns of the integers' states (`lift_int_reads`). Was refused ("an array of integers carries no
+/// cotangent … cannot ride in the reals' row"). Every Part C stage agrees, and by hand:
+#[test]
+fn arrays_of_integers_in_a_fold_accumulator_reach_share_to_let() {
+    let xs = "[2.0, 1.5, 4.0]";
+    // s: 1·2 + 0 = 2 (ks [1, 1]), 2·1.5 + 1 = 4 (ks [1, 2]), 4·4 + 1 = 17 (ks [2, 2]):
+    // s = x0 x1 x2 + x2 + 1, ∂/∂x = (x1 x2, x0 x2, x0 x1 + 1) = (6, 8, 4)
+    let text = format!("input {xs}\ndef main xs = let (s, ks) = fold (\\(s, ks) x -> (s * x + real (ks ! 0), [ks ! 1, ks ! 0 + 1])) (1.0, [0, 1]) xs in s + real (ks ! 1)\n");
+    part_c_by_hand(&text, "19.0", &[6.0, 8.0, 4.0]);
+    // a matrix of integers doubled each step: s = ((x0 + 3) x1 + 6) x2 + 12 = 66, m ! 0 ! 1 = 16;
+    // ∂/∂x = (x1 x2, (x0 + 3) x2, (x0 + 3) x1 + 6) = (6, 20, 13.5)
+    part_c_by_hand(&format!("input {xs}\ndef main xs = let (s, m) = fold (\\(s, m) x -> (s * x + real (m ! 1 ! 0), map (\\r -> map (\\k -> k * 2) r) m)) (1.0, [[1, 2], [3, 4]]) xs in s + real (m ! 0 ! 1)\n"), "82.0", &[6.0, 20.0, 13.5]);
+    let progs = [
         "let (s, n, ks) = fold (\\(s, n, ks) x -> (s * x + real n, n + 1, [ks ! 1, ks ! 0 + 1])) (1.0, 0, [0, 1]) xs in s",
-    ] {
-        let text = format!("input {xs}\ndef main xs = {main}\n");
-        let r = one(&text, "arrays/bot");
-        let e = r.error.as_deref().unwrap_or("");
-        assert!(r.refused && e.contains("an array of integers carries no cotangent") && e.contains("no conversion from a real back to an integer"), "{r:?}");
-        assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{e}");
+        "let ss = scanl (\\(s, ks) x -> (if ks ! 0 > 0 then s * x else s + x, map (\\k -> k + 1) ks)) (1.0, [0, 2]) xs in sum (map (\\(s, ks) -> s * real (ks ! 1)) ss)",
+        "let ss = scanr (\\x (ks, s) -> (map (\\k -> k + 1) ks, s * x + real (ks ! 1))) ([0, 2], 1.0) xs in sum (map (\\(ks, s) -> s) ss)",
+        "let (s, ks) = fold (\\(s, ks) x -> (s * x, if x > s then map (\\k -> k + 1) ks else ks)) (1.0, [0, 2]) xs in s * real (ks ! 0)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input {xs}\ndef main xs = {main}\n"));
+    }
+    // a body that changes its length stops every Part C stage, located at the fold
+    let text = format!("input {xs}\ndef main xs = let (s, ks) = fold (\\(s, ks) x -> (s * x, [ks ! 0])) (1.0, [0, 1]) xs in s + real (length ks)\n");
+    for (stage, r) in PART_C.iter().zip(run(&text, &PART_C)) {
+        let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+        assert!(!r.refused && e.contains("keeps its accumulator's shape"), "{stage}: {e}");
+        assert_eq!(r.error_span.map(|s| s.0), text.find("fold"), "{stage}: {e}");
+    }
+}
+
+/// A ragged array-of-arrays literal built in the program (not main's input) stops every Part C
+/// stage with a located run-time error at the literal (lower.rs: `sameShape [] rows`, checked where
+/// the rows are not all literals of one shape): the paper's arrays are regular (§3.2, "there are no
+/// jagged arrays"). On main the mapped ones ran and agreed only by chance (bot's gathers read each
+/// row at its own length here, but `tr` and the Delta's adds read the first row's), and a literal
+/// read by index stopped the symbolic stages unlocated ("cannot add [1.0, 0.0] and [1.0]: shapes
+/// differ"); bot and dual-arrays took it.
+#[test]
+fn a_ragged_array_literal_stops_every_part_c_stage_at_the_literal() {
+    let progs = [
+        // mapped, mapped twice, indexed in a map
+        ("1.0", "x = sum (map (\\r -> sum (map (\\y -> y * x) r)) [[x, 2.0], [3.0]])", "[["),
+        ("1.0", "x = sum (map (\\r -> sum r) (map (\\r -> map (\\y -> y * x) r) [[x, 2.0], [3.0]]))", "[["),
+        ("1.0", "x = sum (map (\\r -> r ! 0 * x) [[x, 2.0], [3.0]])", "[["),
+        // let-bound and read by index and by a map (its cotangents added: dual-arrays' add)
+        ("1.0", "x = let m = [[x, 2.0], [3.0]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)", "[["),
+        // a row from the input, its length known only at run time
+        ("[1.0, 2.0]", "v = let m = [v, [3.0]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)", "[v"),
+        // folded over (a fold over a matrix's rows) and of rank 3
+        ("[1.0, 2.0]", "v = fold (\\acc r -> acc * (r ! 0) + sum r) 1.0 [v, [3.0]]", "[v"),
+        ("1.0", "x = sum (map (\\m -> sum (map (\\r -> sum r) m)) [[[x, 1.0], [2.0, x]], [[x], [1.0, 2.0]]])", "[[x], "),
+        ("[1.0, 2.0]", "v = sum (map (\\m -> sum (map (\\r -> sum r) m)) [[v, [2.0, 1.0]], [v]])", "[[v, ["),
+    ];
+    for (input, main, lit) in progs {
+        let text = format!("input {input}\ndef main {main}\n");
+        let at = text.find(lit).unwrap();
+        for (stage, r) in PART_C.iter().zip(run(&text, &PART_C)) {
+            let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?}, primal {})\n{text}", r.agrees, r.primal));
+            assert!(!r.refused && e.contains("array literal is not regular") && e.contains("rows of lengths"), "{stage}: {e}\n{text}");
+            assert_eq!(r.error_span.map(|s| s.0), Some(at), "{stage}: {e}\n{text}");
+        }
+    }
+    // inside a map, the literal's rows lifted by bot: stopped located at the map, by bot's `tr`
+    let text = "input [1.0, 2.0]\ndef main v = sum (map (\\x -> sum (map (\\r -> r ! 0 * x) [map (\\y -> y * x) v, [x]])) v)\n";
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        let e = r.error.as_deref().unwrap_or_else(|| panic!("{stage}: no error (agrees: {:?})", r.agrees));
+        assert!(e.contains("not regular"), "{stage}: {e}");
+        assert!(r.error_span.is_some_and(|(s, e)| s < e && e <= text.len()), "{stage}: {e}");
+    }
+    // regular ones agree: literal rows of one shape, rows known only at run time
+    part_c_agrees("input [1.0, 2.0]\ndef main v = sum (map (\\x -> sum (map (\\r -> r ! 1 * x) [map (\\y -> y * x) v, [x, 3.0]])) v)\n");
+    part_c_agrees("input [1.0, 2.0]\ndef main v = fold (\\acc r -> acc * (r ! 0) + r ! 1) 1.0 [v, [3.0, 4.0], v]\n");
+    part_c_agrees("input 1.0\ndef main x = let m = [[x, 2.0], [3.0, x]] in sum (map (\\r -> r ! 0) m) + sum (m ! 1)\n");
+}
+
+/// A real component of a fold or scan's tuple accumulator that reads an integer component other
+/// than as `real m` (pack.rs `lift_int_reads`): each largest real or boolean term of the integers
+/// alone (`xs ! k`, `k > 0`, `real (k * k)`, a let of them) is a column of its values per element,
+/// computed from the integers' states before the reals' loop (the integers carry no cotangent: the
+/// column is primal, its Delta zero), as `real m` was. Each was refused ("uses an integer component
+/// other than as `real m`"). Every Part C stage agrees with forward mode, and by hand:
+#[test]
+fn integer_terms_read_by_the_reals_of_a_fold_are_columns_of_the_integers_states() {
+    // p: 1·a0 + 1 = 2, 2·a1 + 2 = 6, 6·a2 + 3 = 21, k = 3: 24; p = 2 a0 a1 a2 + a1 a2 + a2:
+    // ∂/∂a = (2 a1 a2, 2 a0 a2 + a2, 2 a0 a1 + a1 + 1) = (12, 9, 7)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = let (p, k) = fold (\\(p, k) x -> (p * a ! k + x, k + 1)) (1.0, 0) a in p + real k\n", "24.0", &[12.0, 9.0, 7.0]);
+    // p: k = 0 keeps 0.5, then 0.5 · a1 = 1, 1 · a2 = 3; ∂/∂a = (0, 0.5 a2, 0.5 a1) = (0, 1.5, 1)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)\n", "3.0", &[0.0, 1.5, 1.0]);
+    // p: 1·1 + 0 = 1, 1·2 + 1 = 3, 3·3 + 4 = 13; ∂/∂a = (a1 a2, a0 a2, a0 a1 + 1) = (6, 3, 3)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = let (p, k) = fold (\\(p, k) x -> (p * x + real (k * k), k + 1)) (1.0, 0) a in p\n", "13.0", &[6.0, 3.0, 3.0]);
+    let progs = [
+        // a scanr, a let of the integers' term, an index by the integer
+        "sum (map (\\(p, k) -> p) (scanr (\\x (p, k) -> (let t = if k > 1 then x else 1.0 in p * t + a ! k, k + 1)) (0.5, 0) a))",
+        // a scanl beside an array component, the integer stepping by a condition of the element
+        "let ss = scanl (\\(p, v, k) x -> (p * x + a ! k, map (\\y -> if k > 0 then y * x else y) v, if x > 1.5 then k + 1 else k)) (1.0, [0.5, 2.0], 0) a in sum (map (\\(p, v, k) -> p + sum v) ss)",
+        // inside a map
+        "map (\\y -> fst (fold (\\(p, k) x -> (if k > 0 then p * x + y else p, k + 1)) (y, 0) a)) a",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
     }
 }

@@ -230,7 +230,8 @@ impl Gen {
     /// literal depth (`rep`).
     /// A fold or scanl whose accumulator pairs a real with an array of reals (`pfv`: packed, pack.rs).
     /// A fold whose accumulator pairs a real with an integer (`ifd`: the integer a loop of its own,
-    /// pack.rs `int_fold`): a counter, or a count of the elements passing a test on the real.
+    /// pack.rs `int_fold`): a counter, read as `real k` or in a test choosing the real's step, or a
+    /// count of the elements passing a test on the real.
     /// A fold or scanl whose accumulator pairs a real with a boolean (`bfd`: the boolean rides in the
     /// loop as a number, pack.rs `encode_bools`), the real's step chosen by it, or beside an integer
     /// the boolean reads (then it rides with the integers), or over boolean elements; or with an
@@ -322,11 +323,22 @@ impl Gen {
             6 => {
                 let (p, k, x, a, m) = (self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));
                 let e1 = self.real_in(&s.with_real(&p).with_real(&x), d.min(2));
-                // a counter the real may read as `real k` (a column of the integers' states), or a
-                // count of the elements passing a test on the real
-                let (step, uses) = if self.below(2) == 0 { (format!("{k} + 1"), format!(" + 0.25 * real {k}")) } else { (format!("if {x} > {p} then {k} + 1 else {k}"), String::new()) };
+                // a counter the real may read as `real k` (a column of the integers' states), or in a
+                // test choosing its step (a column of the test's values, pack.rs `lift_int_reads`),
+                // or a count of the elements passing a test on the real
+                // or an array of integers (more columns of the integers' row)
+                let (mut z0, mut fin) = ("0".to_string(), format!("real {m}"));
+                let (step, real) = match self.below(4) {
+                    0 => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
+                    1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
+                    2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
+                    _ => {
+                        (z0, fin) = ("[0, 1]".to_string(), format!("real ({m} ! 1)"));
+                        (format!("[{k} ! 1, {k} ! 0 + 1]"), format!("{p} * 0.5 + {e1} + 0.25 * real ({k} ! 0)"))
+                    }
+                };
                 let f = self.real_in(&s.with_real(&a), d.min(2));
-                format!("(let ({a}, {m}) = fold (\\({p}, {k}) {x} -> ({p} * 0.5 + {e1}{uses}, {step})) ({}, 0) {} in {f} + real {m})", self.real_in(s, d), self.vec(s, n, d))
+                format!("(let ({a}, {m}) = fold (\\({p}, {k}) {x} -> ({real}, {step})) ({}, {z0}) {} in {f} + {fin})", self.real_in(s, d), self.vec(s, n, d))
             }
             4 => {
                 let (a, b) = (self.fresh("par"), self.fresh("par"));

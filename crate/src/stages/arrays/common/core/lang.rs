@@ -147,7 +147,9 @@ pub fn same_length(expected: Expr, actual: Expr) -> Expr {
 /// row would be read as zeros. `sameLength`'s dimensions checked on every row, linear in v's size;
 /// its result is the innermost dimension, which the packed row's reads use as a bound (pack.rs).
 /// Like it an operation on integers (v's shape only): bot lifts it as a broadcast op (B5: each row of
-/// the lifted operands checked), and D′ keeps it, reading v's primal.
+/// the lifted operands checked), and D′ keeps it, reading v's primal. With no dimensions, `sameShape []
+/// v` checks an array-of-arrays literal whose rows are not all literals (lower.rs): regular at every
+/// depth, located at the literal, its result v's length.
 pub const SAME_SHAPE: &str = "sameShape";
 
 /// `sameShape [dims] v` (see `SAME_SHAPE`).

@@ -19,7 +19,7 @@
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
 //! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
 //! not there is the other branch's, or the tag a constant). What is left
-//! is refused, located: a tuple accumulator with an array of arrays, or whose real component uses an integer one other than as `real k`, or the two reading each
+//! is refused, located: a tuple accumulator whose real component reads an integer one inside a term that also reads a real one (each term of the integers alone is a column of their states: pack.rs `lift_int_reads`), or the two reading each
 //! other (a tuple of reals and arrays of reals is packed into an array of reals, one loop: pack.rs
 //! `packed_fold`; its integers a loop of their own beside it, `int_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input
@@ -283,7 +283,36 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             out
         }
-        K::Array(es) => Expr::gen(K::Array(es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?)),
+        K::Array(es) => {
+            let rows: Vec<Expr> = es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?;
+            // an array of arrays whose rows are not all literals of one shape: checked regular at run
+            // time, located here (§3.2: "there are no jagged arrays"; a ragged literal was read at its
+            // first row's shape: by bot's `tr`, the Delta's adds, the symbolic stages' cotangents):
+            // `let regular = sameShape [] [r1, ..] in [r1, ..]`, each row a variable or a literal of
+            // variables and constants (else let-bound first), so the literal stays one (I8 indexes it)
+            if e.ty.as_array().is_some_and(|t| t.as_array().is_some()) && literal_shape(e).is_none() {
+                let mut lets = vec![];
+                let rows: Vec<Expr> = rows
+                    .into_iter()
+                    .map(|r| match plain(&r) {
+                        true => r,
+                        false => {
+                            let v = fresh.name("row");
+                            lets.push((v.clone(), r));
+                            var(&v)
+                        }
+                    })
+                    .collect();
+                let check = at(same_shape(Expr::gen(K::Array(vec![])), Expr::gen(K::Array(rows.clone()))), e.span);
+                let mut out = let_(pvar(&fresh.name("regular")), check, Expr::gen(K::Array(rows)));
+                for (v, r) in lets.into_iter().rev() {
+                    out = let_(pvar(&v), r, out);
+                }
+                out
+            } else {
+                Expr::gen(K::Array(rows))
+            }
+        }
         K::If(c, a, b) => cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?),
         K::Ann(x, _) => lower(x, fresh)?,
         K::Prim(p, args) if scalar_op(*p) => prim(*p, args.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?),
@@ -383,4 +412,28 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         locate(c, e.span);
     }
     Ok(at(out, e.span))
+}
+
+/// The shape of a literal whose rows are literals down to scalars, all of one shape (regular, §3.2),
+/// as the lowering knows it; None when a row is not a literal (its shape is known only at run time) or
+/// two rows differ.
+fn literal_shape(e: &Expr) -> Option<Vec<usize>> {
+    match &e.kind {
+        ExprKind::Array(es) => {
+            let mut rows = es.iter().map(literal_shape);
+            let first = rows.next().unwrap_or(Some(vec![]))?;
+            rows.all(|r| r.as_ref() == Some(&first)).then(|| std::iter::once(es.len()).chain(first).collect())
+        }
+        _ if e.ty.as_array().is_none() => Some(vec![]),
+        _ => None,
+    }
+}
+
+/// A variable, a constant, or a literal of them: copied into a literal's regularity check as it is.
+fn plain(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) => true,
+        ExprKind::Array(es) => es.iter().all(plain),
+        _ => false,
+    }
 }

@@ -3,7 +3,7 @@
 //! tuple accumulator. The reals and arrays of reals of the tuple are one `scanl` over an array of
 //! reals (`packed_fold`: one ScanL Delta, fold.rs), an array's elements more columns after the
 //! reals (an array of arrays row-major), of a shape fixed by its initial value and checked each
-//! step at run time (`packed_row`, `sameLength`); elements that are arrays likewise; integer components are a loop of their own beside it, primal only (`int_fold`);
+//! step at run time (`packed_row`, `sameLength`); elements that are arrays likewise; integer components are a loop of their own beside it, primal only (`int_fold`), its arrays of integers more columns of its row;
 //! boolean components ride in one of the two as numbers, 1 for true (`encode_bools`).
 
 use super::lang;
@@ -56,7 +56,7 @@ impl Sra<'_> {
         }
         if let Some(t) = tys.iter().find(|t| **t != Type::Real && rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them{}", int_array_why(tys))));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with a component of type {t}: its one loop runs over an array of reals packing the tuple's reals and arrays of reals of any rank (pack.rs), and this component is none of them")));
         }
         let arr = Type::array(Type::Real);
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Real);
@@ -117,7 +117,7 @@ impl Sra<'_> {
         let m = zs.len();
         let dims: Vec<Vec<Expr>> = pieces.iter().map(|p| p.shape.iter().map(|s| length(var(s))).collect()).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
-        let cs = if pieces.is_empty() { cs } else { self.packed_row(cs, pieces.iter().map(|p| p.c.clone()).collect(), &dims, Check::Step(span)) };
+        let cs = if pieces.is_empty() { cs } else { self.packed_row(&Type::Real, cs, pieces.iter().map(|p| p.c.clone()).collect(), &dims, Check::Step(span)) };
         // the elements' reads `xs_l ! i` become `c ! l` (an array element its columns, `read_col`)
         let mut body = wrap(inner, cs);
         let mut stack = vec![&mut body];
@@ -151,10 +151,10 @@ impl Sra<'_> {
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
         let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&p.z, p.shape.len())).collect();
-        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, Check::Regular(span)) };
+        let z0 = if pieces.is_empty() { z0 } else { self.packed_row(&Type::Real, z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, Check::Regular(span)) };
         let j = self.fresh.name("i");
         let row = Expr::gen(ExprKind::Array(reals.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
-        let row = if arrays.is_empty() { row } else { self.packed_row(row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
+        let row = if arrays.is_empty() { row } else { self.packed_row(&Type::Real, row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
         let r = self.fresh.name("r");
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
@@ -175,12 +175,12 @@ impl Sra<'_> {
     /// i = 0 inside a map), so the last array is bounded too; an array of arrays is checked whole,
     /// every row (`sameShape [k, w] v`, whose result `w` bounds and divides: regular, §3.2, as these
     /// total reads would read a short row as zeros), and so is an initial row's.
-    fn packed_row(&mut self, scalars: Expr, vs: Vec<Expr>, dims: &[Vec<Expr>], check: Check) -> Expr {
+    fn packed_row(&mut self, elem_ty: &Type, scalars: Expr, vs: Vec<Expr>, dims: &[Vec<Expr>], check: Check) -> Expr {
         let m = match &scalars.kind {
             ExprKind::Array(es) => es.len(),
             _ => 0,
         };
-        let arr = Type::array(Type::Real);
+        let arr = Type::array(elem_ty.clone());
         let mut lets = vec![];
         let name = |x: Expr, what: &str, ty: Type, fresh: &mut Fresh, lets: &mut Vec<(Name, Expr)>| match x.kind {
             ExprKind::Var(_) => x,
@@ -191,7 +191,7 @@ impl Sra<'_> {
             }
         };
         let s = name(scalars, "s", arr.clone(), self.fresh, &mut lets);
-        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested(d.len()), self.fresh, &mut lets)).collect();
+        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested_of(elem_ty, d.len()), self.fresh, &mut lets)).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
         // whether the last array's bound is used, always met: a checked length that nothing else
         // reads (an array of arrays' checked innermost dimension is read by its divisors)
@@ -228,30 +228,30 @@ impl Sra<'_> {
         let mut from = |v: &Expr, off: Expr, d: &[Expr], lets: &mut Vec<(Name, Expr)>| {
             let q = prim(Prim::Sub, vec![var(&j), off]).with_ty(Type::Int);
             if d.len() == 1 {
-                return prim(Prim::Index, vec![v.clone(), q]).with_ty(Type::Real);
+                return prim(Prim::Index, vec![v.clone(), q]).with_ty(elem_ty.clone());
             }
             let mut x = v.clone();
             for k in 0..d.len() {
                 let below = size(&d[k + 1..]);
                 let at_k = if k + 1 == d.len() { q.clone() } else { prim(Prim::Div, vec![q.clone(), name(at_least_one(below), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
                 let at_k = if k == 0 { at_k } else { prim(Prim::Mod, vec![at_k, name(at_least_one(d[k].clone()), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
-                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested(d.len() - k - 1));
+                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested_of(elem_ty, d.len() - k - 1));
             }
             x
         };
-        let mut elem = real(0.0);
+        let mut elem = if *elem_ty == Type::Int { int(0) } else { real(0.0) };
         for p in (0..vs.len()).rev() {
             let last = p + 1 == vs.len();
             let v = from(&vs[p], offset(m, &sizes[..p]), &bounds[p], &mut lets);
             // the last array's bound, always met, is there only to use its checked length
             if !last || checked {
-                elem = if_(lt(offset(m, &sizes[..=p])), v, elem).with_ty(Type::Real);
+                elem = if_(lt(offset(m, &sizes[..=p])), v, elem).with_ty(elem_ty.clone());
             } else {
                 elem = v;
             }
         }
         if m > 0 {
-            elem = if_(lt(int(m as i64)), prim(Prim::Index, vec![s, var(&j)]).with_ty(Type::Real), elem).with_ty(Type::Real);
+            elem = if_(lt(int(m as i64)), prim(Prim::Index, vec![s, var(&j)]).with_ty(elem_ty.clone()), elem).with_ty(elem_ty.clone());
         }
         let mut row = prim(Prim::Build, vec![offset(m, &lens), lam(pvar(&j), elem)]).with_ty(arr.clone());
         for (x, rhs) in lets.into_iter().rev() {
@@ -274,22 +274,30 @@ impl Sra<'_> {
     /// the accumulator element i meets; `r ! (i + 1)` in a scanr) only when it uses them: else the
     /// reals are a plain packed fold or their sums. The other way round, a real component that reads
     /// an integer one as `real m` reads it from a column of the packed elements, `real (ri ! i ! q)`
-    /// of the integer loop's states, which then runs first. An array of reals among the components is
-    /// packed with the reals (more columns, `packed_fold`), read as a real is. Refused, located: the
-    /// two reading each other, or a real component using an integer one other than as `real m`.
+    /// of the integer loop's states, which then runs first; any other real or boolean term of the
+    /// integers alone (`xs ! m`, `m > 0`) likewise, a column of its values (`lift_int_reads`). An
+    /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
+    /// read as a real is; an array of integers (any rank) with the integers, more columns of their
+    /// row after the scalars (`packed_row` over Int, its shape checked each step). Refused, located: the two reading each other, or a real component reading
+    /// an integer one inside a term that also reads a real one or a binder of the body.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
-        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none()) {
+        if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none() && int_rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
-            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them{}", int_array_why(tys))));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
         }
         // `reals`: the components of the packed loop, reals and arrays of reals (more columns)
-        let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int);
+        let (ints, reals): (Vec<usize>, Vec<usize>) = (0..tys.len()).partition(|&k| tys[k] == Type::Int || int_rank(&tys[k]).is_some());
         let (scalars, vectors): (Vec<usize>, Vec<usize>) = reals.iter().partition(|&&k| tys[k] == Type::Real);
         let shapes = self.shapes(e.span, &vectors, (zs, tys), binds);
         let cols = columns(&reals, &scalars, &vectors, &shapes);
+        // the integers' row likewise: its scalars, then its arrays of integers as more columns
+        let (iscalars, ivectors): (Vec<usize>, Vec<usize>) = ints.iter().partition(|&&k| tys[k] == Type::Int);
+        let ints: Vec<usize> = iscalars.iter().chain(&ivectors).copied().collect();
+        let ishapes = self.shapes(e.span, &ivectors, (zs, tys), binds);
+        let icols = columns(&ints, &iscalars, &ivectors, &ishapes);
         let arr = |cs: &[Expr], ks: &[usize], t: Type| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(t));
         let whole = |cs: &[Expr], ks: &[usize], t: Type| wrap(live(inner, &arr(cs, ks, Type::Real)), arr(cs, ks, t));
         let reads = |x: &Expr, ks: &[usize]| ks.iter().any(|&k| mentions(x, accs[k]));
@@ -297,16 +305,16 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
         let mut inner = inner.clone();
         let (mut xs, mut xr) = (xs.to_vec(), xr.to_vec());
         if reals_read_ints {
-            let ri = self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (None, true), binds, &mut out);
+            let ri = self.int_loop(e, op, (zs, accs, &cs), (&icols, &cols), (i, &inner), n, (None, true), binds, &mut out);
             let mut cols = vec![];
-            for (q, &k) in ints.iter().enumerate() {
+            for (q, &k) in iscalars.iter().enumerate() {
                 let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
                 let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
                 let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
@@ -316,15 +324,46 @@ impl Sra<'_> {
                 xs.push(var(&col));
                 xr.push(0);
             }
+            // any other read of the integers by the reals: each largest real or boolean term that reads
+            // no real component, a column of its value per element computed from the integers' states
+            // (a boolean 1.0 for true, read back `> 0.5`), as `real m` is (`lift_int_reads`)
+            let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
+            let mut lifted = vec![];
+            for &k in &reals {
+                lift_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
+            }
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                lift_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
+            }
+            for (col, t, ty) in lifted {
+                let j = self.fresh.name("i");
+                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
+                let mut body = super::bot::subst(&t, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                for (k, icol) in icols.iter().rev() {
+                    if mentions(&body, accs[*k]) {
+                        let state = self.read_col_of(&Type::Int, prim(Prim::Index, vec![var(&ri), at_j.clone()]).with_ty(Type::array(Type::Int)), icol);
+                        body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(ty.clone());
+                    }
+                }
+                if ty == Type::Bool {
+                    body = if_(body, real(1.0), real(0.0)).with_ty(Type::Real);
+                }
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
+                xs.push(var(&col));
+                xr.push(0);
+            }
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
             let mut ok = true;
-            for b in inner.iter_mut() {
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
                 ok &= read_as_reals(&mut b.1, &cols, i);
             }
             for &k in &reals {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component uses an integer component other than as `real m`: {WHY}, which reads the integers' states as reals")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body (such as `v ! m` of an array component v, or `\\j -> j < m`): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -366,7 +405,7 @@ impl Sra<'_> {
             r_states = states.then_some(r);
         }
         if !reals_read_ints {
-            self.int_loop(e, op, (zs, accs, &cs), (&ints, &cols), (i, &inner), n, (r_states, false), binds, &mut out);
+            self.int_loop(e, op, (zs, accs, &cs), (&icols, &cols), (i, &inner), n, (r_states, false), binds, &mut out);
         }
         Ok(out)
     }
@@ -375,12 +414,21 @@ impl Sra<'_> {
     /// states (`states`: the reals read them; a fold's are its scan's), and `out`'s integer
     /// components read from it. `r`: the reals' states, when the integers read them.
     #[allow(clippy::too_many_arguments)]
-    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (ints, cols): (&[usize], &[(usize, Col)]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
+    fn int_loop(&mut self, e: &Expr, op: Prim, (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (icols, cols): (&[(usize, Col)], &[(usize, Col)]), (i, inner): (&Name, &Binds), n: &Expr, (r, states): (Option<Name>, bool), binds: &mut Binds, out: &mut [Expr]) -> Name {
         use super::bot::mentions;
         let scan = matches!(op, Prim::Scanl | Prim::Scanr);
         let loop_op = if states && !scan { Prim::Scanl } else { op };
         let (ia, arr_int) = (self.fresh.name("acc"), Type::array(Type::Int));
-        let ics = Expr::gen(ExprKind::Array(ints.iter().map(|&k| cs[k].clone()).collect())).with_ty(arr_int.clone());
+        // the row: the integers, then each array of integers' columns (`packed_row`, checked each step)
+        let iscalars: Vec<usize> = icols.iter().filter(|c| matches!(c.1, Col::Real(_))).map(|c| c.0).collect();
+        let ivectors: Vec<(usize, Vec<Expr>)> = icols.iter().filter_map(|(k, c)| if let Col::Array(_, d) = c { Some((*k, d.clone())) } else { None }).collect();
+        let ics = Expr::gen(ExprKind::Array(iscalars.iter().map(|&k| cs[k].clone()).collect())).with_ty(arr_int.clone());
+        let ics = if ivectors.is_empty() {
+            ics
+        } else {
+            let dims: Vec<Vec<Expr>> = ivectors.iter().map(|v| v.1.clone()).collect();
+            self.packed_row(&Type::Int, ics, ivectors.iter().map(|v| cs[v.0].clone()).collect(), &dims, Check::Step(e.span))
+        };
         let mut ibody = wrap(live(inner, &ics), ics);
         if let Some(r) = &r {
             let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
@@ -392,20 +440,30 @@ impl Sra<'_> {
                 }
             }
         }
-        for (q, &k) in ints.iter().enumerate().rev() {
-            ibody = let_(pvar(&Name::new("acc", accs[k])), prim(Prim::Index, vec![var(&ia), int(q as i64)]).with_ty(Type::Int), ibody);
+        for (k, col) in icols.iter().rev() {
+            let v = self.read_col_of(&Type::Int, var(&ia), col);
+            ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
         }
         let (q0, q1) = if op == Prim::Scanr { (i, &ia) } else { (&ia, i) };
         let (t0, t1) = if op == Prim::Scanr { (Type::Int, arr_int.clone()) } else { (arr_int.clone(), Type::Int) };
         let f = lam(pvar(q0), lam(pvar(q1), ibody)).with_ty(Type::fun(t0, Type::fun(t1, arr_int.clone())));
-        let z0 = Expr::gen(ExprKind::Array(ints.iter().map(|&k| zs[k].clone()).collect())).with_ty(arr_int.clone());
+        let z0 = Expr::gen(ExprKind::Array(iscalars.iter().map(|&k| zs[k].clone()).collect())).with_ty(arr_int.clone());
+        let z0 = if ivectors.is_empty() {
+            z0
+        } else {
+            let z_dims: Vec<Vec<Expr>> = ivectors.iter().map(|(k, d)| outer_dims_of(&Type::Int, &zs[*k], d.len())).collect();
+            self.packed_row(&Type::Int, z0, ivectors.iter().map(|v| zs[v.0].clone()).collect(), &z_dims, Check::Regular(e.span))
+        };
         let j = self.fresh.name("i");
         let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), var(&j))]).with_ty(arr_int.clone());
         let ri = self.fresh.name("ri");
         let ri_ty = if scan || states { Type::array(arr_int.clone()) } else { arr_int.clone() };
         binds.push((ri.clone(), at(prim(loop_op, vec![f, z0, idx]), e.span).with_ty(ri_ty), e.span));
-        for (q, &k) in ints.iter().enumerate() {
-            out[k] = self.component(&ri, q, Type::Int, (scan, states), n);
+        for (k, col) in icols {
+            out[*k] = match col {
+                Col::Real(q) => self.component(&ri, *q, Type::Int, (scan, states), n),
+                Col::Array(..) => self.array_component_of(&Type::Int, &ri, col, (scan, states), n),
+            };
         }
         ri
     }
@@ -419,7 +477,8 @@ impl Sra<'_> {
     fn shapes(&mut self, span: crate::diag::Span, ks: &[usize], (zs, tys): (&[Expr], &[Type]), binds: &mut Binds) -> Vec<Vec<Name>> {
         ks.iter()
             .map(|&k| {
-                let dims = outer_dims(&zs[k], rank(&tys[k]).unwrap_or(1));
+                let (r, t) = innermost(&tys[k]);
+                let dims = outer_dims_of(t, &zs[k], r.max(1));
                 dims.into_iter()
                     .map(|len| {
                         let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
@@ -434,14 +493,19 @@ impl Sra<'_> {
     /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`,
     /// an array of arrays row-major `build k (\j1 -> build w (\j2 -> row ! (off + (j1 * w + j2))))`.
     fn read_col(&mut self, row: Expr, col: &Col) -> Expr {
+        self.read_col_of(&Type::Real, row, col)
+    }
+
+    /// `read_col` of a row of `elem_ty` (reals, or the integers' loop's integers).
+    fn read_col_of(&mut self, elem_ty: &Type, row: Expr, col: &Col) -> Expr {
         match col {
-            Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(Type::Real),
+            Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(elem_ty.clone()),
             Col::Array(off, dims) => {
                 let js: Vec<Name> = dims.iter().map(|_| self.fresh.name("j")).collect();
                 let flat = (1..dims.len()).fold(var(&js[0]), |f, k| prim(Prim::Add, vec![prim(Prim::Mul, vec![f, dims[k].clone()]).with_ty(Type::Int), var(&js[k])]).with_ty(Type::Int));
-                let mut x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), flat]).with_ty(Type::Int)]).with_ty(Type::Real);
+                let mut x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), flat]).with_ty(Type::Int)]).with_ty(elem_ty.clone());
                 for (k, j) in js.iter().enumerate().rev() {
-                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested(dims.len() - k));
+                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested_of(elem_ty, dims.len() - k));
                 }
                 x
             }
@@ -451,16 +515,21 @@ impl Sra<'_> {
     /// An array component `col` of a packed loop's result `r`, as `component` reads a real: a
     /// scan's states of it, the last row of a fold run as a scan, or the fold's row.
     fn array_component(&mut self, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
-        let row_ty = Type::array(Type::Real);
+        self.array_component_of(&Type::Real, r, col, (scan, states), n)
+    }
+
+    /// `array_component` of a loop whose row holds `elem_ty`.
+    fn array_component_of(&mut self, elem_ty: &Type, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
+        let row_ty = Type::array(elem_ty.clone());
         if scan {
             let j = self.fresh.name("i");
-            let c = self.read_col(prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
+            let c = self.read_col_of(elem_ty, prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
             let ty = Type::array(c.ty.clone());
             prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), c)]).with_ty(ty)
         } else if states {
-            self.read_col(prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
+            self.read_col_of(elem_ty, prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
         } else {
-            self.read_col(var(r), col)
+            self.read_col_of(elem_ty, var(r), col)
         }
     }
 
@@ -532,28 +601,19 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     Ok(bools.into_iter().chain(bit_arrays.into_iter().map(|(k, _)| k)).collect())
 }
 
-/// Why an array of integers among `tys` is not packed (empty when there is none): a limit of this
-/// lowering, not of the paper (Fig. 8's arrays hold Int, D′ keeps them, §6.2).
-fn int_array_why(tys: &[Type]) -> &'static str {
-    let mut ints = tys.iter().filter_map(|t| t.as_array()).map(|mut t| {
-        while let Some(a) = t.as_array() {
-            t = a;
-        }
-        t
-    });
-    if !ints.any(|t| *t == Type::Int) {
-        return "";
-    }
-    " (an array of integers carries no cotangent, as an integer does not, but cannot ride in the reals' row as a boolean does, 1.0 for true, since the language has no conversion from a real back to an integer; it would take the integers' loop (`int_fold`) packing arrays of integers as more columns of its row, as the reals' packs arrays of reals)"
-}
-
 /// The rank r ≥ 1 of `Array^r Bool`, None for any other type.
 pub(super) fn bits_rank(t: &Type) -> Option<usize> {
+    let (r, t) = innermost(t);
+    (r > 0 && *t == Type::Bool).then_some(r)
+}
+
+/// `Array^r t` as (r, t): the rank and the innermost element type (r = 0 for a non-array).
+fn innermost(t: &Type) -> (usize, &Type) {
     let (mut r, mut t) = (0, t);
     while let Some(a) = t.as_array() {
         (r, t) = (r + 1, a);
     }
-    (r > 0 && *t == Type::Bool).then_some(r)
+    (r, t)
 }
 
 /// `f` applied to each element of `x` at depth r: `let v = x in build (length v) (\j -> .. f (v ! j ! ..))`.
@@ -646,10 +706,7 @@ fn columns(ks: &[usize], scalars: &[usize], vectors: &[usize], shapes: &[Vec<Nam
 
 /// The rank of an array of reals (`Array R` 1, `Array (Array R)` 2, ..), None for any other type.
 fn rank(t: &Type) -> Option<usize> {
-    let (mut r, mut t) = (0, t);
-    while let Some(a) = t.as_array() {
-        (r, t) = (r + 1, a);
-    }
+    let (r, t) = innermost(t);
     (r > 0 && *t == Type::Real).then_some(r)
 }
 
@@ -664,7 +721,18 @@ pub(super) fn elem_rank(t: &Type) -> Option<usize> {
 
 /// `Array (.. (Array R))` of rank r.
 fn nested(r: usize) -> Type {
-    (0..r).fold(Type::Real, |t, _| Type::array(t))
+    nested_of(&Type::Real, r)
+}
+
+/// `Array (.. (Array t))` of rank r.
+fn nested_of(t: &Type, r: usize) -> Type {
+    (0..r).fold(t.clone(), |t, _| Type::array(t))
+}
+
+/// The rank r ≥ 1 of `Array^r Int`, None for any other type.
+pub(super) fn int_rank(t: &Type) -> Option<usize> {
+    let (r, t) = innermost(t);
+    (r > 0 && *t == Type::Int).then_some(r)
 }
 
 /// The number of columns of dimensions `d`: `d1 * d2 * ..` (1 for none).
@@ -679,11 +747,16 @@ fn at_least_one(d: Expr) -> Expr {
 
 /// The r dimensions of `z` read from its first rows: `length z`, `length (z ! 0)`, .. (regular, §3.2).
 fn outer_dims(z: &Expr, r: usize) -> Vec<Expr> {
+    outer_dims_of(&Type::Real, z, r)
+}
+
+/// `outer_dims` of an array of `t`.
+fn outer_dims_of(t: &Type, z: &Expr, r: usize) -> Vec<Expr> {
     let mut row = z.clone();
     (0..r)
         .map(|q| {
             if q > 0 {
-                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested(r - q));
+                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested_of(t, r - q));
             }
             length(row.clone())
         })
@@ -709,6 +782,59 @@ fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
         stack.extend(children_mut(y));
     }
     true
+}
+
+/// In `t`, a real component's new value or a let it reads, each largest real or boolean term that
+/// reads an integer component (`ints`) other than as `real m`, and no real component (`reals`) nor
+/// a variable bound inside `t`, replaced by `col ! i` (a boolean `col ! i > 0.5`): `lifted` gets
+/// `col` and the term (with the lets of `inner` it reads), which the integers' states give a value
+/// per element (`int_fold`): a term of the integers alone is primal, as the integers are (no Delta).
+fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, lifted: &mut Vec<(Name, Expr, Type)>, fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let mut local = vec![];
+    let mut stack = vec![&*t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
+            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
+            ExprKind::LetRec(..) => return,
+            _ => {}
+        }
+        each_child(y, &mut |c| stack.push(c));
+    }
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        if matches!(y.ty, Type::Real | Type::Bool) {
+            let whole = wrap(live(inner, y), y.clone());
+            if !bare_int_use(&whole, ints) {
+                continue;
+            }
+            if !reals.iter().chain(&local).any(|&x| mentions(&whole, x)) {
+                let col = fresh.name("ri");
+                let read = prim(Prim::Index, vec![var(&col).with_ty(Type::array(Type::Real)), var(i).with_ty(Type::Int)]).with_ty(Type::Real);
+                *y = match y.ty {
+                    Type::Bool => prim(Prim::Gt, vec![read, real(0.5)]).with_ty(Type::Bool),
+                    _ => read,
+                };
+                lifted.push((col, whole, y.ty.clone()));
+                continue;
+            }
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// Whether `t` reads an integer component (`ints`) other than as `real m`.
+fn bare_int_use(t: &Expr, ints: &[u32]) -> bool {
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            ExprKind::Prim(Prim::ToReal, a) if matches!(&a[0].kind, ExprKind::Var(v) if ints.contains(&v.id)) => continue,
+            ExprKind::Var(v) if ints.contains(&v.id) => return true,
+            _ => each_child(y, &mut |c| stack.push(c)),
+        }
+    }
+    false
 }
 
 /// An array component of a packed tuple accumulator (`packed_fold`): its accumulator variable,

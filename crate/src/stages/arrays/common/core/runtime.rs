@@ -528,6 +528,9 @@ fn changed_shape(a: i64, b: i64) -> String {
 fn b_same_shape(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let ds: Vec<i64> = arr(&args[0], "sameShape", span)?.iter().map(|d| int(d, "sameShape", span)).collect::<Result<_, _>>()?;
     let v = &args[1];
+    if ds.is_empty() {
+        return regular(m, v, span);
+    }
     // v's dimensions read from its first rows, down to the first empty one
     let (mut shape, mut cur) = (vec![], v.clone());
     while shape.len() < ds.len() {
@@ -549,6 +552,19 @@ fn b_same_shape(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
         }
     }
     Ok(Value::Int(ds.last().copied().unwrap_or(0)))
+}
+
+/// `sameShape [] v`: an array-of-arrays literal whose rows are not all literals (lower.rs) is regular
+/// at every depth, or an error located at the literal; its result v's length.
+fn regular(m: &mut Machine, v: &Value, span: Span) -> Res {
+    if let Some((depth, a, b)) = ragged(v, &full_shape(v)) {
+        return Err(err(
+            span,
+            format!("this array literal is not regular (rows of lengths {a} and {b} at depth {depth}): the paper's arrays are regular (§3.2: a shape is the same for every index, \"there are no jagged arrays\"), and its operations read every row at the first row's shape"),
+        ));
+    }
+    m.tick(1)?;
+    Ok(Value::Int(v.elems().map_or(0, |xs| xs.len()) as i64))
 }
 
 fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {

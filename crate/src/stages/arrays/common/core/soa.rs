@@ -294,7 +294,7 @@ impl Sra<'_> {
         leaves(&z, &mut zs)?;
         let has_bools = acc_tys.iter().any(|t| *t == Type::Bool || super::pack::bits_rank(t).is_some());
         let bools = if has_bools && acc_tys.len() == accs.len() { super::pack::encode_bools(&mut acc_tys, (&mut zs, &accs), (&mut s, &mut inner), self.fresh)? } else { vec![] };
-        if acc_tys.contains(&Type::Int) && acc_tys.len() == accs.len() {
+        if acc_tys.iter().any(|t| *t == Type::Int || super::pack::int_rank(t).is_some()) && acc_tys.len() == accs.len() {
             let mut cs = vec![];
             leaves(&s, &mut cs)?;
             // the elements the packed loop of the reals may read: its array holds reals
