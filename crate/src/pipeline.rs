@@ -916,14 +916,16 @@ mod tests {
             let mut out = outputs.get(forward).unwrap();
             assert!(take_ir(forward, &mut out, false).is_none(), "a later stage takes it: kept");
             let kept = Machine::new(&out.program, &out.builtins, opts.budget.clone()).unwrap();
-            let want = crate::stage::run_wrapper(&mut { kept }, &input, &seed).unwrap();
+            let no = |_: &str| None;
+            let cx = RunCtx { src: &src, origin: &src, input: &input, seed: &seed, outputs: &no };
+            let want = run_output(forward, &mut { kept }, &cx).unwrap();
             outputs.keep_only(|_| false);
             let ir = take_ir(forward, &mut out, true).expect("the run's own output: taken");
             assert!(!ir.defs.is_empty() && out.program.defs.is_empty(), "the IR moved out of the prepared output");
             let mut m = Machine::lowered(&ir, &out.builtins, opts.budget.clone()).unwrap();
             drop(ir);
             assert!(m.program().is_none());
-            let got = crate::stage::run_wrapper(&mut m, &input, &seed).unwrap();
+            let got = run_output(forward, &mut m, &cx).unwrap();
             assert_eq!(format!("{got:?}"), format!("{want:?}"));
             let chad = stages::find("chad/basic").unwrap();
             let outputs = Outputs::new(&src, &opts);

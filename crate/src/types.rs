@@ -1388,7 +1388,7 @@ mod tests {
     fn made_types_are_one_allocation_by_name_text_and_parts() {
         use std::rc::Rc;
         let mut made = Made::default();
-        let con = |m: &mut Made, name: &str, arg: &Type| m.con(&Rc::from(name), vec![arg.clone()].into());
+        let con = |m: &mut Made, name: &str, arg: &Type| m.con(&Rc::from(name), vec![arg.clone()].into(), None);
         let (Type::Con(a), Type::Con(b), Type::Con(c)) = (con(&mut made, "M", &Type::Real), con(&mut made, "M", &Type::Real), con(&mut made, "N", &Type::Real)) else {
             panic!("constructors")
         };
