@@ -323,7 +323,7 @@ pub enum Role {
 }
 
 /// A whole program: its parameters, default input, definitions (mutually recursive), and expectations.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Program {
     pub params: Vec<Param>,
     /// `input V`: the default input point of `main`, a closed constant expression.

@@ -365,7 +365,10 @@ pub fn analyse_in_phases(
     let forward = stages::find("forward").expect("forward is registered");
     let (reference_run, reference) = {
         let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
-        let reference_run = run_stage(forward, &Outputs::new(&src, opts), &input, &seed, opts);
+        // (no stage takes this output: its run lets it go as the run starts)
+        let once = Outputs::new(&src, opts);
+        once.keep_for(vec![]);
+        let reference_run = run_stage(forward, &once, &input, &seed, opts);
         let reference = reference_run.ok.then(|| {
             let fd = finite_differences(&program, &input, &seed, &opts.budget);
             let g = reference_run.gradient.clone();
@@ -744,7 +747,14 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         }
         fail(r, run_diag(&e))
     };
-    let mut m = match Machine::new(&out.program, &out.builtins, opts.budget.clone()) {
+    let ir = take_ir(st, &mut out, own);
+    crate::limits::set_phase(st.info().id, "lowering its output");
+    let made = match &ir {
+        Some(ir) => Machine::lowered(ir, &out.builtins, opts.budget.clone()),
+        None => Machine::new(&out.program, &out.builtins, opts.budget.clone()),
+    };
+    drop(ir);
+    let mut m = match made {
         Ok(m) => m,
         Err(e) => return run_err(r, e),
     };
@@ -802,6 +812,19 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Err(e) => return run_err(r, e),
     }
     r
+}
+
+/// The IR of `st`'s prepared output, taken out of `out` to be let go once lowered (`Machine::lowered`),
+/// where the output is this run's alone (`own`: no stage still to run takes it), its run does not
+/// read it (its chain says so, `Chain::run_reads_program`) and no gradient of a same-function stage
+/// transforms it after. Issue 14: a long program's output IR is ~4.5 KB a line, three times its
+/// lowered code, and was held through the run.
+fn take_ir(st: &dyn Stage, out: &mut std::rc::Rc<Prepared>, own: bool) -> Option<Program> {
+    let reads = stages::chain_of(st.info().id).is_none_or(|c| c.run_reads_program) || st.contract() == Contract::SameFunction;
+    if !own || reads {
+        return None;
+    }
+    std::rc::Rc::get_mut(out).map(|p| std::mem::take(&mut p.program))
 }
 
 /// Runs a gradient stage's prepared output in `m`: its chain's set-up, then `Stage::run`.
@@ -869,5 +892,46 @@ pub fn approx_same(got: &Value, want: &Value) -> bool {
         }
         (Value::Inl(x), Value::Inl(y)) | (Value::Inr(x), Value::Inr(y)) => approx_same(x, y),
         (a, b) => a.same(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An output no later stage takes, of a chain whose runs do not read it, is run from its lowered
+    /// code alone: its IR is taken out and let go before the run, with the same result as a machine
+    /// that keeps it; a chain whose runs read it (chad's `after_run`) keeps it, and so does an output
+    /// a later stage still takes.
+    #[test]
+    fn a_run_lets_its_output_ir_go_once_lowered() {
+        crate::limits::run_with_stack(|| {
+            let (p, s, t) = front_end("def main x = let y = x * x in sin y + x", &[]).expect("the program checks");
+            let b = Builtins::new();
+            let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+            let opts = Options::default();
+            let (input, seed) = (Value::Real(0.5), Value::Real(1.0));
+            let forward = stages::find("forward").unwrap();
+            let outputs = Outputs::new(&src, &opts);
+            let mut out = outputs.get(forward).unwrap();
+            assert!(take_ir(forward, &mut out, false).is_none(), "a later stage takes it: kept");
+            let kept = Machine::new(&out.program, &out.builtins, opts.budget.clone()).unwrap();
+            let no = |_: &str| None;
+            let cx = RunCtx { src: &src, origin: &src, input: &input, seed: &seed, outputs: &no };
+            let want = run_output(forward, &mut { kept }, &cx).unwrap();
+            outputs.keep_only(|_| false);
+            let ir = take_ir(forward, &mut out, true).expect("the run's own output: taken");
+            assert!(!ir.defs.is_empty() && out.program.defs.is_empty(), "the IR moved out of the prepared output");
+            let mut m = Machine::lowered(&ir, &out.builtins, opts.budget.clone()).unwrap();
+            drop(ir);
+            assert!(m.program().is_none());
+            let got = run_output(forward, &mut m, &cx).unwrap();
+            assert_eq!(format!("{got:?}"), format!("{want:?}"));
+            let chad = stages::find("chad/basic").unwrap();
+            let outputs = Outputs::new(&src, &opts);
+            let mut out = outputs.get(chad).unwrap();
+            outputs.keep_only(|_| false);
+            assert!(take_ir(chad, &mut out, true).is_none() && !out.program.defs.is_empty(), "chad's criterion reads the program after the run");
+        })
     }
 }

@@ -48,6 +48,10 @@ pub struct Chain {
     /// What the chain reports about a finished run, as counters added to its cost (a cost model's
     /// bound beside what was measured); called after the run, outside any timing.
     pub after_run: fn(&mut Machine, &RunCtx),
+    /// Whether its runs read the program they run (`Machine::program`: a graph drawn from it, the
+    /// program run again in another representation): if not, the pipeline lets a stage's output IR
+    /// go once it is lowered, where no later stage takes it (issue 14).
+    pub run_reads_program: bool,
     /// The counters the chain's runtimes add, each with what it counts (the page's labels).
     pub counters: &'static [CounterInfo],
 }

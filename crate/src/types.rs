@@ -277,6 +277,7 @@ impl PartialEq for ByParts<TyCon> {
 impl Eq for ByParts<TyCon> {}
 
 impl Made {
+    /// The tuple of `ts`'s parts, made once: `ts` itself when its parts are new.
     fn tuple(&mut self, ts: std::rc::Rc<[Type]>) -> Type {
         let key = ByParts(ts);
         if let Some(made) = self.tuples.get(&key) {
@@ -286,21 +287,24 @@ impl Made {
         self.tuples.insert(key);
         Type::Tuple(ts)
     }
-    fn con(&mut self, name: &std::rc::Rc<str>, args: std::rc::Rc<[Type]>) -> Type {
+    /// The constructor `name args`, made once: `given` (an allocation of these parts) when they
+    /// are new, else a new allocation.
+    fn con(&mut self, name: &std::rc::Rc<str>, args: std::rc::Rc<[Type]>, given: Option<&std::rc::Rc<TyCon>>) -> Type {
         let key = ByParts(TyCon { name: name.clone(), args });
         if let Some(made) = self.cons.get(&key) {
             return Type::Con(made.clone());
         }
-        let made = std::rc::Rc::new(key.0.clone());
+        let made = given.cloned().unwrap_or_else(|| std::rc::Rc::new(key.0.clone()));
         self.cons.insert(key, made.clone());
         Type::Con(made)
     }
-    fn boxed(&mut self, t: Type) -> std::rc::Rc<Type> {
+    /// `t` behind a pointer, made once: `given` (an allocation of `t`) when its parts are new.
+    fn boxed(&mut self, t: Type, given: Option<&std::rc::Rc<Type>>) -> std::rc::Rc<Type> {
         let key = ByParts(t);
         if let Some(made) = self.boxed.get(&key) {
             return made.clone();
         }
-        let made = std::rc::Rc::new(key.0.clone());
+        let made = given.cloned().unwrap_or_else(|| std::rc::Rc::new(key.0.clone()));
         self.boxed.insert(key, made.clone());
         made
     }
@@ -312,32 +316,23 @@ impl Made {
     /// (issue 14: 0.8 KB a line of krawiec/monadic's typed output).
     fn canon(&mut self, t: &Type) -> Option<Type> {
         use std::rc::Rc;
+        // The made one where it is not `t` (a type already made has its parts made: not walked again).
+        let other = |made: Type| (parts(&made) != parts(t)).then_some(made);
         match t {
             Type::Tuple(ts) => {
                 if self.tuples.get(&ByParts(ts.clone())).is_some_and(|m| Rc::ptr_eq(&m.0, ts)) {
                     return None;
                 }
                 let parts = self.canon_all(ts);
-                let key = ByParts(parts.clone().unwrap_or_else(|| ts.clone()));
-                if let Some(made) = self.tuples.get(&key) {
-                    return (!Rc::ptr_eq(&made.0, ts)).then(|| Type::Tuple(made.0.clone()));
-                }
-                self.tuples.insert(key);
-                parts.map(Type::Tuple)
+                other(self.tuple(parts.unwrap_or_else(|| ts.clone())))
             }
             Type::Con(c) => {
-                let same = |m: &Made, c: &Rc<TyCon>| m.cons.get(&ByParts(TyCon { name: c.name.clone(), args: c.args.clone() })).is_some_and(|m| Rc::ptr_eq(m, c));
-                if same(self, c) {
+                if self.cons.get(&ByParts(TyCon { name: c.name.clone(), args: c.args.clone() })).is_some_and(|m| Rc::ptr_eq(m, c)) {
                     return None;
                 }
                 let args = self.canon_all(&c.args);
-                let key = ByParts(TyCon { name: c.name.clone(), args: args.clone().unwrap_or_else(|| c.args.clone()) });
-                if let Some(made) = self.cons.get(&key) {
-                    return (!Rc::ptr_eq(made, c)).then(|| Type::Con(made.clone()));
-                }
-                let made = if args.is_some() { Rc::new(key.0.clone()) } else { c.clone() };
-                self.cons.insert(key, made.clone());
-                args.map(|_| Type::Con(made))
+                let given = args.is_none().then_some(c);
+                other(self.con(&c.name, args.unwrap_or_else(|| c.args.clone()), given))
             }
             Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
                 let (na, nb) = (self.canon_boxed(a), self.canon_boxed(b));
@@ -362,13 +357,9 @@ impl Made {
             return None;
         }
         let inner = self.canon(p);
-        let key = ByParts(inner.clone().unwrap_or_else(|| (**p).clone()));
-        if let Some(made) = self.boxed.get(&key) {
-            return (!Rc::ptr_eq(made, p)).then(|| made.clone());
-        }
-        let made = if inner.is_some() { Rc::new(key.0.clone()) } else { p.clone() };
-        self.boxed.insert(key, made.clone());
-        inner.map(|_| made)
+        let given = inner.is_none().then_some(p);
+        let made = self.boxed(inner.unwrap_or_else(|| (**p).clone()), given);
+        (!Rc::ptr_eq(&made, p)).then_some(made)
     }
 
     /// `canon` of each of `ts`: None when none changes.
@@ -516,7 +507,7 @@ impl<'b> Cx<'b> {
                 None => Type::Tuple(ts),
             }),
             Type::Con(c) => self.zonk_all(&c.args, memo).map(|args| match memo.as_mut() {
-                Some(m) => m.made.con(&c.name, args),
+                Some(m) => m.made.con(&c.name, args, None),
                 None => Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args })),
             }),
             Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
@@ -525,7 +516,7 @@ impl<'b> Cx<'b> {
                     None
                 } else {
                     let mut boxed = |z: Type| match memo.as_mut() {
-                        Some(m) => m.made.boxed(z),
+                        Some(m) => m.made.boxed(z, None),
                         None => std::rc::Rc::new(z),
                     };
                     let a = za.map_or_else(|| a.clone(), &mut boxed);
@@ -1397,7 +1388,7 @@ mod tests {
     fn made_types_are_one_allocation_by_name_text_and_parts() {
         use std::rc::Rc;
         let mut made = Made::default();
-        let con = |m: &mut Made, name: &str, arg: &Type| m.con(&Rc::from(name), vec![arg.clone()].into());
+        let con = |m: &mut Made, name: &str, arg: &Type| m.con(&Rc::from(name), vec![arg.clone()].into(), None);
         let (Type::Con(a), Type::Con(b), Type::Con(c)) = (con(&mut made, "M", &Type::Real), con(&mut made, "M", &Type::Real), con(&mut made, "N", &Type::Real)) else {
             panic!("constructors")
         };
@@ -1412,7 +1403,7 @@ mod tests {
             panic!("tuples")
         };
         assert!(!Rc::ptr_eq(&x, &z) && !Rc::ptr_eq(&x, &w), "other parts, another type");
-        assert!(Rc::ptr_eq(&made.boxed(m.clone()), &made.boxed(Type::Con(b))));
+        assert!(Rc::ptr_eq(&made.boxed(m.clone(), None), &made.boxed(Type::Con(b), None)));
     }
 
     /// Local binders' types by id: an id bound again takes its new type, an id never bound has

@@ -90,13 +90,16 @@ impl Stage for Arrays {
         let kept = kept_ones(m);
         m.count("bag_ones", kept);
         // §8.1: the same program once more with BArray, untraced, its counts beside
-        let mut builtins = Builtins::new();
-        builtins.extend(self.builtins());
-        builtins.extend(ops::builtins_for(m.program(), &runtime::implementation));
-        // (a run that stops, at a budget, only leaves its counts out: the stage's result is the first)
-        if let Ok((_, counts)) = run_barray(m.program(), &builtins, m.budget(), cx.input, cx.seed) {
-            m.count("bag_ones_barray", counts.0);
-            m.count("barrays_barray", counts.1);
+        // (the chain's runs keep their program: `Chain::run_reads_program`)
+        if let Some(p) = m.program() {
+            let mut builtins = Builtins::new();
+            builtins.extend(self.builtins());
+            builtins.extend(ops::builtins_for(p, &runtime::implementation));
+            // (a run that stops, at a budget, only leaves its counts out: the stage's result is the first)
+            if let Ok((_, counts)) = run_barray(p, &builtins, m.budget(), cx.input, cx.seed) {
+                m.count("bag_ones_barray", counts.0);
+                m.count("barrays_barray", counts.1);
+            }
         }
         Ok(r)
     }

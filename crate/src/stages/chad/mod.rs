@@ -28,6 +28,7 @@ pub static CHAIN: Chain = Chain {
     accepts,
     before_run: crate::stage::nothing_before_run,
     after_run: common::criterion::after_run,
+    run_reads_program: true,
     counters: COUNTERS,
 };
 

@@ -26,6 +26,7 @@ pub static CHAIN: Chain = Chain {
     accepts: common::accepts_source,
     before_run: common::before_run,
     after_run: crate::stage::nothing_before_run,
+    run_reads_program: false,
     counters: COUNTERS,
 };
 

@@ -24,5 +24,6 @@ pub static CHAIN: Chain = Chain {
     accepts: crate::stage::accept_all,
     before_run: common::cost::before_run,
     after_run: common::cost::after_run,
+    run_reads_program: true,
     counters: common::cost::COUNTERS,
 };

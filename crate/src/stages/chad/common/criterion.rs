@@ -55,7 +55,7 @@ fn leaves(v: &crate::value::Value) -> u64 {
 /// The chain's `after_run`: measures the run against Eq. (3).
 pub fn after_run(m: &mut Machine, cx: &RunCtx) {
     // a same-function stage (chad/cc) runs main, not a derivative: nothing to measure
-    if m.program().def(crate::stage::WRAPPER).is_none() {
+    if !m.defines(crate::stage::WRAPPER) {
         return;
     }
     let Some(cost_t) = source_steps(cx) else { return };

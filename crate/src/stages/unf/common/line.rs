@@ -20,7 +20,7 @@ pub fn run(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
 
 /// A continuation-passing stage's graph: its line of continuations, read off the program it ran.
 pub fn graph(m: &mut Machine) -> Option<Graph> {
-    Some(continuation_line(m.program()))
+    m.program().map(continuation_line)
 }
 
 /// Nodes drawn at most; the rest are counted in `Graph::omitted`.

@@ -113,7 +113,7 @@ pub fn gradient_size(p: &Program) -> u64 {
 
 /// Runs the wrapper and reports the size of the gradient program as the counter `gradient_size`.
 pub fn run_reporting_size(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-    let size = gradient_size(m.program());
+    let size = m.program().map_or(0, gradient_size);
     m.count("gradient_size", size);
     run_in_input_shape(m, cx)
 }

@@ -6,7 +6,7 @@
 use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
-use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
+use crate::ir::{each_child, Expr, ExprKind, Program, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -221,7 +221,9 @@ fn scalar_zero(m: &mut Machine) -> Value {
     if let Some(z) = &m.state::<ScalarZero>().0 {
         return z.clone();
     }
-    let p = m.program();
+    // (the chain's runs keep their program: `Chain::run_reads_program`)
+    let none = Program::default();
+    let p = m.program().unwrap_or(&none);
     let element = |t: &Type| match t {
         Type::Fun(a, _) => first_array_element(a).filter(|e| !matches!(e, Type::Var(_) | Type::Unknown)),
         _ => None,
