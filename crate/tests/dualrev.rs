@@ -594,3 +594,28 @@ fn contrib_shared_resolve_counters_and_graph() {
     assert_eq!(stopped(full - 28), (vec![e(2, 4, "1.0"), e(4, 1, "18.0"), e(4, 3, "2.0")], 1));
     assert_eq!(stopped(full - 26), (vec![e(5, 4, "1.0"), e(3, 2, "1.0"), e(4, 1, "18.0"), e(4, 3, "2.0")], 1));
 }
+
+/// A stage run untraced (the page's stages not shown, `cotangent bench`) keeps its graph's shape —
+/// the same nodes, edges and visits as a traced run — but not each ID's resolved cotangent and
+/// span (issue 13's bytes per op: 16 of the tape's ~50 bytes an ID); the naive stage's display
+/// graph, run untraced for its spans and visits, keeps them.
+#[test]
+fn an_untraced_run_keeps_the_graphs_shape_without_its_values() {
+    let stages: Vec<String> = dualrev().iter().map(|s| s.to_string()).collect();
+    let run = |traced: Option<Vec<String>>| {
+        let opts = Options { stages: stages.clone(), traced, ..Options::default() };
+        pipeline::analyse(RUNNING, &opts).ok().expect("the running example analyses")
+    };
+    let (full, lean) = (run(None), run(Some(vec![])));
+    for id in ["dualrev/staged", "dualrev/contrib", "dualrev/tape"] {
+        let (f, l) = (ok(&full, id).graph.as_ref().unwrap(), ok(&lean, id).graph.as_ref().unwrap());
+        let shape = |g: &cotangent::interp::Graph| (g.nodes.iter().map(|n| (n.id, n.visits)).collect::<Vec<_>>(), g.edges.iter().map(|e| (e.from, e.to, e.label.clone())).collect::<Vec<_>>());
+        assert_eq!(shape(f), shape(l), "{id}: the same graph");
+        assert!(f.nodes.iter().any(|n| n.value.is_some()) && f.nodes.iter().any(|n| n.span.is_some()), "{id}: traced, with values and spans");
+        assert!(l.nodes.iter().all(|n| n.value.is_none() && n.span.is_none()), "{id}: untraced, shape only");
+    }
+    // the naive stage's display graph runs dualrev/staged's program untraced, for its spans and visits
+    let naive = |a: &Analysis| format!("{:?}", ok(a, "dualrev/naive").graph);
+    assert_eq!(naive(&full), naive(&lean));
+    assert!(ok(&full, "dualrev/naive").graph.as_ref().unwrap().nodes.iter().any(|n| n.span.is_some()));
+}

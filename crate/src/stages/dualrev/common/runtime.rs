@@ -33,14 +33,19 @@ pub struct Rt {
     /// translation), for the graph's nodes and so the trace's steps.
     /// Indexed by ID (`Span::NONE` where not located): `genID` records one per ID.
     pub spans: Vec<Span>,
+    /// An untraced run (`prepare`: the page's stages not shown, `cotangent bench`) keeps of the graph
+    /// only its shape, which IDs were resolved and how often, not their cotangents and spans: the
+    /// graph's node counts are the same, its labels come when the stage is run again shown (12 of
+    /// the ~50 bytes a tape keeps per ID; issue 13's bytes per op).
+    pub lean: bool,
 }
 
 impl Rt {
-    /// The cotangent and visits of a resolved ID.
-    pub fn resolved(&self, id: i64) -> Option<(f64, u64)> {
+    /// The cotangent (None in a `lean` run) and visits of a resolved ID.
+    pub fn resolved(&self, id: i64) -> Option<(Option<f64>, u64)> {
         let i = usize::try_from(id).ok()?;
         let visits = *self.resolved_visits.get(i)?;
-        (visits > 0).then(|| (self.resolved_cot[i], visits as u64))
+        (visits > 0).then(|| (self.resolved_cot.get(i).copied(), visits as u64))
     }
 }
 
@@ -147,7 +152,7 @@ impl Rt {
     pub fn fresh(&mut self, span: Span) -> i64 {
         let i = self.next_id;
         self.next_id += 1;
-        if !span.is_none() {
+        if !span.is_none() && !self.lean {
             if let Some(c) = cell(&mut self.spans, i, Span::NONE) {
                 *c = span;
             }
@@ -178,9 +183,11 @@ fn b_zero_of(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, R
 
 /// Before a run: the zero of c and the number of input scalars.
 pub fn prepare(m: &mut Machine, input: &Value) {
+    let lean = !m.tracing();
     let r = rt(m);
     r.zero = Some(zero_of(input));
     r.n_inputs = input.real_leaves().len() as i64;
+    r.lean = lean;
 }
 
 /// The chain's `before_run`: `prepare` for the run's input.
@@ -191,6 +198,8 @@ pub fn before_run(m: &mut Machine, cx: &crate::stage::RunCtx) {
 /// Runs the wrapper after `prepare` (for a machine of its own, as the naive stage's display graph uses).
 pub fn run_wrapper(m: &mut Machine, input: &Value, seed: &Value) -> Result<(Value, Value), RunError> {
     prepare(m, input);
+    // (untraced, but run for its graph's values)
+    rt(m).lean = false;
     crate::stage::run_wrapper(m, input, seed)
 }
 
@@ -204,7 +213,11 @@ pub fn record_edge(m: &mut Machine, target: i64, weight: f64) {
 
 pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {
     let r = rt(m);
-    if let (Some(c), Some(v)) = (cell(&mut r.resolved_cot, id, 0.0), cell(&mut r.resolved_visits, id, 0)) {
+    if r.lean {
+        if let Some(v) = cell(&mut r.resolved_visits, id, 0) {
+            *v = v.saturating_add(1);
+        }
+    } else if let (Some(c), Some(v)) = (cell(&mut r.resolved_cot, id, 0.0), cell(&mut r.resolved_visits, id, 0)) {
         *c += a;
         *v = v.saturating_add(1);
     }
@@ -216,6 +229,8 @@ pub fn record_resolved(m: &mut Machine, id: i64, a: f64) {
 pub struct Resolved {
     cot: Vec<f64>,
     visits: Vec<u32>,
+    /// `Rt::lean`: visits only.
+    lean: bool,
 }
 
 impl Resolved {
@@ -223,14 +238,16 @@ impl Resolved {
     pub fn take(m: &mut Machine, n: usize) -> Resolved {
         let r = rt(m);
         let (mut cot, mut visits) = (std::mem::take(&mut r.resolved_cot), std::mem::take(&mut r.resolved_visits));
-        cot.reserve(n.saturating_sub(cot.len()));
+        if !r.lean {
+            cot.reserve(n.saturating_sub(cot.len()));
+        }
         visits.reserve(n.saturating_sub(visits.len()));
-        Resolved { cot, visits }
+        Resolved { cot, visits, lean: r.lean }
     }
     /// Room for IDs below `n` in place (their records unvisited), so `add` finds each one's cell
     /// without growing (the resolve's tight loop; a record's length is not observable).
     pub fn cover(&mut self, n: usize) {
-        if self.cot.len() < n {
+        if !self.lean && self.cot.len() < n {
             self.cot.resize(n, 0.0);
         }
         if self.visits.len() < n {
@@ -240,6 +257,14 @@ impl Resolved {
     /// `record_resolved`'s record of ID `id` resolved with `a`.
     #[inline]
     pub fn add(&mut self, id: i64, a: f64) {
+        if self.lean {
+            if let Some(v) = self.visits.get_mut(id as usize) {
+                *v = v.saturating_add(1);
+            } else if let Some(v) = cell(&mut self.visits, id, 0) {
+                *v = v.saturating_add(1);
+            }
+            return;
+        }
         if let (Some(c), Some(v)) = (self.cot.get_mut(id as usize), self.visits.get_mut(id as usize)) {
             *c += a;
             *v = v.saturating_add(1);
@@ -288,7 +313,7 @@ pub fn graph(m: &mut Machine, ctor: &str) -> Option<Graph> {
     let mut nodes: Vec<GraphNode> = (0..shown)
         .map(|i| {
             let input = i < r.n_inputs;
-            let (cot, visits) = r.resolved(i).map_or((None, None), |(a, v)| (Some(a), Some(v)));
+            let (cot, visits) = r.resolved(i).map_or((None, None), |(a, v)| (a, Some(v)));
             let kind = r.kinds.get(&i).cloned().unwrap_or_else(|| if input { "input".into() } else { ctor.to_string() });
             let label = if input {
                 format!("input {i}")
