@@ -5,7 +5,13 @@
 //! captures read as reals or integers, `real k`, the reals' and integers' arithmetic, a comparison at
 //! the top) is also compiled here to pure closures: each returns its `f64`, `i64` or `bool` (or `None`) in
 //! registers, with no step, no counter and no `Miss` to build, and reads its leaves in place. Such a tree has no effect but its counters
-//! (a step per node, a real op per real operation), and both are known at lowering. So it runs the
+//! (a step per node, a real op per real operation), and both are known at lowering.
+//!
+//! A pure closure returns its bare scalar, and a leaf that misses (or integer arithmetic that fails)
+//! raises the machine's `flat_miss` flag instead of returning `None`: wasm has no two-register return,
+//! so an `Option<f64>` came back through the shadow stack on every closure call, a store, a load and a
+//! stack-pointer bump each (the page's primal ran 2–3× native). The rest of a missed tree still runs,
+//! on a stand-in zero; it is pure, so only its result is thrown away. So it runs the
 //! pure closures only when the step gate has room for all its steps — none of them would have met the
 //! budget, the 4096-step clock check or a cost model (`Machine::step_gate` is 0 under one) — and every
 //! leaf holds the scalar its hint says and no checked integer operation fails; then it adds its steps
@@ -19,7 +25,7 @@ use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
 
 /// A scalar a pure closure computes.
-pub(super) trait Word: Copy + 'static {
+pub(super) trait Word: Copy + Default + 'static {
     fn of(v: &Value) -> Option<Self>;
 }
 impl Word for f64 {
@@ -44,10 +50,10 @@ impl Word for bool {
     }
 }
 
-type PureFn<T> = Box<dyn Fn(&Machine<'_>) -> Option<T>>;
+type PureFn<T> = Box<dyn Fn(&Machine<'_>) -> T>;
 
-/// A node of a pure tree: leaves are read in place, without a closure call. `None`: a leaf that does
-/// not hold its hinted scalar, or checked integer arithmetic that fails.
+/// A node of a pure tree: leaves are read in place, without a closure call. A leaf that does not
+/// hold its hinted scalar, or checked integer arithmetic that fails, raises `flat_miss` (`ok`).
 enum Pure<T> {
     Slot(u32),
     Cap(u32),
@@ -57,17 +63,29 @@ enum Pure<T> {
 
 impl<T: Word> Pure<T> {
     #[inline(always)]
-    fn get(&self, m: &Machine<'_>) -> Option<T> {
+    fn get(&self, m: &Machine<'_>) -> T {
         match self {
-            Pure::Slot(s) => T::of(&m.locals[m.bp + *s as usize]),
-            Pure::Cap(i) => T::of(&m.env[*i as usize]),
-            Pure::Const(x) => Some(*x),
+            Pure::Slot(s) => ok(m, T::of(&m.locals[m.bp + *s as usize])),
+            Pure::Cap(i) => ok(m, T::of(&m.env[*i as usize])),
+            Pure::Const(x) => *x,
             Pure::Code(f) => f(m),
         }
     }
 }
 
-fn code<T>(f: impl Fn(&Machine<'_>) -> Option<T> + 'static) -> Option<Pure<T>> {
+/// `v`'s scalar, or a stand-in zero with `flat_miss` raised.
+#[inline(always)]
+fn ok<T: Default>(m: &Machine<'_>, v: Option<T>) -> T {
+    match v {
+        Some(x) => x,
+        None => {
+            m.flat_miss.set(true);
+            T::default()
+        }
+    }
+}
+
+fn code<T>(f: impl Fn(&Machine<'_>) -> T + 'static) -> Option<Pure<T>> {
     Some(Pure::Code(Box::new(f)))
 }
 
@@ -99,12 +117,12 @@ impl Builder {
                     }
                     // prims.rs: `real` is `i as f64`
                     let a = self.int(a, h)?;
-                    code(move |m| Some(a.get(m)? as f64))
+                    code(move |m| a.get(m) as f64)
                 }
                 (_, Some(OnReal::R1(f))) => {
                     self.real_ops += 1;
                     let a = self.real(a, h)?;
-                    code(move |m| Some(f(a.get(m)?)))
+                    code(move |m| f(a.get(m)))
                 }
                 _ => None,
             },
@@ -114,11 +132,11 @@ impl Builder {
                     let (a, b) = (self.real(a, h)?, self.real(b, h)?);
                     // the rows' own arithmetic (prims.rs), inlined
                     match op {
-                        Prim::Add => code(move |m| Some(a.get(m)? + b.get(m)?)),
-                        Prim::Sub => code(move |m| Some(a.get(m)? - b.get(m)?)),
-                        Prim::Mul => code(move |m| Some(a.get(m)? * b.get(m)?)),
-                        Prim::Div => code(move |m| Some(a.get(m)? / b.get(m)?)),
-                        _ => code(move |m| Some(f(a.get(m)?, b.get(m)?))),
+                        Prim::Add => code(move |m| a.get(m) + b.get(m)),
+                        Prim::Sub => code(move |m| a.get(m) - b.get(m)),
+                        Prim::Mul => code(move |m| a.get(m) * b.get(m)),
+                        Prim::Div => code(move |m| a.get(m) / b.get(m)),
+                        _ => code(move |m| f(a.get(m), b.get(m))),
                     }
                 }
                 _ => None,
@@ -137,7 +155,7 @@ impl Builder {
             Code::Prim1(op, a, _) => match op.info().on_int {
                 Some(OnInt::Z1(f)) => {
                     let a = self.int(a, h)?;
-                    code(move |m| f(a.get(m)?))
+                    code(move |m| ok(m, f(a.get(m))))
                 }
                 _ => None,
             },
@@ -146,10 +164,10 @@ impl Builder {
                     let (a, b) = (self.int(a, h)?, self.int(b, h)?);
                     // the rows' checked arithmetic (prims.rs), inlined
                     match op {
-                        Prim::Add => code(move |m| a.get(m)?.checked_add(b.get(m)?)),
-                        Prim::Sub => code(move |m| a.get(m)?.checked_sub(b.get(m)?)),
-                        Prim::Mul => code(move |m| a.get(m)?.checked_mul(b.get(m)?)),
-                        _ => code(move |m| f(a.get(m)?, b.get(m)?).ok()),
+                        Prim::Add => code(move |m| ok(m, a.get(m).checked_add(b.get(m)))),
+                        Prim::Sub => code(move |m| ok(m, a.get(m).checked_sub(b.get(m)))),
+                        Prim::Mul => code(move |m| ok(m, a.get(m).checked_mul(b.get(m)))),
+                        _ => code(move |m| ok(m, f(a.get(m), b.get(m)).ok())),
                     }
                 }
                 _ => None,
@@ -194,13 +212,13 @@ impl Flat<bool> {
             (true, Some(OnReal::RCmp(f)), _) => {
                 bl.real_ops += 1;
                 let (a, b) = (bl.real(a, h)?, bl.real(b, h)?);
-                code(move |m| Some(f(a.get(m)?, b.get(m)?)))?
+                code(move |m| f(a.get(m), b.get(m)))?
             }
             (false, _, Some(OnInt::ZCmp(f))) => {
                 let (a, b) = (bl.int(a, h)?, bl.int(b, h)?);
                 match op {
-                    Prim::Eq => code(move |m| Some(a.get(m)? == b.get(m)?))?,
-                    _ => code(move |m| Some(f(a.get(m)?, b.get(m)?)))?,
+                    Prim::Eq => code(move |m| a.get(m) == b.get(m))?,
+                    _ => code(move |m| f(a.get(m), b.get(m)))?,
                 }
             }
             _ => return None,
@@ -221,7 +239,12 @@ impl<T: Word> Flat<T> {
     /// The tree's result, counting nothing (a loop's round counts its trees' steps at once: `loops.rs`).
     #[inline(always)]
     pub(super) fn get(&self, m: &Machine<'_>) -> Option<T> {
-        self.tree.get(m)
+        let r = self.tree.get(m);
+        if m.flat_miss.get() {
+            m.flat_miss.set(false);
+            return None;
+        }
+        Some(r)
     }
     /// The tree's result, its steps and real ops counted at once; `None` (nothing counted, nothing
     /// changed) when the step gate has no room for them all, a leaf does not hold its hinted scalar,
@@ -231,7 +254,7 @@ impl<T: Word> Flat<T> {
         if m.steps + self.steps >= m.step_gate {
             return None;
         }
-        let r = self.tree.get(m)?;
+        let r = self.get(m)?;
         m.steps += self.steps;
         m.real_ops += self.real_ops;
         Some(r)

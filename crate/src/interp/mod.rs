@@ -68,6 +68,8 @@ pub struct Machine<'p> {
     /// charges it). It may lag behind (a `tick` past a boundary): then one step is slow needlessly,
     /// never fast wrongly, since `steps` only grows.
     step_gate: u64,
+    /// Raised by a flat tree's pure closure that misses (`flat.rs`), lowered by the tree's caller.
+    flat_miss: std::cell::Cell<bool>,
     real_ops: u64,
     allocs: u64,
     depth: u64,
@@ -157,6 +159,7 @@ impl<'p> Machine<'p> {
             globals,
             steps: 0,
             step_gate: 0,
+            flat_miss: std::cell::Cell::new(false),
             real_ops: 0,
             allocs: 0,
             depth: 0,
