@@ -2,7 +2,9 @@
 // bench`), on the peers' programs, alternated in one run: ns per primal operation for the primal and
 // for each stage's gradient, and the ratio wasm / native (issue 13: wasm within 1.5× of native).
 // Usage (after `trunk build --release` and `cargo build --release -p cotangent`):
-//   node scripts/bench-wasm.mjs [--sizes 1000,10000] [--stage dualrev/tape ...] [--repeat 5] [--rounds 2]
+//   node scripts/bench-wasm.mjs [--sizes 1000,10000] [--stage dualrev/tape ...] [--repeat 5] [--rounds 2] [--chromium]
+// With --chromium the wasm runs in headless Chromium (the page's engine, a newer V8 than Node's), loaded
+// from dist/ by the browser tests' static server (e2e/lib.mjs).
 import { readFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -16,6 +18,7 @@ const sizes = opt('--sizes', '1000,10000').split(',').map(Number);
 const stages = many('--stage').length ? many('--stage') : ['forward', 'dualrev/tape', 'dualrev/parallel', 'krawiec/array'];
 const repeat = Number(opt('--repeat', '5'));
 const rounds = Number(opt('--rounds', '2'));
+const inChromium = args.includes('--chromium');
 
 // The peers' programs and their operation counts (bench/peers/README.md; crate/src/bench/families.rs).
 const FAMILIES = [
@@ -26,11 +29,30 @@ const FAMILIES = [
 ];
 const withN = (text, n) => text.split('\n').map(l => (l.startsWith('param n =') ? `param n = ${n}` : l)).join('\n');
 
-const glue = await import(pathToFileURL(path.join(root, 'dist', 'cotangent-web.js')).href);
-glue.initSync({ module: await readFile(path.join(root, 'dist', 'cotangent-web_bg.wasm')) });
+// `timeStages(text, stages, repeat)`: the wasm's `time_stages`, in Node or in a Chromium page.
+let timeStages, host = `Node ${process.version}`, close = async () => {};
+if (inChromium) {
+  const { serve, launch } = await import(pathToFileURL(path.join(root, 'e2e', 'lib.mjs')).href);
+  const { server, url } = await serve('/');
+  const browser = await launch();
+  const page = await browser.newPage();
+  await page.goto(url + 'favicon.svg');
+  await page.evaluate(async base => {
+    const glue = await import(base + 'cotangent-web.js');
+    await glue.default({ module_or_path: base + 'cotangent-web_bg.wasm' });
+    window.__timeStages = (t, s, r) => glue.time_stages(t, s, r);
+  }, url);
+  host = `Chromium ${browser.version()}`;
+  timeStages = (t, s, r) => page.evaluate(([t, s, r]) => window.__timeStages(t, s, r), [t, s, r]);
+  close = async () => { await browser.close(); server.close(); };
+} else {
+  const glue = await import(pathToFileURL(path.join(root, 'dist', 'cotangent-web.js')).href);
+  glue.initSync({ module: await readFile(path.join(root, 'dist', 'cotangent-web_bg.wasm')) });
+  timeStages = async (t, s, r) => glue.time_stages(t, s, r);
+}
 const native = path.join(root, 'target', 'release', 'cotangent');
 // Warm-up: the first calls run while V8 still compiles the module's hot functions in its top tier.
-for (let i = 0; i < 3; i++) glue.time_stages(withN(await readFile(path.join(root, 'bench', 'peers', 'particle.cot'), 'utf8'), 2000), stages, 1);
+for (let i = 0; i < 3; i++) await timeStages(withN(await readFile(path.join(root, 'bench', 'peers', 'particle.cot'), 'utf8'), 2000), stages, 1);
 
 const best = {};   // key family/n/stage → { wasm, native } ns per op, best over the rounds
 const keep = (key, side, v) => { if (v != null && Number.isFinite(v)) { best[key] ??= {}; best[key][side] = Math.min(best[key][side] ?? Infinity, v); } };
@@ -40,7 +62,7 @@ for (let round = 0; round < rounds; round++) {
     for (const n of fam.fixed ? [1] : sizes) {
       const ops = fam.ops(n);
       // wasm
-      const t = glue.time_stages(withN(text, n), stages, repeat);
+      const t = await timeStages(withN(text, n), stages, repeat);
       keep(`${fam.name}/${n}/(primal)`, 'wasm', (t.primal_ms * 1e6) / ops);
       for (const s of t.stages) keep(`${fam.name}/${n}/${s.id}`, 'wasm', s.grad_ms == null ? null : (s.grad_ms * 1e6) / ops);
       // native, the same program at the same size
@@ -54,7 +76,7 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-console.log(`wasm (Node ${process.version}) against native, ns per primal operation, best of ${repeat} runs × ${rounds} rounds, alternated:`);
+console.log(`wasm (${host}) against native, ns per primal operation, best of ${repeat} runs × ${rounds} rounds, alternated:`);
 console.log('family/n/stage'.padEnd(40) + 'native'.padStart(10) + 'wasm'.padStart(10) + 'wasm/native'.padStart(13));
 const ratios = [];
 for (const [key, v] of Object.entries(best)) {
@@ -64,3 +86,4 @@ for (const [key, v] of Object.entries(best)) {
 }
 ratios.sort((a, b) => a - b);
 console.log(`wasm/native: median ${ratios[Math.floor(ratios.length / 2)]?.toFixed(2)}, range ${ratios[0]?.toFixed(2)}–${ratios[ratios.length - 1]?.toFixed(2)} over ${ratios.length} rows (goal ≤ 1.5)`);
+await close();
