@@ -27,17 +27,51 @@ use crate::value::Value;
 /// A scalar a pure closure computes.
 pub(super) trait Word: Copy + Default + 'static {
     fn of(v: &Value) -> Option<Self>;
+    /// `a op b` as the rows of prims.rs compute it (`None`: checked integer arithmetic that fails).
+    #[inline(always)]
+    fn arith(_op: Arith, _a: Self, _b: Self) -> Option<Self> {
+        None
+    }
 }
+
+/// The arithmetic a leaf operation computes in place (`Pure::Op`).
+#[derive(Clone, Copy)]
+pub(super) enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
 impl Word for f64 {
     #[inline(always)]
     fn of(v: &Value) -> Option<f64> {
         v.as_real()
+    }
+    #[inline(always)]
+    fn arith(op: Arith, a: f64, b: f64) -> Option<f64> {
+        Some(match op {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a * b,
+            Arith::Div => a / b,
+        })
     }
 }
 impl Word for i64 {
     #[inline(always)]
     fn of(v: &Value) -> Option<i64> {
         v.as_int()
+    }
+    #[inline(always)]
+    fn arith(op: Arith, a: i64, b: i64) -> Option<i64> {
+        match op {
+            Arith::Add => a.checked_add(b),
+            Arith::Sub => a.checked_sub(b),
+            Arith::Mul => a.checked_mul(b),
+            // integer division has its own rows (floor division, the zero check): never a leaf op
+            Arith::Div => None,
+        }
     }
 }
 impl Word for bool {
@@ -52,12 +86,32 @@ impl Word for bool {
 
 type PureFn<T> = Box<dyn Fn(&Machine<'_>) -> T>;
 
-/// A node of a pure tree: leaves are read in place, without a closure call. A leaf that does not
-/// hold its hinted scalar, or checked integer arithmetic that fails, raises `flat_miss` (`ok`).
-enum Pure<T> {
+/// A leaf of a pure tree, read in place.
+#[derive(Clone, Copy)]
+enum Leaf<T> {
     Slot(u32),
     Cap(u32),
     Const(T),
+}
+
+impl<T: Word> Leaf<T> {
+    #[inline(always)]
+    fn get(&self, m: &Machine<'_>) -> T {
+        match self {
+            Leaf::Slot(s) => ok(m, T::of(&m.locals[m.bp + *s as usize])),
+            Leaf::Cap(i) => ok(m, T::of(&m.env[*i as usize])),
+            Leaf::Const(x) => *x,
+        }
+    }
+}
+
+/// A node of a pure tree: leaves, and arithmetic on two leaves, are computed in place, without a
+/// closure call (an indirect call each, dear in wasm: `a * x` of `acc * x + 1.0 / real k` is read by
+/// the `+`'s closure directly). A leaf that does not hold its hinted scalar, or checked integer
+/// arithmetic that fails, raises `flat_miss` (`ok`).
+enum Pure<T> {
+    Leaf(Leaf<T>),
+    Op(Arith, Leaf<T>, Leaf<T>),
     Code(PureFn<T>),
 }
 
@@ -65,11 +119,18 @@ impl<T: Word> Pure<T> {
     #[inline(always)]
     fn get(&self, m: &Machine<'_>) -> T {
         match self {
-            Pure::Slot(s) => ok(m, T::of(&m.locals[m.bp + *s as usize])),
-            Pure::Cap(i) => ok(m, T::of(&m.env[*i as usize])),
-            Pure::Const(x) => *x,
+            Pure::Leaf(l) => l.get(m),
+            Pure::Op(op, a, b) => ok(m, T::arith(*op, a.get(m), b.get(m))),
             Pure::Code(f) => f(m),
         }
+    }
+}
+
+/// `a op b` computed in place, when both are leaves.
+fn leaf_op<T: Copy>(op: Arith, a: &Pure<T>, b: &Pure<T>) -> Option<Pure<T>> {
+    match (a, b) {
+        (Pure::Leaf(x), Pure::Leaf(y)) => Some(Pure::Op(op, *x, *y)),
+        _ => None,
     }
 }
 
@@ -107,9 +168,9 @@ impl Builder {
     fn real(&mut self, c: &Code, h: &Hints) -> Option<Pure<f64>> {
         self.steps += 1;
         match c {
-            Code::Const(Value::Real(x)) => Some(Pure::Const(*x)),
-            Code::Local(s) | Code::Move(s) => Some(Pure::Slot(*s)),
-            Code::Capture(i) => Some(Pure::Cap(*i)),
+            Code::Const(Value::Real(x)) => Some(Pure::Leaf(Leaf::Const(*x))),
+            Code::Local(s) | Code::Move(s) => Some(Pure::Leaf(Leaf::Slot(*s))),
+            Code::Capture(i) => Some(Pure::Leaf(Leaf::Cap(*i))),
             Code::Prim1(op, a, _) => match (op.info().on_int, op.info().on_real) {
                 (Some(OnInt::ZToR(_)), _) if super::fast::is_int(a, h) => {
                     if *op != Prim::ToReal {
@@ -132,10 +193,10 @@ impl Builder {
                     let (a, b) = (self.real(a, h)?, self.real(b, h)?);
                     // the rows' own arithmetic (prims.rs), inlined
                     match op {
-                        Prim::Add => code(move |m| a.get(m) + b.get(m)),
-                        Prim::Sub => code(move |m| a.get(m) - b.get(m)),
-                        Prim::Mul => code(move |m| a.get(m) * b.get(m)),
-                        Prim::Div => code(move |m| a.get(m) / b.get(m)),
+                        Prim::Add => leaf_op(Arith::Add, &a, &b).or_else(|| code(move |m| a.get(m) + b.get(m))),
+                        Prim::Sub => leaf_op(Arith::Sub, &a, &b).or_else(|| code(move |m| a.get(m) - b.get(m))),
+                        Prim::Mul => leaf_op(Arith::Mul, &a, &b).or_else(|| code(move |m| a.get(m) * b.get(m))),
+                        Prim::Div => leaf_op(Arith::Div, &a, &b).or_else(|| code(move |m| a.get(m) / b.get(m))),
                         _ => code(move |m| f(a.get(m), b.get(m))),
                     }
                 }
@@ -149,9 +210,9 @@ impl Builder {
     fn int(&mut self, c: &Code, h: &Hints) -> Option<Pure<i64>> {
         self.steps += 1;
         match c {
-            Code::Const(Value::Int(x)) => Some(Pure::Const(*x)),
-            Code::Local(s) | Code::Move(s) => Some(Pure::Slot(*s)),
-            Code::Capture(i) => Some(Pure::Cap(*i)),
+            Code::Const(Value::Int(x)) => Some(Pure::Leaf(Leaf::Const(*x))),
+            Code::Local(s) | Code::Move(s) => Some(Pure::Leaf(Leaf::Slot(*s))),
+            Code::Capture(i) => Some(Pure::Leaf(Leaf::Cap(*i))),
             Code::Prim1(op, a, _) => match op.info().on_int {
                 Some(OnInt::Z1(f)) => {
                     let a = self.int(a, h)?;
@@ -164,9 +225,9 @@ impl Builder {
                     let (a, b) = (self.int(a, h)?, self.int(b, h)?);
                     // the rows' checked arithmetic (prims.rs), inlined
                     match op {
-                        Prim::Add => code(move |m| ok(m, a.get(m).checked_add(b.get(m)))),
-                        Prim::Sub => code(move |m| ok(m, a.get(m).checked_sub(b.get(m)))),
-                        Prim::Mul => code(move |m| ok(m, a.get(m).checked_mul(b.get(m)))),
+                        Prim::Add => leaf_op(Arith::Add, &a, &b).or_else(|| code(move |m| ok(m, a.get(m).checked_add(b.get(m))))),
+                        Prim::Sub => leaf_op(Arith::Sub, &a, &b).or_else(|| code(move |m| ok(m, a.get(m).checked_sub(b.get(m))))),
+                        Prim::Mul => leaf_op(Arith::Mul, &a, &b).or_else(|| code(move |m| ok(m, a.get(m).checked_mul(b.get(m))))),
                         _ => code(move |m| ok(m, f(a.get(m), b.get(m)).ok())),
                     }
                 }
