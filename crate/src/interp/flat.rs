@@ -32,6 +32,16 @@ pub(super) trait Word: Copy + Default + 'static {
     fn arith(_op: Arith, _a: Self, _b: Self) -> Option<Self> {
         None
     }
+    /// `real k` (only a real tree holds `Pure::FromInt`).
+    #[inline(always)]
+    fn from_int(_k: i64) -> Self {
+        Self::default()
+    }
+    /// A comparison's result (only a boolean tree holds `Pure::Compare`).
+    #[inline(always)]
+    fn from_bool(_b: bool) -> Self {
+        Self::default()
+    }
 }
 
 /// The arithmetic a leaf operation computes in place (`Pure::Op`).
@@ -41,6 +51,49 @@ pub(super) enum Arith {
     Sub,
     Mul,
     Div,
+}
+
+/// The comparisons of prims.rs (`RCmp`, `ZCmp` rows), computed in place on two leaves.
+#[derive(Clone, Copy)]
+enum Cmp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl Cmp {
+    fn of(op: Prim) -> Option<Cmp> {
+        Some(match op {
+            Prim::Lt => Cmp::Lt,
+            Prim::Le => Cmp::Le,
+            Prim::Gt => Cmp::Gt,
+            Prim::Ge => Cmp::Ge,
+            Prim::Eq => Cmp::Eq,
+            Prim::Ne => Cmp::Ne,
+            _ => return None,
+        })
+    }
+    #[inline(always)]
+    fn test<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+        }
+    }
+}
+
+/// Two leaves compared (`Pure::Compare`): reals or integers.
+#[derive(Clone, Copy)]
+enum Leaves {
+    Real(Leaf<f64>, Leaf<f64>),
+    Int(Leaf<i64>, Leaf<i64>),
 }
 
 impl Word for f64 {
@@ -56,6 +109,11 @@ impl Word for f64 {
             Arith::Mul => a * b,
             Arith::Div => a / b,
         })
+    }
+    #[inline(always)]
+    fn from_int(k: i64) -> f64 {
+        // prims.rs: `real` is `i as f64`
+        k as f64
     }
 }
 impl Word for i64 {
@@ -81,6 +139,10 @@ impl Word for bool {
             Value::Bool(x) => Some(*x),
             _ => None,
         }
+    }
+    #[inline(always)]
+    fn from_bool(b: bool) -> bool {
+        b
     }
 }
 
@@ -112,6 +174,10 @@ impl<T: Word> Leaf<T> {
 enum Pure<T> {
     Leaf(Leaf<T>),
     Op(Arith, Leaf<T>, Leaf<T>),
+    /// `real k` of an integer leaf, in a real tree.
+    FromInt(Leaf<i64>),
+    /// A comparison of two leaves, at the top of a boolean tree.
+    Compare(Cmp, Leaves),
     Code(PureFn<T>),
 }
 
@@ -121,6 +187,9 @@ impl<T: Word> Pure<T> {
         match self {
             Pure::Leaf(l) => l.get(m),
             Pure::Op(op, a, b) => ok(m, T::arith(*op, a.get(m), b.get(m))),
+            Pure::FromInt(k) => T::from_int(k.get(m)),
+            Pure::Compare(c, Leaves::Real(a, b)) => T::from_bool(c.test(a.get(m), b.get(m))),
+            Pure::Compare(c, Leaves::Int(a, b)) => T::from_bool(c.test(a.get(m), b.get(m))),
             Pure::Code(f) => f(m),
         }
     }
@@ -176,9 +245,10 @@ impl Builder {
                     if *op != Prim::ToReal {
                         return None;
                     }
-                    // prims.rs: `real` is `i as f64`
-                    let a = self.int(a, h)?;
-                    code(move |m| a.get(m) as f64)
+                    match self.int(a, h)? {
+                        Pure::Leaf(k) => Some(Pure::FromInt(k)),
+                        a => code(move |m| f64::from_int(a.get(m))),
+                    }
                 }
                 (_, Some(OnReal::R1(f))) => {
                     self.real_ops += 1;
@@ -272,16 +342,16 @@ impl Flat<bool> {
         let t = match (real, op.info().on_real, op.info().on_int) {
             (true, Some(OnReal::RCmp(f)), _) => {
                 bl.real_ops += 1;
-                let (a, b) = (bl.real(a, h)?, bl.real(b, h)?);
-                code(move |m| f(a.get(m), b.get(m)))?
-            }
-            (false, _, Some(OnInt::ZCmp(f))) => {
-                let (a, b) = (bl.int(a, h)?, bl.int(b, h)?);
-                match op {
-                    Prim::Eq => code(move |m| a.get(m) == b.get(m))?,
-                    _ => code(move |m| f(a.get(m), b.get(m)))?,
+                match ((bl.real(a, h)?, bl.real(b, h)?), Cmp::of(op)) {
+                    ((Pure::Leaf(a), Pure::Leaf(b)), Some(c)) => Pure::Compare(c, Leaves::Real(a, b)),
+                    ((a, b), _) => code(move |m| f(a.get(m), b.get(m)))?,
                 }
             }
+            (false, _, Some(OnInt::ZCmp(f))) => match ((bl.int(a, h)?, bl.int(b, h)?), Cmp::of(op)) {
+                ((Pure::Leaf(a), Pure::Leaf(b)), Some(c)) => Pure::Compare(c, Leaves::Int(a, b)),
+                ((a, b), _) if op == Prim::Eq => code(move |m| a.get(m) == b.get(m))?,
+                ((a, b), _) => code(move |m| f(a.get(m), b.get(m)))?,
+            },
             _ => return None,
         };
         Some(bl.done(t))
