@@ -185,7 +185,7 @@ impl Stage for Parallel {
         let mut nodes = vec![];
         let mut edges = vec![];
         for (j, t) in st.tapes.iter().enumerate() {
-            for (s, entry) in (0..t.len()).map(|s| (s, t.entry(s))) {
+            for (s, entry) in t.entries().enumerate() {
                 let id = offsets[j] + s as u64;
                 if id >= limit {
                     continue;
@@ -313,32 +313,46 @@ impl ParSt {
     }
 }
 
-/// One job's tape, flat (issue 13): every Contrib's edges in one array, and per seq where its own
-/// start and how many, so a job's tape is two growing arrays rather than one allocation per ID.
+/// One job's tape, flat (issue 13): every Contrib's edges in one array, and per seq how many are its
+/// own (one byte: its start is the sum of the counts before it, recovered as the resolve descends
+/// and the graph ascends; issue 13, session 26: a (start, count) pair was 8 bytes), so a job's tape
+/// is two growing arrays rather than one allocation per ID.
 #[derive(Default, Clone)]
 pub struct JobTape {
-    at: Vec<(u32, u32)>,
+    counts: Vec<u8>,
     edges: Vec<(f64, u32, u32)>,
 }
 
 impl JobTape {
     /// How many IDs the job has written.
     pub fn len(&self) -> usize {
-        self.at.len()
+        self.counts.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
+        self.counts.is_empty()
     }
-    /// The Contrib at seq `s` (empty where none).
-    pub fn entry(&self, s: usize) -> &[(f64, u32, u32)] {
-        match self.at.get(s) {
-            Some(&(start, n)) => self.edges.get(start as usize..start as usize + n as usize).unwrap_or(&[]),
-            None => &[],
-        }
+    /// Each seq's Contrib, ascending.
+    pub fn entries(&self) -> impl Iterator<Item = &[(f64, u32, u32)]> + '_ {
+        let mut next = 0usize;
+        self.counts.iter().map(move |&c| {
+            let start = next;
+            next += c as usize;
+            self.edges.get(start..next).unwrap_or(&[])
+        })
+    }
+    /// Each seq's Contrib, descending (the resolve's order), as (seq, its edges).
+    pub fn entries_down(&self) -> impl Iterator<Item = (usize, &[(f64, u32, u32)])> + '_ {
+        let mut end = self.edges.len();
+        self.counts.iter().enumerate().rev().map(move |(s, &c)| {
+            let start = end.saturating_sub(c as usize);
+            let es = self.edges.get(start..end).unwrap_or(&[]);
+            end = start;
+            (s, es)
+        })
     }
     fn push(&mut self, es: &[(f64, u32, u32)]) -> Option<()> {
-        let start = u32::try_from(self.edges.len()).ok()?;
-        self.at.push((start, es.len() as u32));
+        u32::try_from(self.edges.len()).ok()?;
+        self.counts.push(es.len() as u8);
         self.edges.extend_from_slice(es);
         Some(())
     }
@@ -580,10 +594,10 @@ struct Work {
 /// rather than a compare-and-swap (issue 13, session 25: a locked instruction per edge).
 fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mut Option<&mut Vec<TraceStep>>, offsets: &[u64], alone: bool) {
     let Some(tape) = tapes.get(job as usize) else { return };
-    for s in (0..tape.len()).rev() {
+    for (s, entry) in tape.entries_down() {
         let Some(d) = load(&adj.0[job as usize][s]) else { continue };
         w.calls += 1;
-        for (a, jj, ss) in tape.entry(s) {
+        for (a, jj, ss) in entry {
             w.entries += 1;
             let c = &adj.0[*jj as usize][*ss as usize];
             if alone {
@@ -598,7 +612,7 @@ fn resolve_job(job: u32, tapes: &[JobTape], adj: &PArr, w: &mut Work, trace: &mu
                 node: offsets.get(job as usize).map(|o| o + s as u64),
                 span: None,
                 factor: Some(d.into()),
-                note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), show_pedges(tape.entry(s))),
+                note: format!("resolve ({job}, {s}): adjoint {} through {}", crate::value::show_real(d), show_pedges(entry)),
                 state: vec![(format!("({job},{s})"), d.into())],
                 ..TraceStep::default()
             });
@@ -733,4 +747,24 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     st.staged = Some(staged);
     st.last = Some(jd);
     Ok(iarr(frozen))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobTape;
+
+    /// A job's tape keeps an edge count per seq: read back ascending (the graph) and descending (the
+    /// resolve), each seq gets the edges pushed for it.
+    #[test]
+    fn a_job_tapes_counts_give_each_seqs_edges_both_ways() {
+        let pushed: [&[(f64, u32, u32)]; 5] = [&[], &[(1.0, 0, 0)], &[(2.0, 0, 1), (3.0, 0, 0)], &[], &[(4.0, 0, 2)]];
+        let mut t = JobTape::default();
+        for es in pushed {
+            t.push(es).expect("room");
+        }
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.entries().collect::<Vec<_>>(), pushed.to_vec());
+        let down: Vec<(usize, &[(f64, u32, u32)])> = t.entries_down().collect();
+        assert_eq!(down, pushed.iter().copied().enumerate().rev().collect::<Vec<_>>());
+    }
 }

@@ -122,11 +122,9 @@ impl Stage for Tape {
         let tape = std::mem::take(m.state::<TapeSt>());
         {
             let r = rt(m);
-            for i in 0..tape.at.len() {
-                for (a, j) in tape.entry(i) {
-                    r.edges.insert((i as i64, j), a);
-                }
-            }
+            tape.each(|i, a, j| {
+                r.edges.insert((i as i64, j), a);
+            });
         }
         *m.state::<TapeSt>() = tape;
         graph(m, "tape")
@@ -137,12 +135,18 @@ impl Stage for Tape {
 // Runtime
 
 /// The tape: the Contrib (partials and argument IDs) of each ID, written in the forward pass. Flat
-/// (issue 13): every Contrib's edges in one array, and per ID where its own start and how many, so
-/// the tape is three growing arrays rather than one allocation per ID.
+/// (issue 13): every Contrib's edges in one array, and per ID how many are its own, so the tape is
+/// three growing arrays rather than one allocation per ID.
 #[derive(Default)]
 pub struct TapeSt {
-    /// Per ID: (start in `partials` and `args`, count); (0, 0) for an ID with no Contrib written.
-    pub at: Vec<(u32, u32)>,
+    /// Per ID: how many edges its Contrib has (0 for an ID with no Contrib written). One byte an
+    /// ID (issue 13, session 26: a (start, count) pair was 8): the IDs' Contribs are appended in ID
+    /// order, so an ID's start is the sum of the counts before it, recovered as the sweep descends.
+    pub counts: Vec<u8>,
+    /// Each ID's start in `partials` and `args`, kept only once an entry was written out of ID
+    /// order (IDs counted from 0 again: the entry replaced, its edges appended at the end), when
+    /// the counts' sums are no longer the starts; empty before (`place`).
+    pub starts: Vec<u32>,
     /// Every Contrib's edges: the partials and the argument IDs, as two flat arrays (12 bytes an
     /// edge rather than 16).
     pub partials: Vec<f64>,
@@ -150,13 +154,42 @@ pub struct TapeSt {
 }
 
 impl TapeSt {
-    /// The Contrib at ID i (empty where none was written).
-    pub fn entry(&self, i: usize) -> impl Iterator<Item = (f64, i64)> + Clone + '_ {
-        let (start, n) = self.at.get(i).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
+    /// Where the edges of the IDs up to `hi` end: the start of the next one.
+    fn end_after(&self, hi: usize) -> usize {
+        match self.counts.get(..=hi) {
+            Some(cs) if hi + 1 < self.counts.len() => cs.iter().map(|&c| c as usize).sum(),
+            _ => self.partials.len(),
+        }
+    }
+    /// ID `id`'s (start, count), IDs taken in descending order: `end` is where the edges of the ID
+    /// above it start (first `end_after`), and becomes this one's start.
+    #[inline(always)]
+    fn down(&self, id: usize, end: &mut usize) -> (usize, usize) {
+        let n = self.counts.get(id).map_or(0, |&c| c as usize);
+        let start = match self.starts.get(id) {
+            Some(&s) => s as usize,
+            None => end.saturating_sub(n),
+        };
+        *end = start;
+        (start, n)
+    }
+    /// The edges of `n` from `start` (empty outside the tape).
+    fn edges(&self, start: usize, n: usize) -> impl Iterator<Item = (f64, i64)> + Clone + '_ {
         let range = start..start + n;
         let ps = self.partials.get(range.clone()).unwrap_or(&[]);
         let js = self.args.get(range).unwrap_or(&[]);
         ps.iter().zip(js).map(|(a, j)| (*a, *j as i64))
+    }
+    /// Each ID's Contrib in ascending order, as (ID, its edges).
+    pub fn each(&self, mut f: impl FnMut(usize, f64, i64)) {
+        let mut next = 0usize;
+        for (i, &c) in self.counts.iter().enumerate() {
+            let start = self.starts.get(i).map_or(next, |&s| s as usize);
+            next = start + c as usize;
+            for (a, j) in self.edges(start, c as usize) {
+                f(i, a, j);
+            }
+        }
     }
 }
 
@@ -246,21 +279,30 @@ fn record(m: &mut Machine, es: &[(f64, i64)], span: Span) -> Result<Value, RunEr
     let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.partials.len())) else {
         return Err(full(span));
     };
-    let n = es.len().min(2);
-    if t.at.len() == at {
-        t.at.push((start, n as u32));
-    } else {
-        gap(&mut t.at, at, (start, n as u32));
-    }
-    // (each array grown once per record, not once per edge; the IDs pushed, as a copy of at most
-    // two would call `memcpy`)
-    let es = es.get(..n).unwrap_or(&[]);
-    t.partials.extend(es.iter().map(|&(a, _)| a));
-    t.args.reserve(n);
-    for &j in js.iter().take(n) {
-        t.args.push(j);
-    }
+    t.write(at, start, es, &js);
     Ok(Value::Int(i))
+}
+
+impl TapeSt {
+    /// ID `at`'s Contrib (at most two edges of `es`, their argument IDs `js`), its edges from
+    /// `start` (the end of the arrays).
+    #[inline(always)]
+    fn write(&mut self, at: usize, start: u32, es: &[(f64, i64)], js: &[u32; 2]) {
+        let n = es.len().min(2);
+        if self.counts.len() == at && self.starts.is_empty() {
+            self.counts.push(n as u8);
+        } else {
+            place(self, at, start, n as u8);
+        }
+        // (each array grown once per record, not once per edge; the IDs pushed, as a copy of at
+        // most two would call `memcpy`)
+        let es = es.get(..n).unwrap_or(&[]);
+        self.partials.extend(es.iter().map(|&(a, _)| a));
+        self.args.reserve(n);
+        for &j in js.iter().take(n) {
+            self.args.push(j);
+        }
+    }
 }
 
 #[cold]
@@ -273,15 +315,34 @@ fn full(span: Span) -> RunError {
     err(span, "record: the tape is full")
 }
 
-/// An entry not at the end of `at`: past it (IDs generated without a Contrib in between: the gap's
-/// entries empty) or before it (IDs counted from 0 again: the entry replaced).
+/// An entry not at the end of the tape: past it (IDs generated without a Contrib in between: the
+/// gap's entries empty, so the counts' sums are still the starts) or before it (IDs counted from 0
+/// again: the entry replaced and its edges at the end, so from here on each ID keeps its start).
 #[cold]
-fn gap(at: &mut Vec<(u32, u32)>, i: usize, e: (u32, u32)) {
-    if at.len() < i {
-        at.resize(i + 1, (0, 0));
+fn place(t: &mut TapeSt, i: usize, start: u32, n: u8) {
+    if t.starts.is_empty() {
+        if t.counts.len() <= i {
+            t.counts.resize(i, 0);
+            t.counts.push(n);
+            return;
+        }
+        let mut next = 0u32;
+        t.starts = t
+            .counts
+            .iter()
+            .map(|&c| {
+                let s = next;
+                next += c as u32;
+                s
+            })
+            .collect();
     }
-    if let Some(c) = at.get_mut(i) {
-        *c = e;
+    if t.counts.len() <= i {
+        t.counts.resize(i + 1, 0);
+        t.starts.resize(i + 1, 0);
+    }
+    if let (Some(c), Some(s)) = (t.counts.get_mut(i), t.starts.get_mut(i)) {
+        (*c, *s) = (n, start);
     }
 }
 
@@ -363,15 +424,16 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     Ok(Value::Unit)
 }
 
-/// IDs `hi` down to `lo` of the sweep, untraced: how many were resolved and how many edges taken.
-fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, hi: usize) -> (u64, u64) {
+/// IDs `hi` down to `lo` of the sweep, untraced: how many were resolved and how many edges taken
+/// (`end`: where the edges of the ID above `hi` start, as `TapeSt::down` takes it).
+fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, hi: usize, end: &mut usize) -> (u64, u64) {
     let (mut nc, mut ops) = (0u64, 0u64);
     resolved.cover(hi + 1);
     for id in (lo..=hi).rev() {
+        let (start, n) = tape.down(id, end);
         let Some(d) = cells.get(id) else { continue };
         nc += 1;
         resolved.add(id as i64, d);
-        let (start, n) = tape.at.get(id).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
         let (Some(ps), Some(js)) = (tape.partials.get(start..start + n), tape.args.get(start..start + n)) else { continue };
         for (a, &j) in ps.iter().zip(js) {
             ops += 1;
@@ -400,6 +462,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     // the adjoints borrowed once for the sweep (nothing else reads them until it ends; a borrow per
     // ID was a fifth of the sweep, issue 13)
     let mut cells = s.0.borrow_mut();
+    let mut end = if i >= 0 { tape.end_after(i as usize) } else { 0 };
     while i >= 0 {
         // Where no trace step is recorded, the IDs whose ticks all fit (`tick_room`: no budget stop,
         // no clock check among them) are one tight loop over the flat tape, their steps, calls and
@@ -409,7 +472,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
             let k = room.min(i as u64 + 1);
             let lo = i + 1 - k as i64;
             m.tick_fitting(k);
-            let (nc, ops) = sweep(&tape, &mut cells, &mut resolved, lo as usize, i as usize);
+            let (nc, ops) = sweep(&tape, &mut cells, &mut resolved, lo as usize, i as usize, &mut end);
             if nc > 0 {
                 let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
                 m.count_at(c, nc);
@@ -422,11 +485,12 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
             res = Err(e);
             break;
         }
+        let (start, k) = tape.down(i as usize, &mut end);
         if let Some(d) = cells.get(i as usize) {
             let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
             m.count_at(c, 1);
             resolved.add(i, d);
-            let entry = tape.entry(i as usize);
+            let entry = tape.edges(start, k);
             for (a, j) in entry.clone() {
                 m.real_op();
                 cells.add(j as usize, a * d);
@@ -448,4 +512,45 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let frozen = std::mem::take(&mut *s.0.borrow_mut());
     m.tick(frozen.adj.len() as u64)?;
     Ok(iarr(frozen.adj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tape as `record` writes it, in and out of ID order, read back ascending (`each`) and
+    /// descending (`down`, as SResolve's sweep reads it) as the (start, count) of each ID written.
+    #[test]
+    fn the_tapes_counts_give_each_ids_edges_in_and_out_of_order() {
+        let mut t = TapeSt::default();
+        let mut want: Vec<Vec<(f64, i64)>> = vec![];
+        // IDs 0..6 in order (1 and 3 without edges), 9 past a gap, then 2 and 0 again from the start
+        let writes: [(usize, &[(f64, i64)]); 8] =
+            [(0, &[]), (1, &[(1.0, 0)]), (2, &[(2.0, 0), (3.0, 1)]), (3, &[]), (4, &[(4.0, 2)]), (9, &[(9.0, 4)]), (2, &[(5.0, 1)]), (0, &[(6.0, 9), (7.0, 4)])];
+        for (k, (at, es)) in writes.into_iter().enumerate() {
+            let js = [es.first().map_or(0, |e| e.1 as u32), es.get(1).map_or(0, |e| e.1 as u32)];
+            t.write(at, t.partials.len() as u32, es, &js);
+            if want.len() <= at {
+                want.resize(at + 1, vec![]);
+            }
+            want[at] = es.to_vec();
+            // before the first write out of order, the starts are the counts' sums
+            assert_eq!(t.starts.is_empty(), k < 6, "write {k}");
+            let mut got: Vec<Vec<(f64, i64)>> = vec![vec![]; t.counts.len()];
+            t.each(|i, a, j| got[i].push((a, j)));
+            assert_eq!(got, want, "ascending after write {k}");
+            let hi = t.counts.len() - 1;
+            let mut end = t.end_after(hi);
+            for id in (0..=hi).rev() {
+                let (start, n) = t.down(id, &mut end);
+                assert_eq!(t.edges(start, n).collect::<Vec<_>>(), want[id], "ID {id} descending after write {k}");
+            }
+            // a resolve of fewer IDs than the tape holds starts below its end
+            if want.len() < 3 {
+                continue;
+            }
+            let mut end = t.end_after(1);
+            assert_eq!(t.edges(t.down(1, &mut end).0, want[1].len()).collect::<Vec<_>>(), want[1], "ID 1 alone after write {k}");
+        }
+    }
 }
