@@ -77,6 +77,7 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     for x in &p.expects {
         occ.expr(&x.value);
     }
+    let occ = occ.sorted();
     let mut reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
     reserved.extend(p.params.iter().map(|q| q.name.text.clone()));
     reserved.extend(p.defs.iter().map(|d| d.name.text.clone()));
@@ -178,6 +179,7 @@ impl Pieces {
 pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
     let mut occ = Occ::default();
     occ.expr(e);
+    let occ = occ.sorted();
     let reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
     let mut ren = Renamer::new(&occ, reserved);
     ren.expr(e);
@@ -270,7 +272,10 @@ pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {
 struct Occ {
     /// Expression (by address) -> the half-open interval of occurrence numbers inside it.
     span: HashMap<usize, (u32, u32)>,
-    locals: HashMap<u32, Vec<u32>>,
+    /// Every occurrence of a bound local as (id, occurrence number), sorted by `sorted`: whether a
+    /// local is used in an interval is a binary search. 8 bytes an occurrence (a `Vec` per local in
+    /// a map was ~80 bytes a local; issue 14: printing's memory per line).
+    locals: Vec<(u32, u32)>,
     /// Globals (id 0), free locals, builtins and named primitives, by text.
     globals: HashMap<Rc<str>, Vec<u32>>,
     next: u32,
@@ -314,7 +319,7 @@ impl Occ {
             Var(n) => {
                 let i = self.next;
                 self.next += 1;
-                self.locals.entry(n.id).or_default().push(i);
+                self.locals.push((n.id, i));
             }
             Builtin(b) => self.global(b.clone()),
             Real(_) | Int(_) | Bool(_) | Unit => {}
@@ -374,6 +379,18 @@ impl Occ {
         }
     }
 
+    /// Once every expression is walked: the occurrences in order of (id, occurrence).
+    fn sorted(mut self) -> Self {
+        self.locals.sort_unstable();
+        self
+    }
+
+    /// Is local `id` used in the interval of occurrences `[lo, hi)`?
+    fn local_used_in(&self, id: u32, (lo, hi): (u32, u32)) -> bool {
+        let i = self.locals.partition_point(|&x| x < (id, lo));
+        self.locals.get(i).is_some_and(|&(j, k)| j == id && k < hi)
+    }
+
     fn span_of(&self, e: &Expr) -> (u32, u32) {
         self.span.get(&addr(e)).copied().unwrap_or((0, 0))
     }
@@ -411,7 +428,7 @@ impl<'o> Renamer<'o> {
     /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
     fn captures(&self, cand: &str, id: u32, scope: (u32, u32)) -> bool {
         if let Some(&top) = self.env.get(cand).and_then(|s| s.last()) {
-            if top != id && used_in(self.occ.locals.get(&top), scope) {
+            if top != id && self.occ.local_used_in(top, scope) {
                 return true;
             }
         }
