@@ -749,11 +749,10 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     };
     let ir = take_ir(st, &mut out, own);
     crate::limits::set_phase(st.info().id, "lowering its output");
-    let made = match &ir {
+    let made = match ir {
         Some(ir) => Machine::lowered(ir, &out.builtins, opts.budget.clone()),
         None => Machine::new(&out.program, &out.builtins, opts.budget.clone()),
     };
-    drop(ir);
     let mut m = match made {
         Ok(m) => m,
         Err(e) => return run_err(r, e),
@@ -922,8 +921,7 @@ mod tests {
             outputs.keep_only(|_| false);
             let ir = take_ir(forward, &mut out, true).expect("the run's own output: taken");
             assert!(!ir.defs.is_empty() && out.program.defs.is_empty(), "the IR moved out of the prepared output");
-            let mut m = Machine::lowered(&ir, &out.builtins, opts.budget.clone()).unwrap();
-            drop(ir);
+            let mut m = Machine::lowered(ir, &out.builtins, opts.budget.clone()).unwrap();
             assert!(m.program().is_none());
             let got = run_output(forward, &mut m, &cx).unwrap();
             assert_eq!(format!("{got:?}"), format!("{want:?}"));

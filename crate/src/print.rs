@@ -2,9 +2,10 @@
 //! reads back, laid out to a width with the `pretty` crate (Wadler-style groups).
 //!
 //! Printing runs in three passes over the tree:
-//! 1. `Occ` numbers every variable occurrence in pre-order and records, for every expression, the
-//!    interval of occurrence numbers it spans, and for every name (local id, or global text) the
-//!    sorted list of its occurrences; "is `x#1` used inside this scope" is then a binary search.
+//! 1. `Occ` numbers every variable occurrence in pre-order and records, for every binder in the
+//!    order it meets them, the interval of occurrence numbers its scope spans, and the sorted
+//!    occurrences of every name (one list of (id, occurrence) for locals, a list per global text);
+//!    "is `x#1` used inside this scope" is then a binary search.
 //! 2. `Renamer` walks the binders in scope order and decides the printed text of every local binder:
 //!    a binder keeps its text unless that would capture a use of an outer binding (a different id,
 //!    or a global / builtin / named primitive of the same text) inside its scope; then it prints as
@@ -77,6 +78,7 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     for x in &p.expects {
         occ.expr(&x.value);
     }
+    let occ = occ.sorted();
     let mut reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
     reserved.extend(p.params.iter().map(|q| q.name.text.clone()));
     reserved.extend(p.defs.iter().map(|d| d.name.text.clone()));
@@ -178,6 +180,7 @@ impl Pieces {
 pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
     let mut occ = Occ::default();
     occ.expr(e);
+    let occ = occ.sorted();
     let reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
     let mut ren = Renamer::new(&occ, reserved);
     ren.expr(e);
@@ -268,18 +271,20 @@ pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {
 
 #[derive(Default)]
 struct Occ {
-    /// Expression (by address) -> the half-open interval of occurrence numbers inside it.
-    span: HashMap<usize, (u32, u32)>,
-    locals: HashMap<u32, Vec<u32>>,
+    /// The half-open interval of occurrence numbers of each binder's scope (a `let` or `case` arm's
+    /// body, a lambda's, a recursive group's bodies and body), in the order the binders are met:
+    /// the renamer meets them in the same order (`Renamer::next_scope`). 8 bytes a binder (a map by
+    /// the body's address was ~30; issue 14: printing's memory per line).
+    scopes: Vec<(u32, u32)>,
+    /// Every occurrence of a bound local as (id, occurrence number), sorted by `sorted`: whether a
+    /// local is used in an interval is a binary search. 8 bytes an occurrence (a `Vec` per local in
+    /// a map was ~80 bytes a local; issue 14: printing's memory per line).
+    locals: Vec<(u32, u32)>,
     /// Globals (id 0), free locals, builtins and named primitives, by text.
     globals: HashMap<Rc<str>, Vec<u32>>,
     next: u32,
     /// Local ids bound by an enclosing binder (with multiplicity), while walking.
     bound: HashMap<u32, u32>,
-}
-
-fn addr(e: &Expr) -> usize {
-    e as *const Expr as usize
 }
 
 fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
@@ -299,11 +304,16 @@ impl Occ {
         self.globals.entry(text).or_default().push(i);
     }
 
-    /// A binder's scope: its occurrence numbers are recorded (`span_of`), the renamer's question.
+    /// A binder's scope: its interval of occurrence numbers is recorded, the renamer's question.
     fn body(&mut self, b: &Expr) {
-        let start = self.next;
-        self.expr(b);
-        self.span.insert(addr(b), (start, self.next));
+        self.scope(|s| s.expr(b));
+    }
+
+    fn scope(&mut self, f: impl FnOnce(&mut Self)) {
+        let k = self.scopes.len();
+        self.scopes.push((self.next, 0));
+        f(self);
+        self.scopes[k].1 = self.next;
     }
 
     fn expr(&mut self, e: &Expr) {
@@ -314,7 +324,7 @@ impl Occ {
             Var(n) => {
                 let i = self.next;
                 self.next += 1;
-                self.locals.entry(n.id).or_default().push(i);
+                self.locals.push((n.id, i));
             }
             Builtin(b) => self.global(b.clone()),
             Real(_) | Int(_) | Bool(_) | Unit => {}
@@ -328,11 +338,14 @@ impl Occ {
                 self.expr(a);
                 self.scoped(p.names(), |s| s.body(b));
             }
+            // the group's names are in scope in every member's body and in `b`: one interval
             LetRec(fs, b) => self.scoped(fs.iter().map(|f| &f.name).collect(), |s| {
-                for f in fs {
-                    s.body(&f.body);
-                }
-                s.body(b);
+                s.scope(|s| {
+                    for f in fs {
+                        s.expr(&f.body);
+                    }
+                    s.expr(b);
+                })
             }),
             Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
             Par(a, b) => {
@@ -374,9 +387,18 @@ impl Occ {
         }
     }
 
-    fn span_of(&self, e: &Expr) -> (u32, u32) {
-        self.span.get(&addr(e)).copied().unwrap_or((0, 0))
+    /// Once every expression is walked: the occurrences in order of (id, occurrence).
+    fn sorted(mut self) -> Self {
+        self.locals.sort_unstable();
+        self
     }
+
+    /// Is local `id` used in the interval of occurrences `[lo, hi)`?
+    fn local_used_in(&self, id: u32, (lo, hi): (u32, u32)) -> bool {
+        let i = self.locals.partition_point(|&x| x < (id, lo));
+        self.locals.get(i).is_some_and(|&(j, k)| j == id && k < hi)
+    }
+
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -398,6 +420,8 @@ struct Renamer<'o> {
     reserved: HashSet<Rc<str>>,
     /// Base text -> the smallest suffix that may be free.
     hint: HashMap<Rc<str>, u64>,
+    /// How many of `occ.scopes` were taken.
+    scope: usize,
 }
 
 /// A binder's printed text, and the base and suffix it was renamed with.
@@ -405,13 +429,20 @@ type Bound = (Rc<str>, Option<(Rc<str>, u64)>);
 
 impl<'o> Renamer<'o> {
     fn new(occ: &'o Occ, reserved: HashSet<Rc<str>>) -> Self {
-        Renamer { occ, env: HashMap::default(), names: HashMap::default(), reserved, hint: HashMap::default() }
+        Renamer { occ, env: HashMap::default(), names: HashMap::default(), reserved, hint: HashMap::default(), scope: 0 }
+    }
+
+    /// The scope of the next binder, in the order `Occ` met them.
+    fn next_scope(&mut self) -> (u32, u32) {
+        let s = self.occ.scopes.get(self.scope).copied().unwrap_or((0, 0));
+        self.scope += 1;
+        s
     }
 
     /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
     fn captures(&self, cand: &str, id: u32, scope: (u32, u32)) -> bool {
         if let Some(&top) = self.env.get(cand).and_then(|s| s.last()) {
-            if top != id && used_in(self.occ.locals.get(&top), scope) {
+            if top != id && self.occ.local_used_in(top, scope) {
                 return true;
             }
         }
@@ -462,7 +493,8 @@ impl<'o> Renamer<'o> {
 
     fn scoped(&mut self, p: &Pat, body: &Expr) {
         let mut bound = vec![];
-        self.bind_pat(p, self.occ.span_of(body), &mut bound);
+        let scope = self.next_scope();
+        self.bind_pat(p, scope, &mut bound);
         self.expr(body);
         self.unbind(bound);
     }
@@ -482,8 +514,7 @@ impl<'o> Renamer<'o> {
                 self.scoped(p, b);
             }
             LetRec(fs, b) => {
-                let lo = fs.first().map_or(self.occ.span_of(b).0, |f| self.occ.span_of(&f.body).0);
-                let scope = (lo, self.occ.span_of(b).1);
+                let scope = self.next_scope();
                 let mut bound = vec![];
                 for f in fs {
                     self.bind(&f.name, scope, &mut bound);

@@ -339,18 +339,45 @@ fn strip_ann(e: &Expr) -> &Expr {
 /// `program` lowered for the walker (`fast` off) or the engine, which compiles a function's regions
 /// on its `regions_after`-th entry (0: here).
 pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_after: u32) -> Result<Lowered, RunError> {
+    let defs = program.defs.iter().map(|d| (d.name.text.clone(), Src::Ref(&d.body)));
+    lower_defs(defs, &program.params, builtins, fast, regions_after)
+}
+
+/// `lower`, letting the IR go as it is lowered: a definition at a time, and the links of a let chain
+/// that is a definition's body (or its lambda's) one at a time, so that the IR and its lowered code
+/// are not both whole at once (issue 14: at 10^5 lines the IR is ~4.5 KB a line, its code ~2.4).
+pub(crate) fn lower_consuming(program: Program, builtins: &Builtins, fast: bool, regions_after: u32) -> Result<Lowered, RunError> {
+    let Program { params, defs, .. } = program;
+    let defs = defs.into_iter().map(|d| (d.name.text, Src::Own(d.body)));
+    lower_defs(defs, &params, builtins, fast, regions_after)
+}
+
+/// A body to lower: borrowed (the caller keeps the IR) or owned (let go as it is lowered).
+enum Src<'e> {
+    Ref(&'e Expr),
+    Own(Expr),
+}
+
+fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, params: &[crate::ir::Param], builtins: &Builtins, fast: bool, regions_after: u32) -> Result<Lowered, RunError> {
     let prog = NEXT_PROG.fetch_add(1, Ordering::Relaxed);
     let mut index = HashMap::default();
-    for (i, d) in program.defs.iter().enumerate() {
-        index.entry(d.name.text.clone()).or_insert(i as u32);
+    let mut bodies = Vec::with_capacity(defs.len());
+    for (i, (name, body)) in defs.enumerate() {
+        index.entry(name.clone()).or_insert(i as u32);
+        bodies.push((name, body));
     }
-    let params = program.params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
+    let params = params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
     let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), def_lam: None };
-    let mut defs = Vec::with_capacity(program.defs.len());
-    for (i, d) in program.defs.iter().enumerate() {
+    let mut defs = Vec::with_capacity(bodies.len());
+    // drained front to back: an owned definition's IR goes as soon as it is lowered
+    for (i, (name, d)) in bodies.drain(..).enumerate() {
         lw.ctxs.push(FunCtx::default());
-        lw.def_lam = matches!(strip_ann(&d.body).kind, ExprKind::Lam(..)).then_some(i as u32);
-        let mut body = lw.expr(&d.body)?;
+        let own_lam = match &d {
+            Src::Ref(e) => matches!(strip_ann(e).kind, ExprKind::Lam(..)),
+            Src::Own(e) => matches!(strip_ann(e).kind, ExprKind::Lam(..)),
+        };
+        lw.def_lam = own_lam.then_some(i as u32);
+        let mut body = lw.src(d)?;
         lw.def_lam = None;
         let ctx = lw.ctxs.pop().unwrap();
         // a definition's own body runs once per machine: its regions only when compiling eagerly
@@ -359,9 +386,19 @@ pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_
             Code::Lam(l) if l.captures.is_empty() => Some(l.clone()),
             _ => None,
         };
-        defs.push(DefCode { name: d.name.text.clone(), nslots: ctx.nslots, body, lam });
+        defs.push(DefCode { name, nslots: ctx.nslots, body, lam });
     }
     Ok(Lowered { prog, defs, index })
+}
+
+/// The type a let chain's link binds, from its right side's type `t`: a monadic bind's right side
+/// has type `M a`, and runs as the `a` it binds (the monads run as their values; `pure` is transparent).
+fn link_type(bind: bool, t: &Type) -> &Type {
+    match t {
+        _ if !bind => t,
+        Type::Con(c) if &*c.name == "M" && c.args.len() == 1 => &c.args[0],
+        _ => &Type::Unknown,
+    }
 }
 
 impl Lowerer<'_> {
@@ -494,13 +531,13 @@ impl Lowerer<'_> {
     }
 
     /// A lambda `\p -> body` whose parameter has type `param` (from the lambda's type).
-    fn lam(&mut self, p: &Pat, param: &Type, body: &Expr, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
+    fn lam(&mut self, p: &Pat, param: &Type, body: Src, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
         // only a definition's own lambda (not one inside it) is that definition's body
         let own = self.def_lam.take();
         self.ctxs.push(FunCtx::default());
         let pat = self.pat_typed(p, param);
-        let (more, body) = self.more_params(body);
-        let body = self.expr(body);
+        let (more, body) = self.more_params_src(body);
+        let body = self.src(body);
         let c = self.ctxs.pop().unwrap();
         let mut body = body?;
         if let Some(def) = own {
@@ -537,6 +574,94 @@ impl Lowerer<'_> {
         (more.into(), body)
     }
 
+    /// `more_params` on a body that is borrowed or owned; an owned one's lambdas (and the
+    /// annotations and `pure`s around them, transparent here) go as their patterns are taken.
+    fn more_params_src<'e>(&mut self, body: Src<'e>) -> (Box<[LPat]>, Src<'e>) {
+        let mut e = match body {
+            Src::Ref(e) => {
+                let (more, body) = self.more_params(e);
+                return (more, Src::Ref(body));
+            }
+            Src::Own(e) => e,
+        };
+        let mut more = vec![];
+        while self.fast {
+            e = match e.kind {
+                ExprKind::Ann(inner, _) | ExprKind::Pure(inner) => *inner,
+                ExprKind::Lam(_, q, inner) => {
+                    more.push(self.pat_typed(&q, param_type(&e.ty)));
+                    *inner
+                }
+                kind => {
+                    e.kind = kind;
+                    break;
+                }
+            };
+        }
+        (more.into(), Src::Own(e))
+    }
+
+    fn src(&mut self, s: Src) -> Result<Code, RunError> {
+        match s {
+            Src::Ref(e) => self.expr(e),
+            Src::Own(e) => self.owned(e),
+        }
+    }
+
+    /// `expr` on IR the lowerer owns (a definition's body, the run's own output): a lambda's body
+    /// and a let chain's links are let go as they are lowered. It reaches only what no lambda's
+    /// name is recorded for (`names` holds the lambdas of a link's right side, lowered borrowed).
+    fn owned(&mut self, e: Expr) -> Result<Code, RunError> {
+        let mut e = e;
+        loop {
+            e = match e.kind {
+                ExprKind::Ann(inner, _) | ExprKind::Pure(inner) => *inner,
+                ExprKind::Lam(_, p, body) => return Ok(Code::Lam(self.lam(&p, param_type(&e.ty), Src::Own(*body), None)?)),
+                ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => return self.spine_owned(e),
+                kind => {
+                    e.kind = kind;
+                    return self.expr(&e);
+                }
+            };
+        }
+    }
+
+    /// `spine` on an owned chain: each link's right side is lowered (borrowed: `name_lambdas` keys
+    /// its lambdas by address) and let go before the next.
+    fn spine_owned(&mut self, e: Expr) -> Result<Code, RunError> {
+        let mut links = vec![];
+        let mut cur = e;
+        loop {
+            let bind = matches!(cur.kind, ExprKind::Bind(..));
+            cur = match cur.kind {
+                ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
+                    self.name_lambdas(&p, &rhs);
+                    let code = self.expr(&rhs)?;
+                    let p = self.pat_typed(&p, link_type(bind, &rhs.ty));
+                    links.push(Link::Let(p, code));
+                    // every lambda `name_lambdas` recorded in `rhs` was lowered with it
+                    if !self.names.is_empty() {
+                        self.names.clear();
+                    }
+                    drop(rhs);
+                    *body
+                }
+                ExprKind::LetRec(fs, body) => {
+                    let (group, slots) = self.letrec(&fs)?;
+                    links.push(Link::Rec(group, slots));
+                    drop(fs);
+                    *body
+                }
+                kind => {
+                    cur.kind = kind;
+                    break;
+                }
+            };
+        }
+        let code = self.owned(cur)?;
+        Ok(Link::chain(links, code))
+    }
+
     fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
         let body = self.expr(body);
@@ -548,10 +673,6 @@ impl Lowerer<'_> {
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
     /// on the body, so that long straight-line programs do not exhaust the stack (wasm's is small).
     fn spine(&mut self, e: &Expr) -> Result<Code, RunError> {
-        enum Link {
-            Let(LPat, Code),
-            Rec(Rc<GroupCode>, Box<[u32]>),
-        }
         let mut links = vec![];
         let mut cur = e;
         loop {
@@ -559,14 +680,7 @@ impl Lowerer<'_> {
                 ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
                     self.name_lambdas(p, rhs);
                     let code = self.expr(rhs)?;
-                    // a monadic bind's right side has type `M a`, and runs as the `a` it binds
-                    // (the monads run as their values; `pure` is transparent)
-                    let ty = match (&cur.kind, &rhs.ty) {
-                        (ExprKind::Let(..), t) => t,
-                        (_, Type::Con(c)) if &*c.name == "M" && c.args.len() == 1 => &c.args[0],
-                        _ => &Type::Unknown,
-                    };
-                    let p = self.pat_typed(p, ty);
+                    let p = self.pat_typed(p, link_type(matches!(cur.kind, ExprKind::Bind(..)), &rhs.ty));
                     links.push(Link::Let(p, code));
                     cur = body;
                 }
@@ -578,14 +692,8 @@ impl Lowerer<'_> {
                 _ => break,
             }
         }
-        let mut code = self.expr(cur)?;
-        for link in links.into_iter().rev() {
-            code = match link {
-                Link::Let(p, rhs) => Code::Let(p, Box::new(rhs), Box::new(code)),
-                Link::Rec(group, slots) => Code::LetRec(group, slots, Box::new(code)),
-            };
-        }
-        Ok(code)
+        let code = self.expr(cur)?;
+        Ok(Link::chain(links, code))
     }
 
     /// A local recursive group: the shared group object and the slots its members are bound to.
@@ -702,7 +810,7 @@ impl Lowerer<'_> {
             ExprKind::Unit => Code::Const(Value::Unit),
             ExprKind::Lam(_, p, body) => {
                 let named = self.names.remove(&(e as *const Expr));
-                Code::Lam(self.lam(p, param_type(&e.ty), body, named)?)
+                Code::Lam(self.lam(p, param_type(&e.ty), Src::Ref(body), named)?)
             }
             ExprKind::App(..) => self.app(e)?,
             ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => self.spine(e)?,
@@ -765,6 +873,25 @@ impl Lowerer<'_> {
                 }
             }
         })
+    }
+}
+
+/// A link of a let chain, lowered: the chain is walked in a loop, and its code built from the end.
+enum Link {
+    Let(LPat, Code),
+    Rec(Rc<GroupCode>, Box<[u32]>),
+}
+
+impl Link {
+    fn chain(links: Vec<Link>, body: Code) -> Code {
+        let mut code = body;
+        for link in links.into_iter().rev() {
+            code = match link {
+                Link::Let(p, rhs) => Code::Let(p, Box::new(rhs), Box::new(code)),
+                Link::Rec(group, slots) => Code::LetRec(group, slots, Box::new(code)),
+            };
+        }
+        code
     }
 }
 

@@ -126,6 +126,11 @@ pub struct Machine<'p> {
     builtin: &'static str,
 }
 
+/// The name of `program`'s wrapper (`Role::Wrapper`), if it has one.
+fn wrapper_of(program: &Program) -> Option<Box<str>> {
+    program.defs.iter().find(|d| d.role == crate::ir::Role::Wrapper).map(|d| (*d.name.text).into())
+}
+
 /// A fresh state of type `T` for `Machine::state`.
 fn new_state<T: Default + 'static>() -> Box<dyn Any> {
     Box::new(T::default())
@@ -133,16 +138,23 @@ fn new_state<T: Default + 'static>() -> Box<dyn Any> {
 
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
-        let mut m = Machine::lowered(program, builtins, budget)?;
+        let code = lower::lower(program, builtins, !budget.walker, budget.regions_after)?;
+        let mut m = Machine::of_code(code, wrapper_of(program), budget);
         m.program = Some(program);
         Ok(m)
     }
-    /// `new`, holding no reference to `program`: the machine runs its lowered code, which owns what
-    /// it needs (names, spans), and the caller may let the IR go before the run (issue 14: on a
-    /// 100,000-line program a stage's output IR is ~4.5 KB a line, three times its lowered code).
+    /// `new`, taking the program and letting it go as it is lowered (`lower::lower_consuming`: a
+    /// definition, and a let chain's link, at a time): the machine runs its lowered code, which owns
+    /// what it needs (names, spans). Issue 14: on a 100,000-line program a stage's output IR is
+    /// ~4.5 KB a line, twice its lowered code, and the two were whole together while lowering.
     /// `program()` is None on it.
-    pub fn lowered(program: &Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
-        let code = lower::lower(program, builtins, !budget.walker, budget.regions_after)?;
+    pub fn lowered(program: Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
+        let wrapper = wrapper_of(&program);
+        let code = lower::lower_consuming(program, builtins, !budget.walker, budget.regions_after)?;
+        Ok(Machine::of_code(code, wrapper, budget))
+    }
+
+    fn of_code(code: lower::Lowered, wrapper: Option<Box<str>>, budget: Budget) -> Machine<'p> {
         let empty: Rc<[Value]> = Rc::new([]);
         let globals = code
             .defs
@@ -152,9 +164,9 @@ impl<'p> Machine<'p> {
                 None => Global::Unevaluated,
             })
             .collect();
-        Ok(Machine {
+        Machine {
             program: None,
-            wrapper: program.defs.iter().find(|d| d.role == crate::ir::Role::Wrapper).map(|d| (*d.name.text).into()),
+            wrapper,
             code,
             globals,
             steps: 0,
@@ -200,7 +212,7 @@ impl<'p> Machine<'p> {
             spare_part: None,
             acc: Value::Unit,
             builtin: "",
-        })
+        }
     }
     /// `new` on the reference walker alone, without compiled regions (`Budget::walker`): what the
     /// tests compare the engine with.
