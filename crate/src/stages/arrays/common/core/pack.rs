@@ -73,7 +73,7 @@ impl Sra<'_> {
             .iter()
             .map(|(_, col)| match col {
                 Col::Real(q) => self.component(&r, *q, Type::Real, (scan, false), n),
-                Col::Array(..) => self.array_component(&r, col, (scan, false), n),
+                Col::Array(..) => self.array_component(&Type::Real, &r, col, (scan, false), n),
             })
             .collect();
         let mut outs = outs.into_iter();
@@ -94,8 +94,8 @@ impl Sra<'_> {
         let x_dims: Vec<Vec<Expr>> = arrays
             .iter()
             .map(|&l| {
-                let first = prim(Prim::Index, vec![xs[l].clone(), int(0)]).with_ty(nested(xr[l]));
-                self.shapes(span, &[0], (&[first], &[nested(xr[l])]), binds).remove(0).iter().map(|s| length(var(s))).collect()
+                let first = prim(Prim::Index, vec![xs[l].clone(), int(0)]).with_ty(nested(&Type::Real, xr[l]));
+                self.shapes(span, &[0], (&[first], &[nested(&Type::Real, xr[l])]), binds).remove(0).iter().map(|s| length(var(s))).collect()
             })
             .collect();
         let x_lens: Vec<Expr> = x_dims.iter().map(|d| size(d)).collect();
@@ -127,7 +127,7 @@ impl Sra<'_> {
                 if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
                     *y = match arrays.iter().position(|&a| a == l) {
                         None => prim(Prim::Index, vec![var(&cv), int(reals.iter().position(|&q| q == l).unwrap_or(l) as i64)]).with_ty(Type::Real),
-                        Some(p) => self.read_col(var(&cv), &Col::Array(offset(reals.len(), &x_lens[..p]), x_dims[p].clone())),
+                        Some(p) => self.read_col(&Type::Real, var(&cv), &Col::Array(offset(reals.len(), &x_lens[..p]), x_dims[p].clone())),
                     };
                     continue;
                 }
@@ -140,7 +140,7 @@ impl Sra<'_> {
         // an array component read back from its columns: `build len (\j -> acc ! (off + j))`, an
         // array of arrays row-major (`read_col`)
         for (p, piece) in pieces.iter().enumerate().rev() {
-            let v = self.read_col(var(&accv), &Col::Array(offset(m, &lens[..p]), dims[p].clone()));
+            let v = self.read_col(&Type::Real, var(&accv), &Col::Array(offset(m, &lens[..p]), dims[p].clone()));
             body = let_(pvar(&Name::new("acc", piece.acc)), v, body);
         }
         for (k, &a) in accs.iter().enumerate().rev() {
@@ -150,11 +150,11 @@ impl Sra<'_> {
         let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
-        let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&p.z, p.shape.len())).collect();
+        let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&Type::Real, &p.z, p.shape.len())).collect();
         let z0 = if pieces.is_empty() { z0 } else { self.packed_row(&Type::Real, z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, Check::Regular(span)) };
         let j = self.fresh.name("i");
         let row = Expr::gen(ExprKind::Array(reals.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
-        let row = if arrays.is_empty() { row } else { self.packed_row(&Type::Real, row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
+        let row = if arrays.is_empty() { row } else { self.packed_row(&Type::Real, row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(&Type::Real, xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
         let r = self.fresh.name("r");
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
@@ -191,7 +191,7 @@ impl Sra<'_> {
             }
         };
         let s = name(scalars, "s", arr.clone(), self.fresh, &mut lets);
-        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested_of(elem_ty, d.len()), self.fresh, &mut lets)).collect();
+        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested(elem_ty, d.len()), self.fresh, &mut lets)).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
         // whether the last array's bound is used, always met: a checked length that nothing else
         // reads (an array of arrays' checked innermost dimension is read by its divisors)
@@ -235,7 +235,7 @@ impl Sra<'_> {
                 let below = size(&d[k + 1..]);
                 let at_k = if k + 1 == d.len() { q.clone() } else { prim(Prim::Div, vec![q.clone(), name(at_least_one(below), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
                 let at_k = if k == 0 { at_k } else { prim(Prim::Mod, vec![at_k, name(at_least_one(d[k].clone()), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
-                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested_of(elem_ty, d.len() - k - 1));
+                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested(elem_ty, d.len() - k - 1));
             }
             x
         };
@@ -343,7 +343,7 @@ impl Sra<'_> {
                 let mut body = super::bot::subst(&t, i.id, &var(&j).with_ty(Type::Int), self.fresh);
                 for (k, icol) in icols.iter().rev() {
                     if mentions(&body, accs[*k]) {
-                        let state = self.read_col_of(&Type::Int, prim(Prim::Index, vec![var(&ri), at_j.clone()]).with_ty(Type::array(Type::Int)), icol);
+                        let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), at_j.clone()]).with_ty(Type::array(Type::Int)), icol);
                         body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(ty.clone());
                     }
                 }
@@ -399,7 +399,7 @@ impl Sra<'_> {
             for (k, col) in &cols {
                 out[*k] = match col {
                     Col::Real(q) => self.component(&r, *q, Type::Real, (scan, states), n),
-                    Col::Array(..) => self.array_component(&r, col, (scan, states), n),
+                    Col::Array(..) => self.array_component(&Type::Real, &r, col, (scan, states), n),
                 };
             }
             r_states = states.then_some(r);
@@ -435,13 +435,13 @@ impl Sra<'_> {
             for (k, col) in cols.iter().rev() {
                 if mentions(&ibody, accs[*k]) {
                     let row = prim(Prim::Index, vec![var(r), at_i.clone()]).with_ty(Type::array(Type::Real));
-                    let v = self.read_col(row, col);
+                    let v = self.read_col(&Type::Real, row, col);
                     ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
                 }
             }
         }
         for (k, col) in icols.iter().rev() {
-            let v = self.read_col_of(&Type::Int, var(&ia), col);
+            let v = self.read_col(&Type::Int, var(&ia), col);
             ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
         }
         let (q0, q1) = if op == Prim::Scanr { (i, &ia) } else { (&ia, i) };
@@ -451,7 +451,7 @@ impl Sra<'_> {
         let z0 = if ivectors.is_empty() {
             z0
         } else {
-            let z_dims: Vec<Vec<Expr>> = ivectors.iter().map(|(k, d)| outer_dims_of(&Type::Int, &zs[*k], d.len())).collect();
+            let z_dims: Vec<Vec<Expr>> = ivectors.iter().map(|(k, d)| outer_dims(&Type::Int, &zs[*k], d.len())).collect();
             self.packed_row(&Type::Int, z0, ivectors.iter().map(|v| zs[v.0].clone()).collect(), &z_dims, Check::Regular(e.span))
         };
         let j = self.fresh.name("i");
@@ -462,7 +462,7 @@ impl Sra<'_> {
         for (k, col) in icols {
             out[*k] = match col {
                 Col::Real(q) => self.component(&ri, *q, Type::Int, (scan, states), n),
-                Col::Array(..) => self.array_component_of(&Type::Int, &ri, col, (scan, states), n),
+                Col::Array(..) => self.array_component(&Type::Int, &ri, col, (scan, states), n),
             };
         }
         ri
@@ -478,7 +478,7 @@ impl Sra<'_> {
         ks.iter()
             .map(|&k| {
                 let (r, t) = innermost(&tys[k]);
-                let dims = outer_dims_of(t, &zs[k], r.max(1));
+                let dims = outer_dims(t, &zs[k], r.max(1));
                 dims.into_iter()
                     .map(|len| {
                         let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
@@ -490,14 +490,10 @@ impl Sra<'_> {
             .collect()
     }
 
-    /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`,
-    /// an array of arrays row-major `build k (\j1 -> build w (\j2 -> row ! (off + (j1 * w + j2))))`.
-    fn read_col(&mut self, row: Expr, col: &Col) -> Expr {
-        self.read_col_of(&Type::Real, row, col)
-    }
-
-    /// `read_col` of a row of `elem_ty` (reals, or the integers' loop's integers).
-    fn read_col_of(&mut self, elem_ty: &Type, row: Expr, col: &Col) -> Expr {
+    /// Component `col` of the packed row `row` of `elem_ty` (reals, or the integers' loop's integers):
+    /// `row ! q`, or `build len (\j -> row ! (off + j))`, an array of arrays row-major
+    /// `build k (\j1 -> build w (\j2 -> row ! (off + (j1 * w + j2))))`.
+    fn read_col(&mut self, elem_ty: &Type, row: Expr, col: &Col) -> Expr {
         match col {
             Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(elem_ty.clone()),
             Col::Array(off, dims) => {
@@ -505,31 +501,27 @@ impl Sra<'_> {
                 let flat = (1..dims.len()).fold(var(&js[0]), |f, k| prim(Prim::Add, vec![prim(Prim::Mul, vec![f, dims[k].clone()]).with_ty(Type::Int), var(&js[k])]).with_ty(Type::Int));
                 let mut x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), flat]).with_ty(Type::Int)]).with_ty(elem_ty.clone());
                 for (k, j) in js.iter().enumerate().rev() {
-                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested_of(elem_ty, dims.len() - k));
+                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested(elem_ty, dims.len() - k));
                 }
                 x
             }
         }
     }
 
-    /// An array component `col` of a packed loop's result `r`, as `component` reads a real: a
-    /// scan's states of it, the last row of a fold run as a scan, or the fold's row.
-    fn array_component(&mut self, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
-        self.array_component_of(&Type::Real, r, col, (scan, states), n)
-    }
-
-    /// `array_component` of a loop whose row holds `elem_ty`.
-    fn array_component_of(&mut self, elem_ty: &Type, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
+    /// An array component `col` of a packed loop's result `r`, whose row holds `elem_ty`, as
+    /// `component` reads a scalar: a scan's states of it, the last row of a fold run as a scan, or
+    /// the fold's row.
+    fn array_component(&mut self, elem_ty: &Type, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
         let row_ty = Type::array(elem_ty.clone());
         if scan {
             let j = self.fresh.name("i");
-            let c = self.read_col_of(elem_ty, prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
+            let c = self.read_col(elem_ty, prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
             let ty = Type::array(c.ty.clone());
             prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), c)]).with_ty(ty)
         } else if states {
-            self.read_col_of(elem_ty, prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
+            self.read_col(elem_ty, prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
         } else {
-            self.read_col_of(elem_ty, var(r), col)
+            self.read_col(elem_ty, var(r), col)
         }
     }
 
@@ -575,7 +567,7 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     // an array of booleans (any rank) an array of such numbers, elementwise, with the reals' arrays
     let bit_arrays: Vec<(usize, usize)> = (0..tys.len()).filter_map(|k| bits_rank(&tys[k]).map(|r| (k, r))).collect();
     for &(k, r) in &bit_arrays {
-        tys[k] = nested(r);
+        tys[k] = nested(&Type::Real, r);
         let number = |b: Expr, fresh: &mut Fresh| elementwise(b, r, &|x| if_(x, real(1.0), real(0.0)).with_ty(Type::Real), fresh);
         zs[k] = number(zs[k].clone(), fresh);
         cs[k] = number(cs[k].clone(), fresh);
@@ -719,13 +711,8 @@ pub(super) fn elem_rank(t: &Type) -> Option<usize> {
     }
 }
 
-/// `Array (.. (Array R))` of rank r.
-fn nested(r: usize) -> Type {
-    nested_of(&Type::Real, r)
-}
-
 /// `Array (.. (Array t))` of rank r.
-fn nested_of(t: &Type, r: usize) -> Type {
+fn nested(t: &Type, r: usize) -> Type {
     (0..r).fold(t.clone(), |t, _| Type::array(t))
 }
 
@@ -745,18 +732,14 @@ fn at_least_one(d: Expr) -> Expr {
     if_(prim(Prim::Lt, vec![int(0), d.clone()]).with_ty(Type::Bool), d, int(1)).with_ty(Type::Int)
 }
 
-/// The r dimensions of `z` read from its first rows: `length z`, `length (z ! 0)`, .. (regular, §3.2).
-fn outer_dims(z: &Expr, r: usize) -> Vec<Expr> {
-    outer_dims_of(&Type::Real, z, r)
-}
-
-/// `outer_dims` of an array of `t`.
-fn outer_dims_of(t: &Type, z: &Expr, r: usize) -> Vec<Expr> {
+/// The r dimensions of `z`, an array of `t`, read from its first rows: `length z`, `length (z ! 0)`,
+/// .. (regular, §3.2).
+fn outer_dims(t: &Type, z: &Expr, r: usize) -> Vec<Expr> {
     let mut row = z.clone();
     (0..r)
         .map(|q| {
             if q > 0 {
-                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested_of(t, r - q));
+                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested(t, r - q));
             }
             length(row.clone())
         })
