@@ -316,8 +316,7 @@ impl Sra<'_> {
             let mut cols = vec![];
             for (q, &k) in iscalars.iter().enumerate() {
                 let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
-                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
-                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
+                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), state_met(op, &j)]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
                 let body = prim(Prim::ToReal, vec![state]).with_ty(Type::Real);
                 binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
                 cols.push((accs[k], col.clone()));
@@ -339,7 +338,7 @@ impl Sra<'_> {
             }
             for (col, t, ty) in lifted {
                 let j = self.fresh.name("i");
-                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
+                let at_j = state_met(op, &j);
                 let mut body = super::bot::subst(&t, i.id, &var(&j).with_ty(Type::Int), self.fresh);
                 for (k, icol) in icols.iter().rev() {
                     if mentions(&body, accs[*k]) {
@@ -431,7 +430,7 @@ impl Sra<'_> {
         };
         let mut ibody = wrap(live(inner, &ics), ics);
         if let Some(r) = &r {
-            let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
+            let at_i = state_met(op, i);
             for (k, col) in cols.iter().rev() {
                 if mentions(&ibody, accs[*k]) {
                     let row = prim(Prim::Index, vec![var(r), at_i.clone()]).with_ty(Type::array(Type::Real));
@@ -828,6 +827,16 @@ struct Piece {
     z: Expr,
     c: Expr,
     shape: Vec<Name>,
+}
+
+/// The index of the state that element `j` meets in a loop's states: `j`, or `j + 1` in a scanr
+/// (its states run from the right, the last one its initial value).
+fn state_met(op: Prim, j: &Name) -> Expr {
+    if op == Prim::Scanr {
+        prim(Prim::Add, vec![var(j), int(1)]).with_ty(Type::Int)
+    } else {
+        var(j)
+    }
 }
 
 /// Where an array of a packed row starts: `m + len_1 + .. + len_p` (the reals first, then the arrays before it).
