@@ -6,7 +6,7 @@
 use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
-use crate::ir::{each_child, Expr, ExprKind, Program, Scheme, Type};
+use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -190,19 +190,22 @@ fn at(v: &Value, ix: &[i64]) -> Option<Value> {
 /// does not keep its elements' shape (an input's or a literal's `[]`: the source language's arrays
 /// carry none) in the last of the d dimensions has scalars below it: the program's scalar zero
 /// (`ScalarZero`); anywhere above, what is below is not known.
-fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
+fn template(m: &mut Machine, v: &Value, d: usize, span: Span) -> Result<Option<Value>, RunError> {
     let mut cur = v.clone();
     for k in 0..d {
         cur = match cur {
             Value::Array(xs) => match xs.first() {
                 Some(x) => x.clone(),
-                None if k + 1 == d => return Some(scalar_zero(m)),
-                None => return None,
+                None if k + 1 == d => return scalar_zero(m, span).map(Some),
+                None => return Ok(None),
             },
-            other => other.empty_elem()?.clone(),
+            other => match other.empty_elem() {
+                Some(e) => e.clone(),
+                None => return Ok(None),
+            },
         };
     }
-    Some(zero_like(&cur))
+    Ok(Some(zero_like(&cur)))
 }
 
 /// The zero of the scalars a program's arrays hold, from its `main`'s type: the element type of
@@ -217,13 +220,16 @@ fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
 #[derive(Default)]
 struct ScalarZero(Option<Value>);
 
-fn scalar_zero(m: &mut Machine) -> Value {
+fn scalar_zero(m: &mut Machine, span: Span) -> Res {
     if let Some(z) = &m.state::<ScalarZero>().0 {
-        return z.clone();
+        return Ok(z.clone());
     }
-    // (the chain's runs keep their program: `Chain::run_reads_program`)
-    let none = Program::default();
-    let p = m.program().unwrap_or(&none);
+    // the chain's runs keep their program (`Chain::run_reads_program`): without it the element
+    // type is unknown, and a guessed 0.0 would be wrong under forward mode's dual numbers
+    let Some(p) = m.program() else {
+        debug_assert!(false, "the array chain's run lost its program");
+        return Err(err(span, "internal error: the array core's runtime needs its program (the type of main's array elements gives an empty array's zero), and this run was given none"));
+    };
     let element = |t: &Type| match t {
         Type::Fun(a, _) => first_array_element(a).filter(|e| !matches!(e, Type::Var(_) | Type::Unknown)),
         _ => None,
@@ -285,7 +291,7 @@ fn scalar_zero(m: &mut Machine) -> Value {
     });
     let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
     m.state::<ScalarZero>().0 = Some(z.clone());
-    z
+    Ok(z)
 }
 
 fn first_array_element(t: &Type) -> Option<Type> {
@@ -314,18 +320,18 @@ fn zero_of(t: &Type) -> Value {
 /// array that keeps no shape, the program's scalar zero (`ScalarZero`), not `0.0`: forward mode
 /// runs bot's output on dual numbers, where a gather out of range of `[]` (the unused side of a sum
 /// in a fold's array, a wide property run's case) must give a dual zero.
-fn sub_zero(m: &mut Machine, v: &Value, d: usize) -> Value {
+fn sub_zero(m: &mut Machine, v: &Value, d: usize, span: Span) -> Res {
     let mut cur = v.clone();
     for _ in 0..d {
         cur = match cur {
             Value::Array(xs) => match xs.first() {
                 Some(x) => x.clone(),
-                None => return scalar_zero(m),
+                None => return scalar_zero(m, span),
             },
             other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
-    zero_like(&cur)
+    Ok(zero_like(&cur))
 }
 
 /// `gather [k1..km] a (λis. ix)` = `build [k1..km] (λis. index a ix)` (§3.3).
@@ -338,7 +344,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
     let f = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
-    let zero = sub_zero(m, &a, nd);
+    let zero = sub_zero(m, &a, nd, span)?;
     let ps = positions(&sh);
     m.tick(ps.len() as u64)?;
     m.alloc(ps.len() as u64)?;
@@ -348,7 +354,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
         let ix = call_ix(m, &f, &p, nd, span)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
     }
-    let tm = template(m, &a, nd);
+    let tm = template(m, &a, nd, span)?;
     Ok(nest(flat, &sh, tm))
 }
 
@@ -363,7 +369,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let f = args.pop().unwrap_or(Value::Unit);
     let t = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
-    let zero = sub_zero(m, &t, md);
+    let zero = sub_zero(m, &t, md, span)?;
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
     let mut flat = vec![zero.clone(); total];
@@ -379,7 +385,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
             flat[l] = add(&flat[l], &x, span)?;
         }
     }
-    let tm = template(m, &t, md);
+    let tm = template(m, &t, md, span)?;
     Ok(nest(flat, &sh, tm))
 }
 
@@ -465,7 +471,7 @@ pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res 
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
     }
-    let tm = template(m, t, rank);
+    let tm = template(m, t, rank, span)?;
     Ok(nest(flat, &out_shape, tm))
 }
 
