@@ -305,7 +305,7 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer (the paper's has one, §2's `round : R → Int`, and keeps an integer primal, §5.2: a real reaches it only \"through the discrete, integral results\", not differentiated, so its bot would take this; here an integer reads a real only through a condition, `if x > s then i + 1 else i`)")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
@@ -328,6 +328,16 @@ impl Sra<'_> {
             // (a boolean 1.0 for true, read back `> 0.5`), as `real m` is (`lift_int_reads`)
             let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
             let mut lifted = vec![];
+            // an integer read meeting a real component or a binder of the body (`v ! k`, `j < k`)
+            // made a real term of the integers' values first (`real_int_reads`), which is lifted
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), self.fresh);
+            }
+            for &k in &reals {
+                real_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), self.fresh);
+            }
             for &k in &reals {
                 lift_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
             }
@@ -362,7 +372,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body (such as `v ! m` of an array component v, or `\\j -> j < m`): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals (`v ! k`, a masked sum), a comparison (`j < k`) or a `real` of `+`, `-`, `*` (such as the size of a `build`, an index of an array of arrays, or `div`/`mod` of the two): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -773,17 +783,7 @@ fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
 /// per element (`int_fold`): a term of the integers alone is primal, as the integers are (no Delta).
 fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, lifted: &mut Vec<(Name, Expr, Type)>, fresh: &mut Fresh) {
     use super::bot::mentions;
-    let mut local = vec![];
-    let mut stack = vec![&*t];
-    while let Some(y) = stack.pop() {
-        match &y.kind {
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
-            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
-            ExprKind::LetRec(..) => return,
-            _ => {}
-        }
-        each_child(y, &mut |c| stack.push(c));
-    }
+    let Some(local) = bound_in(t) else { return };
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
         if matches!(y.ty, Type::Real | Type::Bool) {
@@ -803,6 +803,99 @@ fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
             }
         }
         stack.extend(children_mut(y));
+    }
+}
+
+/// The variables bound inside `t` (by a lambda, a let, a case); None when it has a `let rec`.
+fn bound_in(t: &Expr) -> Option<Vec<u32>> {
+    let mut local = vec![];
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
+            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
+            ExprKind::LetRec(..) => return None,
+            _ => {}
+        }
+        each_child(y, &mut |c| stack.push(c));
+    }
+    Some(local)
+}
+
+/// In `t` (a real component's new value or a let it reads), each read of an integer component
+/// (`ints`) that also meets a real component (`reals`) or a variable bound in `t` made a real term
+/// of the integers' values, which `lift_int_reads` then lifts as a column of the integers' states
+/// (its parts of the integers alone: `real k`, `real (k * k)`), since the reals' row holds reals
+/// only (Fig. 8) and no real comes back to an integer:
+/// - `e ! u` (a real read of e at an index u reading the integers): the masked sum
+///   `let w = e in sum (build (length w) (\q -> if ⟨q⟩ == ⟨u⟩ then w ! q else 0.0))`, the one-hot
+///   selection of §4.4's Index (its cotangent `oneHot`, the same), the integer primal in its
+///   condition as §5.2's gather functions keep theirs ("it can only influence said result through
+///   the discrete, integral results of that function", so it is not differentiated); O(length e)
+///   per read, §4.4's cost, where a gather is O(1);
+/// - an integer comparison (`j < k`, `==`, ..): the same comparison of ⟨j⟩ and ⟨k⟩;
+/// - `real u`: ⟨u⟩.
+/// ⟨u⟩ (`as_real`) is `real` pushed through `+`, `-`, `*` and negation, exact on integers below
+/// 2^53. An index out of range reads 0.0 here, where the source stops (its `!` is partial).
+fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let Some(local) = bound_in(t) else { return };
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // a node reading the integers and a real component or a binder: not a term of the integers alone
+    let mixed = |xs: &[&Expr]| {
+        let ws: Vec<Expr> = xs.iter().map(|x| whole(x)).collect();
+        ws.iter().any(|w| bare_int_use(w, ints)) && ws.iter().any(|w| reals.iter().chain(&local).any(|&x| mentions(w, x)))
+    };
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            // (an accumulator's variable is not typed here: the read's own type says it is a real)
+            ExprKind::Prim(Prim::Index, a) if y.ty == Type::Real && bare_int_use(&whole(&a[1]), ints) && mixed(&[&a[0], &a[1]]) => {
+                let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                let [e, u]: [Expr; 2] = a.try_into().unwrap_or_else(|_| unreachable!());
+                let (w, q) = (fresh.name("w"), fresh.name("q"));
+                let arr = Type::array(Type::Real);
+                let wv = var(&w).with_ty(arr.clone());
+                let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
+                let pick = if_(hit, prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+                let mask = prim(Prim::Build, vec![length(wv), lam(pvar(&q), pick)]).with_ty(arr);
+                *y = let_(pvar(&w), e, prim(Prim::Sum, vec![mask]).with_ty(Type::Real)).with_ty(Type::Real);
+                continue;
+            }
+            ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
+                let ExprKind::Prim(op, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                y.kind = ExprKind::Prim(op, a.into_iter().map(as_real).collect());
+                continue;
+            }
+            ExprKind::Prim(Prim::ToReal, a) if mixed(&[&a[0]]) => {
+                let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                *y = as_real(a.remove(0));
+                continue;
+            }
+            _ => {}
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// Whether `x` is an integer term: typed so, an integer component (whose variable is not typed
+/// here), or integer arithmetic on one.
+fn integer(x: &Expr, ints: &[u32]) -> bool {
+    match &x.kind {
+        _ if x.ty == Type::Int => true,
+        ExprKind::Var(v) => ints.contains(&v.id),
+        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Mod | Prim::Neg, a) if x.ty == Type::Unknown => a.iter().any(|y| integer(y, ints)),
+        _ => false,
+    }
+}
+
+/// An integer term as a real, `real` pushed through `+`, `-`, `*` and negation (exact below 2^53):
+/// `real (j + k)` is `real j + real k`, whose `real k` the reals' loop reads as a column.
+fn as_real(u: Expr) -> Expr {
+    match u.kind {
+        ExprKind::Int(k) => real(k as f64).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_iter().map(as_real).collect()).with_ty(Type::Real),
+        kind => prim(Prim::ToReal, vec![Expr { kind, ..u }]).with_ty(Type::Real),
     }
 }
 
