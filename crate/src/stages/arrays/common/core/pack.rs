@@ -279,7 +279,8 @@ impl Sra<'_> {
     /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
     /// read as a real is; an array of integers (any rank) with the integers, more columns of their
     /// row after the scalars (`packed_row` over Int, its shape checked each step). Refused, located: the two reading each other, or a real component reading
-    /// an integer one inside a term that also reads a real one or a binder of the body.
+    /// an integer one inside a term that also reads a real one or a binder of the body other than as
+    /// an index of an array of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;

@@ -2,6 +2,22 @@
 //! arrays. All are total (§5.2 "never crash", notes §8.1): an index or gather out of range gives a
 //! zero shaped like an element, a scatter drops an entry out of range. They are generic in the
 //! element (they only move and add values), so forward mode runs them on dual numbers as they are.
+//!
+//! The zero of unknown shape. The paper's arrays carry their shape in their type (§3.2: `Array sh ρ`,
+//! shapes static, "there are no jagged arrays"), so every zero it makes (a `sumOuter` of a 0×k array,
+//! an index or gather out of range, Fig. 17's zero cotangents) has a known shape. This language's
+//! arrays carry none in their values: a source literal's or input's `[]` does not say what its
+//! elements would be (`Value::empty_keeping` keeps it only where the runtime made the empty array
+//! from an element), and these builtins are polymorphic, given values, not types. A zero made from
+//! such an array is therefore `[]`, a scalar `0.0`, or the program's scalar zero (`ScalarZero`), and
+//! the operations that meet it where another shape is meant read it as the zero of that shape:
+//! `cond` as false, `add` as nothing added, `scale_by` as a zero, `index` and `sumOuter` as
+//! themselves (delta.rs's `eval` and gradient.rs's `restore_empty_dimensions` likewise). Each of
+//! these cases is met by the tests (arrays_core, part_c_takes: counted in session 27, all but
+//! `add`'s empty-keeping-beside-a-scalar case). To give every such zero its shape where it is made,
+//! the lowering would pass the static shape of the term (its type and the `length` terms bot
+//! already builds, §5's shape terms) to `sumOuter`, `index`, `gather` and `scatter` as an element
+//! template; until then these cases stay.
 
 use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
