@@ -1179,8 +1179,8 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
 
 /// A real component of a fold or scan's tuple accumulator that reads an integer component inside a
 /// term that also reads a real component or a binder of the body (pack.rs `real_int_reads`): `v ! k`
-/// of an array component is the masked sum `sum (build (length v) (\q -> if real q == real k then
-/// v ! q else 0.0))` (§4.4's one-hot Index; the integer primal in the condition, as §5.2's gather
+/// of an array component is the masked sum `sum (build (length v) (\q -> v ! q * (if real q ==
+/// real k then 1.0 else 0.0)))` (§4.4's one-hot Index; the integer primal in the condition, as §5.2's gather
 /// functions), a comparison `j < k` with a binder is `real j < real k`, `real (j + k)` is
 /// `real j + real k`; each `real k` then a column of the integers' states. Each was refused ("also
 /// reads a real component or a variable bound in the body"). Every Part C stage agrees with forward

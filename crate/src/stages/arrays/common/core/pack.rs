@@ -829,7 +829,7 @@ fn bound_in(t: &Expr) -> Option<Vec<u32>> {
 /// (its parts of the integers alone: `real k`, `real (k * k)`), since the reals' row holds reals
 /// only (Fig. 8) and no real comes back to an integer:
 /// - `e ! u` (a real read of e at an index u reading the integers): the masked sum
-///   `let w = e in sum (build (length w) (\q -> if ⟨q⟩ == ⟨u⟩ then w ! q else 0.0))`, the one-hot
+///   `let w = e in sum (build (length w) (\q -> w ! q * (if ⟨q⟩ == ⟨u⟩ then 1.0 else 0.0)))`, the one-hot
 ///   selection of §4.4's Index (its cotangent `oneHot`, the same), the integer primal in its
 ///   condition as §5.2's gather functions keep theirs ("it can only influence said result through
 ///   the discrete, integral results of that function", so it is not differentiated); O(length e)
@@ -858,7 +858,10 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
                 let arr = Type::array(Type::Real);
                 let wv = var(&w).with_ty(arr.clone());
                 let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
-                let pick = if_(hit, prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+                // the mask a constant 1.0 or 0.0 (its Delta zero) scaling the read: a cond between
+                // the read and 0.0 would stack both (bot's B4) and carry both rows' Delta
+                let one = if_(hit, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+                let pick = prim(Prim::Mul, vec![prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(Type::Real), one]).with_ty(Type::Real);
                 let mask = prim(Prim::Build, vec![length(wv), lam(pvar(&q), pick)]).with_ty(arr);
                 *y = let_(pvar(&w), e, prim(Prim::Sum, vec![mask]).with_ty(Type::Real)).with_ty(Type::Real);
                 continue;
