@@ -576,7 +576,10 @@ fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * x + real k, k + 1)) (0.5, 0) a)");
     // was refused ("other than as `real m`"): `k > 0` a column of the integers' states, 1.0 for true
     part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (if k > 0 then p * x else p, k + 1)) (0.5, 0) a)");
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\j -> if j < k then x else 1.0)), k + 1)) (0.5, 0) a)", "a variable bound in the body")] {
+    // was refused ("a variable bound in the body"): `j < k` is `real j < real k` (pack.rs
+    // `real_int_reads`); p = 0.5 · 2 · (x1 + 1) = 3
+    part_c_by_hand("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\j -> if j < k then x else 1.0)), k + 1)) (0.5, 0) a)", "3.0", &[0.0, 1.0]);
+    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build k (\\j -> p)), k + 1)) (0.5, 0) a)", "the size of a `build`")] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1161,7 +1164,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("let (s, v, k) = fold (\\(s, v, k) x -> (s * v ! k + x, map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s + sum v", "also reads a real component"),
+        ("let (s, m, k) = fold (\\(s, m, k) x -> (s * m ! k ! 0 + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s", "an index of an array of arrays"),
         ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
@@ -1172,6 +1175,41 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     }
     // was refused ("other than as `real m`")
     part_c_agrees("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs\n");
+}
+
+/// A real component of a fold or scan's tuple accumulator that reads an integer component inside a
+/// term that also reads a real component or a binder of the body (pack.rs `real_int_reads`): `v ! k`
+/// of an array component is the masked sum `sum (build (length v) (\q -> v ! q * (if real q ==
+/// real k then 1.0 else 0.0)))` (§4.4's one-hot Index; the integer primal in the condition, as §5.2's gather
+/// functions), a comparison `j < k` with a binder is `real j < real k`, `real (j + k)` is
+/// `real j + real k`; each `real k` then a column of the integers' states. Each was refused ("also
+/// reads a real component or a variable bound in the body"). Every Part C stage agrees with forward
+/// mode, and by hand:
+#[test]
+fn integer_reads_meeting_a_real_or_a_binder_are_real_terms_of_the_integers_states() {
+    // v ! k of the array component v (the refused program of session 26): with x = (a, b, c) =
+    // (1, 3, 2), v_i = v0 · a..x_i, s1 = 0.5 + a, s2 = s1 · 2a + b, s3 = s2 · ab + c:
+    // f = s3 + sum v3 = a²b + 2a³b + ab² + c + 3.5abc = 20 + 21;
+    // ∂f = (2ab + 6a²b + b² + 3.5bc, a² + 2a³ + 2ab + 3.5ac, 1 + 3.5ab) = (54, 16, 11.5)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = let (s, v, k) = fold (\\(s, v, k) x -> (s * v ! k + x, map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s + sum v\n", "41.0", &[54.0, 16.0, 11.5]);
+    // a comparison of a binder with the integer, beside the real component:
+    // s1 = a + 3, s2 = s1 (b + 2) + b, s3 = s2 (c + 1) + 2c = 23 · 3 + 4 = 73;
+    // ∂f = ((b + 2)(c + 1), (a + 4)(c + 1), s2 + 2) = (15, 15, 25)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> if j < k then x else s)), k + 1)) (1.0, 0) xs)\n", "73.0", &[15.0, 15.0, 25.0]);
+    // an index of the input at a binder plus the integer (a window): s1 = 2a0 + a1,
+    // s2 = s1 a1 + a1 + a2 = 13; ∂f = (2a1, 2a0 + 2a1 + 1, 1) = (4, 7, 1)
+    part_c_by_hand("input [1.0, 2.0, 3.0]\ndef main a = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\j -> a ! (j + k))), k + 1)) (1.0, 0) [a ! 0, a ! 1])\n", "13.0", &[4.0, 7.0, 1.0]);
+    let progs = [
+        // a scanl, a scanr, a let of the index, `==` with a binder, inside a map, `real (j * k + 1)`
+        "sum (map (\\(s, v, k) -> s) (scanl (\\(s, v, k) x -> (s + v ! k * x, map (\\y -> y + x) v, k + 1)) (0.0, [1.0, 2.0, 3.0, 4.0], 0) a))",
+        "sum (map (\\(k, v, s) -> s) (scanr (\\x (k, v, s) -> (k + 1, map (\\y -> y * x) v, s * x + v ! k)) (0, [0.5, 1.0, 1.5, 2.0], 1.0) a))",
+        "let (s, v, k) = fold (\\(s, v, k) x -> (let m = k + 1 in s * x + v ! m, v, k + 1)) (1.0, [0.5, 1.0, 1.5, 2.0], 0) a in s",
+        "map (\\y -> fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\j -> if j == k then y else s)), k + 1)) (y, 0) a)) a",
+        "fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> real (j * k + 1) * s)), k + 1)) (1.0, 0) a)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
+    }
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,

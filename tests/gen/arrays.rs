@@ -314,11 +314,19 @@ impl Gen {
                 let len = self.len_in(s);
                 let sv = s.with_real(&p).with_vec(&v, len).with_real(&x);
                 let (e1, e2) = (self.real_in(&sv, d.min(2)), self.real_in(&sv.with_real(&y), d.min(2)));
-                let step = if self.below(2) == 0 { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
+                let counts = self.below(2) == 0;
+                let step = if counts { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
+                // a counting integer read as an index of the array component (pack.rs
+                // `real_int_reads`: a masked sum, its `real` a column of the integers' states); the
+                // other step reads the real, and the two would read each other (refused). Only of a
+                // short component (the masked sum is O(len) per read): a read of a length-3
+                // component in a large program took arrays/symbolic past its gradient-size budget
+                // (§7.2's growth without share; wide-run seed 1541, whose fold with `v ! 1` did too)
+                let read = if counts && (1..3).contains(&len) { format!(" + 0.25 * {v} ! ({k} mod {len})") } else { String::new() };
                 let (a, b, m) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"));
                 let f = self.real_in(&s.with_real(&a).with_vec(&b, len), d.min(2));
                 let (z, v0, xs) = (self.real_in(s, d), self.vec(s, len, d), self.vec(s, n, d));
-                format!("(let ({a}, {b}, {m}) = fold (\\({p}, {v}, {k}) {x} -> ({p} * 0.5 + {e1}, map (\\{y} -> {e2}) {v}, {step})) ({z}, {v0}, 0) {xs} in {f} + real {m})")
+                format!("(let ({a}, {b}, {m}) = fold (\\({p}, {v}, {k}) {x} -> ({p} * 0.5 + {e1}{read}, map (\\{y} -> {e2}) {v}, {step})) ({z}, {v0}, 0) {xs} in {f} + real {m})")
             }
             6 => {
                 let (p, k, x, a, m) = (self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"), self.fresh("ifd"));

@@ -19,7 +19,7 @@
 //! Recursion is unrolled before this when params and literals bound it (bot.rs, App. B's staging);
 //! `a ||| b` is the pair and a sum inside the program a tag and both sides (tuples.rs: the side
 //! not there is the other branch's, or the tag a constant). What is left
-//! is refused, located: a tuple accumulator whose real component reads an integer one inside a term that also reads a real one (each term of the integers alone is a column of their states: pack.rs `lift_int_reads`), or the two reading each
+//! is refused, located: a tuple accumulator whose real component reads an integer one inside a term that also reads a real one other than as an index of an array of reals, a comparison or a `real` of `+`, `-`, `*` (those are real terms of the integers, pack.rs `real_int_reads`, and each term of the integers alone a column of their states, `lift_int_reads`), or the two reading each
 //! other (a tuple of reals and arrays of reals is packed into an array of reals, one loop: pack.rs
 //! `packed_fold`; its integers a loop of their own beside it, `int_fold`), data-dependent
 //! recursion, functions as values, sums in main's input or output. Arrays of tuples in main's input

@@ -73,7 +73,7 @@ impl Sra<'_> {
             .iter()
             .map(|(_, col)| match col {
                 Col::Real(q) => self.component(&r, *q, Type::Real, (scan, false), n),
-                Col::Array(..) => self.array_component(&r, col, (scan, false), n),
+                Col::Array(..) => self.array_component(&Type::Real, &r, col, (scan, false), n),
             })
             .collect();
         let mut outs = outs.into_iter();
@@ -94,8 +94,8 @@ impl Sra<'_> {
         let x_dims: Vec<Vec<Expr>> = arrays
             .iter()
             .map(|&l| {
-                let first = prim(Prim::Index, vec![xs[l].clone(), int(0)]).with_ty(nested(xr[l]));
-                self.shapes(span, &[0], (&[first], &[nested(xr[l])]), binds).remove(0).iter().map(|s| length(var(s))).collect()
+                let first = prim(Prim::Index, vec![xs[l].clone(), int(0)]).with_ty(nested(&Type::Real, xr[l]));
+                self.shapes(span, &[0], (&[first], &[nested(&Type::Real, xr[l])]), binds).remove(0).iter().map(|s| length(var(s))).collect()
             })
             .collect();
         let x_lens: Vec<Expr> = x_dims.iter().map(|d| size(d)).collect();
@@ -127,7 +127,7 @@ impl Sra<'_> {
                 if let Some(l) = xs.iter().position(|x| hit && same_var(x, &ab[0])) {
                     *y = match arrays.iter().position(|&a| a == l) {
                         None => prim(Prim::Index, vec![var(&cv), int(reals.iter().position(|&q| q == l).unwrap_or(l) as i64)]).with_ty(Type::Real),
-                        Some(p) => self.read_col(var(&cv), &Col::Array(offset(reals.len(), &x_lens[..p]), x_dims[p].clone())),
+                        Some(p) => self.read_col(&Type::Real, var(&cv), &Col::Array(offset(reals.len(), &x_lens[..p]), x_dims[p].clone())),
                     };
                     continue;
                 }
@@ -140,7 +140,7 @@ impl Sra<'_> {
         // an array component read back from its columns: `build len (\j -> acc ! (off + j))`, an
         // array of arrays row-major (`read_col`)
         for (p, piece) in pieces.iter().enumerate().rev() {
-            let v = self.read_col(var(&accv), &Col::Array(offset(m, &lens[..p]), dims[p].clone()));
+            let v = self.read_col(&Type::Real, var(&accv), &Col::Array(offset(m, &lens[..p]), dims[p].clone()));
             body = let_(pvar(&Name::new("acc", piece.acc)), v, body);
         }
         for (k, &a) in accs.iter().enumerate().rev() {
@@ -150,11 +150,11 @@ impl Sra<'_> {
         let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
         let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
-        let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&p.z, p.shape.len())).collect();
+        let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&Type::Real, &p.z, p.shape.len())).collect();
         let z0 = if pieces.is_empty() { z0 } else { self.packed_row(&Type::Real, z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, Check::Regular(span)) };
         let j = self.fresh.name("i");
         let row = Expr::gen(ExprKind::Array(reals.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(Type::Real)).collect())).with_ty(arr.clone());
-        let row = if arrays.is_empty() { row } else { self.packed_row(&Type::Real, row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
+        let row = if arrays.is_empty() { row } else { self.packed_row(&Type::Real, row, arrays.iter().map(|&l| prim(Prim::Index, vec![xs[l].clone(), var(&j)]).with_ty(nested(&Type::Real, xr[l]))).collect(), &x_dims, Check::Bounds(x_bounds)) };
         let packed = prim(Prim::Build, vec![n.clone(), lam(pvar(&j), row)]).with_ty(Type::array(arr.clone()));
         let r = self.fresh.name("r");
         let r_ty = if matches!(op, Prim::Scanl | Prim::Scanr) { Type::array(arr.clone()) } else { arr.clone() };
@@ -191,7 +191,7 @@ impl Sra<'_> {
             }
         };
         let s = name(scalars, "s", arr.clone(), self.fresh, &mut lets);
-        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested_of(elem_ty, d.len()), self.fresh, &mut lets)).collect();
+        let vs: Vec<Expr> = vs.into_iter().zip(dims).map(|(v, d)| name(v, "v", nested(elem_ty, d.len()), self.fresh, &mut lets)).collect();
         let lens: Vec<Expr> = dims.iter().map(|d| size(d)).collect();
         // whether the last array's bound is used, always met: a checked length that nothing else
         // reads (an array of arrays' checked innermost dimension is read by its divisors)
@@ -235,7 +235,7 @@ impl Sra<'_> {
                 let below = size(&d[k + 1..]);
                 let at_k = if k + 1 == d.len() { q.clone() } else { prim(Prim::Div, vec![q.clone(), name(at_least_one(below), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
                 let at_k = if k == 0 { at_k } else { prim(Prim::Mod, vec![at_k, name(at_least_one(d[k].clone()), "w", Type::Int, self.fresh, lets)]).with_ty(Type::Int) };
-                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested_of(elem_ty, d.len() - k - 1));
+                x = prim(Prim::Index, vec![x, at_k]).with_ty(nested(elem_ty, d.len() - k - 1));
             }
             x
         };
@@ -279,7 +279,8 @@ impl Sra<'_> {
     /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
     /// read as a real is; an array of integers (any rank) with the integers, more columns of their
     /// row after the scalars (`packed_row` over Int, its shape checked each step). Refused, located: the two reading each other, or a real component reading
-    /// an integer one inside a term that also reads a real one or a binder of the body.
+    /// an integer one inside a term that also reads a real one or a binder of the body other than as
+    /// an index of an array of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
@@ -305,7 +306,7 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer (the paper's has one, §2's `round : R → Int`, and keeps an integer primal, §5.2: a real reaches it only \"through the discrete, integral results\", not differentiated, so its bot would take this; here an integer reads a real only through a condition, `if x > s then i + 1 else i`)")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
@@ -316,8 +317,7 @@ impl Sra<'_> {
             let mut cols = vec![];
             for (q, &k) in iscalars.iter().enumerate() {
                 let (col, j) = (self.fresh.name("ri"), self.fresh.name("i"));
-                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
-                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), at_j]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
+                let state = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&ri), state_met(op, &j)]).with_ty(Type::array(Type::Int)), int(q as i64)]).with_ty(Type::Int);
                 let body = prim(Prim::ToReal, vec![state]).with_ty(Type::Real);
                 binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&j), body)]), e.span).with_ty(Type::array(Type::Real)), e.span));
                 cols.push((accs[k], col.clone()));
@@ -329,6 +329,16 @@ impl Sra<'_> {
             // (a boolean 1.0 for true, read back `> 0.5`), as `real m` is (`lift_int_reads`)
             let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
             let mut lifted = vec![];
+            // an integer read meeting a real component or a binder of the body (`v ! k`, `j < k`)
+            // made a real term of the integers' values first (`real_int_reads`), which is lifted
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), self.fresh);
+            }
+            for &k in &reals {
+                real_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), self.fresh);
+            }
             for &k in &reals {
                 lift_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
             }
@@ -339,11 +349,11 @@ impl Sra<'_> {
             }
             for (col, t, ty) in lifted {
                 let j = self.fresh.name("i");
-                let at_j = if op == Prim::Scanr { prim(Prim::Add, vec![var(&j), int(1)]).with_ty(Type::Int) } else { var(&j) };
+                let at_j = state_met(op, &j);
                 let mut body = super::bot::subst(&t, i.id, &var(&j).with_ty(Type::Int), self.fresh);
                 for (k, icol) in icols.iter().rev() {
                     if mentions(&body, accs[*k]) {
-                        let state = self.read_col_of(&Type::Int, prim(Prim::Index, vec![var(&ri), at_j.clone()]).with_ty(Type::array(Type::Int)), icol);
+                        let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), at_j.clone()]).with_ty(Type::array(Type::Int)), icol);
                         body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(ty.clone());
                     }
                 }
@@ -363,7 +373,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body (such as `v ! m` of an array component v, or `\\j -> j < m`): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals (`v ! k`, a masked sum), a comparison (`j < k`) or a `real` of `+`, `-`, `*` (such as the size of a `build`, an index of an array of arrays, or `div`/`mod` of the two): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -399,7 +409,7 @@ impl Sra<'_> {
             for (k, col) in &cols {
                 out[*k] = match col {
                     Col::Real(q) => self.component(&r, *q, Type::Real, (scan, states), n),
-                    Col::Array(..) => self.array_component(&r, col, (scan, states), n),
+                    Col::Array(..) => self.array_component(&Type::Real, &r, col, (scan, states), n),
                 };
             }
             r_states = states.then_some(r);
@@ -431,17 +441,17 @@ impl Sra<'_> {
         };
         let mut ibody = wrap(live(inner, &ics), ics);
         if let Some(r) = &r {
-            let at_i = if op == Prim::Scanr { prim(Prim::Add, vec![var(i), int(1)]).with_ty(Type::Int) } else { var(i) };
+            let at_i = state_met(op, i);
             for (k, col) in cols.iter().rev() {
                 if mentions(&ibody, accs[*k]) {
                     let row = prim(Prim::Index, vec![var(r), at_i.clone()]).with_ty(Type::array(Type::Real));
-                    let v = self.read_col(row, col);
+                    let v = self.read_col(&Type::Real, row, col);
                     ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
                 }
             }
         }
         for (k, col) in icols.iter().rev() {
-            let v = self.read_col_of(&Type::Int, var(&ia), col);
+            let v = self.read_col(&Type::Int, var(&ia), col);
             ibody = let_(pvar(&Name::new("acc", accs[*k])), v, ibody);
         }
         let (q0, q1) = if op == Prim::Scanr { (i, &ia) } else { (&ia, i) };
@@ -451,7 +461,7 @@ impl Sra<'_> {
         let z0 = if ivectors.is_empty() {
             z0
         } else {
-            let z_dims: Vec<Vec<Expr>> = ivectors.iter().map(|(k, d)| outer_dims_of(&Type::Int, &zs[*k], d.len())).collect();
+            let z_dims: Vec<Vec<Expr>> = ivectors.iter().map(|(k, d)| outer_dims(&Type::Int, &zs[*k], d.len())).collect();
             self.packed_row(&Type::Int, z0, ivectors.iter().map(|v| zs[v.0].clone()).collect(), &z_dims, Check::Regular(e.span))
         };
         let j = self.fresh.name("i");
@@ -462,7 +472,7 @@ impl Sra<'_> {
         for (k, col) in icols {
             out[*k] = match col {
                 Col::Real(q) => self.component(&ri, *q, Type::Int, (scan, states), n),
-                Col::Array(..) => self.array_component_of(&Type::Int, &ri, col, (scan, states), n),
+                Col::Array(..) => self.array_component(&Type::Int, &ri, col, (scan, states), n),
             };
         }
         ri
@@ -478,7 +488,7 @@ impl Sra<'_> {
         ks.iter()
             .map(|&k| {
                 let (r, t) = innermost(&tys[k]);
-                let dims = outer_dims_of(t, &zs[k], r.max(1));
+                let dims = outer_dims(t, &zs[k], r.max(1));
                 dims.into_iter()
                     .map(|len| {
                         let (shape, j) = (self.fresh.name("shape"), self.fresh.name("j"));
@@ -490,14 +500,10 @@ impl Sra<'_> {
             .collect()
     }
 
-    /// Component `col` of the packed row `row`: `row ! q`, or `build len (\j -> row ! (off + j))`,
-    /// an array of arrays row-major `build k (\j1 -> build w (\j2 -> row ! (off + (j1 * w + j2))))`.
-    fn read_col(&mut self, row: Expr, col: &Col) -> Expr {
-        self.read_col_of(&Type::Real, row, col)
-    }
-
-    /// `read_col` of a row of `elem_ty` (reals, or the integers' loop's integers).
-    fn read_col_of(&mut self, elem_ty: &Type, row: Expr, col: &Col) -> Expr {
+    /// Component `col` of the packed row `row` of `elem_ty` (reals, or the integers' loop's integers):
+    /// `row ! q`, or `build len (\j -> row ! (off + j))`, an array of arrays row-major
+    /// `build k (\j1 -> build w (\j2 -> row ! (off + (j1 * w + j2))))`.
+    fn read_col(&mut self, elem_ty: &Type, row: Expr, col: &Col) -> Expr {
         match col {
             Col::Real(q) => prim(Prim::Index, vec![row, int(*q as i64)]).with_ty(elem_ty.clone()),
             Col::Array(off, dims) => {
@@ -505,31 +511,27 @@ impl Sra<'_> {
                 let flat = (1..dims.len()).fold(var(&js[0]), |f, k| prim(Prim::Add, vec![prim(Prim::Mul, vec![f, dims[k].clone()]).with_ty(Type::Int), var(&js[k])]).with_ty(Type::Int));
                 let mut x = prim(Prim::Index, vec![row, prim(Prim::Add, vec![off.clone(), flat]).with_ty(Type::Int)]).with_ty(elem_ty.clone());
                 for (k, j) in js.iter().enumerate().rev() {
-                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested_of(elem_ty, dims.len() - k));
+                    x = prim(Prim::Build, vec![dims[k].clone(), lam(pvar(j), x)]).with_ty(nested(elem_ty, dims.len() - k));
                 }
                 x
             }
         }
     }
 
-    /// An array component `col` of a packed loop's result `r`, as `component` reads a real: a
-    /// scan's states of it, the last row of a fold run as a scan, or the fold's row.
-    fn array_component(&mut self, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
-        self.array_component_of(&Type::Real, r, col, (scan, states), n)
-    }
-
-    /// `array_component` of a loop whose row holds `elem_ty`.
-    fn array_component_of(&mut self, elem_ty: &Type, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
+    /// An array component `col` of a packed loop's result `r`, whose row holds `elem_ty`, as
+    /// `component` reads a scalar: a scan's states of it, the last row of a fold run as a scan, or
+    /// the fold's row.
+    fn array_component(&mut self, elem_ty: &Type, r: &Name, col: &Col, (scan, states): (bool, bool), n: &Expr) -> Expr {
         let row_ty = Type::array(elem_ty.clone());
         if scan {
             let j = self.fresh.name("i");
-            let c = self.read_col_of(elem_ty, prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
+            let c = self.read_col(elem_ty, prim(Prim::Index, vec![var(r), var(&j)]).with_ty(row_ty), col);
             let ty = Type::array(c.ty.clone());
             prim(Prim::Build, vec![length(var(r)), lam(pvar(&j), c)]).with_ty(ty)
         } else if states {
-            self.read_col_of(elem_ty, prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
+            self.read_col(elem_ty, prim(Prim::Index, vec![var(r), n.clone()]).with_ty(row_ty), col)
         } else {
-            self.read_col_of(elem_ty, var(r), col)
+            self.read_col(elem_ty, var(r), col)
         }
     }
 
@@ -575,7 +577,7 @@ pub(super) fn encode_bools(tys: &mut [Type], (zs, accs): (&mut [Expr], &[u32]), 
     // an array of booleans (any rank) an array of such numbers, elementwise, with the reals' arrays
     let bit_arrays: Vec<(usize, usize)> = (0..tys.len()).filter_map(|k| bits_rank(&tys[k]).map(|r| (k, r))).collect();
     for &(k, r) in &bit_arrays {
-        tys[k] = nested(r);
+        tys[k] = nested(&Type::Real, r);
         let number = |b: Expr, fresh: &mut Fresh| elementwise(b, r, &|x| if_(x, real(1.0), real(0.0)).with_ty(Type::Real), fresh);
         zs[k] = number(zs[k].clone(), fresh);
         cs[k] = number(cs[k].clone(), fresh);
@@ -719,13 +721,8 @@ pub(super) fn elem_rank(t: &Type) -> Option<usize> {
     }
 }
 
-/// `Array (.. (Array R))` of rank r.
-fn nested(r: usize) -> Type {
-    nested_of(&Type::Real, r)
-}
-
 /// `Array (.. (Array t))` of rank r.
-fn nested_of(t: &Type, r: usize) -> Type {
+fn nested(t: &Type, r: usize) -> Type {
     (0..r).fold(t.clone(), |t, _| Type::array(t))
 }
 
@@ -745,18 +742,14 @@ fn at_least_one(d: Expr) -> Expr {
     if_(prim(Prim::Lt, vec![int(0), d.clone()]).with_ty(Type::Bool), d, int(1)).with_ty(Type::Int)
 }
 
-/// The r dimensions of `z` read from its first rows: `length z`, `length (z ! 0)`, .. (regular, §3.2).
-fn outer_dims(z: &Expr, r: usize) -> Vec<Expr> {
-    outer_dims_of(&Type::Real, z, r)
-}
-
-/// `outer_dims` of an array of `t`.
-fn outer_dims_of(t: &Type, z: &Expr, r: usize) -> Vec<Expr> {
+/// The r dimensions of `z`, an array of `t`, read from its first rows: `length z`, `length (z ! 0)`,
+/// .. (regular, §3.2).
+fn outer_dims(t: &Type, z: &Expr, r: usize) -> Vec<Expr> {
     let mut row = z.clone();
     (0..r)
         .map(|q| {
             if q > 0 {
-                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested_of(t, r - q));
+                row = prim(Prim::Index, vec![row.clone(), int(0)]).with_ty(nested(t, r - q));
             }
             length(row.clone())
         })
@@ -791,17 +784,7 @@ fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
 /// per element (`int_fold`): a term of the integers alone is primal, as the integers are (no Delta).
 fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, lifted: &mut Vec<(Name, Expr, Type)>, fresh: &mut Fresh) {
     use super::bot::mentions;
-    let mut local = vec![];
-    let mut stack = vec![&*t];
-    while let Some(y) = stack.pop() {
-        match &y.kind {
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
-            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
-            ExprKind::LetRec(..) => return,
-            _ => {}
-        }
-        each_child(y, &mut |c| stack.push(c));
-    }
+    let Some(local) = bound_in(t) else { return };
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
         if matches!(y.ty, Type::Real | Type::Bool) {
@@ -821,6 +804,102 @@ fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
             }
         }
         stack.extend(children_mut(y));
+    }
+}
+
+/// The variables bound inside `t` (by a lambda, a let, a case); None when it has a `let rec`.
+fn bound_in(t: &Expr) -> Option<Vec<u32>> {
+    let mut local = vec![];
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
+            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
+            ExprKind::LetRec(..) => return None,
+            _ => {}
+        }
+        each_child(y, &mut |c| stack.push(c));
+    }
+    Some(local)
+}
+
+/// In `t` (a real component's new value or a let it reads), each read of an integer component
+/// (`ints`) that also meets a real component (`reals`) or a variable bound in `t` made a real term
+/// of the integers' values, which `lift_int_reads` then lifts as a column of the integers' states
+/// (its parts of the integers alone: `real k`, `real (k * k)`), since the reals' row holds reals
+/// only (Fig. 8) and no real comes back to an integer:
+/// - `e ! u` (a real read of e at an index u reading the integers): the masked sum
+///   `let w = e in sum (build (length w) (\q -> w ! q * (if ⟨q⟩ == ⟨u⟩ then 1.0 else 0.0)))`, the one-hot
+///   selection of §4.4's Index (its cotangent `oneHot`, the same), the integer primal in its
+///   condition as §5.2's gather functions keep theirs ("it can only influence said result through
+///   the discrete, integral results of that function", so it is not differentiated); O(length e)
+///   per read, §4.4's cost, where a gather is O(1);
+/// - an integer comparison (`j < k`, `==`, ..): the same comparison of ⟨j⟩ and ⟨k⟩;
+/// - `real u`: ⟨u⟩.
+/// ⟨u⟩ (`as_real`) is `real` pushed through `+`, `-`, `*` and negation, exact on integers below
+/// 2^53. An index out of range reads 0.0 here, where the source stops (its `!` is partial).
+fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let Some(local) = bound_in(t) else { return };
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // a node reading the integers and a real component or a binder: not a term of the integers alone
+    let mixed = |xs: &[&Expr]| {
+        let ws: Vec<Expr> = xs.iter().map(|x| whole(x)).collect();
+        ws.iter().any(|w| bare_int_use(w, ints)) && ws.iter().any(|w| reals.iter().chain(&local).any(|&x| mentions(w, x)))
+    };
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        match &y.kind {
+            // (an accumulator's variable is not typed here: the read's own type says it is a real)
+            ExprKind::Prim(Prim::Index, a) if y.ty == Type::Real && bare_int_use(&whole(&a[1]), ints) && mixed(&[&a[0], &a[1]]) => {
+                let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                let [e, u]: [Expr; 2] = a.try_into().unwrap_or_else(|_| unreachable!());
+                let (w, q) = (fresh.name("w"), fresh.name("q"));
+                let arr = Type::array(Type::Real);
+                let wv = var(&w).with_ty(arr.clone());
+                let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
+                // the mask a constant 1.0 or 0.0 (its Delta zero) scaling the read: a cond between
+                // the read and 0.0 would stack both (bot's B4) and carry both rows' Delta
+                let one = if_(hit, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+                let pick = prim(Prim::Mul, vec![prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(Type::Real), one]).with_ty(Type::Real);
+                let mask = prim(Prim::Build, vec![length(wv), lam(pvar(&q), pick)]).with_ty(arr);
+                *y = let_(pvar(&w), e, prim(Prim::Sum, vec![mask]).with_ty(Type::Real)).with_ty(Type::Real);
+                continue;
+            }
+            ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
+                let ExprKind::Prim(op, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                y.kind = ExprKind::Prim(op, a.into_iter().map(as_real).collect());
+                continue;
+            }
+            ExprKind::Prim(Prim::ToReal, a) if mixed(&[&a[0]]) => {
+                let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                *y = as_real(a.remove(0));
+                continue;
+            }
+            _ => {}
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// Whether `x` is an integer term: typed so, an integer component (whose variable is not typed
+/// here), or integer arithmetic on one.
+fn integer(x: &Expr, ints: &[u32]) -> bool {
+    match &x.kind {
+        _ if x.ty == Type::Int => true,
+        ExprKind::Var(v) => ints.contains(&v.id),
+        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Mod | Prim::Neg, a) if x.ty == Type::Unknown => a.iter().any(|y| integer(y, ints)),
+        _ => false,
+    }
+}
+
+/// An integer term as a real, `real` pushed through `+`, `-`, `*` and negation (exact below 2^53):
+/// `real (j + k)` is `real j + real k`, whose `real k` the reals' loop reads as a column.
+fn as_real(u: Expr) -> Expr {
+    match u.kind {
+        ExprKind::Int(k) => real(k as f64).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_iter().map(as_real).collect()).with_ty(Type::Real),
+        kind => prim(Prim::ToReal, vec![Expr { kind, ..u }]).with_ty(Type::Real),
     }
 }
 
@@ -845,6 +924,16 @@ struct Piece {
     z: Expr,
     c: Expr,
     shape: Vec<Name>,
+}
+
+/// The index of the state that element `j` meets in a loop's states: `j`, or `j + 1` in a scanr
+/// (its states run from the right, the last one its initial value).
+fn state_met(op: Prim, j: &Name) -> Expr {
+    if op == Prim::Scanr {
+        prim(Prim::Add, vec![var(j), int(1)]).with_ty(Type::Int)
+    } else {
+        var(j)
+    }
 }
 
 /// Where an array of a packed row starts: `m + len_1 + .. + len_p` (the reals first, then the arrays before it).

@@ -2,11 +2,27 @@
 //! arrays. All are total (§5.2 "never crash", notes §8.1): an index or gather out of range gives a
 //! zero shaped like an element, a scatter drops an entry out of range. They are generic in the
 //! element (they only move and add values), so forward mode runs them on dual numbers as they are.
+//!
+//! The zero of unknown shape. The paper's arrays carry their shape in their type (§3.2: `Array sh ρ`,
+//! shapes static, "there are no jagged arrays"), so every zero it makes (a `sumOuter` of a 0×k array,
+//! an index or gather out of range, Fig. 17's zero cotangents) has a known shape. This language's
+//! arrays carry none in their values: a source literal's or input's `[]` does not say what its
+//! elements would be (`Value::empty_keeping` keeps it only where the runtime made the empty array
+//! from an element), and these builtins are polymorphic, given values, not types. A zero made from
+//! such an array is therefore `[]`, a scalar `0.0`, or the program's scalar zero (`ScalarZero`), and
+//! the operations that meet it where another shape is meant read it as the zero of that shape:
+//! `cond` as false, `add` as nothing added, `scale_by` as a zero, `index` and `sumOuter` as
+//! themselves (delta.rs's `eval` and gradient.rs's `restore_empty_dimensions` likewise). Each of
+//! these cases is met by the tests (arrays_core, part_c_takes: counted in session 27, all but
+//! `add`'s empty-keeping-beside-a-scalar case). To give every such zero its shape where it is made,
+//! the lowering would pass the static shape of the term (its type and the `length` terms bot
+//! already builds, §5's shape terms) to `sumOuter`, `index`, `gather` and `scatter` as an element
+//! template; until then these cases stay.
 
 use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
-use crate::ir::{each_child, Expr, ExprKind, Program, Scheme, Type};
+use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -190,19 +206,22 @@ fn at(v: &Value, ix: &[i64]) -> Option<Value> {
 /// does not keep its elements' shape (an input's or a literal's `[]`: the source language's arrays
 /// carry none) in the last of the d dimensions has scalars below it: the program's scalar zero
 /// (`ScalarZero`); anywhere above, what is below is not known.
-fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
+fn template(m: &mut Machine, v: &Value, d: usize, span: Span) -> Result<Option<Value>, RunError> {
     let mut cur = v.clone();
     for k in 0..d {
         cur = match cur {
             Value::Array(xs) => match xs.first() {
                 Some(x) => x.clone(),
-                None if k + 1 == d => return Some(scalar_zero(m)),
-                None => return None,
+                None if k + 1 == d => return scalar_zero(m, span).map(Some),
+                None => return Ok(None),
             },
-            other => other.empty_elem()?.clone(),
+            other => match other.empty_elem() {
+                Some(e) => e.clone(),
+                None => return Ok(None),
+            },
         };
     }
-    Some(zero_like(&cur))
+    Ok(Some(zero_like(&cur)))
 }
 
 /// The zero of the scalars a program's arrays hold, from its `main`'s type: the element type of
@@ -217,13 +236,16 @@ fn template(m: &mut Machine, v: &Value, d: usize) -> Option<Value> {
 #[derive(Default)]
 struct ScalarZero(Option<Value>);
 
-fn scalar_zero(m: &mut Machine) -> Value {
+fn scalar_zero(m: &mut Machine, span: Span) -> Res {
     if let Some(z) = &m.state::<ScalarZero>().0 {
-        return z.clone();
+        return Ok(z.clone());
     }
-    // (the chain's runs keep their program: `Chain::run_reads_program`)
-    let none = Program::default();
-    let p = m.program().unwrap_or(&none);
+    // the chain's runs keep their program (`Chain::run_reads_program`): without it the element
+    // type is unknown, and a guessed 0.0 would be wrong under forward mode's dual numbers
+    let Some(p) = m.program() else {
+        debug_assert!(false, "the array chain's run lost its program");
+        return Err(err(span, "internal error: the array core's runtime needs its program (the type of main's array elements gives an empty array's zero), and this run was given none"));
+    };
     let element = |t: &Type| match t {
         Type::Fun(a, _) => first_array_element(a).filter(|e| !matches!(e, Type::Var(_) | Type::Unknown)),
         _ => None,
@@ -285,7 +307,7 @@ fn scalar_zero(m: &mut Machine) -> Value {
     });
     let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
     m.state::<ScalarZero>().0 = Some(z.clone());
-    z
+    Ok(z)
 }
 
 fn first_array_element(t: &Type) -> Option<Type> {
@@ -314,18 +336,18 @@ fn zero_of(t: &Type) -> Value {
 /// array that keeps no shape, the program's scalar zero (`ScalarZero`), not `0.0`: forward mode
 /// runs bot's output on dual numbers, where a gather out of range of `[]` (the unused side of a sum
 /// in a fold's array, a wide property run's case) must give a dual zero.
-fn sub_zero(m: &mut Machine, v: &Value, d: usize) -> Value {
+fn sub_zero(m: &mut Machine, v: &Value, d: usize, span: Span) -> Res {
     let mut cur = v.clone();
     for _ in 0..d {
         cur = match cur {
             Value::Array(xs) => match xs.first() {
                 Some(x) => x.clone(),
-                None => return scalar_zero(m),
+                None => return scalar_zero(m, span),
             },
             other => other.empty_elem().cloned().unwrap_or(other),
         };
     }
-    zero_like(&cur)
+    Ok(zero_like(&cur))
 }
 
 /// `gather [k1..km] a (λis. ix)` = `build [k1..km] (λis. index a ix)` (§3.3).
@@ -338,7 +360,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
     let f = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
-    let zero = sub_zero(m, &a, nd);
+    let zero = sub_zero(m, &a, nd, span)?;
     let ps = positions(&sh);
     m.tick(ps.len() as u64)?;
     m.alloc(ps.len() as u64)?;
@@ -348,7 +370,7 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
         let ix = call_ix(m, &f, &p, nd, span)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
     }
-    let tm = template(m, &a, nd);
+    let tm = template(m, &a, nd, span)?;
     Ok(nest(flat, &sh, tm))
 }
 
@@ -363,7 +385,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let f = args.pop().unwrap_or(Value::Unit);
     let t = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), nd, span)?;
-    let zero = sub_zero(m, &t, md);
+    let zero = sub_zero(m, &t, md, span)?;
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
     let mut flat = vec![zero.clone(); total];
@@ -379,7 +401,7 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
             flat[l] = add(&flat[l], &x, span)?;
         }
     }
-    let tm = template(m, &t, md);
+    let tm = template(m, &t, md, span)?;
     Ok(nest(flat, &sh, tm))
 }
 
@@ -465,7 +487,7 @@ pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res 
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
     }
-    let tm = template(m, t, rank);
+    let tm = template(m, t, rank, span)?;
     Ok(nest(flat, &out_shape, tm))
 }
 

@@ -28,7 +28,7 @@
 //!
 //! What is left refused: a sum in main's input or output, and a component of a fold over tuples that is not a sum (§2.3), when used and
 //! the tuple is not all reals, arrays of reals and integers (a tuple of reals and arrays of reals
-//! is packed into one loop's array, its integers a loop of their own: pack.rs), or a real component reads an integer one inside a term that also reads a real one (pack.rs `lift_int_reads`), or the two read each other.
+//! is packed into one loop's array, its integers a loop of their own: pack.rs), or a real component reads an integer one inside a term that also reads a real one other than as an index of an array of reals, a comparison or a `real` (pack.rs `real_int_reads`, `lift_int_reads`), or the two read each other.
 
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
