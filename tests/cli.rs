@@ -420,3 +420,23 @@ fn trace_memory_prints_the_live_heap_per_phase_on_stderr_only() {
     // each line also gives the peak since the one before: what a phase took at most, not only what it left
     assert!(traced.2.lines().filter(|l| l.starts_with("memory: ")).all(|l| l.contains(" MiB since the line before)")), "{}", traced.2);
 }
+
+#[test]
+fn a_transforms_budget_stop_has_the_budget_status() {
+    // E11 at depth 24 (§7.2): without share the gradient term has 2^24 nodes, past arrays/symbolic's
+    // `gradient size` budget, which stops the transform; with share it is linear and agrees.
+    let mut src = String::from("input 1.0\ndef main inp =\n");
+    let mut prev = "inp".to_string();
+    for k in 1..=24 {
+        src.push_str(&format!("  let x{k} = {prev} + {prev} in\n"));
+        prev = format!("x{k}");
+    }
+    src.push_str(&format!("  {prev}\n"));
+    let (code, out, err) = cot(&["run", "-", "--stage", "arrays/symbolic", "--stage", "arrays/symbolic-share", "--json"], Some(&src));
+    assert_eq!(code, 1, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let st = |id: &str| doc["stages"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap().clone();
+    assert_eq!(st("arrays/symbolic")["status"], "budget");
+    assert!(st("arrays/symbolic")["error"].as_str().unwrap().contains("`gradient size` budget"));
+    assert_eq!(st("arrays/symbolic-share")["status"], "agrees");
+}

@@ -85,7 +85,7 @@ pub enum Status {
     Unchecked,
     /// Declined by design, with the located reason.
     Refused,
-    /// Stopped at a named budget, with the counts reached.
+    /// Stopped at a named budget: a run's (with the counts reached), a transform's or a check's.
     Budget,
     /// Failed otherwise (a runtime error of the program, or an internal error).
     Error,
@@ -711,7 +711,15 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     };
     let fail = |mut r: StageResult, d: Diagnostic| {
         r.refused = d.refused;
-        r.status = if d.refused { Status::Refused } else { Status::Error };
+        // a transform's or a check's budget stop ("stopped: the … budget …": limits.rs, the rewrite
+        // engine, arrays/symbolic's gradient size) is a budget stop, as a run's is
+        r.status = if d.refused {
+            Status::Refused
+        } else if d.message.starts_with("stopped: ") {
+            Status::Budget
+        } else {
+            Status::Error
+        };
         if r.program.is_empty() {
             r.program = d.program.clone().unwrap_or_default();
         }
