@@ -305,14 +305,20 @@ impl Occ {
     }
 
     /// A binder's scope: its interval of occurrence numbers is recorded, the renamer's question.
+    /// (No closures on the recursion's path: each is a frame per nesting level, and wasm's stack
+    /// in a debug build is what the deep-program browser tests measure.)
     fn body(&mut self, b: &Expr) {
-        self.scope(|s| s.expr(b));
+        let k = self.open_scope();
+        self.expr(b);
+        self.close_scope(k);
     }
 
-    fn scope(&mut self, f: impl FnOnce(&mut Self)) {
-        let k = self.scopes.len();
+    fn open_scope(&mut self) -> usize {
         self.scopes.push((self.next, 0));
-        f(self);
+        self.scopes.len() - 1
+    }
+
+    fn close_scope(&mut self, k: usize) {
         self.scopes[k].1 = self.next;
     }
 
@@ -328,7 +334,12 @@ impl Occ {
             }
             Builtin(b) => self.global(b.clone()),
             Real(_) | Int(_) | Bool(_) | Unit => {}
-            Lam(_, p, b) => self.scoped(p.names(), |s| s.body(b)),
+            Lam(_, p, b) => {
+                let ns = p.names();
+                self.enter(&ns);
+                self.body(b);
+                self.leave(&ns);
+            }
             Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
             App(a, b) => {
                 self.expr(a);
@@ -336,18 +347,28 @@ impl Occ {
             }
             Let(p, a, b) | Bind(p, a, b) => {
                 self.expr(a);
-                self.scoped(p.names(), |s| s.body(b));
+                let ns = p.names();
+                self.enter(&ns);
+                self.body(b);
+                self.leave(&ns);
             }
             // the group's names are in scope in every member's body and in `b`: one interval
-            LetRec(fs, b) => self.scoped(fs.iter().map(|f| &f.name).collect(), |s| {
-                s.scope(|s| {
-                    for f in fs {
-                        s.expr(&f.body);
-                    }
-                    s.expr(b);
-                })
-            }),
-            Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
+            LetRec(fs, b) => {
+                let ns: Vec<&Name> = fs.iter().map(|f| &f.name).collect();
+                self.enter(&ns);
+                let k = self.open_scope();
+                for f in fs {
+                    self.expr(&f.body);
+                }
+                self.expr(b);
+                self.close_scope(k);
+                self.leave(&ns);
+            }
+            Tuple(es) | Array(es) => {
+                for x in es.iter() {
+                    self.expr(x);
+                }
+            }
             Par(a, b) => {
                 self.expr(a);
                 self.expr(b);
@@ -355,8 +376,12 @@ impl Occ {
             Case(c) => {
                 let (s, p1, a, p2, b) = &**c;
                 self.expr(s);
-                self.scoped(p1.names(), |s| s.body(a));
-                self.scoped(p2.names(), |s| s.body(b));
+                for (p, x) in [(p1, a), (p2, b)] {
+                    let ns = p.names();
+                    self.enter(&ns);
+                    self.body(x);
+                    self.leave(&ns);
+                }
             }
             If(c, a, b) => {
                 self.expr(c);
@@ -367,17 +392,22 @@ impl Occ {
                 if p.is_named() {
                     self.global(Rc::from(p.symbol()));
                 }
-                args.iter().for_each(|x| self.expr(x));
+                for x in args.iter() {
+                    self.expr(x);
+                }
             }
         }
     }
 
-    fn scoped(&mut self, names: Vec<&Name>, f: impl FnOnce(&mut Self)) {
-        for n in &names {
+    /// `names` bound, for the binder's body (`leave` after it).
+    fn enter(&mut self, names: &[&Name]) {
+        for n in names {
             *self.bound.entry(n.id).or_default() += 1;
         }
-        f(self);
-        for n in &names {
+    }
+
+    fn leave(&mut self, names: &[&Name]) {
+        for n in names {
             if let Some(c) = self.bound.get_mut(&n.id) {
                 *c -= 1;
                 if *c == 0 {
