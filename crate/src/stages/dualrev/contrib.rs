@@ -144,24 +144,57 @@ impl Stage for ContribStage {
 /// and no drop walk at the end.
 #[derive(Default)]
 pub struct Contribs {
-    /// Per Contrib: (start in the edge arrays, count).
-    at: Vec<(u32, u32)>,
+    /// Per Contrib: where its edges start; they end where the next Contrib's start (the last's at
+    /// the arrays' end), as Contribs are appended in the order made: 4 bytes a Contrib, not a
+    /// (start, count) pair of 8 (issue 13: bytes per op).
+    starts: Vec<u32>,
+    /// Every Contrib's edges: the partial, the argument's ID and the argument's Contrib, three
+    /// flat arrays (16 bytes an edge; IDs fit 32 bits, as the tape's do).
     partial: Vec<f64>,
-    arg: Vec<i64>,
+    arg: Vec<u32>,
     child: Vec<u32>,
-    /// What the resolves did, in order, for the graph: (ID, its cell's Contrib, how many of the
-    /// Contrib's edges were followed: all but where a budget or a bad ID stopped the resolve). The
-    /// graph's edges are made from it when the graph is drawn, as the tape's are from the tape.
-    resolves: Vec<(i64, u32, u32)>,
+    /// What the resolves did, in order, for the graph: (ID, its cell's Contrib). All of the
+    /// Contrib's edges were followed, but for the entry `stop` names: (its index, how many were
+    /// followed before a budget or a bad ID stopped the resolve, which ends the run). The graph's
+    /// edges are made from it when the graph is drawn, as the tape's are from the tape.
+    resolves: Vec<(u32, u32)>,
+    stop: Option<(usize, u32)>,
 }
 
 impl Contribs {
+    /// The range of Contrib k's edges in the edge arrays (empty for an unknown k).
+    fn range(&self, k: u32) -> std::ops::Range<usize> {
+        let k = k as usize;
+        match self.starts.get(k) {
+            Some(&s) => s as usize..self.starts.get(k + 1).map_or(self.partial.len(), |&e| e as usize),
+            None => 0..0,
+        }
+    }
     /// The edges (partial, argument ID, argument's Contrib) of Contrib k.
     fn edges(&self, k: u32) -> impl Iterator<Item = (f64, i64, u32)> + '_ {
-        let (start, n) = self.at.get(k as usize).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
-        let r = start..start + n;
+        let r = self.range(k);
         let (ps, js, cs) = (self.partial.get(r.clone()).unwrap_or(&[]), self.arg.get(r.clone()).unwrap_or(&[]), self.child.get(r).unwrap_or(&[]));
-        ps.iter().zip(js).zip(cs).map(|((a, j), c)| (*a, *j, *c))
+        ps.iter().zip(js).zip(cs).map(|((a, j), c)| (*a, *j as i64, *c))
+    }
+    /// Appends a Contrib with edges (partial, _) of `es`, argument IDs `js` and Contribs `cs`;
+    /// its number, None when the arrays are full.
+    fn push(&mut self, es: &[(f64, i64)], js: &[u32], cs: &[u32]) -> Option<u32> {
+        let (k, start) = (u32::try_from(self.starts.len()).ok()?, u32::try_from(self.partial.len()).ok()?);
+        self.starts.push(start);
+        self.partial.extend(es.iter().map(|&(a, _)| a));
+        self.arg.extend_from_slice(js);
+        self.child.extend_from_slice(cs);
+        Some(k)
+    }
+    /// The resolves' entries: (ID, Contrib, how many of its edges were followed).
+    fn resolved(&self) -> impl DoubleEndedIterator<Item = (i64, u32, u32)> + '_ {
+        self.resolves.iter().enumerate().map(|(x, &(i, cb))| {
+            let done = match self.stop {
+                Some((at, done)) if at == x => done,
+                _ => u32::MAX,
+            };
+            (i as i64, cb, done)
+        })
     }
 }
 
@@ -219,20 +252,23 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
     for pair in args.chunks(2) {
         let a = want_real(&pair[0], span, "Contrib")?;
         let (j, c) = dref_of(&pair[1], span)?;
+        if u32::try_from(j).is_err() {
+            return Err(err(span, format!("Contrib: argument ID {j} out of range")));
+        }
         let k = v.n as usize;
         let (Some(e), Some(ck)) = (v.e.get_mut(k), cs.get_mut(k)) else { return Err(err(span, "Contrib: more than two edges")) };
         (*e, *ck) = ((a, j), c);
         v.n += 1;
     }
-    let st = m.state::<Contribs>();
-    let (Ok(k), Ok(start)) = (u32::try_from(st.at.len()), u32::try_from(st.partial.len())) else {
+    let mut js = [0u32; MAX_EDGES];
+    for (j, e) in js.iter_mut().zip(&v.e[..v.n as usize]) {
+        // (each checked above to fit)
+        *j = e.1 as u32;
+    }
+    let n = v.n as usize;
+    let Some(k) = m.state::<Contribs>().push(&v.e[..n], &js[..n], &cs[..n]) else {
         return Err(err(span, "Contrib: more Contribs than fit the run's arrays"));
     };
-    let n = v.n as usize;
-    st.at.push((start, n as u32));
-    st.partial.extend(v.e[..n].iter().map(|&(a, _)| a));
-    st.arg.extend(v.e[..n].iter().map(|&(_, j)| j));
-    st.child.extend_from_slice(&cs[..n]);
     v.k = k;
     Ok(Value::Ext(Rc::new(v)))
 }
@@ -326,8 +362,9 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let res = resolve(m, s, &mut contribs, n, span);
     *m.state::<Contribs>() = contribs;
     res?;
-    // frozen: the cotangents (0 where none was received)
-    let frozen = s.0.borrow().acc.clone();
+    // frozen (§9's unsafeFreeze), as the tape's: the cotangents (0 where none was received) taken
+    // rather than copied, the cells with them; the staged array is not used after its resolve
+    let frozen = std::mem::take(&mut *s.0.borrow_mut()).acc;
     m.tick(frozen.len() as u64)?;
     Ok(iarr(frozen))
 }
@@ -340,7 +377,7 @@ fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeM
     // (more than one resolve, or IDs not descending: the inserts, in order)
     let descending = cs.resolves.windows(2).all(|w| w[0].0 > w[1].0);
     if !descending {
-        for &(i, cb, done) in &cs.resolves {
+        for (i, cb, done) in cs.resolved() {
             for (a, j, _) in cs.edges(cb).take(done as usize) {
                 recorded.insert((i, j), a);
             }
@@ -348,7 +385,7 @@ fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeM
         return recorded;
     }
     let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.partial.len().min(2 * cs.resolves.len()));
-    for &(i, cb, done) in cs.resolves.iter().rev() {
+    for (i, cb, done) in cs.resolved().rev() {
         let from = drawn.len();
         drawn.extend(cs.edges(cb).take(done as usize).map(|(a, j, _)| ((i, j), a)));
         if drawn.len() - from > 1 {
@@ -400,21 +437,21 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
                 let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
                 m.count_at(c, 1);
                 resolved.add(i, d);
-                cs.resolves.push((i, cb, u32::MAX));
-                let (start, len) = cs.at.get(cb as usize).map_or((0, 0), |&(s, n)| (s as usize, n as usize));
-                for k in start..start + len {
+                let Ok(at) = u32::try_from(i) else { return Err(err(span, "SResolve: more IDs than fit the run's arrays")) };
+                cs.resolves.push((at, cb));
+                let r = cs.range(cb);
+                let start = r.start;
+                for k in r {
                     let (Some(&a), Some(&j), Some(&cbj)) = (cs.partial.get(k), cs.arg.get(k), cs.child.get(k)) else { break };
                     let stopped = if let Err(stop) = m.tick(1) {
                         Some(stop)
                     } else {
                         m.real_op();
-                        (!cells.stage(j, cbj, a * d)).then(|| err(span, format!("SResolve: ID {j} outside the staging array")))
+                        (!cells.stage(j as i64, cbj, a * d)).then(|| err(span, format!("SResolve: ID {j} outside the staging array")))
                     };
                     if let Some(stop) = stopped {
                         // the graph draws the edges followed before the stop
-                        if let Some(last) = cs.resolves.last_mut() {
-                            last.2 = (k - start) as u32;
-                        }
+                        cs.stop = Some((cs.resolves.len() - 1, (k - start) as u32));
                         return Err(stop);
                     }
                 }
@@ -431,4 +468,26 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
     drop(cells);
     resolved.put(m);
     res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Contribs;
+
+    /// A Contrib's edges end where the next one's start, the last's at the arrays' end; an empty
+    /// Contrib between two is empty (issue 13: a start per Contrib, no count).
+    #[test]
+    fn each_contribs_edges_run_to_the_next_ones_start() {
+        let mut cs = Contribs::default();
+        assert_eq!(cs.push(&[], &[], &[]), Some(0));
+        assert_eq!(cs.push(&[(2.0, 0)], &[0], &[0]), Some(1));
+        assert_eq!(cs.push(&[], &[], &[]), Some(2));
+        assert_eq!(cs.push(&[(3.0, 1), (4.0, 0)], &[1, 0], &[1, 0]), Some(3));
+        let edges = |k| cs.edges(k).collect::<Vec<_>>();
+        assert_eq!(edges(0), vec![]);
+        assert_eq!(edges(1), vec![(2.0, 0, 0)]);
+        assert_eq!(edges(2), vec![]);
+        assert_eq!(edges(3), vec![(3.0, 1, 1), (4.0, 0, 0)]);
+        assert_eq!(edges(4), vec![]);
+    }
 }
