@@ -36,6 +36,12 @@ impl Visits {
         self.pending = 0;
     }
     pub fn merge(&mut self, other: Visits) {
+        if self.per_node.is_empty() {
+            // the first eval's visits are the record: moved, not copied (a second array of a
+            // count per node was the eval's peak; issue 13, bytes per op)
+            self.per_node = other.per_node;
+            return;
+        }
         if other.per_node.len() > self.per_node.len() {
             self.per_node.resize(other.per_node.len(), 0);
         }
