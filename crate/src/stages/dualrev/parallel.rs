@@ -22,6 +22,7 @@ use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub struct Parallel;
@@ -508,6 +509,12 @@ pub struct PArr(pub Vec<Vec<AtomicU64>>);
 
 const UNSET: u64 = u64::MAX; // a NaN pattern no addition produces
 
+/// Job 0's cell i of a `PArr` (the frozen gradient's reader), 0 where none was received.
+fn job0_cell(s: &dyn ExtValue, i: usize) -> Option<f64> {
+    let a = s.as_any().downcast_ref::<PArr>()?.0.first()?;
+    a.get(i).map(|x| load(x).unwrap_or(0.0))
+}
+
 impl ExtValue for PArr {
     fn type_name(&self) -> &'static str {
         "Staged"
@@ -740,13 +747,15 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         m.real_op();
     }
     m.tick(w.calls + w.entries + 1)?;
-    let frozen: Vec<f64> = s.0.first().map(|a| a.iter().map(|x| load(x).unwrap_or(0.0)).collect()).unwrap_or_default();
-    let staged = args[1].clone();
+    // freeze (m @ 0), §9's unsafeFreeze: job 0's cells themselves, viewed (0 where none was received)
+    let n0 = s.0.first().map_or(0, |a| a.len());
+    let Value::Ext(staged) = args[1].clone() else { return Err(err(span, "SResolve: expected the staging arrays")) };
+    let frozen = IArr::View(staged.clone(), job0_cell, n0);
     let st = m.state::<ParSt>();
     st.tapes = tapes;
-    st.staged = Some(staged);
+    st.staged = Some(Value::Ext(staged));
     st.last = Some(jd);
-    Ok(iarr(frozen))
+    Ok(Value::Ext(Rc::new(frozen)))
 }
 
 #[cfg(test)]

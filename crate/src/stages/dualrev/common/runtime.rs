@@ -372,17 +372,44 @@ pub fn collector_rows(c: &Value) -> Vec<(String, f64)> {
 // ---------------------------------------------------------------------------------------------
 // Arrays (§9): the frozen collector `IArray dR` and its `@`; `runIO` (unsafePerformIO)
 
-/// A frozen array of cotangents (`IArray dR`).
-#[derive(Debug)]
-pub struct IArr(pub Vec<f64>);
+/// A frozen array of cotangents (`IArray dR`): its own reals (the tape's and contrib's cells, taken
+/// at their resolve), or a view of a staging array no longer written (§9's unsafeFreeze is the
+/// mutable array itself): dualrev/parallel's job 0, whose cells the graph also reads, so a copy
+/// would be 8 more bytes an ID at the run's peak (issue 13, bytes per op).
+pub enum IArr {
+    Reals(Vec<f64>),
+    /// The staging value, the reader of its cell i (0 where none was received) and its length.
+    View(std::rc::Rc<dyn crate::value::ExtValue>, fn(&dyn crate::value::ExtValue, usize) -> Option<f64>, usize),
+}
+
+impl IArr {
+    pub fn get(&self, i: usize) -> Option<f64> {
+        match self {
+            IArr::Reals(v) => v.get(i).copied(),
+            IArr::View(s, read, n) => (i < *n).then(|| read(&**s, i)).flatten(),
+        }
+    }
+    pub fn len(&self) -> usize {
+        match self {
+            IArr::Reals(v) => v.len(),
+            IArr::View(_, _, n) => *n,
+        }
+    }
+}
+
+impl std::fmt::Debug for IArr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IArr({})", crate::value::ExtValue::show(self))
+    }
+}
 
 impl crate::value::ExtValue for IArr {
     fn type_name(&self) -> &'static str {
         "IArray"
     }
     fn show(&self) -> String {
-        let xs: Vec<String> = self.0.iter().take(32).map(|x| crate::value::show_real(*x)).collect();
-        format!("[{}{}]", xs.join(", "), if self.0.len() > 32 { ", …" } else { "" })
+        let xs: Vec<String> = (0..self.len().min(32)).filter_map(|i| self.get(i)).map(crate::value::show_real).collect();
+        format!("[{}{}]", xs.join(", "), if self.len() > 32 { ", …" } else { "" })
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
@@ -405,7 +432,7 @@ fn b_at(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, Run
     m.tick(1)?;
     let a = args[0].ext::<IArr>().ok_or_else(|| err(span, format!("@: expected an array, got {}", args[0])))?;
     let i = want_int(&args[1], span, "@")?;
-    a.0.get(i as usize).map(|x| Value::Real(*x)).ok_or_else(|| err(span, format!("@: index {i} out of bounds")))
+    usize::try_from(i).ok().and_then(|i| a.get(i)).map(Value::Real).ok_or_else(|| err(span, format!("@: index {i} out of bounds")))
 }
 
 fn b_run_io(_: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
@@ -413,7 +440,7 @@ fn b_run_io(_: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, Ru
 }
 
 pub fn iarr(v: Vec<f64>) -> Value {
-    Value::Ext(std::rc::Rc::new(IArr(v)))
+    Value::Ext(std::rc::Rc::new(IArr::Reals(v)))
 }
 
 /// Renders staging-array cells (`·` for an untouched cell).
