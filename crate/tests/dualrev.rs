@@ -595,6 +595,26 @@ fn contrib_shared_resolve_counters_and_graph() {
     assert_eq!(stopped(full - 26), (vec![e(5, 4, "1.0"), e(3, 2, "1.0"), e(4, 1, "18.0"), e(4, 3, "2.0")], 1));
 }
 
+/// `dualrev/parallel` counts one real operation per resolve entry, as `dualrev/tape` does (the same
+/// real_ops), also past 2^20 entries: a count capped there undercounted longer resolves.
+#[test]
+fn parallel_counts_every_resolve_entry_as_a_real_op() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/peers/particle.cot")).expect("particle.cot");
+    let opts = Options {
+        stages: vec!["dualrev/tape".into(), "dualrev/parallel".into()],
+        // 7 ops a step and ~1.4 edges an ID: 1.4 · 10^6 entries at n = 10^5, past 2^20
+        params: vec![("n".to_string(), 100_000)],
+        traced: Some(vec![]),
+        ..Options::default()
+    };
+    let a = pipeline::analyse(&text, &opts).ok().expect("particle analyses");
+    let (tape, par) = (ok(&a, "dualrev/tape"), ok(&a, "dualrev/parallel"));
+    assert!(tape.cost.real_ops > 2_000_000, "{}", tape.cost.real_ops);
+    assert_eq!(par.cost.real_ops, tape.cost.real_ops);
+    let bits = |g: &[f64]| g.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&par.gradient), bits(&tape.gradient));
+}
+
 /// A stage run untraced (the page's stages not shown, `cotangent bench`) keeps its graph's shape —
 /// the same nodes, edges and visits as a traced run — but not each ID's resolved cotangent and
 /// span (issue 13's bytes per op: 16 of the tape's ~50 bytes an ID); the naive stage's display

@@ -743,9 +743,9 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         m.trace(t);
     }
     m.count("backprop_calls", w.calls);
-    for _ in 0..w.entries.min(1 << 20) {
-        m.real_op();
-    }
+    // one real operation per entry followed, all of them (a loop of `real_op` capped at 2^20 undercounted
+    // longer resolves)
+    m.real_ops_n(w.entries);
     m.tick(w.calls + w.entries + 1)?;
     // freeze (m @ 0), §9's unsafeFreeze: job 0's cells themselves, viewed (0 where none was received)
     let n0 = s.0.first().map_or(0, |a| a.len());
