@@ -153,12 +153,28 @@ pub struct Contribs {
     partial: Vec<f64>,
     arg: Vec<u32>,
     child: Vec<u32>,
-    /// What the resolves did, in order, for the graph: (ID, its cell's Contrib). All of the
-    /// Contrib's edges were followed, but for the entry `stop` names: (its index, how many were
-    /// followed before a budget or a bad ID stopped the resolve, which ends the run). The graph's
-    /// edges are made from it when the graph is drawn, as the tape's are from the tape.
+    /// What the resolves did, in order, for the graph: (ID, its cell's Contrib), all of the
+    /// Contrib's edges followed; then `stop`, the entry where a budget or a bad ID stopped the
+    /// resolve (which ends the run), with how many were followed. The graph's edges are made from
+    /// them when the graph is drawn, as the tape's are from the tape.
     resolves: Vec<(u32, u32)>,
-    stop: Option<(usize, u32)>,
+    stop: Option<(u32, u32, u32)>,
+    /// The first resolve's entries, read off its cells rather than logged (8 bytes an ID less at
+    /// the run's peak; issue 13): it visits the IDs descending, and a resolved ID's cell keeps its
+    /// Contrib, as every edge goes to a lower ID (an argument is made before its result). They
+    /// come before `resolves`' in the resolves' order. A resolve that meets an edge to its own or
+    /// a higher ID logs what it visited so far and goes on logging.
+    first: Option<FirstResolve>,
+}
+
+/// The IDs a first resolve visited: those in `lo..hi` whose cell in `cb` is not `EMPTY`, `count`
+/// of them (`cb` is the staging array's, moved in once the resolve ends).
+#[derive(Default)]
+struct FirstResolve {
+    cb: Vec<u32>,
+    lo: usize,
+    hi: usize,
+    count: usize,
 }
 
 impl Contribs {
@@ -176,6 +192,10 @@ impl Contribs {
         let (ps, js, cs) = (self.partial.get(r.clone()).unwrap_or(&[]), self.arg.get(r.clone()).unwrap_or(&[]), self.child.get(r).unwrap_or(&[]));
         ps.iter().zip(js).zip(cs).map(|((a, j), c)| (*a, *j as i64, *c))
     }
+    /// How many entries the resolves have made.
+    fn entries(&self) -> usize {
+        self.first.as_ref().map_or(0, |f| f.count) + self.resolves.len() + self.stop.is_some() as usize
+    }
     /// Appends a Contrib with edges (partial, _) of `es`, argument IDs `js` and Contribs `cs`;
     /// its number, None when the arrays are full.
     fn push(&mut self, es: &[(f64, i64)], js: &[u32], cs: &[u32]) -> Option<u32> {
@@ -188,13 +208,13 @@ impl Contribs {
     }
     /// The resolves' entries: (ID, Contrib, how many of its edges were followed).
     fn resolved(&self) -> impl DoubleEndedIterator<Item = (i64, u32, u32)> + '_ {
-        self.resolves.iter().enumerate().map(|(x, &(i, cb))| {
-            let done = match self.stop {
-                Some((at, done)) if at == x => done,
-                _ => u32::MAX,
-            };
-            (i as i64, cb, done)
-        })
+        let first = self.first.iter().flat_map(|f| {
+            (f.lo..f.hi).rev().filter_map(|v| f.cb.get(v).filter(|&&c| c != EMPTY).map(|&c| (v as u32, c)))
+        });
+        first
+            .chain(self.resolves.iter().copied())
+            .map(|(i, cb)| (i as i64, cb, u32::MAX))
+            .chain(self.stop.iter().map(|&(i, cb, done)| (i as i64, cb, done)))
     }
 }
 
@@ -364,7 +384,13 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     res?;
     // frozen (§9's unsafeFreeze), as the tape's: the cotangents (0 where none was received) taken
     // rather than copied, the cells with them; the staged array is not used after its resolve
-    let frozen = std::mem::take(&mut *s.0.borrow_mut()).acc;
+    let cells = std::mem::take(&mut *s.0.borrow_mut());
+    if let Some(f) = &mut m.state::<Contribs>().first {
+        if f.cb.is_empty() {
+            f.cb = cells.cb;
+        }
+    }
+    let frozen = cells.acc;
     m.tick(frozen.len() as u64)?;
     Ok(iarr(frozen))
 }
@@ -375,7 +401,8 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
 /// a sorted list (a map insert per edge, or a sort of them all, cost more than the resolve).
 fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeMap<(i64, i64), f64> {
     // (more than one resolve, or IDs not descending: the inserts, in order)
-    let descending = cs.resolves.windows(2).all(|w| w[0].0 > w[1].0);
+    let mut last = None;
+    let descending = cs.resolved().all(|(i, _, _)| last.replace(i).is_none_or(|l| l > i));
     if !descending {
         for (i, cb, done) in cs.resolved() {
             for (a, j, _) in cs.edges(cb).take(done as usize) {
@@ -384,7 +411,7 @@ fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeM
         }
         return recorded;
     }
-    let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.partial.len().min(2 * cs.resolves.len()));
+    let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.partial.len().min(2 * cs.entries()));
     for (i, cb, done) in cs.resolved().rev() {
         let from = drawn.len();
         drawn.extend(cs.edges(cb).take(done as usize).map(|(a, j, _)| ((i, j), a)));
@@ -429,6 +456,10 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
     let mut resolved = Resolved::take(m, ids);
     // the cells borrowed once for the loop (nothing else reads them until it ends)
     let mut cells = s.0.borrow_mut();
+    // the first resolve's entries are read off its cells afterwards (`FirstResolve`): the lowest
+    // ID visited so far
+    let mut derive = cs.first.is_none() && cs.resolves.is_empty();
+    let (mut lo, mut count) = (ids, 0);
     let res = (|| {
         let mut i = n - 1;
         while i >= 0 {
@@ -438,11 +469,24 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
                 m.count_at(c, 1);
                 resolved.add(i, d);
                 let Ok(at) = u32::try_from(i) else { return Err(err(span, "SResolve: more IDs than fit the run's arrays")) };
-                cs.resolves.push((at, cb));
+                if derive {
+                    (lo, count) = (i as usize, count + 1);
+                } else {
+                    cs.resolves.push((at, cb));
+                }
                 let r = cs.range(cb);
                 let start = r.start;
                 for k in r {
                     let (Some(&a), Some(&j), Some(&cbj)) = (cs.partial.get(k), cs.arg.get(k), cs.child.get(k)) else { break };
+                    if derive && j as i64 >= i {
+                        // an edge to a visited cell: log the visited IDs' entries while they hold
+                        for v in (lo..ids).rev() {
+                            if let Some((c, _)) = cells.get(v) {
+                                cs.resolves.push((v as u32, c));
+                            }
+                        }
+                        derive = false;
+                    }
                     let stopped = if let Err(stop) = m.tick(1) {
                         Some(stop)
                     } else {
@@ -451,7 +495,13 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
                     };
                     if let Some(stop) = stopped {
                         // the graph draws the edges followed before the stop
-                        cs.stop = Some((cs.resolves.len() - 1, (k - start) as u32));
+                        // (the stopped ID's entry is `stop`, not among the visited ones)
+                        if derive {
+                            (lo, count) = (lo + 1, count - 1);
+                        } else {
+                            cs.resolves.pop();
+                        }
+                        cs.stop = Some((at, cb, (k - start) as u32));
                         return Err(stop);
                     }
                 }
@@ -465,6 +515,12 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
         }
         Ok(())
     })();
+    if derive && count > 0 {
+        // the cells' Contribs: moved in by `b_sresolve` when the resolve ends well (the cells are
+        // frozen then), copied when it stopped (the run ends; the staged array stays as it was)
+        let cb = if res.is_ok() { vec![] } else { cells.cb.clone() };
+        cs.first = Some(FirstResolve { cb, lo, hi: ids, count });
+    }
     drop(cells);
     resolved.put(m);
     res
@@ -472,7 +528,50 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
 
 #[cfg(test)]
 mod tests {
-    use super::Contribs;
+    use super::{resolve, Cells, ContribArr, Contribs, EMPTY};
+    use crate::diag::Span;
+    use crate::interp::{Budget, Builtins, Machine};
+    use crate::ir::Program;
+    use std::cell::RefCell;
+
+    /// The resolves' entries for the graph: the first resolve's read off its cells afterwards, a
+    /// second one's logged; and a first resolve that meets an edge to an ID it visited (no
+    /// generated program makes one: an argument is made before its result) logs instead, so the
+    /// entries are what the resolve saw, not the cells' later Contribs.
+    #[test]
+    fn the_resolves_entries_are_what_each_resolve_saw() {
+        let program = Program::default();
+        let mut m = Machine::new(&program, &Builtins::new(), Budget::default()).expect("a machine");
+        let mut cs = Contribs::default();
+        let c0 = cs.push(&[], &[], &[]).unwrap();
+        let c1 = cs.push(&[(2.0, 0)], &[0], &[c0]).unwrap();
+        // ID 2's Contrib has an edge to ID 2 itself, staging C0 there as it is resolved
+        let c2 = cs.push(&[(3.0, 2)], &[2], &[c0]).unwrap();
+        let cells = |cb: Vec<u32>| ContribArr(RefCell::new(Cells { acc: vec![1.0; cb.len()], cb }));
+        let entries = |cs: &Contribs| cs.resolved().collect::<Vec<_>>();
+        // IDs 0..4, cell 1 empty: read off the cells (IDs 3, 2, 0; C1 staged into 0 by ID 2)
+        let a = cells(vec![c0, EMPTY, c1, c0]);
+        resolve(&mut m, &a, &mut cs, 4, Span::NONE).unwrap();
+        assert!(cs.first.is_some() && cs.resolves.is_empty());
+        cs.first.as_mut().unwrap().cb = std::mem::take(&mut a.0.borrow_mut().cb);
+        assert_eq!(entries(&cs), vec![(3, c0, u32::MAX), (2, c1, u32::MAX), (0, c0, u32::MAX)]);
+        // a second resolve logs, after the first's (ID 1 stages C0 into the empty cell 0)
+        let b = cells(vec![EMPTY, c1]);
+        resolve(&mut m, &b, &mut cs, 2, Span::NONE).unwrap();
+        assert_eq!(entries(&cs)[3..], [(1, c1, u32::MAX), (0, c0, u32::MAX)]);
+        // a first resolve meeting the edge 2 → 2: ID 2 with C2, as it was resolved (its cell holds C0 after)
+        let mut cs2 = Contribs::default();
+        for c in [c0, c1, c2] {
+            let es: Vec<_> = cs.edges(c).map(|(a, j, _)| (a, j)).collect();
+            let (js, ch): (Vec<u32>, Vec<u32>) = cs.edges(c).map(|(_, j, k)| (j as u32, k)).unzip();
+            cs2.push(&es, &js, &ch);
+        }
+        let a = cells(vec![EMPTY, c0, c2]);
+        resolve(&mut m, &a, &mut cs2, 3, Span::NONE).unwrap();
+        assert!(cs2.first.is_none());
+        assert_eq!(a.0.borrow().cb[2], c0);
+        assert_eq!(entries(&cs2), vec![(2, c2, u32::MAX), (1, c0, u32::MAX)]);
+    }
 
     /// A Contrib's edges end where the next one's start, the last's at the arrays' end; an empty
     /// Contrib between two is empty (issue 13: a start per Contrib, no count).
