@@ -1164,7 +1164,6 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("let (s, m, k) = fold (\\(s, m, k) x -> (s * m ! k ! 0 + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s", "an index of an array of arrays"),
         ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
@@ -1209,6 +1208,38 @@ fn integer_reads_meeting_a_real_or_a_binder_are_real_terms_of_the_integers_state
     ];
     for main in progs {
         part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
+    }
+}
+
+/// A row of an array of arrays at an integer component of a fold or scan's tuple accumulator (`m ! k`,
+/// `m : [[R]]` a component or a free array) met by a real component or a binder of the body
+/// (pack.rs `real_int_reads`): each entry of the row the masked sum of that entry of every row,
+/// `build d (\p -> sum (build (length m) (\q -> m ! q ! p * (if real q == real k then 1.0 else 0.0))))`
+/// (§4.4's one-hot Index, the integer primal in the mask as §5.2's gather functions keep theirs).
+/// Was refused ("an index of an array of arrays"). Every Part C stage agrees with forward mode, and by hand:
+#[test]
+fn a_row_of_an_array_of_arrays_at_an_integer_component_is_a_masked_sum_of_rows() {
+    // x = (a, b, c) = (1, 3, 2), m_i = m0 · x_0 .. x_(i-1): s1 = 1.5 + a, s2 = s1 · 2.5a + b,
+    // s3 = s2 · 2ab + c = 9.25 · 6 + 2 = 57.5; ∂s2/∂a = 3.75 + 5a = 8.75, so
+    // ∂f = (8.75 · 2ab + 2b s2, 2ab + 2a s2, 1) = (108, 24.5, 1)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = let (s, m, k) = fold (\\(s, m, k) x -> (s * sum (m ! k) + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5, 1.0], [2.0, 0.5], [1.0, 1.0]], 0) xs in s\n", "57.5", &[108.0, 24.5, 1.0]);
+    // a free matrix read at the integer beside a binder and the real, x = (a, b, c) = (2, 3, 2):
+    // s1 = s0 a + s0 (vs00 + vs01) = 3.5, s2 = s1 b + s1 (vs10 + vs11) = 3.5 · 5.5 = 19.25;
+    // ∂x = (b + 2.5, s1, 0) = (5.5, 3.5, 0), ∂vs = [[5.5, 5.5], [3.5, 3.5]] (each row's entries alike)
+    part_c_by_hand("input ([2.0, 3.0, 2.0], [[0.5, 1.0], [2.0, 0.5]])\ndef main (xs, vs) = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\j -> vs ! k ! j * s)), k + 1)) (1.0, 0) [xs ! 0, xs ! 1])\n", "19.25", &[5.5, 3.5, 0.0, 5.5, 5.5, 3.5, 3.5]);
+    let progs = [
+        // the refused program of session 27 (an entry of the row), a scanl, a scanr, rank 3,
+        // inside a map, after the loop, in an array component's new value
+        "let (s, m, k) = fold (\\(s, m, k) x -> (s * m ! k ! 0 + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s",
+        "sum (map (\\(s, m, k) -> s) (scanl (\\(s, m, k) x -> (s + sum (map (\\y -> y * x) (m ! k)), map (\\r -> map (\\y -> y + x) r) m, k + 1)) (0.0, [[1.0, 2.0], [3.0, 4.0], [0.5, 1.0], [2.0, 2.0]], 0) xs))",
+        "sum (map (\\(k, m, s) -> s) (scanr (\\x (k, m, s) -> (k + 1, map (\\r -> map (\\y -> y * x) r) m, s * x + sum (m ! k))) (0, [[0.5, 1.0], [1.0, 1.5], [2.0, 0.5], [1.0, 1.0]], 1.0) xs))",
+        "let (s, t, k) = fold (\\(s, t, k) x -> (s * x + sum (map (\\r -> sum r) (t ! k)), map (\\m -> map (\\r -> map (\\y -> y * x) r) m) t, k + 1)) (1.0, [[[0.5, 1.0], [2.0, 0.5]], [[1.0, 1.0], [0.5, 0.5]], [[1.0, 2.0], [3.0, 4.0]]], 0) xs in s",
+        "sum (map (\\y -> let (s, m, k) = fold (\\(s, m, k) x -> (s * x + sum (m ! k), map (\\r -> map (\\v -> v * x + s) r) m, k + 1)) (y, [[0.5, 1.0], [2.0, 0.5], [1.0, 1.0]], 0) xs in s) xs)",
+        "let (s, m, k) = fold (\\(s, m, k) x -> (s * x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s + sum (m ! (k - 1))",
+        "let (s, m, k) = fold (\\(s, m, k) x -> (s * x, map (\\r -> map (\\y -> y * x + sum (m ! k)) r) m, k + 1)) (1.0, [[0.5, 0.25], [2.0, 1.0], [1.0, 0.0]], 0) xs in s + sum (map (\\r -> sum r) m)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
     }
 }
 

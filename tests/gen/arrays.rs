@@ -322,7 +322,17 @@ impl Gen {
                 // short component (the masked sum is O(len) per read): a read of a length-3
                 // component in a large program took arrays/symbolic past its gradient-size budget
                 // (§7.2's growth without share; wide-run seed 1541, whose fold with `v ! 1` did too)
-                let read = if counts && (1..3).contains(&len) { format!(" + 0.25 * {v} ! ({k} mod {len})") } else { String::new() };
+                // or a row of a small matrix at the integer, met by the real (a masked sum of the
+                // rows, `real_int_reads`)
+                let read = if counts && self.below(2) == 0 {
+                    let (r, c, z) = (1 + self.below(2), 1 + self.below(2), self.fresh("ifm"));
+                    let mm = self.mat(s, r, c, 0);
+                    format!(" + 0.25 * sum (map (\\{z} -> {z} * {p}) ({mm} ! ({k} mod {r})))")
+                } else if counts && (1..3).contains(&len) {
+                    format!(" + 0.25 * {v} ! ({k} mod {len})")
+                } else {
+                    String::new()
+                };
                 let (a, b, m) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"));
                 let f = self.real_in(&s.with_real(&a).with_vec(&b, len), d.min(2));
                 let (z, v0, xs) = (self.real_in(s, d), self.vec(s, len, d), self.vec(s, n, d));

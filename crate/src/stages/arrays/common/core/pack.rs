@@ -280,7 +280,7 @@ impl Sra<'_> {
     /// read as a real is; an array of integers (any rank) with the integers, more columns of their
     /// row after the scalars (`packed_row` over Int, its shape checked each step). Refused, located: the two reading each other, or a real component reading
     /// an integer one inside a term that also reads a real one or a binder of the body other than as
-    /// an index of an array of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
+    /// an index of an array of reals or of arrays of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
@@ -373,7 +373,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals (`v ! k`, a masked sum), a comparison (`j < k`) or a `real` of `+`, `-`, `*` (such as the size of a `build`, an index of an array of arrays, or `div`/`mod` of the two): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`) or a `real` of `+`, `-`, `*` (such as the size of a `build`, or `div`/`mod` of the two): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -834,6 +834,11 @@ fn bound_in(t: &Expr) -> Option<Vec<u32>> {
 ///   condition as §5.2's gather functions keep theirs ("it can only influence said result through
 ///   the discrete, integral results of that function", so it is not differentiated); O(length e)
 ///   per read, §4.4's cost, where a gather is O(1);
+/// - `m ! u` of an array of arrays of reals (a row, rank r ≥ 1; met by a real component or a binder,
+///   or not: an array is no column of `lift_int_reads`): each entry of the row the masked sum of
+///   that entry of every row, `let w = m in build (length (w ! 0)) (\p -> sum (build (length w)
+///   (\q -> w ! q ! p * mask q)))`, the dimensions those of the first row (regular, §3.2);
+///   O(size m) per read;
 /// - an integer comparison (`j < k`, `==`, ..): the same comparison of ⟨j⟩ and ⟨k⟩;
 /// - `real u`: ⟨u⟩.
 /// ⟨u⟩ (`as_real`) is `real` pushed through `+`, `-`, `*` and negation, exact on integers below
@@ -851,19 +856,32 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
     while let Some(y) = stack.pop() {
         match &y.kind {
             // (an accumulator's variable is not typed here: the read's own type says it is a real)
-            ExprKind::Prim(Prim::Index, a) if y.ty == Type::Real && bare_int_use(&whole(&a[1]), ints) && mixed(&[&a[0], &a[1]]) => {
+            // a real or boolean term of the integers alone: `lift_int_reads` makes it a column
+            _ if matches!(y.ty, Type::Real | Type::Bool) && bare_int_use(&whole(y), ints) && !reals.iter().chain(&local).any(|&x| mentions(&whole(y), x)) => continue,
+            // a row of an array of arrays is masked whatever it meets: an array is no column
+            ExprKind::Prim(Prim::Index, a) if elem_rank(&y.ty).is_some() && bare_int_use(&whole(&a[1]), ints) && (y.ty != Type::Real || mixed(&[&a[0], &a[1]])) => {
+                let r = elem_rank(&y.ty).unwrap_or(0);
                 let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
                 let [e, u]: [Expr; 2] = a.try_into().unwrap_or_else(|_| unreachable!());
                 let (w, q) = (fresh.name("w"), fresh.name("q"));
-                let arr = Type::array(Type::Real);
-                let wv = var(&w).with_ty(arr.clone());
+                let wv = var(&w).with_ty(nested(&Type::Real, r + 1));
                 let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
                 // the mask a constant 1.0 or 0.0 (its Delta zero) scaling the read: a cond between
                 // the read and 0.0 would stack both (bot's B4) and carry both rows' Delta
                 let one = if_(hit, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
-                let pick = prim(Prim::Mul, vec![prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(Type::Real), one]).with_ty(Type::Real);
-                let mask = prim(Prim::Build, vec![length(wv), lam(pvar(&q), pick)]).with_ty(arr);
-                *y = let_(pvar(&w), e, prim(Prim::Sum, vec![mask]).with_ty(Type::Real)).with_ty(Type::Real);
+                // a row of an array of arrays (rank r ≥ 1): each of its entries (at p1 .. pr, its
+                // dimensions those of the first row's first rows: regular, §3.2) the masked sum of
+                // that entry of every row, `build d1 (\p1 -> .. sum (build (length w) (\q -> w ! q ! p1 .. * mask)))`
+                let ps: Vec<Name> = (0..r).map(|_| fresh.name("p")).collect();
+                let entry = ps.iter().enumerate().fold(prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r)), |x, (d, p)| prim(Prim::Index, vec![x, var(p).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r - d - 1)));
+                let pick = prim(Prim::Mul, vec![entry, one]).with_ty(Type::Real);
+                let mask = prim(Prim::Build, vec![length(wv.clone()), lam(pvar(&q), pick)]).with_ty(Type::array(Type::Real));
+                let mut x = prim(Prim::Sum, vec![mask]).with_ty(Type::Real);
+                for d in (0..r).rev() {
+                    let first = (0..=d).fold(wv.clone(), |f, k| prim(Prim::Index, vec![f, int(0)]).with_ty(nested(&Type::Real, r - k)));
+                    x = prim(Prim::Build, vec![length(first), lam(pvar(&ps[d]), x)]).with_ty(nested(&Type::Real, r - d));
+                }
+                *y = let_(pvar(&w), e, x).with_ty(nested(&Type::Real, r));
                 continue;
             }
             ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
