@@ -579,7 +579,13 @@ fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     // was refused ("a variable bound in the body"): `j < k` is `real j < real k` (pack.rs
     // `real_int_reads`); p = 0.5 · 2 · (x1 + 1) = 3
     part_c_by_hand("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\j -> if j < k then x else 1.0)), k + 1)) (0.5, 0) a)", "3.0", &[0.0, 1.0]);
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build k (\\j -> p)), k + 1)) (0.5, 0) a)", "the size of a `build`")] {
+    // was refused ("the size of a `build`"): `sum (build k f)` a build of the largest size, masked
+    // (pack.rs `masked_sizes`); p stays 0 after its first step (an empty sum)
+    part_c_by_hand("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build k (\\j -> p)), k + 1)) (0.5, 0) a)", "0.0", &[0.0, 0.0]);
+    for (text, why) in [
+        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * real (length (build k (\\j -> p))), k + 1)) (0.5, 0) a)", "the size of a `build` not summed at once"),
+        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\i -> sum (build (i + k) (\\j -> p)))), k + 1)) (0.5, 0) a)", "Static shapes"),
+    ] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1241,6 +1247,39 @@ fn a_row_of_an_array_of_arrays_at_an_integer_component_is_a_masked_sum_of_rows()
     for main in progs {
         part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
     }
+}
+
+/// A build whose size reads an integer component of a fold or scan's tuple accumulator, summed at
+/// once, beside a real component or a binder (pack.rs `masked_sizes`): the paper's shapes are static
+/// ("all the intermediate values computed in a build1-lambda must have shapes that are independent
+/// of the index at which the lambda is called", §5), so the body's build has the largest size over
+/// the integers' states (a fold of `max` over them, before the loop), each entry past the step's
+/// size masked to zero, which the sum adds away. Was refused ("the size of a `build`"). Every Part C
+/// stage agrees with forward mode, and by hand:
+#[test]
+fn a_summed_build_of_an_integer_components_size_is_a_masked_build_of_the_largest_size() {
+    // x = (a, b, c) = (1, 3, 2): s1 = s0 a, s2 = s1 b + s1, s3 = s2 c + 2 s2 = a (b + 1)(c + 2) = 16;
+    // ∂f = ((b + 1)(c + 2), a (c + 2), a (b + 1)) = (16, 4, 4)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build k (\\j -> s)), k + 1)) (1.0, 0) xs)\n", "16.0", &[16.0, 4.0, 4.0]);
+    // the size k + 1 beside a binder: s = 1 + a · 1 + b (1 + 2) + c (1 + 2 + 3) = 23; ∂f = (1, 3, 6)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s + sum (build (k + 1) (\\j -> x * real (j + 1))), k + 1)) (1.0, 0) xs)\n", "23.0", &[1.0, 3.0, 6.0]);
+    let progs = [
+        // a scanl, a scanr (its states from the right), a size that falls (k * k, k = 2, 1, 2), a
+        // let of the size (`mod`, of the integers alone)
+        "sum (map (\\(s, k) -> s) (scanl (\\(s, k) x -> (s * 0.5 + sum (build k (\\j -> s * x)), k + 2)) (1.0, 1) xs))",
+        "sum (map (\\(k, s) -> s) (scanr (\\x (k, s) -> (k + 1, s * 0.5 + sum (build k (\\j -> xs ! j * x)))) (0, 1.0) xs))",
+        "fst (fold (\\(s, k) x -> (s + sum (build (k * k) (\\j -> x * s)), 3 - k)) (1.0, 2) xs)",
+        "fst (fold (\\(s, k) x -> (let m = k mod 2 in s + sum (build m (\\j -> x * s)), k + 1)) (1.0, 0) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+    // inside a map the largest size is the row's own, so the map's build1 would build arrays of a
+    // size that depends on its index: bot refuses it with the paper's reason, located
+    let text = "input [[1.0, 3.0], [2.0, 0.5]]\ndef main a = sum (map (\\row -> fst (fold (\\(s, k) x -> (s + sum (build k (\\j -> s * x)), k + 1)) (1.0, 1) row)) a)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a size that depends on its index") && r.error.as_deref().unwrap_or("").contains("Static shapes"), "{r:?}");
+    assert!(r.error_span.is_some(), "{r:?}");
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,

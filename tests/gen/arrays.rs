@@ -343,11 +343,17 @@ impl Gen {
                 let e1 = self.real_in(&s.with_real(&p).with_real(&x), d.min(2));
                 // a counter the real may read as `real k` (a column of the integers' states), or in a
                 // test choosing its step (a column of the test's values, pack.rs `lift_int_reads`),
-                // or a count of the elements passing a test on the real
+                // or a summed build of its size, or a count of the elements passing a test on the real
                 // or an array of integers (more columns of the integers' row)
                 let (mut z0, mut fin) = ("0".to_string(), format!("real {m}"));
                 let (step, real) = match self.below(4) {
-                    0 => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
+                    // (chosen by the name's parity, not a draw: the other programs stay as drawn)
+                    0 if k.ends_with(['1', '3', '5', '7', '9']) => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
+                    // or a summed build of the integer's size (pack.rs `masked_sizes`: the largest size, masked)
+                    0 => {
+                        let j = self.fresh("ifb");
+                        (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * sum (build ({k} mod 3) (\\{j} -> {p} * {x}))"))
+                    }
                     1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
                     2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
                     _ => {

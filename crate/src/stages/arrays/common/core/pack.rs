@@ -332,6 +332,38 @@ impl Sra<'_> {
             // an integer read meeting a real component or a binder of the body (`v ! k`, `j < k`)
             // made a real term of the integers' values first (`real_int_reads`), which is lifted
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            // a sum of a build whose size reads the integers: a build of their largest size, masked
+            // (`masked_sizes`), that size computed from the integers' states before the loop
+            let mut sizes = vec![];
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                masked_sizes(&mut b.1, &outer, (&int_ids, &real_ids), &mut sizes, self.fresh);
+            }
+            for &k in &reals {
+                masked_sizes(&mut cs[k], &inner, (&int_ids, &real_ids), &mut sizes, self.fresh);
+            }
+            for (shape, size) in sizes {
+                // `fold (\m j -> [max (m ! 0) size_j]) [0] (iota n)`, size_j the size at the state
+                // element j meets, then `shape = iota (that ! 0)`, whose length is the build's size
+                let (j, m, top) = (self.fresh.name("i"), self.fresh.name("acc"), self.fresh.name("top"));
+                let mut u = super::bot::subst(&size, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                for (k, icol) in icols.iter().rev() {
+                    if mentions(&u, accs[*k]) {
+                        let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), state_met(op, &j)]).with_ty(Type::array(Type::Int)), icol);
+                        u = let_(pvar(&Name::new("acc", accs[*k])), state, u).with_ty(Type::Int);
+                    }
+                }
+                let arr_int = Type::array(Type::Int);
+                let most = prim(Prim::Max, vec![prim(Prim::Index, vec![var(&m).with_ty(arr_int.clone()), int(0)]).with_ty(Type::Int), u]).with_ty(Type::Int);
+                let f = lam(pvar(&m), lam(pvar(&j), Expr::gen(ExprKind::Array(vec![most])).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
+                let q = self.fresh.name("i");
+                let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                let z0 = Expr::gen(ExprKind::Array(vec![int(0)])).with_ty(arr_int.clone());
+                binds.push((top.clone(), at(prim(Prim::Fold, vec![f, z0, idx]), e.span).with_ty(arr_int.clone()), e.span));
+                let q = self.fresh.name("j");
+                let iota = prim(Prim::Build, vec![prim(Prim::Index, vec![var(&top), int(0)]).with_ty(Type::Int), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                binds.push((shape, at(iota, e.span).with_ty(arr_int), e.span));
+            }
             let outer = inner.clone();
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
                 real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), self.fresh);
@@ -373,7 +405,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`) or a `real` of `+`, `-`, `*` (such as the size of a `build`, or `div`/`mod` of the two): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`), a `real` of `+`, `-`, `*`, or the size of a `build` summed at once (`sum (build k f)`: a build of the largest size, masked) (such as `div`/`mod` of the two, or the size of a `build` not summed at once or reading a binder: the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), so a build of a size that changes from step to step is taken only where its zeros past the size are summed away): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -895,6 +927,50 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
                 continue;
             }
             _ => {}
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// In `t` (a real component's new value or a let it reads), each `sum (build u (\j -> b))` of reals
+/// whose size u reads an integer component (`ints`) and no real component nor a variable bound in
+/// `t` made `sum (build (length shape) (\j -> b * (if real j < ⟨u⟩ then 1.0 else 0.0)))`: `sizes`
+/// gets `shape` and u (with the lets of `inner` it reads), `shape` an iota of u's largest value over
+/// the integers' states, bound before the loop (`int_fold`). The paper's shapes are static, or
+/// weaker, "all the intermediate values computed in a build1-lambda must have shapes that are
+/// independent of the index at which the lambda is called" (§5, "Static shapes"): the loop body's
+/// build has one size at every step, and a sum reads the entries past u as the zeros they are
+/// masked to. ⟨u⟩'s `real k` is then a column of the integers' states (`read_as_reals`). A negative
+/// u sums nothing, where the source stops.
+fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), sizes: &mut Vec<(Name, Expr)>, fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let Some(local) = bound_in(t) else { return };
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        let hit = match &y.kind {
+            ExprKind::Prim(Prim::Sum, a) if y.ty == Type::Real && a.len() == 1 => match &a[0].kind {
+                ExprKind::Prim(Prim::Build, b) if b.len() == 2 && matches!(&b[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => {
+                    let size = wrap(live(inner, &b[0]), b[0].clone());
+                    bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x))
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if hit {
+            let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+            let ExprKind::Prim(_, b) = std::mem::replace(&mut a[0].kind, ExprKind::Int(0)) else { unreachable!() };
+            let [u, f]: [Expr; 2] = b.try_into().unwrap_or_else(|_| unreachable!());
+            let ExprKind::Lam(kind, p, body) = f.kind else { unreachable!() };
+            let Pat::Var(j, _) = &*p else { unreachable!() };
+            let shape = fresh.name("shape");
+            sizes.push((shape.clone(), wrap(live(inner, &u), u.clone())));
+            let below = prim(Prim::Lt, vec![as_real(var(j).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
+            let mask = if_(below, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+            let body = prim(Prim::Mul, vec![*body, mask]).with_ty(Type::Real);
+            let f = Expr { kind: ExprKind::Lam(kind, p, Box::new(body)), ..f };
+            let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
+            *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b]), ..std::mem::replace(y, unit()) };
         }
         stack.extend(children_mut(y));
     }
