@@ -1282,6 +1282,39 @@ fn a_summed_build_of_an_integer_components_size_is_a_masked_build_of_the_largest
     assert!(r.error_span.is_some(), "{r:?}");
 }
 
+/// A `real` of a term of an integer component of a fold or scan's tuple accumulator and one binder j
+/// of a `build` of a fixed size (`real ((j + k) mod 3)`, the masked read's `real q == real ((j + k)
+/// mod 3)`): `div`/`mod` have no exact form in reals, so the term is a table of its values per element
+/// and j, computed from the integers' states before the reals' loop, a row of its packed elements
+/// (pack.rs `binder_tables`). Was refused ("`div`/`mod` of the two"). Every Part C stage agrees with
+/// forward mode, and by hand:
+#[test]
+fn div_and_mod_of_an_integer_component_and_a_binder_are_tables_per_element() {
+    // x = (a, b, c) = (1, 3, 2): the mods (j + k) mod 2 over j < 3 are 0 1 0, 1 0 1, 0 1 0, so
+    // s = (a + 1)(b + 2)(c + 1) = 30, ∂f = ((b + 2)(c + 1), (a + 1)(c + 1), (a + 1)(b + 2)) = (15, 6, 10)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> real ((j + k) mod 2) * s)), k + 1)) (1.0, 0) xs)\n", "30.0", &[15.0, 6.0, 10.0]);
+    // v ! ((j + k) mod 3) of the array component, v_i = v0 · x_0 .. x_(i-1), v0 = [0.5, 2, 1]:
+    // s1 = a + 2.5, s2 = s1 b + 3a, s3 = s2 c + 1.5ab = 31.5;
+    // ∂f = ((b + 3)c + 1.5b, (a + 2.5)c + 1.5a, s2) = (16.5, 8.5, 13.5)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = let (s, v, k) = fold (\\(s, v, k) x -> (s * x + sum (build 2 (\\j -> v ! ((j + k) mod 3))), map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s\n", "31.5", &[16.5, 8.5, 13.5]);
+    let progs = [
+        // integer division in a test, a scanl over the input's indexes, a scanr, inside a map
+        "fst (fold (\\(s, k) x -> (s * x + sum (build 4 (\\j -> if (j * k) / 3 > 0 then s else x)), k + 1)) (1.0, 0) xs)",
+        "sum (map (\\(s, k) -> s) (scanl (\\(s, k) x -> (s * 0.5 + sum (build (length xs) (\\j -> xs ! ((j + k) mod length xs) * s)), k + 1)) (1.0, 0) xs))",
+        "sum (map (\\(k, s) -> s) (scanr (\\x (k, s) -> (k + 1, s * x + sum (build 2 (\\j -> real ((k - j) mod 2) * x)))) (0, 1.0) xs))",
+        "sum (map (\\y -> fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> real ((j + k) mod 2) * s * y)), k + 1)) (1.0, 0) xs)) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+    // two binders: no table of one range, refused, located at the fold
+    let text = "input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i + j + k) mod 2) * s)))), k + 1)) (1.0, 0) xs)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("two binders"), "{r:?}");
+    let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
+    assert!(text[start..end].trim_start_matches('(').starts_with("fold"), "{:?}", &text[start..end]);
+}
+
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,
 /// then a vector of length 2; arr16's reproducer m7 over a non-empty array) is outside the paper's
 /// language: its arrays are regular (§3) and a loop keeps its accumulator's shape (horde-ad's fold,

@@ -351,8 +351,9 @@ impl Gen {
                     0 if k.ends_with(['1', '3', '5', '7', '9']) => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
                     // or a summed build of the integer's size (pack.rs `masked_sizes`: the largest size, masked)
                     0 => {
-                        let j = self.fresh("ifb");
-                        (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * sum (build ({k} mod 3) (\\{j} -> {p} * {x}))"))
+                        // and a `real` of a `mod` of the integer and a binder (`binder_tables`)
+                        let (j, t) = (self.fresh("ifb"), self.fresh("ift"));
+                        (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * sum (build ({k} mod 3) (\\{j} -> {p} * {x})) + 0.125 * sum (build 2 (\\{t} -> real (({t} + {k}) mod 2) * {p}))"))
                     }
                     1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
                     2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),

@@ -396,6 +396,32 @@ impl Sra<'_> {
                 xs.push(var(&col));
                 xr.push(0);
             }
+            // a `real` of the integers and one binder j of a build of a fixed size (`(j + k) mod 3`):
+            // a table of its values per element and j, a row of the packed elements (`binder_tables`)
+            let mut tables = vec![];
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                binder_tables(&mut b.1, &outer, (&int_ids, &real_ids), i, &mut tables, self.fresh);
+            }
+            for &k in &reals {
+                binder_tables(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut tables, self.fresh);
+            }
+            for (col, j, size, t) in tables {
+                // `build n (\e -> let acc_k = state e in build size (\j -> t))`
+                let q = self.fresh.name("i");
+                let mut body = super::bot::subst(&t, i.id, &var(&q).with_ty(Type::Int), self.fresh);
+                for (k, icol) in icols.iter().rev() {
+                    if mentions(&body, accs[*k]) {
+                        let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), state_met(op, &q)]).with_ty(Type::array(Type::Int)), icol);
+                        body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(Type::Real);
+                    }
+                }
+                let row = prim(Prim::Build, vec![size, lam(pvar(&j), body)]).with_ty(Type::array(Type::Real));
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&q), row)]), e.span).with_ty(nested(&Type::Real, 2)), e.span));
+                xs.push(var(&col));
+                xr.push(1);
+            }
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
             let mut ok = true;
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
@@ -405,7 +431,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`), a `real` of `+`, `-`, `*`, or the size of a `build` summed at once (`sum (build k f)`: a build of the largest size, masked) (such as `div`/`mod` of the two, or the size of a `build` not summed at once or reading a binder: the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), so a build of a size that changes from step to step is taken only where its zeros past the size are summed away): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`), a `real` of `+`, `-`, `*`, a `real` of any term of the integers and one binder of a `build` of a fixed size (`real ((j + k) mod 3)`: a table per element and binder), or the size of a `build` summed at once (`sum (build k f)`: a build of the largest size, masked) (such as `div`/`mod` of the integers and two binders or a binder of another range, or the size of a `build` not summed at once or reading a binder: the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), so a build of a size that changes from step to step is taken only where its zeros past the size are summed away): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -836,6 +862,55 @@ fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
             }
         }
         stack.extend(children_mut(y));
+    }
+}
+
+/// In `t` (a real component's new value or a let it reads, after `real_int_reads`), each `real u` whose
+/// u reads an integer component (`ints`) and, of the variables bound in `t`, only the binder j of an
+/// enclosing `build s (\j -> ..)` whose size s reads none of them nor the integers (a fixed range:
+/// `(j + k) mod 3`, `div`/`mod` having no exact form in reals), replaced by `col ! i ! j`: `tables`
+/// gets `col`, j, s and `real u` (with the lets of `inner` it reads), which `int_fold` makes a table
+/// of u's values per element and j from the integers' states, a row of the packed elements (primal:
+/// a term of the integers, as `lift_int_reads`'s columns).
+fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, tables: &mut Vec<(Name, Name, Expr, Expr)>, fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let Some(local) = bound_in(t) else { return };
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // each node with the builds of a fixed size around it: (binder, size)
+    let mut stack: Vec<(&mut Expr, Vec<(Name, Expr)>)> = vec![(t, vec![])];
+    while let Some((y, around)) = stack.pop() {
+        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
+            let u = whole(&a[0]);
+            let js: Vec<&(Name, Expr)> = around.iter().filter(|(j, _)| mentions(&u, j.id)).collect();
+            let others = reals.iter().chain(local.iter().filter(|&&x| js.iter().all(|(j, _)| j.id != x))).any(|&x| mentions(&u, x));
+            if bare_int_use(&u, ints) && js.len() == 1 && !others {
+                let (j, size) = js[0].clone();
+                let col = fresh.name("rt");
+                let read = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&col).with_ty(nested(&Type::Real, 2)), var(i).with_ty(Type::Int)]).with_ty(Type::array(Type::Real)), var(&j).with_ty(Type::Int)]).with_ty(Type::Real);
+                tables.push((col, j, size, wrap(live(inner, y), y.clone())));
+                *y = read;
+                continue;
+            }
+        }
+        let fixed = match &y.kind {
+            ExprKind::Prim(Prim::Build, b) if b.len() == 2 => match &b[1].kind {
+                ExprKind::Lam(_, p, _) => match &**p {
+                    Pat::Var(j, _) => {
+                        let size = whole(&b[0]);
+                        let free = !bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x));
+                        free.then(|| (j.clone(), size))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut inside = around.clone();
+        inside.extend(fixed);
+        for c in children_mut(y) {
+            stack.push((c, inside.clone()));
+        }
     }
 }
 
