@@ -1170,7 +1170,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
+        ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i mod 2)) (1.0, 0) xs", "read each other"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
         let r = one(&text, "arrays/bot");
@@ -1313,6 +1313,29 @@ fn div_and_mod_of_an_integer_component_and_a_binder_are_tables_per_element() {
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("two binders"), "{r:?}");
     let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
     assert!(text[start..end].trim_start_matches('(').starts_with("fold"), "{:?}", &text[start..end]);
+}
+
+/// A tuple accumulator whose real and integer components read each other (`if x > s then i + 1 else
+/// i` beside `s * x + real i`): the integers the reals read ride in the reals' row as real copies (pack.rs
+/// `shadow_ints`: the step in reals, `if x > s then i′ + 1.0 else i′`, its Delta zero, as §5.2's
+/// integers are primal), and the integers, which then alone read the reals, are their loop after the
+/// reals', over the reals' states. Was refused ("read each other"). Every Part C stage agrees with
+/// forward mode, and by hand:
+#[test]
+fn real_and_integer_components_reading_each_other_carry_the_integers_as_real_copies() {
+    // x = (a, b, c) = (1, 3, 2): s1 = a = 1 (i stays 0: 1 > 1 fails), s2 = s1 b = 3 (i = 1: 3 > 1),
+    // s3 = s2 c + 1 = 7 (2 > 3 fails); ∂f = (bc, ac, ab) = (6, 2, 3), the integer's part zero
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs\n", "(7.0, 1)", &[6.0, 2.0, 3.0]);
+    let progs = [
+        // a scanl with a compound test and step, a scanr, two integers (one reading the other)
+        // inside a map, read by the real as real (i - j)
+        ("[1.0, 3.0, 0.5]", "sum (map (\\(s, i) -> s * real i) (scanl (\\(s, i) x -> (s * x + real i * x, if x > s && i < 2 then i + 2 else i - 1)) (1.0, 0) xs))"),
+        ("[1.0, 3.0, 0.5, 2.0]", "sum (map (\\(i, s) -> s) (scanr (\\x (i, s) -> (if x < s then i + 1 else i, s * x + real i)) (0, 1.0) xs))"),
+        ("[[1.0, 3.0, 0.5], [2.0, 0.5, 4.0]]", "sum (map (\\row -> let (s, i, j) = fold (\\(s, i, j) x -> (s * x + real (i - j), if x > s then i + 1 else i, if i > j then j + 1 else j)) (1.0, 0, 0) row in s + real i) xs)"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main xs = {main}\n"));
+    }
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,

@@ -318,7 +318,7 @@ impl Gen {
                 let step = if counts { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
                 // a counting integer read as an index of the array component (pack.rs
                 // `real_int_reads`: a masked sum, its `real` a column of the integers' states); the
-                // other step reads the real, and the two would read each other (refused). Only of a
+                // other step reads the real, and the two read each other (below). Only of a
                 // short component (the masked sum is O(len) per read): a read of a length-3
                 // component in a large program took arrays/symbolic past its gradient-size budget
                 // (§7.2's growth without share; wide-run seed 1541, whose fold with `v ! 1` did too)
@@ -330,6 +330,10 @@ impl Gen {
                     format!(" + 0.25 * sum (map (\\{z} -> {z} * {p}) ({mm} ! ({k} mod {r})))")
                 } else if counts && (1..3).contains(&len) {
                     format!(" + 0.25 * {v} ! ({k} mod {len})")
+                } else if !counts {
+                    // the step reads the real and the real the integer: read each other (pack.rs
+                    // `shadow_ints`: the integer a real copy in the reals' row)
+                    format!(" + 0.375 * real {k}")
                 } else {
                     String::new()
                 };

@@ -278,7 +278,7 @@ impl Sra<'_> {
     /// integers alone (`xs ! m`, `m > 0`) likewise, a column of its values (`lift_int_reads`). An
     /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
     /// read as a real is; an array of integers (any rank) with the integers, more columns of their
-    /// row after the scalars (`packed_row` over Int, its shape checked each step). Refused, located: the two reading each other, or a real component reading
+    /// row after the scalars (`packed_row` over Int, its shape checked each step). The two reading each other: the integers the reals read ride in the reals' row as real copies (`shadow_ints`) when their steps have a form in reals, else refused, located; refused too a real component reading
     /// an integer one inside a term that also reads a real one or a binder of the body other than as
     /// an index of an array of reals or of arrays of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
     #[allow(clippy::too_many_arguments)]
@@ -306,7 +306,14 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer (the paper's has one, §2's `round : R → Int`, and keeps an integer primal, §5.2: a real reaches it only \"through the discrete, integral results\", not differentiated, so its bot would take this; here an integer reads a real only through a condition, `if x > s then i + 1 else i`)")));
+            // the integers the reals read as `real m` ridden in the reals' row as real copies, when
+            // their steps have a real form: then only the integers read the reals (`shadow_ints`)
+            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &cs), &ints, &reals, inner, self.fresh) {
+                let mut out = self.int_fold(e, op, &tys2, (&zs2, &accs2, cs2), (xs, xr, i), &inner2, n, binds)?;
+                out.truncate(tys.len());
+                return Ok(out);
+            }
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other, an integer's step with no form in reals (`real` through `+`, `-`, `*`, `if` and comparisons: `div`, `mod`, an index) or a real reading it otherwise than as `real m` or `real` of such a step: {WHY}, one after the other (the integers first when the reals read them); the integers the reals read ride in the reals' row as real copies when their steps have a form in reals (a constant moved by conditions, its Delta zero: §5.2, a real reaches an integer only \"through the discrete, integral results\", not differentiated), and the language has no conversion from a real back to an integer for the rest (the paper's has one, §2's `round : R → Int`)")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
@@ -911,6 +918,96 @@ fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i
         for c in children_mut(y) {
             stack.push((c, inside.clone()));
         }
+    }
+}
+
+/// A tuple accumulator whose real and integer components read each other (`int_fold`), with each
+/// integer component m that the reals read (and those its step reads) ridden in the reals' row as a
+/// real copy m′: its start `real z`, its step the integer step in reals (`real` pushed through `+`,
+/// `-`, `*`, literals, conditions: `if x > s then m + 1 else m` is `if x > s then m′ + 1.0 else m′`),
+/// and the reals' `real m` read as m′ (`real (m - j)` as `m′ - j′`). Its Delta is zero (a constant moved by conditions: §5.2, a
+/// real reaches an integer only "through the discrete, integral results", not differentiated), and
+/// the integers, which now alone read the reals, are their own loop after the reals' (their states).
+/// None when a step has no such form or the reals read an integer otherwise than as `real m`.
+#[allow(clippy::type_complexity)]
+fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &[usize], reals: &[usize], inner: &Binds, fresh: &mut Fresh) -> Option<(Vec<Type>, Vec<Expr>, Vec<u32>, Vec<Expr>, Binds)> {
+    use super::bot::mentions;
+    let scalar: Vec<usize> = ints.iter().copied().filter(|&k| tys[k] == Type::Int).collect();
+    if scalar.len() != ints.len() {
+        return None;
+    }
+    // the lets of the body that read an integer (a copy's step may read the others)
+    let local: Vec<u32> = inner.iter().filter(|b| ints.iter().any(|&k| mentions(&wrap(live(inner, &b.1), b.1.clone()), accs[k]))).map(|b| b.0.id).collect();
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // the integers to copy: read by the reals, then by the copies' steps
+    let mut copied: Vec<usize> = ints.iter().copied().filter(|&k| reals.iter().any(|&r| mentions(&whole(&cs[r]), accs[k]))).collect();
+    let mut q = 0;
+    while q < copied.len() {
+        let w = whole(&cs[copied[q]]);
+        for &k in ints {
+            if !copied.contains(&k) && mentions(&w, accs[k]) {
+                copied.push(k);
+            }
+        }
+        q += 1;
+    }
+    let map: Vec<(u32, u32)> = copied.iter().map(|&k| (accs[k], fresh.name("acc").id)).collect();
+    let int_ids: Vec<u32> = ints.iter().map(|&k| accs[k]).collect();
+    let (mut tys2, mut zs2, mut accs2, mut cs2) = (tys.to_vec(), zs.to_vec(), accs.to_vec(), cs.to_vec());
+    for (&k, &(_, c)) in copied.iter().zip(&map) {
+        tys2.push(Type::Real);
+        zs2.push(prim(Prim::ToReal, vec![zs[k].clone()]).with_ty(Type::Real));
+        accs2.push(c);
+        cs2.push(real_step(&cs[k], &map, (&int_ids, &local))?);
+    }
+    // the reals' `real m` read as m′, in their new values and the lets they read
+    let used: Vec<u32> = live(inner, &Expr::gen(ExprKind::Array(reals.iter().map(|&k| cs[k].clone()).collect()))).iter().map(|b| b.0.id).collect();
+    let mut inner2 = inner.clone();
+    let targets = cs2.iter_mut().enumerate().filter(|(k, _)| reals.contains(k)).map(|(_, c)| c);
+    for t in targets.chain(inner2.iter_mut().filter(|b| used.contains(&b.0.id)).map(|b| &mut b.1)) {
+        let mut stack = vec![t];
+        while let Some(y) = stack.pop() {
+            if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
+                if let Some(r) = real_step(&a[0], &map, (&int_ids, &local)) {
+                    *y = r;
+                    continue;
+                }
+            }
+            stack.extend(children_mut(y));
+        }
+    }
+    let still = reals.iter().any(|&r| int_ids.iter().any(|&x| mentions(&wrap(live(&inner2, &cs2[r]), cs2[r].clone()), x)));
+    (!still).then_some((tys2, zs2, accs2, cs2, inner2))
+}
+
+/// An integer step `u` in reals, its integer components (`map`) their real copies: `real` pushed
+/// through literals, `+`, `-`, `*`, negation and `if`, a condition's integer comparisons compared as
+/// reals; a term of no integer component nor a let of the body reading one (`local`) `real u`. None otherwise.
+fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
+    use super::bot::mentions;
+    let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
+    Some(match &u.kind {
+        ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
+        ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
+        ExprKind::If(c, a, b) => if_(real_test(c, map, (ints, local))?, real_step(a, map, (ints, local))?, real_step(b, map, (ints, local))?).with_ty(Type::Real),
+        _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
+        _ => return None,
+    })
+}
+
+/// A condition of an integer step with its integer comparisons made comparisons of reals (`real_step`).
+fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
+    use super::bot::mentions;
+    if !ints.iter().chain(local).any(|&v| mentions(c, v)) {
+        return Some(c.clone());
+    }
+    match &c.kind {
+        ExprKind::Prim(op @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne), a) if a.len() == 2 && a.iter().all(|x| integer(x, ints)) => {
+            Some(prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool))
+        }
+        ExprKind::Prim(op @ (Prim::And | Prim::Or | Prim::Not), a) => Some(prim(*op, a.iter().map(|x| real_test(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
+        _ => None,
     }
 }
 
