@@ -579,7 +579,13 @@ fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     // was refused ("a variable bound in the body"): `j < k` is `real j < real k` (pack.rs
     // `real_int_reads`); p = 0.5 · 2 · (x1 + 1) = 3
     part_c_by_hand("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\j -> if j < k then x else 1.0)), k + 1)) (0.5, 0) a)", "3.0", &[0.0, 1.0]);
-    for (text, why) in [("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build k (\\j -> p)), k + 1)) (0.5, 0) a)", "the size of a `build`")] {
+    // was refused ("the size of a `build`"): `sum (build k f)` a build of the largest size, masked
+    // (pack.rs `masked_sizes`); p stays 0 after its first step (an empty sum)
+    part_c_by_hand("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build k (\\j -> p)), k + 1)) (0.5, 0) a)", "0.0", &[0.0, 0.0]);
+    for (text, why) in [
+        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * real (length (build k (\\j -> p))), k + 1)) (0.5, 0) a)", "the size of a `build` not summed at once"),
+        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\i -> sum (build (i + k) (\\j -> p)))), k + 1)) (0.5, 0) a)", "Static shapes"),
+    ] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
         assert!(r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
@@ -1164,8 +1170,7 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     let r = one("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(p, n, q) x -> (p * x + 1.0, n + 1, q * p)) (1.0, 0, 2.0) xs\n", "arrays/dual-arrays");
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     for (main, why) in [
-        ("let (s, m, k) = fold (\\(s, m, k) x -> (s * m ! k ! 0 + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s", "an index of an array of arrays"),
-        ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs", "read each other"),
+        ("fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i mod 2)) (1.0, 0) xs", "read each other"),
     ] {
         let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
         let r = one(&text, "arrays/bot");
@@ -1209,6 +1214,127 @@ fn integer_reads_meeting_a_real_or_a_binder_are_real_terms_of_the_integers_state
     ];
     for main in progs {
         part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
+    }
+}
+
+/// A row of an array of arrays at an integer component of a fold or scan's tuple accumulator (`m ! k`,
+/// `m : [[R]]` a component or a free array) met by a real component or a binder of the body
+/// (pack.rs `real_int_reads`): each entry of the row the masked sum of that entry of every row,
+/// `build d (\p -> sum (build (length m) (\q -> m ! q ! p * (if real q == real k then 1.0 else 0.0))))`
+/// (§4.4's one-hot Index, the integer primal in the mask as §5.2's gather functions keep theirs).
+/// Was refused ("an index of an array of arrays"). Every Part C stage agrees with forward mode, and by hand:
+#[test]
+fn a_row_of_an_array_of_arrays_at_an_integer_component_is_a_masked_sum_of_rows() {
+    // x = (a, b, c) = (1, 3, 2), m_i = m0 · x_0 .. x_(i-1): s1 = 1.5 + a, s2 = s1 · 2.5a + b,
+    // s3 = s2 · 2ab + c = 9.25 · 6 + 2 = 57.5; ∂s2/∂a = 3.75 + 5a = 8.75, so
+    // ∂f = (8.75 · 2ab + 2b s2, 2ab + 2a s2, 1) = (108, 24.5, 1)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = let (s, m, k) = fold (\\(s, m, k) x -> (s * sum (m ! k) + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5, 1.0], [2.0, 0.5], [1.0, 1.0]], 0) xs in s\n", "57.5", &[108.0, 24.5, 1.0]);
+    // a free matrix read at the integer beside a binder and the real, x = (a, b, c) = (2, 3, 2):
+    // s1 = s0 a + s0 (vs00 + vs01) = 3.5, s2 = s1 b + s1 (vs10 + vs11) = 3.5 · 5.5 = 19.25;
+    // ∂x = (b + 2.5, s1, 0) = (5.5, 3.5, 0), ∂vs = [[5.5, 5.5], [3.5, 3.5]] (each row's entries alike)
+    part_c_by_hand("input ([2.0, 3.0, 2.0], [[0.5, 1.0], [2.0, 0.5]])\ndef main (xs, vs) = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\j -> vs ! k ! j * s)), k + 1)) (1.0, 0) [xs ! 0, xs ! 1])\n", "19.25", &[5.5, 3.5, 0.0, 5.5, 5.5, 3.5, 3.5]);
+    let progs = [
+        // the refused program of session 27 (an entry of the row), a scanl, a scanr, rank 3,
+        // inside a map, after the loop, in an array component's new value
+        "let (s, m, k) = fold (\\(s, m, k) x -> (s * m ! k ! 0 + x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s",
+        "sum (map (\\(s, m, k) -> s) (scanl (\\(s, m, k) x -> (s + sum (map (\\y -> y * x) (m ! k)), map (\\r -> map (\\y -> y + x) r) m, k + 1)) (0.0, [[1.0, 2.0], [3.0, 4.0], [0.5, 1.0], [2.0, 2.0]], 0) xs))",
+        "sum (map (\\(k, m, s) -> s) (scanr (\\x (k, m, s) -> (k + 1, map (\\r -> map (\\y -> y * x) r) m, s * x + sum (m ! k))) (0, [[0.5, 1.0], [1.0, 1.5], [2.0, 0.5], [1.0, 1.0]], 1.0) xs))",
+        "let (s, t, k) = fold (\\(s, t, k) x -> (s * x + sum (map (\\r -> sum r) (t ! k)), map (\\m -> map (\\r -> map (\\y -> y * x) r) m) t, k + 1)) (1.0, [[[0.5, 1.0], [2.0, 0.5]], [[1.0, 1.0], [0.5, 0.5]], [[1.0, 2.0], [3.0, 4.0]]], 0) xs in s",
+        "sum (map (\\y -> let (s, m, k) = fold (\\(s, m, k) x -> (s * x + sum (m ! k), map (\\r -> map (\\v -> v * x + s) r) m, k + 1)) (y, [[0.5, 1.0], [2.0, 0.5], [1.0, 1.0]], 0) xs in s) xs)",
+        "let (s, m, k) = fold (\\(s, m, k) x -> (s * x, map (\\r -> map (\\y -> y * x) r) m, k + 1)) (1.0, [[0.5], [2.0], [1.0]], 0) xs in s + sum (m ! (k - 1))",
+        "let (s, m, k) = fold (\\(s, m, k) x -> (s * x, map (\\r -> map (\\y -> y * x + sum (m ! k)) r) m, k + 1)) (1.0, [[0.5, 0.25], [2.0, 1.0], [1.0, 0.0]], 0) xs in s + sum (map (\\r -> sum r) m)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+}
+
+/// A build whose size reads an integer component of a fold or scan's tuple accumulator, summed at
+/// once, beside a real component or a binder (pack.rs `masked_sizes`): the paper's shapes are static
+/// ("all the intermediate values computed in a build1-lambda must have shapes that are independent
+/// of the index at which the lambda is called", §5), so the body's build has the largest size over
+/// the integers' states (a fold of `max` over them, before the loop), each entry past the step's
+/// size masked to zero, which the sum adds away. Was refused ("the size of a `build`"). Every Part C
+/// stage agrees with forward mode, and by hand:
+#[test]
+fn a_summed_build_of_an_integer_components_size_is_a_masked_build_of_the_largest_size() {
+    // x = (a, b, c) = (1, 3, 2): s1 = s0 a, s2 = s1 b + s1, s3 = s2 c + 2 s2 = a (b + 1)(c + 2) = 16;
+    // ∂f = ((b + 1)(c + 2), a (c + 2), a (b + 1)) = (16, 4, 4)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build k (\\j -> s)), k + 1)) (1.0, 0) xs)\n", "16.0", &[16.0, 4.0, 4.0]);
+    // the size k + 1 beside a binder: s = 1 + a · 1 + b (1 + 2) + c (1 + 2 + 3) = 23; ∂f = (1, 3, 6)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s + sum (build (k + 1) (\\j -> x * real (j + 1))), k + 1)) (1.0, 0) xs)\n", "23.0", &[1.0, 3.0, 6.0]);
+    let progs = [
+        // a scanl, a scanr (its states from the right), a size that falls (k * k, k = 2, 1, 2), a
+        // let of the size (`mod`, of the integers alone)
+        "sum (map (\\(s, k) -> s) (scanl (\\(s, k) x -> (s * 0.5 + sum (build k (\\j -> s * x)), k + 2)) (1.0, 1) xs))",
+        "sum (map (\\(k, s) -> s) (scanr (\\x (k, s) -> (k + 1, s * 0.5 + sum (build k (\\j -> xs ! j * x)))) (0, 1.0) xs))",
+        "fst (fold (\\(s, k) x -> (s + sum (build (k * k) (\\j -> x * s)), 3 - k)) (1.0, 2) xs)",
+        "fst (fold (\\(s, k) x -> (let m = k mod 2 in s + sum (build m (\\j -> x * s)), k + 1)) (1.0, 0) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+    // inside a map the largest size is the row's own, so the map's build1 would build arrays of a
+    // size that depends on its index: bot refuses it with the paper's reason, located
+    let text = "input [[1.0, 3.0], [2.0, 0.5]]\ndef main a = sum (map (\\row -> fst (fold (\\(s, k) x -> (s + sum (build k (\\j -> s * x)), k + 1)) (1.0, 1) row)) a)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a size that depends on its index") && r.error.as_deref().unwrap_or("").contains("Static shapes"), "{r:?}");
+    assert!(r.error_span.is_some(), "{r:?}");
+}
+
+/// A `real` of a term of an integer component of a fold or scan's tuple accumulator and one binder j
+/// of a `build` of a fixed size (`real ((j + k) mod 3)`, the masked read's `real q == real ((j + k)
+/// mod 3)`): `div`/`mod` have no exact form in reals, so the term is a table of its values per element
+/// and j, computed from the integers' states before the reals' loop, a row of its packed elements
+/// (pack.rs `binder_tables`). Was refused ("`div`/`mod` of the two"). Every Part C stage agrees with
+/// forward mode, and by hand:
+#[test]
+fn div_and_mod_of_an_integer_component_and_a_binder_are_tables_per_element() {
+    // x = (a, b, c) = (1, 3, 2): the mods (j + k) mod 2 over j < 3 are 0 1 0, 1 0 1, 0 1 0, so
+    // s = (a + 1)(b + 2)(c + 1) = 30, ∂f = ((b + 2)(c + 1), (a + 1)(c + 1), (a + 1)(b + 2)) = (15, 6, 10)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> real ((j + k) mod 2) * s)), k + 1)) (1.0, 0) xs)\n", "30.0", &[15.0, 6.0, 10.0]);
+    // v ! ((j + k) mod 3) of the array component, v_i = v0 · x_0 .. x_(i-1), v0 = [0.5, 2, 1]:
+    // s1 = a + 2.5, s2 = s1 b + 3a, s3 = s2 c + 1.5ab = 31.5;
+    // ∂f = ((b + 3)c + 1.5b, (a + 2.5)c + 1.5a, s2) = (16.5, 8.5, 13.5)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = let (s, v, k) = fold (\\(s, v, k) x -> (s * x + sum (build 2 (\\j -> v ! ((j + k) mod 3))), map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s\n", "31.5", &[16.5, 8.5, 13.5]);
+    let progs = [
+        // integer division in a test, a scanl over the input's indexes, a scanr, inside a map
+        "fst (fold (\\(s, k) x -> (s * x + sum (build 4 (\\j -> if (j * k) / 3 > 0 then s else x)), k + 1)) (1.0, 0) xs)",
+        "sum (map (\\(s, k) -> s) (scanl (\\(s, k) x -> (s * 0.5 + sum (build (length xs) (\\j -> xs ! ((j + k) mod length xs) * s)), k + 1)) (1.0, 0) xs))",
+        "sum (map (\\(k, s) -> s) (scanr (\\x (k, s) -> (k + 1, s * x + sum (build 2 (\\j -> real ((k - j) mod 2) * x)))) (0, 1.0) xs))",
+        "sum (map (\\y -> fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> real ((j + k) mod 2) * s * y)), k + 1)) (1.0, 0) xs)) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+    // two binders: no table of one range, refused, located at the fold
+    let text = "input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i + j + k) mod 2) * s)))), k + 1)) (1.0, 0) xs)\n";
+    let r = one(text, "arrays/bot");
+    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("two binders"), "{r:?}");
+    let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
+    assert!(text[start..end].trim_start_matches('(').starts_with("fold"), "{:?}", &text[start..end]);
+}
+
+/// A tuple accumulator whose real and integer components read each other (`if x > s then i + 1 else
+/// i` beside `s * x + real i`): the integers the reals read ride in the reals' row as real copies (pack.rs
+/// `shadow_ints`: the step in reals, `if x > s then i′ + 1.0 else i′`, its Delta zero, as §5.2's
+/// integers are primal), and the integers, which then alone read the reals, are their loop after the
+/// reals', over the reals' states. Was refused ("read each other"). Every Part C stage agrees with
+/// forward mode, and by hand:
+#[test]
+fn real_and_integer_components_reading_each_other_carry_the_integers_as_real_copies() {
+    // x = (a, b, c) = (1, 3, 2): s1 = a = 1 (i stays 0: 1 > 1 fails), s2 = s1 b = 3 (i = 1: 3 > 1),
+    // s3 = s2 c + 1 = 7 (2 > 3 fails); ∂f = (bc, ac, ab) = (6, 2, 3), the integer's part zero
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i)) (1.0, 0) xs\n", "(7.0, 1)", &[6.0, 2.0, 3.0]);
+    let progs = [
+        // a scanl with a compound test and step, a scanr, two integers (one reading the other)
+        // inside a map, read by the real as real (i - j)
+        ("[1.0, 3.0, 0.5]", "sum (map (\\(s, i) -> s * real i) (scanl (\\(s, i) x -> (s * x + real i * x, if x > s && i < 2 then i + 2 else i - 1)) (1.0, 0) xs))"),
+        ("[1.0, 3.0, 0.5, 2.0]", "sum (map (\\(i, s) -> s) (scanr (\\x (i, s) -> (if x < s then i + 1 else i, s * x + real i)) (0, 1.0) xs))"),
+        ("[[1.0, 3.0, 0.5], [2.0, 0.5, 4.0]]", "sum (map (\\row -> let (s, i, j) = fold (\\(s, i, j) x -> (s * x + real (i - j), if x > s then i + 1 else i, if i > j then j + 1 else j)) (1.0, 0, 0) row in s + real i) xs)"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main xs = {main}\n"));
     }
 }
 

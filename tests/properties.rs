@@ -525,6 +525,14 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     // `ifv` folds whose real reads the array component at the integer (`v ! (k mod n)`: pack.rs
     // `real_int_reads`, a masked sum)
     let mut int_masks = 0;
+    // `ifv` folds whose real reads a row of a matrix at the integer (`m ! (k mod r)`, a masked sum of the rows)
+    let mut int_rows = 0;
+    // `ifd` folds whose real sums a build of the integer's size (`build (k mod 3)`: the largest size, masked)
+    let mut int_sizes = 0;
+    // and a `real` of a `mod` of the integer and a binder (`real ((j + k) mod 2)`: a table per element and j)
+    let mut int_tables = 0;
+    // `ifv` folds whose real reads the integer and the integer the real (`shadow_ints`: a real copy)
+    let mut each_other = 0;
     // folds and scans whose accumulator pairs a real with an array of reals (`pfv`: pack.rs packs
     // the array's elements as more columns; `ifv`: beside an integer)
     let mut array_accs = 0;
@@ -539,6 +547,10 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let int_term = src.contains("(if (ifd");
         let int_array = src.contains(" ! 0 + 1]");
         let int_mask = src.contains("0.25 * ifv");
+        let int_row = src.contains("(\\ifm");
+        let int_size = src.contains("(\\ifb");
+        let int_table = src.contains("(\\ift");
+        let other = src.contains("0.375 * real ifd");
         let array_acc = src.contains(", pfv") || src.contains(", ifv");
         let ran = part_c_run_typed(src);
         let (took, (pairs_in, pairs_out), nested) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
@@ -547,6 +559,10 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         int_terms += usize::from(took && int_term);
         int_arrays += usize::from(took && int_array);
         int_masks += usize::from(took && int_mask);
+        int_rows += usize::from(took && int_row);
+        int_sizes += usize::from(took && int_size);
+        int_tables += usize::from(took && int_table);
+        each_other += usize::from(took && other);
         array_accs += usize::from(took && array_acc);
         pairs_io += usize::from(took && (pairs_in || pairs_out));
         pairs_ins += usize::from(took && pairs_in);
@@ -559,7 +575,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer, {int_terms} in a test, {int_arrays} an array of integers, {int_masks} as an index of an array component; {array_accs} with an array component of a tuple accumulator)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer, {int_terms} in a test, {int_arrays} an array of integers, {int_masks} as an index of an array component, {int_rows} of a matrix's rows, {int_sizes} as a summed build's size, {int_tables} in a `mod` with a binder, {each_other} reading each other; {array_accs} with an array component of a tuple accumulator)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -572,6 +588,10 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(int_terms >= 1, "Part C took no random program whose fold's real reads its integer component in a test");
     assert!(int_arrays >= 1, "Part C took no random program whose fold's integer component is an array of integers");
     assert!(int_masks >= 1, "Part C took no random program whose fold's real reads its array component at its integer");
+    assert!(int_rows >= 1, "Part C took no random program whose fold's real reads a matrix's row at its integer");
+    assert!(int_sizes >= 1, "Part C took no random program whose fold's real sums a build of its integer's size");
+    assert!(each_other >= 1, "Part C took no random program whose fold's real and integer components read each other");
+    assert!(int_tables >= 1, "Part C took no random program whose fold's real reads a `mod` of its integer and a binder");
     assert!(array_accs >= 1, "Part C took no random program whose fold or scan's tuple accumulator has an array component");
     assert!(nested_outs >= 2, "Part C took only {nested_outs} random programs with a nested tuple output");
     assert!(pairs_io >= 2 && pairs_ins >= 1 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_ins} in its input, {pairs_outs} in its output");

@@ -318,11 +318,25 @@ impl Gen {
                 let step = if counts { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
                 // a counting integer read as an index of the array component (pack.rs
                 // `real_int_reads`: a masked sum, its `real` a column of the integers' states); the
-                // other step reads the real, and the two would read each other (refused). Only of a
+                // other step reads the real, and the two read each other (below). Only of a
                 // short component (the masked sum is O(len) per read): a read of a length-3
                 // component in a large program took arrays/symbolic past its gradient-size budget
                 // (§7.2's growth without share; wide-run seed 1541, whose fold with `v ! 1` did too)
-                let read = if counts && (1..3).contains(&len) { format!(" + 0.25 * {v} ! ({k} mod {len})") } else { String::new() };
+                // or a row of a small matrix at the integer, met by the real (a masked sum of the
+                // rows, `real_int_reads`)
+                let read = if counts && self.below(2) == 0 {
+                    let (r, c, z) = (1 + self.below(2), 1 + self.below(2), self.fresh("ifm"));
+                    let mm = self.mat(s, r, c, 0);
+                    format!(" + 0.25 * sum (map (\\{z} -> {z} * {p}) ({mm} ! ({k} mod {r})))")
+                } else if counts && (1..3).contains(&len) {
+                    format!(" + 0.25 * {v} ! ({k} mod {len})")
+                } else if !counts {
+                    // the step reads the real and the real the integer: read each other (pack.rs
+                    // `shadow_ints`: the integer a real copy in the reals' row)
+                    format!(" + 0.375 * real {k}")
+                } else {
+                    String::new()
+                };
                 let (a, b, m) = (self.fresh("ifd"), self.fresh("ifv"), self.fresh("ifd"));
                 let f = self.real_in(&s.with_real(&a).with_vec(&b, len), d.min(2));
                 let (z, v0, xs) = (self.real_in(s, d), self.vec(s, len, d), self.vec(s, n, d));
@@ -333,11 +347,18 @@ impl Gen {
                 let e1 = self.real_in(&s.with_real(&p).with_real(&x), d.min(2));
                 // a counter the real may read as `real k` (a column of the integers' states), or in a
                 // test choosing its step (a column of the test's values, pack.rs `lift_int_reads`),
-                // or a count of the elements passing a test on the real
+                // or a summed build of its size, or a count of the elements passing a test on the real
                 // or an array of integers (more columns of the integers' row)
                 let (mut z0, mut fin) = ("0".to_string(), format!("real {m}"));
                 let (step, real) = match self.below(4) {
-                    0 => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
+                    // (chosen by the name's parity, not a draw: the other programs stay as drawn)
+                    0 if k.ends_with(['1', '3', '5', '7', '9']) => (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * real {k}")),
+                    // or a summed build of the integer's size (pack.rs `masked_sizes`: the largest size, masked)
+                    0 => {
+                        // and a `real` of a `mod` of the integer and a binder (`binder_tables`)
+                        let (j, t) = (self.fresh("ifb"), self.fresh("ift"));
+                        (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * sum (build ({k} mod 3) (\\{j} -> {p} * {x})) + 0.125 * sum (build 2 (\\{t} -> real (({t} + {k}) mod 2) * {p}))"))
+                    }
                     1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
                     2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
                     _ => {

@@ -467,7 +467,17 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
             let at = near;
             // a build1 over more dimensions than the gathers take (`MAX_DIMS`) is left for that reason
             let depth = if matches!(x.kind, ExprKind::Prim(Prim::Build, _)) { build_depth(x) } else { 0 };
-            let why = if depth > MAX_DIMS {
+            let ragged = matches!(x.kind, ExprKind::Prim(Prim::Build, _)) && index_dependent_size(x);
+            let why = if ragged {
+                return Err(Diagnostic::error(
+                    at,
+                    format!(
+                        "bot does not take a build1 whose body builds an array of a size that depends on its index ({}): the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), and its arrays are regular (no jagged arrays)",
+                        crate::print::print_expr(x, &crate::print::PrintOptions::unicode())
+                    ),
+                )
+                .refused());
+            } else if depth > MAX_DIMS {
                 format!("{why}, {depth} dimensions deep, past the {MAX_DIMS} this implementation's gathers and scatters take (the paper's have no bound)")
             } else {
                 why.to_string()
@@ -487,4 +497,25 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
         each_child(x, &mut |c| stack.push((c, near)));
     }
     Ok(())
+}
+
+/// Whether the build1 `x` (`build n (\i -> t)`) has in t a build, `iota` or replicate whose size reads i: its body's
+/// arrays change shape with its index, outside the paper's language (§5, Static shapes).
+fn index_dependent_size(x: &Expr) -> bool {
+    let ExprKind::Prim(Prim::Build, a) = &x.kind else { return false };
+    let ExprKind::Lam(_, p, body) = &a[1].kind else { return false };
+    let Pat::Var(i, _) = &**p else { return false };
+    let mut stack = vec![&**body];
+    while let Some(y) = stack.pop() {
+        let size = match (&y.kind, view(y)) {
+            (ExprKind::Prim(Prim::Build | Prim::Replicate, b), _) => Some(&b[0]),
+            (_, Core::Iota(k)) => Some(k),
+            _ => None,
+        };
+        if size.is_some_and(|k| mentions(k, i.id)) {
+            return true;
+        }
+        each_child(y, &mut |c| stack.push(c));
+    }
+    false
 }

@@ -278,9 +278,9 @@ impl Sra<'_> {
     /// integers alone (`xs ! m`, `m > 0`) likewise, a column of its values (`lift_int_reads`). An
     /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
     /// read as a real is; an array of integers (any rank) with the integers, more columns of their
-    /// row after the scalars (`packed_row` over Int, its shape checked each step). Refused, located: the two reading each other, or a real component reading
+    /// row after the scalars (`packed_row` over Int, its shape checked each step). The two reading each other: the integers the reals read ride in the reals' row as real copies (`shadow_ints`) when their steps have a form in reals, else refused, located; refused too a real component reading
     /// an integer one inside a term that also reads a real one or a binder of the body other than as
-    /// an index of an array of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
+    /// an index of an array of reals or of arrays of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
@@ -306,7 +306,14 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other: {WHY}, one after the other (the integers first when the reals read them); one loop for both would carry the integers in the reals' row as numbers (Fig. 8: an array holds one element type), and the language has no conversion from a real back to an integer (the paper's has one, §2's `round : R → Int`, and keeps an integer primal, §5.2: a real reaches it only \"through the discrete, integral results\", not differentiated, so its bot would take this; here an integer reads a real only through a condition, `if x > s then i + 1 else i`)")));
+            // the integers the reals read as `real m` ridden in the reals' row as real copies, when
+            // their steps have a real form: then only the integers read the reals (`shadow_ints`)
+            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &cs), &ints, &reals, inner, self.fresh) {
+                let mut out = self.int_fold(e, op, &tys2, (&zs2, &accs2, cs2), (xs, xr, i), &inner2, n, binds)?;
+                out.truncate(tys.len());
+                return Ok(out);
+            }
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other, an integer's step with no form in reals (`real` through `+`, `-`, `*`, `if` and comparisons: `div`, `mod`, an index) or a real reading it otherwise than as `real m` or `real` of such a step: {WHY}, one after the other (the integers first when the reals read them); the integers the reals read ride in the reals' row as real copies when their steps have a form in reals (a constant moved by conditions, its Delta zero: §5.2, a real reaches an integer only \"through the discrete, integral results\", not differentiated), and the language has no conversion from a real back to an integer for the rest (the paper's has one, §2's `round : R → Int`)")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
         // the reals reading the integers: the integer loop first, its states as columns of reals
@@ -332,6 +339,38 @@ impl Sra<'_> {
             // an integer read meeting a real component or a binder of the body (`v ! k`, `j < k`)
             // made a real term of the integers' values first (`real_int_reads`), which is lifted
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            // a sum of a build whose size reads the integers: a build of their largest size, masked
+            // (`masked_sizes`), that size computed from the integers' states before the loop
+            let mut sizes = vec![];
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                masked_sizes(&mut b.1, &outer, (&int_ids, &real_ids), &mut sizes, self.fresh);
+            }
+            for &k in &reals {
+                masked_sizes(&mut cs[k], &inner, (&int_ids, &real_ids), &mut sizes, self.fresh);
+            }
+            for (shape, size) in sizes {
+                // `fold (\m j -> [max (m ! 0) size_j]) [0] (iota n)`, size_j the size at the state
+                // element j meets, then `shape = iota (that ! 0)`, whose length is the build's size
+                let (j, m, top) = (self.fresh.name("i"), self.fresh.name("acc"), self.fresh.name("top"));
+                let mut u = super::bot::subst(&size, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                for (k, icol) in icols.iter().rev() {
+                    if mentions(&u, accs[*k]) {
+                        let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), state_met(op, &j)]).with_ty(Type::array(Type::Int)), icol);
+                        u = let_(pvar(&Name::new("acc", accs[*k])), state, u).with_ty(Type::Int);
+                    }
+                }
+                let arr_int = Type::array(Type::Int);
+                let most = prim(Prim::Max, vec![prim(Prim::Index, vec![var(&m).with_ty(arr_int.clone()), int(0)]).with_ty(Type::Int), u]).with_ty(Type::Int);
+                let f = lam(pvar(&m), lam(pvar(&j), Expr::gen(ExprKind::Array(vec![most])).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
+                let q = self.fresh.name("i");
+                let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                let z0 = Expr::gen(ExprKind::Array(vec![int(0)])).with_ty(arr_int.clone());
+                binds.push((top.clone(), at(prim(Prim::Fold, vec![f, z0, idx]), e.span).with_ty(arr_int.clone()), e.span));
+                let q = self.fresh.name("j");
+                let iota = prim(Prim::Build, vec![prim(Prim::Index, vec![var(&top), int(0)]).with_ty(Type::Int), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                binds.push((shape, at(iota, e.span).with_ty(arr_int), e.span));
+            }
             let outer = inner.clone();
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
                 real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), self.fresh);
@@ -364,6 +403,32 @@ impl Sra<'_> {
                 xs.push(var(&col));
                 xr.push(0);
             }
+            // a `real` of the integers and one binder j of a build of a fixed size (`(j + k) mod 3`):
+            // a table of its values per element and j, a row of the packed elements (`binder_tables`)
+            let mut tables = vec![];
+            let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                binder_tables(&mut b.1, &outer, (&int_ids, &real_ids), i, &mut tables, self.fresh);
+            }
+            for &k in &reals {
+                binder_tables(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut tables, self.fresh);
+            }
+            for (col, j, size, t) in tables {
+                // `build n (\e -> let acc_k = state e in build size (\j -> t))`
+                let q = self.fresh.name("i");
+                let mut body = super::bot::subst(&t, i.id, &var(&q).with_ty(Type::Int), self.fresh);
+                for (k, icol) in icols.iter().rev() {
+                    if mentions(&body, accs[*k]) {
+                        let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), state_met(op, &q)]).with_ty(Type::array(Type::Int)), icol);
+                        body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(Type::Real);
+                    }
+                }
+                let row = prim(Prim::Build, vec![size, lam(pvar(&j), body)]).with_ty(Type::array(Type::Real));
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&q), row)]), e.span).with_ty(nested(&Type::Real, 2)), e.span));
+                xs.push(var(&col));
+                xr.push(1);
+            }
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
             let mut ok = true;
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
@@ -373,7 +438,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals (`v ! k`, a masked sum), a comparison (`j < k`) or a `real` of `+`, `-`, `*` (such as the size of a `build`, an index of an array of arrays, or `div`/`mod` of the two): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`), a `real` of `+`, `-`, `*`, a `real` of any term of the integers and one binder of a `build` of a fixed size (`real ((j + k) mod 3)`: a table per element and binder), or the size of a `build` summed at once (`sum (build k f)`: a build of the largest size, masked) (such as `div`/`mod` of the integers and two binders or a binder of another range, or the size of a `build` not summed at once or reading a binder: the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), so a build of a size that changes from step to step is taken only where its zeros past the size are summed away): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -807,6 +872,145 @@ fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
     }
 }
 
+/// In `t` (a real component's new value or a let it reads, after `real_int_reads`), each `real u` whose
+/// u reads an integer component (`ints`) and, of the variables bound in `t`, only the binder j of an
+/// enclosing `build s (\j -> ..)` whose size s reads none of them nor the integers (a fixed range:
+/// `(j + k) mod 3`, `div`/`mod` having no exact form in reals), replaced by `col ! i ! j`: `tables`
+/// gets `col`, j, s and `real u` (with the lets of `inner` it reads), which `int_fold` makes a table
+/// of u's values per element and j from the integers' states, a row of the packed elements (primal:
+/// a term of the integers, as `lift_int_reads`'s columns).
+fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, tables: &mut Vec<(Name, Name, Expr, Expr)>, fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let Some(local) = bound_in(t) else { return };
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // each node with the builds of a fixed size around it: (binder, size)
+    let mut stack: Vec<(&mut Expr, Vec<(Name, Expr)>)> = vec![(t, vec![])];
+    while let Some((y, around)) = stack.pop() {
+        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
+            let u = whole(&a[0]);
+            let js: Vec<&(Name, Expr)> = around.iter().filter(|(j, _)| mentions(&u, j.id)).collect();
+            let others = reals.iter().chain(local.iter().filter(|&&x| js.iter().all(|(j, _)| j.id != x))).any(|&x| mentions(&u, x));
+            if bare_int_use(&u, ints) && js.len() == 1 && !others {
+                let (j, size) = js[0].clone();
+                let col = fresh.name("rt");
+                let read = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&col).with_ty(nested(&Type::Real, 2)), var(i).with_ty(Type::Int)]).with_ty(Type::array(Type::Real)), var(&j).with_ty(Type::Int)]).with_ty(Type::Real);
+                tables.push((col, j, size, wrap(live(inner, y), y.clone())));
+                *y = read;
+                continue;
+            }
+        }
+        let fixed = match &y.kind {
+            ExprKind::Prim(Prim::Build, b) if b.len() == 2 => match &b[1].kind {
+                ExprKind::Lam(_, p, _) => match &**p {
+                    Pat::Var(j, _) => {
+                        let size = whole(&b[0]);
+                        let free = !bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x));
+                        free.then(|| (j.clone(), size))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut inside = around.clone();
+        inside.extend(fixed);
+        for c in children_mut(y) {
+            stack.push((c, inside.clone()));
+        }
+    }
+}
+
+/// A tuple accumulator whose real and integer components read each other (`int_fold`), with each
+/// integer component m that the reals read (and those its step reads) ridden in the reals' row as a
+/// real copy m′: its start `real z`, its step the integer step in reals (`real` pushed through `+`,
+/// `-`, `*`, literals, conditions: `if x > s then m + 1 else m` is `if x > s then m′ + 1.0 else m′`),
+/// and the reals' `real m` read as m′ (`real (m - j)` as `m′ - j′`). Its Delta is zero (a constant moved by conditions: §5.2, a
+/// real reaches an integer only "through the discrete, integral results", not differentiated), and
+/// the integers, which now alone read the reals, are their own loop after the reals' (their states).
+/// None when a step has no such form or the reals read an integer otherwise than as `real m`.
+#[allow(clippy::type_complexity)]
+fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &[usize], reals: &[usize], inner: &Binds, fresh: &mut Fresh) -> Option<(Vec<Type>, Vec<Expr>, Vec<u32>, Vec<Expr>, Binds)> {
+    use super::bot::mentions;
+    let scalar: Vec<usize> = ints.iter().copied().filter(|&k| tys[k] == Type::Int).collect();
+    if scalar.len() != ints.len() {
+        return None;
+    }
+    // the lets of the body that read an integer (a copy's step may read the others)
+    let local: Vec<u32> = inner.iter().filter(|b| ints.iter().any(|&k| mentions(&wrap(live(inner, &b.1), b.1.clone()), accs[k]))).map(|b| b.0.id).collect();
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // the integers to copy: read by the reals, then by the copies' steps
+    let mut copied: Vec<usize> = ints.iter().copied().filter(|&k| reals.iter().any(|&r| mentions(&whole(&cs[r]), accs[k]))).collect();
+    let mut q = 0;
+    while q < copied.len() {
+        let w = whole(&cs[copied[q]]);
+        for &k in ints {
+            if !copied.contains(&k) && mentions(&w, accs[k]) {
+                copied.push(k);
+            }
+        }
+        q += 1;
+    }
+    let map: Vec<(u32, u32)> = copied.iter().map(|&k| (accs[k], fresh.name("acc").id)).collect();
+    let int_ids: Vec<u32> = ints.iter().map(|&k| accs[k]).collect();
+    let (mut tys2, mut zs2, mut accs2, mut cs2) = (tys.to_vec(), zs.to_vec(), accs.to_vec(), cs.to_vec());
+    for (&k, &(_, c)) in copied.iter().zip(&map) {
+        tys2.push(Type::Real);
+        zs2.push(prim(Prim::ToReal, vec![zs[k].clone()]).with_ty(Type::Real));
+        accs2.push(c);
+        cs2.push(real_step(&cs[k], &map, (&int_ids, &local))?);
+    }
+    // the reals' `real m` read as m′, in their new values and the lets they read
+    let used: Vec<u32> = live(inner, &Expr::gen(ExprKind::Array(reals.iter().map(|&k| cs[k].clone()).collect()))).iter().map(|b| b.0.id).collect();
+    let mut inner2 = inner.clone();
+    let targets = cs2.iter_mut().enumerate().filter(|(k, _)| reals.contains(k)).map(|(_, c)| c);
+    for t in targets.chain(inner2.iter_mut().filter(|b| used.contains(&b.0.id)).map(|b| &mut b.1)) {
+        let mut stack = vec![t];
+        while let Some(y) = stack.pop() {
+            if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
+                if let Some(r) = real_step(&a[0], &map, (&int_ids, &local)) {
+                    *y = r;
+                    continue;
+                }
+            }
+            stack.extend(children_mut(y));
+        }
+    }
+    let still = reals.iter().any(|&r| int_ids.iter().any(|&x| mentions(&wrap(live(&inner2, &cs2[r]), cs2[r].clone()), x)));
+    (!still).then_some((tys2, zs2, accs2, cs2, inner2))
+}
+
+/// An integer step `u` in reals, its integer components (`map`) their real copies: `real` pushed
+/// through literals, `+`, `-`, `*`, negation and `if`, a condition's integer comparisons compared as
+/// reals; a term of no integer component nor a let of the body reading one (`local`) `real u`. None otherwise.
+fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
+    use super::bot::mentions;
+    let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
+    Some(match &u.kind {
+        ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
+        ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
+        ExprKind::If(c, a, b) => if_(real_test(c, map, (ints, local))?, real_step(a, map, (ints, local))?, real_step(b, map, (ints, local))?).with_ty(Type::Real),
+        _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
+        _ => return None,
+    })
+}
+
+/// A condition of an integer step with its integer comparisons made comparisons of reals (`real_step`).
+fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
+    use super::bot::mentions;
+    if !ints.iter().chain(local).any(|&v| mentions(c, v)) {
+        return Some(c.clone());
+    }
+    match &c.kind {
+        ExprKind::Prim(op @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne), a) if a.len() == 2 && a.iter().all(|x| integer(x, ints)) => {
+            Some(prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool))
+        }
+        ExprKind::Prim(op @ (Prim::And | Prim::Or | Prim::Not), a) => Some(prim(*op, a.iter().map(|x| real_test(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
+        _ => None,
+    }
+}
+
 /// The variables bound inside `t` (by a lambda, a let, a case); None when it has a `let rec`.
 fn bound_in(t: &Expr) -> Option<Vec<u32>> {
     let mut local = vec![];
@@ -834,6 +1038,11 @@ fn bound_in(t: &Expr) -> Option<Vec<u32>> {
 ///   condition as §5.2's gather functions keep theirs ("it can only influence said result through
 ///   the discrete, integral results of that function", so it is not differentiated); O(length e)
 ///   per read, §4.4's cost, where a gather is O(1);
+/// - `m ! u` of an array of arrays of reals (a row, rank r ≥ 1; met by a real component or a binder,
+///   or not: an array is no column of `lift_int_reads`): each entry of the row the masked sum of
+///   that entry of every row, `let w = m in build (length (w ! 0)) (\p -> sum (build (length w)
+///   (\q -> w ! q ! p * mask q)))`, the dimensions those of the first row (regular, §3.2);
+///   O(size m) per read;
 /// - an integer comparison (`j < k`, `==`, ..): the same comparison of ⟨j⟩ and ⟨k⟩;
 /// - `real u`: ⟨u⟩.
 /// ⟨u⟩ (`as_real`) is `real` pushed through `+`, `-`, `*` and negation, exact on integers below
@@ -851,19 +1060,32 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
     while let Some(y) = stack.pop() {
         match &y.kind {
             // (an accumulator's variable is not typed here: the read's own type says it is a real)
-            ExprKind::Prim(Prim::Index, a) if y.ty == Type::Real && bare_int_use(&whole(&a[1]), ints) && mixed(&[&a[0], &a[1]]) => {
+            // a real or boolean term of the integers alone: `lift_int_reads` makes it a column
+            _ if matches!(y.ty, Type::Real | Type::Bool) && bare_int_use(&whole(y), ints) && !reals.iter().chain(&local).any(|&x| mentions(&whole(y), x)) => continue,
+            // a row of an array of arrays is masked whatever it meets: an array is no column
+            ExprKind::Prim(Prim::Index, a) if elem_rank(&y.ty).is_some() && bare_int_use(&whole(&a[1]), ints) && (y.ty != Type::Real || mixed(&[&a[0], &a[1]])) => {
+                let r = elem_rank(&y.ty).unwrap_or(0);
                 let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
                 let [e, u]: [Expr; 2] = a.try_into().unwrap_or_else(|_| unreachable!());
                 let (w, q) = (fresh.name("w"), fresh.name("q"));
-                let arr = Type::array(Type::Real);
-                let wv = var(&w).with_ty(arr.clone());
+                let wv = var(&w).with_ty(nested(&Type::Real, r + 1));
                 let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
                 // the mask a constant 1.0 or 0.0 (its Delta zero) scaling the read: a cond between
                 // the read and 0.0 would stack both (bot's B4) and carry both rows' Delta
                 let one = if_(hit, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
-                let pick = prim(Prim::Mul, vec![prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(Type::Real), one]).with_ty(Type::Real);
-                let mask = prim(Prim::Build, vec![length(wv), lam(pvar(&q), pick)]).with_ty(arr);
-                *y = let_(pvar(&w), e, prim(Prim::Sum, vec![mask]).with_ty(Type::Real)).with_ty(Type::Real);
+                // a row of an array of arrays (rank r ≥ 1): each of its entries (at p1 .. pr, its
+                // dimensions those of the first row's first rows: regular, §3.2) the masked sum of
+                // that entry of every row, `build d1 (\p1 -> .. sum (build (length w) (\q -> w ! q ! p1 .. * mask)))`
+                let ps: Vec<Name> = (0..r).map(|_| fresh.name("p")).collect();
+                let entry = ps.iter().enumerate().fold(prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r)), |x, (d, p)| prim(Prim::Index, vec![x, var(p).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r - d - 1)));
+                let pick = prim(Prim::Mul, vec![entry, one]).with_ty(Type::Real);
+                let mask = prim(Prim::Build, vec![length(wv.clone()), lam(pvar(&q), pick)]).with_ty(Type::array(Type::Real));
+                let mut x = prim(Prim::Sum, vec![mask]).with_ty(Type::Real);
+                for d in (0..r).rev() {
+                    let first = (0..=d).fold(wv.clone(), |f, k| prim(Prim::Index, vec![f, int(0)]).with_ty(nested(&Type::Real, r - k)));
+                    x = prim(Prim::Build, vec![length(first), lam(pvar(&ps[d]), x)]).with_ty(nested(&Type::Real, r - d));
+                }
+                *y = let_(pvar(&w), e, x).with_ty(nested(&Type::Real, r));
                 continue;
             }
             ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
@@ -877,6 +1099,50 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
                 continue;
             }
             _ => {}
+        }
+        stack.extend(children_mut(y));
+    }
+}
+
+/// In `t` (a real component's new value or a let it reads), each `sum (build u (\j -> b))` of reals
+/// whose size u reads an integer component (`ints`) and no real component nor a variable bound in
+/// `t` made `sum (build (length shape) (\j -> b * (if real j < ⟨u⟩ then 1.0 else 0.0)))`: `sizes`
+/// gets `shape` and u (with the lets of `inner` it reads), `shape` an iota of u's largest value over
+/// the integers' states, bound before the loop (`int_fold`). The paper's shapes are static, or
+/// weaker, "all the intermediate values computed in a build1-lambda must have shapes that are
+/// independent of the index at which the lambda is called" (§5, "Static shapes"): the loop body's
+/// build has one size at every step, and a sum reads the entries past u as the zeros they are
+/// masked to. ⟨u⟩'s `real k` is then a column of the integers' states (`read_as_reals`). A negative
+/// u sums nothing, where the source stops.
+fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), sizes: &mut Vec<(Name, Expr)>, fresh: &mut Fresh) {
+    use super::bot::mentions;
+    let Some(local) = bound_in(t) else { return };
+    let mut stack = vec![t];
+    while let Some(y) = stack.pop() {
+        let hit = match &y.kind {
+            ExprKind::Prim(Prim::Sum, a) if y.ty == Type::Real && a.len() == 1 => match &a[0].kind {
+                ExprKind::Prim(Prim::Build, b) if b.len() == 2 && matches!(&b[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => {
+                    let size = wrap(live(inner, &b[0]), b[0].clone());
+                    bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x))
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if hit {
+            let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+            let ExprKind::Prim(_, b) = std::mem::replace(&mut a[0].kind, ExprKind::Int(0)) else { unreachable!() };
+            let [u, f]: [Expr; 2] = b.try_into().unwrap_or_else(|_| unreachable!());
+            let ExprKind::Lam(kind, p, body) = f.kind else { unreachable!() };
+            let Pat::Var(j, _) = &*p else { unreachable!() };
+            let shape = fresh.name("shape");
+            sizes.push((shape.clone(), wrap(live(inner, &u), u.clone())));
+            let below = prim(Prim::Lt, vec![as_real(var(j).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
+            let mask = if_(below, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+            let body = prim(Prim::Mul, vec![*body, mask]).with_ty(Type::Real);
+            let f = Expr { kind: ExprKind::Lam(kind, p, Box::new(body)), ..f };
+            let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
+            *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b]), ..std::mem::replace(y, unit()) };
         }
         stack.extend(children_mut(y));
     }
