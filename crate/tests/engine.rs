@@ -672,6 +672,10 @@ const SPINES: &[(&str, &str)] = &[
     ("def h a b c = a * b + c\ndef main x = let g = h x in let u = g 1.0 3.0 in let k = g 2.0 in k u", "0.5"),
     ("def h a b = let t = a + b in \\c -> t * c\ndef main x = let p = h x in let q = p 2.0 in q 3.0", "0.5"),
     ("def h a b = a * b\ndef main x = let v = (let g = h in let f = g x in f 2.0) in v + (let k = \\a -> \\b -> a * b in let w = (let f = (let g = k in g x) in f 2.0) in w)", "0.5"),
+    // particle's round: a let whose call is another function's between the spine's calls, a leaf
+    // (run in place) or a recursive function (by the loop, the spine resumed after it)
+    ("def step (p, v) = (p + 0.1 * v, v - 0.1 * p)\ndef h k s = if k == 0 then s else let f = h (k - 1) in let s1 = step s in f s1\ndef main (p, v) = let (a, b) = h 5 (p, v) in a * b", "(1.0, 0.5)"),
+    ("def r k = if k == 0 then 1.0 else r (k - 1) * 2.0\ndef h k acc x = if k == 0 then acc else let v = (let f = h (k - 1) in let t = r k in let b = acc * x + t in f b) in v x\ndef main x = h 4 0.0 x", "0.5"),
     ("def h = let z = 2.0 in \\a -> \\b -> a * b + z\ndef main x = let v = (let f = h x in let y = x + 1.0 in f y) in v + (let w = h 1.0 in w x)", "0.5"),
 ];
 

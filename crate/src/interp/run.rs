@@ -60,6 +60,9 @@ pub(super) enum Kont {
     /// Argument `i` of a call of a known definition (`call_known`) was being evaluated; its
     /// arguments so far are on `vals` from `base`.
     CallKnown { c: *const CallCode, lam: *const LamCode, i: u32, base: usize },
+    /// A call spine's event `e` (a `let p = call`) was being evaluated; `f` is the spine's function,
+    /// its arguments so far on `vals` from `base` (`spine.rs`).
+    Spine { s: *const super::spine::Spine, e: u32, base: usize, f: Value },
 }
 
 /// What the loop does next: evaluate a node, or return the value in `Machine::acc` to the top
@@ -1300,6 +1303,7 @@ impl Machine<'_> {
             Kont::CallArg { c, i, f, base } => return self.call_go(unsafe { &*c }, f, i as usize, base, Some(v)),
             Kont::CallRest(cc, i) => return self.call_go(unsafe { &*cc }, v, i as usize, self.vals.len(), None),
             Kont::CallKnown { c, lam, i, base } => return self.call_known(unsafe { &*c }, lam, i as usize, base, Some(v)),
+            Kont::Spine { s, e, base, f } => return self.spine_resume(unsafe { &*s }, e as usize, base, f, v),
         })
     }
 }

@@ -18,7 +18,7 @@
 
 use super::fast::{FastCode, Tail};
 use super::lower::{CallCode, Code, FunVal, GroupVal, Head, LPat, LamCode};
-use super::run::{binds, inline_arg, Charge, Next, Res};
+use super::run::{binds, inline_arg, Charge, Kont, Next, Res};
 use super::{Global, Machine};
 use crate::value::Value;
 use std::rc::Rc;
@@ -32,6 +32,8 @@ pub(crate) struct Spine {
     total: usize,
     /// The `let` this node replaces, run when the head is not such a function.
     orig: Code,
+    /// Whether it has a `Bind` event (which may wait for the loop, holding the function as a value).
+    binds: bool,
 }
 
 #[derive(Clone)]
@@ -42,6 +44,9 @@ enum Ev {
     Links(Rc<FastCode>),
     /// A call: its `App` and head steps, then its arguments (each a leaf or a region with a value).
     Call(CallCode),
+    /// `let p = call in …` between the spine's calls (particle's `v1 ← step s`): the let's step and
+    /// the call, run in place when it returns at once, else by the loop with a `Kont::Spine`.
+    Bind(Charge, LPat, CallCode),
 }
 
 /// `c` (a `let`) as a spine node when it is one, else `c`.
@@ -58,7 +63,8 @@ pub(crate) fn form(c: Code) -> Code {
         return c;
     }
     let total = ev.iter().map(|e| if let Ev::Call(cc) = e { cc.args.len() } else { 0 }).sum();
-    Code::Spine(Rc::new(Spine { events: ev.into(), head, total, orig: c }))
+    let binds = ev.iter().any(|e| matches!(e, Ev::Bind(..)));
+    Code::Spine(Rc::new(Spine { events: ev.into(), head, total, orig: c, binds }))
 }
 
 /// A call whose arguments run in place (not a self tail call: that one jumps).
@@ -115,34 +121,80 @@ fn seg(c: &Code, s: u32, ev: &mut Vec<Ev>) -> bool {
     }
 }
 
-/// `let p = s b in rest`: the let's step, the call, then the chain from `p`.
+/// `let p = s b in rest`: the let's step, the call, then the chain from `p`; or `let p = call in
+/// rest` of another function (its value bound as the walker binds it), then the chain from `s`.
 fn link(ch: Charge, p: &LPat, rhs: &Code, rest: &Code, s: u32, ev: &mut Vec<Ev>) -> bool {
-    let (LPat::Slot(p), Code::Call(cc)) = (p, rhs) else { return false };
-    if !matches!(cc.head, Head::Move(h) if h == s) || !simple(cc) {
+    let Code::Call(cc) = rhs else { return false };
+    if !simple(cc) {
         return false;
     }
+    if !matches!(cc.head, Head::Move(h) if h == s) {
+        ev.push(Ev::Bind(ch, p.clone(), (**cc).clone()));
+        return seg(rest, s, ev);
+    }
+    let LPat::Slot(p) = p else { return false };
     ev.push(Ev::Let(ch));
     ev.push(Ev::Call((**cc).clone()));
     seg(rest, *p, ev)
 }
 
+/// A curried function value's code, captures and group (a closure or a local recursive function
+/// of more than one parameter, holding no argument yet).
+fn fun_parts(f: &Value) -> Option<(&Rc<LamCode>, &Rc<[Value]>, Option<&Rc<GroupVal>>)> {
+    let Value::Fun(rc) = f else { return None };
+    let (lam, env, group) = match rc.downcast_ref::<FunVal>()? {
+        FunVal::Clo { code, env } => (code, env, None),
+        FunVal::Rec { group, idx } => (group.code.members.get(*idx as usize)?, &group.env, Some(group)),
+        _ => return None,
+    };
+    (!lam.more.is_empty()).then_some((lam, env, group))
+}
+
 type Fun = (Rc<LamCode>, Rc<[Value]>, Option<Rc<GroupVal>>);
+
+fn owned((lam, env, group): (&Rc<LamCode>, &Rc<[Value]>, Option<&Rc<GroupVal>>)) -> Fun {
+    (lam.clone(), env.clone(), group.cloned())
+}
 
 impl Machine<'_> {
     /// Runs a spine (see the module comment).
     pub(super) fn run_spine(&mut self, s: &Spine) -> Res<Next> {
         let Ev::Call(g) = &s.events[s.head] else { return Ok(Next::Eval(&s.orig)) };
-        let Some((lam, env, group)) = self.spine_fun(&g.head) else { return Ok(Next::Eval(&s.orig)) };
-        if lam.prog != self.code.prog || s.total > lam.more.len() + 1 {
+        let Some(fun) = self.spine_fun(&g.head) else { return Ok(Next::Eval(&s.orig)) };
+        if fun.0.prog != self.code.prog || s.total > fun.0.more.len() + 1 {
             return Ok(Next::Eval(&s.orig));
         }
-        let base = self.vals.len();
-        let mut j = 0;
+        // the function as a value only where a `Bind` may have to wait for the loop with it
+        let f = if s.binds { self.spine_head(&g.head) } else { None };
+        self.spine_from(s, 0, self.vals.len(), fun, f)
+    }
+
+    /// A spine's events from `from` on: `fun` is its function (`f` as a value, if made), the
+    /// arguments so far on `vals` from `base`.
+    #[inline(always)]
+    pub(super) fn spine_from(&mut self, s: &Spine, from: usize, base: usize, fun: Fun, f: Option<Value>) -> Res<Next> {
+        let (lam, env, group) = fun;
         let end = s.events.len() - 1;
-        for (e, ev) in s.events.iter().enumerate() {
+        for (e, ev) in s.events.iter().enumerate().skip(from) {
             match ev {
                 Ev::Let(ch) => self.step(*ch)?,
-                Ev::Links(f) => self.region_links(f)?,
+                Ev::Links(r) => self.region_links(r)?,
+                Ev::Bind(ch, p, cc) => {
+                    // the walker's `let p = call in …` with its `Let` frame (the spine's, to resume
+                    // from); a callee that returns at once (a leaf) is bound here, without the loop
+                    self.step(*ch)?;
+                    let fv = f.clone().unwrap_or(Value::Unit);
+                    self.kont.push(Kont::Spine { s, e: e as u32, base, f: fv });
+                    let top = self.kont.len();
+                    match self.eval_call(cc)? {
+                        Next::Ret if self.kont.len() == top => {
+                            self.kont.pop();
+                            let v = std::mem::replace(&mut self.acc, Value::Unit);
+                            self.bind(p, v)?;
+                        }
+                        next => return Ok(next),
+                    }
+                }
                 Ev::Call(cc) => {
                     // `eval_call`'s steps: each application's, then the head's
                     for _ in 0..cc.args.len() {
@@ -159,6 +211,7 @@ impl Machine<'_> {
                     let n = cc.args.len();
                     for (i, a) in cc.args.iter().enumerate() {
                         let arg = self.arg_value(a)?;
+                        let j = self.vals.len() - base;
                         if j == lam.more.len() {
                             // the last argument (`total` is all the parameters): one frame for all
                             return self.saturate(&lam, env, group, base, arg, true);
@@ -166,13 +219,21 @@ impl Machine<'_> {
                         // only the spine's last application can be a tail: the others are a let's right side
                         self.partial_step(&lam, j, &arg, e == end && i + 1 == n)?;
                         self.vals.push(arg);
-                        j += 1;
                     }
                 }
             }
         }
         let part = self.new_part(&lam, &env, group.as_ref(), &[], base);
         Ok(self.ret(part))
+    }
+
+    /// A spine's `Bind` event's call has returned `v` by the loop: bind it and go on.
+    pub(super) fn spine_resume(&mut self, s: &Spine, e: usize, base: usize, f: Value, v: Value) -> Res<Next> {
+        if let Some(Ev::Bind(_, p, _)) = s.events.get(e) {
+            self.bind(p, v)?;
+        }
+        let Some(fun) = fun_parts(&f).map(owned) else { return Ok(Next::Eval(&s.orig)) };
+        self.spine_from(s, e + 1, base, fun, Some(f))
     }
 
     /// The curried function (more than one parameter, no argument yet) a spine's head holds, read
@@ -191,15 +252,22 @@ impl Machine<'_> {
                 return (!lam.more.is_empty()).then(|| (lam.clone(), g.env.clone(), Some(g.clone())));
             }
         };
-        let Value::Fun(rc) = v else { return None };
-        match rc.downcast_ref::<FunVal>()? {
-            FunVal::Clo { code, env } if !code.more.is_empty() => Some((code.clone(), env.clone(), None)),
-            FunVal::Rec { group, idx } => {
-                let lam = group.code.members.get(*idx as usize)?;
-                (!lam.more.is_empty()).then(|| (lam.clone(), group.env.clone(), Some(group.clone())))
-            }
-            _ => None,
-        }
+        fun_parts(v).map(owned)
+    }
+
+    /// The function value a spine's head holds, read without a step; `None` when it is not a
+    /// curried function holding no argument yet, or not yet evaluated.
+    fn spine_head(&self, head: &Head) -> Option<Value> {
+        let v = match *head {
+            Head::Global(i, _) => match self.globals.get(i as usize)? {
+                Global::Done(v) => v,
+                _ => return None,
+            },
+            Head::Local(s) | Head::Move(s) => self.locals.get(self.bp + s as usize)?,
+            Head::Capture(i) => self.env.get(i as usize)?,
+            Head::Sibling(k) => return self.group.is_some().then(|| self.sibling(k)),
+        };
+        fun_parts(v).is_some().then(|| v.clone())
     }
 }
 
@@ -245,6 +313,9 @@ mod tests {
         assert_eq!(spines(chain), vec![3]);
         let step = "def h k c = if k == 0 then c else let f = h (k - 1) in let c2 = c + c in f c2\ndef main x = h 3 x";
         assert_eq!(spines(step), vec![2]);
+        // particle's round, another function's call bound between the calls
+        let particle = "def step (p, v) = (p + 0.1 * v, v - 0.1 * p)\ndef h k s = if k == 0 then s else let f = h (k - 1) in let s1 = step s in f s1\ndef main x = h 3 (x, x)";
+        assert_eq!(spines(particle), vec![2]);
         // a local head bound before the spine starts
         assert_eq!(spines("def h a b = a * b\ndef main x = let v = (let g = h in let f = g x in f 2.0) in v"), vec![2]);
         // not spines: a partial value read twice, an argument that is a call, a head bound by the links before it
