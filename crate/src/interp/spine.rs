@@ -49,11 +49,18 @@ enum Ev {
     Bind(Charge, LPat, CallCode),
 }
 
+/// At most this many events a spine: `form` runs on every let of a chain whose right side makes a
+/// call, and reads the chain after it; bounded, a chain of n lets is formed in O(n) and the
+/// recursion of `seg` (a few frames an event) stays shallow (wasm's stack is small).
+const MAX_EVENTS: usize = 24;
+/// At most this many `Bind` events a spine (particle's round has one).
+const MAX_BINDS: usize = 2;
+
 /// `c` (a `let`) as a spine node when it is one, else `c`.
 pub(crate) fn form(c: Code) -> Code {
     let Code::Let(LPat::Slot(s), rhs, rest) = &c else { return c };
     let mut ev = vec![Ev::Let(Charge::Bind(1))];
-    if !producer(rhs, &mut ev) || !seg(rest, *s, &mut ev) {
+    if !producer(rhs, &mut ev) || !seg(rest, *s, &mut ev) || ev.len() > MAX_EVENTS {
         return c;
     }
     let Some(head) = ev.iter().position(|e| matches!(e, Ev::Call(_))) else { return c };
@@ -100,6 +107,9 @@ fn producer(c: &Code, ev: &mut Vec<Ev>) -> bool {
 /// The code after a let binding slot `s`: region links, then the call of `s` (the spine's end),
 /// or a let whose right side is that call (the chain goes on from its slot).
 fn seg(c: &Code, s: u32, ev: &mut Vec<Ev>) -> bool {
+    if ev.len() > MAX_EVENTS {
+        return false;
+    }
     match c {
         Code::Call(cc) if matches!(cc.head, Head::Move(h) if h == s) && simple(cc) => {
             ev.push(Ev::Call((**cc).clone()));
@@ -129,6 +139,12 @@ fn link(ch: Charge, p: &LPat, rhs: &Code, rest: &Code, s: u32, ev: &mut Vec<Ev>)
         return false;
     }
     if !matches!(cc.head, Head::Move(h) if h == s) {
+        // another function's call: a few at most (each `form` reads only a few links on), and none
+        // reading `s` (then `s` is not the next head: its one read is this argument)
+        let reads = |a: &Code| matches!(a, Code::Move(x) | Code::Local(x) if *x == s);
+        if ev.iter().filter(|e| matches!(e, Ev::Bind(..))).count() >= MAX_BINDS || cc.args.iter().any(reads) {
+            return false;
+        }
         ev.push(Ev::Bind(ch, p.clone(), (**cc).clone()));
         return seg(rest, s, ev);
     }
