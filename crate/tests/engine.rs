@@ -655,3 +655,41 @@ fn tape_sweeps_count_as_the_traced_resolve_at_every_budget() {
         assert!(stops > 5, "n = {n}: the budgets should stop the sweep ({stops})");
     }
 }
+
+/// Curried call spines through lets, each partial value read once as the next call's head (one node
+/// in the engine, `interp/spine.rs`): dualrev's nested `let v = (let f = g a in … f b) in v c`,
+/// krawiec's chain `let f = g a in … let f' = f b in f' c`, doubling's single step, a let-bound
+/// lambda and a local recursive function (a sibling) as the head, a spine left partial (its value
+/// applied later), and heads where the node runs the code it replaces: a partial value,
+/// over-application (a function returning a function), a definition whose value is computed.
+const SPINES: &[(&str, &str)] = &[
+    ("def h k acc x = if k == 0 then acc else let v = (let f = h (k - 1) in let b = acc * x + 1.0 / real k in f b) in v x\ndef main x = h 6 0.0 x", "0.99"),
+    ("def h k acc x = if k == 0 then acc else let k1 = k - 1 in let f = h k1 in let y = acc * x in let g = f (y + 1.0 / real k) in g x\ndef main x = h 6 0.0 x", "0.99"),
+    ("def h k c = if k == 0 then c else let f = h (k - 1) in let c2 = c + c in f c2\ndef main x = h 7 x * x", "1.1"),
+    ("def main x = let h = \\a -> \\b -> \\c -> a * b + c in let v = (let f = h x in let y = x * 2.0 in f y) in v 1.0", "0.5"),
+    ("def main x = let h k acc y = if k == 0 then acc else let v = (let f = h (k - 1) in let b = acc * y + 1.0 in f b) in v y in h 5 0.0 x", "0.9"),
+    ("def h a b c = a * b + c\ndef main x = let p = (let g = h x in let y = x * 2.0 in g y) in p 1.0 + 2.0", "0.5"),
+    ("def h a b c = a * b + c\ndef main x = let g = h x in let u = g 1.0 3.0 in let k = g 2.0 in k u", "0.5"),
+    ("def h a b = let t = a + b in \\c -> t * c\ndef main x = let p = h x in let q = p 2.0 in q 3.0", "0.5"),
+    ("def h a b = a * b\ndef main x = let v = (let g = h in let f = g x in f 2.0) in v + (let k = \\a -> \\b -> a * b in let w = (let f = (let g = k in g x) in f 2.0) in w)", "0.5"),
+    // particle's round: a let whose call is another function's between the spine's calls, a leaf
+    // (run in place) or a recursive function (by the loop, the spine resumed after it)
+    ("def step (p, v) = (p + 0.1 * v, v - 0.1 * p)\ndef h k s = if k == 0 then s else let f = h (k - 1) in let s1 = step s in f s1\ndef main (p, v) = let (a, b) = h 5 (p, v) in a * b", "(1.0, 0.5)"),
+    ("def r k = if k == 0 then 1.0 else r (k - 1) * 2.0\ndef h k acc x = if k == 0 then acc else let v = (let f = h (k - 1) in let t = r k in let b = acc * x + t in f b) in v x\ndef main x = h 4 0.0 x", "0.5"),
+    ("def h = let z = 2.0 in \\a -> \\b -> a * b + z\ndef main x = let v = (let f = h x in let y = x + 1.0 in f y) in v + (let w = h 1.0 in w x)", "0.5"),
+];
+
+#[test]
+fn call_spines_stop_at_every_budget_where_the_walker_stops() {
+    for (src, at) in SPINES {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
+        }
+        // a let-bound `h` traced at each call, the cost model counting every node
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        // every step budget stops both engines at the same step, inside the spine too
+        at_every_budget(src, &arg, 160, 12, 30, 10);
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

@@ -292,6 +292,7 @@ impl Machine<'_> {
                 Ok(Next::Ret)
             }
             Body::Walk(Code::Call(cc)) => self.eval_call(cc),
+            Body::Walk(Code::Spine(s)) => self.run_spine(s),
             Body::Walk(c) => Ok(Next::Eval(c)),
             Body::Let(charge, p, rhs, rest) => {
                 self.step(*charge)?;
@@ -323,6 +324,34 @@ impl FastCode {
     /// The region computes its value itself (it hands nothing to the walker).
     pub(super) fn has_value(&self) -> bool {
         matches!(self.body, Body::Value(_))
+    }
+
+    /// What the region hands the walker after its links (`spine.rs` reads a call spine through it).
+    pub(super) fn tail(&self) -> Tail<'_> {
+        match &self.body {
+            Body::Value(_) => Tail::Value,
+            Body::Walk(c) => Tail::Walk(c),
+            Body::Let(ch, p, rhs, rest) => Tail::Let(*ch, p, rhs, rest),
+        }
+    }
+
+    pub(super) fn has_links(&self) -> bool {
+        !self.links.is_empty()
+    }
+}
+
+/// A region's end (`FastCode::tail`).
+pub(super) enum Tail<'a> {
+    Value,
+    Walk(&'a Code),
+    Let(Charge, &'a LPat, &'a Code, &'a Code),
+}
+
+impl Machine<'_> {
+    /// A region's links alone, as `run_fast` runs them (a call spine runs them between its calls).
+    #[inline]
+    pub(super) fn region_links(&mut self, f: &FastCode) -> Res<()> {
+        run_links(self, &f.links)
     }
 }
 
@@ -549,7 +578,8 @@ fn chain(c: &mut Code, h: &Hints) -> Option<Shape> {
                         if s.is_some_and(|s| s.nodes >= 2) {
                             convert(&mut rhs, h);
                         }
-                        Code::Let(p, Box::new(rhs), Box::new(rest))
+                        // a curried call spine through this let is one node (`spine.rs`)
+                        super::spine::form(Code::Let(p, Box::new(rhs), Box::new(rest)))
                     }
                     L::Rec(g, slots) => Code::LetRec(g, slots, Box::new(rest)),
                 };

@@ -162,6 +162,9 @@ pub(crate) enum Code {
     /// An application spine `f a1 … an` whose head is a variable (engine only; `run.rs`'s `call_go`):
     /// no `App` frames, and no partial closures when `f` takes all the arguments at once.
     Call(Box<CallCode>),
+    /// `let v = (let f = g a in … f b) in … v c`, a curried call spine through lets whose partial
+    /// values are each read once as the next call's head, run as one node (engine only; `spine.rs`).
+    Spine(Rc<super::spine::Spine>),
 }
 
 #[derive(Clone)]
@@ -983,7 +986,7 @@ pub(super) fn frame_children(c: &mut Code) -> Vec<&mut Code> {
 /// `frame_children` pushed onto a walk's stack (no vector per node).
 fn push_frame_children<'a>(c: &'a mut Code, out: &mut Vec<&'a mut Code>) {
     match c {
-        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) => {}
+        Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Sibling(_) | Code::Global(..) | Code::Const(_) | Code::Lam(_) | Code::Fast(_) | Code::Spine(_) => {}
         Code::App(a, b, _) | Code::Let(_, a, b) | Code::Prim2(_, a, b, _) | Code::And(a, b, _) | Code::Or(a, b, _) => out.extend([&mut **a, &mut **b]),
         Code::LetRec(_, _, a) | Code::Fst(a, _) | Code::Snd(a, _) | Code::Inl(a) | Code::Inr(a) | Code::Prim1(_, a, _) => out.push(&mut **a),
         Code::Tuple(xs) | Code::ArrayLit(xs) | Code::CallB(_, xs, _) => out.extend(xs.iter_mut()),

@@ -27,6 +27,7 @@ mod loops;
 mod lower;
 mod prim;
 mod run;
+mod spine;
 #[cfg(test)]
 mod tests;
 

@@ -60,6 +60,9 @@ pub(super) enum Kont {
     /// Argument `i` of a call of a known definition (`call_known`) was being evaluated; its
     /// arguments so far are on `vals` from `base`.
     CallKnown { c: *const CallCode, lam: *const LamCode, i: u32, base: usize },
+    /// A call spine's event `e` (a `let p = call`) was being evaluated; `f` is the spine's function,
+    /// its arguments so far on `vals` from `base` (`spine.rs`).
+    Spine { s: *const super::spine::Spine, e: u32, base: usize, f: Value },
 }
 
 /// What the loop does next: evaluate a node, or return the value in `Machine::acc` to the top
@@ -83,7 +86,7 @@ pub(super) enum Charge {
 }
 
 /// Whether a call's argument runs in place (`Machine::arg_value`), not by the loop.
-fn inline_arg(c: &Code) -> bool {
+pub(super) fn inline_arg(c: &Code) -> bool {
     match c {
         Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_) => true,
         Code::Fast(f) => f.has_value(),
@@ -280,7 +283,7 @@ impl Machine<'_> {
     }
 
     #[inline(always)]
-    fn ret(&mut self, v: Value) -> Next {
+    pub(super) fn ret(&mut self, v: Value) -> Next {
         self.acc = v;
         Next::Ret
     }
@@ -520,7 +523,7 @@ impl Machine<'_> {
     /// last: the call's trace step (first argument), a frame pushed (depth budget, `max_depth`) and
     /// popped, the argument matched against the parameter, the inner `Lam` node's step and the
     /// closure it allocates. The engine builds no closure (or one `Part`) but counts the same.
-    fn partial_step(&mut self, lam: &LamCode, j: usize, arg: &Value, tail_ok: bool) -> Res<()> {
+    pub(super) fn partial_step(&mut self, lam: &LamCode, j: usize, arg: &Value, tail_ok: bool) -> Res<()> {
         if j == 0 {
             self.trace_named(lam, arg);
         }
@@ -707,7 +710,7 @@ impl Machine<'_> {
     /// A partial value of `lam` holding `prior`, then the arguments on `vals` from `base` (drained),
     /// with room for all its parameters but one (so later arguments extend it in place). Made in the
     /// spare one when there is one (`recycle_part`): no allocation.
-    fn new_part(&mut self, lam: &Rc<LamCode>, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, prior: &[Value], base: usize) -> Value {
+    pub(super) fn new_part(&mut self, lam: &Rc<LamCode>, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, prior: &[Value], base: usize) -> Value {
         if let Some(mut f) = self.spare_part.take() {
             if let Some(FunVal::Part { code, env: e, group: g, args }) = fun_mut(&mut f) {
                 // the spare's fields hold nothing of a program's (see `recycle_part`): plain assignment
@@ -817,7 +820,7 @@ impl Machine<'_> {
     }
 
     /// Enters `lam` with all its arguments: those on `vals` from `base`, then `arg`, in one frame.
-    fn saturate(&mut self, lam: &LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, base: usize, arg: Value, last: bool) -> Res<Next> {
+    pub(super) fn saturate(&mut self, lam: &LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, base: usize, arg: Value, last: bool) -> Res<Next> {
         let body = lam.code();
         if let Some(f) = leaf(body) {
             return self.run_leaf(f, env, group, lam.nslots, last, |m| m.bind_params(lam, base, arg));
@@ -842,7 +845,7 @@ impl Machine<'_> {
     /// An argument evaluated without the loop (`inline_arg`): a leaf or a region with a value.
     /// (Plain `Res<Value>`: an `Option` inside made the compiler shuffle the value through
     /// misaligned stack slots, a tenth of `call_go`'s time.)
-    fn arg_value(&mut self, c: &Code) -> Res<Value> {
+    pub(super) fn arg_value(&mut self, c: &Code) -> Res<Value> {
         match c {
             Code::Local(s) => {
                 self.step(Charge::Var)?;
@@ -1049,12 +1052,14 @@ impl Machine<'_> {
                     n => return Ok(n),
                 },
                 Code::Call(cc) => return self.eval_call(cc),
+                Code::Spine(s) => return self.run_spine(s),
                 _ => {}
             }
             self.step(charge_of(node(c)))?;
             return Ok(match node(c) {
                 Code::Fast(f) => return self.run_fast(f),
                 Code::Call(cc) => return self.eval_call(cc),
+                Code::Spine(s) => return self.run_spine(s),
                 Code::Local(s) => self.ret(self.locals[self.bp + *s as usize].clone()),
                 Code::Move(s) => {
                     let v = self.take(*s);
@@ -1298,6 +1303,7 @@ impl Machine<'_> {
             Kont::CallArg { c, i, f, base } => return self.call_go(unsafe { &*c }, f, i as usize, base, Some(v)),
             Kont::CallRest(cc, i) => return self.call_go(unsafe { &*cc }, v, i as usize, self.vals.len(), None),
             Kont::CallKnown { c, lam, i, base } => return self.call_known(unsafe { &*c }, lam, i as usize, base, Some(v)),
+            Kont::Spine { s, e, base, f } => return self.spine_resume(unsafe { &*s }, e as usize, base, f, v),
         })
     }
 }
