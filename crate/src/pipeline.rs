@@ -268,7 +268,6 @@ pub fn fits(v: &Value, t: &Type) -> bool {
         }
         (Value::Inl(v), Type::Sum(ab)) => fits(v, &ab.0),
         (Value::Inr(v), Type::Sum(ab)) => fits(v, &ab.1),
-
         _ => false,
     }
 }

@@ -907,7 +907,6 @@ impl<'a, 'n> Printer<'a, 'n> {
                     let (x, y, arr) = match cur {
                         Type::Fun(xy) => (&xy.0, &xy.1, self.arrow()),
                         Type::Lin(xy) => (&xy.0, &xy.1, self.sym("-o", "⊸")),
-
                         _ => break,
                     };
                     parts.push(self.ty(x, 1).append(a.space()).append(arr).append(a.line()));

@@ -193,11 +193,39 @@ struct Memo {
     /// most of the check's peak (issue 14: 300 MB on the dualrev/staged output of a 30,000-line
     /// program).
     seen: rustc_hash::FxHashMap<ByParts<Type>, Option<Type>>,
+    /// `seen`'s size at which its dead entries are swept out (`Memo::sweep`).
+    sweep_at: usize,
     /// Every compound type the walk makes, made once (hash-consing): a zonked type equal to one
     /// made before is that one, so the nodes of a program share their types' allocations, e.g. the
     /// `R ⊸ Staged` of every backpropagator and the `(R, R)` of every dual number (issue 14: each
     /// its own allocation made the typed output of dualrev/staged twice its untyped size).
     made: Made,
+}
+
+/// `Memo::seen`'s least size for a sweep.
+const SWEEP_MIN: usize = 1 << 12;
+
+impl Memo {
+    /// Drops the entries of `seen` whose key no one else holds: no type met later can have those
+    /// parts, since the parts are that key's own allocation. The walk replaces each node's type, so
+    /// most of what inference built dies behind it, and these entries were what kept it alive
+    /// (issue 14: at the check's peak on the dualrev/tape output of a 10^4-line program, the map
+    /// was 6.5 MB and the inference types it held ~10 MB). Swept again once the live entries have
+    /// doubled, so the sweeps cost O(1) an entry.
+    fn sweep(&mut self) {
+        self.seen.retain(|k, _| held_elsewhere(&k.0));
+        self.sweep_at = SWEEP_MIN.max(2 * self.seen.len());
+    }
+}
+
+/// Whether a compound type's allocation has a holder besides `t` itself.
+fn held_elsewhere(t: &Type) -> bool {
+    match t {
+        Type::Tuple(ts) => ts.strong_count() > 1,
+        Type::Con(c) => std::rc::Rc::strong_count(c) > 1,
+        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => std::rc::Rc::strong_count(ab) > 1,
+        _ => true,
+    }
 }
 
 /// The compound types a zonk has made, each by its parts (`ByParts`): parts are made first, so
@@ -385,14 +413,8 @@ fn with_pair(t: &Type, ab: std::rc::Rc<(Type, Type)>) -> Type {
 /// `Memo::vars` covers, and for a type held once (a child pointer no other type holds): no other
 /// type can have its parts.
 fn identity(t: &Type) -> Option<ByParts<Type>> {
-    use std::rc::Rc;
-    let again = match t {
-        Type::Tuple(ts) => ts.strong_count() > 1,
-        Type::Con(c) => Rc::strong_count(c) > 1,
-        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => Rc::strong_count(ab) > 1,
-        _ => false,
-    };
-    again.then(|| ByParts(t.clone()))
+    let compound = matches!(t, Type::Tuple(_) | Type::Con(_) | Type::Sum(_) | Type::Fun(_) | Type::Lin(_));
+    (compound && held_elsewhere(t)).then(|| ByParts(t.clone()))
 }
 
 struct Cx<'b> {
@@ -558,9 +580,12 @@ impl<'b> Cx<'b> {
     fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
-        let mut memo = Some(Memo { vars, done, seen: Default::default(), made: Made::default() });
+        let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
+            if let Some(m) = memo.as_mut().filter(|m| m.seen.len() >= m.sweep_at) {
+                m.sweep();
+            }
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
                 e.ty = z;
             }
@@ -1410,6 +1435,22 @@ mod tests {
         let (p, q) = (made.pair(Rc::new((m.clone(), Type::Int))), made.pair(Rc::new((Type::Con(b), Type::Int))));
         assert!(Rc::ptr_eq(&p, &q), "a pair of the same parts is one allocation");
         assert!(!Rc::ptr_eq(&p, &made.pair(Rc::new((Type::Int, m.clone())))), "other parts, another pair");
+    }
+
+    /// The zonk's memo lets go of the types no one else holds (what inference built for nodes the
+    /// walk has replaced), and keeps the ones still held.
+    #[test]
+    fn a_sweep_drops_the_entries_only_the_memo_holds() {
+        let held = Type::tup(vec![Type::Real, Type::Var(0)]);
+        let mut memo = Memo { vars: vec![], done: vec![], seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() };
+        for t in [held.clone(), Type::fun(Type::Var(1), Type::Real), Type::con("M", vec![Type::Var(2)])] {
+            memo.seen.insert(ByParts(t.clone()), Some(Type::Real));
+        }
+        assert_eq!(memo.seen.len(), 3);
+        memo.sweep();
+        assert_eq!(memo.seen.len(), 1, "the function and the constructor are held by their keys alone");
+        assert!(memo.seen.contains_key(&ByParts(held.clone())));
+        assert_eq!(memo.sweep_at, SWEEP_MIN);
     }
 
     /// Local binders' types by id: an id bound again takes its new type, an id never bound has

@@ -63,7 +63,6 @@ fn typed(mut p: Program) -> Typed {
     let Type::Fun(st) = p.def("main").unwrap().scheme.clone().unwrap().ty else { panic!("main is a function") };
     let (s, t) = st.as_ref().clone();
     Typed { p, s, t }
-
 }
 
 fn run_one(tp: &Typed, id: &str, input: &Value, opts: &Options) -> StageResult {

@@ -826,7 +826,6 @@ impl Lowerer<'_> {
                 let (s, p1, e1, p2, e2) = &**c;
                 let (t1, t2) = match &s.ty {
                     Type::Sum(ab) => (&ab.0, &ab.1),
-
                     _ => (&Type::Unknown, &Type::Unknown),
                 };
                 let s = self.expr(s)?;

@@ -25,7 +25,6 @@ pub fn map_reals(t: &Type, rule: &TypeRule) -> Type {
         Type::Sum(ab) => Type::sum(go(&ab.0), go(&ab.1)),
         Type::Fun(ab) => Type::fun(go(&ab.0), (rule.result)(go(&ab.1))),
         Type::Lin(ab) => Type::lin(go(&ab.0), (rule.result)(go(&ab.1))),
-
         Type::Con(c) => Type::Con(std::rc::Rc::new(crate::ir::TyCon { name: c.name.clone(), args: c.args.iter().map(go).collect() })),
         t => t.clone(),
     }

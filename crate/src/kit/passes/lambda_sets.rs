@@ -265,7 +265,6 @@ impl<'a> Analysis<'a> {
                 let tx = self.infer(x)?;
                 let Type::Sum(ab) = &e.ty else { return Err(refuse(e.span, self.pass, "internal error: an injection without a sum type")) };
                 let (a, b) = &**ab;
-
                 if let ExprKind::Inl(_) = e.kind {
                     At::Sum(Box::new(tx), Box::new(self.fresh_at(b)))
                 } else {

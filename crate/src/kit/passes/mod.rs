@@ -181,7 +181,6 @@ pub(crate) fn some_value(t: &Type) -> Option<Expr> {
         Type::Tuple(ts) => tuple(ts.iter().map(some_value).collect::<Option<Vec<_>>>()?),
         Type::Sum(ab) => ann(inl(some_value(&ab.0)?), Type::Sum(ab.clone())),
         Type::Fun(ab) | Type::Lin(ab) => ann(lam(pwild(), some_value(&ab.1)?), Type::Fun(ab.clone())),
-
         Type::Con(..) | Type::Var(_) | Type::Unknown => return None,
     })
 }

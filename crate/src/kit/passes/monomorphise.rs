@@ -214,7 +214,6 @@ fn matches(pat: &Type, t: &Type, subst: &mut HashMap<u32, Type>) -> bool {
         (Type::Sum(ab), Type::Sum(cd)) | (Type::Fun(ab) | Type::Lin(ab), Type::Fun(cd) | Type::Lin(cd)) => {
             matches(&ab.0, &cd.0, subst) && matches(&ab.1, &cd.1, subst)
         }
-
         (a, b) => a == b,
     }
 }

@@ -306,7 +306,6 @@ impl Chad<'_> {
     fn naive_lam(&mut self, g: &CtxS, t: &Term, x: &Name, body: &Term) -> Result<Piece, Diagnostic> {
         let Type::Fun(ab) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
         let cta = self.ct(&ab.0);
-
         let mut g2 = g.to_vec();
         ops::push(&mut g2, x, cta.clone());
         let inner = self.d(&g2, body)?.expr();

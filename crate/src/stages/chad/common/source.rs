@@ -552,7 +552,6 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Lam(_, p, body) if ho == Lang::Lambdas => {
             let Type::Fun(ab) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
             let (x, parts) = binder(p, &ab.0, p.span(), fr);
-
             let body = with_lets(parts, desugar(body, fr, ho)?);
             term(K::Lam(x, Box::new(body)), e)
         }

@@ -76,7 +76,6 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     };
     if let Type::Fun(io) = &main.body.ty {
         let input = &io.0;
-
         if !is_ground(input) {
             return Err(outside(main.span, &format!("an input of type {}", crate::types::show(input))));
         }

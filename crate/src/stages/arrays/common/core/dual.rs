@@ -436,7 +436,6 @@ fn param_types(main: &Expr, vars: &[Name]) -> Vec<Type> {
     let ExprKind::Lam(_, pat, _) = &main.kind else { return vec![] };
     let Type::Fun(arg_result) = &main.ty else { return vars.iter().map(|_| Type::Unknown).collect() };
     let arg = &arg_result.0;
-
     let mut out = vec![];
     fn go(p: &Pat, t: &Type, out: &mut Vec<Type>) {
         match (p, t) {

@@ -112,7 +112,6 @@ impl Dx<'_> {
         let (acc_ty, c_ty) = match &f.ty {
             Type::Fun(ar) => match &ar.1 {
                 Type::Fun(cr) => (ar.0.clone(), cr.0.clone()),
-
                 _ => return Err(refuse(f, "this function's type")),
             },
             _ => return Err(refuse(f, "this function's type")),

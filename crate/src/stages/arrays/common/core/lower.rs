@@ -227,7 +227,6 @@ fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut
         Type::Fun(ar) if acc_at == 0 => ar.0.clone(),
         Type::Fun(ar) => match &ar.1 {
             Type::Fun(ar) => ar.0.clone(),
-
             _ => Type::Unknown,
         },
         _ => Type::Unknown,

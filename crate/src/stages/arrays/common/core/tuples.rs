@@ -385,7 +385,6 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
     if let Type::Fun(st) = &main.ty {
         let t = &st.1;
         if super::boundary::flat_output(t) {
-
             let mut ls = vec![];
             super::soa::leaves(&out, &mut ls)?;
             if ls.len() != super::boundary::leaves(t).len() || ls.len() < 2 {

@@ -171,7 +171,6 @@ impl ResultOf for Type {
     fn result_of(&self) -> Type {
         match self {
             Type::Fun(ab) | Type::Lin(ab) => ab.1.clone(),
-
             _ => Type::Unknown,
         }
     }

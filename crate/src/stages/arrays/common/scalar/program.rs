@@ -82,7 +82,6 @@ fn has_array(t: &Type) -> bool {
         Type::Tuple(ts) => ts.iter().any(has_array),
         Type::Con(c) => c.args.iter().any(has_array),
         Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => has_array(&ab.0) || has_array(&ab.1),
-
         _ => false,
     }
 }
