@@ -165,7 +165,7 @@ pub fn front_end_at(text: &str, params: &[(String, i64)], at: Option<&str>) -> R
     // Unconstrained parts of main's type default to R.
     let ty = types::rename(&scheme.ty, &mut |_| Type::Real);
     let (s, t) = match ty {
-        Type::Fun(s, t) => ((*s).clone(), (*t).clone()),
+        Type::Fun(st) => st.as_ref().clone(),
         other => {
             return Err(vec![Diagnostic::error(
                 main.span,
@@ -266,8 +266,8 @@ pub fn fits(v: &Value, t: &Type) -> bool {
             let e = t.as_array().expect("checked");
             vs.iter().all(|v| fits(v, e)) && !is_ragged(vs)
         }
-        (Value::Inl(v), Type::Sum(a, _)) => fits(v, a),
-        (Value::Inr(v), Type::Sum(_, b)) => fits(v, b),
+        (Value::Inl(v), Type::Sum(ab)) => fits(v, &ab.0),
+        (Value::Inr(v), Type::Sum(ab)) => fits(v, &ab.1),
         _ => false,
     }
 }

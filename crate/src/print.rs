@@ -898,15 +898,15 @@ impl<'a, 'n> Printer<'a, 'n> {
             }
             Type::Tuple(ts) if ts.len() == 1 => return self.ty(&ts[0], ctx),
             Type::Tuple(ts) => (3, self.tuple(ts.iter().map(|t| self.ty(t, 0)))),
-            Type::Sum(x, y) => (1, self.ty(x, 2).append(self.t(" +")).append(a.line()).append(self.ty(y, 2)).group()),
+            Type::Sum(xy) => (1, self.ty(&xy.0, 2).append(self.t(" +")).append(a.line()).append(self.ty(&xy.1, 2)).group()),
             Type::Fun(..) | Type::Lin(..) => {
                 // A whole arrow chain is one group: on one line, or one argument per line.
                 let mut parts = vec![];
                 let mut cur = t;
                 loop {
                     let (x, y, arr) = match cur {
-                        Type::Fun(x, y) => (x, y, self.arrow()),
-                        Type::Lin(x, y) => (x, y, self.sym("-o", "⊸")),
+                        Type::Fun(xy) => (&xy.0, &xy.1, self.arrow()),
+                        Type::Lin(xy) => (&xy.0, &xy.1, self.sym("-o", "⊸")),
                         _ => break,
                     };
                     parts.push(self.ty(x, 1).append(a.space()).append(arr).append(a.line()));

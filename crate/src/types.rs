@@ -193,6 +193,8 @@ struct Memo {
     /// most of the check's peak (issue 14: 300 MB on the dualrev/staged output of a 30,000-line
     /// program).
     seen: rustc_hash::FxHashMap<ByParts<Type>, Option<Type>>,
+    /// `seen`'s size at which its dead entries are swept out (`Memo::sweep`).
+    sweep_at: usize,
     /// Every compound type the walk makes, made once (hash-consing): a zonked type equal to one
     /// made before is that one, so the nodes of a program share their types' allocations, e.g. the
     /// `R ⊸ Staged` of every backpropagator and the `(R, R)` of every dual number (issue 14: each
@@ -200,24 +202,50 @@ struct Memo {
     made: Made,
 }
 
+/// `Memo::seen`'s least size for a sweep.
+const SWEEP_MIN: usize = 1 << 12;
+
+impl Memo {
+    /// Drops the entries of `seen` whose key no one else holds: no type met later can have those
+    /// parts, since the parts are that key's own allocation. The walk replaces each node's type, so
+    /// most of what inference built dies behind it, and these entries were what kept it alive
+    /// (issue 14: at the check's peak on the dualrev/tape output of a 10^4-line program, the map
+    /// was 6.5 MB and the inference types it held ~10 MB). Swept again once the live entries have
+    /// doubled, so the sweeps cost O(1) an entry.
+    fn sweep(&mut self) {
+        self.seen.retain(|k, _| held_elsewhere(&k.0));
+        self.sweep_at = SWEEP_MIN.max(2 * self.seen.len());
+    }
+}
+
+/// Whether a compound type's allocation has a holder besides `t` itself.
+fn held_elsewhere(t: &Type) -> bool {
+    match t {
+        Type::Tuple(ts) => ts.strong_count() > 1,
+        Type::Con(c) => std::rc::Rc::strong_count(c) > 1,
+        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => std::rc::Rc::strong_count(ab) > 1,
+        _ => true,
+    }
+}
+
 /// The compound types a zonk has made, each by its parts (`ByParts`): parts are made first, so
 /// equal parts are the same allocation and equal parts mean equal types. Each entry is the type
-/// itself, which holds the allocations its key is made of (16 bytes a tuple, 40 a constructor or
-/// a boxed child; keys of parts' addresses beside the types were 80–90 bytes an entry).
+/// itself, which holds the allocations its key is made of (8 bytes a tuple or a pair, 40 a
+/// constructor; keys of parts' addresses beside the types were 80–90 bytes an entry).
 #[derive(Default)]
 struct Made {
-    tuples: rustc_hash::FxHashSet<ByParts<std::rc::Rc<[Type]>>>,
+    tuples: rustc_hash::FxHashSet<ByParts<Types>>,
     /// By name (its text: each `Type::con` allocates its own) and arguments.
     cons: rustc_hash::FxHashMap<ByParts<TyCon>, std::rc::Rc<TyCon>>,
-    /// The child of a `Sum`, `Fun` or `Lin`, behind its pointer.
-    boxed: rustc_hash::FxHashMap<ByParts<Type>, std::rc::Rc<Type>>,
+    /// The two sides of a `Sum`, `Fun` or `Lin` (one allocation whichever of the three holds it).
+    pairs: rustc_hash::FxHashSet<ByParts<std::rc::Rc<(Type, Type)>>>,
 }
 
 /// What identifies a type given its parts' allocations: its variant, then a leaf's nothing, a
 /// variable's number, or the pointers it holds.
 fn parts(t: &Type) -> (u8, usize, usize) {
     use std::rc::Rc;
-    let ptr = |p: &Rc<Type>| Rc::as_ptr(p) as usize;
+    let ptr = |p: &Rc<(Type, Type)>| Rc::as_ptr(p) as usize;
     match t {
         Type::Real => (0, 0, 0),
         Type::Int => (1, 0, 0),
@@ -225,11 +253,11 @@ fn parts(t: &Type) -> (u8, usize, usize) {
         Type::Unit => (3, 0, 0),
         Type::Unknown => (4, 0, 0),
         Type::Var(v) => (5, *v as usize, 0),
-        Type::Tuple(ts) => (6, Rc::as_ptr(ts) as *const Type as usize, 0),
+        Type::Tuple(ts) => (6, ts.as_ptr() as usize, 0),
         Type::Con(c) => (7, Rc::as_ptr(c) as usize, 0),
-        Type::Sum(a, b) => (8, ptr(a), ptr(b)),
-        Type::Fun(a, b) => (9, ptr(a), ptr(b)),
-        Type::Lin(a, b) => (10, ptr(a), ptr(b)),
+        Type::Sum(ab) => (8, ptr(ab), 0),
+        Type::Fun(ab) => (9, ptr(ab), 0),
+        Type::Lin(ab) => (10, ptr(ab), 0),
     }
 }
 
@@ -248,18 +276,30 @@ impl PartialEq for ByParts<Type> {
 }
 impl Eq for ByParts<Type> {}
 
-impl std::hash::Hash for ByParts<std::rc::Rc<[Type]>> {
+impl std::hash::Hash for ByParts<Types> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         h.write_usize(self.0.len());
         self.0.iter().for_each(|t| parts(t).hash(h));
     }
 }
-impl PartialEq for ByParts<std::rc::Rc<[Type]>> {
+impl PartialEq for ByParts<Types> {
     fn eq(&self, other: &Self) -> bool {
         self.0.len() == other.0.len() && self.0.iter().zip(other.0.iter()).all(|(a, b)| parts(a) == parts(b))
     }
 }
-impl Eq for ByParts<std::rc::Rc<[Type]>> {}
+impl Eq for ByParts<Types> {}
+
+impl std::hash::Hash for ByParts<std::rc::Rc<(Type, Type)>> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (parts(&self.0 .0), parts(&self.0 .1)).hash(h)
+    }
+}
+impl PartialEq for ByParts<std::rc::Rc<(Type, Type)>> {
+    fn eq(&self, other: &Self) -> bool {
+        parts(&self.0 .0) == parts(&other.0 .0) && parts(&self.0 .1) == parts(&other.0 .1)
+    }
+}
+impl Eq for ByParts<std::rc::Rc<(Type, Type)>> {}
 
 impl std::hash::Hash for ByParts<TyCon> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
@@ -278,7 +318,7 @@ impl Eq for ByParts<TyCon> {}
 
 impl Made {
     /// The tuple of `ts`'s parts, made once: `ts` itself when its parts are new.
-    fn tuple(&mut self, ts: std::rc::Rc<[Type]>) -> Type {
+    fn tuple(&mut self, ts: Types) -> Type {
         let key = ByParts(ts);
         if let Some(made) = self.tuples.get(&key) {
             return Type::Tuple(made.0.clone());
@@ -298,15 +338,15 @@ impl Made {
         self.cons.insert(key, made.clone());
         Type::Con(made)
     }
-    /// `t` behind a pointer, made once: `given` (an allocation of `t`) when its parts are new.
-    fn boxed(&mut self, t: Type, given: Option<&std::rc::Rc<Type>>) -> std::rc::Rc<Type> {
-        let key = ByParts(t);
-        if let Some(made) = self.boxed.get(&key) {
-            return made.clone();
+    /// The pair of `ab`'s parts, made once: `ab` itself when its parts are new.
+    fn pair(&mut self, ab: std::rc::Rc<(Type, Type)>) -> std::rc::Rc<(Type, Type)> {
+        let key = ByParts(ab);
+        if let Some(made) = self.pairs.get(&key) {
+            return made.0.clone();
         }
-        let made = given.cloned().unwrap_or_else(|| std::rc::Rc::new(key.0.clone()));
-        self.boxed.insert(key, made.clone());
-        made
+        let ab = key.0.clone();
+        self.pairs.insert(key);
+        ab
     }
 
     /// `t` as the allocation made for a type of its parts, its parts first (the first of its kind is
@@ -320,11 +360,11 @@ impl Made {
         let other = |made: Type| (parts(&made) != parts(t)).then_some(made);
         match t {
             Type::Tuple(ts) => {
-                if self.tuples.get(&ByParts(ts.clone())).is_some_and(|m| Rc::ptr_eq(&m.0, ts)) {
+                if self.tuples.get(&ByParts(ts.clone())).is_some_and(|m| Types::ptr_eq(&m.0, ts)) {
                     return None;
                 }
                 let parts = self.canon_all(ts);
-                other(self.tuple(parts.unwrap_or_else(|| ts.clone())))
+                other(self.tuple(parts.map_or_else(|| ts.clone(), Types::from)))
             }
             Type::Con(c) => {
                 if self.cons.get(&ByParts(TyCon { name: c.name.clone(), args: c.args.clone() })).is_some_and(|m| Rc::ptr_eq(m, c)) {
@@ -332,44 +372,40 @@ impl Made {
                 }
                 let args = self.canon_all(&c.args);
                 let given = args.is_none().then_some(c);
-                other(self.con(&c.name, args.unwrap_or_else(|| c.args.clone()), given))
+                other(self.con(&c.name, args.map_or_else(|| c.args.clone(), Rc::from), given))
             }
-            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
-                let (na, nb) = (self.canon_boxed(a), self.canon_boxed(b));
-                if na.is_none() && nb.is_none() {
+            Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
+                if self.pairs.get(&ByParts(ab.clone())).is_some_and(|m| Rc::ptr_eq(&m.0, ab)) {
                     return None;
                 }
-                let (a, b) = (na.unwrap_or_else(|| a.clone()), nb.unwrap_or_else(|| b.clone()));
-                Some(match t {
-                    Type::Sum(..) => Type::Sum(a, b),
-                    Type::Fun(..) => Type::Fun(a, b),
-                    _ => Type::Lin(a, b),
-                })
+                let (a, b) = &**ab;
+                let made = match (self.canon(a), self.canon(b)) {
+                    (None, None) => self.pair(ab.clone()),
+                    (na, nb) => self.pair(Rc::new((na.unwrap_or_else(|| a.clone()), nb.unwrap_or_else(|| b.clone())))),
+                };
+                other(with_pair(t, made))
             }
             _ => None,
         }
     }
 
-    /// `canon` of a `Sum`'s, `Fun`'s or `Lin`'s child, behind its pointer.
-    fn canon_boxed(&mut self, p: &std::rc::Rc<Type>) -> Option<std::rc::Rc<Type>> {
-        use std::rc::Rc;
-        if self.boxed.get(&ByParts((**p).clone())).is_some_and(|m| Rc::ptr_eq(m, p)) {
-            return None;
-        }
-        let inner = self.canon(p);
-        let given = inner.is_none().then_some(p);
-        let made = self.boxed(inner.unwrap_or_else(|| (**p).clone()), given);
-        (!Rc::ptr_eq(&made, p)).then_some(made)
-    }
-
     /// `canon` of each of `ts`: None when none changes.
-    fn canon_all(&mut self, ts: &[Type]) -> Option<std::rc::Rc<[Type]>> {
+    fn canon_all(&mut self, ts: &[Type]) -> Option<Vec<Type>> {
         let (first, z) = ts.iter().enumerate().find_map(|(i, t)| self.canon(t).map(|z| (i, z)))?;
         let mut out: Vec<Type> = Vec::with_capacity(ts.len());
         out.extend_from_slice(&ts[..first]);
         out.push(z);
         out.extend(ts[first + 1..].iter().map(|t| self.canon(t).unwrap_or_else(|| t.clone())));
-        Some(out.into())
+        Some(out)
+    }
+}
+
+/// `t` (a `Sum`, `Fun` or `Lin`) with its two sides `ab`.
+fn with_pair(t: &Type, ab: std::rc::Rc<(Type, Type)>) -> Type {
+    match t {
+        Type::Sum(_) => Type::Sum(ab),
+        Type::Fun(_) => Type::Fun(ab),
+        _ => Type::Lin(ab),
     }
 }
 
@@ -377,15 +413,8 @@ impl Made {
 /// `Memo::vars` covers, and for a type held once (a child pointer no other type holds): no other
 /// type can have its parts.
 fn identity(t: &Type) -> Option<ByParts<Type>> {
-    use std::rc::Rc;
-    let shared = |a: &Rc<Type>, b: &Rc<Type>| Rc::strong_count(a) > 1 && Rc::strong_count(b) > 1;
-    let again = match t {
-        Type::Tuple(ts) => Rc::strong_count(ts) > 1,
-        Type::Con(c) => Rc::strong_count(c) > 1,
-        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => shared(a, b),
-        _ => false,
-    };
-    again.then(|| ByParts(t.clone()))
+    let compound = matches!(t, Type::Tuple(_) | Type::Con(_) | Type::Sum(_) | Type::Fun(_) | Type::Lin(_));
+    (compound && held_elsewhere(t)).then(|| ByParts(t.clone()))
 }
 
 struct Cx<'b> {
@@ -503,29 +532,24 @@ impl<'b> Cx<'b> {
                 return Some(z);
             }
             Type::Tuple(ts) => self.zonk_all(ts, memo).map(|ts| match memo.as_mut() {
-                Some(m) => m.made.tuple(ts),
-                None => Type::Tuple(ts),
+                Some(m) => m.made.tuple(ts.into()),
+                None => Type::Tuple(ts.into()),
             }),
             Type::Con(c) => self.zonk_all(&c.args, memo).map(|args| match memo.as_mut() {
-                Some(m) => m.made.con(&c.name, args, None),
-                None => Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args })),
+                Some(m) => m.made.con(&c.name, args.into(), None),
+                None => Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args: args.into() })),
             }),
-            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
+            Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
+                let (a, b) = &**ab;
                 let (za, zb) = (self.zonk_memo(a, memo), self.zonk_memo(b, memo));
                 if za.is_none() && zb.is_none() {
                     None
                 } else {
-                    let mut boxed = |z: Type| match memo.as_mut() {
-                        Some(m) => m.made.boxed(z, None),
-                        None => std::rc::Rc::new(z),
-                    };
-                    let a = za.map_or_else(|| a.clone(), &mut boxed);
-                    let b = zb.map_or_else(|| b.clone(), &mut boxed);
-                    Some(match t {
-                        Type::Sum(..) => Type::Sum(a, b),
-                        Type::Fun(..) => Type::Fun(a, b),
-                        _ => Type::Lin(a, b),
-                    })
+                    let z = std::rc::Rc::new((za.unwrap_or_else(|| a.clone()), zb.unwrap_or_else(|| b.clone())));
+                    Some(with_pair(t, match memo.as_mut() {
+                        Some(m) => m.made.pair(z),
+                        None => z,
+                    }))
                 }
             }
             _ => return None,
@@ -537,13 +561,13 @@ impl<'b> Cx<'b> {
     }
 
     /// `zonk_memo` of each of `ts`: None when none changes.
-    fn zonk_all(&self, ts: &[Type], memo: &mut Option<Memo>) -> Option<std::rc::Rc<[Type]>> {
+    fn zonk_all(&self, ts: &[Type], memo: &mut Option<Memo>) -> Option<Vec<Type>> {
         let (first, z) = ts.iter().enumerate().find_map(|(i, t)| self.zonk_memo(t, memo).map(|z| (i, z)))?;
         let mut out: Vec<Type> = Vec::with_capacity(ts.len());
         out.extend_from_slice(&ts[..first]);
         out.push(z);
         out.extend(ts[first + 1..].iter().map(|t| self.zonk_memo(t, memo).unwrap_or_else(|| t.clone())));
-        Some(out.into())
+        Some(out)
     }
 
     /// Every node's type zonked, in place (a type with bound variables is replaced, and one equal to
@@ -556,9 +580,12 @@ impl<'b> Cx<'b> {
     fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
-        let mut memo = Some(Memo { vars, done, seen: Default::default(), made: Made::default() });
+        let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
+            if let Some(m) = memo.as_mut().filter(|m| m.seen.len() >= m.sweep_at) {
+                m.sweep();
+            }
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
                 e.ty = z;
             }
@@ -589,7 +616,7 @@ impl<'b> Cx<'b> {
                 }
                 Type::Tuple(ts) => stack.extend(ts.iter()),
                 Type::Con(c) => stack.extend(c.args.iter()),
-                Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => stack.extend([&**a, &**b]),
+                Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => stack.extend([&ab.0, &ab.1]),
                 _ => {}
             }
         }
@@ -630,8 +657,8 @@ impl<'b> Cx<'b> {
                 }
                 true
             }
-            (Type::Sum(a1, b1), Type::Sum(a2, b2))
-            | (Type::Fun(a1, b1) | Type::Lin(a1, b1), Type::Fun(a2, b2) | Type::Lin(a2, b2)) => {
+            (Type::Sum(ab1), Type::Sum(ab2)) | (Type::Fun(ab1) | Type::Lin(ab1), Type::Fun(ab2) | Type::Lin(ab2)) => {
+                let ((a1, b1), (a2, b2)) = (&**ab1, &**ab2);
                 self.unify_in(a1, a2, span, &a, &b)?;
                 self.unify_in(b1, b2, span, &a, &b)?;
                 true
@@ -991,9 +1018,10 @@ impl<'b> Cx<'b> {
                 let ta = self.infer(a)?;
                 match self.shallow(&tf) {
                     // (the result is the function's: no fresh variable to unify with it)
-                    Type::Fun(x, y) | Type::Lin(x, y) => {
-                        self.unify(&x, &ta, a.span)?;
-                        (*y).clone()
+                    Type::Fun(xy) | Type::Lin(xy) => {
+                        let (x, y) = &*xy;
+                        self.unify(x, &ta, a.span)?;
+                        y.clone()
                     }
                     Type::Var(_) => {
                         let r = self.fresh();
@@ -1246,9 +1274,9 @@ pub fn free_vars(t: &Type, out: &mut BTreeSet<u32>) {
         }
         Type::Tuple(ts) => ts.iter().for_each(|t| free_vars(t, out)),
         Type::Con(c) => c.args.iter().for_each(|t| free_vars(t, out)),
-        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => {
-            free_vars(a, out);
-            free_vars(b, out);
+        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
+            free_vars(&ab.0, out);
+            free_vars(&ab.1, out);
         }
         _ => {}
     }
@@ -1266,9 +1294,9 @@ pub fn rename(t: &Type, f: &mut dyn FnMut(u32) -> Type) -> Type {
         Type::Var(v) => f(*v),
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| rename(t, f)).collect()),
         Type::Con(c) => Type::Con(std::rc::Rc::new(TyCon { name: c.name.clone(), args: c.args.iter().map(|t| rename(t, f)).collect() })),
-        Type::Sum(a, b) => Type::sum(rename(a, f), rename(b, f)),
-        Type::Fun(a, b) => Type::fun(rename(a, f), rename(b, f)),
-        Type::Lin(a, b) => Type::lin(rename(a, f), rename(b, f)),
+        Type::Sum(ab) => Type::sum(rename(&ab.0, f), rename(&ab.1, f)),
+        Type::Fun(ab) => Type::fun(rename(&ab.0, f), rename(&ab.1, f)),
+        Type::Lin(ab) => Type::lin(rename(&ab.0, f), rename(&ab.1, f)),
         t => t.clone(),
     }
 }
@@ -1309,7 +1337,7 @@ mod tests {
         assert_eq!(show(links[0]), "(R, R)");
         for t in &links[1..] {
             let (Type::Tuple(x), Type::Tuple(y)) = (links[0], *t) else { panic!("{}", show(t)) };
-            assert!(std::rc::Rc::ptr_eq(x, y), "each link has its own copy of {}", show(t));
+            assert!(Types::ptr_eq(x, y), "each link has its own copy of {}", show(t));
         }
     }
 
@@ -1332,7 +1360,7 @@ mod tests {
         for t in &pairs {
             let (Type::Tuple(x), Type::Tuple(y)) = (pairs[0], *t) else { panic!("{}", show(t)) };
             assert_eq!(show(t), "(R, R)");
-            assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(t));
+            assert!(Types::ptr_eq(x, y), "each tuple has its own copy of {}", show(t));
         }
     }
 
@@ -1354,7 +1382,7 @@ mod tests {
         assert_eq!(outer.len(), 2);
         let (Type::Tuple(x), Type::Tuple(y)) = (outer[0], outer[1]) else { panic!("{}", show(outer[0])) };
         assert_eq!(show(outer[0]), "((R, R), Z)");
-        assert!(std::rc::Rc::ptr_eq(x, y), "each tuple has its own copy of {}", show(outer[0]));
+        assert!(Types::ptr_eq(x, y), "each tuple has its own copy of {}", show(outer[0]));
     }
 
     /// Hash-consing in the final zonk: every node whose zonked type is `R → (R, R)` (functions and
@@ -1376,9 +1404,10 @@ mod tests {
         assert_eq!(funs.len(), 3);
         for t in &funs {
             assert_eq!(show(t), "R → (R, (R, R))");
-            let (Type::Fun(a0, b0), Type::Fun(a, b)) = (funs[0], *t) else { panic!("{}", show(t)) };
-            assert!(std::rc::Rc::ptr_eq(b0, b), "each function has its own copy of its result {}", show(b));
-            assert!(**a0 == **a);
+            let (Type::Fun(ab0), Type::Fun(ab)) = (funs[0], *t) else { panic!("{}", show(t)) };
+            let (Type::Tuple(b0), Type::Tuple(b)) = (&ab0.1, &ab.1) else { panic!("{}", show(t)) };
+            assert!(Types::ptr_eq(b0, b), "each function has its own copy of its result {}", show(&ab.1));
+            assert!(std::rc::Rc::ptr_eq(ab0, ab), "each function has its own copy of {}", show(t));
         }
     }
 
@@ -1398,12 +1427,30 @@ mod tests {
         let (Type::Tuple(x), Type::Tuple(y)) = (made.tuple(vec![m.clone(), Type::Int].into()), made.tuple(vec![m.clone(), Type::Int].into())) else {
             panic!("tuples")
         };
-        assert!(Rc::ptr_eq(&x, &y));
+        assert!(Types::ptr_eq(&x, &y));
         let (Type::Tuple(z), Type::Tuple(w)) = (made.tuple(vec![Type::Int, m.clone()].into()), made.tuple(vec![m.clone(), Type::Real].into())) else {
             panic!("tuples")
         };
-        assert!(!Rc::ptr_eq(&x, &z) && !Rc::ptr_eq(&x, &w), "other parts, another type");
-        assert!(Rc::ptr_eq(&made.boxed(m.clone(), None), &made.boxed(Type::Con(b), None)));
+        assert!(!Types::ptr_eq(&x, &z) && !Types::ptr_eq(&x, &w), "other parts, another type");
+        let (p, q) = (made.pair(Rc::new((m.clone(), Type::Int))), made.pair(Rc::new((Type::Con(b), Type::Int))));
+        assert!(Rc::ptr_eq(&p, &q), "a pair of the same parts is one allocation");
+        assert!(!Rc::ptr_eq(&p, &made.pair(Rc::new((Type::Int, m.clone())))), "other parts, another pair");
+    }
+
+    /// The zonk's memo lets go of the types no one else holds (what inference built for nodes the
+    /// walk has replaced), and keeps the ones still held.
+    #[test]
+    fn a_sweep_drops_the_entries_only_the_memo_holds() {
+        let held = Type::tup(vec![Type::Real, Type::Var(0)]);
+        let mut memo = Memo { vars: vec![], done: vec![], seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() };
+        for t in [held.clone(), Type::fun(Type::Var(1), Type::Real), Type::con("M", vec![Type::Var(2)])] {
+            memo.seen.insert(ByParts(t.clone()), Some(Type::Real));
+        }
+        assert_eq!(memo.seen.len(), 3);
+        memo.sweep();
+        assert_eq!(memo.seen.len(), 1, "the function and the constructor are held by their keys alone");
+        assert!(memo.seen.contains_key(&ByParts(held.clone())));
+        assert_eq!(memo.sweep_at, SWEEP_MIN);
     }
 
     /// Local binders' types by id: an id bound again takes its new type, an id never bound has

@@ -60,8 +60,9 @@ struct Typed {
 
 fn typed(mut p: Program) -> Typed {
     types::check_program(&mut p, &Builtins::new()).expect("the test program type-checks");
-    let Type::Fun(s, t) = p.def("main").unwrap().scheme.clone().unwrap().ty else { panic!("main is a function") };
-    Typed { p, s: (*s).clone(), t: (*t).clone() }
+    let Type::Fun(st) = p.def("main").unwrap().scheme.clone().unwrap().ty else { panic!("main is a function") };
+    let (s, t) = st.as_ref().clone();
+    Typed { p, s, t }
 }
 
 fn run_one(tp: &Typed, id: &str, input: &Value, opts: &Options) -> StageResult {

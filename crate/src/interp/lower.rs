@@ -326,7 +326,7 @@ struct Lowerer<'a> {
 /// The parameter type of a function type (`Unknown` for anything else).
 fn param_type(t: &Type) -> &Type {
     match t {
-        Type::Fun(a, _) | Type::Lin(a, _) => a,
+        Type::Fun(ab) | Type::Lin(ab) => &ab.0,
         _ => &Type::Unknown,
     }
 }
@@ -828,7 +828,7 @@ impl Lowerer<'_> {
             ExprKind::Case(c) => {
                 let (s, p1, e1, p2, e2) = &**c;
                 let (t1, t2) = match &s.ty {
-                    Type::Sum(a, b) => (&**a, &**b),
+                    Type::Sum(ab) => (&ab.0, &ab.1),
                     _ => (&Type::Unknown, &Type::Unknown),
                 };
                 let s = self.expr(s)?;

@@ -22,9 +22,9 @@ pub fn map_reals(t: &Type, rule: &TypeRule) -> Type {
     match t {
         Type::Real => (rule.real)(),
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(go).collect()),
-        Type::Sum(a, b) => Type::sum(go(a), go(b)),
-        Type::Fun(a, b) => Type::fun(go(a), (rule.result)(go(b))),
-        Type::Lin(a, b) => Type::lin(go(a), (rule.result)(go(b))),
+        Type::Sum(ab) => Type::sum(go(&ab.0), go(&ab.1)),
+        Type::Fun(ab) => Type::fun(go(&ab.0), (rule.result)(go(&ab.1))),
+        Type::Lin(ab) => Type::lin(go(&ab.0), (rule.result)(go(&ab.1))),
         Type::Con(c) => Type::Con(std::rc::Rc::new(crate::ir::TyCon { name: c.name.clone(), args: c.args.iter().map(go).collect() })),
         t => t.clone(),
     }
@@ -59,7 +59,8 @@ pub fn map_shape_acc_to(ty: &Type, x: Expr, n: Expr, fr: &mut Fresh, stop: &dyn 
             let_(ptuple(xs.iter().map(pvar).collect()), x, body)
         }
         // (inl a, n) = let (a', n1) = go_A (a, n) in (inl a', n1), and likewise inr
-        Type::Sum(a, b) => {
+        Type::Sum(ab) => {
+            let (a, b) = &**ab;
             let (xa, xb, ya, yb, na, nb) = (fr.name("x"), fr.name("x"), fr.name("y"), fr.name("y"), fr.name("n"), fr.name("n"));
             let left = let_(ppair(pvar(&ya), pvar(&na)), map_shape_acc_to(a, var(&xa), n.clone(), fr, stop, leaf), pair(inl(var(&ya)), var(&na)));
             let right = let_(ppair(pvar(&yb), pvar(&nb)), map_shape_acc_to(b, var(&xb), n, fr, stop, leaf), pair(inr(var(&yb)), var(&nb)));
@@ -118,7 +119,8 @@ pub fn zip_shape(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh, z: &Zip) -> Expr {
                 ts.iter().zip(na.iter().zip(&nb)).filter(|(t, _)| (z.keep)(t)).map(|(t, (x, y))| zip_shape(t, var(x), var(y), fr, z)).collect();
             let_(ptuple(na.iter().map(pvar).collect()), a, let_(ptuple(nb.iter().map(pvar).collect()), b, (z.tuple)(parts)))
         }
-        Type::Sum(l, r) => {
+        Type::Sum(lr) => {
+            let (l, r) = &**lr;
             let (xa, xb, ya, yb) = (fr.name(ma), fr.name(ma), fr.name(mb), fr.name(mb));
             let both = (z.inject)(false, zip_shape(l, var(&xa), var(&ya), fr, z));
             let left = case(b.clone(), pvar(&ya), both, pwild(), (z.inject)(false, (z.mismatch)(l, var(&xa), fr)));
@@ -143,7 +145,7 @@ pub fn count_reals(t: &Type) -> usize {
     match t {
         Type::Real => 1,
         Type::Tuple(ts) => ts.iter().map(count_reals).sum(),
-        Type::Sum(a, b) => count_reals(a) + count_reals(b),
+        Type::Sum(ab) => count_reals(&ab.0) + count_reals(&ab.1),
         _ => 0,
     }
 }
@@ -153,7 +155,7 @@ pub fn has_real(t: &Type) -> bool {
     match t {
         Type::Real => true,
         Type::Tuple(ts) => ts.iter().any(has_real),
-        Type::Sum(a, b) => has_real(a) || has_real(b),
+        Type::Sum(ab) => has_real(&ab.0) || has_real(&ab.1),
         t => t.as_array().is_some_and(has_real),
     }
 }
@@ -182,7 +184,8 @@ pub fn map_shape_to(ty: &Type, x: Expr, fr: &mut Fresh, stop: &dyn Fn(&Type) -> 
             let parts = ts.iter().zip(&ns).map(|(t, n)| map_shape_to(t, var(n), fr, stop, leaf)).collect();
             let_(ptuple(ns.iter().map(pvar).collect()), x, tuple(parts))
         }
-        Type::Sum(a, b) => {
+        Type::Sum(ab) => {
+            let (a, b) = &**ab;
             let (na, nb) = (fr.name("l"), fr.name("r"));
             let ea = inl(map_shape_to(a, var(&na), fr, stop, leaf));
             let eb = inr(map_shape_to(b, var(&nb), fr, stop, leaf));

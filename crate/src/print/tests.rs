@@ -797,7 +797,7 @@ fn flat_types_print_as_the_layout_engine_prints_them() {
             next.push(Type::array(a.clone()));
             next.push(Type::con("Pair", vec![a.clone(), b.clone()]));
             next.push(Type::fun(a.clone(), b.clone()));
-            next.push(Type::Sum(Rc::new(a.clone()), Rc::new(b.clone())));
+            next.push(Type::sum(a.clone(), b.clone()));
         }
         all.extend(next.iter().cloned());
         layer = next;

@@ -366,7 +366,7 @@ impl<'a> Tr<'a> {
             return Ok(n.clone());
         }
         let (ta, tr) = match &self.an.set_ty[s as usize] {
-            Type::Fun(x, y) | Type::Lin(x, y) => (mangle(x), mangle(y)),
+            Type::Fun(xy) | Type::Lin(xy) => (mangle(&xy.0), mangle(&xy.1)),
             _ => ("X".into(), "X".into()),
         };
         let name = unique_global(&format!("apply_{ta}_{tr}"), &mut self.an.taken);

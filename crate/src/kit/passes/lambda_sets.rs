@@ -116,8 +116,9 @@ impl<'a> Analysis<'a> {
     pub(super) fn fresh_at(&mut self, t: &Type) -> At {
         match t {
             Type::Tuple(ts) => At::Tup(ts.iter().map(|t| self.fresh_at(t)).collect()),
-            Type::Sum(a, b) => At::Sum(Box::new(self.fresh_at(a)), Box::new(self.fresh_at(b))),
-            Type::Fun(a, b) | Type::Lin(a, b) => {
+            Type::Sum(ab) => At::Sum(Box::new(self.fresh_at(&ab.0)), Box::new(self.fresh_at(&ab.1))),
+            Type::Fun(ab) | Type::Lin(ab) => {
+                let (a, b) = &**ab;
                 let s = self.parent.len() as u32;
                 self.parent.push(s);
                 self.members.push(vec![]);
@@ -262,7 +263,8 @@ impl<'a> Analysis<'a> {
             },
             ExprKind::Inl(x) | ExprKind::Inr(x) => {
                 let tx = self.infer(x)?;
-                let Type::Sum(a, b) = &e.ty else { return Err(refuse(e.span, self.pass, "internal error: an injection without a sum type")) };
+                let Type::Sum(ab) = &e.ty else { return Err(refuse(e.span, self.pass, "internal error: an injection without a sum type")) };
+                let (a, b) = &**ab;
                 if let ExprKind::Inl(_) = e.kind {
                     At::Sum(Box::new(tx), Box::new(self.fresh_at(b)))
                 } else {

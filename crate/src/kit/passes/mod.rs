@@ -140,7 +140,7 @@ pub fn has_type_vars(t: &Type) -> bool {
         Type::Var(_) | Type::Unknown => true,
         Type::Tuple(ts) => ts.iter().any(has_type_vars),
         Type::Con(c) => c.args.iter().any(has_type_vars),
-        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_type_vars(a) || has_type_vars(b),
+        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => has_type_vars(&ab.0) || has_type_vars(&ab.1),
         _ => false,
     }
 }
@@ -154,8 +154,8 @@ pub fn mangle(t: &Type) -> String {
         Type::Bool => "B".into(),
         Type::Unit => "U".into(),
         Type::Tuple(ts) => format!("t{}_{}", ts.len(), ts.iter().map(mangle).collect::<Vec<_>>().join("_")),
-        Type::Sum(a, b) => format!("s_{}_{}", mangle(a), mangle(b)),
-        Type::Fun(a, b) | Type::Lin(a, b) => format!("f_{}_{}", mangle(a), mangle(b)),
+        Type::Sum(ab) => format!("s_{}_{}", mangle(&ab.0), mangle(&ab.1)),
+        Type::Fun(ab) | Type::Lin(ab) => format!("f_{}_{}", mangle(&ab.0), mangle(&ab.1)),
         Type::Con(c) => std::iter::once(c.name.to_string()).chain(c.args.iter().map(mangle)).collect::<Vec<_>>().join("_"),
         Type::Var(v) => format!("a{v}"),
         Type::Unknown => "X".into(),
@@ -179,8 +179,8 @@ pub(crate) fn some_value(t: &Type) -> Option<Expr> {
         Type::Bool => Expr::gen(ExprKind::Bool(false)),
         Type::Unit => unit(),
         Type::Tuple(ts) => tuple(ts.iter().map(some_value).collect::<Option<Vec<_>>>()?),
-        Type::Sum(a, b) => ann(inl(some_value(a)?), Type::sum((**a).clone(), (**b).clone())),
-        Type::Fun(a, b) | Type::Lin(a, b) => ann(lam(pwild(), some_value(b)?), Type::fun((**a).clone(), (**b).clone())),
+        Type::Sum(ab) => ann(inl(some_value(&ab.0)?), Type::Sum(ab.clone())),
+        Type::Fun(ab) | Type::Lin(ab) => ann(lam(pwild(), some_value(&ab.1)?), Type::Fun(ab.clone())),
         Type::Con(..) | Type::Var(_) | Type::Unknown => return None,
     })
 }

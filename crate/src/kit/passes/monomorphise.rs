@@ -211,8 +211,8 @@ fn matches(pat: &Type, t: &Type, subst: &mut HashMap<u32, Type>) -> bool {
         },
         (Type::Tuple(xs), Type::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| matches(x, y, subst)),
         (Type::Con(c), Type::Con(d)) => c.name == d.name && c.args.len() == d.args.len() && c.args.iter().zip(d.args.iter()).all(|(x, y)| matches(x, y, subst)),
-        (Type::Sum(a, b), Type::Sum(c, d)) | (Type::Fun(a, b) | Type::Lin(a, b), Type::Fun(c, d) | Type::Lin(c, d)) => {
-            matches(a, c, subst) && matches(b, d, subst)
+        (Type::Sum(ab), Type::Sum(cd)) | (Type::Fun(ab) | Type::Lin(ab), Type::Fun(cd) | Type::Lin(cd)) => {
+            matches(&ab.0, &cd.0, subst) && matches(&ab.1, &cd.1, subst)
         }
         (a, b) => a == b,
     }

@@ -171,7 +171,8 @@ impl Chad<'_> {
             // D_Γ[inl t] := let ⟨x, x'⟩ = D_Γ[t] in ⟨inl x, λd. x' (lcastl d)⟩ (and inr)
             K::Inl(s) | K::Inr(s) => {
                 let right = matches!(t.kind, K::Inr(_));
-                let Type::Sum(a, b) = &t.ty else { return Err(Diagnostic::error(t.span, "an injection into a non-sum")) };
+                let Type::Sum(ab) = &t.ty else { return Err(Diagnostic::error(t.span, "an injection into a non-sum")) };
+                let (a, b) = &**ab;
                 let (ca, cb) = (self.ct(a), self.ct(b));
                 let mut binds = vec![];
                 let (x, xb) = self.sub(g, s, None, &mut binds)?;
@@ -183,7 +184,8 @@ impl Chad<'_> {
             //   inl x → let ⟨x1, x2⟩ = D_{Γ,x}[s] in ⟨x1, λd. let ⟨v1, v2⟩ = split (x2 d) in v1 + z' (linl v2)⟩
             //   | inr y → … (Fig. 2; Fig. 7 with scope)
             K::Case(s, x, b1, y, b2) => {
-                let Type::Sum(ta, tb) = &s.ty else { return Err(Diagnostic::error(t.span, "a case on a non-sum")) };
+                let Type::Sum(tatb) = &s.ty else { return Err(Diagnostic::error(t.span, "a case on a non-sum")) };
+                let (ta, tb) = &**tatb;
                 let (ca, cb) = (self.ct(ta), self.ct(tb));
                 let mut binds = vec![];
                 let (z, zb) = self.sub(g, s, None, &mut binds)?;
@@ -302,8 +304,8 @@ impl Chad<'_> {
     /// with D_{Γ,x}[t] bound once as a function of x (`Dλ`), which both halves call: the body is
     /// differentiated once in the output, but run (and backpropagated) by each half.
     fn naive_lam(&mut self, g: &CtxS, t: &Term, x: &Name, body: &Term) -> Result<Piece, Diagnostic> {
-        let Type::Fun(a, _) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
-        let cta = self.ct(a);
+        let Type::Fun(ab) = &t.ty else { return Err(Diagnostic::error(t.span, "a lambda of a non-function type")) };
+        let cta = self.ct(&ab.0);
         let mut g2 = g.to_vec();
         ops::push(&mut g2, x, cta.clone());
         let inner = self.d(&g2, body)?.expr();

@@ -91,7 +91,7 @@ impl CT {
             Type::Real => CT::R,
             Type::Unit | Type::Int | Type::Bool => CT::One,
             Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::of).collect::<Option<_>>()?),
-            Type::Sum(a, b) => CT::Sum(Box::new(CT::of(a)?), Box::new(CT::of(b)?)),
+            Type::Sum(ab) => CT::Sum(Box::new(CT::of(&ab.0)?), Box::new(CT::of(&ab.1)?)),
             // closed functions carry no cotangent: D[τ →□ σ]2 = 1 (App. C); the first-order stages
             // never see one (inlining removes them, a residual lambda is refused)
             Type::Fun(..) | Type::Lin(..) => CT::One,
@@ -104,9 +104,9 @@ impl CT {
     /// `D[τ]2` in naive higher-order CHAD (§9): as `of`, but a function's is its invocation log.
     pub fn naive(t: &Type) -> Option<CT> {
         Some(match t {
-            Type::Fun(_, b) | Type::Lin(_, b) => CT::Log(Box::new(CT::naive(b)?)),
+            Type::Fun(ab) | Type::Lin(ab) => CT::Log(Box::new(CT::naive(&ab.1)?)),
             Type::Tuple(ts) => CT::Prod(ts.iter().map(CT::naive).collect::<Option<_>>()?),
-            Type::Sum(a, b) => CT::Sum(Box::new(CT::naive(a)?), Box::new(CT::naive(b)?)),
+            Type::Sum(ab) => CT::Sum(Box::new(CT::naive(&ab.0)?), Box::new(CT::naive(&ab.1)?)),
             t => CT::of(t)?,
         })
     }
@@ -143,12 +143,13 @@ impl CT {
 pub fn d1_by(t: &Type, naive: bool) -> Type {
     let ct = |t: &Type| if naive { CT::naive(t) } else { CT::of(t) }.unwrap_or(CT::One);
     match t {
-        Type::Fun(a, b) | Type::Lin(a, b) => {
+        Type::Fun(ab) | Type::Lin(ab) => {
+            let (a, b) = &**ab;
             let (ca, cb) = (ct(a), ct(b));
             Type::fun(d1_by(a, naive), Type::tup(vec![d1_by(b, naive), Type::fun(cb.ty(), ca.ty())]))
         }
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(|t| d1_by(t, naive)).collect()),
-        Type::Sum(a, b) => Type::sum(d1_by(a, naive), d1_by(b, naive)),
+        Type::Sum(ab) => Type::sum(d1_by(&ab.0, naive), d1_by(&ab.1, naive)),
         t => t.clone(),
     }
 }
@@ -158,7 +159,7 @@ pub fn discrete(t: &Type) -> bool {
     match t {
         Type::Unit | Type::Int | Type::Bool => true,
         Type::Tuple(ts) => ts.iter().all(discrete),
-        Type::Sum(a, b) => discrete(a) && discrete(b),
+        Type::Sum(ab) => discrete(&ab.0) && discrete(&ab.1),
         _ => false,
     }
 }
@@ -195,7 +196,7 @@ fn has_array(t: &Type) -> bool {
     match t {
         Type::Tuple(ts) => ts.iter().any(has_array),
         Type::Con(c) => t.as_array().is_some() || c.args.iter().any(has_array),
-        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_array(a) || has_array(b),
+        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => has_array(&ab.0) || has_array(&ab.1),
         _ => false,
     }
 }
@@ -320,7 +321,7 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Na
             src.input_type.clone()
         } else {
             match &lam.ty {
-                Type::Fun(a, _) | Type::Lin(a, _) => (**a).clone(),
+                Type::Fun(ab) | Type::Lin(ab) => ab.0.clone(),
                 _ => return Err(outside(d.span, "a definition without a function type")),
             }
         };
@@ -549,8 +550,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Var(n) if ho == Lang::ClosedCode && n.is_global() => term(K::Global(n.clone()), e),
         E::Var(n) => term(K::Var(n.clone()), e),
         E::Lam(_, p, body) if ho == Lang::Lambdas => {
-            let Type::Fun(a, _) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
-            let (x, parts) = binder(p, a, p.span(), fr);
+            let Type::Fun(ab) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
+            let (x, parts) = binder(p, &ab.0, p.span(), fr);
             let body = with_lets(parts, desugar(body, fr, ho)?);
             term(K::Lam(x, Box::new(body)), e)
         }
@@ -579,7 +580,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Inr(x) => term(K::Inr(Box::new(desugar(x, fr, ho)?)), e),
         E::Case(c) => {
             let (s, p1, e1, p2, e2) = &**c;
-            let Type::Sum(ta, tb) = &s.ty else { return Err(outside(s.span, "a case on a non-sum")) };
+            let Type::Sum(tatb) = &s.ty else { return Err(outside(s.span, "a case on a non-sum")) };
+            let (ta, tb) = &**tatb;
             let st = desugar(s, fr, ho)?;
             let (x, bx) = binder(p1, ta, p1.span(), fr);
             let (y, by) = binder(p2, tb, p2.span(), fr);

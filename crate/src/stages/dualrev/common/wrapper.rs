@@ -76,7 +76,8 @@ pub fn interleave_down(ty: &Type, x: Expr, d: Expr, fr: &mut Fresh, mode: Down) 
             };
             let_(ptuple(xs.iter().map(pvar).collect()), x, body)
         }
-        Type::Sum(l, r) => {
+        Type::Sum(lr) => {
+            let (l, r) = &**lr;
             let side = |t: &Type, left: bool, fr: &mut Fresh| {
                 let y = fr.name("x");
                 let tag = |e: Expr| if left { inl(e) } else { inr(e) };
@@ -157,7 +158,8 @@ pub fn interleave_up(ty: &Type, x: Expr, fr: &mut Fresh, leaf: &dyn Fn(Expr, &mu
             let body = ms.into_iter().enumerate().rev().fold(res, |acc, (k, m)| mbind(ppair(pvar(&vs[k]), pvar(&fs[k])), m, acc));
             let_(ptuple(xs.iter().map(pvar).collect()), x, body)
         }
-        Type::Sum(l, r) => {
+        Type::Sum(lr) => {
+            let (l, r) = &**lr;
             let side = |t: &Type, left: bool, fr: &mut Fresh| {
                 let (y, y2, f, a) = (fr.name("x"), fr.name("x'"), fr.name("f"), fr.name("a"));
                 let m = interleave_up(t, var(&y), fr, leaf);
@@ -228,7 +230,8 @@ pub fn deinterleave(
             }
             let_(ptuple(ys.iter().map(pvar).collect()), e, acc)
         }
-        Type::Sum(a, b) => {
+        Type::Sum(ab) => {
+            let (a, b) = &**ab;
             let side = |t: &Type, left: bool, fr: &mut Fresh| {
                 let (y, p, bp, z, z1) = (fr.name("y"), fr.name("p"), fr.name("b"), fr.name("z"), fr.name("z"));
                 let d = deinterleave(t, var(&y), fr, leaf, combine);

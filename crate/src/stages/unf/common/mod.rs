@@ -74,7 +74,8 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     let ExprKind::Lam(_, _, body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
-    if let Type::Fun(input, _) = &main.body.ty {
+    if let Type::Fun(io) = &main.body.ty {
+        let input = &io.0;
         if !is_ground(input) {
             return Err(outside(main.span, &format!("an input of type {}", crate::types::show(input))));
         }

@@ -434,7 +434,8 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
 /// The types of main's parameters, read from their uses (the pattern's own type).
 fn param_types(main: &Expr, vars: &[Name]) -> Vec<Type> {
     let ExprKind::Lam(_, pat, _) = &main.kind else { return vec![] };
-    let Type::Fun(arg, _) = &main.ty else { return vars.iter().map(|_| Type::Unknown).collect() };
+    let Type::Fun(arg_result) = &main.ty else { return vars.iter().map(|_| Type::Unknown).collect() };
+    let arg = &arg_result.0;
     let mut out = vec![];
     fn go(p: &Pat, t: &Type, out: &mut Vec<Type>) {
         match (p, t) {

@@ -110,8 +110,8 @@ impl Dx<'_> {
     pub fn d_scanl(&mut self, e: &Expr, f: &Expr, z: &Expr, xs: &Expr) -> Result<Expr, Diagnostic> {
         let Some((acc, c, body)) = scan_fun(f) else { return Err(refuse(f, "a function that is not `\\acc c -> t`")) };
         let (acc_ty, c_ty) = match &f.ty {
-            Type::Fun(a, r) => match &**r {
-                Type::Fun(c, _) => ((**a).clone(), (**c).clone()),
+            Type::Fun(ar) => match &ar.1 {
+                Type::Fun(cr) => (ar.0.clone(), cr.0.clone()),
                 _ => return Err(refuse(f, "this function's type")),
             },
             _ => return Err(refuse(f, "this function's type")),

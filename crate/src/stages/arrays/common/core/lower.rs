@@ -224,9 +224,9 @@ fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut
     const WHAT: &str = "sequential fold or scan with this function (it takes its accumulator, a real or an array of reals, and an element, each a variable)";
     let (acc, c, body) = acc_lambda(f, acc_at).ok_or_else(|| refuse(span, WHAT))?;
     let acc_ty = match &f.ty {
-        Type::Fun(a, _) if acc_at == 0 => (**a).clone(),
-        Type::Fun(_, r) => match &**r {
-            Type::Fun(a, _) => (**a).clone(),
+        Type::Fun(ar) if acc_at == 0 => ar.0.clone(),
+        Type::Fun(ar) => match &ar.1 {
+            Type::Fun(ar) => ar.0.clone(),
             _ => Type::Unknown,
         },
         _ => Type::Unknown,

@@ -247,7 +247,8 @@ fn scalar_zero(m: &mut Machine, span: Span) -> Res {
         return Err(err(span, "internal error: the array core's runtime needs its program (the type of main's array elements gives an empty array's zero), and this run was given none"));
     };
     let element = |t: &Type| match t {
-        Type::Fun(a, _) => first_array_element(a).filter(|e| !matches!(e, Type::Var(_) | Type::Unknown)),
+        Type::Fun(ab) => first_array_element(&ab.0).filter(
+|e| !matches!(e, Type::Var(_) | Type::Unknown)),
         _ => None,
     };
     let own = p.def("main").and_then(|d| d.scheme.as_ref()).and_then(|s| element(&s.ty));

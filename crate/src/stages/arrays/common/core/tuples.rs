@@ -121,10 +121,11 @@ impl Sra<'_> {
             // inl), the other side absent (beyond the paper, whose core has no sums, §5.2; as
             // horde-ad's `ifF`, a selection on the primal tag)
             K::Inl(a) | K::Inr(a) => {
-                let Type::Sum(l, r) = &e.ty else { return Err(refuse(e.span, "sum of this type")) };
+                let Type::Sum(lr) = &e.ty else { return Err(refuse(e.span, "sum of this type")) };
+                let (l, r) = &**lr;
                 let left = matches!(e.kind, K::Inl(_));
                 let x = self.shape(a, binds)?;
-                let (l, r) = if left { (x, Shape::Absent((**r).clone())) } else { (Shape::Absent((**l).clone()), x) };
+                let (l, r) = if left { (x, Shape::Absent(r.clone())) } else { (Shape::Absent(l.clone()), x) };
                 Shape::Tuple(vec![Shape::Leaf(Expr::gen(K::Bool(left))), l, r])
             }
             // case s of inl x -> a | inr y -> b: both branches computed on the components (as the
@@ -291,7 +292,7 @@ impl Sra<'_> {
 /// The parameter type of a lambda, read from its function type.
 pub(super) fn p_ty(e: &Expr) -> Option<&Type> {
     match &e.ty {
-        Type::Fun(a, _) | Type::Lin(a, _) => Some(a),
+        Type::Fun(ab) | Type::Lin(ab) => Some(&ab.0),
         _ => None,
     }
 }
@@ -304,7 +305,7 @@ fn default(t: &Type) -> Shape {
         Type::Bool => Shape::Leaf(Expr::gen(ExprKind::Bool(false))),
         Type::Unit => Shape::Tuple(vec![]),
         Type::Tuple(ts) => Shape::Tuple(ts.iter().map(default).collect()),
-        Type::Sum(l, r) => Shape::Tuple(vec![Shape::Leaf(Expr::gen(ExprKind::Bool(false))), default(l), default(r)]),
+        Type::Sum(lr) => Shape::Tuple(vec![Shape::Leaf(Expr::gen(ExprKind::Bool(false))), default(&lr.0), default(&lr.1)]),
         _ if t.as_array().is_some() => Shape::Leaf(Expr::gen(ExprKind::Array(vec![])).with_ty(t.clone())),
         _ => Shape::Leaf(real(0.0)),
     }
@@ -362,8 +363,8 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
     };
     let mut sra = Sra { fresh, env: HashMap::default(), boundary: vec![] };
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
-    if let Type::Fun(s, t) = &main.ty {
-        for (ty, which) in [(&**s, "input"), (&**t, "output")] {
+    if let Type::Fun(st) = &main.ty {
+        for (ty, which) in [(&st.0, "input"), (&st.1, "output")] {
             // The paper's wrapper (§6.5, §7.5 Fig. 21) takes one array of reals per input and gives
             // back each input's cotangent in its shape, and seeds the reverse pass with the output's
             // cotangent: a sum has neither form (its cotangent is one side's, which the input's tag
@@ -381,7 +382,8 @@ pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), 
     let out = sra.shape(body, &mut binds)?;
     // an output holding arrays of tuples, or tuples nested in its tuple: its leaves as one flat
     // tuple, the user's shape made of them after bot (boundary.rs `flat_output`)
-    if let Type::Fun(_, t) = &main.ty {
+    if let Type::Fun(st) = &main.ty {
+        let t = &st.1;
         if super::boundary::flat_output(t) {
             let mut ls = vec![];
             super::soa::leaves(&out, &mut ls)?;

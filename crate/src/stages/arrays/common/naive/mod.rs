@@ -29,7 +29,7 @@ pub fn accepts_dual_arrays(src: &Source) -> Result<(), Diagnostic> {
                 }
             }
             Type::Tuple(ts) => ts.iter().find_map(bad),
-            Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => bad(a).or_else(|| bad(b)),
+            Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => bad(&ab.0).or_else(|| bad(&ab.1)),
             _ => None,
         }
     }

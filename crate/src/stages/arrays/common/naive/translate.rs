@@ -100,9 +100,9 @@ pub fn dual_arrays_type(t: &Type) -> Type {
         Type::Real => dual_real(),
         t if real_array(t) => Type::tup(vec![t.clone(), delta_type()]),
         Type::Tuple(ts) => Type::Tuple(ts.iter().map(dual_arrays_type).collect()),
-        Type::Sum(a, b) => Type::sum(dual_arrays_type(a), dual_arrays_type(b)),
-        Type::Fun(a, b) => Type::fun(dual_arrays_type(a), m_type(dual_arrays_type(b))),
-        Type::Lin(a, b) => Type::lin(dual_arrays_type(a), m_type(dual_arrays_type(b))),
+        Type::Sum(ab) => Type::sum(dual_arrays_type(&ab.0), dual_arrays_type(&ab.1)),
+        Type::Fun(ab) => Type::fun(dual_arrays_type(&ab.0), m_type(dual_arrays_type(&ab.1))),
+        Type::Lin(ab) => Type::lin(dual_arrays_type(&ab.0), m_type(dual_arrays_type(&ab.1))),
         t => t.clone(),
     }
 }
@@ -170,7 +170,7 @@ impl ResultOf for Type {
     /// The result type of a function type (`Unknown` otherwise).
     fn result_of(&self) -> Type {
         match self {
-            Type::Fun(_, b) | Type::Lin(_, b) => (**b).clone(),
+            Type::Fun(ab) | Type::Lin(ab) => ab.1.clone(),
             _ => Type::Unknown,
         }
     }
@@ -214,7 +214,8 @@ fn seeds(ty: &Type, y: Expr, c: Expr, es: Expr, fr: &mut Fresh, dual_arrays: boo
             }
             let_(ptuple(ys.iter().map(pvar).collect()), y, let_(ptuple(cs.iter().map(pvar).collect()), c, acc))
         }
-        Type::Sum(a, b) => {
+        Type::Sum(ab) => {
+            let (a, b) = &**ab;
             // a tag that differs from the primal's contributes nothing
             let (ya, yb, ca, cb, s) = (fr.name("y"), fr.name("y"), fr.name("c"), fr.name("c"), fr.name("s"));
             let left = case(c.clone(), pvar(&ca), seeds(a, var(&ya), var(&ca), var(&s), fr, dual_arrays), pwild(), var(&s));

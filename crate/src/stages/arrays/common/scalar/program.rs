@@ -81,7 +81,7 @@ fn has_array(t: &Type) -> bool {
         _ if t.as_array().is_some() => true,
         Type::Tuple(ts) => ts.iter().any(has_array),
         Type::Con(c) => c.args.iter().any(has_array),
-        Type::Sum(a, b) | Type::Fun(a, b) | Type::Lin(a, b) => has_array(a) || has_array(b),
+        Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => has_array(&ab.0) || has_array(&ab.1),
         _ => false,
     }
 }
