@@ -252,37 +252,38 @@ impl Machine<'_> {
         self.spine_from(s, e + 1, base, fun, Some(f))
     }
 
+    /// The value a spine's head holds, read without a step: `None` for a definition not yet
+    /// evaluated, and for a sibling (a member of the group, not a value; each caller reads it).
+    fn head_value(&self, head: &Head) -> Option<&Value> {
+        match *head {
+            Head::Global(i, _) => match self.globals.get(i as usize)? {
+                Global::Done(v) => Some(v),
+                _ => None,
+            },
+            Head::Local(s) | Head::Move(s) => self.locals.get(self.bp + s as usize),
+            Head::Capture(i) => self.env.get(i as usize),
+            Head::Sibling(_) => None,
+        }
+    }
+
     /// The curried function (more than one parameter, no argument yet) a spine's head holds, read
     /// without a step; `None` for anything else.
     fn spine_fun(&self, head: &Head) -> Option<Fun> {
-        let v = match *head {
-            Head::Global(i, _) => match self.globals.get(i as usize)? {
-                Global::Done(v) => v,
-                _ => return None,
-            },
-            Head::Local(s) | Head::Move(s) => self.locals.get(self.bp + s as usize)?,
-            Head::Capture(i) => self.env.get(i as usize)?,
-            Head::Sibling(k) => {
-                let g = self.group.as_ref()?;
-                let lam = g.code.members.get(k as usize)?;
-                return (!lam.more.is_empty()).then(|| (lam.clone(), g.env.clone(), Some(g.clone())));
-            }
-        };
-        fun_parts(v).map(owned)
+        if let Head::Sibling(k) = *head {
+            let g = self.group.as_ref()?;
+            let lam = g.code.members.get(k as usize)?;
+            return (!lam.more.is_empty()).then(|| (lam.clone(), g.env.clone(), Some(g.clone())));
+        }
+        fun_parts(self.head_value(head)?).map(owned)
     }
 
     /// The function value a spine's head holds, read without a step; `None` when it is not a
     /// curried function holding no argument yet, or not yet evaluated.
     fn spine_head(&self, head: &Head) -> Option<Value> {
-        let v = match *head {
-            Head::Global(i, _) => match self.globals.get(i as usize)? {
-                Global::Done(v) => v,
-                _ => return None,
-            },
-            Head::Local(s) | Head::Move(s) => self.locals.get(self.bp + s as usize)?,
-            Head::Capture(i) => self.env.get(i as usize)?,
-            Head::Sibling(k) => return self.group.is_some().then(|| self.sibling(k)),
-        };
+        if let Head::Sibling(k) = *head {
+            return self.group.is_some().then(|| self.sibling(k));
+        }
+        let v = self.head_value(head)?;
         fun_parts(v).is_some().then(|| v.clone())
     }
 }
