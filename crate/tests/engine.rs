@@ -693,3 +693,28 @@ fn call_spines_stop_at_every_budget_where_the_walker_stops() {
         both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// A call spine whose last application saturates a definition in tail position reuses the caller's
+/// frame in place (`reuse_frame`, as `call_known` does): recursion through the spine (the tape's
+/// `horner` round), a caller with more or fewer slots than the callee, a spine that is a let's
+/// right side (no reuse: its frame stays), and a leaf callee (a frame of its own).
+const TAIL_SPINES: &[(&str, &str)] = &[
+    ("def h k acc x = if k == 0 then acc else let v = (let f = h (k - 1) in let b = acc * x + 1.0 in f b) in v x\ndef main x = h 6 0.0 x", "0.5"),
+    ("def h k acc x = if k == 0 then acc * x else acc + x\ndef main x = let a = x * 2.0 in let c = a + 1.0 in let d = c * a in let v = (let f = h 2 in let b = d - x in f b) in v x", "1.5"),
+    ("def h k acc x = if k == 0 then acc else let t = acc * x in let u = t + x in h (k - 1) u x\ndef main x = let y = (let v = (let f = h 3 in f x) in v x) in y + 1.0", "0.5"),
+    ("def g a b = a * b\ndef h k x = if k == 0 then x else let v = (let f = g x in let w = x + 1.0 in f w) in v\ndef main x = let y = h 1 x in let v = (let f = h 2 in f y) in v", "0.25"),
+];
+
+#[test]
+fn tail_spines_reuse_the_frame_where_the_walker_does() {
+    for (src, at) in TAIL_SPINES {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
+        }
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        // depth budgets: a frame reused where the walker pushes one (or the reverse) stops elsewhere
+        at_every_budget(src, &arg, 120, 12, 20, 10);
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

@@ -681,11 +681,18 @@ impl Machine<'_> {
         Ok(next)
     }
 
+    /// Whether a saturated call of `code` in tail position may reuse the frame on top
+    /// (`reuse_frame`): its body is not a leaf and the frame is a call's (a `Kont::Ret` above it).
+    #[inline(always)]
+    pub(super) fn tail_frame(&self, code: &LamCode) -> bool {
+        leaf(code.code()).is_none() && matches!(self.kont.last(), Some(Kont::Ret { .. }))
+    }
+
     /// A known definition's tail call (`call_known`, `self_tail`) reuses the frame on top as
     /// `push_frame` would leave it for a tail call: the body's slots empty (reset in place when the
     /// frame already has its size), no captures and no group (a known definition has neither), the
     /// parameters bound from `vals[base..]` and `arg`; then its body runs.
-    fn reuse_frame(&mut self, code: &LamCode, base: usize, arg: Value) -> Res<Next> {
+    pub(super) fn reuse_frame(&mut self, code: &LamCode, base: usize, arg: Value) -> Res<Next> {
         let (bp, nslots) = (self.bp, code.nslots as usize);
         if self.locals.len() == bp + nslots {
             for slot in &mut self.locals[bp..] {

@@ -229,7 +229,12 @@ impl Machine<'_> {
                         let arg = self.arg_value(a)?;
                         let j = self.vals.len() - base;
                         if j == lam.more.len() {
-                            // the last argument (`total` is all the parameters): one frame for all
+                            // the last argument (`total` is all the parameters): one frame for all,
+                            // the caller's reused in place for a definition's tail call, as
+                            // `call_known` does (no captures, no group, a body that is not a leaf)
+                            if group.is_none() && Rc::ptr_eq(&env, &self.no_captures) && self.tail_frame(&lam) {
+                                return self.reuse_frame(&lam, base, arg);
+                            }
                             return self.saturate(&lam, env, group, base, arg, true);
                         }
                         // only the spine's last application can be a tail: the others are a let's right side
