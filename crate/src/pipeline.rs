@@ -933,11 +933,18 @@ mod tests {
             assert!(m.program().is_none());
             let got = run_output(forward, &mut m, &cx).unwrap();
             assert_eq!(format!("{got:?}"), format!("{want:?}"));
-            let chad = stages::find("chad/basic").unwrap();
+            // chad's runs read only their lowered code (chad/arrays' second run is `Machine::rerun`)
+            let chad = stages::find("chad/arrays").unwrap();
             let outputs = Outputs::new(&src, &opts);
             let mut out = outputs.get(chad).unwrap();
             outputs.keep_only(|_| false);
-            assert!(take_ir(chad, &mut out, true).is_none() && !out.program.defs.is_empty(), "chad's criterion reads the program after the run");
+            assert!(take_ir(chad, &mut out, true).is_some(), "chad's run does not read its program: taken");
+            // unf's runs read theirs (the continuation line of a trace step)
+            let unf = stages::find("unf/back").unwrap();
+            let outputs = Outputs::new(&src, &opts);
+            let mut out = outputs.get(unf).unwrap();
+            outputs.keep_only(|_| false);
+            assert!(take_ir(unf, &mut out, true).is_none() && !out.program.defs.is_empty(), "unf's run reads its program: kept");
         })
     }
 }

@@ -408,6 +408,30 @@ fn e10_gather_makes_nine_bones_and_barray_none() {
     assert!(r.views.iter().any(|v| v.name == "lowered to §7"));
 }
 
+/// The stage's second run, with BArray, is `Machine::rerun` of the first's lowered code: it counts what
+/// a run on a freshly lowered machine counts, and a rerun machine starts with nothing counted and
+/// runs as the first did.
+#[test]
+fn the_barray_run_on_the_first_runs_code_counts_what_a_fresh_machine_counts() {
+    use cotangent::interp::{Budget, Machine};
+    let a = arrays_numbers(E10, &[4.0, 8.0, 12.0]);
+    let (g, counts) = barray_run(E10, &ones(&a));
+    assert_eq!(g, vec![4.0, 8.0, 12.0]);
+    assert_eq!((counter(&a, ARRAYS, "bag_ones_barray"), counter(&a, ARRAYS, "barrays_barray")), counts);
+    assert_eq!(counts, (0, 3));
+    // a rerun of a machine that ran: fresh counts, the same value and cost again
+    let (p, _, _) = pipeline::front_end_at(E10, &[], None).expect("front end");
+    let input = cotangent::syntax::value_of(p.input.as_ref().expect("an input")).expect("a value");
+    let mut m = Machine::new(&p, &cotangent::interp::Builtins::new(), Budget::default()).expect("lowers");
+    let first = m.call("main", vec![input.clone()]).expect("runs");
+    let mut again = m.rerun();
+    assert_eq!(again.cost().steps, 0);
+    let second = again.call("main", vec![input]).expect("runs");
+    assert_eq!(second.real_leaves(), first.real_leaves());
+    assert_eq!(again.cost().steps, m.cost().steps);
+    assert_eq!(again.cost().real_ops, m.cost().real_ops);
+}
+
 /// The note's P_gather(n): E10 at length n (Eq. 15).
 fn p_gather(n: usize) -> String {
     let v: Vec<String> = (1..=n).map(|i| format!("{i}.0")).collect();

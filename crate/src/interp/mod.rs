@@ -60,7 +60,8 @@ pub struct Machine<'p> {
     program: Option<&'p Program>,
     /// The name of the program's wrapper definition (`Role::Wrapper`), if it has one.
     wrapper: Option<Box<str>>,
-    code: Lowered,
+    /// Shared by the machines `rerun` makes (a second run of the same program, lowered once).
+    code: Rc<Lowered>,
     globals: Vec<Global>,
     budget: Budget,
     steps: u64,
@@ -140,9 +141,17 @@ fn new_state<T: Default + 'static>() -> Box<dyn Any> {
 impl<'p> Machine<'p> {
     pub fn new(program: &'p Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
         let code = lower::lower(program, builtins, !budget.walker, budget.regions_after)?;
-        let mut m = Machine::of_code(code, wrapper_of(program), budget);
+        let mut m = Machine::of_code(Rc::new(code), wrapper_of(program), budget);
         m.program = Some(program);
         Ok(m)
+    }
+    /// A fresh machine (no globals evaluated, no states, no counts) on this one's lowered code and
+    /// budget: the same program run again without lowering it again (chad/arrays runs its output a
+    /// second time with §8.1's BArray; lowering took most of that second run's time).
+    pub fn rerun(&self) -> Machine<'p> {
+        let mut m = Machine::of_code(self.code.clone(), self.wrapper.clone(), self.budget.clone());
+        m.program = self.program;
+        m
     }
     /// `new`, taking the program and letting it go as it is lowered (`lower::lower_consuming`: a
     /// definition, and a let chain's link, at a time): the machine runs its lowered code, which owns
@@ -152,10 +161,10 @@ impl<'p> Machine<'p> {
     pub fn lowered(program: Program, builtins: &Builtins, budget: Budget) -> Result<Machine<'p>, RunError> {
         let wrapper = wrapper_of(&program);
         let code = lower::lower_consuming(program, builtins, !budget.walker, budget.regions_after)?;
-        Ok(Machine::of_code(code, wrapper, budget))
+        Ok(Machine::of_code(Rc::new(code), wrapper, budget))
     }
 
-    fn of_code(code: lower::Lowered, wrapper: Option<Box<str>>, budget: Budget) -> Machine<'p> {
+    fn of_code(code: Rc<lower::Lowered>, wrapper: Option<Box<str>>, budget: Budget) -> Machine<'p> {
         let empty: Rc<[Value]> = Rc::new([]);
         let globals = code
             .defs

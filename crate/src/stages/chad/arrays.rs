@@ -89,17 +89,13 @@ impl Stage for Arrays {
         let r = run_wrapper(m, cx.input, cx.seed)?;
         let kept = kept_ones(m);
         m.count("bag_ones", kept);
-        // §8.1: the same program once more with BArray, untraced, its counts beside
-        // (the chain's runs keep their program: `Chain::run_reads_program`)
-        if let Some(p) = m.program() {
-            let mut builtins = Builtins::new();
-            builtins.extend(self.builtins());
-            builtins.extend(ops::builtins_for(p, &runtime::implementation));
-            // (a run that stops, at a budget, only leaves its counts out: the stage's result is the first)
-            if let Ok((_, counts)) = run_barray(p, &builtins, m.budget(), cx.input, cx.seed) {
-                m.count("bag_ones_barray", counts.0);
-                m.count("barrays_barray", counts.1);
-            }
+        // §8.1: the same program once more with BArray, untraced, its counts beside, on the same
+        // lowered code (a run that stops, at a budget, only leaves its counts out: the stage's
+        // result is the first)
+        let mut again = m.rerun();
+        if let Ok((_, counts)) = run_barray_on(&mut again, cx.input, cx.seed) {
+            m.count("bag_ones_barray", counts.0);
+            m.count("barrays_barray", counts.1);
         }
         Ok(r)
     }
@@ -118,11 +114,15 @@ fn kept_ones(m: &mut Machine) -> u64 {
 
 /// The stage's output run with §8.1's BArray on: `(primal, gradient)` and (BOne's kept, BArrays made).
 pub fn run_barray(p: &Program, builtins: &Builtins, budget: crate::interp::Budget, input: &Value, seed: &Value) -> Result<((Value, Value), (u64, u64)), RunError> {
-    let mut m = Machine::new(p, builtins, budget)?;
+    run_barray_on(&mut Machine::new(p, builtins, budget)?, input, seed)
+}
+
+/// `run_barray` on a fresh machine for the stage's output (`Machine::rerun` of the first run's).
+fn run_barray_on(m: &mut Machine, input: &Value, seed: &Value) -> Result<((Value, Value), (u64, u64)), RunError> {
     m.set_tracing(false);
-    runtime::set_up(&mut m, Repr::Sparse, true);
+    runtime::set_up(m, Repr::Sparse, true);
     m.state::<Rt>().barray = true;
-    let r = run_wrapper(&mut m, input, seed)?;
+    let r = run_wrapper(m, input, seed)?;
     let barrays = m.state::<Rt>().barrays;
-    Ok((r, (kept_ones(&mut m), barrays)))
+    Ok((r, (kept_ones(m), barrays)))
 }

@@ -141,18 +141,19 @@ impl Stage for ContribStage {
 /// order made, its edges at `at[k]` in three parallel arrays (the partial, the argument's ID, the
 /// argument's Contrib by number). A Contrib value names its number, so the DAG is the arrays, not
 /// `Rc` nodes: one growing array per field instead of two allocations (node, edge list) per Contrib,
+/// each in fixed chunks (`Chunked`: no doubling's overshoot),
 /// and no drop walk at the end.
 #[derive(Default)]
 pub struct Contribs {
     /// Per Contrib: where its edges start; they end where the next Contrib's start (the last's at
     /// the arrays' end), as Contribs are appended in the order made: 4 bytes a Contrib, not a
     /// (start, count) pair of 8 (issue 13: bytes per op).
-    starts: Vec<u32>,
+    starts: Chunked<u32>,
     /// Every Contrib's edges: the partial, the argument's ID and the argument's Contrib, three
     /// flat arrays (16 bytes an edge; IDs fit 32 bits, as the tape's do).
-    partial: Vec<f64>,
-    arg: Vec<u32>,
-    child: Vec<u32>,
+    partial: Chunked<f64>,
+    arg: Chunked<u32>,
+    child: Chunked<u32>,
     /// What the resolves did, in order, for the graph: (ID, its cell's Contrib), all of the
     /// Contrib's edges followed; then `stop`, the entry where a budget or a bad ID stopped the
     /// resolve (which ends the run), with how many were followed. The graph's edges are made from
@@ -188,9 +189,7 @@ impl Contribs {
     }
     /// The edges (partial, argument ID, argument's Contrib) of Contrib k.
     fn edges(&self, k: u32) -> impl Iterator<Item = (f64, i64, u32)> + '_ {
-        let r = self.range(k);
-        let (ps, js, cs) = (self.partial.get(r.clone()).unwrap_or(&[]), self.arg.get(r.clone()).unwrap_or(&[]), self.child.get(r).unwrap_or(&[]));
-        ps.iter().zip(js).zip(cs).map(|((a, j), c)| (*a, *j as i64, *c))
+        self.range(k).map_while(|e| Some((*self.partial.get(e)?, *self.arg.get(e)? as i64, *self.child.get(e)?)))
     }
     /// How many entries the resolves have made.
     fn entries(&self) -> usize {
@@ -201,7 +200,9 @@ impl Contribs {
     fn push(&mut self, es: &[(f64, i64)], js: &[u32], cs: &[u32]) -> Option<u32> {
         let (k, start) = (u32::try_from(self.starts.len()).ok()?, u32::try_from(self.partial.len()).ok()?);
         self.starts.push(start);
-        self.partial.extend(es.iter().map(|&(a, _)| a));
+        for &(a, _) in es {
+            self.partial.push(a);
+        }
         self.arg.extend_from_slice(js);
         self.child.extend_from_slice(cs);
         Some(k)

@@ -7,6 +7,7 @@
 //!   stage to stage), `rules`: the rules for reals that several stages share;
 //! - `types`: D_c[τ] (the shared kit's type walker) and the types the paper states;
 //! - `wrapper`: Interleave, Deinterleave, the monoids, the wrappers of Figs. 8–10;
+//! - `chunked`: a growing array in fixed chunks (no doubling overshoot), for the runtimes' arrays;
 //! - `runtime`: the state every stage's builtins share (ID counter, counters, graph edges, resolve
 //!   trace), the frozen collector; `staged`: the Staged values several stages share.
 //!
@@ -26,6 +27,7 @@
 //!   each Contrib it processes.
 
 mod accepts;
+mod chunked;
 mod rules;
 mod runtime;
 mod staged;
@@ -33,6 +35,7 @@ mod types;
 mod wrapper;
 
 pub use accepts::*;
+pub use chunked::Chunked;
 pub use rules::*;
 pub use runtime::*;
 pub use staged::*;

@@ -1,0 +1,75 @@
+//! A growing array in fixed-size chunks, for the runtimes' per-operation arrays (issue 13: bytes
+//! per primal op at 10^6). A `Vec` that doubles holds up to twice what it needs, and while it
+//! grows, the old and the new buffer at once (three times): `dualrev/contrib`'s edge arrays on
+//! horner at 10^6 ended in a capacity of 2^23 for 6·10^6 edges. Chunks never move and the last one
+//! is the only one not full, so the overshoot is less than one chunk (the first chunk grows as a
+//! `Vec`, so that a small run holds no more than a `Vec` would).
+
+/// Elements per chunk: 2^16 (512 KiB of `f64`), small beside a run that needs chunks at all.
+const BITS: u32 = 16;
+const CHUNK: usize = 1 << BITS;
+
+#[derive(Debug, Default)]
+pub struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T: Copy> Chunked<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn push(&mut self, x: T) {
+        // the first chunk grows as a `Vec` does (a small run holds no more than it would), the
+        // others are made whole; every chunk but the last holds exactly `CHUNK`
+        let first = self.chunks.len() == 1;
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < CHUNK && (first || c.len() < c.capacity()) => c.push(x),
+            _ => {
+                let mut c = Vec::with_capacity(if self.chunks.is_empty() { 0 } else { CHUNK });
+                c.push(x);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+    pub fn extend_from_slice(&mut self, xs: &[T]) {
+        for &x in xs {
+            self.push(x);
+        }
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.chunks.get(i >> BITS)?.get(i & (CHUNK - 1))
+    }
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
+        self.chunks.iter().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_are_where_they_were_pushed_across_chunks() {
+        let mut a = Chunked::default();
+        let n = 3 * CHUNK + 5;
+        for i in 0..n {
+            a.push(i as u32);
+        }
+        a.extend_from_slice(&[7, 8]);
+        assert_eq!(a.len(), n + 2);
+        assert_eq!(a.get(CHUNK - 1), Some(&(CHUNK as u32 - 1)));
+        assert_eq!(a.get(CHUNK), Some(&(CHUNK as u32)));
+        assert_eq!(a.get(n), Some(&7));
+        assert_eq!(a.get(n + 1), Some(&8));
+        assert_eq!(a.get(n + 2), None);
+        assert_eq!(a.iter().count(), n + 2);
+        // every chunk but the last is full, and none grew past its one allocation
+        assert!(a.chunks.iter().all(|c| c.capacity() == CHUNK));
+    }
+}
