@@ -3,7 +3,6 @@
 
 use crate::diag::Span;
 use crate::ir::*;
-use std::rc::Rc;
 
 pub fn var(n: &Name) -> Expr {
     Expr::gen(ExprKind::Var(n.clone()))
@@ -24,21 +23,7 @@ pub fn unit() -> Expr {
 /// a few hundred at most): an allocation each was 5 % of krawiec/monadic's output, eleven builtins
 /// a source line (issue 14: memory per line).
 pub fn builtin(name: &str) -> Expr {
-    thread_local! {
-        static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Rc<str>>> = Default::default();
-    }
-    let text = NAMES.with(|names| {
-        let mut names = names.borrow_mut();
-        match names.get(name) {
-            Some(t) => t.clone(),
-            None => {
-                let t: Rc<str> = Rc::from(name);
-                names.insert(t.clone());
-                t
-            }
-        }
-    });
-    Expr::gen(ExprKind::Builtin(text))
+    Expr::gen(ExprKind::Builtin(interned(name)))
 }
 pub fn app(f: Expr, a: Expr) -> Expr {
     Expr::gen(ExprKind::App(Box::new(f), Box::new(a)))

@@ -189,6 +189,26 @@ impl std::fmt::Debug for Types {
     }
 }
 
+/// One shared text per name, for the names of a fixed table (type constructors, builtins: a few
+/// hundred at most): an allocation each time was one of the three a `Type::con` made, and inference
+/// makes one for every `pure` and bind (issue 14: memory per line).
+pub fn interned(name: &str) -> Rc<str> {
+    thread_local! {
+        static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Rc<str>>> = Default::default();
+    }
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        match names.get(name) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Rc<str> = Rc::from(name);
+                names.insert(t.clone());
+                t
+            }
+        }
+    })
+}
+
 /// A named type constructor applied to its arguments (`Type::Con`).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TyCon {
@@ -214,7 +234,7 @@ impl Type {
         Type::Sum(Rc::new((a, b)))
     }
     pub fn con(name: &str, args: Vec<Type>) -> Type {
-        Type::Con(Rc::new(TyCon { name: Rc::from(name), args: args.into() }))
+        Type::Con(Rc::new(TyCon { name: interned(name), args: args.into() }))
     }
     /// `(A1, ..., An)` from exactly the given components (n >= 2; `tuple` also takes 0 and 1).
     pub fn tup(ts: Vec<Type>) -> Type {
@@ -596,6 +616,15 @@ mod tests {
     /// with glibc's chunk header, 64 at 56); a name's two-word text, three children side by side and
     /// a vector's capacity made every `ExprKind` 32 and every node 56 (mimalloc's size classes are
     /// 8 bytes apart up to 64: 48 is 1/7 less).
+    /// Issue 14 (memory per line): inference makes an `M a` for every `pure` and bind; the name
+    /// is one allocation shared by all of them, not one each.
+    #[test]
+    fn constructors_of_one_name_share_its_text() {
+        let (Type::Con(a), Type::Con(b), Type::Con(c)) = (Type::con("M", vec![Type::Real]), Type::array(Type::Int), Type::con("M", vec![Type::Int])) else { panic!("constructors") };
+        assert!(Rc::ptr_eq(&a.name, &c.name), "each `M` has its own copy of its name");
+        assert_eq!((&*a.name, &*b.name), ("M", "Array"));
+    }
+
     #[test]
     fn a_node_is_at_most_48_bytes() {
         assert!(std::mem::size_of::<Type>() <= 16, "Type is {} bytes", std::mem::size_of::<Type>());

@@ -235,7 +235,8 @@ fn held_elsewhere(t: &Type) -> bool {
 #[derive(Default)]
 struct Made {
     tuples: rustc_hash::FxHashSet<ByParts<Types>>,
-    /// By name (its text: each `Type::con` allocates its own) and arguments.
+    /// By name (its text: `Type::con` shares one allocation a name, but a constructor may be built
+    /// from any `Rc<str>`) and arguments.
     cons: rustc_hash::FxHashMap<ByParts<TyCon>, std::rc::Rc<TyCon>>,
     /// The two sides of a `Sum`, `Fun` or `Lin` (one allocation whichever of the three holds it).
     pairs: rustc_hash::FxHashSet<ByParts<std::rc::Rc<(Type, Type)>>>,
@@ -1418,8 +1419,8 @@ mod tests {
         }
     }
 
-    /// The zonk's hash-consing merges constructors by their name's text (every `Type::con`, e.g.
-    /// each builtin's scheme, allocates its own name) and parts by their allocations.
+    /// The zonk's hash-consing merges constructors by their name's text (not all of them share
+    /// `Type::con`'s one allocation a name) and parts by their allocations.
     #[test]
     fn made_types_are_one_allocation_by_name_text_and_parts() {
         use std::rc::Rc;
