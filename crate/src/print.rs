@@ -297,10 +297,16 @@ fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
 }
 
 impl Occ {
-    fn global(&mut self, text: Text) {
+    /// (By `&str`: a builtin's text is an `Rc<str>`, and only a name's first occurrence makes a `Text`.)
+    fn global(&mut self, text: &str) {
         let i = self.next;
         self.next += 1;
-        self.globals.entry(text).or_default().push(i);
+        match self.globals.get_mut(text) {
+            Some(at) => at.push(i),
+            None => {
+                self.globals.insert(Text::from(text), vec![i]);
+            }
+        }
     }
 
     /// A binder's scope: its interval of occurrence numbers is recorded, the renamer's question.
@@ -325,13 +331,13 @@ impl Occ {
         use ExprKind::*;
         match &e.kind {
             // A local that no enclosing binder binds (an open term) prints by its text, like a global.
-            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(n.text.clone()),
+            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(&n.text),
             Var(n) => {
                 let i = self.next;
                 self.next += 1;
                 self.locals.push((n.id, i));
             }
-            Builtin(b) => self.global(Text::from(&**b)),
+            Builtin(b) => self.global(b),
             Real(_) | Int(_) | Bool(_) | Unit => {}
             Lam(_, p, b) => {
                 let ns = p.names();
@@ -391,7 +397,7 @@ impl Occ {
             }
             Prim(p, args) => {
                 if p.is_named() {
-                    self.global(Text::from(p.symbol()));
+                    self.global(p.symbol());
                 }
                 for x in args.iter() {
                     self.expr(x);
