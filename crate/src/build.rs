@@ -3,7 +3,6 @@
 
 use crate::diag::Span;
 use crate::ir::*;
-use std::rc::Rc;
 
 pub fn var(n: &Name) -> Expr {
     Expr::gen(ExprKind::Var(n.clone()))
@@ -24,21 +23,7 @@ pub fn unit() -> Expr {
 /// a few hundred at most): an allocation each was 5 % of krawiec/monadic's output, eleven builtins
 /// a source line (issue 14: memory per line).
 pub fn builtin(name: &str) -> Expr {
-    thread_local! {
-        static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Rc<str>>> = Default::default();
-    }
-    let text = NAMES.with(|names| {
-        let mut names = names.borrow_mut();
-        match names.get(name) {
-            Some(t) => t.clone(),
-            None => {
-                let t: Rc<str> = Rc::from(name);
-                names.insert(t.clone());
-                t
-            }
-        }
-    });
-    Expr::gen(ExprKind::Builtin(text))
+    Expr::gen(ExprKind::Builtin(interned(name)))
 }
 pub fn app(f: Expr, a: Expr) -> Expr {
     Expr::gen(ExprKind::App(Box::new(f), Box::new(a)))
@@ -54,18 +39,18 @@ pub fn linlam(p: Pat, body: Expr) -> Expr {
     Expr::gen(ExprKind::Lam(LamKind::Linear, Box::new(p), Box::new(body)))
 }
 pub fn let_(p: Pat, rhs: Expr, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body)))
+    Expr::gen(ExprKind::Let(Box::new(p), Box::new((rhs, body))))
 }
 /// A tuple of `es`: `()` for none, the expression itself for one.
 pub fn tuple(mut es: Vec<Expr>) -> Expr {
     match es.len() {
         0 => unit(),
         1 => es.pop().unwrap(),
-        _ => Expr::gen(ExprKind::Tuple(es)),
+        _ => Expr::gen(ExprKind::Tuple(es.into())),
     }
 }
 pub fn pair(a: Expr, b: Expr) -> Expr {
-    Expr::gen(ExprKind::Tuple(vec![a, b]))
+    Expr::gen(ExprKind::Tuple(vec![a, b].into()))
 }
 pub fn fst(e: Expr) -> Expr {
     Expr::gen(ExprKind::Fst(Box::new(e)))
@@ -83,10 +68,10 @@ pub fn case(s: Expr, p1: Pat, e1: Expr, p2: Pat, e2: Expr) -> Expr {
     Expr::gen(ExprKind::Case(Box::new((s, p1, e1, p2, e2))))
 }
 pub fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
-    Expr::gen(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
+    Expr::gen(ExprKind::If(Box::new(c), Box::new((a, b))))
 }
 pub fn prim(op: Prim, args: Vec<Expr>) -> Expr {
-    Expr::gen(ExprKind::Prim(op, args))
+    Expr::gen(ExprKind::Prim(op, args.into()))
 }
 pub fn add(a: Expr, b: Expr) -> Expr {
     prim(Prim::Add, vec![a, b])
@@ -104,7 +89,7 @@ pub fn neg(a: Expr) -> Expr {
     prim(Prim::Neg, vec![a])
 }
 pub fn bind(p: Pat, m: Expr, k: Expr) -> Expr {
-    Expr::gen(ExprKind::Bind(Box::new(p), Box::new(m), Box::new(k)))
+    Expr::gen(ExprKind::Bind(Box::new(p), Box::new((m, k))))
 }
 pub fn pure(e: Expr) -> Expr {
     Expr::gen(ExprKind::Pure(Box::new(e)))

@@ -18,20 +18,75 @@ use std::rc::Rc;
 /// A resolved name: `text` is what the printer shows, `id` what makes it unique.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Name {
-    pub text: Rc<str>,
+    pub text: Text,
     pub id: u32,
 }
 
 impl Name {
     pub fn new(text: &str, id: u32) -> Name {
-        Name { text: Rc::from(text), id }
+        Name { text: Text::from(text), id }
     }
     /// A top-level definition's name (id 0): resolved by its text in `Program::defs`.
     pub fn global(text: &str) -> Name {
-        Name { text: Rc::from(text), id: 0 }
+        Name { text: Text::from(text), id: 0 }
     }
     pub fn is_global(&self) -> bool {
         self.id == 0
+    }
+}
+
+/// A name's text behind one thin pointer: an `Rc<str>` is two words and made a `Name` 24 bytes,
+/// so that a variable (`ExprKind::Var`) was the largest variant and every node 56 bytes (issue 14:
+/// memory per line). Derefs to `str`; compares, hashes and prints as its text.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Text(Rc<Box<str>>);
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for Text {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text(Rc::new(s.into()))
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text(Rc::new(s.into_boxed_str()))
+    }
+}
+
+impl From<&Text> for Rc<str> {
+    fn from(t: &Text) -> Rc<str> {
+        Rc::from(&**t)
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
     }
 }
 
@@ -134,6 +189,26 @@ impl std::fmt::Debug for Types {
     }
 }
 
+/// One shared text per name, for the names of a fixed table (type constructors, builtins: a few
+/// hundred at most): an allocation each time was one of the three a `Type::con` made, and inference
+/// makes one for every `pure` and bind (issue 14: memory per line).
+pub fn interned(name: &str) -> Rc<str> {
+    thread_local! {
+        static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Rc<str>>> = Default::default();
+    }
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        match names.get(name) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Rc<str> = Rc::from(name);
+                names.insert(t.clone());
+                t
+            }
+        }
+    })
+}
+
 /// A named type constructor applied to its arguments (`Type::Con`).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TyCon {
@@ -159,7 +234,7 @@ impl Type {
         Type::Sum(Rc::new((a, b)))
     }
     pub fn con(name: &str, args: Vec<Type>) -> Type {
-        Type::Con(Rc::new(TyCon { name: Rc::from(name), args: args.into() }))
+        Type::Con(Rc::new(TyCon { name: interned(name), args: args.into() }))
     }
     /// `(A1, ..., An)` from exactly the given components (n >= 2; `tuple` also takes 0 and 1).
     pub fn tup(ts: Vec<Type>) -> Type {
@@ -266,9 +341,11 @@ pub enum LamKind {
     Linear,
 }
 
-/// Every variant's fields fit in 24 bytes, so a node (`Expr`) is 64 bytes: a pattern (40 bytes),
-/// a `Type` (24) and a second vector are behind a pointer where they would make it 96 (issue 14,
-/// memory per line: a 10^5-line program's typed outputs are tens of millions of nodes).
+/// Every variant's fields fit in 16 bytes (and a byte beside the tag), so an `ExprKind` is 24 bytes
+/// and a node (`Expr`) 48: a pattern (40 bytes), a `Type` and a second vector are behind a pointer
+/// where they would make it 96, and where a variant has three children, the last two are one pair
+/// (`Let(p, rhs_body)`, split by `let (rhs, body) = &**rhs_body;`), as `Case`'s five are one box
+/// (issue 14, memory per line: a 10^5-line program's typed outputs are tens of millions of nodes).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Var(Name),
@@ -278,13 +355,14 @@ pub enum ExprKind {
     Unit,
     Lam(LamKind, Box<Pat>, Box<Expr>),
     App(Box<Expr>, Box<Expr>),
-    Let(Box<Pat>, Box<Expr>, Box<Expr>),
+    /// `let p = rhs in body` as `(p, (rhs, body))`.
+    Let(Box<Pat>, Box<(Expr, Expr)>),
     /// A group of local, mutually recursive functions, visible in each other and in the body.
-    LetRec(Box<[FunDef]>, Box<Expr>),
+    LetRec(Box<Vec<FunDef>>, Box<Expr>),
     /// n >= 2 components.
-    Tuple(Vec<Expr>),
+    Tuple(Box<[Expr]>),
     /// `[e1, ..., en]`, n >= 0: an array literal.
-    Array(Vec<Expr>),
+    Array(Box<[Expr]>),
     Fst(Box<Expr>),
     Snd(Box<Expr>),
     Inl(Box<Expr>),
@@ -292,8 +370,9 @@ pub enum ExprKind {
     /// `case e of inl p1 -> e1 | inr p2 -> e2` as `(e, p1, e1, p2, e2)`, boxed whole: the largest
     /// variant, which unboxed made every node 152 bytes instead of 112 (issue 14: memory per node).
     Case(Box<(Expr, Pat, Expr, Pat, Expr)>),
-    If(Box<Expr>, Box<Expr>, Box<Expr>),
-    Prim(Prim, Vec<Expr>),
+    /// `if c then a else b` as `(c, (a, b))`.
+    If(Box<Expr>, Box<(Expr, Expr)>),
+    Prim(Prim, Box<[Expr]>),
     /// `(e : A)`
     Ann(Box<Expr>, Box<Type>),
     /// A target-language builtin by name (`Add`, `deltaLet`, `eval`, ...), typed and run from the
@@ -303,7 +382,8 @@ pub enum ExprKind {
     /// The interpreter runs `M` in direct style (effects happen when the bind runs), which is sound
     /// because the translations bind every monadic value exactly once, as it is produced
     /// (Krawiec et al. §7.3 implement `M` with mutable state for the same reason).
-    Bind(Box<Pat>, Box<Expr>, Box<Expr>),
+    /// As `(p, (m, k))`.
+    Bind(Box<Pat>, Box<(Expr, Expr)>),
     /// `pure e` (return of the monad).
     Pure(Box<Expr>),
     /// `e1 ||| e2 : (A, B)`: a parallel pair (Smeding & Vákár §12's fork-join `s ⋆ t`). It means the
@@ -431,9 +511,13 @@ pub fn each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     match &e.kind {
         ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
         ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
-        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) | ExprKind::Par(a, b) => {
+        ExprKind::App(a, b) | ExprKind::Par(a, b) => {
             f(a);
             f(b)
+        }
+        ExprKind::Let(_, ab) | ExprKind::Bind(_, ab) => {
+            f(&ab.0);
+            f(&ab.1)
         }
         ExprKind::LetRec(fs, b) => {
             fs.iter().for_each(|d| f(&d.body));
@@ -445,10 +529,10 @@ pub fn each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
             f(&c.2);
             f(&c.4)
         }
-        ExprKind::If(s, a, b) => {
+        ExprKind::If(s, ab) => {
             f(s);
-            f(a);
-            f(b)
+            f(&ab.0);
+            f(&ab.1)
         }
     }
 }
@@ -458,7 +542,12 @@ pub fn each_child_mut<'a>(e: &'a mut Expr, f: &mut dyn FnMut(&'a mut Expr)) {
     match &mut e.kind {
         ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
         ExprKind::Lam(_, _, b) | ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Ann(b, _) | ExprKind::Pure(b) => f(b),
-        ExprKind::App(a, b) | ExprKind::Let(_, a, b) | ExprKind::Bind(_, a, b) | ExprKind::Par(a, b) => {
+        ExprKind::App(a, b) | ExprKind::Par(a, b) => {
+            f(a);
+            f(b)
+        }
+        ExprKind::Let(_, ab) | ExprKind::Bind(_, ab) => {
+            let (a, b) = &mut **ab;
             f(a);
             f(b)
         }
@@ -473,7 +562,8 @@ pub fn each_child_mut<'a>(e: &'a mut Expr, f: &mut dyn FnMut(&'a mut Expr)) {
             f(a);
             f(b)
         }
-        ExprKind::If(s, a, b) => {
+        ExprKind::If(s, ab) => {
+            let (a, b) = &mut **ab;
             f(s);
             f(a);
             f(b)
@@ -523,11 +613,23 @@ mod tests {
     /// node 152 bytes; `Con`'s name and arguments inline made every `Type` (one per node) 40; the
     /// patterns of `Let`, `Lam` and `Bind` inline made every node 96; a tuple's fat pointer and a
     /// function's two pointers made every `Type` 24 and every node 64 (a boxed node 80 bytes of heap
-    /// with glibc's chunk header, 64 at 56).
+    /// with glibc's chunk header, 64 at 56); a name's two-word text, three children side by side and
+    /// a vector's capacity made every `ExprKind` 32 and every node 56 (mimalloc's size classes are
+    /// 8 bytes apart up to 64: 48 is 1/7 less).
+    /// Issue 14 (memory per line): inference makes an `M a` for every `pure` and bind; the name
+    /// is one allocation shared by all of them, not one each.
     #[test]
-    fn a_node_is_at_most_56_bytes() {
+    fn constructors_of_one_name_share_its_text() {
+        let (Type::Con(a), Type::Con(b), Type::Con(c)) = (Type::con("M", vec![Type::Real]), Type::array(Type::Int), Type::con("M", vec![Type::Int])) else { panic!("constructors") };
+        assert!(Rc::ptr_eq(&a.name, &c.name), "each `M` has its own copy of its name");
+        assert_eq!((&*a.name, &*b.name), ("M", "Array"));
+    }
+
+    #[test]
+    fn a_node_is_at_most_48_bytes() {
         assert!(std::mem::size_of::<Type>() <= 16, "Type is {} bytes", std::mem::size_of::<Type>());
-        assert!(std::mem::size_of::<ExprKind>() <= 32, "ExprKind is {} bytes", std::mem::size_of::<ExprKind>());
-        assert!(std::mem::size_of::<Expr>() <= 56, "Expr is {} bytes", std::mem::size_of::<Expr>());
+        assert!(std::mem::size_of::<Name>() <= 16, "Name is {} bytes", std::mem::size_of::<Name>());
+        assert!(std::mem::size_of::<ExprKind>() <= 24, "ExprKind is {} bytes", std::mem::size_of::<ExprKind>());
+        assert!(std::mem::size_of::<Expr>() <= 48, "Expr is {} bytes", std::mem::size_of::<Expr>());
     }
 }

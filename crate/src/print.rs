@@ -16,12 +16,11 @@
 //! iterative. Passes 1–3 recurse on the tree, which the pipeline's big-stack thread allows.
 
 use crate::diag::Span;
-use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Type};
+use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Text, Type};
 use crate::prims::{Assoc, Syntax};
 use crate::value::show_real;
 use pretty::{Arena, DocAllocator, DocBuilder};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::rc::Rc;
 
 /// How to print: the line width to fit, Unicode (`λ → ← ⊸`) or ASCII (`\ -> <- -o`) symbols, and
 /// whether to print each definition's type scheme as a comment line above it.
@@ -79,7 +78,7 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
         occ.expr(&x.value);
     }
     let occ = occ.sorted();
-    let mut reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
+    let mut reserved: HashSet<Text> = occ.globals.keys().cloned().collect();
     reserved.extend(p.params.iter().map(|q| q.name.text.clone()));
     reserved.extend(p.defs.iter().map(|d| d.name.text.clone()));
     let mut ren = Renamer::new(&occ, reserved);
@@ -181,7 +180,7 @@ pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
     let mut occ = Occ::default();
     occ.expr(e);
     let occ = occ.sorted();
-    let reserved: HashSet<Rc<str>> = occ.globals.keys().cloned().collect();
+    let reserved: HashSet<Text> = occ.globals.keys().cloned().collect();
     let mut ren = Renamer::new(&occ, reserved);
     ren.expr(e);
     let names = ren.names;
@@ -281,7 +280,7 @@ struct Occ {
     /// a map was ~80 bytes a local; issue 14: printing's memory per line).
     locals: Vec<(u32, u32)>,
     /// Globals (id 0), free locals, builtins and named primitives, by text.
-    globals: HashMap<Rc<str>, Vec<u32>>,
+    globals: HashMap<Text, Vec<u32>>,
     next: u32,
     /// Local ids bound by an enclosing binder (with multiplicity), while walking.
     bound: HashMap<u32, u32>,
@@ -298,10 +297,16 @@ fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
 }
 
 impl Occ {
-    fn global(&mut self, text: Rc<str>) {
+    /// (By `&str`: a builtin's text is an `Rc<str>`, and only a name's first occurrence makes a `Text`.)
+    fn global(&mut self, text: &str) {
         let i = self.next;
         self.next += 1;
-        self.globals.entry(text).or_default().push(i);
+        match self.globals.get_mut(text) {
+            Some(at) => at.push(i),
+            None => {
+                self.globals.insert(Text::from(text), vec![i]);
+            }
+        }
     }
 
     /// A binder's scope: its interval of occurrence numbers is recorded, the renamer's question.
@@ -326,13 +331,13 @@ impl Occ {
         use ExprKind::*;
         match &e.kind {
             // A local that no enclosing binder binds (an open term) prints by its text, like a global.
-            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(n.text.clone()),
+            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(&n.text),
             Var(n) => {
                 let i = self.next;
                 self.next += 1;
                 self.locals.push((n.id, i));
             }
-            Builtin(b) => self.global(b.clone()),
+            Builtin(b) => self.global(b),
             Real(_) | Int(_) | Bool(_) | Unit => {}
             Lam(_, p, b) => {
                 let ns = p.names();
@@ -345,7 +350,8 @@ impl Occ {
                 self.expr(a);
                 self.expr(b);
             }
-            Let(p, a, b) | Bind(p, a, b) => {
+            Let(p, a_b) | Bind(p, a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 let ns = p.names();
                 self.enter(&ns);
@@ -357,7 +363,7 @@ impl Occ {
                 let ns: Vec<&Name> = fs.iter().map(|f| &f.name).collect();
                 self.enter(&ns);
                 let k = self.open_scope();
-                for f in fs {
+                for f in fs.iter() {
                     self.expr(&f.body);
                 }
                 self.expr(b);
@@ -383,14 +389,15 @@ impl Occ {
                     self.leave(&ns);
                 }
             }
-            If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(c);
                 self.expr(a);
                 self.expr(b);
             }
             Prim(p, args) => {
                 if p.is_named() {
-                    self.global(Rc::from(p.symbol()));
+                    self.global(p.symbol());
                 }
                 for x in args.iter() {
                     self.expr(x);
@@ -443,22 +450,22 @@ const KEYWORDS: &[&str] = &[
 struct Renamer<'o> {
     occ: &'o Occ,
     /// Printed text -> stack of the local ids bound to it (innermost last).
-    env: HashMap<Rc<str>, Vec<u32>>,
+    env: HashMap<Text, Vec<u32>>,
     /// Printed text of every renamed local binder.
-    names: HashMap<u32, Rc<str>>,
+    names: HashMap<u32, Text>,
     /// Texts of globals (definitions, params, referenced globals, builtins, named primitives).
-    reserved: HashSet<Rc<str>>,
+    reserved: HashSet<Text>,
     /// Base text -> the smallest suffix that may be free.
-    hint: HashMap<Rc<str>, u64>,
+    hint: HashMap<Text, u64>,
     /// How many of `occ.scopes` were taken.
     scope: usize,
 }
 
 /// A binder's printed text, and the base and suffix it was renamed with.
-type Bound = (Rc<str>, Option<(Rc<str>, u64)>);
+type Bound = (Text, Option<(Text, u64)>);
 
 impl<'o> Renamer<'o> {
-    fn new(occ: &'o Occ, reserved: HashSet<Rc<str>>) -> Self {
+    fn new(occ: &'o Occ, reserved: HashSet<Text>) -> Self {
         Renamer { occ, env: HashMap::default(), names: HashMap::default(), reserved, hint: HashMap::default(), scope: 0 }
     }
 
@@ -491,7 +498,7 @@ impl<'o> Renamer<'o> {
                 let in_scope = self.env.get(cand.as_str()).is_some_and(|s| !s.is_empty());
                 if !in_scope && !self.reserved.contains(cand.as_str()) && !self.captures(&cand, n.id, scope) {
                     self.hint.insert(n.text.clone(), k + 1);
-                    break (Rc::from(cand), Some((n.text.clone(), k)));
+                    break (Text::from(cand), Some((n.text.clone(), k)));
                 }
                 k += 1;
             }
@@ -539,17 +546,18 @@ impl<'o> Renamer<'o> {
                 self.expr(a);
                 self.expr(b);
             }
-            Let(p, a, b) | Bind(p, a, b) => {
+            Let(p, a_b) | Bind(p, a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.scoped(p, b);
             }
             LetRec(fs, b) => {
                 let scope = self.next_scope();
                 let mut bound = vec![];
-                for f in fs {
+                for f in fs.iter() {
                     self.bind(&f.name, scope, &mut bound);
                 }
-                for f in fs {
+                for f in fs.iter() {
                     self.expr(&f.body);
                 }
                 self.expr(b);
@@ -566,7 +574,8 @@ impl<'o> Renamer<'o> {
                 self.scoped(p1, a);
                 self.scoped(p2, b);
             }
-            If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(c);
                 self.expr(a);
                 self.expr(b);
@@ -653,7 +662,8 @@ fn ends_with_case(e: &Expr) -> bool {
     use ExprKind::*;
     match &e.kind {
         Case(..) => true,
-        Lam(_, _, b) | Let(_, _, b) | LetRec(_, b) | If(_, _, b) => ends_with_case(b),
+        Lam(_, _, b) | LetRec(_, b) => ends_with_case(b),
+        Let(_, ab) | If(_, ab) => ends_with_case(&ab.1),
         _ => false,
     }
 }
@@ -814,7 +824,7 @@ impl pretty::RenderAnnotated<'_, Span> for CappedIndent {
 struct Printer<'a, 'n> {
     a: &'a Arena<'a, Span>,
     o: PrintOptions,
-    names: &'n HashMap<u32, Rc<str>>,
+    names: &'n HashMap<u32, Text>,
 }
 
 impl<'a, 'n> Printer<'a, 'n> {
@@ -858,7 +868,7 @@ impl<'a, 'n> Printer<'a, 'n> {
 
     fn name(&self, n: &Name) -> D<'a> {
         let text: &str = if n.is_global() { &n.text } else { self.names.get(&n.id).unwrap_or(&n.text) };
-        // `to_owned`, not `to_string`: an `Rc<str>` would go through `Display` and the formatter
+        // `to_owned`, not `to_string`: a `Text` would go through `Display` and the formatter
         self.a.text(text.to_owned())
     }
 
@@ -999,7 +1009,8 @@ impl<'a, 'n> Printer<'a, 'n> {
             Prim(p, args) => self.apply(a.text(p.symbol()), args.iter().map(|x| self.expr(x, ATOM))),
             Lam(..) => self.lambda(e),
             Let(..) | LetRec(..) => self.let_chain(e),
-            If(c, x, y) => {
+            ExprKind::If(c, x_y) => {
+                let (x, y) = &**x_y;
                 let else_part = if matches!(y.kind, If(..)) {
                     a.space().append(self.expr(y, 0))
                 } else {
@@ -1119,7 +1130,8 @@ impl<'a, 'n> Printer<'a, 'n> {
     fn let_link(&self, link: &Expr) -> D<'a> {
         let a = self.a;
         match &link.kind {
-            ExprKind::Let(p, x, _) => {
+            ExprKind::Let(p, x_pair) => {
+                let (x, _) = &**x_pair;
                 self.t("let ").append(self.pat(p)).append(self.t(" =")).append(a.line().append(self.expr(x, 0)).nest(2)).group()
             }
             ExprKind::LetRec(fs, _) => {
@@ -1152,7 +1164,8 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// One statement `p ← m` of a do block (a `Bind`).
     fn bind_stmt(&self, link: &Expr) -> D<'a> {
         let a = self.a;
-        let ExprKind::Bind(p, m, _) = &link.kind else { return a.nil() };
+        let ExprKind::Bind(p, m_pair) = &link.kind else { return a.nil() };
+        let (m, _) = &**m_pair;
         self.pat(p).append(a.space()).append(self.sym("<-", "←")).append(a.line().append(self.expr(m, 0)).nest(2)).group()
     }
 
@@ -1179,7 +1192,10 @@ fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
     let mut links = vec![];
     loop {
         let next = match &e.kind {
-            ExprKind::Let(_, _, b) => b,
+            ExprKind::Let(_, b_pair) => {
+                let (_, b) = &**b_pair;
+                b
+            }
             ExprKind::LetRec(fs, b) if !fs.is_empty() => b,
             _ => return (links, e),
         };
@@ -1191,7 +1207,8 @@ fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
 /// The statements of a do block (its `Bind`s), and the expression after them.
 fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
     let mut links = vec![];
-    while let ExprKind::Bind(_, _, k) = &e.kind {
+    while let ExprKind::Bind(_, k_pair) = &e.kind {
+        let (_, k) = &**k_pair;
         links.push(e);
         e = k;
     }

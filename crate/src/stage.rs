@@ -3,7 +3,6 @@
 
 use crate::diag::Diagnostic;
 use crate::ir::{each_child_mut, Expr, ExprKind};
-use std::rc::Rc;
 use crate::features::Features;
 use crate::interp::{Builtin, Builtins, Graph, Machine, RunError};
 use crate::ir::{Program, Type};
@@ -356,16 +355,16 @@ pub fn split_pair(v: Value) -> Result<(Value, Value), RunError> {
 pub fn without_reserved(p: &Program, reserved: &[&str]) -> Program {
     use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
     let taken: HashSet<String> = p.defs.iter().map(|d| d.name.text.to_string()).chain(p.params.iter().map(|q| q.name.text.to_string())).collect();
-    let mut map: HashMap<String, Rc<str>> = HashMap::default();
+    let mut map: HashMap<String, crate::ir::Text> = HashMap::default();
     for r in reserved.iter().filter(|r| taken.contains(**r)) {
         let fresh = (1..).map(|k| format!("{r}_{k}")).find(|c| !taken.contains(c) && !reserved.contains(&c.as_str())).expect("a free name");
-        map.insert(r.to_string(), Rc::from(fresh.as_str()));
+        map.insert(r.to_string(), crate::ir::Text::from(fresh));
     }
     let mut out = p.clone();
     if map.is_empty() {
         return out;
     }
-    fn go(e: &mut Expr, map: &HashMap<String, Rc<str>>) {
+    fn go(e: &mut Expr, map: &HashMap<String, crate::ir::Text>) {
         if let ExprKind::Var(n) = &mut e.kind {
             if n.is_global() {
                 if let Some(t) = map.get(&*n.text) {

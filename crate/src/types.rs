@@ -235,7 +235,8 @@ fn held_elsewhere(t: &Type) -> bool {
 #[derive(Default)]
 struct Made {
     tuples: rustc_hash::FxHashSet<ByParts<Types>>,
-    /// By name (its text: each `Type::con` allocates its own) and arguments.
+    /// By name (its text: `Type::con` shares one allocation a name, but a constructor may be built
+    /// from any `Rc<str>`) and arguments.
     cons: rustc_hash::FxHashMap<ByParts<TyCon>, std::rc::Rc<TyCon>>,
     /// The two sides of a `Sum`, `Fun` or `Lin` (one allocation whichever of the three holds it).
     pairs: rustc_hash::FxHashSet<ByParts<std::rc::Rc<(Type, Type)>>>,
@@ -883,7 +884,8 @@ impl<'b> Cx<'b> {
         while matches!(cur.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
             let Expr { kind, ty, .. } = cur;
             cur = match kind {
-                ExprKind::Let(p, rhs, body) => {
+                ExprKind::Let(p, rhs_body) => {
+                    let (rhs, body) = &mut **rhs_body;
                     self.let_binding(p, rhs)?;
                     spine.push((ty, None));
                     body
@@ -893,7 +895,8 @@ impl<'b> Cx<'b> {
                     spine.push((ty, None));
                     body
                 }
-                ExprKind::Bind(p, m, k) => {
+                ExprKind::Bind(p, m_k) => {
+                    let (m, k) = &mut **m_k;
                     let tm = self.infer(m)?;
                     let bound = match self.resolve(&tm) {
                         Type::Con(c) if &*c.name == "M" && c.args.len() == 1 => {
@@ -1082,7 +1085,8 @@ impl<'b> Cx<'b> {
                 self.unify(&t1, &t2, e2.span)?;
                 t1
             }
-            ExprKind::If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &mut **a_b;
                 let tc = self.infer(c)?;
                 self.unify(&Type::Bool, &tc, c.span)?;
                 let ta = self.infer(a)?;
@@ -1327,11 +1331,15 @@ mod tests {
         check_program(&mut p, &Builtins::new()).expect("checks");
         let mut links = vec![];
         let mut e = &p.def("main").expect("main").body;
-        while let ExprKind::Lam(_, _, b) | ExprKind::Let(_, _, b) = &e.kind {
-            if matches!(e.kind, ExprKind::Let(..)) {
-                links.push(&e.ty);
-            }
-            e = b;
+        loop {
+            e = match &e.kind {
+                ExprKind::Lam(_, _, b) => b,
+                ExprKind::Let(_, ab) => {
+                    links.push(&e.ty);
+                    &ab.1
+                }
+                _ => break,
+            };
         }
         assert_eq!(links.len(), 3);
         assert_eq!(show(links[0]), "(R, R)");
@@ -1411,8 +1419,8 @@ mod tests {
         }
     }
 
-    /// The zonk's hash-consing merges constructors by their name's text (every `Type::con`, e.g.
-    /// each builtin's scheme, allocates its own name) and parts by their allocations.
+    /// The zonk's hash-consing merges constructors by their name's text (not all of them share
+    /// `Type::con`'s one allocation a name) and parts by their allocations.
     #[test]
     fn made_types_are_one_allocation_by_name_text_and_parts() {
         use std::rc::Rc;

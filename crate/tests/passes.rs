@@ -432,7 +432,7 @@ fn output_binders_are_unique() {
         for e in all_exprs(&out) {
             let mut pats = vec![];
             match &e.kind {
-                ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => pats.push(&**p),
+                ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) => pats.push(&**p),
                 ExprKind::Case(c) => pats.extend([&c.1, &c.3]),
                 ExprKind::LetRec(fs, _) => ids.extend(fs.iter().map(|f| f.name.id)),
                 _ => {}

@@ -342,7 +342,7 @@ fn strip_ann(e: &Expr) -> &Expr {
 /// `program` lowered for the walker (`fast` off) or the engine, which compiles a function's regions
 /// on its `regions_after`-th entry (0: here).
 pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_after: u32) -> Result<Lowered, RunError> {
-    let defs = program.defs.iter().map(|d| (d.name.text.clone(), Src::Ref(&d.body)));
+    let defs = program.defs.iter().map(|d| (Rc::from(&d.name.text), Src::Ref(&d.body)));
     lower_defs(defs, &program.params, builtins, fast, regions_after)
 }
 
@@ -351,7 +351,7 @@ pub(crate) fn lower(program: &Program, builtins: &Builtins, fast: bool, regions_
 /// are not both whole at once (issue 14: at 10^5 lines the IR is ~4.5 KB a line, its code ~2.4).
 pub(crate) fn lower_consuming(program: Program, builtins: &Builtins, fast: bool, regions_after: u32) -> Result<Lowered, RunError> {
     let Program { params, defs, .. } = program;
-    let defs = defs.into_iter().map(|d| (d.name.text, Src::Own(d.body)));
+    let defs = defs.into_iter().map(|d| (Rc::from(&d.name.text), Src::Own(d.body)));
     lower_defs(defs, &params, builtins, fast, regions_after)
 }
 
@@ -369,7 +369,7 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
         index.entry(name.clone()).or_insert(i as u32);
         bodies.push((name, body));
     }
-    let params = params.iter().map(|p| (p.name.text.clone(), p.value)).collect();
+    let params = params.iter().map(|p| (Rc::from(&p.name.text), p.value)).collect();
     let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), def_lam: None };
     let mut defs = Vec::with_capacity(bodies.len());
     // drained front to back: an owned definition's IR goes as soon as it is lowered
@@ -470,7 +470,8 @@ impl Lowerer<'_> {
     fn name_lambdas(&mut self, p: &Pat, rhs: &Expr) {
         let mut rhs = strip_ann(rhs);
         // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
-        while let ExprKind::Let(_, _, body) = &rhs.kind {
+        while let ExprKind::Let(_, body_pair) = &rhs.kind {
+            let (_, body) = &**body_pair;
             rhs = strip_ann(body);
         }
         match (p, &rhs.kind) {
@@ -479,12 +480,12 @@ impl Lowerer<'_> {
                 let mut stack: Vec<&Pat> = vec![params];
                 while let Some(q) = stack.pop() {
                     match q {
-                        Pat::Var(v, _) => ps.push(v.text.clone()),
+                        Pat::Var(v, _) => ps.push(Rc::from(&v.text)),
                         Pat::Tuple(qs, _) => stack.extend(qs.iter().rev()),
                         Pat::Wild(_) | Pat::Unit(_) => ps.push(Rc::from("_")),
                     }
                 }
-                self.names.insert(rhs as *const Expr, Rc::new(Named { name: n.text.clone(), params: ps.into() }));
+                self.names.insert(rhs as *const Expr, Rc::new(Named { name: Rc::from(&n.text), params: ps.into() }));
             }
             (Pat::Tuple(ps, _), ExprKind::Tuple(es)) if ps.len() == es.len() => {
                 for (q, e) in ps.iter().zip(es) {
@@ -637,7 +638,8 @@ impl Lowerer<'_> {
         loop {
             let bind = matches!(cur.kind, ExprKind::Bind(..));
             cur = match cur.kind {
-                ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
+                ExprKind::Let(p, rhs_body) | ExprKind::Bind(p, rhs_body) => {
+                    let (rhs, body) = *rhs_body;
                     self.name_lambdas(&p, &rhs);
                     let code = self.expr(&rhs)?;
                     let p = self.pat_typed(&p, link_type(bind, &rhs.ty));
@@ -647,7 +649,7 @@ impl Lowerer<'_> {
                         self.names.clear();
                     }
                     drop(rhs);
-                    *body
+                    body
                 }
                 ExprKind::LetRec(fs, body) => {
                     let (group, slots) = self.letrec(&fs)?;
@@ -680,7 +682,8 @@ impl Lowerer<'_> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs, body) | ExprKind::Bind(p, rhs, body) => {
+                ExprKind::Let(p, rhs_body) | ExprKind::Bind(p, rhs_body) => {
+                    let (rhs, body) = &**rhs_body;
                     self.name_lambdas(p, rhs);
                     let code = self.expr(rhs)?;
                     let p = self.pat_typed(p, link_type(matches!(cur.kind, ExprKind::Bind(..)), &rhs.ty));
@@ -765,7 +768,7 @@ impl Lowerer<'_> {
                     Code::Const(Value::Fun(Rc::new(FunVal::Partial { b, args: vec![] })))
                 }
             }
-            ExprKind::Var(n) if self.fast && !args.is_empty() && !(n.is_global() && self.params.contains_key(&n.text)) => {
+            ExprKind::Var(n) if self.fast && !args.is_empty() && !(n.is_global() && self.params.contains_key(&*n.text)) => {
                 let head = match self.expr(head)? {
                     Code::Local(s) => Head::Local(s),
                     Code::Move(s) => Head::Move(s),
@@ -790,9 +793,9 @@ impl Lowerer<'_> {
         let bx = |c| Box::new(c);
         Ok(match &e.kind {
             ExprKind::Var(n) if n.is_global() => {
-                if let Some(&v) = self.params.get(&n.text) {
+                if let Some(&v) = self.params.get(&*n.text) {
                     Code::Const(Value::Int(v))
-                } else if let Some(&i) = self.globals.get(&n.text) {
+                } else if let Some(&i) = self.globals.get(&*n.text) {
                     Code::Global(i, e.span)
                 } else {
                     return Err(RunError::runtime(e.span, format!("unknown definition `{}`", n.text)));
@@ -838,7 +841,10 @@ impl Lowerer<'_> {
                 let e2 = self.expr(e2)?;
                 Code::Case(Box::new((s, p1, e1, p2, e2, e.span)))
             }
-            ExprKind::If(c, t, f) => Code::If(bx(self.expr(c)?), bx(self.expr(t)?), bx(self.expr(f)?), e.span),
+            ExprKind::If(c, t_f) => {
+                let (t, f) = &**t_f;
+                Code::If(bx(self.expr(c)?), bx(self.expr(t)?), bx(self.expr(f)?), e.span)
+            }
             ExprKind::Prim(op, args) => {
                 if args.len() != op.arity() {
                     return Err(RunError::runtime(

@@ -52,14 +52,14 @@ fn apps(f: Expr, args: Vec<Expr>) -> Expr {
     args.into_iter().fold(f, app)
 }
 fn let_(p: Pat, rhs: Expr, body: Expr) -> Expr {
-    ex(ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body)))
+    ex(ExprKind::Let(Box::new(p), Box::new((rhs, body))))
 }
 fn letrec(fs: Vec<(&str, u32, Expr)>, body: Expr) -> Expr {
-    let fs = fs.into_iter().map(|(n, id, e)| FunDef { name: Name::new(n, id), body: e, span: Span::NONE }).collect();
+    let fs = Box::new(fs.into_iter().map(|(n, id, e)| FunDef { name: Name::new(n, id), body: e, span: Span::NONE }).collect());
     ex(ExprKind::LetRec(fs, Box::new(body)))
 }
 fn tup(es: Vec<Expr>) -> Expr {
-    ex(ExprKind::Tuple(es))
+    ex(ExprKind::Tuple(es.into()))
 }
 fn fst(e: Expr) -> Expr {
     ex(ExprKind::Fst(Box::new(e)))
@@ -77,16 +77,16 @@ fn case(s: Expr, p1: Pat, e1: Expr, p2: Pat, e2: Expr) -> Expr {
     ex(ExprKind::Case(Box::new((s, p1, e1, p2, e2))))
 }
 fn if_(c: Expr, t: Expr, f: Expr) -> Expr {
-    ex(ExprKind::If(Box::new(c), Box::new(t), Box::new(f)))
+    ex(ExprKind::If(Box::new(c), Box::new((t, f))))
 }
 fn p1(op: Prim, a: Expr) -> Expr {
-    ex(ExprKind::Prim(op, vec![a]))
+    ex(ExprKind::Prim(op, Box::new([a])))
 }
 fn p2(op: Prim, a: Expr, b: Expr) -> Expr {
-    ex(ExprKind::Prim(op, vec![a, b]))
+    ex(ExprKind::Prim(op, Box::new([a, b])))
 }
 fn p2at(op: Prim, a: Expr, b: Expr, s: Span) -> Expr {
-    at(ExprKind::Prim(op, vec![a, b]), s)
+    at(ExprKind::Prim(op, Box::new([a, b])), s)
 }
 fn bi(n: &str) -> Expr {
     ex(ExprKind::Builtin(Rc::from(n)))
@@ -415,12 +415,14 @@ fn ann_bind_pure_params_and_constant_defs() {
                 1,
                 ex(ExprKind::Bind(
                     Box::new(pv("y", 2)),
-                    Box::new(ex(ExprKind::Pure(Box::new(p2(Prim::Add, v("x", 1), g("c")))))),
-                    Box::new(ex(ExprKind::Pure(Box::new(p2(
-                        Prim::Add,
-                        p2(Prim::Mul, ex(ExprKind::Ann(Box::new(v("y", 2)), Box::new(Type::Real))), p1(Prim::ToReal, g("n"))),
-                        g("c"),
-                    ))))),
+                    Box::new((
+                        ex(ExprKind::Pure(Box::new(p2(Prim::Add, v("x", 1), g("c"))))),
+                        ex(ExprKind::Pure(Box::new(p2(
+                            Prim::Add,
+                            p2(Prim::Mul, ex(ExprKind::Ann(Box::new(v("y", 2)), Box::new(Type::Real))), p1(Prim::ToReal, g("n"))),
+                            g("c"),
+                        )))),
+                    )),
                 )),
             ),
         ),

@@ -242,15 +242,15 @@ impl<'a> Monadic<'a> {
             Let(..) => return self.lets(e),
             // letrec is treated like let (S–V §11; Krawiec §10.3): the functions are values
             LetRec(fs, body) => {
-                let fs2 = fs.iter().map(|f| FunDef { name: f.name.clone(), body: self.function(&f.body), span: f.span }).collect();
-                Expr::gen(LetRec(fs2, Box::new(self.tr(body))))
+                let fs2 = fs.iter().map(|f| FunDef { name: f.name.clone(), body: self.function(&f.body), span: f.span }).collect::<Vec<_>>();
+                Expr::gen(LetRec(Box::new(fs2), Box::new(self.tr(body))))
             }
             // D[(s, t)] = do x ← D[s]; y ← D[t]; pure (x, y)  (Figs. 8, 9)
             Tuple(es) => self.with_values(es, vec![], &mut |_, vs| pure(tuple(vs))),
             // arrays of dual numbers (the array paper §4.1), lifted like tuples
             Array(es) => self.with_values(es, vec![], &mut |cx, vs| match cx.rule.array_lit(&mut cx.fr, &e.ty, vs.clone()) {
                 Some(m) => m,
-                None => pure(Expr::gen(Array(vs))),
+                None => pure(Expr::gen(Array(vs.into()))),
             }),
             // D⁵[t ⋆ s] = D⁵[t] ⋆' D⁵[s]  (§12.3: the only use of ⋆')
             Par(a, b) if self.fork => {
@@ -271,7 +271,8 @@ impl<'a> Monadic<'a> {
                 case(v, p1.clone(), a, p2.clone(), b)
             }),
             // Booleans are the leaf () + (): if is the case on them.
-            If(c, a, b) => self.with_value(c, "c", &mut |cx, v| {
+            ExprKind::If(c, a_b) => self.with_value(c, "c", &mut |cx, v| {
+                let (a, b) = &**a_b;
                 let x = cx.tr(a);
                 let y = cx.tr(b);
                 if_(v, x, y)
@@ -290,7 +291,8 @@ impl<'a> Monadic<'a> {
     fn lets(&mut self, e: &Expr) -> Expr {
         let mut links = vec![];
         let mut cur = e;
-        while let ExprKind::Let(p, rhs, body) = &cur.kind {
+        while let ExprKind::Let(p, rhs_body) = &cur.kind {
+            let (rhs, body) = &**rhs_body;
             let rhs = match self.value(rhs) {
                 Some(v) => Ok(v),
                 None => Err(self.tr(rhs)),
@@ -408,7 +410,8 @@ pub fn mbind(p: Pat, m: Expr, k: Expr) -> Expr {
 /// operation).
 fn locate_gen_id(mut e: Expr, span: Span) -> Expr {
     fn at_bind(e: &mut Expr, span: Span) {
-        if let ExprKind::Bind(_, m, _) = &mut e.kind {
+        if let ExprKind::Bind(_, m_pair) = &mut e.kind {
+            let (m, _) = &mut **m_pair;
             let makes_id = match &m.kind {
                 ExprKind::Builtin(n) => &**n == "genID",
                 ExprKind::App(f, _) => matches!(&f.kind, ExprKind::Builtin(n) if &**n == "record"),
@@ -420,7 +423,7 @@ fn locate_gen_id(mut e: Expr, span: Span) -> Expr {
         }
     }
     match &mut e.kind {
-        ExprKind::Let(_, _, body) => at_bind(body, span),
+        ExprKind::Let(_, body_pair) => at_bind(&mut body_pair.1, span),
         _ => at_bind(&mut e, span),
     }
     e

@@ -55,19 +55,20 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
         Let(..) => {
             let mut links = vec![];
             let mut cur = e;
-            while let Let(p, rhs, body) = &cur.kind {
+            while let ExprKind::Let(p, rhs_body) = &cur.kind {
+                let (rhs, body) = &**rhs_body;
                 links.push((p.clone(), dual(rhs, fr, r), cur.span));
                 cur = body;
             }
             let mut acc = dual(cur, fr, r);
             for (p, rhs, span) in links.into_iter().rev() {
-                acc = Expr { kind: Let(p, Box::new(rhs), Box::new(acc)), span, ty: Type::Unknown };
+                acc = Expr { kind: ExprKind::Let(p, Box::new((rhs, acc))), span, ty: Type::Unknown };
             }
             return acc;
         }
         // letrec is translated like let (S&V Sec. 11): each function's body is translated
         LetRec(fs, body) => LetRec(
-            fs.iter().map(|f| FunDef { name: f.name.clone(), body: dual(&f.body, fr, r), span: f.span }).collect(),
+            Box::new(fs.iter().map(|f| FunDef { name: f.name.clone(), body: dual(&f.body, fr, r), span: f.span }).collect()),
             b(body, fr),
         ),
         // D{(e1, e2)} = (D{e1}, D{e2}) ; D{fst e} = fst D{e} ; D{snd e} = snd D{e}
@@ -89,9 +90,9 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
             let (s, p1, e1, p2, e2) = &**c;
             Case(Box::new((dual(s, fr, r), p1.clone(), dual(e1, fr, r), p2.clone(), dual(e2, fr, r))))
         }
-        If(c, x, y) => If(b(c, fr), b(x, fr), b(y, fr)),
+        If(c, x_y) => If(b(c, fr), Box::new((dual(&x_y.0, fr, r), dual(&x_y.1, fr, r)))),
         Ann(x, t) => Ann(b(x, fr), Box::new(r.ty(t))),
-        Bind(p, m, k) => Bind(p.clone(), b(m, fr), b(k, fr)),
+        Bind(p, m_k) => Bind(p.clone(), Box::new((dual(&m_k.0, fr, r), dual(&m_k.1, fr, r)))),
         Pure(x) => Pure(b(x, fr)),
         Prim(op, args) => return at(dual_prim(*op, args, e.span, fr, r), e.span),
     };

@@ -7,10 +7,9 @@
 //! that keeps the whole document, whose annotations it reads.
 
 use super::{bind_links, let_links, peel, CappedIndent, Mapped, PrintOptions, Printer, D};
-use crate::ir::{Def, ExprKind};
+use crate::ir::{Def, ExprKind, Text};
 use pretty::{Arena, DocAllocator};
 use rustc_hash::FxHashMap as HashMap;
-use std::rc::Rc;
 
 /// Links (lets or binds) from which a definition's body is laid out link by link.
 pub(super) const FROM: usize = 64;
@@ -21,7 +20,7 @@ const MIN_LINK: usize = 7;
 
 /// `d` laid out: link by link when its body (under its parameters) is a let chain or do block of at
 /// least `from` links that cannot fit on one line, else as one document.
-pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Rc<str>>, map: bool, from: usize) -> Mapped {
+pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bool, from: usize) -> Mapped {
     let (ps, body) = peel(&d.body);
     let do_block = matches!(body.kind, ExprKind::Bind(..));
     let (links, tail) = if do_block { bind_links(body) } else { let_links(body) };
@@ -55,7 +54,7 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Rc<str>>, map:
 }
 
 /// Builds one piece with its own arena and lays it out at the end of `out`.
-fn piece(o: &PrintOptions, names: &HashMap<u32, Rc<str>>, out: &mut CappedIndent, build: impl for<'a> FnOnce(&Printer<'a, '_>) -> D<'a>) {
+fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent, build: impl for<'a> FnOnce(&Printer<'a, '_>) -> D<'a>) {
     let arena = Arena::new();
     let pr = Printer { a: &arena, o: *o, names };
     let d = build(&pr);

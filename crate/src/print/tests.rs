@@ -35,16 +35,16 @@ fn app(f: Expr, args: Vec<Expr>) -> Expr {
     args.into_iter().fold(f, |f, a| mk(ExprKind::App(Box::new(f), Box::new(a))))
 }
 fn let_(p: Pat, e: Expr, b: Expr) -> Expr {
-    mk(ExprKind::Let(Box::new(p), Box::new(e), Box::new(b)))
+    mk(ExprKind::Let(Box::new(p), Box::new((e, b))))
 }
 fn bind(p: Pat, e: Expr, b: Expr) -> Expr {
-    mk(ExprKind::Bind(Box::new(p), Box::new(e), Box::new(b)))
+    mk(ExprKind::Bind(Box::new(p), Box::new((e, b))))
 }
 fn tup(es: Vec<Expr>) -> Expr {
-    mk(ExprKind::Tuple(es))
+    mk(ExprKind::Tuple(es.into()))
 }
 fn prim(p: Prim, args: Vec<Expr>) -> Expr {
-    mk(ExprKind::Prim(p, args))
+    mk(ExprKind::Prim(p, args.into()))
 }
 fn bin(p: Prim, a: Expr, b: Expr) -> Expr {
     prim(p, vec![a, b])
@@ -62,13 +62,13 @@ fn neg(a: Expr) -> Expr {
     prim(Prim::Neg, vec![a])
 }
 fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
-    mk(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
+    mk(ExprKind::If(Box::new(c), Box::new((a, b))))
 }
 fn case(s: Expr, p1: Pat, a: Expr, p2: Pat, b: Expr) -> Expr {
     mk(ExprKind::Case(Box::new((s, p1, a, p2, b))))
 }
 fn builtin(n: &str) -> Expr {
-    mk(ExprKind::Builtin(Rc::from(n)))
+    mk(ExprKind::Builtin(std::rc::Rc::from(n)))
 }
 fn def(name: &str, body: Expr) -> Def {
     Def { name: Name::global(name), body, span: Span::NONE, scheme: None, role: Role::User }

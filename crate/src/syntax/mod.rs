@@ -107,9 +107,13 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
     match &e.kind {
         Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => {}
         Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => f(b),
-        App(a, b) | Let(_, a, b) | Bind(_, a, b) | Par(a, b) => {
+        App(a, b) | Par(a, b) => {
             f(a);
             f(b)
+        }
+        Let(_, ab) | Bind(_, ab) => {
+            f(&ab.0);
+            f(&ab.1)
         }
         LetRec(defs, b) => {
             defs.iter().for_each(|d| f(&d.body));
@@ -122,7 +126,8 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
             f(a);
             f(b)
         }
-        If(c, a, b) => {
+        If(c, a_b) => {
+            let (a, b) = &**a_b;
             f(c);
             f(a);
             f(b)
@@ -150,9 +155,15 @@ pub(crate) fn drop_deep(e: Expr) {
     while let Some(mut e) = stack.pop() {
         match &mut e.kind {
             Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => stack.push(take(b)),
-            App(a, b) | Let(_, a, b) | Bind(_, a, b) | Par(a, b) => {
+            App(a, b) | Par(a, b) => {
                 stack.push(take(a));
                 stack.push(take(b));
+            }
+            Let(_, ab) | Bind(_, ab) => {
+                let (a, b) = &mut **ab;
+                for x in [a, b] {
+                    stack.push(std::mem::replace(x, Expr::gen(Unit)));
+                }
             }
             LetRec(defs, b) => {
                 for d in defs.iter_mut() {
@@ -160,17 +171,19 @@ pub(crate) fn drop_deep(e: Expr) {
                 }
                 stack.push(take(b));
             }
-            Tuple(es) | Array(es) | Prim(_, es) => stack.append(es),
+            Tuple(es) | Array(es) | Prim(_, es) => stack.extend(std::mem::take(es).into_vec()),
             Case(c) => {
                 let (s, _, a, _, b) = &mut **c;
                 for x in [s, a, b] {
                     stack.push(std::mem::replace(x, Expr::gen(Unit)));
                 }
             }
-            If(s, a, b) => {
+            If(s, a_b) => {
                 stack.push(take(s));
-                stack.push(take(a));
-                stack.push(take(b));
+                let (a, b) = &mut **a_b;
+                for x in [a, b] {
+                    stack.push(std::mem::replace(x, Expr::gen(Unit)));
+                }
             }
             Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => {}
         }

@@ -512,7 +512,7 @@ impl<'s> Parser<'s> {
         while let Some(f) = frames.pop() {
             let kind = match f {
                 Frame::Let { pat, rhs, start } => {
-                    Expr::new(ExprKind::Let(Box::new(pat), Box::new(rhs), Box::new(e)), Span { start, end })
+                    Expr::new(ExprKind::Let(Box::new(pat), Box::new((rhs, e))), Span { start, end })
                 }
                 Frame::LetRec { fds, start } => Expr::new(ExprKind::LetRec(fds.into(), Box::new(e)), Span { start, end }),
                 Frame::Lam { kind, pats, start } => {
@@ -521,7 +521,7 @@ impl<'s> Parser<'s> {
                     e
                 }
                 Frame::If { cond, then, start } => {
-                    Expr::new(ExprKind::If(Box::new(cond), Box::new(then), Box::new(e)), Span { start, end })
+                    Expr::new(ExprKind::If(Box::new(cond), Box::new((then, e))), Span { start, end })
                 }
                 Frame::Case { scrut, inl_first, p1, e1, p2, start } => {
                     let (pl, el, pr, er) = if inl_first { (p1, e1, p2, e) } else { (p2, e, p1, e1) };
@@ -620,13 +620,13 @@ impl<'s> Parser<'s> {
             if p.prefix {
                 let span = p.span.to(rhs.span);
                 let op = p.op.expect("a prefix operator is a primitive");
-                operands.push(Expr::new(ExprKind::Prim(op, vec![rhs]), span));
+                operands.push(Expr::new(ExprKind::Prim(op, vec![rhs].into()), span));
                 return;
             }
             let lhs = operands.pop().expect("lhs");
             let span = lhs.span.to(rhs.span);
             let kind = match p.op {
-                Some(op) => ExprKind::Prim(op, vec![lhs, rhs]),
+                Some(op) => ExprKind::Prim(op, vec![lhs, rhs].into()),
                 None => ExprKind::Par(Box::new(lhs), Box::new(rhs)),
             };
             operands.push(Expr::new(kind, span));
@@ -754,7 +754,7 @@ impl<'s> Parser<'s> {
             Ok(items)
         });
         self.depth = saved;
-        Ok(Expr::new(ExprKind::Array(r?), self.since(open.start)))
+        Ok(Expr::new(ExprKind::Array(r?.into()), self.since(open.start)))
     }
 
     /// `()`, `(e)`, `(e : T)`, `(e1, ..., en)`.
@@ -799,7 +799,7 @@ impl<'s> Parser<'s> {
             e.span = span;
             Ok(e)
         } else {
-            Ok(Expr::new(ExprKind::Tuple(items), span))
+            Ok(Expr::new(ExprKind::Tuple(items.into()), span))
         }
     }
 
@@ -862,7 +862,7 @@ impl<'s> Parser<'s> {
         while let Some((pat, m, s)) = stmts.pop() {
             let pat = pat.unwrap_or(Pat::Wild(Span::new(s as usize, s as usize)));
             let s = if stmts.is_empty() { start.start } else { s };
-            e = Expr::new(ExprKind::Bind(Box::new(pat), Box::new(m), Box::new(e)), Span { start: s, end });
+            e = Expr::new(ExprKind::Bind(Box::new(pat), Box::new((m, e))), Span { start: s, end });
         }
         if e.span.start != start.start {
             e.span = Span { start: start.start, end };

@@ -7,7 +7,7 @@
 //! - Local bindings shadow all of those.
 
 use crate::diag::{Diagnostic, Span};
-use crate::ir::{Def, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program};
+use crate::ir::{Def, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Text};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::rc::Rc;
 
@@ -64,8 +64,8 @@ pub fn resolve_closed_expr(e: Expr) -> Result<Expr, Vec<Diagnostic>> {
 }
 
 struct Resolver<'b> {
-    scope: HashMap<Rc<str>, Vec<Name>>,
-    globals: HashSet<Rc<str>>,
+    scope: HashMap<Text, Vec<Name>>,
+    globals: HashSet<Text>,
     builtins: &'b dyn Fn(&str) -> bool,
     next_id: u32,
     errors: Vec<Diagnostic>,
@@ -93,12 +93,12 @@ impl<'b> Resolver<'b> {
     }
 
     /// Binds the names of `p` with fresh ids; returns the resolved pattern and the texts to unbind.
-    fn bind(&mut self, p: Pat, bound: &mut Vec<Rc<str>>) -> Pat {
-        let mut here: HashSet<Rc<str>> = HashSet::default();
+    fn bind(&mut self, p: Pat, bound: &mut Vec<Text>) -> Pat {
+        let mut here: HashSet<Text> = HashSet::default();
         self.bind_go(p, bound, &mut here)
     }
 
-    fn bind_go(&mut self, p: Pat, bound: &mut Vec<Rc<str>>, here: &mut HashSet<Rc<str>>) -> Pat {
+    fn bind_go(&mut self, p: Pat, bound: &mut Vec<Text>, here: &mut HashSet<Text>) -> Pat {
         match p {
             Pat::Var(n, s) => {
                 if !here.insert(n.text.clone()) {
@@ -114,7 +114,7 @@ impl<'b> Resolver<'b> {
         }
     }
 
-    fn unbind(&mut self, bound: Vec<Rc<str>>) {
+    fn unbind(&mut self, bound: Vec<Text>) {
         for t in bound {
             if let Some(v) = self.scope.get_mut(&t) {
                 v.pop();
@@ -150,21 +150,23 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::Lam(k, Box::new(p), Box::new(b))
             }
-            ExprKind::Let(p, rhs, body) => {
-                let rhs = self.expr(*rhs);
+            ExprKind::Let(p, rhs_body) => {
+                let (rhs, body) = *rhs_body;
+                let rhs = self.expr(rhs);
                 let mut bound = vec![];
                 let p = self.bind(*p, &mut bound);
-                let body = self.expr(*body);
+                let body = self.expr(body);
                 self.unbind(bound);
-                ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body))
+                ExprKind::Let(Box::new(p), Box::new((rhs, body)))
             }
-            ExprKind::Bind(p, m, k) => {
-                let m = self.expr(*m);
+            ExprKind::Bind(p, m_k) => {
+                let (m, k) = *m_k;
+                let m = self.expr(m);
                 let mut bound = vec![];
                 let p = self.bind(*p, &mut bound);
-                let k = self.expr(*k);
+                let k = self.expr(k);
                 self.unbind(bound);
-                ExprKind::Bind(Box::new(p), Box::new(m), Box::new(k))
+                ExprKind::Bind(Box::new(p), Box::new((m, k)))
             }
             ExprKind::LetRec(fds, body) => {
                 let mut bound = vec![];
@@ -184,15 +186,14 @@ impl<'b> Resolver<'b> {
                         }
                     })
                     .collect();
-                let fds = fds
-                    .into_vec()
+                let fds = (*fds)
                     .into_iter()
                     .zip(names)
                     .map(|(fd, name)| FunDef { name, body: self.expr(fd.body), span: fd.span })
-                    .collect();
+                    .collect::<Vec<_>>();
                 let body = self.expr(*body);
                 self.unbind(bound);
-                ExprKind::LetRec(fds, Box::new(body))
+                ExprKind::LetRec(Box::new(fds), Box::new(body))
             }
             ExprKind::Case(c) => {
                 let (s, p1, e1, p2, e2) = *c;
@@ -206,13 +207,14 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::Case(Box::new((s, p1, e1, p2, e2)))
             }
-            ExprKind::If(c, a, b) => {
-                ExprKind::If(Box::new(self.expr(*c)), Box::new(self.expr(*a)), Box::new(self.expr(*b)))
+            ExprKind::If(c, a_b) => {
+                let (a, b) = *a_b;
+                ExprKind::If(Box::new(self.expr(*c)), Box::new((self.expr(a), self.expr(b))))
             }
-            ExprKind::Tuple(es) => ExprKind::Tuple(es.into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Tuple(es) => ExprKind::Tuple(es.into_vec().into_iter().map(|e| self.expr(e)).collect()),
             ExprKind::Par(a, b) => ExprKind::Par(Box::new(self.expr(*a)), Box::new(self.expr(*b))),
-            ExprKind::Prim(op, es) => ExprKind::Prim(op, es.into_iter().map(|e| self.expr(e)).collect()),
-            ExprKind::Array(es) => ExprKind::Array(es.into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Prim(op, es) => ExprKind::Prim(op, es.into_vec().into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Array(es) => ExprKind::Array(es.into_vec().into_iter().map(|e| self.expr(e)).collect()),
             ExprKind::Fst(b) => ExprKind::Fst(Box::new(self.expr(*b))),
             ExprKind::Snd(b) => ExprKind::Snd(Box::new(self.expr(*b))),
             ExprKind::Inl(b) => ExprKind::Inl(Box::new(self.expr(*b))),
@@ -271,12 +273,12 @@ impl<'b> Resolver<'b> {
                 e = Expr::new(ExprKind::Lam(LamKind::Plain, Box::new(Pat::Var(x, whole)), Box::new(e)), whole);
             }
             for (x, a) in lets.into_iter().rev() {
-                e = Expr::new(ExprKind::Let(Box::new(Pat::Var(x, a.span)), Box::new(a), Box::new(e)), whole);
+                e = Expr::new(ExprKind::Let(Box::new(Pat::Var(x, a.span)), Box::new((a, e))), whole);
             }
             return e;
         }
         if (self.builtins)(&n.text) {
-            let h = Expr::new(ExprKind::Builtin(n.text.clone()), span);
+            let h = Expr::new(ExprKind::Builtin(Rc::from(&n.text)), span);
             return self.apply(h, args);
         }
         let mut msg = format!("unknown name `{}`", n.text);
@@ -325,7 +327,7 @@ impl<'b> Resolver<'b> {
 
 fn build(head: &Head, mut args: Vec<Expr>, span: Span) -> Expr {
     let kind = match head {
-        Head::Prim(p, _) => ExprKind::Prim(*p, args),
+        Head::Prim(p, _) => ExprKind::Prim(*p, args.into()),
         Head::Form(f) => {
             let a = Box::new(args.pop().expect("one argument"));
             match *f {

@@ -38,7 +38,10 @@ pub(super) fn sx(e: &Expr) -> String {
         Lam(LamKind::Plain, p, b) => format!("(\\{} {})", pat(p), sx(b)),
         Lam(LamKind::Linear, p, b) => format!("(lin\\{} {})", pat(p), sx(b)),
         App(f, a) => format!("({} {})", sx(f), sx(a)),
-        Let(p, a, b) => format!("(let {} {} {})", pat(p), sx(a), sx(b)),
+        ExprKind::Let(p, a_b) => {
+            let (a, b) = &**a_b;
+            format!("(let {} {} {})", pat(p), sx(a), sx(b))
+        }
         LetRec(fds, b) => format!(
             "(letrec ({}) {})",
             fds.iter().map(|f| format!("{} {}", name(&f.name), sx(&f.body))).collect::<Vec<_>>().join("; "),
@@ -54,12 +57,18 @@ pub(super) fn sx(e: &Expr) -> String {
             let (s, p1, e1, p2, e2) = &**c;
             format!("(case {} (inl {} {}) (inr {} {}))", sx(s), pat(p1), sx(e1), pat(p2), sx(e2))
         }
-        If(c, a, b) => format!("(if {} {} {})", sx(c), sx(a), sx(b)),
+        ExprKind::If(c, a_b) => {
+            let (a, b) = &**a_b;
+            format!("(if {} {} {})", sx(c), sx(a), sx(b))
+        }
         Prim(crate::ir::Prim::Neg, es) => format!("(neg {})", all(es)),
         Prim(p, es) => format!("({} {})", p.symbol(), all(es)),
         Ann(b, t) => format!("(: {} {:?})", sx(b), t),
         Builtin(n) => format!("${n}"),
-        Bind(p, m, k) => format!("(bind {} {} {})", pat(p), sx(m), sx(k)),
+        ExprKind::Bind(p, m_k) => {
+            let (m, k) = &**m_k;
+            format!("(bind {} {} {})", pat(p), sx(m), sx(k))
+        }
         Pure(b) => format!("(pure {})", sx(b)),
         Par(a, b) => format!("(||| {} {})", sx(a), sx(b)),
     }
@@ -322,7 +331,8 @@ fn spans() {
     assert_eq!(text(d.body.span), "x = let y = x + 1 in (y, y)");
     let ExprKind::Lam(_, _, body) = &d.body.kind else { panic!() };
     assert_eq!(text(body.span), "let y = x + 1 in (y, y)");
-    let ExprKind::Let(p, rhs, b) = &body.kind else { panic!() };
+    let ExprKind::Let(p, rhs_b) = &body.kind else { panic!() };
+    let (rhs, b) = &**rhs_b;
     assert_eq!(text(p.span()), "y");
     assert_eq!(text(rhs.span), "x + 1");
     assert_eq!(text(b.span), "(y, y)");

@@ -391,7 +391,8 @@ impl<'a> Tr<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs, body) => {
+                ExprKind::Let(p, rhs_body) => {
+                    let (rhs, body) = &**rhs_body;
                     let rhs2 = self.tr(rhs)?;
                     let p2 = self.fresh_pat(p);
                     spine.push((p2, rhs2, cur.span));
@@ -400,10 +401,10 @@ impl<'a> Tr<'a> {
                 ExprKind::LetRec(fs, body) => {
                     // let f_i = closure_i in …: the group's closures share one environment.
                     let mut names = vec![];
-                    for f in fs {
+                    for f in fs.iter() {
                         names.push(self.fresh_pat(&Pat::Var(f.name.clone(), f.span)));
                     }
-                    for f in fs {
+                    for f in fs.iter() {
                         let l = self.an.lam_of[&(&f.body as *const Expr)];
                         self.lift(l)?;
                     }
@@ -455,7 +456,7 @@ impl<'a> Tr<'a> {
                         *x = build::at(build::ann(inner, first.ty.clone()), first.span);
                     }
                 }
-                ExprKind::Prim(*op, xs)
+                ExprKind::Prim(*op, xs.into())
             }
             ExprKind::Fst(x) => ExprKind::Fst(Box::new(self.tr(x)?)),
             ExprKind::Snd(x) => ExprKind::Snd(Box::new(self.tr(x)?)),
@@ -470,7 +471,10 @@ impl<'a> Tr<'a> {
                 let a2 = self.tr(e2)?;
                 ExprKind::Case(Box::new((s, q1, a1, q2, a2)))
             }
-            ExprKind::If(c, a, b) => ExprKind::If(Box::new(self.tr(c)?), Box::new(self.tr(a)?), Box::new(self.tr(b)?)),
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
+                ExprKind::If(Box::new(self.tr(c)?), Box::new((self.tr(a)?, self.tr(b)?)))
+            }
             ExprKind::Ann(x, _) => {
                 let at = self.an.at_of.get(&(e as *const Expr)).cloned().ok_or_else(|| refuse(span, self.pass(), "internal error: an annotation was not analysed"))?;
                 let t = self.rep(&at)?;

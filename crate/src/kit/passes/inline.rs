@@ -379,7 +379,8 @@ impl<'a> Cx<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs, body) => {
+                ExprKind::Let(p, rhs_body) => {
+                    let (rhs, body) = &**rhs_body;
                     self.tick(cur.span)?;
                     let v = self.eval(rhs, &env)?;
                     self.bind(p, v, &mut env)?;
@@ -405,7 +406,7 @@ impl<'a> Cx<'a> {
                         ));
                     }
                     let outer = env.clone();
-                    for f in fs {
+                    for f in fs.iter() {
                         let v = self.eval(&f.body, &outer)?;
                         env.insert_mut(f.name.id, v);
                     }
@@ -477,7 +478,8 @@ impl<'a> Cx<'a> {
                     dynamic(ExprKind::Case(Box::new((s, q1, a1, q2, a2))))
                 }
             },
-            ExprKind::If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
                 let c = self.eval(c, env)?;
                 let c = self.reify(c)?;
                 if let (true, ExprKind::Bool(taken)) = (self.unroll, &c.kind) {
@@ -488,7 +490,7 @@ impl<'a> Cx<'a> {
                 let b = self.in_block(|cx| cx.eval(b, env));
                 self.dyn_ifs -= 1;
                 let (a, b) = (a?, b?);
-                dynamic(ExprKind::If(Box::new(c), Box::new(a), Box::new(b)))
+                dynamic(ExprKind::If(Box::new(c), Box::new((a, b))))
             }
             ExprKind::Prim(op, args) => {
                 let mut xs = vec![];
@@ -499,7 +501,7 @@ impl<'a> Cx<'a> {
                 if let Some(k) = self.unroll.then(|| fold_static(*op, &xs)).flatten() {
                     return dynamic(k);
                 }
-                dynamic(ExprKind::Prim(*op, xs))
+                dynamic(ExprKind::Prim(*op, xs.into()))
             }
             ExprKind::Array(es) => {
                 let mut xs = vec![];
@@ -507,7 +509,7 @@ impl<'a> Cx<'a> {
                     let v = self.eval(a, env)?;
                     xs.push(self.reify(v)?);
                 }
-                dynamic(ExprKind::Array(xs))
+                dynamic(ExprKind::Array(xs.into()))
             }
             ExprKind::Ann(x, t) => match self.eval(x, env)? {
                 Val::Dyn(x) => dynamic(ExprKind::Ann(Box::new(x), t.clone())),

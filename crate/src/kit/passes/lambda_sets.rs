@@ -188,7 +188,8 @@ impl<'a> Analysis<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs, body) => {
+                ExprKind::Let(p, rhs_body) => {
+                    let (rhs, body) = &**rhs_body;
                     let t = self.infer(rhs)?;
                     self.bind(p, t)?;
                     cur = body;
@@ -196,7 +197,7 @@ impl<'a> Analysis<'a> {
                 ExprKind::LetRec(fs, body) => {
                     let ids: Vec<u32> = fs.iter().map(|f| f.name.id).collect();
                     let mut captured: Vec<Name> = vec![];
-                    for f in fs {
+                    for f in fs.iter() {
                         if !matches!(f.body.kind, ExprKind::Lam(..)) {
                             return Err(refuse(f.span, self.pass, "a local recursive definition must be a function"));
                         }
@@ -281,7 +282,8 @@ impl<'a> Analysis<'a> {
                 self.unify(&t1, &t2);
                 t1
             }
-            ExprKind::If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
                 self.infer(c)?;
                 let t1 = self.infer(a)?;
                 let t2 = self.infer(b)?;

@@ -44,7 +44,7 @@ pub(crate) fn retype(p: &mut Program, pass: &str) -> Result<(), Diagnostic> {
 pub(crate) fn node_binders(e: &Expr, out: &mut Vec<u32>) {
     let mut pat = |p: &Pat| out.extend(p.names().iter().map(|n| n.id));
     match &e.kind {
-        ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) | ExprKind::Bind(p, _, _) => pat(p),
+        ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) | ExprKind::Bind(p, _) => pat(p),
         ExprKind::Case(c) => {
             let (_, p1, _, p2, _) = &**c;
             pat(p1);
@@ -77,7 +77,7 @@ pub fn free_locals(e: &Expr) -> Vec<Name> {
 }
 
 /// The names of the globals `e` refers to.
-pub fn globals_used(e: &Expr) -> Vec<std::rc::Rc<str>> {
+pub fn globals_used(e: &Expr) -> Vec<Text> {
     let mut out = vec![];
     let mut stack = vec![e];
     while let Some(e) = stack.pop() {
@@ -121,7 +121,7 @@ pub fn freshen(e: &mut Expr, fresh: &mut Fresh) {
                     n.id = id
                 }
             }
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) | ExprKind::Bind(p, _, _) => rename_pat(p, &map),
+            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) | ExprKind::Bind(p, _) => rename_pat(p, &map),
             ExprKind::Case(c) => {
                 let (_, p1, _, p2, _) = &mut **c;
                 rename_pat(p1, &map);

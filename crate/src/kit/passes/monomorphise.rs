@@ -176,7 +176,8 @@ fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
     let mut own: HashMap<u32, &Type> = HashMap::default();
     for e in super::all_exprs(p) {
         match &e.kind {
-            ExprKind::Let(p, rhs, _) if super::has_type_vars(&rhs.ty) => {
+            ExprKind::Let(p, rhs_pair) if super::has_type_vars(&rhs_pair.0.ty) => {
+                let (rhs, _) = &**rhs_pair;
                 if let Pat::Var(x, _) = &**p {
                     own.insert(x.id, &rhs.ty);
                 }
@@ -189,7 +190,7 @@ fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
     while let Some(e) = stack.pop() {
         if let ExprKind::Var(n) = &e.kind {
             if own.get(&n.id).is_some_and(|t| **t != e.ty) {
-                return Some((e.span, n.text.clone(), e.ty.clone()));
+                return Some((e.span, std::rc::Rc::from(&n.text), e.ty.clone()));
             }
         }
         let mut cs = children(e);

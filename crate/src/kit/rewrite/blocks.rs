@@ -71,20 +71,21 @@ pub struct Stmt {
 impl Stmt {
     /// Takes a `Bind` or `Let` node apart into its statement and its rest.
     pub fn split(e: Expr) -> Result<(Stmt, Expr), Expr> {
-        let (bind, pat, rhs, rest) = match e.kind {
-            ExprKind::Bind(p, m, k) => (true, p, m, k),
-            ExprKind::Let(p, m, k) => (false, p, m, k),
+        let (bind, pat, rhs_rest) = match e.kind {
+            ExprKind::Bind(p, m_k) => (true, p, m_k),
+            ExprKind::Let(p, m_k) => (false, p, m_k),
             kind => return Err(Expr { kind, span: e.span, ty: e.ty }),
         };
-        Ok((Stmt { bind, pat: *pat, rhs: *rhs, span: e.span, ty: e.ty }, *rest))
+        let (rhs, rest) = *rhs_rest;
+        Ok((Stmt { bind, pat: *pat, rhs, span: e.span, ty: e.ty }, rest))
     }
 
     /// The statement followed by `rest`.
     pub fn then(self, rest: Expr) -> Expr {
         let kind = if self.bind {
-            ExprKind::Bind(Box::new(self.pat), Box::new(self.rhs), Box::new(rest))
+            ExprKind::Bind(Box::new(self.pat), Box::new((self.rhs, rest)))
         } else {
-            ExprKind::Let(Box::new(self.pat), Box::new(self.rhs), Box::new(rest))
+            ExprKind::Let(Box::new(self.pat), Box::new((self.rhs, rest)))
         };
         Expr { kind, span: self.span, ty: self.ty }
     }

@@ -193,7 +193,7 @@ fn same_node(a: &ExprKind, b: &ExprKind) -> bool {
         (K::Inl(_), K::Inl(_)) | (K::Inr(_), K::Inr(_)) | (K::Pure(_), K::Pure(_)) | (K::Par(..), K::Par(..)) => true,
         (K::Let(p1, ..), K::Let(p2, ..)) | (K::Bind(p1, ..), K::Bind(p2, ..)) => p1 == p2,
         (K::LetRec(f1, _), K::LetRec(f2, _)) => {
-            f1.len() == f2.len() && f1.iter().zip(f2).all(|(a, b)| a.name == b.name && a.span == b.span)
+            f1.len() == f2.len() && f1.iter().zip(f2.iter()).all(|(a, b)| a.name == b.name && a.span == b.span)
         }
         (K::Tuple(x), K::Tuple(y)) | (K::Array(x), K::Array(y)) => x.len() == y.len(),
         (K::Prim(o1, x), K::Prim(o2, y)) => o1 == o2 && x.len() == y.len(),

@@ -68,7 +68,7 @@ impl Stage for DualArrays {
         // conversions are typed `a → b`, so main's inferred input type says nothing of their components
         let mut main = main.body.clone();
         if let ExprKind::Lam(_, _, b) = &main.kind {
-            if matches!(&b.kind, ExprKind::Let(_, rhs, _) if super::common::core::boundary::parse_get(rhs).is_some()) {
+            if matches!(&b.kind, ExprKind::Let(_, rhs_pair) if super::common::core::boundary::parse_get(&rhs_pair.0).is_some()) {
                 main.ty = Type::fun(src.input_type.clone(), src.output_type.clone());
             }
         }

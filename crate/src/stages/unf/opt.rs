@@ -83,7 +83,7 @@ fn is_plus_fn(f: &Expr) -> bool {
         match &e.kind {
             ExprKind::Var(_) => {}
             ExprKind::Tuple(es) => stack.extend(es),
-            ExprKind::Let(_, rhs, b) if matches!(rhs.kind, ExprKind::Var(_)) => stack.push(b),
+            ExprKind::Let(_, rhs_b) if matches!(rhs_b.0.kind, ExprKind::Var(_)) => stack.push(&rhs_b.1),
             ExprKind::Prim(P::Add, xs) => stack.extend(xs),
             ExprKind::Prim(P::Map2, xs) if is_plus_fn(&xs[0]) => stack.extend(&xs[1..]),
             _ => return false,
@@ -121,12 +121,13 @@ fn elem_ty(arr: &Expr) -> Type {
 }
 
 fn typed_prim(op: Prim, args: Vec<Expr>, ty: Type) -> Expr {
-    Expr { kind: ExprKind::Prim(op, args), span: Span::NONE, ty }
+    Expr { kind: ExprKind::Prim(op, args.into()), span: Span::NONE, ty }
 }
 
 /// R4 `let x = c in e ~> e[c/x]` for c = 0, 1.
 fn r4_constants(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Var(x, _) = &mut **pat else { return None };
     let c = real_lit(rhs)?;
     if c != 0.0 && c != 1.0 {
@@ -163,11 +164,12 @@ fn constant_array(e: &Expr) -> Option<&Expr> {
 /// in e ~> e[map (v. c) W / Z]` when every use of Z is an array argument of a map2, which R7 then
 /// turns into a map over the other array (so no pass over an array is repeated).
 fn r4_constant_arrays(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Var(z, _) = &mut **pat else { return None };
     constant_array(rhs)?;
     let (mut all, mut in_map2) = (0, 0);
-    let mut stack = vec![&**b];
+    let mut stack = vec![&*b];
     while let Some(x) = stack.pop() {
         match &x.kind {
             ExprKind::Var(n) if n.id == z.id => all += 1,
@@ -209,7 +211,7 @@ fn r6_units(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// Constant folding of real arithmetic on literals (the same operation the program would do).
 fn fold_constants(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     let ExprKind::Prim(op, xs) = &e.kind else { return None };
-    let r = match (op, xs.as_slice()) {
+    let r = match (op, &xs[..]) {
         (P::Neg, [a]) => -real_lit(a)?,
         (P::Add | P::Sub | P::Mul, [a, b]) => {
             let (a, b) = (real_lit(a)?, real_lit(b)?);
@@ -311,7 +313,7 @@ fn r15_fusion(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
     for (y, arr) in ys.iter().zip(&inner_args[1..]).rev() {
         f = lam1(y, elem_ty(arr), f);
     }
-    let mut out = inner_args.clone();
+    let mut out = inner_args.to_vec();
     out[0] = f;
     Some(typed_prim(*inner, out, e.ty.clone()))
 }
@@ -385,7 +387,8 @@ fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     // the lets inlined, each with its right-hand side's depth after the inlining before it
     let mut depths: HashMap<u32, usize> = HashMap::default();
     let mut cur = &**body;
-    while let ExprKind::Let(q, rhs, b) = &cur.kind {
+    while let ExprKind::Let(q, rhs_b) = &cur.kind {
+        let (rhs, b) = &**rhs_b;
         if let Pat::Var(n, _) = &**q {
             if u.get(&n.id) == Some(&(1, 1)) {
                 let d = depth_with(rhs, &depths);
@@ -419,7 +422,8 @@ fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let mut cur = &**body;
     for new in new_rhs {
         dirty.push(address(cur));
-        let ExprKind::Let(_, rhs, b) = &cur.kind else { unreachable!("built a let") };
+        let ExprKind::Let(_, rhs_b) = &cur.kind else { unreachable!("built a let") };
+        let (rhs, b) = &**rhs_b;
         if new {
             dirty.push(address(rhs));
         }
@@ -452,7 +456,8 @@ fn small(e: &Expr, mut left: usize) -> bool {
 /// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 is its own rule
 /// below, applied only where the context it copies is small.
 fn r19_r21_conditionals(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::If(c, a, b) = &mut e.kind else { return None };
+    let ExprKind::If(c, a_b) = &mut e.kind else { return None };
+    let (a, b) = &mut **a_b;
     // a comparison of two constants is folded here (the condition's own constant folding)
     let known = match &c.kind {
         ExprKind::Bool(v) => Some(*v),
@@ -473,7 +478,7 @@ fn atom(e: &Expr) -> bool {
 
 /// `if c then a else b` with `f` put around each branch, typed as `e`.
 fn if_around(e: &Expr, c: &Expr, a: &Expr, b: &Expr, f: impl Fn(Expr) -> Expr) -> Expr {
-    Expr { kind: ExprKind::If(Box::new(c.clone()), Box::new(f(a.clone())), Box::new(f(b.clone()))), span: e.span, ty: e.ty.clone() }
+    Expr { kind: ExprKind::If(Box::new(c.clone()), Box::new((f(a.clone()), f(b.clone())))), span: e.span, ty: e.ty.clone() }
 }
 
 /// R22 `f(if e1 then e2 else e3) ~> if e1 then f(e2) else f(e3)`, only where the context f it copies is
@@ -489,7 +494,8 @@ fn r22_context_into_branches(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
             if !xs.iter().enumerate().all(|(j, x)| j == i || atom(x)) {
                 return None;
             }
-            let ExprKind::If(c, a, b) = &xs[i].kind else { return None };
+            let ExprKind::If(c, a_b) = &xs[i].kind else { return None };
+            let (a, b) = &**a_b;
             Some(if_around(e, c, a, b, |br| {
                 let mut ys = xs.clone();
                 ys[i] = br;
@@ -497,7 +503,8 @@ fn r22_context_into_branches(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
             }))
         }
         ExprKind::App(f, x) if matches!(f.kind, ExprKind::Var(_)) => {
-            let ExprKind::If(c, a, b) = &x.kind else { return None };
+            let ExprKind::If(c, a_b) = &x.kind else { return None };
+            let (a, b) = &**a_b;
             Some(if_around(e, c, a, b, |br| Expr { kind: ExprKind::App(f.clone(), Box::new(br)), span: e.span, ty: e.ty.clone() }))
         }
         _ => None,
@@ -507,7 +514,7 @@ fn r22_context_into_branches(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 /// The value of a comparison of two real literals (a closed condition's constant folding, §7.2).
 fn compare_literals(c: &Expr) -> Option<bool> {
     let ExprKind::Prim(op, xs) = &c.kind else { return None };
-    let [x, y] = xs.as_slice() else { return None };
+    let [x, y] = &xs[..] else { return None };
     let (x, y) = (real_lit(x)?, real_lit(y)?);
     Some(match op {
         P::Lt => x < y,
@@ -530,7 +537,8 @@ fn fold_comparisons(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 /// R4 for conditions: `let b = true in e ~> e[true/b]` (and false), so that R20/R21 see the constant
 /// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
 fn r4_condition(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Var(x, _) = &mut **pat else { return None };
     matches!(rhs.kind, ExprKind::Bool(_)).then(|| substituted(cx, b, x.id, rhs))
 }

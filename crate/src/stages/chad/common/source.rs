@@ -438,7 +438,8 @@ fn check_depth(body: &Expr, span: Span) -> Result<(), Diagnostic> {
             return Err(Diagnostic::error(at, format!("this program nests more than {limit} levels (not counting let bodies), this chain's `nesting` budget: the CHAD transform recurses on subterms")));
         }
         match &e.kind {
-            ExprKind::Let(_, rhs, b) => {
+            ExprKind::Let(_, rhs_b) => {
+                let (rhs, b) = &**rhs_b;
                 stack.push((rhs, depth + 1));
                 stack.push((b, depth));
             }
@@ -563,7 +564,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Let(..) => {
             let mut binds = vec![];
             let mut cur = e;
-            while let E::Let(p, rhs, body) = &cur.kind {
+            while let ExprKind::Let(p, rhs_body) = &cur.kind {
+                let (rhs, body) = &**rhs_body;
                 let t = desugar(rhs, fr, ho)?;
                 let (z, parts) = binder(p, &rhs.ty, rhs.span, fr);
                 binds.push((z, t));
@@ -589,7 +591,10 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
             let b2 = with_lets(by, desugar(e2, fr, ho)?);
             term(K::Case(Box::new(st), x, Box::new(b1), y, Box::new(b2)), e)
         }
-        E::If(c, a, b) => term(K::If(Box::new(desugar(c, fr, ho)?), Box::new(desugar(a, fr, ho)?), Box::new(desugar(b, fr, ho)?)), e),
+        ExprKind::If(c, a_b) => {
+            let (a, b) = &**a_b;
+            term(K::If(Box::new(desugar(c, fr, ho)?), Box::new(desugar(a, fr, ho)?), Box::new(desugar(b, fr, ho)?)), e)
+        }
         // a real primitive, or a real-valued function of discrete arguments only (`real k`)
         E::Prim(op, args) if op.info().jvp.is_some() || args.iter().all(|a| discrete(&a.ty)) => {
             term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)

@@ -14,7 +14,7 @@ pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
                 return Err(Diagnostic::error(e.span, "monadic `do`/`pure` are target constructs, not source language"))
             }
             ExprKind::LetRec(fs, _) => {
-                for f in fs {
+                for f in fs.iter() {
                     if !matches!(strip_ann(&f.body).kind, ExprKind::Lam(..)) {
                         return Err(Diagnostic::error(f.span, "a local recursive definition must be a function"));
                     }

@@ -44,11 +44,13 @@ pub fn continuation_line(p: &Program) -> Graph {
     let mut seen = rustc_hash::FxHashSet::default();
     let mut stack = vec![&def.body];
     while let Some(e) = stack.pop() {
-        if let ExprKind::Let(pat, rhs, _) = &e.kind {
-            let mut pairs = vec![(&**pat, &**rhs)];
+        if let ExprKind::Let(pat, rhs_pair) = &e.kind {
+            let (rhs, _) = &**rhs_pair;
+            let mut pairs = vec![(&**pat, rhs)];
             while let Some((q, mut r)) = pairs.pop() {
                 // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
-                while let ExprKind::Let(_, _, body) = &r.kind {
+                while let ExprKind::Let(_, body_pair) = &r.kind {
+                    let (_, body) = &**body_pair;
                     r = body;
                 }
                 match (q, &r.kind) {
@@ -94,7 +96,8 @@ fn describe(name: &str, params: &Pat, body: &Expr) -> (String, Option<u64>) {
     };
     // `λ(…, y4) → let (z1, z2) = y4 in Y4 (…)`: the call ends the let chain
     let mut body = body;
-    while let ExprKind::Let(_, _, rest) = &body.kind {
+    while let ExprKind::Let(_, rest_pair) = &body.kind {
+        let (_, rest) = &**rest_pair;
         body = rest;
     }
     let ExprKind::App(f, arg) = &body.kind else {

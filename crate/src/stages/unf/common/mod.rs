@@ -110,7 +110,8 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
             Var(_) | Real(_) | Unit | Let(..) | Tuple(_) | Fst(_) | Snd(_) | Ann(..) => {}
             // §7.2: the condition is evaluated on the primal and never differentiated ("booleans are
             // external to the language"); only the branches are terms of the language
-            If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
                 condition(c)?;
                 stack.push(a);
                 stack.push(b);
@@ -249,12 +250,14 @@ pub fn stack_copies(body: &Expr, inputs: usize) -> usize {
             return total;
         }
         match &e.kind {
-            ExprKind::Let(p, e1, e2) => {
+            ExprKind::Let(p, e1_e2) => {
+                let (e1, e2) = &**e1_e2;
                 stack.push((e1, n, times));
                 stack.push((e2, n + p.names().len().max(1), times));
             }
             // §7.2: each branch runs in the primal and is differentiated again in the continuation
-            ExprKind::If(_, a, b) => {
+            ExprKind::If(_, a_b) => {
+                let (a, b) = &**a_b;
                 stack.push((a, n, times.saturating_mul(2)));
                 stack.push((b, n, times.saturating_mul(2)));
             }
@@ -375,7 +378,7 @@ pub fn rebuild(p: &Pat, vals: &mut dyn Iterator<Item = Expr>) -> Expr {
 /// `sum A = reduce (x y. x + y) 0 A` (Ex. 1.2), typed.
 pub fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
     let f = crate::kit::arrays::real_plus(["x", "y"], crate::diag::Span::NONE, fr);
-    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, real(0.0).with_ty(Type::Real), a.clone()]), span: e.span, ty: Type::Real }
+    Expr { kind: ExprKind::Prim(P::Reduce, vec![f, real(0.0).with_ty(Type::Real), a.clone()].into()), span: e.span, ty: Type::Real }
 }
 
 

@@ -40,13 +40,14 @@ fn takes_function(op: Prim) -> bool {
 
 /// `let b = c in e ~> e[c/b]` for a boolean c, in place.
 fn propagate(e: &mut Expr) -> bool {
-    let ExprKind::Let(pat, rhs, body) = &mut e.kind else { return false };
+    let ExprKind::Let(pat, rhs_body) = &mut e.kind else { return false };
+    let (rhs, body) = &mut **rhs_body;
     let Pat::Var(b, _) = &mut **pat else { return false };
     if rhs.ty != Type::Bool {
         return false;
     }
-    let mut out = std::mem::replace(&mut **body, typed(ExprKind::Unit, e.span, Type::Unit));
-    subst(&mut out, &HashMap::from_iter([(b.id, (**rhs).clone())]));
+    let mut out = std::mem::replace(body, typed(ExprKind::Unit, e.span, Type::Unit));
+    subst(&mut out, &HashMap::from_iter([(b.id, rhs.clone())]));
     *e = out;
     true
 }
@@ -62,9 +63,10 @@ fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) {
         }
         match &mut x.kind {
             ExprKind::Let(..) => {
-                let ExprKind::Let(p, rhs, body) = std::mem::replace(&mut x.kind, ExprKind::Unit) else { unreachable!() };
-                binds.push((*p, *rhs));
-                *x = *body;
+                let ExprKind::Let(p, rhs_body) = std::mem::replace(&mut x.kind, ExprKind::Unit) else { unreachable!() };
+                let (rhs, body) = *rhs_body;
+                binds.push((*p, rhs));
+                *x = body;
                 stack.push(x);
             }
             ExprKind::Prim(op, _) if takes_function(*op) => {
@@ -86,13 +88,13 @@ pub fn conditions(body: &mut Expr, fr: &mut Fresh) {
             stack.push(e);
             continue;
         }
-        if let ExprKind::If(c, _, _) = &mut e.kind {
+        if let ExprKind::If(c, _) = &mut e.kind {
             if !plain(c) {
                 let mut binds = vec![];
                 hoist(c, fr, &mut binds);
                 let inner = std::mem::replace(e, typed(ExprKind::Unit, crate::diag::Span::NONE, Type::Unit));
                 let (span, ty) = (inner.span, inner.ty.clone());
-                *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(acc)), span, ty.clone()));
+                *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(Box::new(p), Box::new((rhs, acc))), span, ty.clone()));
                 stack.push(e);
                 continue;
             }

@@ -117,7 +117,8 @@ pub fn subst_tracked(mut e: Expr, map: &HashMap<u32, Expr>, dirty: &mut Vec<usiz
 pub fn chain_bodies(e: &Expr, n: usize, dirty: &mut Vec<usize>) {
     let mut cur = e;
     for _ in 0..n {
-        let ExprKind::Let(_, _, b) = &cur.kind else { return };
+        let ExprKind::Let(_, b_pair) = &cur.kind else { return };
+        let (_, b) = &**b_pair;
         dirty.push(address(b));
         cur = b;
     }
@@ -128,9 +129,10 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
     let mut links = vec![];
     loop {
         match cur.kind {
-            ExprKind::Let(q, rhs, b) => {
-                links.push((*q, *rhs, cur.span));
-                cur = *b;
+            ExprKind::Let(q, rhs_b) => {
+                let (rhs, b) = *rhs_b;
+                links.push((*q, rhs, cur.span));
+                cur = b;
             }
             kind => {
                 charge(links.len());
@@ -143,7 +145,7 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
 /// `let p = rhs in body`, typed as `body`.
 pub fn let_typed(p: Pat, rhs: Expr, body: Expr) -> Expr {
     let ty = body.ty.clone();
-    Expr { kind: ExprKind::Let(Box::new(p), Box::new(rhs), Box::new(body)), span: Span::NONE, ty }
+    Expr { kind: ExprKind::Let(Box::new(p), Box::new((rhs, body))), span: Span::NONE, ty }
 }
 
 fn is_var(e: &Expr) -> bool {
@@ -175,7 +177,8 @@ fn r1_beta(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// R17 `let x = (let y = e1 in e2) in e3 ~> let y = e1 in let x = e2 in e3`, for a whole chain of lets
 /// on the right at once (one step instead of one per link, each of which would walk e3 again).
 fn r17_let_of_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(p, rhs, e3) = &mut e.kind else { return None };
+    let ExprKind::Let(p, rhs_e3) = &mut e.kind else { return None };
+    let (rhs, e3) = &mut **rhs_e3;
     if !matches!(rhs.kind, ExprKind::Let(..)) {
         return None;
     }
@@ -217,10 +220,11 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
         _ => unreachable!("a candidate"),
     };
     let inner = std::mem::replace(slot, Expr::gen(ExprKind::Unit));
-    let ExprKind::Let(q, e1, e2) = inner.kind else { unreachable!("matched a let") };
-    *slot = *e2;
+    let ExprKind::Let(q, e1_e2) = inner.kind else { unreachable!("matched a let") };
+    let (e1, e2) = *e1_e2;
+    *slot = e2;
     // the node f(e2) is new, below a new let
-    let out = let_typed(*q, *e1, out);
+    let out = let_typed(*q, e1, out);
     let mut dirty = vec![];
     chain_bodies(&out, 1, &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
@@ -229,7 +233,8 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R2 for one let: `let _ = e in b ~> b`, and a continuation no one calls.
 fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(p, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(p, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let dead = match &**p {
         Pat::Wild(_) | Pat::Unit(_) => true,
         Pat::Var(n, _) => matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0,
@@ -245,20 +250,22 @@ fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R3 `let x1 = x2 in e ~> e[x2/x1]`.
 fn r3_forward_substitution(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Var(x, _) = &mut **pat else { return None };
     if !is_var(rhs) {
         return None;
     }
     let mut dirty = vec![];
-    let (out, _) = subst_tracked(cx.take(b), &HashMap::from_iter([(x.id, (**rhs).clone())]), &mut dirty);
+    let (out, _) = subst_tracked(cx.take(b), &HashMap::from_iter([(x.id, rhs.clone())]), &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
     Some(out)
 }
 
 /// `let Y = fun … in C[Y] ~> C[fun …]` when Y occurs once (Lemma 5.1: every continuation does).
 fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Var(y, _) = &mut **pat else { return None };
     if !matches!(rhs.kind, ExprKind::Lam(..)) || occurrences(b, y.id) != 1 {
         return None;
@@ -279,7 +286,8 @@ fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// `let (x1, …, xn) = e in C[(x1, …, xn)] ~> C[e]` when the xi occur only there, once, and not under a
 /// lambda (the wrapper's `let (g1, …, gn) = Y(0_Γ, 1) in (r, (g1, …, gn))`): no work moves or repeats.
 fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Tuple(ps, _) = &mut **pat else { return None };
     let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
     let set: HashSet<u32> = ids.iter().copied().collect();
@@ -291,7 +299,7 @@ fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     // program, again after each step, and fires rarely): the rebuilt tuple outside any lambda, and the
     // variables used nowhere else — the walk stops at their (n+1)-th use.
     let (mut uses, mut found, mut walked) = (0, false, 0);
-    let mut stack = vec![(&**b, false)];
+    let mut stack = vec![(&*b, false)];
     while let Some((x, under_lambda)) = stack.pop() {
         walked += 1;
         match &x.kind {
@@ -327,7 +335,8 @@ fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// `let (p1, …, pn) = <e1, …, en> in b ~> let p1 = e1 in … let pn = en in b` (the note's destructuring
 /// of `let x, Y = <e1, e2>`), with R3 for the components that are variables and R2 for the dead ones.
 fn split_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs, b) = &mut e.kind else { return None };
+    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
+    let (rhs, b) = &mut **rhs_b;
     let Pat::Tuple(ps, _) = &mut **pat else { return None };
     let ExprKind::Tuple(es) = &mut rhs.kind else { return None };
     if ps.len() != es.len() {
@@ -367,7 +376,8 @@ fn r2_dead_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     {
         let mut links = vec![];
         let mut cur = &**body;
-        while let ExprKind::Let(q, rhs, b) = &cur.kind {
+        while let ExprKind::Let(q, rhs_b) = &cur.kind {
+            let (rhs, b) = &**rhs_b;
             links.push((q, rhs));
             cur = b;
         }

@@ -148,7 +148,7 @@ build_rule!(b4_cond_invariant, |k, i, body, cx| {
 build_rule!(b4_cond, |k, i, body, _cx| {
     let Core::Cond(b, u, v) = view(body) else { return None };
     let pick = cond(b.clone(), int(0), int(1));
-    Some(build1(k.clone(), i, index(Expr::gen(ExprKind::Array(vec![u.clone(), v.clone()])), pick)))
+    Some(build1(k.clone(), i, index(Expr::gen(ExprKind::Array(vec![u.clone(), v.clone()].into())), pick)))
 });
 
 build_rule!(b5_op, |k, i, body, cx| {
@@ -323,8 +323,9 @@ macro_rules! index_rule {
 }
 
 index_rule!(i3_let, |t, u, _cx| {
-    let ExprKind::Let(p, v, body) = &t.kind else { return None };
-    Some(let_((**p).clone(), (**v).clone(), index((**body).clone(), u.clone())))
+    let ExprKind::Let(p, v_body) = &t.kind else { return None };
+    let (v, body) = &**v_body;
+    Some(let_((**p).clone(), v.clone(), index(body.clone(), u.clone())))
 });
 
 index_rule!(i4_cond, |t, u, cx| {
@@ -343,7 +344,7 @@ index_rule!(i5_op, |t, u, cx| {
     });
     let body = out?;
     Some(match r.kind {
-        ExprKind::Let(p, v, _) => let_(*p, *v, body),
+        ExprKind::Let(p, v_pair) => let_(*p, v_pair.0, body),
         _ => body,
     })
 });

@@ -54,7 +54,8 @@ pub struct Get<'e> {
 /// The `let c = soaGet path x` lets that start `e` (main's boundary, or the wrapper's), and the rest.
 pub fn leading_gets(mut e: &Expr) -> (Vec<Get<'_>>, &Expr) {
     let mut out = vec![];
-    while let ExprKind::Let(pat, rhs, rest) = &e.kind {
+    while let ExprKind::Let(pat, rhs_rest) = &e.kind {
+        let (rhs, rest) = &**rhs_rest;
         let Pat::Var(name, _) = &**pat else { break };
         let Some((path, ExprKind::Var(input))) = parse_get(rhs).map(|(p, x)| (p, &x.kind)) else { break };
         out.push(Get { name, path, input, rhs });
@@ -172,7 +173,8 @@ pub fn output(t: &Type, core: Expr, fresh: &mut Fresh) -> Expr {
 
 /// The end of main's body written by `output`: the core term and the conversion after it.
 pub fn parse_output(e: &Expr) -> Option<(&Expr, &Expr)> {
-    let ExprKind::Let(pat, core, conv) = &e.kind else { return None };
+    let ExprKind::Let(pat, core_conv) = &e.kind else { return None };
+    let (core, conv) = &**core_conv;
     let Pat::Tuple(..) = &**pat else { return None };
     Some((core, conv))
 }

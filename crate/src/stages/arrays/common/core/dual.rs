@@ -91,7 +91,8 @@ impl Dx<'_> {
         // a let chain is walked in a loop (D[let x = u in v] = do x ← D[u]; D[v], Fig. 14)
         let mut links: Vec<(Name, Expr, bool)> = vec![];
         let mut cur = e;
-        while let ExprKind::Let(pat, rhs, body) = &cur.kind {
+        while let ExprKind::Let(pat, rhs_body) = &cur.kind {
+            let (rhs, body) = &**rhs_body;
             let Pat::Var(x, _) = &**pat else { break };
             let r = is_r(&rhs.ty);
             let rhs2 = if r { self.d(rhs)? } else { self.d_prime(rhs) };
@@ -409,11 +410,12 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     }
     let grads = rebuild(&opat, &outer, &g, &zips);
     let (seed_core, primal) = match conv.map(|c| &c.kind) {
-        Some(ExprKind::Let(ys, _, user)) => {
+        Some(ExprKind::Let(ys, user_pair)) => {
+            let (_, user) = &**user_pair;
             let ls = super::boundary::leaves(output_type);
             let parts = tuple(ls.iter().map(|(p, _)| super::boundary::get(p, var(&seed))).collect());
             let t = Type::Tuple(ls.into_iter().map(|(_, t)| t).collect());
-            (ann(parts, t), let_((**ys).clone(), var(&y), (**user).clone()))
+            (ann(parts, t), let_((**ys).clone(), var(&y), user.clone()))
         }
         _ => (ann(var(&seed), output_type.clone()), var(&y)),
     };

@@ -72,8 +72,9 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
     let ExprKind::Lam(k, io, body) = &grad.body.kind else { return Err(Diagnostic::error(Span::NONE, "`grad` is not a function")) };
     let mut lets = vec![];
     let mut cur = &**body;
-    while let ExprKind::Let(p, rhs, rest) = &cur.kind {
-        lets.push((p.clone(), (**rhs).clone()));
+    while let ExprKind::Let(p, rhs_rest) = &cur.kind {
+        let (rhs, rest) = &**rhs_rest;
+        lets.push((p.clone(), rhs.clone()));
         cur = rest;
     }
     let ExprKind::Tuple(parts) = &cur.kind else { return Err(Diagnostic::error(Span::NONE, "`grad` does not end in (primal, gradient)")) };

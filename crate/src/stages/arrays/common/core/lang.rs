@@ -214,8 +214,8 @@ pub fn view(e: &Expr) -> Core<'_> {
         ExprKind::Prim(Prim::Length, a) => Core::Length(&a[0]),
         ExprKind::Prim(Prim::Scanl, a) => Core::Scanl { f: &a[0], z: &a[1], xs: &a[2] },
         ExprKind::Array(es) => Core::Lit(es),
-        ExprKind::Let(pat, rhs, body) if matches!(**pat, Pat::Var(..)) => match &**pat {
-            Pat::Var(x, _) => Core::Let(x, rhs, body),
+        ExprKind::Let(pat, rhs_body) if matches!(**pat, Pat::Var(..)) => match &**pat {
+            Pat::Var(x, _) => Core::Let(x, &rhs_body.0, &rhs_body.1),
             _ => Core::Other,
         },
         ExprKind::Var(x) => Core::Var(x),
@@ -297,7 +297,7 @@ fn sizes_expr(mut sizes: Vec<Expr>) -> Expr {
 
 fn index_lam(is: &[Name], ix: Vec<Expr>) -> Expr {
     let p = if is.len() == 1 { pvar(&is[0]) } else { Pat::Tuple(is.iter().map(pvar).collect(), crate::diag::Span::NONE) };
-    lam(p, Expr::gen(ExprKind::Array(ix)))
+    lam(p, Expr::gen(ExprKind::Array(ix.into())))
 }
 
 /// `gather [sizes] t (λis. ix)`; None beyond `MAX_DIMS`.
@@ -319,7 +319,7 @@ pub fn with_operands(e: &Expr, new: Vec<Expr>) -> Expr {
     // Built around the new operands, not by cloning `e` whole: that copied the old operands' subtrees
     // at every level, Θ(n²) on a deep nesting such as sin (sin (... x)) (issue 14).
     let kind = match &e.kind {
-        ExprKind::Prim(p, _) if scalar_op(*p) => ExprKind::Prim(*p, new),
+        ExprKind::Prim(p, _) if scalar_op(*p) => ExprKind::Prim(*p, new.into()),
         ExprKind::Prim(p, args) => ExprKind::Prim(*p, std::iter::once(args[0].clone()).chain(new).collect()),
         ExprKind::App(..) if is_check(e).is_some() => check_kind(is_check(e).map_or(SAME_LENGTH, |c| c.0), new),
         _ => e.kind.clone(),

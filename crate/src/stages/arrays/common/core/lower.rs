@@ -269,7 +269,8 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             // a let chain is walked in a loop (limits.rs: no native recursion along it)
             let mut links = vec![];
             let mut cur = e;
-            while let K::Let(p, rhs, body) = &cur.kind {
+            while let ExprKind::Let(p, rhs_body) = &cur.kind {
+                let (rhs, body) = &**rhs_body;
                 match &**p {
                     Pat::Var(x, s) => links.push((Pat::Var(x.clone(), *s), lower(rhs, fresh)?, cur.span)),
                     Pat::Wild(_) => {}
@@ -279,7 +280,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             let mut out = lower(cur, fresh)?;
             for (p, rhs, span) in links.into_iter().rev() {
-                out = at(Expr::gen(K::Let(Box::new(p), Box::new(rhs), Box::new(out))), span);
+                out = at(Expr::gen(ExprKind::Let(Box::new(p), Box::new((rhs, out)))), span);
             }
             out
         }
@@ -303,17 +304,20 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                         }
                     })
                     .collect();
-                let check = at(same_shape(Expr::gen(K::Array(vec![])), Expr::gen(K::Array(rows.clone()))), e.span);
-                let mut out = let_(pvar(&fresh.name("regular")), check, Expr::gen(K::Array(rows)));
+                let check = at(same_shape(Expr::gen(K::Array(vec![].into())), Expr::gen(K::Array(rows.clone().into()))), e.span);
+                let mut out = let_(pvar(&fresh.name("regular")), check, Expr::gen(K::Array(rows.into())));
                 for (v, r) in lets.into_iter().rev() {
                     out = let_(pvar(&v), r, out);
                 }
                 out
             } else {
-                Expr::gen(K::Array(rows))
+                Expr::gen(K::Array(rows.into()))
             }
         }
-        K::If(c, a, b) => cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?),
+        ExprKind::If(c, a_b) => {
+            let (a, b) = &**a_b;
+            cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?)
+        }
         K::Ann(x, _) => lower(x, fresh)?,
         K::Prim(p, args) if scalar_op(*p) => prim(*p, args.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?),
         K::Prim(p, args) => match p {

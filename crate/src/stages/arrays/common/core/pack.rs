@@ -65,7 +65,7 @@ impl Sra<'_> {
         let pieces: Vec<Piece> = vectors.iter().zip(&shapes).map(|(&k, shape)| Piece { acc: accs[k], z: zs[k].clone(), c: cs[k].clone(), shape: shape.clone() }).collect();
         let pick = |ks: &[usize], from: &[Expr]| ks.iter().map(|&k| from[k].clone()).collect::<Vec<Expr>>();
         let (szs, saccs) = (pick(&scalars, zs), scalars.iter().map(|&k| accs[k]).collect::<Vec<u32>>());
-        let scs = Expr::gen(ExprKind::Array(pick(&scalars, &cs))).with_ty(arr);
+        let scs = Expr::gen(ExprKind::Array((pick(&scalars, &cs)).into())).with_ty(arr);
         let Some(r) = self.packed_loop(*op, e.span, (&szs, &saccs, scs), &pieces, (xs, xr, i), inner.clone(), n, binds) else { return Ok(None) };
         // each component read back: a real's column (a scan's `build (length r) (\i -> r ! i ! k)`),
         // an array's columns (`build len (\j -> r ! (off + j))`, a scan's per state)
@@ -149,7 +149,7 @@ impl Sra<'_> {
         }
         let (q0, q1) = if op == Prim::Scanr { (&cv, &accv) } else { (&accv, &cv) };
         let f = lam(pvar(q0), lam(pvar(q1), body)).with_ty(Type::fun(arr.clone(), Type::fun(arr.clone(), arr.clone())));
-        let z0 = Expr::gen(ExprKind::Array(zs.to_vec())).with_ty(arr.clone());
+        let z0 = Expr::gen(ExprKind::Array(zs.to_vec().into())).with_ty(arr.clone());
         let z_dims: Vec<Vec<Expr>> = pieces.iter().map(|p| outer_dims(&Type::Real, &p.z, p.shape.len())).collect();
         let z0 = if pieces.is_empty() { z0 } else { self.packed_row(&Type::Real, z0, pieces.iter().map(|p| p.z.clone()).collect(), &z_dims, Check::Regular(span)) };
         let j = self.fresh.name("i");
@@ -207,7 +207,7 @@ impl Sra<'_> {
                         // only the first: the reads below are total (§5.2), so a short row would be
                         // read as zeros
                         let l = self.fresh.name("len");
-                        let ds = Expr::gen(ExprKind::Array(d.to_vec())).with_ty(Type::array(Type::Int));
+                        let ds = Expr::gen(ExprKind::Array(d.to_vec().into())).with_ty(Type::array(Type::Int));
                         lets.push((l.clone(), at(lang::same_shape(ds, v.clone()), span).with_ty(Type::Int)));
                         return d[..d.len() - 1].iter().cloned().chain(std::iter::once(var(&l))).collect();
                     }
@@ -362,10 +362,10 @@ impl Sra<'_> {
                 }
                 let arr_int = Type::array(Type::Int);
                 let most = prim(Prim::Max, vec![prim(Prim::Index, vec![var(&m).with_ty(arr_int.clone()), int(0)]).with_ty(Type::Int), u]).with_ty(Type::Int);
-                let f = lam(pvar(&m), lam(pvar(&j), Expr::gen(ExprKind::Array(vec![most])).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
+                let f = lam(pvar(&m), lam(pvar(&j), Expr::gen(ExprKind::Array(vec![most].into())).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
                 let q = self.fresh.name("i");
                 let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
-                let z0 = Expr::gen(ExprKind::Array(vec![int(0)])).with_ty(arr_int.clone());
+                let z0 = Expr::gen(ExprKind::Array(vec![int(0)].into())).with_ty(arr_int.clone());
                 binds.push((top.clone(), at(prim(Prim::Fold, vec![f, z0, idx]), e.span).with_ty(arr_int.clone()), e.span));
                 let q = self.fresh.name("j");
                 let iota = prim(Prim::Build, vec![prim(Prim::Index, vec![var(&top), int(0)]).with_ty(Type::Int), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
@@ -990,7 +990,10 @@ fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> O
         ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
         ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
         ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
-        ExprKind::If(c, a, b) => if_(real_test(c, map, (ints, local))?, real_step(a, map, (ints, local))?, real_step(b, map, (ints, local))?).with_ty(Type::Real),
+        ExprKind::If(c, a_b) => {
+            let (a, b) = &**a_b;
+            if_(real_test(c, map, (ints, local))?, real_step(a, map, (ints, local))?, real_step(b, map, (ints, local))?).with_ty(Type::Real)
+        }
         _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
         _ => return None,
     })
@@ -1017,7 +1020,7 @@ fn bound_in(t: &Expr) -> Option<Vec<u32>> {
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
         match &y.kind {
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _, _) => local.extend(p.names().into_iter().map(|x| x.id)),
+            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) => local.extend(p.names().into_iter().map(|x| x.id)),
             ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
             ExprKind::LetRec(..) => return None,
             _ => {}
@@ -1066,7 +1069,7 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
             ExprKind::Prim(Prim::Index, a) if elem_rank(&y.ty).is_some() && bare_int_use(&whole(&a[1]), ints) && (y.ty != Type::Real || mixed(&[&a[0], &a[1]])) => {
                 let r = elem_rank(&y.ty).unwrap_or(0);
                 let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                let [e, u]: [Expr; 2] = a.try_into().unwrap_or_else(|_| unreachable!());
+                let [e, u]: [Expr; 2] = a.into_vec().try_into().unwrap_or_else(|_| unreachable!());
                 let (w, q) = (fresh.name("w"), fresh.name("q"));
                 let wv = var(&w).with_ty(nested(&Type::Real, r + 1));
                 let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
@@ -1090,12 +1093,12 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
             }
             ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
                 let ExprKind::Prim(op, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                y.kind = ExprKind::Prim(op, a.into_iter().map(as_real).collect());
+                y.kind = ExprKind::Prim(op, a.into_vec().into_iter().map(as_real).collect());
                 continue;
             }
             ExprKind::Prim(Prim::ToReal, a) if mixed(&[&a[0]]) => {
-                let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                *y = as_real(a.remove(0));
+                let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+                *y = as_real(a.into_vec().remove(0));
                 continue;
             }
             _ => {}
@@ -1132,7 +1135,7 @@ fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), si
         if hit {
             let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
             let ExprKind::Prim(_, b) = std::mem::replace(&mut a[0].kind, ExprKind::Int(0)) else { unreachable!() };
-            let [u, f]: [Expr; 2] = b.try_into().unwrap_or_else(|_| unreachable!());
+            let [u, f]: [Expr; 2] = b.into_vec().try_into().unwrap_or_else(|_| unreachable!());
             let ExprKind::Lam(kind, p, body) = f.kind else { unreachable!() };
             let Pat::Var(j, _) = &*p else { unreachable!() };
             let shape = fresh.name("shape");
@@ -1142,7 +1145,7 @@ fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), si
             let body = prim(Prim::Mul, vec![*body, mask]).with_ty(Type::Real);
             let f = Expr { kind: ExprKind::Lam(kind, p, Box::new(body)), ..f };
             let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
-            *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b]), ..std::mem::replace(y, unit()) };
+            *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b].into()), ..std::mem::replace(y, unit()) };
         }
         stack.extend(children_mut(y));
     }
@@ -1164,7 +1167,7 @@ fn integer(x: &Expr, ints: &[u32]) -> bool {
 fn as_real(u: Expr) -> Expr {
     match u.kind {
         ExprKind::Int(k) => real(k as f64).with_ty(Type::Real),
-        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_iter().map(as_real).collect()).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_vec().into_iter().map(as_real).collect()).with_ty(Type::Real),
         kind => prim(Prim::ToReal, vec![Expr { kind, ..u }]).with_ty(Type::Real),
     }
 }

@@ -92,7 +92,7 @@ fn zip(ss: Vec<Shape>, mk: &impl Fn(Vec<Expr>) -> Expr) -> Result<Shape, Diagnos
 fn empty(t: &Type) -> Shape {
     match t {
         Type::Tuple(ts) => Shape::Tuple(ts.iter().map(empty).collect()),
-        _ => Shape::Leaf(Expr::gen(ExprKind::Array(vec![])).with_ty(Type::array(t.clone()))),
+        _ => Shape::Leaf(Expr::gen(ExprKind::Array(vec![].into())).with_ty(Type::array(t.clone()))),
     }
 }
 
@@ -112,7 +112,7 @@ impl Sra<'_> {
                     return Ok(Some(empty(&elem)));
                 }
                 let ss = es.iter().map(|x| self.shape(x, binds)).collect::<Result<Vec<_>, _>>()?;
-                zip(ss, &|ls| Expr::gen(K::Array(ls)))?
+                zip(ss, &|ls| Expr::gen(K::Array(ls.into())))?
             }
             K::Prim(p, args) => match p {
                 Prim::Index if touches(&[&args[0]]) => {

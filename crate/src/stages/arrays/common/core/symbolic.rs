@@ -134,7 +134,8 @@ impl Ex<'_> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Bind(p, m, k) => {
+                ExprKind::Bind(p, m_k) => {
+                    let (m, k) = &**m_k;
                     if let Some(("genID", _)) = spine(m) {
                         self.next_id += 1;
                         let Pat::Var(id, _) = &**p else { return Err(refuse(cur, "this genID")) };
@@ -145,7 +146,8 @@ impl Ex<'_> {
                     }
                     cur = k;
                 }
-                ExprKind::Let(p, rhs, k) => {
+                ExprKind::Let(p, rhs_k) => {
+                    let (rhs, k) = &**rhs_k;
                     let v = self.value(rhs)?;
                     match (&**p, v) {
                         (Pat::Var(x, _), Val::Term(t)) => {
@@ -234,7 +236,7 @@ impl Ex<'_> {
         let b = self.term(args[0])?;
         let which = cond(b.clone(), int(0), int(1));
         let p = self.named(&Name::new("x", 0), cond(b, tu.clone(), tv.clone()));
-        let both = Rc::new(Sym { kind: SymKind::LitArray(vec![du, dv]), shape: Expr::gen(ExprKind::Array(vec![tu, tv])) });
+        let both = Rc::new(Sym { kind: SymKind::LitArray(vec![du, dv]), shape: Expr::gen(ExprKind::Array(vec![tu, tv].into())) });
         Ok(Val::Dual(p.clone(), Rc::new(Sym { kind: SymKind::Index(both, which), shape: p })))
     }
 
@@ -287,7 +289,7 @@ impl Ex<'_> {
                 let dvs: Vec<Rc<Sym>> = dvs.iter().map(|d| child(self, d)).collect::<Result<_, _>>()?;
                 let ctx = match (self.term(ctx)?, dvs.len()) {
                     (t, 1) => vec![t],
-                    (Expr { kind: ExprKind::Tuple(ts), .. }, _) => ts,
+                    (Expr { kind: ExprKind::Tuple(ts), .. }, _) => ts.into_vec(),
                     _ => vec![],
                 };
                 SymKind::ScanL { vjp: self.term(vjp)?, ctx, accs: self.term(accs)?, xs: self.term(xs)?, dz: child(self, dz)?, dxs: child(self, dxs)?, dvs }
@@ -308,12 +310,14 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let ExprKind::Lam(_, pat, body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
     let Pat::Tuple(io, _) = &**pat else { return Err(refuse(grad, "this wrapper")) };
     let (Pat::Var(input, _), Pat::Var(seed, _)) = (&io[0], &io[1]) else { return Err(refuse(grad, "this wrapper")) };
-    let ExprKind::Let(pat, _, rest) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
+    let ExprKind::Let(pat, rest_pair) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
+    let (_, rest) = &**rest_pair;
     let (gets, rest) = super::boundary::leading_gets(rest);
-    let ExprKind::Let(_, run, after) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
+    let ExprKind::Let(_, run_after) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
+    let (run, after) = &**run_after;
     // `let g = reversePass seed d in (y, gradient)`
     let gradient = match &after.kind {
-        ExprKind::Let(_, _, out) if !gets.is_empty() => match &out.kind {
+        ExprKind::Let(_, out_pair) if !gets.is_empty() => match &out_pair.1.kind {
             ExprKind::Tuple(es) if es.len() == 2 => Some(es[1].clone()),
             _ => return Err(refuse(grad, "this wrapper")),
         },
@@ -322,15 +326,17 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     // main's output arrays of tuples (boundary.rs): the seed's leaves `(soaGet path seed, …)` given
     // to reversePass, and the primal `let (y1, …, yn) = y in` the user's shape
     let mut out_conv = None;
-    if let ExprKind::Let(_, rp, out) = &after.kind {
+    if let ExprKind::Let(_, rp_out) = &after.kind {
+        let (rp, out) = &**rp_out;
         if let (Some(("reversePass", ra)), ExprKind::Tuple(es)) = (spine(rp), &out.kind) {
             let parts = match &ra[0].kind {
                 ExprKind::Ann(x, _) => x,
                 _ => ra[0],
             };
-            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys, _, user))) = (&parts.kind, es.first().map(|e| &e.kind)) {
+            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys, user_pair))) = (&parts.kind, es.first().map(|e| &e.kind)) {
+                let (_, user) = &**user_pair;
                 if ps.iter().all(|p| super::boundary::parse_get(p).is_some()) {
-                    out_conv = Some((ps.clone(), ys.clone(), (**user).clone()));
+                    out_conv = Some((ps.clone(), ys.clone(), user.clone()));
                 }
             }
         }
@@ -339,7 +345,8 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
     let mut cur = args[0];
-    while let ExprKind::Let(pat, rhs, k) = &cur.kind {
+    while let ExprKind::Let(pat, rhs_k) = &cur.kind {
+        let (rhs, k) = &**rhs_k;
         let Pat::Var(x, _) = &**pat else { break };
         let v = match &rhs.kind {
             ExprKind::Tuple(es) if es.len() == 2 => {

@@ -152,14 +152,16 @@ impl Sra<'_> {
             K::Ann(x, _) => self.shape(x, binds)?,
             K::Let(..) => {
                 let mut cur = e;
-                while let K::Let(p, rhs, body) = &cur.kind {
+                while let ExprKind::Let(p, rhs_body) = &cur.kind {
+                    let (rhs, body) = &**rhs_body;
                     let s = self.shape(rhs, binds)?;
                     self.bind(p, s, cur.span, binds)?;
                     cur = body;
                 }
                 self.shape(cur, binds)?
             }
-            K::If(c, a, b) => {
+            ExprKind::If(c, a_b) => {
+                let (a, b) = &**a_b;
                 let c = self.leaf(c)?;
                 let (mut ba, mut bb) = (vec![], vec![]);
                 let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
@@ -306,7 +308,7 @@ fn default(t: &Type) -> Shape {
         Type::Unit => Shape::Tuple(vec![]),
         Type::Tuple(ts) => Shape::Tuple(ts.iter().map(default).collect()),
         Type::Sum(lr) => Shape::Tuple(vec![Shape::Leaf(Expr::gen(ExprKind::Bool(false))), default(&lr.0), default(&lr.1)]),
-        _ if t.as_array().is_some() => Shape::Leaf(Expr::gen(ExprKind::Array(vec![])).with_ty(t.clone())),
+        _ if t.as_array().is_some() => Shape::Leaf(Expr::gen(ExprKind::Array(vec![].into())).with_ty(t.clone())),
         _ => Shape::Leaf(real(0.0)),
     }
 }
@@ -422,13 +424,13 @@ fn shell(e: &Expr) -> Expr {
     let u = || Box::new(Expr::gen(K::Unit));
     let units = |n: usize| (0..n).map(|_| Expr::gen(K::Unit)).collect::<Vec<_>>();
     let kind = match &e.kind {
-        K::Prim(p, xs) => K::Prim(*p, units(xs.len())),
-        K::Tuple(xs) => K::Tuple(units(xs.len())),
-        K::Array(xs) => K::Array(units(xs.len())),
+        K::Prim(p, xs) => K::Prim(*p, units(xs.len()).into()),
+        K::Tuple(xs) => K::Tuple(units(xs.len()).into()),
+        K::Array(xs) => K::Array(units(xs.len()).into()),
         K::App(..) => K::App(u(), u()),
         K::Fst(_) => K::Fst(u()),
         K::Snd(_) => K::Snd(u()),
-        K::If(..) => K::If(u(), u(), u()),
+        K::If(..) => K::If(u(), Box::new((*u(), *u()))),
         _ => return e.clone(),
     };
     Expr { kind, span: e.span, ty: e.ty.clone() }

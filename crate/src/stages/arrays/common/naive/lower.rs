@@ -57,18 +57,19 @@ fn lam2(a: &Name, b: &Name, body: Expr) -> Expr {
 fn go(mut e: Expr, fr: &mut Fresh) -> Expr {
     if matches!(e.kind, ExprKind::Let(..)) {
         let mut spine: Vec<Expr> = vec![];
-        while let ExprKind::Let(_, rhs, body) = &mut e.kind {
-            let r = std::mem::replace(&mut **rhs, Expr::gen(ExprKind::Unit));
-            **rhs = go(r, fr);
-            let next = std::mem::replace(&mut **body, Expr::gen(ExprKind::Unit));
+        while let ExprKind::Let(_, rhs_body) = &mut e.kind {
+            let (rhs, body) = &mut **rhs_body;
+            let r = std::mem::replace(rhs, Expr::gen(ExprKind::Unit));
+            *rhs = go(r, fr);
+            let next = std::mem::replace(body, Expr::gen(ExprKind::Unit));
             e.ty = Type::Unknown;
             spine.push(e);
             e = next;
         }
         let mut acc = go(e, fr);
         while let Some(mut link) = spine.pop() {
-            if let ExprKind::Let(_, _, body) = &mut link.kind {
-                **body = acc;
+            if let ExprKind::Let(_, body_pair) = &mut link.kind {
+                body_pair.1 = acc;
             }
             acc = link;
         }
