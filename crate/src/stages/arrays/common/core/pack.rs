@@ -414,8 +414,8 @@ impl Sra<'_> {
             for &k in &reals {
                 binder_tables(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut tables, self.fresh);
             }
-            for (col, j, size, t) in tables {
-                // `build n (\e -> let acc_k = state e in build size (\j -> t))`
+            for (col, js, t) in tables {
+                // `build n (\e -> let acc_k = state e in build s1 (\j1 -> .. build sr (\jr -> t)))`
                 let q = self.fresh.name("i");
                 let mut body = super::bot::subst(&t, i.id, &var(&q).with_ty(Type::Int), self.fresh);
                 for (k, icol) in icols.iter().rev() {
@@ -424,10 +424,11 @@ impl Sra<'_> {
                         body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(Type::Real);
                     }
                 }
-                let row = prim(Prim::Build, vec![size, lam(pvar(&j), body)]).with_ty(Type::array(Type::Real));
-                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&q), row)]), e.span).with_ty(nested(&Type::Real, 2)), e.span));
+                let r = js.len();
+                let row = js.into_iter().rev().enumerate().fold(body, |x, (d, (j, size))| prim(Prim::Build, vec![size, lam(pvar(&j), x)]).with_ty(nested(&Type::Real, d + 1)));
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&q), row)]), e.span).with_ty(nested(&Type::Real, r + 1)), e.span));
                 xs.push(var(&col));
-                xr.push(1);
+                xr.push(r);
             }
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
             let mut ok = true;
@@ -873,13 +874,14 @@ fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
 }
 
 /// In `t` (a real component's new value or a let it reads, after `real_int_reads`), each `real u` whose
-/// u reads an integer component (`ints`) and, of the variables bound in `t`, only the binder j of an
-/// enclosing `build s (\j -> ..)` whose size s reads none of them nor the integers (a fixed range:
-/// `(j + k) mod 3`, `div`/`mod` having no exact form in reals), replaced by `col ! i ! j`: `tables`
-/// gets `col`, j, s and `real u` (with the lets of `inner` it reads), which `int_fold` makes a table
-/// of u's values per element and j from the integers' states, a row of the packed elements (primal:
-/// a term of the integers, as `lift_int_reads`'s columns).
-fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, tables: &mut Vec<(Name, Name, Expr, Expr)>, fresh: &mut Fresh) {
+/// u reads an integer component (`ints`) and, of the variables bound in `t`, only binders j1 .. jr of
+/// enclosing `build s (\j -> ..)`s whose sizes read none of them nor the integers (fixed ranges:
+/// `(j + k) mod 3`, `(i + j + k) mod 2`, `div`/`mod` having no exact form in reals), replaced by
+/// `col ! i ! j1 .. ! jr`: `tables` gets `col`, the binders with their sizes and `real u` (with the
+/// lets of `inner` it reads), which `int_fold` makes a table of u's values per element and binders
+/// from the integers' states, a row of the packed elements (an array of rank r: more columns,
+/// row-major; primal: a term of the integers, as `lift_int_reads`'s columns).
+fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, tables: &mut Vec<Table>, fresh: &mut Fresh) {
     use super::bot::mentions;
     let Some(local) = bound_in(t) else { return };
     let whole = |x: &Expr| wrap(live(inner, x), x.clone());
@@ -890,11 +892,14 @@ fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i
             let u = whole(&a[0]);
             let js: Vec<&(Name, Expr)> = around.iter().filter(|(j, _)| mentions(&u, j.id)).collect();
             let others = reals.iter().chain(local.iter().filter(|&&x| js.iter().all(|(j, _)| j.id != x))).any(|&x| mentions(&u, x));
-            if bare_int_use(&u, ints) && js.len() == 1 && !others {
-                let (j, size) = js[0].clone();
+            if bare_int_use(&u, ints) && !js.is_empty() && !others {
+                // outermost binder first, as the table's dimensions
+                let js: Vec<(Name, Expr)> = js.into_iter().cloned().collect();
                 let col = fresh.name("rt");
-                let read = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&col).with_ty(nested(&Type::Real, 2)), var(i).with_ty(Type::Int)]).with_ty(Type::array(Type::Real)), var(&j).with_ty(Type::Int)]).with_ty(Type::Real);
-                tables.push((col, j, size, wrap(live(inner, y), y.clone())));
+                let r = js.len();
+                let at_i = prim(Prim::Index, vec![var(&col).with_ty(nested(&Type::Real, r + 1)), var(i).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r));
+                let read = js.iter().enumerate().fold(at_i, |x, (d, (j, _))| prim(Prim::Index, vec![x, var(j).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r - d - 1)));
+                tables.push((col, js, wrap(live(inner, y), y.clone())));
                 *y = read;
                 continue;
             }
@@ -920,6 +925,10 @@ fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i
         }
     }
 }
+
+/// A `binder_tables` entry: the table's name, the binders it reads with their builds' fixed sizes
+/// (outermost first: the table's dimensions after the element's), and the `real` term tabulated.
+type Table = (Name, Vec<(Name, Expr)>, Expr);
 
 /// A tuple accumulator whose real and integer components read each other (`int_fold`), with each
 /// integer component m that the reals read (and those its step reads) ridden in the reals' row as a
