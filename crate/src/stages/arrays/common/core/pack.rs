@@ -308,7 +308,20 @@ impl Sra<'_> {
         if states && reals_read_ints {
             // the integers the reals read as `real m` ridden in the reals' row as real copies, when
             // their steps have a real form: then only the integers read the reals (`shadow_ints`)
-            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &cs), &ints, &reals, inner, self.fresh) {
+            // the reals' integer reads other than `real m` (`v ! k`, `k > 0`, `j < k`) made real terms
+            // of `real k` first (`real_int_reads`, every read: the integers' states are not there
+            // before the reals' loop to make columns of), which the copies then read
+            let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
+            let used: Vec<u32> = live(inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let (mut rcs, mut rinner) = (cs.clone(), inner.clone());
+            let outer = rinner.clone();
+            for b in rinner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), true, self.fresh);
+            }
+            for &k in &reals {
+                real_int_reads(&mut rcs[k], &rinner, (&int_ids, &real_ids), true, self.fresh);
+            }
+            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &rcs), &ints, &reals, &rinner, self.fresh) {
                 let mut out = self.int_fold(e, op, &tys2, (&zs2, &accs2, cs2), (xs, xr, i), &inner2, n, binds)?;
                 out.truncate(tys.len());
                 return Ok(out);
@@ -373,10 +386,10 @@ impl Sra<'_> {
             }
             let outer = inner.clone();
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
-                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), self.fresh);
+                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), false, self.fresh);
             }
             for &k in &reals {
-                real_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), self.fresh);
+                real_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), false, self.fresh);
             }
             for &k in &reals {
                 lift_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
@@ -967,7 +980,7 @@ fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &
         tys2.push(Type::Real);
         zs2.push(prim(Prim::ToReal, vec![zs[k].clone()]).with_ty(Type::Real));
         accs2.push(c);
-        cs2.push(real_step(&cs[k], &map, (&int_ids, &local))?);
+        cs2.push(real_step(&cs[k], &map, (&int_ids, &local), fresh)?);
     }
     // the reals' `real m` read as m′, in their new values and the lets they read
     let used: Vec<u32> = live(inner, &Expr::gen(ExprKind::Array(reals.iter().map(|&k| cs[k].clone()).collect()))).iter().map(|b| b.0.id).collect();
@@ -977,7 +990,7 @@ fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &
         let mut stack = vec![t];
         while let Some(y) = stack.pop() {
             if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
-                if let Some(r) = real_step(&a[0], &map, (&int_ids, &local)) {
+                if let Some(r) = real_step(&a[0], &map, (&int_ids, &local), fresh) {
                     *y = r;
                     continue;
                 }
@@ -992,32 +1005,69 @@ fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &
 /// An integer step `u` in reals, its integer components (`map`) their real copies: `real` pushed
 /// through literals, `+`, `-`, `*`, negation and `if`, a condition's integer comparisons compared as
 /// reals; a term of no integer component nor a let of the body reading one (`local`) `real u`. None otherwise.
-fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
+fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
     use super::bot::mentions;
     let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
     Some(match &u.kind {
         ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
         ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
-        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
-        ExprKind::If(c, a, b) => if_(real_test(c, map, (ints, local))?, real_step(a, map, (ints, local))?, real_step(b, map, (ints, local))?).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
+        ExprKind::If(c, a, b) => if_(real_test(c, map, (ints, local), fresh)?, real_step(a, map, (ints, local), fresh)?, real_step(b, map, (ints, local), fresh)?).with_ty(Type::Real),
         _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
+        ExprKind::Prim(Prim::Index, a) if a.len() == 2 && free(&a[0]) => {
+            let u = real_step(&a[1], map, (ints, local), fresh)?;
+            masked_read(&a[0], u, &|x| prim(Prim::ToReal, vec![x]).with_ty(Type::Real), fresh)
+        }
         _ => return None,
     })
 }
 
+/// A read `e ! u` at an index known only as a real ⟨u⟩ (an integer's real copy: `shadow_ints`), `f`
+/// of it: `sum (build (length e) (\q -> f (e ! q) * (if real q == ⟨u⟩ then 1.0 else 0.0)))`, the
+/// one-hot selection of §4.4's Index (as `real_int_reads`'s), O(length e); 0.0 out of range, where the
+/// source stops. `e` a variable or a term of neither the integers nor the body's lets (read twice).
+fn masked_read(e: &Expr, u: Expr, f: &dyn Fn(Expr) -> Expr, fresh: &mut Fresh) -> Expr {
+    let q = fresh.name("q");
+    let elem = e.ty.as_array().cloned().unwrap_or(Type::Unknown);
+    let at_q = f(prim(Prim::Index, vec![e.clone(), var(&q).with_ty(Type::Int)]).with_ty(elem));
+    let hit = prim(Prim::Eq, vec![prim(Prim::ToReal, vec![var(&q).with_ty(Type::Int)]).with_ty(Type::Real), u]).with_ty(Type::Bool);
+    let mask = if_(hit, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
+    let pick = prim(Prim::Mul, vec![at_q, mask]).with_ty(Type::Real);
+    prim(Prim::Sum, vec![prim(Prim::Build, vec![length(e.clone()), lam(pvar(&q), pick)]).with_ty(Type::array(Type::Real))]).with_ty(Type::Real)
+}
+
 /// A condition of an integer step with its integer comparisons made comparisons of reals (`real_step`).
-fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
+fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
     use super::bot::mentions;
     if !ints.iter().chain(local).any(|&v| mentions(c, v)) {
         return Some(c.clone());
     }
     match &c.kind {
         ExprKind::Prim(op @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne), a) if a.len() == 2 && a.iter().all(|x| integer(x, ints)) => {
-            Some(prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool))
+            Some(prim(*op, a.iter().map(|x| real_step(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool))
         }
-        ExprKind::Prim(op @ (Prim::And | Prim::Or | Prim::Not), a) => Some(prim(*op, a.iter().map(|x| real_test(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
+        ExprKind::Prim(op @ (Prim::And | Prim::Or | Prim::Not), a) => Some(prim(*op, a.iter().map(|x| real_test(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
+        // a comparison of reals reading the integers (`xs ! i > s`)
+        ExprKind::Prim(op @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne), a) if a.len() == 2 && !a.iter().any(|x| integer(x, ints)) => Some(prim(*op, a.iter().map(|x| real_term(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
         _ => None,
     }
+}
+
+/// A real term of an integer step's condition with its integer reads made reads of the real copies
+/// (`real_step`): `real u` as ⟨u⟩, `xs ! u` of an array of reals the masked read at ⟨u⟩.
+fn real_term(x: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
+    use super::bot::mentions;
+    let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
+    Some(match &x.kind {
+        _ if free(x) => x.clone(),
+        ExprKind::Prim(Prim::ToReal, a) => real_step(&a[0], map, (ints, local), fresh)?,
+        ExprKind::Prim(Prim::Index, a) if a.len() == 2 && free(&a[0]) && a[0].ty.as_array() == Some(&Type::Real) => {
+            let u = real_step(&a[1], map, (ints, local), fresh)?;
+            masked_read(&a[0], u, &|y| y, fresh)
+        }
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Neg), a) if x.ty == Type::Real => prim(*op, a.iter().map(|y| real_term(y, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
+        _ => return None,
+    })
 }
 
 /// The variables bound inside `t` (by a lambda, a let, a case); None when it has a `let rec`.
@@ -1056,21 +1106,22 @@ fn bound_in(t: &Expr) -> Option<Vec<u32>> {
 /// - `real u`: ⟨u⟩.
 /// ⟨u⟩ (`as_real`) is `real` pushed through `+`, `-`, `*` and negation, exact on integers below
 /// 2^53. An index out of range reads 0.0 here, where the source stops (its `!` is partial).
-fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), fresh: &mut Fresh) {
+fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), all: bool, fresh: &mut Fresh) {
     use super::bot::mentions;
     let Some(local) = bound_in(t) else { return };
     let whole = |x: &Expr| wrap(live(inner, x), x.clone());
     // a node reading the integers and a real component or a binder: not a term of the integers alone
+    // (`all`: any node reading the integers, whose states are not there to make columns of)
     let mixed = |xs: &[&Expr]| {
         let ws: Vec<Expr> = xs.iter().map(|x| whole(x)).collect();
-        ws.iter().any(|w| bare_int_use(w, ints)) && ws.iter().any(|w| reals.iter().chain(&local).any(|&x| mentions(w, x)))
+        ws.iter().any(|w| bare_int_use(w, ints)) && (all || ws.iter().any(|w| reals.iter().chain(&local).any(|&x| mentions(w, x))))
     };
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
         match &y.kind {
             // (an accumulator's variable is not typed here: the read's own type says it is a real)
             // a real or boolean term of the integers alone: `lift_int_reads` makes it a column
-            _ if matches!(y.ty, Type::Real | Type::Bool) && bare_int_use(&whole(y), ints) && !reals.iter().chain(&local).any(|&x| mentions(&whole(y), x)) => continue,
+            _ if !all && matches!(y.ty, Type::Real | Type::Bool) && bare_int_use(&whole(y), ints) && !reals.iter().chain(&local).any(|&x| mentions(&whole(y), x)) => continue,
             // a row of an array of arrays is masked whatever it meets: an array is no column
             ExprKind::Prim(Prim::Index, a) if elem_rank(&y.ty).is_some() && bare_int_use(&whole(&a[1]), ints) && (y.ty != Type::Real || mixed(&[&a[0], &a[1]])) => {
                 let r = elem_rank(&y.ty).unwrap_or(0);
