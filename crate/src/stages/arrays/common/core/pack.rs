@@ -352,21 +352,35 @@ impl Sra<'_> {
             // an integer read meeting a real component or a binder of the body (`v ! k`, `j < k`)
             // made a real term of the integers' values first (`real_int_reads`), which is lifted
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            // a build whose size reads the integers met by its consumer: `map`, `length` and `!` of it
+            // fused (`fuse_sized_builds`), so that a sum of it is a sum of a build
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                fuse_sized_builds(&mut b.1, &outer, &int_ids, self.fresh);
+            }
+            for &k in &reals {
+                fuse_sized_builds(&mut cs[k], &inner, &int_ids, self.fresh);
+            }
             // a sum of a build whose size reads the integers: a build of their largest size, masked
             // (`masked_sizes`), that size computed from the integers' states before the loop
             let mut sizes = vec![];
             let outer = inner.clone();
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
-                masked_sizes(&mut b.1, &outer, (&int_ids, &real_ids), &mut sizes, self.fresh);
+                masked_sizes(&mut b.1, &outer, (&int_ids, &real_ids, i.id), &mut sizes, self.fresh);
             }
             for &k in &reals {
-                masked_sizes(&mut cs[k], &inner, (&int_ids, &real_ids), &mut sizes, self.fresh);
+                masked_sizes(&mut cs[k], &inner, (&int_ids, &real_ids, i.id), &mut sizes, self.fresh);
             }
-            for (shape, size) in sizes {
+            for (shape, most_of, binders) in sizes {
                 // `fold (\m j -> [max (m ! 0) size_j]) [0] (iota n)`, size_j the size at the state
-                // element j meets, then `shape = iota (that ! 0)`, whose length is the build's size
+                // element j meets, then `shape = iota (that ! 0)`, whose length is the build's size;
+                // a size reading binders j1 .. jr of builds of fixed sizes s1 .. sr the largest over
+                // their ranges too, one fold over `iota (n * s1 * .. * sr)`, its index e read as
+                // the element e / (s1 * .. * sr) and the binders row-major (`e / (s2 * ..) mod s1` ..)
                 let (j, m, top) = (self.fresh.name("i"), self.fresh.name("acc"), self.fresh.name("top"));
-                let mut u = super::bot::subst(&size, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                let e0 = if binders.is_empty() { j.clone() } else { self.fresh.name("e") };
+                let mut u = super::bot::subst(&most_of, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                let ranges: Vec<Expr> = binders.iter().map(|(_, s)| s.clone()).collect();
                 for (k, icol) in icols.iter().rev() {
                     if mentions(&u, accs[*k]) {
                         let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), state_met(op, &j)]).with_ty(Type::array(Type::Int)), icol);
@@ -374,10 +388,21 @@ impl Sra<'_> {
                     }
                 }
                 let arr_int = Type::array(Type::Int);
+                let ev = var(&e0).with_ty(Type::Int);
+                let div = |a: Expr, b: Expr| prim(Prim::Div, vec![a, b]).with_ty(Type::Int);
+                for (d, (x, _)) in binders.iter().enumerate() {
+                    let at_d = div(ev.clone(), size(&ranges[d + 1..]));
+                    let at_d = prim(Prim::Mod, vec![at_d, ranges[d].clone()]).with_ty(Type::Int);
+                    u = let_(pvar(x), at_d, u).with_ty(Type::Int);
+                }
+                if !binders.is_empty() {
+                    u = let_(pvar(&j), div(ev.clone(), size(&ranges)), u).with_ty(Type::Int);
+                }
                 let most = prim(Prim::Max, vec![prim(Prim::Index, vec![var(&m).with_ty(arr_int.clone()), int(0)]).with_ty(Type::Int), u]).with_ty(Type::Int);
-                let f = lam(pvar(&m), lam(pvar(&j), Expr::gen(ExprKind::Array(vec![most])).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
+                let f = lam(pvar(&m), lam(pvar(&e0), Expr::gen(ExprKind::Array(vec![most])).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
                 let q = self.fresh.name("i");
-                let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                let count = ranges.iter().fold(n.clone(), |c, r| prim(Prim::Mul, vec![c, r.clone()]).with_ty(Type::Int));
+                let idx = prim(Prim::Build, vec![count, lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
                 let z0 = Expr::gen(ExprKind::Array(vec![int(0)])).with_ty(arr_int.clone());
                 binds.push((top.clone(), at(prim(Prim::Fold, vec![f, z0, idx]), e.span).with_ty(arr_int.clone()), e.span));
                 let q = self.fresh.name("j");
@@ -452,7 +477,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`), a `real` of `+`, `-`, `*`, a `real` of any term of the integers and one binder of a `build` of a fixed size (`real ((j + k) mod 3)`: a table per element and binder), or the size of a `build` summed at once (`sum (build k f)`: a build of the largest size, masked) (such as `div`/`mod` of the integers and two binders or a binder of another range, or the size of a `build` not summed at once or reading a binder: the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), so a build of a size that changes from step to step is taken only where its zeros past the size are summed away): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, in a form with no real term here: a `build` whose size reads the integers used as an array otherwise than by `sum`, `map`, `map2`, `length` or `!` (an array component's new value, a fold's elements: its length would change from step to step, and the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes); a consumer that sums is masked to the largest size), or a `div`/`mod` of the integers and a binder of a build whose size is not fixed (indexes are masked sums, comparisons and `+`, `-`, `*` real terms, `div`/`mod` with binders of builds of fixed sizes tables per element): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -1166,24 +1191,28 @@ fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), 
 
 /// In `t` (a real component's new value or a let it reads), each `sum (build u (\j -> b))` of reals
 /// whose size u reads an integer component (`ints`) and no real component nor a variable bound in
-/// `t` made `sum (build (length shape) (\j -> b * (if real j < ⟨u⟩ then 1.0 else 0.0)))`: `sizes`
-/// gets `shape` and u (with the lets of `inner` it reads), `shape` an iota of u's largest value over
-/// the integers' states, bound before the loop (`int_fold`). The paper's shapes are static, or
+/// `t` other than binders of enclosing builds of fixed sizes (`j + k` inside `build 3 (\j -> ..)`)
+/// made `sum (build (length shape) (\j -> b * (if real j < ⟨u⟩ then 1.0 else 0.0)))`: `sizes`
+/// gets `shape`, u (with the lets of `inner` it reads) and those binders, `shape` an iota of u's
+/// largest value over the integers' states and the binders' ranges, bound before the loop (`int_fold`). The paper's shapes are static, or
 /// weaker, "all the intermediate values computed in a build1-lambda must have shapes that are
 /// independent of the index at which the lambda is called" (§5, "Static shapes"): the loop body's
 /// build has one size at every step, and a sum reads the entries past u as the zeros they are
 /// masked to. ⟨u⟩'s `real k` is then a column of the integers' states (`read_as_reals`). A negative
 /// u sums nothing, where the source stops.
-fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), sizes: &mut Vec<(Name, Expr)>, fresh: &mut Fresh) {
+fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals, i): (&[u32], &[u32], u32), sizes: &mut Vec<Size>, fresh: &mut Fresh) {
     use super::bot::mentions;
     let Some(local) = bound_in(t) else { return };
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
+    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
+    // each node with the builds of a fixed size around it: (binder, size), as `binder_tables`
+    let mut stack: Vec<(&mut Expr, Vec<(Name, Expr)>)> = vec![(t, vec![])];
+    while let Some((y, around)) = stack.pop() {
         let hit = match &y.kind {
             ExprKind::Prim(Prim::Sum, a) if y.ty == Type::Real && a.len() == 1 => match &a[0].kind {
                 ExprKind::Prim(Prim::Build, b) if b.len() == 2 && matches!(&b[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => {
-                    let size = wrap(live(inner, &b[0]), b[0].clone());
-                    bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x))
+                    let size = whole(&b[0]);
+                    let others = reals.iter().chain(local.iter().filter(|&&x| around.iter().all(|(j, _)| j.id != x))).any(|&x| mentions(&size, x));
+                    bare_int_use(&size, ints) && !others
                 }
                 _ => false,
             },
@@ -1196,7 +1225,9 @@ fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), si
             let ExprKind::Lam(kind, p, body) = f.kind else { unreachable!() };
             let Pat::Var(j, _) = &*p else { unreachable!() };
             let shape = fresh.name("shape");
-            sizes.push((shape.clone(), wrap(live(inner, &u), u.clone())));
+            let size = whole(&u);
+            let binders: Vec<(Name, Expr)> = around.iter().filter(|(x, _)| mentions(&size, x.id)).cloned().collect();
+            sizes.push((shape.clone(), size, binders));
             let below = prim(Prim::Lt, vec![as_real(var(j).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
             let mask = if_(below, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
             let body = prim(Prim::Mul, vec![*body, mask]).with_ty(Type::Real);
@@ -1204,7 +1235,117 @@ fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), si
             let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
             *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b]), ..std::mem::replace(y, unit()) };
         }
+        let fixed = match &y.kind {
+            ExprKind::Prim(Prim::Build, b) if b.len() == 2 => match &b[1].kind {
+                ExprKind::Lam(_, p, _) => match &**p {
+                    Pat::Var(j, _) => {
+                        let size = whole(&b[0]);
+                        // (read before the loop: not of the element either)
+                        let free = !bare_int_use(&size, ints) && !reals.iter().chain(&local).chain(std::iter::once(&i)).any(|&x| mentions(&size, x));
+                        free.then(|| (j.clone(), size))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut inside = around.clone();
+        inside.extend(fixed);
+        for c in children_mut(y) {
+            stack.push((c, inside.clone()));
+        }
+    }
+}
+
+/// A `masked_sizes` entry: the name of the iota of the largest size, the size, and the binders of
+/// builds of fixed sizes it reads with their sizes (outermost first), over whose ranges it is largest too.
+type Size = (Name, Expr, Vec<(Name, Expr)>);
+
+/// In `t` (a real component's new value or a let it reads), each `build u f` whose size u reads an
+/// integer component (`ints`) fused with the operation consuming it, exactly: `map g (build u f)` is
+/// `build u (\j -> g (f j))` (g's parameter substituted, or a let of its pattern), `length (build u f)` is u, `build u f ! e` is `f e` (where
+/// the source stops out of range, this reads f there), `map2 g xs ys` of such a build and a variable
+/// or another such build `build u (\j -> let x = xs ! j; y = ys ! j in g x y)`, its `!` then fused
+/// (where the source stops at lengths that differ, this reads at j). A sum of such a build is then a sum of a build,
+/// which `masked_sizes` masks to the largest size: the mask carried to the build's consumer. A build
+/// of such a size used as an array otherwise (an array component's new value, a fold's elements)
+/// stays, and is refused.
+fn fuse_sized_builds(t: &mut Expr, inner: &Binds, ints: &[u32], fresh: &mut Fresh) {
+    let sized = |b: &Expr| match &b.kind {
+        ExprKind::Prim(Prim::Build, a) if a.len() == 2 && matches!(&a[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => bare_int_use(&wrap(live(inner, &a[0]), a[0].clone()), ints),
+        _ => false,
+    };
+    // a build's size and its lambda's binder and body
+    fn parts(b: Expr) -> Option<(Expr, Name, Expr)> {
+        let ExprKind::Prim(_, a) = b.kind else { return None };
+        let [u, f]: [Expr; 2] = a.try_into().ok()?;
+        let ExprKind::Lam(_, p, body) = f.kind else { return None };
+        let Pat::Var(j, _) = &*p else { return None };
+        Some((u, j.clone(), *body))
+    }
+    // until none is left: a fused map may be the build another consumer meets
+    let mut changed = true;
+    while changed {
+        changed = false;
+    let mut stack = vec![&mut *t];
+    while let Some(y) = stack.pop() {
+        let fused = match &y.kind {
+            ExprKind::Prim(Prim::Map, a) if a.len() == 2 && sized(&a[1]) && matches!(&a[0].kind, ExprKind::Lam(..)) => true,
+            ExprKind::Prim(Prim::Length | Prim::Index, a) if !a.is_empty() && sized(&a[0]) => true,
+            // both arrays of a map2 read at j: the sized build's size, the other read (a variable,
+            // or a build fused by its index)
+            ExprKind::Prim(Prim::Map2, a) if a.len() == 3 && (sized(&a[1]) || sized(&a[2])) && a[1..].iter().all(|x| sized(x) || matches!(x.kind, ExprKind::Var(_))) && matches!(&a[0].kind, ExprKind::Lam(_, _, g) if matches!(g.kind, ExprKind::Lam(..))) => true,
+            _ => false,
+        };
+        if fused {
+            let ty = y.ty.clone();
+            let ExprKind::Prim(op, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
+            let new = match op {
+                Prim::Map => {
+                    let (g, b) = (a.remove(0), a.remove(0));
+                    let ExprKind::Lam(_, pg, gb) = g.kind else { unreachable!() };
+                    let Some((u, j, fb)) = parts(b) else { unreachable!() };
+                    let elem = ty.as_array().cloned().unwrap_or(Type::Unknown);
+                    let body = match &*pg {
+                        Pat::Var(x, _) => super::bot::subst(&gb, x.id, &fb, fresh),
+                        _ => let_((*pg).clone(), fb, *gb).with_ty(elem),
+                    };
+                    prim(Prim::Build, vec![u, lam(pvar(&j), body)])
+                }
+                Prim::Length => parts(a.remove(0)).map(|p| p.0).unwrap_or_else(|| unreachable!()),
+                Prim::Map2 => {
+                    let (g, xs, ys) = (a.remove(0), a.remove(0), a.remove(0));
+                    let u = [&xs, &ys].into_iter().find(|x| sized(x)).and_then(|b| match &b.kind {
+                        ExprKind::Prim(_, p) => p.first().cloned(),
+                        _ => None,
+                    });
+                    let Some(u) = u else { unreachable!() };
+                    let j = fresh.name("j");
+                    let elem = ty.as_array().cloned().unwrap_or(Type::Unknown);
+                    let ExprKind::Lam(_, px, g1) = g.kind else { unreachable!() };
+                    let ExprKind::Lam(_, py, gb) = g1.kind else { unreachable!() };
+                    let read = |x: Expr| {
+                        let t = x.ty.as_array().cloned().unwrap_or(Type::Unknown);
+                        prim(Prim::Index, vec![x, var(&j).with_ty(Type::Int)]).with_ty(t)
+                    };
+                    let body = let_((*py).clone(), read(ys), *gb).with_ty(elem.clone());
+                    let body = let_((*px).clone(), read(xs), body).with_ty(elem);
+                    prim(Prim::Build, vec![u, lam(pvar(&j), body)])
+                }
+                _ => {
+                    let (b, e) = (a.remove(0), a.remove(0));
+                    let Some((_, j, fb)) = parts(b) else { unreachable!() };
+                    super::bot::subst(&fb, j.id, &e, fresh)
+                }
+            };
+            let span = y.span;
+            *y = Expr { ty, ..at(new, span) };
+            changed = true;
+            continue;
+        }
         stack.extend(children_mut(y));
+    }
     }
 }
 
