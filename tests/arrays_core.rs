@@ -582,9 +582,15 @@ fn bot_refuses_a_fold_over_pairs_with_an_integer_component() {
     // was refused ("the size of a `build`"): `sum (build k f)` a build of the largest size, masked
     // (pack.rs `masked_sizes`); p stays 0 after its first step (an empty sum)
     part_c_by_hand("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build k (\\j -> p)), k + 1)) (0.5, 0) a)", "0.0", &[0.0, 0.0]);
+    // were refused ("the size of a `build` not summed at once", "Static shapes"): `length` fused with
+    // the build (pack.rs `fuse_sized_builds`), a size reading a binder of a build of a fixed size the
+    // largest over the states and the binder's range (`masked_sizes`)
+    part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * real (length (build k (\\j -> p))), k + 1)) (0.5, 0) a)");
+    part_c_agrees("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\i -> sum (build (i + k) (\\j -> p)))), k + 1)) (0.5, 0) a)");
+    // a build of the integer's size as an array component's new value: its length would change
+    // from step to step (§5's static shapes), refused citing the rule
     for (text, why) in [
-        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * real (length (build k (\\j -> p))), k + 1)) (0.5, 0) a)", "the size of a `build` not summed at once"),
-        ("input [1.0, 2.0]\ndef main a = fst (fold (\\(p, k) x -> (p * sum (build 2 (\\i -> sum (build (i + k) (\\j -> p)))), k + 1)) (0.5, 0) a)", "Static shapes"),
+        ("input [1.0, 2.0]\ndef main a = let (p, v, k) = fold (\\(p, v, k) x -> (p + sum v, build k (\\j -> x), k)) (0.5, [1.0], 1) a in p", "Static shapes"),
     ] {
         let r = one(text, "arrays/bot");
         assert!(r.refused, "{r:?}");
@@ -1307,12 +1313,65 @@ fn div_and_mod_of_an_integer_component_and_a_binder_are_tables_per_element() {
     for main in progs {
         part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
     }
-    // two binders: no table of one range, refused, located at the fold
-    let text = "input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i + j + k) mod 2) * s)))), k + 1)) (1.0, 0) xs)\n";
-    let r = one(text, "arrays/bot");
-    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("two binders"), "{r:?}");
-    let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
-    assert!(text[start..end].trim_start_matches('(').starts_with("fold"), "{:?}", &text[start..end]);
+}
+
+/// `div`/`mod` of an integer component and two (or more) binders of builds of fixed sizes
+/// (`real ((i * j + k) / 2)`): a table per element over both binders, an array of rank 2 for each
+/// element, row-major columns of the packed elements (pack.rs `binder_tables`). Was refused ("two
+/// binders"). Every Part C stage agrees with forward mode, and by hand:
+#[test]
+fn div_and_mod_of_an_integer_component_and_two_binders_are_tables_per_element() {
+    // x = (a, b, c) = (1, 3, 2): i j over {0, 1}² gives i * j = 0 0 0 1, so the sum of
+    // (i * j + k) / 2 is 0 at k = 0, 1 at k = 1, 4 at k = 2: s = a (b + 1)(c + 4) = 24,
+    // ∂f = ((b + 1)(c + 4), a (c + 4), a (b + 1)) = (24, 6, 4)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i * j + k) / 2) * s)))), k + 1)) (1.0, 0) xs)\n", "24.0", &[24.0, 6.0, 4.0]);
+    let progs = [
+        // the refused program of session 28, three binders, an index of the array component at
+        // two binders and the integer, a scanl, inside a map
+        "fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i + j + k) mod 2) * s)))), k + 1)) (1.0, 0) xs)",
+        "fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> sum (build 2 (\\q -> real ((i + j * q + k) mod 3) * s)))))), k + 1)) (1.0, 0) xs)",
+        "let (s, v, k) = fold (\\(s, v, k) x -> (s * x + sum (build 2 (\\i -> sum (build 3 (\\j -> v ! ((i + j + k) mod 3) * x)))), map (\\y -> y * x) v, k + 1)) (1.0, [0.5, 2.0, 1.0], 0) xs in s",
+        "sum (map (\\(s, k) -> s) (scanl (\\(s, k) x -> (s * 0.5 + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i * j + k) mod 2) * x)))), k + 1)) (1.0, 0) xs))",
+        "sum (map (\\y -> fst (fold (\\(s, k) x -> (s * x + sum (build 2 (\\i -> sum (build 2 (\\j -> real ((i + j + k) / 2) * s * y)))), k + 1)) (1.0, 0) xs)) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+}
+
+/// A build whose size reads an integer component of a fold or scan's tuple accumulator, not summed at
+/// once: `map`, `map2`, `length` and `!` of it fused with it, exactly (pack.rs `fuse_sized_builds`),
+/// so its sum is a sum of a build, masked to the largest size (`masked_sizes`: the mask carried to
+/// the build's consumer); a size reading binders of builds of fixed sizes too (`build (j + k) f`
+/// inside `build 3 (\j -> ..)`: the largest over the states and the binders' ranges, so the inner
+/// build has one size at every index, as §5's static shapes ask). Each was refused ("the size of a
+/// `build` not summed at once or reading a binder"). Every Part C stage agrees with forward mode,
+/// and by hand:
+#[test]
+fn a_build_of_an_integer_components_size_is_fused_with_its_consumer_and_masked() {
+    // sum (map (\y -> y * s) (build k (\j -> x))) = k x s: s' = s x (1 + k), x = (a, b, c) = (1, 3, 2):
+    // s = 6abc = 36, ∂f = (6bc, 6ac, 6ab) = (36, 12, 18)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (map (\\y -> y * s) (build k (\\j -> x))), k + 1)) (1.0, 0) xs)\n", "36.0", &[36.0, 12.0, 18.0]);
+    // build (k + 1) (\j -> s * real j) ! k = s k: s' = s (x + k), s = a (b + 1)(c + 2) = 16,
+    // ∂f = ((b + 1)(c + 2), a (c + 2), a (b + 1)) = (16, 4, 4)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + (build (k + 1) (\\j -> s * real j)) ! k, k + 1)) (1.0, 0) xs)\n", "16.0", &[16.0, 4.0, 4.0]);
+    // length: s' = s x + k, s = (ab + 1)c + 2 = 10, ∂f = (bc, ac, ab + 1) = (6, 2, 4)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + real (length (build k (\\j -> x))), k + 1)) (1.0, 0) xs)\n", "10.0", &[6.0, 2.0, 4.0]);
+    // a size reading a binder: sum over j < 3 of (j + k) = 3 + 3k, s' = s x + (3 + 3k) s,
+    // s = (a + 3)(b + 6)(c + 9) = 4 · 9 · 11 = 396, ∂f = (99, 44, 36)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> sum (build (j + k) (\\q -> s)))), k + 1)) (1.0, 0) xs)\n", "396.0", &[99.0, 44.0, 36.0]);
+    let progs = [
+        // maps of maps, a map2 of two such builds, one reading the input, a scanl, a scanr, inside a map
+        "fst (fold (\\(s, k) x -> (s * x + sum (map (\\y -> y * s) (map (\\z -> z + 1.0) (build k (\\j -> x * real j)))), k + 1)) (1.0, 0) xs)",
+        "fst (fold (\\(s, k) x -> (s * x + sum (map2 (\\a b -> a * b) (build k (\\j -> x)) (build k (\\j -> s))), k + 1)) (1.0, 0) xs)",
+        "fst (fold (\\(s, k) x -> (s * x + sum (map2 (\\a b -> a * b) (build k (\\j -> s)) (build k (\\j -> xs ! j))), k + 1)) (1.0, 0) xs)",
+        "sum (map (\\(s, k) -> s) (scanl (\\(s, k) x -> (s * 0.5 + sum (map (\\y -> y * x) (build k (\\j -> s))), k + 1)) (1.0, 0) xs))",
+        "sum (map (\\(k, s) -> s) (scanr (\\x (k, s) -> (k + 1, s * 0.5 + sum (build 2 (\\j -> sum (build (j + k) (\\q -> x * s)))))) (0, 1.0) xs))",
+        "sum (map (\\y -> fst (fold (\\(s, k) x -> (s * x + real (length (map (\\z -> z * y) (build k (\\j -> x)))), k + 1)) (1.0, 0) xs)) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
 }
 
 /// A tuple accumulator whose real and integer components read each other (`if x > s then i + 1 else
@@ -1336,6 +1395,47 @@ fn real_and_integer_components_reading_each_other_carry_the_integers_as_real_cop
     for (input, main) in progs {
         part_c_agrees(&format!("input {input}\ndef main xs = {main}\n"));
     }
+}
+
+/// The two reading each other where the reals read an integer otherwise than as `real m` (`v ! k`,
+/// `if i > 0`), or an integer's step reads an index (`ks ! i`, `xs ! i > s`): the reals' reads made
+/// real terms of `real k` first (pack.rs `real_int_reads`, every read, since the integers' states
+/// come after the reals' loop), then the copies read them; an index in a step a masked read at the
+/// copy (`masked_read`). Each was refused ("read each other"); `mod` in a step stays refused (no
+/// real-to-integer conversion: §2's `round`). Every Part C stage agrees with forward mode, and by hand:
+#[test]
+fn components_reading_each_other_through_indexes_and_tests_carry_real_copies() {
+    // v ! k beside a step reading the real: x = (a, b, c) = (1, 3, 2), k = 0, 0, 1:
+    // s1 = a + 0.5, s2 = s1 b + 0.5a, s3 = s2 c + 2ab = 16, f = s3 + 3.5abc = 37;
+    // ∂f = (bc + 0.5c + 2b + 3.5bc, (a + 0.5)c + 2a + 3.5ac, (a + 0.5)b + 0.5a + 3.5ab) = (34, 12, 15.5)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = let (s, v, k) = fold (\\(s, v, k) x -> (s * x + v ! k, map (\\y -> y * x) v, if x > s then k + 1 else k)) (1.0, [0.5, 2.0, 1.0], 0) xs in s + sum v\n", "37.0", &[34.0, 12.0, 15.5]);
+    // an index in the integer's step: i = 0, 2, 2, s = (ab)c + 2 = 8, ∂xs = (bc, ac, ab) = (6, 2, 3)
+    part_c_by_hand("input ([1.0, 3.0, 2.0], [2, 0, 1])\ndef main (xs, ks) = fold (\\(s, i) x -> (s * x + real i, if x > s then ks ! i else i)) (1.0, 0) xs\n", "(8.0, 2)", &[6.0, 2.0, 3.0]);
+    // a test of the integer in the real, a read of the input at it in the step: i = 1, 2, 2,
+    // s1 = 0.5a + 1, s2 = (s1 + 1)b, s3 = (s2 + 1)c = 17; ∂f = (0.5bc, (s1 + 1)c, s2 + 1) = (3, 5, 8.5)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (s * x + (if i > 0 then x else 1.0), if xs ! i > s then i + 1 else i)) (0.5, 0) xs\n", "(17.0, 2)", &[3.0, 5.0, 8.5]);
+    let progs = [
+        // a scanl, a scanr, a comparison with a binder, inside a map
+        "sum (map (\\(s, v, k) -> s) (scanl (\\(s, v, k) x -> (s * x + v ! k, map (\\y -> y + x) v, if x > s then k + 1 else k)) (1.0, [0.5, 1.0, 1.5, 2.0], 0) xs))",
+        "sum (map (\\(k, s) -> s) (scanr (\\x (k, s) -> (if x > s then k + 1 else k, s * x + (if k > 0 then x else 0.5))) (0, 1.0) xs))",
+        "fst (fold (\\(s, k) x -> (s * x + sum (build 3 (\\j -> if j < k then x else s)), if x > s then k + 1 else k)) (1.0, 0) xs)",
+        "sum (map (\\y -> fst (fold (\\(s, k) x -> (s * x + xs ! k * y, if x * y > s then k + 1 else k)) (1.0, 0) xs)) xs)",
+    ];
+    for main in progs {
+        part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+    }
+}
+
+/// The length of an array built inside a build1 of a size that reads its index (`length (build k
+/// f)` in a map over `ks`) is that size (bot.rs `L0`): read at i = 0, as other lengths are (§5.2's
+/// index-independent shapes), it was row 0's for every row, a silent wrong gradient on every Part C
+/// stage (and a fold's integer size in a column per element, before pack.rs fused `length` with its
+/// build). f = a0 · (1 + 2 + 3) = 12, ∂a = 6. (Still read at i = 0: the length of a let-bound such
+/// build, as `map g (build k f)` lowers to, which B3 makes a per-row array first.)
+#[test]
+fn the_length_of_a_build_sized_by_the_index_is_its_size() {
+    part_c_by_hand("input ([2.0], [1, 2, 3])\ndef main (a, ks) = sum (map (\\k -> a ! 0 * real (length (build k (\\j -> a ! 0)))) ks)\n", "12.0", &[6.0]);
+    part_c_agrees("input ([2.0], [1, 2, 3])\ndef main (a, ks) = sum (map (\\k -> a ! 0 * real (length (replicate (k + 1) 1.0))) ks)\n");
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,

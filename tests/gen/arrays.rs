@@ -333,7 +333,12 @@ impl Gen {
                 } else if !counts {
                     // the step reads the real and the real the integer: read each other (pack.rs
                     // `shadow_ints`: the integer a real copy in the reals' row)
-                    format!(" + 0.375 * real {k}")
+                    // (and, by the name's parity, a test of the integer: `real_int_reads` before the copies)
+                    if v.ends_with(['1', '3', '5', '7', '9']) {
+                        format!(" + 0.375 * real {k} + (if {k} > 1 then 0.25 * {x} else 0.0)")
+                    } else {
+                        format!(" + 0.375 * real {k}")
+                    }
                 } else {
                     String::new()
                 };
@@ -357,8 +362,16 @@ impl Gen {
                     0 => {
                         // and a `real` of a `mod` of the integer and a binder (`binder_tables`)
                         let (j, t) = (self.fresh("ifb"), self.fresh("ift"));
-                        (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * sum (build ({k} mod 3) (\\{j} -> {p} * {x})) + 0.125 * sum (build 2 (\\{t} -> real (({t} + {k}) mod 2) * {p}))"))
+                        // (by the names' parity, not a draw:) the build met by a map (pack.rs
+                        // `fuse_sized_builds`), the mod of the integer and two binders (a table over both)
+                        let odd = |v: &str| v.ends_with(['1', '3', '5', '7', '9']);
+                        let sized = if odd(&j) { format!("sum (map (\\{t} -> {t} * {p}) (build ({k} mod 3) (\\{j} -> {x})))") } else { format!("sum (build ({k} mod 3) (\\{j} -> {p} * {x}))") };
+                        let table = if odd(&t) { format!("sum (build 2 (\\{t} -> sum (build 2 (\\{j} -> real (({t} * {j} + {k}) mod 2) * {p}))))") } else { format!("sum (build 2 (\\{t} -> real (({t} + {k}) mod 2) * {p}))") };
+                        (format!("{k} + 1"), format!("{p} * 0.5 + {e1} + 0.25 * {sized} + 0.125 * {table}"))
                     }
+                    // the real reading the integer in a test while its step reads the real (pack.rs
+                    // `shadow_ints` after `real_int_reads`), by the name's parity
+                    1 if p.ends_with(['1', '3', '5', '7', '9']) => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1} + (if {k} > 1 then 0.25 * {x} else 0.0)")),
                     1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
                     2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
                     _ => {

@@ -108,6 +108,19 @@ build_rule!(l0_shape, |k, i, body, cx| {
     let mut stack = vec![&mut nb];
     while let Some(y) = stack.pop() {
         if let ExprKind::Prim(Prim::Length, a) = &mut y.kind {
+            // the length of an array built here of a size that reads i is that size (exact): read at
+            // i = 0 it would be row 0's (a packed fold's integer size, pack.rs, in a column per element)
+            let size = match view(&a[0]) {
+                Core::Build1 { k: u, .. } | Core::Iota(u) | Core::Replicate(u, _) if mentions(u, i.id) => Some(u.clone()),
+                _ => None,
+            };
+            if let Some(u) = size {
+                // (looked at again: the size may be the length of another such array)
+                *y = u;
+                hit = true;
+                stack.push(y);
+                continue;
+            }
             if mentions(&a[0], i.id) {
                 a[0] = subst(&a[0], i.id, &int(0), cx.fresh);
                 hit = true;

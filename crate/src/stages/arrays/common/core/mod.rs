@@ -7,6 +7,7 @@ pub mod delta;
 pub mod dual;
 pub mod fold;
 pub mod gradient;
+pub mod int_reads;
 pub mod lang;
 pub mod lower;
 pub mod pack;

@@ -6,6 +6,7 @@
 //! step at run time (`packed_row`, `sameLength`); elements that are arrays likewise; integer components are a loop of their own beside it, primal only (`int_fold`), its arrays of integers more columns of its row;
 //! boolean components ride in one of the two as numbers, 1 for true (`encode_bools`).
 
+use super::int_reads::{binder_tables, fuse_sized_builds, lift_int_reads, masked_sizes, read_as_reals, real_int_reads, shadow_ints};
 use super::lang;
 use super::soa::{leaves, length, live, map_leaves, summand};
 use super::tuples::{refuse, wrap, Binds, Shape, Sra};
@@ -308,7 +309,20 @@ impl Sra<'_> {
         if states && reals_read_ints {
             // the integers the reals read as `real m` ridden in the reals' row as real copies, when
             // their steps have a real form: then only the integers read the reals (`shadow_ints`)
-            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &cs), &ints, &reals, inner, self.fresh) {
+            // the reals' integer reads other than `real m` (`v ! k`, `k > 0`, `j < k`) made real terms
+            // of `real k` first (`real_int_reads`, every read: the integers' states are not there
+            // before the reals' loop to make columns of), which the copies then read
+            let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
+            let used: Vec<u32> = live(inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            let (mut rcs, mut rinner) = (cs.clone(), inner.clone());
+            let outer = rinner.clone();
+            for b in rinner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), true, self.fresh);
+            }
+            for &k in &reals {
+                real_int_reads(&mut rcs[k], &rinner, (&int_ids, &real_ids), true, self.fresh);
+            }
+            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &rcs), &ints, &reals, &rinner, self.fresh) {
                 let mut out = self.int_fold(e, op, &tys2, (&zs2, &accs2, cs2), (xs, xr, i), &inner2, n, binds)?;
                 out.truncate(tys.len());
                 return Ok(out);
@@ -339,21 +353,35 @@ impl Sra<'_> {
             // an integer read meeting a real component or a binder of the body (`v ! k`, `j < k`)
             // made a real term of the integers' values first (`real_int_reads`), which is lifted
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
+            // a build whose size reads the integers met by its consumer: `map`, `length` and `!` of it
+            // fused (`fuse_sized_builds`), so that a sum of it is a sum of a build
+            let outer = inner.clone();
+            for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+                fuse_sized_builds(&mut b.1, &outer, &int_ids, self.fresh);
+            }
+            for &k in &reals {
+                fuse_sized_builds(&mut cs[k], &inner, &int_ids, self.fresh);
+            }
             // a sum of a build whose size reads the integers: a build of their largest size, masked
             // (`masked_sizes`), that size computed from the integers' states before the loop
             let mut sizes = vec![];
             let outer = inner.clone();
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
-                masked_sizes(&mut b.1, &outer, (&int_ids, &real_ids), &mut sizes, self.fresh);
+                masked_sizes(&mut b.1, &outer, (&int_ids, &real_ids, i.id), &mut sizes, self.fresh);
             }
             for &k in &reals {
-                masked_sizes(&mut cs[k], &inner, (&int_ids, &real_ids), &mut sizes, self.fresh);
+                masked_sizes(&mut cs[k], &inner, (&int_ids, &real_ids, i.id), &mut sizes, self.fresh);
             }
-            for (shape, size) in sizes {
+            for (shape, most_of, binders) in sizes {
                 // `fold (\m j -> [max (m ! 0) size_j]) [0] (iota n)`, size_j the size at the state
-                // element j meets, then `shape = iota (that ! 0)`, whose length is the build's size
+                // element j meets, then `shape = iota (that ! 0)`, whose length is the build's size;
+                // a size reading binders j1 .. jr of builds of fixed sizes s1 .. sr the largest over
+                // their ranges too, one fold over `iota (n * s1 * .. * sr)`, its index e read as
+                // the element e / (s1 * .. * sr) and the binders row-major (`e / (s2 * ..) mod s1` ..)
                 let (j, m, top) = (self.fresh.name("i"), self.fresh.name("acc"), self.fresh.name("top"));
-                let mut u = super::bot::subst(&size, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                let e0 = if binders.is_empty() { j.clone() } else { self.fresh.name("e") };
+                let mut u = super::bot::subst(&most_of, i.id, &var(&j).with_ty(Type::Int), self.fresh);
+                let ranges: Vec<Expr> = binders.iter().map(|(_, s)| s.clone()).collect();
                 for (k, icol) in icols.iter().rev() {
                     if mentions(&u, accs[*k]) {
                         let state = self.read_col(&Type::Int, prim(Prim::Index, vec![var(&ri), state_met(op, &j)]).with_ty(Type::array(Type::Int)), icol);
@@ -361,10 +389,21 @@ impl Sra<'_> {
                     }
                 }
                 let arr_int = Type::array(Type::Int);
+                let ev = var(&e0).with_ty(Type::Int);
+                let div = |a: Expr, b: Expr| prim(Prim::Div, vec![a, b]).with_ty(Type::Int);
+                for (d, (x, _)) in binders.iter().enumerate() {
+                    let at_d = div(ev.clone(), size(&ranges[d + 1..]));
+                    let at_d = prim(Prim::Mod, vec![at_d, ranges[d].clone()]).with_ty(Type::Int);
+                    u = let_(pvar(x), at_d, u).with_ty(Type::Int);
+                }
+                if !binders.is_empty() {
+                    u = let_(pvar(&j), div(ev.clone(), size(&ranges)), u).with_ty(Type::Int);
+                }
                 let most = prim(Prim::Max, vec![prim(Prim::Index, vec![var(&m).with_ty(arr_int.clone()), int(0)]).with_ty(Type::Int), u]).with_ty(Type::Int);
-                let f = lam(pvar(&m), lam(pvar(&j), Expr::gen(ExprKind::Array(vec![most].into())).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
+                let f = lam(pvar(&m), lam(pvar(&e0), Expr::gen(ExprKind::Array(vec![most].into())).with_ty(arr_int.clone()))).with_ty(Type::fun(arr_int.clone(), Type::fun(Type::Int, arr_int.clone())));
                 let q = self.fresh.name("i");
-                let idx = prim(Prim::Build, vec![n.clone(), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                let count = ranges.iter().fold(n.clone(), |c, r| prim(Prim::Mul, vec![c, r.clone()]).with_ty(Type::Int));
+                let idx = prim(Prim::Build, vec![count, lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
                 let z0 = Expr::gen(ExprKind::Array(vec![int(0)].into())).with_ty(arr_int.clone());
                 binds.push((top.clone(), at(prim(Prim::Fold, vec![f, z0, idx]), e.span).with_ty(arr_int.clone()), e.span));
                 let q = self.fresh.name("j");
@@ -373,10 +412,10 @@ impl Sra<'_> {
             }
             let outer = inner.clone();
             for b in inner.iter_mut().filter(|b| used.contains(&b.0.id)) {
-                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), self.fresh);
+                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), false, self.fresh);
             }
             for &k in &reals {
-                real_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), self.fresh);
+                real_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), false, self.fresh);
             }
             for &k in &reals {
                 lift_int_reads(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut lifted, self.fresh);
@@ -414,8 +453,8 @@ impl Sra<'_> {
             for &k in &reals {
                 binder_tables(&mut cs[k], &inner, (&int_ids, &real_ids), i, &mut tables, self.fresh);
             }
-            for (col, j, size, t) in tables {
-                // `build n (\e -> let acc_k = state e in build size (\j -> t))`
+            for (col, js, t) in tables {
+                // `build n (\e -> let acc_k = state e in build s1 (\j1 -> .. build sr (\jr -> t)))`
                 let q = self.fresh.name("i");
                 let mut body = super::bot::subst(&t, i.id, &var(&q).with_ty(Type::Int), self.fresh);
                 for (k, icol) in icols.iter().rev() {
@@ -424,10 +463,11 @@ impl Sra<'_> {
                         body = let_(pvar(&Name::new("acc", accs[*k])), state, body).with_ty(Type::Real);
                     }
                 }
-                let row = prim(Prim::Build, vec![size, lam(pvar(&j), body)]).with_ty(Type::array(Type::Real));
-                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&q), row)]), e.span).with_ty(nested(&Type::Real, 2)), e.span));
+                let r = js.len();
+                let row = js.into_iter().rev().enumerate().fold(body, |x, (d, (j, size))| prim(Prim::Build, vec![size, lam(pvar(&j), x)]).with_ty(nested(&Type::Real, d + 1)));
+                binds.push((col.clone(), at(prim(Prim::Build, vec![n.clone(), lam(pvar(&q), row)]), e.span).with_ty(nested(&Type::Real, r + 1)), e.span));
                 xs.push(var(&col));
-                xr.push(1);
+                xr.push(r);
             }
             let used: Vec<u32> = live(&inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
             let mut ok = true;
@@ -438,7 +478,7 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, other than as an index of an array of reals or of arrays of reals (`v ! k`, `m ! k`: a masked sum, of rows), a comparison (`j < k`), a `real` of `+`, `-`, `*`, a `real` of any term of the integers and one binder of a `build` of a fixed size (`real ((j + k) mod 3)`: a table per element and binder), or the size of a `build` summed at once (`sum (build k f)`: a build of the largest size, masked) (such as `div`/`mod` of the integers and two binders or a binder of another range, or the size of a `build` not summed at once or reading a binder: the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes), so a build of a size that changes from step to step is taken only where its zeros past the size are summed away): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, in a form with no real term here: a `build` whose size reads the integers used as an array otherwise than by `sum`, `map`, `map2`, `length` or `!` (an array component's new value, a fold's elements: its length would change from step to step, and the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes); a consumer that sums is masked to the largest size), or a `div`/`mod` of the integers and a binder of a build whose size is not fixed (indexes are masked sums, comparisons and `+`, `-`, `*` real terms, `div`/`mod` with binders of builds of fixed sizes tables per element): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -787,7 +827,7 @@ pub(super) fn elem_rank(t: &Type) -> Option<usize> {
 }
 
 /// `Array (.. (Array t))` of rank r.
-fn nested(t: &Type, r: usize) -> Type {
+pub(super) fn nested(t: &Type, r: usize) -> Type {
     (0..r).fold(t.clone(), |t, _| Type::array(t))
 }
 
@@ -819,370 +859,6 @@ fn outer_dims(t: &Type, z: &Expr, r: usize) -> Vec<Expr> {
             length(row.clone())
         })
         .collect()
-}
-
-/// `t` with each `real m` of an integer accumulator m (`cols`: its id and the column of its states
-/// as reals) read from the column at `i`; false if m is used otherwise.
-fn read_as_reals(t: &mut Expr, cols: &[(u32, Name)], i: &Name) -> bool {
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
-            if let ExprKind::Var(v) = &a[0].kind {
-                if let Some((_, col)) = cols.iter().find(|c| c.0 == v.id) {
-                    *y = prim(Prim::Index, vec![var(col), var(i)]).with_ty(Type::Real);
-                    continue;
-                }
-            }
-        }
-        if matches!(&y.kind, ExprKind::Var(v) if cols.iter().any(|c| c.0 == v.id)) {
-            return false;
-        }
-        stack.extend(children_mut(y));
-    }
-    true
-}
-
-/// In `t`, a real component's new value or a let it reads, each largest real or boolean term that
-/// reads an integer component (`ints`) other than as `real m`, and no real component (`reals`) nor
-/// a variable bound inside `t`, replaced by `col ! i` (a boolean `col ! i > 0.5`): `lifted` gets
-/// `col` and the term (with the lets of `inner` it reads), which the integers' states give a value
-/// per element (`int_fold`): a term of the integers alone is primal, as the integers are (no Delta).
-fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, lifted: &mut Vec<(Name, Expr, Type)>, fresh: &mut Fresh) {
-    use super::bot::mentions;
-    let Some(local) = bound_in(t) else { return };
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        if matches!(y.ty, Type::Real | Type::Bool) {
-            let whole = wrap(live(inner, y), y.clone());
-            if !bare_int_use(&whole, ints) {
-                continue;
-            }
-            if !reals.iter().chain(&local).any(|&x| mentions(&whole, x)) {
-                let col = fresh.name("ri");
-                let read = prim(Prim::Index, vec![var(&col).with_ty(Type::array(Type::Real)), var(i).with_ty(Type::Int)]).with_ty(Type::Real);
-                *y = match y.ty {
-                    Type::Bool => prim(Prim::Gt, vec![read, real(0.5)]).with_ty(Type::Bool),
-                    _ => read,
-                };
-                lifted.push((col, whole, y.ty.clone()));
-                continue;
-            }
-        }
-        stack.extend(children_mut(y));
-    }
-}
-
-/// In `t` (a real component's new value or a let it reads, after `real_int_reads`), each `real u` whose
-/// u reads an integer component (`ints`) and, of the variables bound in `t`, only the binder j of an
-/// enclosing `build s (\j -> ..)` whose size s reads none of them nor the integers (a fixed range:
-/// `(j + k) mod 3`, `div`/`mod` having no exact form in reals), replaced by `col ! i ! j`: `tables`
-/// gets `col`, j, s and `real u` (with the lets of `inner` it reads), which `int_fold` makes a table
-/// of u's values per element and j from the integers' states, a row of the packed elements (primal:
-/// a term of the integers, as `lift_int_reads`'s columns).
-fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), i: &Name, tables: &mut Vec<(Name, Name, Expr, Expr)>, fresh: &mut Fresh) {
-    use super::bot::mentions;
-    let Some(local) = bound_in(t) else { return };
-    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
-    // each node with the builds of a fixed size around it: (binder, size)
-    let mut stack: Vec<(&mut Expr, Vec<(Name, Expr)>)> = vec![(t, vec![])];
-    while let Some((y, around)) = stack.pop() {
-        if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
-            let u = whole(&a[0]);
-            let js: Vec<&(Name, Expr)> = around.iter().filter(|(j, _)| mentions(&u, j.id)).collect();
-            let others = reals.iter().chain(local.iter().filter(|&&x| js.iter().all(|(j, _)| j.id != x))).any(|&x| mentions(&u, x));
-            if bare_int_use(&u, ints) && js.len() == 1 && !others {
-                let (j, size) = js[0].clone();
-                let col = fresh.name("rt");
-                let read = prim(Prim::Index, vec![prim(Prim::Index, vec![var(&col).with_ty(nested(&Type::Real, 2)), var(i).with_ty(Type::Int)]).with_ty(Type::array(Type::Real)), var(&j).with_ty(Type::Int)]).with_ty(Type::Real);
-                tables.push((col, j, size, wrap(live(inner, y), y.clone())));
-                *y = read;
-                continue;
-            }
-        }
-        let fixed = match &y.kind {
-            ExprKind::Prim(Prim::Build, b) if b.len() == 2 => match &b[1].kind {
-                ExprKind::Lam(_, p, _) => match &**p {
-                    Pat::Var(j, _) => {
-                        let size = whole(&b[0]);
-                        let free = !bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x));
-                        free.then(|| (j.clone(), size))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            },
-            _ => None,
-        };
-        let mut inside = around.clone();
-        inside.extend(fixed);
-        for c in children_mut(y) {
-            stack.push((c, inside.clone()));
-        }
-    }
-}
-
-/// A tuple accumulator whose real and integer components read each other (`int_fold`), with each
-/// integer component m that the reals read (and those its step reads) ridden in the reals' row as a
-/// real copy m′: its start `real z`, its step the integer step in reals (`real` pushed through `+`,
-/// `-`, `*`, literals, conditions: `if x > s then m + 1 else m` is `if x > s then m′ + 1.0 else m′`),
-/// and the reals' `real m` read as m′ (`real (m - j)` as `m′ - j′`). Its Delta is zero (a constant moved by conditions: §5.2, a
-/// real reaches an integer only "through the discrete, integral results", not differentiated), and
-/// the integers, which now alone read the reals, are their own loop after the reals' (their states).
-/// None when a step has no such form or the reals read an integer otherwise than as `real m`.
-#[allow(clippy::type_complexity)]
-fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &[usize], reals: &[usize], inner: &Binds, fresh: &mut Fresh) -> Option<(Vec<Type>, Vec<Expr>, Vec<u32>, Vec<Expr>, Binds)> {
-    use super::bot::mentions;
-    let scalar: Vec<usize> = ints.iter().copied().filter(|&k| tys[k] == Type::Int).collect();
-    if scalar.len() != ints.len() {
-        return None;
-    }
-    // the lets of the body that read an integer (a copy's step may read the others)
-    let local: Vec<u32> = inner.iter().filter(|b| ints.iter().any(|&k| mentions(&wrap(live(inner, &b.1), b.1.clone()), accs[k]))).map(|b| b.0.id).collect();
-    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
-    // the integers to copy: read by the reals, then by the copies' steps
-    let mut copied: Vec<usize> = ints.iter().copied().filter(|&k| reals.iter().any(|&r| mentions(&whole(&cs[r]), accs[k]))).collect();
-    let mut q = 0;
-    while q < copied.len() {
-        let w = whole(&cs[copied[q]]);
-        for &k in ints {
-            if !copied.contains(&k) && mentions(&w, accs[k]) {
-                copied.push(k);
-            }
-        }
-        q += 1;
-    }
-    let map: Vec<(u32, u32)> = copied.iter().map(|&k| (accs[k], fresh.name("acc").id)).collect();
-    let int_ids: Vec<u32> = ints.iter().map(|&k| accs[k]).collect();
-    let (mut tys2, mut zs2, mut accs2, mut cs2) = (tys.to_vec(), zs.to_vec(), accs.to_vec(), cs.to_vec());
-    for (&k, &(_, c)) in copied.iter().zip(&map) {
-        tys2.push(Type::Real);
-        zs2.push(prim(Prim::ToReal, vec![zs[k].clone()]).with_ty(Type::Real));
-        accs2.push(c);
-        cs2.push(real_step(&cs[k], &map, (&int_ids, &local))?);
-    }
-    // the reals' `real m` read as m′, in their new values and the lets they read
-    let used: Vec<u32> = live(inner, &Expr::gen(ExprKind::Array(reals.iter().map(|&k| cs[k].clone()).collect()))).iter().map(|b| b.0.id).collect();
-    let mut inner2 = inner.clone();
-    let targets = cs2.iter_mut().enumerate().filter(|(k, _)| reals.contains(k)).map(|(_, c)| c);
-    for t in targets.chain(inner2.iter_mut().filter(|b| used.contains(&b.0.id)).map(|b| &mut b.1)) {
-        let mut stack = vec![t];
-        while let Some(y) = stack.pop() {
-            if let ExprKind::Prim(Prim::ToReal, a) = &y.kind {
-                if let Some(r) = real_step(&a[0], &map, (&int_ids, &local)) {
-                    *y = r;
-                    continue;
-                }
-            }
-            stack.extend(children_mut(y));
-        }
-    }
-    let still = reals.iter().any(|&r| int_ids.iter().any(|&x| mentions(&wrap(live(&inner2, &cs2[r]), cs2[r].clone()), x)));
-    (!still).then_some((tys2, zs2, accs2, cs2, inner2))
-}
-
-/// An integer step `u` in reals, its integer components (`map`) their real copies: `real` pushed
-/// through literals, `+`, `-`, `*`, negation and `if`, a condition's integer comparisons compared as
-/// reals; a term of no integer component nor a let of the body reading one (`local`) `real u`. None otherwise.
-fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
-    use super::bot::mentions;
-    let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
-    Some(match &u.kind {
-        ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
-        ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
-        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
-        ExprKind::If(c, a_b) => {
-            let (a, b) = &**a_b;
-            if_(real_test(c, map, (ints, local))?, real_step(a, map, (ints, local))?, real_step(b, map, (ints, local))?).with_ty(Type::Real)
-        }
-        _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
-        _ => return None,
-    })
-}
-
-/// A condition of an integer step with its integer comparisons made comparisons of reals (`real_step`).
-fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32])) -> Option<Expr> {
-    use super::bot::mentions;
-    if !ints.iter().chain(local).any(|&v| mentions(c, v)) {
-        return Some(c.clone());
-    }
-    match &c.kind {
-        ExprKind::Prim(op @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne), a) if a.len() == 2 && a.iter().all(|x| integer(x, ints)) => {
-            Some(prim(*op, a.iter().map(|x| real_step(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool))
-        }
-        ExprKind::Prim(op @ (Prim::And | Prim::Or | Prim::Not), a) => Some(prim(*op, a.iter().map(|x| real_test(x, map, (ints, local))).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
-        _ => None,
-    }
-}
-
-/// The variables bound inside `t` (by a lambda, a let, a case); None when it has a `let rec`.
-fn bound_in(t: &Expr) -> Option<Vec<u32>> {
-    let mut local = vec![];
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        match &y.kind {
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) => local.extend(p.names().into_iter().map(|x| x.id)),
-            ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
-            ExprKind::LetRec(..) => return None,
-            _ => {}
-        }
-        each_child(y, &mut |c| stack.push(c));
-    }
-    Some(local)
-}
-
-/// In `t` (a real component's new value or a let it reads), each read of an integer component
-/// (`ints`) that also meets a real component (`reals`) or a variable bound in `t` made a real term
-/// of the integers' values, which `lift_int_reads` then lifts as a column of the integers' states
-/// (its parts of the integers alone: `real k`, `real (k * k)`), since the reals' row holds reals
-/// only (Fig. 8) and no real comes back to an integer:
-/// - `e ! u` (a real read of e at an index u reading the integers): the masked sum
-///   `let w = e in sum (build (length w) (\q -> w ! q * (if ⟨q⟩ == ⟨u⟩ then 1.0 else 0.0)))`, the one-hot
-///   selection of §4.4's Index (its cotangent `oneHot`, the same), the integer primal in its
-///   condition as §5.2's gather functions keep theirs ("it can only influence said result through
-///   the discrete, integral results of that function", so it is not differentiated); O(length e)
-///   per read, §4.4's cost, where a gather is O(1);
-/// - `m ! u` of an array of arrays of reals (a row, rank r ≥ 1; met by a real component or a binder,
-///   or not: an array is no column of `lift_int_reads`): each entry of the row the masked sum of
-///   that entry of every row, `let w = m in build (length (w ! 0)) (\p -> sum (build (length w)
-///   (\q -> w ! q ! p * mask q)))`, the dimensions those of the first row (regular, §3.2);
-///   O(size m) per read;
-/// - an integer comparison (`j < k`, `==`, ..): the same comparison of ⟨j⟩ and ⟨k⟩;
-/// - `real u`: ⟨u⟩.
-/// ⟨u⟩ (`as_real`) is `real` pushed through `+`, `-`, `*` and negation, exact on integers below
-/// 2^53. An index out of range reads 0.0 here, where the source stops (its `!` is partial).
-fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), fresh: &mut Fresh) {
-    use super::bot::mentions;
-    let Some(local) = bound_in(t) else { return };
-    let whole = |x: &Expr| wrap(live(inner, x), x.clone());
-    // a node reading the integers and a real component or a binder: not a term of the integers alone
-    let mixed = |xs: &[&Expr]| {
-        let ws: Vec<Expr> = xs.iter().map(|x| whole(x)).collect();
-        ws.iter().any(|w| bare_int_use(w, ints)) && ws.iter().any(|w| reals.iter().chain(&local).any(|&x| mentions(w, x)))
-    };
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        match &y.kind {
-            // (an accumulator's variable is not typed here: the read's own type says it is a real)
-            // a real or boolean term of the integers alone: `lift_int_reads` makes it a column
-            _ if matches!(y.ty, Type::Real | Type::Bool) && bare_int_use(&whole(y), ints) && !reals.iter().chain(&local).any(|&x| mentions(&whole(y), x)) => continue,
-            // a row of an array of arrays is masked whatever it meets: an array is no column
-            ExprKind::Prim(Prim::Index, a) if elem_rank(&y.ty).is_some() && bare_int_use(&whole(&a[1]), ints) && (y.ty != Type::Real || mixed(&[&a[0], &a[1]])) => {
-                let r = elem_rank(&y.ty).unwrap_or(0);
-                let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                let [e, u]: [Expr; 2] = a.into_vec().try_into().unwrap_or_else(|_| unreachable!());
-                let (w, q) = (fresh.name("w"), fresh.name("q"));
-                let wv = var(&w).with_ty(nested(&Type::Real, r + 1));
-                let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
-                // the mask a constant 1.0 or 0.0 (its Delta zero) scaling the read: a cond between
-                // the read and 0.0 would stack both (bot's B4) and carry both rows' Delta
-                let one = if_(hit, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
-                // a row of an array of arrays (rank r ≥ 1): each of its entries (at p1 .. pr, its
-                // dimensions those of the first row's first rows: regular, §3.2) the masked sum of
-                // that entry of every row, `build d1 (\p1 -> .. sum (build (length w) (\q -> w ! q ! p1 .. * mask)))`
-                let ps: Vec<Name> = (0..r).map(|_| fresh.name("p")).collect();
-                let entry = ps.iter().enumerate().fold(prim(Prim::Index, vec![wv.clone(), var(&q).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r)), |x, (d, p)| prim(Prim::Index, vec![x, var(p).with_ty(Type::Int)]).with_ty(nested(&Type::Real, r - d - 1)));
-                let pick = prim(Prim::Mul, vec![entry, one]).with_ty(Type::Real);
-                let mask = prim(Prim::Build, vec![length(wv.clone()), lam(pvar(&q), pick)]).with_ty(Type::array(Type::Real));
-                let mut x = prim(Prim::Sum, vec![mask]).with_ty(Type::Real);
-                for d in (0..r).rev() {
-                    let first = (0..=d).fold(wv.clone(), |f, k| prim(Prim::Index, vec![f, int(0)]).with_ty(nested(&Type::Real, r - k)));
-                    x = prim(Prim::Build, vec![length(first), lam(pvar(&ps[d]), x)]).with_ty(nested(&Type::Real, r - d));
-                }
-                *y = let_(pvar(&w), e, x).with_ty(nested(&Type::Real, r));
-                continue;
-            }
-            ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
-                let ExprKind::Prim(op, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                y.kind = ExprKind::Prim(op, a.into_vec().into_iter().map(as_real).collect());
-                continue;
-            }
-            ExprKind::Prim(Prim::ToReal, a) if mixed(&[&a[0]]) => {
-                let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                *y = as_real(a.into_vec().remove(0));
-                continue;
-            }
-            _ => {}
-        }
-        stack.extend(children_mut(y));
-    }
-}
-
-/// In `t` (a real component's new value or a let it reads), each `sum (build u (\j -> b))` of reals
-/// whose size u reads an integer component (`ints`) and no real component nor a variable bound in
-/// `t` made `sum (build (length shape) (\j -> b * (if real j < ⟨u⟩ then 1.0 else 0.0)))`: `sizes`
-/// gets `shape` and u (with the lets of `inner` it reads), `shape` an iota of u's largest value over
-/// the integers' states, bound before the loop (`int_fold`). The paper's shapes are static, or
-/// weaker, "all the intermediate values computed in a build1-lambda must have shapes that are
-/// independent of the index at which the lambda is called" (§5, "Static shapes"): the loop body's
-/// build has one size at every step, and a sum reads the entries past u as the zeros they are
-/// masked to. ⟨u⟩'s `real k` is then a column of the integers' states (`read_as_reals`). A negative
-/// u sums nothing, where the source stops.
-fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32], &[u32]), sizes: &mut Vec<(Name, Expr)>, fresh: &mut Fresh) {
-    use super::bot::mentions;
-    let Some(local) = bound_in(t) else { return };
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        let hit = match &y.kind {
-            ExprKind::Prim(Prim::Sum, a) if y.ty == Type::Real && a.len() == 1 => match &a[0].kind {
-                ExprKind::Prim(Prim::Build, b) if b.len() == 2 && matches!(&b[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => {
-                    let size = wrap(live(inner, &b[0]), b[0].clone());
-                    bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x))
-                }
-                _ => false,
-            },
-            _ => false,
-        };
-        if hit {
-            let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-            let ExprKind::Prim(_, b) = std::mem::replace(&mut a[0].kind, ExprKind::Int(0)) else { unreachable!() };
-            let [u, f]: [Expr; 2] = b.into_vec().try_into().unwrap_or_else(|_| unreachable!());
-            let ExprKind::Lam(kind, p, body) = f.kind else { unreachable!() };
-            let Pat::Var(j, _) = &*p else { unreachable!() };
-            let shape = fresh.name("shape");
-            sizes.push((shape.clone(), wrap(live(inner, &u), u.clone())));
-            let below = prim(Prim::Lt, vec![as_real(var(j).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
-            let mask = if_(below, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
-            let body = prim(Prim::Mul, vec![*body, mask]).with_ty(Type::Real);
-            let f = Expr { kind: ExprKind::Lam(kind, p, Box::new(body)), ..f };
-            let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
-            *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b].into()), ..std::mem::replace(y, unit()) };
-        }
-        stack.extend(children_mut(y));
-    }
-}
-
-/// Whether `x` is an integer term: typed so, an integer component (whose variable is not typed
-/// here), or integer arithmetic on one.
-fn integer(x: &Expr, ints: &[u32]) -> bool {
-    match &x.kind {
-        _ if x.ty == Type::Int => true,
-        ExprKind::Var(v) => ints.contains(&v.id),
-        ExprKind::Prim(Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Mod | Prim::Neg, a) if x.ty == Type::Unknown => a.iter().any(|y| integer(y, ints)),
-        _ => false,
-    }
-}
-
-/// An integer term as a real, `real` pushed through `+`, `-`, `*` and negation (exact below 2^53):
-/// `real (j + k)` is `real j + real k`, whose `real k` the reals' loop reads as a column.
-fn as_real(u: Expr) -> Expr {
-    match u.kind {
-        ExprKind::Int(k) => real(k as f64).with_ty(Type::Real),
-        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_vec().into_iter().map(as_real).collect()).with_ty(Type::Real),
-        kind => prim(Prim::ToReal, vec![Expr { kind, ..u }]).with_ty(Type::Real),
-    }
-}
-
-/// Whether `t` reads an integer component (`ints`) other than as `real m`.
-fn bare_int_use(t: &Expr, ints: &[u32]) -> bool {
-    let mut stack = vec![t];
-    while let Some(y) = stack.pop() {
-        match &y.kind {
-            ExprKind::Prim(Prim::ToReal, a) if matches!(&a[0].kind, ExprKind::Var(v) if ints.contains(&v.id)) => continue,
-            ExprKind::Var(v) if ints.contains(&v.id) => return true,
-            _ => each_child(y, &mut |c| stack.push(c)),
-        }
-    }
-    false
 }
 
 /// An array component of a packed tuple accumulator (`packed_fold`): its accumulator variable,
