@@ -1430,12 +1430,16 @@ fn components_reading_each_other_through_indexes_and_tests_carry_real_copies() {
 /// f)` in a map over `ks`) is that size (bot.rs `L0`): read at i = 0, as other lengths are (§5.2's
 /// index-independent shapes), it was row 0's for every row, a silent wrong gradient on every Part C
 /// stage (and a fold's integer size in a column per element, before pack.rs fused `length` with its
-/// build). f = a0 · (1 + 2 + 3) = 12, ∂a = 6. (Still read at i = 0: the length of a let-bound such
-/// build, as `map g (build k f)` lowers to, which B3 makes a per-row array first.)
+/// build). f = a0 · (1 + 2 + 3) = 12, ∂a = 6. Likewise through a map, a map2 or a let of such a
+/// build (`map g (build k f)` lowers to a let of the build and a build1 of its length): the size is
+/// the let's body's with the let's value put in (bot.rs `outer_size`); read at i = 0 they gave 3 a0
+/// for 6 a0 (session 28).
 #[test]
 fn the_length_of_a_build_sized_by_the_index_is_its_size() {
     part_c_by_hand("input ([2.0], [1, 2, 3])\ndef main (a, ks) = sum (map (\\k -> a ! 0 * real (length (build k (\\j -> a ! 0)))) ks)\n", "12.0", &[6.0]);
     part_c_agrees("input ([2.0], [1, 2, 3])\ndef main (a, ks) = sum (map (\\k -> a ! 0 * real (length (replicate (k + 1) 1.0))) ks)\n");
+    part_c_by_hand("input ([2.0], [1, 2, 3])\ndef main (a, ks) = sum (map (\\k -> a ! 0 * real (length (map (\\x -> x + 1.0) (build k (\\i -> real i))))) ks)\n", "12.0", &[6.0]);
+    part_c_by_hand("input ([2.0], [1, 2, 3])\ndef main (a, ks) = sum (map (\\k -> a ! 0 * real (length (map (\\x -> x * 2.0) (map (\\x -> x + 1.0) (build k (\\i -> real i)))))) ks)\n", "12.0", &[6.0]);
 }
 
 /// A fold inside a map whose accumulator changes length from one step to the next (`replicate 3 r`,

@@ -101,6 +101,23 @@ macro_rules! build_rule {
     };
 }
 
+/// The outer size of array term `t` as a term, where its form says it: a build1's, an iota's or a
+/// replicate's size, a gather's first, a map's or a broadcast op's array operand's, a let's body's
+/// with its variable replaced by its value (the lowering's `map g (build k f)` is such a let); None
+/// for any other form (a variable, an index of a nested array).
+fn outer_size(t: &Expr, fresh: &mut Fresh) -> Option<Expr> {
+    if let ExprKind::Prim(Prim::Map | Prim::Map2, a) = &t.kind {
+        return outer_size(&a[1], fresh);
+    }
+    match view(t) {
+        Core::Build1 { k, .. } | Core::Iota(k) | Core::Replicate(k, _) => Some(k.clone()),
+        Core::Gather { sizes, .. } => sizes.first().map(|s| (*s).clone()),
+        Core::Op(xs) => xs.into_iter().find_map(|x| outer_size(x, fresh)),
+        Core::Let(x, v, body) => outer_size(body, fresh).map(|s| subst(&s, x.id, v, fresh)),
+        _ => None,
+    }
+}
+
 build_rule!(l0_shape, |k, i, body, cx| {
     // a `length t` with i free in t: the same for every i (regular arrays), read at i = 0
     let mut hit = false;
@@ -110,10 +127,7 @@ build_rule!(l0_shape, |k, i, body, cx| {
         if let ExprKind::Prim(Prim::Length, a) = &mut y.kind {
             // the length of an array built here of a size that reads i is that size (exact): read at
             // i = 0 it would be row 0's (a packed fold's integer size, pack.rs, in a column per element)
-            let size = match view(&a[0]) {
-                Core::Build1 { k: u, .. } | Core::Iota(u) | Core::Replicate(u, _) if mentions(u, i.id) => Some(u.clone()),
-                _ => None,
-            };
+            let size = outer_size(&a[0], cx.fresh).filter(|u| mentions(u, i.id));
             if let Some(u) = size {
                 // (looked at again: the size may be the length of another such array)
                 *y = u;
