@@ -65,6 +65,18 @@ pub(super) fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32]
     }
 }
 
+/// A `build s (\j -> ..)` whose size s (with the lets it reads: `whole`) passes `fixed`: its binder
+/// and that size, a range the nodes below it may be tabled or sized over (`binder_tables`,
+/// `masked_sizes`).
+fn fixed_build(y: &Expr, whole: impl Fn(&Expr) -> Expr, fixed: impl Fn(&Expr) -> bool) -> Option<(Name, Expr)> {
+    let ExprKind::Prim(Prim::Build, b) = &y.kind else { return None };
+    let [s, f] = &b[..] else { return None };
+    let ExprKind::Lam(_, p, _) = &f.kind else { return None };
+    let Pat::Var(j, _) = &**p else { return None };
+    let size = whole(s);
+    fixed(&size).then(|| (j.clone(), size))
+}
+
 /// In `t` (a real component's new value or a let it reads, after `real_int_reads`), each `real u` whose
 /// u reads an integer component (`ints`) and, of the variables bound in `t`, only binders j1 .. jr of
 /// enclosing `build s (\j -> ..)`s whose sizes read none of them nor the integers (fixed ranges:
@@ -96,20 +108,7 @@ pub(super) fn binder_tables(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32],
                 continue;
             }
         }
-        let fixed = match &y.kind {
-            ExprKind::Prim(Prim::Build, b) if b.len() == 2 => match &b[1].kind {
-                ExprKind::Lam(_, p, _) => match &**p {
-                    Pat::Var(j, _) => {
-                        let size = whole(&b[0]);
-                        let free = !bare_int_use(&size, ints) && !reals.iter().chain(&local).any(|&x| mentions(&size, x));
-                        free.then(|| (j.clone(), size))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            },
-            _ => None,
-        };
+        let fixed = fixed_build(y, whole, |size| !bare_int_use(size, ints) && !reals.iter().chain(&local).any(|&x| mentions(size, x)));
         let mut inside = around.clone();
         inside.extend(fixed);
         for c in children_mut(y) {
@@ -389,21 +388,8 @@ pub(super) fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals, i): (&[u32
             let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
             *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b].into()), ..std::mem::replace(y, unit()) };
         }
-        let fixed = match &y.kind {
-            ExprKind::Prim(Prim::Build, b) if b.len() == 2 => match &b[1].kind {
-                ExprKind::Lam(_, p, _) => match &**p {
-                    Pat::Var(j, _) => {
-                        let size = whole(&b[0]);
-                        // (read before the loop: not of the element either)
-                        let free = !bare_int_use(&size, ints) && !reals.iter().chain(&local).chain(std::iter::once(&i)).any(|&x| mentions(&size, x));
-                        free.then(|| (j.clone(), size))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            },
-            _ => None,
-        };
+        // (read before the loop: not of the element either)
+        let fixed = fixed_build(y, whole, |size| !bare_int_use(size, ints) && !reals.iter().chain(&local).chain(std::iter::once(&i)).any(|&x| mentions(size, x)));
         let mut inside = around.clone();
         inside.extend(fixed);
         for c in children_mut(y) {
