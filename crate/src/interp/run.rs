@@ -616,11 +616,10 @@ impl Machine<'_> {
             if i == 0 {
                 self.trace_named(code, &arg);
             }
-            let body = code.code();
             // A tail call (issue 13: the peers' `f (k - 1) …`) whose body is not a leaf: the
             // frame is reused in place as `push_frame` does, without its generic moves (a known
             // definition has no captures and no group, so a frame already holding none keeps them).
-            if leaf(body).is_none() && matches!(self.kont.last(), Some(Kont::Ret { .. })) {
+            if self.tail_frame(code) {
                 return self.reuse_frame(code, base, arg);
             }
             let env = self.no_captures.clone();
