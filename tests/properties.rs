@@ -180,7 +180,7 @@ fn generated_programs_are_varied_and_nontrivial() {
     let all: String = (0..60u64).map(|s| gen::Gen::new(s).program(2, 5)).collect();
     for construct in [
         "let ", "case ", "if ", "\\", "fst ", "real ", "sin ", "exp ", "log ", "atan2 ", "abs ", " ** ", "atan ", "min ", "max ",
-        "floor ", "sinh ", "cosh ", "erf ", "log1p ", "expm1 ", "sigmoid ", " : R)", " : R + (R, Z))", ", -",
+        "floor ", "(round ", "sinh ", "cosh ", "erf ", "log1p ", "expm1 ", "sigmoid ", " : R)", " : R + (R, Z))", ", -",
     ] {
         assert!(all.contains(construct), "no `{construct}` in 60 generated programs");
     }

@@ -56,6 +56,8 @@ pub enum Prim {
     Log1p,
     Expm1,
     Sigmoid,
+    /// `round : R -> Z`, the nearest integer (ties to even); the array paper's §2 primitive.
+    Round,
     // Arrays (the language; Huot & Shaikhha's map2/reduce, Efficient CHAD §7's build/index/fold,
     // and the array paper's operations). Their implementations run in the machine (interp/arrays.rs),
     // where the functional ones call back into it.
@@ -126,6 +128,8 @@ pub enum OnReal {
     R1(fn(f64) -> f64),
     R2(fn(f64, f64) -> f64),
     RCmp(fn(f64, f64) -> bool),
+    /// R -> Z; None where the real has no integer (NaN, an infinity, beyond i64).
+    RToZ(fn(f64) -> Option<i64>),
 }
 
 /// Why an integer operation has no result (a located runtime error).
@@ -269,6 +273,13 @@ fn r_min(a: f64, b: f64) -> f64 {
 fn r_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || a >= b { a } else { b }
 }
+/// The nearest integer, ties to even (Haskell's `round`, which the array paper's §2 names; Rust's
+/// `f64::round` would take ties away from zero). None for NaN and infinities, and beyond i64's range
+/// (2^63 is the first f64 past it: `as` would saturate there, silently).
+fn r_round(x: f64) -> Option<i64> {
+    let r = x.round_ties_even();
+    (r.is_finite() && r >= -9_223_372_036_854_775_808.0 && r < 9_223_372_036_854_775_808.0).then_some(r as i64)
+}
 /// 1 / (1 + e^-x), computed without overflow: for x < 0 as e^x / (1 + e^x).
 fn sigmoid(x: f64) -> f64 {
     if x >= 0.0 {
@@ -383,6 +394,9 @@ pub const PRIMS: &[Row] = &[
         .jvp(false, |a| vec![Times(div(real(1.0), add(real(1.0), a.x(0))))]),
     named(Prim::Expm1, "expm1", 1, R_R).real(R1(f64::exp_m1)).jvp(false, |a| vec![Times(p1(Prim::Exp, a.x(0)))]),
     named(Prim::Sigmoid, "sigmoid", 1, R_R).real(R1(sigmoid)).jvp(true, |a| vec![Times(mul(a.y(), sub(real(1.0), a.y())))]),
+    // Its derivative is trivial (the array paper §2: the Jacobian R^(0×1) is empty): the integer carries
+    // no tangent, so, like a comparison, no jvp, and every stage applies it to primals.
+    named(Prim::Round, "round", 1, Mono(&[Base::R], Base::Z)).real(RToZ(r_round)),
     // Arrays. No partials: every stage translates them structurally, as containers of its dual
     // numbers (the array paper's §4.1), except `sum`, which is `fold (+) 0.0` (`kit::arrays`).
     infix(Prim::Index, "!", MAX_PREC, Left, Poly(|v| {

@@ -182,7 +182,10 @@ impl Gen {
                     2 => format!("(atan {e})"),
                     3 => format!("(min {e} {})", self.real_in(s, d)),
                     4 => format!("(max {e} {})", self.real_in(s, d)),
-                    5 => format!("(floor {e} * {})", self.real_in(s, d)),
+                    // floor, or round (R -> Z) back to a real: chosen by the operand's text, not
+                    // by a draw, so every seed's program is otherwise what it was before round
+                    5 if e.len() % 2 == 0 => format!("(floor {e} * {})", self.real_in(s, d)),
+                    5 => format!("(real (round {e}) * {})", self.real_in(s, d)),
                     6 => format!("(sinh (sin {e}) + cosh (cos {e}))"),
                     7 => format!("(erf {e} - expm1 (sin {e}))"),
                     8 => format!("(log1p ({e} * {e}))"),

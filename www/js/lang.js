@@ -8,7 +8,7 @@ const CONSTRUCTORS = new Set(['inl', 'inr', 'true', 'false', 'fst', 'snd', 'not'
   'Scale', 'Let', 'OneHot', 'Contrib', 'Sum', 'Pair']);
 // The named primitives (crate/src/prims.rs).
 const BUILTINS = new Set(['sin', 'cos', 'tan', 'exp', 'log', 'sqrt', 'tanh', 'atan2', 'abs', 'real', 'atan', 'min',
-  'max', 'floor', 'sinh', 'cosh', 'erf', 'log1p', 'expm1', 'sigmoid']);
+  'max', 'floor', 'sinh', 'cosh', 'erf', 'log1p', 'expm1', 'sigmoid', 'round']);
 const TYPES = new Set(['R', 'Z', 'Bool', 'Delta', 'M', 'Map', 'Array', 'Staged', 'ID']);
 
 /** One token of `stream`; returns a CodeMirror token name or null. */

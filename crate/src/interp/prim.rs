@@ -50,6 +50,10 @@ pub(crate) fn prim1(op: Prim, a: Value, span: Span, real_ops: &mut u64) -> Resul
             *real_ops += 1;
             Ok(Value::Real(f(*x)))
         }
+        (Value::Real(x), Some(OnReal::RToZ(f)), _, _) => {
+            *real_ops += 1;
+            f(*x).map(Value::Int).ok_or_else(|| RunError::runtime(span, format!("no integer is `{} ({})`: {}", op.symbol(), Value::Real(*x), if x.is_finite() { "beyond the integers' range" } else { "not a finite real" })))
+        }
         (Value::Int(i), _, Some(OnInt::Z1(f)), _) => f(*i).map(Value::Int).ok_or_else(|| int_error(op, IntError::Overflow, &[*i], span)),
         (Value::Int(i), _, Some(OnInt::ZToR(f)), _) => Ok(Value::Real(f(*i))),
         (Value::Bool(b), _, _, Some(OnBool::B1(f))) => Ok(Value::Bool(f(*b))),

@@ -98,11 +98,27 @@ fn real_valued_rows_have_partials_and_the_others_none() {
     }
 }
 
+/// `round` is Haskell's (ties to even), and refuses what has no integer rather than saturating.
+#[test]
+fn round_takes_ties_to_even_and_has_no_integer_for_nan_infinities_or_beyond_i64() {
+    let Some(OnReal::RToZ(round)) = Prim::Round.info().on_real else { panic!("round is R -> Z") };
+    let cases = [(2.5, Some(2)), (-2.5, Some(-2)), (3.5, Some(4)), (2.4999, Some(2)), (-0.7, Some(-1)), (1e15 + 0.5, Some(1_000_000_000_000_000))];
+    for (x, want) in cases {
+        assert_eq!(round(x), want, "round {x}");
+    }
+    // the largest f64 below 2^63 is an integer that fits; 2^63 itself does not
+    assert_eq!(round(9_223_372_036_854_774_784.0), Some(9_223_372_036_854_774_784));
+    assert_eq!(round(-9_223_372_036_854_775_808.0), Some(i64::MIN));
+    for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9_223_372_036_854_775_808.0, -1e19] {
+        assert_eq!(round(x), None, "round {x}");
+    }
+}
+
 #[test]
 fn typing_and_implementations_agree() {
     for row in PRIMS {
         let arity_of_real = match row.on_real {
-            Some(OnReal::R1(_)) => Some(1),
+            Some(OnReal::R1(_) | OnReal::RToZ(_)) => Some(1),
             Some(OnReal::R2(_) | OnReal::RCmp(_)) => Some(2),
             None => None,
         };
