@@ -313,3 +313,29 @@ pub(crate) fn delta_ctor_builtins() -> Vec<Builtin> {
 
 /// Most rows of a map or vector shown in one trace step.
 pub const STATE_ROWS: usize = 200;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rendering walks the arena with a stack: the order, the parentheses (none around Zero) and
+    /// the cut after `budget` constructors are the recursive rendering's.
+    #[test]
+    fn a_delta_renders_from_its_arena_as_the_paper_prints_it() {
+        let mut a = Arena::default();
+        let v = a.push(Kind::Var(0), Span::NONE).unwrap();
+        let s = a.push(Kind::Scale(-2.0, v), Span::NONE).unwrap();
+        let z = a.push(Kind::Zero, Span::NONE).unwrap();
+        let add = a.push(Kind::Add(s, z), Span::NONE).unwrap();
+        let l = a.push(Kind::Let(3, add, v), Span::NONE).unwrap();
+        assert_eq!(show_delta(&a, l, 40), "Let 3 (Add (Scale (-2.0) (Var 0)) Zero) (Var 0)");
+        assert_eq!(show_delta(&a, l, 2), "Let 3 (Add (…) Zero) (…)");
+        // a chain as long as a run renders without recursion, cut at the budget
+        let mut d = v;
+        for i in 0..200_000 {
+            d = a.push(Kind::Let(i, v, d), Span::NONE).unwrap();
+        }
+        let shown = show_delta(&a, d, 3);
+        assert_eq!(shown, "Let 199999 (Var 0) (Let 199998 (…) (…))");
+    }
+}
