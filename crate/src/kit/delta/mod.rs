@@ -1,7 +1,8 @@
 //! Delta terms, the defunctionalised linear maps of dual-numbers reverse AD, as runtime values: one
 //! node type for the Delta of Krawiec et al. (Fig. 7: Zero, OneHot, Scale, Add; Fig. 10: with Var and
 //! Let) and of Smeding et al.'s array paper §2 (Fig. 1(b): Zero, Input, Scale, Add; §2.5: with Share),
-//! its iterative Drop, its rendering, and the constructor builtins both chains make their Deltas with.
+//! the run's arena that holds its nodes (`arena`), its rendering, and the constructor builtins both
+//! chains make their Deltas with.
 //! The two papers' Deltas differ in how inputs and sharing are named: Krawiec's `OneHot i` is the
 //! array paper's `Input i` (both are the one-hot linear map at input i; kept apart so that each
 //! prints its paper's name), and sharing is `Let id rhs body` with `Var id` (local, Krawiec Fig. 10)
@@ -13,83 +14,43 @@
 //! - `drev`: the monadic translation (Krawiec Fig. 9 with deltaLet; the array paper's Fig. 3 with
 //!   genID and Share), simplified by the monad laws (`kit::monad_laws`).
 
+pub mod arena;
 pub mod drev;
 pub mod dual;
 pub mod graph;
+
+pub use arena::{Arena, Ix};
 
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
 use crate::value::{show_real, ExtValue, Value};
 use std::any::Any;
+use std::cell::RefCell;
 use std::rc::Rc;
 
 /// The constructors of every Delta type of the two papers: Krawiec Fig. 7's (Zero, OneHot, Scale,
 /// Add) and Fig. 10's (Zero, Scale, Add, Var, Let); the array paper's Fig. 1(b) (Zero, Input, Scale,
-/// Add) and §2.5's Share.
-#[derive(Debug, Default)]
+/// Add) and §2.5's Share. A node as read from its arena: children are indices into the same arena.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum Kind {
     #[default]
     Zero,
     OneHot(i64),
-    Scale(f64, Rc<Node>),
-    Add(Rc<Node>, Rc<Node>),
+    Scale(f64, Ix),
+    Add(Ix, Ix),
     Var(i64),
     /// `Let id rhs body`
-    Let(i64, Rc<Node>, Rc<Node>),
+    Let(i64, Ix, Ix),
     /// `Input i` (the array paper, Fig. 1(b)): the input named i.
     Input(i64),
     /// `Share id d` (the array paper §2.5): d, globally named id.
-    Share(i64, Rc<Node>),
+    Share(i64, Ix),
 }
 
-/// A Delta node, with a serial number that names it in the graph and the trace.
-#[derive(Debug)]
-pub struct Node {
-    pub serial: u64,
-    pub kind: Kind,
-    /// The source operation that built it (the span of the builtin's application), if known.
-    pub span: Span,
-}
-
-impl Drop for Node {
-    /// Iterative, so that dropping a long chain (10^5 nested Lets, the doubling chain) cannot
-    /// overflow the native stack: children whose last reference this is are taken apart on a heap stack.
-    fn drop(&mut self) {
-        let mut stack: Vec<Rc<Node>> = vec![];
-        take_children(&mut self.kind, &mut stack);
-        while let Some(rc) = stack.pop() {
-            if let Ok(mut node) = Rc::try_unwrap(rc) {
-                take_children(&mut node.kind, &mut stack);
-            }
-        }
-    }
-}
-
-/// The children whose last reference this is go on the stack; a shared child only loses a
-/// reference (no stack to allocate for it: most nodes dropped during a run have shared children).
-fn take_children(k: &mut Kind, out: &mut Vec<Rc<Node>>) {
-    let mut put = |u: Rc<Node>| {
-        if Rc::strong_count(&u) == 1 {
-            out.push(u);
-        }
-    };
-    match k {
-        Kind::Zero | Kind::OneHot(_) | Kind::Var(_) | Kind::Input(_) => {}
-        _ => match std::mem::take(k) {
-            Kind::Scale(_, u) | Kind::Share(_, u) => put(u),
-            Kind::Add(a, b) | Kind::Let(_, a, b) => {
-                put(a);
-                put(b);
-            }
-            _ => {}
-        },
-    }
-}
-
-impl Node {
-    pub fn children(&self) -> Vec<(&Rc<Node>, &'static str)> {
-        match &self.kind {
+impl Kind {
+    pub fn children(&self) -> Vec<(Ix, &'static str)> {
+        match *self {
             Kind::Scale(_, u) => vec![(u, "u")],
             Kind::Share(_, d) => vec![(d, "d")],
             Kind::Add(a, b) => vec![(a, "u1"), (b, "u2")],
@@ -98,7 +59,7 @@ impl Node {
         }
     }
     pub fn ctor(&self) -> &'static str {
-        match self.kind {
+        match self {
             Kind::Zero => "Zero",
             Kind::OneHot(_) => "OneHot",
             Kind::Scale(..) => "Scale",
@@ -110,7 +71,7 @@ impl Node {
         }
     }
     pub fn label(&self) -> String {
-        match &self.kind {
+        match self {
             Kind::OneHot(i) => format!("OneHot {i}"),
             Kind::Scale(r, _) => format!("Scale {}", show_real(*r)),
             Kind::Var(i) => format!("Var {i}"),
@@ -121,21 +82,36 @@ impl Node {
         }
     }
     pub fn delta_id(&self) -> Option<i64> {
-        match self.kind {
+        match *self {
             Kind::OneHot(i) | Kind::Var(i) | Kind::Let(i, ..) | Kind::Input(i) | Kind::Share(i, _) => Some(i),
             _ => None,
         }
     }
 }
 
-/// A Delta as a value of the interpreter: the node itself (`Value::Ext` of its `Rc`), so a node is
-/// one allocation, not a node and a wrapper (issue 13).
-impl ExtValue for Node {
+/// A Delta as a value of the interpreter: a node of its run's arena. The arena is shared by the
+/// run's Delta values (and the stage's state), so that a value renders itself without the machine.
+#[derive(Clone)]
+pub struct DeltaRef {
+    pub arena: Rc<RefCell<Arena>>,
+    pub ix: Ix,
+}
+
+impl std::fmt::Debug for DeltaRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.show())
+    }
+}
+
+impl ExtValue for DeltaRef {
     fn type_name(&self) -> &'static str {
         "Delta"
     }
     fn show(&self) -> String {
-        show_delta(self, 40)
+        match self.arena.try_borrow() {
+            Ok(a) => show_delta(&a, self.ix, 40),
+            Err(_) => "Delta".into(),
+        }
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -143,73 +119,79 @@ impl ExtValue for Node {
 }
 
 /// The value of a Delta.
-pub fn delta_value(n: Rc<Node>) -> Value {
-    Value::Ext(n)
+pub fn delta_value(d: DeltaRef) -> Value {
+    Value::Ext(Rc::new(d))
 }
 
-/// The node of a Delta value (a new reference to it), if the value is a Delta.
-pub fn delta_of(v: &Value) -> Option<Rc<Node>> {
-    let Value::Ext(e) = v else { return None };
-    e.as_any().downcast_ref::<Node>()?;
-    let p = Rc::into_raw(e.clone()) as *const Node;
-    // SAFETY: the value's concrete type is `Node` (checked above), and every `Value::Ext` holding a
-    // `Node` is an `Rc<Node>` coerced to `Rc<dyn ExtValue>` (`delta_value`; a `Node` is not made
-    // behind any other pointer), so `p` is the data pointer `Rc::<Node>::into_raw` would give for
-    // the same allocation, whose reference count the `clone` above raised.
-    Some(unsafe { Rc::from_raw(p) })
+/// The Delta of a value (a new reference to it), if the value is a Delta.
+pub fn delta_of(v: &Value) -> Option<DeltaRef> {
+    v.ext::<DeltaRef>().cloned()
 }
 
 /// A rendering of a Delta, cut after about `budget` constructors (Deltas can be huge).
-pub fn show_delta(n: &Node, budget: usize) -> String {
-    fn go(n: &Node, out: &mut String, left: &mut usize) {
-        if *left == 0 {
-            out.push('…');
-            return;
-        }
-        *left -= 1;
-        let paren = |out: &mut String, n: &Node, left: &mut usize| {
-            if matches!(n.kind, Kind::Zero) {
-                out.push_str("Zero");
-            } else {
-                out.push('(');
-                go(n, out, left);
-                out.push(')');
+pub fn show_delta(ar: &Arena, root: Ix, budget: usize) -> String {
+    // iteratively (a Delta can be a chain as long as the run): a stack of what to print next
+    enum Item {
+        Node(Ix),
+        Paren(Ix),
+        Text(&'static str),
+    }
+    let mut out = String::new();
+    let mut left = budget.max(1);
+    let mut stack = vec![Item::Node(root)];
+    while let Some(item) = stack.pop() {
+        let n = match item {
+            Item::Text(t) => {
+                out.push_str(t);
+                continue;
             }
+            Item::Paren(n) if ar.kind(n) == Kind::Zero => {
+                out.push_str("Zero");
+                continue;
+            }
+            Item::Paren(n) => {
+                out.push('(');
+                stack.push(Item::Text(")"));
+                n
+            }
+            Item::Node(n) => n,
         };
-        match &n.kind {
-            Kind::Zero | Kind::OneHot(_) | Kind::Var(_) | Kind::Input(_) => out.push_str(&n.label()),
+        if left == 0 {
+            out.push('…');
+            continue;
+        }
+        left -= 1;
+        let k = ar.kind(n);
+        match k {
+            Kind::Zero | Kind::OneHot(_) | Kind::Var(_) | Kind::Input(_) => out.push_str(&k.label()),
             Kind::Share(i, d) => {
                 out.push_str(&format!("Share {i} "));
-                paren(out, d, left);
+                stack.push(Item::Paren(d));
             }
             Kind::Scale(r, u) => {
-                out.push_str(&format!("Scale {} ", if *r < 0.0 { format!("({})", show_real(*r)) } else { show_real(*r) }));
-                paren(out, u, left);
+                out.push_str(&format!("Scale {} ", if r < 0.0 { format!("({})", show_real(r)) } else { show_real(r) }));
+                stack.push(Item::Paren(u));
             }
-            Kind::Add(a, b) => {
-                out.push_str("Add ");
-                paren(out, a, left);
-                out.push(' ');
-                paren(out, b, left);
-            }
-            Kind::Let(i, r, b) => {
-                out.push_str(&format!("Let {i} "));
-                paren(out, r, left);
-                out.push(' ');
-                paren(out, b, left);
+            Kind::Add(a, b) | Kind::Let(_, a, b) => {
+                if let Kind::Let(i, ..) = k {
+                    out.push_str(&format!("Let {i} "));
+                } else {
+                    out.push_str("Add ");
+                }
+                stack.push(Item::Paren(b));
+                stack.push(Item::Text(" "));
+                stack.push(Item::Paren(a));
             }
         }
     }
-    let mut s = String::new();
-    go(n, &mut s, &mut budget.max(1));
-    s
+    out
 }
 
 pub fn delta_type() -> Type {
     Type::con("Delta", vec![])
 }
 
-pub(crate) fn delta_arg(v: &Value, span: Span, what: &str) -> Result<Rc<Node>, RunError> {
+pub(crate) fn delta_arg(v: &Value, span: Span, what: &str) -> Result<DeltaRef, RunError> {
     match delta_of(v) {
         Some(d) => Ok(d),
         None => Err(RunError::runtime(span, format!("{what} expects a Delta, got {v}"))),
@@ -224,46 +206,61 @@ pub(crate) fn int_arg(v: &Value, span: Span, what: &str) -> Result<i64, RunError
     v.as_int().ok_or_else(|| RunError::runtime(span, format!("{what} expects an integer, got {v}")))
 }
 
-/// The serial numbers of Delta nodes, per run (a machine runs one program).
+/// The run's Delta arena (a machine runs one program), and the index of its `delta_nodes` counter
+/// once interned (counted by index: the counter named by its text was looked up again whenever
+/// another counter came between two nodes).
 #[derive(Default)]
-pub struct Serials {
-    next: u64,
-    /// The index of the `delta_nodes` counter, once interned (counted by index: the counter named
-    /// by its text was looked up again whenever another counter came between two nodes).
+pub struct DeltaArena {
+    arena: Rc<RefCell<Arena>>,
     nodes_counter: Option<usize>,
 }
 
-/// Makes a Delta node: counts it (`delta_nodes`, one allocation) and gives it a serial.
+/// The run's arena (for a stage's state that keeps a Delta without a value of it).
+pub(crate) fn run_arena(m: &mut Machine) -> Rc<RefCell<Arena>> {
+    m.state::<DeltaArena>().arena.clone()
+}
+
+/// Makes a Delta node: counts it (`delta_nodes`, one allocation) and gives it the next serial.
 pub(crate) fn mk(m: &mut Machine, kind: Kind) -> Result<Value, RunError> {
     Ok(delta_value(mk_node(m, kind)?))
 }
 
-pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<Rc<Node>, RunError> {
+pub(crate) fn mk_node(m: &mut Machine, kind: Kind) -> Result<DeltaRef, RunError> {
     let span = m.current_span();
     mk_node_at(m, kind, span)
 }
 
-pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<Rc<Node>, RunError> {
-    // one lookup of the state on the common path: the serial is taken first and given back if
-    // the allocation budget stops the node (the counts and serials are those of counting, then
-    // allocating, then numbering)
-    let s = m.state::<Serials>();
-    s.next += 1;
-    let (serial, counter) = (s.next, s.nodes_counter);
+pub(crate) fn mk_node_at(m: &mut Machine, kind: Kind, span: Span) -> Result<DeltaRef, RunError> {
+    // one lookup of the state on the common path; counted, then allocated (the allocation budget
+    // may stop it), then numbered
+    let st = m.state::<DeltaArena>();
+    let (counter, arena) = (st.nodes_counter, st.arena.clone());
     let c = match counter {
         Some(c) => c,
         None => {
             let c = m.counter_id("delta_nodes");
-            m.state::<Serials>().nodes_counter = Some(c);
+            m.state::<DeltaArena>().nodes_counter = Some(c);
             c
         }
     };
     m.count_at(c, 1);
-    if let Err(e) = m.alloc(1) {
-        m.state::<Serials>().next -= 1;
-        return Err(e);
+    m.alloc(1)?;
+    let ix = match arena.try_borrow_mut() {
+        Ok(mut a) => a.push(kind, span),
+        Err(_) => None,
+    };
+    let ix = ix.ok_or_else(|| RunError::runtime(span, "the run's Delta arena cannot take another node"))?;
+    Ok(DeltaRef { arena, ix })
+}
+
+/// The node of a Delta argument that becomes a child of a node this run builds: it must be of this
+/// run's arena (a Delta is never carried from one run to another).
+pub(crate) fn child_arg(m: &mut Machine, v: &Value, span: Span, what: &str) -> Result<Ix, RunError> {
+    let d = v.ext::<DeltaRef>().ok_or_else(|| RunError::runtime(span, format!("{what} expects a Delta, got {v}")))?;
+    if !Rc::ptr_eq(&d.arena, &m.state::<DeltaArena>().arena) {
+        return Err(RunError::runtime(span, format!("{what}: the Delta belongs to another run")));
     }
-    Ok(Rc::new(Node { serial, kind, span }))
+    Ok(d.ix)
 }
 
 /// Gives generated code without a span the span of the source operation it comes from, so that
@@ -281,13 +278,13 @@ pub(crate) fn b_zero(m: &mut Machine, _args: &mut Vec<Value>, _span: Span) -> Re
 
 pub(crate) fn b_scale(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let r = real_arg(&args[0], span, "Scale")?;
-    let u = delta_arg(&args[1], span, "Scale")?;
+    let u = child_arg(m, &args[1], span, "Scale")?;
     mk(m, Kind::Scale(r, u))
 }
 
 pub(crate) fn b_add(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let a = delta_arg(&args[0], span, "Add")?;
-    let b = delta_arg(&args[1], span, "Add")?;
+    let a = child_arg(m, &args[0], span, "Add")?;
+    let b = child_arg(m, &args[1], span, "Add")?;
     mk(m, Kind::Add(a, b))
 }
 
@@ -316,3 +313,29 @@ pub(crate) fn delta_ctor_builtins() -> Vec<Builtin> {
 
 /// Most rows of a map or vector shown in one trace step.
 pub const STATE_ROWS: usize = 200;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rendering walks the arena with a stack: the order, the parentheses (none around Zero) and
+    /// the cut after `budget` constructors are the recursive rendering's.
+    #[test]
+    fn a_delta_renders_from_its_arena_as_the_paper_prints_it() {
+        let mut a = Arena::default();
+        let v = a.push(Kind::Var(0), Span::NONE).unwrap();
+        let s = a.push(Kind::Scale(-2.0, v), Span::NONE).unwrap();
+        let z = a.push(Kind::Zero, Span::NONE).unwrap();
+        let add = a.push(Kind::Add(s, z), Span::NONE).unwrap();
+        let l = a.push(Kind::Let(3, add, v), Span::NONE).unwrap();
+        assert_eq!(show_delta(&a, l, 40), "Let 3 (Add (Scale (-2.0) (Var 0)) Zero) (Var 0)");
+        assert_eq!(show_delta(&a, l, 2), "Let 3 (Add (…) Zero) (…)");
+        // a chain as long as a run renders without recursion, cut at the budget
+        let mut d = v;
+        for i in 0..200_000 {
+            d = a.push(Kind::Let(i, v, d), Span::NONE).unwrap();
+        }
+        let shown = show_delta(&a, d, 3);
+        assert_eq!(shown, "Let 199999 (Var 0) (Let 199998 (…) (…))");
+    }
+}

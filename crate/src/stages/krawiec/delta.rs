@@ -1,11 +1,11 @@
 //! `krawiec/delta`: reverse mode #2, Krawiec et al. §6, Figs. 7–8. The dense δS vector of
 //! `krawiec/dense` becomes a symbolic term, `Delta = Zero | OneHot N | Scale R Delta | Add Delta Delta`,
 //! built in O(1) per operation and interpreted once at the end by `eval2` into one accumulator that
-//! is updated in place (`updateAt`). Deltas share physically (Rc), so the forward pass stays linear,
-//! but eval2 walks the DAG as a tree: on `let y = e in y + y` it walks e twice, and on the doubling
-//! chain its visits grow as 2^n.
+//! is updated in place (`updateAt`). Deltas share physically (a node of the run's arena, referred to
+//! by its index), so the forward pass stays linear, but eval2 walks the DAG as a tree: on
+//! `let y = e in y + y` it walks e twice, and on the doubling chain its visits grow as 2^n.
 
-use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node, STATE_ROWS};
+use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, DeltaRef, Ix, Kind, STATE_ROWS};
 use crate::kit::delta::dual::{dual_program, dual_stated_types, DeltaCompanion};
 use crate::kit::delta::graph::{delta_graph, Visits};
 use super::common::wrapper::require_ra_to_r;
@@ -16,7 +16,6 @@ use crate::ir::*;
 use crate::kit::polytypic::{count_reals, ra_expr, ra_pat};
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{show_real, Value};
-use std::rc::Rc;
 
 pub struct Delta;
 
@@ -30,7 +29,7 @@ Delta = Zero | OneHot i | Scale r u | Add u1 u2, a defunctionalised linear funct
 translation is no longer indexed by S: literals get Zero, +R builds Add u1 u2 and ×R builds \
 Add (Scale y u1) (Scale x u2), each O(1). The wrapper R2{e} seeds input i with OneHot i and runs eval2 dt u z, which \
 walks the Delta once, multiplying the Scale factors along each path and adding them into one accumulator with \
-updateAt, in place. The O(a) cost per operation is gone, but sharing is lost: the Delta is a DAG in memory (Rc), yet \
+updateAt, in place. The O(a) cost per operation is gone, but sharing is lost: the Delta is a DAG in memory (one node, referred to twice), yet \
 eval2 has no way to know that two occurrences of the same sub-Delta are the same, so on `let y = e in y + y` it walks \
 e twice, and on the chain `let x1 = x + x in … in xn + xn` it makes 2^(n+2) − 1 visits (counter eval_visits; the \
 graph shows how often each shared node was visited).",
@@ -51,7 +50,7 @@ fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
 /// The runtime state of `krawiec/delta`: the Delta eval2 was given, and its visits per node.
 #[derive(Default)]
 pub struct Eval2State {
-    pub root: Option<Rc<Node>>,
+    pub root: Option<DeltaRef>,
     pub visits: Visits,
 }
 
@@ -73,20 +72,22 @@ fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     Ok(args[2].with_reals(&mut acc.into_iter()))
 }
 
-fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits: &mut Visits, span: Span) -> Result<(), RunError> {
-    let mut stack: Vec<(f64, &Node)> = vec![(dt, root)];
+fn eval2_loop(m: &mut Machine, dt: f64, root: &DeltaRef, acc: &mut [f64], visits: &mut Visits, span: Span) -> Result<(), RunError> {
+    let Ok(ar) = root.arena.try_borrow() else { return Err(RunError::runtime(span, "eval2: the Delta is being built")) };
+    let mut stack: Vec<(f64, Ix)> = vec![(dt, root.ix)];
     while let Some((x, n)) = stack.pop() {
-        visits.visit(n.serial);
+        visits.visit(n as u64);
         m.tick(1)?;
-        match &n.kind {
+        let k = ar.kind(n);
+        match k {
             // eval2 x Zero xs = xs
             Kind::Zero => {}
             // eval2 x (OneHot i) xs = updateAt i x xs
             Kind::OneHot(i) => {
-                if *i < 1 || *i as usize > acc.len() {
+                if i < 1 || i as usize > acc.len() {
                     return Err(RunError::runtime(span, format!("eval2: OneHot {i} is outside the input's 1..{} reals", acc.len())));
                 }
-                acc[*i as usize - 1] += x;
+                acc[i as usize - 1] += x;
                 m.real_op();
             }
             // eval2 x (Scale y u) xs = eval2 (x × y) u xs
@@ -104,15 +105,16 @@ fn eval2_loop(m: &mut Machine, dt: f64, root: &Rc<Node>, acc: &mut [f64], visits
             }
         }
         if m.tracing() {
-            let note = match &n.kind {
+            let note = match k {
                 Kind::OneHot(i) => format!("updateAt {i} ({})", show_real(x)),
-                Kind::Scale(y, _) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+                Kind::Scale(y, _) => format!("Scale {}: factor becomes {}", show_real(y), show_real(x * y)),
                 Kind::Add(..) => "Add: u1, then u2".to_string(),
                 _ => "Zero: nothing to add".to_string(),
             };
             let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{}", i + 1), Shown::from(*v))).collect();
-            let span = (!n.span.is_none()).then_some(n.span);
-            m.trace(TraceStep { kind: "eval2".into(), node: Some(n.serial), span, factor: Some(x.into()), note, state, ..TraceStep::default() });
+            let span = ar.span(n);
+            let span = (!span.is_none()).then_some(span);
+            m.trace(TraceStep { kind: "eval2".into(), node: Some(n as u64), span, factor: Some(x.into()), note, state, ..TraceStep::default() });
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! any DeltaMap (the persistent map here, §7.3's mutable array in `krawiec/array`), and the map's
 //! builtins (Fig. 10's API, and Fig. 15's lookup at a dual number's Delta).
 
-use crate::kit::delta::{delta_arg, delta_type, int_arg, real_arg, Kind, Node, STATE_ROWS};
+use crate::kit::delta::{delta_arg, delta_type, int_arg, real_arg, Arena, DeltaRef, Ix, Kind, STATE_ROWS};
 use crate::kit::delta::graph::{delta_graph, Visits};
 use super::monad::DeltaState;
 use crate::diag::Span;
@@ -26,9 +26,9 @@ pub(crate) trait Adjoints {
     fn stop_rows(&mut self) {}
 }
 
-enum Frame<'a> {
-    Visit(f64, &'a Node),
-    AfterLet(&'a Node),
+enum Frame {
+    Visit(f64, Ix),
+    AfterLet(Ix),
 }
 
 /// `eval x u um` (Fig. 10), iteratively over an explicit stack (the Let spine is as long as the run):
@@ -44,21 +44,24 @@ enum Frame<'a> {
 pub(crate) fn eval_loop(
     m: &mut Machine,
     x: f64,
-    root: &Node,
+    root: &DeltaRef,
     um: &mut dyn Adjoints,
     visits: &mut Visits,
     skipped: &mut HashSet<u64>,
     span: Span,
 ) -> Result<(), RunError> {
-    let mut stack: Vec<Frame> = vec![Frame::Visit(x, root)];
+    let Ok(ar) = root.arena.try_borrow() else { return Err(RunError::runtime(span, "eval: the Delta is being built")) };
+    let ar: &Arena = &ar;
+    let mut stack: Vec<Frame> = vec![Frame::Visit(x, root.ix)];
     let mut rows = true;
     let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
     while let Some(f) = stack.pop() {
-        let (kind, node, factor) = match f {
+        let (kind, node, k, factor) = match f {
             Frame::Visit(x, n) => {
-                visits.visit(n.serial);
+                visits.visit(n as u64);
                 m.tick(1)?;
-                match &n.kind {
+                let k = ar.kind(n);
+                match k {
                     Kind::Zero => {}
                     Kind::Scale(y, u) => {
                         m.real_op();
@@ -70,29 +73,30 @@ pub(crate) fn eval_loop(
                     }
                     Kind::Var(id) => {
                         m.real_op();
-                        um.add(*id, x).map_err(err)?;
+                        um.add(id, x).map_err(err)?;
                     }
                     Kind::Let(_, _, body) => {
                         stack.push(Frame::AfterLet(n));
                         stack.push(Frame::Visit(x, body));
                     }
                     Kind::OneHot(_) | Kind::Input(_) | Kind::Share(..) => {
-                        return Err(err(format!("{} is not in Fig. 10's Delta (inputs are Var i)", n.ctor())))
+                        return Err(err(format!("{} is not in Fig. 10's Delta (inputs are Var i)", k.ctor())))
                     }
                 }
-                ("eval", n, x)
+                ("eval", n, k, x)
             }
             Frame::AfterLet(n) => {
                 m.tick(1)?;
-                let Kind::Let(id, rhs, _) = &n.kind else { unreachable!("AfterLet holds a Let") };
-                match um.take(*id).map_err(err)? {
+                let k = ar.kind(n);
+                let Kind::Let(id, rhs, _) = k else { return Err(err("a frame after a Let holds no Let".into())) };
+                match um.take(id).map_err(err)? {
                     None => {
-                        skipped.insert(n.serial);
-                        ("skip", n, 0.0)
+                        skipped.insert(n as u64);
+                        ("skip", n, k, 0.0)
                     }
                     Some(v) => {
                         stack.push(Frame::Visit(v, rhs));
-                        ("let", n, v)
+                        ("let", n, k, v)
                     }
                 }
             }
@@ -100,9 +104,10 @@ pub(crate) fn eval_loop(
         if rows {
             if m.tracing() {
                 let state = um.rows();
-                let span = (!node.span.is_none()).then_some(node.span);
-                let note = eval_note(kind, node, factor);
-                m.trace(TraceStep { kind: kind.into(), node: Some(node.serial), span, factor: Some(factor.into()), note, state: Shown::rows(state), ..TraceStep::default() });
+                let span = ar.span(node);
+                let span = (!span.is_none()).then_some(span);
+                let note = eval_note(kind, k, factor);
+                m.trace(TraceStep { kind: kind.into(), node: Some(node as u64), span, factor: Some(factor.into()), note, state: Shown::rows(state), ..TraceStep::default() });
             } else {
                 rows = false;
                 um.stop_rows();
@@ -113,12 +118,12 @@ pub(crate) fn eval_loop(
 }
 
 /// What an eval step did, in words (built only for traced steps).
-fn eval_note(kind: &str, n: &Node, x: f64) -> String {
-    match (kind, &n.kind) {
+fn eval_note(kind: &str, k: Kind, x: f64) -> String {
+    match (kind, k) {
         ("skip", Kind::Let(id, ..)) => format!("lookup {id} = Nothing: the binding is dead, skip its right-hand side"),
         ("let", Kind::Let(id, ..)) => format!("lookup {id} = Just {}; delete {id}; eval its right-hand side scaled by it", show_real(x)),
         (_, Kind::Let(id, ..)) => format!("Let {id}: the body first"),
-        (_, Kind::Scale(y, _)) => format!("Scale {}: factor becomes {}", show_real(*y), show_real(x * y)),
+        (_, Kind::Scale(y, _)) => format!("Scale {}: factor becomes {}", show_real(y), show_real(x * y)),
         (_, Kind::Add(..)) => "Add: u1, then u2".to_string(),
         (_, Kind::Var(id)) => format!("addDelta {id} ({})", show_real(x)),
         _ => "Zero: nothing to add".to_string(),
@@ -172,7 +177,7 @@ fn map_arg(v: &Value, span: Span, what: &str) -> Result<RedBlackTreeMap<i64, f64
 }
 
 /// Keeps what eval did for the graph.
-pub(crate) fn record_eval(m: &mut Machine, root: &Rc<Node>, mut visits: Visits, skipped: HashSet<u64>, res: &mut Result<(), RunError>) {
+pub(crate) fn record_eval(m: &mut Machine, root: &DeltaRef, mut visits: Visits, skipped: HashSet<u64>, res: &mut Result<(), RunError>) {
     visits.flush(m, res);
     let st = m.state::<DeltaState>();
     if st.root.is_none() {
@@ -210,7 +215,8 @@ fn b_lookup_or_zero(_m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Resu
 fn b_lookup_delta(_m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = delta_arg(&args[0], span, "lookupDelta")?;
     let um = map_arg(&args[1], span, "lookupDelta")?;
-    match d.kind {
+    let k = d.arena.try_borrow().map(|a| a.kind(d.ix)).unwrap_or_default();
+    match k {
         Kind::Var(id) => Ok(Value::Real(um.get(&id).copied().unwrap_or(0.0))),
         Kind::Zero => Ok(Value::Real(0.0)),
         _ => Err(RunError::runtime(span, "lookupDelta: an input's Delta is Var id or Zero")),

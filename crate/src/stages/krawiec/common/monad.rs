@@ -2,15 +2,15 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, Kind, Node};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, run_arena, DeltaRef, Ix, Kind};
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
+use crate::stages::dualrev::common::Chunked;
 use rustc_hash::FxHashSet as HashSet;
-use std::rc::Rc;
 
 /// DeltaState (Fig. 10) and what the backward pass leaves for the graph.
 #[derive(Default)]
@@ -20,10 +20,11 @@ pub struct DeltaState {
     /// The next fresh DeltaId.
     pub next_id: i64,
     /// The bindings so far, oldest first (Fig. 10 keeps them newest first; runDelta's foldl wraps
-    /// the newest innermost either way).
-    pub binds: Vec<(i64, Rc<Node>, Span)>,
+    /// the newest innermost either way): the id, the Delta's node in the run's arena, the span.
+    /// In chunks: as long as the run (issue 13, bytes per op).
+    pub binds: Chunked<(i64, Ix, Span)>,
     /// The Let-wrapped Delta runDelta returned (the graph's root).
-    pub root: Option<Rc<Node>>,
+    pub root: Option<DeltaRef>,
     /// eval's visits per node, and the Lets it skipped.
     pub visits: Visits,
     pub skipped: HashSet<u64>,
@@ -31,7 +32,7 @@ pub struct DeltaState {
 
 /// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
 pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let d = delta_arg(&args[0], span, "deltaLet")?;
+    let d = child_arg(m, &args[0], span, "deltaLet")?;
     m.count("ids_allocated", 1);
     m.tick(1)?;
     let st = m.state::<DeltaState>();
@@ -61,7 +62,7 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         }
         st.active = true;
         st.next_id = start;
-        st.binds.clear();
+        st.binds = Chunked::default();
     }
     let r = m.apply(args[1].clone(), Value::Unit);
     let (binds, last) = {
@@ -70,10 +71,14 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         (std::mem::take(&mut st.binds), st.next_id - 1)
     };
     let v = r?;
-    let wrap = |m: &mut Machine, d: Rc<Node>| -> Result<Rc<Node>, RunError> {
+    let wrap = |m: &mut Machine, d: DeltaRef| -> Result<DeltaRef, RunError> {
+        if !binds.is_empty() && !std::rc::Rc::ptr_eq(&d.arena, &run_arena(m)) {
+            return Err(RunError::runtime(span, "runDelta: the Delta belongs to another run"));
+        }
         let mut acc = d;
-        for (id, rhs, at) in binds.into_iter().rev() {
-            acc = mk_node_at(m, Kind::Let(id, rhs, acc), at)?;
+        for i in (0..binds.len()).rev() {
+            let Some(&(id, rhs, at)) = binds.get(i) else { break };
+            acc = mk_node_at(m, Kind::Let(id, rhs, acc.ix), at)?;
         }
         Ok(acc)
     };

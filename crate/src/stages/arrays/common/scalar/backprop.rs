@@ -16,25 +16,25 @@ use super::runtime::{eval_args, input_slot, record, vector_value};
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
 use crate::kit::delta::graph::Visits;
-use crate::kit::delta::{show_delta, Kind, Node, STATE_ROWS};
+use crate::kit::delta::{show_delta, Arena, Ix, Kind, STATE_ROWS};
 use crate::value::{show_real, Value};
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 /// ES (Fig. 5): the input cotangents, the fragments waiting to be visited (with the Share node they
 /// came from, for the graph), and the cotangents accumulated per ID.
-#[derive(Default)]
-struct Es {
+struct Es<'a> {
     grad: BTreeMap<i64, f64>,
-    dfrag: BTreeMap<i64, (u64, Rc<Node>)>,
+    dfrag: BTreeMap<i64, (Ix, Ix)>,
     accum: BTreeMap<i64, f64>,
+    /// The arena the fragments are in.
+    ar: &'a Arena,
 }
 
-impl Es {
+impl Es<'_> {
     /// The three maps as rows: `accum i`, `dfrag i`, `grad v`.
     fn rows(&self) -> Vec<(String, Shown)> {
         let accum = self.accum.iter().rev().map(|(i, c)| (format!("accum {i}"), Shown::from(*c)));
-        let dfrag = self.dfrag.iter().rev().map(|(i, (_, d))| (format!("dfrag {i}"), Shown::text(show_delta(d, 6))));
+        let dfrag = self.dfrag.iter().rev().map(|(i, &(_, d))| (format!("dfrag {i}"), Shown::text(show_delta(self.ar, d, 6))));
         let grad = self.grad.iter().map(|(v, c)| (format!("grad {v}"), Shown::from(*c)));
         accum.chain(dfrag).chain(grad).take(STATE_ROWS).collect()
     }
@@ -56,17 +56,19 @@ struct Walk<'a> {
 
 impl Walk<'_> {
     /// eval4 c d, iteratively; `part` as in `runtime::is_part` (an Input is a node of Fig. 4 of its own).
-    fn eval4(&mut self, m: &mut Machine, c: f64, root: &Rc<Node>, es: &mut Es) -> Result<(), RunError> {
-        let mut stack: Vec<(f64, &Rc<Node>)> = vec![(c, root)];
+    fn eval4(&mut self, m: &mut Machine, c: f64, root: Ix, es: &mut Es) -> Result<(), RunError> {
+        let ar = es.ar;
+        let mut stack: Vec<(f64, Ix)> = vec![(c, root)];
         while let Some((x, nd)) = stack.pop() {
-            self.visits.visit(nd.serial);
+            self.visits.visit(nd as u64);
             m.tick(1)?;
-            let note = match &nd.kind {
+            let k = ar.kind(nd);
+            let note = match k {
                 Kind::Zero => "Zero: nothing".to_string(),
                 Kind::Input(v) => {
                     self.ops += 1;
-                    input_slot(*v, self.n, self.span, "eval4")?;
-                    *es.grad.entry(*v).or_default() += x;
+                    input_slot(v, self.n, self.span, "eval4")?;
+                    *es.grad.entry(v).or_default() += x;
                     m.real_op();
                     format!("Input {v}: grad {v} += {}", show_real(x))
                 }
@@ -78,17 +80,17 @@ impl Walk<'_> {
                 Kind::Scale(r, d) => {
                     m.real_op();
                     stack.push((x * r, d));
-                    format!("Scale {}: cotangent becomes {}", show_real(*r), show_real(x * r))
+                    format!("Scale {}: cotangent becomes {}", show_real(r), show_real(x * r))
                 }
                 Kind::Share(i, d) => {
-                    es.dfrag.insert(*i, (nd.serial, d.clone()));
-                    *es.accum.entry(*i).or_default() += x;
+                    es.dfrag.insert(i, (nd, d));
+                    *es.accum.entry(i).or_default() += x;
                     m.real_op();
                     format!("Share {i}: accum {i} += {}, fragment deferred", show_real(x))
                 }
-                _ => return Err(RunError::runtime(self.span, format!("eval4: {} is not in §2.5's Delta", nd.ctor()))),
+                _ => return Err(RunError::runtime(self.span, format!("eval4: {} is not in §2.5's Delta", k.ctor()))),
             };
-            step(m, "eval4", nd.serial, nd.span, x, note, es);
+            step(m, "eval4", nd as u64, ar.span(nd), x, note, es);
         }
         Ok(())
     }
@@ -103,8 +105,8 @@ impl Walk<'_> {
                 .ok_or_else(|| RunError::runtime(self.span, format!("backprop4: no fragment for ID {i}")))?;
             self.ops += 1;
             m.tick(1)?;
-            step(m, "pop", serial, d.span, c, format!("pop ID {i} with cotangent {}: evaluate its fragment once", show_real(c)), es);
-            self.eval4(m, c, &d, es)?;
+            step(m, "pop", serial as u64, es.ar.span(d), c, format!("pop ID {i} with cotangent {}: evaluate its fragment once", show_real(c)), es);
+            self.eval4(m, c, d, es)?;
         }
         Ok(())
     }
@@ -115,14 +117,17 @@ impl Walk<'_> {
 pub fn b_reverse_pass(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "reversePass")?;
     let mut visits = Visits::default();
-    let mut es = Es::default();
+    let ar = root.arena.try_borrow().map_err(|_| RunError::runtime(span, "reversePass: the Delta is being built"))?;
+    let mut es = Es { grad: BTreeMap::new(), dfrag: BTreeMap::new(), accum: BTreeMap::new(), ar: &ar };
     let mut walk = Walk { n, span, visits: &mut visits, ops: 0 };
-    let mut res = walk.eval4(m, c, &root, &mut es).and_then(|_| walk.backprop4(m, &mut es));
+    let mut res = walk.eval4(m, c, root.ix, &mut es).and_then(|_| walk.backprop4(m, &mut es));
     let ops = walk.ops;
+    let grad = std::mem::take(&mut es.grad);
+    drop(ar);
     record(m, &root, visits, ops, &mut res);
     res?;
     let mut g = vec![0.0; n];
-    for (v, x) in es.grad {
+    for (v, x) in grad {
         g[v as usize] = x;
     }
     Ok(vector_value(g))

@@ -8,33 +8,39 @@ use super::runtime::{eval_args, input_slot, is_part, record, vector_value};
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
 use crate::kit::delta::graph::Visits;
-use crate::kit::delta::{Kind, Node, STATE_ROWS};
+use crate::kit::delta::{Arena, DeltaRef, Ix, Kind, STATE_ROWS};
 use crate::value::{show_real, Value};
 
 /// Counts one visit of n (reached from a node of which it is part, or not).
-fn visit(m: &mut Machine, visits: &mut Visits, ops: &mut u64, n: &Node, part: bool) -> Result<(), RunError> {
-    visits.visit(n.serial);
+fn visit(m: &mut Machine, visits: &mut Visits, ops: &mut u64, n: Ix, part: bool) -> Result<(), RunError> {
+    visits.visit(n as u64);
     if !part {
         *ops += 1;
     }
     m.tick(1)
 }
 
-fn not_tree(n: &Node, span: Span, what: &str) -> RunError {
-    RunError::runtime(span, format!("{what}: {} is not in Fig. 1(b)'s Delta", n.ctor()))
+fn not_tree(k: Kind, span: Span, what: &str) -> RunError {
+    RunError::runtime(span, format!("{what}: {} is not in Fig. 1(b)'s Delta", k.ctor()))
 }
 
-fn step(m: &mut Machine, kind: &str, n: &Node, factor: f64, note: String, acc: &[f64]) {
+fn step(m: &mut Machine, ar: &Arena, kind: &str, n: Ix, factor: f64, note: String, acc: &[f64]) {
     if m.tracing() {
         let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{i}"), Shown::from(*v))).collect();
-        let span = (!n.span.is_none()).then_some(n.span);
-        m.trace(TraceStep { kind: kind.into(), node: Some(n.serial), span, factor: Some(factor.into()), note, state, ..TraceStep::default() });
+        let span = ar.span(n);
+        let span = (!span.is_none()).then_some(span);
+        m.trace(TraceStep { kind: kind.into(), node: Some(n as u64), span, factor: Some(factor.into()), note, state, ..TraceStep::default() });
     }
 }
 
-enum Frame<'a> {
-    Enter(&'a Node, bool),
-    Exit(&'a Node),
+enum Frame {
+    Enter(Ix, bool),
+    Exit(Ix),
+}
+
+/// The Delta's arena, read for a whole evaluation (nothing is built while an evaluator walks).
+fn read<'a>(d: &'a DeltaRef, span: Span, what: &str) -> Result<std::cell::Ref<'a, Arena>, RunError> {
+    d.arena.try_borrow().map_err(|_| RunError::runtime(span, format!("{what}: the Delta is being built")))
 }
 
 /// eval0 d ε (§2.3), by a post-order walk with a stack of values:
@@ -46,32 +52,34 @@ enum Frame<'a> {
 /// infinite partial (`x * 1.0` at an overflowing x, `1.0 / x` at 0) gives no ∞ · 0 = NaN, the one rule
 /// every stage follows (forward mode's, and the reverse evaluators', which never reach a Zero with a
 /// product).
-fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
-    let mut stack = vec![Frame::Enter(root, false)];
+fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
+    let ar = read(root, span, "eval0")?;
+    let ar: &Arena = &ar;
+    let mut stack = vec![Frame::Enter(root.ix, false)];
     let mut vals: Vec<Option<f64>> = vec![];
     let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
     while let Some(f) = stack.pop() {
         match f {
             Frame::Enter(n, part) => {
                 visit(m, visits, ops, n, part)?;
-                match &n.kind {
+                match ar.kind(n) {
                     Kind::Zero => vals.push(None),
-                    Kind::Input(i) => vals.push(Some(if input_slot(*i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
+                    Kind::Input(i) => vals.push(Some(if input_slot(i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
                     Kind::Scale(_, d) => {
                         stack.push(Frame::Exit(n));
                         stack.push(Frame::Enter(d, false));
                     }
                     Kind::Add(a, b) => {
                         stack.push(Frame::Exit(n));
-                        stack.push(Frame::Enter(b, is_part(n, b)));
-                        stack.push(Frame::Enter(a, is_part(n, a)));
+                        stack.push(Frame::Enter(b, is_part(ar, n, b)));
+                        stack.push(Frame::Enter(a, is_part(ar, n, a)));
                     }
-                    _ => return Err(not_tree(n, span, "eval0")),
+                    k => return Err(not_tree(k, span, "eval0")),
                 }
             }
             Frame::Exit(n) => {
                 m.real_op();
-                let v = match &n.kind {
+                let v = match ar.kind(n) {
                     Kind::Scale(r, _) => pop(&mut vals)?.map(|v| r * v),
                     _ => {
                         let b = pop(&mut vals)?;
@@ -91,6 +99,7 @@ fn eval0(m: &mut Machine, root: &Node, dir: usize, inputs: usize, visits: &mut V
 /// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.
 pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval0")?;
+    let ar = read(&root, span, "eval0")?;
     let (mut visits, mut ops) = (Visits::default(), 0);
     let mut g = vec![0.0; n];
     let mut res = Ok(());
@@ -98,7 +107,7 @@ pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
         match eval0(m, &root, i, n, &mut visits, &mut ops, span) {
             Ok(v) => {
                 *gi = c * v;
-                step(m, "eval0", &root, c, format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
+                step(m, &ar, "eval0", root.ix, c, format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
             }
             Err(e) => {
                 res = Err(e);
@@ -106,6 +115,7 @@ pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
             }
         }
     }
+    drop(ar);
     record(m, &root, visits, ops, &mut res);
     res?;
     Ok(vector_value(g))
@@ -122,24 +132,26 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let (c, root, n) = eval_args(m, &args, span, "eval1")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, 0u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
-        let mut stack = vec![Frame::Enter(&root, false)];
+        let ar = read(&root, span, "eval1")?;
+        let ar: &Arena = &ar;
+        let mut stack = vec![Frame::Enter(root.ix, false)];
         let mut vals: Vec<Option<Vec<f64>>> = vec![];
         let pop = |vals: &mut Vec<Option<Vec<f64>>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval1: value stack underflow"));
         while let Some(f) = stack.pop() {
             match f {
                 Frame::Enter(nd, part) => {
                     visit(m, &mut visits, &mut ops, nd, part)?;
-                    match &nd.kind {
+                    match ar.kind(nd) {
                         Kind::Zero => {
-                            step(m, "eval1", nd, 1.0, "Zero: the zero vector".into(), &[]);
+                            step(m, ar, "eval1", nd, 1.0, "Zero: the zero vector".into(), &[]);
                             vals.push(None);
                         }
                         Kind::Input(i) => {
                             m.alloc(n as u64)?;
                             elems += n as u64;
                             let mut v = vec![0.0; n];
-                            v[input_slot(*i, n, span, "eval1")?] = 1.0;
-                            step(m, "eval1", nd, 1.0, format!("{}: a one-hot vector", nd.label()), &v);
+                            v[input_slot(i, n, span, "eval1")?] = 1.0;
+                            step(m, ar, "eval1", nd, 1.0, format!("{}: a one-hot vector", ar.kind(nd).label()), &v);
                             vals.push(Some(v));
                         }
                         Kind::Scale(_, d) => {
@@ -148,14 +160,14 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                         }
                         Kind::Add(a, b) => {
                             stack.push(Frame::Exit(nd));
-                            stack.push(Frame::Enter(b, is_part(nd, b)));
-                            stack.push(Frame::Enter(a, is_part(nd, a)));
+                            stack.push(Frame::Enter(b, is_part(ar, nd, b)));
+                            stack.push(Frame::Enter(a, is_part(ar, nd, a)));
                         }
-                        _ => return Err(not_tree(nd, span, "eval1")),
+                        k => return Err(not_tree(k, span, "eval1")),
                     }
                 }
                 Frame::Exit(nd) => {
-                    let v = match &nd.kind {
+                    let v = match ar.kind(nd) {
                         Kind::Scale(r, _) => pop(&mut vals)?.map(|v| v.into_iter().map(|x| r * x).collect()),
                         _ => {
                             let b = pop(&mut vals)?;
@@ -168,7 +180,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                     if v.is_some() {
                         elems += n as u64;
                     }
-                    step(m, "eval1", nd, 1.0, format!("{}: the vector of its subterms", nd.label()), v.as_deref().unwrap_or(&[]));
+                    step(m, ar, "eval1", nd, 1.0, format!("{}: the vector of its subterms", ar.kind(nd).label()), v.as_deref().unwrap_or(&[]));
                     vals.push(v);
                 }
             }
@@ -180,7 +192,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
 }
 
 /// Adds eval1's or eval2's counts (to a budget error's too) and keeps its visits for the graph.
-fn finish(m: &mut Machine, root: &std::rc::Rc<Node>, visits: Visits, ops: u64, elems: u64, res: Result<Vec<f64>, RunError>) -> Result<Value, RunError> {
+fn finish(m: &mut Machine, root: &DeltaRef, visits: Visits, ops: u64, elems: u64, res: Result<Vec<f64>, RunError>) -> Result<Value, RunError> {
     let (g, mut done) = match res {
         Ok(g) => (g, Ok(())),
         Err(e) => (vec![], Err(e)),
@@ -194,10 +206,10 @@ fn finish(m: &mut Machine, root: &std::rc::Rc<Node>, visits: Visits, ops: u64, e
     Ok(vector_value(g))
 }
 
-enum Cayley<'a> {
-    Visit(&'a Node, bool),
+enum Cayley {
+    Visit(Ix, bool),
     /// Back from a Scale's subterm: add r times its vector into the one below.
-    Scaled(&'a Node, f64),
+    Scaled(Ix, f64),
 }
 
 /// eval2 d tg (§2.4), the Cayley transform of eval1: the vector is threaded through, so Zero, Input and
@@ -212,36 +224,38 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let (c, root, n) = eval_args(m, &args, span, "eval2")?;
     let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, n as u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
+        let ar = read(&root, span, "eval2")?;
+        let ar: &Arena = &ar;
         let mut accs: Vec<Vec<f64>> = vec![vec![0.0; n]];
-        let mut stack = vec![Cayley::Visit(&root, false)];
+        let mut stack = vec![Cayley::Visit(root.ix, false)];
         let under = || RunError::runtime(span, "eval2: accumulator stack underflow");
         while let Some(f) = stack.pop() {
             match f {
                 Cayley::Visit(nd, part) => {
                     visit(m, &mut visits, &mut ops, nd, part)?;
-                    match &nd.kind {
+                    match ar.kind(nd) {
                         Kind::Zero => {}
                         Kind::Input(i) => {
-                            let slot = input_slot(*i, n, span, "eval2")?;
+                            let slot = input_slot(i, n, span, "eval2")?;
                             accs.last_mut().ok_or_else(under)?[slot] += 1.0;
                             m.real_op();
                         }
                         Kind::Add(a, b) => {
-                            stack.push(Cayley::Visit(b, is_part(nd, b)));
-                            stack.push(Cayley::Visit(a, is_part(nd, a)));
+                            stack.push(Cayley::Visit(b, is_part(ar, nd, b)));
+                            stack.push(Cayley::Visit(a, is_part(ar, nd, a)));
                         }
                         // a constant argument's Scale r Zero adds nothing (no ∞ · 0, as in eval0)
-                        Kind::Scale(_, d) if matches!(d.kind, Kind::Zero) => visit(m, &mut visits, &mut ops, d, false)?,
+                        Kind::Scale(_, d) if ar.kind(d) == Kind::Zero => visit(m, &mut visits, &mut ops, d, false)?,
                         Kind::Scale(r, d) => {
                             m.alloc(n as u64)?;
                             elems += n as u64;
                             accs.push(vec![0.0; n]);
-                            stack.push(Cayley::Scaled(nd, *r));
+                            stack.push(Cayley::Scaled(nd, r));
                             stack.push(Cayley::Visit(d, false));
                         }
-                        _ => return Err(not_tree(nd, span, "eval2")),
+                        k => return Err(not_tree(k, span, "eval2")),
                     }
-                    step(m, "eval2", nd, 1.0, format!("{}", nd.label()), accs.last().ok_or_else(under)?);
+                    step(m, ar, "eval2", nd, 1.0, ar.kind(nd).label(), accs.last().ok_or_else(under)?);
                 }
                 Cayley::Scaled(nd, r) => {
                     let tmp = accs.pop().ok_or_else(under)?;
@@ -250,7 +264,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                         *t += r * x;
                     }
                     elems += n as u64;
-                    step(m, "eval2", nd, r, format!("Scale {}: tg + {} · (eval2 d 0⃗)", show_real(r), show_real(r)), accs.last().ok_or_else(under)?);
+                    step(m, ar, "eval2", nd, r, format!("Scale {}: tg + {} · (eval2 d 0⃗)", show_real(r), show_real(r)), accs.last().ok_or_else(under)?);
                 }
             }
         }
@@ -272,29 +286,31 @@ pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let (mut visits, mut ops) = (Visits::default(), 0u64);
     let mut acc = vec![0.0; n];
     let mut res = (|| -> Result<(), RunError> {
-        let mut stack: Vec<(f64, &Node, bool)> = vec![(c, &root, false)];
+        let ar = read(&root, span, "eval3")?;
+        let ar: &Arena = &ar;
+        let mut stack: Vec<(f64, Ix, bool)> = vec![(c, root.ix, false)];
         while let Some((x, nd, part)) = stack.pop() {
             visit(m, &mut visits, &mut ops, nd, part)?;
-            let note = match &nd.kind {
+            let note = match ar.kind(nd) {
                 Kind::Zero => "Zero: nothing to add".to_string(),
                 Kind::Input(i) => {
-                    acc[input_slot(*i, n, span, "eval3")?] += x;
+                    acc[input_slot(i, n, span, "eval3")?] += x;
                     m.real_op();
                     format!("Input {i}: add {}", show_real(x))
                 }
                 Kind::Add(a, b) => {
-                    stack.push((x, b, is_part(nd, b)));
-                    stack.push((x, a, is_part(nd, a)));
+                    stack.push((x, b, is_part(ar, nd, b)));
+                    stack.push((x, a, is_part(ar, nd, a)));
                     "Add: d1, then d2".to_string()
                 }
                 Kind::Scale(r, d) => {
                     m.real_op();
                     stack.push((x * r, d, false));
-                    format!("Scale {}: cotangent becomes {}", show_real(*r), show_real(x * r))
+                    format!("Scale {}: cotangent becomes {}", show_real(r), show_real(x * r))
                 }
-                _ => return Err(not_tree(nd, span, "eval3")),
+                k => return Err(not_tree(k, span, "eval3")),
             };
-            step(m, "eval3", nd, x, note, &acc);
+            step(m, ar, "eval3", nd, x, note, &acc);
         }
         Ok(())
     })();

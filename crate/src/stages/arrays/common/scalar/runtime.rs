@@ -6,10 +6,9 @@ use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::{delta_graph, Visits};
-use crate::kit::delta::{delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, Kind, Node};
+use crate::kit::delta::{child_arg, delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, run_arena, Arena, DeltaRef, Ix, Kind};
 use crate::value::Value;
 use rustc_hash::FxHashSet as HashSet;
-use std::rc::Rc;
 
 /// A run's state: the IdGen counter, the Delta the evaluator was given and its visits per node.
 #[derive(Default)]
@@ -20,7 +19,7 @@ pub struct ScalarState {
     pub last_id: i64,
     /// IDs given to Share nodes so far (Invariant 2).
     pub shared: HashSet<i64>,
-    pub root: Option<Rc<Node>>,
+    pub root: Option<DeltaRef>,
     pub visits: Visits,
 }
 
@@ -46,18 +45,21 @@ fn b_gen_id(m: &mut Machine, _args: &mut Vec<Value>, span: Span) -> Result<Value
 /// were built), (2) an ID names one node only (with Rc, one ID on one Share node).
 fn b_share(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let id = int_arg(&args[0], span, "Share")?;
-    let d = delta_arg(&args[1], span, "Share")?;
-    let mut stack: Vec<&Node> = vec![&d];
+    let d = child_arg(m, &args[1], span, "Share")?;
+    let arena = run_arena(m);
+    let Ok(ar) = arena.try_borrow() else { return Err(RunError::runtime(span, "Share: the Delta is being built")) };
+    let mut stack: Vec<Ix> = vec![d];
     while let Some(n) = stack.pop() {
         m.tick(1)?;
-        match &n.kind {
-            Kind::Share(j, _) if *j >= id => {
+        match ar.kind(n) {
+            Kind::Share(j, _) if j >= id => {
                 return Err(RunError::runtime(span, format!("Share {id}: Invariant 1 fails, the inside holds Share {j}")))
             }
             Kind::Share(..) => {}
-            _ => stack.extend(n.children().into_iter().map(|(c, _)| &**c)),
+            k => stack.extend(k.children().into_iter().map(|(c, _)| c)),
         }
     }
+    drop(ar);
     if !m.state::<ScalarState>().shared.insert(id) {
         return Err(RunError::runtime(span, format!("Share {id}: Invariant 2 fails, the ID is on another node already")));
     }
@@ -112,7 +114,7 @@ pub fn share_builtins() -> Vec<Builtin> {
 }
 
 /// The arguments of every evaluator, `eval c d n`: the cotangent (or 1), the Delta, the number of inputs.
-pub fn eval_args(m: &mut Machine, args: &[Value], span: Span, what: &str) -> Result<(f64, Rc<Node>, usize), RunError> {
+pub fn eval_args(m: &mut Machine, args: &[Value], span: Span, what: &str) -> Result<(f64, DeltaRef, usize), RunError> {
     let c = real_arg(&args[0], span, what)?;
     let d = delta_arg(&args[1], span, what)?;
     let n = int_arg(&args[2], span, what)?;
@@ -135,12 +137,15 @@ pub fn input_slot(i: i64, n: usize, span: Span, what: &str) -> Result<usize, Run
 /// own: the Scales that D builds inside one operation's Add (Fig. 2's ×, and the general rule) carry
 /// that operation's span, and no operation's Delta is a Scale at an Add's span otherwise (each
 /// primitive's Delta has one fixed outermost constructor).
-pub fn is_part(parent: &Node, child: &Node) -> bool {
-    matches!(parent.kind, Kind::Add(..)) && matches!(child.kind, Kind::Scale(..)) && !child.span.is_none() && child.span == parent.span
+pub fn is_part(ar: &Arena, parent: Ix, child: Ix) -> bool {
+    matches!(ar.kind(parent), Kind::Add(..))
+        && matches!(ar.kind(child), Kind::Scale(..))
+        && ar.span_id_of(child) != 0
+        && ar.span_id_of(child) == ar.span_id_of(parent)
 }
 
 /// Keeps an evaluator's visits for the graph and adds them to the counters.
-pub fn record(m: &mut Machine, root: &Rc<Node>, mut visits: Visits, op_visits: u64, res: &mut Result<(), RunError>) {
+pub fn record(m: &mut Machine, root: &DeltaRef, mut visits: Visits, op_visits: u64, res: &mut Result<(), RunError>) {
     visits.flush(m, res);
     m.count("op_visits", op_visits);
     if let Err(RunError::Budget { cost, .. }) = res {
