@@ -765,7 +765,7 @@ fn long_chains_print_link_by_link_as_one_document() {
         }
     }
     assert!(programs.len() > 30, "most stages take the program");
-    let mut streamed = 0;
+    let (mut streamed, mut nested) = (0, 0);
     for (id, prog) in &programs {
         for o in [PrintOptions::default(), PrintOptions::ascii(), PrintOptions { width: 30, ..PrintOptions::default() }] {
             let whole = print_with(prog, &o, false, usize::MAX).text;
@@ -774,10 +774,13 @@ fn long_chains_print_link_by_link_as_one_document() {
                 let (_, body) = peel(&d.body);
                 let n = if matches!(body.kind, ExprKind::Bind(..)) { bind_links(body).0.len() } else { let_links(body).0.len() };
                 streamed += usize::from(n >= 2 && n * 7 > o.width);
+                // chains inside the body (arrays/dual-arrays' do block under `runIds`)
+                nested += usize::from(n < 2 || n * 7 <= o.width) * stream::long_chains(&d.body, &o, 2).len();
             }
         }
     }
     assert!(streamed > 60, "{streamed} definitions laid out link by link");
+    assert!(nested > 60, "{nested} nested chains laid out link by link");
 }
 
 /// The one-line fast path for types prints exactly what the layout engine prints, on every type of
