@@ -94,7 +94,7 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     let names = ren.names;
 
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names };
+    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
 
     // Each item is a list of pieces (text with its lines' spans), each piece ending in a newline.
     let mut header = Pieces::default();
@@ -185,7 +185,7 @@ pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
     ren.expr(e);
     let names = ren.names;
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names };
+    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
     pr.render(pr.expr(e, 0), o.width)
 }
 
@@ -201,7 +201,7 @@ pub fn print_type(t: &Type, o: &PrintOptions) -> String {
 fn laid_out_type(t: &Type, o: &PrintOptions) -> String {
     let names = HashMap::default();
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names };
+    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
     pr.render(pr.ty(t, 0), o.width)
 }
 
@@ -261,7 +261,7 @@ fn flat_type(t: &Type, ctx: u8, out: &mut String) -> bool {
 pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {
     let names = HashMap::default();
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names };
+    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
     pr.render(pr.pat(p), o.width)
 }
 
@@ -825,6 +825,9 @@ struct Printer<'a, 'n> {
     a: &'a Arena<'a, Span>,
     o: PrintOptions,
     names: &'n HashMap<u32, Text>,
+    /// Long chains laid out apart, link by link (`stream::def`): the address of each one's first
+    /// link and its number, which its marker carries.
+    holes: Option<&'n HashMap<usize, usize>>,
 }
 
 impl<'a, 'n> Printer<'a, 'n> {
@@ -1122,8 +1125,26 @@ impl<'a, 'n> Printer<'a, 'n> {
     fn let_chain(&self, e: &Expr) -> D<'a> {
         let a = self.a;
         let (links, tail) = let_links(e);
+        if let Some(k) = self.hole(e) {
+            // links 2..n at the marker (`stream::hole`); the first stays, as what precedes the
+            // chain may look at its first line
+            let rest = a.line().append(self.marker(k)).append(a.line());
+            return self.let_link(links[0]).append(self.t(" in")).append(rest).append(self.expr(tail, 0)).group();
+        }
         let parts = links.into_iter().map(|l| self.let_link(l).append(self.t(" in")).append(a.line()));
         a.concat(parts).append(self.expr(tail, 0)).group()
+    }
+
+    /// The number of the long chain whose first link is `e`, when it is laid out apart.
+    fn hole(&self, e: &Expr) -> Option<usize> {
+        self.holes.and_then(|h| h.get(&(e as *const Expr as usize)).copied())
+    }
+
+    /// Where hole `k`'s links go: a line of its own, too wide for any line (so every group around it
+    /// breaks, as around the chain it stands for), carrying `k` and the indentation of its links.
+    fn marker(&self, k: usize) -> D<'a> {
+        let (a, width) = (self.a, self.o.width);
+        a.nesting(move |n| a.text(stream::marker(k, n, width)).into_doc())
     }
 
     /// One link of a let chain, without its `in`: `let p = x`, or a let-rec group.
@@ -1156,6 +1177,11 @@ impl<'a, 'n> Printer<'a, 'n> {
     fn do_block(&self, e: &Expr) -> D<'a> {
         let a = self.a;
         let (links, tail) = bind_links(e);
+        if let Some(k) = self.hole(e) {
+            // every statement at the marker (`stream::hole`)
+            let body = a.line().append(self.marker(k)).append(a.line()).append(self.expr(tail, 0)).nest(2);
+            return self.t("do {").append(body).append(a.line()).append(self.t("}")).group();
+        }
         let stmts = links.into_iter().map(|l| self.bind_stmt(l)).chain(std::iter::once(self.expr(tail, 0)));
         let body = a.line().append(a.intersperse(stmts, self.t(";").append(a.line()))).nest(2);
         self.t("do {").append(body).append(a.line()).append(self.t("}")).group()

@@ -5,10 +5,15 @@
 //! `long_chains_print_link_by_link_as_one_document`), in memory proportional to the largest link
 //! instead of to the program. Not with `map` (the page's line-to-source map, for its small programs):
 //! that keeps the whole document, whose annotations it reads.
+//!
+//! A long chain nested inside the body (a stage's do block under `runIds (let x = … in do { … })`)
+//! is laid out the same way (`hole`): the document is built with a marker line where its links go,
+//! and each link is laid out on its own at the marker's indentation. Its links always break (it
+//! cannot fit on a line), so what surrounds it sees the same first and last lines either way.
 
 use super::{bind_links, let_links, peel, CappedIndent, Mapped, PrintOptions, Printer, D};
-use crate::ir::{Def, ExprKind, Text};
-use pretty::{Arena, DocAllocator};
+use crate::ir::{each_child, Def, Expr, ExprKind, Text};
+use pretty::{Arena, DocAllocator, Render};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Links (lets or binds) from which a definition's body is laid out link by link.
@@ -25,8 +30,12 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
     let do_block = matches!(body.kind, ExprKind::Bind(..));
     let (links, tail) = if do_block { bind_links(body) } else { let_links(body) };
     if map || links.len() < from || links.len().saturating_mul(MIN_LINK) <= o.width {
+        let holes = if map { vec![] } else { long_chains(&d.body, o, from) };
+        if !holes.is_empty() {
+            return hole(d, o, names, &holes);
+        }
         let arena = Arena::new();
-        let pr = Printer { a: &arena, o: *o, names };
+        let pr = Printer { a: &arena, o: *o, names, holes: None };
         return pr.render_mapped(pr.def(d), o.width, map);
     }
     let mut out = CappedIndent::new(false);
@@ -56,7 +65,120 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
 /// Builds one piece with its own arena and lays it out at the end of `out`.
 fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent, build: impl for<'a> FnOnce(&Printer<'a, '_>) -> D<'a>) {
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names };
+    let pr = Printer { a: &arena, o: *o, names, holes: None };
     let d = build(&pr);
     pr.render_into(d, o.width, out);
+}
+
+/// Whether a chain of `n` links is laid out apart: long enough, and too long for one line.
+fn long(n: usize, o: &PrintOptions, from: usize) -> bool {
+    n >= from.max(2) && n.saturating_mul(MIN_LINK) > o.width
+}
+
+/// The first links of the long chains (lets or binds) in `body`, outermost ones: a chain's other
+/// links are laid out apart, each whole; its first link (of a let chain) and its tail are in the
+/// document, and their long chains too. A stack, not recursion; each chain's spine is walked once.
+pub(super) fn long_chains<'e>(body: &'e Expr, o: &PrintOptions, from: usize) -> Vec<&'e Expr> {
+    let mut found = vec![];
+    let mut stack = vec![body];
+    while let Some(e) = stack.pop() {
+        let (links, tail, lets) = match &e.kind {
+            ExprKind::Let(..) => {
+                let (l, t) = let_links(e);
+                (l, t, true)
+            }
+            ExprKind::LetRec(fs, _) if !fs.is_empty() => {
+                let (l, t) = let_links(e);
+                (l, t, true)
+            }
+            ExprKind::Bind(..) => {
+                let (l, t) = bind_links(e);
+                (l, t, false)
+            }
+            _ => {
+                each_child(e, &mut |c| stack.push(c));
+                continue;
+            }
+        };
+        let apart = long(links.len(), o, from);
+        if apart {
+            found.push(e);
+        }
+        stack.push(tail);
+        // a let hole's first link stays in the document
+        let kept = if !apart {
+            links.len()
+        } else if lets {
+            1
+        } else {
+            0
+        };
+        for l in &links[..kept] {
+            match &l.kind {
+                ExprKind::Let(_, x_b) => stack.push(&x_b.0),
+                ExprKind::Bind(_, m_k) => stack.push(&m_k.0),
+                ExprKind::LetRec(fs, _) => stack.extend(fs.iter().map(|f| &f.body)),
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+/// The marker of hole `k` whose links are indented `n`: `\u{1}k:n` and `\u{2}`s to `width + 1`
+/// bytes (control characters, which no printed program holds).
+pub(super) fn marker(k: usize, n: usize, width: usize) -> String {
+    let mut s = format!("\u{1}{k}:{n}");
+    let pad = (width + 1).saturating_sub(s.len()).max(1);
+    s.extend(std::iter::repeat_n('\u{2}', pad));
+    s
+}
+
+/// `d` laid out with the long chains `holes` laid out apart: the document with a marker line for
+/// each (`Printer::let_chain`, `do_block`), then, at each marker, the chain's links one by one, as
+/// the document would break them (`\n`, the indentation, the link and its `;` or ` in`).
+fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) -> Mapped {
+    let index: HashMap<usize, usize> = holes.iter().enumerate().map(|(k, e)| (*e as *const Expr as usize, k)).collect();
+    let skeleton = {
+        let arena = Arena::new();
+        let pr = Printer { a: &arena, o: *o, names, holes: Some(&index) };
+        pr.render(pr.def(d), o.width)
+    };
+    let mut out = CappedIndent::new(false);
+    let mut rest = skeleton.as_str();
+    while let Some(at) = rest.find('\u{1}') {
+        // the marker's line break and indentation are the first link's
+        let before = rest[..at].trim_end_matches(' ');
+        write_lines(&mut out, before.strip_suffix('\n').unwrap_or(before));
+        let after = &rest[at + 1..];
+        let end = after.find('\u{2}').unwrap_or(after.len());
+        let (k, n) = after[..end].split_once(':').unwrap_or(("", ""));
+        let (k, n) = (k.parse::<usize>().unwrap_or(usize::MAX), n.parse::<usize>().unwrap_or(0));
+        rest = after[end..].trim_start_matches('\u{2}');
+        let Some(&e) = holes.get(k) else { continue };
+        if matches!(e.kind, ExprKind::Bind(..)) {
+            for l in bind_links(e).0 {
+                piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.bind_stmt(l)).append(pr.t(";")).nest(n as isize));
+            }
+        } else {
+            for l in let_links(e).0.into_iter().skip(1) {
+                piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.let_link(l)).append(pr.t(" in")).nest(n as isize));
+            }
+        }
+    }
+    write_lines(&mut out, rest);
+    out.finish()
+}
+
+/// Laid-out text into `out` a line at a time, its line breaks written on their own: the sink drops
+/// a line's trailing spaces when its break comes, which in one write with the line would take its
+/// indentation (the renderer writes a line's text before its break).
+fn write_lines(out: &mut CappedIndent, s: &str) {
+    for line in s.split_inclusive('\n') {
+        let text = line.strip_suffix('\n');
+        let _ = out.write_str(text.unwrap_or(line));
+        if text.is_some() {
+            let _ = out.write_str("\n");
+        }
+    }
 }

@@ -765,7 +765,7 @@ fn long_chains_print_link_by_link_as_one_document() {
         }
     }
     assert!(programs.len() > 30, "most stages take the program");
-    let mut streamed = 0;
+    let (mut streamed, mut nested) = (0, 0);
     for (id, prog) in &programs {
         for o in [PrintOptions::default(), PrintOptions::ascii(), PrintOptions { width: 30, ..PrintOptions::default() }] {
             let whole = print_with(prog, &o, false, usize::MAX).text;
@@ -774,10 +774,14 @@ fn long_chains_print_link_by_link_as_one_document() {
                 let (_, body) = peel(&d.body);
                 let n = if matches!(body.kind, ExprKind::Bind(..)) { bind_links(body).0.len() } else { let_links(body).0.len() };
                 streamed += usize::from(n >= 2 && n * 7 > o.width);
+                // chains inside the body (arrays/dual-arrays' do block under `runIds`)
+                nested += usize::from(n < 2 || n * 7 <= o.width) * stream::long_chains(&d.body, &o, 2).len();
             }
         }
     }
     assert!(streamed > 60, "{streamed} definitions laid out link by link");
+    // arrays/dual-arrays' 40-link do block, at each width
+    assert!(nested >= 3, "{nested} nested chains laid out link by link");
 }
 
 /// The one-line fast path for types prints exactly what the layout engine prints, on every type of
@@ -811,4 +815,39 @@ fn flat_types_print_as_the_layout_engine_prints_them() {
         }
     }
     assert!(flat > all.len() / 2, "{flat} of {} on the fast path", 2 * all.len());
+}
+
+/// Long let chains and do blocks nested in a definition (an application's argument, a tuple's
+/// component, an `if` arm, a let's right side, another chain's tail) print link by link (`stream::hole`)
+/// as the whole document prints them, at widths from 20 to 80, Unicode and ASCII.
+#[test]
+fn nested_long_chains_print_as_one_document() {
+    let steps = |n: u32, from: u32| {
+        let mut e = mk(ExprKind::Pure(Box::new(v("x", from + n))));
+        for i in (from + 1..=from + n).rev() {
+            e = bind(pv("x", i), app(builtin("step"), vec![v("x", i - 1), r(0.5)]), e);
+        }
+        e
+    };
+    let chain = let_chain(30);
+    let body = let_(
+        pv("a", 100),
+        app(builtin("runIds"), vec![let_(pv("b", 101), v("x0", 0), steps(25, 200))]),
+        let_(
+            pv("c", 102),
+            tup(vec![chain.clone(), if_(v("a", 100), steps(9, 300), v("a", 100))]),
+            app(builtin("done"), vec![v("c", 102), let_(pv("d", 103), chain, steps(14, 400))]),
+        ),
+    );
+    let p = Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pv("x0", 0), body))], expects: vec![], next_id: 500 };
+    let mut nested = 0;
+    for w in [20, 30, 40, 80] {
+        for unicode in [true, false] {
+            let o = width(w, unicode);
+            let whole = print_with(&p, &o, false, usize::MAX).text;
+            assert_eq!(print_with(&p, &o, false, 2).text, whole, "width {w}");
+            nested += stream::long_chains(&p.defs[0].body, &o, 2).len();
+        }
+    }
+    assert!(nested >= 30, "{nested} nested chains laid out link by link");
 }
