@@ -1934,3 +1934,31 @@ fn integer_terms_read_by_the_reals_of_a_fold_are_columns_of_the_integers_states(
         part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
     }
 }
+
+/// A fold with a masked size inside a map (int_reads.rs `masked_sizes`: `sum (build k f)` with k an
+/// integer component, a build of the largest size over the fold's states, masked past k) had its
+/// largest size per row, and bot refused `iota (top ! i ! 0)` (§5, Static shapes; Part C seeds 1606
+/// and 1690). Rule P0 pads it to the largest over the whole map (`padSize`), a size free of the row:
+/// here row 0's sizes are 0, 1 and row 1's 2, 3, so the build is 3 long in both rows (row 0's size 1
+/// would drop row 1's terms). By hand, a = x + k0·x·y0 + (k0 + 1)·x·y1 per row: 2.5 + 13 = 15.5,
+/// ∂/∂x = 1 + k0·y0 + (k0 + 1)·y1 = [2.5, 6.5], ∂/∂y = [Σ k0·x, Σ (k0 + 1)·x] = [4, 7].
+#[test]
+fn a_masked_size_in_a_map_is_padded_to_its_largest_over_the_rows() {
+    let text = "input ([1.0, 2.0], [0, 2], [0.5, 1.5])\n\
+                def main (xs, ks, ys) = sum (map2 (\\x k0 -> let (a, k) = fold (\\(a, k) y -> (a + sum (build k (\\b -> x * y)), k + 1)) (x, k0) ys in a) xs ks)\n\
+                expect primal 15.5\n";
+    let (p, trace) = bot(text);
+    fired(&trace, &["P0 padded size"]);
+    assert!(p.contains("padSize") && !p.contains("build"), "{p}");
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        assert_eq!(r.error, None, "{stage}");
+        assert_eq!(r.agrees, Some(true), "{stage}");
+        assert_eq!(r.primal, "15.5", "{stage}");
+        assert_eq!(r.gradient, [2.5, 6.5, 4.0, 7.0], "{stage}");
+    }
+    // the seeds' form: the size a `mod` of the integer, in a map over a literal
+    part_c_agrees(
+        "input (0.935, 1.025)\n\
+         def main (x0, x1) = sum (map (\\x3 -> let (a, k) = fold (\\(a, k) y -> (a * 0.5 + y + 0.25 * sum (build (k mod 3) (\\b -> a * y)), k + 1)) (x3, 0) [x1, x0, x1, x0] in a + real k) [x1, x0 * x1, 0.5])\n",
+    );
+}

@@ -146,6 +146,61 @@ build_rule!(l0_shape, |k, i, body, cx| {
     hit.then(|| build1(k.clone(), i, nb))
 });
 
+/// The variables bound inside `e` (by a lambda or a let).
+fn bound_ids(e: &Expr) -> Vec<u32> {
+    let mut out = vec![];
+    let mut stack = vec![e];
+    let mut pats: Vec<&Pat> = vec![];
+    while let Some(x) = stack.pop() {
+        match &x.kind {
+            ExprKind::Lam(_, p, _) => pats.push(p),
+            ExprKind::Let(p, _) => pats.push(p),
+            _ => {}
+        }
+        while let Some(p) = pats.pop() {
+            match p {
+                Pat::Var(n, _) => out.push(n.id),
+                Pat::Tuple(ps, _) => pats.extend(ps.iter()),
+                _ => {}
+            }
+        }
+        each_child(x, &mut |c| stack.push(c));
+    }
+    out
+}
+
+// P0 (ours): a masked build's padded size (lang.rs `padSize`: any size at least u serves) that reads
+// the build1's index is padded to its largest over the build1, a size free of the index (§5, Static
+// shapes: the size of an intermediate array may not depend on the index), computed by a loop on
+// integers (fold.rs's scanl; D′ keeps it):
+//   build1 k (λi. t[padSize u])  ⇝  build1 k (λi. t[padSize (let s = scanl (λm c. [max (index m 0) c]) [0]
+//                                                    (build1 k (λi. u)) in index (index s k) 0)])
+// when u reads i and no variable bound inside t (a fold with a masked size inside a map: Part C
+// seeds 1606, 1690, whose largest size per row `iota (top ! i ! 0)` was refused).
+build_rule!(p0_pad, |k, i, body, cx| {
+    let bound = bound_ids(body);
+    let mut hit = false;
+    let mut nb = body.clone();
+    let mut stack = vec![&mut nb];
+    while let Some(y) = stack.pop() {
+        if let Some(u) = is_pad_size(y) {
+            if mentions(u, i.id) && !bound.iter().any(|&b| mentions(u, b)) {
+                let u = u.clone();
+                let (m, c, s) = (cx.fresh.name("m"), cx.fresh.name("c"), cx.fresh.name("s"));
+                let most = Expr::gen(ExprKind::Array(vec![prim(Prim::Max, vec![index(var(&m), int(0)), var(&c)])].into()));
+                let step = lam(pvar(&m), lam(pvar(&c), most));
+                let states = prim(Prim::Scanl, vec![step, Expr::gen(ExprKind::Array(vec![int(0)].into())), rebuild(k, i, &u, cx.fresh)]);
+                let largest = let_(pvar(&s), states, index(index(var(&s), copy(k, cx.fresh)), int(0)));
+                *y = pad_size(largest);
+                hit = true;
+                continue;
+            }
+        }
+        stack.extend(children_mut(y));
+    }
+    hit.then(|| build1(k.clone(), i, nb))
+});
+
 build_rule!(b1_iota, |k, i, body, _cx| matches!(&body.kind, ExprKind::Var(x) if x == i).then(|| iota(k.clone())));
 
 build_rule!(b2_replicate, |k, i, body, _cx| (!mentions(body, i.id)).then(|| replicate(k.clone(), body.clone())));
@@ -426,6 +481,7 @@ index_rule!(i_iota, |t, u, _cx| matches!(view(t), Core::Iota(_)).then(|| u.clone
 pub fn rules() -> Vec<Rule> {
     let r = |name, apply| Rule { name, inexact: false, apply };
     vec![
+        r("P0 padded size", p0_pad),
         r("L0 shape at i=0", l0_shape),
         r("B2 build1-const", b2_replicate),
         r("B1 build1-iota", b1_iota),

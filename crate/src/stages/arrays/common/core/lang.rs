@@ -195,6 +195,26 @@ pub fn same_shape(dims: Expr, v: Expr) -> Expr {
     apps(builtin(SAME_SHAPE), [dims, v])
 }
 
+/// The size of a masked build (int_reads.rs `masked_sizes`, beyond the paper): `padSize u` is u, a
+/// size that any size at least u serves, since its consumer sums the build masked to zero past u.
+/// Inside a build1 whose index u reads (a fold with a masked size inside a map: one largest size
+/// per row), bot pads it to the largest over the whole build1 (bot.rs `P0`): the paper's shapes are
+/// static, or weaker, "all the intermediate values computed in a build1-lambda must have shapes that
+/// are independent of the index at which the lambda is called" (§5, Static shapes). An operation on
+/// integers: D′ keeps it as it is.
+pub const PAD_SIZE: &str = "padSize";
+
+/// `padSize u` (see `PAD_SIZE`).
+pub fn pad_size(u: Expr) -> Expr {
+    app(builtin(PAD_SIZE), u)
+}
+
+/// u of `padSize u`.
+pub fn is_pad_size(e: &Expr) -> Option<&Expr> {
+    let (h, a) = spine(e)?;
+    (h == PAD_SIZE && a.len() == 1).then(|| a[0])
+}
+
 /// The operands of a run-time check (`sameLength` or `sameShape`), and its name.
 fn is_check(e: &Expr) -> Option<(&'static str, Vec<&Expr>)> {
     let (h, a) = spine(e)?;

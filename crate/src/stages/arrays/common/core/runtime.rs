@@ -617,6 +617,10 @@ pub fn builtins() -> Vec<Builtin> {
         mk("iota", vec![], f(Type::Int, Type::array(Type::Int)), 1, b_iota),
         mk(super::lang::SAME_LENGTH, vec![], f(Type::Int, f(Type::Int, Type::Int)), 2, b_same_length),
         mk(super::lang::SAME_SHAPE, vec![0], f(Type::array(Type::Int), f(a.clone(), Type::Int)), 2, b_same_shape),
+        mk(super::lang::PAD_SIZE, vec![], f(Type::Int, Type::Int), 1, |m, x, s| {
+            m.tick(1)?;
+            Ok(Value::Int(int(&x[0], "padSize", s)?))
+        }),
     ];
     for m in 1..=MAX_DIMS {
         for n in 1..=MAX_DIMS {
