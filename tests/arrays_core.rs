@@ -1280,12 +1280,11 @@ fn a_summed_build_of_an_integer_components_size_is_a_masked_build_of_the_largest
     for main in progs {
         part_c_agrees(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
     }
-    // inside a map the largest size is the row's own, so the map's build1 would build arrays of a
-    // size that depends on its index: bot refuses it with the paper's reason, located
+    // inside a map the largest size was the row's own, and bot refused the map's build1 of arrays of
+    // a size that depends on its index (§5, Static shapes); bot's P0 pads it to the largest over the
+    // rows (session 29). By hand, per row s = (1 + x1)(1 + 2 x2): 14 + 6 = 20, ∂ = (1 + 2 x2, 2 (1 + x1))
     let text = "input [[1.0, 3.0], [2.0, 0.5]]\ndef main a = sum (map (\\row -> fst (fold (\\(s, k) x -> (s + sum (build k (\\j -> s * x)), k + 1)) (1.0, 1) row)) a)\n";
-    let r = one(text, "arrays/bot");
-    assert!(r.refused && r.error.as_deref().unwrap_or("").contains("a size that depends on its index") && r.error.as_deref().unwrap_or("").contains("Static shapes"), "{r:?}");
-    assert!(r.error_span.is_some(), "{r:?}");
+    part_c_by_hand(text, "20.0", &[7.0, 4.0, 2.0, 6.0]);
 }
 
 /// A `real` of a term of an integer component of a fold or scan's tuple accumulator and one binder j
@@ -1464,9 +1463,9 @@ fn a_fold_in_a_map_whose_accumulator_changes_length_stops_part_c_at_the_fold() {
     part_c_agrees("input ([-1.445], [-0.585, -0.975])\ndef main (a, b) = fold (\\acc x -> b) (replicate 3 (a ! 0)) [a ! 0, b ! 0]\n");
 }
 
-/// bot's gathers and scatters take up to `MAX_DIMS` = 5 dimensions (they took 3): a fold inside
-/// three nested maps reads its states with a gather of rank 4, and a scan inside four with one of
-/// rank 5; both were refused ("a build1 is left"). Past the bound the refusal says so.
+/// bot's gathers and scatters take any rank (they took 3, then 5): a fold inside three nested maps
+/// reads its states with a gather of rank 4, a scan inside four with one of rank 5, a scan inside six
+/// with one of rank 6 (refused until session 29 as "6 dimensions deep, past the 5 …").
 #[test]
 fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
     part_c_agrees(
@@ -1479,10 +1478,32 @@ fn folds_and_scans_in_maps_nested_four_deep_reach_share_to_let() {
     );
     let six = "input [[[[[[[1.0, 2.0], [3.0, 0.5]]]]]]]\n\
                def main x7 = map (\\x6 -> map (\\x5 -> map (\\x4 -> map (\\x3 -> map (\\xss -> map (\\xs -> scanl (\\a x -> a * x + sin a) 0.5 xs) xss) x3) x4) x5) x6) x7\n";
-    let r = one(six, "arrays/bot");
-    let e = r.error.unwrap_or_else(|| panic!("six dimensions taken: {:?}", r.agrees));
-    assert!(r.refused && e.contains("6 dimensions deep, past the 5 this implementation's gathers and scatters take"), "{e}");
-    assert!(r.error_span.is_some(), "{e}");
+    let (p, _) = bot(six);
+    assert!(p.contains("gather66") && !p.contains("build"), "{p}");
+    part_c_agrees(six);
+}
+
+/// Fig. 10's gather rule and B8′ take a gather of any rank under a build1 (Part C seed 180: folds
+/// packed three deep left `build1 k (λi. gather54 … (index r i) …)`, refused as "a build1 is left",
+/// since the gathers stopped at rank 5). Five maps over a rank-6 array with a shift inside: bot's
+/// output has no build1 (Theorem 5.1) and reads the rows with a gather of rank 6 (`gather66`), built
+/// up by B8′ a rank at a time; the gradient is the hand one (a row's first entry is shifted out) on
+/// every Part C stage, which agrees with forward mode.
+#[test]
+fn a_build1_over_a_gather_of_rank_five_becomes_a_gather_of_rank_six() {
+    let text = "input [[[[[[1.0, 2.0, 3.0]], [[4.0, 5.0, 6.0]]]]], [[[[[7.0, 8.0, 9.0]], [[1.5, 2.5, 3.5]]]]]]\n\
+                def main t = sum (map (\\a -> sum (map (\\b -> sum (map (\\c -> sum (map (\\d -> sum (map (\\xs -> sum (shift1L xs)) d)) c)) b)) a)) t)\n\
+                expect primal 39.0\n";
+    let (p, trace) = bot(text);
+    fired(&trace, &["B8′"]);
+    assert!(!p.contains("build"), "a build1 is left: {p}");
+    assert!(p.contains("gather66"), "{p}");
+    let hand: Vec<f64> = (0..4).flat_map(|_| [0.0, 1.0, 1.0]).collect();
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        assert_eq!(r.error, None, "{stage}");
+        assert_eq!(r.agrees, Some(true), "{stage}");
+        assert_eq!(r.gradient, hand, "{stage}");
+    }
 }
 
 /// A tuple accumulator with array-of-reals components (pack.rs `packed_fold`; beyond the paper,
@@ -1911,4 +1932,32 @@ fn integer_terms_read_by_the_reals_of_a_fold_are_columns_of_the_integers_states(
     for main in progs {
         part_c_agrees(&format!("input [1.0, 2.0, 3.0]\ndef main a = {main}\n"));
     }
+}
+
+/// A fold with a masked size inside a map (int_reads.rs `masked_sizes`: `sum (build k f)` with k an
+/// integer component, a build of the largest size over the fold's states, masked past k) had its
+/// largest size per row, and bot refused `iota (top ! i ! 0)` (§5, Static shapes; Part C seeds 1606
+/// and 1690). Rule P0 pads it to the largest over the whole map (`padSize`), a size free of the row:
+/// here row 0's sizes are 0, 1 and row 1's 2, 3, so the build is 3 long in both rows (row 0's size 1
+/// would drop row 1's terms). By hand, a = x + k0·x·y0 + (k0 + 1)·x·y1 per row: 2.5 + 13 = 15.5,
+/// ∂/∂x = 1 + k0·y0 + (k0 + 1)·y1 = [2.5, 6.5], ∂/∂y = [Σ k0·x, Σ (k0 + 1)·x] = [4, 7].
+#[test]
+fn a_masked_size_in_a_map_is_padded_to_its_largest_over_the_rows() {
+    let text = "input ([1.0, 2.0], [0, 2], [0.5, 1.5])\n\
+                def main (xs, ks, ys) = sum (map2 (\\x k0 -> let (a, k) = fold (\\(a, k) y -> (a + sum (build k (\\b -> x * y)), k + 1)) (x, k0) ys in a) xs ks)\n\
+                expect primal 15.5\n";
+    let (p, trace) = bot(text);
+    fired(&trace, &["P0 padded size"]);
+    assert!(p.contains("padSize") && !p.contains("build"), "{p}");
+    for (stage, r) in PART_C.iter().zip(run(text, &PART_C)) {
+        assert_eq!(r.error, None, "{stage}");
+        assert_eq!(r.agrees, Some(true), "{stage}");
+        assert_eq!(r.primal, "15.5", "{stage}");
+        assert_eq!(r.gradient, [2.5, 6.5, 4.0, 7.0], "{stage}");
+    }
+    // the seeds' form: the size a `mod` of the integer, in a map over a literal
+    part_c_agrees(
+        "input (0.935, 1.025)\n\
+         def main (x0, x1) = sum (map (\\x3 -> let (a, k) = fold (\\(a, k) y -> (a * 0.5 + y + 0.25 * sum (build (k mod 3) (\\b -> a * y)), k + 1)) (x3, 0) [x1, x0, x1, x0] in a + real k) [x1, x0 * x1, 0.5])\n",
+    );
 }

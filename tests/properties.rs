@@ -612,13 +612,8 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
 const PART_C: [&str; 5] = ["arrays/bot", "arrays/dual-arrays", "arrays/symbolic", "arrays/symbolic-share", "arrays/share-to-let"];
 
 /// Runs a generated program through Part C's stages: whether every one took it (none refused), or
-/// the first that took it and did not agree with forward mode.
-fn part_c_run(src: String) -> Result<bool, String> {
-    part_c_run_typed(src).map(|r| r.0)
-}
-
-/// `part_c_run`, whether main's input and output types hold arrays of tuples, and whether its
-/// output is a tuple nested in a tuple.
+/// the first that took it and did not agree with forward mode; whether main's input and output
+/// types hold arrays of tuples, and whether its output is a tuple nested in a tuple.
 fn part_c_run_typed(src: String) -> Result<(bool, (bool, bool), bool), String> {
     let stages: Vec<String> = PART_C.iter().map(|s| s.to_string()).collect();
     limits::run_with_stack(move || -> Result<(bool, (bool, bool), bool), String> {
@@ -642,6 +637,51 @@ fn part_c_run_typed(src: String) -> Result<(bool, (bool, bool), bool), String> {
     })
 }
 
+/// What Part C did with one program (`part_c_wide`).
+enum Outcome {
+    /// every stage took it and agreed with forward mode
+    Taken,
+    /// a stage refused it (the first refusal's message)
+    Refused(String),
+    /// `arrays/symbolic` stopped at its gradient-size budget, every other stage agreeing: without
+    /// share its term grows as 2^m (§7.2, E11), by design stopped at `MAX_TERM`
+    Stopped(String),
+    /// a stage failed or disagreed with forward mode
+    Failed(String),
+}
+
+/// `part_c_run_typed`'s run, its result told apart as `Outcome`.
+fn part_c_outcome(src: String) -> Outcome {
+    let stages: Vec<String> = PART_C.iter().map(|s| s.to_string()).collect();
+    limits::run_with_stack(move || -> Outcome {
+        let seed = match varied_seed(&src) {
+            Ok(s) => s,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let opts = Options { trace: false, seed: Some(seed), stages, ..Options::default() };
+        let a = match analyse(&src, &opts) {
+            Ok(a) => a,
+            Err(d) => return Outcome::Failed(format!("{d:?}\n{src}")),
+        };
+        let (mut refused, mut stopped) = (None, None);
+        for r in &a.stages {
+            let why = r.error.clone().unwrap_or_default();
+            if r.refused {
+                refused.get_or_insert(format!("{}: {why}", r.id));
+            } else if r.id == "arrays/symbolic" && why.starts_with("stopped: the gradient term passed") && why.contains("budget") {
+                stopped.get_or_insert(format!("{}: {why}", r.id));
+            } else if r.agrees != Some(true) {
+                return Outcome::Failed(format!("{}: {:?} {:?}\n{src}", r.id, r.error, r.gradient));
+            }
+        }
+        match (refused, stopped) {
+            (Some(w), _) => Outcome::Refused(w),
+            (None, Some(w)) => Outcome::Stopped(w),
+            (None, None) => Outcome::Taken,
+        }
+    })
+}
+
 /// The Part C property test over a wide range of generator seeds (`PART_C_SEEDS=from..to`, default
 /// 0..2000), collecting every failure instead of stopping at the first: run by hand
 /// (`cargo test --release -p cotangent --test properties part_c_wide -- --ignored --nocapture`).
@@ -651,19 +691,23 @@ fn part_c_wide() {
     let range = std::env::var("PART_C_SEEDS").unwrap_or_else(|_| "0..2000".into());
     let (from, to) = range.split_once("..").map(|(a, b)| (a.parse::<u64>().unwrap(), b.parse::<u64>().unwrap())).unwrap();
     let dump = std::env::var("PART_C_DUMP").ok();
-    let (mut taken, mut failures) = (0, Vec::new());
+    let (mut taken, mut failures, mut refused, mut stopped) = (0, Vec::new(), Vec::new(), Vec::new());
     for s in from..to {
         let src = gen::Gen::new(s).array_core_program(3);
         if let Some(d) = &dump {
             std::fs::write(format!("{d}/seed{s}.cot"), &src).unwrap();
         }
-        let ran = part_c_run(src);
-        match ran {
-            Ok(t) => taken += usize::from(t),
-            Err(e) => failures.push(format!("seed {s}: {e}")),
+        match part_c_outcome(src) {
+            Outcome::Taken => taken += 1,
+            Outcome::Refused(why) => refused.push(format!("seed {s}: {why}")),
+            Outcome::Stopped(why) => stopped.push(format!("seed {s}: {why}")),
+            Outcome::Failed(e) => failures.push(format!("seed {s}: {e}")),
         }
     }
-    println!("Part C (wide, seeds {from}..{to}) took {taken} of {}; {} failures", to - from, failures.len());
+    println!("Part C (wide, seeds {from}..{to}) took {taken} of {}; {} refused, {} stopped by a budget, {} failures", to - from, refused.len(), stopped.len(), failures.len());
+    for r in refused.iter().chain(&stopped) {
+        println!("not taken: {}", r.chars().take(400).collect::<String>());
+    }
     for f in &failures {
         println!("--- {f}");
     }

@@ -162,7 +162,9 @@ impl Stage for Bot {
         } else {
             vec![]
         };
-        Ok(Output { program: after, builtins: vec![], views, steps: trace.stepper() })
+        // the gathers and scatters of ranks past those every stage registers (lang.rs, `MAX_DIMS`)
+        let builtins = runtime::builtins_for(&after);
+        Ok(Output { program: after, builtins, views, steps: trace.stepper() })
     }
 
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {

@@ -240,9 +240,10 @@ fn b_scatter(m: &mut Machine, a: &mut Vec<Value>, s: Span) -> Res {
     let z = fill(&sh, &peel(&x.zero, mdims));
     Ok(node(m, Kind::Scatter(a[0].clone(), a[2].clone(), x), z))
 }
-/// How many dims a scatter's index function binds: tried at 1, 2, … `MAX_DIMS` (a tuple of that many zeros).
-fn arity_of(_zero: &Value, _sh: &[usize], m: &mut Machine, f: &Value) -> Result<usize, RunError> {
-    for k in 1..=super::lang::MAX_DIMS {
+/// How many dims a scatter's index function binds: tried at 1, 2, … up to the rank of the array
+/// it reads (`zero`'s: it binds no more dims than that array has), with a tuple of that many zeros.
+fn arity_of(zero: &Value, _sh: &[usize], m: &mut Machine, f: &Value) -> Result<usize, RunError> {
+    for k in 1..=outer(zero).len().max(super::lang::MAX_DIMS) {
         let arg = if k == 1 { Value::Int(0) } else { Value::Tuple(vec![Value::Int(0); k].into()) };
         if m.apply(f.clone(), arg).is_ok() {
             return Ok(k);
@@ -447,7 +448,7 @@ fn scatter_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value,
     let out_sizes = outer(zero);
     let mdims = sizes.len();
     let n = index_dims(f, m, mdims)?;
-    let name = super::lang::scatter_name(within_bound(mdims, s)?, within_bound(n, s)?);
+    let name = super::lang::scatter_name(mdims.max(1), n.max(1));
     let sizes = sizes_value(&out_sizes, n);
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
@@ -457,7 +458,7 @@ fn gather_back(m: &mut Machine, zero: &Value, sh: &Value, f: &Value, c: &Value, 
     let n = sizes_of(sh).len();
     let mdims = arity_of(zero, &[], m, f)?;
     let in_sizes = outer(zero);
-    let name = super::lang::gather_name(within_bound(mdims, s)?, within_bound(n, s)?);
+    let name = super::lang::gather_name(mdims.max(1), n.max(1));
     let sizes = sizes_value(&in_sizes, mdims);
     call_builtin(m, name, &mut vec![sizes, c.clone(), f.clone()], s)
 }
@@ -472,16 +473,6 @@ fn sizes_value(outer: &[usize], n: usize) -> Value {
     } else {
         Value::Tuple((0..n).map(at).collect())
     }
-}
-
-/// A transpose's rank, at least 1 and within the builtins' bound: never a builtin of another rank
-/// (bot makes no gather past `MAX_DIMS`, so a rank past it is refused rather than clamped).
-fn within_bound(dims: usize, s: Span) -> Result<usize, RunError> {
-    let max = super::lang::MAX_DIMS;
-    if dims > max {
-        return Err(RunError::runtime(s, format!("a transpose over {dims} dimensions, past the {max} the gathers and scatters take")));
-    }
-    Ok(dims.max(1))
 }
 
 fn outer(v: &Value) -> Vec<usize> {

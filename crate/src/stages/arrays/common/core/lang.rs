@@ -9,7 +9,7 @@
 //!   (out of range gives zeros shaped like an element: §8.1).
 //! - `gather [k1..km] t (λ[i1..im]. [t1..tn])` is the builtin `gather<m><n>` applied to the sizes
 //!   (an Int, or a tuple of m Ints), `t`, and `\(i1, .., im) -> [t1, .., tn]` (the index list is an
-//!   array literal of Ints); `scatter<m><n>` likewise with the n output sizes. m, n ≤ 3.
+//!   array literal of Ints); `scatter<m><n>` likewise with the n output sizes; any m, n ≥ 1 (`MAX_DIMS`).
 //! - A broadcast op of rank 0 is the scalar primitive itself; of rank r+1 it is `map`/`map2` of a
 //!   lambda whose body is the rank-r op on the lambda's parameters (`map2 (\x y -> x * y) u v`), so
 //!   that forward mode, which checks bot's output, differentiates it like any program.
@@ -19,25 +19,68 @@
 use crate::build::*;
 use crate::ir::*;
 
-/// Largest m and n of `gather<m><n>` / `scatter<m><n>`. The paper's gather (§5, Figs. 9–11) has
-/// no bound; this implementation names one builtin per (m, n). A fold inside three nested maps reads
-/// its states with a gather of rank 4, a scan inside four with one of rank 5 (at 3, five of the Part C
-/// generator's first 3,000 programs were refused); 5 registers 2·5² = 50 builtins (9, the names' one
-/// digit per rank, would be 162). Beyond it bot leaves a build1 and refuses, located, naming the bound.
+/// The m and n up to which `gather<m><n>` and `scatter<m><n>` are registered for every stage. The
+/// paper's gather and scatter (§3.3, Figs. 9–11) take any rank, and so do ours: a name of a rank past
+/// it is made when first asked for (`gather_name`), and bot registers the builtins of the ranks its
+/// output uses (`runtime::builtins_for`), which the stages after it inherit. A fold inside three
+/// nested maps reads its states with a gather of rank 4, a scan inside four with one of rank 5, folds
+/// packed three deep in a map one of rank 6 (Part C seed 180).
 pub const MAX_DIMS: usize = 5;
 
 /// `gather<m><n>` and `scatter<m><n>` for 1 ≤ m, n ≤ `MAX_DIMS`, m-major.
 static NAMES: std::sync::LazyLock<[Vec<String>; 2]> =
-    std::sync::LazyLock::new(|| ["gather", "scatter"].map(|op| (1..=MAX_DIMS).flat_map(|m| (1..=MAX_DIMS).map(move |n| format!("{op}{m}{n}"))).collect()));
+    std::sync::LazyLock::new(|| ["gather", "scatter"].map(|op| (1..=MAX_DIMS).flat_map(|m| (1..=MAX_DIMS).map(move |n| rank_name(op, m, n))).collect()));
 
-/// The builtin `gather<m><n>`: `m` dimensions built, `n` indexed (1 ≤ m, n ≤ `MAX_DIMS`).
-pub fn gather_name(m: usize, n: usize) -> &'static str {
-    &NAMES[0][(m - 1) * MAX_DIMS + (n - 1)]
+/// The names of ranks past `MAX_DIMS` made so far: each made once and kept (a program's ranks are
+/// few, bounded by its nesting).
+static MORE: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// `gather<m><n>`, or `gather<m>_<n>` where m or n has two digits (the parse is then unambiguous).
+fn rank_name(op: &str, m: usize, n: usize) -> String {
+    if m < 10 && n < 10 {
+        format!("{op}{m}{n}")
+    } else {
+        format!("{op}{m}_{n}")
+    }
 }
 
-/// The builtin `scatter<m><n>`: `m` dimensions read, `n` written (1 ≤ m, n ≤ `MAX_DIMS`).
+fn named(op: usize, m: usize, n: usize) -> &'static str {
+    if (1..=MAX_DIMS).contains(&m) && (1..=MAX_DIMS).contains(&n) {
+        return &NAMES[op][(m - 1) * MAX_DIMS + (n - 1)];
+    }
+    let name = rank_name(["gather", "scatter"][op], m.max(1), n.max(1));
+    let mut more = MORE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = more.iter().find(|s| **s == name) {
+        return s;
+    }
+    let s: &'static str = Box::leak(name.into_boxed_str());
+    more.push(s);
+    s
+}
+
+/// The builtin `gather<m><n>`: `m` dimensions built, `n` indexed (m, n ≥ 1).
+pub fn gather_name(m: usize, n: usize) -> &'static str {
+    named(0, m, n)
+}
+
+/// The builtin `scatter<m><n>`: `m` dimensions read, `n` written (m, n ≥ 1).
 pub fn scatter_name(m: usize, n: usize) -> &'static str {
-    &NAMES[1][(m - 1) * MAX_DIMS + (n - 1)]
+    named(1, m, n)
+}
+
+/// Whether `name` is a gather (true) or a scatter (false), and its `(m, n)`, at any rank.
+pub fn rank_of(name: &str) -> Option<(bool, usize, usize)> {
+    let (is_gather, rest) = match name.strip_prefix("gather") {
+        Some(r) => (true, r),
+        None => (false, name.strip_prefix("scatter")?),
+    };
+    let digits = |t: &str| (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())).then(|| t.parse::<usize>().ok()).flatten();
+    let (m, n) = match rest.split_once('_') {
+        Some((a, b)) => (digits(a)?, digits(b)?),
+        None if rest.len() == 2 => (digits(&rest[..1])?, digits(&rest[1..])?),
+        None => return None,
+    };
+    (m >= 1 && n >= 1).then_some((is_gather, m, n))
 }
 
 /// Whether `p` is a scalar operation (a broadcast op of rank 0), not an array operation.
@@ -100,15 +143,10 @@ pub fn spine(e: &Expr) -> Option<(&str, Vec<&Expr>)> {
     }
 }
 
-/// `(m, n)` of `gather<m><n>` or `scatter<m><n>`.
+/// `(m, n)` of `gather<m><n>` or `scatter<m><n>` (`prefix`).
 fn dims_of(name: &str, prefix: &str) -> Option<(usize, usize)> {
-    let rest = name.strip_prefix(prefix)?.as_bytes();
-    if rest.len() != 2 {
-        return None;
-    }
-    let (m, n) = ((rest[0] as char).to_digit(10)? as usize, (rest[1] as char).to_digit(10)? as usize);
-    (1..=MAX_DIMS).contains(&m).then_some(())?;
-    (1..=MAX_DIMS).contains(&n).then_some((m, n))
+    let (g, m, n) = rank_of(name)?;
+    (g == (prefix == "gather")).then_some((m, n))
 }
 
 fn components(e: &Expr, n: usize) -> Option<Vec<&Expr>> {
@@ -155,6 +193,26 @@ pub const SAME_SHAPE: &str = "sameShape";
 /// `sameShape [dims] v` (see `SAME_SHAPE`).
 pub fn same_shape(dims: Expr, v: Expr) -> Expr {
     apps(builtin(SAME_SHAPE), [dims, v])
+}
+
+/// The size of a masked build (int_reads.rs `masked_sizes`, beyond the paper): `padSize u` is u, a
+/// size that any size at least u serves, since its consumer sums the build masked to zero past u.
+/// Inside a build1 whose index u reads (a fold with a masked size inside a map: one largest size
+/// per row), bot pads it to the largest over the whole build1 (bot.rs `P0`): the paper's shapes are
+/// static, or weaker, "all the intermediate values computed in a build1-lambda must have shapes that
+/// are independent of the index at which the lambda is called" (§5, Static shapes). An operation on
+/// integers: D′ keeps it as it is.
+pub const PAD_SIZE: &str = "padSize";
+
+/// `padSize u` (see `PAD_SIZE`).
+pub fn pad_size(u: Expr) -> Expr {
+    app(builtin(PAD_SIZE), u)
+}
+
+/// u of `padSize u`.
+pub fn is_pad_size(e: &Expr) -> Option<&Expr> {
+    let (h, a) = spine(e)?;
+    (h == PAD_SIZE && a.len() == 1).then(|| a[0])
 }
 
 /// The operands of a run-time check (`sameLength` or `sameShape`), and its name.
@@ -300,17 +358,17 @@ fn index_lam(is: &[Name], ix: Vec<Expr>) -> Expr {
     lam(p, Expr::gen(ExprKind::Array(ix.into())))
 }
 
-/// `gather [sizes] t (λis. ix)`; None beyond `MAX_DIMS`.
+/// `gather [sizes] t (λis. ix)`, of any rank (None for no dimension).
 pub fn gather(sizes: Vec<Expr>, t: Expr, is: &[Name], ix: Vec<Expr>) -> Option<Expr> {
     let (m, n) = (is.len(), ix.len());
-    (m >= 1 && n >= 1 && m <= MAX_DIMS && n <= MAX_DIMS && sizes.len() == m).then_some(())?;
+    (m >= 1 && n >= 1 && sizes.len() == m).then_some(())?;
     Some(apps(builtin(gather_name(m, n)), [sizes_expr(sizes), t, index_lam(is, ix)]))
 }
 
-/// `scatter [sizes] t (λis. ix)`; None beyond `MAX_DIMS`.
+/// `scatter [sizes] t (λis. ix)`, of any rank (None for no dimension).
 pub fn scatter(sizes: Vec<Expr>, t: Expr, is: &[Name], ix: Vec<Expr>) -> Option<Expr> {
     let (m, n) = (is.len(), ix.len());
-    (m >= 1 && n >= 1 && m <= MAX_DIMS && n <= MAX_DIMS && sizes.len() == n).then_some(())?;
+    (m >= 1 && n >= 1 && sizes.len() == n).then_some(())?;
     Some(apps(builtin(scatter_name(m, n)), [sizes_expr(sizes), t, index_lam(is, ix)]))
 }
 

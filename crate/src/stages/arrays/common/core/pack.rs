@@ -407,7 +407,9 @@ impl Sra<'_> {
                 let z0 = Expr::gen(ExprKind::Array(vec![int(0)].into())).with_ty(arr_int.clone());
                 binds.push((top.clone(), at(prim(Prim::Fold, vec![f, z0, idx]), e.span).with_ty(arr_int.clone()), e.span));
                 let q = self.fresh.name("j");
-                let iota = prim(Prim::Build, vec![prim(Prim::Index, vec![var(&top), int(0)]).with_ty(Type::Int), lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
+                // (a padded size: inside a map, bot pads it to the largest over the map's rows, lang.rs)
+                let largest = super::lang::pad_size(prim(Prim::Index, vec![var(&top), int(0)]).with_ty(Type::Int)).with_ty(Type::Int);
+                let iota = prim(Prim::Build, vec![largest, lam(pvar(&q), var(&q))]).with_ty(arr_int.clone());
                 binds.push((shape, at(iota, e.span).with_ty(arr_int), e.span));
             }
             let outer = inner.clone();

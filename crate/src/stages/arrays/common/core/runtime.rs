@@ -22,7 +22,7 @@
 use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
-use crate::ir::{each_child, Expr, ExprKind, Scheme, Type};
+use crate::ir::{each_child, Expr, ExprKind, Program, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -406,13 +406,9 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     Ok(nest(flat, &sh, tm))
 }
 
+/// `(m, n)` of the gather or scatter `name`, at any rank (lang.rs).
 fn dims(name: &str) -> (usize, usize) {
-    let b = name.as_bytes();
-    let n = b.len();
-    if n < 2 {
-        return (1, 1);
-    }
-    (((b[n - 2] - b'0') as usize).clamp(1, MAX_DIMS), ((b[n - 1] - b'0') as usize).clamp(1, MAX_DIMS))
+    super::lang::rank_of(name).map_or((1, 1), |(_, m, n)| (m, n))
 }
 
 /// `sumOuter t`: the sum along the outermost dimension.
@@ -621,17 +617,50 @@ pub fn builtins() -> Vec<Builtin> {
         mk("iota", vec![], f(Type::Int, Type::array(Type::Int)), 1, b_iota),
         mk(super::lang::SAME_LENGTH, vec![], f(Type::Int, f(Type::Int, Type::Int)), 2, b_same_length),
         mk(super::lang::SAME_SHAPE, vec![0], f(Type::array(Type::Int), f(a.clone(), Type::Int)), 2, b_same_shape),
+        mk(super::lang::PAD_SIZE, vec![], f(Type::Int, Type::Int), 1, |m, x, s| {
+            m.tick(1)?;
+            Ok(Value::Int(int(&x[0], "padSize", s)?))
+        }),
     ];
     for m in 1..=MAX_DIMS {
         for n in 1..=MAX_DIMS {
-            let ixf = f(ints(m), Type::array(Type::Int));
-            out.push(mk(gather_name(m, n), vec![0], f(ints(m), f(nested(a.clone(), n), f(ixf.clone(), nested(a.clone(), m)))), 3, gather));
-            out.push(mk(scatter_name(m, n), vec![0], f(ints(n), f(nested(a.clone(), m), f(ixf, nested(a.clone(), n)))), 3, scatter));
+            out.extend(rank_builtins(m, n));
         }
     }
     // main's arrays of tuples taken apart at the boundary (boundary.rs)
     out.extend(super::boundary::builtins());
     out
+}
+
+/// `gather<m><n>` and `scatter<m><n>` (the paper's gather and scatter of one rank, §3.3).
+fn rank_builtins(m: usize, n: usize) -> [Builtin; 2] {
+    let (a, f) = (Type::Var(0), Type::fun);
+    let ixf = f(ints(m), Type::array(Type::Int));
+    [
+        mk(gather_name(m, n), vec![0], f(ints(m), f(nested(a.clone(), n), f(ixf.clone(), nested(a.clone(), m)))), 3, gather),
+        mk(scatter_name(m, n), vec![0], f(ints(n), f(nested(a.clone(), m), f(ixf, nested(a.clone(), n)))), 3, scatter),
+    ]
+}
+
+/// The gathers and scatters past `MAX_DIMS` that `p` names, each rank with its transpose's (the
+/// reverse pass and the symbolic stages transpose a gather<m><n> into a scatter<m><n> and back): bot
+/// adds them to its output's builtins, and the stages after it inherit them.
+pub fn builtins_for(p: &Program) -> Vec<Builtin> {
+    let mut ranks: Vec<(usize, usize)> = vec![];
+    for d in &p.defs {
+        let mut stack = vec![&d.body];
+        while let Some(x) = stack.pop() {
+            if let ExprKind::Builtin(name) = &x.kind {
+                if let Some((_, m, n)) = super::lang::rank_of(name) {
+                    if (m > MAX_DIMS || n > MAX_DIMS) && !ranks.contains(&(m, n)) {
+                        ranks.push((m, n));
+                    }
+                }
+            }
+            each_child(x, &mut |c| stack.push(c));
+        }
+    }
+    ranks.into_iter().flat_map(|(m, n)| rank_builtins(m, n)).collect()
 }
 
 /// Runs `gather<m><n>` or `scatter<m><n>` by name from another runtime (the reverse pass's
