@@ -144,6 +144,10 @@ fn restore_empty_dimensions(grad: &Value, input: &Value) -> Value {
         ),
         // `sumOuter` of a 0×() array: [] where the scalar 0 is meant
         (Value::Array(gs), x) if gs.is_empty() && !matches!(x, Value::Array(_)) => x.with_reals(&mut std::iter::repeat(0.0)),
+        // and the scalar zero where an input array is meant (runtime.rs: the zero of unknown shape):
+        // an output that drops all of it, `shift1R [v]` of one row, sends back a cotangent of no rows,
+        // whose `scatter` and `sumOuter` cannot know the row's length (wide-run seeds 3442, 3483, 4874)
+        (Value::Real(z), x @ Value::Array(_)) if *z == 0.0 => x.with_reals(&mut std::iter::repeat(0.0)),
         // an input array with no reals inside (`[[], [], []]`): its only cotangent is itself, zeroed,
         // whatever shape of zeros the reverse pass made of its lost inner dimension
         (g, x @ Value::Array(_)) if x.real_leaves().is_empty() && g.real_leaves().iter().all(|r| *r == 0.0) => x.clone(),
