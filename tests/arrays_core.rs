@@ -1981,3 +1981,14 @@ fn an_input_no_cotangent_reaches_gets_zeros_of_its_shape() {
     let r = one(texts[0], "arrays/symbolic");
     assert_eq!(r.gradient.len(), 8, "{}", r.program);
 }
+
+/// A `replicate` of no rows whose cotangent lost its shape (the scalar zero of unknown shape,
+/// runtime.rs): dual-arrays' reverse pass stopped with "Replicate's cotangent is not an array"
+/// (wide-run seed 4597, shrunk: a fold whose accumulator is a map over no rows, `reduce`d from
+/// `replicate 0 0.0`). There are no rows to sum: the cotangent is zero, and every stage agrees.
+#[test]
+fn a_replicate_of_no_rows_takes_the_zero_of_unknown_shape_as_its_cotangent() {
+    let text = "input 0.5\ndef main x0 = x0 + sum (fold (\\acc x -> reduce (\\u w -> map2 (\\p q -> p + q) u w) (replicate 0 0.0) (shift1L [acc])) (map (\\r -> x0) []) [x0, x0, x0])\n";
+    part_c_agrees(text);
+    assert_eq!(one(text, "arrays/dual-arrays").gradient, vec![1.0]);
+}

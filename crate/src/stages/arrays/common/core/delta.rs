@@ -404,7 +404,13 @@ fn eval(m: &mut Machine, es: &mut Es, c: Value, d0: &Rc<Node>, s: Span) -> Resul
                 }
             }
             Kind::Replicate(_, x) => {
-                let Some(cs) = c.elems() else { return Err(RunError::runtime(s, "Replicate's cotangent is not an array")) };
+                // the scalar zero where an array is meant is the zero of unknown shape (runtime.rs):
+                // no rows to sum (a replicate of no rows whose cotangent lost its shape, wide-run seed 4597)
+                let cs = match c.elems() {
+                    Some(cs) => cs,
+                    None if matches!(&c, Value::Real(z) if *z == 0.0) => Default::default(),
+                    None => return Err(RunError::runtime(s, "Replicate's cotangent is not an array")),
+                };
                 let mut acc = x.zero.clone();
                 for ci in cs.iter() {
                     acc = add(&acc, ci, s)?;
