@@ -82,19 +82,10 @@ pub(super) fn long_chains<'e>(body: &'e Expr, o: &PrintOptions, from: usize) -> 
     let mut found = vec![];
     let mut stack = vec![body];
     while let Some(e) = stack.pop() {
-        let (links, tail, lets) = match &e.kind {
-            ExprKind::Let(..) => {
-                let (l, t) = let_links(e);
-                (l, t, true)
-            }
-            ExprKind::LetRec(fs, _) if !fs.is_empty() => {
-                let (l, t) = let_links(e);
-                (l, t, true)
-            }
-            ExprKind::Bind(..) => {
-                let (l, t) = bind_links(e);
-                (l, t, false)
-            }
+        let ((links, tail), lets) = match &e.kind {
+            ExprKind::Let(..) => (let_links(e), true),
+            ExprKind::LetRec(fs, _) if !fs.is_empty() => (let_links(e), true),
+            ExprKind::Bind(..) => (bind_links(e), false),
             _ => {
                 each_child(e, &mut |c| stack.push(c));
                 continue;
@@ -106,13 +97,7 @@ pub(super) fn long_chains<'e>(body: &'e Expr, o: &PrintOptions, from: usize) -> 
         }
         stack.push(tail);
         // a let hole's first link stays in the document
-        let kept = if !apart {
-            links.len()
-        } else if lets {
-            1
-        } else {
-            0
-        };
+        let kept = if apart { usize::from(lets) } else { links.len() };
         for l in &links[..kept] {
             match &l.kind {
                 ExprKind::Let(_, x_b) => stack.push(&x_b.0),

@@ -65,60 +65,17 @@ impl Default for Arena {
 impl Arena {
     /// Adds a node; `None` once the indices are used up (4·10^9 nodes, far past any memory budget).
     pub fn push(&mut self, kind: Kind, span: Span) -> Option<Ix> {
-        let ix = Ix::try_from(self.tags.len())
-            .ok()
-            .filter(|&i| i < Ix::MAX)?;
+        let ix = Ix::try_from(self.tags.len()).ok().filter(|&i| i < Ix::MAX)?;
+        let slot = |x: u64, a: Ix, b: Ix| Slot { x, a, b };
         let (tag, slot) = match kind {
             Kind::Zero => (ZERO, Slot::default()),
-            Kind::OneHot(i) => (
-                ONE_HOT,
-                Slot {
-                    x: i as u64,
-                    a: 0,
-                    b: 0,
-                },
-            ),
-            Kind::Scale(r, u) => (
-                SCALE,
-                Slot {
-                    x: r.to_bits(),
-                    a: u,
-                    b: 0,
-                },
-            ),
-            Kind::Add(u1, u2) => (ADD, Slot { x: 0, a: u1, b: u2 }),
-            Kind::Var(i) => (
-                VAR,
-                Slot {
-                    x: i as u64,
-                    a: 0,
-                    b: 0,
-                },
-            ),
-            Kind::Let(i, rhs, body) => (
-                LET,
-                Slot {
-                    x: i as u64,
-                    a: rhs,
-                    b: body,
-                },
-            ),
-            Kind::Input(i) => (
-                INPUT,
-                Slot {
-                    x: i as u64,
-                    a: 0,
-                    b: 0,
-                },
-            ),
-            Kind::Share(i, d) => (
-                SHARE,
-                Slot {
-                    x: i as u64,
-                    a: d,
-                    b: 0,
-                },
-            ),
+            Kind::OneHot(i) => (ONE_HOT, slot(i as u64, 0, 0)),
+            Kind::Scale(r, u) => (SCALE, slot(r.to_bits(), u, 0)),
+            Kind::Add(u1, u2) => (ADD, slot(0, u1, u2)),
+            Kind::Var(i) => (VAR, slot(i as u64, 0, 0)),
+            Kind::Let(i, rhs, body) => (LET, slot(i as u64, rhs, body)),
+            Kind::Input(i) => (INPUT, slot(i as u64, 0, 0)),
+            Kind::Share(i, d) => (SHARE, slot(i as u64, d, 0)),
         };
         let s = self.span_id(span);
         self.tags.push(tag);
@@ -203,10 +160,7 @@ mod tests {
         assert_eq!(a.kind(sc), Kind::Scale(-2.5, v));
         assert_eq!(a.kind(ad), Kind::Add(sc, z));
         assert_eq!(a.kind(l), Kind::Let(1 << 40, ad, v));
-        assert_eq!(
-            (a.span(z), a.span(v), a.span(sc), a.span(ad)),
-            (Span::NONE, s1, s2, s1)
-        );
+        assert_eq!((a.span(z), a.span(v), a.span(sc), a.span(ad)), (Span::NONE, s1, s2, s1));
         assert_eq!(a.span_id_of(v), a.span_id_of(ad));
         assert_ne!(a.span_id_of(v), a.span_id_of(sc));
         // an index the arena never gave is a Zero without a span, not a panic

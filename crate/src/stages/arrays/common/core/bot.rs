@@ -150,19 +150,9 @@ build_rule!(l0_shape, |k, i, body, cx| {
 fn bound_ids(e: &Expr) -> Vec<u32> {
     let mut out = vec![];
     let mut stack = vec![e];
-    let mut pats: Vec<&Pat> = vec![];
     while let Some(x) = stack.pop() {
-        match &x.kind {
-            ExprKind::Lam(_, p, _) => pats.push(p),
-            ExprKind::Let(p, _) => pats.push(p),
-            _ => {}
-        }
-        while let Some(p) = pats.pop() {
-            match p {
-                Pat::Var(n, _) => out.push(n.id),
-                Pat::Tuple(ps, _) => pats.extend(ps.iter()),
-                _ => {}
-            }
+        if let ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) = &x.kind {
+            out.extend(p.names().into_iter().map(|n| n.id));
         }
         each_child(x, &mut |c| stack.push(c));
     }
