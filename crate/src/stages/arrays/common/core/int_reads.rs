@@ -4,9 +4,10 @@
 //! `masked_sizes`), a `real` of them and binders of builds of fixed sizes a table (`binder_tables`),
 //! what is left a column of its values per element (`lift_int_reads`), read back as reals
 //! (`read_as_reals`); and, the two reading each other, the integers the reals read as real copies in
-//! the reals' row (`shadow_ints`). The core's arrays hold one element type (Fig. 8) and the
-//! language has no real-to-integer conversion, so each is a real term of the integers' primal
-//! values, as §5.2's gather functions keep theirs.
+//! the reals' row (`shadow_ints`), where any read with no real term (`div`, `mod`, a let of the
+//! body) is made on the copies brought back by §2's `round : R → Z` (`rounded`, exact within 2^53,
+//! checked). The core's arrays hold one element type (Fig. 8), so each is a real term of the
+//! integers' primal values, as §5.2's gather functions keep theirs.
 
 use super::pack::{elem_rank, nested};
 use super::soa::{length, live};
@@ -80,7 +81,8 @@ fn fixed_build(y: &Expr, whole: impl Fn(&Expr) -> Expr, fixed: impl Fn(&Expr) ->
 /// In `t` (a real component's new value or a let it reads, after `real_int_reads`), each `real u` whose
 /// u reads an integer component (`ints`) and, of the variables bound in `t`, only binders j1 .. jr of
 /// enclosing `build s (\j -> ..)`s whose sizes read none of them nor the integers (fixed ranges:
-/// `(j + k) mod 3`, `(i + j + k) mod 2`, `div`/`mod` having no exact form in reals), replaced by
+/// `(j + k) mod 3`, `(i + j + k) mod 2`, `div`/`mod` having no real term; other sizes: the integers
+/// as real copies, `round`ed, pack.rs `shadowed`), replaced by
 /// `col ! i ! j1 .. ! jr`: `tables` gets `col`, the binders with their sizes and `real u` (with the
 /// lets of `inner` it reads), which `int_fold` makes a table of u's values per element and binders
 /// from the integers' states, a row of the packed elements (an array of rank r: more columns,
@@ -128,7 +130,8 @@ pub(super) type Table = (Name, Vec<(Name, Expr)>, Expr);
 /// and the reals' `real m` read as m′ (`real (m - j)` as `m′ - j′`). Its Delta is zero (a constant moved by conditions: §5.2, a
 /// real reaches an integer only "through the discrete, integral results", not differentiated), and
 /// the integers, which now alone read the reals, are their own loop after the reals' (their states).
-/// None when a step has no such form or the reals read an integer otherwise than as `real m`.
+/// A step or a read with no such form (`k / 2`, `k mod 3`, `real j` of a let `j = k / 2`) is made on
+/// the copies brought back by §2's `round` (`rounded`). None for an array of integers among them.
 #[allow(clippy::type_complexity)]
 pub(super) fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &[usize], reals: &[usize], inner: &Binds, fresh: &mut Fresh) -> Option<(Vec<Type>, Vec<Expr>, Vec<u32>, Vec<Expr>, Binds)> {
     use super::bot::mentions;
@@ -176,8 +179,20 @@ pub(super) fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr
             stack.extend(children_mut(y));
         }
     }
-    let still = reals.iter().any(|&r| int_ids.iter().any(|&x| mentions(&wrap(live(&inner2, &cs2[r]), cs2[r].clone()), x)));
-    (!still).then_some((tys2, zs2, accs2, cs2, inner2))
+    // the reals and the copies: what the reals' loop computes
+    let row: Vec<usize> = reals.iter().copied().chain(tys.len()..tys2.len()).collect();
+    let reads_ints = |cs2: &[Expr], inner2: &Binds| row.iter().any(|&r| int_ids.iter().any(|&x| mentions(&wrap(live(inner2, &cs2[r]), cs2[r].clone()), x)));
+    if reads_ints(&cs2, &inner2) {
+        // any other read of an integer there (`real j` of a let `j = k / 2`, a step reading such a
+        // let): made on its copy brought back by §2's `round` (`rounded`), in the reals' terms and
+        // the lets they read (the integers' loop, reading those lets, then reads the copies too)
+        let used: Vec<u32> = live(&inner2, &Expr::gen(ExprKind::Array(row.iter().map(|&k| cs2[k].clone()).collect()))).iter().map(|b| b.0.id).collect();
+        let targets = cs2.iter_mut().enumerate().filter(|(k, _)| row.contains(k)).map(|(_, c)| c);
+        for t in targets.chain(inner2.iter_mut().filter(|b| used.contains(&b.0.id)).map(|b| &mut b.1)) {
+            *t = rounded(t, &map, &[])?;
+        }
+    }
+    (!reads_ints(&cs2, &inner2)).then_some((tys2, zs2, accs2, cs2, inner2))
 }
 
 /// An integer step `u` in reals, its integer components (`map`) their real copies: `real` pushed
@@ -196,8 +211,40 @@ pub(super) fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[
             let u = real_step(&a[1], map, (ints, local), fresh)?;
             masked_read(&a[0], u, &|x| prim(Prim::ToReal, vec![x]).with_ty(Type::Real), fresh)
         }
+        // any other integer term (`div`, `mod`, `min`, an index of an array reading the integers ..)
+        // computed on the integers themselves, each copy brought back by §2's `round : R → Z`
+        // (`rounded`), and made a real again
+        // (a let of the body it reads is itself made on the copies: `shadow_ints`)
+        _ if integer(u, ints) => prim(Prim::ToReal, vec![rounded(u, map, ints)?]).with_ty(Type::Real),
         _ => return None,
     })
+}
+
+/// The integer term `u` with each integer component m read as `exactInt (round m′)` of its real
+/// copy (`map`), §2's `round : R → Z` (ties to even, prims.rs). Exact: a copy is made of integers
+/// by `real`, `+`, `-`, `*` (`real_step`), each exact on integers when its result is within 2^53
+/// (f64's 53-bit significand holds every integer up to 2^53), and `round` of an integral real is
+/// that integer; so u, computed on integers, is the source's own `div`, `mod` (truncating, the
+/// dividend's sign: prims.rs `z_div`, `z_mod`) or index, with the source's errors (division by zero,
+/// an index out of range). A copy past 2^53 may have rounded: `exactInt` (lang.rs) stops the run
+/// there, located at the fold (`shadowed` in pack.rs gives it the span), rather than bring back
+/// another integer. (A copy that passed 2^53 inside one step and came back below it, `k·k − k·k`,
+/// is not seen: each `real m` of the source rounds as its copy does.) None if u reads an integer
+/// component that has no copy.
+fn rounded(u: &Expr, map: &[(u32, u32)], ints: &[u32]) -> Option<Expr> {
+    use super::bot::mentions;
+    let mut t = u.clone();
+    let mut stack = vec![&mut t];
+    while let Some(y) = stack.pop() {
+        if let ExprKind::Var(v) = &y.kind {
+            if let Some(&(_, c)) = map.iter().find(|m| m.0 == v.id) {
+                *y = super::lang::exact_int(prim(Prim::Round, vec![var(&Name::new("acc", c)).with_ty(Type::Real)]).with_ty(Type::Int)).with_ty(Type::Int);
+                continue;
+            }
+        }
+        stack.extend(children_mut(y));
+    }
+    (!ints.iter().any(|&v| mentions(&t, v))).then_some(t)
 }
 
 /// A read `e ! u` at an index known only as a real ⟨u⟩ (an integer's real copy: `shadow_ints`), `f`
@@ -227,7 +274,8 @@ pub(super) fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[
         ExprKind::Prim(op @ (Prim::And | Prim::Or | Prim::Not), a) => Some(prim(*op, a.iter().map(|x| real_test(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
         // a comparison of reals reading the integers (`xs ! i > s`)
         ExprKind::Prim(op @ (Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne), a) if a.len() == 2 && !a.iter().any(|x| integer(x, ints)) => Some(prim(*op, a.iter().map(|x| real_term(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Bool)),
-        _ => None,
+        // any other test: on the copies brought back by §2's `round` (`rounded`)
+        _ => rounded(c, map, ints),
     }
 }
 
@@ -244,7 +292,8 @@ pub(super) fn real_term(x: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[
             masked_read(&a[0], u, &|y| y, fresh)
         }
         ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Div | Prim::Neg), a) if x.ty == Type::Real => prim(*op, a.iter().map(|y| real_term(y, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
-        _ => return None,
+        // any other real term: on the copies brought back by §2's `round` (`rounded`)
+        _ => rounded(x, map, ints)?,
     })
 }
 

@@ -215,11 +215,24 @@ pub fn is_pad_size(e: &Expr) -> Option<&Expr> {
     (h == PAD_SIZE && a.len() == 1).then(|| a[0])
 }
 
-/// The operands of a run-time check (`sameLength` or `sameShape`), and its name.
+/// The run-time exactness check of an integer brought back from its real copy (int_reads.rs
+/// `rounded`, beyond the paper): `exactInt k` is k when |k| ≤ 2^53, below which every integer is a
+/// real exactly (f64's 53 bits), or an error located at the fold or scan whose integer component
+/// rides in its reals' row as a real copy: past 2^53 the copy may have rounded, and §2's `round`
+/// of it would not give the source's integer back. A scalar operation on integers, as
+/// `sameLength`: bot lifts it as a broadcast op (B5), D′ keeps it.
+pub const EXACT_INT: &str = "exactInt";
+
+/// `exactInt k` (see `EXACT_INT`).
+pub fn exact_int(k: Expr) -> Expr {
+    app(builtin(EXACT_INT), k)
+}
+
+/// The operands of a run-time check (`sameLength`, `sameShape` or `exactInt`), and its name.
 fn is_check(e: &Expr) -> Option<(&'static str, Vec<&Expr>)> {
     let (h, a) = spine(e)?;
-    let name = [SAME_LENGTH, SAME_SHAPE].into_iter().find(|n| *n == h)?;
-    (a.len() == 2).then_some((name, a))
+    let (name, arity) = [(SAME_LENGTH, 2), (SAME_SHAPE, 2), (EXACT_INT, 1)].into_iter().find(|n| n.0 == h)?;
+    (a.len() == arity).then_some((name, a))
 }
 
 fn is_same_length(e: &Expr) -> Option<Vec<&Expr>> {
@@ -385,10 +398,8 @@ pub fn with_operands(e: &Expr, new: Vec<Expr>) -> Expr {
     Expr { kind, span: e.span, ty: Type::Unknown }
 }
 
-fn check_kind(name: &'static str, mut new: Vec<Expr>) -> ExprKind {
-    let actual = new.pop().unwrap_or_else(unit);
-    let expected = new.pop().unwrap_or_else(unit);
-    apps(builtin(name), [expected, actual]).kind
+fn check_kind(name: &'static str, new: Vec<Expr>) -> ExprKind {
+    apps(builtin(name), new).kind
 }
 
 /// The op `e` one rank up, on `new` operands: `map2 (\x y -> e[x, y]) u v`.

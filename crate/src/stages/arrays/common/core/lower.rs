@@ -401,6 +401,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             Some((h, a)) if h == SAME_LENGTH && a.len() == 2 => same_length(lower(a[0], fresh)?, lower(a[1], fresh)?),
             Some((h, a)) if h == SAME_SHAPE && a.len() == 2 => same_shape(lower(a[0], fresh)?, lower(a[1], fresh)?),
             Some((h, a)) if h == PAD_SIZE && a.len() == 1 => pad_size(lower(a[0], fresh)?),
+            Some((h, a)) if h == EXACT_INT && a.len() == 1 => exact_int(lower(a[0], fresh)?),
             _ => return Err(refuse(e.span, FUNCTIONS)),
         },
         K::Lam(..) => return Err(refuse(e.span, FUNCTIONS)),

@@ -279,13 +279,18 @@ impl Sra<'_> {
     /// integers alone (`xs ! m`, `m > 0`) likewise, a column of its values (`lift_int_reads`). An
     /// array of reals among the components is packed with the reals (more columns, `packed_fold`),
     /// read as a real is; an array of integers (any rank) with the integers, more columns of their
-    /// row after the scalars (`packed_row` over Int, its shape checked each step). The two reading each other: the integers the reals read ride in the reals' row as real copies (`shadow_ints`) when their steps have a form in reals, else refused, located; refused too a real component reading
-    /// an integer one inside a term that also reads a real one or a binder of the body other than as
-    /// an index of an array of reals or of arrays of reals, a comparison or a `real` of `+`, `-`, `*` (`real_int_reads`).
+    /// row after the scalars (`packed_row` over Int, its shape checked each step). The two reading each other: the integers the reals read ride in the reals' row as real copies
+    /// (`shadowed`), a step or read with no real term (`div`, `mod`) made on them brought back by
+    /// §2's `round`; so too when a real reads an integer inside a term that also reads a real one or
+    /// a binder of the body in a form with no column (`real ((j + k) mod 2)` under a build of a size
+    /// that is not fixed, an inner fold over `build k f`). Refused, located: an array of integers
+    /// among them.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
+        // what is left when the integers the reals read cannot ride as real copies (`shadowed`)
+        const COPIES: &str = "with an array of integers among the integers (or a `let rec` in the body): the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs; Fig. 8: an array holds one element type), and the integers the reals read otherwise ride in that row as real copies (a constant moved by conditions, its Delta zero: §5.2, a real reaches an integer only \"through the discrete, integral results\", not differentiated), brought back by §2's `round : R → Z` where a step or a read needs an integer; an array of integers is not copied here (it would be an array of reals in the row: not done, no exclusion of the paper's)";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none() && int_rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
             return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
@@ -307,29 +312,14 @@ impl Sra<'_> {
         let states = reads(&whole(&cs, &ints, Type::Int), &reals);
         let reals_read_ints = !reals.is_empty() && reads(&whole(&cs, &reals, Type::Real), &ints);
         if states && reals_read_ints {
-            // the integers the reals read as `real m` ridden in the reals' row as real copies, when
-            // their steps have a real form: then only the integers read the reals (`shadow_ints`)
-            // the reals' integer reads other than `real m` (`v ! k`, `k > 0`, `j < k`) made real terms
-            // of `real k` first (`real_int_reads`, every read: the integers' states are not there
-            // before the reals' loop to make columns of), which the copies then read
-            let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
-            let used: Vec<u32> = live(inner, &arr(&cs, &reals, Type::Real)).iter().map(|b| b.0.id).collect();
-            let (mut rcs, mut rinner) = (cs.clone(), inner.clone());
-            let outer = rinner.clone();
-            for b in rinner.iter_mut().filter(|b| used.contains(&b.0.id)) {
-                real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), true, self.fresh);
+            if let Some(out) = self.shadowed(e, op, tys, (zs, accs, &cs), (xs, xr, i), inner, n, (&ints, &reals), binds) {
+                return out;
             }
-            for &k in &reals {
-                real_int_reads(&mut rcs[k], &rinner, (&int_ids, &real_ids), true, self.fresh);
-            }
-            if let Some((tys2, zs2, accs2, cs2, inner2)) = shadow_ints(tys, (zs, accs, &rcs), &ints, &reals, &rinner, self.fresh) {
-                let mut out = self.int_fold(e, op, &tys2, (&zs2, &accs2, cs2), (xs, xr, i), &inner2, n, binds)?;
-                out.truncate(tys.len());
-                return Ok(out);
-            }
-            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other, an integer's step with no form in reals (`real` through `+`, `-`, `*`, `if` and comparisons: `div`, `mod`, an index) or a real reading it otherwise than as `real m` or `real` of such a step: {WHY}, one after the other (the integers first when the reals read them); the integers the reals read ride in the reals' row as real copies when their steps have a form in reals (a constant moved by conditions, its Delta zero: §5.2, a real reaches an integer only \"through the discrete, integral results\", not differentiated), and the language has no conversion from a real back to an integer for the rest (the paper's has one, §2's `round : R → Int`)")));
+            return Err(refuse(e.span, &format!("fold or scan over a tuple whose real and integer components read each other, {COPIES}")));
         }
         let mut out: Vec<Expr> = (0..tys.len()).map(|_| unit()).collect();
+        // the originals, for the real copies when a read has no column (below)
+        let (cs0, inner0, xs0, xr0, binds0) = (cs.clone(), inner, xs, xr, binds.len());
         // the reals reading the integers: the integer loop first, its states as columns of reals
         let mut inner = inner.clone();
         let (mut xs, mut xr) = (xs.to_vec(), xr.to_vec());
@@ -480,7 +470,14 @@ impl Sra<'_> {
                 ok &= read_as_reals(&mut cs[k], &cols, i);
             }
             if !ok {
-                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body, in a form with no real term here: a `build` whose size reads the integers used as an array otherwise than by `sum`, `map`, `map2`, `length` or `!` (an array component's new value, a fold's elements: its length would change from step to step, and the paper's shapes are static, or weaker, \"all the intermediate values computed in a build1-lambda must have shapes that are independent of the index at which the lambda is called\" (§5, Static shapes); a consumer that sums is masked to the largest size), or a `div`/`mod` of the integers and a binder of a build whose size is not fixed (indexes are masked sums, comparisons and `+`, `-`, `*` real terms, `div`/`mod` with binders of builds of fixed sizes tables per element): {WHY}, which reads each real or boolean term of the integers alone as a column of its values per element, computed from the integers' states before it runs, since its row holds reals only (Fig. 8: an array holds one element type) and the language has no conversion from a real back to an integer")));
+                // a read with no column (a `div`/`mod` of the integers and a binder of a build whose
+                // size is not fixed): the integers the reals read ridden in the reals' row as real
+                // copies instead, as when the two read each other, the read made on `round` of them
+                binds.truncate(binds0);
+                if let Some(out) = self.shadowed(e, op, tys, (zs, accs, &cs0), (xs0, xr0, i), inner0, n, (&ints, &reals), binds) {
+                    return out;
+                }
+                return Err(refuse(e.span, &format!("fold or scan over a tuple whose real component reads an integer component inside a term that also reads a real component or a variable bound in the body (not a column of the integers' states, computed before the reals' loop), {COPIES}")));
             }
         }
         let sums: Option<Vec<Expr>> = if scan || states || reals.is_empty() || !vectors.is_empty() {
@@ -525,6 +522,42 @@ impl Sra<'_> {
             self.int_loop(e, op, (zs, accs, &cs), (&icols, &cols), (i, &inner), n, (r_states, false), binds, &mut out);
         }
         Ok(out)
+    }
+
+    /// The integers the reals read (as `real m` or otherwise: `v ! k`, `k > 0`, `j < k`,
+    /// `real ((j + k) mod 2)`) ridden in the reals' row as real copies (`shadow_ints`): the reals'
+    /// reads made real terms of `real k` first (`real_int_reads`, every read: the integers' states
+    /// are not there before the reals' loop to make columns of), which then read the copies; only
+    /// the integers are left reading the reals, their own loop after the reals'. None when a step or
+    /// a read has no form on the copies (`real_step`).
+    #[allow(clippy::too_many_arguments)]
+    fn shadowed(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, (ints, reals): (&[usize], &[usize]), binds: &mut Binds) -> Option<Result<Vec<Expr>, Diagnostic>> {
+        let arr = |cs: &[Expr], ks: &[usize]| Expr::gen(ExprKind::Array(ks.iter().map(|&k| cs[k].clone()).collect())).with_ty(Type::array(Type::Real));
+        let (int_ids, real_ids): (Vec<u32>, Vec<u32>) = (ints.iter().map(|&k| accs[k]).collect(), reals.iter().map(|&k| accs[k]).collect());
+        let used: Vec<u32> = live(inner, &arr(cs, reals)).iter().map(|b| b.0.id).collect();
+        let (mut rcs, mut rinner) = (cs.to_vec(), inner.clone());
+        let outer = rinner.clone();
+        for b in rinner.iter_mut().filter(|b| used.contains(&b.0.id)) {
+            real_int_reads(&mut b.1, &outer, (&int_ids, &real_ids), true, self.fresh);
+        }
+        for &k in reals {
+            real_int_reads(&mut rcs[k], &rinner, (&int_ids, &real_ids), true, self.fresh);
+        }
+        let (tys2, zs2, accs2, mut cs2, mut inner2) = shadow_ints(tys, (zs, accs, &rcs), ints, reals, &rinner, self.fresh)?;
+        // the copies' `exactInt` checks (int_reads.rs `rounded`) located at this fold or scan
+        for t in cs2.iter_mut().chain(inner2.iter_mut().map(|b| &mut b.1)) {
+            let mut stack = vec![t];
+            while let Some(y) = stack.pop() {
+                if y.span.is_none() && matches!(lang::spine(y), Some((h, a)) if h == lang::EXACT_INT && a.len() == 1) {
+                    y.span = e.span;
+                }
+                stack.extend(children_mut(y));
+            }
+        }
+        Some(self.int_fold(e, op, &tys2, (&zs2, &accs2, cs2), (xs, xr, i), &inner2, n, binds).map(|mut out| {
+            out.truncate(tys.len());
+            out
+        }))
     }
 
     /// `int_fold`'s integer loop over the elements' indexes, pushed on `binds`: its result, or its
