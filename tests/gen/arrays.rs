@@ -315,7 +315,9 @@ impl Gen {
                 let sv = s.with_real(&p).with_vec(&v, len).with_real(&x);
                 let (e1, e2) = (self.real_in(&sv, d.min(2)), self.real_in(&sv.with_real(&y), d.min(2)));
                 let counts = self.below(2) == 0;
-                let step = if counts { format!("{k} + 1") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
+                // (by the name's parity, not a draw:) a `div` in the step that reads the real, which
+                // the real reads too (int_reads.rs `rounded`: the copy brought back by `round`)
+                let step = if counts { format!("{k} + 1") } else if second_bit(&y) { format!("if {x} > {p} then {k} + 1 else {k} / 2") } else { format!("if {x} > {p} then {k} + 1 else {k}") };
                 // a counting integer read as an index of the array component (pack.rs
                 // `real_int_reads`: a masked sum, its `real` a column of the integers' states); the
                 // other step reads the real, and the two read each other (below). Only of a
@@ -371,7 +373,11 @@ impl Gen {
                     }
                     // the real reading the integer in a test while its step reads the real (pack.rs
                     // `shadow_ints` after `real_int_reads`), by the name's parity
-                    1 if p.ends_with(['1', '3', '5', '7', '9']) => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1} + (if {k} > 1 then 0.25 * {x} else 0.0)")),
+                    // (and, by another name's parity, a `div` in the step: `rounded`)
+                    1 if p.ends_with(['1', '3', '5', '7', '9']) => {
+                        let other = if second_bit(&x) { format!("{k} / 3") } else { k.clone() };
+                        (format!("if {x} > {p} then {k} + 1 else {other}"), format!("{p} * 0.5 + {e1} + (if {k} > 1 then 0.25 * {x} else 0.0)"))
+                    }
                     1 => (format!("if {x} > {p} then {k} + 1 else {k}"), format!("{p} * 0.5 + {e1}")),
                     2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
                     _ => {
@@ -785,4 +791,11 @@ impl Gen {
             tuple(&body)
         )
     }
+}
+
+/// Whether a fresh name's number has its second bit set (`n mod 4 ≥ 2`): a choice by the name, not
+/// a draw (the other programs stay as drawn), that its parity, tied to its neighbours' (they are
+/// numbered in a row), cannot make.
+fn second_bit(name: &str) -> bool {
+    name.trim_start_matches(|c: char| c.is_ascii_alphabetic()).parse::<u64>().is_ok_and(|n| n % 4 >= 2)
 }
