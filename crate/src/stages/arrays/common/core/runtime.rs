@@ -539,9 +539,9 @@ fn b_same_length(_: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 
 /// `exactInt k` (lang.rs): k when |k| ≤ 2^53, where a real holds every integer exactly, else an
 /// error located at the fold or scan whose integer rides as a real copy (int_reads.rs `rounded`).
-fn b_exact_int(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
+fn b_exact_int(m: &mut Machine, k: &Value, span: Span) -> Res {
     m.tick(1)?;
-    let k = int(&args[0], "exactInt", span)?;
+    let k = int(k, "exactInt", span)?;
     if k.unsigned_abs() > 1 << 53 {
         return Err(err(span, format!("this fold or scan's integer component, carried as a real copy beside its real components (its step reads them), was brought back by `round` as {k}, past 2^53: a real holds every integer exactly only up to 2^53 (f64's 53 bits), so the copy may have rounded and `round` of it may not be the integer the source computes")));
     }
@@ -628,7 +628,7 @@ pub fn builtins() -> Vec<Builtin> {
         mk("iota", vec![], f(Type::Int, Type::array(Type::Int)), 1, b_iota),
         mk(super::lang::SAME_LENGTH, vec![], f(Type::Int, f(Type::Int, Type::Int)), 2, b_same_length),
         mk(super::lang::SAME_SHAPE, vec![0], f(Type::array(Type::Int), f(a.clone(), Type::Int)), 2, b_same_shape),
-        mk(super::lang::EXACT_INT, vec![], f(Type::Int, Type::Int), 1, b_exact_int),
+        mk(super::lang::EXACT_INT, vec![], f(Type::Int, Type::Int), 1, |m, x, s| b_exact_int(m, &x[0], s)),
         mk(super::lang::PAD_SIZE, vec![], f(Type::Int, Type::Int), 1, |m, x, s| {
             m.tick(1)?;
             Ok(Value::Int(int(&x[0], "padSize", s)?))
