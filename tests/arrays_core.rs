@@ -2065,3 +2065,15 @@ fn integer_reads_with_no_column_ride_as_rounded_copies() {
     let r = one(text, "arrays/bot");
     assert!(r.refused && r.error.as_deref().unwrap_or("").contains("Static shapes"), "{r:?}");
 }
+
+/// A fold with a masked size (`build (k mod 3) f`, pack.rs `masked_sizes`) inside two maps: bot's
+/// P0 pads the inner build1's `padSize u` to its largest over that build1 (`let s = scanl (λm c. [max
+/// (index m 0) c]) ..`), which reads the outer build1's index, and pads it again there; it did not,
+/// the padded size's own binders (`s`, `m`, `c`) taken for variables of the body ("bot does not take
+/// a build1 whose body builds an array of a size that depends on its index": wide-run seed 2202,
+/// shrunk). Per row r: s = 0.5 y (0.5 + r1) for each y in r, sum 0.5 (r0 + r1)(0.5 + r1): 7 + 1.25;
+/// ∂r0 = 0.5 (0.5 + r1), ∂r1 = ∂r0 + 0.5 (r0 + r1).
+#[test]
+fn a_padded_size_inside_two_maps_is_padded_again_in_the_outer_build1() {
+    part_c_by_hand("input [[1.0, 3.0], [2.0, 0.5]]\ndef main m = sum (map (\\row -> sum (map (\\y -> fst (fold (\\(s, k) x -> (s * 0.5 + sum (build (k mod 3) (\\j -> s * x)), k + 1)) (y, 0) row)) row)) m)\n", "8.25", &[1.75, 3.75, 0.5, 1.75]);
+}

@@ -165,8 +165,9 @@ fn bound_ids(e: &Expr) -> Vec<u32> {
 // integers (fold.rs's scanl; D′ keeps it):
 //   build1 k (λi. t[padSize u])  ⇝  build1 k (λi. t[padSize (let s = scanl (λm c. [max (index m 0) c]) [0]
 //                                                    (build1 k (λi. u)) in index (index s k) 0)])
-// when u reads i and no variable bound inside t (a fold with a masked size inside a map: Part C
-// seeds 1606, 1690, whose largest size per row `iota (top ! i ! 0)` was refused).
+// when u reads i and no variable bound inside t outside u (a fold with a masked size inside a map:
+// Part C seeds 1606, 1690, whose largest size per row `iota (top ! i ! 0)` was refused; inside two
+// maps the inner build1's padded size, with its own scanl's binders, padded again: seed 2202).
 build_rule!(p0_pad, |k, i, body, cx| {
     let bound = bound_ids(body);
     let mut hit = false;
@@ -174,7 +175,10 @@ build_rule!(p0_pad, |k, i, body, cx| {
     let mut stack = vec![&mut nb];
     while let Some(y) = stack.pop() {
         if let Some(u) = is_pad_size(y) {
-            if mentions(u, i.id) && !bound.iter().any(|&b| mentions(u, b)) {
+            // (a variable bound inside u itself, as a padded size's own `let s = scanl ..` is, is
+            // no variable of the body's: P0 applies again in an outer build1)
+            let own = bound_ids(u);
+            if mentions(u, i.id) && !bound.iter().filter(|b| !own.contains(b)).any(|&b| mentions(u, b)) {
                 let u = u.clone();
                 let (m, c, s) = (cx.fresh.name("m"), cx.fresh.name("c"), cx.fresh.name("s"));
                 let most = Expr::gen(ExprKind::Array(vec![prim(Prim::Max, vec![index(var(&m), int(0)), var(&c)])].into()));
