@@ -155,13 +155,32 @@ impl Value {
 
     /// Visits the first-order leaves left to right (reals, integers, booleans, units, functions, ext).
     pub fn for_each_leaf(&self, f: &mut dyn FnMut(&Value)) {
-        // Explicit stack: values can be deep (long sums), and wasm's native stack is small.
-        let mut stack = vec![self];
-        while let Some(v) = stack.pop() {
-            match v {
-                Value::Tuple(vs) | Value::Array(vs) => stack.extend(vs.iter().rev()),
-                Value::Inl(v) | Value::Inr(v) => stack.push(v),
-                v => f(v),
+        // Explicit stack: values can be deep (long sums), and wasm's native stack is small. It holds
+        // the unfinished item lists of the enclosing values only, not each value: a flat tuple or
+        // array, or the last item's nesting (a long sum, a right-nested tuple), needs no allocation
+        // (issue 13: the dense cotangents' `size`, per operation in dualrev's naive and staged
+        // runtimes, allocated and grew a vector each call).
+        let mut outer: Vec<std::slice::Iter<'_, Value>> = Vec::new();
+        let mut cur = std::slice::from_ref(self).iter();
+        loop {
+            let inner = match cur.next() {
+                Some(Value::Tuple(vs) | Value::Array(vs)) => vs.iter(),
+                Some(Value::Inl(v) | Value::Inr(v)) => std::slice::from_ref(&**v).iter(),
+                Some(v) => {
+                    f(v);
+                    continue;
+                }
+                None => match outer.pop() {
+                    Some(rest) => {
+                        cur = rest;
+                        continue;
+                    }
+                    None => return,
+                },
+            };
+            let rest = std::mem::replace(&mut cur, inner);
+            if rest.len() > 0 {
+                outer.push(rest);
             }
         }
     }
@@ -372,6 +391,46 @@ mod tests {
         assert_eq!(Value::Inr(Rc::new(Value::pair(Value::Real(1.0), arr(&[2.0])))).leaf_paths(), vec![".inr.0", ".inr.1[0]"]);
         // One path per real leaf, in the order of `real_leaves`.
         assert_eq!(Value::Array(vec![].into()).leaf_paths().len(), 0);
+    }
+
+    #[test]
+    fn leaves_are_visited_left_to_right_at_any_nesting() {
+        let leaves = |v: &Value| {
+            let mut out = vec![];
+            v.for_each_leaf(&mut |l| out.push(l.to_string()));
+            out
+        };
+        let r = Value::Real;
+        let arr = |xs: Vec<Value>| Value::Array(xs.into());
+        // nested on the left, in the middle and on the right; sums, units and empty parts between
+        let v = Value::tuple(vec![
+            Value::pair(Value::pair(r(1.0), Value::Int(2)), arr(vec![])),
+            Value::Inr(Rc::new(arr(vec![r(3.0), Value::pair(Value::Bool(true), r(4.0))]))),
+            Value::Unit,
+            Value::tuple(vec![]),
+            Value::pair(r(5.0), Value::Inl(Rc::new(Value::pair(r(6.0), r(7.0))))),
+        ]);
+        // (`Value::tuple` of no items is the unit: a leaf)
+        assert_eq!(leaves(&v), ["1.0", "2", "3.0", "true", "4.0", "()", "()", "5.0", "6.0", "7.0"]);
+        assert_eq!(leaves(&r(8.0)), ["8.0"]);
+        assert!(leaves(&arr(vec![])).is_empty());
+        // deep on either side: a long sum and a left-nested tuple (deep enough to test the order;
+        // dropping a value recurses, so not as deep as a run's)
+        let (mut deep_sum, mut deep_left) = (r(0.0), r(0.0));
+        for k in 1..2_000 {
+            deep_sum = Value::Inl(Rc::new(Value::pair(r(k as f64), deep_sum)));
+            deep_left = Value::pair(deep_left, r(k as f64));
+        }
+        let (mut n, mut last) = (0, -1.0);
+        deep_left.for_each_leaf(&mut |l| {
+            let x = l.as_real().unwrap_or(-2.0);
+            assert!(x > last, "left to right: {x} after {last}");
+            (n, last) = (n + 1, x);
+        });
+        assert_eq!(n, 2_000);
+        let mut first = vec![];
+        deep_sum.for_each_leaf(&mut |l| if first.len() < 3 { first.push(l.to_string()) });
+        assert_eq!(first, ["1999.0", "1998.0", "1997.0"]);
     }
 
     #[test]

@@ -321,6 +321,26 @@ fn calls_stop_at_every_budget_where_the_walker_stops() {
     }
 }
 
+/// The array builtins' two-argument applications (`map2`, `fold`, `scanl`, `scanr`) of a curried
+/// lambda, a partial value of a three-parameter one and a local recursive function: the engine binds
+/// both arguments in one run (`Machine::apply2`), the walker applies twice; the counts, trace and
+/// stopping points must be the walker's at every budget.
+const ARRAY_CALLS: &[(&str, &str)] = &[
+    ("def main (a, b) = sum (map2 (\\x y -> x * y + 1.0) a b)", "([1.0, 2.0, 3.0, 0.5, 7.0], [4.0, 5.0, 6.0, 2.0, 1.5])"),
+    ("def main (a, b) = let f k x y = real k * x - y in fold (f 2) 0.5 a + sum (map2 (f 3) a b)", "([1.0, 2.0], [4.0, 5.0])"),
+    ("def main a = let g acc x = if x > 2.0 then acc + x else g acc (x + 1.0) in fold g 0.0 a", "[1.0, 2.5, 0.5]"),
+    ("def main a = sum (scanl (\\acc x -> acc * x + 1.0) 1.0 a) + sum (scanr (\\x acc -> acc - x) 0.0 a)", "[1.5, 2.0, 3.0]"),
+];
+
+#[test]
+fn array_builtins_apply_two_arguments_as_the_walker_at_every_budget() {
+    for (src, at) in ARRAY_CALLS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        assert!(run_both(src, true, arg.clone(), Budget::default()).is_ok(), "{src}");
+        at_every_budget(src, &arg, 120, 20, 30, 8);
+    }
+}
+
 #[test]
 fn pattern_errors_in_calls_are_the_walkers() {
     // untyped: a parameter pattern that does not match, at a partial application and at the last

@@ -56,8 +56,7 @@ fn three(args: &mut Vec<Value>) -> (Value, Value, Value) {
 }
 
 fn apply2(m: &mut Machine, f: &Value, a: Value, b: Value) -> Res {
-    let g = m.apply(f.clone(), a)?;
-    m.apply(g, b)
+    m.apply2(f, a, b)
 }
 
 /// `a ! i`

@@ -249,6 +249,20 @@ impl<'p> Machine<'p> {
         let span = self.span;
         self.run_with(|m| m.apply_fun(f, arg, span))
     }
+    /// `f a b` (the array builtins' `map2`, `fold`, `scanl`, …): `apply` twice, with the same
+    /// steps, allocations, checks and trace. When `b` saturates a curried lambda `f` (a closure, a
+    /// group member or a partial value of one), the two applications are one run: `a` counted as the
+    /// walker's partial application (`partial_step`) and both bound in one frame, as a call spine
+    /// does (`run.rs`'s `apply_fun2`), with no partial value built between them (issue 13: the
+    /// partial value, its box and the second run were a third of `map2`'s time per element).
+    pub fn apply2(&mut self, f: &Value, a: Value, b: Value) -> Result<Value, RunError> {
+        if !self.saturated_by_two(f) {
+            let g = self.apply(f.clone(), a)?;
+            return self.apply(g, b);
+        }
+        let span = self.span;
+        self.run_with(|m| m.apply_fun2(f, a, b, span))
+    }
     /// Adds `n` work units to the step counter, failing when the steps budget is exceeded.
     #[inline]
     pub fn tick(&mut self, n: u64) -> Result<(), RunError> {

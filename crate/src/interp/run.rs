@@ -489,6 +489,43 @@ impl Machine<'_> {
         }
     }
 
+    /// The curried lambda `f` is (with the arguments it holds) when two more arguments give it all its
+    /// parameters: `apply2`'s one run.
+    #[allow(clippy::type_complexity)]
+    fn two_short<'f>(&self, f: &'f Value) -> Option<(&'f Rc<LamCode>, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>, &'f [Value])> {
+        let fv = match f {
+            Value::Fun(rc) => rc.downcast_ref::<FunVal>()?,
+            _ => return None,
+        };
+        let (lam, env, group, prior): (_, _, _, &[Value]) = match fv {
+            FunVal::Clo { code, env } => (code, env, None, &[]),
+            FunVal::Rec { group, idx } => (&group.code.members[*idx as usize], &group.env, Some(group), &[]),
+            FunVal::Part { code, env, group, args } => (code, env, group.as_ref(), args),
+            FunVal::Partial { .. } => return None,
+        };
+        (lam.prog == self.code.prog && prior.len() + 1 == lam.more.len()).then_some((lam, env, group, prior))
+    }
+
+    pub(super) fn saturated_by_two(&self, f: &Value) -> bool {
+        self.two_short(f).is_some()
+    }
+
+    /// `apply_fun` of `f` to `a`, then of its result to `b`, for an `f` that `two_short` takes: what the
+    /// first does (`apply_lam` short of the last: `partial_step`, tail position as a run's first
+    /// application is) and then the second (all parameters bound in one frame), without the partial
+    /// value between them: the same counts, checks and trace as the two.
+    pub(super) fn apply_fun2(&mut self, f: &Value, a: Value, b: Value, span: Span) -> Res<Next> {
+        let Some((lam, env, group, prior)) = self.two_short(f) else {
+            return Err(Box::new(RunError::runtime(span, "apply2 of a function it does not take")));
+        };
+        let (lam, env, group, j) = (lam.clone(), env.clone(), group.cloned(), prior.len());
+        let base = self.vals.len();
+        self.vals.extend(prior.iter().cloned());
+        self.partial_step(&lam, j, &a, true)?;
+        self.vals.push(a);
+        self.saturate(&lam, env, group, base, b, true)
+    }
+
     /// Applies a multi-parameter lambda holding `prior` arguments to one more: a partial value
     /// until the last, then one frame for all (`tail_ok`: this application is in tail position).
     fn apply_lam(

@@ -398,8 +398,7 @@ fn b_zip_with(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let mut out = Vec::with_capacity(xs.len());
     for (x, y) in xs.iter().zip(ys.iter()) {
         m.alloc(1)?;
-        let g = m.apply(f.clone(), x.clone())?;
-        out.push(m.apply(g, y.clone())?);
+        out.push(m.apply2(&f, x.clone(), y.clone())?);
     }
     Ok(Value::Array(out.into()))
 }

@@ -119,18 +119,25 @@ fn sizes(v: &Value, m: usize, span: Span) -> Result<Vec<usize>, RunError> {
 }
 
 /// Every index of an array of `shape`, row-major, as the value an index function takes.
-fn positions(shape: &[usize]) -> Vec<Vec<i64>> {
+/// Calls `each` on every position of `shape` in row-major order (how many: the shape's product), the
+/// position stepped in one buffer: a vector per position was most of a gather's allocations.
+fn each_position(shape: &[usize], mut each: impl FnMut(&[i64]) -> Result<(), RunError>) -> Result<(), RunError> {
     let total: usize = shape.iter().product();
-    (0..total)
-        .map(|mut l| {
-            let mut ix = vec![0; shape.len()];
+    let mut ix = vec![0i64; shape.len()];
+    for l in 0..total {
+        if l > 0 {
+            // the next position: the last index up by one, carrying into the ones before
             for d in (0..shape.len()).rev() {
-                ix[d] = (l % shape[d]) as i64;
-                l /= shape[d];
+                ix[d] += 1;
+                if (ix[d] as usize) < shape[d] {
+                    break;
+                }
+                ix[d] = 0;
             }
-            ix
-        })
-        .collect()
+        }
+        each(&ix)?;
+    }
+    Ok(())
 }
 
 fn ix_value(ix: &[i64]) -> Value {
@@ -163,13 +170,18 @@ fn nest(flat: Vec<Value>, shape: &[usize], zero: Option<Value>) -> Value {
     level.into_iter().next().unwrap_or(Value::Array(Rc::from(vec![])))
 }
 
-fn call_ix(m: &mut Machine, f: &Value, ix: &[i64], n: usize, span: Span) -> Result<Vec<i64>, RunError> {
+/// The index function `f` at `ix`: its `n` indexes into `out`.
+fn call_ix(m: &mut Machine, f: &Value, ix: &[i64], n: usize, span: Span, out: &mut Vec<i64>) -> Result<(), RunError> {
     let r = m.apply(f.clone(), ix_value(ix))?;
-    let out = arr(&r, "an index function's result", span)?;
-    if out.len() != n {
-        return Err(err(span, format!("an index function returned {} indexes, not {n}", out.len())));
+    let is = arr(&r, "an index function's result", span)?;
+    if is.len() != n {
+        return Err(err(span, format!("an index function returned {} indexes, not {n}", is.len())));
     }
-    out.iter().map(|v| int(v, "an index", span)).collect()
+    out.clear();
+    for v in is.iter() {
+        out.push(int(v, "an index", span)?);
+    }
+    Ok(())
 }
 
 /// The shape of the first `d` dimensions of `v` (read along its first elements).
@@ -362,15 +374,17 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
     let a = args.pop().unwrap_or(Value::Unit);
     let sh = sizes(&args.pop().unwrap_or(Value::Unit), md, span)?;
     let zero = sub_zero(m, &a, nd, span)?;
-    let ps = positions(&sh);
-    m.tick(ps.len() as u64)?;
-    m.alloc(ps.len() as u64)?;
-    m.count("gathered", ps.len() as u64);
-    let mut flat = Vec::with_capacity(ps.len());
-    for p in ps {
-        let ix = call_ix(m, &f, &p, nd, span)?;
+    let total: usize = sh.iter().product();
+    m.tick(total as u64)?;
+    m.alloc(total as u64)?;
+    m.count("gathered", total as u64);
+    let mut flat = Vec::with_capacity(total);
+    let mut ix = Vec::with_capacity(nd);
+    each_position(&sh, |p| {
+        call_ix(m, &f, p, nd, span, &mut ix)?;
         flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
-    }
+        Ok(())
+    })?;
     let tm = template(m, &a, nd, span)?;
     Ok(nest(flat, &sh, tm))
 }
@@ -390,18 +404,21 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     let total: usize = sh.iter().product();
     m.alloc(total as u64)?;
     let mut flat = vec![zero.clone(); total];
-    let ps = positions(&outer_shape(&t, md));
-    m.tick(ps.len() as u64)?;
-    m.count("scattered", ps.len() as u64);
-    for p in ps {
-        let ix = call_ix(m, &f, &p, nd, span)?;
+    let outer = outer_shape(&t, md);
+    let count: usize = outer.iter().product();
+    m.tick(count as u64)?;
+    m.count("scattered", count as u64);
+    let mut ix = Vec::with_capacity(nd);
+    each_position(&outer, |p| {
+        call_ix(m, &f, p, nd, span, &mut ix)?;
         let inside = ix.iter().zip(&sh).all(|(&i, &k)| i >= 0 && (i as usize) < k);
         if inside {
             let l = ix.iter().zip(&sh).fold(0usize, |l, (&i, &k)| l * k + i as usize);
-            let x = at(&t, &p).unwrap_or_else(|| flat[l].clone());
+            let x = at(&t, p).unwrap_or_else(|| flat[l].clone());
             flat[l] = add(&flat[l], &x, span)?;
         }
-    }
+        Ok(())
+    })?;
     let tm = template(m, &t, md, span)?;
     Ok(nest(flat, &sh, tm))
 }
@@ -477,13 +494,14 @@ pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res 
     }
     let out_shape: Vec<usize> = perm.iter().map(|&d| shape.get(d).copied().unwrap_or(0)).collect();
     let mut flat = vec![];
-    for q in positions(&out_shape) {
-        let mut ix = vec![0; rank];
+    let mut ix = vec![0; rank];
+    each_position(&out_shape, |q| {
         for (o, &d) in perm.iter().enumerate() {
             *ix.get_mut(d).ok_or_else(|| err(span, "tr: not a permutation"))? = q[o];
         }
         flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
-    }
+        Ok(())
+    })?;
     let tm = template(m, t, rank, span)?;
     Ok(nest(flat, &out_shape, tm))
 }
