@@ -444,7 +444,18 @@ struct Cx<'b> {
     /// Nodes inferred, for the memory budget's check every `MEMORY_CHECK` of them (a stage's output
     /// can be large enough to take the whole budget while it is checked).
     nodes: u32,
+    /// The compound types inference has made for nodes (`M a` of a `pure`, a tuple's, a lambda's),
+    /// each made once by its parts (`Made`, as the zonk's), so that the nodes of a long program
+    /// share them until the zonk replaces them: `pure (x * y, Var u)` on every line of a translation
+    /// made its `(R, Delta)` and `M (R, Delta)` anew, ~1 KB a line of krawiec/monadic's output held
+    /// until the zonk, and the check's growth was what stopped it at the memory budget on a 10^5-line
+    /// program (issue 14 item 4). Emptied at `RECENT` entries, so that types met once (with fresh
+    /// variables) cost a bounded table, and types met on every line are made again once.
+    recent: Made,
 }
+
+/// `Cx::recent`'s size at which it is emptied.
+const RECENT: usize = 1 << 14;
 
 /// How often (in nodes) the type check compares the live heap with the memory budget.
 const MEMORY_CHECK: u32 = 4096;
@@ -463,6 +474,36 @@ impl<'b> Cx<'b> {
             poly: HashMap::default(),
             generalise_locals: true,
             nodes: 0,
+            recent: Made::default(),
+        }
+    }
+
+    /// The tuple of `ts`, made once while it is in `recent`.
+    fn tuple_of(&mut self, ts: Vec<Type>) -> Type {
+        self.forget_recent();
+        self.recent.tuple(ts.into())
+    }
+
+    /// The constructor `name args`, made once while it is in `recent`.
+    fn con_of(&mut self, name: &str, args: Vec<Type>) -> Type {
+        self.forget_recent();
+        self.recent.con(&interned(name), args.into(), None)
+    }
+
+    /// `A → B` or `A ⊸ B` (as `kind` says), its two sides made once while they are in `recent`.
+    fn fun_of(&mut self, kind: LamKind, a: Type, b: Type) -> Type {
+        self.forget_recent();
+        let ab = self.recent.pair(std::rc::Rc::new((a, b)));
+        match kind {
+            LamKind::Plain => Type::Fun(ab),
+            LamKind::Linear => Type::Lin(ab),
+        }
+    }
+
+    fn forget_recent(&mut self) {
+        let r = &self.recent;
+        if r.tuples.len() + r.cons.len() + r.pairs.len() >= RECENT {
+            self.recent = Made::default();
         }
     }
 
@@ -579,6 +620,8 @@ impl<'b> Cx<'b> {
 
     /// `zonk_expr` of each of `es`, with one memo, which holds the substitution meanwhile.
     fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
+        // (inference's shared types are the nodes' own from here: the zonk makes its own)
+        self.recent = Made::default();
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
         let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
@@ -1011,10 +1054,7 @@ impl<'b> Cx<'b> {
             ExprKind::Lam(kind, p, body) => {
                 let a = self.bind_pat(p);
                 let b = self.infer(body)?;
-                match kind {
-                    LamKind::Plain => Type::fun(a, b),
-                    LamKind::Linear => Type::lin(a, b),
-                }
+                self.fun_of(*kind, a, b)
             }
             ExprKind::App(f, a) => {
                 let tf = self.infer(f)?;
@@ -1044,7 +1084,7 @@ impl<'b> Cx<'b> {
                 for e in es.iter_mut() {
                     ts.push(self.infer(e)?);
                 }
-                Type::tup(ts)
+                self.tuple_of(ts)
             }
             ExprKind::Array(es) => {
                 let a = self.fresh();
@@ -1121,10 +1161,13 @@ impl<'b> Cx<'b> {
             ExprKind::Par(a, b) => {
                 let ta = self.infer(a)?;
                 let tb = self.infer(b)?;
-                Type::tup(vec![ta, tb])
+                self.tuple_of(vec![ta, tb])
             }
             ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..) => return self.infer(e),
-            ExprKind::Pure(x) => Type::con("M", vec![self.infer(x)?]),
+            ExprKind::Pure(x) => {
+                let t = self.infer(x)?;
+                self.con_of("M", vec![t])
+            }
         };
         e.ty = t.clone();
         Ok(t)
