@@ -1365,6 +1365,43 @@ mod tests {
         Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
     }
 
+    /// Issue 14 item 4: while inference runs (before the zonk, which shares every type), the `pure`s
+    /// of a do block whose values have one type share one `M (R, R)` and one `(R, R)`: one allocation
+    /// each per line of a long translation was what its check grew by.
+    #[test]
+    fn inference_makes_a_repeated_node_type_once() {
+        let src = "def main x =\n  do {\n    a ← pure (x * 1.0, 2.0);\n    b ← pure (x * 3.0, 4.0);\n    c ← pure (x * 5.0, 6.0);\n    pure (x * 7.0, 8.0)\n  }\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut pures: Vec<(&Type, &Type)> = vec![];
+        let mut e = &p.defs[0].body;
+        loop {
+            e = match &e.kind {
+                ExprKind::Lam(_, _, b) => b,
+                ExprKind::Bind(_, mk) => {
+                    let ExprKind::Pure(v) = &mk.0.kind else { panic!("a pure") };
+                    pures.push((&mk.0.ty, &v.ty));
+                    &mk.1
+                }
+                ExprKind::Pure(v) => {
+                    pures.push((&e.ty, &v.ty));
+                    break;
+                }
+                k => panic!("unexpected {k:?}"),
+            };
+        }
+        assert_eq!(pures.len(), 4);
+        assert_eq!(show(&cx.zonk(pures[0].0)), "M (R, R)");
+        // (the first's `x * 1.0` has a variable's type, R only once it is unified: from the second on
+        // they are (R, R) as inferred)
+        for (m, pair) in &pures[2..] {
+            assert!(matches!(m, Type::Con(_)) && parts(m) == parts(pures[1].0), "{m:?} is not the second pure's M (R, R)");
+            assert!(matches!(pair, Type::Tuple(_)) && parts(pair) == parts(pures[1].1), "{pair:?} is not the second (R, R)");
+        }
+    }
+
     /// Issue 15: the links of a let chain have their body's type, here a tuple of variables bound to
     /// R, and the final zonk makes one copy of it for all of them (it used to make one per link).
     #[test]
