@@ -478,21 +478,27 @@ impl<'b> Cx<'b> {
         }
     }
 
-    /// The tuple of `ts`, made once while it is in `recent`.
+    /// The tuple of `ts`, made once while it is in `recent`. Its parts are taken with their outermost
+    /// bound variables followed (`shallow`), which is the same type, so that a part whose variable
+    /// is bound already (a lambda's parameter, once its body has used it as R) is met by its parts.
     fn tuple_of(&mut self, ts: Vec<Type>) -> Type {
         self.forget_recent();
+        let ts: Vec<Type> = ts.iter().map(|t| self.shallow(t)).collect();
         self.recent.tuple(ts.into())
     }
 
-    /// The constructor `name args`, made once while it is in `recent`.
+    /// The constructor `name args`, made once while it is in `recent` (its parts as `tuple_of`'s).
     fn con_of(&mut self, name: &str, args: Vec<Type>) -> Type {
         self.forget_recent();
+        let args: Vec<Type> = args.iter().map(|t| self.shallow(t)).collect();
         self.recent.con(&interned(name), args.into(), None)
     }
 
-    /// `A → B` or `A ⊸ B` (as `kind` says), its two sides made once while they are in `recent`.
+    /// `A → B` or `A ⊸ B` (as `kind` says), its two sides made once while they are in `recent`
+    /// (its parts as `tuple_of`'s: `linλz → counted (plusC …)` of every line is `R ⊸ Staged`).
     fn fun_of(&mut self, kind: LamKind, a: Type, b: Type) -> Type {
         self.forget_recent();
+        let (a, b) = (self.shallow(&a), self.shallow(&b));
         let ab = self.recent.pair(std::rc::Rc::new((a, b)));
         match kind {
             LamKind::Plain => Type::Fun(ab),
