@@ -1457,6 +1457,42 @@ mod tests {
         }
     }
 
+    /// Issue 14 item 4: a polymorphic function's uses each instantiate its scheme with fresh
+    /// variables; once each application has bound them, the heads share one `R → (R, R)` (settled
+    /// through `recent`) before the zonk, and the copies die with their applications.
+    #[test]
+    fn instantiated_heads_share_their_settled_type() {
+        let src = "def main x =\n  let f = \\y -> (y, y) in\n  let a = f 1.0 in\n  let b = f 2.0 in\n  f 3.0\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut heads: Vec<(&Type, &Type)> = vec![];
+        let mut e = &p.defs[0].body;
+        loop {
+            e = match &e.kind {
+                ExprKind::Lam(_, _, b) => b,
+                ExprKind::Let(_, rb) => {
+                    if let ExprKind::App(f, _) = &rb.0.kind {
+                        heads.push((&f.ty, &rb.0.ty));
+                    }
+                    &rb.1
+                }
+                ExprKind::App(f, _) => {
+                    heads.push((&f.ty, &e.ty));
+                    break;
+                }
+                k => panic!("unexpected {k:?}"),
+            };
+        }
+        assert_eq!(heads.len(), 3);
+        assert_eq!(show(heads[0].0), "R → (R, R)");
+        for (f, app) in &heads[1..] {
+            assert!(matches!(f, Type::Fun(_)) && parts(f) == parts(heads[0].0), "{f:?} is not the first head's type");
+            assert!(matches!(app, Type::Tuple(_)) && parts(app) == parts(heads[0].1), "{app:?} is not the first application's");
+        }
+    }
+
     /// Issue 15: the links of a let chain have their body's type, here a tuple of variables bound to
     /// R, and the final zonk makes one copy of it for all of them (it used to make one per link).
     #[test]
