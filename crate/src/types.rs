@@ -444,7 +444,23 @@ struct Cx<'b> {
     /// Nodes inferred, for the memory budget's check every `MEMORY_CHECK` of them (a stage's output
     /// can be large enough to take the whole budget while it is checked).
     nodes: u32,
+    /// The compound types inference has made for nodes (`M a` of a `pure`, a tuple's, a lambda's),
+    /// each made once by its parts (`Made`, as the zonk's), so that the nodes of a long program
+    /// share them until the zonk replaces them: `pure (x * y, Var u)` on every line of a translation
+    /// made its `(R, Delta)` and `M (R, Delta)` anew, ~1 KB a line of krawiec/monadic's output held
+    /// until the zonk, and the check's growth was what stopped it at the memory budget on a 10^5-line
+    /// program (issue 14 item 4). Emptied at `RECENT` entries, so that types met once (with fresh
+    /// variables) cost a bounded table, and types met on every line are made again once.
+    recent: Made,
 }
+
+/// `Cx::recent`'s size at which it is emptied.
+const RECENT: usize = 1 << 14;
+
+/// How deep `Cx::settle` follows an instantiated type, and the widest tuple or constructor it
+/// enters (a builtin's type is a few levels of a few parts: at most 4^3 parts visited).
+const SETTLE_DEPTH: u32 = 3;
+const SETTLE_WIDTH: usize = 4;
 
 /// How often (in nodes) the type check compares the live heap with the memory budget.
 const MEMORY_CHECK: u32 = 4096;
@@ -463,6 +479,74 @@ impl<'b> Cx<'b> {
             poly: HashMap::default(),
             generalise_locals: true,
             nodes: 0,
+            recent: Made::default(),
+        }
+    }
+
+    /// The tuple of `ts`, made once while it is in `recent`. Its parts are taken with their outermost
+    /// bound variables followed (`shallow`), which is the same type, so that a part whose variable
+    /// is bound already (a lambda's parameter, once its body has used it as R) is met by its parts.
+    fn tuple_of(&mut self, ts: Vec<Type>) -> Type {
+        self.forget_recent();
+        let ts: Vec<Type> = ts.iter().map(|t| self.shallow(t)).collect();
+        self.recent.tuple(ts.into())
+    }
+
+    /// The constructor `name args`, made once while it is in `recent` (its parts as `tuple_of`'s).
+    fn con_of(&mut self, name: &str, args: Vec<Type>) -> Type {
+        self.forget_recent();
+        let args: Vec<Type> = args.iter().map(|t| self.shallow(t)).collect();
+        self.recent.con(&interned(name), args.into(), None)
+    }
+
+    /// `A → B` or `A ⊸ B` (as `kind` says), its two sides made once while they are in `recent`
+    /// (its parts as `tuple_of`'s: `linλz → counted (plusC …)` of every line is `R ⊸ Staged`).
+    fn fun_of(&mut self, kind: LamKind, a: Type, b: Type) -> Type {
+        self.forget_recent();
+        let (a, b) = (self.shallow(&a), self.shallow(&b));
+        let ab = self.recent.pair(std::rc::Rc::new((a, b)));
+        match kind {
+            LamKind::Plain => Type::Fun(ab),
+            LamKind::Linear => Type::Lin(ab),
+        }
+    }
+
+    /// `t` with its bound variables followed down to `depth` levels (each part the same type, as a
+    /// zonk's), each compound part made once while it is in `recent`: a polymorphic builtin's
+    /// `a → a → a`, copied with fresh variables at each use (`plusC`, `counted`: ~0.4 KB a line of
+    /// dualrev/naive's output), is the one `Staged → Staged → Staged` once the application has bound
+    /// them, and the copy dies with it. Bounded in depth and width: types are shared, not trees, and
+    /// following every part could walk a type of exponential size; deeper parts are kept as they are.
+    fn settle(&mut self, t: &Type, depth: u32) -> Type {
+        let t = self.shallow(t);
+        if depth == 0 {
+            return t;
+        }
+        let r = match &t {
+            Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
+                let ab = std::rc::Rc::new((self.settle(&ab.0, depth - 1), self.settle(&ab.1, depth - 1)));
+                self.forget_recent();
+                with_pair(&t, self.recent.pair(ab))
+            }
+            Type::Tuple(ts) if ts.len() <= SETTLE_WIDTH => {
+                let ts: Vec<Type> = ts.iter().map(|u| self.settle(u, depth - 1)).collect();
+                self.forget_recent();
+                self.recent.tuple(ts.into())
+            }
+            Type::Con(c) if !c.args.is_empty() && c.args.len() <= SETTLE_WIDTH => {
+                let args: Vec<Type> = c.args.iter().map(|u| self.settle(u, depth - 1)).collect();
+                self.forget_recent();
+                self.recent.con(&c.name, args.into(), None)
+            }
+            _ => return t,
+        };
+        r
+    }
+
+    fn forget_recent(&mut self) {
+        let r = &self.recent;
+        if r.tuples.len() + r.cons.len() + r.pairs.len() >= RECENT {
+            self.recent = Made::default();
         }
     }
 
@@ -579,6 +663,8 @@ impl<'b> Cx<'b> {
 
     /// `zonk_expr` of each of `es`, with one memo, which holds the substitution meanwhile.
     fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
+        // (inference's shared types are the nodes' own from here: the zonk makes its own)
+        self.recent = Made::default();
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
         let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
@@ -1011,10 +1097,7 @@ impl<'b> Cx<'b> {
             ExprKind::Lam(kind, p, body) => {
                 let a = self.bind_pat(p);
                 let b = self.infer(body)?;
-                match kind {
-                    LamKind::Plain => Type::fun(a, b),
-                    LamKind::Linear => Type::lin(a, b),
-                }
+                self.fun_of(*kind, a, b)
             }
             ExprKind::App(f, a) => {
                 let tf = self.infer(f)?;
@@ -1024,7 +1107,19 @@ impl<'b> Cx<'b> {
                     Type::Fun(xy) | Type::Lin(xy) => {
                         let (x, y) = &*xy;
                         self.unify(x, &ta, a.span)?;
-                        y.clone()
+                        // a polymorphic head's type is a copy of its scheme's (`instantiate`): settled
+                        // now that its variables are bound, as is a partial application's result
+                        let instantiated = match &f.kind {
+                            ExprKind::Builtin(_) => true,
+                            ExprKind::Var(n) => n.is_global() || self.poly.contains_key(&n.id),
+                            _ => false,
+                        };
+                        if instantiated {
+                            f.ty = self.settle(&tf, SETTLE_DEPTH);
+                            self.settle(y, SETTLE_DEPTH - 1)
+                        } else {
+                            y.clone()
+                        }
                     }
                     Type::Var(_) => {
                         let r = self.fresh();
@@ -1044,7 +1139,7 @@ impl<'b> Cx<'b> {
                 for e in es.iter_mut() {
                     ts.push(self.infer(e)?);
                 }
-                Type::tup(ts)
+                self.tuple_of(ts)
             }
             ExprKind::Array(es) => {
                 let a = self.fresh();
@@ -1121,10 +1216,13 @@ impl<'b> Cx<'b> {
             ExprKind::Par(a, b) => {
                 let ta = self.infer(a)?;
                 let tb = self.infer(b)?;
-                Type::tup(vec![ta, tb])
+                self.tuple_of(vec![ta, tb])
             }
             ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..) => return self.infer(e),
-            ExprKind::Pure(x) => Type::con("M", vec![self.infer(x)?]),
+            ExprKind::Pure(x) => {
+                let t = self.infer(x)?;
+                self.con_of("M", vec![t])
+            }
         };
         e.ty = t.clone();
         Ok(t)
@@ -1320,6 +1418,79 @@ mod tests {
         let mut p = crate::syntax::parse_program(src).map_err(|ds| ds[0].message.clone())?;
         check_program_at(&mut p, &Builtins::new(), input.as_ref()).map_err(|d| d.message)?;
         Ok(show(&p.def("main").and_then(|d| d.scheme.clone()).expect("main").ty))
+    }
+
+    /// Issue 14 item 4: while inference runs (before the zonk, which shares every type), the `pure`s
+    /// of a do block whose values have one type share one `M (R, R)` and one `(R, R)`: one allocation
+    /// each per line of a long translation was what its check grew by.
+    #[test]
+    fn inference_makes_a_repeated_node_type_once() {
+        let src = "def main x =\n  do {\n    a ← pure (x * 1.0, 2.0);\n    b ← pure (x * 3.0, 4.0);\n    c ← pure (x * 5.0, 6.0);\n    pure (x * 7.0, 8.0)\n  }\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut pures: Vec<(&Type, &Type)> = vec![];
+        let mut e = &p.defs[0].body;
+        loop {
+            e = match &e.kind {
+                ExprKind::Lam(_, _, b) => b,
+                ExprKind::Bind(_, mk) => {
+                    let ExprKind::Pure(v) = &mk.0.kind else { panic!("a pure") };
+                    pures.push((&mk.0.ty, &v.ty));
+                    &mk.1
+                }
+                ExprKind::Pure(v) => {
+                    pures.push((&e.ty, &v.ty));
+                    break;
+                }
+                k => panic!("unexpected {k:?}"),
+            };
+        }
+        assert_eq!(pures.len(), 4);
+        assert_eq!(show(&cx.zonk(pures[0].0)), "M (R, R)");
+        // (the first's `x * 1.0` has a variable's type, R only once it is unified: from the second on
+        // they are (R, R) as inferred)
+        for (m, pair) in &pures[2..] {
+            assert!(matches!(m, Type::Con(_)) && parts(m) == parts(pures[1].0), "{m:?} is not the second pure's M (R, R)");
+            assert!(matches!(pair, Type::Tuple(_)) && parts(pair) == parts(pures[1].1), "{pair:?} is not the second (R, R)");
+        }
+    }
+
+    /// Issue 14 item 4: a polymorphic function's uses each instantiate its scheme with fresh
+    /// variables; once each application has bound them, the heads share one `R → (R, R)` (settled
+    /// through `recent`) before the zonk, and the copies die with their applications.
+    #[test]
+    fn instantiated_heads_share_their_settled_type() {
+        let src = "def main x =\n  let f = \\y -> (y, y) in\n  let a = f 1.0 in\n  let b = f 2.0 in\n  f 3.0\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut heads: Vec<(&Type, &Type)> = vec![];
+        let mut e = &p.defs[0].body;
+        loop {
+            e = match &e.kind {
+                ExprKind::Lam(_, _, b) => b,
+                ExprKind::Let(_, rb) => {
+                    if let ExprKind::App(f, _) = &rb.0.kind {
+                        heads.push((&f.ty, &rb.0.ty));
+                    }
+                    &rb.1
+                }
+                ExprKind::App(f, _) => {
+                    heads.push((&f.ty, &e.ty));
+                    break;
+                }
+                k => panic!("unexpected {k:?}"),
+            };
+        }
+        assert_eq!(heads.len(), 3);
+        assert_eq!(show(heads[0].0), "R → (R, R)");
+        for (f, app) in &heads[1..] {
+            assert!(matches!(f, Type::Fun(_)) && parts(f) == parts(heads[0].0), "{f:?} is not the first head's type");
+            assert!(matches!(app, Type::Tuple(_)) && parts(app) == parts(heads[0].1), "{app:?} is not the first application's");
+        }
     }
 
     /// Issue 15: the links of a let chain have their body's type, here a tuple of variables bound to
