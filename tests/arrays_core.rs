@@ -1177,18 +1177,51 @@ fn integer_components_of_a_tuple_accumulator_reach_share_to_let() {
     assert_eq!(r.program.matches("ScanL").count(), 1, "{}", r.program);
     // (was refused, "an integer's step with no form in reals": a `mod`, now on the copy `round`ed)
     part_c_agrees("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (s * x + real i, if x > s then i + 1 else i mod 2)) (1.0, 0) xs\n");
-    for (main, why) in [
-        // an array of integers among the integers is not copied (the one form left)
-        ("fold (\\(s, v) x -> (s * x + real (v ! 0), if x > s then [v ! 0 + 1] else v)) (1.0, [0]) xs", "read each other, with an array of integers"),
-    ] {
-        let text = format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n");
-        let r = one(&text, "arrays/bot");
-        assert!(r.refused && r.error.as_deref().unwrap_or("").contains(why), "{r:?}");
-        let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
-        assert!(text[start..end].starts_with("fold"), "{:?}", &text[start..end]);
-    }
+    // an array of integers among them (was the one form left refused):
+    // `arrays_of_integers_read_by_the_reals_ride_as_real_copies`
     // was refused ("other than as `real m`")
     part_c_agrees("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, i) x -> (if i > 1 then s * x else s, i + 1)) (1.0, 0) xs\n");
+}
+
+/// A fold or scan whose real and integer components read each other with an array of integers
+/// among the integers (int_reads.rs `shadow_ints`, pack.rs `shadowed`): the array rides in the reals'
+/// row as an array of reals of its shape (more columns, its length fixed by its start and checked
+/// each step: §5's static shapes), its step computed on the integers brought back by §2's `round`
+/// (`exactInt (round ..)` elementwise) and made reals again. Was refused ("read each other, with an
+/// array of integers among the integers"), so each of these fails on the base. By hand, with
+/// x = (a, b, c) = (1, 3, 2):
+#[test]
+fn arrays_of_integers_read_by_the_reals_ride_as_real_copies() {
+    // the brief's program: the test x > s holds at b only (3 > 1), so v = [0], [0], [1], [1] and
+    // s3 = ((1·a + 0)·b + 0)·c + 1 = abc + 1 = 7; ∂s3 = (bc, ac, ab) = (6, 2, 3)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, v) x -> (s * x + real (v ! 0), if x > s then [v ! 0 + 1] else v)) (1.0, [0]) xs\n", "(7.0, [1])", &[6.0, 2.0, 3.0]);
+    // read by index in the real's step, an index of the input: v = [0, 2] swapped at b (3 > 2):
+    // s3 = ((a0 + a0)·a1 + a0)·a2 + a2 = 16; ∂s3 = (2a1a2 + a2, 2a0a2, 2a0a1 + a0 + 1) = (14, 4, 8)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main a = fst (fold (\\(s, v) x -> (s * x + a ! (v ! 0), if x > s then [v ! 1, v ! 0] else v)) (1.0, [0, 2]) a)\n", "16.0", &[14.0, 4.0, 8.0]);
+    // updated by a map: v = [0, 1] doubled at a (1 > 1 fails), then + 1 at b: [0, 2], [1, 3], [2, 6];
+    // s3 = ((a + 1)·b + 2)·c + 3 = 19; ∂s3 = (bc, (a + 1)c, (a + 1)b + 2) = (6, 4, 8)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, v) x -> (s * x + real (v ! 1), if x > s then map (\\k -> k + 1) v else map (\\k -> k * 2) v)) (1.0, [0, 1]) xs\n", "(19.0, [2, 6])", &[6.0, 4.0, 8.0]);
+    // of rank 2 (a matrix, k·w columns row-major): m + 1 at a (1 > 0.5) and b (3 > 2.5), so
+    // m ! 1 ! 0 = 2, 3, 4, 4; s3 = ((0.5a + 2)·b + 3)·c + 4 = 25;
+    // ∂s3 = (0.5bc, 0.5ac + 2c, 0.5ab + 2b + 3) = (3, 5, 10.5)
+    part_c_by_hand("input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, m) x -> (s * x + real (m ! 1 ! 0), if x > s then map (\\r -> map (\\k -> k + 1) r) m else m)) (0.5, [[0, 1], [2, 3]]) xs\n", "(25.0, [[2, 3], [4, 5]])", &[3.0, 5.0, 10.5]);
+    let progs = [
+        // a scanl with a `div` in the array's step, a scanr, a fold per row inside a map, and a
+        // second array of integers beside a scalar integer (all three copied)
+        ("[1.0, 3.0, 2.0]", "xs = sum (map (\\(s, v) -> s) (scanl (\\(s, v) x -> (s * x + real (v ! 0), if x > s then [v ! 0 / 2 + 3] else v)) (1.0, [0]) xs))"),
+        ("[1.0, 3.0, 2.0]", "xs = sum (map (\\(v, s) -> s) (scanr (\\x (v, s) -> (if x > s then map (\\k -> k + 1) v else v, s * x + real (v ! 1))) ([0, 1], 1.0) xs))"),
+        ("[[1.0, 3.0], [2.0, 0.5]]", "m = map (\\row -> fst (fold (\\(s, v) x -> (s * x + real (v ! 0), if x > s then [v ! 0 + 1] else v)) (0.5, [0]) row)) m"),
+        ("[1.0, 3.0, 2.0]", "xs = fold (\\(s, v, w, k) x -> (s * x + real (v ! 0 + k) + real (w ! 1), if x > s then [v ! 0 + 1] else v, if x > s then map (\\q -> q + k) w else w, k + 1)) (1.0, [0], [1, 2], 0) xs"),
+    ];
+    for (input, main) in progs {
+        part_c_agrees(&format!("input {input}\ndef main {main}\n"));
+    }
+    // a step that changes the array's length stops at the fold, located (a loop keeps its shape)
+    let text = "input [1.0, 3.0, 2.0]\ndef main xs = fold (\\(s, v) x -> (s * x + real (v ! 0), if x > s then [v ! 0, 1] else v)) (1.0, [0]) xs\n";
+    let r = one(text, "arrays/share-to-let");
+    assert!(!r.refused && r.error.as_deref().unwrap_or("").contains("keeps its accumulator's shape"), "{r:?}");
+    let (start, end) = r.error_span.unwrap_or_else(|| panic!("no span: {r:?}"));
+    assert!(text[start..end].starts_with("fold"), "{:?}", &text[start..end]);
 }
 
 /// A real component of a fold or scan's tuple accumulator that reads an integer component inside a

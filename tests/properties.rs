@@ -538,6 +538,8 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     let (mut int_fused, mut int_tables2, mut each_other_test) = (0, 0, 0);
     // of those, a `div` in the integer's step (int_reads.rs `rounded`: its copy brought back by `round`)
     let mut each_other_div = 0;
+    // and with an array of integers among the integers (its step reading the real: `shadow_ints`)
+    let mut each_other_array = 0;
     // folds and scans whose accumulator pairs a real with an array of reals (`pfv`: pack.rs packs
     // the array's elements as more columns; `ifv`: beside an integer)
     let mut array_accs = 0;
@@ -560,6 +562,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         let table2 = src.contains("real ((ift") && src.contains(" * ifb");
         let other_test = src.contains(" > 1 then 0.25 * ifd");
         let other_div = src.contains(" / 2)") || src.contains(" / 3)");
+        let other_array = src.contains(" then [ifd");
         let array_acc = src.contains(", pfv") || src.contains(", ifv");
         let ran = part_c_run_typed(src);
         let (took, (pairs_in, pairs_out), nested) = ran.unwrap_or_else(|e| panic!("seed {s}: {e}"));
@@ -576,6 +579,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
         int_tables2 += usize::from(took && table2);
         each_other_test += usize::from(took && other_test);
         each_other_div += usize::from(took && other_div);
+        each_other_array += usize::from(took && other_array);
         array_accs += usize::from(took && array_acc);
         pairs_io += usize::from(took && (pairs_in || pairs_out));
         pairs_ins += usize::from(took && pairs_in);
@@ -588,7 +592,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
             *n += usize::from(took && h);
         }
     }
-    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer, {int_terms} in a test, {int_arrays} an array of integers, {int_masks} as an index of an array component, {int_rows} of a matrix's rows, {int_sizes} as a summed build's size, {int_tables} in a `mod` with a binder, {int_tables2} of them with two, {int_fused} as the size of a build a map meets, {each_other} reading each other, {each_other_test} in a test, {each_other_div} with a `div` in the step; {array_accs} with an array component of a tuple accumulator)");
+    println!("Part C took {taken} of {N} ({with_tuples} with tuples inside; by lowered form {forms:?}: {lowered:?}; {scans} with a sequential scan; {tuple_accs} with a tuple accumulator; {pairs_io} with arrays of pairs in main's input or output, {pairs_ins} of them in its input, {pairs_outs} in its output; {nested_outs} with a nested tuple output; {int_reads} whose fold's real reads its integer, {int_terms} in a test, {int_arrays} an array of integers, {int_masks} as an index of an array component, {int_rows} of a matrix's rows, {int_sizes} as a summed build's size, {int_tables} in a `mod` with a binder, {int_tables2} of them with two, {int_fused} as the size of a build a map meets, {each_other} reading each other, {each_other_test} in a test, {each_other_div} with a `div` in the step, {each_other_array} with an array of integers; {array_accs} with an array component of a tuple accumulator)");
     assert!(taken >= 20, "Part C took only {taken} of {N} random array programs");
     assert!(with_tuples >= 2, "Part C took only {with_tuples} random array programs with tuples inside");
     for (f, n) in forms.iter().zip(lowered) {
@@ -609,6 +613,7 @@ fn part_c_takes_and_agrees_on_random_array_programs() {
     assert!(int_fused >= 1, "Part C took no random program whose fold's real maps a build of its integer's size");
     assert!(each_other_test >= 1, "Part C took no random program whose fold's real tests its integer while the integer's step reads the real");
     assert!(each_other_div >= 1, "Part C took no random program whose fold's integer step has a `div` while the two read each other");
+    assert!(each_other_array >= 1, "Part C took no random program whose fold's real and array of integers read each other");
     assert!(array_accs >= 1, "Part C took no random program whose fold or scan's tuple accumulator has an array component");
     assert!(nested_outs >= 2, "Part C took only {nested_outs} random programs with a nested tuple output");
     assert!(pairs_io >= 2 && pairs_ins >= 1 && pairs_outs >= 1, "Part C took {pairs_io} random programs with arrays of pairs in main's input or output, {pairs_ins} in its input, {pairs_outs} in its output");

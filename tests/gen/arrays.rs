@@ -382,7 +382,11 @@ impl Gen {
                     2 => (format!("{k} + 1"), format!("(if ({k} > {}) then {p} * 0.5 + {e1} else {p} + 0.25)", self.below(3))),
                     _ => {
                         (z0, fin) = ("[0, 1]".to_string(), format!("real ({m} ! 1)"));
-                        (format!("[{k} ! 1, {k} ! 0 + 1]"), format!("{p} * 0.5 + {e1} + 0.25 * real ({k} ! 0)"))
+                        // (by the name's second bit, not a draw:) the array's step reading the real,
+                        // so the two read each other (int_reads.rs `shadow_ints`: the array a real
+                        // copy of its shape in the reals' row)
+                        let step = if second_bit(&m) { format!("if {x} > {p} then [{k} ! 1, {k} ! 0 + 1] else {k}") } else { format!("[{k} ! 1, {k} ! 0 + 1]") };
+                        (step, format!("{p} * 0.5 + {e1} + 0.25 * real ({k} ! 0)"))
                     }
                 };
                 let f = self.real_in(&s.with_real(&a), d.min(2));

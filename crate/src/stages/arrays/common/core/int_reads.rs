@@ -131,14 +131,15 @@ pub(super) type Table = (Name, Vec<(Name, Expr)>, Expr);
 /// real reaches an integer only "through the discrete, integral results", not differentiated), and
 /// the integers, which now alone read the reals, are their own loop after the reals' (their states).
 /// A step or a read with no such form (`k / 2`, `k mod 3`, `real j` of a let `j = k / 2`) is made on
-/// the copies brought back by §2's `round` (`rounded`). None for an array of integers among them.
+/// the copies brought back by §2's `round` (`rounded`). An array of integers (rank r) is copied as
+/// an array of reals of its shape (more columns of the row: `packed_fold`'s arrays, its shape fixed
+/// by its start and checked each step, §5's static shapes; the paper's arrays hold one element
+/// type, Fig. 8), its step made on the integers brought back and `real` elementwise; the reals
+/// read it back whole, a let `iv` of `exactInt (round ..)` elementwise. None when a step has no
+/// form on the copies.
 #[allow(clippy::type_complexity)]
 pub(super) fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr]), ints: &[usize], reals: &[usize], inner: &Binds, fresh: &mut Fresh) -> Option<(Vec<Type>, Vec<Expr>, Vec<u32>, Vec<Expr>, Binds)> {
     use super::bot::mentions;
-    let scalar: Vec<usize> = ints.iter().copied().filter(|&k| tys[k] == Type::Int).collect();
-    if scalar.len() != ints.len() {
-        return None;
-    }
     // the lets of the body that read an integer (a copy's step may read the others)
     let local: Vec<u32> = inner.iter().filter(|b| ints.iter().any(|&k| mentions(&wrap(live(inner, &b.1), b.1.clone()), accs[k]))).map(|b| b.0.id).collect();
     let whole = |x: &Expr| wrap(live(inner, x), x.clone());
@@ -154,18 +155,36 @@ pub(super) fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr
         }
         q += 1;
     }
-    let map: Vec<(u32, u32)> = copied.iter().map(|&k| (accs[k], fresh.name("acc").id)).collect();
+    // an array of integers (rank r) rides as an array of reals of its shape, more columns of the
+    // row (pack.rs `packed_fold`, its shape fixed by its start and checked each step: §5's static
+    // shapes), read back whole as `iv = build .. (\j -> exactInt (round (acc′ ! j)))`, a let of
+    // the body (`rounded` reads `iv` for it); a scalar is read back where it is read
+    let ranks: Vec<usize> = copied.iter().map(|&k| super::pack::int_rank(&tys[k]).unwrap_or(0)).collect();
+    let copies: Vec<u32> = copied.iter().map(|_| fresh.name("acc").id).collect();
+    let map: Vec<RealCopy> = copied.iter().zip(&ranks).zip(&copies).map(|((&k, &r), &c)| (accs[k], if r == 0 { c } else { fresh.name("iv").id }, r)).collect();
     let int_ids: Vec<u32> = ints.iter().map(|&k| accs[k]).collect();
     let (mut tys2, mut zs2, mut accs2, mut cs2) = (tys.to_vec(), zs.to_vec(), accs.to_vec(), cs.to_vec());
-    for (&k, &(_, c)) in copied.iter().zip(&map) {
-        tys2.push(Type::Real);
-        zs2.push(prim(Prim::ToReal, vec![zs[k].clone()]).with_ty(Type::Real));
+    let mut backs: Binds = vec![];
+    for ((&k, &(_, iv, r)), &c) in copied.iter().zip(&map).zip(&copies) {
         accs2.push(c);
-        cs2.push(real_step(&cs[k], &map, (&int_ids, &local), fresh)?);
+        if r == 0 {
+            tys2.push(Type::Real);
+            zs2.push(prim(Prim::ToReal, vec![zs[k].clone()]).with_ty(Type::Real));
+            cs2.push(real_step(&cs[k], &map, (&int_ids, &local), fresh)?);
+            continue;
+        }
+        // its step computed on the integers brought back (`rounded`), made reals elementwise
+        let to_real = |x: Expr| prim(Prim::ToReal, vec![x]).with_ty(Type::Real);
+        tys2.push(nested(&Type::Real, r));
+        zs2.push(super::pack::elementwise(zs[k].clone(), r, &to_real, fresh));
+        cs2.push(super::pack::elementwise(rounded(&cs[k], &map, &int_ids)?, r, &to_real, fresh));
+        let back = |x: Expr| super::lang::exact_int(prim(Prim::Round, vec![x]).with_ty(Type::Int)).with_ty(Type::Int);
+        let acc = var(&Name::new("acc", c)).with_ty(nested(&Type::Real, r));
+        backs.push((Name::new("iv", iv), super::pack::elementwise(acc, r, &back, fresh), crate::diag::Span::NONE));
     }
     // the reals' `real m` read as m′, in their new values and the lets they read
     let used: Vec<u32> = live(inner, &Expr::gen(ExprKind::Array(reals.iter().map(|&k| cs[k].clone()).collect()))).iter().map(|b| b.0.id).collect();
-    let mut inner2 = inner.clone();
+    let mut inner2: Binds = backs.into_iter().chain(inner.iter().cloned()).collect();
     let targets = cs2.iter_mut().enumerate().filter(|(k, _)| reals.contains(k)).map(|(_, c)| c);
     for t in targets.chain(inner2.iter_mut().filter(|b| used.contains(&b.0.id)).map(|b| &mut b.1)) {
         let mut stack = vec![t];
@@ -198,12 +217,12 @@ pub(super) fn shadow_ints(tys: &[Type], (zs, accs, cs): (&[Expr], &[u32], &[Expr
 /// An integer step `u` in reals, its integer components (`map`) their real copies: `real` pushed
 /// through literals, `+`, `-`, `*`, negation and `if`, a condition's integer comparisons compared as
 /// reals; a term of no integer component nor a let of the body reading one (`local`) `real u`. None otherwise.
-pub(super) fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
+pub(super) fn real_step(u: &Expr, map: &[RealCopy], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
     use super::bot::mentions;
     let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
     Some(match &u.kind {
         ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
-        ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
+        ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id && m.2 == 0) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
         ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
         ExprKind::If(c, ab) => if_(real_test(c, map, (ints, local), fresh)?, real_step(&ab.0, map, (ints, local), fresh)?, real_step(&ab.1, map, (ints, local), fresh)?).with_ty(Type::Real),
         _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
@@ -220,6 +239,10 @@ pub(super) fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[
     })
 }
 
+/// An integer component's real copy (`shadow_ints`): the component's id, its copy's id, and its
+/// rank r; for an array of integers (r ≥ 1) the id of `iv`, the copy brought back whole.
+pub(super) type RealCopy = (u32, u32, usize);
+
 /// The integer term `u` with each integer component m read as `exactInt (round m′)` of its real
 /// copy (`map`), §2's `round : R → Z` (ties to even, prims.rs). Exact: a copy is made of integers
 /// by `real`, `+`, `-`, `*` (`real_step`), each exact on integers when its result is within 2^53
@@ -231,14 +254,18 @@ pub(super) fn real_step(u: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[
 /// another integer. (A copy that passed 2^53 inside one step and came back below it, `k·k − k·k`,
 /// is not seen: each `real m` of the source rounds as its copy does.) None if u reads an integer
 /// component that has no copy.
-fn rounded(u: &Expr, map: &[(u32, u32)], ints: &[u32]) -> Option<Expr> {
+fn rounded(u: &Expr, map: &[RealCopy], ints: &[u32]) -> Option<Expr> {
     use super::bot::mentions;
     let mut t = u.clone();
     let mut stack = vec![&mut t];
     while let Some(y) = stack.pop() {
         if let ExprKind::Var(v) = &y.kind {
-            if let Some(&(_, c)) = map.iter().find(|m| m.0 == v.id) {
-                *y = super::lang::exact_int(prim(Prim::Round, vec![var(&Name::new("acc", c)).with_ty(Type::Real)]).with_ty(Type::Int)).with_ty(Type::Int);
+            if let Some(&(_, c, r)) = map.iter().find(|m| m.0 == v.id) {
+                *y = match r {
+                    0 => super::lang::exact_int(prim(Prim::Round, vec![var(&Name::new("acc", c)).with_ty(Type::Real)]).with_ty(Type::Int)).with_ty(Type::Int),
+                    // an array of integers: its copy brought back whole (`shadow_ints`'s `iv`)
+                    _ => var(&Name::new("iv", c)).with_ty(nested(&Type::Int, r)),
+                };
                 continue;
             }
         }
@@ -262,7 +289,7 @@ pub(super) fn masked_read(e: &Expr, u: Expr, f: &dyn Fn(Expr) -> Expr, fresh: &m
 }
 
 /// A condition of an integer step with its integer comparisons made comparisons of reals (`real_step`).
-pub(super) fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
+pub(super) fn real_test(c: &Expr, map: &[RealCopy], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
     use super::bot::mentions;
     if !ints.iter().chain(local).any(|&v| mentions(c, v)) {
         return Some(c.clone());
@@ -281,7 +308,7 @@ pub(super) fn real_test(c: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[
 
 /// A real term of an integer step's condition with its integer reads made reads of the real copies
 /// (`real_step`): `real u` as ⟨u⟩, `xs ! u` of an array of reals the masked read at ⟨u⟩.
-pub(super) fn real_term(x: &Expr, map: &[(u32, u32)], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
+pub(super) fn real_term(x: &Expr, map: &[RealCopy], (ints, local): (&[u32], &[u32]), fresh: &mut Fresh) -> Option<Expr> {
     use super::bot::mentions;
     let free = |x: &Expr| !ints.iter().chain(local).any(|&v| mentions(x, v));
     Some(match &x.kind {

@@ -283,14 +283,14 @@ impl Sra<'_> {
     /// (`shadowed`), a step or read with no real term (`div`, `mod`) made on them brought back by
     /// §2's `round`; so too when a real reads an integer inside a term that also reads a real one or
     /// a binder of the body in a form with no column (`real ((j + k) mod 2)` under a build of a size
-    /// that is not fixed, an inner fold over `build k f`). Refused, located: an array of integers
-    /// among them.
+    /// that is not fixed, an inner fold over `build k f`); an array of integers among them rides as
+    /// an array of reals of its shape, more columns, brought back whole (`shadow_ints`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn int_fold(&mut self, e: &Expr, op: Prim, tys: &[Type], (zs, accs, mut cs): (&[Expr], &[u32], Vec<Expr>), (xs, xr, i): (&[Expr], &[usize], &Name), inner: &Binds, n: &Expr, binds: &mut Binds) -> Result<Vec<Expr>, Diagnostic> {
         use super::bot::mentions;
         const WHY: &str = "the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs)";
         // what is left when the integers the reals read cannot ride as real copies (`shadowed`)
-        const COPIES: &str = "with an array of integers among the integers (or a `let rec` in the body): the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs; Fig. 8: an array holds one element type), and the integers the reals read otherwise ride in that row as real copies (a constant moved by conditions, its Delta zero: §5.2, a real reaches an integer only \"through the discrete, integral results\", not differentiated), brought back by §2's `round : R → Z` where a step or a read needs an integer; an array of integers is not copied here (it would be an array of reals in the row: not done, no exclusion of the paper's)";
+        const COPIES: &str = "with a step or a read that has no form on their real copies (a `let rec` left in the body): the integers are a loop of their own, beside one loop over an array of reals packing the real components (pack.rs; Fig. 8: an array holds one element type), and the integers the reals read otherwise ride in that row as real copies (an array of integers an array of reals of its shape, fixed by its start and checked each step: §5's static shapes; a constant moved by conditions, its Delta zero: §5.2, a real reaches an integer only \"through the discrete, integral results\", not differentiated), brought back by §2's `round : R → Z` where a step or a read needs an integer";
         if let Some(t) = tys.iter().find(|t| !matches!(t, Type::Int | Type::Real) && rank(t).is_none() && int_rank(t).is_none()) {
             let t = crate::print::print_type(t, &crate::print::PrintOptions::unicode());
             return Err(refuse(e.span, &format!("fold or scan over a tuple with an integer component beside a component of type {t}: {WHY}, and this component is none of them")));
