@@ -1832,7 +1832,7 @@ fn a_ragged_array_of_arrays_in_a_packed_fold_stops_every_part_c_stage_at_the_fol
 /// packed with the reals as any array of reals (Fig. 8's arrays hold Bool; D[Array sh Bool] =
 /// Array sh Bool, §6.1: its Delta is zero), read back as `> 0.5`. Was refused ("a component of type
 /// Array Bool … none of them"; a lone `Array Bool` accumulator, "no sequential fold or scan with this
-/// function"). An array of integers is still refused, saying why.
+/// function"). Arrays of integers: `arrays_of_integers_in_a_fold_accumulator_reach_share_to_let`.
 #[test]
 fn arrays_of_booleans_in_a_fold_accumulator_reach_share_to_let() {
     // s: 1 + 2 = 3 (bs ! 0 false), 3 · 1.5 = 4.5, 4.5 + 4 = 8.5; bs ends [true, false]: 0.5 s = 4.25,
