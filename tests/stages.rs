@@ -153,6 +153,13 @@ fn unf_direct_covers_fig_2_and_refuses_the_rest_with_the_papers_reason() {
     // §7.2: a boolean is never a value of the differentiated program, only a condition
     let cond = refusal("input 1.0\ndef main x = let b = x < 0.0 in if b then (b, x) else (b, -x)\n");
     assert!(cond.contains("Bool") && cond.contains("§7.2"), "{cond}");
+    // a condition's boolean computed by a fold, as is and let-bound: hoisting it before the `if` and
+    // propagating the boolean let back into the condition undid each other forever (every unf stage
+    // ran without end, with no budget)
+    for main in ["if fold (\\b x -> b || x > 2.5) false xs then sum xs else 0.0", "let b = fold (\\b x -> x > 2.5) false xs in if b then 1.0 else sum xs"] {
+        let folded = refusal(&format!("input [1.0, 3.0, 2.0]\ndef main xs = {main}\n"));
+        assert!(folded.contains("function-taking array operation") && folded.contains("§7.2"), "{folded}");
+    }
     let index = refusal("input [1.0, 2.0]\ndef main a = a ! 0\n");
     assert!(index.contains("integer") || index.contains("`!`"), "{index}");
 }

@@ -27,7 +27,7 @@ split into their components (scalar replacement: the core has no tuples; an arra
 arrays), map, map2, build, ! and sum become build1, index and sumOuter, a fold that adds to its accumulator becomes \
 a sumOuter, a max or min fold a selection by comparisons, an additive scan a masked \
 sumOuter per prefix, any other fold or scan a sequential scanl (beyond the paper, whose core has no loop, §2.3: as its \
-reference implementation horde-ad does, one Delta node per loop; a tuple accumulator of reals packed into an array of reals), shifts become build1s of indexes, if becomes the \
+reference implementation horde-ad does, one Delta node per loop; a tuple accumulator's reals packed into an array of reals, its integers, booleans and arrays of them a loop of their own or, where the reals and integers read each other, real copies in the reals' row brought back by §2's `round`), shifts become build1s of indexes, if becomes the \
 strict cond; recursion that params and literals bound is unrolled first (App. B's staging), `a ||| b` is the pair, \
 a sum inside the program a tag and both sides (a case computes both branches and selects by the tag, as cond). Then bot rewrites it: each build1 is \
 pushed inward through lets, conditionals, arithmetic, sums, literals and transposes (Fig. 9), and through a loop (B-scan, ours: k scanls side by side are one scanl over arrays of their accumulators, the build1 pushed into its body; their arrays must have one length), indexes are pushed \
@@ -39,8 +39,7 @@ runs (the paper's are static).",
     complexity: "The output runs in the same time as the input (up to a constant); BI3/BI4 may take more memory (§5.1). \
 The number of one-hots in the derivative is at most the number of lexical indexes.",
     accepts: "first-order array programs whose main returns a real, an array or a tuple of them; arrays of tuples inside \
-the program, in main's input (taken apart at the wrapper, its gradient zipped back) and in main's output (returned as its component arrays, zipped back after bot, the seed taken apart); any fold, reduce or scan whose accumulator is a real or an array of reals \
-(beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide, top-level or local `let rec` (unrolled, App. B); \
+the program, in main's input (taken apart at the wrapper, its gradient zipped back) and in main's output (returned as its component arrays, zipped back after bot, the seed taken apart); any fold, reduce or scan whose accumulator is a real, an integer, a boolean, an array of them (of any rank, of one shape from step to step: §5) or a tuple of these (beyond the paper, as horde-ad: a sequential scanl); recursion whose depth params and literals decide, top-level or local `let rec` (unrolled, App. B); \
 `|||` as a pair; sums inside the program (a tag and both sides), not in main's input or output",
 };
 

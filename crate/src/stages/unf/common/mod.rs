@@ -66,7 +66,9 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     let mut fr = Fresh::new(&p);
     if let Some(d) = p.defs.iter_mut().find(|d| &*d.name.text == "main") {
         if let ExprKind::Lam(_, _, body) = &mut d.body.kind {
-            normalise::conditions(body, &mut fr);
+            normalise::conditions(body, &mut fr).map_err(|span| {
+                outside(span, "a condition's boolean computed by a function-taking array operation (a `fold`, `reduce`, `scanl` or `scanr` to a boolean: §7.2's conditions are primal computations that hold none, and Fig. 2's ground types have no booleans, so no let may bind it)")
+            })?;
         }
     }
     p.next_id = fr.next_id;

@@ -53,8 +53,10 @@ fn propagate(e: &mut Expr) -> bool {
 }
 
 /// The condition's lets and function-taking array operations, let-bound: the bindings (in order)
-/// and what is left of the condition.
-fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) {
+/// and what is left of the condition. Err with its span: a boolean such an operation computes
+/// (`fold (\b x -> b || x > 0.0) false xs`), which no let may bind (a boolean is never a slot of the
+/// context) and which `propagate` would put straight back into the condition, forever.
+fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) -> Result<(), crate::diag::Span> {
     let mut stack = vec![c];
     while let Some(x) = stack.pop() {
         if propagate(x) {
@@ -69,6 +71,7 @@ fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) {
                 *x = body;
                 stack.push(x);
             }
+            ExprKind::Prim(op, _) if takes_function(*op) && x.ty == Type::Bool => return Err(x.span),
             ExprKind::Prim(op, _) if takes_function(*op) => {
                 let t = fr.name("t");
                 let v = typed(ExprKind::Var(t.clone()), x.span, x.ty.clone());
@@ -78,10 +81,12 @@ fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) {
             _ => stack.extend(children_mut(x)),
         }
     }
+    Ok(())
 }
 
-/// The body with every boolean let propagated and every condition made plain (see the module).
-pub fn conditions(body: &mut Expr, fr: &mut Fresh) {
+/// The body with every boolean let propagated and every condition made plain (see the module); Err
+/// with its span: a condition's boolean computed by a function-taking array operation (`hoist`).
+pub fn conditions(body: &mut Expr, fr: &mut Fresh) -> Result<(), crate::diag::Span> {
     let mut stack = vec![body];
     while let Some(e) = stack.pop() {
         if propagate(e) {
@@ -91,7 +96,7 @@ pub fn conditions(body: &mut Expr, fr: &mut Fresh) {
         if let ExprKind::If(c, _) = &mut e.kind {
             if !plain(c) {
                 let mut binds = vec![];
-                hoist(c, fr, &mut binds);
+                hoist(c, fr, &mut binds)?;
                 let inner = std::mem::replace(e, typed(ExprKind::Unit, crate::diag::Span::NONE, Type::Unit));
                 let (span, ty) = (inner.span, inner.ty.clone());
                 *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(Box::new(p), Box::new((rhs, acc))), span, ty.clone()));
@@ -101,4 +106,5 @@ pub fn conditions(body: &mut Expr, fr: &mut Fresh) {
         }
         stack.extend(children_mut(e));
     }
+    Ok(())
 }
