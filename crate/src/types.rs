@@ -212,9 +212,15 @@ impl Memo {
     /// (issue 14: at the check's peak on the dualrev/tape output of a 10^4-line program, the map
     /// was 6.5 MB and the inference types it held ~10 MB). Swept again once the live entries have
     /// doubled, so the sweeps cost O(1) an entry.
+    /// The entries a sweep may drop.
+    fn entries(&self) -> usize {
+        self.seen.len() + self.made.canonical.len()
+    }
+
     fn sweep(&mut self) {
         self.seen.retain(|k, _| held_elsewhere(&k.0));
-        self.sweep_at = SWEEP_MIN.max(2 * self.seen.len());
+        self.made.canonical.retain(|k, _| held_elsewhere(&k.0));
+        self.sweep_at = SWEEP_MIN.max(2 * self.entries());
     }
 }
 
@@ -240,6 +246,11 @@ struct Made {
     cons: rustc_hash::FxHashMap<ByParts<TyCon>, std::rc::Rc<TyCon>>,
     /// The two sides of a `Sum`, `Fun` or `Lin` (one allocation whichever of the three holds it).
     pairs: rustc_hash::FxHashSet<ByParts<std::rc::Rc<(Type, Type)>>>,
+    /// `canon`'s answer for a compound type held more than once (`identity`; the key keeps its
+    /// parts, as `Memo::seen`'s): a node's type is a part of its parent's, so without this each
+    /// node walked its whole type again (issue 14: a tuple nested n deep, n²/2 steps; 4,000 deep took
+    /// 2 s in forward alone). Swept with `Memo::seen`.
+    canonical: rustc_hash::FxHashMap<ByParts<Type>, Option<Type>>,
 }
 
 /// What identifies a type given its parts' allocations: its variant, then a leaf's nothing, a
@@ -356,6 +367,21 @@ impl Made {
     /// (`M R` of each `pure`, `(R, R)` of each pair of literals): this shares them as well
     /// (issue 14: 0.8 KB a line of krawiec/monadic's typed output).
     fn canon(&mut self, t: &Type) -> Option<Type> {
+        let key = identity(t);
+        if let Some(c) = key.as_ref().and_then(|k| self.canonical.get(k)) {
+            return c.clone();
+        }
+        let c = self.canon_walk(t);
+        if let Some(k) = key {
+            self.canonical.insert(k, c.clone());
+        }
+        c
+    }
+
+    /// `canon` of `t`, walked.
+    fn canon_walk(&mut self, t: &Type) -> Option<Type> {
+        #[cfg(test)]
+        tests::walked();
         use std::rc::Rc;
         // The made one where it is not `t` (a type already made has its parts made: not walked again).
         let other = |made: Type| (parts(&made) != parts(t)).then_some(made);
@@ -452,6 +478,10 @@ struct Cx<'b> {
     /// program (issue 14 item 4). Emptied at `RECENT` entries, so that types met once (with fresh
     /// variables) cost a bounded table, and types met on every line are made again once.
     recent: Made,
+    /// A zonk's variables already followed, during one `zonk_changed`: a variable is a part of many
+    /// types (bindings share it), and a walk that followed it at each meeting was quadratic on a
+    /// tuple nested n deep (issue 14).
+    zonked: std::cell::RefCell<rustc_hash::FxHashMap<u32, Type>>,
 }
 
 /// `Cx::recent`'s size at which it is emptied.
@@ -480,6 +510,7 @@ impl<'b> Cx<'b> {
             generalise_locals: true,
             nodes: 0,
             recent: Made::default(),
+            zonked: Default::default(),
         }
     }
 
@@ -560,13 +591,35 @@ impl<'b> Cx<'b> {
         if s.vars.is_empty() {
             return s.ty.clone();
         }
-        // a scheme quantifies a few variables: a list, not a hash map per use
-        let map: Vec<(u32, Type)> = s.vars.iter().map(|&v| (v, self.fresh())).collect();
-        rename(&s.ty, &mut |v| map.iter().find(|(w, _)| *w == v).map_or(Type::Var(v), |(_, t)| t.clone()))
+        // most schemes quantify a few variables: a list, not a hash map per use; a scheme of many
+        // (a function over a tuple nested n deep has 2n) a map, else each use is quadratic
+        if s.vars.len() <= 16 {
+            let map: Vec<(u32, Type)> = s.vars.iter().map(|&v| (v, self.fresh())).collect();
+            return rename(&s.ty, &mut |v| map.iter().find(|(w, _)| *w == v).map_or(Type::Var(v), |(_, t)| t.clone()));
+        }
+        let map: rustc_hash::FxHashMap<u32, Type> = s.vars.iter().map(|&v| (v, self.fresh())).collect();
+        rename(&s.ty, &mut |v| map.get(&v).cloned().unwrap_or(Type::Var(v)))
     }
 
     fn shallow(&self, t: &Type) -> Type {
         self.resolve(t).clone()
+    }
+
+    /// `shallow`, and every variable on the way bound straight to what it ends at (path
+    /// compression, as in union–find): variables unified with each other form chains (the operands of
+    /// a long sum are each bound to the last one's variable), and following a chain as long as the
+    /// program on every unification made inference quadratic (issue 14: a sum of n products
+    /// `… + a_k * b_k` nested n deep, the forward stage's `dot_T` of a tuple nested n deep).
+    fn compress(&mut self, t: &Type) -> Type {
+        let end = self.shallow(t);
+        let mut at = t.clone();
+        while let Type::Var(v) = at {
+            match self.subst.get_mut(v as usize).and_then(|s| s.as_mut()) {
+                Some(next) if !same_var(next, &end) => at = std::mem::replace(next, end.clone()),
+                _ => break,
+            }
+        }
+        end
     }
 
     /// `t` with its outermost bound variables followed, borrowed: following them by cloning made
@@ -584,7 +637,9 @@ impl<'b> Cx<'b> {
     /// (types are shared, not copied; see `ir::Type`), and a node whose type has none (most of them,
     /// once a definition is checked) allocates nothing.
     fn zonk_changed(&self, t: &Type) -> Option<Type> {
-        self.zonk_memo(t, &mut None)
+        let z = self.zonk_memo(t, &mut None);
+        self.zonked.borrow_mut().clear();
+        z
     }
 
     /// `zonk_changed`, remembering each bound variable's zonked type in `memo` (when there is one:
@@ -592,6 +647,8 @@ impl<'b> Cx<'b> {
     /// mention the same variables again and again, follow each binding once and share the result;
     /// and each compound type's, so that a type many nodes share is zonked once (`Memo::seen`).
     fn zonk_memo(&self, t: &Type, memo: &mut Option<Memo>) -> Option<Type> {
+        #[cfg(test)]
+        tests::walked();
         let key = memo.as_ref().and_then(|_| identity(t));
         if let (Some(k), Some(m)) = (&key, memo.as_ref()) {
             if let Some(z) = m.seen.get(k) {
@@ -602,8 +659,13 @@ impl<'b> Cx<'b> {
             Type::Var(v) => {
                 let v = *v as usize;
                 let Some(m) = memo.as_mut() else {
+                    if let Some(z) = self.zonked.borrow().get(&(v as u32)) {
+                        return Some(z.clone());
+                    }
                     let u = self.subst.get(v)?.as_ref()?;
-                    return Some(self.zonk_memo(u, memo).unwrap_or_else(|| u.clone()));
+                    let z = self.zonk_memo(u, memo).unwrap_or_else(|| u.clone());
+                    self.zonked.borrow_mut().insert(v as u32, z.clone());
+                    return Some(z);
                 };
                 let u = m.vars.get(v)?.clone()?;
                 if m.done[v / 64] >> (v % 64) & 1 == 1 {
@@ -670,7 +732,7 @@ impl<'b> Cx<'b> {
         let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         while let Some(e) = stack.pop() {
-            if let Some(m) = memo.as_mut().filter(|m| m.seen.len() >= m.sweep_at) {
+            if let Some(m) = memo.as_mut().filter(|m| m.entries() >= m.sweep_at) {
                 m.sweep();
             }
             if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
@@ -695,8 +757,26 @@ impl<'b> Cx<'b> {
         let (subst, levels) = (&self.subst, &mut self.levels);
         let mut found = false;
         let mut stack: smallvec::SmallVec<[&Type; 16]> = smallvec::smallvec![t];
-        while let Some(t) = stack.pop() {
-            match resolve_in(subst, t) {
+        // The variables bound to a variable that this walk has followed: a chain of variables (the
+        // operands of a long sum, each bound to the next one's) is followed once, not from each of
+        // its variables again (issue 14: quadratic on a sum nested n deep). Made at the first such link.
+        let mut linked: Option<rustc_hash::FxHashSet<u32>> = None;
+        'walk: while let Some(mut t) = stack.pop() {
+            #[cfg(test)]
+            tests::walked();
+            while let Type::Var(w) = t {
+                match subst.get(*w as usize).and_then(|s| s.as_ref()) {
+                    Some(u @ Type::Var(_)) => {
+                        if !linked.get_or_insert_with(Default::default).insert(*w) {
+                            continue 'walk;
+                        }
+                        t = u;
+                    }
+                    Some(u) => t = u,
+                    None => break,
+                }
+            }
+            match t {
                 Type::Var(w) => {
                     levels[*w as usize] = levels[*w as usize].min(level);
                     found |= *w == v;
@@ -711,7 +791,7 @@ impl<'b> Cx<'b> {
     }
 
     fn unify(&mut self, expected: &Type, found: &Type, span: Span) -> Result<(), Diagnostic> {
-        let (a, b) = (self.shallow(expected), self.shallow(found));
+        let (a, b) = (self.compress(expected), self.compress(found));
         let ok = match (&a, &b) {
             (Type::Var(v), Type::Var(w)) if v == w => true,
             // Two unbound variables: bind the newer to the older, so that an old variable stays a
@@ -808,7 +888,7 @@ impl<'b> Cx<'b> {
 
     fn check_numeric(&mut self, keep_open: bool) -> Result<(), Diagnostic> {
         for (t, span, op) in std::mem::take(&mut self.numeric) {
-            match self.shallow(&t) {
+            match self.compress(&t) {
                 Type::Var(v) if keep_open => {
                     self.open_numeric.insert(v);
                 }
@@ -1268,8 +1348,18 @@ impl<'b> Cx<'b> {
 }
 
 /// `Cx::resolve` over a substitution alone (so that `occurs` can change levels while it walks).
+/// Whether `t` is the variable `end` is (or both are the same non-variable type's allocation).
+fn same_var(t: &Type, end: &Type) -> bool {
+    match (t, end) {
+        (Type::Var(a), Type::Var(b)) => a == b,
+        _ => parts(t) == parts(end),
+    }
+}
+
 fn resolve_in<'a>(subst: &'a [Option<Type>], mut t: &'a Type) -> &'a Type {
     while let Type::Var(v) = t {
+        #[cfg(test)]
+        tests::walked();
         match subst.get(*v as usize).and_then(|s| s.as_ref()) {
             Some(u) => t = u,
             None => break,
@@ -1652,6 +1742,70 @@ mod tests {
     thread_local! {
         /// How many inference variables the last `check` on this thread made.
         pub(super) static VARIABLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// Steps of the checker's type walks on this thread: variables followed, `occurs`, `zonk`
+        /// and `canon` visits.
+        static WALKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    pub(super) fn walked() {
+        WALKED.with(|w| w.set(w.get() + 1));
+    }
+
+    /// The type walks' steps to check `src(n)`.
+    fn walks(src: impl Fn(usize) -> String, n: usize) -> u64 {
+        let src = src(n);
+        // (on a thread of its own with a deep stack, as the pipeline runs: the counter is that thread's)
+        crate::limits::run_with_stack(move || {
+            let mut p = crate::syntax::parse_program(&src).expect("parses");
+            WALKED.with(|w| w.set(0));
+            check_program(&mut p, &Builtins::new()).expect("checks");
+            WALKED.with(|w| w.get())
+        })
+    }
+
+    /// Issue 14: a tuple nested n deep, a function taking it apart level by level, and a sum of n
+    /// products nested as deep (forward's `primal_T` and `dot_T` of such an output) check in work
+    /// linear in n. Fails without `compress` (the sum's operands are a chain of variables, which
+    /// unification and the arithmetic check followed from its start each time) and without `canon`'s
+    /// memo (forward's output: each node's whole type walked again). The zonk's `zonked`, `occurs`'
+    /// `linked` and `instantiate`'s map serve the same programs at the CLI's sizes (forward on a
+    /// tuple nested 16,000 deep), past what a unit test runs.
+    #[test]
+    fn nested_tuples_and_sums_check_in_linear_work() {
+        let tuple = |n: usize| format!("def main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
+        let apart = |n: usize| {
+            let mut body = "fst v".to_string();
+            for k in 1..=n {
+                body = format!("let (v, v{k}) = v in ({body}, fst v{k})");
+            }
+            format!("def parts v = {body}\ndef main x = parts {}((x, 1.0), (1.0, 2.0)){}\n", "(".repeat(n), ", (1.0, 2.0))".repeat(n))
+        };
+        let sum = |n: usize| {
+            let mut body = "a * b".to_string();
+            for k in 1..=n {
+                body = format!("let (a, a{k}) = a in let (b, b{k}) = b in ({body}) + a{k} * b{k}");
+            }
+            format!("def dot (a, b) = {body}\n")
+        };
+        for (what, src) in [("tuple", &tuple as &dyn Fn(usize) -> String), ("apart", &apart), ("sum", &sum)] {
+            let (small, large) = (walks(src, 200), walks(src, 800));
+            // linear: 4× the size, 4× the steps (quadratic: 16×)
+            assert!(large < 6 * small, "{what}: {small} steps at 200, {large} at 800");
+        }
+        // the forward stage on the tuple: its output checked (the nodes' types shared by `canon`)
+        let forward = |n: usize| {
+            let src = format!("input 1.5\n{}", tuple(n));
+            crate::limits::run_with_stack(move || {
+                let (p, s, t) = crate::pipeline::front_end_at(&src, &[], None).expect("front end");
+                let builtins = Builtins::new();
+                let src = crate::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &builtins };
+                WALKED.with(|w| w.set(0));
+                crate::pipeline::prepare(crate::stages::forward::CHAIN.stages[0], &src, &Default::default()).expect("prepared");
+                WALKED.with(|w| w.get())
+            })
+        };
+        let (small, large) = (forward(200), forward(800));
+        assert!(large < 6 * small, "forward: {small} steps at 200, {large} at 800");
     }
 
     /// A pattern binds its names to the parts of a type of its shape, an application's type is

@@ -160,6 +160,28 @@ pub fn has_real(t: &Type) -> bool {
     }
 }
 
+/// `has_real`, remembering each compound part's answer by its allocation (parts are shared, and
+/// `ty` holds them while `seen` is in use, so an address names one type).
+fn has_real_in(t: &Type, seen: &mut rustc_hash::FxHashMap<usize, bool>) -> bool {
+    let at = match t {
+        Type::Real => return true,
+        Type::Tuple(ts) => ts.as_ptr() as usize,
+        Type::Sum(ab) => std::rc::Rc::as_ptr(ab) as usize,
+        Type::Con(c) => std::rc::Rc::as_ptr(c) as usize,
+        _ => return false,
+    };
+    if let Some(&r) = seen.get(&at) {
+        return r;
+    }
+    let r = match t {
+        Type::Tuple(ts) => ts.iter().any(|t| has_real_in(t, seen)),
+        Type::Sum(ab) => has_real_in(&ab.0, seen) || has_real_in(&ab.1, seen),
+        t => t.as_array().is_some_and(|e| has_real_in(e, seen)),
+    };
+    seen.insert(at, r);
+    r
+}
+
 /// `R^a`: a real, or a (nested) tuple of them.
 pub fn is_real_tuple(t: &Type) -> bool {
     match t {
@@ -206,9 +228,11 @@ pub fn map_shape_to(ty: &Type, x: Expr, fr: &mut Fresh, stop: &dyn Fn(&Type) -> 
 /// leaves and where sum tags differ (the paper leaves mismatched tags undefined; ours contributes
 /// nothing).
 pub fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
+    // `zip_shape` asks of every part at every level: remembered, else a type nested n deep is n²
+    let seen = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
     let z = Zip {
         names: ["a", "b"],
-        keep: &has_real,
+        keep: &|t| has_real_in(t, &mut seen.borrow_mut()),
         leaf: &|t, a, b| if *t == Type::Real { mul(a, b) } else { real(0.0) },
         tuple: &|terms| terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0)),
         inject: &|_, e| e,
