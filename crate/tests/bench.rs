@@ -39,6 +39,26 @@ fn peers_rows_parse_and_carry_the_fields() {
     assert_eq!(tape["ids_allocated"], 102, "{tape}");
 }
 
+/// Issue 13's bytes per primal op of the Krawiec chain's efficient stages (deterministic: the live
+/// heap's peak). Horner at 10^5 took 244 (krawiec/array) and 230 (krawiec/monadic) in session 31's
+/// base; 134 with the 16-byte Delta node, eval's Let spine as one frame, no visits per node when no
+/// graph is drawn and 8-byte bindings (session 31, eng39). Also: the counters are the stage's.
+#[test]
+fn the_krawiec_stages_hold_under_150_bytes_per_primal_op_on_horner() {
+    let (code, out, err) =
+        bench(&["--family", "horner", "--sizes", "100000", "--stage", "krawiec/array", "--stage", "krawiec/monadic", "--repeat", "1", "--max-seconds", "120", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 2, "{out}\n{err}");
+    for r in &rows {
+        assert_eq!(r["outcome"], "ok", "{r}");
+        let b = r["bytes_per_op"].as_f64().unwrap_or(f64::NAN);
+        assert!(b < 150.0, "{} B/op: {r}", b);
+        // 7.5 Delta nodes a primal op, each visited (a Let spine's body and its right-hand side)
+        assert_eq!((r["delta_nodes"].as_u64(), r["eval_visits"].as_u64()), (Some(1_500_002), Some(1_600_001)), "{r}");
+    }
+}
+
 #[test]
 fn a_case_past_its_memory_limit_is_stopped_and_says_so() {
     // the primal (a tail loop) stays under 1 MB; the tape of 140,000 operations does not

@@ -132,6 +132,8 @@ fn cpu_secs() -> f64 {
 fn machine<'p>(program: &'p Program, builtins: &Builtins, set: &Settings) -> Result<Machine<'p>, RunError> {
     let mut m = Machine::new(program, builtins, set.budget.clone())?;
     m.set_tracing(false);
+    // bench draws no graph: the Delta evaluators keep no visits per node (issue 13, bytes per op)
+    m.set_draws_graph(false);
     m.set_memory_limit(alloc::live, set.max_bytes);
     Ok(m)
 }

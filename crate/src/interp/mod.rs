@@ -94,6 +94,9 @@ pub struct Machine<'p> {
     trace_steps: Vec<TraceStep>,
     trace_dropped: u64,
     trace_on: bool,
+    /// Whether a graph will be drawn from the run's state (`set_draws_graph`): if not, the Delta
+    /// evaluators keep no visits per node, only their count (issue 13: 4 bytes a node).
+    draws_graph: bool,
     /// Stage runtimes' states by type: a few per run, found from the two last hits or by a short
     /// scan (no hashing on every builtin call).
     states: Vec<(TypeId, Box<dyn Any>)>,
@@ -197,6 +200,7 @@ impl<'p> Machine<'p> {
             trace_steps: vec![],
             trace_dropped: 0,
             trace_on: true,
+            draws_graph: true,
             states: vec![],
             recent: [0, 0],
             span: Span::NONE,
@@ -373,6 +377,13 @@ impl<'p> Machine<'p> {
     /// Turns trace recording on or off (on by default).
     pub fn set_tracing(&mut self, on: bool) {
         self.trace_on = on;
+    }
+    /// Whether the stage's graph will be drawn from this run (on by default; `bench` draws none).
+    pub fn draws_graph(&self) -> bool {
+        self.draws_graph
+    }
+    pub fn set_draws_graph(&mut self, on: bool) {
+        self.draws_graph = on;
     }
     /// The per-run state of a stage's runtime (its tape, its DeltaMap, ...), created on first use.
     #[inline]

@@ -7,22 +7,37 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Visits of an eval: per node (indexed by serial, dense), and a count not yet added to the
 /// machine's `eval_visits` counter (added in one go: the counter is a map by name).
-#[derive(Default)]
 pub struct Visits {
     /// u32 (saturating): the per-node array is as long as the run's Delta (issue 13, bytes per op).
+    /// Kept only when a graph will be drawn (`per_node_on`): only the graph reads it.
     per_node: Vec<u32>,
+    per_node_on: bool,
     pending: u64,
 }
 
+impl Default for Visits {
+    fn default() -> Self {
+        Visits { per_node: vec![], per_node_on: true, pending: 0 }
+    }
+}
+
 impl Visits {
+    /// An eval's visits on `m`: per node only if its graph will be drawn (`Machine::draws_graph`;
+    /// `bench` draws none, and at 10^6 the array was 30 bytes a primal op of horner, issue 13).
+    pub fn of(m: &Machine) -> Self {
+        Visits { per_node_on: m.draws_graph(), ..Visits::default() }
+    }
     #[inline]
     pub fn visit(&mut self, serial: u64) {
+        self.pending += 1;
+        if !self.per_node_on {
+            return;
+        }
         let i = serial as usize;
         if i >= self.per_node.len() {
             self.per_node.resize((i + 1).max(2 * self.per_node.len()), 0);
         }
         self.per_node[i] = self.per_node[i].saturating_add(1);
-        self.pending += 1;
     }
     pub fn get(&self, serial: u64) -> u64 {
         self.per_node.get(serial as usize).map_or(0, |&v| v as u64)
@@ -147,4 +162,24 @@ pub fn delta_graph(root: &DeltaRef, visits: &Visits, skipped: &HashSet<u64>) -> 
     }
     g.omitted = (total - g.nodes.len()) as u64;
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a graph to draw, an eval keeps its count of visits (the `eval_visits` counter) but no
+    /// array of them per node; with one, both.
+    #[test]
+    fn visits_per_node_only_for_a_graph() {
+        let (mut on, mut off) = (Visits::default(), Visits { per_node_on: false, ..Visits::default() });
+        for s in [5, 2, 5] {
+            on.visit(s);
+            off.visit(s);
+        }
+        assert_eq!((on.pending, off.pending), (3, 3));
+        assert_eq!((on.get(5), on.get(2), on.get(4)), (2, 1, 0));
+        assert!(off.per_node.is_empty());
+        assert_eq!(off.get(5), 0);
+    }
 }

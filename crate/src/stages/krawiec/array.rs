@@ -139,7 +139,7 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let arr = array_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (Visits::default(), HashSet::default());
+    let (mut visits, mut skipped) = (Visits::of(m), HashSet::default());
     let mut res = {
         let mut um = inner(&arr).borrow_mut();
         eval_loop(m, x, &root, &mut *um, &mut visits, &mut skipped, span)

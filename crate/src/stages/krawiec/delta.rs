@@ -62,7 +62,7 @@ fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let dt = real_arg(&args[0], span, "eval2")?;
     let root = delta_arg(&args[1], span, "eval2")?;
     let mut acc = args[2].real_leaves();
-    let mut visits = Visits::default();
+    let mut visits = Visits::of(m);
     let mut res = eval2_loop(m, dt, &root, &mut acc, &mut visits, span);
     visits.flush(m, &mut res);
     let st = m.state::<Eval2State>();

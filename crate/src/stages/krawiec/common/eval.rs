@@ -28,7 +28,43 @@ pub(crate) trait Adjoints {
 
 enum Frame {
     Visit(f64, Ix),
+    /// The Lets `next ..= last` whose bodies are being evaluated, `next` the innermost: what would be
+    /// one `AfterLet` frame per Let of the spine (runDelta makes a spine's Lets at consecutive
+    /// indices, innermost first), as one frame (issue 13: at 10^6 the spine's frames were 32 bytes a
+    /// primal op of horner, the eval's peak).
+    AfterLets { next: Ix, last: Ix },
+}
+
+/// Pushes `AfterLet n`: onto the run on top when n is just below it (the Let whose body the top
+/// one is), else as a run of its own. The frames popped are the same, in the same order.
+fn push_after_let(stack: &mut Vec<Frame>, n: Ix) {
+    if let Some(Frame::AfterLets { next, .. }) = stack.last_mut() {
+        if n.checked_add(1) == Some(*next) {
+            *next = n;
+            return;
+        }
+    }
+    stack.push(Frame::AfterLets { next: n, last: n });
+}
+
+/// A frame as the plain stack of Fig. 10's eval would hold it.
+#[derive(Debug, PartialEq)]
+enum Popped {
+    Visit(f64, Ix),
     AfterLet(Ix),
+}
+
+/// Pops the top frame: a visit, or the innermost Let of the run on top.
+fn pop_frame(stack: &mut Vec<Frame>) -> Option<Popped> {
+    match stack.pop()? {
+        Frame::Visit(x, n) => Some(Popped::Visit(x, n)),
+        Frame::AfterLets { next, last } => {
+            if next < last {
+                stack.push(Frame::AfterLets { next: next + 1, last });
+            }
+            Some(Popped::AfterLet(next))
+        }
+    }
 }
 
 /// `eval x u um` (Fig. 10), iteratively over an explicit stack (the Let spine is as long as the run):
@@ -55,9 +91,9 @@ pub(crate) fn eval_loop(
     let mut stack: Vec<Frame> = vec![Frame::Visit(x, root.ix)];
     let mut rows = true;
     let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
-    while let Some(f) = stack.pop() {
+    while let Some(f) = pop_frame(&mut stack) {
         let (kind, node, k, factor) = match f {
-            Frame::Visit(x, n) => {
+            Popped::Visit(x, n) => {
                 visits.visit(n as u64);
                 m.tick(1)?;
                 let k = ar.kind(n);
@@ -76,7 +112,7 @@ pub(crate) fn eval_loop(
                         um.add(id, x).map_err(err)?;
                     }
                     Kind::Let(_, _, body) => {
-                        stack.push(Frame::AfterLet(n));
+                        push_after_let(&mut stack, n);
                         stack.push(Frame::Visit(x, body));
                     }
                     Kind::OneHot(_) | Kind::Input(_) | Kind::Share(..) => {
@@ -85,7 +121,7 @@ pub(crate) fn eval_loop(
                 }
                 ("eval", n, k, x)
             }
-            Frame::AfterLet(n) => {
+            Popped::AfterLet(n) => {
                 m.tick(1)?;
                 let k = ar.kind(n);
                 let Kind::Let(id, rhs, _) = k else { return Err(err("a frame after a Let holds no Let".into())) };
@@ -191,7 +227,7 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let mut um = map_arg(&args[2], span, "eval")?;
-    let (mut visits, mut skipped) = (Visits::default(), HashSet::default());
+    let (mut visits, mut skipped) = (Visits::of(m), HashSet::default());
     let mut res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
     record_eval(m, &root, visits, skipped, &mut res);
     res?;
@@ -256,4 +292,50 @@ pub(crate) fn graph_of_state(m: &mut Machine) -> Option<Graph> {
     let st = m.state::<DeltaState>();
     let root = st.root.clone()?;
     Some(delta_graph(&root, &st.visits, &st.skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stack with runs of Lets pops the frames a plain stack pops, in the same order, whatever
+    /// the pushes (consecutive Lets, gaps, visits between them), and holds one frame for a spine.
+    #[test]
+    fn runs_of_lets_pop_as_the_plain_stack() {
+        let mut seed = 7u64;
+        let mut rand = move |k: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % k
+        };
+        for _ in 0..200 {
+            let (mut runs, mut plain) = (vec![], vec![]);
+            let mut n: Ix = 1000;
+            for _ in 0..300 {
+                match rand(4) {
+                    0 | 1 => {
+                        // mostly the Let just below the last one pushed, as a spine's are
+                        n = if rand(3) == 0 { rand(2000) as Ix } else { n.saturating_sub(1) };
+                        push_after_let(&mut runs, n);
+                        plain.push(Popped::AfterLet(n));
+                    }
+                    2 => {
+                        let x = rand(10) as f64;
+                        runs.push(Frame::Visit(x, n));
+                        plain.push(Popped::Visit(x, n));
+                    }
+                    _ => assert_eq!(pop_frame(&mut runs), plain.pop()),
+                }
+            }
+            while let Some(p) = plain.pop() {
+                assert_eq!(pop_frame(&mut runs), Some(p));
+            }
+            assert!(runs.is_empty());
+        }
+        let mut spine = vec![];
+        for n in (1..=100_000).rev() {
+            push_after_let(&mut spine, n);
+        }
+        assert_eq!(spine.len(), 1);
+        assert_eq!(pop_frame(&mut spine), Some(Popped::AfterLet(1)));
+    }
 }

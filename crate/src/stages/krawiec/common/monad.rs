@@ -10,7 +10,7 @@ use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
 use crate::stages::dualrev::common::Chunked;
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// DeltaState (Fig. 10) and what the backward pass leaves for the graph.
 #[derive(Default)]
@@ -20,14 +20,47 @@ pub struct DeltaState {
     /// The next fresh DeltaId.
     pub next_id: i64,
     /// The bindings so far, oldest first (Fig. 10 keeps them newest first; runDelta's foldl wraps
-    /// the newest innermost either way): the id, the Delta's node in the run's arena, the span.
-    /// In chunks: as long as the run (issue 13, bytes per op).
-    pub binds: Chunked<(i64, Ix, Span)>,
+    /// the newest innermost either way): the Delta's node in the run's arena and the span's index in
+    /// `bind_spans`. The k-th binding's id is runDelta's start + k (deltaLet takes the next id and
+    /// nothing else does). 8 bytes a binding, in chunks: as long as the run, and alive beside the
+    /// whole Delta while runDelta wraps it, which was horner's peak at 10^6 with (id, node, span)
+    /// at 24 bytes (issue 13, bytes per op).
+    pub binds: Chunked<(Ix, u32)>,
+    /// The distinct spans of the bindings (a run's deltaLets are at a few source operations).
+    pub bind_spans: SpanTable,
     /// The Let-wrapped Delta runDelta returned (the graph's root).
     pub root: Option<DeltaRef>,
     /// eval's visits per node, and the Lets it skipped.
     pub visits: Visits,
     pub skipped: HashSet<u64>,
+}
+
+/// Spans by index, each distinct span once.
+#[derive(Default)]
+pub struct SpanTable {
+    spans: Vec<Span>,
+    ids: HashMap<Span, u32>,
+    last: Option<(Span, u32)>,
+}
+
+impl SpanTable {
+    fn index(&mut self, span: Span) -> u32 {
+        if let Some((s, i)) = self.last {
+            if s == span {
+                return i;
+            }
+        }
+        let next = self.spans.len() as u32;
+        let i = *self.ids.entry(span).or_insert(next);
+        if i == next {
+            self.spans.push(span);
+        }
+        self.last = Some((span, i));
+        i
+    }
+    fn get(&self, i: u32) -> Span {
+        self.spans.get(i as usize).copied().unwrap_or(Span::NONE)
+    }
 }
 
 /// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
@@ -41,7 +74,8 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) ->
     }
     let id = st.next_id;
     st.next_id += 1;
-    st.binds.push((id, d, span));
+    let s = st.bind_spans.index(span);
+    st.binds.push((d, s));
     Ok(Value::Int(id))
 }
 
@@ -63,12 +97,13 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         st.active = true;
         st.next_id = start;
         st.binds = Chunked::default();
+        st.bind_spans = SpanTable::default();
     }
     let r = m.apply(args[1].clone(), Value::Unit);
-    let (binds, last) = {
+    let (binds, spans, last) = {
         let st = m.state::<DeltaState>();
         st.active = false;
-        (std::mem::take(&mut st.binds), st.next_id - 1)
+        (std::mem::take(&mut st.binds), std::mem::take(&mut st.bind_spans), st.next_id - 1)
     };
     let v = r?;
     let wrap = |m: &mut Machine, d: DeltaRef| -> Result<DeltaRef, RunError> {
@@ -77,8 +112,9 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         }
         let mut acc = d;
         for i in (0..binds.len()).rev() {
-            let Some(&(id, rhs, at)) = binds.get(i) else { break };
-            acc = mk_node_at(m, Kind::Let(id, rhs, acc.ix), at)?;
+            let Some(&(rhs, s)) = binds.get(i) else { break };
+            let id = start.checked_add(i as i64).ok_or_else(|| RunError::runtime(span, "runDelta: DeltaIds past the integers"))?;
+            acc = mk_node_at(m, Kind::Let(id, rhs, acc.ix), spans.get(s))?;
         }
         Ok(acc)
     };

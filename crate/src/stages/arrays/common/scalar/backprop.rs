@@ -116,7 +116,7 @@ impl Walk<'_> {
 /// Input reached gets 0).
 pub fn b_reverse_pass(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "reversePass")?;
-    let mut visits = Visits::default();
+    let mut visits = Visits::of(m);
     let ar = root.arena.try_borrow().map_err(|_| RunError::runtime(span, "reversePass: the Delta is being built"))?;
     let mut es = Es { grad: BTreeMap::new(), dfrag: BTreeMap::new(), accum: BTreeMap::new(), ar: &ar };
     let mut walk = Walk { n, span, visits: &mut visits, ops: 0 };

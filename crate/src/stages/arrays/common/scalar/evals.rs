@@ -100,7 +100,7 @@ fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &m
 pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval0")?;
     let ar = read(&root, span, "eval0")?;
-    let (mut visits, mut ops) = (Visits::default(), 0);
+    let (mut visits, mut ops) = (Visits::of(m), 0);
     let mut g = vec![0.0; n];
     let mut res = Ok(());
     for (i, gi) in g.iter_mut().enumerate() {
@@ -130,7 +130,7 @@ pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
 /// structural (`None`, no elements), as in eval0.
 pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval1")?;
-    let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, 0u64);
+    let (mut visits, mut ops, mut elems) = (Visits::of(m), 0u64, 0u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
         let ar = read(&root, span, "eval1")?;
         let ar: &Arena = &ar;
@@ -222,7 +222,7 @@ enum Cayley {
 /// and ∇ = c · eval2 d 0⃗.
 pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval2")?;
-    let (mut visits, mut ops, mut elems) = (Visits::default(), 0u64, n as u64);
+    let (mut visits, mut ops, mut elems) = (Visits::of(m), 0u64, n as u64);
     let res = (|| -> Result<Vec<f64>, RunError> {
         let ar = read(&root, span, "eval2")?;
         let ar: &Arena = &ar;
@@ -283,7 +283,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
 /// and ∇ = eval3 c d 0⃗.
 pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let (c, root, n) = eval_args(m, &args, span, "eval3")?;
-    let (mut visits, mut ops) = (Visits::default(), 0u64);
+    let (mut visits, mut ops) = (Visits::of(m), 0u64);
     let mut acc = vec![0.0; n];
     let mut res = (|| -> Result<(), RunError> {
         let ar = read(&root, span, "eval3")?;
