@@ -731,8 +731,21 @@ impl Machine<'_> {
     pub(super) fn reuse_frame(&mut self, code: &LamCode, base: usize, arg: Value) -> Res<Next> {
         let (bp, nslots) = (self.bp, code.nslots as usize);
         if self.locals.len() == bp + nslots {
-            for slot in &mut self.locals[bp..] {
-                set_slot(slot, Value::Unit);
+            match &code.owning {
+                // only the slots that may own something (`LamCode::owning`)
+                Some(owning) => {
+                    let frame = &mut self.locals[bp..];
+                    for &s in owning.iter() {
+                        if let Some(slot) = frame.get_mut(s as usize) {
+                            set_slot(slot, Value::Unit);
+                        }
+                    }
+                }
+                None => {
+                    for slot in &mut self.locals[bp..] {
+                        set_slot(slot, Value::Unit);
+                    }
+                }
             }
         } else {
             clear_slots(&mut self.locals, bp);
