@@ -206,7 +206,7 @@ pub(super) fn charge_of(c: &Code) -> Charge {
 
 /// A code node behind a frame's pointer (see the module comment for why this is valid).
 #[inline(always)]
-fn node<'a>(c: *const Code) -> &'a Code {
+pub(super) fn node<'a>(c: *const Code) -> &'a Code {
     unsafe { &*c }
 }
 
@@ -1240,7 +1240,7 @@ impl Machine<'_> {
     }
 
     /// An `if` node's branch for the condition's value `v`.
-    fn if_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
+    pub(super) fn if_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
         let Code::If(_, t, f, span) = node(c) else { unreachable!("If frames are only pushed for if nodes") };
         match v {
             Value::Bool(true) => Ok(Next::Eval(&**t)),
