@@ -205,72 +205,72 @@ impl Machine<'_> {
         let global = matches!(s.events.get(s.head), Some(Ev::Call(cc)) if matches!(cc.head, Head::Global(..)));
         // a definition's spine that is its own body's recursive branch runs round after round here
         'round: loop {
-        for (e, ev) in s.events.iter().enumerate().skip(from) {
-            match ev {
-                Ev::Let(ch) => self.step(*ch)?,
-                Ev::Links(r) => self.region_links(r)?,
-                Ev::Bind(ch, p, cc) => {
-                    // the walker's `let p = call in …` with its `Let` frame (the spine's, to resume
-                    // from); a callee that returns at once (a leaf) is bound here, without the loop
-                    self.step(*ch)?;
-                    let fv = f.clone().unwrap_or(Value::Unit);
-                    self.kont.push(Kont::Spine { s, e: e as u32, base, f: fv });
-                    let top = self.kont.len();
-                    match self.eval_call(cc)? {
-                        Next::Ret if self.kont.len() == top => {
-                            self.kont.pop();
-                            let v = std::mem::replace(&mut self.acc, Value::Unit);
-                            self.bind(p, v)?;
-                        }
-                        next => return Ok(next),
-                    }
-                }
-                Ev::Call(cc) => {
-                    // `eval_call`'s steps: each application's, then the head's
-                    for _ in 0..cc.args.len() {
-                        self.step(Charge::None)?;
-                    }
-                    self.step(Charge::Var)?;
-                    if e == s.head {
-                        match cc.head {
-                            Head::Global(_, span) => self.span = span,
-                            Head::Move(h) => drop(self.take(h)),
-                            _ => {}
-                        }
-                    }
-                    let n = cc.args.len();
-                    for (i, a) in cc.args.iter().enumerate() {
-                        let arg = self.arg_value(a)?;
-                        let j = self.vals.len() - base;
-                        if j == lam.more.len() {
-                            // the last argument (`total` is all the parameters): one frame for all,
-                            // the caller's reused in place for a definition's tail call, as
-                            // `call_known` does (no captures, no group, a body that is not a leaf)
-                            if group.is_none() && Rc::ptr_eq(&env, &self.no_captures) && self.tail_frame(&lam) {
-                                let next = self.reuse_frame(&lam, base, arg)?;
-                                if let (&Next::Eval(body), true) = (&next, global) {
-                                    match self.round_head(s, body)? {
-                                        Round::Again => {
-                                            (from, base) = (0, self.vals.len());
-                                            continue 'round;
-                                        }
-                                        Round::Branch(c) => return Ok(Next::Eval(c)),
-                                        Round::Other => {}
-                                    }
-                                }
-                                return Ok(next);
+            for (e, ev) in s.events.iter().enumerate().skip(from) {
+                match ev {
+                    Ev::Let(ch) => self.step(*ch)?,
+                    Ev::Links(r) => self.region_links(r)?,
+                    Ev::Bind(ch, p, cc) => {
+                        // the walker's `let p = call in …` with its `Let` frame (the spine's, to resume
+                        // from); a callee that returns at once (a leaf) is bound here, without the loop
+                        self.step(*ch)?;
+                        let fv = f.clone().unwrap_or(Value::Unit);
+                        self.kont.push(Kont::Spine { s, e: e as u32, base, f: fv });
+                        let top = self.kont.len();
+                        match self.eval_call(cc)? {
+                            Next::Ret if self.kont.len() == top => {
+                                self.kont.pop();
+                                let v = std::mem::replace(&mut self.acc, Value::Unit);
+                                self.bind(p, v)?;
                             }
-                            return self.saturate(&lam, env, group, base, arg, true);
+                            next => return Ok(next),
                         }
-                        // only the spine's last application can be a tail: the others are a let's right side
-                        self.partial_step(&lam, j, &arg, e == end && i + 1 == n)?;
-                        self.vals.push(arg);
+                    }
+                    Ev::Call(cc) => {
+                        // `eval_call`'s steps: each application's, then the head's
+                        for _ in 0..cc.args.len() {
+                            self.step(Charge::None)?;
+                        }
+                        self.step(Charge::Var)?;
+                        if e == s.head {
+                            match cc.head {
+                                Head::Global(_, span) => self.span = span,
+                                Head::Move(h) => drop(self.take(h)),
+                                _ => {}
+                            }
+                        }
+                        let n = cc.args.len();
+                        for (i, a) in cc.args.iter().enumerate() {
+                            let arg = self.arg_value(a)?;
+                            let j = self.vals.len() - base;
+                            if j == lam.more.len() {
+                                // the last argument (`total` is all the parameters): one frame for all,
+                                // the caller's reused in place for a definition's tail call, as
+                                // `call_known` does (no captures, no group, a body that is not a leaf)
+                                if group.is_none() && Rc::ptr_eq(&env, &self.no_captures) && self.tail_frame(&lam) {
+                                    let next = self.reuse_frame(&lam, base, arg)?;
+                                    if let (&Next::Eval(body), true) = (&next, global) {
+                                        match self.round_head(s, body)? {
+                                            Round::Again => {
+                                                (from, base) = (0, self.vals.len());
+                                                continue 'round;
+                                            }
+                                            Round::Branch(c) => return Ok(Next::Eval(c)),
+                                            Round::Other => {}
+                                        }
+                                    }
+                                    return Ok(next);
+                                }
+                                return self.saturate(&lam, env, group, base, arg, true);
+                            }
+                            // only the spine's last application can be a tail: the others are a let's right side
+                            self.partial_step(&lam, j, &arg, e == end && i + 1 == n)?;
+                            self.vals.push(arg);
+                        }
                     }
                 }
             }
-        }
-        let part = self.new_part(&lam, &env, group.as_ref(), &[], base);
-        return Ok(self.ret(part));
+            let part = self.new_part(&lam, &env, group.as_ref(), &[], base);
+            return Ok(self.ret(part));
         }
     }
 
