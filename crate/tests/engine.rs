@@ -723,6 +723,13 @@ const TAIL_SPINES: &[(&str, &str)] = &[
     ("def h k acc x = if k == 0 then acc * x else acc + x\ndef main x = let a = x * 2.0 in let c = a + 1.0 in let d = c * a in let v = (let f = h 2 in let b = d - x in f b) in v x", "1.5"),
     ("def h k acc x = if k == 0 then acc else let t = acc * x in let u = t + x in h (k - 1) u x\ndef main x = let y = (let v = (let f = h 3 in f x) in v x) in y + 1.0", "0.5"),
     ("def g a b = a * b\ndef h k x = if k == 0 then x else let v = (let f = g x in let w = x + 1.0 in f w) in v\ndef main x = let y = h 1 x in let v = (let f = h 2 in f y) in v", "0.25"),
+    // the taping stages' round (session 31: the spine runs its definition's body's start itself,
+    // `spine.rs`'s `round_head`): a region's links before the `if`, the branches either way round,
+    // a call bound between the spine's calls, and a spine that is not its body's branch
+    ("def h k acc x = let c = k == 0 in if c then acc else let v = (let f = h (k - 1) in let b = acc * x + 1.0 in f b) in v x\ndef main x = h 6 0.0 x", "0.5"),
+    ("def h k acc x = let c = k > 0 in if c then (let v = (let f = h (k - 1) in let b = acc * x + 1.0 in f b) in v x) else acc\ndef main x = h 5 1.0 x", "0.5"),
+    ("def g s = s * 2.0\ndef h k acc x = if k == 0 then acc else let v = (let f = h (k - 1) in let b = g acc in f b) in v x\ndef main x = h 4 x x", "0.75"),
+    ("def h k acc x = if k == 0 then acc else let t = acc * x in let v = (let f = h (k - 1) in let b = t + 1.0 in f b) in v x\ndef main x = h 4 x x", "0.75"),
 ];
 
 #[test]

@@ -72,6 +72,9 @@ pub(crate) struct LamCode {
     /// A definition `f (p1, …, pm) = (e1, …, em)` whose items are flat real trees, as a loop that
     /// calls it runs it (`loops.rs`'s `PureLeaf`; engine only).
     pub pure: Option<Rc<super::loops::PureLeaf>>,
+    /// The slots a tail call reusing the frame must empty (`run.rs`'s `reuse_frame`): those the
+    /// checker's types do not say hold a real or an integer (engine only; `None`: every slot).
+    pub owning: Option<Box<[u32]>>,
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
@@ -84,7 +87,7 @@ pub(crate) struct Deferred {
 
 impl LamCode {
     fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
-        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None }
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None }
     }
 
     /// The body to run on this entry: with its regions compiled once the function has been entered
@@ -462,7 +465,13 @@ impl Lowerer<'_> {
     /// A function's code: its regions compiled now or on a later entry.
     fn lam_code(&self, pat: LPat, more: Box<[LPat]>, mut body: Code, c: &FunCtx, captures: Box<[Loc]>) -> LamCode {
         let deferred = self.regions(&mut body, c, &pat, &more);
-        LamCode { deferred, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
+        // A slot the types say holds a real or an integer owns nothing, so a frame reused in place
+        // need not empty it: every slot is written by its binder before it is read in an activation,
+        // and a wrong hint, or a tail call from another function that left something owning in a slot
+        // that is a scalar here, only keeps that value alive until its slot is written again or the
+        // frame closes (issue 13, session 31: the tape's horner round −78 instructions).
+        let owning = self.fast.then(|| (0..c.nslots).filter(|&s| c.real.get(s as usize).is_none_or(|h| *h == Scalar::Other)).collect());
+        LamCode { deferred, owning, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
     }
 
     /// Records the lambdas `let p = rhs` binds to a name: `let Y = λ…` and, in a tuple,

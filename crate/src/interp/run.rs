@@ -206,7 +206,7 @@ pub(super) fn charge_of(c: &Code) -> Charge {
 
 /// A code node behind a frame's pointer (see the module comment for why this is valid).
 #[inline(always)]
-fn node<'a>(c: *const Code) -> &'a Code {
+pub(super) fn node<'a>(c: *const Code) -> &'a Code {
     unsafe { &*c }
 }
 
@@ -731,8 +731,21 @@ impl Machine<'_> {
     pub(super) fn reuse_frame(&mut self, code: &LamCode, base: usize, arg: Value) -> Res<Next> {
         let (bp, nslots) = (self.bp, code.nslots as usize);
         if self.locals.len() == bp + nslots {
-            for slot in &mut self.locals[bp..] {
-                set_slot(slot, Value::Unit);
+            match &code.owning {
+                // only the slots that may own something (`LamCode::owning`)
+                Some(owning) => {
+                    let frame = &mut self.locals[bp..];
+                    for &s in owning.iter() {
+                        if let Some(slot) = frame.get_mut(s as usize) {
+                            set_slot(slot, Value::Unit);
+                        }
+                    }
+                }
+                None => {
+                    for slot in &mut self.locals[bp..] {
+                        set_slot(slot, Value::Unit);
+                    }
+                }
             }
         } else {
             clear_slots(&mut self.locals, bp);
@@ -1227,7 +1240,7 @@ impl Machine<'_> {
     }
 
     /// An `if` node's branch for the condition's value `v`.
-    fn if_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
+    pub(super) fn if_branch(&mut self, c: *const Code, v: Value) -> Res<Next> {
         let Code::If(_, t, f, span) = node(c) else { unreachable!("If frames are only pushed for if nodes") };
         match v {
             Value::Bool(true) => Ok(Next::Eval(&**t)),

@@ -49,6 +49,16 @@ enum Ev {
     Bind(Charge, LPat, CallCode),
 }
 
+/// What follows a spine's tail call of its own definition (`Machine::round_head`).
+enum Round {
+    /// The body's start ran and took the branch with this spine again.
+    Again,
+    /// The body's start ran and took this other branch.
+    Branch(*const Code),
+    /// The body is not that shape: nothing ran.
+    Other,
+}
+
 /// At most this many events a spine: `form` runs on every let of a chain whose right side makes a
 /// call, and reads the chain after it; bounded, a chain of n lets is formed in O(n) and the
 /// recursion of `seg` (a few frames an event) stays shallow (wasm's stack is small).
@@ -191,61 +201,116 @@ impl Machine<'_> {
     pub(super) fn spine_from(&mut self, s: &Spine, from: usize, base: usize, fun: Fun, f: Option<Value>) -> Res<Next> {
         let (lam, env, group) = fun;
         let end = s.events.len() - 1;
-        for (e, ev) in s.events.iter().enumerate().skip(from) {
-            match ev {
-                Ev::Let(ch) => self.step(*ch)?,
-                Ev::Links(r) => self.region_links(r)?,
-                Ev::Bind(ch, p, cc) => {
-                    // the walker's `let p = call in …` with its `Let` frame (the spine's, to resume
-                    // from); a callee that returns at once (a leaf) is bound here, without the loop
-                    self.step(*ch)?;
-                    let fv = f.clone().unwrap_or(Value::Unit);
-                    self.kont.push(Kont::Spine { s, e: e as u32, base, f: fv });
-                    let top = self.kont.len();
-                    match self.eval_call(cc)? {
-                        Next::Ret if self.kont.len() == top => {
-                            self.kont.pop();
-                            let v = std::mem::replace(&mut self.acc, Value::Unit);
-                            self.bind(p, v)?;
-                        }
-                        next => return Ok(next),
-                    }
-                }
-                Ev::Call(cc) => {
-                    // `eval_call`'s steps: each application's, then the head's
-                    for _ in 0..cc.args.len() {
-                        self.step(Charge::None)?;
-                    }
-                    self.step(Charge::Var)?;
-                    if e == s.head {
-                        match cc.head {
-                            Head::Global(_, span) => self.span = span,
-                            Head::Move(h) => drop(self.take(h)),
-                            _ => {}
-                        }
-                    }
-                    let n = cc.args.len();
-                    for (i, a) in cc.args.iter().enumerate() {
-                        let arg = self.arg_value(a)?;
-                        let j = self.vals.len() - base;
-                        if j == lam.more.len() {
-                            // the last argument (`total` is all the parameters): one frame for all,
-                            // the caller's reused in place for a definition's tail call, as
-                            // `call_known` does (no captures, no group, a body that is not a leaf)
-                            if group.is_none() && Rc::ptr_eq(&env, &self.no_captures) && self.tail_frame(&lam) {
-                                return self.reuse_frame(&lam, base, arg);
+        let (mut from, mut base) = (from, base);
+        let global = matches!(s.events.get(s.head), Some(Ev::Call(cc)) if matches!(cc.head, Head::Global(..)));
+        // a definition's spine that is its own body's recursive branch runs round after round here
+        'round: loop {
+            for (e, ev) in s.events.iter().enumerate().skip(from) {
+                match ev {
+                    Ev::Let(ch) => self.step(*ch)?,
+                    Ev::Links(r) => self.region_links(r)?,
+                    Ev::Bind(ch, p, cc) => {
+                        // the walker's `let p = call in …` with its `Let` frame (the spine's, to resume
+                        // from); a callee that returns at once (a leaf) is bound here, without the loop
+                        self.step(*ch)?;
+                        let fv = f.clone().unwrap_or(Value::Unit);
+                        self.kont.push(Kont::Spine { s, e: e as u32, base, f: fv });
+                        let top = self.kont.len();
+                        match self.eval_call(cc)? {
+                            Next::Ret if self.kont.len() == top => {
+                                self.kont.pop();
+                                let v = std::mem::replace(&mut self.acc, Value::Unit);
+                                self.bind(p, v)?;
                             }
-                            return self.saturate(&lam, env, group, base, arg, true);
+                            next => return Ok(next),
                         }
-                        // only the spine's last application can be a tail: the others are a let's right side
-                        self.partial_step(&lam, j, &arg, e == end && i + 1 == n)?;
-                        self.vals.push(arg);
+                    }
+                    Ev::Call(cc) => {
+                        // `eval_call`'s steps: each application's, then the head's
+                        for _ in 0..cc.args.len() {
+                            self.step(Charge::None)?;
+                        }
+                        self.step(Charge::Var)?;
+                        if e == s.head {
+                            match cc.head {
+                                Head::Global(_, span) => self.span = span,
+                                Head::Move(h) => drop(self.take(h)),
+                                _ => {}
+                            }
+                        }
+                        let n = cc.args.len();
+                        for (i, a) in cc.args.iter().enumerate() {
+                            let arg = self.arg_value(a)?;
+                            let j = self.vals.len() - base;
+                            if j == lam.more.len() {
+                                // the last argument (`total` is all the parameters): one frame for all,
+                                // the caller's reused in place for a definition's tail call, as
+                                // `call_known` does (no captures, no group, a body that is not a leaf)
+                                if group.is_none() && Rc::ptr_eq(&env, &self.no_captures) && self.tail_frame(&lam) {
+                                    let next = self.reuse_frame(&lam, base, arg)?;
+                                    if let (&Next::Eval(body), true) = (&next, global) {
+                                        match self.round_head(s, body)? {
+                                            Round::Again => {
+                                                (from, base) = (0, self.vals.len());
+                                                continue 'round;
+                                            }
+                                            Round::Branch(c) => return Ok(Next::Eval(c)),
+                                            Round::Other => {}
+                                        }
+                                    }
+                                    return Ok(next);
+                                }
+                                return self.saturate(&lam, env, group, base, arg, true);
+                            }
+                            // only the spine's last application can be a tail: the others are a let's right side
+                            self.partial_step(&lam, j, &arg, e == end && i + 1 == n)?;
+                            self.vals.push(arg);
+                        }
                     }
                 }
             }
+            let part = self.new_part(&lam, &env, group.as_ref(), &[], base);
+            return Ok(self.ret(part));
         }
-        let part = self.new_part(&lam, &env, group.as_ref(), &[], base);
-        Ok(self.ret(part))
+    }
+
+    /// A spine whose last argument has just saturated its definition in the reused frame
+    /// (`reuse_frame`; its head a definition's name, so the function is the same on every round):
+    /// when the body is `[links] if c then … else …` with `c` run in place and one branch this very
+    /// spine (`horner k acc x = if k == 0 then pure acc else do { v ← horner (k − 1); …; v x }`,
+    /// the taping stages' rounds), the body's start runs here as `eval` runs it — the region's links,
+    /// the `if`'s step, the condition, the branch — and `Again` says the branch is this spine, whose
+    /// events then run again with the function in hand: no trip round the loop, no head looked up
+    /// and no function cloned per round (issue 13, session 31). Steps, trace and budget stops are
+    /// the walker's, counted as they go. `Other`: not that shape, nothing run.
+    fn round_head(&mut self, s: &Spine, body: *const Code) -> Res<Round> {
+        let body = super::run::node(body);
+        let (links, cond) = match body {
+            Code::Fast(f) => match f.tail() {
+                Tail::Walk(c @ Code::If(..)) => (Some(f), c),
+                _ => return Ok(Round::Other),
+            },
+            c @ Code::If(..) => (None, c),
+            _ => return Ok(Round::Other),
+        };
+        let Code::If(test, t, e, _) = cond else { return Ok(Round::Other) };
+        let me = |b: &Code| match b {
+            Code::Spine(b) => std::ptr::eq(&**b, s),
+            _ => false,
+        };
+        if !inline_arg(test) || !(me(t) || me(e)) {
+            return Ok(Round::Other);
+        }
+        if let Some(f) = links {
+            self.region_links(f)?;
+        }
+        self.step(super::run::charge_of(cond))?;
+        let v = self.arg_value(test)?;
+        match self.if_branch(cond, v)? {
+            Next::Eval(b) if me(super::run::node(b)) => Ok(Round::Again),
+            Next::Eval(b) => Ok(Round::Branch(b)),
+            Next::Ret => Err(Box::new(super::RunError::runtime(crate::diag::Span::NONE, "internal: an `if` goes on to a branch"))),
+        }
     }
 
     /// A spine's `Bind` event's call has returned `v` by the loop: bind it and go on.
