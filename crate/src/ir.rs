@@ -24,11 +24,11 @@ pub struct Name {
 
 impl Name {
     pub fn new(text: &str, id: u32) -> Name {
-        Name { text: Text::from(text), id }
+        Name { text: Text::shared(text), id }
     }
     /// A top-level definition's name (id 0): resolved by its text in `Program::defs`.
     pub fn global(text: &str) -> Name {
-        Name { text: Text::from(text), id: 0 }
+        Name { text: Text::shared(text), id: 0 }
     }
     pub fn is_global(&self) -> bool {
         self.id == 0
@@ -40,6 +40,32 @@ impl Name {
 /// memory per line). Derefs to `str`; compares, hashes and prints as its text.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Text(Rc<Box<str>>);
+
+impl Text {
+    /// The text `s`, shared with the names made recently of the same text: a transform names its
+    /// binders from a few texts (`x1`, `d1`, `i`, `z`, …), ~18 fresh names a source line in the
+    /// dual-numbers stages, and each name was an allocation of its own (32 bytes and the text's;
+    /// issue 14: memory per line). A per-thread table like `interned`'s, but emptied at 4096 texts,
+    /// so that the texts made once (a source's `v0` … `v99999`) cost a bounded table, not one
+    /// entry each for the process's life.
+    pub fn shared(s: &str) -> Text {
+        thread_local! {
+            static RECENT: std::cell::RefCell<rustc_hash::FxHashSet<Text>> = Default::default();
+        }
+        RECENT.with(|recent| {
+            let mut recent = recent.borrow_mut();
+            if let Some(t) = recent.get(s) {
+                return t.clone();
+            }
+            if recent.len() >= 4096 {
+                recent.clear();
+            }
+            let t = Text::from(s);
+            recent.insert(t.clone());
+            t
+        })
+    }
+}
 
 impl std::ops::Deref for Text {
     type Target = str;
@@ -623,6 +649,20 @@ mod tests {
         let (Type::Con(a), Type::Con(b), Type::Con(c)) = (Type::con("M", vec![Type::Real]), Type::array(Type::Int), Type::con("M", vec![Type::Int])) else { panic!("constructors") };
         assert!(Rc::ptr_eq(&a.name, &c.name), "each `M` has its own copy of its name");
         assert_eq!((&*a.name, &*b.name), ("M", "Array"));
+    }
+
+    /// Issue 14 (memory per line): the fresh names a transform makes from one text share it (one
+    /// allocation each was a tenth of dualrev/staged's output), and the table stays bounded when
+    /// every text is new (a source's `v0` … `v99999`).
+    #[test]
+    fn names_of_one_text_share_it() {
+        let (a, b, c) = (Name::new("x1", 7), Name::new("x1", 8), Name::global("x1"));
+        assert!(Rc::ptr_eq(&a.text.0, &b.text.0) && Rc::ptr_eq(&a.text.0, &c.text.0), "each `x1` has its own copy of its text");
+        let texts: Vec<Name> = (0..10_000).map(|i| Name::new(&format!("v{i}"), i + 1)).collect();
+        assert_eq!(&*texts[9_999].text, "v9999");
+        // emptied at 4096: a text met before the table was emptied is made again, once
+        let (d, e) = (Name::new("v0", 1), Name::new("v0", 2));
+        assert!(!Rc::ptr_eq(&texts[0].text.0, &d.text.0) && Rc::ptr_eq(&d.text.0, &e.text.0));
     }
 
     #[test]

@@ -475,6 +475,11 @@ impl<'a> Outputs<'a> {
         r
     }
 
+    /// Whether `id`'s output (or why there is none) is kept already.
+    pub fn is_kept(&self, id: &str) -> bool {
+        self.kept.borrow().contains_key(id)
+    }
+
     /// `st`'s chain's `accepts` on `src`, `st`'s input, asked once per chain and input.
     fn chain_accepts(&self, st: &dyn Stage, src: &Source) -> Result<(), Diagnostic> {
         let Some(chain) = stages::chain_of(st.info().id) else { return Ok(()) };
@@ -767,7 +772,16 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     };
     m.set_tracing(opts.traces(st.info().id));
     crate::limits::set_phase(st.info().id, "running");
-    let lookup = |id: &str| outputs.find(id).and_then(|s| outputs.get(s).ok());
+    // Another stage's output, for a view (dualrev/naive's graph is drawn from dualrev/staged's DAG):
+    // prepared here only while the live heap is under half the memory budget, since preparing it may
+    // take as much again as this stage's own output did, and past the budget the allocator stops the
+    // whole process with this stage's result already computed (issue 14 item 4: on chain-100000
+    // dualrev/naive ran, then died preparing dualrev/staged for its graph). Kept outputs are free.
+    let lookup = |id: &str| {
+        let s = outputs.find(id)?;
+        let room = crate::limits::memory_budget().is_none_or(|(live, limit)| live() <= limit / 2);
+        (room || outputs.is_kept(id)).then(|| outputs.get(s).ok()).flatten()
+    };
     let res = outputs.with_input(st, |src| {
         let cx = RunCtx { src, origin: outputs.src, input, seed, outputs: &lookup };
         let res = match contract {
