@@ -16,6 +16,7 @@ gen() { # name → program text
   unused-*) local n=${1#unused-}; { echo "input 1.5"; printf 'def g'; for ((i = 0; i < n; i++)); do printf ' p%d' $i; done; echo ' = 1.0'; echo 'def main x = x * 2.0'; } ;;
   repeated-*) local n=${1#repeated-}; { echo "input 1.5"; printf 'def g'; for ((i = 0; i < n; i++)); do printf ' p'; done; echo ' = 1.0'; echo 'def main x = x * 2.0'; } ;;
   tuple-*) local n=${1#tuple-}; { echo "input 1.5"; printf 'def main x = '; for ((i = 0; i < n; i++)); do printf '(x, '; done; printf 'x'; for ((i = 0; i < n; i++)); do printf ')'; done; echo; } ;;
+  pairs-*) local n=${1#pairs-}; { echo "input 1.5"; printf 'def main x = '; for ((i = 0; i < n; i++)); do printf '('; done; printf 'x'; for ((i = 0; i < n; i++)); do printf ', 1.0)'; done; echo; } ;;
   badinput-*) local n=${1#badinput-}; { printf 'input '; for ((i = 0; i < n; i++)); do printf '(1.0, '; done; printf '1.0'; for ((i = 0; i < n; i++)); do printf ')'; done; echo; echo 'def main x = x * 2.0'; } ;;
   elseif-*) local n=${1#elseif-}; { echo "input 0.5"; printf 'def main x =\n  if x < 0.0 then 0.0\n'; for ((i = 1; i < n; i++)); do printf '  else if x < %d.0 then x * %d.0\n' $i $i; done; echo '  else x'; } ;;
   chain-*) local n=${1#chain-}; { echo "input 1.5"; echo "def main x ="; echo "  let v0 = x * 1.01 + 0.5 in"; for ((i = 1; i < n; i++)); do printf '  let v%d = v%d * 1.01 + 0.5 in\n' $i $((i - 1)); done; echo "  v$((n - 1))"; } ;;
@@ -43,6 +44,9 @@ CASES=(
   "repeated-1000|--stage forward"
   "tuple-400|--stage forward"
   "tuple-400|"
+  "pairs-4000|--stage forward"
+  "pairs-16000|--stage forward"
+  "pairs-4000|"
   "badinput-1000|--stage forward"
   "elseif-1000|--json"
   "elseif-1000|"
