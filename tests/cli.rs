@@ -354,6 +354,15 @@ fn runs_stay_within_their_memory_budget() {
     assert_eq!(code, 1, "{err}");
     assert!(err.starts_with("cotangent: error: stopped: the memory budget (16 MiB, `--max-mb`) ran out while `"), "{err}");
     assert!(err.contains("` was "), "{err}");
+
+    // A chain's own pass before the transform (chad/arrays lowers the arrays in its `accepts`) is
+    // named as that stage's: it was blamed on the phase before it, `forward` drawing its graph.
+    let n = 1000;
+    let pairs = format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
+    let f = temp_file("pairs-1000.cot", pairs.as_bytes());
+    let (code, _, err) = cot(&["run", &f, "--max-mb", "48", "--stage", "chad/arrays"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("ran out while `chad/arrays` was checking what it accepts"), "{err}");
 }
 
 /// Issue 14: arrays/bot's transform copies each node of a deep nesting once. It copied the whole

@@ -470,7 +470,14 @@ impl<'a> Outputs<'a> {
         if let Some(r) = self.kept.borrow().get(id) {
             return r.clone();
         }
-        let r = self.with_input(st, |src| prepare_with(st, src, self.opts, self.chain_accepts(st, src))).and_then(|r| r).map(std::rc::Rc::new);
+        let r = self
+            .with_input(st, |src| {
+                // (the chain's `accepts` may run a pass of its own: chad/arrays lowers the arrays first)
+                crate::limits::set_phase(id, "checking what it accepts");
+                prepare_with(st, src, self.opts, self.chain_accepts(st, src))
+            })
+            .and_then(|r| r)
+            .map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
         r
     }
@@ -578,6 +585,7 @@ pub fn finite_differences(p: &Program, input: &Value, seed: &Value, budget: &Bud
 /// A stage's output, ready to run: refused by its supported features or `accepts`, or transformed,
 /// printed, type-checked with its builtins and checked against the types the paper states.
 pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared, Diagnostic> {
+    crate::limits::set_phase(st.info().id, "checking what it accepts");
     let chain = stages::chain_of(st.info().id).map_or(Ok(()), |chain| (chain.accepts)(src));
     prepare_with(st, src, opts, chain)
 }
