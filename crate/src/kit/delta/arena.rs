@@ -44,26 +44,55 @@ struct Node {
     tag_span: u32,
 }
 
+/// The distinct spans of a run's Delta nodes (or of its deltaLets), each once, by index: the nodes
+/// of one source operation share a span, so an index is a few bits where a span is 8 bytes.
+/// Index 0 is `Span::NONE`.
+pub struct SpanTable {
+    spans: Vec<Span>,
+    ids: HashMap<Span, u32>,
+    /// The span asked for last (consecutive nodes are mostly of one operation).
+    last: (Span, u32),
+}
+
+impl Default for SpanTable {
+    fn default() -> Self {
+        let mut ids = HashMap::default();
+        ids.insert(Span::NONE, 0);
+        SpanTable { spans: vec![Span::NONE], ids, last: (Span::NONE, 0) }
+    }
+}
+
+impl SpanTable {
+    /// `span`'s index, given it the first time; `None` once 2^32 distinct spans are taken.
+    pub fn index(&mut self, span: Span) -> Option<u32> {
+        if self.last.0 == span {
+            return Some(self.last.1);
+        }
+        let next = u32::try_from(self.spans.len()).ok()?;
+        let id = *self.ids.entry(span).or_insert(next);
+        if id == next {
+            self.spans.push(span);
+        }
+        self.last = (span, id);
+        Some(id)
+    }
+
+    /// The span at index `i` (`Span::NONE` if none).
+    pub fn get(&self, i: u32) -> Span {
+        self.spans.get(i as usize).copied().unwrap_or(Span::NONE)
+    }
+}
+
 /// The nodes of one run, in fixed chunks.
 pub struct Arena {
     nodes: Chunked<Node>,
     wide_ids: Vec<i64>,
-    /// The distinct spans, and their indices (nodes of one source operation share a span).
-    span_table: Vec<Span>,
-    span_ids: HashMap<Span, u32>,
-    last_span: (Span, u32),
+    spans: SpanTable,
 }
 
 impl Default for Arena {
     fn default() -> Self {
-        let mut a = Arena {
-            nodes: Chunked::default(),
-            wide_ids: vec![],
-            span_table: vec![Span::NONE],
-            span_ids: HashMap::default(),
-            last_span: (Span::NONE, 0),
-        };
-        a.span_ids.insert(Span::NONE, 0);
+        let mut a = Arena { nodes: Chunked::default(), wide_ids: vec![], spans: SpanTable::default() };
         // index 0: no node (the first node is serial 1, as when serials were counted from 1)
         a.nodes.push(Node::default());
         a
@@ -96,22 +125,9 @@ impl Arena {
             Kind::Input(i) => (INPUT, i as u64, 0),
             Kind::Share(i, d) => (SHARE, i as u64, d),
         };
-        let s = self.span_id(span).filter(|&s| s <= SPAN_MASK)?;
+        let s = self.spans.index(span).filter(|&s| s <= SPAN_MASK)?;
         self.nodes.push(Node { x, a, tag_span: tag << TAG_SHIFT | s });
         Some(ix)
-    }
-
-    fn span_id(&mut self, span: Span) -> Option<u32> {
-        if self.last_span.0 == span {
-            return Some(self.last_span.1);
-        }
-        let next = u32::try_from(self.span_table.len()).ok()?;
-        let id = *self.span_ids.entry(span).or_insert(next);
-        if id == next {
-            self.span_table.push(span);
-        }
-        self.last_span = (span, id);
-        Some(id)
     }
 
     /// The node at `ix` (an index this arena did not give reads as Zero).
@@ -135,7 +151,7 @@ impl Arena {
 
     /// The span of the source operation that built the node (`Span::NONE` if unknown).
     pub fn span(&self, ix: Ix) -> Span {
-        self.span_table.get(self.span_id_of(ix) as usize).copied().unwrap_or(Span::NONE)
+        self.spans.get(self.span_id_of(ix))
     }
 
     /// The node's span as the index of a distinct span: equal spans, equal indices (0: no span).

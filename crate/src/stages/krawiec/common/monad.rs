@@ -2,7 +2,7 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, run_arena, DeltaRef, Ix, Kind};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, run_arena, DeltaRef, Ix, Kind, SpanTable};
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
@@ -10,7 +10,7 @@ use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
 use crate::value::Value;
 use crate::stages::dualrev::common::Chunked;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashSet as HashSet;
 
 /// DeltaState (Fig. 10) and what the backward pass leaves for the graph.
 #[derive(Default)]
@@ -35,34 +35,6 @@ pub struct DeltaState {
     pub skipped: HashSet<u64>,
 }
 
-/// Spans by index, each distinct span once.
-#[derive(Default)]
-pub struct SpanTable {
-    spans: Vec<Span>,
-    ids: HashMap<Span, u32>,
-    last: Option<(Span, u32)>,
-}
-
-impl SpanTable {
-    fn index(&mut self, span: Span) -> u32 {
-        if let Some((s, i)) = self.last {
-            if s == span {
-                return i;
-            }
-        }
-        let next = self.spans.len() as u32;
-        let i = *self.ids.entry(span).or_insert(next);
-        if i == next {
-            self.spans.push(span);
-        }
-        self.last = Some((span, i));
-        i
-    }
-    fn get(&self, i: u32) -> Span {
-        self.spans.get(i as usize).copied().unwrap_or(Span::NONE)
-    }
-}
-
 /// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
 pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = child_arg(m, &args[0], span, "deltaLet")?;
@@ -74,7 +46,8 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) ->
     }
     let id = st.next_id;
     st.next_id += 1;
-    let s = st.bind_spans.index(span);
+    // (past 2^32 distinct spans a binding keeps no span: index 0)
+    let s = st.bind_spans.index(span).unwrap_or(0);
     st.binds.push((d, s));
     Ok(Value::Int(id))
 }
