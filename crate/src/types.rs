@@ -212,15 +212,15 @@ impl Memo {
     /// (issue 14: at the check's peak on the dualrev/tape output of a 10^4-line program, the map
     /// was 6.5 MB and the inference types it held ~10 MB). Swept again once the live entries have
     /// doubled, so the sweeps cost O(1) an entry.
-    /// The entries a sweep may drop.
-    fn entries(&self) -> usize {
-        self.seen.len() + self.made.canonical.len()
-    }
-
     fn sweep(&mut self) {
         self.seen.retain(|k, _| held_elsewhere(&k.0));
         self.made.canonical.retain(|k, _| held_elsewhere(&k.0));
         self.sweep_at = SWEEP_MIN.max(2 * self.entries());
+    }
+
+    /// The entries a sweep may drop.
+    fn entries(&self) -> usize {
+        self.seen.len() + self.made.canonical.len()
     }
 }
 
@@ -613,9 +613,10 @@ impl<'b> Cx<'b> {
     fn compress(&mut self, t: &Type) -> Type {
         let end = self.shallow(t);
         let mut at = t.clone();
+        // each link (a variable bound to a variable) rebound to the end, then the old link followed
         while let Type::Var(v) = at {
             match self.subst.get_mut(v as usize).and_then(|s| s.as_mut()) {
-                Some(next) if !same_var(next, &end) => at = std::mem::replace(next, end.clone()),
+                Some(next @ Type::Var(_)) => at = std::mem::replace(next, end.clone()),
                 _ => break,
             }
         }
@@ -1348,14 +1349,6 @@ impl<'b> Cx<'b> {
 }
 
 /// `Cx::resolve` over a substitution alone (so that `occurs` can change levels while it walks).
-/// Whether `t` is the variable `end` is (or both are the same non-variable type's allocation).
-fn same_var(t: &Type, end: &Type) -> bool {
-    match (t, end) {
-        (Type::Var(a), Type::Var(b)) => a == b,
-        _ => parts(t) == parts(end),
-    }
-}
-
 fn resolve_in<'a>(subst: &'a [Option<Type>], mut t: &'a Type) -> &'a Type {
     while let Type::Var(v) = t {
         #[cfg(test)]
