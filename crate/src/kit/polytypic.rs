@@ -150,19 +150,15 @@ pub fn count_reals(t: &Type) -> usize {
     }
 }
 
-/// Whether a first-order type has a real leaf anywhere (also inside arrays).
+/// Whether a first-order type has a real leaf anywhere (also inside arrays). Transforms ask it of
+/// every part at every level of a type (`dot`'s `zip_shape`, a `map_shape_to`'s `stop`, the dualrev
+/// wrapper's parts), which on a tuple nested n deep walked n²/2 parts (issue 14): each compound
+/// part's answer is remembered by its allocation, in a per-thread table that holds the part (so
+/// the address names it while it is a key) and is emptied at 4,096 entries.
 pub fn has_real(t: &Type) -> bool {
-    match t {
-        Type::Real => true,
-        Type::Tuple(ts) => ts.iter().any(has_real),
-        Type::Sum(ab) => has_real(&ab.0) || has_real(&ab.1),
-        t => t.as_array().is_some_and(has_real),
+    thread_local! {
+        static SEEN: std::cell::RefCell<rustc_hash::FxHashMap<usize, (Type, bool)>> = Default::default();
     }
-}
-
-/// `has_real`, remembering each compound part's answer by its allocation (parts are shared, and
-/// `ty` holds them while `seen` is in use, so an address names one type).
-fn has_real_in(t: &Type, seen: &mut rustc_hash::FxHashMap<usize, bool>) -> bool {
     let at = match t {
         Type::Real => return true,
         Type::Tuple(ts) => ts.as_ptr() as usize,
@@ -170,15 +166,21 @@ fn has_real_in(t: &Type, seen: &mut rustc_hash::FxHashMap<usize, bool>) -> bool 
         Type::Con(c) => std::rc::Rc::as_ptr(c) as usize,
         _ => return false,
     };
-    if let Some(&r) = seen.get(&at) {
+    if let Some(r) = SEEN.with(|seen| seen.borrow().get(&at).map(|e| e.1)) {
         return r;
     }
     let r = match t {
-        Type::Tuple(ts) => ts.iter().any(|t| has_real_in(t, seen)),
-        Type::Sum(ab) => has_real_in(&ab.0, seen) || has_real_in(&ab.1, seen),
-        t => t.as_array().is_some_and(|e| has_real_in(e, seen)),
+        Type::Tuple(ts) => ts.iter().any(has_real),
+        Type::Sum(ab) => has_real(&ab.0) || has_real(&ab.1),
+        t => t.as_array().is_some_and(has_real),
     };
-    seen.insert(at, r);
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.len() >= 4096 {
+            seen.clear();
+        }
+        seen.insert(at, (t.clone(), r));
+    });
     r
 }
 
@@ -228,11 +230,9 @@ pub fn map_shape_to(ty: &Type, x: Expr, fr: &mut Fresh, stop: &dyn Fn(&Type) -> 
 /// leaves and where sum tags differ (the paper leaves mismatched tags undefined; ours contributes
 /// nothing).
 pub fn dot(ty: &Type, a: Expr, b: Expr, fr: &mut Fresh) -> Expr {
-    // `zip_shape` asks of every part at every level: remembered, else a type nested n deep is n²
-    let seen = std::cell::RefCell::new(rustc_hash::FxHashMap::default());
     let z = Zip {
         names: ["a", "b"],
-        keep: &|t| has_real_in(t, &mut seen.borrow_mut()),
+        keep: &has_real,
         leaf: &|t, a, b| if *t == Type::Real { mul(a, b) } else { real(0.0) },
         tuple: &|terms| terms.into_iter().reduce(add).unwrap_or_else(|| real(0.0)),
         inject: &|_, e| e,
