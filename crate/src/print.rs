@@ -20,6 +20,7 @@ use crate::ir::{Def, Expect, ExpectKind, Expr, ExprKind, FunDef, LamKind, Name, 
 use crate::prims::{Assoc, Syntax};
 use crate::value::show_real;
 use pretty::{Arena, DocAllocator, DocBuilder};
+use std::cell::Cell;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// How to print: the line width to fit, Unicode (`λ → ← ⊸`) or ASCII (`\ -> <- -o`) symbols, and
@@ -94,7 +95,7 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     let names = ren.names;
 
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
+    let pr = Printer::new(&arena, *o, &names, None);
 
     // Each item is a list of pieces (text with its lines' spans), each piece ending in a newline.
     let mut header = Pieces::default();
@@ -185,7 +186,7 @@ pub fn print_expr(e: &Expr, o: &PrintOptions) -> String {
     ren.expr(e);
     let names = ren.names;
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
+    let pr = Printer::new(&arena, *o, &names, None);
     pr.render(pr.expr(e, 0), o.width)
 }
 
@@ -201,7 +202,7 @@ pub fn print_type(t: &Type, o: &PrintOptions) -> String {
 fn laid_out_type(t: &Type, o: &PrintOptions) -> String {
     let names = HashMap::default();
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
+    let pr = Printer::new(&arena, *o, &names, None);
     pr.render(pr.ty(t, 0), o.width)
 }
 
@@ -261,7 +262,7 @@ fn flat_type(t: &Type, ctx: u8, out: &mut String) -> bool {
 pub fn print_pat(p: &Pat, o: &PrintOptions) -> String {
     let names = HashMap::default();
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names: &names, holes: None };
+    let pr = Printer::new(&arena, *o, &names, None);
     pr.render(pr.pat(p), o.width)
 }
 
@@ -681,6 +682,8 @@ struct CappedIndent {
     spaces: usize,
     /// Where the annotated expressions (their source spans) were laid out, if asked for.
     map: Option<LineMap>,
+    /// Columns of indentation the renderer wrote (what `Printer::cap` bounds per line).
+    indented: usize,
 }
 
 /// The source spans of the expressions being laid out, recorded line by line.
@@ -726,7 +729,7 @@ impl LineMap {
 
 impl CappedIndent {
     fn new(map: bool) -> CappedIndent {
-        CappedIndent { out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default) }
+        CappedIndent { out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0 }
     }
 
     /// The text laid out (without trailing spaces) and, if asked for, each line's source spans.
@@ -751,6 +754,7 @@ impl pretty::Render for CappedIndent {
         };
         if self.at_line_start && s.len() <= BLANK.len() && s == &BLANK[..s.len()] {
             self.spaces += s.len();
+            self.indented += s.len();
             return Ok(s.len());
         }
         // most writes are a token inside a line
@@ -763,6 +767,7 @@ impl pretty::Render for CappedIndent {
             if self.at_line_start {
                 let n = rest.len() - rest.trim_start_matches(' ').len();
                 self.spaces += n;
+                self.indented += n;
                 rest = &rest[n..];
                 match rest.chars().next() {
                     None => break,
@@ -828,9 +833,53 @@ struct Printer<'a, 'n> {
     /// Long chains laid out apart, link by link (`stream::def`): the address of each one's first
     /// link and its number, which its marker carries.
     holes: Option<&'n HashMap<usize, usize>>,
+    /// The indentation the renderer will give what is being built: the sum of the `nest`s around
+    /// it (`open` and `close`; a count that misses one only caps later).
+    indent: Cell<usize>,
+    /// Where nesting stops growing: past both `MAX_INDENT` (the sink prints no deeper) and the
+    /// width (no text fits on a line begun there). Any indentation at least this deep prints and
+    /// lays out the same (the layout only asks whether a line's text passes the width), so
+    /// leaving out the `nest`s past it changes nothing but the indentation the renderer writes
+    /// each line, which would otherwise grow with the program's depth: Θ(depth²) to write and skip.
+    cap: usize,
 }
 
+/// A `nest` opened around a document being built (`Printer::open`): `None` past the cap.
+#[must_use]
+struct Nest(Option<(usize, usize)>);
+
 impl<'a, 'n> Printer<'a, 'n> {
+    fn new(a: &'a Arena<'a, Span>, o: PrintOptions, names: &'n HashMap<u32, Text>, holes: Option<&'n HashMap<usize, usize>>) -> Self {
+        Printer { a, o, names, holes, indent: Cell::new(0), cap: MAX_INDENT.max(o.width.saturating_add(1)) }
+    }
+
+    /// Opens `k` more columns of indentation for the document built until `close`.
+    fn open(&self, k: usize) -> Nest {
+        let at = self.indent.get();
+        if at >= self.cap {
+            return Nest(None);
+        }
+        self.indent.set(at + k);
+        Nest(Some((at, k)))
+    }
+
+    /// `d.nest(k)` for the `open` that `n` came from, unless past the cap.
+    fn close(&self, n: Nest, d: D<'a>) -> D<'a> {
+        match n.0 {
+            Some((at, k)) => {
+                self.indent.set(at);
+                d.nest(k as isize)
+            }
+            None => d,
+        }
+    }
+
+    /// `build()` nested `k`: an `open` and `close` around it (for builds outside the recursion).
+    fn nested(&self, k: usize, build: impl FnOnce() -> D<'a>) -> D<'a> {
+        let n = self.open(k);
+        let d = build();
+        self.close(n, d)
+    }
     fn render(&self, d: D<'a>, width: usize) -> String {
         self.render_mapped(d, width, false).text
     }
@@ -929,8 +978,9 @@ impl<'a, 'n> Printer<'a, 'n> {
             }
             Type::Con(c) if c.args.is_empty() => (3, a.text(c.name.to_string())),
             Type::Con(c) => {
-                let args = a.concat(c.args.iter().map(|t| a.line().append(self.ty(t, 3))));
-                (2, a.text(c.name.to_string()).append(args.nest(2)).group())
+                let n = self.open(2);
+                let args = self.close(n, a.concat(c.args.iter().map(|t| a.line().append(self.ty(t, 3)))));
+                (2, a.text(c.name.to_string()).append(args).group())
             }
         };
         if lvl < ctx {
@@ -943,13 +993,15 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// `(a, b, c)`, breaking one component per line when it does not fit.
     fn tuple(&self, items: impl Iterator<Item = D<'a>>) -> D<'a> {
         let a = self.a;
-        let body = a.line_().append(a.intersperse(items, self.t(",").append(a.line()))).nest(2);
+        let n = self.open(2);
+        let body = self.close(n, a.line_().append(a.intersperse(items, self.t(",").append(a.line()))));
         self.t("(").append(body).append(a.line_()).append(self.t(")")).group()
     }
 
     fn array(&self, items: impl Iterator<Item = D<'a>>) -> D<'a> {
         let a = self.a;
-        let body = a.line_().append(a.intersperse(items, self.t(",").append(a.line()))).nest(2);
+        let n = self.open(2);
+        let body = self.close(n, a.line_().append(a.intersperse(items, self.t(",").append(a.line()))));
         self.t("[").append(body).append(a.line_()).append(self.t("]")).group()
     }
 
@@ -973,7 +1025,9 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// `head arg1 arg2 ...`, arguments on indented lines when it does not fit.
     fn apply(&self, head: D<'a>, args: impl Iterator<Item = D<'a>>) -> D<'a> {
         let a = self.a;
-        head.append(a.concat(args.map(|x| a.line().append(x))).nest(2)).group()
+        let n = self.open(2);
+        let args = self.close(n, a.concat(args.map(|x| a.line().append(x))));
+        head.append(args).group()
     }
 
     fn expr_inner(&self, e: &Expr) -> D<'a> {
@@ -989,14 +1043,15 @@ impl<'a, 'n> Printer<'a, 'n> {
             Tuple(es) => self.tuple(es.iter().map(|x| self.expr(x, 0))),
             Array(es) => self.array(es.iter().map(|x| self.expr(x, 0))),
             Par(x, y) => self.expr(x, 2).append(a.line()).append(self.t("||| ")).append(self.operand(y, 2)).group(),
-            Fst(x) => self.apply(self.t("fst"), std::iter::once(self.expr(x, ATOM))),
-            Snd(x) => self.apply(self.t("snd"), std::iter::once(self.expr(x, ATOM))),
-            Inl(x) => self.apply(self.t("inl"), std::iter::once(self.expr(x, ATOM))),
-            Inr(x) => self.apply(self.t("inr"), std::iter::once(self.expr(x, ATOM))),
-            Pure(x) => self.apply(self.t("pure"), std::iter::once(self.expr(x, ATOM))),
+            Fst(x) => self.apply(self.t("fst"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
+            Snd(x) => self.apply(self.t("snd"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
+            Inl(x) => self.apply(self.t("inl"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
+            Inr(x) => self.apply(self.t("inr"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
+            Pure(x) => self.apply(self.t("pure"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Ann(x, t) => {
+                let n = self.open(1);
                 let inner = self.expr(x, 0).append(self.t(" :")).append(a.line()).append(self.ty(t, 0));
-                self.parens(inner.nest(1).group())
+                self.parens(self.close(n, inner).group())
             }
             App(..) => {
                 let mut args = vec![];
@@ -1017,12 +1072,15 @@ impl<'a, 'n> Printer<'a, 'n> {
                 let else_part = if matches!(y.kind, If(..)) {
                     a.space().append(self.expr(y, 0))
                 } else {
-                    a.line().append(self.expr(y, 0)).nest(2)
+                    let n = self.open(2);
+                    self.close(n, a.line().append(self.expr(y, 0)))
                 };
+                let n = self.open(2);
+                let then_part = self.close(n, a.line().append(self.expr(x, 0)));
                 self.t("if ")
                     .append(self.expr(c, 0))
                     .append(self.t(" then"))
-                    .append(a.line().append(self.expr(x, 0)).nest(2))
+                    .append(then_part)
                     .append(a.line())
                     .append(self.t("else"))
                     .append(else_part)
@@ -1030,26 +1088,16 @@ impl<'a, 'n> Printer<'a, 'n> {
             }
             Case(c) => {
                 let (s, p1, x, p2, y) = &**c;
+                let arms = self.open(2);
+                let n = self.open(2);
                 let x_doc = if ends_with_case(x) { self.located(x, self.parens(self.expr_inner(x))) } else { self.expr(x, 0) };
-                let arm1 = self
-                    .t("inl ")
-                    .append(self.pat(p1))
-                    .append(a.space())
-                    .append(self.arrow())
-                    .append(a.line().append(x_doc).nest(2))
-                    .group();
-                let arm2 = self
-                    .t("| inr ")
-                    .append(self.pat(p2))
-                    .append(a.space())
-                    .append(self.arrow())
-                    .append(a.line().append(self.expr(y, 0)).nest(2))
-                    .group();
-                self.t("case ")
-                    .append(self.expr(s, 0))
-                    .append(self.t(" of"))
-                    .append(a.line().append(arm1).append(a.line()).append(arm2).nest(2))
-                    .group()
+                let x_doc = self.close(n, a.line().append(x_doc));
+                let arm1 = self.t("inl ").append(self.pat(p1)).append(a.space()).append(self.arrow()).append(x_doc).group();
+                let n = self.open(2);
+                let y_doc = self.close(n, a.line().append(self.expr(y, 0)));
+                let arm2 = self.t("| inr ").append(self.pat(p2)).append(a.space()).append(self.arrow()).append(y_doc).group();
+                let arms = self.close(arms, a.line().append(arm1).append(a.line()).append(arm2));
+                self.t("case ").append(self.expr(s, 0)).append(self.t(" of")).append(arms).group()
             }
             Bind(..) => self.do_block(e),
         }
@@ -1092,11 +1140,12 @@ impl<'a, 'n> Printer<'a, 'n> {
         let mut it = items.into_iter();
         let (_, first, ctx) = it.next().expect("an operand");
         let first = self.expr(first, ctx);
+        let n = self.open(2);
         let rest = a.concat(it.map(|(op, r, ctx)| {
             let sym = op.map_or("?", |p| p.symbol());
             a.line().append(a.text(sym)).append(a.space()).append(self.operand(r, ctx))
         }));
-        first.append(rest.nest(2)).group()
+        first.append(self.close(n, rest)).group()
     }
 
     /// Plain lambdas group: `\x y -> e`; a linear lambda takes one parameter: `lin\x -> e`.
@@ -1109,7 +1158,9 @@ impl<'a, 'n> Printer<'a, 'n> {
                 (self.sym("\\", "λ").append(a.intersperse(ps.into_iter().map(|p| self.pat(p)), a.space())), body)
             }
         };
-        head.append(a.space()).append(self.arrow()).append(a.line().append(self.expr(body, 0)).nest(2)).group()
+        let n = self.open(2);
+        let body = self.close(n, a.line().append(self.expr(body, 0)));
+        head.append(a.space()).append(self.arrow()).append(body).group()
     }
 
     /// `name p1 p2 = body` (the body's plain lambdas become parameters).
@@ -1117,7 +1168,9 @@ impl<'a, 'n> Printer<'a, 'n> {
         let a = self.a;
         let (ps, body) = peel(body);
         let params = a.concat(ps.into_iter().map(|p| a.space().append(self.pat(p))));
-        self.name(name).append(params).append(self.t(" =")).append(a.line().append(self.expr(body, 0)).nest(2)).group()
+        let n = self.open(2);
+        let body = self.close(n, a.line().append(self.expr(body, 0)));
+        self.name(name).append(params).append(self.t(" =")).append(body).group()
     }
 
     /// Consecutive lets (and let-rec groups) as one group: on one line if it fits, else one
@@ -1153,7 +1206,9 @@ impl<'a, 'n> Printer<'a, 'n> {
         match &link.kind {
             ExprKind::Let(p, x_pair) => {
                 let (x, _) = &**x_pair;
-                self.t("let ").append(self.pat(p)).append(self.t(" =")).append(a.line().append(self.expr(x, 0)).nest(2)).group()
+                let n = self.open(2);
+                let x = self.close(n, a.line().append(self.expr(x, 0)));
+                self.t("let ").append(self.pat(p)).append(self.t(" =")).append(x).group()
             }
             ExprKind::LetRec(fs, _) => {
                 let mut d = a.nil();
@@ -1179,11 +1234,13 @@ impl<'a, 'n> Printer<'a, 'n> {
         let (links, tail) = bind_links(e);
         if let Some(k) = self.hole(e) {
             // every statement at the marker (`stream::hole`)
-            let body = a.line().append(self.marker(k)).append(a.line()).append(self.expr(tail, 0)).nest(2);
+            let n = self.open(2);
+            let body = self.close(n, a.line().append(self.marker(k)).append(a.line()).append(self.expr(tail, 0)));
             return self.t("do {").append(body).append(a.line()).append(self.t("}")).group();
         }
-        let stmts = links.into_iter().map(|l| self.bind_stmt(l)).chain(std::iter::once(self.expr(tail, 0)));
-        let body = a.line().append(a.intersperse(stmts, self.t(";").append(a.line()))).nest(2);
+        let n = self.open(2);
+        let stmts = links.into_iter().map(|l| self.bind_stmt(l)).chain(std::iter::once(tail).map(|t| self.expr(t, 0)));
+        let body = self.close(n, a.line().append(a.intersperse(stmts, self.t(";").append(a.line()))));
         self.t("do {").append(body).append(a.line()).append(self.t("}")).group()
     }
 
@@ -1192,7 +1249,9 @@ impl<'a, 'n> Printer<'a, 'n> {
         let a = self.a;
         let ExprKind::Bind(p, m_pair) = &link.kind else { return a.nil() };
         let (m, _) = &**m_pair;
-        self.pat(p).append(a.space()).append(self.sym("<-", "←")).append(a.line().append(self.expr(m, 0)).nest(2)).group()
+        let n = self.open(2);
+        let m = self.close(n, a.line().append(self.expr(m, 0)));
+        self.pat(p).append(a.space()).append(self.sym("<-", "←")).append(m).group()
     }
 
     fn def(&self, d: &Def) -> D<'a> {
@@ -1201,7 +1260,9 @@ impl<'a, 'n> Printer<'a, 'n> {
 
     fn keyword_item(&self, kw: &'static str, e: &Expr) -> D<'a> {
         let a = self.a;
-        self.t(kw).append(a.line().append(self.expr(e, 0)).nest(2)).group()
+        let n = self.open(2);
+        let e = self.close(n, a.line().append(self.expr(e, 0)));
+        self.t(kw).append(e).group()
     }
 
     fn expect(&self, x: &Expect) -> D<'a> {

@@ -35,7 +35,7 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
             return hole(d, o, names, &holes);
         }
         let arena = Arena::new();
-        let pr = Printer { a: &arena, o: *o, names, holes: None };
+        let pr = Printer::new(&arena, *o, names, None);
         return pr.render_mapped(pr.def(d), o.width, map);
     }
     let mut out = CappedIndent::new(false);
@@ -47,17 +47,18 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
     // each link on its own line(s), as Printer::let_chain and do_block break them
     let inner = if do_block { 4 } else { 2 };
     if do_block {
-        piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.t("do {")).nest(2));
+        piece(o, names, &mut out, |pr| pr.nested(2, || pr.a.hardline().append(pr.t("do {"))));
     }
     for l in links {
         piece(o, names, &mut out, |pr| {
+            let n = pr.open(inner);
             let (link, end) = if do_block { (pr.bind_stmt(l), pr.t(";")) } else { (pr.let_link(l), pr.t(" in")) };
-            pr.a.hardline().append(link).append(end).nest(inner)
+            pr.close(n, pr.a.hardline().append(link).append(end))
         });
     }
-    piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.expr(tail, 0)).nest(inner));
+    piece(o, names, &mut out, |pr| pr.nested(inner, || pr.a.hardline().append(pr.expr(tail, 0))));
     if do_block {
-        piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.t("}")).nest(2));
+        piece(o, names, &mut out, |pr| pr.nested(2, || pr.a.hardline().append(pr.t("}"))));
     }
     out.finish()
 }
@@ -65,7 +66,7 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
 /// Builds one piece with its own arena and lays it out at the end of `out`.
 fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent, build: impl for<'a> FnOnce(&Printer<'a, '_>) -> D<'a>) {
     let arena = Arena::new();
-    let pr = Printer { a: &arena, o: *o, names, holes: None };
+    let pr = Printer::new(&arena, *o, names, None);
     let d = build(&pr);
     pr.render_into(d, o.width, out);
 }
@@ -126,7 +127,7 @@ fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) 
     let index: HashMap<usize, usize> = holes.iter().enumerate().map(|(k, e)| (*e as *const Expr as usize, k)).collect();
     let skeleton = {
         let arena = Arena::new();
-        let pr = Printer { a: &arena, o: *o, names, holes: Some(&index) };
+        let pr = Printer::new(&arena, *o, names, Some(&index));
         pr.render(pr.def(d), o.width)
     };
     let mut out = CappedIndent::new(false);
@@ -143,11 +144,11 @@ fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) 
         let Some(&e) = holes.get(k) else { continue };
         if matches!(e.kind, ExprKind::Bind(..)) {
             for l in bind_links(e).0 {
-                piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.bind_stmt(l)).append(pr.t(";")).nest(n as isize));
+                piece(o, names, &mut out, |pr| pr.nested(n, || pr.a.hardline().append(pr.bind_stmt(l)).append(pr.t(";"))));
             }
         } else {
             for l in let_links(e).0.into_iter().skip(1) {
-                piece(o, names, &mut out, |pr| pr.a.hardline().append(pr.let_link(l)).append(pr.t(" in")).nest(n as isize));
+                piece(o, names, &mut out, |pr| pr.nested(n, || pr.a.hardline().append(pr.let_link(l)).append(pr.t(" in"))));
             }
         }
     }

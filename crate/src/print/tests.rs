@@ -851,3 +851,59 @@ fn nested_long_chains_print_as_one_document() {
     }
     assert!(nested >= 30, "{nested} nested chains laid out link by link");
 }
+
+/// A program nested far past `MAX_INDENT` (each construct in turn: tuples, applications, lambdas,
+/// `if` and `case` arms, let right sides, operators, annotations, do blocks) prints the same with
+/// its nesting capped (`Printer::cap`) as without, at widths below, at and above `MAX_INDENT`;
+/// capped, the renderer writes at most `cap` + 2 columns of indentation a line, where without the
+/// cap it writes Θ(depth²).
+#[test]
+fn deep_nesting_is_capped_without_changing_the_text() {
+    fn nested(depth: u32) -> Expr {
+        let mut e = v("x", 0);
+        for i in 1..=depth {
+            e = match i % 11 {
+                0 => tup(vec![e, r(1.0)]),
+                1 => app(g("f"), vec![e, v("x", 0)]),
+                2 => lam(pv("y", i), e),
+                3 => if_(v("c", 0), e, r(0.0)),
+                4 => case(v("s", 0), pv("a", i), e, pv("b", i), r(0.0)),
+                5 => let_(pv("z", i), e, v("z", i)),
+                6 => add(r(1.0), mul(e, r(2.0))),
+                7 => mk(ExprKind::Fst(Box::new(e))),
+                8 => mk(ExprKind::Ann(Box::new(e), Box::new(Type::Real))),
+                9 => bind(pv("w", i), e, mk(ExprKind::Pure(Box::new(v("w", i))))),
+                _ => tup(vec![r(2.0), e]),
+            };
+        }
+        e
+    }
+    let run = || {
+        let e = nested(600);
+        let names = HashMap::default();
+        for w in [20, 80, 120] {
+            for unicode in [true, false] {
+                let o = width(w, unicode);
+                let lay_out = |capped: bool| {
+                    let arena = Arena::new();
+                    let mut pr = Printer::new(&arena, o, &names, None);
+                    if !capped {
+                        pr.cap = usize::MAX;
+                    }
+                    let mut out = CappedIndent::new(false);
+                    pr.render_into(pr.expr(&e, 0), w, &mut out);
+                    let indented = out.indented;
+                    (out.finish().text, indented, pr.cap)
+                };
+                let (capped, indented, cap) = lay_out(true);
+                let (uncapped, uncapped_indented, _) = lay_out(false);
+                assert_eq!(capped, uncapped, "width {w}");
+                let lines = capped.lines().count();
+                assert!(lines > 600, "{lines} lines");
+                assert!(indented <= lines * (cap + 2), "{indented} columns of indentation over {lines} lines");
+                assert!(uncapped_indented > 4 * indented, "{uncapped_indented} uncapped against {indented}");
+            }
+        }
+    };
+    std::thread::Builder::new().stack_size(256 << 20).spawn(run).unwrap().join().unwrap();
+}
