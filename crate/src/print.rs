@@ -671,7 +671,8 @@ fn ends_with_case(e: &Expr) -> bool {
 
 /// Deepest indentation printed, in columns. A program nested n deep would otherwise print O(n²)
 /// spaces (10^4 nested lets: 900 MB of text); past this column lines stay at it, so output is linear
-/// in the program. Layout decisions still see the real column, so such lines break eagerly.
+/// in the program. Layout decisions see the column the renderer counts, so such lines break
+/// eagerly; the renderer's own count stops growing a little past it (`Printer::cap`).
 pub const MAX_INDENT: usize = 80;
 
 /// The renderer's sink: caps each line's indentation at `MAX_INDENT` and drops trailing spaces (a
@@ -746,8 +747,8 @@ impl pretty::Render for CappedIndent {
     type Error = ();
 
     fn write_str(&mut self, s: &str) -> Result<usize, ()> {
-        // The renderer writes indentation in runs of up to a few hundred spaces: a run is compared
-        // at memcmp speed, as a program nested 10^4 deep has 10^9 of them.
+        // The renderer writes indentation in runs of up to a hundred spaces, at most `Printer::cap`
+        // + 2 a line: a run is compared at memcmp speed.
         const BLANK: &str = match str::from_utf8(&[b' '; 1024]) {
             Ok(b) => b,
             Err(_) => "",
