@@ -114,7 +114,7 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
         .iter()
         .map(|d| {
             let text = stream::def(d, o, &names, map, from);
-            multi |= text.text.contains('\n');
+            multi |= text.chunks.iter().any(|c| c.contains('\n'));
             let mut out = Pieces::default();
             if o.types {
                 if let Some(s) = &d.scheme {
@@ -144,27 +144,53 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     all.finish(map)
 }
 
+/// Laid-out text as whole lines in chunks of about `CHUNK` bytes (one for a short text), and, if
+/// mapped, each line's spans. Joined once, at the end, into a text of its exact length, each chunk
+/// let go once copied: a long program's text (kept with the stage's output) is held once, where one
+/// growing buffer (up to twice the text) and its copy held up to three times it (issue 14 item 4).
+struct Laid {
+    chunks: Vec<String>,
+    lines: Vec<Vec<Span>>,
+}
+
+/// Bytes after which the sink starts a new chunk at the next line break (in the unit tests, a few
+/// lines' worth, so that every test that prints goes through many chunks).
+const CHUNK: usize = if cfg!(test) { 64 } else { 1 << 20 };
+
+impl Laid {
+    fn text(self) -> String {
+        let mut text = String::with_capacity(self.chunks.iter().map(String::len).sum());
+        for c in self.chunks {
+            text.push_str(&c);
+        }
+        text
+    }
+}
+
 /// The pieces of a printed program, in order: text and its lines' spans (empty if not mapped).
 #[derive(Default)]
-struct Pieces(Vec<Mapped>);
+struct Pieces(Vec<Laid>);
 
 impl Pieces {
     fn push_plain(&mut self, text: String) {
-        self.0.push(Mapped { text, lines: vec![] });
+        self.0.push(Laid { chunks: vec![text], lines: vec![] });
     }
-    fn push_line(&mut self, mut m: Mapped) {
-        m.text.push('\n');
+    fn push_line(&mut self, mut m: Laid) {
+        match m.chunks.last_mut() {
+            Some(c) => c.push('\n'),
+            None => m.chunks.push("\n".to_string()),
+        }
         self.0.push(m);
     }
     fn finish(self, map: bool) -> Mapped {
-        // sized once: grown by doubling, a long program's text (kept with the stage's output) held
-        // up to twice its length
-        let mut text = String::with_capacity(self.0.iter().map(|m| m.text.len()).sum());
+        let mut text = String::with_capacity(self.0.iter().flat_map(|m| &m.chunks).map(String::len).sum());
         let mut lines: Vec<Vec<Span>> = vec![];
         for m in self.0 {
             let at = lines.len();
-            let n = m.text.matches('\n').count();
-            text.push_str(&m.text);
+            let n: usize = m.chunks.iter().map(|c| c.matches('\n').count()).sum();
+            for c in m.chunks {
+                text.push_str(&c);
+            }
             if map {
                 lines.resize(at + n, vec![]);
                 for (k, spans) in m.lines.into_iter().enumerate().take(n) {
@@ -678,6 +704,8 @@ pub const MAX_INDENT: usize = 80;
 /// The renderer's sink: caps each line's indentation at `MAX_INDENT` and drops trailing spaces (a
 /// break before an empty line leaves some).
 struct CappedIndent {
+    /// Chunks of whole lines already laid out (`CHUNK`; not when mapping, whose offsets are in `out`).
+    done: Vec<String>,
     out: String,
     at_line_start: bool,
     spaces: usize,
@@ -730,16 +758,19 @@ impl LineMap {
 
 impl CappedIndent {
     fn new(map: bool) -> CappedIndent {
-        CappedIndent { out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0 }
+        CappedIndent { done: vec![], out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0 }
     }
 
     /// The text laid out (without trailing spaces) and, if asked for, each line's source spans.
-    fn finish(mut self) -> Mapped {
+    fn finish(mut self) -> Laid {
         let end = self.out.trim_end_matches(' ').len();
         self.out.truncate(end);
-        let n = self.out.bytes().filter(|&b| b == b'\n').count() + 1;
-        let lines = self.map.map_or(vec![], |m| m.lines(n));
-        Mapped { text: self.out, lines }
+        let lines = match self.map {
+            Some(m) => m.lines(self.out.bytes().filter(|&b| b == b'\n').count() + 1),
+            None => vec![],
+        };
+        self.done.push(self.out);
+        Laid { chunks: self.done, lines }
     }
 }
 
@@ -789,7 +820,8 @@ impl pretty::Render for CappedIndent {
             }
             let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
             let (chunk, tail) = rest.split_at(line_end);
-            if chunk.ends_with('\n') {
+            let line_ends = chunk.ends_with('\n');
+            if line_ends {
                 self.out.truncate(self.out.trim_end_matches(' ').len());
                 self.at_line_start = true;
                 if let Some(m) = &mut self.map {
@@ -797,6 +829,12 @@ impl pretty::Render for CappedIndent {
                 }
             }
             self.out.push_str(chunk);
+            // a chunk ends a line before its capacity (a doubling String's is the next power of two
+            // above CHUNK / 2, and later chunks are sized CHUNK), so none is grown past it
+            if line_ends && self.map.is_none() && self.out.len() >= CHUNK - CHUNK / 16 {
+                let next = String::with_capacity(CHUNK);
+                self.done.push(std::mem::replace(&mut self.out, next));
+            }
             rest = tail;
         }
         Ok(s.len())
@@ -882,11 +920,11 @@ impl<'a, 'n> Printer<'a, 'n> {
         self.close(n, d)
     }
     fn render(&self, d: D<'a>, width: usize) -> String {
-        self.render_mapped(d, width, false).text
+        self.render_mapped(d, width, false).text()
     }
 
     /// Lays `d` out; with `map`, also the source spans of each of its lines.
-    fn render_mapped(&self, d: D<'a>, width: usize, map: bool) -> Mapped {
+    fn render_mapped(&self, d: D<'a>, width: usize, map: bool) -> Laid {
         let mut out = CappedIndent::new(map);
         self.render_into(d, width, &mut out);
         out.finish()

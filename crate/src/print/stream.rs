@@ -11,7 +11,7 @@
 //! and each link is laid out on its own at the marker's indentation. Its links always break (it
 //! cannot fit on a line), so what surrounds it sees the same first and last lines either way.
 
-use super::{bind_links, let_links, peel, CappedIndent, Mapped, PrintOptions, Printer, D};
+use super::{bind_links, let_links, peel, CappedIndent, Laid, PrintOptions, Printer, D};
 use crate::ir::{each_child, Def, Expr, ExprKind, Text};
 use pretty::{Arena, DocAllocator, Render};
 use rustc_hash::FxHashMap as HashMap;
@@ -25,7 +25,7 @@ const MIN_LINK: usize = 7;
 
 /// `d` laid out: link by link when its body (under its parameters) is a let chain or do block of at
 /// least `from` links that cannot fit on one line, else as one document.
-pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bool, from: usize) -> Mapped {
+pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bool, from: usize) -> Laid {
     let (ps, body) = peel(&d.body);
     let do_block = matches!(body.kind, ExprKind::Bind(..));
     let (links, tail) = if do_block { bind_links(body) } else { let_links(body) };
@@ -123,7 +123,7 @@ pub(super) fn marker(k: usize, n: usize, width: usize) -> String {
 /// `d` laid out with the long chains `holes` laid out apart: the document with a marker line for
 /// each (`Printer::let_chain`, `do_block`), then, at each marker, the chain's links one by one, as
 /// the document would break them (`\n`, the indentation, the link and its `;` or ` in`).
-fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) -> Mapped {
+fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) -> Laid {
     let index: HashMap<usize, usize> = holes.iter().enumerate().map(|(k, e)| (*e as *const Expr as usize, k)).collect();
     let skeleton = {
         let arena = Arena::new();

@@ -893,7 +893,7 @@ fn deep_nesting_is_capped_without_changing_the_text() {
                     let mut out = CappedIndent::new(false);
                     pr.render_into(pr.expr(&e, 0), w, &mut out);
                     let indented = out.indented;
-                    (out.finish().text, indented, pr.cap)
+                    (out.finish().text(), indented, pr.cap)
                 };
                 let (capped, indented, cap) = lay_out(true);
                 let (uncapped, uncapped_indented, _) = lay_out(false);
