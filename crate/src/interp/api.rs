@@ -333,6 +333,25 @@ pub struct Fused {
     pub scalar: Option<ScalarFusedFn>,
     /// The same pair with the inner's arguments as unboxed (real, (integer, integer)) pairs.
     pub scalar_cid: Option<ScalarFusedFn<(i64, i64)>>,
+    /// The pair as a compiled round runs it (`interp/round.rs`), if the runtime offers it.
+    pub round: Option<RoundRecord>,
+}
+
+/// A fused `record (Ck …)` in a compiled round (`interp/round.rs`, issue 13): what one record
+/// counts besides the two calls' steps and its arguments, and a round's records written at once
+/// after they have all been computed, so that a round that cannot finish changes nothing.
+#[derive(Clone, Copy)]
+pub struct RoundRecord {
+    /// Steps and allocations each record counts itself (`genID`'s tick, the Contrib's allocation).
+    pub steps: u64,
+    pub allocs: u64,
+    /// The first of the `n` consecutive IDs the next `n` records return, when all `n` fit (no ID
+    /// or tape past its range, no entry out of ID order); no effect. `None`: run them one by one.
+    pub reserve: fn(&mut Machine<'_>, n: usize) -> Option<i64>,
+    /// The records reserved: record k has `counts[k]` (partial, argument ID) edges, in order in
+    /// `edges`, and the span `spans[k]`; the stage's own counters added. `false`, and nothing
+    /// written, when one of them would fail (an argument ID out of range).
+    pub write: fn(&mut Machine<'_>, edges: &[(f64, i64)], counts: &[u8], spans: &[Span]) -> bool,
 }
 
 pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused> {

@@ -112,7 +112,7 @@ impl Stage for Parallel {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: None, scalar_cid: Some(b_record_cids) }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: None, scalar_cid: Some(b_record_cids), round: None }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
