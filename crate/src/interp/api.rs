@@ -345,13 +345,16 @@ pub struct RoundRecord {
     /// Steps and allocations each record counts itself (`genID`'s tick, the Contrib's allocation).
     pub steps: u64,
     pub allocs: u64,
-    /// The first of the `n` consecutive IDs the next `n` records return, when all `n` fit (no ID
-    /// or tape past its range, no entry out of ID order); no effect. `None`: run them one by one.
-    pub reserve: fn(&mut Machine<'_>, n: usize) -> Option<i64>,
-    /// The records reserved: record k has `counts[k]` (partial, argument ID) edges, in order in
-    /// `edges`, and the span `spans[k]`; the stage's own counters added. `false`, and nothing
-    /// written, when one of them would fail (an argument ID out of range).
-    pub write: fn(&mut Machine<'_>, edges: &[(f64, i64)], counts: &[u8], spans: &[Span]) -> bool,
+    /// A record's ID is a pair (job, sequence number), `dualrev/parallel`'s CIDs, not an integer.
+    pub pairs: bool,
+    /// The ID the first of the next `n` records returns, when all `n` fit (no ID or tape past its
+    /// range, no entry out of ID order): (0, i) for an integer i, or (job, seq); the others follow
+    /// it, the last component counting up. No effect. `None`: run them one by one.
+    pub reserve: fn(&mut Machine<'_>, n: usize) -> Option<(i64, i64)>,
+    /// The records reserved: record k has `counts[k]` edges (partial, argument ID: (0, i) or
+    /// (job, seq), as `reserve`'s), in order in `edges`, and the span `spans[k]`; the stage's own
+    /// counters added. `false`, and nothing written, when one of them would fail.
+    pub write: fn(&mut Machine<'_>, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool,
 }
 
 pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused> {

@@ -82,8 +82,9 @@ enum Op {
     Z1(fn(i64) -> Option<i64>, u16, I),
     Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, I, I),
     ZCmp(fn(i64, i64) -> bool, u16, I, I),
-    /// Record k (its ID the reserved first + k, into an integer register) with these edges.
-    Rec(u16, u8, [(R, I); 2]),
+    /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
+    /// register) with these edges (partial, ID: (0, i), or a pair's components).
+    Rec(u16, u8, [(R, I, I); 2]),
 }
 
 /// A parameter's leaf: the register its value lives in.
@@ -120,6 +121,7 @@ pub(crate) struct RoundProg {
     on: bool,
     rec: Option<RoundRecord>,
     spans: Box<[Span]>,
+    job: Option<u16>,
     steps: u64,
     real_ops: u64,
     allocs: u64,
@@ -160,6 +162,8 @@ struct Builder<'a> {
     saturated: u32,
     /// The records' builtin (one runtime writes a round's records).
     outer: Option<&'static str>,
+    /// The register of the pair IDs' first component (the job: the same all round).
+    job: Option<u16>,
 }
 
 impl Builder<'_> {
@@ -196,12 +200,6 @@ impl Builder<'_> {
     fn real(&mut self, c: &Code, d: u32) -> Option<R> {
         match self.expr(c, d)? {
             Sym::R(r) => Some(r),
-            _ => None,
-        }
-    }
-    fn int(&mut self, c: &Code, d: u32) -> Option<I> {
-        match self.expr(c, d)? {
-            Sym::I(i) => Some(i),
             _ => None,
         }
     }
@@ -283,9 +281,17 @@ impl Builder<'_> {
                     return None;
                 }
                 self.steps += 1;
-                let mut es = [(R::K(0.0), I::K(0)); 2];
+                let mut es = [(R::K(0.0), I::K(0), I::K(0)); 2];
                 for (k, p) in args.chunks(2).enumerate() {
-                    es[k] = (self.real(&p[0], d)?, self.int(&p[1], d)?);
+                    let a = self.real(&p[0], d)?;
+                    es[k] = match (self.expr(&p[1], d)?, rr.pairs) {
+                        (Sym::I(j), false) => (a, I::K(0), j),
+                        (Sym::T(js), true) => match &js[..] {
+                            [Sym::I(j), Sym::I(s)] => (a, *j, *s),
+                            _ => return None,
+                        },
+                        _ => return None,
+                    };
                 }
                 self.steps += rr.steps;
                 self.allocs += rr.allocs;
@@ -294,7 +300,18 @@ impl Builder<'_> {
                 self.spans.push(*span);
                 let r = self.int_reg()?;
                 self.ops.push(Op::Rec(r, (args.len() / 2) as u8, es));
-                Sym::I(I::Reg(r))
+                if rr.pairs {
+                    let job = match self.job {
+                        Some(j) => j,
+                        None => {
+                            let j = self.int_reg()?;
+                            *self.job.insert(j)
+                        }
+                    };
+                    Sym::T(Rc::new([Sym::I(I::Reg(job)), Sym::I(I::Reg(r))]))
+                } else {
+                    Sym::I(I::Reg(r))
+                }
             }
             Code::Call(cc) if !cc.self_tail => {
                 // `eval_call`: an `App` step per argument, the head's (counted above), the arguments,
@@ -359,7 +376,7 @@ fn shape_of(v: &Value, depth: u32) -> Option<Shape> {
 impl RoundProg {
     fn build(src: &RoundSrc, shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
         let nslots = 1 + src.params.iter().copied().max()? as usize;
-        let mut b = Builder { src, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None };
+        let mut b = Builder { src, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None, job: None };
         // the parameters' leaves
         let mut leaves = vec![];
         fn leaf(b: &mut Builder, sh: &Shape, leaves: &mut Vec<Leaf>) -> Option<Sym> {
@@ -388,7 +405,7 @@ impl RoundProg {
         }
         // a round: the spine's branch (the body's start already ran), then the next body's start;
         // the body's start is compiled once for its shape, as the branches' registers differ
-        let mut probe = Builder { src, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None };
+        let mut probe = Builder { src, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None, job: None };
         let (_, t, e) = probe.start(&src.body)?;
         let branch = if spine_then { t } else { e };
         // the branch's value is the tail call's arguments; no other call of the definition is saturated
@@ -429,6 +446,7 @@ impl RoundProg {
             on: spine_then,
             rec: b.rec,
             spans: b.spans.into(),
+            job: b.job,
             steps: b.steps,
             real_ops: b.real_ops,
             allocs: b.allocs,
@@ -496,13 +514,16 @@ impl Machine<'_> {
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
         let (mut done, mut left) = (0u64, false);
         'round: while done < fit {
-            let first = match p.rec {
+            let (job, first) = match p.rec {
                 Some(rr) if nrec > 0 => match (rr.reserve)(self, nrec) {
                     Some(f) => f,
                     None => break,
                 },
-                _ => 0,
+                _ => (0, 0),
             };
+            if let Some(j) = p.job {
+                ri[j as usize] = job;
+            }
             edges.clear();
             counts.clear();
             let mut id = first;
@@ -522,8 +543,8 @@ impl Machine<'_> {
                     },
                     Op::ZCmp(f, d, a, b) => ri[d as usize] = f(iv(&ri, a), iv(&ri, b)) as i64,
                     Op::Rec(d, n, es) => {
-                        for &(a, j) in &es[..n as usize] {
-                            edges.push((rv(&rf, a), iv(&ri, j)));
+                        for &(a, z, j) in &es[..n as usize] {
+                            edges.push((rv(&rf, a), iv(&ri, z), iv(&ri, j)));
                         }
                         counts.push(n);
                         ri[d as usize] = id;

@@ -265,35 +265,36 @@ fn b_record_edges(m: &mut Machine, es: &[(f64, i64)], [inner, outer]: [Span; 2])
 /// `record (Ck …)` in a compiled round (`interp/round.rs`): `b_record_edges`'s counts (the
 /// Contrib's allocation, genID's tick; `ids_allocated` added by `write_round`), its records written
 /// at once when the round has computed them all.
-const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, reserve: reserve_round, write: write_round };
+const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: false, reserve: reserve_round, write: write_round };
 
 /// The next `n` IDs, when `record` would take its plain path for each (the entry at the tape's end,
 /// no ID or edge start past its range).
-fn reserve_round(m: &mut Machine, n: usize) -> Option<i64> {
+fn reserve_round(m: &mut Machine, n: usize) -> Option<(i64, i64)> {
     let (r, t) = m.states::<Rt, TapeSt>()?;
     let first = r.next_id;
     let end = usize::try_from(first).ok()?.checked_add(n)?;
     let fits = t.starts.is_empty() && t.counts.len() == first as usize && u32::try_from(end).is_ok();
     let edges = t.partials.len().checked_add(2 * n)?;
-    (fits && u32::try_from(edges).is_ok()).then_some(first)
+    (fits && u32::try_from(edges).is_ok()).then_some((0, first))
 }
 
 /// The round's records as `record` writes each (IDs checked first: `false`, nothing written).
-fn write_round(m: &mut Machine, edges: &[(f64, i64)], counts: &[u8], spans: &[Span]) -> bool {
-    if edges.iter().any(|&(_, j)| u32::try_from(j).is_err()) || counts.iter().any(|&c| c > 2) {
+fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool {
+    if edges.iter().any(|&(_, z, j)| z != 0 || u32::try_from(j).is_err()) || counts.iter().any(|&c| c > 2) {
         return false;
     }
     let Some((r, t)) = m.states::<Rt, TapeSt>() else { return false };
     let mut at = 0;
     for (&c, &span) in counts.iter().zip(spans) {
-        let es = &edges[at..at + c as usize];
-        at += c as usize;
+        let mut es = [(0.0, 0i64); 2];
         let mut js = [0u32; 2];
-        for (k, &(_, j)) in es.iter().enumerate() {
+        for (k, &(a, _, j)) in edges[at..at + c as usize].iter().enumerate() {
+            es[k] = (a, j);
             js[k] = j as u32;
         }
+        at += c as usize;
         let i = r.fresh(span);
-        t.write(i as usize, t.partials.len() as u32, es, &js);
+        t.write(i as usize, t.partials.len() as u32, &es[..c as usize], &js);
     }
     m.count("ids_allocated", counts.len() as u64);
     true
