@@ -354,8 +354,11 @@ pub struct RoundRecord {
     /// The records reserved: record k has `counts[k]` edges (partial, argument ID: (0, i) or
     /// (job, seq), as `reserve`'s), in order in `edges`, and the span `spans[k]`; the stage's own
     /// counters added. `false`, and nothing written, when one of them would fail.
-    pub write: fn(&mut Machine<'_>, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool,
+    pub write: RoundWrite,
 }
+
+/// `RoundRecord::write`: the machine, the edges, each record's edge count and span.
+pub type RoundWrite = fn(&mut Machine<'_>, &[(f64, i64, i64)], &[u8], &[Span]) -> bool;
 
 pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused> {
     fs.iter().find(|f| f.outer == outer && f.inner == inner).copied()

@@ -489,11 +489,9 @@ impl Machine<'_> {
             return None;
         }
         let mut fit = self.step_gate.saturating_sub(self.steps + 1) / p.steps.max(1);
-        if p.allocs > 0 {
-            fit = fit.min(self.budget.allocs.saturating_sub(self.allocs) / p.allocs);
-            if self.memory.is_some() {
-                fit = fit.min(((self.allocs | 0xFFF) - self.allocs) / p.allocs);
-            }
+        fit = fit.min(self.budget.allocs.saturating_sub(self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
+        if self.memory.is_some() {
+            fit = fit.min(((self.allocs | 0xFFF) - self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
         }
         if p.depth && self.depth >= self.budget.depth {
             fit = 0;
