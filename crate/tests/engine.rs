@@ -745,3 +745,39 @@ fn tail_spines_reuse_the_frame_where_the_walker_does() {
         both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// Self-tail-recursive loops through the taping stages, whose rounds the engine runs compiled over
+/// registers (`interp/round.rs`): horner's and doubling's shapes, the branches swapped, two reals
+/// carried, an integer parameter of the primal's, a real read from an integer.
+const TAPED_LOOPS: &[&str] = &[
+    "param n = 40\ninput 0.99\ndef horner k acc x = if k == 0 then acc else horner (k - 1) (acc * x + 1.0 / real k) x\ndef main x = horner n 0.0 x",
+    "param n = 40\ninput 1.01\ndef double k c = if k == 0 then c else double (k - 1) (c + c)\ndef main x = double n x * x",
+    "param n = 30\ninput 0.7\ndef go k a b = if k > 0 then go (k - 1) (a * b - 0.5) (a + b / 3.0) else a * b\ndef main x = go n x (x + 1.0)",
+    "param n = 30\ninput 0.9\ndef go k m acc x = if k == 0 then acc else go (k - 1) (m + 3) (acc * x + real (m * k)) (-x)\ndef main x = go n 1 0.0 x",
+];
+
+/// The taping stages' compiled rounds against the walker: the same values and counters (a round's
+/// steps, real ops, allocations, IDs, depth summed once), at every step budget across the run
+/// (every round that does not fit, including the one across a 4096-step clock check, runs step by
+/// step and stops at the walker's node) and every allocation budget. Off by one step a round
+/// (`RoundProg`'s sum), the first run's costs differ by the compiled rounds' number (39 on horner).
+#[test]
+fn taping_rounds_compiled_count_as_the_walker_at_every_budget() {
+    let stages = || vec!["dualrev/tape".to_string(), "dualrev/parallel".to_string()];
+    for src in TAPED_LOOPS {
+        let ran = both(src, Options { stages: stages(), ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ran, 2, "{src}");
+        let mut stops = 0;
+        for steps in (700..7000).step_by(7) {
+            let budget = Budget { steps, ..Budget::default() };
+            let ran = both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("steps {steps}: {e}"));
+            stops += (ran < 2) as u32;
+        }
+        for allocs in (0..900).step_by(3) {
+            let budget = Budget { allocs, ..Budget::default() };
+            both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("allocs {allocs}: {e}"));
+        }
+        // the budgets stop the taping stages inside their loops (the runs are 1,700–4,500 steps)
+        assert!(stops > 100, "{src}: {stops}");
+    }
+}

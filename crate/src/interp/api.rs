@@ -333,7 +333,32 @@ pub struct Fused {
     pub scalar: Option<ScalarFusedFn>,
     /// The same pair with the inner's arguments as unboxed (real, (integer, integer)) pairs.
     pub scalar_cid: Option<ScalarFusedFn<(i64, i64)>>,
+    /// The pair as a compiled round runs it (`interp/round.rs`), if the runtime offers it.
+    pub round: Option<RoundRecord>,
 }
+
+/// A fused `record (Ck …)` in a compiled round (`interp/round.rs`, issue 13): what one record
+/// counts besides the two calls' steps and its arguments, and a round's records written at once
+/// after they have all been computed, so that a round that cannot finish changes nothing.
+#[derive(Clone, Copy)]
+pub struct RoundRecord {
+    /// Steps and allocations each record counts itself (`genID`'s tick, the Contrib's allocation).
+    pub steps: u64,
+    pub allocs: u64,
+    /// A record's ID is a pair (job, sequence number), `dualrev/parallel`'s CIDs, not an integer.
+    pub pairs: bool,
+    /// The ID the first of the next `n` records returns, when all `n` fit (no ID or tape past its
+    /// range, no entry out of ID order): (0, i) for an integer i, or (job, seq); the others follow
+    /// it, the last component counting up. No effect. `None`: run them one by one.
+    pub reserve: fn(&mut Machine<'_>, n: usize) -> Option<(i64, i64)>,
+    /// The records reserved: record k has `counts[k]` edges (partial, argument ID: (0, i) or
+    /// (job, seq), as `reserve`'s), in order in `edges`, and the span `spans[k]`; the stage's own
+    /// counters added. `false`, and nothing written, when one of them would fail.
+    pub write: RoundWrite,
+}
+
+/// `RoundRecord::write`: the machine, the edges, each record's edge count and span.
+pub type RoundWrite = fn(&mut Machine<'_>, &[(f64, i64, i64)], &[u8], &[Span]) -> bool;
 
 pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused> {
     fs.iter().find(|f| f.outer == outer && f.inner == inner).copied()

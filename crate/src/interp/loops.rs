@@ -206,10 +206,28 @@ pub(crate) fn attach(body: &mut Code, lp: SelfLoop) {
 /// `fast::regions`, and the body's loop when it is one.
 pub(crate) fn regions(body: &mut Code, h: &Hints, pat: &LPat, more: &[LPat]) {
     let lp = build(body, pat, more, h);
+    // a body that may be a taping loop (`round.rs`) is kept as lowered, to compile its round from
+    let raw = (h.fused.iter().any(|f| f.round.is_some()) && may_round(body)).then(|| body.clone());
     super::fast::regions(body, h);
     if let Some(lp) = lp {
         attach(body, lp);
     }
+    if let Some(raw) = raw {
+        super::spine::attach_round(body, &raw, pat, more, h.fused);
+    }
+}
+
+/// `[a few lets] if c then … else …` with a branch a let (a spine's shape).
+fn may_round(body: &Code) -> bool {
+    let mut c = body;
+    for _ in 0..8 {
+        match c {
+            Code::Let(_, _, rest) => c = rest,
+            Code::If(_, t, e, _) => return matches!((&**t, &**e), (Code::Let(..), _) | (_, Code::Let(..))),
+            _ => return false,
+        }
+    }
+    false
 }
 
 impl Machine<'_> {

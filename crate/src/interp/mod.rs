@@ -26,6 +26,7 @@ mod flat;
 mod loops;
 mod lower;
 mod prim;
+mod round;
 mod run;
 mod spine;
 #[cfg(test)]

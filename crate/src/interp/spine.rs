@@ -19,7 +19,8 @@
 use super::fast::{FastCode, Tail};
 use super::lower::{CallCode, Code, FunVal, GroupVal, Head, LPat, LamCode};
 use super::run::{binds, inline_arg, Charge, Kont, Next, Res};
-use super::{Global, Machine};
+use super::round::RoundSrc;
+use super::{Fused, Global, Machine};
 use crate::value::Value;
 use std::rc::Rc;
 
@@ -34,6 +35,9 @@ pub(crate) struct Spine {
     orig: Code,
     /// Whether it has a `Bind` event (which may wait for the loop, holding the function as a value).
     binds: bool,
+    /// The definition's body this spine is the recursive branch of, to compile its round from
+    /// (`round.rs`; set by `attach_round`).
+    round: std::cell::OnceCell<RoundSrc>,
 }
 
 #[derive(Clone)]
@@ -81,7 +85,7 @@ pub(crate) fn form(c: Code) -> Code {
     }
     let total = ev.iter().map(|e| if let Ev::Call(cc) = e { cc.args.len() } else { 0 }).sum();
     let binds = ev.iter().any(|e| matches!(e, Ev::Bind(..)));
-    Code::Spine(Rc::new(Spine { events: ev.into(), head, total, orig: c, binds }))
+    Code::Spine(Rc::new(Spine { events: ev.into(), head, total, orig: c, binds, round: std::cell::OnceCell::new() }))
 }
 
 /// A call whose arguments run in place (not a self tail call: that one jumps).
@@ -162,6 +166,25 @@ fn link(ch: Charge, p: &LPat, rhs: &Code, rest: &Code, s: u32, ev: &mut Vec<Ev>)
     ev.push(Ev::Let(ch));
     ev.push(Ev::Call((**cc).clone()));
     seg(rest, *p, ev)
+}
+
+/// Gives the spine that is the recursive branch of a definition's compiled `body` its round's
+/// source (`round.rs`): `raw`, the body before its regions were compiled.
+pub(crate) fn attach_round(body: &Code, raw: &Code, pat: &LPat, more: &[LPat], fused: &[Fused]) {
+    let cond = match body {
+        Code::Fast(f) => match f.tail() {
+            Tail::Walk(c @ Code::If(..)) => c,
+            _ => return,
+        },
+        c @ Code::If(..) => c,
+        _ => return,
+    };
+    let Code::If(_, t, e, _) = cond else { return };
+    let ((Code::Spine(s), _) | (_, Code::Spine(s))) = (&**t, &**e) else { return };
+    let Some(Ev::Call(CallCode { head: Head::Global(g, _), .. })) = s.events.get(s.head) else { return };
+    if let Some(src) = RoundSrc::new(raw, pat, more, fused, *g) {
+        let _ = s.round.set(src);
+    }
 }
 
 /// A curried function value's code, captures and group (a closure or a local recursive function
@@ -307,7 +330,15 @@ impl Machine<'_> {
         self.step(super::run::charge_of(cond))?;
         let v = self.arg_value(test)?;
         match self.if_branch(cond, v)? {
-            Next::Eval(b) if me(super::run::node(b)) => Ok(Round::Again),
+            Next::Eval(b) if me(super::run::node(b)) => {
+                // the rounds that fit, compiled (`round.rs`); the last one may have left the loop
+                if let Some(src) = s.round.get() {
+                    if self.compiled_rounds(src, me(t)) == Some(true) {
+                        return Ok(Round::Branch(if me(t) { &**e } else { &**t }));
+                    }
+                }
+                Ok(Round::Again)
+            }
             Next::Eval(b) => Ok(Round::Branch(b)),
             Next::Ret => Err(Box::new(super::RunError::runtime(crate::diag::Span::NONE, "internal: an `if` goes on to a branch"))),
         }

@@ -16,7 +16,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Fused, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
+use crate::interp::{Builtin, Fused, RoundRecord, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -112,7 +112,7 @@ impl Stage for Parallel {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: None, scalar_cid: Some(b_record_cids) }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: None, scalar_cid: Some(b_record_cids), round: Some(ROUND) }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -438,6 +438,45 @@ fn b_record_cids(m: &mut Machine, es: &[(f64, (i64, i64))], [inner, outer]: [Spa
     }
     m.enter_builtin("record", outer);
     record(m, &c, outer)
+}
+
+/// `record (Ck …)` in a compiled round (`interp/round.rs`): `b_record_cids`'s counts (the
+/// Contrib's allocation, genID's tick; `ids_allocated` added by `write_round`), the round's records
+/// written at once on the running job's tape when the round has computed them all.
+const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: true, reserve: reserve_round, write: write_round };
+
+/// The running job and its next seq, when the job's tape and seqs have room for `n` more records.
+fn reserve_round(m: &mut Machine, n: usize) -> Option<(i64, i64)> {
+    let st = m.state::<ParSt>();
+    let tape = st.tapes.get(st.jid as usize)?;
+    let end = (st.n as usize).checked_add(n)?;
+    let fits = tape.len() == st.n as usize && u32::try_from(end).is_ok() && u32::try_from(tape.edges.len().checked_add(2 * n)?).is_ok();
+    fits.then_some((st.jid as i64, st.n as i64))
+}
+
+/// The round's records as `record` writes each (the edges' CIDs as `b_record_cids` takes them).
+fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool {
+    if counts.iter().any(|&c| c > 2) || spans.len() != counts.len() {
+        return false;
+    }
+    let st = m.state::<ParSt>();
+    let Some(tape) = st.tapes.get_mut(st.jid as usize) else { return false };
+    // (`push` fails only past this)
+    if tape.edges.len().checked_add(edges.len()).is_none_or(|e| u32::try_from(e).is_err()) {
+        return false;
+    }
+    let mut at = 0;
+    for &c in counts {
+        let mut e = [(0.0, 0u32, 0u32); 2];
+        for (k, &(a, j, s)) in edges[at..at + c as usize].iter().enumerate() {
+            e[k] = (a, j as u32, s as u32);
+        }
+        at += c as usize;
+        let _ = tape.push(&e[..c as usize]);
+    }
+    st.n += counts.len() as u32;
+    m.count("ids_allocated", counts.len() as u64);
+    true
 }
 
 /// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.

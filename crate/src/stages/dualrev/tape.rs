@@ -7,7 +7,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Fused, Graph, Machine, RunError};
+use crate::interp::{Builtin, Fused, Graph, Machine, RoundRecord, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -84,7 +84,7 @@ impl Stage for Tape {
     }
 
     fn fused(&self) -> Vec<Fused> {
-        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: Some(b_record_edges), scalar_cid: None }).into()
+        ["C0", "C1", "C2"].map(|inner| Fused { outer: "record", inner, run: b_record_c, scalar: Some(b_record_edges), scalar_cid: None, round: Some(ROUND) }).into()
     }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
@@ -260,6 +260,44 @@ fn b_record_edges(m: &mut Machine, es: &[(f64, i64)], [inner, outer]: [Span; 2])
     }
     m.enter_builtin("record", outer);
     record(m, es, outer)
+}
+
+/// `record (Ck …)` in a compiled round (`interp/round.rs`): `b_record_edges`'s counts (the
+/// Contrib's allocation, genID's tick; `ids_allocated` added by `write_round`), its records written
+/// at once when the round has computed them all.
+const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: false, reserve: reserve_round, write: write_round };
+
+/// The next `n` IDs, when `record` would take its plain path for each (the entry at the tape's end,
+/// no ID or edge start past its range).
+fn reserve_round(m: &mut Machine, n: usize) -> Option<(i64, i64)> {
+    let (r, t) = m.states::<Rt, TapeSt>()?;
+    let first = r.next_id;
+    let end = usize::try_from(first).ok()?.checked_add(n)?;
+    let fits = t.starts.is_empty() && t.counts.len() == first as usize && u32::try_from(end).is_ok();
+    let edges = t.partials.len().checked_add(2 * n)?;
+    (fits && u32::try_from(edges).is_ok()).then_some((0, first))
+}
+
+/// The round's records as `record` writes each (IDs checked first: `false`, nothing written).
+fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool {
+    if edges.iter().any(|&(_, z, j)| z != 0 || u32::try_from(j).is_err()) || counts.iter().any(|&c| c > 2) {
+        return false;
+    }
+    let Some((r, t)) = m.states::<Rt, TapeSt>() else { return false };
+    let mut at = 0;
+    for (&c, &span) in counts.iter().zip(spans) {
+        let mut es = [(0.0, 0i64); 2];
+        let mut js = [0u32; 2];
+        for (k, &(a, _, j)) in edges[at..at + c as usize].iter().enumerate() {
+            es[k] = (a, j);
+            js[k] = j as u32;
+        }
+        at += c as usize;
+        let i = r.fresh(span);
+        t.write(i as usize, t.partials.len() as u32, &es[..c as usize], &js);
+    }
+    m.count("ids_allocated", counts.len() as u64);
+    true
 }
 
 /// genID with the Contrib's edges `es` (partial, argument ID) written at the new ID: genID's step

@@ -1,0 +1,640 @@
+//! The taping stages' round compiled over f64/i64 registers (issue 13; the design of bench/README.md,
+//! "Session 31 (eng38)": run a round of the tape's output as `loops.rs` runs the primal's loops).
+//!
+//! A definition whose body is `[lets] if c then … else <spine>` (either branch), the spine a
+//! curried call of the definition itself through lets (`spine.rs`; dualrev/tape's `horner k acc x =
+//! … do { v ← horner (k − 1); v1 ← do { … record … }; v v1 }` then `v x`), is a loop whose round is
+//! straight-line: the spine's lets, the scalar arithmetic of its do-blocks, its tuples, its fused
+//! records (`Fused::round`), the curried calls, then the next body's lets and test. Such a round is
+//! compiled here, from the body as lowered, into one program over two register files: every real
+//! and integer a register, a tuple its items' registers (scalar-replaced: the accumulator's and the
+//! input's (real, ID) pairs live across rounds in registers), a partial application the arguments
+//! it holds. The program is made the first time a round runs, for the shapes the parameters hold
+//! then (a real, an integer, a boolean, tuples of them); a round meets other shapes and runs as before.
+//!
+//! COUNTERS. Each node's walker count is fixed by the node (a step per node, a real op per real
+//! operation, an allocation per tuple and per curried application short of the last, the record's
+//! own as its runtime declares them: `RoundRecord`), so a round's counters are summed when it is
+//! built and added once a round has run. Rounds run only as many as the step gate (budget, clock
+//! check every 4096 steps, a cost model: gate 0), the allocation budget and its memory probe, and
+//! the depth budget (each curried application's frame) have room for, and only without a call
+//! tracer or a lambda watcher: none of their steps could then stop the run or be seen.
+//!
+//! EFFECTS. A record's ID is known before it is written: the runtime reserves the round's IDs,
+//! consecutive (`RoundRecord::reserve`), so the whole round is computed in registers first, and its
+//! records written at once only when everything has succeeded (`RoundRecord::write`); the
+//! parameters' registers take the round's new values after that. A failing integer operation, a
+//! runtime that cannot reserve the IDs or refuses an edge (an ID out of range) leave nothing
+//! changed, and that round runs step by step as the walker runs it, with the walker's message.
+
+use super::lower::{Code, Head, LPat};
+use super::{Fused, Machine, RoundRecord};
+use crate::diag::Span;
+use crate::prims::{OnInt, OnReal, Prim};
+use crate::value::Value;
+use std::cell::OnceCell;
+use std::rc::Rc;
+
+/// At most this many registers of each kind, records a round, and nodes deep (the builder recurses).
+const MAX_REGS: usize = 1024;
+const MAX_RECS: usize = 256;
+const MAX_DEPTH: u32 = 64;
+
+/// A real operand: a register or a constant.
+#[derive(Clone, Copy)]
+enum R {
+    Reg(u16),
+    K(f64),
+}
+/// An integer (or boolean, as 0 or 1) operand.
+#[derive(Clone, Copy)]
+enum I {
+    Reg(u16),
+    K(i64),
+}
+
+/// What a slot holds while a round is built.
+#[derive(Clone)]
+enum Sym {
+    R(R),
+    I(I),
+    /// A boolean in an integer register (0 or 1).
+    B(u16),
+    T(Rc<[Sym]>),
+    /// The loop's own definition applied to these arguments (fewer than all its parameters).
+    Part(Rc<[Sym]>),
+}
+
+/// A parameter's shape, as its value had it when the program was made.
+#[derive(Clone, PartialEq)]
+enum Shape {
+    R,
+    I,
+    B,
+    T(Box<[Shape]>),
+}
+
+enum Op {
+    R1(fn(f64) -> f64, u16, R),
+    R2(fn(f64, f64) -> f64, u16, R, R),
+    RCmp(fn(f64, f64) -> bool, u16, R, R),
+    ToReal(fn(i64) -> f64, u16, I),
+    Z1(fn(i64) -> Option<i64>, u16, I),
+    Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, I, I),
+    ZCmp(fn(i64, i64) -> bool, u16, I, I),
+    /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
+    /// register) with these edges (partial, ID: (0, i), or a pair's components).
+    Rec(u16, u8, [(R, I, I); 2]),
+}
+
+/// A parameter's leaf: the register its value lives in.
+#[derive(Clone, Copy)]
+enum Leaf {
+    R(u16),
+    I(u16),
+    B(u16),
+}
+
+/// What a definition's body needs to build its round (kept with its spine, `spine::Spine::round`).
+pub(crate) struct RoundSrc {
+    /// The body as lowered, before its regions were compiled.
+    body: Code,
+    params: Box<[u32]>,
+    fused: Box<[Fused]>,
+    /// The spine's head: the definition called.
+    def: u32,
+    prog: OnceCell<Option<RoundProg>>,
+}
+
+/// A compiled round (see the module comment).
+pub(crate) struct RoundProg {
+    shapes: Box<[Shape]>,
+    /// The parameters' leaves, in order, parameter by parameter.
+    leaves: Box<[Leaf]>,
+    nr: usize,
+    ni: usize,
+    ops: Box<[Op]>,
+    /// The new parameters' leaves, in `leaves`' order.
+    outs: Box<[Sym]>,
+    test: u16,
+    /// The test's value that takes the spine's branch again.
+    on: bool,
+    rec: Option<RoundRecord>,
+    spans: Box<[Span]>,
+    job: Option<u16>,
+    steps: u64,
+    real_ops: u64,
+    allocs: u64,
+    /// Whether a round pushes frames (a curried application short of the last).
+    depth: bool,
+}
+
+impl RoundSrc {
+    /// The source of a round for a body `[lets] if c then … else …` whose spine calls `def`, when
+    /// it has that shape (the program itself is made when a round first runs).
+    pub(crate) fn new(body: &Code, pat: &LPat, more: &[LPat], fused: &[Fused], def: u32) -> Option<RoundSrc> {
+        let params = std::iter::once(pat).chain(more).map(|p| if let LPat::Slot(s) = p { Some(*s) } else { None }).collect::<Option<Box<[u32]>>>()?;
+        if params.len() < 2 {
+            return None;
+        }
+        let mut c = body;
+        while let Code::Let(_, _, rest) = c {
+            c = rest;
+        }
+        let Code::If(..) = c else { return None };
+        Some(RoundSrc { body: body.clone(), params, fused: fused.into(), def, prog: OnceCell::new() })
+    }
+}
+
+struct Builder<'a> {
+    src: &'a RoundSrc,
+    slots: Vec<Option<Sym>>,
+    ops: Vec<Op>,
+    nr: usize,
+    ni: usize,
+    rec: Option<RoundRecord>,
+    spans: Vec<Span>,
+    steps: u64,
+    real_ops: u64,
+    allocs: u64,
+    depth: bool,
+    /// The definition's calls given all its parameters (one, the tail call, in a round).
+    saturated: u32,
+    /// The records' builtin (one runtime writes a round's records).
+    outer: Option<&'static str>,
+    /// The register of the pair IDs' first component (the job: the same all round).
+    job: Option<u16>,
+}
+
+impl Builder<'_> {
+    fn real_reg(&mut self) -> Option<u16> {
+        self.nr += 1;
+        (self.nr <= MAX_REGS).then_some(self.nr as u16 - 1)
+    }
+    fn int_reg(&mut self) -> Option<u16> {
+        self.ni += 1;
+        (self.ni <= MAX_REGS).then_some(self.ni as u16 - 1)
+    }
+    fn slot(&self, s: u32) -> Option<Sym> {
+        self.slots.get(s as usize)?.clone()
+    }
+    fn bind(&mut self, p: &LPat, v: Sym) -> Option<()> {
+        match (p, v) {
+            (LPat::Slot(s), v) => {
+                let s = *s as usize;
+                if s >= self.slots.len() {
+                    self.slots.resize(s + 1, None);
+                }
+                self.slots[s] = Some(v);
+            }
+            (LPat::Wild, _) => {}
+            (LPat::Tuple(t), Sym::T(vs)) if t.0.len() == vs.len() => {
+                for (p, v) in t.0.iter().zip(vs.iter()) {
+                    self.bind(p, v.clone())?;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+    fn real(&mut self, c: &Code, d: u32) -> Option<R> {
+        match self.expr(c, d)? {
+            Sym::R(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// `c`'s value, its ops emitted and its walker counts added; `None`: not a round's node.
+    fn expr(&mut self, c: &Code, d: u32) -> Option<Sym> {
+        if d > MAX_DEPTH {
+            return None;
+        }
+        let d = d + 1;
+        self.steps += 1;
+        Some(match c {
+            Code::Local(s) | Code::Move(s) => self.slot(*s)?,
+            Code::Const(Value::Real(x)) => Sym::R(R::K(*x)),
+            Code::Const(Value::Int(k)) => Sym::I(I::K(*k)),
+            Code::Let(p, rhs, rest) => {
+                let v = self.expr(rhs, d)?;
+                self.bind(p, v)?;
+                self.expr(rest, d)?
+            }
+            Code::Tuple(items) => {
+                let vs = items.iter().map(|c| self.expr(c, d)).collect::<Option<Rc<[Sym]>>>()?;
+                self.allocs += 1;
+                Sym::T(vs)
+            }
+            Code::Prim1(op, a, _) => match (self.expr(a, d)?, op.info().on_real, op.info().on_int) {
+                (Sym::I(a), _, Some(OnInt::ZToR(f))) if *op == Prim::ToReal => {
+                    let r = self.real_reg()?;
+                    self.ops.push(Op::ToReal(f, r, a));
+                    Sym::R(R::Reg(r))
+                }
+                (Sym::R(a), Some(OnReal::R1(f)), _) => {
+                    self.real_ops += 1;
+                    let r = self.real_reg()?;
+                    self.ops.push(Op::R1(f, r, a));
+                    Sym::R(R::Reg(r))
+                }
+                (Sym::I(a), _, Some(OnInt::Z1(f))) => {
+                    let r = self.int_reg()?;
+                    self.ops.push(Op::Z1(f, r, a));
+                    Sym::I(I::Reg(r))
+                }
+                _ => return None,
+            },
+            Code::Prim2(op, a, b, _) => {
+                let (a, b) = (self.expr(a, d)?, self.expr(b, d)?);
+                match (a, b, op.info().on_real, op.info().on_int) {
+                    (Sym::R(a), Sym::R(b), Some(OnReal::R2(f)), _) => {
+                        self.real_ops += 1;
+                        let r = self.real_reg()?;
+                        self.ops.push(Op::R2(f, r, a, b));
+                        Sym::R(R::Reg(r))
+                    }
+                    (Sym::R(a), Sym::R(b), Some(OnReal::RCmp(f)), _) => {
+                        self.real_ops += 1;
+                        let r = self.int_reg()?;
+                        self.ops.push(Op::RCmp(f, r, a, b));
+                        Sym::B(r)
+                    }
+                    (Sym::I(a), Sym::I(b), _, Some(OnInt::Z2(f))) => {
+                        let r = self.int_reg()?;
+                        self.ops.push(Op::Z2(f, r, a, b));
+                        Sym::I(I::Reg(r))
+                    }
+                    (Sym::I(a), Sym::I(b), _, Some(OnInt::ZCmp(f))) => {
+                        let r = self.int_reg()?;
+                        self.ops.push(Op::ZCmp(f, r, a, b));
+                        Sym::B(r)
+                    }
+                    _ => return None,
+                }
+            }
+            Code::CallB(outer, items, span) => {
+                // `record (Ck a1 j1 …)`: the two calls' steps, the arguments, the record's own
+                let [Code::CallB(inner, args, _)] = &items[..] else { return None };
+                let f = super::api::find_fused(&self.src.fused, outer.name, inner.name)?;
+                let rr = f.round?;
+                if self.outer.is_some_and(|o| o != outer.name) || args.len() > 4 || args.len() % 2 != 0 || self.spans.len() >= MAX_RECS {
+                    return None;
+                }
+                self.steps += 1;
+                let mut es = [(R::K(0.0), I::K(0), I::K(0)); 2];
+                for (k, p) in args.chunks(2).enumerate() {
+                    let a = self.real(&p[0], d)?;
+                    es[k] = match (self.expr(&p[1], d)?, rr.pairs) {
+                        (Sym::I(j), false) => (a, I::K(0), j),
+                        (Sym::T(js), true) => match &js[..] {
+                            [Sym::I(j), Sym::I(s)] => (a, *j, *s),
+                            _ => return None,
+                        },
+                        _ => return None,
+                    };
+                }
+                self.steps += rr.steps;
+                self.allocs += rr.allocs;
+                self.rec = Some(rr);
+                self.outer = Some(outer.name);
+                self.spans.push(*span);
+                let r = self.int_reg()?;
+                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, es));
+                if rr.pairs {
+                    let job = match self.job {
+                        Some(j) => j,
+                        None => {
+                            let j = self.int_reg()?;
+                            *self.job.insert(j)
+                        }
+                    };
+                    Sym::T(Rc::new([Sym::I(I::Reg(job)), Sym::I(I::Reg(r))]))
+                } else {
+                    Sym::I(I::Reg(r))
+                }
+            }
+            Code::Call(cc) if !cc.self_tail => {
+                // `eval_call`: an `App` step per argument, the head's (counted above), the arguments,
+                // and `partial_step` for each short of the definition's last parameter
+                self.steps += cc.args.len() as u64;
+                let mut held: Vec<Sym> = match cc.head {
+                    Head::Global(g, _) if g == self.src.def => vec![],
+                    Head::Local(s) | Head::Move(s) => match self.slot(s)? {
+                        Sym::Part(a) => a.to_vec(),
+                        _ => return None,
+                    },
+                    _ => return None,
+                };
+                for a in cc.args.iter() {
+                    let v = self.expr(a, d)?;
+                    held.push(v);
+                    if held.len() < self.src.params.len() {
+                        self.steps += 1;
+                        self.allocs += 1;
+                        self.depth = true;
+                    }
+                }
+                match held.len().cmp(&self.src.params.len()) {
+                    std::cmp::Ordering::Greater => return None,
+                    // the definition's own call, saturated: only as the branch's tail (`build`)
+                    std::cmp::Ordering::Equal => self.saturated += 1,
+                    std::cmp::Ordering::Less => {}
+                }
+                Sym::Part(held.into())
+            }
+            _ => return None,
+        })
+    }
+
+    /// The body's start: its lets, the `if`'s step and test; the test and the spine's branch.
+    fn start<'c>(&mut self, body: &'c Code) -> Option<(u16, &'c Code, &'c Code)> {
+        let mut c = body;
+        while let Code::Let(p, rhs, rest) = c {
+            self.steps += 1;
+            let v = self.expr(rhs, 0)?;
+            self.bind(p, v)?;
+            c = rest;
+        }
+        let Code::If(test, t, e, _) = c else { return None };
+        self.steps += 1;
+        let Sym::B(b) = self.expr(test, 0)? else { return None };
+        Some((b, t, e))
+    }
+}
+
+/// `v`'s leaves into registers of shape `sh` (a new one each); `None` for a shape not taken.
+fn shape_of(v: &Value, depth: u32) -> Option<Shape> {
+    Some(match v {
+        Value::Real(_) => Shape::R,
+        Value::Int(_) => Shape::I,
+        Value::Bool(_) => Shape::B,
+        Value::Tuple(vs) if depth < 4 => Shape::T(vs.iter().map(|v| shape_of(v, depth + 1)).collect::<Option<_>>()?),
+        _ => return None,
+    })
+}
+
+impl RoundProg {
+    fn build(src: &RoundSrc, shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
+        let nslots = 1 + src.params.iter().copied().max()? as usize;
+        let mut b = Builder { src, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None, job: None };
+        // the parameters' leaves
+        let mut leaves = vec![];
+        fn leaf(b: &mut Builder, sh: &Shape, leaves: &mut Vec<Leaf>) -> Option<Sym> {
+            Some(match sh {
+                Shape::R => {
+                    let r = b.real_reg()?;
+                    leaves.push(Leaf::R(r));
+                    Sym::R(R::Reg(r))
+                }
+                Shape::I => {
+                    let r = b.int_reg()?;
+                    leaves.push(Leaf::I(r));
+                    Sym::I(I::Reg(r))
+                }
+                Shape::B => {
+                    let r = b.int_reg()?;
+                    leaves.push(Leaf::B(r));
+                    Sym::B(r)
+                }
+                Shape::T(items) => Sym::T(items.iter().map(|s| leaf(b, s, leaves)).collect::<Option<_>>()?),
+            })
+        }
+        for (s, sh) in src.params.iter().zip(shapes.iter()) {
+            let v = leaf(&mut b, sh, &mut leaves)?;
+            b.slots[*s as usize] = Some(v);
+        }
+        // a round: the spine's branch (the body's start already ran), then the next body's start;
+        // the body's start is compiled once for its shape, as the branches' registers differ
+        let mut probe = Builder { src, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None, job: None };
+        let (_, t, e) = probe.start(&src.body)?;
+        let branch = if spine_then { t } else { e };
+        // the branch's value is the tail call's arguments; no other call of the definition is saturated
+        let Sym::Part(new) = b.expr(branch, 0)? else { return None };
+        if new.len() != src.params.len() || b.saturated != 1 {
+            return None;
+        }
+        // the tail call's saturating argument is bound in the reused frame: no `partial_step`
+        let mut outs = vec![];
+        fn flat(v: &Sym, sh: &Shape, outs: &mut Vec<Sym>) -> Option<()> {
+            match (v, sh) {
+                (Sym::R(_), Shape::R) | (Sym::I(_), Shape::I) | (Sym::B(_), Shape::B) => outs.push(v.clone()),
+                (Sym::T(vs), Shape::T(ss)) if vs.len() == ss.len() => {
+                    for (v, s) in vs.iter().zip(ss.iter()) {
+                        flat(v, s, outs)?;
+                    }
+                }
+                _ => return None,
+            }
+            Some(())
+        }
+        for ((v, sh), s) in new.iter().zip(shapes.iter()).zip(src.params.iter()) {
+            flat(v, sh, &mut outs)?;
+            b.slots[*s as usize] = Some(v.clone());
+        }
+        let (test, _, _) = b.start(&src.body)?;
+        if b.saturated != 1 {
+            return None;
+        }
+        Some(RoundProg {
+            shapes,
+            leaves: leaves.into(),
+            nr: b.nr,
+            ni: b.ni,
+            ops: b.ops.into(),
+            outs: outs.into(),
+            test,
+            on: spine_then,
+            rec: b.rec,
+            spans: b.spans.into(),
+            job: b.job,
+            steps: b.steps,
+            real_ops: b.real_ops,
+            allocs: b.allocs,
+            depth: b.depth,
+        })
+    }
+}
+
+#[inline(always)]
+fn rv(r: &[f64], x: R) -> f64 {
+    match x {
+        R::Reg(k) => r[k as usize],
+        R::K(c) => c,
+    }
+}
+#[inline(always)]
+fn iv(r: &[i64], x: I) -> i64 {
+    match x {
+        I::Reg(k) => r[k as usize],
+        I::K(c) => c,
+    }
+}
+
+impl Machine<'_> {
+    /// Runs compiled rounds of the loop whose body's start has just taken the spine's branch
+    /// (`spine.rs`'s `round_head`), as many as fit (see the module comment). `Some(true)`: the last
+    /// round's test left the loop (its other branch runs next); `Some(false)`: the spine runs its
+    /// next round step by step; `None`: no round ran, nothing changed.
+    pub(super) fn compiled_rounds(&mut self, src: &RoundSrc, spine_then: bool) -> Option<bool> {
+        if self.call_tracer.is_some() || self.lam_watcher.is_some() {
+            return None;
+        }
+        let bp = self.bp;
+        let prog = src.prog.get_or_init(|| {
+            let shapes = src.params.iter().map(|s| shape_of(self.locals.get(bp + *s as usize)?, 0)).collect::<Option<Box<[Shape]>>>()?;
+            RoundProg::build(src, shapes, spine_then)
+        });
+        let p = prog.as_ref()?;
+        if p.on != spine_then {
+            return None;
+        }
+        let mut fit = self.step_gate.saturating_sub(self.steps + 1) / p.steps.max(1);
+        fit = fit.min(self.budget.allocs.saturating_sub(self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
+        if self.memory.is_some() {
+            fit = fit.min(((self.allocs | 0xFFF) - self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
+        }
+        if p.depth && self.depth >= self.budget.depth {
+            fit = 0;
+        }
+        if fit == 0 {
+            return None;
+        }
+        // the parameters into registers, if they have the program's shapes
+        let (mut rf, mut ri) = (vec![0.0f64; p.nr], vec![0i64; p.ni]);
+        let mut k = 0;
+        for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
+            if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf, &mut ri) {
+                return None;
+            }
+        }
+        let nrec = p.spans.len();
+        let (mut edges, mut counts) = (Vec::with_capacity(2 * nrec), Vec::with_capacity(nrec));
+        let mut next = vec![(0.0f64, 0i64); p.outs.len()];
+        let (mut done, mut left) = (0u64, false);
+        'round: while done < fit {
+            let (job, first) = match p.rec {
+                Some(rr) if nrec > 0 => match (rr.reserve)(self, nrec) {
+                    Some(f) => f,
+                    None => break,
+                },
+                _ => (0, 0),
+            };
+            if let Some(j) = p.job {
+                ri[j as usize] = job;
+            }
+            edges.clear();
+            counts.clear();
+            let mut id = first;
+            for op in p.ops.iter() {
+                match *op {
+                    Op::R1(f, d, a) => rf[d as usize] = f(rv(&rf, a)),
+                    Op::R2(f, d, a, b) => rf[d as usize] = f(rv(&rf, a), rv(&rf, b)),
+                    Op::RCmp(f, d, a, b) => ri[d as usize] = f(rv(&rf, a), rv(&rf, b)) as i64,
+                    Op::ToReal(f, d, a) => rf[d as usize] = f(iv(&ri, a)),
+                    Op::Z1(f, d, a) => match f(iv(&ri, a)) {
+                        Some(x) => ri[d as usize] = x,
+                        None => break 'round,
+                    },
+                    Op::Z2(f, d, a, b) => match f(iv(&ri, a), iv(&ri, b)) {
+                        Ok(x) => ri[d as usize] = x,
+                        Err(_) => break 'round,
+                    },
+                    Op::ZCmp(f, d, a, b) => ri[d as usize] = f(iv(&ri, a), iv(&ri, b)) as i64,
+                    Op::Rec(d, n, es) => {
+                        for &(a, z, j) in &es[..n as usize] {
+                            edges.push((rv(&rf, a), iv(&ri, z), iv(&ri, j)));
+                        }
+                        counts.push(n);
+                        ri[d as usize] = id;
+                        id += 1;
+                    }
+                }
+            }
+            // the new parameters read before any is written (a parallel move)
+            for (x, o) in next.iter_mut().zip(p.outs.iter()) {
+                *x = match *o {
+                    Sym::R(r) => (rv(&rf, r), 0),
+                    Sym::I(i) => (0.0, iv(&ri, i)),
+                    Sym::B(b) => (0.0, ri[b as usize]),
+                    _ => break 'round,
+                };
+            }
+            if let Some(rr) = p.rec {
+                if nrec > 0 && !(rr.write)(self, &edges, &counts, &p.spans) {
+                    break;
+                }
+            }
+            for (l, &(x, i)) in p.leaves.iter().zip(next.iter()) {
+                match *l {
+                    Leaf::R(r) => rf[r as usize] = x,
+                    Leaf::I(r) | Leaf::B(r) => ri[r as usize] = i,
+                }
+            }
+            done += 1;
+            if (ri[p.test as usize] != 0) != p.on {
+                left = true;
+                break;
+            }
+        }
+        if done == 0 {
+            return None;
+        }
+        // the parameters boxed once, from their registers
+        let mut k = 0;
+        for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
+            let v = store(sh, &p.leaves, &mut k, &rf, &ri);
+            super::run::set_slot(&mut self.locals[bp + *s as usize], v);
+        }
+        self.steps += done * p.steps;
+        self.real_ops += done * p.real_ops;
+        self.allocs += done * p.allocs;
+        if p.depth {
+            self.max_depth = self.max_depth.max(self.depth + 1);
+        }
+        Some(left)
+    }
+}
+
+/// A parameter's value into its leaves' registers (`k`: the next leaf); `false` for another shape.
+fn load(v: &Value, sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &mut [f64], ri: &mut [i64]) -> bool {
+    match (v, sh) {
+        (Value::Tuple(vs), Shape::T(ss)) if vs.len() == ss.len() => vs.iter().zip(ss.iter()).all(|(v, s)| load(v, s, leaves, k, rf, ri)),
+        (_, Shape::T(_)) => false,
+        (v, _) => {
+            let ok = match (v, leaves.get(*k)) {
+                (Value::Real(x), Some(Leaf::R(r))) => {
+                    rf[*r as usize] = *x;
+                    true
+                }
+                (Value::Int(x), Some(Leaf::I(r))) => {
+                    ri[*r as usize] = *x;
+                    true
+                }
+                (Value::Bool(x), Some(Leaf::B(r))) => {
+                    ri[*r as usize] = *x as i64;
+                    true
+                }
+                _ => false,
+            };
+            *k += 1;
+            ok
+        }
+    }
+}
+
+/// A parameter's value from its leaves' registers.
+fn store(sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &[f64], ri: &[i64]) -> Value {
+    match sh {
+        Shape::T(ss) => Value::Tuple(ss.iter().map(|s| store(s, leaves, k, rf, ri)).collect()),
+        _ => {
+            let v = match leaves.get(*k) {
+                Some(Leaf::R(r)) => Value::Real(rf[*r as usize]),
+                Some(Leaf::I(r)) => Value::Int(ri[*r as usize]),
+                Some(Leaf::B(r)) => Value::Bool(ri[*r as usize] != 0),
+                None => Value::Unit,
+            };
+            *k += 1;
+            v
+        }
+    }
+}
