@@ -451,6 +451,7 @@ pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive
     out.expects.clear();
     out.input = None;
     out.next_id = cx.fr.next_id;
+    ops::forget_contexts();
     Ok(out)
 }
 

@@ -170,6 +170,19 @@ impl Scope {
     }
 }
 
+thread_local! {
+    static SCOPE: std::cell::RefCell<Scope> = Default::default();
+}
+
+/// Lets go of the path (the texts of the context extended last) once a transform is done; a
+/// context extended later finds itself off the path and rebuilds it.
+pub fn forget_contexts() {
+    SCOPE.with(|s| {
+        let mut s = s.borrow_mut();
+        *s = Scope { serial: s.serial, ..Scope::default() };
+    });
+}
+
 impl Gamma {
     fn node(&self) -> Option<&Node> {
         self.0.as_deref()
@@ -191,9 +204,6 @@ impl Gamma {
     }
     /// Γ, x : ct.
     fn push(&self, x: &str, ct: &CT) -> Gamma {
-        thread_local! {
-            static SCOPE: std::cell::RefCell<Scope> = Default::default();
-        }
         let shown = ct.show();
         let sep = |r: Running, s: &str| if self.is_empty() { r } else { r.add(s) };
         let x: Arc<str> = x.into();
@@ -313,17 +323,17 @@ pub enum Op {
     /// `lfst`, `lsnd` and their n-ary kin: component `i` of the given product.
     LProj(usize, Vec<CT>),
     /// `linl`, `linr` into the given sum.
-    LInj(bool, CT, CT),
+    LInj(bool, Box<(CT, CT)>),
     /// `lcastl`, `lcastr` out of the given sum.
-    LCast(bool, CT, CT),
+    LCast(bool, Box<(CT, CT)>),
     /// The environment vector at the end as the tuple of each input's cotangent.
     EnvTuple(Vec<CT>),
     /// Monadic `one_{x:τ∈Γ} : τ → EVM Γ 1` (§4.2, Table 2), x at position `pos`.
-    OneM { pos: usize, var: String, ct: CT },
+    OneM { pos: usize, var: Box<str>, ct: CT },
     /// `push0 : EVM Γ 1` opening x's entry (the first half of `scope_{Γ,τ}`, Table 2).
-    Push { var: String, ct: CT },
+    Push { var: Box<str>, ct: CT },
     /// `pop : EVM Γ τ` closing x's entry and returning its value (the second half of `scope`).
-    Pop { var: String, ct: CT },
+    Pop { var: Box<str>, ct: CT },
     /// `run : EVM Γ τ → τ × Γ̄`, started from `⟨0_{τ1}, …, 0_{τn}⟩`.
     Run(Vec<(String, CT)>),
     /// The first half of a `run` inside a backward pass (a closed function's backpropagator, App. C):
@@ -419,24 +429,24 @@ pub fn lproj(i: usize, ts: &[CT]) -> &'static str {
 }
 pub fn linj(right: bool, a: &CT, b: &CT) -> &'static str {
     let what = if right { "linr" } else { "linl" };
-    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LInj(right, a.clone(), b.clone()))
+    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LInj(right, Box::new((a.clone(), b.clone()))))
 }
 pub fn lcast(right: bool, a: &CT, b: &CT) -> &'static str {
     let what = if right { "lcastr" } else { "lcastl" };
-    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, a.clone(), b.clone()))
+    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, Box::new((a.clone(), b.clone()))))
 }
 pub fn env_tuple(ctx: &CtxS) -> &'static str {
     intern(format!("evTuple_{{[{}]}}", gamma(ctx).show()), Op::EnvTuple(cts(ctx)))
 }
 pub fn one_m(ctx: &CtxS, pos: usize) -> &'static str {
     let var = gamma(ctx).name(pos);
-    intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var, ct: ctx[pos].1.clone() })
+    intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var: var.into(), ct: ctx[pos].1.clone() })
 }
 pub fn push0(x: &Name, ct: &CT) -> &'static str {
-    intern(format!("push0_{{{}:{}}}", x.text, ct.show()), Op::Push { var: x.text.to_string(), ct: ct.clone() })
+    intern(format!("push0_{{{}:{}}}", x.text, ct.show()), Op::Push { var: (*x.text).into(), ct: ct.clone() })
 }
 pub fn pop(x: &Name, ct: &CT) -> &'static str {
-    intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: x.text.to_string(), ct: ct.clone() })
+    intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: (*x.text).into(), ct: ct.clone() })
 }
 pub fn run(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
@@ -491,8 +501,8 @@ pub fn scheme(op: &Op) -> Scheme {
         Op::Split { ctx, ct, whole } | Op::SplitLam { ctx, ct, whole } => mono(f(whole.ev(), pair(ctx.ev(), ct.ty()))),
         Op::LTuple(ts) => mono(f(Type::tuple(ts.iter().map(CT::ty).collect()), CT::Prod(ts.clone()).ty())),
         Op::LProj(i, ts) => mono(f(CT::Prod(ts.clone()).ty(), ts[*i].ty())),
-        Op::LInj(right, a, b) => mono(f(if *right { b.ty() } else { a.ty() }, sum(a, b))),
-        Op::LCast(right, a, b) => mono(f(sum(a, b), if *right { b.ty() } else { a.ty() })),
+        Op::LInj(right, ab) => mono(f(if *right { ab.1.ty() } else { ab.0.ty() }, sum(&ab.0, &ab.1))),
+        Op::LCast(right, ab) => mono(f(sum(&ab.0, &ab.1), if *right { ab.1.ty() } else { ab.0.ty() })),
         Op::EnvTuple(g) => mono(f(ev(g), Type::tuple(g.iter().map(CT::ty).collect()))),
         Op::OneM { ct, .. } => mono(f(ct.ty(), m(Type::Unit))),
         // scope's argument is lazy (run after the push), typed as written: `M σ`, σ free
@@ -565,7 +575,10 @@ mod tests {
         assert_eq!(names(&abcd), ["a", "b", "c", "d"]);
         assert_eq!(abcd, ab.push("c", &CT::One).push("d", &CT::R));
         assert_ne!(abcd, abca);
-        assert!(std::mem::size_of::<Op>() <= 96, "an Op is {} bytes", std::mem::size_of::<Op>());
+        // the path let go (a transform done): the next extension rebuilds it
+        forget_contexts();
+        assert!(abc.push("b", &CT::R).dup() && !abc.push("e", &CT::R).dup());
+        assert!(std::mem::size_of::<Op>() <= 64, "an Op is {} bytes", std::mem::size_of::<Op>());
     }
 
     /// A long Γ: each variable found (by its jumps), and the list dropped without recursion.
