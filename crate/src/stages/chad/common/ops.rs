@@ -72,8 +72,7 @@ impl Drop for Node {
         }
         let mut stack = vec![self.up.0.take(), self.jump.0.take()];
         while let Some(g) = stack.pop() {
-            if let Some(node) = g.and_then(|a| Arc::into_inner(a)) {
-                let mut node = node;
+            if let Some(mut node) = g.and_then(Arc::into_inner) {
                 stack.push(node.up.0.take());
                 stack.push(node.jump.0.take());
             }
