@@ -49,8 +49,22 @@ impl Piece {
     /// `let b1 in … in ⟨primal, bp⟩`
     fn expr(self) -> Expr {
         let body = pair(self.primal, self.bp);
-        self.binds.into_iter().rev().fold(body, |acc, (p, rhs)| let_(p, rhs, acc))
+        lets(self.binds, body)
     }
+}
+
+/// `let b1 in … in let bn in body`, made from the innermost binding out, the bindings' buffer
+/// shrinking as it empties: a 10^5-line chain has ~6·10^5 bindings, and their buffer (~90 MB)
+/// kept whole beside the finished tree made the transform's peak (issue 14).
+fn lets(mut binds: Vec<(Pat, Expr)>, body: Expr) -> Expr {
+    let mut acc = body;
+    while let Some((p, rhs)) = binds.pop() {
+        acc = let_(p, rhs, acc);
+        if binds.capacity() > 1024 && binds.len() < binds.capacity() / 4 {
+            binds.shrink_to(binds.len() * 2);
+        }
+    }
+    acc
 }
 
 pub struct Chad<'a> {
@@ -85,7 +99,13 @@ impl Chad<'_> {
     /// `let ⟨x, x'⟩ = D_Γ[t] in …`: appends the bindings, returns x and x'.
     fn sub(&mut self, g: &CtxS, t: &Term, x: Option<&Name>, binds: &mut Vec<(Pat, Expr)>) -> Result<(Expr, Expr), Diagnostic> {
         let p = self.d(g, t)?;
-        binds.extend(p.binds);
+        // the first subterm's bindings are taken whole, not copied (a let chain's, ~6 a line, are
+        // most of the program's: two buffers of them made the transform's peak; issue 14)
+        if binds.is_empty() {
+            *binds = p.binds;
+        } else {
+            binds.extend(p.binds);
+        }
         let x = x.cloned().unwrap_or_else(|| self.fr.name("v"));
         let xb = self.fr.name(&format!("{}'", x.text));
         binds.push((ppair(pvar(&x), pvar(&xb)), pair(p.primal, p.bp)));
@@ -444,13 +464,14 @@ pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive
     let rebuilt = rebuild(&fo.pattern, &mut gs.iter().map(var));
     let result = pair(y, apps(builtin(ops::FROM_LIN), [var(&s), rebuilt]));
     let body = let_(ptuple(gs.iter().map(pvar).collect()), api.finish(&g, call), result);
-    let body = binds.into_iter().rev().fold(body, |acc, (p, rhs)| let_(p, rhs, acc));
+    let body = lets(binds, body);
     let body = let_(fo.pattern.clone(), var(&s), body);
     let mut out = fo.program.clone();
     out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))];
     out.expects.clear();
     out.input = None;
     out.next_id = cx.fr.next_id;
+    ops::forget_contexts();
     Ok(out)
 }
 
@@ -471,7 +492,7 @@ pub fn program_cc(fo: &FirstOrder, codes: &[Code], consts: &[(Name, Term)], api:
     for (name, t) in consts {
         let mut cx = Chad { fr, api, naive: false };
         let p = cx.d(&vec![], t)?;
-        let body = p.binds.into_iter().rev().fold(p.primal, |acc, (p, rhs)| let_(p, rhs, acc));
+        let body = lets(p.binds, p.primal);
         defs.push(def(&code_name(&name.text), body));
         fr = cx.fr;
     }
@@ -486,7 +507,7 @@ pub fn program_cc(fo: &FirstOrder, codes: &[Code], consts: &[(Name, Term)], api:
         let lin = rebuild_lin(&c.pattern, &c.ty, &mut gs.iter().map(var));
         bp_tree::site(&d, "code", || format!("{} (a closed code's backpropagator, its own run)", code_name(&c.name.text)), c.body.span);
         let bp = lam(pvar(&d), let_(ptuple(gs.iter().map(pvar).collect()), app(builtin(ops::run_close(&g)), opened), lin));
-        let body = binds.into_iter().rev().fold(pair(y, bp), |acc, (p, rhs)| let_(p, rhs, acc));
+        let body = lets(binds, pair(y, bp));
         let body = lam(pvar(&s), let_(c.pattern.clone(), var(&s), body));
         defs.push(def(&code_name(&c.name.text), body));
         fr = cx.fr;

@@ -93,7 +93,7 @@ pub(super) fn b_push(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<
     let Op::Push { var, ct } = &*this_op(m)? else { return Err(internal(span, "push0")) };
     let z = zero(m, ct, Repr::Sparse);
     let rt = m.state::<Rt>();
-    rt.names.push(var.clone());
+    rt.names.push(var.to_string());
     let mutable = match &mut rt.acc {
         Acc::Map(_) => false,
         Acc::Cells(cs) => {

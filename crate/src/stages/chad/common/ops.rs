@@ -36,20 +36,70 @@ pub fn ctx_of(vars: impl IntoIterator<Item = (Name, CT)>) -> Ctx {
     g
 }
 
-/// What the instances of Γ keep: its variables and cotangent types in a persistent vector shared
-/// with every prefix (so an instance is O(1) to store, not O(|Γ|)), and the running length and
-/// FNV-1a hash of the texts names and types show Γ by.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Gamma {
-    items: rpds::VectorSync<(Arc<str>, CT)>,
+/// What the instances of Γ keep: Γ as a persistent list that an extension shares with every prefix
+/// (one node a variable: Γ, x : τ is made in O(1) and stored in O(1)), with the running length and
+/// FNV-1a hash of the texts names and types show Γ by. Issue 14: a persistent vector and a hash
+/// set of the texts (rpds) cost a path copy per let, ~2.5 KB, and made every `Op` ~270 bytes; a
+/// program of 10^5 lets ran out of memory transforming. A thin pointer: `Op`s carrying Γ stay small.
+#[derive(Clone, Default)]
+pub struct Gamma(Option<Arc<Node>>);
+
+struct Node {
+    x: Arc<str>,
+    ct: CT,
+    /// Γ without x.
+    up: Gamma,
+    /// A farther ancestor (Myers' skew-binary jumps), so that variable i is found in O(log |Γ|).
+    jump: Gamma,
+    len: usize,
     /// `x:R, y:R` (names show Γ so; valid while no text occurs twice)
     full: Running,
     /// `R,R` (`EV Γ`'s type shows Γ so)
     cts: Running,
-    /// The texts met, and whether one occurs twice: then a name shows its position (`x@3`), and
-    /// texts are computed from the whole of Γ as before (a program that repeats a name pays O(|Γ|)).
-    texts: rpds::HashTrieSetSync<Arc<str>>,
+    /// A text occurs twice in Γ: then a name shows its position (`x@3`), and texts are computed
+    /// from the whole of Γ as before (a program that repeats a name pays O(|Γ|)).
     dup: bool,
+    /// Unique per node: the context being extended is recognised by it (`Scope`).
+    serial: u64,
+}
+
+/// Dropped one node at a time: a context of 10^5 variables is a list that long, and the derived
+/// drop would recurse along it (wasm's stack is small).
+impl Drop for Node {
+    fn drop(&mut self) {
+        if self.up.is_empty() && self.jump.is_empty() {
+            return;
+        }
+        let mut stack = vec![self.up.0.take(), self.jump.0.take()];
+        while let Some(g) = stack.pop() {
+            if let Some(mut node) = g.and_then(Arc::into_inner) {
+                stack.push(node.up.0.take());
+                stack.push(node.jump.0.take());
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Gamma {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Γ{}#{:08x}", self.len(), self.node().map_or(Running::EMPTY.hash, |n| n.full.hash))
+    }
+}
+
+/// Two contexts are equal when they list the same variables with the same cotangent types
+/// (compared one by one, not recursively).
+impl PartialEq for Gamma {
+    fn eq(&self, other: &Gamma) -> bool {
+        let (mut a, mut b) = (self, other);
+        loop {
+            match (&a.0, &b.0) {
+                (None, None) => return true,
+                (Some(m), Some(n)) if Arc::ptr_eq(m, n) => return true,
+                (Some(m), Some(n)) if m.len == n.len && m.x == n.x && m.ct == n.ct => (a, b) = (&m.up, &n.up),
+                _ => return false,
+            }
+        }
+    }
 }
 
 /// The length in chars and the FNV-1a hash of a text built piece by piece (`abbreviated`'s hash,
@@ -67,67 +117,183 @@ impl Running {
     }
 }
 
-impl Default for Gamma {
-    fn default() -> Gamma {
-        Gamma { items: rpds::VectorSync::new_sync(), full: Running::EMPTY, cts: Running::EMPTY, texts: rpds::HashTrieSetSync::new_sync(), dup: false }
+/// Whether a text is already in the context being extended, in O(1): the transform extends
+/// contexts depth first (a let chain's Γ, then a subterm's Γ, x, …, then Γ, y), so the texts of
+/// the context extended last are kept with a count each, and extending a prefix of it drops the
+/// rest (each text is dropped once after it is added). Extending a context off that path (not
+/// done by the transform, but allowed) rebuilds the path from it: O(|Γ|).
+#[derive(Default)]
+struct Scope {
+    path: Vec<(u64, Arc<str>)>,
+    count: HashMap<Arc<str>, u32>,
+    serial: u64,
+}
+
+impl Scope {
+    fn pop(&mut self) {
+        if let Some((_, x)) = self.path.pop() {
+            if let Some(c) = self.count.get_mut(&x) {
+                *c -= 1;
+                if *c == 0 {
+                    self.count.remove(&x);
+                }
+            }
+        }
+    }
+    fn add(&mut self, serial: u64, x: &Arc<str>) {
+        self.path.push((serial, x.clone()));
+        *self.count.entry(x.clone()).or_default() += 1;
+    }
+    /// Makes the path Γ's, and tells whether x is in Γ.
+    fn contains(&mut self, g: &Gamma, x: &str) -> bool {
+        let l = g.len();
+        let on_path = self.path.len() >= l && g.node().is_none_or(|n| self.path[l - 1].0 == n.serial);
+        if on_path {
+            while self.path.len() > l {
+                self.pop();
+            }
+        } else {
+            self.path.clear();
+            self.count.clear();
+            let mut nodes = vec![];
+            let mut cur = g.node();
+            while let Some(n) = cur {
+                nodes.push(n);
+                cur = n.up.node();
+            }
+            for n in nodes.into_iter().rev() {
+                self.add(n.serial, &n.x);
+            }
+        }
+        self.count.contains_key(x)
     }
 }
 
+thread_local! {
+    static SCOPE: std::cell::RefCell<Scope> = Default::default();
+}
+
+/// Lets go of the path (the texts of the context extended last) once a transform is done; a
+/// context extended later finds itself off the path and rebuilds it.
+pub fn forget_contexts() {
+    SCOPE.with(|s| {
+        let mut s = s.borrow_mut();
+        *s = Scope { serial: s.serial, ..Scope::default() };
+    });
+}
+
 impl Gamma {
+    fn node(&self) -> Option<&Node> {
+        self.0.as_deref()
+    }
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.node().map_or(0, |n| n.len)
     }
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.0.is_none()
+    }
+    fn dup(&self) -> bool {
+        self.node().is_some_and(|n| n.dup)
+    }
+    fn full(&self) -> Running {
+        self.node().map_or(Running::EMPTY, |n| n.full)
+    }
+    fn cts_text(&self) -> Running {
+        self.node().map_or(Running::EMPTY, |n| n.cts)
     }
     /// Γ, x : ct.
     fn push(&self, x: &str, ct: &CT) -> Gamma {
         let shown = ct.show();
         let sep = |r: Running, s: &str| if self.is_empty() { r } else { r.add(s) };
         let x: Arc<str> = x.into();
-        Gamma {
-            items: self.items.push_back((x.clone(), ct.clone())),
-            full: sep(self.full, ", ").add(&x).add(":").add(&shown),
-            cts: sep(self.cts, ",").add(&shown),
-            dup: self.dup || self.texts.contains(&x),
-            texts: self.texts.insert(x),
+        // the jump of Γ, x (Myers 1983): the jump of Γ's jump when the two jumps before span as
+        // many variables, else Γ; the empty context's jump is itself
+        let jump = match self.node() {
+            None => Gamma(None),
+            Some(p) => {
+                let (j, jj) = p.jump.node().map_or((0, Gamma(None)), |j| (j.len, j.jump.clone()));
+                if p.len - j == j - jj.len() { jj } else { self.clone() }
+            }
+        };
+        SCOPE.with(|s| {
+            let mut s = s.borrow_mut();
+            let dup = self.dup() || s.contains(self, &x);
+            s.serial += 1;
+            let serial = s.serial;
+            s.add(serial, &x);
+            Gamma(Some(Arc::new(Node {
+                full: sep(self.full(), ", ").add(&x).add(":").add(&shown),
+                cts: sep(self.cts_text(), ",").add(&shown),
+                x,
+                ct: ct.clone(),
+                up: self.clone(),
+                jump,
+                len: self.len() + 1,
+                dup,
+                serial,
+            })))
+        })
+    }
+    /// The node of variable `i` (the prefix of length i + 1), in O(log |Γ|).
+    fn get(&self, i: usize) -> Option<&Node> {
+        let mut cur = self.node()?;
+        if i >= cur.len {
+            return None;
         }
+        while cur.len > i + 1 {
+            cur = match cur.jump.node() {
+                Some(j) if j.len > i => j,
+                _ => cur.up.node()?,
+            };
+        }
+        Some(cur)
+    }
+    /// The variables, outermost first.
+    fn items(&self) -> Vec<(&str, &CT)> {
+        let mut out = vec![];
+        let mut cur = self.node();
+        while let Some(n) = cur {
+            out.push((&*n.x, &n.ct));
+            cur = n.up.node();
+        }
+        out.reverse();
+        out
     }
     /// The cotangent types, outermost first.
     pub fn cts(&self) -> impl Iterator<Item = &CT> {
-        self.items.iter().map(|(_, t)| t)
+        self.items().into_iter().map(|(_, t)| t)
     }
     /// Variable `i` as traces show it: its text, with its position when the text is not unique in Γ.
     pub fn name(&self, i: usize) -> String {
-        let Some((x, _)) = self.items.get(i) else { return format!("#{i}") };
-        if self.dup && self.items.iter().filter(|(y, _)| y == x).count() > 1 {
-            format!("{x}@{i}")
+        let Some(n) = self.get(i) else { return format!("#{i}") };
+        if self.dup() && self.items().iter().filter(|(y, _)| **y == *n.x).count() > 1 {
+            format!("{}@{i}", n.x)
         } else {
-            x.to_string()
+            n.x.to_string()
         }
     }
     /// Γ as names show it: in full when short; a long Γ as its length and a hash of the full text,
     /// so that a name stays short (a program with n variables mentions Γ O(n) times).
     fn show(&self) -> String {
-        if self.dup {
-            let texts: Vec<&str> = self.items.iter().map(|(x, _)| &**x).collect();
-            let names = var_names_of(texts.into_iter());
-            let full = names.iter().zip(self.cts()).map(|(v, t)| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ");
+        if self.dup() {
+            let items = self.items();
+            let names = var_names_of(items.iter().map(|(x, _)| *x));
+            let full = names.iter().zip(&items).map(|(v, (_, t))| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ");
             return if full.chars().count() <= LONG { full } else { abbreviated(self.len(), &full) };
         }
-        if self.full.chars <= LONG {
-            self.items.iter().map(|(v, t)| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ")
+        if self.full().chars <= LONG {
+            self.items().iter().map(|(v, t)| format!("{v}:{}", t.show())).collect::<Vec<_>>().join(", ")
         } else {
-            format!("Γ{}#{:08x}", self.len(), self.full.hash)
+            format!("Γ{}#{:08x}", self.len(), self.full().hash)
         }
     }
     /// `EV Γ`: with Γ's cotangent types, or for a long Γ one opaque type named by its abbreviation
     /// (so that typing n uses of it does not cost O(n·|Γ|)).
     fn ev(&self) -> Type {
-        if self.cts.chars <= LONG {
+        if self.cts_text().chars <= LONG {
             Type::con("EV", self.cts().map(CT::ty).collect())
         } else {
-            Type::con("EV", vec![Type::con(&format!("Γ{}#{:08x}", self.len(), self.cts.hash), vec![])])
+            Type::con("EV", vec![Type::con(&format!("Γ{}#{:08x}", self.len(), self.cts_text().hash), vec![])])
         }
     }
 }
@@ -156,17 +322,17 @@ pub enum Op {
     /// `lfst`, `lsnd` and their n-ary kin: component `i` of the given product.
     LProj(usize, Vec<CT>),
     /// `linl`, `linr` into the given sum.
-    LInj(bool, CT, CT),
+    LInj(bool, Box<(CT, CT)>),
     /// `lcastl`, `lcastr` out of the given sum.
-    LCast(bool, CT, CT),
+    LCast(bool, Box<(CT, CT)>),
     /// The environment vector at the end as the tuple of each input's cotangent.
     EnvTuple(Vec<CT>),
     /// Monadic `one_{x:τ∈Γ} : τ → EVM Γ 1` (§4.2, Table 2), x at position `pos`.
-    OneM { pos: usize, var: String, ct: CT },
+    OneM { pos: usize, var: Box<str>, ct: CT },
     /// `push0 : EVM Γ 1` opening x's entry (the first half of `scope_{Γ,τ}`, Table 2).
-    Push { var: String, ct: CT },
+    Push { var: Box<str>, ct: CT },
     /// `pop : EVM Γ τ` closing x's entry and returning its value (the second half of `scope`).
-    Pop { var: String, ct: CT },
+    Pop { var: Box<str>, ct: CT },
     /// `run : EVM Γ τ → τ × Γ̄`, started from `⟨0_{τ1}, …, 0_{τn}⟩`.
     Run(Vec<(String, CT)>),
     /// The first half of a `run` inside a backward pass (a closed function's backpropagator, App. C):
@@ -262,24 +428,24 @@ pub fn lproj(i: usize, ts: &[CT]) -> &'static str {
 }
 pub fn linj(right: bool, a: &CT, b: &CT) -> &'static str {
     let what = if right { "linr" } else { "linl" };
-    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LInj(right, a.clone(), b.clone()))
+    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LInj(right, Box::new((a.clone(), b.clone()))))
 }
 pub fn lcast(right: bool, a: &CT, b: &CT) -> &'static str {
     let what = if right { "lcastr" } else { "lcastl" };
-    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, a.clone(), b.clone()))
+    intern(format!("{what}_{}", CT::Sum(Box::new(a.clone()), Box::new(b.clone())).show()), Op::LCast(right, Box::new((a.clone(), b.clone()))))
 }
 pub fn env_tuple(ctx: &CtxS) -> &'static str {
     intern(format!("evTuple_{{[{}]}}", gamma(ctx).show()), Op::EnvTuple(cts(ctx)))
 }
 pub fn one_m(ctx: &CtxS, pos: usize) -> &'static str {
     let var = gamma(ctx).name(pos);
-    intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var, ct: ctx[pos].1.clone() })
+    intern(format!("one_{{{var}@{pos}:{}}}", ctx[pos].1.show()), Op::OneM { pos, var: var.into(), ct: ctx[pos].1.clone() })
 }
 pub fn push0(x: &Name, ct: &CT) -> &'static str {
-    intern(format!("push0_{{{}:{}}}", x.text, ct.show()), Op::Push { var: x.text.to_string(), ct: ct.clone() })
+    intern(format!("push0_{{{}:{}}}", x.text, ct.show()), Op::Push { var: (*x.text).into(), ct: ct.clone() })
 }
 pub fn pop(x: &Name, ct: &CT) -> &'static str {
-    intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: x.text.to_string(), ct: ct.clone() })
+    intern(format!("pop_{{{}:{}}}", x.text, ct.show()), Op::Pop { var: (*x.text).into(), ct: ct.clone() })
 }
 pub fn run(ctx: &CtxS) -> &'static str {
     let vars = vars(ctx);
@@ -330,12 +496,12 @@ pub fn scheme(op: &Op) -> Scheme {
     match op {
         Op::Zero(t) => mono(t.ty()),
         Op::ZeroEnv { ctx } => mono(ctx.ev()),
-        Op::OneHot { pos, ctx } => mono(f(ctx.items.get(*pos).map_or(Type::Unit, |(_, t)| t.ty()), ctx.ev())),
+        Op::OneHot { pos, ctx } => mono(f(ctx.get(*pos).map_or(Type::Unit, |n| n.ct.ty()), ctx.ev())),
         Op::Split { ctx, ct, whole } | Op::SplitLam { ctx, ct, whole } => mono(f(whole.ev(), pair(ctx.ev(), ct.ty()))),
         Op::LTuple(ts) => mono(f(Type::tuple(ts.iter().map(CT::ty).collect()), CT::Prod(ts.clone()).ty())),
         Op::LProj(i, ts) => mono(f(CT::Prod(ts.clone()).ty(), ts[*i].ty())),
-        Op::LInj(right, a, b) => mono(f(if *right { b.ty() } else { a.ty() }, sum(a, b))),
-        Op::LCast(right, a, b) => mono(f(sum(a, b), if *right { b.ty() } else { a.ty() })),
+        Op::LInj(right, ab) => mono(f(if *right { ab.1.ty() } else { ab.0.ty() }, sum(&ab.0, &ab.1))),
+        Op::LCast(right, ab) => mono(f(sum(&ab.0, &ab.1), if *right { ab.1.ty() } else { ab.0.ty() })),
         Op::EnvTuple(g) => mono(f(ev(g), Type::tuple(g.iter().map(CT::ty).collect()))),
         Op::OneM { ct, .. } => mono(f(ct.ty(), m(Type::Unit))),
         // scope's argument is lazy (run after the push), typed as written: `M σ`, σ free
@@ -376,3 +542,59 @@ pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp:
     out
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(g: &Gamma) -> Vec<String> {
+        (0..g.len()).map(|i| g.name(i)).collect()
+    }
+
+    /// Γ extended depth first and off the path extended last: each context knows whether a text
+    /// repeats in it (so names show positions), finds each variable, and an `Op` carrying one
+    /// stays a few words (issue 14: ~270 bytes with a persistent vector and set in each).
+    #[test]
+    fn contexts_share_their_prefixes_and_see_repeated_texts() {
+        let e = Gamma::default();
+        let a = e.push("a", &CT::R);
+        let ab = a.push("b", &CT::R);
+        let abc = ab.push("c", &CT::One);
+        let aba = ab.push("a", &CT::R); // a prefix of the path extended last: the path is cut back
+        assert!(!abc.dup() && aba.dup());
+        assert_eq!(names(&aba), ["a@0", "b", "a@2"]);
+        assert_eq!(aba.show(), "a@0:R, b:R, a@2:R");
+        let abd = ab.push("d", &CT::R);
+        assert!(!abd.dup(), "the a of a, b, a is not in a, b");
+        // off the path extended last: a, b, c is not a prefix of a, b, d
+        let abca = abc.push("a", &CT::R);
+        let abcd = abc.push("d", &CT::R);
+        assert!(abca.dup() && !abcd.dup());
+        assert_eq!(abcd.show(), "a:R, b:R, c:1, d:R");
+        assert_eq!(names(&abcd), ["a", "b", "c", "d"]);
+        assert_eq!(abcd, ab.push("c", &CT::One).push("d", &CT::R));
+        assert_ne!(abcd, abca);
+        // the path let go (a transform done): the next extension rebuilds it
+        forget_contexts();
+        assert!(abc.push("b", &CT::R).dup() && !abc.push("e", &CT::R).dup());
+        assert!(std::mem::size_of::<Op>() <= 64, "an Op is {} bytes", std::mem::size_of::<Op>());
+    }
+
+    /// A long Γ: each variable found (by its jumps), and the list dropped without recursion.
+    #[test]
+    fn a_long_context_finds_each_variable() {
+        let n = 200_000;
+        let mut g = Gamma::default();
+        for i in 0..n {
+            g = g.push(&format!("v{i}"), &CT::R);
+        }
+        assert!(!g.dup());
+        for i in [0, 1, 2, 3, 1000, 65_535, 65_536, 123_457, n - 1] {
+            assert_eq!(g.name(i), format!("v{i}"));
+        }
+        assert_eq!(g.name(n), format!("#{n}"));
+        assert!(g.show().starts_with("Γ200000#"));
+        let t = std::thread::Builder::new().stack_size(64 * 1024).spawn(move || drop(g)).unwrap();
+        assert!(t.join().is_ok());
+    }
+}

@@ -519,7 +519,8 @@ fn b_linj(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
 
 /// `lcastl`, `lcastr` (Fig. 4): 0 from 0, the payload of the matching tag, an error on the other.
 fn b_lcast(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let Op::LCast(right, a, b) = &*this_op(m)? else { return Err(internal(span, "lcast")) };
+    let Op::LCast(right, ab) = &*this_op(m)? else { return Err(internal(span, "lcast")) };
+    let (a, b) = (&ab.0, &ab.1);
     let d = arg(args);
     let r = repr(m);
     match (&d, right) {
