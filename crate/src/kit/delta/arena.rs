@@ -1,47 +1,67 @@
-//! The Delta arena of a run (issue 13: bytes per primal op): every Delta node a run builds, in a flat
-//! array rather than one `Rc` allocation each. A node is its index (its serial, as the graph and the
-//! trace name it): 16 bytes, the real or the id and up to two children as indices, with its tag and
-//! its span (an index into the run's table of distinct spans) in one word — where an `Rc<Node>`
-//! (header, serial, span, constructor) took 64, and the arena of session 29 21 (a tag byte, a
-//! 16-byte slot, a span index). The array grows in fixed chunks
-//! (`Chunked`: no doubling's overshoot). Nothing is freed before the run ends: every node of
-//! Krawiec's Let chain and of the array paper's Delta is live until the evaluator has walked it,
-//! and the arena goes as a whole (no drop of a long chain, node by node).
+//! The Delta arena of a run (issue 13: bytes per primal op): every Delta node a run builds, in flat
+//! arrays rather than one `Rc` allocation each. A node is named by its serial (as the graph and the
+//! trace name it), the order it was made in; the arena keeps a node in as few bytes as its
+//! constructor's payload needs, in one of four classes by payload size:
+//! - 0 bytes: `Zero`;
+//! - 4 bytes: `Var i` with `0 ≤ i < 2^32` (Krawiec's Vars name the run's DeltaIds);
+//! - 8 bytes: `Add u1 u2`, and a `Let id rhs body` whose body is the node made just before it (runDelta
+//!   makes the Let spine at consecutive serials, Fig. 10's wrap);
+//! - 12 bytes: `Scale r u`, any other `Let`, and the rest (`OneHot`, `Input`, `Share`, a wide `Var`).
+//! A node's class is two bits of a bitmap over serials, in blocks of 32 with each class's count
+//! before the block (a rank directory: 20 bytes a block, 0.6 of a byte a node), so a node's place in
+//! its class's array is its block's count plus a popcount. A constructor's tag is in the top 4 bits
+//! of a word whose other 28 hold a child or an id, so serials stay below 2^28 (3 GB of nodes, past
+//! any memory budget). Spans are kept by runs of serials (the nodes of one source operation are
+//! made one after another), and a Let whose span is its right-hand side's (runDelta's bindings) is
+//! marked by its tag instead of starting a run.
+//! Horner's step (5 leaves, 4 Scale, 3 Add, 3 Let) was 16 bytes a node in session 31's arena (its
+//! tag, span and payload in one 16-byte slot): about 150 bytes a step against 240 (issue 13's ≤ 100
+//! bytes per primal op). The price is a second look-up in `kind` (the block, then the node).
+//! Nothing is freed before the run ends: every node of Krawiec's Let chain and of the array paper's
+//! Delta is live until the evaluator has walked it, and the arena goes as a whole.
 
 use super::Kind;
 use crate::diag::Span;
 use crate::stages::dualrev::common::Chunked;
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::Cell;
 
-/// A node's index in its arena, which is also its serial (index 0 holds no node: serials start at 1).
+/// A node's serial in its arena (serial 0 holds no node: serials start at 1).
 pub type Ix = u32;
 
-const ZERO: u32 = 0;
-const ONE_HOT: u32 = 1;
-const SCALE: u32 = 2;
-const ADD: u32 = 3;
-const VAR: u32 = 4;
-const LET: u32 = 5;
+/// The classes, by payload: Zero (none), a narrow Var (4 bytes), 8 and 12 bytes.
+const C_ZERO: u32 = 0;
+const C_VAR: u32 = 1;
+const C_8: u32 = 2;
+const C_12: u32 = 3;
+
+/// Tags of the 8-byte class (in the top bits of the first word).
+const ADD: u32 = 0;
+/// A Let whose body is the node made just before it, with a span of its own.
+const LET_PREV: u32 = 1;
+/// … whose span is its right-hand side's.
+const LET_PREV_RHS: u32 = 2;
+
+/// Tags of the 12-byte class (in the top bits of the third word).
+const SCALE: u32 = 0;
+const LET: u32 = 1;
+const LET_RHS: u32 = 2;
+/// A Let whose id is not below 2^28: the id is in `wide_ids`, at the index in the low bits.
+const LET_WIDE: u32 = 3;
+const VAR_WIDE: u32 = 4;
+const ONE_HOT: u32 = 5;
 const INPUT: u32 = 6;
 const SHARE: u32 = 7;
-/// A Let whose id is not a `u32` (ids are the run's DeltaIds, so only a program that counts them
-/// from far away): the id is in `wide_ids`, at the index in `a`.
-const LET_WIDE: u32 = 8;
 
-/// The tag sits in the top 4 bits of the word that holds the span index.
 const TAG_SHIFT: u32 = 28;
-const SPAN_MASK: u32 = (1 << TAG_SHIFT) - 1;
+const LOW: u32 = (1 << TAG_SHIFT) - 1;
 
-/// A node: its payload and, in one word, its tag and its span's index — 16 bytes, read with one
-/// chunk look-up (the tag was a separate array: two look-ups a node, which made the walks that
-/// revisit shared nodes 30–60 % slower than the `Rc` nodes, session 29). The payload: the real or
-/// the id in `x` (Scale, OneHot, Var, Input, Share) and the child in `a`; two children packed in
-/// `x` (Add; Let, with its id in `a`).
+/// 32 serials' classes (two bit planes) and, per payload class, how many nodes of it come before.
 #[derive(Clone, Copy, Default)]
-struct Node {
-    x: u64,
-    a: u32,
-    tag_span: u32,
+struct Block {
+    lo: u32,
+    hi: u32,
+    before: [u32; 3],
 }
 
 /// The distinct spans of a run's Delta nodes (or of its deltaLets), each once, by index: the nodes
@@ -83,69 +103,202 @@ impl SpanTable {
     }
 }
 
-/// The nodes of one run, in fixed chunks.
+/// The nodes of one run.
 pub struct Arena {
-    nodes: Chunked<Node>,
+    blocks: Chunked<Block>,
+    vars: Chunked<u32>,
+    n8: Chunked<[u32; 2]>,
+    n12: Chunked<[u32; 3]>,
     wide_ids: Vec<i64>,
+    /// The serials given, serial 0 included.
+    len: u32,
+    /// Runs of serials of one span: (first serial, span index), by serial; the first at serial 0.
+    runs: Chunked<[u32; 2]>,
+    /// The run found last (look-ups come in runs of nearby serials: a Let spine, an Add's parts).
+    run_hint: Cell<usize>,
     spans: SpanTable,
 }
 
 impl Default for Arena {
     fn default() -> Self {
-        let mut a = Arena { nodes: Chunked::default(), wide_ids: vec![], spans: SpanTable::default() };
-        // index 0: no node (the first node is serial 1, as when serials were counted from 1)
-        a.nodes.push(Node::default());
+        let mut a = Arena {
+            blocks: Chunked::default(),
+            vars: Chunked::default(),
+            n8: Chunked::default(),
+            n12: Chunked::default(),
+            wide_ids: vec![],
+            len: 1,
+            runs: Chunked::default(),
+            run_hint: Cell::new(0),
+            spans: SpanTable::default(),
+        };
+        // serial 0: no node (a Zero in class 0; the first node is serial 1, as when serials were
+        // counted from 1), in the first run, of no span
+        a.blocks.push(Block::default());
+        a.runs.push([0, 0]);
         a
     }
 }
 
-fn two(u1: Ix, u2: Ix) -> u64 {
-    u1 as u64 | (u2 as u64) << 32
+fn split(x: u64) -> (u32, u32) {
+    (x as u32, (x >> 32) as u32)
+}
+
+fn join(lo: u32, hi: u32) -> u64 {
+    lo as u64 | (hi as u64) << 32
+}
+
+/// A payload in its class: (class, 4-byte, 8-byte or 12-byte words).
+enum Payload {
+    Zero,
+    Var(u32),
+    N8([u32; 2]),
+    N12([u32; 3]),
 }
 
 impl Arena {
-    /// Adds a node; `None` once the indices are used up (4·10^9 nodes, far past any memory budget)
-    /// or the spans (2^28 distinct source operations).
+    /// Adds a node; `None` once the serials are used up (2^28 nodes, far past any memory budget),
+    /// the wide ids (2^28) or the spans (2^32 distinct source operations).
     pub fn push(&mut self, kind: Kind, span: Span) -> Option<Ix> {
-        let ix = Ix::try_from(self.nodes.len()).ok().filter(|&i| i < Ix::MAX)?;
-        let (tag, x, a) = match kind {
-            Kind::Zero => (ZERO, 0, 0),
-            Kind::OneHot(i) => (ONE_HOT, i as u64, 0),
-            Kind::Scale(r, u) => (SCALE, r.to_bits(), u),
-            Kind::Add(u1, u2) => (ADD, two(u1, u2), 0),
-            Kind::Var(i) => (VAR, i as u64, 0),
-            Kind::Let(i, rhs, body) => match u32::try_from(i) {
-                Ok(i) => (LET, two(rhs, body), i),
+        let ix = self.len;
+        if ix >= LOW {
+            return None;
+        }
+        let child = |u: Ix| (u <= LOW).then_some(u);
+        let s = self.spans.index(span)?;
+        // a Let's span is kept by its tag when it is its right-hand side's (made before it)
+        let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && a.span_id_of(rhs) == s;
+        let (payload, own_span) = match kind {
+            Kind::Zero => (Payload::Zero, true),
+            Kind::Var(i) => match u32::try_from(i) {
+                Ok(i) => (Payload::Var(i), true),
                 Err(_) => {
-                    let w = u32::try_from(self.wide_ids.len()).ok()?;
-                    self.wide_ids.push(i);
-                    (LET_WIDE, two(rhs, body), w)
+                    let (l, h) = split(i as u64);
+                    (Payload::N12([l, h, VAR_WIDE << TAG_SHIFT]), true)
                 }
             },
-            Kind::Input(i) => (INPUT, i as u64, 0),
-            Kind::Share(i, d) => (SHARE, i as u64, d),
+            Kind::Add(u1, u2) => (Payload::N8([ADD << TAG_SHIFT | child(u1)?, u2]), true),
+            Kind::Let(i, rhs, body) => {
+                let r = child(rhs)?;
+                let same = rhs_span(self, rhs);
+                match u32::try_from(i) {
+                    Ok(i) if body.checked_add(1) == Some(ix) => {
+                        let tag = if same { LET_PREV_RHS } else { LET_PREV };
+                        (Payload::N8([tag << TAG_SHIFT | r, i]), !same)
+                    }
+                    Ok(i) if i <= LOW => {
+                        let tag = if same { LET_RHS } else { LET };
+                        (Payload::N12([r, body, tag << TAG_SHIFT | i]), !same)
+                    }
+                    _ => {
+                        let w = u32::try_from(self.wide_ids.len()).ok().filter(|&w| w <= LOW)?;
+                        self.wide_ids.push(i);
+                        (Payload::N12([r, body, LET_WIDE << TAG_SHIFT | w]), true)
+                    }
+                }
+            }
+            Kind::Scale(r, u) => {
+                let (l, h) = split(r.to_bits());
+                (Payload::N12([l, h, SCALE << TAG_SHIFT | child(u)?]), true)
+            }
+            Kind::OneHot(i) | Kind::Input(i) => {
+                let tag = if matches!(kind, Kind::OneHot(_)) { ONE_HOT } else { INPUT };
+                let (l, h) = split(i as u64);
+                (Payload::N12([l, h, tag << TAG_SHIFT]), true)
+            }
+            Kind::Share(i, d) => {
+                let (l, h) = split(i as u64);
+                (Payload::N12([l, h, SHARE << TAG_SHIFT | child(d)?]), true)
+            }
         };
-        let s = self.spans.index(span).filter(|&s| s <= SPAN_MASK)?;
-        self.nodes.push(Node { x, a, tag_span: tag << TAG_SHIFT | s });
+        let class = match payload {
+            Payload::Zero => C_ZERO,
+            Payload::Var(i) => {
+                self.vars.push(i);
+                C_VAR
+            }
+            Payload::N8(w) => {
+                self.n8.push(w);
+                C_8
+            }
+            Payload::N12(w) => {
+                self.n12.push(w);
+                C_12
+            }
+        };
+        if ix % 32 == 0 {
+            let before = [self.vars.len(), self.n8.len(), self.n12.len()].map(|n| n as u32);
+            // the node just pushed is not before its own block
+            let mut b = Block { lo: 0, hi: 0, before };
+            if class != C_ZERO {
+                b.before[class as usize - 1] -= 1;
+            }
+            self.blocks.push(b);
+        }
+        let b = self.blocks.last_mut()?;
+        b.lo |= (class & 1) << (ix % 32);
+        b.hi |= (class >> 1) << (ix % 32);
+        if own_span && self.runs.get(self.runs.len() - 1).is_some_and(|r| r[1] != s) {
+            self.runs.push([ix, s]);
+        }
+        self.len = ix + 1;
         Some(ix)
     }
 
-    /// The node at `ix` (an index this arena did not give reads as Zero).
+    /// The class of the node at `ix` and its place in its class's array (`None` if not given).
+    #[inline]
+    fn locate(&self, ix: Ix) -> Option<(u32, usize)> {
+        if ix >= self.len {
+            return None;
+        }
+        let b = self.blocks.get((ix / 32) as usize)?;
+        let bit = ix % 32;
+        let class = (b.lo >> bit & 1) | (b.hi >> bit & 1) << 1;
+        if class == C_ZERO {
+            return Some((C_ZERO, 0));
+        }
+        let lo = if class & 1 != 0 { b.lo } else { !b.lo };
+        let hi = if class & 2 != 0 { b.hi } else { !b.hi };
+        let below = (lo & hi & ((1u32 << bit) - 1)).count_ones();
+        Some((class, (b.before[class as usize - 1] + below) as usize))
+    }
+
+    /// The node at `ix` (a serial this arena did not give reads as Zero).
     #[inline]
     pub fn kind(&self, ix: Ix) -> Kind {
-        let Some(&n) = self.nodes.get(ix as usize) else { return Kind::Zero };
-        let (lo, hi) = (n.x as u32, (n.x >> 32) as u32);
-        let id = n.x as i64;
-        match n.tag_span >> TAG_SHIFT {
-            ONE_HOT => Kind::OneHot(id),
-            SCALE => Kind::Scale(f64::from_bits(n.x), n.a),
-            ADD => Kind::Add(lo, hi),
-            VAR => Kind::Var(id),
-            LET => Kind::Let(n.a as i64, lo, hi),
-            LET_WIDE => Kind::Let(self.wide_ids.get(n.a as usize).copied().unwrap_or_default(), lo, hi),
-            INPUT => Kind::Input(id),
-            SHARE => Kind::Share(id, n.a),
+        match self.locate(ix) {
+            Some((C_VAR, r)) => self.vars.get(r).map_or(Kind::Zero, |&i| Kind::Var(i as i64)),
+            Some((C_8, r)) => {
+                let Some(&[w0, w1]) = self.n8.get(r) else { return Kind::Zero };
+                match w0 >> TAG_SHIFT {
+                    ADD => Kind::Add(w0 & LOW, w1),
+                    _ => Kind::Let(w1 as i64, w0 & LOW, ix - 1),
+                }
+            }
+            Some((C_12, r)) => {
+                let Some(&[w0, w1, w2]) = self.n12.get(r) else { return Kind::Zero };
+                let (x, low) = (join(w0, w1), w2 & LOW);
+                match w2 >> TAG_SHIFT {
+                    SCALE => Kind::Scale(f64::from_bits(x), low),
+                    LET | LET_RHS => Kind::Let(low as i64, w0, w1),
+                    LET_WIDE => Kind::Let(self.wide_ids.get(low as usize).copied().unwrap_or_default(), w0, w1),
+                    VAR_WIDE => Kind::Var(x as i64),
+                    ONE_HOT => Kind::OneHot(x as i64),
+                    INPUT => Kind::Input(x as i64),
+                    SHARE => Kind::Share(x as i64, low),
+                    _ => Kind::Zero,
+                }
+            }
             _ => Kind::Zero,
+        }
+    }
+
+    /// The right-hand side of a Let whose span is that right-hand side's.
+    fn span_from_rhs(&self, ix: Ix) -> Option<Ix> {
+        match self.locate(ix)? {
+            (C_8, r) => self.n8.get(r).filter(|w| w[0] >> TAG_SHIFT == LET_PREV_RHS).map(|w| w[0] & LOW),
+            (C_12, r) => self.n12.get(r).filter(|w| w[2] >> TAG_SHIFT == LET_RHS).map(|w| w[0]),
+            _ => None,
         }
     }
 
@@ -155,18 +308,79 @@ impl Arena {
     }
 
     /// The node's span as the index of a distinct span: equal spans, equal indices (0: no span).
-    pub fn span_id_of(&self, ix: Ix) -> u32 {
-        self.nodes.get(ix as usize).map_or(0, |n| n.tag_span & SPAN_MASK)
+    pub fn span_id_of(&self, mut ix: Ix) -> u32 {
+        // a Let that takes its right-hand side's span: that node's (made before it, so this ends)
+        while let Some(rhs) = self.span_from_rhs(ix) {
+            ix = rhs;
+        }
+        if ix >= self.len {
+            return 0;
+        }
+        self.run_of(ix)
     }
 
-    /// The number of indices given, the unused index 0 included (the largest serial + 1).
+    /// The span index of the run holding serial `ix` (< len): galloping from the run found last,
+    /// then halving.
+    fn run_of(&self, ix: Ix) -> u32 {
+        let n = self.runs.len();
+        let start = |i: usize| self.runs.get(i).map_or(u32::MAX, |r| r[0]);
+        let h = self.run_hint.get().min(n - 1);
+        // lo's run starts at or before ix, hi's after it (or hi == n)
+        let (mut lo, mut hi);
+        let mut step = 1;
+        if start(h) <= ix {
+            lo = h;
+            loop {
+                let p = lo + step;
+                if p >= n {
+                    hi = n;
+                    break;
+                }
+                if start(p) <= ix {
+                    lo = p;
+                    step *= 2;
+                } else {
+                    hi = p;
+                    break;
+                }
+            }
+        } else {
+            hi = h;
+            loop {
+                // run 0 starts at serial 0
+                if hi <= step {
+                    lo = 0;
+                    break;
+                }
+                let p = hi - step;
+                if start(p) <= ix {
+                    lo = p;
+                    break;
+                }
+                hi = p;
+                step *= 2;
+            }
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if start(mid) <= ix {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        self.run_hint.set(lo);
+        self.runs.get(lo).map_or(0, |r| r[1])
+    }
+
+    /// The number of serials given, the unused serial 0 included (the largest serial + 1).
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.len as usize
     }
 
-    /// Never: index 0 is taken from the start.
+    /// Never: serial 0 is taken from the start.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len == 0
     }
 }
 
@@ -198,10 +412,70 @@ mod tests {
         assert_eq!((a.kind(w), a.kind(x), a.kind(sh)), (Kind::Let(-3, v, sc), Kind::Let(u32::MAX as i64, sc, v), Kind::Share(i64::MIN, l)));
         assert_eq!((a.span(w), a.span(x), a.span(sh)), (s1, s2, s1));
         assert_eq!(a.kind(l), Kind::Let(1 << 40, ad, v));
-        // a node is 16 bytes, its tag and span in one word: one chunk look-up
-        assert_eq!(std::mem::size_of::<Node>(), 16);
+        // a block of 32 serials is 20 bytes; the largest payload 12
+        assert_eq!((std::mem::size_of::<Block>(), std::mem::size_of::<[u32; 3]>()), (20, 12));
         // an index the arena never gave is a Zero without a span, not a panic
         assert_eq!((a.kind(99), a.span(99)), (Kind::Zero, Span::NONE));
         assert_eq!(a.len(), 9);
+    }
+
+    /// Every node reads back as built, with its serial and span, whatever its class: the leaves (Zero,
+    /// Var) that take no 12-byte slot, the Lets whose span is their right-hand side's (no run of
+    /// their own), the wide ids, across many blocks and chunks. Fails if a node's class place (the
+    /// rank), a leaf's serial or a span run is off by one anywhere.
+    #[test]
+    fn every_class_reads_back_with_its_serial_and_span_across_blocks() {
+        let mut a = Arena::default();
+        let mut want: Vec<(Kind, Span)> = vec![(Kind::Zero, Span::NONE)];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let spans = [Span::NONE, Span::new(1, 4), Span::new(5, 9), Span::new(10, 12)];
+        for _ in 0..150_000 {
+            let n = want.len() as u64;
+            let (c1, c2) = (rnd(n) as Ix, rnd(n) as Ix);
+            let id = match rnd(4) {
+                0 => -(rnd(9) as i64) - 1,
+                1 => (1 << 28) + rnd(9) as i64,
+                2 => u32::MAX as i64 + rnd(3) as i64,
+                _ => rnd(1000) as i64,
+            };
+            let k = match rnd(10) {
+                0 | 1 => Kind::Zero,
+                2 | 3 => Kind::Var(if rnd(5) == 0 { id } else { rnd(1 << 20) as i64 }),
+                4 => Kind::Scale(rnd(1000) as f64 - 500.5, c1),
+                5 => Kind::Add(c1, c2),
+                6 => Kind::Let(id, c1, (n - 1) as Ix),
+                7 => Kind::Let(id, c1, c2),
+                8 => Kind::Share(id, c1),
+                _ => if rnd(2) == 0 { Kind::OneHot(id) } else { Kind::Input(id) },
+            };
+            // a Let mostly takes its right-hand side's span, as runDelta's do
+            let span = match k {
+                Kind::Let(_, rhs, _) if rnd(3) != 0 => want[rhs as usize].1,
+                _ if rnd(3) == 0 => want[n as usize - 1].1,
+                _ => spans[rnd(4) as usize],
+            };
+            assert_eq!(a.push(k, span), Some(n as Ix));
+            want.push((k, span));
+        }
+        assert_eq!(a.len(), want.len());
+        for (s, &(k, span)) in want.iter().enumerate() {
+            assert_eq!((s, a.kind(s as Ix), a.span(s as Ix)), (s, k, span));
+        }
+        // and backwards, and in a scattered order (the run look-up starts from the last one found)
+        for s in (0..want.len()).rev().step_by(7) {
+            assert_eq!((s, a.span(s as Ix)), (s, want[s].1));
+        }
+        for _ in 0..10_000 {
+            let s = rnd(want.len() as u64) as usize;
+            assert_eq!((s, a.kind(s as Ix), a.span(s as Ix)), (s, want[s].0, want[s].1));
+        }
+        let n = want.len() as Ix;
+        assert_eq!((a.kind(n), a.span(n), a.kind(u32::MAX)), (Kind::Zero, Span::NONE, Kind::Zero));
     }
 }

@@ -41,6 +41,10 @@ impl<T: Copy> Chunked<T> {
             self.push(x);
         }
     }
+    /// The element pushed last.
+    pub fn last_mut(&mut self) -> Option<&mut T> {
+        self.chunks.last_mut()?.last_mut()
+    }
     #[inline]
     pub fn get(&self, i: usize) -> Option<&T> {
         self.chunks.get(i >> BITS)?.get(i & (CHUNK - 1))
