@@ -1,22 +1,22 @@
 //! The Delta arena of a run (issue 13: bytes per primal op): every Delta node a run builds, in flat
 //! arrays rather than one `Rc` allocation each. A node is named by its serial (as the graph and the
-//! trace name it), the order it was made in; the arena keeps a node in as few bytes as its
-//! constructor's payload needs, in one of four classes by payload size:
-//! - 0 bytes: `Zero`;
-//! - 4 bytes: `Var i` with `0 ≤ i < 2^32` (Krawiec's Vars name the run's DeltaIds);
-//! - 8 bytes: `Add u1 u2`, and a `Let id rhs body` whose body is the node made just before it (runDelta
-//!   makes the Let spine at consecutive serials, Fig. 10's wrap);
-//! - 12 bytes: `Scale r u`, any other `Let`, and the rest (`OneHot`, `Input`, `Share`, a wide `Var`).
-//! A node's class is two bits of a bitmap over serials, in blocks of 32 with each class's count
-//! before the block (a rank directory: 20 bytes a block, 0.6 of a byte a node), so a node's place in
-//! its class's array is its block's count plus a popcount. A constructor's tag is in the top 4 bits
-//! of a word whose other 28 hold a child or an id, so serials stay below 2^28 (3 GB of nodes, past
-//! any memory budget). Spans are kept by runs of serials (the nodes of one source operation are
-//! made one after another), and a Let whose span is its right-hand side's (runDelta's bindings) is
-//! marked by its tag instead of starting a run.
+//! trace name it), the order it was made in; the arena keeps a node in as many 4-byte words as its
+//! constructor's payload needs, one after another in one array of words:
+//! - none: `Zero`;
+//! - 1: `Var i` with `0 ≤ i < 2^32` (Krawiec's Vars name the run's DeltaIds);
+//! - 2: `Add u1 u2`, and a `Let id rhs body` whose body is the node made just before it (runDelta makes
+//!   the Let spine at consecutive serials, Fig. 10's wrap);
+//! - 3: `Scale r u`, any other `Let`, and the rest (`OneHot`, `Input`, `Share`, a wide `Var`).
+//! A node's word count is two bits of a bitmap over serials, in blocks of 32 with the index of the
+//! block's first word (12 bytes a block, 0.4 of a byte a node), so a node's first word is its block's
+//! plus the word counts of the nodes before it in the block (two popcounts). A constructor's tag is in
+//! the top 4 bits of the node's first word, whose other 28 hold a child or an id, so serials stay
+//! below 2^28 (3 GB of nodes, past any memory budget). Spans are kept by runs of serials (the nodes of
+//! one source operation are made one after another), and a Let whose span is its right-hand side's
+//! (runDelta's bindings) is marked by its tag instead of starting a run.
 //! Horner's step (5 leaves, 4 Scale, 3 Add, 3 Let) was 16 bytes a node in session 31's arena (its
 //! tag, span and payload in one 16-byte slot): about 150 bytes a step against 240 (issue 13's ≤ 100
-//! bytes per primal op). The price is a second look-up in `kind` (the block, then the node).
+//! bytes per primal op). The price is a second look-up in `kind` (the block, then the words).
 //! Nothing is freed before the run ends: every node of Krawiec's Let chain and of the array paper's
 //! Delta is live until the evaluator has walked it, and the arena goes as a whole.
 
@@ -29,20 +29,20 @@ use std::cell::Cell;
 /// A node's serial in its arena (serial 0 holds no node: serials start at 1).
 pub type Ix = u32;
 
-/// The classes, by payload: Zero (none), a narrow Var (4 bytes), 8 and 12 bytes.
+/// A node's words, the word counts also being the classes: Zero (none), a narrow Var (1), 2 and 3.
 const C_ZERO: u32 = 0;
 const C_VAR: u32 = 1;
-const C_8: u32 = 2;
-const C_12: u32 = 3;
+const C_2: u32 = 2;
+const C_3: u32 = 3;
 
-/// Tags of the 8-byte class (in the top bits of the first word).
+/// Tags of the two-word class (in the top bits of the first word).
 const ADD: u32 = 0;
 /// A Let whose body is the node made just before it, with a span of its own.
 const LET_PREV: u32 = 1;
 /// … whose span is its right-hand side's.
 const LET_PREV_RHS: u32 = 2;
 
-/// Tags of the 12-byte class (in the top bits of the third word).
+/// Tags of the three-word class (in the top bits of the first word).
 const SCALE: u32 = 0;
 const LET: u32 = 1;
 const LET_RHS: u32 = 2;
@@ -56,12 +56,12 @@ const SHARE: u32 = 7;
 const TAG_SHIFT: u32 = 28;
 const LOW: u32 = (1 << TAG_SHIFT) - 1;
 
-/// 32 serials' classes (two bit planes) and, per payload class, how many nodes of it come before.
+/// 32 serials' word counts (two bit planes) and the index of the first one's first word.
 #[derive(Clone, Copy, Default)]
 struct Block {
     lo: u32,
     hi: u32,
-    before: [u32; 3],
+    start: u32,
 }
 
 /// The distinct spans of a run's Delta nodes (or of its deltaLets), each once, by index: the nodes
@@ -106,9 +106,7 @@ impl SpanTable {
 /// The nodes of one run.
 pub struct Arena {
     blocks: Chunked<Block>,
-    vars: Chunked<u32>,
-    n8: Chunked<[u32; 2]>,
-    n12: Chunked<[u32; 3]>,
+    words: Chunked<u32>,
     wide_ids: Vec<i64>,
     /// The serials given, serial 0 included.
     len: u32,
@@ -123,16 +121,14 @@ impl Default for Arena {
     fn default() -> Self {
         let mut a = Arena {
             blocks: Chunked::default(),
-            vars: Chunked::default(),
-            n8: Chunked::default(),
-            n12: Chunked::default(),
+            words: Chunked::default(),
             wide_ids: vec![],
             len: 1,
             runs: Chunked::default(),
             run_hint: Cell::new(0),
             spans: SpanTable::default(),
         };
-        // serial 0: no node (a Zero in class 0; the first node is serial 1, as when serials were
+        // serial 0: no node (a Zero, no words; the first node is serial 1, as when serials were
         // counted from 1), in the first run, of no span
         a.blocks.push(Block::default());
         a.runs.push([0, 0]);
@@ -140,101 +136,82 @@ impl Default for Arena {
     }
 }
 
-fn split(x: u64) -> (u32, u32) {
-    (x as u32, (x >> 32) as u32)
-}
-
 fn join(lo: u32, hi: u32) -> u64 {
     lo as u64 | (hi as u64) << 32
 }
 
-/// A payload in its class: (class, 4-byte, 8-byte or 12-byte words).
-enum Payload {
-    Zero,
-    Var(u32),
-    N8([u32; 2]),
-    N12([u32; 3]),
-}
-
 impl Arena {
     /// Adds a node; `None` once the serials are used up (2^28 nodes, far past any memory budget),
-    /// the wide ids (2^28) or the spans (2^32 distinct source operations).
+    /// the words (2^32), the wide ids (2^28) or the spans (2^32 distinct source operations).
     pub fn push(&mut self, kind: Kind, span: Span) -> Option<Ix> {
         let ix = self.len;
-        if ix >= LOW {
+        if ix >= LOW || u32::try_from(self.words.len() + 3).is_err() {
             return None;
         }
         let child = |u: Ix| (u <= LOW).then_some(u);
         let s = self.spans.index(span)?;
         // a Let's span is kept by its tag when it is its right-hand side's (made before it)
         let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && a.span_id_of(rhs) == s;
-        let (payload, own_span) = match kind {
-            Kind::Zero => (Payload::Zero, true),
+        let tagged = |tag: u32, low: u32| tag << TAG_SHIFT | low;
+        let three = |tag: u32, low: u32, x: u64| [tagged(tag, low), x as u32, (x >> 32) as u32];
+        let (words, own_span): ([u32; 3], bool);
+        let class = match kind {
+            Kind::Zero => {
+                (words, own_span) = ([0; 3], true);
+                C_ZERO
+            }
             Kind::Var(i) => match u32::try_from(i) {
-                Ok(i) => (Payload::Var(i), true),
+                Ok(i) => {
+                    (words, own_span) = ([i, 0, 0], true);
+                    C_VAR
+                }
                 Err(_) => {
-                    let (l, h) = split(i as u64);
-                    (Payload::N12([l, h, VAR_WIDE << TAG_SHIFT]), true)
+                    (words, own_span) = (three(VAR_WIDE, 0, i as u64), true);
+                    C_3
                 }
             },
-            Kind::Add(u1, u2) => (Payload::N8([ADD << TAG_SHIFT | child(u1)?, u2]), true),
+            Kind::Add(u1, u2) => {
+                (words, own_span) = ([tagged(ADD, child(u1)?), u2, 0], true);
+                C_2
+            }
             Kind::Let(i, rhs, body) => {
                 let r = child(rhs)?;
                 let same = rhs_span(self, rhs);
                 match u32::try_from(i) {
                     Ok(i) if body.checked_add(1) == Some(ix) => {
-                        let tag = if same { LET_PREV_RHS } else { LET_PREV };
-                        (Payload::N8([tag << TAG_SHIFT | r, i]), !same)
+                        (words, own_span) = ([tagged(if same { LET_PREV_RHS } else { LET_PREV }, r), i, 0], !same);
+                        C_2
                     }
                     Ok(i) if i <= LOW => {
-                        let tag = if same { LET_RHS } else { LET };
-                        (Payload::N12([r, body, tag << TAG_SHIFT | i]), !same)
+                        (words, own_span) = ([tagged(if same { LET_RHS } else { LET }, i), r, body], !same);
+                        C_3
                     }
                     _ => {
                         let w = u32::try_from(self.wide_ids.len()).ok().filter(|&w| w <= LOW)?;
                         self.wide_ids.push(i);
-                        (Payload::N12([r, body, LET_WIDE << TAG_SHIFT | w]), true)
+                        (words, own_span) = ([tagged(LET_WIDE, w), r, body], true);
+                        C_3
                     }
                 }
             }
             Kind::Scale(r, u) => {
-                let (l, h) = split(r.to_bits());
-                (Payload::N12([l, h, SCALE << TAG_SHIFT | child(u)?]), true)
+                (words, own_span) = (three(SCALE, child(u)?, r.to_bits()), true);
+                C_3
             }
             Kind::OneHot(i) | Kind::Input(i) => {
                 let tag = if matches!(kind, Kind::OneHot(_)) { ONE_HOT } else { INPUT };
-                let (l, h) = split(i as u64);
-                (Payload::N12([l, h, tag << TAG_SHIFT]), true)
+                (words, own_span) = (three(tag, 0, i as u64), true);
+                C_3
             }
             Kind::Share(i, d) => {
-                let (l, h) = split(i as u64);
-                (Payload::N12([l, h, SHARE << TAG_SHIFT | child(d)?]), true)
-            }
-        };
-        let class = match payload {
-            Payload::Zero => C_ZERO,
-            Payload::Var(i) => {
-                self.vars.push(i);
-                C_VAR
-            }
-            Payload::N8(w) => {
-                self.n8.push(w);
-                C_8
-            }
-            Payload::N12(w) => {
-                self.n12.push(w);
-                C_12
+                (words, own_span) = (three(SHARE, child(d)?, i as u64), true);
+                C_3
             }
         };
         if ix % 32 == 0 {
-            let before = [self.vars.len(), self.n8.len(), self.n12.len()].map(|n| n as u32);
-            // the node just pushed is not before its own block
-            let mut b = Block { lo: 0, hi: 0, before };
-            if class != C_ZERO {
-                b.before[class as usize - 1] -= 1;
-            }
-            self.blocks.push(b);
+            self.blocks.push(Block { lo: 0, hi: 0, start: self.words.len() as u32 });
         }
+        self.words.extend_from_slice(&words[..class as usize]);
         let b = self.blocks.last_mut()?;
         b.lo |= (class & 1) << (ix % 32);
         b.hi |= (class >> 1) << (ix % 32);
@@ -245,7 +222,8 @@ impl Arena {
         Some(ix)
     }
 
-    /// The class of the node at `ix` and its place in its class's array (`None` if not given).
+    /// The class (word count) of the node at `ix` and the index of its first word (`None` if not
+    /// given).
     #[inline]
     fn locate(&self, ix: Ix) -> Option<(u32, usize)> {
         if ix >= self.len {
@@ -257,31 +235,44 @@ impl Arena {
         if class == C_ZERO {
             return Some((C_ZERO, 0));
         }
-        let lo = if class & 1 != 0 { b.lo } else { !b.lo };
-        let hi = if class & 2 != 0 { b.hi } else { !b.hi };
-        let below = (lo & hi & ((1u32 << bit) - 1)).count_ones();
-        Some((class, (b.before[class as usize - 1] + below) as usize))
+        let below = (1u32 << bit) - 1;
+        let before = (b.lo & below).count_ones() + 2 * (b.hi & below).count_ones();
+        Some((class, (b.start + before) as usize))
+    }
+
+    #[inline]
+    fn word(&self, i: usize) -> u32 {
+        self.words.get(i).copied().unwrap_or_default()
     }
 
     /// The node at `ix` (a serial this arena did not give reads as Zero).
     #[inline]
     pub fn kind(&self, ix: Ix) -> Kind {
-        match self.locate(ix) {
-            Some((C_VAR, r)) => self.vars.get(r).map_or(Kind::Zero, |&i| Kind::Var(i as i64)),
-            Some((C_8, r)) => {
-                let Some(&[w0, w1]) = self.n8.get(r) else { return Kind::Zero };
-                match w0 >> TAG_SHIFT {
-                    ADD => Kind::Add(w0 & LOW, w1),
-                    _ => Kind::Let(w1 as i64, w0 & LOW, ix - 1),
-                }
-            }
-            Some((C_12, r)) => {
-                let Some(&[w0, w1, w2]) = self.n12.get(r) else { return Kind::Zero };
-                let (x, low) = (join(w0, w1), w2 & LOW);
-                match w2 >> TAG_SHIFT {
+        let Some((class, at)) = self.locate(ix) else { return Kind::Zero };
+        if class == C_ZERO {
+            return Kind::Zero;
+        }
+        // the node's words at once when in one chunk (all but a node across a chunk's end)
+        let [w0, w1, w2] = match self.words.slice(at, class as usize) {
+            Some(&[w0]) => [w0, 0, 0],
+            Some(&[w0, w1]) => [w0, w1, 0],
+            Some(&[w0, w1, w2]) => [w0, w1, w2],
+            _ => [self.word(at), self.word(at + 1), self.word(at + 2)],
+        };
+        if class == C_VAR {
+            return Kind::Var(w0 as i64);
+        }
+        let low = w0 & LOW;
+        // one match on the class and the tag together
+        match (class << 4) | w0 >> TAG_SHIFT {
+            c if c == C_2 << 4 | ADD => Kind::Add(low, w1),
+            c if c >> 4 == C_2 => Kind::Let(w1 as i64, low, ix - 1),
+            c => {
+                let x = join(w1, w2);
+                match c & 15 {
                     SCALE => Kind::Scale(f64::from_bits(x), low),
-                    LET | LET_RHS => Kind::Let(low as i64, w0, w1),
-                    LET_WIDE => Kind::Let(self.wide_ids.get(low as usize).copied().unwrap_or_default(), w0, w1),
+                    LET | LET_RHS => Kind::Let(low as i64, w1, w2),
+                    LET_WIDE => Kind::Let(self.wide_ids.get(low as usize).copied().unwrap_or_default(), w1, w2),
                     VAR_WIDE => Kind::Var(x as i64),
                     ONE_HOT => Kind::OneHot(x as i64),
                     INPUT => Kind::Input(x as i64),
@@ -289,15 +280,16 @@ impl Arena {
                     _ => Kind::Zero,
                 }
             }
-            _ => Kind::Zero,
         }
     }
 
     /// The right-hand side of a Let whose span is that right-hand side's.
     fn span_from_rhs(&self, ix: Ix) -> Option<Ix> {
-        match self.locate(ix)? {
-            (C_8, r) => self.n8.get(r).filter(|w| w[0] >> TAG_SHIFT == LET_PREV_RHS).map(|w| w[0] & LOW),
-            (C_12, r) => self.n12.get(r).filter(|w| w[2] >> TAG_SHIFT == LET_RHS).map(|w| w[0]),
+        let (class, at) = self.locate(ix)?;
+        let w0 = self.word(at);
+        match (class, w0 >> TAG_SHIFT) {
+            (C_2, LET_PREV_RHS) => Some(w0 & LOW),
+            (C_3, LET_RHS) => Some(self.word(at + 1)),
             _ => None,
         }
     }
@@ -412,8 +404,8 @@ mod tests {
         assert_eq!((a.kind(w), a.kind(x), a.kind(sh)), (Kind::Let(-3, v, sc), Kind::Let(u32::MAX as i64, sc, v), Kind::Share(i64::MIN, l)));
         assert_eq!((a.span(w), a.span(x), a.span(sh)), (s1, s2, s1));
         assert_eq!(a.kind(l), Kind::Let(1 << 40, ad, v));
-        // a block of 32 serials is 20 bytes; the largest payload 12
-        assert_eq!((std::mem::size_of::<Block>(), std::mem::size_of::<[u32; 3]>()), (20, 12));
+        // a block of 32 serials is 12 bytes
+        assert_eq!(std::mem::size_of::<Block>(), 12);
         // an index the arena never gave is a Zero without a span, not a panic
         assert_eq!((a.kind(99), a.span(99)), (Kind::Zero, Span::NONE));
         assert_eq!(a.len(), 9);
