@@ -7,6 +7,7 @@
 //! - 2: `Add u1 u2`, and a `Let id rhs body` whose body is the node made just before it (runDelta makes
 //!   the Let spine at consecutive serials, Fig. 10's wrap);
 //! - 3: `Scale r u`, any other `Let`, and the rest (`OneHot`, `Input`, `Share`, a wide `Var`).
+//!
 //! A node's word count is two bits of a bitmap over serials, in blocks of 32 with the index of the
 //! block's first word (12 bytes a block, 0.4 of a byte a node), so a node's first word is its block's
 //! plus the word counts of the nodes before it in the block (two popcounts). A constructor's tag is in
@@ -14,9 +15,11 @@
 //! below 2^28 (3 GB of nodes, past any memory budget). Spans are kept by runs of serials (the nodes of
 //! one source operation are made one after another), and a Let whose span is its right-hand side's
 //! (runDelta's bindings) is marked by its tag instead of starting a run.
+//!
 //! Horner's step (5 leaves, 4 Scale, 3 Add, 3 Let) was 16 bytes a node in session 31's arena (its
 //! tag, span and payload in one 16-byte slot): about 150 bytes a step against 240 (issue 13's ≤ 100
 //! bytes per primal op). The price is a second look-up in `kind` (the block, then the words).
+//!
 //! Nothing is freed before the run ends: every node of Krawiec's Let chain and of the array paper's
 //! Delta is live until the evaluator has walked it, and the arena goes as a whole.
 
@@ -208,7 +211,7 @@ impl Arena {
                 C_3
             }
         };
-        if ix % 32 == 0 {
+        if ix.is_multiple_of(32) {
             self.blocks.push(Block { lo: 0, hi: 0, start: self.words.len() as u32 });
         }
         self.words.extend_from_slice(&words[..class as usize]);
