@@ -1,47 +1,70 @@
-//! The Delta arena of a run (issue 13: bytes per primal op): every Delta node a run builds, in a flat
-//! array rather than one `Rc` allocation each. A node is its index (its serial, as the graph and the
-//! trace name it): 16 bytes, the real or the id and up to two children as indices, with its tag and
-//! its span (an index into the run's table of distinct spans) in one word — where an `Rc<Node>`
-//! (header, serial, span, constructor) took 64, and the arena of session 29 21 (a tag byte, a
-//! 16-byte slot, a span index). The array grows in fixed chunks
-//! (`Chunked`: no doubling's overshoot). Nothing is freed before the run ends: every node of
-//! Krawiec's Let chain and of the array paper's Delta is live until the evaluator has walked it,
-//! and the arena goes as a whole (no drop of a long chain, node by node).
+//! The Delta arena of a run (issue 13: bytes per primal op): every Delta node a run builds, in flat
+//! arrays rather than one `Rc` allocation each. A node is named by its serial (as the graph and the
+//! trace name it), the order it was made in; the arena keeps a node in as many 4-byte words as its
+//! constructor's payload needs, one after another in one array of words:
+//! - none: `Zero`;
+//! - 1: `Var i` with `0 ≤ i < 2^32` (Krawiec's Vars name the run's DeltaIds);
+//! - 2: `Add u1 u2`, and a `Let id rhs body` whose body is the node made just before it (runDelta makes
+//!   the Let spine at consecutive serials, Fig. 10's wrap);
+//! - 3: `Scale r u`, any other `Let`, and the rest (`OneHot`, `Input`, `Share`, a wide `Var`).
+//!
+//! A node's word count is two bits of a bitmap over serials, in blocks of 32 with the index of the
+//! block's first word (12 bytes a block, 0.4 of a byte a node), so a node's first word is its block's
+//! plus the word counts of the nodes before it in the block (two popcounts). A constructor's tag is in
+//! the top 4 bits of the node's first word, whose other 28 hold a child or an id, so serials stay
+//! below 2^28 (3 GB of nodes, past any memory budget). Spans are kept by runs of serials (the nodes of
+//! one source operation are made one after another), and a Let whose span is its right-hand side's
+//! (runDelta's bindings) is marked by its tag instead of starting a run.
+//!
+//! Horner's step (5 leaves, 4 Scale, 3 Add, 3 Let) was 16 bytes a node in session 31's arena (its
+//! tag, span and payload in one 16-byte slot): about 150 bytes a step against 240 (issue 13's ≤ 100
+//! bytes per primal op). The price is a second look-up in `kind` (the block, then the words).
+//!
+//! Nothing is freed before the run ends: every node of Krawiec's Let chain and of the array paper's
+//! Delta is live until the evaluator has walked it, and the arena goes as a whole.
 
 use super::Kind;
 use crate::diag::Span;
 use crate::stages::dualrev::common::Chunked;
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::Cell;
 
-/// A node's index in its arena, which is also its serial (index 0 holds no node: serials start at 1).
+/// A node's serial in its arena (serial 0 holds no node: serials start at 1).
 pub type Ix = u32;
 
-const ZERO: u32 = 0;
-const ONE_HOT: u32 = 1;
-const SCALE: u32 = 2;
-const ADD: u32 = 3;
-const VAR: u32 = 4;
-const LET: u32 = 5;
+/// A node's words, the word counts also being the classes: Zero (none), a narrow Var (1), 2 and 3.
+const C_ZERO: u32 = 0;
+const C_VAR: u32 = 1;
+const C_2: u32 = 2;
+const C_3: u32 = 3;
+
+/// Tags of the two-word class (in the top bits of the first word).
+const ADD: u32 = 0;
+/// A Let whose body is the node made just before it, with a span of its own.
+const LET_PREV: u32 = 1;
+/// … whose span is its right-hand side's.
+const LET_PREV_RHS: u32 = 2;
+
+/// Tags of the three-word class (in the top bits of the first word).
+const SCALE: u32 = 0;
+const LET: u32 = 1;
+const LET_RHS: u32 = 2;
+/// A Let whose id is not below 2^28: the id is in `wide_ids`, at the index in the low bits.
+const LET_WIDE: u32 = 3;
+const VAR_WIDE: u32 = 4;
+const ONE_HOT: u32 = 5;
 const INPUT: u32 = 6;
 const SHARE: u32 = 7;
-/// A Let whose id is not a `u32` (ids are the run's DeltaIds, so only a program that counts them
-/// from far away): the id is in `wide_ids`, at the index in `a`.
-const LET_WIDE: u32 = 8;
 
-/// The tag sits in the top 4 bits of the word that holds the span index.
 const TAG_SHIFT: u32 = 28;
-const SPAN_MASK: u32 = (1 << TAG_SHIFT) - 1;
+const LOW: u32 = (1 << TAG_SHIFT) - 1;
 
-/// A node: its payload and, in one word, its tag and its span's index — 16 bytes, read with one
-/// chunk look-up (the tag was a separate array: two look-ups a node, which made the walks that
-/// revisit shared nodes 30–60 % slower than the `Rc` nodes, session 29). The payload: the real or
-/// the id in `x` (Scale, OneHot, Var, Input, Share) and the child in `a`; two children packed in
-/// `x` (Add; Let, with its id in `a`).
+/// 32 serials' word counts (two bit planes) and the index of the first one's first word.
 #[derive(Clone, Copy, Default)]
-struct Node {
-    x: u64,
-    a: u32,
-    tag_span: u32,
+struct Block {
+    lo: u32,
+    hi: u32,
+    start: u32,
 }
 
 /// The distinct spans of a run's Delta nodes (or of its deltaLets), each once, by index: the nodes
@@ -83,69 +106,194 @@ impl SpanTable {
     }
 }
 
-/// The nodes of one run, in fixed chunks.
+/// The nodes of one run.
 pub struct Arena {
-    nodes: Chunked<Node>,
+    blocks: Chunked<Block>,
+    words: Chunked<u32>,
     wide_ids: Vec<i64>,
+    /// The serials given, serial 0 included.
+    len: u32,
+    /// Runs of serials of one span: (first serial, span index), by serial; the first at serial 0.
+    runs: Chunked<[u32; 2]>,
+    /// The run found last (look-ups come in runs of nearby serials: a Let spine, an Add's parts).
+    run_hint: Cell<usize>,
     spans: SpanTable,
 }
 
 impl Default for Arena {
     fn default() -> Self {
-        let mut a = Arena { nodes: Chunked::default(), wide_ids: vec![], spans: SpanTable::default() };
-        // index 0: no node (the first node is serial 1, as when serials were counted from 1)
-        a.nodes.push(Node::default());
+        let mut a = Arena {
+            blocks: Chunked::default(),
+            words: Chunked::default(),
+            wide_ids: vec![],
+            len: 1,
+            runs: Chunked::default(),
+            run_hint: Cell::new(0),
+            spans: SpanTable::default(),
+        };
+        // serial 0: no node (a Zero, no words; the first node is serial 1, as when serials were
+        // counted from 1), in the first run, of no span
+        a.blocks.push(Block::default());
+        a.runs.push([0, 0]);
         a
     }
 }
 
-fn two(u1: Ix, u2: Ix) -> u64 {
-    u1 as u64 | (u2 as u64) << 32
+fn join(lo: u32, hi: u32) -> u64 {
+    lo as u64 | (hi as u64) << 32
 }
 
 impl Arena {
-    /// Adds a node; `None` once the indices are used up (4·10^9 nodes, far past any memory budget)
-    /// or the spans (2^28 distinct source operations).
+    /// Adds a node; `None` once the serials are used up (2^28 nodes, far past any memory budget),
+    /// the words (2^32), the wide ids (2^28) or the spans (2^32 distinct source operations).
     pub fn push(&mut self, kind: Kind, span: Span) -> Option<Ix> {
-        let ix = Ix::try_from(self.nodes.len()).ok().filter(|&i| i < Ix::MAX)?;
-        let (tag, x, a) = match kind {
-            Kind::Zero => (ZERO, 0, 0),
-            Kind::OneHot(i) => (ONE_HOT, i as u64, 0),
-            Kind::Scale(r, u) => (SCALE, r.to_bits(), u),
-            Kind::Add(u1, u2) => (ADD, two(u1, u2), 0),
-            Kind::Var(i) => (VAR, i as u64, 0),
-            Kind::Let(i, rhs, body) => match u32::try_from(i) {
-                Ok(i) => (LET, two(rhs, body), i),
+        let ix = self.len;
+        if ix >= LOW || u32::try_from(self.words.len() + 3).is_err() {
+            return None;
+        }
+        let child = |u: Ix| (u <= LOW).then_some(u);
+        let s = self.spans.index(span)?;
+        // a Let's span is kept by its tag when it is its right-hand side's (made before it)
+        let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && a.span_id_of(rhs) == s;
+        let tagged = |tag: u32, low: u32| tag << TAG_SHIFT | low;
+        let three = |tag: u32, low: u32, x: u64| [tagged(tag, low), x as u32, (x >> 32) as u32];
+        let (words, own_span): ([u32; 3], bool);
+        let class = match kind {
+            Kind::Zero => {
+                (words, own_span) = ([0; 3], true);
+                C_ZERO
+            }
+            Kind::Var(i) => match u32::try_from(i) {
+                Ok(i) => {
+                    (words, own_span) = ([i, 0, 0], true);
+                    C_VAR
+                }
                 Err(_) => {
-                    let w = u32::try_from(self.wide_ids.len()).ok()?;
-                    self.wide_ids.push(i);
-                    (LET_WIDE, two(rhs, body), w)
+                    (words, own_span) = (three(VAR_WIDE, 0, i as u64), true);
+                    C_3
                 }
             },
-            Kind::Input(i) => (INPUT, i as u64, 0),
-            Kind::Share(i, d) => (SHARE, i as u64, d),
+            Kind::Add(u1, u2) => {
+                (words, own_span) = ([tagged(ADD, child(u1)?), u2, 0], true);
+                C_2
+            }
+            Kind::Let(i, rhs, body) => {
+                let r = child(rhs)?;
+                let same = rhs_span(self, rhs);
+                match u32::try_from(i) {
+                    Ok(i) if body.checked_add(1) == Some(ix) => {
+                        (words, own_span) = ([tagged(if same { LET_PREV_RHS } else { LET_PREV }, r), i, 0], !same);
+                        C_2
+                    }
+                    Ok(i) if i <= LOW => {
+                        (words, own_span) = ([tagged(if same { LET_RHS } else { LET }, i), r, body], !same);
+                        C_3
+                    }
+                    _ => {
+                        let w = u32::try_from(self.wide_ids.len()).ok().filter(|&w| w <= LOW)?;
+                        self.wide_ids.push(i);
+                        (words, own_span) = ([tagged(LET_WIDE, w), r, body], true);
+                        C_3
+                    }
+                }
+            }
+            Kind::Scale(r, u) => {
+                (words, own_span) = (three(SCALE, child(u)?, r.to_bits()), true);
+                C_3
+            }
+            Kind::OneHot(i) | Kind::Input(i) => {
+                let tag = if matches!(kind, Kind::OneHot(_)) { ONE_HOT } else { INPUT };
+                (words, own_span) = (three(tag, 0, i as u64), true);
+                C_3
+            }
+            Kind::Share(i, d) => {
+                (words, own_span) = (three(SHARE, child(d)?, i as u64), true);
+                C_3
+            }
         };
-        let s = self.spans.index(span).filter(|&s| s <= SPAN_MASK)?;
-        self.nodes.push(Node { x, a, tag_span: tag << TAG_SHIFT | s });
+        if ix.is_multiple_of(32) {
+            self.blocks.push(Block { lo: 0, hi: 0, start: self.words.len() as u32 });
+        }
+        self.words.extend_from_slice(&words[..class as usize]);
+        let b = self.blocks.last_mut()?;
+        b.lo |= (class & 1) << (ix % 32);
+        b.hi |= (class >> 1) << (ix % 32);
+        if own_span && self.runs.get(self.runs.len() - 1).is_some_and(|r| r[1] != s) {
+            self.runs.push([ix, s]);
+        }
+        self.len = ix + 1;
         Some(ix)
     }
 
-    /// The node at `ix` (an index this arena did not give reads as Zero).
+    /// The class (word count) of the node at `ix` and the index of its first word (`None` if not
+    /// given).
+    #[inline]
+    fn locate(&self, ix: Ix) -> Option<(u32, usize)> {
+        if ix >= self.len {
+            return None;
+        }
+        let b = self.blocks.get((ix / 32) as usize)?;
+        let bit = ix % 32;
+        let class = (b.lo >> bit & 1) | (b.hi >> bit & 1) << 1;
+        if class == C_ZERO {
+            return Some((C_ZERO, 0));
+        }
+        let below = (1u32 << bit) - 1;
+        let before = (b.lo & below).count_ones() + 2 * (b.hi & below).count_ones();
+        Some((class, (b.start + before) as usize))
+    }
+
+    #[inline]
+    fn word(&self, i: usize) -> u32 {
+        self.words.get(i).copied().unwrap_or_default()
+    }
+
+    /// The node at `ix` (a serial this arena did not give reads as Zero).
     #[inline]
     pub fn kind(&self, ix: Ix) -> Kind {
-        let Some(&n) = self.nodes.get(ix as usize) else { return Kind::Zero };
-        let (lo, hi) = (n.x as u32, (n.x >> 32) as u32);
-        let id = n.x as i64;
-        match n.tag_span >> TAG_SHIFT {
-            ONE_HOT => Kind::OneHot(id),
-            SCALE => Kind::Scale(f64::from_bits(n.x), n.a),
-            ADD => Kind::Add(lo, hi),
-            VAR => Kind::Var(id),
-            LET => Kind::Let(n.a as i64, lo, hi),
-            LET_WIDE => Kind::Let(self.wide_ids.get(n.a as usize).copied().unwrap_or_default(), lo, hi),
-            INPUT => Kind::Input(id),
-            SHARE => Kind::Share(id, n.a),
-            _ => Kind::Zero,
+        let Some((class, at)) = self.locate(ix) else { return Kind::Zero };
+        if class == C_ZERO {
+            return Kind::Zero;
+        }
+        // the node's words at once when in one chunk (all but a node across a chunk's end)
+        let [w0, w1, w2] = match self.words.slice(at, class as usize) {
+            Some(&[w0]) => [w0, 0, 0],
+            Some(&[w0, w1]) => [w0, w1, 0],
+            Some(&[w0, w1, w2]) => [w0, w1, w2],
+            _ => [self.word(at), self.word(at + 1), self.word(at + 2)],
+        };
+        if class == C_VAR {
+            return Kind::Var(w0 as i64);
+        }
+        let low = w0 & LOW;
+        // one match on the class and the tag together
+        match (class << 4) | w0 >> TAG_SHIFT {
+            c if c == C_2 << 4 | ADD => Kind::Add(low, w1),
+            c if c >> 4 == C_2 => Kind::Let(w1 as i64, low, ix - 1),
+            c => {
+                let x = join(w1, w2);
+                match c & 15 {
+                    SCALE => Kind::Scale(f64::from_bits(x), low),
+                    LET | LET_RHS => Kind::Let(low as i64, w1, w2),
+                    LET_WIDE => Kind::Let(self.wide_ids.get(low as usize).copied().unwrap_or_default(), w1, w2),
+                    VAR_WIDE => Kind::Var(x as i64),
+                    ONE_HOT => Kind::OneHot(x as i64),
+                    INPUT => Kind::Input(x as i64),
+                    SHARE => Kind::Share(x as i64, low),
+                    _ => Kind::Zero,
+                }
+            }
+        }
+    }
+
+    /// The right-hand side of a Let whose span is that right-hand side's.
+    fn span_from_rhs(&self, ix: Ix) -> Option<Ix> {
+        let (class, at) = self.locate(ix)?;
+        let w0 = self.word(at);
+        match (class, w0 >> TAG_SHIFT) {
+            (C_2, LET_PREV_RHS) => Some(w0 & LOW),
+            (C_3, LET_RHS) => Some(self.word(at + 1)),
+            _ => None,
         }
     }
 
@@ -155,18 +303,79 @@ impl Arena {
     }
 
     /// The node's span as the index of a distinct span: equal spans, equal indices (0: no span).
-    pub fn span_id_of(&self, ix: Ix) -> u32 {
-        self.nodes.get(ix as usize).map_or(0, |n| n.tag_span & SPAN_MASK)
+    pub fn span_id_of(&self, mut ix: Ix) -> u32 {
+        // a Let that takes its right-hand side's span: that node's (made before it, so this ends)
+        while let Some(rhs) = self.span_from_rhs(ix) {
+            ix = rhs;
+        }
+        if ix >= self.len {
+            return 0;
+        }
+        self.run_of(ix)
     }
 
-    /// The number of indices given, the unused index 0 included (the largest serial + 1).
+    /// The span index of the run holding serial `ix` (< len): galloping from the run found last,
+    /// then halving.
+    fn run_of(&self, ix: Ix) -> u32 {
+        let n = self.runs.len();
+        let start = |i: usize| self.runs.get(i).map_or(u32::MAX, |r| r[0]);
+        let h = self.run_hint.get().min(n - 1);
+        // lo's run starts at or before ix, hi's after it (or hi == n)
+        let (mut lo, mut hi);
+        let mut step = 1;
+        if start(h) <= ix {
+            lo = h;
+            loop {
+                let p = lo + step;
+                if p >= n {
+                    hi = n;
+                    break;
+                }
+                if start(p) <= ix {
+                    lo = p;
+                    step *= 2;
+                } else {
+                    hi = p;
+                    break;
+                }
+            }
+        } else {
+            hi = h;
+            loop {
+                // run 0 starts at serial 0
+                if hi <= step {
+                    lo = 0;
+                    break;
+                }
+                let p = hi - step;
+                if start(p) <= ix {
+                    lo = p;
+                    break;
+                }
+                hi = p;
+                step *= 2;
+            }
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if start(mid) <= ix {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        self.run_hint.set(lo);
+        self.runs.get(lo).map_or(0, |r| r[1])
+    }
+
+    /// The number of serials given, the unused serial 0 included (the largest serial + 1).
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.len as usize
     }
 
-    /// Never: index 0 is taken from the start.
+    /// Never: serial 0 is taken from the start.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len == 0
     }
 }
 
@@ -198,10 +407,70 @@ mod tests {
         assert_eq!((a.kind(w), a.kind(x), a.kind(sh)), (Kind::Let(-3, v, sc), Kind::Let(u32::MAX as i64, sc, v), Kind::Share(i64::MIN, l)));
         assert_eq!((a.span(w), a.span(x), a.span(sh)), (s1, s2, s1));
         assert_eq!(a.kind(l), Kind::Let(1 << 40, ad, v));
-        // a node is 16 bytes, its tag and span in one word: one chunk look-up
-        assert_eq!(std::mem::size_of::<Node>(), 16);
+        // a block of 32 serials is 12 bytes
+        assert_eq!(std::mem::size_of::<Block>(), 12);
         // an index the arena never gave is a Zero without a span, not a panic
         assert_eq!((a.kind(99), a.span(99)), (Kind::Zero, Span::NONE));
         assert_eq!(a.len(), 9);
+    }
+
+    /// Every node reads back as built, with its serial and span, whatever its class: the leaves (Zero,
+    /// Var) that take no 12-byte slot, the Lets whose span is their right-hand side's (no run of
+    /// their own), the wide ids, across many blocks and chunks. Fails if a node's class place (the
+    /// rank), a leaf's serial or a span run is off by one anywhere.
+    #[test]
+    fn every_class_reads_back_with_its_serial_and_span_across_blocks() {
+        let mut a = Arena::default();
+        let mut want: Vec<(Kind, Span)> = vec![(Kind::Zero, Span::NONE)];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let spans = [Span::NONE, Span::new(1, 4), Span::new(5, 9), Span::new(10, 12)];
+        for _ in 0..150_000 {
+            let n = want.len() as u64;
+            let (c1, c2) = (rnd(n) as Ix, rnd(n) as Ix);
+            let id = match rnd(4) {
+                0 => -(rnd(9) as i64) - 1,
+                1 => (1 << 28) + rnd(9) as i64,
+                2 => u32::MAX as i64 + rnd(3) as i64,
+                _ => rnd(1000) as i64,
+            };
+            let k = match rnd(10) {
+                0 | 1 => Kind::Zero,
+                2 | 3 => Kind::Var(if rnd(5) == 0 { id } else { rnd(1 << 20) as i64 }),
+                4 => Kind::Scale(rnd(1000) as f64 - 500.5, c1),
+                5 => Kind::Add(c1, c2),
+                6 => Kind::Let(id, c1, (n - 1) as Ix),
+                7 => Kind::Let(id, c1, c2),
+                8 => Kind::Share(id, c1),
+                _ => if rnd(2) == 0 { Kind::OneHot(id) } else { Kind::Input(id) },
+            };
+            // a Let mostly takes its right-hand side's span, as runDelta's do
+            let span = match k {
+                Kind::Let(_, rhs, _) if rnd(3) != 0 => want[rhs as usize].1,
+                _ if rnd(3) == 0 => want[n as usize - 1].1,
+                _ => spans[rnd(4) as usize],
+            };
+            assert_eq!(a.push(k, span), Some(n as Ix));
+            want.push((k, span));
+        }
+        assert_eq!(a.len(), want.len());
+        for (s, &(k, span)) in want.iter().enumerate() {
+            assert_eq!((s, a.kind(s as Ix), a.span(s as Ix)), (s, k, span));
+        }
+        // and backwards, and in a scattered order (the run look-up starts from the last one found)
+        for s in (0..want.len()).rev().step_by(7) {
+            assert_eq!((s, a.span(s as Ix)), (s, want[s].1));
+        }
+        for _ in 0..10_000 {
+            let s = rnd(want.len() as u64) as usize;
+            assert_eq!((s, a.kind(s as Ix), a.span(s as Ix)), (s, want[s].0, want[s].1));
+        }
+        let n = want.len() as Ix;
+        assert_eq!((a.kind(n), a.span(n), a.kind(u32::MAX)), (Kind::Zero, Span::NONE, Kind::Zero));
     }
 }

@@ -41,6 +41,16 @@ impl<T: Copy> Chunked<T> {
             self.push(x);
         }
     }
+    /// The element pushed last.
+    pub fn last_mut(&mut self) -> Option<&mut T> {
+        self.chunks.last_mut()?.last_mut()
+    }
+    /// The `n` elements from `i` when they are in one chunk (`None` if not, or past the end).
+    #[inline]
+    pub fn slice(&self, i: usize, n: usize) -> Option<&[T]> {
+        let at = i & (CHUNK - 1);
+        self.chunks.get(i >> BITS)?.get(at..at + n)
+    }
     #[inline]
     pub fn get(&self, i: usize) -> Option<&T> {
         self.chunks.get(i >> BITS)?.get(i & (CHUNK - 1))
