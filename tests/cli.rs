@@ -366,6 +366,25 @@ fn runs_stay_within_their_memory_budget() {
     assert!(err.contains("ran out while `chad/arrays` was checking what it accepts"), "{err}");
 }
 
+/// Issue 14: chad/cc-chad type-checks its output inside its transform (what it refuses shows only
+/// once typed); a memory stop of that check was reported as a refusal, "a closed code's parameter
+/// type is left open", on a 10^5-line straight program. It is a budget stop, as the pipeline's is.
+#[test]
+fn a_budget_stop_inside_a_transform_is_not_a_refusal() {
+    let mut chain = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+    for i in 1..10000 {
+        chain.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
+    }
+    chain.push_str("  v9999\n");
+    let f = temp_file("chain-10000.cot", chain.as_bytes());
+    let (_, out, err) = cot(&["run", &f, "--json", "--max-mb", "120", "--stage", "chad/cc-chad"], None);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    let st = doc["stages"].as_array().unwrap().iter().find(|s| s["id"] == "chad/cc-chad").unwrap().clone();
+    assert_eq!(st["status"], "budget", "{st}");
+    let why = st["error"].as_str().unwrap();
+    assert!(why.starts_with("stopped: the memory budget (60 MiB, `--max-mb`) ran out while type-checking its output"), "{why}");
+}
+
 /// Issue 14: arrays/bot's transform copies each node of a deep nesting once. It copied the whole
 /// subtree below each level (`tuples::Sra::shape`), Θ(n²): sin nested 3,000 deep took ~500 MB and
 /// stopped at this budget; now it takes ~90 MB.

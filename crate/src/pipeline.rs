@@ -624,20 +624,15 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.
     builtins.extend(crate::kit::arrays::monadic_builtins());
-    // Printed before the type check, so that an ill-typed output can still be inspected; a stage not
-    // shown (see `Options::traced`) is printed only if its output fails the check, and is printed when
-    // it is shown (`Prepared::printed` is None).
+    // Printed after the type check, so that the check's own memory (its inference variables and
+    // memo, ~1.4 KB a line) and the printed text (~0.4 KB) are never live at once (issue 14 item 4):
+    // the check fills in types only, so the text is the same either way; an output that fails the
+    // check is printed then, so that it can still be inspected. A stage not shown (see
+    // `Options::traced`) is printed when it is shown (`Prepared::printed` is None).
     let print = |out: &Program| crate::print::print_program_mapped(out, &opts.print, opts.lines);
-    let mut printed = None;
-    if shown {
-        crate::limits::set_phase(id, "printing its output");
-        printed = Some(print(&out));
-        over("printing its output")?;
-    }
     crate::limits::set_phase(id, "type-checking its output");
     let internal = |m: String, out: &Program| {
-        let text = printed.as_ref().map_or_else(|| print(out).text, |p| p.text.clone());
-        Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(text)
+        Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(print(out).text)
     };
     if let Err(d) = types::check_program(&mut out, &builtins) {
         if d.message.starts_with("stopped: the memory budget") {
@@ -666,9 +661,12 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
         }
     }
     over("type-checking its output")?;
-    if shown && opts.print.types {
-        // now with the inferred types of the output's definitions
+    let mut printed = None;
+    if shown {
+        // with the inferred types of the output's definitions where `opts.print.types` asks
+        crate::limits::set_phase(id, "printing its output");
         printed = Some(print(&out));
+        over("printing its output")?;
     }
     let (printed, lines) = match printed {
         Some(m) => (Some(m.text), m.lines),

@@ -60,6 +60,10 @@ impl Stage for CcChad {
         builtins.extend(self.builtins());
         builtins.extend(out.builtins.iter().cloned());
         crate::types::check_program(&mut out.program, &builtins).map_err(|d| {
+            if d.message.starts_with("stopped: ") {
+                // a budget stop of the check, not an open type: reported as the pipeline's own check's
+                return Diagnostic::error(d.span, format!("{} its output", d.message));
+            }
             Diagnostic::error(d.span, format!("after closure conversion a closed code's parameter type is left open (a closure it only passes on, typed generically), so its cotangent type is not known here ({}); inlining first (chad/mutable) handles this program", d.message)).refused()
         })?;
         Ok(out)
