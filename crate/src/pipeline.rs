@@ -767,6 +767,8 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         fail(r, run_diag(&e))
     };
     let ir = take_ir(st, &mut out, own);
+    // what the run reads of its program, taken before the IR goes
+    let kept = ir.as_ref().and_then(|p| stages::chain_of(st.info().id).and_then(|c| (c.keep_from_program)(p)));
     crate::limits::set_phase(st.info().id, "lowering its output");
     let made = match ir {
         Some(ir) => Machine::lowered(ir, &out.builtins, opts.budget.clone()),
@@ -776,6 +778,9 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Ok(m) => m,
         Err(e) => return run_err(r, e),
     };
+    if let Some(keep) = kept {
+        keep(&mut m);
+    }
     m.set_tracing(opts.traces(st.info().id));
     crate::limits::set_phase(st.info().id, "running");
     // Another stage's output, for a view (dualrev/naive's graph is drawn from dualrev/staged's DAG):

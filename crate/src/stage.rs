@@ -51,6 +51,10 @@ pub struct Chain {
     /// program run again in another representation): if not, the pipeline lets a stage's output IR
     /// go once it is lowered, where no later stage takes it (issue 14).
     pub run_reads_program: bool,
+    /// What its runs read of the program, taken from the output IR before the pipeline lets it go
+    /// (`run_reads_program` false): a set-up for the machine that will run it, e.g. the array
+    /// chain's scalar zero. `keep_nothing`: nothing.
+    pub keep_from_program: fn(&Program) -> Option<Kept>,
     /// The counters the chain's runtimes add, each with what it counts (the page's labels).
     pub counters: &'static [CounterInfo],
 }
@@ -84,6 +88,14 @@ pub fn accept_all(_: &Source) -> Result<(), Diagnostic> {
 
 /// A chain's `before_run` (or `after_run`) that does nothing.
 pub fn nothing_before_run(_: &mut Machine, _: &RunCtx) {}
+
+/// A chain's `keep_from_program`: what it read of the program, given to the machine that runs it.
+pub type Kept = Box<dyn FnOnce(&mut Machine)>;
+
+/// The `keep_from_program` of a chain whose runs read nothing of the program, or all of it.
+pub fn keep_nothing(_: &Program) -> Option<Kept> {
+    None
+}
 
 /// The typed program a stage transforms, with `main : S → T`: the source, or the output of the stage
 /// it names as its input (`Input::After`), with the builtins that program uses.

@@ -627,6 +627,9 @@ impl Lowerer<'_> {
     fn owned(&mut self, e: Expr) -> Result<Code, RunError> {
         let mut e = e;
         loop {
+            if matches!(e.kind, ExprKind::App(..)) && self.saturated_builtin(&e) {
+                return self.call_owned(e);
+            }
             e = match e.kind {
                 ExprKind::Ann(inner, _) | ExprKind::Pure(inner) => *inner,
                 ExprKind::Lam(_, p, body) => return Ok(Code::Lam(self.lam(&p, param_type(&e.ty), Src::Own(*body), None)?)),
@@ -650,7 +653,18 @@ impl Lowerer<'_> {
                 ExprKind::Let(p, rhs_body) | ExprKind::Bind(p, rhs_body) => {
                     let (rhs, body) = *rhs_body;
                     self.name_lambdas(&p, &rhs);
-                    let code = self.expr(&rhs)?;
+                    let code = if self.names.is_empty() {
+                        // no lambda to name by address: the right side is let go as it is lowered
+                        // too (arrays/dual-arrays' whole forward pass is one link's `runIds (…)`)
+                        let ty = rhs.ty.clone();
+                        let code = self.owned(rhs)?;
+                        let p = self.pat_typed(&p, link_type(bind, &ty));
+                        links.push(Link::Let(p, code));
+                        cur = body;
+                        continue;
+                    } else {
+                        self.expr(&rhs)?
+                    };
                     let p = self.pat_typed(&p, link_type(bind, &rhs.ty));
                     links.push(Link::Let(p, code));
                     // every lambda `name_lambdas` recorded in `rhs` was lowered with it
@@ -676,9 +690,9 @@ impl Lowerer<'_> {
         Ok(Link::chain(links, code))
     }
 
-    fn thunk(&mut self, body: &Expr) -> Result<Rc<LamCode>, RunError> {
+    fn thunk(&mut self, body: Src) -> Result<Rc<LamCode>, RunError> {
         self.ctxs.push(FunCtx::default());
-        let body = self.expr(body);
+        let body = self.src(body);
         let c = self.ctxs.pop().unwrap();
         let captures = c.captures.clone().into();
         Ok(Rc::new(self.lam_code(LPat::Wild, Box::new([]), body?, &c, captures)))
@@ -742,6 +756,59 @@ impl Lowerer<'_> {
         self.builtins.get(name).cloned().ok_or_else(|| RunError::runtime(span, format!("unknown builtin `{name}`")))
     }
 
+    /// Whether `e` is a builtin applied to exactly its arity of arguments: `app` lowers it to one
+    /// `CallB` of its arguments (or `CallLazy`, with its last as a thunk), which `call_owned` can
+    /// lower owned.
+    fn saturated_builtin(&self, e: &Expr) -> bool {
+        let mut n = 0;
+        let mut head = e;
+        while let ExprKind::App(f, _) = &head.kind {
+            n += 1;
+            head = strip_ann(f);
+        }
+        match &head.kind {
+            ExprKind::Builtin(name) => self.builtins.get(name).is_some_and(|b| b.arity == n),
+            _ => false,
+        }
+    }
+
+    /// `app` of a `saturated_builtin` the lowerer owns: each argument lowered by `owned`, so that a
+    /// long one (a whole forward pass under `runIds`) is let go link by link as it is lowered.
+    fn call_owned(&mut self, e: Expr) -> Result<Code, RunError> {
+        let mut args: Vec<(Expr, Span)> = vec![];
+        let mut head = e;
+        loop {
+            head = match head.kind {
+                ExprKind::App(f, a) => {
+                    args.push((*a, head.span));
+                    *f
+                }
+                ExprKind::Ann(inner, _) if !args.is_empty() => *inner,
+                kind => {
+                    head.kind = kind;
+                    break;
+                }
+            };
+        }
+        args.reverse();
+        let ExprKind::Builtin(name) = &head.kind else {
+            return Err(RunError::runtime(head.span, "internal error: a saturated builtin call lost its builtin".to_string()));
+        };
+        let b = self.builtin(name, head.span)?;
+        let span = args.last().map_or(head.span, |(_, s)| *s);
+        if b.lazy_last {
+            let last = args.pop().map(|(a, _)| a);
+            let first = args.into_iter().map(|(a, _)| self.owned(a)).collect::<Result<_, _>>()?;
+            let Some(last) = last else {
+                return Err(RunError::runtime(span, format!("builtin `{}` must be applied to all its {} arguments", b.name, b.arity)));
+            };
+            let thunk = self.thunk(Src::Own(last))?;
+            return Ok(Code::CallLazy(Box::new((b, first, thunk, span))));
+        }
+        let all = args.into_iter().map(|(a, _)| self.owned(a)).collect::<Result<_, _>>()?;
+        Ok(Code::CallB(b, all, span))
+    }
+
     fn app(&mut self, e: &Expr) -> Result<Code, RunError> {
         // The spine f a1 ... an, with the span of each application.
         let mut args: Vec<(&Expr, Span)> = vec![];
@@ -767,7 +834,7 @@ impl Lowerer<'_> {
                     rest = &args[n..];
                     if b.lazy_last {
                         let first = args[..n - 1].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
-                        let thunk = self.thunk(args[n - 1].0)?;
+                        let thunk = self.thunk(Src::Ref(args[n - 1].0))?;
                         Code::CallLazy(Box::new((b, first, thunk, span)))
                     } else {
                         let all = args[..n].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;

@@ -29,6 +29,7 @@ pub static CHAIN: Chain = Chain {
     before_run: crate::stage::nothing_before_run,
     after_run: common::criterion::after_run,
     // (chad/arrays' second run, with §8.1's BArray, reruns the first's lowered code: `Machine::rerun`)
+    keep_from_program: crate::stage::keep_nothing,
     run_reads_program: false,
     counters: COUNTERS,
 };

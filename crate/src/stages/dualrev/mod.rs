@@ -26,6 +26,7 @@ pub static CHAIN: Chain = Chain {
     accepts: common::accepts_source,
     before_run: common::before_run,
     after_run: crate::stage::nothing_before_run,
+    keep_from_program: crate::stage::keep_nothing,
     run_reads_program: false,
     counters: COUNTERS,
 };

@@ -23,6 +23,7 @@ pub static CHAIN: Chain = Chain {
     accepts: crate::stage::accept_all,
     before_run: crate::stage::nothing_before_run,
     after_run: crate::stage::nothing_before_run,
+    keep_from_program: crate::stage::keep_nothing,
     run_reads_program: false,
     counters: COUNTERS,
 };

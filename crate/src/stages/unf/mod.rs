@@ -24,6 +24,7 @@ pub static CHAIN: Chain = Chain {
     accepts: crate::stage::accept_all,
     before_run: common::cost::before_run,
     after_run: common::cost::after_run,
+    keep_from_program: crate::stage::keep_nothing,
     run_reads_program: true,
     counters: common::cost::COUNTERS,
 };

@@ -112,9 +112,16 @@ pub fn gradient_size(p: &Program) -> u64 {
     p.def(WRAPPER).map(|d| tree_size(&d.body)).unwrap_or(0)
 }
 
+/// `gradient_size` of the program a run let go once lowered (`runtime::keep_from_program`).
+#[derive(Default)]
+pub struct KeptSize(pub Option<u64>);
+
 /// Runs the wrapper and reports the size of the gradient program as the counter `gradient_size`.
 pub fn run_reporting_size(m: &mut Machine, cx: &RunCtx) -> Result<(Value, Value), RunError> {
-    let size = m.program().map_or(0, gradient_size);
+    let size = match m.program() {
+        Some(p) => gradient_size(p),
+        None => m.state::<KeptSize>().0.unwrap_or(0),
+    };
     m.count("gradient_size", size);
     run_in_input_shape(m, cx)
 }

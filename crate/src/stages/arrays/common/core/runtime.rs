@@ -252,12 +252,31 @@ fn scalar_zero(m: &mut Machine, span: Span) -> Res {
     if let Some(z) = &m.state::<ScalarZero>().0 {
         return Ok(z.clone());
     }
-    // the chain's runs keep their program (`Chain::run_reads_program`): without it the element
-    // type is unknown, and a guessed 0.0 would be wrong under forward mode's dual numbers
+    // a run that let its program go took the zero first (`keep_from_program`): without it the
+    // element type is unknown, and a guessed 0.0 would be wrong under forward mode's dual numbers
     let Some(p) = m.program() else {
         debug_assert!(false, "the array chain's run lost its program");
         return Err(err(span, "internal error: the array core's runtime needs its program (the type of main's array elements gives an empty array's zero), and this run was given none"));
     };
+    let z = scalar_zero_of(p);
+    m.state::<ScalarZero>().0 = Some(z.clone());
+    Ok(z)
+}
+
+/// The chain's `keep_from_program`: what its runs read of the program they run (the scalar zero
+/// above, and a gradient program's size, `gradient::KeptSize`), taken before the pipeline lets the
+/// output IR go: one walk or a few of the program, where the run would make them at most once.
+pub fn keep_from_program(p: &Program) -> Option<crate::stage::Kept> {
+    let z = scalar_zero_of(p);
+    let size = super::gradient::gradient_size(p);
+    Some(Box::new(move |m: &mut Machine| {
+        m.state::<ScalarZero>().0 = Some(z);
+        m.state::<super::gradient::KeptSize>().0 = Some(size);
+    }))
+}
+
+/// `scalar_zero`'s value for program `p`.
+fn scalar_zero_of(p: &Program) -> Value {
     let element = |t: &Type| match t {
         Type::Fun(ab) => first_array_element(&ab.0).filter(
 |e| !matches!(e, Type::Var(_) | Type::Unknown)),
@@ -318,9 +337,7 @@ fn scalar_zero(m: &mut Machine, span: Span) -> Res {
         }
         tuple
     });
-    let z = z.map_or(Value::Real(0.0), |t| zero_of(&t));
-    m.state::<ScalarZero>().0 = Some(z.clone());
-    Ok(z)
+    z.map_or(Value::Real(0.0), |t| zero_of(&t))
 }
 
 fn first_array_element(t: &Type) -> Option<Type> {
