@@ -2110,3 +2110,35 @@ fn integer_reads_with_no_column_ride_as_rounded_copies() {
 fn a_padded_size_inside_two_maps_is_padded_again_in_the_outer_build1() {
     part_c_by_hand("input [[1.0, 3.0], [2.0, 0.5]]\ndef main m = sum (map (\\row -> sum (map (\\y -> fst (fold (\\(s, k) x -> (s * 0.5 + sum (build (k mod 3) (\\j -> s * x)), k + 1)) (y, 0) row)) row)) m)\n", "8.25", &[1.75, 3.75, 0.5, 1.75]);
 }
+
+/// Issue 14 item 4: dual-arrays' graph draws at most 2,000 nodes and counts the rest, as the other
+/// stages' graphs do; it drew every reachable node, each with its label (~2.7 KB a line of a long
+/// straight program, the larger part of a run's memory there).
+#[test]
+fn dual_arrays_draws_a_large_graph_cut_and_counts_the_rest() {
+    let chain = |n: usize| {
+        let mut t = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+        for i in 1..n {
+            t.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
+        }
+        t + &format!("  v{}\n", n - 1)
+    };
+    let graph = |n: usize| {
+        let text = chain(n);
+        run_with_stack(move || {
+            let a = analyse(&text, &Options { stages: vec!["arrays/dual-arrays".into()], ..Options::default() }).map_err(|d| format!("{d:?}"))?;
+            let r = a.stages.into_iter().next().ok_or("no stage")?;
+            assert_eq!(r.agrees, Some(true), "{:?}", r.error);
+            r.graph.ok_or_else(|| "no graph".to_string())
+        })
+        .unwrap_or_else(|d| panic!("{d}"))
+    };
+    // per line: a Share of an Add of two Scales (one of a Zero), and a Share of an Add with a Zero
+    let small = graph(10);
+    assert_eq!((small.nodes.len(), small.omitted), (81, 0));
+    let large = graph(600);
+    assert_eq!((large.nodes.len(), large.omitted), (2000, 8 * 600 + 1 - 2000));
+    let ids: std::collections::HashSet<u64> = large.nodes.iter().map(|n| n.id).collect();
+    assert!(large.edges.iter().all(|e| ids.contains(&e.from) && ids.contains(&e.to)));
+    assert!(large.edges.len() >= 1900, "{}", large.edges.len());
+}

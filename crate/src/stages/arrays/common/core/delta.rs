@@ -616,22 +616,39 @@ pub fn graph(m: &mut Machine) -> Option<crate::interp::Graph> {
     use crate::interp::{Graph, GraphEdge, GraphNode};
     let root = m.state::<DualState>().root.clone()?;
     let mut g = Graph::default();
+    // every reachable node is counted once; the first `GRAPH_LIMIT` met are drawn, with the edges
+    // between them (issue 14 item 4: on a 10^5-line program every node's label was ~2.7 KB a line)
     let mut seen = rustc_hash::FxHashSet::default();
+    let mut drawn: Vec<Rc<Node>> = vec![];
+    let mut reached = 0u64;
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if !seen.insert(n.serial) {
             continue;
         }
+        reached += 1;
+        stack.extend(children(&n.kind).into_iter().cloned());
+        if drawn.len() < GRAPH_LIMIT {
+            drawn.push(n);
+        }
+    }
+    let kept: rustc_hash::FxHashSet<u64> = drawn.iter().map(|n| n.serial).collect();
+    for n in &drawn {
         let id = match &n.kind {
             Kind::Share(id, _) => Some(*id),
             _ => None,
         };
-        g.nodes.push(GraphNode { id: n.serial, ctor: name(&n.kind).into(), label: show(&n, 0), delta_id: id, ..GraphNode::default() });
+        g.nodes.push(GraphNode { id: n.serial, ctor: name(&n.kind).into(), label: show(n, 0), delta_id: id, ..GraphNode::default() });
         for c in children(&n.kind) {
-            g.edges.push(GraphEdge { from: n.serial, to: c.serial, label: String::new() });
-            stack.push(c.clone());
+            if kept.contains(&c.serial) {
+                g.edges.push(GraphEdge { from: n.serial, to: c.serial, label: String::new() });
+            }
         }
     }
+    g.omitted = reached - g.nodes.len() as u64;
     g.nodes.sort_by_key(|n| n.id);
     Some(g)
 }
+
+/// Most nodes a graph carries; the rest are counted in `Graph::omitted`.
+const GRAPH_LIMIT: usize = 2_000;
