@@ -441,11 +441,13 @@ pub struct Outputs<'a> {
     extra: Vec<&'static dyn Stage>,
     /// The outputs the stages still to run take (`keep_for`; None: every output may be asked for).
     later: std::cell::RefCell<Option<Vec<&'static str>>>,
+    /// The stage being run (`run_stage`).
+    running: std::cell::Cell<Option<&'static str>>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default() }
+        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default(), running: Default::default() }
     }
 
     /// Also knows `stages` by id (for tests of stage composition).
@@ -474,12 +476,40 @@ impl<'a> Outputs<'a> {
             .with_input(st, |src| {
                 // (the chain's `accepts` may run a pass of its own: chad/arrays lowers the arrays first)
                 crate::limits::set_phase(id, "checking what it accepts");
-                prepare_with(st, src, self.opts, self.chain_accepts(st, src))
+                transformed(st, src, self.opts, self.chain_accepts(st, src))
             })
-            .and_then(|r| r)
-            .map(std::rc::Rc::new);
+            .and_then(|r| r);
+        // its input goes before the check if nothing still to run takes it (issue 14 item 4: on a
+        // 10^5-line program arrays/symbolic's input, dual-arrays' output, is 334 MiB)
+        if let (Ok(_), Input::After(before)) = (&r, st.input()) {
+            if self.done_with(before, st) {
+                self.kept.borrow_mut().remove(before);
+            }
+        }
+        let r = r.and_then(|(p, stated)| checked(st, p, &stated, self.opts)).map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
         r
+    }
+
+    /// Whether the output of `before`, `st`'s input, is taken by no stage still to run once `st`
+    /// is transformed: `st` itself, if it is the stage running, takes it only if its run reads it.
+    fn done_with(&self, before: &str, st: &dyn Stage) -> bool {
+        let later = self.later.borrow();
+        let Some(later) = later.as_ref() else { return false };
+        let takers = later.iter().filter(|&&l| l == before).count();
+        takers == 0 || (takers == 1 && self.running.get() == Some(st.info().id) && !st.run_reads_input())
+    }
+
+    /// `with_input` for `st`'s run, whose prepared output is `out`: a stage whose run does not read
+    /// its input is given a stand-in without a program (its input may be gone: `get`).
+    pub fn with_run_input<R>(&self, st: &'static dyn Stage, out: &Prepared, f: impl FnOnce(&Source) -> R) -> Result<R, Diagnostic> {
+        match st.input() {
+            Input::After(_) if !st.run_reads_input() => {
+                let none = Program::default();
+                Ok(f(&Source { program: &none, input_type: &out.input_type, output_type: &out.output_type, builtins: &out.builtins }))
+            }
+            _ => self.with_input(st, f),
+        }
     }
 
     /// Whether `id`'s output (or why there is none) is kept already.
@@ -592,18 +622,29 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
 
 /// `prepare`, given what the stage's chain's `accepts` says of `src` (`Outputs` asks it once per chain).
 fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), Diagnostic>) -> Result<Prepared, Diagnostic> {
+    let (out, stated) = transformed(st, src, opts, chain)?;
+    checked(st, out, &stated, opts)
+}
+
+/// The memory budget's check at the end of a phase of preparing stage `id`.
+fn over(id: &str, phase: &str) -> Result<(), Diagnostic> {
+    match crate::limits::memory_exceeded(phase) {
+        Some(m) => Err(Diagnostic::error(Span::NONE, m).in_stage(id)),
+        None => Ok(()),
+    }
+}
+
+/// `prepare`'s first half: the stage's output, not yet checked nor printed, with the types the
+/// paper states for it; what follows needs `src` no more (`Outputs::get` may let it go).
+fn transformed(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), Diagnostic>) -> Result<(Prepared, Vec<(String, Type)>), Diagnostic> {
     let id = st.info().id;
     refusal_with(st, src, chain)?;
     // Each phase is checked against the memory budget when it ends (limits::memory_exceeded).
-    let over = |phase: &str| match crate::limits::memory_exceeded(phase) {
-        Some(m) => Err(Diagnostic::error(Span::NONE, m).in_stage(id)),
-        None => Ok(()),
-    };
     crate::limits::set_phase(id, "transforming the program");
     let shown = opts.listed(id);
     let texts = shown && opts.views;
     let out = crate::stage::showing(texts, || st.transform(src)).map_err(|d| d.in_stage(id))?;
-    over("transforming the program")?;
+    over(id, "transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then
     // transform again, so that generated code never captures or clashes with user code.
     let generated: Vec<&str> = out.program.defs.iter().filter(|d| d.role != Role::User).map(|d| &*d.name.text).collect();
@@ -616,7 +657,7 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
     } else {
         out
     };
-    let Output { program: mut out, builtins: extra, views, steps } = out;
+    let Output { program: out, builtins: extra, views, steps } = out;
     let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
     builtins.fuse(st.fused());
@@ -624,6 +665,17 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.
     builtins.extend(crate::kit::arrays::monadic_builtins());
+    let stated = st.stated_types(src);
+    let (input_type, output_type) = (src.input_type.clone(), src.output_type.clone());
+    Ok((Prepared { program: out, builtins, printed: None, lines: vec![], views, steps, input_type, output_type }, stated))
+}
+
+/// `prepare`'s second half: the output type-checked (and checked against the types the paper
+/// states), then printed where it is shown.
+fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Options) -> Result<Prepared, Diagnostic> {
+    let id = st.info().id;
+    let Prepared { program: mut out, builtins, views, steps, input_type, output_type, .. } = p;
+    let shown = opts.listed(id);
     // Printed after the type check, so that the check's own memory (its inference variables and
     // memo, ~1.4 KB a line) and the printed text (~0.4 KB) are never live at once (issue 14 item 4):
     // the check fills in types only, so the text is the same either way; an output that fails the
@@ -642,7 +694,6 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
         // (a failed check leaves the program's text as it was: only types are filled in)
         return Err(internal(format!("the output does not type-check: {}", d.message), &out));
     }
-    let stated = st.stated_types(src);
     let disagreement = |out: &Program| {
         stated.iter().find_map(|(name, stated)| match out.def(name).and_then(|d| d.scheme.as_ref()) {
             Some(s) if types::unifiable(&s.ty, stated) => None,
@@ -655,24 +706,24 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
         // to R where the source was fitted to its input (`main x = x * x` on an integer input,
         // types::check_program_at): checked again at the types the paper states, it agrees; an
         // output of other types still disagrees, with the message of the first check.
-        let fitted = types::check_program_stated(&mut out, &builtins, &stated).is_ok() && disagreement(&out).is_none();
+        let fitted = types::check_program_stated(&mut out, &builtins, stated).is_ok() && disagreement(&out).is_none();
         if !fitted {
             return Err(internal(m, &out));
         }
     }
-    over("type-checking its output")?;
+    over(id, "type-checking its output")?;
     let mut printed = None;
     if shown {
         // with the inferred types of the output's definitions where `opts.print.types` asks
         crate::limits::set_phase(id, "printing its output");
         printed = Some(print(&out));
-        over("printing its output")?;
+        over(id, "printing its output")?;
     }
     let (printed, lines) = match printed {
         Some(m) => (Some(m.text), m.lines),
         None => (None, vec![]),
     };
-    Ok(Prepared { program: out, builtins, printed, lines, views, steps, input_type: src.input_type.clone(), output_type: src.output_type.clone() })
+    Ok(Prepared { program: out, builtins, printed, lines, views, steps, input_type, output_type })
 }
 
 /// The located refusal of a program the stage's method does not handle, if any: first by the features
@@ -695,6 +746,7 @@ fn refusal_with(st: &dyn Stage, src: &Source, chain: Result<(), Diagnostic>) -> 
 /// `forward` over its output gives the gradient.
 pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed: &Value, opts: &Options) -> StageResult {
     let id = st.info().id.to_string();
+    outputs.running.set(Some(st.info().id));
     let contract = st.contract();
     let mut r = StageResult {
         id: id.clone(),
@@ -793,7 +845,7 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         let room = crate::limits::memory_budget().is_none_or(|(live, limit)| live() <= limit / 2);
         (room || outputs.is_kept(id)).then(|| outputs.get(s).ok()).flatten()
     };
-    let res = outputs.with_input(st, |src| {
+    let res = outputs.with_run_input(st, &out, |src| {
         let cx = RunCtx { src, origin: outputs.src, input, seed, outputs: &lookup };
         let res = match contract {
             Contract::Gradient => run_output(st, &mut m, &cx),

@@ -281,6 +281,12 @@ pub trait Stage: Sync {
         Input::Source
     }
 
+    /// Whether its run reads the program it transformed (`RunCtx::src`; default yes). A stage whose
+    /// input is another stage's output and whose run does not lets the pipeline let that output go
+    /// once transformed, when no stage still to run takes it (`pipeline::Outputs::get`).
+    fn run_reads_input(&self) -> bool {
+        true
+    }
     /// How its output is checked (default: it is a gradient program).
     fn contract(&self) -> Contract {
         Contract::Gradient

@@ -52,6 +52,10 @@ impl Stage for DualArrays {
     fn input(&self) -> Input {
         Input::After("arrays/bot")
     }
+    /// (its run reads only its own output: the input may go once transformed)
+    fn run_reads_input(&self) -> bool {
+        false
+    }
 
     fn builtins(&self) -> Vec<Builtin> {
         // with the gradient programs' operations: a sequential fold's Delta carries its body's vjp,

@@ -40,6 +40,10 @@ impl Stage for ShareToLet {
     fn input(&self) -> Input {
         Input::After("arrays/symbolic-share")
     }
+    /// (its run reads only its own output: the input may go once transformed)
+    fn run_reads_input(&self) -> bool {
+        false
+    }
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         share_to_let_output(src)
     }

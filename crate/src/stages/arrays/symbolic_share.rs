@@ -41,6 +41,10 @@ impl Stage for SymbolicShare {
     fn input(&self) -> Input {
         Input::After("arrays/dual-arrays")
     }
+    /// (its run reads only its own output: the input may go once transformed)
+    fn run_reads_input(&self) -> bool {
+        false
+    }
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         symbolic_output(src, true)
     }

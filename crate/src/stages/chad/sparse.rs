@@ -35,6 +35,10 @@ impl Stage for Sparse {
     fn input(&self) -> Input {
         Input::After("chad/basic")
     }
+    /// (its run reads the user's program (`RunCtx::origin`), not its input: the input may go once transformed)
+    fn run_reads_input(&self) -> bool {
+        false
+    }
     fn supports(&self) -> Features {
         SUPPORTS
     }

@@ -582,6 +582,10 @@ impl Stage for Opt {
     fn input(&self) -> Input {
         Input::After("unf/pe")
     }
+    /// (its run reads only its own output: the input may go once transformed)
+    fn run_reads_input(&self) -> bool {
+        false
+    }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (program, trace) = rewrite(src.program, &opt_rules())?;

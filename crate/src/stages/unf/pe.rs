@@ -58,6 +58,10 @@ impl Stage for Pe {
     fn input(&self) -> Input {
         Input::After("unf/direct")
     }
+    /// (its run reads only its own output: the input may go once transformed)
+    fn run_reads_input(&self) -> bool {
+        false
+    }
 
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (program, trace) = rewrite(src.program, &pe_rules())?;
