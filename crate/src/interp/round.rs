@@ -12,6 +12,13 @@
 //! it holds. The program is made the first time a round runs, for the shapes the parameters hold
 //! then (a real, an integer, a boolean, tuples of them); a round meets other shapes and runs as before.
 //!
+//! CALLS. A round may call other definitions (particle's `v1 ← step s`; issue 13, session 33): a
+//! call that gives a definition all its parameters builds the callee's body as lowered (kept for
+//! this where regions are compiled eagerly: `LamCode::raw`, a short straight-line body) in place,
+//! in a slot file of its own, so the callee's registers are the round's; its nodes, `App` steps,
+//! `partial_step`s and frame are counted as the walker counts them, the frames' nesting once a
+//! round against the depth budget. A callee calling itself or in tail position is not built.
+//!
 //! COUNTERS. Each node's walker count is fixed by the node (a step per node, a real op per real
 //! operation, an allocation per tuple and per curried application short of the last, the record's
 //! own as its runtime declares them: `RoundRecord`), so a round's counters are summed when it is
