@@ -756,6 +756,45 @@ const TAPED_LOOPS: &[&str] = &[
     "param n = 30\ninput 0.9\ndef go k m acc x = if k == 0 then acc else go (k - 1) (m + 3) (acc * x + real (m * k)) (-x)\ndef main x = go n 1 0.0 x",
 ];
 
+/// Taped loops whose round calls another definition (`round.rs` builds the callee's body as
+/// lowered in place): particle's `step` returning a tuple, a two-parameter helper returning a real
+/// (applied through a partial value: `v ← g acc; v x`), and a helper called twice in a round that
+/// calls another (frames two deep).
+const TAPED_CALLS: &[&str] = &[
+    "param n = 25\ninput (1.0, 0.5)\ndef step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\ndef sim k s = if k == 0 then s else sim (k - 1) (step s)\ndef main (p0, v0) = let (p, v) = sim n (p0, v0) in p * p + v",
+    "param n = 30\ninput 0.9\ndef g a x = a * x + 1.0 / x\ndef h k acc x = if k == 0 then acc else h (k - 1) (g acc x) x\ndef main x = h n 0.5 x",
+    "param n = 20\ninput 0.7\ndef sq x = x * x\ndef f (a, b) = a * 0.5 - sq b * 0.1\ndef go k a b = if k > 0 then go (k - 1) (f (a, b)) (f (b, a) + 1.0) else a * b\ndef main x = go n x (x + 1.0)",
+];
+
+/// Rounds that call another definition against the walker, as `taping_rounds_compiled_…` checks
+/// the others, and at every depth budget (the callee's frame, and its own callee's, checked once a
+/// round against the budget: a round whose deepest frame would not fit runs step by step). With the
+/// callee's body one step short (`self.steps -= 1` after `enter`'s `expr(body)`) the first run fails:
+/// "dualrev/tape: cost differs".
+#[test]
+fn taping_rounds_that_call_a_definition_count_as_the_walker_at_every_budget() {
+    let stages = || vec!["dualrev/tape".to_string(), "dualrev/parallel".to_string()];
+    for src in TAPED_CALLS {
+        let ran = both(src, Options { stages: stages(), ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ran, 2, "{src}");
+        let mut stops = 0;
+        for steps in (700..7000).step_by(7) {
+            let budget = Budget { steps, ..Budget::default() };
+            let ran = both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("steps {steps}: {e}"));
+            stops += (ran < 2) as u32;
+        }
+        for allocs in (0..900).step_by(3) {
+            let budget = Budget { allocs, ..Budget::default() };
+            both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("allocs {allocs}: {e}"));
+        }
+        for depth in 0..8 {
+            let budget = Budget { depth, ..Budget::default() };
+            both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("depth {depth}: {e}"));
+        }
+        assert!(stops > 100, "{src}: {stops}");
+    }
+}
+
 /// The taping stages' compiled rounds against the walker: the same values and counters (a round's
 /// steps, real ops, allocations, IDs, depth summed once), at every step budget across the run
 /// (every round that does not fit, including the one across a 4096-step clock check, runs step by

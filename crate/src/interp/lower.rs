@@ -75,6 +75,9 @@ pub(crate) struct LamCode {
     /// The slots a tail call reusing the frame must empty (`run.rs`'s `reuse_frame`): those the
     /// checker's types do not say hold a real or an integer (engine only; `None`: every slot).
     pub owning: Option<Box<[u32]>>,
+    /// The body as lowered, kept beside regions compiled eagerly where a taping loop's round may
+    /// inline a call of it (`round.rs`: a short straight-line definition, no captures; engine only).
+    pub raw: Option<Box<Code>>,
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
@@ -87,7 +90,7 @@ pub(crate) struct Deferred {
 
 impl LamCode {
     fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
-        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None }
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None, raw: None }
     }
 
     /// The body to run on this entry: with its regions compiled once the function has been entered
@@ -99,6 +102,15 @@ impl LamCode {
             (Some(hot), _) => hot,
             (None, None) => &self.body,
             (None, Some(d)) => self.enter_cold(d),
+        }
+    }
+
+    /// The body as lowered (before its regions were compiled), when it is still at hand.
+    pub(crate) fn lowered(&self) -> Option<&Code> {
+        match (&self.raw, &self.deferred) {
+            (Some(raw), _) => Some(raw),
+            (None, Some(_)) => Some(&self.body),
+            (None, None) => None,
         }
     }
 
@@ -464,6 +476,10 @@ impl Lowerer<'_> {
 
     /// A function's code: its regions compiled now or on a later entry.
     fn lam_code(&self, pat: LPat, more: Box<[LPat]>, mut body: Code, c: &FunCtx, captures: Box<[Loc]>) -> LamCode {
+        // a round of a taping loop may call this function (particle's `v1 ← step s`): its body as
+        // lowered is kept when the regions are compiled now (deferred, `body` stays as lowered)
+        let keep = self.fast && self.regions_after == 0 && captures.is_empty() && self.fused.iter().any(|f| f.round.is_some()) && super::round::inlinable(&body);
+        let raw = keep.then(|| Box::new(body.clone()));
         let deferred = self.regions(&mut body, c, &pat, &more);
         // A slot the types say holds a real or an integer owns nothing, so a frame reused in place
         // need not empty it: every slot is written by its binder before it is read in an activation,
@@ -471,7 +487,7 @@ impl Lowerer<'_> {
         // that is a scalar here, only keeps that value alive until its slot is written again or the
         // frame closes (issue 13, session 31: the tape's horner round −78 instructions).
         let owning = self.fast.then(|| (0..c.nslots).filter(|&s| c.real.get(s as usize).is_none_or(|h| *h == Scalar::Other)).collect());
-        LamCode { deferred, owning, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
+        LamCode { deferred, owning, raw, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
     }
 
     /// Records the lambdas `let p = rhs` binds to a name: `let Y = λ…` and, in a tuple,

@@ -12,6 +12,13 @@
 //! it holds. The program is made the first time a round runs, for the shapes the parameters hold
 //! then (a real, an integer, a boolean, tuples of them); a round meets other shapes and runs as before.
 //!
+//! CALLS. A round may call other definitions (particle's `v1 ← step s`; issue 13, session 33): a
+//! call that gives a definition all its parameters builds the callee's body as lowered (kept for
+//! this where regions are compiled eagerly: `LamCode::raw`, a short straight-line body) in place,
+//! in a slot file of its own, so the callee's registers are the round's; its nodes, `App` steps,
+//! `partial_step`s and frame are counted as the walker counts them, the frames' nesting once a
+//! round against the depth budget. A callee calling itself or in tail position is not built.
+//!
 //! COUNTERS. Each node's walker count is fixed by the node (a step per node, a real op per real
 //! operation, an allocation per tuple and per curried application short of the last, the record's
 //! own as its runtime declares them: `RoundRecord`), so a round's counters are summed when it is
@@ -27,7 +34,7 @@
 //! runtime that cannot reserve the IDs or refuses an edge (an ID out of range) leave nothing
 //! changed, and that round runs step by step as the walker runs it, with the walker's message.
 
-use super::lower::{Code, Head, LPat};
+use super::lower::{Code, DefCode, Head, LPat};
 use super::{Fused, Machine, RoundRecord};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
@@ -61,8 +68,9 @@ enum Sym {
     /// A boolean in an integer register (0 or 1).
     B(u16),
     T(Rc<[Sym]>),
-    /// The loop's own definition applied to these arguments (fewer than all its parameters).
-    Part(Rc<[Sym]>),
+    /// A definition (the loop's own, or one a round calls) applied to these arguments (fewer than
+    /// all its parameters; the loop's own with all of them is the tail call's).
+    Part(u32, Rc<[Sym]>),
 }
 
 /// A parameter's shape, as its value had it when the program was made.
@@ -125,8 +133,9 @@ pub(crate) struct RoundProg {
     steps: u64,
     real_ops: u64,
     allocs: u64,
-    /// Whether a round pushes frames (a curried application short of the last).
-    depth: bool,
+    /// How deep a round's frames nest (a curried application short of the last: 1; a call of
+    /// another definition: 1, its own calls' deeper), the walker's depth check and `max_depth`.
+    frames: u32,
 }
 
 impl RoundSrc {
@@ -148,6 +157,8 @@ impl RoundSrc {
 
 struct Builder<'a> {
     src: &'a RoundSrc,
+    /// The program's definitions (a call of one inlines its body as lowered).
+    defs: &'a [DefCode],
     slots: Vec<Option<Sym>>,
     ops: Vec<Op>,
     nr: usize,
@@ -157,7 +168,9 @@ struct Builder<'a> {
     steps: u64,
     real_ops: u64,
     allocs: u64,
-    depth: bool,
+    /// The frames open at the node being built (0: the loop's own), and the most at once.
+    level: u32,
+    frames: u32,
     /// The definition's calls given all its parameters (one, the tail call, in a round).
     saturated: u32,
     /// The records' builtin (one runtime writes a round's records).
@@ -313,37 +326,74 @@ impl Builder<'_> {
                     Sym::I(I::Reg(r))
                 }
             }
-            Code::Call(cc) if !cc.self_tail => {
-                // `eval_call`: an `App` step per argument, the head's (counted above), the arguments,
-                // and `partial_step` for each short of the definition's last parameter
-                self.steps += cc.args.len() as u64;
-                let mut held: Vec<Sym> = match cc.head {
-                    Head::Global(g, _) if g == self.src.def => vec![],
-                    Head::Local(s) | Head::Move(s) => match self.slot(s)? {
-                        Sym::Part(a) => a.to_vec(),
-                        _ => return None,
-                    },
-                    _ => return None,
-                };
-                for a in cc.args.iter() {
-                    let v = self.expr(a, d)?;
-                    held.push(v);
-                    if held.len() < self.src.params.len() {
-                        self.steps += 1;
-                        self.allocs += 1;
-                        self.depth = true;
-                    }
-                }
-                match held.len().cmp(&self.src.params.len()) {
-                    std::cmp::Ordering::Greater => return None,
-                    // the definition's own call, saturated: only as the branch's tail (`build`)
-                    std::cmp::Ordering::Equal => self.saturated += 1,
-                    std::cmp::Ordering::Less => {}
-                }
-                Sym::Part(held.into())
-            }
+            Code::Call(cc) if !cc.self_tail => self.call(cc, d)?,
             _ => return None,
         })
+    }
+
+    /// A call of a definition (its name, or a partial value of it in a slot): `eval_call`'s `App`
+    /// step per argument (the head's is counted by `expr`), the arguments, and `partial_step` for
+    /// each short of the last parameter (a step, an allocation, a frame's depth check and
+    /// `max_depth`). The loop's own definition is called only in the round itself (its saturated
+    /// call is the tail call, `build`); another one (particle's `v1 ← step s`), once it has all
+    /// its parameters, has its body as lowered built in place in a frame of its own (`enter`).
+    fn call(&mut self, cc: &super::lower::CallCode, d: u32) -> Option<Sym> {
+        self.steps += cc.args.len() as u64;
+        let (def, mut held): (u32, Vec<Sym>) = match cc.head {
+            Head::Global(g, _) => (g, vec![]),
+            Head::Local(s) | Head::Move(s) => match self.slot(s)? {
+                Sym::Part(g, a) => (g, a.to_vec()),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let own = def == self.src.def;
+        let lam = if own { None } else { Some(self.defs.get(def as usize)?.lam.clone()?) };
+        if own && self.level > 0 {
+            return None;
+        }
+        let arity = lam.as_ref().map_or(self.src.params.len(), |l| l.more.len() + 1);
+        for a in cc.args.iter() {
+            let v = self.expr(a, d)?;
+            held.push(v);
+            if held.len() < arity {
+                self.steps += 1;
+                self.allocs += 1;
+                self.frames = self.frames.max(self.level + 1);
+            }
+        }
+        match (held.len().cmp(&arity), lam) {
+            (std::cmp::Ordering::Greater, _) => None,
+            (std::cmp::Ordering::Less, _) => Some(Sym::Part(def, held.into())),
+            // the loop's own call, saturated: only as the branch's tail (`build`)
+            (std::cmp::Ordering::Equal, None) => {
+                self.saturated += 1;
+                Some(Sym::Part(def, held.into()))
+            }
+            (std::cmp::Ordering::Equal, Some(lam)) => self.enter(&lam, held, d),
+        }
+    }
+
+    /// A definition's body as lowered, given all its arguments, in a frame of its own: the frame's
+    /// depth check and `max_depth`, the parameters' patterns matched by the values' shapes (no step),
+    /// the body's nodes. The call is never in tail position of an inlined body (`tail_call`: that
+    /// call would reuse the frame), only a right side or an operand, so every frame opened in a
+    /// round is one deeper than its caller's, as the walker opens it.
+    fn enter(&mut self, lam: &super::lower::LamCode, args: Vec<Sym>, d: u32) -> Option<Sym> {
+        let body = lam.lowered()?;
+        if tail_call(body) {
+            return None;
+        }
+        let caller = std::mem::replace(&mut self.slots, vec![None; lam.nslots as usize]);
+        self.level += 1;
+        self.frames = self.frames.max(self.level);
+        for (p, v) in std::iter::once(&lam.pat).chain(lam.more.iter()).zip(args) {
+            self.bind(p, v)?;
+        }
+        let v = self.expr(body, d)?;
+        self.level -= 1;
+        self.slots = caller;
+        Some(v)
     }
 
     /// The body's start: its lets, the `if`'s step and test; the test and the spine's branch.
@@ -362,6 +412,40 @@ impl Builder<'_> {
     }
 }
 
+/// At most this many nodes in a body kept for inlining (`inlinable`).
+const MAX_INLINE: usize = 2048;
+
+/// Whether a function's body as lowered is one a round may inline (`Builder::inline`): only the
+/// nodes a round is built from, at most `MAX_INLINE` of them (`LamCode::raw` keeps it; walked with
+/// a stack of its own).
+pub(crate) fn inlinable(body: &Code) -> bool {
+    let (mut stack, mut n) = (vec![body], 0);
+    while let Some(c) = stack.pop() {
+        n += 1;
+        if n > MAX_INLINE {
+            return false;
+        }
+        match c {
+            Code::Local(_) | Code::Move(_) | Code::Const(Value::Real(_) | Value::Int(_)) => {}
+            Code::Let(_, a, b) | Code::Prim2(_, a, b, _) => stack.extend([&**a, &**b]),
+            Code::Prim1(_, a, _) => stack.push(a),
+            Code::Tuple(items) | Code::CallB(_, items, _) => stack.extend(items.iter()),
+            Code::Call(cc) if matches!(cc.head, Head::Global(..) | Head::Local(_) | Head::Move(_)) && !cc.self_tail => stack.extend(cc.args.iter()),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether `body`'s value is a call's (its let chain's last node): a tail call, which reuses the frame.
+fn tail_call(body: &Code) -> bool {
+    let mut c = body;
+    while let Code::Let(_, _, rest) = c {
+        c = rest;
+    }
+    matches!(c, Code::Call(_) | Code::Spine(_) | Code::App(..))
+}
+
 /// `v`'s leaves into registers of shape `sh` (a new one each); `None` for a shape not taken.
 fn shape_of(v: &Value, depth: u32) -> Option<Shape> {
     Some(match v {
@@ -374,9 +458,9 @@ fn shape_of(v: &Value, depth: u32) -> Option<Shape> {
 }
 
 impl RoundProg {
-    fn build(src: &RoundSrc, shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
+    fn build(src: &RoundSrc, defs: &[DefCode], shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
         let nslots = 1 + src.params.iter().copied().max()? as usize;
-        let mut b = Builder { src, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None, job: None };
+        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None };
         // the parameters' leaves
         let mut leaves = vec![];
         fn leaf(b: &mut Builder, sh: &Shape, leaves: &mut Vec<Leaf>) -> Option<Sym> {
@@ -405,12 +489,12 @@ impl RoundProg {
         }
         // a round: the spine's branch (the body's start already ran), then the next body's start;
         // the body's start is compiled once for its shape, as the branches' registers differ
-        let mut probe = Builder { src, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, depth: false, saturated: 0, outer: None, job: None };
+        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None };
         let (_, t, e) = probe.start(&src.body)?;
         let branch = if spine_then { t } else { e };
         // the branch's value is the tail call's arguments; no other call of the definition is saturated
-        let Sym::Part(new) = b.expr(branch, 0)? else { return None };
-        if new.len() != src.params.len() || b.saturated != 1 {
+        let Sym::Part(g, new) = b.expr(branch, 0)? else { return None };
+        if g != src.def || new.len() != src.params.len() || b.saturated != 1 {
             return None;
         }
         // the tail call's saturating argument is bound in the reused frame: no `partial_step`
@@ -450,7 +534,7 @@ impl RoundProg {
             steps: b.steps,
             real_ops: b.real_ops,
             allocs: b.allocs,
-            depth: b.depth,
+            frames: b.frames,
         })
     }
 }
@@ -482,7 +566,7 @@ impl Machine<'_> {
         let bp = self.bp;
         let prog = src.prog.get_or_init(|| {
             let shapes = src.params.iter().map(|s| shape_of(self.locals.get(bp + *s as usize)?, 0)).collect::<Option<Box<[Shape]>>>()?;
-            RoundProg::build(src, shapes, spine_then)
+            RoundProg::build(src, &self.code.defs, shapes, spine_then)
         });
         let p = prog.as_ref()?;
         if p.on != spine_then {
@@ -493,7 +577,8 @@ impl Machine<'_> {
         if self.memory.is_some() {
             fit = fit.min(((self.allocs | 0xFFF) - self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
         }
-        if p.depth && self.depth >= self.budget.depth {
+        // the deepest frame's check, `self.depth + p.frames - 1 >= budget` (each shallower one passes first)
+        if p.frames > 0 && self.depth + p.frames as u64 > self.budget.depth {
             fit = 0;
         }
         if fit == 0 {
@@ -588,8 +673,8 @@ impl Machine<'_> {
         self.steps += done * p.steps;
         self.real_ops += done * p.real_ops;
         self.allocs += done * p.allocs;
-        if p.depth {
-            self.max_depth = self.max_depth.max(self.depth + 1);
+        if p.frames > 0 {
+            self.max_depth = self.max_depth.max(self.depth + p.frames as u64);
         }
         Some(left)
     }
