@@ -215,9 +215,12 @@ impl std::fmt::Debug for Types {
     }
 }
 
-/// One shared text per name, for the names of a fixed table (type constructors, builtins: a few
-/// hundred at most): an allocation each time was one of the three a `Type::con` made, and inference
-/// makes one for every `pure` and bind (issue 14: memory per line).
+/// One shared text per name, for the names of type constructors and builtins: an allocation each
+/// time was one of the three a `Type::con` made, and inference makes one for every `pure` and bind
+/// (issue 14: memory per line). Emptied at 4096 names, as `Text::shared`'s table is: the CHAD
+/// stages' builtins are one per variable by the paper's notation (`one_{v7@8:R}`, `push0_{v7:R}`),
+/// three a source line, and a table never emptied kept every one of them for the process's life
+/// (issue 14 item 4: 300,000 names at 10^5 lines, and the page's per keystroke).
 pub fn interned(name: &str) -> Rc<str> {
     thread_local! {
         static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Rc<str>>> = Default::default();
@@ -227,6 +230,9 @@ pub fn interned(name: &str) -> Rc<str> {
         match names.get(name) {
             Some(t) => t.clone(),
             None => {
+                if names.len() >= 4096 {
+                    names.clear();
+                }
                 let t: Rc<str> = Rc::from(name);
                 names.insert(t.clone());
                 t
@@ -649,6 +655,12 @@ mod tests {
         let (Type::Con(a), Type::Con(b), Type::Con(c)) = (Type::con("M", vec![Type::Real]), Type::array(Type::Int), Type::con("M", vec![Type::Int])) else { panic!("constructors") };
         assert!(Rc::ptr_eq(&a.name, &c.name), "each `M` has its own copy of its name");
         assert_eq!((&*a.name, &*b.name), ("M", "Array"));
+        // bounded: the names of a long CHAD output (one builtin a variable) do not stay for good;
+        // a name met before the table was emptied is made again, once
+        let m = interned("M");
+        (0..5_000).for_each(|i| drop(interned(&format!("one_{{v{i}@{i}:R}}"))));
+        let (n, o) = (interned("M"), interned("M"));
+        assert!(!Rc::ptr_eq(&m, &n) && Rc::ptr_eq(&n, &o), "the table of names was never emptied");
     }
 
     /// Issue 14 (memory per line): the fresh names a transform makes from one text share it (one

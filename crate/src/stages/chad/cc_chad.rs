@@ -34,6 +34,17 @@ written out as scope is), on the mutable cells of chad/mutable.",
     accepts: ACCEPTS,
 };
 
+/// What a failed check of the output says: a budget stop stays one (as the pipeline's own check
+/// reports it: a budget outcome, not a refusal); any other failure is the open parameter type this
+/// stage refuses. (Issue 14 item 4: on chain-100000 the check ran out of memory, and the stage
+/// said it refused the program, with status 0.)
+fn refused_or_stopped(d: Diagnostic) -> Diagnostic {
+    if d.message.starts_with("stopped: the memory budget") {
+        return Diagnostic::error(d.span, format!("{} its output", d.message));
+    }
+    Diagnostic::error(d.span, format!("after closure conversion a closed code's parameter type is left open (a closure it only passes on, typed generically), so its cotangent type is not known here ({}); inlining first (chad/mutable) handles this program", d.message)).refused()
+}
+
 impl Stage for CcChad {
     fn info(&self) -> &'static StageInfo {
         &INFO
@@ -59,13 +70,7 @@ impl Stage for CcChad {
         let mut builtins = src.builtins.clone();
         builtins.extend(self.builtins());
         builtins.extend(out.builtins.iter().cloned());
-        crate::types::check_program(&mut out.program, &builtins).map_err(|d| {
-            if d.message.starts_with("stopped: ") {
-                // a budget stop of the check, not an open type: reported as the pipeline's own check's
-                return Diagnostic::error(d.span, format!("{} its output", d.message));
-            }
-            Diagnostic::error(d.span, format!("after closure conversion a closed code's parameter type is left open (a closure it only passes on, typed generically), so its cotangent type is not known here ({}); inlining first (chad/mutable) handles this program", d.message)).refused()
-        })?;
+        crate::types::check_program(&mut out.program, &builtins).map_err(refused_or_stopped)?;
         Ok(out)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
@@ -79,5 +84,22 @@ impl Stage for CcChad {
     /// The backpropagator closure tree the traced run recorded (`bp_tree`).
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<crate::interp::Graph> {
         graph(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Span;
+
+    /// A check that ran out of memory is a budget stop (the pipeline gives it that status), not
+    /// this stage's refusal; a check that failed otherwise is the refusal.
+    #[test]
+    fn a_budget_stop_in_the_check_is_not_a_refusal() {
+        let stop = refused_or_stopped(Diagnostic::error(Span::NONE, "stopped: the memory budget (512 MiB, `--max-mb`) ran out while type-checking"));
+        assert!(!stop.refused, "{}", stop.message);
+        assert_eq!(stop.message, "stopped: the memory budget (512 MiB, `--max-mb`) ran out while type-checking its output");
+        let open = refused_or_stopped(Diagnostic::error(Span::NONE, "cannot unify R with a → b"));
+        assert!(open.refused && open.message.starts_with("after closure conversion"), "{}", open.message);
     }
 }

@@ -489,6 +489,32 @@ fn m(t: Type) -> Type {
 
 /// The scheme of an instance: the paper's typing (Fig. 3, Table 2) at its index.
 pub fn scheme(op: &Op) -> Scheme {
+    let Scheme { vars, ty } = made_scheme(op);
+    Scheme { vars, ty: shared(ty) }
+}
+
+/// `t`, or an equal type made before: the builtins are one per variable by the paper's notation
+/// (`one_{v@k:R}`, `push0_{v:R}`, `pop_{v:R}`), but their types are a few (`R ⊸ M 1`, `M 1`,
+/// `M R`), and each made its own (~260 bytes a source line: issue 14 item 4, memory per line).
+/// A per-thread set like `ir::Text::shared`'s, emptied at 4096 types so that it stays bounded.
+fn shared(t: Type) -> Type {
+    thread_local! {
+        static MADE: std::cell::RefCell<rustc_hash::FxHashSet<Type>> = Default::default();
+    }
+    MADE.with(|made| {
+        let mut made = made.borrow_mut();
+        if let Some(u) = made.get(&t) {
+            return u.clone();
+        }
+        if made.len() >= 4096 {
+            made.clear();
+        }
+        made.insert(t.clone());
+        t
+    })
+}
+
+fn made_scheme(op: &Op) -> Scheme {
     let f = Type::fun;
     let pair = |a, b| Type::tup(vec![a, b]);
     let sum = |a: &CT, b: &CT| CT::Sum(Box::new(a.clone()), Box::new(b.clone())).ty();
@@ -578,6 +604,19 @@ mod tests {
         forget_contexts();
         assert!(abc.push("b", &CT::R).dup() && !abc.push("e", &CT::R).dup());
         assert!(std::mem::size_of::<Op>() <= 64, "an Op is {} bytes", std::mem::size_of::<Op>());
+    }
+
+    /// Issue 14 item 4 (memory per line): the builtins are one per variable, their types a few;
+    /// the builtins of one type share it (each made its own, ~260 bytes a source line).
+    #[test]
+    fn builtins_of_one_type_share_it() {
+        let one = |v: &str, pos| scheme(&Op::OneM { pos, var: v.into(), ct: CT::R }).ty;
+        let pop = |v: &str| scheme(&Op::Pop { var: v.into(), ct: CT::R }).ty;
+        let (Type::Fun(a), Type::Fun(b)) = (one("v0", 1), one("v1", 2)) else { panic!("one_ is a function") };
+        assert!(std::rc::Rc::ptr_eq(&a, &b), "each one_ has its own copy of its type");
+        let (Type::Con(c), Type::Con(d)) = (pop("v0"), pop("v1")) else { panic!("pop_ is in M") };
+        assert!(std::rc::Rc::ptr_eq(&c, &d), "each pop_ has its own copy of its type");
+        assert_eq!(crate::types::show(&Type::Con(c)), "M R");
     }
 
     /// A long Γ: each variable found (by its jumps), and the list dropped without recursion.
