@@ -624,20 +624,15 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.
     builtins.extend(crate::kit::arrays::monadic_builtins());
-    // Printed before the type check, so that an ill-typed output can still be inspected; a stage not
-    // shown (see `Options::traced`) is printed only if its output fails the check, and is printed when
-    // it is shown (`Prepared::printed` is None).
+    // Printed after the type check, which fills in only types, so that the check's peak does not hold
+    // the text too (issue 14 item 4: on a 10^5-line program dualrev/staged's text is ~70 MiB and its
+    // check's growth ~270); an ill-typed output is printed for its message, as the check left it (a
+    // scheme comment only for the definitions it got through, with `--types`). A stage not shown (see
+    // `Options::traced`) is printed when it is shown (`Prepared::printed` is None).
     let print = |out: &Program| crate::print::print_program_mapped(out, &opts.print, opts.lines);
-    let mut printed = None;
-    if shown {
-        crate::limits::set_phase(id, "printing its output");
-        printed = Some(print(&out));
-        over("printing its output")?;
-    }
     crate::limits::set_phase(id, "type-checking its output");
     let internal = |m: String, out: &Program| {
-        let text = printed.as_ref().map_or_else(|| print(out).text, |p| p.text.clone());
-        Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(text)
+        Diagnostic::error(Span::NONE, format!("internal error: {m}")).in_stage(id).with_program(print(out).text)
     };
     if let Err(d) = types::check_program(&mut out, &builtins) {
         if d.message.starts_with("stopped: the memory budget") {
@@ -666,9 +661,11 @@ fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), 
         }
     }
     over("type-checking its output")?;
-    if shown && opts.print.types {
-        // now with the inferred types of the output's definitions
+    let mut printed = None;
+    if shown {
+        crate::limits::set_phase(id, "printing its output");
         printed = Some(print(&out));
+        over("printing its output")?;
     }
     let (printed, lines) = match printed {
         Some(m) => (Some(m.text), m.lines),
