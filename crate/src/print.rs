@@ -145,9 +145,9 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
 }
 
 /// Laid-out text as whole lines in chunks of about `CHUNK` bytes (one for a short text), and, if
-/// mapped, each line's spans. Joined once, at the end, into a text of its exact length, each chunk
-/// let go once copied: a long program's text (kept with the stage's output) is held once, where one
-/// growing buffer (up to twice the text) and its copy held up to three times it (issue 14 item 4).
+/// mapped, each line's spans. Joined once, at the end (`append`), each chunk let go once copied: a
+/// long program's text (kept with the stage's output) is held about once, where one growing buffer
+/// (up to twice the text) and its copy held up to three times it (issue 14 item 4).
 struct Laid {
     chunks: Vec<String>,
     lines: Vec<Vec<Span>>,
@@ -159,12 +159,27 @@ const CHUNK: usize = if cfg!(test) { 64 } else { 1 << 20 };
 
 impl Laid {
     fn text(self) -> String {
-        let mut text = String::with_capacity(self.chunks.iter().map(String::len).sum());
+        let total = self.chunks.iter().map(String::len).sum();
+        let mut text = String::new();
         for c in self.chunks {
-            text.push_str(&c);
+            append(&mut text, c, total);
         }
         text
     }
+}
+
+/// Appends chunk `c` to `text`, which will hold `total` bytes in the end, and lets `c` go. `text` grows
+/// by a quarter at a time (never past `total`), so that the join holds at most a quarter more than
+/// the text, where a text of the whole length made before the chunks were let go held it twice at
+/// printing's peak (issue 14 item 4: ~70 MiB more on dualrev/staged's output of a 10^5-line
+/// program). The copies a growth makes add up to ~5 times the text, a memcpy.
+fn append(text: &mut String, c: String, total: usize) {
+    let need = text.len() + c.len();
+    if need > text.capacity() {
+        let want = need.max(text.capacity() + text.capacity() / 4).min(total.max(need));
+        text.reserve_exact(want - text.len());
+    }
+    text.push_str(&c);
 }
 
 /// The pieces of a printed program, in order: text and its lines' spans (empty if not mapped).
@@ -183,13 +198,14 @@ impl Pieces {
         self.0.push(m);
     }
     fn finish(self, map: bool) -> Mapped {
-        let mut text = String::with_capacity(self.0.iter().flat_map(|m| &m.chunks).map(String::len).sum());
+        let total = self.0.iter().flat_map(|m| &m.chunks).map(String::len).sum();
+        let mut text = String::new();
         let mut lines: Vec<Vec<Span>> = vec![];
         for m in self.0 {
             let at = lines.len();
             let n: usize = m.chunks.iter().map(|c| c.matches('\n').count()).sum();
             for c in m.chunks {
-                text.push_str(&c);
+                append(&mut text, c, total);
             }
             if map {
                 lines.resize(at + n, vec![]);

@@ -133,45 +133,47 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
     cx.unify(&a2, &b2, Span::NONE).is_ok()
 }
 
-/// Local binders' types by id: ids are dense (`Fresh` and the resolver count up), so a vector of
-/// 4-byte slots by id, each the index of the binder's type in `types` (a slot per id, a type per
-/// binder: a program's ids include those of the names it no longer binds). An id past `DENSE`,
-/// which no counter reaches on a program that fits in memory, goes to a map.
+/// Each local binder's type, by its id, while the binder is in scope: a binding is undone when its
+/// scope ends (`mark`/`undo`: a let or bind spine's end, a lambda's or a case arm's body), so the
+/// table holds the binders in scope, not every binder met (issue 14 item 4: on a 10^5-line program's
+/// dualrev/staged output, 20 binders a line, most of them inside one line's `do` blocks; a vector
+/// by id of every binder was ~0.6 KB a line at the check's peak). An id bound again inside its own
+/// scope (a transform may copy a subterm with its binders) takes its new type until that scope ends.
 #[derive(Default)]
 struct Locals {
-    slots: Vec<u32>,
-    types: Vec<Type>,
-    sparse: HashMap<u32, Type>,
+    types: rustc_hash::FxHashMap<u32, Type>,
+    /// What each binding in scope replaced, innermost last.
+    undo: Vec<(u32, Option<Type>)>,
 }
-
-const DENSE: u32 = 1 << 24;
-const NONE: u32 = u32::MAX;
 
 impl Locals {
     fn insert(&mut self, id: u32, t: Type) {
-        if id >= DENSE {
-            self.sparse.insert(id, t);
-            return;
-        }
-        let i = id as usize;
-        if i >= self.slots.len() {
-            self.slots.resize(i + 1 + i / 2, NONE);
-        }
-        match self.slots[i] {
-            NONE => {
-                self.slots[i] = self.types.len() as u32;
-                self.types.push(t);
-            }
-            k => self.types[k as usize] = t,
-        }
+        let prev = self.types.insert(id, t);
+        self.undo.push((id, prev));
+        #[cfg(test)]
+        tests::LOCALS_HELD.with(|m| m.set(m.get().max(self.types.len())));
     }
     fn get(&self, id: u32) -> Option<&Type> {
-        if id >= DENSE {
-            return self.sparse.get(&id);
+        self.types.get(&id)
+    }
+    /// The bindings made so far, for `undo`.
+    fn mark(&self) -> usize {
+        self.undo.len()
+    }
+    /// Ends the scope of the bindings made since `mark`, innermost first.
+    fn undo(&mut self, mark: usize) {
+        while self.undo.len() > mark {
+            let Some((id, prev)) = self.undo.pop() else { break };
+            match prev {
+                Some(t) => self.types.insert(id, t),
+                None => self.types.remove(&id),
+            };
         }
-        match self.slots.get(id as usize) {
-            Some(&k) if k != NONE => Some(&self.types[k as usize]),
-            _ => None,
+        if self.undo.capacity() > 64 && self.undo.len() < self.undo.capacity() / 4 {
+            self.undo.shrink_to(self.undo.capacity() / 2);
+        }
+        if self.types.capacity() > 64 && self.types.len() < self.types.capacity() / 4 {
+            self.types.shrink_to(self.types.capacity() / 2);
         }
     }
 }
@@ -1047,6 +1049,8 @@ impl<'b> Cx<'b> {
     fn infer(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
         // (the node's type slot, for a bind: the span of its continuation, which must be `M _`)
         let mut spine: Vec<(&mut Type, Option<Span>)> = vec![];
+        // (the spine's binders are in scope until its end)
+        let scope = self.locals.mark();
         let mut cur = e;
         while matches!(cur.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
             let Expr { kind, ty, .. } = cur;
@@ -1092,6 +1096,7 @@ impl<'b> Cx<'b> {
             }
             *slot = t.clone();
         }
+        self.locals.undo(scope);
         Ok(t)
     }
 
@@ -1176,8 +1181,10 @@ impl<'b> Cx<'b> {
             ExprKind::Bool(_) => Type::Bool,
             ExprKind::Unit => Type::Unit,
             ExprKind::Lam(kind, p, body) => {
+                let scope = self.locals.mark();
                 let a = self.bind_pat(p);
                 let b = self.infer(body)?;
+                self.locals.undo(scope);
                 self.fun_of(*kind, a, b)
             }
             ExprKind::App(f, a) => {
@@ -1253,11 +1260,13 @@ impl<'b> Cx<'b> {
             ExprKind::Case(c) => {
                 let (s, p1, e1, p2, e2) = &mut **c;
                 let ts = self.infer(s)?;
+                let scope = self.locals.mark();
                 let a = self.bind_pat(p1);
                 let b = self.bind_pat(p2);
                 self.unify(&Type::sum(a, b), &ts, s.span)?;
                 let t1 = self.infer(e1)?;
                 let t2 = self.infer(e2)?;
+                self.locals.undo(scope);
                 self.unify(&t1, &t2, e2.span)?;
                 t1
             }
@@ -1715,24 +1724,59 @@ mod tests {
         assert_eq!(memo.sweep_at, SWEEP_MIN);
     }
 
-    /// Local binders' types by id: an id bound again takes its new type, an id never bound has
-    /// none, and an id past the dense range (no counter reaches it, but nothing forbids it) works.
+    /// Local binders' types by id while in scope: an id bound again takes its new type until its
+    /// scope ends, then has its old one back; an id never bound, or out of scope, has none; the table
+    /// holds the binders in scope only.
     #[test]
-    fn locals_by_id() {
+    fn locals_by_id_in_scope() {
         let mut l = Locals::default();
         l.insert(3, Type::Real);
-        l.insert(DENSE + 7, Type::Int);
+        let outer = l.mark();
+        l.insert(u32::MAX - 1, Type::Int);
         l.insert(3, Type::Bool);
         l.insert(0, Type::Unit);
         assert_eq!(l.get(3), Some(&Type::Bool));
         assert_eq!(l.get(0), Some(&Type::Unit));
-        assert_eq!(l.get(DENSE + 7), Some(&Type::Int));
+        assert_eq!(l.get(u32::MAX - 1), Some(&Type::Int));
         assert_eq!(l.get(2), None);
-        assert_eq!(l.get(1000), None);
-        assert_eq!(l.types.len(), 2, "a binder bound again keeps its one slot");
+        l.undo(outer);
+        assert_eq!(l.get(3), Some(&Type::Real), "the outer binding is back");
+        assert_eq!((l.get(0), l.get(u32::MAX - 1)), (None, None));
+        for id in 10..100_000 {
+            let m = l.mark();
+            l.insert(id, Type::Real);
+            l.insert(id + 1_000_000, Type::Int);
+            l.undo(m);
+        }
+        assert_eq!(l.types.len(), 1);
+        assert!(l.types.capacity() < 64 && l.undo.capacity() < 64, "what went out of scope is let go");
+    }
+
+    /// A let chain whose right sides bind names of their own: the check holds the chain's binders
+    /// and one right side's at a time, not every binder of the program (fails with a table of every
+    /// binder met: 4n + 1 here).
+    #[test]
+    fn the_check_holds_only_the_binders_in_scope() {
+        let n = 2000;
+        let mut src = String::from("def main x =\n");
+        for k in 0..n {
+            let prev = if k == 0 { "x".to_string() } else { format!("v{}", k - 1) };
+            src += &format!("  let v{k} = (let (a, b) = ({prev}, 2.0) in (\\c -> c * b) a) in\n");
+        }
+        src += &format!("  v{}\n", n - 1);
+        // (on a thread of its own with a deep stack, as the pipeline runs: the counter is that thread's)
+        let held = crate::limits::run_with_stack(move || {
+            let mut p = crate::syntax::parse_program(&src).expect("parses");
+            LOCALS_HELD.with(|m| m.set(0));
+            check_program(&mut p, &Builtins::new()).expect("checks");
+            LOCALS_HELD.with(|m| m.get())
+        });
+        assert!(held >= n && held <= n + 4, "{held} binders held at once");
     }
 
     thread_local! {
+        /// The most local binders the checker held at once on this thread.
+        pub(super) static LOCALS_HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// How many inference variables the last `check` on this thread made.
         pub(super) static VARIABLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// Steps of the checker's type walks on this thread: variables followed, `occurs`, `zonk`

@@ -907,3 +907,20 @@ fn deep_nesting_is_capped_without_changing_the_text() {
     };
     std::thread::Builder::new().stack_size(256 << 20).spawn(run).unwrap().join().unwrap();
 }
+
+/// Joining the chunks of a long text holds at most a quarter more than what is joined so far, and
+/// the whole text once at the end (fails if the join makes a text of the whole length first, as the
+/// chunks are then held beside a text as long as all of them).
+#[test]
+fn the_join_holds_the_text_about_once() {
+    let chunks: Vec<String> = (0..400).map(|k| format!("{k:>999}\n")).collect();
+    let total: usize = chunks.iter().map(String::len).sum();
+    let want: String = chunks.concat();
+    let mut text = String::new();
+    for c in chunks {
+        append(&mut text, c, total);
+        assert!(text.capacity() <= text.len() + text.len() / 4, "{} held after {} bytes", text.capacity(), text.len());
+    }
+    assert_eq!(text, want);
+    assert_eq!(text.capacity(), total);
+}
