@@ -345,12 +345,7 @@ fn runs_stay_within_their_memory_budget() {
 
     // A transform or printer that passes the whole budget between two checks: the process stops,
     // naming the stage and what it was doing (a 2,500-line program in 16 MiB).
-    let mut chain = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
-    for i in 1..2500 {
-        chain.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
-    }
-    chain.push_str("  v2499\n");
-    let f = temp_file("chain-2500.cot", chain.as_bytes());
+    let f = temp_file("chain-2500.cot", chain(2500).as_bytes());
     let (code, _, err) = cot(&["run", &f, "--max-mb", "16", "--stage", "chad/monadic"], None);
     assert_eq!(code, 1, "{err}");
     assert!(err.starts_with("cotangent: error: stopped: the memory budget (16 MiB, `--max-mb`) ran out while `"), "{err}");
@@ -366,17 +361,21 @@ fn runs_stay_within_their_memory_budget() {
     assert!(err.contains("ran out while `chad/arrays` was checking what it accepts"), "{err}");
 }
 
+/// A straight program of `n` lines, `let vi = v(i-1) * 1.01 + 0.5` (scripts/shapes.sh's chain-n).
+fn chain(n: usize) -> String {
+    let mut text = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+    for i in 1..n {
+        text.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
+    }
+    text + &format!("  v{}\n", n - 1)
+}
+
 /// Issue 14: chad/cc-chad type-checks its output inside its transform (what it refuses shows only
 /// once typed); a memory stop of that check was reported as a refusal, "a closed code's parameter
 /// type is left open", on a 10^5-line straight program. It is a budget stop, as the pipeline's is.
 #[test]
 fn a_budget_stop_inside_a_transform_is_not_a_refusal() {
-    let mut chain = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
-    for i in 1..10000 {
-        chain.push_str(&format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1));
-    }
-    chain.push_str("  v9999\n");
-    let f = temp_file("chain-10000.cot", chain.as_bytes());
+    let f = temp_file("chain-10000.cot", chain(10000).as_bytes());
     let (_, out, err) = cot(&["run", &f, "--json", "--max-mb", "120", "--stage", "chad/cc-chad"], None);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
     let st = doc["stages"].as_array().unwrap().iter().find(|s| s["id"] == "chad/cc-chad").unwrap().clone();

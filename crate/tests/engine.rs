@@ -766,15 +766,12 @@ const TAPED_CALLS: &[&str] = &[
     "param n = 20\ninput 0.7\ndef sq x = x * x\ndef f (a, b) = a * 0.5 - sq b * 0.1\ndef go k a b = if k > 0 then go (k - 1) (f (a, b)) (f (b, a) + 1.0) else a * b\ndef main x = go n x (x + 1.0)",
 ];
 
-/// Rounds that call another definition against the walker, as `taping_rounds_compiled_…` checks
-/// the others, and at every depth budget (the callee's frame, and its own callee's, checked once a
-/// round against the budget: a round whose deepest frame would not fit runs step by step). With the
-/// callee's body one step short (`self.steps -= 1` after `enter`'s `expr(body)`) the first run fails:
-/// "dualrev/tape: cost differs".
-#[test]
-fn taping_rounds_that_call_a_definition_count_as_the_walker_at_every_budget() {
+/// Each of `sources` through both taping stages, walker against engine (`both`): at the default
+/// budget, at every 7th step budget from 700 to 7,000 (more than 100 of which stop inside the loops:
+/// the runs are 1,700–4,500 steps), at every 3rd allocation budget below 900 and at each of `depths`.
+fn taping_rounds_agree_at_every_budget(sources: &[&str], depths: std::ops::Range<u64>) {
     let stages = || vec!["dualrev/tape".to_string(), "dualrev/parallel".to_string()];
-    for src in TAPED_CALLS {
+    for src in sources {
         let ran = both(src, Options { stages: stages(), ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(ran, 2, "{src}");
         let mut stops = 0;
@@ -787,12 +784,22 @@ fn taping_rounds_that_call_a_definition_count_as_the_walker_at_every_budget() {
             let budget = Budget { allocs, ..Budget::default() };
             both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("allocs {allocs}: {e}"));
         }
-        for depth in 0..8 {
+        for depth in depths.clone() {
             let budget = Budget { depth, ..Budget::default() };
             both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("depth {depth}: {e}"));
         }
         assert!(stops > 100, "{src}: {stops}");
     }
+}
+
+/// Rounds that call another definition against the walker, as `taping_rounds_compiled_…` checks
+/// the others, and at every depth budget (the callee's frame, and its own callee's, checked once a
+/// round against the budget: a round whose deepest frame would not fit runs step by step). With the
+/// callee's body one step short (`self.steps -= 1` after `enter`'s `expr(body)`) the first run fails:
+/// "dualrev/tape: cost differs".
+#[test]
+fn taping_rounds_that_call_a_definition_count_as_the_walker_at_every_budget() {
+    taping_rounds_agree_at_every_budget(TAPED_CALLS, 0..8);
 }
 
 /// The taping stages' compiled rounds against the walker: the same values and counters (a round's
@@ -802,21 +809,5 @@ fn taping_rounds_that_call_a_definition_count_as_the_walker_at_every_budget() {
 /// (`RoundProg`'s sum), the first run's costs differ by the compiled rounds' number (39 on horner).
 #[test]
 fn taping_rounds_compiled_count_as_the_walker_at_every_budget() {
-    let stages = || vec!["dualrev/tape".to_string(), "dualrev/parallel".to_string()];
-    for src in TAPED_LOOPS {
-        let ran = both(src, Options { stages: stages(), ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ran, 2, "{src}");
-        let mut stops = 0;
-        for steps in (700..7000).step_by(7) {
-            let budget = Budget { steps, ..Budget::default() };
-            let ran = both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("steps {steps}: {e}"));
-            stops += (ran < 2) as u32;
-        }
-        for allocs in (0..900).step_by(3) {
-            let budget = Budget { allocs, ..Budget::default() };
-            both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("allocs {allocs}: {e}"));
-        }
-        // the budgets stop the taping stages inside their loops (the runs are 1,700–4,500 steps)
-        assert!(stops > 100, "{src}: {stops}");
-    }
+    taping_rounds_agree_at_every_budget(TAPED_LOOPS, 0..0);
 }
