@@ -669,25 +669,19 @@ impl Lowerer<'_> {
                 ExprKind::Let(p, rhs_body) | ExprKind::Bind(p, rhs_body) => {
                     let (rhs, body) = *rhs_body;
                     self.name_lambdas(&p, &rhs);
+                    let ty = rhs.ty.clone();
                     let code = if self.names.is_empty() {
                         // no lambda to name by address: the right side is let go as it is lowered
                         // too (arrays/dual-arrays' whole forward pass is one link's `runIds (…)`)
-                        let ty = rhs.ty.clone();
-                        let code = self.owned(rhs)?;
-                        let p = self.pat_typed(&p, link_type(bind, &ty));
-                        links.push(Link::Let(p, code));
-                        cur = body;
-                        continue;
+                        self.owned(rhs)?
                     } else {
-                        self.expr(&rhs)?
-                    };
-                    let p = self.pat_typed(&p, link_type(bind, &rhs.ty));
-                    links.push(Link::Let(p, code));
-                    // every lambda `name_lambdas` recorded in `rhs` was lowered with it
-                    if !self.names.is_empty() {
+                        let code = self.expr(&rhs)?;
+                        // every lambda `name_lambdas` recorded in `rhs` was lowered with it
                         self.names.clear();
-                    }
-                    drop(rhs);
+                        code
+                    };
+                    let p = self.pat_typed(&p, link_type(bind, &ty));
+                    links.push(Link::Let(p, code));
                     body
                 }
                 ExprKind::LetRec(fs, body) => {

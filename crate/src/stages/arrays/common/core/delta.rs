@@ -628,7 +628,7 @@ pub fn graph(m: &mut Machine) -> Option<crate::interp::Graph> {
         }
         reached += 1;
         stack.extend(children(&n.kind).into_iter().cloned());
-        if drawn.len() < GRAPH_LIMIT {
+        if drawn.len() < crate::kit::delta::graph::GRAPH_LIMIT {
             drawn.push(n);
         }
     }
@@ -649,6 +649,3 @@ pub fn graph(m: &mut Machine) -> Option<crate::interp::Graph> {
     g.nodes.sort_by_key(|n| n.id);
     Some(g)
 }
-
-/// Most nodes a graph carries; the rest are counted in `Graph::omitted`.
-const GRAPH_LIMIT: usize = 2_000;
