@@ -456,7 +456,8 @@ fn reserve_round(m: &mut Machine, n: usize) -> Option<(i64, i64)> {
 
 /// The round's records as `record` writes each (the edges' CIDs as `b_record_cids` takes them).
 fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool {
-    if counts.iter().any(|&c| c > 2) || spans.len() != counts.len() {
+    let sum: usize = counts.iter().map(|&c| c as usize).sum();
+    if counts.iter().any(|&c| c > 2) || spans.len() != counts.len() || sum != edges.len() {
         return false;
     }
     let st = m.state::<ParSt>();
@@ -465,15 +466,9 @@ fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans:
     if tape.edges.len().checked_add(edges.len()).is_none_or(|e| u32::try_from(e).is_err()) {
         return false;
     }
-    let mut at = 0;
-    for &c in counts {
-        let mut e = [(0.0, 0u32, 0u32); 2];
-        for (k, &(a, j, s)) in edges[at..at + c as usize].iter().enumerate() {
-            e[k] = (a, j as u32, s as u32);
-        }
-        at += c as usize;
-        let _ = tape.push(&e[..c as usize]);
-    }
+    // `push` for each record in turn, each array grown once a round (issue 13)
+    tape.counts.extend_from_slice(counts);
+    tape.edges.extend(edges.iter().map(|&(a, j, s)| (a, j as u32, s as u32)));
     st.n += counts.len() as u32;
     m.count("ids_allocated", counts.len() as u64);
     true

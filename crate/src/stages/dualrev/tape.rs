@@ -284,6 +284,17 @@ fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans:
         return false;
     }
     let Some((r, t)) = m.states::<Rt, TapeSt>() else { return false };
+    let sum: usize = counts.iter().map(|&c| c as usize).sum();
+    if t.starts.is_empty() && i64::try_from(t.counts.len()) == Ok(r.next_id) && spans.len() == counts.len() && sum == edges.len() {
+        // the entries at the tape's end (`reserve_round`'s case): each flat array grown once a
+        // round, not once a record (128 instructions a record before; issue 13)
+        t.counts.extend_from_slice(counts);
+        t.partials.extend(edges.iter().map(|&(a, _, _)| a));
+        t.args.extend(edges.iter().map(|&(_, _, j)| j as u32));
+        r.fresh_round(spans);
+        m.count("ids_allocated", counts.len() as u64);
+        return true;
+    }
     let mut at = 0;
     for (&c, &span) in counts.iter().zip(spans) {
         let mut es = [(0.0, 0i64); 2];

@@ -159,6 +159,20 @@ impl Rt {
         }
         i
     }
+    /// `fresh` once for each of a round's records (`spans`, in order), the IDs consecutive: the
+    /// first of them (a compiled round's records, written at once: `interp/round.rs`).
+    pub fn fresh_round(&mut self, spans: &[Span]) -> i64 {
+        let first = self.next_id;
+        self.next_id += spans.len() as i64;
+        if !self.lean {
+            for (i, &span) in (first..).zip(spans).filter(|(_, s)| !s.is_none()) {
+                if let Some(c) = cell(&mut self.spans, i, Span::NONE) {
+                    *c = span;
+                }
+            }
+        }
+        first
+    }
 }
 
 fn b_gen_id(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
