@@ -516,6 +516,12 @@ pub struct Program {
 }
 
 impl Program {
+    /// The program with `defs` in place of its definitions (its parameters, input, seed, expects and
+    /// fresh ids kept): a transform that writes new definitions copies the rest, not the old
+    /// definitions (issue 14: a 10^5-line stage input is hundreds of MiB).
+    pub fn with_defs(&self, defs: Vec<Def>) -> Program {
+        Program { params: self.params.clone(), input: self.input.clone(), seed: self.seed.clone(), defs, expects: self.expects.clone(), next_id: self.next_id }
+    }
     pub fn def(&self, name: &str) -> Option<&Def> {
         self.defs.iter().find(|d| &*d.name.text == name)
     }

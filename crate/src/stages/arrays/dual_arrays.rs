@@ -77,8 +77,7 @@ impl Stage for DualArrays {
             }
         }
         let body = dual::wrapper(&main, src.output_type, &mut fr)?;
-        let mut p = src.program.clone();
-        p.defs = vec![def(crate::stage::WRAPPER, body)];
+        let mut p = src.program.with_defs(vec![def(crate::stage::WRAPPER, body)]);
         p.next_id = fr.next_id;
         Ok(Output::from(p))
     }

@@ -466,8 +466,7 @@ pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive
     let body = let_(ptuple(gs.iter().map(pvar).collect()), api.finish(&g, call), result);
     let body = lets(binds, body);
     let body = let_(fo.pattern.clone(), var(&s), body);
-    let mut out = fo.program.clone();
-    out.defs = vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))];
+    let mut out = fo.program.with_defs(vec![def(WRAPPER, lam(ppair(pvar(&s), pvar(&dt)), body))]);
     out.expects.clear();
     out.input = None;
     out.next_id = cx.fr.next_id;

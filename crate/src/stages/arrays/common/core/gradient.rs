@@ -34,8 +34,7 @@ pub fn symbolic_output(src: &Source, share: bool) -> Result<Output, Diagnostic> 
     }
     let grads = rev.expand_all(grads);
     let body = program(&ex, vec![], grads);
-    let mut p = src.program.clone();
-    p.defs = vec![def(WRAPPER, body)];
+    let mut p = src.program.with_defs(vec![def(WRAPPER, body)]);
     p.next_id = fr.next_id;
     let steps = std::mem::take(&mut rev.trace.kept);
     // (the views only for a stage shown: printing every extracted let is most of a small program's time)
@@ -89,8 +88,7 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
     for (p, rhs) in lets.into_iter().rev() {
         out = let_(*p, rhs, out);
     }
-    let mut p = src.program.clone();
-    p.defs = vec![def(WRAPPER, Expr::gen(ExprKind::Lam(*k, io.clone(), Box::new(out))))];
+    let mut p = src.program.with_defs(vec![def(WRAPPER, Expr::gen(ExprKind::Lam(*k, io.clone(), Box::new(out))))]);
     p.next_id = fr.next_id;
     Ok(Output::from(p))
 }
