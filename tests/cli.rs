@@ -362,6 +362,15 @@ fn runs_stay_within_their_memory_budget() {
     let (code, _, err) = cot(&["run", &f, "--max-mb", "48", "--stage", "chad/arrays"], None);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("ran out while `chad/arrays` was transforming the program"), "{err}");
+
+    // arrays/symbolic-share writes one new definition: its transform copied its whole input
+    // (dual-arrays' output, ~3.7 KB a line) to replace the definitions (peak 108 MiB on 10^4 lines,
+    // over 96, the process's last resort at `--max-mb 128`); it copies the rest only (79 MiB).
+    let f = temp_file("chain-10000.cot", chain(10000).as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--json", "--max-mb", "128", "--stage", "arrays/symbolic-share"], None);
+    assert_eq!(code, 0, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["stages"][0]["status"], "agrees", "{out}");
 }
 
 /// A straight program of `n` lines, `let vi = v(i-1) * 1.01 + 0.5` (scripts/shapes.sh's chain-n).
