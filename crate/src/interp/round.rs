@@ -33,6 +33,13 @@
 //! parameters' registers take the round's new values after that. A failing integer operation, a
 //! runtime that cannot reserve the IDs or refuses an edge (an ID out of range) leave nothing
 //! changed, and that round runs step by step as the walker runs it, with the walker's message.
+//!
+//! CALLS OF A RUNTIME'S BUILTINS. A runtime may offer builtins a round calls (`RoundCalls`, issue
+//! 13, session 34: Krawiec's monad's Delta constructors and `deltaLet`): each is an op whose result
+//! is the next number of one of two sequences (a Delta node's serial, a DeltaId), reserved for the
+//! round as a record's ID is, its effects (the nodes, the bindings) written at once after the
+//! round; a value the runtime names by such a number (a Delta) is a handle in an integer register,
+//! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
 use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord};
