@@ -661,6 +661,7 @@ fn transformed(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), D
     let mut builtins = src.builtins.clone();
     builtins.extend(st.builtins());
     builtins.fuse(st.fused());
+    builtins.set_round_calls(st.round_calls());
     builtins.extend(extra);
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.

@@ -308,6 +308,11 @@ pub trait Stage: Sync {
         vec![]
     }
 
+    /// Builtins a compiled round may call (`interp::RoundCalls`; default none).
+    fn round_calls(&self) -> Option<&'static crate::interp::RoundCalls> {
+        None
+    }
+
     /// Refuses, with a located message saying why, what the paper's method cannot handle beyond
     /// what `supports` says (e.g. a wrapper that needs `main : R^a → R`).
     fn accepts(&self, _src: &Source) -> Result<(), Diagnostic> {

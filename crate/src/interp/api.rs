@@ -360,6 +360,57 @@ pub struct RoundRecord {
 /// `RoundRecord::write`: the machine, the edges, each record's edge count and span.
 pub type RoundWrite = fn(&mut Machine<'_>, &[(f64, i64, i64)], &[u8], &[Span]) -> bool;
 
+/// Builtins besides a fused record that a compiled round may call (`interp/round.rs`, issue 13,
+/// session 34): constructors whose result is the next number of a sequence the runtime hands out
+/// in order — a Delta node's serial in the run's arena, a `deltaLet`'s DeltaId — so that, as for
+/// `RoundRecord`, a round reserves its numbers, computes everything in registers and writes its
+/// calls' effects at once when all of it has succeeded. A value the runtime names by such a number
+/// (a Delta) is a handle: an integer register in the round, boxed again by `rebox` when rounds stop.
+pub struct RoundCalls {
+    pub calls: &'static [RoundCall],
+    /// The first numbers of the two sequences for a round making `n[0]` and `n[1]` of them, when
+    /// all fit (no effect); `None`: the round runs step by step.
+    pub reserve: fn(&mut Machine<'_>, n: [usize; 2]) -> Option<[i64; 2]>,
+    /// The round's calls in order, each at the number `reserve` gave it; the runtime's own counters
+    /// added. `false`, and nothing written, when one of them would fail.
+    pub write: fn(&mut Machine<'_>, &[RoundItem]) -> bool,
+    /// A value as the handle it is (`None`: not one of the runtime's, or not of this run).
+    pub unbox: fn(&mut Machine<'_>, &Value) -> Option<i64>,
+    /// A handle as the value it names.
+    pub rebox: fn(&mut Machine<'_>, i64) -> Value,
+}
+
+/// What a builtin of `RoundCalls` takes: a real, an integer, or a handle.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RoundArg {
+    Real,
+    Int,
+    Handle,
+}
+
+/// A builtin a compiled round may call (`RoundCalls`): its arguments, which sequence its result is
+/// the next number of and whether that number is a handle, and the steps and allocations the call
+/// counts itself (besides its node's step and its arguments').
+pub struct RoundCall {
+    pub name: &'static str,
+    pub args: &'static [RoundArg],
+    pub seq: u8,
+    pub handle: bool,
+    pub steps: u64,
+    pub allocs: u64,
+}
+
+/// One call of a compiled round (`RoundCalls::write`): the call (its index in `calls`), its
+/// span, its real arguments and its integer and handle arguments, each in order, and its number.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundItem {
+    pub call: u8,
+    pub span: Span,
+    pub x: [f64; 2],
+    pub z: [i64; 2],
+    pub at: i64,
+}
+
 pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused> {
     fs.iter().find(|f| f.outer == outer && f.inner == inner).copied()
 }
@@ -369,6 +420,8 @@ pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused
 pub struct Builtins {
     table: HashMap<&'static str, Rc<Builtin>>,
     fused: Vec<Fused>,
+    /// The builtins a compiled round may call (`RoundCalls`), if the stage's runtime offers them.
+    round_calls: Option<&'static RoundCalls>,
 }
 
 impl Builtins {
@@ -391,6 +444,13 @@ impl Builtins {
     /// The fused function for `outer (inner …)`, if one was added.
     pub fn fused(&self, outer: &str, inner: &str) -> Option<Fused> {
         find_fused(&self.fused, outer, inner)
+    }
+    /// Sets the builtins a compiled round may call (`Stage::round_calls`).
+    pub fn set_round_calls(&mut self, calls: Option<&'static RoundCalls>) {
+        self.round_calls = calls;
+    }
+    pub(crate) fn round_calls(&self) -> Option<&'static RoundCalls> {
+        self.round_calls
     }
     pub(crate) fn all_fused(&self) -> &[Fused] {
         &self.fused

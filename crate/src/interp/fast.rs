@@ -60,9 +60,16 @@ pub(crate) struct Hints<'a> {
     pub caps: &'a [Scalar],
     /// The fused pairs of builtins the stage's runtime offers (`Fused`).
     pub fused: &'a [Fused],
+    /// The builtins a compiled round may call (`RoundCalls`), if the runtime offers them.
+    pub calls: Option<&'static super::RoundCalls>,
 }
 
 impl Hints<'_> {
+    /// Whether the stage's runtime can run a compiled round (`round.rs`): a round-capable fused
+    /// record or builtins a round may call.
+    pub(crate) fn rounds(&self) -> bool {
+        self.calls.is_some() || self.fused.iter().any(|f| f.round.is_some())
+    }
     fn slot(&self, s: u32) -> Scalar {
         self.slots.get(s as usize).copied().unwrap_or(Scalar::Other)
     }

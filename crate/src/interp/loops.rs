@@ -207,13 +207,13 @@ pub(crate) fn attach(body: &mut Code, lp: SelfLoop) {
 pub(crate) fn regions(body: &mut Code, h: &Hints, pat: &LPat, more: &[LPat]) {
     let lp = build(body, pat, more, h);
     // a body that may be a taping loop (`round.rs`) is kept as lowered, to compile its round from
-    let raw = (h.fused.iter().any(|f| f.round.is_some()) && may_round(body)).then(|| body.clone());
+    let raw = (h.rounds() && may_round(body)).then(|| body.clone());
     super::fast::regions(body, h);
     if let Some(lp) = lp {
         attach(body, lp);
     }
     if let Some(raw) = raw {
-        super::spine::attach_round(body, &raw, pat, more, h.fused);
+        super::spine::attach_round(body, &raw, pat, more, h.fused, h.calls);
     }
 }
 

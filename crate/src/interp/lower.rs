@@ -85,6 +85,7 @@ pub(crate) struct Deferred {
     real: Box<[Scalar]>,
     real_caps: Box<[Scalar]>,
     fused: Rc<[Fused]>,
+    calls: Option<&'static super::RoundCalls>,
     after: u32,
 }
 
@@ -122,7 +123,7 @@ impl LamCode {
             return &self.body;
         }
         let mut hot = self.body.clone();
-        super::loops::regions(&mut hot, &Hints { slots: &d.real, caps: &d.real_caps, fused: &d.fused }, &self.pat, &self.more);
+        super::loops::regions(&mut hot, &Hints { slots: &d.real, caps: &d.real_caps, fused: &d.fused, calls: d.calls }, &self.pat, &self.more);
         self.hot.get_or_init(|| hot)
     }
 }
@@ -316,8 +317,8 @@ struct FunCtx {
 }
 
 impl FunCtx {
-    fn hints<'a>(&'a self, fused: &'a [Fused]) -> Hints<'a> {
-        Hints { slots: &self.real, caps: &self.real_caps, fused }
+    fn hints<'a>(&'a self, fused: &'a [Fused], calls: Option<&'static super::RoundCalls>) -> Hints<'a> {
+        Hints { slots: &self.real, caps: &self.real_caps, fused, calls }
     }
 }
 
@@ -334,6 +335,7 @@ struct Lowerer<'a> {
     /// A function's regions are compiled on this entry (0: now); `Budget::regions_after`.
     regions_after: u32,
     fused: Rc<[Fused]>,
+    calls: Option<&'static super::RoundCalls>,
     /// The definition whose own lambda is lowered next (its self tail calls are marked).
     def_lam: Option<u32>,
 }
@@ -385,7 +387,7 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
         bodies.push((name, body));
     }
     let params = params.iter().map(|p| (Rc::from(&p.name.text), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), def_lam: None };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), def_lam: None };
     let mut defs = Vec::with_capacity(bodies.len());
     // drained front to back: an owned definition's IR goes as soon as it is lowered
     for (i, (name, d)) in bodies.drain(..).enumerate() {
@@ -467,18 +469,18 @@ impl Lowerer<'_> {
         }
         moves(body, ctx.nslots);
         if self.regions_after == 0 {
-            super::loops::regions(body, &ctx.hints(&self.fused), pat, more);
+            super::loops::regions(body, &ctx.hints(&self.fused, self.calls), pat, more);
             return None;
         }
         let (real, real_caps) = (ctx.real.clone().into(), ctx.real_caps.clone().into());
-        Some(Box::new(Deferred { real, real_caps, fused: self.fused.clone(), after: self.regions_after }))
+        Some(Box::new(Deferred { real, real_caps, fused: self.fused.clone(), calls: self.calls, after: self.regions_after }))
     }
 
     /// A function's code: its regions compiled now or on a later entry.
     fn lam_code(&self, pat: LPat, more: Box<[LPat]>, mut body: Code, c: &FunCtx, captures: Box<[Loc]>) -> LamCode {
         // a round of a taping loop may call this function (particle's `v1 ← step s`): its body as
         // lowered is kept when the regions are compiled now (deferred, `body` stays as lowered)
-        let keep = self.fast && self.regions_after == 0 && captures.is_empty() && self.fused.iter().any(|f| f.round.is_some()) && super::round::inlinable(&body);
+        let keep = self.fast && self.regions_after == 0 && captures.is_empty() && (self.calls.is_some() || self.fused.iter().any(|f| f.round.is_some())) && super::round::inlinable(&body);
         let raw = keep.then(|| Box::new(body.clone()));
         let deferred = self.regions(&mut body, c, &pat, &more);
         // A slot the types say holds a real or an integer owns nothing, so a frame reused in place
@@ -578,7 +580,7 @@ impl Lowerer<'_> {
         };
         let captures = c.captures.clone().into();
         let pure = match own {
-            Some(_) if self.fast && more.is_empty() && c.captures.is_empty() => super::loops::PureLeaf::build(&pat, &body, c.nslots, &c.hints(&self.fused)).map(Rc::new),
+            Some(_) if self.fast && more.is_empty() && c.captures.is_empty() => super::loops::PureLeaf::build(&pat, &body, c.nslots, &c.hints(&self.fused, self.calls)).map(Rc::new),
             _ => None,
         };
         Ok(Rc::new(LamCode { named, param, pure, ..self.lam_code(pat, more, body, &c, captures) }))

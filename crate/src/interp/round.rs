@@ -33,9 +33,16 @@
 //! parameters' registers take the round's new values after that. A failing integer operation, a
 //! runtime that cannot reserve the IDs or refuses an edge (an ID out of range) leave nothing
 //! changed, and that round runs step by step as the walker runs it, with the walker's message.
+//!
+//! CALLS OF A RUNTIME'S BUILTINS. A runtime may offer builtins a round calls (`RoundCalls`, issue
+//! 13, session 34: Krawiec's monad's Delta constructors and `deltaLet`): each is an op whose result
+//! is the next number of one of two sequences (a Delta node's serial, a DeltaId), reserved for the
+//! round as a record's ID is, its effects (the nodes, the bindings) written at once after the
+//! round; a value the runtime names by such a number (a Delta) is a handle in an integer register,
+//! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundRecord};
+use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -67,6 +74,8 @@ enum Sym {
     I(I),
     /// A boolean in an integer register (0 or 1).
     B(u16),
+    /// A handle of the runtime's (`RoundCalls`: a Delta node's serial) in an integer register.
+    H(u16),
     T(Rc<[Sym]>),
     /// A definition (the loop's own, or one a round calls) applied to these arguments (fewer than
     /// all its parameters; the loop's own with all of them is the tail call's).
@@ -79,6 +88,7 @@ enum Shape {
     R,
     I,
     B,
+    H,
     T(Box<[Shape]>),
 }
 
@@ -93,6 +103,9 @@ enum Op {
     /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
     /// register) with these edges (partial, ID: (0, i), or a pair's components).
     Rec(u16, u8, [(R, I, I); 2]),
+    /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
+    /// number the reserved first of its sequence + its place, into an integer register.
+    Call(u16, u16, u8, [R; 2], [I; 2]),
 }
 
 /// A parameter's leaf: the register its value lives in.
@@ -101,6 +114,7 @@ enum Leaf {
     R(u16),
     I(u16),
     B(u16),
+    H(u16),
 }
 
 /// What a definition's body needs to build its round (kept with its spine, `spine::Spine::round`).
@@ -109,6 +123,7 @@ pub(crate) struct RoundSrc {
     body: Code,
     params: Box<[u32]>,
     fused: Box<[Fused]>,
+    calls: Option<&'static RoundCalls>,
     /// The spine's head: the definition called.
     def: u32,
     prog: OnceCell<Option<RoundProg>>,
@@ -130,6 +145,11 @@ pub(crate) struct RoundProg {
     rec: Option<RoundRecord>,
     spans: Box<[Span]>,
     job: Option<u16>,
+    /// The round's calls (`RoundCalls`), their numbers as places in their sequences, and how many
+    /// of each sequence a round takes.
+    calls: Option<&'static RoundCalls>,
+    items: Box<[RoundItem]>,
+    nseq: [usize; 2],
     steps: u64,
     real_ops: u64,
     allocs: u64,
@@ -141,7 +161,7 @@ pub(crate) struct RoundProg {
 impl RoundSrc {
     /// The source of a round for a body `[lets] if c then … else …` whose spine calls `def`, when
     /// it has that shape (the program itself is made when a round first runs).
-    pub(crate) fn new(body: &Code, pat: &LPat, more: &[LPat], fused: &[Fused], def: u32) -> Option<RoundSrc> {
+    pub(crate) fn new(body: &Code, pat: &LPat, more: &[LPat], fused: &[Fused], calls: Option<&'static RoundCalls>, def: u32) -> Option<RoundSrc> {
         let params = std::iter::once(pat).chain(more).map(|p| if let LPat::Slot(s) = p { Some(*s) } else { None }).collect::<Option<Box<[u32]>>>()?;
         if params.len() < 2 {
             return None;
@@ -151,7 +171,7 @@ impl RoundSrc {
             c = rest;
         }
         let Code::If(..) = c else { return None };
-        Some(RoundSrc { body: body.clone(), params, fused: fused.into(), def, prog: OnceCell::new() })
+        Some(RoundSrc { body: body.clone(), params, fused: fused.into(), calls, def, prog: OnceCell::new() })
     }
 }
 
@@ -177,6 +197,9 @@ struct Builder<'a> {
     outer: Option<&'static str>,
     /// The register of the pair IDs' first component (the job: the same all round).
     job: Option<u16>,
+    /// The round's calls (`RoundCalls`) so far, and how many of each sequence.
+    items: Vec<RoundItem>,
+    nseq: [usize; 2],
 }
 
 impl Builder<'_> {
@@ -285,6 +308,7 @@ impl Builder<'_> {
                     _ => return None,
                 }
             }
+            Code::CallB(b, args, span) if self.src.calls.is_some_and(|c| c.calls.iter().any(|k| k.name == b.name)) => self.round_call(b.name, args, *span, d)?,
             Code::CallB(outer, items, span) => {
                 // `record (Ck a1 j1 …)`: the two calls' steps, the arguments, the record's own
                 let [Code::CallB(inner, args, _)] = &items[..] else { return None };
@@ -329,6 +353,45 @@ impl Builder<'_> {
             Code::Call(cc) if !cc.self_tail => self.call(cc, d)?,
             _ => return None,
         })
+    }
+
+    /// A builtin of the runtime's `RoundCalls` (a Delta constructor, `deltaLet`): its arguments
+    /// (its node's step is counted by `expr`), its own steps and allocations, its number the next of
+    /// its sequence in the round.
+    fn round_call(&mut self, name: &str, args: &[Code], span: Span, d: u32) -> Option<Sym> {
+        let calls = self.src.calls?;
+        let k = calls.calls.iter().position(|c| c.name == name)?;
+        let rc = &calls.calls[k];
+        if args.len() != rc.args.len() || self.items.len() >= MAX_RECS || rc.seq > 1 || k > u8::MAX as usize {
+            return None;
+        }
+        let (mut x, mut z, mut nx, mut nz) = ([R::K(0.0); 2], [I::K(0); 2], 0, 0);
+        for (a, kind) in args.iter().zip(rc.args) {
+            match (self.expr(a, d)?, kind) {
+                (Sym::R(r), RoundArg::Real) => {
+                    *x.get_mut(nx)? = r;
+                    nx += 1;
+                }
+                (Sym::I(i), RoundArg::Int) => {
+                    *z.get_mut(nz)? = i;
+                    nz += 1;
+                }
+                (Sym::H(h), RoundArg::Handle) => {
+                    *z.get_mut(nz)? = I::Reg(h);
+                    nz += 1;
+                }
+                _ => return None,
+            }
+        }
+        self.steps += rc.steps;
+        self.allocs += rc.allocs;
+        let seq = rc.seq as usize;
+        let at = self.nseq[seq];
+        self.nseq[seq] += 1;
+        let r = self.int_reg()?;
+        self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, x, z));
+        self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; 2], at: at as i64 });
+        Some(if rc.handle { Sym::H(r) } else { Sym::I(I::Reg(r)) })
     }
 
     /// A call of a definition (its name, or a partial value of it in a slot): `eval_call`'s `App`
@@ -447,12 +510,14 @@ fn tail_call(body: &Code) -> bool {
 }
 
 /// `v`'s leaves into registers of shape `sh` (a new one each); `None` for a shape not taken.
-fn shape_of(v: &Value, depth: u32) -> Option<Shape> {
+/// (`handle`: whether a value is one of the runtime's handles, `RoundCalls::unbox`.)
+fn shape_of(v: &Value, depth: u32, handle: &mut dyn FnMut(&Value) -> bool) -> Option<Shape> {
     Some(match v {
         Value::Real(_) => Shape::R,
         Value::Int(_) => Shape::I,
         Value::Bool(_) => Shape::B,
-        Value::Tuple(vs) if depth < 4 => Shape::T(vs.iter().map(|v| shape_of(v, depth + 1)).collect::<Option<_>>()?),
+        Value::Tuple(vs) if depth < 4 => Shape::T(vs.iter().map(|v| shape_of(v, depth + 1, handle)).collect::<Option<_>>()?),
+        Value::Ext(_) if handle(v) => Shape::H,
         _ => return None,
     })
 }
@@ -460,7 +525,7 @@ fn shape_of(v: &Value, depth: u32) -> Option<Shape> {
 impl RoundProg {
     fn build(src: &RoundSrc, defs: &[DefCode], shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
         let nslots = 1 + src.params.iter().copied().max()? as usize;
-        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None };
+        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2] };
         // the parameters' leaves
         let mut leaves = vec![];
         fn leaf(b: &mut Builder, sh: &Shape, leaves: &mut Vec<Leaf>) -> Option<Sym> {
@@ -480,6 +545,11 @@ impl RoundProg {
                     leaves.push(Leaf::B(r));
                     Sym::B(r)
                 }
+                Shape::H => {
+                    let r = b.int_reg()?;
+                    leaves.push(Leaf::H(r));
+                    Sym::H(r)
+                }
                 Shape::T(items) => Sym::T(items.iter().map(|s| leaf(b, s, leaves)).collect::<Option<_>>()?),
             })
         }
@@ -489,7 +559,7 @@ impl RoundProg {
         }
         // a round: the spine's branch (the body's start already ran), then the next body's start;
         // the body's start is compiled once for its shape, as the branches' registers differ
-        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None };
+        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2] };
         let (_, t, e) = probe.start(&src.body)?;
         let branch = if spine_then { t } else { e };
         // the branch's value is the tail call's arguments; no other call of the definition is saturated
@@ -501,7 +571,7 @@ impl RoundProg {
         let mut outs = vec![];
         fn flat(v: &Sym, sh: &Shape, outs: &mut Vec<Sym>) -> Option<()> {
             match (v, sh) {
-                (Sym::R(_), Shape::R) | (Sym::I(_), Shape::I) | (Sym::B(_), Shape::B) => outs.push(v.clone()),
+                (Sym::R(_), Shape::R) | (Sym::I(_), Shape::I) | (Sym::B(_), Shape::B) | (Sym::H(_), Shape::H) => outs.push(v.clone()),
                 (Sym::T(vs), Shape::T(ss)) if vs.len() == ss.len() => {
                     for (v, s) in vs.iter().zip(ss.iter()) {
                         flat(v, s, outs)?;
@@ -516,7 +586,8 @@ impl RoundProg {
             b.slots[*s as usize] = Some(v.clone());
         }
         let (test, _, _) = b.start(&src.body)?;
-        if b.saturated != 1 {
+        // one runtime's effects a round: its fused records or its calls
+        if b.saturated != 1 || (b.rec.is_some() && !b.items.is_empty()) {
             return None;
         }
         Some(RoundProg {
@@ -531,6 +602,9 @@ impl RoundProg {
             rec: b.rec,
             spans: b.spans.into(),
             job: b.job,
+            calls: src.calls,
+            items: b.items.into(),
+            nseq: b.nseq,
             steps: b.steps,
             real_ops: b.real_ops,
             allocs: b.allocs,
@@ -564,8 +638,16 @@ impl Machine<'_> {
             return None;
         }
         let bp = self.bp;
+        // the parameters' values (a handle is read through its runtime, which needs the machine)
+        let vals = match src.calls {
+            Some(_) => src.params.iter().map(|s| self.locals.get(bp + *s as usize).cloned()).collect::<Option<Vec<Value>>>()?,
+            None => vec![],
+        };
         let prog = src.prog.get_or_init(|| {
-            let shapes = src.params.iter().map(|s| shape_of(self.locals.get(bp + *s as usize)?, 0)).collect::<Option<Box<[Shape]>>>()?;
+            let shapes = match src.calls {
+                Some(c) => vals.iter().map(|v| shape_of(v, 0, &mut |v| (c.unbox)(self, v).is_some())).collect::<Option<Box<[Shape]>>>()?,
+                None => src.params.iter().map(|s| shape_of(self.locals.get(bp + *s as usize)?, 0, &mut |_| false)).collect::<Option<Box<[Shape]>>>()?,
+            };
             RoundProg::build(src, &self.code.defs, shapes, spine_then)
         });
         let p = prog.as_ref()?;
@@ -587,11 +669,24 @@ impl Machine<'_> {
         // the parameters into registers, if they have the program's shapes
         let (mut rf, mut ri) = (vec![0.0f64; p.nr], vec![0i64; p.ni]);
         let mut k = 0;
-        for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
-            if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf, &mut ri) {
-                return None;
+        match src.calls {
+            Some(c) => {
+                for (v, sh) in vals.iter().zip(p.shapes.iter()) {
+                    if !load(v, sh, &p.leaves, &mut k, &mut rf, &mut ri, &mut |v| (c.unbox)(self, v)) {
+                        return None;
+                    }
+                }
+            }
+            None => {
+                for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
+                    if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf, &mut ri, &mut |_| None) {
+                        return None;
+                    }
+                }
             }
         }
+        drop(vals);
+        let mut items = p.items.to_vec();
         let nrec = p.spans.len();
         let (mut edges, mut counts) = (Vec::with_capacity(2 * nrec), Vec::with_capacity(nrec));
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
@@ -607,6 +702,13 @@ impl Machine<'_> {
             if let Some(j) = p.job {
                 ri[j as usize] = job;
             }
+            let firsts = match p.calls {
+                Some(c) if !items.is_empty() => match (c.reserve)(self, p.nseq) {
+                    Some(f) => f,
+                    None => break,
+                },
+                _ => [0; 2],
+            };
             edges.clear();
             counts.clear();
             let mut id = first;
@@ -633,6 +735,13 @@ impl Machine<'_> {
                         ri[d as usize] = id;
                         id += 1;
                     }
+                    Op::Call(k, d, seq, x, z) => {
+                        let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
+                        it.x = [rv(&rf, x[0]), rv(&rf, x[1])];
+                        it.z = [iv(&ri, z[0]), iv(&ri, z[1])];
+                        it.at = at;
+                        ri[d as usize] = at;
+                    }
                 }
             }
             // the new parameters read before any is written (a parallel move)
@@ -640,7 +749,7 @@ impl Machine<'_> {
                 *x = match *o {
                     Sym::R(r) => (rv(&rf, r), 0),
                     Sym::I(i) => (0.0, iv(&ri, i)),
-                    Sym::B(b) => (0.0, ri[b as usize]),
+                    Sym::B(b) | Sym::H(b) => (0.0, ri[b as usize]),
                     _ => break 'round,
                 };
             }
@@ -649,10 +758,15 @@ impl Machine<'_> {
                     break;
                 }
             }
+            if let Some(c) = p.calls {
+                if !items.is_empty() && !(c.write)(self, &items) {
+                    break;
+                }
+            }
             for (l, &(x, i)) in p.leaves.iter().zip(next.iter()) {
                 match *l {
                     Leaf::R(r) => rf[r as usize] = x,
-                    Leaf::I(r) | Leaf::B(r) => ri[r as usize] = i,
+                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => ri[r as usize] = i,
                 }
             }
             done += 1;
@@ -666,8 +780,9 @@ impl Machine<'_> {
         }
         // the parameters boxed once, from their registers
         let mut k = 0;
-        for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
-            let v = store(sh, &p.leaves, &mut k, &rf, &ri);
+        let rebox = p.calls.map(|c| c.rebox);
+        let vs: Vec<Value> = p.shapes.iter().map(|sh| store(sh, &p.leaves, &mut k, &rf, &ri, &mut |h| rebox.map_or(Value::Unit, |f| f(self, h)))).collect();
+        for (s, v) in src.params.iter().zip(vs) {
             super::run::set_slot(&mut self.locals[bp + *s as usize], v);
         }
         self.steps += done * p.steps;
@@ -681,9 +796,10 @@ impl Machine<'_> {
 }
 
 /// A parameter's value into its leaves' registers (`k`: the next leaf); `false` for another shape.
-fn load(v: &Value, sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &mut [f64], ri: &mut [i64]) -> bool {
+/// (`handle`: a value as the runtime's handle, `RoundCalls::unbox`.)
+fn load(v: &Value, sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &mut [f64], ri: &mut [i64], handle: &mut dyn FnMut(&Value) -> Option<i64>) -> bool {
     match (v, sh) {
-        (Value::Tuple(vs), Shape::T(ss)) if vs.len() == ss.len() => vs.iter().zip(ss.iter()).all(|(v, s)| load(v, s, leaves, k, rf, ri)),
+        (Value::Tuple(vs), Shape::T(ss)) if vs.len() == ss.len() => vs.iter().zip(ss.iter()).all(|(v, s)| load(v, s, leaves, k, rf, ri, handle)),
         (_, Shape::T(_)) => false,
         (v, _) => {
             let ok = match (v, leaves.get(*k)) {
@@ -699,6 +815,13 @@ fn load(v: &Value, sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &mut [f64], r
                     ri[*r as usize] = *x as i64;
                     true
                 }
+                (Value::Ext(_), Some(Leaf::H(r))) => match handle(v) {
+                    Some(h) => {
+                        ri[*r as usize] = h;
+                        true
+                    }
+                    None => false,
+                },
                 _ => false,
             };
             *k += 1;
@@ -707,15 +830,16 @@ fn load(v: &Value, sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &mut [f64], r
     }
 }
 
-/// A parameter's value from its leaves' registers.
-fn store(sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &[f64], ri: &[i64]) -> Value {
+/// A parameter's value from its leaves' registers (`rebox`: a handle's value, `RoundCalls::rebox`).
+fn store(sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &[f64], ri: &[i64], rebox: &mut dyn FnMut(i64) -> Value) -> Value {
     match sh {
-        Shape::T(ss) => Value::Tuple(ss.iter().map(|s| store(s, leaves, k, rf, ri)).collect()),
+        Shape::T(ss) => Value::Tuple(ss.iter().map(|s| store(s, leaves, k, rf, ri, rebox)).collect()),
         _ => {
             let v = match leaves.get(*k) {
                 Some(Leaf::R(r)) => Value::Real(rf[*r as usize]),
                 Some(Leaf::I(r)) => Value::Int(ri[*r as usize]),
                 Some(Leaf::B(r)) => Value::Bool(ri[*r as usize] != 0),
+                Some(Leaf::H(r)) => rebox(ri[*r as usize]),
                 None => Value::Unit,
             };
             *k += 1;

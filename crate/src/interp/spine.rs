@@ -170,7 +170,7 @@ fn link(ch: Charge, p: &LPat, rhs: &Code, rest: &Code, s: u32, ev: &mut Vec<Ev>)
 
 /// Gives the spine that is the recursive branch of a definition's compiled `body` its round's
 /// source (`round.rs`): `raw`, the body before its regions were compiled.
-pub(crate) fn attach_round(body: &Code, raw: &Code, pat: &LPat, more: &[LPat], fused: &[Fused]) {
+pub(crate) fn attach_round(body: &Code, raw: &Code, pat: &LPat, more: &[LPat], fused: &[Fused], calls: Option<&'static super::RoundCalls>) {
     let cond = match body {
         Code::Fast(f) => match f.tail() {
             Tail::Walk(c @ Code::If(..)) => c,
@@ -180,10 +180,23 @@ pub(crate) fn attach_round(body: &Code, raw: &Code, pat: &LPat, more: &[LPat], f
         _ => return,
     };
     let Code::If(_, t, e, _) = cond else { return };
-    let ((Code::Spine(s), _) | (_, Code::Spine(s))) = (&**t, &**e) else { return };
+    let Some(s) = branch_spine(t).or_else(|| branch_spine(e)) else { return };
     let Some(Ev::Call(CallCode { head: Head::Global(g, _), .. })) = s.events.get(s.head) else { return };
-    if let Some(src) = RoundSrc::new(raw, pat, more, fused, *g) {
+    if let Some(src) = RoundSrc::new(raw, pat, more, fused, calls, *g) {
         let _ = s.round.set(src);
+    }
+}
+
+/// The spine a branch is: itself, or a region whose links come first (krawiec's `x1 ← pure (k − 1);
+/// f ← horner x1; …`, issue 13, session 34).
+fn branch_spine(c: &Code) -> Option<&Rc<Spine>> {
+    match c {
+        Code::Spine(s) => Some(s),
+        Code::Fast(f) => match f.tail() {
+            Tail::Walk(Code::Spine(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -317,10 +330,7 @@ impl Machine<'_> {
             _ => return Ok(Round::Other),
         };
         let Code::If(test, t, e, _) = cond else { return Ok(Round::Other) };
-        let me = |b: &Code| match b {
-            Code::Spine(b) => std::ptr::eq(&**b, s),
-            _ => false,
-        };
+        let me = |b: &Code| branch_spine(b).is_some_and(|b| std::ptr::eq(&**b, s));
         if !inline_arg(test) || !(me(t) || me(e)) {
             return Ok(Round::Other);
         }
@@ -336,6 +346,10 @@ impl Machine<'_> {
                     if self.compiled_rounds(src, me(t)) == Some(true) {
                         return Ok(Round::Branch(if me(t) { &**e } else { &**t }));
                     }
+                }
+                // a branch that is a region's links and then the spine: the links, as `run_fast` runs them
+                if let Code::Fast(f) = super::run::node(b) {
+                    self.region_links(f)?;
                 }
                 Ok(Round::Again)
             }

@@ -225,6 +225,15 @@ impl Arena {
         Some(ix)
     }
 
+    /// Whether `n` more nodes of at most three words each fit (`push` then cannot fail for them: a
+    /// compiled round's nodes are written only when all of them will be, `interp::RoundCalls`).
+    pub fn room(&self, n: usize) -> bool {
+        let ok = |x: Option<usize>, max: usize| x.is_some_and(|x| x < max);
+        ok((self.len as usize).checked_add(n), LOW as usize)
+            && ok(n.checked_mul(3).and_then(|w| w.checked_add(self.words.len() + 3)), u32::MAX as usize)
+            && ok(self.spans.spans.len().checked_add(n), u32::MAX as usize)
+    }
+
     /// The class (word count) of the node at `ix` and the index of its first word (`None` if not
     /// given).
     #[inline]

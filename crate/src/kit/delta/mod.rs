@@ -211,8 +211,8 @@ pub(crate) fn int_arg(v: &Value, span: Span, what: &str) -> Result<i64, RunError
 /// another counter came between two nodes).
 #[derive(Default)]
 pub struct DeltaArena {
-    arena: Rc<RefCell<Arena>>,
-    nodes_counter: Option<usize>,
+    pub(crate) arena: Rc<RefCell<Arena>>,
+    pub(crate) nodes_counter: Option<usize>,
 }
 
 /// The run's arena (for a stage's state that keeps a Delta without a value of it).

@@ -64,6 +64,10 @@ impl Stage for General {
         bs
     }
 
+    fn round_calls(&self) -> Option<&'static crate::interp::RoundCalls> {
+        Some(&super::common::monad::ROUND_CALLS)
+    }
+
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let (s, t) = (src.input_type, src.output_type);
         // This stage type-checks the program it builds before it returns (Fig. 15's λ(s, dt) is itself

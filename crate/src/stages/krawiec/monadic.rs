@@ -65,6 +65,10 @@ impl Stage for Monadic {
         require_ra_to_r(src, "krawiec/monadic", "Fig. 11 (R{e})")
     }
 
+    fn round_calls(&self) -> Option<&'static crate::interp::RoundCalls> {
+        Some(&super::common::monad::ROUND_CALLS)
+    }
+
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         ra_transform(src, false)
     }

@@ -2,11 +2,11 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, run_arena, DeltaRef, Ix, Kind, SpanTable};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, run_arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
-use crate::interp::{Builtin, Machine, RunError};
+use crate::interp::{Builtin, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RunError};
 use crate::ir::*;
 use crate::value::Value;
 use crate::stages::dualrev::common::Chunked;
@@ -136,4 +136,94 @@ pub(crate) fn monad_builtins(run_delta_scheme: Scheme, run: crate::interp::Built
     });
     bs.push(Builtin { name: "runDelta", scheme: run_delta_scheme, arity: 2, lazy_last: true, run });
     bs
+}
+
+/// The monad's builtins as a compiled round calls them (`interp::RoundCalls`, `interp/round.rs`;
+/// issue 13, session 34): the Delta constructors (`mk`: a `delta_nodes` count and an allocation
+/// each), their nodes the arena's next serials, and `deltaLet` (a step: its tick; `ids_allocated`),
+/// its DeltaIds the state's next ones. A round's nodes and bindings are written at once, in the
+/// order the walker makes them, once the round has computed them all; a Delta is a node's serial.
+pub(crate) static ROUND_CALLS: RoundCalls = RoundCalls {
+    calls: &[
+        RoundCall { name: "Zero", args: &[], seq: 0, handle: true, steps: 0, allocs: 1 },
+        RoundCall { name: "Scale", args: &[RoundArg::Real, RoundArg::Handle], seq: 0, handle: true, steps: 0, allocs: 1 },
+        RoundCall { name: "Add", args: &[RoundArg::Handle, RoundArg::Handle], seq: 0, handle: true, steps: 0, allocs: 1 },
+        RoundCall { name: "Var", args: &[RoundArg::Int], seq: 0, handle: true, steps: 0, allocs: 1 },
+        RoundCall { name: "deltaLet", args: &[RoundArg::Handle], seq: 1, handle: false, steps: 1, allocs: 0 },
+    ],
+    reserve: reserve_round,
+    write: write_round,
+    unbox: |m, v| {
+        let d = v.ext::<DeltaRef>()?;
+        std::rc::Rc::ptr_eq(&d.arena, &m.state::<DeltaArena>().arena).then_some(d.ix as i64)
+    },
+    rebox: |m, h| delta_value(DeltaRef { arena: run_arena(m), ix: h as Ix }),
+};
+
+/// The arena's next serial and the next DeltaId, when `n[0]` nodes fit the arena and `n[1]`
+/// bindings can be made (inside runDelta, as `deltaLet` requires).
+fn reserve_round(m: &mut Machine, n: [usize; 2]) -> Option<[i64; 2]> {
+    let (da, st) = m.states::<DeltaArena, DeltaState>()?;
+    let a = da.arena.try_borrow().ok()?;
+    if !a.room(n[0]) || (n[1] > 0 && !st.active) {
+        return None;
+    }
+    st.next_id.checked_add(n[1] as i64)?;
+    Some([a.len() as i64, st.next_id])
+}
+
+/// The round's nodes and bindings as `mk` and `deltaLet` make each (checked first: `false`, nothing
+/// written, for a child not yet made or numbers not the ones reserved).
+fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
+    let Some((da, st)) = m.states::<DeltaArena, DeltaState>() else { return false };
+    let Ok(mut a) = da.arena.try_borrow_mut() else { return false };
+    let (mut next, mut id) = (a.len() as i64, st.next_id);
+    let made = |h: i64, next: i64| h > 0 && h < next;
+    for it in items {
+        let ok = match it.call {
+            0 => true,
+            1 | 3 => it.call == 3 || made(it.z[0], next),
+            2 => made(it.z[0], next) && made(it.z[1], next),
+            4 => made(it.z[0], next) && it.at == id && st.active,
+            _ => false,
+        };
+        if !ok || (it.call < 4 && it.at != next) {
+            return false;
+        }
+        if it.call < 4 {
+            next += 1;
+        } else {
+            id += 1;
+        }
+    }
+    let (mut nodes, mut lets) = (0, 0);
+    for it in items {
+        let kind = match it.call {
+            0 => Kind::Zero,
+            1 => Kind::Scale(it.x[0], it.z[0] as Ix),
+            2 => Kind::Add(it.z[0] as Ix, it.z[1] as Ix),
+            3 => Kind::Var(it.z[0]),
+            _ => {
+                let s = st.bind_spans.index(it.span).unwrap_or(0);
+                st.binds.push((it.z[0] as Ix, s));
+                st.next_id += 1;
+                lets += 1;
+                continue;
+            }
+        };
+        // (room reserved: `Arena::room`)
+        let _ = a.push(kind, it.span);
+        nodes += 1;
+    }
+    drop(a);
+    let counter = da.nodes_counter;
+    if nodes > 0 {
+        let c = counter.unwrap_or_else(|| m.counter_id("delta_nodes"));
+        m.state::<DeltaArena>().nodes_counter = Some(c);
+        m.count_at(c, nodes);
+    }
+    if lets > 0 {
+        m.count("ids_allocated", lets);
+    }
+    true
 }
