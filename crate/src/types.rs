@@ -126,8 +126,8 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
     let mut cx = Cx::new(&builtins);
     let shift = |t: &Type, off: u32| rename(t, &mut |v| Type::Var(v + off));
     let max = max_var(a).max(max_var(b)) + 1;
-    cx.subst = vec![None; 2 * max as usize];
-    cx.levels = vec![0; 2 * max as usize];
+    cx.subst = Chunked::filled(None, 2 * max as usize);
+    cx.levels = Chunked::filled(0, 2 * max as usize);
     let a2 = shift(a, 0);
     let b2 = shift(b, max);
     cx.unify(&a2, &b2, Span::NONE).is_ok()
@@ -186,7 +186,7 @@ struct Memo {
     /// its zonked form once made (`done`), which is the same substitution (path compression), and
     /// is given back after. A second vector of zonked bindings beside it was 24 bytes per variable
     /// at the check's peak (issue 14: a stage's output of 1.7 million variables).
-    vars: Vec<Option<Type>>,
+    vars: Chunked<Option<Type>>,
     /// Which of `vars` are zonked already, a bit each.
     done: Vec<u64>,
     /// A compound type held more than once (`identity`), by its parts (the key keeps them, so
@@ -447,11 +447,11 @@ fn identity(t: &Type) -> Option<ByParts<Type>> {
 }
 
 struct Cx<'b> {
-    subst: Vec<Option<Type>>,
+    subst: Chunked<Option<Type>>,
     /// The let-nesting level each variable was made at, lowered when it is unified with an older
     /// one: a variable deeper than the current level is free in no enclosing binding's type, so it
     /// may be generalised (Rémy's levels; the efficient form of HM's "not free in the environment").
-    levels: Vec<u32>,
+    levels: Chunked<u32>,
     /// The current level: 0 for top-level definitions, one more inside each generalisable `let`'s
     /// right-hand side.
     level: u32,
@@ -489,9 +489,12 @@ struct Cx<'b> {
 /// `Cx::recent`'s size at which it is emptied.
 const RECENT: usize = 1 << 14;
 
-/// How deep `Cx::settle` follows an instantiated type, and the widest tuple or constructor it
-/// enters (a builtin's type is a few levels of a few parts: at most 4^3 parts visited).
-const SETTLE_DEPTH: u32 = 3;
+/// How many parts of an instantiated type `Cx::settle` visits, and the widest tuple or constructor it
+/// enters (a builtin's type is a few dozen parts at most: `SCall`'s `(Z, R ⊸ Staged c) → R ⊸
+/// Staged c` is 11). A bound on parts, not on depth: at depth 3 that type's innermost `Staged c`
+/// was kept as `instantiate` made it, so each use's settled type was its own (issue 14 item 4:
+/// ~0.9 KB a line of dualrev/staged's output held until the zonk).
+const SETTLE_PARTS: u32 = 32;
 const SETTLE_WIDTH: usize = 4;
 
 /// How often (in nodes) the type check compares the live heap with the memory budget.
@@ -500,8 +503,8 @@ const MEMORY_CHECK: u32 = 4096;
 impl<'b> Cx<'b> {
     fn new(builtins: &'b Builtins) -> Cx<'b> {
         Cx {
-            subst: vec![],
-            levels: vec![],
+            subst: Chunked::default(),
+            levels: Chunked::default(),
             level: 0,
             numeric: vec![],
             open_numeric: Default::default(),
@@ -544,30 +547,33 @@ impl<'b> Cx<'b> {
         }
     }
 
-    /// `t` with its bound variables followed down to `depth` levels (each part the same type, as a
-    /// zonk's), each compound part made once while it is in `recent`: a polymorphic builtin's
+    /// `t` with its bound variables followed in its first `parts` parts (each part the same type, as
+    /// a zonk's), each compound part made once while it is in `recent`: a polymorphic builtin's
     /// `a → a → a`, copied with fresh variables at each use (`plusC`, `counted`: ~0.4 KB a line of
     /// dualrev/naive's output), is the one `Staged → Staged → Staged` once the application has bound
-    /// them, and the copy dies with it. Bounded in depth and width: types are shared, not trees, and
-    /// following every part could walk a type of exponential size; deeper parts are kept as they are.
-    fn settle(&mut self, t: &Type, depth: u32) -> Type {
+    /// them, and the copy dies with it. Bounded in parts and width: types are shared, not trees, and
+    /// following every part could walk a type of exponential size; parts past the bound are kept as
+    /// they are. (Recursion as deep as `SETTLE_PARTS` at most.)
+    fn settle(&mut self, t: &Type, parts: &mut u32) -> Type {
         let t = self.shallow(t);
-        if depth == 0 {
+        if *parts == 0 {
             return t;
         }
+        *parts -= 1;
         let r = match &t {
             Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
-                let ab = std::rc::Rc::new((self.settle(&ab.0, depth - 1), self.settle(&ab.1, depth - 1)));
+                let a = self.settle(&ab.0, parts);
+                let ab = std::rc::Rc::new((a, self.settle(&ab.1, parts)));
                 self.forget_recent();
                 with_pair(&t, self.recent.pair(ab))
             }
             Type::Tuple(ts) if ts.len() <= SETTLE_WIDTH => {
-                let ts: Vec<Type> = ts.iter().map(|u| self.settle(u, depth - 1)).collect();
+                let ts: Vec<Type> = ts.iter().map(|u| self.settle(u, parts)).collect();
                 self.forget_recent();
                 self.recent.tuple(ts.into())
             }
             Type::Con(c) if !c.args.is_empty() && c.args.len() <= SETTLE_WIDTH => {
-                let args: Vec<Type> = c.args.iter().map(|u| self.settle(u, depth - 1)).collect();
+                let args: Vec<Type> = c.args.iter().map(|u| self.settle(u, parts)).collect();
                 self.forget_recent();
                 self.recent.con(&c.name, args.into(), None)
             }
@@ -1203,8 +1209,9 @@ impl<'b> Cx<'b> {
                             _ => false,
                         };
                         if instantiated {
-                            f.ty = self.settle(&tf, SETTLE_DEPTH);
-                            self.settle(y, SETTLE_DEPTH - 1)
+                            let (mut head, mut result) = (SETTLE_PARTS, SETTLE_PARTS);
+                            f.ty = self.settle(&tf, &mut head);
+                            self.settle(y, &mut result)
                         } else {
                             y.clone()
                         }
@@ -1357,8 +1364,71 @@ impl<'b> Cx<'b> {
     }
 }
 
+/// A vector grown a chunk of `CHUNK` elements at a time: never copied as it grows, and never more
+/// than a chunk over its length. The substitution and the variables' levels (20 bytes a variable,
+/// ~20 variables a line of a translation) were `Vec`s, which double: up to half their capacity
+/// unused at the check's peak, and the old buffer beside the new one while they grew (issue 14
+/// item 4).
+#[derive(Clone)]
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+/// `Chunked`'s elements a chunk (a power of two).
+const CHUNK: usize = 1 << 12;
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked { chunks: vec![], len: 0 }
+    }
+}
+
+impl<T: Clone> Chunked<T> {
+    /// `n` copies of `x`.
+    fn filled(x: T, n: usize) -> Self {
+        let mut c = Chunked::default();
+        (0..n).for_each(|_| c.push(x.clone()));
+        c
+    }
+}
+
+impl<T> Chunked<T> {
+    fn push(&mut self, x: T) {
+        if self.len % CHUNK == 0 {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        if let Some(last) = self.chunks.last_mut() {
+            last.push(x);
+        }
+        self.len += 1;
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn get(&self, i: usize) -> Option<&T> {
+        self.chunks.get(i / CHUNK).and_then(|c| c.get(i % CHUNK))
+    }
+    fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.chunks.get_mut(i / CHUNK).and_then(|c| c.get_mut(i % CHUNK))
+    }
+}
+
+impl<T> std::ops::Index<usize> for Chunked<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Chunked<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        &mut self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
 /// `Cx::resolve` over a substitution alone (so that `occurs` can change levels while it walks).
-fn resolve_in<'a>(subst: &'a [Option<Type>], mut t: &'a Type) -> &'a Type {
+fn resolve_in<'a>(subst: &'a Chunked<Option<Type>>, mut t: &'a Type) -> &'a Type {
     while let Type::Var(v) = t {
         #[cfg(test)]
         tests::walked();
