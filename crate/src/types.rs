@@ -60,6 +60,7 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
+    cx.locals.count_uses(p.defs.iter().map(|d| &d.body));
     for group in def_groups(p) {
         // Monomorphic within a group; generalised after it.
         let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
@@ -139,22 +140,57 @@ pub fn unifiable(a: &Type, b: &Type) -> bool {
 /// dualrev/staged output, 20 binders a line, most of them inside one line's `do` blocks; a vector
 /// by id of every binder was ~0.6 KB a line at the check's peak). An id bound again inside its own
 /// scope (a transform may copy a subterm with its binders) takes its new type until that scope ends.
+/// A binder whose uses have all been inferred (`uses`) is let go before its scope ends: a CHAD
+/// output is one let spine of ten binders a line, all in scope to its end, and the table and its
+/// undo list were ~0.8 KB a line at the check's peak.
 #[derive(Default)]
 struct Locals {
     types: rustc_hash::FxHashMap<u32, Type>,
-    /// What each binding in scope replaced, innermost last.
-    undo: Vec<(u32, Option<Type>)>,
+    /// The ids bound in scope, innermost last (4 bytes each: most bindings replace none).
+    undo: Vec<u32>,
+    /// What a binding replaced, by its place in `undo`, innermost last.
+    shadowed: Vec<(usize, Type)>,
+    /// Each id's uses not yet inferred, from `count_uses` (saturated at 255: kept to its scope's
+    /// end; 0: let go, or not counted). Empty where not counted.
+    uses: Vec<u8>,
 }
 
 impl Locals {
     fn insert(&mut self, id: u32, t: Type) {
-        let prev = self.types.insert(id, t);
-        self.undo.push((id, prev));
+        if let Some(prev) = self.types.insert(id, t) {
+            self.shadowed.push((self.undo.len(), prev));
+        }
+        self.undo.push(id);
         #[cfg(test)]
         tests::LOCALS_HELD.with(|m| m.set(m.get().max(self.types.len())));
     }
     fn get(&self, id: u32) -> Option<&Type> {
         self.types.get(&id)
+    }
+    /// A use of `id` inferred: its binding is let go after its last use. (No use is inferred after
+    /// its last, so every look-up finds what it found before.)
+    fn used(&mut self, id: u32) {
+        let Some(c) = self.uses.get_mut(id as usize) else { return };
+        match *c {
+            0 | u8::MAX => {}
+            1 => {
+                *c = 0;
+                self.types.remove(&id);
+            }
+            _ => *c -= 1,
+        }
+    }
+    /// The local variables' uses in `bodies`, by id, for `used`; none counted where the ids are
+    /// sparse (a table by id would be larger than the program).
+    fn count_uses<'e>(&mut self, bodies: impl Iterator<Item = &'e Expr> + Clone) {
+        let (mut nodes, mut max) = (0usize, 0u32);
+        each_local_use(bodies.clone(), &mut |id| max = max.max(id), &mut nodes);
+        if max as usize > 4 * nodes + 4096 {
+            return;
+        }
+        let mut uses = vec![0u8; max as usize + 1];
+        each_local_use(bodies, &mut |id| uses[id as usize] = uses[id as usize].saturating_add(1), &mut nodes);
+        self.uses = uses;
     }
     /// The bindings made so far, for `undo`.
     fn mark(&self) -> usize {
@@ -163,11 +199,17 @@ impl Locals {
     /// Ends the scope of the bindings made since `mark`, innermost first.
     fn undo(&mut self, mark: usize) {
         while self.undo.len() > mark {
-            let Some((id, prev)) = self.undo.pop() else { break };
-            match prev {
-                Some(t) => self.types.insert(id, t),
-                None => self.types.remove(&id),
-            };
+            let Some(id) = self.undo.pop() else { break };
+            match self.shadowed.last() {
+                Some((at, _)) if *at == self.undo.len() => {
+                    if let Some((_, t)) = self.shadowed.pop() {
+                        self.types.insert(id, t);
+                    }
+                }
+                _ => {
+                    self.types.remove(&id);
+                }
+            }
         }
         if self.undo.capacity() > 64 && self.undo.len() < self.undo.capacity() / 4 {
             self.undo.shrink_to(self.undo.capacity() / 2);
@@ -175,6 +217,20 @@ impl Locals {
         if self.types.capacity() > 64 && self.types.len() < self.types.capacity() / 4 {
             self.types.shrink_to(self.types.capacity() / 2);
         }
+    }
+}
+
+/// Each use of a local variable in `bodies` (its id), and the nodes walked.
+fn each_local_use<'e>(bodies: impl Iterator<Item = &'e Expr>, f: &mut dyn FnMut(u32), nodes: &mut usize) {
+    let mut stack: Vec<&Expr> = bodies.collect();
+    while let Some(e) = stack.pop() {
+        *nodes += 1;
+        if let ExprKind::Var(n) = &e.kind {
+            if !n.is_global() {
+                f(n.id);
+            }
+        }
+        each_child(e, &mut |c| stack.push(c));
     }
 }
 
@@ -1053,23 +1109,22 @@ impl<'b> Cx<'b> {
     /// programs and their translations) are walked in a loop rather than by recursion on the body,
     /// so deep programs do not exhaust the stack (wasm's is small).
     fn infer(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
-        // (the node's type slot, for a bind: the span of its continuation, which must be `M _`)
-        let mut spine: Vec<(&mut Type, Option<Span>)> = vec![];
+        // (the innermost bind's continuation's span: a do block's value must be `M _`. The spine's
+        // nodes are walked again for their types at its end, not kept in a list: a CHAD output's
+        // spine is five links a line, 24 bytes each and a doubling vector, ~0.2 KB a line)
+        let mut innermost_bind: Option<Span> = None;
         // (the spine's binders are in scope until its end)
         let scope = self.locals.mark();
-        let mut cur = e;
+        let mut cur = &mut *e;
         while matches!(cur.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
-            let Expr { kind, ty, .. } = cur;
-            cur = match kind {
+            cur = match &mut cur.kind {
                 ExprKind::Let(p, rhs_body) => {
                     let (rhs, body) = &mut **rhs_body;
                     self.let_binding(p, rhs)?;
-                    spine.push((ty, None));
                     body
                 }
                 ExprKind::LetRec(fs, body) => {
                     self.let_rec(fs)?;
-                    spine.push((ty, None));
                     body
                 }
                 ExprKind::Bind(p, m_k) => {
@@ -1086,21 +1141,29 @@ impl<'b> Cx<'b> {
                         let tp = self.bind_pat(p);
                         self.unify_monadic(&tp, &tm, m.span)?;
                     }
-                    spine.push((ty, Some(k.span)));
+                    innermost_bind = Some(k.span);
                     k
                 }
                 _ => unreachable!("checked by the loop condition"),
             };
         }
         let t = self.infer_node(cur)?;
-        for (slot, bind) in spine.into_iter().rev() {
-            // (a do block's value must be `M _`: checked without a fresh variable where it is)
-            let monadic = |t: &Type| matches!(t, Type::Con(c) if &*c.name == "M" && c.args.len() == 1);
-            if let Some(span) = bind.filter(|_| !monadic(self.resolve(&t))) {
-                let b = self.fresh();
-                self.unify_monadic(&b, &t, span)?;
-            }
-            *slot = t.clone();
+        // (checked without a fresh variable where it is `M _` already; once the innermost bind's
+        // check has made it so, the outer binds' hold too)
+        let monadic = |t: &Type| matches!(t, Type::Con(c) if &*c.name == "M" && c.args.len() == 1);
+        if let Some(span) = innermost_bind.filter(|_| !monadic(self.resolve(&t))) {
+            let b = self.fresh();
+            self.unify_monadic(&b, &t, span)?;
+        }
+        let mut at = e;
+        while matches!(at.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
+            at.ty = t.clone();
+            at = match &mut at.kind {
+                ExprKind::Let(_, rhs_body) => &mut rhs_body.1,
+                ExprKind::LetRec(_, body) => body,
+                ExprKind::Bind(_, m_k) => &mut m_k.1,
+                _ => unreachable!("checked by the loop condition"),
+            };
         }
         self.locals.undo(scope);
         Ok(t)
@@ -1175,13 +1238,17 @@ impl<'b> Cx<'b> {
                 Some(s) => self.instantiate(&s),
                 None => return Err(Diagnostic::error(span, format!("unknown name `{}`", n.text))),
             },
-            ExprKind::Var(n) => match self.poly.get(&n.id).cloned() {
-                Some(s) => self.instantiate(&s),
-                None => match self.locals.get(n.id) {
-                    Some(t) => t.clone(),
-                    None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
-                },
-            },
+            ExprKind::Var(n) => {
+                let t = match self.poly.get(&n.id).cloned() {
+                    Some(s) => self.instantiate(&s),
+                    None => match self.locals.get(n.id) {
+                        Some(t) => t.clone(),
+                        None => return Err(Diagnostic::error(span, format!("unbound variable `{}`", n.text))),
+                    },
+                };
+                self.locals.used(n.id);
+                t
+            }
             ExprKind::Real(_) => Type::Real,
             ExprKind::Int(_) => Type::Int,
             ExprKind::Bool(_) => Type::Bool,
