@@ -1501,7 +1501,7 @@ impl<T: Clone> Chunked<T> {
 
 impl<T> Chunked<T> {
     fn push(&mut self, x: T) {
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
         if let Some(last) = self.chunks.last_mut() {
