@@ -648,12 +648,23 @@ impl<'b> Cx<'b> {
     /// (`linλz → counted zeroStaged`'s `Var ⊸ Staged`, the tuples and `M _` around it) dies here
     /// rather than at the zonk (issue 14 item 4: ~0.5 KB a line of dualrev/staged's output). The same
     /// type under the substitution (a partial zonk), each node once, a bounded walk each.
+    /// (Each type held by many of the link's nodes, a spine's and its body's, a binder's and its
+    /// uses', is settled once: the substitution does not change meanwhile.)
     fn settle_nodes(&mut self, e: &mut Expr) {
+        let mut settled: rustc_hash::FxHashMap<ByParts<Type>, Type> = Default::default();
         let mut stack: Vec<&mut Expr> = vec![e];
         while let Some(e) = stack.pop() {
             if matches!(e.ty, Type::Sum(_) | Type::Fun(_) | Type::Lin(_) | Type::Tuple(_) | Type::Con(_) | Type::Var(_)) {
-                let mut parts = SETTLE_PARTS;
-                e.ty = self.settle(&e.ty, &mut parts);
+                let key = ByParts(e.ty.clone());
+                e.ty = match settled.get(&key) {
+                    Some(t) => t.clone(),
+                    None => {
+                        let mut parts = SETTLE_PARTS;
+                        let t = self.settle(&e.ty, &mut parts);
+                        settled.insert(key, t.clone());
+                        t
+                    }
+                };
             }
             each_child_mut(e, &mut |c| stack.push(c));
         }
