@@ -127,11 +127,13 @@ pub fn scan(p: &Program) -> Found {
             match &e.kind {
                 // the body of a lambda in function position may itself be a lambda (currying)
                 ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; stack.push((b, ok_fun)) },
-                ExprKind::App(f_a) => { let (f, a) = &**f_a;
+                ExprKind::App(f_a) => {
+                    let (f, a) = &**f_a;
                     stack.push((a, false));
                     stack.push((f, true));
                 }
-                ExprKind::LetRec(fs_b) => { let (fs, b) = &**fs_b;
+                ExprKind::LetRec(fs_b) => {
+                    let (fs, b) = &**fs_b;
                     stack.push((b, false));
                     fs.iter().for_each(|f| stack.push((&f.body, true)));
                 }

@@ -53,7 +53,7 @@ impl Text {
         // SAFETY: `Rc::into_raw` is never null.
         Text { rc: unsafe { std::ptr::NonNull::new_unchecked(Rc::into_raw(rc).cast_mut()) } }
     }
-    fn boxed(&self) -> &Box<str> {
+    fn text(&self) -> &str {
         let rc = self.rc;
         // SAFETY: `self` holds one strong count of the `Rc` this pointer came from, so it is alive
         // as long as `self` is borrowed.
@@ -145,7 +145,7 @@ impl Text {
 impl std::ops::Deref for Text {
     type Target = str;
     fn deref(&self) -> &str {
-        self.boxed()
+        self.text()
     }
 }
 

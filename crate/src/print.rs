@@ -382,18 +382,21 @@ impl Occ {
             }
             Builtin(b) => self.global(b),
             Real(_) | Int(_) | Bool(_) | Unit => {}
-            Lam(_, p_b) => { let (p, b) = &**p_b;
+            Lam(_, p_b) => {
+                let (p, b) = &**p_b;
                 let ns = p.names();
                 self.enter(&ns);
                 self.body(b);
                 self.leave(&ns);
             }
             Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => self.expr(b), Ann(b_t) => self.expr(&b_t.0),
-            App(a_b) => { let (a, b) = &**a_b;
+            App(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
-            Let(p_a_b) | Bind(p_a_b) => { let (p, a_b) = &**p_a_b;
+            Let(p_a_b) | Bind(p_a_b) => {
+                let (p, a_b) = &**p_a_b;
                 let (a, b) = a_b;
                 self.expr(a);
                 let ns = p.names();
@@ -402,7 +405,8 @@ impl Occ {
                 self.leave(&ns);
             }
             // the group's names are in scope in every member's body and in `b`: one interval
-            LetRec(fs_b) => { let (fs, b) = &**fs_b;
+            LetRec(fs_b) => {
+                let (fs, b) = &**fs_b;
                 let ns: Vec<&Name> = fs.iter().map(|f| &f.name).collect();
                 self.enter(&ns);
                 let k = self.open_scope();
@@ -418,7 +422,8 @@ impl Occ {
                     self.expr(x);
                 }
             }
-            Par(a_b) => { let (a, b) = &**a_b;
+            Par(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
@@ -432,7 +437,8 @@ impl Occ {
                     self.leave(&ns);
                 }
             }
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 self.expr(c);
                 self.expr(a);
@@ -585,16 +591,19 @@ impl<'o> Renamer<'o> {
             Var(_) | Builtin(_) | Real(_) | Int(_) | Bool(_) | Unit => {}
             Lam(_, p_b) => { let (p, b) = &**p_b; self.scoped(p, b) },
             Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => self.expr(b), Ann(b_t) => self.expr(&b_t.0),
-            App(a_b) => { let (a, b) = &**a_b;
+            App(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
-            Let(p_a_b) | Bind(p_a_b) => { let (p, a_b) = &**p_a_b;
+            Let(p_a_b) | Bind(p_a_b) => {
+                let (p, a_b) = &**p_a_b;
                 let (a, b) = a_b;
                 self.expr(a);
                 self.scoped(p, b);
             }
-            LetRec(fs_b) => { let (fs, b) = &**fs_b;
+            LetRec(fs_b) => {
+                let (fs, b) = &**fs_b;
                 let scope = self.next_scope();
                 let mut bound = vec![];
                 for f in fs.iter() {
@@ -607,7 +616,8 @@ impl<'o> Renamer<'o> {
                 self.unbind(bound);
             }
             Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
-            Par(a_b) => { let (a, b) = &**a_b;
+            Par(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
@@ -617,7 +627,8 @@ impl<'o> Renamer<'o> {
                 self.scoped(p1, a);
                 self.scoped(p2, b);
             }
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 self.expr(c);
                 self.expr(a);
@@ -1103,7 +1114,8 @@ impl<'a, 'n> Printer<'a, 'n> {
             Inl(x) => self.apply(self.t("inl"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Inr(x) => self.apply(self.t("inr"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Pure(x) => self.apply(self.t("pure"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
-            Ann(x_t) => { let (x, t) = &**x_t;
+            Ann(x_t) => {
+                let (x, t) = &**x_t;
                 let n = self.open(1);
                 let inner = self.expr(x, 0).append(self.t(" :")).append(a.line()).append(self.ty(t, 0));
                 self.parens(self.close(n, inner).group())
@@ -1111,7 +1123,8 @@ impl<'a, 'n> Printer<'a, 'n> {
             App(..) => {
                 let mut args = vec![];
                 let mut f = e;
-                while let App(g_x) = &f.kind { let (g, x) = &**g_x;
+                while let App(g_x) = &f.kind {
+                    let (g, x) = &**g_x;
                     args.push(x);
                     f = g;
                 }
@@ -1122,7 +1135,8 @@ impl<'a, 'n> Printer<'a, 'n> {
             Prim(p, args) => self.apply(a.text(p.symbol()), args.iter().map(|x| self.expr(x, ATOM))),
             Lam(..) => self.lambda(e),
             Let(..) | LetRec(..) => self.let_chain(e),
-            ExprKind::If(c_x_y) => { let (c, x_y) = &**c_x_y;
+            ExprKind::If(c_x_y) => {
+                let (c, x_y) = &**c_x_y;
                 let (x, y) = x_y;
                 let else_part = if matches!(y.kind, If(..)) {
                     a.space().append(self.expr(y, 0))
@@ -1259,13 +1273,15 @@ impl<'a, 'n> Printer<'a, 'n> {
     fn let_link(&self, link: &Expr) -> D<'a> {
         let a = self.a;
         match &link.kind {
-            ExprKind::Let(p_x_pair) => { let (p, x_pair) = &**p_x_pair;
+            ExprKind::Let(p_x_pair) => {
+                let (p, x_pair) = &**p_x_pair;
                 let (x, _) = x_pair;
                 let n = self.open(2);
                 let x = self.close(n, a.line().append(self.expr(x, 0)));
                 self.t("let ").append(self.pat(p)).append(self.t(" =")).append(x).group()
             }
-            ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x;
+            ExprKind::LetRec(fs_x) => {
+                let (fs, _) = &**fs_x;
                 let mut d = a.nil();
                 for (i, f) in fs.iter().enumerate() {
                     if i > 0 {
@@ -1335,7 +1351,8 @@ fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
     let mut links = vec![];
     loop {
         let next = match &e.kind {
-            ExprKind::Let(b_pair_x) => { let (_, b_pair) = &**b_pair_x;
+            ExprKind::Let(b_pair_x) => {
+                let (_, b_pair) = &**b_pair_x;
                 let (_, b) = b_pair;
                 b
             }
@@ -1350,7 +1367,8 @@ fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
 /// The statements of a do block (its `Bind`s), and the expression after them.
 fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
     let mut links = vec![];
-    while let ExprKind::Bind(k_pair_x) = &e.kind { let (_, k_pair) = &**k_pair_x;
+    while let ExprKind::Bind(k_pair_x) = &e.kind {
+        let (_, k_pair) = &**k_pair_x;
         let (_, k) = k_pair;
         links.push(e);
         e = k;
@@ -1361,7 +1379,8 @@ fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
 /// The parameters of nested plain lambdas, and the body under them.
 fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     let mut ps = vec![];
-    while let ExprKind::Lam(LamKind::Plain, p_b) = &e.kind { let (p, b) = &**p_b;
+    while let ExprKind::Lam(LamKind::Plain, p_b) = &e.kind {
+        let (p, b) = &**p_b;
         ps.push(p);
         e = b;
     }

@@ -1055,18 +1055,21 @@ impl<'b> Cx<'b> {
         while matches!(cur.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
             let Expr { kind, ty, .. } = cur;
             cur = match kind {
-                ExprKind::Let(p_rhs_body) => { let (p, rhs_body) = &mut **p_rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &mut **p_rhs_body;
                     let (rhs, body) = rhs_body;
                     self.let_binding(p, rhs)?;
                     spine.push((ty, None));
                     body
                 }
-                ExprKind::LetRec(fs_body) => { let (fs, body) = &mut **fs_body;
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &mut **fs_body;
                     self.let_rec(fs)?;
                     spine.push((ty, None));
                     body
                 }
-                ExprKind::Bind(p_m_k) => { let (p, m_k) = &mut **p_m_k;
+                ExprKind::Bind(p_m_k) => {
+                    let (p, m_k) = &mut **p_m_k;
                     let (m, k) = m_k;
                     let tm = self.infer(m)?;
                     let bound = match self.resolve(&tm) {
@@ -1180,14 +1183,16 @@ impl<'b> Cx<'b> {
             ExprKind::Int(_) => Type::Int,
             ExprKind::Bool(_) => Type::Bool,
             ExprKind::Unit => Type::Unit,
-            ExprKind::Lam(kind, p_body) => { let (p, body) = &mut **p_body;
+            ExprKind::Lam(kind, p_body) => {
+                let (p, body) = &mut **p_body;
                 let scope = self.locals.mark();
                 let a = self.bind_pat(p);
                 let b = self.infer(body)?;
                 self.locals.undo(scope);
                 self.fun_of(*kind, a, b)
             }
-            ExprKind::App(f_a) => { let (f, a) = &mut **f_a;
+            ExprKind::App(f_a) => {
+                let (f, a) = &mut **f_a;
                 let tf = self.infer(f)?;
                 let ta = self.infer(a)?;
                 match self.shallow(&tf) {
@@ -1270,7 +1275,8 @@ impl<'b> Cx<'b> {
                 self.unify(&t1, &t2, e2.span)?;
                 t1
             }
-            ExprKind::If(c_a_b) => { let (c, a_b) = &mut **c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &mut **c_a_b;
                 let (a, b) = a_b;
                 let tc = self.infer(c)?;
                 self.unify(&Type::Bool, &tc, c.span)?;
@@ -1287,7 +1293,8 @@ impl<'b> Cx<'b> {
                 }
                 self.prim(op, &ts, span)?
             }
-            ExprKind::Ann(x_t) => { let (x, t) = &mut **x_t;
+            ExprKind::Ann(x_t) => {
+                let (x, t) = &mut **x_t;
                 // Type variables in an annotation (generated code's `c`) are unknowns of this
                 // annotation, fresh ones, so that they never clash with the checker's own.
                 let mut fresh: rustc_hash::FxHashMap<u32, Type> = Default::default();
@@ -1303,7 +1310,8 @@ impl<'b> Cx<'b> {
                 }
                 None => return Err(Diagnostic::error(span, format!("unknown builtin `{name}`"))),
             },
-            ExprKind::Par(a_b) => { let (a, b) = &mut **a_b;
+            ExprKind::Par(a_b) => {
+                let (a, b) = &mut **a_b;
                 let ta = self.infer(a)?;
                 let tb = self.infer(b)?;
                 self.tuple_of(vec![ta, tb])
@@ -1551,7 +1559,8 @@ mod tests {
         loop {
             e = match &e.kind {
                 ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; b },
-                ExprKind::Bind(mk_x) => { let (_, mk) = &**mk_x;
+                ExprKind::Bind(mk_x) => {
+                    let (_, mk) = &**mk_x;
                     let ExprKind::Pure(v) = &mk.0.kind else { panic!("a pure") };
                     pures.push((&mk.0.ty, &v.ty));
                     &mk.1
@@ -1588,13 +1597,16 @@ mod tests {
         loop {
             e = match &e.kind {
                 ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; b },
-                ExprKind::Let(rb_x) => { let (_, rb) = &**rb_x;
-                    if let ExprKind::App(f_x) = &rb.0.kind { let (f, _) = &**f_x;
+                ExprKind::Let(rb_x) => {
+                    let (_, rb) = &**rb_x;
+                    if let ExprKind::App(f_x) = &rb.0.kind {
+                        let (f, _) = &**f_x;
                         heads.push((&f.ty, &rb.0.ty));
                     }
                     &rb.1
                 }
-                ExprKind::App(f_x) => { let (f, _) = &**f_x;
+                ExprKind::App(f_x) => {
+                    let (f, _) = &**f_x;
                     heads.push((&f.ty, &e.ty));
                     break;
                 }
@@ -1621,7 +1633,8 @@ mod tests {
         loop {
             e = match &e.kind {
                 ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; b },
-                ExprKind::Let(ab_x) => { let (_, ab) = &**ab_x;
+                ExprKind::Let(ab_x) => {
+                    let (_, ab) = &**ab_x;
                     links.push(&e.ty);
                     &ab.1
                 }

@@ -85,7 +85,8 @@ fn structure(pass: Pass, src: &Program, out: &Program) -> Result<(), String> {
                 return Err("more than `main` remains".into());
             }
             for e in all_exprs(out) {
-                if let ExprKind::App(f_x) = &e.kind { let (f, _) = &**f_x;
+                if let ExprKind::App(f_x) = &e.kind {
+                    let (f, _) = &**f_x;
                     if matches!(f.kind, ExprKind::Lam(..)) || matches!(&f.kind, ExprKind::Var(n) if n.is_global()) {
                         return Err("a call of a known function remains".into());
                     }
@@ -100,7 +101,8 @@ fn structure(pass: Pass, src: &Program, out: &Program) -> Result<(), String> {
             for e in all_exprs(out) {
                 if let ExprKind::Prim(op, args) = &e.kind {
                     for mut a in args.iter().filter(|_| op.is_array_op()) {
-                        while let ExprKind::Lam(_, body_x) = &a.kind { let (_, body) = &**body_x;
+                        while let ExprKind::Lam(_, body_x) = &a.kind {
+                            let (_, body) = &**body_x;
                             taken.push(a as *const Expr);
                             a = body;
                         }

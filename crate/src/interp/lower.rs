@@ -348,7 +348,8 @@ fn param_type(t: &Type) -> &Type {
 
 fn strip_ann(e: &Expr) -> &Expr {
     let mut e = e;
-    while let ExprKind::Ann(inner_x) = &e.kind { let (inner, _) = &**inner_x;
+    while let ExprKind::Ann(inner_x) = &e.kind {
+        let (inner, _) = &**inner_x;
         e = inner;
     }
     e
@@ -495,7 +496,8 @@ impl Lowerer<'_> {
     fn name_lambdas(&mut self, p: &Pat, rhs: &Expr) {
         let mut rhs = strip_ann(rhs);
         // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
-        while let ExprKind::Let(body_pair_x) = &rhs.kind { let (_, body_pair) = &**body_pair_x;
+        while let ExprKind::Let(body_pair_x) = &rhs.kind {
+            let (_, body_pair) = &**body_pair_x;
             let (_, body) = body_pair;
             rhs = strip_ann(body);
         }
@@ -618,7 +620,8 @@ impl Lowerer<'_> {
         while self.fast {
             e = match e.kind {
                 ExprKind::Ann(inner) => inner.0, ExprKind::Pure(inner) => *inner,
-                ExprKind::Lam(_, q_inner) => { let (q, inner) = *q_inner;
+                ExprKind::Lam(_, q_inner) => {
+                    let (q, inner) = *q_inner;
                     more.push(self.pat_typed(&q, param_type(&e.ty)));
                     inner
                 }
@@ -667,7 +670,8 @@ impl Lowerer<'_> {
         loop {
             let bind = matches!(cur.kind, ExprKind::Bind(..));
             cur = match cur.kind {
-                ExprKind::Let(p_rhs_body) | ExprKind::Bind(p_rhs_body) => { let (p, rhs_body) = *p_rhs_body;
+                ExprKind::Let(p_rhs_body) | ExprKind::Bind(p_rhs_body) => {
+                    let (p, rhs_body) = *p_rhs_body;
                     let (rhs, body) = rhs_body;
                     self.name_lambdas(&p, &rhs);
                     let ty = rhs.ty.clone();
@@ -685,7 +689,8 @@ impl Lowerer<'_> {
                     links.push(Link::Let(p, code));
                     body
                 }
-                ExprKind::LetRec(fs_body) => { let (fs, body) = *fs_body;
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = *fs_body;
                     let (group, slots) = self.letrec(&fs)?;
                     links.push(Link::Rec(group, slots));
                     drop(fs);
@@ -716,7 +721,8 @@ impl Lowerer<'_> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p_rhs_body) | ExprKind::Bind(p_rhs_body) => { let (p, rhs_body) = &**p_rhs_body;
+                ExprKind::Let(p_rhs_body) | ExprKind::Bind(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
                     let (rhs, body) = rhs_body;
                     self.name_lambdas(p, rhs);
                     let code = self.expr(rhs)?;
@@ -724,7 +730,8 @@ impl Lowerer<'_> {
                     links.push(Link::Let(p, code));
                     cur = body;
                 }
-                ExprKind::LetRec(fs_body) => { let (fs, body) = &**fs_body;
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     let (group, slots) = self.letrec(fs)?;
                     links.push(Link::Rec(group, slots));
                     cur = body;
@@ -774,7 +781,8 @@ impl Lowerer<'_> {
     fn saturated_builtin(&self, e: &Expr) -> bool {
         let mut n = 0;
         let mut head = e;
-        while let ExprKind::App(f_x) = &head.kind { let (f, _) = &**f_x;
+        while let ExprKind::App(f_x) = &head.kind {
+            let (f, _) = &**f_x;
             n += 1;
             head = strip_ann(f);
         }
@@ -791,7 +799,8 @@ impl Lowerer<'_> {
         let mut head = e;
         loop {
             head = match head.kind {
-                ExprKind::App(f_a) => { let (f, a) = *f_a;
+                ExprKind::App(f_a) => {
+                    let (f, a) = *f_a;
                     args.push((a, head.span));
                     f
                 }
@@ -825,7 +834,8 @@ impl Lowerer<'_> {
         // The spine f a1 ... an, with the span of each application.
         let mut args: Vec<(&Expr, Span)> = vec![];
         let mut head = e;
-        while let ExprKind::App(f_a) = &head.kind { let (f, a) = &**f_a;
+        while let ExprKind::App(f_a) = &head.kind {
+            let (f, a) = &**f_a;
             args.push((a, head.span));
             head = strip_ann(f);
         }
@@ -902,7 +912,8 @@ impl Lowerer<'_> {
             ExprKind::Int(i) => Code::Const(Value::Int(*i)),
             ExprKind::Bool(b) => Code::Const(Value::Bool(*b)),
             ExprKind::Unit => Code::Const(Value::Unit),
-            ExprKind::Lam(_, p_body) => { let (p, body) = &**p_body;
+            ExprKind::Lam(_, p_body) => {
+                let (p, body) = &**p_body;
                 let named = self.names.remove(&(e as *const Expr));
                 Code::Lam(self.lam(p, param_type(&e.ty), Src::Ref(body), named)?)
             }
@@ -929,7 +940,8 @@ impl Lowerer<'_> {
                 let e2 = self.expr(e2)?;
                 Code::Case(Box::new((s, p1, e1, p2, e2, e.span)))
             }
-            ExprKind::If(c_t_f) => { let (c, t_f) = &**c_t_f;
+            ExprKind::If(c_t_f) => {
+                let (c, t_f) = &**c_t_f;
                 let (t, f) = t_f;
                 Code::If(bx(self.expr(c)?), bx(self.expr(t)?), bx(self.expr(f)?), e.span)
             }

@@ -102,7 +102,8 @@ fn associativity(e: Expr) -> Linked {
 /// `x ← m; pure x`.
 fn right_identity_matches(e: &Expr, _: &RewriteCx) -> bool {
     match &e.kind {
-        ExprKind::Bind(p_k_pair) => { let (p, k_pair) = &**p_k_pair;
+        ExprKind::Bind(p_k_pair) => {
+            let (p, k_pair) = &**p_k_pair;
             let (_, k) = k_pair;
             matches!((p, &k.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x))
         }

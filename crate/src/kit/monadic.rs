@@ -241,7 +241,8 @@ impl<'a> Monadic<'a> {
             // D[let x = s in t] = do x ← D[s]; D[t]  (Figs. 8, 9), along a chain of lets in a loop
             Let(..) => return self.lets(e),
             // letrec is treated like let (S–V §11; Krawiec §10.3): the functions are values
-            LetRec(fs_body) => { let (fs, body) = &**fs_body;
+            LetRec(fs_body) => {
+                let (fs, body) = &**fs_body;
                 let fs2 = fs.iter().map(|f| FunDef { name: f.name.clone(), body: self.function(&f.body), span: f.span }).collect::<Vec<_>>();
                 Expr::gen(LetRec(Box::new((fs2, self.tr(body)))))
             }
@@ -253,7 +254,8 @@ impl<'a> Monadic<'a> {
                 None => pure(Expr::gen(Array(vs.into()))),
             }),
             // D⁵[t ⋆ s] = D⁵[t] ⋆' D⁵[s]  (§12.3: the only use of ⋆')
-            Par(a_b) if self.fork => { let (a, b) = &**a_b;
+            Par(a_b) if self.fork => {
+                let (a, b) = &**a_b;
                 let (ta, tb) = (self.tr(a), self.tr(b));
                 apps(builtin("fork"), [lam(Pat::Unit(Span::NONE), ta), lam(Pat::Unit(Span::NONE), tb)])
             }
@@ -291,7 +293,8 @@ impl<'a> Monadic<'a> {
     fn lets(&mut self, e: &Expr) -> Expr {
         let mut links = vec![];
         let mut cur = e;
-        while let ExprKind::Let(p_rhs_body) = &cur.kind { let (p, rhs_body) = &**p_rhs_body;
+        while let ExprKind::Let(p_rhs_body) = &cur.kind {
+            let (p, rhs_body) = &**p_rhs_body;
             let (rhs, body) = rhs_body;
             let rhs = match self.value(rhs) {
                 Some(v) => Ok(v),
@@ -410,7 +413,8 @@ pub fn mbind(p: Pat, m: Expr, k: Expr) -> Expr {
 /// operation).
 fn locate_gen_id(mut e: Expr, span: Span) -> Expr {
     fn at_bind(e: &mut Expr, span: Span) {
-        if let ExprKind::Bind(m_pair_x) = &mut e.kind { let (_, m_pair) = &mut **m_pair_x;
+        if let ExprKind::Bind(m_pair_x) = &mut e.kind {
+            let (_, m_pair) = &mut **m_pair_x;
             let (m, _) = m_pair;
             let makes_id = match &m.kind {
                 ExprKind::Builtin(n) => n == "genID",

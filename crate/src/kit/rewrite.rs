@@ -747,7 +747,8 @@ mod tests {
         assert_eq!(tr.steps[1].path, vec![1, 0], "the second link's right-hand side");
         let mut links = 0;
         let mut cur = &out;
-        while let ExprKind::Let(rhs_body_x) = &cur.kind { let (_, rhs_body) = &**rhs_body_x;
+        while let ExprKind::Let(rhs_body_x) = &cur.kind {
+            let (_, rhs_body) = &**rhs_body_x;
             let (rhs, body) = rhs_body;
             assert!(matches!(rhs.kind, ExprKind::Var(_)));
             links += 1;

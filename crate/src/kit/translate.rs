@@ -55,7 +55,8 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
         Let(..) => {
             let mut links = vec![];
             let mut cur = e;
-            while let ExprKind::Let(p_rhs_body) = &cur.kind { let (p, rhs_body) = &**p_rhs_body;
+            while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                let (p, rhs_body) = &**p_rhs_body;
                 let (rhs, body) = rhs_body;
                 links.push((p.clone(), dual(rhs, fr, r), cur.span));
                 cur = body;

@@ -109,15 +109,18 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
         Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => f(b),
         Lam(_, p_b) => f(&p_b.1),
         Ann(b_t) => f(&b_t.0),
-        App(a_b) | Par(a_b) => { let (a, b) = &**a_b;
+        App(a_b) | Par(a_b) => {
+            let (a, b) = &**a_b;
             f(a);
             f(b)
         }
-        Let(ab_x) | Bind(ab_x) => { let (_, ab) = &**ab_x;
+        Let(ab_x) | Bind(ab_x) => {
+            let (_, ab) = &**ab_x;
             f(&ab.0);
             f(&ab.1)
         }
-        LetRec(defs_b) => { let (defs, b) = &**defs_b;
+        LetRec(defs_b) => {
+            let (defs, b) = &**defs_b;
             defs.iter().for_each(|d| f(&d.body));
             f(b)
         }
@@ -128,7 +131,8 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
             f(a);
             f(b)
         }
-        If(c_a_b) => { let (c, a_b) = &**c_a_b;
+        If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
             let (a, b) = a_b;
             f(c);
             f(a);
@@ -159,17 +163,20 @@ pub(crate) fn drop_deep(e: Expr) {
             Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => stack.push(take(b)),
             Lam(_, p_b) => stack.push(take(&mut p_b.1)),
             Ann(b_t) => stack.push(take(&mut b_t.0)),
-            App(a_b) | Par(a_b) => { let (a, b) = &mut **a_b;
+            App(a_b) | Par(a_b) => {
+                let (a, b) = &mut **a_b;
                 stack.push(take(a));
                 stack.push(take(b));
             }
-            Let(ab_x) | Bind(ab_x) => { let (_, ab) = &mut **ab_x;
+            Let(ab_x) | Bind(ab_x) => {
+                let (_, ab) = &mut **ab_x;
                 let (a, b) = ab;
                 for x in [a, b] {
                     stack.push(std::mem::replace(x, Expr::gen(Unit)));
                 }
             }
-            LetRec(defs_b) => { let (defs, b) = &mut **defs_b;
+            LetRec(defs_b) => {
+                let (defs, b) = &mut **defs_b;
                 for d in defs.iter_mut() {
                     stack.push(std::mem::replace(&mut d.body, Expr::gen(Unit)));
                 }
@@ -182,7 +189,8 @@ pub(crate) fn drop_deep(e: Expr) {
                     stack.push(std::mem::replace(x, Expr::gen(Unit)));
                 }
             }
-            If(s_a_b) => { let (s, a_b) = &mut **s_a_b;
+            If(s_a_b) => {
+                let (s, a_b) = &mut **s_a_b;
                 stack.push(take(s));
                 let (a, b) = a_b;
                 for x in [a, b] {

@@ -125,11 +125,13 @@ impl<'b> Resolver<'b> {
         let Expr { kind, span, ty } = e;
         let kind = match kind {
             ExprKind::Var(n) => return self.head(n, span, vec![]),
-            ExprKind::App(f_a) => { let (f, a) = *f_a;
+            ExprKind::App(f_a) => {
+                let (f, a) = *f_a;
                 // Flatten the spine `h a1 ... an` (iteratively: it can be long).
                 let mut args = vec![(a, span)];
                 let mut h = f;
-                while let ExprKind::App(f_a) = h.kind { let (f, a) = *f_a;
+                while let ExprKind::App(f_a) = h.kind {
+                    let (f, a) = *f_a;
                     args.push((a, h.span));
                     h = f;
                 }
@@ -142,14 +144,16 @@ impl<'b> Resolver<'b> {
                     }
                 };
             }
-            ExprKind::Lam(k, p_b) => { let (p, b) = *p_b;
+            ExprKind::Lam(k, p_b) => {
+                let (p, b) = *p_b;
                 let mut bound = vec![];
                 let p = self.bind(p, &mut bound);
                 let b = self.expr(b);
                 self.unbind(bound);
                 ExprKind::Lam(k, Box::new((p, b)))
             }
-            ExprKind::Let(p_rhs_body) => { let (p, rhs_body) = *p_rhs_body;
+            ExprKind::Let(p_rhs_body) => {
+                let (p, rhs_body) = *p_rhs_body;
                 let (rhs, body) = rhs_body;
                 let rhs = self.expr(rhs);
                 let mut bound = vec![];
@@ -158,7 +162,8 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::Let(Box::new((p, (rhs, body))))
             }
-            ExprKind::Bind(p_m_k) => { let (p, m_k) = *p_m_k;
+            ExprKind::Bind(p_m_k) => {
+                let (p, m_k) = *p_m_k;
                 let (m, k) = m_k;
                 let m = self.expr(m);
                 let mut bound = vec![];
@@ -167,7 +172,8 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::Bind(Box::new((p, (m, k))))
             }
-            ExprKind::LetRec(fds_body) => { let (fds, body) = *fds_body;
+            ExprKind::LetRec(fds_body) => {
+                let (fds, body) = *fds_body;
                 let mut bound = vec![];
                 let mut seen = HashSet::default();
                 let names: Vec<Name> = fds
@@ -206,7 +212,8 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::Case(Box::new((s, p1, e1, p2, e2)))
             }
-            ExprKind::If(c_a_b) => { let (c, a_b) = *c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = *c_a_b;
                 let (a, b) = a_b;
                 ExprKind::If(Box::new((self.expr(c), (self.expr(a), self.expr(b)))))
             }

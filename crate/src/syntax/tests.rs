@@ -38,7 +38,8 @@ pub(super) fn sx(e: &Expr) -> String {
         Lam(LamKind::Plain, p_b) => format!("(\\{} {})", pat(&p_b.0), sx(&p_b.1)),
         Lam(LamKind::Linear, p_b) => format!("(lin\\{} {})", pat(&p_b.0), sx(&p_b.1)),
         App(f_a) => { let (f, a) = &**f_a; format!("({} {})", sx(f), sx(a)) },
-        ExprKind::Let(p_a_b) => { let (p, a_b) = &**p_a_b;
+        ExprKind::Let(p_a_b) => {
+            let (p, a_b) = &**p_a_b;
             let (a, b) = a_b;
             format!("(let {} {} {})", pat(p), sx(a), sx(b))
         }
@@ -57,7 +58,8 @@ pub(super) fn sx(e: &Expr) -> String {
             let (s, p1, e1, p2, e2) = &**c;
             format!("(case {} (inl {} {}) (inr {} {}))", sx(s), pat(p1), sx(e1), pat(p2), sx(e2))
         }
-        ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+        ExprKind::If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
             let (a, b) = a_b;
             format!("(if {} {} {})", sx(c), sx(a), sx(b))
         }
@@ -65,7 +67,8 @@ pub(super) fn sx(e: &Expr) -> String {
         Prim(p, es) => format!("({} {})", p.symbol(), all(es)),
         Ann(b_t) => { let (b, t) = &**b_t; format!("(: {} {:?})", sx(b), t) },
         Builtin(n) => format!("${n}"),
-        ExprKind::Bind(p_m_k) => { let (p, m_k) = &**p_m_k;
+        ExprKind::Bind(p_m_k) => {
+            let (p, m_k) = &**p_m_k;
             let (m, k) = m_k;
             format!("(bind {} {} {})", pat(p), sx(m), sx(k))
         }

@@ -393,14 +393,16 @@ impl<'a> Tr<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p_rhs_body) => { let (p, rhs_body) = &**p_rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
                     let (rhs, body) = rhs_body;
                     let rhs2 = self.tr(rhs)?;
                     let p2 = self.fresh_pat(p);
                     spine.push((p2, rhs2, cur.span));
                     cur = body;
                 }
-                ExprKind::LetRec(fs_body) => { let (fs, body) = &**fs_body;
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     // let f_i = closure_i in …: the group's closures share one environment.
                     let mut names = vec![];
                     for f in fs.iter() {
@@ -473,11 +475,13 @@ impl<'a> Tr<'a> {
                 let a2 = self.tr(e2)?;
                 ExprKind::Case(Box::new((s, q1, a1, q2, a2)))
             }
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 ExprKind::If(Box::new((self.tr(c)?, (self.tr(a)?, self.tr(b)?))))
             }
-            ExprKind::Ann(x_x) => { let (x, _) = &**x_x;
+            ExprKind::Ann(x_x) => {
+                let (x, _) = &**x_x;
                 let at = self.an.at_of.get(&(e as *const Expr)).cloned().ok_or_else(|| refuse(span, self.pass(), "internal error: an annotation was not analysed"))?;
                 let t = self.rep(&at)?;
                 ExprKind::Ann(Box::new((self.tr(x)?, t)))

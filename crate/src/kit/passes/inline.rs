@@ -381,14 +381,16 @@ impl<'a> Cx<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p_rhs_body) => { let (p, rhs_body) = &**p_rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
                     let (rhs, body) = rhs_body;
                     self.tick(cur.span)?;
                     let v = self.eval(rhs, &env)?;
                     self.bind(p, v, &mut env)?;
                     cur = body;
                 }
-                ExprKind::LetRec(fs_body) => { let (fs, body) = &**fs_body;
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     let ids: Vec<u32> = fs.iter().map(|f| f.name.id).collect();
                     let recursive = fs.iter().find(|f| super::free_locals(&f.body).iter().any(|n| ids.contains(&n.id)));
                     if let (Some(_), true) = (recursive, self.unroll) {
@@ -437,7 +439,8 @@ impl<'a> Cx<'a> {
             ExprKind::Var(n) => env.get(&n.id).cloned().ok_or_else(|| refuse(e.span, PASS, format!("internal error: unbound `{}`", n.text))),
             ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => dynamic(e.kind.clone()),
             ExprKind::Lam(..) => Ok(Val::Clo(Rc::new(Clo { lam: e, env: env.clone() }))),
-            ExprKind::App(f_a) => { let (f, a) = &**f_a;
+            ExprKind::App(f_a) => {
+                let (f, a) = &**f_a;
                 let f = self.eval(f, env)?;
                 let a = self.eval(a, env)?;
                 self.apply(f, a, e.span)
@@ -480,7 +483,8 @@ impl<'a> Cx<'a> {
                     dynamic(ExprKind::Case(Box::new((s, q1, a1, q2, a2))))
                 }
             },
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 let c = self.eval(c, env)?;
                 let c = self.reify(c)?;
@@ -518,7 +522,8 @@ impl<'a> Cx<'a> {
                 v => Ok(v),
             } },
             // Each side of a parallel pair keeps its own work (a block each), so it stays parallel.
-            ExprKind::Par(a_b) => { let (a, b) = &**a_b;
+            ExprKind::Par(a_b) => {
+                let (a, b) = &**a_b;
                 let a = self.in_block(|cx| cx.eval(a, env))?;
                 let b = self.in_block(|cx| cx.eval(b, env))?;
                 dynamic(ExprKind::Par(Box::new((a, b))))

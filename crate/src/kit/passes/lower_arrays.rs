@@ -58,11 +58,13 @@ fn apply(f: &Expr, args: Vec<Expr>) -> Expr {
     let mut binds = vec![];
     let mut rest = vec![];
     for a in args {
-        while let ExprKind::Ann(x_x) = f.kind { let (x, _) = *x_x;
+        while let ExprKind::Ann(x_x) = f.kind {
+            let (x, _) = *x_x;
             f = x;
         }
         match f.kind {
-            ExprKind::Lam(_, p_body) if rest.is_empty() => { let (p, body) = *p_body;
+            ExprKind::Lam(_, p_body) if rest.is_empty() => {
+                let (p, body) = *p_body;
                 binds.push((p, a));
                 f = body;
             }

@@ -85,7 +85,8 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         while let Some((e, head)) = stack.pop() {
             let leftover = has_leftover(&e.ty, &subst);
             e.ty = ground(&e.ty, &subst);
-            if let ExprKind::Ann(t_x) = &mut e.kind { let (_, t) = &mut **t_x;
+            if let ExprKind::Ann(t_x) = &mut e.kind {
+                let (_, t) = &mut **t_x;
                 *t = ground(t, &subst);
             }
             if let ExprKind::Var(n) = &mut e.kind {
@@ -176,7 +177,8 @@ fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
     let mut own: HashMap<u32, &Type> = HashMap::default();
     for e in super::all_exprs(p) {
         match &e.kind {
-            ExprKind::Let(p_rhs) if super::has_type_vars(&p_rhs.1 .0.ty) => { let (p, rhs_pair) = &**p_rhs;
+            ExprKind::Let(p_rhs) if super::has_type_vars(&p_rhs.1 .0.ty) => {
+                let (p, rhs_pair) = &**p_rhs;
                 let (rhs, _) = rhs_pair;
                 if let Pat::Var(x, _) = p {
                     own.insert(x.id, &rhs.ty);

@@ -77,7 +77,7 @@ impl Stmt {
             kind => return Err(Expr { kind, span: e.span, ty: e.ty }),
         };
         let (rhs, rest) = rhs_rest;
-        Ok((Stmt { bind, pat: pat, rhs, span: e.span, ty: e.ty }, rest))
+        Ok((Stmt { bind, pat, rhs, span: e.span, ty: e.ty }, rest))
     }
 
     /// The statement followed by `rest`.

@@ -118,7 +118,8 @@ impl Cx {
             }
             Ann(x_x) => { let (x, _) = &**x_x; return self.d(g, y, x) },
             // D(let x = e1 in e2) = let x, Y1 = D_{Γ;Y}(e1) in let y, Y2 = D_{Γ,x;Y1}(e2) in < y, fun (x, z) → Y2(x, 0_A, z) >
-            ExprKind::Let(p_e1_e2) => { let (p, e1_e2) = &**p_e1_e2;
+            ExprKind::Let(p_e1_e2) => {
+                let (p, e1_e2) = &**p_e1_e2;
                 let (e1, e2) = e1_e2;
                 let d1 = self.d(g, y, e1)?;
                 let (p, vars) = self.pattern(p, &e1.ty);
@@ -185,7 +186,8 @@ impl Cx {
                 let r = sum_as_reduce(e, &args[0], &mut self.fr);
                 return self.d(g, y, &r);
             }
-            ExprKind::If(c_e2_e3) => { let (c, e2_e3) = &**c_e2_e3;
+            ExprKind::If(c_e2_e3) => {
+                let (c, e2_e3) = &**c_e2_e3;
                 let (e2, e3) = e2_e3;
                 self.cond(g, y, c, e2, e3)?
             }

@@ -390,7 +390,8 @@ fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     // the lets inlined, each with its right-hand side's depth after the inlining before it
     let mut depths: HashMap<u32, usize> = HashMap::default();
     let mut cur = &*body;
-    while let ExprKind::Let(q_rhs_b) = &cur.kind { let (q, rhs_b) = &**q_rhs_b;
+    while let ExprKind::Let(q_rhs_b) = &cur.kind {
+        let (q, rhs_b) = &**q_rhs_b;
         let (rhs, b) = rhs_b;
         if let Pat::Var(n, _) = q {
             if u.get(&n.id) == Some(&(1, 1)) {
@@ -509,7 +510,8 @@ fn r22_context_into_branches(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
                 Expr { kind: ExprKind::Prim(*op, ys), span: e.span, ty: e.ty.clone() }
             }))
         }
-        ExprKind::App(f_x) if matches!(f_x.0.kind, ExprKind::Var(_)) => { let (f, x) = &**f_x;
+        ExprKind::App(f_x) if matches!(f_x.0.kind, ExprKind::Var(_)) => {
+            let (f, x) = &**f_x;
             let ExprKind::If(c_a_b) = &x.kind else { return None };
             let (c, a_b) = &**c_a_b;
             let (a, b) = a_b;

@@ -308,7 +308,8 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Na
     let mut consts = vec![];
     for d in &p.defs {
         let mut lam = &d.body;
-        while let ExprKind::Ann(x_x) = &lam.kind { let (x, _) = &**x_x;
+        while let ExprKind::Ann(x_x) = &lam.kind {
+            let (x, _) = &**x_x;
             lam = x;
         }
         let ExprKind::Lam(_, pat_body) = &lam.kind else {
@@ -398,7 +399,8 @@ pub fn with_lambdas(src: &Source) -> Result<FirstOrder, Diagnostic> {
             bodies.push((locals[&*mono.defs[i].name.text].clone(), b));
         }
     }
-    while let ExprKind::Ann(x_x) = main_body.kind { let (x, _) = *x_x;
+    while let ExprKind::Ann(x_x) = main_body.kind {
+        let (x, _) = *x_x;
         main_body = x;
     }
     let ExprKind::Lam(k, pat_body) = main_body.kind else { return Err(outside(mono.defs[main_i].span, "`main` that is not a function")) };
@@ -442,7 +444,8 @@ fn check_depth(body: &Expr, span: Span) -> Result<(), Diagnostic> {
             return Err(Diagnostic::error(at, format!("this program nests more than {limit} levels (not counting let bodies), this chain's `nesting` budget: the CHAD transform recurses on subterms")));
         }
         match &e.kind {
-            ExprKind::Let(rhs_b_x) => { let (_, rhs_b) = &**rhs_b_x;
+            ExprKind::Let(rhs_b_x) => {
+                let (_, rhs_b) = &**rhs_b_x;
                 let (rhs, b) = rhs_b;
                 stack.push((rhs, depth + 1));
                 stack.push((b, depth));
@@ -554,7 +557,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
     Ok(match &e.kind {
         E::Var(n) if ho == Lang::ClosedCode && n.is_global() => term(K::Global(n.clone()), e),
         E::Var(n) => term(K::Var(n.clone()), e),
-        E::Lam(_, p_body) if ho == Lang::Lambdas => { let (p, body) = &**p_body;
+        E::Lam(_, p_body) if ho == Lang::Lambdas => {
+            let (p, body) = &**p_body;
             let Type::Fun(ab) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
             let (x, parts) = binder(p, &ab.0, p.span(), fr);
             let body = with_lets(parts, desugar(body, fr, ho)?);
@@ -568,7 +572,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Let(..) => {
             let mut binds = vec![];
             let mut cur = e;
-            while let ExprKind::Let(p_rhs_body) = &cur.kind { let (p, rhs_body) = &**p_rhs_body;
+            while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                let (p, rhs_body) = &**p_rhs_body;
                 let (rhs, body) = rhs_body;
                 let t = desugar(rhs, fr, ho)?;
                 let (z, parts) = binder(p, &rhs.ty, rhs.span, fr);
@@ -595,7 +600,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
             let b2 = with_lets(by, desugar(e2, fr, ho)?);
             term(K::Case(Box::new(st), x, Box::new(b1), y, Box::new(b2)), e)
         }
-        ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+        ExprKind::If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
             let (a, b) = a_b;
             term(K::If(Box::new(desugar(c, fr, ho)?), Box::new(desugar(a, fr, ho)?), Box::new(desugar(b, fr, ho)?)), e)
         }
@@ -622,7 +628,8 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
 /// A lambda argument of an array operation, its annotations taken off.
 fn lambda(f: &Expr) -> Option<(&Pat, &Expr)> {
     let mut f = f;
-    while let ExprKind::Ann(x_x) = &f.kind { let (x, _) = &**x_x;
+    while let ExprKind::Ann(x_x) = &f.kind {
+        let (x, _) = &**x_x;
         f = x;
     }
     match &f.kind {

@@ -65,7 +65,8 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     // §7.2: conditions let-bound or holding lets and array operations are brought to plain form
     let mut fr = Fresh::new(&p);
     if let Some(d) = p.defs.iter_mut().find(|d| &*d.name.text == "main") {
-        if let ExprKind::Lam(_, body_x) = &mut d.body.kind { let (_, body) = &mut **body_x;
+        if let ExprKind::Lam(_, body_x) = &mut d.body.kind {
+            let (_, body) = &mut **body_x;
             normalise::conditions(body, &mut fr).map_err(|span| {
                 outside(span, "a condition's boolean computed by a function-taking array operation (a `fold`, `reduce`, `scanl` or `scanr` to a boolean: §7.2's conditions are primal computations that hold none, and Fig. 2's ground types have no booleans, so no let may bind it)")
             })?;
@@ -113,7 +114,8 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
             Var(_) | Real(_) | Unit | Let(..) | Tuple(_) | Fst(_) | Snd(_) | Ann(..) => {}
             // §7.2: the condition is evaluated on the primal and never differentiated ("booleans are
             // external to the language"); only the branches are terms of the language
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 condition(c)?;
                 stack.push(a);
@@ -253,13 +255,15 @@ pub fn stack_copies(body: &Expr, inputs: usize) -> usize {
             return total;
         }
         match &e.kind {
-            ExprKind::Let(p_e1_e2) => { let (p, e1_e2) = &**p_e1_e2;
+            ExprKind::Let(p_e1_e2) => {
+                let (p, e1_e2) = &**p_e1_e2;
                 let (e1, e2) = e1_e2;
                 stack.push((e1, n, times));
                 stack.push((e2, n + p.names().len().max(1), times));
             }
             // §7.2: each branch runs in the primal and is differentiated again in the continuation
-            ExprKind::If(a_b_x) => { let (_, a_b) = &**a_b_x;
+            ExprKind::If(a_b_x) => {
+                let (_, a_b) = &**a_b_x;
                 let (a, b) = a_b;
                 stack.push((a, n, times.saturating_mul(2)));
                 stack.push((b, n, times.saturating_mul(2)));
@@ -303,7 +307,8 @@ pub fn lambda_params(f: &Expr, arity: usize) -> Option<Vec<Name>> {
 pub fn lambda_body(f: &Expr, arity: usize) -> &Expr {
     let mut e = f;
     for _ in 0..arity {
-        if let ExprKind::Lam(_, b_x) = &e.kind { let (_, b) = &**b_x;
+        if let ExprKind::Lam(_, b_x) = &e.kind {
+            let (_, b) = &**b_x;
             e = b;
         }
     }

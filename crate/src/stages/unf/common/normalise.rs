@@ -95,7 +95,8 @@ pub fn conditions(body: &mut Expr, fr: &mut Fresh) -> Result<(), crate::diag::Sp
             stack.push(e);
             continue;
         }
-        if let ExprKind::If(c_x) = &mut e.kind { let (c, _) = &mut **c_x;
+        if let ExprKind::If(c_x) = &mut e.kind {
+            let (c, _) = &mut **c_x;
             if !plain(c) {
                 let mut binds = vec![];
                 hoist(c, fr, &mut binds)?;

@@ -130,7 +130,8 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
     let mut links = vec![];
     loop {
         match cur.kind {
-            ExprKind::Let(q_rhs_b) => { let (q, rhs_b) = *q_rhs_b;
+            ExprKind::Let(q_rhs_b) => {
+                let (q, rhs_b) = *q_rhs_b;
                 let (rhs, b) = rhs_b;
                 links.push((q, rhs, cur.span));
                 cur = b;
@@ -212,7 +213,8 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     }
     let mut out = cx.take(e);
     let slot: &mut Expr = match &mut out.kind {
-        ExprKind::App(f_a) => { let (f, a) = &mut **f_a;
+        ExprKind::App(f_a) => {
+            let (f, a) = &mut **f_a;
             if is_let(f) {
                 f
             } else {
@@ -387,7 +389,8 @@ fn r2_dead_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     {
         let mut links = vec![];
         let mut cur = &*body;
-        while let ExprKind::Let(q_rhs_b) = &cur.kind { let (q, rhs_b) = &**q_rhs_b;
+        while let ExprKind::Let(q_rhs_b) = &cur.kind {
+            let (q, rhs_b) = &**q_rhs_b;
             let (rhs, b) = rhs_b;
             links.push((q, rhs));
             cur = b;

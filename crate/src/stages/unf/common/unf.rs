@@ -291,7 +291,8 @@ impl Builder<'_> {
             Ann(x_x) => { let (x, _) = &**x_x; self.go(x) },
             // UNF(Γ ⊢ let x = e1 in e2) = UNF(e1) ; UNF(e2) ; proj_{Γ;A;B}. A tuple pattern binds its
             // components as `let (a, b) = p` would by `let a = π1 p in let b = π2 p`: each `var ; πi ; proj`.
-            ExprKind::Let(p_e1_e2) => { let (p, e1_e2) = &**p_e1_e2;
+            ExprKind::Let(p_e1_e2) => {
+                let (p, e1_e2) = &**p_e1_e2;
                 let (e1, e2) = e1_e2;
                 self.go(e1)?;
                 self.bind(p, g, sp)?;
@@ -346,7 +347,8 @@ impl Builder<'_> {
                 self.hide(g, sp)
             }
             // UNF(Γ ⊢ if c then e2 else e3) = if_{Γ;c;e2;e3} (ours: §7.2 defines no UNF for it, §7.3)
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 let mut free = self.free(c)?;
                 for x in [self.free(a)?, self.free(b)?] {

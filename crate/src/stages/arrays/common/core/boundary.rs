@@ -54,7 +54,8 @@ pub struct Get<'e> {
 /// The `let c = soaGet path x` lets that start `e` (main's boundary, or the wrapper's), and the rest.
 pub fn leading_gets(mut e: &Expr) -> (Vec<Get<'_>>, &Expr) {
     let mut out = vec![];
-    while let ExprKind::Let(pat_rhs_rest) = &e.kind { let (pat, rhs_rest) = &**pat_rhs_rest;
+    while let ExprKind::Let(pat_rhs_rest) = &e.kind {
+        let (pat, rhs_rest) = &**pat_rhs_rest;
         let (rhs, rest) = rhs_rest;
         let Pat::Var(name, _) = pat else { break };
         let Some((path, ExprKind::Var(input))) = parse_get(rhs).map(|(p, x)| (p, &x.kind)) else { break };

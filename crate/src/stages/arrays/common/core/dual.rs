@@ -91,7 +91,8 @@ impl Dx<'_> {
         // a let chain is walked in a loop (D[let x = u in v] = do x ← D[u]; D[v], Fig. 14)
         let mut links: Vec<(Name, Expr, bool)> = vec![];
         let mut cur = e;
-        while let ExprKind::Let(pat_rhs_body) = &cur.kind { let (pat, rhs_body) = &**pat_rhs_body;
+        while let ExprKind::Let(pat_rhs_body) = &cur.kind {
+            let (pat, rhs_body) = &**pat_rhs_body;
             let (rhs, body) = rhs_body;
             let Pat::Var(x, _) = pat else { break };
             let r = is_r(&rhs.ty);
@@ -414,7 +415,8 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     }
     let grads = rebuild(&opat, &outer, &g, &zips);
     let (seed_core, primal) = match conv.map(|c| &c.kind) {
-        Some(ExprKind::Let(ys_user)) => { let (ys, user_pair) = &**ys_user;
+        Some(ExprKind::Let(ys_user)) => {
+            let (ys, user_pair) = &**ys_user;
             let (_, user) = user_pair;
             let ls = super::boundary::leaves(output_type);
             let parts = tuple(ls.iter().map(|(p, _)| super::boundary::get(p, var(&seed))).collect());

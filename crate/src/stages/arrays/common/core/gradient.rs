@@ -73,7 +73,8 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
     let (io, body) = &**io_body;
     let mut lets = vec![];
     let mut cur = body;
-    while let ExprKind::Let(p_rhs_rest) = &cur.kind { let (p, rhs_rest) = &**p_rhs_rest;
+    while let ExprKind::Let(p_rhs_rest) = &cur.kind {
+        let (p, rhs_rest) = &**p_rhs_rest;
         let (rhs, rest) = rhs_rest;
         lets.push((p.clone(), rhs.clone()));
         cur = rest;

@@ -132,7 +132,8 @@ pub enum Core<'a> {
 pub fn spine(e: &Expr) -> Option<(&str, Vec<&Expr>)> {
     let mut args = vec![];
     let mut cur = e;
-    while let ExprKind::App(f_a) = &cur.kind { let (f, a) = &**f_a;
+    while let ExprKind::App(f_a) = &cur.kind {
+        let (f, a) = &**f_a;
         args.push(a);
         cur = f;
     }
@@ -260,7 +261,8 @@ pub fn lam_params(f: &Expr) -> Option<(Vec<&Name>, &Expr)> {
     let ExprKind::Lam(_, pat_b) = &f.kind else { return None };
     let (pat, b) = &**pat_b;
     let Pat::Var(x, _) = pat else { return None };
-    if let ExprKind::Lam(_, pat_b2) = &b.kind { let (pat, b2) = &**pat_b2;
+    if let ExprKind::Lam(_, pat_b2) = &b.kind {
+        let (pat, b2) = &**pat_b2;
         if let Pat::Var(y, _) = pat {
             return Some((vec![x, y], b2));
         }

@@ -96,7 +96,8 @@ fn acc_lambda(f: &Expr, acc_at: usize) -> Option<(u32, &Pat, &Expr)> {
     let (acc, c) = if acc_at == 0 { (p0, p1) } else { (p1, p0) };
     let (Pat::Var(acc, _), c @ (Pat::Var(..) | Pat::Wild(_))) = (acc, c) else { return None };
     let mut body = body;
-    while let ExprKind::Ann(x_x) = &body.kind { let (x, _) = &**x_x;
+    while let ExprKind::Ann(x_x) = &body.kind {
+        let (x, _) = &**x_x;
         body = x;
     }
     Some((acc.id, c, body))
@@ -250,7 +251,8 @@ fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut
 fn acc_name(f: &Expr, acc_at: usize) -> String {
     let mut cur = f;
     for _ in 0..acc_at {
-        if let ExprKind::Lam(_, b_x) = &cur.kind { let (_, b) = &**b_x;
+        if let ExprKind::Lam(_, b_x) = &cur.kind {
+            let (_, b) = &**b_x;
             cur = b;
         }
     }
@@ -272,7 +274,8 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             // a let chain is walked in a loop (limits.rs: no native recursion along it)
             let mut links = vec![];
             let mut cur = e;
-            while let ExprKind::Let(p_rhs_body) = &cur.kind { let (p, rhs_body) = &**p_rhs_body;
+            while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                let (p, rhs_body) = &**p_rhs_body;
                 let (rhs, body) = rhs_body;
                 match p {
                     Pat::Var(x, s) => links.push((Pat::Var(x.clone(), *s), lower(rhs, fresh)?, cur.span)),
@@ -317,7 +320,8 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                 Expr::gen(K::Array(rows.into()))
             }
         }
-        ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+        ExprKind::If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
             let (a, b) = a_b;
             cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?)
         }

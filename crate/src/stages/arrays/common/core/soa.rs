@@ -373,7 +373,8 @@ fn lam1(f: &Expr) -> Option<(&Pat, &Expr)> {
 /// `t` of `acc + t` or `t + acc` (the variable `acc`).
 pub(super) fn summand(c: &Expr, acc: u32) -> Option<&Expr> {
     let mut c = c;
-    while let ExprKind::Ann(x_x) = &c.kind { let (x, _) = &**x_x;
+    while let ExprKind::Ann(x_x) = &c.kind {
+        let (x, _) = &**x_x;
         c = x;
     }
     let ExprKind::Prim(Prim::Add, ab) = &c.kind else { return None };

@@ -134,7 +134,8 @@ impl Ex<'_> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Bind(p_m_k) => { let (p, m_k) = &**p_m_k;
+                ExprKind::Bind(p_m_k) => {
+                    let (p, m_k) = &**p_m_k;
                     let (m, k) = m_k;
                     if let Some(("genID", _)) = spine(m) {
                         self.next_id += 1;
@@ -146,7 +147,8 @@ impl Ex<'_> {
                     }
                     cur = k;
                 }
-                ExprKind::Let(p_rhs_k) => { let (p, rhs_k) = &**p_rhs_k;
+                ExprKind::Let(p_rhs_k) => {
+                    let (p, rhs_k) = &**p_rhs_k;
                     let (rhs, k) = rhs_k;
                     let v = self.value(rhs)?;
                     match (p, v) {
@@ -329,14 +331,16 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     // main's output arrays of tuples (boundary.rs): the seed's leaves `(soaGet path seed, …)` given
     // to reversePass, and the primal `let (y1, …, yn) = y in` the user's shape
     let mut out_conv = None;
-    if let ExprKind::Let(rp_out_x) = &after.kind { let (_, rp_out) = &**rp_out_x;
+    if let ExprKind::Let(rp_out_x) = &after.kind {
+        let (_, rp_out) = &**rp_out_x;
         let (rp, out) = rp_out;
         if let (Some(("reversePass", ra)), ExprKind::Tuple(es)) = (spine(rp), &out.kind) {
             let parts = match &ra[0].kind {
                 ExprKind::Ann(x_x) => &x_x.0,
                 _ => ra[0],
             };
-            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys_user))) = (&parts.kind, es.first().map(|e| &e.kind)) { let (ys, user_pair) = &**ys_user;
+            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys_user))) = (&parts.kind, es.first().map(|e| &e.kind)) {
+                let (ys, user_pair) = &**ys_user;
                 let (_, user) = user_pair;
                 if ps.iter().all(|p| super::boundary::parse_get(p).is_some()) {
                     out_conv = Some((ps.clone(), ys.clone(), user.clone()));
@@ -348,7 +352,8 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
     let mut cur = args[0];
-    while let ExprKind::Let(pat_rhs_k) = &cur.kind { let (pat, rhs_k) = &**pat_rhs_k;
+    while let ExprKind::Let(pat_rhs_k) = &cur.kind {
+        let (pat, rhs_k) = &**pat_rhs_k;
         let (rhs, k) = rhs_k;
         let Pat::Var(x, _) = pat else { break };
         let v = match &rhs.kind {
@@ -505,7 +510,8 @@ fn trivial(e: &Expr) -> bool {
 /// `shared_id` and `trivial` run on every node `tree_size_depth` visits.
 fn head(e: &Expr) -> Option<&str> {
     let mut cur = e;
-    while let ExprKind::App(f_x) = &cur.kind { let (f, _) = &**f_x;
+    while let ExprKind::App(f_x) = &cur.kind {
+        let (f, _) = &**f_x;
         cur = f;
     }
     match &cur.kind {

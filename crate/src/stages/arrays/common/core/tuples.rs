@@ -152,7 +152,8 @@ impl Sra<'_> {
             K::Ann(x_t) => self.shape(&x_t.0, binds)?,
             K::Let(..) => {
                 let mut cur = e;
-                while let ExprKind::Let(p_rhs_body) = &cur.kind { let (p, rhs_body) = &**p_rhs_body;
+                while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                    let (p, rhs_body) = &**p_rhs_body;
                     let (rhs, body) = rhs_body;
                     let s = self.shape(rhs, binds)?;
                     self.bind(p, s, cur.span, binds)?;
@@ -160,14 +161,16 @@ impl Sra<'_> {
                 }
                 self.shape(cur, binds)?
             }
-            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
                 let (a, b) = a_b;
                 let c = self.leaf(c)?;
                 let (mut ba, mut bb) = (vec![], vec![]);
                 let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
                 choose(c, (sa, ba), (sb, bb), binds, e.span)?
             }
-            K::Lam(k, p_body) => { let (p, body) = &**p_body;
+            K::Lam(k, p_body) => {
+                let (p, body) = &**p_body;
                 // a lambda over tuples is mapped over an array of tuples
                 if matches!(p, Pat::Tuple(..)) || matches!(p_ty(e), Some(Type::Tuple(_))) {
                     return Err(arrays_of_tuples(e.span));
