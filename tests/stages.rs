@@ -553,7 +553,8 @@ fn normalised(src: &str, stage: &str) -> (String, Vec<ViewText>) {
             let mut stack = vec![&mut d.body];
             while let Some(e) = stack.pop() {
                 match &mut e.kind {
-                    ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) => bind(p, &mut names),
+                    ExprKind::Lam(_, p) => bind(&mut p.0, &mut names),
+                    ExprKind::Let(p) => bind(&mut p.0, &mut names),
                     ExprKind::Var(n) if !n.is_global() => n.text = names[&n.id].as_str().into(),
                     _ => {}
                 }

@@ -23,23 +23,23 @@ pub fn unit() -> Expr {
 /// a few hundred at most): an allocation each was 5 % of krawiec/monadic's output, eleven builtins
 /// a source line (issue 14: memory per line).
 pub fn builtin(name: &str) -> Expr {
-    Expr::gen(ExprKind::Builtin(interned(name)))
+    Expr::gen(ExprKind::Builtin(interned_text(name)))
 }
 pub fn app(f: Expr, a: Expr) -> Expr {
-    Expr::gen(ExprKind::App(Box::new(f), Box::new(a)))
+    Expr::gen(ExprKind::App(Box::new((f, a))))
 }
 /// `f a1 ... an`
 pub fn apps(f: Expr, args: impl IntoIterator<Item = Expr>) -> Expr {
     args.into_iter().fold(f, app)
 }
 pub fn lam(p: Pat, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Lam(LamKind::Plain, Box::new(p), Box::new(body)))
+    Expr::gen(ExprKind::Lam(LamKind::Plain, Box::new((p, body))))
 }
 pub fn linlam(p: Pat, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Lam(LamKind::Linear, Box::new(p), Box::new(body)))
+    Expr::gen(ExprKind::Lam(LamKind::Linear, Box::new((p, body))))
 }
 pub fn let_(p: Pat, rhs: Expr, body: Expr) -> Expr {
-    Expr::gen(ExprKind::Let(Box::new(p), Box::new((rhs, body))))
+    Expr::gen(ExprKind::Let(Box::new((p, (rhs, body)))))
 }
 /// A tuple of `es`: `()` for none, the expression itself for one.
 pub fn tuple(mut es: Vec<Expr>) -> Expr {
@@ -68,7 +68,7 @@ pub fn case(s: Expr, p1: Pat, e1: Expr, p2: Pat, e2: Expr) -> Expr {
     Expr::gen(ExprKind::Case(Box::new((s, p1, e1, p2, e2))))
 }
 pub fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
-    Expr::gen(ExprKind::If(Box::new(c), Box::new((a, b))))
+    Expr::gen(ExprKind::If(Box::new((c, (a, b)))))
 }
 pub fn prim(op: Prim, args: Vec<Expr>) -> Expr {
     Expr::gen(ExprKind::Prim(op, args.into()))
@@ -89,13 +89,13 @@ pub fn neg(a: Expr) -> Expr {
     prim(Prim::Neg, vec![a])
 }
 pub fn bind(p: Pat, m: Expr, k: Expr) -> Expr {
-    Expr::gen(ExprKind::Bind(Box::new(p), Box::new((m, k))))
+    Expr::gen(ExprKind::Bind(Box::new((p, (m, k)))))
 }
 pub fn pure(e: Expr) -> Expr {
     Expr::gen(ExprKind::Pure(Box::new(e)))
 }
 pub fn ann(e: Expr, t: Type) -> Expr {
-    Expr::gen(ExprKind::Ann(Box::new(e), Box::new(t)))
+    Expr::gen(ExprKind::Ann(Box::new((e, t))))
 }
 
 pub fn pvar(n: &Name) -> Pat {
@@ -151,7 +151,7 @@ mod tests {
         use crate::ir::ExprKind;
         let (a, b, c) = (super::builtin("Scale"), super::builtin("Scale"), super::builtin("Add"));
         let (ExprKind::Builtin(a), ExprKind::Builtin(b), ExprKind::Builtin(c)) = (&a.kind, &b.kind, &c.kind) else { panic!("builtins") };
-        assert!(std::rc::Rc::ptr_eq(a, b), "each `Scale` has its own copy of its name");
+        assert!(crate::ir::Text::ptr_eq(a, b), "each `Scale` has its own copy of its name");
         assert_eq!((&**a, &**c), ("Scale", "Add"));
     }
 }

@@ -59,7 +59,7 @@ pub fn is_constant(e: &Expr) -> bool {
     loop {
         match &e.kind {
             ExprKind::Real(_) | ExprKind::Prim(Prim::ToReal, _) => return true,
-            ExprKind::Ann(x, _) => e = x,
+            ExprKind::Ann(x_x) => { let (x, _) = &**x_x; e = x },
             ExprKind::Prim(Prim::Neg, xs) if xs.len() == 1 => e = &xs[0],
             _ => return false,
         }

@@ -121,21 +121,23 @@ pub fn scan(p: &Program) -> Found {
                 ExprKind::Inl(_) | ExprKind::Inr(_) | ExprKind::Case(..) => note(Feature::Sums, e.span, &mut first),
                 ExprKind::If(..) => note(Feature::Conditionals, e.span, &mut first),
                 ExprKind::Par(..) => note(Feature::Par, e.span, &mut first),
-                ExprKind::LetRec(fs, _) => note(Feature::Recursion, fs.first().map_or(e.span, |f| f.span), &mut first),
+                ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x; note(Feature::Recursion, fs.first().map_or(e.span, |f| f.span), &mut first) },
                 _ => {}
             }
             match &e.kind {
                 // the body of a lambda in function position may itself be a lambda (currying)
-                ExprKind::Lam(_, _, b) => stack.push((b, ok_fun)),
-                ExprKind::App(f, a) => {
+                ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; stack.push((b, ok_fun)) },
+                ExprKind::App(f_a) => {
+                    let (f, a) = &**f_a;
                     stack.push((a, false));
                     stack.push((f, true));
                 }
-                ExprKind::LetRec(fs, b) => {
+                ExprKind::LetRec(fs_b) => {
+                    let (fs, b) = &**fs_b;
                     stack.push((b, false));
                     fs.iter().for_each(|f| stack.push((&f.body, true)));
                 }
-                ExprKind::Ann(x, _) => stack.push((x, ok_fun)),
+                ExprKind::Ann(x_x) => { let (x, _) = &**x_x; stack.push((x, ok_fun)) },
                 _ => each_child(e, &mut |c| stack.push((c, false))),
             }
         }

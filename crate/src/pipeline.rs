@@ -221,7 +221,7 @@ pub fn ragged_row(e: &Expr) -> Option<(Span, String)> {
     fn len(e: &Expr) -> Option<usize> {
         match &e.kind {
             ExprKind::Array(es) => Some(es.len()),
-            ExprKind::Ann(x, _) => len(x),
+            ExprKind::Ann(x_x) => { let (x, _) = &**x_x; len(x) },
             _ => None,
         }
     }
@@ -236,7 +236,7 @@ pub fn ragged_row(e: &Expr) -> Option<(Span, String)> {
             rows.iter().find_map(ragged_row)
         }
         ExprKind::Tuple(es) => es.iter().find_map(ragged_row),
-        ExprKind::Inl(x) | ExprKind::Inr(x) | ExprKind::Ann(x, _) => ragged_row(x),
+        ExprKind::Inl(x) | ExprKind::Inr(x) => ragged_row(x), ExprKind::Ann(x_x) => ragged_row(&x_x.0),
         _ => None,
     }
 }

@@ -382,19 +382,22 @@ impl Occ {
             }
             Builtin(b) => self.global(b),
             Real(_) | Int(_) | Bool(_) | Unit => {}
-            Lam(_, p, b) => {
+            Lam(_, p_b) => {
+                let (p, b) = &**p_b;
                 let ns = p.names();
                 self.enter(&ns);
                 self.body(b);
                 self.leave(&ns);
             }
-            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
-            App(a, b) => {
+            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => self.expr(b), Ann(b_t) => self.expr(&b_t.0),
+            App(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
-            Let(p, a_b) | Bind(p, a_b) => {
-                let (a, b) = &**a_b;
+            Let(p_a_b) | Bind(p_a_b) => {
+                let (p, a_b) = &**p_a_b;
+                let (a, b) = a_b;
                 self.expr(a);
                 let ns = p.names();
                 self.enter(&ns);
@@ -402,7 +405,8 @@ impl Occ {
                 self.leave(&ns);
             }
             // the group's names are in scope in every member's body and in `b`: one interval
-            LetRec(fs, b) => {
+            LetRec(fs_b) => {
+                let (fs, b) = &**fs_b;
                 let ns: Vec<&Name> = fs.iter().map(|f| &f.name).collect();
                 self.enter(&ns);
                 let k = self.open_scope();
@@ -418,7 +422,8 @@ impl Occ {
                     self.expr(x);
                 }
             }
-            Par(a, b) => {
+            Par(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
@@ -432,8 +437,9 @@ impl Occ {
                     self.leave(&ns);
                 }
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 self.expr(c);
                 self.expr(a);
                 self.expr(b);
@@ -583,18 +589,21 @@ impl<'o> Renamer<'o> {
         use ExprKind::*;
         match &e.kind {
             Var(_) | Builtin(_) | Real(_) | Int(_) | Bool(_) | Unit => {}
-            Lam(_, p, b) => self.scoped(p, b),
-            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => self.expr(b),
-            App(a, b) => {
+            Lam(_, p_b) => { let (p, b) = &**p_b; self.scoped(p, b) },
+            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => self.expr(b), Ann(b_t) => self.expr(&b_t.0),
+            App(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
-            Let(p, a_b) | Bind(p, a_b) => {
-                let (a, b) = &**a_b;
+            Let(p_a_b) | Bind(p_a_b) => {
+                let (p, a_b) = &**p_a_b;
+                let (a, b) = a_b;
                 self.expr(a);
                 self.scoped(p, b);
             }
-            LetRec(fs, b) => {
+            LetRec(fs_b) => {
+                let (fs, b) = &**fs_b;
                 let scope = self.next_scope();
                 let mut bound = vec![];
                 for f in fs.iter() {
@@ -607,7 +616,8 @@ impl<'o> Renamer<'o> {
                 self.unbind(bound);
             }
             Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
-            Par(a, b) => {
+            Par(a_b) => {
+                let (a, b) = &**a_b;
                 self.expr(a);
                 self.expr(b);
             }
@@ -617,8 +627,9 @@ impl<'o> Renamer<'o> {
                 self.scoped(p1, a);
                 self.scoped(p2, b);
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 self.expr(c);
                 self.expr(a);
                 self.expr(b);
@@ -705,8 +716,8 @@ fn ends_with_case(e: &Expr) -> bool {
     use ExprKind::*;
     match &e.kind {
         Case(..) => true,
-        Lam(_, _, b) | LetRec(_, b) => ends_with_case(b),
-        Let(_, ab) | If(_, ab) => ends_with_case(&ab.1),
+        Lam(_, b_x) => ends_with_case(&b_x.1), LetRec(b_x) => ends_with_case(&b_x.1),
+        Let(ab_x) => ends_with_case(&ab_x.1 .1), If(ab_x) => ends_with_case(&ab_x.1 .1),
         _ => false,
     }
 }
@@ -1097,13 +1108,14 @@ impl<'a, 'n> Printer<'a, 'n> {
             Builtin(b) => a.text(b.to_string()),
             Tuple(es) => self.tuple(es.iter().map(|x| self.expr(x, 0))),
             Array(es) => self.array(es.iter().map(|x| self.expr(x, 0))),
-            Par(x, y) => self.expr(x, 2).append(a.line()).append(self.t("||| ")).append(self.operand(y, 2)).group(),
+            Par(x_y) => { let (x, y) = &**x_y; self.expr(x, 2).append(a.line()).append(self.t("||| ")).append(self.operand(y, 2)).group() },
             Fst(x) => self.apply(self.t("fst"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Snd(x) => self.apply(self.t("snd"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Inl(x) => self.apply(self.t("inl"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Inr(x) => self.apply(self.t("inr"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
             Pure(x) => self.apply(self.t("pure"), std::iter::once(x).map(|x| self.expr(x, ATOM))),
-            Ann(x, t) => {
+            Ann(x_t) => {
+                let (x, t) = &**x_t;
                 let n = self.open(1);
                 let inner = self.expr(x, 0).append(self.t(" :")).append(a.line()).append(self.ty(t, 0));
                 self.parens(self.close(n, inner).group())
@@ -1111,8 +1123,9 @@ impl<'a, 'n> Printer<'a, 'n> {
             App(..) => {
                 let mut args = vec![];
                 let mut f = e;
-                while let App(g, x) = &f.kind {
-                    args.push(&**x);
+                while let App(g_x) = &f.kind {
+                    let (g, x) = &**g_x;
+                    args.push(x);
                     f = g;
                 }
                 self.apply(self.expr(f, ATOM), args.into_iter().rev().map(|x| self.expr(x, ATOM)))
@@ -1122,8 +1135,9 @@ impl<'a, 'n> Printer<'a, 'n> {
             Prim(p, args) => self.apply(a.text(p.symbol()), args.iter().map(|x| self.expr(x, ATOM))),
             Lam(..) => self.lambda(e),
             Let(..) | LetRec(..) => self.let_chain(e),
-            ExprKind::If(c, x_y) => {
-                let (x, y) = &**x_y;
+            ExprKind::If(c_x_y) => {
+                let (c, x_y) = &**c_x_y;
+                let (x, y) = x_y;
                 let else_part = if matches!(y.kind, If(..)) {
                     a.space().append(self.expr(y, 0))
                 } else {
@@ -1207,7 +1221,7 @@ impl<'a, 'n> Printer<'a, 'n> {
     fn lambda(&self, e: &Expr) -> D<'a> {
         let a = self.a;
         let (head, body) = match &e.kind {
-            ExprKind::Lam(LamKind::Linear, p, b) => (self.sym("lin\\", "linλ").append(self.pat(p)), &**b),
+            ExprKind::Lam(LamKind::Linear, p_b) => (self.sym("lin\\", "linλ").append(self.pat(&p_b.0)), &p_b.1),
             _ => {
                 let (ps, body) = peel(e);
                 (self.sym("\\", "λ").append(a.intersperse(ps.into_iter().map(|p| self.pat(p)), a.space())), body)
@@ -1259,13 +1273,15 @@ impl<'a, 'n> Printer<'a, 'n> {
     fn let_link(&self, link: &Expr) -> D<'a> {
         let a = self.a;
         match &link.kind {
-            ExprKind::Let(p, x_pair) => {
-                let (x, _) = &**x_pair;
+            ExprKind::Let(p_x_pair) => {
+                let (p, x_pair) = &**p_x_pair;
+                let (x, _) = x_pair;
                 let n = self.open(2);
                 let x = self.close(n, a.line().append(self.expr(x, 0)));
                 self.t("let ").append(self.pat(p)).append(self.t(" =")).append(x).group()
             }
-            ExprKind::LetRec(fs, _) => {
+            ExprKind::LetRec(fs_x) => {
+                let (fs, _) = &**fs_x;
                 let mut d = a.nil();
                 for (i, f) in fs.iter().enumerate() {
                     if i > 0 {
@@ -1302,8 +1318,9 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// One statement `p ← m` of a do block (a `Bind`).
     fn bind_stmt(&self, link: &Expr) -> D<'a> {
         let a = self.a;
-        let ExprKind::Bind(p, m_pair) = &link.kind else { return a.nil() };
-        let (m, _) = &**m_pair;
+        let ExprKind::Bind(p_m_pair) = &link.kind else { return a.nil() };
+        let (p, m_pair) = &**p_m_pair;
+        let (m, _) = m_pair;
         let n = self.open(2);
         let m = self.close(n, a.line().append(self.expr(m, 0)));
         self.pat(p).append(a.space()).append(self.sym("<-", "←")).append(m).group()
@@ -1334,11 +1351,12 @@ fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
     let mut links = vec![];
     loop {
         let next = match &e.kind {
-            ExprKind::Let(_, b_pair) => {
-                let (_, b) = &**b_pair;
+            ExprKind::Let(b_pair_x) => {
+                let (_, b_pair) = &**b_pair_x;
+                let (_, b) = b_pair;
                 b
             }
-            ExprKind::LetRec(fs, b) if !fs.is_empty() => b,
+            ExprKind::LetRec(fs_b) if !fs_b.0.is_empty() => &fs_b.1,
             _ => return (links, e),
         };
         links.push(e);
@@ -1349,8 +1367,9 @@ fn let_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
 /// The statements of a do block (its `Bind`s), and the expression after them.
 fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
     let mut links = vec![];
-    while let ExprKind::Bind(_, k_pair) = &e.kind {
-        let (_, k) = &**k_pair;
+    while let ExprKind::Bind(k_pair_x) = &e.kind {
+        let (_, k_pair) = &**k_pair_x;
+        let (_, k) = k_pair;
         links.push(e);
         e = k;
     }
@@ -1360,8 +1379,9 @@ fn bind_links(mut e: &Expr) -> (Vec<&Expr>, &Expr) {
 /// The parameters of nested plain lambdas, and the body under them.
 fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     let mut ps = vec![];
-    while let ExprKind::Lam(LamKind::Plain, p, b) = &e.kind {
-        ps.push(&**p);
+    while let ExprKind::Lam(LamKind::Plain, p_b) = &e.kind {
+        let (p, b) = &**p_b;
+        ps.push(p);
         e = b;
     }
     (ps, e)

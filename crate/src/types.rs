@@ -1156,23 +1156,26 @@ impl<'b> Cx<'b> {
                 self.spines == 1
             });
             cur = match &mut cur.kind {
-                ExprKind::Let(p, rhs_body) => {
-                    let (rhs, body) = &mut **rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &mut **p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     self.let_binding(p, rhs)?;
                     if outermost {
                         self.settle_nodes(rhs);
                     }
                     body
                 }
-                ExprKind::LetRec(fs, body) => {
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &mut **fs_body;
                     self.let_rec(fs)?;
                     if outermost {
                         fs.iter_mut().for_each(|f| self.settle_nodes(&mut f.body));
                     }
                     body
                 }
-                ExprKind::Bind(p, m_k) => {
-                    let (m, k) = &mut **m_k;
+                ExprKind::Bind(p_m_k) => {
+                    let (p, m_k) = &mut **p_m_k;
+                    let (m, k) = m_k;
                     let tm = self.infer(m)?;
                     let bound = match self.resolve(&tm) {
                         Type::Con(c) if &*c.name == "M" && c.args.len() == 1 => {
@@ -1206,14 +1209,16 @@ impl<'b> Cx<'b> {
             self.unify_monadic(&b, &t, span)?;
         }
         let mut at = e;
-        while matches!(at.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
-            at.ty = t.clone();
-            at = match &mut at.kind {
-                ExprKind::Let(_, rhs_body) => &mut rhs_body.1,
-                ExprKind::LetRec(_, body) => body,
-                ExprKind::Bind(_, m_k) => &mut m_k.1,
-                _ => unreachable!("checked by the loop condition"),
+        loop {
+            let Expr { kind, ty, .. } = at;
+            let next = match kind {
+                ExprKind::Let(p_rhs_body) => &mut p_rhs_body.1.1,
+                ExprKind::LetRec(fs_body) => &mut fs_body.1,
+                ExprKind::Bind(p_m_k) => &mut p_m_k.1.1,
+                _ => break,
             };
+            *ty = t.clone();
+            at = next;
         }
         self.locals.undo(scope);
         Ok(t)
@@ -1303,14 +1308,16 @@ impl<'b> Cx<'b> {
             ExprKind::Int(_) => Type::Int,
             ExprKind::Bool(_) => Type::Bool,
             ExprKind::Unit => Type::Unit,
-            ExprKind::Lam(kind, p, body) => {
+            ExprKind::Lam(kind, p_body) => {
+                let (p, body) = &mut **p_body;
                 let scope = self.locals.mark();
                 let a = self.bind_pat(p);
                 let b = self.infer(body)?;
                 self.locals.undo(scope);
                 self.fun_of(*kind, a, b)
             }
-            ExprKind::App(f, a) => {
+            ExprKind::App(f_a) => {
+                let (f, a) = &mut **f_a;
                 let tf = self.infer(f)?;
                 let ta = self.infer(a)?;
                 match self.shallow(&tf) {
@@ -1394,8 +1401,9 @@ impl<'b> Cx<'b> {
                 self.unify(&t1, &t2, e2.span)?;
                 t1
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &mut **a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &mut **c_a_b;
+                let (a, b) = a_b;
                 let tc = self.infer(c)?;
                 self.unify(&Type::Bool, &tc, c.span)?;
                 let ta = self.infer(a)?;
@@ -1411,7 +1419,8 @@ impl<'b> Cx<'b> {
                 }
                 self.prim(op, &ts, span)?
             }
-            ExprKind::Ann(x, t) => {
+            ExprKind::Ann(x_t) => {
+                let (x, t) = &mut **x_t;
                 // Type variables in an annotation (generated code's `c`) are unknowns of this
                 // annotation, fresh ones, so that they never clash with the checker's own.
                 let mut fresh: rustc_hash::FxHashMap<u32, Type> = Default::default();
@@ -1427,7 +1436,8 @@ impl<'b> Cx<'b> {
                 }
                 None => return Err(Diagnostic::error(span, format!("unknown builtin `{name}`"))),
             },
-            ExprKind::Par(a, b) => {
+            ExprKind::Par(a_b) => {
+                let (a, b) = &mut **a_b;
                 let ta = self.infer(a)?;
                 let tb = self.infer(b)?;
                 self.tuple_of(vec![ta, tb])
@@ -1561,7 +1571,7 @@ fn resolve_in<'a>(subst: &'a Chunked<Option<Type>>, mut t: &'a Type) -> &'a Type
 fn is_value(e: &Expr) -> bool {
     match &e.kind {
         ExprKind::Lam(..) => true,
-        ExprKind::Ann(x, _) => is_value(x),
+        ExprKind::Ann(x_x) => { let (x, _) = &**x_x; is_value(x) },
         _ => false,
     }
 }
@@ -1737,8 +1747,9 @@ mod tests {
         let mut e = &p.defs[0].body;
         loop {
             e = match &e.kind {
-                ExprKind::Lam(_, _, b) => b,
-                ExprKind::Bind(_, mk) => {
+                ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; b },
+                ExprKind::Bind(mk_x) => {
+                    let (_, mk) = &**mk_x;
                     let ExprKind::Pure(v) = &mk.0.kind else { panic!("a pure") };
                     pures.push((&mk.0.ty, &v.ty));
                     &mk.1
@@ -1774,14 +1785,17 @@ mod tests {
         let mut e = &p.defs[0].body;
         loop {
             e = match &e.kind {
-                ExprKind::Lam(_, _, b) => b,
-                ExprKind::Let(_, rb) => {
-                    if let ExprKind::App(f, _) = &rb.0.kind {
+                ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; b },
+                ExprKind::Let(rb_x) => {
+                    let (_, rb) = &**rb_x;
+                    if let ExprKind::App(f_x) = &rb.0.kind {
+                        let (f, _) = &**f_x;
                         heads.push((&f.ty, &rb.0.ty));
                     }
                     &rb.1
                 }
-                ExprKind::App(f, _) => {
+                ExprKind::App(f_x) => {
+                    let (f, _) = &**f_x;
                     heads.push((&f.ty, &e.ty));
                     break;
                 }
@@ -1807,8 +1821,9 @@ mod tests {
         let mut e = &p.def("main").expect("main").body;
         loop {
             e = match &e.kind {
-                ExprKind::Lam(_, _, b) => b,
-                ExprKind::Let(_, ab) => {
+                ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; b },
+                ExprKind::Let(ab_x) => {
+                    let (_, ab) = &**ab_x;
                     links.push(&e.ty);
                     &ab.1
                 }

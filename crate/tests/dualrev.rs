@@ -435,7 +435,7 @@ fn parallel_pair_syntax() {
     use cotangent::print::print_program;
     let p = cotangent::syntax::parse_program("def main (x, y) = x * y ||| x + y").unwrap();
     match &p.defs[0].body.kind {
-        ExprKind::Lam(_, _, b) => assert!(matches!(b.kind, ExprKind::Par(..)), "{:?}", b.kind),
+        ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; assert!(matches!(b.kind, ExprKind::Par(..)), "{:?}", b.kind) },
         k => panic!("{k:?}"),
     }
     let e = cotangent::syntax::parse_program("def main x = x ||| x ||| x").unwrap_err();

@@ -85,7 +85,8 @@ fn structure(pass: Pass, src: &Program, out: &Program) -> Result<(), String> {
                 return Err("more than `main` remains".into());
             }
             for e in all_exprs(out) {
-                if let ExprKind::App(f, _) = &e.kind {
+                if let ExprKind::App(f_x) = &e.kind {
+                    let (f, _) = &**f_x;
                     if matches!(f.kind, ExprKind::Lam(..)) || matches!(&f.kind, ExprKind::Var(n) if n.is_global()) {
                         return Err("a call of a known function remains".into());
                     }
@@ -100,7 +101,8 @@ fn structure(pass: Pass, src: &Program, out: &Program) -> Result<(), String> {
             for e in all_exprs(out) {
                 if let ExprKind::Prim(op, args) = &e.kind {
                     for mut a in args.iter().filter(|_| op.is_array_op()) {
-                        while let ExprKind::Lam(_, _, body) = &a.kind {
+                        while let ExprKind::Lam(_, body_x) = &a.kind {
+                            let (_, body) = &**body_x;
                             taken.push(a as *const Expr);
                             a = body;
                         }
@@ -432,9 +434,9 @@ fn output_binders_are_unique() {
         for e in all_exprs(&out) {
             let mut pats = vec![];
             match &e.kind {
-                ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) => pats.push(&**p),
+                ExprKind::Lam(_, p_x) => pats.push(&p_x.0), ExprKind::Let(p_x) => pats.push(&p_x.0),
                 ExprKind::Case(c) => pats.extend([&c.1, &c.3]),
-                ExprKind::LetRec(fs, _) => ids.extend(fs.iter().map(|f| f.name.id)),
+                ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x; ids.extend(fs.iter().map(|f| f.name.id)) },
                 _ => {}
             }
             ids.extend(pats.iter().flat_map(|p| p.names()).map(|n| n.id));

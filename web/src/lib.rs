@@ -465,7 +465,7 @@ extern "C" {
 pub fn input_labels(program: &cotangent::ir::Program, input: &cotangent::value::Value) -> Vec<String> {
     use cotangent::ir::{ExprKind, Pat};
     let pat = program.def("main").and_then(|d| match &d.body.kind {
-        ExprKind::Lam(_, p, _) => Some(&**p),
+        ExprKind::Lam(_, p_b) => Some(&p_b.0),
         _ => None,
     });
     input

@@ -350,7 +350,8 @@ fn param_type(t: &Type) -> &Type {
 
 fn strip_ann(e: &Expr) -> &Expr {
     let mut e = e;
-    while let ExprKind::Ann(inner, _) = &e.kind {
+    while let ExprKind::Ann(inner_x) = &e.kind {
+        let (inner, _) = &**inner_x;
         e = inner;
     }
     e
@@ -497,14 +498,15 @@ impl Lowerer<'_> {
     fn name_lambdas(&mut self, p: &Pat, rhs: &Expr) {
         let mut rhs = strip_ann(rhs);
         // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
-        while let ExprKind::Let(_, body_pair) = &rhs.kind {
-            let (_, body) = &**body_pair;
+        while let ExprKind::Let(body_pair_x) = &rhs.kind {
+            let (_, body_pair) = &**body_pair_x;
+            let (_, body) = body_pair;
             rhs = strip_ann(body);
         }
         match (p, &rhs.kind) {
-            (Pat::Var(n, _), ExprKind::Lam(_, params, _)) => {
+            (Pat::Var(n, _), ExprKind::Lam(_, params_body)) => {
                 let mut ps = vec![];
-                let mut stack: Vec<&Pat> = vec![params];
+                let mut stack: Vec<&Pat> = vec![&params_body.0];
                 while let Some(q) = stack.pop() {
                     match q {
                         Pat::Var(v, _) => ps.push(Rc::from(&v.text)),
@@ -598,7 +600,8 @@ impl Lowerer<'_> {
             while let ExprKind::Pure(inner) = &b.kind {
                 b = strip_ann(inner);
             }
-            let ExprKind::Lam(_, q, inner) = &b.kind else { break };
+            let ExprKind::Lam(_, q_inner) = &b.kind else { break };
+            let (q, inner) = &**q_inner;
             more.push(self.pat_typed(q, param_type(&b.ty)));
             body = inner;
         }
@@ -618,10 +621,11 @@ impl Lowerer<'_> {
         let mut more = vec![];
         while self.fast {
             e = match e.kind {
-                ExprKind::Ann(inner, _) | ExprKind::Pure(inner) => *inner,
-                ExprKind::Lam(_, q, inner) => {
+                ExprKind::Ann(inner) => inner.0, ExprKind::Pure(inner) => *inner,
+                ExprKind::Lam(_, q_inner) => {
+                    let (q, inner) = *q_inner;
                     more.push(self.pat_typed(&q, param_type(&e.ty)));
-                    *inner
+                    inner
                 }
                 kind => {
                     e.kind = kind;
@@ -649,8 +653,8 @@ impl Lowerer<'_> {
                 return self.call_owned(e);
             }
             e = match e.kind {
-                ExprKind::Ann(inner, _) | ExprKind::Pure(inner) => *inner,
-                ExprKind::Lam(_, p, body) => return Ok(Code::Lam(self.lam(&p, param_type(&e.ty), Src::Own(*body), None)?)),
+                ExprKind::Ann(inner) => inner.0, ExprKind::Pure(inner) => *inner,
+                ExprKind::Lam(_, p_body) => { let (p, body) = *p_body; return Ok(Code::Lam(self.lam(&p, param_type(&e.ty), Src::Own(body), None)?)) },
                 ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => return self.spine_owned(e),
                 kind => {
                     e.kind = kind;
@@ -668,8 +672,9 @@ impl Lowerer<'_> {
         loop {
             let bind = matches!(cur.kind, ExprKind::Bind(..));
             cur = match cur.kind {
-                ExprKind::Let(p, rhs_body) | ExprKind::Bind(p, rhs_body) => {
-                    let (rhs, body) = *rhs_body;
+                ExprKind::Let(p_rhs_body) | ExprKind::Bind(p_rhs_body) => {
+                    let (p, rhs_body) = *p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     self.name_lambdas(&p, &rhs);
                     let ty = rhs.ty.clone();
                     let code = if self.names.is_empty() {
@@ -686,11 +691,12 @@ impl Lowerer<'_> {
                     links.push(Link::Let(p, code));
                     body
                 }
-                ExprKind::LetRec(fs, body) => {
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = *fs_body;
                     let (group, slots) = self.letrec(&fs)?;
                     links.push(Link::Rec(group, slots));
                     drop(fs);
-                    *body
+                    body
                 }
                 kind => {
                     cur.kind = kind;
@@ -717,15 +723,17 @@ impl Lowerer<'_> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs_body) | ExprKind::Bind(p, rhs_body) => {
-                    let (rhs, body) = &**rhs_body;
+                ExprKind::Let(p_rhs_body) | ExprKind::Bind(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     self.name_lambdas(p, rhs);
                     let code = self.expr(rhs)?;
                     let p = self.pat_typed(p, link_type(matches!(cur.kind, ExprKind::Bind(..)), &rhs.ty));
                     links.push(Link::Let(p, code));
                     cur = body;
                 }
-                ExprKind::LetRec(fs, body) => {
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     let (group, slots) = self.letrec(fs)?;
                     links.push(Link::Rec(group, slots));
                     cur = body;
@@ -747,9 +755,10 @@ impl Lowerer<'_> {
         let mut members = Vec::with_capacity(fs.len());
         for f in fs {
             let lam = strip_ann(&f.body);
-            let ExprKind::Lam(_, p, b) = &lam.kind else {
+            let ExprKind::Lam(_, p_b) = &lam.kind else {
                 return Err(RunError::runtime(f.span, format!("local recursive definition `{}` is not a function", f.name.text)));
             };
+            let (p, b) = &**p_b;
             self.ctxs.push(FunCtx { siblings: siblings.clone(), captures, cap_index, real_caps, ..FunCtx::default() });
             let pat = self.pat_typed(p, param_type(&lam.ty));
             let (more, b) = self.more_params(b);
@@ -774,7 +783,8 @@ impl Lowerer<'_> {
     fn saturated_builtin(&self, e: &Expr) -> bool {
         let mut n = 0;
         let mut head = e;
-        while let ExprKind::App(f, _) = &head.kind {
+        while let ExprKind::App(f_x) = &head.kind {
+            let (f, _) = &**f_x;
             n += 1;
             head = strip_ann(f);
         }
@@ -791,11 +801,12 @@ impl Lowerer<'_> {
         let mut head = e;
         loop {
             head = match head.kind {
-                ExprKind::App(f, a) => {
-                    args.push((*a, head.span));
-                    *f
+                ExprKind::App(f_a) => {
+                    let (f, a) = *f_a;
+                    args.push((a, head.span));
+                    f
                 }
-                ExprKind::Ann(inner, _) if !args.is_empty() => *inner,
+                ExprKind::Ann(inner_x) if !args.is_empty() => { let (inner, _) = *inner_x; inner },
                 kind => {
                     head.kind = kind;
                     break;
@@ -825,7 +836,8 @@ impl Lowerer<'_> {
         // The spine f a1 ... an, with the span of each application.
         let mut args: Vec<(&Expr, Span)> = vec![];
         let mut head = e;
-        while let ExprKind::App(f, a) = &head.kind {
+        while let ExprKind::App(f_a) = &head.kind {
+            let (f, a) = &**f_a;
             args.push((a, head.span));
             head = strip_ann(f);
         }
@@ -902,7 +914,8 @@ impl Lowerer<'_> {
             ExprKind::Int(i) => Code::Const(Value::Int(*i)),
             ExprKind::Bool(b) => Code::Const(Value::Bool(*b)),
             ExprKind::Unit => Code::Const(Value::Unit),
-            ExprKind::Lam(_, p, body) => {
+            ExprKind::Lam(_, p_body) => {
+                let (p, body) = &**p_body;
                 let named = self.names.remove(&(e as *const Expr));
                 Code::Lam(self.lam(p, param_type(&e.ty), Src::Ref(body), named)?)
             }
@@ -911,7 +924,7 @@ impl Lowerer<'_> {
             ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
             ExprKind::Array(es) => Code::ArrayLit(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
             // `e1 ||| e2` runs as the pair (e1, e2), left to right
-            ExprKind::Par(a, b) => Code::Tuple(vec![self.expr(a)?, self.expr(b)?].into()),
+            ExprKind::Par(a_b) => { let (a, b) = &**a_b; Code::Tuple(vec![self.expr(a)?, self.expr(b)?].into()) },
             ExprKind::Fst(a) => Code::Fst(bx(self.expr(a)?), e.span),
             ExprKind::Snd(a) => Code::Snd(bx(self.expr(a)?), e.span),
             ExprKind::Inl(a) => Code::Inl(bx(self.expr(a)?)),
@@ -929,8 +942,9 @@ impl Lowerer<'_> {
                 let e2 = self.expr(e2)?;
                 Code::Case(Box::new((s, p1, e1, p2, e2, e.span)))
             }
-            ExprKind::If(c, t_f) => {
-                let (t, f) = &**t_f;
+            ExprKind::If(c_t_f) => {
+                let (c, t_f) = &**c_t_f;
+                let (t, f) = t_f;
                 Code::If(bx(self.expr(c)?), bx(self.expr(t)?), bx(self.expr(f)?), e.span)
             }
             ExprKind::Prim(op, args) => {
@@ -954,7 +968,7 @@ impl Lowerer<'_> {
                     _ => unreachable!(),
                 }
             }
-            ExprKind::Ann(a, _) | ExprKind::Pure(a) => self.expr(a)?,
+            ExprKind::Ann(a) => self.expr(&a.0)?, ExprKind::Pure(a) => self.expr(a)?,
             ExprKind::Builtin(name) => {
                 let b = self.builtin(name, e.span)?;
                 if b.lazy_last {

@@ -40,23 +40,23 @@ fn pt(ps: Vec<Pat>) -> Pat {
     Pat::Tuple(ps, Span::NONE)
 }
 fn lam(p: Pat, body: Expr) -> Expr {
-    ex(ExprKind::Lam(LamKind::Plain, Box::new(p), Box::new(body)))
+    ex(ExprKind::Lam(LamKind::Plain, Box::new((p, body))))
 }
 fn lamv(n: &str, id: u32, body: Expr) -> Expr {
     lam(pv(n, id), body)
 }
 fn app(f: Expr, a: Expr) -> Expr {
-    ex(ExprKind::App(Box::new(f), Box::new(a)))
+    ex(ExprKind::App(Box::new((f, a))))
 }
 fn apps(f: Expr, args: Vec<Expr>) -> Expr {
     args.into_iter().fold(f, app)
 }
 fn let_(p: Pat, rhs: Expr, body: Expr) -> Expr {
-    ex(ExprKind::Let(Box::new(p), Box::new((rhs, body))))
+    ex(ExprKind::Let(Box::new((p, (rhs, body)))))
 }
 fn letrec(fs: Vec<(&str, u32, Expr)>, body: Expr) -> Expr {
-    let fs = Box::new(fs.into_iter().map(|(n, id, e)| FunDef { name: Name::new(n, id), body: e, span: Span::NONE }).collect());
-    ex(ExprKind::LetRec(fs, Box::new(body)))
+    let fs = fs.into_iter().map(|(n, id, e)| FunDef { name: Name::new(n, id), body: e, span: Span::NONE }).collect();
+    ex(ExprKind::LetRec(Box::new((fs, body))))
 }
 fn tup(es: Vec<Expr>) -> Expr {
     ex(ExprKind::Tuple(es.into()))
@@ -77,19 +77,19 @@ fn case(s: Expr, p1: Pat, e1: Expr, p2: Pat, e2: Expr) -> Expr {
     ex(ExprKind::Case(Box::new((s, p1, e1, p2, e2))))
 }
 fn if_(c: Expr, t: Expr, f: Expr) -> Expr {
-    ex(ExprKind::If(Box::new(c), Box::new((t, f))))
+    ex(ExprKind::If(Box::new((c, (t, f)))))
 }
 fn p1(op: Prim, a: Expr) -> Expr {
-    ex(ExprKind::Prim(op, Box::new([a])))
+    ex(ExprKind::Prim(op, thin_vec::thin_vec![a]))
 }
 fn p2(op: Prim, a: Expr, b: Expr) -> Expr {
-    ex(ExprKind::Prim(op, Box::new([a, b])))
+    ex(ExprKind::Prim(op, thin_vec::thin_vec![a, b]))
 }
 fn p2at(op: Prim, a: Expr, b: Expr, s: Span) -> Expr {
-    at(ExprKind::Prim(op, Box::new([a, b])), s)
+    at(ExprKind::Prim(op, thin_vec::thin_vec![a, b]), s)
 }
 fn bi(n: &str) -> Expr {
-    ex(ExprKind::Builtin(Rc::from(n)))
+    ex(ExprKind::Builtin(n.into()))
 }
 fn def(n: &str, body: Expr) -> Def {
     Def { name: Name::global(n), body, span: Span::NONE, scheme: None, role: Role::User }
@@ -413,17 +413,14 @@ fn ann_bind_pure_params_and_constant_defs() {
             lamv(
                 "x",
                 1,
-                ex(ExprKind::Bind(
-                    Box::new(pv("y", 2)),
-                    Box::new((
+                ex(ExprKind::Bind(Box::new((pv("y", 2), (
                         ex(ExprKind::Pure(Box::new(p2(Prim::Add, v("x", 1), g("c"))))),
                         ex(ExprKind::Pure(Box::new(p2(
                             Prim::Add,
-                            p2(Prim::Mul, ex(ExprKind::Ann(Box::new(v("y", 2)), Box::new(Type::Real))), p1(Prim::ToReal, g("n"))),
+                            p2(Prim::Mul, ex(ExprKind::Ann(Box::new((v("y", 2), Type::Real)))), p1(Prim::ToReal, g("n"))),
                             g("c"),
                         )))),
-                    )),
-                )),
+                    ))))),
             ),
         ),
     ]);

@@ -66,10 +66,10 @@ fn is_atom_tuple(e: &Expr) -> bool {
 /// `x ← pure v` with v an atom, or a tuple of atoms and x used at most once.
 fn left_identity_matches(e: &Expr, cx: &RewriteCx) -> bool {
     match &e.kind {
-        ExprKind::Bind(p, m_pair) => match (&**p, &m_pair.0.kind) {
+        ExprKind::Bind(p_m_pair) => { let (p, m_pair) = &**p_m_pair; match (p, &m_pair.0.kind) {
             (Pat::Var(x, _), ExprKind::Pure(v)) => is_atom(v) || (is_atom_tuple(v) && cx.uses.get(&x.id).copied().unwrap_or(0) <= 1),
             _ => false,
-        },
+        } },
         _ => false,
     }
 }
@@ -84,7 +84,7 @@ fn left_identity(e: Expr) -> Linked {
 
 /// `p ← m` where m's head is itself a statement (`q ← m1; m2` or `let q = m1 in m2`).
 fn associativity_matches(e: &Expr, _: &RewriteCx) -> bool {
-    matches!(&e.kind, ExprKind::Bind(_, m_k) if matches!(m_k.0.kind, ExprKind::Bind(..) | ExprKind::Let(..)))
+    matches!(&e.kind, ExprKind::Bind(m_k) if matches!(m_k.1 .0.kind, ExprKind::Bind(..) | ExprKind::Let(..)))
 }
 
 fn associativity(e: Expr) -> Linked {
@@ -102,9 +102,10 @@ fn associativity(e: Expr) -> Linked {
 /// `x ← m; pure x`.
 fn right_identity_matches(e: &Expr, _: &RewriteCx) -> bool {
     match &e.kind {
-        ExprKind::Bind(p, k_pair) => {
-            let (_, k) = &**k_pair;
-            matches!((&**p, &k.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x))
+        ExprKind::Bind(p_k_pair) => {
+            let (p, k_pair) = &**p_k_pair;
+            let (_, k) = k_pair;
+            matches!((p, &k.kind), (Pat::Var(x, _), ExprKind::Pure(v)) if matches!(&v.kind, ExprKind::Var(y) if y == x))
         }
         _ => false,
     }
@@ -112,7 +113,7 @@ fn right_identity_matches(e: &Expr, _: &RewriteCx) -> bool {
 
 fn right_identity(e: Expr) -> Linked {
     match e.kind {
-        ExprKind::Bind(_, m_pair) => Linked::To(m_pair.0),
+        ExprKind::Bind(m_pair) => Linked::To(m_pair.1 .0),
         kind => Linked::To(Expr { kind, span: e.span, ty: e.ty }),
     }
 }

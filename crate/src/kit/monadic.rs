@@ -103,7 +103,7 @@ pub fn dtype(t: &Type, real: &Type, monadic: bool) -> Type {
 
 pub fn strip_ann(e: &Expr) -> &Expr {
     match &e.kind {
-        ExprKind::Ann(x, _) => strip_ann(x),
+        ExprKind::Ann(x_x) => { let (x, _) = &**x_x; strip_ann(x) },
         _ => e,
     }
 }
@@ -164,9 +164,9 @@ impl<'a> Monadic<'a> {
             Var(n) if n.is_global() && !self.lam_globals.contains(&*n.text) => return None,
             Var(_) | Int(_) | Bool(_) | Unit | Builtin(_) => e.kind.clone(),
             // D[λx. t] = pure (λx. D[t])  (Fig. 8; Fig. 9: Drev{λx. e} = pure λx. Drev{e})
-            Lam(k, p, b) => Lam(*k, p.clone(), Box::new(self.tr(b))),
+            Lam(k, p_b) => { let (p, b) = &**p_b; Lam(*k, Box::new((p.clone(), self.tr(b)))) },
             // an annotation keeps its type, translated (it may be what makes `-k` an integer)
-            Ann(x, t) if self.operands == Operands::Values => Ann(Box::new(self.value(x)?), Box::new(self.dtype(t))),
+            Ann(x_t) if self.operands == Operands::Values => { let (x, t) = &**x_t; Ann(Box::new((self.value(x)?, self.dtype(t)))) },
             _ => return None,
         };
         Some(Expr { kind, span: e.span, ty: Type::Unknown })
@@ -237,13 +237,14 @@ impl<'a> Monadic<'a> {
             // D[r] = genID >>= λi. pure (r, (i, linλz. 0))  (Fig. 8); Drev{r} = pure (r, Zero)  (Fig. 9)
             Real(r) => self.rule.constant(&mut self.fr, real(*r)),
             // D[s t] = do f ← D[s]; a ← D[t]; f a
-            App(f, a) => self.with_value(f, "f", &mut |cx, fv| cx.with_value(a, "x", &mut |_, av| app(fv.clone(), av))),
+            App(f_a) => { let (f, a) = &**f_a; self.with_value(f, "f", &mut |cx, fv| cx.with_value(a, "x", &mut |_, av| app(fv.clone(), av))) },
             // D[let x = s in t] = do x ← D[s]; D[t]  (Figs. 8, 9), along a chain of lets in a loop
             Let(..) => return self.lets(e),
             // letrec is treated like let (S–V §11; Krawiec §10.3): the functions are values
-            LetRec(fs, body) => {
+            LetRec(fs_body) => {
+                let (fs, body) = &**fs_body;
                 let fs2 = fs.iter().map(|f| FunDef { name: f.name.clone(), body: self.function(&f.body), span: f.span }).collect::<Vec<_>>();
-                Expr::gen(LetRec(Box::new(fs2), Box::new(self.tr(body))))
+                Expr::gen(LetRec(Box::new((fs2, self.tr(body)))))
             }
             // D[(s, t)] = do x ← D[s]; y ← D[t]; pure (x, y)  (Figs. 8, 9)
             Tuple(es) => self.with_values(es, vec![], &mut |_, vs| pure(tuple(vs))),
@@ -253,11 +254,12 @@ impl<'a> Monadic<'a> {
                 None => pure(Expr::gen(Array(vs.into()))),
             }),
             // D⁵[t ⋆ s] = D⁵[t] ⋆' D⁵[s]  (§12.3: the only use of ⋆')
-            Par(a, b) if self.fork => {
+            Par(a_b) if self.fork => {
+                let (a, b) = &**a_b;
                 let (ta, tb) = (self.tr(a), self.tr(b));
                 apps(builtin("fork"), [lam(Pat::Unit(Span::NONE), ta), lam(Pat::Unit(Span::NONE), tb)])
             }
-            Par(a, b) => self.with_values(&[(**a).clone(), (**b).clone()], vec![], &mut |_, vs| pure(tuple(vs))),
+            Par(a_b) => { let (a, b) = &**a_b; self.with_values(&[a.clone(), b.clone()], vec![], &mut |_, vs| pure(tuple(vs))) },
             // D[fst e] = do x ← D[e]; pure (fst x), and likewise snd, inl, inr
             Fst(x) => self.with_value(x, "x", &mut |_, v| pure(fst(v))),
             Snd(x) => self.with_value(x, "x", &mut |_, v| pure(snd(v))),
@@ -271,14 +273,14 @@ impl<'a> Monadic<'a> {
                 case(v, p1.clone(), a, p2.clone(), b)
             }),
             // Booleans are the leaf () + (): if is the case on them.
-            ExprKind::If(c, a_b) => self.with_value(c, "c", &mut |cx, v| {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => { let (c, a_b) = &**c_a_b; self.with_value(c, "c", &mut |cx, v| {
+                let (a, b) = a_b;
                 let x = cx.tr(a);
                 let y = cx.tr(b);
                 if_(v, x, y)
-            }),
+            }) },
             Prim(op, args) => self.prim(*op, args, e.span),
-            Ann(x, t) => Expr::gen(Ann(Box::new(self.tr(x)), Box::new(m_ty(self.dtype(t))))),
+            Ann(x_t) => { let (x, t) = &**x_t; Expr::gen(Ann(Box::new((self.tr(x), m_ty(self.dtype(t)))))) },
             // do and pure appear only in AD's output: the stages refuse them in a source
             Bind(..) | Pure(_) => e.clone(),
             Int(_) | Bool(_) | Unit | Lam(..) | Builtin(_) => at(pure(e.clone()), e.span),
@@ -291,8 +293,9 @@ impl<'a> Monadic<'a> {
     fn lets(&mut self, e: &Expr) -> Expr {
         let mut links = vec![];
         let mut cur = e;
-        while let ExprKind::Let(p, rhs_body) = &cur.kind {
-            let (rhs, body) = &**rhs_body;
+        while let ExprKind::Let(p_rhs_body) = &cur.kind {
+            let (p, rhs_body) = &**p_rhs_body;
+            let (rhs, body) = rhs_body;
             let rhs = match self.value(rhs) {
                 Some(v) => Ok(v),
                 None => Err(self.tr(rhs)),
@@ -304,8 +307,8 @@ impl<'a> Monadic<'a> {
         for (p, rhs, span) in links.into_iter().rev() {
             acc = at(
                 match rhs {
-                    Ok(v) => self.let_value(*p, v, acc),
-                    Err(m) => self.bind_m(*p, m, acc),
+                    Ok(v) => self.let_value(p, v, acc),
+                    Err(m) => self.bind_m(p, m, acc),
                 },
                 span,
             );
@@ -410,11 +413,12 @@ pub fn mbind(p: Pat, m: Expr, k: Expr) -> Expr {
 /// operation).
 fn locate_gen_id(mut e: Expr, span: Span) -> Expr {
     fn at_bind(e: &mut Expr, span: Span) {
-        if let ExprKind::Bind(_, m_pair) = &mut e.kind {
-            let (m, _) = &mut **m_pair;
+        if let ExprKind::Bind(m_pair_x) = &mut e.kind {
+            let (_, m_pair) = &mut **m_pair_x;
+            let (m, _) = m_pair;
             let makes_id = match &m.kind {
-                ExprKind::Builtin(n) => &**n == "genID",
-                ExprKind::App(f, _) => matches!(&f.kind, ExprKind::Builtin(n) if &**n == "record"),
+                ExprKind::Builtin(n) => n == "genID",
+                ExprKind::App(f_x) => { let (f, _) = &**f_x; matches!(&f.kind, ExprKind::Builtin(n) if n == "record") },
                 _ => false,
             };
             if makes_id {
@@ -423,7 +427,7 @@ fn locate_gen_id(mut e: Expr, span: Span) -> Expr {
         }
     }
     match &mut e.kind {
-        ExprKind::Let(_, body_pair) => at_bind(&mut body_pair.1, span),
+        ExprKind::Let(body_pair_x) => { let (_, body_pair) = &mut **body_pair_x; at_bind(&mut body_pair.1, span) },
         _ => at_bind(&mut e, span),
     }
     e

@@ -398,16 +398,16 @@ impl<'r, 'f> Engine<'r, 'f> {
         let mut cur = e;
         let mut tail_normal = false;
         let tail = loop {
-            let (is_bind, p, rhs_body) = match cur.kind {
-                ExprKind::Let(p, rhs_body) if !tail_normal => (false, p, rhs_body),
-                ExprKind::Bind(p, rhs_body) if !tail_normal => (true, p, rhs_body),
+            let (is_bind, link) = match cur.kind {
+                ExprKind::Let(link) if !tail_normal => (false, link),
+                ExprKind::Bind(link) if !tail_normal => (true, link),
                 kind => break Expr { kind, span: cur.span, ty: cur.ty },
             };
-            // asked in place: a mark is a node's address in its box
-            let rhs_normal = self.known(&rhs_body.0);
-            tail_normal = self.known(&rhs_body.1);
-            let (rhs, body) = *rhs_body;
-            links.push((is_bind, *p, rhs, rhs_normal, cur.span, cur.ty));
+            // asked in place, before the link's box is opened: a mark is a node's address in its box
+            let rhs_normal = self.known(&link.1 .0);
+            tail_normal = self.known(&link.1 .1);
+            let (p, (rhs, body)) = *link;
+            links.push((is_bind, p, rhs, rhs_normal, cur.span, cur.ty));
             cur = body;
         };
         // the right-hand side of link i is at path [1; i] ++ [0], the tail at [1; n] (one push per
@@ -424,7 +424,7 @@ impl<'r, 'f> Engine<'r, 'f> {
         let mut acc = if tail_normal { tail } else { self.node(tail) };
         while let Some((is_bind, p, rhs, _, span, ty)) = links.pop() {
             self.w.path.pop();
-            let kind = if is_bind { ExprKind::Bind(Box::new(p), Box::new((rhs, acc))) } else { ExprKind::Let(Box::new(p), Box::new((rhs, acc))) };
+            let kind = if is_bind { ExprKind::Bind(Box::new((p, (rhs, acc)))) } else { ExprKind::Let(Box::new((p, (rhs, acc)))) };
             acc = self.at_root(Expr { kind, span, ty });
         }
         self.w.path.truncate(depth);
@@ -747,8 +747,9 @@ mod tests {
         assert_eq!(tr.steps[1].path, vec![1, 0], "the second link's right-hand side");
         let mut links = 0;
         let mut cur = &out;
-        while let ExprKind::Let(_, rhs_body) = &cur.kind {
-            let (rhs, body) = &**rhs_body;
+        while let ExprKind::Let(rhs_body_x) = &cur.kind {
+            let (_, rhs_body) = &**rhs_body_x;
+            let (rhs, body) = rhs_body;
             assert!(matches!(rhs.kind, ExprKind::Var(_)));
             links += 1;
             cur = body;

@@ -47,30 +47,31 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
         // D{r} = (r, 0) (Fig. 3), (r, zero_S) (Fig. 5), (r, Zero) (Fig. 7), (r, linλz. 0) (S&V Fig. 6)
         Real(x) => return at(r.constant(fr, real(*x)), e.span),
         // D{λx. e} = λx. D{e}
-        Lam(k, p, body) => Lam(*k, p.clone(), b(body, fr)),
+        Lam(k, p_body) => { let (p, body) = &**p_body; Lam(*k, Box::new((p.clone(), dual(body, fr, r)))) },
         // D{e1 e2} = D{e1} D{e2}
-        App(f, a) => App(b(f, fr), b(a, fr)),
+        App(f_a) => { let (f, a) = &**f_a; App(Box::new((dual(f, fr, r), dual(a, fr, r)))) },
         // D{let x = e1 in e2} = let x = D{e1} in D{e2}
         // (iteratively along a chain of lets: a long straight-line program is one deep chain)
         Let(..) => {
             let mut links = vec![];
             let mut cur = e;
-            while let ExprKind::Let(p, rhs_body) = &cur.kind {
-                let (rhs, body) = &**rhs_body;
+            while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                let (p, rhs_body) = &**p_rhs_body;
+                let (rhs, body) = rhs_body;
                 links.push((p.clone(), dual(rhs, fr, r), cur.span));
                 cur = body;
             }
             let mut acc = dual(cur, fr, r);
             for (p, rhs, span) in links.into_iter().rev() {
-                acc = Expr { kind: ExprKind::Let(p, Box::new((rhs, acc))), span, ty: Type::Unknown };
+                acc = Expr { kind: ExprKind::Let(Box::new((p, (rhs, acc)))), span, ty: Type::Unknown };
             }
             return acc;
         }
         // letrec is translated like let (S&V Sec. 11): each function's body is translated
-        LetRec(fs, body) => LetRec(
-            Box::new(fs.iter().map(|f| FunDef { name: f.name.clone(), body: dual(&f.body, fr, r), span: f.span }).collect()),
-            b(body, fr),
-        ),
+        LetRec(fs_body) => { let (fs, body) = &**fs_body; LetRec(Box::new((
+            fs.iter().map(|f| FunDef { name: f.name.clone(), body: dual(&f.body, fr, r), span: f.span }).collect(),
+            dual(body, fr, r),
+        ))) },
         // D{(e1, e2)} = (D{e1}, D{e2}) ; D{fst e} = fst D{e} ; D{snd e} = snd D{e}
         Tuple(es) => Tuple(es.iter().map(|x| dual(x, fr, r)).collect()),
         // arrays of dual numbers (the array paper §4.1): D{[e1, …, en]} = [D{e1}, …, D{en}]
@@ -80,7 +81,7 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
         // D{map f a} = map D{f} D{a}, and every other array operation likewise
         Prim(op, args) if op.is_array_op() => Prim(*op, args.iter().map(|x| dual(x, fr, r)).collect()),
         // S&V §12: D[s ⋆ t] = D[s] ⋆ D[t] (no IDs to fork here: the fork-join pair stays a pair)
-        Par(x, y) => Par(b(x, fr), b(y, fr)),
+        Par(x_y) => { let (x, y) = &**x_y; Par(Box::new((dual(x, fr, r), dual(y, fr, r)))) },
         Fst(x) => Fst(b(x, fr)),
         Snd(x) => Snd(b(x, fr)),
         // S&V Sec. 11: D{inl e} = inl D{e}, D{case e of …} = case D{e} of …, and if likewise
@@ -90,9 +91,9 @@ pub fn dual(e: &Expr, fr: &mut Fresh, r: &dyn DualRule) -> Expr {
             let (s, p1, e1, p2, e2) = &**c;
             Case(Box::new((dual(s, fr, r), p1.clone(), dual(e1, fr, r), p2.clone(), dual(e2, fr, r))))
         }
-        If(c, x_y) => If(b(c, fr), Box::new((dual(&x_y.0, fr, r), dual(&x_y.1, fr, r)))),
-        Ann(x, t) => Ann(b(x, fr), Box::new(r.ty(t))),
-        Bind(p, m_k) => Bind(p.clone(), Box::new((dual(&m_k.0, fr, r), dual(&m_k.1, fr, r)))),
+        If(c_x_y) => { let (c, x_y) = &**c_x_y; If(Box::new((dual(c, fr, r), (dual(&x_y.0, fr, r), dual(&x_y.1, fr, r))))) },
+        Ann(x_t) => { let (x, t) = &**x_t; Ann(Box::new((dual(x, fr, r), r.ty(t)))) },
+        Bind(p_m_k) => { let (p, m_k) = &**p_m_k; Bind(Box::new((p.clone(), (dual(&m_k.0, fr, r), dual(&m_k.1, fr, r))))) },
         Pure(x) => Pure(b(x, fr)),
         Prim(op, args) => return at(dual_prim(*op, args, e.span, fr, r), e.span),
     };

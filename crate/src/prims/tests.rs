@@ -170,7 +170,8 @@ fn every_primitive_parses_from_its_spelling_and_prints_back() {
         let src = format!("def main (a, b, c) = {call}\n");
         let p = crate::syntax::parse_program(&src).unwrap_or_else(|d| panic!("{src}: {d:?}"));
         let body = &p.defs[0].body;
-        let ExprKind::Lam(_, _, body) = &body.kind else { panic!("{src}") };
+        let ExprKind::Lam(_, body_x) = &body.kind else { panic!("{src}") };
+        let (_, body) = &**body_x;
         match &body.kind {
             ExprKind::Prim(op, args) => assert!(*op == row.prim && args.len() == row.arity, "{src} parsed as {op:?}"),
             k => panic!("{src} parsed as {k:?}"),

@@ -85,7 +85,7 @@ pub(super) fn long_chains<'e>(body: &'e Expr, o: &PrintOptions, from: usize) -> 
     while let Some(e) = stack.pop() {
         let ((links, tail), lets) = match &e.kind {
             ExprKind::Let(..) => (let_links(e), true),
-            ExprKind::LetRec(fs, _) if !fs.is_empty() => (let_links(e), true),
+            ExprKind::LetRec(fs_b) if !fs_b.0.is_empty() => (let_links(e), true),
             ExprKind::Bind(..) => (bind_links(e), false),
             _ => {
                 each_child(e, &mut |c| stack.push(c));
@@ -101,9 +101,9 @@ pub(super) fn long_chains<'e>(body: &'e Expr, o: &PrintOptions, from: usize) -> 
         let kept = if apart { usize::from(lets) } else { links.len() };
         for l in &links[..kept] {
             match &l.kind {
-                ExprKind::Let(_, x_b) => stack.push(&x_b.0),
-                ExprKind::Bind(_, m_k) => stack.push(&m_k.0),
-                ExprKind::LetRec(fs, _) => stack.extend(fs.iter().map(|f| &f.body)),
+                ExprKind::Let(x_b_x) => { let (_, x_b) = &**x_b_x; stack.push(&x_b.0) },
+                ExprKind::Bind(m_k_x) => { let (_, m_k) = &**m_k_x; stack.push(&m_k.0) },
+                ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x; stack.extend(fs.iter().map(|f| &f.body)) },
                 _ => {}
             }
         }

@@ -26,19 +26,19 @@ fn pt(ps: Vec<Pat>) -> Pat {
     Pat::Tuple(ps, Span::NONE)
 }
 fn lam(p: Pat, b: Expr) -> Expr {
-    mk(ExprKind::Lam(LamKind::Plain, Box::new(p), Box::new(b)))
+    mk(ExprKind::Lam(LamKind::Plain, Box::new((p, b))))
 }
 fn lin(p: Pat, b: Expr) -> Expr {
-    mk(ExprKind::Lam(LamKind::Linear, Box::new(p), Box::new(b)))
+    mk(ExprKind::Lam(LamKind::Linear, Box::new((p, b))))
 }
 fn app(f: Expr, args: Vec<Expr>) -> Expr {
-    args.into_iter().fold(f, |f, a| mk(ExprKind::App(Box::new(f), Box::new(a))))
+    args.into_iter().fold(f, |f, a| mk(ExprKind::App(Box::new((f, a)))))
 }
 fn let_(p: Pat, e: Expr, b: Expr) -> Expr {
-    mk(ExprKind::Let(Box::new(p), Box::new((e, b))))
+    mk(ExprKind::Let(Box::new((p, (e, b)))))
 }
 fn bind(p: Pat, e: Expr, b: Expr) -> Expr {
-    mk(ExprKind::Bind(Box::new(p), Box::new((e, b))))
+    mk(ExprKind::Bind(Box::new((p, (e, b)))))
 }
 fn tup(es: Vec<Expr>) -> Expr {
     mk(ExprKind::Tuple(es.into()))
@@ -62,13 +62,13 @@ fn neg(a: Expr) -> Expr {
     prim(Prim::Neg, vec![a])
 }
 fn if_(c: Expr, a: Expr, b: Expr) -> Expr {
-    mk(ExprKind::If(Box::new(c), Box::new((a, b))))
+    mk(ExprKind::If(Box::new((c, (a, b)))))
 }
 fn case(s: Expr, p1: Pat, a: Expr, p2: Pat, b: Expr) -> Expr {
     mk(ExprKind::Case(Box::new((s, p1, a, p2, b))))
 }
 fn builtin(n: &str) -> Expr {
-    mk(ExprKind::Builtin(std::rc::Rc::from(n)))
+    mk(ExprKind::Builtin(n.into()))
 }
 fn def(name: &str, body: Expr) -> Def {
     Def { name: Name::global(name), body, span: Span::NONE, scheme: None, role: Role::User }
@@ -328,7 +328,7 @@ fn precedence_and_minimal_parens() {
         add(lam(pv("x", 1), v("x", 1)), a.clone()),
         app(lam(pv("x", 1), v("x", 1)), vec![a.clone()]),
         mul(a.clone(), let_(pv("y", 2), b.clone(), v("y", 2))),
-        mk(ExprKind::Ann(Box::new(add(a.clone(), b.clone())), Box::new(Type::Real))),
+        mk(ExprKind::Ann(Box::new((add(a.clone(), b.clone()), Type::Real)))),
         mk(ExprKind::Inl(Box::new(tup(vec![a.clone(), mk(ExprKind::Unit)])))),
         mk(ExprKind::Inr(Box::new(mk(ExprKind::Inl(Box::new(a.clone())))))),
         app(builtin("deltaLet"), vec![a.clone(), builtin("Zero")]),
@@ -536,14 +536,14 @@ fn letrec_groups() {
         2,
         lam(pv("n", 4), if_(bin(Prim::Eq, v("n", 4), int(0)), mk(ExprKind::Bool(false)), app(v("even", 1), vec![sub(v("n", 4), int(1))]))),
     );
-    let e = mk(ExprKind::LetRec(vec![even.clone(), odd].into(), Box::new(app(v("even", 1), vec![int(10)]))));
+    let e = mk(ExprKind::LetRec(Box::new((vec![even.clone(), odd], app(v("even", 1), vec![int(10)])))));
     insta::assert_snapshot!(print_expr(&e, &width(200, false)), @r#"let even n = if n == 0 then true else odd (n - 1) and odd n = if n == 0 then false else even (n - 1) in even 10"#);
     insta::assert_snapshot!(print_expr(&e, &ascii()), @r#"
         let even n = if n == 0 then true else odd (n - 1)
         and odd n = if n == 0 then false else even (n - 1) in
         even 10
         "#);
-    let single = mk(ExprKind::LetRec(vec![fundef("f", 5, lam(pv("x", 6), app(v("f", 5), vec![v("x", 6)])))].into(), Box::new(v("f", 5))));
+    let single = mk(ExprKind::LetRec(Box::new((vec![fundef("f", 5, lam(pv("x", 6), app(v("f", 5), vec![v("x", 6)])))], v("f", 5)))));
     insta::assert_snapshot!(print_expr(&single, &ascii()), @r#"let f x = f x in f"#);
 }
 
@@ -871,7 +871,7 @@ fn deep_nesting_is_capped_without_changing_the_text() {
                 5 => let_(pv("z", i), e, v("z", i)),
                 6 => add(r(1.0), mul(e, r(2.0))),
                 7 => mk(ExprKind::Fst(Box::new(e))),
-                8 => mk(ExprKind::Ann(Box::new(e), Box::new(Type::Real))),
+                8 => mk(ExprKind::Ann(Box::new((e, Type::Real)))),
                 9 => bind(pv("w", i), e, mk(ExprKind::Pure(Box::new(v("w", i))))),
                 _ => tup(vec![r(2.0), e]),
             };

@@ -67,7 +67,7 @@ pub fn value_of(e: &Expr) -> Result<Value, Diagnostic> {
         ExprKind::Array(es) => Value::Array(es.iter().map(value_of).collect::<Result<_, _>>()?),
         ExprKind::Inl(x) => Value::Inl(Rc::new(value_of(x)?)),
         ExprKind::Inr(x) => Value::Inr(Rc::new(value_of(x)?)),
-        ExprKind::Ann(x, _) => value_of(x)?,
+        ExprKind::Ann(x_x) => { let (x, _) = &**x_x; value_of(x)? },
         ExprKind::Prim(Prim::Neg, args) if args.len() == 1 => match value_of(&args[0])? {
             Value::Real(r) => Value::Real(-r),
             Value::Int(i) => Value::Int(
@@ -106,16 +106,21 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
     use ExprKind::*;
     match &e.kind {
         Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => {}
-        Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => f(b),
-        App(a, b) | Par(a, b) => {
+        Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => f(b),
+        Lam(_, p_b) => f(&p_b.1),
+        Ann(b_t) => f(&b_t.0),
+        App(a_b) | Par(a_b) => {
+            let (a, b) = &**a_b;
             f(a);
             f(b)
         }
-        Let(_, ab) | Bind(_, ab) => {
+        Let(ab_x) | Bind(ab_x) => {
+            let (_, ab) = &**ab_x;
             f(&ab.0);
             f(&ab.1)
         }
-        LetRec(defs, b) => {
+        LetRec(defs_b) => {
+            let (defs, b) = &**defs_b;
             defs.iter().for_each(|d| f(&d.body));
             f(b)
         }
@@ -126,8 +131,9 @@ pub(crate) fn for_each_child<'a>(e: &'a Expr, mut f: impl FnMut(&'a Expr)) {
             f(a);
             f(b)
         }
-        If(c, a_b) => {
-            let (a, b) = &**a_b;
+        If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
+            let (a, b) = a_b;
             f(c);
             f(a);
             f(b)
@@ -151,36 +157,42 @@ pub(crate) fn check_depth(e: &Expr, max: usize) -> Result<(), Diagnostic> {
 pub(crate) fn drop_deep(e: Expr) {
     use ExprKind::*;
     let mut stack = vec![e];
-    let take = |b: &mut Box<Expr>| std::mem::replace(&mut **b, Expr::gen(Unit));
+    let take = |b: &mut Expr| std::mem::replace(b, Expr::gen(Unit));
     while let Some(mut e) = stack.pop() {
         match &mut e.kind {
-            Lam(_, _, b) | Fst(b) | Snd(b) | Inl(b) | Inr(b) | Ann(b, _) | Pure(b) => stack.push(take(b)),
-            App(a, b) | Par(a, b) => {
+            Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => stack.push(take(b)),
+            Lam(_, p_b) => stack.push(take(&mut p_b.1)),
+            Ann(b_t) => stack.push(take(&mut b_t.0)),
+            App(a_b) | Par(a_b) => {
+                let (a, b) = &mut **a_b;
                 stack.push(take(a));
                 stack.push(take(b));
             }
-            Let(_, ab) | Bind(_, ab) => {
-                let (a, b) = &mut **ab;
+            Let(ab_x) | Bind(ab_x) => {
+                let (_, ab) = &mut **ab_x;
+                let (a, b) = ab;
                 for x in [a, b] {
                     stack.push(std::mem::replace(x, Expr::gen(Unit)));
                 }
             }
-            LetRec(defs, b) => {
+            LetRec(defs_b) => {
+                let (defs, b) = &mut **defs_b;
                 for d in defs.iter_mut() {
                     stack.push(std::mem::replace(&mut d.body, Expr::gen(Unit)));
                 }
                 stack.push(take(b));
             }
-            Tuple(es) | Array(es) | Prim(_, es) => stack.extend(std::mem::take(es).into_vec()),
+            Tuple(es) | Array(es) | Prim(_, es) => stack.extend(std::mem::take(es)),
             Case(c) => {
                 let (s, _, a, _, b) = &mut **c;
                 for x in [s, a, b] {
                     stack.push(std::mem::replace(x, Expr::gen(Unit)));
                 }
             }
-            If(s, a_b) => {
+            If(s_a_b) => {
+                let (s, a_b) = &mut **s_a_b;
                 stack.push(take(s));
-                let (a, b) = &mut **a_b;
+                let (a, b) = a_b;
                 for x in [a, b] {
                     stack.push(std::mem::replace(x, Expr::gen(Unit)));
                 }

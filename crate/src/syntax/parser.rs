@@ -512,16 +512,16 @@ impl<'s> Parser<'s> {
         while let Some(f) = frames.pop() {
             let kind = match f {
                 Frame::Let { pat, rhs, start } => {
-                    Expr::new(ExprKind::Let(Box::new(pat), Box::new((rhs, e))), Span { start, end })
+                    Expr::new(ExprKind::Let(Box::new((pat, (rhs, e)))), Span { start, end })
                 }
-                Frame::LetRec { fds, start } => Expr::new(ExprKind::LetRec(fds.into(), Box::new(e)), Span { start, end }),
+                Frame::LetRec { fds, start } => Expr::new(ExprKind::LetRec(Box::new((fds, e))), Span { start, end }),
                 Frame::Lam { kind, pats, start } => {
                     let mut e = lams(kind, pats, e, end);
                     e.span.start = start;
                     e
                 }
                 Frame::If { cond, then, start } => {
-                    Expr::new(ExprKind::If(Box::new(cond), Box::new((then, e))), Span { start, end })
+                    Expr::new(ExprKind::If(Box::new((cond, (then, e)))), Span { start, end })
                 }
                 Frame::Case { scrut, inl_first, p1, e1, p2, start } => {
                     let (pl, el, pr, er) = if inl_first { (p1, e1, p2, e) } else { (p2, e, p1, e1) };
@@ -627,7 +627,7 @@ impl<'s> Parser<'s> {
             let span = lhs.span.to(rhs.span);
             let kind = match p.op {
                 Some(op) => ExprKind::Prim(op, vec![lhs, rhs].into()),
-                None => ExprKind::Par(Box::new(lhs), Box::new(rhs)),
+                None => ExprKind::Par(Box::new((lhs, rhs))),
             };
             operands.push(Expr::new(kind, span));
         }
@@ -705,7 +705,7 @@ impl<'s> Parser<'s> {
         while starts_atom(self.peek()) {
             let arg = self.parse_atom()?;
             let span = e.span.to(arg.span);
-            e = Expr::new(ExprKind::App(Box::new(e), Box::new(arg)), span);
+            e = Expr::new(ExprKind::App(Box::new((e, arg))), span);
         }
         Ok(e)
     }
@@ -784,7 +784,7 @@ impl<'s> Parser<'s> {
                 }
                 let (ty, ty_span) = self.parse_type()?;
                 let span = e.span.to(ty_span);
-                e = Expr::new(ExprKind::Ann(Box::new(e), Box::new(ty)), span);
+                e = Expr::new(ExprKind::Ann(Box::new((e, ty))), span);
             }
             items.push(e);
             if self.eat(&Tok::Comma).is_none() {
@@ -862,7 +862,7 @@ impl<'s> Parser<'s> {
         while let Some((pat, m, s)) = stmts.pop() {
             let pat = pat.unwrap_or(Pat::Wild(Span::new(s as usize, s as usize)));
             let s = if stmts.is_empty() { start.start } else { s };
-            e = Expr::new(ExprKind::Bind(Box::new(pat), Box::new((m, e))), Span { start: s, end });
+            e = Expr::new(ExprKind::Bind(Box::new((pat, (m, e)))), Span { start: s, end });
         }
         if e.span.start != start.start {
             e.span = Span { start: start.start, end };
@@ -1004,7 +1004,7 @@ fn lams(kind: LamKind, pats: Vec<Pat>, body: Expr, end: u32) -> Expr {
     let mut e = body;
     for p in pats.into_iter().rev() {
         let span = Span { start: p.span().start, end };
-        e = Expr::new(ExprKind::Lam(kind, Box::new(p), Box::new(e)), span);
+        e = Expr::new(ExprKind::Lam(kind, Box::new((p, e))), span);
     }
     e
 }

@@ -9,7 +9,6 @@
 use crate::diag::{Diagnostic, Span};
 use crate::ir::{Def, Expr, ExprKind, FunDef, LamKind, Name, Pat, Prim, Program, Text};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::rc::Rc;
 
 /// The forms written as functions of one argument that are not `Prim`s.
 const FORMS: &[&str] = &["fst", "snd", "inl", "inr", "pure"];
@@ -126,13 +125,15 @@ impl<'b> Resolver<'b> {
         let Expr { kind, span, ty } = e;
         let kind = match kind {
             ExprKind::Var(n) => return self.head(n, span, vec![]),
-            ExprKind::App(f, a) => {
+            ExprKind::App(f_a) => {
+                let (f, a) = *f_a;
                 // Flatten the spine `h a1 ... an` (iteratively: it can be long).
-                let mut args = vec![(*a, span)];
-                let mut h = *f;
-                while let ExprKind::App(f, a) = h.kind {
-                    args.push((*a, h.span));
-                    h = *f;
+                let mut args = vec![(a, span)];
+                let mut h = f;
+                while let ExprKind::App(f_a) = h.kind {
+                    let (f, a) = *f_a;
+                    args.push((a, h.span));
+                    h = f;
                 }
                 args.reverse();
                 return match h.kind {
@@ -143,32 +144,36 @@ impl<'b> Resolver<'b> {
                     }
                 };
             }
-            ExprKind::Lam(k, p, b) => {
+            ExprKind::Lam(k, p_b) => {
+                let (p, b) = *p_b;
                 let mut bound = vec![];
-                let p = self.bind(*p, &mut bound);
-                let b = self.expr(*b);
+                let p = self.bind(p, &mut bound);
+                let b = self.expr(b);
                 self.unbind(bound);
-                ExprKind::Lam(k, Box::new(p), Box::new(b))
+                ExprKind::Lam(k, Box::new((p, b)))
             }
-            ExprKind::Let(p, rhs_body) => {
-                let (rhs, body) = *rhs_body;
+            ExprKind::Let(p_rhs_body) => {
+                let (p, rhs_body) = *p_rhs_body;
+                let (rhs, body) = rhs_body;
                 let rhs = self.expr(rhs);
                 let mut bound = vec![];
-                let p = self.bind(*p, &mut bound);
+                let p = self.bind(p, &mut bound);
                 let body = self.expr(body);
                 self.unbind(bound);
-                ExprKind::Let(Box::new(p), Box::new((rhs, body)))
+                ExprKind::Let(Box::new((p, (rhs, body))))
             }
-            ExprKind::Bind(p, m_k) => {
-                let (m, k) = *m_k;
+            ExprKind::Bind(p_m_k) => {
+                let (p, m_k) = *p_m_k;
+                let (m, k) = m_k;
                 let m = self.expr(m);
                 let mut bound = vec![];
-                let p = self.bind(*p, &mut bound);
+                let p = self.bind(p, &mut bound);
                 let k = self.expr(k);
                 self.unbind(bound);
-                ExprKind::Bind(Box::new(p), Box::new((m, k)))
+                ExprKind::Bind(Box::new((p, (m, k))))
             }
-            ExprKind::LetRec(fds, body) => {
+            ExprKind::LetRec(fds_body) => {
+                let (fds, body) = *fds_body;
                 let mut bound = vec![];
                 let mut seen = HashSet::default();
                 let names: Vec<Name> = fds
@@ -186,14 +191,14 @@ impl<'b> Resolver<'b> {
                         }
                     })
                     .collect();
-                let fds = (*fds)
+                let fds = fds
                     .into_iter()
                     .zip(names)
                     .map(|(fd, name)| FunDef { name, body: self.expr(fd.body), span: fd.span })
                     .collect::<Vec<_>>();
-                let body = self.expr(*body);
+                let body = self.expr(body);
                 self.unbind(bound);
-                ExprKind::LetRec(Box::new(fds), Box::new(body))
+                ExprKind::LetRec(Box::new((fds, body)))
             }
             ExprKind::Case(c) => {
                 let (s, p1, e1, p2, e2) = *c;
@@ -207,20 +212,21 @@ impl<'b> Resolver<'b> {
                 self.unbind(bound);
                 ExprKind::Case(Box::new((s, p1, e1, p2, e2)))
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = *a_b;
-                ExprKind::If(Box::new(self.expr(*c)), Box::new((self.expr(a), self.expr(b))))
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = *c_a_b;
+                let (a, b) = a_b;
+                ExprKind::If(Box::new((self.expr(c), (self.expr(a), self.expr(b)))))
             }
-            ExprKind::Tuple(es) => ExprKind::Tuple(es.into_vec().into_iter().map(|e| self.expr(e)).collect()),
-            ExprKind::Par(a, b) => ExprKind::Par(Box::new(self.expr(*a)), Box::new(self.expr(*b))),
-            ExprKind::Prim(op, es) => ExprKind::Prim(op, es.into_vec().into_iter().map(|e| self.expr(e)).collect()),
-            ExprKind::Array(es) => ExprKind::Array(es.into_vec().into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Tuple(es) => ExprKind::Tuple(es.into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Par(a_b) => { let (a, b) = *a_b; ExprKind::Par(Box::new((self.expr(a), self.expr(b)))) },
+            ExprKind::Prim(op, es) => ExprKind::Prim(op, es.into_iter().map(|e| self.expr(e)).collect()),
+            ExprKind::Array(es) => ExprKind::Array(es.into_iter().map(|e| self.expr(e)).collect()),
             ExprKind::Fst(b) => ExprKind::Fst(Box::new(self.expr(*b))),
             ExprKind::Snd(b) => ExprKind::Snd(Box::new(self.expr(*b))),
             ExprKind::Inl(b) => ExprKind::Inl(Box::new(self.expr(*b))),
             ExprKind::Inr(b) => ExprKind::Inr(Box::new(self.expr(*b))),
             ExprKind::Pure(b) => ExprKind::Pure(Box::new(self.expr(*b))),
-            ExprKind::Ann(b, t) => ExprKind::Ann(Box::new(self.expr(*b)), t),
+            ExprKind::Ann(b_t) => { let (b, t) = *b_t; ExprKind::Ann(Box::new((self.expr(b), t))) },
             k @ (ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_)) => k,
         };
         Expr { kind, span, ty }
@@ -270,15 +276,15 @@ impl<'b> Resolver<'b> {
             }
             let mut e = build(&head, full, whole);
             for x in params.into_iter().rev() {
-                e = Expr::new(ExprKind::Lam(LamKind::Plain, Box::new(Pat::Var(x, whole)), Box::new(e)), whole);
+                e = Expr::new(ExprKind::Lam(LamKind::Plain, Box::new((Pat::Var(x, whole), e))), whole);
             }
             for (x, a) in lets.into_iter().rev() {
-                e = Expr::new(ExprKind::Let(Box::new(Pat::Var(x, a.span)), Box::new((a, e))), whole);
+                e = Expr::new(ExprKind::Let(Box::new((Pat::Var(x, a.span), (a, e)))), whole);
             }
             return e;
         }
         if (self.builtins)(&n.text) {
-            let h = Expr::new(ExprKind::Builtin(Rc::from(&n.text)), span);
+            let h = Expr::new(ExprKind::Builtin(n.text.clone()), span);
             return self.apply(h, args);
         }
         let mut msg = format!("unknown name `{}`", n.text);
@@ -297,7 +303,7 @@ impl<'b> Resolver<'b> {
 
     fn apply_resolved(&mut self, mut h: Expr, args: Vec<(Expr, Span)>) -> Expr {
         for (a, s) in args {
-            h = Expr::new(ExprKind::App(Box::new(h), Box::new(a)), s);
+            h = Expr::new(ExprKind::App(Box::new((h, a))), s);
         }
         h
     }

@@ -35,18 +35,19 @@ pub(super) fn sx(e: &Expr) -> String {
         Int(i) => i.to_string(),
         Bool(b) => b.to_string(),
         Unit => "()".into(),
-        Lam(LamKind::Plain, p, b) => format!("(\\{} {})", pat(p), sx(b)),
-        Lam(LamKind::Linear, p, b) => format!("(lin\\{} {})", pat(p), sx(b)),
-        App(f, a) => format!("({} {})", sx(f), sx(a)),
-        ExprKind::Let(p, a_b) => {
-            let (a, b) = &**a_b;
+        Lam(LamKind::Plain, p_b) => format!("(\\{} {})", pat(&p_b.0), sx(&p_b.1)),
+        Lam(LamKind::Linear, p_b) => format!("(lin\\{} {})", pat(&p_b.0), sx(&p_b.1)),
+        App(f_a) => { let (f, a) = &**f_a; format!("({} {})", sx(f), sx(a)) },
+        ExprKind::Let(p_a_b) => {
+            let (p, a_b) = &**p_a_b;
+            let (a, b) = a_b;
             format!("(let {} {} {})", pat(p), sx(a), sx(b))
         }
-        LetRec(fds, b) => format!(
+        LetRec(fds_b) => { let (fds, b) = &**fds_b; format!(
             "(letrec ({}) {})",
             fds.iter().map(|f| format!("{} {}", name(&f.name), sx(&f.body))).collect::<Vec<_>>().join("; "),
             sx(b)
-        ),
+        ) },
         Tuple(es) => format!("(tuple {})", all(es)),
         Array(es) => format!("(array {})", all(es)),
         Fst(b) => format!("(fst {})", sx(b)),
@@ -57,20 +58,22 @@ pub(super) fn sx(e: &Expr) -> String {
             let (s, p1, e1, p2, e2) = &**c;
             format!("(case {} (inl {} {}) (inr {} {}))", sx(s), pat(p1), sx(e1), pat(p2), sx(e2))
         }
-        ExprKind::If(c, a_b) => {
-            let (a, b) = &**a_b;
+        ExprKind::If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
+            let (a, b) = a_b;
             format!("(if {} {} {})", sx(c), sx(a), sx(b))
         }
         Prim(crate::ir::Prim::Neg, es) => format!("(neg {})", all(es)),
         Prim(p, es) => format!("({} {})", p.symbol(), all(es)),
-        Ann(b, t) => format!("(: {} {:?})", sx(b), t),
+        Ann(b_t) => { let (b, t) = &**b_t; format!("(: {} {:?})", sx(b), t) },
         Builtin(n) => format!("${n}"),
-        ExprKind::Bind(p, m_k) => {
-            let (m, k) = &**m_k;
+        ExprKind::Bind(p_m_k) => {
+            let (p, m_k) = &**p_m_k;
+            let (m, k) = m_k;
             format!("(bind {} {} {})", pat(p), sx(m), sx(k))
         }
         Pure(b) => format!("(pure {})", sx(b)),
-        Par(a, b) => format!("(||| {} {})", sx(a), sx(b)),
+        Par(a_b) => { let (a, b) = &**a_b; format!("(||| {} {})", sx(a), sx(b)) },
     }
 }
 
@@ -329,17 +332,20 @@ fn spans() {
     let text = |s: crate::diag::Span| &src[s.start as usize..s.end as usize];
     assert_eq!(text(d.span), src);
     assert_eq!(text(d.body.span), "x = let y = x + 1 in (y, y)");
-    let ExprKind::Lam(_, _, body) = &d.body.kind else { panic!() };
+    let ExprKind::Lam(_, body_x) = &d.body.kind else { panic!() };
+    let (_, body) = &**body_x;
     assert_eq!(text(body.span), "let y = x + 1 in (y, y)");
-    let ExprKind::Let(p, rhs_b) = &body.kind else { panic!() };
-    let (rhs, b) = &**rhs_b;
+    let ExprKind::Let(p_rhs_b) = &body.kind else { panic!() };
+    let (p, rhs_b) = &**p_rhs_b;
+    let (rhs, b) = rhs_b;
     assert_eq!(text(p.span()), "y");
     assert_eq!(text(rhs.span), "x + 1");
     assert_eq!(text(b.span), "(y, y)");
     let ExprKind::Prim(_, args) = &rhs.kind else { panic!() };
     assert_eq!(text(args[1].span), "1");
     let app = parse_program("def g h = h (1) 2").unwrap();
-    let ExprKind::Lam(_, _, body) = &app.defs[0].body.kind else { panic!() };
+    let ExprKind::Lam(_, body_x) = &app.defs[0].body.kind else { panic!() };
+    let (_, body) = &**body_x;
     assert_eq!(text2("def g h = h (1) 2", body.span), "h (1) 2");
     fn text2(s: &str, sp: crate::diag::Span) -> &str {
         &s[sp.start as usize..sp.end as usize]

@@ -80,7 +80,8 @@ fn refuse(p: &Program) -> Result<(), Diagnostic> {
             ExprKind::Bind(..) | ExprKind::Pure(_) => {
                 return Err(Diagnostic::error(e.span, "do and pure appear only in the output of AD (Fig. 1): the source cannot use them"))
             }
-            ExprKind::LetRec(fs, _) => {
+            ExprKind::LetRec(fs_x) => {
+                let (fs, _) = &**fs_x;
                 if let Some(f) = fs.iter().find(|f| !matches!(f.body.kind, ExprKind::Lam(..))) {
                     return Err(Diagnostic::error(f.body.span, "a recursive binding must be a function"));
                 }

@@ -85,10 +85,11 @@ pub(crate) fn convert(p: &Program, mode: Mode) -> Result<Program, Diagnostic> {
     let mut defs = vec![];
     for d in &p.defs {
         if &*d.name.text == "main" {
-            let ExprKind::Lam(kind, pat, body) = &peel(&d.body).kind else { unreachable!("checked above") };
+            let ExprKind::Lam(kind, pat_body) = &peel(&d.body).kind else { unreachable!("checked above") };
+            let (pat, body) = &**pat_body;
             let pat2 = tr.fresh_pat(pat);
             let body2 = tr.tr(body)?;
-            defs.push(Def { name: d.name.clone(), body: build::at(Expr::gen(ExprKind::Lam(*kind, Box::new(pat2), Box::new(body2))), d.body.span), role: d.role, span: d.span, scheme: None });
+            defs.push(Def { name: d.name.clone(), body: build::at(Expr::gen(ExprKind::Lam(*kind, Box::new((pat2, body2)))), d.body.span), role: d.role, span: d.span, scheme: None });
         } else {
             // Under monomorphise's annotation: the closure's type follows from its code's.
             let body = tr.tr(peel(&d.body))?;
@@ -267,7 +268,8 @@ impl<'a> Tr<'a> {
     /// Lifts lambda `l` to a closed definition `code (env, p) = body` (the paper's `λ⟨⟨y…⟩, x⟩. t^CC`).
     fn lift(&mut self, l: usize) -> Result<(), Diagnostic> {
         let e = self.an.lams[l].expr;
-        let ExprKind::Lam(kind, p, body) = &e.kind else { unreachable!("lambdas") };
+        let ExprKind::Lam(kind, p_body) = &e.kind else { unreachable!("lambdas") };
+        let (p, body) = &**p_body;
         let captured = self.an.lams[l].captured.clone();
         // Inside the code, captured variables are the environment's components (fresh binders).
         let group: Vec<(Name, usize)> = self.an.lams[l].group.map(|g| self.an.groups[g].clone()).unwrap_or_default();
@@ -293,7 +295,7 @@ impl<'a> Tr<'a> {
                 None => self.rename.remove(&id),
             };
         }
-        let code = Expr::gen(ExprKind::Lam(*kind, Box::new(build::ppair(env_pat, arg)), Box::new(body)));
+        let code = Expr::gen(ExprKind::Lam(*kind, Box::new((build::ppair(env_pat, arg), body))));
         let name = self.an.lams[l].code.clone();
         self.lifted.push(Def { name: Name::global(&name), body: build::at(code, e.span), span: e.span, scheme: None, role: crate::ir::Role::Helper });
         Ok(())
@@ -391,14 +393,16 @@ impl<'a> Tr<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs_body) => {
-                    let (rhs, body) = &**rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     let rhs2 = self.tr(rhs)?;
                     let p2 = self.fresh_pat(p);
                     spine.push((p2, rhs2, cur.span));
                     cur = body;
                 }
-                ExprKind::LetRec(fs, body) => {
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     // let f_i = closure_i in …: the group's closures share one environment.
                     let mut names = vec![];
                     for f in fs.iter() {
@@ -441,7 +445,7 @@ impl<'a> Tr<'a> {
                 self.lift(l)?;
                 return self.closure(l, span);
             }
-            ExprKind::App(f, a) => return self.app(e, f, a),
+            ExprKind::App(f_a) => { let (f, a) = &**f_a; return self.app(e, f, a) },
             ExprKind::Tuple(es) => ExprKind::Tuple(es.iter().map(|x| self.tr(x)).collect::<Result<_, _>>()?),
             ExprKind::Array(es) => ExprKind::Array(es.iter().map(|x| self.tr(x)).collect::<Result<_, _>>()?),
             ExprKind::Prim(op, es) => {
@@ -471,16 +475,18 @@ impl<'a> Tr<'a> {
                 let a2 = self.tr(e2)?;
                 ExprKind::Case(Box::new((s, q1, a1, q2, a2)))
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
-                ExprKind::If(Box::new(self.tr(c)?), Box::new((self.tr(a)?, self.tr(b)?)))
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
+                ExprKind::If(Box::new((self.tr(c)?, (self.tr(a)?, self.tr(b)?))))
             }
-            ExprKind::Ann(x, _) => {
+            ExprKind::Ann(x_x) => {
+                let (x, _) = &**x_x;
                 let at = self.an.at_of.get(&(e as *const Expr)).cloned().ok_or_else(|| refuse(span, self.pass(), "internal error: an annotation was not analysed"))?;
                 let t = self.rep(&at)?;
-                ExprKind::Ann(Box::new(self.tr(x)?), Box::new(t))
+                ExprKind::Ann(Box::new((self.tr(x)?, t)))
             }
-            ExprKind::Par(a, b) => ExprKind::Par(Box::new(self.tr(a)?), Box::new(self.tr(b)?)),
+            ExprKind::Par(a_b) => { let (a, b) = &**a_b; ExprKind::Par(Box::new((self.tr(a)?, self.tr(b)?))) },
             ExprKind::Let(..) | ExprKind::LetRec(..) => return self.tr(e),
             ExprKind::Bind(..) | ExprKind::Pure(_) => return Err(refuse(span, self.pass(), "monadic code is not a source construct")),
         };

@@ -320,11 +320,12 @@ impl<'a> Cx<'a> {
             Val::Inl(v) => build::inl(self.reify(*v)?),
             Val::Inr(v) => build::inr(self.reify(*v)?),
             Val::Clo(c) => {
-                let ExprKind::Lam(kind, p, body) = &c.lam.kind else { unreachable!("closures are lambdas") };
+                let ExprKind::Lam(kind, p_body) = &c.lam.kind else { unreachable!("closures are lambdas") };
+                let (p, body) = &**p_body;
                 let mut env = c.env.clone();
                 let p2 = self.fresh_pat(p, &mut env);
                 let body = self.in_block(|cx| cx.eval(body, &env))?;
-                build::at(Expr::gen(ExprKind::Lam(*kind, Box::new(p2), Box::new(body))), c.lam.span)
+                build::at(Expr::gen(ExprKind::Lam(*kind, Box::new((p2, body)))), c.lam.span)
             }
         })
     }
@@ -333,7 +334,8 @@ impl<'a> Cx<'a> {
         self.tick(span)?;
         match f {
             Val::Clo(c) => {
-                let ExprKind::Lam(_, p, body) = &c.lam.kind else { unreachable!("closures are lambdas") };
+                let ExprKind::Lam(_, p_body) = &c.lam.kind else { unreachable!("closures are lambdas") };
+                let (p, body) = &**p_body;
                 let mut env = c.env.clone();
                 self.bind(p, a, &mut env)?;
                 if self.unroll && self.depth >= unroll_depth() {
@@ -379,14 +381,16 @@ impl<'a> Cx<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs_body) => {
-                    let (rhs, body) = &**rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     self.tick(cur.span)?;
                     let v = self.eval(rhs, &env)?;
                     self.bind(p, v, &mut env)?;
                     cur = body;
                 }
-                ExprKind::LetRec(fs, body) => {
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     let ids: Vec<u32> = fs.iter().map(|f| f.name.id).collect();
                     let recursive = fs.iter().find(|f| super::free_locals(&f.body).iter().any(|n| ids.contains(&n.id)));
                     if let (Some(_), true) = (recursive, self.unroll) {
@@ -435,7 +439,8 @@ impl<'a> Cx<'a> {
             ExprKind::Var(n) => env.get(&n.id).cloned().ok_or_else(|| refuse(e.span, PASS, format!("internal error: unbound `{}`", n.text))),
             ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => dynamic(e.kind.clone()),
             ExprKind::Lam(..) => Ok(Val::Clo(Rc::new(Clo { lam: e, env: env.clone() }))),
-            ExprKind::App(f, a) => {
+            ExprKind::App(f_a) => {
+                let (f, a) = &**f_a;
                 let f = self.eval(f, env)?;
                 let a = self.eval(a, env)?;
                 self.apply(f, a, e.span)
@@ -478,8 +483,9 @@ impl<'a> Cx<'a> {
                     dynamic(ExprKind::Case(Box::new((s, q1, a1, q2, a2))))
                 }
             },
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 let c = self.eval(c, env)?;
                 let c = self.reify(c)?;
                 if let (true, ExprKind::Bool(taken)) = (self.unroll, &c.kind) {
@@ -490,7 +496,7 @@ impl<'a> Cx<'a> {
                 let b = self.in_block(|cx| cx.eval(b, env));
                 self.dyn_ifs -= 1;
                 let (a, b) = (a?, b?);
-                dynamic(ExprKind::If(Box::new(c), Box::new((a, b))))
+                dynamic(ExprKind::If(Box::new((c, (a, b)))))
             }
             ExprKind::Prim(op, args) => {
                 let mut xs = vec![];
@@ -511,15 +517,16 @@ impl<'a> Cx<'a> {
                 }
                 dynamic(ExprKind::Array(xs.into()))
             }
-            ExprKind::Ann(x, t) => match self.eval(x, env)? {
-                Val::Dyn(x) => dynamic(ExprKind::Ann(Box::new(x), t.clone())),
+            ExprKind::Ann(x_t) => { let (x, t) = &**x_t; match self.eval(x, env)? {
+                Val::Dyn(x) => dynamic(ExprKind::Ann(Box::new((x, t.clone())))),
                 v => Ok(v),
-            },
+            } },
             // Each side of a parallel pair keeps its own work (a block each), so it stays parallel.
-            ExprKind::Par(a, b) => {
+            ExprKind::Par(a_b) => {
+                let (a, b) = &**a_b;
                 let a = self.in_block(|cx| cx.eval(a, env))?;
                 let b = self.in_block(|cx| cx.eval(b, env))?;
-                dynamic(ExprKind::Par(Box::new(a), Box::new(b)))
+                dynamic(ExprKind::Par(Box::new((a, b))))
             }
             ExprKind::Let(..) | ExprKind::LetRec(..) => self.eval(e, env),
             ExprKind::Bind(..) | ExprKind::Pure(_) => Err(refuse(e.span, PASS, "monadic code (`do`, `pure`) is not a source construct")),

@@ -53,7 +53,8 @@ pub(super) struct Analysis<'a> {
 
 /// `e` under its type annotations (monomorphise annotates copies whose body does not pin their type).
 pub(super) fn peel(mut e: &Expr) -> &Expr {
-    while let ExprKind::Ann(x, _) = &e.kind {
+    while let ExprKind::Ann(x_x) = &e.kind {
+        let (x, _) = &**x_x;
         e = x;
     }
     e
@@ -171,7 +172,8 @@ impl<'a> Analysis<'a> {
     }
 
     pub(super) fn lambda(&mut self, e: &'a Expr, captured: Vec<Name>, group: Option<usize>, hint: &str) -> Result<At, Diagnostic> {
-        let ExprKind::Lam(_, p, body) = &e.kind else { unreachable!("called on lambdas") };
+        let ExprKind::Lam(_, p_body) = &e.kind else { unreachable!("called on lambdas") };
+        let (p, body) = &**p_body;
         let t = self.fresh_at(&e.ty);
         let At::Fun(a, r, s) = &t else {
             return Err(refuse(e.span, self.pass, "internal error: a lambda without a function type"));
@@ -188,13 +190,15 @@ impl<'a> Analysis<'a> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Let(p, rhs_body) => {
-                    let (rhs, body) = &**rhs_body;
+                ExprKind::Let(p_rhs_body) => {
+                    let (p, rhs_body) = &**p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     let t = self.infer(rhs)?;
                     self.bind(p, t)?;
                     cur = body;
                 }
-                ExprKind::LetRec(fs, body) => {
+                ExprKind::LetRec(fs_body) => {
+                    let (fs, body) = &**fs_body;
                     let ids: Vec<u32> = fs.iter().map(|f| f.name.id).collect();
                     let mut captured: Vec<Name> = vec![];
                     for f in fs.iter() {
@@ -239,7 +243,8 @@ impl<'a> Analysis<'a> {
                 let hint = if std::ptr::eq(self.top_lam, e) { format!("{}_code", self.current_def) } else { format!("{}_lam", self.current_def) };
                 self.lambda(e, free_locals(e), None, &hint)?
             }
-            ExprKind::App(f, a) => {
+            ExprKind::App(f_a) => {
+                let (f, a) = &**f_a;
                 let tf = self.infer(f)?;
                 let ta = self.infer(a)?;
                 let At::Fun(x, r, _) = &tf else {
@@ -282,20 +287,22 @@ impl<'a> Analysis<'a> {
                 self.unify(&t1, &t2);
                 t1
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 self.infer(c)?;
                 let t1 = self.infer(a)?;
                 let t2 = self.infer(b)?;
                 self.unify(&t1, &t2);
                 t1
             }
-            ExprKind::Ann(x, _) => {
+            ExprKind::Ann(x_x) => {
+                let (x, _) = &**x_x;
                 let t = self.infer(x)?;
                 self.at_of.insert(e as *const Expr, t.clone());
                 t
             }
-            ExprKind::Par(a, b) => At::Tup(vec![self.infer(a)?, self.infer(b)?]),
+            ExprKind::Par(a_b) => { let (a, b) = &**a_b; At::Tup(vec![self.infer(a)?, self.infer(b)?]) },
             ExprKind::Let(..) | ExprKind::LetRec(..) => self.infer(e)?,
             ExprKind::Builtin(_) | ExprKind::Bind(..) | ExprKind::Pure(_) => {
                 return Err(refuse(e.span, self.pass, "target constructs (builtins, `do`, `pure`) are not source constructs"))

@@ -58,13 +58,15 @@ fn apply(f: &Expr, args: Vec<Expr>) -> Expr {
     let mut binds = vec![];
     let mut rest = vec![];
     for a in args {
-        while let ExprKind::Ann(x, _) = f.kind {
-            f = *x;
+        while let ExprKind::Ann(x_x) = f.kind {
+            let (x, _) = *x_x;
+            f = x;
         }
         match f.kind {
-            ExprKind::Lam(_, p, body) if rest.is_empty() => {
+            ExprKind::Lam(_, p_body) if rest.is_empty() => {
+                let (p, body) = *p_body;
                 binds.push((p, a));
-                f = *body;
+                f = body;
             }
             kind => {
                 f = Expr { kind, ..f };
@@ -73,7 +75,7 @@ fn apply(f: &Expr, args: Vec<Expr>) -> Expr {
         }
     }
     let call = apps(f, rest);
-    binds.into_iter().rev().fold(call, |acc, (p, a)| let_(*p, a, acc))
+    binds.into_iter().rev().fold(call, |acc, (p, a)| let_(p, a, acc))
 }
 
 fn length(xs: &Name) -> Expr {

@@ -44,13 +44,13 @@ pub(crate) fn retype(p: &mut Program, pass: &str) -> Result<(), Diagnostic> {
 pub(crate) fn node_binders(e: &Expr, out: &mut Vec<u32>) {
     let mut pat = |p: &Pat| out.extend(p.names().iter().map(|n| n.id));
     match &e.kind {
-        ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) | ExprKind::Bind(p, _) => pat(p),
+        ExprKind::Lam(_, p_x) => pat(&p_x.0), ExprKind::Let(p_x) | ExprKind::Bind(p_x) => pat(&p_x.0),
         ExprKind::Case(c) => {
             let (_, p1, _, p2, _) = &**c;
             pat(p1);
             pat(p2)
         }
-        ExprKind::LetRec(fs, _) => out.extend(fs.iter().map(|f| f.name.id)),
+        ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x; out.extend(fs.iter().map(|f| f.name.id)) },
         _ => {}
     }
 }
@@ -121,13 +121,13 @@ pub fn freshen(e: &mut Expr, fresh: &mut Fresh) {
                     n.id = id
                 }
             }
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) | ExprKind::Bind(p, _) => rename_pat(p, &map),
+            ExprKind::Lam(_, p_x) => rename_pat(&mut p_x.0, &map), ExprKind::Let(p_x) | ExprKind::Bind(p_x) => rename_pat(&mut p_x.0, &map),
             ExprKind::Case(c) => {
                 let (_, p1, _, p2, _) = &mut **c;
                 rename_pat(p1, &map);
                 rename_pat(p2, &map)
             }
-            ExprKind::LetRec(fs, _) => fs.iter_mut().for_each(|f| f.name.id = map[&f.name.id]),
+            ExprKind::LetRec(fs_x) => { let (fs, _) = &mut **fs_x; fs.iter_mut().for_each(|f| f.name.id = map[&f.name.id]) },
             _ => {}
         }
         stack.extend(children_mut(e));

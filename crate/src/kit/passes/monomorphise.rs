@@ -85,8 +85,9 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         while let Some((e, head)) = stack.pop() {
             let leftover = has_leftover(&e.ty, &subst);
             e.ty = ground(&e.ty, &subst);
-            if let ExprKind::Ann(_, t) = &mut e.kind {
-                *t = Box::new(ground(t, &subst));
+            if let ExprKind::Ann(t_x) = &mut e.kind {
+                let (_, t) = &mut **t_x;
+                *t = ground(t, &subst);
             }
             if let ExprKind::Var(n) = &mut e.kind {
                 if let Some(&j) = n.is_global().then(|| index.get(&*n.text)).flatten() {
@@ -120,10 +121,10 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
                 let ty = e.ty.clone();
                 let inner = std::mem::replace(e, Expr::gen(ExprKind::Unit));
                 let span = inner.span;
-                *e = Expr { kind: ExprKind::Ann(Box::new(inner), Box::new(ty.clone())), span, ty };
+                *e = Expr { kind: ExprKind::Ann(Box::new((inner, ty.clone()))), span, ty };
             }
             let heads = match &e.kind {
-                ExprKind::LetRec(fs, _) => fs.len(),
+                ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x; fs.len() },
                 ExprKind::Lam(..) if head => 1,
                 _ => 0,
             };
@@ -151,7 +152,7 @@ pub fn monomorphise(p: &Program) -> Result<Program, Diagnostic> {
         if d.scheme.as_ref().is_some_and(|s| !s.vars.is_empty()) {
             let body = std::mem::replace(&mut d.body, Expr::gen(ExprKind::Unit));
             let span = body.span;
-            d.body = Expr { kind: ExprKind::Ann(Box::new(body), Box::new(ty)), span, ty: Type::Unknown };
+            d.body = Expr { kind: ExprKind::Ann(Box::new((body, ty))), span, ty: Type::Unknown };
             again = true;
         }
     }
@@ -176,13 +177,14 @@ fn polymorphic_use(p: &Program) -> Option<(Span, std::rc::Rc<str>, Type)> {
     let mut own: HashMap<u32, &Type> = HashMap::default();
     for e in super::all_exprs(p) {
         match &e.kind {
-            ExprKind::Let(p, rhs_pair) if super::has_type_vars(&rhs_pair.0.ty) => {
-                let (rhs, _) = &**rhs_pair;
-                if let Pat::Var(x, _) = &**p {
+            ExprKind::Let(p_rhs) if super::has_type_vars(&p_rhs.1 .0.ty) => {
+                let (p, rhs_pair) = &**p_rhs;
+                let (rhs, _) = rhs_pair;
+                if let Pat::Var(x, _) = p {
                     own.insert(x.id, &rhs.ty);
                 }
             }
-            ExprKind::LetRec(fs, _) => own.extend(fs.iter().filter(|f| super::has_type_vars(&f.body.ty)).map(|f| (f.name.id, &f.body.ty))),
+            ExprKind::LetRec(fs_x) => { let (fs, _) = &**fs_x; own.extend(fs.iter().filter(|f| super::has_type_vars(&f.body.ty)).map(|f| (f.name.id, &f.body.ty))) },
             _ => {}
         }
     }

@@ -72,20 +72,20 @@ impl Stmt {
     /// Takes a `Bind` or `Let` node apart into its statement and its rest.
     pub fn split(e: Expr) -> Result<(Stmt, Expr), Expr> {
         let (bind, pat, rhs_rest) = match e.kind {
-            ExprKind::Bind(p, m_k) => (true, p, m_k),
-            ExprKind::Let(p, m_k) => (false, p, m_k),
+            ExprKind::Bind(p_m_k) => { let (p, m_k) = *p_m_k; (true, p, m_k) },
+            ExprKind::Let(p_m_k) => { let (p, m_k) = *p_m_k; (false, p, m_k) },
             kind => return Err(Expr { kind, span: e.span, ty: e.ty }),
         };
-        let (rhs, rest) = *rhs_rest;
-        Ok((Stmt { bind, pat: *pat, rhs, span: e.span, ty: e.ty }, rest))
+        let (rhs, rest) = rhs_rest;
+        Ok((Stmt { bind, pat, rhs, span: e.span, ty: e.ty }, rest))
     }
 
     /// The statement followed by `rest`.
     pub fn then(self, rest: Expr) -> Expr {
         let kind = if self.bind {
-            ExprKind::Bind(Box::new(self.pat), Box::new((self.rhs, rest)))
+            ExprKind::Bind(Box::new((self.pat, (self.rhs, rest))))
         } else {
-            ExprKind::Let(Box::new(self.pat), Box::new((self.rhs, rest)))
+            ExprKind::Let(Box::new((self.pat, (self.rhs, rest))))
         };
         Expr { kind, span: self.span, ty: self.ty }
     }

@@ -188,18 +188,18 @@ fn same_node(a: &ExprKind, b: &ExprKind) -> bool {
         (K::Int(x), K::Int(y)) => x == y,
         (K::Bool(x), K::Bool(y)) => x == y,
         (K::Unit, K::Unit) => true,
-        (K::Lam(k1, p1, _), K::Lam(k2, p2, _)) => k1 == k2 && p1 == p2,
+        (K::Lam(k1, p1), K::Lam(k2, p2)) => k1 == k2 && p1.0 == p2.0,
         (K::App(..), K::App(..)) | (K::Fst(_), K::Fst(_)) | (K::Snd(_), K::Snd(_)) => true,
         (K::Inl(_), K::Inl(_)) | (K::Inr(_), K::Inr(_)) | (K::Pure(_), K::Pure(_)) | (K::Par(..), K::Par(..)) => true,
-        (K::Let(p1, ..), K::Let(p2, ..)) | (K::Bind(p1, ..), K::Bind(p2, ..)) => p1 == p2,
-        (K::LetRec(f1, _), K::LetRec(f2, _)) => {
+        (K::Let(p1), K::Let(p2)) | (K::Bind(p1), K::Bind(p2)) => p1.0 == p2.0,
+        (K::LetRec(f1), K::LetRec(f2)) => { let (f1, f2) = (&f1.0, &f2.0);
             f1.len() == f2.len() && f1.iter().zip(f2.iter()).all(|(a, b)| a.name == b.name && a.span == b.span)
         }
         (K::Tuple(x), K::Tuple(y)) | (K::Array(x), K::Array(y)) => x.len() == y.len(),
         (K::Prim(o1, x), K::Prim(o2, y)) => o1 == o2 && x.len() == y.len(),
         (K::Case(x), K::Case(y)) => x.1 == y.1 && x.3 == y.3,
         (K::If(..), K::If(..)) => true,
-        (K::Ann(_, t1), K::Ann(_, t2)) => t1 == t2,
+        (K::Ann(t1), K::Ann(t2)) => t1.1 == t2.1,
         (K::Builtin(x), K::Builtin(y)) => x == y,
         _ => false,
     }
@@ -216,8 +216,8 @@ fn local(e: &Expr) -> u64 {
         K::Real(r) => h.write_u64(r.to_bits()),
         K::Int(i) => h.write_u64(*i as u64),
         K::Bool(b) => h.write_u64(*b as u64),
-        K::Lam(_, p, _) | K::Let(p, ..) | K::Bind(p, ..) => pat(p, &mut h),
-        K::LetRec(fs, _) => fs.iter().for_each(|f| h.write_u64(f.name.id as u64)),
+        K::Lam(_, p) => pat(&p.0, &mut h), K::Let(p) | K::Bind(p) => pat(&p.0, &mut h),
+        K::LetRec(fs_x) => { let (fs, _) = &**fs_x; fs.iter().for_each(|f| h.write_u64(f.name.id as u64)) },
         K::Tuple(es) | K::Array(es) => h.write_u64(es.len() as u64),
         K::Prim(op, es) => {
             op.hash(&mut h);

@@ -71,8 +71,9 @@ impl Stage for DualArrays {
         // main's inputs at their stated types where it takes arrays of tuples apart (boundary.rs): the
         // conversions are typed `a → b`, so main's inferred input type says nothing of their components
         let mut main = main.body.clone();
-        if let ExprKind::Lam(_, _, b) = &main.kind {
-            if matches!(&b.kind, ExprKind::Let(_, rhs_pair) if super::common::core::boundary::parse_get(&rhs_pair.0).is_some()) {
+        if let ExprKind::Lam(_, b_x) = &main.kind {
+            let (_, b) = &**b_x;
+            if matches!(&b.kind, ExprKind::Let(rhs_pair) if super::common::core::boundary::parse_get(&rhs_pair.1 .0).is_some()) {
                 main.ty = Type::fun(src.input_type.clone(), src.output_type.clone());
             }
         }

@@ -116,10 +116,11 @@ impl Cx {
                 });
                 pair(e.clone(), k)
             }
-            Ann(x, _) => return self.d(g, y, x),
+            Ann(x_x) => { let (x, _) = &**x_x; return self.d(g, y, x) },
             // D(let x = e1 in e2) = let x, Y1 = D_{Γ;Y}(e1) in let y, Y2 = D_{Γ,x;Y1}(e2) in < y, fun (x, z) → Y2(x, 0_A, z) >
-            ExprKind::Let(p, e1_e2) => {
-                let (e1, e2) = &**e1_e2;
+            ExprKind::Let(p_e1_e2) => {
+                let (p, e1_e2) = &**p_e1_e2;
+                let (e1, e2) = e1_e2;
                 let d1 = self.d(g, y, e1)?;
                 let (p, vars) = self.pattern(p, &e1.ty);
                 let y1 = self.y_name();
@@ -185,8 +186,9 @@ impl Cx {
                 let r = sum_as_reduce(e, &args[0], &mut self.fr);
                 return self.d(g, y, &r);
             }
-            ExprKind::If(c, e2_e3) => {
-                let (e2, e3) = &**e2_e3;
+            ExprKind::If(c_e2_e3) => {
+                let (c, e2_e3) = &**c_e2_e3;
+                let (e2, e3) = e2_e3;
                 self.cond(g, y, c, e2, e3)?
             }
             Prim(P::Map2, args) => self.map2(g, y, e, args)?,
@@ -601,7 +603,8 @@ impl Stage for Direct {
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
         let p = first_order(src)?;
         let main = p.def("main").expect("first_order keeps main");
-        let ExprKind::Lam(_, pat, body) = &main.body.kind else { unreachable!("first_order: main is a lambda") };
+        let ExprKind::Lam(_, pat_body) = &main.body.kind else { unreachable!("first_order: main is a lambda") };
+        let (pat, body) = &**pat_body;
         let mut cx = Cx { fr: Fresh::new(&p), conts: 0 };
         let (pat, vars) = cx.pattern(pat, src.input_type);
         let g: Vec<Slot> = vars.iter().map(|(n, t)| Slot { var: Some(n.id), ty: t.clone(), witness: var(n) }).collect();

@@ -83,7 +83,7 @@ fn is_plus_fn(f: &Expr) -> bool {
         match &e.kind {
             ExprKind::Var(_) => {}
             ExprKind::Tuple(es) => stack.extend(es),
-            ExprKind::Let(_, rhs_b) if matches!(rhs_b.0.kind, ExprKind::Var(_)) => stack.push(&rhs_b.1),
+            ExprKind::Let(rhs_b) if matches!(rhs_b.1 .0.kind, ExprKind::Var(_)) => stack.push(&rhs_b.1 .1),
             ExprKind::Prim(P::Add, xs) => stack.extend(xs),
             ExprKind::Prim(P::Map2, xs) if is_plus_fn(&xs[0]) => stack.extend(&xs[1..]),
             _ => return false,
@@ -113,7 +113,7 @@ fn apply2(f: &Expr, a: Expr, b: Expr) -> Expr {
 /// `λv → body` typed from the pieces it is built of.
 fn lam1(v: &Name, arg_ty: Type, body: Expr) -> Expr {
     let ty = Type::fun(arg_ty, body.ty.clone());
-    Expr { kind: ExprKind::Lam(LamKind::Plain, Box::new(pvar(v)), Box::new(body)), span: Span::NONE, ty }
+    Expr { kind: ExprKind::Lam(LamKind::Plain, Box::new((pvar(v), body))), span: Span::NONE, ty }
 }
 
 fn elem_ty(arr: &Expr) -> Type {
@@ -126,9 +126,10 @@ fn typed_prim(op: Prim, args: Vec<Expr>, ty: Type) -> Expr {
 
 /// R4 `let x = c in e ~> e[c/x]` for c = 0, 1.
 fn r4_constants(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Var(x, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Var(x, _) = pat else { return None };
     let c = real_lit(rhs)?;
     if c != 0.0 && c != 1.0 {
         return None;
@@ -164,9 +165,10 @@ fn constant_array(e: &Expr) -> Option<&Expr> {
 /// in e ~> e[map (v. c) W / Z]` when every use of Z is an array argument of a map2, which R7 then
 /// turns into a map over the other array (so no pass over an array is repeated).
 fn r4_constant_arrays(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Var(z, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Var(z, _) = pat else { return None };
     constant_array(rhs)?;
     let (mut all, mut in_map2) = (0, 0);
     let mut stack = vec![&*b];
@@ -382,14 +384,16 @@ fn subst_once(e: &mut Expr, map: &mut HashMap<u32, (Expr, bool)>, dirty: &mut Ve
 /// inlined there, while the expression stays at most `X7_DEPTH` deep (one walk of the chain to decide,
 /// one to inline).
 fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Lam(k, p, body) = &mut e.kind else { return None };
+    let ExprKind::Lam(k, p_body) = &mut e.kind else { return None };
+    let (p, body) = &mut **p_body;
     let u = uses(body);
     // the lets inlined, each with its right-hand side's depth after the inlining before it
     let mut depths: HashMap<u32, usize> = HashMap::default();
-    let mut cur = &**body;
-    while let ExprKind::Let(q, rhs_b) = &cur.kind {
-        let (rhs, b) = &**rhs_b;
-        if let Pat::Var(n, _) = &**q {
+    let mut cur = &*body;
+    while let ExprKind::Let(q_rhs_b) = &cur.kind {
+        let (q, rhs_b) = &**q_rhs_b;
+        let (rhs, b) = rhs_b;
+        if let Pat::Var(n, _) = q {
             if u.get(&n.id) == Some(&(1, 1)) {
                 let d = depth_with(rhs, &depths);
                 if d <= X7_DEPTH {
@@ -416,14 +420,16 @@ fn x7_single_use_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let tail_new = subst_once(&mut cur, &mut map, &mut dirty);
     let new_rhs: Vec<bool> = kept.iter().map(|l| l.3).collect();
     let body = kept.into_iter().rev().fold(cur, |acc, (q, rhs, span, _)| at(let_typed(q, rhs, acc), span));
-    let out = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(body)), span: e.span, ty: e.ty.clone() };
+    let out = Expr { kind: ExprKind::Lam(*k, Box::new((p.clone(), body))), span: e.span, ty: e.ty.clone() };
     // every kept let is new (rebuilt), and so is a right-hand side or the tail whose root is
-    let ExprKind::Lam(_, _, body) = &out.kind else { unreachable!("built a lambda") };
-    let mut cur = &**body;
+    let ExprKind::Lam(_, body_x) = &out.kind else { unreachable!("built a lambda") };
+    let (_, body) = &**body_x;
+    let mut cur = body;
     for new in new_rhs {
         dirty.push(address(cur));
-        let ExprKind::Let(_, rhs_b) = &cur.kind else { unreachable!("built a let") };
-        let (rhs, b) = &**rhs_b;
+        let ExprKind::Let(rhs_b_x) = &cur.kind else { unreachable!("built a let") };
+        let (_, rhs_b) = &**rhs_b_x;
+        let (rhs, b) = rhs_b;
         if new {
             dirty.push(address(rhs));
         }
@@ -456,8 +462,9 @@ fn small(e: &Expr, mut left: usize) -> bool {
 /// condition is pure (§7.2: a primal computation), so dropping it changes nothing. R22 is its own rule
 /// below, applied only where the context it copies is small.
 fn r19_r21_conditionals(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::If(c, a_b) = &mut e.kind else { return None };
-    let (a, b) = &mut **a_b;
+    let ExprKind::If(c_a_b) = &mut e.kind else { return None };
+    let (c, a_b) = &mut **c_a_b;
+    let (a, b) = a_b;
     // a comparison of two constants is folded here (the condition's own constant folding)
     let known = match &c.kind {
         ExprKind::Bool(v) => Some(*v),
@@ -478,7 +485,7 @@ fn atom(e: &Expr) -> bool {
 
 /// `if c then a else b` with `f` put around each branch, typed as `e`.
 fn if_around(e: &Expr, c: &Expr, a: &Expr, b: &Expr, f: impl Fn(Expr) -> Expr) -> Expr {
-    Expr { kind: ExprKind::If(Box::new(c.clone()), Box::new((f(a.clone()), f(b.clone())))), span: e.span, ty: e.ty.clone() }
+    Expr { kind: ExprKind::If(Box::new((c.clone(), (f(a.clone()), f(b.clone()))))), span: e.span, ty: e.ty.clone() }
 }
 
 /// R22 `f(if e1 then e2 else e3) ~> if e1 then f(e2) else f(e3)`, only where the context f it copies is
@@ -494,18 +501,21 @@ fn r22_context_into_branches(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
             if !xs.iter().enumerate().all(|(j, x)| j == i || atom(x)) {
                 return None;
             }
-            let ExprKind::If(c, a_b) = &xs[i].kind else { return None };
-            let (a, b) = &**a_b;
+            let ExprKind::If(c_a_b) = &xs[i].kind else { return None };
+            let (c, a_b) = &**c_a_b;
+            let (a, b) = a_b;
             Some(if_around(e, c, a, b, |br| {
                 let mut ys = xs.clone();
                 ys[i] = br;
                 Expr { kind: ExprKind::Prim(*op, ys), span: e.span, ty: e.ty.clone() }
             }))
         }
-        ExprKind::App(f, x) if matches!(f.kind, ExprKind::Var(_)) => {
-            let ExprKind::If(c, a_b) = &x.kind else { return None };
-            let (a, b) = &**a_b;
-            Some(if_around(e, c, a, b, |br| Expr { kind: ExprKind::App(f.clone(), Box::new(br)), span: e.span, ty: e.ty.clone() }))
+        ExprKind::App(f_x) if matches!(f_x.0.kind, ExprKind::Var(_)) => {
+            let (f, x) = &**f_x;
+            let ExprKind::If(c_a_b) = &x.kind else { return None };
+            let (c, a_b) = &**c_a_b;
+            let (a, b) = a_b;
+            Some(if_around(e, c, a, b, |br| Expr { kind: ExprKind::App(Box::new((f.clone(), br))), span: e.span, ty: e.ty.clone() }))
         }
         _ => None,
     }
@@ -537,9 +547,10 @@ fn fold_comparisons(e: &mut Expr, _: &mut RewriteCx) -> Option<Expr> {
 /// R4 for conditions: `let b = true in e ~> e[true/b]` (and false), so that R20/R21 see the constant
 /// condition of the `if` it was bound for (`let b = 1.0 > 2.0 in if b then …`).
 fn r4_condition(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Var(x, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Var(x, _) = pat else { return None };
     matches!(rhs.kind, ExprKind::Bool(_)).then(|| substituted(cx, b, x.id, rhs))
 }
 

@@ -227,9 +227,10 @@ pub fn first_order_arrays(src: &Source) -> Result<(FirstOrder, Program), Diagnos
 
 fn core(p: Program, src: &Source, lang: Lang) -> Result<FirstOrder, Diagnostic> {
     let main = p.def("main").expect("inline_all keeps main").clone();
-    let ExprKind::Lam(_, pat, body) = &main.body.kind else {
+    let ExprKind::Lam(_, pat_body) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
+    let (pat, body) = &**pat_body;
     check_depth(body, main.span)?;
     let mut fresh = Fresh::new(&p);
     let mut inputs = vec![];
@@ -307,15 +308,17 @@ pub fn closure_converted(src: &Source) -> Result<(FirstOrder, Vec<Code>, Vec<(Na
     let mut consts = vec![];
     for d in &p.defs {
         let mut lam = &d.body;
-        while let ExprKind::Ann(x, _) = &lam.kind {
+        while let ExprKind::Ann(x_x) = &lam.kind {
+            let (x, _) = &**x_x;
             lam = x;
         }
-        let ExprKind::Lam(_, pat, body) = &lam.kind else {
+        let ExprKind::Lam(_, pat_body) = &lam.kind else {
             // a closed value (a closure of closed code with an empty environment)
             check_depth(&d.body, d.span)?;
             consts.push((d.name.clone(), desugar(&d.body, &mut fresh, Lang::ClosedCode)?));
             continue;
         };
+        let (pat, body) = &**pat_body;
         check_depth(body, d.span)?;
         let ty = if &*d.name.text == "main" {
             src.input_type.clone()
@@ -396,13 +399,15 @@ pub fn with_lambdas(src: &Source) -> Result<FirstOrder, Diagnostic> {
             bodies.push((locals[&*mono.defs[i].name.text].clone(), b));
         }
     }
-    while let ExprKind::Ann(x, _) = main_body.kind {
-        main_body = *x;
+    while let ExprKind::Ann(x_x) = main_body.kind {
+        let (x, _) = *x_x;
+        main_body = x;
     }
-    let ExprKind::Lam(k, pat, body) = main_body.kind else { return Err(outside(mono.defs[main_i].span, "`main` that is not a function")) };
-    let body = bodies.into_iter().rev().fold(*body, |acc, (n, rhs)| crate::build::let_(crate::build::pvar(&n), rhs, acc));
+    let ExprKind::Lam(k, pat_body) = main_body.kind else { return Err(outside(mono.defs[main_i].span, "`main` that is not a function")) };
+    let (pat, body) = *pat_body;
+    let body = bodies.into_iter().rev().fold(body, |acc, (n, rhs)| crate::build::let_(crate::build::pvar(&n), rhs, acc));
     let mut main = mono.defs[main_i].clone();
-    main.body = Expr { kind: ExprKind::Lam(k, pat, Box::new(body)), ..main_body };
+    main.body = Expr { kind: ExprKind::Lam(k, Box::new((pat, body))), ..main_body };
     main.scheme = None;
     let mut p = mono.clone();
     p.defs = vec![main];
@@ -418,7 +423,8 @@ pub fn with_lambdas(src: &Source) -> Result<FirstOrder, Diagnostic> {
         }
     }
     let main = p.defs[0].clone();
-    let ExprKind::Lam(_, pat, body) = &main.body.kind else { return Err(outside(main.span, "`main` that is not a function")) };
+    let ExprKind::Lam(_, pat_body) = &main.body.kind else { return Err(outside(main.span, "`main` that is not a function")) };
+    let (pat, body) = &**pat_body;
     check_depth(body, main.span)?;
     let mut fresh = Fresh::new(&p);
     let mut inputs = vec![];
@@ -438,8 +444,9 @@ fn check_depth(body: &Expr, span: Span) -> Result<(), Diagnostic> {
             return Err(Diagnostic::error(at, format!("this program nests more than {limit} levels (not counting let bodies), this chain's `nesting` budget: the CHAD transform recurses on subterms")));
         }
         match &e.kind {
-            ExprKind::Let(_, rhs_b) => {
-                let (rhs, b) = &**rhs_b;
+            ExprKind::Let(rhs_b_x) => {
+                let (_, rhs_b) = &**rhs_b_x;
+                let (rhs, b) = rhs_b;
                 stack.push((rhs, depth + 1));
                 stack.push((b, depth));
             }
@@ -550,13 +557,14 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
     Ok(match &e.kind {
         E::Var(n) if ho == Lang::ClosedCode && n.is_global() => term(K::Global(n.clone()), e),
         E::Var(n) => term(K::Var(n.clone()), e),
-        E::Lam(_, p, body) if ho == Lang::Lambdas => {
+        E::Lam(_, p_body) if ho == Lang::Lambdas => {
+            let (p, body) = &**p_body;
             let Type::Fun(ab) = &e.ty else { return Err(outside(e.span, "a lambda of a non-function type")) };
             let (x, parts) = binder(p, &ab.0, p.span(), fr);
             let body = with_lets(parts, desugar(body, fr, ho)?);
             term(K::Lam(x, Box::new(body)), e)
         }
-        E::App(f, a) if !ho.first_order() => term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e),
+        E::App(f_a) if !ho.first_order() => { let (f, a) = &**f_a; term(K::App(Box::new(desugar(f, fr, ho)?), Box::new(desugar(a, fr, ho)?)), e) },
         E::Real(r) => term(K::Lit(*r), e),
         E::Prim(op, args) if ho == Lang::Arrays && matches!(op, Prim::Build | Prim::Index | Prim::Fold | Prim::Reduce) => arrays(e, *op, args, fr)?,
         // `[]`: a constant, as a literal is
@@ -564,8 +572,9 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
         E::Let(..) => {
             let mut binds = vec![];
             let mut cur = e;
-            while let ExprKind::Let(p, rhs_body) = &cur.kind {
-                let (rhs, body) = &**rhs_body;
+            while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                let (p, rhs_body) = &**p_rhs_body;
+                let (rhs, body) = rhs_body;
                 let t = desugar(rhs, fr, ho)?;
                 let (z, parts) = binder(p, &rhs.ty, rhs.span, fr);
                 binds.push((z, t));
@@ -591,15 +600,16 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
             let b2 = with_lets(by, desugar(e2, fr, ho)?);
             term(K::Case(Box::new(st), x, Box::new(b1), y, Box::new(b2)), e)
         }
-        ExprKind::If(c, a_b) => {
-            let (a, b) = &**a_b;
+        ExprKind::If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
+            let (a, b) = a_b;
             term(K::If(Box::new(desugar(c, fr, ho)?), Box::new(desugar(a, fr, ho)?), Box::new(desugar(b, fr, ho)?)), e)
         }
         // a real primitive, or a real-valued function of discrete arguments only (`real k`)
         E::Prim(op, args) if op.info().jvp.is_some() || args.iter().all(|a| discrete(&a.ty)) => {
             term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
         }
-        E::Ann(x, _) => desugar(x, fr, ho)?,
+        E::Ann(x_x) => { let (x, _) = &**x_x; desugar(x, fr, ho)? },
         // a comparison of a call's result: discrete, its backpropagator adds nothing
         E::Prim(op, args) if !ho.first_order() && discrete(&e.ty) => {
             term(K::Op(*op, args.iter().map(|x| desugar(x, fr, ho)).collect::<Result<_, _>>()?), e)
@@ -618,11 +628,12 @@ fn desugar(e: &Expr, fr: &mut Fresh, ho: Lang) -> Result<Term, Diagnostic> {
 /// A lambda argument of an array operation, its annotations taken off.
 fn lambda(f: &Expr) -> Option<(&Pat, &Expr)> {
     let mut f = f;
-    while let ExprKind::Ann(x, _) = &f.kind {
+    while let ExprKind::Ann(x_x) = &f.kind {
+        let (x, _) = &**x_x;
         f = x;
     }
     match &f.kind {
-        ExprKind::Lam(_, p, body) => Some((p, body)),
+        ExprKind::Lam(_, p_body) => { let (p, body) = &**p_body; Some((p, body)) },
         _ => None,
     }
 }

@@ -13,7 +13,8 @@ pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
             ExprKind::Bind(..) | ExprKind::Pure(_) => {
                 return Err(Diagnostic::error(e.span, "monadic `do`/`pure` are target constructs, not source language"))
             }
-            ExprKind::LetRec(fs, _) => {
+            ExprKind::LetRec(fs_x) => {
+                let (fs, _) = &**fs_x;
                 for f in fs.iter() {
                     if !matches!(strip_ann(&f.body).kind, ExprKind::Lam(..)) {
                         return Err(Diagnostic::error(f.span, "a local recursive definition must be a function"));

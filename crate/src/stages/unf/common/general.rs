@@ -59,13 +59,13 @@ fn peel(f: Expr, m: usize) -> (Vec<Name>, Name, Expr) {
     let mut e = f;
     for _ in 0..=m {
         match e.kind {
-            ExprKind::Lam(_, p, b) => match *p {
+            ExprKind::Lam(_, p_b) => { let (p, b) = *p_b; match p {
                 Pat::Var(n, _) => {
                     names.push(n);
-                    e = *b;
+                    e = b;
                 }
                 _ => unreachable!("Route::seeded returns a curried lambda of variables"),
-            },
+            } },
             _ => unreachable!("Route::seeded returns a curried lambda"),
         }
     }

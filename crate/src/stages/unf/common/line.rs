@@ -44,17 +44,20 @@ pub fn continuation_line(p: &Program) -> Graph {
     let mut seen = rustc_hash::FxHashSet::default();
     let mut stack = vec![&def.body];
     while let Some(e) = stack.pop() {
-        if let ExprKind::Let(pat, rhs_pair) = &e.kind {
-            let (rhs, _) = &**rhs_pair;
-            let mut pairs = vec![(&**pat, rhs)];
+        if let ExprKind::Let(pat_rhs_pair) = &e.kind {
+            let (pat, rhs_pair) = &**pat_rhs_pair;
+            let (rhs, _) = rhs_pair;
+            let mut pairs = vec![(pat, rhs)];
             while let Some((q, mut r)) = pairs.pop() {
                 // `let (x, Y) = (let … in (e, λ…))`: the value is the let chain's last body
-                while let ExprKind::Let(_, body_pair) = &r.kind {
-                    let (_, body) = &**body_pair;
+                while let ExprKind::Let(body_pair_x) = &r.kind {
+                    let (_, body_pair) = &**body_pair_x;
+                    let (_, body) = body_pair;
                     r = body;
                 }
                 match (q, &r.kind) {
-                    (Pat::Var(n, _), ExprKind::Lam(_, params, body)) => {
+                    (Pat::Var(n, _), ExprKind::Lam(_, params_body)) => {
+                        let (params, body) = &**params_body;
                         if let Some(id) = continuation_node(&n.text) {
                             if !seen.insert(id) {
                                 continue;
@@ -96,17 +99,19 @@ fn describe(name: &str, params: &Pat, body: &Expr) -> (String, Option<u64>) {
     };
     // `λ(…, y4) → let (z1, z2) = y4 in Y4 (…)`: the call ends the let chain
     let mut body = body;
-    while let ExprKind::Let(_, rest_pair) = &body.kind {
-        let (_, rest) = &**rest_pair;
+    while let ExprKind::Let(rest_pair_x) = &body.kind {
+        let (_, rest_pair) = &**rest_pair_x;
+        let (_, rest) = rest_pair;
         body = rest;
     }
-    let ExprKind::App(f, arg) = &body.kind else {
+    let ExprKind::App(f_arg) = &body.kind else {
         return (format!("{name}: returns the cotangents"), None);
     };
+    let (f, arg) = &**f_arg;
     let ExprKind::Var(callee) = &f.kind else { return (name.to_string(), None) };
     let args: Vec<&Expr> = match &arg.kind {
         ExprKind::Tuple(es) => es.iter().collect(),
-        _ => vec![&**arg],
+        _ => vec![arg],
     };
     if !crate::stage::shown() {
         // not shown (the page draws it when it is selected, run again): the shape, not the text

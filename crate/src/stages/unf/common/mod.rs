@@ -65,7 +65,8 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     // §7.2: conditions let-bound or holding lets and array operations are brought to plain form
     let mut fr = Fresh::new(&p);
     if let Some(d) = p.defs.iter_mut().find(|d| &*d.name.text == "main") {
-        if let ExprKind::Lam(_, _, body) = &mut d.body.kind {
+        if let ExprKind::Lam(_, body_x) = &mut d.body.kind {
+            let (_, body) = &mut **body_x;
             normalise::conditions(body, &mut fr).map_err(|span| {
                 outside(span, "a condition's boolean computed by a function-taking array operation (a `fold`, `reduce`, `scanl` or `scanr` to a boolean: §7.2's conditions are primal computations that hold none, and Fig. 2's ground types have no booleans, so no let may bind it)")
             })?;
@@ -73,9 +74,10 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     }
     p.next_id = fr.next_id;
     let main = p.def("main").expect("inline_all keeps main");
-    let ExprKind::Lam(_, _, body) = &main.body.kind else {
+    let ExprKind::Lam(_, body_x) = &main.body.kind else {
         return Err(outside(main.span, "`main` that is not a function"));
     };
+    let (_, body) = &**body_x;
     if let Type::Fun(io) = &main.body.ty {
         let input = &io.0;
         if !is_ground(input) {
@@ -87,7 +89,7 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
     // (a binding's right-hand side, unlike a let's body, is not walked in a loop): about two levels
     // of the output per level of the source, hence half the bracket budget (100 in wasm).
     let limit = crate::limits::max_brackets() / 2;
-    let mut stack = vec![(&**body, 1usize)];
+    let mut stack = vec![(body, 1usize)];
     while let Some((e, depth)) = stack.pop() {
         if depth > limit {
             let span = if e.span == Span::NONE { main.span } else { e.span };
@@ -98,7 +100,7 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
         }
         each_child(e, &mut |c| stack.push((c, depth + 1)));
     }
-    let mut stack = vec![&**body];
+    let mut stack = vec![body];
     while let Some(e) = stack.pop() {
         use ExprKind::*;
         if !is_ground(&e.ty) && !matches!(e.kind, Lam(..)) {
@@ -112,8 +114,9 @@ pub fn first_order(src: &Source) -> Result<Program, Diagnostic> {
             Var(_) | Real(_) | Unit | Let(..) | Tuple(_) | Fst(_) | Snd(_) | Ann(..) => {}
             // §7.2: the condition is evaluated on the primal and never differentiated ("booleans are
             // external to the language"); only the branches are terms of the language
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 condition(c)?;
                 stack.push(a);
                 stack.push(b);
@@ -234,7 +237,7 @@ pub const MAX_STACK_COPIES: usize = 400_000;
 /// How many variables main's parameter binds (the first context).
 fn main_inputs(main: &Expr) -> usize {
     match &main.kind {
-        ExprKind::Lam(_, p, _) => p.names().len().max(1),
+        ExprKind::Lam(_, p_x) => { let (p, _) = &**p_x; p.names().len().max(1) },
         _ => 1,
     }
 }
@@ -252,14 +255,16 @@ pub fn stack_copies(body: &Expr, inputs: usize) -> usize {
             return total;
         }
         match &e.kind {
-            ExprKind::Let(p, e1_e2) => {
-                let (e1, e2) = &**e1_e2;
+            ExprKind::Let(p_e1_e2) => {
+                let (p, e1_e2) = &**p_e1_e2;
+                let (e1, e2) = e1_e2;
                 stack.push((e1, n, times));
                 stack.push((e2, n + p.names().len().max(1), times));
             }
             // §7.2: each branch runs in the primal and is differentiated again in the continuation
-            ExprKind::If(_, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(a_b_x) => {
+                let (_, a_b) = &**a_b_x;
+                let (a, b) = a_b;
                 stack.push((a, n, times.saturating_mul(2)));
                 stack.push((b, n, times.saturating_mul(2)));
             }
@@ -289,8 +294,9 @@ pub fn lambda_params(f: &Expr, arity: usize) -> Option<Vec<Name>> {
     let mut out = vec![];
     let mut e = f;
     for _ in 0..arity {
-        let ExprKind::Lam(_, p, b) = &e.kind else { return None };
-        let Pat::Var(n, _) = &**p else { return None };
+        let ExprKind::Lam(_, p_b) = &e.kind else { return None };
+        let (p, b) = &**p_b;
+        let Pat::Var(n, _) = p else { return None };
         out.push(n.clone());
         e = b;
     }
@@ -301,7 +307,8 @@ pub fn lambda_params(f: &Expr, arity: usize) -> Option<Vec<Name>> {
 pub fn lambda_body(f: &Expr, arity: usize) -> &Expr {
     let mut e = f;
     for _ in 0..arity {
-        if let ExprKind::Lam(_, _, b) = &e.kind {
+        if let ExprKind::Lam(_, b_x) = &e.kind {
+            let (_, b) = &**b_x;
             e = b;
         }
     }
@@ -389,7 +396,8 @@ pub fn sum_as_reduce(e: &Expr, a: &Expr, fr: &mut Fresh) -> Expr {
 pub fn source_unf(src: &Source) -> Result<(Program, Pat, unf::Unf, Fresh), Diagnostic> {
     let p = first_order(src)?;
     let main = p.def("main").expect("first_order keeps main");
-    let ExprKind::Lam(_, pat, body) = &main.body.kind else { unreachable!("first_order: main is a lambda") };
+    let ExprKind::Lam(_, pat_body) = &main.body.kind else { unreachable!("first_order: main is a lambda") };
+    let (pat, body) = &**pat_body;
     let mut fr = Fresh::new(&p);
     let (pat, vars) = name_pattern(pat, src.input_type, &mut fr);
     let input: Vec<unf::Slot> = vars.into_iter().map(|(name, ty)| unf::Slot { name, ty }).collect();

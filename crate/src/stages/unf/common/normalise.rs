@@ -40,9 +40,10 @@ fn takes_function(op: Prim) -> bool {
 
 /// `let b = c in e ~> e[c/b]` for a boolean c, in place.
 fn propagate(e: &mut Expr) -> bool {
-    let ExprKind::Let(pat, rhs_body) = &mut e.kind else { return false };
-    let (rhs, body) = &mut **rhs_body;
-    let Pat::Var(b, _) = &mut **pat else { return false };
+    let ExprKind::Let(pat_rhs_body) = &mut e.kind else { return false };
+    let (pat, rhs_body) = &mut **pat_rhs_body;
+    let (rhs, body) = rhs_body;
+    let Pat::Var(b, _) = pat else { return false };
     if rhs.ty != Type::Bool {
         return false;
     }
@@ -65,9 +66,10 @@ fn hoist(c: &mut Expr, fr: &mut Fresh, binds: &mut Vec<(Pat, Expr)>) -> Result<(
         }
         match &mut x.kind {
             ExprKind::Let(..) => {
-                let ExprKind::Let(p, rhs_body) = std::mem::replace(&mut x.kind, ExprKind::Unit) else { unreachable!() };
-                let (rhs, body) = *rhs_body;
-                binds.push((*p, rhs));
+                let ExprKind::Let(p_rhs_body) = std::mem::replace(&mut x.kind, ExprKind::Unit) else { unreachable!() };
+                let (p, rhs_body) = *p_rhs_body;
+                let (rhs, body) = rhs_body;
+                binds.push((p, rhs));
                 *x = body;
                 stack.push(x);
             }
@@ -93,13 +95,14 @@ pub fn conditions(body: &mut Expr, fr: &mut Fresh) -> Result<(), crate::diag::Sp
             stack.push(e);
             continue;
         }
-        if let ExprKind::If(c, _) = &mut e.kind {
+        if let ExprKind::If(c_x) = &mut e.kind {
+            let (c, _) = &mut **c_x;
             if !plain(c) {
                 let mut binds = vec![];
                 hoist(c, fr, &mut binds)?;
                 let inner = std::mem::replace(e, typed(ExprKind::Unit, crate::diag::Span::NONE, Type::Unit));
                 let (span, ty) = (inner.span, inner.ty.clone());
-                *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(Box::new(p), Box::new((rhs, acc))), span, ty.clone()));
+                *e = binds.into_iter().rev().fold(inner, |acc, (p, rhs)| typed(ExprKind::Let(Box::new((p, (rhs, acc)))), span, ty.clone()));
                 stack.push(e);
                 continue;
             }

@@ -117,8 +117,9 @@ pub fn subst_tracked(mut e: Expr, map: &HashMap<u32, Expr>, dirty: &mut Vec<usiz
 pub fn chain_bodies(e: &Expr, n: usize, dirty: &mut Vec<usize>) {
     let mut cur = e;
     for _ in 0..n {
-        let ExprKind::Let(_, b_pair) = &cur.kind else { return };
-        let (_, b) = &**b_pair;
+        let ExprKind::Let(b_pair_x) = &cur.kind else { return };
+        let (_, b_pair) = &**b_pair_x;
+        let (_, b) = b_pair;
         dirty.push(address(b));
         cur = b;
     }
@@ -129,9 +130,10 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
     let mut links = vec![];
     loop {
         match cur.kind {
-            ExprKind::Let(q, rhs_b) => {
-                let (rhs, b) = *rhs_b;
-                links.push((*q, rhs, cur.span));
+            ExprKind::Let(q_rhs_b) => {
+                let (q, rhs_b) = *q_rhs_b;
+                let (rhs, b) = rhs_b;
+                links.push((q, rhs, cur.span));
                 cur = b;
             }
             kind => {
@@ -145,7 +147,7 @@ pub fn unchain(mut cur: Expr) -> (Vec<(Pat, Expr, Span)>, Expr) {
 /// `let p = rhs in body`, typed as `body`.
 pub fn let_typed(p: Pat, rhs: Expr, body: Expr) -> Expr {
     let ty = body.ty.clone();
-    Expr { kind: ExprKind::Let(Box::new(p), Box::new((rhs, body))), span: Span::NONE, ty }
+    Expr { kind: ExprKind::Let(Box::new((p, (rhs, body)))), span: Span::NONE, ty }
 }
 
 fn is_var(e: &Expr) -> bool {
@@ -167,24 +169,27 @@ fn r16_projection(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R1 `(fun p → e) a ~> let p = a in e` (n-ary: p is the tuple of parameters, split afterwards).
 fn r1_beta(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::App(f, a) = &mut e.kind else { return None };
-    let ExprKind::Lam(_, p, body) = &mut f.kind else { return None };
+    let ExprKind::App(f_a) = &mut e.kind else { return None };
+    let (f, a) = &mut **f_a;
+    let ExprKind::Lam(_, p_body) = &mut f.kind else { return None };
+    let (p, body) = &mut **p_body;
     // a new root over two parts of the redex
     cx.changed = Some(Changed::Only(vec![]));
-    Some(let_typed(*p.clone(), cx.take(a), cx.take(body)))
+    Some(let_typed(p.clone(), cx.take(a), cx.take(body)))
 }
 
 /// R17 `let x = (let y = e1 in e2) in e3 ~> let y = e1 in let x = e2 in e3`, for a whole chain of lets
 /// on the right at once (one step instead of one per link, each of which would walk e3 again).
 fn r17_let_of_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(p, rhs_e3) = &mut e.kind else { return None };
-    let (rhs, e3) = &mut **rhs_e3;
+    let ExprKind::Let(p_rhs_e3) = &mut e.kind else { return None };
+    let (p, rhs_e3) = &mut **p_rhs_e3;
+    let (rhs, e3) = rhs_e3;
     if !matches!(rhs.kind, ExprKind::Let(..)) {
         return None;
     }
     let (links, cur) = unchain(cx.take(rhs));
     let n = links.len();
-    let inner = let_typed(*p.clone(), cur, cx.take(e3));
+    let inner = let_typed(p.clone(), cur, cx.take(e3));
     let out = links.into_iter().rev().fold(inner, |acc, (q, e1, span)| at(let_typed(q, e1, acc), span));
     // every let of the result is new; their right-hand sides and e3 are parts of the redex
     let mut dirty = vec![];
@@ -198,7 +203,7 @@ fn r17_let_of_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     let is_let = |x: &Expr| matches!(x.kind, ExprKind::Let(..));
     let candidate = match &e.kind {
-        ExprKind::App(f, a) => is_let(f) || is_let(a),
+        ExprKind::App(f_a) => { let (f, a) = &**f_a; is_let(f) || is_let(a) },
         ExprKind::Fst(x) | ExprKind::Snd(x) => is_let(x),
         ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter().any(is_let),
         _ => false,
@@ -208,7 +213,8 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     }
     let mut out = cx.take(e);
     let slot: &mut Expr = match &mut out.kind {
-        ExprKind::App(f, a) => {
+        ExprKind::App(f_a) => {
+            let (f, a) = &mut **f_a;
             if is_let(f) {
                 f
             } else {
@@ -220,11 +226,12 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
         _ => unreachable!("a candidate"),
     };
     let inner = std::mem::replace(slot, Expr::gen(ExprKind::Unit));
-    let ExprKind::Let(q, e1_e2) = inner.kind else { unreachable!("matched a let") };
-    let (e1, e2) = *e1_e2;
+    let ExprKind::Let(q_e1_e2) = inner.kind else { unreachable!("matched a let") };
+    let (q, e1_e2) = *q_e1_e2;
+    let (e1, e2) = e1_e2;
     *slot = e2;
     // the node f(e2) is new, below a new let
-    let out = let_typed(*q, e1, out);
+    let out = let_typed(q, e1, out);
     let mut dirty = vec![];
     chain_bodies(&out, 1, &mut dirty);
     cx.changed = Some(Changed::Only(dirty));
@@ -233,9 +240,10 @@ fn r18_let_out_of_argument(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R2 for one let: `let _ = e in b ~> b`, and a continuation no one calls.
 fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(p, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let dead = match &**p {
+    let ExprKind::Let(p_rhs_b) = &mut e.kind else { return None };
+    let (p, rhs_b) = &mut **p_rhs_b;
+    let (rhs, b) = rhs_b;
+    let dead = match p {
         Pat::Wild(_) | Pat::Unit(_) => true,
         Pat::Var(n, _) => matches!(rhs.kind, ExprKind::Lam(..)) && occurrences(b, n.id) == 0,
         _ => false,
@@ -250,9 +258,10 @@ fn r2_dead_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// R3 `let x1 = x2 in e ~> e[x2/x1]`.
 fn r3_forward_substitution(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Var(x, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Var(x, _) = pat else { return None };
     if !is_var(rhs) {
         return None;
     }
@@ -264,9 +273,10 @@ fn r3_forward_substitution(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 
 /// `let Y = fun … in C[Y] ~> C[fun …]` when Y occurs once (Lemma 5.1: every continuation does).
 fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Var(y, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Var(y, _) = pat else { return None };
     if !matches!(rhs.kind, ExprKind::Lam(..)) || occurrences(b, y.id) != 1 {
         return None;
     }
@@ -286,9 +296,10 @@ fn inline_continuation(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// `let (x1, …, xn) = e in C[(x1, …, xn)] ~> C[e]` when the xi occur only there, once, and not under a
 /// lambda (the wrapper's `let (g1, …, gn) = Y(0_Γ, 1) in (r, (g1, …, gn))`): no work moves or repeats.
 fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Tuple(ps, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Tuple(ps, _) = pat else { return None };
     let ids: Vec<u32> = ps.iter().map(|p| if let Pat::Var(n, _) = p { Some(n.id) } else { None }).collect::<Option<_>>()?;
     let set: HashSet<u32> = ids.iter().copied().collect();
     if set.len() != ids.len() {
@@ -335,9 +346,10 @@ fn eta_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// `let (p1, …, pn) = <e1, …, en> in b ~> let p1 = e1 in … let pn = en in b` (the note's destructuring
 /// of `let x, Y = <e1, e2>`), with R3 for the components that are variables and R2 for the dead ones.
 fn split_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Let(pat, rhs_b) = &mut e.kind else { return None };
-    let (rhs, b) = &mut **rhs_b;
-    let Pat::Tuple(ps, _) = &mut **pat else { return None };
+    let ExprKind::Let(pat_rhs_b) = &mut e.kind else { return None };
+    let (pat, rhs_b) = &mut **pat_rhs_b;
+    let (rhs, b) = rhs_b;
+    let Pat::Tuple(ps, _) = pat else { return None };
     let ExprKind::Tuple(es) = &mut rhs.kind else { return None };
     if ps.len() != es.len() {
         return None;
@@ -371,13 +383,15 @@ fn split_tuple_let(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
 /// R2 over a lambda's body: every let of its chain whose variables are not used later is dropped, in
 /// one walk from the end (a rule per let would look at the rest of the chain once per let).
 fn r2_dead_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
-    let ExprKind::Lam(k, p, body) = &mut e.kind else { return None };
+    let ExprKind::Lam(k, p_body) = &mut e.kind else { return None };
+    let (p, body) = &mut **p_body;
     let mut keep = vec![];
     {
         let mut links = vec![];
-        let mut cur = &**body;
-        while let ExprKind::Let(q, rhs_b) = &cur.kind {
-            let (rhs, b) = &**rhs_b;
+        let mut cur = &*body;
+        while let ExprKind::Let(q_rhs_b) = &cur.kind {
+            let (q, rhs_b) = &**q_rhs_b;
+            let (rhs, b) = rhs_b;
             links.push((q, rhs));
             cur = b;
         }
@@ -405,8 +419,9 @@ fn r2_dead_lets(e: &mut Expr, cx: &mut RewriteCx) -> Option<Expr> {
     // every kept link is a new let (rebuilt typed as its body, which need not be the type the
     // redex's own let had); their right-hand sides and the chain's tail are the redex's
     let new_lets = keep.iter().filter(|k| **k).count();
-    let out = Expr { kind: ExprKind::Lam(*k, p.clone(), Box::new(out)), span: e.span, ty: e.ty.clone() };
-    let ExprKind::Lam(_, _, body) = &out.kind else { unreachable!("built a lambda") };
+    let out = Expr { kind: ExprKind::Lam(*k, Box::new((p.clone(), out))), span: e.span, ty: e.ty.clone() };
+    let ExprKind::Lam(_, body_x) = &out.kind else { unreachable!("built a lambda") };
+    let (_, body) = &**body_x;
     let mut dirty = vec![];
     if new_lets > 0 {
         dirty.push(address(body));
@@ -474,8 +489,9 @@ const MAX_VISITS: u64 = 4_000_000;
 /// operations, the paper's binders), and so no application and no variable of a function type.
 pub fn check_lemma_5_3(p: &Program) -> Result<(), String> {
     for d in &p.defs {
-        let ExprKind::Lam(_, _, body) = &d.body.kind else { return Err(format!("`{}` is not a function", d.name.text)) };
-        let mut stack = vec![&**body];
+        let ExprKind::Lam(_, body_x) = &d.body.kind else { return Err(format!("`{}` is not a function", d.name.text)) };
+        let (_, body) = &**body_x;
+        let mut stack = vec![body];
         while let Some(e) = stack.pop() {
             match &e.kind {
                 ExprKind::Lam(..) => return Err("a lambda abstraction is left".into()),

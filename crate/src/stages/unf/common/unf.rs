@@ -288,11 +288,12 @@ impl Builder<'_> {
                 let ty = self.stack[i].ty.clone();
                 self.step(Op::Var(i), Some(("v", ty)), sp)
             }
-            Ann(x, _) => self.go(x),
+            Ann(x_x) => { let (x, _) = &**x_x; self.go(x) },
             // UNF(Γ ⊢ let x = e1 in e2) = UNF(e1) ; UNF(e2) ; proj_{Γ;A;B}. A tuple pattern binds its
             // components as `let (a, b) = p` would by `let a = π1 p in let b = π2 p`: each `var ; πi ; proj`.
-            ExprKind::Let(p, e1_e2) => {
-                let (e1, e2) = &**e1_e2;
+            ExprKind::Let(p_e1_e2) => {
+                let (p, e1_e2) = &**p_e1_e2;
+                let (e1, e2) = e1_e2;
                 self.go(e1)?;
                 self.bind(p, g, sp)?;
                 self.go(e2)?;
@@ -346,8 +347,9 @@ impl Builder<'_> {
                 self.hide(g, sp)
             }
             // UNF(Γ ⊢ if c then e2 else e3) = if_{Γ;c;e2;e3} (ours: §7.2 defines no UNF for it, §7.3)
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 let mut free = self.free(c)?;
                 for x in [self.free(a)?, self.free(b)?] {
                     for v in x {
@@ -357,7 +359,7 @@ impl Builder<'_> {
                     }
                 }
                 free.sort_by_key(|(_, i)| *i);
-                let op = Op::If { cond: (**c).clone(), then: a.clone(), els: b.clone(), free };
+                let op = Op::If { cond: c.clone(), then: a.clone(), els: b.clone(), free };
                 self.step(op, Some(("v", e.ty.clone())), sp)
             }
             // UNF(Γ ⊢ fold (x,y.e1) e2 e3) = UNF(e2) ; ~UNF(e3) ; fold_{Γ;x,y.e1} ; proj_{Γ;R,A[R]^n;R}

@@ -151,7 +151,7 @@ fn bound_ids(e: &Expr) -> Vec<u32> {
     let mut out = vec![];
     let mut stack = vec![e];
     while let Some(x) = stack.pop() {
-        if let ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) = &x.kind {
+        if let Some(p) = match &x.kind { ExprKind::Lam(_, p_x) => Some(&p_x.0), ExprKind::Let(p_x) => Some(&p_x.0), _ => None } {
             out.extend(p.names().into_iter().map(|n| n.id));
         }
         each_child(x, &mut |c| stack.push(c));
@@ -399,9 +399,10 @@ macro_rules! index_rule {
 }
 
 index_rule!(i3_let, |t, u, _cx| {
-    let ExprKind::Let(p, v_body) = &t.kind else { return None };
-    let (v, body) = &**v_body;
-    Some(let_((**p).clone(), v.clone(), index(body.clone(), u.clone())))
+    let ExprKind::Let(p_v_body) = &t.kind else { return None };
+    let (p, v_body) = &**p_v_body;
+    let (v, body) = v_body;
+    Some(let_(p.clone(), v.clone(), index(body.clone(), u.clone())))
 });
 
 index_rule!(i4_cond, |t, u, cx| {
@@ -420,7 +421,7 @@ index_rule!(i5_op, |t, u, cx| {
     });
     let body = out?;
     Some(match r.kind {
-        ExprKind::Let(p, v_pair) => let_(*p, v_pair.0, body),
+        ExprKind::Let(p_v_pair) => { let (p, v_pair) = *p_v_pair; let_(p, v_pair.0, body) },
         _ => body,
     })
 });
@@ -563,9 +564,10 @@ pub fn check_theorem_5_1(e: &Expr) -> Result<(), Diagnostic> {
 /// arrays change shape with its index, outside the paper's language (§5, Static shapes).
 fn index_dependent_size(x: &Expr) -> bool {
     let ExprKind::Prim(Prim::Build, a) = &x.kind else { return false };
-    let ExprKind::Lam(_, p, body) = &a[1].kind else { return false };
-    let Pat::Var(i, _) = &**p else { return false };
-    let mut stack = vec![&**body];
+    let ExprKind::Lam(_, p_body) = &a[1].kind else { return false };
+    let (p, body) = &**p_body;
+    let Pat::Var(i, _) = p else { return false };
+    let mut stack = vec![body];
     while let Some(y) = stack.pop() {
         let size = match (&y.kind, view(y)) {
             (ExprKind::Prim(Prim::Build | Prim::Replicate, b), _) => Some(&b[0]),

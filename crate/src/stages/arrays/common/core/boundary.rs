@@ -54,9 +54,10 @@ pub struct Get<'e> {
 /// The `let c = soaGet path x` lets that start `e` (main's boundary, or the wrapper's), and the rest.
 pub fn leading_gets(mut e: &Expr) -> (Vec<Get<'_>>, &Expr) {
     let mut out = vec![];
-    while let ExprKind::Let(pat, rhs_rest) = &e.kind {
-        let (rhs, rest) = &**rhs_rest;
-        let Pat::Var(name, _) = &**pat else { break };
+    while let ExprKind::Let(pat_rhs_rest) = &e.kind {
+        let (pat, rhs_rest) = &**pat_rhs_rest;
+        let (rhs, rest) = rhs_rest;
+        let Pat::Var(name, _) = pat else { break };
         let Some((path, ExprKind::Var(input))) = parse_get(rhs).map(|(p, x)| (p, &x.kind)) else { break };
         out.push(Get { name, path, input, rhs });
         e = rest;
@@ -173,9 +174,10 @@ pub fn output(t: &Type, core: Expr, fresh: &mut Fresh) -> Expr {
 
 /// The end of main's body written by `output`: the core term and the conversion after it.
 pub fn parse_output(e: &Expr) -> Option<(&Expr, &Expr)> {
-    let ExprKind::Let(pat, core_conv) = &e.kind else { return None };
-    let (core, conv) = &**core_conv;
-    let Pat::Tuple(..) = &**pat else { return None };
+    let ExprKind::Let(pat_core_conv) = &e.kind else { return None };
+    let (pat, core_conv) = &**pat_core_conv;
+    let (core, conv) = core_conv;
+    let Pat::Tuple(..) = pat else { return None };
     Some((core, conv))
 }
 

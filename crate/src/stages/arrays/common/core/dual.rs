@@ -91,9 +91,10 @@ impl Dx<'_> {
         // a let chain is walked in a loop (D[let x = u in v] = do x ← D[u]; D[v], Fig. 14)
         let mut links: Vec<(Name, Expr, bool)> = vec![];
         let mut cur = e;
-        while let ExprKind::Let(pat, rhs_body) = &cur.kind {
-            let (rhs, body) = &**rhs_body;
-            let Pat::Var(x, _) = &**pat else { break };
+        while let ExprKind::Let(pat_rhs_body) = &cur.kind {
+            let (pat, rhs_body) = &**pat_rhs_body;
+            let (rhs, body) = rhs_body;
+            let Pat::Var(x, _) = pat else { break };
             let r = is_r(&rhs.ty);
             let rhs2 = if r { self.d(rhs)? } else { self.d_prime(rhs) };
             if r {
@@ -158,11 +159,14 @@ impl Dx<'_> {
             }
             Core::Gather { t, .. } | Core::Scatter { t, .. } => {
                 // the same application with x for t; its Delta: Gather/Scatter sizes d f
-                let ExprKind::App(head, f) = &e.kind else { return Err(err(e, "this gather")) };
-                let ExprKind::App(head2, _) = &head.kind else { return Err(err(e, "this gather")) };
-                let ExprKind::App(op, sizes) = &head2.kind else { return Err(err(e, "this gather")) };
+                let ExprKind::App(head_f) = &e.kind else { return Err(err(e, "this gather")) };
+                let (head, f) = &**head_f;
+                let ExprKind::App(head2_x) = &head.kind else { return Err(err(e, "this gather")) };
+                let (head2, _) = &**head2_x;
+                let ExprKind::App(op_sizes) = &head2.kind else { return Err(err(e, "this gather")) };
+                let (op, sizes) = &**op_sizes;
                 let ctor = if matches!(view(e), Core::Gather { .. }) { "Gather" } else { "Scatter" };
-                let (sizes, f, op) = (self.d_prime(sizes), self.d_prime(f), (**op).clone());
+                let (sizes, f, op) = (self.d_prime(sizes), self.d_prime(f), op.clone());
                 let (s2, f2) = (sizes.clone(), f.clone());
                 self.unary(t, move |x| apps(op, [sizes, x, f]), move |d| apps(builtin(ctor), [s2, d, f2]))?
             }
@@ -322,7 +326,8 @@ fn lift(c: Expr, ps: &[Name], primals: &[Expr], rank: usize, fresh: &mut Fresh) 
 /// The wrapper of §6.5: `grad (input, seed)` runs D[t] with input k as `(x_k, Input k x_k)`, then the
 /// reverse pass from `seed`, and returns (primal, gradient in the input's shape).
 pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
-    let ExprKind::Lam(_, pat, body) = &main.kind else { return Err(Diagnostic::error(main.span, "main is not a function")) };
+    let ExprKind::Lam(_, pat_body) = &main.kind else { return Err(Diagnostic::error(main.span, "main is not a function")) };
+    let (pat, body) = &**pat_body;
     // main's arrays of tuples taken apart at the boundary (boundary.rs): each component array is an
     // input of its own, and the array of tuples only the primal they are read from
     let (gets, body) = super::boundary::leading_gets(body);
@@ -337,7 +342,7 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     };
     let parts: Vec<(Name, Vec<i64>, Name)> = gets.into_iter().map(|g| (g.name.clone(), g.path, g.input.clone())).collect();
     // name every component (a `_` gets a name: its gradient is returned too)
-    let mut pat: Pat = (**pat).clone();
+    let mut pat: Pat = pat.clone();
     let mut stack = vec![&mut pat];
     while let Some(p) = stack.pop() {
         match p {
@@ -410,12 +415,13 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
     }
     let grads = rebuild(&opat, &outer, &g, &zips);
     let (seed_core, primal) = match conv.map(|c| &c.kind) {
-        Some(ExprKind::Let(ys, user_pair)) => {
-            let (_, user) = &**user_pair;
+        Some(ExprKind::Let(ys_user)) => {
+            let (ys, user_pair) = &**ys_user;
+            let (_, user) = user_pair;
             let ls = super::boundary::leaves(output_type);
             let parts = tuple(ls.iter().map(|(p, _)| super::boundary::get(p, var(&seed))).collect());
             let t = Type::Tuple(ls.into_iter().map(|(_, t)| t).collect());
-            (ann(parts, t), let_((**ys).clone(), var(&y), user.clone()))
+            (ann(parts, t), let_(ys.clone(), var(&y), user.clone()))
         }
         _ => (ann(var(&seed), output_type.clone()), var(&y)),
     };
@@ -435,7 +441,8 @@ pub fn wrapper(main: &Expr, output_type: &Type, fresh: &mut Fresh) -> Result<Exp
 
 /// The types of main's parameters, read from their uses (the pattern's own type).
 fn param_types(main: &Expr, vars: &[Name]) -> Vec<Type> {
-    let ExprKind::Lam(_, pat, _) = &main.kind else { return vec![] };
+    let ExprKind::Lam(_, pat_x) = &main.kind else { return vec![] };
+    let (pat, _) = &**pat_x;
     let Type::Fun(arg_result) = &main.ty else { return vars.iter().map(|_| Type::Unknown).collect() };
     let arg = &arg_result.0;
     let mut out = vec![];

@@ -36,10 +36,12 @@ fn refuse(e: &Expr, what: &str) -> Diagnostic {
 
 /// `\acc -> \c -> body`: the two parameters and the body.
 pub fn scan_fun(f: &Expr) -> Option<(&Name, &Name, &Expr)> {
-    let ExprKind::Lam(_, pat, inner) = &f.kind else { return None };
-    let Pat::Var(acc, _) = &**pat else { return None };
-    let ExprKind::Lam(_, pat, body) = &inner.kind else { return None };
-    let Pat::Var(c, _) = &**pat else { return None };
+    let ExprKind::Lam(_, pat_inner) = &f.kind else { return None };
+    let (pat, inner) = &**pat_inner;
+    let Pat::Var(acc, _) = pat else { return None };
+    let ExprKind::Lam(_, pat_body) = &inner.kind else { return None };
+    let (pat, body) = &**pat_body;
+    let Pat::Var(c, _) = pat else { return None };
     Some((acc, c, body))
 }
 

@@ -68,11 +68,13 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
     let grad = wrapper_of(src)?;
     let mut fr = Fresh::new(src.program);
     // grad = \(input, seed) -> let pat = input in let primal lets in (primal, grads)
-    let ExprKind::Lam(k, io, body) = &grad.body.kind else { return Err(Diagnostic::error(Span::NONE, "`grad` is not a function")) };
+    let ExprKind::Lam(k, io_body) = &grad.body.kind else { return Err(Diagnostic::error(Span::NONE, "`grad` is not a function")) };
+    let (io, body) = &**io_body;
     let mut lets = vec![];
-    let mut cur = &**body;
-    while let ExprKind::Let(p, rhs_rest) = &cur.kind {
-        let (rhs, rest) = &**rhs_rest;
+    let mut cur = body;
+    while let ExprKind::Let(p_rhs_rest) = &cur.kind {
+        let (p, rhs_rest) = &**p_rhs_rest;
+        let (rhs, rest) = rhs_rest;
         lets.push((p.clone(), rhs.clone()));
         cur = rest;
     }
@@ -86,9 +88,9 @@ pub fn share_to_let_output(src: &Source) -> Result<Output, Diagnostic> {
         out = let_(pvar(&x), t, out);
     }
     for (p, rhs) in lets.into_iter().rev() {
-        out = let_(*p, rhs, out);
+        out = let_(p, rhs, out);
     }
-    let mut p = src.program.with_defs(vec![def(WRAPPER, Expr::gen(ExprKind::Lam(*k, io.clone(), Box::new(out))))]);
+    let mut p = src.program.with_defs(vec![def(WRAPPER, Expr::gen(ExprKind::Lam(*k, Box::new((io.clone(), out)))))]);
     p.next_id = fr.next_id;
     Ok(Output::from(p))
 }

@@ -72,8 +72,9 @@ pub(super) fn lift_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32]
 fn fixed_build(y: &Expr, whole: impl Fn(&Expr) -> Expr, fixed: impl Fn(&Expr) -> bool) -> Option<(Name, Expr)> {
     let ExprKind::Prim(Prim::Build, b) = &y.kind else { return None };
     let [s, f] = &b[..] else { return None };
-    let ExprKind::Lam(_, p, _) = &f.kind else { return None };
-    let Pat::Var(j, _) = &**p else { return None };
+    let ExprKind::Lam(_, p_x) = &f.kind else { return None };
+    let (p, _) = &**p_x;
+    let Pat::Var(j, _) = p else { return None };
     let size = whole(s);
     fixed(&size).then(|| (j.clone(), size))
 }
@@ -224,7 +225,7 @@ pub(super) fn real_step(u: &Expr, map: &[RealCopy], (ints, local): (&[u32], &[u3
         ExprKind::Int(k) => real(*k as f64).with_ty(Type::Real),
         ExprKind::Var(v) if map.iter().any(|m| m.0 == v.id && m.2 == 0) => var(&Name::new("acc", map.iter().find(|m| m.0 == v.id)?.1)).with_ty(Type::Real),
         ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(*op, a.iter().map(|x| real_step(x, map, (ints, local), fresh)).collect::<Option<Vec<_>>>()?).with_ty(Type::Real),
-        ExprKind::If(c, ab) => if_(real_test(c, map, (ints, local), fresh)?, real_step(&ab.0, map, (ints, local), fresh)?, real_step(&ab.1, map, (ints, local), fresh)?).with_ty(Type::Real),
+        ExprKind::If(c_ab) => { let (c, ab) = &**c_ab; if_(real_test(c, map, (ints, local), fresh)?, real_step(&ab.0, map, (ints, local), fresh)?, real_step(&ab.1, map, (ints, local), fresh)?).with_ty(Type::Real) },
         _ if free(u) => prim(Prim::ToReal, vec![u.clone()]).with_ty(Type::Real),
         ExprKind::Prim(Prim::Index, a) if a.len() == 2 && free(&a[0]) => {
             let u = real_step(&a[1], map, (ints, local), fresh)?;
@@ -330,7 +331,7 @@ pub(super) fn bound_in(t: &Expr) -> Option<Vec<u32>> {
     let mut stack = vec![t];
     while let Some(y) = stack.pop() {
         match &y.kind {
-            ExprKind::Lam(_, p, _) | ExprKind::Let(p, _) => local.extend(p.names().into_iter().map(|x| x.id)),
+            ExprKind::Lam(_, p_x) => local.extend(p_x.0.names().into_iter().map(|x| x.id)), ExprKind::Let(p_x) => local.extend(p_x.0.names().into_iter().map(|x| x.id)),
             ExprKind::Case(c) => local.extend(c.1.names().into_iter().chain(c.3.names()).map(|x| x.id)),
             ExprKind::LetRec(..) => return None,
             _ => {}
@@ -380,7 +381,7 @@ pub(super) fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32]
             ExprKind::Prim(Prim::Index, a) if elem_rank(&y.ty).is_some() && bare_int_use(&whole(&a[1]), ints) && (y.ty != Type::Real || mixed(&[&a[0], &a[1]])) => {
                 let r = elem_rank(&y.ty).unwrap_or(0);
                 let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                let [e, u]: [Expr; 2] = a.into_vec().try_into().unwrap_or_else(|_| unreachable!());
+                let [e, u]: [Expr; 2] = a.into_iter().collect::<Vec<_>>().try_into().unwrap_or_else(|_| unreachable!());
                 let (w, q) = (fresh.name("w"), fresh.name("q"));
                 let wv = var(&w).with_ty(nested(&Type::Real, r + 1));
                 let hit = prim(Prim::Eq, vec![as_real(var(&q).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
@@ -404,12 +405,12 @@ pub(super) fn real_int_reads(t: &mut Expr, inner: &Binds, (ints, reals): (&[u32]
             }
             ExprKind::Prim(Prim::Lt | Prim::Le | Prim::Gt | Prim::Ge | Prim::Eq | Prim::Ne, a) if a.len() == 2 && a.iter().any(|x| integer(x, ints)) && mixed(&[&a[0], &a[1]]) => {
                 let ExprKind::Prim(op, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                y.kind = ExprKind::Prim(op, a.into_vec().into_iter().map(as_real).collect());
+                y.kind = ExprKind::Prim(op, a.into_iter().collect::<Vec<_>>().into_iter().map(as_real).collect());
                 continue;
             }
             ExprKind::Prim(Prim::ToReal, a) if mixed(&[&a[0]]) => {
                 let ExprKind::Prim(_, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                *y = as_real(a.into_vec().remove(0));
+                *y = as_real(a.into_iter().collect::<Vec<_>>().remove(0));
                 continue;
             }
             _ => {}
@@ -438,7 +439,7 @@ pub(super) fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals, i): (&[u32
     while let Some((y, around)) = stack.pop() {
         let hit = match &y.kind {
             ExprKind::Prim(Prim::Sum, a) if y.ty == Type::Real && a.len() == 1 => match &a[0].kind {
-                ExprKind::Prim(Prim::Build, b) if b.len() == 2 && matches!(&b[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => {
+                ExprKind::Prim(Prim::Build, b) if b.len() == 2 && matches!(&b[1].kind, ExprKind::Lam(_, p) if matches!(&p.0, Pat::Var(..))) => {
                     let size = whole(&b[0]);
                     let others = reals.iter().chain(local.iter().filter(|&&x| around.iter().all(|(j, _)| j.id != x))).any(|&x| mentions(&size, x));
                     bare_int_use(&size, ints) && !others
@@ -450,17 +451,18 @@ pub(super) fn masked_sizes(t: &mut Expr, inner: &Binds, (ints, reals, i): (&[u32
         if hit {
             let ExprKind::Prim(_, mut a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
             let ExprKind::Prim(_, b) = std::mem::replace(&mut a[0].kind, ExprKind::Int(0)) else { unreachable!() };
-            let [u, f]: [Expr; 2] = b.into_vec().try_into().unwrap_or_else(|_| unreachable!());
-            let ExprKind::Lam(kind, p, body) = f.kind else { unreachable!() };
-            let Pat::Var(j, _) = &*p else { unreachable!() };
+            let [u, f]: [Expr; 2] = b.into_iter().collect::<Vec<_>>().try_into().unwrap_or_else(|_| unreachable!());
+            let ExprKind::Lam(kind, p_body) = f.kind else { unreachable!() };
+            let (p, body) = *p_body;
+            let Pat::Var(j, _) = &p else { unreachable!() };
             let shape = fresh.name("shape");
             let size = whole(&u);
             let binders: Vec<(Name, Expr)> = around.iter().filter(|(x, _)| mentions(&size, x.id)).cloned().collect();
             sizes.push((shape.clone(), size, binders));
             let below = prim(Prim::Lt, vec![as_real(var(j).with_ty(Type::Int)), as_real(u)]).with_ty(Type::Bool);
             let mask = if_(below, real(1.0).with_ty(Type::Real), real(0.0).with_ty(Type::Real)).with_ty(Type::Real);
-            let body = prim(Prim::Mul, vec![*body, mask]).with_ty(Type::Real);
-            let f = Expr { kind: ExprKind::Lam(kind, p, Box::new(body)), ..f };
+            let body = prim(Prim::Mul, vec![body, mask]).with_ty(Type::Real);
+            let f = Expr { kind: ExprKind::Lam(kind, Box::new((p, body))), ..f };
             let b = prim(Prim::Build, vec![length(var(&shape).with_ty(Type::array(Type::Int))), f]).with_ty(Type::array(Type::Real));
             *y = Expr { kind: ExprKind::Prim(Prim::Sum, vec![b].into()), ..std::mem::replace(y, unit()) };
         }
@@ -489,16 +491,17 @@ pub(super) type Size = (Name, Expr, Vec<(Name, Expr)>);
 /// stays, and is refused.
 pub(super) fn fuse_sized_builds(t: &mut Expr, inner: &Binds, ints: &[u32], fresh: &mut Fresh) {
     let sized = |b: &Expr| match &b.kind {
-        ExprKind::Prim(Prim::Build, a) if a.len() == 2 && matches!(&a[1].kind, ExprKind::Lam(_, p, _) if matches!(&**p, Pat::Var(..))) => bare_int_use(&wrap(live(inner, &a[0]), a[0].clone()), ints),
+        ExprKind::Prim(Prim::Build, a) if a.len() == 2 && matches!(&a[1].kind, ExprKind::Lam(_, p) if matches!(&p.0, Pat::Var(..))) => bare_int_use(&wrap(live(inner, &a[0]), a[0].clone()), ints),
         _ => false,
     };
     // a build's size and its lambda's binder and body
     fn parts(b: Expr) -> Option<(Expr, Name, Expr)> {
         let ExprKind::Prim(_, a) = b.kind else { return None };
-        let [u, f]: [Expr; 2] = a.into_vec().try_into().ok()?;
-        let ExprKind::Lam(_, p, body) = f.kind else { return None };
-        let Pat::Var(j, _) = &*p else { return None };
-        Some((u, j.clone(), *body))
+        let [u, f]: [Expr; 2] = a.into_iter().collect::<Vec<_>>().try_into().ok()?;
+        let ExprKind::Lam(_, p_body) = f.kind else { return None };
+        let (p, body) = *p_body;
+        let Pat::Var(j, _) = &p else { return None };
+        Some((u, j.clone(), body))
     }
     // until none is left: a fused map may be the build another consumer meets
     let mut changed = true;
@@ -511,22 +514,23 @@ pub(super) fn fuse_sized_builds(t: &mut Expr, inner: &Binds, ints: &[u32], fresh
                 ExprKind::Prim(Prim::Length | Prim::Index, a) if !a.is_empty() && sized(&a[0]) => true,
                 // both arrays of a map2 read at j: the sized build's size, the other read (a variable,
                 // or a build fused by its index)
-                ExprKind::Prim(Prim::Map2, a) if a.len() == 3 && (sized(&a[1]) || sized(&a[2])) && a[1..].iter().all(|x| sized(x) || matches!(x.kind, ExprKind::Var(_))) && matches!(&a[0].kind, ExprKind::Lam(_, _, g) if matches!(g.kind, ExprKind::Lam(..))) => true,
+                ExprKind::Prim(Prim::Map2, a) if a.len() == 3 && (sized(&a[1]) || sized(&a[2])) && a[1..].iter().all(|x| sized(x) || matches!(x.kind, ExprKind::Var(_))) && matches!(&a[0].kind, ExprKind::Lam(_, g) if matches!(g.1.kind, ExprKind::Lam(..))) => true,
                 _ => false,
             };
             if fused {
                 let ty = y.ty.clone();
                 let ExprKind::Prim(op, a) = std::mem::replace(&mut y.kind, ExprKind::Int(0)) else { unreachable!() };
-                let mut a = a.into_vec();
+                let mut a = a.into_iter().collect::<Vec<_>>();
                 let new = match op {
                     Prim::Map => {
                         let (g, b) = (a.remove(0), a.remove(0));
-                        let ExprKind::Lam(_, pg, gb) = g.kind else { unreachable!() };
+                        let ExprKind::Lam(_, pg_gb) = g.kind else { unreachable!() };
+                        let (pg, gb) = *pg_gb;
                         let Some((u, j, fb)) = parts(b) else { unreachable!() };
                         let elem = ty.as_array().cloned().unwrap_or(Type::Unknown);
-                        let body = match &*pg {
+                        let body = match &pg {
                             Pat::Var(x, _) => super::bot::subst(&gb, x.id, &fb, fresh),
-                            _ => let_((*pg).clone(), fb, *gb).with_ty(elem),
+                            _ => let_(pg.clone(), fb, gb).with_ty(elem),
                         };
                         prim(Prim::Build, vec![u, lam(pvar(&j), body)])
                     }
@@ -540,14 +544,16 @@ pub(super) fn fuse_sized_builds(t: &mut Expr, inner: &Binds, ints: &[u32], fresh
                         let Some(u) = u else { unreachable!() };
                         let j = fresh.name("j");
                         let elem = ty.as_array().cloned().unwrap_or(Type::Unknown);
-                        let ExprKind::Lam(_, px, g1) = g.kind else { unreachable!() };
-                        let ExprKind::Lam(_, py, gb) = g1.kind else { unreachable!() };
+                        let ExprKind::Lam(_, px_g1) = g.kind else { unreachable!() };
+                        let (px, g1) = *px_g1;
+                        let ExprKind::Lam(_, py_gb) = g1.kind else { unreachable!() };
+                        let (py, gb) = *py_gb;
                         let read = |x: Expr| {
                             let t = x.ty.as_array().cloned().unwrap_or(Type::Unknown);
                             prim(Prim::Index, vec![x, var(&j).with_ty(Type::Int)]).with_ty(t)
                         };
-                        let body = let_((*py).clone(), read(ys), *gb).with_ty(elem.clone());
-                        let body = let_((*px).clone(), read(xs), body).with_ty(elem);
+                        let body = let_(py.clone(), read(ys), gb).with_ty(elem.clone());
+                        let body = let_(px.clone(), read(xs), body).with_ty(elem);
                         prim(Prim::Build, vec![u, lam(pvar(&j), body)])
                     }
                     _ => {
@@ -582,7 +588,7 @@ pub(super) fn integer(x: &Expr, ints: &[u32]) -> bool {
 pub(super) fn as_real(u: Expr) -> Expr {
     match u.kind {
         ExprKind::Int(k) => real(k as f64).with_ty(Type::Real),
-        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_vec().into_iter().map(as_real).collect()).with_ty(Type::Real),
+        ExprKind::Prim(op @ (Prim::Add | Prim::Sub | Prim::Mul | Prim::Neg), a) => prim(op, a.into_iter().collect::<Vec<_>>().into_iter().map(as_real).collect()).with_ty(Type::Real),
         kind => prim(Prim::ToReal, vec![Expr { kind, ..u }]).with_ty(Type::Real),
     }
 }

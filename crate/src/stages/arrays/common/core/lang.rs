@@ -132,8 +132,9 @@ pub enum Core<'a> {
 pub fn spine(e: &Expr) -> Option<(&str, Vec<&Expr>)> {
     let mut args = vec![];
     let mut cur = e;
-    while let ExprKind::App(f, a) = &cur.kind {
-        args.push(&**a);
+    while let ExprKind::App(f_a) = &cur.kind {
+        let (f, a) = &**f_a;
+        args.push(a);
         cur = f;
     }
     args.reverse();
@@ -158,8 +159,9 @@ fn components(e: &Expr, n: usize) -> Option<Vec<&Expr>> {
 }
 
 fn index_fun(f: &Expr, m: usize, n: usize) -> Option<(Vec<&Name>, Vec<&Expr>)> {
-    let ExprKind::Lam(_, p, body) = &f.kind else { return None };
-    let is: Vec<&Name> = match &**p {
+    let ExprKind::Lam(_, p_body) = &f.kind else { return None };
+    let (p, body) = &**p_body;
+    let is: Vec<&Name> = match p {
         Pat::Var(x, _) if m == 1 => vec![x],
         Pat::Tuple(ps, _) if ps.len() == m => ps.iter().map(|p| if let Pat::Var(x, _) = p { Some(x) } else { None }).collect::<Option<_>>()?,
         _ => return None,
@@ -256,10 +258,12 @@ pub fn op_operands(e: &Expr) -> Option<Vec<&Expr>> {
 
 /// The parameters `x` or `x y` of `\x -> e` / `\x -> \y -> e`, and the body.
 pub fn lam_params(f: &Expr) -> Option<(Vec<&Name>, &Expr)> {
-    let ExprKind::Lam(_, pat, b) = &f.kind else { return None };
-    let Pat::Var(x, _) = &**pat else { return None };
-    if let ExprKind::Lam(_, pat, b2) = &b.kind {
-        if let Pat::Var(y, _) = &**pat {
+    let ExprKind::Lam(_, pat_b) = &f.kind else { return None };
+    let (pat, b) = &**pat_b;
+    let Pat::Var(x, _) = pat else { return None };
+    if let ExprKind::Lam(_, pat_b2) = &b.kind {
+        let (pat, b2) = &**pat_b2;
+        if let Pat::Var(y, _) = pat {
             return Some((vec![x, y], b2));
         }
     }
@@ -272,10 +276,10 @@ pub fn view(e: &Expr) -> Core<'_> {
     }
     match &e.kind {
         ExprKind::Prim(Prim::Build, a) => match &a[1].kind {
-            ExprKind::Lam(_, pat, body) => match &**pat {
+            ExprKind::Lam(_, pat_body) => { let (pat, body) = &**pat_body; match pat {
                 Pat::Var(i, _) => Core::Build1 { k: &a[0], i, body },
                 _ => Core::Other,
-            },
+            } },
             _ => Core::Other,
         },
         ExprKind::Prim(Prim::Replicate, a) => Core::Replicate(&a[0], &a[1]),
@@ -285,10 +289,7 @@ pub fn view(e: &Expr) -> Core<'_> {
         ExprKind::Prim(Prim::Length, a) => Core::Length(&a[0]),
         ExprKind::Prim(Prim::Scanl, a) => Core::Scanl { f: &a[0], z: &a[1], xs: &a[2] },
         ExprKind::Array(es) => Core::Lit(es),
-        ExprKind::Let(pat, rhs_body) if matches!(**pat, Pat::Var(..)) => match &**pat {
-            Pat::Var(x, _) => Core::Let(x, &rhs_body.0, &rhs_body.1),
-            _ => Core::Other,
-        },
+        ExprKind::Let(pat_rb) if matches!(pat_rb.0, Pat::Var(..)) => match &**pat_rb { (Pat::Var(x, _), rhs_body) => Core::Let(x, &rhs_body.0, &rhs_body.1), _ => Core::Other },
         ExprKind::Var(x) => Core::Var(x),
         ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) => Core::Const,
         _ => {

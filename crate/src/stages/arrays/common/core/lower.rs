@@ -53,10 +53,11 @@ fn beta(f: &Expr, args: Vec<Expr>, fresh: &mut Fresh) -> Result<Expr, Diagnostic
     let mut body = f;
     let mut params = vec![];
     for _ in 0..args.len() {
-        let ExprKind::Lam(_, pat, b) = &body.kind else {
+        let ExprKind::Lam(_, pat_b) = &body.kind else {
             return Err(refuse(f.span, "function argument that is not a lambda of scalars or arrays"));
         };
-        match &**pat {
+        let (pat, b) = &**pat_b;
+        match pat {
             Pat::Var(x, _) => params.push(x.id),
             Pat::Wild(_) => params.push(u32::MAX),
             _ => return Err(refuse(f.span, "function argument that is not a lambda of scalars or arrays")),
@@ -88,12 +89,15 @@ fn named_as(text: &str, a: Expr, fresh: &mut Fresh, k: impl FnOnce(Expr, &mut Fr
 /// (0 for `fold`/`reduce`/`scanl`, whose `f` takes the accumulator first; 1 for `scanr`): the
 /// accumulator's id, the element's pattern and the body.
 fn acc_lambda(f: &Expr, acc_at: usize) -> Option<(u32, &Pat, &Expr)> {
-    let ExprKind::Lam(_, p0, inner) = &f.kind else { return None };
-    let ExprKind::Lam(_, p1, body) = &inner.kind else { return None };
+    let ExprKind::Lam(_, p0_inner) = &f.kind else { return None };
+    let (p0, inner) = &**p0_inner;
+    let ExprKind::Lam(_, p1_body) = &inner.kind else { return None };
+    let (p1, body) = &**p1_body;
     let (acc, c) = if acc_at == 0 { (p0, p1) } else { (p1, p0) };
-    let (Pat::Var(acc, _), c @ (Pat::Var(..) | Pat::Wild(_))) = (&**acc, &**c) else { return None };
-    let mut body = &**body;
-    while let ExprKind::Ann(x, _) = &body.kind {
+    let (Pat::Var(acc, _), c @ (Pat::Var(..) | Pat::Wild(_))) = (acc, c) else { return None };
+    let mut body = body;
+    while let ExprKind::Ann(x_x) = &body.kind {
+        let (x, _) = &**x_x;
         body = x;
     }
     Some((acc.id, c, body))
@@ -131,7 +135,7 @@ fn selection(f: &Expr) -> Option<(Prim, &Pat, &Expr, bool)> {
 
 /// `build1 (length xs) (\j -> t[c := index xs j])`: the fold's terms, computed once.
 fn terms(c: &Pat, t: &Expr, xs: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
-    let f = Expr::gen(ExprKind::Lam(LamKind::Plain, Box::new(c.clone()), Box::new(t.clone())));
+    let f = Expr::gen(ExprKind::Lam(LamKind::Plain, Box::new((c.clone(), t.clone()))));
     let i = fresh.name("i");
     let body = beta(&f, vec![index(xs.clone(), var(&i))], fresh)?;
     Ok(build1(prim(Prim::Length, vec![xs.clone()]), &i, body))
@@ -247,15 +251,16 @@ fn scanl_of(f: &Expr, acc_at: usize, z: &Expr, xs: Expr, span: Span, fresh: &mut
 fn acc_name(f: &Expr, acc_at: usize) -> String {
     let mut cur = f;
     for _ in 0..acc_at {
-        if let ExprKind::Lam(_, _, b) = &cur.kind {
+        if let ExprKind::Lam(_, b_x) = &cur.kind {
+            let (_, b) = &**b_x;
             cur = b;
         }
     }
     match &cur.kind {
-        ExprKind::Lam(_, pat, _) => match &**pat {
+        ExprKind::Lam(_, pat_x) => { let (pat, _) = &**pat_x; match pat {
             Pat::Var(x, _) => x.text.to_string(),
             _ => "acc".into(),
-        },
+        } },
         _ => "acc".into(),
     }
 }
@@ -269,9 +274,10 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             // a let chain is walked in a loop (limits.rs: no native recursion along it)
             let mut links = vec![];
             let mut cur = e;
-            while let ExprKind::Let(p, rhs_body) = &cur.kind {
-                let (rhs, body) = &**rhs_body;
-                match &**p {
+            while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                let (p, rhs_body) = &**p_rhs_body;
+                let (rhs, body) = rhs_body;
+                match p {
                     Pat::Var(x, s) => links.push((Pat::Var(x.clone(), *s), lower(rhs, fresh)?, cur.span)),
                     Pat::Wild(_) => {}
                     _ => return Err(refuse(cur.span, "tuple pattern (no tuples in the core)")),
@@ -280,7 +286,7 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             let mut out = lower(cur, fresh)?;
             for (p, rhs, span) in links.into_iter().rev() {
-                out = at(Expr::gen(ExprKind::Let(Box::new(p), Box::new((rhs, out)))), span);
+                out = at(Expr::gen(ExprKind::Let(Box::new((p, (rhs, out))))), span);
             }
             out
         }
@@ -314,11 +320,12 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
                 Expr::gen(K::Array(rows.into()))
             }
         }
-        ExprKind::If(c, a_b) => {
-            let (a, b) = &**a_b;
+        ExprKind::If(c_a_b) => {
+            let (c, a_b) = &**c_a_b;
+            let (a, b) = a_b;
             cond(lower(c, fresh)?, lower(a, fresh)?, lower(b, fresh)?)
         }
-        K::Ann(x, _) => lower(x, fresh)?,
+        K::Ann(x_x) => { let (x, _) = &**x_x; lower(x, fresh)? },
         K::Prim(p, args) if scalar_op(*p) => prim(*p, args.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?),
         K::Prim(p, args) => match p {
             Prim::Index => index(lower(&args[0], fresh)?, lower(&args[1], fresh)?),

@@ -364,8 +364,8 @@ pub(super) fn live(inner: &Binds, c: &Expr) -> Binds {
 /// `\p -> body`: the pattern and body.
 fn lam1(f: &Expr) -> Option<(&Pat, &Expr)> {
     match &f.kind {
-        ExprKind::Lam(_, p, b) => Some((p, b)),
-        ExprKind::Ann(x, _) => lam1(x),
+        ExprKind::Lam(_, p_b) => { let (p, b) = &**p_b; Some((p, b)) },
+        ExprKind::Ann(x_x) => { let (x, _) = &**x_x; lam1(x) },
         _ => None,
     }
 }
@@ -373,7 +373,8 @@ fn lam1(f: &Expr) -> Option<(&Pat, &Expr)> {
 /// `t` of `acc + t` or `t + acc` (the variable `acc`).
 pub(super) fn summand(c: &Expr, acc: u32) -> Option<&Expr> {
     let mut c = c;
-    while let ExprKind::Ann(x, _) = &c.kind {
+    while let ExprKind::Ann(x_x) = &c.kind {
+        let (x, _) = &**x_x;
         c = x;
     }
     let ExprKind::Prim(Prim::Add, ab) = &c.kind else { return None };

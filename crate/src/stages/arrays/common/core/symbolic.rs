@@ -134,11 +134,12 @@ impl Ex<'_> {
         let mut cur = e;
         loop {
             match &cur.kind {
-                ExprKind::Bind(p, m_k) => {
-                    let (m, k) = &**m_k;
+                ExprKind::Bind(p_m_k) => {
+                    let (p, m_k) = &**p_m_k;
+                    let (m, k) = m_k;
                     if let Some(("genID", _)) = spine(m) {
                         self.next_id += 1;
-                        let Pat::Var(id, _) = &**p else { return Err(refuse(cur, "this genID")) };
+                        let Pat::Var(id, _) = p else { return Err(refuse(cur, "this genID")) };
                         self.env.insert(id.id, Val::Term(int(self.next_id)));
                     } else {
                         let v = self.run(m)?;
@@ -146,10 +147,11 @@ impl Ex<'_> {
                     }
                     cur = k;
                 }
-                ExprKind::Let(p, rhs_k) => {
-                    let (rhs, k) = &**rhs_k;
+                ExprKind::Let(p_rhs_k) => {
+                    let (p, rhs_k) = &**p_rhs_k;
+                    let (rhs, k) = rhs_k;
                     let v = self.value(rhs)?;
-                    match (&**p, v) {
+                    match (p, v) {
                         (Pat::Var(x, _), Val::Term(t)) => {
                             let t = self.named(x, t);
                             self.env.insert(x.id, Val::Term(t));
@@ -289,7 +291,7 @@ impl Ex<'_> {
                 let dvs: Vec<Rc<Sym>> = dvs.iter().map(|d| child(self, d)).collect::<Result<_, _>>()?;
                 let ctx = match (self.term(ctx)?, dvs.len()) {
                     (t, 1) => vec![t],
-                    (Expr { kind: ExprKind::Tuple(ts), .. }, _) => ts.into_vec(),
+                    (Expr { kind: ExprKind::Tuple(ts), .. }, _) => ts.into_iter().collect::<Vec<_>>(),
                     _ => vec![],
                 };
                 SymKind::ScanL { vjp: self.term(vjp)?, ctx, accs: self.term(accs)?, xs: self.term(xs)?, dz: child(self, dz)?, dxs: child(self, dxs)?, dvs }
@@ -307,34 +309,39 @@ impl Ex<'_> {
 /// Delta extraction (§7.1) from dual-arrays' wrapper `grad`.
 pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> {
     // grad = \(input, seed) -> let pat = input in let (y, d) = runIds (lets of dual inputs; D[t]) in …
-    let ExprKind::Lam(_, pat, body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
-    let Pat::Tuple(io, _) = &**pat else { return Err(refuse(grad, "this wrapper")) };
+    let ExprKind::Lam(_, pat_body) = &grad.kind else { return Err(refuse(grad, "this wrapper")) };
+    let (pat, body) = &**pat_body;
+    let Pat::Tuple(io, _) = pat else { return Err(refuse(grad, "this wrapper")) };
     let (Pat::Var(input, _), Pat::Var(seed, _)) = (&io[0], &io[1]) else { return Err(refuse(grad, "this wrapper")) };
-    let ExprKind::Let(pat, rest_pair) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
-    let (_, rest) = &**rest_pair;
+    let ExprKind::Let(pat_rest_pair) = &body.kind else { return Err(refuse(grad, "this wrapper")) };
+    let (pat, rest_pair) = &**pat_rest_pair;
+    let (_, rest) = rest_pair;
     let (gets, rest) = super::boundary::leading_gets(rest);
-    let ExprKind::Let(_, run_after) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
-    let (run, after) = &**run_after;
+    let ExprKind::Let(run_after_x) = &rest.kind else { return Err(refuse(grad, "this wrapper")) };
+    let (_, run_after) = &**run_after_x;
+    let (run, after) = run_after;
     // `let g = reversePass seed d in (y, gradient)`
     let gradient = match &after.kind {
-        ExprKind::Let(_, out_pair) if !gets.is_empty() => match &out_pair.1.kind {
+        ExprKind::Let(out_pair_x) if !gets.is_empty() => { let (_, out_pair) = &**out_pair_x; match &out_pair.1.kind {
             ExprKind::Tuple(es) if es.len() == 2 => Some(es[1].clone()),
             _ => return Err(refuse(grad, "this wrapper")),
-        },
+        } },
         _ => None,
     };
     // main's output arrays of tuples (boundary.rs): the seed's leaves `(soaGet path seed, …)` given
     // to reversePass, and the primal `let (y1, …, yn) = y in` the user's shape
     let mut out_conv = None;
-    if let ExprKind::Let(_, rp_out) = &after.kind {
-        let (rp, out) = &**rp_out;
+    if let ExprKind::Let(rp_out_x) = &after.kind {
+        let (_, rp_out) = &**rp_out_x;
+        let (rp, out) = rp_out;
         if let (Some(("reversePass", ra)), ExprKind::Tuple(es)) = (spine(rp), &out.kind) {
             let parts = match &ra[0].kind {
-                ExprKind::Ann(x, _) => x,
+                ExprKind::Ann(x_x) => &x_x.0,
                 _ => ra[0],
             };
-            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys, user_pair))) = (&parts.kind, es.first().map(|e| &e.kind)) {
-                let (_, user) = &**user_pair;
+            if let (ExprKind::Tuple(ps), Some(ExprKind::Let(ys_user))) = (&parts.kind, es.first().map(|e| &e.kind)) {
+                let (ys, user_pair) = &**ys_user;
+                let (_, user) = user_pair;
                 if ps.iter().all(|p| super::boundary::parse_get(p).is_some()) {
                     out_conv = Some((ps.clone(), ys.clone(), user.clone()));
                 }
@@ -345,9 +352,10 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
     let mut ex = Ex { env: HashMap::default(), binds: vec![], next_id: 0, fresh };
     // the dual inputs `let x = (x', Input k x')`
     let mut cur = args[0];
-    while let ExprKind::Let(pat, rhs_k) = &cur.kind {
-        let (rhs, k) = &**rhs_k;
-        let Pat::Var(x, _) = &**pat else { break };
+    while let ExprKind::Let(pat_rhs_k) = &cur.kind {
+        let (pat, rhs_k) = &**pat_rhs_k;
+        let (rhs, k) = rhs_k;
+        let Pat::Var(x, _) = pat else { break };
         let v = match &rhs.kind {
             ExprKind::Tuple(es) if es.len() == 2 => {
                 let shape = es[0].clone();
@@ -366,7 +374,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
             let Some((gets_seed, ys, user)) = out_conv.take() else { return Err(refuse(cur, "this output")) };
             let parts: Vec<Name> = outs.iter().map(|_| ex.fresh.name(&seed.text)).collect();
             boundary.extend(parts.iter().cloned().zip(gets_seed));
-            let primal = let_(*ys, tuple(outs.iter().map(|o| o.0.clone()).collect()), user);
+            let primal = let_(ys, tuple(outs.iter().map(|o| o.0.clone()).collect()), user);
             let roots = parts.iter().zip(outs).map(|(s, (_, d))| (var(s), d)).collect();
             (primal, roots, pvar(seed))
         }
@@ -393,7 +401,7 @@ pub fn extract(grad: &Expr, fresh: &mut Fresh) -> Result<Extracted, Diagnostic> 
             }
         })
         .collect();
-    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: *pat.clone(), params, input: input.clone(), seed, boundary, gradient })
+    Ok(Extracted { binds: ex.binds, primal, roots, ids: ex.next_id, pat: pat.clone(), params, input: input.clone(), seed, boundary, gradient })
 }
 
 /// The symbolic Delta in the paper's notation, as a DAG: each Share whole once, then by its ID
@@ -456,17 +464,17 @@ fn dims(s: &Expr, k: usize) -> Expr {
 
 fn fun_dims(f: &Expr) -> (usize, usize) {
     let m = match &f.kind {
-        ExprKind::Lam(_, p, _) => match &**p {
+        ExprKind::Lam(_, p_x) => { let (p, _) = &**p_x; match p {
             Pat::Tuple(ps, _) => ps.len(),
             _ => 1,
-        },
+        } },
         _ => 1,
     };
     let n = match &f.kind {
-        ExprKind::Lam(_, _, b) => match &b.kind {
+        ExprKind::Lam(_, b_x) => { let (_, b) = &**b_x; match &b.kind {
             ExprKind::Array(xs) => xs.len(),
             _ => 1,
-        },
+        } },
         _ => 1,
     };
     (m.max(1), n.max(1))
@@ -502,7 +510,8 @@ fn trivial(e: &Expr) -> bool {
 /// `shared_id` and `trivial` run on every node `tree_size_depth` visits.
 fn head(e: &Expr) -> Option<&str> {
     let mut cur = e;
-    while let ExprKind::App(f, _) = &cur.kind {
+    while let ExprKind::App(f_x) = &cur.kind {
+        let (f, _) = &**f_x;
         cur = f;
     }
     match &cur.kind {
@@ -514,10 +523,10 @@ fn head(e: &Expr) -> Option<&str> {
 /// The ID of a reference `shared i`.
 pub fn shared_id(e: &Expr) -> Option<i64> {
     match &e.kind {
-        ExprKind::App(f, a) => match (&f.kind, &a.kind) {
+        ExprKind::App(f_a) => { let (f, a) = &**f_a; match (&f.kind, &a.kind) {
             (ExprKind::Builtin(h), ExprKind::Int(id)) if &**h == "shared" => Some(*id),
             _ => None,
-        },
+        } },
         _ => None,
     }
 }
@@ -790,8 +799,9 @@ fn unshare_in(m: &mut BTreeMap<i64, (Name, Expr)>, t: &mut Expr, fresh: &mut Fre
                 return;
             }
             // the body moved out, not copied: a share's body holds the shares nested in it
-            let ExprKind::App(_, arg) = &mut t.kind else { return };
-            let mut body = std::mem::replace(&mut **arg, unit());
+            let ExprKind::App(arg_x) = &mut t.kind else { return };
+            let (_, arg) = &mut **arg_x;
+            let mut body = std::mem::replace(arg, unit());
             unshare_in(m, &mut body, fresh);
             let v = fresh.name(&format!("shared{id}"));
             m.insert(id, (v.clone(), body));

@@ -115,7 +115,7 @@ impl Sra<'_> {
             K::Tuple(es) => Shape::Tuple(es.iter().map(|x| self.shape(x, binds)).collect::<Result<_, _>>()?),
             // `a ||| b` is the pair (a, b): its parallelism is an evaluation strategy the core's
             // bulk operations do not need
-            K::Par(a, b) => Shape::Tuple(vec![self.shape(a, binds)?, self.shape(b, binds)?]),
+            K::Par(a_b) => { let (a, b) = &**a_b; Shape::Tuple(vec![self.shape(a, binds)?, self.shape(b, binds)?]) },
             K::Unit => Shape::Tuple(vec![]),
             // a sum `L + R` inside the program is the triple (tag, l, r): the tag a Bool (true for
             // inl), the other side absent (beyond the paper, whose core has no sums, §5.2; as
@@ -149,30 +149,33 @@ impl Sra<'_> {
                 Shape::Refused(d) => return Err(*d),
                 _ => return Err(arrays_of_tuples(e.span)),
             },
-            K::Ann(x, _) => self.shape(x, binds)?,
+            K::Ann(x_t) => self.shape(&x_t.0, binds)?,
             K::Let(..) => {
                 let mut cur = e;
-                while let ExprKind::Let(p, rhs_body) = &cur.kind {
-                    let (rhs, body) = &**rhs_body;
+                while let ExprKind::Let(p_rhs_body) = &cur.kind {
+                    let (p, rhs_body) = &**p_rhs_body;
+                    let (rhs, body) = rhs_body;
                     let s = self.shape(rhs, binds)?;
                     self.bind(p, s, cur.span, binds)?;
                     cur = body;
                 }
                 self.shape(cur, binds)?
             }
-            ExprKind::If(c, a_b) => {
-                let (a, b) = &**a_b;
+            ExprKind::If(c_a_b) => {
+                let (c, a_b) = &**c_a_b;
+                let (a, b) = a_b;
                 let c = self.leaf(c)?;
                 let (mut ba, mut bb) = (vec![], vec![]);
                 let (sa, sb) = (self.shape(a, &mut ba)?, self.shape(b, &mut bb)?);
                 choose(c, (sa, ba), (sb, bb), binds, e.span)?
             }
-            K::Lam(k, p, body) => {
+            K::Lam(k, p_body) => {
+                let (p, body) = &**p_body;
                 // a lambda over tuples is mapped over an array of tuples
-                if matches!(&**p, Pat::Tuple(..)) || matches!(p_ty(e), Some(Type::Tuple(_))) {
+                if matches!(p, Pat::Tuple(..)) || matches!(p_ty(e), Some(Type::Tuple(_))) {
                     return Err(arrays_of_tuples(e.span));
                 }
-                Shape::Leaf(at(Expr::gen(K::Lam(*k, p.clone(), Box::new(self.leaf(body)?))), e.span).with_ty(e.ty.clone()))
+                Shape::Leaf(at(Expr::gen(K::Lam(*k, Box::new((p.clone(), self.leaf(body)?)))), e.span).with_ty(e.ty.clone()))
             }
             _ => {
                 // each node copied once, its children rebuilt from `e`'s (not from a copy of them)
@@ -360,9 +363,10 @@ fn split_if(c: &Expr, sa: Shape, sb: Shape, span: Span) -> Result<Shape, Diagnos
 /// body, a core term, or for a tuple output `let … in (t1, .., tn)` with core terms t_k (nested
 /// tuples for a nested output type).
 pub fn split_main(main: &Expr, fresh: &mut Fresh) -> Result<(Pat, Binds, Expr), Diagnostic> {
-    let ExprKind::Lam(_, pat, body) = &main.kind else {
+    let ExprKind::Lam(_, pat_body) = &main.kind else {
         return Err(refuse(main.span, "main that is not a function of its input"));
     };
+    let (pat, body) = &**pat_body;
     let mut sra = Sra { fresh, env: HashMap::default(), boundary: vec![] };
     let input = p_ty(main).cloned().unwrap_or(Type::Unknown);
     if let Type::Fun(st) = &main.ty {
@@ -427,10 +431,10 @@ fn shell(e: &Expr) -> Expr {
         K::Prim(p, xs) => K::Prim(*p, units(xs.len()).into()),
         K::Tuple(xs) => K::Tuple(units(xs.len()).into()),
         K::Array(xs) => K::Array(units(xs.len()).into()),
-        K::App(..) => K::App(u(), u()),
+        K::App(..) => K::App(Box::new((*u(), *u()))),
         K::Fst(_) => K::Fst(u()),
         K::Snd(_) => K::Snd(u()),
-        K::If(..) => K::If(u(), Box::new((*u(), *u()))),
+        K::If(..) => K::If(Box::new((*u(), (*u(), *u())))),
         _ => return e.clone(),
     };
     Expr { kind, span: e.span, ty: e.ty.clone() }

@@ -57,8 +57,9 @@ fn lam2(a: &Name, b: &Name, body: Expr) -> Expr {
 fn go(mut e: Expr, fr: &mut Fresh) -> Expr {
     if matches!(e.kind, ExprKind::Let(..)) {
         let mut spine: Vec<Expr> = vec![];
-        while let ExprKind::Let(_, rhs_body) = &mut e.kind {
-            let (rhs, body) = &mut **rhs_body;
+        while let ExprKind::Let(rhs_body_x) = &mut e.kind {
+            let (_, rhs_body) = &mut **rhs_body_x;
+            let (rhs, body) = rhs_body;
             let r = std::mem::replace(rhs, Expr::gen(ExprKind::Unit));
             *rhs = go(r, fr);
             let next = std::mem::replace(body, Expr::gen(ExprKind::Unit));
@@ -68,7 +69,8 @@ fn go(mut e: Expr, fr: &mut Fresh) -> Expr {
         }
         let mut acc = go(e, fr);
         while let Some(mut link) = spine.pop() {
-            if let ExprKind::Let(_, body_pair) = &mut link.kind {
+            if let ExprKind::Let(body_pair_x) = &mut link.kind {
+                let (_, body_pair) = &mut **body_pair_x;
                 body_pair.1 = acc;
             }
             acc = link;

@@ -60,7 +60,8 @@ pub fn accepts_source(src: &Source) -> Result<(), Diagnostic> {
         match &e.kind {
             ExprKind::Builtin(n) => return Err(Diagnostic::error(e.span, format!("`{n}` is a target construct, not source language"))),
             ExprKind::Bind(..) | ExprKind::Pure(_) => return Err(Diagnostic::error(e.span, "monadic `do`/`pure` are target constructs, not source language")),
-            ExprKind::LetRec(fs, _) => {
+            ExprKind::LetRec(fs_x) => {
+                let (fs, _) = &**fs_x;
                 if let Some(f) = fs.iter().find(|f| !matches!(crate::kit::monadic::strip_ann(&f.body).kind, ExprKind::Lam(..))) {
                     return Err(Diagnostic::error(f.span, "a local recursive definition must be a function"));
                 }

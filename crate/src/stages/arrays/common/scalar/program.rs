@@ -140,7 +140,7 @@ fn wild_unused(e: &mut Expr) {
     let mut stack: Vec<&mut Expr> = vec![e];
     while let Some(x) = stack.pop() {
         match &mut x.kind {
-            ExprKind::Let(p, ..) | ExprKind::Lam(_, p, _) => pat(p, &used),
+            ExprKind::Let(p_x) => pat(&mut p_x.0, &used), ExprKind::Lam(_, p_x) => pat(&mut p_x.0, &used),
             ExprKind::Case(c) => {
                 let (_, p1, _, p2, _) = &mut **c;
                 pat(p1, &used);
