@@ -2015,15 +2015,16 @@ mod tests {
         let mut e = &p.defs[0].body;
         loop {
             e = match &e.kind {
-                ExprKind::Lam(_, _, b) => b,
-                ExprKind::Let(_, rb) => {
-                    if let ExprKind::App(f, _) = &rb.0.kind {
-                        heads.push(&f.ty);
+                ExprKind::Lam(_, pb) => &pb.1,
+                ExprKind::Let(prb) => {
+                    let (_, rb) = &**prb;
+                    if let ExprKind::App(fa) = &rb.0.kind {
+                        heads.push(&fa.0.ty);
                     }
                     &rb.1
                 }
-                ExprKind::App(f, _) => {
-                    heads.push(&f.ty);
+                ExprKind::App(fa) => {
+                    heads.push(&fa.0.ty);
                     break;
                 }
                 k => panic!("unexpected {k:?}"),
