@@ -125,20 +125,9 @@ impl Text {
     /// entry each for the process's life.
     pub fn shared(s: &str) -> Text {
         thread_local! {
-            static RECENT: std::cell::RefCell<rustc_hash::FxHashSet<Text>> = Default::default();
+            static RECENT: TextTable = Default::default();
         }
-        RECENT.with(|recent| {
-            let mut recent = recent.borrow_mut();
-            if let Some(t) = recent.get(s) {
-                return t.clone();
-            }
-            if recent.len() >= 4096 {
-                recent.clear();
-            }
-            let t = Text::from(s);
-            recent.insert(t.clone());
-            t
-        })
+        RECENT.with(|recent| recent.text(s))
     }
 }
 
@@ -320,20 +309,30 @@ pub fn interned(name: &str) -> Rc<str> {
 /// so that the names a transform makes (`Text::shared`'s) do not empty it.
 pub fn interned_text(name: &str) -> Text {
     thread_local! {
-        static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<Text>> = Default::default();
+        static NAMES: TextTable = Default::default();
     }
-    NAMES.with(|names| {
-        let mut names = names.borrow_mut();
-        if let Some(t) = names.get(name) {
+    NAMES.with(|names| names.text(name))
+}
+
+/// A per-thread table of texts shared by their holders, emptied at 4,096 texts (so that texts made
+/// once cost a bounded table, not one entry each for the process's life).
+#[derive(Default)]
+struct TextTable(std::cell::RefCell<rustc_hash::FxHashSet<Text>>);
+
+impl TextTable {
+    /// The table's text `s`, made and kept if it has none.
+    fn text(&self, s: &str) -> Text {
+        let mut texts = self.0.borrow_mut();
+        if let Some(t) = texts.get(s) {
             return t.clone();
         }
-        if names.len() >= 4096 {
-            names.clear();
+        if texts.len() >= 4096 {
+            texts.clear();
         }
-        let t = Text::from(name);
-        names.insert(t.clone());
+        let t = Text::from(s);
+        texts.insert(t.clone());
         t
-    })
+    }
 }
 
 /// A named type constructor applied to its arguments (`Type::Con`).
