@@ -444,11 +444,41 @@ impl Pat {
 /// Primitive operations: one table of rows in `prims.rs` (syntax, typing, implementation, partials).
 pub use crate::prims::Prim;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
     pub ty: Type,
+}
+
+/// A let/bind spine is cloned link by link, not by recursion down it: a derived clone recursed
+/// through five frames a link (the box, the pattern-and-pair tuple, the pair, the node, its kind),
+/// and a 390-link chain overflowed V8's stack in a debug wasm build (wasm's stack is small).
+impl Clone for Expr {
+    fn clone(&self) -> Expr {
+        fn link(e: &Expr) -> Option<&(Pat, (Expr, Expr))> {
+            match &e.kind {
+                ExprKind::Let(x) | ExprKind::Bind(x) => Some(&**x),
+                _ => None,
+            }
+        }
+        if link(self).is_none() {
+            return Expr { kind: self.kind.clone(), span: self.span, ty: self.ty.clone() };
+        }
+        let mut links = vec![];
+        let mut cur = self;
+        while let Some((p, (rhs, body))) = link(cur) {
+            links.push((cur, p.clone(), rhs.clone()));
+            cur = body;
+        }
+        let mut out = Expr { kind: cur.kind.clone(), span: cur.span, ty: cur.ty.clone() };
+        for (node, p, rhs) in links.into_iter().rev() {
+            let x = Box::new((p, (rhs, out)));
+            let kind = if matches!(node.kind, ExprKind::Let(_)) { ExprKind::Let(x) } else { ExprKind::Bind(x) };
+            out = Expr { kind, span: node.span, ty: node.ty.clone() };
+        }
+        out
+    }
 }
 
 /// A local recursive function: `let f x y = e in ...` binds `f` to `\x -> \y -> e` (a `Lam`).
