@@ -28,11 +28,11 @@ export async function serve(prefix = '/') {
   return { server, url: `http://127.0.0.1:${server.address().port}${prefix}` };
 }
 
-export async function launch() {
+export async function launch(extraArgs = []) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'],
+      '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage', ...extraArgs],
   });
 }

@@ -2,9 +2,17 @@
 // bench`), on the peers' programs, alternated in one run: ns per primal operation for the primal and
 // for each stage's gradient, and the ratio wasm / native (issue 13: wasm within 1.5× of native).
 // Usage (after `trunk build --release` and `cargo build --release -p cotangent`):
-//   node scripts/bench-wasm.mjs [--sizes 1000,10000] [--stage dualrev/tape ...] [--repeat 5] [--rounds 2] [--chromium]
+//   node scripts/bench-wasm.mjs [--sizes 1000,10000] [--stage dualrev/tape ...] [--repeat 5] [--rounds 2] [--chromium] [--liftoff]
 // With --chromium the wasm runs in headless Chromium (the page's engine, a newer V8 than Node's), loaded
 // from dist/ by the browser tests' static server (e2e/lib.mjs).
+// V8 runs a wasm function first in its baseline tier (Liftoff) and moves it to the optimizing tier
+// (TurboFan) after enough calls, never in the middle of one: the interpreter's loop, called once a
+// run, ran a whole run in the baseline tier until the calls of earlier runs had warmed it, 2–20× slower
+// than later runs (measured in session 35: particle's forward at n = 1,000 from 4,587 to 227 ns an
+// operation over eight calls). `--no-liftoff` compiles every function in the optimizing tier at once
+// (~2 s), so what is timed is the engine as the page runs it once warm, not V8's warm-up; the page's
+// first runs in a fresh tab are slower, and `--liftoff` here measures those.
+import v8 from 'node:v8';
 import { readFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -19,6 +27,7 @@ const stages = many('--stage').length ? many('--stage') : ['forward', 'dualrev/t
 const repeat = Number(opt('--repeat', '5'));
 const rounds = Number(opt('--rounds', '2'));
 const inChromium = args.includes('--chromium');
+const v8Flags = args.includes('--liftoff') ? [] : ['--no-liftoff'];
 
 // The peers' programs and their operation counts (bench/peers/README.md; crate/src/bench/families.rs).
 const FAMILIES = [
@@ -34,7 +43,7 @@ let timeStages, host = `Node ${process.version}`, close = async () => {};
 if (inChromium) {
   const { serve, launch } = await import(pathToFileURL(path.join(root, 'e2e', 'lib.mjs')).href);
   const { server, url } = await serve('/');
-  const browser = await launch();
+  const browser = await launch(v8Flags.length ? [`--js-flags=${v8Flags.join(' ')}`] : []);
   const page = await browser.newPage();
   await page.goto(url + 'favicon.svg');
   await page.evaluate(async base => {
@@ -46,6 +55,7 @@ if (inChromium) {
   timeStages = (t, s, r) => page.evaluate(([t, s, r]) => window.__timeStages(t, s, r), [t, s, r]);
   close = async () => { await browser.close(); server.close(); };
 } else {
+  for (const f of v8Flags) v8.setFlagsFromString(f);
   const glue = await import(pathToFileURL(path.join(root, 'dist', 'cotangent-web.js')).href);
   glue.initSync({ module: await readFile(path.join(root, 'dist', 'cotangent-web_bg.wasm')) });
   timeStages = async (t, s, r) => glue.time_stages(t, s, r);
@@ -76,7 +86,7 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-console.log(`wasm (${host}) against native, ns per primal operation, best of ${repeat} runs × ${rounds} rounds, alternated:`);
+console.log(`wasm (${host}${v8Flags.length ? ', ' + v8Flags.join(' ') : ''}) against native, ns per primal operation, best of ${repeat} runs × ${rounds} rounds, alternated:`);
 console.log('family/n/stage'.padEnd(40) + 'native'.padStart(10) + 'wasm'.padStart(10) + 'wasm/native'.padStart(13));
 const ratios = [];
 for (const [key, v] of Object.entries(best)) {
