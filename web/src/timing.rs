@@ -52,13 +52,13 @@ fn now() -> f64 {
 }
 
 /// A timed sample lasts at least this long (`best_ms`).
-const MIN_SAMPLE_MS: f64 = 0.2;
+const MIN_SAMPLE_MS: f64 = 1.0;
 
 /// The best of `repeat` timings of `f` in milliseconds (`cotangent::timing::best_of` on the host's
 /// clock). A run shorter than `MIN_SAMPLE_MS` is timed `k` times in one sample (each after its own
 /// set-up, all made before the clock starts) and the sample divided by `k`: the host's clock costs
-/// about a microsecond a reading here (a crossing into JavaScript) and browsers coarsen it to a few
-/// microseconds, more than the quaternion's whole run (0.4 µs natively), where the native clock costs
+/// about a microsecond a reading here (a crossing into JavaScript) and headless Chromium's ticks are
+/// 100 µs, both more than the quaternion's whole run (0.4 µs natively), where the native clock costs
 /// tens of nanoseconds. A first run finds `k`.
 fn best_ms<S, T>(repeat: u32, setup: impl FnMut() -> S, f: impl FnMut(&mut S) -> Result<T, String>) -> Result<f64, String> {
     best_ms_on(&now, repeat, setup, f)
@@ -70,7 +70,7 @@ fn best_ms_on<S, T>(now: &dyn Fn() -> f64, repeat: u32, mut setup: impl FnMut() 
         Some((_, _, Err(e))) => return Err(e),
         None => return Ok(0.0),
     };
-    let k = if once >= MIN_SAMPLE_MS { 1 } else { (MIN_SAMPLE_MS / once.max(1e-4)).ceil().min(10_000.0) as usize };
+    let k = if once >= MIN_SAMPLE_MS { 1 } else { (MIN_SAMPLE_MS / once.max(1e-4)).ceil().min(4096.0) as usize };
     let sample = cotangent::timing::best_of(repeat as usize, now, || (0..k).map(|_| setup()).collect::<Vec<S>>(), |states| {
         states.iter_mut().try_for_each(|s| f(s).map(|_| ()))
     });
@@ -160,7 +160,7 @@ mod tests {
     }
 
     /// A run shorter than a sample's minimum is timed many to a sample, each on its own set-up, and
-    /// the sample divided: a clock that advances 0.01 ms a run gives 0.01, from samples of 20 runs.
+    /// the sample divided: a clock that advances 0.01 ms a run gives 0.01, from samples of 100 runs.
     #[test]
     fn short_runs_are_timed_many_to_a_sample() {
         use std::cell::Cell;
@@ -171,8 +171,8 @@ mod tests {
             Ok(())
         });
         assert!((ms.unwrap() - 0.01).abs() < 1e-12);
-        // one run finds k = 0.2 / 0.01 = 20; then three samples of 20
-        assert_eq!((setups.get(), runs.get()), (61, 61));
+        // one run finds k = 1 / 0.01 = 100; then three samples of 100
+        assert_eq!((setups.get(), runs.get()), (301, 301));
         let long = super::best_ms_on(&|| clock.get(), 3, || (), |_| {
             clock.set(clock.get() + 1.0);
             Ok(())
