@@ -201,13 +201,29 @@ impl Arena {
     /// `push` with the span as its index from `span_id`.
     #[inline]
     pub fn push_span_id(&mut self, kind: Kind, s: u32) -> Option<Ix> {
+        self.push_known(kind, s, false)
+    }
+
+    /// `push` of a Let whose caller knows its right-hand side was made at the Let's span (`rhs_same`;
+    /// else the arena looks it up, a search of its span runs): runDelta's wrap, for the bindings a
+    /// compiled round made (issue 13).
+    pub fn push_let(&mut self, kind: Kind, span: Span, rhs_same: bool) -> Option<Ix> {
+        if self.full() {
+            return None;
+        }
+        let s = self.spans.index(span)?;
+        self.push_known(kind, s, rhs_same)
+    }
+
+    #[inline]
+    fn push_known(&mut self, kind: Kind, s: u32, rhs_same: bool) -> Option<Ix> {
         let ix = self.len;
         if self.full() || s as usize >= self.spans.spans.len() {
             return None;
         }
         let child = |u: Ix| (u <= LOW).then_some(u);
         // a Let's span is kept by its tag when it is its right-hand side's (made before it)
-        let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && a.span_id_of(rhs) == s;
+        let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && (rhs_same || a.span_id_of(rhs) == s);
         let tagged = |tag: u32, low: u32| tag << TAG_SHIFT | low;
         let three = |tag: u32, low: u32, x: u64| [tagged(tag, low), x as u32, (x >> 32) as u32];
         let (words, own_span): ([u32; 3], bool);

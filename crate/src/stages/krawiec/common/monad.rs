@@ -35,6 +35,16 @@ pub struct DeltaState {
     pub skipped: HashSet<u64>,
 }
 
+/// In a binding's span index: its right-hand side is a node made at the binding's span (known when a
+/// compiled round made both; runDelta's Let then need not look the node's span up). Indices stay
+/// below it (past 2^31 distinct spans a binding keeps no span).
+const RHS_SAME: u32 = 1 << 31;
+
+/// A binding's span index (0 when past `RHS_SAME`).
+fn bind_span(t: &mut SpanTable, span: Span) -> u32 {
+    t.index(span).filter(|&s| s < RHS_SAME).unwrap_or(0)
+}
+
 /// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
 pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = child_arg(m, &args[0], span, "deltaLet")?;
@@ -46,8 +56,7 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) ->
     }
     let id = st.next_id;
     st.next_id += 1;
-    // (past 2^32 distinct spans a binding keeps no span: index 0)
-    let s = st.bind_spans.index(span).unwrap_or(0);
+    let s = bind_span(&mut st.bind_spans, span);
     st.binds.push((d, s));
     Ok(Value::Int(id))
 }
@@ -104,8 +113,8 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
             let id = start.checked_add(i as i64).ok_or_else(|| RunError::runtime(span, "runDelta: DeltaIds past the integers"))?;
             m.count_at(c, 1);
             m.alloc(1)?;
-            let sp = spans.get(s);
-            let ix = arena.try_borrow_mut().ok().and_then(|mut a| a.push(Kind::Let(id, rhs, acc), sp));
+            let sp = spans.get(s & !RHS_SAME);
+            let ix = arena.try_borrow_mut().ok().and_then(|mut a| a.push_let(Kind::Let(id, rhs, acc), sp, s & RHS_SAME != 0));
             acc = ix.ok_or_else(|| RunError::runtime(sp, "the run's Delta arena cannot take another node"))?;
         }
         Ok(DeltaRef { arena, ix: acc })
@@ -227,6 +236,10 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
         }
     }
     let (mut nodes, mut lets) = (0, 0);
+    // the spans of the round's first nodes, by serial from the round's first (a binding's
+    // right-hand side is mostly one of them)
+    let first = a.len() as i64;
+    let mut made_at = [Span::NONE; 32];
     // the span interned last, for the arena (`a_span`) and for the bindings (`b_span`)
     let mut a_span: Option<(Span, u32)> = None;
     let mut b_span: Option<(Span, u32)> = None;
@@ -240,12 +253,14 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
                 let s = match b_span {
                     Some((sp, s)) if sp == it.span => s,
                     _ => {
-                        let s = st.bind_spans.index(it.span).unwrap_or(0);
+                        let s = bind_span(&mut st.bind_spans, it.span);
                         b_span = Some((it.span, s));
                         s
                     }
                 };
-                st.binds.push((it.z[0] as Ix, s));
+                let here = usize::try_from(it.z[0] - first).ok().and_then(|k| made_at.get(k));
+                let same = here.is_some_and(|&sp| sp == it.span && s != 0);
+                st.binds.push((it.z[0] as Ix, s | if same { RHS_SAME } else { 0 }));
                 st.next_id += 1;
                 lets += 1;
                 continue;
@@ -259,6 +274,9 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
                 s
             }
         };
+        if let Some(sp) = usize::try_from(a.len() as i64 - first).ok().and_then(|k| made_at.get_mut(k)) {
+            *sp = it.span;
+        }
         // (room reserved: `Arena::room`, spans included)
         let _ = s.and_then(|s| a.push_span_id(kind, s));
         nodes += 1;
