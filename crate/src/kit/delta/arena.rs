@@ -10,7 +10,7 @@
 //!
 //! A node's word count is two bits of a bitmap over serials, in blocks of 32 with the index of the
 //! block's first word (12 bytes a block, 0.4 of a byte a node), so a node's first word is its block's
-//! plus the word counts of the nodes before it in the block (two popcounts). A constructor's tag is in
+//! plus the word counts of the nodes before it in the block (one sum of 2-bit fields). A constructor's tag is in
 //! the top 4 bits of the node's first word, whose other 28 hold a child or an id, so serials stay
 //! below 2^28 (3 GB of nodes, past any memory budget). Spans are kept by runs of serials (the nodes of
 //! one source operation are made one after another), and a Let whose span is its right-hand side's
@@ -59,12 +59,30 @@ const SHARE: u32 = 7;
 const TAG_SHIFT: u32 = 28;
 const LOW: u32 = (1 << TAG_SHIFT) - 1;
 
-/// 32 serials' word counts (two bit planes) and the index of the first one's first word.
+/// 32 serials' word counts, 2 bits a serial (serial 32k + i at bits 2i, 2i + 1 of `lo` and `hi`
+/// joined), and the index of the first one's first word.
 #[derive(Clone, Copy, Default)]
 struct Block {
     lo: u32,
     hi: u32,
     start: u32,
+}
+
+impl Block {
+    /// The word counts of serials `32k + i`, `i < bit`, summed in 2-bit fields of one word
+    /// (issue 13: two popcounts without the instruction, on wasm and baseline x86-64, were about
+    /// a third of `kind`, which eval calls once or twice a node).
+    #[inline]
+    fn words_below(&self, bit: u32) -> u32 {
+        let x = join(self.lo, self.hi) & ((1u64 << (2 * bit)) - 1);
+        let y = (x & 0x3333_3333_3333_3333) + (x >> 2 & 0x3333_3333_3333_3333);
+        let y = (y + (y >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+        (y.wrapping_mul(0x0101_0101_0101_0101) >> 56) as u32
+    }
+    #[inline]
+    fn class(&self, bit: u32) -> u32 {
+        (join(self.lo, self.hi) >> (2 * bit)) as u32 & 3
+    }
 }
 
 /// The distinct spans of a run's Delta nodes (or of its deltaLets), each once, by index: the nodes
@@ -73,30 +91,43 @@ struct Block {
 pub struct SpanTable {
     spans: Vec<Span>,
     ids: HashMap<Span, u32>,
-    /// The span asked for last (consecutive nodes are mostly of one operation).
-    last: (Span, u32),
+    /// Spans asked for lately, direct-mapped by their start (a round's nodes and runDelta's Lets
+    /// come from a few operations in turn: the one span remembered before missed 4 times in 10 on
+    /// horner, each miss a hash look-up, issue 13).
+    recent: [(Span, u32); RECENT],
 }
+
+const RECENT: usize = 16;
 
 impl Default for SpanTable {
     fn default() -> Self {
         let mut ids = HashMap::default();
         ids.insert(Span::NONE, 0);
-        SpanTable { spans: vec![Span::NONE], ids, last: (Span::NONE, 0) }
+        // every slot holds a true pair from the start: Span::NONE is index 0
+        SpanTable { spans: vec![Span::NONE], ids, recent: [(Span::NONE, 0); RECENT] }
     }
 }
 
 impl SpanTable {
     /// `span`'s index, given it the first time; `None` once 2^32 distinct spans are taken.
+    #[inline]
     pub fn index(&mut self, span: Span) -> Option<u32> {
-        if self.last.0 == span {
-            return Some(self.last.1);
+        let (sp, i) = self.recent[span.start as usize % RECENT];
+        if sp == span {
+            return Some(i);
         }
+        self.index_new(span)
+    }
+
+    /// `index` past the spans asked for lately (the hash look-up, out of line).
+    #[inline(never)]
+    fn index_new(&mut self, span: Span) -> Option<u32> {
         let next = u32::try_from(self.spans.len()).ok()?;
         let id = *self.ids.entry(span).or_insert(next);
         if id == next {
             self.spans.push(span);
         }
-        self.last = (span, id);
+        self.recent[span.start as usize % RECENT] = (span, id);
         Some(id)
     }
 
@@ -147,14 +178,52 @@ impl Arena {
     /// Adds a node; `None` once the serials are used up (2^28 nodes, far past any memory budget),
     /// the words (2^32), the wide ids (2^28) or the spans (2^32 distinct source operations).
     pub fn push(&mut self, kind: Kind, span: Span) -> Option<Ix> {
+        if self.full() {
+            return None;
+        }
+        let s = self.spans.index(span)?;
+        self.push_span_id(kind, s)
+    }
+
+    /// No serial or words left for another node.
+    #[inline]
+    fn full(&self) -> bool {
+        self.len >= LOW || u32::try_from(self.words.len() + 3).is_err()
+    }
+
+    /// `span`'s index in this arena's table (given it the first time), for `push_span_id`: a
+    /// compiled round interns the span of a run of its nodes once (issue 13).
+    #[inline]
+    pub fn span_id(&mut self, span: Span) -> Option<u32> {
+        self.spans.index(span)
+    }
+
+    /// `push` with the span as its index from `span_id`.
+    #[inline]
+    pub fn push_span_id(&mut self, kind: Kind, s: u32) -> Option<Ix> {
+        self.push_known(kind, s, false)
+    }
+
+    /// `push` of a Let whose caller knows its right-hand side was made at the Let's span (`rhs_same`;
+    /// else the arena looks it up, a search of its span runs): runDelta's wrap, for the bindings a
+    /// compiled round made (issue 13).
+    pub fn push_let(&mut self, kind: Kind, span: Span, rhs_same: bool) -> Option<Ix> {
+        if self.full() {
+            return None;
+        }
+        let s = self.spans.index(span)?;
+        self.push_known(kind, s, rhs_same)
+    }
+
+    #[inline]
+    fn push_known(&mut self, kind: Kind, s: u32, rhs_same: bool) -> Option<Ix> {
         let ix = self.len;
-        if ix >= LOW || u32::try_from(self.words.len() + 3).is_err() {
+        if self.full() || s as usize >= self.spans.spans.len() {
             return None;
         }
         let child = |u: Ix| (u <= LOW).then_some(u);
-        let s = self.spans.index(span)?;
         // a Let's span is kept by its tag when it is its right-hand side's (made before it)
-        let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && a.span_id_of(rhs) == s;
+        let rhs_span = |a: &Arena, rhs: Ix| rhs < ix && (rhs_same || a.span_id_of(rhs) == s);
         let tagged = |tag: u32, low: u32| tag << TAG_SHIFT | low;
         let three = |tag: u32, low: u32, x: u64| [tagged(tag, low), x as u32, (x >> 32) as u32];
         let (words, own_span): ([u32; 3], bool);
@@ -216,8 +285,8 @@ impl Arena {
         }
         self.words.extend_from_slice(&words[..class as usize]);
         let b = self.blocks.last_mut()?;
-        b.lo |= (class & 1) << (ix % 32);
-        b.hi |= (class >> 1) << (ix % 32);
+        let bits = join(b.lo, b.hi) | (class as u64) << (2 * (ix % 32));
+        (b.lo, b.hi) = (bits as u32, (bits >> 32) as u32);
         if own_span && self.runs.get(self.runs.len() - 1).is_some_and(|r| r[1] != s) {
             self.runs.push([ix, s]);
         }
@@ -243,12 +312,11 @@ impl Arena {
         }
         let b = self.blocks.get((ix / 32) as usize)?;
         let bit = ix % 32;
-        let class = (b.lo >> bit & 1) | (b.hi >> bit & 1) << 1;
+        let class = b.class(bit);
         if class == C_ZERO {
             return Some((C_ZERO, 0));
         }
-        let below = (1u32 << bit) - 1;
-        let before = (b.lo & below).count_ones() + 2 * (b.hi & below).count_ones();
+        let before = b.words_below(bit);
         Some((class, (b.start + before) as usize))
     }
 
@@ -421,6 +489,33 @@ mod tests {
         // an index the arena never gave is a Zero without a span, not a panic
         assert_eq!((a.kind(99), a.span(99)), (Kind::Zero, Span::NONE));
         assert_eq!(a.len(), 9);
+    }
+
+    /// Spans that share a slot of the recent spans (one start, or starts 16 apart) keep their own
+    /// indices, however they alternate: fails if the slot answered for a span by its start alone or
+    /// kept a stale pair. And a node pushed by its span's index reads back as one pushed by span.
+    #[test]
+    fn spans_sharing_a_recent_slot_keep_their_indices() {
+        let mut t = SpanTable::default();
+        let spans: Vec<Span> = (0..40).map(|i| Span::new(5 + 16 * (i % 4), 6 + i)).collect();
+        let ids: Vec<u32> = spans.iter().map(|&s| t.index(s).unwrap()).collect();
+        assert_eq!(ids, (1..=40).collect::<Vec<u32>>());
+        for round in 0..3 {
+            for (k, &s) in spans.iter().enumerate().rev().step_by(round + 1) {
+                assert_eq!(t.index(s), Some(ids[k]));
+                assert_eq!(t.get(ids[k]), s);
+            }
+        }
+        assert_eq!(t.index(Span::NONE), Some(0));
+        let (mut a, mut b) = (Arena::default(), Arena::default());
+        for (k, &sp) in spans.iter().enumerate() {
+            let kind = if k % 2 == 0 { Kind::Var(k as i64) } else { Kind::Scale(k as f64, k as Ix) };
+            let s = b.span_id(sp).unwrap();
+            assert_eq!(a.push(kind, sp), b.push_span_id(kind, s));
+        }
+        assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
+        // an index the table never gave is refused, not kept
+        assert_eq!(b.push_span_id(Kind::Zero, 1000), None);
     }
 
     /// Every node reads back as built, with its serial and span, whatever its class: the leaves (Zero,

@@ -77,11 +77,11 @@ fn pop_frame(stack: &mut Vec<Frame>) -> Option<Popped> {
 ///                             case lookup uid um2 of Nothing → um2
 ///                                                    Just x  → eval x u1 (delete uid um2)
 /// ```
-pub(crate) fn eval_loop(
+pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
     m: &mut Machine,
     x: f64,
     root: &DeltaRef,
-    um: &mut dyn Adjoints,
+    um: &mut A,
     visits: &mut Visits,
     skipped: &mut HashSet<u64>,
     span: Span,

@@ -2,7 +2,7 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, mk_node_at, run_arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, run_arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
@@ -35,6 +35,16 @@ pub struct DeltaState {
     pub skipped: HashSet<u64>,
 }
 
+/// In a binding's span index: its right-hand side is a node made at the binding's span (known when a
+/// compiled round made both; runDelta's Let then need not look the node's span up). Indices stay
+/// below it (past 2^31 distinct spans a binding keeps no span).
+const RHS_SAME: u32 = 1 << 31;
+
+/// A binding's span index (0 when past `RHS_SAME`).
+fn bind_span(t: &mut SpanTable, span: Span) -> u32 {
+    t.index(span).filter(|&s| s < RHS_SAME).unwrap_or(0)
+}
+
 /// `deltaLet : Delta → M DeltaId`: binds the Delta to a fresh id. (M runs in direct style.)
 pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = child_arg(m, &args[0], span, "deltaLet")?;
@@ -46,8 +56,7 @@ pub(crate) fn b_delta_let(m: &mut Machine, args: &mut Vec<Value>, span: Span) ->
     }
     let id = st.next_id;
     st.next_id += 1;
-    // (past 2^32 distinct spans a binding keeps no span: index 0)
-    let s = st.bind_spans.index(span).unwrap_or(0);
+    let s = bind_span(&mut st.bind_spans, span);
     st.binds.push((d, s));
     Ok(Value::Int(id))
 }
@@ -79,17 +88,36 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         (std::mem::take(&mut st.binds), std::mem::take(&mut st.bind_spans), st.next_id - 1)
     };
     let v = r?;
+    // Fig. 10's `foldl wrap`, newest binding innermost: each Let as `mk` makes it (counted, then
+    // allocated, so the allocation budget stops it at the same Let), with the run's arena and the
+    // counter found once rather than per Let (issue 13)
     let wrap = |m: &mut Machine, d: DeltaRef| -> Result<DeltaRef, RunError> {
-        if !binds.is_empty() && !std::rc::Rc::ptr_eq(&d.arena, &run_arena(m)) {
+        if binds.is_empty() {
+            return Ok(d);
+        }
+        let arena = run_arena(m);
+        if !std::rc::Rc::ptr_eq(&d.arena, &arena) {
             return Err(RunError::runtime(span, "runDelta: the Delta belongs to another run"));
         }
-        let mut acc = d;
+        let c = match m.state::<DeltaArena>().nodes_counter {
+            Some(c) => c,
+            None => {
+                let c = m.counter_id("delta_nodes");
+                m.state::<DeltaArena>().nodes_counter = Some(c);
+                c
+            }
+        };
+        let mut acc = d.ix;
         for i in (0..binds.len()).rev() {
             let Some(&(rhs, s)) = binds.get(i) else { break };
             let id = start.checked_add(i as i64).ok_or_else(|| RunError::runtime(span, "runDelta: DeltaIds past the integers"))?;
-            acc = mk_node_at(m, Kind::Let(id, rhs, acc.ix), spans.get(s))?;
+            m.count_at(c, 1);
+            m.alloc(1)?;
+            let sp = spans.get(s & !RHS_SAME);
+            let ix = arena.try_borrow_mut().ok().and_then(|mut a| a.push_let(Kind::Let(id, rhs, acc), sp, s & RHS_SAME != 0));
+            acc = ix.ok_or_else(|| RunError::runtime(sp, "the run's Delta arena cannot take another node"))?;
         }
-        Ok(acc)
+        Ok(DeltaRef { arena, ix: acc })
     };
     let bad = || RunError::runtime(span, "runDelta: the computation did not return a pair ending in a Delta");
     let Value::Tuple(vs) = &v else { return Err(bad()) };
@@ -143,7 +171,15 @@ pub(crate) fn monad_builtins(run_delta_scheme: Scheme, run: crate::interp::Built
 /// each), their nodes the arena's next serials, and `deltaLet` (a step: its tick; `ids_allocated`),
 /// its DeltaIds the state's next ones. A round's nodes and bindings are written at once, in the
 /// order the walker makes them, once the round has computed them all; a Delta is a node's serial.
+/// A round's calls by their index in `ROUND_CALLS.calls` (a `RoundItem`'s `call`).
+pub(crate) const CALL_ZERO: u8 = 0;
+pub(crate) const CALL_SCALE: u8 = 1;
+pub(crate) const CALL_ADD: u8 = 2;
+pub(crate) const CALL_VAR: u8 = 3;
+pub(crate) const CALL_DELTA_LET: u8 = 4;
+
 pub(crate) static ROUND_CALLS: RoundCalls = RoundCalls {
+    // in the order of the CALL_ constants
     calls: &[
         RoundCall { name: "Zero", args: &[], seq: 0, handle: true, steps: 0, allocs: 1 },
         RoundCall { name: "Scale", args: &[RoundArg::Real, RoundArg::Handle], seq: 0, handle: true, steps: 0, allocs: 1 },
@@ -173,7 +209,9 @@ fn reserve_round(m: &mut Machine, n: [usize; 2]) -> Option<[i64; 2]> {
 }
 
 /// The round's nodes and bindings as `mk` and `deltaLet` make each (checked first: `false`, nothing
-/// written, for a child not yet made or numbers not the ones reserved).
+/// written, for a child not yet made or numbers not the ones reserved). The nodes go in as one bulk
+/// append (`Arena::push_span_id`): the room was reserved, and a round's nodes come in runs of one
+/// source operation, so a span is interned once per run of items rather than looked up per node.
 fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
     let Some((da, st)) = m.states::<DeltaArena, DeltaState>() else { return false };
     let Ok(mut a) = da.arena.try_borrow_mut() else { return false };
@@ -181,38 +219,66 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
     let made = |h: i64, next: i64| h > 0 && h < next;
     for it in items {
         let ok = match it.call {
-            0 => true,
-            1 | 3 => it.call == 3 || made(it.z[0], next),
-            2 => made(it.z[0], next) && made(it.z[1], next),
-            4 => made(it.z[0], next) && it.at == id && st.active,
+            CALL_ZERO | CALL_VAR => true,
+            CALL_SCALE => made(it.z[0], next),
+            CALL_ADD => made(it.z[0], next) && made(it.z[1], next),
+            CALL_DELTA_LET => made(it.z[0], next) && it.at == id && st.active,
             _ => false,
         };
-        if !ok || (it.call < 4 && it.at != next) {
+        let node = it.call != CALL_DELTA_LET;
+        if !ok || (node && it.at != next) {
             return false;
         }
-        if it.call < 4 {
+        if node {
             next += 1;
         } else {
             id += 1;
         }
     }
     let (mut nodes, mut lets) = (0, 0);
+    // the spans of the round's first nodes, by serial from the round's first (a binding's
+    // right-hand side is mostly one of them)
+    let first = a.len() as i64;
+    let mut made_at = [Span::NONE; 32];
+    // the span interned last, for the arena (`a_span`) and for the bindings (`b_span`)
+    let mut a_span: Option<(Span, u32)> = None;
+    let mut b_span: Option<(Span, u32)> = None;
     for it in items {
         let kind = match it.call {
-            0 => Kind::Zero,
-            1 => Kind::Scale(it.x[0], it.z[0] as Ix),
-            2 => Kind::Add(it.z[0] as Ix, it.z[1] as Ix),
-            3 => Kind::Var(it.z[0]),
+            CALL_ZERO => Kind::Zero,
+            CALL_SCALE => Kind::Scale(it.x[0], it.z[0] as Ix),
+            CALL_ADD => Kind::Add(it.z[0] as Ix, it.z[1] as Ix),
+            CALL_VAR => Kind::Var(it.z[0]),
             _ => {
-                let s = st.bind_spans.index(it.span).unwrap_or(0);
-                st.binds.push((it.z[0] as Ix, s));
+                let s = match b_span {
+                    Some((sp, s)) if sp == it.span => s,
+                    _ => {
+                        let s = bind_span(&mut st.bind_spans, it.span);
+                        b_span = Some((it.span, s));
+                        s
+                    }
+                };
+                let here = usize::try_from(it.z[0] - first).ok().and_then(|k| made_at.get(k));
+                let same = here.is_some_and(|&sp| sp == it.span && s != 0);
+                st.binds.push((it.z[0] as Ix, s | if same { RHS_SAME } else { 0 }));
                 st.next_id += 1;
                 lets += 1;
                 continue;
             }
         };
-        // (room reserved: `Arena::room`)
-        let _ = a.push(kind, it.span);
+        let s = match a_span {
+            Some((sp, s)) if sp == it.span => Some(s),
+            _ => {
+                let s = a.span_id(it.span);
+                a_span = s.map(|s| (it.span, s));
+                s
+            }
+        };
+        if let Some(sp) = usize::try_from(a.len() as i64 - first).ok().and_then(|k| made_at.get_mut(k)) {
+            *sp = it.span;
+        }
+        // (room reserved: `Arena::room`, spans included)
+        let _ = s.and_then(|s| a.push_span_id(kind, s));
         nodes += 1;
     }
     drop(a);
