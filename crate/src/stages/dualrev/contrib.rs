@@ -7,7 +7,7 @@ use super::common::*;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::interp::{Builtin, Graph, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -124,6 +124,10 @@ impl Stage for ContribStage {
         stated_io(src, &real_ty(&cvar()))
     }
 
+
+    fn round_calls(&self) -> Option<&'static RoundCalls> {
+        Some(&ROUND_CALLS)
+    }
 
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         let cs = std::mem::take(m.state::<Contribs>());
@@ -292,6 +296,95 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
     };
     v.k = k;
     Ok(Value::Ext(Rc::new(v)))
+}
+
+/// The runtime's builtins as a compiled round calls them (`interp::RoundCalls`, `interp/round.rs`;
+/// issue 13, session 35): a dual number (R, (Z, Contrib)) is carried as a real, an ID and a Contrib
+/// handle (its number in `Contribs`). `genID` (a step: its tick; `ids_allocated`) returns the next
+/// ID, sequence 0; `C0`, `C1 a (i, c)`, `C2 a (i, c) b (j, c')` (an allocation each) the next
+/// Contrib's number, sequence 1, their tuple arguments given as their items. A round's IDs and
+/// Contribs are written at once, in the walker's order, once the round has computed them all.
+static ROUND_CALLS: RoundCalls = RoundCalls {
+    calls: &[
+        RoundCall { name: "genID", args: &[], seq: 0, handle: false, steps: 1, allocs: 0 },
+        RoundCall { name: "C0", args: &[], seq: 1, handle: true, steps: 0, allocs: 1 },
+        RoundCall { name: "C1", args: &[RoundArg::Real, RoundArg::Int, RoundArg::Handle], seq: 1, handle: true, steps: 0, allocs: 1 },
+        RoundCall {
+            name: "C2",
+            args: &[RoundArg::Real, RoundArg::Int, RoundArg::Handle, RoundArg::Real, RoundArg::Int, RoundArg::Handle],
+            seq: 1,
+            handle: true,
+            steps: 0,
+            allocs: 1,
+        },
+    ],
+    reserve: reserve_round,
+    write: write_round,
+    // a Contrib of this run's arrays (a run's values never outlive its machine; the check keeps a
+    // stray number from naming edges that are not there)
+    unbox: |m, v| {
+        let k = v.ext::<ContribV>()?.k;
+        ((k as usize) < m.state::<Contribs>().starts.len()).then_some(k as i64)
+    },
+    rebox: |m, h| {
+        let cs = m.state::<Contribs>();
+        let mut v = ContribV { k: h as u32, n: 0, e: [(0.0, 0); MAX_EDGES] };
+        for (e, (a, j, _)) in v.e.iter_mut().zip(cs.edges(h as u32)) {
+            *e = (a, j);
+            v.n += 1;
+        }
+        Value::Ext(Rc::new(v))
+    },
+};
+
+/// The next ID and the next Contrib's number, when `n[1]` Contribs (of at most two edges) fit the
+/// arrays (`Contribs::push`'s u32 numbers).
+fn reserve_round(m: &mut Machine, n: [usize; 2]) -> Option<[i64; 2]> {
+    let (r, cs) = m.states::<Rt, Contribs>()?;
+    let k = cs.starts.len();
+    u32::try_from(k.checked_add(n[1])?).ok()?;
+    u32::try_from(cs.partial.len().checked_add(MAX_EDGES.checked_mul(n[1])?)?).ok()?;
+    r.next_id.checked_add(n[0] as i64)?;
+    Some([r.next_id, k as i64])
+}
+
+/// The round's IDs and Contribs as `genID` and `b_c` make each (checked first: `false`, nothing
+/// written, for an argument ID `b_c` would refuse, a Contrib not yet made, or numbers not the ones
+/// reserved).
+fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
+    let Some((r, cs)) = m.states::<Rt, Contribs>() else { return false };
+    let (mut id, mut next) = (r.next_id, cs.starts.len() as i64);
+    for it in items {
+        match it.call {
+            0 if it.at == id => id += 1,
+            1..=3 if it.at == next => {
+                let edges = it.z.chunks(2).take(it.call as usize - 1);
+                if !edges.into_iter().all(|e| u32::try_from(e[0]).is_ok() && (0..next).contains(&e[1])) {
+                    return false;
+                }
+                next += 1;
+            }
+            _ => return false,
+        }
+    }
+    let mut ids = 0;
+    for it in items {
+        if it.call == 0 {
+            r.fresh(it.span);
+            ids += 1;
+            continue;
+        }
+        let n = it.call as usize - 1;
+        let es = [(it.x[0], it.z[0]), (it.x[1], it.z[2])];
+        // (each checked above to fit)
+        let (js, ch) = ([it.z[0] as u32, it.z[2] as u32], [it.z[1] as u32, it.z[3] as u32]);
+        // (room reserved: `reserve_round`)
+        let _ = cs.push(&es[..n], &js[..n], &ch[..n]);
+    }
+    if ids > 0 {
+        m.count("ids_allocated", ids);
+    }
+    true
 }
 
 /// `Staged c = Array (Contrib, dR)`: per cell the Contrib's number (`EMPTY`: no call staged yet) and
