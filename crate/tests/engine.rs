@@ -849,8 +849,8 @@ fn krawiec_rounds_compiled_count_as_the_walker_at_every_budget() {
 /// stages' loops (horner's, doubling's) and calls (particle's `step`): the Contrib DAG the resolve
 /// draws the same, node for node (labels, spans, visits, edges with their partials), then the same
 /// values and counters at every step, allocation and depth budget. With `C2`'s allocation left out
-/// of the round's sum (`allocs: 0` in contrib.rs's `ROUND_CALLS`), or `genID`'s step (`steps: 0`),
-/// the first run fails: "dualrev/contrib: cost differs".
+/// of the round's sum (`allocs: 0` in contrib.rs's `ROUND_CALLS`) it fails: "dualrev/contrib: cost
+/// differs".
 #[test]
 fn contrib_rounds_compiled_count_as_the_walker_at_every_budget() {
     let ids = ["dualrev/contrib"];
