@@ -842,3 +842,30 @@ fn krawiec_rounds_compiled_count_as_the_walker_at_every_budget() {
     rounds_agree_at_every_budget(&ids[..2], &TAPED_LOOPS[..2], 0..0);
     rounds_agree_at_every_budget(&ids[..2], &TAPED_CALLS[..1], 0..8);
 }
+
+/// `dualrev/contrib`'s compiled rounds (`round.rs` with its runtime's `RoundCalls`: `genID` and the
+/// Contrib constructors `C0`, `C1`, `C2`, whose `(ID, Contrib)` arguments are an integer and a
+/// handle register; IDs and Contribs written at once a round) against the walker on the taping
+/// stages' loops (horner's, doubling's) and calls (particle's `step`): the Contrib DAG the resolve
+/// draws the same, node for node (labels, spans, visits, edges with their partials), then the same
+/// values and counters at every step, allocation and depth budget. With `C2`'s allocation left out
+/// of the round's sum (`allocs: 0` in contrib.rs's `ROUND_CALLS`) it fails: "dualrev/contrib: cost
+/// differs".
+#[test]
+fn contrib_rounds_compiled_count_as_the_walker_at_every_budget() {
+    let ids = ["dualrev/contrib"];
+    for src in TAPED_LOOPS.iter().chain(TAPED_CALLS) {
+        let src = src.to_string();
+        run_with_stack(move || {
+            let opts = Options { stages: ids.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+            let fast = analyse(&src, &Options { budget: eager(&opts.budget), ..opts.clone() }).unwrap();
+            let walk = analyse(&src, &Options { budget: reference(&opts.budget), ..opts }).unwrap();
+            for (f, w) in fast.stages.iter().zip(&walk.stages) {
+                assert!(f.ok && f.graph.is_some(), "{}: {src}", f.id);
+                assert!(f.graph == w.graph, "{}: the Contrib DAG differs\n{src}", f.id);
+            }
+        });
+    }
+    rounds_agree_at_every_budget(&ids, &TAPED_LOOPS[..2], 0..0);
+    rounds_agree_at_every_budget(&ids, &TAPED_CALLS[..1], 0..8);
+}

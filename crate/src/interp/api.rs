@@ -393,6 +393,7 @@ pub enum RoundArg {
 /// counts itself (besides its node's step and its arguments').
 pub struct RoundCall {
     pub name: &'static str,
+    /// The arguments' leaves in order (a tuple argument as its items: `(ID, Contrib)` is `Int, Handle`).
     pub args: &'static [RoundArg],
     pub seq: u8,
     pub handle: bool,
@@ -400,14 +401,19 @@ pub struct RoundCall {
     pub allocs: u64,
 }
 
+/// At most this many integer and handle arguments a `RoundCalls` builtin takes (dualrev/contrib's
+/// `C2 a (i, c) b (j, c')`: two IDs and two Contribs; at most two reals).
+pub const MAX_CALL_INTS: usize = 4;
+
 /// One call of a compiled round (`RoundCalls::write`): the call (its index in `calls`), its
-/// span, its real arguments and its integer and handle arguments, each in order, and its number.
+/// span, its real arguments and its integer and handle arguments, each in order (a tuple argument
+/// as its items: `RoundCall::args` lists the leaves), and its number.
 #[derive(Clone, Copy, Debug)]
 pub struct RoundItem {
     pub call: u8,
     pub span: Span,
     pub x: [f64; 2],
-    pub z: [i64; 2],
+    pub z: [i64; MAX_CALL_INTS],
     pub at: i64,
 }
 

@@ -42,7 +42,7 @@
 //! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord};
+use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord, MAX_CALL_INTS};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -105,7 +105,7 @@ enum Op {
     Rec(u16, u8, [(R, I, I); 2]),
     /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
     /// number the reserved first of its sequence + its place, into an integer register.
-    Call(u16, u16, u8, [R; 2], [I; 2]),
+    Call(u16, u16, u8, [R; 2], [I; MAX_CALL_INTS]),
 }
 
 /// A parameter's leaf: the register its value lives in.
@@ -362,12 +362,22 @@ impl Builder<'_> {
         let calls = self.src.calls?;
         let k = calls.calls.iter().position(|c| c.name == name)?;
         let rc = &calls.calls[k];
-        if args.len() != rc.args.len() || self.items.len() >= MAX_RECS || rc.seq > 1 || k > u8::MAX as usize {
+        if args.len() > rc.args.len() || self.items.len() >= MAX_RECS || rc.seq > 1 || k > u8::MAX as usize {
             return None;
         }
-        let (mut x, mut z, mut nx, mut nz) = ([R::K(0.0); 2], [I::K(0); 2], 0, 0);
-        for (a, kind) in args.iter().zip(rc.args) {
-            match (self.expr(a, d)?, kind) {
+        // the arguments' leaves in order: a tuple argument (dualrev/contrib's `(ID, Contrib)`) is
+        // its items, matched against the call's kinds one by one
+        let mut got = vec![];
+        for a in args.iter() {
+            let v = self.expr(a, d)?;
+            flatten(&v, &mut got, 0)?;
+        }
+        if got.len() != rc.args.len() {
+            return None;
+        }
+        let (mut x, mut z, mut nx, mut nz) = ([R::K(0.0); 2], [I::K(0); MAX_CALL_INTS], 0, 0);
+        for (v, kind) in got.into_iter().zip(rc.args) {
+            match (v, kind) {
                 (Sym::R(r), RoundArg::Real) => {
                     *x.get_mut(nx)? = r;
                     nx += 1;
@@ -390,7 +400,7 @@ impl Builder<'_> {
         self.nseq[seq] += 1;
         let r = self.int_reg()?;
         self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, x, z));
-        self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; 2], at: at as i64 });
+        self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; MAX_CALL_INTS], at: at as i64 });
         Some(if rc.handle { Sym::H(r) } else { Sym::I(I::Reg(r)) })
     }
 
@@ -498,6 +508,19 @@ pub(crate) fn inlinable(body: &Code) -> bool {
         }
     }
     true
+}
+
+/// `v`'s leaves in order into `out` (a tuple its items'); `None` for a partial application or a
+/// tuple nested deeper than a round's arguments are.
+fn flatten(v: &Sym, out: &mut Vec<Sym>, depth: u32) -> Option<()> {
+    match v {
+        Sym::T(vs) if depth < 4 => vs.iter().try_for_each(|v| flatten(v, out, depth + 1)),
+        Sym::R(_) | Sym::I(_) | Sym::B(_) | Sym::H(_) => {
+            out.push(v.clone());
+            Some(())
+        }
+        _ => None,
+    }
 }
 
 /// Whether `body`'s value is a call's (its let chain's last node): a tail call, which reuses the frame.
@@ -738,7 +761,7 @@ impl Machine<'_> {
                     Op::Call(k, d, seq, x, z) => {
                         let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
                         it.x = [rv(&rf, x[0]), rv(&rf, x[1])];
-                        it.z = [iv(&ri, z[0]), iv(&ri, z[1])];
+                        it.z = z.map(|z| iv(&ri, z));
                         it.at = at;
                         ri[d as usize] = at;
                     }

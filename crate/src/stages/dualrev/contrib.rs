@@ -7,7 +7,7 @@ use super::common::*;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, Machine, RunError};
+use crate::interp::{Builtin, Graph, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -125,6 +125,10 @@ impl Stage for ContribStage {
     }
 
 
+    fn round_calls(&self) -> Option<&'static RoundCalls> {
+        Some(&ROUND_CALLS)
+    }
+
     fn graph(&self, m: &mut Machine, _cx: &RunCtx) -> Option<Graph> {
         let cs = std::mem::take(m.state::<Contribs>());
         let r = rt(m);
@@ -149,11 +153,9 @@ pub struct Contribs {
     /// the arrays' end), as Contribs are appended in the order made: 4 bytes a Contrib, not a
     /// (start, count) pair of 8 (issue 13: bytes per op).
     starts: Chunked<u32>,
-    /// Every Contrib's edges: the partial, the argument's ID and the argument's Contrib, three
-    /// flat arrays (16 bytes an edge; IDs fit 32 bits, as the tape's do).
-    partial: Chunked<f64>,
-    arg: Chunked<u32>,
-    child: Chunked<u32>,
+    /// Every Contrib's edges (`Edge`: the partial, the argument's ID and the argument's Contrib),
+    /// one flat array (16 bytes an edge; IDs fit 32 bits, as the tape's do).
+    edge: Chunked<Edge>,
     /// What the resolves did, in order, for the graph: (ID, its cell's Contrib), all of the
     /// Contrib's edges followed; then `stop`, the entry where a budget or a bad ID stopped the
     /// resolve (which ends the run), with how many were followed. The graph's edges are made from
@@ -166,6 +168,16 @@ pub struct Contribs {
     /// come before `resolves`' in the resolves' order. A resolve that meets an edge to its own or
     /// a higher ID logs what it visited so far and goes on logging.
     first: Option<FirstResolve>,
+}
+
+/// A Contrib's edge: the partial, the argument's ID and the argument's Contrib (16 bytes; one
+/// array of them rather than three, so a Contrib is pushed and an edge read in one place: the
+/// compiled rounds' writes and the resolve's reads, issue 13 session 35).
+#[derive(Clone, Copy, Debug, Default)]
+struct Edge {
+    partial: f64,
+    arg: u32,
+    child: u32,
 }
 
 /// The IDs a first resolve visited: those in `lo..hi` whose cell in `cb` is not `EMPTY`, `count`
@@ -183,13 +195,13 @@ impl Contribs {
     fn range(&self, k: u32) -> std::ops::Range<usize> {
         let k = k as usize;
         match self.starts.get(k) {
-            Some(&s) => s as usize..self.starts.get(k + 1).map_or(self.partial.len(), |&e| e as usize),
+            Some(&s) => s as usize..self.starts.get(k + 1).map_or(self.edge.len(), |&e| e as usize),
             None => 0..0,
         }
     }
     /// The edges (partial, argument ID, argument's Contrib) of Contrib k.
     fn edges(&self, k: u32) -> impl Iterator<Item = (f64, i64, u32)> + '_ {
-        self.range(k).map_while(|e| Some((*self.partial.get(e)?, *self.arg.get(e)? as i64, *self.child.get(e)?)))
+        self.range(k).map_while(|e| self.edge.get(e).map(|e| (e.partial, e.arg as i64, e.child)))
     }
     /// How many entries the resolves have made.
     fn entries(&self) -> usize {
@@ -198,14 +210,20 @@ impl Contribs {
     /// Appends a Contrib with edges (partial, _) of `es`, argument IDs `js` and Contribs `cs`;
     /// its number, None when the arrays are full.
     fn push(&mut self, es: &[(f64, i64)], js: &[u32], cs: &[u32]) -> Option<u32> {
-        let (k, start) = (u32::try_from(self.starts.len()).ok()?, u32::try_from(self.partial.len()).ok()?);
+        let (k, start) = (u32::try_from(self.starts.len()).ok()?, u32::try_from(self.edge.len()).ok()?);
         self.starts.push(start);
-        for &(a, _) in es {
-            self.partial.push(a);
+        for ((&(partial, _), &arg), &child) in es.iter().zip(js).zip(cs) {
+            self.edge.push(Edge { partial, arg, child });
         }
-        self.arg.extend_from_slice(js);
-        self.child.extend_from_slice(cs);
         Some(k)
+    }
+    /// Appends a Contrib with edges `es` whose numbers are known to fit (`reserve_round`).
+    #[inline]
+    fn push_reserved(&mut self, es: &[Edge]) {
+        self.starts.push(self.edge.len() as u32);
+        for &e in es {
+            self.edge.push(e);
+        }
     }
     /// The resolves' entries: (ID, Contrib, how many of its edges were followed).
     fn resolved(&self) -> impl DoubleEndedIterator<Item = (i64, u32, u32)> + '_ {
@@ -292,6 +310,89 @@ fn b_c(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunE
     };
     v.k = k;
     Ok(Value::Ext(Rc::new(v)))
+}
+
+/// The runtime's builtins as a compiled round calls them (`interp::RoundCalls`, `interp/round.rs`;
+/// issue 13, session 35): a dual number (R, (Z, Contrib)) is carried as a real, an ID and a Contrib
+/// handle (its number in `Contribs`). `genID` (a step: its tick; `ids_allocated`) returns the next
+/// ID, sequence 0; `C0`, `C1 a (i, c)`, `C2 a (i, c) b (j, c')` (an allocation each) the next
+/// Contrib's number, sequence 1, their tuple arguments given as their items. A round's IDs and
+/// Contribs are written at once, in the walker's order, once the round has computed them all.
+static ROUND_CALLS: RoundCalls = RoundCalls {
+    calls: &[
+        RoundCall { name: "genID", args: &[], seq: 0, handle: false, steps: 1, allocs: 0 },
+        RoundCall { name: "C0", args: &[], seq: 1, handle: true, steps: 0, allocs: 1 },
+        RoundCall { name: "C1", args: &[RoundArg::Real, RoundArg::Int, RoundArg::Handle], seq: 1, handle: true, steps: 0, allocs: 1 },
+        RoundCall {
+            name: "C2",
+            args: &[RoundArg::Real, RoundArg::Int, RoundArg::Handle, RoundArg::Real, RoundArg::Int, RoundArg::Handle],
+            seq: 1,
+            handle: true,
+            steps: 0,
+            allocs: 1,
+        },
+    ],
+    reserve: reserve_round,
+    write: write_round,
+    // a Contrib of this run's arrays (a run's values never outlive its machine; the check keeps a
+    // stray number from naming edges that are not there)
+    unbox: |m, v| {
+        let k = v.ext::<ContribV>()?.k;
+        ((k as usize) < m.state::<Contribs>().starts.len()).then_some(k as i64)
+    },
+    rebox: |m, h| {
+        let cs = m.state::<Contribs>();
+        let mut v = ContribV { k: h as u32, n: 0, e: [(0.0, 0); MAX_EDGES] };
+        for (e, (a, j, _)) in v.e.iter_mut().zip(cs.edges(h as u32)) {
+            *e = (a, j);
+            v.n += 1;
+        }
+        Value::Ext(Rc::new(v))
+    },
+};
+
+/// The next ID and the next Contrib's number, when `n[1]` Contribs (of at most two edges) fit the
+/// arrays (`Contribs::push`'s u32 numbers).
+fn reserve_round(m: &mut Machine, n: [usize; 2]) -> Option<[i64; 2]> {
+    let (r, cs) = m.states::<Rt, Contribs>()?;
+    let k = cs.starts.len();
+    u32::try_from(k.checked_add(n[1])?).ok()?;
+    u32::try_from(cs.edge.len().checked_add(MAX_EDGES.checked_mul(n[1])?)?).ok()?;
+    r.next_id.checked_add(n[0] as i64)?;
+    Some([r.next_id, k as i64])
+}
+
+/// The round's IDs and Contribs as `genID` and `b_c` make each (checked first: `false`, nothing
+/// written, for an argument ID `b_c` would refuse, a Contrib not yet made, or numbers not the ones
+/// reserved).
+fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
+    let Some((r, cs)) = m.states::<Rt, Contribs>() else { return false };
+    let (mut id, mut next) = (r.next_id, cs.starts.len() as i64);
+    let fits = |j: i64, c: i64, next: i64| (0..=u32::MAX as i64).contains(&j) && (0..next).contains(&c);
+    for it in items {
+        match it.call {
+            0 if it.at == id => id += 1,
+            1 if it.at == next => next += 1,
+            2 if it.at == next && fits(it.z[0], it.z[1], next) => next += 1,
+            3 if it.at == next && fits(it.z[0], it.z[1], next) && fits(it.z[2], it.z[3], next) => next += 1,
+            _ => return false,
+        }
+    }
+    let mut ids = 0;
+    for it in items {
+        if it.call == 0 {
+            r.fresh(it.span);
+            ids += 1;
+            continue;
+        }
+        // (each ID checked above to fit; room reserved: `reserve_round`)
+        let es = [Edge { partial: it.x[0], arg: it.z[0] as u32, child: it.z[1] as u32 }, Edge { partial: it.x[1], arg: it.z[2] as u32, child: it.z[3] as u32 }];
+        cs.push_reserved(&es[..it.call as usize - 1]);
+    }
+    if ids > 0 {
+        m.count("ids_allocated", ids);
+    }
+    true
 }
 
 /// `Staged c = Array (Contrib, dR)`: per cell the Contrib's number (`EMPTY`: no call staged yet) and
@@ -412,7 +513,7 @@ fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeM
         }
         return recorded;
     }
-    let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.partial.len().min(2 * cs.entries()));
+    let mut drawn: Vec<((i64, i64), f64)> = Vec::with_capacity(cs.edge.len().min(2 * cs.entries()));
     for (i, cb, done) in cs.resolved().rev() {
         let from = drawn.len();
         drawn.extend(cs.edges(cb).take(done as usize).map(|(a, j, _)| ((i, j), a)));
@@ -478,7 +579,7 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
                 let r = cs.range(cb);
                 let start = r.start;
                 for k in r {
-                    let (Some(&a), Some(&j), Some(&cbj)) = (cs.partial.get(k), cs.arg.get(k), cs.child.get(k)) else { break };
+                    let Some(&Edge { partial: a, arg: j, child: cbj }) = cs.edge.get(k) else { break };
                     if derive && j as i64 >= i {
                         // an edge to a visited cell: log the visited IDs' entries while they hold
                         for v in (lo..ids).rev() {

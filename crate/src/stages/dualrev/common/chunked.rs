@@ -22,8 +22,22 @@ impl<T: Copy> Chunked<T> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+    /// Appends `x`: in place while the last chunk has room (inlined: `dualrev/contrib`'s compiled
+    /// rounds push four elements a Contrib edge), else `grow`.
     #[inline]
     pub fn push(&mut self, x: T) {
+        if let Some(c) = self.chunks.last_mut() {
+            if c.len() < c.capacity() && c.len() < CHUNK {
+                c.push(x);
+                self.len += 1;
+                return;
+            }
+        }
+        self.grow(x);
+    }
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, x: T) {
         // the first chunk grows as a `Vec` does (a small run holds no more than it would), the
         // others are made whole; every chunk but the last holds exactly `CHUNK`
         let first = self.chunks.len() == 1;
