@@ -2126,6 +2126,57 @@ mod tests {
 
     /// The substitution's storage grows a chunk at a time: never more than a chunk over its length
     /// (fails with a vector that doubles: 131,072 for 100,000), and reads back what was pushed.
+    /// A link's lambda whose parameter the next link binds (CHAD's `λd → pure ()` of a literal,
+    /// bound where the product uses it): its type is settled once the next link is inferred, and is
+    /// the one `(R, R → R)` of the later link's tuple, not `(R, a → R)` of its own until the zonk.
+    #[test]
+    fn a_link_is_settled_once_the_next_link_has_bound_its_types() {
+        let src = "def main x =\n  let a = (1.0, \\z -> 2.0) in\n  let u = (snd a) 3.0 in\n  let c = (4.0, \\z -> 5.0) in\n  let w = (snd c) u in\n  w + x\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut tuples: Vec<&Type> = vec![];
+        let mut stack = vec![&p.defs[0].body];
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Tuple(_) = e.kind {
+                tuples.push(&e.ty);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        assert_eq!(tuples.len(), 2);
+        for t in &tuples {
+            assert_eq!(show(t), "(R, R → R)", "settled after the next link: no variable left");
+        }
+        assert!(parts(tuples[0]) == parts(tuples[1]), "{:?} and {:?} are two allocations", tuples[0], tuples[1]);
+    }
+
+    /// The variables made in a link are bound, by the link's end, to types as unification met them
+    /// (`snd`'s result variable to the lambda's `a → R` with `a` since bound to R, an instantiated
+    /// scheme's copy): each binding is settled with the link, so that the substitution holds no
+    /// copy the nodes have let go.
+    #[test]
+    fn a_links_variables_are_bound_to_settled_types() {
+        let src = "def main x =\n  let a = (1.0, \\z -> 2.0) in\n  let u = (snd a) 3.0 in\n  let c = (4.0, \\z -> 5.0) in\n  let w = (snd c) u in\n  w + x\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut compound = 0;
+        for v in 0..cx.subst.len() {
+            let Some(t) = cx.subst[v].clone() else { continue };
+            if !matches!(t, Type::Tuple(_) | Type::Fun(_) | Type::Lin(_) | Type::Sum(_) | Type::Con(_)) {
+                continue;
+            }
+            compound += 1;
+            let mut vars = BTreeSet::new();
+            free_vars(&t, &mut vars);
+            let bound: Vec<u32> = vars.into_iter().filter(|&w| cx.subst[w as usize].is_some()).collect();
+            assert!(bound.is_empty(), "variable {v} is bound to {t:?}, which holds the bound variables {bound:?}");
+        }
+        assert!(compound >= 2, "{compound} variables bound to compound types: the test no longer tests");
+    }
+
     #[test]
     fn the_substitution_grows_a_chunk_at_a_time() {
         let mut c: Chunked<u32> = Chunked::default();
