@@ -542,7 +542,18 @@ struct Cx<'b> {
     zonked: std::cell::RefCell<rustc_hash::FxHashMap<u32, Type>>,
     /// The let/bind spines being inferred (`infer`'s loops with a link), for `settle_nodes`.
     spines: u32,
+    /// `settle_nodes`' memo of one link, empty between links (kept for its capacity).
+    settled: rustc_hash::FxHashMap<ByParts<Type>, Type>,
 }
+
+/// A link of a let/bind spine: its right-hand side, or a `let rec` group's definitions.
+enum Link<'a> {
+    Expr(&'a mut Expr),
+    Defs(&'a mut [FunDef]),
+}
+
+/// The most entries `Cx::settled` keeps room for between links.
+const SETTLED_KEPT: usize = 1 << 10;
 
 /// `Cx::recent`'s size at which it is emptied.
 const RECENT: usize = 1 << 14;
@@ -575,6 +586,7 @@ impl<'b> Cx<'b> {
             recent: Made::default(),
             zonked: Default::default(),
             spines: 0,
+            settled: Default::default(),
         }
     }
 
@@ -606,68 +618,112 @@ impl<'b> Cx<'b> {
         }
     }
 
-    /// `t` with its bound variables followed in its first `parts` parts (each part the same type, as
+    /// `t` with its bound variables followed in its first `budget` parts (each part the same type, as
     /// a zonk's), each compound part made once while it is in `recent`: a polymorphic builtin's
     /// `a → a → a`, copied with fresh variables at each use (`plusC`, `counted`: ~0.4 KB a line of
     /// dualrev/naive's output), is the one `Staged → Staged → Staged` once the application has bound
     /// them, and the copy dies with it. Bounded in parts and width: types are shared, not trees, and
     /// following every part could walk a type of exponential size; parts past the bound are kept as
     /// they are. (Recursion as deep as `SETTLE_PARTS` at most.)
-    fn settle(&mut self, t: &Type, parts: &mut u32) -> Type {
+    fn settle(&mut self, t: &Type, budget: &mut u32) -> Type {
         let t = self.shallow(t);
-        if *parts == 0 {
+        if *budget == 0 {
             return t;
         }
-        *parts -= 1;
+        *budget -= 1;
+        // Where no part changed, the type itself is looked up (and kept, if new) rather than a copy
+        // of its parts allocated first: most nodes' types were made from settled parts already, and
+        // allocating before the look-up was most of `settle_nodes`' cost (+35 % instructions in the
+        // check of dualrev/staged's output, session 34).
+        let same = |a: &[Type], b: &[Type]| a.iter().zip(b).all(|(x, y)| parts(x) == parts(y));
         let r = match &t {
             Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
-                let a = self.settle(&ab.0, parts);
-                let ab = std::rc::Rc::new((a, self.settle(&ab.1, parts)));
+                let settled = [self.settle(&ab.0, budget), self.settle(&ab.1, budget)];
                 self.forget_recent();
-                with_pair(&t, self.recent.pair(ab))
+                let ab = match parts(&settled[0]) == parts(&ab.0) && parts(&settled[1]) == parts(&ab.1) {
+                    true => self.recent.pair(ab.clone()),
+                    false => {
+                        let [a, b] = settled;
+                        self.recent.pair(std::rc::Rc::new((a, b)))
+                    }
+                };
+                with_pair(&t, ab)
             }
             Type::Tuple(ts) if ts.len() <= SETTLE_WIDTH => {
-                let ts: Vec<Type> = ts.iter().map(|u| self.settle(u, parts)).collect();
+                let settled: smallvec::SmallVec<[Type; SETTLE_WIDTH]> = ts.iter().map(|u| self.settle(u, budget)).collect();
                 self.forget_recent();
-                self.recent.tuple(ts.into())
+                match same(&settled, ts) {
+                    true => self.recent.tuple(ts.clone()),
+                    false => self.recent.tuple(settled.into_vec().into()),
+                }
             }
             Type::Con(c) if !c.args.is_empty() && c.args.len() <= SETTLE_WIDTH => {
-                let args: Vec<Type> = c.args.iter().map(|u| self.settle(u, parts)).collect();
+                let settled: smallvec::SmallVec<[Type; SETTLE_WIDTH]> = c.args.iter().map(|u| self.settle(u, budget)).collect();
                 self.forget_recent();
-                self.recent.con(&c.name, args.into(), None)
+                match same(&settled, &c.args) {
+                    true => self.recent.con(&c.name, c.args.clone(), Some(c)),
+                    false => self.recent.con(&c.name, settled.into_vec().into(), None),
+                }
             }
             _ => return t,
         };
         r
     }
 
-    /// Each node's type in `e` settled (`settle`, as many parts as an instantiated type's), once `e`
-    /// is a link of the outermost spine inferred: by then most of what its nodes' types left open
-    /// is bound (a translation's line binds its backpropagator's parameter in its own `do` block),
+    /// Each node's type in `link` settled (`settle`, as many parts as an instantiated type's), once
+    /// `link` is a link of the outermost spine inferred and the next one too: by then most of what
+    /// its nodes' types left open is bound (a translation's line binds its backpropagator's
+    /// parameter in its own `do` block, or the next line does when it uses the binder),
     /// and each node's type is made once through `recent`, so that what inference built per node
     /// (`linλz → counted zeroStaged`'s `Var ⊸ Staged`, the tuples and `M _` around it) dies here
     /// rather than at the zonk (issue 14 item 4: ~0.5 KB a line of dualrev/staged's output). The same
     /// type under the substitution (a partial zonk), each node once, a bounded walk each.
     /// (Each type held by many of the link's nodes, a spine's and its body's, a binder's and its
     /// uses', is settled once: the substitution does not change meanwhile.)
-    fn settle_nodes(&mut self, e: &mut Expr) {
-        let mut settled: rustc_hash::FxHashMap<ByParts<Type>, Type> = Default::default();
-        let mut stack: Vec<&mut Expr> = vec![e];
+    fn settle_nodes(&mut self, link: Link<'_>, vars: std::ops::Range<usize>) {
+        // (the map kept between links, emptied: a link is about a line, and a map made anew for
+        // each grew through its sizes each time)
+        let mut settled = std::mem::take(&mut self.settled);
+        let mut stack: Vec<&mut Expr> = match link {
+            Link::Expr(e) => vec![e],
+            Link::Defs(fs) => fs.iter_mut().map(|f| &mut f.body).collect(),
+        };
         while let Some(e) = stack.pop() {
             if matches!(e.ty, Type::Sum(_) | Type::Fun(_) | Type::Lin(_) | Type::Tuple(_) | Type::Con(_) | Type::Var(_)) {
-                let key = ByParts(e.ty.clone());
-                e.ty = match settled.get(&key) {
-                    Some(t) => t.clone(),
-                    None => {
-                        let mut parts = SETTLE_PARTS;
-                        let t = self.settle(&e.ty, &mut parts);
-                        settled.insert(key, t.clone());
-                        t
-                    }
-                };
+                e.ty = self.settle_memo(&e.ty, &mut settled);
             }
             each_child_mut(e, &mut |c| stack.push(c));
         }
+        // The link's variables' bindings settled too (the same substitution, as the zonk's path
+        // compression): a binding is the type as unification met it, an instantiated copy of a
+        // scheme's part (`Staged c'` of `SCall`'s) or a lambda's type with its parameter's variable,
+        // and the substitution held each such copy to the zonk after the nodes had let it go
+        // (issue 14 item 4: ~0.3 KB a line of dualrev/cayley's output).
+        for v in vars {
+            let bound = match self.subst.get(v) {
+                Some(Some(t @ (Type::Sum(_) | Type::Fun(_) | Type::Lin(_) | Type::Tuple(_) | Type::Con(_)))) => t.clone(),
+                _ => continue,
+            };
+            let t = self.settle_memo(&bound, &mut settled);
+            self.subst[v] = Some(t);
+        }
+        settled.clear();
+        if settled.capacity() > SETTLED_KEPT {
+            settled = Default::default();
+        }
+        self.settled = settled;
+    }
+
+    /// `settle`, once per type held by many (`settle_nodes`' memo of a link, by identity).
+    fn settle_memo(&mut self, t: &Type, settled: &mut rustc_hash::FxHashMap<ByParts<Type>, Type>) -> Type {
+        let key = ByParts(t.clone());
+        if let Some(t) = settled.get(&key) {
+            return t.clone();
+        }
+        let mut budget = SETTLE_PARTS;
+        let s = self.settle(t, &mut budget);
+        settled.insert(key, s.clone());
+        s
     }
 
     fn forget_recent(&mut self) {
@@ -1149,29 +1205,30 @@ impl<'b> Cx<'b> {
         let scope = self.locals.mark();
         // (whether this is the outermost spine with a link: its links' nodes are settled)
         let mut outermost = None;
+        // (the outermost spine's last link inferred, with the variables made while it was, settled
+        // once the next link is: a line's types are often closed by the next line's use of its
+        // binders, as CHAD's `λd → pure ()` of a literal, whose `d` is R once the product using it
+        // is inferred)
+        let mut pending: Option<(Link, std::ops::Range<usize>)> = None;
         let mut cur = &mut *e;
         while matches!(cur.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
             let outermost = *outermost.get_or_insert_with(|| {
                 self.spines += 1;
                 self.spines == 1
             });
-            cur = match &mut cur.kind {
+            let first_var = self.subst.len();
+            let here = cur;
+            let (link, next) = match &mut here.kind {
                 ExprKind::Let(p_rhs_body) => {
                     let (p, rhs_body) = &mut **p_rhs_body;
                     let (rhs, body) = rhs_body;
                     self.let_binding(p, rhs)?;
-                    if outermost {
-                        self.settle_nodes(rhs);
-                    }
-                    body
+                    (Link::Expr(rhs), body)
                 }
                 ExprKind::LetRec(fs_body) => {
                     let (fs, body) = &mut **fs_body;
                     self.let_rec(fs)?;
-                    if outermost {
-                        fs.iter_mut().for_each(|f| self.settle_nodes(&mut f.body));
-                    }
-                    body
+                    (Link::Defs(fs), body)
                 }
                 ExprKind::Bind(p_m_k) => {
                     let (p, m_k) = &mut **p_m_k;
@@ -1188,14 +1245,20 @@ impl<'b> Cx<'b> {
                         let tp = self.bind_pat(p);
                         self.unify_monadic(&tp, &tm, m.span)?;
                     }
-                    if outermost {
-                        self.settle_nodes(m);
-                    }
                     innermost_bind = Some(k.span);
-                    k
+                    (Link::Expr(m), k)
                 }
                 _ => unreachable!("checked by the loop condition"),
             };
+            cur = next;
+            if outermost {
+                if let Some((link, vars)) = pending.replace((link, first_var..self.subst.len())) {
+                    self.settle_nodes(link, vars);
+                }
+            }
+        }
+        if let Some((link, vars)) = pending.take() {
+            self.settle_nodes(link, vars);
         }
         if outermost.is_some() {
             self.spines -= 1;
@@ -2063,6 +2126,57 @@ mod tests {
 
     /// The substitution's storage grows a chunk at a time: never more than a chunk over its length
     /// (fails with a vector that doubles: 131,072 for 100,000), and reads back what was pushed.
+    /// A link's lambda whose parameter the next link binds (CHAD's `λd → pure ()` of a literal,
+    /// bound where the product uses it): its type is settled once the next link is inferred, and is
+    /// the one `(R, R → R)` of the later link's tuple, not `(R, a → R)` of its own until the zonk.
+    #[test]
+    fn a_link_is_settled_once_the_next_link_has_bound_its_types() {
+        let src = "def main x =\n  let a = (1.0, \\z -> 2.0) in\n  let u = (snd a) 3.0 in\n  let c = (4.0, \\z -> 5.0) in\n  let w = (snd c) u in\n  w + x\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut tuples: Vec<&Type> = vec![];
+        let mut stack = vec![&p.defs[0].body];
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Tuple(_) = e.kind {
+                tuples.push(&e.ty);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        assert_eq!(tuples.len(), 2);
+        for t in &tuples {
+            assert_eq!(show(t), "(R, R → R)", "settled after the next link: no variable left");
+        }
+        assert!(parts(tuples[0]) == parts(tuples[1]), "{:?} and {:?} are two allocations", tuples[0], tuples[1]);
+    }
+
+    /// The variables made in a link are bound, by the link's end, to types as unification met them
+    /// (`snd`'s result variable to the lambda's `a → R` with `a` since bound to R, an instantiated
+    /// scheme's copy): each binding is settled with the link, so that the substitution holds no
+    /// copy the nodes have let go.
+    #[test]
+    fn a_links_variables_are_bound_to_settled_types() {
+        let src = "def main x =\n  let a = (1.0, \\z -> 2.0) in\n  let u = (snd a) 3.0 in\n  let c = (4.0, \\z -> 5.0) in\n  let w = (snd c) u in\n  w + x\n";
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut compound = 0;
+        for v in 0..cx.subst.len() {
+            let Some(t) = cx.subst[v].clone() else { continue };
+            if !matches!(t, Type::Tuple(_) | Type::Fun(_) | Type::Lin(_) | Type::Sum(_) | Type::Con(_)) {
+                continue;
+            }
+            compound += 1;
+            let mut vars = BTreeSet::new();
+            free_vars(&t, &mut vars);
+            let bound: Vec<u32> = vars.into_iter().filter(|&w| cx.subst[w as usize].is_some()).collect();
+            assert!(bound.is_empty(), "variable {v} is bound to {t:?}, which holds the bound variables {bound:?}");
+        }
+        assert!(compound >= 2, "{compound} variables bound to compound types: the test no longer tests");
+    }
+
     #[test]
     fn the_substitution_grows_a_chunk_at_a_time() {
         let mut c: Chunked<u32> = Chunked::default();
