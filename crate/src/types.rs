@@ -60,7 +60,8 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
-    cx.locals.count_uses(p.defs.iter().map(|d| &d.body));
+    let nodes = cx.locals.count_uses(p.defs.iter().map(|d| &d.body));
+    cx.settling = nodes >= SETTLE_FROM;
     for group in def_groups(p) {
         // Monomorphic within a group; generalised after it.
         let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
@@ -182,15 +183,17 @@ impl Locals {
     }
     /// The local variables' uses in `bodies`, by id, for `used`; none counted where the ids are
     /// sparse (a table by id would be larger than the program).
-    fn count_uses<'e>(&mut self, bodies: impl Iterator<Item = &'e Expr> + Clone) {
+    /// Returns the bodies' node count.
+    fn count_uses<'e>(&mut self, bodies: impl Iterator<Item = &'e Expr> + Clone) -> usize {
         let (mut nodes, mut max) = (0usize, 0u32);
         each_local_use(bodies.clone(), &mut |id| max = max.max(id), &mut nodes);
         if max as usize > 4 * nodes + 4096 {
-            return;
+            return nodes;
         }
         let mut uses = vec![0u8; max as usize + 1];
-        each_local_use(bodies, &mut |id| uses[id as usize] = uses[id as usize].saturating_add(1), &mut nodes);
+        each_local_use(bodies, &mut |id| uses[id as usize] = uses[id as usize].saturating_add(1), &mut 0);
         self.uses = uses;
+        nodes
     }
     /// The bindings made so far, for `undo`.
     fn mark(&self) -> usize {
@@ -544,6 +547,9 @@ struct Cx<'b> {
     spines: u32,
     /// `settle_nodes`' memo of one link, empty between links (kept for its capacity).
     settled: rustc_hash::FxHashMap<ByParts<Type>, Type>,
+    /// Whether types are settled as inference goes (`settle`, `settle_nodes`): only in a program of
+    /// `SETTLE_FROM` nodes or more.
+    settling: bool,
 }
 
 /// A link of a let/bind spine: its right-hand side, or a `let rec` group's definitions.
@@ -566,6 +572,12 @@ const RECENT: usize = 1 << 14;
 const SETTLE_PARTS: u32 = 32;
 const SETTLE_WIDTH: usize = 4;
 
+/// The fewest nodes of a program whose check settles its types as it goes. Settling spares memory
+/// on a long program (what the check holds a line, issue 14 item 4) and costs instructions on any:
+/// on the quaternion's 42 stage outputs it was 100 M of the page's 890 M a keystroke (+12 %,
+/// session 35), for a few MiB it could spare; below this size the zonk finds the same types.
+const SETTLE_FROM: usize = 1 << 16;
+
 /// How often (in nodes) the type check compares the live heap with the memory budget.
 const MEMORY_CHECK: u32 = 4096;
 
@@ -587,6 +599,7 @@ impl<'b> Cx<'b> {
             zonked: Default::default(),
             spines: 0,
             settled: Default::default(),
+            settling: true,
         }
     }
 
@@ -1251,7 +1264,7 @@ impl<'b> Cx<'b> {
                 _ => unreachable!("checked by the loop condition"),
             };
             cur = next;
-            if outermost {
+            if outermost && self.settling {
                 if let Some((link, vars)) = pending.replace((link, first_var..self.subst.len())) {
                     self.settle_nodes(link, vars);
                 }
@@ -1395,7 +1408,7 @@ impl<'b> Cx<'b> {
                             ExprKind::Var(n) => n.is_global() || self.poly.contains_key(&n.id),
                             _ => false,
                         };
-                        if instantiated {
+                        if instantiated && self.settling {
                             let (mut head, mut result) = (SETTLE_PARTS, SETTLE_PARTS);
                             f.ty = self.settle(&tf, &mut head);
                             self.settle(y, &mut result)
