@@ -2113,6 +2113,24 @@ mod tests {
         }
     }
 
+    /// The types inference (a checker made directly: it settles at any size) gives the tuples of
+    /// `src`'s main, as they stand before the zonk.
+    fn tuple_types_inferred(src: &str) -> Vec<Type> {
+        let mut p = crate::syntax::parse_program(src).expect("parses");
+        let builtins = Builtins::new();
+        let mut cx = Cx::new(&builtins);
+        cx.infer(&mut p.defs[0].body).expect("checks");
+        let mut tuples: Vec<Type> = vec![];
+        let mut stack = vec![&p.defs[0].body];
+        while let Some(e) = stack.pop() {
+            if let ExprKind::Tuple(_) = e.kind {
+                tuples.push(e.ty.clone());
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        tuples
+    }
+
     /// Issue 14 item 4: once a link of the outermost spine is inferred, its nodes' types are settled:
     /// two links whose lambda's parameter is unused until the link applies it (a translation's
     /// `linλz → counted zeroStaged`) share their `(R, R → R)` before the zonk (fails without
@@ -2120,48 +2138,24 @@ mod tests {
     #[test]
     fn a_spines_links_share_their_settled_node_types() {
         let src = "def main x =\n  let v = (let a = (1.0, \\z -> 2.0) in (snd a) 3.0) in\n  let w = (let c = (4.0, \\z -> 5.0) in (snd c) v) in\n  v + w\n";
-        let mut p = crate::syntax::parse_program(src).expect("parses");
-        let builtins = Builtins::new();
-        let mut cx = Cx::new(&builtins);
-        cx.infer(&mut p.defs[0].body).expect("checks");
-        let mut tuples: Vec<&Type> = vec![];
-        let mut stack = vec![&p.defs[0].body];
-        while let Some(e) = stack.pop() {
-            if let ExprKind::Tuple(_) = e.kind {
-                tuples.push(&e.ty);
-            }
-            each_child(e, &mut |c| stack.push(c));
-        }
+        let tuples = tuple_types_inferred(src);
         assert_eq!(tuples.len(), 2);
-        assert_eq!(show(tuples[0]), "(R, R → R)", "settled: no variable left");
-        assert!(parts(tuples[0]) == parts(tuples[1]), "{:?} and {:?} are two allocations", tuples[0], tuples[1]);
+        assert_eq!(show(&tuples[0]), "(R, R → R)", "settled: no variable left");
+        assert!(parts(&tuples[0]) == parts(&tuples[1]), "{:?} and {:?} are two allocations", tuples[0], tuples[1]);
     }
 
-    /// The substitution's storage grows a chunk at a time: never more than a chunk over its length
-    /// (fails with a vector that doubles: 131,072 for 100,000), and reads back what was pushed.
     /// A link's lambda whose parameter the next link binds (CHAD's `λd → pure ()` of a literal,
     /// bound where the product uses it): its type is settled once the next link is inferred, and is
     /// the one `(R, R → R)` of the later link's tuple, not `(R, a → R)` of its own until the zonk.
     #[test]
     fn a_link_is_settled_once_the_next_link_has_bound_its_types() {
         let src = "def main x =\n  let a = (1.0, \\z -> 2.0) in\n  let u = (snd a) 3.0 in\n  let c = (4.0, \\z -> 5.0) in\n  let w = (snd c) u in\n  w + x\n";
-        let mut p = crate::syntax::parse_program(src).expect("parses");
-        let builtins = Builtins::new();
-        let mut cx = Cx::new(&builtins);
-        cx.infer(&mut p.defs[0].body).expect("checks");
-        let mut tuples: Vec<&Type> = vec![];
-        let mut stack = vec![&p.defs[0].body];
-        while let Some(e) = stack.pop() {
-            if let ExprKind::Tuple(_) = e.kind {
-                tuples.push(&e.ty);
-            }
-            each_child(e, &mut |c| stack.push(c));
-        }
+        let tuples = tuple_types_inferred(src);
         assert_eq!(tuples.len(), 2);
         for t in &tuples {
             assert_eq!(show(t), "(R, R → R)", "settled after the next link: no variable left");
         }
-        assert!(parts(tuples[0]) == parts(tuples[1]), "{:?} and {:?} are two allocations", tuples[0], tuples[1]);
+        assert!(parts(&tuples[0]) == parts(&tuples[1]), "{:?} and {:?} are two allocations", tuples[0], tuples[1]);
     }
 
     /// The variables made in a link are bound, by the link's end, to types as unification met them
@@ -2190,6 +2184,8 @@ mod tests {
         assert!(compound >= 2, "{compound} variables bound to compound types: the test no longer tests");
     }
 
+    /// The substitution's storage grows a chunk at a time: never more than a chunk over its length
+    /// (fails with a vector that doubles: 131,072 for 100,000), and reads back what was pushed.
     #[test]
     fn the_substitution_grows_a_chunk_at_a_time() {
         let mut c: Chunked<u32> = Chunked::default();

@@ -818,6 +818,23 @@ fn taping_rounds_compiled_count_as_the_walker_at_every_budget() {
     taping_rounds_agree_at_every_budget(TAPED_LOOPS, 0..0);
 }
 
+/// The graph each of `ids` draws (`what`: nodes, labels, spans, visits, edges) the same from the
+/// engine as from the walker, on the taping tests' loops and calls.
+fn graphs_agree_on_the_taped_programs(ids: &[&'static str], what: &'static str) {
+    for src in TAPED_LOOPS.iter().chain(TAPED_CALLS) {
+        let (src, ids) = (src.to_string(), ids.to_vec());
+        run_with_stack(move || {
+            let opts = Options { stages: ids.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+            let fast = analyse(&src, &Options { budget: eager(&opts.budget), ..opts.clone() }).unwrap();
+            let walk = analyse(&src, &Options { budget: reference(&opts.budget), ..opts }).unwrap();
+            for (f, w) in fast.stages.iter().zip(&walk.stages) {
+                assert!(f.ok && f.graph.is_some(), "{}: {src}", f.id);
+                assert!(f.graph == w.graph, "{}: {what} differs\n{src}", f.id);
+            }
+        });
+    }
+}
+
 /// The Krawiec stages' compiled rounds (`round.rs` with the monad's `RoundCalls`: Delta nodes and
 /// deltaLets written at once a round) against the walker on the taping stages' loops and calls, at
 /// every step, allocation and depth budget as `taping_rounds_agree_at_every_budget` checks them,
@@ -827,18 +844,7 @@ fn taping_rounds_compiled_count_as_the_walker_at_every_budget() {
 #[test]
 fn krawiec_rounds_compiled_count_as_the_walker_at_every_budget() {
     let ids = ["krawiec/array", "krawiec/monadic", "krawiec/general"];
-    for src in TAPED_LOOPS.iter().chain(TAPED_CALLS) {
-        let src = src.to_string();
-        run_with_stack(move || {
-            let opts = Options { stages: ids.iter().map(|s| s.to_string()).collect(), ..Options::default() };
-            let fast = analyse(&src, &Options { budget: eager(&opts.budget), ..opts.clone() }).unwrap();
-            let walk = analyse(&src, &Options { budget: reference(&opts.budget), ..opts }).unwrap();
-            for (f, w) in fast.stages.iter().zip(&walk.stages) {
-                assert!(f.ok && f.graph.is_some(), "{}: {src}", f.id);
-                assert!(f.graph == w.graph, "{}: the Delta DAG differs\n{src}", f.id);
-            }
-        });
-    }
+    graphs_agree_on_the_taped_programs(&ids, "the Delta DAG");
     rounds_agree_at_every_budget(&ids[..2], &TAPED_LOOPS[..2], 0..0);
     rounds_agree_at_every_budget(&ids[..2], &TAPED_CALLS[..1], 0..8);
 }
@@ -854,18 +860,7 @@ fn krawiec_rounds_compiled_count_as_the_walker_at_every_budget() {
 #[test]
 fn contrib_rounds_compiled_count_as_the_walker_at_every_budget() {
     let ids = ["dualrev/contrib"];
-    for src in TAPED_LOOPS.iter().chain(TAPED_CALLS) {
-        let src = src.to_string();
-        run_with_stack(move || {
-            let opts = Options { stages: ids.iter().map(|s| s.to_string()).collect(), ..Options::default() };
-            let fast = analyse(&src, &Options { budget: eager(&opts.budget), ..opts.clone() }).unwrap();
-            let walk = analyse(&src, &Options { budget: reference(&opts.budget), ..opts }).unwrap();
-            for (f, w) in fast.stages.iter().zip(&walk.stages) {
-                assert!(f.ok && f.graph.is_some(), "{}: {src}", f.id);
-                assert!(f.graph == w.graph, "{}: the Contrib DAG differs\n{src}", f.id);
-            }
-        });
-    }
+    graphs_agree_on_the_taped_programs(&ids, "the Contrib DAG");
     rounds_agree_at_every_budget(&ids, &TAPED_LOOPS[..2], 0..0);
     rounds_agree_at_every_budget(&ids, &TAPED_CALLS[..1], 0..8);
 }
