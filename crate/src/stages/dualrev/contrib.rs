@@ -351,6 +351,12 @@ static ROUND_CALLS: RoundCalls = RoundCalls {
     },
 };
 
+/// `ROUND_CALLS`' calls by their place in it, as a round's items name them (`RoundItem::call`).
+const CALL_GEN_ID: u8 = 0;
+const CALL_C0: u8 = 1;
+const CALL_C1: u8 = 2;
+const CALL_C2: u8 = 3;
+
 /// The next ID and the next Contrib's number, when `n[1]` Contribs (of at most two edges) fit the
 /// arrays (`Contribs::push`'s u32 numbers).
 fn reserve_round(m: &mut Machine, n: [usize; 2]) -> Option<[i64; 2]> {
@@ -371,23 +377,24 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
     let fits = |j: i64, c: i64, next: i64| (0..=u32::MAX as i64).contains(&j) && (0..next).contains(&c);
     for it in items {
         match it.call {
-            0 if it.at == id => id += 1,
-            1 if it.at == next => next += 1,
-            2 if it.at == next && fits(it.z[0], it.z[1], next) => next += 1,
-            3 if it.at == next && fits(it.z[0], it.z[1], next) && fits(it.z[2], it.z[3], next) => next += 1,
+            CALL_GEN_ID if it.at == id => id += 1,
+            CALL_C0 if it.at == next => next += 1,
+            CALL_C1 if it.at == next && fits(it.z[0], it.z[1], next) => next += 1,
+            CALL_C2 if it.at == next && fits(it.z[0], it.z[1], next) && fits(it.z[2], it.z[3], next) => next += 1,
             _ => return false,
         }
     }
     let mut ids = 0;
     for it in items {
-        if it.call == 0 {
+        if it.call == CALL_GEN_ID {
             r.fresh(it.span);
             ids += 1;
             continue;
         }
         // (each ID checked above to fit; room reserved: `reserve_round`)
         let es = [Edge { partial: it.x[0], arg: it.z[0] as u32, child: it.z[1] as u32 }, Edge { partial: it.x[1], arg: it.z[2] as u32, child: it.z[3] as u32 }];
-        cs.push_reserved(&es[..it.call as usize - 1]);
+        // (C0 no edge, C1 one, C2 two)
+        cs.push_reserved(&es[..(it.call - CALL_C0) as usize]);
     }
     if ids > 0 {
         m.count("ids_allocated", ids);
