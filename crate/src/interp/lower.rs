@@ -259,9 +259,15 @@ impl Drop for FunVal {
 }
 
 /// The values of a slice only this `Rc` holds, moved out (leaving `()`), so dropping it is shallow.
+/// Scalars stay: they hold nothing, and a backpropagator's captures are mostly reals (no work list
+/// is allocated for a closure over scalars alone).
 fn take_unique(xs: &mut Rc<[Value]>) -> Vec<Value> {
     match Rc::get_mut(xs) {
-        Some(xs) => xs.iter_mut().map(|x| std::mem::replace(x, Value::Unit)).collect(),
+        Some(xs) => xs
+            .iter_mut()
+            .filter(|x| !matches!(x, Value::Real(_) | Value::Int(_) | Value::Bool(_) | Value::Unit))
+            .map(|x| std::mem::replace(x, Value::Unit))
+            .collect(),
         None => vec![],
     }
 }

@@ -189,15 +189,22 @@ fn display_graph(cx: &RunCtx) -> Option<Graph> {
 }
 
 fn b_zero_c(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let z = rt(m).zero.clone().ok_or_else(|| err(span, "zeroC: no input zero (run through the stage)"))?;
-    m.tick(size(&z))?;
-    m.count("zero_leaves", size(&z));
+    let r = rt(m);
+    let (z, n) = (r.zero.clone().ok_or_else(|| err(span, "zeroC: no input zero (run through the stage)"))?, r.zero_size);
+    m.tick(n)?;
+    m.count("zero_leaves", n);
     Ok(z)
 }
 
 fn b_plus_c(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
-    let n = size(&args[0]);
+    // added in place into the first (a fresh cotangent, as `d1 z` returns one), then charged
+    let b = args.pop().unwrap_or(Value::Unit);
+    let mut a = args.pop().unwrap_or(Value::Unit);
+    let n = match cot_add_assign(&mut a, &b) {
+        Some(n) => n,
+        None => size(&a),
+    };
     m.tick(n)?;
     m.count("plus_leaves", n);
-    Ok(cot_add(&args[0], &args[1]))
+    Ok(a)
 }

@@ -148,13 +148,20 @@ pub fn union(
 }
 
 fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let a = staged_of(&args[0], span)?.clone();
-    let b = staged_of(&args[1], span)?.clone();
-    m.tick(size(&a.c))?;
-    m.count("plus_leaves", size(&a.c));
+    let b = args.pop().unwrap_or(Value::Unit);
+    let a = args.pop().unwrap_or(Value::Unit);
+    let b = staged_of(&b, span)?;
+    let StagedV { c: mut a, m: a_map } = owned_staged(a, span)?;
+    // `a`'s cotangent added into in place (`cot_add_assign`), then charged as before
+    let n = match cot_add_assign(&mut a, &b.c) {
+        Some(n) => n,
+        None => size(&a),
+    };
+    m.tick(n)?;
+    m.count("plus_leaves", n);
     m.alloc(1)?;
-    let map = union(m, &a.m, &b.m)?;
-    Ok(staged_value(cot_add(&a.c, &b.c), map))
+    let map = union(m, &a_map, &b.m)?;
+    Ok(staged_value(a, map))
 }
 
 fn b_scotan(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
@@ -190,11 +197,16 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         rt(m).current = Some(i);
         let r = m.apply(f, Value::Real(a))?;
         rt(m).current = None;
-        let r = staged_of(&r, span)?.clone();
-        m.tick(size(&s.c))?;
-        m.count("plus_leaves", size(&s.c));
-        let map = union(m, &r.m, &rest)?;
-        s = StagedV { c: cot_add(&r.c, &s.c), m: map };
+        let StagedV { mut c, m: r_map } = owned_staged(r, span)?;
+        // `r.c + s.c` into `r.c` in place; the paper's charge is `size(s.c)` (the same when the shapes are)
+        let n = match cot_add_assign(&mut c, &s.c) {
+            Some(n) => n,
+            None => size(&s.c),
+        };
+        m.tick(n)?;
+        m.count("plus_leaves", n);
+        let map = union(m, &r_map, &rest)?;
+        s = StagedV { c, m: map };
         if m.tracing() {
             let note = format!("resolve ID {i}: call its backpropagator with {}", crate::value::show_real(a));
             trace_resolve(m, i, a, note, staged_rows(&s));

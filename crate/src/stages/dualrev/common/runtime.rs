@@ -16,6 +16,8 @@ pub struct Rt {
     pub next_id: i64,
     /// `0 : c`: the input with its reals zeroed.
     pub zero: Option<Value>,
+    /// `size` of `zero`, the cost of each `0 : c` (counted once here rather than per use).
+    pub zero_size: u64,
     pub n_inputs: i64,
     /// The ID whose backpropagator the resolve is running (None: the wrapper's direct calls).
     pub current: Option<i64>,
@@ -99,17 +101,49 @@ pub fn size(v: &Value) -> u64 {
 
 /// `a + b` on cotangents of the same input (reals added; integers, booleans and tags from `a`).
 pub fn cot_add(a: &Value, b: &Value) -> Value {
+    let mut a = a.clone();
+    cot_add_assign(&mut a, b);
+    a
+}
+
+/// `a := a + b` (`cot_add` in place): `a`'s tuples and arrays are written where nothing else holds
+/// them and copied once where shared, so a chain of additions into a fresh cotangent allocates
+/// nothing (issue 13: the dense cotangents of dualrev's naive and staged stages, O(n) a `+`, were
+/// rebuilt whole each time). Returns `size(a)`, the count the paper charges for the addition, when
+/// `a` and `b` have the same shape throughout (then also `size(b)`); None where they differ.
+pub fn cot_add_assign(a: &mut Value, b: &Value) -> Option<u64> {
+    add_leaves(a, b).map(|n| n.max(1))
+}
+
+/// `cot_add_assign`'s walk: the leaves of `a` as `Value::for_each_leaf` counts them.
+fn add_leaves(a: &mut Value, b: &Value) -> Option<u64> {
+    use std::rc::Rc;
     match (a, b) {
-        (Value::Real(x), Value::Real(y)) => Value::Real(x + y),
-        (Value::Tuple(xs), Value::Tuple(ys)) if xs.len() == ys.len() => {
-            Value::Tuple(xs.iter().zip(ys.iter()).map(|(x, y)| cot_add(x, y)).collect())
+        (Value::Real(x), Value::Real(y)) => {
+            *x += y;
+            Some(1)
         }
-        (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => {
-            Value::Array(xs.iter().zip(ys.iter()).map(|(x, y)| cot_add(x, y)).collect())
+        (Value::Tuple(xs), Value::Tuple(ys)) | (Value::Array(xs), Value::Array(ys)) if xs.len() == ys.len() => {
+            let mut n = Some(0u64);
+            for (x, y) in Rc::make_mut(xs).iter_mut().zip(ys.iter()) {
+                // a real item in the loop itself: a dense cotangent is mostly reals
+                let k = match (x, y) {
+                    (Value::Real(x), Value::Real(y)) => {
+                        *x += y;
+                        Some(1)
+                    }
+                    (x, y) => add_leaves(x, y),
+                };
+                n = n.zip(k).map(|(n, k)| n + k);
+            }
+            n
         }
-        (Value::Inl(x), Value::Inl(y)) => Value::Inl(std::rc::Rc::new(cot_add(x, y))),
-        (Value::Inr(x), Value::Inr(y)) => Value::Inr(std::rc::Rc::new(cot_add(x, y))),
-        (a, _) => a.clone(),
+        (Value::Inl(x), Value::Inl(y)) | (Value::Inr(x), Value::Inr(y)) => add_leaves(Rc::make_mut(x), y),
+        // shapes that differ keep `a` (as `cot_add` does)
+        (Value::Real(_) | Value::Tuple(_) | Value::Array(_) | Value::Inl(_) | Value::Inr(_), _) => None,
+        (_, Value::Real(_) | Value::Tuple(_) | Value::Array(_) | Value::Inl(_) | Value::Inr(_)) => None,
+        // `a`'s other leaves (integers, booleans, unit) are kept, one leaf each
+        _ => Some(1),
     }
 }
 
@@ -191,6 +225,11 @@ fn b_counted(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, R
     Ok(args.pop().unwrap_or(Value::Unit))
 }
 fn b_zero_of(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
+    // a real's zero without walking it (`zeroOf x` per input scalar in the naive wrapper)
+    if let Value::Real(_) = args[0] {
+        m.tick(1)?;
+        return Ok(Value::Real(0.0));
+    }
     m.tick(size(&args[0]))?;
     Ok(zero_of(&args[0]))
 }
@@ -199,7 +238,9 @@ fn b_zero_of(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, R
 pub fn prepare(m: &mut Machine, input: &Value) {
     let lean = !m.tracing();
     let r = rt(m);
-    r.zero = Some(zero_of(input));
+    let zero = zero_of(input);
+    r.zero_size = size(&zero);
+    r.zero = Some(zero);
     r.n_inputs = input.real_leaves().len() as i64;
     r.lean = lean;
 }
@@ -461,4 +502,45 @@ pub fn iarr(v: Vec<f64>) -> Value {
 pub fn arr_cells(cells: impl Iterator<Item = Option<f64>>) -> String {
     let v: Vec<String> = cells.take(32).map(|c| c.map_or("·".to_string(), crate::value::show_real)).collect();
     format!("[{}]", v.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    fn cot(reals: &[f64]) -> Value {
+        // (r0, (inl r1, [r2, …]), 7): a tuple, a tag, an array and an integer leaf
+        let arr = Value::Array(reals[2..].iter().map(|&r| Value::Real(r)).collect());
+        Value::tuple(vec![Value::Real(reals[0]), Value::pair(Value::Inl(Rc::new(Value::Real(reals[1]))), arr), Value::Int(7)])
+    }
+
+    #[test]
+    fn a_cotangent_added_in_place_leaves_its_other_holders_alone() {
+        let shared = cot(&[1.0, 2.0, 3.0, 4.0]);
+        let mut a = shared.clone();
+        let b = cot(&[10.0, 20.0, 30.0, 40.0]);
+        assert_eq!(cot_add_assign(&mut a, &b), Some(size(&shared)));
+        assert_eq!(a.to_string(), "(11.0, (inl 22.0, [33.0, 44.0]), 7)");
+        assert_eq!(shared.to_string(), "(1.0, (inl 2.0, [3.0, 4.0]), 7)");
+        assert!(a.same(&cot_add(&shared, &b)) && size(&a) == 5);
+        // a fresh cotangent (held once) is written where it is: no tuple is copied
+        let Value::Tuple(before) = &a else { panic!() };
+        let before = Rc::as_ptr(before);
+        cot_add_assign(&mut a, &b);
+        let Value::Tuple(after) = &a else { panic!() };
+        assert_eq!(Rc::as_ptr(after), before);
+        assert_eq!(a.to_string(), "(21.0, (inl 42.0, [63.0, 84.0]), 7)");
+    }
+
+    #[test]
+    fn cotangents_of_different_shapes_keep_the_first_and_leave_the_count_to_the_caller() {
+        let mut a = cot(&[1.0, 2.0, 3.0]);
+        let b = Value::tuple(vec![Value::Real(1.0), Value::Inr(Rc::new(Value::Real(5.0))), Value::Int(7)]);
+        assert_eq!(cot_add_assign(&mut a, &b), None);
+        assert_eq!(a.to_string(), "(2.0, (inl 2.0, [3.0]), 7)");
+        assert!(a.same(&cot_add(&cot(&[1.0, 2.0, 3.0]), &b)));
+        // an empty product counts as one leaf, as `size` does
+        assert_eq!(cot_add_assign(&mut Value::Tuple(Rc::new([])), &Value::Tuple(Rc::new([]))), Some(1));
+    }
 }

@@ -39,11 +39,20 @@ pub fn staged_of(v: &Value, span: Span) -> Result<&StagedV, RunError> {
     v.ext::<StagedV>().ok_or_else(|| err(span, format!("expected a Staged value, got {v}")))
 }
 
+/// A Staged value taken by value: its parts cloned and the value let go, so that where nothing else
+/// held it its cotangent is held once again, by the result, and can be added into in place.
+pub fn owned_staged(v: Value, span: Span) -> Result<StagedV, RunError> {
+    let s = staged_of(&v, span)?.clone();
+    drop(v);
+    Ok(s)
+}
+
 /// `0 : c`, the input with its reals zeroed (O(size of the input)).
 pub fn zero_c(m: &mut Machine, span: Span) -> Result<Value, RunError> {
-    let z = rt(m).zero.clone().ok_or_else(|| err(span, "no input zero (run through the stage)"))?;
-    m.tick(size(&z))?;
-    m.count("zero_leaves", size(&z));
+    let r = rt(m);
+    let (z, n) = (r.zero.clone().ok_or_else(|| err(span, "no input zero (run through the stage)"))?, r.zero_size);
+    m.tick(n)?;
+    m.count("zero_leaves", n);
     Ok(z)
 }
 
