@@ -233,49 +233,57 @@ pub(crate) enum FunVal {
 /// Dropping a closure drops its captures, which may be closures capturing closures: a backpropagator
 /// of dual-numbers reverse AD holds the one before it, a chain as long as the run. Dropped by the
 /// compiler's glue that chain recurses once per link and overflows a small stack (wasm's), so what
-/// only this closure holds is moved out and taken apart on a work list instead.
+/// only this closure holds is moved out and taken apart on a work list instead. The list is the
+/// thread's, kept between drops (a closure is dropped per backpropagator call: allocating a list
+/// for each was a tenth of a dense dualrev stage's run).
 impl Drop for FunVal {
     fn drop(&mut self) {
-        let mut work = match self {
-            FunVal::Clo { env, .. } => take_unique(env),
-            FunVal::Partial { args, .. } => std::mem::take(args),
-            FunVal::Rec { group, .. } => match Rc::get_mut(group) {
-                Some(g) => take_unique(&mut g.env),
-                None => vec![],
-            },
-            FunVal::Part { env, group, args, .. } => {
-                let mut w = std::mem::take(args);
-                w.extend(take_unique(env));
-                if let Some(g) = group.as_mut().and_then(Rc::get_mut) {
-                    w.extend(take_unique(&mut g.env));
+        // (`try_with`: a closure dropped while the thread ends finds no list and makes its own)
+        let mut work = DROP_WORK.try_with(|c| c.take()).unwrap_or_default();
+        match self {
+            FunVal::Clo { env, .. } => take_unique(env, &mut work),
+            FunVal::Partial { args, .. } => work.append(args),
+            FunVal::Rec { group, .. } => {
+                if let Some(g) = Rc::get_mut(group) {
+                    take_unique(&mut g.env, &mut work);
                 }
-                w
             }
-        };
+            FunVal::Part { env, group, args, .. } => {
+                work.append(args);
+                take_unique(env, &mut work);
+                if let Some(g) = group.as_mut().and_then(Rc::get_mut) {
+                    take_unique(&mut g.env, &mut work);
+                }
+            }
+        }
         while let Some(v) = work.pop() {
             dismantle(v, &mut work);
         }
+        // (a closure dropped inside `dismantle` took an empty list and gave it back empty)
+        let _ = DROP_WORK.try_with(|c| c.set(work));
     }
 }
 
-/// The values of a slice only this `Rc` holds, moved out (leaving `()`), so dropping it is shallow.
-/// Scalars stay: they hold nothing, and a backpropagator's captures are mostly reals (no work list
-/// is allocated for a closure over scalars alone).
-fn take_unique(xs: &mut Rc<[Value]>) -> Vec<Value> {
-    match Rc::get_mut(xs) {
-        Some(xs) => xs
-            .iter_mut()
-            .filter(|x| !matches!(x, Value::Real(_) | Value::Int(_) | Value::Bool(_) | Value::Unit))
-            .map(|x| std::mem::replace(x, Value::Unit))
-            .collect(),
-        None => vec![],
+thread_local! {
+    static DROP_WORK: std::cell::Cell<Vec<Value>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The values of a slice only this `Rc` holds, moved out onto `work` (leaving `()`), so dropping it
+/// is shallow. Scalars stay: they hold nothing, and a backpropagator's captures are mostly reals.
+fn take_unique(xs: &mut Rc<[Value]>, work: &mut Vec<Value>) {
+    if let Some(xs) = Rc::get_mut(xs) {
+        for x in xs.iter_mut() {
+            if !matches!(x, Value::Real(_) | Value::Int(_) | Value::Bool(_) | Value::Unit) {
+                work.push(std::mem::replace(x, Value::Unit));
+            }
+        }
     }
 }
 
 /// Drops `v` without recursing: the values only it holds go to `work` first.
 fn dismantle(mut v: Value, work: &mut Vec<Value>) {
     match &mut v {
-        Value::Tuple(xs) | Value::Array(xs) => work.extend(take_unique(xs)),
+        Value::Tuple(xs) | Value::Array(xs) => take_unique(xs, work),
         Value::Inl(x) | Value::Inr(x) => {
             if let Some(x) = Rc::get_mut(x) {
                 work.push(std::mem::replace(x, Value::Unit));
@@ -284,18 +292,18 @@ fn dismantle(mut v: Value, work: &mut Vec<Value>) {
         Value::Fun(f) => {
             if let Some(f) = Rc::get_mut(f).and_then(|f| f.downcast_mut::<FunVal>()) {
                 match f {
-                    FunVal::Clo { env, .. } => work.extend(take_unique(env)),
+                    FunVal::Clo { env, .. } => take_unique(env, work),
                     FunVal::Partial { args, .. } => work.append(args),
                     FunVal::Rec { group, .. } => {
                         if let Some(g) = Rc::get_mut(group) {
-                            work.extend(take_unique(&mut g.env));
+                            take_unique(&mut g.env, work);
                         }
                     }
                     FunVal::Part { env, group, args, .. } => {
                         work.append(args);
-                        work.extend(take_unique(env));
+                        take_unique(env, work);
                         if let Some(g) = group.as_mut().and_then(Rc::get_mut) {
-                            work.extend(take_unique(&mut g.env));
+                            take_unique(&mut g.env, work);
                         }
                     }
                 }
