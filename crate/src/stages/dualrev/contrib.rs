@@ -384,17 +384,24 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
             _ => return false,
         }
     }
-    let mut ids = 0;
-    for it in items {
-        if it.call == CALL_GEN_ID {
+    // the IDs as `genID` makes each (`Rt::fresh`: a lean run keeps no span, so its IDs are a sum)
+    let ids = (id - r.next_id) as u64;
+    if r.lean {
+        r.next_id = id;
+    } else {
+        for it in items.iter().filter(|it| it.call == CALL_GEN_ID) {
             r.fresh(it.span);
-            ids += 1;
-            continue;
         }
-        // (each ID checked above to fit; room reserved: `reserve_round`)
-        let es = [Edge { partial: it.x[0], arg: it.z[0] as u32, child: it.z[1] as u32 }, Edge { partial: it.x[1], arg: it.z[2] as u32, child: it.z[3] as u32 }];
-        // (C0 no edge, C1 one, C2 two)
-        cs.push_reserved(&es[..(it.call - CALL_C0) as usize]);
+    }
+    // the Contribs as `b_c` makes each (each ID checked above to fit; room reserved: `reserve_round`)
+    let edge = |it: &RoundItem, k: usize| Edge { partial: it.x[k], arg: it.z[2 * k] as u32, child: it.z[2 * k + 1] as u32 };
+    for it in items {
+        match it.call {
+            CALL_C0 => cs.push_reserved(&[]),
+            CALL_C1 => cs.push_reserved(&[edge(it, 0)]),
+            CALL_C2 => cs.push_reserved(&[edge(it, 0), edge(it, 1)]),
+            _ => {}
+        }
     }
     if ids > 0 {
         m.count("ids_allocated", ids);
@@ -557,6 +564,65 @@ fn drawn_edges(cs: &Contribs, mut recorded: BTreeMap<(i64, i64), f64>) -> BTreeM
     merged.into_iter().collect()
 }
 
+/// What a `sweep` counted: its ticks (one an ID, one an edge), the IDs it resolved (their cells
+/// not empty) and the edges it followed (a real op each).
+struct Swept {
+    ticks: u64,
+    calls: u64,
+    ops: u64,
+}
+
+/// The untraced resolve of IDs from `*i` down while their ticks fit `room` (`Machine::tick_room`),
+/// as the step-by-step loop in `resolve` does each (`*i`: the ID it stopped at, for that loop to
+/// take). It stops before an ID whose ticks do not all fit, an edge that leaves the staging array
+/// or, while the first resolve's entries are read off its cells (`derive`), an edge to an ID not
+/// below its own: the step-by-step loop gives their messages and logs.
+#[allow(clippy::too_many_arguments)]
+fn sweep(cells: &mut Cells, cs: &mut Contribs, resolved: &mut Resolved, i: &mut i64, room: u64, derive: bool, lo: &mut usize, count: &mut usize) -> Swept {
+    let (mut left, mut calls, mut ops) = (room, 0u64, 0u64);
+    let len = cells.cb.len();
+    while *i >= 0 && left > 0 {
+        let id = *i;
+        // IDs past the staging array's end: empty cells, a tick each
+        if id >= len as i64 {
+            let k = (left as i64).min(id - len as i64 + 1);
+            (left, *i) = (left - k as u64, id - k);
+            continue;
+        }
+        let at = id as usize;
+        let cb = cells.cb[at];
+        if cb == EMPTY {
+            (left, *i) = (left - 1, id - 1);
+            continue;
+        }
+        let r = cs.range(cb);
+        let Some(es) = cs.edge.slice(r.start, r.len()) else { break };
+        let need = 1 + es.len() as u64;
+        let Ok(at32) = u32::try_from(id) else { break };
+        if need > left || es.iter().any(|e| e.arg as usize >= len || (derive && e.arg as i64 >= id)) {
+            break;
+        }
+        left -= need;
+        let d = cells.acc[at];
+        calls += 1;
+        resolved.add(id, d);
+        if derive {
+            (*lo, *count) = (at, *count + 1);
+        } else {
+            cs.resolves.push((at32, cb));
+        }
+        for e in es {
+            // (each checked above to be in the array)
+            let j = e.arg as usize;
+            cells.cb[j] = e.child;
+            cells.acc[j] += e.partial * d;
+        }
+        ops += es.len() as u64;
+        *i = id - 1;
+    }
+    Swept { ticks: room - left, calls, ops }
+}
+
 /// The resolve's loop: for i descending, with cell (cb, d) at i: for each (a, (j, cb_j)) in cb: m[j] := (cb_j, snd m[j] + a · d)
 fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Span) -> Result<(), RunError> {
     // interned on the first call, as `count` would: no counter where nothing was resolved
@@ -572,6 +638,24 @@ fn resolve(m: &mut Machine, s: &ContribArr, cs: &mut Contribs, n: i64, span: Spa
     let res = (|| {
         let mut i = n - 1;
         while i >= 0 {
+            // Where no trace step is recorded, the IDs whose ticks (one an ID, one an edge) all fit
+            // (`tick_room`: no budget stop, no clock check among them) are one tight loop, their
+            // steps, calls and real ops counted at once, as the tape's `sweep` (issue 13, session 36);
+            // the ID it stops at takes the step below.
+            let room = if m.tracing() { 0 } else { m.tick_room() };
+            if room > 0 {
+                let from = i;
+                let s = sweep(&mut cells, cs, &mut resolved, &mut i, room, derive, &mut lo, &mut count);
+                m.tick_fitting(s.ticks);
+                if s.calls > 0 {
+                    let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
+                    m.count_at(c, s.calls);
+                }
+                m.real_ops_n(s.ops);
+                if i != from {
+                    continue;
+                }
+            }
             m.tick(1)?;
             if let Some((cb, d)) = cells.get(i as usize) {
                 let c = *calls.get_or_insert_with(|| m.counter_id("backprop_calls"));
