@@ -329,16 +329,33 @@ impl Arena {
     #[inline]
     pub fn kind(&self, ix: Ix) -> Kind {
         let Some((class, at)) = self.locate(ix) else { return Kind::Zero };
+        self.decode(ix, class, at)
+    }
+
+    /// A reader of this arena's nodes for a pass that reads them many at a time (eval).
+    pub fn reader(&self) -> Reader<'_> {
+        Reader { arena: self, slots: [Slot::EMPTY; SLOTS], next: 0, last: 0 }
+    }
+
+    /// The node at `ix` of class `class` whose first word is at `at`.
+    #[inline]
+    fn decode(&self, ix: Ix, class: u32, at: usize) -> Kind {
         if class == C_ZERO {
             return Kind::Zero;
         }
         // the node's words at once when in one chunk (all but a node across a chunk's end)
-        let [w0, w1, w2] = match self.words.slice(at, class as usize) {
+        let ws = match self.words.slice(at, class as usize) {
             Some(&[w0]) => [w0, 0, 0],
             Some(&[w0, w1]) => [w0, w1, 0],
             Some(&[w0, w1, w2]) => [w0, w1, w2],
             _ => [self.word(at), self.word(at + 1), self.word(at + 2)],
         };
+        self.decode_words(ix, class, ws)
+    }
+
+    /// The node at `ix` of class `class` (not Zero) from its words (0 past its class's).
+    #[inline(always)]
+    fn decode_words(&self, ix: Ix, class: u32, [w0, w1, w2]: [u32; 3]) -> Kind {
         if class == C_VAR {
             return Kind::Var(w0 as i64);
         }
@@ -453,6 +470,94 @@ impl Arena {
     /// Never: serial 0 is taken from the start.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// Blocks a `Reader` keeps decoded: eval reads the Let spine (at the end of the run) and the
+/// nodes of the round a binding's right-hand side came from in turn, a few blocks at a time.
+const SLOTS: usize = 4;
+
+/// A block with the place of each of its serials' first word (its word counts summed once) and
+/// its words, when in one chunk (all but a block across a chunk's end).
+#[derive(Clone, Copy)]
+struct Slot<'a> {
+    block: u32,
+    bits: u64,
+    /// The first word of serial 32·block + i, from the block's first (at most 31 × 3).
+    at: [u8; 32],
+    words: &'a [u32],
+    start: u32,
+}
+
+impl Slot<'_> {
+    const EMPTY: Slot<'static> = Slot { block: u32::MAX, bits: 0, at: [0; 32], words: &[], start: 0 };
+}
+
+/// Reads an arena's nodes as `Arena::kind` does, with the blocks read lately decoded (issue 13:
+/// `kind` found a node's block in the chunks, summed the word counts below it and found its words'
+/// chunk on every read, half its cost; eval reads every node of a block once or twice, a Let twice,
+/// going between the Let spine's blocks and those of the round a binding's right-hand side is in).
+pub struct Reader<'a> {
+    arena: &'a Arena,
+    slots: [Slot<'a>; SLOTS],
+    /// The slot the next missed block takes (in turn).
+    next: usize,
+    /// The slot read last.
+    last: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// The node at `ix`, as `Arena::kind` reads it.
+    #[inline(always)]
+    pub fn kind(&mut self, ix: Ix) -> Kind {
+        let a = self.arena;
+        if ix >= a.len {
+            return Kind::Zero;
+        }
+        let b = ix / 32;
+        // the slot read last, else any, else the block decoded into the next
+        let mut k = self.last % SLOTS;
+        if self.slots[k].block != b {
+            k = match self.slots.iter().position(|s| s.block == b) {
+                Some(k) => k,
+                None => self.load(b),
+            };
+            self.last = k;
+        }
+        let slot = &self.slots[k];
+        let bit = ix % 32;
+        let class = (slot.bits >> (2 * bit)) as u32 & 3;
+        if class == C_ZERO {
+            return Kind::Zero;
+        }
+        let at = slot.at[bit as usize] as usize;
+        let ws = match slot.words.get(at..at + class as usize) {
+            Some(&[w0]) => [w0, 0, 0],
+            Some(&[w0, w1]) => [w0, w1, 0],
+            Some(&[w0, w1, w2]) => [w0, w1, w2],
+            _ => return a.decode(ix, class, slot.start as usize + at),
+        };
+        a.decode_words(ix, class, ws)
+    }
+
+    /// Decodes block `b` into the next slot (where its serials' words start: the word counts
+    /// before each).
+    #[inline(never)]
+    fn load(&mut self, b: u32) -> usize {
+        let k = self.next;
+        self.next = (k + 1) % SLOTS;
+        let a = self.arena;
+        let blk = a.blocks.get(b as usize).copied().unwrap_or_default();
+        let bits = join(blk.lo, blk.hi);
+        let slot = &mut self.slots[k];
+        let mut w = 0u32;
+        for (i, at) in slot.at.iter_mut().enumerate() {
+            *at = w as u8;
+            w += (bits >> (2 * i)) as u32 & 3;
+        }
+        slot.words = a.words.slice(blk.start as usize, w as usize).unwrap_or_default();
+        (slot.block, slot.bits, slot.start) = (b, bits, blk.start);
+        k
     }
 }
 
@@ -576,5 +681,18 @@ mod tests {
         }
         let n = want.len() as Ix;
         assert_eq!((a.kind(n), a.span(n), a.kind(u32::MAX)), (Kind::Zero, Span::NONE, Kind::Zero));
+        // a reader reads every node as `kind` does, in order, backwards, scattered, and in eval's
+        // order: a Let spine (the last blocks) and far nodes in turn, more blocks than it keeps
+        // decoded (fails if a block's decoded word places are stale or off by one, or a block across
+        // a chunk's end is misread)
+        let mut rd = a.reader();
+        for s in (0..want.len()).chain((0..want.len()).rev()) {
+            assert_eq!((s, rd.kind(s as Ix)), (s, want[s].0));
+        }
+        for k in 0..20_000 {
+            let s = if k % 2 == 0 { want.len() - 1 - k / 2 % 200 } else { rnd(want.len() as u64) as usize };
+            assert_eq!((s, rd.kind(s as Ix)), (s, want[s].0));
+        }
+        assert_eq!((rd.kind(n), rd.kind(u32::MAX)), (Kind::Zero, Kind::Zero));
     }
 }
