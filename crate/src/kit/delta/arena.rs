@@ -148,6 +148,8 @@ pub struct Arena {
     runs: Chunked<[u32; 2]>,
     /// The run found last (look-ups come in runs of nearby serials: a Let spine, an Add's parts).
     run_hint: Cell<usize>,
+    /// The span index of the last run (a node of another span starts a run).
+    last_run: u32,
     spans: SpanTable,
 }
 
@@ -160,6 +162,7 @@ impl Default for Arena {
             len: 1,
             runs: Chunked::default(),
             run_hint: Cell::new(0),
+            last_run: 0,
             spans: SpanTable::default(),
         };
         // serial 0: no node (a Zero, no words; the first node is serial 1, as when serials were
@@ -280,18 +283,58 @@ impl Arena {
                 C_3
             }
         };
-        if ix.is_multiple_of(32) {
+        Some(self.put(class, words, s, own_span))
+    }
+
+    /// A compiled round's node (Zero, Var, Scale or Add), its span's index from `span_id`: as
+    /// `push_span_id` makes it, the room having been checked once for the round (`room`), not per
+    /// node (issue 13: a node's push was ~140 instructions, a fifth of a horner round). Any other
+    /// kind, or a child past the serials, goes through `push_span_id`.
+    #[inline(always)]
+    pub fn push_round_node(&mut self, kind: Kind, s: u32) -> Option<Ix> {
+        let (class, words) = match kind {
+            Kind::Zero => (C_ZERO, [0; 3]),
+            Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
+            Kind::Add(u1, u2) if u1 <= LOW => (C_2, [ADD << TAG_SHIFT | u1, u2, 0]),
+            Kind::Scale(r, u) if u <= LOW => {
+                let x = r.to_bits();
+                (C_3, [SCALE << TAG_SHIFT | u, x as u32, (x >> 32) as u32])
+            }
+            _ => return self.push_span_id(kind, s),
+        };
+        if self.len >= LOW {
+            return None;
+        }
+        Some(self.put(class, words, s, true))
+    }
+
+    /// Appends the next serial's node: its class's words, its class in its block, its span's run.
+    #[inline(always)]
+    fn put(&mut self, class: u32, words: [u32; 3], s: u32, own_span: bool) -> Ix {
+        let ix = self.len;
+        let bit = ix % 32;
+        if bit == 0 {
             self.blocks.push(Block { lo: 0, hi: 0, start: self.words.len() as u32 });
         }
-        self.words.extend_from_slice(&words[..class as usize]);
-        let b = self.blocks.last_mut()?;
-        let bits = join(b.lo, b.hi) | (class as u64) << (2 * (ix % 32));
-        (b.lo, b.hi) = (bits as u32, (bits >> 32) as u32);
-        if own_span && self.runs.get(self.runs.len() - 1).is_some_and(|r| r[1] != s) {
+        match class {
+            C_ZERO => {}
+            C_VAR => self.words.push(words[0]),
+            C_2 => self.words.extend_from_slice(&words[..2]),
+            _ => self.words.extend_from_slice(&words),
+        }
+        if let Some(b) = self.blocks.last_mut() {
+            if bit < 16 {
+                b.lo |= class << (2 * bit);
+            } else {
+                b.hi |= class << (2 * (bit - 16));
+            }
+        }
+        if own_span && self.last_run != s {
             self.runs.push([ix, s]);
+            self.last_run = s;
         }
         self.len = ix + 1;
-        Some(ix)
+        ix
     }
 
     /// Whether `n` more nodes of at most three words each fit (`push` then cannot fail for them: a
@@ -621,6 +664,34 @@ mod tests {
         assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
         // an index the table never gave is refused, not kept
         assert_eq!(b.push_span_id(Kind::Zero, 1000), None);
+    }
+
+    /// A compiled round's nodes pushed by `push_round_node` are the nodes `push_span_id` makes: the
+    /// same serials, kinds and spans (runs of one span across a round's items, a span again after
+    /// another), a Var past u32 and a child past the serials handed on or refused as before. Fails if
+    /// the round's path put a class's words, its block bits or a span run differently.
+    #[test]
+    fn a_rounds_nodes_are_the_nodes_push_makes() {
+        let (mut a, mut b) = (Arena::default(), Arena::default());
+        let spans = [Span::new(1, 2), Span::new(3, 4), Span::NONE];
+        for k in 0..5_000u32 {
+            let n = a.len() as Ix;
+            let kind = match k % 7 {
+                0 => Kind::Zero,
+                1 => Kind::Var(k as i64),
+                2 => Kind::Var(if k % 3 == 0 { -(k as i64) } else { u32::MAX as i64 + 1 }),
+                3 | 4 => Kind::Scale(k as f64 * 0.5, n - 1 - k % 5 % n),
+                _ => Kind::Add(n - 1, n / 2),
+            };
+            let sp = spans[(k / 3 % 3) as usize];
+            let (sa, sb) = (a.span_id(sp).unwrap(), b.span_id(sp).unwrap());
+            assert_eq!(a.push_round_node(kind, sa), b.push_span_id(kind, sb));
+        }
+        assert_eq!(a.push_round_node(Kind::Add(LOW + 1, 1), 0), None);
+        assert_eq!(a.push_round_node(Kind::Scale(1.0, LOW + 1), 0), None);
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.runs.len(), b.runs.len());
+        assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
     }
 
     /// Every node reads back as built, with its serial and span, whatever its class: the leaves (Zero,
