@@ -148,6 +148,8 @@ pub struct Arena {
     runs: Chunked<[u32; 2]>,
     /// The run found last (look-ups come in runs of nearby serials: a Let spine, an Add's parts).
     run_hint: Cell<usize>,
+    /// The span index of the last run (a node of another span starts a run).
+    last_run: u32,
     spans: SpanTable,
 }
 
@@ -160,6 +162,7 @@ impl Default for Arena {
             len: 1,
             runs: Chunked::default(),
             run_hint: Cell::new(0),
+            last_run: 0,
             spans: SpanTable::default(),
         };
         // serial 0: no node (a Zero, no words; the first node is serial 1, as when serials were
@@ -280,18 +283,58 @@ impl Arena {
                 C_3
             }
         };
-        if ix.is_multiple_of(32) {
+        Some(self.put(class, words, s, own_span))
+    }
+
+    /// A compiled round's node (Zero, Var, Scale or Add), its span's index from `span_id`: as
+    /// `push_span_id` makes it, the room having been checked once for the round (`room`), not per
+    /// node (issue 13: a node's push was ~140 instructions, a fifth of a horner round). Any other
+    /// kind, or a child past the serials, goes through `push_span_id`.
+    #[inline(always)]
+    pub fn push_round_node(&mut self, kind: Kind, s: u32) -> Option<Ix> {
+        let (class, words) = match kind {
+            Kind::Zero => (C_ZERO, [0; 3]),
+            Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
+            Kind::Add(u1, u2) if u1 <= LOW => (C_2, [ADD << TAG_SHIFT | u1, u2, 0]),
+            Kind::Scale(r, u) if u <= LOW => {
+                let x = r.to_bits();
+                (C_3, [SCALE << TAG_SHIFT | u, x as u32, (x >> 32) as u32])
+            }
+            _ => return self.push_span_id(kind, s),
+        };
+        if self.len >= LOW {
+            return None;
+        }
+        Some(self.put(class, words, s, true))
+    }
+
+    /// Appends the next serial's node: its class's words, its class in its block, its span's run.
+    #[inline(always)]
+    fn put(&mut self, class: u32, words: [u32; 3], s: u32, own_span: bool) -> Ix {
+        let ix = self.len;
+        let bit = ix % 32;
+        if bit == 0 {
             self.blocks.push(Block { lo: 0, hi: 0, start: self.words.len() as u32 });
         }
-        self.words.extend_from_slice(&words[..class as usize]);
-        let b = self.blocks.last_mut()?;
-        let bits = join(b.lo, b.hi) | (class as u64) << (2 * (ix % 32));
-        (b.lo, b.hi) = (bits as u32, (bits >> 32) as u32);
-        if own_span && self.runs.get(self.runs.len() - 1).is_some_and(|r| r[1] != s) {
+        match class {
+            C_ZERO => {}
+            C_VAR => self.words.push(words[0]),
+            C_2 => self.words.extend_from_slice(&words[..2]),
+            _ => self.words.extend_from_slice(&words),
+        }
+        if let Some(b) = self.blocks.last_mut() {
+            if bit < 16 {
+                b.lo |= class << (2 * bit);
+            } else {
+                b.hi |= class << (2 * (bit - 16));
+            }
+        }
+        if own_span && self.last_run != s {
             self.runs.push([ix, s]);
+            self.last_run = s;
         }
         self.len = ix + 1;
-        Some(ix)
+        ix
     }
 
     /// Whether `n` more nodes of at most three words each fit (`push` then cannot fail for them: a
@@ -329,16 +372,33 @@ impl Arena {
     #[inline]
     pub fn kind(&self, ix: Ix) -> Kind {
         let Some((class, at)) = self.locate(ix) else { return Kind::Zero };
+        self.decode(ix, class, at)
+    }
+
+    /// A reader of this arena's nodes for a pass that reads them many at a time (eval).
+    pub fn reader(&self) -> Reader<'_> {
+        Reader { arena: self, slots: [Slot::EMPTY; SLOTS], next: 0, last: 0 }
+    }
+
+    /// The node at `ix` of class `class` whose first word is at `at`.
+    #[inline]
+    fn decode(&self, ix: Ix, class: u32, at: usize) -> Kind {
         if class == C_ZERO {
             return Kind::Zero;
         }
         // the node's words at once when in one chunk (all but a node across a chunk's end)
-        let [w0, w1, w2] = match self.words.slice(at, class as usize) {
+        let ws = match self.words.slice(at, class as usize) {
             Some(&[w0]) => [w0, 0, 0],
             Some(&[w0, w1]) => [w0, w1, 0],
             Some(&[w0, w1, w2]) => [w0, w1, w2],
             _ => [self.word(at), self.word(at + 1), self.word(at + 2)],
         };
+        self.decode_words(ix, class, ws)
+    }
+
+    /// The node at `ix` of class `class` (not Zero) from its words (0 past its class's).
+    #[inline(always)]
+    fn decode_words(&self, ix: Ix, class: u32, [w0, w1, w2]: [u32; 3]) -> Kind {
         if class == C_VAR {
             return Kind::Var(w0 as i64);
         }
@@ -456,6 +516,94 @@ impl Arena {
     }
 }
 
+/// Blocks a `Reader` keeps decoded: eval reads the Let spine (at the end of the run) and the
+/// nodes of the round a binding's right-hand side came from in turn, a few blocks at a time.
+const SLOTS: usize = 4;
+
+/// A block with the place of each of its serials' first word (its word counts summed once) and
+/// its words, when in one chunk (all but a block across a chunk's end).
+#[derive(Clone, Copy)]
+struct Slot<'a> {
+    block: u32,
+    bits: u64,
+    /// The first word of serial 32·block + i, from the block's first (at most 31 × 3).
+    at: [u8; 32],
+    words: &'a [u32],
+    start: u32,
+}
+
+impl Slot<'_> {
+    const EMPTY: Slot<'static> = Slot { block: u32::MAX, bits: 0, at: [0; 32], words: &[], start: 0 };
+}
+
+/// Reads an arena's nodes as `Arena::kind` does, with the blocks read lately decoded (issue 13:
+/// `kind` found a node's block in the chunks, summed the word counts below it and found its words'
+/// chunk on every read, half its cost; eval reads every node of a block once or twice, a Let twice,
+/// going between the Let spine's blocks and those of the round a binding's right-hand side is in).
+pub struct Reader<'a> {
+    arena: &'a Arena,
+    slots: [Slot<'a>; SLOTS],
+    /// The slot the next missed block takes (in turn).
+    next: usize,
+    /// The slot read last.
+    last: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// The node at `ix`, as `Arena::kind` reads it.
+    #[inline(always)]
+    pub fn kind(&mut self, ix: Ix) -> Kind {
+        let a = self.arena;
+        if ix >= a.len {
+            return Kind::Zero;
+        }
+        let b = ix / 32;
+        // the slot read last, else any, else the block decoded into the next
+        let mut k = self.last % SLOTS;
+        if self.slots[k].block != b {
+            k = match self.slots.iter().position(|s| s.block == b) {
+                Some(k) => k,
+                None => self.load(b),
+            };
+            self.last = k;
+        }
+        let slot = &self.slots[k];
+        let bit = ix % 32;
+        let class = (slot.bits >> (2 * bit)) as u32 & 3;
+        if class == C_ZERO {
+            return Kind::Zero;
+        }
+        let at = slot.at[bit as usize] as usize;
+        let ws = match slot.words.get(at..at + class as usize) {
+            Some(&[w0]) => [w0, 0, 0],
+            Some(&[w0, w1]) => [w0, w1, 0],
+            Some(&[w0, w1, w2]) => [w0, w1, w2],
+            _ => return a.decode(ix, class, slot.start as usize + at),
+        };
+        a.decode_words(ix, class, ws)
+    }
+
+    /// Decodes block `b` into the next slot (where its serials' words start: the word counts
+    /// before each).
+    #[inline(never)]
+    fn load(&mut self, b: u32) -> usize {
+        let k = self.next;
+        self.next = (k + 1) % SLOTS;
+        let a = self.arena;
+        let blk = a.blocks.get(b as usize).copied().unwrap_or_default();
+        let bits = join(blk.lo, blk.hi);
+        let slot = &mut self.slots[k];
+        let mut w = 0u32;
+        for (i, at) in slot.at.iter_mut().enumerate() {
+            *at = w as u8;
+            w += (bits >> (2 * i)) as u32 & 3;
+        }
+        slot.words = a.words.slice(blk.start as usize, w as usize).unwrap_or_default();
+        (slot.block, slot.bits, slot.start) = (b, bits, blk.start);
+        k
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,6 +666,34 @@ mod tests {
         assert_eq!(b.push_span_id(Kind::Zero, 1000), None);
     }
 
+    /// A compiled round's nodes pushed by `push_round_node` are the nodes `push_span_id` makes: the
+    /// same serials, kinds and spans (runs of one span across a round's items, a span again after
+    /// another), a Var past u32 and a child past the serials handed on or refused as before. Fails if
+    /// the round's path put a class's words, its block bits or a span run differently.
+    #[test]
+    fn a_rounds_nodes_are_the_nodes_push_makes() {
+        let (mut a, mut b) = (Arena::default(), Arena::default());
+        let spans = [Span::new(1, 2), Span::new(3, 4), Span::NONE];
+        for k in 0..5_000u32 {
+            let n = a.len() as Ix;
+            let kind = match k % 7 {
+                0 => Kind::Zero,
+                1 => Kind::Var(k as i64),
+                2 => Kind::Var(if k % 3 == 0 { -(k as i64) } else { u32::MAX as i64 + 1 }),
+                3 | 4 => Kind::Scale(k as f64 * 0.5, n - 1 - k % 5 % n),
+                _ => Kind::Add(n - 1, n / 2),
+            };
+            let sp = spans[(k / 3 % 3) as usize];
+            let (sa, sb) = (a.span_id(sp).unwrap(), b.span_id(sp).unwrap());
+            assert_eq!(a.push_round_node(kind, sa), b.push_span_id(kind, sb));
+        }
+        assert_eq!(a.push_round_node(Kind::Add(LOW + 1, 1), 0), None);
+        assert_eq!(a.push_round_node(Kind::Scale(1.0, LOW + 1), 0), None);
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.runs.len(), b.runs.len());
+        assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
+    }
+
     /// Every node reads back as built, with its serial and span, whatever its class: the leaves (Zero,
     /// Var) that take no 12-byte slot, the Lets whose span is their right-hand side's (no run of
     /// their own), the wide ids, across many blocks and chunks. Fails if a node's class place (the
@@ -576,5 +752,18 @@ mod tests {
         }
         let n = want.len() as Ix;
         assert_eq!((a.kind(n), a.span(n), a.kind(u32::MAX)), (Kind::Zero, Span::NONE, Kind::Zero));
+        // a reader reads every node as `kind` does, in order, backwards, scattered, and in eval's
+        // order: a Let spine (the last blocks) and far nodes in turn, more blocks than it keeps
+        // decoded (fails if a block's decoded word places are stale or off by one, or a block across
+        // a chunk's end is misread)
+        let mut rd = a.reader();
+        for s in (0..want.len()).chain((0..want.len()).rev()) {
+            assert_eq!((s, rd.kind(s as Ix)), (s, want[s].0));
+        }
+        for k in 0..20_000 {
+            let s = if k % 2 == 0 { want.len() - 1 - k / 2 % 200 } else { rnd(want.len() as u64) as usize };
+            assert_eq!((s, rd.kind(s as Ix)), (s, want[s].0));
+        }
+        assert_eq!((rd.kind(n), rd.kind(u32::MAX)), (Kind::Zero, Kind::Zero));
     }
 }

@@ -88,6 +88,8 @@ pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
 ) -> Result<(), RunError> {
     let Ok(ar) = root.arena.try_borrow() else { return Err(RunError::runtime(span, "eval: the Delta is being built")) };
     let ar: &Arena = &ar;
+    // the nodes read through a reader that keeps the blocks read lately decoded (issue 13)
+    let mut rd = ar.reader();
     let mut stack: Vec<Frame> = vec![Frame::Visit(x, root.ix)];
     let mut rows = true;
     let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
@@ -96,7 +98,7 @@ pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
             Popped::Visit(x, n) => {
                 visits.visit(n as u64);
                 m.tick(1)?;
-                let k = ar.kind(n);
+                let k = rd.kind(n);
                 match k {
                     Kind::Zero => {}
                     Kind::Scale(y, u) => {
@@ -123,7 +125,7 @@ pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
             }
             Popped::AfterLet(n) => {
                 m.tick(1)?;
-                let k = ar.kind(n);
+                let k = rd.kind(n);
                 let Kind::Let(id, rhs, _) = k else { return Err(err("a frame after a Let holds no Let".into())) };
                 match um.take(id).map_err(err)? {
                     None => {

@@ -235,6 +235,10 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
             id += 1;
         }
     }
+    // the room reserved is checked once for the round's nodes (`Arena::push_round_node` does not)
+    if !a.room((next - a.len() as i64) as usize) {
+        return false;
+    }
     let (mut nodes, mut lets) = (0, 0);
     // the spans of the round's first nodes, by serial from the round's first (a binding's
     // right-hand side is mostly one of them)
@@ -278,7 +282,7 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
             *sp = it.span;
         }
         // (room reserved: `Arena::room`, spans included)
-        let _ = s.and_then(|s| a.push_span_id(kind, s));
+        let _ = s.and_then(|s| a.push_round_node(kind, s));
         nodes += 1;
     }
     drop(a);
