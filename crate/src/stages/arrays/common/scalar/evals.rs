@@ -55,6 +55,8 @@ fn read<'a>(d: &'a DeltaRef, span: Span, what: &str) -> Result<std::cell::Ref<'a
 fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
     let ar = read(root, span, "eval0")?;
     let ar: &Arena = &ar;
+    // eval reads the arena through a reader (a block's offsets decoded once, not per node)
+    let mut rd = ar.reader();
     let mut stack = vec![Frame::Enter(root.ix, false)];
     let mut vals: Vec<Option<f64>> = vec![];
     let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
@@ -62,7 +64,7 @@ fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &m
         match f {
             Frame::Enter(n, part) => {
                 visit(m, visits, ops, n, part)?;
-                match ar.kind(n) {
+                match rd.kind(n) {
                     Kind::Zero => vals.push(None),
                     Kind::Input(i) => vals.push(Some(if input_slot(i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
                     Kind::Scale(_, d) => {
@@ -79,7 +81,7 @@ fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &m
             }
             Frame::Exit(n) => {
                 m.real_op();
-                let v = match ar.kind(n) {
+                let v = match rd.kind(n) {
                     Kind::Scale(r, _) => pop(&mut vals)?.map(|v| r * v),
                     _ => {
                         let b = pop(&mut vals)?;
@@ -134,6 +136,8 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let res = (|| -> Result<Vec<f64>, RunError> {
         let ar = read(&root, span, "eval1")?;
         let ar: &Arena = &ar;
+        // eval reads the arena through a reader (a block's offsets decoded once, not per node)
+        let mut rd = ar.reader();
         let mut stack = vec![Frame::Enter(root.ix, false)];
         let mut vals: Vec<Option<Vec<f64>>> = vec![];
         let pop = |vals: &mut Vec<Option<Vec<f64>>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval1: value stack underflow"));
@@ -141,7 +145,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
             match f {
                 Frame::Enter(nd, part) => {
                     visit(m, &mut visits, &mut ops, nd, part)?;
-                    match ar.kind(nd) {
+                    match rd.kind(nd) {
                         Kind::Zero => {
                             step(m, ar, "eval1", nd, 1.0, "Zero: the zero vector".into(), &[]);
                             vals.push(None);
@@ -151,7 +155,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                             elems += n as u64;
                             let mut v = vec![0.0; n];
                             v[input_slot(i, n, span, "eval1")?] = 1.0;
-                            step(m, ar, "eval1", nd, 1.0, format!("{}: a one-hot vector", ar.kind(nd).label()), &v);
+                            step(m, ar, "eval1", nd, 1.0, format!("{}: a one-hot vector", rd.kind(nd).label()), &v);
                             vals.push(Some(v));
                         }
                         Kind::Scale(_, d) => {
@@ -167,7 +171,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                     }
                 }
                 Frame::Exit(nd) => {
-                    let v = match ar.kind(nd) {
+                    let v = match rd.kind(nd) {
                         Kind::Scale(r, _) => pop(&mut vals)?.map(|v| v.into_iter().map(|x| r * x).collect()),
                         _ => {
                             let b = pop(&mut vals)?;
@@ -180,7 +184,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                     if v.is_some() {
                         elems += n as u64;
                     }
-                    step(m, ar, "eval1", nd, 1.0, format!("{}: the vector of its subterms", ar.kind(nd).label()), v.as_deref().unwrap_or(&[]));
+                    step(m, ar, "eval1", nd, 1.0, format!("{}: the vector of its subterms", rd.kind(nd).label()), v.as_deref().unwrap_or(&[]));
                     vals.push(v);
                 }
             }
@@ -226,6 +230,8 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let res = (|| -> Result<Vec<f64>, RunError> {
         let ar = read(&root, span, "eval2")?;
         let ar: &Arena = &ar;
+        // eval reads the arena through a reader (a block's offsets decoded once, not per node)
+        let mut rd = ar.reader();
         let mut accs: Vec<Vec<f64>> = vec![vec![0.0; n]];
         let mut stack = vec![Cayley::Visit(root.ix, false)];
         let under = || RunError::runtime(span, "eval2: accumulator stack underflow");
@@ -233,7 +239,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
             match f {
                 Cayley::Visit(nd, part) => {
                     visit(m, &mut visits, &mut ops, nd, part)?;
-                    match ar.kind(nd) {
+                    match rd.kind(nd) {
                         Kind::Zero => {}
                         Kind::Input(i) => {
                             let slot = input_slot(i, n, span, "eval2")?;
@@ -245,7 +251,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                             stack.push(Cayley::Visit(a, is_part(ar, nd, a)));
                         }
                         // a constant argument's Scale r Zero adds nothing (no ∞ · 0, as in eval0)
-                        Kind::Scale(_, d) if ar.kind(d) == Kind::Zero => visit(m, &mut visits, &mut ops, d, false)?,
+                        Kind::Scale(_, d) if rd.kind(d) == Kind::Zero => visit(m, &mut visits, &mut ops, d, false)?,
                         Kind::Scale(r, d) => {
                             m.alloc(n as u64)?;
                             elems += n as u64;
@@ -255,7 +261,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                         }
                         k => return Err(not_tree(k, span, "eval2")),
                     }
-                    step(m, ar, "eval2", nd, 1.0, ar.kind(nd).label(), accs.last().ok_or_else(under)?);
+                    step(m, ar, "eval2", nd, 1.0, rd.kind(nd).label(), accs.last().ok_or_else(under)?);
                 }
                 Cayley::Scaled(nd, r) => {
                     let tmp = accs.pop().ok_or_else(under)?;
@@ -288,10 +294,12 @@ pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     let mut res = (|| -> Result<(), RunError> {
         let ar = read(&root, span, "eval3")?;
         let ar: &Arena = &ar;
+        // eval reads the arena through a reader (a block's offsets decoded once, not per node)
+        let mut rd = ar.reader();
         let mut stack: Vec<(f64, Ix, bool)> = vec![(c, root.ix, false)];
         while let Some((x, nd, part)) = stack.pop() {
             visit(m, &mut visits, &mut ops, nd, part)?;
-            let note = match ar.kind(nd) {
+            let note = match rd.kind(nd) {
                 Kind::Zero => "Zero: nothing to add".to_string(),
                 Kind::Input(i) => {
                     acc[input_slot(i, n, span, "eval3")?] += x;
