@@ -265,7 +265,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                             let item: Vec<String> = item.lines().map(|l| format!("    {l}")).collect();
                             write!(o, "{}\n{}", if k > 0 { "," } else { "" }, item.join("\n"))?;
                         } else {
-                            let streamed = streamer.streamed.borrow().iter().any(|id| *id == r.id);
+                            let streamed = streamer.streamed.borrow().contains(&r.id);
                             print_stage(o, &file, &text, r, &show, streamed)?;
                         }
                     }
@@ -487,7 +487,7 @@ impl<W: Write> pipeline::ProgramSink for Streamer<'_, W> {
             return;
         }
         let before = std::mem::replace(&mut *held, chunk[kept..].to_string());
-        self.write(|o| o.write_all(before.as_bytes()).and_then(|()| o.write_all(chunk[..kept].as_bytes())));
+        self.write(|o| o.write_all(before.as_bytes()).and_then(|()| o.write_all(&chunk.as_bytes()[..kept])));
     }
     fn end(&self, _: &str) {
         self.held.borrow_mut().clear();
