@@ -229,22 +229,27 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
             opts.trace = show.iter().any(|s| s == "trace") || json;
             // views and rewrite step texts are printed only in JSON and with the trace
             opts.views = opts.trace;
+            // Only the stages asked for are shown (printed, traced): one that another takes as its input
+            // (chad/monadic for chad/mutable) is prepared, not printed (issue 14 item 4: on a 10^5-line
+            // program its text beside its tree took chad/mutable's input past the memory budget).
+            if !opts.stages.is_empty() {
+                opts.traced = Some(opts.stages.clone());
+            }
             if let Some(n) = max_steps {
                 opts.budget.steps = n;
             }
             // Each stage is printed (and flushed) as soon as it has run, and its result let go: holding
             // every stage's program text, views and graph until the end took a 10^4-term program's
             // `--json` past the memory budget at the last stage, and then nothing at all was printed.
-            let (mut started, mut bad, mut written) = (false, false, Ok(()));
+            // The plain output writes each stage's program as it is printed (`Streamer`).
+            let mut bad = false;
+            let streamer = Streamer::new(o);
+            let sink = (!json && show.iter().any(|s| s == "program")).then_some(&streamer as &dyn pipeline::ProgramSink);
             let phases = one_stage_a_phase(&opts.stages);
-            let analysed = pipeline::analyse_in_phases(&text, &opts, &phases, &mut |a, results| {
+            let analysed = pipeline::analyse_streaming(&text, &opts, &phases, &mut |a, results| {
                 bad |= results.iter().any(failed);
-                if written.is_err() {
-                    return;
-                }
-                written = (|| {
-                    if !started {
-                        started = true;
+                streamer.write(|o| {
+                    if !streamer.started.replace(true) {
                         if json {
                             write!(o, "{}", json_head(a))?;
                         } else {
@@ -260,12 +265,14 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                             let item: Vec<String> = item.lines().map(|l| format!("    {l}")).collect();
                             write!(o, "{}\n{}", if k > 0 { "," } else { "" }, item.join("\n"))?;
                         } else {
-                            print_stage(o, &file, &text, r, &show)?;
+                            let streamed = streamer.streamed.borrow().contains(&r.id);
+                            print_stage(o, &file, &text, r, &show, streamed)?;
                         }
                     }
                     o.flush()
-                })();
-            });
+                });
+            }, sink);
+            let (o, written) = (streamer.o.into_inner(), streamer.written.into_inner());
             let a = match analysed {
                 Ok(a) => a,
                 Err(ds) => {
@@ -420,14 +427,85 @@ fn print_head(o: &mut impl Write, a: &Analysis, forward_error: Option<String>) -
     Ok(())
 }
 
-/// One stage's result, as `show` asks.
-fn print_stage(o: &mut impl Write, file: &str, text: &str, r: &pipeline::StageResult, show: &[String]) -> std::io::Result<()> {
-    let has = |s: &str| show.iter().any(|x| x == s);
-    let info = stages::find(&r.id).map(|s| s.info());
+/// The line before a stage's output: a blank line, then its id, title and paper.
+fn stage_header(o: &mut impl Write, id: &str) -> std::io::Result<()> {
     out!(o);
-    match info {
-        Some(i) => out!(o, "== {} — {} ({} {})", r.id, i.title, i.paper, i.section),
-        None => out!(o, "== {}", r.id),
+    match stages::find(id).map(|s| s.info()) {
+        Some(i) => out!(o, "== {} — {} ({} {})", id, i.title, i.paper, i.section),
+        None => out!(o, "== {}", id),
+    }
+    Ok(())
+}
+
+/// The plain output's `ProgramSink`: the head, then each stage run's header and program, written
+/// as the program is printed, so that its text is not held beside the output's tree (issue 14 item
+/// 4: four stages' outputs of a 10^5-line program went past the memory budget with it). The bytes
+/// written are `print_stage`'s: the program trimmed at its end, then `--`.
+struct Streamer<'o, W: Write> {
+    o: std::cell::RefCell<&'o mut W>,
+    /// The head is written.
+    started: std::cell::Cell<bool>,
+    /// The stages whose header and program are written (`print_stage` writes the rest).
+    streamed: std::cell::RefCell<Vec<String>>,
+    /// The program's whitespace since its last other character, held back until more follows.
+    held: std::cell::RefCell<String>,
+    /// Whether the program has any text.
+    any: std::cell::Cell<bool>,
+    /// The first write error (stdout closed early): nothing more is written.
+    written: std::cell::RefCell<std::io::Result<()>>,
+}
+
+impl<'o, W: Write> Streamer<'o, W> {
+    fn new(o: &'o mut W) -> Self {
+        Streamer { o: o.into(), started: false.into(), streamed: Default::default(), held: Default::default(), any: false.into(), written: Ok(()).into() }
+    }
+    fn write(&self, f: impl FnOnce(&mut W) -> std::io::Result<()>) {
+        let mut w = self.written.borrow_mut();
+        if w.is_ok() {
+            *w = f(&mut self.o.borrow_mut());
+        }
+    }
+}
+
+impl<W: Write> pipeline::ProgramSink for Streamer<'_, W> {
+    fn head(&self, a: &Analysis, forward_error: Option<&str>) {
+        self.started.set(true);
+        self.write(|o| print_head(o, a, forward_error.map(str::to_string)).and_then(|()| o.flush()));
+    }
+    fn begin(&self, id: &str) {
+        self.streamed.borrow_mut().push(id.to_string());
+        self.held.borrow_mut().clear();
+        self.any.set(false);
+        self.write(|o| stage_header(o, id));
+    }
+    fn text(&self, _: &str, chunk: String) {
+        self.any.set(self.any.get() || !chunk.is_empty());
+        let kept = chunk.trim_end().len();
+        let mut held = self.held.borrow_mut();
+        if kept == 0 {
+            held.push_str(&chunk);
+            return;
+        }
+        let before = std::mem::replace(&mut *held, chunk[kept..].to_string());
+        self.write(|o| o.write_all(before.as_bytes()).and_then(|()| o.write_all(&chunk.as_bytes()[..kept])));
+    }
+    fn end(&self, _: &str) {
+        self.held.borrow_mut().clear();
+        if self.any.get() {
+            self.write(|o| {
+                out!(o);
+                out!(o, "--");
+                o.flush()
+            });
+        }
+    }
+}
+
+/// One stage's result, as `show` asks; its header and program already written where `streamed`.
+fn print_stage(o: &mut impl Write, file: &str, text: &str, r: &pipeline::StageResult, show: &[String], streamed: bool) -> std::io::Result<()> {
+    let has = |s: &str| show.iter().any(|x| x == s);
+    if !streamed {
+        stage_header(o, &r.id)?;
     }
     if has("program") && !r.program.is_empty() {
         out!(o, "{}", r.program.trim_end());

@@ -291,6 +291,35 @@ pub fn analyse_in_phases(
     phases: &[Vec<String>],
     on_phase: &mut dyn FnMut(&Analysis, Vec<StageResult>),
 ) -> Result<Analysis, Vec<Diagnostic>> {
+    analyse_streaming(text, opts, phases, on_phase, None)
+}
+
+/// Where a running stage's program goes as it is printed, instead of into its result (the CLI's
+/// plain output, which writes it to stdout): a 10^5-line program's printed output is ~65 MiB, and
+/// held beside its tree it took four stages past the memory budget (issue 14 item 4). The stage's
+/// `StageResult::program` is then empty (and not `program_omitted`). Only the stage being run
+/// streams, once its output has passed its type check; the outputs of the stages it follows, printed
+/// as they are prepared for it, are kept as text as before.
+pub trait ProgramSink {
+    /// Before any stage is run: the analysis (its input, primal and reference) and forward's error
+    /// where forward is one of the stages run.
+    fn head(&self, a: &Analysis, forward_error: Option<&str>);
+    /// Stage `id`'s program starts.
+    fn begin(&self, id: &str);
+    /// The next chunk of whole lines of stage `id`'s program.
+    fn text(&self, id: &str, chunk: String);
+    /// Stage `id`'s program is all given.
+    fn end(&self, id: &str);
+}
+
+/// `analyse_in_phases`, the program of each stage run going to `sink` as it is printed, where given.
+pub fn analyse_streaming(
+    text: &str,
+    opts: &Options,
+    phases: &[Vec<String>],
+    on_phase: &mut dyn FnMut(&Analysis, Vec<StageResult>),
+    sink: Option<&dyn ProgramSink>,
+) -> Result<Analysis, Vec<Diagnostic>> {
     crate::limits::set_phase("source", "reading the program");
     let (program, s, t) = front_end_at(text, &opts.params, opts.at.as_deref())?;
     crate::limits::set_phase("source", "running the program");
@@ -381,8 +410,12 @@ pub fn analyse_in_phases(
     // size of the source's, 16 MB on a 100,000-line program) and graph are let go now.
     let mut reference_run = chosen.iter().any(|s| s.info().id == "forward").then_some(reference_run);
     let a = Analysis { input_type: s, output_type: t, program, input, seed, primal, reference, stages: vec![] };
+    if let Some(sink) = sink {
+        sink.head(&a, reference_run.as_ref().and_then(|r| r.error.as_deref()));
+    }
     let src = Source { program: &a.program, input_type: &a.input_type, output_type: &a.output_type, builtins: &no_builtins };
-    let outputs = Outputs::new(&src, opts);
+    let mut outputs = Outputs::new(&src, opts);
+    outputs.sink = sink;
     let (input, seed, primal, reference) = (&a.input, &a.seed, &a.primal, &a.reference);
     let mut results: Vec<StageResult> = vec![];
     let mut phase_ends = ends.into_iter().peekable();
@@ -443,11 +476,13 @@ pub struct Outputs<'a> {
     later: std::cell::RefCell<Option<Vec<&'static str>>>,
     /// The stage being run (`run_stage`).
     running: std::cell::Cell<Option<&'static str>>,
+    /// Where the program of the stage being run goes as it is printed (`ProgramSink`).
+    sink: Option<&'a dyn ProgramSink>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default(), running: Default::default() }
+        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default(), running: Default::default(), sink: None }
     }
 
     /// Also knows `stages` by id (for tests of stage composition).
@@ -486,7 +521,8 @@ impl<'a> Outputs<'a> {
                 self.kept.borrow_mut().remove(before);
             }
         }
-        let r = r.and_then(|(p, stated)| checked(st, p, &stated, self.opts)).map(std::rc::Rc::new);
+        let sink = self.sink.filter(|_| self.running.get() == Some(id));
+        let r = r.and_then(|(p, stated)| checked(st, p, &stated, self.opts, sink)).map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
         r
     }
@@ -623,7 +659,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
 /// `prepare`, given what the stage's chain's `accepts` says of `src` (`Outputs` asks it once per chain).
 fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), Diagnostic>) -> Result<Prepared, Diagnostic> {
     let (out, stated) = transformed(st, src, opts, chain)?;
-    checked(st, out, &stated, opts)
+    checked(st, out, &stated, opts, None)
 }
 
 /// The memory budget's check at the end of a phase of preparing stage `id`.
@@ -672,8 +708,9 @@ fn transformed(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), D
 }
 
 /// `prepare`'s second half: the output type-checked (and checked against the types the paper
-/// states), then printed where it is shown.
-fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Options) -> Result<Prepared, Diagnostic> {
+/// states), then printed where it is shown: to `sink` as it is printed, where given (its text is then
+/// not kept), unless lines are mapped to the source (`Options::lines`, the page's).
+fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Options, sink: Option<&dyn ProgramSink>) -> Result<Prepared, Diagnostic> {
     let id = st.info().id;
     let Prepared { program: mut out, builtins, views, steps, input_type, output_type, .. } = p;
     let shown = opts.listed(id);
@@ -717,7 +754,15 @@ fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Option
     if shown {
         // with the inferred types of the output's definitions where `opts.print.types` asks
         crate::limits::set_phase(id, "printing its output");
-        printed = Some(print(&out));
+        printed = Some(match sink.filter(|_| !opts.lines) {
+            Some(sink) => {
+                sink.begin(id);
+                crate::print::print_program_streamed(&out, &opts.print, &mut |chunk| sink.text(id, chunk));
+                sink.end(id);
+                crate::print::Mapped { text: String::new(), lines: vec![] }
+            }
+            None => print(&out),
+        });
         over(id, "printing its output")?;
     }
     let (printed, lines) = match printed {

@@ -66,8 +66,8 @@ pub fn print_program_mapped(p: &Program, o: &PrintOptions, map: bool) -> Mapped 
     print_with(p, o, map, stream::FROM)
 }
 
-/// `print_program_mapped`, laying out link by link each definition whose body has `from` links or more.
-fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
+/// The printed text of every local binder of `p` (passes 1 and 2).
+fn names_of(p: &Program) -> HashMap<u32, Text> {
     let mut occ = Occ::default();
     for i in p.input.iter().chain(&p.seed) {
         occ.expr(i);
@@ -92,12 +92,11 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     for x in &p.expects {
         ren.expr(&x.value);
     }
-    let names = ren.names;
+    ren.names
+}
 
-    let arena = Arena::new();
-    let pr = Printer::new(&arena, *o, &names, None);
-
-    // Each item is a list of pieces (text with its lines' spans), each piece ending in a newline.
+/// The `param`, `input` and `seed` lines of `p`, the first item of its text.
+fn header_of(p: &Program, pr: &Printer, o: &PrintOptions, map: bool) -> Pieces {
     let mut header = Pieces::default();
     for q in &p.params {
         header.push_plain(format!("param {} = {}\n", q.name.text, q.value));
@@ -108,27 +107,49 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
     if let Some(s) = &p.seed {
         header.push_line(pr.render_mapped(pr.keyword_item("seed", s), o.width, map));
     }
+    header
+}
+
+/// Definition `d`'s item: its type's comment line where `o.types` asks, then `text`, its layout.
+fn def_item(d: &Def, pr: &Printer, o: &PrintOptions, text: Laid) -> Pieces {
+    let mut out = Pieces::default();
+    if o.types {
+        if let Some(s) = &d.scheme {
+            out.push_plain(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
+        }
+    }
+    out.push_line(text);
+    out
+}
+
+/// The `expect` lines of `p`, its last item.
+fn expects_of(p: &Program, pr: &Printer, o: &PrintOptions, map: bool) -> Pieces {
+    let mut expects = Pieces::default();
+    for x in &p.expects {
+        expects.push_line(pr.render_mapped(pr.expect(x), o.width, map));
+    }
+    expects
+}
+
+/// `print_program_mapped`, laying out link by link each definition whose body has `from` links or more.
+fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
+    let names = names_of(p);
+    let arena = Arena::new();
+    let pr = Printer::new(&arena, *o, &names, None);
+
+    // Each item is a list of pieces (text with its lines' spans), each piece ending in a newline.
+    let header = header_of(p, &pr, o, map);
     let mut multi = false;
     let defs: Vec<Pieces> = p
         .defs
         .iter()
         .map(|d| {
-            let text = stream::def(d, o, &names, map, from);
+            let text = stream::def(d, o, &names, map, from, None);
             multi |= text.chunks.iter().any(|c| c.contains('\n'));
-            let mut out = Pieces::default();
-            if o.types {
-                if let Some(s) = &d.scheme {
-                    out.push_plain(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
-                }
-            }
-            out.push_line(text);
-            out
+            def_item(d, &pr, o, text)
         })
         .collect();
-    let mut expects = Pieces::default();
-    for x in &p.expects {
-        expects.push_line(pr.render_mapped(pr.expect(x), o.width, map));
-    }
+    let expects = expects_of(p, &pr, o, map);
     let items: Vec<Pieces> = std::iter::once(header)
         .chain(defs)
         .chain(std::iter::once(expects))
@@ -142,6 +163,63 @@ fn print_with(p: &Program, o: &PrintOptions, map: bool, from: usize) -> Mapped {
         all.0.extend(item.0);
     }
     all.finish(map)
+}
+
+/// `print_program`'s text handed to `emit` in chunks of whole lines as it is laid out, so that a long
+/// program's text need not be held beside its tree (issue 14 item 4: the CLI writes each chunk to
+/// stdout; a 10^5-line output's text is ~65 MiB). The chunks join to `print_program`'s text (test
+/// `streamed_text_is_the_printed_text`). Where no definition is laid out apart (`stream::apart`), the
+/// whole text is made first and handed over as one: whether items are separated by blank lines
+/// depends on every definition's layout, and a definition laid out apart is known to need several
+/// lines before it is laid out, so from the first such one on, each item goes as it is made.
+pub fn print_program_streamed(p: &Program, o: &PrintOptions, emit: &mut dyn FnMut(String)) {
+    print_streamed_with(p, o, stream::FROM, emit)
+}
+
+/// `print_program_streamed`, laying out apart each definition whose body has `from` links or more.
+fn print_streamed_with(p: &Program, o: &PrintOptions, from: usize, emit: &mut dyn FnMut(String)) {
+    if !p.defs.iter().any(|d| stream::apart(d, o, false, from)) {
+        let text = print_with(p, o, false, from).text;
+        if !text.is_empty() {
+            emit(text);
+        }
+        return;
+    }
+    let names = names_of(p);
+    let arena = Arena::new();
+    let pr = Printer::new(&arena, *o, &names, None);
+    // items separated by blank lines (`print_with`'s `multi`): a definition laid out apart has several
+    let mut first = true;
+    let mut next_item = |emit: &mut dyn FnMut(String)| {
+        if !std::mem::take(&mut first) {
+            emit("\n".to_string());
+        }
+    };
+    let header = header_of(p, &pr, o, false);
+    if !header.0.is_empty() {
+        next_item(emit);
+        header.0.into_iter().flat_map(|m| m.chunks).for_each(&mut *emit);
+    }
+    for d in &p.defs {
+        // the separator and the type's line before the definition's first streamed chunk
+        next_item(emit);
+        if o.types {
+            if let Some(s) = &d.scheme {
+                emit(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
+            }
+        }
+        let mut rest = stream::def(d, o, &names, false, from, Some(&mut *emit));
+        match rest.chunks.last_mut() {
+            Some(c) => c.push('\n'),
+            None => rest.chunks.push("\n".to_string()),
+        }
+        rest.chunks.into_iter().for_each(&mut *emit);
+    }
+    let expects = expects_of(p, &pr, o, false);
+    if !expects.0.is_empty() {
+        next_item(emit);
+        expects.0.into_iter().flat_map(|m| m.chunks).for_each(&mut *emit);
+    }
 }
 
 /// Laid-out text as whole lines in chunks of about `CHUNK` bytes (one for a short text), and, if
@@ -730,9 +808,12 @@ pub const MAX_INDENT: usize = 80;
 
 /// The renderer's sink: caps each line's indentation at `MAX_INDENT` and drops trailing spaces (a
 /// break before an empty line leaves some).
-struct CappedIndent {
+struct CappedIndent<'s> {
     /// Chunks of whole lines already laid out (`CHUNK`; not when mapping, whose offsets are in `out`).
     done: Vec<String>,
+    /// Where each chunk of whole lines goes once laid out, instead of `done`, when printing streams
+    /// (`print_program_streamed`).
+    emit: Option<&'s mut dyn FnMut(String)>,
     out: String,
     at_line_start: bool,
     spaces: usize,
@@ -783,9 +864,15 @@ impl LineMap {
     }
 }
 
-impl CappedIndent {
-    fn new(map: bool) -> CappedIndent {
-        CappedIndent { done: vec![], out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0 }
+impl<'s> CappedIndent<'s> {
+    fn new(map: bool) -> CappedIndent<'s> {
+        CappedIndent { done: vec![], emit: None, out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0 }
+    }
+
+    /// A sink (not mapping) that hands each chunk of whole lines to `emit` as soon as it is laid out,
+    /// where there is one; what `finish` returns is the rest.
+    fn streaming(emit: Option<&'s mut dyn FnMut(String)>) -> CappedIndent<'s> {
+        CappedIndent { emit, ..CappedIndent::new(false) }
     }
 
     /// The text laid out (without trailing spaces) and, if asked for, each line's source spans.
@@ -801,7 +888,7 @@ impl CappedIndent {
     }
 }
 
-impl pretty::Render for CappedIndent {
+impl pretty::Render for CappedIndent<'_> {
     type Error = ();
 
     fn write_str(&mut self, s: &str) -> Result<usize, ()> {
@@ -860,7 +947,11 @@ impl pretty::Render for CappedIndent {
             // above CHUNK / 2, and later chunks are sized CHUNK), so none is grown past it
             if line_ends && self.map.is_none() && self.out.len() >= CHUNK - CHUNK / 16 {
                 let next = String::with_capacity(CHUNK);
-                self.done.push(std::mem::replace(&mut self.out, next));
+                let chunk = std::mem::replace(&mut self.out, next);
+                match &mut self.emit {
+                    Some(emit) => emit(chunk),
+                    None => self.done.push(chunk),
+                }
             }
             rest = tail;
         }
@@ -870,7 +961,7 @@ impl pretty::Render for CappedIndent {
     fn fail_doc(&self) -> () {}
 }
 
-impl pretty::RenderAnnotated<'_, Span> for CappedIndent {
+impl pretty::RenderAnnotated<'_, Span> for CappedIndent<'_> {
     fn push_annotation(&mut self, span: &Span) -> Result<(), ()> {
         if let Some(m) = &mut self.map {
             m.open.push((*span, m.line, self.out.len()));
@@ -958,7 +1049,7 @@ impl<'a, 'n> Printer<'a, 'n> {
     }
 
     /// Lays `d` out at the end of what `out` holds (as if from column 0).
-    fn render_into(&self, d: D<'a>, width: usize, out: &mut CappedIndent) {
+    fn render_into(&self, d: D<'a>, width: usize, out: &mut CappedIndent<'_>) {
         // Writing to a String cannot fail.
         let _ = d.into_doc().render_raw(width, out);
     }

@@ -25,20 +25,22 @@ const MIN_LINK: usize = 7;
 
 /// `d` laid out: link by link when its body (under its parameters) is a let chain or do block of at
 /// least `from` links that cannot fit on one line, else as one document.
-pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bool, from: usize) -> Laid {
+/// With `emit`, the lines of a definition laid out apart go to it as they are laid out (`Laid` holds
+/// the rest); one laid out whole is returned whole.
+pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bool, from: usize, emit: Option<&mut dyn FnMut(String)>) -> Laid {
     let (ps, body) = peel(&d.body);
     let do_block = matches!(body.kind, ExprKind::Bind(..));
     let (links, tail) = if do_block { bind_links(body) } else { let_links(body) };
     if map || links.len() < from || links.len().saturating_mul(MIN_LINK) <= o.width {
         let holes = if map { vec![] } else { long_chains(&d.body, o, from) };
         if !holes.is_empty() {
-            return hole(d, o, names, &holes);
+            return hole(d, o, names, &holes, emit);
         }
         let arena = Arena::new();
         let pr = Printer::new(&arena, *o, names, None);
         return pr.render_mapped(pr.def(d), o.width, map);
     }
-    let mut out = CappedIndent::new(false);
+    let mut out = CappedIndent::streaming(emit);
     // `def f p1 … pn =` (Printer::def and equation, whose group breaks before the body)
     piece(o, names, &mut out, |pr| {
         let params = pr.a.concat(ps.iter().map(|p| pr.a.space().append(pr.pat(p))));
@@ -63,8 +65,20 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
     out.finish()
 }
 
+/// Whether `def` lays `d` out apart (link by link, or with its long chains laid out apart): then it
+/// breaks at every link, so its text has more than one line (`print_program_streamed` needs to know
+/// before laying anything out). The same conditions as `def`'s.
+pub(super) fn apart(d: &Def, o: &PrintOptions, map: bool, from: usize) -> bool {
+    if map {
+        return false;
+    }
+    let (_, body) = peel(&d.body);
+    let (links, _) = if matches!(body.kind, ExprKind::Bind(..)) { bind_links(body) } else { let_links(body) };
+    !(links.len() < from || links.len().saturating_mul(MIN_LINK) <= o.width) || !long_chains(&d.body, o, from).is_empty()
+}
+
 /// Builds one piece with its own arena and lays it out at the end of `out`.
-fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent, build: impl for<'a> FnOnce(&Printer<'a, '_>) -> D<'a>) {
+fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent<'_>, build: impl for<'a> FnOnce(&Printer<'a, '_>) -> D<'a>) {
     let arena = Arena::new();
     let pr = Printer::new(&arena, *o, names, None);
     let d = build(&pr);
@@ -123,14 +137,14 @@ pub(super) fn marker(k: usize, n: usize, width: usize) -> String {
 /// `d` laid out with the long chains `holes` laid out apart: the document with a marker line for
 /// each (`Printer::let_chain`, `do_block`), then, at each marker, the chain's links one by one, as
 /// the document would break them (`\n`, the indentation, the link and its `;` or ` in`).
-fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) -> Laid {
+fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr], emit: Option<&mut dyn FnMut(String)>) -> Laid {
     let index: HashMap<usize, usize> = holes.iter().enumerate().map(|(k, e)| (*e as *const Expr as usize, k)).collect();
     let skeleton = {
         let arena = Arena::new();
         let pr = Printer::new(&arena, *o, names, Some(&index));
         pr.render(pr.def(d), o.width)
     };
-    let mut out = CappedIndent::new(false);
+    let mut out = CappedIndent::streaming(emit);
     let mut rest = skeleton.as_str();
     while let Some(at) = rest.find('\u{1}') {
         // the marker's line break and indentation are the first link's
@@ -159,7 +173,7 @@ fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr]) 
 /// Laid-out text into `out` a line at a time, its line breaks written on their own: the sink drops
 /// a line's trailing spaces when its break comes, which in one write with the line would take its
 /// indentation (the renderer writes a line's text before its break).
-fn write_lines(out: &mut CappedIndent, s: &str) {
+fn write_lines(out: &mut CappedIndent<'_>, s: &str) {
     for line in s.split_inclusive('\n') {
         let text = line.strip_suffix('\n');
         let _ = out.write_str(text.unwrap_or(line));

@@ -745,6 +745,67 @@ fn printed_lines_map_to_their_source_spans() {
 /// link by link (`stream`) prints as the whole document does, at several widths and in ASCII.
 #[test]
 fn long_chains_print_link_by_link_as_one_document() {
+    let programs = every_stages_output_on_a_long_chain();
+    let (mut streamed, mut nested) = (0, 0);
+    for (id, prog) in &programs {
+        for o in [PrintOptions::default(), PrintOptions::ascii(), PrintOptions { width: 30, ..PrintOptions::default() }] {
+            let whole = print_with(prog, &o, false, usize::MAX).text;
+            assert_eq!(print_with(prog, &o, false, 2).text, whole, "{id} at width {}", o.width);
+            for d in &prog.defs {
+                let (_, body) = peel(&d.body);
+                let n = if matches!(body.kind, ExprKind::Bind(..)) { bind_links(body).0.len() } else { let_links(body).0.len() };
+                streamed += usize::from(n >= 2 && n * 7 > o.width);
+                // chains inside the body (arrays/dual-arrays' do block under `runIds`)
+                nested += usize::from(n < 2 || n * 7 <= o.width) * stream::long_chains(&d.body, &o, 2).len();
+            }
+        }
+    }
+    assert!(streamed > 60, "{streamed} definitions laid out link by link");
+    // arrays/dual-arrays' 40-link do block, at each width
+    assert!(nested >= 3, "{nested} nested chains laid out link by link");
+}
+
+/// Issue 14 item 4: a program streamed (`print_program_streamed`, the CLI's plain output) is the
+/// printed text, in chunks handed over as they are laid out: on every stage's output of a long chain
+/// (and the source), with and without the types' comment lines, the chunks join to the text, and
+/// where a definition is laid out apart the text comes in many chunks, none of them most of it (the
+/// tests' chunks are 64 bytes). Made whole and handed over at the end, the second assertion fails.
+#[test]
+fn streamed_text_is_the_printed_text() {
+    let programs = every_stages_output_on_a_long_chain();
+    let mut in_pieces = 0;
+    for (id, prog) in &programs {
+        for o in [PrintOptions::default(), PrintOptions { width: 30, types: true, ..PrintOptions::ascii() }] {
+            for from in [2, usize::MAX] {
+                let whole = print_with(prog, &o, false, from).text;
+                let mut chunks = vec![];
+                print_streamed_with(prog, &o, from, &mut |c| chunks.push(c));
+                assert_eq!(chunks.concat(), whole, "{id} at width {}, from {from}", o.width);
+                let apart = prog.defs.iter().any(|d| stream::apart(d, &o, false, from));
+                if apart {
+                    let largest = chunks.iter().map(String::len).max().unwrap_or(0);
+                    assert!(chunks.len() > 10 && largest < whole.len() / 4, "{id}: {} chunks, the largest {largest} of {} bytes", chunks.len(), whole.len());
+                    in_pieces += 1;
+                    // a definition laid out apart keeps at most its last chunk until it is done
+                    let names = names_of(prog);
+                    for d in prog.defs.iter().filter(|d| stream::apart(d, &o, false, from)) {
+                        let mut given = 0;
+                        let rest = stream::def(d, &o, &names, false, from, Some(&mut |c: String| given += c.len()));
+                        let kept: usize = rest.chunks.iter().map(String::len).sum();
+                        assert!(rest.chunks.len() == 1 && kept < given / 4, "{id}: {kept} bytes kept, {given} given");
+                    }
+                } else {
+                    assert!(chunks.len() <= 1, "{id}: made whole, then handed over");
+                }
+            }
+        }
+    }
+    assert!(in_pieces > 60, "{in_pieces} programs streamed in pieces");
+}
+
+/// The source and every stage's output on a straight program long enough that its chains and do
+/// blocks are laid out link by link (`stream`).
+fn every_stages_output_on_a_long_chain() -> Vec<(String, Program)> {
     use crate::pipeline::{front_end, Options, Outputs};
     use crate::stage::Source;
     let mut text = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
@@ -765,23 +826,7 @@ fn long_chains_print_link_by_link_as_one_document() {
         }
     }
     assert!(programs.len() > 30, "most stages take the program");
-    let (mut streamed, mut nested) = (0, 0);
-    for (id, prog) in &programs {
-        for o in [PrintOptions::default(), PrintOptions::ascii(), PrintOptions { width: 30, ..PrintOptions::default() }] {
-            let whole = print_with(prog, &o, false, usize::MAX).text;
-            assert_eq!(print_with(prog, &o, false, 2).text, whole, "{id} at width {}", o.width);
-            for d in &prog.defs {
-                let (_, body) = peel(&d.body);
-                let n = if matches!(body.kind, ExprKind::Bind(..)) { bind_links(body).0.len() } else { let_links(body).0.len() };
-                streamed += usize::from(n >= 2 && n * 7 > o.width);
-                // chains inside the body (arrays/dual-arrays' do block under `runIds`)
-                nested += usize::from(n < 2 || n * 7 <= o.width) * stream::long_chains(&d.body, &o, 2).len();
-            }
-        }
-    }
-    assert!(streamed > 60, "{streamed} definitions laid out link by link");
-    // arrays/dual-arrays' 40-link do block, at each width
-    assert!(nested >= 3, "{nested} nested chains laid out link by link");
+    programs
 }
 
 /// The one-line fast path for types prints exactly what the layout engine prints, on every type of
