@@ -655,25 +655,32 @@ fn tape_sweeps_count_as_the_traced_resolve_at_every_budget() {
     // that fit the budget and clock (`Machine::tick_room`); a traced resolve ticks per ID (each
     // makes a trace step). The same stopping point and counts at every step budget through the
     // sweep of a 60-ID tape, and past 4096-step clock checks in one of ~4,500 IDs.
-    let stages = ["dualrev/tape"];
-    let trace = Budget { trace_steps: 1 << 20, ..Budget::default() };
     for (n, stride) in [(10, 1), (900, 47)] {
         let src = format!("param n = {n}\ninput 0.99\ndef go k acc x = if k == 0 then acc else go (k - 1) (acc * x + 1.0 / real k) x\ndef main x = go n 0.0 x\n");
-        let full = run_traced(&src, &stages, trace.clone(), false);
-        assert_eq!(full, run_traced(&src, &stages, trace.clone(), true), "n = {n}");
-        let tape = full.iter().find(|r| r.starts_with("dualrev/tape")).expect("the tape's row");
-        let steps: u64 = tape.split("steps: ").nth(1).and_then(|s| s.split(',').next()).and_then(|s| s.parse().ok()).expect("steps");
         // the sweep is near the run's end: one step per ID, then the frozen array's (one per ID)
-        let ids = 5 * n as u64;
-        let mut stops = 0;
-        for s in (steps.saturating_sub(2 * ids + 40)..=steps).step_by(stride) {
-            let budget = Budget { steps: s, ..trace.clone() };
-            let (a, b) = (run_traced(&src, &stages, budget.clone(), false), run_traced(&src, &stages, budget, true));
-            assert_eq!(a, b, "n = {n}, steps {s}");
-            stops += a.iter().any(|r| r.starts_with("dualrev/tape Budget")) as u32;
-        }
-        assert!(stops > 5, "n = {n}: the budgets should stop the sweep ({stops})");
+        untraced_runs_stop_as_traced_ones(&src, "dualrev/tape", 2 * 5 * n + 40, stride);
     }
+}
+
+/// Runs `stage` on `src` untraced and traced at every `stride`-th step budget from `window` below
+/// its whole run's steps up to them: the same rows (status, error, counters) each time, and the
+/// budget stops the run more than five times. Returns the whole run's row.
+fn untraced_runs_stop_as_traced_ones(src: &str, stage: &str, window: u64, stride: usize) -> String {
+    let stages = [stage];
+    let trace = Budget { trace_steps: 1 << 20, ..Budget::default() };
+    let full = run_traced(src, &stages, trace.clone(), false);
+    assert_eq!(full, run_traced(src, &stages, trace.clone(), true), "{src}");
+    let row = full.iter().find(|r| r.starts_with(stage)).expect("the stage's row").clone();
+    let steps: u64 = row.split("steps: ").nth(1).and_then(|s| s.split(',').next()).and_then(|s| s.parse().ok()).expect("steps");
+    let mut stops = 0;
+    for s in (steps.saturating_sub(window)..=steps).step_by(stride) {
+        let budget = Budget { steps: s, ..trace.clone() };
+        let (a, b) = (run_traced(src, &stages, budget.clone(), false), run_traced(src, &stages, budget, true));
+        assert_eq!(a, b, "{src}: steps {s}");
+        stops += a.iter().any(|r| r.starts_with(&format!("{stage} Budget"))) as u32;
+    }
+    assert!(stops > 5, "{src}: the budgets should stop the run ({stops})");
+    row
 }
 
 #[test]
@@ -684,28 +691,14 @@ fn contrib_resolves_count_as_the_traced_resolve_at_every_budget() {
     // The same stopping point and counts at every step budget through the resolve of horner's
     // (one- and two-edge Contribs, constants' empty ones) and particle's DAGs, and past 4096-step
     // clock checks in one of ~4,500 IDs.
-    let stages = ["dualrev/contrib"];
-    let trace = Budget { trace_steps: 1 << 20, ..Budget::default() };
     let horner = "def go k acc x = if k == 0 then acc else go (k - 1) (acc * x + 1.0 / real k) x\ndef main x = go n 0.0 x\ninput 0.99";
     let particle = "def step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\ndef sim k s = if k == 0 then s else sim (k - 1) (step s)\n\
         def main (p0, v0) = let (p, v) = sim n (p0, v0) in p * p + v\ninput (1.0, 0.5)";
     for (prog, n, stride) in [(horner, 10, 1), (particle, 8, 1), (horner, 900, 47)] {
         let src = format!("param n = {n}\n{prog}\n");
-        let full = run_traced(&src, &stages, trace.clone(), false);
-        assert_eq!(full, run_traced(&src, &stages, trace.clone(), true), "{src}");
-        let row = full.iter().find(|r| r.starts_with("dualrev/contrib")).expect("the stage's row");
-        assert!(row.contains("backprop_calls"), "{row}");
-        let steps: u64 = row.split("steps: ").nth(1).and_then(|s| s.split(',').next()).and_then(|s| s.parse().ok()).expect("steps");
         // the resolve is near the run's end: a step per ID and per edge, then the frozen array's
-        let ids = 10 * n as u64;
-        let mut stops = 0;
-        for s in (steps.saturating_sub(4 * ids + 40)..=steps).step_by(stride) {
-            let budget = Budget { steps: s, ..trace.clone() };
-            let (a, b) = (run_traced(&src, &stages, budget.clone(), false), run_traced(&src, &stages, budget, true));
-            assert_eq!(a, b, "{src}: steps {s}");
-            stops += a.iter().any(|r| r.starts_with("dualrev/contrib Budget")) as u32;
-        }
-        assert!(stops > 5, "{src}: the budgets should stop the resolve ({stops})");
+        let row = untraced_runs_stop_as_traced_ones(&src, "dualrev/contrib", 4 * 10 * n + 40, stride);
+        assert!(row.contains("backprop_calls"), "{row}");
     }
 }
 
