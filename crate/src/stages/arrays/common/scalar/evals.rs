@@ -73,8 +73,8 @@ fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &m
                     }
                     Kind::Add(a, b) => {
                         stack.push(Frame::Exit(n));
-                        stack.push(Frame::Enter(b, is_part(ar, n, b)));
-                        stack.push(Frame::Enter(a, is_part(ar, n, a)));
+                        stack.push(Frame::Enter(b, is_part(&mut rd, ar, n, b)));
+                        stack.push(Frame::Enter(a, is_part(&mut rd, ar, n, a)));
                     }
                     k => return Err(not_tree(k, span, "eval0")),
                 }
@@ -164,8 +164,8 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                         }
                         Kind::Add(a, b) => {
                             stack.push(Frame::Exit(nd));
-                            stack.push(Frame::Enter(b, is_part(ar, nd, b)));
-                            stack.push(Frame::Enter(a, is_part(ar, nd, a)));
+                            stack.push(Frame::Enter(b, is_part(&mut rd, ar, nd, b)));
+                            stack.push(Frame::Enter(a, is_part(&mut rd, ar, nd, a)));
                         }
                         k => return Err(not_tree(k, span, "eval1")),
                     }
@@ -247,8 +247,8 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                             m.real_op();
                         }
                         Kind::Add(a, b) => {
-                            stack.push(Cayley::Visit(b, is_part(ar, nd, b)));
-                            stack.push(Cayley::Visit(a, is_part(ar, nd, a)));
+                            stack.push(Cayley::Visit(b, is_part(&mut rd, ar, nd, b)));
+                            stack.push(Cayley::Visit(a, is_part(&mut rd, ar, nd, a)));
                         }
                         // a constant argument's Scale r Zero adds nothing (no ∞ · 0, as in eval0)
                         Kind::Scale(_, d) if rd.kind(d) == Kind::Zero => visit(m, &mut visits, &mut ops, d, false)?,
@@ -307,8 +307,8 @@ pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                     format!("Input {i}: add {}", show_real(x))
                 }
                 Kind::Add(a, b) => {
-                    stack.push((x, b, is_part(ar, nd, b)));
-                    stack.push((x, a, is_part(ar, nd, a)));
+                    stack.push((x, b, is_part(&mut rd, ar, nd, b)));
+                    stack.push((x, a, is_part(&mut rd, ar, nd, a)));
                     "Add: d1, then d2".to_string()
                 }
                 Kind::Scale(r, d) => {

@@ -6,7 +6,7 @@ use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::{delta_graph, Visits};
-use crate::kit::delta::{child_arg, delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, run_arena, Arena, DeltaRef, Ix, Kind};
+use crate::kit::delta::{child_arg, delta_arg, delta_ctor_builtins, delta_type, int_arg, mk, real_arg, run_arena, Arena, DeltaRef, Ix, Kind, Reader};
 use crate::value::Value;
 use rustc_hash::FxHashSet as HashSet;
 
@@ -136,12 +136,14 @@ pub fn input_slot(i: i64, n: usize, span: Span, what: &str) -> Result<usize, Run
 /// Whether `child`, reached from `parent`, is part of the same node of Fig. 4 rather than a node of its
 /// own: the Scales that D builds inside one operation's Add (Fig. 2's ×, and the general rule) carry
 /// that operation's span, and no operation's Delta is a Scale at an Add's span otherwise (each
-/// primitive's Delta has one fixed outermost constructor).
-pub fn is_part(ar: &Arena, parent: Ix, child: Ix) -> bool {
-    matches!(ar.kind(parent), Kind::Add(..))
-        && matches!(ar.kind(child), Kind::Scale(..))
-        && ar.span_id_of(child) != 0
-        && ar.span_id_of(child) == ar.span_id_of(parent)
+/// primitive's Delta has one fixed outermost constructor). `parent` is an Add (the evaluators ask
+/// from their Add arm); the child's kind is read through the evaluator's reader, and the spans
+/// (each a search of the arena's span runs) are compared only for a Scale.
+pub fn is_part(rd: &mut Reader, ar: &Arena, parent: Ix, child: Ix) -> bool {
+    matches!(rd.kind(child), Kind::Scale(..)) && {
+        let s = ar.span_id_of(child);
+        s != 0 && s == ar.span_id_of(parent)
+    }
 }
 
 /// Keeps an evaluator's visits for the graph and adds them to the counters.
