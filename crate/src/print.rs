@@ -113,13 +113,17 @@ fn header_of(p: &Program, pr: &Printer, o: &PrintOptions, map: bool) -> Pieces {
 /// Definition `d`'s item: its type's comment line where `o.types` asks, then `text`, its layout.
 fn def_item(d: &Def, pr: &Printer, o: &PrintOptions, text: Laid) -> Pieces {
     let mut out = Pieces::default();
-    if o.types {
-        if let Some(s) = &d.scheme {
-            out.push_plain(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
-        }
+    if let Some(line) = type_line(d, pr, o) {
+        out.push_plain(line);
     }
     out.push_line(text);
     out
+}
+
+/// Definition `d`'s type as a comment line (`-- f : τ`), where `o.types` asks and the type is known.
+fn type_line(d: &Def, pr: &Printer, o: &PrintOptions) -> Option<String> {
+    let s = d.scheme.as_ref().filter(|_| o.types)?;
+    Some(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)))
 }
 
 /// The `expect` lines of `p`, its last item.
@@ -203,10 +207,8 @@ fn print_streamed_with(p: &Program, o: &PrintOptions, from: usize, emit: &mut dy
     for d in &p.defs {
         // the separator and the type's line before the definition's first streamed chunk
         next_item(emit);
-        if o.types {
-            if let Some(s) = &d.scheme {
-                emit(format!("-- {} : {}\n", d.name.text, pr.render(pr.ty(&s.ty, 0), usize::MAX / 4)));
-            }
+        if let Some(line) = type_line(d, &pr, o) {
+            emit(line);
         }
         let mut rest = stream::def(d, o, &names, false, from, Some(&mut *emit));
         match rest.chunks.last_mut() {

@@ -200,10 +200,7 @@ fn b_plus_c(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, Ru
     // added in place into the first (a fresh cotangent, as `d1 z` returns one), then charged
     let b = args.pop().unwrap_or(Value::Unit);
     let mut a = args.pop().unwrap_or(Value::Unit);
-    let n = match cot_add_assign(&mut a, &b) {
-        Some(n) => n,
-        None => size(&a),
-    };
+    let n = cot_add_assign(&mut a, &b).unwrap_or_else(|| size(&a));
     m.tick(n)?;
     m.count("plus_leaves", n);
     Ok(a)

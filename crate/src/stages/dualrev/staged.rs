@@ -153,10 +153,7 @@ fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let b = staged_of(&b, span)?;
     let StagedV { c: mut a, m: a_map } = owned_staged(a, span)?;
     // `a`'s cotangent added into in place (`cot_add_assign`), then charged as before
-    let n = match cot_add_assign(&mut a, &b.c) {
-        Some(n) => n,
-        None => size(&a),
-    };
+    let n = cot_add_assign(&mut a, &b.c).unwrap_or_else(|| size(&a));
     m.tick(n)?;
     m.count("plus_leaves", n);
     m.alloc(1)?;
@@ -199,10 +196,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         rt(m).current = None;
         let StagedV { mut c, m: r_map } = owned_staged(r, span)?;
         // `r.c + s.c` into `r.c` in place; the paper's charge is `size(s.c)` (the same when the shapes are)
-        let n = match cot_add_assign(&mut c, &s.c) {
-            Some(n) => n,
-            None => size(&s.c),
-        };
+        let n = cot_add_assign(&mut c, &s.c).unwrap_or_else(|| size(&s.c));
         m.tick(n)?;
         m.count("plus_leaves", n);
         let map = union(m, &r_map, &rest)?;

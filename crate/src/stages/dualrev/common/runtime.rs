@@ -99,7 +99,9 @@ pub fn size(v: &Value) -> u64 {
     n.max(1)
 }
 
-/// `a + b` on cotangents of the same input (reals added; integers, booleans and tags from `a`).
+/// `a + b` on cotangents of the same input (reals added; integers, booleans and tags from `a`): the
+/// reference the tests compare the in-place `cot_add_assign` with.
+#[cfg(test)]
 pub fn cot_add(a: &Value, b: &Value) -> Value {
     let mut a = a.clone();
     cot_add_assign(&mut a, b);
