@@ -1273,7 +1273,22 @@ impl Machine<'_> {
                     Code::CallLazy(lazy) => &lazy.1,
                     _ => unreachable!("Collect frames are only pushed for tuples, arrays and builtin calls"),
                 };
-                let i = i as usize + 1;
+                let mut i = i as usize + 1;
+                // the items read straight from a slot or a constant are pushed here, each charged
+                // its step as `eval` charges it, without a continuation's round trip (issue 13: the
+                // Cayley wrapper's backpropagators rebuild an n-tuple of variables around one call)
+                while let Some(it) = items.get(i).filter(|it| matches!(it, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_))) {
+                    self.step(Charge::Var)?;
+                    let v = match it {
+                        Code::Local(s) => self.locals[self.bp + *s as usize].clone(),
+                        Code::Move(s) => self.take(*s),
+                        Code::Capture(k) => self.env[*k as usize].clone(),
+                        Code::Const(v) => v.clone(),
+                        _ => break,
+                    };
+                    self.vals.push(v);
+                    i += 1;
+                }
                 if i < items.len() {
                     self.kont.push(Kont::Collect(c, i as u32));
                     return Ok(Next::Eval(&items[i]));

@@ -175,18 +175,32 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
         (Value::Unit, Value::Unit) => unit(),
         (a, b) if is_zero_tag(&a) => b,
         (a, b) if is_zero_tag(&b) => a,
-        (Value::Tuple(xs), Value::Tuple(ys)) if xs.len() == ys.len() => {
-            let mut out = Vec::with_capacity(xs.len());
-            for (x, y) in xs.iter().zip(ys.iter()) {
-                out.push(plus(m, x.clone(), y.clone())?);
+        (Value::Tuple(mut xs), Value::Tuple(mut ys)) if xs.len() == ys.len() => {
+            // Added into `a`'s tuple where nothing else holds it, `b`'s items taken where nothing else
+            // holds `b` (issue 13: Fig. 4's dense environment vectors, a left-nested tuple of |Γ|
+            // cells, were rebuilt whole at every `+`); the same visits in the same order either way.
+            match Rc::get_mut(&mut xs) {
+                Some(out) => {
+                    for (i, x) in out.iter_mut().enumerate() {
+                        *x = plus(m, std::mem::replace(x, Value::Unit), take_item(&mut ys, i))?;
+                    }
+                    Value::Tuple(xs)
+                }
+                None => {
+                    let mut out = Vec::with_capacity(xs.len());
+                    for (i, x) in xs.iter().enumerate() {
+                        out.push(plus(m, x.clone(), take_item(&mut ys, i))?);
+                    }
+                    Value::tuple(out)
+                }
             }
-            Value::tuple(out)
         }
-        (Value::Inr(x), Value::Inr(y)) => Value::Inr(Rc::new(match (&*x, &*y) {
-            (Value::Tuple(_), Value::Tuple(_)) => plus(m, (*x).clone(), (*y).clone())?,
+        // (each part unwrapped where nothing else holds it, so that a tuple under it is added into in place)
+        (Value::Inr(x), Value::Inr(y)) => Value::Inr(Rc::new(match (unwrap(x), unwrap(y)) {
+            (x @ Value::Tuple(_), y @ Value::Tuple(_)) => plus(m, x, y)?,
             // a sum's tags: Fig. 4's `+` on `τ ⊔_L σ` (the note's O3: re-wrapped in linl/linr)
-            (Value::Inl(p), Value::Inl(q)) => Value::Inl(Rc::new(plus(m, (**p).clone(), (**q).clone())?)),
-            (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, (**p).clone(), (**q).clone())?)),
+            (Value::Inl(p), Value::Inl(q)) => Value::Inl(Rc::new(plus(m, unwrap(p), unwrap(q))?)),
+            (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, unwrap(p), unwrap(q))?)),
             _ => return Err(internal(span, "a sum tag mismatch in + (linl added to linr)")),
         })),
         // §7: Bags (BPlus, or §8.1's BArray), each Rc let go of first so a BArray can grow in place
@@ -213,6 +227,20 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
         },
         (a, b) => return Err(internal(span, &format!("+ on {a} and {b}"))),
     })
+}
+
+/// The value under an `Rc`, moved out where nothing else holds it.
+fn unwrap(v: Rc<Value>) -> Value {
+    Rc::try_unwrap(v).unwrap_or_else(|v| (*v).clone())
+}
+
+/// Item `i` of the tuple added on the right of `+`: taken where the tuple is held only here.
+fn take_item(ys: &mut Rc<[Value]>, i: usize) -> Value {
+    match Rc::get_mut(ys) {
+        Some(vs) => vs.get_mut(i).map(|v| std::mem::replace(v, Value::Unit)),
+        None => ys.get(i).cloned(),
+    }
+    .unwrap_or(Value::Unit)
 }
 
 /// Fig. 6's `union`, with `+` on common keys: the smaller map inserted into the larger, costed
@@ -723,4 +751,50 @@ pub fn generic_builtins() -> Vec<crate::interp::Builtin> {
             run: b_seed,
         },
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{Budget, Builtins};
+    use crate::ir::Program;
+
+    /// `EV Γ` as Fig. 4's left-nested pairs `((((), r0), r1), r2)`.
+    fn env(reals: &[f64]) -> Value {
+        reals.iter().fold(Value::Unit, |acc, &r| Value::pair(acc, Value::Real(r)))
+    }
+
+    fn pointer(v: &Value) -> *const Value {
+        match v {
+            Value::Tuple(vs) => vs.as_ptr(),
+            _ => std::ptr::null(),
+        }
+    }
+
+    #[test]
+    fn a_dense_vector_held_once_is_added_into_in_place_and_a_shared_one_is_left_alone() {
+        let program = Program::default();
+        let mut m = Machine::new(&program, &Builtins::new(), Budget::default()).expect("a machine");
+        // held once: the sum is written into the first vector's own pairs
+        let a = env(&[1.0, 2.0, 3.0]);
+        let at = pointer(&a);
+        let r = plus(&mut m, a, env(&[10.0, 20.0, 30.0])).expect("plus");
+        assert_eq!(r.to_string(), "((((), 11.0), 22.0), 33.0)");
+        assert_eq!(pointer(&r), at);
+        // shared: the other holder still sees its own values; the result is a new vector
+        let shared = env(&[1.0, 2.0, 3.0]);
+        let r = plus(&mut m, shared.clone(), env(&[10.0, 20.0, 30.0])).expect("plus");
+        assert_eq!(r.to_string(), "((((), 11.0), 22.0), 33.0)");
+        assert_eq!(shared.to_string(), "((((), 1.0), 2.0), 3.0)");
+        assert_ne!(pointer(&r), pointer(&shared));
+        // the right-hand vector shared: it is read, not taken
+        let b = env(&[10.0, 20.0, 30.0]);
+        let r = plus(&mut m, env(&[1.0, 2.0, 3.0]), b.clone()).expect("plus");
+        assert_eq!(r.to_string(), "((((), 11.0), 22.0), 33.0)");
+        assert_eq!(b.to_string(), "((((), 10.0), 20.0), 30.0)");
+        // the same charge each way: 7 nodes visited (3 pairs, the unit, 3 reals) and 3 real additions, three times
+        let cost = m.cost();
+        assert_eq!(cost.counter("plus_visits"), 3 * 7);
+        assert_eq!(cost.real_ops, 3 * 3);
+    }
 }
