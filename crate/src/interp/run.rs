@@ -288,6 +288,23 @@ impl Machine<'_> {
         Next::Ret
     }
 
+    /// The value of a node read straight from a slot or a constant, charged its step as `eval`
+    /// charges it, without a continuation's round trip; None (nothing charged) for any other node.
+    #[inline]
+    fn immediate(&mut self, c: &Code) -> Res<Option<Value>> {
+        if !matches!(c, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_)) {
+            return Ok(None);
+        }
+        self.step(Charge::Var)?;
+        Ok(match c {
+            Code::Local(s) => Some(self.locals[self.bp + *s as usize].clone()),
+            Code::Move(s) => Some(self.take(*s)),
+            Code::Capture(k) => Some(self.env[*k as usize].clone()),
+            Code::Const(v) => Some(v.clone()),
+            _ => None,
+        })
+    }
+
     /// The value of a slot read for the last time (`Code::Move`), moved out.
     #[inline(always)]
     pub(super) fn take(&mut self, s: u32) -> Value {
@@ -1277,15 +1294,10 @@ impl Machine<'_> {
                 // the items read straight from a slot or a constant are pushed here, each charged
                 // its step as `eval` charges it, without a continuation's round trip (issue 13: the
                 // Cayley wrapper's backpropagators rebuild an n-tuple of variables around one call)
-                while let Some(it) = items.get(i).filter(|it| matches!(it, Code::Local(_) | Code::Move(_) | Code::Capture(_) | Code::Const(_))) {
-                    self.step(Charge::Var)?;
-                    let v = match it {
-                        Code::Local(s) => self.locals[self.bp + *s as usize].clone(),
-                        Code::Move(s) => self.take(*s),
-                        Code::Capture(k) => self.env[*k as usize].clone(),
-                        Code::Const(v) => v.clone(),
-                        _ => break,
-                    };
+                while let Some(v) = match items.get(i) {
+                    Some(it) => self.immediate(it)?,
+                    None => None,
+                } {
                     self.vals.push(v);
                     i += 1;
                 }
@@ -1342,10 +1354,17 @@ impl Machine<'_> {
                     let r = prim1(*op, v, *span, &mut self.real_ops)?;
                     self.ret(r)
                 }
-                Code::Prim2(_, _, b, _) => {
-                    self.kont.push(Kont::PrimR(c, v));
-                    Next::Eval(&**b)
-                }
+                // a second operand read straight from a slot or a constant: the operation at once
+                Code::Prim2(op, _, b, span) => match self.immediate(b)? {
+                    Some(w) => {
+                        let r = prim2(*op, v, w, *span, &mut self.real_ops)?;
+                        self.ret(r)
+                    }
+                    None => {
+                        self.kont.push(Kont::PrimR(c, v));
+                        Next::Eval(&**b)
+                    }
+                },
                 _ => unreachable!(),
             },
             Kont::PrimR(c, a) => {

@@ -4,7 +4,7 @@
 //! visit (the steps budget stops an exponential walk cleanly), counting every constructor visited
 //! (`eval_visits`) and the visits of Fig. 4's nodes (`op_visits`, see `runtime::is_part`).
 
-use super::runtime::{eval_args, input_slot, is_part, record, vector_value};
+use super::runtime::{eval_args, input_slot, is_part, is_part_of, record, vector_value};
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
 use crate::kit::delta::graph::Visits;
@@ -12,6 +12,7 @@ use crate::kit::delta::{Arena, DeltaRef, Ix, Kind, STATE_ROWS};
 use crate::value::{show_real, Value};
 
 /// Counts one visit of n (reached from a node of which it is part, or not).
+#[inline]
 fn visit(m: &mut Machine, visits: &mut Visits, ops: &mut u64, n: Ix, part: bool) -> Result<(), RunError> {
     visits.visit(n as u64);
     if !part {
@@ -55,47 +56,57 @@ fn read<'a>(d: &'a DeltaRef, span: Span, what: &str) -> Result<std::cell::Ref<'a
 fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
     let ar = read(root, span, "eval0")?;
     let ar: &Arena = &ar;
-    // eval reads the arena through a reader (a block's offsets decoded once, not per node)
+    // eval reads the arena through a reader (a block's offsets decoded once, not per node), each node
+    // once a pass: its part-of test when it is entered, its factor kept in the exit's frame (issue
+    // 13: eval0 walks the whole Delta once per input, and a node was read up to four times a pass)
     let mut rd = ar.reader();
-    let mut stack = vec![Frame::Enter(root.ix, false)];
+    let mut stack = vec![Walk0::Enter(root.ix, None)];
     let mut vals: Vec<Option<f64>> = vec![];
     let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
     while let Some(f) = stack.pop() {
         match f {
-            Frame::Enter(n, part) => {
-                visit(m, visits, ops, n, part)?;
-                match rd.kind(n) {
+            Walk0::Enter(n, parent) => {
+                let k = rd.kind(n);
+                visit(m, visits, ops, n, parent.is_some_and(|p| is_part_of(ar, &k, p, n)))?;
+                match k {
                     Kind::Zero => vals.push(None),
                     Kind::Input(i) => vals.push(Some(if input_slot(i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
-                    Kind::Scale(_, d) => {
-                        stack.push(Frame::Exit(n));
-                        stack.push(Frame::Enter(d, false));
+                    Kind::Scale(r, d) => {
+                        stack.push(Walk0::Scale(r));
+                        stack.push(Walk0::Enter(d, None));
                     }
                     Kind::Add(a, b) => {
-                        stack.push(Frame::Exit(n));
-                        stack.push(Frame::Enter(b, is_part(&mut rd, ar, n, b)));
-                        stack.push(Frame::Enter(a, is_part(&mut rd, ar, n, a)));
+                        stack.push(Walk0::Add);
+                        stack.push(Walk0::Enter(b, Some(n)));
+                        stack.push(Walk0::Enter(a, Some(n)));
                     }
                     k => return Err(not_tree(k, span, "eval0")),
                 }
             }
-            Frame::Exit(n) => {
+            Walk0::Scale(r) => {
                 m.real_op();
-                let v = match rd.kind(n) {
-                    Kind::Scale(r, _) => pop(&mut vals)?.map(|v| r * v),
-                    _ => {
-                        let b = pop(&mut vals)?;
-                        match (pop(&mut vals)?, b) {
-                            (Some(a), Some(b)) => Some(a + b),
-                            (a, b) => a.or(b),
-                        }
-                    }
+                let v = pop(&mut vals)?.map(|v| r * v);
+                vals.push(v);
+            }
+            Walk0::Add => {
+                m.real_op();
+                let b = pop(&mut vals)?;
+                let v = match (pop(&mut vals)?, b) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
                 };
                 vals.push(v);
             }
         }
     }
     Ok(pop(&mut vals)?.unwrap_or(0.0))
+}
+
+/// eval0's walk: a node entered (with the Add it is a child of), or a Scale's or an Add's exit.
+enum Walk0 {
+    Enter(Ix, Option<Ix>),
+    Scale(f64),
+    Add,
 }
 
 /// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.

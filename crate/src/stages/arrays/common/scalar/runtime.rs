@@ -140,7 +140,12 @@ pub fn input_slot(i: i64, n: usize, span: Span, what: &str) -> Result<usize, Run
 /// from their Add arm); the child's kind is read through the evaluator's reader, and the spans
 /// (each a search of the arena's span runs) are compared only for a Scale.
 pub fn is_part(rd: &mut Reader, ar: &Arena, parent: Ix, child: Ix) -> bool {
-    matches!(rd.kind(child), Kind::Scale(..)) && {
+    is_part_of(ar, &rd.kind(child), parent, child)
+}
+
+/// `is_part` of a child whose kind has been read.
+pub fn is_part_of(ar: &Arena, child_kind: &Kind, parent: Ix, child: Ix) -> bool {
+    matches!(child_kind, Kind::Scale(..)) && {
         let s = ar.span_id_of(child);
         s != 0 && s == ar.span_id_of(parent)
     }
