@@ -341,6 +341,53 @@ fn array_builtins_apply_two_arguments_as_the_walker_at_every_budget() {
     }
 }
 
+/// Array builtins applying closures whose bodies are leaves (one region, no call): the engine runs
+/// each element's application in place of the loop (`Machine::apply_leaf`, `apply2_leaf`): one
+/// parameter (`map`, `build`), two of a curried lambda (`map2`, `fold`, `scanl`), a partial value's
+/// last two, a definition passed as a value, tuple parameters; named `h` for the traced runs.
+const LEAF_ARRAY_CALLS: &[(&str, &str)] = &[
+    ("def main (a, b) = let h = \\x -> x * 2.0 + 1.0 in sum (map h a) + sum (build (length b) (\\i -> b ! i * a ! i))", "([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])"),
+    ("def main (a, b) = let h acc x = acc * 0.5 + x in fold h 1.0 (map2 (\\x y -> x * y) a b) + sum (scanl h 0.0 b)", "([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])"),
+    ("def sq x = x * x\ndef main (a, b) = let h k x y = real k * x - y in sum (map sq a) + sum (map2 (h 3) a b)", "([1.0, 2.0], [4.0, 5.0])"),
+    ("def main (a, b) = let ps = map2 (\\x y -> (x, y)) a b in fold (\\acc (x, y) -> acc + x * y) 0.0 ps", "([1.0, 2.0, 3.0], [4.0, 5.0, 6.0])"),
+];
+
+#[test]
+fn array_builtins_run_leaf_closures_in_place_as_the_walker_at_every_budget() {
+    for (src, at) in LEAF_ARRAY_CALLS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        assert!(run_both(src, true, arg.clone(), Budget::default()).is_ok(), "{src}");
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        at_every_budget(src, &arg, 120, 30, 30, 8);
+        for steps in (1..120).step_by(7) {
+            let _ = run_observed(src, &arg, Budget { steps, ..Budget::default() });
+        }
+    }
+    // `map` over an empty array that keeps its elements' shape applies f to the kept element and
+    // keeps going when f fails (arrays.rs `empty_image`): the failed leaf's frame must be undone
+    // (depth, slots), or the calls after it count a deeper `max_depth` than the walker's
+    let src = "def main a = let e = map (\\r -> r ! 5 * 2.0) (replicate 0 a) in let f y = y * 2.0 + 1.0 in f (f (a ! 0)) + real (length e)";
+    let a = Value::Array(vec![Value::Real(1.5), Value::Real(2.0)].into());
+    assert!(run_both(src, true, a.clone(), Budget::default()).is_ok(), "{src}");
+    at_every_budget(src, &a, 40, 10, 10, 6);
+    // an error inside a leaf (one and two parameters) is the walker's, and unwinds what the
+    // application pushed: the machine runs again, at depth 0
+    for src in ["def main ks = map (\\k -> 10 / k) ks ! 0", "def main ks = fold (\\a k -> a + 10 / k) 0 ks"] {
+        let ks = Value::Array(vec![Value::Int(5), Value::Int(0)].into());
+        match run_both(src, true, ks.clone(), Budget::default()) {
+            Err(RunError::Runtime { message, .. }) => assert!(message.contains("division by zero"), "{src}: {message}"),
+            other => panic!("{src}: expected a division by zero, got {other:?}"),
+        }
+        let p = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}\n{src}")).0;
+        let mut m = Machine::new(&p, &Builtins::new(), Budget::default()).expect("lowers");
+        assert!(m.call("main", vec![ks]).is_err(), "{src}");
+        assert_eq!(m.call_depth(), 0, "{src}");
+        let ok = Value::Array(vec![Value::Int(5), Value::Int(2)].into());
+        assert!(m.call("main", vec![ok]).expect("runs again").as_int().is_some(), "{src}");
+        assert_eq!(m.call_depth(), 0, "{src}");
+    }
+}
+
 #[test]
 fn pattern_errors_in_calls_are_the_walkers() {
     // untyped: a parameter pattern that does not match, at a partial application and at the last

@@ -21,6 +21,26 @@ fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
     }
 }
 
+/// `arr` of an argument taken by value: the array's handle itself, not a second one, so that where
+/// the argument held the array's last handle its elements can be moved out (`take`).
+fn owned(v: Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
+    match v {
+        Value::Array(xs) => Ok(xs),
+        v => arr(&v, what, span),
+    }
+}
+
+/// Element `k` for a function applied to it: moved out of an array no one else holds (so a tuple
+/// element reaches the function held once, and its pattern takes it apart in place, not item by
+/// item copied; issue 13), else a copy. No one can see the array between its elements' uses.
+#[inline]
+fn take(xs: &mut Rc<[Value]>, k: usize) -> Value {
+    match Rc::get_mut(xs) {
+        Some(items) => std::mem::replace(&mut items[k], Value::Unit),
+        None => xs[k].clone(),
+    }
+}
+
 fn int(v: &Value, what: &str, span: Span) -> Result<i64, RunError> {
     v.as_int().ok_or_else(|| RunError::runtime(span, format!("{what} expects an integer")))
 }
@@ -140,11 +160,11 @@ pub fn map(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     if let Some(e) = a.empty_elem() {
         return empty_image(m, &f, &[e.clone()]);
     }
-    let xs = arr(&a, "`map`", span)?;
+    let mut xs = owned(a, "`map`", span)?;
     let mut out = Vec::with_capacity(xs.len());
-    for x in xs.iter() {
+    for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(m.apply(f.clone(), x.clone())?);
+        out.push(m.apply(f.clone(), take(&mut xs, k))?);
     }
     m.charge_array(Prim::Map, xs.len());
     Ok(Value::Array(out.into()))
@@ -155,14 +175,14 @@ pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     if let (Some(e), Some(g)) = (a.empty_elem(), b.empty_elem()) {
         return empty_image(m, &f, &[e.clone(), g.clone()]);
     }
-    let (xs, ys) = (arr(&a, "`map2`", span)?, arr(&b, "`map2`", span)?);
+    let (mut xs, mut ys) = (owned(a, "`map2`", span)?, owned(b, "`map2`", span)?);
     if xs.len() != ys.len() {
         return Err(RunError::runtime(span, format!("`map2` on arrays of different lengths ({} and {})", xs.len(), ys.len())));
     }
     let mut out = Vec::with_capacity(xs.len());
-    for (x, y) in xs.iter().zip(ys.iter()) {
+    for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(apply2(m, &f, x.clone(), y.clone())?);
+        out.push(apply2(m, &f, take(&mut xs, k), take(&mut ys, k))?);
     }
     m.charge_array(Prim::Map2, xs.len());
     Ok(Value::Array(out.into()))
@@ -171,11 +191,11 @@ pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 /// `fold f z a` (and `reduce`, which is a fold whose `f` is associative with unit `z`).
 pub fn fold(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, z, a) = three(args);
-    let xs = arr(&a, "`fold`", span)?;
+    let mut xs = owned(a, "`fold`", span)?;
     let mut acc = z;
-    for x in xs.iter() {
+    for k in 0..xs.len() {
         m.tick(1)?;
-        acc = apply2(m, &f, acc, x.clone())?;
+        acc = apply2(m, &f, acc, take(&mut xs, k))?;
     }
     m.charge_array(Prim::Fold, xs.len());
     Ok(acc)
@@ -232,4 +252,34 @@ pub fn shift1r(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     made(m, rest.len())?;
     m.charge_array(Prim::Shift1R, xs.len());
     Ok(Value::Array(rest.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take;
+    use crate::value::Value;
+    use std::rc::Rc;
+
+    fn pairs() -> Rc<[Value]> {
+        (0..3).map(|k| Value::Tuple(Rc::new([Value::Real(k as f64), Value::Int(k)]))).collect()
+    }
+
+    #[test]
+    fn an_element_is_moved_out_of_an_array_no_one_else_holds_and_copied_out_of_a_shared_one() {
+        // held once: the element comes out held once (its tuple pattern can take it apart in place)
+        let mut xs = pairs();
+        match take(&mut xs, 1) {
+            Value::Tuple(t) => assert_eq!((Rc::strong_count(&t), t[1].as_int()), (1, Some(1))),
+            v => panic!("{v}"),
+        }
+        assert!(matches!(xs[1], Value::Unit), "moved out");
+        // shared: a copy, and the other holder's array is left whole
+        let mut ys = pairs();
+        let other = ys.clone();
+        match take(&mut ys, 2) {
+            Value::Tuple(t) => assert_eq!((Rc::strong_count(&t), t[1].as_int()), (2, Some(2))),
+            v => panic!("{v}"),
+        }
+        assert!(matches!(&other[2], Value::Tuple(_)) && matches!(&ys[2], Value::Tuple(_)));
+    }
 }

@@ -251,6 +251,9 @@ impl<'p> Machine<'p> {
     }
     /// Applies a function value to an argument (re-entrant: builtins call back through this).
     pub fn apply(&mut self, f: Value, arg: Value) -> Result<Value, RunError> {
+        if let Some((lam, fc, env, group)) = self.leaf_one(&f) {
+            return self.apply_leaf(lam, fc, env, group, arg);
+        }
         let span = self.span;
         self.run_with(|m| m.apply_fun(f, arg, span))
     }
@@ -261,9 +264,12 @@ impl<'p> Machine<'p> {
     /// does (`run.rs`'s `apply_fun2`), with no partial value built between them (issue 13: the
     /// partial value, its box and the second run were a third of `map2`'s time per element).
     pub fn apply2(&mut self, f: &Value, a: Value, b: Value) -> Result<Value, RunError> {
-        if !self.saturated_by_two(f) {
+        let Some((lam, env, group, prior)) = self.two_short(f) else {
             let g = self.apply(f.clone(), a)?;
             return self.apply(g, b);
+        };
+        if let Some(fc) = run::leaf(lam.code()) {
+            return self.apply2_leaf(lam, fc, env, group, prior, a, b);
         }
         let span = self.span;
         self.run_with(|m| m.apply_fun2(f, a, b, span))

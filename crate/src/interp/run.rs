@@ -133,7 +133,7 @@ pub(super) fn clear_slots(locals: &mut Vec<Value>, to: usize) {
 /// A function body that is one region with a value: it makes no call, so it runs in place
 /// (`Machine::run_leaf`).
 #[inline(always)]
-fn leaf(body: &Code) -> Option<&FastCode> {
+pub(super) fn leaf(body: &Code) -> Option<&FastCode> {
     match body {
         Code::Fast(f) if f.has_value() => Some(f),
         _ => None,
@@ -265,6 +265,104 @@ impl Machine<'_> {
         }
         self.span = span;
         r
+    }
+
+    /// A one-parameter closure or group member of this lowering whose body is a leaf (`leaf`): what
+    /// `apply_fun` would `enter` and run in place (no lambda watcher, which is handed the closure).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn leaf_one<'f>(&self, f: &'f Value) -> Option<(&'f LamCode, &'f FastCode, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>)> {
+        if self.lam_watcher.is_some() {
+            return None;
+        }
+        let Value::Fun(rc) = f else { return None };
+        let (lam, env, group): (&LamCode, _, _) = match rc.downcast_ref::<FunVal>()? {
+            FunVal::Clo { code, env } => (code, env, None),
+            FunVal::Rec { group, idx } => (group.code.members.get(*idx as usize)?, &group.env, Some(group)),
+            _ => return None,
+        };
+        if lam.prog != self.code.prog || !lam.more.is_empty() {
+            return None;
+        }
+        Some((lam, leaf(lam.code())?, env, group))
+    }
+
+    /// `run_with(apply_fun(f, arg))` for an `f` that `leaf_one` took: the same trace, frame, binding
+    /// and region in the same order, without the loop (its `Stop` frame, the state it saves to
+    /// restore on an error, the result through `acc`). Every array operation's element and every
+    /// runtime's callback to a small closure comes through here (issue 13).
+    pub(super) fn apply_leaf(&mut self, lam: &LamCode, fc: &FastCode, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, arg: Value) -> Result<Value, RunError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.budget_error(BudgetKind::Depth, MAX_NESTING));
+        }
+        if let (Some(tracer), Some(named)) = (self.call_tracer, &lam.named) {
+            if let Some(node) = tracer(&named.name) {
+                self.trace_call(node, named, &arg);
+            }
+        }
+        let vbase = self.vals.len();
+        self.leaf_frame(fc, env.clone(), group.cloned(), lam.nslots, vbase, |m| m.bind(&lam.pat, arg))
+    }
+
+    /// `run_with(apply_fun2(f, a, b))` for an `f` that `two_short` took and whose body is a leaf:
+    /// `partial_step` for `a` as a run's first application counts it (the run's `Stop` frame on top,
+    /// so never a tail), then `saturate`'s frame for the region, as `apply_leaf` runs one.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn apply2_leaf(&mut self, lam: &LamCode, fc: &FastCode, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, prior: &[Value], a: Value, b: Value) -> Result<Value, RunError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(self.budget_error(BudgetKind::Depth, MAX_NESTING));
+        }
+        let vbase = self.vals.len();
+        self.vals.extend(prior.iter().cloned());
+        if let Err(e) = self.partial_step(lam, prior.len(), &a, false) {
+            self.unwind(self.kont.len(), self.locals.len(), vbase);
+            return Err(*e);
+        }
+        self.vals.push(a);
+        self.leaf_frame(fc, env.clone(), group.cloned(), lam.nslots, vbase, |m| m.bind_params(lam, vbase, b))
+    }
+
+    /// A leaf's frame opened, its parameters bound (`bind`), its region run and the frame closed
+    /// (`run_leaf` below a `Stop`); on an error the machine is put back as `run_with` puts it.
+    fn leaf_frame(&mut self, fc: &FastCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, nslots: u32, vbase: usize, bind: impl FnOnce(&mut Self) -> Res<()>) -> Result<Value, RunError> {
+        let (kbase, lbase, depth, span) = (self.kont.len(), self.locals.len(), self.depth, self.span);
+        self.nesting += 1;
+        let r = match self.open_frame(env, group, nslots) {
+            Ok((bp, env, group)) => match bind(self).and_then(|()| self.fast_value(fc)) {
+                Ok(v) => {
+                    self.close_frame(bp, env, group);
+                    Ok(v)
+                }
+                Err(e) => {
+                    self.unwind(kbase, lbase, vbase);
+                    (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
+                    Err(e)
+                }
+            },
+            Err(e) => {
+                self.unwind(kbase, lbase, vbase);
+                Err(e)
+            }
+        };
+        self.nesting -= 1;
+        self.span = span;
+        r.map_err(|e| *e)
+    }
+
+    /// What `run_with` undoes after an error, but the frame's registers: the continuations pushed
+    /// since (a definition being evaluated left unevaluated), the slots and pending values.
+    fn unwind(&mut self, kbase: usize, lbase: usize, vbase: usize) {
+        let mut unfinished = vec![];
+        for k in self.kont.drain(kbase..) {
+            if let Kont::SetGlobal(i) = k {
+                unfinished.push(i);
+            }
+        }
+        for i in unfinished {
+            self.globals[i as usize] = Global::Unevaluated;
+        }
+        clear_slots(&mut self.locals, lbase);
+        self.vals.truncate(vbase);
+        self.acc = Value::Unit;
     }
 
     fn run_loop(&mut self, mut next: Next) -> Res<Value> {
@@ -509,7 +607,7 @@ impl Machine<'_> {
     /// The curried lambda `f` is (with the arguments it holds) when two more arguments give it all its
     /// parameters: `apply2`'s one run.
     #[allow(clippy::type_complexity)]
-    fn two_short<'f>(&self, f: &'f Value) -> Option<(&'f Rc<LamCode>, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>, &'f [Value])> {
+    pub(super) fn two_short<'f>(&self, f: &'f Value) -> Option<(&'f Rc<LamCode>, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>, &'f [Value])> {
         let fv = match f {
             Value::Fun(rc) => rc.downcast_ref::<FunVal>()?,
             _ => return None,
@@ -521,10 +619,6 @@ impl Machine<'_> {
             FunVal::Partial { .. } => return None,
         };
         (lam.prog == self.code.prog && prior.len() + 1 == lam.more.len()).then_some((lam, env, group, prior))
-    }
-
-    pub(super) fn saturated_by_two(&self, f: &Value) -> bool {
-        self.two_short(f).is_some()
     }
 
     /// `apply_fun` of `f` to `a`, then of its result to `b`, for an `f` that `two_short` takes: what the
