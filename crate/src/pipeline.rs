@@ -1083,6 +1083,38 @@ mod tests {
     /// code alone: its IR is taken out and let go before the run, with the same result as a machine
     /// that keeps it; a chain whose runs read it (chad's `after_run`) keeps it, and so does an output
     /// a later stage still takes.
+    /// Issue 14 item 4: chad/mutable's output is chad/monadic's program moved into it, not a copy,
+    /// where no later stage takes chad/monadic's (a long program's output was held twice, and
+    /// chad/mutable stopped at the process's last resort on a 10^5-line program); where a later
+    /// stage does, it is copied and the input kept. The two outputs print the same.
+    #[test]
+    fn a_stage_passing_its_input_through_takes_its_program() {
+        crate::limits::run_with_stack(|| {
+            let (p, s, t) = front_end("def main x = let y = x * x in let (a, b) = (sin y, y) in a * b + x", &[]).expect("the program checks");
+            let b = Builtins::new();
+            let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+            let opts = Options::default();
+            let (monadic, mutable) = (stages::find("chad/monadic").unwrap(), stages::find("chad/mutable").unwrap());
+            let prepared = |later: Vec<&'static str>| {
+                let outputs = Outputs::new(&src, &opts);
+                outputs.keep_for(later);
+                outputs.running.set(Some("chad/mutable"));
+                let input = outputs.get(monadic).expect("chad/monadic's output");
+                let at = input.program.defs.as_ptr();
+                drop(input);
+                let out = outputs.get(mutable).expect("chad/mutable's output");
+                let input_kept = outputs.kept.borrow().get("chad/monadic").is_some_and(|r| r.as_ref().is_ok_and(|p| !p.program.defs.is_empty()));
+                (std::ptr::eq(at, out.program.defs.as_ptr()), input_kept, crate::print::print_program(&out.program, &Default::default()))
+            };
+            let (moved, input_kept, text) = prepared(vec!["chad/monadic"]);
+            assert!(moved && !input_kept, "chad/mutable copied its input's program (moved {moved}, input kept {input_kept})");
+            let (moved, input_kept, copied) = prepared(vec!["chad/monadic", "chad/monadic"]);
+            assert!(!moved && input_kept, "a later stage takes chad/monadic's output: copied (moved {moved}, input kept {input_kept})");
+            assert_eq!(text, copied);
+            assert!(!stages::find("chad/monadic").unwrap().passes_input_through() && mutable.passes_input_through());
+        })
+    }
+
     #[test]
     fn a_run_lets_its_output_ir_go_once_lowered() {
         crate::limits::run_with_stack(|| {
