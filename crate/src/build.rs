@@ -109,11 +109,11 @@ pub fn ptuple(mut ps: Vec<Pat>) -> Pat {
     match ps.len() {
         0 => Pat::Unit(Span::NONE),
         1 => ps.pop().unwrap(),
-        _ => Pat::Tuple(ps, Span::NONE),
+        _ => Pat::Tuple(ps.into(), Span::NONE),
     }
 }
 pub fn ppair(a: Pat, b: Pat) -> Pat {
-    Pat::Tuple(vec![a, b], Span::NONE)
+    Pat::Tuple([a, b].into(), Span::NONE)
 }
 
 /// Gives generated code the span of the source construct it comes from (for traces and highlights).

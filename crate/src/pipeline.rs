@@ -507,13 +507,21 @@ impl<'a> Outputs<'a> {
         if let Some(r) = self.kept.borrow().get(id) {
             return r.clone();
         }
+        // a stage whose output is its input's program takes that program, not a copy, where no
+        // stage still to run takes it (`Stage::passes_input_through`)
+        let moving = matches!(st.input(), Input::After(before) if st.passes_input_through() && self.done_with(before, st));
         let r = self
             .with_input(st, |src| {
                 // (the chain's `accepts` may run a pass of its own: chad/arrays lowers the arrays first)
                 crate::limits::set_phase(id, "checking what it accepts");
-                transformed(st, src, self.opts, self.chain_accepts(st, src))
+                let chain = self.chain_accepts(st, src);
+                if moving {
+                    return refusal_with(st, src, chain).map(|()| None);
+                }
+                transformed(st, src, self.opts, chain).map(Some)
             })
-            .and_then(|r| r);
+            .and_then(|r| r)
+            .and_then(|r| r.map_or_else(|| self.transformed_keeping(st), Ok));
         // its input goes before the check if nothing still to run takes it (issue 14 item 4: on a
         // 10^5-line program arrays/symbolic's input, dual-arrays' output, is 334 MiB)
         if let (Ok(_), Input::After(before)) = (&r, st.input()) {
@@ -525,6 +533,32 @@ impl<'a> Outputs<'a> {
         let r = r.and_then(|(p, stated)| checked(st, p, &stated, self.opts, sink)).map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
         r
+    }
+
+    /// `transformed` (past its refusals) for a stage that passes its input's program through, that
+    /// program moved out of the kept input, which no stage still to run takes (`get`): a long
+    /// program's output is not held twice (issue 14 item 4: chad/mutable copied chad/monadic's
+    /// ~430 MiB on a 10^5-line program, and stopped at the process's last resort). Copied after all
+    /// where something else still holds the input.
+    fn transformed_keeping(&self, st: &'static dyn Stage) -> Result<(Prepared, Vec<(String, Type)>), Diagnostic> {
+        let input = match st.input() {
+            Input::After(before) => self.kept.borrow_mut().remove(before),
+            Input::Source => None,
+        };
+        let Some(Ok(input)) = input else {
+            return Err(Diagnostic::error(Span::NONE, format!("internal error: the input of {} is not kept", st.info().id)));
+        };
+        match std::rc::Rc::try_unwrap(input) {
+            Ok(mut p) => {
+                let program = std::mem::take(&mut p.program);
+                let src = Source { program: &p.program, input_type: &p.input_type, output_type: &p.output_type, builtins: &p.builtins };
+                translated(st, &src, self.opts, Some(program))
+            }
+            Err(p) => {
+                let src = Source { program: &p.program, input_type: &p.input_type, output_type: &p.output_type, builtins: &p.builtins };
+                translated(st, &src, self.opts, None)
+            }
+        }
     }
 
     /// Whether the output of `before`, `st`'s input, is taken by no stage still to run once `st`
@@ -673,25 +707,41 @@ fn over(id: &str, phase: &str) -> Result<(), Diagnostic> {
 /// `prepare`'s first half: the stage's output, not yet checked nor printed, with the types the
 /// paper states for it; what follows needs `src` no more (`Outputs::get` may let it go).
 fn transformed(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), Diagnostic>) -> Result<(Prepared, Vec<(String, Type)>), Diagnostic> {
-    let id = st.info().id;
     refusal_with(st, src, chain)?;
+    translated(st, src, opts, None)
+}
+
+/// `transformed` past the refusals; `kept`: the input's program, moved out of `src` (whose program is
+/// then empty) for a stage that passes it through (`Stage::transform_keeping`).
+fn translated(st: &dyn Stage, src: &Source, opts: &Options, kept: Option<Program>) -> Result<(Prepared, Vec<(String, Type)>), Diagnostic> {
+    let id = st.info().id;
     // Each phase is checked against the memory budget when it ends (limits::memory_exceeded).
     crate::limits::set_phase(id, "transforming the program");
     let shown = opts.listed(id);
     let texts = shown && opts.views;
-    let out = crate::stage::showing(texts, || st.transform(src)).map_err(|d| d.in_stage(id))?;
+    let moved = kept.is_some();
+    let out = crate::stage::showing(texts, || match kept {
+        Some(program) => st.transform_keeping(program, src),
+        None => st.transform(src),
+    })
+    .map_err(|d| d.in_stage(id))?;
     over(id, "transforming the program")?;
     // A generated definition (by role) whose name a user definition has: rename the user's, then
-    // transform again, so that generated code never captures or clashes with user code.
-    let generated: Vec<&str> = out.program.defs.iter().filter(|d| d.role != Role::User).map(|d| &*d.name.text).collect();
-    let clash = src.program.defs.iter().any(|d| d.role == Role::User && generated.contains(&&*d.name.text))
-        || src.program.params.iter().any(|q| generated.contains(&&*q.name.text));
-    let out = if clash {
-        let renamed = crate::stage::without_reserved(src.program, &generated);
-        let src2 = Source { program: &renamed, ..*src };
-        crate::stage::showing(texts, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
-    } else {
-        out
+    // transform again, so that generated code never captures or clashes with user code. (A moved
+    // input is the output's program.)
+    let renamed = {
+        let input = if moved { &out.program } else { src.program };
+        let generated: Vec<&str> = out.program.defs.iter().filter(|d| d.role != Role::User).map(|d| &*d.name.text).collect();
+        let clash = input.defs.iter().any(|d| d.role == Role::User && generated.contains(&&*d.name.text))
+            || input.params.iter().any(|q| generated.contains(&&*q.name.text));
+        clash.then(|| crate::stage::without_reserved(input, &generated))
+    };
+    let out = match renamed {
+        Some(renamed) => {
+            let src2 = Source { program: &renamed, ..*src };
+            crate::stage::showing(texts, || st.transform(&src2)).map_err(|d| d.in_stage(id))?
+        }
+        None => out,
     };
     let Output { program: out, builtins: extra, views, steps } = out;
     let mut builtins = src.builtins.clone();
@@ -1033,6 +1083,38 @@ mod tests {
     /// code alone: its IR is taken out and let go before the run, with the same result as a machine
     /// that keeps it; a chain whose runs read it (chad's `after_run`) keeps it, and so does an output
     /// a later stage still takes.
+    /// Issue 14 item 4: chad/mutable's output is chad/monadic's program moved into it, not a copy,
+    /// where no later stage takes chad/monadic's (a long program's output was held twice, and
+    /// chad/mutable stopped at the process's last resort on a 10^5-line program); where a later
+    /// stage does, it is copied and the input kept. The two outputs print the same.
+    #[test]
+    fn a_stage_passing_its_input_through_takes_its_program() {
+        crate::limits::run_with_stack(|| {
+            let (p, s, t) = front_end("def main x = let y = x * x in let (a, b) = (sin y, y) in a * b + x", &[]).expect("the program checks");
+            let b = Builtins::new();
+            let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+            let opts = Options::default();
+            let (monadic, mutable) = (stages::find("chad/monadic").unwrap(), stages::find("chad/mutable").unwrap());
+            let prepared = |later: Vec<&'static str>| {
+                let outputs = Outputs::new(&src, &opts);
+                outputs.keep_for(later);
+                outputs.running.set(Some("chad/mutable"));
+                let input = outputs.get(monadic).expect("chad/monadic's output");
+                let at = input.program.defs.as_ptr();
+                drop(input);
+                let out = outputs.get(mutable).expect("chad/mutable's output");
+                let input_kept = outputs.kept.borrow().get("chad/monadic").is_some_and(|r| r.as_ref().is_ok_and(|p| !p.program.defs.is_empty()));
+                (std::ptr::eq(at, out.program.defs.as_ptr()), input_kept, crate::print::print_program(&out.program, &Default::default()))
+            };
+            let (moved, input_kept, text) = prepared(vec!["chad/monadic"]);
+            assert!(moved && !input_kept, "chad/mutable copied its input's program (moved {moved}, input kept {input_kept})");
+            let (moved, input_kept, copied) = prepared(vec!["chad/monadic", "chad/monadic"]);
+            assert!(!moved && input_kept, "a later stage takes chad/monadic's output: copied (moved {moved}, input kept {input_kept})");
+            assert_eq!(text, copied);
+            assert!(!stages::find("chad/monadic").unwrap().passes_input_through() && mutable.passes_input_through());
+        })
+    }
+
     #[test]
     fn a_run_lets_its_output_ir_go_once_lowered() {
         crate::limits::run_with_stack(|| {

@@ -322,6 +322,20 @@ pub trait Stage: Sync {
     /// The transformed program: the translated definitions plus the wrapper `WRAPPER`.
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic>;
 
+    /// Whether its output's program is its input's, unchanged (chad/mutable, chad/sparse: the monad's
+    /// or the cotangents' implementation changes, not the code). The pipeline then moves its input's
+    /// program into `transform_keeping` where no stage still to run takes it (`pipeline::Outputs::get`),
+    /// rather than holding a copy beside it (issue 14 item 4: chad/monadic's output is ~430 MiB on a
+    /// 10^5-line program, and chad/mutable stopped copying it).
+    fn passes_input_through(&self) -> bool {
+        false
+    }
+    /// `transform`, given its input's program to keep (`passes_input_through`); `src` is the input
+    /// but for its program, which is `program`.
+    fn transform_keeping(&self, program: Program, src: &Source) -> Result<Output, Diagnostic> {
+        self.transform(&Source { program: &program, ..*src })
+    }
+
     /// The types the paper states for definitions of the output, given `main : S → T`
     /// (e.g. `main : Drev{S} → M Drev{T}`); the pipeline checks the output has them.
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)>;

@@ -37,7 +37,7 @@ fn pv(n: &str, id: u32) -> Pat {
     Pat::Var(Name::new(n, id), Span::NONE)
 }
 fn pt(ps: Vec<Pat>) -> Pat {
-    Pat::Tuple(ps, Span::NONE)
+    Pat::Tuple(ps.into(), Span::NONE)
 }
 fn lam(p: Pat, body: Expr) -> Expr {
     ex(ExprKind::Lam(LamKind::Plain, Box::new((p, body))))
@@ -380,7 +380,7 @@ fn tuples_and_patterns() {
     assert_eq!(real_of(ok(&p, Value::pair(Value::Real(5.0), Value::Real(3.0)))), 2.0);
     // a mismatching pattern is a located runtime error
     let s = sp(4, 9);
-    let p = main_of(let_(Pat::Tuple(vec![pv("a", 2), pv("b", 3)], s), v("x", 1), v("a", 2)));
+    let p = main_of(let_(Pat::Tuple([pv("a", 2), pv("b", 3)].into(), s), v("x", 1), v("a", 2)));
     assert_eq!(run(&p, vec![Value::Int(1)]).unwrap_err().span(), s);
 }
 

@@ -23,7 +23,7 @@ fn pv(t: &str, id: u32) -> Pat {
     Pat::Var(Name::new(t, id), Span::NONE)
 }
 fn pt(ps: Vec<Pat>) -> Pat {
-    Pat::Tuple(ps, Span::NONE)
+    Pat::Tuple(ps.into(), Span::NONE)
 }
 fn lam(p: Pat, b: Expr) -> Expr {
     mk(ExprKind::Lam(LamKind::Plain, Box::new((p, b))))

@@ -400,7 +400,7 @@ impl<'s> Parser<'s> {
                 self.depth -= 1;
                 close?;
                 let span = self.since(open.start);
-                Ok(if ps.len() == 1 { with_pat_span(ps.pop().unwrap(), span) } else { Pat::Tuple(ps, span) })
+                Ok(if ps.len() == 1 { with_pat_span(ps.pop().unwrap(), span) } else { Pat::Tuple(ps.into(), span) })
             }
             _ => {
                 let what = if ctx.is_empty() { "a pattern".to_string() } else { format!("a pattern {ctx}") };

@@ -47,7 +47,12 @@ impl Stage for Sparse {
     }
     /// The same program: §4.1 changes the representation, not the code.
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        let program = src.program.clone();
+        output(src.program.clone())
+    }
+    fn passes_input_through(&self) -> bool {
+        true
+    }
+    fn transform_keeping(&self, program: Program, _src: &Source) -> Result<Output, Diagnostic> {
         output(program)
     }
     fn stated_types(&self, src: &Source) -> Vec<(String, Type)> {
