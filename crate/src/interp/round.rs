@@ -53,6 +53,8 @@ use std::rc::Rc;
 const MAX_REGS: usize = 1024;
 const MAX_RECS: usize = 256;
 const MAX_DEPTH: u32 = 64;
+/// At most this many rounds in a batch whose records are written at once (`compiled_rounds`).
+const MAX_BATCH: u64 = 64;
 
 /// A real operand: a register or a constant.
 #[derive(Clone, Copy)]
@@ -677,11 +679,16 @@ impl Machine<'_> {
         if p.on != spine_then {
             return None;
         }
-        let mut fit = self.step_gate.saturating_sub(self.steps + 1) / p.steps.max(1);
-        fit = fit.min(self.budget.allocs.saturating_sub(self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
-        if self.memory.is_some() {
-            fit = fit.min(((self.allocs | 0xFFF) - self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
+        // How many rounds fit: their steps within the steps budget, their allocations within the
+        // allocation budget. A 4096-step clock check or a 4096-allocation memory probe the rounds
+        // cross is made before they run (`'batch` below), so rounds go on across it when it passes
+        // (issue 13, session 37: a round across one ran step by step, one round in twenty on
+        // particle); a cost model charges every step (`step_gate` 0): no round runs.
+        if self.step_gate == 0 {
+            return None;
         }
+        let mut fit = self.budget.steps.saturating_sub(self.steps) / p.steps.max(1);
+        fit = fit.min(self.budget.allocs.saturating_sub(self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
         // the deepest frame's check, `self.depth + p.frames - 1 >= budget` (each shallower one passes first)
         if p.frames > 0 && self.depth + p.frames as u64 > self.budget.depth {
             fit = 0;
@@ -711,16 +718,36 @@ impl Machine<'_> {
         drop(vals);
         let mut items = p.items.to_vec();
         let nrec = p.spans.len();
-        let (mut edges, mut counts) = (Vec::with_capacity(2 * nrec), Vec::with_capacity(nrec));
+        // Rounds that only record run in batches, their records written once a batch (reserved
+        // and written as one round's: the IDs consecutive; issue 13, session 37). A batch that
+        // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
+        // check or memory probe that stops — is run again round by round from its start, so
+        // everything up to the round that fails is as the round-by-round run leaves it.
+        let batching = p.rec.is_some() && nrec > 0 && items.is_empty();
+        let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
+        let spans = p.spans.repeat(batch as usize);
+        let (mut edges, mut counts) = (Vec::with_capacity(2 * spans.len()), Vec::with_capacity(spans.len()));
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
+        let mut saved = vec![(0.0f64, 0i64); p.leaves.len()];
         let (mut done, mut left) = (0u64, false);
-        'round: while done < fit {
-            let (job, first) = match p.rec {
-                Some(rr) if nrec > 0 => match (rr.reserve)(self, nrec) {
-                    Some(f) => f,
-                    None => break,
-                },
-                _ => (0, 0),
+        'batch: while done < fit {
+            let b = batch.min(fit - done);
+            // the clock check and memory probe the batch's steps and allocations cross (the
+            // walker's at the step, or allocation, that crosses; here before the batch runs)
+            let (s0, a0) = (self.steps + done * p.steps, self.allocs + done * p.allocs);
+            let (s1, a1) = (s0 + b * p.steps, a0 + b * p.allocs);
+            let stops = (s0 >> 12 != s1 >> 12 && self.check_clock().is_err()) || (a0 >> 12 != a1 >> 12 && self.check_memory().is_err());
+            let reserved = match p.rec {
+                Some(rr) if nrec > 0 && !stops => (rr.reserve)(self, nrec * b as usize),
+                _ => Some((0, 0)),
+            };
+            let (job, first) = match reserved {
+                Some(f) if !stops => f,
+                _ if b > 1 => {
+                    batch = 1;
+                    continue;
+                }
+                _ => break,
             };
             if let Some(j) = p.job {
                 ri[j as usize] = job;
@@ -734,67 +761,94 @@ impl Machine<'_> {
             };
             edges.clear();
             counts.clear();
-            let mut id = first;
-            for op in p.ops.iter() {
-                match *op {
-                    Op::R1(f, d, a) => rf[d as usize] = f(rv(&rf, a)),
-                    Op::R2(f, d, a, b) => rf[d as usize] = f(rv(&rf, a), rv(&rf, b)),
-                    Op::RCmp(f, d, a, b) => ri[d as usize] = f(rv(&rf, a), rv(&rf, b)) as i64,
-                    Op::ToReal(f, d, a) => rf[d as usize] = f(iv(&ri, a)),
-                    Op::Z1(f, d, a) => match f(iv(&ri, a)) {
-                        Some(x) => ri[d as usize] = x,
-                        None => break 'round,
-                    },
-                    Op::Z2(f, d, a, b) => match f(iv(&ri, a), iv(&ri, b)) {
-                        Ok(x) => ri[d as usize] = x,
-                        Err(_) => break 'round,
-                    },
-                    Op::ZCmp(f, d, a, b) => ri[d as usize] = f(iv(&ri, a), iv(&ri, b)) as i64,
-                    Op::Rec(d, n, es) => {
-                        for &(a, z, j) in &es[..n as usize] {
-                            edges.push((rv(&rf, a), iv(&ri, z), iv(&ri, j)));
-                        }
-                        counts.push(n);
-                        ri[d as usize] = id;
-                        id += 1;
-                    }
-                    Op::Call(k, d, seq, x, z) => {
-                        let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
-                        it.x = [rv(&rf, x[0]), rv(&rf, x[1])];
-                        it.z = z.map(|z| iv(&ri, z));
-                        it.at = at;
-                        ri[d as usize] = at;
-                    }
-                }
-            }
-            // the new parameters read before any is written (a parallel move)
-            for (x, o) in next.iter_mut().zip(p.outs.iter()) {
-                *x = match *o {
-                    Sym::R(r) => (rv(&rf, r), 0),
-                    Sym::I(i) => (0.0, iv(&ri, i)),
-                    Sym::B(b) | Sym::H(b) => (0.0, ri[b as usize]),
-                    _ => break 'round,
+            for (x, l) in saved.iter_mut().zip(p.leaves.iter()) {
+                *x = match *l {
+                    Leaf::R(r) => (rf[r as usize], 0),
+                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (0.0, ri[r as usize]),
                 };
             }
-            if let Some(rr) = p.rec {
-                if nrec > 0 && !(rr.write)(self, &edges, &counts, &p.spans) {
+            let mut id = first;
+            let (mut ran, mut failed) = (0u64, false);
+            'round: while ran < b {
+                for op in p.ops.iter() {
+                    match *op {
+                        Op::R1(f, d, a) => rf[d as usize] = f(rv(&rf, a)),
+                        Op::R2(f, d, a, b) => rf[d as usize] = f(rv(&rf, a), rv(&rf, b)),
+                        Op::RCmp(f, d, a, b) => ri[d as usize] = f(rv(&rf, a), rv(&rf, b)) as i64,
+                        Op::ToReal(f, d, a) => rf[d as usize] = f(iv(&ri, a)),
+                        Op::Z1(f, d, a) => match f(iv(&ri, a)) {
+                            Some(x) => ri[d as usize] = x,
+                            None => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
+                        Op::Z2(f, d, a, b) => match f(iv(&ri, a), iv(&ri, b)) {
+                            Ok(x) => ri[d as usize] = x,
+                            Err(_) => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
+                        Op::ZCmp(f, d, a, b) => ri[d as usize] = f(iv(&ri, a), iv(&ri, b)) as i64,
+                        Op::Rec(d, n, es) => {
+                            for &(a, z, j) in &es[..n as usize] {
+                                edges.push((rv(&rf, a), iv(&ri, z), iv(&ri, j)));
+                            }
+                            counts.push(n);
+                            ri[d as usize] = id;
+                            id += 1;
+                        }
+                        Op::Call(k, d, seq, x, z) => {
+                            let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
+                            it.x = [rv(&rf, x[0]), rv(&rf, x[1])];
+                            it.z = z.map(|z| iv(&ri, z));
+                            it.at = at;
+                            ri[d as usize] = at;
+                        }
+                    }
+                }
+                // the new parameters read before any is written (a parallel move)
+                for (x, o) in next.iter_mut().zip(p.outs.iter()) {
+                    *x = match *o {
+                        Sym::R(r) => (rv(&rf, r), 0),
+                        Sym::I(i) => (0.0, iv(&ri, i)),
+                        Sym::B(b) | Sym::H(b) => (0.0, ri[b as usize]),
+                        _ => {
+                            failed = true;
+                            break 'round;
+                        }
+                    };
+                }
+                set_leaves(&p.leaves, &next, &mut rf, &mut ri);
+                ran += 1;
+                if (ri[p.test as usize] != 0) != p.on {
+                    left = true;
                     break;
                 }
             }
-            if let Some(c) = p.calls {
-                if !items.is_empty() && !(c.write)(self, &items) {
-                    break;
+            // the batch's records and calls, written once all its rounds have run
+            let written = !failed
+                && match p.rec {
+                    Some(rr) if nrec > 0 => (rr.write)(self, &edges, &counts, &spans[..nrec * ran as usize]),
+                    _ => true,
                 }
-            }
-            for (l, &(x, i)) in p.leaves.iter().zip(next.iter()) {
-                match *l {
-                    Leaf::R(r) => rf[r as usize] = x,
-                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => ri[r as usize] = i,
+                && match p.calls {
+                    Some(c) if !items.is_empty() => (c.write)(self, &items),
+                    _ => true,
+                };
+            if !written {
+                // nothing of the batch happened: its parameters as they were, and round by round again
+                set_leaves(&p.leaves, &saved, &mut rf, &mut ri);
+                left = false;
+                if b > 1 {
+                    batch = 1;
+                    continue 'batch;
                 }
+                break;
             }
-            done += 1;
-            if (ri[p.test as usize] != 0) != p.on {
-                left = true;
+            done += ran;
+            if left {
                 break;
             }
         }
@@ -811,10 +865,23 @@ impl Machine<'_> {
         self.steps += done * p.steps;
         self.real_ops += done * p.real_ops;
         self.allocs += done * p.allocs;
+        // the gate moved past the clock checks the rounds crossed (made above), as `step_slow` moves it
+        self.step_gate = self.budget.steps.saturating_add(1).min((self.steps | 0xFFF).saturating_add(1));
         if p.frames > 0 {
             self.max_depth = self.max_depth.max(self.depth + p.frames as u64);
         }
         Some(left)
+    }
+}
+
+/// The parameters' leaves take these values ((real, integer) each, as the leaf's kind reads it).
+#[inline(always)]
+fn set_leaves(leaves: &[Leaf], vals: &[(f64, i64)], rf: &mut [f64], ri: &mut [i64]) {
+    for (l, &(x, i)) in leaves.iter().zip(vals.iter()) {
+        match *l {
+            Leaf::R(r) => rf[r as usize] = x,
+            Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => ri[r as usize] = i,
+        }
     }
 }
 
