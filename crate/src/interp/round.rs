@@ -94,20 +94,34 @@ enum Shape {
     T(Box<[Shape]>),
 }
 
+/// An op over the two register files, its operands registers (a constant has a register of its
+/// own, set once when rounds start: `RoundProg::consts`), so an operand is read without a match and
+/// an op is a few words (issue 13, session 37; `+ − × /` on reals without a call).
 enum Op {
-    R1(fn(f64) -> f64, u16, R),
-    R2(fn(f64, f64) -> f64, u16, R, R),
-    RCmp(fn(f64, f64) -> bool, u16, R, R),
-    ToReal(fn(i64) -> f64, u16, I),
-    Z1(fn(i64) -> Option<i64>, u16, I),
-    Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, I, I),
-    ZCmp(fn(i64, i64) -> bool, u16, I, I),
+    Add(u16, u16, u16),
+    Sub(u16, u16, u16),
+    Mul(u16, u16, u16),
+    Div(u16, u16, u16),
+    R1(fn(f64) -> f64, u16, u16),
+    R2(fn(f64, f64) -> f64, u16, u16, u16),
+    RCmp(fn(f64, f64) -> bool, u16, u16, u16),
+    ToReal(fn(i64) -> f64, u16, u16),
+    Z1(fn(i64) -> Option<i64>, u16, u16),
+    Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, u16, u16),
+    ZCmp(fn(i64, i64) -> bool, u16, u16, u16),
     /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
     /// register) with these edges (partial, ID: (0, i), or a pair's components).
-    Rec(u16, u8, [(R, I, I); 2]),
+    Rec(u16, u8, [(u16, u16, u16); 2]),
     /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
     /// number the reserved first of its sequence + its place, into an integer register.
-    Call(u16, u16, u8, [R; 2], [I; MAX_CALL_INTS]),
+    Call(u16, u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
+}
+
+/// A new parameter's leaf: the register it is read from.
+#[derive(Clone, Copy)]
+enum Out {
+    R(u16),
+    I(u16),
 }
 
 /// A parameter's leaf: the register its value lives in.
@@ -139,8 +153,10 @@ pub(crate) struct RoundProg {
     nr: usize,
     ni: usize,
     ops: Box<[Op]>,
+    /// The constants' registers and values.
+    consts: (Box<[(u16, f64)]>, Box<[(u16, i64)]>),
     /// The new parameters' leaves, in `leaves`' order.
-    outs: Box<[Sym]>,
+    outs: Box<[Out]>,
     test: u16,
     /// The test's value that takes the spine's branch again.
     on: bool,
@@ -202,9 +218,40 @@ struct Builder<'a> {
     /// The round's calls (`RoundCalls`) so far, and how many of each sequence.
     items: Vec<RoundItem>,
     nseq: [usize; 2],
+    /// The constants' registers (`Op`).
+    kr: Vec<(u16, f64)>,
+    ki: Vec<(u16, i64)>,
 }
 
 impl Builder<'_> {
+    /// A real operand's register (a constant's own, one for each value).
+    fn rreg(&mut self, x: R) -> Option<u16> {
+        match x {
+            R::Reg(r) => Some(r),
+            R::K(c) => match self.kr.iter().find(|k| k.1.to_bits() == c.to_bits()) {
+                Some(k) => Some(k.0),
+                None => {
+                    let r = self.real_reg()?;
+                    self.kr.push((r, c));
+                    Some(r)
+                }
+            },
+        }
+    }
+    /// An integer operand's register (a constant's own, one for each value).
+    fn ireg(&mut self, x: I) -> Option<u16> {
+        match x {
+            I::Reg(r) => Some(r),
+            I::K(c) => match self.ki.iter().find(|k| k.1 == c) {
+                Some(k) => Some(k.0),
+                None => {
+                    let r = self.int_reg()?;
+                    self.ki.push((r, c));
+                    Some(r)
+                }
+            },
+        }
+    }
     fn real_reg(&mut self) -> Option<u16> {
         self.nr += 1;
         (self.nr <= MAX_REGS).then_some(self.nr as u16 - 1)
@@ -265,18 +312,18 @@ impl Builder<'_> {
             }
             Code::Prim1(op, a, _) => match (self.expr(a, d)?, op.info().on_real, op.info().on_int) {
                 (Sym::I(a), _, Some(OnInt::ZToR(f))) if *op == Prim::ToReal => {
-                    let r = self.real_reg()?;
+                    let (r, a) = (self.real_reg()?, self.ireg(a)?);
                     self.ops.push(Op::ToReal(f, r, a));
                     Sym::R(R::Reg(r))
                 }
                 (Sym::R(a), Some(OnReal::R1(f)), _) => {
                     self.real_ops += 1;
-                    let r = self.real_reg()?;
+                    let (r, a) = (self.real_reg()?, self.rreg(a)?);
                     self.ops.push(Op::R1(f, r, a));
                     Sym::R(R::Reg(r))
                 }
                 (Sym::I(a), _, Some(OnInt::Z1(f))) => {
-                    let r = self.int_reg()?;
+                    let (r, a) = (self.int_reg()?, self.ireg(a)?);
                     self.ops.push(Op::Z1(f, r, a));
                     Sym::I(I::Reg(r))
                 }
@@ -287,23 +334,29 @@ impl Builder<'_> {
                 match (a, b, op.info().on_real, op.info().on_int) {
                     (Sym::R(a), Sym::R(b), Some(OnReal::R2(f)), _) => {
                         self.real_ops += 1;
-                        let r = self.real_reg()?;
-                        self.ops.push(Op::R2(f, r, a, b));
+                        let (r, a, b) = (self.real_reg()?, self.rreg(a)?, self.rreg(b)?);
+                        self.ops.push(match op {
+                            Prim::Add => Op::Add(r, a, b),
+                            Prim::Sub => Op::Sub(r, a, b),
+                            Prim::Mul => Op::Mul(r, a, b),
+                            Prim::Div => Op::Div(r, a, b),
+                            _ => Op::R2(f, r, a, b),
+                        });
                         Sym::R(R::Reg(r))
                     }
                     (Sym::R(a), Sym::R(b), Some(OnReal::RCmp(f)), _) => {
                         self.real_ops += 1;
-                        let r = self.int_reg()?;
+                        let (r, a, b) = (self.int_reg()?, self.rreg(a)?, self.rreg(b)?);
                         self.ops.push(Op::RCmp(f, r, a, b));
                         Sym::B(r)
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::Z2(f))) => {
-                        let r = self.int_reg()?;
+                        let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
                         self.ops.push(Op::Z2(f, r, a, b));
                         Sym::I(I::Reg(r))
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::ZCmp(f))) => {
-                        let r = self.int_reg()?;
+                        let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
                         self.ops.push(Op::ZCmp(f, r, a, b));
                         Sym::B(r)
                     }
@@ -338,7 +391,11 @@ impl Builder<'_> {
                 self.outer = Some(outer.name);
                 self.spans.push(*span);
                 let r = self.int_reg()?;
-                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, es));
+                let mut regs = [(0u16, 0u16, 0u16); 2];
+                for (g, &(a, z, j)) in regs.iter_mut().zip(es.iter()).take(args.len() / 2) {
+                    *g = (self.rreg(a)?, self.ireg(z)?, self.ireg(j)?);
+                }
+                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, regs));
                 if rr.pairs {
                     let job = match self.job {
                         Some(j) => j,
@@ -401,7 +458,15 @@ impl Builder<'_> {
         let at = self.nseq[seq];
         self.nseq[seq] += 1;
         let r = self.int_reg()?;
-        self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, x, z));
+        let mut xr = [0u16; 2];
+        for (g, &v) in xr.iter_mut().zip(x.iter()) {
+            *g = self.rreg(v)?;
+        }
+        let mut zr = [0u16; MAX_CALL_INTS];
+        for (g, &v) in zr.iter_mut().zip(z.iter()) {
+            *g = self.ireg(v)?;
+        }
+        self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, xr, zr));
         self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; MAX_CALL_INTS], at: at as i64 });
         Some(if rc.handle { Sym::H(r) } else { Sym::I(I::Reg(r)) })
     }
@@ -550,7 +615,7 @@ fn shape_of(v: &Value, depth: u32, handle: &mut dyn FnMut(&Value) -> bool) -> Op
 impl RoundProg {
     fn build(src: &RoundSrc, defs: &[DefCode], shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
         let nslots = 1 + src.params.iter().copied().max()? as usize;
-        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2] };
+        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2], kr: vec![], ki: vec![] };
         // the parameters' leaves
         let mut leaves = vec![];
         fn leaf(b: &mut Builder, sh: &Shape, leaves: &mut Vec<Leaf>) -> Option<Sym> {
@@ -584,7 +649,7 @@ impl RoundProg {
         }
         // a round: the spine's branch (the body's start already ran), then the next body's start;
         // the body's start is compiled once for its shape, as the branches' registers differ
-        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2] };
+        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2], kr: vec![], ki: vec![] };
         let (_, t, e) = probe.start(&src.body)?;
         let branch = if spine_then { t } else { e };
         // the branch's value is the tail call's arguments; no other call of the definition is saturated
@@ -615,13 +680,23 @@ impl RoundProg {
         if b.saturated != 1 || (b.rec.is_some() && !b.items.is_empty()) {
             return None;
         }
+        let outs = outs
+            .into_iter()
+            .map(|o| match o {
+                Sym::R(r) => Some(Out::R(b.rreg(r)?)),
+                Sym::I(i) => Some(Out::I(b.ireg(i)?)),
+                Sym::B(r) | Sym::H(r) => Some(Out::I(r)),
+                _ => None,
+            })
+            .collect::<Option<Box<[Out]>>>()?;
         Some(RoundProg {
             shapes,
             leaves: leaves.into(),
             nr: b.nr,
             ni: b.ni,
             ops: b.ops.into(),
-            outs: outs.into(),
+            consts: (b.kr.into(), b.ki.into()),
+            outs,
             test,
             on: spine_then,
             rec: b.rec,
@@ -638,20 +713,6 @@ impl RoundProg {
     }
 }
 
-#[inline(always)]
-fn rv(r: &[f64], x: R) -> f64 {
-    match x {
-        R::Reg(k) => r[k as usize],
-        R::K(c) => c,
-    }
-}
-#[inline(always)]
-fn iv(r: &[i64], x: I) -> i64 {
-    match x {
-        I::Reg(k) => r[k as usize],
-        I::K(c) => c,
-    }
-}
 
 impl Machine<'_> {
     /// Runs compiled rounds of the loop whose body's start has just taken the spine's branch
@@ -716,6 +777,12 @@ impl Machine<'_> {
             }
         }
         drop(vals);
+        for &(r, x) in p.consts.0.iter() {
+            rf[r as usize] = x;
+        }
+        for &(r, x) in p.consts.1.iter() {
+            ri[r as usize] = x;
+        }
         let mut items = p.items.to_vec();
         let nrec = p.spans.len();
         // Rounds that only record run in batches, their records written once a batch (reserved
@@ -772,28 +839,32 @@ impl Machine<'_> {
             'round: while ran < b {
                 for op in p.ops.iter() {
                     match *op {
-                        Op::R1(f, d, a) => rf[d as usize] = f(rv(&rf, a)),
-                        Op::R2(f, d, a, b) => rf[d as usize] = f(rv(&rf, a), rv(&rf, b)),
-                        Op::RCmp(f, d, a, b) => ri[d as usize] = f(rv(&rf, a), rv(&rf, b)) as i64,
-                        Op::ToReal(f, d, a) => rf[d as usize] = f(iv(&ri, a)),
-                        Op::Z1(f, d, a) => match f(iv(&ri, a)) {
+                        Op::Add(d, a, b) => rf[d as usize] = rf[a as usize] + rf[b as usize],
+                        Op::Sub(d, a, b) => rf[d as usize] = rf[a as usize] - rf[b as usize],
+                        Op::Mul(d, a, b) => rf[d as usize] = rf[a as usize] * rf[b as usize],
+                        Op::Div(d, a, b) => rf[d as usize] = rf[a as usize] / rf[b as usize],
+                        Op::R1(f, d, a) => rf[d as usize] = f(rf[a as usize]),
+                        Op::R2(f, d, a, b) => rf[d as usize] = f(rf[a as usize], rf[b as usize]),
+                        Op::RCmp(f, d, a, b) => ri[d as usize] = f(rf[a as usize], rf[b as usize]) as i64,
+                        Op::ToReal(f, d, a) => rf[d as usize] = f(ri[a as usize]),
+                        Op::Z1(f, d, a) => match f(ri[a as usize]) {
                             Some(x) => ri[d as usize] = x,
                             None => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::Z2(f, d, a, b) => match f(iv(&ri, a), iv(&ri, b)) {
+                        Op::Z2(f, d, a, b) => match f(ri[a as usize], ri[b as usize]) {
                             Ok(x) => ri[d as usize] = x,
                             Err(_) => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::ZCmp(f, d, a, b) => ri[d as usize] = f(iv(&ri, a), iv(&ri, b)) as i64,
+                        Op::ZCmp(f, d, a, b) => ri[d as usize] = f(ri[a as usize], ri[b as usize]) as i64,
                         Op::Rec(d, n, es) => {
                             for &(a, z, j) in &es[..n as usize] {
-                                edges.push((rv(&rf, a), iv(&ri, z), iv(&ri, j)));
+                                edges.push((rf[a as usize], ri[z as usize], ri[j as usize]));
                             }
                             counts.push(n);
                             ri[d as usize] = id;
@@ -801,8 +872,8 @@ impl Machine<'_> {
                         }
                         Op::Call(k, d, seq, x, z) => {
                             let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
-                            it.x = [rv(&rf, x[0]), rv(&rf, x[1])];
-                            it.z = z.map(|z| iv(&ri, z));
+                            it.x = x.map(|x| rf[x as usize]);
+                            it.z = z.map(|z| ri[z as usize]);
                             it.at = at;
                             ri[d as usize] = at;
                         }
@@ -811,13 +882,8 @@ impl Machine<'_> {
                 // the new parameters read before any is written (a parallel move)
                 for (x, o) in next.iter_mut().zip(p.outs.iter()) {
                     *x = match *o {
-                        Sym::R(r) => (rv(&rf, r), 0),
-                        Sym::I(i) => (0.0, iv(&ri, i)),
-                        Sym::B(b) | Sym::H(b) => (0.0, ri[b as usize]),
-                        _ => {
-                            failed = true;
-                            break 'round;
-                        }
+                        Out::R(r) => (rf[r as usize], 0),
+                        Out::I(i) => (0.0, ri[i as usize]),
                     };
                 }
                 set_leaves(&p.leaves, &next, &mut rf, &mut ri);
