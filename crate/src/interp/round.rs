@@ -95,7 +95,7 @@ enum Shape {
 }
 
 /// An op over the two register files, its operands registers (a constant has a register of its
-/// own, set once when rounds start: `RoundProg::consts`), so an operand is read without a match and
+/// own, set once when rounds start: `RoundProg::kr`, `ki`), so an operand is read without a match and
 /// an op is a few words (issue 13, session 37; `+ − × /` on reals without a call).
 enum Op {
     Add(u16, u16, u16),
@@ -153,8 +153,9 @@ pub(crate) struct RoundProg {
     nr: usize,
     ni: usize,
     ops: Box<[Op]>,
-    /// The constants' registers and values.
-    consts: (Box<[(u16, f64)]>, Box<[(u16, i64)]>),
+    /// The constants' registers and values, real and integer.
+    kr: Box<[(u16, f64)]>,
+    ki: Box<[(u16, i64)]>,
     /// The new parameters' leaves, in `leaves`' order.
     outs: Box<[Out]>,
     test: u16,
@@ -695,7 +696,8 @@ impl RoundProg {
             nr: b.nr,
             ni: b.ni,
             ops: b.ops.into(),
-            consts: (b.kr.into(), b.ki.into()),
+            kr: b.kr.into(),
+            ki: b.ki.into(),
             outs,
             test,
             on: spine_then,
@@ -777,10 +779,10 @@ impl Machine<'_> {
             }
         }
         drop(vals);
-        for &(r, x) in p.consts.0.iter() {
+        for &(r, x) in p.kr.iter() {
             rf[r as usize] = x;
         }
-        for &(r, x) in p.consts.1.iter() {
+        for &(r, x) in p.ki.iter() {
             ri[r as usize] = x;
         }
         let mut items = p.items.to_vec();
