@@ -891,6 +891,55 @@ fn taping_rounds_compiled_count_as_the_walker_at_every_budget() {
     taping_rounds_agree_at_every_budget(TAPED_LOOPS, 0..0);
 }
 
+/// Taped loops long enough for several batches of compiled rounds (`round.rs`: at most 64 rounds a
+/// batch, their records written at once) and a few 4096-step clock checks, each with its length
+/// for a seconds budget of 0: there the primal and the reference gradient stay below 4,096 steps,
+/// and only the stages reach a clock check.
+const LONG_TAPED_LOOPS: &[(&str, u32, u32)] = &[
+    ("param n = 200\ninput 0.99\ndef horner k acc x = if k == 0 then acc else horner (k - 1) (acc * x + 1.0 / real k) x\ndef main x = horner n 0.0 x", 200, 70),
+    ("param n = 100\ninput (1.0, 0.5)\ndef step (p, v) = (p + 0.1 * v, v - 0.1 * p - 0.01 * v * v)\ndef sim k s = if k == 0 then s else sim (k - 1) (step s)\ndef main (p0, v0) = let (p, v) = sim n (p0, v0) in p * p + v", 100, 25),
+];
+
+/// The taping stages' compiled rounds in batches and across clock checks (issue 13, session 37)
+/// against the walker: loops of 100 and 200 rounds (batches of 64, the last left mid-batch by the
+/// loop's test) at the default budget and at every 61st step budget across the run, then, shorter,
+/// with a seconds budget of 0 (each machine's deadline passed at its first clock check): the walker
+/// stops at its first clock check with the seconds message, and so must the engine, which checks the clock
+/// before a batch crosses it and runs the round across it step by step when the check fails.
+/// Without that check (rounds run across the 4096-step checks unchecked) the seconds runs fail:
+/// "cost differs" (the engine finishes). With a batch's IDs counted from its first again each
+/// round, the default run fails at once (the gradients differ).
+#[test]
+fn taping_rounds_in_batches_and_across_clock_checks_count_as_the_walker() {
+    let ids = ["dualrev/tape", "dualrev/parallel"];
+    let stages = || ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for (src, n, short) in LONG_TAPED_LOOPS {
+        let ran = both(src, Options { stages: stages(), ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ran, 2, "{src}");
+        let mut stops = 0;
+        for steps in (2000..24_000).step_by(61) {
+            let budget = Budget { steps, ..Budget::default() };
+            let ran = both(src, Options { stages: stages(), budget, ..Options::default() }).unwrap_or_else(|e| panic!("steps {steps}: {e}"));
+            stops += (ran < 2) as u32;
+        }
+        assert!(stops > 100, "{src}: {stops}");
+        let src = src.replace(&format!("param n = {n}"), &format!("param n = {short}"));
+        let budget = Budget { seconds: Some(0.0), ..Budget::default() };
+        let opts = Options { stages: stages(), budget, ..Options::default() };
+        let (text, o) = (src.clone(), opts.clone());
+        run_with_stack(move || {
+            // the primal runs (below 4,096 steps); each stage stops at its first clock check (at
+            // step 4,096, or where a builtin's ticks cross it)
+            let a = analyse(&text, &Options { budget: eager(&o.budget), ..o.clone() }).unwrap_or_else(|d| panic!("{d:?}"));
+            for st in &a.stages {
+                assert!(st.error.as_deref().is_some_and(|e| e.contains("seconds budget")) && st.cost.steps >= 4096, "{}: {:?} {:?}", st.id, st.error, st.cost);
+            }
+        });
+        let ran = both(&src, opts).unwrap_or_else(|e| panic!("seconds 0: {e}"));
+        assert_eq!(ran, 0, "{src}");
+    }
+}
+
 /// The graph each of `ids` draws (`what`: nodes, labels, spans, visits, edges) the same from the
 /// engine as from the walker, on the taping tests' loops and calls.
 fn graphs_agree_on_the_taped_programs(ids: &[&'static str], what: &'static str) {

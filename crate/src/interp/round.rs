@@ -53,6 +53,8 @@ use std::rc::Rc;
 const MAX_REGS: usize = 1024;
 const MAX_RECS: usize = 256;
 const MAX_DEPTH: u32 = 64;
+/// At most this many rounds in a batch whose records are written at once (`compiled_rounds`).
+const MAX_BATCH: u64 = 64;
 
 /// A real operand: a register or a constant.
 #[derive(Clone, Copy)]
@@ -92,20 +94,34 @@ enum Shape {
     T(Box<[Shape]>),
 }
 
+/// An op over the two register files, its operands registers (a constant has a register of its
+/// own, set once when rounds start: `RoundProg::kr`, `ki`), so an operand is read without a match and
+/// an op is a few words (issue 13, session 37; `+ − × /` on reals without a call).
 enum Op {
-    R1(fn(f64) -> f64, u16, R),
-    R2(fn(f64, f64) -> f64, u16, R, R),
-    RCmp(fn(f64, f64) -> bool, u16, R, R),
-    ToReal(fn(i64) -> f64, u16, I),
-    Z1(fn(i64) -> Option<i64>, u16, I),
-    Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, I, I),
-    ZCmp(fn(i64, i64) -> bool, u16, I, I),
+    Add(u16, u16, u16),
+    Sub(u16, u16, u16),
+    Mul(u16, u16, u16),
+    Div(u16, u16, u16),
+    R1(fn(f64) -> f64, u16, u16),
+    R2(fn(f64, f64) -> f64, u16, u16, u16),
+    RCmp(fn(f64, f64) -> bool, u16, u16, u16),
+    ToReal(fn(i64) -> f64, u16, u16),
+    Z1(fn(i64) -> Option<i64>, u16, u16),
+    Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, u16, u16),
+    ZCmp(fn(i64, i64) -> bool, u16, u16, u16),
     /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
     /// register) with these edges (partial, ID: (0, i), or a pair's components).
-    Rec(u16, u8, [(R, I, I); 2]),
+    Rec(u16, u8, [(u16, u16, u16); 2]),
     /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
     /// number the reserved first of its sequence + its place, into an integer register.
-    Call(u16, u16, u8, [R; 2], [I; MAX_CALL_INTS]),
+    Call(u16, u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
+}
+
+/// A new parameter's leaf: the register it is read from.
+#[derive(Clone, Copy)]
+enum Out {
+    R(u16),
+    I(u16),
 }
 
 /// A parameter's leaf: the register its value lives in.
@@ -137,8 +153,11 @@ pub(crate) struct RoundProg {
     nr: usize,
     ni: usize,
     ops: Box<[Op]>,
+    /// The constants' registers and values, real and integer.
+    kr: Box<[(u16, f64)]>,
+    ki: Box<[(u16, i64)]>,
     /// The new parameters' leaves, in `leaves`' order.
-    outs: Box<[Sym]>,
+    outs: Box<[Out]>,
     test: u16,
     /// The test's value that takes the spine's branch again.
     on: bool,
@@ -200,9 +219,40 @@ struct Builder<'a> {
     /// The round's calls (`RoundCalls`) so far, and how many of each sequence.
     items: Vec<RoundItem>,
     nseq: [usize; 2],
+    /// The constants' registers (`Op`).
+    kr: Vec<(u16, f64)>,
+    ki: Vec<(u16, i64)>,
 }
 
 impl Builder<'_> {
+    /// A real operand's register (a constant's own, one for each value).
+    fn rreg(&mut self, x: R) -> Option<u16> {
+        match x {
+            R::Reg(r) => Some(r),
+            R::K(c) => match self.kr.iter().find(|k| k.1.to_bits() == c.to_bits()) {
+                Some(k) => Some(k.0),
+                None => {
+                    let r = self.real_reg()?;
+                    self.kr.push((r, c));
+                    Some(r)
+                }
+            },
+        }
+    }
+    /// An integer operand's register (a constant's own, one for each value).
+    fn ireg(&mut self, x: I) -> Option<u16> {
+        match x {
+            I::Reg(r) => Some(r),
+            I::K(c) => match self.ki.iter().find(|k| k.1 == c) {
+                Some(k) => Some(k.0),
+                None => {
+                    let r = self.int_reg()?;
+                    self.ki.push((r, c));
+                    Some(r)
+                }
+            },
+        }
+    }
     fn real_reg(&mut self) -> Option<u16> {
         self.nr += 1;
         (self.nr <= MAX_REGS).then_some(self.nr as u16 - 1)
@@ -263,18 +313,18 @@ impl Builder<'_> {
             }
             Code::Prim1(op, a, _) => match (self.expr(a, d)?, op.info().on_real, op.info().on_int) {
                 (Sym::I(a), _, Some(OnInt::ZToR(f))) if *op == Prim::ToReal => {
-                    let r = self.real_reg()?;
+                    let (r, a) = (self.real_reg()?, self.ireg(a)?);
                     self.ops.push(Op::ToReal(f, r, a));
                     Sym::R(R::Reg(r))
                 }
                 (Sym::R(a), Some(OnReal::R1(f)), _) => {
                     self.real_ops += 1;
-                    let r = self.real_reg()?;
+                    let (r, a) = (self.real_reg()?, self.rreg(a)?);
                     self.ops.push(Op::R1(f, r, a));
                     Sym::R(R::Reg(r))
                 }
                 (Sym::I(a), _, Some(OnInt::Z1(f))) => {
-                    let r = self.int_reg()?;
+                    let (r, a) = (self.int_reg()?, self.ireg(a)?);
                     self.ops.push(Op::Z1(f, r, a));
                     Sym::I(I::Reg(r))
                 }
@@ -285,23 +335,29 @@ impl Builder<'_> {
                 match (a, b, op.info().on_real, op.info().on_int) {
                     (Sym::R(a), Sym::R(b), Some(OnReal::R2(f)), _) => {
                         self.real_ops += 1;
-                        let r = self.real_reg()?;
-                        self.ops.push(Op::R2(f, r, a, b));
+                        let (r, a, b) = (self.real_reg()?, self.rreg(a)?, self.rreg(b)?);
+                        self.ops.push(match op {
+                            Prim::Add => Op::Add(r, a, b),
+                            Prim::Sub => Op::Sub(r, a, b),
+                            Prim::Mul => Op::Mul(r, a, b),
+                            Prim::Div => Op::Div(r, a, b),
+                            _ => Op::R2(f, r, a, b),
+                        });
                         Sym::R(R::Reg(r))
                     }
                     (Sym::R(a), Sym::R(b), Some(OnReal::RCmp(f)), _) => {
                         self.real_ops += 1;
-                        let r = self.int_reg()?;
+                        let (r, a, b) = (self.int_reg()?, self.rreg(a)?, self.rreg(b)?);
                         self.ops.push(Op::RCmp(f, r, a, b));
                         Sym::B(r)
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::Z2(f))) => {
-                        let r = self.int_reg()?;
+                        let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
                         self.ops.push(Op::Z2(f, r, a, b));
                         Sym::I(I::Reg(r))
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::ZCmp(f))) => {
-                        let r = self.int_reg()?;
+                        let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
                         self.ops.push(Op::ZCmp(f, r, a, b));
                         Sym::B(r)
                     }
@@ -336,7 +392,11 @@ impl Builder<'_> {
                 self.outer = Some(outer.name);
                 self.spans.push(*span);
                 let r = self.int_reg()?;
-                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, es));
+                let mut regs = [(0u16, 0u16, 0u16); 2];
+                for (g, &(a, z, j)) in regs.iter_mut().zip(es.iter()).take(args.len() / 2) {
+                    *g = (self.rreg(a)?, self.ireg(z)?, self.ireg(j)?);
+                }
+                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, regs));
                 if rr.pairs {
                     let job = match self.job {
                         Some(j) => j,
@@ -399,7 +459,15 @@ impl Builder<'_> {
         let at = self.nseq[seq];
         self.nseq[seq] += 1;
         let r = self.int_reg()?;
-        self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, x, z));
+        let mut xr = [0u16; 2];
+        for (g, &v) in xr.iter_mut().zip(x.iter()) {
+            *g = self.rreg(v)?;
+        }
+        let mut zr = [0u16; MAX_CALL_INTS];
+        for (g, &v) in zr.iter_mut().zip(z.iter()) {
+            *g = self.ireg(v)?;
+        }
+        self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, xr, zr));
         self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; MAX_CALL_INTS], at: at as i64 });
         Some(if rc.handle { Sym::H(r) } else { Sym::I(I::Reg(r)) })
     }
@@ -548,7 +616,7 @@ fn shape_of(v: &Value, depth: u32, handle: &mut dyn FnMut(&Value) -> bool) -> Op
 impl RoundProg {
     fn build(src: &RoundSrc, defs: &[DefCode], shapes: Box<[Shape]>, spine_then: bool) -> Option<RoundProg> {
         let nslots = 1 + src.params.iter().copied().max()? as usize;
-        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2] };
+        let mut b = Builder { src, defs, slots: vec![None; nslots], ops: vec![], nr: 0, ni: 0, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2], kr: vec![], ki: vec![] };
         // the parameters' leaves
         let mut leaves = vec![];
         fn leaf(b: &mut Builder, sh: &Shape, leaves: &mut Vec<Leaf>) -> Option<Sym> {
@@ -582,7 +650,7 @@ impl RoundProg {
         }
         // a round: the spine's branch (the body's start already ran), then the next body's start;
         // the body's start is compiled once for its shape, as the branches' registers differ
-        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2] };
+        let mut probe = Builder { src, defs, slots: b.slots.clone(), ops: vec![], nr: b.nr, ni: b.ni, rec: None, spans: vec![], steps: 0, real_ops: 0, allocs: 0, level: 0, frames: 0, saturated: 0, outer: None, job: None, items: vec![], nseq: [0; 2], kr: vec![], ki: vec![] };
         let (_, t, e) = probe.start(&src.body)?;
         let branch = if spine_then { t } else { e };
         // the branch's value is the tail call's arguments; no other call of the definition is saturated
@@ -613,13 +681,24 @@ impl RoundProg {
         if b.saturated != 1 || (b.rec.is_some() && !b.items.is_empty()) {
             return None;
         }
+        let outs = outs
+            .into_iter()
+            .map(|o| match o {
+                Sym::R(r) => Some(Out::R(b.rreg(r)?)),
+                Sym::I(i) => Some(Out::I(b.ireg(i)?)),
+                Sym::B(r) | Sym::H(r) => Some(Out::I(r)),
+                _ => None,
+            })
+            .collect::<Option<Box<[Out]>>>()?;
         Some(RoundProg {
             shapes,
             leaves: leaves.into(),
             nr: b.nr,
             ni: b.ni,
             ops: b.ops.into(),
-            outs: outs.into(),
+            kr: b.kr.into(),
+            ki: b.ki.into(),
+            outs,
             test,
             on: spine_then,
             rec: b.rec,
@@ -636,20 +715,6 @@ impl RoundProg {
     }
 }
 
-#[inline(always)]
-fn rv(r: &[f64], x: R) -> f64 {
-    match x {
-        R::Reg(k) => r[k as usize],
-        R::K(c) => c,
-    }
-}
-#[inline(always)]
-fn iv(r: &[i64], x: I) -> i64 {
-    match x {
-        I::Reg(k) => r[k as usize],
-        I::K(c) => c,
-    }
-}
 
 impl Machine<'_> {
     /// Runs compiled rounds of the loop whose body's start has just taken the spine's branch
@@ -677,11 +742,16 @@ impl Machine<'_> {
         if p.on != spine_then {
             return None;
         }
-        let mut fit = self.step_gate.saturating_sub(self.steps + 1) / p.steps.max(1);
-        fit = fit.min(self.budget.allocs.saturating_sub(self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
-        if self.memory.is_some() {
-            fit = fit.min(((self.allocs | 0xFFF) - self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
+        // How many rounds fit: their steps within the steps budget, their allocations within the
+        // allocation budget. A 4096-step clock check or a 4096-allocation memory probe the rounds
+        // cross is made before they run (`'batch` below), so rounds go on across it when it passes
+        // (issue 13, session 37: a round across one ran step by step, one round in twenty on
+        // particle); a cost model charges every step (`step_gate` 0): no round runs.
+        if self.step_gate == 0 {
+            return None;
         }
+        let mut fit = self.budget.steps.saturating_sub(self.steps) / p.steps.max(1);
+        fit = fit.min(self.budget.allocs.saturating_sub(self.allocs).checked_div(p.allocs).unwrap_or(u64::MAX));
         // the deepest frame's check, `self.depth + p.frames - 1 >= budget` (each shallower one passes first)
         if p.frames > 0 && self.depth + p.frames as u64 > self.budget.depth {
             fit = 0;
@@ -709,18 +779,44 @@ impl Machine<'_> {
             }
         }
         drop(vals);
+        for &(r, x) in p.kr.iter() {
+            rf[r as usize] = x;
+        }
+        for &(r, x) in p.ki.iter() {
+            ri[r as usize] = x;
+        }
         let mut items = p.items.to_vec();
         let nrec = p.spans.len();
-        let (mut edges, mut counts) = (Vec::with_capacity(2 * nrec), Vec::with_capacity(nrec));
+        // Rounds that only record run in batches, their records written once a batch (reserved
+        // and written as one round's: the IDs consecutive; issue 13, session 37). A batch that
+        // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
+        // check or memory probe that stops — is run again round by round from its start, so
+        // everything up to the round that fails is as the round-by-round run leaves it.
+        let batching = p.rec.is_some() && nrec > 0 && items.is_empty();
+        let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
+        let spans = p.spans.repeat(batch as usize);
+        let (mut edges, mut counts) = (Vec::with_capacity(2 * spans.len()), Vec::with_capacity(spans.len()));
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
+        let mut saved = vec![(0.0f64, 0i64); p.leaves.len()];
         let (mut done, mut left) = (0u64, false);
-        'round: while done < fit {
-            let (job, first) = match p.rec {
-                Some(rr) if nrec > 0 => match (rr.reserve)(self, nrec) {
-                    Some(f) => f,
-                    None => break,
-                },
-                _ => (0, 0),
+        'batch: while done < fit {
+            let b = batch.min(fit - done);
+            // the clock check and memory probe the batch's steps and allocations cross (the
+            // walker's at the step, or allocation, that crosses; here before the batch runs)
+            let (s0, a0) = (self.steps + done * p.steps, self.allocs + done * p.allocs);
+            let (s1, a1) = (s0 + b * p.steps, a0 + b * p.allocs);
+            let stops = (s0 >> 12 != s1 >> 12 && self.check_clock().is_err()) || (a0 >> 12 != a1 >> 12 && self.check_memory().is_err());
+            let reserved = match p.rec {
+                Some(rr) if nrec > 0 && !stops => (rr.reserve)(self, nrec * b as usize),
+                _ => Some((0, 0)),
+            };
+            let (job, first) = match reserved {
+                Some(f) if !stops => f,
+                _ if b > 1 => {
+                    batch = 1;
+                    continue;
+                }
+                _ => break,
             };
             if let Some(j) = p.job {
                 ri[j as usize] = job;
@@ -734,67 +830,93 @@ impl Machine<'_> {
             };
             edges.clear();
             counts.clear();
-            let mut id = first;
-            for op in p.ops.iter() {
-                match *op {
-                    Op::R1(f, d, a) => rf[d as usize] = f(rv(&rf, a)),
-                    Op::R2(f, d, a, b) => rf[d as usize] = f(rv(&rf, a), rv(&rf, b)),
-                    Op::RCmp(f, d, a, b) => ri[d as usize] = f(rv(&rf, a), rv(&rf, b)) as i64,
-                    Op::ToReal(f, d, a) => rf[d as usize] = f(iv(&ri, a)),
-                    Op::Z1(f, d, a) => match f(iv(&ri, a)) {
-                        Some(x) => ri[d as usize] = x,
-                        None => break 'round,
-                    },
-                    Op::Z2(f, d, a, b) => match f(iv(&ri, a), iv(&ri, b)) {
-                        Ok(x) => ri[d as usize] = x,
-                        Err(_) => break 'round,
-                    },
-                    Op::ZCmp(f, d, a, b) => ri[d as usize] = f(iv(&ri, a), iv(&ri, b)) as i64,
-                    Op::Rec(d, n, es) => {
-                        for &(a, z, j) in &es[..n as usize] {
-                            edges.push((rv(&rf, a), iv(&ri, z), iv(&ri, j)));
-                        }
-                        counts.push(n);
-                        ri[d as usize] = id;
-                        id += 1;
-                    }
-                    Op::Call(k, d, seq, x, z) => {
-                        let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
-                        it.x = [rv(&rf, x[0]), rv(&rf, x[1])];
-                        it.z = z.map(|z| iv(&ri, z));
-                        it.at = at;
-                        ri[d as usize] = at;
-                    }
-                }
-            }
-            // the new parameters read before any is written (a parallel move)
-            for (x, o) in next.iter_mut().zip(p.outs.iter()) {
-                *x = match *o {
-                    Sym::R(r) => (rv(&rf, r), 0),
-                    Sym::I(i) => (0.0, iv(&ri, i)),
-                    Sym::B(b) | Sym::H(b) => (0.0, ri[b as usize]),
-                    _ => break 'round,
+            for (x, l) in saved.iter_mut().zip(p.leaves.iter()) {
+                *x = match *l {
+                    Leaf::R(r) => (rf[r as usize], 0),
+                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (0.0, ri[r as usize]),
                 };
             }
-            if let Some(rr) = p.rec {
-                if nrec > 0 && !(rr.write)(self, &edges, &counts, &p.spans) {
+            let mut id = first;
+            let (mut ran, mut failed) = (0u64, false);
+            'round: while ran < b {
+                for op in p.ops.iter() {
+                    match *op {
+                        Op::Add(d, a, b) => rf[d as usize] = rf[a as usize] + rf[b as usize],
+                        Op::Sub(d, a, b) => rf[d as usize] = rf[a as usize] - rf[b as usize],
+                        Op::Mul(d, a, b) => rf[d as usize] = rf[a as usize] * rf[b as usize],
+                        Op::Div(d, a, b) => rf[d as usize] = rf[a as usize] / rf[b as usize],
+                        Op::R1(f, d, a) => rf[d as usize] = f(rf[a as usize]),
+                        Op::R2(f, d, a, b) => rf[d as usize] = f(rf[a as usize], rf[b as usize]),
+                        Op::RCmp(f, d, a, b) => ri[d as usize] = f(rf[a as usize], rf[b as usize]) as i64,
+                        Op::ToReal(f, d, a) => rf[d as usize] = f(ri[a as usize]),
+                        Op::Z1(f, d, a) => match f(ri[a as usize]) {
+                            Some(x) => ri[d as usize] = x,
+                            None => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
+                        Op::Z2(f, d, a, b) => match f(ri[a as usize], ri[b as usize]) {
+                            Ok(x) => ri[d as usize] = x,
+                            Err(_) => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
+                        Op::ZCmp(f, d, a, b) => ri[d as usize] = f(ri[a as usize], ri[b as usize]) as i64,
+                        Op::Rec(d, n, es) => {
+                            for &(a, z, j) in &es[..n as usize] {
+                                edges.push((rf[a as usize], ri[z as usize], ri[j as usize]));
+                            }
+                            counts.push(n);
+                            ri[d as usize] = id;
+                            id += 1;
+                        }
+                        Op::Call(k, d, seq, x, z) => {
+                            let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
+                            it.x = x.map(|x| rf[x as usize]);
+                            it.z = z.map(|z| ri[z as usize]);
+                            it.at = at;
+                            ri[d as usize] = at;
+                        }
+                    }
+                }
+                // the new parameters read before any is written (a parallel move)
+                for (x, o) in next.iter_mut().zip(p.outs.iter()) {
+                    *x = match *o {
+                        Out::R(r) => (rf[r as usize], 0),
+                        Out::I(i) => (0.0, ri[i as usize]),
+                    };
+                }
+                set_leaves(&p.leaves, &next, &mut rf, &mut ri);
+                ran += 1;
+                if (ri[p.test as usize] != 0) != p.on {
+                    left = true;
                     break;
                 }
             }
-            if let Some(c) = p.calls {
-                if !items.is_empty() && !(c.write)(self, &items) {
-                    break;
+            // the batch's records and calls, written once all its rounds have run
+            let written = !failed
+                && match p.rec {
+                    Some(rr) if nrec > 0 => (rr.write)(self, &edges, &counts, &spans[..nrec * ran as usize]),
+                    _ => true,
                 }
-            }
-            for (l, &(x, i)) in p.leaves.iter().zip(next.iter()) {
-                match *l {
-                    Leaf::R(r) => rf[r as usize] = x,
-                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => ri[r as usize] = i,
+                && match p.calls {
+                    Some(c) if !items.is_empty() => (c.write)(self, &items),
+                    _ => true,
+                };
+            if !written {
+                // nothing of the batch happened: its parameters as they were, and round by round again
+                set_leaves(&p.leaves, &saved, &mut rf, &mut ri);
+                left = false;
+                if b > 1 {
+                    batch = 1;
+                    continue 'batch;
                 }
+                break;
             }
-            done += 1;
-            if (ri[p.test as usize] != 0) != p.on {
-                left = true;
+            done += ran;
+            if left {
                 break;
             }
         }
@@ -811,10 +933,23 @@ impl Machine<'_> {
         self.steps += done * p.steps;
         self.real_ops += done * p.real_ops;
         self.allocs += done * p.allocs;
+        // the gate moved past the clock checks the rounds crossed (made above), as `step_slow` moves it
+        self.step_gate = self.budget.steps.saturating_add(1).min((self.steps | 0xFFF).saturating_add(1));
         if p.frames > 0 {
             self.max_depth = self.max_depth.max(self.depth + p.frames as u64);
         }
         Some(left)
+    }
+}
+
+/// The parameters' leaves take these values ((real, integer) each, as the leaf's kind reads it).
+#[inline(always)]
+fn set_leaves(leaves: &[Leaf], vals: &[(f64, i64)], rf: &mut [f64], ri: &mut [i64]) {
+    for (l, &(x, i)) in leaves.iter().zip(vals.iter()) {
+        match *l {
+            Leaf::R(r) => rf[r as usize] = x,
+            Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => ri[r as usize] = i,
+        }
     }
 }
 

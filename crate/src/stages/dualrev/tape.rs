@@ -478,6 +478,35 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
 fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, hi: usize, end: &mut usize) -> (u64, u64) {
     let (mut nc, mut ops) = (0u64, 0u64);
     resolved.cover(hi + 1);
+    // The tape in ID order (no `starts`) and a lean run: the IDs' counts, visits and edges read as
+    // slices, each ID without `down`'s, `get`'s and `add`'s lookups (issue 13, session 37).
+    if let (true, Some(visits)) = (tape.starts.is_empty(), resolved.lean_visits()) {
+        if let (Some(cs), Some(vs), true) = (tape.counts.get(lo..=hi), visits.get_mut(lo..=hi), hi < cells.adj.len().min(cells.got.len())) {
+            let Cells { adj, got } = cells;
+            let mut e = *end;
+            for ((id, &c), v) in (lo..hi + 1).zip(cs).zip(vs).rev() {
+                let n = c as usize;
+                let start = e.saturating_sub(n);
+                e = start;
+                if !got[id] {
+                    continue;
+                }
+                let d = adj[id];
+                nc += 1;
+                *v = v.saturating_add(1);
+                let (Some(ps), Some(js)) = (tape.partials.get(start..start + n), tape.args.get(start..start + n)) else { continue };
+                ops += n as u64;
+                for (a, &j) in ps.iter().zip(js) {
+                    if let (Some(x), Some(g)) = (adj.get_mut(j as usize), got.get_mut(j as usize)) {
+                        *x += a * d;
+                        *g = true;
+                    }
+                }
+            }
+            *end = e;
+            return (nc, ops);
+        }
+    }
     for id in (lo..=hi).rev() {
         let (start, n) = tape.down(id, end);
         let Some(d) = cells.get(id) else { continue };

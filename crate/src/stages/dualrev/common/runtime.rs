@@ -311,6 +311,11 @@ impl Resolved {
             self.visits.resize(n, 0);
         }
     }
+    /// The visits, in a lean run (no cotangent recorded): a sweep counts its IDs' visits there
+    /// itself (`tape::sweep`, issue 13 session 37), `add` without its checks per ID.
+    pub fn lean_visits(&mut self) -> Option<&mut [u32]> {
+        self.lean.then_some(&mut self.visits[..])
+    }
     /// `record_resolved`'s record of ID `id` resolved with `a`.
     #[inline]
     pub fn add(&mut self, id: i64, a: f64) {
