@@ -246,22 +246,11 @@ impl Machine<'_> {
         .map_err(|e| *e);
         self.nesting -= 1;
         if r.is_err() {
-            let mut unfinished = vec![];
-            for k in self.kont.drain(kbase..) {
-                if let Kont::SetGlobal(i) = k {
-                    unfinished.push(i);
-                }
-            }
-            for i in unfinished {
-                self.globals[i as usize] = Global::Unevaluated;
-            }
-            clear_slots(&mut self.locals, lbase);
-            self.vals.truncate(vbase);
+            self.unwind(kbase, lbase, vbase);
             self.bp = bp;
             self.depth = depth;
             self.env = env;
             self.group = group;
-            self.acc = Value::Unit;
         }
         self.span = span;
         r
