@@ -1079,10 +1079,6 @@ pub fn approx_same(got: &Value, want: &Value) -> bool {
 mod tests {
     use super::*;
 
-    /// An output no later stage takes, of a chain whose runs do not read it, is run from its lowered
-    /// code alone: its IR is taken out and let go before the run, with the same result as a machine
-    /// that keeps it; a chain whose runs read it (chad's `after_run`) keeps it, and so does an output
-    /// a later stage still takes.
     /// Issue 14 item 4: chad/mutable's output is chad/monadic's program moved into it, not a copy,
     /// where no later stage takes chad/monadic's (a long program's output was held twice, and
     /// chad/mutable stopped at the process's last resort on a 10^5-line program); where a later
@@ -1115,6 +1111,10 @@ mod tests {
         })
     }
 
+    /// An output no later stage takes, of a chain whose runs do not read it, is run from its lowered
+    /// code alone: its IR is taken out and let go before the run, with the same result as a machine
+    /// that keeps it; a chain whose runs read it (chad's `after_run`) keeps it, and so does an output
+    /// a later stage still takes.
     #[test]
     fn a_run_lets_its_output_ir_go_once_lowered() {
         crate::limits::run_with_stack(|| {

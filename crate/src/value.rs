@@ -216,6 +216,22 @@ impl Value {
     }
 }
 
+/// The value under an `Rc`, moved out where nothing else holds it, else a copy.
+pub fn unshared(v: Rc<Value>) -> Value {
+    Rc::try_unwrap(v).unwrap_or_else(|v| (*v).clone())
+}
+
+/// Item `k` of a tuple's or array's items, moved out where nothing else holds them (a `Unit` left
+/// in its place), else a copy; `Unit` past the end. Whoever holds the items alone can take them
+/// apart this way item by item without copying them (chad's `+`, `map`'s elements: issue 13).
+pub fn take_item(xs: &mut Rc<[Value]>, k: usize) -> Value {
+    match Rc::get_mut(xs) {
+        Some(vs) => vs.get_mut(k).map(|v| std::mem::replace(v, Value::Unit)),
+        None => xs.get(k).cloned(),
+    }
+    .unwrap_or(Value::Unit)
+}
+
 /// Reals print so that they read back as reals: always with a `.` or an exponent; NaN and infinities
 /// print as `nan`, `inf` and `-inf`.
 pub fn show_real(r: f64) -> String {

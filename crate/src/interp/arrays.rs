@@ -7,7 +7,7 @@
 use super::{Machine, RunError};
 use crate::diag::Span;
 use crate::prims::Prim;
-use crate::value::Value;
+use crate::value::{take_item, Value};
 use std::rc::Rc;
 
 type Res = Result<Value, RunError>;
@@ -22,22 +22,11 @@ fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
 }
 
 /// `arr` of an argument taken by value: the array's handle itself, not a second one, so that where
-/// the argument held the array's last handle its elements can be moved out (`take`).
+/// the argument held the array's last handle its elements can be moved out (`value::take_item`).
 fn owned(v: Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
     match v {
         Value::Array(xs) => Ok(xs),
         v => arr(&v, what, span),
-    }
-}
-
-/// Element `k` for a function applied to it: moved out of an array no one else holds (so a tuple
-/// element reaches the function held once, and its pattern takes it apart in place, not item by
-/// item copied; issue 13), else a copy. No one can see the array between its elements' uses.
-#[inline]
-fn take(xs: &mut Rc<[Value]>, k: usize) -> Value {
-    match Rc::get_mut(xs) {
-        Some(items) => std::mem::replace(&mut items[k], Value::Unit),
-        None => xs[k].clone(),
     }
 }
 
@@ -164,7 +153,7 @@ pub fn map(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut out = Vec::with_capacity(xs.len());
     for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(m.apply(f.clone(), take(&mut xs, k))?);
+        out.push(m.apply(f.clone(), take_item(&mut xs, k))?);
     }
     m.charge_array(Prim::Map, xs.len());
     Ok(Value::Array(out.into()))
@@ -182,7 +171,7 @@ pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut out = Vec::with_capacity(xs.len());
     for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(apply2(m, &f, take(&mut xs, k), take(&mut ys, k))?);
+        out.push(apply2(m, &f, take_item(&mut xs, k), take_item(&mut ys, k))?);
     }
     m.charge_array(Prim::Map2, xs.len());
     Ok(Value::Array(out.into()))
@@ -195,7 +184,7 @@ pub fn fold(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut acc = z;
     for k in 0..xs.len() {
         m.tick(1)?;
-        acc = apply2(m, &f, acc, take(&mut xs, k))?;
+        acc = apply2(m, &f, acc, take_item(&mut xs, k))?;
     }
     m.charge_array(Prim::Fold, xs.len());
     Ok(acc)
@@ -256,8 +245,7 @@ pub fn shift1r(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 
 #[cfg(test)]
 mod tests {
-    use super::take;
-    use crate::value::Value;
+    use crate::value::{take_item as take, Value};
     use std::rc::Rc;
 
     fn pairs() -> Rc<[Value]> {

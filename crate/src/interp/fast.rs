@@ -942,7 +942,7 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
                     Value::Inr(x) => (&p2, &e2, x),
                     v => return err(span, format!("`case` on {} (`{v}`), not a sum", kind(&v))),
                 };
-                let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
+                let x = crate::value::unshared(x);
                 m.bind(p, x)?;
                 e.run(m)
             })

@@ -1334,7 +1334,7 @@ impl Machine<'_> {
             Value::Inr(x) => (p2, e2, x),
             v => return Err(Box::new(RunError::runtime(*span, format!("`case` on {} (`{v}`), not a sum", kind(&v))))),
         };
-        let x = Rc::try_unwrap(x).unwrap_or_else(|rc| (*rc).clone());
+        let x = crate::value::unshared(x);
         self.bind(p, x)?;
         Ok(Next::Eval(e))
     }

@@ -47,7 +47,7 @@ impl Stage for Mutable {
     }
     /// The same program: §5 changes the monad's implementation, not the code.
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {
-        output(src.program.clone())
+        self.transform_keeping(src.program.clone(), src)
     }
     fn passes_input_through(&self) -> bool {
         true

@@ -16,7 +16,7 @@ use super::ops::{lookup, Gamma, Op};
 use super::source::CT;
 use crate::diag::Span;
 use crate::interp::{BuiltinFn, Machine, RunError, Shown, TraceStep};
-use crate::value::{ExtValue, Value};
+use crate::value::{take_item, unshared, ExtValue, Value};
 use rpds::RedBlackTreeMap;
 use std::rc::Rc;
 
@@ -196,11 +196,11 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
             }
         }
         // (each part unwrapped where nothing else holds it, so that a tuple under it is added into in place)
-        (Value::Inr(x), Value::Inr(y)) => Value::Inr(Rc::new(match (unwrap(x), unwrap(y)) {
+        (Value::Inr(x), Value::Inr(y)) => Value::Inr(Rc::new(match (unshared(x), unshared(y)) {
             (x @ Value::Tuple(_), y @ Value::Tuple(_)) => plus(m, x, y)?,
             // a sum's tags: Fig. 4's `+` on `τ ⊔_L σ` (the note's O3: re-wrapped in linl/linr)
-            (Value::Inl(p), Value::Inl(q)) => Value::Inl(Rc::new(plus(m, unwrap(p), unwrap(q))?)),
-            (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, unwrap(p), unwrap(q))?)),
+            (Value::Inl(p), Value::Inl(q)) => Value::Inl(Rc::new(plus(m, unshared(p), unshared(q))?)),
+            (Value::Inr(p), Value::Inr(q)) => Value::Inr(Rc::new(plus(m, unshared(p), unshared(q))?)),
             _ => return Err(internal(span, "a sum tag mismatch in + (linl added to linr)")),
         })),
         // §7: Bags (BPlus, or §8.1's BArray), each Rc let go of first so a BArray can grow in place
@@ -227,20 +227,6 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
         },
         (a, b) => return Err(internal(span, &format!("+ on {a} and {b}"))),
     })
-}
-
-/// The value under an `Rc`, moved out where nothing else holds it.
-fn unwrap(v: Rc<Value>) -> Value {
-    Rc::try_unwrap(v).unwrap_or_else(|v| (*v).clone())
-}
-
-/// Item `i` of the tuple added on the right of `+`: taken where the tuple is held only here.
-fn take_item(ys: &mut Rc<[Value]>, i: usize) -> Value {
-    match Rc::get_mut(ys) {
-        Some(vs) => vs.get_mut(i).map(|v| std::mem::replace(v, Value::Unit)),
-        None => ys.get(i).cloned(),
-    }
-    .unwrap_or(Value::Unit)
 }
 
 /// Fig. 6's `union`, with `+` on common keys: the smaller map inserted into the larger, costed
