@@ -102,13 +102,9 @@ impl Stage for Cayley {
     }
 }
 
-fn staged_arg(v: &Value, span: Span) -> Result<StagedV, RunError> {
-    staged_of(v, span).cloned()
-}
-
 /// SCotan f (c, m) = (f c, m)
 fn b_scotan(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let s = staged_arg(&args.pop().unwrap_or(Value::Unit), span)?;
+    let s = owned_staged(args.pop().unwrap_or(Value::Unit), span)?;
     let f = args.pop().unwrap_or(Value::Unit);
     let c = m.apply(f, s.c)?;
     m.alloc(1)?;
@@ -117,7 +113,7 @@ fn b_scotan(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
 
 /// SCall (i, f) x (c, m) = (c, if i ∉ m then insert i ↦ (f, x) into m else update m at i with (λ(_, x'). (f, x + x')))
 fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let s = staged_arg(&args.pop().unwrap_or(Value::Unit), span)?;
+    let mut s = owned_staged(args.pop().unwrap_or(Value::Unit), span)?;
     let x = want_real(&args[1], span, "SCall")?;
     let (i, f) = want_pair(&args[0], span, "SCall")?;
     let i = want_int(&i, span, "SCall")?;
@@ -126,7 +122,9 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     m.count("map_ops", 1);
     m.alloc(1)?;
     let prev = s.m.get(&i).map_or(0.0, |(_, a)| *a);
-    Ok(staged_value(s.c, s.m.insert(i, (f, x + prev))))
+    // in place where the map is held once (`owned_staged`): the map `insert` would give
+    s.m.insert_mut(i, (f, x + prev));
+    Ok(staged_value(s.c, s.m))
 }
 
 /// SResolve: apply the updater to 0_Staged once, then as in §6 with the last line
@@ -135,7 +133,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     let u = args.pop().unwrap_or(Value::Unit);
     let z = zero_c(m, span)?;
     let r = m.apply(u, staged_value(z, RedBlackTreeMap::new()))?;
-    let mut s = staged_arg(&r, span)?;
+    let mut s = owned_staged(r, span)?;
     if m.tracing() {
         trace_start(m, staged_rows(&s));
     }
@@ -144,13 +142,13 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         let Some((&i, (f, a))) = s.m.last() else { break };
         let (f, a) = (f.clone(), *a);
         m.count("map_ops", 2);
-        let rest = s.m.remove(&i);
+        s.m.remove_mut(&i);
         record_resolved(m, i, a);
         rt(m).current = Some(i);
         let upd = m.apply(f, Value::Real(a))?;
-        let r = m.apply(upd, staged_value(s.c, rest))?;
+        let r = m.apply(upd, staged_value(s.c, s.m))?;
         rt(m).current = None;
-        s = staged_arg(&r, span)?;
+        s = owned_staged(r, span)?;
         if m.tracing() {
             let note = format!("resolve ID {i}: apply its backpropagator at {} to the staged state", crate::value::show_real(a));
             trace_resolve(m, i, a, note, staged_rows(&s));

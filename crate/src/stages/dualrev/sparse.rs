@@ -165,6 +165,15 @@ fn st(v: &Value, span: Span) -> Result<SparseStaged, RunError> {
     v.ext::<SparseStaged>().cloned().ok_or_else(|| err(span, format!("expected a Staged value, got {v}")))
 }
 
+/// The staged state an updater is given, taken to be updated in place: the value holding it is let
+/// go first, so where nothing else holds the maps `insert_mut`/`remove_mut` change them without
+/// copying a path (the same maps `insert`/`remove` would give; a map held elsewhere is copied as before).
+fn take_st(v: Value, span: Span) -> Result<SparseStaged, RunError> {
+    let s = st(&v, span)?;
+    drop(v);
+    Ok(s)
+}
+
 fn mk(s: SparseStaged) -> Value {
     Value::Ext(Rc::new(s))
 }
@@ -172,18 +181,19 @@ fn mk(s: SparseStaged) -> Value {
 /// SOneHot i z (g, m) = (insertWith (+) i z g, m): the input's backpropagator.
 fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.count("backprop_calls", 1);
-    let s = st(&args.pop().unwrap_or(Value::Unit), span)?;
+    let mut s = take_st(args.pop().unwrap_or(Value::Unit), span)?;
     let z = want_real(&args[1], span, "SOneHot")?;
     let i = want_int(&args[0], span, "SOneHot")?;
     m.tick(1)?;
     m.count("map_ops", 1);
     m.alloc(1)?;
     let prev = s.g.get(&i).copied().unwrap_or(0.0);
-    Ok(mk(SparseStaged { g: s.g.insert(i, prev + z), m: s.m }))
+    s.g.insert_mut(i, prev + z);
+    Ok(mk(s))
 }
 
 fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let s = st(&args.pop().unwrap_or(Value::Unit), span)?;
+    let mut s = take_st(args.pop().unwrap_or(Value::Unit), span)?;
     let x = want_real(&args[1], span, "SCall")?;
     let (i, f) = want_pair(&args[0], span, "SCall")?;
     let i = want_int(&i, span, "SCall")?;
@@ -192,13 +202,14 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     m.count("map_ops", 1);
     m.alloc(1)?;
     let prev = s.m.get(&i).map_or(0.0, |(_, a)| *a);
-    Ok(mk(SparseStaged { g: s.g, m: s.m.insert(i, (f, x + prev)) }))
+    s.m.insert_mut(i, (f, x + prev));
+    Ok(mk(s))
 }
 
 fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let u = args.pop().unwrap_or(Value::Unit);
     let r = m.apply(u, mk(SparseStaged { g: RedBlackTreeMap::new(), m: RedBlackTreeMap::new() }))?;
-    let mut s = st(&r, span)?;
+    let mut s = take_st(r, span)?;
     if m.tracing() {
         let mut rows: Vec<(String, f64)> = s.g.iter().take(64).map(|(k, x)| (format!("g[{k}]"), *x)).collect();
         rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
@@ -209,13 +220,13 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         let Some((&i, (f, a))) = s.m.last() else { break };
         let (f, a) = (f.clone(), *a);
         m.count("map_ops", 2);
-        let rest = s.m.remove(&i);
+        s.m.remove_mut(&i);
         record_resolved(m, i, a);
         rt(m).current = Some(i);
         let upd = m.apply(f, Value::Real(a))?;
-        let r = m.apply(upd, mk(SparseStaged { g: s.g, m: rest }))?;
+        let r = m.apply(upd, mk(s))?;
         rt(m).current = None;
-        s = st(&r, span)?;
+        s = take_st(r, span)?;
         if m.tracing() {
             let mut rows: Vec<(String, f64)> = s.g.iter().take(64).map(|(k, x)| (format!("g[{k}]"), *x)).collect();
             rows.extend(s.m.iter().take(64).map(|(k, (_, x))| (format!("m[{k}]"), *x)));
@@ -231,4 +242,35 @@ fn b_lookup(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
     let g = args[0].ext::<GMap>().ok_or_else(|| err(span, format!("lookup: expected a map, got {}", args[0])))?;
     let i = want_int(&args[1], span, "lookup")?;
     Ok(Value::Real(g.0.get(&i).copied().unwrap_or(0.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{Budget, Builtins};
+
+    fn staged(g: &[(i64, f64)]) -> Value {
+        mk(SparseStaged { g: g.iter().copied().collect(), m: RedBlackTreeMap::new() })
+    }
+    fn collector(v: &Value) -> Vec<(i64, f64)> {
+        v.ext::<SparseStaged>().map(|s| s.g.iter().map(|(k, x)| (*k, *x)).collect()).unwrap_or_default()
+    }
+
+    /// `SOneHot i z` adds into the collector it is given: in place where that state is held once, and
+    /// leaving a state held elsewhere as it was (the map stays persistent where it is shared).
+    #[test]
+    fn a_one_hot_adds_into_a_collector_held_once_and_leaves_a_shared_one_alone() {
+        let program = Program::default();
+        let mut m = Machine::new(&program, &Builtins::new(), Budget::default()).expect("a machine");
+        let span = Span::default();
+        let r = b_onehot(&mut m, &mut vec![Value::Int(2), Value::Real(1.5), staged(&[(1, 1.0), (2, 0.5)])], span).expect("SOneHot");
+        assert_eq!(collector(&r), vec![(1, 1.0), (2, 2.0)]);
+        let r = b_onehot(&mut m, &mut vec![Value::Int(3), Value::Real(4.0), r], span).expect("SOneHot");
+        assert_eq!(collector(&r), vec![(1, 1.0), (2, 2.0), (3, 4.0)]);
+        let shared = staged(&[(1, 1.0)]);
+        let r = b_onehot(&mut m, &mut vec![Value::Int(1), Value::Real(2.0), shared.clone()], span).expect("SOneHot");
+        assert_eq!(collector(&r), vec![(1, 3.0)]);
+        assert_eq!(collector(&shared), vec![(1, 1.0)]);
+        assert_eq!(m.cost().counter("map_ops"), 3);
+    }
 }

@@ -128,13 +128,14 @@ fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunE
     Ok(staged_value(c, RedBlackTreeMap::new()))
 }
 
-/// `m ∪ m'` with linear factoring: entries under the same ID add their arguments.
+/// `m ∪ m'` with linear factoring: entries under the same ID add their arguments. The maps are taken
+/// by value, so the smaller is inserted into the larger in place where nothing else holds it.
 pub fn union(
     m: &mut Machine,
-    a: &RedBlackTreeMap<i64, (Value, f64)>,
-    b: &RedBlackTreeMap<i64, (Value, f64)>,
+    a: RedBlackTreeMap<i64, (Value, f64)>,
+    b: RedBlackTreeMap<i64, (Value, f64)>,
 ) -> Result<RedBlackTreeMap<i64, (Value, f64)>, RunError> {
-    let (mut big, small) = if a.size() >= b.size() { (a.clone(), b) } else { (b.clone(), a) };
+    let (mut big, small) = if a.size() >= b.size() { (a, b) } else { (b, a) };
     for (k, (f, x)) in small.iter() {
         m.tick(1)?;
         m.count("map_ops", 1);
@@ -150,14 +151,14 @@ pub fn union(
 fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let b = args.pop().unwrap_or(Value::Unit);
     let a = args.pop().unwrap_or(Value::Unit);
-    let b = staged_of(&b, span)?;
+    let StagedV { c: b, m: b_map } = owned_staged(b, span)?;
     let StagedV { c: mut a, m: a_map } = owned_staged(a, span)?;
     // `a`'s cotangent added into in place (`cot_add_assign`), then charged as before
-    let n = cot_add_assign(&mut a, &b.c).unwrap_or_else(|| size(&a));
+    let n = cot_add_assign(&mut a, &b).unwrap_or_else(|| size(&a));
     m.tick(n)?;
     m.count("plus_leaves", n);
     m.alloc(1)?;
-    let map = union(m, &a_map, &b.m)?;
+    let map = union(m, a_map, b_map)?;
     Ok(staged_value(a, map))
 }
 
@@ -189,7 +190,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         let Some((&i, (f, a))) = s.m.last() else { break };
         let (f, a) = (f.clone(), *a);
         m.count("map_ops", 2);
-        let rest = s.m.remove(&i);
+        s.m.remove_mut(&i);
         record_resolved(m, i, a);
         rt(m).current = Some(i);
         let r = m.apply(f, Value::Real(a))?;
@@ -199,7 +200,7 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         let n = cot_add_assign(&mut c, &s.c).unwrap_or_else(|| size(&s.c));
         m.tick(n)?;
         m.count("plus_leaves", n);
-        let map = union(m, &r_map, &rest)?;
+        let map = union(m, r_map, s.m)?;
         s = StagedV { c, m: map };
         if m.tracing() {
             let note = format!("resolve ID {i}: call its backpropagator with {}", crate::value::show_real(a));

@@ -14,7 +14,9 @@ use std::rc::Rc;
 #[derive(Debug)]
 pub enum Shape {
     Scalar,
-    Arr(Vec<Rc<Shape>>),
+    /// An array's item shapes, with how many reals it holds and whether every item is a real, both
+    /// cached: the one-hot reverse pass asks at every `Index` (O(1) there, not a walk of the array).
+    Arr { items: Vec<Rc<Shape>>, size: u64, flat: bool },
 }
 
 impl Shape {
@@ -22,15 +24,20 @@ impl Shape {
     pub fn of(v: &Value) -> Rc<Shape> {
         // through `elems`: an empty array may keep its element's shape (value.rs, `EmptyArray`)
         match v.elems() {
-            Some(vs) => Rc::new(Shape::Arr(vs.iter().map(Shape::of).collect())),
+            Some(vs) => Shape::arr(vs.iter().map(Shape::of).collect()),
             None => Rc::new(Shape::Scalar),
         }
+    }
+    pub fn arr(items: Vec<Rc<Shape>>) -> Rc<Shape> {
+        let size = items.iter().map(|s| s.size()).sum();
+        let flat = items.iter().all(|s| matches!(**s, Shape::Scalar));
+        Rc::new(Shape::Arr { items, size, flat })
     }
     /// How many reals a value of this shape holds.
     pub fn size(&self) -> u64 {
         match self {
             Shape::Scalar => 1,
-            Shape::Arr(ss) => ss.iter().map(|s| s.size()).sum(),
+            Shape::Arr { size, .. } => *size,
         }
     }
 }
@@ -291,7 +298,7 @@ fn b_index(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     let d = delta_arg(&args[0], span, "Index")?;
     let i = int_arg(&args[1], span, "Index")?;
     let shape = match &*d.shape {
-        Shape::Arr(ss) if i >= 0 && (i as usize) < ss.len() => ss[i as usize].clone(),
+        Shape::Arr { items, .. } if i >= 0 && (i as usize) < items.len() => items[i as usize].clone(),
         _ => return Err(RunError::runtime(span, format!("Index {i} is outside the Delta's array"))),
     };
     Ok(dv(node(m, Kind::Index(d, i as usize), shape, span)?))
@@ -299,7 +306,7 @@ fn b_index(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
 fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let d = delta_arg(&args[0], span, "SumOuter")?;
     let shape = match &*d.shape {
-        Shape::Arr(ss) => ss.first().cloned().unwrap_or_else(scalar),
+        Shape::Arr { items, .. } => items.first().cloned().unwrap_or_else(scalar),
         Shape::Scalar => return Err(RunError::runtime(span, "SumOuter expects an array's Delta")),
     };
     Ok(dv(node(m, Kind::SumOuter(d), shape, span)?))
@@ -307,19 +314,19 @@ fn b_sum_outer(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
 fn b_build1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let ds = deltas_arg(&args[0], span, "Build1")?;
     m.tick(ds.len() as u64)?;
-    let shape = Rc::new(Shape::Arr(ds.iter().map(|d| d.shape.clone()).collect()));
+    let shape = Shape::arr(ds.iter().map(|d| d.shape.clone()).collect());
     Ok(dv(node(m, Kind::Build1(ds), shape, span)?))
 }
 fn b_lit_array(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let ds = deltas_arg(&args[0], span, "LitArray")?;
-    let shape = Rc::new(Shape::Arr(ds.iter().map(|d| d.shape.clone()).collect()));
+    let shape = Shape::arr(ds.iter().map(|d| d.shape.clone()).collect());
     Ok(dv(node(m, Kind::LitArray(ds), shape, span)?))
 }
 fn b_replicate(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let k = int_arg(&args[0], span, "Replicate")?.max(0) as usize;
     let d = delta_arg(&args[1], span, "Replicate")?;
     m.tick(k as u64)?;
-    let shape = Rc::new(Shape::Arr(vec![d.shape.clone(); k]));
+    let shape = Shape::arr(vec![d.shape.clone(); k]);
     Ok(dv(node(m, Kind::Replicate(k, d), shape, span)?))
 }
 

@@ -21,11 +21,19 @@ use std::collections::BTreeMap;
 use rustc_hash::{FxHashSet as HashSet};
 use std::rc::Rc;
 
-/// A cotangent: a real, or an array of cotangents.
+/// A cotangent: a real, an array of reals (flat: a one-hot and its addition into an accumulator are
+/// loops over `f64`s), or an array of cotangents.
 #[derive(Clone, Debug)]
 pub enum Ct {
     R(f64),
+    V(Vec<f64>),
     A(Vec<Ct>),
+}
+
+/// A place within a cotangent that `at_mut` finds: a cotangent, or one real of a flat array.
+enum Place<'a> {
+    Ct(&'a mut Ct),
+    Real(&'a mut f64),
 }
 
 impl Ct {
@@ -34,7 +42,10 @@ impl Ct {
             Value::Real(r) => Ct::R(*r),
             _ => match v.elems() {
                 // (an empty array that keeps its element's shape, value.rs, is one too)
-                Some(vs) => Ct::A(vs.iter().map(Ct::of).collect()),
+                Some(vs) => match vs.iter().map(|v| if let Value::Real(r) = v { Some(*r) } else { None }).collect() {
+                    Some(rs) => Ct::V(rs),
+                    None => Ct::A(vs.iter().map(Ct::of).collect()),
+                },
                 None => Ct::R(0.0),
             },
         }
@@ -42,24 +53,28 @@ impl Ct {
     fn value(&self) -> Value {
         match self {
             Ct::R(r) => Value::Real(*r),
+            Ct::V(rs) => Value::Array(rs.iter().map(|r| Value::Real(*r)).collect::<Vec<_>>().into()),
             Ct::A(cs) => Value::Array(cs.iter().map(Ct::value).collect::<Vec<_>>().into()),
         }
     }
     fn zeros(s: &Shape) -> Ct {
         match s {
             Shape::Scalar => Ct::R(0.0),
-            Shape::Arr(ss) => Ct::A(ss.iter().map(|s| Ct::zeros(s)).collect()),
+            Shape::Arr { items, flat: true, .. } => Ct::V(vec![0.0; items.len()]),
+            Shape::Arr { items, .. } => Ct::A(items.iter().map(|s| Ct::zeros(s)).collect()),
         }
     }
     fn size(&self) -> u64 {
         match self {
             Ct::R(_) => 1,
+            Ct::V(rs) => rs.len() as u64,
             Ct::A(cs) => cs.iter().map(Ct::size).sum(),
         }
     }
     fn scale(&self, r: f64) -> Ct {
         match self {
             Ct::R(x) => Ct::R(x * r),
+            Ct::V(xs) => Ct::V(xs.iter().map(|x| x * r).collect()),
             Ct::A(cs) => Ct::A(cs.iter().map(|c| c.scale(r)).collect()),
         }
     }
@@ -67,29 +82,53 @@ impl Ct {
     fn add(&mut self, c: &Ct) {
         match (self, c) {
             (Ct::R(x), Ct::R(y)) => *x += y,
+            (Ct::V(xs), Ct::V(ys)) => xs.iter_mut().zip(ys).for_each(|(x, y)| *x += y),
+            (Ct::V(xs), Ct::A(ys)) => xs.iter_mut().zip(ys).for_each(|(x, y)| if let Ct::R(y) = y { *x += y }),
+            (Ct::A(xs), Ct::V(ys)) => xs.iter_mut().zip(ys).for_each(|(x, y)| x.add(&Ct::R(*y))),
             (Ct::A(xs), Ct::A(ys)) => xs.iter_mut().zip(ys).for_each(|(x, y)| x.add(y)),
             _ => {}
         }
     }
-    /// The sub-cotangent at `path` (outermost index first), if it is there.
-    fn at_mut(&mut self, path: &[usize]) -> Option<&mut Ct> {
+    /// The place at `path` (outermost index first), if it is there.
+    fn at_mut(&mut self, path: &[usize]) -> Option<Place<'_>> {
         let mut cur = self;
-        for &i in path {
+        for (k, &i) in path.iter().enumerate() {
             cur = match cur {
                 Ct::A(cs) => cs.get_mut(i)?,
-                Ct::R(_) => return None,
+                Ct::V(rs) if k + 1 == path.len() => return rs.get_mut(i).map(Place::Real),
+                _ => return None,
             };
         }
-        Some(cur)
+        Some(Place::Ct(cur))
+    }
+    /// `self[path] += c`.
+    fn add_at(&mut self, path: &[usize], c: &Ct) {
+        match (self.at_mut(path), c) {
+            (Some(Place::Ct(t)), c) => t.add(c),
+            (Some(Place::Real(x)), Ct::R(y)) => *x += y,
+            _ => {}
+        }
+    }
+    /// Its items as cotangents (a flat array's reals one by one).
+    fn into_items(self) -> Vec<Ct> {
+        match self {
+            Ct::R(_) => vec![],
+            Ct::V(rs) => rs.into_iter().map(Ct::R).collect(),
+            Ct::A(cs) => cs,
+        }
     }
     fn show(&self) -> String {
-        match self {
-            Ct::R(r) => show_real(*r),
-            Ct::A(cs) => {
-                let items: Vec<String> = cs.iter().take(8).map(Ct::show).collect();
-                format!("[{}{}]", items.join(", "), if cs.len() > 8 { ", …" } else { "" })
-            }
-        }
+        let items: Vec<String> = match self {
+            Ct::R(r) => return show_real(*r),
+            Ct::V(rs) => rs.iter().take(8).map(|r| show_real(*r)).collect(),
+            Ct::A(cs) => cs.iter().take(8).map(Ct::show).collect(),
+        };
+        let len = match self {
+            Ct::V(rs) => rs.len(),
+            Ct::A(cs) => cs.len(),
+            Ct::R(_) => 0,
+        };
+        format!("[{}{}]", items.join(", "), if len > 8 { ", …" } else { "" })
     }
 }
 
@@ -155,8 +194,8 @@ fn add_at(slot: &mut Option<Ct>, shape: &Shape, path: &[usize], c: &Ct) -> u64 {
         cells += shape.size();
         *slot = Some(Ct::zeros(shape));
     }
-    if let Some(t) = slot.as_mut().and_then(|s| s.at_mut(path)) {
-        t.add(c);
+    if let Some(t) = slot.as_mut() {
+        t.add_at(path, c);
     }
     cells
 }
@@ -201,8 +240,14 @@ fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunE
                     Mode::OneHot => {
                         let mut hot = Ct::zeros(&d.shape);
                         cells += d.shape.size();
-                        if let Some(t) = hot.at_mut(&[*i]) {
-                            *t = c;
+                        match hot.at_mut(&[*i]) {
+                            Some(Place::Ct(t)) => *t = c,
+                            Some(Place::Real(x)) => {
+                                if let Ct::R(r) = c {
+                                    *x = r
+                                }
+                            }
+                            None => {}
                         }
                         stack.push((hot, d.clone(), vec![]));
                     }
@@ -215,11 +260,15 @@ fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunE
                 // SumOuter ↔ replicate (its result is a scalar: `sum` is over reals)
                 Kind::SumOuter(d) => {
                     let k = match &*d.shape {
-                        Shape::Arr(ss) => ss.len(),
+                        Shape::Arr { items, .. } => items.len(),
                         Shape::Scalar => 0,
                     };
                     cells += k as u64 * c.size();
-                    stack.push((Ct::A(vec![c; k]), d.clone(), vec![]));
+                    let spread = match c {
+                        Ct::R(r) => Ct::V(vec![r; k]),
+                        c => Ct::A(vec![c; k]),
+                    };
+                    stack.push((spread, d.clone(), vec![]));
                 }
                 Kind::Build1(ds) | Kind::LitArray(ds) => match path.split_first() {
                     Some((j, rest)) => {
@@ -228,10 +277,8 @@ fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunE
                         }
                     }
                     None => {
-                        if let Ct::A(cs) = c {
-                            for (cj, d) in cs.into_iter().zip(ds).rev() {
-                                stack.push((cj, d.clone(), vec![]));
-                            }
+                        for (cj, d) in c.into_items().into_iter().zip(ds).rev() {
+                            stack.push((cj, d.clone(), vec![]));
                         }
                     }
                 },
@@ -240,11 +287,9 @@ fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunE
                     Some((_, rest)) => stack.push((c, d.clone(), rest.to_vec())),
                     None => {
                         let mut total = Ct::zeros(&d.shape);
-                        if let Ct::A(cs) = &c {
-                            for x in cs {
-                                cells += x.size();
-                                total.add(x);
-                            }
+                        for x in c.into_items() {
+                            cells += x.size();
+                            total.add(&x);
                         }
                         stack.push((total, d.clone(), vec![]));
                     }
@@ -295,8 +340,10 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     rt(m).roots.push(d.clone());
     {
         let mut es = es_of(&e).borrow_mut();
-        eval(m, &mut es, c.clone(), &d)?;
-        if m.tracing() {
+        // (the cotangent kept for the trace only: a dense one is as long as its array)
+        let traced = m.tracing().then(|| c.clone());
+        eval(m, &mut es, c, &d)?;
+        if let Some(c) = traced {
             let state = rows(&es);
             m.trace(TraceStep {
                 kind: "eval".into(),
@@ -319,8 +366,9 @@ fn b_backprop(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
         let mut es = es_of(&e).borrow_mut();
         while let Some((i, c)) = es.accum.pop_last() {
             let Some(d) = es.dfrag.remove(&i) else { continue };
-            eval(m, &mut es, c.clone(), &d)?;
-            if m.tracing() {
+            let traced = m.tracing().then(|| c.clone());
+            eval(m, &mut es, c, &d)?;
+            if let Some(c) = traced {
                 let state = rows(&es);
                 m.trace(TraceStep {
                     kind: "backprop".into(),
@@ -409,4 +457,60 @@ pub fn graph(m: &mut Machine) -> Option<Graph> {
     }
     g.omitted = (order.len() - g.nodes.len()) as u64;
     Some(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr(vs: Vec<Value>) -> Value {
+        Value::Array(vs.into())
+    }
+    fn reals(rs: &[f64]) -> Value {
+        arr(rs.iter().map(|r| Value::Real(*r)).collect())
+    }
+    /// The nested form every cotangent had before flat arrays: an array of reals as `A` of `R`s.
+    fn same(a: Value, b: Value) {
+        assert!(a.same(&b), "{a} is not {b}");
+    }
+    fn nested(c: &Ct) -> Ct {
+        match c {
+            Ct::R(r) => Ct::R(*r),
+            Ct::V(rs) => Ct::A(rs.iter().map(|r| Ct::R(*r)).collect()),
+            Ct::A(cs) => Ct::A(cs.iter().map(nested).collect()),
+        }
+    }
+
+    /// A flat array of reals (`V`) behaves as its nested form (`A` of `R`s) under every operation the
+    /// reverse pass uses: the values, sizes and shown text are the same whichever form each side has.
+    #[test]
+    fn a_flat_cotangent_adds_scales_and_shows_as_its_nested_form() {
+        let v = arr(vec![reals(&[1.0, 2.0]), reals(&[3.0, 4.0, 5.0]), reals(&[])]);
+        let flat = Ct::of(&v);
+        assert!(matches!(&flat, Ct::A(cs) if matches!(cs[0], Ct::V(_))), "rows of reals are flat: {flat:?}");
+        let deep = nested(&flat);
+        same(flat.value(), v.clone());
+        same(deep.value(), v.clone());
+        assert_eq!((flat.size(), flat.show()), (deep.size(), deep.show()));
+        same(flat.scale(2.0).value(), deep.scale(2.0).value());
+        // every mix of forms added, whole and at a path (into a row, into one real of a row)
+        for (a, b) in [(&flat, &flat), (&flat, &deep), (&deep, &flat), (&deep, &deep)] {
+            let mut x = a.clone();
+            x.add(b);
+            same(x.value(), flat.scale(2.0).value());
+            let mut x = a.clone();
+            x.add_at(&[1], &Ct::of(&reals(&[10.0, 20.0, 30.0])));
+            x.add_at(&[0, 1], &Ct::R(0.5));
+            x.add_at(&[0, 7], &Ct::R(9.0)); // outside: nothing
+            same(x.value(), arr(vec![reals(&[1.0, 2.5]), reals(&[13.0, 24.0, 35.0]), reals(&[])]));
+        }
+        // a one-hot: zeros of a flat shape are flat, and a real set at its index
+        let shape = Shape::of(&reals(&[7.0, 8.0, 9.0]));
+        let mut hot = Ct::zeros(&shape);
+        assert!(matches!(hot, Ct::V(_)));
+        hot.add_at(&[2], &Ct::R(-1.5));
+        same(hot.value(), reals(&[0.0, 0.0, -1.5]));
+        assert_eq!(hot.clone().into_items().len(), 3);
+        assert_eq!((shape.size(), Shape::of(&v).size()), (3, 5));
+    }
 }
