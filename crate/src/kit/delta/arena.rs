@@ -97,7 +97,14 @@ pub struct SpanTable {
     recent: [(Span, u32); RECENT],
 }
 
-const RECENT: usize = 16;
+const RECENT: usize = 64;
+
+/// A span's slot in `recent`: by both ends, since nested operations share their start
+/// (`a * b` inside `a * b + c`).
+#[inline(always)]
+fn recent_slot(span: Span) -> usize {
+    (span.start.wrapping_mul(31) ^ span.end) as usize % RECENT
+}
 
 impl Default for SpanTable {
     fn default() -> Self {
@@ -112,7 +119,7 @@ impl SpanTable {
     /// `span`'s index, given it the first time; `None` once 2^32 distinct spans are taken.
     #[inline]
     pub fn index(&mut self, span: Span) -> Option<u32> {
-        let (sp, i) = self.recent[span.start as usize % RECENT];
+        let (sp, i) = self.recent[recent_slot(span)];
         if sp == span {
             return Some(i);
         }
@@ -127,7 +134,7 @@ impl SpanTable {
         if id == next {
             self.spans.push(span);
         }
-        self.recent[span.start as usize % RECENT] = (span, id);
+        self.recent[recent_slot(span)] = (span, id);
         Some(id)
     }
 
@@ -639,9 +646,9 @@ mod tests {
         assert_eq!(a.len(), 9);
     }
 
-    /// Spans that share a slot of the recent spans (one start, or starts 16 apart) keep their own
-    /// indices, however they alternate: fails if the slot answered for a span by its start alone or
-    /// kept a stale pair. And a node pushed by its span's index reads back as one pushed by span.
+    /// Spans that share a slot of the recent spans (one start, or starts 16 apart; 40 spans in 64
+    /// slots) keep their own indices, however they alternate: fails if the slot answered for a span
+    /// by its start alone or kept a stale pair. And a node pushed by its span's index reads back as one pushed by span.
     #[test]
     fn spans_sharing_a_recent_slot_keep_their_indices() {
         let mut t = SpanTable::default();
