@@ -28,11 +28,12 @@
 //! tracer or a lambda watcher: none of their steps could then stop the run or be seen.
 //!
 //! EFFECTS. A record's ID is known before it is written: the runtime reserves the round's IDs,
-//! consecutive (`RoundRecord::reserve`), so the whole round is computed in registers first, and its
-//! records written at once only when everything has succeeded (`RoundRecord::write`); the
-//! parameters' registers take the round's new values after that. A failing integer operation, a
-//! runtime that cannot reserve the IDs or refuses an edge (an ID out of range) leave nothing
-//! changed, and that round runs step by step as the walker runs it, with the walker's message.
+//! consecutive, and hands over its tape (`RoundRecord::take`), the records are written straight
+//! onto it as the round computes them, and the tape is given back (`RoundRecord::put`) with the
+//! IDs' spans and counters once everything has succeeded, or cut back to where it was. A failing
+//! integer operation, a runtime that cannot reserve the IDs, or an edge `record` would refuse (an
+//! ID out of range) leave nothing changed, and that round runs step by step as the walker runs it,
+//! with the walker's message.
 //!
 //! CALLS OF A RUNTIME'S BUILTINS. A runtime may offer builtins a round calls (`RoundCalls`, issue
 //! 13, session 34: Krawiec's monad's Delta constructors and `deltaLet`): each is an op whose result
@@ -42,7 +43,7 @@
 //! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord, MAX_CALL_INTS};
+use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord, RoundTape, MAX_CALL_INTS};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -109,9 +110,18 @@ enum Op {
     Z1(fn(i64) -> Option<i64>, u16, u16),
     Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, u16, u16),
     ZCmp(fn(i64, i64) -> bool, u16, u16, u16),
-    /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
-    /// register) with these edges (partial, ID: (0, i), or a pair's components).
-    Rec(u16, u8, [(u16, u16, u16); 2]),
+    /// `+`, `−` (failing on overflow, as the prim's `checked_*`) and `==` on integers, without the
+    /// call (issue 13, session 39: a loop's counter and test).
+    ZAdd(u16, u16, u16),
+    ZSub(u16, u16, u16),
+    ZEq(u16, u16, u16),
+    /// Record k (its ID, the reserved first + k, into an integer register) with these edges
+    /// (partial, ID), written straight onto the runtime's tape (`RoundTape`; an ID past a `u32`
+    /// fails the round, as `record` refuses it).
+    Rec(u16, u8, [(u16, u16); 2]),
+    /// The same for a pair ID (`RoundRecord::pairs`: its last component into the register), the
+    /// edges (partial, job, seq).
+    RecPair(u16, u8, [(u16, u16, u16); 2]),
     /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
     /// number the reserved first of its sequence + its place, into an integer register.
     Call(u16, u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
@@ -158,6 +168,9 @@ pub(crate) struct RoundProg {
     ki: Box<[(u16, i64)]>,
     /// The new parameters' leaves, in `leaves`' order.
     outs: Box<[Out]>,
+    /// The same as moves into the leaves' registers, a leaf that keeps its register left out,
+    /// when no move reads a register another one writes (then in any order, without `outs`' copy).
+    moves: Option<Box<[(Leaf, Out)]>>,
     test: u16,
     /// The test's value that takes the spine's branch again.
     on: bool,
@@ -353,12 +366,16 @@ impl Builder<'_> {
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::Z2(f))) => {
                         let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
-                        self.ops.push(Op::Z2(f, r, a, b));
+                        self.ops.push(match op {
+                            Prim::Add => Op::ZAdd(r, a, b),
+                            Prim::Sub => Op::ZSub(r, a, b),
+                            _ => Op::Z2(f, r, a, b),
+                        });
                         Sym::I(I::Reg(r))
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::ZCmp(f))) => {
                         let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
-                        self.ops.push(Op::ZCmp(f, r, a, b));
+                        self.ops.push(if *op == Prim::Eq { Op::ZEq(r, a, b) } else { Op::ZCmp(f, r, a, b) });
                         Sym::B(r)
                     }
                     _ => return None,
@@ -396,7 +413,11 @@ impl Builder<'_> {
                 for (g, &(a, z, j)) in regs.iter_mut().zip(es.iter()).take(args.len() / 2) {
                     *g = (self.rreg(a)?, self.ireg(z)?, self.ireg(j)?);
                 }
-                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, regs));
+                let n = (args.len() / 2) as u8;
+                self.ops.push(match rr.pairs {
+                    true => Op::RecPair(r, n, regs),
+                    false => Op::Rec(r, n, regs.map(|(a, _, j)| (a, j))),
+                });
                 if rr.pairs {
                     let job = match self.job {
                         Some(j) => j,
@@ -690,6 +711,8 @@ impl RoundProg {
                 _ => None,
             })
             .collect::<Option<Box<[Out]>>>()?;
+        let moves: Vec<(Leaf, Out)> = leaves.iter().zip(outs.iter()).filter(|(l, o)| reg_of(**l) != out_of(**o)).map(|(l, o)| (*l, *o)).collect();
+        let direct = moves.iter().all(|(_, o)| moves.iter().all(|(l, _)| reg_of(*l) != out_of(*o)));
         Some(RoundProg {
             shapes,
             leaves: leaves.into(),
@@ -699,6 +722,7 @@ impl RoundProg {
             kr: b.kr.into(),
             ki: b.ki.into(),
             outs,
+            moves: direct.then(|| moves.into()),
             test,
             on: spine_then,
             rec: b.rec,
@@ -787,15 +811,16 @@ impl Machine<'_> {
         }
         let mut items = p.items.to_vec();
         let nrec = p.spans.len();
-        // Rounds that only record run in batches, their records written once a batch (reserved
-        // and written as one round's: the IDs consecutive; issue 13, session 37). A batch that
+        // Rounds that only record run in batches, their records' IDs reserved once a batch (as one
+        // round's: the IDs consecutive; issue 13, session 37). A batch that
         // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
         // check or memory probe that stops — is run again round by round from its start, so
         // everything up to the round that fails is as the round-by-round run leaves it.
         let batching = p.rec.is_some() && nrec > 0 && items.is_empty();
         let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
         let spans = p.spans.repeat(batch as usize);
-        let (mut edges, mut counts) = (Vec::with_capacity(2 * spans.len()), Vec::with_capacity(spans.len()));
+        // a round's edges
+        let nedge: usize = p.ops.iter().map(|o| if let Op::Rec(_, n, _) | Op::RecPair(_, n, _) = o { *n as usize } else { 0 }).sum();
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
         let mut saved = vec![(0.0f64, 0i64); p.leaves.len()];
         let (mut done, mut left) = (0u64, false);
@@ -806,11 +831,20 @@ impl Machine<'_> {
             let (s0, a0) = (self.steps + done * p.steps, self.allocs + done * p.allocs);
             let (s1, a1) = (s0 + b * p.steps, a0 + b * p.allocs);
             let stops = (s0 >> 12 != s1 >> 12 && self.check_clock().is_err()) || (a0 >> 12 != a1 >> 12 && self.check_memory().is_err());
-            let reserved = match p.rec {
-                Some(rr) if nrec > 0 && !stops => (rr.reserve)(self, nrec * b as usize),
-                _ => Some((0, 0)),
+            // (a round has records or calls, not both: `build`)
+            let firsts = match p.calls {
+                Some(c) if !items.is_empty() && !stops => match (c.reserve)(self, p.nseq) {
+                    Some(f) => f,
+                    None => break,
+                },
+                _ => [0; 2],
             };
-            let (job, first) = match reserved {
+            // the records' IDs, and the tape they are written to (issue 13, session 39)
+            let taken = match p.rec {
+                Some(rr) if nrec > 0 && !stops => (rr.take)(self, nrec * b as usize),
+                _ => Some((0, 0, RoundTape::default())),
+            };
+            let (job, first, mut tape) = match taken {
                 Some(f) if !stops => f,
                 _ if b > 1 => {
                     batch = 1;
@@ -818,18 +852,23 @@ impl Machine<'_> {
                 }
                 _ => break,
             };
+            // the arrays grown once for the batch's records and edges (the most its rounds write),
+            // each written by index, then cut to what was written (issue 13, session 39)
+            let lens = tape.lens();
+            tape.counts.resize(lens[0] + nrec * b as usize, 0);
+            match p.rec {
+                Some(rr) if rr.pairs => tape.pairs.resize(lens[3] + nedge * b as usize, (0.0, 0, 0)),
+                Some(_) => {
+                    tape.partials.resize(lens[1] + nedge * b as usize, 0.0);
+                    tape.args.resize(lens[2] + nedge * b as usize, 0);
+                }
+                None => {}
+            }
+            let (cs, ps, js, es) = (&mut tape.counts[lens[0]..], &mut tape.partials[lens[1]..], &mut tape.args[lens[2]..], &mut tape.pairs[lens[3]..]);
+            let (mut nc, mut ne) = (0usize, 0usize);
             if let Some(j) = p.job {
                 ri[j as usize] = job;
             }
-            let firsts = match p.calls {
-                Some(c) if !items.is_empty() => match (c.reserve)(self, p.nseq) {
-                    Some(f) => f,
-                    None => break,
-                },
-                _ => [0; 2],
-            };
-            edges.clear();
-            counts.clear();
             for (x, l) in saved.iter_mut().zip(p.leaves.iter()) {
                 *x = match *l {
                     Leaf::R(r) => (rf[r as usize], 0),
@@ -864,11 +903,43 @@ impl Machine<'_> {
                             }
                         },
                         Op::ZCmp(f, d, a, b) => ri[d as usize] = f(ri[a as usize], ri[b as usize]) as i64,
-                        Op::Rec(d, n, es) => {
-                            for &(a, z, j) in &es[..n as usize] {
-                                edges.push((rf[a as usize], ri[z as usize], ri[j as usize]));
+                        Op::ZAdd(d, a, b) => match ri[a as usize].checked_add(ri[b as usize]) {
+                            Some(x) => ri[d as usize] = x,
+                            None => {
+                                failed = true;
+                                break 'round;
                             }
-                            counts.push(n);
+                        },
+                        Op::ZSub(d, a, b) => match ri[a as usize].checked_sub(ri[b as usize]) {
+                            Some(x) => ri[d as usize] = x,
+                            None => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
+                        Op::ZEq(d, a, b) => ri[d as usize] = (ri[a as usize] == ri[b as usize]) as i64,
+                        Op::Rec(d, n, edges) => {
+                            for &(a, j) in &edges[..n as usize] {
+                                let Ok(j) = u32::try_from(ri[j as usize]) else {
+                                    failed = true;
+                                    break 'round;
+                                };
+                                ps[ne] = rf[a as usize];
+                                js[ne] = j;
+                                ne += 1;
+                            }
+                            cs[nc] = n;
+                            nc += 1;
+                            ri[d as usize] = id;
+                            id += 1;
+                        }
+                        Op::RecPair(d, n, edges) => {
+                            for &(a, z, j) in &edges[..n as usize] {
+                                es[ne] = (rf[a as usize], ri[z as usize] as u32, ri[j as usize] as u32);
+                                ne += 1;
+                            }
+                            cs[nc] = n;
+                            nc += 1;
                             ri[d as usize] = id;
                             id += 1;
                         }
@@ -882,29 +953,46 @@ impl Machine<'_> {
                     }
                 }
                 // the new parameters read before any is written (a parallel move)
-                for (x, o) in next.iter_mut().zip(p.outs.iter()) {
-                    *x = match *o {
-                        Out::R(r) => (rf[r as usize], 0),
-                        Out::I(i) => (0.0, ri[i as usize]),
-                    };
+                match &p.moves {
+                    Some(moves) => {
+                        for &(l, o) in moves.iter() {
+                            match (l, o) {
+                                (Leaf::R(d), Out::R(s)) => rf[d as usize] = rf[s as usize],
+                                (Leaf::I(d) | Leaf::B(d) | Leaf::H(d), Out::I(s)) => ri[d as usize] = ri[s as usize],
+                                _ => {}
+                            }
+                        }
+                    }
+                    None => {
+                        for (x, o) in next.iter_mut().zip(p.outs.iter()) {
+                            *x = match *o {
+                                Out::R(r) => (rf[r as usize], 0),
+                                Out::I(i) => (0.0, ri[i as usize]),
+                            };
+                        }
+                        set_leaves(&p.leaves, &next, &mut rf, &mut ri);
+                    }
                 }
-                set_leaves(&p.leaves, &next, &mut rf, &mut ri);
                 ran += 1;
                 if (ri[p.test as usize] != 0) != p.on {
                     left = true;
                     break;
                 }
             }
-            // the batch's records and calls, written once all its rounds have run
+            // the batch's calls written once all its rounds have run; its tape put back, cut to
+            // where it was when nothing of the batch happened
             let written = !failed
-                && match p.rec {
-                    Some(rr) if nrec > 0 => (rr.write)(self, &edges, &counts, &spans[..nrec * ran as usize]),
-                    _ => true,
-                }
                 && match p.calls {
                     Some(c) if !items.is_empty() => (c.write)(self, &items),
                     _ => true,
                 };
+            if !written {
+                (nc, ne) = (0, 0);
+            }
+            tape.truncate([lens[0] + nc, lens[1] + ne, lens[2] + ne, lens[3] + ne]);
+            if let Some(rr) = p.rec.filter(|_| nrec > 0) {
+                (rr.put)(self, tape, &spans[..nc]);
+            }
             if !written {
                 // nothing of the batch happened: its parameters as they were, and round by round again
                 set_leaves(&p.leaves, &saved, &mut rf, &mut ri);
@@ -939,6 +1027,20 @@ impl Machine<'_> {
             self.max_depth = self.max_depth.max(self.depth + p.frames as u64);
         }
         Some(left)
+    }
+}
+
+/// A leaf's register and its file (real: false, integer: true).
+fn reg_of(l: Leaf) -> (bool, u16) {
+    match l {
+        Leaf::R(r) => (false, r),
+        Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (true, r),
+    }
+}
+fn out_of(o: Out) -> (bool, u16) {
+    match o {
+        Out::R(r) => (false, r),
+        Out::I(r) => (true, r),
     }
 }
 
