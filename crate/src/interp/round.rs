@@ -160,8 +160,6 @@ pub(crate) struct RoundProg {
     shapes: Box<[Shape]>,
     /// The parameters' leaves, in order, parameter by parameter.
     leaves: Box<[Leaf]>,
-    nr: usize,
-    ni: usize,
     ops: Box<[Op]>,
     /// The constants' registers and values, real and integer.
     kr: Box<[(u16, f64)]>,
@@ -716,8 +714,6 @@ impl RoundProg {
         Some(RoundProg {
             shapes,
             leaves: leaves.into(),
-            nr: b.nr,
-            ni: b.ni,
             ops: b.ops.into(),
             kr: b.kr.into(),
             ki: b.ki.into(),
@@ -784,19 +780,19 @@ impl Machine<'_> {
             return None;
         }
         // the parameters into registers, if they have the program's shapes
-        let (mut rf, mut ri) = (vec![0.0f64; p.nr], vec![0i64; p.ni]);
+        let (mut rf, mut ri) = (Regs::new(0.0f64)?, Regs::new(0i64)?);
         let mut k = 0;
         match src.calls {
             Some(c) => {
                 for (v, sh) in vals.iter().zip(p.shapes.iter()) {
-                    if !load(v, sh, &p.leaves, &mut k, &mut rf, &mut ri, &mut |v| (c.unbox)(self, v)) {
+                    if !load(v, sh, &p.leaves, &mut k, &mut rf.0[..], &mut ri.0[..], &mut |v| (c.unbox)(self, v)) {
                         return None;
                     }
                 }
             }
             None => {
                 for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
-                    if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf, &mut ri, &mut |_| None) {
+                    if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf.0[..], &mut ri.0[..], &mut |_| None) {
                         return None;
                     }
                 }
@@ -804,10 +800,10 @@ impl Machine<'_> {
         }
         drop(vals);
         for &(r, x) in p.kr.iter() {
-            rf[r as usize] = x;
+            rf[r] = x;
         }
         for &(r, x) in p.ki.iter() {
-            ri[r as usize] = x;
+            ri[r] = x;
         }
         let mut items = p.items.to_vec();
         let nrec = p.spans.len();
@@ -855,24 +851,24 @@ impl Machine<'_> {
             // the arrays grown once for the batch's records and edges (the most its rounds write),
             // each written by index, then cut to what was written (issue 13, session 39)
             let lens = tape.lens();
-            tape.counts.resize(lens[0] + nrec * b as usize, 0);
+            grow(&mut tape.counts, nrec * b as usize, 0);
             match p.rec {
-                Some(rr) if rr.pairs => tape.pairs.resize(lens[3] + nedge * b as usize, (0.0, 0, 0)),
+                Some(rr) if rr.pairs => grow(&mut tape.pairs, nedge * b as usize, (0.0, 0, 0)),
                 Some(_) => {
-                    tape.partials.resize(lens[1] + nedge * b as usize, 0.0);
-                    tape.args.resize(lens[2] + nedge * b as usize, 0);
+                    grow(&mut tape.partials, nedge * b as usize, 0.0);
+                    grow(&mut tape.args, nedge * b as usize, 0);
                 }
                 None => {}
             }
             let (cs, ps, js, es) = (&mut tape.counts[lens[0]..], &mut tape.partials[lens[1]..], &mut tape.args[lens[2]..], &mut tape.pairs[lens[3]..]);
             let (mut nc, mut ne) = (0usize, 0usize);
             if let Some(j) = p.job {
-                ri[j as usize] = job;
+                ri[j] = job;
             }
             for (x, l) in saved.iter_mut().zip(p.leaves.iter()) {
                 *x = match *l {
-                    Leaf::R(r) => (rf[r as usize], 0),
-                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (0.0, ri[r as usize]),
+                    Leaf::R(r) => (rf[r], 0),
+                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (0.0, ri[r]),
                 };
             }
             let mut id = first;
@@ -880,75 +876,75 @@ impl Machine<'_> {
             'round: while ran < b {
                 for op in p.ops.iter() {
                     match *op {
-                        Op::Add(d, a, b) => rf[d as usize] = rf[a as usize] + rf[b as usize],
-                        Op::Sub(d, a, b) => rf[d as usize] = rf[a as usize] - rf[b as usize],
-                        Op::Mul(d, a, b) => rf[d as usize] = rf[a as usize] * rf[b as usize],
-                        Op::Div(d, a, b) => rf[d as usize] = rf[a as usize] / rf[b as usize],
-                        Op::R1(f, d, a) => rf[d as usize] = f(rf[a as usize]),
-                        Op::R2(f, d, a, b) => rf[d as usize] = f(rf[a as usize], rf[b as usize]),
-                        Op::RCmp(f, d, a, b) => ri[d as usize] = f(rf[a as usize], rf[b as usize]) as i64,
-                        Op::ToReal(f, d, a) => rf[d as usize] = f(ri[a as usize]),
-                        Op::Z1(f, d, a) => match f(ri[a as usize]) {
-                            Some(x) => ri[d as usize] = x,
+                        Op::Add(d, a, b) => rf[d] = rf[a] + rf[b],
+                        Op::Sub(d, a, b) => rf[d] = rf[a] - rf[b],
+                        Op::Mul(d, a, b) => rf[d] = rf[a] * rf[b],
+                        Op::Div(d, a, b) => rf[d] = rf[a] / rf[b],
+                        Op::R1(f, d, a) => rf[d] = f(rf[a]),
+                        Op::R2(f, d, a, b) => rf[d] = f(rf[a], rf[b]),
+                        Op::RCmp(f, d, a, b) => ri[d] = f(rf[a], rf[b]) as i64,
+                        Op::ToReal(f, d, a) => rf[d] = f(ri[a]),
+                        Op::Z1(f, d, a) => match f(ri[a]) {
+                            Some(x) => ri[d] = x,
                             None => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::Z2(f, d, a, b) => match f(ri[a as usize], ri[b as usize]) {
-                            Ok(x) => ri[d as usize] = x,
+                        Op::Z2(f, d, a, b) => match f(ri[a], ri[b]) {
+                            Ok(x) => ri[d] = x,
                             Err(_) => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::ZCmp(f, d, a, b) => ri[d as usize] = f(ri[a as usize], ri[b as usize]) as i64,
-                        Op::ZAdd(d, a, b) => match ri[a as usize].checked_add(ri[b as usize]) {
-                            Some(x) => ri[d as usize] = x,
+                        Op::ZCmp(f, d, a, b) => ri[d] = f(ri[a], ri[b]) as i64,
+                        Op::ZAdd(d, a, b) => match ri[a].checked_add(ri[b]) {
+                            Some(x) => ri[d] = x,
                             None => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::ZSub(d, a, b) => match ri[a as usize].checked_sub(ri[b as usize]) {
-                            Some(x) => ri[d as usize] = x,
+                        Op::ZSub(d, a, b) => match ri[a].checked_sub(ri[b]) {
+                            Some(x) => ri[d] = x,
                             None => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::ZEq(d, a, b) => ri[d as usize] = (ri[a as usize] == ri[b as usize]) as i64,
+                        Op::ZEq(d, a, b) => ri[d] = (ri[a] == ri[b]) as i64,
                         Op::Rec(d, n, edges) => {
                             for &(a, j) in &edges[..n as usize] {
-                                let Ok(j) = u32::try_from(ri[j as usize]) else {
+                                let Ok(j) = u32::try_from(ri[j]) else {
                                     failed = true;
                                     break 'round;
                                 };
-                                ps[ne] = rf[a as usize];
+                                ps[ne] = rf[a];
                                 js[ne] = j;
                                 ne += 1;
                             }
                             cs[nc] = n;
                             nc += 1;
-                            ri[d as usize] = id;
+                            ri[d] = id;
                             id += 1;
                         }
                         Op::RecPair(d, n, edges) => {
                             for &(a, z, j) in &edges[..n as usize] {
-                                es[ne] = (rf[a as usize], ri[z as usize] as u32, ri[j as usize] as u32);
+                                es[ne] = (rf[a], ri[z] as u32, ri[j] as u32);
                                 ne += 1;
                             }
                             cs[nc] = n;
                             nc += 1;
-                            ri[d as usize] = id;
+                            ri[d] = id;
                             id += 1;
                         }
                         Op::Call(k, d, seq, x, z) => {
                             let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
-                            it.x = x.map(|x| rf[x as usize]);
-                            it.z = z.map(|z| ri[z as usize]);
+                            it.x = x.map(|x| rf[x]);
+                            it.z = z.map(|z| ri[z]);
                             it.at = at;
-                            ri[d as usize] = at;
+                            ri[d] = at;
                         }
                     }
                 }
@@ -957,8 +953,8 @@ impl Machine<'_> {
                     Some(moves) => {
                         for &(l, o) in moves.iter() {
                             match (l, o) {
-                                (Leaf::R(d), Out::R(s)) => rf[d as usize] = rf[s as usize],
-                                (Leaf::I(d) | Leaf::B(d) | Leaf::H(d), Out::I(s)) => ri[d as usize] = ri[s as usize],
+                                (Leaf::R(d), Out::R(s)) => rf[d] = rf[s],
+                                (Leaf::I(d) | Leaf::B(d) | Leaf::H(d), Out::I(s)) => ri[d] = ri[s],
                                 _ => {}
                             }
                         }
@@ -966,15 +962,15 @@ impl Machine<'_> {
                     None => {
                         for (x, o) in next.iter_mut().zip(p.outs.iter()) {
                             *x = match *o {
-                                Out::R(r) => (rf[r as usize], 0),
-                                Out::I(i) => (0.0, ri[i as usize]),
+                                Out::R(r) => (rf[r], 0),
+                                Out::I(i) => (0.0, ri[i]),
                             };
                         }
-                        set_leaves(&p.leaves, &next, &mut rf, &mut ri);
+                        set_leaves(&p.leaves, &next, &mut rf.0[..], &mut ri.0[..]);
                     }
                 }
                 ran += 1;
-                if (ri[p.test as usize] != 0) != p.on {
+                if (ri[p.test] != 0) != p.on {
                     left = true;
                     break;
                 }
@@ -995,7 +991,7 @@ impl Machine<'_> {
             }
             if !written {
                 // nothing of the batch happened: its parameters as they were, and round by round again
-                set_leaves(&p.leaves, &saved, &mut rf, &mut ri);
+                set_leaves(&p.leaves, &saved, &mut rf.0[..], &mut ri.0[..]);
                 left = false;
                 if b > 1 {
                     batch = 1;
@@ -1014,7 +1010,7 @@ impl Machine<'_> {
         // the parameters boxed once, from their registers
         let mut k = 0;
         let rebox = p.calls.map(|c| c.rebox);
-        let vs: Vec<Value> = p.shapes.iter().map(|sh| store(sh, &p.leaves, &mut k, &rf, &ri, &mut |h| rebox.map_or(Value::Unit, |f| f(self, h)))).collect();
+        let vs: Vec<Value> = p.shapes.iter().map(|sh| store(sh, &p.leaves, &mut k, &rf.0[..], &ri.0[..], &mut |h| rebox.map_or(Value::Unit, |f| f(self, h)))).collect();
         for (s, v) in src.params.iter().zip(vs) {
             super::run::set_slot(&mut self.locals[bp + *s as usize], v);
         }
@@ -1027,6 +1023,41 @@ impl Machine<'_> {
             self.max_depth = self.max_depth.max(self.depth + p.frames as u64);
         }
         Some(left)
+    }
+}
+
+/// `v` longer by `n` copies of `x`, its room quadrupled when it runs out rather than doubled: a
+/// long loop's tape copied a third as much (issue 13, session 39: the copies were a tenth of a
+/// particle gradient's instructions).
+fn grow<T: Copy>(v: &mut Vec<T>, n: usize, x: T) {
+    if v.capacity() - v.len() < n {
+        v.reserve((3 * v.len()).max(n));
+    }
+    v.resize(v.len() + n, x);
+}
+
+/// A register file: `MAX_REGS` registers, a register's index masked to that (a no-op: a program has
+/// at most `MAX_REGS`), so that an op's operands are read without a bounds check (issue 13, session 39).
+struct Regs<T>(Box<[T; MAX_REGS]>);
+
+const _: () = assert!(MAX_REGS.is_power_of_two() && MAX_REGS <= u16::MAX as usize + 1);
+
+impl<T: Copy> Regs<T> {
+    fn new(zero: T) -> Option<Regs<T>> {
+        Some(Regs(vec![zero; MAX_REGS].into_boxed_slice().try_into().ok()?))
+    }
+}
+impl<T> std::ops::Index<u16> for Regs<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, r: u16) -> &T {
+        &self.0[r as usize & (MAX_REGS - 1)]
+    }
+}
+impl<T> std::ops::IndexMut<u16> for Regs<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, r: u16) -> &mut T {
+        &mut self.0[r as usize & (MAX_REGS - 1)]
     }
 }
 
