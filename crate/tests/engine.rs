@@ -884,8 +884,8 @@ const TAPED_MOVES: &[&str] = &[
 /// Rounds whose parameters' moves would clobber one another in the wrong order, and rounds
 /// counting with `+` and `==`, against the walker through every compiled-round runtime at every
 /// budget. With the moves made in place whatever they read (`direct` always true in
-/// `RoundProg::build`) the first run fails ("dualrev/tape: … differs": the swapped reals both
-/// the same); with `ZEq` as `!=`, or `ZAdd` as a subtraction, the second source fails.
+/// `RoundProg::build`) the first run fails ("dualrev/tape: status differs", gradient 14.09 against
+/// the walker's 10.17: the swapped pair both the same); with `ZEq` as `!=` it fails at once too.
 #[test]
 fn taping_rounds_that_swap_or_count_up_their_parameters_count_as_the_walker() {
     taping_rounds_agree_at_every_budget(TAPED_MOVES, 0..0);

@@ -848,8 +848,8 @@ impl Machine<'_> {
                 }
                 _ => break,
             };
-            // the arrays grown once for the batch's records and edges (the most its rounds write),
-            // each written by index, then cut to what was written (issue 13, session 39)
+            // the arrays grown once for the batch's records and edges (the most its rounds write:
+            // `grow`), each written by index, then cut to what was written (issue 13, session 39)
             let lens = tape.lens();
             grow(&mut tape.counts, nrec * b as usize, 0);
             match p.rec {
@@ -1136,5 +1136,36 @@ fn store(sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &[f64], ri: &[i64], reb
             *k += 1;
             v
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `grow` gives a full tape array four times its length of room (a long loop's tape copied a
+    /// third as much as by doubling; with a plain `resize` the room is only doubled), leaves one
+    /// with room in place, and appends `n` copies of `x`.
+    #[test]
+    fn a_full_tape_array_grows_by_four_and_one_with_room_in_place() {
+        let mut v: Vec<u32> = Vec::with_capacity(100);
+        v.extend(0..100);
+        grow(&mut v, 10, 7);
+        assert!(v.capacity() >= 400, "room {}", v.capacity());
+        assert_eq!((v.len(), &v[98..102]), (110, &[98, 99, 7, 7][..]));
+        let (room, at) = (v.capacity(), v.as_ptr());
+        grow(&mut v, 64, 8);
+        assert_eq!((v.capacity(), v.as_ptr(), v.len(), v[173]), (room, at, 174, 8));
+    }
+
+    /// A register file's cells are its registers' own: each of `MAX_REGS` registers written and
+    /// read back, none aliasing another under the index's mask.
+    #[test]
+    fn every_register_is_a_cell_of_its_own() {
+        let mut r = Regs::new(0i64).unwrap();
+        for k in 0..MAX_REGS as u16 {
+            r[k] = k as i64 + 1;
+        }
+        assert!((0..MAX_REGS as u16).all(|k| r[k] == k as i64 + 1));
     }
 }
