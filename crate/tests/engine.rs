@@ -871,6 +871,27 @@ fn rounds_agree_at_every_budget(ids: &[&str], sources: &[&str], depths: std::ops
     }
 }
 
+/// Taped loops whose new parameters are moved into the old ones' registers in an order that
+/// matters (issue 13, session 39: `RoundProg::moves`): two reals (each a (real, ID) pair on the
+/// tape) swapped each round, a counter counting up by `+` to an `==` test (the integer ops of their
+/// own), and a parameter passed on unchanged (its move left out).
+const TAPED_MOVES: &[&str] = &[
+    "param n = 40\ninput 0.8\ndef go k a b c = if k == 0 then a * b + c else go (k - 1) b a (c * a + 0.5)\ndef main x = go n x (x * x) 1.0",
+    "param n = 40\ninput 0.9\ndef go k acc x = if k == 40 then acc else go (k + 1) (acc * x + 0.5) x\ndef main x = go 0 0.0 x",
+    "param n = 30\ninput 0.6\ndef go k a b x = if k == 0 then a + b else go (k - 1) (b * x) (a - x) x\ndef main x = go n x 1.0 x",
+];
+
+/// Rounds whose parameters' moves would clobber one another in the wrong order, and rounds
+/// counting with `+` and `==`, against the walker through every compiled-round runtime at every
+/// budget. With the moves made in place whatever they read (`direct` always true in
+/// `RoundProg::build`) the first run fails ("dualrev/tape: status differs", gradient 14.09 against
+/// the walker's 10.17: the swapped pair both the same); with `ZEq` as `!=` it fails at once too.
+#[test]
+fn taping_rounds_that_swap_or_count_up_their_parameters_count_as_the_walker() {
+    taping_rounds_agree_at_every_budget(TAPED_MOVES, 0..0);
+    rounds_agree_at_every_budget(&["dualrev/contrib", "krawiec/array"], TAPED_MOVES, 0..0);
+}
+
 /// Rounds that call another definition against the walker, as `taping_rounds_compiled_…` checks
 /// the others, and at every depth budget (the callee's frame, and its own callee's, checked once a
 /// round against the budget: a round whose deepest frame would not fit runs step by step). With the

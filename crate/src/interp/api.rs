@@ -338,8 +338,9 @@ pub struct Fused {
 }
 
 /// A fused `record (Ck …)` in a compiled round (`interp/round.rs`, issue 13): what one record
-/// counts besides the two calls' steps and its arguments, and a round's records written at once
-/// after they have all been computed, so that a round that cannot finish changes nothing.
+/// counts besides the two calls' steps and its arguments, and the runtime's tape, taken out of its
+/// state for a batch of rounds so that their records are written straight into its arrays, and put
+/// back cut to its length at `take` when the batch cannot finish, so that it changes nothing.
 #[derive(Clone, Copy)]
 pub struct RoundRecord {
     /// Steps and allocations each record counts itself (`genID`'s tick, the Contrib's allocation).
@@ -349,16 +350,39 @@ pub struct RoundRecord {
     pub pairs: bool,
     /// The ID the first of the next `n` records returns, when all `n` fit (no ID or tape past its
     /// range, no entry out of ID order): (0, i) for an integer i, or (job, seq); the others follow
-    /// it, the last component counting up. No effect. `None`: run them one by one.
-    pub reserve: fn(&mut Machine<'_>, n: usize) -> Option<(i64, i64)>,
-    /// The records reserved: record k has `counts[k]` edges (partial, argument ID: (0, i) or
-    /// (job, seq), as `reserve`'s), in order in `edges`, and the span `spans[k]`; the stage's own
-    /// counters added. `false`, and nothing written, when one of them would fail.
-    pub write: RoundWrite,
+    /// it, the last component counting up. And the tape they are written to, taken out of the
+    /// runtime's state until `put`. `None`: nothing taken, run them one by one.
+    pub take: fn(&mut Machine<'_>, n: usize) -> Option<(i64, i64, RoundTape)>,
+    /// The tape back, with a record for each of `spans` (in order, from the ID `take` gave) written
+    /// on it; the stage's own counters added. Every record's edge count is at most 2 and, without
+    /// `pairs`, every argument ID fits a `u32` (the round checks them as it writes).
+    pub put: fn(&mut Machine<'_>, RoundTape, spans: &[Span]),
 }
 
-/// `RoundRecord::write`: the machine, the edges, each record's edge count and span.
-pub type RoundWrite = fn(&mut Machine<'_>, &[(f64, i64, i64)], &[u8], &[Span]) -> bool;
+/// A runtime's tape as a batch of compiled rounds writes it (`RoundRecord::take`, issue 13, session
+/// 39: the records were staged and copied at the batch's end): per record its edge count, and its
+/// edges as (partial, argument ID) in two flat arrays (`dualrev/tape`), or as (partial, job, seq)
+/// (`pairs`: `dualrev/parallel`'s CIDs).
+#[derive(Default)]
+pub struct RoundTape {
+    pub counts: Vec<u8>,
+    pub partials: Vec<f64>,
+    pub args: Vec<u32>,
+    pub pairs: Vec<(f64, u32, u32)>,
+}
+
+impl RoundTape {
+    /// The arrays' lengths, to cut them back to (`truncate`).
+    pub fn lens(&self) -> [usize; 4] {
+        [self.counts.len(), self.partials.len(), self.args.len(), self.pairs.len()]
+    }
+    pub fn truncate(&mut self, [c, p, a, e]: [usize; 4]) {
+        self.counts.truncate(c);
+        self.partials.truncate(p);
+        self.args.truncate(a);
+        self.pairs.truncate(e);
+    }
+}
 
 /// Builtins besides a fused record that a compiled round may call (`interp/round.rs`, issue 13,
 /// session 34): constructors whose result is the next number of a sequence the runtime hands out

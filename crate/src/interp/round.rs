@@ -28,11 +28,12 @@
 //! tracer or a lambda watcher: none of their steps could then stop the run or be seen.
 //!
 //! EFFECTS. A record's ID is known before it is written: the runtime reserves the round's IDs,
-//! consecutive (`RoundRecord::reserve`), so the whole round is computed in registers first, and its
-//! records written at once only when everything has succeeded (`RoundRecord::write`); the
-//! parameters' registers take the round's new values after that. A failing integer operation, a
-//! runtime that cannot reserve the IDs or refuses an edge (an ID out of range) leave nothing
-//! changed, and that round runs step by step as the walker runs it, with the walker's message.
+//! consecutive, and hands over its tape (`RoundRecord::take`), the records are written straight
+//! onto it as the round computes them, and the tape is given back (`RoundRecord::put`) with the
+//! IDs' spans and counters once everything has succeeded, or cut back to where it was. A failing
+//! integer operation, a runtime that cannot reserve the IDs, or an edge `record` would refuse (an
+//! ID out of range) leave nothing changed, and that round runs step by step as the walker runs it,
+//! with the walker's message.
 //!
 //! CALLS OF A RUNTIME'S BUILTINS. A runtime may offer builtins a round calls (`RoundCalls`, issue
 //! 13, session 34: Krawiec's monad's Delta constructors and `deltaLet`): each is an op whose result
@@ -42,7 +43,7 @@
 //! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord, MAX_CALL_INTS};
+use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord, RoundTape, MAX_CALL_INTS};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -109,9 +110,18 @@ enum Op {
     Z1(fn(i64) -> Option<i64>, u16, u16),
     Z2(fn(i64, i64) -> Result<i64, crate::prims::IntError>, u16, u16, u16),
     ZCmp(fn(i64, i64) -> bool, u16, u16, u16),
-    /// Record k (its ID, or its pair's last component, the reserved first + k, into an integer
-    /// register) with these edges (partial, ID: (0, i), or a pair's components).
-    Rec(u16, u8, [(u16, u16, u16); 2]),
+    /// `+`, `−` (failing on overflow, as the prim's `checked_*`) and `==` on integers, without the
+    /// call (issue 13, session 39: a loop's counter and test).
+    ZAdd(u16, u16, u16),
+    ZSub(u16, u16, u16),
+    ZEq(u16, u16, u16),
+    /// Record k (its ID, the reserved first + k, into an integer register) with these edges
+    /// (partial, ID), written straight onto the runtime's tape (`RoundTape`; an ID past a `u32`
+    /// fails the round, as `record` refuses it).
+    Rec(u16, u8, [(u16, u16); 2]),
+    /// The same for a pair ID (`RoundRecord::pairs`: its last component into the register), the
+    /// edges (partial, job, seq).
+    RecPair(u16, u8, [(u16, u16, u16); 2]),
     /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
     /// number the reserved first of its sequence + its place, into an integer register.
     Call(u16, u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
@@ -150,14 +160,15 @@ pub(crate) struct RoundProg {
     shapes: Box<[Shape]>,
     /// The parameters' leaves, in order, parameter by parameter.
     leaves: Box<[Leaf]>,
-    nr: usize,
-    ni: usize,
     ops: Box<[Op]>,
     /// The constants' registers and values, real and integer.
     kr: Box<[(u16, f64)]>,
     ki: Box<[(u16, i64)]>,
     /// The new parameters' leaves, in `leaves`' order.
     outs: Box<[Out]>,
+    /// The same as moves into the leaves' registers, a leaf that keeps its register left out,
+    /// when no move reads a register another one writes (then in any order, without `outs`' copy).
+    moves: Option<Box<[(Leaf, Out)]>>,
     test: u16,
     /// The test's value that takes the spine's branch again.
     on: bool,
@@ -353,12 +364,16 @@ impl Builder<'_> {
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::Z2(f))) => {
                         let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
-                        self.ops.push(Op::Z2(f, r, a, b));
+                        self.ops.push(match op {
+                            Prim::Add => Op::ZAdd(r, a, b),
+                            Prim::Sub => Op::ZSub(r, a, b),
+                            _ => Op::Z2(f, r, a, b),
+                        });
                         Sym::I(I::Reg(r))
                     }
                     (Sym::I(a), Sym::I(b), _, Some(OnInt::ZCmp(f))) => {
                         let (r, a, b) = (self.int_reg()?, self.ireg(a)?, self.ireg(b)?);
-                        self.ops.push(Op::ZCmp(f, r, a, b));
+                        self.ops.push(if *op == Prim::Eq { Op::ZEq(r, a, b) } else { Op::ZCmp(f, r, a, b) });
                         Sym::B(r)
                     }
                     _ => return None,
@@ -396,7 +411,11 @@ impl Builder<'_> {
                 for (g, &(a, z, j)) in regs.iter_mut().zip(es.iter()).take(args.len() / 2) {
                     *g = (self.rreg(a)?, self.ireg(z)?, self.ireg(j)?);
                 }
-                self.ops.push(Op::Rec(r, (args.len() / 2) as u8, regs));
+                let n = (args.len() / 2) as u8;
+                self.ops.push(match rr.pairs {
+                    true => Op::RecPair(r, n, regs),
+                    false => Op::Rec(r, n, regs.map(|(a, _, j)| (a, j))),
+                });
                 if rr.pairs {
                     let job = match self.job {
                         Some(j) => j,
@@ -690,15 +709,16 @@ impl RoundProg {
                 _ => None,
             })
             .collect::<Option<Box<[Out]>>>()?;
+        let moves: Vec<(Leaf, Out)> = leaves.iter().zip(outs.iter()).filter(|(l, o)| reg_of(**l) != out_of(**o)).map(|(l, o)| (*l, *o)).collect();
+        let direct = moves.iter().all(|(_, o)| moves.iter().all(|(l, _)| reg_of(*l) != out_of(*o)));
         Some(RoundProg {
             shapes,
             leaves: leaves.into(),
-            nr: b.nr,
-            ni: b.ni,
             ops: b.ops.into(),
             kr: b.kr.into(),
             ki: b.ki.into(),
             outs,
+            moves: direct.then(|| moves.into()),
             test,
             on: spine_then,
             rec: b.rec,
@@ -760,19 +780,19 @@ impl Machine<'_> {
             return None;
         }
         // the parameters into registers, if they have the program's shapes
-        let (mut rf, mut ri) = (vec![0.0f64; p.nr], vec![0i64; p.ni]);
+        let (mut rf, mut ri) = (Regs::new(0.0f64)?, Regs::new(0i64)?);
         let mut k = 0;
         match src.calls {
             Some(c) => {
                 for (v, sh) in vals.iter().zip(p.shapes.iter()) {
-                    if !load(v, sh, &p.leaves, &mut k, &mut rf, &mut ri, &mut |v| (c.unbox)(self, v)) {
+                    if !load(v, sh, &p.leaves, &mut k, &mut rf.0[..], &mut ri.0[..], &mut |v| (c.unbox)(self, v)) {
                         return None;
                     }
                 }
             }
             None => {
                 for (s, sh) in src.params.iter().zip(p.shapes.iter()) {
-                    if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf, &mut ri, &mut |_| None) {
+                    if !load(&self.locals[bp + *s as usize], sh, &p.leaves, &mut k, &mut rf.0[..], &mut ri.0[..], &mut |_| None) {
                         return None;
                     }
                 }
@@ -780,22 +800,23 @@ impl Machine<'_> {
         }
         drop(vals);
         for &(r, x) in p.kr.iter() {
-            rf[r as usize] = x;
+            rf[r] = x;
         }
         for &(r, x) in p.ki.iter() {
-            ri[r as usize] = x;
+            ri[r] = x;
         }
         let mut items = p.items.to_vec();
         let nrec = p.spans.len();
-        // Rounds that only record run in batches, their records written once a batch (reserved
-        // and written as one round's: the IDs consecutive; issue 13, session 37). A batch that
+        // Rounds that only record run in batches, their records' IDs reserved once a batch (as one
+        // round's: the IDs consecutive; issue 13, session 37). A batch that
         // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
         // check or memory probe that stops — is run again round by round from its start, so
         // everything up to the round that fails is as the round-by-round run leaves it.
         let batching = p.rec.is_some() && nrec > 0 && items.is_empty();
         let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
         let spans = p.spans.repeat(batch as usize);
-        let (mut edges, mut counts) = (Vec::with_capacity(2 * spans.len()), Vec::with_capacity(spans.len()));
+        // a round's edges
+        let nedge: usize = p.ops.iter().map(|o| if let Op::Rec(_, n, _) | Op::RecPair(_, n, _) = o { *n as usize } else { 0 }).sum();
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
         let mut saved = vec![(0.0f64, 0i64); p.leaves.len()];
         let (mut done, mut left) = (0u64, false);
@@ -806,11 +827,20 @@ impl Machine<'_> {
             let (s0, a0) = (self.steps + done * p.steps, self.allocs + done * p.allocs);
             let (s1, a1) = (s0 + b * p.steps, a0 + b * p.allocs);
             let stops = (s0 >> 12 != s1 >> 12 && self.check_clock().is_err()) || (a0 >> 12 != a1 >> 12 && self.check_memory().is_err());
-            let reserved = match p.rec {
-                Some(rr) if nrec > 0 && !stops => (rr.reserve)(self, nrec * b as usize),
-                _ => Some((0, 0)),
+            // (a round has records or calls, not both: `build`)
+            let firsts = match p.calls {
+                Some(c) if !items.is_empty() && !stops => match (c.reserve)(self, p.nseq) {
+                    Some(f) => f,
+                    None => break,
+                },
+                _ => [0; 2],
             };
-            let (job, first) = match reserved {
+            // the records' IDs, and the tape they are written to (issue 13, session 39)
+            let taken = match p.rec {
+                Some(rr) if nrec > 0 && !stops => (rr.take)(self, nrec * b as usize),
+                _ => Some((0, 0, RoundTape::default())),
+            };
+            let (job, first, mut tape) = match taken {
                 Some(f) if !stops => f,
                 _ if b > 1 => {
                     batch = 1;
@@ -818,22 +848,27 @@ impl Machine<'_> {
                 }
                 _ => break,
             };
-            if let Some(j) = p.job {
-                ri[j as usize] = job;
+            // the arrays grown once for the batch's records and edges (the most its rounds write:
+            // `grow`), each written by index, then cut to what was written (issue 13, session 39)
+            let lens = tape.lens();
+            grow(&mut tape.counts, nrec * b as usize, 0);
+            match p.rec {
+                Some(rr) if rr.pairs => grow(&mut tape.pairs, nedge * b as usize, (0.0, 0, 0)),
+                Some(_) => {
+                    grow(&mut tape.partials, nedge * b as usize, 0.0);
+                    grow(&mut tape.args, nedge * b as usize, 0);
+                }
+                None => {}
             }
-            let firsts = match p.calls {
-                Some(c) if !items.is_empty() => match (c.reserve)(self, p.nseq) {
-                    Some(f) => f,
-                    None => break,
-                },
-                _ => [0; 2],
-            };
-            edges.clear();
-            counts.clear();
+            let (cs, ps, js, es) = (&mut tape.counts[lens[0]..], &mut tape.partials[lens[1]..], &mut tape.args[lens[2]..], &mut tape.pairs[lens[3]..]);
+            let (mut nc, mut ne) = (0usize, 0usize);
+            if let Some(j) = p.job {
+                ri[j] = job;
+            }
             for (x, l) in saved.iter_mut().zip(p.leaves.iter()) {
                 *x = match *l {
-                    Leaf::R(r) => (rf[r as usize], 0),
-                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (0.0, ri[r as usize]),
+                    Leaf::R(r) => (rf[r], 0),
+                    Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (0.0, ri[r]),
                 };
             }
             let mut id = first;
@@ -841,73 +876,122 @@ impl Machine<'_> {
             'round: while ran < b {
                 for op in p.ops.iter() {
                     match *op {
-                        Op::Add(d, a, b) => rf[d as usize] = rf[a as usize] + rf[b as usize],
-                        Op::Sub(d, a, b) => rf[d as usize] = rf[a as usize] - rf[b as usize],
-                        Op::Mul(d, a, b) => rf[d as usize] = rf[a as usize] * rf[b as usize],
-                        Op::Div(d, a, b) => rf[d as usize] = rf[a as usize] / rf[b as usize],
-                        Op::R1(f, d, a) => rf[d as usize] = f(rf[a as usize]),
-                        Op::R2(f, d, a, b) => rf[d as usize] = f(rf[a as usize], rf[b as usize]),
-                        Op::RCmp(f, d, a, b) => ri[d as usize] = f(rf[a as usize], rf[b as usize]) as i64,
-                        Op::ToReal(f, d, a) => rf[d as usize] = f(ri[a as usize]),
-                        Op::Z1(f, d, a) => match f(ri[a as usize]) {
-                            Some(x) => ri[d as usize] = x,
+                        Op::Add(d, a, b) => rf[d] = rf[a] + rf[b],
+                        Op::Sub(d, a, b) => rf[d] = rf[a] - rf[b],
+                        Op::Mul(d, a, b) => rf[d] = rf[a] * rf[b],
+                        Op::Div(d, a, b) => rf[d] = rf[a] / rf[b],
+                        Op::R1(f, d, a) => rf[d] = f(rf[a]),
+                        Op::R2(f, d, a, b) => rf[d] = f(rf[a], rf[b]),
+                        Op::RCmp(f, d, a, b) => ri[d] = f(rf[a], rf[b]) as i64,
+                        Op::ToReal(f, d, a) => rf[d] = f(ri[a]),
+                        Op::Z1(f, d, a) => match f(ri[a]) {
+                            Some(x) => ri[d] = x,
                             None => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::Z2(f, d, a, b) => match f(ri[a as usize], ri[b as usize]) {
-                            Ok(x) => ri[d as usize] = x,
+                        Op::Z2(f, d, a, b) => match f(ri[a], ri[b]) {
+                            Ok(x) => ri[d] = x,
                             Err(_) => {
                                 failed = true;
                                 break 'round;
                             }
                         },
-                        Op::ZCmp(f, d, a, b) => ri[d as usize] = f(ri[a as usize], ri[b as usize]) as i64,
-                        Op::Rec(d, n, es) => {
-                            for &(a, z, j) in &es[..n as usize] {
-                                edges.push((rf[a as usize], ri[z as usize], ri[j as usize]));
+                        Op::ZCmp(f, d, a, b) => ri[d] = f(ri[a], ri[b]) as i64,
+                        Op::ZAdd(d, a, b) => match ri[a].checked_add(ri[b]) {
+                            Some(x) => ri[d] = x,
+                            None => {
+                                failed = true;
+                                break 'round;
                             }
-                            counts.push(n);
-                            ri[d as usize] = id;
+                        },
+                        Op::ZSub(d, a, b) => match ri[a].checked_sub(ri[b]) {
+                            Some(x) => ri[d] = x,
+                            None => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
+                        Op::ZEq(d, a, b) => ri[d] = (ri[a] == ri[b]) as i64,
+                        Op::Rec(d, n, edges) => {
+                            for &(a, j) in &edges[..n as usize] {
+                                let Ok(j) = u32::try_from(ri[j]) else {
+                                    failed = true;
+                                    break 'round;
+                                };
+                                ps[ne] = rf[a];
+                                js[ne] = j;
+                                ne += 1;
+                            }
+                            cs[nc] = n;
+                            nc += 1;
+                            ri[d] = id;
+                            id += 1;
+                        }
+                        Op::RecPair(d, n, edges) => {
+                            for &(a, z, j) in &edges[..n as usize] {
+                                es[ne] = (rf[a], ri[z] as u32, ri[j] as u32);
+                                ne += 1;
+                            }
+                            cs[nc] = n;
+                            nc += 1;
+                            ri[d] = id;
                             id += 1;
                         }
                         Op::Call(k, d, seq, x, z) => {
                             let (it, at) = (&mut items[k as usize], p.items[k as usize].at + firsts[seq as usize]);
-                            it.x = x.map(|x| rf[x as usize]);
-                            it.z = z.map(|z| ri[z as usize]);
+                            it.x = x.map(|x| rf[x]);
+                            it.z = z.map(|z| ri[z]);
                             it.at = at;
-                            ri[d as usize] = at;
+                            ri[d] = at;
                         }
                     }
                 }
                 // the new parameters read before any is written (a parallel move)
-                for (x, o) in next.iter_mut().zip(p.outs.iter()) {
-                    *x = match *o {
-                        Out::R(r) => (rf[r as usize], 0),
-                        Out::I(i) => (0.0, ri[i as usize]),
-                    };
+                match &p.moves {
+                    Some(moves) => {
+                        for &(l, o) in moves.iter() {
+                            match (l, o) {
+                                (Leaf::R(d), Out::R(s)) => rf[d] = rf[s],
+                                (Leaf::I(d) | Leaf::B(d) | Leaf::H(d), Out::I(s)) => ri[d] = ri[s],
+                                _ => {}
+                            }
+                        }
+                    }
+                    None => {
+                        for (x, o) in next.iter_mut().zip(p.outs.iter()) {
+                            *x = match *o {
+                                Out::R(r) => (rf[r], 0),
+                                Out::I(i) => (0.0, ri[i]),
+                            };
+                        }
+                        set_leaves(&p.leaves, &next, &mut rf.0[..], &mut ri.0[..]);
+                    }
                 }
-                set_leaves(&p.leaves, &next, &mut rf, &mut ri);
                 ran += 1;
-                if (ri[p.test as usize] != 0) != p.on {
+                if (ri[p.test] != 0) != p.on {
                     left = true;
                     break;
                 }
             }
-            // the batch's records and calls, written once all its rounds have run
+            // the batch's calls written once all its rounds have run; its tape put back, cut to
+            // where it was when nothing of the batch happened
             let written = !failed
-                && match p.rec {
-                    Some(rr) if nrec > 0 => (rr.write)(self, &edges, &counts, &spans[..nrec * ran as usize]),
-                    _ => true,
-                }
                 && match p.calls {
                     Some(c) if !items.is_empty() => (c.write)(self, &items),
                     _ => true,
                 };
             if !written {
+                (nc, ne) = (0, 0);
+            }
+            tape.truncate([lens[0] + nc, lens[1] + ne, lens[2] + ne, lens[3] + ne]);
+            if let Some(rr) = p.rec.filter(|_| nrec > 0) {
+                (rr.put)(self, tape, &spans[..nc]);
+            }
+            if !written {
                 // nothing of the batch happened: its parameters as they were, and round by round again
-                set_leaves(&p.leaves, &saved, &mut rf, &mut ri);
+                set_leaves(&p.leaves, &saved, &mut rf.0[..], &mut ri.0[..]);
                 left = false;
                 if b > 1 {
                     batch = 1;
@@ -926,7 +1010,7 @@ impl Machine<'_> {
         // the parameters boxed once, from their registers
         let mut k = 0;
         let rebox = p.calls.map(|c| c.rebox);
-        let vs: Vec<Value> = p.shapes.iter().map(|sh| store(sh, &p.leaves, &mut k, &rf, &ri, &mut |h| rebox.map_or(Value::Unit, |f| f(self, h)))).collect();
+        let vs: Vec<Value> = p.shapes.iter().map(|sh| store(sh, &p.leaves, &mut k, &rf.0[..], &ri.0[..], &mut |h| rebox.map_or(Value::Unit, |f| f(self, h)))).collect();
         for (s, v) in src.params.iter().zip(vs) {
             super::run::set_slot(&mut self.locals[bp + *s as usize], v);
         }
@@ -939,6 +1023,55 @@ impl Machine<'_> {
             self.max_depth = self.max_depth.max(self.depth + p.frames as u64);
         }
         Some(left)
+    }
+}
+
+/// `v` longer by `n` copies of `x`, its room quadrupled when it runs out rather than doubled: a
+/// long loop's tape copied a third as much (issue 13, session 39: the copies were a tenth of a
+/// particle gradient's instructions).
+fn grow<T: Copy>(v: &mut Vec<T>, n: usize, x: T) {
+    if v.capacity() - v.len() < n {
+        v.reserve((3 * v.len()).max(n));
+    }
+    v.resize(v.len() + n, x);
+}
+
+/// A register file: `MAX_REGS` registers, a register's index masked to that (a no-op: a program has
+/// at most `MAX_REGS`), so that an op's operands are read without a bounds check (issue 13, session 39).
+struct Regs<T>(Box<[T; MAX_REGS]>);
+
+const _: () = assert!(MAX_REGS.is_power_of_two() && MAX_REGS <= u16::MAX as usize + 1);
+
+impl<T: Copy> Regs<T> {
+    fn new(zero: T) -> Option<Regs<T>> {
+        Some(Regs(vec![zero; MAX_REGS].into_boxed_slice().try_into().ok()?))
+    }
+}
+impl<T> std::ops::Index<u16> for Regs<T> {
+    type Output = T;
+    #[inline(always)]
+    fn index(&self, r: u16) -> &T {
+        &self.0[r as usize & (MAX_REGS - 1)]
+    }
+}
+impl<T> std::ops::IndexMut<u16> for Regs<T> {
+    #[inline(always)]
+    fn index_mut(&mut self, r: u16) -> &mut T {
+        &mut self.0[r as usize & (MAX_REGS - 1)]
+    }
+}
+
+/// A leaf's register and its file (real: false, integer: true).
+fn reg_of(l: Leaf) -> (bool, u16) {
+    match l {
+        Leaf::R(r) => (false, r),
+        Leaf::I(r) | Leaf::B(r) | Leaf::H(r) => (true, r),
+    }
+}
+fn out_of(o: Out) -> (bool, u16) {
+    match o {
+        Out::R(r) => (false, r),
+        Out::I(r) => (true, r),
     }
 }
 
@@ -1003,5 +1136,36 @@ fn store(sh: &Shape, leaves: &[Leaf], k: &mut usize, rf: &[f64], ri: &[i64], reb
             *k += 1;
             v
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `grow` gives a full tape array four times its length of room (a long loop's tape copied a
+    /// third as much as by doubling; with a plain `resize` the room is only doubled), leaves one
+    /// with room in place, and appends `n` copies of `x`.
+    #[test]
+    fn a_full_tape_array_grows_by_four_and_one_with_room_in_place() {
+        let mut v: Vec<u32> = Vec::with_capacity(100);
+        v.extend(0..100);
+        grow(&mut v, 10, 7);
+        assert!(v.capacity() >= 400, "room {}", v.capacity());
+        assert_eq!((v.len(), &v[98..102]), (110, &[98, 99, 7, 7][..]));
+        let (room, at) = (v.capacity(), v.as_ptr());
+        grow(&mut v, 64, 8);
+        assert_eq!((v.capacity(), v.as_ptr(), v.len(), v[173]), (room, at, 174, 8));
+    }
+
+    /// A register file's cells are its registers' own: each of `MAX_REGS` registers written and
+    /// read back, none aliasing another under the index's mask.
+    #[test]
+    fn every_register_is_a_cell_of_its_own() {
+        let mut r = Regs::new(0i64).unwrap();
+        for k in 0..MAX_REGS as u16 {
+            r[k] = k as i64 + 1;
+        }
+        assert!((0..MAX_REGS as u16).all(|k| r[k] == k as i64 + 1));
     }
 }

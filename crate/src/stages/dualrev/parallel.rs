@@ -16,7 +16,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Fused, RoundRecord, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
+use crate::interp::{Builtin, Fused, RoundRecord, RoundTape, Graph, GraphEdge, GraphGroup, GraphNode, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -441,37 +441,35 @@ fn b_record_cids(m: &mut Machine, es: &[(f64, (i64, i64))], [inner, outer]: [Spa
 }
 
 /// `record (Ck …)` in a compiled round (`interp/round.rs`): `b_record_cids`'s counts (the
-/// Contrib's allocation, genID's tick; `ids_allocated` added by `write_round`), the round's records
-/// written at once on the running job's tape when the round has computed them all.
-const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: true, reserve: reserve_round, write: write_round };
+/// Contrib's allocation, genID's tick; `ids_allocated` added by `put_round`), the round's records
+/// written straight onto the running job's tape, taken out of the state for the round's batch
+/// (issue 13, session 39: they were staged and copied at the batch's end).
+const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: true, take: take_round, put: put_round };
 
-/// The running job and its next seq, when the job's tape and seqs have room for `n` more records.
-fn reserve_round(m: &mut Machine, n: usize) -> Option<(i64, i64)> {
+/// The running job and its next seq, when the job's tape and seqs have room for `n` more records,
+/// and the job's tape to write them on.
+fn take_round(m: &mut Machine, n: usize) -> Option<(i64, i64, RoundTape)> {
     let st = m.state::<ParSt>();
-    let tape = st.tapes.get(st.jid as usize)?;
+    let tape = st.tapes.get_mut(st.jid as usize)?;
     let end = (st.n as usize).checked_add(n)?;
     let fits = tape.len() == st.n as usize && u32::try_from(end).is_ok() && u32::try_from(tape.edges.len().checked_add(2 * n)?).is_ok();
-    fits.then_some((st.jid as i64, st.n as i64))
+    if !fits {
+        return None;
+    }
+    let taken = RoundTape { counts: std::mem::take(&mut tape.counts), pairs: std::mem::take(&mut tape.edges), ..RoundTape::default() };
+    Some((st.jid as i64, st.n as i64, taken))
 }
 
-/// The round's records as `record` writes each (the edges' CIDs as `b_record_cids` takes them).
-fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool {
-    let sum: usize = counts.iter().map(|&c| c as usize).sum();
-    if counts.iter().any(|&c| c > 2) || spans.len() != counts.len() || sum != edges.len() {
-        return false;
-    }
+/// The job's tape back, with the records written on it (one for each of `spans`) counted as
+/// `record` counts each.
+fn put_round(m: &mut Machine, taken: RoundTape, spans: &[Span]) {
     let st = m.state::<ParSt>();
-    let Some(tape) = st.tapes.get_mut(st.jid as usize) else { return false };
-    // (`push` fails only past this)
-    if tape.edges.len().checked_add(edges.len()).is_none_or(|e| u32::try_from(e).is_err()) {
-        return false;
+    let Some(tape) = st.tapes.get_mut(st.jid as usize) else { return };
+    (tape.counts, tape.edges) = (taken.counts, taken.pairs);
+    if !spans.is_empty() {
+        st.n += spans.len() as u32;
+        m.count("ids_allocated", spans.len() as u64);
     }
-    // `push` for each record in turn, each array grown once a round (issue 13)
-    tape.counts.extend_from_slice(counts);
-    tape.edges.extend(edges.iter().map(|&(a, j, s)| (a, j as u32, s as u32)));
-    st.n += counts.len() as u32;
-    m.count("ids_allocated", counts.len() as u64);
-    true
 }
 
 /// genID with the Contrib written on the running job's tape: returns (job, seq) and increments seq.

@@ -7,7 +7,7 @@
 use super::common::*;
 use crate::build::*;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Fused, Graph, Machine, RoundRecord, RunError};
+use crate::interp::{Builtin, Fused, Graph, Machine, RoundRecord, RoundTape, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -263,52 +263,35 @@ fn b_record_edges(m: &mut Machine, es: &[(f64, i64)], [inner, outer]: [Span; 2])
 }
 
 /// `record (Ck …)` in a compiled round (`interp/round.rs`): `b_record_edges`'s counts (the
-/// Contrib's allocation, genID's tick; `ids_allocated` added by `write_round`), its records written
-/// at once when the round has computed them all.
-const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: false, reserve: reserve_round, write: write_round };
+/// Contrib's allocation, genID's tick; `ids_allocated` added by `put_round`), its records written
+/// straight onto the tape's arrays, taken out of the state for the round's batch (issue 13,
+/// session 39: they were staged and copied at the batch's end, ~300 instructions a particle round).
+const ROUND: RoundRecord = RoundRecord { steps: 1, allocs: 1, pairs: false, take: take_round, put: put_round };
 
 /// The next `n` IDs, when `record` would take its plain path for each (the entry at the tape's end,
-/// no ID or edge start past its range).
-fn reserve_round(m: &mut Machine, n: usize) -> Option<(i64, i64)> {
+/// no ID or edge start past its range), and the tape's arrays to write them on.
+fn take_round(m: &mut Machine, n: usize) -> Option<(i64, i64, RoundTape)> {
     let (r, t) = m.states::<Rt, TapeSt>()?;
     let first = r.next_id;
     let end = usize::try_from(first).ok()?.checked_add(n)?;
     let fits = t.starts.is_empty() && t.counts.len() == first as usize && u32::try_from(end).is_ok();
     let edges = t.partials.len().checked_add(2 * n)?;
-    (fits && u32::try_from(edges).is_ok()).then_some((0, first))
+    if !(fits && u32::try_from(edges).is_ok()) {
+        return None;
+    }
+    let tape = RoundTape { counts: std::mem::take(&mut t.counts), partials: std::mem::take(&mut t.partials), args: std::mem::take(&mut t.args), pairs: vec![] };
+    Some((0, first, tape))
 }
 
-/// The round's records as `record` writes each (IDs checked first: `false`, nothing written).
-fn write_round(m: &mut Machine, edges: &[(f64, i64, i64)], counts: &[u8], spans: &[Span]) -> bool {
-    if edges.iter().any(|&(_, z, j)| z != 0 || u32::try_from(j).is_err()) || counts.iter().any(|&c| c > 2) {
-        return false;
-    }
-    let Some((r, t)) = m.states::<Rt, TapeSt>() else { return false };
-    let sum: usize = counts.iter().map(|&c| c as usize).sum();
-    if t.starts.is_empty() && i64::try_from(t.counts.len()) == Ok(r.next_id) && spans.len() == counts.len() && sum == edges.len() {
-        // the entries at the tape's end (`reserve_round`'s case): each flat array grown once a
-        // round, not once a record (128 instructions a record before; issue 13)
-        t.counts.extend_from_slice(counts);
-        t.partials.extend(edges.iter().map(|&(a, _, _)| a));
-        t.args.extend(edges.iter().map(|&(_, _, j)| j as u32));
+/// The tape's arrays back, with the IDs of the records written on them (one for each of `spans`)
+/// generated as `record` generates each.
+fn put_round(m: &mut Machine, tape: RoundTape, spans: &[Span]) {
+    let Some((r, t)) = m.states::<Rt, TapeSt>() else { return };
+    (t.counts, t.partials, t.args) = (tape.counts, tape.partials, tape.args);
+    if !spans.is_empty() {
         r.fresh_round(spans);
-        m.count("ids_allocated", counts.len() as u64);
-        return true;
+        m.count("ids_allocated", spans.len() as u64);
     }
-    let mut at = 0;
-    for (&c, &span) in counts.iter().zip(spans) {
-        let mut es = [(0.0, 0i64); 2];
-        let mut js = [0u32; 2];
-        for (k, &(a, _, j)) in edges[at..at + c as usize].iter().enumerate() {
-            es[k] = (a, j);
-            js[k] = j as u32;
-        }
-        at += c as usize;
-        let i = r.fresh(span);
-        t.write(i as usize, t.partials.len() as u32, &es[..c as usize], &js);
-    }
-    m.count("ids_allocated", counts.len() as u64);
-    true
 }
 
 /// genID with the Contrib's edges `es` (partial, argument ID) written at the new ID: genID's step
