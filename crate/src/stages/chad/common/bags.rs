@@ -332,7 +332,7 @@ fn b_collect(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
             Value::Tuple(v) => Value::Ext(Rc::new(Shown(format!("⟨{}, {}⟩", v[0], show_ct(&v[1]))))),
             v => v.clone(),
         }).collect();
-        event_at(m, "collect", format!("collect {} = {}", b, show_cells(&shown)), span, node);
+        event_at(m, "collect", || format!("collect {} = {}", b, show_cells(&shown)), span, node);
     }
     Ok(Value::Array(out.into()))
 }
@@ -369,7 +369,7 @@ fn b_scatter(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
         out[i] = plus(m, old, d)?;
     }
     if m.tracing() {
-        event(m, "scatter", format!("scatter = {}", show_cells(&out)), span);
+        event(m, "scatter", || format!("scatter = {}", show_cells(&out)), span);
     }
     Ok(Value::Array(out.into()))
 }
@@ -462,7 +462,7 @@ fn tree_fold(m: &mut Machine, args: &mut Vec<Value>, span: Span, balanced: bool)
     let root = level.pop().ok_or_else(|| internal(span, "a fold of no leaves"))?;
     let node = graph::recording(m).map(|r| r.tree(&root, balanced, leaves, span));
     if m.tracing() {
-        event_at(m, "fold", format!("fold recorded its reduction Tree: {leaves} leaves, root {}", root.value()), span, node);
+        event_at(m, "fold", || format!("fold recorded its reduction Tree: {leaves} leaves, root {}", root.value()), span, node);
     }
     Ok(Value::Ext(Rc::new(TreeVal(root, leaves))))
 }
@@ -504,7 +504,7 @@ fn b_un_tree(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
                 let h = m.apply(g.clone(), d)?;
                 let (d1, d2) = pair(m.apply(h, f.clone())?, span)?;
                 if let Some(d) = shown {
-                    event_at(m, "unTree", format!("unTree: node {y} gets {d} → ⟨{}, {}⟩", show_ct(&d1), show_ct(&d2)), span, node);
+                    event_at(m, "unTree", || format!("unTree: node {y} gets {d} → ⟨{}, {}⟩", show_ct(&d1), show_ct(&d2)), span, node);
                 }
                 stack.push((r.clone(), d2));
                 stack.push((l.clone(), d1));

@@ -31,16 +31,18 @@ fn rows(rt: &Rt) -> Vec<(String, Shown)> {
     out
 }
 
-pub(super) fn event(m: &mut Machine, kind: &str, note: String, span: Span) {
+pub(super) fn event(m: &mut Machine, kind: &str, note: impl FnOnce() -> String, span: Span) {
     event_at(m, kind, note, span, None);
 }
 
 /// An event at a node of the stage's graph (chad/arrays: a BOne, a Tree node, a collect).
-pub(super) fn event_at(m: &mut Machine, kind: &str, note: String, span: Span, node: Option<u64>) {
+/// The note is written only when the run is traced (a bench's or a check's run is not: the note of
+/// `run`'s result shows every cotangent, issue 13).
+pub(super) fn event_at(m: &mut Machine, kind: &str, note: impl FnOnce() -> String, span: Span, node: Option<u64>) {
     if m.tracing() {
         let node = node.or_else(|| super::bp_tree::current(m));
         let state = rows(m.state::<Rt>());
-        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note, state, ..TraceStep::default() });
+        m.trace(TraceStep { kind: kind.into(), node, span: Some(span), factor: None, note: note(), state, ..TraceStep::default() });
     }
 }
 
@@ -58,7 +60,7 @@ pub(super) fn b_one_m(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res
                 None => v.clone(),
             };
             mp.insert_mut(*pos, after.clone());
-            (before.map(|b| show_ct(&b)), after, Acc::Map(mp))
+            (before.filter(|_| m.tracing()).map(|b| show_ct(&b)), after, Acc::Map(mp))
         }
         Acc::Cells(mut cs) => {
             m.count("cell_ops", 1);
@@ -82,7 +84,7 @@ pub(super) fn b_one_m(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res
             Some(super::bags::Bag::One(.., serial)) if *serial > 0 => Some(*serial),
             _ => None,
         };
-        event_at(m, "one", format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span, node);
+        event_at(m, "one", || format!("one {var} += {} ({before} → {})", show_ct(&v), show_ct(&after)), span, node);
     }
     Ok(unit())
 }
@@ -105,7 +107,7 @@ pub(super) fn b_push(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<
     if mutable {
         m.count("cell_ops", 1);
     }
-    event(m, "scope-push", format!("scope push {var}"), span);
+    event(m, "scope-push", || format!("scope push {var}"), span);
     Ok(unit())
 }
 
@@ -132,7 +134,7 @@ pub(super) fn b_pop(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<V
         rt.acc = acc;
         rt.names.pop();
     }
-    event(m, "scope-pop", format!("scope pop {var} → {}", show_ct(&v)), span);
+    event(m, "scope-pop", || format!("scope pop {var} → {}", show_ct(&v)), span);
     Ok(v)
 }
 
@@ -191,10 +193,10 @@ pub(super) fn b_run(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Resul
     let Op::Run(g) = &*this_op(m)? else { return Err(internal(span, "run")) };
     let thunk = arg(args);
     open(m, g);
-    event(m, "run", "run: the accumulator starts at zero".into(), span);
+    event(m, "run", || "run: the accumulator starts at zero".into(), span);
     let r = m.apply(thunk, unit())?;
     let out = current(m, g);
-    event(m, "result", format!("result ⟨{}, ⟨{}⟩⟩", show_ct(&r), out.iter().map(show_ct).collect::<Vec<_>>().join(", ")), span);
+    event(m, "result", || format!("result ⟨{}, ⟨{}⟩⟩", show_ct(&r), out.iter().map(show_ct).collect::<Vec<_>>().join(", ")), span);
     restore(m);
     Ok(Value::pair(r, ir_tuple(out)))
 }
@@ -205,7 +207,7 @@ pub(super) fn b_run_open(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Res
     let Op::RunOpen(g) = &*this_op(m)? else { return Err(internal(span, "runOpen")) };
     m.count("body_backprops", 1);
     open(m, g);
-    event(m, "run", format!("run: a closed function's backpropagator, its parameter {} at zero", g.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")), span);
+    event(m, "run", || format!("run: a closed function's backpropagator, its parameter {} at zero", g.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")), span);
     Ok(unit())
 }
 
@@ -213,8 +215,7 @@ pub(super) fn b_run_open(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Res
 pub(super) fn b_run_close(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let Op::RunClose(g) = &*this_op(m)? else { return Err(internal(span, "runClose")) };
     let out = current(m, g);
-    let note = format!("the closed function's argument cotangent ⟨{}⟩ returned", out.iter().map(show_ct).collect::<Vec<_>>().join(", "));
-    event(m, "result", note, span);
+    event(m, "result", || format!("the closed function's argument cotangent ⟨{}⟩ returned", out.iter().map(show_ct).collect::<Vec<_>>().join(", ")), span);
     restore(m);
     Ok(ir_tuple(out))
 }

@@ -40,8 +40,10 @@ impl Es<'_> {
     }
 }
 
-fn step(m: &mut Machine, kind: &str, node: u64, span: Span, factor: f64, note: String, es: &Es) {
+/// A traced step; its note is written only when the run is traced (issue 13: a bench's run is not).
+fn step(m: &mut Machine, kind: &str, node: u64, span: Span, factor: f64, note: impl FnOnce() -> String, es: &Es) {
     if m.tracing() {
+        let note = note();
         let span = (!span.is_none()).then_some(span);
         m.trace(TraceStep { kind: kind.into(), node: Some(node), span, factor: Some(factor.into()), note, state: es.rows(), ..TraceStep::default() });
     }
@@ -63,34 +65,35 @@ impl Walk<'_> {
             self.visits.visit(nd as u64);
             m.tick(1)?;
             let k = ar.kind(nd);
+            let t = m.tracing();
             let note = match k {
-                Kind::Zero => "Zero: nothing".to_string(),
+                Kind::Zero => t.then(|| "Zero: nothing".to_string()),
                 Kind::Input(v) => {
                     self.ops += 1;
                     input_slot(v, self.n, self.span, "eval4")?;
                     *es.grad.entry(v).or_default() += x;
                     m.real_op();
-                    format!("Input {v}: grad {v} += {}", show_real(x))
+                    t.then(|| format!("Input {v}: grad {v} += {}", show_real(x)))
                 }
                 Kind::Add(a, b) => {
                     stack.push((x, b));
                     stack.push((x, a));
-                    "Add: d1, then d2".to_string()
+                    t.then(|| "Add: d1, then d2".to_string())
                 }
                 Kind::Scale(r, d) => {
                     m.real_op();
                     stack.push((x * r, d));
-                    format!("Scale {}: cotangent becomes {}", show_real(r), show_real(x * r))
+                    t.then(|| format!("Scale {}: cotangent becomes {}", show_real(r), show_real(x * r)))
                 }
                 Kind::Share(i, d) => {
                     es.dfrag.insert(i, (nd, d));
                     *es.accum.entry(i).or_default() += x;
                     m.real_op();
-                    format!("Share {i}: accum {i} += {}, fragment deferred", show_real(x))
+                    t.then(|| format!("Share {i}: accum {i} += {}, fragment deferred", show_real(x)))
                 }
                 _ => return Err(RunError::runtime(self.span, format!("eval4: {} is not in §2.5's Delta", k.ctor()))),
             };
-            step(m, "eval4", nd as u64, ar.span(nd), x, note, es);
+            step(m, "eval4", nd as u64, ar.span(nd), x, || note.unwrap_or_default(), es);
         }
         Ok(())
     }
@@ -105,7 +108,7 @@ impl Walk<'_> {
                 .ok_or_else(|| RunError::runtime(self.span, format!("backprop4: no fragment for ID {i}")))?;
             self.ops += 1;
             m.tick(1)?;
-            step(m, "pop", serial as u64, es.ar.span(d), c, format!("pop ID {i} with cotangent {}: evaluate its fragment once", show_real(c)), es);
+            step(m, "pop", serial as u64, es.ar.span(d), c, || format!("pop ID {i} with cotangent {}: evaluate its fragment once", show_real(c)), es);
             self.eval4(m, c, d, es)?;
         }
         Ok(())

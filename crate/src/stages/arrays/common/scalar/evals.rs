@@ -25,8 +25,10 @@ fn not_tree(k: Kind, span: Span, what: &str) -> RunError {
     RunError::runtime(span, format!("{what}: {} is not in Fig. 1(b)'s Delta", k.ctor()))
 }
 
-fn step(m: &mut Machine, ar: &Arena, kind: &str, n: Ix, factor: f64, note: String, acc: &[f64]) {
+/// A traced step; its note is written only when the run is traced (issue 13: a bench's run is not).
+fn step(m: &mut Machine, ar: &Arena, kind: &str, n: Ix, factor: f64, note: impl FnOnce() -> String, acc: &[f64]) {
     if m.tracing() {
+        let note = note();
         let state = acc.iter().take(STATE_ROWS).enumerate().map(|(i, v)| (format!("{i}"), Shown::from(*v))).collect();
         let span = ar.span(n);
         let span = (!span.is_none()).then_some(span);
@@ -120,7 +122,7 @@ pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
         match eval0(m, &root, i, n, &mut visits, &mut ops, span) {
             Ok(v) => {
                 *gi = c * v;
-                step(m, &ar, "eval0", root.ix, c, format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
+                step(m, &ar, "eval0", root.ix, c, || format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
             }
             Err(e) => {
                 res = Err(e);
@@ -158,7 +160,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                     visit(m, &mut visits, &mut ops, nd, part)?;
                     match rd.kind(nd) {
                         Kind::Zero => {
-                            step(m, ar, "eval1", nd, 1.0, "Zero: the zero vector".into(), &[]);
+                            step(m, ar, "eval1", nd, 1.0, || "Zero: the zero vector".into(), &[]);
                             vals.push(None);
                         }
                         Kind::Input(i) => {
@@ -166,7 +168,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                             elems += n as u64;
                             let mut v = vec![0.0; n];
                             v[input_slot(i, n, span, "eval1")?] = 1.0;
-                            step(m, ar, "eval1", nd, 1.0, format!("{}: a one-hot vector", rd.kind(nd).label()), &v);
+                            step(m, ar, "eval1", nd, 1.0, || format!("{}: a one-hot vector", rd.kind(nd).label()), &v);
                             vals.push(Some(v));
                         }
                         Kind::Scale(_, d) => {
@@ -195,7 +197,7 @@ pub fn b_eval1(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                     if v.is_some() {
                         elems += n as u64;
                     }
-                    step(m, ar, "eval1", nd, 1.0, format!("{}: the vector of its subterms", rd.kind(nd).label()), v.as_deref().unwrap_or(&[]));
+                    step(m, ar, "eval1", nd, 1.0, || format!("{}: the vector of its subterms", rd.kind(nd).label()), v.as_deref().unwrap_or(&[]));
                     vals.push(v);
                 }
             }
@@ -272,7 +274,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                         }
                         k => return Err(not_tree(k, span, "eval2")),
                     }
-                    step(m, ar, "eval2", nd, 1.0, rd.kind(nd).label(), accs.last().ok_or_else(under)?);
+                    step(m, ar, "eval2", nd, 1.0, || rd.kind(nd).label(), accs.last().ok_or_else(under)?);
                 }
                 Cayley::Scaled(nd, r) => {
                     let tmp = accs.pop().ok_or_else(under)?;
@@ -281,7 +283,7 @@ pub fn b_eval2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
                         *t += r * x;
                     }
                     elems += n as u64;
-                    step(m, ar, "eval2", nd, r, format!("Scale {}: tg + {} · (eval2 d 0⃗)", show_real(r), show_real(r)), accs.last().ok_or_else(under)?);
+                    step(m, ar, "eval2", nd, r, || format!("Scale {}: tg + {} · (eval2 d 0⃗)", show_real(r), show_real(r)), accs.last().ok_or_else(under)?);
                 }
             }
         }
@@ -310,26 +312,27 @@ pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
         let mut stack: Vec<(f64, Ix, bool)> = vec![(c, root.ix, false)];
         while let Some((x, nd, part)) = stack.pop() {
             visit(m, &mut visits, &mut ops, nd, part)?;
+            let t = m.tracing();
             let note = match rd.kind(nd) {
-                Kind::Zero => "Zero: nothing to add".to_string(),
+                Kind::Zero => t.then(|| "Zero: nothing to add".to_string()),
                 Kind::Input(i) => {
                     acc[input_slot(i, n, span, "eval3")?] += x;
                     m.real_op();
-                    format!("Input {i}: add {}", show_real(x))
+                    t.then(|| format!("Input {i}: add {}", show_real(x)))
                 }
                 Kind::Add(a, b) => {
                     stack.push((x, b, is_part(&mut rd, ar, nd, b)));
                     stack.push((x, a, is_part(&mut rd, ar, nd, a)));
-                    "Add: d1, then d2".to_string()
+                    t.then(|| "Add: d1, then d2".to_string())
                 }
                 Kind::Scale(r, d) => {
                     m.real_op();
                     stack.push((x * r, d, false));
-                    format!("Scale {}: cotangent becomes {}", show_real(r), show_real(x * r))
+                    t.then(|| format!("Scale {}: cotangent becomes {}", show_real(r), show_real(x * r)))
                 }
                 k => return Err(not_tree(k, span, "eval3")),
             };
-            step(m, ar, "eval3", nd, x, note, &acc);
+            step(m, ar, "eval3", nd, x, || note.unwrap_or_default(), &acc);
         }
         Ok(())
     })();
