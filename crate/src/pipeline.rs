@@ -567,14 +567,20 @@ impl<'a> Outputs<'a> {
         let later = self.later.borrow();
         let Some(later) = later.as_ref() else { return false };
         let takers = later.iter().filter(|&&l| l == before).count();
-        takers == 0 || (takers == 1 && self.running.get() == Some(st.info().id) && !st.run_reads_input())
+        takers == 0 || (takers == 1 && self.running.get() == Some(st.info().id) && !self.run_reads_input(st))
+    }
+
+    /// Whether `st`'s run reads its input here: `Stage::run_reads_input`, and where the stage reads
+    /// it only to name what a trace shows, only when this analysis traces it.
+    fn run_reads_input(&self, st: &dyn Stage) -> bool {
+        st.run_reads_input() && (!st.run_reads_input_only_traced() || self.opts.traces(st.info().id))
     }
 
     /// `with_input` for `st`'s run, whose prepared output is `out`: a stage whose run does not read
     /// its input is given a stand-in without a program (its input may be gone: `get`).
     pub fn with_run_input<R>(&self, st: &'static dyn Stage, out: &Prepared, f: impl FnOnce(&Source) -> R) -> Result<R, Diagnostic> {
         match st.input() {
-            Input::After(_) if !st.run_reads_input() => {
+            Input::After(_) if !self.run_reads_input(st) => {
                 let none = Program::default();
                 Ok(f(&Source { program: &none, input_type: &out.input_type, output_type: &out.output_type, builtins: &out.builtins }))
             }
@@ -779,6 +785,9 @@ fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Option
             // the check stopped at the memory budget (types.rs): a budget stop, not a wrong output
             return Err(Diagnostic::error(d.span, format!("{} its output", d.message)).in_stage(id));
         }
+        if let Some(refusal) = st.refused_by_check(&d) {
+            return Err(refusal.in_stage(id));
+        }
         // (a failed check leaves the program's text as it was: only types are filled in)
         return Err(internal(format!("the output does not type-check: {}", d.message), &out));
     }
@@ -928,6 +937,10 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
     };
     if let Some(keep) = kept {
         keep(&mut m);
+    }
+    // what the run may add: the budget, or less where its code left less below the last resort
+    if let Some((live, room)) = crate::limits::run_room() {
+        m.set_memory_limit(live, room);
     }
     m.set_tracing(opts.traces(st.info().id));
     crate::limits::set_phase(st.info().id, "running");
