@@ -24,8 +24,6 @@ static STOPPING: AtomicBool = AtomicBool::new(false);
 pub fn set_hard_limit(bytes: u64, max_mb: u64) {
     MAX_MB.store(max_mb, Relaxed);
     HARD.store(bytes, Relaxed);
-    // (a run stops below it with the budget's message: `limits::run_room`)
-    cotangent::limits::set_last_resort(bytes);
 }
 
 /// The `--max-mb` the hard limit was derived from, for the message.

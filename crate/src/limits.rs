@@ -106,30 +106,6 @@ pub fn memory_budget() -> Option<(fn() -> u64, u64)> {
     MEMORY.get().copied()
 }
 
-/// The process's last resort: the live heap at which the CLI's allocator stops the whole process
-/// (`alloc::set_hard_limit`, 3/2 of the budget), if it has one.
-static LAST_RESORT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-
-/// Sets the last resort (once per process; later calls are ignored).
-pub fn set_last_resort(bytes: u64) {
-    let _ = LAST_RESORT.set(bytes);
-}
-
-/// What a run starting now may add to the live heap: the memory budget, but no more than leaves a
-/// margin (1/16) below the last resort, so that the run stops with the budget's message, as a phase
-/// does, and the stages after it still run (issue 14 item 4: on a 10^5-line program a run starts
-/// with its lowered code 595 MiB live, its budget counts what it adds, and past 768 MiB the
-/// allocator stopped the process mid-run, printing nothing more). With the probe, to give
-/// `Machine::set_memory_limit`.
-pub fn run_room() -> Option<(fn() -> u64, u64)> {
-    let (live, limit) = memory_budget()?;
-    let room = match LAST_RESORT.get() {
-        Some(&last) => limit.min((last - last / 16).saturating_sub(live())),
-        None => limit,
-    };
-    Some((live, room))
-}
-
 /// The allocator's peak probe and its reset, if the CLI gave them: the trace's peak per phase.
 static PEAK: std::sync::OnceLock<(fn() -> u64, fn())> = std::sync::OnceLock::new();
 

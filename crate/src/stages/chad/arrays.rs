@@ -93,10 +93,6 @@ impl Stage for Arrays {
         // lowered code (a run that stops, at a budget, only leaves its counts out: the stage's
         // result is the first)
         let mut again = m.rerun();
-        // (within what is left below the last resort, as the first run: `limits::run_room`)
-        if let Some((live, room)) = crate::limits::run_room() {
-            again.set_memory_limit(live, room);
-        }
         if let Ok((_, counts)) = run_barray_on(&mut again, cx.input, cx.seed) {
             m.count("bag_ones_barray", counts.0);
             m.count("barrays_barray", counts.1);
