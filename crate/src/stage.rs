@@ -287,6 +287,13 @@ pub trait Stage: Sync {
     fn run_reads_input(&self) -> bool {
         true
     }
+    /// Whether its run reads its input only when traced (default no): chad/cc-chad's transforms it
+    /// again to name the backpropagators the trace shows (`bp_tree::sites_of`). Untraced, its input
+    /// then goes once transformed as for a run that does not read it (issue 14 item 4: chad/cc's
+    /// output held beside chad/cc-chad's at its check, 489 → 513 MiB on a 10^5-line program).
+    fn run_reads_input_only_traced(&self) -> bool {
+        false
+    }
     /// How its output is checked (default: it is a gradient program).
     fn contract(&self) -> Contract {
         Contract::Gradient
@@ -334,6 +341,15 @@ pub trait Stage: Sync {
     /// but for its program, which is `program`.
     fn transform_keeping(&self, program: Program, src: &Source) -> Result<Output, Diagnostic> {
         self.transform(&Source { program: &program, ..*src })
+    }
+
+    /// What the pipeline's type check of its output failing says, where that failure is this
+    /// stage's refusal of the program rather than an internal error (default: never). A stage whose
+    /// refusals show only once its output is typed (chad/cc-chad) lets the pipeline's one check say
+    /// so, rather than checking its output itself first: the same program was checked twice, the
+    /// first time beside its input (issue 14 item 4).
+    fn refused_by_check(&self, _why: &Diagnostic) -> Option<Diagnostic> {
+        None
     }
 
     /// The types the paper states for definitions of the output, given `main : S → T`

@@ -63,8 +63,10 @@ pub(crate) struct LamCode {
     pub named: Option<Rc<Named>>,
     /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it).
     pub param: Option<u32>,
-    /// The body with its regions compiled, once made (`code`).
-    pub hot: OnceCell<Code>,
+    /// The body with its regions compiled, once made (`code`); boxed, as most functions of a
+    /// stage's output never make it and the node inline was 32 bytes more in every lambda's code
+    /// (issue 14 item 4: a 10^5-line program's lowered code has ~6·10^5 lambdas).
+    pub hot: OnceCell<Box<Code>>,
     /// Entries so far, while `hot` waits to be made.
     pub entries: Cell<u32>,
     /// What making `hot` needs; `None` when the regions are compiled in `body` already, or never.
@@ -81,12 +83,21 @@ pub(crate) struct LamCode {
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
+/// (32 bytes: the slots' hints, then the captures', in one slice, and what every function of the
+/// lowering shares behind one pointer; issue 14 item 4, a lambda's lowered code.)
 pub(crate) struct Deferred {
-    real: Box<[Scalar]>,
-    real_caps: Box<[Scalar]>,
+    /// The slots' hints, then the captures' (from `caps_at`).
+    scalars: Box<[Scalar]>,
+    caps_at: u32,
+    after: u32,
+    runtime: Rc<Runtime>,
+}
+
+/// What the regions of every function of a lowering are compiled with: the runtime's fused pairs
+/// of builtins and the builtins a compiled round may call.
+struct Runtime {
     fused: Rc<[Fused]>,
     calls: Option<&'static super::RoundCalls>,
-    after: u32,
 }
 
 impl LamCode {
@@ -100,7 +111,7 @@ impl LamCode {
     #[inline]
     pub(crate) fn code(&self) -> &Code {
         match (self.hot.get(), &self.deferred) {
-            (Some(hot), _) => hot,
+            (Some(hot), _) => &**hot,
             (None, None) => &self.body,
             (None, Some(d)) => self.enter_cold(d),
         }
@@ -123,8 +134,9 @@ impl LamCode {
             return &self.body;
         }
         let mut hot = self.body.clone();
-        super::loops::regions(&mut hot, &Hints { slots: &d.real, caps: &d.real_caps, fused: &d.fused, calls: d.calls }, &self.pat, &self.more);
-        self.hot.get_or_init(|| hot)
+        let (slots, caps) = d.scalars.split_at(d.caps_at as usize);
+        super::loops::regions(&mut hot, &Hints { slots, caps, fused: &d.runtime.fused, calls: d.runtime.calls }, &self.pat, &self.more);
+        self.hot.get_or_init(|| Box::new(hot))
     }
 }
 
@@ -350,6 +362,8 @@ struct Lowerer<'a> {
     regions_after: u32,
     fused: Rc<[Fused]>,
     calls: Option<&'static super::RoundCalls>,
+    /// `fused` and `calls` for the deferred regions, shared by every function (made on first use).
+    runtime: OnceCell<Rc<Runtime>>,
     /// The definition whose own lambda is lowered next (its self tail calls are marked).
     def_lam: Option<u32>,
 }
@@ -402,7 +416,7 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
         bodies.push((name, body));
     }
     let params = params.iter().map(|p| (Rc::from(&p.name.text), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), def_lam: None };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), runtime: OnceCell::new(), def_lam: None };
     let mut defs = Vec::with_capacity(bodies.len());
     // drained front to back: an owned definition's IR goes as soon as it is lowered
     for (i, (name, d)) in bodies.drain(..).enumerate() {
@@ -487,8 +501,9 @@ impl Lowerer<'_> {
             super::loops::regions(body, &ctx.hints(&self.fused, self.calls), pat, more);
             return None;
         }
-        let (real, real_caps) = (ctx.real.clone().into(), ctx.real_caps.clone().into());
-        Some(Box::new(Deferred { real, real_caps, fused: self.fused.clone(), calls: self.calls, after: self.regions_after }))
+        let scalars = ctx.real.iter().chain(&ctx.real_caps).copied().collect();
+        let runtime = self.runtime.get_or_init(|| Rc::new(Runtime { fused: self.fused.clone(), calls: self.calls })).clone();
+        Some(Box::new(Deferred { scalars, caps_at: ctx.real.len() as u32, after: self.regions_after, runtime }))
     }
 
     /// A function's code: its regions compiled now or on a later entry.
@@ -1131,6 +1146,9 @@ mod tests {
     fn lowered_nodes_stay_small() {
         assert!(std::mem::size_of::<super::LPat>() <= 16, "LPat is {} bytes", std::mem::size_of::<super::LPat>());
         assert!(std::mem::size_of::<super::Code>() <= 40, "Code is {} bytes", std::mem::size_of::<super::Code>());
+        // and a lambda's: its compiled regions boxed, its deferred hints in one slice (issue 14 item 4)
+        assert!(std::mem::size_of::<super::LamCode>() <= 168, "LamCode is {} bytes", std::mem::size_of::<super::LamCode>());
+        assert!(std::mem::size_of::<super::Deferred>() <= 32, "Deferred is {} bytes", std::mem::size_of::<super::Deferred>());
     }
 
     use super::{frame_children, lower, moves, Code, Head};
