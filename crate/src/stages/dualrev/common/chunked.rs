@@ -72,6 +72,32 @@ impl<T: Copy> Chunked<T> {
             self.push(x);
         }
     }
+    /// The last chunk, taken out to be appended to by index (a batch of compiled rounds, issue 13),
+    /// with room for `n` more: grown fourfold up to `CHUNK`, a new one when the last is full;
+    /// `None` (nothing changed) when the `n` would cross into a next chunk. Until `put_last`, the
+    /// array is its other chunks.
+    pub fn take_last(&mut self, n: usize) -> Option<Vec<T>> {
+        if n > CHUNK {
+            return None;
+        }
+        let full = self.chunks.last().is_none_or(|c| c.len() == CHUNK);
+        let mut c = if full { Vec::with_capacity(if self.chunks.is_empty() { 0 } else { CHUNK }) } else { self.chunks.pop()? };
+        let len = c.len();
+        if len + n > CHUNK {
+            self.chunks.push(c);
+            return None;
+        }
+        if c.capacity() < len + n {
+            c.reserve_exact((4 * len).max(len + n).min(CHUNK) - len);
+        }
+        self.len -= len;
+        Some(c)
+    }
+    /// The chunk `take_last` took, back as the last (appended to, at most to `CHUNK`).
+    pub fn put_last(&mut self, c: Vec<T>) {
+        self.len += c.len();
+        self.chunks.push(c);
+    }
     /// The element pushed last.
     pub fn last_mut(&mut self) -> Option<&mut T> {
         self.chunks.last_mut()?.last_mut()
