@@ -118,6 +118,38 @@ impl<T: Copy> Chunked<T> {
 mod tests {
     use super::*;
 
+    /// `take_last` hands over the last chunk with room for `n` (the first grown fourfold, never
+    /// past `CHUNK`), a new one once the last is full, and nothing when `n` would cross a chunk's
+    /// end; appended to and put back, the elements are where `push` would have put them.
+    #[test]
+    fn a_taken_last_chunk_is_appended_to_as_push_would() {
+        let mut a = Chunked::default();
+        let mut c = a.take_last(3).unwrap();
+        assert!(c.is_empty() && c.capacity() >= 3);
+        c.extend([0u32, 1, 2]);
+        a.put_last(c);
+        assert_eq!((a.len(), a.get(2)), (3, Some(&2)));
+        let c = a.take_last(CHUNK - 3).unwrap();
+        assert!(c.capacity() <= CHUNK, "room {}", c.capacity());
+        a.put_last(c);
+        assert_eq!(a.len(), 3);
+        // would cross the first chunk's end: nothing taken
+        assert!(a.take_last(CHUNK - 2).is_none());
+        assert_eq!((a.len(), a.get(1)), (3, Some(&1)));
+        for i in 3..CHUNK as u32 {
+            a.push(i);
+        }
+        // the first is full: a new chunk of its own
+        let mut c = a.take_last(2).unwrap();
+        assert!(c.is_empty() && c.capacity() == CHUNK);
+        c.extend([7, 8]);
+        a.put_last(c);
+        a.push(9);
+        assert_eq!(a.len(), CHUNK + 3);
+        assert_eq!([a.get(CHUNK - 1), a.get(CHUNK), a.get(CHUNK + 2)], [Some(&(CHUNK as u32 - 1)), Some(&7), Some(&9)]);
+        assert_eq!(a.slice(CHUNK, 3), Some(&[7, 8, 9][..]));
+    }
+
     #[test]
     fn elements_are_where_they_were_pushed_across_chunks() {
         let mut a = Chunked::default();
