@@ -835,8 +835,9 @@ impl Machine<'_> {
         // (written straight into the runtime's arrays instead, with `RoundNodes`)
         let mut items = if p.nodes.is_some() { vec![] } else { p.items.to_vec() };
         let nrec = p.spans.len();
-        // Rounds that only record run in batches, their records' IDs reserved once a batch (as one
-        // round's: the IDs consecutive; issue 13, session 37). A batch that
+        // Rounds that only record, or whose calls are `RoundNodes`' (session 39), run in batches,
+        // their records' IDs reserved once a batch (as one round's: the IDs consecutive; issue 13,
+        // session 37). A batch that
         // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
         // check or memory probe that stops — is run again round by round from its start, so
         // everything up to the round that fails is as the round-by-round run leaves it.
@@ -879,7 +880,8 @@ impl Machine<'_> {
                 }
                 _ => break,
             };
-            // the IDs' and nodes' first numbers, and the node arrays they are written to
+            // the IDs' and nodes' first numbers, and the node arrays they are written to (no tape
+            // was taken above: a round has records or calls, not both)
             let (nfirsts, mut na) = match p.nodes {
                 Some(nd) => match (nd.take)(self, [p.nseq[0] * b as usize, p.nseq[1] * b as usize]) {
                     Some(t) => t,
