@@ -402,6 +402,41 @@ pub struct RoundCalls {
     pub unbox: fn(&mut Machine<'_>, &Value) -> Option<i64>,
     /// A handle as the value it names.
     pub rebox: fn(&mut Machine<'_>, i64) -> Value,
+    /// The runtime's nodes written straight into its arrays, if it offers them (`RoundNodes`).
+    pub nodes: Option<RoundNodes>,
+}
+
+/// `RoundCalls` whose sequence-0 calls take nothing (an ID) and whose sequence-1 calls make a node
+/// of up to two edges (partial, argument ID, argument's node: `RoundArg::Real, Int, Handle` each),
+/// `dualrev/contrib`'s `genID` and Contribs: a batch of rounds writes its nodes straight into the
+/// runtime's arrays, taken out of its state, as `RoundRecord`'s tape (issue 13, session 39: the
+/// rounds staged `RoundItem`s, checked and copied by `write` a round).
+#[derive(Clone, Copy)]
+pub struct RoundNodes {
+    /// The first numbers of the two sequences for `n[0]` IDs and `n[1]` nodes (of at most two
+    /// edges) when all fit, and the arrays they are written to; `None`: nothing taken.
+    pub take: fn(&mut Machine<'_>, n: [usize; 2]) -> Option<([i64; 2], RoundNodeArrays)>,
+    /// The arrays back with the nodes written on them, and an ID made for each of `ids` (their
+    /// spans, in order); the runtime's counters added.
+    pub put: fn(&mut Machine<'_>, RoundNodeArrays, ids: &[Span]),
+}
+
+/// A runtime's node arrays as a batch of compiled rounds writes them (`RoundNodes::take`): per node
+/// where its edges start (an index into the runtime's whole edge array, `edge0` the one at
+/// `edges`' end when taken), and the edges.
+#[derive(Default)]
+pub struct RoundNodeArrays {
+    pub starts: Vec<u32>,
+    pub edges: Vec<RoundEdge>,
+    pub edge0: u32,
+}
+
+/// A node's edge: the partial, the argument's ID and the argument's node (16 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RoundEdge {
+    pub partial: f64,
+    pub arg: u32,
+    pub child: u32,
 }
 
 /// What a builtin of `RoundCalls` takes: a real, an integer, or a handle.

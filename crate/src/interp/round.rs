@@ -43,7 +43,7 @@
 //! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundArg, RoundCalls, RoundItem, RoundRecord, RoundTape, MAX_CALL_INTS};
+use super::{Fused, Machine, RoundArg, RoundCalls, RoundEdge, RoundItem, RoundNodeArrays, RoundNodes, RoundRecord, RoundTape, MAX_CALL_INTS};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -125,6 +125,23 @@ enum Op {
     /// Call k of the round (`RoundCalls`): its arguments (reals, then integers and handles), its
     /// number the reserved first of its sequence + its place, into an integer register.
     Call(u16, u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
+    /// The same written straight into the runtime's arrays (`RoundNodes`, issue 13, session 39):
+    /// an ID (sequence 0) into an integer register; a node of n edges (partial, argument ID,
+    /// argument's node), its number into an integer register (an ID past a `u32`, or a node not yet
+    /// made, fails the round, as `write` refuses them).
+    Id(u16),
+    Node(u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
+}
+
+/// The runtime's `RoundNodes`, when its calls have their shape: sequence 0's take nothing, not a
+/// handle (an ID); sequence 1's make a handle from (real, integer, handle) triples, at most two.
+fn round_nodes(c: &RoundCalls) -> Option<RoundNodes> {
+    let shaped = c.calls.iter().all(|k| match k.seq {
+        0 => k.args.is_empty() && !k.handle,
+        1 => k.handle && k.args.len() % 3 == 0 && k.args.len() <= 6 && k.args.chunks(3).all(|t| t == [RoundArg::Real, RoundArg::Int, RoundArg::Handle]),
+        _ => false,
+    });
+    c.nodes.filter(|_| shaped)
 }
 
 /// A new parameter's leaf: the register it is read from.
@@ -180,6 +197,10 @@ pub(crate) struct RoundProg {
     calls: Option<&'static RoundCalls>,
     items: Box<[RoundItem]>,
     nseq: [usize; 2],
+    /// The calls written straight into the runtime's arrays (`round_nodes`; `items` not written
+    /// then), and the spans of a round's IDs, in order.
+    nodes: Option<RoundNodes>,
+    ids: Box<[Span]>,
     steps: u64,
     real_ops: u64,
     allocs: u64,
@@ -486,7 +507,11 @@ impl Builder<'_> {
         for (g, &v) in zr.iter_mut().zip(z.iter()) {
             *g = self.ireg(v)?;
         }
-        self.ops.push(Op::Call(self.items.len() as u16, r, rc.seq, xr, zr));
+        self.ops.push(match round_nodes(calls) {
+            Some(_) if rc.seq == 0 => Op::Id(r),
+            Some(_) => Op::Node(r, (rc.args.len() / 3) as u8, xr, zr),
+            None => Op::Call(self.items.len() as u16, r, rc.seq, xr, zr),
+        });
         self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; MAX_CALL_INTS], at: at as i64 });
         Some(if rc.handle { Sym::H(r) } else { Sym::I(I::Reg(r)) })
     }
@@ -725,6 +750,8 @@ impl RoundProg {
             spans: b.spans.into(),
             job: b.job,
             calls: src.calls,
+            nodes: src.calls.and_then(round_nodes),
+            ids: src.calls.map_or(vec![], |c| b.items.iter().filter(|it| c.calls.get(it.call as usize).is_some_and(|k| k.seq == 0)).map(|it| it.span).collect()).into(),
             items: b.items.into(),
             nseq: b.nseq,
             steps: b.steps,
@@ -805,16 +832,21 @@ impl Machine<'_> {
         for &(r, x) in p.ki.iter() {
             ri[r] = x;
         }
-        let mut items = p.items.to_vec();
+        // (written straight into the runtime's arrays instead, with `RoundNodes`)
+        let mut items = if p.nodes.is_some() { vec![] } else { p.items.to_vec() };
         let nrec = p.spans.len();
-        // Rounds that only record run in batches, their records' IDs reserved once a batch (as one
-        // round's: the IDs consecutive; issue 13, session 37). A batch that
+        // Rounds that only record, or whose calls are `RoundNodes`' (session 39), run in batches,
+        // their records' IDs reserved once a batch (as one round's: the IDs consecutive; issue 13,
+        // session 37). A batch that
         // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
         // check or memory probe that stops — is run again round by round from its start, so
         // everything up to the round that fails is as the round-by-round run leaves it.
-        let batching = p.rec.is_some() && nrec > 0 && items.is_empty();
+        let batching = (p.rec.is_some() && nrec > 0 && items.is_empty()) || p.nodes.is_some();
         let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
         let spans = p.spans.repeat(batch as usize);
+        let id_spans = p.ids.repeat(batch as usize);
+        // a round's nodes' edges
+        let nnode: usize = p.ops.iter().map(|o| if let Op::Node(_, n, _, _) = o { *n as usize } else { 0 }).sum();
         // a round's edges
         let nedge: usize = p.ops.iter().map(|o| if let Op::Rec(_, n, _) | Op::RecPair(_, n, _) = o { *n as usize } else { 0 }).sum();
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
@@ -848,6 +880,28 @@ impl Machine<'_> {
                 }
                 _ => break,
             };
+            // the IDs' and nodes' first numbers, and the node arrays they are written to (no tape
+            // was taken above: a round has records or calls, not both)
+            let (nfirsts, mut na) = match p.nodes {
+                Some(nd) => match (nd.take)(self, [p.nseq[0] * b as usize, p.nseq[1] * b as usize]) {
+                    Some(t) => t,
+                    None if b > 1 => {
+                        batch = 1;
+                        continue;
+                    }
+                    None => break,
+                },
+                None => ([0; 2], RoundNodeArrays::default()),
+            };
+            let nl = [na.starts.len(), na.edges.len()];
+            if p.nodes.is_some() {
+                grow(&mut na.starts, p.nseq[1] * b as usize, 0);
+                grow(&mut na.edges, nnode * b as usize, RoundEdge::default());
+            }
+            let edge0 = na.edge0;
+            let (st, ed) = (&mut na.starts[nl[0]..], &mut na.edges[nl[1]..]);
+            let (mut nn, mut nne) = (0usize, 0usize);
+            let (mut nid, mut node) = (nfirsts[0], nfirsts[1]);
             // the arrays grown once for the batch's records and edges (the most its rounds write:
             // `grow`), each written by index, then cut to what was written (issue 13, session 39)
             let lens = tape.lens();
@@ -946,6 +1000,26 @@ impl Machine<'_> {
                             it.at = at;
                             ri[d] = at;
                         }
+                        Op::Id(d) => {
+                            ri[d] = nid;
+                            nid += 1;
+                        }
+                        Op::Node(d, n, x, z) => {
+                            // (the edges' start fits a `u32`: `take`)
+                            st[nn] = edge0 + nne as u32;
+                            for e in 0..n as usize {
+                                let (arg, child) = (ri[z[2 * e]], ri[z[2 * e + 1]]);
+                                let (Ok(arg), true) = (u32::try_from(arg), (0..node).contains(&child)) else {
+                                    failed = true;
+                                    break 'round;
+                                };
+                                ed[nne] = RoundEdge { partial: rf[x[e]], arg, child: child as u32 };
+                                nne += 1;
+                            }
+                            nn += 1;
+                            ri[d] = node;
+                            node += 1;
+                        }
                     }
                 }
                 // the new parameters read before any is written (a parallel move)
@@ -983,7 +1057,13 @@ impl Machine<'_> {
                     _ => true,
                 };
             if !written {
-                (nc, ne) = (0, 0);
+                (nc, ne, nn, nne) = (0, 0, 0, 0);
+            }
+            if let Some(nd) = p.nodes {
+                na.starts.truncate(nl[0] + nn);
+                na.edges.truncate(nl[1] + nne);
+                let ids = if written { ran as usize * p.nseq[0] } else { 0 };
+                (nd.put)(self, na, &id_spans[..ids]);
             }
             tape.truncate([lens[0] + nc, lens[1] + ne, lens[2] + ne, lens[3] + ne]);
             if let Some(rr) = p.rec.filter(|_| nrec > 0) {

@@ -7,7 +7,7 @@ use super::common::*;
 use crate::build::*;
 use crate::deriv::Partial;
 use crate::diag::{Diagnostic, Span};
-use crate::interp::{Builtin, Graph, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RunError};
+use crate::interp::{Builtin, Graph, Machine, RoundArg, RoundCall, RoundCalls, RoundEdge, RoundItem, RoundNodeArrays, RoundNodes, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
@@ -173,12 +173,7 @@ pub struct Contribs {
 /// A Contrib's edge: the partial, the argument's ID and the argument's Contrib (16 bytes; one
 /// array of them rather than three, so a Contrib is pushed and an edge read in one place: the
 /// compiled rounds' writes and the resolve's reads, issue 13 session 35).
-#[derive(Clone, Copy, Debug, Default)]
-struct Edge {
-    partial: f64,
-    arg: u32,
-    child: u32,
-}
+type Edge = RoundEdge;
 
 /// The IDs a first resolve visited: those in `lo..hi` whose cell in `cb` is not `EMPTY`, `count`
 /// of them (`cb` is the staging array's, moved in once the resolve ends).
@@ -349,6 +344,7 @@ static ROUND_CALLS: RoundCalls = RoundCalls {
         }
         Value::Ext(Rc::new(v))
     },
+    nodes: Some(RoundNodes { take: take_round, put: put_round }),
 };
 
 /// `ROUND_CALLS`' calls by their place in it, as a round's items name them (`RoundItem::call`).
@@ -407,6 +403,32 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
         m.count("ids_allocated", ids);
     }
     true
+}
+
+/// The next ID and the next Contrib's number for `n[0]` IDs and `n[1]` Contribs, when they fit (as
+/// `reserve_round`) and their starts and edges fit the arrays' last chunks, and those chunks, taken
+/// out to be written by index (`interp::RoundNodes`, issue 13, session 39).
+fn take_round(m: &mut Machine, n: [usize; 2]) -> Option<([i64; 2], RoundNodeArrays)> {
+    let firsts = reserve_round(m, n)?;
+    let cs = m.state::<Contribs>();
+    let edge0 = u32::try_from(cs.edge.len()).ok()?;
+    let starts = cs.starts.take_last(n[1])?;
+    let Some(edges) = cs.edge.take_last(MAX_EDGES * n[1]) else {
+        cs.starts.put_last(starts);
+        return None;
+    };
+    Some((firsts, RoundNodeArrays { starts, edges, edge0 }))
+}
+
+/// The Contribs written and the IDs made (`ids`: their spans) as `b_c` and `genID` make each.
+fn put_round(m: &mut Machine, a: RoundNodeArrays, ids: &[Span]) {
+    let cs = m.state::<Contribs>();
+    cs.starts.put_last(a.starts);
+    cs.edge.put_last(a.edges);
+    if !ids.is_empty() {
+        rt(m).fresh_round(ids);
+        m.count("ids_allocated", ids.len() as u64);
+    }
 }
 
 /// `Staged c = Array (Contrib, dR)`: per cell the Contrib's number (`EMPTY`: no call staged yet) and

@@ -72,6 +72,32 @@ impl<T: Copy> Chunked<T> {
             self.push(x);
         }
     }
+    /// The last chunk, taken out to be appended to by index (a batch of compiled rounds, issue 13),
+    /// with room for `n` more: grown fourfold up to `CHUNK`, a new one when the last is full;
+    /// `None` (nothing changed) when the `n` would cross into a next chunk. Until `put_last`, the
+    /// array is its other chunks.
+    pub fn take_last(&mut self, n: usize) -> Option<Vec<T>> {
+        if n > CHUNK {
+            return None;
+        }
+        let full = self.chunks.last().is_none_or(|c| c.len() == CHUNK);
+        let mut c = if full { Vec::with_capacity(if self.chunks.is_empty() { 0 } else { CHUNK }) } else { self.chunks.pop()? };
+        let len = c.len();
+        if len + n > CHUNK {
+            self.chunks.push(c);
+            return None;
+        }
+        if c.capacity() < len + n {
+            c.reserve_exact((4 * len).max(len + n).min(CHUNK) - len);
+        }
+        self.len -= len;
+        Some(c)
+    }
+    /// The chunk `take_last` took, back as the last (appended to, at most to `CHUNK`).
+    pub fn put_last(&mut self, c: Vec<T>) {
+        self.len += c.len();
+        self.chunks.push(c);
+    }
     /// The element pushed last.
     pub fn last_mut(&mut self) -> Option<&mut T> {
         self.chunks.last_mut()?.last_mut()
@@ -91,6 +117,38 @@ impl<T: Copy> Chunked<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `take_last` hands over the last chunk with room for `n` (the first grown fourfold, never
+    /// past `CHUNK`), a new one once the last is full, and nothing when `n` would cross a chunk's
+    /// end; appended to and put back, the elements are where `push` would have put them.
+    #[test]
+    fn a_taken_last_chunk_is_appended_to_as_push_would() {
+        let mut a = Chunked::default();
+        let mut c = a.take_last(3).unwrap();
+        assert!(c.is_empty() && c.capacity() >= 3);
+        c.extend([0u32, 1, 2]);
+        a.put_last(c);
+        assert_eq!((a.len(), a.get(2)), (3, Some(&2)));
+        let c = a.take_last(CHUNK - 3).unwrap();
+        assert!(c.capacity() <= CHUNK, "room {}", c.capacity());
+        a.put_last(c);
+        assert_eq!(a.len(), 3);
+        // would cross the first chunk's end: nothing taken
+        assert!(a.take_last(CHUNK - 2).is_none());
+        assert_eq!((a.len(), a.get(1)), (3, Some(&1)));
+        for i in 3..CHUNK as u32 {
+            a.push(i);
+        }
+        // the first is full: a new chunk of its own
+        let mut c = a.take_last(2).unwrap();
+        assert!(c.is_empty() && c.capacity() == CHUNK);
+        c.extend([7, 8]);
+        a.put_last(c);
+        a.push(9);
+        assert_eq!(a.len(), CHUNK + 3);
+        assert_eq!([a.get(CHUNK - 1), a.get(CHUNK), a.get(CHUNK + 2)], [Some(&(CHUNK as u32 - 1)), Some(&7), Some(&9)]);
+        assert_eq!(a.slice(CHUNK, 3), Some(&[7, 8, 9][..]));
+    }
 
     #[test]
     fn elements_are_where_they_were_pushed_across_chunks() {

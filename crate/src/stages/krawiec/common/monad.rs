@@ -194,6 +194,7 @@ pub(crate) static ROUND_CALLS: RoundCalls = RoundCalls {
         std::rc::Rc::ptr_eq(&d.arena, &m.state::<DeltaArena>().arena).then_some(d.ix as i64)
     },
     rebox: |m, h| delta_value(DeltaRef { arena: run_arena(m), ix: h as Ix }),
+    nodes: None,
 };
 
 /// The arena's next serial and the next DeltaId, when `n[0]` nodes fit the arena and `n[1]`
