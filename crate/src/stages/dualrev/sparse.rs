@@ -256,8 +256,9 @@ mod tests {
         v.ext::<SparseStaged>().map(|s| s.g.iter().map(|(k, x)| (*k, *x)).collect()).unwrap_or_default()
     }
 
-    /// `SOneHot i z` adds into the collector it is given: in place where that state is held once, and
-    /// leaving a state held elsewhere as it was (the map stays persistent where it is shared).
+    /// `SOneHot i z` adds into the collector it is given (in place where that state is held once,
+    /// which the values cannot show), and leaves a state held elsewhere as it was: fails if the
+    /// in-place addition reached a map another value still holds.
     #[test]
     fn a_one_hot_adds_into_a_collector_held_once_and_leaves_a_shared_one_alone() {
         let program = Program::default();

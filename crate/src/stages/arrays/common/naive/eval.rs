@@ -118,15 +118,10 @@ impl Ct {
         }
     }
     fn show(&self) -> String {
-        let items: Vec<String> = match self {
+        let (items, len): (Vec<String>, usize) = match self {
             Ct::R(r) => return show_real(*r),
-            Ct::V(rs) => rs.iter().take(8).map(|r| show_real(*r)).collect(),
-            Ct::A(cs) => cs.iter().take(8).map(Ct::show).collect(),
-        };
-        let len = match self {
-            Ct::V(rs) => rs.len(),
-            Ct::A(cs) => cs.len(),
-            Ct::R(_) => 0,
+            Ct::V(rs) => (rs.iter().take(8).map(|r| show_real(*r)).collect(), rs.len()),
+            Ct::A(cs) => (cs.iter().take(8).map(Ct::show).collect(), cs.len()),
         };
         format!("[{}{}]", items.join(", "), if len > 8 { ", …" } else { "" })
     }
