@@ -1,6 +1,8 @@
 // The page's engine (the release wasm Trunk ships, run in Node) beside the native one (`cotangent
 // bench`), on the peers' programs, alternated in one run: ns per primal operation for the primal and
 // for each stage's gradient, and the ratio wasm / native (issue 13: wasm within 1.5× of native).
+// A run shorter than a millisecond is timed many to a sample on both sides (`--sample-ms 1` natively,
+// `cotangent::timing::best_per_run`): wasm's clock costs about a microsecond a reading.
 // Usage (after `trunk build --release` and `cargo build --release -p cotangent`):
 //   node scripts/bench-wasm.mjs [--sizes 1000,10000] [--stage dualrev/tape ...] [--repeat 5] [--rounds 2] [--chromium] [--liftoff]
 // With --chromium the wasm runs in headless Chromium (the page's engine, a newer V8 than Node's), loaded
@@ -76,7 +78,7 @@ for (let round = 0; round < rounds; round++) {
       keep(`${fam.name}/${n}/(primal)`, 'wasm', (t.primal_ms * 1e6) / ops);
       for (const s of t.stages) keep(`${fam.name}/${n}/${s.id}`, 'wasm', s.grad_ms == null ? null : (s.grad_ms * 1e6) / ops);
       // native, the same program at the same size
-      const out = execFileSync(native, ['bench', '--family', fam.name, '--sizes', String(n), ...stages.flatMap(s => ['--stage', s]), '--repeat', String(repeat), '--json'], { encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'ignore'] });
+      const out = execFileSync(native, ['bench', '--family', fam.name, '--sizes', String(n), ...stages.flatMap(s => ['--stage', s]), '--repeat', String(repeat), '--sample-ms', '1', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26, stdio: ['ignore', 'pipe', 'ignore'] });
       for (const line of out.split('\n').filter(l => l.startsWith('{'))) {
         const r = JSON.parse(line);
         keep(`${fam.name}/${n}/(primal)`, 'native', r.primal_ns_per_op);

@@ -134,7 +134,19 @@ enum Cmd {
         /// clock also counts waiting for a core).
         #[arg(long)]
         cpu: bool,
+        /// Time a run shorter than this many milliseconds many to a sample, each on its own machine
+        /// made before the clock starts, and divide (as the page's engine is timed in wasm:
+        /// `scripts/bench-wasm.mjs`); 0, the default, times every run alone.
+        #[arg(long, default_value_t = 0.0, value_parser = parse_sample_ms)]
+        sample_ms: f64,
     },
+}
+
+fn parse_sample_ms(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1000.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}` is not a number of milliseconds from 0 to 1000")),
+    }
 }
 
 fn parse_param(s: &str) -> Result<(String, i64), String> {
@@ -287,7 +299,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 out!(o, "\n  ]\n}}");
             }
         }
-        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json, walker, cpu } => {
+        Cmd::Bench { families, sizes, stages, max_steps, max_seconds, max_mb, repeat, json, walker, cpu, sample_ms } => {
             let budget = cotangent::interp::Budget {
                 steps: max_steps,
                 allocs: max_steps,
@@ -299,7 +311,7 @@ fn run_to(cli: Cli, o: &mut impl Write, code: &mut u8) -> std::io::Result<()> {
                 // without lowering
                 regions_after: 0,
             };
-            let set = bench::Settings { budget, repeat: repeat as usize, max_bytes: max_mb.saturating_mul(1 << 20), cpu };
+            let set = bench::Settings { budget, repeat: repeat as usize, max_bytes: max_mb.saturating_mul(1 << 20), cpu, min_sample: sample_ms / 1e3 };
             if let Some(bad) = families.iter().find(|n| *n != "peers" && !bench::families().iter().any(|f| f.name == n.as_str())) {
                 eprintln!("error: no bench family `{bad}` (see `cotangent bench --help`)");
                 *code = EXIT_USER_ERROR;

@@ -69,6 +69,28 @@ fn a_case_past_its_memory_limit_is_stopped_and_says_so() {
     assert_eq!(rows[0]["outcome"], "stopped by the memory budget (1 MB per case)", "{out}");
 }
 
+/// `--sample-ms`: short runs timed many to a sample (as the wasm timing is) give the same rows and
+/// counters as runs timed alone; a value outside 0–1000 ms is a user error.
+#[test]
+fn short_runs_timed_many_to_a_sample_keep_the_rows() {
+    let args = ["--family", "quaternion", "--stage", "dualrev/tape", "--stage", "forward", "--repeat", "2", "--json"];
+    let (code, alone, err) = bench(&args);
+    assert_eq!(code, 0, "{err}");
+    let (code, many, err) = bench(&[&args[..], &["--sample-ms", "1"]].concat());
+    assert_eq!(code, 0, "{err}");
+    let (alone, many) = (rows(&alone), rows(&many));
+    assert_eq!(alone.len(), 2);
+    for (a, m) in alone.iter().zip(&many) {
+        assert_eq!((&a["stage"], &a["outcome"], &a["steps"], &a["real_ops"]), (&m["stage"], &m["outcome"], &m["steps"], &m["real_ops"]), "{a}\n{m}");
+        assert!(m["grad_ns_per_op"].as_f64().is_some_and(|x| x > 0.0) && m["primal_ns_per_op"].as_f64().is_some_and(|x| x > 0.0), "{m}");
+    }
+    for bad in ["-1", "1001", "x"] {
+        let (code, _, err) = bench(&["--family", "quaternion", &format!("--sample-ms={bad}")]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("not a number of milliseconds from 0 to 1000"), "{err}");
+    }
+}
+
 #[test]
 fn an_unknown_family_is_a_user_error() {
     let (code, _, err) = bench(&["--family", "nope"]);

@@ -53,45 +53,11 @@ fn now() -> f64 {
 
 /// A timed sample lasts at least this long (`best_ms`).
 const MIN_SAMPLE_MS: f64 = 1.0;
-/// The most runs a sample takes (`best_ms`).
-const MAX_BATCH: usize = 4096;
 
-/// The best of `repeat` timings of `f` in milliseconds (`cotangent::timing::best_of` on the host's
-/// clock). A run shorter than `MIN_SAMPLE_MS` is timed `k` times in one sample (each after its own
-/// set-up, all made before the clock starts) and the sample divided by `k`: the host's clock costs
-/// about a microsecond a reading here (a crossing into JavaScript) and headless Chromium's ticks are
-/// 100 µs, both more than the quaternion's whole run (0.4 µs natively), where the native clock costs
-/// tens of nanoseconds. `k` grows from 1 until a sample lasts `MIN_SAMPLE_MS` (a coarse clock reads
-/// a short sample as 0 or one tick, so one run's reading alone would not say how many make it).
+/// The best of `repeat` timings of `f` in milliseconds, on the host's clock, a short run timed many
+/// to a sample (`cotangent::timing::best_per_run`, as `cotangent bench` does).
 fn best_ms<S, T>(repeat: u32, setup: impl FnMut() -> S, f: impl FnMut(&mut S) -> Result<T, String>) -> Result<f64, String> {
-    best_ms_on(&now, repeat, setup, f)
-}
-
-fn best_ms_on<S, T>(now: &dyn Fn() -> f64, repeat: u32, mut setup: impl FnMut() -> S, mut f: impl FnMut(&mut S) -> Result<T, String>) -> Result<f64, String> {
-    let mut sample = |repeat: usize, k: usize| {
-        cotangent::timing::best_of(repeat, now, || (0..k).map(|_| setup()).collect::<Vec<S>>(), |states| {
-            states.iter_mut().try_for_each(|s| f(s).map(|_| ()))
-        })
-    };
-    let mut k = 1usize;
-    loop {
-        let took = match sample(1, k) {
-            Some((ms, _, Ok(()))) => ms,
-            Some((_, _, Err(e))) => return Err(e),
-            None => return Ok(0.0),
-        };
-        if took >= MIN_SAMPLE_MS || k >= MAX_BATCH {
-            break;
-        }
-        // near the goal where the clock read something, else eight times as many
-        let next = if took > 0.0 { (MIN_SAMPLE_MS / took * k as f64 * 1.25).ceil() as usize } else { k * 8 };
-        k = next.max(2 * k).min(MAX_BATCH);
-    }
-    match sample(repeat as usize, k) {
-        Some((ms, _, Ok(()))) => Ok(ms / k as f64),
-        Some((_, _, Err(e))) => Err(e),
-        None => Ok(0.0),
-    }
+    cotangent::timing::best_per_run(&now, repeat as usize, MIN_SAMPLE_MS, cotangent::timing::MAX_RUNS_A_SAMPLE, setup, f)
 }
 
 fn machine<'p>(p: &'p Program, b: &Builtins, budget: &Budget) -> Result<Machine<'p>, RunError> {
@@ -170,39 +136,5 @@ mod tests {
         assert!(t.primal_ms >= 0.0);
         let got: Vec<(&str, bool, &str)> = t.stages.iter().map(|s| (s.id.as_str(), s.grad_ms.is_some(), s.outcome.as_str())).collect();
         assert_eq!(got, [("forward", true, "ok"), ("dualrev/tape", true, "ok"), ("bogus", false, "no such stage")]);
-    }
-
-    /// A run shorter than a sample's minimum is timed many to a sample, each on its own set-up, and
-    /// the sample divided: a clock that advances 0.01 ms a run gives 0.01, from samples of over 100
-    /// runs; one that reads every run as 0 (a coarse clock) still gets a sample of a millisecond.
-    #[test]
-    fn short_runs_are_timed_many_to_a_sample() {
-        use std::cell::Cell;
-        let (clock, setups, runs) = (Cell::new(0.0), Cell::new(0), Cell::new(0));
-        let ms = super::best_ms_on(&|| clock.get(), 3, || setups.set(setups.get() + 1), |_| {
-            clock.set(clock.get() + 0.01);
-            runs.set(runs.get() + 1);
-            Ok(())
-        });
-        assert!((ms.unwrap() - 0.01).abs() < 1e-12);
-        // a first run, a sample of 125 (1 ms over 0.01, with a quarter to spare), then three of 125
-        assert_eq!((setups.get(), runs.get()), (1 + 125 + 3 * 125, 1 + 125 + 3 * 125));
-        // a clock of 0.1 ms ticks, a run of 0.001 ms: k grows while the reading is 0 or short
-        let (fine, ticks) = (Cell::new(0.0), Cell::new(0usize));
-        let coarse = || (fine.get() / 0.1f64).floor() * 0.1;
-        let ms = super::best_ms_on(&coarse, 2, || (), |_| {
-            fine.set(fine.get() + 0.001);
-            ticks.set(ticks.get() + 1);
-            Ok(())
-        });
-        let ms = ms.unwrap();
-        assert!((0.0008..=0.0012).contains(&ms), "{ms}");
-        let long = super::best_ms_on(&|| clock.get(), 3, || (), |_| {
-            clock.set(clock.get() + 1.0);
-            Ok(())
-        });
-        assert_eq!(long, Ok(1.0));
-        let failed = super::best_ms_on(&|| clock.get(), 3, || (), |_| Err::<(), _>("stopped".to_string()));
-        assert_eq!(failed, Err("stopped".to_string()));
     }
 }
