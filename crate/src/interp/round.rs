@@ -56,8 +56,6 @@ const MAX_RECS: usize = 256;
 const MAX_DEPTH: u32 = 64;
 /// At most this many rounds in a batch whose records are written at once (`compiled_rounds`).
 const MAX_BATCH: u64 = 64;
-/// The first batch's rounds (`compiled_rounds`).
-const FIRST_BATCH: u64 = 4;
 
 /// A real operand: a register or a constant.
 #[derive(Clone, Copy)]
@@ -777,7 +775,7 @@ impl Machine<'_> {
     pub(super) fn compiled_rounds(&mut self, src: &RoundSrc, spine_then: bool) -> Option<bool> {
         // the register files the thread's last rounds ran in, or new ones: a machine is made for
         // each run, and 16 KB allocated and zeroed each time was a quarter of a 40-operation
-        // gradient's instructions (issue 13, session 40)
+        // gradient's instructions, ~3 % of its time (issue 13, session 40)
         let mut regs = match SPARE_REGS.take() {
             Some(r) => r,
             None => RoundRegs::new()?,
@@ -865,13 +863,9 @@ impl Machine<'_> {
         // check or memory probe that stops — is run again round by round from its start, so
         // everything up to the round that fails is as the round-by-round run leaves it.
         let batching = (p.rec.is_some() && nrec > 0 && items.is_empty()) || p.nodes.is_some();
-        // The first batch of `FIRST_BATCH` rounds, each batch that ran whole doubling the next up to
-        // `MAX_BATCH`, the arrays given room for the longest at once: a short loop's arrays were
-        // grown, and zeroed, for 64 rounds it never ran (issue 13, session 40).
-        let most = if batching { fit.min(MAX_BATCH) as usize } else { 1 };
-        let mut batch = if batching { fit.min(FIRST_BATCH) } else { 1 };
-        let spans = p.spans.repeat(most);
-        let id_spans = p.ids.repeat(most);
+        let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
+        let spans = p.spans.repeat(batch as usize);
+        let id_spans = p.ids.repeat(batch as usize);
         // a round's nodes' edges
         let nnode: usize = p.ops.iter().map(|o| if let Op::Node(_, n, _, _) = o { *n as usize } else { 0 }).sum();
         // a round's edges
@@ -922,8 +916,8 @@ impl Machine<'_> {
             };
             let nl = [na.starts.len(), na.edges.len()];
             if p.nodes.is_some() {
-                grow(&mut na.starts, p.nseq[1] * b as usize, p.nseq[1] * most, 0);
-                grow(&mut na.edges, nnode * b as usize, nnode * most, RoundEdge::default());
+                grow(&mut na.starts, p.nseq[1] * b as usize, 0);
+                grow(&mut na.edges, nnode * b as usize, RoundEdge::default());
             }
             let edge0 = na.edge0;
             let (st, ed) = (&mut na.starts[nl[0]..], &mut na.edges[nl[1]..]);
@@ -932,12 +926,12 @@ impl Machine<'_> {
             // the arrays grown once for the batch's records and edges (the most its rounds write:
             // `grow`), each written by index, then cut to what was written (issue 13, session 39)
             let lens = tape.lens();
-            grow(&mut tape.counts, nrec * b as usize, nrec * most, 0);
+            grow(&mut tape.counts, nrec * b as usize, 0);
             match p.rec {
-                Some(rr) if rr.pairs => grow(&mut tape.pairs, nedge * b as usize, nedge * most, (0.0, 0, 0)),
+                Some(rr) if rr.pairs => grow(&mut tape.pairs, nedge * b as usize, (0.0, 0, 0)),
                 Some(_) => {
-                    grow(&mut tape.partials, nedge * b as usize, nedge * most, 0.0);
-                    grow(&mut tape.args, nedge * b as usize, nedge * most, 0);
+                    grow(&mut tape.partials, nedge * b as usize, 0.0);
+                    grow(&mut tape.args, nedge * b as usize, 0);
                 }
                 None => {}
             }
@@ -1110,9 +1104,6 @@ impl Machine<'_> {
             if left {
                 break;
             }
-            if batch > 1 {
-                batch = (2 * batch).min(MAX_BATCH);
-            }
         }
         if done == 0 {
             return None;
@@ -1136,12 +1127,12 @@ impl Machine<'_> {
     }
 }
 
-/// `v` longer by `n` copies of `x`, its room quadrupled when it runs out rather than doubled (a
-/// long loop's tape copied a third as much: issue 13, session 39: the copies were a tenth of a
-/// particle gradient's instructions), and at least `room` (≥ `n`) more then.
-fn grow<T: Copy>(v: &mut Vec<T>, n: usize, room: usize, x: T) {
+/// `v` longer by `n` copies of `x`, its room quadrupled when it runs out rather than doubled: a
+/// long loop's tape copied a third as much (issue 13, session 39: the copies were a tenth of a
+/// particle gradient's instructions).
+fn grow<T: Copy>(v: &mut Vec<T>, n: usize, x: T) {
     if v.capacity() - v.len() < n {
-        v.reserve((3 * v.len()).max(room.max(n)));
+        v.reserve((3 * v.len()).max(n));
     }
     v.resize(v.len() + n, x);
 }
@@ -1278,19 +1269,12 @@ mod tests {
     fn a_full_tape_array_grows_by_four_and_one_with_room_in_place() {
         let mut v: Vec<u32> = Vec::with_capacity(100);
         v.extend(0..100);
-        grow(&mut v, 10, 10, 7);
+        grow(&mut v, 10, 7);
         assert!(v.capacity() >= 400, "room {}", v.capacity());
         assert_eq!((v.len(), &v[98..102]), (110, &[98, 99, 7, 7][..]));
         let (room, at) = (v.capacity(), v.as_ptr());
-        grow(&mut v, 64, 64, 8);
+        grow(&mut v, 64, 8);
         assert_eq!((v.capacity(), v.as_ptr(), v.len(), v[173]), (room, at, 174, 8));
-        // a first batch of 4 rounds' records given room for 64 rounds' at once (session 40)
-        let mut w: Vec<u32> = vec![];
-        grow(&mut w, 4, 64, 1);
-        assert!(w.capacity() >= 64 && w == [1; 4], "room {}, {:?}", w.capacity(), w);
-        let at = w.as_ptr();
-        grow(&mut w, 8, 64, 2);
-        assert_eq!((w.as_ptr(), w.len()), (at, 12), "the second batch in the room the first made");
     }
 
     /// A register file's cells are its registers' own: each of `MAX_REGS` registers written and
