@@ -1032,3 +1032,27 @@ fn contrib_rounds_compiled_count_as_the_walker_at_every_budget() {
     rounds_agree_at_every_budget(&ids, &TAPED_LOOPS[..2], 0..0);
     rounds_agree_at_every_budget(&ids, &TAPED_CALLS[..1], 0..8);
 }
+
+/// The Krawiec stages' compiled rounds handed straight to the run's Delta arena and bindings in
+/// batches of up to 64 rounds (`RoundCalls::sink`, issue 13, session 40), against the walker: the
+/// long loops in batches (the last left mid-batch by the loop's test) and across clock checks
+/// (`rounds_in_batches_agree`), and a loop of 30,000 rounds whose nodes and bindings cross the
+/// arena's and the bindings' 2^16-element chunks, at the default budget and at step budgets across
+/// the run (the rounds that fit run in batches, the rest step by step, stopping at the walker's
+/// node). A batch undone (`DeltaSink::put` without `keep`) is checked in monad.rs's tests: a failing
+/// integer operation, the one way a batch fails in a run, fails the primal first.
+#[test]
+fn krawiec_rounds_in_batches_and_across_chunks_count_as_the_walker() {
+    let ids = ["krawiec/array", "krawiec/monadic"];
+    rounds_in_batches_agree(&ids);
+    let stages = || ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let src = "param n = 30000\ninput 0.99\ndef horner k acc x = if k == 0 then acc else horner (k - 1) (acc * x + 1.0 / real k) x\ndef main x = horner n 0.0 x";
+    let opts = |budget| Options { stages: stages(), budget, ..Options::default() };
+    assert_eq!(both(src, opts(Budget::default())).unwrap_or_else(|e| panic!("{e}")), 2);
+    let mut stops = 0;
+    for steps in (1_000_000..3_400_000).step_by(199_999) {
+        let ran = both(src, opts(Budget { steps, ..Budget::default() })).unwrap_or_else(|e| panic!("steps {steps}: {e}"));
+        stops += (ran < 2) as u32;
+    }
+    assert!(stops > 5, "{stops}");
+}

@@ -404,6 +404,24 @@ pub struct RoundCalls {
     pub rebox: fn(&mut Machine<'_>, i64) -> Value,
     /// The runtime's nodes written straight into its arrays, if it offers them (`RoundNodes`).
     pub nodes: Option<RoundNodes>,
+    /// Otherwise the calls handed straight to the runtime's store as a batch of rounds computes
+    /// them, if it offers that (`RoundSink`): for `n` calls of each sequence by rounds whose calls
+    /// are `items` (one round's, in order), the store taken out of the runtime's state when all fit
+    /// (room, numbers, what the calls need); `None`: nothing taken.
+    pub sink: Option<fn(&mut Machine<'_>, n: [usize; 2], items: &[RoundItem]) -> Option<Box<dyn RoundSink>>>,
+}
+
+/// A runtime's store as a batch of compiled rounds writes its calls into it (`RoundCalls::sink`,
+/// issue 13, session 40: Krawiec's Delta nodes and bindings, which `write` checked and copied from
+/// `RoundItem`s staged a round).
+pub trait RoundSink {
+    /// Item `i` of a round (its place in `items`) with its reals and its integers and handles: its
+    /// number (the next of its sequence), or `None` where `write` would refuse it (a child not
+    /// made): the batch is then put back unkept.
+    fn call(&mut self, i: u16, x: [f64; 2], z: [i64; MAX_CALL_INTS]) -> Option<i64>;
+    /// The store back in the runtime's state: with what was written and its counters (`keep`), or
+    /// as it was when taken.
+    fn put(self: Box<Self>, m: &mut Machine<'_>, keep: bool);
 }
 
 /// `RoundCalls` whose sequence-0 calls take nothing (an ID) and whose sequence-1 calls make a node

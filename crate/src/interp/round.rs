@@ -43,7 +43,7 @@
 //! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundArg, RoundCalls, RoundEdge, RoundItem, RoundNodeArrays, RoundNodes, RoundRecord, RoundTape, MAX_CALL_INTS};
+use super::{Fused, Machine, RoundArg, RoundCalls, RoundEdge, RoundItem, RoundNodeArrays, RoundNodes, RoundRecord, RoundSink, RoundTape, MAX_CALL_INTS};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -131,6 +131,10 @@ enum Op {
     /// made, fails the round, as `write` refuses them).
     Id(u16),
     Node(u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
+    /// Item k of the round handed straight to the runtime's store (`RoundCalls::sink`, issue 13,
+    /// session 40): its number into an integer register (refused, the round fails, as `write`
+    /// refuses it).
+    Sink(u16, u16, [u16; 2], [u16; MAX_CALL_INTS]),
 }
 
 /// The runtime's `RoundNodes`, when its calls have their shape: sequence 0's take nothing, not a
@@ -201,6 +205,8 @@ pub(crate) struct RoundProg {
     /// then), and the spans of a round's IDs, in order.
     nodes: Option<RoundNodes>,
     ids: Box<[Span]>,
+    /// Or handed straight to the runtime's store (`RoundCalls::sink`; `items` not written then).
+    sink: Option<fn(&mut Machine<'_>, [usize; 2], &[RoundItem]) -> Option<Box<dyn RoundSink>>>,
     steps: u64,
     real_ops: u64,
     allocs: u64,
@@ -513,6 +519,7 @@ impl Builder<'_> {
         self.ops.push(match round_nodes(calls) {
             Some(_) if rc.seq == 0 => Op::Id(r),
             Some(_) => Op::Node(r, (rc.args.len() / 3) as u8, xr, zr),
+            None if calls.sink.is_some() => Op::Sink(self.items.len() as u16, r, xr, zr),
             None => Op::Call(self.items.len() as u16, r, rc.seq, xr, zr),
         });
         self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; MAX_CALL_INTS], at: at as i64 });
@@ -754,6 +761,7 @@ impl RoundProg {
             job: b.job,
             calls: src.calls,
             nodes: src.calls.and_then(round_nodes),
+            sink: src.calls.filter(|c| round_nodes(c).is_none()).and_then(|c| c.sink),
             ids: src.calls.map_or(vec![], |c| b.items.iter().filter(|it| c.calls.get(it.call as usize).is_some_and(|k| k.seq == 0)).map(|it| it.span).collect()).into(),
             items: b.items.into(),
             nseq: b.nseq,
@@ -854,7 +862,7 @@ impl Machine<'_> {
             ri[r] = x;
         }
         // (written straight into the runtime's arrays instead, with `RoundNodes`)
-        let mut items = if p.nodes.is_some() { vec![] } else { p.items.to_vec() };
+        let mut items = if p.nodes.is_some() || p.sink.is_some() { vec![] } else { p.items.to_vec() };
         let nrec = p.spans.len();
         // Rounds that only record, or whose calls are `RoundNodes`' (session 39), run in batches,
         // their records' IDs reserved once a batch (as one round's: the IDs consecutive; issue 13,
@@ -862,7 +870,7 @@ impl Machine<'_> {
         // cannot finish — a failing integer operation, IDs not reserved, a record refused, a clock
         // check or memory probe that stops — is run again round by round from its start, so
         // everything up to the round that fails is as the round-by-round run leaves it.
-        let batching = (p.rec.is_some() && nrec > 0 && items.is_empty()) || p.nodes.is_some();
+        let batching = (p.rec.is_some() && nrec > 0 && items.is_empty()) || p.nodes.is_some() || p.sink.is_some();
         let mut batch = if batching { fit.min(MAX_BATCH) } else { 1 };
         let spans = p.spans.repeat(batch as usize);
         let id_spans = p.ids.repeat(batch as usize);
@@ -913,6 +921,19 @@ impl Machine<'_> {
                     None => break,
                 },
                 None => ([0; 2], RoundNodeArrays::default()),
+            };
+            // or the runtime's store the calls are handed to (session 40)
+            let mut sink = match p.sink {
+                Some(take) => match take(self, [p.nseq[0] * b as usize, p.nseq[1] * b as usize], &p.items) {
+                    Some(s) => Some(s),
+                    // (no node arrays were taken: `sink` only without `nodes`)
+                    None if b > 1 => {
+                        batch = 1;
+                        continue;
+                    }
+                    None => break,
+                },
+                None => None,
             };
             let nl = [na.starts.len(), na.edges.len()];
             if p.nodes.is_some() {
@@ -1041,6 +1062,13 @@ impl Machine<'_> {
                             ri[d] = node;
                             node += 1;
                         }
+                        Op::Sink(k, d, x, z) => match sink.as_mut().and_then(|s| s.call(k, x.map(|x| rf[x]), z.map(|z| ri[z]))) {
+                            Some(n) => ri[d] = n,
+                            None => {
+                                failed = true;
+                                break 'round;
+                            }
+                        },
                     }
                 }
                 // the new parameters read before any is written (a parallel move)
@@ -1085,6 +1113,9 @@ impl Machine<'_> {
                 na.edges.truncate(nl[1] + nne);
                 let ids = if written { ran as usize * p.nseq[0] } else { 0 };
                 (nd.put)(self, na, &id_spans[..ids]);
+            }
+            if let Some(s) = sink {
+                s.put(self, written);
             }
             tape.truncate([lens[0] + nc, lens[1] + ne, lens[2] + ne, lens[3] + ne]);
             if let Some(rr) = p.rec.filter(|_| nrec > 0) {

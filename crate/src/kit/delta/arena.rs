@@ -116,6 +116,12 @@ impl Default for SpanTable {
 }
 
 impl SpanTable {
+    /// A table holding nothing, not even `Span::NONE` (no allocation): a stand-in while a run's
+    /// table is taken out (`Arena::hollow`).
+    fn hollow() -> Self {
+        SpanTable { spans: vec![], ids: HashMap::default(), recent: [(Span::NONE, 0); RECENT] }
+    }
+
     /// `span`'s index, given it the first time; `None` once 2^32 distinct spans are taken.
     #[inline]
     pub fn index(&mut self, span: Span) -> Option<u32> {
@@ -180,11 +186,64 @@ impl Default for Arena {
     }
 }
 
+/// Where an arena ended (`Arena::mark`), to cut it back to (`Arena::truncate`).
+#[derive(Clone, Copy)]
+pub struct Mark {
+    len: u32,
+    blocks: usize,
+    words: usize,
+    wide_ids: usize,
+    runs: usize,
+    last_run: u32,
+}
+
 fn join(lo: u32, hi: u32) -> u64 {
     lo as u64 | (hi as u64) << 32
 }
 
 impl Arena {
+    /// An arena of no nodes that allocates nothing: a stand-in while a run's arena is taken out of
+    /// its cell (a batch of compiled rounds writes into it, issue 13). Not for pushing to.
+    pub fn hollow() -> Self {
+        Arena {
+            blocks: Chunked::default(),
+            words: Chunked::default(),
+            wide_ids: vec![],
+            len: 0,
+            runs: Chunked::default(),
+            run_hint: Cell::new(0),
+            last_run: 0,
+            spans: SpanTable::hollow(),
+        }
+    }
+
+    /// Where the arena ends now.
+    pub fn mark(&self) -> Mark {
+        Mark { len: self.len, blocks: self.blocks.len(), words: self.words.len(), wide_ids: self.wide_ids.len(), runs: self.runs.len(), last_run: self.last_run }
+    }
+
+    /// The nodes made since `mark` taken away: the arena as it was then (the spans interned since
+    /// stay in the table, unused by any node).
+    pub fn truncate(&mut self, k: Mark) {
+        if k.len >= self.len {
+            return;
+        }
+        self.blocks.truncate(k.blocks);
+        self.words.truncate(k.words);
+        self.wide_ids.truncate(k.wide_ids);
+        self.runs.truncate(k.runs);
+        self.last_run = k.last_run;
+        self.len = k.len;
+        // the word counts of the serials past the end cleared in their block
+        let bit = k.len % 32;
+        if bit != 0 {
+            if let Some(b) = self.blocks.last_mut() {
+                let x = join(b.lo, b.hi) & ((1u64 << (2 * bit)) - 1);
+                (b.lo, b.hi) = (x as u32, (x >> 32) as u32);
+            }
+        }
+    }
+
     /// Adds a node; `None` once the serials are used up (2^28 nodes, far past any memory budget),
     /// the words (2^32), the wide ids (2^28) or the spans (2^32 distinct source operations).
     pub fn push(&mut self, kind: Kind, span: Span) -> Option<Ix> {
@@ -222,6 +281,13 @@ impl Arena {
             return None;
         }
         let s = self.spans.index(span)?;
+        self.push_known(kind, s, rhs_same)
+    }
+
+    /// `push_let` with the span as its index from `span_id` (runDelta's wrap, which interns each
+    /// of its bindings' few spans once rather than once a Let, issue 13).
+    #[inline]
+    pub fn push_let_id(&mut self, kind: Kind, s: u32, rhs_same: bool) -> Option<Ix> {
         self.push_known(kind, s, rhs_same)
     }
 
@@ -614,6 +680,43 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Cut back to a mark (inside a block, at a block's end) and pushed to again, an arena reads
+    /// node for node and span for span as one that had only those pushes, and takes the same words:
+    /// fails if `truncate` left a cut node's word count in its block (the nodes after it read from
+    /// the wrong words) or a cut node's span run.
+    #[test]
+    fn truncated_to_a_mark_then_pushed_is_as_pushed_alone() {
+        let sp = |k: u32| Span::new((k % 5) as usize, (k % 5 + 2) as usize);
+        let node = |k: u32, a: &Arena| match k % 4 {
+            0 => Kind::Zero,
+            1 => Kind::Var(k as i64),
+            2 => Kind::Scale(k as f64, (a.len() as Ix - 1).max(1)),
+            _ => Kind::Add((a.len() as Ix - 1).max(1), 1),
+        };
+        for (before, cut) in [(40u32, 7u32), (31, 20), (64, 33), (10, 0)] {
+            let (mut a, mut b) = (Arena::default(), Arena::default());
+            for k in 0..before {
+                let (ka, kb) = (node(k, &a), node(k, &b));
+                a.push(ka, sp(k));
+                b.push(kb, sp(k));
+            }
+            let m = a.mark();
+            for k in 0..cut {
+                let ka = node(k + 1, &a);
+                a.push(ka, sp(k + 3));
+            }
+            a.truncate(m);
+            for k in 0..50 {
+                let (ka, kb) = (node(k + 2, &a), node(k + 2, &b));
+                assert_eq!(a.push(ka, sp(k + 1)), b.push(kb, sp(k + 1)));
+            }
+            assert_eq!((a.len(), a.words.len(), a.runs.len()), (b.len(), b.words.len(), b.runs.len()), "{before} {cut}");
+            for ix in 0..a.len() as Ix {
+                assert_eq!((a.kind(ix), a.span(ix)), (b.kind(ix), b.span(ix)), "{before} {cut}: {ix}");
+            }
+        }
+    }
 
     #[test]
     fn nodes_read_back_as_built_with_their_spans() {

@@ -345,6 +345,7 @@ static ROUND_CALLS: RoundCalls = RoundCalls {
         Value::Ext(Rc::new(v))
     },
     nodes: Some(RoundNodes { take: take_round, put: put_round }),
+    sink: None,
 };
 
 /// `ROUND_CALLS`' calls by their place in it, as a round's items name them (`RoundItem::call`).

@@ -53,8 +53,9 @@ impl<T: Copy> Chunked<T> {
     }
     /// The elements at once when they fit the last chunk as `push` would put them (the Delta arena
     /// appends a node's words so, issue 13: a word at a time, each a call, was 10 % of
-    /// krawiec/array's run), else one by one: the chunks end the same either way.
-    #[inline]
+    /// krawiec/array's run), else one by one: the chunks end the same either way. Always inlined:
+    /// out of line, the call was a third of a node's push in a compiled round (issue 13, session 40).
+    #[inline(always)]
     pub fn extend_from_slice(&mut self, xs: &[T]) {
         let first = self.chunks.len() == 1;
         if let Some(c) = self.chunks.last_mut() {
@@ -97,6 +98,19 @@ impl<T: Copy> Chunked<T> {
     pub fn put_last(&mut self, c: Vec<T>) {
         self.len += c.len();
         self.chunks.push(c);
+    }
+    /// The first `n` elements kept (no change when there are no more): the chunks as the pushes of
+    /// those alone left them (a batch of compiled rounds that cannot finish, issue 13).
+    pub fn truncate(&mut self, n: usize) {
+        if n >= self.len {
+            return;
+        }
+        let keep = n.div_ceil(CHUNK);
+        self.chunks.truncate(keep);
+        if let Some(c) = self.chunks.last_mut() {
+            c.truncate(n - (keep - 1) * CHUNK);
+        }
+        self.len = n;
     }
     /// The element pushed last.
     pub fn last_mut(&mut self) -> Option<&mut T> {
@@ -148,6 +162,33 @@ mod tests {
         assert_eq!(a.len(), CHUNK + 3);
         assert_eq!([a.get(CHUNK - 1), a.get(CHUNK), a.get(CHUNK + 2)], [Some(&(CHUNK as u32 - 1)), Some(&7), Some(&9)]);
         assert_eq!(a.slice(CHUNK, 3), Some(&[7, 8, 9][..]));
+    }
+
+    /// Cut back (inside a chunk, at a chunk's end, to nothing) and pushed to again, the array is
+    /// element for element and chunk for chunk the one the pushes alone make: fails if `truncate`
+    /// kept a chunk past the cut or miscounted `len`.
+    #[test]
+    fn truncated_then_pushed_is_as_pushed_alone() {
+        for cut in [0, 5, CHUNK - 1, CHUNK, CHUNK + 3, 2 * CHUNK] {
+            let mut a = Chunked::default();
+            for i in 0..2 * CHUNK + 9 {
+                a.push(i as u32);
+            }
+            a.truncate(cut);
+            assert_eq!(a.len(), cut);
+            let mut b = Chunked::default();
+            for i in 0..cut {
+                b.push(i as u32);
+            }
+            for i in 0..CHUNK + 2 {
+                a.push(7 + i as u32);
+                b.push(7 + i as u32);
+            }
+            assert_eq!(a.len(), b.len(), "{cut}");
+            assert!((0..a.len()).all(|i| a.get(i) == b.get(i)), "{cut}");
+            assert_eq!(a.chunks.iter().map(Vec::len).collect::<Vec<_>>(), b.chunks.iter().map(Vec::len).collect::<Vec<_>>(), "{cut}");
+            assert!(a.chunks.iter().all(|c| c.len() <= CHUNK));
+        }
     }
 
     #[test]

@@ -2,11 +2,12 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, run_arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
+use crate::kit::delta::arena::Mark;
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
-use crate::interp::{Builtin, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RunError};
+use crate::interp::{Builtin, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RoundSink, RunError, MAX_CALL_INTS};
 use crate::ir::*;
 use crate::value::Value;
 use crate::stages::dualrev::common::Chunked;
@@ -108,15 +109,33 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
             }
         };
         let mut acc = d.ix;
+        // the arena borrowed once, and each binding span's index in its table found once (by the
+        // binding's index in `spans`: a run's bindings are at a few spans), not a Let at a time
+        let mut a = arena.try_borrow_mut().ok();
+        let mut ids: Vec<Option<u32>> = vec![];
         for i in (0..binds.len()).rev() {
             let Some(&(rhs, s)) = binds.get(i) else { break };
             let id = start.checked_add(i as i64).ok_or_else(|| RunError::runtime(span, "runDelta: DeltaIds past the integers"))?;
             m.count_at(c, 1);
             m.alloc(1)?;
-            let sp = spans.get(s & !RHS_SAME);
-            let ix = arena.try_borrow_mut().ok().and_then(|mut a| a.push_let(Kind::Let(id, rhs, acc), sp, s & RHS_SAME != 0));
-            acc = ix.ok_or_else(|| RunError::runtime(sp, "the run's Delta arena cannot take another node"))?;
+            let k = (s & !RHS_SAME) as usize;
+            let ix = a.as_mut().and_then(|a| {
+                let sid = match ids.get(k) {
+                    Some(&Some(sid)) => sid,
+                    _ => {
+                        let sid = a.span_id(spans.get(k as u32))?;
+                        if ids.len() <= k {
+                            ids.resize(k + 1, None);
+                        }
+                        ids[k] = Some(sid);
+                        sid
+                    }
+                };
+                a.push_let_id(Kind::Let(id, rhs, acc), sid, s & RHS_SAME != 0)
+            });
+            acc = ix.ok_or_else(|| RunError::runtime(spans.get(k as u32), "the run's Delta arena cannot take another node"))?;
         }
+        drop(a);
         Ok(DeltaRef { arena, ix: acc })
     };
     let bad = || RunError::runtime(span, "runDelta: the computation did not return a pair ending in a Delta");
@@ -195,7 +214,136 @@ pub(crate) static ROUND_CALLS: RoundCalls = RoundCalls {
     },
     rebox: |m, h| delta_value(DeltaRef { arena: run_arena(m), ix: h as Ix }),
     nodes: None,
+    sink: Some(take_sink),
 };
+
+/// A round's item as the sink writes it: the call, its span's index in the arena's table and,
+/// for a `deltaLet`, in `bind_spans` (both interned once a batch).
+#[derive(Clone, Copy)]
+struct SinkItem {
+    call: u8,
+    span: u32,
+    bind_span: u32,
+}
+
+/// The run's arena and bindings taken out of the state for a batch of compiled rounds, which hand
+/// it their nodes and bindings as they compute them (`interp::RoundSink`, issue 13, session 40:
+/// `write_round` checked and copied a round's staged `RoundItem`s, a third of particle's gradient),
+/// with the checks and the spans `write_round` gives them.
+struct DeltaSink {
+    arena: Arena,
+    binds: Chunked<(Ix, u32)>,
+    next_id: i64,
+    items: Box<[SinkItem]>,
+    /// The arena span index of a round's k-th node (`write_round`'s `made_at`, by index).
+    node_spans: Box<[u32]>,
+    /// The serial of the round's first node (set at its first item).
+    first: i64,
+    /// Where the arena, the bindings and the ids were when taken.
+    mark: Mark,
+    binds0: usize,
+    id0: i64,
+    nodes: u64,
+    lets: u64,
+}
+
+/// `reserve_round`'s checks for `n` nodes and bindings, then the arena and bindings taken out of
+/// the state, the round's spans interned (`None`: nothing taken, the batch runs round by round).
+fn take_sink(m: &mut Machine, n: [usize; 2], items: &[RoundItem]) -> Option<Box<dyn RoundSink>> {
+    let (da, st) = m.states::<DeltaArena, DeltaState>()?;
+    let mut a = da.arena.try_borrow_mut().ok()?;
+    if !a.room(n[0]) || (n[1] > 0 && !st.active) || items.len() > u16::MAX as usize {
+        return None;
+    }
+    st.next_id.checked_add(n[1] as i64)?;
+    let mut node_spans = Vec::with_capacity(32);
+    let mut its = Vec::with_capacity(items.len());
+    for it in items {
+        if it.call > CALL_DELTA_LET {
+            return None;
+        }
+        let span = a.span_id(it.span)?;
+        let bind_span = if it.call == CALL_DELTA_LET { bind_span(&mut st.bind_spans, it.span) } else { 0 };
+        if it.call != CALL_DELTA_LET && node_spans.len() < 32 {
+            node_spans.push(span);
+        }
+        its.push(SinkItem { call: it.call, span, bind_span });
+    }
+    let arena = std::mem::replace(&mut *a, Arena::hollow());
+    let binds = std::mem::take(&mut st.binds);
+    let mark = arena.mark();
+    Some(Box::new(DeltaSink {
+        binds0: binds.len(),
+        arena,
+        binds,
+        next_id: st.next_id,
+        id0: st.next_id,
+        items: its.into(),
+        node_spans: node_spans.into(),
+        first: 0,
+        mark,
+        nodes: 0,
+        lets: 0,
+    }))
+}
+
+impl RoundSink for DeltaSink {
+    #[inline]
+    fn call(&mut self, i: u16, x: [f64; 2], z: [i64; MAX_CALL_INTS]) -> Option<i64> {
+        let it = *self.items.get(i as usize)?;
+        let next = self.arena.len() as i64;
+        if i == 0 {
+            self.first = next;
+        }
+        let made = |h: i64| h > 0 && h < next;
+        let kind = match it.call {
+            CALL_ZERO => Kind::Zero,
+            CALL_SCALE if made(z[0]) => Kind::Scale(x[0], z[0] as Ix),
+            CALL_ADD if made(z[0]) && made(z[1]) => Kind::Add(z[0] as Ix, z[1] as Ix),
+            CALL_VAR => Kind::Var(z[0]),
+            CALL_DELTA_LET if made(z[0]) => {
+                // its right-hand side made at its span by this round (`write_round`'s `made_at`)
+                let here = usize::try_from(z[0] - self.first).ok().and_then(|k| self.node_spans.get(k));
+                let same = here.is_some_and(|&s| s == it.span && it.bind_span != 0);
+                self.binds.push((z[0] as Ix, it.bind_span | if same { RHS_SAME } else { 0 }));
+                let id = self.next_id;
+                self.next_id += 1;
+                self.lets += 1;
+                return Some(id);
+            }
+            _ => return None,
+        };
+        // (room reserved: `take_sink`)
+        let ix = self.arena.push_round_node(kind, it.span)?;
+        self.nodes += 1;
+        Some(ix as i64)
+    }
+
+    fn put(self: Box<Self>, m: &mut Machine, keep: bool) {
+        let mut s = *self;
+        if !keep {
+            s.arena.truncate(s.mark);
+            s.binds.truncate(s.binds0);
+            (s.next_id, s.nodes, s.lets) = (s.id0, 0, 0);
+        }
+        // (found at `take_sink`, and nothing ran between but the rounds)
+        let Some((da, st)) = m.states::<DeltaArena, DeltaState>() else { return };
+        st.binds = s.binds;
+        st.next_id = s.next_id;
+        if let Ok(mut a) = da.arena.try_borrow_mut() {
+            *a = s.arena;
+        }
+        let counter = da.nodes_counter;
+        if s.nodes > 0 {
+            let c = counter.unwrap_or_else(|| m.counter_id("delta_nodes"));
+            m.state::<DeltaArena>().nodes_counter = Some(c);
+            m.count_at(c, s.nodes);
+        }
+        if s.lets > 0 {
+            m.count("ids_allocated", s.lets);
+        }
+    }
+}
 
 /// The arena's next serial and the next DeltaId, when `n[0]` nodes fit the arena and `n[1]`
 /// bindings can be made (inside runDelta, as `deltaLet` requires).
@@ -297,4 +445,88 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
         m.count("ids_allocated", lets);
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{Budget, Builtins};
+
+    /// A round's calls as `write_round` takes them: Var 0, Scale 2 of it and a deltaLet of that at
+    /// one span (`RHS_SAME`), an Add of the two, a deltaLet of a node of an earlier round (no
+    /// `RHS_SAME`) and a Zero at another; its nodes from serial `first`, its ids from `id`.
+    fn round(first: i64, id: i64) -> Vec<RoundItem> {
+        let (s1, s2) = (Span::new(1, 4), Span::new(6, 9));
+        let it = |call, span, x: f64, z: [i64; 2], at| RoundItem { call, span, x: [x, 0.0], z: [z[0], z[1], 0, 0], at };
+        vec![
+            it(CALL_VAR, s1, 0.0, [0, 0], first),
+            it(CALL_SCALE, s1, 2.0, [first, 0], first + 1),
+            it(CALL_DELTA_LET, s1, 0.0, [first + 1, 0], id),
+            it(CALL_ADD, s2, 0.0, [first, first + 1], first + 2),
+            it(CALL_DELTA_LET, s2, 0.0, [1, 0], id + 1),
+            it(CALL_ZERO, s2, 0.0, [0, 0], first + 3),
+        ]
+    }
+
+    fn setup(m: &mut Machine) {
+        let st = m.state::<DeltaState>();
+        (st.active, st.next_id) = (true, 5);
+        m.state::<DeltaArena>().arena.borrow_mut().push(Kind::Zero, Span::new(20, 30));
+    }
+
+    /// What a machine's run holds: every node with its span, the bindings, the next id, the counters.
+    fn held(m: &mut Machine) -> (Vec<(Kind, Span)>, Vec<(Ix, u32)>, i64, String) {
+        let cost = format!("{:?}", m.cost().counters);
+        let a = m.state::<DeltaArena>().arena.clone();
+        let a = a.borrow();
+        let st = m.state::<DeltaState>();
+        let nodes = (0..a.len() as Ix).map(|ix| (a.kind(ix), a.span(ix))).collect();
+        let binds = (0..st.binds.len()).filter_map(|i| st.binds.get(i).copied()).collect();
+        (nodes, binds, st.next_id, cost)
+    }
+
+    /// Two rounds handed to the sink in one batch hold what `write_round` writes for them round by
+    /// round: the nodes and their spans, the bindings with their span indices and `RHS_SAME`, the
+    /// ids and the counters; a batch whose call is refused (a Scale of a node not made) is put back
+    /// as it was taken, counters included. With `put` keeping a refused batch (`if false && !keep`)
+    /// the second half fails (the round before the refusal left in the arena).
+    #[test]
+    fn a_sinks_batch_holds_what_write_round_writes_and_a_refused_one_nothing() {
+        let program = Program::default();
+        let (r0, r1) = (round(2, 5), round(6, 7));
+        let mut a = Machine::new(&program, &Builtins::new(), Budget::default()).unwrap();
+        setup(&mut a);
+        assert!(write_round(&mut a, &r0) && write_round(&mut a, &r1));
+        let mut b = Machine::new(&program, &Builtins::new(), Budget::default()).unwrap();
+        setup(&mut b);
+        let mut s = take_sink(&mut b, [8, 4], &r0).unwrap();
+        for r in [&r0, &r1] {
+            for (i, it) in r.iter().enumerate() {
+                assert_eq!(s.call(i as u16, it.x, it.z), Some(it.at));
+            }
+        }
+        s.put(&mut b, true);
+        let want = held(&mut a);
+        assert_eq!(want.0.len(), 10);
+        assert_eq!(want.1.iter().map(|&(_, s)| s & RHS_SAME != 0).collect::<Vec<_>>(), [true, false, true, false]);
+        assert_eq!(held(&mut b), want);
+        // a batch refused in its second round: nothing of it stays
+        let r2 = round(10, 9);
+        let mut s = take_sink(&mut b, [8, 4], &r2).unwrap();
+        for (i, it) in r2.iter().enumerate() {
+            assert_eq!(s.call(i as u16, it.x, it.z), Some(it.at));
+        }
+        assert_eq!(s.call(0, [0.0; 2], [0; MAX_CALL_INTS]), Some(14));
+        assert_eq!(s.call(1, [2.0, 0.0], [999, 0, 0, 0]), None);
+        s.put(&mut b, false);
+        assert_eq!(held(&mut b), want);
+        // and the run goes on from there as write_round's
+        assert!(write_round(&mut a, &r2));
+        let mut s = take_sink(&mut b, [4, 2], &r2).unwrap();
+        for (i, it) in r2.iter().enumerate() {
+            assert_eq!(s.call(i as u16, it.x, it.z), Some(it.at));
+        }
+        s.put(&mut b, true);
+        assert_eq!(held(&mut b), held(&mut a));
+    }
 }
