@@ -543,6 +543,12 @@ impl<'p> Machine<'p> {
         self.memory = Some((live, live(), limit));
     }
 
+    /// Starts the `seconds` budget again from now: a stage that runs another machine before this
+    /// one's run (chad/arrays' BArray run) gives this run its own allowance, as when it ran first.
+    pub fn restart_clock(&mut self) {
+        self.deadline = self.budget.seconds.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()).and_then(|d| std::time::Instant::now().checked_add(d));
+    }
+
     /// The `seconds` budget (reads the clock only when one is set) and the memory limit, if any.
     #[inline]
     pub(crate) fn check_clock(&self) -> Result<(), RunError> {
