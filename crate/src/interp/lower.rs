@@ -98,6 +98,8 @@ pub(crate) struct Deferred {
 struct Runtime {
     fused: Rc<[Fused]>,
     calls: Option<&'static super::RoundCalls>,
+    /// Whether entries count toward compiling regions (`Machine::count_entries`).
+    counted: Cell<bool>,
 }
 
 impl LamCode {
@@ -128,6 +130,9 @@ impl LamCode {
 
     #[inline(never)]
     fn enter_cold(&self, d: &Deferred) -> &Code {
+        if !d.runtime.counted.get() {
+            return &self.body;
+        }
         let n = self.entries.get().saturating_add(1);
         self.entries.set(n);
         if n < d.after {
@@ -229,6 +234,17 @@ pub(crate) struct Lowered {
     pub prog: u64,
     pub defs: Vec<DefCode>,
     pub index: HashMap<Rc<str>, u32>,
+    /// What its functions' deferred regions share (none when no function defers them).
+    runtime: Option<Rc<Runtime>>,
+}
+
+impl Lowered {
+    /// Whether entries count toward compiling the functions' regions (`Machine::count_entries`).
+    pub fn count_entries(&self, on: bool) {
+        if let Some(r) = &self.runtime {
+            r.counted.set(on);
+        }
+    }
 }
 
 /// A function value (the payload of `Value::Fun`).
@@ -437,7 +453,9 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
         };
         defs.push(DefCode { name, nslots: ctx.nslots, body, lam });
     }
-    Ok(Lowered { prog, defs, index })
+    let runtime = lw.runtime.take();
+    drop(lw);
+    Ok(Lowered { prog, defs, index, runtime })
 }
 
 /// The type a let chain's link binds, from its right side's type `t`: a monadic bind's right side
@@ -502,7 +520,7 @@ impl Lowerer<'_> {
             return None;
         }
         let scalars = ctx.real.iter().chain(&ctx.real_caps).copied().collect();
-        let runtime = self.runtime.get_or_init(|| Rc::new(Runtime { fused: self.fused.clone(), calls: self.calls })).clone();
+        let runtime = self.runtime.get_or_init(|| Rc::new(Runtime { fused: self.fused.clone(), calls: self.calls, counted: Cell::new(true) })).clone();
         Some(Box::new(Deferred { scalars, caps_at: ctx.real.len() as u32, after: self.regions_after, runtime }))
     }
 

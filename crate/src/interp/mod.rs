@@ -543,6 +543,21 @@ impl<'p> Machine<'p> {
         self.memory = Some((live, live(), limit));
     }
 
+    /// Whether this run's entries of functions count toward compiling their regions (on the code it
+    /// shares with `rerun`s: set for the run that needs it, and back). A second run on the same code,
+    /// counted, made the functions entered once or twice a run pass `Budget::regions_after` and
+    /// keep a compiled copy of their bodies (chad/arrays' BArray run: ~1.5 KB a line on a let chain,
+    /// issue 14 item 4). Off, functions run as lowered (until counted again); counters are the same.
+    pub fn count_entries(&self, on: bool) {
+        self.code.count_entries(on);
+    }
+
+    /// Starts the `seconds` budget again from now: a stage that runs another machine before this
+    /// one's run (chad/arrays' BArray run) gives this run its own allowance, as when it ran first.
+    pub fn restart_clock(&mut self) {
+        self.deadline = self.budget.seconds.and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()).and_then(|d| std::time::Instant::now().checked_add(d));
+    }
+
     /// The `seconds` budget (reads the clock only when one is set) and the memory limit, if any.
     #[inline]
     pub(crate) fn check_clock(&self) -> Result<(), RunError> {

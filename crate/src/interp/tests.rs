@@ -901,3 +901,28 @@ fn a_saturated_partial_value_read_once_is_the_spare_and_holds_nothing() {
         }
     }
 }
+
+/// Issue 14 item 4: a second run on the same code (chad/arrays' BArray run) whose entries are not
+/// counted leaves a function entered once a run uncompiled, as one run does; counted, its entries
+/// added to the first run's passed `regions_after` and made (and kept) a compiled copy of the body.
+#[test]
+fn a_rerun_not_counted_leaves_regions_as_one_run_does() {
+    let body = p2(Prim::Add, p2(Prim::Mul, v("y", 2), r(2.0)), p1(Prim::Sin, v("y", 2)));
+    let p = prog(vec![def("f", lamv("y", 2, body)), def("main", lamv("x", 1, app(g("f"), v("x", 1))))]);
+    let bs = Builtins::new();
+    let compiled = |counted: bool| {
+        let mut m = Machine::new(&p, &bs, Budget::default()).expect("lowering");
+        m.count_entries(counted);
+        let mut again = m.rerun();
+        for _ in 0..2 {
+            assert_eq!(real_of(again.call("main", vec![Value::Real(1.0)]).expect("runs")), 2.0 + 1f64.sin());
+        }
+        drop(again);
+        m.count_entries(true);
+        assert_eq!(real_of(m.call("main", vec![Value::Real(1.0)]).expect("runs")), 2.0 + 1f64.sin());
+        let f = m.code.index.get("f").and_then(|&i| m.code.defs[i as usize].lam.clone()).expect("f is a lambda");
+        f.hot.get().is_some()
+    };
+    assert!(compiled(true), "three counted entries compile f's regions");
+    assert!(!compiled(false), "the rerun's entries counted toward f's regions");
+}

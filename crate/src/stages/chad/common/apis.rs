@@ -3,8 +3,7 @@
 //! mutable, closure-converted).
 
 use super::chad::EnvApi;
-use super::ops::{self, CtxS};
-use super::source::CT;
+use super::ops::{self, CtxS, Entry};
 use crate::build::*;
 use crate::ir::*;
 
@@ -21,9 +20,9 @@ impl EnvApi for Fig2 {
     fn one(&self, g: &CtxS, pos: usize, d: Expr) -> Expr {
         app(builtin(ops::one_hot(g, pos)), d)
     }
-    fn scoped(&self, g: &CtxS, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
+    fn scoped(&self, g: &CtxS, x: &Entry, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
         let (d1, d2) = (fr.name("d1"), fr.name("d2"));
-        let_(ppair(pvar(&d1), pvar(&d2)), app(builtin(ops::split(g, x, ct)), call), self.both(var(&d1), app(k, var(&d2))))
+        let_(ppair(pvar(&d1), pvar(&d2)), app(builtin(ops::split(g, x)), call), self.both(var(&d1), app(k, var(&d2))))
     }
     fn finish(&self, g: &CtxS, call: Expr) -> Expr {
         app(builtin(ops::env_tuple(g)), call)
@@ -46,7 +45,8 @@ impl EnvApi for Fig7 {
     /// `do ⟨⟨⟩, dx⟩ ← scope (y' d); k dx`, with `scope m` written out as Table 2 defines it
     /// (`push0; m; pop`), so that the body's backpropagator runs in the interpreter's own loop and
     /// nested scopes never nest native calls: `do push0_x; y' d; dx ← pop_x; k dx`.
-    fn scoped(&self, _: &CtxS, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
+    fn scoped(&self, _: &CtxS, xe: &Entry, call: Expr, k: Expr, fr: &mut Fresh) -> Expr {
+        let (x, ct) = (&xe.0, &xe.1);
         let dx = fr.name(&format!("d{}", x.text));
         let rest = bind(pvar(&dx), builtin(ops::pop(x, ct)), app(k, var(&dx)));
         bind(pwild(), builtin(ops::push0(x, ct)), bind(pwild(), call, rest))

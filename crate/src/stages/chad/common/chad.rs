@@ -28,8 +28,8 @@ pub trait EnvApi {
     fn one(&self, g: &CtxS, pos: usize, d: Expr) -> Expr;
     /// The let and case rules' tail, after the body's backpropagator `call` ran in Γ, x:τ:
     /// `let ⟨d1, d2⟩ = split_{Γ,τ} call in d1 + k d2` (Fig. 2) /
-    /// `do ⟨⟨⟩, d2⟩ ← scope_{Γ,τ} call; k d2` (Fig. 7).
-    fn scoped(&self, g: &CtxS, x: &Name, ct: &CT, call: Expr, k: Expr, fr: &mut Fresh) -> Expr;
+    /// `do ⟨⟨⟩, d2⟩ ← scope_{Γ,τ} call; k d2` (Fig. 7); `x` is x's entry of Γ, x:τ.
+    fn scoped(&self, g: &CtxS, x: &ops::Entry, call: Expr, k: Expr, fr: &mut Fresh) -> Expr;
     /// The wrapper's final environment as the tuple of the inputs' cotangents, from `bp d`:
     /// `EV Γ` read out (Fig. 2) / `snd (run (bp d))` (§4.2).
     fn finish(&self, g: &CtxS, call: Expr) -> Expr;
@@ -135,13 +135,13 @@ impl Chad<'_> {
                 for (x, rhs) in chain {
                     let (_, xb) = self.sub(&g2, rhs, Some(x), &mut binds)?;
                     // Γ at this let is a prefix of the last one: its length, not a copy (O(n²) on a long chain)
-                    scopes.push((g2.len(), x.clone(), self.ct(&rhs.ty), xb, rhs.span));
+                    scopes.push((g2.len(), x.clone(), xb, rhs.span));
                     ops::push(&mut g2, x, self.ct(&rhs.ty));
                 }
                 let (y, mut cur) = self.sub(&g2, body, None, &mut binds)?;
                 let n = scopes.len();
-                for (i, (gi, x, cti, xb, span)) in scopes.into_iter().enumerate().rev() {
-                    let bp = self.lam_d("let", span, || format!("let {}", x.text), |cx, d| api.scoped(&g2[..gi], &x, &cti, app(cur.clone(), d), xb, &mut cx.fr));
+                for (i, (gi, x, xb, span)) in scopes.into_iter().enumerate().rev() {
+                    let bp = self.lam_d("let", span, || format!("let {}", x.text), |cx, d| api.scoped(&g2[..gi], &g2[gi], app(cur.clone(), d), xb, &mut cx.fr));
                     if i == 0 {
                         return Ok(Piece { binds, primal: y, bp });
                     }
@@ -218,7 +218,7 @@ impl Chad<'_> {
                         let w = cx.fr.name("w");
                         lam(pvar(&w), app(zb.clone(), app(builtin(ops::linj(right, &ca, &cb)), var(&w))))
                     };
-                    let bp = cx.lam_d("case", body.span, || format!("case → {} {}", if right { "inr" } else { "inl" }, v.text), |cx, d| api.scoped(g, v, c, app(x2, d), k, &mut cx.fr));
+                    let bp = cx.lam_d("case", body.span, || format!("case → {} {}", if right { "inr" } else { "inl" }, v.text), |cx, d| api.scoped(g, &g2[g.len()], app(x2, d), k, &mut cx.fr));
                     Ok(Piece { binds: bb, primal: x1, bp }.expr())
                 };
                 let e1 = branch(self, x, &ca, b1, false)?;
@@ -331,7 +331,7 @@ impl Chad<'_> {
         let inner = self.d(&g2, body)?.expr();
         let dl = self.fr.name("Dλ");
         let binds = vec![(pvar(&dl), lam(pvar(x), inner))];
-        let split = ops::split_lam(g, x, &cta);
+        let split = ops::split_lam(g, &g2[g.len()]);
         let (x2, y, yb) = (self.fr.name(&x.text), self.fr.name("y"), self.fr.name("y'"));
         let arg_half = {
             let bp = self.lam_d("λ", body.span, || format!("λ{} body (argument half)", x.text), |_, d| snd(app(builtin(split), app(var(&yb), d))));

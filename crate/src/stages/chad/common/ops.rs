@@ -288,15 +288,21 @@ impl Gamma {
         }
     }
     /// `EV Γ`: with Γ's cotangent types, or for a long Γ one opaque type named by its abbreviation
-    /// (so that typing n uses of it does not cost O(n·|Γ|)).
-    fn ev(&self) -> Type {
+    /// (so that typing n uses of it does not cost O(n·|Γ|)). A long Γ's is made once per `evs`:
+    /// Fig. 2 names each Γ of a let chain in four instances (`0_{EV Γ}`, `one_{x∈Γ}` and two
+    /// `split`s), and each made its own (~0.6 KB a source line; issue 14 item 4).
+    fn ev(&self, evs: &mut EvTypes) -> Type {
         if self.cts_text().chars <= LONG {
             Type::con("EV", self.cts().map(CT::ty).collect())
         } else {
-            Type::con("EV", vec![Type::con(&format!("Γ{}#{:08x}", self.len(), self.cts_text().hash), vec![])])
+            let (len, hash) = (self.len(), self.cts_text().hash);
+            evs.entry((len, hash)).or_insert_with(|| Type::con("EV", vec![Type::con(&format!("Γ{len}#{hash:08x}"), vec![])])).clone()
         }
     }
 }
+
+/// The `EV Γ` types of long contexts made so far, by Γ's length and hash (what the type's name shows).
+type EvTypes = HashMap<(usize, u32), Type>;
 
 /// The `Gamma` of a context (the empty one's for Γ = ·).
 fn gamma(ctx: &CtxS) -> Gamma {
@@ -405,15 +411,15 @@ pub fn one_hot(ctx: &CtxS, pos: usize) -> &'static str {
     let g = gamma(ctx);
     intern(format!("one_{{{}∈{}}}", g.name(pos), g.show()), Op::OneHot { pos, ctx: g })
 }
-pub fn split(ctx: &CtxS, x: &Name, ct: &CT) -> &'static str {
+/// `split_{Γ,τ}`, with x's entry of Γ, x:τ (whose `Gamma` is the whole: the context's own, not
+/// another made per instance, one more node a source line kept by the table; issue 14 item 4).
+pub fn split(ctx: &CtxS, x: &Entry) -> &'static str {
     let g = gamma(ctx);
-    let whole = g.push(&x.text, ct);
-    intern(format!("split_{{[{}],{}:{}}}", g.show(), x.text, ct.show()), Op::Split { ctx: g, ct: ct.clone(), whole })
+    intern(format!("split_{{[{}],{}:{}}}", g.show(), x.0.text, x.1.show()), Op::Split { ctx: g, ct: x.1.clone(), whole: x.2.clone() })
 }
-pub fn split_lam(ctx: &CtxS, x: &Name, ct: &CT) -> &'static str {
+pub fn split_lam(ctx: &CtxS, x: &Entry) -> &'static str {
     let g = gamma(ctx);
-    let whole = g.push(&x.text, ct);
-    intern(format!("splitλ_{{[{}],{}:{}}}", g.show(), x.text, ct.show()), Op::SplitLam { ctx: g, ct: ct.clone(), whole })
+    intern(format!("splitλ_{{[{}],{}:{}}}", g.show(), x.0.text, x.1.show()), Op::SplitLam { ctx: g, ct: x.1.clone(), whole: x.2.clone() })
 }
 pub fn ltuple(ts: &[CT]) -> &'static str {
     intern(format!("lpair_{}", CT::Prod(ts.to_vec()).show()), Op::LTuple(ts.to_vec()))
@@ -489,7 +495,12 @@ fn m(t: Type) -> Type {
 
 /// The scheme of an instance: the paper's typing (Fig. 3, Table 2) at its index.
 pub fn scheme(op: &Op) -> Scheme {
-    let Scheme { vars, ty } = made_scheme(op);
+    scheme_in(op, &mut EvTypes::default())
+}
+
+/// `scheme`, sharing the `EV Γ` types made before in `evs`.
+fn scheme_in(op: &Op, evs: &mut EvTypes) -> Scheme {
+    let Scheme { vars, ty } = made_scheme(op, evs);
     Scheme { vars, ty: shared(ty) }
 }
 
@@ -514,16 +525,16 @@ fn shared(t: Type) -> Type {
     })
 }
 
-fn made_scheme(op: &Op) -> Scheme {
+fn made_scheme(op: &Op, evs: &mut EvTypes) -> Scheme {
     let f = Type::fun;
     let pair = |a, b| Type::tup(vec![a, b]);
     let sum = |a: &CT, b: &CT| CT::Sum(Box::new(a.clone()), Box::new(b.clone())).ty();
     let mono = |t| Scheme::mono(t);
     match op {
         Op::Zero(t) => mono(t.ty()),
-        Op::ZeroEnv { ctx } => mono(ctx.ev()),
-        Op::OneHot { pos, ctx } => mono(f(ctx.get(*pos).map_or(Type::Unit, |n| n.ct.ty()), ctx.ev())),
-        Op::Split { ctx, ct, whole } | Op::SplitLam { ctx, ct, whole } => mono(f(whole.ev(), pair(ctx.ev(), ct.ty()))),
+        Op::ZeroEnv { ctx } => mono(ctx.ev(evs)),
+        Op::OneHot { pos, ctx } => mono(f(ctx.get(*pos).map_or(Type::Unit, |n| n.ct.ty()), ctx.ev(evs))),
+        Op::Split { ctx, ct, whole } | Op::SplitLam { ctx, ct, whole } => mono(f(whole.ev(evs), pair(ctx.ev(evs), ct.ty()))),
         Op::LTuple(ts) => mono(f(Type::tuple(ts.iter().map(CT::ty).collect()), CT::Prod(ts.clone()).ty())),
         Op::LProj(i, ts) => mono(f(CT::Prod(ts.clone()).ty(), ts[*i].ty())),
         Op::LInj(right, ab) => mono(f(if *right { ab.1.ty() } else { ab.0.ty() }, sum(&ab.0, &ab.1))),
@@ -549,6 +560,7 @@ fn made_scheme(op: &Op) -> Scheme {
 /// `imp` gives its kind (function, arity, whether its last argument is a thunk).
 pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Vec<Builtin> {
     let mut seen = rustc_hash::FxHashSet::default();
+    let mut evs = EvTypes::default();
     let mut out = vec![];
     for d in &p.defs {
         let mut stack = vec![&d.body];
@@ -558,13 +570,16 @@ pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp:
                     let found = table().lock().unwrap_or_else(|e| e.into_inner()).get_key_value(&**n).map(|(k, v)| (*k, v.clone()));
                     if let Some((name, op)) = found {
                         let (run, arity, lazy_last) = imp(&op);
-                        out.push(Builtin { name, scheme: scheme(&op), arity, lazy_last, run });
+                        out.push(Builtin { name, scheme: scheme_in(&op, &mut evs), arity, lazy_last, run });
                     }
                 }
             }
             crate::ir::each_child(e, &mut |c| stack.push(c));
         }
     }
+    // kept through the stage's output check: not the doubling's up to half again (a 10^5-line
+    // program names ~3·10^5 instances, 80 bytes each)
+    out.shrink_to_fit();
     out
 }
 
@@ -617,6 +632,40 @@ mod tests {
         let (Type::Con(c), Type::Con(d)) = (pop("v0"), pop("v1")) else { panic!("pop_ is in M") };
         assert!(std::rc::Rc::ptr_eq(&c, &d), "each pop_ has its own copy of its type");
         assert_eq!(crate::types::show(&Type::Con(c)), "M R");
+    }
+
+    /// Issue 14 item 4 (memory per line): Fig. 2 names each Γ of a let chain in four instances
+    /// (`0_{EV Γ}`, `one_{x∈Γ}`, the `split` of Γ's last variable and of the next); a long Γ's `EV Γ`
+    /// is made once for all of them (each made its own), and `split` keeps the context's own Γ, x:τ
+    /// (it made another, one more node a line that the table keeps).
+    #[test]
+    fn instances_of_one_context_share_its_ev_type_and_node() {
+        let mut g: Ctx = vec![];
+        for i in 0..30 {
+            push(&mut g, &Name::new(&format!("v{i}"), i), CT::R);
+        }
+        let (gamma, prefix) = (g[29].2.clone(), &g[..29]);
+        let split_name = split(prefix, &g[29]);
+        let Some(op) = lookup(split_name) else { panic!("split is in the table") };
+        let Op::Split { whole, .. } = &*op else { panic!("split names a Split") };
+        assert!(matches!((&whole.0, &gamma.0), (Some(a), Some(b)) if Arc::ptr_eq(a, b)), "split made its own Γ, x:τ");
+        let ev_of = |t: &Type| match t {
+            Type::Con(c) => Some(c.clone()),
+            Type::Fun(ab) => match &ab.1 {
+                Type::Con(c) => Some(c.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let mut evs = EvTypes::default();
+        let zero = scheme_in(&Op::ZeroEnv { ctx: gamma.clone() }, &mut evs).ty;
+        let one = scheme_in(&Op::OneHot { pos: 3, ctx: gamma.clone() }, &mut evs).ty;
+        let split_ty = scheme_in(&op, &mut evs).ty;
+        let (Some(a), Some(b)) = (ev_of(&zero), ev_of(&one)) else { panic!("0_ and one_ are in EV Γ") };
+        let Type::Fun(ab) = &split_ty else { panic!("split is a function") };
+        let Some(c) = ev_of(&ab.0) else { panic!("split takes EV (Γ, x)") };
+        assert_eq!(crate::types::show(&Type::Con(a.clone())), format!("EV Γ30#{:08x}", gamma.cts_text().hash));
+        assert!(std::rc::Rc::ptr_eq(&a, &b) && std::rc::Rc::ptr_eq(&a, &c), "each instance made its own EV Γ");
     }
 
     /// A long Γ: each variable found (by its jumps), and the list dropped without recursion.
