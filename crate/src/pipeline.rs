@@ -754,6 +754,9 @@ fn translated(st: &dyn Stage, src: &Source, opts: &Options, kept: Option<Program
     builtins.extend(st.builtins());
     builtins.fuse(st.fused());
     builtins.set_round_calls(st.round_calls());
+    if let Some(family) = st.builtin_family() {
+        builtins.set_family(Some(family));
+    }
     builtins.extend(extra);
     // The monadic forms of the array operations (`mapM`, ...; kit::arrays) belong to the IR, as `do`
     // and `pure` do: every monadic translation may use them.

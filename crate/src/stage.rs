@@ -310,6 +310,12 @@ pub trait Stage: Sync {
         vec![]
     }
 
+    /// A family of builtins its outputs name, made by name when the check or the lowering asks
+    /// (`Builtins::get`) rather than listed one by one in `Output::builtins` (default none).
+    fn builtin_family(&self) -> Option<crate::interp::BuiltinFamily> {
+        None
+    }
+
     /// Pairs of its builtins the engine may run as one function (`interp::Fused`; default none).
     fn fused(&self) -> Vec<crate::interp::Fused> {
         vec![]

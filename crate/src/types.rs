@@ -1506,10 +1506,7 @@ impl<'b> Cx<'b> {
                 t
             }
             ExprKind::Builtin(name) => match self.builtins.get(name) {
-                Some(b) => {
-                    let s = b.scheme.clone();
-                    self.instantiate(&s)
-                }
+                Some(b) => self.instantiate(&b.scheme),
                 None => return Err(Diagnostic::error(span, format!("unknown builtin `{name}`"))),
             },
             ExprKind::Par(a_b) => {

@@ -808,3 +808,57 @@ fn golden_backpropagator_tree_of_chad_e5_sign() {
     }
     insta::assert_snapshot!(out);
 }
+
+/// Issue 14 item 4 (memory per line): chad/naive-ho's type-indexed instances (three a source line,
+/// `0_{EV Γ}`, `one_{x∈Γ}`, `split_{Γ,τ}`) are made by name when the check or the lowering asks
+/// (`Stage::builtin_family`), not listed one by one in its output's builtins (each a `Builtin`, its
+/// `Rc` and slot in the pipeline's table and its function type, held from the transform to the
+/// end of the run); made by name, the instances of one long Γ still share its `EV Γ`.
+#[test]
+fn naive_ho_makes_its_instances_by_name() {
+    use cotangent::interp::Builtins;
+    use cotangent::ir::{each_child, ExprKind, Type};
+    let mut text = String::from("input 1.5\ndef main x =\n  let v0 = x * 1.01 + 0.5 in\n");
+    for i in 1..60 {
+        text += &format!("  let v{i} = v{} * 1.01 + 0.5 in\n", i - 1);
+    }
+    text += "  v59\n";
+    let (p, s, t) = pipeline::front_end_at(&text, &[], None).expect("front end");
+    let src = cotangent::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &Builtins::new() };
+    let st = stages::chad::CHAIN.stages.iter().find(|s| s.info().id == "chad/naive-ho").expect("the stage");
+    let out = st.transform(&src).expect("transforms");
+    assert!(out.builtins.is_empty(), "the output lists {} builtins", out.builtins.len());
+    let prep = pipeline::prepare(*st, &src, &Options::default()).expect("prepared: the output type-checks");
+    let mut names = vec![];
+    let mut stack: Vec<&cotangent::ir::Expr> = prep.program.defs.iter().map(|d| &d.body).collect();
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Builtin(n) = &e.kind {
+            names.push(n.to_string());
+        }
+        each_child(e, &mut |c| stack.push(c));
+    }
+    let splits: Vec<&String> = names.iter().filter(|n| n.starts_with("split_{[Γ")).collect();
+    assert!(splits.len() > 20, "{names:?}");
+    for n in &names {
+        let b = prep.builtins.get(n).unwrap_or_else(|| panic!("`{n}` is not found by name"));
+        assert_eq!(b.name, n.as_str());
+    }
+    // `split_{[Γk],v:R}`'s argument `EV (Γk, v)` is the next one's result's `EV Γ`: made once
+    let mut evs: std::collections::HashMap<String, Vec<std::rc::Rc<_>>> = Default::default();
+    for n in &splits {
+        let Type::Fun(ab) = prep.builtins.get(n).expect("found").scheme.ty.clone() else { panic!("split is a function") };
+        let Type::Tuple(ts) = &ab.1 else { panic!("split's result is a pair") };
+        for t in [ab.0.clone(), ts[0].clone()] {
+            let Type::Con(c) = t else { panic!("EV Γ") };
+            // (a long Γ's, one opaque type; a short one's is spelt out, `EV R R …`, made each time)
+            let shown = cotangent::types::show(&Type::Con(c.clone()));
+            if shown.starts_with("EV Γ") {
+                evs.entry(shown).or_default().push(c);
+            }
+        }
+    }
+    assert!(evs.values().filter(|cs| cs.len() >= 2).count() > 20, "{:?}", evs.keys());
+    for (name, cs) in &evs {
+        assert!(cs.iter().all(|c| std::rc::Rc::ptr_eq(c, &cs[0])), "each instance made by name made its own {name}");
+    }
+}

@@ -294,6 +294,10 @@ pub fn same_fun(a: &Value, b: &Value) -> bool {
 /// with `Machine::apply`.
 pub type BuiltinFn = fn(&mut Machine<'_>, &mut Vec<Value>, Span) -> Result<Value, RunError>;
 
+/// A family of builtins by name (a stage's type-indexed instances, `0_{EV Γ}`, `split_{Γ,τ}`, ...):
+/// the builtin `name` stands for, typed (its scheme) or not (for running only), if it is one.
+pub type BuiltinFamily = fn(&str, bool) -> Option<Builtin>;
+
 /// A target-language builtin: a typed constant of the IR with a Rust implementation.
 #[derive(Clone)]
 pub struct Builtin {
@@ -502,6 +506,8 @@ pub(crate) fn find_fused(fs: &[Fused], outer: &str, inner: &str) -> Option<Fused
 #[derive(Clone, Default)]
 pub struct Builtins {
     table: HashMap<&'static str, Rc<Builtin>>,
+    /// A family of builtins made by name when asked (`Stage::builtin_family`), not one entry each.
+    family: Option<BuiltinFamily>,
     fused: Vec<Fused>,
     /// The builtins a compiled round may call (`RoundCalls`), if the stage's runtime offers them.
     round_calls: Option<&'static RoundCalls>,
@@ -517,8 +523,25 @@ impl Builtins {
     pub fn extend(&mut self, bs: impl IntoIterator<Item = Builtin>) {
         bs.into_iter().for_each(|b| self.add(b));
     }
-    pub fn get(&self, name: &str) -> Option<&Rc<Builtin>> {
-        self.table.get(name)
+    /// `name`'s builtin: from the table, else made by the family (anew on each call: the caller
+    /// keeps what it needs).
+    pub fn get(&self, name: &str) -> Option<Rc<Builtin>> {
+        match self.table.get(name) {
+            Some(b) => Some(b.clone()),
+            None => self.family.and_then(|f| f(name, true)).map(Rc::new),
+        }
+    }
+    /// `get` for running only: a family's builtin without its type (`Scheme::mono(Unknown)`), which
+    /// the lowered code that holds it never reads.
+    pub fn get_to_run(&self, name: &str) -> Option<Rc<Builtin>> {
+        match self.table.get(name) {
+            Some(b) => Some(b.clone()),
+            None => self.family.and_then(|f| f(name, false)).map(Rc::new),
+        }
+    }
+    /// Sets the family of builtins made by name (`Stage::builtin_family`).
+    pub fn set_family(&mut self, family: Option<BuiltinFamily>) {
+        self.family = family;
     }
     /// Adds fused pairs (`Stage::fused`).
     pub fn fuse(&mut self, fs: impl IntoIterator<Item = Fused>) {

@@ -821,7 +821,7 @@ impl Lowerer<'_> {
     }
 
     fn builtin(&self, name: &str, span: Span) -> Result<Rc<Builtin>, RunError> {
-        self.builtins.get(name).cloned().ok_or_else(|| RunError::runtime(span, format!("unknown builtin `{name}`")))
+        self.builtins.get_to_run(name).ok_or_else(|| RunError::runtime(span, format!("unknown builtin `{name}`")))
     }
 
     /// Whether `e` is a builtin applied to exactly its arity of arguments: `app` lowers it to one
@@ -836,7 +836,7 @@ impl Lowerer<'_> {
             head = strip_ann(f);
         }
         match &head.kind {
-            ExprKind::Builtin(name) => self.builtins.get(name).is_some_and(|b| b.arity == n),
+            ExprKind::Builtin(name) => self.builtins.get_to_run(name).is_some_and(|b| b.arity == n),
             _ => false,
         }
     }

@@ -452,6 +452,7 @@ pub fn program(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type) -> Result<
 
 /// `program`, with naive higher-order CHAD's rules for lambdas and applications when `naive` (§9).
 pub fn program_with(fo: &FirstOrder, api: &dyn EnvApi, output_type: &Type, naive: bool) -> Result<Program, Diagnostic> {
+    ops::forget_ev_types();
     let mut cx = Chad { fr: Fresh { next_id: fo.fresh.next_id }, api, naive };
     let g: Ctx = ops::ctx_of(fo.inputs.iter().map(|(n, t)| (n.clone(), ct(t))));
     let mut binds = vec![];

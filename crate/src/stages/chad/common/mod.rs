@@ -27,6 +27,17 @@ use crate::value::Value;
 pub const SUPPORTS: Features = Features::of(&[Feature::HigherOrder, Feature::Sums, Feature::Integers, Feature::Conditionals]);
 
 /// A stage's output: `program` with the type-indexed builtins it names (`0_τ`, `one_x`, `split`, …).
+/// The output of a stage whose instances are made by name (`Stage::builtin_family` is `family`):
+/// none listed.
+pub fn output_by_name(program: Program) -> Result<Output, Diagnostic> {
+    Ok(Output { program, builtins: vec![], views: vec![], steps: vec![] })
+}
+
+/// The chain's type-indexed builtins by name (`interp::BuiltinFamily`), on its runtime.
+pub fn family(name: &str, typed: bool) -> Option<crate::interp::Builtin> {
+    ops::instance(name, typed, &runtime::implementation)
+}
+
 pub fn output(program: Program) -> Result<Output, Diagnostic> {
     let builtins = ops::builtins_for(&program, &runtime::implementation);
     Ok(Output { program, builtins, views: vec![], steps: vec![] })

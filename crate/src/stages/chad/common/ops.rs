@@ -556,6 +556,34 @@ fn made_scheme(op: &Op, evs: &mut EvTypes) -> Scheme {
     }
 }
 
+thread_local! {
+    /// The long contexts' `EV Γ` types made by `instance`, by Γ's length and hash: a builtin made
+    /// by name is made anew at each use the check meets, and Fig. 2 names each Γ four times, the
+    /// last (`split`'s) at the far end of the program, so they are kept for the program, not a
+    /// bounded window. Emptied as a transform starts (`forget_ev_types`).
+    static EVS: std::cell::RefCell<EvTypes> = Default::default();
+}
+
+/// Lets go of the `EV Γ` types `instance` made for the program before (a new transform starts).
+pub fn forget_ev_types() {
+    EVS.with(|e| *e.borrow_mut() = EvTypes::default());
+}
+
+/// The type-indexed builtin `name`, made when asked (`interp::BuiltinFamily`): with its scheme when
+/// `typed`, else with none (for running), its implementation as `imp` gives it. Not one entry per
+/// instance in the output's builtins: ~0.5 KB a source line of Fig. 2's (three instances a line,
+/// each a `Builtin`, its `Rc` and slot in the pipeline's table, its function type) that stayed
+/// from the transform to the end of the run (issue 14 item 4).
+pub fn instance(name: &str, typed: bool, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Option<Builtin> {
+    let (name, op) = table().lock().unwrap_or_else(|e| e.into_inner()).get_key_value(name).map(|(k, v)| (*k, v.clone()))?;
+    let (run, arity, lazy_last) = imp(&op);
+    let scheme = match typed {
+        true => EVS.with(|evs| scheme_in(&op, &mut evs.borrow_mut())),
+        false => Scheme::mono(Type::Unknown),
+    };
+    Some(Builtin { name, scheme, arity, lazy_last, run })
+}
+
 /// The builtins a program uses: each type-indexed name it mentions, with the implementation
 /// `imp` gives its kind (function, arity, whether its last argument is a thunk).
 pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Vec<Builtin> {
