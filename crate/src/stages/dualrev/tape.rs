@@ -188,8 +188,20 @@ impl TapeSt {
         let range = start - base..start - base + n;
         (ps.get(range.clone()).unwrap_or(&[]), js.get(range).unwrap_or(&[]))
     }
-    /// The chunk holding edge `start`: its base and arrays ((0, empty) where there is none).
+    /// The edges below `end` in the chunk holding edge `end - 1`: its base and its arrays up to
+    /// `end` ((0, empty) where there is none).
     #[cold]
+    fn below(&self, end: usize) -> (usize, &[f64], &[u32]) {
+        let k = self.chunks.partition_point(|c| c.base < end);
+        match k.checked_sub(1).and_then(|k| self.chunks.get(k)) {
+            Some(c) => {
+                let to = end - c.base;
+                (c.base, c.partials.get(..to).unwrap_or(&c.partials), c.args.get(..to).unwrap_or(&c.args))
+            }
+            None => (0, &[], &[]),
+        }
+    }
+    /// The chunk holding edge `start`: its base and arrays ((0, empty) where there is none).
     fn chunk_of(&self, start: usize) -> (usize, &[f64], &[u32]) {
         let k = self.chunks.partition_point(|c| c.base <= start);
         match k.checked_sub(1).and_then(|k| self.chunks.get(k)) {
@@ -518,24 +530,26 @@ fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, h
     if let (true, Some(visits)) = (tape.starts.is_empty(), resolved.lean_visits()) {
         if let (Some(cs), Some(vs), true) = (tape.counts.get(lo..=hi), visits.get_mut(lo..=hi), hi < cells.adj.len().min(cells.got.len())) {
             let Cells { adj, got } = cells;
-            let mut e = *end;
-            // the chunk the edges are read from, moved down as the sweep crosses its base
-            let (mut base, mut cps, mut cjs) = tape.chunk_of(e.saturating_sub(1));
+            // the edges below the sweep in the chunk it reads (each ID's are the last `n` of them),
+            // the chunk below taken when they run out (an ID's edges are in one chunk)
+            let (mut base, mut cps, mut cjs) = tape.below(*end);
             for ((id, &c), v) in (lo..hi + 1).zip(cs).zip(vs).rev() {
                 let n = c as usize;
-                let start = e.saturating_sub(n);
-                e = start;
+                if cps.len() < n {
+                    (base, cps, cjs) = tape.below(base + cps.len());
+                }
+                let k = cps.len().saturating_sub(n);
+                let (Some((rp, ps)), Some((rj, js))) = (cps.split_at_checked(k), cjs.split_at_checked(k)) else { break };
+                (cps, cjs) = (rp, rj);
                 if !got[id] {
                     continue;
                 }
                 let d = adj[id];
                 nc += 1;
                 *v = v.saturating_add(1);
-                if start < base {
-                    (base, cps, cjs) = tape.chunk_of(start);
+                if ps.len() != n || js.len() != n {
+                    continue;
                 }
-                let at = start - base;
-                let (Some(ps), Some(js)) = (cps.get(at..at + n), cjs.get(at..at + n)) else { continue };
                 ops += n as u64;
                 for (a, &j) in ps.iter().zip(js) {
                     if let (Some(x), Some(g)) = (adj.get_mut(j as usize), got.get_mut(j as usize)) {
@@ -544,7 +558,7 @@ fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, h
                     }
                 }
             }
-            *end = e;
+            *end = base + cps.len();
             return (nc, ops);
         }
     }
