@@ -147,18 +147,73 @@ pub struct TapeSt {
     /// order (IDs counted from 0 again: the entry replaced, its edges appended at the end), when
     /// the counts' sums are no longer the starts; empty before (`place`).
     pub starts: Vec<u32>,
-    /// Every Contrib's edges: the partials and the argument IDs, as two flat arrays (12 bytes an
-    /// edge rather than 16).
-    pub partials: Vec<f64>,
-    pub args: Vec<u32>,
+    /// Every Contrib's edges, numbered from 0 in the order written, in chunks (`EdgeChunk`).
+    pub chunks: Vec<EdgeChunk>,
 }
 
+/// Edges `base..` of the tape: their partials and argument IDs, as two flat arrays (12 bytes an
+/// edge rather than 16). A chunk is never grown past the room it was made with: a full one is
+/// followed by a new one, so a long tape is not copied as it grows (issue 13, session 40: the 4×
+/// reallocations copied a third of the tape again, onto fresh pages). An ID's edges lie in one chunk.
+#[derive(Default)]
+pub struct EdgeChunk {
+    base: usize,
+    partials: Vec<f64>,
+    args: Vec<u32>,
+}
+
+/// The most edges a chunk is made with room for (unless one batch of records needs more): 768 KB.
+const CHUNK: usize = 1 << 16;
+
 impl TapeSt {
+    /// How many edges the tape holds.
+    pub fn edges_len(&self) -> usize {
+        self.chunks.last().map_or(0, |c| c.base + c.partials.len())
+    }
+    /// The last chunk, with room for `n` more edges: a new one where it has not (room for `n`, or
+    /// four times the tape's edges up to `CHUNK`: a short run's tape stays small).
+    fn room(&mut self, n: usize) -> &mut EdgeChunk {
+        let len = self.edges_len();
+        let fits = self.chunks.last().is_some_and(|c| c.partials.capacity() - c.partials.len() >= n && c.args.capacity() - c.args.len() >= n);
+        if !fits {
+            let cap = (4 * len).clamp(256, CHUNK).max(n);
+            self.chunks.push(EdgeChunk { base: len, partials: Vec::with_capacity(cap), args: Vec::with_capacity(cap) });
+        }
+        let last = self.chunks.len() - 1;
+        &mut self.chunks[last]
+    }
+    /// The partials and argument IDs of edges `start..start + n` (empty outside the tape).
+    fn slices(&self, start: usize, n: usize) -> (&[f64], &[u32]) {
+        let (base, ps, js) = self.chunk_of(start);
+        let range = start - base..start - base + n;
+        (ps.get(range.clone()).unwrap_or(&[]), js.get(range).unwrap_or(&[]))
+    }
+    /// The edges below `end` in the chunk holding edge `end - 1`: its base and its arrays up to
+    /// `end` ((0, empty) where there is none).
+    #[cold]
+    fn below(&self, end: usize) -> (usize, &[f64], &[u32]) {
+        let k = self.chunks.partition_point(|c| c.base < end);
+        match k.checked_sub(1).and_then(|k| self.chunks.get(k)) {
+            Some(c) => {
+                let to = end - c.base;
+                (c.base, c.partials.get(..to).unwrap_or(&c.partials), c.args.get(..to).unwrap_or(&c.args))
+            }
+            None => (0, &[], &[]),
+        }
+    }
+    /// The chunk holding edge `start`: its base and arrays ((0, empty) where there is none).
+    fn chunk_of(&self, start: usize) -> (usize, &[f64], &[u32]) {
+        let k = self.chunks.partition_point(|c| c.base <= start);
+        match k.checked_sub(1).and_then(|k| self.chunks.get(k)) {
+            Some(c) => (c.base, &c.partials, &c.args),
+            None => (0, &[], &[]),
+        }
+    }
     /// Where the edges of the IDs up to `hi` end: the start of the next one.
     fn end_after(&self, hi: usize) -> usize {
         match self.counts.get(..=hi) {
             Some(cs) if hi + 1 < self.counts.len() => cs.iter().map(|&c| c as usize).sum(),
-            _ => self.partials.len(),
+            _ => self.edges_len(),
         }
     }
     /// ID `id`'s (start, count), IDs taken in descending order: `end` is where the edges of the ID
@@ -175,9 +230,7 @@ impl TapeSt {
     }
     /// The edges of `n` from `start` (empty outside the tape).
     fn edges(&self, start: usize, n: usize) -> impl Iterator<Item = (f64, i64)> + Clone + '_ {
-        let range = start..start + n;
-        let ps = self.partials.get(range.clone()).unwrap_or(&[]);
-        let js = self.args.get(range).unwrap_or(&[]);
+        let (ps, js) = self.slices(start, n);
         ps.iter().zip(js).map(|(a, j)| (*a, *j as i64))
     }
     /// Each ID's Contrib in ascending order, as (ID, its edges).
@@ -275,11 +328,15 @@ fn take_round(m: &mut Machine, n: usize) -> Option<(i64, i64, RoundTape)> {
     let first = r.next_id;
     let end = usize::try_from(first).ok()?.checked_add(n)?;
     let fits = t.starts.is_empty() && t.counts.len() == first as usize && u32::try_from(end).is_ok();
-    let edges = t.partials.len().checked_add(2 * n)?;
+    let edges = t.edges_len().checked_add(2 * n)?;
     if !(fits && u32::try_from(edges).is_ok()) {
         return None;
     }
-    let tape = RoundTape { counts: std::mem::take(&mut t.counts), partials: std::mem::take(&mut t.partials), args: std::mem::take(&mut t.args), pairs: vec![] };
+    // the last chunk, with room for the batch's edges (at most two a record): the round's `grow`
+    // then only writes into it
+    let c = t.room(2 * n);
+    let (partials, args) = (std::mem::take(&mut c.partials), std::mem::take(&mut c.args));
+    let tape = RoundTape { counts: std::mem::take(&mut t.counts), partials, args, pairs: vec![] };
     Some((0, first, tape))
 }
 
@@ -287,7 +344,11 @@ fn take_round(m: &mut Machine, n: usize) -> Option<(i64, i64, RoundTape)> {
 /// generated as `record` generates each.
 fn put_round(m: &mut Machine, tape: RoundTape, spans: &[Span]) {
     let Some((r, t)) = m.states::<Rt, TapeSt>() else { return };
-    (t.counts, t.partials, t.args) = (tape.counts, tape.partials, tape.args);
+    t.counts = tape.counts;
+    // (the chunk `take_round` took is still the last: nothing writes the tape in between)
+    if let Some(c) = t.chunks.last_mut() {
+        (c.partials, c.args) = (tape.partials, tape.args);
+    }
     if !spans.is_empty() {
         r.fresh_round(spans);
         m.count("ids_allocated", spans.len() as u64);
@@ -308,7 +369,7 @@ fn record(m: &mut Machine, es: &[(f64, i64)], span: Span) -> Result<Value, RunEr
     m.count("ids_allocated", 1);
     let Some((r, t)) = m.states::<Rt, TapeSt>() else { return Err(err(span, "record: internal: one state")) };
     let i = r.fresh(span);
-    let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.partials.len())) else {
+    let (Ok(at), Ok(start)) = (usize::try_from(i), u32::try_from(t.edges_len())) else {
         return Err(full(span));
     };
     t.write(at, start, es, &js);
@@ -317,7 +378,7 @@ fn record(m: &mut Machine, es: &[(f64, i64)], span: Span) -> Result<Value, RunEr
 
 impl TapeSt {
     /// ID `at`'s Contrib (at most two edges of `es`, their argument IDs `js`), its edges from
-    /// `start` (the end of the arrays).
+    /// `start` (the end of the tape), in one chunk.
     #[inline(always)]
     fn write(&mut self, at: usize, start: u32, es: &[(f64, i64)], js: &[u32; 2]) {
         let n = es.len().min(2);
@@ -328,11 +389,14 @@ impl TapeSt {
         }
         // (each array grown once per record, not once per edge; the IDs pushed, as a copy of at
         // most two would call `memcpy`)
+        if n == 0 {
+            return;
+        }
         let es = es.get(..n).unwrap_or(&[]);
-        self.partials.extend(es.iter().map(|&(a, _)| a));
-        self.args.reserve(n);
+        let c = self.room(n);
+        c.partials.extend(es.iter().map(|&(a, _)| a));
         for &j in js.iter().take(n) {
-            self.args.push(j);
+            c.args.push(j);
         }
     }
 }
@@ -466,18 +530,26 @@ fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, h
     if let (true, Some(visits)) = (tape.starts.is_empty(), resolved.lean_visits()) {
         if let (Some(cs), Some(vs), true) = (tape.counts.get(lo..=hi), visits.get_mut(lo..=hi), hi < cells.adj.len().min(cells.got.len())) {
             let Cells { adj, got } = cells;
-            let mut e = *end;
+            // the edges below the sweep in the chunk it reads (each ID's are the last `n` of them),
+            // the chunk below taken when they run out (an ID's edges are in one chunk)
+            let (mut base, mut cps, mut cjs) = tape.below(*end);
             for ((id, &c), v) in (lo..hi + 1).zip(cs).zip(vs).rev() {
                 let n = c as usize;
-                let start = e.saturating_sub(n);
-                e = start;
+                if cps.len() < n {
+                    (base, cps, cjs) = tape.below(base + cps.len());
+                }
+                let k = cps.len().saturating_sub(n);
+                let (Some((rp, ps)), Some((rj, js))) = (cps.split_at_checked(k), cjs.split_at_checked(k)) else { break };
+                (cps, cjs) = (rp, rj);
                 if !got[id] {
                     continue;
                 }
                 let d = adj[id];
                 nc += 1;
                 *v = v.saturating_add(1);
-                let (Some(ps), Some(js)) = (tape.partials.get(start..start + n), tape.args.get(start..start + n)) else { continue };
+                if ps.len() != n || js.len() != n {
+                    continue;
+                }
                 ops += n as u64;
                 for (a, &j) in ps.iter().zip(js) {
                     if let (Some(x), Some(g)) = (adj.get_mut(j as usize), got.get_mut(j as usize)) {
@@ -486,7 +558,7 @@ fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, h
                     }
                 }
             }
-            *end = e;
+            *end = base + cps.len();
             return (nc, ops);
         }
     }
@@ -495,8 +567,7 @@ fn sweep(tape: &TapeSt, cells: &mut Cells, resolved: &mut Resolved, lo: usize, h
         let Some(d) = cells.get(id) else { continue };
         nc += 1;
         resolved.add(id as i64, d);
-        let (Some(ps), Some(js)) = (tape.partials.get(start..start + n), tape.args.get(start..start + n)) else { continue };
-        for (a, &j) in ps.iter().zip(js) {
+        for (a, j) in tape.edges(start, n) {
             ops += 1;
             cells.add(j as usize, a * d);
         }
@@ -579,6 +650,44 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
 mod tests {
     use super::*;
 
+    /// A tape of several chunks (256, 1,024, 4,096 edges, …), resolved by the lean sweep and by the
+    /// step path, each in two parts as `tick_room` splits a resolve: every adjoint as the same edges
+    /// in one flat list give it, the IDs at the chunks' ends among them.
+    #[test]
+    fn a_resolve_crosses_the_tapes_chunks() {
+        let ids = 6000usize;
+        let mut t = TapeSt::default();
+        let mut flat: Vec<Vec<(f64, usize)>> = vec![];
+        for at in 0..ids {
+            let es: Vec<(f64, i64)> = match at % 3 {
+                _ if at == 0 => vec![],
+                0 => vec![(0.5, at as i64 - 1)],
+                _ => vec![(1.0 + (at % 7) as f64 * 0.25, at as i64 - 1), (0.75, (at / 2) as i64)],
+            };
+            let js = [es.first().map_or(0, |e| e.1 as u32), es.get(1).map_or(0, |e| e.1 as u32)];
+            t.write(at, t.edges_len() as u32, &es, &js);
+            flat.push(es.iter().map(|&(a, j)| (a, j as usize)).collect());
+        }
+        assert!(t.chunks.len() >= 4, "{} chunks", t.chunks.len());
+        let mut want = vec![0.0; ids];
+        want[ids - 1] = 1.0;
+        for id in (0..ids).rev() {
+            for &(a, j) in &flat[id] {
+                want[j] += a * want[id];
+            }
+        }
+        for lean in [true, false] {
+            let mut cells = Cells::new(ids);
+            cells.add(ids - 1, 1.0);
+            let mut resolved = Resolved::new(lean);
+            let mut end = t.end_after(ids - 1);
+            let (c1, o1) = sweep(&t, &mut cells, &mut resolved, 2345, ids - 1, &mut end);
+            let (c2, o2) = sweep(&t, &mut cells, &mut resolved, 0, 2344, &mut end);
+            assert_eq!(cells.adj, want, "lean {lean}");
+            assert_eq!((c1 + c2, o1 + o2), (ids as u64, flat.iter().map(|es| es.len() as u64).sum()), "lean {lean}");
+        }
+    }
+
     /// The tape as `record` writes it, in and out of ID order, read back ascending (`each`) and
     /// descending (`down`, as SResolve's sweep reads it) as the (start, count) of each ID written.
     #[test]
@@ -590,7 +699,7 @@ mod tests {
             [(0, &[]), (1, &[(1.0, 0)]), (2, &[(2.0, 0), (3.0, 1)]), (3, &[]), (4, &[(4.0, 2)]), (9, &[(9.0, 4)]), (2, &[(5.0, 1)]), (0, &[(6.0, 9), (7.0, 4)])];
         for (k, (at, es)) in writes.into_iter().enumerate() {
             let js = [es.first().map_or(0, |e| e.1 as u32), es.get(1).map_or(0, |e| e.1 as u32)];
-            t.write(at, t.partials.len() as u32, es, &js);
+            t.write(at, t.edges_len() as u32, es, &js);
             if want.len() <= at {
                 want.resize(at + 1, vec![]);
             }

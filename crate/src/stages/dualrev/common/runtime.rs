@@ -301,6 +301,11 @@ impl Resolved {
         visits.reserve(n.saturating_sub(visits.len()));
         Resolved { cot, visits, lean: r.lean }
     }
+    /// An empty record (a unit test's resolve, without a machine).
+    #[cfg(test)]
+    pub fn new(lean: bool) -> Resolved {
+        Resolved { cot: vec![], visits: vec![], lean }
+    }
     /// Room for IDs below `n` in place (their records unvisited), so `add` finds each one's cell
     /// without growing (the resolve's tight loop; a record's length is not observable).
     pub fn cover(&mut self, n: usize) {
