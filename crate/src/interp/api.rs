@@ -526,17 +526,17 @@ impl Builtins {
     /// `name`'s builtin: from the table, else made by the family (anew on each call: the caller
     /// keeps what it needs).
     pub fn get(&self, name: &str) -> Option<Rc<Builtin>> {
-        match self.table.get(name) {
-            Some(b) => Some(b.clone()),
-            None => self.family.and_then(|f| f(name, true)).map(Rc::new),
-        }
+        self.get_typed(name, true)
     }
     /// `get` for running only: a family's builtin without its type (`Scheme::mono(Unknown)`), which
     /// the lowered code that holds it never reads.
     pub fn get_to_run(&self, name: &str) -> Option<Rc<Builtin>> {
+        self.get_typed(name, false)
+    }
+    fn get_typed(&self, name: &str, typed: bool) -> Option<Rc<Builtin>> {
         match self.table.get(name) {
             Some(b) => Some(b.clone()),
-            None => self.family.and_then(|f| f(name, false)).map(Rc::new),
+            None => self.family.and_then(|f| f(name, typed)).map(Rc::new),
         }
     }
     /// Sets the family of builtins made by name (`Stage::builtin_family`).

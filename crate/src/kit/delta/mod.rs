@@ -215,6 +215,18 @@ pub struct DeltaArena {
     pub(crate) nodes_counter: Option<usize>,
 }
 
+/// The index of the run's `delta_nodes` counter, interned on its first use.
+pub(crate) fn nodes_counter(m: &mut Machine) -> usize {
+    match m.state::<DeltaArena>().nodes_counter {
+        Some(c) => c,
+        None => {
+            let c = m.counter_id("delta_nodes");
+            m.state::<DeltaArena>().nodes_counter = Some(c);
+            c
+        }
+    }
+}
+
 /// The run's arena (for a stage's state that keeps a Delta without a value of it).
 pub(crate) fn run_arena(m: &mut Machine) -> Rc<RefCell<Arena>> {
     m.state::<DeltaArena>().arena.clone()

@@ -182,10 +182,14 @@ impl TapeSt {
         let last = self.chunks.len() - 1;
         &mut self.chunks[last]
     }
-    /// The partials and argument IDs of edges `start..start + n` (empty outside the tape).
+    /// The partials and argument IDs of edges `start..start + n`, an ID's (empty outside the tape):
+    /// in the chunk holding the last of them, as an ID's edges lie in one chunk.
     fn slices(&self, start: usize, n: usize) -> (&[f64], &[u32]) {
-        let (base, ps, js) = self.chunk_of(start);
-        let range = start - base..start - base + n;
+        if n == 0 {
+            return (&[], &[]);
+        }
+        let (base, ps, js) = self.below(start.saturating_add(n));
+        let range = start.checked_sub(base).map_or(0..0, |k| k..k + n);
         (ps.get(range.clone()).unwrap_or(&[]), js.get(range).unwrap_or(&[]))
     }
     /// The edges below `end` in the chunk holding edge `end - 1`: its base and its arrays up to
@@ -198,14 +202,6 @@ impl TapeSt {
                 let to = end - c.base;
                 (c.base, c.partials.get(..to).unwrap_or(&c.partials), c.args.get(..to).unwrap_or(&c.args))
             }
-            None => (0, &[], &[]),
-        }
-    }
-    /// The chunk holding edge `start`: its base and arrays ((0, empty) where there is none).
-    fn chunk_of(&self, start: usize) -> (usize, &[f64], &[u32]) {
-        let k = self.chunks.partition_point(|c| c.base <= start);
-        match k.checked_sub(1).and_then(|k| self.chunks.get(k)) {
-            Some(c) => (c.base, &c.partials, &c.args),
             None => (0, &[], &[]),
         }
     }

@@ -575,11 +575,20 @@ pub fn forget_ev_types() {
 /// each a `Builtin`, its `Rc` and slot in the pipeline's table, its function type) that stayed
 /// from the transform to the end of the run (issue 14 item 4).
 pub fn instance(name: &str, typed: bool, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Option<Builtin> {
+    match typed {
+        true => EVS.with(|evs| made(name, Some(&mut evs.borrow_mut()), imp)),
+        false => made(name, None, imp),
+    }
+}
+
+/// The builtin of the type-indexed name `name` (None for another name): its scheme made sharing the
+/// `EV Γ` types in `evs`, or none (`Scheme::mono(Unknown)`, for running only) without them.
+fn made(name: &str, evs: Option<&mut EvTypes>, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Option<Builtin> {
     let (name, op) = table().lock().unwrap_or_else(|e| e.into_inner()).get_key_value(name).map(|(k, v)| (*k, v.clone()))?;
     let (run, arity, lazy_last) = imp(&op);
-    let scheme = match typed {
-        true => EVS.with(|evs| scheme_in(&op, &mut evs.borrow_mut())),
-        false => Scheme::mono(Type::Unknown),
+    let scheme = match evs {
+        Some(evs) => scheme_in(&op, evs),
+        None => Scheme::mono(Type::Unknown),
     };
     Some(Builtin { name, scheme, arity, lazy_last, run })
 }
@@ -595,11 +604,7 @@ pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp:
         while let Some(e) = stack.pop() {
             if let crate::ir::ExprKind::Builtin(n) = &e.kind {
                 if seen.insert(n.clone()) {
-                    let found = table().lock().unwrap_or_else(|e| e.into_inner()).get_key_value(&**n).map(|(k, v)| (*k, v.clone()));
-                    if let Some((name, op)) = found {
-                        let (run, arity, lazy_last) = imp(&op);
-                        out.push(Builtin { name, scheme: scheme_in(&op, &mut evs), arity, lazy_last, run });
-                    }
+                    out.extend(made(n, Some(&mut evs), imp));
                 }
             }
             crate::ir::each_child(e, &mut |c| stack.push(c));

@@ -2,7 +2,7 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, nodes_counter, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
 use crate::kit::delta::arena::Mark;
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
@@ -100,14 +100,7 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         if !std::rc::Rc::ptr_eq(&d.arena, &arena) {
             return Err(RunError::runtime(span, "runDelta: the Delta belongs to another run"));
         }
-        let c = match m.state::<DeltaArena>().nodes_counter {
-            Some(c) => c,
-            None => {
-                let c = m.counter_id("delta_nodes");
-                m.state::<DeltaArena>().nodes_counter = Some(c);
-                c
-            }
-        };
+        let c = nodes_counter(m);
         let mut acc = d.ix;
         // the arena borrowed once, and each binding span's index in its table found once (by the
         // binding's index in `spans`: a run's bindings are at a few spans), not a Let at a time
@@ -333,15 +326,19 @@ impl RoundSink for DeltaSink {
         if let Ok(mut a) = da.arena.try_borrow_mut() {
             *a = s.arena;
         }
-        let counter = da.nodes_counter;
-        if s.nodes > 0 {
-            let c = counter.unwrap_or_else(|| m.counter_id("delta_nodes"));
-            m.state::<DeltaArena>().nodes_counter = Some(c);
-            m.count_at(c, s.nodes);
-        }
-        if s.lets > 0 {
-            m.count("ids_allocated", s.lets);
-        }
+        count_made(m, s.nodes, s.lets);
+    }
+}
+
+/// Nodes and bindings written at once counted as `mk` and `deltaLet` count each (`delta_nodes`,
+/// `ids_allocated`), no counter interned where none was made.
+fn count_made(m: &mut Machine, nodes: u64, lets: u64) {
+    if nodes > 0 {
+        let c = nodes_counter(m);
+        m.count_at(c, nodes);
+    }
+    if lets > 0 {
+        m.count("ids_allocated", lets);
     }
 }
 
@@ -435,15 +432,7 @@ fn write_round(m: &mut Machine, items: &[RoundItem]) -> bool {
         nodes += 1;
     }
     drop(a);
-    let counter = da.nodes_counter;
-    if nodes > 0 {
-        let c = counter.unwrap_or_else(|| m.counter_id("delta_nodes"));
-        m.state::<DeltaArena>().nodes_counter = Some(c);
-        m.count_at(c, nodes);
-    }
-    if lets > 0 {
-        m.count("ids_allocated", lets);
-    }
+    count_made(m, nodes, lets);
     true
 }
 
