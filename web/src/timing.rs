@@ -4,7 +4,6 @@
 //! created before the clock starts, each the best of `repeat` runs. `scripts/bench-wasm.mjs` runs it
 //! in Node beside the native `cotangent bench` and prints the ratios.
 use cotangent::interp::{Budget, Builtins, Machine, RunError};
-use cotangent::ir::Program;
 use cotangent::pipeline::{self, Options};
 use cotangent::stage::{Contract, RunCtx, Source};
 use cotangent::stages;
@@ -60,8 +59,10 @@ fn best_ms<S, T>(repeat: u32, setup: impl FnMut() -> S, f: impl FnMut(&mut S) ->
     cotangent::timing::best_per_run(&now, repeat as usize, MIN_SAMPLE_MS, cotangent::timing::MAX_RUNS_A_SAMPLE, setup, f)
 }
 
-fn machine<'p>(p: &'p Program, b: &Builtins, budget: &Budget) -> Result<Machine<'p>, RunError> {
-    let mut m = Machine::new(p, b, budget.clone())?;
+/// A fresh machine on `base`'s lowered code, as `cotangent bench`'s `again`: every timed run starts on
+/// code lowered once before the clock.
+fn again<'p>(base: &Result<Machine<'p>, RunError>) -> Result<Machine<'p>, RunError> {
+    let mut m = base.as_ref().map_err(|e| e.clone())?.rerun();
     m.set_tracing(false);
     // as `cotangent bench`: no graph is drawn, so the Delta evaluators keep no visits per node
     m.set_draws_graph(false);
@@ -77,11 +78,12 @@ pub fn time_text(source: &str, stages_wanted: &[String], repeat: u32) -> Result<
     // which for a run as short as the quaternion's timed the compiling, not the engine
     let budget = Budget { steps: 200_000_000, regions_after: 0, ..Budget::default() };
     let no_builtins = Builtins::new();
-    let primal_ms = best_ms(repeat, || machine(&program, &no_builtins, &budget), |m| {
+    let primal_code = Machine::new(&program, &no_builtins, budget.clone());
+    let primal_ms = best_ms(repeat, || again(&primal_code), |m| {
         let m = m.as_mut().map_err(|e| e.message())?;
         m.call("main", vec![input.clone()]).map_err(|e| e.message())
     })?;
-    let mut m = machine(&program, &no_builtins, &budget).map_err(|e| e.message())?;
+    let mut m = again(&primal_code).map_err(|e| e.message())?;
     let primal = m.call("main", vec![input.clone()]).map_err(|e| e.message())?;
     let real_ops = m.cost().real_ops;
     let seed = primal.with_reals(&mut std::iter::repeat(1.0));
@@ -98,7 +100,8 @@ pub fn time_text(source: &str, stages_wanted: &[String], repeat: u32) -> Result<
             outputs.with_input(st, |src| {
                 let lookup = |_: &str| None;
                 let cx = RunCtx { src, origin: outputs.source(), input: &input, seed: &seed, outputs: &lookup };
-                best_ms(repeat, || machine(&prepared.program, &prepared.builtins, &budget), |m| {
+                let code = Machine::new(&prepared.program, &prepared.builtins, budget.clone());
+                best_ms(repeat, || again(&code), |m| {
                     let m = m.as_mut().map_err(|e| e.message())?;
                     let r = match st.contract() {
                         Contract::Gradient => pipeline::run_output(st, m, &cx),

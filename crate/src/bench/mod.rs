@@ -2,8 +2,8 @@
 //! ratio of gradient time to primal time measured in the same run (machines are shared and noisy, so
 //! ratios, not absolute times, are the figures to compare). Not a test: nothing here asserts speed.
 //!
-//! What is timed: the primal is the source's `main` on an already lowered machine; the gradient is a
-//! stage's prepared output run on a fresh machine (created, so lowered, before the clock starts). Each
+//! What is timed: the primal is the source's `main`, the gradient a stage's prepared output, each run
+//! on a fresh machine over code lowered once before the clock starts (`again`). Each
 //! is the best of `repeat` runs. Each case may grow the process's live memory by at most `max_bytes`
 //! (the counting allocator of `alloc.rs`); past it the case stops with a `memory` budget error. Rows are
 //! handed to `emit` as each finishes, so a long run prints as it goes.
@@ -130,9 +130,17 @@ fn cpu_secs() -> f64 {
     secs()
 }
 
-/// A machine for `program` whose run stops past `max_bytes` more live heap than now.
+/// `program` lowered, for `again`.
 fn machine<'p>(program: &'p Program, builtins: &Builtins, set: &Settings) -> Result<Machine<'p>, RunError> {
-    let mut m = Machine::new(program, builtins, set.budget.clone())?;
+    Machine::new(program, builtins, set.budget.clone())
+}
+
+/// A fresh machine (no globals, states or counts) on `base`'s lowered code, whose run stops past
+/// `max_bytes` more live heap than now. Every timed run, primal and gradient, starts so: its code
+/// lowered once before the clock, as a compiled program runs again (issue 13: a taping loop's round
+/// program, kept with the code, was built again in every run, ~20 % of a 40-operation gradient).
+fn again<'p>(base: &Result<Machine<'p>, RunError>, set: &Settings) -> Result<Machine<'p>, RunError> {
+    let mut m = base.as_ref().map_err(|e| e.clone())?.rerun();
     m.set_tracing(false);
     // bench draws no graph: the Delta evaluators keep no visits per node (issue 13, bytes per op)
     m.set_draws_graph(false);
@@ -183,7 +191,8 @@ fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], s
     let input = program.input.as_ref().and_then(|e| cotangent::syntax::value_of(e).ok()).unwrap_or(Value::Unit);
     let no_builtins = Builtins::new();
     // the primal, measured in the same run as the stages below: the denominator of every ratio
-    let timed = best_of(set.repeat, &set.clock(), || machine(&program, &no_builtins, set), |m| match m {
+    let primal_code = machine(&program, &no_builtins, set);
+    let timed = best_of(set.repeat, &set.clock(), || again(&primal_code, set), |m| match m {
         Ok(m) => m.call("main", vec![input.clone()]),
         Err(e) => Err(e.clone()),
     });
@@ -195,7 +204,7 @@ fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], s
             return;
         }
     };
-    let primal_secs = per_run(primal_secs, set, || machine(&program, &no_builtins, set), |m| match m {
+    let primal_secs = per_run(primal_secs, set, || again(&primal_code, set), |m| match m {
         Ok(m) => m.call("main", vec![input.clone()]).map(|_| ()),
         Err(e) => Err(e.clone()),
     });
@@ -228,11 +237,12 @@ fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], s
         let timed = outputs.with_input(*st, |src| {
             let cx = RunCtx { src, origin: outputs.source(), input: &input, seed: &seed, outputs: &lookup };
             // each run on a fresh machine: a stage's runtime state must start empty
+            let code = machine(&out.program, &out.builtins, set);
             let mut got = best_of(
                 set.repeat,
                 &set.clock(),
                 || {
-                    let m = machine(&out.program, &out.builtins, set);
+                    let m = again(&code, set);
                     alloc::reset_peak();
                     (m, alloc::live())
                 },
@@ -248,7 +258,7 @@ fn run_case(fam: &Family, n: usize, text: &str, chosen: &[&'static dyn Stage], s
             let (m, before) = &mut got.1;
             bytes = Some(alloc::peak().saturating_sub(*before));
             if got.2.is_ok() {
-                got.0 = per_run(got.0, set, || machine(&out.program, &out.builtins, set), |m| {
+                got.0 = per_run(got.0, set, || again(&code, set), |m| {
                     let m = m.as_mut().map_err(|e| e.clone())?;
                     match st.contract() {
                         Contract::Gradient => pipeline::run_output(*st, m, &cx).map(|_| ()),
