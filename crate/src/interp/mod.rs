@@ -137,6 +137,38 @@ fn wrapper_of(program: &Program) -> Option<Box<str>> {
     program.defs.iter().find(|d| d.role == crate::ir::Role::Wrapper).map(|d| (*d.name.text).into())
 }
 
+thread_local! {
+    /// The emptied stacks of the thread's last machine dropped, for its next: a machine is made for
+    /// each run, and growing its stacks from empty again was ~10 % of a short gradient's
+    /// instructions (issue 13, peer-doubling at n = 1). Kept only when small (`SPARE_MAX`), so a
+    /// deep run's stacks are not held after it.
+    static SPARE_STACKS: std::cell::Cell<Option<Stacks>> = const { std::cell::Cell::new(None) };
+}
+
+/// A machine's control stack and value stacks (`SPARE_STACKS`).
+#[derive(Default)]
+struct Stacks {
+    kont: Vec<Kont>,
+    locals: Vec<Value>,
+    vals: Vec<Value>,
+}
+
+/// The most elements a stack kept for the next machine may have room for.
+const SPARE_MAX: usize = 1 << 10;
+
+impl Drop for Machine<'_> {
+    fn drop(&mut self) {
+        if self.kont.capacity().max(self.locals.capacity()).max(self.vals.capacity()) > SPARE_MAX {
+            return;
+        }
+        let mut s = Stacks { kont: std::mem::take(&mut self.kont), locals: std::mem::take(&mut self.locals), vals: std::mem::take(&mut self.vals) };
+        s.kont.clear();
+        s.locals.clear();
+        s.vals.clear();
+        SPARE_STACKS.set(Some(s));
+    }
+}
+
 /// A fresh state of type `T` for `Machine::state`.
 fn new_state<T: Default + 'static>() -> Box<dyn Any> {
     Box::new(T::default())
@@ -170,6 +202,7 @@ impl<'p> Machine<'p> {
 
     fn of_code(code: Rc<lower::Lowered>, wrapper: Option<Box<str>>, budget: Budget) -> Machine<'p> {
         let empty: Rc<[Value]> = Rc::new([]);
+        let Stacks { kont, locals, vals } = SPARE_STACKS.take().unwrap_or_default();
         let globals = code
             .defs
             .iter()
@@ -216,9 +249,9 @@ impl<'p> Machine<'p> {
             // program whose values are small at its first check.
             memory: crate::limits::memory_budget().map(|(live, limit)| (live, live(), limit)),
             nesting: 0,
-            kont: vec![],
-            locals: vec![],
-            vals: vec![],
+            kont,
+            locals,
+            vals,
             bp: 0,
             no_captures: empty.clone(),
             env: empty,
