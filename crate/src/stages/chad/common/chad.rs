@@ -114,6 +114,12 @@ impl Chad<'_> {
 
     /// `D_Γ[t]` (Fig. 2 / Fig. 7).
     pub fn d(&mut self, g: &CtxS, t: &Term) -> Result<Piece, Diagnostic> {
+        // A term's instances may be large (a pair nested n deep names types of size n at each
+        // level, O(n^2) in all): the transform stops at the term where the heap runs out, not at
+        // the process's last resort (issue 14 item 4, pairs-4000).
+        if let Some(m) = crate::limits::memory_running_out("transforming the program") {
+            return Err(Diagnostic::error(t.span, m));
+        }
         let api = self.api;
         let piece = match &t.kind {
             // D_Γ[x] := ⟨x, λd. one_{x:D[τ]2∈D[Γ]2} d⟩
