@@ -628,8 +628,8 @@ impl<'a> Outputs<'a> {
     }
 
     /// Lets each chain forget what it keeps outside its outputs where none of them is kept
-    /// (`Chain::forget`): on chain-100000 chad's table of instances held ~? MiB through every stage
-    /// after the chain's first.
+    /// (`Chain::forget`): chad's table of instances, and the contexts their `Op`s carry, was held
+    /// through every stage after the chain's first (issue 14 item 4).
     pub fn forget_unkept(&self) {
         let kept = self.kept.borrow();
         for &chain in stages::CHAINS {
