@@ -344,24 +344,34 @@ fn runs_stay_within_their_memory_budget() {
     assert!(err.contains("huge-array.cot:2:18: error: running the program: stopped: the memory budget (48 MiB of live heap for the run)"), "{err}");
 
     // A transform or printer that passes the whole budget between two checks: the process stops,
-    // naming the stage and what it was doing (a 2,500-line program in 16 MiB).
-    let f = temp_file("chain-2500.cot", chain(2500).as_bytes());
-    let (code, _, err) = cot(&["run", &f, "--max-mb", "16", "--stage", "chad/monadic"], None);
+    // naming the stage and what it was doing (a 5,000-line program in 16 MiB).
+    let f = temp_file("chain-5000.cot", chain(5000).as_bytes());
+    let (code, _, err) = cot(&["run", &f, "--max-mb", "16", "--stage", "dualrev/staged"], None);
     assert_eq!(code, 1, "{err}");
     assert!(err.starts_with("cotangent: error: stopped: the memory budget (16 MiB, `--max-mb`) ran out while `"), "{err}");
     assert!(err.contains("` was "), "{err}");
+
+    // chad's transform checks the heap at each term (`limits::memory_running_out`): it stops at the
+    // term where the heap is a quarter past the budget, located, and the other stages still run
+    // (here the process's last resort, while chad/monadic was transforming, until session 41).
+    let f = temp_file("chain-2500.cot", chain(2500).as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--max-mb", "16", "--stage", "chad/monadic", "--stage", "forward"], None);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("chain-2500.cot:1896:15: error: [chad/monadic] stopped: the memory budget (8 MiB, `--max-mb`) ran out while transforming the program"), "{out}{err}");
+    assert!(out.contains("== forward") && out.contains("agrees with forward"), "{out}");
 
     // A chain's own pass before the transform (chad/arrays lowers the arrays in its `accepts`) is
     // named as that stage's: it was blamed on the phase before it, `forward` drawing its graph. Since
     // session 33 an instantiated type shares its closed parts (`types::rename`), and that pass takes
     // 1 MiB here where it took 62 (a copy of the nested pair type per use): the process stops in
-    // the stage's transform, still named as the stage's.
+    // the stage's transform, still named as the stage's (since session 41 by the stage's own
+    // budget stop: chad's transform checks the heap at each term, and no longer reaches the last resort).
     let n = 1000;
     let pairs = format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
     let f = temp_file("pairs-1000.cot", pairs.as_bytes());
-    let (code, _, err) = cot(&["run", &f, "--max-mb", "48", "--stage", "chad/arrays"], None);
+    let (code, out, err) = cot(&["run", &f, "--max-mb", "48", "--stage", "chad/arrays"], None);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("ran out while `chad/arrays` was transforming the program"), "{err}");
+    assert!(out.contains("[chad/arrays] stopped: the memory budget (24 MiB, `--max-mb`) ran out while transforming the program"), "{out}{err}");
 
     // arrays/symbolic-share writes one new definition: its transform copied its whole input
     // (dual-arrays' output, ~3.7 KB a line) to replace the definitions (peak 108 MiB on 10^4 lines,

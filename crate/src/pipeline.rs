@@ -427,6 +427,7 @@ pub fn analyse_streaming(
             Input::Source => None,
         }).collect();
         outputs.keep_for(later);
+        outputs.forget_unkept();
         let last = !chosen[k + 1..].iter().any(|s| s.info().id == "forward");
         let mut r = match st.info().id {
             // forward's last turn takes the reference's run (not a second copy of its text)
@@ -478,11 +479,14 @@ pub struct Outputs<'a> {
     running: std::cell::Cell<Option<&'static str>>,
     /// Where the program of the stage being run goes as it is printed (`ProgramSink`).
     sink: Option<&'a dyn ProgramSink>,
+    /// The outputs a later stage takes that their own run let go (`run_stage`, `lowers_alone`): one
+    /// prepared again for another stage is not printed again.
+    let_go: std::cell::RefCell<Vec<&'static str>>,
 }
 
 impl<'a> Outputs<'a> {
     pub fn new(src: &'a Source<'a>, opts: &'a Options) -> Outputs<'a> {
-        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default(), running: Default::default(), sink: None }
+        Outputs { src, opts, kept: Default::default(), accepted: Default::default(), extra: vec![], later: Default::default(), running: Default::default(), sink: None, let_go: Default::default() }
     }
 
     /// Also knows `stages` by id (for tests of stage composition).
@@ -530,7 +534,9 @@ impl<'a> Outputs<'a> {
             }
         }
         let sink = self.sink.filter(|_| self.running.get() == Some(id));
-        let r = r.and_then(|(p, stated)| checked(st, p, &stated, self.opts, sink)).map(std::rc::Rc::new);
+        // printed by its own run already, unless it is that run again
+        let print = self.running.get() == Some(id) || !self.let_go.borrow().contains(&id);
+        let r = r.and_then(|(p, stated)| checked(st, p, &stated, self.opts, sink, print)).map(std::rc::Rc::new);
         self.kept.borrow_mut().insert(id, r.clone());
         r
     }
@@ -621,6 +627,18 @@ impl<'a> Outputs<'a> {
         *self.later.borrow_mut() = Some(later);
     }
 
+    /// Lets each chain forget what it keeps outside its outputs where none of them is kept
+    /// (`Chain::forget`): chad's table of instances, and the contexts their `Op`s carry, was held
+    /// through every stage after the chain's first (issue 14 item 4).
+    pub fn forget_unkept(&self) {
+        let kept = self.kept.borrow();
+        for &chain in stages::CHAINS {
+            if !kept.keys().any(|id| stages::chain_of(id).is_some_and(|c| std::ptr::eq(c, chain))) {
+                (chain.forget)();
+            }
+        }
+    }
+
     /// Whether `id`'s output may be asked for again (`keep_for`).
     fn needed(&self, id: &str) -> bool {
         self.later.borrow().as_ref().is_none_or(|later| later.contains(&id))
@@ -699,7 +717,7 @@ pub fn prepare(st: &dyn Stage, src: &Source, opts: &Options) -> Result<Prepared,
 /// `prepare`, given what the stage's chain's `accepts` says of `src` (`Outputs` asks it once per chain).
 fn prepare_with(st: &dyn Stage, src: &Source, opts: &Options, chain: Result<(), Diagnostic>) -> Result<Prepared, Diagnostic> {
     let (out, stated) = transformed(st, src, opts, chain)?;
-    checked(st, out, &stated, opts, None)
+    checked(st, out, &stated, opts, None, true)
 }
 
 /// The memory budget's check at the end of a phase of preparing stage `id`.
@@ -769,10 +787,10 @@ fn translated(st: &dyn Stage, src: &Source, opts: &Options, kept: Option<Program
 /// `prepare`'s second half: the output type-checked (and checked against the types the paper
 /// states), then printed where it is shown: to `sink` as it is printed, where given (its text is then
 /// not kept), unless lines are mapped to the source (`Options::lines`, the page's).
-fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Options, sink: Option<&dyn ProgramSink>) -> Result<Prepared, Diagnostic> {
+fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Options, sink: Option<&dyn ProgramSink>, print: bool) -> Result<Prepared, Diagnostic> {
     let id = st.info().id;
     let Prepared { program: mut out, builtins, views, steps, input_type, output_type, .. } = p;
-    let shown = opts.listed(id);
+    let shown = opts.listed(id) && print;
     // Printed after the type check, so that the check's own memory (its inference variables and
     // memo, ~1.4 KB a line) and the printed text (~0.4 KB) are never live at once (issue 14 item 4):
     // the check fills in types only, so the text is the same either way; an output that fails the
@@ -903,7 +921,12 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         Err(d) => return fail(r, d),
     };
     // An output no stage still to run takes is this run's alone: its text is taken, not copied.
-    let own = !outputs.needed(st.info().id);
+    // One a later stage takes is let go too where lowering it in place would hold it and its code
+    // together on a heap already large (`lowers_alone`); that stage prepares it again.
+    let own = !outputs.needed(st.info().id) || lowers_alone(st);
+    if own && outputs.needed(st.info().id) {
+        outputs.let_go.borrow_mut().push(st.info().id);
+    }
     if own {
         outputs.keep_only(|id| id != st.info().id);
     }
@@ -1012,11 +1035,27 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
 /// transforms it after. Issue 14: a long program's output IR is ~4.5 KB a line, three times its
 /// lowered code, and was held through the run.
 fn take_ir(st: &dyn Stage, out: &mut std::rc::Rc<Prepared>, own: bool) -> Option<Program> {
-    let reads = stages::chain_of(st.info().id).is_none_or(|c| c.run_reads_program) || st.contract() == Contract::SameFunction;
-    if !own || reads {
+    if !own || run_reads_program(st) {
         return None;
     }
     std::rc::Rc::get_mut(out).map(|p| std::mem::take(&mut p.program))
+}
+
+/// Whether `st`'s run reads its output's IR (so that it is lowered in place, not taken): its chain
+/// says so (`Chain::run_reads_program`), or a same-function stage's gradient transforms it after.
+fn run_reads_program(st: &dyn Stage) -> bool {
+    stages::chain_of(st.info().id).is_none_or(|c| c.run_reads_program) || st.contract() == Contract::SameFunction
+}
+
+/// Whether `st`'s output, which a later stage takes, is let go and lowered as it is taken (the later
+/// stage prepares it again) rather than lowered in place: where its run does not read it and the live
+/// heap is past a quarter of the memory budget. In place, the IR (~4.5 KB a line) and its lowered
+/// code are whole together and the IR stays through the run: issue 14 item 4, every stage on
+/// chain-100000 stopped at the process's last resort lowering chad/monadic's 426 MiB output, kept
+/// for chad/mutable, where chad/monadic alone peaks at 631 MiB. Preparing it again costs its
+/// transform's time, once, on a program that large; below the threshold nothing changes.
+fn lowers_alone(st: &dyn Stage) -> bool {
+    !run_reads_program(st) && crate::limits::memory_budget().is_some_and(|(live, limit)| live() > limit / 4)
 }
 
 /// Runs a gradient stage's prepared output in `m`: its chain's set-up, then `Stage::run`.
@@ -1152,6 +1191,28 @@ mod tests {
             };
             assert!(!input_kept(false), "an untraced run: chad/cc's output goes once transformed");
             assert!(input_kept(true), "a traced run names its backpropagators from it: kept");
+        })
+    }
+
+    /// Issue 14 item 4: chad's table of type-indexed instances (and the contexts their `Op`s carry)
+    /// is let go once no output of the chain is kept: it held every chad stage's instances through
+    /// every stage after. An output still kept for a later stage keeps them (chad/sparse runs
+    /// chad/basic's output, kept through forward's turn).
+    #[test]
+    fn a_chains_instances_go_once_none_of_its_outputs_is_kept() {
+        crate::limits::run_with_stack(|| {
+            let text = "input 1.5\ndef main x = let y = x * x in let z = sin y in z * x + y";
+            let named = |ids: &[&str]| {
+                let opts = Options { stages: ids.iter().map(|s| s.to_string()).collect(), ..Options::default() };
+                let a = analyse(text, &opts).expect("analysed");
+                for r in &a.stages {
+                    assert_eq!(r.status, Status::Agrees, "{}: {:?}", r.id, r.error);
+                }
+                stages::chad::common::ops::instances()
+            };
+            assert!(named(&["chad/monadic"]) > 0, "chad/monadic names its instances");
+            assert_eq!(named(&["chad/monadic", "forward"]), 0, "chad/monadic's instances kept through forward's turn");
+            assert!(named(&["chad/basic", "forward", "chad/sparse"]) > 0);
         })
     }
 

@@ -55,6 +55,11 @@ pub struct Chain {
     /// (`run_reads_program` false): a set-up for the machine that will run it, e.g. the array
     /// chain's scalar zero. `keep_nothing`: nothing.
     pub keep_from_program: fn(&Program) -> Option<Kept>,
+    /// Lets go of what the chain keeps for its outputs outside them (chad's table of type-indexed
+    /// instances, which its runtime reads by name): the pipeline calls it when none of the chain's
+    /// outputs is kept, so that what one stage made is not live through every stage after it
+    /// (issue 14 item 4). `forget_nothing`: the chain keeps nothing.
+    pub forget: fn(),
     /// The counters the chain's runtimes add, each with what it counts (the page's labels).
     pub counters: &'static [CounterInfo],
 }
@@ -91,6 +96,9 @@ pub fn nothing_before_run(_: &mut Machine, _: &RunCtx) {}
 
 /// A chain's `keep_from_program`: what it read of the program, given to the machine that runs it.
 pub type Kept = Box<dyn FnOnce(&mut Machine)>;
+
+/// The `forget` of a chain that keeps nothing outside its outputs.
+pub fn forget_nothing() {}
 
 /// The `keep_from_program` of a chain whose runs read nothing of the program, or all of it.
 pub fn keep_nothing(_: &Program) -> Option<Kept> {

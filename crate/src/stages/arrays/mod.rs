@@ -43,6 +43,7 @@ pub static CHAIN: Chain = Chain {
     // run, beside its lowered code, passed the memory budget (issue 14 item 4)
     run_reads_program: false,
     keep_from_program: common::core::runtime::keep_from_program,
+    forget: crate::stage::forget_nothing,
     counters: COUNTERS,
 };
 

@@ -30,6 +30,7 @@ pub static CHAIN: Chain = Chain {
     after_run: common::criterion::after_run,
     // (chad/arrays' second run, with §8.1's BArray, reruns the first's lowered code: `Machine::rerun`)
     keep_from_program: crate::stage::keep_nothing,
+    forget: common::ops::forget_instances,
     run_reads_program: false,
     counters: COUNTERS,
 };

@@ -24,6 +24,7 @@ pub static CHAIN: Chain = Chain {
     before_run: crate::stage::nothing_before_run,
     after_run: crate::stage::nothing_before_run,
     keep_from_program: crate::stage::keep_nothing,
+    forget: crate::stage::forget_nothing,
     run_reads_program: false,
     counters: COUNTERS,
 };

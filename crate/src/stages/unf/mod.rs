@@ -25,6 +25,7 @@ pub static CHAIN: Chain = Chain {
     before_run: common::cost::before_run,
     after_run: common::cost::after_run,
     keep_from_program: crate::stage::keep_nothing,
+    forget: crate::stage::forget_nothing,
     run_reads_program: true,
     counters: common::cost::COUNTERS,
 };

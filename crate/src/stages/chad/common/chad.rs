@@ -114,6 +114,13 @@ impl Chad<'_> {
 
     /// `D_Γ[t]` (Fig. 2 / Fig. 7).
     pub fn d(&mut self, g: &CtxS, t: &Term) -> Result<Piece, Diagnostic> {
+        let running_out = || crate::limits::memory_running_out("transforming the program").map(|m| Diagnostic::error(t.span, m));
+        // A term's instances may be large (a pair nested n deep names types of size n at each
+        // level, O(n^2) in all, as it is left): the transform stops at the term where the heap
+        // runs out, not at the process's last resort (issue 14 item 4, pairs-4000).
+        if let Some(d) = running_out() {
+            return Err(d);
+        }
         let api = self.api;
         let piece = match &t.kind {
             // D_Γ[x] := ⟨x, λd. one_{x:D[τ]2∈D[Γ]2} d⟩
@@ -314,7 +321,10 @@ impl Chad<'_> {
                 Piece { binds, primal, bp }
             }
         };
-        Ok(piece)
+        match running_out() {
+            Some(d) => Err(d),
+            None => Ok(piece),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use super::source::CT;
 use crate::interp::Builtin;
 use crate::ir::{Name, Scheme, Type};
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 /// A context Γ: its variables with their cotangent types, outermost first (a variable's position
 /// is its key in the environment vector: a de Bruijn level).
@@ -376,27 +376,49 @@ fn cts(ctx: &CtxS) -> Vec<CT> {
     ctx.iter().map(|e| e.1.clone()).collect()
 }
 
-/// The table of type-indexed builtins named so far: name → meaning. Names are interned, so each
-/// distinct instance is allocated once per process.
-fn table() -> &'static Mutex<HashMap<&'static str, Arc<Op>>> {
-    static T: OnceLock<Mutex<HashMap<&'static str, Arc<Op>>>> = OnceLock::new();
-    T.get_or_init(Default::default)
+thread_local! {
+    /// The type-indexed builtins named so far on this thread (a pipeline's transforms, checks and
+    /// runs are on one): name → meaning. Emptied when no output of the chain is kept
+    /// (`forget_instances`): it held every instance of every chad stage (and the contexts their
+    /// `Op`s carry) to the end of the process (issue 14 item 4).
+    static TABLE: std::cell::RefCell<HashMap<&'static str, Arc<Op>>> = Default::default();
+    /// The names of the instances forgotten (a `Builtin`'s name is `&'static str`, allocated once for
+    /// the thread's life): a name made again after the table was emptied is found here.
+    static NAMES: std::cell::RefCell<rustc_hash::FxHashSet<&'static str>> = Default::default();
 }
 
 /// The builtin `name` stands for `op` (the same name always stands for the same op).
 fn intern(name: String, op: Op) -> &'static str {
-    let mut t = table().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((k, _)) = t.get_key_value(name.as_str()) {
-        return k;
-    }
-    let k: &'static str = Box::leak(name.into_boxed_str());
-    t.insert(k, Arc::new(op));
-    k
+    TABLE.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some((k, _)) = t.get_key_value(name.as_str()) {
+            return *k;
+        }
+        let k = NAMES.with(|ns| ns.borrow().get(name.as_str()).copied()).unwrap_or_else(|| Box::leak(name.into_boxed_str()));
+        t.insert(k, Arc::new(op));
+        k
+    })
 }
 
 /// What the running builtin (by name) stands for.
 pub fn lookup(name: &str) -> Option<Arc<Op>> {
-    table().lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    TABLE.with(|t| t.borrow().get(name).cloned())
+}
+
+/// How many instances are named now (the table's entries).
+pub fn instances() -> usize {
+    TABLE.with(|t| t.borrow().len())
+}
+
+/// Lets go of the instances named so far, their `EV Γ` types and the contexts' path (the chain's
+/// `forget`: no output that names them is kept; a transform run again names them again).
+pub fn forget_instances() {
+    TABLE.with(|t| {
+        let t = std::mem::take(&mut *t.borrow_mut());
+        NAMES.with(|ns| ns.borrow_mut().extend(t.into_keys()));
+    });
+    forget_ev_types();
+    forget_contexts();
 }
 
 /// The names of the instances, each interned with its meaning.
@@ -584,7 +606,7 @@ pub fn instance(name: &str, typed: bool, imp: &dyn Fn(&Op) -> (crate::interp::Bu
 /// The builtin of the type-indexed name `name` (None for another name): its scheme made sharing the
 /// `EV Γ` types in `evs`, or none (`Scheme::mono(Unknown)`, for running only) without them.
 fn made(name: &str, evs: Option<&mut EvTypes>, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Option<Builtin> {
-    let (name, op) = table().lock().unwrap_or_else(|e| e.into_inner()).get_key_value(name).map(|(k, v)| (*k, v.clone()))?;
+    let (name, op) = TABLE.with(|t| t.borrow().get_key_value(name).map(|(k, v)| (*k, v.clone())))?;
     let (run, arity, lazy_last) = imp(&op);
     let scheme = match evs {
         Some(evs) => scheme_in(&op, evs),
