@@ -45,7 +45,10 @@ impl Stage for Cc {
     /// The chain's language (the program must go through the first-order stages too, and CHAD of
     /// the converted program takes no recursion or arrays), and the pass's own limits.
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        first_order(src)?;
+        // (the chain's `accepts`, run first, asked it already where it could)
+        if !super::chain_asks_first_order(src) {
+            first_order(src)?;
+        }
         closure_convert(src.program).map(|_| ())
     }
     fn transform(&self, src: &Source) -> Result<Output, Diagnostic> {

@@ -39,13 +39,18 @@ pub static CHAIN: Chain = Chain {
 /// another's output (which has the chain's `plus`) takes it as already checked. A program with
 /// arrays is left to each stage's `accepts` (§7's chad/arrays takes it, the others refuse it).
 fn accepts(src: &Source) -> Result<(), Diagnostic> {
-    if src.builtins.get(common::ops::PLUS).is_some() {
-        return Ok(());
-    }
-    if common::source::mentions_arrays(src.program) {
+    if !chain_asks_first_order(src) {
         return Ok(());
     }
     common::first_order(src).map(|_| ())
+}
+
+/// Whether the chain's `accepts` asks `first_order` of `src` (a source without arrays): a stage's own
+/// `accepts` runs after it (`pipeline::refusal_with`), so where it did, a stage need not ask again
+/// (issue 14 item 4: inlining and desugaring a 10^5-line program, a second time, then a third in the
+/// transform).
+pub(crate) fn chain_asks_first_order(src: &Source) -> bool {
+    src.builtins.get(common::ops::PLUS).is_none() && !common::source::mentions_arrays(src.program)
 }
 
 /// The counters the chain's runtime adds to a run's cost.
@@ -66,3 +71,31 @@ static COUNTERS: &[CounterInfo] = &[
     CounterInfo { name: "eq3_holds", about: "1 when this run's cost is within Eq. (3)'s proved bound, else 0 (the naive and sparse stages may fail it as programs grow)" },
     CounterInfo { name: "eq3_c", about: "the measured constant: the smallest integer c with cost ≤ 5 + c·cost(t) + size(d) + 4·|Γ| on this run (the proof's c is 31)" },
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::interp::Builtins;
+    use crate::pipeline::{front_end, Options, Outputs};
+    use crate::stage::Source;
+    use crate::stages;
+
+    /// Issue 14 item 4: preparing a CHAD stage inlines and desugars the source (`first_order`) once
+    /// for the chain's `accepts` and once in the transform, not a third time in the stage's own
+    /// `accepts` (on a 10^5-line program each pass is ~1 s).
+    #[test]
+    fn a_stage_does_not_ask_first_order_again_after_the_chain() {
+        crate::limits::run_with_stack(|| {
+            let (p, s, t) = front_end("def main x = let y = x * x in let (a, b) = (sin y, y) in a * b + x", &[]).expect("the program checks");
+            let b = Builtins::new();
+            let src = Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+            let opts = Options::default();
+            for (id, asked) in [("chad/monadic", 2), ("chad/mutable", 2), ("chad/naive-ho", 1), ("chad/cc", 1)] {
+                let outputs = Outputs::new(&src, &opts);
+                super::common::source::FIRST_ORDER_ASKED.with(|c| c.set(0));
+                outputs.get(stages::find(id).unwrap()).expect("the stage's output");
+                let n = super::common::source::FIRST_ORDER_ASKED.with(|c| c.get());
+                assert_eq!(n, asked, "{id} asked first_order {n} times");
+            }
+        })
+    }
+}

@@ -51,7 +51,10 @@ impl Stage for NaiveHo {
         generic_builtins()
     }
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
-        first_order(src)?;
+        // (the chain's `accepts`, run first, asked it already where it could)
+        if !super::chain_asks_first_order(src) {
+            first_order(src)?;
+        }
         let fo = with_lambdas(src)?;
         let mut stack = vec![(&fo.body, 0usize)];
         while let Some((t, depth)) = stack.pop() {

@@ -211,9 +211,17 @@ pub struct FirstOrder {
     pub fresh: Fresh,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many times `first_order` was asked on this thread (the chain's tests).
+    pub static FIRST_ORDER_ASKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The source as the paper's language: every call inlined (higher-order code without recursion
 /// becomes first order), then desugared, each refusal located.
 pub fn first_order(src: &Source) -> Result<FirstOrder, Diagnostic> {
+    #[cfg(test)]
+    FIRST_ORDER_ASKED.with(|c| c.set(c.get() + 1));
     let p = first_order_at(src, INLINE_BUDGET)?;
     core(p, src, Lang::FirstOrder)
 }
