@@ -43,9 +43,8 @@ impl Stage for Monadic {
     fn builtins(&self) -> Vec<Builtin> {
         generic_builtins()
     }
-    /// The chain's language (arrays are refused here: §7 is chad/arrays).
     /// The paper's first-order language: what the chain's `accepts` checks, asked again only where
-    /// the chain did not ask it (a program with arrays, refused here).
+    /// the chain did not ask it (a program with arrays, refused here: §7 is chad/arrays).
     fn accepts(&self, src: &Source) -> Result<(), Diagnostic> {
         if super::chain_asks_first_order(src) {
             return Ok(());
