@@ -91,7 +91,7 @@ pub fn run(family_names: &[String], sizes: Option<&[usize]>, stage_ids: &[String
             }
             let text = (fam.make)(n);
             if fam.name == "program-size" {
-                output::program_size(&text, n, &chosen, &set.budget, emit);
+                output::program_size(&text, n, &chosen, &set.budget, set.clock(), emit);
                 continue;
             }
             run_case(&fam, n, &text, &chosen, set, emit);

@@ -7,7 +7,6 @@ use cotangent::pipeline::{self, Options};
 use cotangent::stage::{Source, Stage};
 use cotangent::stages;
 use cotangent::value::json_real;
-use std::time::Instant;
 
 pub fn header() -> String {
     format!(
@@ -78,8 +77,9 @@ pub fn exponent_lines(rows: &[Row], json: bool) -> Vec<String> {
 
 /// One size of the `program-size` family: a row for the front end (its time as `grad s`), then one
 /// per stage with the time of its preparation (transform, print, type check of the output; a stage
-/// that follows another is timed on its own, the one before it being prepared first).
-pub fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget: &Budget, emit: &mut dyn FnMut(&Row)) {
+/// that follows another is timed on its own, the one before it being prepared first), in seconds on
+/// `clock` (the thread's CPU clock with `--cpu`).
+pub fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget: &Budget, clock: fn() -> f64, emit: &mut dyn FnMut(&Row)) {
     let row = |stage: &str, outcome: String, counters: Vec<(String, u64)>, secs: f64| Row {
         family: "program-size".into(),
         n,
@@ -91,12 +91,12 @@ pub fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget:
         grad_secs: secs,
         bytes: None,
     };
-    let t0 = Instant::now();
+    let t0 = clock();
     let (program, s, t) = match pipeline::front_end(text, &[]) {
         Ok(x) => x,
         Err(ds) => return emit(&row("(front end)", format!("refused: {}", ds[0].message), vec![], f64::NAN)),
     };
-    emit(&row("(front end)", "ok".into(), vec![("bytes".into(), text.len() as u64)], t0.elapsed().as_secs_f64()));
+    emit(&row("(front end)", "ok".into(), vec![("bytes".into(), text.len() as u64)], clock() - t0));
     let no_builtins = Builtins::new();
     let src = Source { program: &program, input_type: &s, output_type: &t, builtins: &no_builtins };
     let opts = Options { trace: false, budget: budget.clone(), ..Options::default() };
@@ -107,9 +107,9 @@ pub fn program_size(text: &str, n: usize, chosen: &[&'static dyn Stage], budget:
                 let _ = outputs.get(prev);
             }
         }
-        let t1 = Instant::now();
+        let t1 = clock();
         let got = outputs.get(*st);
-        let secs = t1.elapsed().as_secs_f64();
+        let secs = clock() - t1;
         emit(&match got {
             Ok(p) => row(st.info().id, "ok".into(), vec![("printed_bytes".into(), p.printed.as_ref().map_or(0, |t| t.len()) as u64)], secs),
             Err(d) => row(st.info().id, format!("refused: {}", d.message.lines().next().unwrap_or("")), vec![], f64::NAN),
