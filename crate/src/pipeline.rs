@@ -337,7 +337,7 @@ pub fn analyse_streaming(
         }
         (None, None) => {
             // Located at `def main`, whose argument it is.
-            let at = program.def("main").map_or(Span::NONE, |d| Span::new(d.span.start as usize, d.span.start as usize + 3));
+            let at = at_main(&program);
             return Err(vec![Diagnostic::error(at, "no input point for `main`: add a line `input ...` to the program, or pass one with --at")]);
         }
     };
@@ -345,7 +345,7 @@ pub fn analyse_streaming(
         // A budget stop is located at the application that was running, else at `def main`.
         let mut d = run_diag(&e);
         if d.span.is_none() {
-            d.span = program.def("main").map_or(Span::NONE, |m| Span::new(m.span.start as usize, m.span.start as usize + 3));
+            d.span = at_main(&program);
         }
         if matches!(e, RunError::Budget { .. }) {
             d.message = format!("running the program: {}", d.message);
@@ -868,6 +868,12 @@ fn refusal_with(st: &dyn Stage, src: &Source, chain: Result<(), Diagnostic>) -> 
     st.accepts(src).map_err(|d| d.in_stage(id).refused())
 }
 
+/// `def` of the program's `main` (a message about `main` as a whole: its input, a stop in code made
+/// from nothing nearer).
+fn at_main(program: &Program) -> Span {
+    program.def("main").map_or(Span::NONE, |m| Span::new(m.span.start as usize, m.span.start as usize + 3))
+}
+
 /// One stage: its prepared output, run on `(input, seed)`; a `SameFunction` stage's `main` is run and
 /// `forward` over its output gives the gradient.
 pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed: &Value, opts: &Options) -> StageResult {
@@ -898,7 +904,12 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         trace_dropped: 0,
         graph: None,
     };
-    let fail = |mut r: StageResult, d: Diagnostic| {
+    let fail = |mut r: StageResult, mut d: Diagnostic| {
+        if d.span.is_none() && d.message.starts_with("stopped: ") {
+            // a transform's or a check's stop in code wholly generated (chad/naive-ho's first-order
+            // source, its output): at `def main`, whose derivative was being made (issue 14 item 7)
+            d.span = at_main(outputs.src.program);
+        }
         r.refused = d.refused;
         // a transform's or a check's budget stop ("stopped: the … budget …": limits.rs, the rewrite
         // engine, arrays/symbolic's gradient size) is a budget stop, as a run's is

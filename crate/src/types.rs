@@ -531,6 +531,9 @@ struct Cx<'b> {
     /// Nodes inferred, for the memory budget's check every `MEMORY_CHECK` of them (a stage's output
     /// can be large enough to take the whole budget while it is checked).
     nodes: u32,
+    /// The span of the last located node inferred: a budget stop at a generated node (most of a
+    /// stage's output) is reported there, at the source text it was made from, not without line:col.
+    located: Span,
     /// The compound types inference has made for nodes (`M a` of a `pure`, a tuple's, a lambda's),
     /// each made once by its parts (`Made`, as the zonk's), so that the nodes of a long program
     /// share them until the zonk replaces them: `pure (x * y, Var u)` on every line of a translation
@@ -595,6 +598,7 @@ impl<'b> Cx<'b> {
             poly: HashMap::default(),
             generalise_locals: true,
             nodes: 0,
+            located: Span::NONE,
             recent: Made::default(),
             zonked: Default::default(),
             spines: 0,
@@ -1358,10 +1362,13 @@ impl<'b> Cx<'b> {
     /// One node that is not on a let/bind spine.
     fn infer_node(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
         let span = e.span;
+        if !span.is_none() {
+            self.located = span;
+        }
         self.nodes = self.nodes.wrapping_add(1);
         if self.nodes % MEMORY_CHECK == 0 {
             if let Some(m) = crate::limits::memory_exceeded("type-checking") {
-                return Err(Diagnostic::error(span, m));
+                return Err(Diagnostic::error(self.located, m));
             }
         }
         let t = match &mut e.kind {
@@ -2335,6 +2342,21 @@ mod tests {
             let err = check_program(&mut over, &Builtins::new()).unwrap_err();
             assert!(err.message.starts_with("stopped: the memory budget ("), "{}", err.message);
             assert!(err.message.ends_with("ran out while type-checking"), "{}", err.message);
+            // A stage's output is mostly generated nodes (no span): the stop is located at the last
+            // node made from the source text, here the first lines', not without line:col.
+            let mut generated = p.clone();
+            let kept = src.lines().take(3).map(|l| l.len() + 1).sum::<usize>() as u32;
+            for d in generated.defs.iter_mut() {
+                let mut todo = vec![&mut d.body];
+                while let Some(e) = todo.pop() {
+                    if e.span.start >= kept {
+                        e.span = Span::NONE;
+                    }
+                    crate::ir::each_child_mut(e, &mut |c| todo.push(c));
+                }
+            }
+            let err = check_program(&mut generated, &Builtins::new()).unwrap_err();
+            assert!(!err.span.is_none() && err.span.start < kept, "{:?}: {}", err.span, err.message);
         }
         LIVE.with(|l| l.set(0));
     }
