@@ -62,6 +62,10 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
     }
     let nodes = cx.locals.count_uses(p.defs.iter().map(|d| &d.body));
     cx.settling = nodes >= SETTLE_FROM;
+    #[cfg(test)]
+    if tests::SETTLE_ALL.with(|s| s.get()) {
+        cx.settling = true;
+    }
     for group in def_groups(p) {
         // Monomorphic within a group; generalised after it.
         let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
@@ -553,6 +557,26 @@ struct Cx<'b> {
     /// Whether types are settled as inference goes (`settle`, `settle_nodes`): only in a program of
     /// `SETTLE_FROM` nodes or more.
     settling: bool,
+    /// `settle`'s answers for the types whose walk met no unbound variable and ran to its end
+    /// (`closed`), by identity, with the parts the walk took: the substitution only grows, so such a
+    /// walk gives the same answer whenever it is made again, from any budget of that many parts or
+    /// more. Nodes and instantiated schemes share their parts (`recent`, `rename`), and each settle
+    /// walked them again: on dualrev/cayley's output settling was ~60 % of the check (issue 14 item 4,
+    /// session 42). Emptied with `recent`, whose allocations its answers are.
+    closed: rustc_hash::FxHashMap<ByParts<Type>, (Type, u32, smallvec::SmallVec<[u32; OPEN_KEPT]>)>,
+    /// The unbound variables the current `settle` has met, for `closed`.
+    open_met: Vec<u32>,
+    /// How many times `recent` has been emptied (`reset_recent`).
+    recent_resets: u32,
+}
+
+/// Whether `Cx::closed`'s answers are taken (always, but in the test comparing them with walking again).
+fn remembering_closed() -> bool {
+    #[cfg(test)]
+    if tests::CLOSED_OFF.with(|c| c.get()) {
+        return false;
+    }
+    true
 }
 
 /// A link of a let/bind spine: its right-hand side, or a `let rec` group's definitions.
@@ -563,6 +587,9 @@ enum Link<'a> {
 
 /// The most entries `Cx::settled` keeps room for between links.
 const SETTLED_KEPT: usize = 1 << 10;
+
+/// The most unbound variables a walk remembered in `Cx::closed` may have met.
+const OPEN_KEPT: usize = 4;
 
 /// `Cx::recent`'s size at which it is emptied.
 const RECENT: usize = 1 << 14;
@@ -604,6 +631,9 @@ impl<'b> Cx<'b> {
             spines: 0,
             settled: Default::default(),
             settling: true,
+            closed: Default::default(),
+            recent_resets: 0,
+            open_met: vec![],
         }
     }
 
@@ -643,48 +673,105 @@ impl<'b> Cx<'b> {
     /// following every part could walk a type of exponential size; parts past the bound are kept as
     /// they are. (Recursion as deep as `SETTLE_PARTS` at most.)
     fn settle(&mut self, t: &Type, budget: &mut u32) -> Type {
-        let t = self.shallow(t);
+        let r = self.settle_closed(t, budget).0;
+        self.open_met.clear();
+        r
+    }
+
+    /// `settle`, and whether its walk ran to its end (was not cut short by the budget); the unbound
+    /// variables it met are pushed on `open_met`. Such a walk, made again while those variables are
+    /// still unbound, gives the same answer (`Cx::closed`).
+    fn settle_closed(&mut self, t0: &Type, budget: &mut u32) -> (Type, bool) {
+        let t = self.shallow(t0);
         if *budget == 0 {
-            return t;
+            return (t, false);
         }
+        // (a leaf or an unbound variable is its own answer: bound variables and compound types held
+        // by more than the part walked are remembered; one held once, a part an instantiation made
+        // anew, is not met again)
+        let key = match (t0, &t) {
+            (_, Type::Var(_) | Type::Real | Type::Int | Type::Bool | Type::Unit | Type::Unknown) => None,
+            (Type::Var(_), _) => Some(ByParts(t0.clone())),
+            _ => identity(t0),
+        };
+        if let Some(known) = key.as_ref().filter(|_| remembering_closed()).and_then(|k| self.closed.get(k)) {
+            let (r, n, open) = known;
+            if *budget >= *n && open.iter().all(|&v| self.subst.get(v as usize).is_some_and(|b| b.is_none())) {
+                *budget -= *n;
+                self.open_met.extend_from_slice(open);
+                return (r.clone(), true);
+            }
+        }
+        let (start, generation, met) = (*budget, self.recent_resets, self.open_met.len());
         *budget -= 1;
         // Where no part changed, the type itself is looked up (and kept, if new) rather than a copy
         // of its parts allocated first: most nodes' types were made from settled parts already, and
         // allocating before the look-up was most of `settle_nodes`' cost (+35 % instructions in the
         // check of dualrev/staged's output, session 34).
         let same = |a: &[Type], b: &[Type]| a.iter().zip(b).all(|(x, y)| parts(x) == parts(y));
-        let r = match &t {
+        let (r, complete) = match &t {
             Type::Sum(ab) | Type::Fun(ab) | Type::Lin(ab) => {
-                let settled = [self.settle(&ab.0, budget), self.settle(&ab.1, budget)];
+                let (a, ca) = self.settle_closed(&ab.0, budget);
+                let (b, cb) = self.settle_closed(&ab.1, budget);
                 self.forget_recent();
-                let ab = match parts(&settled[0]) == parts(&ab.0) && parts(&settled[1]) == parts(&ab.1) {
+                let ab = match parts(&a) == parts(&ab.0) && parts(&b) == parts(&ab.1) {
                     true => self.recent.pair(ab.clone()),
-                    false => {
-                        let [a, b] = settled;
-                        self.recent.pair(std::rc::Rc::new((a, b)))
-                    }
+                    false => self.recent.pair(std::rc::Rc::new((a, b))),
                 };
-                with_pair(&t, ab)
+                (with_pair(&t, ab), ca && cb)
             }
             Type::Tuple(ts) if ts.len() <= SETTLE_WIDTH => {
-                let settled: smallvec::SmallVec<[Type; SETTLE_WIDTH]> = ts.iter().map(|u| self.settle(u, budget)).collect();
+                let mut complete = true;
+                let settled: smallvec::SmallVec<[Type; SETTLE_WIDTH]> = ts
+                    .iter()
+                    .map(|u| {
+                        let (u, c) = self.settle_closed(u, budget);
+                        complete &= c;
+                        u
+                    })
+                    .collect();
                 self.forget_recent();
-                match same(&settled, ts) {
+                let r = match same(&settled, ts) {
                     true => self.recent.tuple(ts.clone()),
                     false => self.recent.tuple(settled.into_vec().into()),
-                }
+                };
+                (r, complete)
             }
             Type::Con(c) if !c.args.is_empty() && c.args.len() <= SETTLE_WIDTH => {
-                let settled: smallvec::SmallVec<[Type; SETTLE_WIDTH]> = c.args.iter().map(|u| self.settle(u, budget)).collect();
+                let mut complete = true;
+                let settled: smallvec::SmallVec<[Type; SETTLE_WIDTH]> = c
+                    .args
+                    .iter()
+                    .map(|u| {
+                        let (u, c) = self.settle_closed(u, budget);
+                        complete &= c;
+                        u
+                    })
+                    .collect();
                 self.forget_recent();
-                match same(&settled, &c.args) {
+                let r = match same(&settled, &c.args) {
                     true => self.recent.con(&c.name, c.args.clone(), Some(c)),
                     false => self.recent.con(&c.name, settled.into_vec().into(), None),
-                }
+                };
+                (r, complete)
             }
-            _ => return t,
+            Type::Var(v) => {
+                self.open_met.push(*v);
+                return (t, true);
+            }
+            // (a leaf; a wide tuple or constructor is kept whole)
+            _ => return (t, true),
         };
-        r
+        // (remembered only while `recent` is the one its answer was made in; a bounded table)
+        let open = &self.open_met[met..];
+        if let Some(k) = key.filter(|_| complete && open.len() <= OPEN_KEPT && generation == self.recent_resets) {
+            let open = open.iter().copied().collect();
+            if self.closed.len() >= RECENT {
+                self.closed.clear();
+            }
+            self.closed.insert(k, (r.clone(), start - *budget, open));
+        }
+        (r, complete)
     }
 
     /// Each node's type in `link` settled (`settle`, as many parts as an instantiated type's), once
@@ -705,9 +792,19 @@ impl<'b> Cx<'b> {
             Link::Expr(e) => vec![e],
             Link::Defs(fs) => fs.iter_mut().map(|f| &mut f.body).collect(),
         };
+        // (the last type settled and its answer: a spine's links have their body's type, and a node
+        // often its parent's, so that most look-ups in `settled` were of the type just looked up)
+        let mut last: Option<(Type, Type)> = None;
         while let Some(e) = stack.pop() {
             if matches!(e.ty, Type::Sum(_) | Type::Fun(_) | Type::Lin(_) | Type::Tuple(_) | Type::Con(_) | Type::Var(_)) {
-                e.ty = self.settle_memo(&e.ty, &mut settled);
+                match &last {
+                    Some((from, to)) if parts(from) == parts(&e.ty) => e.ty = to.clone(),
+                    _ => {
+                        let to = self.settle_memo(&e.ty, &mut settled);
+                        let from = std::mem::replace(&mut e.ty, to.clone());
+                        last = Some((from, to));
+                    }
+                }
             }
             each_child_mut(e, &mut |c| stack.push(c));
         }
@@ -746,8 +843,16 @@ impl<'b> Cx<'b> {
     fn forget_recent(&mut self) {
         let r = &self.recent;
         if r.tuples.len() + r.cons.len() + r.pairs.len() >= RECENT {
-            self.recent = Made::default();
+            self.reset_recent();
         }
+    }
+
+    /// `recent` emptied, and `closed`, whose answers are its allocations.
+    fn reset_recent(&mut self) {
+        self.recent = Made::default();
+        // (emptied, its room kept: it fills again at once)
+        self.closed.clear();
+        self.recent_resets += 1;
     }
 
     fn fresh(&mut self) -> Type {
@@ -896,21 +1001,37 @@ impl<'b> Cx<'b> {
     /// `zonk_expr` of each of `es`, with one memo, which holds the substitution meanwhile.
     fn zonk_exprs<'e>(&mut self, es: impl Iterator<Item = &'e mut Expr>) {
         // (inference's shared types are the nodes' own from here: the zonk makes its own)
-        self.recent = Made::default();
+        self.reset_recent();
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
         let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
+        // (the last node's type and what it became: a spine's links have their body's type, and a
+        // node often its parent's, and looking it up again in the memo's maps was most of the zonk)
+        let mut last: Option<(Type, Type)> = None;
         while let Some(e) = stack.pop() {
+            if let Some((_, to)) = last.as_ref().filter(|(from, _)| parts(from) == parts(&e.ty)) {
+                e.ty = to.clone();
+                each_child_mut(e, &mut |c| stack.push(c));
+                continue;
+            }
             if let Some(m) = memo.as_mut().filter(|m| m.entries() >= m.sweep_at) {
                 m.sweep();
             }
-            if let Some(z) = self.zonk_memo(&e.ty, &mut memo) {
-                e.ty = z;
-            }
+            // (moved out, not cloned, while it is looked up: a type held by this node alone is no key
+            // of the memo's, `identity`)
+            let from = std::mem::replace(&mut e.ty, Type::Unknown);
+            let (mut from, zonked) = match self.zonk_memo(&from, &mut memo) {
+                Some(z) => (Some(from), z),
+                None => (None, from),
+            };
+            e.ty = zonked;
             if let Some(c) = memo.as_mut().and_then(|m| m.made.canon(&e.ty)) {
-                e.ty = c;
+                let zonked = std::mem::replace(&mut e.ty, c);
+                from.get_or_insert(zonked);
             }
+            let from = from.unwrap_or_else(|| e.ty.clone());
+            last = Some((from, e.ty.clone()));
             each_child_mut(e, &mut |c| stack.push(c));
         }
         if let Some(m) = memo {
@@ -1139,6 +1260,8 @@ impl<'b> Cx<'b> {
         };
         if fitted.is_err() || !numeric_ok() {
             (self.subst, self.levels, self.open_numeric) = saved;
+            // (bindings undone: a walk remembered may have met them)
+            self.closed.clear();
         }
     }
 
@@ -2224,6 +2347,10 @@ mod tests {
     }
 
     thread_local! {
+        /// `check` settles at any size (its `SETTLE_FROM` aside).
+        pub(super) static SETTLE_ALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// `settle` walks again where `Cx::closed` has the answer.
+        pub(super) static CLOSED_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         /// The most local binders the checker held at once on this thread.
         pub(super) static LOCALS_HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// How many inference variables the last `check` on this thread made.
@@ -2424,5 +2551,85 @@ mod tests {
         // and only R or Z, at the use
         let tuple = def_type("def f x = x + x\ndef main y = f (y, y)", "main", None);
         assert!(tuple.as_ref().is_err_and(|m| m.starts_with("type mismatch: expected R or Z, found (")), "{tuple:?}");
+    }
+
+    /// Every node's type (`{:?}`: the structure, not the allocation) and every scheme of `p`.
+    fn types_of(p: &Program) -> String {
+        let mut out = String::new();
+        for d in &p.defs {
+            out += &format!("{:?}\n", d.scheme);
+            let mut stack = vec![&d.body];
+            while let Some(e) = stack.pop() {
+                out += &format!("{:?}\n", e.ty);
+                each_child(e, &mut |c| stack.push(c));
+            }
+        }
+        out
+    }
+
+    /// `p` with its `k`-th real literal (in a walk's order, cyclically) made `true`: ill-typed, mostly.
+    fn with_a_boolean(p: &Program, k: usize) -> Program {
+        let mut p = p.clone();
+        let mut reals: Vec<&mut Expr> = vec![];
+        let mut stack: Vec<&mut Expr> = p.defs.iter_mut().map(|d| &mut d.body).collect();
+        while let Some(e) = stack.pop() {
+            if matches!(e.kind, ExprKind::Real(_)) {
+                reals.push(e);
+                continue;
+            }
+            each_child_mut(e, &mut |c| stack.push(c));
+        }
+        let n = reals.len();
+        if let Some(e) = reals.into_iter().nth(k % n.max(1)) {
+            e.kind = ExprKind::Bool(true);
+        }
+        p
+    }
+
+    /// Session 42: `settle`'s answers remembered for closed walks (`Cx::closed`) are what walking
+    /// again gives. On the outputs of four stages that settle much (their nodes share instantiated
+    /// and `recent`-made parts) for every example, checked settling at any size: every node's type,
+    /// every scheme, and the diagnostic (message and span) of ill-typed mutations are the same with
+    /// the memo and without it. (Seen failing with the memo's answer taken from any budget.)
+    #[test]
+    fn remembered_closed_settles_agree_with_walking_again() {
+        crate::limits::run_with_stack(|| {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).filter(|f| f.extension().is_some_and(|x| x == "cot")).collect();
+            files.sort();
+            let ids = ["dualrev/cayley", "dualrev/staged", "chad/monadic", "krawiec/monadic"];
+            let both = |p: &Program, b: &Builtins| {
+                let run = |off: bool| {
+                    CLOSED_OFF.with(|c| c.set(off));
+                    let mut q = p.clone();
+                    let r = check_program(&mut q, b).map_err(|d| format!("{:?}: {}", d.span, d.message));
+                    CLOSED_OFF.with(|c| c.set(false));
+                    (r, types_of(&q))
+                };
+                (run(false), run(true))
+            };
+            SETTLE_ALL.with(|s| s.set(true));
+            let (mut compared, mut failed) = (0, 0);
+            for f in &files {
+                let text = std::fs::read_to_string(f).unwrap();
+                let Ok((p, s, t)) = crate::pipeline::front_end(&text, &[]) else { continue };
+                let b = Builtins::new();
+                let src = crate::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+                for id in ids {
+                    let Ok(out) = crate::pipeline::prepare(crate::stages::find(id).unwrap(), &src, &Default::default()) else { continue };
+                    let (with, without) = both(&out.program, &out.builtins);
+                    assert!(with == without, "{} through {id}: the check differs with the memo", f.display());
+                    for k in [0, 7, 31] {
+                        let bad = with_a_boolean(&out.program, k);
+                        let (with, without) = both(&bad, &out.builtins);
+                        assert!(with == without, "{} through {id}, literal {k} made `true`: {:?} and {:?}", f.display(), with.0, without.0);
+                        failed += with.0.is_err() as usize;
+                    }
+                    compared += 1;
+                }
+            }
+            SETTLE_ALL.with(|s| s.set(false));
+            assert!(compared >= 100 && failed >= 100, "{compared} outputs compared, {failed} mutations ill-typed: the test no longer tests");
+        })
     }
 }
