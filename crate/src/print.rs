@@ -1480,6 +1480,7 @@ fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     (ps, e)
 }
 
+mod flat;
 mod later;
 mod stream;
 #[cfg(test)]
