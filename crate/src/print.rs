@@ -1574,6 +1574,7 @@ fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
 
 mod flat;
 mod later;
+mod lay;
 mod stream;
 #[cfg(test)]
 mod tests;

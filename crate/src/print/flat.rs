@@ -31,11 +31,14 @@ pub(super) struct Flat<'n> {
     cols: usize,
     budget: usize,
     depth: usize,
+    /// Set when a text of unknown width or too deep a nesting stopped the writer (then whether it
+    /// fits is not known, where otherwise a stop means it does not).
+    pub(super) unknown: bool,
 }
 
 /// The display width of `s` as `pretty` counts it, for ASCII and the syntax's own symbols (each
 /// one column wide); None for other text (left to the document).
-fn width(s: &str) -> Option<usize> {
+pub(super) fn width(s: &str) -> Option<usize> {
     if s.is_ascii() {
         return Some(s.len());
     }
@@ -44,7 +47,7 @@ fn width(s: &str) -> Option<usize> {
 
 impl<'n> Flat<'n> {
     pub(super) fn new(o: &PrintOptions, names: &'n HashMap<u32, Text>) -> Self {
-        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0 }
+        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false }
     }
 
     /// Writes link `l` (a `let`, a one-function `let rec`, or with `bind` a statement `p ← m`) and
@@ -82,8 +85,23 @@ impl<'n> Flat<'n> {
         self.names
     }
 
-    fn text(&mut self, s: &str) -> Option<()> {
-        self.cols += width(s)?;
+    /// The flat text `write` makes, if it is at most `budget` columns wide (in `self.out`).
+    pub(super) fn measure(&mut self, budget: usize, write: impl FnOnce(&mut Self) -> Option<()>) -> Option<(&str, usize)> {
+        self.out.clear();
+        self.cols = 0;
+        self.budget = budget;
+        self.depth = 0;
+        self.unknown = false;
+        write(self)?;
+        Some((&self.out, self.cols))
+    }
+
+    pub(super) fn text(&mut self, s: &str) -> Option<()> {
+        let Some(w) = width(s) else {
+            self.unknown = true;
+            return None;
+        };
+        self.cols += w;
         if self.cols > self.budget {
             return None;
         }
@@ -91,11 +109,11 @@ impl<'n> Flat<'n> {
         Some(())
     }
 
-    fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
+    pub(super) fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
         self.text(if self.o.unicode { unicode } else { ascii })
     }
 
-    fn name(&mut self, n: &Name) -> Option<()> {
+    pub(super) fn name(&mut self, n: &Name) -> Option<()> {
         let names = self.names;
         let text: &str = if n.is_global() { &n.text } else { names.get(&n.id).unwrap_or(&n.text) };
         self.text(text)
@@ -103,12 +121,13 @@ impl<'n> Flat<'n> {
 
     fn deeper(&mut self) -> Option<()> {
         self.depth += 1;
+        self.unknown |= self.depth > MAX_DEPTH;
         (self.depth <= MAX_DEPTH).then_some(())
     }
 
     // ----- links (Printer::let_link, bind_stmt, equation) -----
 
-    fn let_link(&mut self, l: &Expr) -> Option<()> {
+    pub(super) fn let_link(&mut self, l: &Expr) -> Option<()> {
         match &l.kind {
             ExprKind::Let(p_x) => {
                 let (p, (x, _)) = &**p_x;
@@ -126,7 +145,7 @@ impl<'n> Flat<'n> {
         }
     }
 
-    fn bind_stmt(&mut self, l: &Expr) -> Option<()> {
+    pub(super) fn bind_stmt(&mut self, l: &Expr) -> Option<()> {
         let ExprKind::Bind(p_m) = &l.kind else { return None };
         let (p, (m, _)) = &**p_m;
         self.pat(p)?;
@@ -136,7 +155,7 @@ impl<'n> Flat<'n> {
         self.expr(m, 0)
     }
 
-    fn equation(&mut self, name: &Name, body: &Expr) -> Option<()> {
+    pub(super) fn equation(&mut self, name: &Name, body: &Expr) -> Option<()> {
         let (ps, body) = peel(body);
         self.name(name)?;
         for p in ps {
@@ -149,7 +168,7 @@ impl<'n> Flat<'n> {
 
     // ----- patterns and types (Printer::pat, ty) -----
 
-    fn pat(&mut self, p: &Pat) -> Option<()> {
+    pub(super) fn pat(&mut self, p: &Pat) -> Option<()> {
         match p {
             Pat::Var(n, _) => self.name(n),
             Pat::Wild(_) => self.text("_"),
@@ -169,7 +188,7 @@ impl<'n> Flat<'n> {
         }
     }
 
-    fn ty(&mut self, t: &Type, ctx: u8) -> Option<()> {
+    pub(super) fn ty(&mut self, t: &Type, ctx: u8) -> Option<()> {
         self.deeper()?;
         let lvl = match t {
             Type::Tuple(ts) if ts.len() == 1 => {
@@ -242,7 +261,7 @@ impl<'n> Flat<'n> {
 
     // ----- expressions (Printer::expr and what it calls, every group flat) -----
 
-    fn expr(&mut self, e: &Expr, ctx: u8) -> Option<()> {
+    pub(super) fn expr(&mut self, e: &Expr, ctx: u8) -> Option<()> {
         self.deeper()?;
         let parens = level(e) < ctx;
         if parens {
@@ -256,7 +275,7 @@ impl<'n> Flat<'n> {
         Some(())
     }
 
-    fn parens_inner(&mut self, e: &Expr) -> Option<()> {
+    pub(super) fn parens_inner(&mut self, e: &Expr) -> Option<()> {
         self.deeper()?;
         self.text("(")?;
         self.inner(e)?;
@@ -264,7 +283,7 @@ impl<'n> Flat<'n> {
         self.text(")")
     }
 
-    fn operand(&mut self, e: &Expr, ctx: u8) -> Option<()> {
+    pub(super) fn operand(&mut self, e: &Expr, ctx: u8) -> Option<()> {
         if level(e) >= ctx && starts_with_minus(e) {
             self.parens_inner(e)
         } else {
@@ -293,7 +312,7 @@ impl<'n> Flat<'n> {
         self.text(close)
     }
 
-    fn inner(&mut self, e: &Expr) -> Option<()> {
+    pub(super) fn inner(&mut self, e: &Expr) -> Option<()> {
         use ExprKind::*;
         match &e.kind {
             Var(n) => self.name(n),
@@ -393,36 +412,7 @@ impl<'n> Flat<'n> {
 
     /// `Printer::binop`: the operands of one level in order, the operator before each but the first.
     fn binop(&mut self, e: &Expr) -> Option<()> {
-        let (_, l, assoc, _, _) = as_binop(e)?;
-        let (lctx, rctx) = operand_ctx(l, assoc);
-        let mut items: Vec<(Option<Prim>, &Expr, u8)> = vec![];
-        match assoc {
-            Assoc::Left => {
-                let mut cur = e;
-                while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
-                    items.push((Some(op), rhs, rctx));
-                    cur = lhs;
-                }
-                items.push((None, cur, lctx));
-                items.reverse();
-            }
-            Assoc::Right => {
-                let mut cur = e;
-                let mut op_before = None;
-                while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
-                    items.push((op_before, lhs, lctx));
-                    op_before = Some(op);
-                    cur = rhs;
-                }
-                items.push((op_before, cur, rctx));
-            }
-            Assoc::None => {
-                let (op, _, _, lhs, rhs) = as_binop(e)?;
-                items.push((None, lhs, lctx));
-                items.push((Some(op), rhs, rctx));
-            }
-        }
-        let mut it = items.into_iter();
+        let mut it = operands(e)?.into_iter();
         let (_, first, ctx) = it.next()?;
         self.expr(first, ctx)?;
         for (op, r, ctx) in it {
@@ -475,4 +465,39 @@ impl<'n> Flat<'n> {
         }
         self.expr(tail, 0)
     }
+}
+
+/// The operands of binary-operator application `e` at its level, in order, each with the operator
+/// before it (None for the first) and the level it is printed at (`Printer::binop`).
+pub(super) fn operands(e: &Expr) -> Option<Vec<(Option<Prim>, &Expr, u8)>> {
+    let (_, l, assoc, _, _) = as_binop(e)?;
+    let (lctx, rctx) = operand_ctx(l, assoc);
+    let mut items: Vec<(Option<Prim>, &Expr, u8)> = vec![];
+    match assoc {
+        Assoc::Left => {
+            let mut cur = e;
+            while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
+                items.push((Some(op), rhs, rctx));
+                cur = lhs;
+            }
+            items.push((None, cur, lctx));
+            items.reverse();
+        }
+        Assoc::Right => {
+            let mut cur = e;
+            let mut op_before = None;
+            while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
+                items.push((op_before, lhs, lctx));
+                op_before = Some(op);
+                cur = rhs;
+            }
+            items.push((op_before, cur, rctx));
+        }
+        Assoc::None => {
+            let (op, _, _, lhs, rhs) = as_binop(e)?;
+            items.push((None, lhs, lctx));
+            items.push((Some(op), rhs, rctx));
+        }
+    }
+    Some(items)
 }

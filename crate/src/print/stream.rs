@@ -12,6 +12,7 @@
 //! cannot fit on a line), so what surrounds it sees the same first and last lines either way.
 
 use super::flat::Flat;
+use super::lay::Lay;
 use super::{bind_links, let_links, peel, CappedIndent, Laid, PrintOptions, Printer, D};
 use crate::ir::{each_child, Def, Expr, ExprKind, Text};
 use pretty::{Arena, DocAllocator, Render};
@@ -86,12 +87,27 @@ fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent<'_
 /// Link `l` of a chain laid out apart (a statement `p ← m;` with `bind`, else `let … in`) on its own
 /// line(s) at indentation `n`, as `Printer::let_chain` and `do_block` break them: written flat where
 /// it fits (`Flat`), else laid out from its document.
-fn link(flat: &mut Flat<'_>, l: &Expr, bind: bool, n: usize, out: &mut CappedIndent<'_>) {
+pub(super) fn link(flat: &mut Flat<'_>, l: &Expr, bind: bool, n: usize, out: &mut CappedIndent<'_>) -> Path {
     let end = if bind { ";" } else { " in" };
     if flat.link(l, bind, end, n, out) {
-        return;
+        return Path::Flat;
+    }
+    let mut lay = Lay::new(flat, n);
+    let laid = if bind { lay.bind_stmt(l, end.len()) } else { lay.let_link(l, end.len()) };
+    if laid.and_then(|()| lay.text(end)).is_some() {
+        write_lines(out, &lay.buf);
+        return Path::Laid;
     }
     link_doc(&flat.options(), flat.names(), l, bind, n, out);
+    Path::Document
+}
+
+/// How `link` laid a link out: flat on its line, broken by `Lay`, or from its document.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Path {
+    Flat,
+    Laid,
+    Document,
 }
 
 /// `link` laid out from its document: `nest(n, hardline · link · end)`.

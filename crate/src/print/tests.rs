@@ -970,11 +970,12 @@ fn the_join_holds_the_text_about_once() {
     assert_eq!(text.capacity(), total);
 }
 
-/// A link of a long chain written flat (`flat::Flat`, where it fits on its line) is the text its
-/// document lays out: every let, let-rec and do statement of every stage's output on a long chain,
-/// and of links made of every construct (types, cases, lambdas, arrays, `|||`, a Greek name the
-/// flat writer leaves to the document), at widths from 12 to 100, indented 0 to 9, Unicode and
-/// ASCII. Both outcomes are met many times: written flat, and left to the document.
+/// A link of a long chain written without its document (`stream::link`: flat where it fits on its
+/// line, `flat::Flat`, else broken by `lay::Lay`) is the text its document lays out: every let,
+/// let-rec and do statement of every stage's output on a long chain, and of links made of every
+/// construct (types, cases, lambdas, arrays, `|||`, a wide-character name that is left to the
+/// document), at widths from 12 to 100, indented 0 to 9, Unicode and ASCII. Each way is met many
+/// times.
 #[test]
 fn flat_links_print_as_their_documents() {
     use crate::ir::each_child;
@@ -989,6 +990,8 @@ fn flat_links_print_as_their_documents() {
         mk(ExprKind::Par(Box::new((app(g("f"), vec![v("s", 1)]), neg(r(2.0)))))),
         if_(bin(Prim::Lt, v("s", 1), r(0.0)), let_(pv("z", 7), v("s", 1), tup(vec![v("z", 7), v("z", 7)])), bind(pv("w", 8), v("s", 1), mk(ExprKind::Pure(Box::new(v("w", 8)))))),
         add(v("λx", 9), mul(v("s", 1), bin(Prim::Pow, v("s", 1), bin(Prim::Pow, r(2.0), r(3.0))))),
+        app(g("変数"), vec![v("s", 1)]),
+        if_(v("s", 1), r(1.0), if_(v("s", 1), r(2.0), case(v("s", 1), pv("a", 13), lam(pv("q", 14), case(v("a", 13), mk_wild(), r(1.0), mk_wild(), r(2.0))), mk_wild(), r(3.0)))),
         mk(ExprKind::LetRec(Box::new((vec![fundef("f", 10, lam(pv("x", 11), v("x", 11))), fundef("g", 12, v("f", 10))], app(v("g", 12), vec![r(1.0)]))))),
     ];
     let mut body = v("s", 1);
@@ -1000,7 +1003,7 @@ fn flat_links_print_as_their_documents() {
     body = mk(ExprKind::LetRec(Box::new((vec![fundef("h", 62, v("s", 1)), fundef("k", 63, v("h", 62))], body))));
     let p = Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pv("s", 1), body))], expects: vec![], next_id: 100 };
     programs.push(("constructs".to_string(), p));
-    let (mut flat_links, mut doc_links) = (0, 0);
+    let mut paths = HashMap::<stream::Path, usize>::default();
     for (id, prog) in &programs {
         let names = names_of(prog);
         let mut links = vec![];
@@ -1018,16 +1021,13 @@ fn flat_links_print_as_their_documents() {
                 let bind = matches!(l.kind, ExprKind::Bind(..));
                 let mut by_doc = CappedIndent::new(false);
                 stream::link_doc(&o, &names, l, bind, n, &mut by_doc);
-                let mut by_flat = CappedIndent::new(false);
-                if flat.link(l, bind, if bind { ";" } else { " in" }, n, &mut by_flat) {
-                    assert_eq!(by_flat.finish().text(), by_doc.finish().text(), "{id} at width {w}, indented {n}");
-                    flat_links += 1;
-                } else {
-                    assert!(by_flat.finish().text().is_empty(), "{id}: a link left to the document writes nothing");
-                    doc_links += 1;
-                }
+                let mut by_link = CappedIndent::new(false);
+                let path = stream::link(&mut flat, l, bind, n, &mut by_link);
+                assert_eq!(by_link.finish().text(), by_doc.finish().text(), "{id} at width {w}, indented {n}, {path:?}");
+                *paths.entry(path).or_default() += 1;
             }
         }
     }
-    assert!(flat_links > 1000 && doc_links > 1000, "{flat_links} links written flat, {doc_links} left to the document");
+    let count = |p| paths.get(&p).copied().unwrap_or(0);
+    assert!(count(stream::Path::Flat) > 1000 && count(stream::Path::Laid) > 1000 && count(stream::Path::Document) > 10, "{paths:?}");
 }
