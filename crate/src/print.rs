@@ -409,6 +409,22 @@ struct Occ {
     bound: HashMap<u32, u32>,
 }
 
+/// `k` in decimal at the end of `s`.
+fn push_decimal(s: &mut String, k: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut k = k;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (k % 10) as u8;
+        k /= 10;
+        if k == 0 {
+            break;
+        }
+    }
+    s.extend(digits[i..].iter().map(|&d| char::from(d)));
+}
+
 fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
     match v {
         None => false,
@@ -464,10 +480,9 @@ impl Occ {
             Real(_) | Int(_) | Bool(_) | Unit => {}
             Lam(_, p_b) => {
                 let (p, b) = &**p_b;
-                let ns = p.names();
-                self.enter(&ns);
+                self.enter_pat(p);
                 self.body(b);
-                self.leave(&ns);
+                self.leave_pat(p);
             }
             Fst(b) | Snd(b) | Inl(b) | Inr(b) | Pure(b) => self.expr(b), Ann(b_t) => self.expr(&b_t.0),
             App(a_b) => {
@@ -479,10 +494,9 @@ impl Occ {
                 let (p, a_b) = &**p_a_b;
                 let (a, b) = a_b;
                 self.expr(a);
-                let ns = p.names();
-                self.enter(&ns);
+                self.enter_pat(p);
                 self.body(b);
-                self.leave(&ns);
+                self.leave_pat(p);
             }
             // the group's names are in scope in every member's body and in `b`: one interval
             LetRec(fs_b) => {
@@ -511,10 +525,9 @@ impl Occ {
                 let (s, p1, a, p2, b) = &**c;
                 self.expr(s);
                 for (p, x) in [(p1, a), (p2, b)] {
-                    let ns = p.names();
-                    self.enter(&ns);
+                    self.enter_pat(p);
                     self.body(x);
-                    self.leave(&ns);
+                    self.leave_pat(p);
                 }
             }
             ExprKind::If(c_a_b) => {
@@ -538,24 +551,72 @@ impl Occ {
     /// `names` bound, for the binder's body (`leave` after it).
     fn enter(&mut self, names: &[&Name]) {
         for n in names {
-            *self.bound.entry(n.id).or_default() += 1;
+            self.enter_name(n);
         }
     }
 
     fn leave(&mut self, names: &[&Name]) {
         for n in names {
-            if let Some(c) = self.bound.get_mut(&n.id) {
-                *c -= 1;
-                if *c == 0 {
-                    self.bound.remove(&n.id);
-                }
+            self.leave_name(n);
+        }
+    }
+
+    /// `enter` for the names of pattern `p` (without collecting them: a binder is most often one
+    /// name, and a `Vec` for it was an allocation a binder).
+    fn enter_pat(&mut self, p: &Pat) {
+        match p {
+            Pat::Var(n, _) => self.enter_name(n),
+            Pat::Wild(_) | Pat::Unit(_) => {}
+            Pat::Tuple(ps, _) => ps.iter().for_each(|q| self.enter_pat(q)),
+        }
+    }
+
+    fn leave_pat(&mut self, p: &Pat) {
+        match p {
+            Pat::Var(n, _) => self.leave_name(n),
+            Pat::Wild(_) | Pat::Unit(_) => {}
+            Pat::Tuple(ps, _) => ps.iter().for_each(|q| self.leave_pat(q)),
+        }
+    }
+
+    fn enter_name(&mut self, n: &Name) {
+        *self.bound.entry(n.id).or_default() += 1;
+    }
+
+    fn leave_name(&mut self, n: &Name) {
+        if let Some(c) = self.bound.get_mut(&n.id) {
+            *c -= 1;
+            if *c == 0 {
+                self.bound.remove(&n.id);
             }
         }
     }
 
-    /// Once every expression is walked: the occurrences in order of (id, occurrence).
+    /// Once every expression is walked: the occurrences in order of (id, occurrence). They were
+    /// met in order of occurrence, so a stable sort by id alone gives that order: a counting sort
+    /// where the ids are dense enough (a program's are numbered from 0), linear where the
+    /// comparison sort was a tenth of printing.
     fn sorted(mut self) -> Self {
-        self.locals.sort_unstable();
+        let max = self.locals.iter().map(|&(id, _)| id as usize).max().unwrap_or(0);
+        if max > 4 * self.locals.len() + 4096 {
+            self.locals.sort_unstable();
+            return self;
+        }
+        // starts[id]: where id's occurrences begin
+        let mut starts = vec![0u32; max + 2];
+        for &(id, _) in &self.locals {
+            starts[id as usize + 1] += 1;
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut sorted = vec![(0, 0); self.locals.len()];
+        for &(id, k) in &self.locals {
+            let at = &mut starts[id as usize];
+            sorted[*at as usize] = (id, k);
+            *at += 1;
+        }
+        self.locals = sorted;
         self
     }
 
@@ -570,16 +631,23 @@ impl Occ {
 // ---------------------------------------------------------------------------------------------
 // Pass 2: renaming.
 
-/// Words of the surface syntax: a binder with one of these texts is always renamed.
-const KEYWORDS: &[&str] = &[
-    "let", "in", "and", "def", "param", "input", "seed", "expect", "grad", "primal", "if", "then", "else", "case", "of",
-    "inl", "inr", "fst", "snd", "lin", "do", "pure", "true", "false", "mod",
-];
+/// Whether `s` is a word of the surface syntax: a binder with one of these texts is always renamed
+/// (a `match`, which compares lengths first, where a list was searched for every binder).
+fn is_keyword(s: &str) -> bool {
+    matches!(
+        s,
+        "let" | "in" | "and" | "def" | "param" | "input" | "seed" | "expect" | "grad" | "primal" | "if" | "then" | "else"
+            | "case" | "of" | "inl" | "inr" | "fst" | "snd" | "lin" | "do" | "pure" | "true" | "false" | "mod"
+    )
+}
 
 struct Renamer<'o> {
     occ: &'o Occ,
-    /// Printed text -> stack of the local ids bound to it (innermost last).
-    env: HashMap<Text, Vec<u32>>,
+    /// Printed text -> the innermost binder bound to it: 1 + its index in `bound`, 0 for none. The
+    /// binders of a text form a stack threaded through `bound` (`Bound::under`): no `Vec` a text.
+    env: HashMap<Text, u32>,
+    /// The binders in scope, innermost last (the scopes nest, so they are let go in reverse).
+    bound: Vec<Bound>,
     /// Printed text of every renamed local binder.
     names: HashMap<u32, Text>,
     /// Texts of globals (definitions, params, referenced globals, builtins, named primitives).
@@ -588,14 +656,22 @@ struct Renamer<'o> {
     hint: HashMap<Text, u64>,
     /// How many of `occ.scopes` were taken.
     scope: usize,
+    /// The candidate text being tried, made in place (`format!` a candidate was most of a renaming).
+    cand: String,
 }
 
-/// A binder's printed text, and the base and suffix it was renamed with.
-type Bound = (Text, Option<(Text, u64)>);
+/// A binder in scope: its printed text and local id, `env`'s entry for the text under it, and the
+/// base and suffix it was renamed with.
+struct Bound {
+    text: Text,
+    id: u32,
+    under: u32,
+    suffix: Option<(Text, u64)>,
+}
 
 impl<'o> Renamer<'o> {
     fn new(occ: &'o Occ, reserved: HashSet<Text>) -> Self {
-        Renamer { occ, env: HashMap::default(), names: HashMap::default(), reserved, hint: HashMap::default(), scope: 0 }
+        Renamer { occ, env: HashMap::default(), bound: vec![], names: HashMap::default(), reserved, hint: HashMap::default(), scope: 0, cand: String::new() }
     }
 
     /// The scope of the next binder, in the order `Occ` met them.
@@ -605,9 +681,17 @@ impl<'o> Renamer<'o> {
         s
     }
 
+    /// The local id innermost bound to printed text `text`, if any.
+    fn top(&self, text: &str) -> Option<u32> {
+        match self.env.get(text) {
+            Some(&k) if k > 0 => Some(self.bound[k as usize - 1].id),
+            _ => None,
+        }
+    }
+
     /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
     fn captures(&self, cand: &str, id: u32, scope: (u32, u32)) -> bool {
-        if let Some(&top) = self.env.get(cand).and_then(|s| s.last()) {
+        if let Some(top) = self.top(cand) {
             if top != id && self.occ.local_used_in(top, scope) {
                 return true;
             }
@@ -615,42 +699,50 @@ impl<'o> Renamer<'o> {
         used_in(self.occ.globals.get(cand), scope)
     }
 
-    fn bind(&mut self, n: &Name, scope: (u32, u32), bound: &mut Vec<Bound>) {
-        let (text, suffix) = if !KEYWORDS.contains(&&*n.text) && !self.captures(&n.text, n.id, scope) {
+    fn bind(&mut self, n: &Name, scope: (u32, u32)) {
+        let (text, suffix) = if !is_keyword(&n.text) && !self.captures(&n.text, n.id, scope) {
             (n.text.clone(), None)
         } else {
             // Every suffix below the hint is in scope or a global name, so the search starts there
             // (this keeps deep towers of renamed binders linear).
             let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
             loop {
-                let cand = format!("{}{}", n.text, k);
-                let in_scope = self.env.get(cand.as_str()).is_some_and(|s| !s.is_empty());
-                if !in_scope && !self.reserved.contains(cand.as_str()) && !self.captures(&cand, n.id, scope) {
+                self.cand.clear();
+                self.cand.push_str(&n.text);
+                push_decimal(&mut self.cand, k);
+                let cand = self.cand.as_str();
+                let in_scope = self.top(cand).is_some();
+                if !in_scope && !self.reserved.contains(cand) && !self.captures(cand, n.id, scope) {
                     self.hint.insert(n.text.clone(), k + 1);
                     break (Text::from(cand), Some((n.text.clone(), k)));
                 }
                 k += 1;
             }
         };
-        if text != n.text {
+        if suffix.is_some() {
             self.names.insert(n.id, text.clone());
         }
-        self.env.entry(text.clone()).or_default().push(n.id);
-        bound.push((text, suffix));
+        let at = self.bound.len() as u32 + 1;
+        let under = std::mem::replace(self.env.entry(text.clone()).or_insert(0), at);
+        self.bound.push(Bound { text, id: n.id, under, suffix });
     }
 
-    fn bind_pat(&mut self, p: &Pat, scope: (u32, u32), bound: &mut Vec<Bound>) {
-        for n in p.names() {
-            self.bind(n, scope, bound);
+    fn bind_pat(&mut self, p: &Pat, scope: (u32, u32)) {
+        match p {
+            Pat::Var(n, _) => self.bind(n, scope),
+            Pat::Wild(_) | Pat::Unit(_) => {}
+            Pat::Tuple(ps, _) => ps.iter().for_each(|q| self.bind_pat(q, scope)),
         }
     }
 
-    fn unbind(&mut self, bound: Vec<Bound>) {
-        for (t, suffix) in bound.into_iter().rev() {
-            if let Some(s) = self.env.get_mut(&t) {
-                s.pop();
+    /// Lets go of the binders bound since `bound` held `mark` of them, innermost first.
+    fn unbind(&mut self, mark: usize) {
+        while self.bound.len() > mark {
+            let Some(b) = self.bound.pop() else { break };
+            if let Some(top) = self.env.get_mut(&b.text) {
+                *top = b.under;
             }
-            if let Some((base, k)) = suffix {
+            if let Some((base, k)) = b.suffix {
                 let h = self.hint.entry(base).or_insert(k);
                 *h = (*h).min(k);
             }
@@ -658,11 +750,11 @@ impl<'o> Renamer<'o> {
     }
 
     fn scoped(&mut self, p: &Pat, body: &Expr) {
-        let mut bound = vec![];
+        let mark = self.bound.len();
         let scope = self.next_scope();
-        self.bind_pat(p, scope, &mut bound);
+        self.bind_pat(p, scope);
         self.expr(body);
-        self.unbind(bound);
+        self.unbind(mark);
     }
 
     fn expr(&mut self, e: &Expr) {
@@ -685,15 +777,15 @@ impl<'o> Renamer<'o> {
             LetRec(fs_b) => {
                 let (fs, b) = &**fs_b;
                 let scope = self.next_scope();
-                let mut bound = vec![];
+                let mark = self.bound.len();
                 for f in fs.iter() {
-                    self.bind(&f.name, scope, &mut bound);
+                    self.bind(&f.name, scope);
                 }
                 for f in fs.iter() {
                     self.expr(&f.body);
                 }
                 self.expr(b);
-                self.unbind(bound);
+                self.unbind(mark);
             }
             Tuple(es) | Array(es) => es.iter().for_each(|x| self.expr(x)),
             Par(a_b) => {
@@ -1480,7 +1572,9 @@ fn peel(mut e: &Expr) -> (Vec<&Pat>, &Expr) {
     (ps, e)
 }
 
+mod flat;
 mod later;
+mod lay;
 mod stream;
 #[cfg(test)]
 mod tests;

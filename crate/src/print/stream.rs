@@ -11,6 +11,8 @@
 //! and each link is laid out on its own at the marker's indentation. Its links always break (it
 //! cannot fit on a line), so what surrounds it sees the same first and last lines either way.
 
+use super::flat::Flat;
+use super::lay::Lay;
 use super::{bind_links, let_links, peel, CappedIndent, Laid, PrintOptions, Printer, D};
 use crate::ir::{each_child, Def, Expr, ExprKind, Text};
 use pretty::{Arena, DocAllocator, Render};
@@ -51,12 +53,9 @@ pub(super) fn def(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, map: bo
     if do_block {
         piece(o, names, &mut out, |pr| pr.nested(2, || pr.a.hardline().append(pr.t("do {"))));
     }
+    let mut flat = Flat::new(o, names);
     for l in links {
-        piece(o, names, &mut out, |pr| {
-            let n = pr.open(inner);
-            let (link, end) = if do_block { (pr.bind_stmt(l), pr.t(";")) } else { (pr.let_link(l), pr.t(" in")) };
-            pr.close(n, pr.a.hardline().append(link).append(end))
-        });
+        link(&mut flat, l, do_block, inner, &mut out);
     }
     piece(o, names, &mut out, |pr| pr.nested(inner, || pr.a.hardline().append(pr.expr(tail, 0))));
     if do_block {
@@ -83,6 +82,44 @@ fn piece(o: &PrintOptions, names: &HashMap<u32, Text>, out: &mut CappedIndent<'_
     let pr = Printer::new(&arena, *o, names, None);
     let d = build(&pr);
     pr.render_into(d, o.width, out);
+}
+
+/// Link `l` of a chain laid out apart (a statement `p ← m;` with `bind`, else `let … in`) on its own
+/// line(s) at indentation `n`, as `Printer::let_chain` and `do_block` break them: written flat where
+/// it fits (`Flat`), else laid out from its document.
+pub(super) fn link(flat: &mut Flat<'_>, l: &Expr, bind: bool, n: usize, out: &mut CappedIndent<'_>) -> Path {
+    let end = if bind { ";" } else { " in" };
+    if flat.link(l, bind, end, n, out) {
+        return Path::Flat;
+    }
+    let mut lay = Lay::new(flat, n);
+    let laid = if bind { lay.bind_stmt(l, end.len()) } else { lay.let_link(l, end.len()) };
+    if laid.and_then(|()| lay.text(end)).is_some() {
+        write_lines(out, &lay.buf);
+        return Path::Laid;
+    }
+    link_doc(&flat.options(), flat.names(), l, bind, n, out);
+    Path::Document
+}
+
+/// How `link` laid a link out: flat on its line, broken by `Lay`, or from its document.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Path {
+    Flat,
+    Laid,
+    Document,
+}
+
+/// `link` laid out from its document: `nest(n, hardline · link · end)`.
+pub(super) fn link_doc(o: &PrintOptions, names: &HashMap<u32, Text>, l: &Expr, bind: bool, n: usize, out: &mut CappedIndent<'_>) {
+    let end = if bind { ";" } else { " in" };
+    // built inside its nest, as `Printer::open` counts the indentation to cap nesting
+    piece(o, names, out, |pr| {
+        pr.nested(n, || {
+            let link = if bind { pr.bind_stmt(l) } else { pr.let_link(l) };
+            pr.a.hardline().append(link).append(pr.t(end))
+        })
+    });
 }
 
 /// Whether a chain of `n` links is laid out apart: long enough, and too long for one line.
@@ -145,6 +182,7 @@ fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr], 
         pr.render(pr.def(d), o.width)
     };
     let mut out = CappedIndent::streaming(emit);
+    let mut flat = Flat::new(o, names);
     let mut rest = skeleton.as_str();
     while let Some(at) = rest.find('\u{1}') {
         // the marker's line break and indentation are the first link's
@@ -158,11 +196,11 @@ fn hole(d: &Def, o: &PrintOptions, names: &HashMap<u32, Text>, holes: &[&Expr], 
         let Some(&e) = holes.get(k) else { continue };
         if matches!(e.kind, ExprKind::Bind(..)) {
             for l in bind_links(e).0 {
-                piece(o, names, &mut out, |pr| pr.nested(n, || pr.a.hardline().append(pr.bind_stmt(l)).append(pr.t(";"))));
+                link(&mut flat, l, true, n, &mut out);
             }
         } else {
             for l in let_links(e).0.into_iter().skip(1) {
-                piece(o, names, &mut out, |pr| pr.nested(n, || pr.a.hardline().append(pr.let_link(l)).append(pr.t(" in"))));
+                link(&mut flat, l, false, n, &mut out);
             }
         }
     }

@@ -969,3 +969,65 @@ fn the_join_holds_the_text_about_once() {
     assert_eq!(text, want);
     assert_eq!(text.capacity(), total);
 }
+
+/// A link of a long chain written without its document (`stream::link`: flat where it fits on its
+/// line, `flat::Flat`, else broken by `lay::Lay`) is the text its document lays out: every let,
+/// let-rec and do statement of every stage's output on a long chain, and of links made of every
+/// construct (types, cases, lambdas, arrays, `|||`, a wide-character name that is left to the
+/// document), at widths from 12 to 100, indented 0 to 9, Unicode and ASCII. Each way is met many
+/// times.
+#[test]
+fn flat_links_print_as_their_documents() {
+    use crate::ir::each_child;
+    let mut programs = every_stages_output_on_a_long_chain();
+    let arrow = Type::fun(Type::tup(vec![Type::Real, Type::Var(30)]), Type::sum(Type::Int, Type::con("M", vec![Type::Real])));
+    let lin_ty = Type::lin(Type::fun(Type::Real, Type::Real), Type::tup(vec![Type::Bool]));
+    let rhs = vec![
+        case(v("s", 1), pv("a", 2), case(v("a", 2), pv("c", 3), r(1.0), mk_wild(), r(-2.0)), pv("b", 4), neg(v("b", 4))),
+        mk(ExprKind::Ann(Box::new((lam(pv("x", 5), add(v("x", 5), r(1.0))), arrow)))),
+        mk(ExprKind::Ann(Box::new((lin(pt(vec![pv("y", 6), mk_unit()]), v("y", 6)), lin_ty)))),
+        mk(ExprKind::Array(vec![r(1.0), sub(int(1), int(-3)), mk(ExprKind::Inl(Box::new(v("s", 1))))].into())),
+        mk(ExprKind::Par(Box::new((app(g("f"), vec![v("s", 1)]), neg(r(2.0)))))),
+        if_(bin(Prim::Lt, v("s", 1), r(0.0)), let_(pv("z", 7), v("s", 1), tup(vec![v("z", 7), v("z", 7)])), bind(pv("w", 8), v("s", 1), mk(ExprKind::Pure(Box::new(v("w", 8)))))),
+        add(v("λx", 9), mul(v("s", 1), bin(Prim::Pow, v("s", 1), bin(Prim::Pow, r(2.0), r(3.0))))),
+        app(g("変数"), vec![v("s", 1)]),
+        if_(v("s", 1), r(1.0), if_(v("s", 1), r(2.0), case(v("s", 1), pv("a", 13), lam(pv("q", 14), case(v("a", 13), mk_wild(), r(1.0), mk_wild(), r(2.0))), mk_wild(), r(3.0)))),
+        mk(ExprKind::LetRec(Box::new((vec![fundef("f", 10, lam(pv("x", 11), v("x", 11))), fundef("g", 12, v("f", 10))], app(v("g", 12), vec![r(1.0)]))))),
+    ];
+    let mut body = v("s", 1);
+    for (k, x) in rhs.into_iter().enumerate().rev() {
+        body = let_(pv("t", 20 + k as u32), x, body);
+        body = bind(pv("u", 40 + k as u32), v("s", 1), body);
+    }
+    body = mk(ExprKind::LetRec(Box::new((vec![fundef("h", 60, lam(pv("q", 61), mul(v("q", 61), v("q", 61))))], body))));
+    body = mk(ExprKind::LetRec(Box::new((vec![fundef("h", 62, v("s", 1)), fundef("k", 63, v("h", 62))], body))));
+    let p = Program { params: vec![], input: None, seed: None, defs: vec![def("main", lam(pv("s", 1), body))], expects: vec![], next_id: 100 };
+    programs.push(("constructs".to_string(), p));
+    let mut paths = HashMap::<stream::Path, usize>::default();
+    for (id, prog) in &programs {
+        let names = names_of(prog);
+        let mut links = vec![];
+        let mut stack: Vec<&Expr> = prog.defs.iter().map(|d| &d.body).collect();
+        while let Some(e) = stack.pop() {
+            if matches!(e.kind, ExprKind::Let(..) | ExprKind::LetRec(..) | ExprKind::Bind(..)) {
+                links.push(e);
+            }
+            each_child(e, &mut |c| stack.push(c));
+        }
+        for (w, unicode, n) in [(12, true, 0), (24, false, 2), (40, true, 4), (60, true, 9), (80, false, 2), (100, true, 4)] {
+            let o = width(w, unicode);
+            let mut flat = flat::Flat::new(&o, &names);
+            for &l in &links {
+                let bind = matches!(l.kind, ExprKind::Bind(..));
+                let mut by_doc = CappedIndent::new(false);
+                stream::link_doc(&o, &names, l, bind, n, &mut by_doc);
+                let mut by_link = CappedIndent::new(false);
+                let path = stream::link(&mut flat, l, bind, n, &mut by_link);
+                assert_eq!(by_link.finish().text(), by_doc.finish().text(), "{id} at width {w}, indented {n}, {path:?}");
+                *paths.entry(path).or_default() += 1;
+            }
+        }
+    }
+    let count = |p| paths.get(&p).copied().unwrap_or(0);
+    assert!(count(stream::Path::Flat) > 1000 && count(stream::Path::Laid) > 1000 && count(stream::Path::Document) > 10, "{paths:?}");
+}
