@@ -1361,36 +1361,8 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// (right-nested), breaking before the operators.
     fn binop(&self, e: &Expr) -> D<'a> {
         let a = self.a;
-        let (_, l, assoc, _, _) = as_binop(e).unwrap();
-        let (lctx, rctx) = operand_ctx(l, assoc);
         // The operands in order, each with the operator before it (None for the first).
-        let mut items: Vec<(Option<Prim>, &Expr, u8)> = vec![];
-        match assoc {
-            Assoc::Left => {
-                let mut cur = e;
-                while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
-                    items.push((Some(op), rhs, rctx));
-                    cur = lhs;
-                }
-                items.push((None, cur, lctx));
-                items.reverse();
-            }
-            Assoc::Right => {
-                let mut cur = e;
-                let mut op_before = None;
-                while let Some((op, _, _, lhs, rhs)) = as_binop(cur).filter(|b| b.1 == l) {
-                    items.push((op_before, lhs, lctx));
-                    op_before = Some(op);
-                    cur = rhs;
-                }
-                items.push((op_before, cur, rctx));
-            }
-            Assoc::None => {
-                let (op, _, _, lhs, rhs) = as_binop(e).unwrap();
-                items.push((None, lhs, lctx));
-                items.push((Some(op), rhs, rctx));
-            }
-        }
+        let items = flat::operands(e).expect("a binary operator's chain");
         let mut it = items.into_iter();
         let (_, first, ctx) = it.next().expect("an operand");
         let first = self.expr(first, ctx);
