@@ -412,6 +412,26 @@ fn a_budget_stop_in_generated_code_is_located() {
     assert!(located(&both, "ran out while type-checking its output"), "{both}");
 }
 
+/// Issue 14: a pair nested 1,000 deep (scripts/shapes.sh's pairs-1000) names CHAD instances whose
+/// types are as deep as their level, O(n^2) in all. Their schemes were made after the transform's
+/// last check of the heap, so at `--max-mb 128` chad/basic met the process's last resort ("nothing
+/// more is printed"); and a stage whose input stopped so was reported without line:col
+/// ("pairs-1000.cot: error: [chad/sparse] its input, …").
+#[test]
+fn nested_pairs_stop_chad_at_its_budget_located() {
+    let n = 1000;
+    let text = format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
+    let f = temp_file("pairs-1000-budget.cot", text.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--max-mb", "128", "--stage", "chad/sparse", "--stage", "forward"], None);
+    let both = format!("{out}{err}");
+    assert_eq!(code, 1, "{both}");
+    assert!(!both.contains("nothing more is printed"), "{both}");
+    assert!(both.contains("pairs-1000-budget.cot:2:1: error: [chad/sparse] its input, the output of chad/basic, is not available: stopped: the memory budget (64 MiB"), "{both}");
+    // the run goes on past the stop: the stage listed after it is printed
+    let stop = both.find("[chad/sparse]").unwrap_or(usize::MAX);
+    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+}
+
 /// A straight program of `n` lines, `let vi = v(i-1) * 1.01 + 0.5` (scripts/shapes.sh's chain-n).
 /// Issue 14 item 4: the plain output writes a stage's program as it is printed, so that its text is
 /// not held beside the output's tree. Here the text is 14 MB (names of 2,000 characters on 3,000

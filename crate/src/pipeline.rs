@@ -654,7 +654,10 @@ impl<'a> Outputs<'a> {
                 })?;
                 let p = self.get(prev).map_err(|d| {
                     let why = d.message.clone();
-                    let mut nd = Diagnostic::error(d.span, format!("its input, the output of {before}, is not available: {why}"));
+                    // where the stage before had no location (a stop in code it made), at `def main`
+                    // as its own message is (`run_stage`); it had none ("pairs-1000.cot: error:")
+                    let at = if d.span.is_none() { at_main(self.src.program) } else { d.span };
+                    let mut nd = Diagnostic::error(at, format!("its input, the output of {before}, is not available: {why}"));
                     // a stage after a refusal is refused with it, for the same reason
                     nd.refused = d.refused;
                     nd

@@ -39,7 +39,7 @@ pub fn family(name: &str, typed: bool) -> Option<crate::interp::Builtin> {
 }
 
 pub fn output(program: Program) -> Result<Output, Diagnostic> {
-    let builtins = ops::builtins_for(&program, &runtime::implementation);
+    let builtins = ops::builtins_for(&program, &runtime::implementation).map_err(|m| Diagnostic::error(crate::diag::Span::NONE, m))?;
     Ok(Output { program, builtins, views: vec![], steps: vec![] })
 }
 

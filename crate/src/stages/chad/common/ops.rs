@@ -617,7 +617,10 @@ fn made(name: &str, evs: Option<&mut EvTypes>, imp: &dyn Fn(&Op) -> (crate::inte
 
 /// The builtins a program uses: each type-indexed name it mentions, with the implementation
 /// `imp` gives its kind (function, arity, whether its last argument is a thunk).
-pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Vec<Builtin> {
+/// An instance's scheme is as large as its types: a pair nested n deep names instances whose types
+/// are as deep as their level, O(n^2) in all, so the heap is checked at each one, as `Chad::d` checks
+/// it at each term (pairs-1000 at `--max-mb 128` met the process's last resort here).
+pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp::BuiltinFn, usize, bool)) -> Result<Vec<Builtin>, String> {
     let mut seen = rustc_hash::FxHashSet::default();
     let mut evs = EvTypes::default();
     let mut out = vec![];
@@ -626,6 +629,9 @@ pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp:
         while let Some(e) = stack.pop() {
             if let crate::ir::ExprKind::Builtin(n) = &e.kind {
                 if seen.insert(n.clone()) {
+                    if let Some(m) = crate::limits::memory_running_out("transforming the program") {
+                        return Err(m);
+                    }
                     out.extend(made(n, Some(&mut evs), imp));
                 }
             }
@@ -635,7 +641,7 @@ pub fn builtins_for(p: &crate::ir::Program, imp: &dyn Fn(&Op) -> (crate::interp:
     // kept through the stage's output check: not the doubling's up to half again (a 10^5-line
     // program names ~3·10^5 instances, 80 bytes each)
     out.shrink_to_fit();
-    out
+    Ok(out)
 }
 
 
