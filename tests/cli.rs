@@ -412,6 +412,22 @@ fn a_budget_stop_in_generated_code_is_located() {
     assert!(located(&both, "ran out while type-checking its output"), "{both}");
 }
 
+/// Issue 14 item 7: a stage's run that stops at a budget is located, where it stopped if that node
+/// came from the source text, else at `def main` (the wrapper: 6:1 here). It had no line:col
+/// ("examples/running-example.cot: error: [dualrev/tape] stopped: the steps budget (10) …"), while the
+/// source program's own stop had one.
+#[test]
+fn a_stages_run_stopped_by_its_budget_is_located() {
+    let (code, out, err) = cot(&["run", "examples/running-example.cot", "--max-steps", "10", "--stage", "dualrev/tape"], None);
+    assert_eq!(code, 3, "the reference stopped too: {out}{err}");
+    let both = format!("{out}{err}");
+    assert!(both.contains("examples/running-example.cot:6:1: error: [dualrev/tape] stopped: the steps budget (10) ran out"), "{both}");
+    assert!(both.contains("    6 | def main (x, y) = let z = x + y in x * z"), "{both}");
+    let (_, json, _) = cot(&["run", "examples/running-example.cot", "--max-steps", "10", "--stage", "dualrev/tape", "--json"], None);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["stages"][0]["status"], "budget", "{json}");
+}
+
 /// Issue 14: a pair nested 1,000 deep (scripts/shapes.sh's pairs-1000) names CHAD instances whose
 /// types are as deep as their level, O(n^2) in all. Their schemes were made after the transform's
 /// last check of the heap, so at `--max-mb 128` chad/basic met the process's last resort ("nothing

@@ -956,9 +956,12 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         r.views.iter_mut().for_each(View::materialise);
     }
     let run_err = |mut r: StageResult, e: RunError| {
-        if matches!(e, RunError::Budget { .. }) {
+        if let RunError::Budget { span, .. } = &e {
             r.error = Some(e.message());
             r.status = Status::Budget;
+            // where the run stopped, if that node came from the source text, else at `def main`:
+            // a stage's run stopping in its wrapper had no line:col (issue 14 item 7)
+            r.error_span = Some(if span.is_none() { at_main(outputs.src.program) } else { *span });
             return r;
         }
         fail(r, run_diag(&e))
