@@ -428,6 +428,25 @@ fn a_stages_run_stopped_by_its_budget_is_located() {
     assert_eq!(doc["stages"][0]["status"], "budget", "{json}");
 }
 
+/// Issue 14 item 4: `twice` nested 16 deep makes 65,536 doublings, whose array-chain Delta runs
+/// arrays/dual-numbers past `--max-mb 64`'s run budget. The stage then drew its graph from that DAG
+/// anyway, every node walked, and met the process's last resort ("… ran out while
+/// `arrays/dual-numbers` was drawing its graph; nothing more is printed"). A run that left the heap
+/// past its budget draws none: the stage stops, located, and the next stage runs.
+#[test]
+fn a_run_past_its_memory_budget_draws_no_graph() {
+    let n = 16;
+    let text = format!("input 1.5\ndef twice f x = f (f x)\ndef double x = 2.0 * x\ndef main x = {}double{} x\n", "twice (".repeat(n), ")".repeat(n));
+    let f = temp_file("twice-16.cot", text.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--max-mb", "64", "--stage", "arrays/dual-numbers", "--stage", "forward"], None);
+    let both = format!("{out}{err}");
+    assert_eq!(code, 1, "{both}");
+    assert!(!both.contains("nothing more is printed"), "{both}");
+    assert!(both.contains("twice-16.cot:4:1: error: [arrays/dual-numbers] stopped: the memory budget (32 MiB"), "{both}");
+    let stop = both.find("[arrays/dual-numbers] stopped").unwrap_or(usize::MAX);
+    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+}
+
 /// Issue 14: a pair nested 1,000 deep (scripts/shapes.sh's pairs-1000) names CHAD instances whose
 /// types are as deep as their level, O(n^2) in all. Their schemes were made after the transform's
 /// last check of the heap, so at `--max-mb 128` chad/basic met the process's last resort ("nothing

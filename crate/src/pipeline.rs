@@ -1015,8 +1015,12 @@ pub fn run_stage(st: &'static dyn Stage, outputs: &Outputs, input: &Value, seed:
         r.trace_dropped = dropped + (out.steps.len() - shown) as u64;
         crate::limits::set_phase(st.info().id, "drawing its graph");
         // a stage not shown keeps its graph's shape (the page shows node counts) and may leave out
-        // the labels' text (`stage::shown`): it is run again, shown, when it is selected
-        r.graph = crate::stage::showing(opts.listed(st.info().id) && opts.views, || st.graph(&mut m, &cx));
+        // the labels' text (`stage::shown`): it is run again, shown, when it is selected.
+        // Not drawn once the run has left the live heap past the stage's memory budget: a graph
+        // walks every node of its DAG, and past twice the budget the allocator stops the whole
+        // process (issue 14 item 4: twice-20's arrays/dual-numbers, 552 MiB live after its run).
+        let room = crate::limits::memory_budget().is_none_or(|(live, limit)| live() <= limit);
+        r.graph = if room { crate::stage::showing(opts.listed(st.info().id) && opts.views, || st.graph(&mut m, &cx)) } else { None };
         res
     });
     let res = match res {
