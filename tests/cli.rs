@@ -447,6 +447,25 @@ fn a_run_past_its_memory_budget_draws_no_graph() {
     assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
 }
 
+/// Issue 14 item 4: arrays/dual-arrays prints a pair nested n deep as `soaGet` paths as long as the
+/// nesting, one expression of O(n^2) text; its document grew past the process's last resort while
+/// printing (pairs-4000 at the default budget; pairs-1000 at `--max-mb 64`). The printer stops
+/// building it where the heap would run out (the arena's next chunk as large as all before it),
+/// and the stage stops, located; the next stage runs.
+#[test]
+fn a_quadratic_output_stops_while_printing_located() {
+    let n = 1000;
+    let text = format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
+    let f = temp_file("pairs-1000-printing.cot", text.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--max-mb", "64", "--stage", "arrays/dual-arrays", "--stage", "forward"], None);
+    let both = format!("{out}{err}");
+    assert_eq!(code, 1, "{both}");
+    assert!(!both.contains("nothing more is printed"), "{both}");
+    assert!(both.contains("pairs-1000-printing.cot:2:1: error: [arrays/dual-arrays] stopped: the memory budget (32 MiB, `--max-mb`) ran out while printing its output"), "{both}");
+    let stop = both.find("[arrays/dual-arrays] stopped").unwrap_or(usize::MAX);
+    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+}
+
 /// Issue 14: a pair nested 1,000 deep (scripts/shapes.sh's pairs-1000) names CHAD instances whose
 /// types are as deep as their level, O(n^2) in all. Their schemes were made after the transform's
 /// last check of the heap, so at `--max-mb 128` chad/basic met the process's last resort ("nothing

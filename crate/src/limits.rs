@@ -155,6 +155,24 @@ pub fn memory_running_out(phase: &str) -> Option<String> {
     (live() > limit + limit / 4).then(|| memory_exceeded(phase)).flatten()
 }
 
+/// `memory_running_out` for a phase whose heap grows by doubling (a document arena's chunks, each
+/// as large as all before it): its next allocation may be as large as all it has grown since it
+/// began (`since`, the live heap then), so it stops once the live heap and that growth together
+/// pass the mark: where the growth alone is checked, one chunk takes it from under the mark to past
+/// the allocator's last resort (pairs-4000's arrays/dual-arrays, printed: 571 MiB live, next chunk
+/// 256 MiB, last resort at 768).
+pub fn memory_running_out_doubling(phase: &str, since: u64) -> Option<String> {
+    let (live, limit) = memory_budget()?;
+    let now = live();
+    (now.saturating_add(now.saturating_sub(since)) > limit + limit / 4)
+        .then(|| format!("stopped: the memory budget ({} MiB, `--max-mb`) ran out while {phase}", limit >> 20))
+}
+
+/// The live heap now, where a memory budget is set (0 otherwise).
+pub fn live_now() -> u64 {
+    memory_budget().map_or(0, |(live, _)| live())
+}
+
 /// What the pipeline is doing (a stage id and a phase), for the allocator's last-resort message:
 /// read without allocating, so it is a pair of static strings behind a lock that nobody holds
 /// while allocating.

@@ -846,6 +846,9 @@ fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Option
             }
             None => print(&out),
         });
+        if let Some(m) = crate::print::take_stop() {
+            return Err(Diagnostic::error(Span::NONE, m).in_stage(id));
+        }
         over(id, "printing its output")?;
     }
     let (printed, lines) = match printed {

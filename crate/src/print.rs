@@ -915,6 +915,9 @@ struct CappedIndent<'s> {
     map: Option<LineMap>,
     /// Columns of indentation the renderer wrote (what `Printer::cap` bounds per line).
     indented: usize,
+    /// Lines until the heap is checked again: a layout's text may be quadratic in its program
+    /// (`take_stop`), and the renderer stops at the first write that fails.
+    lines_to_check: u32,
 }
 
 /// The source spans of the expressions being laid out, recorded line by line.
@@ -960,7 +963,7 @@ impl LineMap {
 
 impl<'s> CappedIndent<'s> {
     fn new(map: bool) -> CappedIndent<'s> {
-        CappedIndent { done: vec![], emit: None, out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0 }
+        CappedIndent { done: vec![], emit: None, out: String::new(), at_line_start: true, spaces: 0, map: map.then(LineMap::default), indented: 0, lines_to_check: LINES_CHECK_EVERY }
     }
 
     /// A sink (not mapping) that hands each chunk of whole lines to `emit` as soon as it is laid out,
@@ -1030,6 +1033,14 @@ impl pretty::Render for CappedIndent<'_> {
             let (chunk, tail) = rest.split_at(line_end);
             let line_ends = chunk.ends_with('\n');
             if line_ends {
+                self.lines_to_check -= 1;
+                if self.lines_to_check == 0 {
+                    self.lines_to_check = LINES_CHECK_EVERY;
+                    if let Some(m) = crate::limits::memory_running_out("printing its output") {
+                        STOP.with(|s| *s.borrow_mut() = Some(m));
+                        return Err(());
+                    }
+                }
                 self.out.truncate(self.out.trim_end_matches(' ').len());
                 self.at_line_start = true;
                 if let Some(m) = &mut self.map {
@@ -1093,6 +1104,32 @@ struct Printer<'a, 'n> {
     /// leaving out the `nest`s past it changes nothing but the indentation the renderer writes
     /// each line, which would otherwise grow with the program's depth: Θ(depth²) to write and skip.
     cap: usize,
+    /// Nodes until the heap is checked again (`out_of_memory`).
+    countdown: Cell<u32>,
+    /// The heap ran out while this document was built: what is left is not built (each of its
+    /// nodes and lists is nil), so that the arena, which grows by doubling, grows no more.
+    stopped: Cell<bool>,
+    /// The live heap when this printer began (`out_of_memory`).
+    began: u64,
+}
+
+/// How often a document being built checks the heap: every this many expression nodes.
+const MEMORY_CHECK_EVERY: u32 = 4096;
+/// How often the text being laid out checks the heap: every this many lines.
+const LINES_CHECK_EVERY: u32 = 64;
+
+thread_local! {
+    /// The budget stop a document met while being built (`Printer::out_of_memory`), for the
+    /// pipeline to take once the printing returns (`take_stop`).
+    static STOP: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The budget stop met while the last program was printed, if any (and forgets it). A program
+/// whose text is quadratic in its source (pairs-4000's arrays/dual-arrays: `soaGet` paths as long
+/// as the nesting, ~135 MB of text in one expression) built its document past the process's last
+/// resort (issue 14 item 4); the printer stops building it and the stage stops, located.
+pub fn take_stop() -> Option<String> {
+    STOP.with(|s| s.borrow_mut().take())
 }
 
 /// A `nest` opened around a document being built (`Printer::open`): `None` past the cap.
@@ -1101,7 +1138,7 @@ struct Nest(Option<(usize, usize)>);
 
 impl<'a, 'n> Printer<'a, 'n> {
     fn new(a: &'a Arena<'a, Span>, o: PrintOptions, names: &'n HashMap<u32, Text>, holes: Option<&'n HashMap<usize, usize>>) -> Self {
-        Printer { a, o, names, holes, indent: Cell::new(0), cap: MAX_INDENT.max(o.width.saturating_add(1)) }
+        Printer { a, o, names, holes, indent: Cell::new(0), cap: MAX_INDENT.max(o.width.saturating_add(1)), countdown: Cell::new(MEMORY_CHECK_EVERY), stopped: Cell::new(false), began: crate::limits::live_now() }
     }
 
     /// Opens `k` more columns of indentation for the document built until `close`.
@@ -1244,6 +1281,9 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// `(a, b, c)`, breaking one component per line when it does not fit.
     fn tuple(&self, items: impl Iterator<Item = D<'a>>) -> D<'a> {
         let a = self.a;
+        if self.stopped.get() {
+            return a.nil();
+        }
         let n = self.open(2);
         let body = self.close(n, a.line_().append(a.intersperse(items, self.t(",").append(a.line()))));
         self.t("(").append(body).append(a.line_()).append(self.t(")")).group()
@@ -1251,6 +1291,9 @@ impl<'a, 'n> Printer<'a, 'n> {
 
     fn array(&self, items: impl Iterator<Item = D<'a>>) -> D<'a> {
         let a = self.a;
+        if self.stopped.get() {
+            return a.nil();
+        }
         let n = self.open(2);
         let body = self.close(n, a.line_().append(a.intersperse(items, self.t(",").append(a.line()))));
         self.t("[").append(body).append(a.line_()).append(self.t("]")).group()
@@ -1259,9 +1302,36 @@ impl<'a, 'n> Printer<'a, 'n> {
     // ----- expressions -----
 
     fn expr(&self, e: &Expr, ctx: u8) -> D<'a> {
+        if self.out_of_memory() {
+            return self.a.nil();
+        }
         let d = self.expr_inner(e);
         let d = if level(e) < ctx { self.parens(d) } else { d };
         self.located(e, d)
+    }
+
+    /// Whether the heap ran out while this document was being built (checked every
+    /// `MEMORY_CHECK_EVERY` nodes): from then on each node is left out, and `take_stop` says why.
+    fn out_of_memory(&self) -> bool {
+        let k = self.countdown.get();
+        if k > 0 {
+            self.countdown.set(k - 1);
+            return self.stopped.get();
+        }
+        if self.stopped.get() {
+            return true;
+        }
+        match crate::limits::memory_running_out_doubling("printing its output", self.began) {
+            Some(m) => {
+                STOP.with(|s| *s.borrow_mut() = Some(m));
+                self.stopped.set(true);
+                true
+            }
+            None => {
+                self.countdown.set(MEMORY_CHECK_EVERY);
+                false
+            }
+        }
     }
 
     /// The right operand of an infix operator: also parenthesised when it would start with `-`.
@@ -1276,6 +1346,9 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// `head arg1 arg2 ...`, arguments on indented lines when it does not fit.
     fn apply(&self, head: D<'a>, args: impl Iterator<Item = D<'a>>) -> D<'a> {
         let a = self.a;
+        if self.stopped.get() {
+            return a.nil();
+        }
         let n = self.open(2);
         let args = self.close(n, a.concat(args.map(|x| a.line().append(x))));
         head.append(args).group()
