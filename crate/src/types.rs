@@ -270,6 +270,24 @@ struct Memo {
 /// `Memo::seen`'s least size for a sweep.
 const SWEEP_MIN: usize = 1 << 12;
 
+/// The most entries a sweep leaves in the zonk's memo (`Memo::entries`); past it the memo starts
+/// again empty (`Memo::sweep`).
+const ZONK_KEPT: usize = 1 << 16;
+
+/// `ZONK_KEPT` (a test's own, where it sets one).
+fn zonk_kept() -> usize {
+    #[cfg(test)]
+    if let k @ 1.. = tests::ZONK_KEPT_AT.with(|k| k.get()) {
+        return k;
+    }
+    ZONK_KEPT
+}
+
+/// The least size for a sweep: `SWEEP_MIN`, or a test's smaller `ZONK_KEPT`.
+fn sweep_min() -> usize {
+    SWEEP_MIN.min(zonk_kept())
+}
+
 impl Memo {
     /// Drops the entries of `seen` whose key no one else holds: no type met later can have those
     /// parts, since the parts are that key's own allocation. The walk replaces each node's type, so
@@ -277,10 +295,22 @@ impl Memo {
     /// (issue 14: at the check's peak on the dualrev/tape output of a 10^4-line program, the map
     /// was 6.5 MB and the inference types it held ~10 MB). Swept again once the live entries have
     /// doubled, so the sweeps cost O(1) an entry.
+    ///
+    /// Where more than `ZONK_KEPT` entries are still held (by nodes the walk has passed, each a type
+    /// of its own: chad/naive-ho's `EV Γ` types, several a source line), both maps start again
+    /// empty: they remember answers, they do not make them (a type met again is walked again, and
+    /// `made` gives it the allocation it had), and kept whole they were the check's peak, ~90 MB
+    /// of maps on a 10^5-line program (issue 14 item 4, session 43). `made` is kept: emptied too,
+    /// the equal types made on either side of it stayed two allocations (+13 MiB after that check).
+    /// Not within a node's walk: a type shared inside itself is still walked once.
     fn sweep(&mut self) {
         self.seen.retain(|k, _| held_elsewhere(&k.0));
         self.made.canonical.retain(|k, _| held_elsewhere(&k.0));
-        self.sweep_at = SWEEP_MIN.max(2 * self.entries());
+        if self.entries() >= zonk_kept() {
+            self.seen = Default::default();
+            self.made.canonical = Default::default();
+        }
+        self.sweep_at = sweep_min().max(2 * self.entries());
     }
 
     /// The entries a sweep may drop.
@@ -1004,7 +1034,7 @@ impl<'b> Cx<'b> {
         self.reset_recent();
         let vars = std::mem::take(&mut self.subst);
         let done = vec![0; vars.len().div_ceil(64)];
-        let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: SWEEP_MIN, made: Made::default() });
+        let mut memo = Some(Memo { vars, done, seen: Default::default(), sweep_at: sweep_min(), made: Made::default() });
         let mut stack: Vec<&mut Expr> = es.collect();
         // (the last node's type and what it became: a spine's links have their body's type, and a
         // node often its parent's, and looking it up again in the memo's maps was most of the zonk)
@@ -1029,6 +1059,10 @@ impl<'b> Cx<'b> {
             if let Some(c) = memo.as_mut().and_then(|m| m.made.canon(&e.ty)) {
                 let zonked = std::mem::replace(&mut e.ty, c);
                 from.get_or_insert(zonked);
+            }
+            #[cfg(test)]
+            if let Some(m) = &memo {
+                tests::MEMO_HELD.with(|h| h.set(h.get().max(m.entries())));
             }
             let from = from.unwrap_or_else(|| e.ty.clone());
             last = Some((from, e.ty.clone()));
@@ -2353,6 +2387,10 @@ mod tests {
         pub(super) static CLOSED_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         /// The most local binders the checker held at once on this thread.
         pub(super) static LOCALS_HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// `ZONK_KEPT` for the checks on this thread (0: the constant).
+        pub(super) static ZONK_KEPT_AT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// The most entries the zonk's memo held at once on this thread.
+        pub(super) static MEMO_HELD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// How many inference variables the last `check` on this thread made.
         pub(super) static VARIABLES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// Steps of the checker's type walks on this thread: variables followed, `occurs`, `zonk`
@@ -2630,6 +2668,48 @@ mod tests {
             }
             SETTLE_ALL.with(|s| s.set(false));
             assert!(compared >= 100 && failed >= 100, "{compared} outputs compared, {failed} mutations ill-typed: the test no longer tests");
+        })
+    }
+
+    /// Issue 14 item 4 (session 43): on a long chad/naive-ho output, whose nodes hold types of their
+    /// own line by line (each Γ's `EV Γ`, `R → EV Γ`, …), the zonk's memo stays within its bound (it
+    /// held an entry for each, ~90 MB of maps at the check's peak on 10^5 lines), and every node's
+    /// type is the one the memo kept whole gives.
+    #[test]
+    fn the_zonks_memo_stays_within_its_bound() {
+        crate::limits::run_with_stack(|| {
+            let lines: String = (0..400).map(|i| format!("  let v{} = v{i} * 1.01 + 0.5 in\n", i + 1)).collect();
+            let text = format!("input 1.5\ndef main v0 =\n{lines}  v400\n");
+            let (p, s, t) = crate::pipeline::front_end(&text, &[]).unwrap();
+            let b = Builtins::new();
+            let src = crate::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+            let out = crate::pipeline::prepare(crate::stages::find("chad/naive-ho").unwrap(), &src, &Default::default()).unwrap();
+            let run = |kept: usize| {
+                ZONK_KEPT_AT.with(|k| k.set(kept));
+                MEMO_HELD.with(|h| h.set(0));
+                SETTLE_ALL.with(|s| s.set(true));
+                let mut q = out.program.clone();
+                let r = check_program(&mut q, &out.builtins);
+                SETTLE_ALL.with(|s| s.set(false));
+                ZONK_KEPT_AT.with(|k| k.set(0));
+                assert!(r.is_ok(), "the output checks");
+                // (the allocations the nodes' compound types are)
+                let mut allocations = rustc_hash::FxHashSet::default();
+                let mut stack: Vec<&Expr> = q.defs.iter().map(|d| &d.body).collect();
+                while let Some(e) = stack.pop() {
+                    if matches!(e.ty, Type::Tuple(_) | Type::Con(_) | Type::Sum(_) | Type::Fun(_) | Type::Lin(_)) {
+                        allocations.insert(parts(&e.ty));
+                    }
+                    each_child(e, &mut |c| stack.push(c));
+                }
+                (types_of(&q), MEMO_HELD.with(|h| h.get()), allocations.len())
+            };
+            let (whole, held_whole, made_whole) = run(usize::MAX);
+            let (bounded, held, made) = run(256);
+            assert!(held_whole > 2000, "the memo kept whole held {held_whole} entries: the test no longer tests");
+            assert!(held <= 1024, "the zonk's memo held {held} entries, its bound 256 (kept whole: {held_whole})");
+            assert!(whole == bounded, "the nodes' types differ with the memo bounded");
+            assert!(made <= made_whole, "the nodes' types are {made} allocations with the memo bounded, {made_whole} with it whole");
         })
     }
 }
