@@ -428,6 +428,24 @@ fn a_stages_run_stopped_by_its_budget_is_located() {
     assert_eq!(doc["stages"][0]["status"], "budget", "{json}");
 }
 
+/// Runs `stage` then `forward` on `text` at `--max-mb mb`: the stage stops with `message` (located:
+/// it includes the file's `line:col`), not at the process's last resort, and forward still runs after it.
+fn stops_located_and_the_run_goes_on(file: &str, text: &str, mb: &str, stage: &str, message: &str) {
+    let f = temp_file(file, text.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--max-mb", mb, "--stage", stage, "--stage", "forward"], None);
+    let both = format!("{out}{err}");
+    assert_eq!(code, 1, "{both}");
+    assert!(!both.contains("nothing more is printed"), "{both}");
+    assert!(both.contains(&format!("{file}:{message}")), "{both}");
+    let stop = both.find(&format!("[{stage}]")).unwrap_or(usize::MAX);
+    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+}
+
+/// A pair nested `n` deep (scripts/shapes.sh's pairs-n).
+fn pairs(n: usize) -> String {
+    format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n))
+}
+
 /// Issue 14 item 4: `twice` nested 16 deep makes 65,536 doublings, whose array-chain Delta runs
 /// arrays/dual-numbers past `--max-mb 64`'s run budget. The stage then drew its graph from that DAG
 /// anyway, every node walked, and met the process's last resort ("… ran out while
@@ -437,14 +455,7 @@ fn a_stages_run_stopped_by_its_budget_is_located() {
 fn a_run_past_its_memory_budget_draws_no_graph() {
     let n = 16;
     let text = format!("input 1.5\ndef twice f x = f (f x)\ndef double x = 2.0 * x\ndef main x = {}double{} x\n", "twice (".repeat(n), ")".repeat(n));
-    let f = temp_file("twice-16.cot", text.as_bytes());
-    let (code, out, err) = cot(&["run", &f, "--max-mb", "64", "--stage", "arrays/dual-numbers", "--stage", "forward"], None);
-    let both = format!("{out}{err}");
-    assert_eq!(code, 1, "{both}");
-    assert!(!both.contains("nothing more is printed"), "{both}");
-    assert!(both.contains("twice-16.cot:4:1: error: [arrays/dual-numbers] stopped: the memory budget (32 MiB"), "{both}");
-    let stop = both.find("[arrays/dual-numbers] stopped").unwrap_or(usize::MAX);
-    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+    stops_located_and_the_run_goes_on("twice-16.cot", &text, "64", "arrays/dual-numbers", "4:1: error: [arrays/dual-numbers] stopped: the memory budget (32 MiB");
 }
 
 /// Issue 14 item 4: arrays/dual-arrays prints a pair nested n deep as `soaGet` paths as long as the
@@ -454,16 +465,8 @@ fn a_run_past_its_memory_budget_draws_no_graph() {
 /// and the stage stops, located; the next stage runs.
 #[test]
 fn a_quadratic_output_stops_while_printing_located() {
-    let n = 1000;
-    let text = format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
-    let f = temp_file("pairs-1000-printing.cot", text.as_bytes());
-    let (code, out, err) = cot(&["run", &f, "--max-mb", "64", "--stage", "arrays/dual-arrays", "--stage", "forward"], None);
-    let both = format!("{out}{err}");
-    assert_eq!(code, 1, "{both}");
-    assert!(!both.contains("nothing more is printed"), "{both}");
-    assert!(both.contains("pairs-1000-printing.cot:2:1: error: [arrays/dual-arrays] stopped: the memory budget (32 MiB, `--max-mb`) ran out while printing its output"), "{both}");
-    let stop = both.find("[arrays/dual-arrays] stopped").unwrap_or(usize::MAX);
-    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+    let message = "2:1: error: [arrays/dual-arrays] stopped: the memory budget (32 MiB, `--max-mb`) ran out while printing its output";
+    stops_located_and_the_run_goes_on("pairs-1000-printing.cot", &pairs(1000), "64", "arrays/dual-arrays", message);
 }
 
 /// Issue 14: a pair nested 1,000 deep (scripts/shapes.sh's pairs-1000) names CHAD instances whose
@@ -473,17 +476,8 @@ fn a_quadratic_output_stops_while_printing_located() {
 /// ("pairs-1000.cot: error: [chad/sparse] its input, …").
 #[test]
 fn nested_pairs_stop_chad_at_its_budget_located() {
-    let n = 1000;
-    let text = format!("input 1.5\ndef main x = {}x{}\n", "(".repeat(n), ", 1.0)".repeat(n));
-    let f = temp_file("pairs-1000-budget.cot", text.as_bytes());
-    let (code, out, err) = cot(&["run", &f, "--max-mb", "128", "--stage", "chad/sparse", "--stage", "forward"], None);
-    let both = format!("{out}{err}");
-    assert_eq!(code, 1, "{both}");
-    assert!(!both.contains("nothing more is printed"), "{both}");
-    assert!(both.contains("pairs-1000-budget.cot:2:1: error: [chad/sparse] its input, the output of chad/basic, is not available: stopped: the memory budget (64 MiB"), "{both}");
-    // the run goes on past the stop: the stage listed after it is printed
-    let stop = both.find("[chad/sparse]").unwrap_or(usize::MAX);
-    assert!(out.rfind("== forward").is_some_and(|at| at > stop), "forward still runs after it: {both}");
+    let message = "2:1: error: [chad/sparse] its input, the output of chad/basic, is not available: stopped: the memory budget (64 MiB";
+    stops_located_and_the_run_goes_on("pairs-1000-budget.cot", &pairs(1000), "128", "chad/sparse", message);
 }
 
 /// A straight program of `n` lines, `let vi = v(i-1) * 1.01 + 0.5` (scripts/shapes.sh's chain-n).
