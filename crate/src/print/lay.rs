@@ -51,7 +51,7 @@ impl<'f, 'n> Lay<'f, 'n> {
     /// A `line` in break mode: a new line at the indentation here.
     fn nl(&mut self) {
         self.buf.push('\n');
-        self.buf.extend(std::iter::repeat_n(' ', self.indent));
+        super::push_spaces(&mut self.buf, self.indent);
         self.pos = self.indent;
     }
 

@@ -1031,3 +1031,14 @@ fn flat_links_print_as_their_documents() {
     let count = |p| paths.get(&p).copied().unwrap_or(0);
     assert!(count(stream::Path::Flat) > 1000 && count(stream::Path::Laid) > 1000 && count(stream::Path::Document) > 10, "{paths:?}");
 }
+
+/// Indentation is copied a slice of `BLANK` at a time, and a run longer than it takes several.
+#[test]
+fn spaces_are_pushed_a_slice_at_a_time_past_the_blank_run() {
+    for n in [0, 1, 80, BLANK.len(), BLANK.len() + 1, 2 * BLANK.len() + 7] {
+        let mut s = String::from("x");
+        push_spaces(&mut s, n);
+        assert_eq!(s.len(), n + 1);
+        assert!(s[1..].bytes().all(|b| b == b' '), "{n}");
+    }
+}
