@@ -837,6 +837,8 @@ fn checked(st: &dyn Stage, p: Prepared, stated: &[(String, Type)], opts: &Option
     if shown {
         // with the inferred types of the output's definitions where `opts.print.types` asks
         crate::limits::set_phase(id, "printing its output");
+        // (a stop left by a printing nobody asked about, a view's, is not this one's)
+        let _ = crate::print::take_stop();
         printed = Some(match sink.filter(|_| !opts.lines) {
             Some(sink) => {
                 sink.begin(id);

@@ -1325,25 +1325,20 @@ impl<'a, 'n> Printer<'a, 'n> {
     /// Whether the heap ran out while this document was being built (checked every
     /// `MEMORY_CHECK_EVERY` nodes): from then on each node is left out, and `take_stop` says why.
     fn out_of_memory(&self) -> bool {
-        let k = self.countdown.get();
-        if k > 0 {
-            self.countdown.set(k - 1);
-            return self.stopped.get();
-        }
         if self.stopped.get() {
             return true;
         }
-        match crate::limits::memory_running_out_doubling("printing its output", self.began) {
-            Some(m) => {
-                STOP.with(|s| *s.borrow_mut() = Some(m));
-                self.stopped.set(true);
-                true
-            }
-            None => {
-                self.countdown.set(MEMORY_CHECK_EVERY);
-                false
-            }
+        let k = self.countdown.get();
+        if k > 0 {
+            self.countdown.set(k - 1);
+            return false;
         }
+        self.countdown.set(MEMORY_CHECK_EVERY);
+        if let Some(m) = crate::limits::memory_running_out_doubling("printing its output", self.began) {
+            STOP.with(|s| *s.borrow_mut() = Some(m));
+            self.stopped.set(true);
+        }
+        self.stopped.get()
     }
 
     /// The right operand of an infix operator: also parenthesised when it would start with `-`.

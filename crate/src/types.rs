@@ -2283,8 +2283,6 @@ mod tests {
         }
     }
 
-    /// The zonk's hash-consing merges constructors by their name's text (not all of them share
-    /// `Type::con`'s one allocation a name) and parts by their allocations.
     /// Session 43: `Made`'s look-ups by borrowed parts (`pair_from`, `tuple_from`, `con_from`) find
     /// what the tables' own keys hold, made either way, and make nothing new for parts made before.
     /// (Seen failing with `dyn PairKey`'s hash of its first side only.)
@@ -2312,6 +2310,8 @@ mod tests {
         assert_eq!((made.pairs.len(), made.tuples.len(), made.cons.len()), (2, 2, 2));
     }
 
+    /// The zonk's hash-consing merges constructors by their name's text (not all of them share
+    /// `Type::con`'s one allocation a name) and parts by their allocations.
     #[test]
     fn made_types_are_one_allocation_by_name_text_and_parts() {
         use std::rc::Rc;
