@@ -888,6 +888,17 @@ fn rows_of_no_columns_summed_by_bot_alone_agree_under_forward_mode() {
     part_c_agrees("input [[], []]\ndef main m = map (\\r -> fold (\\a b -> max a b) 1.0 r) m\n");
 }
 
+/// Session 44's property cases: an empty literal of arrays keeps the shape of its rows (core/lower.rs
+/// `empty_literal`), so a gather of it (`map (\\r -> r) []`) has rows, not scalar zeros, and bot's
+/// shape term `length (index xs 0)` reads 0 (was "`length` expects an array" on bot, dual-arrays and
+/// symbolic); and a zero cotangent scaled by an empty array that keeps its rows is that array
+/// (runtime.rs `scale_by`; was "·→: shapes differ (0.0 and [])" on the symbolic stages).
+#[test]
+fn empty_arrays_of_arrays_keep_their_rows_shape_on_every_part_c_stage() {
+    part_c_agrees("input 1.5\ndef main x = x + sum (map (\\u -> real (length u)) (map (\\r -> r) []))\n");
+    part_c_agrees("input ([0.785, -0.355], 0.675)\ndef main (v, x) = map (\\a -> fold (\\acc r -> acc * 0.5 + a) 0.5 (map2 (\\u w -> map2 (\\p q -> q * x) u w) (build 0 (\\i -> build 3 (\\j -> x))) (build 0 (\\i -> build 3 (\\j -> 1.1))))) v\n");
+}
+
 /// A random-program case of the new forms: a map to pairs over `[]` whose pair components are not
 /// read; each component's build keeps only the lets it needs (soa.rs), so no gather of the empty
 /// pairs is left. (The same program without tuples: the next test.)

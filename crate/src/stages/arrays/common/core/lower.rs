@@ -290,6 +290,12 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
             }
             out
         }
+        // An empty literal of arrays (`[] : Array (Array R)`) as `replicate 0` of its element's empty
+        // literal, so that its value keeps the shape of its rows (`Value::empty_of`), as the static
+        // type says: a plain `[]` has none, and the runtime took its rows for scalars where a
+        // gather read them (`length (index xs 0)`, bot's shape term, failed on a scalar zero;
+        // `·→` met that zero against an array: property-test cases of session 44).
+        K::Array(es) if es.is_empty() && e.ty.as_array().is_some_and(|t| t.as_array().is_some()) => empty_literal(&e.ty),
         K::Array(es) => {
             let rows: Vec<Expr> = es.iter().map(|x| lower(x, fresh)).collect::<Result<_, _>>()?;
             // an array of arrays whose rows are not all literals of one shape: checked regular at run
@@ -425,6 +431,15 @@ pub fn lower(e: &Expr, fresh: &mut Fresh) -> Result<Expr, Diagnostic> {
         locate(c, e.span);
     }
     Ok(at(out, e.span))
+}
+
+/// The empty literal of array type `t`: `[]` when its elements are scalars, else `replicate 0` of
+/// its element type's (`[] : Array (Array R)` is `replicate 0 []`).
+fn empty_literal(t: &Type) -> Expr {
+    match t.as_array().filter(|elem| elem.as_array().is_some()) {
+        Some(elem) => replicate(int(0), empty_literal(elem)),
+        None => Expr::gen(ExprKind::Array(vec![].into())),
+    }
 }
 
 /// The shape of a literal whose rows are literals down to scalars, all of one shape (regular, §3.2),

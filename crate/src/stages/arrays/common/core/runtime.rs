@@ -789,6 +789,8 @@ pub fn scale_by(c: &Value, r: &Value, what: &str, s: Span) -> Res {
         // scaled by an array, the zero of that array's shape (`shift1R` of a one-row matrix in
         // the output, property-test seed 618728855218914312)
         (Value::Real(z), Value::Array(_)) if *z == 0.0 => zero_reals(r),
+        // (and by an empty array that keeps its rows' shape: that empty array, its zero)
+        (Value::Real(z), _) if *z == 0.0 && r.empty_elem().is_some() => r.clone(),
         _ => return Err(err(s, format!("{what}: shapes differ ({c} and {r})"))),
     })
 }
