@@ -213,9 +213,10 @@ pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
         return Err(RunError::runtime(span, format!("`map2` on arrays of different lengths ({} and {})", xs.len(), ys.len())));
     }
     let mut out = Vec::with_capacity(xs.len());
+    let f = m.each2(&f);
     for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(apply2(m, &f, take_item(&mut xs, k), take_item(&mut ys, k))?);
+        out.push(m.apply2_each(&f, take_item(&mut xs, k), take_item(&mut ys, k))?);
     }
     m.charge_array(Prim::Map2, xs.len());
     Ok(Value::Array(out.into()))
@@ -226,9 +227,10 @@ pub fn fold(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, z, a) = three(args);
     let mut xs = owned(a, "`fold`", span)?;
     let mut acc = z;
+    let f = m.each2(&f);
     for k in 0..xs.len() {
         m.tick(1)?;
-        acc = apply2(m, &f, acc, take_item(&mut xs, k))?;
+        acc = m.apply2_each(&f, acc, take_item(&mut xs, k))?;
     }
     m.charge_array(Prim::Fold, xs.len());
     Ok(acc)
@@ -242,9 +244,10 @@ pub fn scanl(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut out = Vec::with_capacity(xs.len() + 1);
     out.push(z.clone());
     let mut acc = z;
+    let f = m.each2(&f);
     for x in xs.iter() {
         made(m, 1)?;
-        acc = apply2(m, &f, acc, x.clone())?;
+        acc = m.apply2_each(&f, acc, x.clone())?;
         out.push(acc.clone());
     }
     m.charge_array(Prim::Scanl, xs.len());
@@ -259,9 +262,10 @@ pub fn scanr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut out = Vec::with_capacity(xs.len() + 1);
     out.push(z.clone());
     let mut acc = z;
+    let f = m.each2(&f);
     for x in xs.iter().rev() {
         made(m, 1)?;
-        acc = apply2(m, &f, x.clone(), acc)?;
+        acc = m.apply2_each(&f, x.clone(), acc)?;
         out.push(acc.clone());
     }
     out.reverse();

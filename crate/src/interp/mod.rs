@@ -57,6 +57,13 @@ pub(crate) struct Each<'f> {
     lam: Option<(&'f lower::LamCode, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>)>,
 }
 
+/// `Each` for two arguments (`Machine::each2`): `two_short` of the function, if it takes them.
+pub(crate) struct Each2<'f> {
+    f: &'f Value,
+    #[allow(clippy::type_complexity)]
+    short: Option<(&'f Rc<lower::LamCode>, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>, &'f [Value])>,
+}
+
 enum Global {
     Unevaluated,
     InProgress,
@@ -339,6 +346,22 @@ impl<'p> Machine<'p> {
             },
             _ => self.apply(e.f.clone(), arg),
         }
+    }
+    /// `each` for `apply2`: the curried lambda `f` is when two more arguments saturate it (`two_short`).
+    pub(crate) fn each2<'f>(&self, f: &'f Value) -> Each2<'f> {
+        Each2 { f, short: self.two_short(f) }
+    }
+    /// `apply2(f, a, b)` for the `f` of `e`, with `f` not looked into again per element.
+    pub(crate) fn apply2_each(&mut self, e: &Each2<'_>, a: Value, b: Value) -> Result<Value, RunError> {
+        let Some((lam, env, group, prior)) = e.short else {
+            let g = self.apply(e.f.clone(), a)?;
+            return self.apply(g, b);
+        };
+        if let Some(fc) = run::leaf(lam.code()) {
+            return self.apply2_leaf(lam, fc, env, group, prior, a, b);
+        }
+        let span = self.span;
+        self.run_with(|m| m.apply_fun2(e.f, a, b, span))
     }
     /// Adds `n` work units to the step counter, failing when the steps budget is exceeded.
     #[inline]

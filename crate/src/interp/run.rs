@@ -348,7 +348,8 @@ impl Machine<'_> {
     pub(super) fn apply_entered(&mut self, lam: &LamCode, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, arg: Value) -> Result<Value, RunError> {
         let body = lam.code();
         let s = match body {
-            Code::If(s, ..) if inline_arg(s) && self.nesting < MAX_NESTING => s,
+            // (not on the walker, the tests' reference, which has no leaves)
+            Code::If(s, ..) if inline_arg(s) && self.nesting < MAX_NESTING && !self.budget.walker => s,
             _ => return self.run_with(|m| m.enter_code(lam, body, env.clone(), group.cloned(), arg)),
         };
         self.trace_named(lam, &arg);
