@@ -388,6 +388,50 @@ fn array_builtins_run_leaf_closures_in_place_as_the_walker_at_every_budget() {
     }
 }
 
+/// Array builtins applying a closure whose body is `if c then … else …` (`run.rs`'s
+/// `apply_entered`: a leaf branch runs in place, any other goes on in the loop below the frames
+/// `enter` pushes, so its tail call reuses the frame), and `a ! i` read in place (`fast.rs`'s
+/// `index_in_place`): dualrev/cayley's dense update, a nested `if`, a captured and a local array.
+const IF_ARRAY_CALLS: &[(&str, &str)] = &[
+    ("def main (v, k) = let h = \\x -> x * 2.0 + 1.0 in sum (build (length v) (\\j -> if j == k then h (v ! j) else v ! j))", "([1.0, 2.0, 3.0], 1)"),
+    ("def main (a, k) = let h = \\x -> x - 1.0 in sum (map (\\x -> if x > 1.5 then h (x * x) else if x < 0.5 then x * a ! k else x + 2.0) a)", "([1.0, 2.0, 0.25], 0)"),
+    ("def main (v, k) = let w = map (\\x -> x + 1.0) v in w ! k * v ! (k + 1) + sum (build 2 (\\j -> if k > j then w ! j else 0.5))", "([1.0, 2.0, 3.0], 1)"),
+];
+
+#[test]
+fn array_builtins_run_if_bodies_and_indexes_in_place_as_the_walker_at_every_budget() {
+    for (src, at) in IF_ARRAY_CALLS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        assert!(run_both(src, true, arg.clone(), Budget::default()).is_ok(), "{src}");
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        at_every_budget(src, &arg, 80, 30, 20, 8);
+        for steps in (1..80).step_by(5) {
+            let _ = run_observed(src, &arg, Budget { steps, ..Budget::default() });
+        }
+    }
+    // an index out of range in a leaf branch, in a branch that calls, and in place outside any
+    // closure: the walker's message, and the machine runs again at depth 0
+    let v = Value::Array(vec![Value::Real(1.0), Value::Real(2.0)].into());
+    for (src, k) in [
+        ("def main (v, k) = sum (build (length v + 1 - k) (\\j -> if j == k then 0.0 else v ! j))", 0),
+        ("def main (v, k) = let h = \\x -> x * v ! (k + 5) in sum (build (length v) (\\j -> if j == k then h (v ! j) else v ! j))", 1),
+        ("def main (v, k) = v ! k * 2.0 + v ! (k + 3)", 0),
+    ] {
+        let arg = Value::Tuple(vec![v.clone(), Value::Int(k)].into());
+        match run_both(src, true, arg.clone(), Budget::default()) {
+            Err(RunError::Runtime { message, .. }) => assert!(message.contains("out of range for an array of length 2"), "{src}: {message}"),
+            other => panic!("{src}: expected an index out of range, got {other:?}"),
+        }
+        let p = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}\n{src}")).0;
+        let mut m = Machine::new(&p, &Builtins::new(), eager(&Budget::default())).expect("lowers");
+        assert!(m.call("main", vec![arg]).is_err(), "{src}");
+        assert_eq!(m.call_depth(), 0, "{src}");
+        let ok = Value::Tuple(vec![Value::Array(vec![Value::Real(1.0); 9].into()), Value::Int(1)].into());
+        assert!(m.call("main", vec![ok]).expect("runs again").as_real().is_some(), "{src}");
+        assert_eq!(m.call_depth(), 0, "{src}");
+    }
+}
+
 #[test]
 fn pattern_errors_in_calls_are_the_walkers() {
     // untyped: a parameter pattern that does not match, at a partial application and at the last

@@ -21,6 +21,25 @@ fn arr(v: &Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
     }
 }
 
+/// `arr` without a second handle on the array: the elements borrowed where the argument lies
+/// (`index`, `length`, `sum` read and drop nothing; the Rc's count up and down was a tenth of an index).
+fn elems<'a>(v: &'a Value, what: &str, span: Span) -> Result<&'a [Value], RunError> {
+    match v {
+        Value::Array(xs) => Ok(xs),
+        _ if v.empty_elem().is_some() => Ok(&[]),
+        _ => Err(RunError::runtime(span, format!("{what} expects an array"))),
+    }
+}
+
+/// The last two arguments, in place (`two` without moving them out; `()` for one missing, as `two`).
+fn two_ref(args: &[Value]) -> (&Value, &Value) {
+    match args {
+        [.., a, b] => (a, b),
+        [b] => (&Value::Unit, b),
+        [] => (&Value::Unit, &Value::Unit),
+    }
+}
+
 /// `arr` of an argument taken by value: the array's handle itself, not a second one, so that where
 /// the argument held the array's last handle its elements can be moved out (`value::take_item`).
 fn owned(v: Value, what: &str, span: Span) -> Result<Rc<[Value]>, RunError> {
@@ -70,19 +89,42 @@ fn apply2(m: &mut Machine, f: &Value, a: Value, b: Value) -> Res {
 
 /// `a ! i`
 pub fn index(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
-    let (a, i) = two(args);
-    let xs = arr(&a, "`!`", span)?;
-    let i = int(&i, "`!`", span)?;
+    let (a, i) = two_ref(args);
+    index_at(m, At::Value(a), i, span)
+}
+
+/// Where `index_at` finds its array: an argument, or a slot or capture of the running frame
+/// (`fast.rs`'s `a ! i`, run without an argument buffer or a handle on the array).
+#[derive(Clone, Copy)]
+pub(super) enum At<'a> {
+    Value(&'a Value),
+    Slot(u32),
+    Capture(u32),
+}
+
+fn at<'r>(m: &'r Machine, a: &'r At<'_>) -> &'r Value {
+    match a {
+        At::Value(v) => v,
+        At::Slot(s) => &m.locals[m.bp + *s as usize],
+        At::Capture(k) => &m.env[*k as usize],
+    }
+}
+
+/// `index` of the array at `a`: read where it lies, before and after the count (which does not
+/// touch it), and only the element copied out.
+pub(super) fn index_at(m: &mut Machine, a: At<'_>, i: &Value, span: Span) -> Res {
+    let len = elems(at(m, &a), "`!`", span)?.len();
+    let i = int(i, "`!`", span)?;
     m.tick(1)?;
     m.charge_array(Prim::Index, 1);
-    match usize::try_from(i).ok().and_then(|k| xs.get(k)) {
-        Some(v) => Ok(v.clone()),
-        None => Err(RunError::runtime(span, format!("index {i} is out of range for an array of length {}", xs.len()))),
+    match usize::try_from(i).ok().filter(|k| *k < len) {
+        Some(k) => Ok(elems(at(m, &a), "`!`", span)?.get(k).cloned().unwrap_or(Value::Unit)),
+        None => Err(RunError::runtime(span, format!("index {i} is out of range for an array of length {len}"))),
     }
 }
 
 pub fn length(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
-    let xs = arr(&args[0], "`length`", span)?;
+    let xs = elems(&args[0], "`length`", span)?;
     m.tick(1)?;
     m.charge_array(Prim::Length, xs.len());
     Ok(Value::Int(xs.len() as i64))
@@ -90,7 +132,7 @@ pub fn length(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
 
 /// `sum a`, left to right (as `fold (+) 0.0 a`, which is how the stages translate it).
 pub fn sum(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
-    let xs = arr(&args[0], "`sum`", span)?;
+    let xs = elems(&args[0], "`sum`", span)?;
     m.tick(xs.len() as u64)?;
     let mut s = 0.0;
     for x in xs.iter() {
@@ -117,9 +159,10 @@ pub fn build(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (n, f) = two(args);
     let n = size(m, &n, "`build`", span)?;
     let mut out = Vec::new();
+    let f = m.each(&f);
     for i in 0..n {
         m.tick(1)?;
-        out.push(m.apply(f.clone(), Value::Int(i as i64))?);
+        out.push(m.apply_each(&f, Value::Int(i as i64))?);
     }
     m.charge_array(Prim::Build, n);
     Ok(Value::Array(out.into()))
@@ -151,9 +194,10 @@ pub fn map(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     }
     let mut xs = owned(a, "`map`", span)?;
     let mut out = Vec::with_capacity(xs.len());
+    let f = m.each(&f);
     for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(m.apply(f.clone(), take_item(&mut xs, k))?);
+        out.push(m.apply_each(&f, take_item(&mut xs, k))?);
     }
     m.charge_array(Prim::Map, xs.len());
     Ok(Value::Array(out.into()))
@@ -169,9 +213,10 @@ pub fn map2(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
         return Err(RunError::runtime(span, format!("`map2` on arrays of different lengths ({} and {})", xs.len(), ys.len())));
     }
     let mut out = Vec::with_capacity(xs.len());
+    let f = m.each2(&f);
     for k in 0..xs.len() {
         made(m, 1)?;
-        out.push(apply2(m, &f, take_item(&mut xs, k), take_item(&mut ys, k))?);
+        out.push(m.apply2_each(&f, take_item(&mut xs, k), take_item(&mut ys, k))?);
     }
     m.charge_array(Prim::Map2, xs.len());
     Ok(Value::Array(out.into()))
@@ -182,9 +227,10 @@ pub fn fold(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let (f, z, a) = three(args);
     let mut xs = owned(a, "`fold`", span)?;
     let mut acc = z;
+    let f = m.each2(&f);
     for k in 0..xs.len() {
         m.tick(1)?;
-        acc = apply2(m, &f, acc, take_item(&mut xs, k))?;
+        acc = m.apply2_each(&f, acc, take_item(&mut xs, k))?;
     }
     m.charge_array(Prim::Fold, xs.len());
     Ok(acc)
@@ -198,9 +244,10 @@ pub fn scanl(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut out = Vec::with_capacity(xs.len() + 1);
     out.push(z.clone());
     let mut acc = z;
+    let f = m.each2(&f);
     for x in xs.iter() {
         made(m, 1)?;
-        acc = apply2(m, &f, acc, x.clone())?;
+        acc = m.apply2_each(&f, acc, x.clone())?;
         out.push(acc.clone());
     }
     m.charge_array(Prim::Scanl, xs.len());
@@ -215,9 +262,10 @@ pub fn scanr(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Res {
     let mut out = Vec::with_capacity(xs.len() + 1);
     out.push(z.clone());
     let mut acc = z;
+    let f = m.each2(&f);
     for x in xs.iter().rev() {
         made(m, 1)?;
-        acc = apply2(m, &f, x.clone(), acc)?;
+        acc = m.apply2_each(&f, x.clone(), acc)?;
         out.push(acc.clone());
     }
     out.reverse();

@@ -997,6 +997,17 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
                 _ => g(move |_| err(span, "internal: a fused pair is two builtin calls".into())),
             }
         }
+        Code::CallB(b, items, span) if b.run as usize == super::arrays::index as super::BuiltinFn as usize && matches!(&*items, [Code::Local(_) | Code::Capture(_), _]) => {
+            let mut items = gens(items, h).into_vec();
+            let (i, a) = (items.pop(), items.pop());
+            let a = match a {
+                Some(Gen::Local(s)) => super::arrays::At::Slot(s),
+                Some(Gen::Capture(k)) => super::arrays::At::Capture(k),
+                _ => return g(move |_| err(span, "internal: an index in place reads a slot or a capture".into())),
+            };
+            let Some(i) = i else { return g(move |_| err(span, "internal: an index has two arguments".into())) };
+            index_in_place(b, a, i, span)
+        }
         Code::CallB(b, items, span) => {
             let items = gens(items, h);
             g(move |m| {
@@ -1018,6 +1029,25 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             })
         }
     }
+}
+
+/// `a ! i` with `a` a slot or a capture (the builtin `arrays::index`): the call's steps and the
+/// index's in the builtin call's order, the index run as `in_builtin` runs it, but with the array
+/// read where it lies, not copied into an argument buffer (issue 13: about 300 instructions an
+/// index, most of an element of `build`'s dense functional update `λj → if j == k then … else v ! j`).
+fn index_in_place(b: Rc<Builtin>, a: super::arrays::At<'static>, i: Gen, span: crate::diag::Span) -> Gen {
+    g(move |m| {
+        m.step(Charge::None)?;
+        // the array's read (`push_to`), then the index's value
+        m.step(Charge::Var)?;
+        let k = i.run(m)?;
+        let old = std::mem::replace(&mut m.span, span);
+        let old_b = std::mem::replace(&mut m.builtin, b.name);
+        let r = super::arrays::index_at(m, a, &k, span);
+        m.span = old;
+        m.builtin = old_b;
+        Ok(r?)
+    })
 }
 
 /// A comparison of unboxed operands (`real_ops` counts one on reals, none on integers).

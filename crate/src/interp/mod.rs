@@ -49,6 +49,21 @@ use std::rc::Rc;
 /// stack (`limits::run_with_stack`); wasm's stack is about 1 MB.
 const MAX_NESTING: u64 = if cfg!(target_arch = "wasm32") { 300 } else { 10_000 };
 
+/// A function an array operation applies per element (`Machine::each`): a closure or group member
+/// of this lowering of one parameter, with its code and captures, if it is one.
+pub(crate) struct Each<'f> {
+    f: &'f Value,
+    #[allow(clippy::type_complexity)]
+    lam: Option<(&'f lower::LamCode, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>)>,
+}
+
+/// `Each` for two arguments (`Machine::each2`): `two_short` of the function, if it takes them.
+pub(crate) struct Each2<'f> {
+    f: &'f Value,
+    #[allow(clippy::type_complexity)]
+    short: Option<(&'f Rc<lower::LamCode>, &'f Rc<[Value]>, Option<&'f Rc<GroupVal>>, &'f [Value])>,
+}
+
 enum Global {
     Unevaluated,
     InProgress,
@@ -306,6 +321,47 @@ impl<'p> Machine<'p> {
         }
         let span = self.span;
         self.run_with(|m| m.apply_fun2(f, a, b, span))
+    }
+    /// What `apply` finds out about `f` before running it, found once for an array operation that
+    /// applies `f` to each element (`apply_each`) rather than once per element (issue 13).
+    pub(crate) fn each<'f>(&self, f: &'f Value) -> Each<'f> {
+        let lam = match f {
+            Value::Fun(rc) => match rc.downcast_ref::<FunVal>() {
+                Some(FunVal::Clo { code, env }) => Some((&**code, env, None)),
+                Some(FunVal::Rec { group, idx }) => group.code.members.get(*idx as usize).map(|l| (&**l, &group.env, Some(group))),
+                _ => None,
+            },
+            _ => None,
+        };
+        Each { f, lam: lam.filter(|(l, ..)| l.prog == self.code.prog && l.more.is_empty()) }
+    }
+    /// `apply(f, arg)` for the `f` of `e`: the same frames, counts, checks and trace, with `f` not
+    /// looked into again (nor copied) per element, and a body `if c then …` run in place
+    /// (`run.rs`'s `apply_entered`).
+    pub(crate) fn apply_each(&mut self, e: &Each<'_>, arg: Value) -> Result<Value, RunError> {
+        match e.lam {
+            Some((lam, env, group)) if self.lam_watcher.is_none() => match run::leaf(lam.code()) {
+                Some(fc) => self.apply_leaf(lam, fc, env, group, arg),
+                None => self.apply_entered(lam, env, group, arg),
+            },
+            _ => self.apply(e.f.clone(), arg),
+        }
+    }
+    /// `each` for `apply2`: the curried lambda `f` is when two more arguments saturate it (`two_short`).
+    pub(crate) fn each2<'f>(&self, f: &'f Value) -> Each2<'f> {
+        Each2 { f, short: self.two_short(f) }
+    }
+    /// `apply2(f, a, b)` for the `f` of `e`, with `f` not looked into again per element.
+    pub(crate) fn apply2_each(&mut self, e: &Each2<'_>, a: Value, b: Value) -> Result<Value, RunError> {
+        let Some((lam, env, group, prior)) = e.short else {
+            let g = self.apply(e.f.clone(), a)?;
+            return self.apply(g, b);
+        };
+        if let Some(fc) = run::leaf(lam.code()) {
+            return self.apply2_leaf(lam, fc, env, group, prior, a, b);
+        }
+        let span = self.span;
+        self.run_with(|m| m.apply_fun2(e.f, a, b, span))
     }
     /// Adds `n` work units to the step counter, failing when the steps budget is exceeded.
     #[inline]

@@ -337,6 +337,72 @@ impl Machine<'_> {
         r.map_err(|e| *e)
     }
 
+    /// `run_with(enter(lam, …))`: `apply` of a closure or group member of this lowering, of one
+    /// parameter, whose body `lam.code()` (read here, once, as `enter` reads it) is no leaf, with no
+    /// lambda watcher. A body `if c then x else y` whose condition runs in place runs its frame as
+    /// `leaf_frame` does when the branch taken is a leaf (`build`'s `λj → if j == k then f (v ! j)
+    /// else v ! j`, issue 13): the `if` node's step, the condition, the branch, in the walker's order,
+    /// without the `Stop` and `Ret` frames and the trip round the loop. Any other branch goes on in
+    /// the loop below the `Stop` and `Ret` frames `run_with` and `enter` would have pushed (its tail
+    /// calls reuse the frame); an error leaves the machine as `run_with` leaves it.
+    pub(super) fn apply_entered(&mut self, lam: &LamCode, env: &Rc<[Value]>, group: Option<&Rc<GroupVal>>, arg: Value) -> Result<Value, RunError> {
+        let body = lam.code();
+        let s = match body {
+            // (not on the walker, the tests' reference, which has no leaves)
+            Code::If(s, ..) if inline_arg(s) && self.nesting < MAX_NESTING && !self.budget.walker => s,
+            _ => return self.run_with(|m| m.enter_code(lam, body, env.clone(), group.cloned(), arg)),
+        };
+        self.trace_named(lam, &arg);
+        let (kbase, lbase, vbase, depth, span) = (self.kont.len(), self.locals.len(), self.vals.len(), self.depth, self.span);
+        self.nesting += 1;
+        let r = match self.open_frame(env.clone(), group.cloned(), lam.nslots) {
+            Ok((bp, env, group)) => {
+                let next = self.bind(&lam.pat, arg).and_then(|()| self.step(charge_of(body))).and_then(|()| self.arg_value(s)).and_then(|v| self.if_branch(body, v));
+                let fc = match &next {
+                    Ok(Next::Eval(b)) => leaf(node(*b)),
+                    _ => None,
+                };
+                match (next, fc) {
+                    (Ok(_), Some(fc)) => match self.fast_value(fc) {
+                        Ok(v) => {
+                            self.close_frame(bp, env, group);
+                            Ok(v)
+                        }
+                        Err(e) => {
+                            self.unwind(kbase, lbase, vbase);
+                            (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
+                            Err(e)
+                        }
+                    },
+                    (Ok(next), None) => {
+                        // the caller's registers kept for an error: the `Ret` frame goes with the unwinding
+                        let (env0, group0) = (env.clone(), group.clone());
+                        self.kont.push(Kont::Stop);
+                        self.kont.push(Kont::Ret { bp, env, group });
+                        let r = self.run_loop(next);
+                        if r.is_err() {
+                            self.unwind(kbase, lbase, vbase);
+                            (self.bp, self.depth, self.env, self.group) = (bp, depth, env0, group0);
+                        }
+                        r
+                    }
+                    (Err(e), _) => {
+                        self.unwind(kbase, lbase, vbase);
+                        (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
+                        Err(e)
+                    }
+                }
+            }
+            Err(e) => {
+                self.unwind(kbase, lbase, vbase);
+                Err(e)
+            }
+        };
+        self.nesting -= 1;
+        self.span = span;
+        r.map_err(|e| *e)
+    }
+
     /// What `run_with` undoes after an error, but the frame's registers: the continuations pushed
     /// since (a definition being evaluated left unevaluated), the slots and pending values.
     fn unwind(&mut self, kbase: usize, lbase: usize, vbase: usize) {
@@ -499,12 +565,16 @@ impl Machine<'_> {
     fn enter(&mut self, lam: *const LamCode, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
         // Valid: `lam` belongs to this machine's lowering (checked by the caller).
         let lam: &LamCode = unsafe { &*lam };
+        self.enter_code(lam, lam.code(), env, group, arg)
+    }
+
+    /// `enter` with the body `lam.code()` gave (read once: reading it counts an entry, `LamCode::code`).
+    fn enter_code(&mut self, lam: &LamCode, body: &Code, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
         if let (Some(tracer), Some(named)) = (self.call_tracer, &lam.named) {
             if let Some(node) = tracer(&named.name) {
                 self.trace_call(node, named, &arg);
             }
         }
-        let body = lam.code();
         if let (Some(f), None) = (leaf(body), self.lam_watcher) {
             return self.run_leaf(f, env, group, lam.nslots, true, |m| m.bind(&lam.pat, arg));
         }
