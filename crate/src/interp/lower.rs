@@ -356,6 +356,9 @@ struct FunCtx {
     /// Which slots and captures hold reals or integers by the checker's types (hints for fast regions).
     real: Vec<Scalar>,
     real_caps: Vec<Scalar>,
+    /// The reads of each slot in this frame's code so far (`Code::Local`, a call's head, a capture
+    /// of a function made here), counted as the code is made: `moves` needs no walk to count them.
+    reads: Vec<u32>,
 }
 
 impl FunCtx {
@@ -382,6 +385,9 @@ struct Lowerer<'a> {
     runtime: OnceCell<Rc<Runtime>>,
     /// The definition whose own lambda is lowered next (its self tail calls are marked).
     def_lam: Option<u32>,
+    /// Contexts of functions lowered, emptied, for the next functions: a stage's output has a
+    /// lambda or more a line, and each one's tables made anew were a tenth of the lowering.
+    spare: Vec<FunCtx>,
 }
 
 /// The parameter type of a function type (`Unknown` for anything else).
@@ -432,11 +438,11 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
         bodies.push((name, body));
     }
     let params = params.iter().map(|p| (Rc::from(&p.name.text), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), runtime: OnceCell::new(), def_lam: None };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), runtime: OnceCell::new(), def_lam: None, spare: vec![] };
     let mut defs = Vec::with_capacity(bodies.len());
     // drained front to back: an owned definition's IR goes as soon as it is lowered
     for (i, (name, d)) in bodies.drain(..).enumerate() {
-        lw.ctxs.push(FunCtx::default());
+        lw.push_ctx();
         let own_lam = match &d {
             Src::Ref(e) => matches!(strip_ann(e).kind, ExprKind::Lam(..)),
             Src::Own(e) => matches!(strip_ann(e).kind, ExprKind::Lam(..)),
@@ -452,6 +458,7 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
             _ => None,
         };
         defs.push(DefCode { name, nslots: ctx.nslots, body, lam });
+        lw.recycle(ctx);
     }
     let runtime = lw.runtime.take();
     drop(lw);
@@ -479,7 +486,31 @@ impl Lowerer<'_> {
         c.nslots += 1;
         c.locals.insert(id, s);
         c.real.push(Scalar::Other);
+        c.reads.push(0);
         s
+    }
+
+    /// A context for a function about to be lowered (a spare one when there is one).
+    fn push_ctx(&mut self) {
+        let c = self.spare.pop().unwrap_or_default();
+        self.ctxs.push(c);
+    }
+
+    /// `c`, done with, emptied for a later function. A big frame's tables are let go instead:
+    /// emptying them costs their size, and the functions after are mostly small.
+    fn recycle(&mut self, mut c: FunCtx) {
+        if c.locals.capacity() > 64 || c.cap_index.capacity() > 64 || c.siblings.capacity() > 64 || c.real.capacity() > 64 || c.real_caps.capacity() > 64 {
+            return;
+        }
+        c.locals.clear();
+        c.nslots = 0;
+        c.siblings.clear();
+        c.captures.clear();
+        c.cap_index.clear();
+        c.real.clear();
+        c.real_caps.clear();
+        c.reads.clear();
+        self.spare.push(c);
     }
 
     /// Notes which slots of `p` receive reals or integers, by the type `ty` of the value bound.
@@ -514,7 +545,7 @@ impl Lowerer<'_> {
         if !self.fast {
             return None;
         }
-        moves(body, ctx.nslots);
+        moves_counted(body, &ctx.reads);
         if self.regions_after == 0 {
             super::loops::regions(body, &ctx.hints(&self.fused, self.calls), pat, more);
             return None;
@@ -536,7 +567,13 @@ impl Lowerer<'_> {
         // and a wrong hint, or a tail call from another function that left something owning in a slot
         // that is a scalar here, only keeps that value alive until its slot is written again or the
         // frame closes (issue 13, session 31: the tape's horner round −78 instructions).
-        let owning = self.fast.then(|| (0..c.nslots).filter(|&s| c.real.get(s as usize).is_none_or(|h| *h == Scalar::Other)).collect());
+        let owns = |s: &u32| c.real.get(*s as usize).is_none_or(|h| *h == Scalar::Other);
+        // (counted first: collecting the filter grew a vector and shrank it into the box)
+        let owning = self.fast.then(|| {
+            let mut v = Vec::with_capacity((0..c.nslots).filter(owns).count());
+            v.extend((0..c.nslots).filter(owns));
+            v.into_boxed_slice()
+        });
         LamCode { deferred, owning, raw, ..LamCode::new(self.prog, pat, more, c.nslots, body, captures) }
     }
 
@@ -552,16 +589,23 @@ impl Lowerer<'_> {
         }
         match (p, &rhs.kind) {
             (Pat::Var(n, _), ExprKind::Lam(_, params_body)) => {
-                let mut ps = vec![];
-                let mut stack: Vec<&Pat> = vec![&params_body.0];
-                while let Some(q) = stack.pop() {
-                    match q {
-                        Pat::Var(v, _) => ps.push(Rc::from(&v.text)),
-                        Pat::Tuple(qs, _) => stack.extend(qs.iter().rev()),
-                        Pat::Wild(_) | Pat::Unit(_) => ps.push(Rc::from("_")),
+                let params: Box<[Rc<str>]> = match &params_body.0 {
+                    // the usual one parameter: no work list
+                    Pat::Var(v, _) => Box::new([Rc::from(&v.text)]),
+                    p => {
+                        let mut ps = vec![];
+                        let mut stack: Vec<&Pat> = vec![p];
+                        while let Some(q) = stack.pop() {
+                            match q {
+                                Pat::Var(v, _) => ps.push(Rc::from(&v.text)),
+                                Pat::Tuple(qs, _) => stack.extend(qs.iter().rev()),
+                                Pat::Wild(_) | Pat::Unit(_) => ps.push(Rc::from("_")),
+                            }
+                        }
+                        ps.into()
                     }
-                }
-                self.names.insert(rhs as *const Expr, Rc::new(Named { name: Rc::from(&n.text), params: ps.into() }));
+                };
+                self.names.insert(rhs as *const Expr, Rc::new(Named { name: Rc::from(&n.text), params }));
             }
             (Pat::Tuple(ps, _), ExprKind::Tuple(es)) if ps.len() == es.len() => {
                 for (q, e) in ps.iter().zip(es) {
@@ -596,7 +640,13 @@ impl Lowerer<'_> {
             return None;
         }
         let outer = self.lookup(level - 1, id)?;
-        let o = &self.ctxs[level - 1];
+        let o = &mut self.ctxs[level - 1];
+        if let Loc::Local(s) = outer {
+            // the closure made in the outer frame reads the slot there
+            if let Some(r) = o.reads.get_mut(s as usize) {
+                *r = r.saturating_add(1);
+            }
+        }
         let real = match outer {
             Loc::Local(s) => o.real.get(s as usize).copied().unwrap_or(Scalar::Other),
             Loc::Capture(i) => o.real_caps.get(i as usize).copied().unwrap_or(Scalar::Other),
@@ -614,7 +664,7 @@ impl Lowerer<'_> {
     fn lam(&mut self, p: &Pat, param: &Type, body: Src, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
         // only a definition's own lambda (not one inside it) is that definition's body
         let own = self.def_lam.take();
-        self.ctxs.push(FunCtx::default());
+        self.push_ctx();
         let pat = self.pat_typed(p, param);
         let (more, body) = self.more_params_src(body);
         let body = self.src(body);
@@ -632,7 +682,9 @@ impl Lowerer<'_> {
             Some(_) if self.fast && more.is_empty() && c.captures.is_empty() => super::loops::PureLeaf::build(&pat, &body, c.nslots, &c.hints(&self.fused, self.calls)).map(Rc::new),
             _ => None,
         };
-        Ok(Rc::new(LamCode { named, param, pure, ..self.lam_code(pat, more, body, &c, captures) }))
+        let code = self.lam_code(pat, more, body, &c, captures);
+        self.recycle(c);
+        Ok(Rc::new(LamCode { named, param, pure, ..code }))
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
@@ -756,11 +808,13 @@ impl Lowerer<'_> {
     }
 
     fn thunk(&mut self, body: Src) -> Result<Rc<LamCode>, RunError> {
-        self.ctxs.push(FunCtx::default());
+        self.push_ctx();
         let body = self.src(body);
         let c = self.ctxs.pop().unwrap();
         let captures = c.captures.clone().into();
-        Ok(Rc::new(self.lam_code(LPat::Wild, Box::new([]), body?, &c, captures)))
+        let code = self.lam_code(LPat::Wild, Box::new([]), body?, &c, captures);
+        self.recycle(c);
+        Ok(Rc::new(code))
     }
 
     /// A chain of lets, binds and local recursive groups, walked in a loop rather than by recursion
@@ -880,8 +934,14 @@ impl Lowerer<'_> {
     }
 
     fn app(&mut self, e: &Expr) -> Result<Code, RunError> {
-        // The spine f a1 ... an, with the span of each application.
-        let mut args: Vec<(&Expr, Span)> = vec![];
+        // The spine f a1 ... an, with the span of each application (counted first: one allocation).
+        let mut n = 0;
+        let mut head = e;
+        while let ExprKind::App(f_a) = &head.kind {
+            n += 1;
+            head = strip_ann(&f_a.0);
+        }
+        let mut args: Vec<(&Expr, Span)> = Vec::with_capacity(n);
         let mut head = e;
         while let ExprKind::App(f_a) = &head.kind {
             let (f, a) = &**f_a;
@@ -904,11 +964,11 @@ impl Lowerer<'_> {
                     let span = if n == 0 { head.span } else { args[n - 1].1 };
                     rest = &args[n..];
                     if b.lazy_last {
-                        let first = args[..n - 1].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
+                        let first = self.exprs(args[..n - 1].iter().map(|(a, _)| *a))?;
                         let thunk = self.thunk(Src::Ref(args[n - 1].0))?;
                         Code::CallLazy(Box::new((b, first, thunk, span)))
                     } else {
-                        let all = args[..n].iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
+                        let all = self.exprs(args[..n].iter().map(|(a, _)| *a))?;
                         Code::CallB(b, all, span)
                     }
                 } else {
@@ -924,7 +984,7 @@ impl Lowerer<'_> {
                     Code::Global(i, span) => Head::Global(i, span),
                     _ => return Err(RunError::runtime(head.span, "a variable lowers to a variable".to_string())),
                 };
-                let all = args.iter().map(|(a, _)| self.expr(a)).collect::<Result<_, _>>()?;
+                let all = self.exprs(args.iter().map(|(a, _)| *a))?;
                 let spans = args.iter().map(|(_, s)| *s).collect();
                 return Ok(Code::Call(Box::new(CallCode { head, args: all, spans, self_tail: false, lp: None })));
             }
@@ -934,6 +994,16 @@ impl Lowerer<'_> {
             code = Code::App(Box::new(code), Box::new(self.expr(a)?), *span);
         }
         Ok(code)
+    }
+
+    /// `expr` of each item, into a slice allocated once at its size (collecting the `Result`s grew
+    /// a vector from nothing and shrank it into the box: a reallocation per tuple and call).
+    fn exprs<'e>(&mut self, es: impl ExactSizeIterator<Item = &'e Expr>) -> Result<Box<[Code]>, RunError> {
+        let mut out = Vec::with_capacity(es.len());
+        for e in es {
+            out.push(self.expr(e)?);
+        }
+        Ok(out.into_boxed_slice())
     }
 
     fn expr(&mut self, e: &Expr) -> Result<Code, RunError> {
@@ -951,7 +1021,12 @@ impl Lowerer<'_> {
             ExprKind::Var(n) => {
                 let level = self.ctxs.len() - 1;
                 match self.lookup(level, n.id) {
-                    Some(Loc::Local(s)) => Code::Local(s),
+                    Some(Loc::Local(s)) => {
+                        if let Some(r) = self.top().reads.get_mut(s as usize) {
+                            *r = r.saturating_add(1);
+                        }
+                        Code::Local(s)
+                    }
                     Some(Loc::Capture(i)) => Code::Capture(i),
                     Some(Loc::Sibling(k)) => Code::Sibling(k),
                     None => return Err(RunError::runtime(e.span, format!("unbound variable `{}`", n.text))),
@@ -968,8 +1043,8 @@ impl Lowerer<'_> {
             }
             ExprKind::App(..) => self.app(e)?,
             ExprKind::Let(..) | ExprKind::Bind(..) | ExprKind::LetRec(..) => self.spine(e)?,
-            ExprKind::Tuple(es) => Code::Tuple(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
-            ExprKind::Array(es) => Code::ArrayLit(es.iter().map(|e| self.expr(e)).collect::<Result<_, _>>()?),
+            ExprKind::Tuple(es) => Code::Tuple(self.exprs(es.iter())?),
+            ExprKind::Array(es) => Code::ArrayLit(self.exprs(es.iter())?),
             // `e1 ||| e2` runs as the pair (e1, e2), left to right
             ExprKind::Par(a_b) => { let (a, b) = &**a_b; Code::Tuple(vec![self.expr(a)?, self.expr(b)?].into()) },
             ExprKind::Fst(a) => Code::Fst(bx(self.expr(a)?), e.span),
@@ -1004,7 +1079,7 @@ impl Lowerer<'_> {
                 if let Some(run) = op.info().on_array {
                     // an array operation runs like a builtin (its functions are called back)
                     let b = Rc::new(Builtin { name: op.symbol(), scheme: Scheme::mono(Type::Unknown), arity: args.len(), lazy_last: false, run });
-                    let all = args.iter().map(|a| self.expr(a)).collect::<Result<_, _>>()?;
+                    let all = self.exprs(args.iter())?;
                     return Ok(Code::CallB(b, all, e.span));
                 }
                 match (op, &args[..]) {
@@ -1081,7 +1156,8 @@ fn mark_self_tail(body: &mut Code, def: u32, arity: usize) {
 /// the functions a body creates get frames of their own, and a closure copies what it captures when
 /// it is made, which counts as a read here), so after its only read a slot's value is dead: moving
 /// it saves a clone and a drop, and lets `bind` take a tuple apart without cloning its items.
-/// Explicit stacks: a body can be a let chain thousands of links long.
+/// The lowering counts the reads as it makes the code (`FunCtx::reads`); this counts them by a walk.
+#[cfg(test)]
 fn moves(body: &mut Code, nslots: u32) {
     let mut reads = vec![0u32; nslots as usize];
     let mut count = |s: u32, reads: &mut Vec<u32>| {
@@ -1111,6 +1187,15 @@ fn moves(body: &mut Code, nslots: u32) {
             _ => {}
         }
         push_frame_children(c, &mut stack);
+    }
+    moves_counted(body, &reads);
+}
+
+/// `moves` with each slot's reads in `body` counted already. Explicit stack: a body can be a let
+/// chain thousands of links long.
+fn moves_counted(body: &mut Code, reads: &[u32]) {
+    if !reads.contains(&1) {
+        return;
     }
     let once = |s: u32| reads.get(s as usize) == Some(&1);
     let mut stack: Vec<&mut Code> = vec![body];
@@ -1194,6 +1279,74 @@ mod tests {
         }
         // moved: `fst a` and the head `f`; cloned: x six times, b twice, c once (also captured by f)
         assert_eq!((moved, cloned), (2, 9));
+    }
+
+    /// The reads counted while lowering (`FunCtx::reads`) are the reads in the code: in every
+    /// function body of a lowering, a slot is moved exactly where it is read once (a capture by a
+    /// closure made in the frame, a call's head, a local read).
+    #[test]
+    fn the_reads_counted_while_lowering_move_exactly_the_slots_read_once() {
+        let src = "def main x = let a = (x, x) in let b = (x, x) in let c = (x, x) in let f = \\y -> c in \
+                   let g = \\z -> let w = (z, a) in fst w in let h = \\u -> (u, g u) in (fst a, b, b, f 1.0, c, h 2.0)";
+        let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
+        // regions deferred: the bodies are as lowered, after `moves`
+        let low = lower(&p, &Builtins::new(), true, 3).expect("lowers");
+        let mut bodies: Vec<(Code, u32)> = low.defs.iter().map(|d| (d.body.clone(), d.nslots)).collect();
+        let (mut frames, mut moved) = (0, 0);
+        while let Some((mut body, nslots)) = bodies.pop() {
+            frames += 1;
+            let mut reads = vec![0u32; nslots as usize];
+            let mut read_as_move = vec![false; nslots as usize];
+            // a read by a capture is no node to turn into a move
+            let mut captured = vec![false; nslots as usize];
+            let mut stack = vec![&mut body];
+            while let Some(c) = stack.pop() {
+                let mut caps = |locs: &[super::Loc]| {
+                    for l in locs {
+                        if let super::Loc::Local(s) = l {
+                            reads[*s as usize] += 1;
+                            captured[*s as usize] = true;
+                        }
+                    }
+                };
+                match &*c {
+                    Code::Local(s) => reads[*s as usize] += 1,
+                    Code::Move(s) => {
+                        reads[*s as usize] += 1;
+                        read_as_move[*s as usize] = true;
+                        moved += 1;
+                    }
+                    Code::Call(cc) => match cc.head {
+                        Head::Local(s) => reads[s as usize] += 1,
+                        Head::Move(s) => {
+                            reads[s as usize] += 1;
+                            read_as_move[s as usize] = true;
+                            moved += 1;
+                        }
+                        _ => {}
+                    },
+                    Code::Lam(l) => {
+                        caps(&l.captures);
+                        bodies.push((l.body.clone(), l.nslots));
+                    }
+                    Code::LetRec(g, _, _) => {
+                        caps(&g.captures);
+                        bodies.extend(g.members.iter().map(|l| (l.body.clone(), l.nslots)));
+                    }
+                    Code::CallLazy(cl) => {
+                        caps(&cl.2.captures);
+                        bodies.push((cl.2.body.clone(), cl.2.nslots));
+                    }
+                    _ => {}
+                }
+                stack.extend(frame_children(c));
+            }
+            for s in 0..nslots as usize {
+                assert_eq!(read_as_move[s], reads[s] == 1 && !captured[s], "slot {s} of a frame read {} times: {reads:?}", reads[s]);
+            }
+        }
+        // the def, main, f, g, h; moved: f (the head of `f 1.0`), h, g's z and w, and h's g? no, a capture
+        assert_eq!((frames, moved), (5, 4));
     }
 
     #[test]
