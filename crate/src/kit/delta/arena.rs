@@ -291,6 +291,21 @@ impl Arena {
         self.push_known(kind, s, rhs_same)
     }
 
+    /// `push_let_id` of `Let id rhs body` whose right-hand side the caller knows was made at the
+    /// Let's span: runDelta's wrap of the bindings a compiled round made, a Let at a time (issue
+    /// 13: `push_known`'s general path was 140 instructions a Let). The node `push_let_id` makes;
+    /// any Let but a two-word one whose body is the node made just before goes through it.
+    #[inline]
+    pub fn push_let_prev_same(&mut self, id: i64, rhs: Ix, body: Ix, s: u32) -> Option<Ix> {
+        let ix = self.len;
+        match u32::try_from(id) {
+            Ok(i) if body.checked_add(1) == Some(ix) && rhs < ix && !self.full() && (s as usize) < self.spans.spans.len() => {
+                Some(self.put(C_2, [LET_PREV_RHS << TAG_SHIFT | rhs, i, 0], s, false))
+            }
+            _ => self.push_known(Kind::Let(id, rhs, body), s, true),
+        }
+    }
+
     #[inline]
     fn push_known(&mut self, kind: Kind, s: u32, rhs_same: bool) -> Option<Ix> {
         let ix = self.len;
@@ -379,6 +394,51 @@ impl Arena {
             return None;
         }
         Some(self.put(class, words, s, true))
+    }
+
+    /// Where a batch of compiled rounds stages its nodes for this arena (`Staged`), with room for
+    /// `n` of them.
+    pub fn stage(&self, n: usize) -> Staged {
+        Staged { len0: self.len, len: self.len, classes: Vec::with_capacity(n), words: Vec::with_capacity(3 * n + 3), runs: vec![], last_run: self.last_run }
+    }
+
+    /// The nodes `st` staged, appended as `push_round_node` would have pushed them one by one:
+    /// their words in bulk, their classes into their blocks a block at a time, their span runs.
+    /// `false`, nothing appended, when the arena is no longer where it was when staged or the
+    /// nodes do not fit.
+    pub fn append(&mut self, st: &Staged) -> bool {
+        if st.len0 != self.len || !self.room(st.classes.len()) {
+            return false;
+        }
+        let mut ix = self.len;
+        let mut w = self.words.len() as u32;
+        // the last block's classes gathered in `bits` and or-ed into it when the block is full
+        let mut bits = 0u64;
+        let flush = |a: &mut Arena, bits: u64| {
+            if let Some(b) = a.blocks.last_mut() {
+                let x = join(b.lo, b.hi) | bits;
+                (b.lo, b.hi) = (x as u32, (x >> 32) as u32);
+            }
+        };
+        for &c in &st.classes {
+            let bit = ix % 32;
+            if bit == 0 {
+                flush(self, bits);
+                bits = 0;
+                self.blocks.push(Block { lo: 0, hi: 0, start: w });
+            }
+            bits |= (c as u64) << (2 * bit);
+            w += c as u32;
+            ix += 1;
+        }
+        flush(self, bits);
+        self.words.extend_bulk(&st.words);
+        for &r in &st.runs {
+            self.runs.push(r);
+        }
+        self.last_run = st.last_run;
+        self.len = ix;
+        true
     }
 
     /// Appends the next serial's node: its class's words, its class in its block, its span's run.
@@ -586,6 +646,61 @@ impl Arena {
     /// Never: serial 0 is taken from the start.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// A batch of compiled rounds' nodes on their way into an arena (`Arena::stage`, `Arena::append`):
+/// a node's staging is a few writes by index, its words, class and span run put into the arena's
+/// chunks and blocks once a batch (issue 13, session 44: a node pushed through `put` was ~100
+/// instructions a node, a quarter of krawiec/array's gradient).
+pub struct Staged {
+    len0: u32,
+    /// The next node's serial.
+    len: u32,
+    classes: Vec<u8>,
+    /// The nodes' words one after another.
+    words: Vec<u32>,
+    /// The span runs the nodes start, and the span of the last run.
+    runs: Vec<[u32; 2]>,
+    last_run: u32,
+}
+
+impl Staged {
+    /// The serial the next node staged takes.
+    #[inline]
+    pub fn next(&self) -> Ix {
+        self.len
+    }
+
+    /// A compiled round's node as `Arena::push_round_node` pushes it (Zero, a Var of a `u32`, a
+    /// Scale or an Add of children up to 2^28, span index `s` from the arena's `span_id`); `None`,
+    /// nothing staged, for any other or past the room staged for.
+    #[inline(always)]
+    pub fn push_round_node(&mut self, kind: Kind, s: u32) -> Option<Ix> {
+        let (class, ws) = match kind {
+            Kind::Zero => (C_ZERO, [0; 3]),
+            Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
+            Kind::Add(u1, u2) if u1 <= LOW => (C_2, [ADD << TAG_SHIFT | u1, u2, 0]),
+            Kind::Scale(r, u) if u <= LOW => {
+                let x = r.to_bits();
+                (C_3, [SCALE << TAG_SHIFT | u, x as u32, (x >> 32) as u32])
+            }
+            _ => return None,
+        };
+        let ix = self.len;
+        if ix >= LOW || self.classes.len() == self.classes.capacity() {
+            return None;
+        }
+        // all three words written at once, those past the class's cut off
+        self.words.extend_from_slice(&ws);
+        self.words.truncate(self.words.len() - 3 + class as usize);
+        self.classes.push(class as u8);
+        if self.last_run != s {
+            self.runs.push([ix, s]);
+            self.last_run = s;
+        }
+        self.len = ix + 1;
+        Some(ix)
     }
 }
 
@@ -801,6 +916,85 @@ mod tests {
         assert_eq!(a.push_round_node(Kind::Scale(1.0, LOW + 1), 0), None);
         assert_eq!(a.len(), b.len());
         assert_eq!(a.runs.len(), b.runs.len());
+        assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
+    }
+
+    /// A compiled round's nodes staged in batches (`Arena::stage`, `Staged`, `Arena::append`) are
+    /// the nodes `push_round_node` pushes one by one: the same serials, kinds, spans, words, blocks
+    /// and span runs, from an arena ending inside a block, in batches of any length, across the
+    /// words' chunks (a run continuing the arena's last span starts none). A node `Staged` does
+    /// not take (a wide Var) is refused, nothing staged; an arena moved on is not appended to. Fails
+    /// if `append` misplaces a class in its block (the block already begun or a new one), a block's
+    /// first word, or a run.
+    #[test]
+    fn staged_nodes_appended_are_the_nodes_pushed_one_by_one() {
+        let (mut a, mut b) = (Arena::default(), Arena::default());
+        let spans = [Span::new(1, 2), Span::new(3, 4), Span::NONE];
+        for k in 0..7u32 {
+            let v = Kind::Var(k as i64);
+            let (sa, sb) = (a.span_id(spans[0]).unwrap(), b.span_id(spans[0]).unwrap());
+            assert_eq!(a.push_round_node(v, sa), b.push_round_node(v, sb));
+        }
+        let mut k = 0u32;
+        for batch in [1usize, 31, 32, 33, 500, 80_000, 3] {
+            let mut st = a.stage(batch);
+            assert_eq!(st.push_round_node(Kind::Var(u32::MAX as i64 + 1), 0), None);
+            for _ in 0..batch {
+                let n = b.len() as Ix;
+                let kind = match k % 5 {
+                    0 => Kind::Zero,
+                    1 => Kind::Var(k as i64),
+                    2 | 3 => Kind::Scale(k as f64 * 0.5, n - 1 - k % 5 % n),
+                    _ => Kind::Add(n - 1, n / 2),
+                };
+                let sp = spans[(k / 3 % 3) as usize];
+                let (sa, sb) = (a.span_id(sp).unwrap(), b.span_id(sp).unwrap());
+                assert_eq!(st.push_round_node(kind, sa), b.push_round_node(kind, sb));
+                k += 1;
+            }
+            assert!(a.append(&st));
+            assert!(!a.append(&st));
+        }
+        assert!(a.words.len() > 2 * CHUNK_WORDS);
+        assert_eq!((a.len(), a.words.len(), a.runs.len(), a.blocks.len()), (b.len(), b.words.len(), b.runs.len(), b.blocks.len()));
+        assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
+    }
+
+    /// Words in a chunk of `Chunked` (2^16).
+    const CHUNK_WORDS: usize = 1 << 16;
+
+    /// runDelta's Lets pushed by `push_let_prev_same` are the nodes `push_let_id` makes with
+    /// `rhs_same`: the same serials, kinds, spans and words, whether their body is the node made
+    /// just before (two words) or not, their id narrow, wide or negative, their right-hand side
+    /// made before them or not. Fails if the two-word Let's words, tag or span run differ.
+    #[test]
+    fn a_let_pushed_after_its_body_is_the_let_push_let_id_makes() {
+        let (mut a, mut b) = (Arena::default(), Arena::default());
+        let spans = [Span::new(1, 2), Span::new(3, 4)];
+        for k in 0..3_000u32 {
+            let n = a.len() as Ix;
+            let sp = spans[(k / 5 % 2) as usize];
+            let (sa, sb) = (a.span_id(sp).unwrap(), b.span_id(sp).unwrap());
+            if k % 3 == 0 {
+                assert_eq!(a.push_round_node(Kind::Var(k as i64), sa), b.push_round_node(Kind::Var(k as i64), sb));
+                continue;
+            }
+            let id = match k % 11 {
+                0 => -(k as i64),
+                1 => (1 << 28) + k as i64,
+                2 => u32::MAX as i64 + 1,
+                _ => k as i64,
+            };
+            let rhs = match k % 7 {
+                0 => n + 3,
+                1 => n.saturating_sub(2).max(1),
+                _ => (n / 2).max(1),
+            };
+            let body = if k % 5 == 0 { n / 3 } else { n - 1 };
+            assert_eq!(a.push_let_prev_same(id, rhs, body, sa), b.push_let_id(Kind::Let(id, rhs, body), sb, true), "{k}");
+        }
+        assert_eq!(a.push_let_prev_same(1, 1, a.len() as Ix - 1, 1000), None);
+        assert_eq!((a.len(), a.words.len(), a.runs.len()), (b.len(), b.words.len(), b.runs.len()));
         assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
     }
 

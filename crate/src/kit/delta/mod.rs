@@ -19,7 +19,7 @@ pub mod drev;
 pub mod dual;
 pub mod graph;
 
-pub use arena::{Arena, Ix, Reader, SpanTable};
+pub use arena::{Arena, Ix, Reader, SpanTable, Staged};
 
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};

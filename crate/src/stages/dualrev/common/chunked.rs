@@ -73,6 +73,31 @@ impl<T: Copy> Chunked<T> {
             self.push(x);
         }
     }
+    /// Appends `xs` as `push` would one by one (the chunks end the same), a chunk's part at once
+    /// (a batch of compiled rounds' Delta words, issue 13). The first chunk grows as a `Vec` does,
+    /// by doubling, never past `CHUNK`.
+    pub fn extend_bulk(&mut self, mut xs: &[T]) {
+        while let Some(&x0) = xs.first() {
+            let first = self.chunks.len() == 1;
+            match self.chunks.last_mut() {
+                Some(c) if c.len() < CHUNK && (first || c.len() < c.capacity()) => {
+                    let end = if first { CHUNK } else { c.capacity().min(CHUNK) };
+                    let k = (end - c.len()).min(xs.len());
+                    if first && c.len() + k > c.capacity() {
+                        let want = (2 * c.capacity()).max(c.len() + k).max(4).min(CHUNK);
+                        c.reserve_exact(want - c.len());
+                    }
+                    c.extend_from_slice(&xs[..k]);
+                    self.len += k;
+                    xs = &xs[k..];
+                }
+                _ => {
+                    self.grow(x0);
+                    xs = &xs[1..];
+                }
+            }
+        }
+    }
     /// The last chunk, taken out to be appended to by index (a batch of compiled rounds, issue 13),
     /// with room for `n` more: grown fourfold up to `CHUNK`, a new one when the last is full;
     /// `None` (nothing changed) when the `n` would cross into a next chunk. Until `put_last`, the
@@ -131,6 +156,27 @@ impl<T: Copy> Chunked<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `extend_bulk` leaves what `push` one by one leaves: the elements, and chunks of `CHUNK`
+    /// but the last (the first grown up to `CHUNK`, not past it), whatever the slices' lengths.
+    /// Fails if a slice crossing a chunk's end is put wholly in one chunk.
+    #[test]
+    fn a_bulk_extend_is_pushes_one_by_one() {
+        let (mut a, mut b) = (Chunked::default(), Chunked::default());
+        let mut x = 0u32;
+        for n in [0usize, 1, 3, 1000, CHUNK - 500, 7, 2 * CHUNK + 5, 1] {
+            let xs: Vec<u32> = (x..x + n as u32).collect();
+            x += n as u32;
+            a.extend_bulk(&xs);
+            for &v in &xs {
+                b.push(v);
+            }
+            assert_eq!(a.len(), b.len());
+            assert_eq!(a.chunks.iter().map(|c| c.len()).collect::<Vec<_>>(), b.chunks.iter().map(|c| c.len()).collect::<Vec<_>>());
+            assert!(a.chunks.iter().all(|c| c.capacity() <= CHUNK));
+        }
+        assert!((0..b.len()).all(|i| a.get(i) == b.get(i)));
+    }
 
     /// `take_last` hands over the last chunk with room for `n` (the first grown fourfold, never
     /// past `CHUNK`), a new one once the last is full, and nothing when `n` would cross a chunk's

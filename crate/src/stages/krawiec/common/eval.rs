@@ -2,7 +2,7 @@
 //! any DeltaMap (the persistent map here, §7.3's mutable array in `krawiec/array`), and the map's
 //! builtins (Fig. 10's API, and Fig. 15's lookup at a dual number's Delta).
 
-use crate::kit::delta::{delta_arg, delta_type, int_arg, real_arg, Arena, DeltaRef, Ix, Kind, STATE_ROWS};
+use crate::kit::delta::{delta_arg, delta_type, int_arg, real_arg, Arena, DeltaRef, Ix, Kind, Reader, STATE_ROWS};
 use crate::kit::delta::graph::{delta_graph, Visits};
 use super::monad::DeltaState;
 use crate::diag::Span;
@@ -90,10 +90,34 @@ pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
     let ar: &Arena = &ar;
     // the nodes read through a reader that keeps the blocks read lately decoded (issue 13)
     let mut rd = ar.reader();
+    // the Lets after their bodies read through a reader of their own: they are read in a run up
+    // the spine, between the nodes of their right-hand sides, which took the other's slots
+    let mut lets = ar.reader();
     let mut stack: Vec<Frame> = vec![Frame::Visit(x, root.ix)];
     let mut rows = true;
     let err = |msg: String| RunError::runtime(span, format!("eval: {msg}"));
-    while let Some(f) = pop_frame(&mut stack) {
+    loop {
+        // untraced, the frames whose ticks all fit (`tick_room`: no budget stop, no clock check
+        // among them) go through the lean loop, their steps and real ops counted at once (issue 13,
+        // as dualrev/tape's resolve does); the frame at an edge takes the step below
+        if !m.tracing() {
+            if rows {
+                rows = false;
+                um.stop_rows();
+            }
+            let room = m.tick_room();
+            if room > 0 {
+                let (steps, ops, res) = eval_lean([&mut rd, &mut lets], room, &mut stack, um, visits, skipped);
+                m.tick_fitting(steps);
+                m.real_ops_n(ops);
+                match res {
+                    Ok(true) => continue,
+                    Ok(false) => break,
+                    Err(msg) => return Err(err(msg)),
+                }
+            }
+        }
+        let Some(f) = pop_frame(&mut stack) else { break };
         let (kind, node, k, factor) = match f {
             Popped::Visit(x, n) => {
                 visits.visit(n as u64);
@@ -125,7 +149,7 @@ pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
             }
             Popped::AfterLet(n) => {
                 m.tick(1)?;
-                let k = rd.kind(n);
+                let k = lets.kind(n);
                 let Kind::Let(id, rhs, _) = k else { return Err(err("a frame after a Let holds no Let".into())) };
                 match um.take(id).map_err(err)? {
                     None => {
@@ -153,6 +177,76 @@ pub(crate) fn eval_loop<A: Adjoints + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// At most `room` frames of `eval_loop`, untraced: the frames it pops, visits and evaluates, in the
+/// same order and with the same visits, adds and takes, each counted (a step each, a real op a
+/// Scale and a Var) to be added at once: (steps, real ops, `Ok(more frames left)` or what failed).
+/// The first child of a node is evaluated next without going through the stack (pushed back if
+/// the room ends there), where `eval_loop` pushes it and pops it at once.
+fn eval_lean<A: Adjoints + ?Sized>(
+    [rd, lets]: [&mut Reader<'_>; 2],
+    room: u64,
+    stack: &mut Vec<Frame>,
+    um: &mut A,
+    visits: &mut Visits,
+    skipped: &mut HashSet<u64>,
+) -> (u64, u64, Result<bool, String>) {
+    let (mut steps, mut ops) = (0u64, 0u64);
+    let mut next: Option<(f64, Ix)> = None;
+    while steps < room {
+        let f = match next.take() {
+            Some((x, n)) => Popped::Visit(x, n),
+            None => match pop_frame(stack) {
+                Some(f) => f,
+                None => return (steps, ops, Ok(false)),
+            },
+        };
+        steps += 1;
+        match f {
+            Popped::Visit(x, n) => {
+                visits.visit(n as u64);
+                match rd.kind(n) {
+                    Kind::Zero => {}
+                    Kind::Scale(y, u) => {
+                        ops += 1;
+                        next = Some((x * y, u));
+                    }
+                    Kind::Add(a, b) => {
+                        stack.push(Frame::Visit(x, b));
+                        next = Some((x, a));
+                    }
+                    Kind::Var(id) => {
+                        ops += 1;
+                        if let Err(e) = um.add(id, x) {
+                            return (steps, ops, Err(e));
+                        }
+                    }
+                    Kind::Let(_, _, body) => {
+                        push_after_let(stack, n);
+                        next = Some((x, body));
+                    }
+                    k @ (Kind::OneHot(_) | Kind::Input(_) | Kind::Share(..)) => {
+                        return (steps, ops, Err(format!("{} is not in Fig. 10's Delta (inputs are Var i)", k.ctor())))
+                    }
+                }
+            }
+            Popped::AfterLet(n) => {
+                let Kind::Let(id, rhs, _) = lets.kind(n) else { return (steps, ops, Err("a frame after a Let holds no Let".into())) };
+                match um.take(id) {
+                    Err(e) => return (steps, ops, Err(e)),
+                    Ok(None) => {
+                        skipped.insert(n as u64);
+                    }
+                    Ok(Some(v)) => next = Some((v, rhs)),
+                }
+            }
+        }
+    }
+    if let Some((x, n)) = next {
+        stack.push(Frame::Visit(x, n));
+    }
+    (steps, ops, Ok(!stack.is_empty()))
 }
 
 /// What an eval step did, in words (built only for traced steps).
@@ -299,6 +393,105 @@ pub(crate) fn graph_of_state(m: &mut Machine) -> Option<Graph> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interp::{Budget, Builtins};
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+
+    /// A DeltaMap that logs every add and take, and refuses an add to id `bad`.
+    #[derive(Default)]
+    struct Logged {
+        map: BTreeMap<i64, f64>,
+        log: Vec<(bool, i64, Option<f64>)>,
+        bad: i64,
+    }
+
+    impl Adjoints for Logged {
+        fn add(&mut self, id: i64, x: f64) -> Result<(), String> {
+            self.log.push((true, id, Some(x)));
+            if id == self.bad {
+                return Err(format!("no {id}"));
+            }
+            *self.map.entry(id).or_default() += x;
+            Ok(())
+        }
+        fn take(&mut self, id: i64) -> Result<Option<f64>, String> {
+            let v = self.map.remove(&id);
+            self.log.push((false, id, v));
+            Ok(v)
+        }
+        fn rows(&self) -> Vec<(String, f64)> {
+            self.map.iter().take(3).map(|(k, v)| (k.to_string(), *v)).collect()
+        }
+    }
+
+    /// A Let-wrapped Delta as runDelta makes one: `lets` bindings, each a Scale or an Add of Vars
+    /// of earlier ids and earlier nodes (some ids never added to: their Lets are skipped), the
+    /// spine at consecutive serials, innermost first.
+    fn let_wrapped(lets: u32) -> DeltaRef {
+        let mut a = Arena::default();
+        let sp = Span::new(1, 2);
+        let mut rhss = vec![];
+        for i in 0..lets {
+            let v = a.push(Kind::Var((i as i64 * 7) % (i as i64 + 1)), sp).unwrap();
+            let n = match i % 4 {
+                0 => a.push(Kind::Scale(0.5 + i as f64, v), sp).unwrap(),
+                1 => a.push(Kind::Add(v, rhss.last().copied().unwrap_or(v)), sp).unwrap(),
+                2 => a.push(Kind::Zero, sp).unwrap(),
+                _ => {
+                    let s = a.push(Kind::Scale(-1.5, v), sp).unwrap();
+                    a.push(Kind::Add(s, v), sp).unwrap()
+                }
+            };
+            rhss.push(n);
+        }
+        let mut acc = a.push(Kind::Var(lets as i64 - 1), sp).unwrap();
+        for (i, &rhs) in rhss.iter().enumerate().rev() {
+            acc = a.push(Kind::Let(i as i64, rhs, acc), sp).unwrap();
+        }
+        DeltaRef { arena: Rc::new(RefCell::new(a)), ix: acc }
+    }
+
+    /// What an eval did: the adds and takes in order, the visits, the Lets skipped, the counts,
+    /// and the error's message (`traced`: every frame through the traced step, none lean).
+    fn run(root: &DeltaRef, traced: bool, steps: u64, bad: i64) -> (Vec<(bool, i64, Option<f64>)>, Vec<u64>, Vec<u64>, u64, u64, Option<String>) {
+        let program = Program::default();
+        let budget = Budget { steps, trace_steps: if traced { usize::MAX } else { 0 }, ..Budget::default() };
+        let mut m = Machine::new(&program, &Builtins::new(), budget).unwrap();
+        let mut um = Logged { bad, ..Logged::default() };
+        let (mut visits, mut skipped) = (Visits::of(&m), HashSet::default());
+        let res = eval_loop(&mut m, 1.0, root, &mut um, &mut visits, &mut skipped, Span::NONE);
+        let n = root.arena.borrow().len() as u64;
+        let mut skipped: Vec<u64> = skipped.into_iter().collect();
+        skipped.sort();
+        assert_eq!(m.tracing(), traced);
+        let cost = m.cost();
+        (um.log, (0..n).map(|i| visits.get(i)).collect(), skipped, cost.steps, cost.real_ops, res.err().map(|e| format!("{e:?}")))
+    }
+
+    /// The untraced lean loop (`eval_lean`) does what the traced step does frame by frame: the
+    /// same adds and takes in the same order, visits, skipped Lets, steps and real ops, across its
+    /// 4096-step edges (a run of 16,000 frames), at a steps budget's stop and at a map's error
+    /// part way. Fails if the lean loop drops its next frame at the room's end, reorders a node's
+    /// children, or counts a frame's step or real op differently.
+    #[test]
+    fn the_lean_loop_evaluates_as_the_traced_step() {
+        let root = let_wrapped(6000);
+        let full = run(&root, true, u64::MAX, -1);
+        assert!(full.3 > 3 * 4096 && full.5.is_none(), "{:?}", (full.3, &full.5));
+        assert!(!full.2.is_empty() && full.2.len() < 6000);
+        assert_eq!(run(&root, false, u64::MAX, -1), full);
+        for steps in [1, 4095, 4096, 4097, 9001] {
+            let (t, l) = (run(&root, true, steps, -1), run(&root, false, steps, -1));
+            assert!(t.5.is_some() && t.3 == steps + 1, "{steps}: {:?}", (t.3, &t.5));
+            assert_eq!(l, t, "{steps}");
+        }
+        // an id added to half way through
+        let adds: Vec<i64> = full.0.iter().filter(|e| e.0).map(|e| e.1).collect();
+        let bad = adds[adds.len() / 2];
+        let (t, l) = (run(&root, true, u64::MAX, bad), run(&root, false, u64::MAX, bad));
+        assert!(t.5.as_ref().is_some_and(|e| e.contains(&format!("no {bad}"))), "{:?}", t.5);
+        assert_eq!(l, t);
+    }
 
     /// The stack with runs of Lets pops the frames a plain stack pops, in the same order, whatever
     /// the pushes (consecutive Lets, gaps, visits between them), and holds one frame for a spine.

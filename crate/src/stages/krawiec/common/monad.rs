@@ -2,8 +2,7 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, nodes_counter, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable};
-use crate::kit::delta::arena::Mark;
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, nodes_counter, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable, Staged};
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
@@ -124,7 +123,11 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
                         sid
                     }
                 };
-                a.push_let_id(Kind::Let(id, rhs, acc), sid, s & RHS_SAME != 0)
+                if s & RHS_SAME != 0 {
+                    a.push_let_prev_same(id, rhs, acc, sid)
+                } else {
+                    a.push_let_id(Kind::Let(id, rhs, acc), sid, false)
+                }
             });
             acc = ix.ok_or_else(|| RunError::runtime(spans.get(k as u32), "the run's Delta arena cannot take another node"))?;
         }
@@ -225,6 +228,8 @@ struct SinkItem {
 /// with the checks and the spans `write_round` gives them.
 struct DeltaSink {
     arena: Arena,
+    /// The batch's nodes, appended to the arena at `put` (session 44).
+    staged: Staged,
     binds: Chunked<(Ix, u32)>,
     next_id: i64,
     items: Box<[SinkItem]>,
@@ -232,8 +237,7 @@ struct DeltaSink {
     node_spans: Box<[u32]>,
     /// The serial of the round's first node (set at its first item).
     first: i64,
-    /// Where the arena, the bindings and the ids were when taken.
-    mark: Mark,
+    /// Where the bindings and the ids were when taken.
     binds0: usize,
     id0: i64,
     nodes: u64,
@@ -264,9 +268,9 @@ fn take_sink(m: &mut Machine, n: [usize; 2], items: &[RoundItem]) -> Option<Box<
     }
     let arena = std::mem::replace(&mut *a, Arena::hollow());
     let binds = std::mem::take(&mut st.binds);
-    let mark = arena.mark();
     Some(Box::new(DeltaSink {
         binds0: binds.len(),
+        staged: arena.stage(n[0]),
         arena,
         binds,
         next_id: st.next_id,
@@ -274,7 +278,6 @@ fn take_sink(m: &mut Machine, n: [usize; 2], items: &[RoundItem]) -> Option<Box<
         items: its.into(),
         node_spans: node_spans.into(),
         first: 0,
-        mark,
         nodes: 0,
         lets: 0,
     }))
@@ -284,7 +287,7 @@ impl RoundSink for DeltaSink {
     #[inline]
     fn call(&mut self, i: u16, x: [f64; 2], z: [i64; MAX_CALL_INTS]) -> Option<i64> {
         let it = *self.items.get(i as usize)?;
-        let next = self.arena.len() as i64;
+        let next = self.staged.next() as i64;
         if i == 0 {
             self.first = next;
         }
@@ -306,16 +309,20 @@ impl RoundSink for DeltaSink {
             }
             _ => return None,
         };
-        // (room reserved: `take_sink`)
-        let ix = self.arena.push_round_node(kind, it.span)?;
+        // (room reserved: `take_sink`; a node `Staged` refuses fails the batch, which is then run
+        // round by round through `write_round`)
+        let ix = self.staged.push_round_node(kind, it.span)?;
         self.nodes += 1;
         Some(ix as i64)
     }
 
     fn put(self: Box<Self>, m: &mut Machine, keep: bool) {
         let mut s = *self;
-        if !keep {
-            s.arena.truncate(s.mark);
+        if keep {
+            // (cannot refuse: the arena is where it was staged from, nothing else held it, and
+            // `take_sink` found room for the batch's nodes)
+            let _ = s.arena.append(&s.staged);
+        } else {
             s.binds.truncate(s.binds0);
             (s.next_id, s.nodes, s.lets) = (s.id0, 0, 0);
         }
