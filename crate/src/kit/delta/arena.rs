@@ -59,6 +59,22 @@ const SHARE: u32 = 7;
 const TAG_SHIFT: u32 = 28;
 const LOW: u32 = (1 << TAG_SHIFT) - 1;
 
+/// A compiled round's node (Zero, a Var of a `u32`, a Scale or an Add of children up to 2^28) as its
+/// class and words, for `Arena::push_round_node` and `Staged::push_round_node`; `None` for any other.
+#[inline(always)]
+fn round_words(kind: Kind) -> Option<(u32, [u32; 3])> {
+    Some(match kind {
+        Kind::Zero => (C_ZERO, [0; 3]),
+        Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
+        Kind::Add(u1, u2) if u1 <= LOW => (C_2, [ADD << TAG_SHIFT | u1, u2, 0]),
+        Kind::Scale(r, u) if u <= LOW => {
+            let x = r.to_bits();
+            (C_3, [SCALE << TAG_SHIFT | u, x as u32, (x >> 32) as u32])
+        }
+        _ => return None,
+    })
+}
+
 /// 32 serials' word counts, 2 bits a serial (serial 32k + i at bits 2i, 2i + 1 of `lo` and `hi`
 /// joined), and the index of the first one's first word.
 #[derive(Clone, Copy, Default)]
@@ -380,16 +396,7 @@ impl Arena {
     /// kind, or a child past the serials, goes through `push_span_id`.
     #[inline(always)]
     pub fn push_round_node(&mut self, kind: Kind, s: u32) -> Option<Ix> {
-        let (class, words) = match kind {
-            Kind::Zero => (C_ZERO, [0; 3]),
-            Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
-            Kind::Add(u1, u2) if u1 <= LOW => (C_2, [ADD << TAG_SHIFT | u1, u2, 0]),
-            Kind::Scale(r, u) if u <= LOW => {
-                let x = r.to_bits();
-                (C_3, [SCALE << TAG_SHIFT | u, x as u32, (x >> 32) as u32])
-            }
-            _ => return self.push_span_id(kind, s),
-        };
+        let Some((class, words)) = round_words(kind) else { return self.push_span_id(kind, s) };
         if self.len >= LOW {
             return None;
         }
@@ -677,16 +684,7 @@ impl Staged {
     /// nothing staged, for any other or past the room staged for.
     #[inline(always)]
     pub fn push_round_node(&mut self, kind: Kind, s: u32) -> Option<Ix> {
-        let (class, ws) = match kind {
-            Kind::Zero => (C_ZERO, [0; 3]),
-            Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
-            Kind::Add(u1, u2) if u1 <= LOW => (C_2, [ADD << TAG_SHIFT | u1, u2, 0]),
-            Kind::Scale(r, u) if u <= LOW => {
-                let x = r.to_bits();
-                (C_3, [SCALE << TAG_SHIFT | u, x as u32, (x >> 32) as u32])
-            }
-            _ => return None,
-        };
+        let (class, ws) = round_words(kind)?;
         let ix = self.len;
         if ix >= LOW || self.classes.len() == self.classes.capacity() {
             return None;
