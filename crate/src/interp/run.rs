@@ -322,8 +322,7 @@ impl Machine<'_> {
                     Ok(v)
                 }
                 Err(e) => {
-                    self.unwind(kbase, lbase, vbase);
-                    (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
+                    self.unwind_frame((kbase, lbase, vbase), bp, depth, env, group);
                     Err(e)
                 }
             },
@@ -369,8 +368,7 @@ impl Machine<'_> {
                             Ok(v)
                         }
                         Err(e) => {
-                            self.unwind(kbase, lbase, vbase);
-                            (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
+                            self.unwind_frame((kbase, lbase, vbase), bp, depth, env, group);
                             Err(e)
                         }
                     },
@@ -381,14 +379,12 @@ impl Machine<'_> {
                         self.kont.push(Kont::Ret { bp, env, group });
                         let r = self.run_loop(next);
                         if r.is_err() {
-                            self.unwind(kbase, lbase, vbase);
-                            (self.bp, self.depth, self.env, self.group) = (bp, depth, env0, group0);
+                            self.unwind_frame((kbase, lbase, vbase), bp, depth, env0, group0);
                         }
                         r
                     }
                     (Err(e), _) => {
-                        self.unwind(kbase, lbase, vbase);
-                        (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
+                        self.unwind_frame((kbase, lbase, vbase), bp, depth, env, group);
                         Err(e)
                     }
                 }
@@ -401,6 +397,13 @@ impl Machine<'_> {
         self.nesting -= 1;
         self.span = span;
         r.map_err(|e| *e)
+    }
+
+    /// `unwind`, then the caller's frame registers put back: what an error undoes in a frame opened
+    /// in place (`leaf_frame`, `apply_entered`), as `run_with` does for its own.
+    fn unwind_frame(&mut self, (kbase, lbase, vbase): (usize, usize, usize), bp: usize, depth: u64, env: Rc<[Value]>, group: Option<Rc<GroupVal>>) {
+        self.unwind(kbase, lbase, vbase);
+        (self.bp, self.depth, self.env, self.group) = (bp, depth, env, group);
     }
 
     /// What `run_with` undoes after an error, but the frame's registers: the continuations pushed
