@@ -615,3 +615,36 @@ fn a_transforms_budget_stop_has_the_budget_status() {
     assert!(st("arrays/symbolic")["error"].as_str().unwrap().contains("`gradient size` budget"));
     assert_eq!(st("arrays/symbolic-share")["status"], "agrees");
 }
+
+/// The CLI turns transparent huge pages off for itself (`alloc::no_huge_pages`): read off
+/// `/proc/PID/status` while it waits for its program on stdin (Linux kernels that show the field).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_cli_runs_without_transparent_huge_pages() {
+    if !std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.contains("THP_enabled:")) {
+        return; // a kernel older than 5.0 shows no such field (and has the prctl all the same)
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cotangent"))
+        .args(["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let field = |s: &str| s.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(|v| v.trim().to_string());
+    // the process sets it first thing in `main`, before it reads stdin, which stays open meanwhile;
+    // polled (a fresh process shows 1 until then), waiting at most a minute on a loaded machine
+    let mut seen = None;
+    for _ in 0..600 {
+        seen = std::fs::read_to_string(&status).ok().as_deref().and_then(field);
+        if seen.as_deref() == Some("0") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.stdin.take().unwrap().write_all(b"input 1.5\ndef main x = x * x\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(seen.as_deref(), Some("0"), "THP_enabled of the running CLI");
+}

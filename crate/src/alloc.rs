@@ -26,6 +26,22 @@ pub fn set_hard_limit(bytes: u64, max_mb: u64) {
     HARD.store(bytes, Relaxed);
 }
 
+/// Transparent huge pages off for this process. mimalloc reserves a 1 GiB arena and advises it
+/// `MADV_HUGEPAGE`; where the kernel's THP `defrag` setting is `madvise` (Debian's default), the
+/// first touch of each 2 MiB of it compacts memory synchronously to find a huge page, and mimalloc's
+/// purges of freed 64 KiB pieces split them again. On chad/monadic over a 30,000-line let chain that
+/// was 1.4–1.6 s of system time beside 2.2–2.8 s of user time; with them off, 0.2–0.3 s, user time
+/// within noise (bench/README.md, "Session 45 (lead)"). The setting is the process's own (Linux's
+/// `PR_SET_THP_DISABLE`; a child would inherit it, and the CLI starts none); elsewhere this does nothing.
+pub fn no_huge_pages() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_THP_DISABLE, 1) only sets a flag on this process's memory map; it reads
+    // and writes no memory of ours. A kernel without it returns an error, which changes nothing.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong);
+    }
+}
+
 /// The `--max-mb` the hard limit was derived from, for the message.
 static MAX_MB: AtomicU64 = AtomicU64::new(0);
 

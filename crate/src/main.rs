@@ -163,6 +163,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
+    alloc::no_huge_pages();
     let cli = Cli::parse();
     // The pipeline recurses on syntax; a big native stack lets deep programs through (see limits.rs).
     ExitCode::from(limits::run_with_stack(move || run(cli)))
