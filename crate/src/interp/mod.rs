@@ -103,6 +103,9 @@ pub struct Machine<'p> {
     /// The paper's cost model being charged, and what it has counted (`set_cost_model`).
     model: Option<&'static CostModel>,
     model_cost: [u64; 4],
+    /// Under a cost model, the steps of each charge class run so far (`run.rs` `charge_class`): a
+    /// step counts its class, and `model_cost` multiplies the model out when read.
+    charged: Vec<u64>,
     /// Which named functions' calls to record as trace steps, and at which graph node.
     call_tracer: Option<fn(&str) -> Option<u64>>,
     /// Told of every entry into a lambda whose parameter is one variable (`watch_lambdas`).
@@ -244,6 +247,7 @@ impl<'p> Machine<'p> {
             last_counter_key: (0, 0),
             model: None,
             model_cost: [0; 4],
+            charged: vec![],
             call_tracer: None,
             lam_watcher: None,
             trace_steps: vec![],
@@ -548,7 +552,7 @@ impl<'p> Machine<'p> {
         let mut counters: BTreeMap<String, u64> =
             self.counter_names.iter().zip(&self.counter_vals).map(|(k, v)| (k.to_string(), *v)).collect();
         if let Some(model) = self.model {
-            for (name, n) in model.counters.iter().zip(self.model_cost) {
+            for (name, n) in model.counters.iter().zip(self.model_cost()) {
                 *counters.entry(name.to_string()).or_default() += n;
             }
         }
@@ -588,10 +592,22 @@ impl<'p> Machine<'p> {
     pub fn set_cost_model(&mut self, model: &'static CostModel) {
         self.model = Some(model);
         self.step_gate = 0;
+        self.charged = vec![0; run::CHARGE_CLASSES];
     }
-    /// What the cost model has counted so far (zeros without one).
+    /// What the cost model has counted so far (zeros without one): the array operations' charges,
+    /// and each class of step (`charged`) times what the model charges for it.
     pub fn model_cost(&self) -> [u64; 4] {
-        self.model_cost
+        let mut cost = self.model_cost;
+        if let Some(model) = self.model {
+            for (class, &n) in self.charged.iter().enumerate() {
+                if n > 0 {
+                    for (k, x) in cost.iter_mut().zip(run::class_charge(model, class)) {
+                        *k = k.saturating_add(x.saturating_mul(n));
+                    }
+                }
+            }
+        }
+        cost
     }
     /// Charges the cost model, if there is one, for an array operation on `n` elements.
     pub(crate) fn charge_array(&mut self, op: crate::prims::Prim, n: usize) {

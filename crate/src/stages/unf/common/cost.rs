@@ -107,3 +107,39 @@ pub fn nao(e: &Expr) -> u64 {
     }
     deepest
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::interp::{Budget, Builtins, CostModel, Machine};
+    use crate::ir::Prim as P;
+    use crate::value::Value;
+
+    /// A model whose every class charges a counter of its own, so each class's count shows.
+    static CLASSES: CostModel = CostModel {
+        counters: ["vars", "binds", "projs", "ops"],
+        var: [1, 0, 0, 0],
+        bind: [0, 1, 0, 0],
+        proj: [0, 0, 1, 0],
+        prim1: |op| [0, 0, 0, if op == P::Sin { 100 } else { 10_000 }],
+        prim2: |op| [0, 0, 0, if op == P::Mul { 1 } else { 1_000_000 }],
+        array: |_, n| [0, 0, 0, 100_000_000 * n],
+    };
+
+    /// The machine counts each step's class and multiplies the model out when the cost is read
+    /// (`Machine::model_cost`): every class charged to the model's own row for it, per variable for
+    /// a let, on the walker and on the engine alike.
+    #[test]
+    fn each_step_is_charged_as_its_class_in_the_model() {
+        let src = "input 0.5\ndef main x = let (a, b) = (x * x, sin x) in fst (a, b) * 2.0";
+        let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("the program checks");
+        for walker in [false, true] {
+            let mut m = Machine::new(&p, &Builtins::new(), Budget { walker, ..Budget::default() }).expect("a machine");
+            m.set_cost_model(&CLASSES);
+            m.call("main", vec![Value::Real(0.5)]).expect("it runs");
+            // reads: x, x, x, a, b, 2.0; the let binds a and b; one `fst`; `sin` once, `*` twice
+            assert_eq!(m.model_cost(), [6, 2, 1, 100 + 2], "walker: {walker}");
+            let c = m.cost();
+            assert_eq!((c.counter("vars"), c.counter("binds"), c.counter("projs"), c.counter("ops")), (6, 2, 1, 102));
+        }
+    }
+}
