@@ -67,6 +67,9 @@ pub(crate) fn b_var(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Resul
     mk(m, Kind::Var(i))
 }
 
+/// The most Lets runDelta's wrap appends at once (`Arena::append_lets_prev_same`).
+const WRAP_RUN: usize = 256;
+
 /// Runs `runDelta start m`: the computation, then `foldl wrap delta binds` (the newest binding
 /// innermost). The result is the computation's value with its Delta wrapped — `(x, δ)` or
 /// `(a, (x, δ))` — and the last DeltaId allocated.
@@ -114,8 +117,10 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         while i > 0 {
             let room = m.alloc_room() as usize;
             if let Some(a) = a.as_mut() {
-                let mut run: Vec<(i64, Ix, u32)> = Vec::with_capacity(room.min(i));
-                while run.len() < room && i > run.len() {
+                // (at most `WRAP_RUN` at a time: the list and the words are live beside the whole
+                // Delta and the bindings, the run's peak)
+                let mut run: Vec<(i64, Ix, u32)> = Vec::with_capacity(room.min(i).min(WRAP_RUN));
+                while run.len() < room.min(WRAP_RUN) && i > run.len() {
                     let j = i - 1 - run.len();
                     let Some(&(rhs, s)) = binds.get(j) else { break };
                     let Some(id) = start.checked_add(j as i64).filter(|_| s & RHS_SAME != 0) else { break };
@@ -262,9 +267,10 @@ struct SinkItem {
 }
 
 /// The run's arena and bindings taken out of the state for a batch of compiled rounds, which hand
-/// it their nodes and bindings as they compute them (`interp::RoundSink`, issue 13, session 40:
-/// `write_round` checked and copied a round's staged `RoundItem`s, a third of particle's gradient),
-/// with the checks and the spans `write_round` gives them.
+/// it their nodes' and bindings' arguments, written at `put` (`interp::RoundSink`, issue 13,
+/// session 40: `write_round` checked and copied a round's staged `RoundItem`s, a third of
+/// particle's gradient; session 45: the batch at once), with the checks and the spans
+/// `write_round` gives them.
 struct DeltaSink {
     arena: Arena,
     /// A round's nodes, appended to the arena a batch at a time at `put` (sessions 44, 45).
