@@ -417,15 +417,27 @@ pub struct RoundCalls {
 
 /// A runtime's store as a batch of compiled rounds writes its calls into it (`RoundCalls::sink`,
 /// issue 13, session 40: Krawiec's Delta nodes and bindings, which `write` checked and copied from
-/// `RoundItem`s staged a round).
+/// `RoundItem`s staged a round). The rounds give each call its number (the next of its sequence,
+/// from `firsts`) and write its arguments by index onto `RoundArgs`; the store checks and writes
+/// them all at `put` (session 45: a call through the trait object, one a node, was a quarter of
+/// krawiec/array's gradient).
 pub trait RoundSink {
-    /// Item `i` of a round (its place in `items`) with its reals and its integers and handles: its
-    /// number (the next of its sequence), or `None` where `write` would refuse it (a child not
-    /// made): the batch is then put back unkept.
-    fn call(&mut self, i: u16, x: [f64; 2], z: [i64; MAX_CALL_INTS]) -> Option<i64>;
-    /// The store back in the runtime's state: with what was written and its counters (`keep`), or
-    /// as it was when taken.
-    fn put(self: Box<Self>, m: &mut Machine<'_>, keep: bool);
+    /// The numbers the batch's first call of each sequence takes.
+    fn firsts(&self) -> [i64; 2];
+    /// The store back in the runtime's state: with the calls of `rounds` rounds of `items` whose
+    /// arguments are `args` written and counted (`keep`), or as it was when taken. `false`, and
+    /// the store as it was when taken, when kept calls hold one `write` would refuse (a child
+    /// not made).
+    fn put(self: Box<Self>, m: &mut Machine<'_>, args: &RoundArgs, rounds: usize, keep: bool) -> bool;
+}
+
+/// The arguments of a batch of rounds' `RoundSink` calls, call after call in the order the rounds
+/// make them: each call's reals on `x`, its integers and handles on `z` (as many as its
+/// `RoundCall::args` lists), from the start of each (what follows the batch's is not its own).
+#[derive(Default)]
+pub struct RoundArgs {
+    pub x: Vec<f64>,
+    pub z: Vec<i64>,
 }
 
 /// `RoundCalls` whose sequence-0 calls take nothing (an ID) and whose sequence-1 calls make a node

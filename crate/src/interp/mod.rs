@@ -402,6 +402,21 @@ impl<'p> Machine<'p> {
     pub fn real_ops_n(&mut self, n: u64) {
         self.real_ops += n;
     }
+    /// How many `alloc(1)`s can follow from here with none of them past the allocation budget or
+    /// at a 4096-allocation memory probe (as `tick_room` for steps): a builtin's loop may count
+    /// that many at once (`alloc_fitting`), taking the one at the edge with `alloc(1)`.
+    #[inline]
+    pub fn alloc_room(&self) -> u64 {
+        let to_budget = self.budget.allocs.saturating_sub(self.allocs);
+        let to_probe = (self.allocs | 0xFFF) - self.allocs;
+        to_budget.min(to_probe)
+    }
+    /// Counts `n ≤ alloc_room()` allocations at once (the same counts as `n` calls of `alloc(1)`).
+    #[inline]
+    pub fn alloc_fitting(&mut self, n: u64) {
+        debug_assert!(n <= self.alloc_room());
+        self.allocs += n;
+    }
     /// Counts `n` allocations against the allocs budget.
     #[inline]
     pub fn alloc(&mut self, n: u64) -> Result<(), RunError> {

@@ -43,7 +43,7 @@
 //! read from a parameter by `unbox` and boxed back by `rebox` when the rounds stop.
 
 use super::lower::{Code, DefCode, Head, LPat};
-use super::{Fused, Machine, RoundArg, RoundCalls, RoundEdge, RoundItem, RoundNodeArrays, RoundNodes, RoundRecord, RoundSink, RoundTape, MAX_CALL_INTS};
+use super::{Fused, Machine, RoundArg, RoundArgs, RoundCalls, RoundEdge, RoundItem, RoundNodeArrays, RoundNodes, RoundRecord, RoundSink, RoundTape, MAX_CALL_INTS};
 use crate::diag::Span;
 use crate::prims::{OnInt, OnReal, Prim};
 use crate::value::Value;
@@ -131,10 +131,16 @@ enum Op {
     /// made, fails the round, as `write` refuses them).
     Id(u16),
     Node(u16, u8, [u16; 2], [u16; MAX_CALL_INTS]),
-    /// Item k of the round handed straight to the runtime's store (`RoundCalls::sink`, issue 13,
-    /// session 40): its number into an integer register (refused, the round fails, as `write`
-    /// refuses it).
-    Sink(u16, u16, [u16; 2], [u16; MAX_CALL_INTS]),
+    /// A call of sequence `seq` handed to the runtime's store (`RoundCalls::sink`, issue 13,
+    /// session 40): its number (the next of its sequence) into an integer register, its `nx` reals
+    /// and `nz` integers and handles onto the batch's `RoundArgs` (checked by the store at `put`,
+    /// which refuses the batch where `write` would refuse the call; session 45).
+    Sink(u8, u16, u8, u8, [u16; 2], [u16; MAX_CALL_INTS]),
+    /// The same for a call of no real and one, or two, integers or handles, and of one real and
+    /// one (Krawiec's Var and deltaLet, Add, Scale: no loop on the counts).
+    SinkZ(u8, u16, u16),
+    SinkZZ(u8, u16, u16, u16),
+    SinkXZ(u8, u16, u16, u16),
 }
 
 /// The runtime's `RoundNodes`, when its calls have their shape: sequence 0's take nothing, not a
@@ -519,7 +525,12 @@ impl Builder<'_> {
         self.ops.push(match round_nodes(calls) {
             Some(_) if rc.seq == 0 => Op::Id(r),
             Some(_) => Op::Node(r, (rc.args.len() / 3) as u8, xr, zr),
-            None if calls.sink.is_some() => Op::Sink(self.items.len() as u16, r, xr, zr),
+            None if calls.sink.is_some() => match (nx, nz) {
+                (0, 1) => Op::SinkZ(rc.seq, r, zr[0]),
+                (0, 2) => Op::SinkZZ(rc.seq, r, zr[0], zr[1]),
+                (1, 1) => Op::SinkXZ(rc.seq, r, xr[0], zr[0]),
+                _ => Op::Sink(rc.seq, r, nx as u8, nz as u8, xr, zr),
+            },
             None => Op::Call(self.items.len() as u16, r, rc.seq, xr, zr),
         });
         self.items.push(RoundItem { call: k as u8, span, x: [0.0; 2], z: [0; MAX_CALL_INTS], at: at as i64 });
@@ -878,6 +889,15 @@ impl Machine<'_> {
         let nnode: usize = p.ops.iter().map(|o| if let Op::Node(_, n, _, _) = o { *n as usize } else { 0 }).sum();
         // a round's edges
         let nedge: usize = p.ops.iter().map(|o| if let Op::Rec(_, n, _) | Op::RecPair(_, n, _) = o { *n as usize } else { 0 }).sum();
+        // a round's store calls' reals and integers, and the arrays a batch writes them to
+        let nsink = p.ops.iter().fold([0usize; 2], |[a, b], o| match o {
+            Op::Sink(_, _, x, z, _, _) => [a + *x as usize, b + *z as usize],
+            Op::SinkZ(..) => [a, b + 1],
+            Op::SinkZZ(..) => [a, b + 2],
+            Op::SinkXZ(..) => [a + 1, b + 1],
+            _ => [a, b],
+        });
+        let mut sargs = RoundArgs::default();
         let mut next = vec![(0.0f64, 0i64); p.outs.len()];
         let mut saved = vec![(0.0f64, 0i64); p.leaves.len()];
         let (mut done, mut left) = (0u64, false);
@@ -923,7 +943,7 @@ impl Machine<'_> {
                 None => ([0; 2], RoundNodeArrays::default()),
             };
             // or the runtime's store the calls are handed to (session 40)
-            let mut sink = match p.sink {
+            let sink = match p.sink {
                 Some(take) => match take(self, [p.nseq[0] * b as usize, p.nseq[1] * b as usize], &p.items) {
                     Some(s) => Some(s),
                     // (no node arrays were taken: `sink` only without `nodes`)
@@ -935,6 +955,20 @@ impl Machine<'_> {
                 },
                 None => None,
             };
+            // the calls' numbers from the store's firsts, their arguments written by index (session 45)
+            let mut snum = sink.as_ref().map_or([0; 2], |s| s.firsts());
+            // (grown, never cleared: the store reads only what the rounds that ran wrote)
+            if sink.is_some() {
+                let n = [nsink[0] * b as usize, nsink[1] * b as usize];
+                if sargs.x.len() < n[0] {
+                    sargs.x.resize(n[0], 0.0);
+                }
+                if sargs.z.len() < n[1] {
+                    sargs.z.resize(n[1], 0);
+                }
+            }
+            let (sx, sz) = (&mut sargs.x[..], &mut sargs.z[..]);
+            let (mut nsx, mut nsz) = (0usize, 0usize);
             let nl = [na.starts.len(), na.edges.len()];
             if p.nodes.is_some() {
                 grow(&mut na.starts, p.nseq[1] * b as usize, 0);
@@ -1062,13 +1096,43 @@ impl Machine<'_> {
                             ri[d] = node;
                             node += 1;
                         }
-                        Op::Sink(k, d, x, z) => match sink.as_mut().and_then(|s| s.call(k, x.map(|x| rf[x]), z.map(|z| ri[z]))) {
-                            Some(n) => ri[d] = n,
-                            None => {
-                                failed = true;
-                                break 'round;
+                        Op::Sink(seq, d, nx, nz, x, z) => {
+                            for &r in &x[..nx as usize] {
+                                sx[nsx] = rf[r];
+                                nsx += 1;
                             }
-                        },
+                            for &r in &z[..nz as usize] {
+                                sz[nsz] = ri[r];
+                                nsz += 1;
+                            }
+                            let n = &mut snum[(seq & 1) as usize];
+                            ri[d] = *n;
+                            *n += 1;
+                        }
+                        Op::SinkZ(seq, d, z) => {
+                            sz[nsz] = ri[z];
+                            nsz += 1;
+                            let n = &mut snum[(seq & 1) as usize];
+                            ri[d] = *n;
+                            *n += 1;
+                        }
+                        Op::SinkZZ(seq, d, z0, z1) => {
+                            sz[nsz] = ri[z0];
+                            sz[nsz + 1] = ri[z1];
+                            nsz += 2;
+                            let n = &mut snum[(seq & 1) as usize];
+                            ri[d] = *n;
+                            *n += 1;
+                        }
+                        Op::SinkXZ(seq, d, x, z) => {
+                            sx[nsx] = rf[x];
+                            nsx += 1;
+                            sz[nsz] = ri[z];
+                            nsz += 1;
+                            let n = &mut snum[(seq & 1) as usize];
+                            ri[d] = *n;
+                            *n += 1;
+                        }
                     }
                 }
                 // the new parameters read before any is written (a parallel move)
@@ -1100,11 +1164,15 @@ impl Machine<'_> {
             }
             // the batch's calls written once all its rounds have run; its tape put back, cut to
             // where it was when nothing of the batch happened
-            let written = !failed
+            let mut written = !failed
                 && match p.calls {
                     Some(c) if !items.is_empty() => (c.write)(self, &items),
                     _ => true,
                 };
+            // the store's calls checked and written (or the store put back as taken)
+            if let Some(s) = sink {
+                written = s.put(self, &sargs, ran as usize, written);
+            }
             if !written {
                 (nc, ne, nn, nne) = (0, 0, 0, 0);
             }
@@ -1113,9 +1181,6 @@ impl Machine<'_> {
                 na.edges.truncate(nl[1] + nne);
                 let ids = if written { ran as usize * p.nseq[0] } else { 0 };
                 (nd.put)(self, na, &id_spans[..ids]);
-            }
-            if let Some(s) = sink {
-                s.put(self, written);
             }
             tape.truncate([lens[0] + nc, lens[1] + ne, lens[2] + ne, lens[3] + ne]);
             if let Some(rr) = p.rec.filter(|_| nrec > 0) {

@@ -926,3 +926,34 @@ fn a_rerun_not_counted_leaves_regions_as_one_run_does() {
     assert!(compiled(true), "three counted entries compile f's regions");
     assert!(!compiled(false), "the rerun's entries counted toward f's regions");
 }
+
+/// `alloc_room` counts the `alloc(1)`s that pass with no memory probe and no budget stop, and the
+/// next one probes or stops (runDelta's wrap counts its Lets' allocations that many at once,
+/// issue 13, session 45): from allocation counts just below, at and past a 4096 edge, and near the
+/// budget. Fails if the room is one off either way (the wrap would skip a probe, or stop late).
+#[test]
+fn alloc_room_is_the_allocations_that_pass_unprobed() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PROBES: AtomicU64 = AtomicU64::new(0);
+    fn live() -> u64 {
+        PROBES.fetch_add(1, Ordering::Relaxed);
+        0
+    }
+    let p = Program::default();
+    for (budget, start) in [(1 << 20, 0u64), (1 << 20, 4094), (1 << 20, 4095), (1 << 20, 4096), (1 << 20, 9000), (5000, 4990), (4100, 4096), (100, 100)] {
+        let mut m = Machine::new(&p, &Builtins::new(), Budget { allocs: budget, ..Budget::default() }).unwrap();
+        m.set_memory_limit(live, u64::MAX);
+        m.alloc_fitting(start.min(m.alloc_room()));
+        while m.cost().allocs < start {
+            let _ = m.alloc(1);
+        }
+        let room = m.alloc_room();
+        let probes = PROBES.load(Ordering::Relaxed);
+        for _ in 0..room {
+            assert!(m.alloc(1).is_ok(), "{budget} {start}");
+        }
+        assert_eq!(PROBES.load(Ordering::Relaxed), probes, "{budget} {start}: probed inside the room");
+        let next = m.alloc(1);
+        assert!(next.is_err() || PROBES.load(Ordering::Relaxed) > probes, "{budget} {start}: neither stop nor probe after the room");
+    }
+}

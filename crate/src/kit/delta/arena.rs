@@ -60,9 +60,10 @@ const TAG_SHIFT: u32 = 28;
 const LOW: u32 = (1 << TAG_SHIFT) - 1;
 
 /// A compiled round's node (Zero, a Var of a `u32`, a Scale or an Add of children up to 2^28) as its
-/// class and words, for `Arena::push_round_node` and `Staged::push_round_node`; `None` for any other.
+/// class (its word count) and words, for `Arena::push_round_node` and the words of a batch of rounds
+/// (`Arena::append_rounds`); `None` for any other.
 #[inline(always)]
-fn round_words(kind: Kind) -> Option<(u32, [u32; 3])> {
+pub fn round_words(kind: Kind) -> Option<(u32, [u32; 3])> {
     Some(match kind {
         Kind::Zero => (C_ZERO, [0; 3]),
         Kind::Var(i) if (0..=u32::MAX as i64).contains(&i) => (C_VAR, [i as u32, 0, 0]),
@@ -322,6 +323,50 @@ impl Arena {
         }
     }
 
+    /// `push_let_prev_same(id, rhs, body, s)` of each of `lets` in turn, each Let's body the node
+    /// made just before it (`body` for the first): runDelta's wrap of a compiled round's bindings,
+    /// the newest innermost. As many as take the two-word form (the first's body the arena's last
+    /// node, an id of a `u32`, a right-hand side made before it, `s` the table's) are appended,
+    /// their words in bulk (issue 13, session 45: a Let pushed at a time was ~100 instructions);
+    /// how many (the rest go through `push_let_prev_same`).
+    pub fn append_lets_prev_same(&mut self, lets: &[(i64, Ix, u32)], body: Ix) -> usize {
+        if body.checked_add(1) != Some(self.len) || !self.room(lets.len()) {
+            return 0;
+        }
+        let spans = self.spans.spans.len();
+        let mut ix = self.len;
+        let mut w = self.words.len() as u32;
+        let mut words = Vec::with_capacity(2 * lets.len());
+        let mut bits = 0u64;
+        let flush = |a: &mut Arena, bits: u64| {
+            if let Some(b) = a.blocks.last_mut() {
+                let x = join(b.lo, b.hi) | bits;
+                (b.lo, b.hi) = (x as u32, (x >> 32) as u32);
+            }
+        };
+        for &(id, rhs, s) in lets {
+            let Ok(i) = u32::try_from(id) else { break };
+            if rhs >= ix || s as usize >= spans {
+                break;
+            }
+            let bit = ix % 32;
+            if bit == 0 {
+                flush(self, bits);
+                bits = 0;
+                self.blocks.push(Block { lo: 0, hi: 0, start: w });
+            }
+            bits |= (C_2 as u64) << (2 * bit);
+            words.extend_from_slice(&[LET_PREV_RHS << TAG_SHIFT | rhs, i]);
+            w += C_2;
+            ix += 1;
+        }
+        flush(self, bits);
+        self.words.extend_bulk(&words);
+        let n = (ix - self.len) as usize;
+        self.len = ix;
+        n
+    }
+
     #[inline]
     fn push_known(&mut self, kind: Kind, s: u32, rhs_same: bool) -> Option<Ix> {
         let ix = self.len;
@@ -403,18 +448,17 @@ impl Arena {
         Some(self.put(class, words, s, true))
     }
 
-    /// Where a batch of compiled rounds stages its nodes for this arena (`Staged`), with room for
-    /// `n` of them.
-    pub fn stage(&self, n: usize) -> Staged {
-        Staged { len0: self.len, len: self.len, classes: Vec::with_capacity(n), words: Vec::with_capacity(3 * n + 3), runs: vec![], last_run: self.last_run }
-    }
-
-    /// The nodes `st` staged, appended as `push_round_node` would have pushed them one by one:
-    /// their words in bulk, their classes into their blocks a block at a time, their span runs.
-    /// `false`, nothing appended, when the arena is no longer where it was when staged or the
-    /// nodes do not fit.
-    pub fn append(&mut self, st: &Staged) -> bool {
-        if st.len0 != self.len || !self.room(st.classes.len()) {
+    /// The nodes of `rounds` compiled rounds of `form`, their words `words` one after another,
+    /// appended as `push_round_node` would have pushed them one by one: the words in bulk, the
+    /// classes into their blocks a block at a time, the span runs from the form's (issue 13,
+    /// session 45: a batch's nodes staged one by one, then appended, were ~90 instructions a
+    /// node). `false`, nothing appended, when they do not fit, the words are not the classes' or
+    /// a span index is not the table's.
+    pub fn append_rounds(&mut self, form: &RoundForm, rounds: usize, words: &[u32]) -> bool {
+        let n = form.classes.len();
+        let fits = n.checked_mul(rounds).is_some_and(|t| self.room(t)) && form.words.checked_mul(rounds) == Some(words.len());
+        let spans = self.spans.spans.len() as u32;
+        if !fits || form.spans.iter().any(|&s| s >= spans) || form.runs.iter().any(|r| r[1] >= spans) {
             return false;
         }
         let mut ix = self.len;
@@ -427,23 +471,30 @@ impl Arena {
                 (b.lo, b.hi) = (x as u32, (x >> 32) as u32);
             }
         };
-        for &c in &st.classes {
-            let bit = ix % 32;
-            if bit == 0 {
-                flush(self, bits);
-                bits = 0;
-                self.blocks.push(Block { lo: 0, hi: 0, start: w });
+        // (a round of no nodes starts no run)
+        for _ in 0..if n > 0 { rounds } else { 0 } {
+            // the round's first node starts a run unless it continues the last one
+            if self.last_run != form.spans[0] {
+                self.runs.push([ix, form.spans[0]]);
             }
-            bits |= (c as u64) << (2 * bit);
-            w += c as u32;
-            ix += 1;
+            for r in form.runs.iter() {
+                self.runs.push([ix + r[0], r[1]]);
+            }
+            self.last_run = form.spans[1];
+            for &c in form.classes.iter() {
+                let bit = ix % 32;
+                if bit == 0 {
+                    flush(self, bits);
+                    bits = 0;
+                    self.blocks.push(Block { lo: 0, hi: 0, start: w });
+                }
+                bits |= (c as u64) << (2 * bit);
+                w += c as u32;
+                ix += 1;
+            }
         }
         flush(self, bits);
-        self.words.extend_bulk(&st.words);
-        for &r in &st.runs {
-            self.runs.push(r);
-        }
-        self.last_run = st.last_run;
+        self.words.extend_bulk(words);
         self.len = ix;
         true
     }
@@ -656,49 +707,42 @@ impl Arena {
     }
 }
 
-/// A batch of compiled rounds' nodes on their way into an arena (`Arena::stage`, `Arena::append`):
-/// a node's staging is a few writes by index, its words, class and span run put into the arena's
-/// chunks and blocks once a batch (issue 13, session 44: a node pushed through `put` was ~100
-/// instructions a node, a quarter of krawiec/array's gradient).
-pub struct Staged {
-    len0: u32,
-    /// The next node's serial.
-    len: u32,
-    classes: Vec<u8>,
-    /// The nodes' words one after another.
-    words: Vec<u32>,
-    /// The span runs the nodes start, and the span of the last run.
-    runs: Vec<[u32; 2]>,
-    last_run: u32,
+/// The nodes one compiled round makes, as a batch of rounds appends them (`Arena::append_rounds`):
+/// each node's class, and its span runs (the same in every round).
+pub struct RoundForm {
+    classes: Box<[u8]>,
+    /// The span indices of the round's first and last nodes.
+    spans: [u32; 2],
+    /// The nodes after the first whose span is not the node's before them: (place in the round,
+    /// span index).
+    runs: Box<[[u32; 2]]>,
+    /// A round's words.
+    words: usize,
 }
 
-impl Staged {
-    /// The serial the next node staged takes.
-    #[inline]
-    pub fn next(&self) -> Ix {
-        self.len
+impl RoundForm {
+    /// A round of nodes of these kinds (any Zero, Var of a `u32`, Scale or Add: their classes) at
+    /// these span indices (the arena's `span_id`); `None` if one is another kind.
+    pub fn new(nodes: &[(Kind, u32)]) -> Option<RoundForm> {
+        let classes = nodes.iter().map(|&(k, _)| Some(round_words(k)?.0 as u8)).collect::<Option<Box<[u8]>>>()?;
+        let runs = nodes.windows(2).enumerate().filter(|(_, w)| w[0].1 != w[1].1).map(|(i, w)| [i as u32 + 1, w[1].1]).collect();
+        let spans = [nodes.first().map_or(0, |n| n.1), nodes.last().map_or(0, |n| n.1)];
+        Some(RoundForm { words: classes.iter().map(|&c| c as usize).sum(), classes, spans, runs })
     }
 
-    /// A compiled round's node as `Arena::push_round_node` pushes it (Zero, a Var of a `u32`, a
-    /// Scale or an Add of children up to 2^28, span index `s` from the arena's `span_id`); `None`,
-    /// nothing staged, for any other or past the room staged for.
-    #[inline(always)]
-    pub fn push_round_node(&mut self, kind: Kind, s: u32) -> Option<Ix> {
-        let (class, ws) = round_words(kind)?;
-        let ix = self.len;
-        if ix >= LOW || self.classes.len() == self.classes.capacity() {
-            return None;
-        }
-        // all three words written at once, those past the class's cut off
-        self.words.extend_from_slice(&ws);
-        self.words.truncate(self.words.len() - 3 + class as usize);
-        self.classes.push(class as u8);
-        if self.last_run != s {
-            self.runs.push([ix, s]);
-            self.last_run = s;
-        }
-        self.len = ix + 1;
-        Some(ix)
+    /// The nodes a round makes.
+    pub fn len(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// Whether a round makes none.
+    pub fn is_empty(&self) -> bool {
+        self.classes.is_empty()
+    }
+
+    /// The words a round's nodes take.
+    pub fn words(&self) -> usize {
+        self.words
     }
 }
 
@@ -917,15 +961,16 @@ mod tests {
         assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
     }
 
-    /// A compiled round's nodes staged in batches (`Arena::stage`, `Staged`, `Arena::append`) are
-    /// the nodes `push_round_node` pushes one by one: the same serials, kinds, spans, words, blocks
-    /// and span runs, from an arena ending inside a block, in batches of any length, across the
-    /// words' chunks (a run continuing the arena's last span starts none). A node `Staged` does
-    /// not take (a wide Var) is refused, nothing staged; an arena moved on is not appended to. Fails
-    /// if `append` misplaces a class in its block (the block already begun or a new one), a block's
-    /// first word, or a run.
+    /// Batches of compiled rounds appended at once (`RoundForm`, `Arena::append_rounds`) are the
+    /// nodes `push_round_node` pushes one by one: the same serials, kinds, spans, words, blocks and
+    /// span runs, from an arena ending inside a block, for rounds of any length (a round's first
+    /// node continuing the last round's span or not, a round of one span, of none), in batches of
+    /// any length, across the words' chunks. Words not the form's, or a span not the table's, are
+    /// refused with nothing appended; a form of a kind a round does not make is none. Fails if
+    /// `append_rounds` misplaces a class in its block (the block already begun or a new one), a
+    /// block's first word, or a run.
     #[test]
-    fn staged_nodes_appended_are_the_nodes_pushed_one_by_one() {
+    fn rounds_appended_are_the_nodes_pushed_one_by_one() {
         let (mut a, mut b) = (Arena::default(), Arena::default());
         let spans = [Span::new(1, 2), Span::new(3, 4), Span::NONE];
         for k in 0..7u32 {
@@ -933,29 +978,53 @@ mod tests {
             let (sa, sb) = (a.span_id(spans[0]).unwrap(), b.span_id(spans[0]).unwrap());
             assert_eq!(a.push_round_node(v, sa), b.push_round_node(v, sb));
         }
+        assert!(RoundForm::new(&[(Kind::Zero, 0), (Kind::Var(u32::MAX as i64 + 1), 0)]).is_none());
         let mut k = 0u32;
-        for batch in [1usize, 31, 32, 33, 500, 80_000, 3] {
-            let mut st = a.stage(batch);
-            assert_eq!(st.push_round_node(Kind::Var(u32::MAX as i64 + 1), 0), None);
-            for _ in 0..batch {
-                let n = b.len() as Ix;
-                let kind = match k % 5 {
-                    0 => Kind::Zero,
-                    1 => Kind::Var(k as i64),
-                    2 | 3 => Kind::Scale(k as f64 * 0.5, n - 1 - k % 5 % n),
-                    _ => Kind::Add(n - 1, n / 2),
-                };
-                let sp = spans[(k / 3 % 3) as usize];
-                let (sa, sb) = (a.span_id(sp).unwrap(), b.span_id(sp).unwrap());
-                assert_eq!(st.push_round_node(kind, sa), b.push_round_node(kind, sb));
-                k += 1;
+        // (round length, rounds): a round's kinds and spans are its place's
+        for (len, rounds) in [(5usize, 1usize), (7, 9), (1, 40), (27, 3_000), (32, 3), (3, 2_000), (0, 4), (2, 1)] {
+            let place = |i: usize| -> (u32, Span) { ((i * 7 + len) as u32, spans[(i / 2 + len) % 3]) };
+            let form: Vec<(Kind, u32)> = (0..len)
+                .map(|i| {
+                    let (c, sp) = place(i);
+                    let kind = match c % 4 {
+                        0 => Kind::Zero,
+                        1 => Kind::Var(5),
+                        2 => Kind::Scale(0.0, 1),
+                        _ => Kind::Add(1, 1),
+                    };
+                    (kind, a.span_id(sp).unwrap())
+                })
+                .collect();
+            let form = RoundForm::new(&form).unwrap();
+            let mut words = vec![];
+            for _ in 0..rounds {
+                for i in 0..len {
+                    let n = b.len() as Ix;
+                    let (c, sp) = place(i);
+                    let kind = match c % 4 {
+                        0 => Kind::Zero,
+                        1 => Kind::Var(k as i64),
+                        2 => Kind::Scale(k as f64 * 0.5, n - 1 - k % 5 % (n - 1)),
+                        _ => Kind::Add(n - 1, n / 2),
+                    };
+                    let (cl, ws) = round_words(kind).unwrap();
+                    words.extend_from_slice(&ws[..cl as usize]);
+                    let sb = b.span_id(sp).unwrap();
+                    b.push_round_node(kind, sb);
+                    k += 1;
+                }
             }
-            assert!(a.append(&st));
-            assert!(!a.append(&st));
+            if !words.is_empty() {
+                assert!(!a.append_rounds(&form, rounds, &words[1..]));
+            }
+            assert!(a.append_rounds(&form, rounds, &words));
         }
+        let bad = RoundForm::new(&[(Kind::Zero, 99)]).unwrap();
+        assert!(!a.append_rounds(&bad, 1, &[]));
         assert!(a.words.len() > 2 * CHUNK_WORDS);
-        assert_eq!((a.len(), a.words.len(), a.runs.len(), a.blocks.len()), (b.len(), b.words.len(), b.runs.len(), b.blocks.len()));
+        assert_eq!((a.len(), a.words.len(), a.runs.len(), a.blocks.len(), a.last_run), (b.len(), b.words.len(), b.runs.len(), b.blocks.len(), b.last_run));
         assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
+        assert!((0..a.runs.len()).all(|i| a.runs.get(i) == b.runs.get(i)));
     }
 
     /// Words in a chunk of `Chunked` (2^16).
@@ -993,6 +1062,56 @@ mod tests {
         }
         assert_eq!(a.push_let_prev_same(1, 1, a.len() as Ix - 1, 1000), None);
         assert_eq!((a.len(), a.words.len(), a.runs.len()), (b.len(), b.words.len(), b.runs.len()));
+        assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
+    }
+
+    /// runDelta's Lets appended in runs (`append_lets_prev_same`, the rest pushed one at a time by
+    /// `push_let_prev_same`, as the wrap does) are the Lets `push_let_prev_same` pushes one by one:
+    /// the same serials, kinds, spans, words, blocks and runs, in runs of any length across blocks
+    /// and chunks, a run stopping at a Let whose id is not a `u32`, whose right-hand side is not
+    /// made or whose span is not the table's, and none appended on a body not the last node.
+    /// Fails if `append_lets_prev_same` misplaces a class in its block, a word, or appends past
+    /// such a Let.
+    #[test]
+    fn lets_appended_in_runs_are_the_lets_pushed_one_by_one() {
+        let (mut a, mut b) = (Arena::default(), Arena::default());
+        let sp = Span::new(1, 2);
+        for k in 0..40u32 {
+            let (sa, sb) = (a.span_id(sp).unwrap(), b.span_id(sp).unwrap());
+            assert_eq!(a.push_round_node(Kind::Var(k as i64), sa), b.push_round_node(Kind::Var(k as i64), sb));
+        }
+        let s = a.span_id(sp).unwrap();
+        assert_eq!(a.append_lets_prev_same(&[(1, 1, s)], a.len() as Ix - 2), 0);
+        let mut k = 0i64;
+        for len in [1usize, 31, 33, 64, 5_000, 70_000, 7, 3] {
+            let lets: Vec<(i64, Ix, u32)> = (0..len as i64)
+                .map(|j| {
+                    k += 1;
+                    let id = match k % 997 {
+                        0 => u32::MAX as i64 + 1,
+                        1 => -k,
+                        _ => k,
+                    };
+                    let rhs = if k % 1499 == 0 { 1 << 27 } else { (k % 30 + 1) as Ix };
+                    (id, rhs, if j == len as i64 / 2 && len > 60 { 99 } else { s })
+                })
+                .collect();
+            let mut at = 0;
+            while at < lets.len() {
+                let n = a.append_lets_prev_same(&lets[at..], a.len() as Ix - 1);
+                if n == 0 {
+                    let (id, rhs, s) = lets[at];
+                    a.push_let_prev_same(id, rhs, a.len() as Ix - 1, s.min(1));
+                    at += 1;
+                }
+                at += n;
+            }
+            for &(id, rhs, s) in &lets {
+                b.push_let_prev_same(id, rhs, b.len() as Ix - 1, s.min(1));
+            }
+        }
+        assert!(a.words.len() > 2 * CHUNK_WORDS);
+        assert_eq!((a.len(), a.words.len(), a.runs.len(), a.blocks.len(), a.wide_ids.len()), (b.len(), b.words.len(), b.runs.len(), b.blocks.len(), b.wide_ids.len()));
         assert!((0..a.len() as Ix).all(|n| (a.kind(n), a.span(n)) == (b.kind(n), b.span(n))));
     }
 

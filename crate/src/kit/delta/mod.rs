@@ -19,7 +19,7 @@ pub mod drev;
 pub mod dual;
 pub mod graph;
 
-pub use arena::{Arena, Ix, Reader, SpanTable, Staged};
+pub use arena::{round_words, Arena, Ix, Reader, RoundForm, SpanTable};
 
 use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};

@@ -284,8 +284,13 @@ impl ExtValue for DeltaMapVal {
 
 impl Adjoints for RedBlackTreeMap<i64, f64> {
     fn add(&mut self, id: i64, x: f64) -> Result<(), String> {
-        let v = self.get(&id).copied().unwrap_or(0.0) + x;
-        self.insert_mut(id, v);
+        // an id present added to in one descent (`get_mut`; issue 13, session 45: a look-up then
+        // an insert were two), an absent one inserted
+        match self.get_mut(&id) {
+            Some(v) => *v += x,
+            // (0 + x, as before: a −0 added to nothing is 0)
+            None => self.insert_mut(id, 0.0 + x),
+        }
         Ok(())
     }
     fn take(&mut self, id: i64) -> Result<Option<f64>, String> {

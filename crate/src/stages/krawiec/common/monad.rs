@@ -2,11 +2,12 @@
 //! (a supply of DeltaIds and the bindings made so far) lives in the machine, and `runDelta` wraps the
 //! bindings a run made around its result's Delta as nested `Let`s.
 
-use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, nodes_counter, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, SpanTable, Staged};
+use crate::kit::delta::{child_arg, delta_ctor_builtins, delta_type, int_arg, delta_of, delta_value, mk, nodes_counter, run_arena, Arena, DeltaArena, DeltaRef, Ix, Kind, RoundForm, SpanTable};
+use crate::kit::delta::round_words;
 use crate::kit::delta::drev::m_type;
 use crate::kit::delta::graph::Visits;
 use crate::diag::Span;
-use crate::interp::{Builtin, Machine, RoundArg, RoundCall, RoundCalls, RoundItem, RoundSink, RunError, MAX_CALL_INTS};
+use crate::interp::{Builtin, Machine, RoundArg, RoundArgs, RoundCall, RoundCalls, RoundItem, RoundSink, RunError};
 use crate::ir::*;
 use crate::value::Value;
 use crate::stages::dualrev::common::Chunked;
@@ -66,6 +67,9 @@ pub(crate) fn b_var(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Resul
     mk(m, Kind::Var(i))
 }
 
+/// The most Lets runDelta's wrap appends at once (`Arena::append_lets_prev_same`).
+const WRAP_RUN: usize = 256;
+
 /// Runs `runDelta start m`: the computation, then `foldl wrap delta binds` (the newest binding
 /// innermost). The result is the computation's value with its Delta wrapped — `(x, δ)` or
 /// `(a, (x, δ))` — and the last DeltaId allocated.
@@ -105,7 +109,45 @@ fn run_delta(m: &mut Machine, args: &[Value], span: Span) -> Result<(Value, i64)
         // binding's index in `spans`: a run's bindings are at a few spans), not a Let at a time
         let mut a = arena.try_borrow_mut().ok();
         let mut ids: Vec<Option<u32>> = vec![];
-        for i in (0..binds.len()).rev() {
+        // the Lets whose right-hand sides are at their spans, as many as are allocated with no
+        // budget stop or memory probe among them (`alloc_room`), appended at once (session 45);
+        // any other Let, and the one at an edge, as before (the run's list gone by then: a memory
+        // probe there sees what it saw)
+        let mut i = binds.len();
+        while i > 0 {
+            let room = m.alloc_room() as usize;
+            if let Some(a) = a.as_mut() {
+                // (at most `WRAP_RUN` at a time: the list and the words are live beside the whole
+                // Delta and the bindings, the run's peak)
+                let mut run: Vec<(i64, Ix, u32)> = Vec::with_capacity(room.min(i).min(WRAP_RUN));
+                while run.len() < room.min(WRAP_RUN) && i > run.len() {
+                    let j = i - 1 - run.len();
+                    let Some(&(rhs, s)) = binds.get(j) else { break };
+                    let Some(id) = start.checked_add(j as i64).filter(|_| s & RHS_SAME != 0) else { break };
+                    let k = (s & !RHS_SAME) as usize;
+                    let sid = match ids.get(k) {
+                        Some(&Some(sid)) => sid,
+                        _ => {
+                            let Some(sid) = a.span_id(spans.get(k as u32)) else { break };
+                            if ids.len() <= k {
+                                ids.resize(k + 1, None);
+                            }
+                            ids[k] = Some(sid);
+                            sid
+                        }
+                    };
+                    run.push((id, rhs, sid));
+                }
+                let n = a.append_lets_prev_same(&run, acc);
+                if n > 0 {
+                    m.count_at(c, n as u64);
+                    m.alloc_fitting(n as u64);
+                    acc += n as Ix;
+                    i -= n;
+                    continue;
+                }
+            }
+            i -= 1;
             let Some(&(rhs, s)) = binds.get(i) else { break };
             let id = start.checked_add(i as i64).ok_or_else(|| RunError::runtime(span, "runDelta: DeltaIds past the integers"))?;
             m.count_at(c, 1);
@@ -220,23 +262,24 @@ struct SinkItem {
     call: u8,
     span: u32,
     bind_span: u32,
+    /// The round's nodes made before it (a node's place in the round).
+    node: u32,
 }
 
 /// The run's arena and bindings taken out of the state for a batch of compiled rounds, which hand
-/// it their nodes and bindings as they compute them (`interp::RoundSink`, issue 13, session 40:
-/// `write_round` checked and copied a round's staged `RoundItem`s, a third of particle's gradient),
-/// with the checks and the spans `write_round` gives them.
+/// it their nodes' and bindings' arguments, written at `put` (`interp::RoundSink`, issue 13,
+/// session 40: `write_round` checked and copied a round's staged `RoundItem`s, a third of
+/// particle's gradient; session 45: the batch at once), with the checks and the spans
+/// `write_round` gives them.
 struct DeltaSink {
     arena: Arena,
-    /// The batch's nodes, appended to the arena at `put` (session 44).
-    staged: Staged,
+    /// A round's nodes, appended to the arena a batch at a time at `put` (sessions 44, 45).
+    form: RoundForm,
     binds: Chunked<(Ix, u32)>,
     next_id: i64,
     items: Box<[SinkItem]>,
     /// The arena span index of a round's k-th node (`write_round`'s `made_at`, by index).
     node_spans: Box<[u32]>,
-    /// The serial of the round's first node (set at its first item).
-    first: i64,
     /// Where the bindings and the ids were when taken.
     binds0: usize,
     id0: i64,
@@ -255,85 +298,123 @@ fn take_sink(m: &mut Machine, n: [usize; 2], items: &[RoundItem]) -> Option<Box<
     st.next_id.checked_add(n[1] as i64)?;
     let mut node_spans = Vec::with_capacity(32);
     let mut its = Vec::with_capacity(items.len());
+    let mut nodes = vec![];
     for it in items {
-        if it.call > CALL_DELTA_LET {
-            return None;
-        }
         let span = a.span_id(it.span)?;
         let bind_span = if it.call == CALL_DELTA_LET { bind_span(&mut st.bind_spans, it.span) } else { 0 };
-        if it.call != CALL_DELTA_LET && node_spans.len() < 32 {
+        its.push(SinkItem { call: it.call, span, bind_span, node: nodes.len() as u32 });
+        // a node of the call's kind, for its class
+        let kind = match it.call {
+            CALL_ZERO => Kind::Zero,
+            CALL_SCALE => Kind::Scale(0.0, 1),
+            CALL_ADD => Kind::Add(1, 1),
+            CALL_VAR => Kind::Var(0),
+            CALL_DELTA_LET => continue,
+            _ => return None,
+        };
+        if node_spans.len() < 32 {
             node_spans.push(span);
         }
-        its.push(SinkItem { call: it.call, span, bind_span });
+        nodes.push((kind, span));
     }
+    let form = RoundForm::new(&nodes)?;
     let arena = std::mem::replace(&mut *a, Arena::hollow());
     let binds = std::mem::take(&mut st.binds);
     Some(Box::new(DeltaSink {
         binds0: binds.len(),
-        staged: arena.stage(n[0]),
+        form,
         arena,
         binds,
         next_id: st.next_id,
         id0: st.next_id,
         items: its.into(),
         node_spans: node_spans.into(),
-        first: 0,
         nodes: 0,
         lets: 0,
     }))
 }
 
 impl RoundSink for DeltaSink {
-    #[inline]
-    fn call(&mut self, i: u16, x: [f64; 2], z: [i64; MAX_CALL_INTS]) -> Option<i64> {
-        let it = *self.items.get(i as usize)?;
-        let next = self.staged.next() as i64;
-        if i == 0 {
-            self.first = next;
-        }
-        let made = |h: i64| h > 0 && h < next;
-        let kind = match it.call {
-            CALL_ZERO => Kind::Zero,
-            CALL_SCALE if made(z[0]) => Kind::Scale(x[0], z[0] as Ix),
-            CALL_ADD if made(z[0]) && made(z[1]) => Kind::Add(z[0] as Ix, z[1] as Ix),
-            CALL_VAR => Kind::Var(z[0]),
-            CALL_DELTA_LET if made(z[0]) => {
-                // its right-hand side made at its span by this round (`write_round`'s `made_at`)
-                let here = usize::try_from(z[0] - self.first).ok().and_then(|k| self.node_spans.get(k));
-                let same = here.is_some_and(|&s| s == it.span && it.bind_span != 0);
-                self.binds.push((z[0] as Ix, it.bind_span | if same { RHS_SAME } else { 0 }));
-                let id = self.next_id;
-                self.next_id += 1;
-                self.lets += 1;
-                return Some(id);
-            }
-            _ => return None,
-        };
-        // (room reserved: `take_sink`; a node `Staged` refuses fails the batch, which is then run
-        // round by round through `write_round`)
-        let ix = self.staged.push_round_node(kind, it.span)?;
-        self.nodes += 1;
-        Some(ix as i64)
+    fn firsts(&self) -> [i64; 2] {
+        [self.arena.len() as i64, self.next_id]
     }
 
-    fn put(self: Box<Self>, m: &mut Machine, keep: bool) {
+    fn put(self: Box<Self>, m: &mut Machine, args: &RoundArgs, rounds: usize, keep: bool) -> bool {
         let mut s = *self;
-        if keep {
-            // (cannot refuse: the arena is where it was staged from, nothing else held it, and
-            // `take_sink` found room for the batch's nodes)
-            let _ = s.arena.append(&s.staged);
-        } else {
+        let kept = keep && s.write(args, rounds);
+        if !kept {
             s.binds.truncate(s.binds0);
             (s.next_id, s.nodes, s.lets) = (s.id0, 0, 0);
         }
         // (found at `take_sink`, and nothing ran between but the rounds)
-        let Some((da, st)) = m.states::<DeltaArena, DeltaState>() else { return };
+        let Some((da, st)) = m.states::<DeltaArena, DeltaState>() else { return false };
         st.binds = s.binds;
         st.next_id = s.next_id;
         if let Ok(mut a) = da.arena.try_borrow_mut() {
             *a = s.arena;
         }
         count_made(m, s.nodes, s.lets);
+        kept
+    }
+}
+
+impl DeltaSink {
+    /// The calls of `rounds` rounds of `items`, their arguments from `args` in order, written and
+    /// bound as `write_round` writes them: a round's nodes' words by index, then the batch's nodes
+    /// appended at once (`Arena::append_rounds`); `false`, the arena as it was, at the first call
+    /// `write_round` would refuse (a child not made) or a node a round's form does not take (a wide
+    /// Var: the batch then runs round by round through `write_round`, as before).
+    fn write(&mut self, args: &RoundArgs, rounds: usize) -> bool {
+        let (mut x, mut z) = (args.x.iter().copied(), args.z.iter().copied());
+        let mut words = Vec::with_capacity(self.form.words() * rounds);
+        // the serial of the round's first node
+        let mut first = self.arena.len() as i64;
+        for _ in 0..rounds {
+            for it in self.items.iter() {
+                // the serial the node takes: its children are below it (a binding's, below the next)
+                let next = first + it.node as i64;
+                let made = |h: i64| h > 0 && h < next;
+                // (a node's words as `round_words` makes them, by kind: its match folded away)
+                match it.call {
+                    CALL_ZERO => {}
+                    CALL_SCALE => match (x.next(), z.next()) {
+                        (Some(r), Some(u)) if made(u) => match round_words(Kind::Scale(r, u as Ix)) {
+                            Some((_, w)) => words.extend_from_slice(&w),
+                            None => return false,
+                        },
+                        _ => return false,
+                    },
+                    CALL_ADD => match (z.next(), z.next()) {
+                        (Some(u1), Some(u2)) if made(u1) && made(u2) => match round_words(Kind::Add(u1 as Ix, u2 as Ix)) {
+                            Some((_, w)) => words.extend_from_slice(&w[..2]),
+                            None => return false,
+                        },
+                        _ => return false,
+                    },
+                    CALL_VAR => match z.next().and_then(|i| round_words(Kind::Var(i))) {
+                        Some((_, w)) => words.push(w[0]),
+                        None => return false,
+                    },
+                    CALL_DELTA_LET => {
+                        let Some(h) = z.next().filter(|&h| made(h)) else { return false };
+                        // its right-hand side made at its span by this round (`write_round`'s `made_at`)
+                        let here = usize::try_from(h - first).ok().and_then(|k| self.node_spans.get(k));
+                        let same = here.is_some_and(|&s| s == it.span && it.bind_span != 0);
+                        self.binds.push((h as Ix, it.bind_span | if same { RHS_SAME } else { 0 }));
+                        self.next_id += 1;
+                        self.lets += 1;
+                    }
+                    _ => return false,
+                }
+            }
+            first += self.form.len() as i64;
+        }
+        // (room found at `take_sink`: refused only if the words are not the form's)
+        if !self.arena.append_rounds(&self.form, rounds, &words) {
+            return false;
+        }
+        self.nodes = (self.form.len() * rounds) as u64;
+        true
     }
 }
 
@@ -481,11 +562,25 @@ mod tests {
         (nodes, binds, st.next_id, cost)
     }
 
+    /// The arguments rounds of `items` hand a sink, as a compiled round writes them (each call's
+    /// reals, then its integers and handles, as many as its `RoundCall::args`).
+    fn args_of(rounds: &[&[RoundItem]]) -> RoundArgs {
+        let mut a = RoundArgs::default();
+        for it in rounds.iter().flat_map(|r| r.iter()) {
+            let c = &ROUND_CALLS.calls[it.call as usize];
+            let nx = c.args.iter().filter(|&&k| k == RoundArg::Real).count();
+            a.x.extend_from_slice(&it.x[..nx]);
+            a.z.extend_from_slice(&it.z[..c.args.len() - nx]);
+        }
+        a
+    }
+
     /// Two rounds handed to the sink in one batch hold what `write_round` writes for them round by
     /// round: the nodes and their spans, the bindings with their span indices and `RHS_SAME`, the
-    /// ids and the counters; a batch whose call is refused (a Scale of a node not made) is put back
-    /// as it was taken, counters included. With `put` keeping a refused batch (`if false && !keep`)
-    /// the second half fails (the round before the refusal left in the arena).
+    /// ids and the counters; a batch with a call `write_round` refuses (a Scale of a node not made)
+    /// is put back as it was taken, counters included, and says so. With `put` keeping a refused
+    /// batch's bindings (`if false && !kept`) the second half fails (a binding of the round before
+    /// the refusal left); with `write` taking a Scale's child unchecked, `put` keeps the batch.
     #[test]
     fn a_sinks_batch_holds_what_write_round_writes_and_a_refused_one_nothing() {
         let program = Program::default();
@@ -495,34 +590,29 @@ mod tests {
         assert!(write_round(&mut a, &r0) && write_round(&mut a, &r1));
         let mut b = Machine::new(&program, &Builtins::new(), Budget::default()).unwrap();
         setup(&mut b);
-        let mut s = take_sink(&mut b, [8, 4], &r0).unwrap();
-        for r in [&r0, &r1] {
-            for (i, it) in r.iter().enumerate() {
-                assert_eq!(s.call(i as u16, it.x, it.z), Some(it.at));
-            }
-        }
-        s.put(&mut b, true);
+        let s = take_sink(&mut b, [8, 4], &r0).unwrap();
+        assert_eq!(s.firsts(), [2, 5]);
+        assert!(s.put(&mut b, &args_of(&[&r0, &r1]), 2, true));
         let want = held(&mut a);
         assert_eq!(want.0.len(), 10);
         assert_eq!(want.1.iter().map(|&(_, s)| s & RHS_SAME != 0).collect::<Vec<_>>(), [true, false, true, false]);
         assert_eq!(held(&mut b), want);
-        // a batch refused in its second round: nothing of it stays
+        // a batch refused in its second round (its Scale of a node not made): nothing of it stays
         let r2 = round(10, 9);
-        let mut s = take_sink(&mut b, [8, 4], &r2).unwrap();
-        for (i, it) in r2.iter().enumerate() {
-            assert_eq!(s.call(i as u16, it.x, it.z), Some(it.at));
-        }
-        assert_eq!(s.call(0, [0.0; 2], [0; MAX_CALL_INTS]), Some(14));
-        assert_eq!(s.call(1, [2.0, 0.0], [999, 0, 0, 0]), None);
-        s.put(&mut b, false);
+        let mut bad = round(14, 11);
+        bad[1].z[0] = 999;
+        let s = take_sink(&mut b, [8, 4], &r2).unwrap();
+        assert_eq!(s.firsts(), [10, 9]);
+        assert!(!s.put(&mut b, &args_of(&[&r2, &bad]), 2, true));
+        assert_eq!(held(&mut b), want);
+        // nor of one not kept
+        let s = take_sink(&mut b, [8, 4], &r2).unwrap();
+        assert!(!s.put(&mut b, &args_of(&[&r2, &r2]), 2, false));
         assert_eq!(held(&mut b), want);
         // and the run goes on from there as write_round's
         assert!(write_round(&mut a, &r2));
-        let mut s = take_sink(&mut b, [4, 2], &r2).unwrap();
-        for (i, it) in r2.iter().enumerate() {
-            assert_eq!(s.call(i as u16, it.x, it.z), Some(it.at));
-        }
-        s.put(&mut b, true);
+        let s = take_sink(&mut b, [4, 2], &r2).unwrap();
+        assert!(s.put(&mut b, &args_of(&[&r2]), 1, true));
         assert_eq!(held(&mut b), held(&mut a));
     }
 }
