@@ -1078,6 +1078,84 @@ impl pretty::Render for CappedIndent<'_> {
     fn fail_doc(&self) -> () {}
 }
 
+impl CappedIndent<'_> {
+    /// `write_str` of text `s` without line breaks: at a line's start, its leading spaces are the
+    /// line's indentation (written, capped, before its first other character).
+    fn push_text(&mut self, s: &str) {
+        if !self.at_line_start {
+            self.out.push_str(s);
+            return;
+        }
+        let n = s.len() - s.trim_start_matches(' ').len();
+        self.spaces += n;
+        self.indented += n;
+        let rest = &s[n..];
+        if rest.is_empty() {
+            return;
+        }
+        self.start_line();
+        self.out.push_str(rest);
+    }
+
+    /// The indentation of a line whose first character comes next.
+    fn start_line(&mut self) {
+        push_spaces(&mut self.out, self.spaces.min(MAX_INDENT));
+        if let Some(m) = &mut self.map {
+            let top = m.open.last().map(|o| o.0);
+            if m.first.len() <= m.line {
+                m.first.resize(m.line + 1, None);
+            }
+            m.first[m.line] = top;
+        }
+        self.at_line_start = false;
+        self.spaces = 0;
+    }
+
+    /// `write_str("\n")`: the line ends, without its trailing spaces; Err where the heap ran out.
+    fn push_break(&mut self) -> Result<(), ()> {
+        self.at_line_start = false;
+        self.spaces = 0;
+        self.lines_to_check -= 1;
+        if self.lines_to_check == 0 {
+            self.lines_to_check = LINES_CHECK_EVERY;
+            if let Some(m) = crate::limits::memory_running_out("printing its output") {
+                STOP.with(|s| *s.borrow_mut() = Some(m));
+                return Err(());
+            }
+        }
+        self.out.truncate(self.out.trim_end_matches(' ').len());
+        self.at_line_start = true;
+        if let Some(m) = &mut self.map {
+            m.line += 1;
+        }
+        self.out.push('\n');
+        // a chunk ends a line before its capacity (a doubling String's is the next power of two
+        // above CHUNK / 2, and later chunks are sized CHUNK), so none is grown past it
+        if self.map.is_none() && self.out.len() >= CHUNK - CHUNK / 16 {
+            let next = String::with_capacity(CHUNK);
+            let chunk = std::mem::replace(&mut self.out, next);
+            match &mut self.emit {
+                Some(emit) => emit(chunk),
+                None => self.done.push(chunk),
+            }
+        }
+        Ok(())
+    }
+
+    /// Text laid out apart (`lay::Lay`'s) at the end: each of its lines as `write_str` writes it, a
+    /// line break where `breaks` (the offsets of its `\n`s, in order) says, without searching for them.
+    fn push_lines(&mut self, s: &str, breaks: &[usize]) {
+        let mut from = 0;
+        for &b in breaks {
+            self.push_text(&s[from..b]);
+            // (a heap that ran out has stopped the printing: `take_stop`)
+            let _ = self.push_break();
+            from = b + 1;
+        }
+        self.push_text(&s[from..]);
+    }
+}
+
 impl pretty::RenderAnnotated<'_, Span> for CappedIndent<'_> {
     fn push_annotation(&mut self, span: &Span) -> Result<(), ()> {
         if let Some(m) = &mut self.map {

@@ -52,8 +52,10 @@ impl<'n> Flat<'n> {
 
     /// Writes link `l` (a `let`, a one-function `let rec`, or with `bind` a statement `p ← m`) and
     /// `end` at indentation `n` into `out` as its document `nest(n, hardline · link · end)` lays it
-    /// out, if it fits on its line; false (and `out` untouched) if not.
+    /// out, if it fits on its line; false (and `out` untouched) if not, `unknown` set where whether
+    /// it fits is not known.
     pub(super) fn link(&mut self, l: &Expr, bind: bool, end: &str, n: usize, out: &mut CappedIndent<'_>) -> bool {
+        self.unknown = false;
         let Some(budget) = self.o.width.checked_sub(n + end.len()) else { return false };
         self.out.clear();
         self.cols = 0;
@@ -64,16 +66,21 @@ impl<'n> Flat<'n> {
             return false;
         }
         self.out.push_str(end);
-        // as the renderer writes a hardline: the break, then the indentation in runs
+        // as the renderer writes a hardline: the break, then the indentation in runs (straight to
+        // the sink's steps, `write_str` searching each write for line breaks there are none of)
         const RUN: &str = "                                                                ";
-        let _ = out.write_str("\n");
+        let _ = out.push_break();
         let mut left = n;
         while left > 0 {
             let k = left.min(RUN.len());
-            let _ = out.write_str(&RUN[..k]);
+            out.push_text(&RUN[..k]);
             left -= k;
         }
-        let _ = out.write_str(&self.out);
+        if self.out.as_bytes().contains(&b'\n') {
+            let _ = out.write_str(&self.out);
+        } else {
+            out.push_text(&self.out);
+        }
         true
     }
 

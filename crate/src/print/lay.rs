@@ -16,6 +16,8 @@ pub(super) struct Lay<'f, 'n> {
     flat: &'f mut Flat<'n>,
     /// The link's text, with its line breaks and indentation as the renderer writes them.
     pub(super) buf: String,
+    /// Where in `buf` its line breaks are (`CappedIndent::push_lines`).
+    pub(super) breaks: Vec<usize>,
     width: usize,
     cap: usize,
     /// `Printer::indent`: the indentation of a line break here.
@@ -33,7 +35,7 @@ impl<'f, 'n> Lay<'f, 'n> {
     /// At the start of a link's line: after a break at indentation `n`.
     pub(super) fn new(flat: &'f mut Flat<'n>, n: usize) -> Self {
         let width = flat.options().width;
-        let mut lay = Lay { flat, buf: String::new(), width, cap: MAX_INDENT.max(width.saturating_add(1)), indent: n, pos: 0, depth: 0 };
+        let mut lay = Lay { flat, buf: String::new(), breaks: vec![], width, cap: MAX_INDENT.max(width.saturating_add(1)), indent: n, pos: 0, depth: 0 };
         lay.nl();
         lay
     }
@@ -50,6 +52,7 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     /// A `line` in break mode: a new line at the indentation here.
     fn nl(&mut self) {
+        self.breaks.push(self.buf.len());
         self.buf.push('\n');
         super::push_spaces(&mut self.buf, self.indent);
         self.pos = self.indent;
@@ -103,12 +106,14 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     // ----- links -----
 
-    /// `Printer::let_link` followed by `tail` columns.
-    pub(super) fn let_link(&mut self, l: &Expr, tail: usize) -> Option<()> {
+    /// `Printer::let_link` followed by `tail` columns; with `broken`, a `let`'s group is known not to
+    /// fit flat (`Flat::link` measured it so, a link's first group: measured again, it was a tenth
+    /// of printing a dualrev stage's output).
+    pub(super) fn let_link(&mut self, l: &Expr, tail: usize, broken: bool) -> Option<()> {
         match &l.kind {
             ExprKind::Let(p_x) => {
                 let (p, (x, _)) = &**p_x;
-                self.group(tail, |f| f.let_link(l), |s| {
+                let lay = |s: &mut Self| {
                     s.text("let ")?;
                     s.pat(p)?;
                     s.text(" =")?;
@@ -117,7 +122,11 @@ impl<'f, 'n> Lay<'f, 'n> {
                     s.expr(x, 0, tail)?;
                     s.close(n);
                     Some(())
-                })
+                };
+                if broken {
+                    return lay(self);
+                }
+                self.group(tail, |f| f.let_link(l), lay)
             }
             ExprKind::LetRec(fs_x) => {
                 let fs = &fs_x.0;
@@ -134,11 +143,12 @@ impl<'f, 'n> Lay<'f, 'n> {
         }
     }
 
-    /// `Printer::bind_stmt` followed by `tail` columns.
-    pub(super) fn bind_stmt(&mut self, l: &Expr, tail: usize) -> Option<()> {
+    /// `Printer::bind_stmt` followed by `tail` columns; with `broken`, its group is known not to fit
+    /// flat (as `let_link`'s).
+    pub(super) fn bind_stmt(&mut self, l: &Expr, tail: usize, broken: bool) -> Option<()> {
         let ExprKind::Bind(p_m) = &l.kind else { return None };
         let (p, (m, _)) = &**p_m;
-        self.group(tail, |f| f.bind_stmt(l), |s| {
+        let lay = |s: &mut Self| {
             s.pat(p)?;
             s.text(" ")?;
             s.sym("<-", "←")?;
@@ -147,7 +157,11 @@ impl<'f, 'n> Lay<'f, 'n> {
             s.expr(m, 0, tail)?;
             s.close(n);
             Some(())
-        })
+        };
+        if broken {
+            return lay(self);
+        }
+        self.group(tail, |f| f.bind_stmt(l), lay)
     }
 
     fn equation(&mut self, name: &Name, body: &Expr, tail: usize) -> Option<()> {
@@ -331,7 +345,7 @@ impl<'f, 'n> Lay<'f, 'n> {
             Let(..) | LetRec(..) => {
                 let (links, rest) = let_links(e);
                 for l in links {
-                    self.let_link(l, 3)?;
+                    self.let_link(l, 3, false)?;
                     self.text(" in")?;
                     self.nl();
                 }
@@ -421,7 +435,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                 let n = self.open(2);
                 for l in links {
                     self.nl();
-                    self.bind_stmt(l, 1)?;
+                    self.bind_stmt(l, 1, false)?;
                     self.text(";")?;
                 }
                 self.nl();
