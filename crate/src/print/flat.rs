@@ -34,7 +34,12 @@ pub(super) struct Flat<'n> {
     /// Set when a text of unknown width or too deep a nesting stopped the writer (then whether it
     /// fits is not known, where otherwise a stop means it does not).
     pub(super) unknown: bool,
+    /// `real`'s cache: a real's bits and its text, by a hash of the bits.
+    reals: Vec<Option<(u64, String)>>,
 }
+
+/// `Flat::real`'s cache holds 2^this texts.
+const REALS_BITS: u32 = 6;
 
 /// The display width of `s` as `pretty` counts it, for ASCII and the syntax's own symbols (each
 /// one column wide); None for other text (left to the document).
@@ -47,7 +52,7 @@ pub(super) fn width(s: &str) -> Option<usize> {
 
 impl<'n> Flat<'n> {
     pub(super) fn new(o: &PrintOptions, names: &'n HashMap<u32, Text>) -> Self {
-        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false }
+        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false, reals: vec![None; 1 << REALS_BITS] }
     }
 
     /// Writes link `l` (a `let`, a one-function `let rec`, or with `bind` a statement `p ← m`) and
@@ -104,10 +109,27 @@ impl<'n> Flat<'n> {
     }
 
     pub(super) fn text(&mut self, s: &str) -> Option<()> {
+        if s.is_ascii() {
+            return self.put(s, s.len());
+        }
         let Some(w) = width(s) else {
             self.unknown = true;
             return None;
         };
+        self.put(s, w)
+    }
+
+    /// `text` of the syntax's own ASCII text (a keyword, a bracket): its width is its length, not
+    /// looked for (a text's width, looked for token by token, was a tenth of printing a long chain).
+    #[inline]
+    pub(super) fn lit(&mut self, s: &'static str) -> Option<()> {
+        debug_assert!(s.is_ascii());
+        self.put(s, s.len())
+    }
+
+    /// `s`, `w` columns wide, where it fits.
+    #[inline]
+    fn put(&mut self, s: &str, w: usize) -> Option<()> {
         self.cols += w;
         if self.cols > self.budget {
             return None;
@@ -116,8 +138,25 @@ impl<'n> Flat<'n> {
         Some(())
     }
 
+    /// The syntax's symbols: ASCII, or `λ → ← ⊸` (one column each).
     pub(super) fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
-        self.text(if self.o.unicode { unicode } else { ascii })
+        let s = if self.o.unicode { unicode } else { ascii };
+        self.put(s, s.chars().count())
+    }
+
+    /// Real literal `r` as `show_real` prints it, from a small cache of the texts last made (a
+    /// program's literals repeat, and each was formatted anew, a twelfth of printing a dualrev
+    /// stage's output).
+    fn real(&mut self, r: f64) -> Option<()> {
+        let bits = r.to_bits();
+        let k = (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - REALS_BITS)) as usize;
+        let text = match self.reals[k].take() {
+            Some((b, t)) if b == bits => t,
+            _ => show_real(r),
+        };
+        let fits = self.text(&text);
+        self.reals[k] = Some((bits, text));
+        fits
     }
 
     pub(super) fn name(&mut self, n: &Name) -> Option<()> {
@@ -138,14 +177,14 @@ impl<'n> Flat<'n> {
         match &l.kind {
             ExprKind::Let(p_x) => {
                 let (p, (x, _)) = &**p_x;
-                self.text("let ")?;
+                self.lit("let ")?;
                 self.pat(p)?;
-                self.text(" = ")?;
+                self.lit(" = ")?;
                 self.expr(x, 0)
             }
             // one function: `let ` and its equation's group; a group's `and` breaks outside any group
             ExprKind::LetRec(fs_x) if fs_x.0.len() == 1 => {
-                self.text("let ")?;
+                self.lit("let ")?;
                 self.equation(&fs_x.0[0].name, &fs_x.0[0].body)
             }
             _ => None,
@@ -156,9 +195,9 @@ impl<'n> Flat<'n> {
         let ExprKind::Bind(p_m) = &l.kind else { return None };
         let (p, (m, _)) = &**p_m;
         self.pat(p)?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.sym("<-", "←")?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.expr(m, 0)
     }
 
@@ -166,10 +205,10 @@ impl<'n> Flat<'n> {
         let (ps, body) = peel(body);
         self.name(name)?;
         for p in ps {
-            self.text(" ")?;
+            self.lit(" ")?;
             self.pat(p)?;
         }
-        self.text(" = ")?;
+        self.lit(" = ")?;
         self.expr(body, 0)
     }
 
@@ -178,19 +217,19 @@ impl<'n> Flat<'n> {
     pub(super) fn pat(&mut self, p: &Pat) -> Option<()> {
         match p {
             Pat::Var(n, _) => self.name(n),
-            Pat::Wild(_) => self.text("_"),
-            Pat::Unit(_) => self.text("()"),
+            Pat::Wild(_) => self.lit("_"),
+            Pat::Unit(_) => self.lit("()"),
             Pat::Tuple(ps, _) => {
                 self.deeper()?;
-                self.text("(")?;
+                self.lit("(")?;
                 for (i, q) in ps.iter().enumerate() {
                     if i > 0 {
-                        self.text(", ")?;
+                        self.lit(", ")?;
                     }
                     self.pat(q)?;
                 }
                 self.depth -= 1;
-                self.text(")")
+                self.lit(")")
             }
         }
     }
@@ -210,29 +249,29 @@ impl<'n> Flat<'n> {
         };
         let parens = lvl < ctx;
         if parens {
-            self.text("(")?;
+            self.lit("(")?;
         }
         match t {
-            Type::Real => self.text("R")?,
-            Type::Int => self.text("Z")?,
-            Type::Bool => self.text("Bool")?,
-            Type::Unit => self.text("()")?,
-            Type::Unknown => self.text("?")?,
+            Type::Real => self.lit("R")?,
+            Type::Int => self.lit("Z")?,
+            Type::Bool => self.lit("Bool")?,
+            Type::Unit => self.lit("()")?,
+            Type::Unknown => self.lit("?")?,
             Type::Var(n) if *n < 26 => self.text(char::from(b'a' + *n as u8).encode_utf8(&mut [0; 4]))?,
             Type::Var(n) => self.text(&format!("t{n}"))?,
             Type::Tuple(ts) => {
-                self.text("(")?;
+                self.lit("(")?;
                 for (i, x) in ts.iter().enumerate() {
                     if i > 0 {
-                        self.text(", ")?;
+                        self.lit(", ")?;
                     }
                     self.ty(x, 0)?;
                 }
-                self.text(")")?;
+                self.lit(")")?;
             }
             Type::Sum(xy) => {
                 self.ty(&xy.0, 2)?;
-                self.text(" + ")?;
+                self.lit(" + ")?;
                 self.ty(&xy.1, 2)?;
             }
             Type::Fun(..) | Type::Lin(..) => {
@@ -244,9 +283,9 @@ impl<'n> Flat<'n> {
                         _ => break,
                     };
                     self.ty(x, 1)?;
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.sym(ascii, unicode)?;
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     cur = y;
                 }
                 self.ty(cur, 0)?;
@@ -254,13 +293,13 @@ impl<'n> Flat<'n> {
             Type::Con(c) => {
                 self.text(&c.name)?;
                 for x in c.args.iter() {
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.ty(x, 3)?;
                 }
             }
         }
         if parens {
-            self.text(")")?;
+            self.lit(")")?;
         }
         self.depth -= 1;
         Some(())
@@ -272,11 +311,11 @@ impl<'n> Flat<'n> {
         self.deeper()?;
         let parens = level(e) < ctx;
         if parens {
-            self.text("(")?;
+            self.lit("(")?;
         }
         self.inner(e)?;
         if parens {
-            self.text(")")?;
+            self.lit(")")?;
         }
         self.depth -= 1;
         Some(())
@@ -284,10 +323,10 @@ impl<'n> Flat<'n> {
 
     pub(super) fn parens_inner(&mut self, e: &Expr) -> Option<()> {
         self.deeper()?;
-        self.text("(")?;
+        self.lit("(")?;
         self.inner(e)?;
         self.depth -= 1;
-        self.text(")")
+        self.lit(")")
     }
 
     pub(super) fn operand(&mut self, e: &Expr, ctx: u8) -> Option<()> {
@@ -301,7 +340,7 @@ impl<'n> Flat<'n> {
     /// `head a1 a2 …` of `Printer::apply`, the head written.
     fn args<'e>(&mut self, args: impl Iterator<Item = &'e Expr>) -> Option<()> {
         for x in args {
-            self.text(" ")?;
+            self.lit(" ")?;
             self.expr(x, ATOM)?;
         }
         Some(())
@@ -312,7 +351,7 @@ impl<'n> Flat<'n> {
         self.text(open)?;
         for (i, x) in es.iter().enumerate() {
             if i > 0 {
-                self.text(", ")?;
+                self.lit(", ")?;
             }
             self.expr(x, 0)?;
         }
@@ -323,16 +362,16 @@ impl<'n> Flat<'n> {
         use ExprKind::*;
         match &e.kind {
             Var(n) => self.name(n),
-            Real(r) => self.text(&show_real(*r)),
+            Real(r) => self.real(*r),
             Int(i) => self.text(&i.to_string()),
             Bool(b) => self.text(if *b { "true" } else { "false" }),
-            Unit => self.text("()"),
+            Unit => self.lit("()"),
             Builtin(b) => self.text(b),
             Tuple(es) => self.items("(", es, ")"),
             Array(es) => self.items("[", es, "]"),
             Par(x_y) => {
                 self.expr(&x_y.0, 2)?;
-                self.text(" ||| ")?;
+                self.lit(" ||| ")?;
                 self.operand(&x_y.1, 2)
             }
             Fst(x) => self.keyword("fst", x),
@@ -341,11 +380,11 @@ impl<'n> Flat<'n> {
             Inr(x) => self.keyword("inr", x),
             Pure(x) => self.keyword("pure", x),
             Ann(x_t) => {
-                self.text("(")?;
+                self.lit("(")?;
                 self.expr(&x_t.0, 0)?;
-                self.text(" : ")?;
+                self.lit(" : ")?;
                 self.ty(&x_t.1, 0)?;
-                self.text(")")
+                self.lit(")")
             }
             App(..) => {
                 let mut args = vec![];
@@ -358,7 +397,7 @@ impl<'n> Flat<'n> {
                 self.args(args.into_iter().rev())
             }
             Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => {
-                self.text("-")?;
+                self.lit("-")?;
                 self.expr(&args[0], APP)
             }
             Prim(..) if as_binop(e).is_some() => self.binop(e),
@@ -370,50 +409,50 @@ impl<'n> Flat<'n> {
             Let(..) | LetRec(..) => self.let_chain(e),
             ExprKind::If(c_x_y) => {
                 let (c, (x, y)) = &**c_x_y;
-                self.text("if ")?;
+                self.lit("if ")?;
                 self.expr(c, 0)?;
-                self.text(" then ")?;
+                self.lit(" then ")?;
                 self.expr(x, 0)?;
-                self.text(" else ")?;
+                self.lit(" else ")?;
                 self.expr(y, 0)
             }
             Case(c) => {
                 let (s, p1, x, p2, y) = &**c;
-                self.text("case ")?;
+                self.lit("case ")?;
                 self.expr(s, 0)?;
-                self.text(" of inl ")?;
+                self.lit(" of inl ")?;
                 self.pat(p1)?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 self.sym("->", "→")?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 if ends_with_case(x) {
                     self.parens_inner(x)?;
                 } else {
                     self.expr(x, 0)?;
                 }
-                self.text(" | inr ")?;
+                self.lit(" | inr ")?;
                 self.pat(p2)?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 self.sym("->", "→")?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 self.expr(y, 0)
             }
             Bind(..) => {
                 let (links, tail) = bind_links(e);
-                self.text("do { ")?;
+                self.lit("do { ")?;
                 for l in links {
                     self.bind_stmt(l)?;
-                    self.text("; ")?;
+                    self.lit("; ")?;
                 }
                 self.expr(tail, 0)?;
-                self.text(" }")
+                self.lit(" }")
             }
         }
     }
 
     fn keyword(&mut self, kw: &str, x: &Expr) -> Option<()> {
         self.text(kw)?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.expr(x, ATOM)
     }
 
@@ -423,9 +462,9 @@ impl<'n> Flat<'n> {
         let (_, first, ctx) = it.next()?;
         self.expr(first, ctx)?;
         for (op, r, ctx) in it {
-            self.text(" ")?;
+            self.lit(" ")?;
             self.text(op.map_or("?", |p| p.symbol()))?;
-            self.text(" ")?;
+            self.lit(" ")?;
             self.operand(r, ctx)?;
         }
         Some(())
@@ -443,16 +482,16 @@ impl<'n> Flat<'n> {
                 self.sym("\\", "λ")?;
                 for (i, p) in ps.into_iter().enumerate() {
                     if i > 0 {
-                        self.text(" ")?;
+                        self.lit(" ")?;
                     }
                     self.pat(p)?;
                 }
                 body
             }
         };
-        self.text(" ")?;
+        self.lit(" ")?;
         self.sym("->", "→")?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.expr(body, 0)
     }
 
@@ -468,7 +507,7 @@ impl<'n> Flat<'n> {
                 }
                 _ => self.let_link(l)?,
             }
-            self.text(" in ")?;
+            self.lit(" in ")?;
         }
         self.expr(tail, 0)
     }

@@ -46,8 +46,20 @@ impl<'f, 'n> Lay<'f, 'n> {
         Some(())
     }
 
+    /// `text` of the syntax's own ASCII text (`Flat::lit`).
+    fn lit(&mut self, s: &'static str) -> Option<()> {
+        debug_assert!(s.is_ascii());
+        self.pos += s.len();
+        self.buf.push_str(s);
+        Some(())
+    }
+
+    /// The syntax's symbols: ASCII, or `λ → ← ⊸` (one column each).
     fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
-        self.text(if self.flat.options().unicode { unicode } else { ascii })
+        let s = if self.flat.options().unicode { unicode } else { ascii };
+        self.pos += s.chars().count();
+        self.buf.push_str(s);
+        Some(())
     }
 
     /// A `line` in break mode: a new line at the indentation here.
@@ -114,9 +126,9 @@ impl<'f, 'n> Lay<'f, 'n> {
             ExprKind::Let(p_x) => {
                 let (p, (x, _)) = &**p_x;
                 let lay = |s: &mut Self| {
-                    s.text("let ")?;
+                    s.lit("let ")?;
                     s.pat(p)?;
-                    s.text(" =")?;
+                    s.lit(" =")?;
                     let n = s.open(2);
                     s.nl();
                     s.expr(x, 0, tail)?;
@@ -150,7 +162,7 @@ impl<'f, 'n> Lay<'f, 'n> {
         let (p, (m, _)) = &**p_m;
         let lay = |s: &mut Self| {
             s.pat(p)?;
-            s.text(" ")?;
+            s.lit(" ")?;
             s.sym("<-", "←")?;
             let n = s.open(2);
             s.nl();
@@ -169,10 +181,10 @@ impl<'f, 'n> Lay<'f, 'n> {
             let (ps, body) = peel(body);
             s.name(name)?;
             for p in ps {
-                s.text(" ")?;
+                s.lit(" ")?;
                 s.pat(p)?;
             }
-            s.text(" =")?;
+            s.lit(" =")?;
             let n = s.open(2);
             s.nl();
             s.expr(body, 0, tail)?;
@@ -189,9 +201,9 @@ impl<'f, 'n> Lay<'f, 'n> {
             return None;
         }
         if level(e) < ctx {
-            self.text("(")?;
+            self.lit("(")?;
             self.inner(e, tail + 1)?;
-            self.text(")")?;
+            self.lit(")")?;
         } else {
             self.inner(e, tail)?;
         }
@@ -201,9 +213,9 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     fn operand(&mut self, e: &Expr, ctx: u8, tail: usize) -> Option<()> {
         if level(e) >= ctx && starts_with_minus(e) {
-            self.text("(")?;
+            self.lit("(")?;
             self.inner(e, tail + 1)?;
-            self.text(")")
+            self.lit(")")
         } else {
             self.expr(e, ctx, tail)
         }
@@ -214,21 +226,21 @@ impl<'f, 'n> Lay<'f, 'n> {
         match &e.kind {
             Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => self.flat_text(|f| f.inner(e)),
             Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => {
-                self.text("-")?;
+                self.lit("-")?;
                 self.expr(&args[0], APP, tail)
             }
             // `(` and the group of `e : t`, whose type is left to the document if it would break
             Ann(x_t) => {
                 let (x, t) = &**x_t;
-                self.text("(")?;
+                self.lit("(")?;
                 self.group(tail + 1, |f| {
                     f.expr(x, 0)?;
-                    f.text(" : ")?;
+                    f.lit(" : ")?;
                     f.ty(t, 0)
                 }, |s| {
                     let n = s.open(1);
                     s.expr(x, 0, 2)?;
-                    s.text(" :")?;
+                    s.lit(" :")?;
                     s.nl();
                     let budget = s.width.checked_sub(s.pos + tail + 1)?;
                     let (ty, w) = s.flat.measure(budget, |f| f.ty(t, 0))?;
@@ -237,7 +249,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                     s.close(n);
                     Some(())
                 })?;
-                self.text(")")
+                self.lit(")")
             }
             _ => self.group(tail, |f| f.inner(e), |s| s.broken(e, tail)),
         }
@@ -261,7 +273,7 @@ impl<'f, 'n> Lay<'f, 'n> {
         self.nl();
         for (i, x) in es.iter().enumerate() {
             if i > 0 {
-                self.text(",")?;
+                self.lit(",")?;
                 self.nl();
             }
             self.expr(x, 0, if i + 1 == es.len() { 0 } else { 1 })?;
@@ -280,7 +292,7 @@ impl<'f, 'n> Lay<'f, 'n> {
             Par(x_y) => {
                 self.expr(&x_y.0, 2, 0)?;
                 self.nl();
-                self.text("||| ")?;
+                self.lit("||| ")?;
                 self.operand(&x_y.1, 2, tail)
             }
             Fst(x) | Snd(x) | Inl(x) | Inr(x) | Pure(x) => {
@@ -320,7 +332,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                 for (i, (op, r, ctx)) in it {
                     self.nl();
                     self.text(op.map_or("?", |p| p.symbol()))?;
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.operand(r, ctx, if i == last { tail } else { 0 })?;
                 }
                 self.close(n);
@@ -336,7 +348,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                 self.sym("\\", "λ")?;
                 for (i, p) in ps.into_iter().enumerate() {
                     if i > 0 {
-                        self.text(" ")?;
+                        self.lit(" ")?;
                     }
                     self.pat(p)?;
                 }
@@ -346,24 +358,24 @@ impl<'f, 'n> Lay<'f, 'n> {
                 let (links, rest) = let_links(e);
                 for l in links {
                     self.let_link(l, 3, false)?;
-                    self.text(" in")?;
+                    self.lit(" in")?;
                     self.nl();
                 }
                 self.expr(rest, 0, tail)
             }
             If(c_x_y) => {
                 let (c, (x, y)) = &**c_x_y;
-                self.text("if ")?;
+                self.lit("if ")?;
                 self.expr(c, 0, 5)?;
-                self.text(" then")?;
+                self.lit(" then")?;
                 let n = self.open(2);
                 self.nl();
                 self.expr(x, 0, 0)?;
                 self.close(n);
                 self.nl();
-                self.text("else")?;
+                self.lit("else")?;
                 if matches!(y.kind, If(..)) {
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.expr(y, 0, tail)
                 } else {
                     let n = self.open(2);
@@ -375,31 +387,31 @@ impl<'f, 'n> Lay<'f, 'n> {
             }
             Case(c) => {
                 let (s, p1, x, p2, y) = &**c;
-                self.text("case ")?;
+                self.lit("case ")?;
                 self.expr(s, 0, 3)?;
-                self.text(" of")?;
+                self.lit(" of")?;
                 let arms = self.open(2);
                 self.nl();
                 let parens = ends_with_case(x);
                 let arm1 = |f: &mut Flat<'n>| {
-                    f.text("inl ")?;
+                    f.lit("inl ")?;
                     f.pat(p1)?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     f.sym("->", "→")?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     if parens { f.parens_inner(x) } else { f.expr(x, 0) }
                 };
                 self.group(0, arm1, |s| {
-                    s.text("inl ")?;
+                    s.lit("inl ")?;
                     s.pat(p1)?;
-                    s.text(" ")?;
+                    s.lit(" ")?;
                     s.sym("->", "→")?;
                     let n = s.open(2);
                     s.nl();
                     if parens {
-                        s.text("(")?;
+                        s.lit("(")?;
                         s.inner(x, 1)?;
-                        s.text(")")?;
+                        s.lit(")")?;
                     } else {
                         s.expr(x, 0, 0)?;
                     }
@@ -408,17 +420,17 @@ impl<'f, 'n> Lay<'f, 'n> {
                 })?;
                 self.nl();
                 let arm2 = |f: &mut Flat<'n>| {
-                    f.text("| inr ")?;
+                    f.lit("| inr ")?;
                     f.pat(p2)?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     f.sym("->", "→")?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     f.expr(y, 0)
                 };
                 self.group(tail, arm2, |s| {
-                    s.text("| inr ")?;
+                    s.lit("| inr ")?;
                     s.pat(p2)?;
-                    s.text(" ")?;
+                    s.lit(" ")?;
                     s.sym("->", "→")?;
                     let n = s.open(2);
                     s.nl();
@@ -431,18 +443,18 @@ impl<'f, 'n> Lay<'f, 'n> {
             }
             Bind(..) => {
                 let (links, rest) = bind_links(e);
-                self.text("do {")?;
+                self.lit("do {")?;
                 let n = self.open(2);
                 for l in links {
                     self.nl();
                     self.bind_stmt(l, 1, false)?;
-                    self.text(";")?;
+                    self.lit(";")?;
                 }
                 self.nl();
                 self.expr(rest, 0, 0)?;
                 self.close(n);
                 self.nl();
-                self.text("}")
+                self.lit("}")
             }
             _ => None,
         }
@@ -450,7 +462,7 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     /// ` → body`, the body on a line of its own nested 2 (`Printer::lambda` broken).
     fn lambda_body(&mut self, body: &Expr, tail: usize) -> Option<()> {
-        self.text(" ")?;
+        self.lit(" ")?;
         self.sym("->", "→")?;
         let n = self.open(2);
         self.nl();
