@@ -847,7 +847,10 @@ fn operand_ctx(l: u8, assoc: Assoc) -> (u8, u8) {
 
 fn is_negative_lit(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Real(r) => show_real(*r).starts_with('-'),
+        // whether `show_real` starts with `-` (every non-NaN of negative sign, `-0.0` too), without
+        // making the text: `level` asks it of every expression printed (test
+        // `negative_literals_are_the_ones_shown_with_a_minus`)
+        ExprKind::Real(r) => !r.is_nan() && r.is_sign_negative(),
         ExprKind::Int(i) => *i < 0,
         _ => false,
     }

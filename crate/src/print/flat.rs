@@ -36,6 +36,14 @@ pub(super) struct Flat<'n> {
     pub(super) unknown: bool,
     /// `real`'s cache: a real's bits and its text, by a hash of the bits.
     reals: Vec<Option<(u64, String)>>,
+    /// `Lay`'s buffers, kept from link to link (`Lay::new`, its `drop`).
+    pub(super) spare: (String, Vec<usize>),
+}
+
+/// The width of one of the syntax's symbols (ASCII, or with `λ → ← ⊸`, one column each): its
+/// characters, counted as the bytes that start one.
+pub(super) fn symbol_width(s: &str) -> usize {
+    s.bytes().filter(|b| b & 0xC0 != 0x80).count()
 }
 
 /// `Flat::real`'s cache holds 2^this texts.
@@ -52,7 +60,7 @@ pub(super) fn width(s: &str) -> Option<usize> {
 
 impl<'n> Flat<'n> {
     pub(super) fn new(o: &PrintOptions, names: &'n HashMap<u32, Text>) -> Self {
-        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false, reals: vec![None; 1 << REALS_BITS] }
+        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false, reals: vec![None; 1 << REALS_BITS], spare: (String::new(), vec![]) }
     }
 
     /// Writes link `l` (a `let`, a one-function `let rec`, or with `bind` a statement `p ← m`) and
@@ -141,7 +149,7 @@ impl<'n> Flat<'n> {
     /// The syntax's symbols: ASCII, or `λ → ← ⊸` (one column each).
     pub(super) fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
         let s = if self.o.unicode { unicode } else { ascii };
-        self.put(s, s.chars().count())
+        self.put(s, symbol_width(s))
     }
 
     /// Real literal `r` as `show_real` prints it, from a small cache of the texts last made (a
@@ -387,14 +395,23 @@ impl<'n> Flat<'n> {
                 self.lit(")")
             }
             App(..) => {
-                let mut args = vec![];
+                // the arguments last first, the last few in an array (a `Vec` was an allocation an
+                // application measured), any before them in `more`
+                let mut few = [e; 8];
+                let mut more = vec![];
+                let mut n = 0;
                 let mut f = e;
                 while let App(g_x) = &f.kind {
-                    args.push(&g_x.1);
+                    match few.get_mut(n) {
+                        Some(slot) => *slot = &g_x.1,
+                        None => more.push(&g_x.1),
+                    }
+                    n += 1;
                     f = &g_x.0;
                 }
                 self.expr(f, ATOM)?;
-                self.args(args.into_iter().rev())
+                let last = few.get(..n).unwrap_or(&few);
+                self.args(more.into_iter().rev().chain(last.iter().copied().rev()))
             }
             Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => {
                 self.lit("-")?;
@@ -458,6 +475,17 @@ impl<'n> Flat<'n> {
 
     /// `Printer::binop`: the operands of one level in order, the operator before each but the first.
     fn binop(&mut self, e: &Expr) -> Option<()> {
+        // one operator between operands of other levels (most), without `operands`' `Vec`
+        let (op, l, assoc, lhs, rhs) = as_binop(e)?;
+        let chained = |x: &Expr| as_binop(x).is_some_and(|b| b.1 == l);
+        if !chained(lhs) && !chained(rhs) {
+            let (lctx, rctx) = operand_ctx(l, assoc);
+            self.expr(lhs, lctx)?;
+            self.lit(" ")?;
+            self.text(op.symbol())?;
+            self.lit(" ")?;
+            return self.operand(rhs, rctx);
+        }
         let mut it = operands(e)?.into_iter();
         let (_, first, ctx) = it.next()?;
         self.expr(first, ctx)?;

@@ -8,7 +8,7 @@
 //! known, or a type would break, it gives up and the link is laid out from its document (test
 //! `flat_links_print_as_their_documents`).
 
-use super::flat::{operands, width, Flat};
+use super::flat::{operands, symbol_width, width, Flat};
 use super::{bind_links, ends_with_case, let_links, level, peel, starts_with_minus, APP, ATOM, MAX_INDENT};
 use crate::ir::{Expr, ExprKind, LamKind, Name, Pat};
 
@@ -31,11 +31,22 @@ pub(super) struct Lay<'f, 'n> {
 /// As `Flat`'s bound on its recursion.
 const MAX_DEPTH: usize = 256;
 
+/// Its buffers go back to `Flat` for the next link's `Lay` (each link's new buffers, grown token by
+/// token, were a tenth of printing a dualrev stage's output).
+impl Drop for Lay<'_, '_> {
+    fn drop(&mut self) {
+        self.flat.spare = (std::mem::take(&mut self.buf), std::mem::take(&mut self.breaks));
+    }
+}
+
 impl<'f, 'n> Lay<'f, 'n> {
     /// At the start of a link's line: after a break at indentation `n`.
     pub(super) fn new(flat: &'f mut Flat<'n>, n: usize) -> Self {
         let width = flat.options().width;
-        let mut lay = Lay { flat, buf: String::new(), breaks: vec![], width, cap: MAX_INDENT.max(width.saturating_add(1)), indent: n, pos: 0, depth: 0 };
+        let (mut buf, mut breaks) = std::mem::take(&mut flat.spare);
+        buf.clear();
+        breaks.clear();
+        let mut lay = Lay { flat, buf, breaks, width, cap: MAX_INDENT.max(width.saturating_add(1)), indent: n, pos: 0, depth: 0 };
         lay.nl();
         lay
     }
@@ -57,7 +68,7 @@ impl<'f, 'n> Lay<'f, 'n> {
     /// The syntax's symbols: ASCII, or `λ → ← ⊸` (one column each).
     fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
         let s = if self.flat.options().unicode { unicode } else { ascii };
-        self.pos += s.chars().count();
+        self.pos += symbol_width(s);
         self.buf.push_str(s);
         Some(())
     }
