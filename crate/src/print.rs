@@ -402,6 +402,10 @@ struct Occ {
     /// local is used in an interval is a binary search. 8 bytes an occurrence (a `Vec` per local in
     /// a map was ~80 bytes a local; issue 14: printing's memory per line).
     locals: Vec<(u32, u32)>,
+    /// Where the counting sort (`sorted`) left each id's occurrences: they end at `ends[id]` and start
+    /// where the id before's end (empty where the ids were sorted by comparison). A local's few
+    /// occurrences are then searched, not all of them (the search was a twelfth of printing).
+    ends: Vec<u32>,
     /// Globals (id 0), free locals, builtins and named primitives, by text.
     globals: HashMap<Text, Vec<u32>>,
     next: u32,
@@ -617,11 +621,20 @@ impl Occ {
             *at += 1;
         }
         self.locals = sorted;
+        // each id's `at` has moved to its end
+        self.ends = starts;
         self
     }
 
     /// Is local `id` used in the interval of occurrences `[lo, hi)`?
     fn local_used_in(&self, id: u32, (lo, hi): (u32, u32)) -> bool {
+        let k = id as usize;
+        if let Some(&end) = self.ends.get(k) {
+            let start = if k == 0 { 0 } else { self.ends[k - 1] };
+            let at = self.locals.get(start as usize..end as usize).unwrap_or(&[]);
+            let i = at.partition_point(|&(_, x)| x < lo);
+            return at.get(i).is_some_and(|&(_, x)| x < hi);
+        }
         let i = self.locals.partition_point(|&x| x < (id, lo));
         self.locals.get(i).is_some_and(|&(j, k)| j == id && k < hi)
     }
@@ -711,8 +724,9 @@ impl<'o> Renamer<'o> {
                 self.cand.push_str(&n.text);
                 push_decimal(&mut self.cand, k);
                 let cand = self.cand.as_str();
-                let in_scope = self.top(cand).is_some();
-                if !in_scope && !self.reserved.contains(cand) && !self.captures(cand, n.id, scope) {
+                // a candidate neither in scope nor reserved captures nothing: no binder has its text,
+                // and every global's text is reserved
+                if self.top(cand).is_none() && !self.reserved.contains(cand) {
                     self.hint.insert(n.text.clone(), k + 1);
                     break (Text::from(cand), Some((n.text.clone(), k)));
                 }
