@@ -440,14 +440,15 @@ fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
 }
 
 impl Occ {
-    /// (By `&str`: a builtin's text is an `Rc<str>`, and only a name's first occurrence makes a `Text`.)
-    fn global(&mut self, text: &str) {
+    /// A global's occurrence, its text kept by a count where it is a `Text` (a name's, a builtin's:
+    /// a stage's builtins are mostly met once, and each made a new text), else made (a primitive's).
+    fn global(&mut self, text: &str, kept: Option<&Text>) {
         let i = self.next;
         self.next += 1;
         match self.globals.get_mut(text) {
             Some(at) => at.push(i),
             None => {
-                self.globals.insert(Text::from(text), vec![i]);
+                self.globals.insert(kept.map_or_else(|| Text::from(text), Text::clone), vec![i]);
             }
         }
     }
@@ -474,13 +475,13 @@ impl Occ {
         use ExprKind::*;
         match &e.kind {
             // A local that no enclosing binder binds (an open term) prints by its text, like a global.
-            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(&n.text),
+            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(&n.text, Some(&n.text)),
             Var(n) => {
                 let i = self.next;
                 self.next += 1;
                 self.locals.push((n.id, i));
             }
-            Builtin(b) => self.global(b),
+            Builtin(b) => self.global(b, Some(b)),
             Real(_) | Int(_) | Bool(_) | Unit => {}
             Lam(_, p_b) => {
                 let (p, b) = &**p_b;
@@ -543,7 +544,7 @@ impl Occ {
             }
             Prim(p, args) => {
                 if p.is_named() {
-                    self.global(p.symbol());
+                    self.global(p.symbol(), None);
                 }
                 for x in args.iter() {
                     self.expr(x);
@@ -702,43 +703,38 @@ impl<'o> Renamer<'o> {
         }
     }
 
-    /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
-    fn captures(&self, cand: &str, id: u32, scope: (u32, u32)) -> bool {
-        if let Some(top) = self.top(cand) {
-            if top != id && self.occ.local_used_in(top, scope) {
-                return true;
-            }
-        }
-        used_in(self.occ.globals.get(cand), scope)
-    }
-
     fn bind(&mut self, n: &Name, scope: (u32, u32)) {
-        let (text, suffix) = if !is_keyword(&n.text) && !self.captures(&n.text, n.id, scope) {
-            (n.text.clone(), None)
-        } else {
-            // Every suffix below the hint is in scope or a global name, so the search starts there
-            // (this keeps deep towers of renamed binders linear).
-            let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
-            loop {
-                self.cand.clear();
-                self.cand.push_str(&n.text);
-                push_decimal(&mut self.cand, k);
-                let cand = self.cand.as_str();
-                // a candidate neither in scope nor reserved captures nothing: no binder has its text,
-                // and every global's text is reserved
-                if self.top(cand).is_none() && !self.reserved.contains(cand) {
-                    self.hint.insert(n.text.clone(), k + 1);
-                    break (Text::from(cand), Some((n.text.clone(), k)));
-                }
-                k += 1;
-            }
-        };
-        if suffix.is_some() {
-            self.names.insert(n.id, text.clone());
-        }
         let at = self.bound.len() as u32 + 1;
+        // Most binders keep their text: its entry, looked up once, is both the binder it would shadow
+        // (does shadowing it capture a use?) and where the binder goes.
+        if !is_keyword(&n.text) && !used_in(self.occ.globals.get(&*n.text), scope) {
+            let slot = self.env.entry(n.text.clone()).or_insert(0);
+            let shadowed = (*slot > 0).then(|| self.bound[*slot as usize - 1].id);
+            if !shadowed.is_some_and(|top| top != n.id && self.occ.local_used_in(top, scope)) {
+                let under = std::mem::replace(slot, at);
+                self.bound.push(Bound { text: n.text.clone(), id: n.id, under, suffix: None });
+                return;
+            }
+        }
+        // Every suffix below the hint is in scope or a global name, so the search starts there
+        // (this keeps deep towers of renamed binders linear).
+        let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
+        let text = loop {
+            self.cand.clear();
+            self.cand.push_str(&n.text);
+            push_decimal(&mut self.cand, k);
+            let cand = self.cand.as_str();
+            // a candidate neither in scope nor reserved captures nothing: no binder has its text,
+            // and every global's text is reserved
+            if self.top(cand).is_none() && !self.reserved.contains(cand) {
+                self.hint.insert(n.text.clone(), k + 1);
+                break Text::from(cand);
+            }
+            k += 1;
+        };
+        self.names.insert(n.id, text.clone());
         let under = std::mem::replace(self.env.entry(text.clone()).or_insert(0), at);
-        self.bound.push(Bound { text, id: n.id, under, suffix });
+        self.bound.push(Bound { text, id: n.id, under, suffix: Some((n.text.clone(), k)) });
     }
 
     fn bind_pat(&mut self, p: &Pat, scope: (u32, u32)) {

@@ -129,14 +129,14 @@ impl<'n> Flat<'n> {
 
     /// `text` of the syntax's own ASCII text (a keyword, a bracket): its width is its length, not
     /// looked for (a text's width, looked for token by token, was a tenth of printing a long chain).
-    #[inline]
+    #[inline(always)]
     pub(super) fn lit(&mut self, s: &'static str) -> Option<()> {
         debug_assert!(s.is_ascii());
         self.put(s, s.len())
     }
 
     /// `s`, `w` columns wide, where it fits.
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, s: &str, w: usize) -> Option<()> {
         self.cols += w;
         if self.cols > self.budget {
