@@ -38,6 +38,8 @@ pub(super) struct Flat<'n> {
     reals: Vec<Option<(u64, String)>>,
     /// `Lay`'s buffers, kept from link to link (`Lay::new`, its `drop`).
     pub(super) spare: (String, Vec<usize>),
+    /// Groups measured (`measure`), which a test counts.
+    pub(super) measured: usize,
 }
 
 /// The width of one of the syntax's symbols (ASCII, or with `λ → ← ⊸`, one column each): its
@@ -60,7 +62,7 @@ pub(super) fn width(s: &str) -> Option<usize> {
 
 impl<'n> Flat<'n> {
     pub(super) fn new(o: &PrintOptions, names: &'n HashMap<u32, Text>) -> Self {
-        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false, reals: vec![None; 1 << REALS_BITS], spare: (String::new(), vec![]) }
+        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false, reals: vec![None; 1 << REALS_BITS], spare: (String::new(), vec![]), measured: 0 }
     }
 
     /// Writes link `l` (a `let`, a one-function `let rec`, or with `bind` a statement `p ← m`) and
@@ -107,6 +109,7 @@ impl<'n> Flat<'n> {
 
     /// The flat text `write` makes, if it is at most `budget` columns wide (in `self.out`).
     pub(super) fn measure(&mut self, budget: usize, write: impl FnOnce(&mut Self) -> Option<()>) -> Option<(&str, usize)> {
+        self.measured += 1;
         self.out.clear();
         self.cols = 0;
         self.budget = budget;
