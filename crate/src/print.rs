@@ -402,6 +402,10 @@ struct Occ {
     /// local is used in an interval is a binary search. 8 bytes an occurrence (a `Vec` per local in
     /// a map was ~80 bytes a local; issue 14: printing's memory per line).
     locals: Vec<(u32, u32)>,
+    /// Where the counting sort (`sorted`) left each id's occurrences: they end at `ends[id]` and start
+    /// where the id before's end (empty where the ids were sorted by comparison). A local's few
+    /// occurrences are then searched, not all of them (the search was a twelfth of printing).
+    ends: Vec<u32>,
     /// Globals (id 0), free locals, builtins and named primitives, by text.
     globals: HashMap<Text, Vec<u32>>,
     next: u32,
@@ -436,14 +440,15 @@ fn used_in(v: Option<&Vec<u32>>, (lo, hi): (u32, u32)) -> bool {
 }
 
 impl Occ {
-    /// (By `&str`: a builtin's text is an `Rc<str>`, and only a name's first occurrence makes a `Text`.)
-    fn global(&mut self, text: &str) {
+    /// A global's occurrence, its text kept by a count where it is a `Text` (a name's, a builtin's:
+    /// a stage's builtins are mostly met once, and each made a new text), else made (a primitive's).
+    fn global(&mut self, text: &str, kept: Option<&Text>) {
         let i = self.next;
         self.next += 1;
         match self.globals.get_mut(text) {
             Some(at) => at.push(i),
             None => {
-                self.globals.insert(Text::from(text), vec![i]);
+                self.globals.insert(kept.map_or_else(|| Text::from(text), Text::clone), vec![i]);
             }
         }
     }
@@ -470,13 +475,13 @@ impl Occ {
         use ExprKind::*;
         match &e.kind {
             // A local that no enclosing binder binds (an open term) prints by its text, like a global.
-            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(&n.text),
+            Var(n) if n.is_global() || !self.bound.contains_key(&n.id) => self.global(&n.text, Some(&n.text)),
             Var(n) => {
                 let i = self.next;
                 self.next += 1;
                 self.locals.push((n.id, i));
             }
-            Builtin(b) => self.global(b),
+            Builtin(b) => self.global(b, Some(b)),
             Real(_) | Int(_) | Bool(_) | Unit => {}
             Lam(_, p_b) => {
                 let (p, b) = &**p_b;
@@ -539,7 +544,7 @@ impl Occ {
             }
             Prim(p, args) => {
                 if p.is_named() {
-                    self.global(p.symbol());
+                    self.global(p.symbol(), None);
                 }
                 for x in args.iter() {
                     self.expr(x);
@@ -617,11 +622,20 @@ impl Occ {
             *at += 1;
         }
         self.locals = sorted;
+        // each id's `at` has moved to its end
+        self.ends = starts;
         self
     }
 
     /// Is local `id` used in the interval of occurrences `[lo, hi)`?
     fn local_used_in(&self, id: u32, (lo, hi): (u32, u32)) -> bool {
+        let k = id as usize;
+        if let Some(&end) = self.ends.get(k) {
+            let start = if k == 0 { 0 } else { self.ends[k - 1] };
+            let at = self.locals.get(start as usize..end as usize).unwrap_or(&[]);
+            let i = at.partition_point(|&(_, x)| x < lo);
+            return at.get(i).is_some_and(|&(_, x)| x < hi);
+        }
         let i = self.locals.partition_point(|&x| x < (id, lo));
         self.locals.get(i).is_some_and(|&(j, k)| j == id && k < hi)
     }
@@ -689,42 +703,38 @@ impl<'o> Renamer<'o> {
         }
     }
 
-    /// Would printing binder `id` as `cand` over `scope` capture a use of something else?
-    fn captures(&self, cand: &str, id: u32, scope: (u32, u32)) -> bool {
-        if let Some(top) = self.top(cand) {
-            if top != id && self.occ.local_used_in(top, scope) {
-                return true;
-            }
-        }
-        used_in(self.occ.globals.get(cand), scope)
-    }
-
     fn bind(&mut self, n: &Name, scope: (u32, u32)) {
-        let (text, suffix) = if !is_keyword(&n.text) && !self.captures(&n.text, n.id, scope) {
-            (n.text.clone(), None)
-        } else {
-            // Every suffix below the hint is in scope or a global name, so the search starts there
-            // (this keeps deep towers of renamed binders linear).
-            let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
-            loop {
-                self.cand.clear();
-                self.cand.push_str(&n.text);
-                push_decimal(&mut self.cand, k);
-                let cand = self.cand.as_str();
-                let in_scope = self.top(cand).is_some();
-                if !in_scope && !self.reserved.contains(cand) && !self.captures(cand, n.id, scope) {
-                    self.hint.insert(n.text.clone(), k + 1);
-                    break (Text::from(cand), Some((n.text.clone(), k)));
-                }
-                k += 1;
-            }
-        };
-        if suffix.is_some() {
-            self.names.insert(n.id, text.clone());
-        }
         let at = self.bound.len() as u32 + 1;
+        // Most binders keep their text: its entry, looked up once, is both the binder it would shadow
+        // (does shadowing it capture a use?) and where the binder goes.
+        if !is_keyword(&n.text) && !used_in(self.occ.globals.get(&*n.text), scope) {
+            let slot = self.env.entry(n.text.clone()).or_insert(0);
+            let shadowed = (*slot > 0).then(|| self.bound[*slot as usize - 1].id);
+            if !shadowed.is_some_and(|top| top != n.id && self.occ.local_used_in(top, scope)) {
+                let under = std::mem::replace(slot, at);
+                self.bound.push(Bound { text: n.text.clone(), id: n.id, under, suffix: None });
+                return;
+            }
+        }
+        // Every suffix below the hint is in scope or a global name, so the search starts there
+        // (this keeps deep towers of renamed binders linear).
+        let mut k = self.hint.get(&n.text).copied().unwrap_or(1);
+        let text = loop {
+            self.cand.clear();
+            self.cand.push_str(&n.text);
+            push_decimal(&mut self.cand, k);
+            let cand = self.cand.as_str();
+            // a candidate neither in scope nor reserved captures nothing: no binder has its text,
+            // and every global's text is reserved
+            if self.top(cand).is_none() && !self.reserved.contains(cand) {
+                self.hint.insert(n.text.clone(), k + 1);
+                break Text::from(cand);
+            }
+            k += 1;
+        };
+        self.names.insert(n.id, text.clone());
         let under = std::mem::replace(self.env.entry(text.clone()).or_insert(0), at);
-        self.bound.push(Bound { text, id: n.id, under, suffix });
+        self.bound.push(Bound { text, id: n.id, under, suffix: Some((n.text.clone(), k)) });
     }
 
     fn bind_pat(&mut self, p: &Pat, scope: (u32, u32)) {
@@ -847,7 +857,10 @@ fn operand_ctx(l: u8, assoc: Assoc) -> (u8, u8) {
 
 fn is_negative_lit(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Real(r) => show_real(*r).starts_with('-'),
+        // whether `show_real` starts with `-` (every non-NaN of negative sign, `-0.0` too), without
+        // making the text: `level` asks it of every expression printed (test
+        // `negative_literals_are_the_ones_shown_with_a_minus`)
+        ExprKind::Real(r) => !r.is_nan() && r.is_sign_negative(),
         ExprKind::Int(i) => *i < 0,
         _ => false,
     }
@@ -1076,6 +1089,84 @@ impl pretty::Render for CappedIndent<'_> {
     }
 
     fn fail_doc(&self) -> () {}
+}
+
+impl CappedIndent<'_> {
+    /// `write_str` of text `s` without line breaks: at a line's start, its leading spaces are the
+    /// line's indentation (written, capped, before its first other character).
+    fn push_text(&mut self, s: &str) {
+        if !self.at_line_start {
+            self.out.push_str(s);
+            return;
+        }
+        let n = s.len() - s.trim_start_matches(' ').len();
+        self.spaces += n;
+        self.indented += n;
+        let rest = &s[n..];
+        if rest.is_empty() {
+            return;
+        }
+        self.start_line();
+        self.out.push_str(rest);
+    }
+
+    /// The indentation of a line whose first character comes next.
+    fn start_line(&mut self) {
+        push_spaces(&mut self.out, self.spaces.min(MAX_INDENT));
+        if let Some(m) = &mut self.map {
+            let top = m.open.last().map(|o| o.0);
+            if m.first.len() <= m.line {
+                m.first.resize(m.line + 1, None);
+            }
+            m.first[m.line] = top;
+        }
+        self.at_line_start = false;
+        self.spaces = 0;
+    }
+
+    /// `write_str("\n")`: the line ends, without its trailing spaces; Err where the heap ran out.
+    fn push_break(&mut self) -> Result<(), ()> {
+        self.at_line_start = false;
+        self.spaces = 0;
+        self.lines_to_check -= 1;
+        if self.lines_to_check == 0 {
+            self.lines_to_check = LINES_CHECK_EVERY;
+            if let Some(m) = crate::limits::memory_running_out("printing its output") {
+                STOP.with(|s| *s.borrow_mut() = Some(m));
+                return Err(());
+            }
+        }
+        self.out.truncate(self.out.trim_end_matches(' ').len());
+        self.at_line_start = true;
+        if let Some(m) = &mut self.map {
+            m.line += 1;
+        }
+        self.out.push('\n');
+        // a chunk ends a line before its capacity (a doubling String's is the next power of two
+        // above CHUNK / 2, and later chunks are sized CHUNK), so none is grown past it
+        if self.map.is_none() && self.out.len() >= CHUNK - CHUNK / 16 {
+            let next = String::with_capacity(CHUNK);
+            let chunk = std::mem::replace(&mut self.out, next);
+            match &mut self.emit {
+                Some(emit) => emit(chunk),
+                None => self.done.push(chunk),
+            }
+        }
+        Ok(())
+    }
+
+    /// Text laid out apart (`lay::Lay`'s) at the end: each of its lines as `write_str` writes it, a
+    /// line break where `breaks` (the offsets of its `\n`s, in order) says, without searching for them.
+    fn push_lines(&mut self, s: &str, breaks: &[usize]) {
+        let mut from = 0;
+        for &b in breaks {
+            self.push_text(&s[from..b]);
+            // (a heap that ran out has stopped the printing: `take_stop`)
+            let _ = self.push_break();
+            from = b + 1;
+        }
+        self.push_text(&s[from..]);
+    }
 }
 
 impl pretty::RenderAnnotated<'_, Span> for CappedIndent<'_> {

@@ -34,7 +34,22 @@ pub(super) struct Flat<'n> {
     /// Set when a text of unknown width or too deep a nesting stopped the writer (then whether it
     /// fits is not known, where otherwise a stop means it does not).
     pub(super) unknown: bool,
+    /// `real`'s cache: a real's bits and its text, by a hash of the bits.
+    reals: Vec<Option<(u64, String)>>,
+    /// `Lay`'s buffers, kept from link to link (`Lay::new`, its `drop`).
+    pub(super) spare: (String, Vec<usize>),
+    /// Groups measured (`measure`), which a test counts.
+    pub(super) measured: usize,
 }
+
+/// The width of one of the syntax's symbols (ASCII, or with `λ → ← ⊸`, one column each): its
+/// characters, counted as the bytes that start one.
+pub(super) fn symbol_width(s: &str) -> usize {
+    s.bytes().filter(|b| b & 0xC0 != 0x80).count()
+}
+
+/// `Flat::real`'s cache holds 2^this texts.
+const REALS_BITS: u32 = 6;
 
 /// The display width of `s` as `pretty` counts it, for ASCII and the syntax's own symbols (each
 /// one column wide); None for other text (left to the document).
@@ -47,13 +62,15 @@ pub(super) fn width(s: &str) -> Option<usize> {
 
 impl<'n> Flat<'n> {
     pub(super) fn new(o: &PrintOptions, names: &'n HashMap<u32, Text>) -> Self {
-        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false }
+        Flat { o: *o, names, out: String::new(), cols: 0, budget: 0, depth: 0, unknown: false, reals: vec![None; 1 << REALS_BITS], spare: (String::new(), vec![]), measured: 0 }
     }
 
     /// Writes link `l` (a `let`, a one-function `let rec`, or with `bind` a statement `p ← m`) and
     /// `end` at indentation `n` into `out` as its document `nest(n, hardline · link · end)` lays it
-    /// out, if it fits on its line; false (and `out` untouched) if not.
+    /// out, if it fits on its line; false (and `out` untouched) if not, `unknown` set where whether
+    /// it fits is not known.
     pub(super) fn link(&mut self, l: &Expr, bind: bool, end: &str, n: usize, out: &mut CappedIndent<'_>) -> bool {
+        self.unknown = false;
         let Some(budget) = self.o.width.checked_sub(n + end.len()) else { return false };
         self.out.clear();
         self.cols = 0;
@@ -64,16 +81,21 @@ impl<'n> Flat<'n> {
             return false;
         }
         self.out.push_str(end);
-        // as the renderer writes a hardline: the break, then the indentation in runs
+        // as the renderer writes a hardline: the break, then the indentation in runs (straight to
+        // the sink's steps, `write_str` searching each write for line breaks there are none of)
         const RUN: &str = "                                                                ";
-        let _ = out.write_str("\n");
+        let _ = out.push_break();
         let mut left = n;
         while left > 0 {
             let k = left.min(RUN.len());
-            let _ = out.write_str(&RUN[..k]);
+            out.push_text(&RUN[..k]);
             left -= k;
         }
-        let _ = out.write_str(&self.out);
+        if self.out.as_bytes().contains(&b'\n') {
+            let _ = out.write_str(&self.out);
+        } else {
+            out.push_text(&self.out);
+        }
         true
     }
 
@@ -87,6 +109,7 @@ impl<'n> Flat<'n> {
 
     /// The flat text `write` makes, if it is at most `budget` columns wide (in `self.out`).
     pub(super) fn measure(&mut self, budget: usize, write: impl FnOnce(&mut Self) -> Option<()>) -> Option<(&str, usize)> {
+        self.measured += 1;
         self.out.clear();
         self.cols = 0;
         self.budget = budget;
@@ -97,10 +120,27 @@ impl<'n> Flat<'n> {
     }
 
     pub(super) fn text(&mut self, s: &str) -> Option<()> {
+        if s.is_ascii() {
+            return self.put(s, s.len());
+        }
         let Some(w) = width(s) else {
             self.unknown = true;
             return None;
         };
+        self.put(s, w)
+    }
+
+    /// `text` of the syntax's own ASCII text (a keyword, a bracket): its width is its length, not
+    /// looked for (a text's width, looked for token by token, was a tenth of printing a long chain).
+    #[inline(always)]
+    pub(super) fn lit(&mut self, s: &'static str) -> Option<()> {
+        debug_assert!(s.is_ascii());
+        self.put(s, s.len())
+    }
+
+    /// `s`, `w` columns wide, where it fits.
+    #[inline(always)]
+    fn put(&mut self, s: &str, w: usize) -> Option<()> {
         self.cols += w;
         if self.cols > self.budget {
             return None;
@@ -109,8 +149,25 @@ impl<'n> Flat<'n> {
         Some(())
     }
 
+    /// The syntax's symbols: ASCII, or `λ → ← ⊸` (one column each).
     pub(super) fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
-        self.text(if self.o.unicode { unicode } else { ascii })
+        let s = if self.o.unicode { unicode } else { ascii };
+        self.put(s, symbol_width(s))
+    }
+
+    /// Real literal `r` as `show_real` prints it, from a small cache of the texts last made (a
+    /// program's literals repeat, and each was formatted anew, a twelfth of printing a dualrev
+    /// stage's output).
+    fn real(&mut self, r: f64) -> Option<()> {
+        let bits = r.to_bits();
+        let k = (bits.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - REALS_BITS)) as usize;
+        let text = match self.reals[k].take() {
+            Some((b, t)) if b == bits => t,
+            _ => show_real(r),
+        };
+        let fits = self.text(&text);
+        self.reals[k] = Some((bits, text));
+        fits
     }
 
     pub(super) fn name(&mut self, n: &Name) -> Option<()> {
@@ -131,14 +188,14 @@ impl<'n> Flat<'n> {
         match &l.kind {
             ExprKind::Let(p_x) => {
                 let (p, (x, _)) = &**p_x;
-                self.text("let ")?;
+                self.lit("let ")?;
                 self.pat(p)?;
-                self.text(" = ")?;
+                self.lit(" = ")?;
                 self.expr(x, 0)
             }
             // one function: `let ` and its equation's group; a group's `and` breaks outside any group
             ExprKind::LetRec(fs_x) if fs_x.0.len() == 1 => {
-                self.text("let ")?;
+                self.lit("let ")?;
                 self.equation(&fs_x.0[0].name, &fs_x.0[0].body)
             }
             _ => None,
@@ -149,9 +206,9 @@ impl<'n> Flat<'n> {
         let ExprKind::Bind(p_m) = &l.kind else { return None };
         let (p, (m, _)) = &**p_m;
         self.pat(p)?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.sym("<-", "←")?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.expr(m, 0)
     }
 
@@ -159,10 +216,10 @@ impl<'n> Flat<'n> {
         let (ps, body) = peel(body);
         self.name(name)?;
         for p in ps {
-            self.text(" ")?;
+            self.lit(" ")?;
             self.pat(p)?;
         }
-        self.text(" = ")?;
+        self.lit(" = ")?;
         self.expr(body, 0)
     }
 
@@ -171,19 +228,19 @@ impl<'n> Flat<'n> {
     pub(super) fn pat(&mut self, p: &Pat) -> Option<()> {
         match p {
             Pat::Var(n, _) => self.name(n),
-            Pat::Wild(_) => self.text("_"),
-            Pat::Unit(_) => self.text("()"),
+            Pat::Wild(_) => self.lit("_"),
+            Pat::Unit(_) => self.lit("()"),
             Pat::Tuple(ps, _) => {
                 self.deeper()?;
-                self.text("(")?;
+                self.lit("(")?;
                 for (i, q) in ps.iter().enumerate() {
                     if i > 0 {
-                        self.text(", ")?;
+                        self.lit(", ")?;
                     }
                     self.pat(q)?;
                 }
                 self.depth -= 1;
-                self.text(")")
+                self.lit(")")
             }
         }
     }
@@ -203,29 +260,29 @@ impl<'n> Flat<'n> {
         };
         let parens = lvl < ctx;
         if parens {
-            self.text("(")?;
+            self.lit("(")?;
         }
         match t {
-            Type::Real => self.text("R")?,
-            Type::Int => self.text("Z")?,
-            Type::Bool => self.text("Bool")?,
-            Type::Unit => self.text("()")?,
-            Type::Unknown => self.text("?")?,
+            Type::Real => self.lit("R")?,
+            Type::Int => self.lit("Z")?,
+            Type::Bool => self.lit("Bool")?,
+            Type::Unit => self.lit("()")?,
+            Type::Unknown => self.lit("?")?,
             Type::Var(n) if *n < 26 => self.text(char::from(b'a' + *n as u8).encode_utf8(&mut [0; 4]))?,
             Type::Var(n) => self.text(&format!("t{n}"))?,
             Type::Tuple(ts) => {
-                self.text("(")?;
+                self.lit("(")?;
                 for (i, x) in ts.iter().enumerate() {
                     if i > 0 {
-                        self.text(", ")?;
+                        self.lit(", ")?;
                     }
                     self.ty(x, 0)?;
                 }
-                self.text(")")?;
+                self.lit(")")?;
             }
             Type::Sum(xy) => {
                 self.ty(&xy.0, 2)?;
-                self.text(" + ")?;
+                self.lit(" + ")?;
                 self.ty(&xy.1, 2)?;
             }
             Type::Fun(..) | Type::Lin(..) => {
@@ -237,9 +294,9 @@ impl<'n> Flat<'n> {
                         _ => break,
                     };
                     self.ty(x, 1)?;
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.sym(ascii, unicode)?;
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     cur = y;
                 }
                 self.ty(cur, 0)?;
@@ -247,13 +304,13 @@ impl<'n> Flat<'n> {
             Type::Con(c) => {
                 self.text(&c.name)?;
                 for x in c.args.iter() {
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.ty(x, 3)?;
                 }
             }
         }
         if parens {
-            self.text(")")?;
+            self.lit(")")?;
         }
         self.depth -= 1;
         Some(())
@@ -265,11 +322,11 @@ impl<'n> Flat<'n> {
         self.deeper()?;
         let parens = level(e) < ctx;
         if parens {
-            self.text("(")?;
+            self.lit("(")?;
         }
         self.inner(e)?;
         if parens {
-            self.text(")")?;
+            self.lit(")")?;
         }
         self.depth -= 1;
         Some(())
@@ -277,10 +334,10 @@ impl<'n> Flat<'n> {
 
     pub(super) fn parens_inner(&mut self, e: &Expr) -> Option<()> {
         self.deeper()?;
-        self.text("(")?;
+        self.lit("(")?;
         self.inner(e)?;
         self.depth -= 1;
-        self.text(")")
+        self.lit(")")
     }
 
     pub(super) fn operand(&mut self, e: &Expr, ctx: u8) -> Option<()> {
@@ -294,7 +351,7 @@ impl<'n> Flat<'n> {
     /// `head a1 a2 …` of `Printer::apply`, the head written.
     fn args<'e>(&mut self, args: impl Iterator<Item = &'e Expr>) -> Option<()> {
         for x in args {
-            self.text(" ")?;
+            self.lit(" ")?;
             self.expr(x, ATOM)?;
         }
         Some(())
@@ -305,7 +362,7 @@ impl<'n> Flat<'n> {
         self.text(open)?;
         for (i, x) in es.iter().enumerate() {
             if i > 0 {
-                self.text(", ")?;
+                self.lit(", ")?;
             }
             self.expr(x, 0)?;
         }
@@ -316,16 +373,16 @@ impl<'n> Flat<'n> {
         use ExprKind::*;
         match &e.kind {
             Var(n) => self.name(n),
-            Real(r) => self.text(&show_real(*r)),
+            Real(r) => self.real(*r),
             Int(i) => self.text(&i.to_string()),
             Bool(b) => self.text(if *b { "true" } else { "false" }),
-            Unit => self.text("()"),
+            Unit => self.lit("()"),
             Builtin(b) => self.text(b),
             Tuple(es) => self.items("(", es, ")"),
             Array(es) => self.items("[", es, "]"),
             Par(x_y) => {
                 self.expr(&x_y.0, 2)?;
-                self.text(" ||| ")?;
+                self.lit(" ||| ")?;
                 self.operand(&x_y.1, 2)
             }
             Fst(x) => self.keyword("fst", x),
@@ -334,24 +391,33 @@ impl<'n> Flat<'n> {
             Inr(x) => self.keyword("inr", x),
             Pure(x) => self.keyword("pure", x),
             Ann(x_t) => {
-                self.text("(")?;
+                self.lit("(")?;
                 self.expr(&x_t.0, 0)?;
-                self.text(" : ")?;
+                self.lit(" : ")?;
                 self.ty(&x_t.1, 0)?;
-                self.text(")")
+                self.lit(")")
             }
             App(..) => {
-                let mut args = vec![];
+                // the arguments last first, the last few in an array (a `Vec` was an allocation an
+                // application measured), any before them in `more`
+                let mut few = [e; 8];
+                let mut more = vec![];
+                let mut n = 0;
                 let mut f = e;
                 while let App(g_x) = &f.kind {
-                    args.push(&g_x.1);
+                    match few.get_mut(n) {
+                        Some(slot) => *slot = &g_x.1,
+                        None => more.push(&g_x.1),
+                    }
+                    n += 1;
                     f = &g_x.0;
                 }
                 self.expr(f, ATOM)?;
-                self.args(args.into_iter().rev())
+                let last = few.get(..n).unwrap_or(&few);
+                self.args(more.into_iter().rev().chain(last.iter().copied().rev()))
             }
             Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => {
-                self.text("-")?;
+                self.lit("-")?;
                 self.expr(&args[0], APP)
             }
             Prim(..) if as_binop(e).is_some() => self.binop(e),
@@ -363,62 +429,73 @@ impl<'n> Flat<'n> {
             Let(..) | LetRec(..) => self.let_chain(e),
             ExprKind::If(c_x_y) => {
                 let (c, (x, y)) = &**c_x_y;
-                self.text("if ")?;
+                self.lit("if ")?;
                 self.expr(c, 0)?;
-                self.text(" then ")?;
+                self.lit(" then ")?;
                 self.expr(x, 0)?;
-                self.text(" else ")?;
+                self.lit(" else ")?;
                 self.expr(y, 0)
             }
             Case(c) => {
                 let (s, p1, x, p2, y) = &**c;
-                self.text("case ")?;
+                self.lit("case ")?;
                 self.expr(s, 0)?;
-                self.text(" of inl ")?;
+                self.lit(" of inl ")?;
                 self.pat(p1)?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 self.sym("->", "→")?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 if ends_with_case(x) {
                     self.parens_inner(x)?;
                 } else {
                     self.expr(x, 0)?;
                 }
-                self.text(" | inr ")?;
+                self.lit(" | inr ")?;
                 self.pat(p2)?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 self.sym("->", "→")?;
-                self.text(" ")?;
+                self.lit(" ")?;
                 self.expr(y, 0)
             }
             Bind(..) => {
                 let (links, tail) = bind_links(e);
-                self.text("do { ")?;
+                self.lit("do { ")?;
                 for l in links {
                     self.bind_stmt(l)?;
-                    self.text("; ")?;
+                    self.lit("; ")?;
                 }
                 self.expr(tail, 0)?;
-                self.text(" }")
+                self.lit(" }")
             }
         }
     }
 
     fn keyword(&mut self, kw: &str, x: &Expr) -> Option<()> {
         self.text(kw)?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.expr(x, ATOM)
     }
 
     /// `Printer::binop`: the operands of one level in order, the operator before each but the first.
     fn binop(&mut self, e: &Expr) -> Option<()> {
+        // one operator between operands of other levels (most), without `operands`' `Vec`
+        let (op, l, assoc, lhs, rhs) = as_binop(e)?;
+        let chained = |x: &Expr| as_binop(x).is_some_and(|b| b.1 == l);
+        if !chained(lhs) && !chained(rhs) {
+            let (lctx, rctx) = operand_ctx(l, assoc);
+            self.expr(lhs, lctx)?;
+            self.lit(" ")?;
+            self.text(op.symbol())?;
+            self.lit(" ")?;
+            return self.operand(rhs, rctx);
+        }
         let mut it = operands(e)?.into_iter();
         let (_, first, ctx) = it.next()?;
         self.expr(first, ctx)?;
         for (op, r, ctx) in it {
-            self.text(" ")?;
+            self.lit(" ")?;
             self.text(op.map_or("?", |p| p.symbol()))?;
-            self.text(" ")?;
+            self.lit(" ")?;
             self.operand(r, ctx)?;
         }
         Some(())
@@ -436,16 +513,16 @@ impl<'n> Flat<'n> {
                 self.sym("\\", "λ")?;
                 for (i, p) in ps.into_iter().enumerate() {
                     if i > 0 {
-                        self.text(" ")?;
+                        self.lit(" ")?;
                     }
                     self.pat(p)?;
                 }
                 body
             }
         };
-        self.text(" ")?;
+        self.lit(" ")?;
         self.sym("->", "→")?;
-        self.text(" ")?;
+        self.lit(" ")?;
         self.expr(body, 0)
     }
 
@@ -461,7 +538,7 @@ impl<'n> Flat<'n> {
                 }
                 _ => self.let_link(l)?,
             }
-            self.text(" in ")?;
+            self.lit(" in ")?;
         }
         self.expr(tail, 0)
     }

@@ -8,7 +8,7 @@
 //! known, or a type would break, it gives up and the link is laid out from its document (test
 //! `flat_links_print_as_their_documents`).
 
-use super::flat::{operands, width, Flat};
+use super::flat::{operands, symbol_width, width, Flat};
 use super::{bind_links, ends_with_case, let_links, level, peel, starts_with_minus, APP, ATOM, MAX_INDENT};
 use crate::ir::{Expr, ExprKind, LamKind, Name, Pat};
 
@@ -16,6 +16,8 @@ pub(super) struct Lay<'f, 'n> {
     flat: &'f mut Flat<'n>,
     /// The link's text, with its line breaks and indentation as the renderer writes them.
     pub(super) buf: String,
+    /// Where in `buf` its line breaks are (`CappedIndent::push_lines`).
+    pub(super) breaks: Vec<usize>,
     width: usize,
     cap: usize,
     /// `Printer::indent`: the indentation of a line break here.
@@ -29,11 +31,22 @@ pub(super) struct Lay<'f, 'n> {
 /// As `Flat`'s bound on its recursion.
 const MAX_DEPTH: usize = 256;
 
+/// Its buffers go back to `Flat` for the next link's `Lay` (each link's new buffers, grown token by
+/// token, were a tenth of printing a dualrev stage's output).
+impl Drop for Lay<'_, '_> {
+    fn drop(&mut self) {
+        self.flat.spare = (std::mem::take(&mut self.buf), std::mem::take(&mut self.breaks));
+    }
+}
+
 impl<'f, 'n> Lay<'f, 'n> {
     /// At the start of a link's line: after a break at indentation `n`.
     pub(super) fn new(flat: &'f mut Flat<'n>, n: usize) -> Self {
         let width = flat.options().width;
-        let mut lay = Lay { flat, buf: String::new(), width, cap: MAX_INDENT.max(width.saturating_add(1)), indent: n, pos: 0, depth: 0 };
+        let (mut buf, mut breaks) = std::mem::take(&mut flat.spare);
+        buf.clear();
+        breaks.clear();
+        let mut lay = Lay { flat, buf, breaks, width, cap: MAX_INDENT.max(width.saturating_add(1)), indent: n, pos: 0, depth: 0 };
         lay.nl();
         lay
     }
@@ -44,12 +57,25 @@ impl<'f, 'n> Lay<'f, 'n> {
         Some(())
     }
 
+    /// `text` of the syntax's own ASCII text (`Flat::lit`).
+    fn lit(&mut self, s: &'static str) -> Option<()> {
+        debug_assert!(s.is_ascii());
+        self.pos += s.len();
+        self.buf.push_str(s);
+        Some(())
+    }
+
+    /// The syntax's symbols: ASCII, or `λ → ← ⊸` (one column each).
     fn sym(&mut self, ascii: &'static str, unicode: &'static str) -> Option<()> {
-        self.text(if self.flat.options().unicode { unicode } else { ascii })
+        let s = if self.flat.options().unicode { unicode } else { ascii };
+        self.pos += symbol_width(s);
+        self.buf.push_str(s);
+        Some(())
     }
 
     /// A `line` in break mode: a new line at the indentation here.
     fn nl(&mut self) {
+        self.breaks.push(self.buf.len());
         self.buf.push('\n');
         super::push_spaces(&mut self.buf, self.indent);
         self.pos = self.indent;
@@ -103,21 +129,27 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     // ----- links -----
 
-    /// `Printer::let_link` followed by `tail` columns.
-    pub(super) fn let_link(&mut self, l: &Expr, tail: usize) -> Option<()> {
+    /// `Printer::let_link` followed by `tail` columns; with `broken`, a `let`'s group is known not to
+    /// fit flat (`Flat::link` measured it so, a link's first group: measured again, it was a tenth
+    /// of printing a dualrev stage's output).
+    pub(super) fn let_link(&mut self, l: &Expr, tail: usize, broken: bool) -> Option<()> {
         match &l.kind {
             ExprKind::Let(p_x) => {
                 let (p, (x, _)) = &**p_x;
-                self.group(tail, |f| f.let_link(l), |s| {
-                    s.text("let ")?;
+                let lay = |s: &mut Self| {
+                    s.lit("let ")?;
                     s.pat(p)?;
-                    s.text(" =")?;
+                    s.lit(" =")?;
                     let n = s.open(2);
                     s.nl();
                     s.expr(x, 0, tail)?;
                     s.close(n);
                     Some(())
-                })
+                };
+                if broken {
+                    return lay(self);
+                }
+                self.group(tail, |f| f.let_link(l), lay)
             }
             ExprKind::LetRec(fs_x) => {
                 let fs = &fs_x.0;
@@ -134,20 +166,25 @@ impl<'f, 'n> Lay<'f, 'n> {
         }
     }
 
-    /// `Printer::bind_stmt` followed by `tail` columns.
-    pub(super) fn bind_stmt(&mut self, l: &Expr, tail: usize) -> Option<()> {
+    /// `Printer::bind_stmt` followed by `tail` columns; with `broken`, its group is known not to fit
+    /// flat (as `let_link`'s).
+    pub(super) fn bind_stmt(&mut self, l: &Expr, tail: usize, broken: bool) -> Option<()> {
         let ExprKind::Bind(p_m) = &l.kind else { return None };
         let (p, (m, _)) = &**p_m;
-        self.group(tail, |f| f.bind_stmt(l), |s| {
+        let lay = |s: &mut Self| {
             s.pat(p)?;
-            s.text(" ")?;
+            s.lit(" ")?;
             s.sym("<-", "←")?;
             let n = s.open(2);
             s.nl();
             s.expr(m, 0, tail)?;
             s.close(n);
             Some(())
-        })
+        };
+        if broken {
+            return lay(self);
+        }
+        self.group(tail, |f| f.bind_stmt(l), lay)
     }
 
     fn equation(&mut self, name: &Name, body: &Expr, tail: usize) -> Option<()> {
@@ -155,10 +192,10 @@ impl<'f, 'n> Lay<'f, 'n> {
             let (ps, body) = peel(body);
             s.name(name)?;
             for p in ps {
-                s.text(" ")?;
+                s.lit(" ")?;
                 s.pat(p)?;
             }
-            s.text(" =")?;
+            s.lit(" =")?;
             let n = s.open(2);
             s.nl();
             s.expr(body, 0, tail)?;
@@ -175,9 +212,9 @@ impl<'f, 'n> Lay<'f, 'n> {
             return None;
         }
         if level(e) < ctx {
-            self.text("(")?;
+            self.lit("(")?;
             self.inner(e, tail + 1)?;
-            self.text(")")?;
+            self.lit(")")?;
         } else {
             self.inner(e, tail)?;
         }
@@ -187,9 +224,9 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     fn operand(&mut self, e: &Expr, ctx: u8, tail: usize) -> Option<()> {
         if level(e) >= ctx && starts_with_minus(e) {
-            self.text("(")?;
+            self.lit("(")?;
             self.inner(e, tail + 1)?;
-            self.text(")")
+            self.lit(")")
         } else {
             self.expr(e, ctx, tail)
         }
@@ -200,21 +237,21 @@ impl<'f, 'n> Lay<'f, 'n> {
         match &e.kind {
             Var(_) | Real(_) | Int(_) | Bool(_) | Unit | Builtin(_) => self.flat_text(|f| f.inner(e)),
             Prim(crate::ir::Prim::Neg, args) if args.len() == 1 => {
-                self.text("-")?;
+                self.lit("-")?;
                 self.expr(&args[0], APP, tail)
             }
             // `(` and the group of `e : t`, whose type is left to the document if it would break
             Ann(x_t) => {
                 let (x, t) = &**x_t;
-                self.text("(")?;
+                self.lit("(")?;
                 self.group(tail + 1, |f| {
                     f.expr(x, 0)?;
-                    f.text(" : ")?;
+                    f.lit(" : ")?;
                     f.ty(t, 0)
                 }, |s| {
                     let n = s.open(1);
                     s.expr(x, 0, 2)?;
-                    s.text(" :")?;
+                    s.lit(" :")?;
                     s.nl();
                     let budget = s.width.checked_sub(s.pos + tail + 1)?;
                     let (ty, w) = s.flat.measure(budget, |f| f.ty(t, 0))?;
@@ -223,7 +260,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                     s.close(n);
                     Some(())
                 })?;
-                self.text(")")
+                self.lit(")")
             }
             _ => self.group(tail, |f| f.inner(e), |s| s.broken(e, tail)),
         }
@@ -247,7 +284,7 @@ impl<'f, 'n> Lay<'f, 'n> {
         self.nl();
         for (i, x) in es.iter().enumerate() {
             if i > 0 {
-                self.text(",")?;
+                self.lit(",")?;
                 self.nl();
             }
             self.expr(x, 0, if i + 1 == es.len() { 0 } else { 1 })?;
@@ -266,7 +303,7 @@ impl<'f, 'n> Lay<'f, 'n> {
             Par(x_y) => {
                 self.expr(&x_y.0, 2, 0)?;
                 self.nl();
-                self.text("||| ")?;
+                self.lit("||| ")?;
                 self.operand(&x_y.1, 2, tail)
             }
             Fst(x) | Snd(x) | Inl(x) | Inr(x) | Pure(x) => {
@@ -306,7 +343,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                 for (i, (op, r, ctx)) in it {
                     self.nl();
                     self.text(op.map_or("?", |p| p.symbol()))?;
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.operand(r, ctx, if i == last { tail } else { 0 })?;
                 }
                 self.close(n);
@@ -322,7 +359,7 @@ impl<'f, 'n> Lay<'f, 'n> {
                 self.sym("\\", "λ")?;
                 for (i, p) in ps.into_iter().enumerate() {
                     if i > 0 {
-                        self.text(" ")?;
+                        self.lit(" ")?;
                     }
                     self.pat(p)?;
                 }
@@ -331,25 +368,25 @@ impl<'f, 'n> Lay<'f, 'n> {
             Let(..) | LetRec(..) => {
                 let (links, rest) = let_links(e);
                 for l in links {
-                    self.let_link(l, 3)?;
-                    self.text(" in")?;
+                    self.let_link(l, 3, false)?;
+                    self.lit(" in")?;
                     self.nl();
                 }
                 self.expr(rest, 0, tail)
             }
             If(c_x_y) => {
                 let (c, (x, y)) = &**c_x_y;
-                self.text("if ")?;
+                self.lit("if ")?;
                 self.expr(c, 0, 5)?;
-                self.text(" then")?;
+                self.lit(" then")?;
                 let n = self.open(2);
                 self.nl();
                 self.expr(x, 0, 0)?;
                 self.close(n);
                 self.nl();
-                self.text("else")?;
+                self.lit("else")?;
                 if matches!(y.kind, If(..)) {
-                    self.text(" ")?;
+                    self.lit(" ")?;
                     self.expr(y, 0, tail)
                 } else {
                     let n = self.open(2);
@@ -361,31 +398,31 @@ impl<'f, 'n> Lay<'f, 'n> {
             }
             Case(c) => {
                 let (s, p1, x, p2, y) = &**c;
-                self.text("case ")?;
+                self.lit("case ")?;
                 self.expr(s, 0, 3)?;
-                self.text(" of")?;
+                self.lit(" of")?;
                 let arms = self.open(2);
                 self.nl();
                 let parens = ends_with_case(x);
                 let arm1 = |f: &mut Flat<'n>| {
-                    f.text("inl ")?;
+                    f.lit("inl ")?;
                     f.pat(p1)?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     f.sym("->", "→")?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     if parens { f.parens_inner(x) } else { f.expr(x, 0) }
                 };
                 self.group(0, arm1, |s| {
-                    s.text("inl ")?;
+                    s.lit("inl ")?;
                     s.pat(p1)?;
-                    s.text(" ")?;
+                    s.lit(" ")?;
                     s.sym("->", "→")?;
                     let n = s.open(2);
                     s.nl();
                     if parens {
-                        s.text("(")?;
+                        s.lit("(")?;
                         s.inner(x, 1)?;
-                        s.text(")")?;
+                        s.lit(")")?;
                     } else {
                         s.expr(x, 0, 0)?;
                     }
@@ -394,17 +431,17 @@ impl<'f, 'n> Lay<'f, 'n> {
                 })?;
                 self.nl();
                 let arm2 = |f: &mut Flat<'n>| {
-                    f.text("| inr ")?;
+                    f.lit("| inr ")?;
                     f.pat(p2)?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     f.sym("->", "→")?;
-                    f.text(" ")?;
+                    f.lit(" ")?;
                     f.expr(y, 0)
                 };
                 self.group(tail, arm2, |s| {
-                    s.text("| inr ")?;
+                    s.lit("| inr ")?;
                     s.pat(p2)?;
-                    s.text(" ")?;
+                    s.lit(" ")?;
                     s.sym("->", "→")?;
                     let n = s.open(2);
                     s.nl();
@@ -417,18 +454,18 @@ impl<'f, 'n> Lay<'f, 'n> {
             }
             Bind(..) => {
                 let (links, rest) = bind_links(e);
-                self.text("do {")?;
+                self.lit("do {")?;
                 let n = self.open(2);
                 for l in links {
                     self.nl();
-                    self.bind_stmt(l, 1)?;
-                    self.text(";")?;
+                    self.bind_stmt(l, 1, false)?;
+                    self.lit(";")?;
                 }
                 self.nl();
                 self.expr(rest, 0, 0)?;
                 self.close(n);
                 self.nl();
-                self.text("}")
+                self.lit("}")
             }
             _ => None,
         }
@@ -436,7 +473,7 @@ impl<'f, 'n> Lay<'f, 'n> {
 
     /// ` → body`, the body on a line of its own nested 2 (`Printer::lambda` broken).
     fn lambda_body(&mut self, body: &Expr, tail: usize) -> Option<()> {
-        self.text(" ")?;
+        self.lit(" ")?;
         self.sym("->", "→")?;
         let n = self.open(2);
         self.nl();

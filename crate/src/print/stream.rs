@@ -92,11 +92,15 @@ pub(super) fn link(flat: &mut Flat<'_>, l: &Expr, bind: bool, n: usize, out: &mu
     if flat.link(l, bind, end, n, out) {
         return Path::Flat;
     }
-    let mut lay = Lay::new(flat, n);
-    let laid = if bind { lay.bind_stmt(l, end.len()) } else { lay.let_link(l, end.len()) };
-    if laid.and_then(|()| lay.text(end)).is_some() {
-        write_lines(out, &lay.buf);
-        return Path::Laid;
+    // `Flat::link` measured the link's group (a `let`'s or a statement's) as `Lay` would first: where
+    // it did not fit, `Lay` breaks it at once; where its width is not known, `Lay` would give up
+    if !flat.unknown {
+        let mut lay = Lay::new(flat, n);
+        let laid = if bind { lay.bind_stmt(l, end.len(), true) } else { lay.let_link(l, end.len(), true) };
+        if laid.and_then(|()| lay.text(end)).is_some() {
+            out.push_lines(&lay.buf, &lay.breaks);
+            return Path::Laid;
+        }
     }
     link_doc(&flat.options(), flat.names(), l, bind, n, out);
     Path::Document

@@ -1042,3 +1042,77 @@ fn spaces_are_pushed_a_slice_at_a_time_past_the_blank_run() {
         assert!(s[1..].bytes().all(|b| b == b' '), "{n}");
     }
 }
+
+/// `level` asks whether a real literal prints with a `-` by its sign, not its text: the same answer
+/// as `show_real`'s text on every kind of real (a NaN of negative sign prints `nan`).
+#[test]
+fn negative_literals_are_the_ones_shown_with_a_minus() {
+    let reals = [0.0, -0.0, 1.5, -1.5, 1e-300, -1e-300, 5e-324, -5e-324, 1e300, -1e300, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, -f64::NAN, f64::MIN, f64::MAX];
+    for x in reals {
+        assert_eq!(is_negative_lit(&r(x)), show_real(x).starts_with('-'), "{x:?}");
+    }
+}
+
+/// `Flat`'s cache of real literals' texts gives each literal its own text: hundreds of distinct reals
+/// (more than the cache holds, so slots are shared and replaced), each measured twice.
+#[test]
+fn real_literals_print_by_their_own_text() {
+    let names = HashMap::default();
+    let o = PrintOptions::default();
+    let mut flat = flat::Flat::new(&o, &names);
+    for round in 0..2 {
+        for k in 0..500 {
+            let x = k as f64 * 0.37 - 90.0;
+            let (t, _) = flat.measure(80, |f| f.inner(&r(x))).expect("a literal fits");
+            assert_eq!(t, show_real(x), "{x} in round {round}");
+        }
+    }
+}
+
+/// A link of a long chain that does not fit on its line is measured flat once (`Flat::link`), not
+/// again as `Lay`'s first group: `Lay` breaks it at once and measures only the parts under it (here
+/// the pattern's text and the tuple, which fits on its own line). Not breaking at once, `Lay` also
+/// measures the whole link again (3).
+#[test]
+fn a_broken_link_is_measured_once_before_it_breaks() {
+    let items: Vec<Expr> = (0..12).map(|k| v("component", 10 + k)).collect();
+    let link = let_(pv("t", 1), tup(items), v("t", 1));
+    let names = HashMap::default();
+    let o = width(200, true);
+    let mut flat = flat::Flat::new(&o, &names);
+    let mut out = CappedIndent::new(false);
+    // `let t = (component, …) in` is 8 + 132 + 3 columns: at indentation 60 it does not fit, and
+    // the tuple and ` in` on a line of their own at 62 do
+    let path = stream::link(&mut flat, &link, false, 60, &mut out);
+    assert_eq!(path, stream::Path::Laid);
+    assert_eq!(flat.measured, 2, "{}", out.finish().text());
+    let mut by_doc = CappedIndent::new(false);
+    stream::link_doc(&o, &names, &link, false, 60, &mut by_doc);
+    let mut again = CappedIndent::new(false);
+    stream::link(&mut flat::Flat::new(&o, &names), &link, false, 60, &mut again);
+    assert_eq!(again.finish().text(), by_doc.finish().text());
+}
+
+/// Occurrences found by the counting sort's ends (`Occ::ends`) are the ones a search among all finds:
+/// on dense ids (the counting sort) and sparse ones (sorted by comparison), every id and interval.
+#[test]
+fn a_locals_occurrences_are_found_by_its_own_range() {
+    for spread in [1u32, 1 << 20] {
+        let mut occ = Occ::default();
+        // occurrence k of local (k * 7) % 13, for ids 0..13 scaled by `spread`
+        for k in 0..200u32 {
+            occ.locals.push(((k * 7 % 13) * spread, k));
+        }
+        occ.next = 200;
+        let occ = occ.sorted();
+        assert_eq!(occ.ends.is_empty(), spread > 1, "dense ids are counted, sparse ones compared");
+        for id in 0..15u32 {
+            for lo in (0..210).step_by(7) {
+                for hi in [lo, lo + 1, lo + 5, lo + 40] {
+                    let want = (0..200u32).any(|k| k * 7 % 13 == id && lo <= k && k < hi);
+                    assert_eq!(occ.local_used_in(id * spread, (lo, hi)), want, "id {id}, [{lo}, {hi}), spread {spread}");
+                }
+            }
+        }
+    }
+}
