@@ -232,6 +232,8 @@ impl Locals {
         }
         if max as usize <= sparse_bound(nodes) {
             uses.resize(max as usize + 1, 0);
+            // (grown by doubling: its room past the ids given back, a byte an id of a long output)
+            uses.shrink_to_fit();
             for id in aside {
                 uses[id as usize] = uses[id as usize].saturating_add(1);
             }
@@ -781,6 +783,12 @@ enum Applied {
 /// The most parts of an argument's type `Cx::match_scheme` walks (a builtin's parameter is a few
 /// dozen parts at most, as `SETTLE_PARTS` says; a variable's part is not walked, but for `same`).
 const MATCH_PARTS: u32 = 64;
+
+/// `Cx::applied`'s size at which it is emptied: an instance met on every line (`Staged c` of each
+/// `SCall d`) is met again within a few entries, and the rest (`counted`'s `a → a` of each line, its
+/// own variable) held by a larger table raised the check's peak (+7 MiB at 16,384 entries on
+/// dualrev/cayley's output of a 10^5-line program).
+const APPLIED_KEPT: usize = 1 << 10;
 
 /// Whether `Cx::apply_builtin` reads instances off arguments (always, but in the tests comparing it
 /// with instantiating).
@@ -1976,7 +1984,7 @@ impl<'b> Cx<'b> {
             (Type::Fun(xy) | Type::Lin(xy), false) => (tf.clone(), xy.1.clone()),
             _ => unreachable!("matched a function's parameter"),
         };
-        if self.applied.len() >= RECENT {
+        if self.applied.len() >= APPLIED_KEPT {
             self.applied.clear();
         }
         // (the builtin and the parts kept with their addresses, so that no other is met at them)
