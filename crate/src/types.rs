@@ -60,13 +60,13 @@ fn check(p: &mut Program, builtins: &Builtins, fit: Option<Fit>, generalise_loca
     for param in &p.params {
         cx.globals.insert(param.name.text.to_string(), Scheme::mono(Type::Int));
     }
-    let nodes = cx.locals.count_uses(p.defs.iter().map(|d| &d.body));
+    let (nodes, groups) = cx.locals.count_uses(p);
     cx.settling = nodes >= SETTLE_FROM;
     #[cfg(test)]
     if tests::SETTLE_ALL.with(|s| s.get()) {
         cx.settling = true;
     }
-    for group in def_groups(p) {
+    for group in groups {
         // Monomorphic within a group; generalised after it.
         let tys: Vec<Type> = group.iter().map(|_| cx.fresh()).collect();
         for (&i, t) in group.iter().zip(&tys) {
@@ -191,19 +191,55 @@ impl Locals {
             _ => *c -= 1,
         }
     }
-    /// The local variables' uses in `bodies`, by id, for `used`; none counted where the ids are
-    /// sparse (a table by id would be larger than the program).
-    /// Returns the bodies' node count.
-    fn count_uses<'e>(&mut self, bodies: impl Iterator<Item = &'e Expr> + Clone) -> usize {
+    /// The local variables' uses in `p`'s definitions, by id, for `used`; none counted where the
+    /// ids are sparse (a table by id would be larger than the program). Returns the definitions'
+    /// node count and their strongly connected components in dependency order (`tarjan`), found in the same walk: three walks of a stage's
+    /// output before inference (the ids' largest, their uses, the globals used) were ~9 % of its
+    /// check (dualrev/cayley's, issue 14 item 4, session 45).
+    fn count_uses(&mut self, p: &Program) -> (usize, Vec<Vec<usize>>) {
+        let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
         let (mut nodes, mut max) = (0usize, 0u32);
-        each_local_use(bodies.clone(), &mut |id| max = max.max(id), &mut nodes);
-        if max as usize > 4 * nodes + 4096 {
-            return nodes;
+        // (counted in place up to the bound the table may have so far; ids past it kept aside until
+        // the count of nodes, and so the bound, is known)
+        let (mut uses, mut aside) = (Vec::<u8>::new(), Vec::<u32>::new());
+        let mut deps: Vec<Vec<usize>> = Vec::with_capacity(p.defs.len());
+        let mut stack: Vec<&Expr> = vec![];
+        for d in &p.defs {
+            let mut out = BTreeSet::new();
+            stack.push(&d.body);
+            while let Some(e) = stack.pop() {
+                nodes += 1;
+                if let ExprKind::Var(n) = &e.kind {
+                    if n.is_global() {
+                        if let Some(&j) = index.get(&*n.text) {
+                            out.insert(j);
+                        }
+                    } else {
+                        let id = n.id as usize;
+                        max = max.max(n.id);
+                        if id >= uses.len() && id <= sparse_bound(nodes) {
+                            uses.resize((id + 1).max(2 * uses.len()).min(sparse_bound(nodes) + 1), 0);
+                        }
+                        match uses.get_mut(id) {
+                            Some(c) => *c = c.saturating_add(1),
+                            None => aside.push(n.id),
+                        }
+                    }
+                }
+                each_child(e, &mut |c| stack.push(c));
+            }
+            deps.push(out.into_iter().collect());
         }
-        let mut uses = vec![0u8; max as usize + 1];
-        each_local_use(bodies, &mut |id| uses[id as usize] = uses[id as usize].saturating_add(1), &mut 0);
-        self.uses = uses;
-        nodes
+        if max as usize <= sparse_bound(nodes) {
+            uses.resize(max as usize + 1, 0);
+            // (grown by doubling: its room past the ids given back, a byte an id of a long output)
+            uses.shrink_to_fit();
+            for id in aside {
+                uses[id as usize] = uses[id as usize].saturating_add(1);
+            }
+            self.uses = uses;
+        }
+        (nodes, tarjan(&deps))
     }
     /// The bindings made so far, for `undo`.
     fn mark(&self) -> usize {
@@ -233,18 +269,9 @@ impl Locals {
     }
 }
 
-/// Each use of a local variable in `bodies` (its id), and the nodes walked.
-fn each_local_use<'e>(bodies: impl Iterator<Item = &'e Expr>, f: &mut dyn FnMut(u32), nodes: &mut usize) {
-    let mut stack: Vec<&Expr> = bodies.collect();
-    while let Some(e) = stack.pop() {
-        *nodes += 1;
-        if let ExprKind::Var(n) = &e.kind {
-            if !n.is_global() {
-                f(n.id);
-            }
-        }
-        each_child(e, &mut |c| stack.push(c));
-    }
+/// The largest id `Locals::count_uses` keeps a table by id for, in a program of `nodes` nodes.
+fn sparse_bound(nodes: usize) -> usize {
+    4 * nodes + 4096
 }
 
 /// What zonking a whole program remembers: each bound variable's zonked type, and each compound
@@ -736,6 +763,41 @@ struct Cx<'b> {
     open_met: Vec<u32>,
     /// How many times `recent` has been emptied (`reset_recent`).
     recent_resets: u32,
+    /// `apply_builtin`'s head and result types by builtin and instance (the parts of the argument's
+    /// type its quantified variables stand for, by identity; the entry keeps them and the builtin,
+    /// so that their addresses are not reused while they are keys). Emptied with `recent`, whose
+    /// allocations its settled types are, and when bindings are undone (`fit_input`).
+    applied: rustc_hash::FxHashMap<(usize, smallvec::SmallVec<[(u8, usize, usize); 4]>), Applied2>,
+}
+
+/// An entry of `Cx::applied`: the builtin, the instance, the head's type and the result's.
+type Applied2 = (std::rc::Rc<crate::interp::Builtin>, smallvec::SmallVec<[Type; 4]>, Type, Type);
+
+/// What `Cx::apply_builtin` found: the application's type (the head's set), or the head's instance
+/// and the argument's type, to be unified.
+enum Applied {
+    Matched(Type),
+    Instantiated(Type, Type),
+}
+
+/// The most parts of an argument's type `Cx::match_scheme` walks (a builtin's parameter is a few
+/// dozen parts at most, as `SETTLE_PARTS` says; a variable's part is not walked, but for `same`).
+const MATCH_PARTS: u32 = 64;
+
+/// `Cx::applied`'s size at which it is emptied: an instance met on every line (`Staged c` of each
+/// `SCall d`) is met again within a few entries, and the rest (`counted`'s `a → a` of each line, its
+/// own variable) held by a larger table raised the check's peak (+7 MiB at 16,384 entries on
+/// dualrev/cayley's output of a 10^5-line program).
+const APPLIED_KEPT: usize = 1 << 10;
+
+/// Whether `Cx::apply_builtin` reads instances off arguments (always, but in the tests comparing it
+/// with instantiating).
+fn fast_application() -> bool {
+    #[cfg(test)]
+    if tests::MATCH_OFF.with(|c| c.get()) {
+        return false;
+    }
+    true
 }
 
 /// Whether `Cx::closed`'s answers are taken (always, but in the test comparing them with walking again).
@@ -758,6 +820,16 @@ const SETTLED_KEPT: usize = 1 << 10;
 
 /// The most unbound variables a walk remembered in `Cx::closed` may have met.
 const OPEN_KEPT: usize = 4;
+
+/// The slots of `Cx::settle_nodes`' cache of the types it has just settled.
+const LAST_SLOTS: usize = 32;
+
+/// `t`'s slot in a cache of `LAST_SLOTS` by identity (`parts`).
+fn slot_of(t: &Type) -> usize {
+    let (k, a, b) = parts(t);
+    let h = (a ^ b.rotate_left(17) ^ (k as usize).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 58) % LAST_SLOTS
+}
 
 /// `Cx::recent`'s size at which it is emptied.
 const RECENT: usize = 1 << 14;
@@ -802,6 +874,7 @@ impl<'b> Cx<'b> {
             closed: Default::default(),
             recent_resets: 0,
             open_met: vec![],
+            applied: Default::default(),
         }
     }
 
@@ -962,15 +1035,16 @@ impl<'b> Cx<'b> {
         };
         // (the last type settled and its answer: a spine's links have their body's type, and a node
         // often its parent's, so that most look-ups in `settled` were of the type just looked up)
-        let mut last: Option<(Type, Type)> = None;
+        let mut last: [Option<(Type, Type)>; LAST_SLOTS] = Default::default();
         while let Some(e) = stack.pop() {
             if matches!(e.ty, Type::Sum(_) | Type::Fun(_) | Type::Lin(_) | Type::Tuple(_) | Type::Con(_) | Type::Var(_)) {
-                match &last {
+                let slot = slot_of(&e.ty);
+                match &last[slot] {
                     Some((from, to)) if parts(from) == parts(&e.ty) => e.ty = to.clone(),
                     _ => {
                         let to = self.settle_memo(&e.ty, &mut settled);
                         let from = std::mem::replace(&mut e.ty, to.clone());
-                        last = Some((from, to));
+                        last[slot] = Some((from, to));
                     }
                 }
             }
@@ -998,14 +1072,9 @@ impl<'b> Cx<'b> {
 
     /// `settle`, once per type held by many (`settle_nodes`' memo of a link, by identity).
     fn settle_memo(&mut self, t: &Type, settled: &mut rustc_hash::FxHashMap<ByParts<Type>, Type>) -> Type {
-        let key = ByParts(t.clone());
-        if let Some(t) = settled.get(&key) {
-            return t.clone();
-        }
+        let _ = settled;
         let mut budget = SETTLE_PARTS;
-        let s = self.settle(t, &mut budget);
-        settled.insert(key, s.clone());
-        s
+        self.settle(t, &mut budget)
     }
 
     fn forget_recent(&mut self) {
@@ -1020,6 +1089,7 @@ impl<'b> Cx<'b> {
         self.recent = Made::default();
         // (emptied, its room kept: it fills again at once)
         self.closed.clear();
+        self.applied.clear();
         self.recent_resets += 1;
     }
 
@@ -1176,9 +1246,12 @@ impl<'b> Cx<'b> {
         let mut stack: Vec<&mut Expr> = es.collect();
         // (the last node's type and what it became: a spine's links have their body's type, and a
         // node often its parent's, and looking it up again in the memo's maps was most of the zonk)
-        let mut last: Option<(Type, Type)> = None;
+        // (session 45: the last few, by slot: a node's type is often one met a few nodes before, a
+        // sibling's or an enclosing node's)
+        let mut last: [Option<(Type, Type)>; LAST_SLOTS] = Default::default();
         while let Some(e) = stack.pop() {
-            if let Some((_, to)) = last.as_ref().filter(|(from, _)| parts(from) == parts(&e.ty)) {
+            let slot = slot_of(&e.ty);
+            if let Some((_, to)) = last[slot].as_ref().filter(|(from, _)| parts(from) == parts(&e.ty)) {
                 e.ty = to.clone();
                 each_child_mut(e, &mut |c| stack.push(c));
                 continue;
@@ -1203,7 +1276,7 @@ impl<'b> Cx<'b> {
                 tests::MEMO_HELD.with(|h| h.set(h.get().max(m.entries())));
             }
             let from = from.unwrap_or_else(|| e.ty.clone());
-            last = Some((from, e.ty.clone()));
+            last[slot] = Some((from, e.ty.clone()));
             each_child_mut(e, &mut |c| stack.push(c));
         }
         if let Some(m) = memo {
@@ -1434,6 +1507,7 @@ impl<'b> Cx<'b> {
             (self.subst, self.levels, self.open_numeric) = saved;
             // (bindings undone: a walk remembered may have met them)
             self.closed.clear();
+            self.applied.clear();
         }
     }
 
@@ -1657,15 +1731,7 @@ impl<'b> Cx<'b> {
     /// One node that is not on a let/bind spine.
     fn infer_node(&mut self, e: &mut Expr) -> Result<Type, Diagnostic> {
         let span = e.span;
-        if !span.is_none() {
-            self.located = span;
-        }
-        self.nodes = self.nodes.wrapping_add(1);
-        if self.nodes % MEMORY_CHECK == 0 {
-            if let Some(m) = crate::limits::memory_exceeded("type-checking") {
-                return Err(Diagnostic::error(self.located, m));
-            }
-        }
+        self.count_node(span)?;
         let t = match &mut e.kind {
             ExprKind::Var(n) if n.is_global() => match self.globals.get(&*n.text).cloned() {
                 Some(s) => self.instantiate(&s),
@@ -1696,8 +1762,23 @@ impl<'b> Cx<'b> {
             }
             ExprKind::App(f_a) => {
                 let (f, a) = &mut **f_a;
-                let tf = self.infer(f)?;
-                let ta = self.infer(a)?;
+                let head = match &f.kind {
+                    ExprKind::Builtin(name) => self.builtins.get(name).filter(|b| !b.scheme.vars.is_empty()),
+                    _ => None,
+                };
+                let (tf, ta) = match head {
+                    Some(b) => match self.apply_builtin(f, a, b)? {
+                        Applied::Matched(t) => {
+                            e.ty = t.clone();
+                            return Ok(t);
+                        }
+                        Applied::Instantiated(tf, ta) => (tf, ta),
+                    },
+                    None => {
+                        let tf = self.infer(f)?;
+                        (tf, self.infer(a)?)
+                    }
+                };
                 match self.shallow(&tf) {
                     // (the result is the function's: no fresh variable to unify with it)
                     Type::Fun(xy) | Type::Lin(xy) => {
@@ -1827,6 +1908,155 @@ impl<'b> Cx<'b> {
         Ok(t)
     }
 
+    /// A node about to be inferred: where a budget stop is reported, and the memory budget checked
+    /// every `MEMORY_CHECK` nodes.
+    fn count_node(&mut self, span: Span) -> Result<(), Diagnostic> {
+        if !span.is_none() {
+            self.located = span;
+        }
+        self.nodes = self.nodes.wrapping_add(1);
+        if self.nodes % MEMORY_CHECK == 0 {
+            if let Some(m) = crate::limits::memory_exceeded("type-checking") {
+                return Err(Diagnostic::error(self.located, m));
+            }
+        }
+        Ok(())
+    }
+
+    /// `b a` for a polymorphic builtin `b` (the head `f`), its scheme's instance read off the
+    /// argument's type rather than built and unified: where the parameter's type matches `a`'s (its
+    /// quantified variables standing for parts of `a`'s type, the rest equal), unifying the
+    /// instantiated parameter with it would bind each fresh variable to its part and nothing else,
+    /// so each is bound so (the same substitution, the same variables made in the same order as
+    /// `instantiate`'s), and the head's and the result's types are the scheme's with those parts,
+    /// made once for each builtin and instance (`Cx::applied`). Every backpropagator of a dualrev
+    /// output is `counted (λs → SCall d (x * z) s)`: instantiating, unifying and settling each
+    /// application's copy of the scheme was ~40 % of the check of dualrev/cayley's output (issue 14
+    /// item 4, session 45). Otherwise (`Instantiated`: a part of `a`'s type still a variable where
+    /// the parameter's is not, or two parts that should be equal not the same) the head's instance
+    /// and `a`'s type, for unification as ever, with its messages.
+    fn apply_builtin(&mut self, f: &mut Expr, a: &mut Expr, b: std::rc::Rc<crate::interp::Builtin>) -> Result<Applied, Diagnostic> {
+        // (as `infer_node` of the head: counted, and its variables made before the argument's)
+        self.count_node(f.span)?;
+        let s = &b.scheme;
+        let fresh: smallvec::SmallVec<[Type; 4]> = s.vars.iter().map(|_| self.fresh()).collect();
+        let ta = self.infer(a)?;
+        let mut found: smallvec::SmallVec<[Option<Type>; 4]> = smallvec::smallvec![None; s.vars.len()];
+        let matched = match &s.ty {
+            Type::Fun(xy) | Type::Lin(xy) if fast_application() => {
+                let mut budget = MATCH_PARTS;
+                self.match_scheme(&xy.0, &ta, &s.vars, &mut found, &mut budget)
+            }
+            _ => false,
+        };
+        if !matched {
+            let tf = rename(&s.ty, &mut |v| s.vars.iter().position(|&w| w == v).map_or(Type::Var(v), |i| fresh[i].clone()));
+            f.ty = tf.clone();
+            return Ok(Applied::Instantiated(tf, ta));
+        }
+        // each fresh variable bound to its part as unifying it with the part binds it (a variable
+        // part: the fresh, younger, one to it; its variables' levels lowered to the current one)
+        let mut inst: smallvec::SmallVec<[Type; 4]> = smallvec::SmallVec::new();
+        for (v, part) in fresh.iter().zip(found) {
+            match part {
+                Some(p) => {
+                    self.unify(v, &p, a.span)?;
+                    inst.push(p);
+                }
+                // (a variable only the result mentions stays the fresh one)
+                None => inst.push(v.clone()),
+            }
+        }
+        let key = (std::rc::Rc::as_ptr(&b) as usize, inst.iter().map(parts).collect::<smallvec::SmallVec<[(u8, usize, usize); 4]>>());
+        if let Some((_, _, head, result)) = self.applied.get(&key) {
+            #[cfg(test)]
+            tests::MATCHED.with(|m| m.set(m.get() + 1));
+            f.ty = head.clone();
+            return Ok(Applied::Matched(result.clone()));
+        }
+        let tf = rename(&s.ty, &mut |v| s.vars.iter().position(|&w| w == v).map_or(Type::Var(v), |i| inst[i].clone()));
+        let (head, result) = match (&tf, self.settling) {
+            (Type::Fun(xy) | Type::Lin(xy), true) => {
+                let (mut h, mut r) = (SETTLE_PARTS, SETTLE_PARTS);
+                let y = xy.1.clone();
+                (self.settle(&tf, &mut h), self.settle(&y, &mut r))
+            }
+            (Type::Fun(xy) | Type::Lin(xy), false) => (tf.clone(), xy.1.clone()),
+            _ => unreachable!("matched a function's parameter"),
+        };
+        if self.applied.len() >= APPLIED_KEPT {
+            self.applied.clear();
+        }
+        // (the builtin and the parts kept with their addresses, so that no other is met at them)
+        self.applied.insert(key, (b.clone(), inst, head.clone(), result.clone()));
+        #[cfg(test)]
+        tests::MATCHED.with(|m| m.set(m.get() + 1));
+        f.ty = head;
+        Ok(Applied::Matched(result))
+    }
+
+    /// Whether `t` (under the substitution) is an instance of the scheme's type `pat`: each of
+    /// `vars` (the quantified variables) standing for a part of `t`, recorded in `found`, one met
+    /// again for a part equal to the first (`same`), and the rest of `pat` as `t` is, at most
+    /// `budget` parts walked. False where unification would have more to do: a part of `t` that is
+    /// a variable where `pat`'s is not, a variable of `pat` not quantified.
+    fn match_scheme(&self, pat: &Type, t: &Type, vars: &[u32], found: &mut [Option<Type>], budget: &mut u32) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        let t = self.resolve(t);
+        match (pat, t) {
+            (Type::Var(v), _) => match vars.iter().position(|w| w == v) {
+                Some(i) => match &found[i] {
+                    Some(p) => self.same(p, t, budget),
+                    None => {
+                        found[i] = Some(t.clone());
+                        true
+                    }
+                },
+                None => false,
+            },
+            (Type::Real, Type::Real) | (Type::Int, Type::Int) | (Type::Bool, Type::Bool) | (Type::Unit, Type::Unit) => true,
+            (Type::Tuple(ps), Type::Tuple(ts)) => {
+                ps.len() == ts.len() && ps.iter().zip(ts.iter()).all(|(p, t)| self.match_scheme(p, t, vars, found, budget))
+            }
+            (Type::Con(c), Type::Con(d)) => {
+                c.name == d.name
+                    && c.args.len() == d.args.len()
+                    && c.args.iter().zip(d.args.iter()).all(|(p, t)| self.match_scheme(p, t, vars, found, budget))
+            }
+            // (as `unify`: a function and a linear function unify)
+            (Type::Sum(p), Type::Sum(q)) | (Type::Fun(p) | Type::Lin(p), Type::Fun(q) | Type::Lin(q)) => {
+                self.match_scheme(&p.0, &q.0, vars, found, budget) && self.match_scheme(&p.1, &q.1, vars, found, budget)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `a` and `b` are the same type under the substitution (so that unifying them binds
+    /// nothing), within `budget` parts; false where unsure.
+    fn same(&self, a: &Type, b: &Type, budget: &mut u32) -> bool {
+        let (a, b) = (self.resolve(a), self.resolve(b));
+        if parts(a) == parts(b) {
+            return true;
+        }
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match (a, b) {
+            (Type::Tuple(xs), Type::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys.iter()).all(|(x, y)| self.same(x, y, budget)),
+            (Type::Con(c), Type::Con(d)) => {
+                c.name == d.name && c.args.len() == d.args.len() && c.args.iter().zip(d.args.iter()).all(|(x, y)| self.same(x, y, budget))
+            }
+            (Type::Sum(p), Type::Sum(q)) | (Type::Fun(p), Type::Fun(q)) | (Type::Lin(p), Type::Lin(q)) => {
+                self.same(&p.0, &q.0, budget) && self.same(&p.1, &q.1, budget)
+            }
+            _ => false,
+        }
+    }
+
     /// A primitive's type, from the typing class in its row (prims.rs).
     fn prim(&mut self, op: Prim, args: &[(Type, Span)], span: Span) -> Result<Type, Diagnostic> {
         let base = |b: Base| match b {
@@ -1948,37 +2178,6 @@ fn is_value(e: &Expr) -> bool {
         ExprKind::Lam(..) => true,
         ExprKind::Ann(x_x) => { let (x, _) = &**x_x; is_value(x) },
         _ => false,
-    }
-}
-
-/// The top-level definitions in dependency order, grouped into strongly connected components.
-fn def_groups(p: &Program) -> Vec<Vec<usize>> {
-    let index: HashMap<&str, usize> = p.defs.iter().enumerate().map(|(i, d)| (&*d.name.text, i)).collect();
-    let deps: Vec<Vec<usize>> = p
-        .defs
-        .iter()
-        .map(|d| {
-            let mut out = BTreeSet::new();
-            globals_used(&d.body, &mut |n| {
-                if let Some(&j) = index.get(n) {
-                    out.insert(j);
-                }
-            });
-            out.into_iter().collect()
-        })
-        .collect();
-    tarjan(&deps)
-}
-
-fn globals_used(e: &Expr, f: &mut dyn FnMut(&str)) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        if let ExprKind::Var(n) = &e.kind {
-            if n.is_global() {
-                f(&n.text);
-            }
-        }
-        each_child(e, &mut |c| stack.push(c));
     }
 }
 
@@ -2550,6 +2749,10 @@ mod tests {
         pub(super) static SETTLE_ALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         /// `settle` walks again where `Cx::closed` has the answer.
         pub(super) static CLOSED_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// `Cx::apply_builtin` instantiates and unifies always, as before session 45.
+        pub(super) static MATCH_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// How many builtin applications `Cx::apply_builtin` has read the instance of off their argument.
+        pub(super) static MATCHED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
         /// `check` leaves the nodes' types as inference and settling left them (no final zonk).
         pub(super) static ZONK_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         /// The most local binders the checker held at once on this thread.
@@ -2789,6 +2992,128 @@ mod tests {
             e.kind = ExprKind::Bool(true);
         }
         p
+    }
+
+    /// Session 45: a polymorphic builtin's instance read off its argument (`Cx::apply_builtin`) is
+    /// what instantiating and unifying gives. On the outputs of every stage for every example, checked
+    /// with settling at any size and without: every node's type, every scheme (their variables'
+    /// numbers too) and the variables made, and the diagnostic (message and span) of ill-typed
+    /// mutations are the same read off and instantiated; and most applications are read off (seen failing with
+    /// each fresh variable left unbound where its part was found: the types differ).
+    #[test]
+    fn builtin_instances_read_off_arguments_agree_with_instantiating() {
+        crate::limits::run_with_stack(|| {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+            let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).filter(|f| f.extension().is_some_and(|x| x == "cot")).collect();
+            files.sort();
+            let both = |p: &Program, b: &Builtins| {
+                let run = |off: bool| {
+                    MATCH_OFF.with(|c| c.set(off));
+                    let mut q = p.clone();
+                    let r = check_program(&mut q, b).map_err(|d| format!("{:?}: {}", d.span, d.message));
+                    let made = VARIABLES.with(|v| v.get());
+                    MATCH_OFF.with(|c| c.set(false));
+                    // (a check that fails leaves its nodes' types unzonked, as far as it went: no one reads them)
+                    match r {
+                        Ok(()) => (Ok(()), types_of(&q), made),
+                        Err(m) => (Err(m), String::new(), 0),
+                    }
+                };
+                (run(false), run(true))
+            };
+            let (mut compared, mut failed) = (0, 0);
+            MATCHED.with(|m| m.set(0));
+            for settle in [true, false] {
+                SETTLE_ALL.with(|s| s.set(settle));
+                for f in &files {
+                    let text = std::fs::read_to_string(f).unwrap();
+                    let Ok((p, s, t)) = crate::pipeline::front_end(&text, &[]) else { continue };
+                    let b = Builtins::new();
+                    let src = crate::stage::Source { program: &p, input_type: &s, output_type: &t, builtins: &b };
+                    for st in crate::stages::all() {
+                        let id = st.info().id;
+                        let Ok(out) = crate::pipeline::prepare(st, &src, &Default::default()) else { continue };
+                        let (with, without) = both(&out.program, &out.builtins);
+                        assert!(with == without, "{} through {id}: the check differs read off ({:?})", f.display(), with.0);
+                        for k in [0, 3, 17] {
+                            let bad = with_a_boolean(&out.program, k);
+                            let (with, without) = both(&bad, &out.builtins);
+                            assert!(with == without, "{} through {id}, literal {k} made `true`: {:?} and {:?}", f.display(), with.0, without.0);
+                            failed += with.0.is_err() as usize;
+                        }
+                        compared += 1;
+                    }
+                }
+            }
+            SETTLE_ALL.with(|s| s.set(false));
+            let matched = MATCHED.with(|m| m.get());
+            assert!(compared >= 500 && failed >= 500 && matched >= 10_000, "{compared} outputs compared, {failed} mutations ill-typed, {matched} applications read off: the test no longer tests");
+        })
+    }
+
+    /// Session 45: `Locals::count_uses` counts in one walk what two walks counted: a use whose id is
+    /// past the table's bound when it is met (here the first use walked, of an id only the nodes
+    /// after it make small enough) is counted once the bound is known, and ids sparser than the
+    /// program's nodes get no table (seen failing with the uses kept aside dropped: id 20,000's count 0).
+    #[test]
+    fn uses_are_counted_in_one_walk_whatever_order_the_ids_come_in() {
+        // (on a thread of its own with a deep stack, as the pipeline runs)
+        crate::limits::run_with_stack(uses_counted_in_one_walk)
+    }
+
+    fn uses_counted_in_one_walk() {
+        let n = 3000;
+        let mut src = String::from("def main x =\n");
+        for k in 0..n {
+            let prev = if k == 0 { "x".to_string() } else { format!("v{}", k - 1) };
+            src += &format!("  let v{k} = {prev} * 2.0 + {prev} in\n");
+        }
+        src += &format!("  v{}\n", n - 1);
+        let p = crate::syntax::parse_program(&src).expect("parses");
+        // every use by id, counted plainly
+        let counted = |p: &Program| {
+            let mut by_id: std::collections::BTreeMap<u32, usize> = Default::default();
+            let mut stack: Vec<&Expr> = p.defs.iter().map(|d| &d.body).collect();
+            while let Some(e) = stack.pop() {
+                if let ExprKind::Var(v) = &e.kind {
+                    if !v.is_global() {
+                        *by_id.entry(v.id).or_default() += 1;
+                    }
+                }
+                each_child(e, &mut |c| stack.push(c));
+            }
+            by_id
+        };
+        // the first use the walk meets given an id past 4 nodes + 4096, below the whole program's bound
+        let with_first_use = |p: &Program, id: u32| {
+            let mut q = p.clone();
+            let mut stack: Vec<&mut Expr> = q.defs.iter_mut().map(|d| &mut d.body).collect();
+            while let Some(e) = stack.pop() {
+                if let ExprKind::Var(v) = &mut e.kind {
+                    if !v.is_global() {
+                        v.id = id;
+                        break;
+                    }
+                }
+                each_child_mut(e, &mut |c| stack.push(c));
+            }
+            q
+        };
+        let q = with_first_use(&p, 20_000);
+        let mut locals = Locals::default();
+        let (nodes, groups) = locals.count_uses(&q);
+        assert!(nodes > 10_000 && sparse_bound(nodes) >= 20_000, "{nodes} nodes");
+        assert_eq!(groups, vec![vec![0]]);
+        let want = counted(&q);
+        assert_eq!(want.get(&20_000), Some(&1));
+        for (id, c) in &want {
+            assert_eq!(locals.uses[*id as usize] as usize, (*c).min(255), "id {id}");
+        }
+        assert_eq!(locals.uses.iter().map(|&c| c as usize).sum::<usize>(), want.values().map(|&c| c.min(255)).sum::<usize>());
+        // sparser than the nodes: no table
+        let mut locals = Locals::default();
+        locals.count_uses(&with_first_use(&p, 1 << 30));
+        assert!(locals.uses.is_empty());
     }
 
     /// Session 42: `settle`'s answers remembered for closed walks (`Cx::closed`) are what walking
