@@ -1058,19 +1058,7 @@ impl pretty::Render for CappedIndent<'_> {
             let (chunk, tail) = rest.split_at(line_end);
             let line_ends = chunk.ends_with('\n');
             if line_ends {
-                self.lines_to_check -= 1;
-                if self.lines_to_check == 0 {
-                    self.lines_to_check = LINES_CHECK_EVERY;
-                    if let Some(m) = crate::limits::memory_running_out("printing its output") {
-                        STOP.with(|s| *s.borrow_mut() = Some(m));
-                        return Err(());
-                    }
-                }
-                self.out.truncate(self.out.trim_end_matches(' ').len());
-                self.at_line_start = true;
-                if let Some(m) = &mut self.map {
-                    m.line += 1;
-                }
+                self.end_line()?;
             }
             self.out.push_str(chunk);
             // a chunk ends a line before its capacity (a doubling String's is the next power of two
@@ -1124,10 +1112,9 @@ impl CappedIndent<'_> {
         self.spaces = 0;
     }
 
-    /// `write_str("\n")`: the line ends, without its trailing spaces; Err where the heap ran out.
-    fn push_break(&mut self) -> Result<(), ()> {
-        self.at_line_start = false;
-        self.spaces = 0;
+    /// A line ends here (its `\n` is pushed after): the heap checked every `LINES_CHECK_EVERY`
+    /// lines (Err where it ran out), the line's trailing spaces dropped, the line map moved on.
+    fn end_line(&mut self) -> Result<(), ()> {
         self.lines_to_check -= 1;
         if self.lines_to_check == 0 {
             self.lines_to_check = LINES_CHECK_EVERY;
@@ -1141,6 +1128,14 @@ impl CappedIndent<'_> {
         if let Some(m) = &mut self.map {
             m.line += 1;
         }
+        Ok(())
+    }
+
+    /// `write_str("\n")`: the line ends, without its trailing spaces; Err where the heap ran out.
+    fn push_break(&mut self) -> Result<(), ()> {
+        self.at_line_start = false;
+        self.spaces = 0;
+        self.end_line()?;
         self.out.push('\n');
         // a chunk ends a line before its capacity (a doubling String's is the next power of two
         // above CHUNK / 2, and later chunks are sized CHUNK), so none is grown past it
