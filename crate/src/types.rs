@@ -1982,7 +1982,11 @@ impl<'b> Cx<'b> {
                 (self.settle(&tf, &mut h), self.settle(&y, &mut r))
             }
             (Type::Fun(xy) | Type::Lin(xy), false) => (tf.clone(), xy.1.clone()),
-            _ => unreachable!("matched a function's parameter"),
+            // (matched a function's parameter, so `tf` is a function: never taken, but not a panic)
+            _ => {
+                f.ty = tf.clone();
+                return Ok(Applied::Instantiated(tf, ta));
+            }
         };
         if self.applied.len() >= APPLIED_KEPT {
             self.applied.clear();
