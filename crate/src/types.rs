@@ -827,8 +827,9 @@ const LAST_SLOTS: usize = 32;
 /// `t`'s slot in a cache of `LAST_SLOTS` by identity (`parts`).
 fn slot_of(t: &Type) -> usize {
     let (k, a, b) = parts(t);
-    let h = (a ^ b.rotate_left(17) ^ (k as usize).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 58) % LAST_SLOTS
+    // (in 64 bits on every target: usize is 32 in the page's wasm)
+    let h = (a as u64 ^ (b as u64).rotate_left(17) ^ (k as u64).rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 58) as usize % LAST_SLOTS
 }
 
 /// `Cx::recent`'s size at which it is emptied.
