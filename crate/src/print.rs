@@ -1039,20 +1039,13 @@ impl pretty::Render for CappedIndent<'_> {
                 rest = &rest[n..];
                 match rest.chars().next() {
                     None => break,
-                    Some('\n') => {}
-                    Some(_) => {
-                        push_spaces(&mut self.out, self.spaces.min(MAX_INDENT));
-                        if let Some(m) = &mut self.map {
-                            let top = m.open.last().map(|o| o.0);
-                            if m.first.len() <= m.line {
-                                m.first.resize(m.line + 1, None);
-                            }
-                            m.first[m.line] = top;
-                        }
+                    // a blank line: no indentation written
+                    Some('\n') => {
+                        self.at_line_start = false;
+                        self.spaces = 0;
                     }
+                    Some(_) => self.start_line(),
                 }
-                self.at_line_start = false;
-                self.spaces = 0;
             }
             let line_end = rest.find('\n').map_or(rest.len(), |i| i + 1);
             let (chunk, tail) = rest.split_at(line_end);
