@@ -259,6 +259,32 @@ fn both_engines_agree_on_long_let_chains_and_deep_expressions() {
     }
 }
 
+#[test]
+fn long_left_spines_of_real_arithmetic_stop_at_every_budget_where_the_walker_stops() {
+    // `t1 + t2 - … + tn` nests to the left: past `fast::SPINE_MIN` nodes the engine runs the spine as
+    // one loop (its pure form when the step gate has room, else counting step by step), where the
+    // regions cut it every `MAX_DEPTH` nodes before; the counts, trace and stopping points must be
+    // the walker's at every budget, and under a cost model and a trace
+    // (the leaf, `sin (x + y)`, counts real ops: a step counted out of the walker's order shows)
+    let term = |i: usize| match i % 4 {
+        0 => "sin (x + y)".to_string(),
+        1 => format!("x * {i}.5"),
+        2 => "y".to_string(),
+        _ => format!("real {i} / y"),
+    };
+    let sum = |n: usize| (0..n).map(term).enumerate().map(|(i, t)| if i == 0 { t } else { format!("{} {t}", ["+", "-"][i % 2]) }).collect::<String>();
+    let arg = Value::Tuple(vec![Value::Real(0.25), Value::Real(2.0)].into());
+    for n in [30, 60] {
+        let src = format!("def main (x, y) = let s = {} in s * x + (let t = {} in t)", sum(n), sum(n / 2));
+        at_every_budget(&src, &arg, 8 * n as u64, 4 * n, 2, 0);
+        assert!(run_observed(&src, &arg, Budget::default()).is_ok(), "{src}");
+    }
+    // and a spine of 5,000 nodes, as the sum family's P_sum(n) writes it
+    let src = format!("def main (x, y) = {}", sum(5_000));
+    let r = run_with_stack(move || run_both(&src, true, Value::Tuple(vec![Value::Real(0.25), Value::Real(2.0)].into()), Budget::default()).map(|v| v.to_string()));
+    assert!(r.is_ok(), "{r:?}");
+}
+
 /// Programs whose calls the engine runs as saturated calls of multi-parameter functions (issue 13,
 /// item 1, second step): global, let-bound, recursive and local recursive functions of several
 /// parameters (tuple and unit patterns among them), partial applications kept, passed to array

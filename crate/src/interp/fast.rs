@@ -508,6 +508,9 @@ fn mark(c: &mut Code, h: &Hints) -> Option<Shape> {
     if matches!(c, Code::Let(..) | Code::LetRec(..)) {
         return chain(c, h);
     }
+    if spine_len(c) >= SPINE_MIN && is_real(c, h) {
+        return spine_mark(c, h);
+    }
     let own = own_ok(c);
     let mut kids = children(c);
     let shapes: Vec<Option<Shape>> = kids.iter_mut().map(|k| mark(k, h)).collect();
@@ -520,6 +523,56 @@ fn mark(c: &mut Code, h: &Hints) -> Option<Shape> {
         }
     }
     for (k, s) in kids.into_iter().zip(shapes) {
+        if s.is_some_and(|s| s.nodes >= 2) {
+            convert(k, h);
+        }
+    }
+    None
+}
+
+/// A left spine of real arithmetic at least this long (`((x1 + x2) + x3) + … + xn`, Efficient
+/// CHAD's P_sum) runs as one loop (`spine_real`, `flat.rs`'s `Builder::spine`): as nested closures
+/// it was cut every `MAX_DEPTH` nodes and all but the last cut ran on the walker.
+pub(super) const SPINE_MIN: usize = MAX_DEPTH as usize / 2;
+
+/// Whether `op` is real arithmetic on two reals (`+ - * /` and the other `OnReal::R2` rows).
+pub(super) fn real2(op: crate::prims::Prim) -> bool {
+    matches!(op.info().on_real, Some(OnReal::R2(_)))
+}
+
+/// How many nodes of real arithmetic `c`'s left spine has (`c`, its left operand, …).
+pub(super) fn spine_len(c: &Code) -> usize {
+    let (mut n, mut cur) = (0, c);
+    while let Code::Prim2(op, a, _, _) = cur {
+        if !real2(*op) {
+            break;
+        }
+        n += 1;
+        cur = a;
+    }
+    n
+}
+
+/// `mark` for a long left spine of real arithmetic: its nodes, looped over, add one closure to the
+/// nesting of their right operands and the spine's leaf, marked each as a child.
+fn spine_mark(c: &mut Code, h: &Hints) -> Option<Shape> {
+    let len = spine_len(c);
+    let mut parts: Vec<&mut Code> = vec![];
+    let mut cur = c;
+    for _ in 0..len {
+        let Code::Prim2(_, a, b, _) = cur else { break };
+        parts.push(&mut **b);
+        cur = &mut **a;
+    }
+    parts.push(cur);
+    let shapes: Vec<Option<Shape>> = parts.iter_mut().map(|k| mark(k, h)).collect();
+    if shapes.iter().all(|s| s.is_some_and(|s| s.depth < MAX_DEPTH)) {
+        let depth = 1 + shapes.iter().flatten().map(|s| s.depth).max().unwrap_or(0);
+        let nodes = len as u32 + shapes.iter().flatten().map(|s| s.nodes).sum::<u32>();
+        return Some(Shape { depth, nodes });
+    }
+    // the walker runs the spine's nodes; their operands that are regions still run as such
+    for (k, s) in parts.into_iter().zip(shapes) {
         if s.is_some_and(|s| s.nodes >= 2) {
             convert(k, h);
         }
@@ -812,6 +865,9 @@ fn real_s(c: Code, h: &Hints, flat: bool) -> Real {
             return Unboxed::Flat(Box::new((fl, real_s(c, h, false))));
         }
     }
+    if spine_len(&c) >= SPINE_MIN {
+        return spine_real(c, h, flat);
+    }
     match c {
         Code::Const(Value::Real(x)) => Real::Const(x),
         // a real is read in place (a moved slot's value is dropped with the frame)
@@ -857,6 +913,63 @@ fn real_s(c: Code, h: &Hints, flat: bool) -> Real {
         }
         c => wrap(c, h),
     }
+}
+
+/// A long left spine of real arithmetic (`spine_len` ≥ `SPINE_MIN`) as one closure that loops over
+/// its nodes, counting as the nested closures of `real_s` would: each node's step top-down, then the
+/// leaf, then each right operand and its operation bottom-up. An operand that is not a real (a wrong
+/// hint) has the walker's `prim2` finish that node and every node above it on values.
+fn spine_real(c: Code, h: &Hints, flat: bool) -> Real {
+    type Level = (crate::prims::Prim, fn(f64, f64) -> f64, Real, crate::diag::Span);
+    let mut levels: Vec<Level> = vec![];
+    let mut cur = c;
+    let leaf = loop {
+        cur = match cur {
+            Code::Prim2(op, a, b, span) => match op.info().on_real {
+                Some(OnReal::R2(f)) => {
+                    levels.push((op, f, real_s(*b, h, flat), span));
+                    *a
+                }
+                _ => break real_s(Code::Prim2(op, a, b, span), h, flat),
+            },
+            leaf => break real_s(leaf, h, flat),
+        }
+    };
+    // bottom-up, as the operations run
+    levels.reverse();
+    rl(move |m| {
+        for (op, ..) in levels.iter().rev() {
+            m.step(Charge::Prim2(*op))?;
+        }
+        let mut x = match leaf.run(m) {
+            Ok(x) => x,
+            Err(Miss::Val(v)) => return spine_boxed(m, &levels, v),
+            Err(e) => return Err(e),
+        };
+        for (k, (op, f, b, span)) in levels.iter().enumerate() {
+            match b.run(m) {
+                Ok(y) => {
+                    m.real_ops += 1;
+                    x = f(x, y);
+                }
+                Err(Miss::Val(vb)) => {
+                    let v = prim2(*op, Value::Real(x), vb, *span, &mut m.real_ops).map_err(|e| Miss::Err(Box::new(e)))?;
+                    return spine_boxed(m, &levels[k + 1..], v);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(x)
+    })
+}
+
+/// The rest of a spine's levels on values, from `v` (after a wrong hint), as the walker runs them.
+fn spine_boxed(m: &mut Machine<'_>, levels: &[(crate::prims::Prim, fn(f64, f64) -> f64, Real, crate::diag::Span)], mut v: Value) -> Result<f64, Miss> {
+    for (op, _, b, span) in levels {
+        let vb = settle(b.run(m)).map_err(Miss::Err)?;
+        v = prim2(*op, v, vb, *span, &mut m.real_ops).map_err(|e| Miss::Err(Box::new(e)))?;
+    }
+    back(Ok(v))
 }
 
 /// A general closure seen as a real- or integer-typed one.

@@ -235,6 +235,9 @@ struct Builder {
 impl Builder {
     /// `c` as `fast::real` compiles it, if it compiles to unboxed closures all the way down.
     fn real(&mut self, c: &Code, h: &Hints) -> Option<Pure<f64>> {
+        if super::fast::spine_len(c) >= super::fast::SPINE_MIN {
+            return self.spine(c, h);
+        }
         self.steps += 1;
         match c {
             Code::Const(Value::Real(x)) => Some(Pure::Leaf(Leaf::Const(*x))),
@@ -274,6 +277,23 @@ impl Builder {
             },
             _ => None,
         }
+    }
+
+    /// A long left spine of real arithmetic as one loop over its nodes (`fast::spine_real`'s pure
+    /// form): native recursion no deeper than its operands', however long the spine.
+    fn spine(&mut self, c: &Code, h: &Hints) -> Option<Pure<f64>> {
+        let mut levels: Vec<(fn(f64, f64) -> f64, Pure<f64>)> = vec![];
+        let mut cur = c;
+        while let Code::Prim2(op, a, b, _) = cur {
+            let Some(OnReal::R2(f)) = op.info().on_real else { break };
+            self.steps += 1;
+            self.real_ops += 1;
+            levels.push((f, self.real(b, h)?));
+            cur = a;
+        }
+        let leaf = self.real(cur, h)?;
+        levels.reverse();
+        code(move |m| levels.iter().fold(leaf.get(m), |x, (f, b)| f(x, b.get(m))))
     }
 
     /// `c` as `fast::int` compiles it, if it compiles to unboxed closures all the way down.
