@@ -285,6 +285,24 @@ fn long_left_spines_of_real_arithmetic_stop_at_every_budget_where_the_walker_sto
     assert!(r.is_ok(), "{r:?}");
 }
 
+#[test]
+fn closures_made_inside_regions_count_and_stop_as_the_walkers() {
+    // a lambda is no call: a region makes its closure (the CHAD and dualrev stages' `(v, λd → …)`
+    // pairs), counting its step and allocation, capturing slots, captures and siblings, where the
+    // walker does; the closures then run as the walker's
+    let progs = [
+        ("def main (x, y) = let (v, f) = (x * y, \\d -> d * x + y) in let (w, g) = (v + x, \\d -> f (d * v)) in g w + f 1.0", "(0.5, 2.0)"),
+        ("def main x = let go k acc = if k == 0 then acc else go (k - 1) (let (a, h) = (acc * x, \\d -> d + real k + go 0 d) in h a) in go 6 x", "1.5"),
+        ("def main (a, b) = sum (map2 (\\x y -> let (p, f) = (x * y, \\z -> z * x) in f p + p) a b)", "([1.0, 2.0, 3.0], [0.5, 0.25, 2.0])"),
+    ];
+    for (src, at) in progs {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        at_every_budget(src, &arg, 60, 20, 16, 6);
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
 /// Programs whose calls the engine runs as saturated calls of multi-parameter functions (issue 13,
 /// item 1, second step): global, let-bound, recursive and local recursive functions of several
 /// parameters (tuple and unit patterns among them), partial applications kept, passed to array

@@ -499,7 +499,7 @@ pub(crate) fn regions(body: &mut Code, h: &Hints) {
 
 /// A node the closures can run themselves (its children aside).
 fn own_ok(c: &Code) -> bool {
-    !matches!(c, Code::Global(..) | Code::Lam(_) | Code::App(..) | Code::Call(_) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
+    !matches!(c, Code::Global(..) | Code::App(..) | Code::Call(_) | Code::LetRec(..) | Code::CallLazy(..) | Code::Fast(_))
 }
 
 /// Marks regions inside `c`; returns `c`'s shape when `c` itself could be (part of) a region, which
@@ -1009,6 +1009,13 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             Ok(m.sibling(k))
         }),
         Code::Const(v) => Gen::Const(v),
+        // a closure made as the walker makes it (a lambda's body has its own regions)
+        Code::Lam(l) => g(move |m| {
+            m.step(Charge::None)?;
+            m.alloc(1).map_err(Box::new)?;
+            let env: Rc<[Value]> = l.captures.iter().map(|&x| m.load(x)).collect();
+            Ok(Value::Fun(Rc::new(super::lower::FunVal::Clo { code: l.clone(), env })))
+        }),
         c @ Code::Let(..) => {
             let (links, body) = unroll(c, h);
             let body = gen(body, h);

@@ -485,7 +485,7 @@ impl Machine<'_> {
     }
 
     #[inline]
-    fn load(&self, l: Loc) -> Value {
+    pub(super) fn load(&self, l: Loc) -> Value {
         match l {
             Loc::Local(s) => self.locals[self.bp + s as usize].clone(),
             Loc::Capture(i) => self.env[i as usize].clone(),
