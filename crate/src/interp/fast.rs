@@ -2,8 +2,9 @@
 //! item 1).
 //!
 //! DESIGN. After a function body is lowered to `Code`, `regions` replaces every maximal subtree that
-//! makes no call (no `App`, `Call`, `Global`, `Lam`, `LetRec`, `CallLazy`; saturated builtins `CallB`
-//! are allowed) by one node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
+//! makes no call (no `App`, `Call`, `Global`, `LetRec`, `CallLazy`; saturated builtins `CallB` are
+//! allowed, and a `Lam` is made as the walker makes it, its body having regions of its own) by one
+//! node `Code::Fast`. A region is a tree of boxed closures over `&mut Machine`, run
 //! inside the walker's `eval`, so frames, re-entrancy, budgets and the heap continuation stack are
 //! untouched: a region binds slots of the current frame, builtins inside it are called exactly as the
 //! walker calls them (and may re-enter the machine through `apply`). A chain of lets is a loop over
@@ -13,7 +14,9 @@
 //! alternate between regions and calls (`run.rs`'s `call_go`: one frame per saturated call) without a
 //! trip round the loop for either. A call's arguments that are regions run in place.
 //! Closures recurse natively, so a region is at most `MAX_DEPTH` closures deep; deeper expressions
-//! are split (the walker runs the node that would exceed the bound, its children are regions).
+//! are split (the walker runs the node that would exceed the bound, its children are regions),
+//! except a long left spine of real arithmetic (`x1 + x2 + … + xn`), which is one closure looping
+//! over its nodes (`spine_real`).
 //!
 //! Reals are unboxed where the checker's types say so (hints per slot and capture, from the types of
 //! binders): such a subtree compiles to a closure returning `f64`, and `a + b` never builds a `Value`.
