@@ -95,18 +95,21 @@ fn rotate<K: Clone, V: Clone>(mut n: Rc<Node<K, V>>) -> Rc<Node<K, V>> {
     }
 }
 
-/// After a subtree of `link`'s node changed height by one: its height fixed, rotated where the
-/// two sides now differ by 2. Whether the subtree's height changed (the caller's turn then).
-fn rebalance<K: Clone, V: Clone>(link: &mut Link<K, V>) -> bool {
-    let Some(n) = link.as_mut() else { return false };
-    let (old, hl, hr) = (n.h, height(&n.left), height(&n.right));
-    if hl.abs_diff(hr) <= 1 {
-        let h = 1 + hl.max(hr);
-        if h != old {
-            Rc::make_mut(n).h = h;
-        }
-        return h != old;
+/// A node's height fixed after one of its subtrees changed height by one: whether it changed, or
+/// None when the two sides now differ by 2 (then `rotated`).
+fn refit<K, V>(n: &mut Node<K, V>) -> Option<bool> {
+    let (hl, hr) = (height(&n.left), height(&n.right));
+    if hl.abs_diff(hr) > 1 {
+        return None;
     }
+    let h = 1 + hl.max(hr);
+    let changed = h != n.h;
+    n.h = h;
+    Some(changed)
+}
+
+/// `link`'s node, `old` high, rotated into balance: whether the subtree's height changed.
+fn rotated<K: Clone, V: Clone>(link: &mut Link<K, V>, old: u8) -> bool {
     if let Some(n) = link.take() {
         *link = Some(rotate(n));
     }
@@ -143,7 +146,12 @@ fn ins<K: Ord + Clone, V: Clone, F: FnOnce(&mut V, V)>(link: &mut Link<K, V>, k:
     if r != Ins::Grew {
         return r;
     }
-    if rebalance(link) { Ins::Grew } else { Ins::Added }
+    let old = n.h;
+    let grew = match refit(n) {
+        Some(grew) => grew,
+        None => rotated(link, old),
+    };
+    if grew { Ins::Grew } else { Ins::Added }
 }
 
 /// The node out of its `Rc`, moved when no one else holds it, else copied.
@@ -153,24 +161,29 @@ fn own<K: Clone, V: Clone>(rc: Rc<Node<K, V>>) -> Node<K, V> {
 
 /// Removes the least entry of a non-empty subtree: it, and whether the subtree shrank.
 fn pop_min<K: Clone, V: Clone>(link: &mut Link<K, V>) -> Option<(K, V, bool)> {
-    let rc = link.as_mut()?;
-    if rc.left.is_some() {
-        let (k, v, shrank) = pop_min(&mut Rc::make_mut(rc).left)?;
-        Some((k, v, shrank && rebalance(link)))
-    } else {
+    let n = Rc::make_mut(link.as_mut()?);
+    if n.left.is_none() {
         let n = own(link.take()?);
         *link = n.right;
-        Some((n.key, n.val, true))
+        return Some((n.key, n.val, true));
     }
+    let (k, v, shrank) = pop_min(&mut n.left)?;
+    let old = n.h;
+    let shrank = shrank
+        && match refit(n) {
+            Some(shrank) => shrank,
+            None => rotated(link, old),
+        };
+    Some((k, v, shrank))
 }
 
 /// Removes `k`: its value, and whether the subtree shrank.
 fn del<K: Ord + Clone, V: Clone>(link: &mut Link<K, V>, k: &K) -> Option<(V, bool)> {
-    let rc = link.as_mut()?;
-    let (v, shrank) = match k.cmp(&rc.key) {
-        Ordering::Less => del(&mut Rc::make_mut(rc).left, k)?,
-        Ordering::Greater => del(&mut Rc::make_mut(rc).right, k)?,
-        Ordering::Equal if rc.right.is_none() => {
+    let n = Rc::make_mut(link.as_mut()?);
+    let (v, shrank) = match k.cmp(&n.key) {
+        Ordering::Less => del(&mut n.left, k)?,
+        Ordering::Greater => del(&mut n.right, k)?,
+        Ordering::Equal if n.right.is_none() => {
             // its left child (a leaf, or none) takes its place
             let n = own(link.take()?);
             *link = n.left;
@@ -178,13 +191,18 @@ fn del<K: Ord + Clone, V: Clone>(link: &mut Link<K, V>, k: &K) -> Option<(V, boo
         }
         Ordering::Equal => {
             // the successor's entry moves into this node, which stays
-            let n = Rc::make_mut(rc);
             let (sk, sv, shrank) = pop_min(&mut n.right)?;
             n.key = sk;
             (std::mem::replace(&mut n.val, sv), shrank)
         }
     };
-    Some((v, shrank && rebalance(link)))
+    let old = n.h;
+    let shrank = shrank
+        && match refit(n) {
+            Some(shrank) => shrank,
+            None => rotated(link, old),
+        };
+    Some((v, shrank))
 }
 
 fn get_mut<'a, K: Ord + Clone, V: Clone>(link: &'a mut Link<K, V>, k: &K) -> Option<&'a mut V> {
