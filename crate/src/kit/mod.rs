@@ -6,6 +6,7 @@ pub mod arrays;
 pub mod delta;
 pub mod monad_laws;
 pub mod monadic;
+pub mod pmap;
 pub mod polytypic;
 pub mod rewrite;
 pub mod translate;

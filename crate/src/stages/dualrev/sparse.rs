@@ -10,7 +10,7 @@ use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::{ExtValue, Value};
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 use std::any::Any;
 use std::rc::Rc;
 
@@ -126,8 +126,8 @@ impl Stage for Sparse {
 /// `Staged c = (Map Z dR, Map Z (dR ⊸ (Staged c → Staged c), dR))`
 #[derive(Clone, Debug)]
 pub struct SparseStaged {
-    pub g: RedBlackTreeMap<i64, f64>,
-    pub m: RedBlackTreeMap<i64, (Value, f64)>,
+    pub g: PMap<i64, f64>,
+    pub m: PMap<i64, (Value, f64)>,
 }
 
 impl ExtValue for SparseStaged {
@@ -146,7 +146,7 @@ impl ExtValue for SparseStaged {
 
 /// The frozen collector `Map Z dR`.
 #[derive(Debug)]
-pub struct GMap(pub RedBlackTreeMap<i64, f64>);
+pub struct GMap(pub PMap<i64, f64>);
 
 impl ExtValue for GMap {
     fn type_name(&self) -> &'static str {
@@ -187,8 +187,8 @@ fn b_onehot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value,
     m.tick(1)?;
     m.count("map_ops", 1);
     m.alloc(1)?;
-    let prev = s.g.get(&i).copied().unwrap_or(0.0);
-    s.g.insert_mut(i, prev + z);
+    // insertWith (+) in one descent (an absent i gets 0 + z, as before)
+    s.g.insert_with(i, 0.0 + z, |a, _| *a += z);
     Ok(mk(s))
 }
 
@@ -201,14 +201,14 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     m.tick(1)?;
     m.count("map_ops", 1);
     m.alloc(1)?;
-    let prev = s.m.get(&i).map_or(0.0, |(_, a)| *a);
-    s.m.insert_mut(i, (f, x + prev));
+    // in one descent: an absent i gets (f, x + 0), a present one (f, x + its sum)
+    s.m.insert_with(i, (f, x + 0.0), |old, (f, _)| *old = (f, x + old.1));
     Ok(mk(s))
 }
 
 fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let u = args.pop().unwrap_or(Value::Unit);
-    let r = m.apply(u, mk(SparseStaged { g: RedBlackTreeMap::new(), m: RedBlackTreeMap::new() }))?;
+    let r = m.apply(u, mk(SparseStaged { g: PMap::new(), m: PMap::new() }))?;
     let mut s = take_st(r, span)?;
     if m.tracing() {
         let mut rows: Vec<(String, f64)> = s.g.iter().take(64).map(|(k, x)| (format!("g[{k}]"), *x)).collect();
@@ -217,10 +217,9 @@ fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Valu
     }
     loop {
         m.tick(1)?;
-        let Some((&i, (f, a))) = s.m.last() else { break };
-        let (f, a) = (f.clone(), *a);
+        let Some(i) = s.m.last().map(|(i, _)| *i) else { break };
+        let Some((f, a)) = s.m.remove_mut(&i) else { break };
         m.count("map_ops", 2);
-        s.m.remove_mut(&i);
         record_resolved(m, i, a);
         rt(m).current = Some(i);
         let upd = m.apply(f, Value::Real(a))?;
@@ -250,7 +249,7 @@ mod tests {
     use crate::interp::{Budget, Builtins};
 
     fn staged(g: &[(i64, f64)]) -> Value {
-        mk(SparseStaged { g: g.iter().copied().collect(), m: RedBlackTreeMap::new() })
+        mk(SparseStaged { g: g.iter().copied().collect(), m: PMap::new() })
     }
     fn collector(v: &Value) -> Vec<(i64, f64)> {
         v.ext::<SparseStaged>().map(|s| s.g.iter().map(|(k, x)| (*k, *x)).collect()).unwrap_or_default()

@@ -221,8 +221,13 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
             }
             _ => return Err(internal(span, "+ on a log and a value that is not one")),
         },
-        (Value::Ext(x), Value::Ext(y)) => match (x.as_any().downcast_ref::<EMap>(), y.as_any().downcast_ref::<EMap>()) {
-            (Some(p), Some(q)) => Value::Ext(Rc::new(union(m, p, q)?)),
+        (Value::Ext(x), Value::Ext(y)) => match (x.as_any().downcast_ref::<EMap>().cloned(), y.as_any().downcast_ref::<EMap>().cloned()) {
+            // each map's value let go of first: the larger map, where nothing else holds it, is
+            // inserted into in place, not copied along every path (issue 13, session 46)
+            (Some(p), Some(q)) => {
+                drop((x, y));
+                Value::Ext(Rc::new(union(m, p, q)?))
+            }
             _ => return Err(internal(span, "+ on values that are not environment maps")),
         },
         (a, b) => return Err(internal(span, &format!("+ on {a} and {b}"))),
@@ -231,22 +236,25 @@ pub fn plus(m: &mut Machine, a: Value, b: Value) -> Result<Value, RunError> {
 
 /// Fig. 6's `union`, with `+` on common keys: the smaller map inserted into the larger, costed
 /// m·⌈log2(n/m + 1)⌉ steps for sizes m ≤ n (Brown & Tarjan).
-fn union(m: &mut Machine, p: &EMap, q: &EMap) -> Result<EMap, RunError> {
+fn union(m: &mut Machine, p: EMap, q: EMap) -> Result<EMap, RunError> {
+    let names = if p.1.len() >= q.1.len() { p.1.clone() } else { q.1.clone() };
     let (small, large) = if p.0.size() <= q.0.size() { (p, q) } else { (q, p) };
     let (sm, n) = (small.0.size(), large.0.size());
     if sm > 0 {
         m.count("map_log_steps", sm as u64 * log_steps(n / sm));
     }
-    let mut out = large.0.clone();
+    let mut out = large.0;
     for (k, v) in small.0.iter() {
-        let v = match out.get(k) {
-            Some(w) => plus(m, w.clone(), v.clone())?,
-            None => v.clone(),
-        };
-        out.insert_mut(*k, v);
+        match out.get_mut(k) {
+            // the old value taken out, so that a tuple in it no one else holds is added into
+            Some(w) => {
+                let a = std::mem::replace(w, Value::Unit);
+                *w = plus(m, a, v.clone())?;
+            }
+            None => out.insert_mut(*k, v.clone()),
+        }
     }
     m.alloc(sm as u64)?;
-    let names = if p.1.len() >= q.1.len() { p.1.clone() } else { q.1.clone() };
     Ok(EMap(out, names))
 }
 
@@ -404,13 +412,16 @@ fn b_split_on(m: &mut Machine, ev: Value, pos: usize, ct: &CT, span: Span) -> Re
     match ev {
         Value::Tuple(ref vs) if vs.len() == 2 => Ok(ev),
         Value::Ext(e) => {
-            let Some(map) = e.as_any().downcast_ref::<EMap>() else { return Err(internal(span, "split of a non-map")) };
+            let Some(mut map) = e.as_any().downcast_ref::<EMap>().cloned() else { return Err(internal(span, "split of a non-map")) };
+            // the value let go of first: a map no one else holds loses `pos` in place, not by a copied path
+            drop(e);
             m.count("map_log_steps", log_steps(map.0.size()));
             let v = match map.0.get(&pos) {
                 Some(v) => v.clone(),
                 None => zero(m, ct, Repr::Sparse),
             };
-            Ok(Value::pair(Value::Ext(Rc::new(EMap(map.0.remove(&pos), map.1.clone()))), v))
+            map.0.remove_mut(&pos);
+            Ok(Value::pair(Value::Ext(Rc::new(map)), v))
         }
         other => Err(internal(span, &format!("split of {other}"))),
     }

@@ -9,7 +9,7 @@ use crate::diag::Span;
 use crate::interp::{Builtin, Graph, Machine, RunError, TraceStep, Shown};
 use crate::ir::*;
 use crate::value::{show_real, ExtValue, Value};
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 use std::any::Any;
 use rustc_hash::FxHashSet as HashSet;
 use std::rc::Rc;
@@ -262,9 +262,9 @@ fn eval_note(kind: &str, k: Kind, x: f64) -> String {
     }
 }
 
-/// The persistent map (Fig. 10's `Map DeltaId dR`): an rpds red-black tree, O(log n) per operation.
+/// The persistent map (Fig. 10's `Map DeltaId dR`): a balanced tree, O(log n) per operation.
 #[derive(Debug, Clone, Default)]
-pub struct DeltaMapVal(pub RedBlackTreeMap<i64, f64>);
+pub struct DeltaMapVal(pub PMap<i64, f64>);
 
 impl ExtValue for DeltaMapVal {
     fn type_name(&self) -> &'static str {
@@ -282,23 +282,16 @@ impl ExtValue for DeltaMapVal {
     }
 }
 
-impl Adjoints for RedBlackTreeMap<i64, f64> {
+impl Adjoints for PMap<i64, f64> {
     fn add(&mut self, id: i64, x: f64) -> Result<(), String> {
-        // an id present added to in one descent (`get_mut`; issue 13, session 45: a look-up then
-        // an insert were two), an absent one inserted
-        match self.get_mut(&id) {
-            Some(v) => *v += x,
-            // (0 + x, as before: a −0 added to nothing is 0)
-            None => self.insert_mut(id, 0.0 + x),
-        }
+        // insertWith (+) in one descent: an id present added to, an absent one inserted as
+        // 0 + x (as before: a −0 added to nothing is 0)
+        self.insert_with(id, 0.0 + x, |v, _| *v += x);
         Ok(())
     }
     fn take(&mut self, id: i64) -> Result<Option<f64>, String> {
-        let v = self.get(&id).copied();
-        if v.is_some() {
-            self.remove_mut(&id);
-        }
-        Ok(v)
+        // lookup and delete in one descent
+        Ok(self.remove_mut(&id))
     }
     fn rows(&self) -> Vec<(String, f64)> {
         self.iter().take(STATE_ROWS).map(|(k, v)| (k.to_string(), *v)).collect()
@@ -309,7 +302,7 @@ pub fn map_type() -> Type {
     Type::con("DeltaMap", vec![])
 }
 
-fn map_arg(v: &Value, span: Span, what: &str) -> Result<RedBlackTreeMap<i64, f64>, RunError> {
+fn map_arg(v: &Value, span: Span, what: &str) -> Result<PMap<i64, f64>, RunError> {
     v.ext::<DeltaMapVal>().map(|m| m.0.clone()).ok_or_else(|| RunError::runtime(span, format!("{what} expects a DeltaMap, got {v}")))
 }
 
@@ -328,6 +321,8 @@ fn b_eval(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
     let x = real_arg(&args[0], span, "eval")?;
     let root = delta_arg(&args[1], span, "eval")?;
     let mut um = map_arg(&args[2], span, "eval")?;
+    // the argument's hold let go: a map no one else holds is then updated in place, not copied
+    args[2] = Value::Unit;
     let (mut visits, mut skipped) = (Visits::of(m), HashSet::default());
     let mut res = eval_loop(m, x, &root, &mut um, &mut visits, &mut skipped, span);
     record_eval(m, &root, visits, skipped, &mut res);
@@ -496,6 +491,31 @@ mod tests {
         let (t, l) = (run(&root, true, u64::MAX, bad), run(&root, false, u64::MAX, bad));
         assert!(t.5.as_ref().is_some_and(|e| e.contains(&format!("no {bad}"))), "{:?}", t.5);
         assert_eq!(l, t);
+    }
+
+    /// eval on a DeltaMap another value still holds leaves that value's map as it was (the map is
+    /// persistent, Fig. 10); on a map no one else holds it updates the map in place, copying no
+    /// node, to the same result. Fails if eval changes the map behind a shared value, or keeps its
+    /// argument's hold while it updates (the nodes on every updated path then copied).
+    #[test]
+    fn eval_keeps_a_shared_map_and_updates_an_unshared_one_in_place() {
+        use crate::kit::delta::delta_value;
+        use crate::kit::pmap::copies;
+        let root = let_wrapped(50);
+        let program = Program::default();
+        let mut m = Machine::new(&program, &Builtins::new(), Budget::default()).unwrap();
+        let fresh = || Value::Ext(Rc::new(DeltaMapVal(std::iter::once((49, 1.0)).chain((1000..1100).map(|k| (k, 2.0))).collect())));
+        let entries = |v: &Value| v.ext::<DeltaMapVal>().map(|m| m.0.iter().map(|(k, x)| (*k, *x)).collect::<Vec<_>>());
+        let (kept, start) = (fresh(), entries(&fresh()));
+        let before = copies();
+        let shared = b_eval(&mut m, &mut vec![Value::Real(1.0), delta_value(root.clone()), kept.clone()], Span::NONE).unwrap();
+        assert!(copies() > before);
+        assert_eq!(entries(&kept), start);
+        assert_ne!(entries(&shared), start);
+        let before = copies();
+        let alone = b_eval(&mut m, &mut vec![Value::Real(1.0), delta_value(root.clone()), fresh()], Span::NONE).unwrap();
+        assert_eq!(copies(), before);
+        assert_eq!(entries(&alone), entries(&shared));
     }
 
     /// The stack with runs of Lets pops the frames a plain stack pops, in the same order, whatever
