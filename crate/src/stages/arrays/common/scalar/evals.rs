@@ -105,8 +105,10 @@ enum Node0 {
 }
 
 impl<'a> Eval0<'a> {
-    fn new(ar: &'a Arena) -> Self {
-        Eval0 { ar, rd: ar.reader(), nodes: vec![Node0::Unread; ar.len()], stack: vec![], vals: vec![], tape: Some(vec![]), done: false }
+    /// (`taped` false: every pass walks with the stacks, as the tests' reference)
+    fn new(ar: &'a Arena, taped: bool) -> Self {
+        let tape = taped.then(Vec::new);
+        Eval0 { ar, rd: ar.reader(), nodes: vec![Node0::Unread; ar.len()], stack: vec![], vals: vec![], tape, done: false }
     }
 
     /// Node `n`, decoded on its first read; a constructor eval0 does not take is its error.
@@ -268,12 +270,16 @@ enum Walk0 {
 
 /// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.
 pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let (c, root, n) = eval_args(m, &args, span, "eval0")?;
+    eval0_all(m, args, span, true)
+}
+
+fn eval0_all(m: &mut Machine, args: &[Value], span: Span, taped: bool) -> Result<Value, RunError> {
+    let (c, root, n) = eval_args(m, args, span, "eval0")?;
     let ar = read(&root, span, "eval0")?;
     let (mut visits, mut ops) = (Visits::of(m), 0);
     let mut g = vec![0.0; n];
     let mut res = Ok(());
-    let mut ev = Eval0::new(&ar);
+    let mut ev = Eval0::new(&ar, taped);
     for (i, gi) in g.iter_mut().enumerate() {
         match ev.pass(m, root.ix, i, n, &mut visits, &mut ops, span) {
             Ok(v) => {
@@ -496,4 +502,74 @@ pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     record(m, &root, visits, ops, &mut res);
     res?;
     Ok(vector_value(acc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{Budget, Builtins};
+    use crate::ir::Program;
+    use crate::kit::delta::delta_value;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// eval0 of `root` over `inputs` inputs at a steps budget, taped or walked: what it returns and
+    /// every count the machine has after it.
+    fn run(ar: &Rc<RefCell<Arena>>, root: Ix, inputs: i64, steps: u64, taped: bool) -> (String, crate::interp::Cost) {
+        let program = Program::default();
+        let mut m = Machine::new(&program, &Builtins::new(), Budget { steps, ..Budget::default() }).expect("a machine");
+        let d = delta_value(DeltaRef { arena: ar.clone(), ix: root });
+        let r = eval0_all(&mut m, &[Value::Real(1.5), d, Value::Int(inputs)], Span::NONE, taped);
+        (format!("{r:?}"), m.cost())
+    }
+
+    /// The later passes replaying the first pass's walk (`Eval0::tape`) give what every pass walking
+    /// the tree gives: the gradient, the error, and the steps, real ops, `eval_visits` and
+    /// `op_visits` at every steps budget, stops inside the first pass and inside the replays alike
+    /// (the batched ticks at the edge of the budget too); with Scales that are part of their Add's
+    /// node and shared subtrees, a Zero, an Input outside the inputs and a constructor eval0 does
+    /// not take, and a tree too large to write down. Seen failing with the replay's `*ops += 1`
+    /// left out (op_visits differ) and with its tick batch one step longer (`room` not decreased:
+    /// the budget's stop comes later).
+    #[test]
+    fn eval0s_replayed_passes_count_and_stop_as_walked_ones() {
+        let sp = |k: usize| Span::new(k, k + 1);
+        let mut ar = Arena::default();
+        let mut push = |k: Kind, s: Span| ar.push(k, s).expect("room");
+        let x: Vec<Ix> = (0..4).map(|i| push(Kind::Input(i), Span::NONE)).collect();
+        let zero = push(Kind::Zero, Span::NONE);
+        let mut prev = x[0];
+        for k in 0..6usize {
+            let s1 = push(Kind::Scale(0.5 + k as f64, prev), sp(k));
+            let s2 = push(Kind::Scale(-1.25, x[(k + 1) % 4]), sp(k));
+            let a = push(Kind::Add(s1, s2), sp(k));
+            prev = push(Kind::Add(a, if k % 2 == 0 { prev } else { zero }), sp(100 + k));
+        }
+        let good = prev;
+        let bad_input = push(Kind::Add(good, x[1]), sp(200));
+        let outside = push(Kind::Input(7), Span::NONE);
+        let bad_input = push(Kind::Add(bad_input, outside), sp(201));
+        let var = push(Kind::Var(3), Span::NONE);
+        let bad_kind = push(Kind::Add(good, var), sp(202));
+        // 2^13 leaves: past the tape's bound (8 entries a node and 4096)
+        let mut wide = x[2];
+        for k in 0..13usize {
+            wide = push(Kind::Add(wide, wide), sp(300 + k));
+        }
+        let ar = Rc::new(RefCell::new(ar));
+        for (root, stride) in [(good, 1), (bad_input, 1), (bad_kind, 1), (wide, 211)] {
+            let (all, cost) = run(&ar, root, 4, u64::MAX, false);
+            assert_eq!(run(&ar, root, 4, u64::MAX, true), (all.clone(), cost.clone()), "root {root}");
+            if root == good {
+                assert!(all.starts_with("Ok(Array") && cost.counter("eval_visits") > 4 * 60, "{all} {cost:?}");
+            }
+            let mut stops = 0;
+            for steps in (0..cost.steps + 2).step_by(stride) {
+                let walked = run(&ar, root, 4, steps, false);
+                assert_eq!(run(&ar, root, 4, steps, true), walked, "root {root} at {steps} steps");
+                stops += walked.0.contains("Budget") as u32;
+            }
+            assert!(stops > 10, "root {root}: {stops}");
+        }
+    }
 }
