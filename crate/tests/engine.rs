@@ -1108,7 +1108,7 @@ fn krawiec_rounds_in_batches_and_across_chunks_count_as_the_walker() {
 /// dual-arrays and symbolic stages, at the default budget and at every 7th step budget from 700
 /// to 7,000, every 3rd allocation budget below 900 and depths 0 to 5. Seen failing with the
 /// one-item literal's step left out (costs differ) and with its allocation counted before its
-/// item (the allocation budget's stop differs).
+/// item (the error at a budget of 917 steps differs).
 #[test]
 fn gathers_and_scatters_call_their_index_functions_as_the_walker_at_every_budget() {
     let reals = |n: usize, k: usize| (0..n).map(|i| format!("{:.2}", ((i * 7 + k * 3) % 11) as f64 / 4.0 - 1.0)).collect::<Vec<_>>().join(", ");
