@@ -279,7 +279,8 @@ fn eval0_all(m: &mut Machine, args: &[Value], span: Span, taped: bool) -> Result
     let (mut visits, mut ops) = (Visits::of(m), 0);
     let mut g = vec![0.0; n];
     let mut res = Ok(());
-    let mut ev = Eval0::new(&ar, taped);
+    // (one pass has none after it to replay the record)
+    let mut ev = Eval0::new(&ar, taped && n > 1);
     for (i, gi) in g.iter_mut().enumerate() {
         match ev.pass(m, root.ix, i, n, &mut visits, &mut ops, span) {
             Ok(v) => {
