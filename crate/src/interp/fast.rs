@@ -1048,6 +1048,19 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             })
         }
         Code::Tuple(items) => collect(items, true, h),
+        Code::ArrayLit(items) if items.len() == 1 => {
+            // `[i]`, an index function's result per element (the array chain's gathers and
+            // scatters): `collect`'s counts in its order, the element boxed directly (issue 13)
+            let a = gens(items, h).into_vec().pop();
+            let Some(a) = a else { return g(|_| Ok(Value::Unit)) };
+            g(move |m| {
+                m.step(Charge::None)?;
+                let x = a.run(m)?;
+                m.alloc(1).map_err(Box::new)?;
+                let vs: Rc<[Value]> = Rc::new([x]);
+                Ok(Value::Array(vs))
+            })
+        }
         Code::ArrayLit(items) => collect(items, false, h),
         Code::Fst(a, span) => proj(*a, 0, span, h),
         Code::Snd(a, span) => proj(*a, 1, span, h),

@@ -21,7 +21,7 @@
 
 use super::lang::{gather_name, scatter_name, spine, MAX_DIMS};
 use crate::diag::Span;
-use crate::interp::{Builtin, Machine, RunError};
+use crate::interp::{Builtin, Each, Machine, RunError};
 use crate::ir::{each_child, Expr, ExprKind, Program, Scheme, Type};
 use crate::value::Value;
 use std::rc::Rc;
@@ -163,7 +163,9 @@ fn nest(flat: Vec<Value>, shape: &[usize], zero: Option<Value>) -> Value {
             let e = tmpl.clone().map_or_else(|| Value::Array(Rc::from(vec![])), Value::empty_keeping);
             vec![e; groups]
         } else {
-            level.chunks(k).map(|c| Value::Array(c.to_vec().into())).collect()
+            // the elements moved into their rows, not copied and dropped (issue 13)
+            let mut it = level.into_iter();
+            (0..groups).map(|_| Value::Array(it.by_ref().take(k).collect())).collect()
         };
         tmpl = tmpl.map(|t| if k == 0 { Value::empty_keeping(t) } else { Value::Array(vec![t; k].into()) });
     }
@@ -171,9 +173,13 @@ fn nest(flat: Vec<Value>, shape: &[usize], zero: Option<Value>) -> Value {
 }
 
 /// The index function `f` at `ix`: its `n` indexes into `out`.
-fn call_ix(m: &mut Machine, f: &Value, ix: &[i64], n: usize, span: Span, out: &mut Vec<i64>) -> Result<(), RunError> {
-    let r = m.apply(f.clone(), ix_value(ix))?;
-    let is = arr(&r, "an index function's result", span)?;
+/// `f` is found out once per gather or scatter (`Machine::each`), not per element (issue 13).
+fn call_ix(m: &mut Machine, f: &Each<'_>, ix: &[i64], n: usize, span: Span, out: &mut Vec<i64>) -> Result<(), RunError> {
+    let r = m.apply_each(f, ix_value(ix))?;
+    let is = match r.elems() {
+        Some(is) => is,
+        None => return Err(err(span, format!("an index function's result expects an array, got {r}"))),
+    };
     if is.len() != n {
         return Err(err(span, format!("an index function returned {} indexes, not {n}", is.len())));
     }
@@ -206,10 +212,10 @@ fn outer_shape(v: &Value, d: usize) -> Vec<usize> {
 }
 
 /// The element of `v` at `ix`, total; None when out of range.
-fn at(v: &Value, ix: &[i64]) -> Option<Value> {
-    let mut cur = v.clone();
+fn at<'v>(v: &'v Value, ix: &[i64]) -> Option<&'v Value> {
+    let mut cur = v;
     for &i in ix {
-        cur = usize::try_from(i).ok().and_then(|k| cur.elems()?.get(k)).cloned()?;
+        cur = usize::try_from(i).ok().and_then(|k| cur.elems()?.get(k))?;
     }
     Some(cur)
 }
@@ -397,9 +403,10 @@ fn gather_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, spa
     m.count("gathered", total as u64);
     let mut flat = Vec::with_capacity(total);
     let mut ix = Vec::with_capacity(nd);
+    let fe = m.each(&f);
     each_position(&sh, |p| {
-        call_ix(m, &f, p, nd, span, &mut ix)?;
-        flat.push(at(&a, &ix).unwrap_or_else(|| zero.clone()));
+        call_ix(m, &fe, p, nd, span, &mut ix)?;
+        flat.push(at(&a, &ix).unwrap_or(&zero).clone());
         Ok(())
     })?;
     let tm = template(m, &a, nd, span)?;
@@ -426,13 +433,16 @@ fn scatter_dims(m: &mut Machine, md: usize, nd: usize, args: &mut Vec<Value>, sp
     m.tick(count as u64)?;
     m.count("scattered", count as u64);
     let mut ix = Vec::with_capacity(nd);
+    let fe = m.each(&f);
     each_position(&outer, |p| {
-        call_ix(m, &f, p, nd, span, &mut ix)?;
+        call_ix(m, &fe, p, nd, span, &mut ix)?;
         let inside = ix.iter().zip(&sh).all(|(&i, &k)| i >= 0 && (i as usize) < k);
         if inside {
             let l = ix.iter().zip(&sh).fold(0usize, |l, (&i, &k)| l * k + i as usize);
-            let x = at(&t, p).unwrap_or_else(|| flat[l].clone());
-            flat[l] = add(&flat[l], &x, span)?;
+            flat[l] = match at(&t, p) {
+                Some(x) => add(&flat[l], x, span)?,
+                None => add(&flat[l], &flat[l], span)?,
+            };
         }
         Ok(())
     })?;
@@ -516,7 +526,7 @@ pub fn transpose(m: &mut Machine, perm: &[usize], t: &Value, span: Span) -> Res 
         for (o, &d) in perm.iter().enumerate() {
             *ix.get_mut(d).ok_or_else(|| err(span, "tr: not a permutation"))? = q[o];
         }
-        flat.push(at(t, &ix).ok_or_else(|| err(span, "tr: the array is not regular"))?);
+        flat.push(at(t, &ix).cloned().ok_or_else(|| err(span, "tr: the array is not regular"))?);
         Ok(())
     })?;
     let tm = template(m, t, rank, span)?;

@@ -25,7 +25,7 @@ impl Shape {
         // through `elems`: an empty array may keep its element's shape (value.rs, `EmptyArray`)
         match v.elems() {
             Some(vs) => Shape::arr(vs.iter().map(Shape::of).collect()),
-            None => Rc::new(Shape::Scalar),
+            None => scalar(),
         }
     }
     pub fn arr(items: Vec<Rc<Shape>>) -> Rc<Shape> {
@@ -259,8 +259,14 @@ pub fn dv(n: Rc<Node>) -> Value {
     Value::Ext(Rc::new(DeltaVal(n)))
 }
 
+thread_local! {
+    /// The one scalar shape every real's Delta shares (a shape is never changed): an input array's
+    /// shape and every Zero and Input were one allocation a real (issue 13).
+    static SCALAR: Rc<Shape> = Rc::new(Shape::Scalar);
+}
+
 fn scalar() -> Rc<Shape> {
-    Rc::new(Shape::Scalar)
+    SCALAR.with(Rc::clone)
 }
 
 fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {

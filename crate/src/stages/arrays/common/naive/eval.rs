@@ -178,6 +178,21 @@ fn es_of(e: &Rc<dyn ExtValue>) -> &RefCell<Es> {
     &e.as_any().downcast_ref::<EsVal>().expect("checked").0
 }
 
+/// `map[k] += c` at `path` within a value of shape `shape` (`add_at`); the cells it writes. An entry
+/// that is there is added to where it lies (issue 13: it was taken out of the map and put back).
+fn add_into(map: &mut BTreeMap<i64, Ct>, k: i64, shape: &Shape, path: &[usize], c: &Ct) -> u64 {
+    if let Some(t) = map.get_mut(&k) {
+        t.add_at(path, c);
+        return c.size();
+    }
+    let mut slot = None;
+    let cells = add_at(&mut slot, shape, path, c);
+    if let Some(t) = slot {
+        map.insert(k, t);
+    }
+    cells
+}
+
 /// `slot += c` at `path` within a value of shape `shape`; the cells it writes.
 fn add_at(slot: &mut Option<Ct>, shape: &Shape, path: &[usize], c: &Ct) -> u64 {
     let mut cells = c.size();
@@ -205,15 +220,14 @@ fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunE
         while let Some((c, n, path)) = stack.pop() {
             m.tick(1)?;
             visits += 1;
-            *rt(m).visits.entry(n.serial).or_default() += 1;
+            // (the visits per node are the graph's: none is drawn, none is kept)
+            if m.draws_graph() {
+                *rt(m).visits.entry(n.serial).or_default() += 1;
+            }
             match &n.kind {
                 Kind::Zero => {}
                 // grad[v] += c
-                Kind::Input(v) => {
-                    let mut slot = es.grad.remove(v);
-                    cells += add_at(&mut slot, &n.shape, &path, &c);
-                    es.grad.insert(*v, slot.expect("set"));
-                }
+                Kind::Input(v) => cells += add_into(&mut es.grad, *v, &n.shape, &path, &c),
                 // eval c d2 ∘ eval c d1: d1 first
                 Kind::Add(a, b) => {
                     stack.push((c.clone(), b.clone(), path.clone()));
@@ -225,9 +239,7 @@ fn eval(m: &mut Machine, es: &mut Es, c: Ct, root: &Rc<Node>) -> Result<(), RunE
                 }
                 // accum[i] += c; dfrag[i] = d: sharing in the primal is addition in the dual
                 Kind::Share(i, d) => {
-                    let mut slot = es.accum.remove(i);
-                    cells += add_at(&mut slot, &n.shape, &path, &c);
-                    es.accum.insert(*i, slot.expect("set"));
+                    cells += add_into(&mut es.accum, *i, &n.shape, &path, &c);
                     es.dfrag.insert(*i, d.clone());
                 }
                 Kind::Index(d, i) => match es.mode {

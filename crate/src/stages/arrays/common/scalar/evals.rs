@@ -4,7 +4,7 @@
 //! visit (the steps budget stops an exponential walk cleanly), counting every constructor visited
 //! (`eval_visits`) and the visits of Fig. 4's nodes (`op_visits`, see `runtime::is_part`).
 
-use super::runtime::{eval_args, input_slot, is_part, is_part_of, record, vector_value};
+use super::runtime::{eval_args, input_slot, is_part, record, vector_value};
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
 use crate::kit::delta::graph::Visits;
@@ -55,45 +55,201 @@ fn read<'a>(d: &'a DeltaRef, span: Span, what: &str) -> Result<std::cell::Ref<'a
 /// infinite partial (`x * 1.0` at an overflowing x, `1.0 / x` at 0) gives no ∞ · 0 = NaN, the one rule
 /// every stage follows (forward mode's, and the reverse evaluators', which never reach a Zero with a
 /// product).
-fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
-    let ar = read(root, span, "eval0")?;
-    let ar: &Arena = &ar;
-    // eval reads the arena through a reader (a block's offsets decoded once, not per node), each node
-    // once a pass: its part-of test when it is entered, its factor kept in the exit's frame (issue
-    // 13: eval0 walks the whole Delta once per input, and a node was read up to four times a pass)
-    let mut rd = ar.reader();
-    let mut stack = vec![Walk0::Enter(root.ix, None)];
-    let mut vals: Vec<Option<f64>> = vec![];
-    let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
-    while let Some(f) = stack.pop() {
-        match f {
-            Walk0::Enter(n, parent) => {
-                let k = rd.kind(n);
-                visit(m, visits, ops, n, parent.is_some_and(|p| is_part_of(ar, &k, p, n)))?;
-                match k {
-                    Kind::Zero => vals.push(None),
-                    Kind::Input(i) => vals.push(Some(if input_slot(i, inputs, span, "eval0")? == dir { 1.0 } else { 0.0 })),
-                    Kind::Scale(r, d) => {
-                        stack.push(Walk0::Scale(r));
-                        stack.push(Walk0::Enter(d, None));
-                    }
-                    Kind::Add(a, b) => {
-                        stack.push(Walk0::Add);
-                        stack.push(Walk0::Enter(b, Some(n)));
-                        stack.push(Walk0::Enter(a, Some(n)));
-                    }
-                    k => return Err(not_tree(k, span, "eval0")),
+///
+/// Every pass walks the whole tree, visit for visit; what a pass learns of a node (its constructor,
+/// an Add's children's part-of tests, each a search of the span runs) is decoded once, on the node's
+/// first visit, into `Eval0::nodes` (one entry per node of the DAG, not of the tree), and the walk's
+/// stacks are kept from pass to pass (issue 13: the n passes decoded every node and grew their
+/// stacks again each time). The first pass also writes down its walk, in order (`tape`: each visit,
+/// what it pushes, each Scale's and Add's exit), when the tree is not much larger than the DAG
+/// (`TAPE_PER_NODE`); the later passes run that record instead of the stacks: the same visits,
+/// steps, real ops and sums in the same order, only the direction's ε_i read differently.
+struct Eval0<'a> {
+    ar: &'a Arena,
+    rd: crate::kit::delta::arena::Reader<'a>,
+    nodes: Vec<Node0>,
+    stack: Vec<Walk0>,
+    vals: Vec<Option<f64>>,
+    /// The first pass's walk, while it is being written (`Some`) or once written (`done`); `None`
+    /// when the tree outgrew its bound.
+    tape: Option<Vec<Tape0>>,
+    done: bool,
+}
+
+/// How many tape entries per node of the DAG (and 4096 more) a first pass may write: an exponential
+/// tree (a Delta shared many times over) is walked, never written down.
+const TAPE_PER_NODE: usize = 8;
+
+/// A step of eval0's walk as the first pass took it.
+#[derive(Clone, Copy)]
+enum Tape0 {
+    /// A visit (node, part of its parent's node) to a Zero.
+    Zero(Ix, bool),
+    /// A visit to a Scale or an Add (its exit follows its children's entries).
+    Inner(Ix, bool),
+    /// A visit to `Input i`, i's slot checked.
+    Input(Ix, bool, usize),
+    Scale(f64),
+    Add,
+}
+
+/// A node of the Delta as eval0 reads it (`Unread` until its first visit).
+#[derive(Clone, Copy)]
+enum Node0 {
+    Unread,
+    Zero,
+    Input(i64),
+    Scale(f64, Ix),
+    /// The children, and whether each is part of this Add's node of Fig. 4 (`is_part`).
+    Add(Ix, Ix, bool, bool),
+}
+
+impl<'a> Eval0<'a> {
+    /// (`taped` false: every pass walks with the stacks, as the tests' reference)
+    fn new(ar: &'a Arena, taped: bool) -> Self {
+        let tape = taped.then(Vec::new);
+        Eval0 { ar, rd: ar.reader(), nodes: vec![Node0::Unread; ar.len()], stack: vec![], vals: vec![], tape, done: false }
+    }
+
+    /// Node `n`, decoded on its first read; a constructor eval0 does not take is its error.
+    fn node(&mut self, n: Ix, span: Span) -> Result<Node0, RunError> {
+        if let Some(&k) = self.nodes.get(n as usize) {
+            if !matches!(k, Node0::Unread) {
+                return Ok(k);
+            }
+        }
+        let k = match self.rd.kind(n) {
+            Kind::Zero => Node0::Zero,
+            Kind::Input(i) => Node0::Input(i),
+            Kind::Scale(r, d) => Node0::Scale(r, d),
+            Kind::Add(a, b) => Node0::Add(a, b, is_part(&mut self.rd, self.ar, n, a), is_part(&mut self.rd, self.ar, n, b)),
+            // (not kept: the pass stops at it)
+            k => return Err(not_tree(k, span, "eval0")),
+        };
+        if let Some(slot) = self.nodes.get_mut(n as usize) {
+            *slot = k;
+        }
+        Ok(k)
+    }
+
+    fn pass(&mut self, m: &mut Machine, root: Ix, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
+        let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
+        if self.done {
+            if let Some(tape) = &self.tape {
+                return replay(m, tape, &mut self.vals, dir, visits, ops, span);
+            }
+        }
+        let cap = self.ar.len().saturating_mul(TAPE_PER_NODE).saturating_add(4096);
+        // (a pass stopped by an error leaves no tape: no pass follows it)
+        let mut tape = if self.done { None } else { self.tape.take() };
+        let mut note = |t: Tape0| {
+            if let Some(tp) = &mut tape {
+                if tp.len() < cap {
+                    tp.push(t);
+                } else {
+                    tape = None;
                 }
             }
-            Walk0::Scale(r) => {
+        };
+        self.stack.clear();
+        self.vals.clear();
+        self.stack.push(Walk0::Enter(root, false));
+        while let Some(f) = self.stack.pop() {
+            match f {
+                Walk0::Enter(n, part) => {
+                    // the visit counted before a bad constructor's error, as the walk always did
+                    let k = self.node(n, span);
+                    visit(m, visits, ops, n, part)?;
+                    match k? {
+                        Node0::Zero | Node0::Unread => {
+                            note(Tape0::Zero(n, part));
+                            self.vals.push(None)
+                        }
+                        Node0::Input(i) => {
+                            let slot = input_slot(i, inputs, span, "eval0")?;
+                            note(Tape0::Input(n, part, slot));
+                            self.vals.push(Some(if slot == dir { 1.0 } else { 0.0 }))
+                        }
+                        Node0::Scale(r, d) => {
+                            note(Tape0::Inner(n, part));
+                            self.stack.push(Walk0::Scale(r));
+                            self.stack.push(Walk0::Enter(d, false));
+                        }
+                        Node0::Add(a, b, pa, pb) => {
+                            note(Tape0::Inner(n, part));
+                            self.stack.push(Walk0::Add);
+                            self.stack.push(Walk0::Enter(b, pb));
+                            self.stack.push(Walk0::Enter(a, pa));
+                        }
+                    }
+                }
+                Walk0::Scale(r) => {
+                    note(Tape0::Scale(r));
+                    m.real_op();
+                    let v = pop(&mut self.vals)?.map(|v| r * v);
+                    self.vals.push(v);
+                }
+                Walk0::Add => {
+                    note(Tape0::Add);
+                    m.real_op();
+                    let b = pop(&mut self.vals)?;
+                    let v = match (pop(&mut self.vals)?, b) {
+                        (Some(a), Some(b)) => Some(a + b),
+                        (a, b) => a.or(b),
+                    };
+                    self.vals.push(v);
+                }
+            }
+        }
+        let v = pop(&mut self.vals)?.unwrap_or(0.0);
+        self.tape = tape;
+        self.done = true;
+        Ok(v)
+    }
+}
+
+/// A pass of eval0 run from the first pass's `tape` (see `Eval0`), in direction `dir`.
+fn replay(m: &mut Machine, tape: &[Tape0], vals: &mut Vec<Option<f64>>, dir: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
+    let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
+    vals.clear();
+    // `visit`'s tick(1) counted as `tick_fitting` while there is room (the same counts; the step at
+    // the budget's or the clock check's edge taken by `tick`)
+    let mut room = m.tick_room();
+    let mut visit = |m: &mut Machine, n: Ix, part: bool| {
+        visits.visit(n as u64);
+        if !part {
+            *ops += 1;
+        }
+        if room > 0 {
+            room -= 1;
+            m.tick_fitting(1);
+            Ok(())
+        } else {
+            let r = m.tick(1);
+            room = m.tick_room();
+            r
+        }
+    };
+    for &t in tape {
+        match t {
+            Tape0::Zero(n, part) => {
+                visit(m, n, part)?;
+                vals.push(None);
+            }
+            Tape0::Inner(n, part) => visit(m, n, part)?,
+            Tape0::Input(n, part, slot) => {
+                visit(m, n, part)?;
+                vals.push(Some(if slot == dir { 1.0 } else { 0.0 }));
+            }
+            Tape0::Scale(r) => {
                 m.real_op();
-                let v = pop(&mut vals)?.map(|v| r * v);
+                let v = pop(vals)?.map(|v| r * v);
                 vals.push(v);
             }
-            Walk0::Add => {
+            Tape0::Add => {
                 m.real_op();
-                let b = pop(&mut vals)?;
-                let v = match (pop(&mut vals)?, b) {
+                let b = pop(vals)?;
+                let v = match (pop(vals)?, b) {
                     (Some(a), Some(b)) => Some(a + b),
                     (a, b) => a.or(b),
                 };
@@ -101,25 +257,32 @@ fn eval0(m: &mut Machine, root: &DeltaRef, dir: usize, inputs: usize, visits: &m
             }
         }
     }
-    Ok(pop(&mut vals)?.unwrap_or(0.0))
+    Ok(pop(vals)?.unwrap_or(0.0))
 }
 
-/// eval0's walk: a node entered (with the Add it is a child of), or a Scale's or an Add's exit.
+/// eval0's walk: a node entered (whether it is part of the Add it is a child of), or a Scale's or
+/// an Add's exit.
 enum Walk0 {
-    Enter(Ix, Option<Ix>),
+    Enter(Ix, bool),
     Scale(f64),
     Add,
 }
 
 /// `eval` as Eq. 2: ∇ = c · (eval0 d (1,0..0), …, eval0 d (0..0,1)), one pass of the whole Delta per input.
 pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
-    let (c, root, n) = eval_args(m, &args, span, "eval0")?;
+    eval0_all(m, args, span, true)
+}
+
+fn eval0_all(m: &mut Machine, args: &[Value], span: Span, taped: bool) -> Result<Value, RunError> {
+    let (c, root, n) = eval_args(m, args, span, "eval0")?;
     let ar = read(&root, span, "eval0")?;
     let (mut visits, mut ops) = (Visits::of(m), 0);
     let mut g = vec![0.0; n];
     let mut res = Ok(());
+    // (one pass has none after it to replay the record)
+    let mut ev = Eval0::new(&ar, taped && n > 1);
     for (i, gi) in g.iter_mut().enumerate() {
-        match eval0(m, &root, i, n, &mut visits, &mut ops, span) {
+        match ev.pass(m, root.ix, i, n, &mut visits, &mut ops, span) {
             Ok(v) => {
                 *gi = c * v;
                 step(m, &ar, "eval0", root.ix, c, || format!("eval0 d ε{i} = {} (pass {} of {n}), times c = {}", show_real(v), i + 1, show_real(c)), &[*gi]);
@@ -130,6 +293,7 @@ pub fn b_eval0(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
             }
         }
     }
+    drop(ev);
     drop(ar);
     record(m, &root, visits, ops, &mut res);
     res?;
@@ -339,4 +503,74 @@ pub fn b_eval3(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Val
     record(m, &root, visits, ops, &mut res);
     res?;
     Ok(vector_value(acc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{Budget, Builtins};
+    use crate::ir::Program;
+    use crate::kit::delta::delta_value;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// eval0 of `root` over `inputs` inputs at a steps budget, taped or walked: what it returns and
+    /// every count the machine has after it.
+    fn run(ar: &Rc<RefCell<Arena>>, root: Ix, inputs: i64, steps: u64, taped: bool) -> (String, crate::interp::Cost) {
+        let program = Program::default();
+        let mut m = Machine::new(&program, &Builtins::new(), Budget { steps, ..Budget::default() }).expect("a machine");
+        let d = delta_value(DeltaRef { arena: ar.clone(), ix: root });
+        let r = eval0_all(&mut m, &[Value::Real(1.5), d, Value::Int(inputs)], Span::NONE, taped);
+        (format!("{r:?}"), m.cost())
+    }
+
+    /// The later passes replaying the first pass's walk (`Eval0::tape`) give what every pass walking
+    /// the tree gives: the gradient, the error, and the steps, real ops, `eval_visits` and
+    /// `op_visits` at every steps budget, stops inside the first pass and inside the replays alike
+    /// (the batched ticks at the edge of the budget too); with Scales that are part of their Add's
+    /// node and shared subtrees, a Zero, an Input outside the inputs and a constructor eval0 does
+    /// not take, and a tree too large to write down. Seen failing with the replay's `*ops += 1`
+    /// left out (op_visits differ) and with its tick batch one step longer (`room` not decreased:
+    /// the budget's stop comes later).
+    #[test]
+    fn eval0s_replayed_passes_count_and_stop_as_walked_ones() {
+        let sp = |k: usize| Span::new(k, k + 1);
+        let mut ar = Arena::default();
+        let mut push = |k: Kind, s: Span| ar.push(k, s).expect("room");
+        let x: Vec<Ix> = (0..4).map(|i| push(Kind::Input(i), Span::NONE)).collect();
+        let zero = push(Kind::Zero, Span::NONE);
+        let mut prev = x[0];
+        for k in 0..6usize {
+            let s1 = push(Kind::Scale(0.5 + k as f64, prev), sp(k));
+            let s2 = push(Kind::Scale(-1.25, x[(k + 1) % 4]), sp(k));
+            let a = push(Kind::Add(s1, s2), sp(k));
+            prev = push(Kind::Add(a, if k % 2 == 0 { prev } else { zero }), sp(100 + k));
+        }
+        let good = prev;
+        let bad_input = push(Kind::Add(good, x[1]), sp(200));
+        let outside = push(Kind::Input(7), Span::NONE);
+        let bad_input = push(Kind::Add(bad_input, outside), sp(201));
+        let var = push(Kind::Var(3), Span::NONE);
+        let bad_kind = push(Kind::Add(good, var), sp(202));
+        // 2^13 leaves: past the tape's bound (8 entries a node and 4096)
+        let mut wide = x[2];
+        for k in 0..13usize {
+            wide = push(Kind::Add(wide, wide), sp(300 + k));
+        }
+        let ar = Rc::new(RefCell::new(ar));
+        for (root, stride) in [(good, 1), (bad_input, 1), (bad_kind, 1), (wide, 211)] {
+            let (all, cost) = run(&ar, root, 4, u64::MAX, false);
+            assert_eq!(run(&ar, root, 4, u64::MAX, true), (all.clone(), cost.clone()), "root {root}");
+            if root == good {
+                assert!(all.starts_with("Ok(Array") && cost.counter("eval_visits") > 4 * 60, "{all} {cost:?}");
+            }
+            let mut stops = 0;
+            for steps in (0..cost.steps + 2).step_by(stride) {
+                let walked = run(&ar, root, 4, steps, false);
+                assert_eq!(run(&ar, root, 4, steps, true), walked, "root {root} at {steps} steps");
+                stops += walked.0.contains("Budget") as u32;
+            }
+            assert!(stops > 10, "root {root}: {stops}");
+        }
+    }
 }
