@@ -62,8 +62,10 @@ pub(crate) struct LamCode {
     /// The name a `let` binds this lambda to, and its parameters' names (a tracer may ask for the
     /// calls of functions so named: `Machine::trace_calls`, a chain of continuations).
     pub named: Option<Rc<Named>>,
-    /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it).
-    pub param: Option<u32>,
+    /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it), or
+    /// where the captures' slots start in a let-bound lambda run without a closure (one field:
+    /// such a lambda's parameter is never one variable, and `LamCode` stays 168 bytes).
+    pub param: Param,
     /// The body with its regions compiled, once made (`code`); boxed, as most functions of a
     /// stage's output never make it and the node inline was 32 bytes more in every lambda's code
     /// (issue 14 item 4: a 10^5-line program's lowered code has ~6·10^5 lambdas).
@@ -81,9 +83,17 @@ pub(crate) struct LamCode {
     /// The body as lowered, kept beside regions compiled eagerly where a taping loop's round may
     /// inline a call of it (`round.rs`: a short straight-line definition, no captures; engine only).
     pub raw: Option<Box<Code>>,
+}
+
+/// `LamCode::param`.
+#[derive(Clone, Copy)]
+pub(crate) enum Param {
+    Other,
+    /// The parameter is this one variable.
+    Var(u32),
     /// A let-bound lambda only called in its scope (`LocalHead`): its captures are slots of its own
     /// frame from this one on, written by each call; its `let` makes no closure (engine only).
-    pub local: Option<u32>,
+    Local(u32),
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
@@ -108,7 +118,7 @@ struct Runtime {
 
 impl LamCode {
     fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
-        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None, raw: None, local: None }
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: Param::Other, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None, raw: None }
     }
 
     /// The body to run on this entry: with its regions compiled once the function has been entered
@@ -120,6 +130,23 @@ impl LamCode {
             (Some(hot), _) => &**hot,
             (None, None) => &self.body,
             (None, Some(d)) => self.enter_cold(d),
+        }
+    }
+
+    /// The parameter's id when it is one variable.
+    pub(crate) fn var_param(&self) -> Option<u32> {
+        match self.param {
+            Param::Var(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Where the captures' slots start, in a let-bound lambda run without a closure (`Head::Fn`).
+    #[inline(always)]
+    pub(crate) fn local(&self) -> Option<u32> {
+        match self.param {
+            Param::Local(at) => Some(at),
+            _ => None,
         }
     }
 
@@ -818,8 +845,8 @@ impl Lowerer<'_> {
             mark_self_tail(&mut body, def, 1 + more.len());
         }
         let param = match p {
-            Pat::Var(n, _) => Some(n.id),
-            _ => None,
+            Pat::Var(n, _) => Param::Var(n.id),
+            _ => Param::Other,
         };
         let captures = c.captures.clone().into();
         let pure = match own {
@@ -829,7 +856,7 @@ impl Lowerer<'_> {
         let code = self.lam_code(pat, more, body, &c, captures);
         self.recycle(c);
         let Some((id, at, ids)) = local else { return Ok(Rc::new(LamCode { named, param, pure, ..code })) };
-        let l = Rc::new(LamCode { named, param, pure, local: Some(at), ..code });
+        let l = Rc::new(LamCode { named, param: Param::Local(at), pure, ..code });
         self.local_fns.insert(id, (l.clone(), ids));
         Ok(l)
     }
@@ -1597,6 +1624,53 @@ mod tests {
         }
         // the def, main, f, g, h; moved: f (the head of `f 1.0`), h, g's z and w, and h's g? no, a capture
         assert_eq!((frames, moved), (5, 4));
+    }
+
+    /// Issue 13 (the unf chain's continuations): a let-bound lambda whose every use is a saturated
+    /// call is lowered to run without a closure (`LamCode::local`, its calls `Head::Fn`, a tuple
+    /// literal given to its tuple parameter spread); one read as a value anywhere, over-applied, or
+    /// with a variable parameter (a lambda watcher is handed those) stays a closure.
+    #[test]
+    fn only_let_bound_lambdas_only_called_run_without_closures() {
+        let cases: [(&str, (usize, usize, usize)); 6] = [
+            // f called three times (once with a variable), g once; g captures f's captures
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in let g = \\(c, d) -> f (c, d) + f (d, c) in let t = (x, y) in g (x, y) + f t", (2, 4, 3)),
+            // called inside a lambda passed to `map`
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in sum (map (\\v -> f (v, y)) [x])", (1, 1, 1)),
+            // read as a value: in a tuple, passed, over-applied
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in let p = (f, 1.0) in (fst p) (y, x)", (0, 0, 0)),
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in let app = \\k -> k (x, y) in app f", (0, 0, 0)),
+            ("def main (x, y) = let h = \\e -> e * x in let f = \\(a, b) -> h in f (x, y) 2.0", (0, 0, 0)),
+            // a variable parameter
+            ("def main (x, y) = let f = \\a -> a * x in f y", (0, 0, 0)),
+        ];
+        for (src, want) in cases {
+            let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
+            // regions deferred: the bodies are as lowered
+            let low = lower(&p, &Builtins::new(), true, 3).expect("lowers");
+            let (mut local, mut calls, mut spread) = (0, 0, 0);
+            let mut stack: Vec<Code> = low.defs.iter().map(|d| d.body.clone()).collect();
+            while let Some(mut c) = stack.pop() {
+                match &c {
+                    Code::Lam(l) => {
+                        local += usize::from(l.local().is_some());
+                        stack.push(l.body.clone());
+                    }
+                    Code::Call(cc) => {
+                        if let Head::Fn(h) = &cc.head {
+                            calls += 1;
+                            spread += usize::from(h.spread);
+                        }
+                    }
+                    _ => {}
+                }
+                stack.extend(frame_children(&mut c).into_iter().map(|c| c.clone()));
+            }
+            assert_eq!((local, calls, spread), want, "{src}");
+            // and the walker's lowering makes none
+            let walk = lower(&p, &Builtins::new(), false, 0).expect("lowers");
+            assert!(walk.defs.iter().all(|d| !matches!(&d.body, Code::Lam(l) if l.local().is_some())));
+        }
     }
 
     #[test]

@@ -639,7 +639,7 @@ impl Machine<'_> {
                     return self.apply_lam(code, env, None, &[], arg, true);
                 }
                 let lam: *const LamCode = &**code;
-                if let (Some(watch), Some(param)) = (self.lam_watcher, code.param) {
+                if let (Some(watch), Some(param)) = (self.lam_watcher, code.var_param()) {
                     let captures = env.clone();
                     let next = self.enter(lam, env.clone(), None, arg)?;
                     watch(self, super::Entered { closure: f.clone(), param, captures });
@@ -970,7 +970,7 @@ impl Machine<'_> {
     /// parameter, as `bind_pat` binds a tuple's (the walker's order of errors), all from `base`.
     fn bind_local(&mut self, h: &LocalHead, base: usize) -> Res<()> {
         let lam = &*h.lam;
-        let at = self.bp + lam.local.unwrap_or(0) as usize;
+        let at = self.bp + lam.local().unwrap_or(0) as usize;
         let top = self.vals.len() - h.caps.len();
         for (j, k) in (top..self.vals.len()).enumerate() {
             let v = std::mem::replace(&mut self.vals[k], Value::Unit);
@@ -1492,7 +1492,7 @@ impl Machine<'_> {
                 }
                 Code::Const(v) => self.ret(v.clone()),
                 // a let-bound lambda only called in its scope: counted, not made (`call_local`)
-                Code::Lam(l) if l.local.is_some() => {
+                Code::Lam(l) if l.local().is_some() => {
                     self.alloc(1)?;
                     self.ret(Value::Unit)
                 }
@@ -1508,7 +1508,7 @@ impl Machine<'_> {
                 // a let-bound lambda only called in its scope (`call_local`): its step and the
                 // closure's allocation counted, nothing made, and on to the body without a trip
                 // round the loop
-                Code::Let(p, rhs, body) if matches!(&**rhs, Code::Lam(l) if l.local.is_some()) => {
+                Code::Let(p, rhs, body) if matches!(&**rhs, Code::Lam(l) if l.local().is_some()) => {
                     self.step(Charge::None)?;
                     self.alloc(1)?;
                     self.bind(p, Value::Unit)?;
