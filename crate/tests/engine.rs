@@ -1161,3 +1161,39 @@ fn gathers_and_scatters_call_their_index_functions_as_the_walker_at_every_budget
     let mv = format!("input ([{rows}], [{}])\ndef main (m, v) = sum (map (\\row -> sum (map2 (\\a b -> a * b) row v)) m)\n", reals(5, 40));
     rounds_agree_at_every_budget(&["arrays/dual-arrays", "arrays/symbolic"], &[&dot, &mv], 0..6);
 }
+
+/// Let-bound lambdas only called in their scope (`lower.rs`'s `local_lambdas`, run without a
+/// closure by `run.rs`'s `call_local`), a tuple literal given to a tuple parameter spread into it,
+/// and the lambdas that must stay closures (returned, passed, stored, over-applied, a variable
+/// parameter): the values, counters and trace of the walker, at every budget.
+const LOCAL_CALLS: &[(&str, &str)] = &[
+    // the unf chain's shape: each continuation called once, with a tuple, by the next
+    ("def main (x, y) = let Id = \\(y1, y2) -> (y1, y2) in let Y1 = \\(y1, y2, y3) -> Id (y1 + y3, y2) in \
+      let Y2 = \\(y1, y2, y3) -> Y1 (y1, y2 + y * y3, x * y3) in let (g1, g2) = Y2 (0.0, 0.0, 1.0) in g1 * x + g2", "(1.5, -0.25)"),
+    // called several times, in tail position and not, with a variable argument and a tuple one
+    ("def main (x, y) = let f = \\(a, b) -> a * b + x in let t = (y, 3.0) in f t + f (x, y) * f (f (1.0, x), y)", "(2.0, 0.5)"),
+    // nested: a local function defined and called inside another one, capturing its parameter
+    ("def main x = let g = \\(a, b) -> let h = \\(c, d) -> c * a + d * b in h (x, 1.0) + h (b, a) in g (x, 2.0) * g (1.0, x)", "0.75"),
+    // called inside a lambda that escapes (passed to map; returned): it captures the callee's captures
+    ("def main (x, y) = let f = \\(a, b) -> a * x - b in sum (map (\\v -> f (v, y)) [x, y, 1.0])", "(1.25, 2.0)"),
+    ("def main (x, y) = let f = \\(a, b) -> a * x - b in let k = \\v -> f (v, y) in k 3.0 + (let m = (\\w -> \\u -> f (u, w)) in m x y)", "(1.25, 2.0)"),
+    // escaping ones stay closures: returned, passed, in a tuple, over-applied
+    ("def main (x, y) = let f = \\(a, b) -> a * x - b in let p = (f, 1.0) in (fst p) (y, x) + snd p", "(1.25, 2.0)"),
+    ("def main (x, y) = let f = \\(a, b) -> a * x - b in sum (map (\\v -> v) (map2 (\\a b -> f (a, b)) [x] [y])) + (let g = \\(c, d) -> \\e -> c * d * e in g (x, y) 2.0)", "(1.25, 2.0)"),
+    // a pattern that does not match (unit parameter, nested tuple parameter) and a wildcard
+    ("def main x = let f = \\() -> x * 2.0 in let g = \\(a, (b, c)) -> a + b * c in let w = \\_ -> 1.0 in f () + g (x, (x, 3.0)) + g (1.0, (2.0, x)) + w x", "1.5"),
+    // a local recursive group and a lazy builtin's thunk around a local call
+    ("def main x = let f = \\(a, b) -> a * b in let go k acc = if k == 0 then acc else go (k - 1) (f (acc, x) + 1.0) in go 5 0.5 + (if x > 0.0 then f (x, x) else 0.0)", "1.1"),
+];
+
+#[test]
+fn let_bound_lambdas_only_called_run_without_closures_as_the_walker_at_every_budget() {
+    for (src, at) in LOCAL_CALLS {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        let r = run_both(src, true, arg.clone(), Budget::default());
+        assert!(r.is_ok(), "{src}: {r:?}");
+        at_every_budget(src, &arg, 60, 10, 14, 6);
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+

@@ -1012,6 +1012,13 @@ fn gen_value(c: Code, h: &Hints) -> Gen {
             Ok(m.sibling(k))
         }),
         Code::Const(v) => Gen::Const(v),
+        // a let-bound lambda only called in its scope (`run.rs`'s `call_local`): counted, not made,
+        // as the walker counts it
+        Code::Lam(l) if l.local().is_some() => g(move |m| {
+            m.step(Charge::None)?;
+            m.alloc(1).map_err(Box::new)?;
+            Ok(Value::Unit)
+        }),
         // a closure made as the walker makes it (a lambda's body has its own regions)
         Code::Lam(l) => g(move |m| {
             m.step(Charge::None)?;

@@ -22,6 +22,7 @@ use crate::diag::Span;
 use crate::ir::{Expr, ExprKind, FunDef, Pat, Prim, Program, Scheme, Type};
 use crate::value::Value;
 use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::FxHashSet as HashSet;
 use std::cell::{Cell, OnceCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,8 +62,10 @@ pub(crate) struct LamCode {
     /// The name a `let` binds this lambda to, and its parameters' names (a tracer may ask for the
     /// calls of functions so named: `Machine::trace_calls`, a chain of continuations).
     pub named: Option<Rc<Named>>,
-    /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it).
-    pub param: Option<u32>,
+    /// The id of the parameter when it is one variable (`Machine::watch_lambdas` reports it), or
+    /// where the captures' slots start in a let-bound lambda run without a closure (one field:
+    /// such a lambda's parameter is never one variable, and `LamCode` stays 168 bytes).
+    pub param: Param,
     /// The body with its regions compiled, once made (`code`); boxed, as most functions of a
     /// stage's output never make it and the node inline was 32 bytes more in every lambda's code
     /// (issue 14 item 4: a 10^5-line program's lowered code has ~6·10^5 lambdas).
@@ -80,6 +83,17 @@ pub(crate) struct LamCode {
     /// The body as lowered, kept beside regions compiled eagerly where a taping loop's round may
     /// inline a call of it (`round.rs`: a short straight-line definition, no captures; engine only).
     pub raw: Option<Box<Code>>,
+}
+
+/// `LamCode::param`.
+#[derive(Clone, Copy)]
+pub(crate) enum Param {
+    Other,
+    /// The parameter is this one variable.
+    Var(u32),
+    /// A let-bound lambda only called in its scope (`LocalHead`): its captures are slots of its own
+    /// frame from this one on, written by each call; its `let` makes no closure (engine only).
+    Local(u32),
 }
 
 /// A function body's region hints (`fast::Hints`), kept to compile its regions on a later entry.
@@ -104,7 +118,7 @@ struct Runtime {
 
 impl LamCode {
     fn new(prog: u64, pat: LPat, more: Box<[LPat]>, nslots: u32, body: Code, captures: Box<[Loc]>) -> LamCode {
-        LamCode { prog, pat, more, nslots, body, captures, named: None, param: None, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None, raw: None }
+        LamCode { prog, pat, more, nslots, body, captures, named: None, param: Param::Other, hot: OnceCell::new(), entries: Cell::new(0), deferred: None, pure: None, owning: None, raw: None }
     }
 
     /// The body to run on this entry: with its regions compiled once the function has been entered
@@ -116,6 +130,23 @@ impl LamCode {
             (Some(hot), _) => &**hot,
             (None, None) => &self.body,
             (None, Some(d)) => self.enter_cold(d),
+        }
+    }
+
+    /// The parameter's id when it is one variable.
+    pub(crate) fn var_param(&self) -> Option<u32> {
+        match self.param {
+            Param::Var(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// Where the captures' slots start, in a let-bound lambda run without a closure (`Head::Fn`).
+    #[inline(always)]
+    pub(crate) fn local(&self) -> Option<u32> {
+        match self.param {
+            Param::Local(at) => Some(at),
+            _ => None,
         }
     }
 
@@ -207,6 +238,19 @@ pub(crate) enum Head {
     Capture(u32),
     Sibling(u32),
     Global(u32, Span),
+    /// A let-bound lambda only called in its scope, called without a closure (`run.rs`'s `call_local`).
+    Fn(Box<LocalHead>),
+}
+
+/// The callee of a call of a let-bound lambda whose every use is a saturated call (`local_lambdas`):
+/// its code, and where the caller reads each of its captures (written into the callee's frame, from
+/// `LamCode::local` on). With `spread`, the call's argument is a tuple literal matched by the
+/// parameter's tuple pattern: `CallCode::args` are its items, bound straight to the pattern's parts.
+#[derive(Clone)]
+pub(crate) struct LocalHead {
+    pub lam: Rc<LamCode>,
+    pub caps: Box<[Loc]>,
+    pub spread: bool,
 }
 
 #[derive(Clone)]
@@ -388,6 +432,10 @@ struct Lowerer<'a> {
     /// Contexts of functions lowered, emptied, for the next functions: a stage's output has a
     /// lambda or more a line, and each one's tables made anew were a tenth of the lowering.
     spare: Vec<FunCtx>,
+    /// The let-bound lambdas whose every use is a saturated call (`local_lambdas`), by variable id.
+    local_ok: HashSet<u32>,
+    /// Those lowered so far: their code and the ids of their captures, in order.
+    local_fns: HashMap<u32, (Rc<LamCode>, Box<[u32]>)>,
 }
 
 /// The parameter type of a function type (`Unknown` for anything else).
@@ -438,7 +486,15 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
         bodies.push((name, body));
     }
     let params = params.iter().map(|p| (Rc::from(&p.name.text), p.value)).collect();
-    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), runtime: OnceCell::new(), def_lam: None, spare: vec![] };
+    let local_ok = if fast {
+        local_lambdas(bodies.iter().map(|(_, b)| match b {
+            Src::Ref(e) => *e,
+            Src::Own(e) => e,
+        }))
+    } else {
+        HashSet::default()
+    };
+    let mut lw = Lowerer { prog, builtins, globals: &index, params, ctxs: vec![], names: HashMap::default(), fast, regions_after, fused: builtins.all_fused().into(), calls: builtins.round_calls(), runtime: OnceCell::new(), def_lam: None, spare: vec![], local_ok, local_fns: HashMap::default() };
     let mut defs = Vec::with_capacity(bodies.len());
     // drained front to back: an owned definition's IR goes as soon as it is lowered
     for (i, (name, d)) in bodies.drain(..).enumerate() {
@@ -463,6 +519,131 @@ fn lower_defs<'e>(defs: impl ExactSizeIterator<Item = (Rc<str>, Src<'e>)>, param
     let runtime = lw.runtime.take();
     drop(lw);
     Ok(Lowered { prog, defs, index, runtime })
+}
+
+/// The lambda a `let f = rhs` binds, when it may run without a closure: one parameter that is not a
+/// variable (a lambda watcher, `Machine::watch_lambdas`, is handed the closure of those) and a body
+/// that is not another lambda (the engine makes `\p -> \q -> e` one function of two parameters).
+fn local_candidate(rhs: &Expr) -> Option<&Expr> {
+    let lam = strip_ann(rhs);
+    let ExprKind::Lam(_, p_body) = &lam.kind else { return None };
+    let mut b = strip_ann(&p_body.1);
+    while let ExprKind::Pure(inner) = &b.kind {
+        b = strip_ann(inner);
+    }
+    (!matches!(p_body.0, Pat::Var(..)) && !matches!(b.kind, ExprKind::Lam(..))).then_some(lam)
+}
+
+/// The ids of the let-bound lambdas (`local_candidate`) whose every use is a saturated call `f a`:
+/// never read as a value (passed, returned, stored, over-applied), so no closure of them is needed
+/// (issue 13: the unf chain's continuations `Y4 (0.0, 0.0, 1.0)`). A use inside another lambda is
+/// fine: that lambda captures the callee's captures instead. An id bound twice anywhere is left
+/// out, so a call's id names one lambda. Two walks with their own stacks (a chain may be 10^5 links).
+fn local_lambdas<'e>(bodies: impl Iterator<Item = &'e Expr> + Clone) -> HashSet<u32> {
+    let mut cands: HashMap<u32, u32> = HashMap::default();
+    let mut stack: Vec<&Expr> = bodies.clone().collect();
+    while let Some(e) = stack.pop() {
+        if let ExprKind::Let(l) = &e.kind {
+            if let (Pat::Var(n, _), Some(_)) = (&l.0, local_candidate(&l.1 .0)) {
+                cands.insert(n.id, 0);
+            }
+        }
+        push_children(e, &mut stack);
+    }
+    if cands.is_empty() {
+        return HashSet::default();
+    }
+    // each candidate's binders counted; a use other than a call's head takes it out 
+    let mut bad: HashSet<u32> = HashSet::default();
+    let mut pats: Vec<&Pat> = vec![];
+    stack.extend(bodies);
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Var(n) => {
+                if cands.contains_key(&n.id) {
+                    bad.insert(n.id);
+                }
+                continue;
+            }
+            ExprKind::App(_) => {
+                // the whole spine at once: only a head given exactly one argument is a call of it
+                let (mut head, mut n) = (e, 0);
+                while let ExprKind::App(f_a) = &head.kind {
+                    stack.push(&f_a.1);
+                    head = strip_ann(&f_a.0);
+                    n += 1;
+                }
+                match &head.kind {
+                    ExprKind::Var(v) if n == 1 && cands.contains_key(&v.id) => {}
+                    _ => stack.push(head),
+                }
+                continue;
+            }
+            ExprKind::Lam(_, pb) => pats.push(&pb.0),
+            ExprKind::Let(l) | ExprKind::Bind(l) => pats.push(&l.0),
+            ExprKind::Case(c) => pats.extend([&c.1, &c.3]),
+            ExprKind::LetRec(fb) => {
+                for d in fb.0.iter() {
+                    if let Some(k) = cands.get_mut(&d.name.id) {
+                        *k += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+        while let Some(p) = pats.pop() {
+            match p {
+                Pat::Var(n, _) => {
+                    if let Some(k) = cands.get_mut(&n.id) {
+                        *k += 1;
+                    }
+                }
+                Pat::Tuple(ps, _) => pats.extend(ps.iter()),
+                Pat::Wild(_) | Pat::Unit(_) => {}
+            }
+        }
+        push_children(e, &mut stack);
+    }
+    cands.into_iter().filter(|&(id, k)| k == 1 && !bad.contains(&id)).map(|(id, _)| id).collect()
+}
+
+/// Pushes the direct sub-expressions of `e` that have any (`ir::each_child` without a call per
+/// child, and no leaf pushed only to be popped: `local_lambdas` walks every program lowered).
+fn push_children<'e>(e: &'e Expr, stack: &mut Vec<&'e Expr>) {
+    let mut push = |c: &'e Expr| {
+        if !matches!(c.kind, ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_)) {
+            stack.push(c);
+        }
+    };
+    match &e.kind {
+        ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
+        ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Pure(b) => push(b),
+        ExprKind::Lam(_, pb) => push(&pb.1),
+        ExprKind::Ann(et) => push(&et.0),
+        ExprKind::App(ab) | ExprKind::Par(ab) => {
+            push(&ab.0);
+            push(&ab.1);
+        }
+        ExprKind::Let(l) | ExprKind::Bind(l) => {
+            push(&l.1 .0);
+            push(&l.1 .1);
+        }
+        ExprKind::LetRec(fb) => {
+            fb.0.iter().for_each(|d| push(&d.body));
+            push(&fb.1);
+        }
+        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter().for_each(push),
+        ExprKind::Case(c) => {
+            push(&c.0);
+            push(&c.2);
+            push(&c.4);
+        }
+        ExprKind::If(c) => {
+            push(&c.0);
+            push(&c.1 .0);
+            push(&c.1 .1);
+        }
+    }
 }
 
 /// The type a let chain's link binds, from its right side's type `t`: a monadic bind's right side
@@ -662,20 +843,49 @@ impl Lowerer<'_> {
 
     /// A lambda `\p -> body` whose parameter has type `param` (from the lambda's type).
     fn lam(&mut self, p: &Pat, param: &Type, body: Src, named: Option<Rc<Named>>) -> Result<Rc<LamCode>, RunError> {
+        self.lam_in(p, param, body, named, None)
+    }
+
+    /// `lam`; with `local`, the id a `let` binds it to, whose every use is a saturated call
+    /// (`local_lambdas`): its captures become slots of its frame, each call writes them there, and
+    /// the calls lowered after it find it in `local_fns` (`Head::Fn`).
+    fn lam_in(&mut self, p: &Pat, param: &Type, body: Src, named: Option<Rc<Named>>, local: Option<u32>) -> Result<Rc<LamCode>, RunError> {
         // only a definition's own lambda (not one inside it) is that definition's body
         let own = self.def_lam.take();
         self.push_ctx();
         let pat = self.pat_typed(p, param);
         let (more, body) = self.more_params_src(body);
         let body = self.src(body);
-        let c = self.ctxs.pop().unwrap();
+        let mut c = self.ctxs.pop().unwrap();
         let mut body = body?;
+        let local = match local {
+            Some(id) if own.is_none() && more.is_empty() && caps_to_slots(&mut body, c.nslots, false) => {
+                caps_to_slots(&mut body, c.nslots, true);
+                let mut ids = vec![0; c.captures.len()];
+                for (&id, &i) in &c.cap_index {
+                    if let Some(x) = ids.get_mut(i as usize) {
+                        *x = id;
+                    }
+                }
+                // the captures' slots follow the body's, with their hints; never moved (each call
+                // writes them, and a read in a function made here is not counted as one)
+                let at = c.nslots;
+                c.nslots += c.captures.len() as u32;
+                let caps = std::mem::take(&mut c.real_caps);
+                c.real.extend(caps);
+                c.reads.resize(c.nslots as usize, 2);
+                c.captures.clear();
+                c.cap_index.clear();
+                Some((id, at, ids.into_boxed_slice()))
+            }
+            _ => None,
+        };
         if let Some(def) = own {
             mark_self_tail(&mut body, def, 1 + more.len());
         }
         let param = match p {
-            Pat::Var(n, _) => Some(n.id),
-            _ => None,
+            Pat::Var(n, _) => Param::Var(n.id),
+            _ => Param::Other,
         };
         let captures = c.captures.clone().into();
         let pure = match own {
@@ -684,7 +894,10 @@ impl Lowerer<'_> {
         };
         let code = self.lam_code(pat, more, body, &c, captures);
         self.recycle(c);
-        Ok(Rc::new(LamCode { named, param, pure, ..code }))
+        let Some((id, at, ids)) = local else { return Ok(Rc::new(LamCode { named, param, pure, ..code })) };
+        let l = Rc::new(LamCode { named, param: Param::Local(at), pure, ..code });
+        self.local_fns.insert(id, (l.clone(), ids));
+        Ok(l)
     }
 
     /// In the engine, the lambdas directly inside a lambda's body are further parameters of one
@@ -776,7 +989,9 @@ impl Lowerer<'_> {
                     let (rhs, body) = rhs_body;
                     self.name_lambdas(&p, &rhs);
                     let ty = rhs.ty.clone();
-                    let code = if self.names.is_empty() {
+                    let code = if let Some(code) = self.local_link(&p, &rhs) {
+                        code?
+                    } else if self.names.is_empty() {
                         // no lambda to name by address: the right side is let go as it is lowered
                         // too (arrays/dual-arrays' whole forward pass is one link's `runIds (…)`)
                         self.owned(rhs)?
@@ -807,6 +1022,19 @@ impl Lowerer<'_> {
         Ok(Link::chain(links, code))
     }
 
+    /// A link `let f = λp → body` whose `f` is only called (`local_lambdas`): the lambda lowered to
+    /// run without a closure (`lam_in`). `None` for any other link.
+    fn local_link(&mut self, p: &Pat, rhs: &Expr) -> Option<Result<Code, RunError>> {
+        let Pat::Var(n, _) = p else { return None };
+        if !self.local_ok.contains(&n.id) {
+            return None;
+        }
+        let lam = local_candidate(rhs)?;
+        let ExprKind::Lam(_, p_body) = &lam.kind else { return None };
+        let named = self.names.remove(&(lam as *const Expr));
+        Some(self.lam_in(&p_body.0, param_type(&lam.ty), Src::Ref(&p_body.1), named, Some(n.id)).map(Code::Lam))
+    }
+
     fn thunk(&mut self, body: Src) -> Result<Rc<LamCode>, RunError> {
         self.push_ctx();
         let body = self.src(body);
@@ -828,7 +1056,10 @@ impl Lowerer<'_> {
                     let (p, rhs_body) = &**p_rhs_body;
                     let (rhs, body) = rhs_body;
                     self.name_lambdas(p, rhs);
-                    let code = self.expr(rhs)?;
+                    let code = match self.local_link(p, rhs) {
+                        Some(code) => code?,
+                        None => self.expr(rhs)?,
+                    };
                     let p = self.pat_typed(p, link_type(matches!(cur.kind, ExprKind::Bind(..)), &rhs.ty));
                     links.push(Link::Let(p, code));
                     cur = body;
@@ -975,6 +1206,7 @@ impl Lowerer<'_> {
                     Code::Const(Value::Fun(Rc::new(FunVal::Partial { b, args: vec![] })))
                 }
             }
+            ExprKind::Var(n) if args.len() == 1 && self.local_fns.contains_key(&n.id) => return self.call_local(n.id, args[0]),
             ExprKind::Var(n) if self.fast && !args.is_empty() && !(n.is_global() && self.params.contains_key(&*n.text)) => {
                 let head = match self.expr(head)? {
                     Code::Local(s) => Head::Local(s),
@@ -994,6 +1226,39 @@ impl Lowerer<'_> {
             code = Code::App(Box::new(code), Box::new(self.expr(a)?), *span);
         }
         Ok(code)
+    }
+
+    /// `f a` where `f` is a let-bound lambda only called (`local_fns`): a `Call` of it as `Head::Fn`,
+    /// its captures read where this call is, and a tuple literal given to a tuple parameter of
+    /// its length spread into its items (bound to the parts without making the tuple).
+    fn call_local(&mut self, id: u32, (a, span): (&Expr, Span)) -> Result<Code, RunError> {
+        let Some((lam, ids)) = self.local_fns.get(&id).map(|(l, ids)| (l.clone(), ids.clone())) else {
+            return Err(RunError::runtime(span, "internal: a local function called before it is lowered".to_string()));
+        };
+        let level = self.ctxs.len() - 1;
+        let mut caps = Vec::with_capacity(ids.len());
+        for id in ids.iter() {
+            let Some(loc) = self.lookup(level, *id) else {
+                return Err(RunError::runtime(span, "internal: a local function's capture is out of scope".to_string()));
+            };
+            if let Loc::Local(s) = loc {
+                if let Some(r) = self.top().reads.get_mut(s as usize) {
+                    *r = r.saturating_add(1);
+                }
+            }
+            caps.push(loc);
+        }
+        let items = match (&strip_ann(a).kind, &lam.pat) {
+            (ExprKind::Tuple(es), LPat::Tuple(t)) if t.0.len() == es.len() => Some(es),
+            _ => None,
+        };
+        let spread = items.is_some();
+        let args = match items {
+            Some(es) => self.exprs(es.iter())?,
+            None => Box::new([self.expr(a)?]),
+        };
+        let head = Head::Fn(Box::new(LocalHead { lam, caps: caps.into(), spread }));
+        Ok(Code::Call(Box::new(CallCode { head, args, spans: Box::new([span]), self_tail: false, lp: None })))
     }
 
     /// `expr` of each item, into a slice allocated once at its size (collecting the `Result`s grew
@@ -1126,6 +1391,57 @@ impl Link {
         }
         code
     }
+}
+
+/// Turns a function body's reads of its captures into reads of slots `at + i` of its own frame (a
+/// let-bound lambda run without a closure, `Lowerer::lam_in`): its nodes, its calls' heads and local
+/// callees' captures, and what the functions it makes capture from it. With `apply` off, only
+/// checks that every function made here whose captures change is held by this code alone.
+fn caps_to_slots(body: &mut Code, at: u32, apply: bool) -> bool {
+    let slot = |l: &mut Loc| {
+        if let Loc::Capture(i) = *l {
+            *l = Loc::Local(at + i);
+        }
+    };
+    let reads = |ls: &[Loc]| ls.iter().any(|l| matches!(l, Loc::Capture(_)));
+    let mut stack = vec![body];
+    while let Some(c) = stack.pop() {
+        match c {
+            Code::Capture(i) => {
+                if apply {
+                    *c = Code::Local(at + *i);
+                }
+                continue;
+            }
+            Code::Call(cc) => {
+                if apply {
+                    match &mut cc.head {
+                        Head::Capture(i) => cc.head = Head::Local(at + *i),
+                        Head::Fn(h) => h.caps.iter_mut().for_each(slot),
+                        _ => {}
+                    }
+                }
+            }
+            Code::Lam(l) if reads(&l.captures) => match Rc::get_mut(l) {
+                Some(l) if apply => l.captures.iter_mut().for_each(slot),
+                Some(_) => {}
+                None => return false,
+            },
+            Code::LetRec(g, _, _) if reads(&g.captures) => match Rc::get_mut(g) {
+                Some(g) if apply => g.captures.iter_mut().for_each(slot),
+                Some(_) => {}
+                None => return false,
+            },
+            Code::CallLazy(cl) if reads(&cl.2.captures) => match Rc::get_mut(&mut cl.2) {
+                Some(l) if apply => l.captures.iter_mut().for_each(slot),
+                Some(_) => {}
+                None => return false,
+            },
+            _ => {}
+        }
+        push_frame_children(c, &mut stack);
+    }
+    true
 }
 
 /// Marks the calls of definition `def` with all its `arity` parameters in tail position of its body
@@ -1347,6 +1663,53 @@ mod tests {
         }
         // the def, main, f, g, h; moved: f (the head of `f 1.0`), h, g's z and w, and h's g? no, a capture
         assert_eq!((frames, moved), (5, 4));
+    }
+
+    /// Issue 13 (the unf chain's continuations): a let-bound lambda whose every use is a saturated
+    /// call is lowered to run without a closure (`LamCode::local`, its calls `Head::Fn`, a tuple
+    /// literal given to its tuple parameter spread); one read as a value anywhere, over-applied, or
+    /// with a variable parameter (a lambda watcher is handed those) stays a closure.
+    #[test]
+    fn only_let_bound_lambdas_only_called_run_without_closures() {
+        let cases: [(&str, (usize, usize, usize)); 6] = [
+            // f called three times (once with a variable), g once; g captures f's captures
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in let g = \\(c, d) -> f (c, d) + f (d, c) in let t = (x, y) in g (x, y) + f t", (2, 4, 3)),
+            // called inside a lambda passed to `map`
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in sum (map (\\v -> f (v, y)) [x])", (1, 1, 1)),
+            // read as a value: in a tuple, passed, over-applied
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in let p = (f, 1.0) in (fst p) (y, x)", (0, 0, 0)),
+            ("def main (x, y) = let f = \\(a, b) -> a * x - b in let app = \\k -> k (x, y) in app f", (0, 0, 0)),
+            ("def main (x, y) = let h = \\e -> e * x in let f = \\(a, b) -> h in f (x, y) 2.0", (0, 0, 0)),
+            // a variable parameter
+            ("def main (x, y) = let f = \\a -> a * x in f y", (0, 0, 0)),
+        ];
+        for (src, want) in cases {
+            let (p, _, _) = crate::pipeline::front_end(src, &[]).expect("type-checks");
+            // regions deferred: the bodies are as lowered
+            let low = lower(&p, &Builtins::new(), true, 3).expect("lowers");
+            let (mut local, mut calls, mut spread) = (0, 0, 0);
+            let mut stack: Vec<Code> = low.defs.iter().map(|d| d.body.clone()).collect();
+            while let Some(mut c) = stack.pop() {
+                match &c {
+                    Code::Lam(l) => {
+                        local += usize::from(l.local().is_some());
+                        stack.push(l.body.clone());
+                    }
+                    Code::Call(cc) => {
+                        if let Head::Fn(h) = &cc.head {
+                            calls += 1;
+                            spread += usize::from(h.spread);
+                        }
+                    }
+                    _ => {}
+                }
+                stack.extend(frame_children(&mut c).into_iter().map(|c| c.clone()));
+            }
+            assert_eq!((local, calls, spread), want, "{src}");
+            // and the walker's lowering makes none
+            let walk = lower(&p, &Builtins::new(), false, 0).expect("lowers");
+            assert!(walk.defs.iter().all(|d| !matches!(&d.body, Code::Lam(l) if l.local().is_some())));
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! immutable and owned by the machine for its whole life; function values are checked to come from
 //! this lowering before their code is entered, so every pointer stays valid while it is used.
 
-use super::lower::{CallCode, Code, FunVal, GroupVal, Head, LPat, LamCode, Loc};
+use super::lower::{CallCode, Code, FunVal, GroupVal, Head, LPat, LamCode, LocalHead, Loc};
 use super::fast::FastCode;
 use super::prim::{prim1, prim2};
 use super::{BudgetKind, Builtin, CostModel, Global, Machine, RunError, Shown, TraceStep, MAX_NESTING};
@@ -639,7 +639,7 @@ impl Machine<'_> {
                     return self.apply_lam(code, env, None, &[], arg, true);
                 }
                 let lam: *const LamCode = &**code;
-                if let (Some(watch), Some(param)) = (self.lam_watcher, code.param) {
+                if let (Some(watch), Some(param)) = (self.lam_watcher, code.var_param()) {
                     let captures = env.clone();
                     let next = self.enter(lam, env.clone(), None, arg)?;
                     watch(self, super::Entered { closure: f.clone(), param, captures });
@@ -782,7 +782,8 @@ impl Machine<'_> {
 
     /// Evaluates a `Call` node: the walker's steps for its `App` nodes and its head, then `call_go`.
     pub(super) fn eval_call(&mut self, cc: &CallCode) -> Res<Next> {
-        for _ in 0..cc.args.len() {
+        // (one per application: a local call's spread tuple has more items than applications)
+        for _ in 0..cc.spans.len() {
             self.step(Charge::None)?;
         }
         self.step(Charge::Var)?;
@@ -791,6 +792,13 @@ impl Machine<'_> {
             Head::Move(s) => self.take(s),
             Head::Capture(i) => self.env[i as usize].clone(),
             Head::Sibling(k) => self.sibling(k),
+            Head::Fn(ref h) => {
+                // the walker's `Tuple` step for the argument the items were spread from
+                if h.spread {
+                    self.step(Charge::None)?;
+                }
+                return self.call_local(cc, h, 0, self.vals.len(), None);
+            }
             Head::Global(i, span) => {
                 self.span = span;
                 if let Some(lam) = self.known(i, cc.args.len()) {
@@ -824,6 +832,10 @@ impl Machine<'_> {
     /// `call_go` for a known definition given all its parameters (`known`): the same steps, checks
     /// and trace in the same order, its arguments from `i` on (`v` is argument `i` when evaluated).
     fn call_known(&mut self, cc: &CallCode, lam: *const LamCode, mut i: usize, base: usize, mut v: Option<Value>) -> Res<Next> {
+        // (a local function's call resumes here after an argument the loop ran: `call_local`)
+        if let Head::Fn(h) = &cc.head {
+            return self.call_local(cc, h, i, base, v);
+        }
         // Valid: `known` took it from this machine's lowering (see the module comment).
         let code: &LamCode = unsafe { &*lam };
         let n = cc.args.len();
@@ -854,6 +866,131 @@ impl Machine<'_> {
             let env = self.no_captures.clone();
             return self.saturate(code, env, None, base, arg, true);
         }
+    }
+
+    /// A call of a let-bound lambda only called in its scope (`Head::Fn`, `lower.rs`'s `LocalHead`),
+    /// without a closure: its arguments from `i` on (a spread tuple's items; `v` is item `i` when
+    /// evaluated), then what the walker's application of the closure does — the tuple's allocation
+    /// counted, the `call` trace step, a frame pushed (or the caller's reused in tail position) — with
+    /// the parameter bound and the captures, read here, written into the frame's slots from
+    /// `LamCode::local` on. The walker counts the closure's allocation at its `let`
+    /// (`eval`'s `Code::Lam`, which makes none here).
+    fn call_local(&mut self, cc: &CallCode, h: &LocalHead, mut i: usize, base: usize, mut v: Option<Value>) -> Res<Next> {
+        while let Some(a) = cc.args.get(i) {
+            let x = match v.take() {
+                Some(x) => x,
+                // (the usual items read in place: `arg_value` out of line was a call each)
+                None if matches!(a, Code::Local(_) | Code::Move(_) | Code::Const(_)) => {
+                    self.step(Charge::Var)?;
+                    match a {
+                        Code::Local(s) => self.locals[self.bp + *s as usize].clone(),
+                        Code::Move(s) => self.take(*s),
+                        Code::Const(c) => c.clone(),
+                        _ => Value::Unit,
+                    }
+                }
+                None if inline_arg(a) => self.arg_value(a)?,
+                None => {
+                    let lam: *const LamCode = &*h.lam;
+                    self.kont.push(Kont::CallKnown { c: cc, lam, i: i as u32, base });
+                    return Ok(Next::Eval(a));
+                }
+            };
+            self.vals.push(x);
+            i += 1;
+        }
+        let lam = &*h.lam;
+        if h.spread {
+            self.alloc(1)?;
+        }
+        if self.trace_on && self.call_tracer.is_some() && lam.named.is_some() {
+            let arg = if h.spread { Value::Tuple(self.vals[base..].iter().cloned().collect()) } else { self.vals[base].clone() };
+            self.trace_named(lam, &arg);
+        }
+        for &l in h.caps.iter() {
+            let x = self.load(l);
+            self.vals.push(x);
+        }
+        let body = lam.code();
+        // in tail position the frame on top is reused (as `push_frame` would), else one is opened
+        let tail = matches!(self.kont.last(), Some(Kont::Ret { .. }));
+        if tail {
+            self.reuse_local_frame(lam);
+        }
+        if let (Some(f), None) = (leaf(body), self.lam_watcher) {
+            if tail {
+                self.bind_local(h, base)?;
+                let v = self.fast_value(f)?;
+                return Ok(self.ret(v));
+            }
+            let env = self.no_captures.clone();
+            let (bp, env, group) = self.open_frame(env, None, lam.nslots)?;
+            self.bind_local(h, base)?;
+            let v = self.fast_value(f)?;
+            self.close_frame(bp, env, group);
+            return Ok(self.ret(v));
+        }
+        if !tail {
+            let env = self.no_captures.clone();
+            self.push_frame(env, None, lam.nslots, false)?;
+        }
+        self.bind_local(h, base)?;
+        Ok(Next::Eval(body))
+    }
+
+    /// The frame on top made `lam`'s for a tail call (`call_local`), as `reuse_frame` makes it for a
+    /// known definition's: the slots past its size dropped, only those the types do not say hold a
+    /// scalar emptied (`LamCode::owning`; every slot is written by its binder before it is read), no
+    /// captures and no group.
+    fn reuse_local_frame(&mut self, lam: &LamCode) {
+        let (bp, n) = (self.bp, lam.nslots as usize);
+        match &lam.owning {
+            Some(owning) if self.locals.len() >= bp + n => {
+                clear_slots(&mut self.locals, bp + n);
+                let frame = &mut self.locals[bp..];
+                for &s in owning.iter() {
+                    if let Some(slot) = frame.get_mut(s as usize) {
+                        set_slot(slot, Value::Unit);
+                    }
+                }
+            }
+            _ => {
+                clear_slots(&mut self.locals, bp);
+                self.grow_frame(lam.nslots);
+            }
+        }
+        if !Rc::ptr_eq(&self.env, &self.no_captures) {
+            self.env = self.no_captures.clone();
+        }
+        self.group = None;
+    }
+
+    /// `call_local`'s binds in the callee's new frame: the captures (on `vals` above the argument)
+    /// into their slots, then the argument, or a spread tuple's items each to its part of the
+    /// parameter, as `bind_pat` binds a tuple's (the walker's order of errors), all from `base`.
+    fn bind_local(&mut self, h: &LocalHead, base: usize) -> Res<()> {
+        let lam = &*h.lam;
+        let at = self.bp + lam.local().unwrap_or(0) as usize;
+        let top = self.vals.len() - h.caps.len();
+        for (j, k) in (top..self.vals.len()).enumerate() {
+            let v = std::mem::replace(&mut self.vals[k], Value::Unit);
+            set_slot(&mut self.locals[at + j], v);
+        }
+        match (&lam.pat, h.spread) {
+            (LPat::Tuple(t), true) => {
+                for (k, p) in (base..top).zip(t.0.iter()) {
+                    let v = std::mem::replace(&mut self.vals[k], Value::Unit);
+                    self.bind(p, v)?;
+                }
+            }
+            (p, _) => {
+                let v = std::mem::replace(&mut self.vals[base], Value::Unit);
+                self.bind(p, v)?;
+            }
+        }
+        // (every value moved out: nothing to drop)
+        clear_slots(&mut self.vals, base);
+        Ok(())
     }
 
     /// A known definition's saturated call of itself in tail position (`CallCode::self_tail`, the
@@ -1354,6 +1491,11 @@ impl Machine<'_> {
                     return self.enter_global(*i);
                 }
                 Code::Const(v) => self.ret(v.clone()),
+                // a let-bound lambda only called in its scope: counted, not made (`call_local`)
+                Code::Lam(l) if l.local().is_some() => {
+                    self.alloc(1)?;
+                    self.ret(Value::Unit)
+                }
                 Code::Lam(l) => {
                     self.alloc(1)?;
                     let env: Rc<[Value]> = l.captures.iter().map(|&x| self.load(x)).collect();
@@ -1362,6 +1504,16 @@ impl Machine<'_> {
                 Code::App(f, a, span) => {
                     self.kont.push(Kont::AppFun(&**a, *span));
                     Next::Eval(&**f)
+                }
+                // a let-bound lambda only called in its scope (`call_local`): its step and the
+                // closure's allocation counted, nothing made, and on to the body without a trip
+                // round the loop
+                Code::Let(p, rhs, body) if matches!(&**rhs, Code::Lam(l) if l.local().is_some()) => {
+                    self.step(Charge::None)?;
+                    self.alloc(1)?;
+                    self.bind(p, Value::Unit)?;
+                    c = &**body;
+                    continue;
                 }
                 Code::Let(p, rhs, body) => {
                     self.kont.push(Kont::Let(p, &**body));

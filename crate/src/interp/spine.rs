@@ -90,7 +90,8 @@ pub(crate) fn form(c: Code) -> Code {
 
 /// A call whose arguments run in place (not a self tail call: that one jumps).
 fn simple(cc: &CallCode) -> bool {
-    !cc.self_tail && cc.args.iter().all(inline_arg)
+    // (a local function's call is no curried function's: it needs no spine)
+    !cc.self_tail && !matches!(cc.head, Head::Fn(_)) && cc.args.iter().all(inline_arg)
 }
 
 /// The right side of the spine's first let: the first call (after a region's links), or a spine.
@@ -377,7 +378,7 @@ impl Machine<'_> {
             },
             Head::Local(s) | Head::Move(s) => self.locals.get(self.bp + s as usize),
             Head::Capture(i) => self.env.get(i as usize),
-            Head::Sibling(_) => None,
+            Head::Sibling(_) | Head::Fn(_) => None,
         }
     }
 
