@@ -453,9 +453,27 @@ fn pairs(n: usize) -> String {
 /// past its budget draws none: the stage stops, located, and the next stage runs.
 #[test]
 fn a_run_past_its_memory_budget_draws_no_graph() {
-    let n = 16;
+    // (17 deep: since session 46 a scalar's Delta node is smaller, and 16 deep runs inside the budget)
+    let n = 17;
     let text = format!("input 1.5\ndef twice f x = f (f x)\ndef double x = 2.0 * x\ndef main x = {}double{} x\n", "twice (".repeat(n), ")".repeat(n));
     stops_located_and_the_run_goes_on("twice-16.cot", &text, "64", "arrays/dual-numbers", "4:1: error: [arrays/dual-numbers] stopped: the memory budget (32 MiB");
+}
+
+/// A run just inside its memory budget draws its graph inside the process's: the Delta explosion
+/// of `twice` nested 16 deep (262,144 Delta nodes) at `--max-mb 64` ran in 31 MiB, then drawing its
+/// graph (2,000 nodes shown) listed every reachable node beside a seen set and an in-degree map and
+/// met the process's last resort ("nothing more is printed"); it now keeps one map of in-degrees
+/// up to 2 and the shown nodes only.
+#[test]
+fn the_graph_of_a_run_inside_its_memory_budget_is_drawn_inside_the_process_budget() {
+    let n = 16;
+    let text = format!("input 1.5\ndef twice f x = f (f x)\ndef double x = 2.0 * x\ndef main x = {}double{} x\n", "twice (".repeat(n), ")".repeat(n));
+    let f = temp_file("twice-16-graph.cot", text.as_bytes());
+    let (code, out, err) = cot(&["run", &f, "--max-mb", "64", "--stage", "arrays/dual-numbers", "--stage", "forward"], None);
+    let both = format!("{out}{err}");
+    assert_eq!(code, 0, "{both}");
+    assert!(!both.contains("nothing more is printed"), "{both}");
+    assert!(out.contains("== forward"), "{both}");
 }
 
 /// Issue 14 item 4: arrays/dual-arrays prints a pair nested n deep as `soaGet` paths as long as the

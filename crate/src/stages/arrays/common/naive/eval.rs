@@ -426,25 +426,35 @@ pub fn graph(m: &mut Machine) -> Option<Graph> {
     if r.roots.is_empty() {
         return None;
     }
-    let mut order: Vec<Rc<Node>> = vec![];
-    let mut seen: HashSet<u64> = HashSet::default();
-    let mut indeg: rustc_hash::FxHashMap<u64, u64> = Default::default();
+    // every reachable node once, its in-degree up to 2 (all `shared` needs) in the one map that
+    // also says it was seen, and only the first `GRAPH_LIMIT` kept: a list of them all beside a
+    // seen set and an in-degree map took more than the run's own heap on the Delta explosion
+    // (twice nested 16 deep: 262,144 nodes), past the process's memory budget
+    let mut kept: Vec<Rc<Node>> = vec![];
+    let mut reached = 0usize;
+    let mut indeg: rustc_hash::FxHashMap<u64, u8> = Default::default();
     let mut stack: Vec<Rc<Node>> = r.roots.iter().rev().cloned().collect();
     for n in &stack {
-        seen.insert(n.serial);
+        indeg.insert(n.serial, 0);
     }
     while let Some(n) = stack.pop() {
         for (c, _) in n.children().into_iter().rev() {
-            *indeg.entry(c.serial).or_default() += 1;
-            if seen.insert(c.serial) {
-                stack.push(c.clone());
+            match indeg.entry(c.serial) {
+                std::collections::hash_map::Entry::Occupied(mut e) => *e.get_mut() = e.get().saturating_add(1).min(2),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(1);
+                    stack.push(c.clone());
+                }
             }
         }
-        order.push(n);
+        reached += 1;
+        if kept.len() < GRAPH_LIMIT {
+            kept.push(n);
+        }
     }
     let mut g = Graph::default();
-    let keep: HashSet<u64> = order.iter().take(GRAPH_LIMIT).map(|n| n.serial).collect();
-    for n in order.iter().take(GRAPH_LIMIT) {
+    let keep: HashSet<u64> = kept.iter().map(|n| n.serial).collect();
+    for n in &kept {
         g.nodes.push(GraphNode {
             id: n.serial,
             ctor: n.ctor().to_string(),
@@ -462,7 +472,7 @@ pub fn graph(m: &mut Machine) -> Option<Graph> {
             }
         }
     }
-    g.omitted = (order.len() - g.nodes.len()) as u64;
+    g.omitted = (reached - g.nodes.len()) as u64;
     Some(g)
 }
 
