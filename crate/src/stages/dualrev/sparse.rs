@@ -1,6 +1,6 @@
 //! `dualrev/sparse`: keep just the scalars of the gradient, in a sparse `Map Z dR`. Smeding &
 //! Vákár §8 (no figure: the wrapper follows Fig. 10's shape, as in the note's reconstruction).
-//! The term translation is Fig. 9's; the collector becomes a persistent map (rpds) from input IDs
+//! The term translation is Fig. 9's; the collector becomes a persistent map (`kit::pmap`, imbl's B+tree) from input IDs
 //! to cotangents, and Interleave returns a rebuild function instead of passing setters down.
 
 use super::common::*;

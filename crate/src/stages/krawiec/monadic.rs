@@ -38,7 +38,7 @@ to right). OneHot is gone: the wrapper R{e} seeds input i with Var i and starts 
 the program and wraps its bindings around the result as nested Lets. eval then walks the Let spine body first: at \
 Let id rhs body it looks up the cotangent accumulated for id (skipping the binding if id is absent: dead code), \
 deletes it, and evaluates rhs once, scaled by it, so every node is visited once (eval_visits is linear on the \
-doubling chain). The map is persistent (a balanced tree, AVL), so each lookup, addDelta and delete is O(log n). The \
+doubling chain). The map is persistent (a B+tree, imbl's), so each lookup, addDelta and delete is O(log n). The \
 program is printed after the monad laws' administrative simplification (do { x ← pure v; m } becomes m[v/x] for a variable or literal v, and nested do blocks are flattened), \
 which is not in the paper.",
     complexity: "forward pass O(T) (one binding per real operation); eval O(T log T) with the persistent map.",
