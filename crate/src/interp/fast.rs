@@ -923,8 +923,7 @@ fn real_s(c: Code, h: &Hints, flat: bool) -> Real {
 /// leaf, then each right operand and its operation bottom-up. An operand that is not a real (a wrong
 /// hint) has the walker's `prim2` finish that node and every node above it on values.
 fn spine_real(c: Code, h: &Hints, flat: bool) -> Real {
-    type Level = (crate::prims::Prim, fn(f64, f64) -> f64, Real, crate::diag::Span);
-    let mut levels: Vec<Level> = vec![];
+    let mut levels: Vec<SpineLevel> = vec![];
     let mut cur = c;
     let leaf = loop {
         cur = match cur {
@@ -966,8 +965,11 @@ fn spine_real(c: Code, h: &Hints, flat: bool) -> Real {
     })
 }
 
+/// A node of a spine (`spine_real`): its operation, the row's arithmetic, its right operand, its span.
+type SpineLevel = (crate::prims::Prim, fn(f64, f64) -> f64, Real, crate::diag::Span);
+
 /// The rest of a spine's levels on values, from `v` (after a wrong hint), as the walker runs them.
-fn spine_boxed(m: &mut Machine<'_>, levels: &[(crate::prims::Prim, fn(f64, f64) -> f64, Real, crate::diag::Span)], mut v: Value) -> Result<f64, Miss> {
+fn spine_boxed(m: &mut Machine<'_>, levels: &[SpineLevel], mut v: Value) -> Result<f64, Miss> {
     for (op, _, b, span) in levels {
         let vb = settle(b.run(m)).map_err(Miss::Err)?;
         v = prim2(*op, v, vb, *span, &mut m.real_ops).map_err(|e| Miss::Err(Box::new(e)))?;

@@ -553,7 +553,7 @@ fn local_lambdas<'e>(bodies: impl Iterator<Item = &'e Expr> + Clone) -> HashSet<
     if cands.is_empty() {
         return HashSet::default();
     }
-    // each candidate's binders counted; a use other than a call's head takes it out 
+    // each candidate's binders counted; a use other than a call's head takes it out
     let mut bad: HashSet<u32> = HashSet::default();
     let mut pats: Vec<&Pat> = vec![];
     stack.extend(bodies);
@@ -607,43 +607,14 @@ fn local_lambdas<'e>(bodies: impl Iterator<Item = &'e Expr> + Clone) -> HashSet<
     cands.into_iter().filter(|&(id, k)| k == 1 && !bad.contains(&id)).map(|(id, _)| id).collect()
 }
 
-/// Pushes the direct sub-expressions of `e` that have any (`ir::each_child` without a call per
-/// child, and no leaf pushed only to be popped: `local_lambdas` walks every program lowered).
+/// Pushes the direct sub-expressions of `e` that have any (`ir::each_child`), no leaf pushed only
+/// to be popped: `local_lambdas` walks every program lowered.
 fn push_children<'e>(e: &'e Expr, stack: &mut Vec<&'e Expr>) {
-    let mut push = |c: &'e Expr| {
+    crate::ir::each_child(e, &mut |c| {
         if !matches!(c.kind, ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_)) {
             stack.push(c);
         }
-    };
-    match &e.kind {
-        ExprKind::Var(_) | ExprKind::Real(_) | ExprKind::Int(_) | ExprKind::Bool(_) | ExprKind::Unit | ExprKind::Builtin(_) => {}
-        ExprKind::Fst(b) | ExprKind::Snd(b) | ExprKind::Inl(b) | ExprKind::Inr(b) | ExprKind::Pure(b) => push(b),
-        ExprKind::Lam(_, pb) => push(&pb.1),
-        ExprKind::Ann(et) => push(&et.0),
-        ExprKind::App(ab) | ExprKind::Par(ab) => {
-            push(&ab.0);
-            push(&ab.1);
-        }
-        ExprKind::Let(l) | ExprKind::Bind(l) => {
-            push(&l.1 .0);
-            push(&l.1 .1);
-        }
-        ExprKind::LetRec(fb) => {
-            fb.0.iter().for_each(|d| push(&d.body));
-            push(&fb.1);
-        }
-        ExprKind::Tuple(es) | ExprKind::Array(es) | ExprKind::Prim(_, es) => es.iter().for_each(push),
-        ExprKind::Case(c) => {
-            push(&c.0);
-            push(&c.2);
-            push(&c.4);
-        }
-        ExprKind::If(c) => {
-            push(&c.0);
-            push(&c.1 .0);
-            push(&c.1 .1);
-        }
-    }
+    });
 }
 
 /// The type a let chain's link binds, from its right side's type `t`: a monadic bind's right side

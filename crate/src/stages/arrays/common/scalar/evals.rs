@@ -133,7 +133,6 @@ impl<'a> Eval0<'a> {
     }
 
     fn pass(&mut self, m: &mut Machine, root: Ix, dir: usize, inputs: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
-        let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
         if self.done {
             if let Some(tape) = &self.tape {
                 return replay(m, tape, &mut self.vals, dir, visits, ops, span);
@@ -185,23 +184,15 @@ impl<'a> Eval0<'a> {
                 }
                 Walk0::Scale(r) => {
                     note(Tape0::Scale(r));
-                    m.real_op();
-                    let v = pop(&mut self.vals)?.map(|v| r * v);
-                    self.vals.push(v);
+                    exit_scale(m, &mut self.vals, r, span)?;
                 }
                 Walk0::Add => {
                     note(Tape0::Add);
-                    m.real_op();
-                    let b = pop(&mut self.vals)?;
-                    let v = match (pop(&mut self.vals)?, b) {
-                        (Some(a), Some(b)) => Some(a + b),
-                        (a, b) => a.or(b),
-                    };
-                    self.vals.push(v);
+                    exit_add(m, &mut self.vals, span)?;
                 }
             }
         }
-        let v = pop(&mut self.vals)?.unwrap_or(0.0);
+        let v = pop0(&mut self.vals, span)?.unwrap_or(0.0);
         self.tape = tape;
         self.done = true;
         Ok(v)
@@ -210,7 +201,6 @@ impl<'a> Eval0<'a> {
 
 /// A pass of eval0 run from the first pass's `tape` (see `Eval0`), in direction `dir`.
 fn replay(m: &mut Machine, tape: &[Tape0], vals: &mut Vec<Option<f64>>, dir: usize, visits: &mut Visits, ops: &mut u64, span: Span) -> Result<f64, RunError> {
-    let pop = |vals: &mut Vec<Option<f64>>| vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"));
     vals.clear();
     // `visit`'s tick(1) counted as `tick_fitting` while there is room (the same counts; the step at
     // the budget's or the clock check's edge taken by `tick`)
@@ -241,23 +231,36 @@ fn replay(m: &mut Machine, tape: &[Tape0], vals: &mut Vec<Option<f64>>, dir: usi
                 visit(m, n, part)?;
                 vals.push(Some(if slot == dir { 1.0 } else { 0.0 }));
             }
-            Tape0::Scale(r) => {
-                m.real_op();
-                let v = pop(vals)?.map(|v| r * v);
-                vals.push(v);
-            }
-            Tape0::Add => {
-                m.real_op();
-                let b = pop(vals)?;
-                let v = match (pop(vals)?, b) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    (a, b) => a.or(b),
-                };
-                vals.push(v);
-            }
+            Tape0::Scale(r) => exit_scale(m, vals, r, span)?,
+            Tape0::Add => exit_add(m, vals, span)?,
         }
     }
-    Ok(pop(vals)?.unwrap_or(0.0))
+    Ok(pop0(vals, span)?.unwrap_or(0.0))
+}
+
+/// eval0's value stack popped (`None`: a Zero's sum so far).
+fn pop0(vals: &mut Vec<Option<f64>>, span: Span) -> Result<Option<f64>, RunError> {
+    vals.pop().ok_or_else(|| RunError::runtime(span, "eval0: value stack underflow"))
+}
+
+/// A Scale's exit in eval0's walk (walked or replayed): `r` times its child's value.
+fn exit_scale(m: &mut Machine, vals: &mut Vec<Option<f64>>, r: f64, span: Span) -> Result<(), RunError> {
+    m.real_op();
+    let v = pop0(vals, span)?.map(|v| r * v);
+    vals.push(v);
+    Ok(())
+}
+
+/// An Add's exit in eval0's walk (walked or replayed): its children's values summed.
+fn exit_add(m: &mut Machine, vals: &mut Vec<Option<f64>>, span: Span) -> Result<(), RunError> {
+    m.real_op();
+    let b = pop0(vals, span)?;
+    let v = match (pop0(vals, span)?, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    vals.push(v);
+    Ok(())
 }
 
 /// eval0's walk: a node entered (whether it is part of the Add it is a child of), or a Scale's or
