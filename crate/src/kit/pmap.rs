@@ -74,6 +74,16 @@ impl<K: Ord + Clone, V: Clone> PMap<K, V> {
     pub fn remove_mut(&mut self, k: &K) -> Option<V> {
         self.0.remove(k)
     }
+    /// The map with `v` at `k`, this one unchanged (the persistent `insert`).
+    #[must_use]
+    pub fn insert(&self, k: K, v: V) -> Self {
+        PMap(self.0.update(k, v))
+    }
+    /// The map without `k`, this one unchanged (the persistent `remove`).
+    #[must_use]
+    pub fn remove(&self, k: &K) -> Self {
+        PMap(self.0.without(k))
+    }
 }
 
 impl<K: Ord + Clone, V: Clone> FromIterator<(K, V)> for PMap<K, V> {
@@ -129,6 +139,10 @@ mod tests {
         assert!(old.iter().map(|(k, v)| (*k, *v)).eq((0..100).map(|k| (k, k as f64))));
         assert_eq!((old.size(), new.size()), (100, 100));
         assert_eq!((new.get(&5), new.get(&50), new.get(&7), new.get(&1000)), (Some(&6.0), None, Some(&-1.0), Some(&1.0)));
+        // the persistent `insert` and `remove` (the staged, Cayley and CHAD maps) give a new version
+        let (added, removed) = (old.insert(3, -3.0), old.remove(&4));
+        assert_eq!((added.get(&3), removed.get(&4), removed.size()), (Some(&-3.0), None, 99));
+        assert!(old.iter().map(|(k, v)| (*k, *v)).eq((0..100).map(|k| (k, k as f64))));
     }
 
     /// A map no one else holds is updated in place: an entry stays where it was; in one that is

@@ -26,7 +26,7 @@ use super::{globals_used, refuse, retype};
 use crate::build::{self, Fresh};
 use crate::diag::{Diagnostic, Span};
 use crate::ir::*;
-use rpds::HashTrieMap;
+use crate::kit::pmap::PMap;
 use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
@@ -141,7 +141,7 @@ fn check_no_recursive_defs(p: &Program, index: &HashMap<&str, usize>) -> Result<
     Ok(())
 }
 
-type Env<'a> = HashTrieMap<u32, Val<'a>>;
+type Env<'a> = PMap<u32, Val<'a>>;
 
 /// A partially static value.
 #[derive(Clone)]

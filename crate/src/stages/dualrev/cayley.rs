@@ -10,7 +10,7 @@ use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 
 pub struct Cayley;
 
@@ -132,7 +132,7 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
 fn b_sresolve(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     let u = args.pop().unwrap_or(Value::Unit);
     let z = zero_c(m, span)?;
-    let r = m.apply(u, staged_value(z, RedBlackTreeMap::new()))?;
+    let r = m.apply(u, staged_value(z, PMap::new()))?;
     let mut s = owned_staged(r, span)?;
     if m.tracing() {
         trace_start(m, staged_rows(&s));

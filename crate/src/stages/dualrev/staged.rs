@@ -10,7 +10,7 @@ use crate::interp::{Builtin, Graph, Machine, RunError};
 use crate::ir::*;
 use crate::stage::{Output, RunCtx, Source, Stage, StageInfo, WRAPPER};
 use crate::value::Value;
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 
 pub struct Staged;
 
@@ -125,16 +125,16 @@ impl Stage for Staged {
 fn b_zero(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
     let c = zero_c(m, span)?;
-    Ok(staged_value(c, RedBlackTreeMap::new()))
+    Ok(staged_value(c, PMap::new()))
 }
 
 /// `m ∪ m'` with linear factoring: entries under the same ID add their arguments. The maps are taken
 /// by value, so the smaller is inserted into the larger in place where nothing else holds it.
 pub fn union(
     m: &mut Machine,
-    a: RedBlackTreeMap<i64, (Value, f64)>,
-    b: RedBlackTreeMap<i64, (Value, f64)>,
-) -> Result<RedBlackTreeMap<i64, (Value, f64)>, RunError> {
+    a: PMap<i64, (Value, f64)>,
+    b: PMap<i64, (Value, f64)>,
+) -> Result<PMap<i64, (Value, f64)>, RunError> {
     let (mut big, small) = if a.size() >= b.size() { (a, b) } else { (b, a) };
     for (k, (f, x)) in small.iter() {
         m.tick(1)?;
@@ -164,7 +164,7 @@ fn b_plus(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, R
 
 fn b_scotan(m: &mut Machine, args: &mut Vec<Value>, _: Span) -> Result<Value, RunError> {
     m.alloc(1)?;
-    Ok(staged_value(args.pop().unwrap_or(Value::Unit), RedBlackTreeMap::new()))
+    Ok(staged_value(args.pop().unwrap_or(Value::Unit), PMap::new()))
 }
 
 /// `SCall (i, f) x = (0, {i ↦ (f, x)})`
@@ -175,7 +175,7 @@ fn b_scall(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value, 
     record_edge(m, i, x);
     m.alloc(1)?;
     let c = zero_c(m, span)?;
-    Ok(staged_value(c, RedBlackTreeMap::new().insert(i, (f, x))))
+    Ok(staged_value(c, PMap::new().insert(i, (f, x))))
 }
 
 /// SResolve (grad, m) = if m is empty then grad else let i = highest key in m, (f, a) = m[i]

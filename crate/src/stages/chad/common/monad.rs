@@ -10,7 +10,7 @@ use super::runtime::{arg, internal, ir_tuple, log_steps, plus, show_ct, this_op,
 use crate::diag::Span;
 use crate::interp::{Machine, RunError, Shown, TraceStep};
 use crate::value::Value;
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 
 /// The accumulator's cells as trace rows (absent map entries shown as `·`, meaning 0), each
 /// sparse cotangent followed by its tree (`ct_rows`).
@@ -144,7 +144,7 @@ fn fresh_acc(m: &mut Machine, g: &[(String, CT)]) -> Acc {
         m.count("cell_ops", g.len() as u64);
         Acc::Cells(g.iter().map(|(_, ct)| zero(m, ct, Repr::Sparse)).collect())
     } else {
-        Acc::Map(RedBlackTreeMap::new())
+        Acc::Map(PMap::new())
     }
 }
 

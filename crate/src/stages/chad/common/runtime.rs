@@ -17,7 +17,7 @@ use super::source::CT;
 use crate::diag::Span;
 use crate::interp::{BuiltinFn, Machine, RunError, Shown, TraceStep};
 use crate::value::{take_item, unshared, ExtValue, Value};
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 use std::rc::Rc;
 
 /// How linear types and the environment are represented in this run.
@@ -36,7 +36,7 @@ pub(super) enum Acc {
     #[default]
     None,
     /// §4.2: `EVM Γ τ = EMap Γ → τ × EMap Γ`.
-    Map(RedBlackTreeMap<usize, Value>),
+    Map(PMap<usize, Value>),
     /// §5: `EArr Γ`, a stack of cells.
     Cells(Vec<Value>),
 }
@@ -75,7 +75,7 @@ pub fn set_up(m: &mut Machine, repr: Repr, mutable: bool) {
 /// `EMap Γ` (Fig. 6): a persistent tree map from positions in Γ to cotangents; absent means 0.
 /// It carries Γ (shared, O(1) to keep) only to show itself.
 #[derive(Debug, Clone)]
-pub struct EMap(pub RedBlackTreeMap<usize, Value>, pub Gamma);
+pub struct EMap(pub PMap<usize, Value>, pub Gamma);
 
 impl ExtValue for EMap {
     fn type_name(&self) -> &'static str {
@@ -309,7 +309,7 @@ fn b_zero_env(m: &mut Machine, _: &mut Vec<Value>, span: Span) -> Result<Value, 
         Repr::Dense => dense_env(m, ctx, None)?,
         Repr::Sparse => {
             m.count("zero_nodes", 1);
-            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new(), ctx.clone())))
+            Value::Ext(Rc::new(EMap(PMap::new(), ctx.clone())))
         }
     };
     named(m, ctx);
@@ -351,7 +351,7 @@ fn b_one_hot(m: &mut Machine, args: &mut Vec<Value>, span: Span) -> Result<Value
         Repr::Sparse => {
             m.count("onehot_cells", 1);
             m.count("map_log_steps", 1);
-            Value::Ext(Rc::new(EMap(RedBlackTreeMap::new().insert(*pos, v), ctx.clone())))
+            Value::Ext(Rc::new(EMap(PMap::new().insert(*pos, v), ctx.clone())))
         }
     };
     named(m, ctx);

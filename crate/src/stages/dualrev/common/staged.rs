@@ -7,7 +7,7 @@ use crate::diag::Span;
 use crate::interp::{Builtin, Machine, RunError};
 use crate::ir::*;
 use crate::value::{ExtValue, Value};
-use rpds::RedBlackTreeMap;
+use crate::kit::pmap::PMap;
 use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -15,11 +15,11 @@ use std::rc::Rc;
 // ---------------------------------------------------------------------------------------------
 // Fig. 8: `Staged c = (c, Map Z (dR ⊸ Staged c, dR))`
 
-/// `Staged c = (c, Map Z (dR ⊸ Staged c, dR))`, the map persistent (rpds).
+/// `Staged c = (c, Map Z (dR ⊸ Staged c, dR))`, the map persistent (`kit::pmap`).
 #[derive(Clone, Debug)]
 pub struct StagedV {
     pub c: Value,
-    pub m: RedBlackTreeMap<i64, (Value, f64)>,
+    pub m: PMap<i64, (Value, f64)>,
 }
 
 impl ExtValue for StagedV {
@@ -56,7 +56,7 @@ pub fn zero_c(m: &mut Machine, span: Span) -> Result<Value, RunError> {
     Ok(z)
 }
 
-pub fn staged_value(c: Value, m: RedBlackTreeMap<i64, (Value, f64)>) -> Value {
+pub fn staged_value(c: Value, m: PMap<i64, (Value, f64)>) -> Value {
     Value::Ext(Rc::new(StagedV { c, m }))
 }
 
