@@ -39,6 +39,16 @@ impl Visits {
         }
         self.per_node[i] = self.per_node[i].saturating_add(1);
     }
+    /// `visit` of the `count` serials `last`, `last − 1`, …, in that order.
+    pub fn visit_down(&mut self, last: u64, count: u64) {
+        if !self.per_node_on {
+            self.pending += count;
+            return;
+        }
+        for s in ((last + 1).saturating_sub(count)..=last).rev() {
+            self.visit(s);
+        }
+    }
     pub fn get(&self, serial: u64) -> u64 {
         self.per_node.get(serial as usize).map_or(0, |&v| v as u64)
     }
