@@ -783,9 +783,37 @@ impl<'a> Reader<'a> {
     /// The node at `ix`, as `Arena::kind` reads it.
     #[inline(always)]
     pub fn kind(&mut self, ix: Ix) -> Kind {
+        let (class, ws) = self.words(ix);
+        if class == C_ZERO {
+            return Kind::Zero;
+        }
+        self.arena.decode_words(ix, class, ws)
+    }
+
+    /// How many of the nodes `ix`, `ix − 1`, … (at most `max`) are Lets whose body is the node
+    /// before them: runDelta's spine, which eval descends body first, one Let after another,
+    /// taking nothing from each but that it is one (issue 13: a frame each through the dispatch).
+    #[inline]
+    pub fn let_spine(&mut self, mut ix: Ix, max: u64) -> u64 {
+        let mut k = 0;
+        while k < max {
+            let (class, [w0, ..]) = self.words(ix);
+            if class != C_2 || w0 >> TAG_SHIFT == ADD || ix == 0 {
+                break;
+            }
+            k += 1;
+            ix -= 1;
+        }
+        k
+    }
+
+    /// The class of the node at `ix` and its words (0 past its class's; class Zero for a serial
+    /// not given).
+    #[inline(always)]
+    fn words(&mut self, ix: Ix) -> (u32, [u32; 3]) {
         let a = self.arena;
         if ix >= a.len {
-            return Kind::Zero;
+            return (C_ZERO, [0; 3]);
         }
         let b = ix / 32;
         // the slot read last, else any, else the block decoded into the next
@@ -801,16 +829,21 @@ impl<'a> Reader<'a> {
         let bit = ix % 32;
         let class = (slot.bits >> (2 * bit)) as u32 & 3;
         if class == C_ZERO {
-            return Kind::Zero;
+            return (C_ZERO, [0; 3]);
         }
         let at = slot.at[bit as usize] as usize;
         let ws = match slot.words.get(at..at + class as usize) {
             Some(&[w0]) => [w0, 0, 0],
             Some(&[w0, w1]) => [w0, w1, 0],
             Some(&[w0, w1, w2]) => [w0, w1, w2],
-            _ => return a.decode(ix, class, slot.start as usize + at),
+            _ => {
+                // a node across a chunk's end
+                let i = slot.start as usize + at;
+                let w = |k: usize| if k < class as usize { a.word(i + k) } else { 0 };
+                [w(0), w(1), w(2)]
+            }
         };
-        a.decode_words(ix, class, ws)
+        (class, ws)
     }
 
     /// Decodes block `b` into the next slot (where its serials' words start: the word counts
@@ -1186,5 +1219,39 @@ mod tests {
             assert_eq!((s, rd.kind(s as Ix)), (s, want[s].0));
         }
         assert_eq!((rd.kind(n), rd.kind(u32::MAX)), (Kind::Zero, Kind::Zero));
+    }
+
+    /// A reader's `let_spine` counts the Lets whose body is the node before them, down from a
+    /// serial, up to its cap, and stops at any other node (an Add of two words, a Let of three, a
+    /// Var); across blocks. Fails if it counts past a node not of the spine or past its cap.
+    #[test]
+    fn a_let_spine_is_the_lets_on_their_previous_node() {
+        let mut a = Arena::default();
+        let sp = Span::new(1, 2);
+        let v = a.push(Kind::Var(7), sp).unwrap();
+        let mut acc = a.push(Kind::Add(v, v), sp).unwrap();
+        // 100 Lets on the node before, an Add, 3 more, a Let of three words, 40 more
+        let mut first = vec![];
+        for (n, brk) in [(100, Some(Kind::Add(v, v))), (3, Some(Kind::Let(5, v, v))), (40, None)] {
+            for i in 0..n {
+                acc = a.push(Kind::Let(i, v, acc), sp).unwrap();
+                if i == 0 {
+                    first.push(acc);
+                }
+            }
+            if let Some(k) = brk {
+                acc = a.push(k, sp).unwrap();
+            }
+        }
+        let top = a.len() as Ix - 1;
+        let mut rd = a.reader();
+        assert_eq!(rd.let_spine(top, u64::MAX), 40);
+        assert_eq!(rd.let_spine(top, 17), 17);
+        assert_eq!(rd.let_spine(first[2] - 1, u64::MAX), 0);
+        assert_eq!(rd.let_spine(first[2] - 2, u64::MAX), 3);
+        assert_eq!(rd.let_spine(first[1] - 2, u64::MAX), 100);
+        assert_eq!(rd.let_spine(first[0] + 50, u64::MAX), 51);
+        assert_eq!(rd.let_spine(v, u64::MAX), 0);
+        assert_eq!(rd.let_spine(top + 5, u64::MAX), 0);
     }
 }

@@ -39,6 +39,22 @@ impl Visits {
         }
         self.per_node[i] = self.per_node[i].saturating_add(1);
     }
+    /// `visit` of the `count` serials `last`, `last − 1`, … (the array grown as the first of
+    /// them, `last`, grows it; the rest then fit).
+    #[inline]
+    pub fn visit_down(&mut self, last: u64, count: u64) {
+        self.pending += count;
+        if !self.per_node_on || count == 0 {
+            return;
+        }
+        let i = last as usize;
+        if i >= self.per_node.len() {
+            self.per_node.resize((i + 1).max(2 * self.per_node.len()), 0);
+        }
+        for v in &mut self.per_node[(i + 1).saturating_sub(count as usize)..=i] {
+            *v = v.saturating_add(1);
+        }
+    }
     pub fn get(&self, serial: u64) -> u64 {
         self.per_node.get(serial as usize).map_or(0, |&v| v as u64)
     }

@@ -224,7 +224,21 @@ fn eval_lean<A: Adjoints + ?Sized>(
                     }
                     Kind::Let(_, _, body) => {
                         push_after_let(stack, n);
-                        next = Some((x, body));
+                        // runDelta's spine below it (the Lets at body, body − 1, …, each the next
+                        // one's body): visited at once, their frames pushed onto the run on top,
+                        // as the frames one by one would do (`Reader::let_spine`)
+                        let k = if body.checked_add(1) == Some(n) { rd.let_spine(body, room - steps) } else { 0 };
+                        if k > 0 {
+                            visits.visit_down(body as u64, k);
+                            steps += k;
+                            let low = body - (k as Ix - 1);
+                            for l in (low..=body).rev() {
+                                push_after_let(stack, l);
+                            }
+                            next = Some((x, low - 1));
+                        } else {
+                            next = Some((x, body));
+                        }
                     }
                     k @ (Kind::OneHot(_) | Kind::Input(_) | Kind::Share(..)) => {
                         return (steps, ops, Err(format!("{} is not in Fig. 10's Delta (inputs are Var i)", k.ctor())))
