@@ -639,6 +639,22 @@ static MODEL: CostModel = CostModel {
     array: |_, n| [0, 0, 0, n],
 };
 
+#[test]
+fn a_tuple_pattern_charges_one_bind_per_variable_it_binds() {
+    // (the count is kept in the lowered pattern, not recounted per `let`): nested parts, a
+    // wildcard, `()`, in the walker and with regions, lowered eagerly and on a later entry
+    let src = "def main x = let ((a, b), _, (), c) = ((x, x * 2.0), 1, (), x + 1.0) in let (d, (e, f)) = (a, (b, c)) in a + b + c + d + e * f";
+    let p = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}")).0;
+    for budget in [reference(&Budget::default()), eager(&Budget::default()), Budget::default()] {
+        let mut m = Machine::new(&p, &Builtins::new(), budget).expect("lowers");
+        m.set_cost_model(&MODEL);
+        for _ in 0..3 {
+            m.call("main", vec![Value::Real(1.5)]).expect("runs");
+        }
+        assert_eq!(m.cost().counter("bind"), 3 * 8);
+    }
+}
+
 /// `run_both` with the cost model on and the calls of let-bound `h` traced (the unf chain's
 /// settings): the same outcome, counters, model counts and trace steps in both engines.
 fn run_observed(src: &str, arg: &Value, budget: Budget) -> Result<Value, RunError> {

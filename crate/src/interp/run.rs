@@ -233,7 +233,7 @@ fn check_pat(p: &LPat, v: &Value) -> Res<()> {
 
 pub(super) fn binds(p: &LPat) -> u32 {
     match p {
-        LPat::Tuple(t) => t.0.iter().map(binds).sum(),
+        LPat::Tuple(t) => t.2,
         _ => 1,
     }
 }
