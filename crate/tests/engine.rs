@@ -523,6 +523,56 @@ fn leaf_calls_run_in_place_as_the_walker_runs_them() {
     assert_eq!(m.call_depth(), 0);
 }
 
+/// Closures `λ(p1, …, pn) → (e1, …, en)` applied to a tuple no one else holds: the engine builds the
+/// result in the argument's allocation, an item that is its own part's one read left in place
+/// (`run.rs`'s `enter_update`, the Cayley wrapper's per-input backpropagators): kept parts around a
+/// call, a kept `()`, parts swapped, a nested part, a tuple held twice, a call that fails midway.
+const UPDATES: &[(&str, &str)] = &[
+    ("def app f t = f t\ndef main (x, y, z) = let k = \\u -> u * x + 1.0 in let g = \\(a, b, c) -> (a, k b, c) in let (p, q, r) = app g (app g (x + 1.0, y, z)) in p + q * r", "(1.5, 2.0, 3.0)"),
+    ("def app f t = f t\ndef main (x, y) = let g = \\(a, u, c) -> (a, u, c * x) in let s = \\(a, b) -> (b, a) in let (p, (), r) = app g (x, (), y) in let (m, n) = app s (app s (r, p)) in m - n", "(0.5, 4.0)"),
+    ("def app f t = f t\ndef main (x, y) = let g = \\((a, b), c) -> ((b, a), c + a) in let t = ((x, y), x * y) in let ((p, q), r) = app g (app g t) in let w = (p, q) in let h = \\(a, b) -> (a, b * 2.0) in let (m, n) = app h w in let (o, _) = app h w in p * q + r + m + n + o", "(1.5, -2.0)"),
+    ("def app f t = f t\ndef main (v, k) = let g = \\(a, i, c) -> (a, v ! i, c) in let (p, q, r) = app g (1.0, k, 2.0) in p + q + r", "([1.0, 2.0], 1)"),
+];
+
+#[test]
+fn tuples_rebuilt_in_place_count_and_stop_as_the_walker_at_every_budget() {
+    for (src, at) in UPDATES {
+        let arg = syntax::value_of(&syntax::parse_expr(at).expect("parses")).expect("a value");
+        for typed in [true, false] {
+            assert!(run_both(src, typed, arg.clone(), Budget::default()).is_ok(), "{src}");
+        }
+        assert!(run_observed(src, &arg, Budget::default()).is_ok(), "{src}");
+        at_every_budget(src, &arg, 120, 15, 20, 8);
+        both(&format!("{src}\ninput {at}"), Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // the Cayley wrapper's backpropagators `λ(v, v1, …, v5) → (…, f vi, …)` on P_sum, with step and
+    // allocation budgets that stop its resolve midway
+    let psum = "input (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)\ndef main (x1, x2, x3, x4, x5, x6) = x1 + x2 + x3 + x4 + x5 + x6\n";
+    let stages = vec!["dualrev/cayley".to_string()];
+    assert!(both(psum, Options { stages: stages.clone(), ..Options::default() }).expect("agrees") == 1);
+    for steps in (20..1500).step_by(23) {
+        both(psum, Options { stages: stages.clone(), budget: Budget { steps, ..Budget::default() }, ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
+    }
+    for allocs in (5..300).step_by(7) {
+        both(psum, Options { stages: stages.clone(), budget: Budget { allocs, ..Budget::default() }, ..Options::default() }).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // an index out of range in an item evaluated by the loop: the walker's error, and the machine
+    // runs again at depth 0 with nothing left of the tuple being rebuilt
+    let src = UPDATES[3].0;
+    let bad = Value::Tuple(vec![Value::Array(vec![Value::Real(1.0)].into()), Value::Int(3)].into());
+    match run_both(src, true, bad.clone(), Budget::default()) {
+        Err(RunError::Runtime { message, .. }) => assert!(message.contains("out of range"), "{message}"),
+        other => panic!("expected an index out of range, got {other:?}"),
+    }
+    let p = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}\n{src}")).0;
+    let mut m = Machine::new(&p, &Builtins::new(), Budget::default()).expect("lowers");
+    assert!(m.call("main", vec![bad]).is_err());
+    assert_eq!(m.call_depth(), 0);
+    let ok = Value::Tuple(vec![Value::Array(vec![Value::Real(1.0), Value::Real(5.0)].into()), Value::Int(1)].into());
+    assert_eq!(m.call("main", vec![ok]).expect("runs again").as_real(), Some(8.0));
+    assert_eq!(m.call_depth(), 0);
+}
+
 #[test]
 fn taped_records_stop_at_every_budget_where_the_walker_stops() {
     // the taping stages' `record (Ck …)` runs fused in the engine, `dualrev/tape`'s with its partials
@@ -588,6 +638,22 @@ static MODEL: CostModel = CostModel {
     prim2: |_| [0, 0, 0, 2],
     array: |_, n| [0, 0, 0, n],
 };
+
+#[test]
+fn a_tuple_pattern_charges_one_bind_per_variable_it_binds() {
+    // (the count is kept in the lowered pattern, not recounted per `let`): nested parts, a
+    // wildcard, `()`, in the walker and with regions, lowered eagerly and on a later entry
+    let src = "def main x = let ((a, b), _, (), c) = ((x, x * 2.0), 1, (), x + 1.0) in let (d, (e, f)) = (a, (b, c)) in a + b + c + d + e * f";
+    let p = front_end(src, &[]).unwrap_or_else(|d| panic!("{d:?}")).0;
+    for budget in [reference(&Budget::default()), eager(&Budget::default()), Budget::default()] {
+        let mut m = Machine::new(&p, &Builtins::new(), budget).expect("lowers");
+        m.set_cost_model(&MODEL);
+        for _ in 0..3 {
+            m.call("main", vec![Value::Real(1.5)]).expect("runs");
+        }
+        assert_eq!(m.cost().counter("bind"), 3 * 8);
+    }
+}
 
 /// `run_both` with the cost model on and the calls of let-bound `h` traced (the unf chain's
 /// settings): the same outcome, counters, model counts and trace steps in both engines.

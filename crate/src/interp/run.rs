@@ -57,6 +57,9 @@ pub(super) enum Kont {
     CallArg { c: *const CallCode, i: u32, f: Value, base: usize },
     /// A function that took arguments before `i` was called; its result takes the rest.
     CallRest(*const CallCode, u32),
+    /// Item `i` of a function body's `Tuple` node was being evaluated, rebuilding in place the
+    /// tuple `t` its parameter was given (`update_items`).
+    Update(*const Code, u32, Rc<[Value]>),
     /// Argument `i` of a call of a known definition (`call_known`) was being evaluated; its
     /// arguments so far are on `vals` from `base`.
     CallKnown { c: *const CallCode, lam: *const LamCode, i: u32, base: usize },
@@ -181,6 +184,27 @@ fn part_args_into(f: &mut Value, out: &mut Vec<Value>) {
     }
 }
 
+/// Whether item `it` of a function body's tuple is the one read of the slot parameter part `p`
+/// binds: its component stays where it is (`Machine::enter_update`).
+#[inline(always)]
+fn kept(p: &LPat, it: &Code) -> bool {
+    matches!((p, it), (LPat::Slot(a), Code::Move(b)) if a == b)
+}
+
+/// Writes `v` as component `i` of `t`, in place when no one else holds `t` (`update_items` holds it
+/// alone), else into a copy.
+fn put(t: &mut Rc<[Value]>, i: usize, v: Value) {
+    if let Some(slot) = Rc::get_mut(t).and_then(|c| c.get_mut(i)) {
+        *slot = v;
+        return;
+    }
+    let mut c = t.to_vec();
+    if let Some(slot) = c.get_mut(i) {
+        *slot = v;
+    }
+    *t = c.into();
+}
+
 /// Whether `f` is a function value no one else holds.
 fn unique(f: &Value) -> bool {
     matches!(f, Value::Fun(rc) if Rc::strong_count(rc) == 1 && Rc::weak_count(rc) == 0)
@@ -209,7 +233,7 @@ fn check_pat(p: &LPat, v: &Value) -> Res<()> {
 
 pub(super) fn binds(p: &LPat) -> u32 {
     match p {
-        LPat::Tuple(t) => t.0.iter().map(binds).sum(),
+        LPat::Tuple(t) => t.2,
         _ => 1,
     }
 }
@@ -591,12 +615,64 @@ impl Machine<'_> {
     /// `enter` with the body `lam.code()` gave (read once: reading it counts an entry, `LamCode::code`).
     fn enter_code(&mut self, lam: &LamCode, body: &Code, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, arg: Value) -> Res<Next> {
         self.trace_named(lam, &arg);
+        if let (Code::Tuple(items), LPat::Tuple(t), Value::Tuple(vs)) = (body, &lam.pat, &arg) {
+            let fits = !items.is_empty() && items.len() == t.0.len() && vs.len() == items.len();
+            if fits && Rc::strong_count(vs) == 1 && Rc::weak_count(vs) == 0 && !self.budget.walker && self.lam_watcher.is_none() && lam.more.is_empty() {
+                if let Value::Tuple(vs) = arg {
+                    return self.enter_update(lam, body, env, group, vs);
+                }
+                unreachable!("matched as a tuple above");
+            }
+        }
         if let (Some(f), None) = (leaf(body), self.lam_watcher) {
             return self.run_leaf(f, env, group, lam.nslots, true, |m| m.bind(&lam.pat, arg));
         }
         self.push_frame(env, group, lam.nslots, true)?;
         self.bind(&lam.pat, arg)?;
         Ok(Next::Eval(body))
+    }
+
+    /// `enter_code` of `λ(p1, …, pn) → (e1, …, en)` given an n-tuple `vs`: when no one else holds
+    /// `vs`, the result is built in its allocation. An item `ek` that is the one read of the slot
+    /// `pk` binds (`Code::Move`) keeps its component where it is, charged the step reading it
+    /// charges; the others' components are bound and their items written back as evaluated. The
+    /// steps, checks, allocation count and their order are the walker's (frame, binding, the
+    /// tuple's step, each item's, `alloc(1)`), without binding, reading and gathering every
+    /// component (issue 13: the Cayley wrapper's `λ(v, v1, …, vn) → (v, …, f vi, …)` per input).
+    fn enter_update(&mut self, lam: &LamCode, body: &Code, env: Rc<[Value]>, group: Option<Rc<GroupVal>>, mut vs: Rc<[Value]>) -> Res<Next> {
+        self.push_frame(env, group, lam.nslots, true)?;
+        let (Code::Tuple(items), LPat::Tuple(t), Some(comps)) = (body, &lam.pat, Rc::get_mut(&mut vs)) else {
+            // (not reached: `enter_code` checks all three) bound and built as the walker does
+            self.bind(&lam.pat, Value::Tuple(vs))?;
+            return Ok(Next::Eval(body));
+        };
+        for ((p, it), v) in t.0.iter().zip(items.iter()).zip(comps.iter_mut()) {
+            if !kept(p, it) {
+                self.bind(p, std::mem::replace(v, Value::Unit))?;
+            }
+        }
+        self.step(charge_of(body))?;
+        self.update_items(body, vs, 0)
+    }
+
+    /// The items of the `Tuple` node `c` from `i` on, written into `t` (`enter_update`), then `t`.
+    fn update_items(&mut self, c: *const Code, mut t: Rc<[Value]>, mut i: usize) -> Res<Next> {
+        let Code::Tuple(items) = node(c) else { unreachable!("Update frames are only pushed for tuples") };
+        while let Some(it) = items.get(i) {
+            // A component still there is one `kept` left in place (the others were moved out to be
+            // bound); one kept that is `()` is read from its slot, unbound and so `()` as well.
+            if matches!(it, Code::Move(_)) && matches!(t.get(i), Some(v) if !matches!(v, Value::Unit)) {
+                self.step(Charge::Var)?;
+            } else if let Some(v) = self.immediate(it)? {
+                put(&mut t, i, v);
+            } else {
+                self.kont.push(Kont::Update(c, i as u32, t));
+                return Ok(Next::Eval(it));
+            }
+            i += 1;
+        }
+        self.alloc(1)?;
+        Ok(self.ret(Value::Tuple(t)))
     }
 
     pub(super) fn enter_global(&mut self, i: u32) -> Res<Next> {
@@ -1642,6 +1718,10 @@ impl Machine<'_> {
             Kont::Let(p, body) => {
                 self.bind(unsafe { &*p }, v)?;
                 Next::Eval(body)
+            }
+            Kont::Update(c, i, mut t) => {
+                put(&mut t, i as usize, v);
+                return self.update_items(c, t, i as usize + 1);
             }
             Kont::Collect(c, i) => {
                 self.vals.push(v);
