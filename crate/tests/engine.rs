@@ -1161,10 +1161,14 @@ fn gathers_and_scatters_call_their_index_functions_as_the_walker_at_every_budget
     let mv = format!("input ([{rows}], [{}])\ndef main (m, v) = sum (map (\\row -> sum (map2 (\\a b -> a * b) row v)) m)\n", reals(5, 40));
     // 2-D positions taken apart by a tuple pattern, in order and swapped (`λ(i, i1) → [i1, i]`):
     // session 47's index functions read without a call (`apply_ix`)
-    let mm = "input ([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]], [[2.0, 0.0], [-1.0, 1.0], [0.5, 3.0]])\ndef matmul a b = \
-      build (length a) (\\i -> build (length (b ! 0)) (\\j -> sum (build (length b) (\\k -> a ! i ! k * b ! k ! j))))\n\
-      def main (a, b) = sum (map (\\row -> sum (map (\\x -> x * x) row)) (matmul a b))\n";
-    rounds_agree_at_every_budget(&["arrays/dual-arrays", "arrays/symbolic"], &[&dot, &mv, mm], 0..6);
+    let mat = |r: usize, c: usize, k: usize| format!("[{}]", (0..r).map(|i| format!("[{}]", reals(c, i * c + k))).collect::<Vec<_>>().join(", "));
+    let mm = format!(
+        "input ({}, {})\ndef matmul a b = build (length a) (\\i -> build (length (b ! 0)) (\\j -> sum (build (length b) (\\k -> a ! i ! k * b ! k ! j))))\n\
+         def main (a, b) = sum (map (\\row -> sum (map (\\x -> x * x) row)) (matmul a b))\n",
+        mat(4, 5, 0),
+        mat(5, 4, 50)
+    );
+    rounds_agree_at_every_budget(&["arrays/dual-arrays", "arrays/symbolic"], &[&dot, &mv, &mm], 0..6);
 }
 
 /// Let-bound lambdas only called in their scope (`lower.rs`'s `local_lambdas`, run without a
