@@ -1225,7 +1225,16 @@ fn gathers_and_scatters_call_their_index_functions_as_the_walker_at_every_budget
     let dot = format!("input ([{}], [{}])\ndef main (a, b) = sum (map2 (\\x y -> x * y) a b)\n", reals(150, 0), reals(150, 1));
     let rows = (0..30).map(|k| format!("[{}]", reals(5, k))).collect::<Vec<_>>().join(", ");
     let mv = format!("input ([{rows}], [{}])\ndef main (m, v) = sum (map (\\row -> sum (map2 (\\a b -> a * b) row v)) m)\n", reals(5, 40));
-    rounds_agree_at_every_budget(&["arrays/dual-arrays", "arrays/symbolic"], &[&dot, &mv], 0..6);
+    // 2-D positions taken apart by a tuple pattern, in order and swapped (`λ(i, i1) → [i1, i]`):
+    // session 47's index functions read without a call (`apply_ix`)
+    let mat = |r: usize, c: usize, k: usize| format!("[{}]", (0..r).map(|i| format!("[{}]", reals(c, i * c + k))).collect::<Vec<_>>().join(", "));
+    let mm = format!(
+        "input ({}, {})\ndef matmul a b = build (length a) (\\i -> build (length (b ! 0)) (\\j -> sum (build (length b) (\\k -> a ! i ! k * b ! k ! j))))\n\
+         def main (a, b) = sum (map (\\row -> sum (map (\\x -> x * x) row)) (matmul a b))\n",
+        mat(4, 5, 0),
+        mat(5, 4, 50)
+    );
+    rounds_agree_at_every_budget(&["arrays/dual-arrays", "arrays/symbolic"], &[&dot, &mv, &mm], 0..6);
 }
 
 /// Let-bound lambdas only called in their scope (`lower.rs`'s `local_lambdas`, run without a

@@ -38,7 +38,7 @@ use super::flat::Flat;
 use super::lower::{frame_children as children, Code, GroupCode, LPat};
 use super::prim::{prim1, prim2};
 use super::run::{binds, kind, Charge, Kont, Next, Res};
-use super::{Builtin, Fused, FusedFn, Machine, RunError, ScalarFusedFn};
+use super::{Builtin, Each, Fused, FusedFn, Machine, RunError, ScalarFusedFn};
 use crate::prims::{OnInt, OnReal};
 use crate::value::Value;
 use std::rc::Rc;
@@ -254,6 +254,17 @@ impl From<Box<RunError>> for Miss {
 pub(crate) struct FastCode {
     links: Box<[Link]>,
     body: Body,
+    /// The region is an array literal of variables and constants alone (an index function's
+    /// `[i]`, `[i, j]`): its items, read without running it (`Machine::apply_ix`).
+    lit: Option<Box<[LitItem]>>,
+}
+
+/// An item of a region that is an array literal of leaves (`FastCode::lit`).
+enum LitItem {
+    /// A slot (read or moved).
+    Slot(u32),
+    Capture(u32),
+    Const(Value),
 }
 
 struct Link {
@@ -327,6 +338,118 @@ impl Machine<'_> {
             run_links(self, &f.links)?;
         }
         g.run(self)
+    }
+
+    /// The index function of `e` (a gather's or scatter's) at the position `ix`: `apply_each(e, ix)`,
+    /// for `n` indexes. When `e` is `λp → [x1, …, xn]` with its items variables and constants, the
+    /// indexes are written into `out` and `None` returned: the call's depth check, trace, frame depth
+    /// and the literal's steps and allocations are counted as `apply_leaf` counts them, and neither
+    /// the position's value, the frame nor the array is made (issue 13: the call was half of the
+    /// array chain's run on `dot`). Otherwise (or an item not an integer) the index function's result.
+    pub(crate) fn apply_ix(&mut self, e: &Each<'_>, ix: &[i64], n: usize, out: &mut Vec<i64>) -> Result<Option<Value>, RunError> {
+        let Some((lam, env, group)) = e.lam.filter(|_| self.lam_watcher.is_none()) else {
+            return self.apply_each(e, ix_value(ix)).map(Some);
+        };
+        // (`apply_each`'s dispatch, the body read once as there)
+        let Some(fc) = super::run::leaf(lam.code()) else {
+            return self.apply_entered(lam, env, group, ix_value(ix)).map(Some);
+        };
+        match &fc.lit {
+            Some(items) if items.len() == n && binds_position(&lam.pat, ix.len()) => {
+                // the indexes read first (reading counts nothing); an item reading a slot the
+                // pattern does not bind takes the call
+                out.clear();
+                let mut ints = true;
+                for it in items.iter() {
+                    let k = match it {
+                        LitItem::Slot(s) => match slot_part(&lam.pat, *s) {
+                            Some(k) => Some(ix[k]),
+                            None => return self.apply_leaf(lam, fc, env, group, ix_value(ix)).map(Some),
+                        },
+                        LitItem::Capture(i) => env.get(*i as usize).and_then(Value::as_int),
+                        LitItem::Const(v) => v.as_int(),
+                    };
+                    match k {
+                        Some(k) => out.push(k),
+                        None => ints = false,
+                    }
+                }
+                self.ix_lit(lam, items.len(), ix)?;
+                if ints {
+                    return Ok(None);
+                }
+                // an item not an integer: the array, for the caller's message
+                Ok(Some(Value::Array(items.iter().map(|it| lit_value(&lam.pat, it, env, ix)).collect())))
+            }
+            _ => self.apply_leaf(lam, fc, env, group, ix_value(ix)).map(Some),
+        }
+    }
+
+    /// `apply_leaf`'s counts for `λp → [x1, …, xn]` (`apply_ix`), in its order: the call's depth
+    /// check and trace, the frame's depth, the literal's step, each item's, its allocations.
+    #[inline(always)]
+    fn ix_lit(&mut self, lam: &super::lower::LamCode, n: usize, ix: &[i64]) -> Result<(), RunError> {
+        if self.nesting >= super::MAX_NESTING {
+            return Err(self.budget_error(super::BudgetKind::Depth, super::MAX_NESTING));
+        }
+        if self.trace_on && lam.named.is_some() {
+            self.trace_named(lam, &ix_value(ix));
+        }
+        // the frame `open_frame` opens
+        if self.depth >= self.budget.depth {
+            return Err(self.budget_error(super::BudgetKind::Depth, self.budget.depth));
+        }
+        self.depth += 1;
+        if self.depth > self.max_depth {
+            self.max_depth = self.depth;
+        }
+        // (`collect`'s counts)
+        let counted = (|| {
+            self.step(Charge::None)?;
+            for _ in 0..n {
+                self.step(Charge::Var)?;
+            }
+            self.alloc(n as u64).map_err(Box::new)
+        })();
+        self.depth -= 1;
+        counted.map_err(|e: Box<RunError>| *e)
+    }
+}
+
+/// The value an index function takes at the position `ix` (an integer, or a tuple of them).
+pub(crate) fn ix_value(ix: &[i64]) -> Value {
+    if ix.len() == 1 {
+        Value::Int(ix[0])
+    } else {
+        Value::Tuple(ix.iter().map(|&i| Value::Int(i)).collect())
+    }
+}
+
+/// Whether the parameter pattern `p` binds a position of `nd` indexes as its parts with no check
+/// that could fail (a variable or wildcard for one index, a flat tuple of them for more).
+fn binds_position(p: &LPat, nd: usize) -> bool {
+    match p {
+        LPat::Slot(_) | LPat::Wild => nd == 1,
+        LPat::Tuple(t) => nd >= 2 && t.0.len() == nd && t.0.iter().all(|q| matches!(q, LPat::Slot(_) | LPat::Wild)),
+        LPat::Unit(_) => false,
+    }
+}
+
+/// Which index of the position the slot `s` holds once `p` (`binds_position`) binds it.
+fn slot_part(p: &LPat, s: u32) -> Option<usize> {
+    match p {
+        LPat::Slot(q) => (*q == s).then_some(0),
+        LPat::Tuple(t) => t.0.iter().position(|q| matches!(q, LPat::Slot(q) if *q == s)),
+        _ => None,
+    }
+}
+
+/// A literal's item as a value (`ix_lit`'s fall-back).
+fn lit_value(p: &LPat, it: &LitItem, env: &[Value], ix: &[i64]) -> Value {
+    match it {
+        LitItem::Slot(s) => Value::Int(ix[slot_part(p, *s).unwrap_or(0)]),
+        LitItem::Capture(i) => env.get(*i as usize).cloned().unwrap_or(Value::Unit),
+        LitItem::Const(v) => v.clone(),
     }
 }
 
@@ -670,14 +793,30 @@ fn close(mut run: Vec<(LPat, Code)>, (tail, value, nodes): (Code, bool, u32), h:
         Code::Let(p, rhs, rest) => Body::Let(Charge::Bind(binds(&p)), p, rhs, rest),
         tail => Body::Walk(tail),
     };
-    Code::Fast(Rc::new(FastCode { links, body }))
+    Code::Fast(Rc::new(FastCode { links, body, lit: None }))
 }
 
 /// Compiles a region candidate in place.
 fn convert(c: &mut Code, h: &Hints) {
     let code = std::mem::replace(c, Code::Tuple(Box::new([])));
     let (links, body) = unroll(code, h);
-    *c = Code::Fast(Rc::new(FastCode { links: links.into(), body: Body::Value(gen(body, h)) }));
+    let lit = if links.is_empty() { lit_items(&body) } else { None };
+    *c = Code::Fast(Rc::new(FastCode { links: links.into(), body: Body::Value(gen(body, h)), lit }));
+}
+
+/// The items of an array literal of slots, captures and constants (`FastCode::lit`).
+fn lit_items(c: &Code) -> Option<Box<[LitItem]>> {
+    let Code::ArrayLit(items) = c else { return None };
+    if items.is_empty() {
+        return None;
+    }
+    let item = |c: &Code| match c {
+        Code::Local(s) | Code::Move(s) => Some(LitItem::Slot(*s)),
+        Code::Capture(i) => Some(LitItem::Capture(*i)),
+        Code::Const(v) => Some(LitItem::Const(v.clone())),
+        _ => None,
+    };
+    items.iter().map(item).collect()
 }
 
 // ---- compilation ----
@@ -1448,7 +1587,7 @@ mod tests {
         while let Some(c) = stack.pop() {
             match c {
                 Code::Fast(f) => {
-                    let FastCode { links, body } = &**f;
+                    let FastCode { links, body, .. } = &**f;
                     out.0 += 1;
                     out.2 += links.len();
                     match body {

@@ -843,7 +843,7 @@ impl Machine<'_> {
     }
 
     #[inline(always)]
-    fn trace_named(&mut self, lam: &LamCode, arg: &Value) {
+    pub(super) fn trace_named(&mut self, lam: &LamCode, arg: &Value) {
         // (a run not traced records nothing: `trace` drops every step then, so neither the name's
         // look-up nor the step is made; the unf chain's runs call a named continuation per element)
         if !self.trace_on {

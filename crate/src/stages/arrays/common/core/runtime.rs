@@ -140,13 +140,6 @@ fn each_position(shape: &[usize], mut each: impl FnMut(&[i64]) -> Result<(), Run
     Ok(())
 }
 
-fn ix_value(ix: &[i64]) -> Value {
-    if ix.len() == 1 {
-        Value::Int(ix[0])
-    } else {
-        Value::Tuple(ix.iter().map(|&i| Value::Int(i)).collect())
-    }
-}
 
 /// Row-major flat elements back into nested arrays of `shape`. An empty dimension keeps the shape
 /// of what is inside it (`Value::empty_keeping`), from `zero`, the element below `shape`: `[4, 0]` is
@@ -175,7 +168,8 @@ fn nest(flat: Vec<Value>, shape: &[usize], zero: Option<Value>) -> Value {
 /// The index function `f` at `ix`: its `n` indexes into `out`.
 /// `f` is found out once per gather or scatter (`Machine::each`), not per element (issue 13).
 fn call_ix(m: &mut Machine, f: &Each<'_>, ix: &[i64], n: usize, span: Span, out: &mut Vec<i64>) -> Result<(), RunError> {
-    let r = m.apply_each(f, ix_value(ix))?;
+    // (`λi → [i]`'s indexes come straight into `out`)
+    let Some(r) = m.apply_ix(f, ix, n, out)? else { return Ok(()) };
     let is = match r.elems() {
         Some(is) => is,
         None => return Err(err(span, format!("an index function's result expects an array, got {r}"))),
@@ -803,4 +797,67 @@ pub fn scale_by(c: &Value, r: &Value, what: &str, s: Span) -> Res {
         (Value::Real(z), _) if *z == 0.0 && r.empty_elem().is_some() => r.clone(),
         _ => return Err(err(s, format!("{what}: shapes differ ({c} and {r})"))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{Budget, Builtins, Cost};
+
+    /// `main arg` of `src` (with this runtime's builtins; type-checked when `typed`) on the walker or
+    /// the engine with its regions compiled at once: the value or error, and every count.
+    fn run(src: &str, typed: bool, arg: &Value, budget: Budget) -> (String, Cost) {
+        let mut bs = Builtins::new();
+        bs.extend(builtins());
+        let mut p = crate::syntax::parse_program_with(src, &|n| bs.get(n).is_some()).expect("parses");
+        if typed {
+            crate::types::check_program_at(&mut p, &bs, None).expect("type-checks");
+        }
+        let mut m = Machine::new(&p, &bs, Budget { regions_after: 0, ..budget }).expect("a machine");
+        let r = m.call("main", vec![arg.clone()]);
+        (format!("{r:?}"), m.cost())
+    }
+
+    /// Index functions `λp → [x1, …, xn]` of variables and constants, their indexes read without
+    /// calling them (`Machine::apply_ix`), against the walker calling them: the value or error and
+    /// every count, at every steps budget, every allocation budget and every depth budget. 1-D and
+    /// 2-D positions, a capture, a constant and a wildcard, a swapped tuple pattern, scatters, an
+    /// index function whose body is not such a literal, one returning too many indexes and (untyped)
+    /// one whose item is not an integer or whose pattern does not fit the position.
+    #[test]
+    fn index_functions_of_variables_read_without_a_call_count_and_stop_as_called_ones() {
+        let vec = |n: usize| Value::Array((0..n).map(|i| Value::Real(i as f64 * 0.5 - 1.0)).collect());
+        let mat = Value::Array((0..3).map(|r| Value::Array((0..4).map(|c| Value::Real((r * 4 + c) as f64)).collect())).collect());
+        let cases: &[(&str, &str, bool, Value)] = &[
+            ("def main a = sum (gather11 (length a) a (\\i -> [i]))", "Ok(Real(9.0))", true, vec(9)),
+            ("def main a = let k = 2 in sum (gather11 (length a + 2) a (\\i -> [k])) + sum (gather11 3 a (\\_ -> [1]))", "Ok(", true, vec(5)),
+            ("def main m = sumOuter (sumOuter (gather22 (4, 3) m (\\(i, j) -> [j, i])))", "Ok(", true, mat.clone()),
+            ("def main m = sum (sumOuter (sumOuter (gather21 (3, 4) m (\\(i, j) -> [i])))) + sum (gather12 4 m (\\i -> [1, i]))", "Ok(", true, mat.clone()),
+            ("def main a = let t = gather11 (length a) a (\\i -> [i]) in sum (scatter11 (length a + 1) t (\\i -> [i])) + sum (scatter11 2 t (\\i -> [i - 1]))", "Ok(", true, vec(7)),
+            ("def main m = sumOuter (sumOuter (scatter22 (4, 3) m (\\(i, j) -> [j, i])))", "Ok(", true, mat.clone()),
+            ("def main a = sum (gather11 (length a) a (\\i -> [i, i]))", "returned 2 indexes, not 1", true, vec(4)),
+            ("def main a = sum (gather11 (length a) a (\\i -> [1.5]))", "an index expects an integer, got 1.5", false, vec(4)),
+            ("def main m = sumOuter (gather21 (3, 4) m (\\i -> [i]))", "an index expects an integer, got (0, 0)", false, mat.clone()),
+            ("def main a = sum (gather11 (length a) a (\\(i, j) -> [i]))", "a 2-tuple pattern does not match", false, vec(4)),
+        ];
+        for (src, outcome, typed, arg) in cases {
+            let walker = |b: Budget| run(src, *typed, arg, Budget { walker: true, ..b });
+            let engine = |b: Budget| run(src, *typed, arg, b);
+            let full = engine(Budget::default());
+            assert!(full.0.contains(outcome), "{src}: {}", full.0);
+            assert_eq!(full, walker(Budget::default()), "{src}");
+            for steps in 0..full.1.steps + 2 {
+                let b = Budget { steps, ..Budget::default() };
+                assert_eq!(engine(b.clone()), walker(b), "{src}: steps {steps}");
+            }
+            for allocs in 0..full.1.allocs + 2 {
+                let b = Budget { allocs, ..Budget::default() };
+                assert_eq!(engine(b.clone()), walker(b), "{src}: allocs {allocs}");
+            }
+            for depth in 0..full.1.max_depth + 2 {
+                let b = Budget { depth, ..Budget::default() };
+                assert_eq!(engine(b.clone()), walker(b), "{src}: depth {depth}");
+            }
+        }
+    }
 }
